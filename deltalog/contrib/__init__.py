@@ -1,0 +1,1 @@
+"""Integrations with outside engines and services (PySpark, Redis, pytest)."""

@@ -1,0 +1,115 @@
+"""The in-memory LogStore (``memory://``), shared by every user in one process.
+
+It keeps files in fsspec's process-wide memory filesystem, so data files written
+through :meth:`MemoryLogStore.filesystem` (Parquet, checkpoints) and log files written
+through :meth:`MemoryLogStore.write` live side by side. Put-if-absent is a check and an
+insert under one process-wide lock: CONDITIONAL_WRITE, and a file is visible only whole.
+Meant for tests and examples; another process (a Spark executor) does not see it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from deltalog.logstores.base import FileStatus, LogStore, MutualExclusion, StoreSemantics, split_uri
+from deltalog.logstores.errors import FileAlreadyExistsError, LogStoreConfigError
+
+if TYPE_CHECKING:
+    import pyarrow.fs
+
+__all__ = ["MemoryLogStore"]
+
+_LOCK = threading.Lock()
+
+
+def _memory_fs() -> Any:
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    return MemoryFileSystem()
+
+
+class MemoryLogStore(LogStore):
+    """Delta log in process memory."""
+
+    name = "memory"
+    schemes = ("memory",)
+    default_semantics = StoreSemantics(
+        MutualExclusion.CONDITIONAL_WRITE, partial_write_visible=False, consistent_listing=True
+    )
+
+    def fs_path(self, path: str) -> str:
+        scheme, rest = split_uri(path)
+        if scheme != "memory":
+            raise LogStoreConfigError(f"not a memory:// URI: {path}")
+        return "/" + rest.lstrip("/")
+
+    def _uri(self, fs_path: str) -> str:
+        return "memory://" + fs_path.lstrip("/")
+
+    def read(self, path: str) -> Iterator[str]:
+        key = self.fs_path(path)
+        entry = _memory_fs().store.get(key)
+        if entry is None:
+            raise FileNotFoundError(path)
+        text = bytes(entry.getbuffer()).decode("utf-8")
+        return iter(text.splitlines())
+
+    def write(self, path: str, lines: Iterable[str], overwrite: bool = False) -> None:
+        key = self.fs_path(path)
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        fs = _memory_fs()
+        with _LOCK:
+            if not overwrite and key in fs.store:
+                raise FileAlreadyExistsError(path)
+            fs.pipe_file(key, data)
+
+    def list_from(self, path: str) -> Iterator[FileStatus]:
+        key = self.fs_path(path)
+        directory, _, start = key.rpartition("/")
+        prefix = directory + "/"
+        start_key = start.encode("utf-8")
+        found: list[tuple[bytes, FileStatus]] = []
+        store = _memory_fs().store
+        with _LOCK:
+            items = list(store.items())
+        for name, entry in items:
+            if not name.startswith(prefix):
+                continue
+            child = name[len(prefix) :]
+            if "/" in child or child.encode("utf-8") < start_key:
+                continue
+            found.append(
+                (child.encode("utf-8"), FileStatus(self._uri(name), entry.size, _mtime_ms(entry)))
+            )
+        found.sort(key=lambda item: item[0])
+        return iter([status for _, status in found])
+
+    def resolve_path(self, path: str) -> str:
+        return self._uri(self.fs_path(path))
+
+    def delete(self, path: str) -> None:
+        with _LOCK:
+            _memory_fs().store.pop(self.fs_path(path), None)
+
+    def read_bytes(self, path: str) -> bytes:
+        entry = _memory_fs().store.get(self.fs_path(path))
+        if entry is None:
+            raise FileNotFoundError(path)
+        return bytes(entry.getbuffer())
+
+    def filesystem(self) -> pyarrow.fs.FileSystem:
+        import pyarrow.fs as pafs
+
+        return pafs.PyFileSystem(pafs.FSSpecHandler(_memory_fs()))
+
+
+def _mtime_ms(entry: Any) -> int:
+    stamp = getattr(entry, "modified", None) or getattr(entry, "created", None)
+    if stamp is None:
+        return int(time.time() * 1000)
+    if isinstance(stamp, (int, float)):
+        return int(stamp * 1000)
+    return int(stamp.timestamp() * 1000)
