@@ -1,0 +1,190 @@
+"""A snapshot: the state of a Delta table at one version.
+
+Built by :class:`~deltalog.txn.delta_log.DeltaLog` from a checkpoint plus commits, or by
+:meth:`Snapshot.apply` from an older snapshot plus one commit (cheap: Arrow filters on the
+file tables, no replay).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.txn.actions import (
+    Action,
+    AddFile,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    SetTransaction,
+)
+from deltalog.txn.errors import InvalidTableStateError, TableNotFoundError
+from deltalog.txn.features import check_read_supported
+from deltalog.txn.properties import TableProperties
+from deltalog.txn.replay import CommitBatch, LogState, table_to_adds, table_to_removes
+from deltalog.txn.schema import StructType, parse_schema
+
+if TYPE_CHECKING:
+    from deltalog.txn.log_segment import LogSegment
+
+__all__ = ["Snapshot"]
+
+
+class Snapshot:
+    """The table at :attr:`version` (``-1``: the table does not exist yet)."""
+
+    def __init__(
+        self,
+        table_uri: str,
+        version: int,
+        state: LogState,
+        timestamp: int,
+        segment: LogSegment | None = None,
+        checkpoint_version: int | None = None,
+    ) -> None:
+        self.table_uri = table_uri
+        self.version = version
+        self._state = state
+        self.timestamp = timestamp
+        self.segment = segment
+        self.checkpoint_version = checkpoint_version if segment is None else segment.checkpoint_version
+        if version >= 0:
+            if state.protocol is None or state.metadata is None:
+                missing = " and ".join(
+                    n for n, v in (("protocol", state.protocol), ("metaData", state.metadata)) if v is None
+                )
+                raise InvalidTableStateError(
+                    f"the Delta log of {table_uri} at version {version} has no {missing} action; "
+                    "the log is damaged (version 0 must hold both). Restore the missing commit files."
+                )
+            check_read_supported(state.protocol, table_uri)
+
+    def __repr__(self) -> str:
+        return f"Snapshot({self.table_uri!r}, version={self.version}, files={self.num_files})"
+
+    # -- protocol and metadata --------------------------------------------------------
+
+    def _require(self) -> None:
+        if self.version < 0:
+            raise TableNotFoundError(self.table_uri, "the snapshot is empty (version -1)")
+
+    @property
+    def exists(self) -> bool:
+        return self.version >= 0
+
+    @property
+    def state(self) -> LogState:
+        return self._state
+
+    @property
+    def protocol(self) -> Protocol:
+        self._require()
+        assert self._state.protocol is not None
+        return self._state.protocol
+
+    @property
+    def metadata(self) -> Metadata:
+        self._require()
+        assert self._state.metadata is not None
+        return self._state.metadata
+
+    @cached_property
+    def schema(self) -> StructType:
+        return parse_schema(self.metadata.schema_string)
+
+    @property
+    def partition_columns(self) -> tuple[str, ...]:
+        return self.metadata.partition_columns
+
+    @cached_property
+    def properties(self) -> TableProperties:
+        if self.version < 0:
+            return TableProperties({})
+        return TableProperties(self.metadata.configuration)
+
+    # -- files ----------------------------------------------------------------------
+
+    @property
+    def files_table(self) -> pa.Table:
+        """Active files, one row per ``add``, columns as in the checkpoint's ``add`` struct."""
+        return self._state.files_table()
+
+    @cached_property
+    def files(self) -> list[AddFile]:
+        return table_to_adds(self.files_table)
+
+    @property
+    def num_files(self) -> int:
+        return self._state.adds.num_rows
+
+    @property
+    def size_in_bytes(self) -> int:
+        if not self.num_files:
+            return 0
+        total = pc.sum(self._state.adds.column("size")).as_py()
+        return int(total or 0)
+
+    def min_file_retention_timestamp(self, now_ms: int | None = None) -> int:
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        return now - int(self.properties.deleted_file_retention.total_seconds() * 1000)
+
+    def tombstones_table(self, now_ms: int | None = None) -> pa.Table:
+        """Unexpired ``remove`` actions (``deletionTimestamp`` newer than the retention)."""
+        removes = self._state.removes_table()
+        if not removes.num_rows:
+            return removes
+        cutoff = self.min_file_retention_timestamp(now_ms)
+        ts = pc.fill_null(removes.column("deletionTimestamp"), 0)
+        return removes.filter(pc.greater(ts, cutoff))
+
+    @property
+    def tombstones(self) -> list[RemoveFile]:
+        return table_to_removes(self.tombstones_table())
+
+    # -- transactions and domains --------------------------------------------------------
+
+    def set_transactions_at(self, now_ms: int | None = None) -> dict[str, SetTransaction]:
+        retention = self.properties.set_transaction_retention
+        if retention is None:
+            return dict(self._state.txns)
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        cutoff = now - int(retention.total_seconds() * 1000)
+        return {
+            k: t for k, t in self._state.txns.items() if t.last_updated is None or t.last_updated > cutoff
+        }
+
+    @property
+    def set_transactions(self) -> dict[str, SetTransaction]:
+        return self.set_transactions_at()
+
+    def txn_version(self, app_id: str) -> int | None:
+        t = self.set_transactions.get(app_id)
+        return None if t is None else t.version
+
+    @property
+    def domain_metadata(self) -> dict[str, DomainMetadata]:
+        return dict(self._state.domains)
+
+    # -- evolution ------------------------------------------------------------------
+
+    def apply(self, version: int, actions: Sequence[Action], commit_timestamp: int) -> Snapshot:
+        """A new snapshot: this state plus the commit ``version`` made of ``actions``."""
+        if version != self.version + 1:
+            raise InvalidTableStateError(
+                f"cannot apply version {version} to the snapshot at version {self.version} of "
+                f"{self.table_uri}: versions must be contiguous"
+            )
+        batch = CommitBatch()
+        batch.add_actions(version, actions)
+        return self.apply_batch(version, batch, commit_timestamp)
+
+    def apply_batch(self, version: int, batch: CommitBatch, commit_timestamp: int) -> Snapshot:
+        """This state plus the commits ``self.version + 1 .. version`` collected in ``batch``."""
+        state = self._state.apply(batch)
+        return Snapshot(self.table_uri, version, state, commit_timestamp, None, self.checkpoint_version)
