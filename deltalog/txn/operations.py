@@ -1,0 +1,354 @@
+"""Operations: what a commit did, with Delta's names and parameters.
+
+Each operation knows its name as Delta writes it in ``commitInfo.operation`` (``WRITE``,
+``STREAMING UPDATE``, ``DELETE``, ...), its parameters (``commitInfo.operationParameters``,
+where a string value is written as it is and any other value JSON-encoded, as Delta does)
+and whether it changes data (which decides, under ``WriteSerializable``, whether a commit
+of only ``dataChange=false`` actions may downgrade to snapshot isolation).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+__all__ = [
+    "AddColumns",
+    "Convert",
+    "CreateTable",
+    "Delete",
+    "ManualUpdate",
+    "Merge",
+    "Operation",
+    "Optimize",
+    "ReplaceTable",
+    "Restore",
+    "SetTableProperties",
+    "StreamingUpdate",
+    "Truncate",
+    "UnsetTableProperties",
+    "Update",
+    "UpgradeProtocol",
+    "VacuumEnd",
+    "VacuumStart",
+    "Write",
+]
+
+
+def _encode(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Operation:
+    """Base class: a named operation with parameters."""
+
+    name: ClassVar[str] = "Manual Update"
+    changes_data: ClassVar[bool] = False
+
+    def parameter_values(self) -> dict[str, Any]:
+        """The parameters as Python values (``None`` values are left out)."""
+        return {}
+
+    @property
+    def parameters(self) -> dict[str, str]:
+        """``commitInfo.operationParameters``: strings as they are, other values as JSON."""
+        return {k: _encode(v) for k, v in self.parameter_values().items() if v is not None}
+
+    def metrics(self) -> dict[str, str]:
+        """Operation metrics known before the commit (the engine adds file counts)."""
+        return {}
+
+
+@dataclass(frozen=True)
+class Write(Operation):
+    """``WRITE``: append or overwrite data (``mode`` is Delta's ``Append``/``Overwrite``/...)."""
+
+    name: ClassVar[str] = "WRITE"
+    changes_data: ClassVar[bool] = True
+    mode: str = "Append"
+    partition_by: Sequence[str] | None = None
+    predicate: str | Sequence[str] | None = None
+    user_metrics: Mapping[str, str] = field(default_factory=dict)
+
+    def parameter_values(self) -> dict[str, Any]:
+        predicate = self.predicate
+        if predicate is not None and not isinstance(predicate, str):
+            predicate = list(predicate)
+        return {
+            "mode": self.mode,
+            "partitionBy": list(self.partition_by) if self.partition_by is not None else [],
+            "predicate": predicate,
+        }
+
+    def metrics(self) -> dict[str, str]:
+        return dict(self.user_metrics)
+
+
+@dataclass(frozen=True)
+class StreamingUpdate(Operation):
+    """``STREAMING UPDATE``: one micro-batch of a streaming query."""
+
+    name: ClassVar[str] = "STREAMING UPDATE"
+    changes_data: ClassVar[bool] = True
+    output_mode: str = "Append"
+    query_id: str = ""
+    epoch_id: int = 0
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"outputMode": self.output_mode, "queryId": self.query_id, "epochId": self.epoch_id}
+
+
+@dataclass(frozen=True)
+class Delete(Operation):
+    """``DELETE``: rows matching ``predicate`` were deleted."""
+
+    name: ClassVar[str] = "DELETE"
+    changes_data: ClassVar[bool] = True
+    predicate: Sequence[str] = ()
+    user_metrics: Mapping[str, str] = field(default_factory=dict)
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"predicate": list(self.predicate)}
+
+    def metrics(self) -> dict[str, str]:
+        return dict(self.user_metrics)
+
+
+@dataclass(frozen=True)
+class Truncate(Operation):
+    """``TRUNCATE``: every row was deleted."""
+
+    name: ClassVar[str] = "TRUNCATE"
+    changes_data: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class Update(Operation):
+    """``UPDATE``: rows matching ``predicate`` were rewritten."""
+
+    name: ClassVar[str] = "UPDATE"
+    changes_data: ClassVar[bool] = True
+    predicate: str | None = None
+    user_metrics: Mapping[str, str] = field(default_factory=dict)
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"predicate": self.predicate}
+
+    def metrics(self) -> dict[str, str]:
+        return dict(self.user_metrics)
+
+
+@dataclass(frozen=True)
+class Merge(Operation):
+    """``MERGE``: a merge of a source into the table."""
+
+    name: ClassVar[str] = "MERGE"
+    changes_data: ClassVar[bool] = True
+    predicate: str | None = None
+    matched_predicates: Sequence[Mapping[str, str]] = ()
+    not_matched_predicates: Sequence[Mapping[str, str]] = ()
+    not_matched_by_source_predicates: Sequence[Mapping[str, str]] = ()
+    user_metrics: Mapping[str, str] = field(default_factory=dict)
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {
+            "predicate": self.predicate,
+            "matchedPredicates": [dict(p) for p in self.matched_predicates],
+            "notMatchedPredicates": [dict(p) for p in self.not_matched_predicates],
+            "notMatchedBySourcePredicates": [dict(p) for p in self.not_matched_by_source_predicates],
+        }
+
+    def metrics(self) -> dict[str, str]:
+        return dict(self.user_metrics)
+
+
+@dataclass(frozen=True)
+class Optimize(Operation):
+    """``OPTIMIZE``: files rewritten without changing data (``dataChange=false``)."""
+
+    name: ClassVar[str] = "OPTIMIZE"
+    changes_data: ClassVar[bool] = False
+    predicate: Sequence[str] = ()
+    z_order_by: Sequence[str] = ()
+    auto: bool = False
+    user_metrics: Mapping[str, str] = field(default_factory=dict)
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"predicate": list(self.predicate), "zOrderBy": list(self.z_order_by), "auto": self.auto}
+
+    def metrics(self) -> dict[str, str]:
+        return dict(self.user_metrics)
+
+
+@dataclass(frozen=True)
+class CreateTable(Operation):
+    """``CREATE TABLE`` (or ``CREATE TABLE AS SELECT`` when ``as_select``)."""
+
+    changes_data: ClassVar[bool] = True
+    description: str | None = None
+    partition_by: Sequence[str] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    as_select: bool = False
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return "CREATE TABLE AS SELECT" if self.as_select else "CREATE TABLE"
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {
+            "isManaged": "false",
+            "description": self.description,
+            "partitionBy": list(self.partition_by),
+            "properties": dict(self.properties),
+        }
+
+
+@dataclass(frozen=True)
+class ReplaceTable(Operation):
+    """``REPLACE TABLE`` / ``CREATE OR REPLACE TABLE``."""
+
+    changes_data: ClassVar[bool] = True
+    description: str | None = None
+    partition_by: Sequence[str] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    or_create: bool = False
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return "CREATE OR REPLACE TABLE" if self.or_create else "REPLACE TABLE"
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {
+            "isManaged": "false",
+            "description": self.description,
+            "partitionBy": list(self.partition_by),
+            "properties": dict(self.properties),
+        }
+
+
+@dataclass(frozen=True)
+class SetTableProperties(Operation):
+    """``SET TBLPROPERTIES``."""
+
+    name: ClassVar[str] = "SET TBLPROPERTIES"
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"properties": dict(self.properties)}
+
+
+@dataclass(frozen=True)
+class UnsetTableProperties(Operation):
+    """``UNSET TBLPROPERTIES``."""
+
+    name: ClassVar[str] = "UNSET TBLPROPERTIES"
+    keys: Sequence[str] = ()
+    if_exists: bool = True
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"properties": list(self.keys), "ifExists": self.if_exists}
+
+
+@dataclass(frozen=True)
+class AddColumns(Operation):
+    """``ADD COLUMNS``."""
+
+    name: ClassVar[str] = "ADD COLUMNS"
+    columns: Sequence[Mapping[str, Any]] = ()
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"columns": [dict(c) for c in self.columns]}
+
+
+@dataclass(frozen=True)
+class UpgradeProtocol(Operation):
+    """``UPGRADE PROTOCOL``."""
+
+    name: ClassVar[str] = "UPGRADE PROTOCOL"
+    new_protocol: Mapping[str, Any] = field(default_factory=dict)
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"newProtocol": dict(self.new_protocol)}
+
+
+@dataclass(frozen=True)
+class Restore(Operation):
+    """``RESTORE``: the table's files set back to those of an earlier version."""
+
+    name: ClassVar[str] = "RESTORE"
+    changes_data: ClassVar[bool] = True
+    version: int | None = None
+    timestamp: str | None = None
+    user_metrics: Mapping[str, str] = field(default_factory=dict)
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"version": self.version, "timestamp": self.timestamp}
+
+    def metrics(self) -> dict[str, str]:
+        return dict(self.user_metrics)
+
+
+@dataclass(frozen=True)
+class VacuumStart(Operation):
+    """``VACUUM START``: recorded before files are deleted."""
+
+    name: ClassVar[str] = "VACUUM START"
+    retention_check_enabled: bool = True
+    specified_retention_millis: int | None = None
+    default_retention_millis: int = 7 * 24 * 3600 * 1000
+    user_metrics: Mapping[str, str] = field(default_factory=dict)
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {
+            "retentionCheckEnabled": self.retention_check_enabled,
+            "specifiedRetentionMillis": self.specified_retention_millis,
+            "defaultRetentionMillis": self.default_retention_millis,
+        }
+
+    def metrics(self) -> dict[str, str]:
+        return dict(self.user_metrics)
+
+
+@dataclass(frozen=True)
+class VacuumEnd(Operation):
+    """``VACUUM END``: recorded after files were deleted."""
+
+    name: ClassVar[str] = "VACUUM END"
+    status: str = "COMPLETED"
+    user_metrics: Mapping[str, str] = field(default_factory=dict)
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"status": self.status}
+
+    def metrics(self) -> dict[str, str]:
+        return dict(self.user_metrics)
+
+
+@dataclass(frozen=True)
+class Convert(Operation):
+    """``CONVERT``: an existing Parquet directory became a Delta table."""
+
+    name: ClassVar[str] = "CONVERT"
+    changes_data: ClassVar[bool] = True
+    num_files: int = 0
+    partition_by: Sequence[str] = ()
+    collect_stats: bool = False
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {
+            "numFiles": self.num_files,
+            "partitionedBy": list(self.partition_by),
+            "collectStats": self.collect_stats,
+        }
+
+
+@dataclass(frozen=True)
+class ManualUpdate(Operation):
+    """``Manual Update``: a commit made directly through the API. As in Delta, it does
+    not count as changing data (only its file actions' ``dataChange`` flags do)."""
+
+    name: ClassVar[str] = "Manual Update"
+    changes_data: ClassVar[bool] = False

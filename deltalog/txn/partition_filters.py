@@ -1,0 +1,192 @@
+"""Partition filters: ``(column, op, value)`` tuples evaluated against partition values.
+
+A filter list is a conjunction. Partition values are strings in the log (``None`` is
+null); they are compared as the partition column's type, so ``("year", ">", 2020)``
+compares numbers, not strings. Null semantics follow SQL, with two conveniences:
+``(c, "=", None)`` means ``c IS NULL`` and ``(c, "!=", None)`` means ``c IS NOT NULL``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from deltalog.errors import DeltaError
+
+__all__ = [
+    "InvalidPartitionFilterError",
+    "PartitionFilter",
+    "PartitionPredicate",
+    "partition_column_types",
+]
+
+PartitionFilter = tuple[str, str, Any]
+
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<>": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+_SET_OPS = ("in", "not in")
+
+
+class InvalidPartitionFilterError(DeltaError, ValueError):
+    """A partition filter names a column that is not a partition column, uses an
+    unknown operator, or has a value that cannot be compared with the column's type."""
+
+
+def partition_column_types(schema_string: str, partition_columns: Sequence[str]) -> dict[str, str]:
+    """``{partition column: Spark type name}`` from a ``schemaString``."""
+    schema = json.loads(schema_string)
+    types: dict[str, str] = {}
+    wanted = {c.lower(): c for c in partition_columns}
+    for f in schema.get("fields", []):
+        name = f.get("name", "")
+        if name.lower() in wanted:
+            t = f.get("type")
+            types[wanted[name.lower()]] = t if isinstance(t, str) else json.dumps(t)
+    for column in partition_columns:
+        types.setdefault(column, "string")
+    return types
+
+
+def _parse_timestamp(text: str) -> dt.datetime:
+    value = text.strip().replace("T", " ")
+    if value.endswith("Z"):
+        value = value[:-1] + "+00:00"
+    parsed = dt.datetime.fromisoformat(value)
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return parsed
+
+
+def _converter(type_name: str) -> Callable[[Any], Any]:
+    t = type_name.lower()
+    if t in ("byte", "short", "integer", "int", "long", "bigint", "tinyint", "smallint"):
+        return lambda v: int(v)
+    if t in ("float", "double"):
+        return lambda v: float(v)
+    if t.startswith("decimal"):
+        return lambda v: decimal.Decimal(str(v))
+    if t == "boolean":
+        return lambda v: v if isinstance(v, bool) else str(v).strip().lower() == "true"
+    if t == "date":
+        return lambda v: v if isinstance(v, dt.date) and not isinstance(v, dt.datetime) else dt.date.fromisoformat(str(v)[:10])
+    if t in ("timestamp", "timestamp_ntz"):
+        def ts(v: Any) -> dt.datetime:
+            if isinstance(v, dt.datetime):
+                return v.astimezone(dt.timezone.utc).replace(tzinfo=None) if v.tzinfo else v
+            return _parse_timestamp(str(v))
+
+        return ts
+    return lambda v: v if isinstance(v, str) else str(v)
+
+
+@dataclass(frozen=True)
+class _Term:
+    column: str
+    op: str
+    value: Any  # converted; a frozenset/tuple for in / not in; None for null tests
+    convert: Callable[[Any], Any]
+
+    def holds(self, partition_values: Mapping[str, str | None]) -> bool:
+        raw = partition_values.get(self.column)
+        if raw is None:
+            raw = _lookup_case_insensitive(partition_values, self.column)
+        if self.op in ("=", "==") and self.value is None:
+            return raw is None
+        if self.op in ("!=", "<>") and self.value is None:
+            return raw is not None
+        if raw is None:
+            return False
+        try:
+            current = self.convert(raw)
+        except (ValueError, ArithmeticError):
+            return False
+        if self.op == "in":
+            return current in self.value
+        if self.op == "not in":
+            return current not in self.value
+        return _COMPARE[self.op](current, self.value)
+
+
+def _lookup_case_insensitive(values: Mapping[str, str | None], column: str) -> str | None:
+    lowered = column.lower()
+    for key, value in values.items():
+        if key.lower() == lowered:
+            return value
+    return None
+
+
+class PartitionPredicate:
+    """A conjunction of partition filters, validated against a table's partition columns."""
+
+    def __init__(self, filters: Iterable[PartitionFilter], column_types: Mapping[str, str]) -> None:
+        self.filters = tuple(filters)
+        by_lower = {c.lower(): c for c in column_types}
+        terms: list[_Term] = []
+        for item in self.filters:
+            if not (isinstance(item, (tuple, list)) and len(item) == 3):
+                raise InvalidPartitionFilterError(
+                    f"a partition filter is a (column, op, value) tuple, got {item!r}"
+                )
+            column, op, value = item
+            if not isinstance(column, str) or column.lower() not in by_lower:
+                raise InvalidPartitionFilterError(
+                    f"{column!r} is not a partition column; partition columns: "
+                    f"{', '.join(column_types) or '(none: the table is not partitioned)'}"
+                )
+            column = by_lower[column.lower()]
+            op = str(op).strip().lower()
+            if op not in _COMPARE and op not in _SET_OPS:
+                raise InvalidPartitionFilterError(
+                    f"unknown operator {op!r} in filter {item!r}; use one of "
+                    "= != < <= > >= in, not in"
+                )
+            convert = _converter(column_types[column])
+            try:
+                if op in _SET_OPS:
+                    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+                        raise InvalidPartitionFilterError(
+                            f"'{op}' needs a list of values, got {value!r} in {item!r}"
+                        )
+                    converted: Any = frozenset(convert(v) for v in value if v is not None)
+                elif value is None:
+                    if op not in ("=", "==", "!=", "<>"):
+                        raise InvalidPartitionFilterError(
+                            f"only = and != can compare with None (IS NULL / IS NOT NULL): {item!r}"
+                        )
+                    converted = None
+                else:
+                    converted = convert(value)
+            except (ValueError, TypeError, ArithmeticError) as exc:
+                raise InvalidPartitionFilterError(
+                    f"cannot compare {value!r} with partition column {column!r} of type "
+                    f"{column_types[column]}: {exc}"
+                ) from exc
+            terms.append(_Term(column, op, converted, convert))
+        self._terms = tuple(terms)
+
+    @property
+    def is_true(self) -> bool:
+        """An empty conjunction: every file matches."""
+        return not self._terms
+
+    def matches(self, partition_values: Mapping[str, str | None]) -> bool:
+        return all(term.holds(partition_values) for term in self._terms)
+
+    def describe(self) -> str:
+        return " AND ".join(f"{c} {op} {v!r}" for c, op, v in self.filters) or "true"
+
+    def __repr__(self) -> str:
+        return f"PartitionPredicate({self.describe()})"

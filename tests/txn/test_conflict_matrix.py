@@ -1,0 +1,351 @@
+"""The conflict matrix, ported from Delta Spark's OptimisticTransactionSuite and
+OptimisticTransactionLegacyTests, run under both table isolation levels.
+
+Each case: set the table up, let a transaction read, commit a concurrent transaction,
+then commit the first one and assert the exact outcome (no conflict, or the error type,
+winning version and partition hint).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from deltalog.txn.actions import (
+    Action,
+    AddFile,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    SetTransaction,
+)
+from deltalog.txn.commit_errors import (
+    ConcurrentAppendError,
+    ConcurrentDeleteDeleteError,
+    ConcurrentDeleteReadError,
+    ConcurrentTransactionError,
+    DeltaConcurrentModificationError,
+    MetadataChangedError,
+    ProtocolChangedError,
+)
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.operations import ManualUpdate
+from deltalog.txn.transaction import OptimisticTransaction
+
+SER = "Serializable"
+WSER = "WriteSerializable"
+
+
+def schema(*columns: str, type_: str = "integer") -> str:
+    return json.dumps(
+        {
+            "type": "struct",
+            "fields": [{"name": c, "type": type_, "nullable": True, "metadata": {}} for c in columns],
+        }
+    )
+
+
+def add(path: str, **partition: str | None) -> AddFile:
+    return AddFile(path, dict(partition), 1, 1, data_change=True)
+
+
+def remove(path: str, data_change: bool = True, **partition: str | None) -> RemoveFile:
+    return RemoveFile(path, deletion_timestamp=4, data_change=data_change, partition_values=dict(partition) or None)
+
+
+def rearrange_add(path: str, **partition: str | None) -> AddFile:
+    return AddFile(path, dict(partition), 1, 1, data_change=False)
+
+
+def meta_x(level: str, partitioned: bool = True) -> Metadata:
+    return Metadata(
+        id="table-1",
+        schema_string=schema("x", "v"),
+        partition_columns=("x",) if partitioned else (),
+        configuration={"delta.isolationLevel": level},
+    )
+
+
+def meta_xy(level: str) -> Metadata:
+    return Metadata(
+        id="table-2",
+        schema_string=schema("x", "y", "v"),
+        partition_columns=("x", "y"),
+        configuration={"delta.isolationLevel": level},
+    )
+
+
+Reads = Sequence[Callable[[OptimisticTransaction], object]]
+
+
+@dataclass
+class Case:
+    name: str
+    setup: Callable[[str], Sequence[Action]]
+    reads: Reads
+    concurrent: Sequence[Action]
+    actions: Sequence[Action]
+    # expected error type per isolation level (None: no conflict)
+    expected: dict[str, type[DeltaConcurrentModificationError] | None]
+    partition_hint: str | None = None
+    concurrent_ops: Sequence[Sequence[Action]] = field(default_factory=list)
+
+
+def both(error: type[DeltaConcurrentModificationError] | None) -> dict[str, type[DeltaConcurrentModificationError] | None]:
+    return {SER: error, WSER: error}
+
+
+CASES = [
+    # --- OptimisticTransactionSuite ---------------------------------------------------
+    Case("append / append", lambda lvl: [meta_x(lvl, False)], [], [add("a")], [add("b")], both(None)),
+    Case(
+        "disjoint txns", lambda lvl: [meta_x(lvl, False)],
+        [lambda t: t.txn_version("t1")], [SetTransaction("t2", 0, 1234)], [], both(None),
+    ),
+    Case(
+        "disjoint delete / read",
+        lambda lvl: [meta_x(lvl), add("a", x="1"), add("b", x="2")],
+        [lambda t: t.filter_files([("x", "=", 2)])],
+        [remove("a", x="1")], [], both(None),
+    ),
+    Case(
+        "disjoint add / read",
+        lambda lvl: [meta_x(lvl)],
+        [lambda t: t.filter_files([("x", "=", 1)])],
+        [add("b", x="2")], [], both(None),
+    ),
+    Case(
+        "add / read + no write",
+        lambda lvl: [meta_x(lvl)],
+        [lambda t: t.filter_files([("x", "=", 1)])],
+        [add("a", x="1")], [], both(None),
+    ),
+    Case(
+        "delete / delete",
+        lambda lvl: [meta_x(lvl, False), add("a")],
+        [lambda t: t.metadata],
+        [remove("a")], [remove("a")], both(ConcurrentDeleteDeleteError),
+    ),
+    Case(
+        "add / read + write",
+        lambda lvl: [meta_x(lvl)],
+        [lambda t: t.filter_files([("x", "=", 1)])],
+        [add("a", x="1")], [add("b", x="1")],
+        # Under WriteSerializable the concurrent blind append may be ordered first.
+        {SER: ConcurrentAppendError, WSER: None},
+        partition_hint="[x=1]",
+    ),
+    Case(
+        "add in part=2 / read from part=1,2 and write to part=1",
+        lambda lvl: [meta_x(lvl)],
+        [lambda t: t.filter_files([("x", "in", [1, 2])])],
+        [add("a", x="2")], [add("b", x="1")],
+        {SER: ConcurrentAppendError, WSER: None},
+        partition_hint="[x=2]",
+    ),
+    Case(
+        "delete / read",
+        lambda lvl: [meta_x(lvl, False), add("a")],
+        [lambda t: t.filter_files()],
+        [remove("a")], [add("b")], both(ConcurrentDeleteReadError),
+    ),
+    Case(
+        "schema change",
+        lambda lvl: [meta_x(lvl, False)],
+        [lambda t: t.metadata],
+        [Metadata(id="table-1", schema_string=schema("foo"))], [], both(MetadataChangedError),
+    ),
+    Case(
+        "conflicting txns",
+        lambda lvl: [meta_x(lvl, False)],
+        [lambda t: t.txn_version("t1")],
+        [SetTransaction("t1", 0, 1234)], [], both(ConcurrentTransactionError),
+    ),
+    Case(
+        "upgrade / upgrade",
+        lambda lvl: [meta_x(lvl, False)],
+        [lambda t: t.metadata],
+        [Protocol(1, 3)], [Protocol(1, 3)], both(ProtocolChangedError),
+    ),
+    Case(
+        "taint whole table",
+        lambda lvl: [meta_x(lvl), add("a", x="2")],
+        [lambda t: t.filter_files([("x", "=", 1)]), lambda t: t.read_whole_table()],
+        [add("b", x="3")], [add("c", x="4")],
+        {SER: ConcurrentAppendError, WSER: None},
+    ),
+    Case(
+        "taint whole table + concurrent remove",
+        lambda lvl: [meta_x(lvl, False), add("a")],
+        [lambda t: t.read_whole_table()],
+        [remove("a")], [add("b")], both(ConcurrentDeleteReadError),
+    ),
+    # --- OptimisticTransactionLegacyTests -------------------------------------------------
+    Case(
+        "block append against metadata change",
+        lambda lvl: [meta_x(lvl, False)],
+        [],
+        [Metadata(id="table-1", schema_string=schema("x", "v", "w"), configuration={"delta.isolationLevel": SER})],
+        [add("a")], both(MetadataChangedError),
+    ),
+    Case(
+        "block read+append against append",
+        lambda lvl: [meta_x(lvl, False)],
+        [lambda t: t.filter_files()],
+        [add("a")], [add("b")],
+        {SER: ConcurrentAppendError, WSER: None},
+    ),
+    Case(
+        "allow blind-append against any data change",
+        lambda lvl: [meta_x(lvl, False), add("a")],
+        [],
+        [remove("a"), add("c")], [add("b")], both(None),
+    ),
+    Case(
+        "allow concurrent commit on disjoint partitions",
+        lambda lvl: [meta_x(lvl), add("a", x="1")],
+        [lambda t: t.filter_files([("x", "=", 1)])],
+        [add("b", x="2")], [remove("a", x="1"), add("c", x="1")], both(None),
+    ),
+    Case(
+        "block concurrent commit when read partition was appended to by concurrent write",
+        lambda lvl: [meta_x(lvl), add("a", x="1")],
+        [lambda t: t.filter_files([("x", "=", 1)])],
+        [add("b", x="1")], [remove("a", x="1"), add("c", x="1")],
+        {SER: ConcurrentAppendError, WSER: None},
+        partition_hint="[x=1]",
+    ),
+    Case(
+        "block concurrent commit on full table scan",
+        lambda lvl: [meta_x(lvl), add("a", x="1")],
+        [lambda t: t.filter_files([("x", "=", 1)]), lambda t: t.filter_files()],
+        [add("b", x="2")], [remove("a", x="1"), add("c", x="1")],
+        {SER: ConcurrentAppendError, WSER: None},
+    ),
+    Case(
+        "allow concurrent commit on disjoint nested partitions",
+        lambda lvl: [meta_xy(lvl), add("a", x="1", y="1")],
+        [lambda t: t.filter_files([("x", "=", 1), ("y", "=", 1)])],
+        [add("b", x="1", y="2")], [remove("a", x="1", y="1"), add("c", x="1", y="1")], both(None),
+    ),
+    Case(
+        "block concurrent commit on same nested partition",
+        lambda lvl: [meta_xy(lvl), add("a", x="1", y="1")],
+        [lambda t: t.filter_files([("x", "=", 1), ("y", "=", 1)])],
+        [add("b", x="1", y="1")], [remove("a", x="1", y="1"), add("c", x="1", y="1")],
+        {SER: ConcurrentAppendError, WSER: None},
+        partition_hint="[x=1, y=1]",
+    ),
+    Case(
+        "non-blind concurrent write into a read partition conflicts under both levels",
+        lambda lvl: [meta_x(lvl), add("a", x="1"), add("z", x="1")],
+        [lambda t: t.filter_files([("x", "=", 1)])],
+        # the concurrent writer read and rewrote: not a blind append
+        [], [remove("a", x="1"), add("c", x="1")],
+        both(ConcurrentAppendError),
+        partition_hint="[x=1]",
+        concurrent_ops=[[remove("z", x="1"), add("y", x="1")]],
+    ),
+    Case(
+        "block commit with concurrent removes on same file",
+        lambda lvl: [meta_x(lvl, False), add("a")],
+        [],
+        [remove("a")], [remove("a")], both(ConcurrentDeleteDeleteError),
+    ),
+    Case(
+        "no data change: allow data rearrange when new files concurrently added",
+        lambda lvl: [meta_x(lvl, False), add("a")],
+        [lambda t: t.filter_files()],
+        [add("b")], [remove("a", data_change=False), rearrange_add("a2")], both(None),
+    ),
+    Case(
+        "no data change: block data rearrange when concurrently delete removes same file",
+        lambda lvl: [meta_x(lvl, False), add("a")],
+        [lambda t: t.filter_files()],
+        [remove("a")], [remove("a", data_change=False), rearrange_add("a2")],
+        both(ConcurrentDeleteReadError),
+    ),
+    Case(
+        "compaction vs append in the compacted partition",
+        lambda lvl: [meta_x(lvl), add("a", x="1"), add("b", x="1")],
+        [lambda t: t.filter_files([("x", "=", 1)])],
+        [add("n", x="1")],
+        [remove("a", data_change=False, x="1"), remove("b", data_change=False, x="1"), rearrange_add("ab", x="1")],
+        both(None),
+    ),
+    Case(
+        "readWholeTable should block concurrent delete",
+        lambda lvl: [meta_x(lvl, False), add("a")],
+        [lambda t: t.read_whole_table()],
+        [remove("a")], [], both(ConcurrentDeleteReadError),
+    ),
+    Case(
+        "allow concurrent set-txns with different app ids",
+        lambda lvl: [meta_x(lvl, False)],
+        [lambda t: t.txn_version("t1")],
+        [SetTransaction("t2", 1, 1)], [SetTransaction("t1", 1, 1)], both(None),
+    ),
+    Case(
+        "block concurrent set-txns with the same app id",
+        lambda lvl: [meta_x(lvl, False)],
+        [lambda t: t.txn_version("t1")],
+        [SetTransaction("t1", 1, 1)], [SetTransaction("t1", 1, 1)], both(ConcurrentTransactionError),
+    ),
+]
+
+
+def _run(case: Case, level: str) -> tuple[OptimisticTransaction, BaseException | None, int]:
+    uri = f"memory://conflicts-{uuid.uuid4().hex}"
+    log = DeltaLog.for_table(uri)
+    log.start_transaction().commit(list(case.setup(level)), ManualUpdate())
+    txn = log.start_transaction()
+    for read in case.reads:
+        read(txn)
+    other = DeltaLog.for_table(uri)
+    winning_version = -1
+    for ops in (*case.concurrent_ops, case.concurrent):
+        if not ops and case.concurrent_ops:
+            continue
+        concurrent = other.start_transaction()
+        if case.concurrent_ops and ops is not case.concurrent:
+            concurrent.filter_files()
+        winning_version = concurrent.commit(list(ops), ManualUpdate())
+    try:
+        txn.commit(list(case.actions), ManualUpdate())
+    except DeltaConcurrentModificationError as exc:
+        return txn, exc, winning_version
+    return txn, None, winning_version
+
+
+@pytest.mark.parametrize("level", [SER, WSER])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_conflict_matrix(case: Case, level: str) -> None:
+    txn, error, winning_version = _run(case, level)
+    expected = case.expected[level]
+    if expected is None:
+        assert error is None, f"{case.name} under {level}: unexpected {error!r}"
+        assert txn.committed_version == winning_version + 1
+        return
+    assert error is not None, f"{case.name} under {level}: expected {expected.__name__}, committed"
+    assert type(error) is expected, f"{case.name}: expected {expected.__name__}, got {error!r}"
+    assert error.winning_version == winning_version
+    assert f"version {winning_version}" in str(error)
+    if case.partition_hint is not None:
+        assert error.partition == case.partition_hint
+        assert case.partition_hint in str(error)
+    # nothing was written for the losing transaction
+    log = DeltaLog.for_table(txn.delta_log.table_uri)
+    assert log.update().version == winning_version
+
+
+def test_conflict_error_names_the_winning_operation() -> None:
+    case = next(c for c in CASES if c.name == "delete / read")
+    _, error, _ = _run(case, SER)
+    assert isinstance(error, ConcurrentDeleteReadError)
+    assert error.winning_operation == "Manual Update"
+    assert "(Manual Update)" in str(error)
+    assert "a was read by this transaction and removed concurrently" in str(error)
