@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.errors import InvalidSchemaError
 
@@ -210,7 +210,7 @@ class StructType:
         return out
 
 
-DataType = Union[PrimitiveType, DecimalType, ArrayType, MapType, StructType]
+DataType = PrimitiveType | DecimalType | ArrayType | MapType | StructType
 
 
 def data_type_from_json(value: Any, where: str = "schema") -> DataType:

@@ -128,7 +128,7 @@ class Snapshot:
         if not self.num_files:
             return 0
         total = pc.sum(self._state.adds.column("size")).as_py()
-        return int(total or 0)
+        return int(total) if total is not None else 0
 
     def min_file_retention_timestamp(self, now_ms: int | None = None) -> int:
         now = int(time.time() * 1000) if now_ms is None else now_ms
