@@ -121,7 +121,7 @@ class Snapshot:
 
     @property
     def num_files(self) -> int:
-        return self._state.adds.num_rows
+        return int(self._state.adds.num_rows)
 
     @property
     def size_in_bytes(self) -> int:
