@@ -1,0 +1,257 @@
+"""The executor side of a write: Parquet files plus the ``add``/``cdc`` actions naming them.
+
+This is the task half of Delta's ``DelayedCommitProtocol``: each task writes its rows into
+files with unique names (``part-<task>-<uuid>.c000.snappy.parquet``) under Hive-style
+partition directories of the table, straight through the store's data filesystem (rebuilt
+in the executor from the picklable :class:`~deltalog.logstores.base.LogStoreSpec`), and
+returns the actions that add them. Nothing is visible in the table until the driver
+commits those actions; files of a failed job are never referenced.
+
+Rows with a non-null ``_change_type`` column are change data: they go to
+``_change_data/`` and come back as ``cdc`` actions (Delta's CDC_TYPE_COLUMN_NAME).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from deltalog.contrib.spark.partitioning import partition_directory, partition_value_to_string
+from deltalog.contrib.spark.stats import StatsCollector
+from deltalog.logstores.base import LogStore, LogStoreSpec
+from deltalog.txn.actions import AddCDCFile, AddFile, action_to_line, decode_path, encode_path, parse_line
+
+__all__ = ["CDC_TYPE_COLUMN", "WriteSpec", "delete_files", "write_batches"]
+
+log = logging.getLogger(__name__)
+
+CDC_TYPE_COLUMN = "_change_type"
+CDC_DIR = "_change_data"
+
+
+@dataclass(frozen=True)
+class WriteSpec:
+    """Everything a task needs to write files for one table (picklable)."""
+
+    store: LogStoreSpec
+    table_uri: str
+    partition_columns: tuple[str, ...] = ()
+    partition_types: Mapping[str, str] = field(default_factory=dict)
+    num_indexed_cols: int = 32
+    max_records_per_file: int = 0
+    #: logical -> physical column names (column mapping); empty when mapping is off.
+    physical_names: Mapping[str, str] = field(default_factory=dict)
+    #: logical column name -> column mapping id, written as Parquet field ids.
+    field_ids: Mapping[str, int] = field(default_factory=dict)
+    tight_bounds: bool | None = None
+    data_change: bool = True
+    prefix: str = "part"
+
+
+@dataclass
+class _OpenFile:
+    writer: pq.ParquetWriter
+    sink: Any
+    relative: str
+    partition_values: dict[str, str | None]
+    stats: StatsCollector
+    rows: int = 0
+
+
+class _TaskWriter:
+    def __init__(self, spec: WriteSpec, task_id: int) -> None:
+        self.spec = spec
+        self.task_id = task_id
+        self.store: LogStore = spec.store.build()
+        self.fs: pafs.FileSystem = self.store.filesystem()
+        self.open: dict[tuple[bool, tuple[str | None, ...]], _OpenFile] = {}
+        self.counters: dict[tuple[bool, tuple[str | None, ...]], int] = {}
+        self.done: list[str] = []
+        self.created_dirs: set[str] = set()
+        self.job_uuid = uuid.uuid4()
+
+    # -- layout ----------------------------------------------------------------------
+
+    def _file_schema(self, schema: pa.Schema, cdc: bool) -> pa.Schema:
+        drop = set(self.spec.partition_columns)
+        fields = []
+        for f in schema:
+            if f.name in drop or (f.name == CDC_TYPE_COLUMN and not cdc):
+                continue
+            fields.append(self._physical_field(f))
+        return pa.schema(fields)
+
+    def _physical_field(self, f: pa.Field) -> pa.Field:
+        name = self.spec.physical_names.get(f.name, f.name)
+        meta = dict(f.metadata or {})
+        fid = self.spec.field_ids.get(f.name)
+        if fid is not None:
+            meta[b"PARQUET:field_id"] = str(fid).encode()
+        return pa.field(name, f.type, f.nullable, meta or None)
+
+    def _relative_path(self, cdc: bool, values: Mapping[str, str | None], counter: int) -> str:
+        directory = partition_directory(self.spec.partition_columns, values)
+        prefix = "cdc" if cdc else self.spec.prefix
+        name = f"{prefix}-{self.task_id:05d}-{self.job_uuid}.c{counter:03d}.snappy.parquet"
+        parts = [p for p in (CDC_DIR if cdc else "", directory, name) if p]
+        return "/".join(parts)
+
+    def _open(self, key: tuple[bool, tuple[str | None, ...]], schema: pa.Schema) -> _OpenFile:
+        cdc, values_tuple = key
+        values = dict(zip(self.spec.partition_columns, values_tuple))
+        counter = self.counters.get(key, 0)
+        self.counters[key] = counter + 1
+        relative = self._relative_path(cdc, values, counter)
+        uri = f"{self.spec.table_uri}/{relative}"
+        fs_path = self.store.fs_path(uri)
+        parent = fs_path.rsplit("/", 1)[0]
+        if parent not in self.created_dirs:
+            self.fs.create_dir(parent, recursive=True)
+            self.created_dirs.add(parent)
+        sink = self.fs.open_output_stream(fs_path)
+        file_schema = self._file_schema(schema, cdc)
+        writer = pq.ParquetWriter(sink, file_schema, compression="snappy")
+        stats_schema = pa.schema([f for f in file_schema if f.name != CDC_TYPE_COLUMN])
+        handle = _OpenFile(
+            writer, sink, relative, values, StatsCollector(stats_schema, self.spec.num_indexed_cols)
+        )
+        self.open[key] = handle
+        return handle
+
+    def _close(self, key: tuple[bool, tuple[str | None, ...]]) -> None:
+        handle = self.open.pop(key)
+        handle.writer.close()
+        size = handle.sink.tell()
+        handle.sink.close()
+        cdc = key[0]
+        action: AddFile | AddCDCFile
+        if cdc:
+            action = AddCDCFile(
+                path=encode_path(handle.relative), partition_values=handle.partition_values, size=size
+            )
+        else:
+            action = AddFile(
+                path=encode_path(handle.relative),
+                partition_values=handle.partition_values,
+                size=size,
+                modification_time=int(time.time() * 1000),
+                data_change=self.spec.data_change,
+                stats=handle.stats.to_json(self.spec.tight_bounds),
+            )
+        self.done.append(action_to_line(action))
+
+    # -- rows ------------------------------------------------------------------------
+
+    def _to_file_columns(self, table: pa.Table, cdc: bool) -> pa.Table:
+        keep = [
+            n
+            for n in table.column_names
+            if n not in self.spec.partition_columns and (cdc or n != CDC_TYPE_COLUMN)
+        ]
+        table = table.select(keep)
+        if self.spec.physical_names:
+            table = table.rename_columns([self.spec.physical_names.get(n, n) for n in keep])
+        return table
+
+    def write_table(self, table: pa.Table, cdc: bool) -> None:
+        if table.num_rows == 0:
+            return
+        cols = self.spec.partition_columns
+        if not cols:
+            self._append((cdc, ()), table)
+            return
+        groups = table.select(list(cols)).group_by(list(cols), use_threads=False).aggregate([])
+        for combo in groups.to_pylist():
+            mask = None
+            for column in cols:
+                value = combo[column]
+                term = pc.is_null(table[column]) if value is None else pc.equal(table[column], value)
+                if value is not None:
+                    term = pc.fill_null(term, False)
+                mask = term if mask is None else pc.and_(mask, term)
+            part = table.filter(mask)
+            key = tuple(
+                partition_value_to_string(combo[c], self.spec.partition_types.get(c, "string")) or None
+                for c in cols
+            )
+            self._append((cdc, key), part)
+
+    def _append(self, key: tuple[bool, tuple[str | None, ...]], table: pa.Table) -> None:
+        limit = self.spec.max_records_per_file
+        offset = 0
+        while offset < table.num_rows:
+            handle = self.open.get(key) or self._open(key, table.schema)
+            room = table.num_rows - offset if limit <= 0 else limit - handle.rows
+            piece = table.slice(offset, room)
+            file_piece = self._to_file_columns(piece, key[0])
+            handle.writer.write_table(file_piece)
+            if not key[0]:
+                handle.stats.update(file_piece)
+            handle.rows += piece.num_rows
+            offset += piece.num_rows
+            if limit > 0 and handle.rows >= limit:
+                self._close(key)
+
+    def finish(self) -> list[str]:
+        for key in list(self.open):
+            self._close(key)
+        return self.done
+
+    def abort(self) -> None:
+        for handle in self.open.values():
+            try:
+                handle.writer.close()
+                handle.sink.close()
+            except Exception:  # best effort: the file is unreferenced either way
+                log.debug("closing %s after a failure", handle.relative, exc_info=True)
+            self.done.append(
+                action_to_line(AddCDCFile(path=encode_path(handle.relative), partition_values={}, size=0))
+            )
+        self.open.clear()
+        delete_files(self.spec, self.done)
+
+
+def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table], task_id: int) -> list[str]:
+    """Write ``batches`` as the files of one task; returns the action lines (add/cdc).
+
+    On an error the task's files are deleted (best effort) and the error propagates.
+    """
+    writer = _TaskWriter(spec, task_id)
+    try:
+        for batch in batches:
+            table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+            if CDC_TYPE_COLUMN in table.column_names:
+                flag = table[CDC_TYPE_COLUMN]
+                is_cdc = pc.is_valid(flag)
+                writer.write_table(table.filter(pc.invert(is_cdc)), cdc=False)
+                writer.write_table(table.filter(is_cdc), cdc=True)
+            else:
+                writer.write_table(table, cdc=False)
+        return writer.finish()
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def delete_files(spec: WriteSpec, action_lines: Sequence[str]) -> int:
+    """Delete the files named by ``action_lines`` (abort of a job); returns how many."""
+    store = spec.store.build()
+    deleted = 0
+    for line in action_lines:
+        action = parse_line(line)
+        if isinstance(action, (AddFile, AddCDCFile)):
+            try:
+                store.delete(f"{spec.table_uri}/{decode_path(action.path)}")
+                deleted += 1
+            except OSError:
+                log.warning("could not delete %s while aborting a write", action.path, exc_info=True)
+    return deleted

@@ -1,0 +1,222 @@
+"""Reading the options of ``df.write`` / ``spark.read`` for the ``deltalog`` data source.
+
+Spark lower-cases option names, so table properties (``delta.enableChangeDataFeed``) are
+restored to Delta's spelling here; properties deltalog does not know keep the case Spark
+gave them (pass ``tableProperties`` as a JSON object to keep any exact spelling). Every
+option that is not a read/write option or a table property is a storage option
+(``AWS_ENDPOINT_URL``, ``AZURE_STORAGE_CONNECTION_STRING``, ``deltalog.commitLock``, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from deltalog.contrib.spark.errors import InvalidWriteOptionError
+
+__all__ = ["ReadOptions", "WriteOptions", "canonical_property", "storage_options_of"]
+
+_KNOWN_PROPERTIES = [
+    "delta.appendOnly",
+    "delta.autoOptimize.autoCompact",
+    "delta.autoOptimize.optimizeWrite",
+    "delta.checkpointInterval",
+    "delta.checkpointPolicy",
+    "delta.checkpointRetentionDuration",
+    "delta.checkpoint.writeStatsAsJson",
+    "delta.checkpoint.writeStatsAsStruct",
+    "delta.columnMapping.mode",
+    "delta.columnMapping.maxColumnId",
+    "delta.dataSkippingNumIndexedCols",
+    "delta.dataSkippingStatsColumns",
+    "delta.deletedFileRetentionDuration",
+    "delta.enableChangeDataFeed",
+    "delta.enableDeletionVectors",
+    "delta.enableExpiredLogCleanup",
+    "delta.enableInCommitTimestamps",
+    "delta.enableRowTracking",
+    "delta.enableTypeWidening",
+    "delta.isolationLevel",
+    "delta.logRetentionDuration",
+    "delta.minReaderVersion",
+    "delta.minWriterVersion",
+    "delta.randomizeFilePrefixes",
+    "delta.setTransactionRetentionDuration",
+    "delta.targetFileSize",
+    "delta.tuneFileSizesForRewrites",
+]
+_CANONICAL = {k.lower(): k for k in _KNOWN_PROPERTIES}
+
+_WRITE_KEYS = {
+    "path", "partitionby", "replacewhere", "mergeschema", "overwriteschema", "usermetadata",
+    "txnappid", "txnversion", "maxrecordsperfile", "savemode", "tableproperties", "logstore",
+    "checkpointlocation", "queryid", "datachange", "scanreport",
+}
+_READ_KEYS = {
+    "versionasof", "timestampasof", "readchangefeed", "readchangedata", "startingversion",
+    "endingversion", "startingtimestamp", "endingtimestamp",
+}
+
+
+def canonical_property(key: str) -> str:
+    """``delta.enablechangedatafeed`` -> ``delta.enableChangeDataFeed``."""
+    return _CANONICAL.get(key.lower(), key)
+
+
+def _flag(options: Mapping[str, str], key: str, default: bool = False) -> bool:
+    value = _get(options, key)
+    if value is None:
+        return default
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise InvalidWriteOptionError(f"option {key} must be true or false, got {value!r}")
+
+
+def _get(options: Mapping[str, str], key: str) -> str | None:
+    lowered = key.lower()
+    for k, v in options.items():
+        if k.lower() == lowered:
+            return v
+    return None
+
+
+def _int(options: Mapping[str, str], key: str) -> int | None:
+    value = _get(options, key)
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidWriteOptionError(f"option {key} must be an integer, got {value!r}") from None
+
+
+def storage_options_of(options: Mapping[str, str]) -> dict[str, str]:
+    """The options that configure the store (everything not a read/write option or property)."""
+    out: dict[str, str] = {}
+    for k, v in options.items():
+        low = k.lower()
+        if low in _WRITE_KEYS or low in _READ_KEYS or low.startswith("delta."):
+            continue
+        out[k] = v
+    return out
+
+
+def table_path(options: Mapping[str, str]) -> str:
+    path = _get(options, "path")
+    if not path:
+        raise InvalidWriteOptionError(
+            "no table path: use .save(uri) / .load(uri) or .option('path', uri) with format 'deltalog'"
+        )
+    return path.rstrip("/") if len(path) > 1 else path
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    path: str
+    overwrite: bool
+    save_mode: str = "append"
+    partition_by: tuple[str, ...] | None = None
+    replace_where: str | None = None
+    merge_schema: bool = False
+    overwrite_schema: bool = False
+    user_metadata: str | None = None
+    txn_app_id: str | None = None
+    txn_version: int | None = None
+    max_records_per_file: int = 0
+    table_properties: dict[str, str] = field(default_factory=dict)
+    storage_options: dict[str, str] = field(default_factory=dict)
+    logstore: str | None = None
+    data_change: bool = True
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], overwrite: bool) -> WriteOptions:
+        save_mode = (_get(options, "saveMode") or ("overwrite" if overwrite else "append")).strip().lower()
+        save_mode = {"error": "errorifexists", "default": "errorifexists"}.get(save_mode, save_mode)
+        if save_mode not in ("append", "overwrite", "errorifexists", "ignore"):
+            raise InvalidWriteOptionError(
+                f"saveMode must be append, overwrite, errorifexists or ignore, got {save_mode!r}"
+            )
+        if save_mode == "overwrite":
+            overwrite = True
+        partition_text = _get(options, "partitionBy")
+        partition_by: tuple[str, ...] | None = None
+        if partition_text is not None:
+            if partition_text.strip().startswith("["):
+                partition_by = tuple(json.loads(partition_text))
+            else:
+                partition_by = tuple(c.strip() for c in partition_text.split(",") if c.strip())
+        props: dict[str, str] = {}
+        raw_props = _get(options, "tableProperties")
+        for k, v in options.items():
+            if k.lower().startswith("delta."):
+                props[canonical_property(k)] = v
+        if raw_props:
+            try:
+                props.update({str(k): str(v) for k, v in json.loads(raw_props).items()})
+            except (ValueError, AttributeError):
+                raise InvalidWriteOptionError("tableProperties must be a JSON object of strings") from None
+        app_id = _get(options, "txnAppId")
+        version = _int(options, "txnVersion")
+        if (app_id is None) != (version is None):
+            raise InvalidWriteOptionError(
+                "set both txnAppId and txnVersion for an idempotent write, or neither"
+            )
+        replace_where = _get(options, "replaceWhere")
+        if replace_where is not None and not overwrite:
+            raise InvalidWriteOptionError("replaceWhere needs mode('overwrite')")
+        max_records = _int(options, "maxRecordsPerFile") or 0
+        if max_records < 0:
+            raise InvalidWriteOptionError("maxRecordsPerFile must be >= 0 (0 means no limit)")
+        return cls(
+            path=table_path(options),
+            overwrite=overwrite,
+            save_mode=save_mode,
+            partition_by=partition_by,
+            replace_where=replace_where,
+            merge_schema=_flag(options, "mergeSchema"),
+            overwrite_schema=_flag(options, "overwriteSchema"),
+            user_metadata=_get(options, "userMetadata"),
+            txn_app_id=app_id,
+            txn_version=version,
+            max_records_per_file=max_records,
+            table_properties=props,
+            storage_options=storage_options_of(options),
+            logstore=_get(options, "logStore"),
+            data_change=_flag(options, "dataChange", True),
+        )
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    path: str
+    version_as_of: int | None = None
+    timestamp_as_of: str | None = None
+    read_change_feed: bool = False
+    starting_version: int | None = None
+    ending_version: int | None = None
+    starting_timestamp: str | None = None
+    ending_timestamp: str | None = None
+    scan_report: str | None = None
+    storage_options: dict[str, str] = field(default_factory=dict)
+    logstore: str | None = None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> ReadOptions:
+        cdf = _flag(options, "readChangeFeed") or _flag(options, "readChangeData")
+        return cls(
+            path=table_path(options),
+            version_as_of=_int(options, "versionAsOf"),
+            timestamp_as_of=_get(options, "timestampAsOf"),
+            read_change_feed=cdf,
+            starting_version=_int(options, "startingVersion"),
+            ending_version=_int(options, "endingVersion"),
+            starting_timestamp=_get(options, "startingTimestamp"),
+            ending_timestamp=_get(options, "endingTimestamp"),
+            scan_report=_get(options, "scanReport"),
+            storage_options=storage_options_of(options),
+            logstore=_get(options, "logStore"),
+        )

@@ -1,0 +1,115 @@
+"""Partition values and Hive-style partition directories, as Spark and Delta write them.
+
+Delta keeps partition values in the log as strings (``None`` for null) and Spark lays the
+files out in ``col=value/`` directories whose values are escaped like Hive's
+``ExternalCatalogUtils.escapePathName``: ``%XX`` for control characters and
+``"#%'*/:=?\\{[]^`` and DEL, ``__HIVE_DEFAULT_PARTITION__`` for null or empty.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "HIVE_DEFAULT_PARTITION",
+    "escape_path_name",
+    "partition_directory",
+    "partition_value_to_string",
+    "typed_partition_value",
+    "unescape_path_name",
+]
+
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+_ESCAPED = frozenset([chr(c) for c in range(0x01, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
+
+
+def escape_path_name(value: str) -> str:
+    """Escape one partition directory name component like Hive/Spark."""
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in value)
+
+
+def unescape_path_name(value: str) -> str:
+    """Undo :func:`escape_path_name` (``%XX`` sequences with two hex digits)."""
+    out: list[str] = []
+    i = 0
+    while i < len(value):
+        ch = value[i]
+        if ch == "%" and _is_hex(value[i + 1 : i + 3]):
+            out.append(chr(int(value[i + 1 : i + 3], 16)))
+            i += 3
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def _is_hex(text: str) -> bool:
+    return len(text) == 2 and all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+def partition_directory(partition_columns: Sequence[str], values: Mapping[str, str | None]) -> str:
+    """``a=1/b=x%3Ay`` for the partition values (no leading or trailing slash)."""
+    parts = []
+    for column in partition_columns:
+        value = values.get(column)
+        text = HIVE_DEFAULT_PARTITION if value is None or value == "" else escape_path_name(value)
+        parts.append(f"{escape_path_name(column)}={text}")
+    return "/".join(parts)
+
+
+def partition_value_to_string(value: Any, type_name: str) -> str | None:
+    """The log's string form of a partition value (PROTOCOL "Partition Value Serialization")."""
+    if value is None:
+        return None
+    t = type_name.lower()
+    if isinstance(value, bool) or t == "boolean":
+        return "true" if value else "false"
+    if t == "timestamp":
+        if isinstance(value, dt.datetime):
+            if value.tzinfo is not None:
+                value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            text: str = value.isoformat(sep="T", timespec="microseconds")
+            return text + "Z"
+    if t == "timestamp_ntz" and isinstance(value, dt.datetime):
+        return value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    if isinstance(value, float) and value.is_integer() and t in ("float", "double"):
+        return repr(value)
+    return str(value)
+
+
+def typed_partition_value(text: str | None, type_name: str) -> Any:
+    """A partition value string as a Python value of the column's Spark type."""
+    if text is None:
+        return None
+    t = type_name.lower()
+    if t in ("byte", "short", "integer", "long"):
+        return int(text)
+    if t in ("float", "double"):
+        return float(text)
+    if t.startswith("decimal"):
+        return decimal.Decimal(text)
+    if t == "boolean":
+        return text.strip().lower() == "true"
+    if t == "date":
+        return dt.date.fromisoformat(text[:10])
+    if t in ("timestamp", "timestamp_ntz"):
+        value = text.strip().replace(" ", "T", 1)
+        if value.endswith("Z"):
+            value = value[:-1] + "+00:00"
+        parsed = dt.datetime.fromisoformat(value)
+        if t == "timestamp":
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=dt.timezone.utc)
+            return parsed.astimezone(dt.timezone.utc)
+        return parsed.replace(tzinfo=None)
+    if t == "binary":
+        return text.encode("latin-1")
+    return text

@@ -1,0 +1,171 @@
+"""Planning a scan: which files a read needs, from partition values and file statistics.
+
+Filters are kept as simple ``(column, op, value)`` terms (a conjunction), translated from
+the filters Spark pushes down. Terms on partition columns prune by partition values
+(:class:`~deltalog.txn.partition_filters.PartitionPredicate`); terms on data columns skip
+files whose ``minValues``/``maxValues``/``nullCount`` prove no row can match. Skipping is
+conservative: a file is kept whenever its statistics are missing or not comparable.
+Spark evaluates every filter again on the rows, so pruning only ever saves work.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from deltalog.contrib.spark.partitioning import typed_partition_value
+from deltalog.txn.actions import AddFile
+
+__all__ = ["ScanPlan", "Term", "plan_files"]
+
+log = logging.getLogger(__name__)
+
+Term = tuple[str, str, Any]  # (column, op, value); op in = < <= > >= in isnull notnull
+
+
+@dataclass
+class ScanPlan:
+    version: int
+    files: list[AddFile]
+    total_files: int
+    partition_terms: list[Term] = field(default_factory=list)
+    data_terms: list[Term] = field(default_factory=list)
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "totalFiles": self.total_files,
+            "scannedFiles": sorted(f.path for f in self.files),
+            "partitionFilters": [list(map(_jsonable, t)) for t in self.partition_terms],
+            "dataFilters": [list(map(_jsonable, t)) for t in self.data_terms],
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def _stat(stats: Mapping[str, Any], kind: str, column: str) -> Any:
+    node: Any = stats.get(kind) or {}
+    for part in column.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _typed(raw: Any, type_name: str) -> Any:
+    if raw is None or isinstance(raw, (dict, list)):
+        return None
+    try:
+        return typed_partition_value(str(raw), type_name)
+    except (ValueError, ArithmeticError):
+        return None
+
+
+def _comparable(value: Any, type_name: str) -> Any:
+    if isinstance(value, dt.datetime) and type_name == "timestamp" and value.tzinfo is None:
+        return value.replace(tzinfo=dt.timezone.utc)
+    return value
+
+
+def _may_match(add: AddFile, stats: Mapping[str, Any], term: Term, type_name: str) -> bool:
+    column, op, value = term
+    num = stats.get("numRecords")
+    nulls = _stat(stats, "nullCount", column)
+    if op == "isnull":
+        return not (isinstance(nulls, int) and nulls == 0)
+    if op == "notnull":
+        return not (isinstance(nulls, int) and isinstance(num, int) and nulls >= num and add.deletion_vector is None)
+    lo = _typed(_stat(stats, "minValues", column), type_name)
+    hi = _typed(_stat(stats, "maxValues", column), type_name)
+    if type_name == "timestamp" and hi is not None:
+        hi = hi + dt.timedelta(milliseconds=1)  # stats are truncated to milliseconds
+    try:
+        if op == "in":
+            candidates = [_comparable(v, type_name) for v in value if v is not None]
+            if not candidates:
+                return False
+            return any((lo is None or c >= lo) and (hi is None or c <= hi) for c in candidates)
+        v = _comparable(value, type_name)
+        if v is None:
+            return True
+        if op == "=":
+            return (lo is None or v >= lo) and (hi is None or v <= hi)
+        if op == ">":
+            return hi is None or hi > v
+        if op == ">=":
+            return hi is None or hi >= v
+        if op == "<":
+            return lo is None or lo < v
+        if op == "<=":
+            return lo is None or lo <= v
+    except TypeError:
+        return True
+    return True
+
+
+def plan_files(
+    files: Sequence[AddFile],
+    version: int,
+    terms: Sequence[Term],
+    partition_columns: Sequence[str],
+    column_types: Mapping[str, str],
+    physical_names: Mapping[str, str] | None = None,
+) -> ScanPlan:
+    """The files that may hold rows matching every term."""
+    from deltalog.txn.partition_filters import PartitionPredicate
+
+    part_lower = {c.lower(): c for c in partition_columns}
+    partition_terms: list[Term] = []
+    data_terms: list[Term] = []
+    for column, op, value in terms:
+        if column.lower() in part_lower:
+            partition_terms.append((part_lower[column.lower()], op, value))
+        else:
+            data_terms.append((column, op, value))
+    engine_filters: list[tuple[str, str, Any]] = []
+    for column, op, value in partition_terms:
+        if op == "isnull":
+            engine_filters.append((column, "=", None))
+        elif op == "notnull":
+            engine_filters.append((column, "!=", None))
+        else:
+            engine_filters.append((column, op, list(value) if op == "in" else value))
+    predicate = PartitionPredicate(engine_filters, {c: column_types.get(c, "string") for c in partition_columns})
+    physical = physical_names or {}
+    selected: list[AddFile] = []
+    for add in files:
+        if engine_filters and not predicate.matches(add.partition_values):
+            continue
+        if data_terms and add.stats:
+            try:
+                stats = json.loads(add.stats)
+            except ValueError:
+                stats = {}
+            if not all(
+                _may_match(
+                    add, stats, (_physical(t[0], physical), t[1], t[2]),
+                    column_types.get(t[0].split(".")[0], "string") if "." not in t[0] else "string",
+                )
+                for t in data_terms
+            ):
+                continue
+        selected.append(add)
+    return ScanPlan(version, selected, len(files), partition_terms, data_terms)
+
+
+def _physical(column: str, physical: Mapping[str, str]) -> str:
+    head, _, rest = column.partition(".")
+    mapped = physical.get(head, head)
+    return f"{mapped}.{rest}" if rest else mapped

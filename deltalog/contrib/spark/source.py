@@ -1,0 +1,349 @@
+"""The ``deltalog`` PySpark data source: batch writes, reads, change feed, streaming sink.
+
+Register it with :func:`deltalog.contrib.spark.register`, then::
+
+    df.write.format("deltalog").mode("append").option("partitionBy", "day").save(uri)
+    spark.read.format("deltalog").option("versionAsOf", 3).load(uri)
+    stream.writeStream.format("deltalog").option("checkpointLocation", ck).start(uri)
+
+Spark runs ``schema``/``reader``/``writer`` and the driver-side ``commit`` in Python worker
+processes, and ``write``/``read`` in executors: everything here is rebuilt from options and
+picklable plans, never from state of the user's process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    EqualNullSafe,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from deltalog.contrib.spark.files import write_batches
+from deltalog.contrib.spark.options import ReadOptions, WriteOptions
+from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
+from deltalog.contrib.spark.scan import Term, plan_files
+from deltalog.contrib.spark.tablelog import open_log
+from deltalog.contrib.spark.writes import StreamingInfo, WritePlan, commit_write, plan_write
+
+__all__ = ["DeltaLogDataSource"]
+
+log = logging.getLogger(__name__)
+
+CDF_COLUMNS = (
+    ("_change_type", "string"),
+    ("_commit_version", "long"),
+    ("_commit_timestamp", "timestamp"),
+)
+TARGET_SPLIT_BYTES = 128 * 1024 * 1024
+
+
+@dataclass
+class DeltaCommitMessage(WriterCommitMessage):
+    """What a write task hands to the driver: the action lines of the files it wrote."""
+
+    actions: list[str]
+
+
+def _task_id() -> int:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return ctx.partitionId() if ctx is not None else 0
+
+
+def _lines(messages: Sequence[WriterCommitMessage | None]) -> list[str]:
+    out: list[str] = []
+    for m in messages:
+        if isinstance(m, DeltaCommitMessage):
+            out.extend(m.actions)
+    return out
+
+
+# -- writes -------------------------------------------------------------------------------
+
+
+class DeltaWriter(DataSourceArrowWriter):
+    def __init__(self, plan: WritePlan) -> None:
+        self.plan = plan
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        if self.plan.skip:
+            for _ in iterator:
+                pass
+            return DeltaCommitMessage([])
+        return DeltaCommitMessage(write_batches(self.plan.spec, iterator, _task_id()))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        commit_write(self.plan, _lines(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        from deltalog.contrib.spark.files import delete_files
+
+        lines = _lines(messages)
+        deleted = delete_files(self.plan.spec, lines)
+        log.warning("write to %s aborted; deleted %d written files", self.plan.options.path, deleted)
+
+
+def _query_app_id(options: WriteOptions, raw: Any) -> str:
+    """The streaming query's application id: txnAppId/queryId option, else the query id
+    Spark keeps in ``<checkpointLocation>/metadata``, else a stable id from the location."""
+    explicit = options.txn_app_id or raw.get("queryId")
+    if explicit:
+        return str(explicit)
+    location = raw.get("checkpointLocation")
+    if location:
+        meta = os.path.join(location.removeprefix("file:"), "metadata")
+        try:
+            with open(meta, encoding="utf-8") as f:
+                first = f.readline()
+            qid = json.loads(first).get("id")
+            if qid:
+                return str(qid)
+        except (OSError, ValueError):
+            pass
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, location))
+    raise ValueError(
+        "a streaming write to deltalog needs option('checkpointLocation', ...) or option('queryId', ...) "
+        "so replayed batches can be recognised"
+    )
+
+
+class DeltaStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, plan: WritePlan, app_id: str, complete: bool) -> None:
+        self.plan = plan
+        self.app_id = app_id
+        self.complete = complete
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return DeltaCommitMessage(write_batches(self.plan.spec, iterator, _task_id()))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        info = StreamingInfo(self.app_id, batchId, "Complete" if self.complete else "Append")
+        commit_write(self.plan, _lines(messages), streaming=info)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        from deltalog.contrib.spark.files import delete_files
+
+        delete_files(self.plan.spec, _lines(messages))
+
+
+# -- reads --------------------------------------------------------------------------------
+
+
+@dataclass
+class FilesPartition(InputPartition):
+    files: list[FileToRead]
+
+    def __init__(self, files: list[FileToRead]) -> None:
+        self.files = files
+
+
+def _column(attr: Any) -> str:
+    return ".".join(attr) if isinstance(attr, tuple) else str(attr)
+
+
+def _terms(filters: Sequence[Filter]) -> list[Term]:
+    out: list[Term] = []
+    ops = {EqualTo: "=", EqualNullSafe: "=", GreaterThan: ">", GreaterThanOrEqual: ">=",
+           LessThan: "<", LessThanOrEqual: "<="}
+    for f in filters:
+        op = ops.get(type(f))
+        if op is not None:
+            value = getattr(f, "value", None)
+            if value is None:
+                if isinstance(f, EqualNullSafe):
+                    out.append((_column(f.attribute), "isnull", None))
+                continue
+            out.append((_column(getattr(f, "attribute", "")), op, value))
+        elif isinstance(f, In):
+            out.append((_column(f.attribute), "in", tuple(f.value)))
+        elif isinstance(f, IsNull):
+            out.append((_column(f.attribute), "isnull", None))
+        elif isinstance(f, IsNotNull):
+            out.append((_column(f.attribute), "notnull", None))
+    return out
+
+
+def _arrow_schema(schema: StructType) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def _bins(files: list[FileToRead], target: int = TARGET_SPLIT_BYTES) -> list[list[FileToRead]]:
+    bins: list[list[FileToRead]] = []
+    current: list[FileToRead] = []
+    size = 0
+    for f in sorted(files, key=lambda f: f.path):
+        if current and size + f.size > target:
+            bins.append(current)
+            current, size = [], 0
+        current.append(f)
+        size += f.size
+    if current:
+        bins.append(current)
+    return bins
+
+
+class DeltaReader(DataSourceReader):
+    def __init__(self, options: ReadOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self.terms: list[Term] = []
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        self.terms = _terms(filters)
+        # Every filter is also evaluated by Spark: file skipping is only a superset.
+        yield from filters
+
+    def _snapshot(self) -> Any:
+        delta_log = open_log(self.options.path, self.options.storage_options, self.options.logstore)
+        o = self.options
+        if o.version_as_of is not None or o.timestamp_as_of is not None:
+            return delta_log, delta_log.snapshot(version=o.version_as_of, timestamp=o.timestamp_as_of)
+        return delta_log, delta_log.update()
+
+    def _spec(self, delta_log: Any, snapshot: Any) -> ReadSpec:
+        metadata = snapshot.metadata
+        return ReadSpec(
+            store=delta_log.store.spec(),
+            table_uri=delta_log.table_uri,
+            schema_json=metadata.schema_string,
+            partition_columns=tuple(metadata.partition_columns),
+            column_mapping_mode=snapshot.properties.column_mapping_mode,
+            output_schema=_arrow_schema(self.schema),
+        )
+
+    def partitions(self) -> Sequence[InputPartition]:
+        from deltalog.contrib.spark import schemas
+
+        delta_log, snapshot = self._snapshot()
+        if self.options.read_change_feed:
+            from deltalog.contrib.spark.changes import change_files
+
+            start = self.options.starting_version or 0
+            items = change_files(delta_log, start, self.options.ending_version)
+            self._read_spec = self._spec(delta_log, delta_log.snapshot(self.options.ending_version))
+            return [FilesPartition(b) for b in _bins(items)] or [FilesPartition([])]
+        metadata = snapshot.metadata
+        schema = json.loads(metadata.schema_string)
+        plan = plan_files(
+            snapshot.files,
+            snapshot.version,
+            self.terms,
+            metadata.partition_columns,
+            schemas.top_level_types(schema),
+            schemas.physical_names(schema, snapshot.properties.column_mapping_mode),
+        )
+        log.info(
+            "scan of %s at version %d: %d of %d files (partition filters %s, data filters %s)",
+            delta_log.table_uri, snapshot.version, len(plan.files), plan.total_files,
+            plan.partition_terms, plan.data_terms,
+        )
+        if self.options.scan_report:
+            with open(self.options.scan_report, "w", encoding="utf-8") as f:
+                json.dump(plan.report(), f)
+        self._read_spec = self._spec(delta_log, snapshot)
+        items = [
+            FileToRead(a.path, a.partition_values, a.size,
+                       None if a.deletion_vector is None else a.deletion_vector.to_dict())
+            for a in plan.files
+        ]
+        return [FilesPartition(b) for b in _bins(items)] or [FilesPartition([])]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilesPartition)
+        spec = getattr(self, "_read_spec", None)
+        if spec is None:
+            delta_log, snapshot = self._snapshot()
+            spec = self._spec(delta_log, snapshot)
+        yield from read_files(spec, partition.files)
+
+
+# -- the source -----------------------------------------------------------------------------
+
+
+class DeltaLogDataSource(DataSource):
+    """``format("deltalog")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "deltalog"
+
+    def schema(self) -> StructType:
+        opts = ReadOptions.parse(self.options)
+        delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
+        if opts.read_change_feed:
+            end = opts.ending_version
+            snapshot = delta_log.snapshot(end) if end is not None else delta_log.update()
+        elif opts.version_as_of is not None or opts.timestamp_as_of is not None:
+            snapshot = delta_log.snapshot(version=opts.version_as_of, timestamp=opts.timestamp_as_of)
+        else:
+            snapshot = delta_log.update()
+        if snapshot.version < 0:
+            from deltalog.txn.errors import TableNotFoundError
+
+            raise TableNotFoundError(delta_log.table_uri, "no _delta_log; write to it first")
+        schema = StructType.fromJson(_logical_schema(json.loads(snapshot.metadata.schema_string)))
+        if opts.read_change_feed:
+            for name, type_name in CDF_COLUMNS:
+                schema = schema.add(name, type_name, True)
+        return schema
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return DeltaReader(ReadOptions.parse(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DeltaWriter:
+        opts = WriteOptions.parse(self.options, overwrite)
+        return DeltaWriter(plan_write(opts, schema.json()))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DeltaStreamWriter:
+        opts = WriteOptions.parse(self.options, False)
+        app_id = _query_app_id(opts, self.options)
+        return DeltaStreamWriter(plan_write(opts, schema.json(), streaming=True), app_id, overwrite)
+
+
+def _logical_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema without column-mapping metadata (what a DataFrame shows)."""
+
+    def clean(t: Any) -> Any:
+        if isinstance(t, dict) and t.get("type") == "struct":
+            fields = []
+            for f in t["fields"]:
+                meta = {
+                    k: v for k, v in (f.get("metadata") or {}).items() if not k.startswith("delta.columnMapping")
+                }
+                fields.append({**f, "metadata": meta, "type": clean(f["type"])})
+            return {**t, "fields": fields}
+        if isinstance(t, dict) and t.get("type") == "array":
+            return {**t, "elementType": clean(t["elementType"])}
+        if isinstance(t, dict) and t.get("type") == "map":
+            return {**t, "keyType": clean(t["keyType"]), "valueType": clean(t["valueType"])}
+        return t
+
+    result: dict[str, Any] = clean(schema)
+    return result
