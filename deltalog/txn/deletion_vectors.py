@@ -277,11 +277,12 @@ def write_dv_file(rows_per_dv: list[Iterable[int]]) -> tuple[bytes, list[tuple[i
     """Bytes of a DV file holding several DVs, and (offset, sizeInBytes, cardinality) of each."""
     out = bytearray(b"\x01")
     entries = []
-    for rows in rows_per_dv:
+    for rows_iter in rows_per_dv:
+        rows = sorted(set(rows_iter))
         data = serialize_bitmap(rows)
         offset = len(out)
         out += struct.pack(">i", len(data)) + data + struct.pack(">I", zlib.crc32(data))
-        entries.append((offset, len(data), len(set(rows)) if not isinstance(rows, list) else len(set(rows))))
+        entries.append((offset, len(data), len(rows)))
     return bytes(out), entries
 
 

@@ -1,0 +1,243 @@
+"""Checkpoints, _last_checkpoint, cleanup and history (CheckpointsSuite, DeltaRetentionSuite)."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from deltalog.logstores.local import LocalLogStore
+from deltalog.txn.actions import CheckpointMetadata, Protocol, Sidecar, action_to_line
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.errors import CorruptLogError, VersionNotFoundError
+from deltalog.txn.last_checkpoint import LastCheckpointInfo, json_checksum, read_last_checkpoint
+
+from tests.log.helpers import add, commit, create, metadata, protocol, remove, set_mtime
+
+DAY = 86_400_000
+
+
+def _log_files(t: str) -> list[str]:
+    return sorted(os.listdir(f"{t}/_delta_log"))
+
+
+def test_json_checksum_protocol_vector():
+    text = ('{"k0":"\'v 0\'", "checksum": "adsaskfljadfkjadfkj", "k1":{"k2": 2, "k3": ["v3", [1, 2], '
+            '{"k4": "v4", "k5": ["v5", "v6", "v7"]}]}}')
+    assert json_checksum(text) == "6a92d155a59bf2eecbd4b4ec7fd1f875"
+    with pytest.raises(ValueError, match="duplicate key"):
+        json_checksum('{"a": 1, "a": 2}')
+
+
+def test_checkpoint_roundtrip_and_last_checkpoint(tmp_path):
+    t = str(tmp_path)
+    create(t, files=["a", "b"])
+    commit(t, 1, [remove("a"), add("c")])
+    log = DeltaLog.for_table(t)
+    result = log.checkpoint()
+    assert result.version == 1 and result.num_add_files == 2
+    info = read_last_checkpoint(log.store, log.log_uri)
+    assert info is not None and info.version == 1 and info.size == result.num_actions
+    raw = json.loads(open(f"{t}/_delta_log/_last_checkpoint").read())
+    assert raw["checksum"] == json_checksum(raw)
+    commit(t, 2, [add("d")])
+    os.remove(f"{t}/_delta_log/{0:020d}.json")  # the checkpoint must be used
+    snap = DeltaLog.for_table(t).update()
+    assert snap.segment is not None and snap.segment.checkpoint_version == 1
+    assert sorted(f.path for f in snap.files) == ["b", "c", "d"]
+    assert [r.path for r in snap.tombstones] == ["a"]
+    with pytest.raises(VersionNotFoundError, match="earliest reconstructable version is 1"):
+        DeltaLog.for_table(t).snapshot(version=0)
+
+
+@pytest.mark.parametrize("content", ["", "not json", '{"version": 1, "size": 3, "checksum": "bad"}',
+                                     '{"version": 99, "size": 3}'])
+def test_corrupt_last_checkpoint_falls_back_to_listing(tmp_path, content):
+    t = str(tmp_path)
+    create(t, files=["a"])
+    log = DeltaLog.for_table(t)
+    log.checkpoint()
+    commit(t, 1, [add("b")])
+    with open(f"{t}/_delta_log/_last_checkpoint", "w") as fh:
+        fh.write(content)
+    assert DeltaLog.for_table(t).update().num_files == 2
+
+
+def test_multipart_checkpoint_and_incomplete_one_is_ignored(tmp_path):
+    t = str(tmp_path)
+    create(t, files=[f"f{i}" for i in range(10)])
+    commit(t, 1, [remove("f0")])
+    log = DeltaLog.for_table(t)
+    result = log.checkpoint(part_size=4)
+    assert len(result.paths) == 3  # 12 actions: protocol, metaData, 9 adds, 1 tombstone
+    assert all(".checkpoint.00000000" in p for p in result.paths)
+    snap = DeltaLog.for_table(t).update()
+    assert snap.segment.checkpoint_version == 1 and snap.num_files == 9
+    # an incomplete multi-part checkpoint at a later version is never used
+    commit(t, 2, [add("g")])
+    lone = f"{t}/_delta_log/{2:020d}.checkpoint.0000000001.0000000002.parquet"
+    pq.write_table(pa.table({"x": [1]}), lone)
+    snap = DeltaLog.for_table(t).update()
+    assert snap.segment.checkpoint_version == 1 and snap.num_files == 10
+
+
+def test_checkpoint_through_temp_file_when_partial_writes_visible(tmp_path, monkeypatch):
+    t = str(tmp_path)
+    create(t, files=["a"])
+    log = DeltaLog.for_table(t)
+    moves: list[str] = []
+    fs = log.store.filesystem()
+    real_move = fs.move
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(fs, name)
+
+        def move(self, src, dst):
+            moves.append(os.path.basename(src))
+            real_move(src, dst)
+
+    monkeypatch.setattr(log.store, "filesystem", lambda: Spy())
+    monkeypatch.setattr(log.store, "is_partial_write_visible", lambda p: True)
+    log.checkpoint()
+    assert len(moves) == 1 and moves[0].endswith(".tmp")
+    monkeypatch.setattr(log.store, "is_partial_write_visible", lambda p: False)
+    log.checkpoint()
+    assert len(moves) == 1
+    assert not [f for f in _log_files(t) if f.endswith(".tmp")]
+
+
+def test_tombstones_expire_in_checkpoint(tmp_path):
+    t = str(tmp_path)
+    create(t, config={"delta.deletedFileRetentionDuration": "interval 1 day"}, files=["a", "b", "c"])
+    import time as _t
+    now = int(_t.time() * 1000)
+    commit(t, 1, [remove("a", ts=now - 2 * DAY), remove("b", ts=now - 1000)])
+    log = DeltaLog.for_table(t)
+    log.checkpoint()
+    table = pq.read_table(f"{t}/_delta_log/{1:020d}.checkpoint.parquet")
+    removes = [r["path"] for r in table.column("remove").to_pylist() if r]
+    assert removes == ["b"]
+
+
+def test_v2_checkpoint_json_with_sidecar(tmp_path):
+    t = str(tmp_path)
+    proto = Protocol(3, 7, ("v2Checkpoint",), ("v2Checkpoint",))
+    commit(t, 0, [proto, metadata(), add("a")])
+    commit(t, 1, [add("b"), add("c")])
+    os.makedirs(f"{t}/_delta_log/_sidecars")
+    side = f"{uuid.uuid4()}.parquet"
+    adds = pa.array([{"path": "a", "partitionValues": [], "size": 1, "modificationTime": 1, "dataChange": False},
+                     {"path": "b", "partitionValues": [], "size": 2, "modificationTime": 1, "dataChange": False}],
+                    pa.struct([("path", pa.string()), ("partitionValues", pa.map_(pa.string(), pa.string())),
+                               ("size", pa.int64()), ("modificationTime", pa.int64()), ("dataChange", pa.bool_())]))
+    pq.write_table(pa.table({"add": adds}), f"{t}/_delta_log/_sidecars/{side}")
+    name = f"{1:020d}.checkpoint.{uuid.uuid4()}.json"
+    LocalLogStore().write(f"{t}/_delta_log/{name}", [
+        action_to_line(CheckpointMetadata(1)), action_to_line(proto), action_to_line(metadata()),
+        action_to_line(Sidecar(side, 100, 1)),
+    ])
+    os.remove(f"{t}/_delta_log/{0:020d}.json")
+    os.remove(f"{t}/_delta_log/{1:020d}.json")
+    snap = DeltaLog.for_table(t).update()
+    assert snap.version == 1 and sorted(f.path for f in snap.files) == ["a", "b"]
+
+
+def test_corrupt_checkpoint_names_file(tmp_path):
+    t = str(tmp_path)
+    create(t, files=["a"])
+    with open(f"{t}/_delta_log/{0:020d}.checkpoint.parquet", "wb") as fh:
+        fh.write(b"garbage")
+    with pytest.raises(CorruptLogError, match=r"00000000000000000000\.checkpoint\.parquet"):
+        DeltaLog.for_table(t).update()
+
+
+def test_delete_expired_logs_only_behind_checkpoint(tmp_path):
+    t = str(tmp_path)
+    old = 1_000 * DAY
+    create(t, files=["a"])
+    set_mtime(f"{t}/_delta_log/{0:020d}.json", old)
+    for v in range(1, 6):
+        commit(t, v, [add(f"f{v}")], mtime_ms=old + v * 1000)
+    log = DeltaLog.for_table(t)
+    now = old + 100 * DAY
+    assert log.cleanup_expired_logs(now_ms=now) == 0  # no checkpoint: nothing deleted
+    log.checkpoint(log.snapshot(version=4))
+    set_mtime(f"{t}/_delta_log/{4:020d}.checkpoint.parquet", old + 4000)
+    assert log.cleanup_expired_logs(now_ms=now) == 4
+    files = _log_files(t)
+    assert f"{4:020d}.json" in files and f"{4:020d}.checkpoint.parquet" in files
+    assert f"{3:020d}.json" not in files
+    fresh = DeltaLog.for_table(t).update()
+    assert fresh.version == 5 and fresh.num_files == 6
+    assert log.cleanup_expired_logs(now_ms=now) == 0  # already deleted files are fine
+
+
+def test_cleanup_keeps_logs_when_multipart_checkpoint_incomplete(tmp_path):
+    t = str(tmp_path)
+    old = 1_000 * DAY
+    create(t, files=[f"f{i}" for i in range(6)])
+    for v in range(1, 4):
+        commit(t, v, [add(f"g{v}")], mtime_ms=old + v)
+    set_mtime(f"{t}/_delta_log/{0:020d}.json", old)
+    log = DeltaLog.for_table(t)
+    res = log.checkpoint(log.snapshot(version=2), part_size=3)
+    os.remove(res.paths[-1].removeprefix("file://"))
+    assert log.cleanup_expired_logs(now_ms=old + 100 * DAY) == 0
+
+
+def test_cleanup_disabled_and_recent_logs_kept(tmp_path):
+    t = str(tmp_path)
+    create(t, config={"delta.enableExpiredLogCleanup": "false"}, files=["a"])
+    commit(t, 1, [add("b")])
+    log = DeltaLog.for_table(t)
+    log.checkpoint()
+    assert log.cleanup_expired_logs(now_ms=10**15) == 0
+
+
+def test_history_and_time_travel_by_timestamp(tmp_path):
+    t = str(tmp_path)
+    base = 1_700_000_000_000
+    create(t, files=["a"])
+    set_mtime(f"{t}/_delta_log/{0:020d}.json", base)
+    commit(t, 1, [add("b")], mtime_ms=base + 10_000)
+    commit(t, 2, [add("c")], mtime_ms=base + 5_000)  # clock skew: made monotonic (base+10001)
+    log = DeltaLog.for_table(t)
+    hist = log.history()
+    assert [h.version for h in hist] == [2, 1, 0]
+    assert hist[0].timestamp == base + 10_001 and hist[0].operation == "WRITE"
+    assert [h.version for h in log.history(limit=1)] == [2]
+    assert log.snapshot(timestamp=base + 10_000).version == 1
+    assert log.snapshot(timestamp=base + 10_001).version == 2
+    assert log.snapshot(timestamp=base + 9_999).version == 0
+    with pytest.raises(VersionNotFoundError, match="before the earliest version"):
+        log.snapshot(timestamp=base - 1)
+    with pytest.raises(VersionNotFoundError, match="after the latest commit"):
+        log.snapshot(timestamp="2100-01-01T00:00:00")
+
+
+def test_in_commit_timestamps_are_used(tmp_path):
+    t = str(tmp_path)
+    from deltalog.txn.actions import CommitInfo
+    proto = Protocol(1, 7, None, ("inCommitTimestamp",))
+    store = LocalLogStore()
+    md = metadata({"delta.enableInCommitTimestamps": "true"})
+    for v, ict in ((0, 5_000), (1, 9_000)):
+        acts = [CommitInfo(timestamp=1, in_commit_timestamp=ict, operation="WRITE")]
+        acts += [proto, md] if v == 0 else [add("b")]
+        store.write(f"{t}/_delta_log/{v:020d}.json", [action_to_line(a) for a in acts])
+    log = DeltaLog.for_table(t)
+    assert log.update().timestamp == 9_000
+    assert [h.timestamp for h in log.history()] == [9_000, 5_000]
+    assert log.snapshot(timestamp=8_000).version == 0
+
+
+def test_last_checkpoint_info_roundtrip():
+    info = LastCheckpointInfo(version=10, size=13, parts=2, size_in_bytes=14800, num_of_add_files=1)
+    again = LastCheckpointInfo.from_json(info.to_json())
+    assert again.version == 10 and again.parts == 2 and again.num_of_add_files == 1
+    assert protocol() is not None

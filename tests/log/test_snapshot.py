@@ -1,0 +1,161 @@
+"""Snapshots: replay, reconciliation, incremental update, apply, errors (DeltaLogSuite)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from deltalog.txn.actions import DomainMetadata, SetTransaction
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.errors import (
+    CorruptLogError,
+    InvalidTableStateError,
+    NonContiguousVersionsError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+)
+from deltalog.txn.actions import Protocol
+
+from tests.log.helpers import add, commit, create, metadata, protocol, remove
+
+
+def test_empty_location_is_version_minus_one_and_errors(tmp_path):
+    log = DeltaLog.for_table(str(tmp_path))
+    snap = log.update()
+    assert snap.version == -1 and not log.table_exists()
+    with pytest.raises(TableNotFoundError, match="no Delta table at"):
+        _ = snap.metadata
+    with pytest.raises(TableNotFoundError, match="no Delta table at"):
+        log.snapshot(version=0)
+
+
+def test_replay_reconciles_by_path_and_dv(tmp_path):
+    t = str(tmp_path)
+    create(t, files=["a", "b"])
+    commit(t, 1, [remove("a"), add("c")])
+    commit(t, 2, [add("a")])  # delete and re-add the same file in different transactions
+    snap = DeltaLog.for_table(t).update()
+    assert snap.version == 2
+    assert sorted(f.path for f in snap.files) == ["a", "b", "c"]
+    assert all(not f.data_change for f in snap.files)
+    assert snap.tombstones == []  # a's tombstone replaced by the re-add
+    assert snap.files_table.column_names[:5] == ["path", "partitionValues", "size", "modificationTime",
+                                                 "dataChange"]
+
+
+def test_paths_are_canonicalized_special_characters(tmp_path):
+    t = str(tmp_path)
+    create(t, files=["p=a%20b/f%25.parquet"])
+    commit(t, 1, [remove("p=a b/f%.parquet")])
+    assert DeltaLog.for_table(t).update().num_files == 0
+
+
+def test_versions_not_contiguous(tmp_path):
+    t = str(tmp_path)
+    create(t, files=["a"])
+    commit(t, 1, [add("b")])
+    commit(t, 2, [add("c")])
+    os.remove(f"{t}/_delta_log/{1:020d}.json")
+    with pytest.raises(NonContiguousVersionsError, match="expected version 1 next"):
+        DeltaLog.for_table(t).update()
+
+
+def test_state_without_protocol_or_metadata_fails(tmp_path):
+    t = str(tmp_path)
+    commit(t, 0, [metadata(), add("a")])
+    with pytest.raises(InvalidTableStateError, match="has no protocol action"):
+        DeltaLog.for_table(t).update()
+    t2 = str(tmp_path / "t2")
+    commit(t2, 0, [protocol()])
+    with pytest.raises(InvalidTableStateError, match="has no metaData action"):
+        DeltaLog.for_table(t2).update()
+
+
+def test_corrupt_commit_names_file_and_line(tmp_path):
+    t = str(tmp_path)
+    create(t, files=["a"])
+    with open(f"{t}/_delta_log/{1:020d}.json", "w") as fh:
+        fh.write('{"add": {"path": "x"\n')
+    with pytest.raises(CorruptLogError, match=r"00000000000000000001\.json: line 1 is not valid JSON"):
+        DeltaLog.for_table(t).update()
+    with pytest.raises(CorruptLogError, match="line 1"):
+        DeltaLog.for_table(t).read_commit(1)
+
+
+def test_unknown_actions_and_fields_are_ignored(tmp_path):
+    t = str(tmp_path)
+    create(t, files=["a"])
+    with open(f"{t}/_delta_log/{1:020d}.json", "w") as fh:
+        fh.write('{"futureAction": {"x": 1}}\n{"add": {"path": "b", "partitionValues": {}, "size": 1, '
+                 '"modificationTime": 1, "dataChange": true, "newField": 5}}\n')
+    assert sorted(f.path for f in DeltaLog.for_table(t).update().files) == ["a", "b"]
+
+
+def test_unsupported_reader_feature_is_refused_by_name(tmp_path):
+    t = str(tmp_path)
+    commit(t, 0, [Protocol(3, 7, ("deletionVectors", "fancyFeature"), ("deletionVectors", "fancyFeature")),
+                  metadata()])
+    with pytest.raises(UnsupportedFeatureError, match="fancyFeature") as err:
+        DeltaLog.for_table(t).update()
+    assert err.value.features == ("fancyFeature",)
+
+
+def test_update_is_incremental_and_apply_matches_replay(tmp_path, monkeypatch):
+    t = str(tmp_path)
+    create(t, files=["a", "b"])
+    log = DeltaLog.for_table(t)
+    s0 = log.update()
+    commit(t, 1, [remove("a"), add("c"), SetTransaction("app", 3, 5)])
+    commit(t, 2, [DomainMetadata("d", "{}")])
+    listed: list[str] = []
+    real = log.store.list_from
+    monkeypatch.setattr(log.store, "list_from", lambda p: (listed.append(p), real(p))[1])
+    s2 = log.update()
+    assert listed == [f"{log.log_uri}/{1:020d}"]  # lists only from cached version + 1
+    assert s2.version == 2 and sorted(f.path for f in s2.files) == ["b", "c"]
+    assert s2.txn_version("app") == 3 and "d" in s2.domain_metadata
+    assert log.update() is s2  # nothing new: the cached snapshot
+    applied = s0.apply(1, [remove("a"), add("c")], 123)
+    assert applied.version == 1 and applied.timestamp == 123
+    assert sorted(f.path for f in applied.files) == ["b", "c"]
+    assert [r.path for r in applied.tombstones] == ["a"]
+    with pytest.raises(InvalidTableStateError, match="versions must be contiguous"):
+        s0.apply(5, [], 1)
+
+
+def test_install_snapshot_keeps_the_newest(tmp_path):
+    t = str(tmp_path)
+    create(t, files=["a"])
+    log = DeltaLog.for_table(t)
+    s0 = log.update()
+    s1 = s0.apply(1, [add("b")], 1)
+    log.install_snapshot(s1)
+    assert log.current is s1
+    log.install_snapshot(s0)
+    assert log.current is s1
+
+
+def test_time_travel_by_version(tmp_path):
+    t = str(tmp_path)
+    create(t, files=["a"])
+    commit(t, 1, [add("b")])
+    log = DeltaLog.for_table(t)
+    assert log.snapshot(version=0).num_files == 1
+    with pytest.raises(VersionNotFoundError, match="the latest version is 1"):
+        log.snapshot(version=7)
+    with pytest.raises(VersionNotFoundError, match="versions start at 0"):
+        log.snapshot(version=-2)
+
+
+def test_tombstone_and_txn_expiry(tmp_path):
+    t = str(tmp_path)
+    create(t, config={"delta.deletedFileRetentionDuration": "interval 1 hour",
+                      "delta.setTransactionRetentionDuration": "interval 1 day"}, files=["a", "b"])
+    now = 10**12
+    commit(t, 1, [remove("a", ts=now - 2 * 3600_000), remove("b", ts=now - 60_000),
+                  SetTransaction("old", 1, now - 2 * 86_400_000), SetTransaction("new", 2, now)])
+    snap = DeltaLog.for_table(t).update()
+    assert [r["path"] for r in snap.tombstones_table(now).to_pylist()] == ["b"]
+    assert set(snap.set_transactions_at(now)) == {"new"}
