@@ -595,7 +595,12 @@ class RedisCommitLock(CommitLock):
                 f"{self.config.display_uri()} before it was published (Redis restarted or was "
                 "flushed); nothing was published. Retry the commit."
             )
-        self._copy(store, table, version, lines, target)
+        try:
+            self._copy(store, table, version, lines, target)
+        except FileAlreadyExistsError:
+            # N.json holds another writer's commit: our claim has nothing left to publish.
+            self._complete(store, table, version, temp_rel)
+            raise
         self._complete(store, table, version, temp_rel)
 
     def _copy(self, store: LogStore, table: _Table, version: int, lines: list[str], target: str) -> None:
