@@ -647,9 +647,11 @@ class OptimisticTransaction:
     def _resolve_ambiguous(self, version: int, exc: AmbiguousWriteError) -> str:
         """``"ours"`` when N.json holds our txnId, ``"theirs"`` when another commit is there,
         ``"absent"`` when nothing landed."""
+        from deltalog.txn.errors import VersionNotFoundError
+
         try:
             actions = self.delta_log.read_commit(version)
-        except FileNotFoundError:
+        except (FileNotFoundError, VersionNotFoundError):
             log.info("ambiguous write of version %d did not land; retrying (%s)", version, exc)
             return "absent"
         info = next((a for a in actions if isinstance(a, CommitInfo)), None)

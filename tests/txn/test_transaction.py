@@ -1,0 +1,566 @@
+"""The transaction API: prepare-time rejections, commitInfo, isolation, retries,
+ambiguous writes, post-commit hooks and large commits."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pytest
+
+from deltalog.logstores.errors import AmbiguousWriteError
+from deltalog.logstores.memory import MemoryLogStore
+from deltalog.txn.actions import (
+    AddFile,
+    CommitInfo,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    SetTransaction,
+)
+from deltalog.txn.commit_errors import (
+    AppendOnlyViolationError,
+    CommitFailedError,
+    ConcurrentWriteError,
+    DuplicateFileActionError,
+    InvalidMetadataError,
+    InvalidTransactionError,
+    MetadataAlreadyChangedError,
+    MissingMetadataError,
+    TransactionAlreadyCommittedError,
+)
+from deltalog.txn.commit_stats import CommitStats
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.operations import Convert, CreateTable, Delete, ManualUpdate, Optimize, Write
+from deltalog.txn.partition_filters import InvalidPartitionFilterError
+from deltalog.txn.settings import EngineSettings
+
+
+def schema(**columns: str) -> str:
+    return json.dumps(
+        {"type": "struct", "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in columns.items()]}
+    )
+
+
+def new_log() -> DeltaLog:
+    return DeltaLog.for_table(f"memory://txn-{uuid.uuid4().hex}")
+
+
+def create(log: DeltaLog, partition_columns: tuple[str, ...] = ("p",), **config: str) -> int:
+    txn = log.start_transaction()
+    txn.update_metadata(
+        Metadata(
+            id=str(uuid.uuid4()),
+            schema_string=schema(p="string", v="long"),
+            partition_columns=partition_columns,
+            configuration=dict(config),
+        )
+    )
+    return txn.commit([], CreateTable(partition_by=list(partition_columns)))
+
+
+def add(path: str, p: str | None = "a", size: int = 10) -> AddFile:
+    return AddFile(path, {"p": p}, size, 1)
+
+
+def commit_lines(log: DeltaLog, version: int) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.store.read(log.commit_uri(version))]
+
+
+# -- creation and metadata -------------------------------------------------------------------
+
+
+def test_first_commit_without_metadata_is_refused() -> None:
+    log = new_log()
+    with pytest.raises(MissingMetadataError, match="first commit of the table .* must contain metadata"):
+        log.start_transaction().commit([add("f")], Write())
+    assert not log.table_exists()
+
+
+def test_create_table_writes_protocol_metadata_and_commit_info_first() -> None:
+    log = new_log()
+    assert create(log) == 0
+    lines = commit_lines(log, 0)
+    assert list(lines[0]) == ["commitInfo"]
+    assert [next(iter(line)) for line in lines[1:]] == ["protocol", "metaData"]
+    assert lines[1]["protocol"] == {"minReaderVersion": 1, "minWriterVersion": 2}
+    info = lines[0]["commitInfo"]
+    assert info["operation"] == "CREATE TABLE"
+    assert "readVersion" not in info
+    assert info["isolationLevel"] == "Serializable"
+    assert info["engineInfo"].startswith("deltalog/")
+    uuid.UUID(info["txnId"])
+    assert lines[2]["metaData"]["createdTime"] > 0
+
+
+def test_metadata_changed_twice_is_refused() -> None:
+    log = new_log()
+    txn = log.start_transaction()
+    meta = Metadata(id="x", schema_string=schema(p="string", v="long"))
+    txn.update_metadata(meta)
+    with pytest.raises(MetadataAlreadyChangedError, match="more than once"):
+        txn.update_metadata(meta)
+    with pytest.raises(MetadataAlreadyChangedError):
+        txn.commit([meta], ManualUpdate())
+
+
+def test_two_metadata_or_protocol_actions_are_refused() -> None:
+    log = new_log()
+    meta = Metadata(id="x", schema_string=schema(p="string", v="long"))
+    with pytest.raises(DuplicateFileActionError, match="more than one metadata"):
+        log.start_transaction().commit([meta, meta], ManualUpdate())
+    with pytest.raises(DuplicateFileActionError, match="more than one protocol"):
+        log.start_transaction().commit([meta, Protocol(1, 2), Protocol(1, 3)], ManualUpdate())
+    assert not log.table_exists()
+
+
+@pytest.mark.parametrize(
+    ("schema_string", "partitions", "config", "message"),
+    [
+        (schema(a="long", A="long"), (), {}, "duplicate column names"),
+        (
+            json.dumps({"type": "struct", "fields": [
+                {"name": "s", "type": {"type": "struct", "fields": [
+                    {"name": "x", "type": "long", "nullable": True, "metadata": {}},
+                    {"name": "X", "type": "long", "nullable": True, "metadata": {}}]},
+                 "nullable": True, "metadata": {}}]}),
+            (), {}, r"duplicate column names .* in s",
+        ),
+        (schema(a="long", b="long"), ("c",), {}, "partition column 'c' is not in the schema"),
+        (
+            json.dumps({"type": "struct", "fields": [
+                {"name": "s", "type": {"type": "struct", "fields": []}, "nullable": True, "metadata": {}},
+                {"name": "v", "type": "long", "nullable": True, "metadata": {}}]}),
+            ("s",), {}, "cannot be a partition column",
+        ),
+        (schema(a="long", b="long"), ("a", "a"), {}, "listed twice"),
+        (schema(a="long"), ("a",), {}, "at least one data column"),
+        (schema(a="long", _change_type="string"), (), {"delta.enableChangeDataFeed": "true"}, "reserved for the change data feed"),
+        ("{not json", (), {}, "not valid JSON"),
+        (schema(a="long"), (), {"delta.checkpointInterval": "0"}, "checkpointInterval must be a positive"),
+    ],
+)
+def test_invalid_metadata_is_refused(schema_string: str, partitions: tuple[str, ...], config: dict[str, str], message: str) -> None:
+    log = new_log()
+    txn = log.start_transaction()
+    with pytest.raises(InvalidMetadataError, match=message):
+        txn.update_metadata(Metadata(id="x", schema_string=schema_string, partition_columns=partitions, configuration=config))
+    assert not log.table_exists()
+
+
+def test_cdf_reserved_names_are_fine_without_cdf() -> None:
+    log = new_log()
+    txn = log.start_transaction()
+    txn.update_metadata(Metadata(id="x", schema_string=schema(a="long", _change_type="string")))
+    assert txn.commit([], CreateTable()) == 0
+
+
+def test_metadata_needing_features_upgrades_the_protocol() -> None:
+    log = new_log()
+    create(log)
+    txn = log.start_transaction()
+    old = txn.metadata
+    assert old is not None
+    from dataclasses import replace
+
+    txn.update_metadata(replace(old, configuration={"delta.enableChangeDataFeed": "true"}))
+    version = txn.commit([], ManualUpdate())
+    protocol = next(line["protocol"] for line in commit_lines(log, version) if "protocol" in line)
+    assert protocol == {"minReaderVersion": 1, "minWriterVersion": 4}
+    assert log.update().protocol == Protocol(1, 4)
+
+
+def test_deletion_vectors_need_table_features() -> None:
+    log = new_log()
+    create(log, **{"delta.enableDeletionVectors": "true"})
+    protocol = log.update().protocol
+    assert protocol.min_reader_version == 3 and protocol.min_writer_version == 7
+    assert protocol.reader_features == ("deletionVectors",)
+    assert protocol.writer_features is not None and "deletionVectors" in protocol.writer_features
+
+
+def test_protocol_downgrade_is_refused() -> None:
+    log = new_log()
+    create(log, **{"delta.enableChangeDataFeed": "true"})
+    with pytest.raises(InvalidTransactionError, match="downgrade"):
+        log.start_transaction().upgrade_protocol(Protocol(1, 2))
+
+
+# -- file actions ------------------------------------------------------------------------------
+
+
+def test_duplicate_file_actions_are_refused() -> None:
+    log = new_log()
+    create(log)
+    with pytest.raises(DuplicateFileActionError, match="more than one add/remove action for the file f"):
+        log.start_transaction().commit([add("f"), add("f")], Write())
+    with pytest.raises(DuplicateFileActionError):
+        log.start_transaction().commit([add("g"), add("g").remove(5)], Write())
+    # URI-encoded and raw spellings of one path are one file
+    with pytest.raises(DuplicateFileActionError):
+        log.start_transaction().commit([add("a%20b"), add("a b")], Write())
+    with pytest.raises(DuplicateFileActionError, match="txn action"):
+        log.start_transaction().commit([SetTransaction("q", 1), SetTransaction("q", 2)], Write())
+    with pytest.raises(DuplicateFileActionError, match="domainMetadata"):
+        log.start_transaction().commit([DomainMetadata("d", "{}"), DomainMetadata("d", "{}")], Write())
+    assert log.update().version == 0
+
+
+def test_partition_values_must_match_partition_columns() -> None:
+    log = new_log()
+    create(log)
+    with pytest.raises(InvalidTransactionError, match=r"partition values for \['q'\] but the table is partitioned by \['p'\]"):
+        log.start_transaction().commit([AddFile("f", {"q": "1"}, 1, 1)], Write())
+
+
+def test_commit_info_actions_from_callers_are_refused() -> None:
+    log = new_log()
+    create(log)
+    with pytest.raises(InvalidTransactionError, match="do not pass a commitInfo"):
+        log.start_transaction().commit([CommitInfo(operation="X")], Write())
+
+
+def test_append_only_table_refuses_data_changing_removes() -> None:
+    log = new_log()
+    create(log, **{"delta.appendOnly": "true"})
+    log.start_transaction().commit([add("f")], Write())
+    with pytest.raises(AppendOnlyViolationError, match="delta.appendOnly=true"):
+        log.start_transaction().commit([add("f").remove(5)], Delete())
+    # rearranging (dataChange=false) is allowed, as Delta allows OPTIMIZE
+    txn = log.start_transaction()
+    txn.filter_files()
+    version = txn.commit([add("f").remove(5, data_change=False), AddFile("g", {"p": "a"}, 10, 1, data_change=False)], Optimize())
+    assert log.update().version == version
+    assert log.update().protocol.min_writer_version == 2
+
+
+def test_second_commit_of_a_transaction_is_refused() -> None:
+    log = new_log()
+    create(log)
+    txn = log.start_transaction()
+    txn.commit([add("f")], Write())
+    with pytest.raises(TransactionAlreadyCommittedError, match="already committed version 1"):
+        txn.commit([add("g")], Write())
+
+
+def test_commit_if_needed_skips_empty_commits() -> None:
+    log = new_log()
+    create(log)
+    assert log.start_transaction().commit_if_needed([], Write()) is None
+    assert log.update().version == 0
+    assert log.start_transaction().commit_if_needed([add("f")], Write()) == 1
+
+
+# -- isolation and commitInfo ------------------------------------------------------------------
+
+
+def test_blind_append_and_isolation_are_recorded() -> None:
+    log = new_log()
+    create(log)
+    log.start_transaction().commit([add("f")], Write())
+    info = commit_lines(log, 1)[0]["commitInfo"]
+    assert info["isBlindAppend"] is True
+    assert info["isolationLevel"] == "Serializable"
+    assert info["readVersion"] == 0
+    assert info["operationParameters"] == {"mode": "Append", "partitionBy": "[]"}
+    assert info["operationMetrics"]["numAddedFiles"] == "1"
+
+    txn = log.start_transaction()
+    files = txn.filter_files([("p", "=", "a")])
+    txn.commit([files[0].remove(9, data_change=False), AddFile("g", {"p": "a"}, 10, 1, data_change=False)], Optimize())
+    info = commit_lines(log, 2)[0]["commitInfo"]
+    assert info["isBlindAppend"] is False
+    assert info["isolationLevel"] == "SnapshotIsolation"
+
+    txn = log.start_transaction()
+    files = txn.filter_files()
+    txn.commit([files[0].remove(9)], Delete(predicate=["p = 'a'"]))
+    info = commit_lines(log, 3)[0]["commitInfo"]
+    assert info["isolationLevel"] == "Serializable"
+    assert info["operation"] == "DELETE"
+    assert info["operationParameters"]["predicate"] == '["p = \'a\'"]'
+
+
+def test_write_serializable_is_read_from_the_table() -> None:
+    log = new_log()
+    create(log, **{"delta.isolationLevel": "WriteSerializable"})
+    txn = log.start_transaction()
+    txn.filter_files()
+    txn.commit([add("f")], Write())
+    assert commit_lines(log, 1)[0]["commitInfo"]["isolationLevel"] == "WriteSerializable"
+
+
+def test_user_metadata_engine_info_and_disabled_commit_info() -> None:
+    log = new_log()
+    create(log)
+    settings = EngineSettings(user_metadata="nightly load", engine_info="tests/1.0")
+    log.start_transaction(settings=settings).commit([add("f")], Write())
+    info = commit_lines(log, 1)[0]["commitInfo"]
+    assert info["userMetadata"] == "nightly load"
+    assert info["engineInfo"] == "tests/1.0"
+    log.start_transaction(settings=EngineSettings(commit_info_enabled=False)).commit([add("g")], Write())
+    assert [next(iter(line)) for line in commit_lines(log, 2)] == ["add"]
+
+
+def test_settings_from_delta_style_options() -> None:
+    settings = EngineSettings.from_options(
+        {"spark.databricks.delta.maxCommitAttempts": "7", "deltalog.commitInfo.userMetadata": "u",
+         "spark.databricks.delta.history.metricsEnabled": "false"}
+    )
+    assert settings.max_commit_attempts == 7
+    assert settings.user_metadata == "u"
+    assert settings.operation_metrics_enabled is False
+    with pytest.raises(ValueError, match="maxCommitAttempts"):
+        EngineSettings.from_options({"deltalog.maxCommitAttempts": "lots"})
+
+
+def test_partition_filters_are_typed_and_validated() -> None:
+    log = DeltaLog.for_table(f"memory://pf-{uuid.uuid4().hex}")
+    txn = log.start_transaction()
+    txn.update_metadata(Metadata(id="x", schema_string=schema(year="integer", v="long"), partition_columns=("year",)))
+    txn.commit([AddFile(f"y{y}", {"year": str(y)}, 1, 1) for y in (9, 10, 2020)] + [AddFile("yn", {"year": None}, 1, 1)], Write())
+    t = log.start_transaction()
+    assert sorted(f.path for f in t.filter_files([("year", ">", 9)])) == ["y10", "y2020"]
+    assert sorted(f.path for f in t.filter_files([("YEAR", "in", [9, "2020"])])) == ["y2020", "y9"]
+    assert [f.path for f in t.filter_files([("year", "=", None)])] == ["yn"]
+    assert sorted(f.path for f in t.filter_files([("year", "not in", [9])])) == ["y10", "y2020"]
+    with pytest.raises(InvalidPartitionFilterError, match="'v' is not a partition column"):
+        t.filter_files([("v", "=", 1)])
+    with pytest.raises(InvalidPartitionFilterError, match="unknown operator"):
+        t.filter_files([("year", "~", 1)])
+    with pytest.raises(InvalidPartitionFilterError, match="cannot compare 'abc'"):
+        t.filter_files([("year", "=", "abc")])
+
+
+# -- the commit loop ------------------------------------------------------------------------------
+
+
+def test_retry_after_concurrent_appends_lands_at_the_next_version_and_advances_incrementally() -> None:
+    log = new_log()
+    create(log)
+    txn = log.start_transaction()
+    other = DeltaLog.for_table(log.table_uri)
+    for i in range(3):
+        other.start_transaction().commit([add(f"o{i}")], Write())
+    stats: list[CommitStats] = []
+    reads: list[str] = []
+    original_read = log.store.read
+
+    def counting_read(path: str) -> Iterator[str]:
+        reads.append(path.rsplit("/", 1)[-1])
+        return original_read(path)
+
+    log.store.read = counting_read  # type: ignore[method-assign]
+    txn.settings = txn.settings.with_(on_commit_stats=stats.append)
+    assert txn.commit([add("mine")], Write()) == 4
+    assert stats[0].attempts == 2
+    assert stats[0].winning_versions_checked == [1, 2, 3]
+    # only the winning commits were read, each once: no replay of the log
+    assert sorted(reads) == [f"{v:020d}.json" for v in (1, 2, 3)]
+    assert {f.path for f in log.update().files} == {"o0", "o1", "o2", "mine"}
+    assert txn.post_commit_snapshot is not None and txn.post_commit_snapshot.version == 4
+
+
+class _AlwaysTakenStore(MemoryLogStore):
+    """Fault injection: every version the engine tries is taken by another writer first."""
+
+    def write(self, path: str, lines: Iterable[str], overwrite: bool = False) -> None:
+        if not overwrite and path.endswith(".json") and "/_delta_log/" in path:
+            version = int(path.rsplit("/", 1)[-1].split(".")[0])
+            if version > 0:
+                rival = CommitInfo(timestamp=1, operation="WRITE", is_blind_append=True, txn_id="rival")
+                super().write(path, [json.dumps({"commitInfo": rival.to_dict()})], False)
+        super().write(path, lines, overwrite)
+
+
+def test_commit_failed_after_max_attempts_names_versions_attempts_and_time() -> None:
+    uri = f"memory://taken-{uuid.uuid4().hex}"
+    log = DeltaLog.for_table(uri, logstore=_AlwaysTakenStore())
+    create(log)
+    txn = log.start_transaction(settings=EngineSettings(max_commit_attempts=3, backoff_base_ms=0.1))
+    with pytest.raises(CommitFailedError) as info:
+        txn.commit([add("f")], Write())
+    err = info.value
+    assert err.attempts == 3 and err.read_version == 0 and err.last_attempted_version == 4
+    assert "attempts: 3" in str(err) and "read version: 0" in str(err) and "time spent" in str(err)
+
+
+class _LostResponseStore(MemoryLogStore):
+    """Fault injection: the first commit write lands but its answer is lost."""
+
+    lost = 0
+
+    def write(self, path: str, lines: Iterable[str], overwrite: bool = False) -> None:
+        super().write(path, lines, overwrite)
+        if path.endswith("00000000000000000001.json") and type(self).lost == 0:
+            type(self).lost += 1
+            raise AmbiguousWriteError(path, TimeoutError("read timed out"))
+
+
+def test_ambiguous_write_is_resolved_by_txn_id() -> None:
+    log = DeltaLog.for_table(f"memory://amb-{uuid.uuid4().hex}", logstore=_LostResponseStore())
+    create(log)
+    txn = log.start_transaction()
+    assert txn.commit([add("f")], Write()) == 1
+    assert txn.commit_stats is not None and txn.commit_stats.resolved_by_txn_id
+    assert log.update().version == 1  # landed exactly once, not again at version 2
+    assert [f.path for f in log.update().files] == ["f"]
+
+
+class _LostBeforeLandingStore(MemoryLogStore):
+    failures = 0
+
+    def write(self, path: str, lines: Iterable[str], overwrite: bool = False) -> None:
+        if path.endswith("00000000000000000001.json") and type(self).failures == 0:
+            type(self).failures += 1
+            raise AmbiguousWriteError(path, ConnectionResetError("reset"))
+        super().write(path, lines, overwrite)
+
+
+def test_ambiguous_write_that_did_not_land_is_retried_at_the_same_version() -> None:
+    log = DeltaLog.for_table(f"memory://amb2-{uuid.uuid4().hex}", logstore=_LostBeforeLandingStore())
+    create(log)
+    assert log.start_transaction().commit([add("f")], Write()) == 1
+    assert log.update().version == 1
+
+
+# -- post-commit ------------------------------------------------------------------------------------
+
+
+def test_failing_post_commit_hook_is_logged_and_the_commit_stands(caplog: pytest.LogCaptureFixture) -> None:
+    log = new_log()
+    create(log)
+    txn = log.start_transaction()
+    seen: list[int] = []
+
+    def broken(delta_log: DeltaLog, version: int, snapshot: Any, actions: Any) -> None:
+        raise RuntimeError("hook exploded")
+
+    def recording(delta_log: DeltaLog, version: int, snapshot: Any, actions: Any) -> None:
+        seen.append(version)
+
+    txn.register_post_commit_hook(broken)
+    txn.register_post_commit_hook(recording)
+    with caplog.at_level(logging.ERROR):
+        assert txn.commit([add("f")], Write()) == 1
+    assert "Error when executing post-commit hook broken for commit 1" in caplog.text
+    assert seen == [1]
+    assert log.update().version == 1
+
+
+def test_commit_stats_reach_the_callback_and_the_debug_log(caplog: pytest.LogCaptureFixture) -> None:
+    log = new_log()
+    create(log)
+    got: list[CommitStats] = []
+    with caplog.at_level(logging.DEBUG, logger="deltalog.txn.transaction"):
+        log.start_transaction(settings=EngineSettings(on_commit_stats=got.append)).commit(
+            [add("f", size=100), add("g", size=50)], Write()
+        )
+    assert got[0].num_adds == 2 and got[0].bytes_added == 150 and got[0].version == 1
+    assert got[0].attempts == 1 and got[0].time_total_ms > 0
+    assert "commit stats" in caplog.text
+
+
+def test_symlink_manifest_hook_lists_current_files_per_partition() -> None:
+    log = new_log()
+    create(log, **{"delta.compatibility.symlinkFormatManifest.enabled": "true"})
+    log.start_transaction().commit([add("p=a/1.parquet"), add("p=b/2.parquet", p="b")], Write())
+    fs = log.store.filesystem()
+    root = log.store.fs_path(log.table_uri + "/_symlink_format_manifest")
+
+    def manifest(part: str) -> list[str]:
+        with fs.open_input_stream(f"{root}/{part}/manifest") as f:
+            return f.read().decode().split()
+
+    assert manifest("p=a") == [f"{log.table_uri}/p=a/1.parquet"]
+    assert manifest("p=b") == [f"{log.table_uri}/p=b/2.parquet"]
+    txn = log.start_transaction()
+    b = txn.filter_files([("p", "=", "b")])
+    txn.commit([b[0].remove(5)], Delete())
+    import pyarrow.fs as pafs
+
+    assert fs.get_file_info(f"{root}/p=b/manifest").type == pafs.FileType.NotFound
+    assert manifest("p=a") == [f"{log.table_uri}/p=a/1.parquet"]
+
+
+# -- large commits ------------------------------------------------------------------------------------
+
+
+def test_commit_large_streams_actions() -> None:
+    log = new_log()
+    create(log)
+
+    def actions() -> Iterator[AddFile]:
+        for i in range(20_000):
+            yield add(f"part-{i:05d}.parquet", size=3)
+
+    version = log.start_transaction().commit_large(actions(), Convert(num_files=20_000))
+    assert version == 1
+    snapshot = log.update()
+    assert snapshot.num_files == 20_000 and snapshot.size_in_bytes == 60_000
+    assert commit_lines(log, 1)[0]["commitInfo"]["operation"] == "CONVERT"
+
+
+def test_commit_large_refuses_duplicates_and_leaves_no_version() -> None:
+    log = new_log()
+    create(log)
+    with pytest.raises(DuplicateFileActionError):
+        log.start_transaction().commit_large(iter([add("a"), add("b"), add("a")]), Convert())
+    assert log.update().version == 0
+    assert [s.name for s in log.store.list_from(log.commit_uri(1))] == []
+
+
+def test_commit_large_conflict_is_a_concurrent_write_error() -> None:
+    log = new_log()
+    create(log)
+    txn = log.start_transaction()
+    DeltaLog.for_table(log.table_uri).start_transaction().commit([add("x")], Write())
+    with pytest.raises(ConcurrentWriteError, match="conflicting commit: version 1"):
+        txn.commit_large(iter([add("y")]), Convert())
+
+
+def test_removes_keep_file_metadata() -> None:
+    log = new_log()
+    create(log)
+    log.start_transaction().commit([AddFile("f", {"p": "a"}, 10, 1, stats='{"numRecords":3}')], Write())
+    txn = log.start_transaction()
+    (f,) = txn.filter_files()
+    now = int(time.time() * 1000)
+    txn.commit([f.remove(now)], Delete())
+    removed = commit_lines(log, 2)[1]["remove"]
+    assert removed == {
+        "path": "f", "deletionTimestamp": now, "dataChange": True, "extendedFileMetadata": True,
+        "partitionValues": {"p": "a"}, "size": 10, "stats": '{"numRecords":3}',
+    }
+    tombstones = log.update().tombstones
+    assert [t.path for t in tombstones] == ["f"]
+
+
+def test_remove_of_unknown_type_rejected() -> None:
+    log = new_log()
+    create(log)
+    with pytest.raises(InvalidTransactionError):
+        log.start_transaction(isolation_level="SnapshotIsolation")
+    with pytest.raises(ValueError, match="unknown isolation level"):
+        log.start_transaction(isolation_level="Chaos")
+
+
+def test_rejected_commit_leaves_the_table_untouched() -> None:
+    log = new_log()
+    create(log)
+    before = [s.name for s in log.store.list_from(log.log_uri + "/0")]
+    with pytest.raises(DuplicateFileActionError):
+        log.start_transaction().commit([add("f"), add("f")], Write())
+    assert [s.name for s in log.store.list_from(log.log_uri + "/0")] == before
+
+
+def test_remove_file_type_is_recorded_for_tombstones() -> None:
+    log = new_log()
+    create(log)
+    version = log.start_transaction().commit([RemoveFile("ghost", 5, True)], Delete())
+    assert version == 1
