@@ -1,0 +1,116 @@
+"""Interop with delta-rs (``deltalake``), both ways."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import deltalake
+import pyarrow as pa
+
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.schema import PrimitiveType
+
+from tests.log.helpers import add, commit, create, remove
+
+
+def _same_state(path: str) -> None:
+    table = deltalake.DeltaTable(path)
+    snap = DeltaLog.for_table(path).update()
+    assert snap.version == table.version()
+    ours = sorted(f.path for f in snap.files)
+    theirs = sorted(a["path"] for a in pa.table(table.get_add_actions(flatten=True)).to_pylist())
+    assert [p for p in ours] == theirs or sorted(map(_unq, ours)) == sorted(map(_unq, theirs))
+    proto = table.protocol()
+    assert (snap.protocol.min_reader_version, snap.protocol.min_writer_version) == (
+        proto.min_reader_version, proto.min_writer_version)
+    md = table.metadata()
+    assert snap.metadata.id == md.id and list(snap.partition_columns) == list(md.partition_columns)
+    assert dict(snap.metadata.configuration) == dict(md.configuration)
+
+
+def _unq(p: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(p)
+
+
+def test_deltars_tables_load_with_same_state(tmp_path):
+    path = str(tmp_path / "t")
+    data = pa.table({"id": [1, 2, 3, 4], "p": ["a b", "x/y%z", None, "é=1"]})
+    deltalake.write_deltalake(path, data, partition_by=["p"])
+    for _ in range(12):
+        deltalake.write_deltalake(path, data, partition_by=["p"], mode="append")
+    _same_state(path)
+    deltalake.DeltaTable(path).create_checkpoint()
+    deltalake.write_deltalake(path, data, partition_by=["p"], mode="append")
+    deltalake.DeltaTable(path).delete("id = 1")
+    _same_state(path)
+    deltalake.write_deltalake(path, data, partition_by=["p"], mode="overwrite")
+    _same_state(path)
+    snap = DeltaLog.for_table(path).update()
+    values = {f.partition_values["p"] for f in snap.files}
+    assert values == {"a b", "x/y%z", None, "é=1"}
+    # time travel agrees with delta-rs
+    old = DeltaLog.for_table(path).snapshot(version=3)
+    t3 = deltalake.DeltaTable(path, version=3)
+    assert sorted(map(_unq, (f.path for f in old.files))) == sorted(
+        map(_unq, (a["path"] for a in pa.table(t3.get_add_actions(flatten=True)).to_pylist())))
+
+
+def test_deltars_reads_our_tables_and_checkpoints(tmp_path):
+    # data files written with pyarrow, commits written with the codec, checkpoint by deltalog
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "ours")
+    create(path, files=[])
+    for i in range(3):
+        name = f"part-{i}.parquet"
+        pq.write_table(pa.table({"id": pa.array([i, i + 10], pa.int64()), "p": ["x", "x"]}), f"{path}/{name}")
+        import os
+
+        commit(path, i + 1, [add(name, size=os.path.getsize(f"{path}/{name}"))])
+    commit(path, 4, [remove("part-0.parquet")])
+    log = DeltaLog.for_table(path)
+    log.checkpoint()
+    table = deltalake.DeltaTable(path)
+    assert table.version() == 4
+    assert sorted(table.file_uris()) == sorted(f"{path}/part-{i}.parquet" for i in (1, 2))
+    assert sorted(table.to_pyarrow_table().column("id").to_pylist()) == [1, 2, 11, 12]
+    # a checkpoint alone (commits deleted) is enough for delta-rs
+    import os
+
+    for v in range(0, 4):
+        os.remove(f"{path}/_delta_log/{v:020d}.json")
+    table = deltalake.DeltaTable(path)
+    assert table.version() == 4 and len(table.file_uris()) == 2
+
+
+def test_deltars_timestamp_ntz_and_types(tmp_path):
+    path = str(tmp_path / "ntz")
+    data = pa.table({
+        "ts": pa.array([dt.datetime(2024, 1, 1, 12)], pa.timestamp("us")),
+        "tz": pa.array([dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)], pa.timestamp("us", "UTC")),
+        "d": pa.array([dt.date(2024, 1, 1)]),
+        "dec": pa.array([1], pa.decimal128(10, 2)) if False else pa.array([None], pa.decimal128(10, 2)),
+        "b": pa.array([b"x"]),
+        "l": pa.array([[1, 2]]),
+        "m": pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int64())),
+        "s": pa.array([{"x": 1}]),
+    })
+    deltalake.write_deltalake(path, data)
+    snap = DeltaLog.for_table(path).update()
+    assert snap.schema.field("ts").type == PrimitiveType("timestamp_ntz")
+    assert "timestampNtz" in (snap.protocol.reader_features or ())
+    arrow = snap.schema.to_arrow()
+    assert arrow.field("ts").type == pa.timestamp("us") and arrow.field("tz").type == pa.timestamp("us", "UTC")
+    assert arrow.field("dec").type == pa.decimal128(10, 2)
+
+
+def test_deltars_deletion_vector_table_or_rewrite(tmp_path):
+    path = str(tmp_path / "dv")
+    data = pa.table({"id": list(range(10))})
+    deltalake.write_deltalake(path, data, configuration={"delta.enableDeletionVectors": "true"})
+    deltalake.DeltaTable(path).delete("id < 3")
+    snap = DeltaLog.for_table(path).update()
+    assert "deletionVectors" in (snap.protocol.reader_features or ())
+    _same_state(path)
