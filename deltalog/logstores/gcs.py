@@ -54,8 +54,9 @@ _SA_PATH_KEYS = ("GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_PATH", "SERVI
 _SA_KEY_KEYS = ("GOOGLE_SERVICE_ACCOUNT_KEY", "SERVICE_ACCOUNT_KEY")
 
 
-class GcsHttpError(LogStoreError):
-    """A non-2xx answer to deltalog's own upload request."""
+class GcsHttpError(Exception):
+    """A non-2xx answer to deltalog's own upload request (turned into a
+    :class:`LogStoreError` by the store; only retries and tests see it)."""
 
     def __init__(self, status: int, text: str) -> None:
         super().__init__(f"GCS answered {status}: {text[:300]}")
