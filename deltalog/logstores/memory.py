@@ -55,7 +55,11 @@ class MemoryLogStore(LogStore):
         if entry is None:
             raise FileNotFoundError(path)
         text = bytes(entry.getbuffer()).decode("utf-8")
-        return iter(text.splitlines())
+        # Only "\n" ends a line: str.splitlines() would also split on U+2028, U+0085, ...
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        return iter(line.removesuffix("\r") for line in lines)
 
     def write(self, path: str, lines: Iterable[str], overwrite: bool = False) -> None:
         key = self.fs_path(path)
