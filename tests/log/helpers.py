@@ -21,8 +21,13 @@ SCHEMA = json.dumps(
 
 
 def metadata(config: dict[str, str] | None = None, partition_by: Sequence[str] = ()) -> Metadata:
-    return Metadata(id="00000000-0000-0000-0000-000000000001", schema_string=SCHEMA,
-                    partition_columns=tuple(partition_by), configuration=dict(config or {}), created_time=1)
+    return Metadata(
+        id="00000000-0000-0000-0000-000000000001",
+        schema_string=SCHEMA,
+        partition_columns=tuple(partition_by),
+        configuration=dict(config or {}),
+        created_time=1,
+    )
 
 
 def protocol() -> Protocol:
@@ -30,8 +35,15 @@ def protocol() -> Protocol:
 
 
 def add(path: str, size: int = 10, pv: dict[str, str | None] | None = None, **kw: object) -> AddFile:
-    return AddFile(path=path, partition_values=pv or {}, size=size, modification_time=1, data_change=True,
-                   stats=json.dumps({"numRecords": 1}), **kw)  # type: ignore[arg-type]
+    return AddFile(
+        path=path,
+        partition_values=pv or {},
+        size=size,
+        modification_time=1,
+        data_change=True,
+        stats=json.dumps({"numRecords": 1}),
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def remove(path: str, ts: int = 10**13, **kw: object) -> RemoveFile:

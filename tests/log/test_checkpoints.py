@@ -15,7 +15,6 @@ from deltalog.txn.actions import CheckpointMetadata, Protocol, Sidecar, action_t
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.errors import CorruptLogError, VersionNotFoundError
 from deltalog.txn.last_checkpoint import LastCheckpointInfo, json_checksum, read_last_checkpoint
-
 from tests.log.helpers import add, commit, create, metadata, protocol, remove, set_mtime
 
 DAY = 86_400_000
@@ -26,8 +25,10 @@ def _log_files(t: str) -> list[str]:
 
 
 def test_json_checksum_protocol_vector():
-    text = ('{"k0":"\'v 0\'", "checksum": "adsaskfljadfkjadfkj", "k1":{"k2": 2, "k3": ["v3", [1, 2], '
-            '{"k4": "v4", "k5": ["v5", "v6", "v7"]}]}}')
+    text = (
+        '{"k0":"\'v 0\'", "checksum": "adsaskfljadfkjadfkj", "k1":{"k2": 2, "k3": ["v3", [1, 2], '
+        '{"k4": "v4", "k5": ["v5", "v6", "v7"]}]}}'
+    )
     assert json_checksum(text) == "6a92d155a59bf2eecbd4b4ec7fd1f875"
     with pytest.raises(ValueError, match="duplicate key"):
         json_checksum('{"a": 1, "a": 2}')
@@ -54,8 +55,9 @@ def test_checkpoint_roundtrip_and_last_checkpoint(tmp_path):
         DeltaLog.for_table(t).snapshot(version=0)
 
 
-@pytest.mark.parametrize("content", ["", "not json", '{"version": 1, "size": 3, "checksum": "bad"}',
-                                     '{"version": 99, "size": 3}'])
+@pytest.mark.parametrize(
+    "content", ["", "not json", '{"version": 1, "size": 3, "checksum": "bad"}', '{"version": 99, "size": 3}']
+)
 def test_corrupt_last_checkpoint_falls_back_to_listing(tmp_path, content):
     t = str(tmp_path)
     create(t, files=["a"])
@@ -115,6 +117,7 @@ def test_tombstones_expire_in_checkpoint(tmp_path):
     t = str(tmp_path)
     create(t, config={"delta.deletedFileRetentionDuration": "interval 1 day"}, files=["a", "b", "c"])
     import time as _t
+
     now = int(_t.time() * 1000)
     commit(t, 1, [remove("a", ts=now - 2 * DAY), remove("b", ts=now - 1000)])
     log = DeltaLog.for_table(t)
@@ -131,16 +134,32 @@ def test_v2_checkpoint_json_with_sidecar(tmp_path):
     commit(t, 1, [add("b"), add("c")])
     os.makedirs(f"{t}/_delta_log/_sidecars")
     side = f"{uuid.uuid4()}.parquet"
-    adds = pa.array([{"path": "a", "partitionValues": [], "size": 1, "modificationTime": 1, "dataChange": False},
-                     {"path": "b", "partitionValues": [], "size": 2, "modificationTime": 1, "dataChange": False}],
-                    pa.struct([("path", pa.string()), ("partitionValues", pa.map_(pa.string(), pa.string())),
-                               ("size", pa.int64()), ("modificationTime", pa.int64()), ("dataChange", pa.bool_())]))
+    adds = pa.array(
+        [
+            {"path": "a", "partitionValues": [], "size": 1, "modificationTime": 1, "dataChange": False},
+            {"path": "b", "partitionValues": [], "size": 2, "modificationTime": 1, "dataChange": False},
+        ],
+        pa.struct(
+            [
+                ("path", pa.string()),
+                ("partitionValues", pa.map_(pa.string(), pa.string())),
+                ("size", pa.int64()),
+                ("modificationTime", pa.int64()),
+                ("dataChange", pa.bool_()),
+            ]
+        ),
+    )
     pq.write_table(pa.table({"add": adds}), f"{t}/_delta_log/_sidecars/{side}")
     name = f"{1:020d}.checkpoint.{uuid.uuid4()}.json"
-    LocalLogStore().write(f"{t}/_delta_log/{name}", [
-        action_to_line(CheckpointMetadata(1)), action_to_line(proto), action_to_line(metadata()),
-        action_to_line(Sidecar(side, 100, 1)),
-    ])
+    LocalLogStore().write(
+        f"{t}/_delta_log/{name}",
+        [
+            action_to_line(CheckpointMetadata(1)),
+            action_to_line(proto),
+            action_to_line(metadata()),
+            action_to_line(Sidecar(side, 100, 1)),
+        ],
+    )
     os.remove(f"{t}/_delta_log/{0:020d}.json")
     os.remove(f"{t}/_delta_log/{1:020d}.json")
     snap = DeltaLog.for_table(t).update()
@@ -223,6 +242,7 @@ def test_history_and_time_travel_by_timestamp(tmp_path):
 def test_in_commit_timestamps_are_used(tmp_path):
     t = str(tmp_path)
     from deltalog.txn.actions import CommitInfo
+
     proto = Protocol(1, 7, None, ("inCommitTimestamp",))
     store = LocalLogStore()
     md = metadata({"delta.enableInCommitTimestamps": "true"})

@@ -9,7 +9,6 @@ import pyarrow as pa
 
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.schema import PrimitiveType
-
 from tests.log.helpers import add, commit, create, remove
 
 
@@ -22,7 +21,9 @@ def _same_state(path: str) -> None:
     assert [p for p in ours] == theirs or sorted(map(_unq, ours)) == sorted(map(_unq, theirs))
     proto = table.protocol()
     assert (snap.protocol.min_reader_version, snap.protocol.min_writer_version) == (
-        proto.min_reader_version, proto.min_writer_version)
+        proto.min_reader_version,
+        proto.min_writer_version,
+    )
     md = table.metadata()
     assert snap.metadata.id == md.id and list(snap.partition_columns) == list(md.partition_columns)
     assert dict(snap.metadata.configuration) == dict(md.configuration)
@@ -54,7 +55,8 @@ def test_deltars_tables_load_with_same_state(tmp_path):
     old = DeltaLog.for_table(path).snapshot(version=3)
     t3 = deltalake.DeltaTable(path, version=3)
     assert sorted(map(_unq, (f.path for f in old.files))) == sorted(
-        map(_unq, (a["path"] for a in pa.table(t3.get_add_actions(flatten=True)).to_pylist())))
+        map(_unq, (a["path"] for a in pa.table(t3.get_add_actions(flatten=True)).to_pylist()))
+    )
 
 
 def test_deltars_reads_our_tables_and_checkpoints(tmp_path):
@@ -87,22 +89,26 @@ def test_deltars_reads_our_tables_and_checkpoints(tmp_path):
 
 def test_deltars_timestamp_ntz_and_types(tmp_path):
     path = str(tmp_path / "ntz")
-    data = pa.table({
-        "ts": pa.array([dt.datetime(2024, 1, 1, 12)], pa.timestamp("us")),
-        "tz": pa.array([dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)], pa.timestamp("us", "UTC")),
-        "d": pa.array([dt.date(2024, 1, 1)]),
-        "dec": pa.array([1], pa.decimal128(10, 2)) if False else pa.array([None], pa.decimal128(10, 2)),
-        "b": pa.array([b"x"]),
-        "l": pa.array([[1, 2]]),
-        "m": pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int64())),
-        "s": pa.array([{"x": 1}]),
-    })
+    data = pa.table(
+        {
+            "ts": pa.array([dt.datetime(2024, 1, 1, 12)], pa.timestamp("us")),
+            "tz": pa.array([dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)], pa.timestamp("us", "UTC")),
+            "d": pa.array([dt.date(2024, 1, 1)]),
+            "dec": pa.array([1], pa.decimal128(10, 2)) if False else pa.array([None], pa.decimal128(10, 2)),
+            "b": pa.array([b"x"]),
+            "l": pa.array([[1, 2]]),
+            "m": pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int64())),
+            "s": pa.array([{"x": 1}]),
+        }
+    )
     deltalake.write_deltalake(path, data)
     snap = DeltaLog.for_table(path).update()
     assert snap.schema.field("ts").type == PrimitiveType("timestamp_ntz")
     assert "timestampNtz" in (snap.protocol.reader_features or ())
     arrow = snap.schema.to_arrow()
-    assert arrow.field("ts").type == pa.timestamp("us") and arrow.field("tz").type == pa.timestamp("us", "UTC")
+    assert arrow.field("ts").type == pa.timestamp("us") and arrow.field("tz").type == pa.timestamp(
+        "us", "UTC"
+    )
     assert arrow.field("dec").type == pa.decimal128(10, 2)
 
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from deltalog.txn.actions import DomainMetadata, SetTransaction
+from deltalog.txn.actions import DomainMetadata, Protocol, SetTransaction
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.errors import (
     CorruptLogError,
@@ -16,8 +16,6 @@ from deltalog.txn.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from deltalog.txn.actions import Protocol
-
 from tests.log.helpers import add, commit, create, metadata, protocol, remove
 
 
@@ -41,8 +39,13 @@ def test_replay_reconciles_by_path_and_dv(tmp_path):
     assert sorted(f.path for f in snap.files) == ["a", "b", "c"]
     assert all(not f.data_change for f in snap.files)
     assert snap.tombstones == []  # a's tombstone replaced by the re-add
-    assert snap.files_table.column_names[:5] == ["path", "partitionValues", "size", "modificationTime",
-                                                 "dataChange"]
+    assert snap.files_table.column_names[:5] == [
+        "path",
+        "partitionValues",
+        "size",
+        "modificationTime",
+        "dataChange",
+    ]
 
 
 def test_paths_are_canonicalized_special_characters(tmp_path):
@@ -88,15 +91,23 @@ def test_unknown_actions_and_fields_are_ignored(tmp_path):
     t = str(tmp_path)
     create(t, files=["a"])
     with open(f"{t}/_delta_log/{1:020d}.json", "w") as fh:
-        fh.write('{"futureAction": {"x": 1}}\n{"add": {"path": "b", "partitionValues": {}, "size": 1, '
-                 '"modificationTime": 1, "dataChange": true, "newField": 5}}\n')
+        fh.write(
+            '{"futureAction": {"x": 1}}\n{"add": {"path": "b", "partitionValues": {}, "size": 1, '
+            '"modificationTime": 1, "dataChange": true, "newField": 5}}\n'
+        )
     assert sorted(f.path for f in DeltaLog.for_table(t).update().files) == ["a", "b"]
 
 
 def test_unsupported_reader_feature_is_refused_by_name(tmp_path):
     t = str(tmp_path)
-    commit(t, 0, [Protocol(3, 7, ("deletionVectors", "fancyFeature"), ("deletionVectors", "fancyFeature")),
-                  metadata()])
+    commit(
+        t,
+        0,
+        [
+            Protocol(3, 7, ("deletionVectors", "fancyFeature"), ("deletionVectors", "fancyFeature")),
+            metadata(),
+        ],
+    )
     with pytest.raises(UnsupportedFeatureError, match="fancyFeature") as err:
         DeltaLog.for_table(t).update()
     assert err.value.features == ("fancyFeature",)
@@ -151,11 +162,25 @@ def test_time_travel_by_version(tmp_path):
 
 def test_tombstone_and_txn_expiry(tmp_path):
     t = str(tmp_path)
-    create(t, config={"delta.deletedFileRetentionDuration": "interval 1 hour",
-                      "delta.setTransactionRetentionDuration": "interval 1 day"}, files=["a", "b"])
+    create(
+        t,
+        config={
+            "delta.deletedFileRetentionDuration": "interval 1 hour",
+            "delta.setTransactionRetentionDuration": "interval 1 day",
+        },
+        files=["a", "b"],
+    )
     now = 10**12
-    commit(t, 1, [remove("a", ts=now - 2 * 3600_000), remove("b", ts=now - 60_000),
-                  SetTransaction("old", 1, now - 2 * 86_400_000), SetTransaction("new", 2, now)])
+    commit(
+        t,
+        1,
+        [
+            remove("a", ts=now - 2 * 3600_000),
+            remove("b", ts=now - 60_000),
+            SetTransaction("old", 1, now - 2 * 86_400_000),
+            SetTransaction("new", 2, now),
+        ],
+    )
     snap = DeltaLog.for_table(t).update()
     assert [r["path"] for r in snap.tombstones_table(now).to_pylist()] == ["b"]
     assert set(snap.set_transactions_at(now)) == {"new"}

@@ -1,0 +1,78 @@
+"""Checkpoint writing: deltalog vs delta-rs ``create_checkpoint()``.
+
+    python -m bench.checkpoint_write --files 100000 1000000
+
+Each side loads the table and writes a checkpoint in a fresh process (time, peak RSS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+
+from bench.common import make_checkpointed_table, print_table, run_isolated, write_results
+
+DELTALOG_SETUP = "from deltalog.txn.delta_log import DeltaLog"
+DELTALOG = """
+DeltaLog.for_table({path!r}).checkpoint()
+"""
+DELTARS_SETUP = "from deltalake import DeltaTable"
+DELTARS = """
+DeltaTable({path!r}).create_checkpoint()
+"""
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--files", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args(argv)
+    rows = []
+    results = []
+    for n in args.files:
+        path = tempfile.mkdtemp(prefix="deltalog-bench-")
+        try:
+            make_checkpointed_table(path, n)
+            ours = run_isolated(DELTALOG.format(path=path), args.repeat, DELTALOG_SETUP)
+            theirs = run_isolated(DELTARS.format(path=path), args.repeat, DELTARS_SETUP)
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+        ratio_t = ours["seconds"] / theirs["seconds"]
+        ratio_m = ours["peak_mb"] / theirs["peak_mb"]
+        rows.append(
+            [
+                n,
+                ours["seconds"],
+                theirs["seconds"],
+                ratio_t,
+                ours["with_imports"],
+                theirs["with_imports"],
+                ours["peak_mb"],
+                theirs["peak_mb"],
+                ratio_m,
+            ]
+        )
+        results.append(
+            {"files": n, "deltalog": ours, "delta_rs": theirs, "time_ratio": ratio_t, "memory_ratio": ratio_m}
+        )
+    print_table(
+        "checkpoint write (load + write, fresh process)",
+        [
+            "files",
+            "deltalog s",
+            "delta-rs s",
+            "ratio",
+            "deltalog s+imports",
+            "delta-rs s+imports",
+            "deltalog MB",
+            "delta-rs MB",
+            "mem ratio",
+        ],
+        rows,
+    )
+    print("results:", write_results("checkpoint_write", {"runs": results}))
+
+
+if __name__ == "__main__":
+    main()

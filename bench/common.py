@@ -1,0 +1,135 @@
+"""Helpers shared by the benchmarks.
+
+- :func:`make_checkpointed_table` builds a table of ``n`` files fast: commit 0 (protocol and
+  metadata) and a checkpoint at version 1 written straight from Arrow arrays.
+- :func:`run_isolated` runs a snippet in a fresh Python process and returns its wall time
+  and peak RSS (``resource.getrusage``), so runs do not share caches or memory.
+- :func:`print_table` and :func:`write_results` print a small table and save JSON under
+  ``bench/results/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
+
+_SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "part", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
+)
+
+
+def make_checkpointed_table(path: str, n_files: int, partitions: int = 100) -> None:
+    """A table with ``n_files`` active files and a checkpoint at version 1 (no data files)."""
+    import pyarrow as pa
+
+    from deltalog.logstores.local import LocalLogStore
+    from deltalog.txn.actions import Metadata, Protocol, action_to_line
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.replay import ADD_SCHEMA, LogState
+    from deltalog.txn.snapshot import Snapshot
+
+    proto = Protocol(1, 2)
+    md = Metadata(
+        id="bench-0000", schema_string=_SCHEMA, partition_columns=("part",), configuration={}, created_time=1
+    )
+    store = LocalLogStore()
+    log_dir = os.path.join(path, "_delta_log")
+    store.write(f"{log_dir}/{0:020d}.json", [action_to_line(proto), action_to_line(md)])
+    store.write(f"{log_dir}/{1:020d}.json", ['{"commitInfo":{"operation":"WRITE","timestamp":1}}'])
+    idx = pa.array(range(n_files), pa.int64())
+    parts = pa.compute.cast(pa.compute.divide(idx, max(1, n_files // partitions)), pa.string())
+    paths = pa.compute.binary_join_element_wise(
+        "part=", parts, "/part-", pa.compute.cast(idx, pa.string()), "-c000.snappy.parquet", ""
+    )
+    keys = pa.array(["part"] * n_files)
+    offsets = pa.array(range(0, n_files + 1), pa.int32())
+    pv = pa.MapArray.from_arrays(offsets, keys, parts)
+    stats = pa.compute.binary_join_element_wise(
+        '{"numRecords":1000,"minValues":{"id":',
+        pa.compute.cast(idx, pa.string()),
+        '},"maxValues":{"id":',
+        pa.compute.cast(pa.compute.add(idx, 999), pa.string()),
+        '},"nullCount":{"id":0}}',
+        "",
+    )
+    cols = {
+        "path": paths,
+        "partitionValues": pv,
+        "size": pa.repeat(pa.scalar(1024 * 1024), n_files),
+        "modificationTime": pa.repeat(pa.scalar(1_700_000_000_000), n_files),
+        "dataChange": pa.repeat(pa.scalar(False), n_files),
+        "stats": stats,
+    }
+    arrays = [cols[f.name] if f.name in cols else pa.nulls(n_files, f.type) for f in ADD_SCHEMA]
+    adds = pa.Table.from_arrays([a.cast(f.type) for a, f in zip(arrays, ADD_SCHEMA)], schema=ADD_SCHEMA)
+    state = LogState.from_checkpoint(proto, md, {}, {}, adds, _empty_removes())
+    log = DeltaLog.for_table(path)
+    snap = Snapshot(log.table_uri, 1, state, 1)
+    log.checkpoint(snap)
+
+
+def _empty_removes() -> Any:
+    from deltalog.txn.replay import REMOVE_SCHEMA
+
+    return REMOVE_SCHEMA.empty_table()
+
+
+def run_isolated(code: str, repeat: int = 3, setup: str = "") -> dict[str, float]:
+    """Run ``setup`` then ``code`` in fresh processes; best wall time (s) of ``code`` (and,
+    separately, including ``setup``: the imports) and peak RSS (MB) over ``repeat`` runs."""
+    wrapper = (
+        "import time, resource, json\n"
+        "_t00 = time.perf_counter()\n" + setup + "\n"
+        "_t0 = time.perf_counter()\n" + code + "\n"
+        "_t1 = time.perf_counter()\n"
+        "print(json.dumps({'seconds': _t1 - _t0, 'with_imports': _t1 - _t00, "
+        "'peak_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
+    )
+    best: dict[str, float] | None = None
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, "-c", wrapper],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        )
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        if best is None or result["seconds"] < best["seconds"]:
+            best = result
+    assert best is not None
+    return best
+
+
+def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    widths = [max(len(str(h)), *(len(_fmt(r[i])) for r in rows)) for i, h in enumerate(header)]
+    print(title)
+    print("  ".join(str(h).ljust(w) for h, w in zip(header, widths)))
+    for r in rows:
+        print("  ".join(_fmt(v).ljust(w) for v, w in zip(r, widths)))
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def write_results(name: str, payload: dict[str, Any]) -> str:
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    payload = {**payload, "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    path = os.path.join(RESULTS_DIR, f"{name}.json")
+    with open(path, "w") as fh:
+        json.dump(payload, fh, indent=2)
+    return path

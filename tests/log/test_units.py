@@ -1,0 +1,141 @@
+"""Schema, properties, features and deletion vectors."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pyarrow as pa
+import pytest
+
+from deltalog.logstores.local import LocalLogStore
+from deltalog.txn.actions import DeletionVectorDescriptor, Metadata, Protocol
+from deltalog.txn.deletion_vectors import (
+    dv_absolute_path,
+    read_deletion_vector,
+    serialize_bitmap,
+    write_dv_file,
+    z85_encode,
+)
+from deltalog.txn.errors import CorruptLogError, InvalidSchemaError, UnsupportedFeatureError
+from deltalog.txn.features import check_read_supported, check_write_supported
+from deltalog.txn.properties import InvalidPropertyError, TableProperties, parse_interval
+from deltalog.txn.schema import from_arrow, parse_schema
+
+SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"name": "d", "type": "decimal(10,2)", "nullable": True, "metadata": {"comment": "x"}},
+        {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}},
+        {"name": "ntz", "type": "timestamp_ntz", "nullable": False, "metadata": {}},
+        {"name": "b", "type": "binary", "nullable": True, "metadata": {}},
+        {
+            "name": "s",
+            "type": {
+                "type": "struct",
+                "fields": [{"name": "x", "type": "integer", "nullable": True, "metadata": {}}],
+            },
+            "nullable": True,
+            "metadata": {},
+        },
+        {
+            "name": "a",
+            "type": {"type": "array", "elementType": "long", "containsNull": False},
+            "nullable": True,
+            "metadata": {},
+        },
+        {
+            "name": "m",
+            "type": {"type": "map", "keyType": "string", "valueType": "double", "valueContainsNull": True},
+            "nullable": True,
+            "metadata": {},
+        },
+    ],
+}
+
+
+def test_schema_roundtrip_json_and_arrow():
+    schema = parse_schema(json.dumps(SCHEMA))
+    assert json.loads(schema.to_json()) == SCHEMA
+    arrow = schema.to_arrow()
+    assert arrow.field("d").type == pa.decimal128(10, 2)
+    assert arrow.field("ntz").type == pa.timestamp("us") and not arrow.field("ntz").nullable
+    assert arrow.field("m").type.item_type == pa.float64()
+    assert from_arrow(arrow) == schema
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("not json", "not valid JSON"),
+        ('{"type": "struct", "fields": [{"name": "a", "type": "nope"}]}', "unknown data type 'nope'"),
+        ('{"type": "struct", "fields": [{"name": "a", "type": "decimal(40,2)"}]}', "precision must be 1..38"),
+        (
+            '{"type": "struct", "fields": [{"name": "a", "type": "long"}, {"name": "A", "type": "long"}]}',
+            "duplicate column",
+        ),
+        ('"long"', "must be a struct"),
+    ],
+)
+def test_invalid_schemas(text, message):
+    with pytest.raises(InvalidSchemaError, match=message):
+        parse_schema(text)
+
+
+def test_properties_defaults_and_intervals():
+    p = TableProperties({})
+    assert p.checkpoint_interval == 10 and p.log_retention == timedelta(days=30)
+    assert p.deleted_file_retention == timedelta(weeks=1) and p.set_transaction_retention is None
+    assert (
+        p.data_skipping_num_indexed_cols == 32 and not p.append_only and p.isolation_level == "Serializable"
+    )
+    assert parse_interval("interval 2 hours") == timedelta(hours=2)
+    assert parse_interval("1 day 12 hours") == timedelta(days=1, hours=12)
+    with pytest.raises(InvalidPropertyError, match="months and years are not allowed"):
+        parse_interval("interval 1 month")
+    with pytest.raises(InvalidPropertyError, match="must be > 0"):
+        _ = TableProperties({"delta.checkpointInterval": "0"}).checkpoint_interval
+    with pytest.raises(InvalidPropertyError, match="must be 'true' or 'false'"):
+        _ = TableProperties({"delta.appendOnly": "yes"}).append_only
+
+
+def test_feature_checks_name_features():
+    check_read_supported(Protocol(3, 7, ("deletionVectors", "columnMapping"), ("deletionVectors",)))
+    with pytest.raises(UnsupportedFeatureError, match="readerVersion 4"):
+        check_read_supported(Protocol(4, 7))
+    with pytest.raises(UnsupportedFeatureError, match="cannot write .* columnMapping"):
+        check_write_supported(Protocol(3, 7, ("columnMapping",), ("columnMapping",)))
+    check_write_supported(Protocol(1, 4), Metadata("i", '{"type":"struct","fields":[]}'))
+    gen = Metadata(
+        "i",
+        '{"type":"struct","fields":[{"name":"a","type":"long","nullable":true,'
+        '"metadata":{"delta.generationExpression":"1"}}]}',
+    )
+    with pytest.raises(UnsupportedFeatureError, match="generatedColumns"):
+        check_write_supported(Protocol(1, 4), gen)
+
+
+def test_deletion_vectors_inline_and_on_disk(tmp_path):
+    rows = [0, 5, 70_000, 2**32 + 1]
+    data = serialize_bitmap(rows)
+    inline = DeletionVectorDescriptor("i", z85_encode(data), len(data), 4)
+    assert read_deletion_vector(LocalLogStore(), str(tmp_path), inline).to_pylist() == rows
+    blob, entries = write_dv_file([[1, 2, 3], rows])
+    import uuid as _uuid
+
+    u = _uuid.uuid4()
+    dv = DeletionVectorDescriptor("u", "ab" + z85_encode(u.bytes), entries[1][1], 4, offset=entries[1][0])
+    path = dv_absolute_path(str(tmp_path), dv)
+    assert path.endswith(f"/ab/deletion_vector_{u}.bin")
+    (tmp_path / "ab").mkdir()
+    (tmp_path / "ab" / f"deletion_vector_{u}.bin").write_bytes(blob)
+    assert read_deletion_vector(LocalLogStore(), str(tmp_path), dv).to_pylist() == rows
+    bad = bytearray(blob)
+    bad[-1] ^= 0xFF
+    (tmp_path / "ab" / f"deletion_vector_{u}.bin").write_bytes(bytes(bad))
+    with pytest.raises(CorruptLogError, match="checksum mismatch"):
+        read_deletion_vector(LocalLogStore(), str(tmp_path), dv)
+    protocol_example = DeletionVectorDescriptor(
+        "i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 40, 6
+    )
+    assert read_deletion_vector(LocalLogStore(), "x", protocol_example).to_pylist() == [3, 4, 7, 11, 18, 29]
