@@ -49,13 +49,32 @@ _KNOWN_PROPERTIES = [
 _CANONICAL = {k.lower(): k for k in _KNOWN_PROPERTIES}
 
 _WRITE_KEYS = {
-    "path", "partitionby", "replacewhere", "mergeschema", "overwriteschema", "usermetadata",
-    "txnappid", "txnversion", "maxrecordsperfile", "savemode", "tableproperties", "logstore",
-    "checkpointlocation", "queryid", "datachange", "scanreport",
+    "path",
+    "partitionby",
+    "replacewhere",
+    "mergeschema",
+    "overwriteschema",
+    "usermetadata",
+    "txnappid",
+    "txnversion",
+    "maxrecordsperfile",
+    "savemode",
+    "tableproperties",
+    "logstore",
+    "checkpointlocation",
+    "queryid",
+    "datachange",
+    "scanreport",
 }
 _READ_KEYS = {
-    "versionasof", "timestampasof", "readchangefeed", "readchangedata", "startingversion",
-    "endingversion", "startingtimestamp", "endingtimestamp",
+    "versionasof",
+    "timestampasof",
+    "readchangefeed",
+    "readchangedata",
+    "startingversion",
+    "endingversion",
+    "startingtimestamp",
+    "endingtimestamp",
 }
 
 

@@ -36,7 +36,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         m = _TOKEN.match(text, pos)
         if not m or m.end() == pos:
             raise DeltaAnalysisError(
-                f"cannot parse the predicate {text!r} at {text[pos:pos + 20]!r}: use "
+                f"cannot parse the predicate {text!r} at {text[pos : pos + 20]!r}: use "
                 "`column <op> literal` terms joined by AND"
             )
         kind = m.lastgroup or ""

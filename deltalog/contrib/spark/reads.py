@@ -78,27 +78,25 @@ def _logical_column(arr: pa.ChunkedArray | pa.Array, delta_type: Any, target: pa
                 names.append(target_field.name)
             mask = chunk.is_null() if chunk.null_count else None
             out_chunks.append(pa.StructArray.from_arrays(children, names=names, mask=mask))
-        return pa.chunked_array(out_chunks, type=target) if isinstance(arr, pa.ChunkedArray) else out_chunks[0]
+        return (
+            pa.chunked_array(out_chunks, type=target) if isinstance(arr, pa.ChunkedArray) else out_chunks[0]
+        )
     if arr.type != target:
         return arr.cast(target, safe=False)
     return arr
 
 
-def _dv_mask(store: LogStore, table_uri: str, dv: Mapping[str, Any], num_rows: int) -> pa.Array | None:
+def _dv_mask(store: LogStore, table_uri: str, dv: Mapping[str, Any], num_rows: int) -> pa.Array:
     """A boolean array: True for rows to keep."""
-    from deltalog.txn import deletion_vectors
+    from deltalog.txn.deletion_vectors import keep_mask, read_deletion_vector
 
-    descriptor = DeletionVectorDescriptor.from_dict(dict(dv))
-    deleted = deletion_vectors.read_deleted_rows(store, table_uri, descriptor)
-    import numpy as np
-
-    keep = np.ones(num_rows, dtype=bool)
-    idx = np.fromiter((int(i) for i in deleted if int(i) < num_rows), dtype=np.int64)
-    keep[idx] = False
-    return pa.array(keep)
+    deleted = read_deletion_vector(store, table_uri, DeletionVectorDescriptor.from_dict(dict(dv)))
+    return keep_mask(num_rows, deleted)
 
 
-def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequence[str] | None = None) -> pa.Table:
+def read_file(
+    spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequence[str] | None = None
+) -> pa.Table:
     """Read one file as a table in ``spec.output_schema`` (logical names)."""
     assert spec.output_schema is not None
     schema = json.loads(spec.schema_json)
@@ -108,22 +106,29 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
     wanted = [f.name for f in spec.output_schema]
     data_cols = [n for n in wanted if n in fields_by_name and n not in spec.partition_columns]
     physical = {
-        n: ((fields_by_name[n].get("metadata") or {}).get(_PHYS, n) if spec.column_mapping_mode != "none" else n)
+        n: (
+            (fields_by_name[n].get("metadata") or {}).get(_PHYS, n)
+            if spec.column_mapping_mode != "none"
+            else n
+        )
         for n in data_cols
     }
     with fs.open_input_file(store.fs_path(uri)) as handle:
         pf = pq.ParquetFile(handle)
         present = set(pf.schema_arrow.names)
         read_cols = [physical[n] for n in data_cols if physical[n] in present]
-        if item.constants.get("_change_type") is None and "_change_type" in present and "_change_type" in wanted:
+        if (
+            item.constants.get("_change_type") is None
+            and "_change_type" in present
+            and "_change_type" in wanted
+        ):
             read_cols.append("_change_type")
         table = pf.read(columns=read_cols, use_threads=False)
     num_rows = table.num_rows if read_cols else pf.metadata.num_rows
     if item.deletion_vector:
         mask = _dv_mask(store, spec.table_uri, item.deletion_vector, num_rows)
-        if mask is not None:
-            table = table.filter(mask) if read_cols else table
-            num_rows = int(pc.sum(mask).as_py() or 0)
+        table = table.filter(mask) if read_cols else table
+        num_rows = int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
     arrays = []
     for out_field in spec.output_schema:
         name = out_field.name
@@ -138,8 +143,12 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
             arrays.append(table.column("_change_type").cast(out_field.type))
         elif name in physical and physical[name] in table.column_names:
             arrays.append(
-                _logical_column(table.column(physical[name]), fields_by_name[name]["type"], out_field.type,
-                                spec.column_mapping_mode)
+                _logical_column(
+                    table.column(physical[name]),
+                    fields_by_name[name]["type"],
+                    out_field.type,
+                    spec.column_mapping_mode,
+                )
             )
         else:
             arrays.append(pa.nulls(num_rows, out_field.type))

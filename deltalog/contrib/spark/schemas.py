@@ -79,8 +79,15 @@ def _merge_type(table: Any, new: Any, where: str) -> Any:
         return _merge_struct(table, new, where)
     if _strip(table) == _strip(new):
         return table
-    widen = {("integer", "long"), ("short", "integer"), ("short", "long"), ("byte", "short"),
-             ("byte", "integer"), ("byte", "long"), ("float", "double")}
+    widen = {
+        ("integer", "long"),
+        ("short", "integer"),
+        ("short", "long"),
+        ("byte", "short"),
+        ("byte", "integer"),
+        ("byte", "long"),
+        ("float", "double"),
+    }
     if (table, new) in widen or (new, table) in widen:
         raise SchemaMismatchError(
             f"column {where} is {table} in the table and {new} in the data; cast the column to "

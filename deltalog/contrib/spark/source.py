@@ -168,8 +168,14 @@ def _column(attr: Any) -> str:
 
 def _terms(filters: Sequence[Filter]) -> list[Term]:
     out: list[Term] = []
-    ops = {EqualTo: "=", EqualNullSafe: "=", GreaterThan: ">", GreaterThanOrEqual: ">=",
-           LessThan: "<", LessThanOrEqual: "<="}
+    ops = {
+        EqualTo: "=",
+        EqualNullSafe: "=",
+        GreaterThan: ">",
+        GreaterThanOrEqual: ">=",
+        LessThan: "<",
+        LessThanOrEqual: "<=",
+    }
     for f in filters:
         op = ops.get(type(f))
         if op is not None:
@@ -261,16 +267,24 @@ class DeltaReader(DataSourceReader):
         )
         log.info(
             "scan of %s at version %d: %d of %d files (partition filters %s, data filters %s)",
-            delta_log.table_uri, snapshot.version, len(plan.files), plan.total_files,
-            plan.partition_terms, plan.data_terms,
+            delta_log.table_uri,
+            snapshot.version,
+            len(plan.files),
+            plan.total_files,
+            plan.partition_terms,
+            plan.data_terms,
         )
         if self.options.scan_report:
             with open(self.options.scan_report, "w", encoding="utf-8") as f:
                 json.dump(plan.report(), f)
         self._read_spec = self._spec(delta_log, snapshot)
         items = [
-            FileToRead(a.path, a.partition_values, a.size,
-                       None if a.deletion_vector is None else a.deletion_vector.to_dict())
+            FileToRead(
+                a.path,
+                a.partition_values,
+                a.size,
+                None if a.deletion_vector is None else a.deletion_vector.to_dict(),
+            )
             for a in plan.files
         ]
         return [FilesPartition(b) for b in _bins(items)] or [FilesPartition([])]
@@ -335,7 +349,9 @@ def _logical_schema(schema: dict[str, Any]) -> dict[str, Any]:
             fields = []
             for f in t["fields"]:
                 meta = {
-                    k: v for k, v in (f.get("metadata") or {}).items() if not k.startswith("delta.columnMapping")
+                    k: v
+                    for k, v in (f.get("metadata") or {}).items()
+                    if not k.startswith("delta.columnMapping")
                 }
                 fields.append({**f, "metadata": meta, "type": clean(f["type"])})
             return {**t, "fields": fields}

@@ -89,7 +89,9 @@ def _check_names(data: dict[str, Any], partition_by: Sequence[str]) -> None:
             f"{', '.join(names)}"
         )
     if partition_by and len(partition_by) >= len([n for n in lowered if n != CDC_TYPE_COLUMN]):
-        raise InvalidWriteOptionError("cannot partition by every column: at least one data column must remain")
+        raise InvalidWriteOptionError(
+            "cannot partition by every column: at least one data column must remain"
+        )
 
 
 def _canonical_partitions(data: dict[str, Any], partition_by: Sequence[str]) -> tuple[str, ...]:
@@ -166,19 +168,31 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
             if done is not None and done >= opts.txn_version:
                 log.info(
                     "skipping the write to %s: application %s already committed version %s (asked %s)",
-                    delta_log.table_uri, opts.txn_app_id, done, opts.txn_version,
+                    delta_log.table_uri,
+                    opts.txn_app_id,
+                    done,
+                    opts.txn_version,
                 )
                 skip = True
         table_schema = json.loads(current.schema_string)
         if opts.overwrite and opts.overwrite_schema and not opts.replace_where:
             fresh = _new_table_metadata(
-                replace(opts, partition_by=opts.partition_by if opts.partition_by is not None
-                        else tuple(current.partition_columns),
-                        table_properties={**current.configuration, **opts.table_properties}),
+                replace(
+                    opts,
+                    partition_by=opts.partition_by
+                    if opts.partition_by is not None
+                    else tuple(current.partition_columns),
+                    table_properties={**current.configuration, **opts.table_properties},
+                ),
                 data,
             )
-            new_metadata = replace(fresh, id=current.id, created_time=current.created_time,
-                                   name=current.name, description=current.description)
+            new_metadata = replace(
+                fresh,
+                id=current.id,
+                created_time=current.created_time,
+                name=current.name,
+                description=current.description,
+            )
         else:
             if opts.partition_by is not None and [c.lower() for c in opts.partition_by] != [
                 c.lower() for c in current.partition_columns
@@ -204,7 +218,9 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
                 else:
                     schemas.check_write_compatible(table_schema, data_fields)
             if opts.table_properties and new_metadata is None:
-                changed = {k: v for k, v in opts.table_properties.items() if current.configuration.get(k) != v}
+                changed = {
+                    k: v for k, v in opts.table_properties.items() if current.configuration.get(k) != v
+                }
                 if changed:
                     log.info("ignoring table properties %s on a write to an existing table", sorted(changed))
         metadata = new_metadata or current
@@ -241,7 +257,9 @@ def _file_actions(lines: Sequence[str]) -> tuple[list[AddFile], list[AddCDCFile]
     return adds, cdcs
 
 
-def _write_metrics(adds: Sequence[AddFile], cdcs: Sequence[AddCDCFile], removed: Sequence[AddFile]) -> dict[str, str]:
+def _write_metrics(
+    adds: Sequence[AddFile], cdcs: Sequence[AddCDCFile], removed: Sequence[AddFile]
+) -> dict[str, str]:
     rows = sum(a.num_records() or 0 for a in adds)
     metrics = {
         "numFiles": str(len(adds)),
@@ -289,7 +307,12 @@ def _commit(plan: WritePlan, action_lines: Sequence[str], streaming: StreamingIn
     if app_id is not None and app_version is not None:
         done = txn.txn_version(app_id)
         if done is not None and done >= app_version:
-            log.info("%s version %s was already committed to %s; skipping", app_id, app_version, delta_log.table_uri)
+            log.info(
+                "%s version %s was already committed to %s; skipping",
+                app_id,
+                app_version,
+                delta_log.table_uri,
+            )
             delete_files(plan.spec, action_lines)
             return None
         actions.append(SetTransaction(app_id=app_id, version=app_version, last_updated=now))
@@ -298,8 +321,14 @@ def _commit(plan: WritePlan, action_lines: Sequence[str], streaming: StreamingIn
             delete_files(plan.spec, action_lines)
             return None
         if opts.save_mode == "errorifexists":
-            raise TableAlreadyExistsError(f"a Delta table was created at {delta_log.table_uri} during the write")
-    if txn.table_exists and plan.read_metadata_id is not None and txn.snapshot.metadata.id != plan.read_metadata_id:
+            raise TableAlreadyExistsError(
+                f"a Delta table was created at {delta_log.table_uri} during the write"
+            )
+    if (
+        txn.table_exists
+        and plan.read_metadata_id is not None
+        and txn.snapshot.metadata.id != plan.read_metadata_id
+    ):
         raise SchemaMismatchError(
             f"the table at {delta_log.table_uri} was replaced during the write; run the write again"
         )
@@ -333,8 +362,9 @@ def _commit(plan: WritePlan, action_lines: Sequence[str], streaming: StreamingIn
     metrics = _write_metrics(adds, cdcs, removed)
     operation: Any
     if streaming is not None:
-        operation = StreamingUpdate(output_mode=streaming.output_mode, query_id=streaming.app_id,
-                                    epoch_id=streaming.batch_id)
+        operation = StreamingUpdate(
+            output_mode=streaming.output_mode, query_id=streaming.app_id, epoch_id=streaming.batch_id
+        )
     else:
         operation = Write(
             mode="Overwrite" if opts.overwrite else "Append",
@@ -348,7 +378,11 @@ def _commit(plan: WritePlan, action_lines: Sequence[str], streaming: StreamingIn
     version: int = txn.commit(actions, operation)
     log.info(
         "committed version %d to %s: %s files added, %s removed (%s)",
-        version, delta_log.table_uri, len(adds), len(removed), operation.name,
+        version,
+        delta_log.table_uri,
+        len(adds),
+        len(removed),
+        operation.name,
     )
     return version
 
@@ -357,11 +391,13 @@ def _check_replace_where(adds: Sequence[AddFile], filters: Any, plan: WritePlan,
     from deltalog.txn.partition_filters import PartitionPredicate, partition_column_types
 
     metadata = plan.new_metadata or txn.snapshot.metadata
-    predicate = PartitionPredicate(filters, partition_column_types(metadata.schema_string,
-                                                                   metadata.partition_columns))
+    predicate = PartitionPredicate(
+        filters, partition_column_types(metadata.schema_string, metadata.partition_columns)
+    )
     for add in adds:
         if not predicate.matches(add.partition_values):
             raise InvalidWriteOptionError(
-                f"data written with replaceWhere={plan.options.replace_where!r} does not match it: a file has "
+                f"data written with replaceWhere={plan.options.replace_where!r} does not match it: "
+                "a file has "
                 f"partition values {add.partition_values}; filter the DataFrame by the same predicate"
             )

@@ -1,0 +1,132 @@
+"""DataFrames over chosen files of a table, and writing a DataFrame's rows as new files.
+
+The table API (delete, update, merge, optimize) runs in the user's driver process, so it
+keeps the transaction there and uses Spark only to move rows: :func:`files_dataframe`
+reads exactly the files it is given (each row tagged with its file and row index), and
+:func:`write_dataframe` writes rows as files on the executors and brings back their
+actions, which the driver commits together with the removes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltalog.contrib.spark.files import WriteSpec, write_batches
+from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_file
+from deltalog.txn.actions import AddFile
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+__all__ = ["FILE_COLUMN", "ROW_INDEX_COLUMN", "files_dataframe", "logical_struct", "write_dataframe"]
+
+FILE_COLUMN = "__deltalog_file"
+ROW_INDEX_COLUMN = "__deltalog_row_index"
+
+
+def logical_struct(schema_string: str) -> StructType:
+    from pyspark.sql.types import StructType
+
+    from deltalog.contrib.spark.source import _logical_schema
+
+    return StructType.fromJson(_logical_schema(json.loads(schema_string)))
+
+
+def files_dataframe(
+    spark: SparkSession,
+    delta_log: Any,
+    snapshot: Any,
+    files: Sequence[AddFile],
+    with_file: bool = True,
+) -> DataFrame:
+    """The rows of ``files`` (deletion vectors applied), with file and row-index columns."""
+    from pyspark.sql.types import LongType, StringType, StructField
+
+    from deltalog.contrib.spark.source import _arrow_schema
+
+    metadata = snapshot.metadata
+    schema = logical_struct(metadata.schema_string)
+    spec = ReadSpec(
+        store=delta_log.store.spec(),
+        table_uri=delta_log.table_uri,
+        schema_json=metadata.schema_string,
+        partition_columns=tuple(metadata.partition_columns),
+        column_mapping_mode=snapshot.properties.column_mapping_mode,
+        output_schema=_arrow_schema(schema),
+    )
+    out_schema = schema
+    if with_file:
+        out_schema = StructType_add(
+            schema,
+            [StructField(FILE_COLUMN, StringType(), False), StructField(ROW_INDEX_COLUMN, LongType(), False)],
+        )
+    items = [
+        json.dumps(
+            {
+                "path": f.path,
+                "pv": f.partition_values,
+                "size": f.size,
+                "dv": None if f.deletion_vector is None else f.deletion_vector.to_dict(),
+            }
+        )
+        for f in files
+    ]
+    parallelism = max(1, min(len(items), spark.sparkContext.defaultParallelism * 2))
+    seed = spark.createDataFrame([(i,) for i in items] or [("",)], "item string")
+    if not items:
+        seed = seed.limit(0)
+    seed = seed.repartition(parallelism)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        store = spec.store.build()
+        for batch in batches:
+            for raw in batch.column(0).to_pylist():
+                d = json.loads(raw)
+                item = FileToRead(d["path"], d["pv"], d["size"], d["dv"])
+                table = _read_with_positions(spec, store, item) if with_file else read_file(spec, store, item)
+                yield from table.to_batches(max_chunksize=65536)
+
+    return seed.mapInArrow(run, out_schema)
+
+
+def StructType_add(schema: StructType, fields: Sequence[Any]) -> StructType:
+    from pyspark.sql.types import StructType
+
+    return StructType(list(schema.fields) + list(fields))
+
+
+def _read_with_positions(spec: ReadSpec, store: Any, item: FileToRead) -> pa.Table:
+    """The file's live rows plus their file path and original row index."""
+    import pyarrow.compute as pc
+
+    from deltalog.contrib.spark.reads import _dv_mask
+
+    plain = FileToRead(item.path, item.partition_values, item.size, None)
+    table = read_file(spec, store, plain)
+    positions = pa.array(range(table.num_rows), pa.int64())
+    if item.deletion_vector:
+        mask = _dv_mask(store, spec.table_uri, item.deletion_vector, table.num_rows)
+        table = table.filter(mask)
+        positions = pc.filter(positions, mask)
+    table = table.append_column(FILE_COLUMN, pa.array([item.path] * table.num_rows, pa.string()))
+    return table.append_column(ROW_INDEX_COLUMN, positions)
+
+
+def write_dataframe(df: DataFrame, spec: WriteSpec) -> list[str]:
+    """Write ``df``'s rows as files of the table; the add/cdc action lines, collected."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        task = ctx.partitionId() if ctx is not None else 0
+        lines = write_batches(spec, batches, task)
+        yield pa.RecordBatch.from_pydict({"action": lines}, schema=pa.schema([("action", pa.string())]))
+
+    rows = df.mapInArrow(run, "action string").collect()
+    return [r["action"] for r in rows]

@@ -1,0 +1,521 @@
+"""``DeltaTable``: the table API of delta-spark's ``delta.tables.DeltaTable``, over deltalog.
+
+Every operation runs a deltalog transaction in the calling (driver) process and commits
+with Delta's operation name and metrics; Spark moves the rows. Rewrites (delete, update,
+merge) read only the files that hold matching rows, write new files and remove the old
+ones in one commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Union
+
+from deltalog.contrib.spark.dataframes import FILE_COLUMN, ROW_INDEX_COLUMN, files_dataframe, write_dataframe
+from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
+from deltalog.contrib.spark.files import CDC_TYPE_COLUMN
+from deltalog.contrib.spark.options import WriteOptions
+from deltalog.contrib.spark.tablelog import open_log, start_transaction
+from deltalog.contrib.spark.writes import _file_actions, _spec_for
+from deltalog.txn.actions import Action, AddFile
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["DeltaTable", "DeltaTableBuilder"]
+
+log = logging.getLogger(__name__)
+
+ExpressionOrColumn = Union[str, "Column"]
+
+
+def _col(expr: ExpressionOrColumn) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.expr(expr) if isinstance(expr, str) else expr
+
+
+def _describe(expr: ExpressionOrColumn | None) -> str:
+    if expr is None:
+        return "true"
+    return expr if isinstance(expr, str) else str(expr)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class DeltaTable:
+    """A Delta table at a path, operated on with Spark. Build with :meth:`forPath`."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        path: str,
+        storage_options: Mapping[str, str] | None = None,
+        logstore: str | None = None,
+        alias: str | None = None,
+    ) -> None:
+        self._spark = spark
+        self._path = path
+        self._storage_options = dict(storage_options or {})
+        self._logstore = logstore
+        self._alias = alias
+        self._log = open_log(path, self._storage_options, logstore)
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def forPath(
+        cls,
+        sparkSession: SparkSession,
+        path: str,
+        hadoopConf: Mapping[str, str] | None = None,
+        storage_options: Mapping[str, str] | None = None,
+        logstore: str | None = None,
+    ) -> DeltaTable:
+        """The table at ``path``; raises ``TableNotFoundError`` when there is none."""
+        from deltalog.txn.errors import TableNotFoundError
+
+        table = cls(sparkSession, path, {**(hadoopConf or {}), **(storage_options or {})}, logstore)
+        if not table._log.table_exists():
+            raise TableNotFoundError(table._log.table_uri, "not a Delta table (no commits in _delta_log)")
+        return table
+
+    @classmethod
+    def isDeltaTable(
+        cls,
+        sparkSession: SparkSession,
+        identifier: str,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> bool:
+        return bool(open_log(identifier, storage_options).table_exists())
+
+    @classmethod
+    def create(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        return DeltaTableBuilder(sparkSession, if_not_exists=False)
+
+    @classmethod
+    def createIfNotExists(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        return DeltaTableBuilder(sparkSession, if_not_exists=True)
+
+    @classmethod
+    def convertToDelta(
+        cls,
+        sparkSession: SparkSession,
+        identifier: str,
+        partitionSchema: str | Any | None = None,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        """Make the Parquet directory ``identifier`` (``parquet.`/path``` or a path) a Delta table."""
+        from deltalog.contrib.spark.maintenance import convert_to_delta
+
+        path = identifier
+        if identifier.lower().startswith("parquet.`") and identifier.endswith("`"):
+            path = identifier[len("parquet.`") : -1]
+        delta_log = open_log(path, storage_options)
+        convert_to_delta(sparkSession, delta_log, partitionSchema)
+        return cls(sparkSession, path, storage_options)
+
+    def alias(self, aliasName: str) -> DeltaTable:
+        return DeltaTable(self._spark, self._path, self._storage_options, self._logstore, aliasName)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def _reader(self) -> Any:
+        reader = self._spark.read.format("deltalog")
+        for k, v in self._storage_options.items():
+            reader = reader.option(k, v)
+        if self._logstore:
+            reader = reader.option("logStore", self._logstore)
+        return reader
+
+    def toDF(self) -> DataFrame:
+        df: DataFrame = self._reader().load(self._path)
+        return df.alias(self._alias) if self._alias else df
+
+    def history(self, limit: int | None = None) -> DataFrame:
+        from pyspark.sql import Row
+
+        rows = []
+        for rec in self._log.history(limit):
+            info = rec.commit_info
+            rows.append(
+                Row(
+                    version=rec.version,
+                    timestamp=dt.datetime.fromtimestamp(rec.timestamp / 1000, tz=dt.timezone.utc),
+                    operation=None if info is None else info.operation,
+                    operationParameters={
+                        k: v if isinstance(v, str) else json.dumps(v)
+                        for k, v in ((info and info.operation_parameters) or {}).items()
+                    },
+                    readVersion=None if info is None else info.read_version,
+                    isolationLevel=None if info is None else info.isolation_level,
+                    isBlindAppend=None if info is None else info.is_blind_append,
+                    operationMetrics={
+                        k: str(v) for k, v in ((info and info.operation_metrics) or {}).items()
+                    },
+                    userMetadata=None if info is None else info.user_metadata,
+                    engineInfo=None if info is None else info.engine_info,
+                )
+            )
+        schema = (
+            "version long, timestamp timestamp, operation string, operationParameters map<string,string>, "
+            "readVersion long, isolationLevel string, isBlindAppend boolean, "
+            "operationMetrics map<string,string>, userMetadata string, engineInfo string"
+        )
+        return self._spark.createDataFrame(rows, schema)
+
+    def detail(self) -> DataFrame:
+        snap = self._log.update()
+        md, proto = snap.metadata, snap.protocol
+        features = sorted(set(proto.reader_features or ()) | set(proto.writer_features or ()))
+        row = (
+            "delta",
+            md.id,
+            md.name,
+            md.description,
+            self._log.table_uri,
+            None
+            if md.created_time is None
+            else dt.datetime.fromtimestamp(md.created_time / 1000, dt.timezone.utc),
+            dt.datetime.fromtimestamp(snap.timestamp / 1000, dt.timezone.utc),
+            list(md.partition_columns),
+            snap.num_files,
+            snap.size_in_bytes,
+            dict(md.configuration),
+            proto.min_reader_version,
+            proto.min_writer_version,
+            features,
+        )
+        schema = (
+            "format string, id string, name string, description string, location string, "
+            "createdAt timestamp, "
+            "lastModified timestamp, partitionColumns array<string>, numFiles long, sizeInBytes long, "
+            "properties map<string,string>, minReaderVersion int, minWriterVersion int, "
+            "tableFeatures array<string>"
+        )
+        return self._spark.createDataFrame([row], schema)
+
+    # -- helpers for rewrites ---------------------------------------------------------------
+
+    def _write_spec(self, snapshot: Any, data_change: bool = True) -> Any:
+        opts = WriteOptions(
+            path=self._path, overwrite=False, storage_options=self._storage_options, data_change=data_change
+        )
+        return _spec_for(opts, self._log.table_uri, self._log.store.spec(), snapshot.metadata)
+
+    def _candidates(self, txn: Any, condition: ExpressionOrColumn | None) -> list[AddFile]:
+        """Files that may hold rows matching ``condition``: partition-pruned when the
+        condition is a partition predicate, otherwise the whole table (recorded as read)."""
+        from deltalog.contrib.spark.predicates import parse_partition_predicate
+
+        if isinstance(condition, str):
+            try:
+                filters = parse_partition_predicate(condition)
+            except DeltaAnalysisError:
+                filters = []
+            parts = {c.lower() for c in txn.snapshot.metadata.partition_columns}
+            if filters and all(c.lower() in parts for c, _, _ in filters):
+                return list(txn.filter_files(filters))
+        return list(txn.filter_files())
+
+    def _touched(
+        self, snapshot: Any, files: Sequence[AddFile], cond: Column
+    ) -> tuple[list[AddFile], DataFrame]:
+        from pyspark.sql import functions as F
+
+        df = files_dataframe(self._spark, self._log, snapshot, files)
+        hit = {
+            r[0] for r in df.filter(F.coalesce(cond, F.lit(False))).select(FILE_COLUMN).distinct().collect()
+        }
+        touched = [f for f in files if f.path in hit]
+        return touched, df.filter(F.col(FILE_COLUMN).isin(list(hit))) if hit else df.limit(0)
+
+    def _commit_rewrite(
+        self, txn: Any, removed: Sequence[AddFile], lines: Sequence[str], operation: Any
+    ) -> int:
+        adds, cdcs = _file_actions(lines)
+        now = _now_ms()
+        actions: list[Action] = [f.remove(now) for f in removed]
+        actions.extend(adds)
+        actions.extend(cdcs)
+        try:
+            version: int = txn.commit(actions, operation)
+        except BaseException:
+            from deltalog.contrib.spark.files import delete_files
+
+            delete_files(self._write_spec(txn.snapshot), list(lines))
+            raise
+        return version
+
+    def _cdf(self, snapshot: Any) -> bool:
+        return bool(snapshot.properties.enable_change_data_feed)
+
+    # -- delete / update ------------------------------------------------------------------
+
+    def delete(self, condition: ExpressionOrColumn | None = None) -> None:
+        """Delete the rows matching ``condition`` (all rows when None)."""
+        from pyspark.sql import functions as F
+
+        from deltalog.txn.operations import Delete
+
+        txn = start_transaction(self._log)
+        snapshot = txn.snapshot
+        candidates = self._candidates(txn, condition)
+        if condition is None:
+            cdf = self._cdf(snapshot)
+            lines: list[str] = []
+            if cdf and candidates:
+                rows = files_dataframe(self._spark, self._log, snapshot, candidates, with_file=False)
+                lines = write_dataframe(
+                    rows.withColumn(CDC_TYPE_COLUMN, F.lit("delete")), self._write_spec(snapshot)
+                )
+            metrics = {
+                "numRemovedFiles": str(len(candidates)),
+                "numAddedFiles": "0",
+                "numDeletedRows": str(sum(f.num_records() or 0 for f in candidates)),
+            }
+            version = self._commit_rewrite(txn, candidates, lines, Delete(predicate=[], user_metrics=metrics))
+            log.info("DELETE (all rows) committed version %d", version)
+            return
+        cond = _col(condition)
+        touched, rows = self._touched(snapshot, candidates, cond)
+        if not touched:
+            log.info("DELETE %s matched no rows; nothing committed", _describe(condition))
+            return
+        matched = F.coalesce(cond, F.lit(False))
+        data_cols = [c for c in rows.columns if c not in (FILE_COLUMN, ROW_INDEX_COLUMN)]
+        counts = rows.groupBy(matched.alias("m")).count().collect()
+        deleted = sum(r["count"] for r in counts if r["m"])
+        copied = sum(r["count"] for r in counts if not r["m"])
+        if self._cdf(snapshot):
+            out = rows.select(
+                *data_cols,
+                F.when(matched, F.lit("delete")).otherwise(F.lit(None).cast("string")).alias(CDC_TYPE_COLUMN),
+            )
+        else:
+            out = rows.filter(~matched).select(*data_cols)
+        lines = write_dataframe(out, self._write_spec(snapshot))
+        adds, _ = _file_actions(lines)
+        metrics = {
+            "numRemovedFiles": str(len(touched)),
+            "numAddedFiles": str(len(adds)),
+            "numDeletedRows": str(deleted),
+            "numCopiedRows": str(copied),
+            "numAddedChangeFiles": str(len(lines) - len(adds)),
+        }
+        version = self._commit_rewrite(
+            txn, touched, lines, Delete(predicate=[_describe(condition)], user_metrics=metrics)
+        )
+        log.info("DELETE %s committed version %d (%s)", _describe(condition), version, metrics)
+
+    def update(
+        self,
+        condition: ExpressionOrColumn | None = None,
+        set: Mapping[str, ExpressionOrColumn] | None = None,
+    ) -> None:
+        """Set columns of the rows matching ``condition`` (all rows when None)."""
+        from pyspark.sql import functions as F
+
+        from deltalog.txn.operations import Update
+
+        if not set:
+            raise DeltaAnalysisError("update needs set={column: expression}")
+        txn = start_transaction(self._log)
+        snapshot = txn.snapshot
+        cond = _col(condition) if condition is not None else F.lit(True)
+        candidates = self._candidates(txn, condition)
+        touched, rows = self._touched(snapshot, candidates, cond)
+        if not touched:
+            log.info("UPDATE %s matched no rows; nothing committed", _describe(condition))
+            return
+        data_cols = [c for c in rows.columns if c not in (FILE_COLUMN, ROW_INDEX_COLUMN)]
+        lowered = {c.lower(): c for c in data_cols}
+        assignments: dict[str, Column] = {}
+        for name, expr in set.items():
+            target = lowered.get(name.lower())
+            if target is None:
+                raise DeltaAnalysisError(
+                    f"update sets {name!r}, which is not a column of the table ({data_cols})"
+                )
+            assignments[target] = _col(expr)
+        matched = F.coalesce(cond, F.lit(False))
+        new_values = [
+            (F.when(matched, assignments[c]).otherwise(F.col(c)) if c in assignments else F.col(c)).alias(c)
+            for c in data_cols
+        ]
+        schema_types = {f.name: f.dataType for f in rows.schema.fields}
+        new_values = [v.cast(schema_types[c]).alias(c) for v, c in zip(new_values, data_cols)]
+        counts = rows.groupBy(matched.alias("m")).count().collect()
+        updated = sum(r["count"] for r in counts if r["m"])
+        copied = sum(r["count"] for r in counts if not r["m"])
+        out = rows.select(*new_values, F.lit(None).cast("string").alias(CDC_TYPE_COLUMN))
+        if self._cdf(snapshot):
+            pre = rows.filter(matched).select(*data_cols, F.lit("update_preimage").alias(CDC_TYPE_COLUMN))
+            post = rows.filter(matched).select(*new_values, F.lit("update_postimage").alias(CDC_TYPE_COLUMN))
+            out = out.unionByName(pre).unionByName(post)
+        else:
+            out = out.drop(CDC_TYPE_COLUMN)
+        lines = write_dataframe(out, self._write_spec(snapshot))
+        adds, _ = _file_actions(lines)
+        metrics = {
+            "numRemovedFiles": str(len(touched)),
+            "numAddedFiles": str(len(adds)),
+            "numUpdatedRows": str(updated),
+            "numCopiedRows": str(copied),
+            "numAddedChangeFiles": str(len(lines) - len(adds)),
+        }
+        version = self._commit_rewrite(
+            txn, touched, lines, Update(predicate=_describe(condition), user_metrics=metrics)
+        )
+        log.info("UPDATE %s committed version %d (%s)", _describe(condition), version, metrics)
+
+    # -- merge ----------------------------------------------------------------------------
+
+    def merge(self, source: DataFrame, condition: ExpressionOrColumn) -> Any:
+        from deltalog.contrib.spark.merge import DeltaMergeBuilder
+
+        return DeltaMergeBuilder(self, source, condition)
+
+    # -- maintenance --------------------------------------------------------------------
+
+    def optimize(self) -> Any:
+        from deltalog.contrib.spark.maintenance import DeltaOptimizeBuilder
+
+        return DeltaOptimizeBuilder(self)
+
+    def vacuum(self, retentionHours: float | None = None) -> DataFrame:
+        from deltalog.contrib.spark.maintenance import vacuum
+
+        deleted = vacuum(self._spark, self._log, retentionHours)
+        return self._spark.createDataFrame([(p,) for p in deleted], "path string")
+
+    def restoreToVersion(self, version: int) -> DataFrame:
+        from deltalog.contrib.spark.maintenance import restore
+
+        metrics = restore(self._log, version=version)
+        return self._spark.createDataFrame([metrics])
+
+    def restoreToTimestamp(self, timestamp: str) -> DataFrame:
+        from deltalog.contrib.spark.maintenance import restore
+
+        metrics = restore(self._log, timestamp=timestamp)
+        return self._spark.createDataFrame([metrics])
+
+    def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
+        from deltalog.txn.actions import Protocol
+        from deltalog.txn.operations import UpgradeProtocol
+
+        txn = start_transaction(self._log)
+        txn.upgrade_protocol(Protocol(readerVersion, writerVersion))
+        txn.commit([], UpgradeProtocol())
+
+
+class DeltaTableBuilder:
+    """``DeltaTable.create(spark).location(path).addColumn(...).partitionedBy(...).execute()``."""
+
+    def __init__(self, spark: SparkSession | None, if_not_exists: bool) -> None:
+        self._spark = spark
+        self._if_not_exists = if_not_exists
+        self._location: str | None = None
+        self._fields: list[dict[str, Any]] = []
+        self._partitions: list[str] = []
+        self._properties: dict[str, str] = {}
+        self._comment: str | None = None
+        self._name: str | None = None
+        self._storage_options: dict[str, str] = {}
+
+    def tableName(self, identifier: str) -> DeltaTableBuilder:
+        self._name = identifier
+        return self
+
+    def location(self, location: str) -> DeltaTableBuilder:
+        self._location = location
+        return self
+
+    def comment(self, comment: str) -> DeltaTableBuilder:
+        self._comment = comment
+        return self
+
+    def storageOptions(self, options: Mapping[str, str]) -> DeltaTableBuilder:
+        self._storage_options.update(options)
+        return self
+
+    def addColumn(
+        self,
+        colName: str,
+        dataType: Any,
+        nullable: bool = True,
+        comment: str | None = None,
+    ) -> DeltaTableBuilder:
+        from pyspark.sql.types import DataType, _parse_datatype_string
+
+        dtype = dataType if isinstance(dataType, DataType) else _parse_datatype_string(dataType)
+        meta = {"comment": comment} if comment else {}
+        self._fields.append(
+            {"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": meta}
+        )
+        return self
+
+    def addColumns(self, cols: Any) -> DeltaTableBuilder:
+        for f in cols.fields:
+            self._fields.append(f.jsonValue())
+        return self
+
+    def partitionedBy(self, *cols: str) -> DeltaTableBuilder:
+        self._partitions.extend(c for group in cols for c in ([group] if isinstance(group, str) else group))
+        return self
+
+    def property(self, key: str, value: str) -> DeltaTableBuilder:
+        self._properties[key] = value
+        return self
+
+    def execute(self) -> DeltaTable:
+        import uuid
+
+        from deltalog.contrib.spark import schemas
+        from deltalog.txn.actions import Metadata
+        from deltalog.txn.operations import CreateTable
+
+        if self._location is None:
+            raise DeltaAnalysisError("deltalog tables are path-based: call .location(uri) before execute()")
+        if not self._fields:
+            raise DeltaAnalysisError("a table needs at least one column: use addColumn / addColumns")
+        delta_log = open_log(self._location, self._storage_options)
+        spark = self._spark
+        if spark is None:
+            from pyspark.sql import SparkSession
+
+            spark = SparkSession.getActiveSession()
+            if spark is None:
+                raise DeltaAnalysisError("no active SparkSession: pass one to DeltaTable.create(spark)")
+        if delta_log.table_exists():
+            if self._if_not_exists:
+                return DeltaTable(spark, self._location, self._storage_options)
+            raise TableAlreadyExistsError(f"a Delta table already exists at {delta_log.table_uri}")
+        schema: dict[str, Any] = {"type": "struct", "fields": self._fields}
+        config = dict(self._properties)
+        if config.get("delta.columnMapping.mode", "none").lower() != "none":
+            schema, max_id = schemas.assign_column_mapping(schema, 0)
+            config["delta.columnMapping.maxColumnId"] = str(max_id)
+        metadata = Metadata(
+            id=str(uuid.uuid4()),
+            schema_string=json.dumps(schema, separators=(",", ":")),
+            partition_columns=tuple(self._partitions),
+            configuration=config,
+            name=self._name,
+            description=self._comment,
+            created_time=_now_ms(),
+        )
+        txn = start_transaction(delta_log)
+        txn.update_metadata(metadata)
+        txn.commit(
+            [],
+            CreateTable(description=self._comment, partition_by=tuple(self._partitions), properties=config),
+        )
+        return DeltaTable(spark, self._location, self._storage_options)
