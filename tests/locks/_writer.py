@@ -1,8 +1,9 @@
 """A writer process for the lock tests: ``python -m tests.locks._writer ARGS``.
 
 Commits ``--count`` markers ``<name>-<i>`` through the Redis lock to a plain-put (NONE)
-store, optionally pausing itself with SIGSTOP once at a chosen point, and prints one JSON
-line per outcome: ``{"marker", "version"}`` or ``{"marker", "error", "type"}``.
+store, retrying on FileAlreadyExistsError, optionally pausing itself with SIGSTOP once at
+a chosen point, and prints one JSON line per outcome: ``{"marker", "version"}`` or
+``{"marker", "error", "type", "mro"}`` (any other error ends that marker's attempts).
 """
 
 from __future__ import annotations
@@ -33,27 +34,33 @@ class PausingRedisLock(RedisCommitLock):
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--redis", required=True)
+    parser.add_argument("--redis", required=True, help="the full lock URI, parameters included")
     parser.add_argument("--log-uri", required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--count", type=int, default=1)
-    parser.add_argument("--lease-ttl", default="1s")
     parser.add_argument("--pause-at", choices=["temp", "claimed", "publish"], default=None)
-    parser.add_argument("--single-attempt", action="store_true",
-                        help="report the first attempt's outcome instead of retrying")
     args = parser.parse_args()
-    config = RedisLockConfig.from_uri(f"{args.redis}?lease_ttl={args.lease_ttl}&acquire_timeout=60s")
+    config = RedisLockConfig.from_uri(args.redis)
     lock: CommitLock = PausingRedisLock(config)
     lock.pause_after_claim = args.pause_at == "claimed"  # type: ignore[attr-defined]
     store = PausingPlainStore(args.pause_at if args.pause_at in ("temp", "publish") else None)
     for i in range(args.count):
         marker = f"{args.name}-{i}"
         try:
-            version = commit_once(lock, store, args.log_uri, marker, attempts=1 if args.single_attempt else 10_000)
+            version = commit_once(lock, store, args.log_uri, marker)
             print(json.dumps({"marker": marker, "version": version}), flush=True)
         except Exception as exc:
-            print(json.dumps({"marker": marker, "error": str(exc), "type": type(exc).__name__,
-                              "mro": [c.__name__ for c in type(exc).__mro__]}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "marker": marker,
+                        "error": str(exc),
+                        "type": type(exc).__name__,
+                        "mro": [c.__name__ for c in type(exc).__mro__],
+                    }
+                ),
+                flush=True,
+            )
     lock.close()
     return 0
 

@@ -21,7 +21,7 @@ from deltalog.logstores.local import LocalLogStore, local_path
 
 class PlainPutLogStore(LocalLogStore):
     name = "test-plain-put"
-    schemes = ()
+    schemes = ("test-plain-put",)  # never registered: tests build it directly
     default_semantics = StoreSemantics(MutualExclusion.NONE, partial_write_visible=False)
 
     def write(self, path: str, lines: Iterable[str], overwrite: bool = False) -> None:

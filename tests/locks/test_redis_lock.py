@@ -8,6 +8,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,9 @@ PREFIX = "deltalog-test:"
 
 def make_lock(url: str, **params: str) -> RedisCommitLock:
     query = {"lease_ttl": "1s", "acquire_timeout": "30s", "key_prefix": PREFIX, **params}
-    return RedisCommitLock(RedisLockConfig.from_uri(url + "?" + "&".join(f"{k}={v}" for k, v in query.items())))
+    return RedisCommitLock(
+        RedisLockConfig.from_uri(url + "?" + "&".join(f"{k}={v}" for k, v in query.items()))
+    )
 
 
 def table(tmp_path: Path) -> str:
@@ -48,7 +51,9 @@ def commit_files(log_uri: str) -> list[str]:
     return sorted(n for n in os.listdir(log_uri) if n.endswith(".json")) if os.path.isdir(log_uri) else []
 
 
-def test_commits_publish_once_and_a_taken_version_is_refused(redis_server: RedisServer, tmp_path: Path) -> None:
+def test_commits_publish_once_and_a_taken_version_is_refused(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
     store, log_uri = PlainPutLogStore(), table(tmp_path)
     with make_lock(redis_server.url) as lock:
         lock.write_commit(store, log_uri, 0, commit_lines("a"))
@@ -125,7 +130,9 @@ def test_lease_renewal_keeps_a_slow_holders_lease(redis_server: RedisServer, tmp
             assert client.get(held.table.lease_key) is None
 
 
-def test_a_held_lease_makes_other_writers_wait_then_time_out(redis_server: RedisServer, tmp_path: Path) -> None:
+def test_a_held_lease_makes_other_writers_wait_then_time_out(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
     store, log_uri = PlainPutLogStore(), table(tmp_path)
     with make_lock(redis_server.url) as lock, make_lock(redis_server.url, acquire_timeout="500ms") as other:
         with lock.lease(store, log_uri):
@@ -150,8 +157,10 @@ def test_redis_down_gives_a_clear_error_and_writes_nothing(tmp_path: Path) -> No
         with make_lock(server.url, connect_timeout="1s") as lock:
             lock.write_commit(store, log_uri, 0, commit_lines("a"))
             server.stop()
-            for attempt in (lambda: lock.write_commit(store, log_uri, 1, commit_lines("b")),
-                            lambda: lock.recover(store, log_uri)):
+            for attempt in (
+                partial(lock.write_commit, store, log_uri, 1, commit_lines("b")),
+                partial(lock.recover, store, log_uri),
+            ):
                 with pytest.raises(LockUnavailableError) as info:
                     attempt()
                 assert f"127.0.0.1:{server.port}" in str(info.value)
@@ -175,8 +184,10 @@ def test_auth_in_the_uri_or_in_options(redis_auth_server: RedisServer, tmp_path:
     named = f"redis://default:{password}@127.0.0.1:{redis_auth_server.port}/0"
     with make_lock(named) as lock:  # ACL user "default"
         lock.write_commit(store, log_uri, 2, commit_lines("c"))
-    for wrong in (f"redis://:wrong-password@127.0.0.1:{redis_auth_server.port}/0",
-                  f"redis://127.0.0.1:{redis_auth_server.port}/0"):
+    for wrong in (
+        f"redis://:wrong-password@127.0.0.1:{redis_auth_server.port}/0",
+        f"redis://127.0.0.1:{redis_auth_server.port}/0",
+    ):
         with make_lock(wrong) as lock, pytest.raises(LockUnavailableError) as info:
             lock.write_commit(store, log_uri, 3, commit_lines("d"))
         assert "wrong-password" not in str(info.value) and password not in str(info.value)
@@ -201,7 +212,9 @@ class LostReplyClient:
         return self.real.hgetall(key)
 
 
-def inject_lost_claim_reply(lock: RedisCommitLock, claim_lands: bool, readback_fails: bool) -> LostReplyClient:
+def inject_lost_claim_reply(
+    lock: RedisCommitLock, claim_lands: bool, readback_fails: bool
+) -> LostReplyClient:
     scripts = lock._scripts()
     real_claim = scripts["claim"]
     fake = LostReplyClient(lock._client(), claim_lands, readback_fails)
@@ -217,7 +230,9 @@ def inject_lost_claim_reply(lock: RedisCommitLock, claim_lands: bool, readback_f
     return fake
 
 
-def test_claim_whose_reply_was_lost_is_read_back_and_published(redis_server: RedisServer, tmp_path: Path) -> None:
+def test_claim_whose_reply_was_lost_is_read_back_and_published(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
     store, log_uri = PlainPutLogStore(), table(tmp_path)
     with make_lock(redis_server.url) as setup:
         setup.write_commit(store, log_uri, 0, commit_lines("a"))

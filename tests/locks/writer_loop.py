@@ -20,7 +20,10 @@ def latest_version(store: LogStore, log_uri: str) -> int:
 
 
 def commit_lines(marker: str) -> list[str]:
-    return [json.dumps({"commitInfo": {"marker": marker}}), json.dumps({"add": {"path": f"{marker}.parquet"}})]
+    return [
+        json.dumps({"commitInfo": {"marker": marker}}),
+        json.dumps({"add": {"path": f"{marker}.parquet"}}),
+    ]
 
 
 def commit_once(lock: CommitLock, store: LogStore, log_uri: str, marker: str, attempts: int = 10_000) -> int:

@@ -49,8 +49,17 @@ class RedisServer:
         if redis_bin is None:
             raise ServerStartError("redis-server is not installed; run scripts/setup.sh (apt redis-server)")
         command = [
-            redis_bin, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-            "--appendonly", "no", "--protected-mode", "no",
+            redis_bin,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "no",
         ]
         if self.password:
             command += ["--requirepass", self.password]

@@ -13,10 +13,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from types import TracebackType
+from typing import TypeVar
 
 from deltalog.logstores.base import LogStore
 
 __all__ = ["CommitLock", "commit_file_name", "commit_uri"]
+
+_Lock = TypeVar("_Lock", bound="CommitLock")
 
 
 def commit_file_name(version: int) -> str:
@@ -60,7 +63,7 @@ class CommitLock(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections and background threads. Idempotent."""
 
-    def __enter__(self) -> CommitLock:
+    def __enter__(self: _Lock) -> _Lock:
         return self
 
     def __exit__(
