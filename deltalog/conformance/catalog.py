@@ -17,6 +17,7 @@ from deltalog.conformance.checks import (
     spec,
     visibility,
 )
+from deltalog.errors import DeltaError
 
 __all__ = ["CHECKS", "UnknownCheckError", "check_names", "get_check", "select_checks"]
 
@@ -34,7 +35,7 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-class UnknownCheckError(LookupError):
+class UnknownCheckError(DeltaError, LookupError):
     """A check name that is not in the catalog."""
 
 
