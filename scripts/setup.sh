@@ -20,7 +20,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   say "installing deltalog[dev] and its test dependencies into .venv (first run takes a few minutes)"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[dev]"
-  .venv/bin/python -m pip install -q -e examples/example_backend
   touch "$stamp"
 fi
 
