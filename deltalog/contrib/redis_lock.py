@@ -41,9 +41,10 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from itertools import zip_longest
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -276,6 +277,11 @@ def _exists(store: LogStore, uri: str) -> bool:
     return False
 
 
+def _same_lines(first: Iterable[str], second: Iterable[str]) -> bool:
+    missing = object()
+    return all(a == b for a, b in zip_longest(first, second, fillvalue=missing))
+
+
 def _strip_userinfo(uri: str) -> str:
     head, sep, rest = uri.partition("://")
     if sep:
@@ -502,8 +508,9 @@ class RedisCommitLock(CommitLock):
 
     # -- commits -------------------------------------------------------------------------
 
-    def write_commit(self, store: LogStore, log_uri: str, version: int, lines: Sequence[str]) -> None:
-        lines = list(lines)
+    def write_commit(self, store: LogStore, log_uri: str, version: int, lines: Iterable[str]) -> None:
+        # ``lines`` may be a generator (a large commit): it is streamed to the temp file
+        # once, and N.json is copied from there, never held in memory.
         table = self._table(store, log_uri)
         target = table.commit(version)
         self._resolve_pending(store, table)
@@ -522,7 +529,7 @@ class RedisCommitLock(CommitLock):
                 )
             token = uuid.uuid4().hex
             self._claim(store, table, version, temp_rel, token)
-            self._publish(store, table, version, temp_rel, token, lines)
+            self._publish(store, table, version, temp_rel, token)
 
     def _claim(self, store: LogStore, table: _Table, version: int, temp_rel: str, token: str) -> None:
         import redis
@@ -568,7 +575,7 @@ class RedisCommitLock(CommitLock):
         raise FileAlreadyExistsError(target)
 
     def _publish(
-        self, store: LogStore, table: _Table, version: int, temp_rel: str, token: str, lines: list[str]
+        self, store: LogStore, table: _Table, version: int, temp_rel: str, token: str
     ) -> None:
         import redis
 
@@ -596,23 +603,23 @@ class RedisCommitLock(CommitLock):
                 "flushed); nothing was published. Retry the commit."
             )
         try:
-            self._copy(store, table, version, lines, target)
+            self._copy(store, table, temp_rel, target)
         except FileAlreadyExistsError:
             # N.json holds another writer's commit: our claim has nothing left to publish.
             self._complete(store, table, version, temp_rel)
             raise
         self._complete(store, table, version, temp_rel)
 
-    def _copy(self, store: LogStore, table: _Table, version: int, lines: list[str], target: str) -> None:
+    def _copy(self, store: LogStore, table: _Table, temp_rel: str, target: str) -> None:
         """Write the claimed content to ``N.json``; the file existing with the same content
         means a repairer already did it."""
         failure: BaseException | None = None
         for attempt in range(3):
             try:
-                store.write(target, lines, overwrite=False)
+                store.write(target, store.read(table.temp(temp_rel)), overwrite=False)
                 return
             except FileAlreadyExistsError:
-                if list(store.read(target)) == lines:
+                if _same_lines(store.read(target), store.read(table.temp(temp_rel))):
                     return
                 # Somebody wrote N.json without going through this lock.
                 log.error("%s was written by a writer that does not use the Redis lock", target)
@@ -714,11 +721,10 @@ class RedisCommitLock(CommitLock):
         for item in pending:
             with self._redis(f"read back the claim of version {item.version} of {table.ident}") as client:
                 entry = client.hgetall(table.entry_key(item.version))
-            if entry.get("token") == item.token:
-                if entry.get("complete") != "true":
-                    self._repair(store, table, item.version, entry)
-            else:
-                self._delete_quietly(store, table.temp(item.temp_rel))
+            if entry.get("token") == item.token and entry.get("complete") != "true":
+                self._repair(store, table, item.version, entry)
+            # Our own temp file: published now, or never referenced by a claim.
+            self._delete_quietly(store, table.temp(item.temp_rel))
             with self._guard:
                 items = self._pending.get(table.ident, [])
                 if item in items:
@@ -739,15 +745,12 @@ class RedisCommitLock(CommitLock):
         for attempt in range(4):
             try:
                 if not _exists(store, target):
-                    try:
-                        lines = list(store.read(table.temp(temp_rel)))
-                    except FileNotFoundError:
-                        lines = None
+                    temp_there = _exists(store, table.temp(temp_rel))
                     with self._redis(f"re-read the claim of version {version}") as client:
                         fresh = client.hgetall(key)
                     if fresh.get("tempPath") != temp_rel or fresh.get("complete") == "true":
                         return  # finished by its claimant, or gone with a Redis restart
-                    if lines is None:
+                    if not temp_there:
                         if _exists(store, target):
                             continue
                         raise UnrecoverableClaimError(
@@ -759,13 +762,14 @@ class RedisCommitLock(CommitLock):
                             f"{key!r} (see docs/locks.md, 'Unrecoverable claim')."
                         )
                     try:
-                        store.write(target, lines, overwrite=False)
+                        store.write(target, store.read(table.temp(temp_rel)), overwrite=False)
                     except FileAlreadyExistsError:
                         pass
                 with self._redis(f"mark version {version} complete") as client:
                     ttl_ms = int(self.config.entry_ttl * 1000)
                     self._scripts()["complete"](keys=[key], args=[temp_rel, ttl_ms])
-                self._delete_quietly(store, table.temp(temp_rel))
+                # The temp file stays: its claimant may still be copying from it, and
+                # deletes it itself when it finishes (a dead claimant's stays behind).
                 log.info("repaired version %d of %s from its claimant's temp file", version, table.ident)
                 return
             except (UnrecoverableClaimError, LockUnavailableError):

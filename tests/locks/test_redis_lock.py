@@ -111,7 +111,7 @@ def test_claimed_but_missing_version_is_repaired_from_the_temp_file(
         assert other.claim_of(store, log_uri, 1)["complete"] == "true"  # type: ignore[index]
         other.recover(store, log_uri)  # idempotent
     assert read_markers(store, log_uri) == {0: ["a"], 1: ["claimed"], 2: ["b"]}
-    assert temp_files(log_uri) == []
+    assert len(temp_files(log_uri)) == 1  # the failed claimant's: repairers never delete it
 
 
 def test_lease_renewal_keeps_a_slow_holders_lease(redis_server: RedisServer, tmp_path: Path) -> None:
@@ -307,4 +307,16 @@ def test_commit_file_written_around_the_lock_is_not_taken_for_ours(
         assert lock.claim_of(store, log_uri, 1)["complete"] == "true"  # type: ignore[index]
         lock.write_commit(store, log_uri, 2, commit_lines("c"))
     assert read_markers(store, log_uri) == {0: ["a"], 1: ["rogue"], 2: ["c"]}
+    assert temp_files(log_uri) == []
+
+
+def test_a_generator_of_many_lines_is_streamed_through_the_temp_file(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    store, log_uri = PlainPutLogStore(), table(tmp_path)
+    lines = (json.dumps({"add": {"path": f"part-{i}.parquet"}}) for i in range(20_000))
+    with make_lock(redis_server.url) as lock:
+        lock.write_commit(store, log_uri, 0, lines)
+    written = list(store.read(commit_uri(log_uri, 0)))
+    assert len(written) == 20_000 and written[-1] == json.dumps({"add": {"path": "part-19999.parquet"}})
     assert temp_files(log_uri) == []

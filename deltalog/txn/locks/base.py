@@ -11,7 +11,7 @@ the store's own put-if-absent, an in-process lock around it, or an external serv
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable
 from types import TracebackType
 from typing import TypeVar
 
@@ -44,7 +44,7 @@ class CommitLock(ABC):
     name: str = ""
 
     @abstractmethod
-    def write_commit(self, store: LogStore, log_uri: str, version: int, lines: Sequence[str]) -> None:
+    def write_commit(self, store: LogStore, log_uri: str, version: int, lines: Iterable[str]) -> None:
         """Publish ``lines`` as ``log_uri/%020d.json`` of ``version``.
 
         Raises :class:`~deltalog.logstores.errors.FileAlreadyExistsError` when the

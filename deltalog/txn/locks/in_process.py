@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from deltalog.logstores.base import LogStore
 from deltalog.txn.locks.base import CommitLock, commit_uri
@@ -58,7 +58,7 @@ class InProcessCommitLock(CommitLock):
         #: stores without mutual exclusion; recorded for :func:`choose_commit_lock`).
         self.single_writer = single_writer
 
-    def write_commit(self, store: LogStore, log_uri: str, version: int, lines: Sequence[str]) -> None:
+    def write_commit(self, store: LogStore, log_uri: str, version: int, lines: Iterable[str]) -> None:
         held = path_lock(store.resolve_path(log_uri))
         with held.lock:
             store.write(commit_uri(log_uri, version), lines, overwrite=False)

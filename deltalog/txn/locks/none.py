@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from deltalog.logstores.base import LogStore
 from deltalog.txn.locks.base import CommitLock, commit_uri
@@ -19,5 +19,5 @@ class NoCommitLock(CommitLock):
 
     name = "none"
 
-    def write_commit(self, store: LogStore, log_uri: str, version: int, lines: Sequence[str]) -> None:
+    def write_commit(self, store: LogStore, log_uri: str, version: int, lines: Iterable[str]) -> None:
         store.write(commit_uri(log_uri, version), lines, overwrite=False)
