@@ -1,0 +1,156 @@
+"""Per-file statistics (``add.stats``): numRecords, minValues, maxValues, nullCount.
+
+Pure pyarrow, shared by every writer in the txn layer (OPTIMIZE rewrites, tools). Collected
+batch by batch with pyarrow compute, for the first ``delta.dataSkippingNumIndexedCols`` leaf
+columns of the data (partition columns are not in the files, so they are not counted), as
+Delta's ``StatisticsCollection`` does. Strings keep a 32-character prefix as the minimum; a
+maximum longer than that is left out (a missing bound never wrongly skips a file).
+Timestamps are written with millisecond precision, the minimum rounded down and the maximum
+rounded up.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["STRING_PREFIX_LENGTH", "StatsCollector"]
+
+STRING_PREFIX_LENGTH = 32
+
+_Path = tuple[str, ...]
+
+
+def _leaf_paths(schema: pa.Schema, limit: int) -> list[tuple[_Path, pa.DataType]]:
+    leaves: list[tuple[_Path, pa.DataType]] = []
+
+    def visit(prefix: _Path, t: pa.DataType, name: str) -> None:
+        path = (*prefix, name)
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                child = t.field(i)
+                visit(path, child.type, child.name)
+        else:
+            leaves.append((path, t))
+
+    for f in schema:
+        visit((), f.type, f.name)
+    return leaves if limit < 0 else leaves[:limit]
+
+
+def _has_min_max(t: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+    )
+
+
+def _column(batch: pa.RecordBatch | pa.Table, path: _Path) -> pa.Array | pa.ChunkedArray:
+    col: Any = batch.column(batch.schema.get_field_index(path[0]))
+    for name in path[1:]:
+        col = pc.struct_field(col, name)
+    return col
+
+
+def _json_value(value: Any, t: pa.DataType, is_max: bool) -> Any:
+    if value is None:
+        return None
+    if pa.types.is_timestamp(t):
+        if isinstance(value, dt.datetime):
+            if value.tzinfo is not None:
+                value = value.astimezone(dt.timezone.utc)
+            micros = value.microsecond
+            value = value.replace(microsecond=(micros // 1000) * 1000)
+            if is_max and micros % 1000:
+                value = value + dt.timedelta(milliseconds=1)
+            text = value.replace(tzinfo=None).isoformat(timespec="milliseconds")
+            return text + ("Z" if t.tz is not None else "")
+        return None
+    if pa.types.is_date(t):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value) if value != value.to_integral_value() else int(value)
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, str):
+        if len(value) > STRING_PREFIX_LENGTH:
+            return None if is_max else value[:STRING_PREFIX_LENGTH]
+        return value
+    return value
+
+
+class StatsCollector:
+    """Accumulates the statistics of one data file over the batches written to it."""
+
+    def __init__(self, schema: pa.Schema, num_indexed_cols: int = 32) -> None:
+        self.schema = schema
+        self.leaves = _leaf_paths(schema, num_indexed_cols)
+        self.num_records = 0
+        self._min: dict[_Path, Any] = {}
+        self._max: dict[_Path, Any] = {}
+        self._nulls: dict[_Path, int] = dict.fromkeys((p for p, _ in self.leaves), 0)
+        self._no_bounds: set[_Path] = set()
+
+    def update(self, batch: pa.RecordBatch | pa.Table) -> None:
+        if batch.num_rows == 0:
+            return
+        self.num_records += batch.num_rows
+        for path, t in self.leaves:
+            col = _column(batch, path)
+            self._nulls[path] += col.null_count
+            if not _has_min_max(t) or path in self._no_bounds:
+                continue
+            if pa.types.is_floating(t) and pc.any(pc.is_nan(col)).as_py():
+                self._no_bounds.add(path)
+                continue
+            mm = pc.min_max(col).as_py()
+            lo, hi = mm["min"], mm["max"]
+            if lo is None:
+                continue
+            cur_lo = self._min.get(path)
+            cur_hi = self._max.get(path)
+            self._min[path] = lo if cur_lo is None or lo < cur_lo else cur_lo
+            self._max[path] = hi if cur_hi is None or hi > cur_hi else cur_hi
+
+    def to_json(self, tight_bounds: bool | None = None) -> str:
+        mins: dict[str, Any] = {}
+        maxs: dict[str, Any] = {}
+        nulls: dict[str, Any] = {}
+        for path, t in self.leaves:
+            _put(nulls, path, self._nulls[path])
+            if path in self._no_bounds:
+                continue
+            lo = _json_value(self._min.get(path), t, is_max=False)
+            hi = _json_value(self._max.get(path), t, is_max=True)
+            if lo is not None:
+                _put(mins, path, lo)
+            if hi is not None:
+                _put(maxs, path, hi)
+        stats: dict[str, Any] = {
+            "numRecords": self.num_records,
+            "minValues": mins,
+            "maxValues": maxs,
+            "nullCount": nulls,
+        }
+        if tight_bounds is not None:
+            stats["tightBounds"] = tight_bounds
+        return json.dumps(stats, separators=(",", ":"), ensure_ascii=False)
+
+
+def _put(target: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    node = target
+    for name in path[:-1]:
+        node = node.setdefault(name, {})
+    node[path[-1]] = value

@@ -1,0 +1,371 @@
+"""OPTIMIZE: bin-packing compaction of small files, per partition, with pyarrow.
+
+Delta's ``OptimizeExecutor`` (without Z-ordering), in the txn layer:
+
+1. the candidate files are the active files matching the partition filters ``where`` whose
+   size is below the target size, plus every file with a deletion vector;
+2. per partition, candidates sorted by size fill bins of at most the target size
+   (``target_size`` argument, else ``delta.targetFileSize``, else 1 GiB as Delta's
+   ``spark.databricks.delta.optimize.maxFileSize``); a bin with fewer than
+   ``min_files_per_bin`` files (default 2) is left alone unless one of its files has a
+   deletion vector (rewriting drops the deleted rows);
+3. each bin is streamed, file by file and batch by batch, into one new Parquet file named as
+   the Spark writer names them (``part-00000-<uuid>.c000.snappy.parquet``) in the Hive
+   partition directory, with statistics (numRecords, min/max, nullCount);
+4. one commit removes the old files and adds the new ones, all with ``dataChange=false``:
+   the transaction runs at snapshot isolation, so concurrent appends do not conflict. If a
+   concurrent commit deletes a file being compacted, the plan is redone against the new
+   snapshot (bins whose files did not change are not rewritten again) and the commit retried,
+   up to ``max_attempts`` times. Files written for a plan that did not commit are deleted.
+
+The commit carries Delta's ``OPTIMIZE`` parameters (``predicate``, ``zOrderBy``, ``auto``) and
+metrics (``numAddedFiles``, ``numRemovedFiles``, ``numAddedBytes``, ``numRemovedBytes``,
+``minFileSize``/``p25FileSize``/``p50FileSize``/``p75FileSize``/``maxFileSize``,
+``numBatches``, ``totalConsideredFiles``, ``totalFilesSkipped``,
+``numDeletionVectorsRemoved``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.txn.actions import Action, AddFile, decode_path, encode_path
+from deltalog.txn.column_mapping import physical_arrow_schema
+from deltalog.txn.commit_errors import DeltaConcurrentModificationError
+from deltalog.txn.deletion_vectors import read_deletion_vector
+from deltalog.txn.errors import DeltaLogError
+from deltalog.txn.file_stats import StatsCollector
+from deltalog.txn.operations import Optimize
+from deltalog.txn.partition_filters import PartitionFilter
+from deltalog.txn.partition_paths import partition_directory
+from deltalog.txn.schema import StructType
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.locks.base import CommitLock
+    from deltalog.txn.snapshot import Snapshot
+
+__all__ = ["DEFAULT_TARGET_FILE_SIZE", "OptimizeError", "OptimizeResult", "optimize"]
+
+log = logging.getLogger(__name__)
+
+#: Delta's ``spark.databricks.delta.optimize.maxFileSize`` default (1 GiB).
+DEFAULT_TARGET_FILE_SIZE = 1024 * 1024 * 1024
+
+Progress = Callable[[int, int], None]
+_BinKey = frozenset[tuple[str, "str | None"]]
+
+
+class OptimizeError(DeltaLogError):
+    """OPTIMIZE could not rewrite a file (unreadable, or data that does not fit the schema)."""
+
+
+@dataclass
+class OptimizeResult:
+    """The outcome of :func:`optimize` (``version`` is None when there was nothing to do)."""
+
+    table_uri: str
+    version: int | None = None
+    num_files_added: int = 0
+    num_files_removed: int = 0
+    bytes_added: int = 0
+    bytes_removed: int = 0
+    num_batches: int = 0
+    partitions_optimized: int = 0
+    total_considered_files: int = 0
+    total_files_skipped: int = 0
+    num_deletion_vectors_removed: int = 0
+    attempts: int = 0
+    metrics: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table_uri,
+            "version": self.version,
+            "num_files_added": self.num_files_added,
+            "num_files_removed": self.num_files_removed,
+            "bytes_added": self.bytes_added,
+            "bytes_removed": self.bytes_removed,
+            "num_batches": self.num_batches,
+            "partitions_optimized": self.partitions_optimized,
+            "total_considered_files": self.total_considered_files,
+            "total_files_skipped": self.total_files_skipped,
+            "num_deletion_vectors_removed": self.num_deletion_vectors_removed,
+            "attempts": self.attempts,
+            "metrics": dict(self.metrics),
+        }
+
+
+def describe_filters(where: Sequence[PartitionFilter] | None) -> list[str]:
+    """Partition filters as Delta writes OPTIMIZE's ``predicate`` parameter."""
+    out = []
+    for column, op, value in where or ():
+        rendered = f"'{value}'" if isinstance(value, str) else repr(value)
+        out.append(f"({column} {op.upper() if op.isalpha() or ' ' in op else op} {rendered})")
+    return out
+
+
+def _absolute(table_uri: str, path: str) -> str:
+    decoded = decode_path(path)
+    if "://" in decoded or decoded.startswith("/"):
+        return decoded
+    return f"{table_uri}/{decoded}"
+
+
+def _bins(files: Sequence[AddFile], target: int, min_files: int) -> list[list[AddFile]]:
+    """Delta's ``groupFilesIntoBins`` for one partition."""
+    bins: list[list[AddFile]] = []
+    current: list[AddFile] = []
+    size = 0
+    for f in sorted(files, key=lambda f: (f.size, f.path)):
+        if current and size + f.size > target:
+            bins.append(current)
+            current, size = [], 0
+        current.append(f)
+        size += f.size
+    if current:
+        bins.append(current)
+    return [b for b in bins if len(b) >= min_files or any(f.deletion_vector is not None for f in b)]
+
+
+def _partition_key(f: AddFile) -> tuple[tuple[str, str | None], ...]:
+    return tuple(sorted(f.partition_values.items()))
+
+
+def _data_schema(snapshot: Snapshot) -> tuple[pa.Schema, StructType]:
+    schema = snapshot.schema
+    partition = {c.lower() for c in snapshot.partition_columns}
+    data = StructType(tuple(f for f in schema.fields if f.name.lower() not in partition))
+    return physical_arrow_schema(data), data
+
+
+def _conform(batch: pa.RecordBatch, target: pa.Schema, where: str) -> pa.RecordBatch:
+    arrays = []
+    names = batch.schema.names
+    for f in target:
+        if f.name in names:
+            col = batch.column(names.index(f.name))
+            if not col.type.equals(f.type):
+                try:
+                    col = pc.cast(col, f.type, safe=not pa.types.is_timestamp(f.type))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise OptimizeError(
+                        f"cannot compact {where}: column {f.name!r} of type {col.type} does not fit the "
+                        f"table's type {f.type} ({exc}). Fix or remove the file, then run OPTIMIZE again."
+                    ) from None
+            arrays.append(col)
+        else:
+            arrays.append(pa.nulls(batch.num_rows, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+class _Compactor:
+    def __init__(self, delta_log: DeltaLog, snapshot: Snapshot) -> None:
+        self.log = delta_log
+        self.store = delta_log.store
+        self.fs: pafs.FileSystem = self.store.filesystem()
+        self.schema, self.logical = _data_schema(snapshot)
+        self.partition_columns = snapshot.partition_columns
+        self.num_indexed = snapshot.properties.data_skipping_num_indexed_cols
+        self.physical_partitions = {f.physical_name: f.name for f in snapshot.schema.fields}
+
+    def _directory(self, values: dict[str, str | None]) -> str:
+        logical = {self.physical_partitions.get(k, k): v for k, v in values.items()}
+        return partition_directory(self.partition_columns, logical)
+
+    def _batches(self, f: AddFile) -> Any:
+        import pyarrow.parquet as pq
+
+        uri = _absolute(self.log.table_uri, f.path)
+        deleted = None
+        if f.deletion_vector is not None:
+            deleted = read_deletion_vector(self.store, self.log.table_uri, f.deletion_vector)
+        try:
+            with self.fs.open_input_file(self.store.fs_path(uri)) as handle:
+                reader = pq.ParquetFile(handle)
+                offset = 0
+                for batch in reader.iter_batches(batch_size=65536):
+                    n = batch.num_rows
+                    if deleted is not None and len(deleted):
+                        rows = pa.array(range(offset, offset + n), pa.uint64())
+                        batch = batch.filter(pc.invert(pc.is_in(rows, value_set=deleted)))
+                    offset += n
+                    yield _conform(batch, self.schema, uri)
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise OptimizeError(
+                f"cannot compact {uri}: the data file could not be read ({exc}). Check that it exists and "
+                "is valid Parquet (a vacuumed or damaged file); nothing was committed."
+            ) from None
+
+    def write_bin(self, files: Sequence[AddFile]) -> AddFile | None:
+        import pyarrow.parquet as pq
+
+        values = dict(files[0].partition_values)
+        directory = self._directory(values)
+        name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
+        rel = f"{directory}/{name}" if directory else name
+        uri = f"{self.log.table_uri}/{rel}"
+        path = self.store.fs_path(uri)
+        if directory:
+            self.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        stats = StatsCollector(self.schema, self.num_indexed)
+        try:
+            with self.fs.open_output_stream(path) as out, pq.ParquetWriter(
+                out, self.schema, compression="snappy"
+            ) as writer:
+                for f in files:
+                    for batch in self._batches(f):
+                        if batch.num_rows:
+                            writer.write_batch(batch)
+                            stats.update(batch)
+        except BaseException:
+            self.delete(encode_path(rel))
+            raise
+        if stats.num_records == 0:
+            self.delete(encode_path(rel))
+            return None
+        size = int(self.fs.get_file_info(path).size or 0)
+        return AddFile(
+            path=encode_path(rel),
+            partition_values=values,
+            size=size,
+            modification_time=int(time.time() * 1000),
+            data_change=False,
+            stats=stats.to_json(tight_bounds=True),
+        )
+
+    def delete(self, rel: str) -> None:
+        _delete_data_file(self.log, rel)
+
+
+def _delete_data_file(delta_log: DeltaLog, rel: str) -> None:
+    """Delete a file this run wrote (never committed)."""
+    try:
+        delta_log.store.filesystem().delete_file(delta_log.store.fs_path(_absolute(delta_log.table_uri, rel)))
+    except FileNotFoundError:
+        pass
+
+
+def _percentile(sizes: list[int], q: float) -> int:
+    if not sizes:
+        return 0
+    s = sorted(sizes)
+    return s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))]
+
+
+def optimize(
+    delta_log: DeltaLog,
+    where: Sequence[PartitionFilter] | None = None,
+    target_size: int | None = None,
+    min_files_per_bin: int = 2,
+    *,
+    max_attempts: int = 5,
+    lock: str | CommitLock | None = None,
+    progress: Progress | None = None,
+) -> OptimizeResult:
+    """Compact small files; see the module docstring. Returns an :class:`OptimizeResult`."""
+    if min_files_per_bin < 1:
+        raise ValueError(f"min_files_per_bin must be >= 1, got {min_files_per_bin}")
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+    delta_log.require_table()
+    written: dict[_BinKey, AddFile | None] = {}
+    result = OptimizeResult(delta_log.table_uri)
+    committed: set[str] = set()
+    try:
+        for attempt in range(1, max_attempts + 1):
+            result.attempts = attempt
+            txn = delta_log.start_transaction(lock=lock)
+            snapshot: Snapshot = txn.snapshot
+            target = target_size or snapshot.properties.target_file_size or DEFAULT_TARGET_FILE_SIZE
+            if target <= 0:
+                raise ValueError(f"the target file size must be > 0, got {target}")
+            files = txn.filter_files(list(where) if where else None)
+            candidates = [f for f in files if f.size < target or f.deletion_vector is not None]
+            by_partition: dict[Any, list[AddFile]] = defaultdict(list)
+            for f in candidates:
+                by_partition[_partition_key(f)].append(f)
+            plan = [
+                (key, b)
+                for key, group in by_partition.items()
+                for b in _bins(group, target, min_files_per_bin)
+            ]
+            result.total_considered_files = len(files)
+            result.total_files_skipped = len(files) - sum(len(b) for _, b in plan)
+            if not plan:
+                log.info("optimize %s: nothing to compact", delta_log.table_uri)
+                return result
+            compactor = _Compactor(delta_log, snapshot)
+            if progress is not None:
+                progress(0, len(plan))
+            for i, (_, files_in_bin) in enumerate(plan, 1):
+                key: _BinKey = frozenset(f.logical_key for f in files_in_bin)
+                if key not in written:
+                    written[key] = compactor.write_bin(files_in_bin)
+                if progress is not None:
+                    progress(i, len(plan))
+            now = int(time.time() * 1000)
+            removes = [f.remove(now, data_change=False) for _, b in plan for f in b]
+            adds = [a for _, b in plan if (a := written[frozenset(f.logical_key for f in b)]) is not None]
+            _fill(result, plan, adds)
+            operation = Optimize(predicate=describe_filters(where), user_metrics=result.metrics)
+            actions: list[Action] = [*removes, *adds]
+            try:
+                result.version = txn.commit(actions, operation)
+            except DeltaConcurrentModificationError as exc:
+                if attempt >= max_attempts:
+                    raise
+                log.info(
+                    "optimize %s: attempt %d conflicted (%s); re-planning", delta_log.table_uri, attempt, exc
+                )
+                continue
+            committed = {a.path for a in adds}
+            log.info(
+                "optimize %s: version %d, %d files -> %d", delta_log.table_uri, result.version,
+                result.num_files_removed, result.num_files_added,
+            )
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+    finally:
+        leftovers = [a for a in written.values() if a is not None and a.path not in committed]
+        for a in leftovers:
+            _delete_data_file(delta_log, a.path)
+
+
+def _fill(result: OptimizeResult, plan: Sequence[tuple[Any, list[AddFile]]], adds: Sequence[AddFile]) -> None:
+    removed = [f for _, b in plan for f in b]
+    result.num_files_removed = len(removed)
+    result.num_files_added = len(adds)
+    result.bytes_removed = sum(f.size for f in removed)
+    result.bytes_added = sum(a.size for a in adds)
+    result.num_batches = len(plan)
+    result.partitions_optimized = len({key for key, _ in plan})
+    result.num_deletion_vectors_removed = sum(1 for f in removed if f.deletion_vector is not None)
+    sizes = [a.size for a in adds]
+    result.metrics = {
+        "numAddedFiles": str(result.num_files_added),
+        "numRemovedFiles": str(result.num_files_removed),
+        "numAddedBytes": str(result.bytes_added),
+        "numRemovedBytes": str(result.bytes_removed),
+        "minFileSize": str(min(sizes) if sizes else 0),
+        "p25FileSize": str(_percentile(sizes, 0.25)),
+        "p50FileSize": str(_percentile(sizes, 0.5)),
+        "p75FileSize": str(_percentile(sizes, 0.75)),
+        "maxFileSize": str(max(sizes) if sizes else 0),
+        "numBatches": str(result.num_batches),
+        "totalConsideredFiles": str(result.total_considered_files),
+        "totalFilesSkipped": str(result.total_files_skipped),
+        "preserveInsertionOrder": "true",
+        "numDeletionVectorsRemoved": str(result.num_deletion_vectors_removed),
+    }
