@@ -1,0 +1,76 @@
+"""Spark sessions for the deltalog data source tests: ``local[2]`` and ``local-cluster[2,1,1024]``.
+
+One JVM holds one SparkContext, so the two sessions take turns: asking for one stops the
+other. The local-cluster tests live in ``test_zz_cluster.py`` so they run last.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+_CURRENT: dict[str, Any] = {}
+
+
+def _session(master: str) -> Any:
+    import pyspark
+    from pyspark.sql import SparkSession
+
+    from deltalog.contrib.spark import register
+
+    active = _CURRENT.get("session")
+    if active is not None and _CURRENT.get("master") == master:
+        return active
+    if active is not None:
+        active.stop()
+        _CURRENT.clear()
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # local-cluster starts executors with SPARK_HOME/bin scripts: the pip package has them.
+    os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    pythonpath = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("deltalog-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+        .config("spark.executorEnv.PYTHONPATH", pythonpath)
+        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+        .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
+    )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    _CURRENT.update(session=session, master=master)
+    return session
+
+
+@pytest.fixture
+def spark() -> Any:
+    return _session("local[2]")
+
+
+@pytest.fixture
+def spark_cluster() -> Any:
+    return _session("local-cluster[2,1,1024]")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_sessions() -> Iterator[None]:
+    yield
+    active = _CURRENT.get("session")
+    if active is not None:
+        active.stop()
+
+
+@pytest.fixture
+def table_path(tmp_path: Any) -> str:
+    return str(tmp_path / "table")

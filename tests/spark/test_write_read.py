@@ -1,0 +1,181 @@
+"""Batch writes and reads through the ``deltalog`` data source (local[2])."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from tests.spark.helpers import commits, delta_rs_rows, operations, rows
+
+pytestmark = pytest.mark.spark
+
+
+def _df(spark, n=30, offset=0):
+    data = [(i + offset, f"k{i % 3}", float(i) / 2) for i in range(n)]
+    return spark.createDataFrame(data, "id long, k string, x double")
+
+
+def test_append_then_overwrite(spark, table_path):
+    _df(spark).write.format("deltalog").mode("append").save(table_path)
+    _df(spark, offset=100).write.format("deltalog").mode("append").save(table_path)
+    assert spark.read.format("deltalog").load(table_path).count() == 60
+    _df(spark, n=5).write.format("deltalog").mode("overwrite").save(table_path)
+    got = rows(spark.read.format("deltalog").load(table_path), ["id"])
+    assert got["id"].tolist() == [0, 1, 2, 3, 4]
+    assert operations(table_path) == ["WRITE", "WRITE", "WRITE"]
+    last = commits(table_path)[-1]
+    info = next(a["commitInfo"] for a in last if "commitInfo" in a)
+    assert info["operationParameters"]["mode"] == "Overwrite"
+    assert sum(1 for a in last if "remove" in a) >= 1
+    assert delta_rs_rows(table_path, ["id"])["id"].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_each_task_file_named_and_one_commit(spark, table_path):
+    _df(spark, n=40).repartition(4).write.format("deltalog").mode("append").option("maxRecordsPerFile", 4).save(table_path)
+    (commit,) = commits(table_path)
+    adds = [a["add"] for a in commit if "add" in a]
+    assert len(adds) >= 10  # 40 rows, at most 4 per file
+    for add in adds:
+        assert add["path"].startswith("part-") and add["path"].endswith(".c000.snappy.parquet") or ".c0" in add["path"]
+        stats = json.loads(add["stats"])
+        assert 1 <= stats["numRecords"] <= 4
+        assert set(stats["minValues"]) == {"id", "k", "x"}
+        assert stats["nullCount"] == {"id": 0, "k": 0, "x": 0}
+    assert sum(json.loads(a["stats"])["numRecords"] for a in adds) == 40
+    assert any("protocol" in a for a in commit) and any("metaData" in a for a in commit)
+
+
+def test_partitioned_special_characters_and_nulls(spark, table_path):
+    values = ["a/b", "x=y", "c d", "per%cent", "colon:", None, "", "ü"]
+    data = [(i, v) for i, v in enumerate(values)]
+    df = spark.createDataFrame(data, "id int, p string")
+    df.write.format("deltalog").mode("append").option("partitionBy", "p").save(table_path)
+    adds = [a["add"] for a in commits(table_path)[0] if "add" in a]
+    by_value = {a["partitionValues"]["p"]: a["path"] for a in adds}
+    assert None in by_value and "" not in by_value  # empty string is null, as in Spark
+    assert by_value[None].startswith("p=__HIVE_DEFAULT_PARTITION__/")
+    assert by_value["a/b"].startswith("p=a%252Fb/")  # Hive escape, then URI-encoded
+    assert by_value["x=y"].startswith("p=x%253Dy/")
+    assert os.path.isdir(os.path.join(table_path, "p=a%2Fb"))
+    got = rows(spark.read.format("deltalog").load(table_path), ["id"])
+    expected = [None if v == "" else v for v in values]
+    assert [None if pd.isna(v) else v for v in got["p"].tolist()] == expected
+    theirs = delta_rs_rows(table_path, ["id"])
+    assert [None if pd.isna(v) else v for v in theirs["p"].tolist()] == expected
+
+
+def test_replace_where(spark, table_path):
+    df = spark.createDataFrame([(i, f"d{i % 3}") for i in range(9)], "id int, day string")
+    df.write.format("deltalog").mode("append").option("partitionBy", "day").save(table_path)
+    new = spark.createDataFrame([(100, "d1"), (101, "d1")], "id int, day string")
+    new.write.format("deltalog").mode("overwrite").option("replaceWhere", "day = 'd1'").save(table_path)
+    got = rows(spark.read.format("deltalog").load(table_path), ["id"])
+    assert sorted(got[got.day == "d1"].id.tolist()) == [100, 101]
+    assert sorted(got[got.day != "d1"].id.tolist()) == [0, 2, 3, 5, 6, 8]
+    bad = spark.createDataFrame([(7, "d2")], "id int, day string")
+    with pytest.raises(Exception, match="does not match"):
+        bad.write.format("deltalog").mode("overwrite").option("replaceWhere", "day = 'd1'").save(table_path)
+    assert len(commits(table_path)) == 2  # the refused write committed nothing
+    assert sorted(delta_rs_rows(table_path, ["id"]).id.tolist()) == sorted(got.id.tolist())
+
+
+def test_read_pruning_and_skipping(spark, table_path, tmp_path):
+    df = spark.createDataFrame([(i, f"d{i % 4}") for i in range(400)], "id long, day string")
+    df.repartition(1).sortWithinPartitions("id").write.format("deltalog").mode("append").option("partitionBy", "day").option(
+        "maxRecordsPerFile", 25
+    ).save(table_path)
+    total = len([a for a in commits(table_path)[0] if "add" in a])
+    report = str(tmp_path / "scan.json")
+    reader = spark.read.format("deltalog").option("scanReport", report)
+    got = reader.load(table_path).filter("day = 'd1'").collect()
+    assert len(got) == 100
+    scanned = json.load(open(report))
+    assert scanned["totalFiles"] == total == 16
+    assert len(scanned["scannedFiles"]) == 4 and all(p.startswith("day=d1/") for p in scanned["scannedFiles"])
+    got = reader.load(table_path).filter("id >= 390").collect()
+    assert sorted(r.id for r in got) == list(range(390, 400))
+    scanned = json.load(open(report))
+    assert len(scanned["scannedFiles"]) == 4  # the last file of each partition
+    got = reader.load(table_path).filter("day = 'd2' and id < 50").collect()
+    assert sorted(r.id for r in got) == [i for i in range(50) if i % 4 == 2]
+    assert len(json.load(open(report))["scannedFiles"]) == 1
+
+
+def test_time_travel(spark, table_path):
+    _df(spark, n=3).write.format("deltalog").mode("append").save(table_path)
+    _df(spark, n=4, offset=10).write.format("deltalog").mode("append").save(table_path)
+    _df(spark, n=1).write.format("deltalog").mode("overwrite").save(table_path)
+    read = spark.read.format("deltalog")
+    assert read.option("versionAsOf", 0).load(table_path).count() == 3
+    assert read.option("versionAsOf", 1).load(table_path).count() == 7
+    assert spark.read.format("deltalog").load(table_path).count() == 1
+    info = [next(a["commitInfo"] for a in c if "commitInfo" in a) for c in commits(table_path)]
+    ts = dt.datetime.fromtimestamp(info[1]["timestamp"] / 1000, tz=dt.timezone.utc)
+    at = spark.read.format("deltalog").option("timestampAsOf", ts.isoformat()).load(table_path)
+    assert at.count() == 7
+
+
+def test_idempotent_writes_and_save_modes(spark, table_path):
+    df = _df(spark, n=5)
+    for _ in range(2):
+        df.write.format("deltalog").mode("append").option("txnAppId", "job-1").option("txnVersion", 7).save(table_path)
+    assert spark.read.format("deltalog").load(table_path).count() == 5
+    df.write.format("deltalog").mode("append").option("txnAppId", "job-1").option("txnVersion", 8).save(table_path)
+    assert spark.read.format("deltalog").load(table_path).count() == 10
+    txns = [a["txn"] for c in commits(table_path) for a in c if "txn" in a]
+    assert [(t["appId"], t["version"]) for t in txns] == [("job-1", 7), ("job-1", 8)]
+    df.write.format("deltalog").mode("append").option("saveMode", "ignore").save(table_path)
+    assert len(commits(table_path)) == 2
+    with pytest.raises(Exception, match="already exists"):
+        df.write.format("deltalog").mode("append").option("saveMode", "errorifexists").save(table_path)
+    assert len(commits(table_path)) == 2
+
+
+def test_schema_checks_and_merge_schema(spark, table_path):
+    _df(spark, n=3).write.format("deltalog").mode("append").option("userMetadata", "first load").save(table_path)
+    wider = spark.createDataFrame([(99, "k9", 1.0, "new")], "id long, k string, x double, extra string")
+    with pytest.raises(Exception, match="mergeSchema"):
+        wider.write.format("deltalog").mode("append").save(table_path)
+    wider.write.format("deltalog").mode("append").option("mergeSchema", "true").save(table_path)
+    got = rows(spark.read.format("deltalog").load(table_path), ["id"])
+    assert got.columns.tolist() == ["id", "k", "x", "extra"]
+    assert [None if pd.isna(v) else v for v in got.extra.tolist()] == [None, None, None, "new"]
+    info = next(a["commitInfo"] for a in commits(table_path)[0] if "commitInfo" in a)
+    assert info["userMetadata"] == "first load"
+    assert delta_rs_rows(table_path, ["id"]).extra.tolist()[-1] == "new"
+
+
+def test_failed_job_commits_nothing(spark, table_path):
+    from pyspark.sql import functions as F
+
+    _df(spark, n=3).write.format("deltalog").mode("append").save(table_path)
+    boom = _df(spark, n=20).withColumn("x", F.expr("case when id = 17 then raise_error('boom') else x end"))
+    with pytest.raises(Exception, match="boom"):
+        boom.write.format("deltalog").mode("append").save(table_path)
+    assert len(commits(table_path)) == 1
+    assert spark.read.format("deltalog").load(table_path).count() == 3
+
+
+def test_change_data_feed_and_table_properties(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    df = spark.createDataFrame([(i, i * 10) for i in range(5)], "id int, v int")
+    df.write.format("deltalog").mode("append").option("delta.enableChangeDataFeed", "true").save(table_path)
+    meta = next(a["metaData"] for a in commits(table_path)[0] if "metaData" in a)
+    assert meta["configuration"] == {"delta.enableChangeDataFeed": "true"}
+    dt_ = DeltaTable.forPath(spark, table_path)
+    dt_.update("id = 1", {"v": "v + 1"})
+    dt_.delete("id = 4")
+    assert any("cdc" in a for a in commits(table_path)[1])
+    changes = (
+        spark.read.format("deltalog").option("readChangeFeed", "true").option("startingVersion", 0).load(table_path)
+    )
+    got = sorted((r._change_type, r.id, r.v, r._commit_version) for r in changes.collect())
+    assert ("insert", 0, 0, 0) in got
+    assert ("update_preimage", 1, 10, 1) in got and ("update_postimage", 1, 11, 1) in got
+    assert ("delete", 4, 40, 2) in got
+    assert len(got) == 5 + 2 + 1
