@@ -189,7 +189,11 @@ class FsspecLogStore(LogStore):
     def _target(self, path: str) -> tuple[Any, str, str, str]:
         protocol, rest, prefix = self._split(path)
         fs = self.fs_for(protocol)
-        return fs, fs._strip_protocol(rest if prefix else path), prefix, protocol
+        raw = rest if prefix else path
+        target = str(fs._strip_protocol(raw))
+        if raw.endswith("/") and not target.endswith("/"):
+            target += "/"  # "dir/" means "everything in dir" to list_from
+        return fs, target, prefix, protocol
 
     def _uri(self, prefix: str, fs_path: str, protocol: str) -> str:
         if not prefix:

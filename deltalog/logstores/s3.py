@@ -255,6 +255,8 @@ class S3LogStore(ObjectLogStore):
         if isinstance(exc, (HTTPClientError, BotoCoreError)) and _is_connection_error(exc):
             return True
         code, status = _error_code(exc)
+        if status == 501 or code == "NotImplemented":
+            return False
         return status == 429 or status >= 500 or code in _THROTTLE_CODES or code in _SERVER_CODES
 
     def _classify_publish(self, exc: BaseException) -> Outcome:
@@ -265,6 +267,8 @@ class S3LogStore(ObjectLogStore):
         if _is_connection_error(exc):
             return Outcome.AMBIGUOUS  # sent, answer lost
         code, status = _error_code(exc)
+        if status == 501 or code == "NotImplemented":
+            return Outcome.FATAL  # the service does not do conditional puts
         if status == 412 or code == "PreconditionFailed":
             return Outcome.EXISTS
         if status == 409 and code in ("ConditionalRequestConflict", "OperationAborted", ""):
@@ -371,6 +375,11 @@ class S3PlainPutLogStore(S3LogStore):
     default_semantics = StoreSemantics(
         MutualExclusion.NONE, partial_write_visible=False, consistent_listing=True
     )
+
+    def _accepts_scheme(self, scheme: str) -> bool:
+        # Serves no scheme by default (s3:// picks the conditional store), but any
+        # s3:// or s3a:// URI once chosen explicitly.
+        return scheme in S3LogStore.schemes
 
     def _publish(self, path: str, loc: ObjectLocation, data: bytes) -> None:
         if self._call(lambda: self._head(loc), f"checking {path}"):

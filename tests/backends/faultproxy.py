@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-_HOP_HEADERS = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"}
+_HOP_HEADERS = {
+    "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer",
+}
 
 
 @dataclass

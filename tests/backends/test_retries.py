@@ -17,10 +17,10 @@ NAME = "00000000000000000007.json"
 def error_reply(backend: Backend, status: int, code: str, message: str) -> dict[str, object]:
     """The body and headers the real service sends with an error."""
     if backend.name == "s3":
-        body = f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code><Message>{message}</Message></Error>'
+        body = f"<?xml version='1.0'?><Error><Code>{code}</Code><Message>{message}</Message></Error>"
         return {"status": status, "body": body.encode(), "headers": {"Content-Type": "application/xml"}}
     if backend.name == "azure":
-        body = f'<?xml version="1.0" encoding="utf-8"?><Error><Code>{code}</Code><Message>{message}</Message></Error>'
+        body = f"<?xml version='1.0'?><Error><Code>{code}</Code><Message>{message}</Message></Error>"
         return {"status": status, "body": body.encode(),
                 "headers": {"Content-Type": "application/xml", "x-ms-error-code": code}}
     body = json.dumps({"error": {"code": status, "message": message, "errors": [{"reason": code}]}})
@@ -110,7 +110,8 @@ def test_reads_and_lists_are_retried(backend: Backend, proxy_for) -> None:
     backend.store().write(target(backend), ["x"])
     proxy = proxy_for(backend)
     store = backend.store(proxy.url)
-    proxy.add(throttle(backend, 2, method="GET", path_contains=NAME if backend.name != "gcs" else "_delta_log"))
+    object_part = NAME if backend.name != "gcs" else "_delta_log"  # GCS escapes the slashes
+    proxy.add(throttle(backend, 2, method="GET", path_contains=object_part))
     assert list(store.read(target(backend))) == ["x"]
     proxy.clear()
     proxy.add(throttle(backend, 2, method="GET"))
