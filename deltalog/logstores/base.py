@@ -133,6 +133,11 @@ class LogStore(ABC):
     extra: ClassVar[str | None] = None
     #: Modules that must be importable for the store to work.
     requires: ClassVar[tuple[str, ...]] = ()
+    #: Whether a file written through :meth:`filesystem` (``open_output_stream``) becomes
+    #: visible only once complete, as an object-store PUT does. Local files are visible
+    #: while they are written, so checkpoints and other whole files written through the
+    #: data filesystem go through a temp name and a rename unless this is true.
+    atomic_file_writes: ClassVar[bool] = False
     #: What the store guarantees. Stores whose guarantees depend on configuration
     #: override the :attr:`semantics` property instead.
     default_semantics: ClassVar[StoreSemantics] = StoreSemantics(
@@ -151,6 +156,13 @@ class LogStore(ABC):
     def is_partial_write_visible(self, path: str) -> bool:
         """Whether a reader can observe a half-written file at ``path``."""
         return self.semantics.partial_write_visible
+
+    def needs_temp_file_for(self, path: str) -> bool:
+        """Whether a whole file written through :meth:`filesystem` at ``path`` (a
+        checkpoint, a sidecar) must go through a temp name and a rename to be seen only
+        whole: when partial writes are visible, or when the data filesystem's output
+        streams are not atomic (local disk, memory)."""
+        return self.is_partial_write_visible(path) or not self.atomic_file_writes
 
     # -- the contract ----------------------------------------------------------------
 

@@ -7,8 +7,9 @@ action type (``txn``, ``add``, ``remove``, ``metaData``, ``protocol``, ``domainM
 ``add.stats_parsed`` and ``add.partitionValues_parsed`` are added when
 ``delta.checkpoint.writeStatsAsStruct`` is true. Rows are built from the snapshot's Arrow
 tables in batches (zero-copy slices) and streamed to a ``ParquetWriter`` -- the state is
-never turned into Python objects. When the store shows partial writes, each file is written
-to a temporary name and renamed into place.
+never turned into Python objects. When the store shows partial writes, or its data
+filesystem's output streams are not atomic (local disk, memory), each file is written to a
+temporary name and renamed into place, so a reader never sees half a checkpoint.
 """
 
 from __future__ import annotations
@@ -387,7 +388,7 @@ class _PartWriter:
         self.store = dlog.store
         self.uri = uri
         self.fs = self.store.filesystem()
-        self.use_temp = self.store.is_partial_write_visible(uri)
+        self.use_temp = self.store.needs_temp_file_for(uri)
         directory, _, name = uri.rpartition("/")
         self.write_uri = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp" if self.use_temp else uri
         self.stream = self.fs.open_output_stream(self.store.fs_path(self.write_uri))

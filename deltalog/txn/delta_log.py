@@ -218,8 +218,7 @@ class DeltaLog:
         commits = [listing.commits[v] for v in new_versions]
         self._collect(commits, batch)
         last = new_versions[-1]
-        state_md = batch.metadata or cached.state.metadata
-        probe = LogState(None, state_md, {}, {}, cached.state.adds, cached.state.removes)
+        probe = cached.non_file_state.with_non_file_actions(batch)
         ts = self._commit_timestamp(last, probe, batch, commits[-1].modification_time)
         return cached.apply_batch(last, batch, ts)
 

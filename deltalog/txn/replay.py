@@ -234,6 +234,23 @@ class CommitBatch:
             else:
                 self.add_raw(version, action_to_dict(action))
 
+    @property
+    def has_file_actions(self) -> bool:
+        return bool(self.adds or self.removes)
+
+    @classmethod
+    def concat_files(cls, batches: Sequence[CommitBatch]) -> CommitBatch:
+        """The file actions of consecutive batches as one batch, in log order."""
+        merged = cls()
+        for batch in batches:
+            offset = merged.counter
+            merged.adds.extend(batch.adds)
+            merged.add_order.extend(o + offset for o in batch.add_order)
+            merged.removes.extend(batch.removes)
+            merged.remove_order.extend(o + offset for o in batch.remove_order)
+            merged.counter = offset + batch.counter
+        return merged
+
     def tables(self) -> tuple[pa.Table, pa.Table]:
         """(adds, removes) of the batch, each with the key and the log order."""
         adds = _dicts_to_table(self.adds, ADD_STRUCT, ADD_SCHEMA)
@@ -274,6 +291,24 @@ class LogState:
             pa.array([False] * len(adds), pa.bool_()) if len(adds) else pa.array([], pa.bool_()),
         )
         return cls(protocol, metadata, txns, domains, _with_key(adds), _with_key(removes))
+
+    def with_non_file_actions(self, batch: CommitBatch) -> LogState:
+        """This state with the batch's protocol, metadata, txn and domain actions applied;
+        the file tables are left as they are (see :meth:`apply`)."""
+        protocol = batch.protocol or self.protocol
+        metadata = batch.metadata or self.metadata
+        txns = {**self.txns, **batch.txns} if batch.txns else self.txns
+        domains = self.domains
+        if batch.domains:
+            domains = dict(self.domains)
+            for name, d in batch.domains.items():
+                if d.removed:
+                    domains.pop(name, None)
+                else:
+                    domains[name] = d
+        if (protocol, metadata, txns, domains) == (self.protocol, self.metadata, self.txns, self.domains):
+            return self
+        return replace(self, protocol=protocol, metadata=metadata, txns=txns, domains=domains)
 
     def apply(self, batch: CommitBatch) -> LogState:
         """This state plus the batch's commits (newest action per logical file wins)."""

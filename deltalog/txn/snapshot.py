@@ -1,8 +1,11 @@
 """A snapshot: the state of a Delta table at one version.
 
 Built by :class:`~deltalog.txn.delta_log.DeltaLog` from a checkpoint plus commits, or by
-:meth:`Snapshot.apply` from an older snapshot plus one commit (cheap: Arrow filters on the
-file tables, no replay).
+:meth:`Snapshot.apply` from an older snapshot plus one commit. ``apply`` costs what the
+commit costs, not what the table costs: protocol, metadata, application transactions and
+domains are updated at once, while file actions are queued and merged into the Arrow
+file tables in one pass the first time files are asked for (or when the queue grows
+long), so a run of blind appends never touches the table's file state.
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Snapshot"]
 
+# Queued commits merged into the file tables at once when either bound is passed, so a
+# long run of applies never replays more than this many actions.
+_MAX_PENDING_BATCHES = 256
+_MAX_PENDING_ACTIONS = 100_000
+
 
 class Snapshot:
     """The table at :attr:`version` (``-1``: the table does not exist yet)."""
@@ -47,10 +55,16 @@ class Snapshot:
         timestamp: int,
         segment: LogSegment | None = None,
         checkpoint_version: int | None = None,
+        pending: tuple[CommitBatch, ...] = (),
+        pending_actions: int = 0,
     ) -> None:
         self.table_uri = table_uri
         self.version = version
+        # ``_state``'s protocol/metadata/txns/domains are current; its file tables lag
+        # behind by the file actions queued in ``_pending`` (see ``_files``).
         self._state = state
+        self._pending = pending
+        self._pending_actions = pending_actions
         self.timestamp = timestamp
         self.segment = segment
         self.checkpoint_version = checkpoint_version if segment is None else segment.checkpoint_version
@@ -80,7 +94,19 @@ class Snapshot:
 
     @property
     def state(self) -> LogState:
+        """The fully reconciled state (merges queued file actions)."""
+        return self._files
+
+    @property
+    def non_file_state(self) -> LogState:
+        """Current protocol, metadata, txns and domains; file tables possibly stale."""
         return self._state
+
+    @cached_property
+    def _files(self) -> LogState:
+        if not self._pending:
+            return self._state
+        return self._state.apply(CommitBatch.concat_files(self._pending))
 
     @property
     def protocol(self) -> Protocol:
@@ -113,7 +139,7 @@ class Snapshot:
     @property
     def files_table(self) -> pa.Table:
         """Active files, one row per ``add``, columns as in the checkpoint's ``add`` struct."""
-        return self._state.files_table()
+        return self._files.files_table()
 
     @cached_property
     def files(self) -> list[AddFile]:
@@ -121,13 +147,13 @@ class Snapshot:
 
     @property
     def num_files(self) -> int:
-        return int(self._state.adds.num_rows)
+        return int(self._files.adds.num_rows)
 
     @property
     def size_in_bytes(self) -> int:
         if not self.num_files:
             return 0
-        total = pc.sum(self._state.adds.column("size")).as_py()
+        total = pc.sum(self._files.adds.column("size")).as_py()
         return int(total) if total is not None else 0
 
     def min_file_retention_timestamp(self, now_ms: int | None = None) -> int:
@@ -136,7 +162,7 @@ class Snapshot:
 
     def tombstones_table(self, now_ms: int | None = None) -> pa.Table:
         """Unexpired ``remove`` actions (``deletionTimestamp`` newer than the retention)."""
-        removes = self._state.removes_table()
+        removes = self._files.removes_table()
         if not removes.num_rows:
             return removes
         cutoff = self.min_file_retention_timestamp(now_ms)
@@ -186,5 +212,17 @@ class Snapshot:
 
     def apply_batch(self, version: int, batch: CommitBatch, commit_timestamp: int) -> Snapshot:
         """This state plus the commits ``self.version + 1 .. version`` collected in ``batch``."""
-        state = self._state.apply(batch)
-        return Snapshot(self.table_uri, version, state, commit_timestamp, None, self.checkpoint_version)
+        materialized = self.__dict__.get("_files")
+        base = materialized if materialized is not None else self._state
+        state = base.with_non_file_actions(batch)
+        pending = self._pending if materialized is None else ()
+        queued = self._pending_actions if materialized is None else 0
+        if batch.has_file_actions:
+            pending = (*pending, batch)
+            queued += len(batch.adds) + len(batch.removes)
+            if len(pending) > _MAX_PENDING_BATCHES or queued > _MAX_PENDING_ACTIONS:
+                state = state.apply(CommitBatch.concat_files(pending))
+                pending, queued = (), 0
+        return Snapshot(
+            self.table_uri, version, state, commit_timestamp, None, self.checkpoint_version, pending, queued
+        )

@@ -107,9 +107,15 @@ def test_checkpoint_through_temp_file_when_partial_writes_visible(tmp_path, monk
     monkeypatch.setattr(log.store, "is_partial_write_visible", lambda p: True)
     log.checkpoint()
     assert len(moves) == 1 and moves[0].endswith(".tmp")
+    # local files are visible while being written: a temp file even when the store's
+    # log writes are atomic
     monkeypatch.setattr(log.store, "is_partial_write_visible", lambda p: False)
     log.checkpoint()
-    assert len(moves) == 1
+    assert len(moves) == 2 and moves[1].endswith(".tmp")
+    # a store whose data writes are atomic (an object store's PUT) writes directly
+    monkeypatch.setattr(log.store, "atomic_file_writes", True)
+    log.checkpoint()
+    assert len(moves) == 2
     assert not [f for f in _log_files(t) if f.endswith(".tmp")]
 
 
