@@ -4,6 +4,7 @@ AUTH, Redis down, and claims whose reply was lost (fault injection on the client
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 import uuid
@@ -22,6 +23,7 @@ from deltalog.txn.locks import (
     LockTimeoutError,
     LockUnavailableError,
     MissingCommitError,
+    UnrecoverableClaimError,
     commit_uri,
 )
 from tests.locks.plain_store import PlainPutLogStore
@@ -320,3 +322,44 @@ def test_a_generator_of_many_lines_is_streamed_through_the_temp_file(
     written = list(store.read(commit_uri(log_uri, 0)))
     assert len(written) == 20_000 and written[-1] == json.dumps({"add": {"path": "part-19999.parquet"}})
     assert temp_files(log_uri) == []
+
+
+def test_claim_without_temp_file_or_commit_is_unrecoverable_until_an_operator_clears_it(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    store, log_uri = PlainPutLogStore(), table(tmp_path)
+    with make_lock(redis_server.url) as lock:
+        lock.write_commit(store, log_uri, 0, commit_lines("a"))
+        with pytest.raises(AmbiguousWriteError):
+            lock.write_commit(FailingPublishStore(), log_uri, 1, commit_lines("lost"))
+        for name in temp_files(log_uri):
+            os.remove(os.path.join(log_uri, ".tmp", name))  # someone cleaned .tmp too eagerly
+        with pytest.raises(UnrecoverableClaimError) as info:
+            lock.recover(store, log_uri)
+        key = str(info.value).split("delete the Redis key '")[1].split("'")[0]
+        client: Any = redis_server.client()
+        assert client.hget(key, "complete") == "false"
+        client.delete(key)  # the documented operator step
+        assert commit_once(lock, store, log_uri, "b") == 1
+    assert read_markers(store, log_uri) == {0: ["a"], 1: ["b"]}
+
+
+def test_first_claim_after_redis_lost_its_data_waits_one_lease(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = RedisServer(str(tmp_path / "redis-logs")).start()
+    store, log_uri = PlainPutLogStore(), table(tmp_path)
+    caplog.set_level(logging.INFO, logger="deltalog.contrib.redis_lock")
+    try:
+        with make_lock(server.url) as lock:
+            lock.write_commit(store, log_uri, 0, commit_lines("a"))  # fresh Redis: waits
+            assert "waiting" in caplog.text
+            caplog.clear()
+            lock.write_commit(store, log_uri, 1, commit_lines("b"))  # Redis knows the table now
+            assert "waiting" not in caplog.text
+            server.restart()  # every key lost
+            lock.write_commit(store, log_uri, 2, commit_lines("c"))
+            assert "has no record of" in caplog.text and "waiting" in caplog.text
+    finally:
+        server.stop()
+    assert read_markers(store, log_uri) == {0: ["a"], 1: ["b"], 2: ["c"]}
