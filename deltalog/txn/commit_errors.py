@@ -19,6 +19,7 @@ from deltalog.txn.errors import DeltaLogError
 __all__ = [
     "AppendOnlyViolationError",
     "CommitFailedError",
+    "ConstraintsNotCheckedError",
     "ConcurrentAppendError",
     "ConcurrentDeleteDeleteError",
     "ConcurrentDeleteReadError",
@@ -168,3 +169,8 @@ class AppendOnlyViolationError(InvalidTransactionError):
 
 class InvalidMetadataError(InvalidTransactionError):
     """New metadata failed verification (duplicate columns, bad partition columns, ...)."""
+
+
+class ConstraintsNotCheckedError(InvalidTransactionError):
+    """Data files were added to a table with CHECK constraints or column invariants,
+    and the writer did not declare that it checked them."""

@@ -61,7 +61,7 @@ FEATURES: dict[str, FeatureInfo] = {
             None,
             2,
             "nothing to do",
-            "supported: `column_invariants(schema)`, the writer checks them",
+            "supported: `deltalog.txn.constraints.table_constraints` lists them; the engine refuses data commits whose writer did not check them (`txn.mark_constraints_checked()`)",
         ),
         FeatureInfo(
             "checkConstraints",
@@ -69,7 +69,7 @@ FEATURES: dict[str, FeatureInfo] = {
             None,
             3,
             "nothing to do",
-            "supported: `snap.properties.check_constraints`, the writer checks them",
+            "supported: `deltalog.txn.constraints.table_constraints` lists them; the engine refuses data commits whose writer did not check them (`txn.mark_constraints_checked()`)",
         ),
         FeatureInfo(
             "changeDataFeed",
@@ -177,7 +177,7 @@ FEATURES: dict[str, FeatureInfo] = {
             None,
             None,
             "supported: snapshot timestamps, history and time travel use `commitInfo.inCommitTimestamp`",
-            "supported when the engine writes monotonic in-commit timestamps (see WRITE_SUPPORTED)",
+            "supported: the engine writes commitInfo first with a monotonic `inCommitTimestamp`, and records the enablement version and timestamp when it is switched on",
         ),
         FeatureInfo("icebergCompatV1", False, None, None, "nothing to do", "refused"),
         FeatureInfo("icebergCompatV2", False, None, None, "nothing to do", "refused"),
@@ -220,6 +220,7 @@ READ_SUPPORTED: frozenset[str] = frozenset(
 #: when it implements more, e.g. ``inCommitTimestamp``).
 WRITE_SUPPORTED: set[str] = {
     "appendOnly",
+    "inCommitTimestamp",
     "invariants",
     "checkConstraints",
     "changeDataFeed",

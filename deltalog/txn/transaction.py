@@ -45,6 +45,7 @@ from deltalog.txn.commit_errors import (
     AppendOnlyViolationError,
     CommitFailedError,
     ConcurrentWriteError,
+    ConstraintsNotCheckedError,
     DuplicateFileActionError,
     InvalidTransactionError,
     MetadataAlreadyChangedError,
@@ -132,6 +133,7 @@ class OptimisticTransaction:
         self._read_app_ids: set[str] = set()
         self._hooks: list[PostCommitHook] = []
         self._committed = False
+        self._constraints_checked = False
         self.txn_id = str(uuid.uuid4())
         self.commit_stats: CommitStats | None = None
         self.committed_version: int | None = None
@@ -197,8 +199,28 @@ class OptimisticTransaction:
         verify_metadata(metadata)
         if metadata.created_time is None and not self.table_exists:
             metadata = _with_created_time(metadata)
+        metadata = self._with_ict_enablement(metadata)
         self._new_metadata = metadata
         self._upgrade_protocol_for(metadata)
+
+    def _with_ict_enablement(self, metadata: Metadata) -> Metadata:
+        """When in-commit timestamps are switched on for an existing table, record where
+        (``delta.inCommitTimestampEnablementVersion`` / ``...Timestamp``), as the protocol
+        requires, so time travel knows which commits carry them."""
+        key = "delta.enableInCommitTimestamps"
+        turning_on = metadata.configuration.get(key, "").strip().lower() == "true"
+        if not turning_on or not self.table_exists:
+            return metadata
+        if self.snapshot.metadata.configuration.get(key, "").strip().lower() == "true":
+            return metadata
+        if "delta.inCommitTimestampEnablementVersion" in metadata.configuration:
+            return metadata
+        from dataclasses import replace
+
+        config = dict(metadata.configuration)
+        config["delta.inCommitTimestampEnablementVersion"] = str(self.read_version + 1)
+        config["delta.inCommitTimestampEnablementTimestamp"] = str(max(int(time.time() * 1000), self.snapshot.timestamp + 1))
+        return replace(metadata, configuration=config)
 
     def _upgrade_protocol_for(self, metadata: Metadata) -> None:
         needed = required_protocol(metadata)
@@ -267,6 +289,13 @@ class OptimisticTransaction:
             return None
         value: int | None = self.snapshot.txn_version(app_id)
         return value
+
+    def mark_constraints_checked(self) -> None:
+        """Declare that every row of the data files this transaction adds satisfies the
+        table's CHECK constraints and column invariants (the writer evaluated them, e.g.
+        with :func:`deltalog.txn.constraints.table_constraints`). Without it, a commit
+        adding data to a table with constraints is refused."""
+        self._constraints_checked = True
 
     def register_post_commit_hook(self, hook: PostCommitHook) -> None:
         if hook not in self._hooks:
@@ -408,6 +437,12 @@ class OptimisticTransaction:
             )
         protocol = self._new_protocol if self._new_protocol is not None else self.snapshot.protocol
         self._check_write_supported(protocol)
+        self._check_constraints_declared(body)
+        if self._ict_enabled() and not self.settings.commit_info_enabled:
+            raise InvalidTransactionError(
+                "delta.enableInCommitTimestamps is on, which needs commitInfo in every commit; "
+                "do not disable commit_info_enabled on this table"
+            )
 
         seen: set[tuple[str, str | None]] = set()
         app_ids: set[str] = set()
@@ -447,6 +482,29 @@ class OptimisticTransaction:
             head.append(self._new_metadata)
         return head + body
 
+    def _check_constraints_declared(self, body: Sequence[Action]) -> None:
+        if self._constraints_checked:
+            return
+        metadata = self.metadata
+        if metadata is None or not any(isinstance(a, AddFile) and a.data_change for a in body):
+            return
+        from deltalog.txn.constraints import table_constraints
+
+        constraints = table_constraints(metadata)
+        if constraints:
+            listed = "; ".join(f"{c.name}: {c.expression}" for c in constraints)
+            raise ConstraintsNotCheckedError(
+                f"the table {self.delta_log.table_uri} has constraints ({listed}); a writer adding "
+                "data must check every new row against them and then call "
+                "txn.mark_constraints_checked() before committing"
+            )
+
+    def _ict_enabled(self) -> bool:
+        metadata = self.metadata
+        return metadata is not None and metadata.configuration.get(
+            "delta.enableInCommitTimestamps", ""
+        ).strip().lower() == "true"
+
     def _append_only(self) -> bool:
         metadata = self.metadata
         return metadata is not None and metadata.configuration.get("delta.appendOnly", "").lower() == "true"
@@ -454,7 +512,7 @@ class OptimisticTransaction:
     def _check_write_supported(self, protocol: Protocol) -> None:
         from deltalog.txn.features import check_write_supported
 
-        check_write_supported(protocol)
+        check_write_supported(protocol, self.metadata, table=self.delta_log.table_uri)
 
     def _is_blind_append(self, actions: Sequence[Action]) -> bool:
         only_adds = all(isinstance(a, AddFile) for a in actions if isinstance(a, (AddFile, RemoveFile, AddCDCFile)))

@@ -564,3 +564,68 @@ def test_remove_file_type_is_recorded_for_tombstones() -> None:
     create(log)
     version = log.start_transaction().commit([RemoveFile("ghost", 5, True)], Delete())
     assert version == 1
+
+
+# -- writer features ------------------------------------------------------------------------------
+
+
+def test_data_commits_to_a_table_with_constraints_need_the_writer_to_check_them() -> None:
+    log = new_log()
+    create(log, **{"delta.constraints.positive": "v > 0"})
+    assert log.update().protocol.min_writer_version == 3
+    from deltalog.txn.commit_errors import ConstraintsNotCheckedError
+
+    with pytest.raises(ConstraintsNotCheckedError, match=r"positive: v > 0.*mark_constraints_checked"):
+        log.start_transaction().commit([add("f")], Write())
+    assert log.update().version == 0
+    txn = log.start_transaction()
+    txn.mark_constraints_checked()
+    assert txn.commit([add("f")], Write()) == 1
+    # removing or rearranging data needs no check
+    txn = log.start_transaction()
+    (f,) = txn.filter_files()
+    txn.commit([f.remove(int(time.time() * 1000), data_change=False), AddFile("g", {"p": "a"}, 10, 1, data_change=False)], Optimize())
+
+
+def test_column_invariants_count_as_constraints() -> None:
+    from deltalog.txn.constraints import table_constraints
+
+    invariant = json.dumps({"expression": {"expression": "v < 100"}})
+    schema_string = json.dumps({"type": "struct", "fields": [
+        {"name": "p", "type": "string", "nullable": True, "metadata": {}},
+        {"name": "v", "type": "long", "nullable": True, "metadata": {"delta.invariants": invariant}}]})
+    meta = Metadata(id="x", schema_string=schema_string, partition_columns=("p",))
+    (c,) = table_constraints(meta)
+    assert (c.kind, c.column, c.expression) == ("invariant", "v", "v < 100")
+    log = new_log()
+    txn = log.start_transaction()
+    txn.update_metadata(meta)
+    from deltalog.txn.commit_errors import ConstraintsNotCheckedError
+
+    with pytest.raises(ConstraintsNotCheckedError, match="invariant on v"):
+        txn.commit([add("f")], CreateTable())
+
+
+def test_in_commit_timestamps_are_monotonic_and_enablement_is_recorded() -> None:
+    log = new_log()
+    create(log)
+    log.start_transaction().commit([add("f")], Write())
+    txn = log.start_transaction()
+    from dataclasses import replace
+
+    assert txn.metadata is not None
+    txn.update_metadata(replace(txn.metadata, configuration={"delta.enableInCommitTimestamps": "true"}))
+    v = txn.commit([], ManualUpdate())
+    config = log.update().metadata.configuration
+    assert config["delta.inCommitTimestampEnablementVersion"] == str(v)
+    assert int(config["delta.inCommitTimestampEnablementTimestamp"]) > 0
+    protocol = log.update().protocol
+    assert protocol.writer_features is not None and "inCommitTimestamp" in protocol.writer_features
+    stamps = []
+    for i in range(5):
+        version = log.start_transaction().commit([add(f"g{i}")], Write())
+        stamps.append(commit_lines(log, version)[0]["commitInfo"]["inCommitTimestamp"])
+    assert stamps == sorted(stamps) and len(set(stamps)) == 5
+    assert log.update().timestamp == stamps[-1]
+    with pytest.raises(InvalidTransactionError, match="needs commitInfo"):
+        log.start_transaction(settings=EngineSettings(commit_info_enabled=False)).commit([add("h")], Write())
