@@ -166,19 +166,24 @@ def _valid_paths(delta_log: DeltaLog, snapshot: Any, root: str, delete_before: i
 
 
 def _walk(
-    fs: pafs.FileSystem, root: str, partition_columns: Sequence[str]
+    delta_log: DeltaLog, fs: pafs.FileSystem, root: str, partition_columns: Sequence[str]
 ) -> tuple[list[tuple[str, int, int]], list[str]]:
-    """Visible files ``(relative path, size, mtime ms)`` and directories under ``root``."""
+    """Visible files ``(relative path, size, mtime ms)`` and directories under ``root``.
+
+    When the filesystem reports no modification time, the store's ``list_from`` of that
+    directory gives it; a file whose age stays unknown is never deleted."""
     import pyarrow.fs as pafs
 
     files: list[tuple[str, int, int]] = []
     dirs: list[str] = []
     base = root.rstrip("/")
     stack = [""]
+    never = 2**62
     while stack:
         rel_dir = stack.pop()
         where = f"{base}/{rel_dir}" if rel_dir else base
         infos = fs.get_file_info(pafs.FileSelector(where, recursive=False, allow_not_found=True))
+        store_mtimes: dict[str, int] | None = None
         for info in infos:
             name = info.base_name
             if is_hidden(name, partition_columns):
@@ -188,7 +193,15 @@ def _walk(
                 dirs.append(rel)
                 stack.append(rel)
             elif info.type == pafs.FileType.File:
-                mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else 0
+                if info.mtime_ns is not None:
+                    mtime = info.mtime_ns // 1_000_000
+                else:
+                    if store_mtimes is None:
+                        dir_uri = f"{delta_log.table_uri}/{rel_dir}" if rel_dir else delta_log.table_uri
+                        store_mtimes = {
+                            s.name: s.modification_time for s in delta_log.store.list_from(f"{dir_uri}/")
+                        }
+                    mtime = store_mtimes.get(name, never)
                 files.append((rel, int(info.size or 0), int(mtime)))
     return files, dirs
 
@@ -235,7 +248,7 @@ def vacuum(
     root = store.fs_path(delta_log.table_uri).rstrip("/")
     partition_columns = snapshot.partition_columns
     valid = _valid_paths(delta_log, snapshot, root, delete_before, now)
-    files, dirs = _walk(fs, root, partition_columns)
+    files, dirs = _walk(delta_log, fs, root, partition_columns)
     doomed = [(rel, size) for rel, size, mtime in files if rel not in valid and mtime < delete_before]
     doomed.sort()
     result = VacuumResult(

@@ -1,0 +1,257 @@
+"""OPTIMIZE: bin-packing per partition, dataChange=false commits, DV rows dropped, conflicts."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from deltalog.txn import optimize as optimize_module
+from deltalog.txn.actions import AddFile, DeletionVectorDescriptor
+from deltalog.txn.commit_errors import ConcurrentDeleteReadError
+from deltalog.txn.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.operations import Delete, Write
+from deltalog.txn.optimize import optimize
+from tests.ops.tables import append, create, read_ids, write_file
+
+NAME = re.compile(r"^(p=[ab]/)?part-00000-[0-9a-f-]{36}\.c000\.snappy\.parquet$")
+
+
+def _fill(log: DeltaLog) -> list[int]:
+    ids: list[int] = []
+    for i in range(6):
+        rows = list(range(i * 10, i * 10 + 10))
+        append(log, rows, "a" if i % 2 else "b")
+        ids += rows
+    return sorted(ids)
+
+
+def test_compacts_each_partition_into_one_file(table_uri: str) -> None:
+    log = create(table_uri)
+    ids = _fill(log)
+    result = optimize(log)
+    snap = log.update()
+    assert result.version == snap.version == 7
+    assert (result.num_files_removed, result.num_files_added, result.partitions_optimized) == (6, 2, 2)
+    assert snap.num_files == 2
+    assert read_ids(log) == ids
+    for f in snap.files:
+        assert NAME.match(f.path), f.path
+        assert f.path.startswith(f"p={f.partition_values['p']}/")
+        assert not f.data_change
+        stats = json.loads(f.stats or "{}")
+        assert stats["numRecords"] == 30
+        assert stats["nullCount"] == {"id": 0, "name": 0}
+        expected = [i for i in ids if (i // 10) % 2 == (1 if f.partition_values["p"] == "a" else 0)]
+        assert stats["minValues"]["id"] == min(expected) and stats["maxValues"]["id"] == max(expected)
+    actions = log.read_commit(7)
+    info = actions[0]
+    assert info.operation == "OPTIMIZE"  # type: ignore[union-attr]
+    assert info.isolation_level == "SnapshotIsolation"  # type: ignore[union-attr]
+    assert info.operation_parameters == {"predicate": "[]", "zOrderBy": "[]", "auto": "false"}  # type: ignore[union-attr]
+    metrics = info.operation_metrics  # type: ignore[union-attr]
+    assert metrics["numAddedFiles"] == "2" and metrics["numRemovedFiles"] == "6"
+    assert metrics["numRemovedBytes"] == str(result.bytes_removed)
+    assert all(not a.data_change for a in actions[1:])  # type: ignore[union-attr]
+
+
+def test_where_limits_the_partitions(table_uri: str) -> None:
+    log = create(table_uri)
+    ids = _fill(log)
+    result = optimize(log, where=[("p", "=", "a")])
+    files = log.update().files
+    assert result.num_files_removed == 3 and result.num_files_added == 1
+    assert sorted(f.partition_values["p"] for f in files) == ["a", "b", "b", "b"]
+    assert log.read_commit(result.version or 0)[0].operation_parameters["predicate"] == '["(p = \'a\')"]'  # type: ignore[union-attr]
+    assert read_ids(log) == ids
+
+
+def test_target_size_and_min_files_per_bin(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"), partitioned=False)
+    for i in range(4):
+        append(log, list(range(i * 100, i * 100 + 100)), None)
+    sizes = sorted(f.size for f in log.update().files)
+    # bins of at most two files each
+    result = optimize(log, target_size=sizes[2] + sizes[3])
+    assert (result.num_files_removed, result.num_files_added) == (4, 2)
+    assert len(read_ids(log)) == 400
+    # every file is now at or above the target: nothing to do, nothing committed
+    version = log.update().version
+    none = optimize(log, target_size=min(f.size for f in log.update().files))
+    assert none.version is None and log.update().version == version
+    # one more small file makes a bin of two only with min_files_per_bin=2: not enough with 3
+    append(log, [1000], None)
+    assert optimize(log, min_files_per_bin=4).version is None
+    assert optimize(log, min_files_per_bin=3).num_files_removed == 3
+
+
+def test_target_size_from_table_property(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"), partitioned=False, config={"delta.targetFileSize": "1"})
+    append(log, [1], None)
+    append(log, [2], None)
+    assert optimize(log).version is None  # every file is bigger than 1 byte: nothing is small
+
+
+def test_deletion_vector_rows_are_dropped(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"), config={"delta.enableDeletionVectors": "true"})
+    add = write_file(log, [1, 2, 3, 4], "a")
+    log.start_transaction().commit([add], Write())
+    blob, [(offset, size, card)] = write_dv_file([[0, 2]])
+    dv = DeletionVectorDescriptor("u", z85_encode(uuid.uuid4().bytes), size, card, offset)
+    with open(log.store.fs_path(dv_absolute_path(log.table_uri, dv)), "wb") as fh:
+        fh.write(blob)
+    txn = log.start_transaction()
+    txn.filter_files()
+    txn.commit([add.remove(int(time.time() * 1000)), replace(add, deletion_vector=dv)], Delete(["x"]))
+    assert read_ids(log) == [2, 4]
+    # a single file with a deletion vector is rewritten on its own
+    result = optimize(log)
+    assert result.num_deletion_vectors_removed == 1 and result.num_files_added == 1
+    (f,) = log.update().files
+    assert f.deletion_vector is None
+    assert json.loads(f.stats or "{}")["numRecords"] == 2
+    assert read_ids(log) == [2, 4]
+
+
+def test_concurrent_append_does_not_conflict(table_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = create(table_uri)
+    ids = _fill(log)
+    real = optimize_module._Compactor.write_bin
+    other = DeltaLog.for_table(table_uri)
+
+    def append_meanwhile(self: object, files: list[AddFile]) -> AddFile | None:
+        if not getattr(append_meanwhile, "done", False):
+            append_meanwhile.done = True  # type: ignore[attr-defined]
+            append(other, [1000], "a")
+        return real(self, files)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(optimize_module._Compactor, "write_bin", append_meanwhile)
+    result = optimize(log)
+    assert result.attempts == 1 and result.version == 8
+    assert read_ids(log) == sorted([*ids, 1000])
+
+
+def test_concurrent_delete_replans(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    uri = str(tmp_path / "t")
+    log = create(uri)
+    _fill(log)
+    victim = next(f for f in log.update().files if f.partition_values["p"] == "a")
+    real = optimize_module._Compactor.write_bin
+    other = DeltaLog.for_table(uri)
+
+    def delete_meanwhile(self: object, files: list[AddFile]) -> AddFile | None:
+        if not getattr(delete_meanwhile, "done", False):
+            delete_meanwhile.done = True  # type: ignore[attr-defined]
+            txn = other.start_transaction()
+            txn.filter_files([("p", "=", "a")])
+            txn.commit([victim.remove(int(time.time() * 1000))], Delete(["p = 'a'"]))
+        return real(self, files)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(optimize_module._Compactor, "write_bin", delete_meanwhile)
+    result = optimize(log)
+    assert result.attempts == 2
+    remaining = [i for i in range(60) if not (i // 10 in (1, 3, 5) and i in _ids_of(log, victim))]
+    assert read_ids(log) == remaining
+    _assert_no_orphans(log)
+
+
+def test_conflict_on_the_last_attempt_raises_and_cleans_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri = str(tmp_path / "t")
+    log = create(uri)
+    _fill(log)
+    version_before = log.update().version
+    victim = log.update().files[0]
+    real = optimize_module._Compactor.write_bin
+    other = DeltaLog.for_table(uri)
+
+    def delete_meanwhile(self: object, files: list[AddFile]) -> AddFile | None:
+        if not getattr(delete_meanwhile, "done", False):
+            delete_meanwhile.done = True  # type: ignore[attr-defined]
+            txn = other.start_transaction()
+            txn.filter_files()
+            txn.commit([victim.remove(int(time.time() * 1000))], Delete(["x"]))
+        return real(self, files)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(optimize_module._Compactor, "write_bin", delete_meanwhile)
+    with pytest.raises(ConcurrentDeleteReadError):
+        optimize(log, max_attempts=1)
+    assert log.update().version == version_before + 1  # only the concurrent delete
+    _assert_no_orphans(log)
+
+
+def _ids_of(log: DeltaLog, add: AddFile) -> set[int]:
+    import pyarrow.parquet as pq
+
+    return set(pq.read_table(log.store.fs_path(f"{log.table_uri}/{add.path}")).column("id").to_pylist())
+
+
+def _assert_no_orphans(log: DeltaLog) -> None:
+    """Every Parquet file on disk is active or tombstoned: nothing this run wrote is left."""
+    root = log.store.fs_path(log.table_uri)
+    on_disk = {
+        os.path.relpath(os.path.join(d, n), root)
+        for d, _, names in os.walk(root)
+        if "_delta_log" not in d
+        for n in names
+        if n.endswith(".parquet")
+    }
+    snap = log.update()
+    known = {f.path for f in snap.files} | {r.path for r in snap.tombstones}
+    assert on_disk == known
+
+
+WRITER = """
+import sys
+from tests.ops.tables import append
+from deltalog.txn.delta_log import DeltaLog
+log = DeltaLog.for_table(sys.argv[1])
+base = int(sys.argv[2])
+for i in range(15):
+    append(log, [base + i], "a" if i % 2 else "b")
+"""
+
+
+@pytest.mark.slow
+def test_optimize_while_processes_append(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    log = create(uri)
+    root = Path(__file__).resolve().parents[2]
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, uri, str(base)], cwd=root)
+        for base in (1000, 2000)
+    ]
+    runs = 0
+    try:
+        while any(w.poll() is None for w in writers) or runs < 2:
+            optimize(log)
+            runs += 1
+    finally:
+        codes = [w.wait(timeout=120) for w in writers]
+    assert codes == [0, 0]
+    optimize(log)
+    expected = sorted([1000 + i for i in range(15)] + [2000 + i for i in range(15)])
+    assert read_ids(log) == expected
+    _assert_no_orphans(log)
+
+
+def test_delta_rs_reads_the_compacted_table(tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    uri = str(tmp_path / "t")
+    log = create(uri)
+    ids = _fill(log)
+    optimize(log)
+    table = DeltaTable(uri).to_pyarrow_table()
+    assert sorted(table.column("id").to_pylist()) == ids
+    assert DeltaTable(uri).history(1)[0]["operation"] == "OPTIMIZE"

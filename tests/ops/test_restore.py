@@ -1,0 +1,123 @@
+"""RESTORE: back to an earlier version's files and metadata, refused when files were vacuumed."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from deltalog.txn import restore as restore_module
+from deltalog.txn.commit_errors import ConcurrentAppendError
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.errors import VersionNotFoundError
+from deltalog.txn.operations import Delete, SetTableProperties
+from deltalog.txn.optimize import optimize
+from deltalog.txn.restore import RestoreMissingFilesError, restore
+from deltalog.txn.vacuum import vacuum
+from tests.ops.tables import append, create, read_ids
+
+
+def test_restore_to_a_version(table_uri: str) -> None:
+    log = create(table_uri)
+    append(log, [1, 2], "a")
+    append(log, [3], "b")  # version 2: the target
+    append(log, [4], "a")
+    txn = log.start_transaction()
+    first = txn.filter_files([("p", "=", "a")])[0]
+    txn.commit([first.remove(int(time.time() * 1000))], Delete(["p = 'a'"]))
+    assert read_ids(log) == [3, 4]
+    result = restore(log, version=2)
+    assert (result.version, result.restored_version) == (5, 2)
+    assert read_ids(log) == [1, 2, 3]
+    assert {f.path for f in log.update().files} == {f.path for f in log.snapshot(2).files}
+    info = log.history(limit=1)[0]
+    assert info.operation == "RESTORE"
+    assert info.operation_parameters == {"version": "2"}
+    assert info.operation_metrics["numRestoredFiles"] == "1"  # the deleted file comes back
+    assert info.operation_metrics["numRemovedFiles"] == "1"  # the file of version 3 goes
+    assert info.operation_metrics["numOfFilesAfterRestore"] == "2"
+    assert info.operation_metrics["tableSizeAfterRestore"] == str(log.snapshot(2).size_in_bytes)
+    actions = log.read_commit(5)[1:]
+    assert all(a.data_change for a in actions)  # type: ignore[union-attr]
+
+
+def test_restore_to_a_timestamp(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"))
+    append(log, [1])
+    time.sleep(0.01)
+    stamp = datetime.fromtimestamp(log.update().timestamp / 1000 + 0.001, tz=timezone.utc)
+    time.sleep(0.01)
+    append(log, [2])
+    result = restore(log, timestamp=stamp)
+    assert result.restored_version == 1
+    assert read_ids(log) == [1]
+    assert log.history(limit=1)[0].operation_parameters == {"timestamp": stamp.isoformat()}
+
+
+def test_restore_brings_back_the_metadata(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"))
+    append(log, [1])
+    txn = log.start_transaction()
+    from dataclasses import replace
+
+    md = txn.metadata
+    txn.update_metadata(replace(md, configuration={**md.configuration, "delta.appendOnly": "true"}))
+    txn.commit([], SetTableProperties({"delta.appendOnly": "true"}))
+    assert log.update().properties.append_only
+    restore(log, version=1)
+    assert not log.update().properties.append_only
+    assert log.update().protocol == log.snapshot(2).protocol  # never downgraded
+
+
+def test_refused_when_files_were_vacuumed(table_uri: str) -> None:
+    log = create(table_uri)
+    append(log, [1])
+    append(log, [2])
+    optimize(log, where=None)
+    time.sleep(0.01)  # the tombstones must be older than "now - 0 hours"
+    vacuum(log, retention_hours=0, enforce_retention=False)
+    version = log.update().version
+    with pytest.raises(RestoreMissingFilesError, match="no longer exist") as err:
+        restore(log, version=2)
+    assert len(err.value.missing) == 2
+    assert log.update().version == version  # nothing committed
+    assert read_ids(log) == [1, 2]
+
+
+def test_unknown_version_and_bad_arguments(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"))
+    with pytest.raises(VersionNotFoundError):
+        restore(log, version=7)
+    with pytest.raises(ValueError, match="exactly one"):
+        restore(log)
+
+
+def test_concurrent_append_fails_the_restore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    uri = str(tmp_path / "t")
+    log = create(uri)
+    append(log, [1])
+    append(log, [2])
+    real = restore_module._missing
+    other = DeltaLog.for_table(uri)
+
+    def append_meanwhile(delta_log: DeltaLog, files: list) -> list[str]:  # type: ignore[type-arg]
+        append(other, [3])
+        return real(delta_log, files)
+
+    monkeypatch.setattr(restore_module, "_missing", append_meanwhile)
+    with pytest.raises(ConcurrentAppendError):
+        restore(log, version=1)
+    assert read_ids(DeltaLog.for_table(uri)) == [1, 2, 3]
+
+
+def test_delta_rs_reads_the_restored_table(tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    uri = str(tmp_path / "t")
+    log = create(uri)
+    append(log, [1])
+    append(log, [2])
+    restore(log, version=1)
+    assert DeltaTable(uri).to_pyarrow_table().column("id").to_pylist() == [1]

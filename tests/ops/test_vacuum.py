@@ -1,0 +1,209 @@
+"""VACUUM: what is deleted, what is kept, the retention check and the commits it records."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from deltalog.txn.actions import DeletionVectorDescriptor
+from deltalog.txn.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.operations import Delete, Write
+from deltalog.txn.vacuum import VacuumRetentionError, is_hidden, vacuum
+from tests.ops.tables import append, create, read_ids, write_file
+
+HOUR_MS = 3600 * 1000
+
+
+def _age(path: str, hours_old: float) -> None:
+    when = time.time() - hours_old * 3600
+    os.utime(path, (when, when))
+
+
+def _local(log: DeltaLog, rel: str) -> str:
+    return log.store.fs_path(f"{log.table_uri}/{rel}")
+
+
+def _touch(path: str, hours_old: float, data: bytes = b"x") -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(data)
+    _age(path, hours_old)
+
+
+def test_refuses_a_retention_below_the_table_setting(table_uri: str) -> None:
+    log = create(table_uri)
+    append(log, [1, 2])
+    with pytest.raises(VacuumRetentionError, match="deletedFileRetentionDuration"):
+        vacuum(log, retention_hours=1)
+    with pytest.raises(VacuumRetentionError, match="negative"):
+        vacuum(log, retention_hours=-1, enforce_retention=False)
+    assert log.update().version == 1  # nothing recorded
+
+
+def test_retention_check_can_be_disabled_through_storage_options(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    create(uri)
+    log = DeltaLog.for_table(uri, {"spark.databricks.delta.retentionDurationCheck.enabled": "false"})
+    result = vacuum(log, retention_hours=0, dry_run=True)
+    assert result.retention_hours == 0
+
+
+def test_table_retention_property_sets_the_default(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"), config={"delta.deletedFileRetentionDuration": "interval 2 hours"})
+    orphan = _local(log, "p=a/orphan.parquet")
+    _touch(orphan, hours_old=3)
+    young = _local(log, "p=a/young.parquet")
+    _touch(young, hours_old=1)
+    assert vacuum(log, dry_run=True).files == ["p=a/orphan.parquet"]
+    vacuum(log, retention_hours=2)  # equal to the table's retention: allowed
+
+
+def test_deletes_only_unreferenced_old_files(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"))
+    kept = write_file(log, [1, 2], "a")
+    gone = write_file(log, [3, 4], "a")
+    log.start_transaction().commit([kept, gone], Write())
+    # remove `gone` long ago, and an orphan left by a failed job, both older than the retention
+    txn = log.start_transaction()
+    txn.filter_files()
+    txn.commit([gone.remove(int(time.time() * 1000) - 10 * 24 * HOUR_MS)], Delete(["id > 2"]))
+    for add in (kept, gone):
+        _age(_local(log, add.path), hours_old=24 * 10)
+    orphan = _local(log, "p=a/part-orphan.c000.snappy.parquet")
+    _touch(orphan, hours_old=24 * 10)
+    fresh_orphan = _local(log, "p=a/part-fresh.c000.snappy.parquet")
+    _touch(fresh_orphan, hours_old=1)
+
+    dry = vacuum(log, dry_run=True)
+    assert sorted(dry.files) == sorted([gone.path, "p=a/part-orphan.c000.snappy.parquet"])
+    assert os.path.exists(orphan) and log.update().version == 2
+
+    result = vacuum(log)
+    assert sorted(result) == sorted(dry.files)
+    assert not os.path.exists(orphan)
+    assert not os.path.exists(_local(log, gone.path))
+    assert os.path.exists(_local(log, kept.path))
+    assert os.path.exists(fresh_orphan)  # younger than the retention: a writer may be committing it
+    assert read_ids(log) == [1, 2]
+
+
+def test_unexpired_tombstones_protect_their_files(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"))
+    add = write_file(log, [1], "a")
+    log.start_transaction().commit([add], Write())
+    txn = log.start_transaction()
+    txn.filter_files()
+    txn.commit([add.remove(int(time.time() * 1000) - 2 * HOUR_MS)], Delete(["true"]))
+    _age(_local(log, add.path), hours_old=24 * 30)
+    # removed 2 hours ago: a 3-hour retention keeps it (time travel still needs it), 1 hour does not
+    assert vacuum(log, retention_hours=3, enforce_retention=False, dry_run=True).files == []
+    assert vacuum(log, retention_hours=1, enforce_retention=False, dry_run=True).files == [add.path]
+
+
+def test_never_touches_the_log_hidden_files_or_anything_outside(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"))
+    append(log, [1])
+    root = log.store.fs_path(log.table_uri)
+    protected = [
+        f"{root}/_SUCCESS",
+        f"{root}/.hidden.parquet",
+        f"{root}/p=a/.part-1.parquet.crc",
+        f"{root}/_tmp/part-1.parquet",
+        f"{root}/metadata/v1.json",
+        f"{root}/_delta_log/garbage.json",
+        str(tmp_path / "outside.parquet"),
+        str(tmp_path / "t2" / "part-1.parquet"),
+    ]
+    for p in protected:
+        _touch(p, hours_old=24 * 30)
+    for name in os.listdir(f"{root}/_delta_log"):
+        _age(f"{root}/_delta_log/{name}", hours_old=24 * 30)
+    cdc = f"{root}/_change_data/cdc-00000.snappy.parquet"
+    _touch(cdc, hours_old=24 * 30)
+    result = vacuum(log, retention_hours=0, enforce_retention=False)
+    assert result.files == ["_change_data/cdc-00000.snappy.parquet"]
+    for p in protected:
+        assert os.path.exists(p), p
+    assert not os.path.exists(cdc)
+    assert log.update().version == 3 and read_ids(log) == [1]
+
+
+def test_partition_directories_of_underscore_columns_are_not_hidden() -> None:
+    assert is_hidden("_delta_log", ["p"])
+    assert is_hidden(".x", ["p"])
+    assert not is_hidden("_p=1", ["_p"])
+    assert not is_hidden("_change_data", [])
+    assert not is_hidden("p=1", ["p"])
+
+
+def test_records_vacuum_start_and_end(table_uri: str) -> None:
+    log = create(table_uri, config={"delta.deletedFileRetentionDuration": "interval 0 hours"})
+    append(log, [1])
+    result = vacuum(log)
+    assert (result.start_version, result.end_version) == (2, 3)
+    end, start = log.history(limit=2)
+    assert start.operation == "VACUUM START" and end.operation == "VACUUM END"
+    assert start.operation_parameters == {
+        "retentionCheckEnabled": "true",
+        "defaultRetentionMillis": "0",
+    }
+    assert start.operation_metrics["numFilesToDelete"] == "0"
+    assert end.operation_parameters == {"status": "COMPLETED"}
+    assert end.operation_metrics == {"numDeletedFiles": "0", "numVacuumedDirectories": "0"}
+
+
+def test_memory_store_orphans_are_deleted() -> None:
+    uri = f"memory://vac-{uuid.uuid4().hex}/t"
+    log = create(uri)
+    append(log, [1, 2])
+    orphan = write_file(log, [9], "a")  # written, never committed
+    time.sleep(0.01)  # older than "now - 0 hours"
+    dry = vacuum(log, retention_hours=0, enforce_retention=False, dry_run=True)
+    assert dry.files == [orphan.path]
+    vacuum(log, retention_hours=0, enforce_retention=False)
+    fs = log.store.filesystem()
+    from pyarrow.fs import FileType
+
+    assert fs.get_file_info(log.store.fs_path(f"{uri}/{orphan.path}")).type == FileType.NotFound
+    assert read_ids(log) == [1, 2]
+
+
+def test_empty_partition_directories_are_removed(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"))
+    append(log, [1], "a")
+    stray = _local(log, "p=zz/part-stray.parquet")
+    _touch(stray, hours_old=24 * 30)
+    result = vacuum(log, retention_hours=0, enforce_retention=False)
+    assert result.num_dirs == 1
+    assert not os.path.exists(os.path.dirname(stray))
+    assert os.path.isdir(_local(log, "p=a"))
+
+
+def test_deletion_vector_files_of_active_files_are_kept(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"), config={"delta.enableDeletionVectors": "true"})
+    add = write_file(log, [1, 2, 3], "a")
+    log.start_transaction().commit([add], Write())
+    blob, [(offset, size, card)] = write_dv_file([[1]])
+    file_id = uuid.uuid4()
+    dv = DeletionVectorDescriptor("u", z85_encode(file_id.bytes), size, card, offset)
+    dv_path = log.store.fs_path(dv_absolute_path(log.table_uri, dv))
+    with open(dv_path, "wb") as fh:
+        fh.write(blob)
+    from dataclasses import replace
+
+    txn = log.start_transaction()
+    txn.filter_files()
+    with_dv = replace(add, deletion_vector=dv, data_change=True)
+    txn.commit([add.remove(int(time.time() * 1000)), with_dv], Delete(["id = 2"]))
+    _age(dv_path, hours_old=24 * 30)
+    _age(_local(log, add.path), hours_old=24 * 30)
+    assert read_ids(log) == [1, 3]
+    result = vacuum(log, retention_hours=0, enforce_retention=False)
+    assert result.files == []
+    assert os.path.exists(dv_path)
+    assert read_ids(log) == [1, 3]
