@@ -9,8 +9,8 @@ from deltalog.errors import DeltaError
 __all__ = [
     "AmbiguousWriteError",
     "FileAlreadyExistsError",
-    "LogStoreError",
     "LogStoreConfigError",
+    "LogStoreError",
     "MissingDependencyError",
     "TransientStorageError",
     "UnknownLogStoreError",
@@ -72,8 +72,7 @@ class MissingDependencyError(LogStoreError, ImportError):
     def __init__(self, store: str, module: str, extra: str | None) -> None:
         hint = f"pip install 'deltalog[{extra}]'" if extra else f"pip install {module}"
         super().__init__(
-            f"the LogStore '{store}' needs the Python package '{module}', which is not "
-            f"installed; run: {hint}"
+            f"the LogStore '{store}' needs the Python package '{module}', which is not installed; run: {hint}"
         )
         self.store = store
         self.module = module

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
 __all__ = [
@@ -391,7 +391,7 @@ class AddCDCFile:
         )
 
 
-FileAction = Union[AddFile, RemoveFile, AddCDCFile]
+FileAction = AddFile | RemoveFile | AddCDCFile
 
 
 # ---------------------------------------------------------------------------------------
@@ -533,18 +533,18 @@ class Sidecar:
         )
 
 
-Action = Union[
-    Protocol,
-    Metadata,
-    AddFile,
-    RemoveFile,
-    AddCDCFile,
-    SetTransaction,
-    DomainMetadata,
-    CommitInfo,
-    CheckpointMetadata,
-    Sidecar,
-]
+Action = (
+    Protocol
+    | Metadata
+    | AddFile
+    | RemoveFile
+    | AddCDCFile
+    | SetTransaction
+    | DomainMetadata
+    | CommitInfo
+    | CheckpointMetadata
+    | Sidecar
+)
 
 _BY_KEY: dict[str, Any] = {
     cls.key: cls

@@ -19,12 +19,12 @@ from deltalog.txn.errors import DeltaLogError
 __all__ = [
     "AppendOnlyViolationError",
     "CommitFailedError",
-    "ConstraintsNotCheckedError",
     "ConcurrentAppendError",
     "ConcurrentDeleteDeleteError",
     "ConcurrentDeleteReadError",
     "ConcurrentTransactionError",
     "ConcurrentWriteError",
+    "ConstraintsNotCheckedError",
     "DeltaConcurrentModificationError",
     "DuplicateFileActionError",
     "InvalidMetadataError",
@@ -87,13 +87,19 @@ class ConcurrentAppendError(DeltaConcurrentModificationError):
 class ConcurrentDeleteReadError(DeltaConcurrentModificationError):
     """A file this transaction read was removed by a concurrent commit."""
 
-    conflict = "ConcurrentDeleteReadError: this transaction attempted to read one or more files that were deleted by a concurrent update"
+    conflict = (
+        "ConcurrentDeleteReadError: "
+        "this transaction attempted to read one or more files that were deleted by a concurrent update"
+    )
 
 
 class ConcurrentDeleteDeleteError(DeltaConcurrentModificationError):
     """A file this transaction removes was removed by a concurrent commit too."""
 
-    conflict = "ConcurrentDeleteDeleteError: this transaction attempted to delete one or more files that were deleted by a concurrent update"
+    conflict = (
+        "ConcurrentDeleteDeleteError: "
+        "this transaction attempted to delete one or more files that were deleted by a concurrent update"
+    )
 
 
 class MetadataChangedError(DeltaConcurrentModificationError):
@@ -112,7 +118,10 @@ class ConcurrentTransactionError(DeltaConcurrentModificationError):
     """An application transaction id or a metadata domain this transaction uses was
     updated concurrently (e.g. the same streaming query ran twice)."""
 
-    conflict = "ConcurrentTransactionError: a concurrent transaction updated the same application transaction or metadata domain"
+    conflict = (
+        "ConcurrentTransactionError: "
+        "a concurrent transaction updated the same application transaction or metadata domain"
+    )
     advice = "Make sure only one instance of the query or job writes with this application id."
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NoReturn
 
 from deltalog.txn.actions import (
     Action,
@@ -39,6 +40,7 @@ from deltalog.txn.commit_errors import (
     ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError,
     ConcurrentTransactionError,
+    DeltaConcurrentModificationError,
     MetadataChangedError,
     ProtocolChangedError,
 )
@@ -122,13 +124,24 @@ def _partition_hint(add: AddFile) -> str | None:
     return "[" + ", ".join(f"{k}={v}" for k, v in add.partition_values.items()) + "]"
 
 
+def _conflict(
+    error: type[DeltaConcurrentModificationError],
+    detail: str,
+    current: CurrentTransactionInfo,
+    winner: WinningCommit,
+    partition: str | None = None,
+) -> NoReturn:
+    raise error(
+        detail,
+        winning_version=winner.version,
+        winning_operation=winner.operation,
+        partition=partition,
+        table=current.table_uri,
+    )
+
+
 def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
     """Raise the first conflict between ``current`` and ``winner``, in Delta's order."""
-    where = {
-        "winning_version": winner.version,
-        "winning_operation": winner.operation,
-        "table": current.table_uri,
-    }
     # 1. protocol
     if winner.protocol is not None:
         if current.check_protocol is not None:
@@ -137,7 +150,7 @@ def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> N
             detail = "both transactions change the protocol"
             if winner.version == 0:
                 detail += " (this happens when multiple writers are writing to an empty directory)"
-            raise ProtocolChangedError(detail, **where)
+            _conflict(ProtocolChangedError, detail, current, winner)
     # 2. metadata
     if winner.metadata is not None:
         detail = (
@@ -147,48 +160,60 @@ def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> N
         )
         if winner.version == 0:
             detail += " (the table was created concurrently)"
-        raise MetadataChangedError(detail, **where)
+        _conflict(MetadataChangedError, detail, current, winner)
     # 3. domain metadata
     clashing_domains = winner.domains & current.domains
     if clashing_domains:
-        raise ConcurrentTransactionError(
-            f"a conflicting metadata domain {sorted(clashing_domains)[0]} is added", **where
+        _conflict(
+            ConcurrentTransactionError,
+            f"a conflicting metadata domain {sorted(clashing_domains)[0]} is added",
+            current,
+            winner,
         )
     # 4. application transactions
     clashing_apps = winner.app_ids & current.read_app_ids
     if clashing_apps:
-        raise ConcurrentTransactionError(
-            f"application id(s) {', '.join(sorted(clashing_apps))} were committed concurrently", **where
+        _conflict(
+            ConcurrentTransactionError,
+            f"application id(s) {', '.join(sorted(clashing_apps))} were committed concurrently",
+            current,
+            winner,
         )
     # 5. concurrent append
-    _check_added_files(current, winner, where)
+    _check_added_files(current, winner)
     # 6. delete-read
     if winner.removed_files:
         if current.read_whole_table:
             removed = winner.removed_files[0]
-            raise ConcurrentDeleteReadError(
+            _conflict(
+                ConcurrentDeleteReadError,
                 f"this transaction read the whole table and {decode_path(removed.path)} was removed",
-                partition=_partition_hint_remove(removed),
-                **where,
+                current,
+                winner,
+                _partition_hint_remove(removed),
             )
         if current.read_file_paths:
             for removed in winner.removed_files:
                 path = decode_path(removed.path)
                 if path in current.read_file_paths:
-                    raise ConcurrentDeleteReadError(
+                    _conflict(
+                        ConcurrentDeleteReadError,
                         f"{path} was read by this transaction and removed concurrently",
-                        partition=_partition_hint_remove(removed),
-                        **where,
+                        current,
+                        winner,
+                        _partition_hint_remove(removed),
                     )
     # 7. delete-delete
     if winner.removed_files and current.removed_paths:
         for removed in winner.removed_files:
             path = decode_path(removed.path)
             if path in current.removed_paths:
-                raise ConcurrentDeleteDeleteError(
+                _conflict(
+                    ConcurrentDeleteDeleteError,
                     f"{path} was removed by both transactions",
-                    partition=_partition_hint_remove(removed),
-                    **where,
+                    current,
+                    winner,
+                    _partition_hint_remove(removed),
                 )
 
 
@@ -198,9 +223,7 @@ def _partition_hint_remove(removed: RemoveFile) -> str | None:
     return "[" + ", ".join(f"{k}={v}" for k, v in removed.partition_values.items()) + "]"
 
 
-def _check_added_files(
-    current: CurrentTransactionInfo, winner: WinningCommit, where: dict[str, object]
-) -> None:
+def _check_added_files(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
     level = current.isolation_level
     if level is IsolationLevel.SNAPSHOT_ISOLATION or current.is_blind_append:
         return
@@ -220,8 +243,10 @@ def _check_added_files(
                 break
     if conflicting is not None:
         hint = _partition_hint(conflicting)
-        raise ConcurrentAppendError(
+        _conflict(
+            ConcurrentAppendError,
             f"{decode_path(conflicting.path)} was added" + (f" to partition {hint}" if hint else ""),
-            partition=hint,
-            **where,  # type: ignore[arg-type]
+            current,
+            winner,
+            hint,
         )

@@ -61,7 +61,8 @@ FEATURES: dict[str, FeatureInfo] = {
             None,
             2,
             "nothing to do",
-            "supported: `deltalog.txn.constraints.table_constraints` lists them; the engine refuses data commits whose writer did not check them (`txn.mark_constraints_checked()`)",
+            "supported: `deltalog.txn.constraints.table_constraints` lists them; the engine refuses "
+            "data commits whose writer did not check them (`txn.mark_constraints_checked()`)",
         ),
         FeatureInfo(
             "checkConstraints",
@@ -69,7 +70,8 @@ FEATURES: dict[str, FeatureInfo] = {
             None,
             3,
             "nothing to do",
-            "supported: `deltalog.txn.constraints.table_constraints` lists them; the engine refuses data commits whose writer did not check them (`txn.mark_constraints_checked()`)",
+            "supported: `deltalog.txn.constraints.table_constraints` lists them; the engine refuses "
+            "data commits whose writer did not check them (`txn.mark_constraints_checked()`)",
         ),
         FeatureInfo(
             "changeDataFeed",
@@ -177,7 +179,8 @@ FEATURES: dict[str, FeatureInfo] = {
             None,
             None,
             "supported: snapshot timestamps, history and time travel use `commitInfo.inCommitTimestamp`",
-            "supported: the engine writes commitInfo first with a monotonic `inCommitTimestamp`, and records the enablement version and timestamp when it is switched on",
+            "supported: the engine writes commitInfo first with a monotonic `inCommitTimestamp`, "
+            "and records the enablement version and timestamp when it is switched on",
         ),
         FeatureInfo("icebergCompatV1", False, None, None, "nothing to do", "refused"),
         FeatureInfo("icebergCompatV2", False, None, None, "nothing to do", "refused"),

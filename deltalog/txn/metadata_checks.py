@@ -64,7 +64,7 @@ def verify_metadata(metadata: Metadata) -> None:
     except (TypeError, ValueError) as exc:
         raise InvalidMetadataError(f"the schema string is not valid JSON: {exc}") from exc
     if not isinstance(schema, dict) or schema.get("type") != "struct":
-        raise InvalidMetadataError("the schema string must be a JSON struct type ({\"type\": \"struct\", ...})")
+        raise InvalidMetadataError('the schema string must be a JSON struct type ({"type": "struct", ...})')
     fields = list(schema.get("fields") or [])
     _check_duplicates(fields, "the schema")
 
@@ -107,6 +107,4 @@ def verify_metadata(metadata: Metadata) -> None:
         except ValueError:
             ok = False
         if not ok:
-            raise InvalidMetadataError(
-                f"delta.checkpointInterval must be a positive integer, got {interval!r}"
-            )
+            raise InvalidMetadataError(f"delta.checkpointInterval must be a positive integer, got {interval!r}")

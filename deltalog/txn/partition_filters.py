@@ -81,8 +81,11 @@ def _converter(type_name: str) -> Callable[[Any], Any]:
     if t == "boolean":
         return lambda v: v if isinstance(v, bool) else str(v).strip().lower() == "true"
     if t == "date":
-        return lambda v: v if isinstance(v, dt.date) and not isinstance(v, dt.datetime) else dt.date.fromisoformat(str(v)[:10])
+        return lambda v: (
+            v if isinstance(v, dt.date) and not isinstance(v, dt.datetime) else dt.date.fromisoformat(str(v)[:10])
+        )
     if t in ("timestamp", "timestamp_ntz"):
+
         def ts(v: Any) -> dt.datetime:
             if isinstance(v, dt.datetime):
                 return v.astimezone(dt.timezone.utc).replace(tzinfo=None) if v.tzinfo else v
@@ -137,9 +140,7 @@ class PartitionPredicate:
         terms: list[_Term] = []
         for item in self.filters:
             if not (isinstance(item, (tuple, list)) and len(item) == 3):
-                raise InvalidPartitionFilterError(
-                    f"a partition filter is a (column, op, value) tuple, got {item!r}"
-                )
+                raise InvalidPartitionFilterError(f"a partition filter is a (column, op, value) tuple, got {item!r}")
             column, op, value = item
             if not isinstance(column, str) or column.lower() not in by_lower:
                 raise InvalidPartitionFilterError(
@@ -150,16 +151,13 @@ class PartitionPredicate:
             op = str(op).strip().lower()
             if op not in _COMPARE and op not in _SET_OPS:
                 raise InvalidPartitionFilterError(
-                    f"unknown operator {op!r} in filter {item!r}; use one of "
-                    "= != < <= > >= in, not in"
+                    f"unknown operator {op!r} in filter {item!r}; use one of = != < <= > >= in, not in"
                 )
             convert = _converter(column_types[column])
             try:
                 if op in _SET_OPS:
                     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-                        raise InvalidPartitionFilterError(
-                            f"'{op}' needs a list of values, got {value!r} in {item!r}"
-                        )
+                        raise InvalidPartitionFilterError(f"'{op}' needs a list of values, got {value!r} in {item!r}")
                     converted: Any = frozenset(convert(v) for v in value if v is not None)
                 elif value is None:
                     if op not in ("=", "==", "!=", "<>"):
@@ -171,8 +169,7 @@ class PartitionPredicate:
                     converted = convert(value)
             except (ValueError, TypeError, ArithmeticError) as exc:
                 raise InvalidPartitionFilterError(
-                    f"cannot compare {value!r} with partition column {column!r} of type "
-                    f"{column_types[column]}: {exc}"
+                    f"cannot compare {value!r} with partition column {column!r} of type {column_types[column]}: {exc}"
                 ) from exc
             terms.append(_Term(column, op, converted, convert))
         self._terms = tuple(terms)

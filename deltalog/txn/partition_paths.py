@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 __all__ = ["HIVE_DEFAULT_PARTITION", "escape_partition_value", "partition_directory", "unescape_partition_value"]
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-_SPECIAL = frozenset('"#%\'*/:=?\\\x7f{[]^')
+_SPECIAL = frozenset("\"#%'*/:=?\\\x7f{[]^")
 
 
 def escape_partition_value(value: str) -> str:

@@ -39,7 +39,8 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "commit_info_enabled": ("deltalog.commitInfo.enabled", "spark.databricks.delta.commitInfo.enabled"),
     "user_metadata": ("deltalog.commitInfo.userMetadata", "spark.databricks.delta.commitInfo.userMetadata"),
     "operation_metrics_enabled": (
-        "deltalog.history.metricsEnabled", "spark.databricks.delta.history.metricsEnabled",
+        "deltalog.history.metricsEnabled",
+        "spark.databricks.delta.history.metricsEnabled",
     ),
     "backoff_base_ms": ("deltalog.commit.backoffBaseMs",),
     "backoff_max_ms": ("deltalog.commit.backoffMaxMs",),

@@ -35,16 +35,15 @@ def _absolute(table_uri: str, path: str) -> str:
     return f"{table_uri}/{decoded}"
 
 
-def generate_symlink_manifest(
-    delta_log: DeltaLog, version: int, snapshot: Snapshot, actions: Sequence[Action]
-) -> None:
+def generate_symlink_manifest(delta_log: DeltaLog, version: int, snapshot: Snapshot, actions: Sequence[Action]) -> None:
     """Rewrite the table's symlink manifests from ``snapshot``'s files."""
     import pyarrow.fs as pafs
 
     files = snapshot.files
     if any(f.deletion_vector is not None for f in files):
         raise UnsupportedFeatureError(
-            ["deletionVectors"], operation="generate symlink manifests for",
+            ["deletionVectors"],
+            operation="generate symlink manifests for",
             table=delta_log.table_uri,
             detail="Manifests cannot express deleted rows; purge the deletion vectors first.",
         )

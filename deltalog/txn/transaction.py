@@ -193,9 +193,7 @@ class OptimisticTransaction:
         """Change the table's metadata in this transaction (at most once)."""
         self._check_open()
         if self._new_metadata is not None:
-            raise MetadataAlreadyChangedError(
-                "cannot change the metadata more than once in a transaction"
-            )
+            raise MetadataAlreadyChangedError("cannot change the metadata more than once in a transaction")
         verify_metadata(metadata)
         if metadata.created_time is None and not self.table_exists:
             metadata = _with_created_time(metadata)
@@ -219,7 +217,9 @@ class OptimisticTransaction:
 
         config = dict(metadata.configuration)
         config["delta.inCommitTimestampEnablementVersion"] = str(self.read_version + 1)
-        config["delta.inCommitTimestampEnablementTimestamp"] = str(max(int(time.time() * 1000), self.snapshot.timestamp + 1))
+        config["delta.inCommitTimestampEnablementTimestamp"] = str(
+            max(int(time.time() * 1000), self.snapshot.timestamp + 1)
+        )
         return replace(metadata, configuration=config)
 
     def _upgrade_protocol_for(self, metadata: Metadata) -> None:
@@ -370,9 +370,7 @@ class OptimisticTransaction:
                 if isinstance(action, (AddFile, RemoveFile)):
                     key = action.logical_key
                     if key in seen:
-                        raise DuplicateFileActionError(
-                            f"the commit has more than one add/remove action for {key[0]}"
-                        )
+                        raise DuplicateFileActionError(f"the commit has more than one add/remove action for {key[0]}")
                     seen.add(key)
                     if isinstance(action, AddFile):
                         _check_partition_values(action, partition_columns)
@@ -501,9 +499,10 @@ class OptimisticTransaction:
 
     def _ict_enabled(self) -> bool:
         metadata = self.metadata
-        return metadata is not None and metadata.configuration.get(
-            "delta.enableInCommitTimestamps", ""
-        ).strip().lower() == "true"
+        return (
+            metadata is not None
+            and metadata.configuration.get("delta.enableInCommitTimestamps", "").strip().lower() == "true"
+        )
 
     def _append_only(self) -> bool:
         metadata = self.metadata
@@ -522,7 +521,11 @@ class OptimisticTransaction:
     # -- the commit loop ---------------------------------------------------------------------
 
     def _commit_info(
-        self, operation: Operation, level: IsolationLevel, blind: bool, metrics: dict[str, str] | None,
+        self,
+        operation: Operation,
+        level: IsolationLevel,
+        blind: bool,
+        metrics: dict[str, str] | None,
         in_commit_timestamp: int | None = None,
     ) -> CommitInfo:
         return CommitInfo(
@@ -667,7 +670,9 @@ class OptimisticTransaction:
                 lock.recover(store, delta_log.log_uri)
                 stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
                 if stats.attempts >= max_attempts:
-                    self._give_up(stats, attempt_version, start, f"version {attempt_version} stayed taken but invisible")
+                    self._give_up(
+                        stats, attempt_version, start, f"version {attempt_version} stayed taken but invisible"
+                    )
                 self._sleep_backoff(stats, conflicts_seen + 1)
                 continue
             for version in winners:
@@ -744,15 +749,12 @@ class OptimisticTransaction:
         self.committed_version = version
         stats.version = version
         committed = self._committed_actions
-        timestamp = next(
-            (
-                (a.in_commit_timestamp or a.timestamp)
-                for a in committed
-                if isinstance(a, CommitInfo) and (a.in_commit_timestamp or a.timestamp)
-            ),
-            int(time.time() * 1000),
-        )
-        snapshot = self._pre_commit_snapshot.apply(version, committed, int(timestamp))
+        timestamp = int(time.time() * 1000)
+        for action in committed:
+            if isinstance(action, CommitInfo):
+                timestamp = action.in_commit_timestamp or action.timestamp or timestamp
+                break
+        snapshot = self._pre_commit_snapshot.apply(version, committed, timestamp)
         self.delta_log.install_snapshot(snapshot)
         self.post_commit_snapshot = snapshot
         self._post_commit(version, snapshot, committed, stats)
@@ -769,9 +771,7 @@ class OptimisticTransaction:
                         "expired log cleanup", lambda: self.delta_log.cleanup_expired_logs(snapshot), version
                     )
         hooks = list(self._hooks)
-        if _symlink_manifest_enabled(snapshot) and any(
-            isinstance(a, (AddFile, RemoveFile)) for a in actions
-        ):
+        if _symlink_manifest_enabled(snapshot) and any(isinstance(a, (AddFile, RemoveFile)) for a in actions):
             from deltalog.txn.symlink_manifest import generate_symlink_manifest
 
             hooks.insert(0, generate_symlink_manifest)
