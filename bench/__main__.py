@@ -42,6 +42,13 @@ def discover(only: list[str] | None = None) -> list[ModuleType]:
     return modules
 
 
+def workload_names(module: ModuleType, size: str) -> list[str]:
+    """The rows a module reports: ``workloads(size)`` if it has one, else ``WORKLOADS``."""
+    if callable(getattr(module, "workloads", None)):
+        return list(module.workloads(size))
+    return list(getattr(module, "WORKLOADS", (module.__name__.rsplit(".", 1)[-1],)))
+
+
 def run_all(size: str, modules: list[ModuleType]) -> tuple[list[Result], bool]:
     results: list[Result] = []
     ok = True
@@ -55,7 +62,7 @@ def run_all(size: str, modules: list[ModuleType]) -> tuple[list[Result], bool]:
             ok = False
             traceback.print_exc()
             message = f"{type(exc).__name__}: {exc}"
-            workloads = getattr(module, "WORKLOADS", (name,))
+            workloads = workload_names(module, size)
             produced = [Result(w, "", None, None, error=message) for w in workloads]
         print(f"[bench] {name}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
         results.extend(produced)

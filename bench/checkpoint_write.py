@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import tempfile
+from typing import Any
 
 from bench.common import make_checkpointed_table, print_table, run_isolated, write_results
 
@@ -72,6 +73,46 @@ def main(argv: list[str] | None = None) -> None:
         rows,
     )
     print("results:", write_results("checkpoint_write", {"runs": results}))
+
+
+# -- the ``python -m bench`` protocol (bench/report.py) -----------------------------------
+
+SIZES = {"small": [10_000], "full": [100_000, 1_000_000]}
+TIME_TARGETS = {100000: 1.0, 1000000: 1.0}
+MEMORY_TARGETS = {100000: 0.7, 1000000: 0.7}
+
+
+def workloads(size: str) -> list[str]:
+    names = []
+    for n in SIZES[size]:
+        label = f"checkpoint write, {n:,} files"
+        names += [f"{label} (time)", f"{label} (peak memory)"]
+    return names
+
+
+WORKLOADS = tuple(workloads("small"))
+
+
+def run(size: str = "small") -> list[Any]:
+    from bench.report import Result
+
+    results = []
+    names = iter(workloads(size))
+    for n in SIZES[size]:
+        path = tempfile.mkdtemp(prefix="deltalog-bench-")
+        try:
+            make_checkpointed_table(path, n)
+            ours = run_isolated(DELTALOG.format(path=path), 2, DELTALOG_SETUP)
+            theirs = run_isolated(DELTARS.format(path=path), 2, DELTARS_SETUP)
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+        details = {"files": n, "deltalog": ours, "delta_rs": theirs}
+        results.append(Result(next(names), "s", ours["seconds"], theirs["seconds"],
+                              target_ratio=TIME_TARGETS.get(n), details=details,
+                              notes="fresh process per run, best of 2, imports excluded"))
+        results.append(Result(next(names), "MB", ours["peak_mb"], theirs["peak_mb"],
+                              target_ratio=MEMORY_TARGETS.get(n), details=details))
+    return results
 
 
 if __name__ == "__main__":

@@ -21,16 +21,17 @@ def test_small_benchmark_writes_the_report(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = (out / "REPORT.md").read_text()
-    from bench.__main__ import discover
+    from bench.__main__ import discover, workload_names
 
     modules = discover()
     assert {m.__name__ for m in modules} >= {
         "bench.commit_latency", "bench.append_1row", "bench.append_throughput",
+        "bench.snapshot_load", "bench.checkpoint_write",
     }
     rows = [line for line in report.splitlines() if line.startswith("| ") and not line.startswith("| workload")]
     workloads = {line.split("|")[1].strip() for line in rows}
     for module in modules:
-        for name in module.WORKLOADS:
+        for name in workload_names(module, "small"):
             assert name in workloads, f"{module.__name__}: no row for {name!r}"
     data = json.loads((out / "results.json").read_text())
     for result in data["results"]:
