@@ -9,11 +9,18 @@ Files of ``_delta_log`` (commits, checkpoints, ``.crc``) are deleted only when
   ``now - delta.logRetentionDuration`` (30 days by default). Commit times are made monotonic
   first (a time not after its predecessor's counts as predecessor + 1 ms), so time travel
   by timestamp keeps working for the versions that remain.
+
+The same pass removes temp files a killed writer left behind, once they are older than
+:data:`STALE_TEMP_AGE_MS` (an hour; no live writer holds a temp file that long):
+``_delta_log/.<name>.<hex>.tmp`` (local publishes, checkpoints through a rename) and the
+Redis lock's ``_delta_log/.tmp/<N>.json.<uuid>`` when version ``N`` is already in the
+snapshot (a newer temp may still be needed to repair a claimed version).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -24,9 +31,20 @@ if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.snapshot import Snapshot
 
-__all__ = ["cleanup_cutoff", "cleanup_expired_logs", "expired_versions_before"]
+__all__ = [
+    "STALE_TEMP_AGE_MS",
+    "cleanup_cutoff",
+    "cleanup_expired_logs",
+    "cleanup_stale_temp_files",
+    "expired_versions_before",
+]
 
 log = logging.getLogger(__name__)
+
+#: Temp files older than this are leftovers of a crashed writer.
+STALE_TEMP_AGE_MS = 3600 * 1000
+_TEMP_RE = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
+_LOCK_TEMP_RE = re.compile(r"^(\d{20})\.json\.[0-9a-f-]{32,36}$")
 
 
 def cleanup_cutoff(now_ms: int, retention_ms: int) -> int:
@@ -65,17 +83,37 @@ def expired_versions_before(dlog: DeltaLog, snapshot: Snapshot, cutoff_ms: int) 
     return best
 
 
+def cleanup_stale_temp_files(dlog: DeltaLog, snapshot: Snapshot, *, now_ms: int | None = None) -> int:
+    """Delete temp files of ``_delta_log`` older than :data:`STALE_TEMP_AGE_MS`; the count."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    cutoff = now - STALE_TEMP_AGE_MS
+    stale = [
+        s for s in dlog.store.list_from(f"{dlog.log_uri}/.!")  # "!" sorts before every name char
+        if _TEMP_RE.match(s.name) and s.modification_time < cutoff
+    ]
+    for status in dlog.store.list_from(f"{dlog.log_uri}/.tmp/0"):
+        m = _LOCK_TEMP_RE.match(status.name)
+        if m and int(m.group(1)) <= snapshot.version and status.modification_time < cutoff:
+            stale.append(status)
+    for status in stale:
+        dlog.store.delete(status.path)
+    if stale:
+        log.info("deleted %d stale temp file(s) in the log of %s", len(stale), dlog.table_uri)
+    return len(stale)
+
+
 def cleanup_expired_logs(dlog: DeltaLog, snapshot: Snapshot, *, now_ms: int | None = None) -> int:
-    """Delete expired log files; returns how many were deleted."""
+    """Delete expired log files and stale temp files; returns how many were deleted."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    temps = cleanup_stale_temp_files(dlog, snapshot, now_ms=now)
     props = snapshot.properties
     if not props.enable_expired_log_cleanup:
         log.debug("expired-log cleanup disabled for %s", dlog.table_uri)
-        return 0
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+        return temps
     cutoff = cleanup_cutoff(now, int(props.log_retention.total_seconds() * 1000))
     before = expired_versions_before(dlog, snapshot, cutoff)
     if before <= 0:
-        return 0
+        return temps
     deleted = 0
     for status in list(dlog.store.list_from(f"{dlog.log_uri}/{0:020d}")):
         version = file_version(status.name)
@@ -84,4 +122,4 @@ def cleanup_expired_logs(dlog: DeltaLog, snapshot: Snapshot, *, now_ms: int | No
         dlog.store.delete(status.path)
         deleted += 1
     log.info("deleted %d expired log file(s) of %s before version %d", deleted, dlog.table_uri, before)
-    return deleted
+    return deleted + temps

@@ -74,9 +74,10 @@ def write_commits(uri: str, ack_path: str, seed: int, steps: int, worker: int,
     for step in range(steps):
         try:
             _step(log, ack_path, rng, seed, step, part)
-        except DeltaError:
-            # A race with the other writer (a conflict, or a commit it just cleaned up):
-            # not acknowledged, so nothing was promised. Alone, any error is a failure.
+        except (DeltaError, OSError):
+            # A race with the other writer: a conflict, or the other writer's cleanup (which
+            # runs days ahead, see CLEANUP_SKEW_MS) deleted a commit being read or a temp file
+            # being renamed. Not acknowledged, so nothing was promised. Alone, any error fails.
             if not concurrent:
                 raise
     if count_path is not None:
