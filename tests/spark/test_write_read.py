@@ -113,8 +113,10 @@ def test_time_travel(spark, table_path):
     assert read.option("versionAsOf", 0).load(table_path).count() == 3
     assert read.option("versionAsOf", 1).load(table_path).count() == 7
     assert spark.read.format("deltalog").load(table_path).count() == 1
-    info = [next(a["commitInfo"] for a in c if "commitInfo" in a) for c in commits(table_path)]
-    ts = dt.datetime.fromtimestamp(info[1]["timestamp"] / 1000, tz=dt.timezone.utc)
+    from deltalog.txn.delta_log import DeltaLog
+
+    ms = DeltaLog.for_table(table_path).snapshot(1).timestamp
+    ts = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
     at = spark.read.format("deltalog").option("timestampAsOf", ts.isoformat()).load(table_path)
     assert at.count() == 7
 

@@ -1,0 +1,179 @@
+"""DeltaTable API and the streaming sink (local[2]); results compared with pandas."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pandas as pd
+import pytest
+
+from tests.spark.helpers import commits, delta_rs_rows, operations, rows
+
+pytestmark = pytest.mark.spark
+
+
+def _base(spark, path):
+    pdf = pd.DataFrame({"id": range(20), "g": [f"g{i % 2}" for i in range(20)], "v": [i * 10 for i in range(20)]})
+    spark.createDataFrame(pdf).write.format("deltalog").mode("append").option("partitionBy", "g").save(path)
+    return pdf
+
+
+def test_delete_update_merge_match_pandas(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    pdf = _base(spark, table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("v > 150")
+    pdf = pdf[~(pdf.v > 150)]
+    table.update("id % 3 = 0", {"v": "v + 1"})
+    pdf.loc[pdf.id % 3 == 0, "v"] += 1
+    source = pd.DataFrame({"id": [1, 2, 50, 51], "g": ["g1", "g0", "g0", "g1"], "v": [-1, -2, -50, -51]})
+    (
+        table.alias("t")
+        .merge(spark.createDataFrame(source).alias("s"), "t.id = s.id")
+        .whenMatchedDelete("s.v = -2")
+        .whenMatchedUpdate(set={"v": "s.v"})
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    pdf = pdf[pdf.id != 2]
+    pdf.loc[pdf.id == 1, "v"] = -1
+    pdf = pd.concat([pdf, source[source.id >= 50]])
+    expected = pdf.sort_values("id").reset_index(drop=True)
+    got = rows(table.toDF(), ["id"])
+    assert got[["id", "g", "v"]].values.tolist() == expected[["id", "g", "v"]].values.tolist()
+    theirs = delta_rs_rows(table_path, ["id"])
+    assert theirs[["id", "g", "v"]].values.tolist() == expected[["id", "g", "v"]].values.tolist()
+    assert operations(table_path) == ["WRITE", "DELETE", "UPDATE", "MERGE"]
+    hist = {r.version: r for r in table.history().collect()}
+    assert hist[3].operationMetrics["numTargetRowsInserted"] == "2"
+    assert hist[3].operationMetrics["numTargetRowsUpdated"] == "1"
+    assert hist[3].operationMetrics["numTargetRowsDeleted"] == "1"
+    assert hist[1].operationMetrics["numDeletedRows"] == "4"
+
+
+def test_delete_by_partition_touches_only_that_partition(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    _base(spark, table_path)
+    DeltaTable.forPath(spark, table_path).delete("g = 'g0'")
+    last = commits(table_path)[-1]
+    removed = [a["remove"]["path"] for a in last if "remove" in a]
+    assert removed and all(p.startswith("g=g0/") for p in removed)
+    assert not any("add" in a for a in last)
+    assert spark.read.format("deltalog").load(table_path).filter("g = 'g0'").count() == 0
+
+
+def test_optimize_with_concurrent_append_both_succeed(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    for i in range(4):
+        spark.createDataFrame([(i, f"g{i % 2}", i)], "id long, g string, v long").write.format(
+            "deltalog"
+        ).mode("append").option("partitionBy", "g").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    errors: list[BaseException] = []
+
+    def append() -> None:
+        try:
+            spark.createDataFrame([(100 + i, "g0", 0) for i in range(5)], "id long, g string, v long").write.format(
+                "deltalog"
+            ).mode("append").save(table_path)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    thread = threading.Thread(target=append)
+    thread.start()
+    table.optimize().executeCompaction()
+    thread.join()
+    assert not errors
+    ops = operations(table_path)
+    assert "OPTIMIZE" in ops and ops.count("WRITE") == 5
+    assert spark.read.format("deltalog").load(table_path).count() == 9
+    opt = next(c for c in commits(table_path) if any(a.get("commitInfo", {}).get("operation") == "OPTIMIZE" for a in c))
+    assert all(not a["add"]["dataChange"] for a in opt if "add" in a)
+    assert len(delta_rs_rows(table_path, ["id"])) == 9
+
+
+def test_vacuum_keeps_what_retention_requires(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import VacuumRetentionError
+
+    _base(spark, table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("g = 'g1'")
+    orphan = os.path.join(table_path, "g=g0", "part-orphan.parquet")
+    with open(orphan, "wb") as f:
+        f.write(b"x")
+    os.utime(orphan, (1, 1))
+    with pytest.raises(VacuumRetentionError):
+        table.vacuum(0)
+    deleted = table.vacuum().collect()  # default retention: 7 days
+    assert [r.path for r in deleted] == ["g=g0/part-orphan.parquet"]
+    # the removed g1 files are younger than the retention: kept for time travel
+    assert spark.read.format("deltalog").option("versionAsOf", 0).load(table_path).count() == 20
+    assert "VACUUM START" in operations(table_path) and "VACUUM END" in operations(table_path)
+
+
+def test_restore_convert_create(spark, table_path, tmp_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    _base(spark, table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("id < 5")
+    table.restoreToVersion(0)
+    assert table.toDF().count() == 20
+    assert operations(table_path)[-1] == "RESTORE"
+
+    plain = str(tmp_path / "plain")
+    spark.createDataFrame([(i, f"p{i % 2}") for i in range(10)], "id long, p string").write.partitionBy("p").parquet(
+        plain
+    )
+    converted = DeltaTable.convertToDelta(spark, f"parquet.`{plain}`", "p string")
+    assert sorted(r.id for r in converted.toDF().collect()) == list(range(10))
+    assert len(delta_rs_rows(plain, ["id"])) == 10
+    assert operations(plain) == ["CONVERT"]
+
+    created = str(tmp_path / "created")
+    DeltaTable.create(spark).location(created).addColumn("id", "long").addColumn("day", "string").partitionedBy(
+        "day"
+    ).property("delta.appendOnly", "false").execute()
+    again = DeltaTable.createIfNotExists(spark).location(created).addColumn("id", "long").execute()
+    assert again.detail().collect()[0].partitionColumns == ["day"]
+    assert DeltaTable.isDeltaTable(spark, created) and not DeltaTable.isDeltaTable(spark, str(tmp_path / "no"))
+
+
+def test_streaming_restart_no_duplicates(spark, table_path, tmp_path):
+    checkpoint = str(tmp_path / "ck")
+    source_dir = tmp_path / "src"
+    source_dir.mkdir()
+
+    def add_source_file(n: int, start: int) -> None:
+        pd.DataFrame({"id": list(range(start, start + n))}).to_json(source_dir / f"f{start}.json", orient="records",
+                                                                    lines=True)
+
+    def run_once() -> None:
+        q = (
+            spark.readStream.schema("id long").json(str(source_dir))
+            .writeStream.format("deltalog").option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True).start(table_path)
+        )
+        q.awaitTermination(120)
+
+    add_source_file(5, 0)
+    run_once()
+    add_source_file(5, 5)
+    run_once()
+    # replay: forget that batch 1 was committed in the checkpoint, run again
+    commits_dir = os.path.join(checkpoint, "commits")
+    for name in ("1", ".1.crc"):
+        if os.path.exists(os.path.join(commits_dir, name)):
+            os.remove(os.path.join(commits_dir, name))
+    run_once()
+    got = sorted(r.id for r in spark.read.format("deltalog").load(table_path).collect())
+    assert got == list(range(10))
+    txns = [a["txn"] for c in commits(table_path) for a in c if "txn" in a]
+    assert [t["version"] for t in txns] == [0, 1]
+    assert operations(table_path) == ["STREAMING UPDATE", "STREAMING UPDATE"]
+    assert sorted(delta_rs_rows(table_path, ["id"]).id.tolist()) == list(range(10))
