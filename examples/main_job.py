@@ -19,7 +19,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 
 log = logging.getLogger("main_job")
@@ -36,6 +35,7 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     import pyspark
+    from pyspark import InheritableThread
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F  # noqa: N812
 
@@ -81,7 +81,8 @@ def main() -> int:
             except BaseException as exc:
                 errors.append(exc)
 
-        threads = [threading.Thread(target=writer, args=(n,)) for n in range(args.writers)]
+        # InheritableThread carries the session (and its registered data sources) to the thread.
+        threads = [InheritableThread(target=writer, args=(n,)) for n in range(args.writers)]
         for t in threads:
             t.start()
         metrics = table.optimize().executeCompaction().collect()[0].metrics
