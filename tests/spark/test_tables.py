@@ -69,9 +69,9 @@ def test_optimize_with_concurrent_append_both_succeed(spark, table_path):
     from deltalog.contrib.spark import DeltaTable
 
     for i in range(4):
-        spark.createDataFrame([(i, f"g{i % 2}", i)], "id long, g string, v long").write.format(
-            "deltalog"
-        ).mode("append").option("partitionBy", "g").save(table_path)
+        spark.createDataFrame([(i, f"g{i % 2}", i)], "id long, g string, v long").write.format("deltalog").mode(
+            "append"
+        ).option("partitionBy", "g").save(table_path)
     table = DeltaTable.forPath(spark, table_path)
     errors: list[BaseException] = []
 
@@ -150,14 +150,18 @@ def test_streaming_restart_no_duplicates(spark, table_path, tmp_path):
     source_dir.mkdir()
 
     def add_source_file(n: int, start: int) -> None:
-        pd.DataFrame({"id": list(range(start, start + n))}).to_json(source_dir / f"f{start}.json", orient="records",
-                                                                    lines=True)
+        pd.DataFrame({"id": list(range(start, start + n))}).to_json(
+            source_dir / f"f{start}.json", orient="records", lines=True
+        )
 
     def run_once() -> None:
         q = (
-            spark.readStream.schema("id long").json(str(source_dir))
-            .writeStream.format("deltalog").option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True).start(table_path)
+            spark.readStream.schema("id long")
+            .json(str(source_dir))
+            .writeStream.format("deltalog")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start(table_path)
         )
         q.awaitTermination(120)
 

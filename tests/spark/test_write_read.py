@@ -35,12 +35,16 @@ def test_append_then_overwrite(spark, table_path):
 
 
 def test_each_task_file_named_and_one_commit(spark, table_path):
-    _df(spark, n=40).repartition(4).write.format("deltalog").mode("append").option("maxRecordsPerFile", 4).save(table_path)
+    _df(spark, n=40).repartition(4).write.format("deltalog").mode("append").option("maxRecordsPerFile", 4).save(
+        table_path
+    )
     (commit,) = commits(table_path)
     adds = [a["add"] for a in commit if "add" in a]
     assert len(adds) >= 10  # 40 rows, at most 4 per file
     for add in adds:
-        assert add["path"].startswith("part-") and add["path"].endswith(".c000.snappy.parquet") or ".c0" in add["path"]
+        assert (add["path"].startswith("part-") and add["path"].endswith(".c000.snappy.parquet")) or ".c0" in add[
+            "path"
+        ]
         stats = json.loads(add["stats"])
         assert 1 <= stats["numRecords"] <= 4
         assert set(stats["minValues"]) == {"id", "k", "x"}
@@ -85,9 +89,9 @@ def test_replace_where(spark, table_path):
 
 def test_read_pruning_and_skipping(spark, table_path, tmp_path):
     df = spark.createDataFrame([(i, f"d{i % 4}") for i in range(400)], "id long, day string")
-    df.repartition(1).sortWithinPartitions("id").write.format("deltalog").mode("append").option("partitionBy", "day").option(
-        "maxRecordsPerFile", 25
-    ).save(table_path)
+    df.repartition(1).sortWithinPartitions("id").write.format("deltalog").mode("append").option(
+        "partitionBy", "day"
+    ).option("maxRecordsPerFile", 25).save(table_path)
     total = len([a for a in commits(table_path)[0] if "add" in a])
     report = str(tmp_path / "scan.json")
     reader = spark.read.format("deltalog").option("scanReport", report)
