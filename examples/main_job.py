@@ -37,7 +37,7 @@ def main() -> int:
     import pyspark
     from pyspark import InheritableThread
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql import functions as F
 
     from deltalog.contrib.spark import DeltaTable, register
 
@@ -47,9 +47,12 @@ def main() -> int:
     started = time.time()
     log.info("step 0: starting Spark local[2]; table at %s", path)
     spark = (
-        SparkSession.builder.master("local[2]").appName("deltalog-main-job")
-        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC").getOrCreate()
+        SparkSession.builder.master("local[2]")
+        .appName("deltalog-main-job")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
@@ -70,6 +73,7 @@ def main() -> int:
 
         def writer(n: int) -> None:
             try:
+                register(spark)  # the registration is seen per thread on the JVM side
                 batch = spark.range(1000).select(
                     (F.col("id") + args.rows + n * 1000).alias("id"),
                     F.lit(f"2024-01-0{n % 7 + 1}").alias("day"),
@@ -90,8 +94,9 @@ def main() -> int:
             t.join()
         if errors:
             raise errors[0]
-        log.info("step 2: OPTIMIZE removed %s files, added %s", metrics.get("numRemovedFiles"),
-                 metrics.get("numAddedFiles"))
+        log.info(
+            "step 2: OPTIMIZE removed %s files, added %s", metrics.get("numRemovedFiles"), metrics.get("numAddedFiles")
+        )
 
         log.info("step 3: streaming micro-batches into the table, then replaying one")
         source = os.path.join(work, "incoming")
@@ -99,22 +104,34 @@ def main() -> int:
         os.makedirs(source)
         for b in range(2):
             spark.range(500).select(
-                (F.col("id") + 10_000_000 + b * 500).alias("id"), F.lit("2024-01-08").alias("day"),
-                F.lit(-1).cast("int").alias("user"), F.lit(0.5).alias("amount"),
+                (F.col("id") + 10_000_000 + b * 500).alias("id"),
+                F.lit("2024-01-08").alias("day"),
+                F.lit(-1).cast("int").alias("user"),
+                F.lit(0.5).alias("amount"),
             ).write.mode("append").json(source)
 
-            q = (spark.readStream.schema("id long, day string, user int, amount double").json(source)
-                 .writeStream.format("deltalog").option("checkpointLocation", checkpoint)
-                 .trigger(availableNow=True).start(path))
+            q = (
+                spark.readStream.schema("id long, day string, user int, amount double")
+                .json(source)
+                .writeStream.format("deltalog")
+                .option("checkpointLocation", checkpoint)
+                .trigger(availableNow=True)
+                .start(path)
+            )
             q.awaitTermination()
             log.info("step 3: micro-batch %d committed", b)
         for name in ("1", ".1.crc"):
             p = os.path.join(checkpoint, "commits", name)
             if os.path.exists(p):
                 os.remove(p)
-        q = (spark.readStream.schema("id long, day string, user int, amount double").json(source)
-             .writeStream.format("deltalog").option("checkpointLocation", checkpoint)
-             .trigger(availableNow=True).start(path))
+        q = (
+            spark.readStream.schema("id long, day string, user int, amount double")
+            .json(source)
+            .writeStream.format("deltalog")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start(path)
+        )
         q.awaitTermination()
         streamed = spark.read.format("deltalog").load(path).filter("day = '2024-01-08'").count()
         log.info("step 3: batch 1 replayed; rows from the stream: %d (expected 1000, no duplicates)", streamed)
@@ -122,12 +139,23 @@ def main() -> int:
             raise SystemExit(f"the replayed batch was written twice: {streamed} rows")
 
         log.info("step 4: MERGE of updates and new users")
-        updates = spark.range(0, 2000, 100).select(
-            F.col("id"), F.lit("2024-01-01").alias("day"), F.lit(0).cast("int").alias("user"),
-            F.lit(999.0).alias("amount"),
-        ).union(spark.createDataFrame([(-1, "2024-01-09", 0, 1.0)], "id long, day string, user int, amount double"))
-        (table.alias("t").merge(updates.alias("s"), "t.id = s.id")
-         .whenMatchedUpdate(set={"amount": "s.amount"}).whenNotMatchedInsertAll().execute())
+        updates = (
+            spark.range(0, 2000, 100)
+            .select(
+                F.col("id"),
+                F.lit("2024-01-01").alias("day"),
+                F.lit(0).cast("int").alias("user"),
+                F.lit(999.0).alias("amount"),
+            )
+            .union(spark.createDataFrame([(-1, "2024-01-09", 0, 1.0)], "id long, day string, user int, amount double"))
+        )
+        (
+            table.alias("t")
+            .merge(updates.alias("s"), "t.id = s.id")
+            .whenMatchedUpdate(set={"amount": "s.amount"})
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
 
         log.info("step 5: history")
         for r in table.history().orderBy("version").collect():
@@ -135,8 +163,12 @@ def main() -> int:
         df = table.toDF()
         total = df.count()
         summary = df.groupBy("day").count().orderBy("day").collect()
-        log.info("summary: %d rows, %d files, per day: %s", total, table.detail().collect()[0].numFiles,
-                 {r.day: r["count"] for r in summary})
+        log.info(
+            "summary: %d rows, %d files, per day: %s",
+            total,
+            table.detail().collect()[0].numFiles,
+            {r.day: r["count"] for r in summary},
+        )
 
         log.info("step 6: reading the table with delta-rs")
         import deltalake
