@@ -53,7 +53,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 #: Modules whose import registers more subcommands (for commands kept outside this file).
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("deltalog.cli_commands.table", "deltalog.cli_commands.maintenance")
 
 
 # -- the frame ------------------------------------------------------------------------
@@ -232,13 +232,9 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
 
 def default_commit_lock(semantics: StoreSemantics) -> str:
     """The commit lock ``lock="auto"`` uses on a store with these semantics (DESIGN.md)."""
-    from deltalog.logstores.base import MutualExclusion
+    from deltalog.txn.locks.selection import describe_default_lock
 
-    if semantics.mutual_exclusion is MutualExclusion.NONE:
-        return "required: redis://... or single-writer"
-    if semantics.partial_write_visible:
-        return "in-process"
-    return "none"
+    return describe_default_lock(semantics)
 
 
 def _store_row(name: str) -> dict[str, Any]:
@@ -348,4 +344,8 @@ def conformance(ctx: CommandContext) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main: ``python -m deltalog.cli`` executes this file as
+    # ``__main__``, but the command modules register with ``deltalog.cli``.
+    from deltalog.cli import main as _main
+
+    sys.exit(_main())
