@@ -131,7 +131,7 @@ def test_fault_storm_every_commit_lands_exactly_once(
                 version, txn_id, _ = _commit(log, f"w{worker}-{i}")
                 with faults_lock:
                     acked.append((version, txn_id))
-        except BaseException as exc:  # noqa: BLE001 -- reported below with the seed
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(w, rng.randrange(2**31))) for w in range(2)]
@@ -176,7 +176,7 @@ def test_publish_that_never_arrived_is_retried_and_lands_once(
     _create(table, reliability_moto.url)
     log = _log(table, proxy.url, DELTALOG_RETRY_MAX_ATTEMPTS="1")
     fault = proxy.add(Fault(kind, times=1, **_put(path_contains="00000000000000000001.json")))
-    version, txn_id, stats = _commit(log, "once")
+    version, txn_id, _stats = _commit(log, "once")
     assert fault.hits == 1 and version == 1
     _exactly_once([(version, txn_id)], _txn_ids(table, reliability_moto.url))
 

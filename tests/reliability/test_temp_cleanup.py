@@ -7,9 +7,9 @@ import time
 import uuid
 from pathlib import Path
 
+from deltalog.txn.actions import AddFile
 from deltalog.txn.cleanup import STALE_TEMP_AGE_MS, cleanup_stale_temp_files
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.actions import AddFile
 from deltalog.txn.operations import Write
 from tests.reliability.crash_worker import create_table
 
