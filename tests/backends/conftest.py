@@ -163,3 +163,8 @@ def subprocess_env(**extra: str) -> dict[str, Any]:
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
+
+
+from tests.servers.redis import redis_server  # noqa: E402 -- a fixture, for the Redis-locked store
+
+__all__ = ["Backend", "redis_server", "subprocess_env"]

@@ -41,5 +41,5 @@ def azure_options(endpoint: str) -> dict[str, str]:
         "AZURE_STORAGE_ACCOUNT_NAME": ACCOUNT,
         "AZURE_STORAGE_ACCOUNT_KEY": ACCOUNT_KEY,
         "AZURE_STORAGE_ENDPOINT": f"{endpoint}/{ACCOUNT}",
-        "AZURE_STORAGE_ALLOW_HTTP": "true",
+        "ALLOW_HTTP": "true",  # object_store (delta-rs) spelling; deltalog accepts it too
     }
