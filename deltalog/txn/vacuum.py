@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.locks.base import CommitLock
 
-__all__ = ["RETENTION_CHECK_KEYS", "VacuumResult", "VacuumRetentionError", "vacuum"]
+__all__ = ["RETENTION_CHECK_KEYS", "VacuumResult", "VacuumRetentionError", "is_hidden", "vacuum"]
 
 log = logging.getLogger(__name__)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -194,7 +195,7 @@ def test_deletion_vector_files_of_active_files_are_kept(tmp_path: Path) -> None:
     dv_path = log.store.fs_path(dv_absolute_path(log.table_uri, dv))
     with open(dv_path, "wb") as fh:
         fh.write(blob)
-    from dataclasses import replace
+
 
     txn = log.start_transaction()
     txn.filter_files()
@@ -207,3 +208,12 @@ def test_deletion_vector_files_of_active_files_are_kept(tmp_path: Path) -> None:
     assert result.files == []
     assert os.path.exists(dv_path)
     assert read_ids(log) == [1, 3]
+
+
+def test_absolute_paths_inside_the_root_are_protected(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"))
+    add = write_file(log, [7], "a")
+    absolute = replace(add, path=f"{log.table_uri}/{add.path}")
+    log.start_transaction().commit([absolute], Write())
+    _age(_local(log, add.path), hours_old=24 * 30)
+    assert vacuum(log, retention_hours=0, enforce_retention=False, dry_run=True).files == []
