@@ -67,8 +67,8 @@ def test_commits_publish_once_and_a_taken_version_is_refused(
     assert read_markers(store, log_uri) == {0: ["a"], 1: ["b"]}
     assert temp_files(log_uri) == []  # published temp files are removed
     client: Any = redis_server.client()
-    keys = [k for k in client.keys(PREFIX + "table:*") if k.endswith(":commit:00000000000000000001")]
-    assert len(keys) == 1 and 0 < client.ttl(keys[0]) <= 86400  # complete entries expire
+    key = lock._table(store, log_uri).entry_key(1)
+    assert client.hget(key, "complete") == "true" and 0 < client.ttl(key) <= 86400  # complete entries expire
 
 
 def test_version_after_a_missing_one_is_refused(redis_server: RedisServer, tmp_path: Path) -> None:

@@ -61,8 +61,8 @@ class LockTimeoutError(CommitLockError):
 
 
 class LockLostError(CommitLockError):
-    """This writer's claim or lease vanished before it published (the lock service was
-    restarted or flushed). Nothing was published; retry the commit."""
+    """This writer's claim of a version vanished before it published (the lock service
+    was restarted or flushed). Nothing was published; retry the commit."""
 
 
 class MissingCommitError(CommitLockError):
