@@ -32,6 +32,9 @@ from bench.report import Result
 WORKLOADS = ("1-row append incl. Parquet write (median)", "1-row append incl. Parquet write (p95)")
 ITERATIONS = {"small": 40, "full": 300}
 WARMUP = 5
+#: Each side runs in this many alternating rounds (fresh process each, same table), so both
+#: see the same machine load over time.
+ROUNDS = 5
 #: Both engines' tables use this, so their checkpoint policies are the same.
 CONFIG = {"delta.checkpointInterval": "100"}
 
@@ -96,6 +99,26 @@ def summarize(times_ms: list[float]) -> dict[str, float]:
     return {"median": statistics.median(ordered), "p95": p95, "mean": statistics.fmean(ordered), "n": len(ordered)}
 
 
+def exists(path: str) -> bool:
+    return os.path.isdir(os.path.join(path, "_delta_log"))
+
+
+def run_rounds(module: str, sides: tuple[str, ...], n: int) -> dict[str, dict[str, Any]]:
+    """Run each side's worker ``ROUNDS`` times, alternating sides, ``n / ROUNDS`` operations
+    each, on one table per side; the summaries of all the times of each side."""
+    bases = {side: tempfile.mkdtemp(prefix="deltalog-bench-") for side in sides}
+    times: dict[str, list[float]] = {side: [] for side in sides}
+    per_round = max(1, n // ROUNDS)
+    try:
+        for _ in range(ROUNDS):
+            for side in sides:
+                times[side] += run_worker(module, side, os.path.join(bases[side], "t"), per_round)["times"]
+    finally:
+        for base in bases.values():
+            shutil.rmtree(base, ignore_errors=True)
+    return {side: summarize(t) for side, t in times.items()}
+
+
 def run_worker(module: str, side: str, path: str, n: int) -> dict[str, Any]:
     """Run ``python -m <module> --worker <side> <path> <n>`` in a fresh process; its JSON."""
     out = subprocess.run(
@@ -114,7 +137,8 @@ def _worker(side: str, path: str, n: int) -> dict[str, Any]:
     if side == "deltalog":
         from deltalog.txn.delta_log import DeltaLog
 
-        create_deltalog_table(path)
+        if not exists(path):
+            create_deltalog_table(path)
         log = DeltaLog.for_table(path)
         log.update()
         for i in range(n + WARMUP):
@@ -125,7 +149,8 @@ def _worker(side: str, path: str, n: int) -> dict[str, Any]:
     elif side == "delta-rs":
         from deltalake import DeltaTable, write_deltalake
 
-        create_deltars_table(path)
+        if not exists(path):
+            create_deltars_table(path)
         dt = DeltaTable(path)
         for i in range(n + WARMUP):
             data = one_row(i)
@@ -141,23 +166,18 @@ def _worker(side: str, path: str, n: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             pq.write_table(data, os.path.join(path, f"part-{uuid.uuid4()}.snappy.parquet"), compression="snappy")
             times.append((time.perf_counter() - t0) * 1000)
-    return summarize(times[WARMUP:])
+    return {"times": times[WARMUP:]}
 
 
 def run(size: str = "small") -> list[Result]:
     n = ITERATIONS[size]
-    sides: dict[str, dict[str, Any]] = {}
-    for side in ("deltalog", "delta-rs", "parquet"):
-        base = tempfile.mkdtemp(prefix="deltalog-bench-")
-        try:
-            sides[side] = run_worker("bench.append_1row", side, os.path.join(base, "t"), n)
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
+    sides = run_rounds("bench.append_1row", ("deltalog", "delta-rs", "parquet"), n)
     ours, theirs, plain = sides["deltalog"], sides["delta-rs"], sides["parquet"]
     details = {"iterations": n, "deltalog": ours, "delta_rs": theirs, "parquet": plain}
     return [
         Result(WORKLOADS[0], "ms", ours["median"], theirs["median"], plain["median"], target_ratio=0.5,
-               notes=f"{n} appends per engine after {WARMUP} warm-up ones; tables loaded beforehand.",
+               notes=f"{n} appends per engine in {ROUNDS} alternating rounds (fresh process each, {WARMUP} "
+               "warm-up appends per round not counted); tables loaded beforehand.",
                details=details),
         Result(WORKLOADS[1], "ms", ours["p95"], theirs["p95"], plain["p95"], details=details),
     ]

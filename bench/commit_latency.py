@@ -20,18 +20,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import tempfile
 import time
 from typing import Any
 
 from bench.append_1row import (
+    ROUNDS,
     WARMUP,
     create_deltalog_table,
     create_deltars_table,
+    exists,
     one_row,
-    run_worker,
-    summarize,
+    run_rounds,
     write_data_file,
 )
 from bench.report import Result
@@ -47,36 +46,39 @@ def _worker(side: str, path: str, n: int) -> dict[str, Any]:
         from deltalog.txn.delta_log import DeltaLog
         from deltalog.txn.operations import Write
 
-        create_deltalog_table(path)
+        if not exists(path):
+            create_deltalog_table(path)
         adds = [write_data_file(path, one_row(i)) for i in range(total)]
         log = DeltaLog.for_table(path)
-        log.update()
+        start = log.update().version
         for add in adds:
             t0 = time.perf_counter()
             log.start_transaction().commit([add], Write(mode="Append"))
             times.append((time.perf_counter() - t0) * 1000)
-        assert log.update().version == total
+        assert log.update().version == start + total
     elif side == "floor":
         # The floor of a durable local commit: write a small file, fsync it, link it in.
-        os.makedirs(path)
+        os.makedirs(path, exist_ok=True)
         line = b'{"add":{"path":"x","size":1}}\n' * 3
         for i in range(total):
             t0 = time.perf_counter()
-            tmp = os.path.join(path, f".tmp-{i}")
+            tmp = os.path.join(path, f".tmp-{i}-{os.getpid()}")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             os.write(fd, line)
             os.fsync(fd)
             os.close(fd)
-            os.link(tmp, os.path.join(path, f"{i:020d}.json"))
+            os.link(tmp, os.path.join(path, f"{os.getpid()}-{i:020d}.json"))
             os.unlink(tmp)
             times.append((time.perf_counter() - t0) * 1000)
     else:
         from deltalake import DeltaTable
         from deltalake.transaction import AddAction
 
-        create_deltars_table(path)
+        if not exists(path):
+            create_deltars_table(path)
         adds = [write_data_file(path, one_row(i)) for i in range(total)]
         dt = DeltaTable(path)
+        start = dt.version()
         schema = dt.schema()
         actions = [
             AddAction(a.path, a.size, {}, a.modification_time, True, a.stats or "") for a in adds
@@ -85,24 +87,19 @@ def _worker(side: str, path: str, n: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             dt.create_write_transaction([action], mode="append", schema=schema)
             times.append((time.perf_counter() - t0) * 1000)
-        assert DeltaTable(path).version() == total
-    return summarize(times[WARMUP:])
+        assert DeltaTable(path).version() == start + total
+    return {"times": times[WARMUP:]}
 
 
 def run(size: str = "small") -> list[Result]:
     n = ITERATIONS[size]
-    sides: dict[str, dict[str, Any]] = {}
-    for side in ("deltalog", "delta-rs", "floor"):
-        base = tempfile.mkdtemp(prefix="deltalog-bench-")
-        try:
-            sides[side] = run_worker("bench.commit_latency", side, os.path.join(base, "t"), n)
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
+    sides = run_rounds("bench.commit_latency", ("deltalog", "delta-rs", "floor"), n)
     ours, theirs, floor = sides["deltalog"], sides["delta-rs"], sides["floor"]
     details = {"commits": n, "deltalog": ours, "delta_rs": theirs, "fsync_floor": floor}
     return [
         Result(WORKLOADS[0], "ms", ours["median"], theirs["median"], target_ratio=0.4,
-               notes=f"{n} commits per engine after {WARMUP} warm-up ones; delta-rs through "
+               notes=f"{n} commits per engine in {ROUNDS} alternating rounds ({WARMUP} warm-up commits per "
+               "round not counted); delta-rs through "
                "create_write_transaction with pre-written add actions. deltalog's local store fsyncs the "
                "commit file and its directory, delta-rs does not; on this machine one small write + fsync + "
                f"link alone takes {floor['median']:.2f} ms median (p95 {floor['p95']:.2f} ms).",
