@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +25,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltalog.txn.arrow_build import empty_table, false_array, int32_array, int64_array, string_array, string_scalar
 from deltalog.txn.features import protocol_features
 from deltalog.txn.last_checkpoint import LastCheckpointInfo, write_last_checkpoint
 from deltalog.txn.log_segment import checkpoint_name
+from deltalog.txn.replay import ADD_SCHEMA
 from deltalog.txn.schema import (
     ArrayType,
     DecimalType,
@@ -184,7 +186,9 @@ def parse_stats(
     fields.append(pa.field("tightBounds", pa.bool_()))
     read_fields.append(pa.field("tightBounds", pa.bool_()))
     n = len(stats)
-    filled = pc.fill_null(stats, "{}")
+    if n == 0:
+        return pa.StructArray.from_arrays([pa.nulls(0, f.type) for f in fields], fields=fields)
+    filled = pc.fill_null(stats, string_scalar("{}"))
     body = "\n".join(filled.to_pylist()).encode() if n else b""
     try:
         table = pj.read_json(
@@ -201,7 +205,7 @@ def parse_stats(
         return pa.nulls(n, pa.struct(fields))
     arrays = []
     for f in fields:
-        col = table.column(f.name).combine_chunks() if table.num_rows else pa.array([], f.type)
+        col = table.column(f.name).combine_chunks() if table.num_rows else pa.nulls(0, f.type)
         arrays.append(_cast_values(col, f.type))
     mask = pc.is_null(stats)
     return pa.StructArray.from_arrays(arrays, fields=fields, mask=mask if stats.null_count else None)
@@ -216,7 +220,7 @@ def parse_partition_values(
     for name in partition_columns:
         f = schema.field(name)
         key = physical.get(name, name)
-        raw = pc.map_lookup(pv, pa.scalar(key, pa.string()), "first")
+        raw = pc.map_lookup(pv, string_scalar(key), "first")
         target = to_arrow_type(f.type)
         if pa.types.is_timestamp(target):
             values = pc.cast(pc.replace_substring_regex(raw, r"Z$", ""), pa.timestamp("us"))
@@ -261,134 +265,198 @@ def checkpoint_schema(snapshot: Snapshot, with_checkpoint_metadata: bool) -> pa.
     return pa.schema(fields)
 
 
-def _single_struct(value: dict[str, Any] | None, typ: pa.DataType) -> pa.Array:
-    return pa.array([value], typ)
+# -- one-row arrays built without pyarrow's Python-object conversion (see arrow_build) ------
+
+
+def _one_str(value: str | None) -> pa.Array:
+    return pa.nulls(1, pa.string()) if value is None else string_array([value])
+
+
+def _one_int(value: int | None, typ: pa.DataType) -> pa.Array:
+    if value is None:
+        return pa.nulls(1, typ)
+    return int64_array([value]).cast(typ)
+
+
+def _one_bool(value: bool | None) -> pa.Array:
+    if value is None:
+        return pa.nulls(1, pa.bool_())
+    return pc.invert(false_array(1)) if value else false_array(1)
+
+
+def _one_list(values: Sequence[str] | None) -> pa.Array:
+    if values is None:
+        return pa.nulls(1, pa.list_(pa.string()))
+    return pa.ListArray.from_arrays(int32_array([0, len(values)]), string_array(list(values)))
+
+
+def _one_map(mapping: Mapping[str, str | None] | None) -> pa.Array:
+    if mapping is None:
+        return pa.nulls(1, STRING_MAP)
+    keys = list(mapping)
+    items = pa.concat_arrays([_one_str(mapping[k]) for k in keys]) if keys else string_array([])
+    return pa.MapArray.from_arrays(int32_array([0, len(keys)]), string_array(keys), items)
+
+
+def _one_struct(children: Sequence[pa.Array], typ: pa.DataType) -> pa.Array:
+    return pa.StructArray.from_arrays(list(children), fields=list(typ))
+
+
+def _row(schema: pa.Schema, column: str, value: pa.Array) -> pa.RecordBatch:
+    cols = [value if f.name == column else pa.nulls(1, f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
 def _non_file_rows(snapshot: Snapshot, schema: pa.Schema, now_ms: int, with_cm: bool) -> pa.RecordBatch:
     md = snapshot.metadata
     proto = snapshot.protocol
-    rows: list[dict[str, Any]] = []
-    rows.append(
-        {
-            "protocol": {
-                "minReaderVersion": proto.min_reader_version,
-                "minWriterVersion": proto.min_writer_version,
-                "readerFeatures": None if proto.reader_features is None else list(proto.reader_features),
-                "writerFeatures": None if proto.writer_features is None else list(proto.writer_features),
-            }
-        }
-    )
-    rows.append(
-        {
-            "metaData": {
-                "id": md.id,
-                "name": md.name,
-                "description": md.description,
-                "format": {"provider": md.format.provider, "options": dict(md.format.options)},
-                "schemaString": md.schema_string,
-                "partitionColumns": list(md.partition_columns),
-                "configuration": dict(md.configuration),
-                "createdTime": md.created_time,
-            }
-        }
-    )
+    rows = [
+        _row(
+            schema,
+            "protocol",
+            _one_struct(
+                [
+                    _one_int(proto.min_reader_version, pa.int32()),
+                    _one_int(proto.min_writer_version, pa.int32()),
+                    _one_list(None if proto.reader_features is None else sorted(proto.reader_features)),
+                    _one_list(None if proto.writer_features is None else sorted(proto.writer_features)),
+                ],
+                PROTOCOL,
+            ),
+        ),
+        _row(
+            schema,
+            "metaData",
+            _one_struct(
+                [
+                    _one_str(md.id),
+                    _one_str(md.name),
+                    _one_str(md.description),
+                    _one_struct(
+                        [_one_str(md.format.provider), _one_map(dict(md.format.options))],
+                        METADATA.field("format").type,
+                    ),
+                    _one_str(md.schema_string),
+                    _one_list(list(md.partition_columns)),
+                    _one_map(dict(md.configuration)),
+                    _one_int(md.created_time, pa.int64()),
+                ],
+                METADATA,
+            ),
+        ),
+    ]
     for t in snapshot.set_transactions_at(now_ms).values():
-        rows.append({"txn": {"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated}})
+        rows.append(
+            _row(
+                schema,
+                "txn",
+                _one_struct(
+                    [_one_str(t.app_id), _one_int(t.version, pa.int64()), _one_int(t.last_updated, pa.int64())], TXN
+                ),
+            )
+        )
     for d in snapshot.domain_metadata.values():
         rows.append(
-            {"domainMetadata": {"domain": d.domain, "configuration": d.configuration, "removed": False}}
+            _row(
+                schema,
+                "domainMetadata",
+                _one_struct([_one_str(d.domain), _one_str(d.configuration), _one_bool(False)], DOMAIN),
+            )
         )
     if with_cm:
-        rows.append({"checkpointMetadata": {"version": snapshot.version, "tags": None}})
-    columns = [pa.array([r.get(f.name) for r in rows], f.type) for f in schema]
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
+        rows.append(
+            _row(
+                schema,
+                "checkpointMetadata",
+                _one_struct([_one_int(snapshot.version, pa.int64()), _one_map(None)], CHECKPOINT_METADATA),
+            )
+        )
+    table = pa.Table.from_batches(rows, schema=schema).combine_chunks()
+    return table.to_batches()[0]
 
 
-def _add_batches(snapshot: Snapshot, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    files = snapshot.files_table
-    add_type = schema.field("add").type
-    wanted = [add_type.field(i) for i in range(add_type.num_fields)]
-    props = snapshot.properties
-    with_struct = props.checkpoint_write_stats_as_struct
-    from deltalog.txn.column_mapping import physical_partition_names
+class _AddConverter:
+    """Turns slices of the snapshot's add table into checkpoint rows (``add`` column)."""
 
-    physical = (
-        physical_partition_names(snapshot.schema, snapshot.partition_columns)
-        if snapshot.properties.column_mapping_mode != "none"
-        else {}
-    )
-    for start in range(0, files.num_rows, BATCH_ROWS):
-        chunk = files.slice(start, BATCH_ROWS)
+    def __init__(self, snapshot: Snapshot, schema: pa.Schema) -> None:
+        from deltalog.txn.column_mapping import physical_partition_names
+
+        self.snapshot = snapshot
+        add_type = schema.field("add").type
+        self.wanted = [add_type.field(i) for i in range(add_type.num_fields)]
+        props = snapshot.properties
+        self.with_struct = props.checkpoint_write_stats_as_struct
+        self.num_indexed = props.data_skipping_num_indexed_cols
+        self.physical = (
+            physical_partition_names(snapshot.schema, snapshot.partition_columns)
+            if props.column_mapping_mode != "none" and self.with_struct
+            else {}
+        )
+        self.add_type: pa.DataType = self.convert(empty_table(ADD_SCHEMA)).type
+
+    def convert(self, chunk: pa.Table) -> pa.StructArray:
         n = chunk.num_rows
         children: list[pa.Array] = []
         fields: list[pa.Field] = []
-        for f in wanted:
-            col = chunk.column(f.name).combine_chunks()
+        for f in self.wanted:
             if f.name == "dataChange":
-                col = pa.repeat(pa.scalar(False), n)
+                col: pa.Array = false_array(n)
+            else:
+                col = _combine(chunk.column(f.name))
             children.append(col.cast(f.type) if col.type != f.type else col)
             fields.append(f)
-        if with_struct:
+        if self.with_struct:
+            snapshot = self.snapshot
             if snapshot.partition_columns:
                 pv = parse_partition_values(
-                    chunk.column("partitionValues").combine_chunks(),
+                    _combine(chunk.column("partitionValues")),
                     snapshot.schema,
                     snapshot.partition_columns,
-                    physical,
+                    self.physical,
                 )
                 children.append(pv)
                 fields.append(pa.field("partitionValues_parsed", pv.type))
             sp = parse_stats(
-                chunk.column("stats").combine_chunks(),
-                snapshot.schema,
-                snapshot.partition_columns,
-                props.data_skipping_num_indexed_cols,
+                _combine(chunk.column("stats")), snapshot.schema, snapshot.partition_columns, self.num_indexed
             )
             children.append(sp)
             fields.append(pa.field("stats_parsed", sp.type))
-        add = pa.StructArray.from_arrays(children, fields=fields)
-        yield _file_batch(schema, "add", add)
+        return pa.StructArray.from_arrays(children, fields=fields)
+
+
+def _combine(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col
 
 
 def _file_batch(schema: pa.Schema, column: str, values: pa.Array) -> pa.RecordBatch:
     n = len(values)
     cols = [values if f.name == column else pa.nulls(n, f.type) for f in schema]
-    return pa.RecordBatch.from_arrays(cols, names=schema.names)
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
-def _remove_batches(snapshot: Snapshot, schema: pa.Schema, now_ms: int) -> Iterator[pa.RecordBatch]:
-    tombstones = snapshot.tombstones_table(now_ms)
-    for start in range(0, tombstones.num_rows, BATCH_ROWS):
-        chunk = tombstones.slice(start, BATCH_ROWS)
-        children = []
-        for name, typ in REMOVE_FIELDS:
-            col = chunk.column(name).combine_chunks()
-            if name == "dataChange":
-                col = pa.repeat(pa.scalar(False), chunk.num_rows)
-            children.append(col.cast(typ) if col.type != typ else col)
-        yield _file_batch(
-            schema,
-            "remove",
-            pa.StructArray.from_arrays(children, fields=[pa.field(n, t) for n, t in REMOVE_FIELDS]),
-        )
+def _remove_struct(chunk: pa.Table) -> pa.StructArray:
+    children = []
+    for name, typ in REMOVE_FIELDS:
+        col = false_array(chunk.num_rows) if name == "dataChange" else _combine(chunk.column(name))
+        children.append(col.cast(typ) if col.type != typ else col)
+    return pa.StructArray.from_arrays(children, fields=[pa.field(n, t) for n, t in REMOVE_FIELDS])
 
 
-def _with_add_schema(schema: pa.Schema, first_add: pa.RecordBatch | None) -> pa.Schema:
-    if first_add is None:
-        return schema
-    idx = schema.get_field_index("add")
-    return schema.set(idx, pa.field("add", first_add.schema.field("add").type))
+def _slices(table: pa.Table, rows: int) -> Iterator[pa.Table]:
+    for start in range(0, table.num_rows, rows):
+        yield table.slice(start, rows)
 
 
 class _PartWriter:
     """Writes one checkpoint file, through a temp name when partial writes are visible."""
 
-    def __init__(self, dlog: DeltaLog, uri: str, schema: pa.Schema) -> None:
+    def __init__(self, dlog: DeltaLog, uri: str, schema: pa.Schema, *, force_temp: bool = False) -> None:
         self.store = dlog.store
         self.uri = uri
         self.fs = self.store.filesystem()
-        self.use_temp = self.store.needs_temp_file_for(uri)
+        self.use_temp = force_temp or self.store.needs_temp_file_for(uri)
         directory, _, name = uri.rpartition("/")
         self.write_uri = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp" if self.use_temp else uri
         self.stream = self.fs.open_output_stream(self.store.fs_path(self.write_uri))
@@ -419,37 +487,29 @@ def write_checkpoint(
 ) -> CheckpointResult:
     """Write the checkpoint of ``snapshot`` and point ``_last_checkpoint`` at it.
 
+    The file actions are streamed: from the snapshot's tables when they are loaded, else
+    straight from the previous checkpoint's record batches and the commits after it
+    (:meth:`Snapshot.file_batches`), so the state is never held in memory twice.
     ``part_size`` (actions per file) writes a multi-part checkpoint when the state has
-    more actions than that; otherwise one ``%020d.checkpoint.parquet`` file.
+    more actions than that (the state is loaded to count them); otherwise one
+    ``%020d.checkpoint.parquet`` file.
     """
+    from deltalog.txn.checkpoint_reader import CheckpointFiles
+
     now = int(time.time() * 1000) if now_ms is None else now_ms
     reader, _ = protocol_features(snapshot.protocol)
     with_cm = "v2Checkpoint" in reader
     base_schema = checkpoint_schema(snapshot, with_cm)
-    head = _non_file_rows(snapshot, base_schema, now, with_cm)
-    adds = _add_batches(snapshot, base_schema)
-    first_add = next(adds, None)
-    schema = _with_add_schema(base_schema, first_add)
-    head = pa.RecordBatch.from_arrays(
-        [c if c.type == f.type else pa.nulls(len(c), f.type) for c, f in zip(head.columns, schema)],
-        schema=schema,
-    )
+    converter = _AddConverter(snapshot, base_schema)
+    schema = base_schema.set(base_schema.get_field_index("add"), pa.field("add", converter.add_type))
+    head = _non_file_rows(snapshot, schema, now, with_cm)
 
-    def batches() -> Iterator[pa.RecordBatch]:
-        yield head
-        if first_add is not None:
-            yield first_add
-            yield from adds
-        for b in _remove_batches(snapshot, base_schema, now):
-            yield pa.RecordBatch.from_arrays(
-                [c if c.type == f.type else pa.nulls(len(c), f.type) for c, f in zip(b.columns, schema)],
-                schema=schema,
-            )
-
-    total = head.num_rows + snapshot.num_files + snapshot.tombstones_table(now).num_rows
     num_parts = 1
-    if part_size is not None and part_size > 0 and total > part_size:
-        num_parts = -(-total // part_size)
+    total = 0
+    if part_size is not None and part_size > 0:
+        total = head.num_rows + snapshot.num_files + snapshot.tombstones_table(now).num_rows
+        if total > part_size:
+            num_parts = -(-total // part_size)
     uris = (
         [f"{dlog.log_uri}/{checkpoint_name(snapshot.version)}"]
         if num_parts == 1
@@ -458,25 +518,41 @@ def write_checkpoint(
             for i in range(1, num_parts + 1)
         ]
     )
-    limit = total if num_parts == 1 else part_size
-    assert limit is not None
+    num_adds = 0
+    # rewriting the checkpoint the snapshot streams its files from: write beside it and
+    # rename at the end, after the last batch was read
+    source = snapshot.file_source
+    force_temp = bool(set(getattr(source, "parquet_uris", ())) & set(uris))
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        nonlocal num_adds
+        yield head
+        for adds, removes in snapshot.file_batches():
+            for chunk in _slices(adds, BATCH_ROWS):
+                num_adds += chunk.num_rows
+                yield _file_batch(schema, "add", converter.convert(chunk))
+            del adds
+            if removes.num_rows:
+                live = removes.filter(snapshot.unexpired_mask(removes, now))
+                for chunk in _slices(live, BATCH_ROWS):
+                    yield _file_batch(schema, "remove", _remove_struct(chunk))
+
+    limit = part_size if num_parts > 1 else None
     part = 0
-    writer = _PartWriter(dlog, uris[0], schema)
+    writer = _PartWriter(dlog, uris[0], schema, force_temp=force_temp)
     written = 0
     try:
         for batch in batches():
             offset = 0
             while offset < batch.num_rows:
-                if writer.rows >= limit and part + 1 < num_parts:
+                if limit is not None and writer.rows >= limit and part + 1 < num_parts:
                     writer.close()
                     part += 1
-                    writer = _PartWriter(dlog, uris[part], schema)
-                take = (
-                    batch.num_rows - offset
-                    if part + 1 == num_parts
-                    else min(batch.num_rows - offset, limit - writer.rows)
-                )
-                writer.write(batch.slice(offset, take))
+                    writer = _PartWriter(dlog, uris[part], schema, force_temp=force_temp)
+                take = batch.num_rows - offset
+                if limit is not None and part + 1 < num_parts:
+                    take = min(take, limit - writer.rows)
+                writer.write(batch.slice(offset, take) if take != batch.num_rows else batch)
                 offset += take
                 written += take
         writer.close()
@@ -493,9 +569,10 @@ def write_checkpoint(
         size=written,
         parts=None if num_parts == 1 else num_parts,
         size_in_bytes=size,
-        num_of_add_files=snapshot.num_files,
+        num_of_add_files=num_adds,
     )
     write_last_checkpoint(dlog.store, dlog.log_uri, info)
+    snapshot.adopt_checkpoint(CheckpointFiles(dlog.store, snapshot.version, tuple(uris)))
     log.info(
         "wrote checkpoint %d of %s (%d actions, %d file(s))",
         snapshot.version,
@@ -503,4 +580,4 @@ def write_checkpoint(
         written,
         num_parts,
     )
-    return CheckpointResult(snapshot.version, tuple(uris), written, snapshot.num_files, size)
+    return CheckpointResult(snapshot.version, tuple(uris), written, num_adds, size)

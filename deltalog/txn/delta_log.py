@@ -130,11 +130,7 @@ class DeltaLog:
     def _collect(self, commits: list[FileStatus], batch: CommitBatch) -> None:
         for status in commits:
             version = int(status.name[:20])
-            for n, obj in enumerate(self.read_commit_raw(version, status.path), 1):
-                try:
-                    batch.add_raw(version, obj)
-                except (KeyError, TypeError, ValueError) as exc:
-                    raise CorruptLogError(status.path, f"line {n}: malformed action ({exc!r})") from None
+            batch.add_lines(version, self._read_lines(status.path, version), status.path)
 
     # -- snapshots ----------------------------------------------------------------------
 
@@ -155,20 +151,36 @@ class DeltaLog:
         return fallback
 
     def _load(self, segment: LogSegment) -> Snapshot:
-        if segment.checkpoint is not None:
-            state = read_checkpoint(self.store, self.log_uri, segment.checkpoint).to_state()
-        else:
-            state = LogState.empty()
+        """The snapshot of ``segment``: the checkpoint's small actions and the commits are
+        read now; the checkpoint's file actions are read (and the commits' file actions
+        reconciled with them, in Arrow) on first use."""
         batch = CommitBatch()
         self._collect(list(segment.commits), batch)
-        state = state.apply(batch)
+        files = None
+        if segment.checkpoint is not None:
+            contents = read_checkpoint(self.store, self.log_uri, segment.checkpoint)
+            base = contents.non_file_state()
+            files = contents.files
+        else:
+            base = LogState.empty()
+        state = base.with_non_file_actions(batch)
         if segment.commits:
             fallback = segment.commits[-1].modification_time
         else:
             assert segment.checkpoint is not None
             fallback = segment.checkpoint.modification_time
         ts = self._commit_timestamp(segment.version, state, batch, fallback)
-        return Snapshot(self.table_uri, segment.version, state, ts, segment)
+        pending = (batch,) if batch.has_file_actions else ()
+        return Snapshot(
+            self.table_uri,
+            segment.version,
+            state,
+            ts,
+            segment,
+            pending=pending,
+            pending_actions=batch.num_file_actions,
+            base=files,
+        )
 
     def _segment(self, version: int | None) -> LogSegment | None:
         hint = read_last_checkpoint(self.store, self.log_uri)

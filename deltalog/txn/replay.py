@@ -5,18 +5,33 @@ transactions, domain metadata) plus two Arrow tables: the active ``add`` actions
 ``remove`` tombstones, with the checkpoint's column names (:data:`ADD_SCHEMA`,
 :data:`REMOVE_SCHEMA`). A logical file is keyed by (URI-decoded path, deletion-vector
 unique id); the newest ``add``/``remove`` per key wins, as PROTOCOL "Action Reconciliation"
-says. Reconciliation is done with Arrow kernels (``group_by``, ``is_in``, ``filter``), never
-with a Python loop over actions; adds in the state carry ``dataChange=false``.
+says. Adds in the state carry ``dataChange=false``.
+
+Replay is columnar end to end:
+
+- the file actions of JSON commits are kept as their raw lines (:class:`CommitBatch`) and
+  parsed in bulk by ``pyarrow.json`` with an explicit schema (:func:`parse_file_lines`);
+  only the other, rare actions (protocol, metaData, txn, domainMetadata, commitInfo) go
+  through ``json.loads``. A chunk pyarrow cannot parse is decoded line by line to name the
+  file and line that is wrong;
+- a state is a *stream* of ``(adds, removes)`` batches (:class:`FileSource`): an in-memory
+  :class:`LogState` or a checkpoint read in record batches. :func:`reconcile` drops from
+  the stream the files that newer commits touched (a hash lookup on the path column, the
+  key computed only for the candidate rows) and appends the commits' own actions, so a
+  checkpoint can be replayed or rewritten without ever holding two copies of the table.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+from typing import Protocol as TypingProtocol
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -30,16 +45,31 @@ from deltalog.txn.actions import (
     RemoveFile,
     SetTransaction,
     action_to_dict,
+    action_to_line,
 )
+from deltalog.txn.arrow_build import (
+    empty_table,
+    false_array,
+    int32_array,
+    int64_array,
+    int64_scalar,
+    null_array,
+    string_array,
+    string_scalar,
+)
+from deltalog.txn.errors import CorruptLogError
 
 __all__ = [
     "ADD_SCHEMA",
     "DV_TYPE",
     "REMOVE_SCHEMA",
     "CommitBatch",
+    "FileSource",
     "LogState",
     "key_column",
     "normalize_struct",
+    "parse_file_lines",
+    "reconcile",
 ]
 
 KEY = "__key"
@@ -89,6 +119,26 @@ REMOVE_SCHEMA = pa.schema(
 ADD_STRUCT = pa.struct(list(ADD_SCHEMA))
 REMOVE_STRUCT = pa.struct(list(REMOVE_SCHEMA))
 
+# What pyarrow's JSON reader is told about file actions: every field but the maps (the
+# reader has no map type; partitionValues and tags are inferred as structs and converted).
+_JSON_SCHEMA = pa.schema(
+    [
+        ("add", pa.struct([f for f in ADD_SCHEMA if f.type != STRING_MAP])),
+        ("remove", pa.struct([f for f in REMOVE_SCHEMA if f.type != STRING_MAP])),
+    ]
+)
+_FILE_LINE_PREFIXES = ('{"add":{', '{"remove":{')
+_CHUNK_BYTES = 8 << 20
+
+
+# -- small Arrow helpers ------------------------------------------------------------------
+
+
+def _combine(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col
+
 
 def _cast_child(values: pa.Array, target: pa.DataType) -> pa.Array:
     if values.type == target:
@@ -97,122 +147,276 @@ def _cast_child(values: pa.Array, target: pa.DataType) -> pa.Array:
         assert isinstance(values, pa.StructArray)
         have = {values.type.field(i).name for i in range(values.type.num_fields)}
         children = [
-            _cast_child(values.field(f.name), f.type) if f.name in have else pa.nulls(len(values), f.type)
+            _cast_child(values.field(f.name), f.type) if f.name in have else null_array(len(values), f.type)
             for f in target
         ]
         mask = pc.invert(values.is_valid()) if values.null_count else None
         return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if target == STRING_MAP and pa.types.is_struct(values.type):
+        assert isinstance(values, pa.StructArray)
+        return _struct_to_map(values)
     return values.cast(target)
 
 
+def _struct_to_map(col: pa.StructArray, *, drop_null_values: bool = False) -> pa.MapArray:
+    """A JSON object read as a struct (one field per key seen) as ``map<string, string>``."""
+    n = len(col)
+    k = col.type.num_fields
+    mask = pc.invert(col.is_valid()) if col.null_count else None
+    if k == 0 or n == 0:
+        offsets = int32_array(np.zeros(n + 1, dtype=np.int32))
+        empty = string_array([])
+        return pa.MapArray.from_arrays(offsets, empty, empty, mask=mask)
+    names = string_array([col.type.field(i).name for i in range(k)])
+    children = [c if c.type == pa.string() else c.cast(pa.string()) for c in col.flatten()]
+    # row i, field j sits at j*n + i in the concatenation; the map wants row-major order
+    order = (np.arange(k, dtype=np.int64)[None, :] * n + np.arange(n, dtype=np.int64)[:, None]).ravel()
+    items = pa.concat_arrays(children).take(int64_array(order))
+    keys = names.take(int32_array(np.tile(np.arange(k, dtype=np.int32), n)))
+    counts = np.full(n, k, dtype=np.int32)
+    if drop_null_values and items.null_count:
+        valid = np.asarray(items.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        counts = valid.reshape(n, k).sum(axis=1, dtype=np.int32)
+        keep = items.is_valid()
+        items = items.filter(keep)
+        keys = keys.filter(keep)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    return pa.MapArray.from_arrays(int32_array(offsets), keys, items, mask=mask)
+
+
 def normalize_struct(column: pa.Array | pa.ChunkedArray, schema: pa.Schema) -> pa.Table:
-    """Turn a struct column read from a checkpoint (any writer's field set and integer
-    widths) into a table with exactly ``schema``'s columns; missing fields are null."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    assert isinstance(column, pa.StructArray)
-    names = {column.type.field(i).name: i for i in range(column.type.num_fields)}
+    """Turn a struct column read from a checkpoint or a commit (any writer's field set and
+    integer widths) into a table with exactly ``schema``'s columns, one row per non-null
+    struct; missing fields are null."""
+    col = _combine(column)
+    assert isinstance(col, pa.StructArray)
+    if col.null_count == len(col):
+        return empty_table(schema)
+    if col.null_count:
+        col = col.filter(col.is_valid())
+        assert isinstance(col, pa.StructArray)
+    names = {col.type.field(i).name: i for i in range(col.type.num_fields)}
     arrays = []
-    validity = column.is_valid()
+    n = len(col)
     for f in schema:
         if f.name in names:
-            child = column.field(names[f.name])
-            arrays.append(_cast_child(child, f.type))
+            child = col.field(names[f.name])
+            if child.null_count == n:
+                arrays.append(null_array(n, f.type))
+            elif f.name == "tags" and pa.types.is_struct(child.type):
+                assert isinstance(child, pa.StructArray)
+                arrays.append(_struct_to_map(child, drop_null_values=True))
+            else:
+                arrays.append(_cast_child(child, f.type))
         else:
-            arrays.append(pa.nulls(len(column), f.type))
-    table = pa.Table.from_arrays(arrays, schema=schema)
-    if pa.types.is_struct(column.type) and column.null_count:
-        # children of a null struct slot may hold garbage; the callers filter rows anyway
-        table = table.filter(validity)
-    return table
+            arrays.append(null_array(n, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _decode_paths(paths: pa.Array | pa.ChunkedArray) -> pa.Array:
     """URI-decode a path column; only the rows holding '%' go through Python."""
-    if isinstance(paths, pa.ChunkedArray):
-        paths = paths.combine_chunks() if paths.num_chunks != 1 else paths.chunk(0)
+    paths = _combine(paths)
     mask = pc.match_substring(paths, "%")
     if not pc.any(mask).as_py():
         return paths
     idx = pc.indices_nonzero(mask)
-    decoded = pa.array([unquote(p) for p in paths.take(idx).to_pylist()], pa.string())
-    values = paths.to_pylist()
-    for i, d in zip(idx.to_pylist(), decoded.to_pylist()):
-        values[i] = d
-    return pa.array(values, pa.string())
+    decoded = string_array([unquote(p) for p in paths.take(idx).to_pylist()])
+    return pc.replace_with_mask(paths, mask, decoded)
 
 
 def key_column(table: pa.Table) -> pa.Array:
     """The reconciliation key of each row: decoded path, US, DV unique id (or empty)."""
+    return _key_and_path(table)[0]
+
+
+def _key_and_path(table: pa.Table) -> tuple[pa.Array, pa.Array]:
     path = _decode_paths(table.column("path"))
-    dv = table.column("deletionVector")
+    empty = string_scalar("")
+    dv = _combine(table.column("deletionVector"))
     if dv.null_count == len(dv):
-        return pc.binary_join_element_wise(path, pa.scalar("", pa.string()), "\x1f")
+        return pc.binary_join_element_wise(path, empty, "\x1f"), path
     storage = pc.struct_field(dv, "storageType")
     inline = pc.struct_field(dv, "pathOrInlineDv")
     offset = pc.struct_field(dv, "offset")
     offset_str = pc.if_else(
         pc.is_null(offset),
-        pa.scalar("", pa.string()),
-        pc.binary_join_element_wise(pa.scalar("@", pa.string()), pc.cast(offset, pa.string()), ""),
+        empty,
+        pc.binary_join_element_wise(string_scalar("@"), pc.cast(offset, pa.string()), ""),
     )
     dv_id = pc.binary_join_element_wise(storage, inline, offset_str, "")
-    dv_id = pc.if_else(pc.is_null(dv), pa.scalar("", pa.string()), pc.fill_null(dv_id, ""))
-    result = pc.binary_join_element_wise(path, dv_id, "\x1f")
-    return result.combine_chunks() if isinstance(result, pa.ChunkedArray) else result
+    dv_id = pc.if_else(pc.is_null(dv), empty, pc.fill_null(dv_id, empty))
+    return _combine(pc.binary_join_element_wise(path, dv_id, "\x1f")), path
 
 
-def _with_key(table: pa.Table) -> pa.Table:
+# -- parsing commit lines -------------------------------------------------------------------
+
+
+@dataclass
+class _Source:
+    """Where the file-action lines from ``start`` on came from (for error messages)."""
+
+    start: int
+    path: str
+
+
+def _locate(sources: Sequence[_Source], index: int) -> str:
+    found = sources[0].path if sources else "<commit>"
+    for s in sources:
+        if s.start > index:
+            break
+        found = s.path
+    return found
+
+
+def _slow_tables(
+    lines: Sequence[str], line_numbers: Sequence[int], sources: Sequence[_Source], offset: int
+) -> tuple[pa.Table, pa.Table]:
+    """The file actions of ``lines`` decoded one by one: names the bad file and line."""
+    adds: list[dict[str, Any]] = []
+    add_order: list[int] = []
+    removes: list[dict[str, Any]] = []
+    remove_order: list[int] = []
+    for i, line in enumerate(lines):
+        where = _locate(sources, offset + i)
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise CorruptLogError(where, f"line {line_numbers[i]} is not valid JSON ({exc})") from None
+        if not isinstance(obj, dict):
+            raise CorruptLogError(where, f"line {line_numbers[i]} is not a JSON object")
+        for key, bodies, order, struct in (
+            ("add", adds, add_order, ADD_STRUCT),
+            ("remove", removes, remove_order, REMOVE_STRUCT),
+        ):
+            body = obj.get(key)
+            if body is None:
+                continue
+            try:
+                if not isinstance(body, dict) or not isinstance(body.get("path"), str):
+                    raise ValueError("'path' is missing or not a string")
+                pa.array([body], struct)
+            except (pa.ArrowException, ValueError, TypeError) as exc:
+                raise CorruptLogError(
+                    where, f"line {line_numbers[i]}: malformed {key} action ({exc})"
+                ) from None
+            bodies.append(body)
+            order.append(offset + i)
+    add_t = pa.Table.from_struct_array(pa.array(adds, ADD_STRUCT)) if adds else empty_table(ADD_SCHEMA)
+    rem_t = (
+        pa.Table.from_struct_array(pa.array(removes, REMOVE_STRUCT)) if removes else empty_table(REMOVE_SCHEMA)
+    )
     return (
-        table.append_column(KEY, key_column(table))
-        if len(table)
-        else table.append_column(KEY, pa.array([], pa.string()))
+        add_t.append_column(ORDER, int64_array(add_order)),
+        rem_t.append_column(ORDER, int64_array(remove_order)),
     )
 
 
-def _empty(schema: pa.Schema) -> pa.Table:
-    return schema.empty_table().append_column(KEY, pa.array([], pa.string()))
+def _fast_tables(lines: Sequence[str], offset: int) -> tuple[pa.Table, pa.Table]:
+    import pyarrow.json as pj
 
-
-def _dicts_to_table(bodies: list[dict[str, Any]], struct: pa.StructType, schema: pa.Schema) -> pa.Table:
-    if not bodies:
-        return schema.empty_table()
-    arr = pa.array(bodies, type=struct)
-    return (
-        pa.Table.from_struct_array(arr)
-        if hasattr(pa.Table, "from_struct_array")
-        else pa.Table.from_arrays(arr.flatten(), schema=schema)
+    body = "\n".join(lines).encode("utf-8")
+    table = pj.read_json(
+        pa.BufferReader(body),
+        read_options=pj.ReadOptions(block_size=len(body) + 1, use_threads=False),
+        parse_options=pj.ParseOptions(
+            explicit_schema=_JSON_SCHEMA, unexpected_field_behavior="infer", newlines_in_values=False
+        ),
     )
+    if table.num_rows != len(lines):
+        raise pa.ArrowInvalid(f"read {table.num_rows} rows from {len(lines)} lines")
+    out = []
+    for name, schema in (("add", ADD_SCHEMA), ("remove", REMOVE_SCHEMA)):
+        col = _combine(table.column(name))
+        valid = col.is_valid()
+        normalized = normalize_struct(col, schema)
+        if pc.any(pc.is_null(normalized.column("path"))).as_py():
+            raise pa.ArrowInvalid(f"a {name} action without a path")
+        order = pc.add(pc.cast(pc.indices_nonzero(valid), pa.int64()), int64_scalar(offset))
+        out.append(normalized.append_column(ORDER, order))
+    return out[0], out[1]
+
+
+def parse_file_lines(
+    lines: Sequence[str], line_numbers: Sequence[int] = (), sources: Sequence[_Source] = ()
+) -> tuple[pa.Table, pa.Table]:
+    """(adds, removes) of raw ``add``/``remove`` JSON lines, each with the ``__order``
+    column (the line's index). Parsed by pyarrow in chunks; a chunk pyarrow rejects is
+    decoded line by line, raising :class:`CorruptLogError` naming the file and line."""
+    numbers: Sequence[int] = line_numbers or range(1, len(lines) + 1)
+    adds: list[pa.Table] = []
+    removes: list[pa.Table] = []
+    start = 0
+    while start < len(lines):
+        end, size = start, 0
+        while end < len(lines) and (size < _CHUNK_BYTES or end == start):
+            size += len(lines[end]) + 1
+            end += 1
+        chunk = lines[start:end]
+        try:
+            a, r = _fast_tables(chunk, start)
+        except (pa.ArrowException, ValueError):
+            a, r = _slow_tables(chunk, numbers[start:end], sources, start)
+        adds.append(a)
+        removes.append(r)
+        start = end
+    if not adds:
+        return _empty_ordered(ADD_SCHEMA), _empty_ordered(REMOVE_SCHEMA)
+    return pa.concat_tables(adds), pa.concat_tables(removes)
+
+
+def _empty_ordered(schema: pa.Schema) -> pa.Table:
+    return empty_table(schema).append_column(ORDER, pa.nulls(0, pa.int64()))
+
+
+# -- commit batches -------------------------------------------------------------------------
 
 
 @dataclass
 class CommitBatch:
-    """File actions and other actions of one or more consecutive commits, in log order."""
+    """The actions of one or more consecutive commits, in log order: file actions as their
+    raw JSON lines (parsed in bulk later), the rest as typed objects."""
 
-    adds: list[dict[str, Any]] = field(default_factory=list)
-    add_order: list[int] = field(default_factory=list)
-    removes: list[dict[str, Any]] = field(default_factory=list)
-    remove_order: list[int] = field(default_factory=list)
+    file_lines: list[str] = field(default_factory=list)
+    line_numbers: array[int] = field(default_factory=lambda: array("i"))
+    sources: list[_Source] = field(default_factory=list)
     protocol: Protocol | None = None
     metadata: Metadata | None = None
     txns: dict[str, SetTransaction] = field(default_factory=dict)
     domains: dict[str, DomainMetadata] = field(default_factory=dict)
     commit_infos: dict[int, dict[str, Any]] = field(default_factory=dict)
-    counter: int = 0
 
-    def add_raw(self, version: int, obj: dict[str, Any]) -> None:
+    def add_lines(self, version: int, lines: Iterable[str], path: str) -> None:
+        """Take the lines of commit file ``path`` (``version``); unknown actions are ignored."""
+        self.sources.append(_Source(len(self.file_lines), path))
+        file_lines = self.file_lines
+        numbers = self.line_numbers
+        for n, line in enumerate(lines, 1):
+            if line.startswith(_FILE_LINE_PREFIXES):
+                file_lines.append(line)
+                numbers.append(n)
+                continue
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                raise CorruptLogError(path, f"line {n} is not valid JSON ({exc})") from None
+            if not isinstance(obj, dict):
+                raise CorruptLogError(path, f"line {n} is not a JSON object")
+            try:
+                self.add_raw(version, obj, n)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CorruptLogError(path, f"line {n}: malformed action ({exc!r})") from None
+
+    def add_raw(self, version: int, obj: dict[str, Any], line_number: int = 0) -> None:
         """Take one decoded log line (``{"add": {...}}``); unknown actions are ignored."""
-        self.counter += 1
-        body = obj.get("add")
-        if body is not None:
-            self.adds.append(body)
-            self.add_order.append(self.counter)
-            return
-        body = obj.get("remove")
-        if body is not None:
-            self.removes.append(body)
-            self.remove_order.append(self.counter)
-            return
+        for key in ("add", "remove"):
+            body = obj.get(key)
+            if body is not None:
+                self.file_lines.append(json.dumps({key: body}, separators=(",", ":")))
+                self.line_numbers.append(line_number)
+                return
         if (body := obj.get("metaData")) is not None:
             self.metadata = Metadata.from_dict(body)
         elif (body := obj.get("protocol")) is not None:
@@ -227,42 +431,122 @@ class CommitBatch:
             self.commit_infos.setdefault(version, body)
 
     def add_actions(self, version: int, actions: Iterable[Action]) -> None:
-        for action in actions:
-            if isinstance(action, CommitInfo):
+        self.sources.append(_Source(len(self.file_lines), f"<commit {version}>"))
+        for n, action in enumerate(actions, 1):
+            if isinstance(action, (AddFile, RemoveFile)):
+                self.file_lines.append(action_to_line(action))
+                self.line_numbers.append(n)
+            elif isinstance(action, CommitInfo):
                 self.commit_infos.setdefault(version, action.to_dict())
-                self.counter += 1
+            elif isinstance(action, Metadata):
+                self.metadata = action
+            elif isinstance(action, Protocol):
+                self.protocol = action
+            elif isinstance(action, SetTransaction):
+                self.txns[action.app_id] = action
+            elif isinstance(action, DomainMetadata):
+                self.domains[action.domain] = action
             else:
-                self.add_raw(version, action_to_dict(action))
+                self.add_raw(version, action_to_dict(action), n)
+
+    @property
+    def num_file_actions(self) -> int:
+        return len(self.file_lines)
 
     @property
     def has_file_actions(self) -> bool:
-        return bool(self.adds or self.removes)
+        return bool(self.file_lines)
 
     @classmethod
     def concat_files(cls, batches: Sequence[CommitBatch]) -> CommitBatch:
         """The file actions of consecutive batches as one batch, in log order."""
+        if len(batches) == 1:
+            return batches[0]
         merged = cls()
         for batch in batches:
-            offset = merged.counter
-            merged.adds.extend(batch.adds)
-            merged.add_order.extend(o + offset for o in batch.add_order)
-            merged.removes.extend(batch.removes)
-            merged.remove_order.extend(o + offset for o in batch.remove_order)
-            merged.counter = offset + batch.counter
+            offset = len(merged.file_lines)
+            merged.sources.extend(_Source(s.start + offset, s.path) for s in batch.sources)
+            merged.file_lines.extend(batch.file_lines)
+            merged.line_numbers.extend(batch.line_numbers)
         return merged
 
     def tables(self) -> tuple[pa.Table, pa.Table]:
         """(adds, removes) of the batch, each with the key and the log order."""
-        adds = _dicts_to_table(self.adds, ADD_STRUCT, ADD_SCHEMA)
-        removes = _dicts_to_table(self.removes, REMOVE_STRUCT, REMOVE_SCHEMA)
-        adds = _with_key(adds).append_column(ORDER, pa.array(self.add_order, pa.int64()))
-        removes = _with_key(removes).append_column(ORDER, pa.array(self.remove_order, pa.int64()))
+        adds, removes = parse_file_lines(self.file_lines, self.line_numbers, self.sources)
+        return _with_key(adds), _with_key(removes)
+
+
+def _with_key(table: pa.Table) -> pa.Table:
+    if not len(table):
+        return table.append_column(KEY, pa.nulls(0, pa.string()))
+    return table.append_column(KEY, key_column(table))
+
+
+# -- states and reconciliation ----------------------------------------------------------------
+
+
+class FileSource(TypingProtocol):
+    """Something that yields a state's file actions as ``(adds, removes)`` batches with
+    :data:`ADD_SCHEMA` / :data:`REMOVE_SCHEMA` columns (adds with ``dataChange=false``)."""
+
+    def file_batches(self) -> Iterator[tuple[pa.Table, pa.Table]]: ...
+
+
+def _newest_per_key(adds: pa.Table, removes: pa.Table) -> tuple[pa.Table, pa.Table]:
+    keys = pa.chunked_array(adds.column(KEY).chunks + removes.column(KEY).chunks, pa.string())
+    if len(keys) == len(pc.unique(keys)):
         return adds, removes
+    both = pa.concat_tables([adds.select([KEY, ORDER]), removes.select([KEY, ORDER])])
+    winners = both.group_by(KEY, use_threads=False).aggregate([(ORDER, "max")]).column(f"{ORDER}_max")
+    return (
+        adds.filter(pc.is_in(adds.column(ORDER), value_set=winners)),
+        removes.filter(pc.is_in(removes.column(ORDER), value_set=winners)),
+    )
+
+
+def _drop_touched(table: pa.Table, keys: pa.Array, paths: pa.Array) -> pa.Table:
+    """``table`` without the rows whose key is in ``keys`` (``paths``: their decoded paths).
+    The path is matched first with one hash lookup per row; keys are built only for the
+    rows whose path matched."""
+    if not len(table) or not len(keys):
+        return table
+    path = _combine(table.column("path"))
+    cand = pc.is_in(path, value_set=paths)
+    if pc.any(pc.match_substring(path, "%")).as_py():
+        cand = pc.or_(cand, pc.is_in(_decode_paths(path), value_set=paths))
+    if not pc.any(cand).as_py():
+        return table
+    hit = pc.is_in(key_column(table.filter(cand)), value_set=keys)
+    drop = pc.replace_with_mask(cand, cand, hit)
+    return table.filter(pc.invert(drop))
+
+
+def _strip(table: pa.Table, schema: pa.Schema, data_change_false: bool) -> pa.Table:
+    table = table.drop_columns([KEY, ORDER])
+    if data_change_false:
+        i = table.schema.get_field_index("dataChange")
+        table = table.set_column(i, "dataChange", false_array(len(table)))
+    return table if table.schema == schema else table.cast(schema)
+
+
+def reconcile(base: FileSource, batch: CommitBatch | None) -> Iterator[tuple[pa.Table, pa.Table]]:
+    """The file actions of ``base`` plus ``batch``'s commits, as a stream of batches."""
+    if batch is None or not batch.has_file_actions:
+        yield from base.file_batches()
+        return
+    new_adds, new_removes = _newest_per_key(*batch.tables())
+    keys = pa.concat_arrays([_combine(new_adds.column(KEY)), _combine(new_removes.column(KEY))])
+    paths = pc.unique(
+        pa.concat_arrays([_decode_paths(new_adds.column("path")), _decode_paths(new_removes.column("path"))])
+    )
+    for adds, removes in base.file_batches():
+        yield _drop_touched(adds, keys, paths), _drop_touched(removes, keys, paths)
+    yield _strip(new_adds, ADD_SCHEMA, True), _strip(new_removes, REMOVE_SCHEMA, False)
 
 
 @dataclass(frozen=True)
 class LogState:
-    """A reconciled table state. ``adds``/``removes`` have the key column ``__key``."""
+    """A reconciled table state: ``adds``/``removes`` in :data:`ADD_SCHEMA` / :data:`REMOVE_SCHEMA`."""
 
     protocol: Protocol | None
     metadata: Metadata | None
@@ -273,7 +557,7 @@ class LogState:
 
     @classmethod
     def empty(cls) -> LogState:
-        return cls(None, None, {}, {}, _empty(ADD_SCHEMA), _empty(REMOVE_SCHEMA))
+        return cls(None, None, {}, {}, empty_table(ADD_SCHEMA), empty_table(REMOVE_SCHEMA))
 
     @classmethod
     def from_checkpoint(
@@ -285,12 +569,28 @@ class LogState:
         adds: pa.Table,
         removes: pa.Table,
     ) -> LogState:
-        adds = adds.set_column(
-            adds.schema.get_field_index("dataChange"),
-            "dataChange",
-            pa.array([False] * len(adds), pa.bool_()) if len(adds) else pa.array([], pa.bool_()),
+        adds = adds.set_column(adds.schema.get_field_index("dataChange"), "dataChange", false_array(len(adds)))
+        return cls(protocol, metadata, txns, domains, adds, removes)
+
+    @classmethod
+    def collect(cls, non_file: LogState, batches: Iterable[tuple[pa.Table, pa.Table]]) -> LogState:
+        """``non_file``'s protocol, metadata, txns and domains with the file actions of
+        ``batches`` gathered into two tables."""
+        adds: list[pa.Table] = []
+        removes: list[pa.Table] = []
+        for a, r in batches:
+            if len(a):
+                adds.append(a)
+            if len(r):
+                removes.append(r)
+        return replace(
+            non_file,
+            adds=pa.concat_tables(adds) if adds else empty_table(ADD_SCHEMA),
+            removes=pa.concat_tables(removes) if removes else empty_table(REMOVE_SCHEMA),
         )
-        return cls(protocol, metadata, txns, domains, _with_key(adds), _with_key(removes))
+
+    def file_batches(self) -> Iterator[tuple[pa.Table, pa.Table]]:
+        yield self.adds, self.removes
 
     def with_non_file_actions(self, batch: CommitBatch) -> LogState:
         """This state with the batch's protocol, metadata, txn and domain actions applied;
@@ -312,50 +612,18 @@ class LogState:
 
     def apply(self, batch: CommitBatch) -> LogState:
         """This state plus the batch's commits (newest action per logical file wins)."""
-        protocol = batch.protocol or self.protocol
-        metadata = batch.metadata or self.metadata
-        txns = {**self.txns, **batch.txns} if batch.txns else self.txns
-        domains = self.domains
-        if batch.domains:
-            domains = dict(self.domains)
-            for name, d in batch.domains.items():
-                if d.removed:
-                    domains.pop(name, None)
-                else:
-                    domains[name] = d
-        if not batch.adds and not batch.removes:
-            return replace(self, protocol=protocol, metadata=metadata, txns=txns, domains=domains)
-        new_adds, new_removes = batch.tables()
-        touched = pa.concat_arrays(
-            [new_adds.column(KEY).combine_chunks(), new_removes.column(KEY).combine_chunks()]
-        )
-        # newest action per key within the batch
-        both = pa.concat_tables([new_adds.select([KEY, ORDER]), new_removes.select([KEY, ORDER])])
-        if len(both) != len(pc.unique(both.column(KEY))):
-            winners = both.group_by(KEY, use_threads=False).aggregate([(ORDER, "max")]).column(f"{ORDER}_max")
-            new_adds = new_adds.filter(pc.is_in(new_adds.column(ORDER), value_set=winners))
-            new_removes = new_removes.filter(pc.is_in(new_removes.column(ORDER), value_set=winners))
-        keep_adds = self.adds.filter(pc.invert(pc.is_in(self.adds.column(KEY), value_set=touched)))
-        keep_removes = self.removes.filter(pc.invert(pc.is_in(self.removes.column(KEY), value_set=touched)))
-        added = new_adds.drop_columns([ORDER])
-        added = added.set_column(
-            added.schema.get_field_index("dataChange"),
-            "dataChange",
-            pa.array([False] * len(added), pa.bool_()),
-        )
-        adds = pa.concat_tables([keep_adds, added.cast(keep_adds.schema)])
-        removes = pa.concat_tables(
-            [keep_removes, new_removes.drop_columns([ORDER]).cast(keep_removes.schema)]
-        )
-        return LogState(protocol, metadata, txns, domains, adds, removes)
+        state = self.with_non_file_actions(batch)
+        if not batch.has_file_actions:
+            return state
+        return LogState.collect(state, reconcile(self, batch))
 
     # -- views -----------------------------------------------------------------------
 
     def files_table(self) -> pa.Table:
-        return self.adds.drop_columns([KEY])
+        return self.adds
 
     def removes_table(self) -> pa.Table:
-        return self.removes.drop_columns([KEY])
+        return self.removes
 
 
 def table_to_adds(table: pa.Table) -> list[AddFile]:

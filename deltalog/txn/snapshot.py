@@ -11,7 +11,7 @@ long), so a run of blind appends never touches the table's file state.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -27,10 +27,18 @@ from deltalog.txn.actions import (
     RemoveFile,
     SetTransaction,
 )
+from deltalog.txn.arrow_build import int64_scalar
 from deltalog.txn.errors import InvalidTableStateError, TableNotFoundError
 from deltalog.txn.features import check_read_supported
 from deltalog.txn.properties import TableProperties
-from deltalog.txn.replay import CommitBatch, LogState, table_to_adds, table_to_removes
+from deltalog.txn.replay import (
+    CommitBatch,
+    FileSource,
+    LogState,
+    reconcile,
+    table_to_adds,
+    table_to_removes,
+)
 from deltalog.txn.schema import StructType, parse_schema
 
 if TYPE_CHECKING:
@@ -57,12 +65,15 @@ class Snapshot:
         checkpoint_version: int | None = None,
         pending: tuple[CommitBatch, ...] = (),
         pending_actions: int = 0,
+        base: FileSource | None = None,
     ) -> None:
         self.table_uri = table_uri
         self.version = version
-        # ``_state``'s protocol/metadata/txns/domains are current; its file tables lag
-        # behind by the file actions queued in ``_pending`` (see ``_files``).
+        # ``_state``'s protocol/metadata/txns/domains are current. The file actions are
+        # ``_base`` (``_state`` itself, or a checkpoint read lazily) plus the commits queued
+        # in ``_pending``; ``_files`` merges them on first use.
         self._state = state
+        self._base: FileSource = state if base is None else base
         self._pending = pending
         self._pending_actions = pending_actions
         self.timestamp = timestamp
@@ -80,7 +91,13 @@ class Snapshot:
             check_read_supported(state.protocol, table_uri)
 
     def __repr__(self) -> str:
-        return f"Snapshot({self.table_uri!r}, version={self.version}, files={self.num_files})"
+        files = f", files={self.num_files}" if self.files_loaded else ""
+        return f"Snapshot({self.table_uri!r}, version={self.version}{files})"
+
+    @property
+    def files_loaded(self) -> bool:
+        """Whether the file actions are in memory (else they are read on first use)."""
+        return "_files" in self.__dict__ or (self._base is self._state and not self._pending)
 
     # -- protocol and metadata --------------------------------------------------------
 
@@ -104,9 +121,38 @@ class Snapshot:
 
     @cached_property
     def _files(self) -> LogState:
-        if not self._pending:
+        if not self._pending and self._base is self._state:
             return self._state
-        return self._state.apply(CommitBatch.concat_files(self._pending))
+        return LogState.collect(self._state, self._file_stream())
+
+    def _file_stream(self) -> Iterator[tuple[pa.Table, pa.Table]]:
+        pending = CommitBatch.concat_files(self._pending) if self._pending else None
+        return reconcile(self._base, pending)
+
+    def file_batches(self) -> Iterator[tuple[pa.Table, pa.Table]]:
+        """The reconciled file actions as ``(adds, removes)`` batches, without loading
+        them all into memory when they are not loaded yet (checkpoint writing streams
+        through this). Removes are all tombstones, expired or not."""
+        files = self.__dict__.get("_files")
+        if files is not None or self.files_loaded:
+            state = self._files
+            yield state.adds, state.removes
+            return
+        yield from self._file_stream()
+
+    @property
+    def file_source(self) -> FileSource | None:
+        """Where the file actions not loaded yet come from (None when loaded)."""
+        return None if self.files_loaded else self._base
+
+    def adopt_checkpoint(self, source: FileSource) -> None:
+        """Read the file actions from ``source`` from now on: a checkpoint just written of
+        exactly this snapshot (so an unloaded snapshot never depends on an older
+        checkpoint that log cleanup may delete)."""
+        if not self.files_loaded:
+            self._base = source
+            self._pending = ()
+            self._pending_actions = 0
 
     @property
     def protocol(self) -> Protocol:
@@ -165,9 +211,13 @@ class Snapshot:
         removes = self._files.removes_table()
         if not removes.num_rows:
             return removes
-        cutoff = self.min_file_retention_timestamp(now_ms)
-        ts = pc.fill_null(removes.column("deletionTimestamp"), 0)
-        return removes.filter(pc.greater(ts, cutoff))
+        return removes.filter(self.unexpired_mask(removes, now_ms))
+
+    def unexpired_mask(self, removes: pa.Table, now_ms: int | None = None) -> pa.ChunkedArray:
+        """Which rows of a ``remove`` table are unexpired tombstones."""
+        cutoff = int64_scalar(self.min_file_retention_timestamp(now_ms))
+        ts = pc.fill_null(removes.column("deletionTimestamp"), int64_scalar(0))
+        return pc.greater(ts, cutoff)
 
     @property
     def tombstones(self) -> list[RemoveFile]:
@@ -213,16 +263,21 @@ class Snapshot:
     def apply_batch(self, version: int, batch: CommitBatch, commit_timestamp: int) -> Snapshot:
         """This state plus the commits ``self.version + 1 .. version`` collected in ``batch``."""
         materialized = self.__dict__.get("_files")
-        base = materialized if materialized is not None else self._state
-        state = base.with_non_file_actions(batch)
-        pending = self._pending if materialized is None else ()
-        queued = self._pending_actions if materialized is None else 0
+        if materialized is not None:
+            state = materialized.with_non_file_actions(batch)
+            base: FileSource = state
+            pending: tuple[CommitBatch, ...] = ()
+            queued = 0
+        else:
+            state = self._state.with_non_file_actions(batch)
+            base = state if self._base is self._state else self._base
+            pending, queued = self._pending, self._pending_actions
         if batch.has_file_actions:
             pending = (*pending, batch)
-            queued += len(batch.adds) + len(batch.removes)
+            queued += batch.num_file_actions
             if len(pending) > _MAX_PENDING_BATCHES or queued > _MAX_PENDING_ACTIONS:
-                state = state.apply(CommitBatch.concat_files(pending))
-                pending, queued = (), 0
+                state = LogState.collect(state, reconcile(base, CommitBatch.concat_files(pending)))
+                base, pending, queued = state, (), 0
         return Snapshot(
-            self.table_uri, version, state, commit_timestamp, None, self.checkpoint_version, pending, queued
+            self.table_uri, version, state, commit_timestamp, None, self.checkpoint_version, pending, queued, base
         )

@@ -112,10 +112,21 @@ def test_checkpoint_through_temp_file_when_partial_writes_visible(tmp_path, monk
     monkeypatch.setattr(log.store, "is_partial_write_visible", lambda p: False)
     log.checkpoint()
     assert len(moves) == 2 and moves[1].endswith(".tmp")
-    # a store whose data writes are atomic (an object store's PUT) writes directly
+    # a store whose data writes are atomic (an object store's PUT) writes directly...
     monkeypatch.setattr(log.store, "atomic_file_writes", True)
-    log.checkpoint()
+    snap = log.update()
+    assert snap.files_table.num_rows == 1  # files in memory: nothing read from the old checkpoint
+    log.checkpoint(snap)
     assert len(moves) == 2
+    # ...except over the checkpoint it is streaming its files from
+    fresh = DeltaLog.for_table(t)
+    monkeypatch.setattr(fresh.store, "filesystem", lambda: Spy())
+    monkeypatch.setattr(fresh.store, "atomic_file_writes", True)
+    snap = fresh.update()
+    assert not snap.files_loaded
+    fresh.checkpoint(snap)
+    assert len(moves) == 3
+    assert [a.path for a in DeltaLog.for_table(t).update().files] == ["a"]
     assert not [f for f in _log_files(t) if f.endswith(".tmp")]
 
 
