@@ -51,7 +51,7 @@ __all__ = ["READ_BATCH_ROWS", "CheckpointContents", "CheckpointFiles", "read_che
 
 log = logging.getLogger(__name__)
 
-READ_BATCH_ROWS = 131_072
+READ_BATCH_ROWS = 32_768
 _SMALL = ("protocol", "metaData", "txn", "domainMetadata", "checkpointMetadata", "sidecar")
 _FILE_LINE_PREFIXES = ('{"add":{', '{"remove":{')
 

@@ -47,7 +47,7 @@ __all__ = ["BATCH_ROWS", "CheckpointResult", "checkpoint_schema", "write_checkpo
 
 log = logging.getLogger(__name__)
 
-BATCH_ROWS = 65_536
+BATCH_ROWS = 32_768
 
 STRING_MAP = pa.map_(pa.string(), pa.string())
 DV = pa.struct(
@@ -449,6 +449,27 @@ def _slices(table: pa.Table, rows: int) -> Iterator[pa.Table]:
         yield table.slice(start, rows)
 
 
+def _leaves(schema: pa.Schema) -> list[str]:
+    """Dotted paths of the Parquet leaf columns of ``schema`` (as pyarrow names them)."""
+    out: list[str] = []
+
+    def walk(prefix: str, typ: pa.DataType) -> None:
+        if pa.types.is_struct(typ):
+            for i in range(typ.num_fields):
+                walk(f"{prefix}.{typ.field(i).name}", typ.field(i).type)
+        elif pa.types.is_map(typ):
+            walk(f"{prefix}.key_value.key", typ.key_type)
+            walk(f"{prefix}.key_value.value", typ.item_type)
+        elif pa.types.is_list(typ):
+            walk(f"{prefix}.list.element", typ.value_type)
+        else:
+            out.append(prefix)
+
+    for f in schema:
+        walk(f.name, f.type)
+    return out
+
+
 class _PartWriter:
     """Writes one checkpoint file, through a temp name when partial writes are visible."""
 
@@ -460,7 +481,16 @@ class _PartWriter:
         directory, _, name = uri.rpartition("/")
         self.write_uri = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp" if self.use_temp else uri
         self.stream = self.fs.open_output_stream(self.store.fs_path(self.write_uri))
-        self.writer = pq.ParquetWriter(self.stream, schema, compression="snappy")
+        self.writer = pq.ParquetWriter(
+            self.stream,
+            schema,
+            compression="snappy",
+            # paths and stats are unique per row: a dictionary attempt only costs memory
+            use_dictionary=[c for c in _leaves(schema) if not c.endswith((".path", ".stats"))],
+            # min/max of the stats JSON is useless; keep the rest (readers, ours included,
+            # skip all-null fields by their null counts)
+            write_statistics=[c for c in _leaves(schema) if not c.endswith(".stats")],
+        )
         self.rows = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
