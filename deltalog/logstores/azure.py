@@ -96,6 +96,7 @@ class AzureBlobLogStore(ObjectLogStore):
         super().__init__(options)
         self._accounts_seen: set[str] = set()
         self._seen_lock = threading.Lock()
+        self._start_from_supported = True
 
     # -- configuration ------------------------------------------------------------------
 
@@ -256,18 +257,32 @@ class AzureBlobLogStore(ObjectLogStore):
         self._blob(loc).upload_blob(data, overwrite=not if_absent, length=len(data))
 
     def _list_dir(self, loc: ObjectLocation, prefix: str, start: str) -> Iterator[tuple[str, int, int]]:
+        from azure.core.exceptions import HttpResponseError
+
         container = self._container(loc)
 
-        def listing() -> list[tuple[str, int, int]]:
+        def listing(start_from: str | None) -> list[tuple[str, int, int]]:
             found: list[tuple[str, int, int]] = []
-            for item in container.walk_blobs(name_starts_with=prefix or None, delimiter="/"):
+            extra = {"start_from": start_from} if start_from else {}
+            for item in container.walk_blobs(name_starts_with=prefix or None, delimiter="/", **extra):
                 size = getattr(item, "size", None)
                 if size is None:  # a BlobPrefix (sub-directory)
                     continue
                 found.append((item.name, int(size), int(item.last_modified.timestamp() * 1000)))
             return found
 
-        return iter(self._call(listing, f"listing {loc.root}{prefix}"))
+        what = f"listing {loc.root}{prefix}"
+        if start and self._start_from_supported:
+            try:
+                # startFrom (inclusive) skips the older versions on the service side.
+                return iter(self._call(lambda: listing(prefix + start), what))
+            except LogStoreError as exc:
+                cause = exc.__cause__
+                if not (isinstance(cause, HttpResponseError) and cause.status_code == 400):
+                    raise
+                log.info("the Azure service rejected startFrom; listing whole directories from now on")
+                self._start_from_supported = False
+        return iter(self._call(lambda: listing(None), what))
 
     def _delete_object(self, loc: ObjectLocation) -> None:
         from azure.core.exceptions import ResourceNotFoundError

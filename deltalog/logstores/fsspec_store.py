@@ -123,7 +123,7 @@ class FsspecLogStore(LogStore):
             self._fs_kwargs = parsed
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return (type(self), (self.options,))
+        return (type(self), (self.spec().options,))
 
     # -- semantics ----------------------------------------------------------------------
 

@@ -67,8 +67,9 @@ class ObjectLogStore(LogStore):
         self._validate_options()
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # SDK clients hold sockets and locks: ship the options, rebuild the clients.
-        return (type(self), (self.options,))
+        # SDK clients hold sockets and locks: ship the options (as the spec completes
+        # them), rebuild the clients.
+        return (type(self), (self.spec().options,))
 
     # -- what a subclass provides --------------------------------------------------------
 

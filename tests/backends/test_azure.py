@@ -103,3 +103,22 @@ def test_az_uri_without_account_is_a_config_error() -> None:
 def test_parse_connection_string_keeps_equals_signs() -> None:
     parsed = parse_connection_string("AccountName=a;AccountKey=abc==;BlobEndpoint=http://h/a;")
     assert parsed == {"AccountName": "a", "AccountKey": "abc==", "BlobEndpoint": "http://h/a"}
+
+
+def test_listing_falls_back_when_the_service_rejects_start_from(azure: Backend, proxy_for) -> None:
+    from tests.backends.faultproxy import Fault
+
+    store = azure.store()
+    for v in range(4):
+        store.write(f"{azure.root}/_delta_log/{v:020d}.json", ["x"])
+    proxy = proxy_for(azure)
+    body = b"<?xml version='1.0'?><Error><Code>InvalidQueryParameterValue</Code><Message>startFrom</Message></Error>"
+    proxy.add(Fault("status", method="GET", query_contains="startFrom", times=100, status=400, body=body,
+                    headers={"x-ms-error-code": "InvalidQueryParameterValue"}))
+    old_service = azure.store(proxy.url)
+    for _ in range(2):
+        names = [s.name for s in old_service.list_from(f"{azure.root}/_delta_log/{2:020d}.json")]
+        assert names == [f"{2:020d}.json", f"{3:020d}.json"]
+    listings = [p for m, p in proxy.requests if m == "GET" and "comp=list" in p]
+    # one refused startFrom, then whole-directory listings only
+    assert len(listings) == 3 and sum("startFrom" in p for p in listings) == 1
