@@ -1,3 +1,3 @@
-from tests.servers.redis import redis_auth_server, redis_server
+from tests.servers.redis import redis_auth_server, redis_server, redis_tls_server
 
-__all__ = ["redis_auth_server", "redis_server"]
+__all__ = ["redis_auth_server", "redis_server", "redis_tls_server"]

@@ -26,9 +26,7 @@ from tests.servers.process import ServerProcess
 from tests.servers.redis import RedisServer
 from tests.servers.s3 import s3_options, start_moto
 
-SCHEMA = json.dumps(
-    {"type": "struct", "fields": [{"name": "v", "type": "long", "nullable": True, "metadata": {}}]}
-)
+SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "v", "type": "long", "nullable": True, "metadata": {}}]})
 PLAIN = "tests.locks.plain_store:PlainPutLogStore"
 S3_PLAIN = "s3-no-conditional-put"
 
@@ -43,9 +41,7 @@ def _create(uri: str, options: dict[str, str], logstore: str) -> int:
     return int(txn.commit([], CreateTable()))
 
 
-def _appender(
-    uri: str, options: dict[str, str], logstore: str, worker: int, commits: int
-) -> list[tuple[int, str]]:
+def _appender(uri: str, options: dict[str, str], logstore: str, worker: int, commits: int) -> list[tuple[int, str]]:
     log = _open(uri, options, logstore)
     done = []
     for i in range(commits):
@@ -72,9 +68,7 @@ def _check(uri: str, options: dict[str, str], logstore: str, acknowledged: list[
     assert sorted(f.path for f in log.update().files) == sorted(p for _, p in acknowledged)
 
 
-def _run(
-    uri: str, options: dict[str, str], logstore: str, workers: int, commits: int
-) -> list[tuple[int, str]]:
+def _run(uri: str, options: dict[str, str], logstore: str, workers: int, commits: int) -> list[tuple[int, str]]:
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(workers) as pool:
         results = pool.starmap(_appender, [(uri, options, logstore, w, commits) for w in range(workers)])

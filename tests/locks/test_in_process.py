@@ -36,9 +36,7 @@ class ObservingStore(MemoryLogStore):
                 self.inside -= 1
 
 
-def run_writers(
-    lock: object, store: ObservingStore, log_uri: str, threads: int = 8, each: int = 5
-) -> list[int]:
+def run_writers(lock: object, store: ObservingStore, log_uri: str, threads: int = 8, each: int = 5) -> list[int]:
     won: list[int] = []
     guard = threading.Lock()
 
@@ -46,9 +44,7 @@ def run_writers(
         for i in range(each):
             while True:
                 versions = [
-                    int(s.name[:20])
-                    for s in store.list_from(commit_uri(log_uri, 0))
-                    if s.name.endswith(".json")
+                    int(s.name[:20]) for s in store.list_from(commit_uri(log_uri, 0)) if s.name.endswith(".json")
                 ]
                 version = max(versions, default=-1) + 1
                 try:

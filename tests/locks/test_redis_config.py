@@ -53,9 +53,7 @@ def test_options_override_the_uri() -> None:
         {"deltalog.lock.redis.lease_ttl": "7s", "deltalog.lock.redis.db": "4", "REDIS_PASSWORD": "ignored"},
     )
     assert (config.lease_ttl, config.db, config.password) == (7.0, 4, "uri-pw")
-    from_env_style = RedisLockConfig.from_uri(
-        "redis://h", {"REDIS_USERNAME": "bob", "REDIS_PASSWORD": "env-pw"}
-    )
+    from_env_style = RedisLockConfig.from_uri("redis://h", {"REDIS_USERNAME": "bob", "REDIS_PASSWORD": "env-pw"})
     assert (from_env_style.username, from_env_style.password) == ("bob", "env-pw")
 
 

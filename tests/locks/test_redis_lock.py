@@ -35,9 +35,8 @@ PREFIX = "deltalog-test:"
 
 def make_lock(url: str, **params: str) -> RedisCommitLock:
     query = {"lease_ttl": "1s", "acquire_timeout": "30s", "key_prefix": PREFIX, **params}
-    return RedisCommitLock(
-        RedisLockConfig.from_uri(url + "?" + "&".join(f"{k}={v}" for k, v in query.items()))
-    )
+    joined = "&".join(f"{k}={v}" for k, v in query.items())
+    return RedisCommitLock(RedisLockConfig.from_uri(url + ("&" if "?" in url else "?") + joined))
 
 
 def table(tmp_path: Path) -> str:
@@ -53,9 +52,7 @@ def commit_files(log_uri: str) -> list[str]:
     return sorted(n for n in os.listdir(log_uri) if n.endswith(".json")) if os.path.isdir(log_uri) else []
 
 
-def test_commits_publish_once_and_a_taken_version_is_refused(
-    redis_server: RedisServer, tmp_path: Path
-) -> None:
+def test_commits_publish_once_and_a_taken_version_is_refused(redis_server: RedisServer, tmp_path: Path) -> None:
     store, log_uri = PlainPutLogStore(), table(tmp_path)
     with make_lock(redis_server.url) as lock:
         lock.write_commit(store, log_uri, 0, commit_lines("a"))
@@ -132,9 +129,7 @@ def test_lease_renewal_keeps_a_slow_holders_lease(redis_server: RedisServer, tmp
             assert client.get(held.table.lease_key) is None
 
 
-def test_a_held_lease_makes_other_writers_wait_then_time_out(
-    redis_server: RedisServer, tmp_path: Path
-) -> None:
+def test_a_held_lease_makes_other_writers_wait_then_time_out(redis_server: RedisServer, tmp_path: Path) -> None:
     store, log_uri = PlainPutLogStore(), table(tmp_path)
     with make_lock(redis_server.url) as lock, make_lock(redis_server.url, acquire_timeout="500ms") as other:
         with lock.lease(store, log_uri):
@@ -214,9 +209,7 @@ class LostReplyClient:
         return self.real.hgetall(key)
 
 
-def inject_lost_claim_reply(
-    lock: RedisCommitLock, claim_lands: bool, readback_fails: bool
-) -> LostReplyClient:
+def inject_lost_claim_reply(lock: RedisCommitLock, claim_lands: bool, readback_fails: bool) -> LostReplyClient:
     scripts = lock._scripts()
     real_claim = scripts["claim"]
     fake = LostReplyClient(lock._client(), claim_lands, readback_fails)
@@ -232,9 +225,7 @@ def inject_lost_claim_reply(
     return fake
 
 
-def test_claim_whose_reply_was_lost_is_read_back_and_published(
-    redis_server: RedisServer, tmp_path: Path
-) -> None:
+def test_claim_whose_reply_was_lost_is_read_back_and_published(redis_server: RedisServer, tmp_path: Path) -> None:
     store, log_uri = PlainPutLogStore(), table(tmp_path)
     with make_lock(redis_server.url) as setup:
         setup.write_commit(store, log_uri, 0, commit_lines("a"))
@@ -290,9 +281,7 @@ def test_recreated_table_needs_forget(redis_server: RedisServer, tmp_path: Path)
     assert read_markers(store, log_uri) == {0: ["new"]}
 
 
-def test_commit_file_written_around_the_lock_is_not_taken_for_ours(
-    redis_server: RedisServer, tmp_path: Path
-) -> None:
+def test_commit_file_written_around_the_lock_is_not_taken_for_ours(redis_server: RedisServer, tmp_path: Path) -> None:
     class Sneaky(PlainPutLogStore):
         """Fault injection: a writer that ignores the lock writes N.json just before us."""
 
@@ -312,9 +301,7 @@ def test_commit_file_written_around_the_lock_is_not_taken_for_ours(
     assert temp_files(log_uri) == []
 
 
-def test_a_generator_of_many_lines_is_streamed_through_the_temp_file(
-    redis_server: RedisServer, tmp_path: Path
-) -> None:
+def test_a_generator_of_many_lines_is_streamed_through_the_temp_file(redis_server: RedisServer, tmp_path: Path) -> None:
     store, log_uri = PlainPutLogStore(), table(tmp_path)
     lines = (json.dumps({"add": {"path": f"part-{i}.parquet"}}) for i in range(20_000))
     with make_lock(redis_server.url) as lock:
@@ -363,3 +350,19 @@ def test_first_claim_after_redis_lost_its_data_waits_one_lease(
     finally:
         server.stop()
     assert read_markers(store, log_uri) == {0: ["a"], 1: ["b"], 2: ["c"]}
+
+
+def test_tls_with_a_ca_bundle(redis_tls_server: RedisServer, tmp_path: Path) -> None:
+    store, log_uri = PlainPutLogStore(), table(tmp_path)
+    with make_lock(redis_tls_server.url) as lock:  # rediss://:pw@host/0?ssl_ca_certs=...
+        assert lock.config.tls
+        lock.write_commit(store, log_uri, 0, commit_lines("a"))
+    untrusted = redis_tls_server.url.split("?")[0]  # the system CAs do not know the test CA
+    plain = untrusted.replace("rediss://", "redis://")  # no TLS at all
+    for uri in (untrusted, plain):
+        with make_lock(uri, connect_timeout="2s", socket_timeout="2s") as lock:
+            with pytest.raises(LockUnavailableError) as info:
+                lock.write_commit(store, log_uri, 1, commit_lines("b"))
+            assert "tls-redis-pw" not in str(info.value)
+    assert read_markers(store, log_uri) == {0: ["a"]}
+    assert temp_files(log_uri) == []

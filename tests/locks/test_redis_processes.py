@@ -28,9 +28,7 @@ def lock_uri(server: RedisServer, lease_ttl: str = "1s") -> str:
     return f"{server.url}?lease_ttl={lease_ttl}&acquire_timeout=60s&key_prefix={PREFIX}"
 
 
-def spawn(
-    uri: str, log_uri: str, name: str, count: int = 1, pause_at: str | None = None
-) -> subprocess.Popen[str]:
+def spawn(uri: str, log_uri: str, name: str, count: int = 1, pause_at: str | None = None) -> subprocess.Popen[str]:
     command = [
         sys.executable,
         "-m",
@@ -157,9 +155,7 @@ def test_redis_restarted_after_a_claim_gives_lock_lost_and_publishes_nothing(
     lock.close()
 
 
-def test_redis_restarted_while_publishing_is_a_success_counted_once(
-    own_redis: RedisServer, tmp_path: Path
-) -> None:
+def test_redis_restarted_while_publishing_is_a_success_counted_once(own_redis: RedisServer, tmp_path: Path) -> None:
     store, log_uri = PlainPutLogStore(), table(tmp_path)
     lock = make_lock(own_redis.url)
     lock.write_commit(store, log_uri, 0, commit_lines("init"))
