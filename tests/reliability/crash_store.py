@@ -185,7 +185,6 @@ class CrashingLocalLogStore(LocalLogStore):
     """The local store, plus crash points (see the module docstring)."""
 
     name = "crashing-local"
-    schemes = ()
 
     def __init__(self, options: Any = None, points: CrashPoints | None = None) -> None:
         super().__init__(options)

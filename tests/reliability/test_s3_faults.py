@@ -44,8 +44,12 @@ def table(reliability_moto: ServerProcess) -> str:
 
 @pytest.fixture
 def proxy(reliability_moto: ServerProcess) -> Iterator[FaultProxy]:
-    with FaultProxy(reliability_moto.url) as running:
+    running = FaultProxy(reliability_moto.url)
+    running.start()
+    try:
         yield running
+    finally:
+        running.stop()
 
 
 def _log(uri: str, endpoint: str, **extra: str) -> DeltaLog:
@@ -157,7 +161,7 @@ def test_ambiguous_publish_is_resolved_by_txn_id_not_rewritten(
     AmbiguousWriteError, finds its txnId in N.json and reports N -- no N+1 with the same data."""
     _create(table, reliability_moto.url)
     log = _log(table, proxy.url, DELTALOG_RETRY_MAX_ATTEMPTS="1")
-    extra = {"status": 500, "body": INTERNAL, "headers": XML} if kind == "error_after" else {}
+    extra: dict[str, Any] = {"status": 500, "body": INTERNAL, "headers": XML} if kind == "error_after" else {}
     fault = proxy.add(Fault(kind, times=1, **_put(path_contains="00000000000000000001.json"), **extra))
     version, txn_id, stats = _commit(log, "once")
     assert fault.hits == 1
