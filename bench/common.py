@@ -2,6 +2,7 @@
 
 - :func:`make_checkpointed_table` builds a table of ``n`` files fast: commit 0 (protocol and
   metadata) and a checkpoint at version 1 written straight from Arrow arrays.
+- :func:`make_commit_table` builds a checkpoint-less table of many small commits (JSON replay).
 - :func:`run_isolated` runs a snippet in a fresh Python process and returns its wall time
   and peak RSS (``resource.getrusage``), so runs do not share caches or memory.
 - :func:`print_table` and :func:`write_results` print a small table and save JSON under
@@ -42,9 +43,7 @@ def make_checkpointed_table(path: str, n_files: int, partitions: int = 100) -> N
     from deltalog.txn.snapshot import Snapshot
 
     proto = Protocol(1, 2)
-    md = Metadata(
-        id="bench-0000", schema_string=_SCHEMA, partition_columns=("part",), configuration={}, created_time=1
-    )
+    md = Metadata(id="bench-0000", schema_string=_SCHEMA, partition_columns=("part",), configuration={}, created_time=1)
     store = LocalLogStore()
     log_dir = os.path.join(path, "_delta_log")
     store.write(f"{log_dir}/{0:020d}.json", [action_to_line(proto), action_to_line(md)])
@@ -81,10 +80,73 @@ def make_checkpointed_table(path: str, n_files: int, partitions: int = 100) -> N
     log.checkpoint(snap)
 
 
+def make_commit_table(path: str, commits: int, adds_per_commit: int = 20, partitions: int = 100) -> None:
+    """A checkpoint-less table: commit 0 (protocol, metadata) then ``commits`` commits of
+    ``adds_per_commit`` adds each (every 10th commit also removes one earlier file)."""
+    from deltalog.txn.actions import Metadata, Protocol, action_to_line
+
+    proto = Protocol(1, 2)
+    md = Metadata(id="bench-0000", schema_string=_SCHEMA, partition_columns=("part",), configuration={}, created_time=1)
+    log_dir = os.path.join(path, "_delta_log")
+    os.makedirs(log_dir, exist_ok=True)
+    with open(os.path.join(log_dir, f"{0:020d}.json"), "w") as fh:
+        fh.write(action_to_line(proto) + "\n" + action_to_line(md) + "\n")
+    n = 0
+    for version in range(1, commits + 1):
+        lines = [
+            json.dumps(
+                {
+                    "commitInfo": {
+                        "timestamp": 1_700_000_000_000 + version,
+                        "operation": "WRITE",
+                        "operationParameters": {"mode": "Append"},
+                        "isBlindAppend": True,
+                    }
+                }
+            )
+        ]
+        for _ in range(adds_per_commit):
+            part = n % partitions
+            stats = {"numRecords": 1000, "minValues": {"id": n}, "maxValues": {"id": n + 999}, "nullCount": {"id": 0}}
+            lines.append(
+                json.dumps(
+                    {
+                        "add": {
+                            "path": f"part={part}/part-{n}-c000.snappy.parquet",
+                            "partitionValues": {"part": str(part)},
+                            "size": 1024 * 1024,
+                            "modificationTime": 1_700_000_000_000,
+                            "dataChange": True,
+                            "stats": json.dumps(stats),
+                        }
+                    }
+                )
+            )
+            n += 1
+        if version % 10 == 0:
+            victim = n - adds_per_commit * 5
+            lines.append(
+                json.dumps(
+                    {
+                        "remove": {
+                            "path": f"part={victim % partitions}/part-{victim}-c000.snappy.parquet",
+                            "deletionTimestamp": 1_700_000_000_000 + version,
+                            "dataChange": True,
+                            "partitionValues": {"part": str(victim % partitions)},
+                            "size": 1024 * 1024,
+                        }
+                    }
+                )
+            )
+        with open(os.path.join(log_dir, f"{version:020d}.json"), "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+
+
 def _empty_removes() -> Any:
+    from deltalog.txn.arrow_build import empty_table
     from deltalog.txn.replay import REMOVE_SCHEMA
 
-    return REMOVE_SCHEMA.empty_table()
+    return empty_table(REMOVE_SCHEMA)
 
 
 def run_isolated(code: str, repeat: int = 3, setup: str = "") -> dict[str, float]:
@@ -95,8 +157,18 @@ def run_isolated(code: str, repeat: int = 3, setup: str = "") -> dict[str, float
         "_t00 = time.perf_counter()\n" + setup + "\n"
         "_t0 = time.perf_counter()\n" + code + "\n"
         "_t1 = time.perf_counter()\n"
+        # Peak RSS of this process only: VmHWM (ru_maxrss would also count the parent's RSS,
+        # which Linux carries over into the child's maxrss across fork + exec).
+        "def _peak_mb():\n"
+        "    try:\n"
+        "        for _line in open('/proc/self/status'):\n"
+        "            if _line.startswith('VmHWM:'):\n"
+        "                return int(_line.split()[1]) / 1024\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
         "print(json.dumps({'seconds': _t1 - _t0, 'with_imports': _t1 - _t00, "
-        "'peak_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
+        "'peak_mb': _peak_mb()}))\n"
     )
     best: dict[str, float] | None = None
     for _ in range(repeat):
