@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 READ_BATCH_ROWS = 32_768
 _SMALL = ("protocol", "metaData", "txn", "domainMetadata", "checkpointMetadata", "sidecar")
-_FILE_LINE_PREFIXES = ('{"add":{', '{"remove":{')
+_FILE_LINE_PREFIXES = ('{"add":', '{"remove":')
 
 
 def _adds_out(adds: pa.Table) -> pa.Table:

@@ -127,7 +127,7 @@ _JSON_SCHEMA = pa.schema(
         ("remove", pa.struct([f for f in REMOVE_SCHEMA if f.type != STRING_MAP])),
     ]
 )
-_FILE_LINE_PREFIXES = ('{"add":{', '{"remove":{')
+_FILE_LINE_PREFIXES = ('{"add":', '{"remove":')
 _CHUNK_BYTES = 8 << 20
 
 
@@ -233,20 +233,21 @@ def key_column(table: pa.Table) -> pa.Array:
 def _key_and_path(table: pa.Table) -> tuple[pa.Array, pa.Array]:
     path = _decode_paths(table.column("path"))
     empty = string_scalar("")
+    sep = string_scalar("\x1f")
     dv = _combine(table.column("deletionVector"))
     if dv.null_count == len(dv):
-        return pc.binary_join_element_wise(path, empty, "\x1f"), path
+        return pc.binary_join_element_wise(path, empty, sep), path
     storage = pc.struct_field(dv, "storageType")
     inline = pc.struct_field(dv, "pathOrInlineDv")
     offset = pc.struct_field(dv, "offset")
     offset_str = pc.if_else(
         pc.is_null(offset),
         empty,
-        pc.binary_join_element_wise(string_scalar("@"), pc.cast(offset, pa.string()), ""),
+        pc.binary_join_element_wise(string_scalar("@"), pc.cast(offset, pa.string()), empty),
     )
-    dv_id = pc.binary_join_element_wise(storage, inline, offset_str, "")
+    dv_id = pc.binary_join_element_wise(storage, inline, offset_str, empty)
     dv_id = pc.if_else(pc.is_null(dv), empty, pc.fill_null(dv_id, empty))
-    return _combine(pc.binary_join_element_wise(path, dv_id, "\x1f")), path
+    return _combine(pc.binary_join_element_wise(path, dv_id, sep)), path
 
 
 # -- parsing commit lines -------------------------------------------------------------------
@@ -493,11 +494,20 @@ class FileSource(TypingProtocol):
 
 
 def _newest_per_key(adds: pa.Table, removes: pa.Table) -> tuple[pa.Table, pa.Table]:
-    keys = pa.chunked_array(adds.column(KEY).chunks + removes.column(KEY).chunks, pa.string())
+    keys = pa.concat_arrays([_combine(adds.column(KEY)), _combine(removes.column(KEY))])
     if len(keys) == len(pc.unique(keys)):
         return adds, removes
-    both = pa.concat_tables([adds.select([KEY, ORDER]), removes.select([KEY, ORDER])])
-    winners = both.group_by(KEY, use_threads=False).aggregate([(ORDER, "max")]).column(f"{ORDER}_max")
+    orders = pa.concat_arrays([_combine(adds.column(ORDER)), _combine(removes.column(ORDER))])
+    # sort by (key, order); the last row of each run of equal keys is the newest action
+    idx = pc.sort_indices(
+        pa.table({"k": keys, "o": orders}), sort_keys=[("k", "ascending"), ("o", "ascending")]
+    )
+    sorted_keys = keys.take(idx)
+    n = len(sorted_keys)
+    last = pa.concat_arrays(
+        [pc.not_equal(sorted_keys.slice(0, n - 1), sorted_keys.slice(1)), pc.invert(false_array(1))]
+    )
+    winners = orders.take(idx).filter(last)
     return (
         adds.filter(pc.is_in(adds.column(ORDER), value_set=winners)),
         removes.filter(pc.is_in(removes.column(ORDER), value_set=winners)),
