@@ -131,6 +131,7 @@ class DeltaLog:
         for status in commits:
             version = int(status.name[:20])
             batch.add_lines(version, self._read_lines(status.path, version), status.path)
+        batch.parse()  # a bad line fails the load, naming its file and line
 
     # -- snapshots ----------------------------------------------------------------------
 

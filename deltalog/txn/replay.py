@@ -24,6 +24,7 @@ Replay is columnar end to end:
 from __future__ import annotations
 
 import json
+import threading
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -450,13 +451,40 @@ class CommitBatch:
             else:
                 self.add_raw(version, action_to_dict(action), n)
 
+    _parsed: tuple[pa.Table, pa.Table] | None = None
+    _num_parsed: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
     @property
     def num_file_actions(self) -> int:
-        return len(self.file_lines)
+        return len(self.file_lines) + self._num_parsed
 
     @property
     def has_file_actions(self) -> bool:
-        return bool(self.file_lines)
+        return self.num_file_actions > 0
+
+    def parse(self) -> CommitBatch:
+        """Parse the file-action lines now (raising :class:`CorruptLogError` for a bad one)
+        and keep the Arrow tables instead of the text."""
+        with self._lock:
+            self._parse_locked()
+        return self
+
+    def _parse_locked(self) -> None:
+        if self.file_lines:
+            adds, removes = parse_file_lines(self.file_lines, self.line_numbers, self.sources)
+            if self._parsed is not None:
+                offset = pc.add(adds.column(ORDER), int64_scalar(self._num_parsed))
+                adds = adds.set_column(adds.schema.get_field_index(ORDER), ORDER, offset)
+                offset = pc.add(removes.column(ORDER), int64_scalar(self._num_parsed))
+                removes = removes.set_column(removes.schema.get_field_index(ORDER), ORDER, offset)
+                adds = pa.concat_tables([self._parsed[0], adds])
+                removes = pa.concat_tables([self._parsed[1], removes])
+            self._parsed = (adds, removes)
+            self._num_parsed += len(self.file_lines)
+            self.file_lines = []
+            self.line_numbers = array("i")
+            self.sources = []
 
     @classmethod
     def concat_files(cls, batches: Sequence[CommitBatch]) -> CommitBatch:
@@ -465,6 +493,27 @@ class CommitBatch:
             return batches[0]
         merged = cls()
         for batch in batches:
+            if batch._parsed is not None:
+                batch.parse()
+                merged.parse()
+                assert batch._parsed is not None
+                adds, removes = batch._parsed
+                shift = int64_scalar(merged._num_parsed)
+                adds = adds.set_column(
+                    adds.schema.get_field_index(ORDER), ORDER, pc.add(adds.column(ORDER), shift)
+                )
+                removes = removes.set_column(
+                    removes.schema.get_field_index(ORDER), ORDER, pc.add(removes.column(ORDER), shift)
+                )
+                if merged._parsed is None:
+                    merged._parsed = (adds, removes)
+                else:
+                    merged._parsed = (
+                        pa.concat_tables([merged._parsed[0], adds]),
+                        pa.concat_tables([merged._parsed[1], removes]),
+                    )
+                merged._num_parsed += batch._num_parsed
+                continue
             offset = len(merged.file_lines)
             merged.sources.extend(_Source(s.start + offset, s.path) for s in batch.sources)
             merged.file_lines.extend(batch.file_lines)
@@ -473,7 +522,10 @@ class CommitBatch:
 
     def tables(self) -> tuple[pa.Table, pa.Table]:
         """(adds, removes) of the batch, each with the key and the log order."""
-        adds, removes = parse_file_lines(self.file_lines, self.line_numbers, self.sources)
+        self.parse()
+        if self._parsed is None:
+            return _with_key(_empty_ordered(ADD_SCHEMA)), _with_key(_empty_ordered(REMOVE_SCHEMA))
+        adds, removes = self._parsed
         return _with_key(adds), _with_key(removes)
 
 
