@@ -24,13 +24,15 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql import functions as F
 
     from deltalog.contrib.spark import register
 
     spark = (
-        SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-        .config("spark.sql.parquet.compression.codec", "snappy").getOrCreate()
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.parquet.compression.codec", "snappy")
+        .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
@@ -68,6 +70,34 @@ def main() -> int:
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+# -- the ``python -m bench`` protocol (bench/report.py) -----------------------------------
+
+WORKLOADS = ("PySpark local[2] write through the deltalog data source",)
+SIZES = {"small": (100_000, 1), "full": (5_000_000, 2)}
+
+
+def run(size: str) -> list[object]:
+    """Run this script in a fresh process (its own Spark session) and report the ratio to
+    ``df.write.parquet`` (delta-rs has no Spark writer, so plain Parquet is the baseline)."""
+    import subprocess
+
+    from bench.report import Result
+
+    rows, repeat = SIZES[size]
+    proc = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--rows", str(rows), "--repeat", str(repeat)],
+        capture_output=True, text=True, check=True, timeout=3600,
+    )
+    data = json.loads(proc.stdout[proc.stdout.index("{"):])
+    return [
+        Result(
+            WORKLOADS[0], "s", data["deltalog_s"], None, data["parquet_s"], target_ratio=1.15,
+            baseline="parquet", details=data,
+            notes=f"{rows:,} rows, best of {repeat}, vs df.write.parquet in the same Spark session",
+        )
+    ]
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ def test_small_benchmark_writes_the_report(tmp_path: Path) -> None:
     modules = discover()
     assert {m.__name__ for m in modules} >= {
         "bench.commit_latency", "bench.append_1row", "bench.append_throughput",
-        "bench.snapshot_load", "bench.checkpoint_write",
+        "bench.snapshot_load", "bench.checkpoint_write", "bench.spark_write", "bench.s3_requests",
     }
     rows = [line for line in report.splitlines() if line.startswith("| ") and not line.startswith("| workload")]
     workloads = {line.split("|")[1].strip() for line in rows}
@@ -36,7 +36,8 @@ def test_small_benchmark_writes_the_report(tmp_path: Path) -> None:
     data = json.loads((out / "results.json").read_text())
     for result in data["results"]:
         assert result["error"] is None, result
-        assert result["deltalog"] is not None and result["delta_rs"] is not None, result
+        baseline = result["parquet"] if result["baseline"] == "parquet" else result["delta_rs"]
+        assert result["deltalog"] is not None and baseline is not None, result
     throughput = next(r for r in data["results"] if r["workload"].startswith("concurrent appends"))
     assert throughput["details"]["deltalog"]["lost"] == 0
     assert throughput["details"]["deltalog"]["failed"] == 0
