@@ -169,6 +169,9 @@ def _struct_to_map(col: pa.StructArray, *, drop_null_values: bool = False) -> pa
         empty = string_array([])
         return pa.MapArray.from_arrays(offsets, empty, empty, mask=mask)
     names = string_array([col.type.field(i).name for i in range(k)])
+    if any(pa.types.is_timestamp(col.type.field(i).type) for i in range(k)):
+        # pyarrow.json infers date-like strings ("2024-01-01") as timestamps: the text is lost
+        raise pa.ArrowInvalid("a map value was inferred as a timestamp; the original text is needed")
     children = [c if c.type == pa.string() else c.cast(pa.string()) for c in col.flatten()]
     # row i, field j sits at j*n + i in the concatenation; the map wants row-major order
     order = (np.arange(k, dtype=np.int64)[None, :] * n + np.arange(n, dtype=np.int64)[:, None]).ravel()
