@@ -9,18 +9,38 @@ transaction engine cannot see the rows, so it refuses a commit that adds data fi
 - ``CHECK`` constraints: table properties ``delta.constraints.<name> = <SQL expression>``.
 - Invariants: a field's metadata ``delta.invariants`` holds
   ``{"expression": {"expression": "<SQL expression>"}}`` (nested fields by their path).
+
+Writers evaluate them on their Arrow data before writing files with
+:func:`check_constraints` (the SQL subset and its semantics are in
+:mod:`deltalog.txn.constraint_sql`). As in Delta's checker (``CheckDeltaInvariant``), a
+row violates a constraint when its expression is ``false`` *or* ``NULL``; a column the
+data lacks is ``NULL``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+from deltalog.errors import DeltaError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 from deltalog.txn.actions import Metadata
+from deltalog.txn.constraint_sql import Expr, UnsupportedConstraintError, column_paths, evaluate, parse_expression
 
-__all__ = ["Constraint", "table_constraints"]
+__all__ = [
+    "CompiledConstraint",
+    "Constraint",
+    "ConstraintViolationError",
+    "UnsupportedConstraintError",
+    "check_constraints",
+    "compile_constraints",
+    "table_constraints",
+]
 
 
 @dataclass(frozen=True)
@@ -63,3 +83,100 @@ def table_constraints(metadata: Metadata) -> list[Constraint]:
             expression = str(raw)
         found.append(Constraint(f"invariant on {path}", str(expression), "invariant", path))
     return found
+
+
+class ConstraintViolationError(DeltaError, ValueError):
+    """Rows break a CHECK constraint or a column invariant; nothing should be written."""
+
+    def __init__(
+        self, constraint: Constraint, violations: int, total: int, row_index: int, values: dict[str, Any]
+    ) -> None:
+        self.constraint = constraint
+        self.violations = violations
+        self.row_index = row_index
+        self.values = values
+        shown = "\n".join(f" - {k} : {v!r}" for k, v in values.items()) or " (no columns)"
+        what = "CHECK constraint" if constraint.kind == "check" else "invariant"
+        name = constraint.name if constraint.kind == "check" else (constraint.column or constraint.name)
+        super().__init__(
+            f"{what} {name} ({constraint.expression}) violated by {violations} of {total} row(s) "
+            f"(false or NULL); the first, row {row_index}, has values:\n{shown}\n"
+            "Nothing was written for these rows: fix the data, or drop the constraint from the table."
+        )
+
+
+@dataclass(frozen=True)
+class CompiledConstraint:
+    """A constraint parsed once, ready to evaluate on Arrow data."""
+
+    constraint: Constraint
+    expr: Expr = field(repr=False)
+    columns: tuple[tuple[str, ...], ...] = ()
+
+    def evaluate(self, data: pa.Table | pa.RecordBatch) -> pa.ChunkedArray | pa.Array:
+        """The expression's value on every row (boolean, nulls where it is NULL)."""
+        import pyarrow as pa
+
+        value = evaluate(self.expr, data, self.constraint.expression)
+        if isinstance(value, pa.Scalar):
+            value = pa.repeat(value, data.num_rows)
+        if not (pa.types.is_boolean(value.type) or pa.types.is_null(value.type)):
+            raise UnsupportedConstraintError(
+                self.constraint.expression, f"an expression of type {value.type} (a constraint must be a boolean)"
+            )
+        return value.cast(pa.bool_()) if pa.types.is_null(value.type) else value
+
+
+ConstraintLike = Union[Constraint, CompiledConstraint, str]  # noqa: UP007 (a runtime alias)
+
+
+def _compile(c: ConstraintLike) -> CompiledConstraint:
+    if isinstance(c, CompiledConstraint):
+        return c
+    if isinstance(c, str):
+        c = Constraint(c, c, "check")
+    expr = parse_expression(c.expression)
+    return CompiledConstraint(c, expr, tuple(column_paths(expr)))
+
+
+def compile_constraints(constraints: Iterable[ConstraintLike] | Metadata) -> list[CompiledConstraint]:
+    """Parse every constraint (of a table's ``Metadata``, or given); raises
+    :class:`UnsupportedConstraintError` for one outside the SQL subset. Writers call this
+    when they plan a write, so an unsupported constraint refuses the write up front."""
+    items = table_constraints(constraints) if isinstance(constraints, Metadata) else constraints
+    return [_compile(c) for c in items]
+
+
+def _row_values(data: pa.Table | pa.RecordBatch, paths: Sequence[tuple[str, ...]], index: int) -> dict[str, Any]:
+    from deltalog.txn.constraint_sql import _column
+
+    one = data.slice(index, 1)
+    out: dict[str, Any] = {}
+    for path in paths:
+        value = _column(one, path)
+        out[".".join(path)] = value[0].as_py() if len(value) else None
+    return out
+
+
+def check_constraints(
+    data: pa.Table | pa.RecordBatch, constraints: Iterable[ConstraintLike] | Metadata
+) -> None:
+    """Raise :class:`ConstraintViolationError` when a row of ``data`` violates one of
+    ``constraints`` (a row violates a constraint when its expression is ``false`` or
+    ``NULL``), naming the constraint, its expression, how many rows break it and the values
+    of the columns it reads in the first such row. :class:`UnsupportedConstraintError`
+    when an expression is outside the supported SQL subset."""
+    import pyarrow.compute as pc
+
+    compiled = compile_constraints(constraints)
+    if not compiled or data.num_rows == 0:
+        return
+    total = data.num_rows
+    for cc in compiled:
+        ok = pc.fill_null(cc.evaluate(data), False)
+        if pc.all(ok).as_py():
+            continue
+        bad = pc.invert(ok)
+        count = int(pc.sum(bad.cast("int64")).as_py() or 0)
+        first = int(pc.index(bad, True).as_py())
+        raise ConstraintViolationError(cc.constraint, count, total, first, _row_values(data, cc.columns, first))
