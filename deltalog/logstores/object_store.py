@@ -14,7 +14,7 @@ import threading
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from deltalog.logstores.base import FileStatus, LogStore, split_uri
 from deltalog.logstores.errors import LogStoreConfigError, LogStoreError
@@ -58,6 +58,10 @@ class ObjectLogStore(LogStore):
 
     #: Extra aliases of ``DELTALOG_RETRY_MAX_ATTEMPTS`` (``AWS_MAX_ATTEMPTS``, ...).
     retry_attempt_options: tuple[str, ...] = ()
+    #: An object becomes visible only when its upload completes (single PUT, multipart
+    #: completion, committed block list, finalized upload), so whole files written
+    #: through the data filesystem (checkpoints) need no temp name and copy.
+    atomic_file_writes: ClassVar[bool] = True
 
     def __init__(self, options: Mapping[str, object] | None = None) -> None:
         super().__init__(options)
