@@ -16,15 +16,36 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DeltaTable", "register"]
+__all__ = ["DeltaTable", "activate", "register"]
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``deltalog`` data source in ``spark`` (and enable filter pushdown)."""
+    """Register the ``deltalog`` data source in ``spark`` and make ``spark`` the calling
+    thread's active session.
+
+    Spark resolves ``format("deltalog")`` in the JVM thread's *active* session, a
+    thread-local: the JVM thread behind a new Python thread (PySpark's pinned-thread mode)
+    has none, even under ``InheritableThread``, so a write from a thread fails with
+    ``DATA_SOURCE_NOT_FOUND`` although the source is registered. Call ``register(spark)``
+    (or :func:`activate`) at the start of every thread that reads or writes ``deltalog``.
+    """
     from deltalog.contrib.spark.source import DeltaLogDataSource
 
+    activate(spark)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(DeltaLogDataSource)
+
+
+def activate(spark: SparkSession) -> None:
+    """Make ``spark`` the active session of the calling thread, in Python and in the JVM
+    (where Spark looks up registered Python data sources). Cheap; safe to call often."""
+    from pyspark.sql import SparkSession as _Session
+
+    _Session._activeSession = spark
+    jvm = getattr(spark, "_jvm", None)
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jvm is not None and jsession is not None:  # classic PySpark (Spark Connect has no JVM here)
+        jvm.SparkSession.setActiveSession(jsession)
 
 
 def __getattr__(name: str) -> Any:

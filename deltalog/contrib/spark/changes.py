@@ -39,8 +39,7 @@ def change_files(delta_log: DeltaLog, start: int, end: int | None) -> list[FileT
     end = latest if end is None else min(end, latest)
     if start < 0 or start > end:
         raise DeltaAnalysisError(
-            f"startingVersion {start} is after endingVersion/latest version {end}; "
-            f"choose versions in 0..{latest}"
+            f"startingVersion {start} is after endingVersion/latest version {end}; choose versions in 0..{latest}"
         )
     snap = delta_log.snapshot(end)
     if not snap.properties.enable_change_data_feed:
@@ -60,9 +59,7 @@ def change_files(delta_log: DeltaLog, start: int, end: int | None) -> list[FileT
         for a in actions:
             if isinstance(a, AddFile) and a.data_change:
                 dv = None if a.deletion_vector is None else a.deletion_vector.to_dict()
-                out.append(
-                    FileToRead(a.path, a.partition_values, a.size, dv, {**consts, "_change_type": "insert"})
-                )
+                out.append(FileToRead(a.path, a.partition_values, a.size, dv, {**consts, "_change_type": "insert"}))
             elif isinstance(a, RemoveFile) and a.data_change:
                 dv = None if a.deletion_vector is None else a.deletion_vector.to_dict()
                 out.append(

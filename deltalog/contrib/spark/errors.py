@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from deltalog.errors import DeltaError
+from deltalog.txn.vacuum import VacuumRetentionError
 
 __all__ = [
     "DeltaAnalysisError",
@@ -37,7 +38,3 @@ class DeltaAnalysisError(DeltaSparkError, ValueError):
 
 class MergeCardinalityError(DeltaSparkError):
     """A MERGE matched one target row with several source rows (Delta refuses this too)."""
-
-
-class VacuumRetentionError(DeltaSparkError, ValueError):
-    """VACUUM was asked to keep less history than ``delta.deletedFileRetentionDuration``."""

@@ -26,9 +26,10 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from deltalog.contrib.spark.partitioning import partition_directory, partition_value_to_string
-from deltalog.contrib.spark.stats import StatsCollector
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.actions import AddCDCFile, AddFile, action_to_line, decode_path, encode_path, parse_line
+from deltalog.txn.constraints import Constraint
+from deltalog.txn.file_stats import StatsCollector
 
 __all__ = ["CDC_TYPE_COLUMN", "WriteSpec", "delete_files", "write_batches"]
 
@@ -55,6 +56,8 @@ class WriteSpec:
     tight_bounds: bool | None = None
     data_change: bool = True
     prefix: str = "part"
+    #: Constraints each task checks on its rows before writing them (data-source writes).
+    constraints: tuple[Constraint, ...] = ()
 
 
 @dataclass
@@ -121,9 +124,7 @@ class _TaskWriter:
         file_schema = self._file_schema(schema, cdc)
         writer = pq.ParquetWriter(sink, file_schema, compression="snappy")
         stats_schema = pa.schema([f for f in file_schema if f.name != CDC_TYPE_COLUMN])
-        handle = _OpenFile(
-            writer, sink, relative, values, StatsCollector(stats_schema, self.spec.num_indexed_cols)
-        )
+        handle = _OpenFile(writer, sink, relative, values, StatsCollector(stats_schema, self.spec.num_indexed_cols))
         self.open[key] = handle
         return handle
 
@@ -135,9 +136,7 @@ class _TaskWriter:
         cdc = key[0]
         action: AddFile | AddCDCFile
         if cdc:
-            action = AddCDCFile(
-                path=encode_path(handle.relative), partition_values=handle.partition_values, size=size
-            )
+            action = AddCDCFile(path=encode_path(handle.relative), partition_values=handle.partition_values, size=size)
         else:
             action = AddFile(
                 path=encode_path(handle.relative),
@@ -152,11 +151,7 @@ class _TaskWriter:
     # -- rows ------------------------------------------------------------------------
 
     def _to_file_columns(self, table: pa.Table, cdc: bool) -> pa.Table:
-        keep = [
-            n
-            for n in table.column_names
-            if n not in self.spec.partition_columns and (cdc or n != CDC_TYPE_COLUMN)
-        ]
+        keep = [n for n in table.column_names if n not in self.spec.partition_columns and (cdc or n != CDC_TYPE_COLUMN)]
         table = table.select(keep)
         if self.spec.physical_names:
             table = table.rename_columns([self.spec.physical_names.get(n, n) for n in keep])
@@ -180,8 +175,7 @@ class _TaskWriter:
                 mask = term if mask is None else pc.and_(mask, term)
             part = table.filter(mask)
             key = tuple(
-                partition_value_to_string(combo[c], self.spec.partition_types.get(c, "string")) or None
-                for c in cols
+                partition_value_to_string(combo[c], self.spec.partition_types.get(c, "string")) or None for c in cols
             )
             self._append((cdc, key), part)
 
@@ -213,9 +207,7 @@ class _TaskWriter:
                 handle.sink.close()
             except Exception:  # best effort: the file is unreferenced either way
                 log.debug("closing %s after a failure", handle.relative, exc_info=True)
-            self.done.append(
-                action_to_line(AddCDCFile(path=encode_path(handle.relative), partition_values={}, size=0))
-            )
+            self.done.append(action_to_line(AddCDCFile(path=encode_path(handle.relative), partition_values={}, size=0)))
         self.open.clear()
         delete_files(self.spec, self.done)
 
@@ -225,6 +217,9 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
 
     On an error the task's files are deleted (best effort) and the error propagates.
     """
+    from deltalog.contrib.spark.constraints import task_checker
+
+    check = task_checker(spec.constraints)
     writer = _TaskWriter(spec, task_id)
     try:
         for batch in batches:
@@ -232,9 +227,14 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
             if CDC_TYPE_COLUMN in table.column_names:
                 flag = table[CDC_TYPE_COLUMN]
                 is_cdc = pc.is_valid(flag)
-                writer.write_table(table.filter(pc.invert(is_cdc)), cdc=False)
+                rows = table.filter(pc.invert(is_cdc))
+                if check is not None:
+                    check(rows.drop_columns([CDC_TYPE_COLUMN]))
+                writer.write_table(rows, cdc=False)
                 writer.write_table(table.filter(is_cdc), cdc=True)
             else:
+                if check is not None:
+                    check(table)
                 writer.write_table(table, cdc=False)
         return writer.finish()
     except BaseException:

@@ -60,9 +60,7 @@ class DeltaMergeBuilder:
         self._matched: list[_Clause] = []
         self._not_matched: list[_Clause] = []
 
-    def whenMatchedUpdate(
-        self, condition: Any = None, set: Mapping[str, Any] | None = None
-    ) -> DeltaMergeBuilder:
+    def whenMatchedUpdate(self, condition: Any = None, set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
         if not set:
             raise DeltaAnalysisError("whenMatchedUpdate needs set={column: expression}")
         self._matched.append(_Clause("update", condition, set))
@@ -76,9 +74,7 @@ class DeltaMergeBuilder:
         self._matched.append(_Clause("delete", condition, {}))
         return self
 
-    def whenNotMatchedInsert(
-        self, condition: Any = None, values: Mapping[str, Any] | None = None
-    ) -> DeltaMergeBuilder:
+    def whenNotMatchedInsert(self, condition: Any = None, values: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
         if not values:
             raise DeltaAnalysisError("whenNotMatchedInsert needs values={column: expression}")
         self._not_matched.append(_Clause("insert", condition, values))
@@ -99,11 +95,7 @@ class DeltaMergeBuilder:
         snapshot = txn.snapshot
         talias = table._alias or "target"
         files = list(txn.filter_files())
-        target = (
-            files_dataframe(spark, table._log, snapshot, files)
-            .withColumn(_T_PRESENT, F.lit(True))
-            .alias(talias)
-        )
+        target = files_dataframe(spark, table._log, snapshot, files).withColumn(_T_PRESENT, F.lit(True)).alias(talias)
         columns = [c for c in target.columns if c not in (FILE_COLUMN, ROW_INDEX_COLUMN, _T_PRESENT)]
         source = self._source.withColumn(_S_PRESENT, F.lit(True))
         cond = _expr(self._condition)
@@ -142,11 +134,7 @@ class DeltaMergeBuilder:
             action = chain(action, w, f"{c.kind[0]}{i}")
         action = chain(action, t_present, "copy")
         for i, c in enumerate(self._not_matched):
-            w = (
-                ~t_present
-                if c.condition is None
-                else ~t_present & F.coalesce(_expr(c.condition), F.lit(False))
-            )
+            w = ~t_present if c.condition is None else ~t_present & F.coalesce(_expr(c.condition), F.lit(False))
             action = chain(action, w, f"i{i}")
         joined = joined.withColumn(_ACTION, action.otherwise(F.lit("drop")))
 
@@ -164,9 +152,7 @@ class DeltaMergeBuilder:
             for name, e in clause.assignments.items():
                 key = lowered.get(name.split(".")[-1].lower())
                 if key is None:
-                    raise DeltaAnalysisError(
-                        f"MERGE assigns {name!r}, which is not a table column ({columns})"
-                    )
+                    raise DeltaAnalysisError(f"MERGE assigns {name!r}, which is not a table column ({columns})")
                 out[key] = _expr(e)
             return out
 
@@ -192,13 +178,9 @@ class DeltaMergeBuilder:
                 old = [F.col(f"{talias}.`{c}`").alias(c) for c in columns]
                 upd = F.col(_ACTION).startswith("u")
                 out = (
-                    out.unionByName(
-                        joined.filter(upd).select(*old, F.lit("update_preimage").alias(CDC_TYPE_COLUMN))
-                    )
+                    out.unionByName(joined.filter(upd).select(*old, F.lit("update_preimage").alias(CDC_TYPE_COLUMN)))
                     .unionByName(
-                        joined.filter(upd).select(
-                            *value_exprs, F.lit("update_postimage").alias(CDC_TYPE_COLUMN)
-                        )
+                        joined.filter(upd).select(*value_exprs, F.lit("update_postimage").alias(CDC_TYPE_COLUMN))
                     )
                     .unionByName(
                         joined.filter(F.col(_ACTION).startswith("d")).select(
@@ -213,6 +195,7 @@ class DeltaMergeBuilder:
                 )
             else:
                 out = out.drop(CDC_TYPE_COLUMN)
+            table._check_constraints(txn, out)
             lines = write_dataframe(out, table._write_spec(snapshot))
         finally:
             joined.unpersist()
@@ -235,8 +218,7 @@ class DeltaMergeBuilder:
         operation = Merge(
             predicate=_text(self._condition),
             matched_predicates=[
-                {"actionType": c.kind, **({"predicate": p} if (p := _text(c.condition)) else {})}
-                for c in self._matched
+                {"actionType": c.kind, **({"predicate": p} if (p := _text(c.condition)) else {})} for c in self._matched
             ],
             not_matched_predicates=[
                 {"actionType": "insert", **({"predicate": p} if (p := _text(c.condition)) else {})}

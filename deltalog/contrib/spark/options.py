@@ -181,9 +181,7 @@ class WriteOptions:
         app_id = _get(options, "txnAppId")
         version = _int(options, "txnVersion")
         if (app_id is None) != (version is None):
-            raise InvalidWriteOptionError(
-                "set both txnAppId and txnVersion for an idempotent write, or neither"
-            )
+            raise InvalidWriteOptionError("set both txnAppId and txnVersion for an idempotent write, or neither")
         replace_where = _get(options, "replaceWhere")
         if replace_where is not None and not overwrite:
             raise InvalidWriteOptionError("replaceWhere needs mode('overwrite')")

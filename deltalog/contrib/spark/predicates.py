@@ -121,8 +121,7 @@ def parse_partition_predicate(text: str) -> list[tuple[str, str, Any]]:
                 i += 1
             else:
                 raise DeltaAnalysisError(
-                    f"only AND is supported between terms of a partition predicate, got {tokens[i][1]!r} "
-                    f"in {text!r}"
+                    f"only AND is supported between terms of a partition predicate, got {tokens[i][1]!r} in {text!r}"
                 )
     if not filters:
         raise DeltaAnalysisError("the predicate is empty")

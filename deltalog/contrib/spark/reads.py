@@ -78,9 +78,7 @@ def _logical_column(arr: pa.ChunkedArray | pa.Array, delta_type: Any, target: pa
                 names.append(target_field.name)
             mask = chunk.is_null() if chunk.null_count else None
             out_chunks.append(pa.StructArray.from_arrays(children, names=names, mask=mask))
-        return (
-            pa.chunked_array(out_chunks, type=target) if isinstance(arr, pa.ChunkedArray) else out_chunks[0]
-        )
+        return pa.chunked_array(out_chunks, type=target) if isinstance(arr, pa.ChunkedArray) else out_chunks[0]
     if arr.type != target:
         return arr.cast(target, safe=False)
     return arr
@@ -94,9 +92,7 @@ def _dv_mask(store: LogStore, table_uri: str, dv: Mapping[str, Any], num_rows: i
     return keep_mask(num_rows, deleted)
 
 
-def read_file(
-    spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequence[str] | None = None
-) -> pa.Table:
+def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequence[str] | None = None) -> pa.Table:
     """Read one file as a table in ``spec.output_schema`` (logical names)."""
     assert spec.output_schema is not None
     schema = json.loads(spec.schema_json)
@@ -106,22 +102,14 @@ def read_file(
     wanted = [f.name for f in spec.output_schema]
     data_cols = [n for n in wanted if n in fields_by_name and n not in spec.partition_columns]
     physical = {
-        n: (
-            (fields_by_name[n].get("metadata") or {}).get(_PHYS, n)
-            if spec.column_mapping_mode != "none"
-            else n
-        )
+        n: ((fields_by_name[n].get("metadata") or {}).get(_PHYS, n) if spec.column_mapping_mode != "none" else n)
         for n in data_cols
     }
     with fs.open_input_file(store.fs_path(uri)) as handle:
         pf = pq.ParquetFile(handle)
         present = set(pf.schema_arrow.names)
         read_cols = [physical[n] for n in data_cols if physical[n] in present]
-        if (
-            item.constants.get("_change_type") is None
-            and "_change_type" in present
-            and "_change_type" in wanted
-        ):
+        if item.constants.get("_change_type") is None and "_change_type" in present and "_change_type" in wanted:
             read_cols.append("_change_type")
         table = pf.read(columns=read_cols, use_threads=False)
     num_rows = table.num_rows if read_cols else pf.metadata.num_rows

@@ -86,9 +86,7 @@ def _may_match(add: AddFile, stats: Mapping[str, Any], term: Term, type_name: st
     if op == "isnull":
         return not (isinstance(nulls, int) and nulls == 0)
     if op == "notnull":
-        return not (
-            isinstance(nulls, int) and isinstance(num, int) and nulls >= num and add.deletion_vector is None
-        )
+        return not (isinstance(nulls, int) and isinstance(num, int) and nulls >= num and add.deletion_vector is None)
     lo = _typed(_stat(stats, "minValues", column), type_name)
     hi = _typed(_stat(stats, "maxValues", column), type_name)
     if type_name == "timestamp" and hi is not None:
@@ -144,9 +142,7 @@ def plan_files(
             engine_filters.append((column, "!=", None))
         else:
             engine_filters.append((column, op, list(value) if op == "in" else value))
-    predicate = PartitionPredicate(
-        engine_filters, {c: column_types.get(c, "string") for c in partition_columns}
-    )
+    predicate = PartitionPredicate(engine_filters, {c: column_types.get(c, "string") for c in partition_columns})
     physical = physical_names or {}
     selected: list[AddFile] = []
     for add in files:

@@ -133,10 +133,7 @@ def check_write_compatible(table: dict[str, Any], data: dict[str, Any]) -> None:
 
 def top_level_types(schema: dict[str, Any]) -> dict[str, str]:
     """``{column: Spark type name}`` (a JSON string for complex types)."""
-    return {
-        f["name"]: (f["type"] if isinstance(f["type"], str) else json.dumps(f["type"]))
-        for f in schema["fields"]
-    }
+    return {f["name"]: (f["type"] if isinstance(f["type"], str) else json.dumps(f["type"])) for f in schema["fields"]}
 
 
 def _assign(t: Any, next_id: list[int]) -> Any:

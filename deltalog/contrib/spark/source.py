@@ -348,11 +348,7 @@ def _logical_schema(schema: dict[str, Any]) -> dict[str, Any]:
         if isinstance(t, dict) and t.get("type") == "struct":
             fields = []
             for f in t["fields"]:
-                meta = {
-                    k: v
-                    for k, v in (f.get("metadata") or {}).items()
-                    if not k.startswith("delta.columnMapping")
-                }
+                meta = {k: v for k, v in (f.get("metadata") or {}).items() if not k.startswith("delta.columnMapping")}
                 fields.append({**f, "metadata": meta, "type": clean(f["type"])})
             return {**t, "fields": fields}
         if isinstance(t, dict) and t.get("type") == "array":

@@ -28,9 +28,7 @@ def _engine_info() -> str:
 ENGINE_INFO = _engine_info
 
 
-def open_log(
-    path: str, storage_options: Mapping[str, str] | None = None, logstore: str | None = None
-) -> DeltaLog:
+def open_log(path: str, storage_options: Mapping[str, str] | None = None, logstore: str | None = None) -> DeltaLog:
     from deltalog.txn.delta_log import DeltaLog
 
     return DeltaLog.for_table(path, storage_options=dict(storage_options or {}), logstore=logstore)

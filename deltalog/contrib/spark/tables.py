@@ -127,6 +127,9 @@ class DeltaTable:
     # -- reading ------------------------------------------------------------------------
 
     def _reader(self) -> Any:
+        from deltalog.contrib.spark import activate
+
+        activate(self._spark)  # the data source is looked up in this thread's active session
         reader = self._spark.read.format("deltalog")
         for k, v in self._storage_options.items():
             reader = reader.option(k, v)
@@ -156,9 +159,7 @@ class DeltaTable:
                     readVersion=None if info is None else info.read_version,
                     isolationLevel=None if info is None else info.isolation_level,
                     isBlindAppend=None if info is None else info.is_blind_append,
-                    operationMetrics={
-                        k: str(v) for k, v in ((info and info.operation_metrics) or {}).items()
-                    },
+                    operationMetrics={k: str(v) for k, v in ((info and info.operation_metrics) or {}).items()},
                     userMetadata=None if info is None else info.user_metadata,
                     engineInfo=None if info is None else info.engine_info,
                 )
@@ -180,9 +181,7 @@ class DeltaTable:
             md.name,
             md.description,
             self._log.table_uri,
-            None
-            if md.created_time is None
-            else dt.datetime.fromtimestamp(md.created_time / 1000, dt.timezone.utc),
+            None if md.created_time is None else dt.datetime.fromtimestamp(md.created_time / 1000, dt.timezone.utc),
             dt.datetime.fromtimestamp(snap.timestamp / 1000, dt.timezone.utc),
             list(md.partition_columns),
             snap.num_files,
@@ -224,21 +223,15 @@ class DeltaTable:
                 return list(txn.filter_files(filters))
         return list(txn.filter_files())
 
-    def _touched(
-        self, snapshot: Any, files: Sequence[AddFile], cond: Column
-    ) -> tuple[list[AddFile], DataFrame]:
+    def _touched(self, snapshot: Any, files: Sequence[AddFile], cond: Column) -> tuple[list[AddFile], DataFrame]:
         from pyspark.sql import functions as F
 
         df = files_dataframe(self._spark, self._log, snapshot, files)
-        hit = {
-            r[0] for r in df.filter(F.coalesce(cond, F.lit(False))).select(FILE_COLUMN).distinct().collect()
-        }
+        hit = {r[0] for r in df.filter(F.coalesce(cond, F.lit(False))).select(FILE_COLUMN).distinct().collect()}
         touched = [f for f in files if f.path in hit]
         return touched, df.filter(F.col(FILE_COLUMN).isin(list(hit))) if hit else df.limit(0)
 
-    def _commit_rewrite(
-        self, txn: Any, removed: Sequence[AddFile], lines: Sequence[str], operation: Any
-    ) -> int:
+    def _commit_rewrite(self, txn: Any, removed: Sequence[AddFile], lines: Sequence[str], operation: Any) -> int:
         adds, cdcs = _file_actions(lines)
         now = _now_ms()
         actions: list[Action] = [f.remove(now) for f in removed]
@@ -252,6 +245,14 @@ class DeltaTable:
             delete_files(self._write_spec(txn.snapshot), list(lines))
             raise
         return version
+
+    def _check_constraints(self, txn: Any, df: DataFrame) -> None:
+        """Evaluate the table's constraints over the rows about to be written (Spark SQL)
+        and declare them checked to the transaction; raises before anything is written."""
+        from deltalog.contrib.spark.constraints import check_dataframe
+
+        if check_dataframe(df, txn.metadata):
+            txn.mark_constraints_checked()
 
     def _cdf(self, snapshot: Any) -> bool:
         return bool(snapshot.properties.enable_change_data_feed)
@@ -272,9 +273,7 @@ class DeltaTable:
             lines: list[str] = []
             if cdf and candidates:
                 rows = files_dataframe(self._spark, self._log, snapshot, candidates, with_file=False)
-                lines = write_dataframe(
-                    rows.withColumn(CDC_TYPE_COLUMN, F.lit("delete")), self._write_spec(snapshot)
-                )
+                lines = write_dataframe(rows.withColumn(CDC_TYPE_COLUMN, F.lit("delete")), self._write_spec(snapshot))
             metrics = {
                 "numRemovedFiles": str(len(candidates)),
                 "numAddedFiles": "0",
@@ -300,6 +299,7 @@ class DeltaTable:
             )
         else:
             out = rows.filter(~matched).select(*data_cols)
+        self._check_constraints(txn, out)
         lines = write_dataframe(out, self._write_spec(snapshot))
         adds, _ = _file_actions(lines)
         metrics = {
@@ -340,9 +340,7 @@ class DeltaTable:
         for name, expr in set.items():
             target = lowered.get(name.lower())
             if target is None:
-                raise DeltaAnalysisError(
-                    f"update sets {name!r}, which is not a column of the table ({data_cols})"
-                )
+                raise DeltaAnalysisError(f"update sets {name!r}, which is not a column of the table ({data_cols})")
             assignments[target] = _col(expr)
         matched = F.coalesce(cond, F.lit(False))
         new_values = [
@@ -361,6 +359,7 @@ class DeltaTable:
             out = out.unionByName(pre).unionByName(post)
         else:
             out = out.drop(CDC_TYPE_COLUMN)
+        self._check_constraints(txn, out)
         lines = write_dataframe(out, self._write_spec(snapshot))
         adds, _ = _file_actions(lines)
         metrics = {
@@ -390,22 +389,27 @@ class DeltaTable:
         return DeltaOptimizeBuilder(self)
 
     def vacuum(self, retentionHours: float | None = None) -> DataFrame:
+        """Delete unreferenced files older than the retention (default
+        ``delta.deletedFileRetentionDuration``, 7 days); a DataFrame of the deleted paths.
+
+        A retention shorter than the table's is refused (``VacuumRetentionError``) unless
+        ``spark.databricks.delta.retentionDurationCheck.enabled`` is ``false``."""
         from deltalog.contrib.spark.maintenance import vacuum
 
-        deleted = vacuum(self._spark, self._log, retentionHours)
-        return self._spark.createDataFrame([(p,) for p in deleted], "path string")
+        result = vacuum(self._spark, self._log, retentionHours)
+        return self._spark.createDataFrame([(p,) for p in result.files], "path string")
 
     def restoreToVersion(self, version: int) -> DataFrame:
-        from deltalog.contrib.spark.maintenance import restore
+        """Restore the table's files to ``version`` (one RESTORE commit); its metrics."""
+        from deltalog.contrib.spark.maintenance import restore, restore_dataframe
 
-        metrics = restore(self._log, version=version)
-        return self._spark.createDataFrame([metrics])
+        return restore_dataframe(self._spark, restore(self._log, version=version))
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
-        from deltalog.contrib.spark.maintenance import restore
+        """Restore the table to the version current at ``timestamp``; its metrics."""
+        from deltalog.contrib.spark.maintenance import restore, restore_dataframe
 
-        metrics = restore(self._log, timestamp=timestamp)
-        return self._spark.createDataFrame([metrics])
+        return restore_dataframe(self._spark, restore(self._log, timestamp=timestamp))
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         from deltalog.txn.actions import Protocol
@@ -457,9 +461,7 @@ class DeltaTableBuilder:
 
         dtype = dataType if isinstance(dataType, DataType) else _parse_datatype_string(dataType)
         meta = {"comment": comment} if comment else {}
-        self._fields.append(
-            {"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": meta}
-        )
+        self._fields.append({"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": meta})
         return self
 
     def addColumns(self, cols: Any) -> DeltaTableBuilder:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from deltalog.contrib.spark import schemas
+from deltalog.contrib.spark.constraints import require_checkable
 from deltalog.contrib.spark.errors import (
     InvalidWriteOptionError,
     SchemaMismatchError,
@@ -38,6 +39,7 @@ from deltalog.txn.actions import (
     SetTransaction,
     parse_line,
 )
+from deltalog.txn.constraints import Constraint
 
 __all__ = ["StreamingInfo", "WritePlan", "commit_write", "plan_write"]
 
@@ -89,9 +91,7 @@ def _check_names(data: dict[str, Any], partition_by: Sequence[str]) -> None:
             f"{', '.join(names)}"
         )
     if partition_by and len(partition_by) >= len([n for n in lowered if n != CDC_TYPE_COLUMN]):
-        raise InvalidWriteOptionError(
-            "cannot partition by every column: at least one data column must remain"
-        )
+        raise InvalidWriteOptionError("cannot partition by every column: at least one data column must remain")
 
 
 def _canonical_partitions(data: dict[str, Any], partition_by: Sequence[str]) -> tuple[str, ...]:
@@ -120,7 +120,13 @@ def _new_table_metadata(opts: WriteOptions, data: dict[str, Any]) -> Metadata:
     )
 
 
-def _spec_for(opts: WriteOptions, table_uri: str, store_spec: Any, metadata: Metadata) -> WriteSpec:
+def _spec_for(
+    opts: WriteOptions,
+    table_uri: str,
+    store_spec: Any,
+    metadata: Metadata,
+    constraints: tuple[Constraint, ...] = (),
+) -> WriteSpec:
     config = metadata.configuration
     schema = json.loads(metadata.schema_string)
     mode = config.get("delta.columnMapping.mode", "none").lower()
@@ -138,6 +144,7 @@ def _spec_for(opts: WriteOptions, table_uri: str, store_spec: Any, metadata: Met
         field_ids=schemas.field_ids(schema, mode),
         tight_bounds=True if dv else None,
         data_change=opts.data_change,
+        constraints=constraints,
     )
 
 
@@ -218,9 +225,7 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
                 else:
                     schemas.check_write_compatible(table_schema, data_fields)
             if opts.table_properties and new_metadata is None:
-                changed = {
-                    k: v for k, v in opts.table_properties.items() if current.configuration.get(k) != v
-                }
+                changed = {k: v for k, v in opts.table_properties.items() if current.configuration.get(k) != v}
                 if changed:
                     log.info("ignoring table properties %s on a write to an existing table", sorted(changed))
         metadata = new_metadata or current
@@ -230,10 +235,10 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
         bad = [c for c, _, _ in filters if c.lower() not in part_lower]
         if bad:
             raise InvalidWriteOptionError(
-                f"replaceWhere may only use partition columns {list(metadata.partition_columns)}; "
-                f"it uses {bad}"
+                f"replaceWhere may only use partition columns {list(metadata.partition_columns)}; it uses {bad}"
             )
-    spec = _spec_for(opts, delta_log.table_uri, store_spec, metadata)
+    constraints = () if skip else require_checkable(metadata, delta_log.table_uri)
+    spec = _spec_for(opts, delta_log.table_uri, store_spec, metadata, constraints)
     return WritePlan(
         options=opts,
         spec=spec,
@@ -257,9 +262,7 @@ def _file_actions(lines: Sequence[str]) -> tuple[list[AddFile], list[AddCDCFile]
     return adds, cdcs
 
 
-def _write_metrics(
-    adds: Sequence[AddFile], cdcs: Sequence[AddCDCFile], removed: Sequence[AddFile]
-) -> dict[str, str]:
+def _write_metrics(adds: Sequence[AddFile], cdcs: Sequence[AddCDCFile], removed: Sequence[AddFile]) -> dict[str, str]:
     rows = sum(a.num_records() or 0 for a in adds)
     metrics = {
         "numFiles": str(len(adds)),
@@ -274,9 +277,7 @@ def _write_metrics(
     return metrics
 
 
-def commit_write(
-    plan: WritePlan, action_lines: Sequence[str], streaming: StreamingInfo | None = None
-) -> int | None:
+def commit_write(plan: WritePlan, action_lines: Sequence[str], streaming: StreamingInfo | None = None) -> int | None:
     """Commit the tasks' files in one transaction; ``None`` when nothing was committed.
 
     On any error the written files are deleted (best effort) and the error propagates:
@@ -321,23 +322,17 @@ def _commit(plan: WritePlan, action_lines: Sequence[str], streaming: StreamingIn
             delete_files(plan.spec, action_lines)
             return None
         if opts.save_mode == "errorifexists":
-            raise TableAlreadyExistsError(
-                f"a Delta table was created at {delta_log.table_uri} during the write"
-            )
-    if (
-        txn.table_exists
-        and plan.read_metadata_id is not None
-        and txn.snapshot.metadata.id != plan.read_metadata_id
-    ):
+            raise TableAlreadyExistsError(f"a Delta table was created at {delta_log.table_uri} during the write")
+    if txn.table_exists and plan.read_metadata_id is not None and txn.snapshot.metadata.id != plan.read_metadata_id:
         raise SchemaMismatchError(
             f"the table at {delta_log.table_uri} was replaced during the write; run the write again"
         )
     if plan.new_metadata is not None:
         if txn.table_exists and plan.read_version < 0:
             current = txn.snapshot.metadata
-            if current.schema_string != plan.new_metadata.schema_string or tuple(
-                current.partition_columns
-            ) != tuple(plan.new_metadata.partition_columns):
+            if current.schema_string != plan.new_metadata.schema_string or tuple(current.partition_columns) != tuple(
+                plan.new_metadata.partition_columns
+            ):
                 raise SchemaMismatchError(
                     f"another writer created the table at {delta_log.table_uri} with a different schema "
                     "during this write; run the write again"
@@ -375,6 +370,7 @@ def _commit(plan: WritePlan, action_lines: Sequence[str], streaming: StreamingIn
     if not actions and plan.new_metadata is None:
         log.info("nothing to commit to %s", delta_log.table_uri)
         return None
+    _declare_constraints_checked(plan, txn, delta_log.table_uri)
     version: int = txn.commit(actions, operation)
     log.info(
         "committed version %d to %s: %s files added, %s removed (%s)",
@@ -387,13 +383,32 @@ def _commit(plan: WritePlan, action_lines: Sequence[str], streaming: StreamingIn
     return version
 
 
+def _declare_constraints_checked(plan: WritePlan, txn: Any, where: str) -> None:
+    """Tell the engine the tasks checked the table's constraints, after making sure the
+    constraints at commit time are the ones the tasks checked (one added meanwhile was not)."""
+    from deltalog.contrib.spark.constraints import UncheckableConstraintsError
+    from deltalog.txn.constraints import table_constraints
+
+    metadata = (
+        plan.new_metadata if plan.new_metadata is not None else (txn.snapshot.metadata if txn.table_exists else None)
+    )
+    current = set(table_constraints(metadata)) if metadata is not None else set()
+    unchecked = current - set(plan.spec.constraints)
+    if unchecked:
+        raise UncheckableConstraintsError(
+            f"constraints were added to {where} during the write ("
+            + "; ".join(f"{c.name}: {c.expression}" for c in sorted(unchecked, key=lambda c: c.name))
+            + "); the written rows were not checked against them, so nothing was committed. Run the write again"
+        )
+    if current:
+        txn.mark_constraints_checked()
+
+
 def _check_replace_where(adds: Sequence[AddFile], filters: Any, plan: WritePlan, txn: Any) -> None:
     from deltalog.txn.partition_filters import PartitionPredicate, partition_column_types
 
     metadata = plan.new_metadata or txn.snapshot.metadata
-    predicate = PartitionPredicate(
-        filters, partition_column_types(metadata.schema_string, metadata.partition_columns)
-    )
+    predicate = PartitionPredicate(filters, partition_column_types(metadata.schema_string, metadata.partition_columns))
     for add in adds:
         if not predicate.matches(add.partition_values):
             raise InvalidWriteOptionError(
