@@ -38,7 +38,10 @@ TABLE_PROPERTIES = {
     "delta.checkpointInterval": "3",
     "delta.logRetentionDuration": "interval 1 hours",
 }
-#: explicit log cleanup runs as if it were this much later (everything is expired then)
+#: explicit log cleanup of a lone writer runs as if it were this much later (everything is
+#: expired then). Not with two writers: expiring commits that are seconds old lets the other,
+#: seconds-stale writer publish a version that cleanup just deleted, below the newer
+#: checkpoint -- the hazard Delta's 30-day delta.logRetentionDuration exists to rule out.
 CLEANUP_SKEW_MS = 3 * 24 * 3600 * 1000
 
 
@@ -73,11 +76,11 @@ def write_commits(uri: str, ack_path: str, seed: int, steps: int, worker: int,
     part = f"w{worker}"
     for step in range(steps):
         try:
-            _step(log, ack_path, rng, seed, step, part)
+            _step(log, ack_path, rng, seed, step, part, 0 if concurrent else CLEANUP_SKEW_MS)
         except (DeltaError, OSError):
-            # A race with the other writer: a conflict, or the other writer's cleanup (which
-            # runs days ahead, see CLEANUP_SKEW_MS) deleted a commit being read or a temp file
-            # being renamed. Not acknowledged, so nothing was promised. Alone, any error fails.
+            # A race with the other writer: a conflict, or its checkpoint replaced the one this
+            # writer's snapshot was loaded from. Not acknowledged, so nothing was promised.
+            # Alone, any error fails the round.
             if not concurrent:
                 raise
     if count_path is not None:
@@ -85,13 +88,14 @@ def write_commits(uri: str, ack_path: str, seed: int, steps: int, worker: int,
             handle.write(str(points.count))
 
 
-def _step(log: DeltaLog, ack_path: str, rng: random.Random, seed: int, step: int, part: str) -> None:
+def _step(log: DeltaLog, ack_path: str, rng: random.Random, seed: int, step: int, part: str,
+          cleanup_skew_ms: int) -> None:
     roll = rng.random()
     if roll < 0.08:
         log.checkpoint()
         return
     if roll < 0.14:
-        log.cleanup_expired_logs(now_ms=int(time.time() * 1000) + CLEANUP_SKEW_MS)
+        log.cleanup_expired_logs(now_ms=int(time.time() * 1000) + cleanup_skew_ms)
         return
     txn = log.start_transaction()
     adds = [f"p={part}/{seed}-{step}-{i}.parquet" for i in range(rng.randint(1, 2))]
