@@ -159,6 +159,12 @@ def _cast_child(values: pa.Array, target: pa.DataType) -> pa.Array:
     return values.cast(target)
 
 
+def _bools(arr: pa.BooleanArray) -> np.ndarray:
+    """A non-null boolean array as numpy (``to_numpy`` goes through the pandas check)."""
+    bits = np.frombuffer(arr.buffers()[1], dtype=np.uint8)
+    return np.unpackbits(bits, bitorder="little")[arr.offset : arr.offset + len(arr)].astype(bool)
+
+
 def _struct_to_map(col: pa.StructArray, *, drop_null_values: bool = False) -> pa.MapArray:
     """A JSON object read as a struct (one field per key seen) as ``map<string, string>``."""
     n = len(col)
@@ -179,7 +185,7 @@ def _struct_to_map(col: pa.StructArray, *, drop_null_values: bool = False) -> pa
     keys = names.take(int32_array(np.tile(np.arange(k, dtype=np.int32), n)))
     counts = np.full(n, k, dtype=np.int32)
     if drop_null_values and items.null_count:
-        valid = np.asarray(items.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        valid = _bools(items.is_valid())
         counts = valid.reshape(n, k).sum(axis=1, dtype=np.int32)
         keep = items.is_valid()
         items = items.filter(keep)
