@@ -626,6 +626,10 @@ class OptimisticTransaction:
         conflict_info: CurrentTransactionInfo | None = None
         conflicts_seen = 0
         max_attempts = self.settings.max_commit_attempts
+        # An earlier attempt whose outcome stayed unknown (e.g. a lock claim made just
+        # before the lock service failed): it may still be published later, so a failure
+        # after it must not be reported as "nothing was written".
+        unresolved: AmbiguousWriteError | None = None
 
         while True:
             stats.attempts += 1
@@ -652,12 +656,24 @@ class OptimisticTransaction:
                     self._pre_commit_snapshot = current_snapshot
                     return attempt_version
                 if outcome == "absent":
+                    unresolved = exc
                     if stats.attempts >= max_attempts:
                         self._give_up(stats, attempt_version, start, "the store's answers stayed ambiguous")
                     self._sleep_backoff(stats, 1)
                     continue
             except FileAlreadyExistsError:
                 stats.time_writing_ms += (time.perf_counter() - write_start) * 1000
+            except Exception as exc:
+                if unresolved is None:
+                    raise
+                raise AmbiguousWriteError(
+                    delta_log.commit_uri(attempt_version),
+                    RuntimeError(
+                        f"an earlier attempt of this commit (txnId {self.txn_id}) has an unknown outcome "
+                        f"({unresolved}) and the retry failed ({exc}); once the store or lock service is "
+                        "back, look for this txnId in the table's history before committing again"
+                    ),
+                ) from exc
 
             # Another writer owns attempt_version: check the winners, then move past them.
             check_start = time.perf_counter()

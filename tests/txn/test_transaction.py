@@ -689,3 +689,26 @@ def test_in_commit_timestamps_are_monotonic_and_enablement_is_recorded() -> None
     assert log.update().timestamp == stamps[-1]
     with pytest.raises(InvalidTransactionError, match="needs commitInfo"):
         log.start_transaction(settings=EngineSettings(commit_info_enabled=False)).commit([add("h")], Write())
+
+
+class _UnknownThenDownStore(MemoryLogStore):
+    """Fault injection: the first publish of version 1 has an unknown outcome, then the
+    store (or its lock service) is unreachable."""
+
+    calls = 0
+
+    def write(self, path: str, lines: Iterable[str], overwrite: bool = False) -> None:
+        if path.endswith("00000000000000000001.json"):
+            type(self).calls += 1
+            if type(self).calls == 1:
+                raise AmbiguousWriteError(path, TimeoutError("claim reply lost"))
+            raise ConnectionRefusedError("lock service unreachable")
+        super().write(path, lines, overwrite)
+
+
+def test_a_failure_after_an_unresolved_attempt_is_reported_as_unknown_outcome() -> None:
+    log = DeltaLog.for_table(f"memory://unknown-{uuid.uuid4().hex}", logstore=_UnknownThenDownStore())
+    create(log)
+    txn = log.start_transaction(settings=EngineSettings(backoff_base_ms=0.1))
+    with pytest.raises(AmbiguousWriteError, match=rf"txnId {txn.txn_id}.*look for this txnId"):
+        txn.commit([add("f")], Write())
