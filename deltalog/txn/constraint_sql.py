@@ -39,12 +39,13 @@ __all__ = ["Expr", "UnsupportedConstraintError", "column_paths", "evaluate", "pa
 class UnsupportedConstraintError(DeltaError):
     """A constraint's expression is outside the SQL subset deltalog evaluates."""
 
-    def __init__(self, expression: str, construct: str) -> None:
+    def __init__(self, expression: str, construct: str, *, problem: str | None = None) -> None:
         self.expression = expression
         self.construct = construct
+        what = problem or f"{construct} is not in the SQL subset deltalog supports (see docs/log.md, 'Constraints')"
         super().__init__(
-            f"cannot evaluate the constraint expression {expression!r}: {construct} is not in the SQL subset "
-            "deltalog supports (see docs/log.md, 'Constraints'); refuse the write, or check the data with Spark"
+            f"cannot evaluate the constraint expression {expression!r}: {what}; "
+            "refuse the write, or check the data with Spark"
         )
 
 
@@ -525,7 +526,8 @@ def _cast(value: Value, target: pa.DataType, text: str) -> Value:
     try:
         return value.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise UnsupportedConstraintError(text, f"comparing {value.type} with {target} ({exc})") from None
+        what = f"{value.type} as {target}"
+        raise UnsupportedConstraintError(text, what, problem=f"cannot use {what} ({exc})") from None
 
 
 def _unify(a: Value, b: Value, text: str) -> tuple[Value, Value]:
@@ -590,7 +592,7 @@ def _as_bool(value: Value, text: str, what: str) -> Value:
         return value
     if pa.types.is_null(value.type):
         return value.cast(pa.bool_())
-    raise UnsupportedConstraintError(text, f"{what} of type {value.type}, which is not a boolean")
+    raise UnsupportedConstraintError(text, what, problem=f"{what} of type {value.type}, which is not a boolean")
 
 
 def evaluate(expr: Expr, data: Data, text: str) -> Value:
@@ -620,7 +622,8 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
                 try:
                     return _COMPARE[e.op](a, b)
                 except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:
-                    raise UnsupportedConstraintError(text, f"comparing {a.type} with {b.type} ({exc})") from None
+                    what = f"comparing {a.type} with {b.type}"
+                    raise UnsupportedConstraintError(text, what, problem=f"cannot evaluate {what} ({exc})") from None
             return _arith(e.op, a, b, text)
         if isinstance(e, InList):
             operand = ev(e.operand)
@@ -653,7 +656,8 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
 
 def _arith(op: str, a: Value, b: Value, text: str) -> Value:
     if not all(_is_numeric(t) or pa.types.is_null(t) for t in (a.type, b.type)):
-        raise UnsupportedConstraintError(text, f"the arithmetic {a.type} {op} {b.type}")
+        what = f"{a.type} {op} {b.type}"
+        raise UnsupportedConstraintError(text, what, problem=f"no arithmetic {what}")
     if pa.types.is_null(a.type) and pa.types.is_null(b.type):
         return pa.scalar(None, pa.null())
     if op == "+":
@@ -688,7 +692,7 @@ def _call(e: Call, args: list[Value], text: str) -> Value:
         return pa.scalar(None, pa.int64() if e.name == "length" else pa.string() if e.name != "abs" else pa.null())
     if e.name == "abs":
         if not _is_numeric(value.type):
-            raise UnsupportedConstraintError(text, f"abs() of {value.type}")
+            raise UnsupportedConstraintError(text, "abs()", problem=f"abs() of {value.type}")
         return pc.abs_checked(value)
     if e.name == "length":
         if pa.types.is_binary(value.type) or pa.types.is_large_binary(value.type):

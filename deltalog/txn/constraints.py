@@ -122,7 +122,9 @@ class CompiledConstraint:
             value = pa.repeat(value, data.num_rows)
         if not (pa.types.is_boolean(value.type) or pa.types.is_null(value.type)):
             raise UnsupportedConstraintError(
-                self.constraint.expression, f"an expression of type {value.type} (a constraint must be a boolean)"
+                self.constraint.expression,
+                str(value.type),
+                problem=f"it gives values of type {value.type}, not a boolean",
             )
         return value.cast(pa.bool_()) if pa.types.is_null(value.type) else value
 

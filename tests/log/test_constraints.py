@@ -1,0 +1,284 @@
+"""The constraint evaluator: a SQL subset compiled to pyarrow.compute, Delta's NULL rule."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from deltalog.errors import DeltaError
+from deltalog.txn.actions import Metadata
+from deltalog.txn.constraints import (
+    Constraint,
+    ConstraintViolationError,
+    UnsupportedConstraintError,
+    check_constraints,
+    compile_constraints,
+    table_constraints,
+)
+
+ROWS = pa.table(
+    {
+        "id": pa.array([1, 2, 3, None], pa.int64()),
+        "small": pa.array([1, 2, 3, 4], pa.int16()),
+        "price": pa.array([1.5, 2.0, None, 10.25], pa.float64()),
+        "amount": pa.array([Decimal("1.10"), Decimal("2.00"), Decimal("3.50"), None], pa.decimal128(10, 2)),
+        "name": pa.array(["alice", "Bob", "carol_x", None], pa.string()),
+        "flag": pa.array([True, False, True, None], pa.bool_()),
+        "day": pa.array([dt.date(2024, 1, 1), dt.date(2024, 6, 30), dt.date(2025, 1, 1), None], pa.date32()),
+        "at": pa.array(
+            [dt.datetime(2024, 1, 1, 12), dt.datetime(2024, 6, 30), dt.datetime(2025, 1, 1, 0, 0, 1), None],
+            pa.timestamp("us", tz="UTC"),
+        ),
+        "Weird Col": pa.array([10, 20, 30, 40], pa.int32()),
+        "addr": pa.array(
+            [
+                {"city": "Paris", "zip": {"code": 75001}},
+                {"city": "Lyon", "zip": {"code": 69001}},
+                {"city": None, "zip": None},
+                None,
+            ],
+            pa.struct([("city", pa.string()), ("zip", pa.struct([("code", pa.int64())]))]),
+        ),
+    }
+)
+
+
+def values(expr: str, data: pa.Table = ROWS) -> list[bool | None]:
+    (compiled,) = compile_constraints([Constraint("c", expr, "check")])
+    return compiled.evaluate(data).to_pylist()
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        # comparisons, three-valued
+        ("id > 1", [False, True, True, None]),
+        ("id >= 2", [False, True, True, None]),
+        ("id = 2", [False, True, False, None]),
+        ("id == 2", [False, True, False, None]),
+        ("id != 2", [True, False, True, None]),
+        ("id <> 2", [True, False, True, None]),
+        ("id < 2 OR id > 2", [True, False, True, None]),
+        ("2 < id", [False, False, True, None]),
+        ("small * 10 = `Weird Col`", [True, True, True, True]),
+        # logic with NULL: FALSE AND NULL is FALSE, TRUE OR NULL is TRUE
+        ("id > 5 AND price > 0", [False, False, False, None]),
+        ("id > 0 OR price > 0", [True, True, True, True]),
+        ("NOT flag", [False, True, False, None]),
+        ("NOT (id = 1) AND NOT id = 3", [False, True, False, None]),
+        # IS [NOT] NULL
+        ("id IS NULL", [False, False, False, True]),
+        ("price IS NOT NULL", [True, True, False, True]),
+        ("id IS NULL OR id > 0", [True, True, True, True]),
+        # IN
+        ("id IN (1, 3)", [True, False, True, None]),
+        ("id NOT IN (1, 3)", [False, True, False, None]),
+        ("id IN (1, NULL)", [True, None, None, None]),
+        ("name IN ('alice', 'Bob')", [True, True, False, None]),
+        ("id IN (small, 99)", [True, True, True, None]),
+        # BETWEEN
+        ("id BETWEEN 2 AND 3", [False, True, True, None]),
+        ("id NOT BETWEEN 2 AND 3", [True, False, False, None]),
+        ("price BETWEEN 1 AND 2.0", [True, True, None, False]),
+        # LIKE
+        ("name LIKE 'a%'", [True, False, False, None]),
+        ("name LIKE '_ob'", [False, True, False, None]),
+        ("name NOT LIKE '%x'", [True, True, False, None]),
+        ("name LIKE 'carol\\_%'", [False, False, True, None]),
+        # arithmetic
+        ("id + 1 = 2", [True, False, False, None]),
+        ("id - small = 0", [True, True, True, None]),
+        ("-id < 0", [True, True, True, None]),
+        ("id * 2 >= 4", [False, True, True, None]),
+        ("id / 2 = 0.5", [True, False, False, None]),
+        ("id % 2 = 1", [True, False, True, None]),
+        ("-7 % 3 = -1", [True, True, True, True]),
+        ("id / 0 IS NULL", [True, True, True, True]),
+        ("id % 0 IS NULL", [True, True, True, True]),
+        ("(id + 1) * 2 = 4", [True, False, False, None]),
+        ("price * 2 > 3.5", [False, True, None, True]),
+        ("amount > 2", [False, False, True, None]),
+        ("amount + 1 >= 3.0", [False, True, True, None]),
+        # functions
+        ("length(name) = 5", [True, False, False, None]),
+        ("LENGTH(name) > 2", [True, True, True, None]),
+        ("lower(name) = 'bob'", [False, True, False, None]),
+        ("upper(name) = 'ALICE'", [True, False, False, None]),
+        ("abs(-id) = id", [True, True, True, None]),
+        ("coalesce(id, 0) >= 0", [True, True, True, True]),
+        ("coalesce(price, id, 0) > 1", [True, True, True, True]),
+        # literals
+        ("TRUE", [True, True, True, True]),
+        ("FALSE OR flag", [True, False, True, None]),
+        ("NULL", [None, None, None, None]),
+        ("1.5e1 > id", [True, True, True, None]),
+        ('name = "alice"', [True, False, False, None]),
+        ("name != 'it''s'", [True, True, True, None]),
+        ("day >= DATE '2024-06-30'", [False, True, True, None]),
+        ("day < '2024-06-30'", [True, False, False, None]),
+        ("at > TIMESTAMP '2024-06-30 00:00:00'", [False, False, True, None]),
+        ("at <= '2024-01-01T12:00:00Z'", [True, False, False, None]),
+        # nested and quoted columns, case-insensitive names
+        ("addr.city IS NOT NULL", [True, True, False, False]),
+        ("addr.zip.code > 70000", [True, False, None, None]),
+        ("`addr`.`city` = 'Paris'", [True, False, None, None]),
+        ("ID = 1", [True, False, False, None]),
+        ("ADDR.CITY = 'Lyon'", [False, True, None, None]),
+        ("`Weird Col` > 15", [False, True, True, True]),
+        # a column the data lacks is NULL (as in Delta's checker)
+        ("missing IS NULL", [True, True, True, True]),
+        ("missing > 1", [None, None, None, None]),
+        ("addr.nope IS NULL", [True, True, True, True]),
+    ],
+)
+def test_expressions(expr, expected):
+    assert values(expr) == expected
+
+
+@pytest.mark.parametrize(
+    ("expr", "construct"),
+    [
+        ("CASE WHEN id > 1 THEN TRUE ELSE FALSE END", "CASE"),
+        ("CAST(id AS STRING) = '1'", "the function CAST()"),
+        ("concat(name, 'x') = 'ax'", "the function concat()"),
+        ("name || 'x' = 'ax'", "the operator '||'"),
+        ("id <=> 1", "the operator '<=>'"),
+        ("name RLIKE '^a'", "RLIKE"),
+        ("id IN (SELECT 1)", "a subquery"),
+        ("id IS TRUE", "IS TRUE"),
+        ("name LIKE name", "LIKE with a pattern that is not a string literal"),
+        ("length(name, 2) = 1", "length() with 2 argument(s)"),
+        ("id > ", "the end of the expression"),
+        ("id > 1 extra", "'extra' at position 7"),
+        ("id # 1", "the character '#' at position 3"),
+        ("", "an empty expression"),
+        ("a.b(1)", "the function a.b()"),
+        ("DATE 'not a date' > day", "the DATE literal 'not a date'"),
+    ],
+)
+def test_unsupported_constructs_fail_at_compile_time(expr, construct):
+    with pytest.raises(UnsupportedConstraintError) as err:
+        compile_constraints([Constraint("c", expr, "check")])
+    assert construct in str(err.value)
+    assert isinstance(err.value, DeltaError)
+    assert err.value.expression == expr
+
+
+def test_non_boolean_and_mistyped_expressions_are_refused_on_evaluation():
+    with pytest.raises(UnsupportedConstraintError, match="values of type int64, not a boolean"):
+        check_constraints(ROWS, [Constraint("c", "id + 1", "check")])
+    with pytest.raises(UnsupportedConstraintError, match="cannot use string as int64"):
+        check_constraints(ROWS, [Constraint("c", "name + 1 > 0", "check")])
+    with pytest.raises(UnsupportedConstraintError, match="no arithmetic bool"):
+        check_constraints(ROWS, [Constraint("c", "flag + 1 > 0", "check")])
+    with pytest.raises(UnsupportedConstraintError, match="not a boolean"):
+        check_constraints(ROWS, [Constraint("c", "id AND flag", "check")])
+
+
+def test_violation_names_constraint_expression_and_row():
+    constraints = [
+        Constraint("positive", "id IS NULL OR id > 0", "check"),
+        Constraint("short_name", "length(name) < 5", "check"),
+    ]
+    with pytest.raises(ConstraintViolationError) as err:
+        check_constraints(ROWS, constraints)
+    e = err.value
+    assert e.constraint.name == "short_name"
+    assert e.violations == 3  # 'alice', 'carol_x' and NULL (NULL violates, as in Delta)
+    assert e.row_index == 0
+    assert e.values == {"name": "alice"}
+    message = str(e)
+    assert "CHECK constraint short_name (length(name) < 5) violated by 3 of 4 row(s)" in message
+    assert " - name : 'alice'" in message
+
+
+def test_null_result_is_a_violation_like_delta():
+    with pytest.raises(ConstraintViolationError) as err:
+        check_constraints(ROWS, [Constraint("p", "price > 0", "check")])
+    assert err.value.row_index == 2 and err.value.values == {"price": None}
+    check_constraints(ROWS, [Constraint("p", "price IS NULL OR price > 0", "check")])
+
+
+def test_nested_values_in_the_reported_row():
+    with pytest.raises(ConstraintViolationError) as err:
+        check_constraints(ROWS, [Constraint("zip", "addr.zip.code < 70000 AND `Weird Col` > 0", "check")])
+    assert err.value.row_index == 0
+    assert err.value.values == {"addr.zip.code": 75001, "Weird Col": 10}
+
+
+def test_record_batches_strings_and_empty_data():
+    batch = ROWS.to_batches()[0]
+    check_constraints(batch, ["id IS NULL OR id < 10"])
+    with pytest.raises(ConstraintViolationError, match="id < 3"):
+        check_constraints(batch, ["id < 3"])
+    check_constraints(ROWS.slice(0, 0), ["id > 100"])
+    check_constraints(ROWS, [])
+
+
+def test_chunked_tables():
+    table = pa.concat_tables([ROWS.slice(0, 2), ROWS.slice(2, 1)])
+    assert table.column("id").num_chunks == 2
+    check_constraints(table, ["id > 0"])
+    with pytest.raises(ConstraintViolationError) as err:
+        check_constraints(table, ["id < 3"])
+    assert err.value.row_index == 2 and err.value.values == {"id": 3}
+
+
+def _metadata(config: dict[str, str], schema: dict) -> Metadata:
+    return Metadata(
+        id="m", schema_string=json.dumps(schema), partition_columns=(), configuration=config, created_time=1
+    )
+
+
+def test_table_constraints_and_invariants_from_metadata():
+    schema = {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "id",
+                "type": "long",
+                "nullable": True,
+                "metadata": {"delta.invariants": json.dumps({"expression": {"expression": "id < 100"}})},
+            },
+            {
+                "name": "addr",
+                "type": {
+                    "type": "struct",
+                    "fields": [
+                        {
+                            "name": "city",
+                            "type": "string",
+                            "nullable": True,
+                            "metadata": {
+                                "delta.invariants": json.dumps({"expression": {"expression": "addr.city != 'X'"}})
+                            },
+                        },
+                    ],
+                },
+                "nullable": True,
+                "metadata": {},
+            },
+        ],
+    }
+    md = _metadata({"delta.constraints.has_name": "name IS NOT NULL OR id IS NULL"}, schema)
+    assert [c.kind for c in table_constraints(md)] == ["check", "invariant", "invariant"]
+    data = pa.table({"id": [1, 50], "name": ["a", "b"], "addr": [{"city": "P"}, {"city": "L"}]})
+    check_constraints(data, md)
+    bad = pa.table({"id": [1, 500], "name": ["a", "b"], "addr": [{"city": "P"}, {"city": "L"}]})
+    with pytest.raises(ConstraintViolationError, match=r"invariant id \(id < 100\) violated by 1 of 2") as err:
+        check_constraints(bad, md)
+    assert err.value.values == {"id": 500}
+    bad_city = pa.table({"id": [1], "name": ["a"], "addr": [{"city": "X"}]})
+    with pytest.raises(ConstraintViolationError, match=r"invariant addr\.city"):
+        check_constraints(bad_city, md)
+
+
+def test_compile_once_evaluate_many():
+    compiled = compile_constraints([Constraint("c", "id IS NULL OR id BETWEEN 1 AND 3", "check")])
+    for start in range(4):
+        check_constraints(ROWS.slice(start, 1), compiled)
+    assert compiled[0].columns == (("id",),)
