@@ -513,7 +513,12 @@ class _PartWriter:
 
 
 def write_checkpoint(
-    dlog: DeltaLog, snapshot: Snapshot, *, part_size: int | None = None, now_ms: int | None = None
+    dlog: DeltaLog,
+    snapshot: Snapshot,
+    *,
+    part_size: int | None = None,
+    now_ms: int | None = None,
+    v2_format: str = "parquet",
 ) -> CheckpointResult:
     """Write the checkpoint of ``snapshot`` and point ``_last_checkpoint`` at it.
 
@@ -522,13 +527,22 @@ def write_checkpoint(
     (:meth:`Snapshot.file_batches`), so the state is never held in memory twice.
     ``part_size`` (actions per file) writes a multi-part checkpoint when the state has
     more actions than that (the state is loaded to count them); otherwise one
-    ``%020d.checkpoint.parquet`` file.
+    ``%020d.checkpoint.parquet`` file. On a table with the ``v2Checkpoint`` feature the
+    classic checkpoint follows the V2 spec (``checkpointMetadata``, never multi-part), and
+    with ``delta.checkpointPolicy=v2`` a UUID-named V2 checkpoint with sidecars is written
+    (``v2_format``: ``parquet`` or ``json``; see :mod:`deltalog.txn.checkpoint_v2`).
     """
     from deltalog.txn.checkpoint_reader import CheckpointFiles
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     reader, _ = protocol_features(snapshot.protocol)
     with_cm = "v2Checkpoint" in reader
+    if with_cm and snapshot.properties.checkpoint_policy == "v2":
+        from deltalog.txn.checkpoint_v2 import write_v2_checkpoint
+
+        return write_v2_checkpoint(dlog, snapshot, now=now, fmt=v2_format, part_size=part_size)
+    if with_cm:
+        part_size = None  # multi-part checkpoints are forbidden with v2Checkpoint (PROTOCOL)
     base_schema = checkpoint_schema(snapshot, with_cm)
     converter = _AddConverter(snapshot, base_schema)
     schema = base_schema.set(base_schema.get_field_index("add"), pa.field("add", converter.add_type))

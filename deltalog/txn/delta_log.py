@@ -287,11 +287,14 @@ class DeltaLog:
 
         return history(self, limit)
 
-    def checkpoint(self, snapshot: Snapshot | None = None, *, part_size: int | None = None) -> Any:
-        """Write a checkpoint of ``snapshot`` (latest by default) and ``_last_checkpoint``."""
+    def checkpoint(
+        self, snapshot: Snapshot | None = None, *, part_size: int | None = None, v2_format: str = "parquet"
+    ) -> Any:
+        """Write a checkpoint of ``snapshot`` (latest by default) and ``_last_checkpoint``
+        (a UUID-named V2 checkpoint in ``v2_format`` when ``delta.checkpointPolicy=v2``)."""
         from deltalog.txn.checkpoint_writer import write_checkpoint
 
-        return write_checkpoint(self, snapshot or self.require_table(), part_size=part_size)
+        return write_checkpoint(self, snapshot or self.require_table(), part_size=part_size, v2_format=v2_format)
 
     def cleanup_expired_logs(self, snapshot: Snapshot | None = None, *, now_ms: int | None = None) -> int:
         """Delete log files as the protocol's metadata-cleanup rules allow; the count deleted."""

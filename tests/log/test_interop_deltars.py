@@ -120,3 +120,53 @@ def test_deltars_deletion_vector_table_or_rewrite(tmp_path):
     snap = DeltaLog.for_table(path).update()
     assert "deletionVectors" in (snap.protocol.reader_features or ())
     _same_state(path)
+
+
+def _v2_table(path: str, files: int) -> None:
+    from deltalog.txn.actions import Protocol
+    from tests.log.helpers import metadata
+
+    proto = Protocol(3, 7, frozenset({"v2Checkpoint"}), frozenset({"v2Checkpoint"}))
+    md = metadata({"delta.checkpointPolicy": "v2"})
+    commit(path, 0, [proto, md, *[add(f"f{i}.parquet", size=i + 1) for i in range(files)]])
+    commit(path, 1, [remove("f0.parquet"), add("x y%.parquet")])
+
+
+def _drop_commits_before(path: str, version: int) -> None:
+    import os
+
+    for v in range(version):
+        os.remove(f"{path}/_delta_log/{v:020d}.json")
+
+
+def _deltars_files(path: str) -> list[str]:
+    table = deltalake.DeltaTable(path)
+    return sorted(_unq(a["path"]) for a in pa.table(table.get_add_actions(flatten=True)).to_pylist())
+
+
+def test_v2_checkpoints_with_sidecars_read_by_deltars(tmp_path):
+    import json
+    import os
+
+    for fmt in ("parquet", "json"):
+        path = str(tmp_path / fmt)
+        _v2_table(path, 50)
+        log = DeltaLog.for_table(path)
+        result = log.checkpoint(part_size=20, v2_format=fmt)
+        names = os.listdir(f"{path}/_delta_log")
+        top = [n for n in names if ".checkpoint." in n]
+        assert len(top) == 1 and top[0].startswith(f"{1:020d}.checkpoint.") and top[0].endswith(f".{fmt}")
+        sidecars = os.listdir(f"{path}/_delta_log/_sidecars")
+        assert len(sidecars) == 3  # 50 adds + 1 remove, 20 actions per sidecar
+        with open(f"{path}/_delta_log/_last_checkpoint") as fh:
+            last = json.load(fh)
+        assert last["version"] == 1 and last["v2Checkpoint"]["path"] == top[0]
+        assert last["numOfAddFiles"] == 50 == result.num_add_files
+        commit(path, 2, [add("after.parquet")])
+        _drop_commits_before(path, 1)  # both readers must use the checkpoint
+        expected = sorted([*(f"f{i}.parquet" for i in range(1, 50)), "x y%.parquet", "after.parquet"])
+        snap = DeltaLog.for_table(path).update()
+        assert snap.checkpoint_version == 1 and sorted(_unq(f.path) for f in snap.files) == expected
+        assert [t.path for t in snap.tombstones] == ["f0.parquet"]
+        assert _deltars_files(path) == expected
+        assert deltalake.DeltaTable(path).version() == 2
