@@ -87,6 +87,21 @@ class CheckpointFiles:
             yield from _parquet_file_batches(self.store, uri)
 
 
+# Optional fields only: a map's null count also counts empty maps, and an empty
+# ``partitionValues`` (an unpartitioned table) must stay an empty map, not become null.
+_SKIPPABLE = frozenset(
+    {
+        "tags",
+        "deletionVector",
+        "baseRowId",
+        "defaultRowCommitVersion",
+        "clusteringProvider",
+        "stats",
+        "extendedFileMetadata",
+    }
+)
+
+
 def _all_null_fields(meta: pq.FileMetaData) -> set[str]:
     """The ``add.x`` / ``remove.x`` fields whose every leaf chunk is all null by the
     statistics (deletion vectors, tags, row tracking on most tables): not worth decoding."""
@@ -96,7 +111,7 @@ def _all_null_fields(meta: pq.FileMetaData) -> set[str]:
         if len(parts) < 2 or parts[0] not in ("add", "remove"):
             continue
         name = f"{parts[0]}.{parts[1]}"
-        if candidates.get(name) is False:
+        if parts[1] not in _SKIPPABLE or candidates.get(name) is False:
             continue
         all_null = meta.num_row_groups > 0
         for i in range(meta.num_row_groups):

@@ -328,3 +328,40 @@ def test_replay_and_checkpoint_do_not_import_pandas(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("ok ")
+
+
+def test_unpartitioned_checkpoint_keeps_empty_partition_values(tmp_path):
+    """A map's null count also counts empty maps: empty partitionValues must not be taken
+    for an all-null field and come back null."""
+    t = str(tmp_path)
+    md = json.loads(json.dumps(METADATA))
+    md["metaData"]["partitionColumns"] = []
+    adds = [
+        json.dumps(
+            {
+                "add": {
+                    "path": f"f{i}",
+                    "partitionValues": {},
+                    "size": 1,
+                    "modificationTime": 1,
+                    "dataChange": True,
+                    "tags": {},
+                }
+            }
+        )
+        for i in range(100)
+    ]
+    _write(t, 0, [json.dumps(PROTOCOL), json.dumps(md), *adds])
+    DeltaLog.for_table(t).checkpoint()
+    snap = DeltaLog.for_table(t).update()
+    assert snap.checkpoint_version == 0
+    pv = snap.files_table.column("partitionValues")
+    assert pv.null_count == 0 and pv.to_pylist()[0] == []
+    assert all(f.partition_values == {} for f in snap.files)
+    # and the rewritten checkpoint still has non-null partitionValues for other readers
+    import pyarrow.parquet as pq
+
+    DeltaLog.for_table(t).checkpoint(snap)
+    written = pq.read_table(f"{t}/_delta_log/{0:020d}.checkpoint.parquet", columns=["add"]).column("add")
+    values = [row for row in written.to_pylist() if row is not None]
+    assert len(values) == 100 and all(row["partitionValues"] == [] for row in values)
