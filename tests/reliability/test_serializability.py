@@ -165,7 +165,7 @@ def _check(uri: str, level: str, txns: list[Txn]) -> None:
     log = DeltaLog.for_table(uri)
     facts = {v: _facts(log, v) for v in log.list_commit_versions(0)}
     committed = sorted((t for t in txns if t.version is not None), key=lambda t: t.version or 0)
-    assert sorted(t.version for t in committed) == list(range(2, 2 + len(committed)))
+    assert sorted(t.version or 0 for t in committed) == list(range(2, 2 + len(committed)))
     for t in committed:
         assert t.version is not None
         winners = range(t.read_version + 1, t.version)
@@ -175,7 +175,9 @@ def _check(uri: str, level: str, txns: list[Txn]) -> None:
             before = _live(log, t.version - 1, t.partition)
             if level == "WriteSerializable":
                 before -= {p for v in winners if facts[v].blind_append for p in facts[v].data_adds}
-            assert before == t.read, f"txn {t.index} ({t.kind}) read {sorted(t.read)}, serial order says {sorted(before)}"
+            assert before == t.read, (
+                f"txn {t.index} ({t.kind}) read {sorted(t.read)}, serial order says {sorted(before)}"
+            )
         if t.removes:  # what it removes was still there: nothing is removed twice
             assert t.removes <= frozenset(f.path for f in log.snapshot(t.version - 1).files)
     for t in txns:

@@ -7,6 +7,9 @@ server on 127.0.0.1 unless a :class:`Fault` matches: ``status``, ``drop``,
 
 * ``reset``: reset without forwarding (the request never reached the server);
 * ``reset_after``: forward (the request takes effect), then reset instead of answering.
+
+Any other kind (``observe``) forwards normally and only runs ``on_hit``. Unlike the base
+proxy, a HEAD answer keeps the server's ``Content-Length``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 from tests.backends.faultproxy import Fault
 from tests.backends.faultproxy import FaultProxy as _BaseProxy
 
-__all__ = ["Fault", "FaultProxy", "KINDS"]
+__all__ = ["KINDS", "Fault", "FaultProxy"]
 
 KINDS = ("status", "drop", "lose_answer", "error_after", "reset", "reset_after")
 _AS_BASE = {"reset": "drop", "reset_after": "lose_answer"}
@@ -47,6 +50,20 @@ class FaultProxy(_BaseProxy):
                     self.connection.close()  # with linger 0: RST, not FIN
                 except OSError:
                     pass
+
+            def _answer(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+                if self.command != "HEAD":
+                    super()._answer(status, data, headers)
+                    return
+                # A HEAD answer has no body but the object's real Content-Length, which
+                # clients use as the size (pyarrow reads a 0-byte file otherwise).
+                self.send_response(status)
+                for key, value in headers.items():
+                    if key.lower() not in ("connection", "keep-alive", "transfer-encoding"):
+                        self.send_header(key, value)
+                if not any(k.lower() == "content-length" for k in headers):
+                    self.send_header("Content-Length", "0")
+                self.end_headers()
 
             def finish(self) -> None:
                 try:
