@@ -236,8 +236,11 @@ def test_a_checkpoint_that_fails_halfway_is_never_published(
     breaking = Fault("status", times=10_000, status=503, body=SLOW_DOWN, headers=XML,
                      method="GET", path_contains="00000000000000000010.checkpoint.parquet")
     # once version 20 is published (the post-commit checkpoint comes next), break the reads
-    proxy.add(Fault("observe", method="PUT", path_contains="00000000000000000020.json",
-                    on_hit=lambda: None if proxy.add(breaking) else None))
+
+    def break_reads() -> None:
+        proxy.add(breaking)
+
+    proxy.add(Fault("observe", method="PUT", path_contains="00000000000000000020.json", on_hit=break_reads))
     assert _commit(writer, "b9")[0] == 20  # the commit stands; its checkpoint hook fails
     proxy.clear()
     fresh = DeltaLog.for_table(table, s3_options(reliability_moto.url)).update()
