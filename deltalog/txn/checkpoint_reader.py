@@ -176,6 +176,9 @@ def _parquet_file_batches(store: LogStore, uri: str) -> Iterator[tuple[pa.Table,
                     else empty_removes
                 )
                 del batch
+                # hand the decoder's freed scratch memory back now: mimalloc keeps it
+                # otherwise, and a million-file load peaks ~20 MB higher
+                pa.default_memory_pool().release_unused()
                 yield adds, removes
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise CorruptLogError(uri, f"not a readable Parquet checkpoint ({exc})") from exc
