@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -365,3 +366,20 @@ def test_unpartitioned_checkpoint_keeps_empty_partition_values(tmp_path):
     written = pq.read_table(f"{t}/_delta_log/{0:020d}.checkpoint.parquet", columns=["add"]).column("add")
     values = [row for row in written.to_pylist() if row is not None]
     assert len(values) == 100 and all(row["partitionValues"] == [] for row in values)
+
+
+def test_many_chunks_parse_in_parallel_and_keep_log_order(tmp_path, monkeypatch):
+    """Several chunks go to worker threads; the newest action per file must still win and a
+    bad line in a late chunk still names its file and line."""
+    import deltalog.txn.replay as replay
+
+    monkeypatch.setattr(replay, "_CHUNK_BYTES", 2_000)
+    t = str(tmp_path)
+    _random_log(t, 80, 13)
+    _assert_matches(t, DeltaLog.for_table(t).update())
+    with open(f"{t}/_delta_log/{70:020d}.json") as fh:
+        lines = fh.read().splitlines()
+    lines[1] = re.sub(r'"size":\s*\d+', '"size": "x"', lines[1])
+    _write(t, 70, lines)
+    with pytest.raises(CorruptLogError, match=r"00000000000000000070\.json: line 2: malformed add action"):
+        DeltaLog.for_table(t).update()
