@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import tempfile
+from typing import Any
 
 from bench.common import make_commit_table, print_table, run_isolated, write_results
 
@@ -89,6 +90,54 @@ def main(argv: list[str] | None = None) -> None:
         rows,
     )
     print("results:", write_results("json_replay", {"runs": results}))
+
+
+# -- the ``python -m bench`` protocol (bench/report.py) -----------------------------------
+
+SIZES = {"small": [200], "full": [2_000, 5_000]}
+ADDS_PER_COMMIT = 20
+TIME_TARGETS = {2_000: 1.0, 5_000: 1.0}
+
+
+def workloads(size: str) -> list[str]:
+    names = []
+    for commits in SIZES[size]:
+        label = f"JSON log replay to Arrow add actions, {commits:,} commits x {ADDS_PER_COMMIT} adds"
+        names += [f"{label} (time)", f"{label} (peak memory)"]
+    return names
+
+
+WORKLOADS = tuple(workloads("small"))
+
+
+def run(size: str = "small") -> list[Any]:
+    from bench.report import Result
+
+    results = []
+    names = iter(workloads(size))
+    for commits in SIZES[size]:
+        n = commits * ADDS_PER_COMMIT - commits // 10
+        path = tempfile.mkdtemp(prefix="deltalog-bench-")
+        try:
+            make_commit_table(path, commits, ADDS_PER_COMMIT)
+            ours = run_isolated(DELTALOG.format(path=path, n=n), 2, DELTALOG_SETUP)
+            theirs = run_isolated(DELTARS.format(path=path, n=n), 2, DELTARS_SETUP)
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+        details = {"commits": commits, "adds_per_commit": ADDS_PER_COMMIT, "deltalog": ours, "delta_rs": theirs}
+        results.append(
+            Result(
+                next(names),
+                "s",
+                ours["seconds"],
+                theirs["seconds"],
+                target_ratio=TIME_TARGETS.get(commits),
+                details=details,
+                notes="no checkpoint; fresh process per run, best of 2, imports excluded",
+            )
+        )
+        results.append(Result(next(names), "MB", ours["peak_mb"], theirs["peak_mb"], details=details))
+    return results
 
 
 if __name__ == "__main__":
