@@ -11,8 +11,9 @@ The serial order is the order of commit versions. For every committed transactio
 * nothing in the winning commits (between its read version and its commit version) is a
   real conflict for it: no metadata change, no removal of a file it read or removes, and
   no data-changing add in the partition it read -- except, under WriteSerializable, adds
-  of blind appends (which serialize after it), and except for compactions (dataChange
-  false: snapshot isolation);
+  of blind appends (which serialize after it), and except for commits without a
+  dataChange=true file action (compactions, a delete that found nothing): Delta commits
+  those under snapshot isolation, and as they change no data they serialize anywhere;
 * hence, for Serializable: what it read at its read version equals what the table held in
   its partition just before its commit version; for WriteSerializable the same modulo
   blind appends. Both are checked directly, by time travel.
@@ -57,6 +58,7 @@ class Txn:
     error: BaseException | None = None
     latest_at_failure: int = -1
     adds: list[str] = field(default_factory=list)
+    data_change: bool = False  # commits a file action with dataChange=true
 
 
 @dataclass(frozen=True)
@@ -89,8 +91,10 @@ def _conflicts(txn: Txn, winner: CommitFacts, level: str) -> bool:
         return True  # both delete the same file
     if txn.kind in ("blind_append", "metadata"):
         return False  # read nothing
-    if txn.kind == "compact":
-        return False  # dataChange=false only: snapshot isolation, new files are fine
+    if not txn.data_change:
+        # no dataChange=true file action (a compaction, a delete that found nothing): Delta
+        # commits it under snapshot isolation; it changes no data, so it serializes anywhere
+        return False
     if level == "WriteSerializable" and winner.blind_append:
         return False  # a blind append may serialize after us
     return any(part == txn.partition for part in winner.data_adds.values())
@@ -133,6 +137,7 @@ def _commit(uri: str, txn: Txn) -> None:
         operation = SetTableProperties({"test.txn": str(txn.index)})
     txn.removes = frozenset(a.path for a in actions if isinstance(a, RemoveFile))
     txn.adds = [a.path for a in actions if isinstance(a, AddFile)]
+    txn.data_change = any(isinstance(a, (AddFile, RemoveFile)) and a.data_change for a in actions)
     try:
         txn.version = handle.commit(actions, operation)
     except DeltaConcurrentModificationError as exc:
@@ -171,7 +176,7 @@ def _check(uri: str, level: str, txns: list[Txn]) -> None:
         winners = range(t.read_version + 1, t.version)
         real = [v for v in winners if _conflicts(t, facts[v], level)]
         assert not real, f"txn {t.index} ({t.kind}) committed over conflicting versions {real}"
-        if t.kind in ("read_append", "delete"):
+        if t.kind in ("read_append", "delete") and t.data_change:
             before = _live(log, t.version - 1, t.partition)
             if level == "WriteSerializable":
                 before -= {p for v in winners if facts[v].blind_append for p in facts[v].data_adds}
