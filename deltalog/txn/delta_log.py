@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog.logstores.base import FileStatus, LogStore
 from deltalog.logstores.options import StorageOptions
 from deltalog.logstores.registry import logstore_for
-from deltalog.txn.actions import Action, parse_line
+from deltalog.txn.actions import Action, Metadata, parse_line
 from deltalog.txn.checkpoint_reader import read_checkpoint
 from deltalog.txn.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
 from deltalog.txn.last_checkpoint import read_last_checkpoint
@@ -29,7 +29,7 @@ from deltalog.txn.log_segment import (
     build_segment,
     parse_listing,
 )
-from deltalog.txn.replay import CommitBatch, LogState
+from deltalog.txn.replay import CommitBatch, LogState, partition_keys
 from deltalog.txn.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -127,17 +127,17 @@ class DeltaLog:
             out.append(obj)
         return out
 
-    def _collect(self, commits: list[FileStatus], batch: CommitBatch) -> None:
+    def _collect(self, commits: list[FileStatus], batch: CommitBatch, metadata: Metadata | None = None) -> None:
         for status in commits:
             version = int(status.name[:20])
             batch.add_lines(version, self._read_lines(status.path, version), status.path)
+        keys = set(partition_keys(metadata)) | set(partition_keys(batch.metadata))
+        batch.partition_keys = tuple(sorted(keys))
         batch.parse()  # a bad line fails the load, naming its file and line
 
     # -- snapshots ----------------------------------------------------------------------
 
-    def _commit_timestamp(
-        self, version: int, state: LogState, batch: CommitBatch | None, fallback: int
-    ) -> int:
+    def _commit_timestamp(self, version: int, state: LogState, batch: CommitBatch | None, fallback: int) -> int:
         md = state.metadata
         if md is not None and md.configuration.get("delta.enableInCommitTimestamps", "").lower() == "true":
             info = batch.commit_infos.get(version) if batch is not None else None
@@ -155,8 +155,6 @@ class DeltaLog:
         """The snapshot of ``segment``: the checkpoint's small actions and the commits are
         read now; the checkpoint's file actions are read (and the commits' file actions
         reconciled with them, in Arrow) on first use."""
-        batch = CommitBatch()
-        self._collect(list(segment.commits), batch)
         files = None
         if segment.checkpoint is not None:
             contents = read_checkpoint(self.store, self.log_uri, segment.checkpoint)
@@ -164,6 +162,8 @@ class DeltaLog:
             files = contents.files
         else:
             base = LogState.empty()
+        batch = CommitBatch()
+        self._collect(list(segment.commits), batch, base.metadata)
         state = base.with_non_file_actions(batch)
         if segment.commits:
             fallback = segment.commits[-1].modification_time
@@ -191,8 +191,7 @@ class DeltaLog:
         listing = self.listing(start)
         if start > 0 and not listing.complete_checkpoints(version):
             log.warning(
-                "_last_checkpoint of %s points to version %d, which has no complete checkpoint; "
-                "listing the whole log",
+                "_last_checkpoint of %s points to version %d, which has no complete checkpoint; listing the whole log",
                 self.table_uri,
                 start,
             )
@@ -229,7 +228,7 @@ class DeltaLog:
             return self._empty() if segment is None else self._load(segment)
         batch = CommitBatch()
         commits = [listing.commits[v] for v in new_versions]
-        self._collect(commits, batch)
+        self._collect(commits, batch, cached.non_file_state.metadata)
         last = new_versions[-1]
         probe = cached.non_file_state.with_non_file_actions(batch)
         ts = self._commit_timestamp(last, probe, batch, commits[-1].modification_time)

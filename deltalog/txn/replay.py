@@ -129,6 +129,18 @@ _JSON_SCHEMA = pa.schema(
         ("remove", pa.struct([f for f in REMOVE_SCHEMA if f.type != STRING_MAP])),
     ]
 )
+
+
+def _json_schema(partition_keys: Sequence[str]) -> pa.Schema:
+    """:data:`_JSON_SCHEMA` with ``partitionValues`` typed as a struct of strings when the
+    partition keys are known: pyarrow would otherwise infer date-like values
+    (``"2024-01-01"``) as timestamps and lose their text."""
+    if not partition_keys:
+        return _JSON_SCHEMA
+    pv = pa.field("partitionValues", pa.struct([(k, pa.string()) for k in dict.fromkeys(partition_keys)]))
+    return pa.schema([pa.field(f.name, pa.struct([*f.type, pv])) for f in _JSON_SCHEMA])
+
+
 _FILE_LINE_PREFIXES = ('{"add":', '{"remove":')
 _CHUNK_BYTES = 4 << 20
 
@@ -309,22 +321,18 @@ def _slow_tables(
                     raise ValueError("'path' is missing or not a string")
                 pa.array([body], struct)
             except (pa.ArrowException, ValueError, TypeError) as exc:
-                raise CorruptLogError(
-                    where, f"line {line_numbers[i]}: malformed {key} action ({exc})"
-                ) from None
+                raise CorruptLogError(where, f"line {line_numbers[i]}: malformed {key} action ({exc})") from None
             bodies.append(body)
             order.append(offset + i)
     add_t = pa.Table.from_struct_array(pa.array(adds, ADD_STRUCT)) if adds else empty_table(ADD_SCHEMA)
-    rem_t = (
-        pa.Table.from_struct_array(pa.array(removes, REMOVE_STRUCT)) if removes else empty_table(REMOVE_SCHEMA)
-    )
+    rem_t = pa.Table.from_struct_array(pa.array(removes, REMOVE_STRUCT)) if removes else empty_table(REMOVE_SCHEMA)
     return (
         add_t.append_column(ORDER, int64_array(add_order)),
         rem_t.append_column(ORDER, int64_array(remove_order)),
     )
 
 
-def _fast_tables(lines: Sequence[str], offset: int) -> tuple[pa.Table, pa.Table]:
+def _fast_tables(lines: Sequence[str], offset: int, partition_keys: Sequence[str] = ()) -> tuple[pa.Table, pa.Table]:
     import pyarrow.json as pj
 
     body = "\n".join(lines).encode("utf-8")
@@ -332,7 +340,9 @@ def _fast_tables(lines: Sequence[str], offset: int) -> tuple[pa.Table, pa.Table]
         pa.BufferReader(body),
         read_options=pj.ReadOptions(block_size=len(body) + 1, use_threads=False),
         parse_options=pj.ParseOptions(
-            explicit_schema=_JSON_SCHEMA, unexpected_field_behavior="infer", newlines_in_values=False
+            explicit_schema=_json_schema(partition_keys),
+            unexpected_field_behavior="infer",
+            newlines_in_values=False,
         ),
     )
     if table.num_rows != len(lines):
@@ -350,13 +360,17 @@ def _fast_tables(lines: Sequence[str], offset: int) -> tuple[pa.Table, pa.Table]
 
 
 def parse_file_lines(
-    lines: Sequence[str], line_numbers: Sequence[int] = (), sources: Sequence[_Source] = ()
+    lines: Sequence[str],
+    line_numbers: Sequence[int] = (),
+    sources: Sequence[_Source] = (),
+    partition_keys: Sequence[str] = (),
 ) -> tuple[pa.Table, pa.Table]:
     """(adds, removes) of raw ``add``/``remove`` JSON lines, each with the ``__order``
     column (the line's index). Parsed by pyarrow in chunks of about 4 MB, on several
     threads when there are several (pyarrow parses without the GIL); a chunk pyarrow
     rejects is decoded line by line, raising :class:`CorruptLogError` naming the file and
-    line."""
+    line. ``partition_keys``: the ``partitionValues`` keys the table uses (their values
+    are read as text, never inferred)."""
     numbers: Sequence[int] = line_numbers or range(1, len(lines) + 1)
     bounds: list[tuple[int, int]] = []
     start = 0
@@ -373,7 +387,7 @@ def parse_file_lines(
     def parse(bound: tuple[int, int]) -> tuple[pa.Table, pa.Table]:
         lo, hi = bound
         try:
-            return _fast_tables(lines[lo:hi], lo)
+            return _fast_tables(lines[lo:hi], lo, partition_keys)
         except (pa.ArrowException, ValueError):
             return _slow_tables(lines[lo:hi], numbers[lo:hi], sources, lo)
 
@@ -407,6 +421,8 @@ class CommitBatch:
     txns: dict[str, SetTransaction] = field(default_factory=dict)
     domains: dict[str, DomainMetadata] = field(default_factory=dict)
     commit_infos: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # the partitionValues keys of the table (physical names), so bulk parsing reads them as text
+    partition_keys: tuple[str, ...] = ()
 
     def add_lines(self, version: int, lines: Iterable[str], path: str) -> None:
         """Take the lines of commit file ``path`` (``version``); unknown actions are ignored."""
@@ -492,7 +508,7 @@ class CommitBatch:
 
     def _parse_locked(self) -> None:
         if self.file_lines:
-            adds, removes = parse_file_lines(self.file_lines, self.line_numbers, self.sources)
+            adds, removes = parse_file_lines(self.file_lines, self.line_numbers, self.sources, self.partition_keys)
             if self._parsed is not None:
                 offset = pc.add(adds.column(ORDER), int64_scalar(self._num_parsed))
                 adds = adds.set_column(adds.schema.get_field_index(ORDER), ORDER, offset)
@@ -511,7 +527,7 @@ class CommitBatch:
         """The file actions of consecutive batches as one batch, in log order."""
         if len(batches) == 1:
             return batches[0]
-        merged = cls()
+        merged = cls(partition_keys=tuple(dict.fromkeys(k for b in batches for k in b.partition_keys)))
         for batch in batches:
             if batch._parsed is not None:
                 batch.parse()
@@ -519,9 +535,7 @@ class CommitBatch:
                 assert batch._parsed is not None
                 adds, removes = batch._parsed
                 shift = int64_scalar(merged._num_parsed)
-                adds = adds.set_column(
-                    adds.schema.get_field_index(ORDER), ORDER, pc.add(adds.column(ORDER), shift)
-                )
+                adds = adds.set_column(adds.schema.get_field_index(ORDER), ORDER, pc.add(adds.column(ORDER), shift))
                 removes = removes.set_column(
                     removes.schema.get_field_index(ORDER), ORDER, pc.add(removes.column(ORDER), shift)
                 )
@@ -571,9 +585,7 @@ def _newest_per_key(adds: pa.Table, removes: pa.Table) -> tuple[pa.Table, pa.Tab
         return adds, removes
     orders = pa.concat_arrays([_combine(adds.column(ORDER)), _combine(removes.column(ORDER))])
     # sort by (key, order); the last row of each run of equal keys is the newest action
-    idx = pc.sort_indices(
-        pa.table({"k": keys, "o": orders}), sort_keys=[("k", "ascending"), ("o", "ascending")]
-    )
+    idx = pc.sort_indices(pa.table({"k": keys, "o": orders}), sort_keys=[("k", "ascending"), ("o", "ascending")])
     sorted_keys = keys.take(idx)
     n = len(sorted_keys)
     last = pa.concat_arrays(
@@ -732,3 +744,19 @@ def _clean(row: dict[str, Any]) -> dict[str, Any]:
 def parse_commit_lines(lines: Sequence[str]) -> list[dict[str, Any]]:
     """Decode the lines of a commit file (blank lines skipped)."""
     return [json.loads(line) for line in lines if line.strip()]
+
+
+def partition_keys(metadata: Metadata | None) -> tuple[str, ...]:
+    """The keys of ``partitionValues`` in the table's file actions (physical names)."""
+    if metadata is None or not metadata.partition_columns:
+        return ()
+    if metadata.configuration.get("delta.columnMapping.mode", "none").lower() == "none":
+        return tuple(metadata.partition_columns)
+    try:
+        from deltalog.txn.column_mapping import physical_partition_names
+        from deltalog.txn.schema import parse_schema
+
+        names = physical_partition_names(parse_schema(metadata.schema_string), metadata.partition_columns)
+    except (ValueError, KeyError, LookupError):
+        return tuple(metadata.partition_columns)
+    return tuple(names.values())

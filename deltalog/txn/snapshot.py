@@ -35,6 +35,7 @@ from deltalog.txn.replay import (
     CommitBatch,
     FileSource,
     LogState,
+    partition_keys,
     reconcile,
     table_to_adds,
     table_to_removes,
@@ -258,6 +259,8 @@ class Snapshot:
             )
         batch = CommitBatch()
         batch.add_actions(version, actions)
+        keys = set(partition_keys(self._state.metadata)) | set(partition_keys(batch.metadata))
+        batch.partition_keys = tuple(sorted(keys))
         return self.apply_batch(version, batch, commit_timestamp)
 
     def apply_batch(self, version: int, batch: CommitBatch, commit_timestamp: int) -> Snapshot:

@@ -383,3 +383,41 @@ def test_many_chunks_parse_in_parallel_and_keep_log_order(tmp_path, monkeypatch)
     _write(t, 70, lines)
     with pytest.raises(CorruptLogError, match=r"00000000000000000070\.json: line 2: malformed add action"):
         DeltaLog.for_table(t).update()
+
+
+def test_date_like_partition_values_keep_their_text_on_the_bulk_path(tmp_path, monkeypatch):
+    """pyarrow infers "2024-01-01" as a timestamp; with the table's partition keys known the
+    values are read as text, without falling back to the per-line parser."""
+    import deltalog.txn.replay as replay
+
+    def no_slow_path(*args: object, **kwargs: object) -> None:
+        raise AssertionError("fell back to the per-line parser")
+
+    t = str(tmp_path)
+    md = json.loads(json.dumps(METADATA))
+    md["metaData"]["partitionColumns"] = ["p"]
+    values = ["2024-01-01", "2024-01-01 12:30:00", "2024-01-01T12:30:00.000Z", None, "1999-12-31"]
+    adds = [
+        json.dumps(
+            {
+                "add": {
+                    "path": f"f{i}",
+                    "partitionValues": {"p": v},
+                    "size": 1,
+                    "modificationTime": 1,
+                    "dataChange": True,
+                }
+            }
+        )
+        for i, v in enumerate(values)
+    ]
+    _write(t, 0, [json.dumps(PROTOCOL), json.dumps(md)])
+    _write(t, 1, adds)
+    monkeypatch.setattr(replay, "_slow_tables", no_slow_path)
+    snap = DeltaLog.for_table(t).update()
+    assert {f.path: f.partition_values["p"] for f in snap.files} == {f"f{i}": v for i, v in enumerate(values)}
+    # and through Snapshot.apply (the engine's path)
+    from .helpers import add
+
+    newer = snap.apply(2, [add("g", pv={"p": "2025-02-03"})], 2)
+    assert {f.path: f.partition_values for f in newer.files}["g"] == {"p": "2025-02-03"}
