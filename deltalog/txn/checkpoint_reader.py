@@ -45,6 +45,7 @@ from deltalog.txn.replay import (
     _Source,
     normalize_struct,
     parse_file_lines,
+    partition_keys,
 )
 
 __all__ = ["READ_BATCH_ROWS", "CheckpointContents", "CheckpointFiles", "read_checkpoint", "sidecar_uri"]
@@ -70,18 +71,20 @@ class CheckpointFiles:
         version: int,
         parquet_uris: tuple[str, ...],
         json_lines: tuple[tuple[str, tuple[str, ...]], ...] = (),
+        partition_keys: tuple[str, ...] = (),
     ) -> None:
         self.store = store
         self.version = version
         self.parquet_uris = parquet_uris
         self.json_lines = json_lines  # (uri, file-action lines) of JSON V2 checkpoints
+        self.partition_keys = partition_keys
 
     def __repr__(self) -> str:
         return f"CheckpointFiles(version={self.version}, files={len(self.parquet_uris) + len(self.json_lines)})"
 
     def file_batches(self) -> Iterator[tuple[pa.Table, pa.Table]]:
         for uri, lines in self.json_lines:
-            adds, removes = parse_file_lines(lines, (), [_Source(0, uri)])
+            adds, removes = parse_file_lines(lines, (), [_Source(0, uri)], self.partition_keys)
             yield _adds_out(adds.drop_columns([ORDER])), removes.drop_columns([ORDER])
         for uri in self.parquet_uris:
             yield from _parquet_file_batches(self.store, uri)
@@ -355,6 +358,8 @@ def read_checkpoint(store: LogStore, log_uri: str, checkpoint: CheckpointInstanc
             n for n, v in (("protocol", contents.protocol), ("metaData", contents.metadata)) if v is None
         )
         raise CorruptLogError(checkpoint.files[0].path, f"the checkpoint has no {missing} action")
-    contents.files = CheckpointFiles(store, checkpoint.version, tuple(parquet), tuple(json_lines))
+    contents.files = CheckpointFiles(
+        store, checkpoint.version, tuple(parquet), tuple(json_lines), partition_keys(contents.metadata)
+    )
     log.debug("read checkpoint %s (%d files)", checkpoint.version, len(checkpoint.files))
     return contents
