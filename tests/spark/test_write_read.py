@@ -185,3 +185,11 @@ def test_change_data_feed_and_table_properties(spark, table_path):
     assert ("update_preimage", 1, 10, 1) in got and ("update_postimage", 1, 11, 1) in got
     assert ("delete", 4, 40, 2) in got
     assert len(got) == 5 + 2 + 1
+    from deltalog.txn.delta_log import DeltaLog
+
+    ms = DeltaLog.for_table(table_path).snapshot(1).timestamp
+    since = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds")
+    later = (spark.read.format("deltalog").option("readChangeFeed", "true").option("startingTimestamp", since)).load(
+        table_path
+    )
+    assert sorted({r._commit_version for r in later.collect()}) == [1, 2]

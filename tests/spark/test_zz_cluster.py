@@ -1,6 +1,9 @@
-"""The data source on ``local-cluster[2,1,1024]``: separate executor JVMs and Python workers."""
+"""The data source on ``local-cluster[2,1,1024]``: two executor JVMs, each with its own Python workers."""
 
 from __future__ import annotations
+
+import os
+import time
 
 import pytest
 
@@ -9,12 +12,37 @@ from tests.spark.helpers import commits, delta_rs_rows, rows
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
+def _executor_jvm(_: object) -> list[int]:
+    """In a task: the pid of the JVM that runs this Python worker (walking up /proc)."""
+    time.sleep(0.3)  # keep the task busy so both single-core executors get some
+    pid = os.getpid()
+    while pid > 1:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{ppid}/comm", encoding="utf-8") as f:
+            if f.read().strip() == "java":
+                return [ppid]
+        pid = ppid
+    return [-1]
+
+
+def test_cluster_has_separate_executor_processes(spark_cluster):
+    spark = spark_cluster
+    sc = spark.sparkContext
+    deadline = time.monotonic() + 120
+    while sc._jsc.sc().getExecutorMemoryStatus().size() < 3 and time.monotonic() < deadline:
+        time.sleep(0.5)  # the two executors register asynchronously
+    assert sc._jsc.sc().getExecutorMemoryStatus().size() == 3  # the driver and two executors
+    driver_jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
+    jvms = set(sc.parallelize(range(8), 8).mapPartitions(_executor_jvm).collect())
+    assert driver_jvm not in jvms and -1 not in jvms
+    assert len(jvms) == 2
+
+
 def test_cluster_write_read_merge(spark_cluster, table_path):
     from deltalog.contrib.spark import DeltaTable
 
     spark = spark_cluster
-    pids = spark.range(4).repartition(2).rdd.mapPartitions(lambda _: [__import__("os").getpid()]).collect()
-    assert len(set(pids)) >= 1
     df = spark.createDataFrame([(i, f"d{i % 3}") for i in range(60)], "id long, day string").repartition(4)
     df.write.format("deltalog").mode("append").option("partitionBy", "day").save(table_path)
     adds = [a for a in commits(table_path)[0] if "add" in a]

@@ -251,9 +251,9 @@ class DeltaReader(DataSourceReader):
         if self.options.read_change_feed:
             from deltalog.contrib.spark.changes import change_files
 
-            start = self.options.starting_version or 0
-            items = change_files(delta_log, start, self.options.ending_version)
-            self._read_spec = self._spec(delta_log, delta_log.snapshot(self.options.ending_version))
+            start, end = change_range(delta_log, self.options)
+            items = change_files(delta_log, start, end)
+            self._read_spec = self._spec(delta_log, delta_log.snapshot(end))
             return [FilesPartition(b) for b in _bins(items)] or [FilesPartition([])]
         metadata = snapshot.metadata
         schema = json.loads(metadata.schema_string)
@@ -298,6 +298,27 @@ class DeltaReader(DataSourceReader):
         yield from read_files(spec, partition.files)
 
 
+def change_range(delta_log: Any, options: ReadOptions) -> tuple[int, int | None]:
+    """The change feed's first and last version (None: the latest), from
+    ``startingVersion``/``endingVersion`` or ``startingTimestamp``/``endingTimestamp``
+    (Delta's rules: the first commit at or after the start, the last at or before the end)."""
+    start = options.starting_version
+    if start is None and options.starting_timestamp is not None:
+        at = delta_log.snapshot(timestamp=options.starting_timestamp)
+        start = at.version if _commit_at_or_after(delta_log, at, options.starting_timestamp) else at.version + 1
+    end = options.ending_version
+    if end is None and options.ending_timestamp is not None:
+        end = delta_log.snapshot(timestamp=options.ending_timestamp).version
+    return start or 0, end
+
+
+def _commit_at_or_after(delta_log: Any, snapshot: Any, timestamp: str) -> bool:
+    """Whether ``snapshot`` (the last commit at or before ``timestamp``) was committed exactly then."""
+    from deltalog.txn.history import to_millis
+
+    return bool(snapshot.timestamp >= to_millis(timestamp))
+
+
 # -- the source -----------------------------------------------------------------------------
 
 
@@ -312,7 +333,7 @@ class DeltaLogDataSource(DataSource):
         opts = ReadOptions.parse(self.options)
         delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
         if opts.read_change_feed:
-            end = opts.ending_version
+            _, end = change_range(delta_log, opts)
             snapshot = delta_log.snapshot(end) if end is not None else delta_log.update()
         elif opts.version_as_of is not None or opts.timestamp_as_of is not None:
             snapshot = delta_log.snapshot(version=opts.version_as_of, timestamp=opts.timestamp_as_of)

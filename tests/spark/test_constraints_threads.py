@@ -1,0 +1,93 @@
+"""Writers from threads, and CHECK constraints / invariants in the Spark writers (local[2])."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tests.spark.helpers import commits, delta_rs_rows, operations
+
+pytestmark = pytest.mark.spark
+
+
+def test_write_from_new_threads_after_register(spark, table_path):
+    """Spark looks Python data sources up in the JVM thread's active session; a new
+    thread has none until register()/activate() sets it (the main job's step 2)."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import register
+
+    def batch(n: int):
+        return spark.range(n * 10, n * 10 + 10, numPartitions=1).withColumn("day", F.lit(f"2024-01-0{n + 1}"))
+
+    batch(0).write.format("deltalog").mode("append").option("partitionBy", "day").save(table_path)
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            register(spark)
+            batch(n).write.format("deltalog").mode("append").save(table_path)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(1, 4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert operations(table_path) == ["WRITE"] * 4
+    assert sorted(delta_rs_rows(table_path, ["id"]).id.tolist()) == list(range(40))
+    # date-like partition values keep their text through log replay (read as timestamps once)
+    got = spark.read.format("deltalog").load(table_path).filter("day = '2024-01-02'")
+    assert sorted(r.id for r in got.collect()) == list(range(10, 20))
+
+
+def _constrained_table(spark, path: str) -> None:
+    from deltalog.contrib.spark import DeltaTable
+
+    DeltaTable.create(spark).location(path).addColumn("id", "long").addColumn("v", "long").property(
+        "delta.constraints.v_positive", "v > 0"
+    ).execute()
+
+
+def test_table_api_checks_constraints_with_spark_sql(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.constraints import ConstraintViolationError
+
+    _constrained_table(spark, table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame([(1, 10), (2, 20)], "id long, v long")
+    table.alias("t").merge(source.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
+    assert sorted(r.v for r in table.toDF().collect()) == [10, 20]
+    before = len(commits(table_path))
+
+    with pytest.raises(ConstraintViolationError, match="v_positive"):
+        table.update("id = 1", {"v": "v - 100"})
+    bad = spark.createDataFrame([(3, None)], "id long, v long")  # NULL is a violation too
+    with pytest.raises(ConstraintViolationError, match="v_positive"):
+        table.alias("t").merge(bad.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
+    assert len(commits(table_path)) == before  # nothing committed
+    assert sorted(r.v for r in table.toDF().collect()) == [10, 20]
+
+    table.update("id = 1", {"v": "v + 1"})  # satisfies the constraint: committed
+    assert sorted(delta_rs_rows(table_path, ["id"]).v.tolist()) == [11, 20]
+
+
+def test_data_source_refuses_constrained_table_without_task_evaluator(spark, table_path):
+    import deltalog.txn.constraints as core
+
+    _constrained_table(spark, table_path)
+    df = spark.createDataFrame([(1, 5)], "id long, v long")
+    if callable(getattr(core, "check_constraints", None)):
+        # the txn layer evaluates constraints in the write tasks: good rows commit, bad rows fail
+        df.write.format("deltalog").mode("append").save(table_path)
+        assert len(commits(table_path)) == 2
+        with pytest.raises(Exception, match="v_positive|v > 0"):
+            spark.createDataFrame([(2, -5)], "id long, v long").write.format("deltalog").mode("append").save(table_path)
+        assert len(commits(table_path)) == 2
+    else:
+        with pytest.raises(Exception, match="cannot evaluate them"):
+            df.write.format("deltalog").mode("append").save(table_path)
+        assert len(commits(table_path)) == 1  # only the CREATE TABLE
