@@ -84,7 +84,7 @@ def test_data_source_refuses_constrained_table_without_task_evaluator(spark, tab
         # the txn layer evaluates constraints in the write tasks: good rows commit, bad rows fail
         df.write.format("deltalog").mode("append").save(table_path)
         assert len(commits(table_path)) == 2
-        with pytest.raises(Exception, match="v_positive|v > 0"):
+        with pytest.raises(Exception, match=r"v_positive|v > 0"):
             spark.createDataFrame([(2, -5)], "id long, v long").write.format("deltalog").mode("append").save(table_path)
         assert len(commits(table_path)) == 2
     else:

@@ -18,7 +18,7 @@ def test_spark_page_samples_run(spark, capsys):
     assert len(blocks) >= 6 and PAGE.read_text(encoding="utf-8").count("```python") == len(blocks)
     namespace: dict[str, object] = {"__name__": "docs_spark"}
     for i, block in enumerate(blocks, 1):
-        exec(compile(block, f"docs/spark.md block {i}", "exec"), namespace)  # noqa: S102
+        exec(compile(block, f"docs/spark.md block {i}", "exec"), namespace)
     out = capsys.readouterr().out
     assert "violate the check constraint amount_positive" in out
     uri = str(namespace["uri"])
