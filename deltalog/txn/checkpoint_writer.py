@@ -504,12 +504,17 @@ class _PartWriter:
             self.fs.move(self.store.fs_path(self.write_uri), self.store.fs_path(self.uri))
 
     def abort(self) -> None:
+        """Give up the file. Through a temp name: delete it. Written in place (an object
+        store publishes the object when its stream closes, and pyarrow cannot abort an
+        upload): never write the Parquet footer, so what the close publishes is not a
+        readable checkpoint, and delete it at once -- a reader in between fails loudly
+        instead of loading a partial state."""
         try:
-            self.writer.close()
+            if self.use_temp:
+                self.writer.close()
             self.stream.close()
         finally:
-            if self.use_temp:
-                self.store.delete(self.write_uri)
+            self.store.delete(self.write_uri)
 
 
 def write_checkpoint(
@@ -565,8 +570,11 @@ def write_checkpoint(
     num_adds = 0
     # rewriting the checkpoint the snapshot streams its files from: write beside it and
     # rename at the end, after the last batch was read
+    # -- and whenever the files stream from storage (the previous checkpoint): a read that
+    # fails halfway must never leave a published checkpoint (an object store would publish
+    # the in-place upload on abort)
     source = snapshot.file_source
-    force_temp = bool(set(getattr(source, "parquet_uris", ())) & set(uris))
+    force_temp = source is not None and bool(getattr(source, "parquet_uris", ()))
 
     def batches() -> Iterator[pa.RecordBatch]:
         nonlocal num_adds

@@ -89,6 +89,8 @@ class DeltaLog:
     def _read_lines(self, path: str, version: int | None = None) -> list[str]:
         try:
             return list(self.store.read(path))
+        except UnicodeDecodeError as exc:
+            raise CorruptLogError(path, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
         except FileNotFoundError:
             if version is not None:
                 raise VersionNotFoundError(

@@ -434,9 +434,7 @@ def _huge(d: Path, uri: str) -> None:
     write(d, V1, lines(big, add("f0"), add("f1")))
 
 
-@case("invalid UTF-8", fails(CorruptLogError, V1), known_bug=(
-    "DeltaLog._read_lines lets the store's UnicodeDecodeError through untyped; the fix "
-    "(catch it, raise CorruptLogError(path, 'not valid UTF-8')) belongs in delta_log.py"))
+@case("invalid UTF-8", fails(CorruptLogError, V1))
 def _bad_utf8(d: Path, uri: str) -> None:
     base(d)
     write(d, V1, lines(info(1)) + b'{"add": {"path": "p=a/\xff\xfe.parquet", "partitionValues": {"p": "a"}, '

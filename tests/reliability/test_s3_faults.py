@@ -215,10 +215,6 @@ def test_throttling_that_outlasts_the_retries_fails_cleanly(
     assert list(_txn_ids(table, reliability_moto.url)) == [0]  # nothing landed
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known bug: _PartWriter.abort() closes the ParquetWriter (valid footer) and the S3 stream "
-    "(completes the upload), so a checkpoint whose input failed mid-stream is published; "
-    "fix in checkpoint_writer.py, then drop this marker"))
 def test_a_checkpoint_that_fails_halfway_is_never_published(
     table: str, proxy: FaultProxy, reliability_moto: ServerProcess
 ) -> None:
