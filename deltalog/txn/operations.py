@@ -47,6 +47,9 @@ class Operation:
 
     name: ClassVar[str] = "Manual Update"
     changes_data: ClassVar[bool] = False
+    #: Metrics the caller knows (``numOutputRows``, ``numDeletedRows``, ...); the engine
+    #: adds the file counts and sizes it sees in the commit.
+    user_metrics: Mapping[str, str] = field(default_factory=dict, kw_only=True)
 
     def parameter_values(self) -> dict[str, Any]:
         """The parameters as Python values (``None`` values are left out)."""
@@ -59,7 +62,7 @@ class Operation:
 
     def metrics(self) -> dict[str, str]:
         """Operation metrics known before the commit (the engine adds file counts)."""
-        return {}
+        return dict(self.user_metrics)
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,6 @@ class Write(Operation):
     mode: str = "Append"
     partition_by: Sequence[str] | None = None
     predicate: str | Sequence[str] | None = None
-    user_metrics: Mapping[str, str] = field(default_factory=dict)
 
     def parameter_values(self) -> dict[str, Any]:
         predicate = self.predicate
@@ -82,9 +84,6 @@ class Write(Operation):
             "partitionBy": list(self.partition_by) if self.partition_by is not None else [],
             "predicate": predicate,
         }
-
-    def metrics(self) -> dict[str, str]:
-        return dict(self.user_metrics)
 
 
 @dataclass(frozen=True)
@@ -108,13 +107,9 @@ class Delete(Operation):
     name: ClassVar[str] = "DELETE"
     changes_data: ClassVar[bool] = True
     predicate: Sequence[str] = ()
-    user_metrics: Mapping[str, str] = field(default_factory=dict)
 
     def parameter_values(self) -> dict[str, Any]:
         return {"predicate": list(self.predicate)}
-
-    def metrics(self) -> dict[str, str]:
-        return dict(self.user_metrics)
 
 
 @dataclass(frozen=True)
@@ -132,13 +127,9 @@ class Update(Operation):
     name: ClassVar[str] = "UPDATE"
     changes_data: ClassVar[bool] = True
     predicate: str | None = None
-    user_metrics: Mapping[str, str] = field(default_factory=dict)
 
     def parameter_values(self) -> dict[str, Any]:
         return {"predicate": self.predicate}
-
-    def metrics(self) -> dict[str, str]:
-        return dict(self.user_metrics)
 
 
 @dataclass(frozen=True)
@@ -151,7 +142,6 @@ class Merge(Operation):
     matched_predicates: Sequence[Mapping[str, str]] = ()
     not_matched_predicates: Sequence[Mapping[str, str]] = ()
     not_matched_by_source_predicates: Sequence[Mapping[str, str]] = ()
-    user_metrics: Mapping[str, str] = field(default_factory=dict)
 
     def parameter_values(self) -> dict[str, Any]:
         return {
@@ -160,9 +150,6 @@ class Merge(Operation):
             "notMatchedPredicates": [dict(p) for p in self.not_matched_predicates],
             "notMatchedBySourcePredicates": [dict(p) for p in self.not_matched_by_source_predicates],
         }
-
-    def metrics(self) -> dict[str, str]:
-        return dict(self.user_metrics)
 
 
 @dataclass(frozen=True)
@@ -174,13 +161,9 @@ class Optimize(Operation):
     predicate: Sequence[str] = ()
     z_order_by: Sequence[str] = ()
     auto: bool = False
-    user_metrics: Mapping[str, str] = field(default_factory=dict)
 
     def parameter_values(self) -> dict[str, Any]:
         return {"predicate": list(self.predicate), "zOrderBy": list(self.z_order_by), "auto": self.auto}
-
-    def metrics(self) -> dict[str, str]:
-        return dict(self.user_metrics)
 
 
 @dataclass(frozen=True)
@@ -282,13 +265,9 @@ class Restore(Operation):
     changes_data: ClassVar[bool] = True
     version: int | None = None
     timestamp: str | None = None
-    user_metrics: Mapping[str, str] = field(default_factory=dict)
 
     def parameter_values(self) -> dict[str, Any]:
         return {"version": self.version, "timestamp": self.timestamp}
-
-    def metrics(self) -> dict[str, str]:
-        return dict(self.user_metrics)
 
 
 @dataclass(frozen=True)
@@ -299,7 +278,6 @@ class VacuumStart(Operation):
     retention_check_enabled: bool = True
     specified_retention_millis: int | None = None
     default_retention_millis: int = 7 * 24 * 3600 * 1000
-    user_metrics: Mapping[str, str] = field(default_factory=dict)
 
     def parameter_values(self) -> dict[str, Any]:
         return {
@@ -308,9 +286,6 @@ class VacuumStart(Operation):
             "defaultRetentionMillis": self.default_retention_millis,
         }
 
-    def metrics(self) -> dict[str, str]:
-        return dict(self.user_metrics)
-
 
 @dataclass(frozen=True)
 class VacuumEnd(Operation):
@@ -318,13 +293,9 @@ class VacuumEnd(Operation):
 
     name: ClassVar[str] = "VACUUM END"
     status: str = "COMPLETED"
-    user_metrics: Mapping[str, str] = field(default_factory=dict)
 
     def parameter_values(self) -> dict[str, Any]:
         return {"status": self.status}
-
-    def metrics(self) -> dict[str, str]:
-        return dict(self.user_metrics)
 
 
 @dataclass(frozen=True)
