@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -57,6 +58,7 @@ def start_spark() -> Any:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local job: no hostname warnings
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("deltalog-main-job")
@@ -253,6 +255,8 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    logging.getLogger("deltalog").setLevel(logging.WARNING)  # the steps say what happens
+    warnings.filterwarnings("ignore", category=FutureWarning)  # pyspark's pandas-version notice
     work = tempfile.mkdtemp(prefix="deltalog-main-")
     path = args.path or os.path.join(work, "events")
     if args.path and os.path.exists(os.path.join(path, "_delta_log")):
@@ -285,6 +289,9 @@ def main() -> int:
             read_with_delta_rs(path, total)
     except CheckFailed as exc:
         log.error("FAILED at %s: %s", current, exc)
+        return 1
+    except Exception as exc:
+        log.error("FAILED at %s: %s: %s", current, type(exc).__name__, exc, exc_info=True)
         return 1
     finally:
         if spark is not None:
