@@ -44,17 +44,17 @@ def test_write_from_new_threads_after_register(spark, table_path):
     assert sorted(r.id for r in got.collect()) == list(range(10, 20))
 
 
-def _constrained_table(spark, path: str) -> None:
+def _constrained_table(spark, path: str, expression: str = "v > 0") -> None:
     from deltalog.contrib.spark import DeltaTable
 
     DeltaTable.create(spark).location(path).addColumn("id", "long").addColumn("v", "long").property(
-        "delta.constraints.v_positive", "v > 0"
+        "delta.constraints.v_positive", expression
     ).execute()
 
 
-def test_table_api_checks_constraints_with_spark_sql(spark, table_path):
+def test_table_api_checks_constraints_in_tasks(spark, table_path):
     from deltalog.contrib.spark import DeltaTable
-    from deltalog.contrib.spark.constraints import ConstraintViolationError
+    from deltalog.txn.constraints import ConstraintViolationError
 
     _constrained_table(spark, table_path)
     table = DeltaTable.forPath(spark, table_path)
@@ -75,19 +75,29 @@ def test_table_api_checks_constraints_with_spark_sql(spark, table_path):
     assert sorted(delta_rs_rows(table_path, ["id"]).v.tolist()) == [11, 20]
 
 
-def test_data_source_refuses_constrained_table_without_task_evaluator(spark, table_path):
-    import deltalog.txn.constraints as core
+def test_table_api_falls_back_to_spark_sql_for_unsupported_expressions(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.constraints import ConstraintViolationError
 
+    _constrained_table(spark, table_path, "cast(v as string) rlike '^[1-9]'")  # rlike: not in the subset
+    table = DeltaTable.forPath(spark, table_path)
+    good = spark.createDataFrame([(1, 10)], "id long, v long")
+    table.alias("t").merge(good.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
+    with pytest.raises(ConstraintViolationError, match="v_positive"):
+        table.update("id = 1", {"v": "0"})
+    assert [r.v for r in table.toDF().collect()] == [10]
+    # the data source cannot check it in its tasks: refused before anything is written
+    with pytest.raises(Exception, match="cannot evaluate"):
+        good.write.format("deltalog").mode("append").save(table_path)
+    assert operations(table_path) == ["CREATE TABLE", "MERGE"]
+
+
+def test_data_source_checks_constraints_in_tasks(spark, table_path):
     _constrained_table(spark, table_path)
-    df = spark.createDataFrame([(1, 5)], "id long, v long")
-    if callable(getattr(core, "check_constraints", None)):
-        # the txn layer evaluates constraints in the write tasks: good rows commit, bad rows fail
-        df.write.format("deltalog").mode("append").save(table_path)
-        assert len(commits(table_path)) == 2
-        with pytest.raises(Exception, match=r"v_positive|v > 0"):
-            spark.createDataFrame([(2, -5)], "id long, v long").write.format("deltalog").mode("append").save(table_path)
-        assert len(commits(table_path)) == 2
-    else:
-        with pytest.raises(Exception, match="cannot evaluate them"):
-            df.write.format("deltalog").mode("append").save(table_path)
-        assert len(commits(table_path)) == 1  # only the CREATE TABLE
+    spark.createDataFrame([(1, 5)], "id long, v long").write.format("deltalog").mode("append").save(table_path)
+    assert len(commits(table_path)) == 2
+    bad = spark.createDataFrame([(i, 5 - i) for i in range(10)], "id long, v long").repartition(2)
+    with pytest.raises(Exception, match="v_positive"):
+        bad.write.format("deltalog").mode("append").save(table_path)
+    assert len(commits(table_path)) == 2  # the failed job committed nothing
+    assert sorted(delta_rs_rows(table_path, ["id"]).v.tolist()) == [5]

@@ -3,15 +3,17 @@
 The transaction engine refuses a commit that adds data to a table with constraints unless
 the writer evaluated them (:meth:`OptimisticTransaction.mark_constraints_checked`).
 
-- The table API (``delete``/``update``/``merge``) has the rows to write as a DataFrame, so
-  :func:`check_dataframe` evaluates every constraint with Spark SQL in one job before any
-  file is written: a violation raises :class:`ConstraintViolationError` and nothing is
-  written or committed.
-- The data source (``df.write.format("deltalog")``, streaming) only sees Arrow batches in
-  its tasks. When the txn layer provides the pyarrow evaluator
-  ``deltalog.txn.constraints.check_constraints(arrow_table, constraints)``, each task runs
-  it on its rows before writing them (:func:`task_checker`); without it a write to a
-  constrained table is refused before any task runs (:func:`require_checkable`).
+- Every write task (data source writes, streaming, and the files the table API writes)
+  evaluates the table's constraints on its rows with the txn layer's pyarrow evaluator
+  (:func:`deltalog.txn.constraints.check_constraints`) before writing them: a violating
+  job fails, its files are deleted and nothing is committed. The driver parses the
+  constraints when it plans the write (:func:`plan_constraints`), so one outside the
+  evaluator's SQL subset refuses a data-source write before any task runs.
+- The table API (``delete``/``update``/``merge``) has the rows as a DataFrame: for a
+  constraint outside the subset it evaluates the constraints with Spark SQL in the driver
+  instead (:func:`check_dataframe`). Its errors are raised as
+  :class:`ConstraintViolationError` (a subclass of the txn layer's), also when a task
+  found the violation.
 
 A row satisfies a constraint when its expression is ``true``; ``false`` and ``NULL`` are
 violations, as in Delta.
@@ -23,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaSparkError
+from deltalog.txn import constraints as core
 from deltalog.txn.constraints import Constraint, table_constraints
 
 if TYPE_CHECKING:
@@ -34,32 +37,81 @@ __all__ = [
     "ConstraintViolationError",
     "UncheckableConstraintsError",
     "check_dataframe",
-    "require_checkable",
+    "plan_constraints",
+    "raise_task_violation",
     "task_checker",
 ]
 
 CDC_TYPE_COLUMN = "_change_type"
+_MARKER = "ConstraintViolationError: "
 
 
-class ConstraintViolationError(DeltaSparkError, ValueError):
-    """Rows to be written break a CHECK constraint or a column invariant; nothing was committed."""
+class ConstraintViolationError(core.ConstraintViolationError, DeltaSparkError):
+    """Rows to be written break a CHECK constraint or a column invariant; nothing was
+    committed. ``str(error)`` names the constraint and the rows."""
+
+    def __init__(self, message: str, constraint: Constraint | None = None, violations: int | None = None) -> None:
+        self.constraint = constraint  # type: ignore[assignment]
+        self.violations = violations  # type: ignore[assignment]
+        self.row_index = -1
+        self.values: dict[str, Any] = {}
+        Exception.__init__(self, message)
 
 
 class UncheckableConstraintsError(DeltaSparkError):
-    """The table has constraints this writer cannot evaluate, so the write is refused."""
+    """The table's constraints changed during the write, or cannot be evaluated here."""
 
 
-def _describe(constraints: Sequence[Constraint]) -> str:
-    return "; ".join(f"{c.name}: {c.expression}" for c in constraints)
+def plan_constraints(metadata: Metadata, where: str, *, spark_fallback: bool = False) -> tuple[Constraint, ...]:
+    """The constraints the write tasks check (empty: none, or checked with Spark SQL).
+
+    Parses every constraint now, so an expression outside the evaluator's SQL subset is
+    refused before anything is written, unless ``spark_fallback`` (the table API, which
+    then checks with :func:`check_dataframe`)."""
+    constraints = tuple(table_constraints(metadata))
+    if not constraints:
+        return ()
+    try:
+        core.compile_constraints(constraints)
+    except core.UnsupportedConstraintError as exc:
+        if spark_fallback:
+            return ()
+        raise UncheckableConstraintsError(
+            f"the table at {where} has a constraint the deltalog data source cannot evaluate ({exc}); "
+            "nothing was written. Write through the table API (DeltaTable.merge(...).whenNotMatchedInsertAll(), "
+            "which checks constraints with Spark SQL), or drop or rewrite the constraint."
+        ) from None
+    return constraints
+
+
+def task_checker(constraints: Sequence[Constraint]) -> Callable[[Any], None] | None:
+    """The check a write task runs on each Arrow table before writing it (None: nothing)."""
+    if not constraints:
+        return None
+    compiled = core.compile_constraints(constraints)
+
+    def check(table: Any) -> None:
+        core.check_constraints(table, compiled)
+
+    return check
+
+
+def raise_task_violation(error: BaseException) -> None:
+    """Re-raise a Spark job failure caused by a task's constraint check as
+    :class:`ConstraintViolationError` (Spark wraps task errors in its own types)."""
+    text = str(error)
+    at = text.find(_MARKER)
+    if at < 0 or "deltalog" not in text:
+        return
+    message = text[at + len(_MARKER) :]
+    end = message.find("drop the constraint from the table.")
+    message = message[: end + len("drop the constraint from the table.")] if end >= 0 else message.split("\n\n")[0]
+    raise ConstraintViolationError(message.strip()) from error
 
 
 def check_dataframe(df: DataFrame, metadata: Metadata) -> bool:
-    """Evaluate the table's constraints over ``df`` (one Spark job); True when there were any.
-
-    Change-data rows (``_change_type`` set: pre-images, deletes) are not checked: they are
-    not rows of the table. Raises :class:`ConstraintViolationError` naming the first
-    constraint violated, how many rows break it and one of them.
-    """
+    """Evaluate the table's constraints over ``df`` with Spark SQL (one Spark job); True
+    when there were any. Change-data rows (``_change_type`` set) are not checked."""
     from pyspark.sql import functions as F
 
     constraints = table_constraints(metadata)
@@ -69,52 +121,19 @@ def check_dataframe(df: DataFrame, metadata: Metadata) -> bool:
     if CDC_TYPE_COLUMN in df.columns:
         rows = df.filter(F.col(CDC_TYPE_COLUMN).isNull()).drop(CDC_TYPE_COLUMN)
     bad = [~F.coalesce(F.expr(f"({c.expression})").cast("boolean"), F.lit(False)) for c in constraints]
-    counts = rows.select(*[F.sum(F.when(b, 1).otherwise(0)).alias(f"c{i}") for i, b in enumerate(bad)]).collect()[0]
+    counts = rows.select(
+        F.count(F.lit(1)).alias("total"), *[F.sum(F.when(b, 1).otherwise(0)).alias(f"c{i}") for i, b in enumerate(bad)]
+    ).collect()[0]
     for i, c in enumerate(constraints):
         n = counts[f"c{i}"] or 0
         if n:
             sample = rows.filter(bad[i]).limit(1).collect()
             shown = sample[0].asDict() if sample else {}
+            what = "CHECK constraint" if c.kind == "check" else "invariant"
             raise ConstraintViolationError(
-                f"{n} row(s) violate the {c.kind} constraint {c.name} ({c.expression}), e.g. {shown}; "
-                "nothing was written. Fix the data, or drop the constraint from the table."
+                f"{what} {c.name} ({c.expression}) violated by {n} of {counts['total']} row(s) (false or NULL), "
+                f"e.g. {shown}. Nothing was written: fix the data, or drop the constraint from the table.",
+                c,
+                int(n),
             )
     return True
-
-
-def _evaluator() -> Callable[[Any, Sequence[Constraint]], Any] | None:
-    import deltalog.txn.constraints as core
-
-    found = getattr(core, "check_constraints", None)
-    return found if callable(found) else None
-
-
-def require_checkable(metadata: Metadata, where: str) -> tuple[Constraint, ...]:
-    """The constraints a data-source write must check in its tasks; refuses the write
-    (before anything is written) when there are some and no task-side evaluator exists."""
-    constraints = tuple(table_constraints(metadata))
-    if constraints and _evaluator() is None:
-        raise UncheckableConstraintsError(
-            f"the table at {where} has constraints ({_describe(constraints)}) and the deltalog data source "
-            "cannot evaluate them in its write tasks in this version, so the write was refused and nothing "
-            "was written. Write through the table API instead (DeltaTable.forPath(spark, path).merge(df, ...)"
-            ".whenNotMatchedInsertAll().execute() checks constraints with Spark SQL), or drop the constraint."
-        )
-    return constraints
-
-
-def task_checker(constraints: Sequence[Constraint]) -> Callable[[Any], None] | None:
-    """A function a write task calls on each Arrow table before writing it (None: nothing to check)."""
-    if not constraints:
-        return None
-    evaluate = _evaluator()
-    if evaluate is None:  # planned with an evaluator, run without one: never write unchecked rows
-        raise UncheckableConstraintsError(
-            f"this executor's deltalog cannot evaluate the table's constraints ({_describe(constraints)}); "
-            "install the same deltalog version on the driver and the executors"
-        )
-
-    def check(table: Any) -> None:
-        evaluate(table, list(constraints))
-
-    return check

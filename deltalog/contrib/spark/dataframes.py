@@ -128,5 +128,11 @@ def write_dataframe(df: DataFrame, spec: WriteSpec) -> list[str]:
         lines = write_batches(spec, batches, task)
         yield pa.RecordBatch.from_pydict({"action": lines}, schema=pa.schema([("action", pa.string())]))
 
-    rows = df.mapInArrow(run, "action string").collect()
+    try:
+        rows = df.mapInArrow(run, "action string").collect()
+    except Exception as exc:
+        from deltalog.contrib.spark.constraints import raise_task_violation
+
+        raise_task_violation(exc)  # a task's constraint check failed: a typed error
+        raise
     return [r["action"] for r in rows]

@@ -195,8 +195,7 @@ class DeltaMergeBuilder:
                 )
             else:
                 out = out.drop(CDC_TYPE_COLUMN)
-            table._check_constraints(txn, out)
-            lines = write_dataframe(out, table._write_spec(snapshot))
+            lines = write_dataframe(out, table._checked_spec(txn, out))
         finally:
             joined.unpersist()
         adds, cdcs = _file_actions(lines)

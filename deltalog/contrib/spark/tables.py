@@ -202,11 +202,11 @@ class DeltaTable:
 
     # -- helpers for rewrites ---------------------------------------------------------------
 
-    def _write_spec(self, snapshot: Any, data_change: bool = True) -> Any:
+    def _write_spec(self, snapshot: Any, data_change: bool = True, constraints: tuple[Any, ...] = ()) -> Any:
         opts = WriteOptions(
             path=self._path, overwrite=False, storage_options=self._storage_options, data_change=data_change
         )
-        return _spec_for(opts, self._log.table_uri, self._log.store.spec(), snapshot.metadata)
+        return _spec_for(opts, self._log.table_uri, self._log.store.spec(), snapshot.metadata, constraints)
 
     def _candidates(self, txn: Any, condition: ExpressionOrColumn | None) -> list[AddFile]:
         """Files that may hold rows matching ``condition``: partition-pruned when the
@@ -246,13 +246,20 @@ class DeltaTable:
             raise
         return version
 
-    def _check_constraints(self, txn: Any, df: DataFrame) -> None:
-        """Evaluate the table's constraints over the rows about to be written (Spark SQL)
-        and declare them checked to the transaction; raises before anything is written."""
-        from deltalog.contrib.spark.constraints import check_dataframe
+    def _checked_spec(self, txn: Any, df: DataFrame) -> Any:
+        """The write spec for the rows of ``df``, with the table's constraints checked: by
+        the write tasks (pyarrow evaluator), or here with Spark SQL for a constraint outside
+        the evaluator's subset; the transaction is told they were checked."""
+        from deltalog.contrib.spark.constraints import check_dataframe, plan_constraints
+        from deltalog.txn.constraints import table_constraints
 
-        if check_dataframe(df, txn.metadata):
+        metadata = txn.metadata
+        constraints = plan_constraints(metadata, self._log.table_uri, spark_fallback=True)
+        if table_constraints(metadata):
+            if not constraints:
+                check_dataframe(df, metadata)
             txn.mark_constraints_checked()
+        return self._write_spec(txn.snapshot, constraints=constraints)
 
     def _cdf(self, snapshot: Any) -> bool:
         return bool(snapshot.properties.enable_change_data_feed)
@@ -299,8 +306,7 @@ class DeltaTable:
             )
         else:
             out = rows.filter(~matched).select(*data_cols)
-        self._check_constraints(txn, out)
-        lines = write_dataframe(out, self._write_spec(snapshot))
+        lines = write_dataframe(out, self._checked_spec(txn, out))
         adds, _ = _file_actions(lines)
         metrics = {
             "numRemovedFiles": str(len(touched)),
@@ -359,8 +365,7 @@ class DeltaTable:
             out = out.unionByName(pre).unionByName(post)
         else:
             out = out.drop(CDC_TYPE_COLUMN)
-        self._check_constraints(txn, out)
-        lines = write_dataframe(out, self._write_spec(snapshot))
+        lines = write_dataframe(out, self._checked_spec(txn, out))
         adds, _ = _file_actions(lines)
         metrics = {
             "numRemovedFiles": str(len(touched)),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from deltalog.contrib.spark import schemas
-from deltalog.contrib.spark.constraints import require_checkable
+from deltalog.contrib.spark.constraints import plan_constraints
 from deltalog.contrib.spark.errors import (
     InvalidWriteOptionError,
     SchemaMismatchError,
@@ -237,7 +237,7 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
             raise InvalidWriteOptionError(
                 f"replaceWhere may only use partition columns {list(metadata.partition_columns)}; it uses {bad}"
             )
-    constraints = () if skip else require_checkable(metadata, delta_log.table_uri)
+    constraints = () if skip else plan_constraints(metadata, delta_log.table_uri)
     spec = _spec_for(opts, delta_log.table_uri, store_spec, metadata, constraints)
     return WritePlan(
         options=opts,
