@@ -10,6 +10,10 @@ Files of ``_delta_log`` (commits, checkpoints, ``.crc``) are deleted only when
   first (a time not after its predecessor's counts as predecessor + 1 ms), so time travel
   by timestamp keeps working for the versions that remain.
 
+After deleting expired files it deletes the V2 checkpoint sidecars no remaining checkpoint
+references (PROTOCOL "Metadata Cleanup", steps 4 and 5), keeping any written since midnight
+UTC of the day before (an in-progress checkpoint's).
+
 The same pass removes temp files a killed writer left behind, once they are older than
 :data:`STALE_TEMP_AGE_MS` (an hour; no live writer holds a temp file that long):
 ``_delta_log/.<name>.<hex>.tmp`` (local publishes, checkpoints through a rename) and the
@@ -36,6 +40,7 @@ __all__ = [
     "cleanup_cutoff",
     "cleanup_expired_logs",
     "cleanup_stale_temp_files",
+    "cleanup_unreferenced_sidecars",
     "expired_versions_before",
 ]
 
@@ -102,6 +107,35 @@ def cleanup_stale_temp_files(dlog: DeltaLog, snapshot: Snapshot, *, now_ms: int 
     return len(stale)
 
 
+def cleanup_unreferenced_sidecars(dlog: DeltaLog, *, now_ms: int | None = None) -> int:
+    """Delete the files of ``_delta_log/_sidecars`` that no checkpoint in the log references
+    and that are older than midnight UTC of the day before ``now``; the count deleted."""
+    from deltalog.txn.checkpoint_reader import read_checkpoint
+
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    keep_after = cleanup_cutoff(now, 24 * 3600 * 1000)
+    try:
+        sidecars = list(dlog.store.list_from(f"{dlog.log_uri}/_sidecars/0"))
+    except FileNotFoundError:
+        return 0
+    old = [s for s in sidecars if s.modification_time < keep_after]
+    if not old:
+        return 0
+    referenced: set[str] = set()
+    listing = parse_listing(dlog.store.list_from(f"{dlog.log_uri}/{0:020d}"))
+    for checkpoint in listing.complete_checkpoints():
+        if checkpoint.kind == "multipart":
+            continue  # V1 spec only: never has sidecars
+        contents = read_checkpoint(dlog.store, dlog.log_uri, checkpoint)
+        referenced.update(sidecar.path.rsplit("/", 1)[-1] for sidecar in contents.sidecars)
+    doomed = [s for s in old if s.name not in referenced]
+    for status in doomed:
+        dlog.store.delete(status.path)
+    if doomed:
+        log.info("deleted %d unreferenced sidecar file(s) of %s", len(doomed), dlog.table_uri)
+    return len(doomed)
+
+
 def cleanup_expired_logs(dlog: DeltaLog, snapshot: Snapshot, *, now_ms: int | None = None) -> int:
     """Delete expired log files and stale temp files; returns how many were deleted."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -122,4 +156,4 @@ def cleanup_expired_logs(dlog: DeltaLog, snapshot: Snapshot, *, now_ms: int | No
         dlog.store.delete(status.path)
         deleted += 1
     log.info("deleted %d expired log file(s) of %s before version %d", deleted, dlog.table_uri, before)
-    return deleted + temps
+    return deleted + temps + cleanup_unreferenced_sidecars(dlog, now_ms=now)

@@ -278,3 +278,42 @@ def test_last_checkpoint_info_roundtrip():
     again = LastCheckpointInfo.from_json(info.to_json())
     assert again.version == 10 and again.parts == 2 and again.num_of_add_files == 1
     assert protocol() is not None
+
+
+def test_cleanup_deletes_only_unreferenced_old_sidecars(tmp_path):
+    from deltalog.txn.actions import Protocol
+    from tests.log.helpers import metadata
+
+    t = str(tmp_path)
+    proto = Protocol(3, 7, frozenset({"v2Checkpoint"}), frozenset({"v2Checkpoint"}))
+    commit(
+        t,
+        0,
+        [proto, metadata({"delta.checkpointPolicy": "v2", "delta.logRetentionDuration": "interval 1 day"}), add("a")],
+    )
+    log = DeltaLog.for_table(t)
+    log.checkpoint(log.update())
+    first = set(os.listdir(f"{t}/_delta_log/_sidecars"))
+    commit(t, 1, [add("b")])
+    commit(t, 2, [add("c")])
+    log.checkpoint(log.update())
+    second = set(os.listdir(f"{t}/_delta_log/_sidecars")) - first
+    assert len(first) == 1 and len(second) == 1
+    orphan_old = f"{t}/_delta_log/_sidecars/00000000-0000-0000-0000-00000000dead.parquet"
+    orphan_new = f"{t}/_delta_log/_sidecars/00000000-0000-0000-0000-00000000beef.parquet"
+    for p in (orphan_old, orphan_new):
+        with open(p, "wb") as fh:
+            fh.write(b"x")
+    now = 100 * DAY
+    old = (now - 10 * DAY) / 1000
+    for name in os.listdir(f"{t}/_delta_log"):
+        if name.endswith(".json") or ".checkpoint." in name:
+            os.utime(f"{t}/_delta_log/{name}", (old, old))
+    for name in first | second | {os.path.basename(orphan_old)}:
+        os.utime(f"{t}/_delta_log/_sidecars/{name}", (old, old))
+    os.utime(orphan_new, (now / 1000, now / 1000))
+    log.cleanup_expired_logs(now_ms=now)
+    left = set(os.listdir(f"{t}/_delta_log/_sidecars"))
+    # checkpoint 0 is gone with its sidecar; checkpoint 2's sidecar and the fresh orphan stay
+    assert left == second | {os.path.basename(orphan_new)}
+    assert sorted(f.path for f in DeltaLog.for_table(t).update().files) == ["a", "b", "c"]
