@@ -11,9 +11,10 @@ The serial order is the order of commit versions. For every committed transactio
 * nothing in the winning commits (between its read version and its commit version) is a
   real conflict for it: no metadata change, no removal of a file it read or removes, and
   no data-changing add in the partition it read -- except, under WriteSerializable, adds
-  of blind appends (which serialize after it), and except for commits without a
-  dataChange=true file action (compactions, a delete that found nothing): Delta commits
-  those under snapshot isolation, and as they change no data they serialize anywhere;
+  of blind appends (which serialize after it), and except for commits that Delta runs
+  under snapshot isolation: no dataChange=true file action and, under WriteSerializable,
+  an operation that does not change data (a compaction; a DELETE that found nothing
+  stays WriteSerializable), which serialize anywhere;
 * hence, for Serializable: what it read at its read version equals what the table held in
   its partition just before its commit version; for WriteSerializable the same modulo
   blind appends. Both are checked directly, by time travel.
@@ -91,9 +92,11 @@ def _conflicts(txn: Txn, winner: CommitFacts, level: str) -> bool:
         return True  # both delete the same file
     if txn.kind in ("blind_append", "metadata"):
         return False  # read nothing
-    if not txn.data_change:
-        # no dataChange=true file action (a compaction, a delete that found nothing): Delta
-        # commits it under snapshot isolation; it changes no data, so it serializes anywhere
+    if not txn.data_change and (level == "Serializable" or txn.kind == "compact"):
+        # no dataChange=true file action: Delta commits it under snapshot isolation, so it
+        # serializes anywhere -- under WriteSerializable only if the operation does not change
+        # data either (OPTIMIZE); a DELETE that found nothing keeps the table's level and
+        # conflicts with a non-blind add into the partition it read
         return False
     if level == "WriteSerializable" and winner.blind_append:
         return False  # a blind append may serialize after us
