@@ -260,7 +260,7 @@ def _store_row(name: str) -> dict[str, Any]:
     else:
         status = "ok"
     row.update(
-        schemes=list(cls.schemes),
+        schemes=[*cls.schemes, *(p + "*" for p in cls.scheme_prefixes)],
         mutual_exclusion=semantics.mutual_exclusion.name,
         partial_write_visible=semantics.partial_write_visible,
         consistent_listing=semantics.consistent_listing,

@@ -129,6 +129,9 @@ class LogStore(ABC):
     name: ClassVar[str] = ""
     #: URI schemes this store serves by default.
     schemes: ClassVar[tuple[str, ...]] = ()
+    #: Scheme prefixes this store serves (``fsspec+`` serves ``fsspec+sftp``, ...), matched
+    #: when no store names the exact scheme.
+    scheme_prefixes: ClassVar[tuple[str, ...]] = ()
     #: The pip extra that installs its dependencies (``deltalog[<extra>]``).
     extra: ClassVar[str | None] = None
     #: Modules that must be importable for the store to work.
@@ -236,7 +239,7 @@ class LogStore(ABC):
         sem = self.semantics
         return {
             "name": self.name or type(self).__name__,
-            "schemes": list(self.schemes),
+            "schemes": [*self.schemes, *(p + "*" for p in self.scheme_prefixes)],
             "mutual_exclusion": sem.mutual_exclusion.name,
             "partial_write_visible": sem.partial_write_visible,
             "consistent_listing": sem.consistent_listing,

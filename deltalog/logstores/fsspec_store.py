@@ -65,14 +65,6 @@ _MEMORY_LOCK = threading.Lock()
 VERIFIED_EXCLUSIVE_CREATE: dict[str, bool] = {"file": True, "local": True, "memory": False}
 
 
-def _known_protocols() -> tuple[str, ...]:
-    try:
-        from fsspec.registry import known_implementations
-    except ImportError:  # pragma: no cover - fsspec is a core dependency
-        return ()
-    return tuple(sorted(PREFIX + name for name in known_implementations))
-
-
 def _mtime_ms(info: Mapping[str, Any]) -> int:
     for key in ("mtime", "LastModified", "last_modified", "updated", "created", "modified"):
         value = info.get(key)
@@ -92,7 +84,7 @@ class FsspecLogStore(LogStore):
     """Delta log on any fsspec filesystem, with declared (or verified) semantics."""
 
     name = "fsspec"
-    schemes = _known_protocols()
+    scheme_prefixes = (PREFIX,)
     extra = None
     requires = ("fsspec",)
 

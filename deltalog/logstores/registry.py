@@ -99,7 +99,24 @@ def _schemes() -> dict[str, list[tuple[RegisteredStore, type[LogStore]]]]:
             continue
         for scheme in cls.schemes:
             by_scheme.setdefault(scheme.lower(), []).append((entry, cls))
+        for prefix in cls.scheme_prefixes:
+            by_scheme.setdefault(_PREFIX_KEY + prefix.lower(), []).append((entry, cls))
     return by_scheme
+
+
+_PREFIX_KEY = "\0prefix:"
+
+
+def _candidates(scheme: str) -> list[tuple[RegisteredStore, type[LogStore]]]:
+    """Stores naming ``scheme`` exactly, else those serving a prefix of it."""
+    by_scheme = _schemes()
+    exact = by_scheme.get(scheme)
+    if exact:
+        return exact
+    for key, stores in by_scheme.items():
+        if key.startswith(_PREFIX_KEY) and scheme.startswith(key[len(_PREFIX_KEY) :]):
+            return stores
+    return []
 
 
 def _import_class(target: str) -> type[LogStore]:
@@ -162,7 +179,7 @@ def store_class_for_uri(
     elif (configured := _configured_impl(scheme, options or {})) is not None:
         cls = load_store_class(configured)
     else:
-        candidates = _schemes().get(scheme, [])
+        candidates = _candidates(scheme)
         if not candidates:
             raise UnknownLogStoreError(
                 f"no installed LogStore serves the scheme '{scheme}://' (table {uri})",
