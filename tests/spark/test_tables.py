@@ -122,8 +122,10 @@ def test_restore_convert_create(spark, table_path, tmp_path):
     _base(spark, table_path)
     table = DeltaTable.forPath(spark, table_path)
     table.delete("id < 5")
-    table.restoreToVersion(0)
+    restored = table.restoreToVersion(0).collect()[0]
     assert table.toDF().count() == 20
+    files_v0 = len([a for a in commits(table_path)[0] if "add" in a])
+    assert restored.num_of_files_after_restore == files_v0 and restored.num_restored_files >= 1
     assert operations(table_path)[-1] == "RESTORE"
 
     plain = str(tmp_path / "plain")
