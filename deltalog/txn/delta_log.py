@@ -20,7 +20,12 @@ from deltalog.logstores.options import StorageOptions
 from deltalog.logstores.registry import logstore_for
 from deltalog.txn.actions import Action, Metadata, parse_line
 from deltalog.txn.checkpoint_reader import read_checkpoint
-from deltalog.txn.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
+from deltalog.txn.errors import (
+    CorruptLogError,
+    NonContiguousVersionsError,
+    TableNotFoundError,
+    VersionNotFoundError,
+)
 from deltalog.txn.last_checkpoint import read_last_checkpoint
 from deltalog.txn.log_segment import (
     COMMIT_RE,
@@ -154,6 +159,34 @@ class DeltaLog:
         return fallback
 
     def _load(self, segment: LogSegment) -> Snapshot:
+        """The snapshot of ``segment``; when its checkpoint cannot be read, the snapshot
+        rebuilt from the newest earlier complete checkpoint and the commits after it (as
+        Delta falls back), provided those commits are still there."""
+        try:
+            return self._load_segment(segment)
+        except CorruptLogError as exc:
+            checkpoint = segment.checkpoint
+            if checkpoint is None or not any(exc.path == f.path for f in checkpoint.files):
+                raise
+            listing = self.listing(0)
+            earlier = [c for c in listing.complete_checkpoints(segment.version) if c.version < checkpoint.version]
+            try:
+                fallback = build_segment(
+                    self.log_uri, listing, segment.version, checkpoint=earlier[-1] if earlier else None
+                )
+            except (VersionNotFoundError, NonContiguousVersionsError):
+                raise exc from None
+            log.warning(
+                "the checkpoint at version %d of %s cannot be read (%s); rebuilding version %d from %s",
+                checkpoint.version,
+                self.table_uri,
+                exc.problem,
+                segment.version,
+                f"the checkpoint at version {earlier[-1].version}" if earlier else "the commits",
+            )
+            return self._load_segment(fallback)
+
+    def _load_segment(self, segment: LogSegment) -> Snapshot:
         """The snapshot of ``segment``: the checkpoint's small actions and the commits are
         read now; the checkpoint's file actions are read (and the commits' file actions
         reconciled with them, in Arrow) on first use."""

@@ -96,9 +96,7 @@ class LogListing:
         return max(versions, default=-1)
 
     def complete_checkpoints(self, at_or_before: int | None = None) -> list[CheckpointInstance]:
-        found = [
-            c for c in self.checkpoints if c.complete and (at_or_before is None or c.version <= at_or_before)
-        ]
+        found = [c for c in self.checkpoints if c.complete and (at_or_before is None or c.version <= at_or_before)]
         return sorted(found, key=CheckpointInstance.sort_key)
 
 
@@ -152,8 +150,15 @@ class LogSegment:
         return [int(f.name[:20]) for f in self.commits]
 
 
-def build_segment(log_uri: str, listing: LogListing, version: int | None = None) -> LogSegment:
-    """The segment for ``version`` (latest when None) from a listing.
+_NEWEST = object()
+
+
+def build_segment(
+    log_uri: str, listing: LogListing, version: int | None = None, *, checkpoint: object = _NEWEST
+) -> LogSegment:
+    """The segment for ``version`` (latest when None) from a listing, on the newest complete
+    checkpoint at or before it -- or on ``checkpoint`` when given (``None``: the commits
+    from version 0).
 
     Raises :class:`VersionNotFoundError` when the version is newer than the log or older
     than what it can reconstruct, and :class:`NonContiguousVersionsError` on a gap.
@@ -168,10 +173,14 @@ def build_segment(log_uri: str, listing: LogListing, version: int | None = None)
         )
     if target < 0:
         raise VersionNotFoundError(f"version {target} does not exist in {log_uri}", version=target)
-    candidates = listing.complete_checkpoints(target)
-    checkpoint = candidates[-1] if candidates else None
-    start = 0 if checkpoint is None else checkpoint.version + 1
-    if checkpoint is None and 0 not in listing.commits:
+    if checkpoint is _NEWEST:
+        candidates = listing.complete_checkpoints(target)
+        base = candidates[-1] if candidates else None
+    else:
+        assert checkpoint is None or isinstance(checkpoint, CheckpointInstance)
+        base = checkpoint
+    start = 0 if base is None else base.version + 1
+    if base is None and 0 not in listing.commits:
         earliest = min((c.version for c in listing.complete_checkpoints()), default=None)
         if earliest is not None and target < earliest:
             raise VersionNotFoundError(
@@ -185,7 +194,5 @@ def build_segment(log_uri: str, listing: LogListing, version: int | None = None)
     wanted = range(start, target + 1)
     missing = [v for v in wanted if v not in listing.commits]
     if missing:
-        raise NonContiguousVersionsError(
-            log_uri, sorted(v for v in listing.commits if v <= target), missing[0]
-        )
-    return LogSegment(log_uri, target, checkpoint, tuple(listing.commits[v] for v in wanted))
+        raise NonContiguousVersionsError(log_uri, sorted(v for v in listing.commits if v <= target), missing[0])
+    return LogSegment(log_uri, target, base, tuple(listing.commits[v] for v in wanted))
