@@ -14,11 +14,12 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 #: Pages whose ```python blocks are executed, in order, one namespace per page.
-EXECUTED_PAGES = ("index.md", "concepts.md", "operations.md")
+EXECUTED_PAGES = ("index.md", "concepts.md", "operations.md", "transactions.md")
 #: Pages that must be in the site's navigation.
 REQUIRED_PAGES = (
     "index.md", "concepts.md", "configuration.md", "operations.md", "benchmarks.md",
     "writing-a-backend.md", "locks.md", "spark.md", "features.md", "reliability.md", "backends.md",
+    "transactions.md", "log.md", "conformance.md",
 )
 
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
