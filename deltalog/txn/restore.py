@@ -143,6 +143,9 @@ def restore(
         )
     if target.metadata != latest.metadata:
         txn.update_metadata(target.metadata)
+    # The re-added files are the target version's own, checked against the table's
+    # constraints when they were written; like Delta's RESTORE, do not check them again.
+    txn.mark_constraints_checked()
 
     restored_bytes = sum(f.size for f in to_add)
     removed_bytes = sum(f.size for f in to_remove)

@@ -73,6 +73,8 @@ def test_table_api_checks_constraints_in_tasks(spark, table_path):
 
     table.update("id = 1", {"v": "v + 1"})  # satisfies the constraint: committed
     assert sorted(delta_rs_rows(table_path, ["id"]).v.tolist()) == [11, 20]
+    table.restoreToVersion(1)  # RESTORE re-adds files that were checked when written
+    assert sorted(delta_rs_rows(table_path, ["id"]).v.tolist()) == [10, 20]
 
 
 def test_table_api_falls_back_to_spark_sql_for_unsupported_expressions(spark, table_path):
