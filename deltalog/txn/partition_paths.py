@@ -1,8 +1,8 @@
 """Hive-style partition directories, as Spark writes them.
 
 ``escape_partition_value`` follows Spark's ``ExternalCatalogUtils.escapePathName``: control
-characters and ``"#%'*/:=?\\{[]^`` (and DEL) become ``%XX``. A null value is the
-directory ``__HIVE_DEFAULT_PARTITION__``.
+characters (0x01-0x1F) and ``"#%'*/:=?\\{[]^`` (and DEL) become ``%XX``. A null (or empty)
+value is the directory ``__HIVE_DEFAULT_PARTITION__``.
 """
 
 from __future__ import annotations
@@ -12,34 +12,26 @@ from collections.abc import Mapping, Sequence
 __all__ = ["HIVE_DEFAULT_PARTITION", "escape_partition_value", "partition_directory", "unescape_partition_value"]
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-_SPECIAL = frozenset("\"#%'*/:=?\\\x7f{[]^")
+_ESCAPED = frozenset([chr(c) for c in range(0x01, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
 
 
 def escape_partition_value(value: str) -> str:
-    out = []
-    for ch in value:
-        if ch in _SPECIAL or ord(ch) < 0x20:
-            out.append(f"%{ord(ch):02X}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    """Escape one partition directory name component like Hive/Spark."""
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in value)
 
 
 def unescape_partition_value(text: str) -> str:
-    out = []
+    """Undo :func:`escape_partition_value` (``%XX`` with two hex digits)."""
+    out: list[str] = []
     i = 0
     while i < len(text):
-        ch = text[i]
-        if ch == "%" and i + 3 <= len(text):
-            code = text[i + 1 : i + 3]
-            try:
-                out.append(chr(int(code, 16)))
-                i += 3
-                continue
-            except ValueError:
-                pass
-        out.append(ch)
-        i += 1
+        code = text[i + 1 : i + 3]
+        if text[i] == "%" and len(code) == 2 and all(c in "0123456789abcdefABCDEF" for c in code):
+            out.append(chr(int(code, 16)))
+            i += 3
+        else:
+            out.append(text[i])
+            i += 1
     return "".join(out)
 
 

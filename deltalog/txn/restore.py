@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -125,22 +125,7 @@ def restore(
 
     now = int(time.time() * 1000)
     actions: list[Action] = [f.remove(now, data_change=True) for f in to_remove]
-    for f in to_add:
-        actions.append(
-            AddFile(
-                path=f.path,
-                partition_values=f.partition_values,
-                size=f.size,
-                modification_time=f.modification_time,
-                data_change=True,
-                stats=f.stats,
-                tags=f.tags,
-                deletion_vector=f.deletion_vector,
-                base_row_id=f.base_row_id,
-                default_row_commit_version=f.default_row_commit_version,
-                clustering_provider=f.clustering_provider,
-            )
-        )
+    actions.extend(replace(f, data_change=True) for f in to_add)
     if target.metadata != latest.metadata:
         txn.update_metadata(target.metadata)
     # The re-added files are the target version's own, checked against the table's
@@ -160,12 +145,14 @@ def restore(
     ts_param = None
     if timestamp is not None:
         ts_param = timestamp.isoformat() if isinstance(timestamp, datetime) else str(timestamp)
-    operation = Restore(
-        version=target.version if timestamp is None else None, timestamp=ts_param, user_metrics=metrics
-    )
+    operation = Restore(version=target.version if timestamp is None else None, timestamp=ts_param, user_metrics=metrics)
     committed = txn.commit(actions, operation)
     log.info(
         "restored %s to version %d as version %d (%d files restored, %d removed)",
-        delta_log.table_uri, target.version, committed, len(to_add), len(to_remove),
+        delta_log.table_uri,
+        target.version,
+        committed,
+        len(to_add),
+        len(to_remove),
     )
     return RestoreResult(delta_log.table_uri, committed, target.version, metrics)

@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import Mapping, Sequence
 from typing import Any
+
+from deltalog.txn.partition_paths import (
+    HIVE_DEFAULT_PARTITION,
+    escape_partition_value,
+    partition_directory,
+    unescape_partition_value,
+)
 
 __all__ = [
     "HIVE_DEFAULT_PARTITION",
@@ -22,43 +28,10 @@ __all__ = [
     "unescape_path_name",
 ]
 
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-
-_ESCAPED = frozenset([chr(c) for c in range(0x01, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
-
-
-def escape_path_name(value: str) -> str:
-    """Escape one partition directory name component like Hive/Spark."""
-    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in value)
-
-
-def unescape_path_name(value: str) -> str:
-    """Undo :func:`escape_path_name` (``%XX`` sequences with two hex digits)."""
-    out: list[str] = []
-    i = 0
-    while i < len(value):
-        ch = value[i]
-        if ch == "%" and _is_hex(value[i + 1 : i + 3]):
-            out.append(chr(int(value[i + 1 : i + 3], 16)))
-            i += 3
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
-
-
-def _is_hex(text: str) -> bool:
-    return len(text) == 2 and all(c in "0123456789abcdefABCDEF" for c in text)
-
-
-def partition_directory(partition_columns: Sequence[str], values: Mapping[str, str | None]) -> str:
-    """``a=1/b=x%3Ay`` for the partition values (no leading or trailing slash)."""
-    parts = []
-    for column in partition_columns:
-        value = values.get(column)
-        text = HIVE_DEFAULT_PARTITION if value is None or value == "" else escape_path_name(value)
-        parts.append(f"{escape_path_name(column)}={text}")
-    return "/".join(parts)
+# The directory layout itself is the txn layer's (one implementation for Spark writes,
+# OPTIMIZE and the symlink manifests).
+escape_path_name = escape_partition_value
+unescape_path_name = unescape_partition_value
 
 
 def partition_value_to_string(value: Any, type_name: str) -> str | None:
