@@ -167,18 +167,14 @@ class Optimize(Operation):
 
 
 @dataclass(frozen=True)
-class CreateTable(Operation):
-    """``CREATE TABLE`` (or ``CREATE TABLE AS SELECT`` when ``as_select``)."""
+class _TableDefinition(Operation):
+    """What CREATE and REPLACE TABLE record: the table's description, partitioning and
+    properties."""
 
     changes_data: ClassVar[bool] = True
     description: str | None = None
     partition_by: Sequence[str] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
-    as_select: bool = False
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return "CREATE TABLE AS SELECT" if self.as_select else "CREATE TABLE"
 
     def parameter_values(self) -> dict[str, Any]:
         return {
@@ -190,26 +186,25 @@ class CreateTable(Operation):
 
 
 @dataclass(frozen=True)
-class ReplaceTable(Operation):
+class CreateTable(_TableDefinition):
+    """``CREATE TABLE`` (or ``CREATE TABLE AS SELECT`` when ``as_select``)."""
+
+    as_select: bool = False
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return "CREATE TABLE AS SELECT" if self.as_select else "CREATE TABLE"
+
+
+@dataclass(frozen=True)
+class ReplaceTable(_TableDefinition):
     """``REPLACE TABLE`` / ``CREATE OR REPLACE TABLE``."""
 
-    changes_data: ClassVar[bool] = True
-    description: str | None = None
-    partition_by: Sequence[str] = ()
-    properties: Mapping[str, str] = field(default_factory=dict)
     or_create: bool = False
 
     @property
     def name(self) -> str:  # type: ignore[override]
         return "CREATE OR REPLACE TABLE" if self.or_create else "REPLACE TABLE"
-
-    def parameter_values(self) -> dict[str, Any]:
-        return {
-            "isManaged": "false",
-            "description": self.description,
-            "partitionBy": list(self.partition_by),
-            "properties": dict(self.properties),
-        }
 
 
 @dataclass(frozen=True)
