@@ -45,6 +45,7 @@ from deltalog.txn.replay import (
     _Source,
     normalize_struct,
     parse_file_lines,
+    parse_log_object,
     partition_keys,
 )
 
@@ -320,12 +321,7 @@ def _read_json_checkpoint(store: LogStore, uri: str, contents: CheckpointContent
                 continue
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise CorruptLogError(uri, f"line {n} is not JSON ({exc})") from None
-            if not isinstance(obj, dict):
-                raise CorruptLogError(uri, f"line {n} is not a JSON object")
+            obj = parse_log_object(line, uri, n)
             for key, body in obj.items():
                 if body is None:
                     continue

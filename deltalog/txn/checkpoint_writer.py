@@ -29,7 +29,8 @@ from deltalog.txn.arrow_build import empty_table, false_array, int32_array, int6
 from deltalog.txn.features import protocol_features
 from deltalog.txn.last_checkpoint import LastCheckpointInfo, write_last_checkpoint
 from deltalog.txn.log_segment import checkpoint_name
-from deltalog.txn.replay import ADD_SCHEMA
+from deltalog.txn.replay import ADD_SCHEMA, STRING_MAP
+from deltalog.txn.replay import DV_TYPE as DV
 from deltalog.txn.schema import (
     ArrayType,
     DecimalType,
@@ -49,17 +50,6 @@ log = logging.getLogger(__name__)
 
 BATCH_ROWS = 32_768
 
-STRING_MAP = pa.map_(pa.string(), pa.string())
-DV = pa.struct(
-    [
-        ("storageType", pa.string()),
-        ("pathOrInlineDv", pa.string()),
-        ("offset", pa.int32()),
-        ("sizeInBytes", pa.int32()),
-        ("cardinality", pa.int64()),
-        ("maxRowIndex", pa.int64()),
-    ]
-)
 TXN = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
 METADATA = pa.struct(
     [
@@ -562,10 +552,7 @@ def write_checkpoint(
     uris = (
         [f"{dlog.log_uri}/{checkpoint_name(snapshot.version)}"]
         if num_parts == 1
-        else [
-            f"{dlog.log_uri}/{checkpoint_name(snapshot.version, i, num_parts)}"
-            for i in range(1, num_parts + 1)
-        ]
+        else [f"{dlog.log_uri}/{checkpoint_name(snapshot.version, i, num_parts)}" for i in range(1, num_parts + 1)]
     )
     num_adds = 0
     # rewriting the checkpoint the snapshot streams its files from: write beside it and

@@ -8,7 +8,6 @@ only from the cached version + 1 and applies the new commits to the cached state
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Mapping
@@ -34,7 +33,7 @@ from deltalog.txn.log_segment import (
     build_segment,
     parse_listing,
 )
-from deltalog.txn.replay import CommitBatch, LogState, partition_keys
+from deltalog.txn.replay import CommitBatch, LogState, parse_log_object, partition_keys
 from deltalog.txn.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -123,15 +122,8 @@ class DeltaLog:
         path = path or self.commit_uri(version)
         out: list[dict[str, Any]] = []
         for n, line in enumerate(self._read_lines(path, version), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise CorruptLogError(path, f"line {n} is not valid JSON ({exc})") from None
-            if not isinstance(obj, dict):
-                raise CorruptLogError(path, f"line {n} is not a JSON object")
-            out.append(obj)
+            if line.strip():
+                out.append(parse_log_object(line, path, n))
         return out
 
     def _collect(self, commits: list[FileStatus], batch: CommitBatch, metadata: Metadata | None = None) -> None:

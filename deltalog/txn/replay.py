@@ -74,6 +74,18 @@ __all__ = [
     "reconcile",
 ]
 
+
+def parse_log_object(line: str, path: str, n: int) -> dict[str, Any]:
+    """One log line as a JSON object, or :class:`CorruptLogError` naming the file and line."""
+    try:
+        obj = json.loads(line)
+    except ValueError as exc:
+        raise CorruptLogError(path, f"line {n} is not valid JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise CorruptLogError(path, f"line {n} is not a JSON object")
+    return obj
+
+
 KEY = "__key"
 ORDER = "__order"
 
@@ -436,12 +448,7 @@ class CommitBatch:
                 continue
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise CorruptLogError(path, f"line {n} is not valid JSON ({exc})") from None
-            if not isinstance(obj, dict):
-                raise CorruptLogError(path, f"line {n} is not a JSON object")
+            obj = parse_log_object(line, path, n)
             try:
                 self.add_raw(version, obj, n)
             except (KeyError, TypeError, ValueError) as exc:
