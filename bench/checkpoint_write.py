@@ -7,113 +7,30 @@ Each side loads the table and writes a checkpoint in a fresh process (time, peak
 
 from __future__ import annotations
 
-import argparse
-import shutil
-import tempfile
-from typing import Any
-
-from bench.common import make_checkpointed_table, print_table, run_isolated, write_results
-
-DELTALOG_SETUP = "from deltalog.txn.delta_log import DeltaLog"
-DELTALOG = """
-DeltaLog.for_table({path!r}).checkpoint()
-"""
-DELTARS_SETUP = "from deltalake import DeltaTable"
-DELTARS = """
-DeltaTable({path!r}).create_checkpoint()
-"""
+from bench.common import FreshProcessComparison, make_checkpointed_table
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--files", type=int, nargs="+", default=[100_000, 1_000_000])
-    parser.add_argument("--repeat", type=int, default=2)
-    args = parser.parse_args(argv)
-    rows = []
-    results = []
-    for n in args.files:
-        path = tempfile.mkdtemp(prefix="deltalog-bench-")
-        try:
-            make_checkpointed_table(path, n)
-            ours = run_isolated(DELTALOG.format(path=path), args.repeat, DELTALOG_SETUP)
-            theirs = run_isolated(DELTARS.format(path=path), args.repeat, DELTARS_SETUP)
-        finally:
-            shutil.rmtree(path, ignore_errors=True)
-        ratio_t = ours["seconds"] / theirs["seconds"]
-        ratio_m = ours["peak_mb"] / theirs["peak_mb"]
-        rows.append(
-            [
-                n,
-                ours["seconds"],
-                theirs["seconds"],
-                ratio_t,
-                ours["with_imports"],
-                theirs["with_imports"],
-                ours["peak_mb"],
-                theirs["peak_mb"],
-                ratio_m,
-            ]
-        )
-        results.append(
-            {"files": n, "deltalog": ours, "delta_rs": theirs, "time_ratio": ratio_t, "memory_ratio": ratio_m}
-        )
-    print_table(
-        "checkpoint write (load + write, fresh process)",
-        [
-            "files",
-            "deltalog s",
-            "delta-rs s",
-            "ratio",
-            "deltalog s+imports",
-            "delta-rs s+imports",
-            "deltalog MB",
-            "delta-rs MB",
-            "mem ratio",
-        ],
-        rows,
-    )
-    print("results:", write_results("checkpoint_write", {"runs": results}))
+def _build(path: str, files: int) -> int:
+    make_checkpointed_table(path, files)
+    return files
 
 
-# -- the ``python -m bench`` protocol (bench/report.py) -----------------------------------
-
-SIZES = {"small": [10_000], "full": [100_000, 1_000_000]}
-TIME_TARGETS = {100000: 1.0, 1000000: 1.0}
-MEMORY_TARGETS = {100000: 0.7, 1000000: 0.7}
-
-
-def workloads(size: str) -> list[str]:
-    names = []
-    for n in SIZES[size]:
-        label = f"checkpoint write, {n:,} files"
-        names += [f"{label} (time)", f"{label} (peak memory)"]
-    return names
-
-
+COMPARISON = FreshProcessComparison(
+    name="checkpoint_write",
+    title="checkpoint write (load + write, fresh process)",
+    size_name="files",
+    label="checkpoint write, {size:,} files",
+    build=_build,
+    deltalog=("from deltalog.txn.delta_log import DeltaLog", "DeltaLog.for_table({path!r}).checkpoint()\n"),
+    delta_rs=("from deltalake import DeltaTable", "DeltaTable({path!r}).create_checkpoint()\n"),
+    sizes={"small": [10_000], "full": [100_000, 1_000_000]},
+    time_targets={100_000: 1.0, 1_000_000: 1.0},
+    memory_targets={100_000: 0.7, 1_000_000: 0.7},
+    default_repeat=2,
+)
+workloads = COMPARISON.workloads
+run = COMPARISON.run
 WORKLOADS = tuple(workloads("small"))
 
-
-def run(size: str = "small") -> list[Any]:
-    from bench.report import Result
-
-    results = []
-    names = iter(workloads(size))
-    for n in SIZES[size]:
-        path = tempfile.mkdtemp(prefix="deltalog-bench-")
-        try:
-            make_checkpointed_table(path, n)
-            ours = run_isolated(DELTALOG.format(path=path), 2, DELTALOG_SETUP)
-            theirs = run_isolated(DELTARS.format(path=path), 2, DELTARS_SETUP)
-        finally:
-            shutil.rmtree(path, ignore_errors=True)
-        details = {"files": n, "deltalog": ours, "delta_rs": theirs}
-        results.append(Result(next(names), "s", ours["seconds"], theirs["seconds"],
-                              target_ratio=TIME_TARGETS.get(n), details=details,
-                              notes="fresh process per run, best of 2, imports excluded"))
-        results.append(Result(next(names), "MB", ours["peak_mb"], theirs["peak_mb"],
-                              target_ratio=MEMORY_TARGETS.get(n), details=details))
-    return results
-
-
 if __name__ == "__main__":
-    main()
+    COMPARISON.main(description=__doc__)

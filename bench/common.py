@@ -205,3 +205,139 @@ def write_results(name: str, payload: dict[str, Any]) -> str:
     with open(path, "w") as fh:
         json.dump(payload, fh, indent=2)
     return path
+
+
+class FreshProcessComparison:
+    """One workload measured the same way for deltalog and delta-rs: a table is built per
+    size, then each engine runs its code in fresh processes (best wall time, with and
+    without imports, and peak memory). ``main`` is the module's command line and
+    ``workloads``/``run`` its ``python -m bench`` protocol (bench/report.py)."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        title: str,
+        size_name: str,
+        label: str,
+        build: Any,
+        deltalog: tuple[str, str],
+        delta_rs: tuple[str, str],
+        sizes: dict[str, list[int]],
+        time_targets: dict[int, float] | None = None,
+        memory_targets: dict[int, float] | None = None,
+        notes: str = "fresh process per run, imports excluded",
+        default_repeat: int = 3,
+    ) -> None:
+        self.name = name
+        self.title = title
+        self.size_name = size_name
+        self.label = label  # format string with {size}
+        self.build = build  # build(path, size) -> expected number of active files
+        self.deltalog = deltalog  # (setup, code) with {path} and {n}
+        self.delta_rs = delta_rs
+        self.sizes = sizes
+        self.time_targets = time_targets or {}
+        self.memory_targets = memory_targets or {}
+        self.notes = notes
+        self.default_repeat = default_repeat
+
+    def measure(self, size: int, repeat: int) -> tuple[int, dict[str, float], dict[str, float]]:
+        import shutil
+        import tempfile
+
+        path = tempfile.mkdtemp(prefix="deltalog-bench-")
+        try:
+            n = self.build(path, size)
+            ours = run_isolated(self.deltalog[1].format(path=path, n=n), repeat, self.deltalog[0])
+            theirs = run_isolated(self.delta_rs[1].format(path=path, n=n), repeat, self.delta_rs[0])
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+        return n, ours, theirs
+
+    def main(self, argv: list[str] | None = None, description: str | None = None) -> None:
+        import argparse
+
+        parser = argparse.ArgumentParser(description=description)
+        parser.add_argument(f"--{self.size_name}", type=int, nargs="+", default=self.sizes["full"][:1])
+        parser.add_argument("--repeat", type=int, default=self.default_repeat)
+        args = parser.parse_args(argv)
+        rows, results = [], []
+        for size in getattr(args, self.size_name):
+            n, ours, theirs = self.measure(size, args.repeat)
+            ratio_t = ours["seconds"] / theirs["seconds"]
+            ratio_m = ours["peak_mb"] / theirs["peak_mb"]
+            rows.append(
+                [
+                    size,
+                    ours["seconds"],
+                    theirs["seconds"],
+                    ratio_t,
+                    ours["with_imports"],
+                    theirs["with_imports"],
+                    ours["peak_mb"],
+                    theirs["peak_mb"],
+                    ratio_m,
+                ]
+            )
+            results.append(
+                {
+                    self.size_name: size,
+                    "files": n,
+                    "deltalog": ours,
+                    "delta_rs": theirs,
+                    "time_ratio": ratio_t,
+                    "memory_ratio": ratio_m,
+                }
+            )
+        header = [
+            self.size_name,
+            "deltalog s",
+            "delta-rs s",
+            "ratio",
+            "deltalog s+imports",
+            "delta-rs s+imports",
+            "deltalog MB",
+            "delta-rs MB",
+            "mem ratio",
+        ]
+        print_table(self.title, header, rows)
+        print("results:", write_results(self.name, {"runs": results}))
+
+    def workloads(self, size: str) -> list[str]:
+        names = []
+        for value in self.sizes[size]:
+            label = self.label.format(size=value)
+            names += [f"{label} (time)", f"{label} (peak memory)"]
+        return names
+
+    def run(self, size: str = "small") -> list[Any]:
+        from bench.report import Result
+
+        results = []
+        names = iter(self.workloads(size))
+        for value in self.sizes[size]:
+            n, ours, theirs = self.measure(value, 2)
+            details = {self.size_name: value, "files": n, "deltalog": ours, "delta_rs": theirs}
+            results.append(
+                Result(
+                    next(names),
+                    "s",
+                    ours["seconds"],
+                    theirs["seconds"],
+                    target_ratio=self.time_targets.get(value),
+                    details=details,
+                    notes=f"{self.notes}, best of 2",
+                )
+            )
+            results.append(
+                Result(
+                    next(names),
+                    "MB",
+                    ours["peak_mb"],
+                    theirs["peak_mb"],
+                    target_ratio=self.memory_targets.get(value),
+                    details=details,
+                )
+            )
+        return results
