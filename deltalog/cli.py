@@ -22,6 +22,7 @@ import importlib
 import importlib.util
 import json
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -206,6 +207,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write(f"deltalog {args.command}: interrupted\n")
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (``deltalog files ... | head``): stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     except Exception as exc:
         if args.debug:
             sys.stderr.write(ctx.redact(traceback.format_exc()))

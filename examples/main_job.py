@@ -32,6 +32,10 @@ from typing import Any
 
 log = logging.getLogger("main_job")
 
+#: Where the table goes unless --path says otherwise: replaced on every run, kept after it
+#: so it can be inspected with the deltalog command.
+DEFAULT_TABLE = os.path.join(tempfile.gettempdir(), "deltalog-main-job", "events")
+
 
 class CheckFailed(Exception):
     """A step's result is not what it must be."""
@@ -250,16 +254,22 @@ def read_with_delta_rs(path: str, total: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000, help="rows of the generated dataset")
-    parser.add_argument("--path", default=None, help="table directory (default: a fresh temp dir, removed after)")
+    parser.add_argument(
+        "--path",
+        default=None,
+        help=f"table directory (default: {DEFAULT_TABLE}, replaced on every run and kept afterwards)",
+    )
     parser.add_argument("--writers", type=int, default=3, help="concurrent writer threads in step 2")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("py4j").setLevel(logging.WARNING)
     logging.getLogger("deltalog").setLevel(logging.WARNING)  # the steps say what happens
     warnings.filterwarnings("ignore", category=FutureWarning)  # pyspark's pandas-version notice
-    work = tempfile.mkdtemp(prefix="deltalog-main-")
-    path = args.path or os.path.join(work, "events")
-    if args.path and os.path.exists(os.path.join(path, "_delta_log")):
+    work = tempfile.mkdtemp(prefix="deltalog-main-")  # streaming checkpoints and scratch
+    path = args.path or DEFAULT_TABLE
+    if args.path is None:
+        shutil.rmtree(DEFAULT_TABLE, ignore_errors=True)  # the previous run's table
+    elif os.path.exists(os.path.join(path, "_delta_log")):
         log.error("%s already holds a Delta table; give a new --path", path)
         return 2
     started = time.perf_counter()
@@ -296,9 +306,9 @@ def main() -> int:
     finally:
         if spark is not None:
             spark.stop()
-        if args.path is None:
-            shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     log.info("all steps passed in %.0fs: %s is a standard Delta table", time.perf_counter() - started, path)
+    log.info("look inside: .venv/bin/deltalog describe %s   (also: history, files, vacuum --dry-run)", path)
     return 0
 
 

@@ -204,3 +204,33 @@ def test_no_subcommand_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str
     assert cli.main([]) == 2
     err = capsys.readouterr().err
     assert "stores" in err and "conformance" in err
+
+
+def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
+    """``deltalog files ... | head``: the reader goes away mid-output (the listing is far
+    larger than a pipe's buffer); no error line, exit status 0."""
+    import json as _json
+    import subprocess
+    import sys
+
+    from deltalog.txn.actions import AddFile, Metadata
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.operations import CreateTable
+
+    schema = _json.dumps(
+        {"type": "struct", "fields": [{"name": "v", "type": "long", "nullable": True, "metadata": {}}]}
+    )
+    txn = DeltaLog.for_table(str(tmp_path)).start_transaction()
+    txn.update_metadata(Metadata(id="pipe", schema_string=schema))
+    txn.commit(
+        [AddFile(f"part-{i:05d}-of-a-rather-long-file-name.parquet", {}, 1, 1) for i in range(5000)], CreateTable()
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deltalog.cli", "files", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert "BrokenPipe" not in err and "error" not in err
