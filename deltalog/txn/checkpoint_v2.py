@@ -19,23 +19,20 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from deltalog.txn.actions import CheckpointMetadata, DomainMetadata, Sidecar, action_to_line
 from deltalog.txn.checkpoint_writer import (
-    BATCH_ROWS,
     REMOVE,
     CheckpointResult,
+    FileActionCounts,
     _AddConverter,
-    _file_batch,
     _non_file_rows,
     _PartWriter,
-    _remove_struct,
-    _slices,
     checkpoint_schema,
+    file_action_batches,
 )
 from deltalog.txn.last_checkpoint import LastCheckpointInfo, write_last_checkpoint
 from deltalog.txn.replay import STRING_MAP
@@ -81,23 +78,11 @@ def _write_sidecars(
         pass
     uris: list[str] = []
     writer: _PartWriter | None = None
-    num_adds = 0
     written = 0
-
-    def batches() -> Iterator[pa.RecordBatch]:
-        nonlocal num_adds
-        for adds, removes in snapshot.file_batches():
-            for chunk in _slices(adds, BATCH_ROWS):
-                num_adds += chunk.num_rows
-                yield _file_batch(schema, "add", converter.convert(chunk))
-            del adds
-            if removes.num_rows:
-                live = removes.filter(snapshot.unexpired_mask(removes, now))
-                for chunk in _slices(live, BATCH_ROWS):
-                    yield _file_batch(schema, "remove", _remove_struct(chunk))
+    counts = FileActionCounts()
 
     try:
-        for batch in batches():
+        for batch in file_action_batches(snapshot, schema, converter, now, counts):
             offset = 0
             while offset < batch.num_rows:
                 if writer is None or (rows_per_file is not None and writer.rows >= rows_per_file):
@@ -122,7 +107,7 @@ def _write_sidecars(
     for uri in uris:
         size, mtime = _stat(dlog, uri)
         sidecars.append(Sidecar(uri.rsplit("/", 1)[1], size, mtime))
-    return sidecars, uris, num_adds, written
+    return sidecars, uris, counts.adds, written
 
 
 def write_v2_checkpoint(

@@ -460,6 +460,29 @@ def _leaves(schema: pa.Schema) -> list[str]:
     return out
 
 
+@dataclass
+class FileActionCounts:
+    """What :func:`file_action_batches` streamed."""
+
+    adds: int = 0
+
+
+def file_action_batches(
+    snapshot: Snapshot, schema: pa.Schema, converter: _AddConverter, now_ms: int, counts: FileActionCounts
+) -> Iterator[pa.RecordBatch]:
+    """The snapshot's add actions and unexpired remove tombstones as checkpoint record batches
+    (classic and V2 checkpoints alike), streamed from the snapshot's file batches."""
+    for adds, removes in snapshot.file_batches():
+        for chunk in _slices(adds, BATCH_ROWS):
+            counts.adds += chunk.num_rows
+            yield _file_batch(schema, "add", converter.convert(chunk))
+        del adds
+        if removes.num_rows:
+            live = removes.filter(snapshot.unexpired_mask(removes, now_ms))
+            for chunk in _slices(live, BATCH_ROWS):
+                yield _file_batch(schema, "remove", _remove_struct(chunk))
+
+
 class _PartWriter:
     """Writes one checkpoint file, through a temp name when partial writes are visible."""
 
@@ -554,7 +577,6 @@ def write_checkpoint(
         if num_parts == 1
         else [f"{dlog.log_uri}/{checkpoint_name(snapshot.version, i, num_parts)}" for i in range(1, num_parts + 1)]
     )
-    num_adds = 0
     # rewriting the checkpoint the snapshot streams its files from: write beside it and
     # rename at the end, after the last batch was read
     # -- and whenever the files stream from storage (the previous checkpoint): a read that
@@ -563,18 +585,11 @@ def write_checkpoint(
     source = snapshot.file_source
     force_temp = source is not None and bool(getattr(source, "parquet_uris", ()))
 
+    counts = FileActionCounts()
+
     def batches() -> Iterator[pa.RecordBatch]:
-        nonlocal num_adds
         yield head
-        for adds, removes in snapshot.file_batches():
-            for chunk in _slices(adds, BATCH_ROWS):
-                num_adds += chunk.num_rows
-                yield _file_batch(schema, "add", converter.convert(chunk))
-            del adds
-            if removes.num_rows:
-                live = removes.filter(snapshot.unexpired_mask(removes, now))
-                for chunk in _slices(live, BATCH_ROWS):
-                    yield _file_batch(schema, "remove", _remove_struct(chunk))
+        yield from file_action_batches(snapshot, schema, converter, now, counts)
 
     limit = part_size if num_parts > 1 else None
     part = 0
@@ -608,7 +623,7 @@ def write_checkpoint(
         size=written,
         parts=None if num_parts == 1 else num_parts,
         size_in_bytes=size,
-        num_of_add_files=num_adds,
+        num_of_add_files=counts.adds,
     )
     write_last_checkpoint(dlog.store, dlog.log_uri, info)
     snapshot.adopt_checkpoint(CheckpointFiles(dlog.store, snapshot.version, tuple(uris)))
@@ -619,4 +634,4 @@ def write_checkpoint(
         written,
         num_parts,
     )
-    return CheckpointResult(snapshot.version, tuple(uris), written, num_adds, size)
+    return CheckpointResult(snapshot.version, tuple(uris), written, counts.adds, size)
