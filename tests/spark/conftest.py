@@ -72,5 +72,25 @@ def _stop_sessions() -> Iterator[None]:
 
 
 @pytest.fixture
-def table_path(tmp_path: Any) -> str:
-    return str(tmp_path / "table")
+def table_path(tmp_path: Any) -> Iterator[str]:
+    """A table directory; after the test, delta-rs must read whatever Delta table the test
+    left there, with as many rows as deltalog's file statistics count."""
+    path = str(tmp_path / "table")
+    yield path
+    if os.path.isdir(os.path.join(path, "_delta_log")):
+        _delta_rs_agrees(path)
+
+
+def _delta_rs_agrees(path: str) -> None:
+    import deltalake
+
+    from deltalog.txn.delta_log import DeltaLog
+
+    snapshot = DeltaLog.for_table(path).update()
+    if snapshot.version < 0:
+        return
+    counts = [f.num_records() for f in snapshot.files]
+    theirs = deltalake.DeltaTable(path)
+    assert theirs.version() == snapshot.version
+    if all(c is not None for c in counts) and not any(f.deletion_vector for f in snapshot.files):
+        assert theirs.to_pyarrow_table().num_rows == sum(c for c in counts if c is not None)
