@@ -234,3 +234,13 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0, err
     assert "BrokenPipe" not in err and "error" not in err
+
+
+def test_reading_parquet_through_a_python_filesystem_does_not_abort_the_process_at_exit() -> None:
+    """pyarrow 26 can abort at interpreter exit after a threaded read through a PyFileSystem
+    (the memory and fsspec stores); deltalog reads through those without pyarrow's threads.
+    Before that, this check's process aborted (SIGABRT) nearly every time."""
+    for _ in range(4):
+        result = deltalog("conformance", "memory://t", "--check", "data_filesystem")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "terminate called" not in result.stderr

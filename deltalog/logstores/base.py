@@ -38,6 +38,7 @@ __all__ = [
     "LogStoreSpec",
     "MutualExclusion",
     "StoreSemantics",
+    "arrow_threads_allowed",
     "split_uri",
 ]
 
@@ -95,6 +96,18 @@ def split_uri(uri: str) -> tuple[str, str]:
     if uri.startswith("file:") and not uri.startswith("file://"):
         return "file", uri[len("file:") :]
     return "", uri
+
+
+def arrow_threads_allowed(fs: pyarrow.fs.FileSystem) -> bool:
+    """Whether pyarrow may read through ``fs`` on its own threads.
+
+    Not for a Python-backed filesystem (``PyFileSystem``: the memory and fsspec stores):
+    its calls serialize on the GIL anyway, and with pyarrow 26 a threaded read through one
+    can abort the process at interpreter exit ("terminate called without an active
+    exception")."""
+    import pyarrow.fs as pafs
+
+    return not isinstance(fs, pafs.PyFileSystem)
 
 
 @dataclass(frozen=True)

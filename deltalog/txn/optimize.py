@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.logstores.base import arrow_threads_allowed
 from deltalog.txn.actions import Action, AddFile, decode_path, encode_path
 from deltalog.txn.column_mapping import physical_arrow_schema
 from deltalog.txn.commit_errors import DeltaConcurrentModificationError
@@ -195,7 +196,7 @@ class _Compactor:
             with self.fs.open_input_file(self.store.fs_path(uri)) as handle:
                 reader = pq.ParquetFile(handle)
                 offset = 0
-                for batch in reader.iter_batches(batch_size=65536):
+                for batch in reader.iter_batches(batch_size=65536, use_threads=arrow_threads_allowed(self.fs)):
                     n = batch.num_rows
                     if deleted is not None and len(deleted):
                         rows = pa.array(range(offset, offset + n), pa.uint64())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from deltalog.conformance.check import Check, expect
 from deltalog.conformance.context import CheckContext
+from deltalog.logstores.base import arrow_threads_allowed
 
 __all__ = ["CHECKS"]
 
@@ -22,7 +23,8 @@ def data_filesystem(ctx: CheckContext) -> str:
     if parent:
         fs.create_dir(parent, recursive=True)
     pq.write_table(table, path, filesystem=fs)
-    back = pq.read_table(path, filesystem=fs)
+    threads = arrow_threads_allowed(fs)
+    back = pq.read_table(path, filesystem=fs, use_threads=threads)
     expect(back.equals(table), f"the Parquet file read back differently: {back.to_pylist()}")
     size = fs.get_file_info(path).size
     statuses = {s.name: s for s in ctx.store.list_from(ctx.uri("00000000000000000010"))}
@@ -39,9 +41,8 @@ def data_filesystem(ctx: CheckContext) -> str:
     nested_path = ctx.store.fs_path(nested)
     fs.create_dir(nested_path.rsplit("/", 1)[0], recursive=True)
     pq.write_table(table, nested_path, filesystem=fs)
-    expect(
-        pq.read_table(nested_path, filesystem=fs).num_rows == 3, "a partition directory file is unreadable"
-    )
+    nested_rows = pq.read_table(nested_path, filesystem=fs, use_threads=threads).num_rows
+    expect(nested_rows == 3, "a partition directory file is unreadable")
     ctx.store.delete(nested)
     return f"{type(fs).__name__} writes Parquet that list_from and read_bytes see ({size} bytes)"
 
