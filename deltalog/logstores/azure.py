@@ -47,7 +47,7 @@ from deltalog.logstores.base import LogStoreSpec, MutualExclusion, StoreSemantic
 from deltalog.logstores.errors import LogStoreConfigError, LogStoreError
 from deltalog.logstores.object_store import ObjectLocation, ObjectLogStore
 from deltalog.logstores.options import StorageOptions
-from deltalog.logstores.retry import Outcome
+from deltalog.logstores.retry import Outcome, outcome_for_status
 
 if TYPE_CHECKING:
     import pyarrow.fs
@@ -61,8 +61,13 @@ EMULATOR_ACCOUNT = "devstoreaccount1"
 EMULATOR_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
 _ACCOUNT_KEYS = ("AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT", "ACCOUNT_NAME")
-_KEY_KEYS = ("AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY", "AZURE_STORAGE_MASTER_KEY",
-             "ACCOUNT_KEY", "ACCESS_KEY")
+_KEY_KEYS = (
+    "AZURE_STORAGE_ACCOUNT_KEY",
+    "AZURE_STORAGE_ACCESS_KEY",
+    "AZURE_STORAGE_MASTER_KEY",
+    "ACCOUNT_KEY",
+    "ACCESS_KEY",
+)
 _SAS_KEYS = ("AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_SAS_KEY", "SAS_TOKEN", "SAS_KEY")
 _ENDPOINT_KEYS = ("AZURE_STORAGE_ENDPOINT", "AZURE_ENDPOINT")
 
@@ -111,9 +116,7 @@ class AzureBlobLogStore(ObjectLogStore):
     def _validate_options(self) -> None:
         conn = self._connection()
         if conn is not None and not (conn.get("AccountName") or conn.get("BlobEndpoint")):
-            raise LogStoreConfigError(
-                "AZURE_STORAGE_CONNECTION_STRING has neither AccountName nor BlobEndpoint"
-            )
+            raise LogStoreConfigError("AZURE_STORAGE_CONNECTION_STRING has neither AccountName nor BlobEndpoint")
         endpoint = self.options.first(*_ENDPOINT_KEYS)
         if endpoint is not None:
             parts = urlsplit(endpoint)
@@ -323,10 +326,7 @@ class AzureBlobLogStore(ObjectLogStore):
             status = exc.status_code or 0
             if status in (409, 412) and getattr(exc, "error_code", None) != "ContainerBeingDeleted":
                 return Outcome.EXISTS
-            if status in (429, 503):
-                return Outcome.RETRY
-            if status == 408 or status >= 500:
-                return Outcome.AMBIGUOUS
+            return outcome_for_status(status)
         return Outcome.FATAL
 
     def _translate(self, exc: BaseException, what: str) -> BaseException | None:

@@ -40,7 +40,7 @@ from urllib.parse import quote, urlsplit
 from deltalog.logstores.base import MutualExclusion, StoreSemantics
 from deltalog.logstores.errors import LogStoreConfigError, LogStoreError
 from deltalog.logstores.object_store import ObjectLocation, ObjectLogStore
-from deltalog.logstores.retry import Outcome
+from deltalog.logstores.retry import Outcome, outcome_for_status
 
 if TYPE_CHECKING:
     import pyarrow.fs
@@ -49,8 +49,12 @@ __all__ = ["GcsHttpError", "GcsLogStore"]
 
 _SCOPES = ("https://www.googleapis.com/auth/devstorage.read_write",)
 _PUBLIC_ENDPOINT = "https://storage.googleapis.com"
-_SA_PATH_KEYS = ("GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_PATH", "SERVICE_ACCOUNT",
-                 "GOOGLE_APPLICATION_CREDENTIALS")
+_SA_PATH_KEYS = (
+    "GOOGLE_SERVICE_ACCOUNT",
+    "GOOGLE_SERVICE_ACCOUNT_PATH",
+    "SERVICE_ACCOUNT",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+)
 _SA_KEY_KEYS = ("GOOGLE_SERVICE_ACCOUNT_KEY", "SERVICE_ACCOUNT_KEY")
 
 
@@ -118,9 +122,7 @@ class GcsLogStore(ObjectLogStore):
                     )
                 return service_account.Credentials.from_service_account_file(key_path, scopes=_SCOPES)  # type: ignore[no-untyped-call]
             except (ValueError, OSError) as exc:
-                raise LogStoreConfigError(
-                    f"cannot load the GCS service-account key: {type(exc).__name__}"
-                ) from None
+                raise LogStoreConfigError(f"cannot load the GCS service-account key: {type(exc).__name__}") from None
         import google.auth
 
         credentials, _ = google.auth.default(scopes=_SCOPES)
@@ -160,11 +162,7 @@ class GcsLogStore(ObjectLogStore):
     # -- locations ----------------------------------------------------------------------
 
     def _locate(self, path: str) -> ObjectLocation:
-        scheme, rest = self._split_scheme(path)
-        bucket, _, key = rest.partition("/")
-        if not bucket:
-            raise LogStoreConfigError(f"a GCS URI needs a bucket: {path!r} (gs://bucket/path)")
-        return ObjectLocation(f"{scheme}://{bucket}/", bucket, key)
+        return self._bucket_location(path, "a GCS URI", "gs://bucket/path")
 
     # -- requests -----------------------------------------------------------------------
 
@@ -203,8 +201,11 @@ class GcsLogStore(ObjectLogStore):
     def _list_dir(self, loc: ObjectLocation, prefix: str, start: str) -> Iterator[tuple[str, int, int]]:
         def listing() -> list[tuple[str, int, int]]:
             blobs = self.client.list_blobs(
-                loc.bucket, prefix=prefix or None, delimiter="/",
-                start_offset=(prefix + start) if start else None, retry=None,
+                loc.bucket,
+                prefix=prefix or None,
+                delimiter="/",
+                start_offset=(prefix + start) if start else None,
+                retry=None,
             )
             return [(b.name, int(b.size or 0), int(b.updated.timestamp() * 1000)) for b in blobs]
 
@@ -248,11 +249,7 @@ class GcsLogStore(ObjectLogStore):
         status = self._status(exc)
         if status == 412:
             return Outcome.EXISTS
-        if status in (429, 503):
-            return Outcome.RETRY
-        if status == 408 or status >= 500:
-            return Outcome.AMBIGUOUS
-        return Outcome.FATAL
+        return outcome_for_status(status)
 
     def _translate(self, exc: BaseException, what: str) -> BaseException | None:
         detail = self._redact(f"{type(exc).__name__}: {exc}")
@@ -301,7 +298,9 @@ def _refused(exc: BaseException) -> bool:
             return True
         for arg in getattr(current, "args", ()):
             if isinstance(arg, BaseException) and type(arg).__name__ in (
-                "NewConnectionError", "ConnectionRefusedError", "MaxRetryError",
+                "NewConnectionError",
+                "ConnectionRefusedError",
+                "MaxRetryError",
             ):
                 reason = getattr(arg, "reason", None)
                 if type(arg).__name__ != "MaxRetryError" or type(reason).__name__ == "NewConnectionError":

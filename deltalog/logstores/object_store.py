@@ -154,6 +154,14 @@ class ObjectLogStore(LogStore):
     def _accepts_scheme(self, scheme: str) -> bool:
         return False
 
+    def _bucket_location(self, path: str, what: str, example: str) -> ObjectLocation:
+        """``scheme://bucket/key`` as a location (S3, GCS)."""
+        scheme, rest = self._split_scheme(path)
+        bucket, _, key = rest.partition("/")
+        if not bucket:
+            raise LogStoreConfigError(f"{what} needs a bucket: {path!r} ({example})")
+        return ObjectLocation(f"{scheme}://{bucket}/", bucket, key)
+
     # -- the contract ----------------------------------------------------------------
 
     def read(self, path: str) -> Iterator[str]:

@@ -81,6 +81,16 @@ class Outcome(enum.Enum):
     """Not worth retrying (denied, bad request): re-raise as it is."""
 
 
+def outcome_for_status(status: int) -> Outcome:
+    """What an HTTP status (other than the store's own "exists" answers) means for a
+    publish: throttling is retried, a timeout or a 5xx may have landed, the rest is fatal."""
+    if status in (429, 503):
+        return Outcome.RETRY
+    if status == 408 or status >= 500:
+        return Outcome.AMBIGUOUS
+    return Outcome.FATAL
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff with full jitter."""
@@ -100,9 +110,7 @@ class RetryPolicy:
             except ValueError:
                 attempts = 0
             if attempts < 1:
-                raise LogStoreConfigError(
-                    f"retry max attempts must be a whole number >= 1, got {attempts_text!r}"
-                )
+                raise LogStoreConfigError(f"retry max attempts must be a whole number >= 1, got {attempts_text!r}")
         base = opts.first("DELTALOG_RETRY_BASE_DELAY")
         top = opts.first("DELTALOG_RETRY_MAX_DELAY")
         return cls(
@@ -151,9 +159,7 @@ def call_with_retry(
                     "DELTALOG_RETRY_MAX_ATTEMPTS."
                 ) from exc
             pause = policy.delay(attempt)
-            log.info(
-                "%s: transient error (%s); retry %d in %.2fs", what, _describe(exc, opts), attempt, pause
-            )
+            log.info("%s: transient error (%s); retry %d in %.2fs", what, _describe(exc, opts), attempt, pause)
             sleep(pause)
 
 
@@ -211,7 +217,11 @@ def publish_with_retry(
             pause = policy.delay(attempt)
             log.info(
                 "%s: transient error on publish (%s, %s); retry %d in %.2fs",
-                path, outcome.value, _describe(exc, opts), attempt, pause,
+                path,
+                outcome.value,
+                _describe(exc, opts),
+                attempt,
+                pause,
             )
             sleep(pause)
 

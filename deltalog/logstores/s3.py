@@ -54,8 +54,16 @@ __all__ = ["S3LogStore", "S3PlainPutLogStore"]
 log = logging.getLogger(__name__)
 
 _THROTTLE_CODES = frozenset(
-    {"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests",
-     "ServiceUnavailable", "RequestThrottled", "Busy"}
+    {
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "TooManyRequests",
+        "ServiceUnavailable",
+        "RequestThrottled",
+        "Busy",
+    }
 )
 _SERVER_CODES = frozenset({"InternalError", "RequestTimeout", "InternalServerError"})
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
@@ -129,9 +137,7 @@ class S3LogStore(ObjectLogStore):
         if endpoint is not None:
             parts = urlsplit(endpoint)
             if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise LogStoreConfigError(
-                    f"AWS_ENDPOINT_URL must look like https://host[:port], got {endpoint!r}"
-                )
+                raise LogStoreConfigError(f"AWS_ENDPOINT_URL must look like https://host[:port], got {endpoint!r}")
             if parts.scheme == "http" and not self.options.flag("AWS_ALLOW_HTTP", "ALLOW_HTTP"):
                 raise LogStoreConfigError(
                     f"the S3 endpoint {endpoint} is plain http; set AWS_ALLOW_HTTP=true to allow "
@@ -188,11 +194,7 @@ class S3LogStore(ObjectLogStore):
     # -- locations ----------------------------------------------------------------------
 
     def _locate(self, path: str) -> ObjectLocation:
-        scheme, rest = self._split_scheme(path)
-        bucket, _, key = rest.partition("/")
-        if not bucket:
-            raise LogStoreConfigError(f"an S3 URI needs a bucket: {path!r} (s3://bucket/path)")
-        return ObjectLocation(f"{scheme}://{bucket}/", bucket, key)
+        return self._bucket_location(path, "an S3 URI", "s3://bucket/path")
 
     # -- requests -----------------------------------------------------------------------
 
@@ -215,7 +217,10 @@ class S3LogStore(ObjectLogStore):
 
     def _list_dir(self, loc: ObjectLocation, prefix: str, start: str) -> Iterator[tuple[str, int, int]]:
         request: dict[str, Any] = {
-            "Bucket": loc.bucket, "Prefix": prefix, "Delimiter": "/", "MaxKeys": self.list_page_size,
+            "Bucket": loc.bucket,
+            "Prefix": prefix,
+            "Delimiter": "/",
+            "MaxKeys": self.list_page_size,
         }
         if start:
             # StartAfter is exclusive and list_from inclusive: start just before the name
@@ -357,8 +362,14 @@ def _is_connection_error(exc: BaseException) -> bool:
 
     return isinstance(
         exc,
-        (ConnectionError, HTTPClientError, ConnectionClosedError, ReadTimeoutError, IncompleteReadError,
-         ResponseStreamingError),
+        (
+            ConnectionError,
+            HTTPClientError,
+            ConnectionClosedError,
+            ReadTimeoutError,
+            IncompleteReadError,
+            ResponseStreamingError,
+        ),
     )
 
 
@@ -372,9 +383,7 @@ class S3PlainPutLogStore(S3LogStore):
 
     name = "s3-no-conditional-put"
     schemes = ()
-    default_semantics = StoreSemantics(
-        MutualExclusion.NONE, partial_write_visible=False, consistent_listing=True
-    )
+    default_semantics = StoreSemantics(MutualExclusion.NONE, partial_write_visible=False, consistent_listing=True)
 
     def _accepts_scheme(self, scheme: str) -> bool:
         # Serves no scheme by default (s3:// picks the conditional store), but any
