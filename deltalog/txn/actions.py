@@ -13,11 +13,13 @@ filesystem path and :func:`encode_path` makes one from a relative file name.
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
 __all__ = [
+    "EMPTY_SCHEMA_STRING",
     "Action",
     "AddCDCFile",
     "AddFile",
@@ -162,12 +164,25 @@ class Format:
         return {"provider": self.provider, "options": dict(self.options)}
 
 
+#: the ``schemaString`` of a table without columns: what Delta's ``Metadata.schema`` is when
+#: the action carries no ``schemaString`` (golden tables written by early Delta versions)
+EMPTY_SCHEMA_STRING = '{"type":"struct","fields":[]}'
+
+
+def _new_table_id() -> str:
+    return str(uuid.uuid4())
+
+
 @dataclass(frozen=True, slots=True)
 class Metadata:
-    """``metaData``: the table's id, schema, partition columns and properties."""
+    """``metaData``: the table's id, schema, partition columns and properties.
 
-    id: str
-    schema_string: str
+    As in Delta's ``Metadata``, ``id`` defaults to a fresh random UUID and a missing
+    ``schemaString`` means a schema without columns (:data:`EMPTY_SCHEMA_STRING`), wherever
+    the action is read from (a JSON commit or a checkpoint)."""
+
+    id: str = field(default_factory=_new_table_id)
+    schema_string: str = EMPTY_SCHEMA_STRING
     partition_columns: tuple[str, ...] = ()
     configuration: dict[str, str] = field(default_factory=dict)
     format: Format = field(default_factory=Format)
@@ -196,7 +211,7 @@ class Metadata:
         fmt = d.get("format") or {}
         return cls(
             id=d["id"],
-            schema_string=d["schemaString"],
+            schema_string=d.get("schemaString") or EMPTY_SCHEMA_STRING,
             partition_columns=tuple(d.get("partitionColumns") or ()),
             configuration={str(k): str(v) for k, v in (d.get("configuration") or {}).items() if v is not None},
             format=Format(fmt.get("provider", "parquet"), dict(fmt.get("options") or {})),

@@ -47,14 +47,18 @@ def int32_array(values: Sequence[int] | np.ndarray) -> pa.Int32Array:
     return arr
 
 
-def string_array(values: Sequence[str]) -> pa.StringArray:
-    """Non-null strings as a ``string`` array."""
-    encoded = [v.encode("utf-8") for v in values]
+def string_array(values: Sequence[str | None]) -> pa.StringArray:
+    """Strings (``None`` for null) as a ``string`` array."""
+    encoded = [b"" if v is None else v.encode("utf-8") for v in values]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
     if encoded:
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    validity = None
+    if any(v is None for v in values):
+        bits = np.packbits(np.array([v is not None for v in values], dtype=bool), bitorder="little")
+        validity = pa.py_buffer(bits.tobytes())
     arr = pa.Array.from_buffers(
-        pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+        pa.string(), len(encoded), [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
     )
     assert isinstance(arr, pa.StringArray)
     return arr

@@ -366,9 +366,48 @@ def _fast_tables(lines: Sequence[str], offset: int, partition_keys: Sequence[str
         normalized = normalize_struct(col, schema)
         if pc.any(pc.is_null(normalized.column("path"))).as_py():
             raise pa.ArrowInvalid(f"a {name} action without a path")
+        normalized = _exact_partition_values(normalized, col, valid, lines, name)
         order = pc.add(pc.cast(pc.indices_nonzero(valid), pa.int64()), int64_scalar(offset))
         out.append(normalized.append_column(ORDER, order))
     return out[0], out[1]
+
+
+def _exact_partition_values(
+    normalized: pa.Table, col: pa.StructArray, valid: pa.Array, lines: Sequence[str], name: str
+) -> pa.Table:
+    """``partitionValues`` with exactly the keys each line had.
+
+    pyarrow's JSON reader gives a chunk one struct type holding every key any line of it
+    had, so a key a line lacks reads as null, like a key the line set to null; the
+    protocol's ``partitionValues`` is a map, and the two differ (Delta keeps the map as
+    written). Only the rows with a null value are ambiguous: those few lines are decoded
+    again to read their own keys."""
+    if col.type.get_field_index("partitionValues") < 0:
+        return normalized
+    pv = col.field("partitionValues")
+    if not pa.types.is_struct(pv.type) or pv.type.num_fields == 0 or len(pv) == 0:
+        return normalized
+    any_null = pc.is_null(pv.field(0))
+    for i in range(1, pv.type.num_fields):
+        any_null = pc.or_(any_null, pc.is_null(pv.field(i)))
+    ambiguous = pc.and_(pc.and_(valid, pv.is_valid()), any_null)
+    if not pc.any(ambiguous).as_py():
+        return normalized
+    keys: list[str] = []
+    items: list[str | None] = []
+    offsets = [0]
+    for i in pc.indices_nonzero(ambiguous).to_pylist():
+        for k, v in json.loads(lines[i])[name]["partitionValues"].items():
+            keys.append(k)
+            items.append(v if v is None or isinstance(v, str) else json.dumps(v))
+        offsets.append(len(keys))
+    exact = pa.MapArray.from_arrays(int32_array(offsets), string_array(keys), string_array(items))
+    rows = np.array(pc.indices_nonzero(ambiguous.filter(valid)).to_pylist(), dtype=np.int64)
+    column = normalized.column("partitionValues").combine_chunks()
+    take = np.arange(len(column), dtype=np.int64)
+    take[rows] = len(column) + np.arange(len(rows), dtype=np.int64)
+    fixed = pa.concat_arrays([column, exact]).take(int64_array(take))
+    return normalized.set_column(normalized.schema.get_field_index("partitionValues"), "partitionValues", fixed)
 
 
 def parse_file_lines(
