@@ -1,14 +1,231 @@
-"""The root of deltalog's error hierarchy.
+"""Every error deltalog raises on purpose, importable from this one module.
 
-Every error deltalog raises on purpose derives from :class:`DeltaError`, so callers can
-catch one class. Errors from each layer live next to that layer
-(``deltalog.logstores.errors``, ``deltalog.txn.errors``) and subclass this one.
+All of them derive from :class:`DeltaError`, so callers can catch one class, or import
+exactly the one they handle::
+
+    from deltalog.errors import ConcurrentAppendError, TableNotFoundError
+
+Each error is defined next to the layer that raises it (``deltalog.logstores.errors``,
+``deltalog.txn.errors``, ``deltalog.txn.commit_errors``, ``deltalog.txn.locks.errors``,
+``deltalog.contrib.spark.errors``, ...) and re-exported here on first use, so importing
+this module stays cheap, creates no import cycle, and never imports pyspark (the Spark
+errors are importable without it).
 """
 
 from __future__ import annotations
 
-__all__ = ["DeltaError"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deltalog.conformance.catalog import UnknownCheckError
+    from deltalog.contrib.spark.constraints import UncheckableConstraintsError
+    from deltalog.contrib.spark.errors import (
+        DeltaAnalysisError,
+        DeltaSparkError,
+        InvalidWriteOptionError,
+        MergeCardinalityError,
+        SchemaMismatchError,
+        TableAlreadyExistsError,
+    )
+    from deltalog.logstores.errors import (
+        AmbiguousWriteError,
+        FileAlreadyExistsError,
+        LogStoreConfigError,
+        LogStoreError,
+        MissingDependencyError,
+        TransientStorageError,
+        UnknownLogStoreError,
+    )
+    from deltalog.txn.commit_errors import (
+        AppendOnlyViolationError,
+        CommitFailedError,
+        ConcurrentAppendError,
+        ConcurrentDeleteDeleteError,
+        ConcurrentDeleteReadError,
+        ConcurrentTransactionError,
+        ConcurrentWriteError,
+        ConstraintsNotCheckedError,
+        DeltaConcurrentModificationError,
+        DuplicateFileActionError,
+        InvalidMetadataError,
+        InvalidTransactionError,
+        MetadataAlreadyChangedError,
+        MetadataChangedError,
+        MissingMetadataError,
+        ProtocolChangedError,
+        TransactionAlreadyCommittedError,
+    )
+    from deltalog.txn.constraint_sql import UnsupportedConstraintError
+    from deltalog.txn.constraints import ConstraintViolationError
+    from deltalog.txn.errors import (
+        CorruptLogError,
+        DeltaLogError,
+        InvalidSchemaError,
+        InvalidTableStateError,
+        NonContiguousVersionsError,
+        TableNotFoundError,
+        UnsupportedFeatureError,
+        VersionNotFoundError,
+    )
+    from deltalog.txn.locks.errors import (
+        CommitLockConfigError,
+        CommitLockError,
+        CommitOutcomeUnknownError,
+        LockLostError,
+        LockTimeoutError,
+        LockUnavailableError,
+        MissingCommitError,
+        UnrecoverableClaimError,
+        UnsafeCommitLockError,
+    )
+    from deltalog.txn.optimize import OptimizeError
+    from deltalog.txn.partition_filters import InvalidPartitionFilterError
+    from deltalog.txn.properties import InvalidPropertyError
+    from deltalog.txn.restore import RestoreMissingFilesError
+    from deltalog.txn.vacuum import VacuumRetentionError
 
 
 class DeltaError(Exception):
     """Base class of every error deltalog raises deliberately."""
+
+
+#: where each re-exported error is defined (module names only: nothing imported yet)
+_HOMES: dict[str, str] = {
+    # storage
+    "LogStoreError": "deltalog.logstores.errors",
+    "AmbiguousWriteError": "deltalog.logstores.errors",
+    "FileAlreadyExistsError": "deltalog.logstores.errors",
+    "LogStoreConfigError": "deltalog.logstores.errors",
+    "MissingDependencyError": "deltalog.logstores.errors",
+    "TransientStorageError": "deltalog.logstores.errors",
+    "UnknownLogStoreError": "deltalog.logstores.errors",
+    # the log and its tables
+    "DeltaLogError": "deltalog.txn.errors",
+    "CorruptLogError": "deltalog.txn.errors",
+    "InvalidSchemaError": "deltalog.txn.errors",
+    "InvalidTableStateError": "deltalog.txn.errors",
+    "NonContiguousVersionsError": "deltalog.txn.errors",
+    "TableNotFoundError": "deltalog.txn.errors",
+    "UnsupportedFeatureError": "deltalog.txn.errors",
+    "VersionNotFoundError": "deltalog.txn.errors",
+    "InvalidPropertyError": "deltalog.txn.properties",
+    "InvalidPartitionFilterError": "deltalog.txn.partition_filters",
+    "ConstraintViolationError": "deltalog.txn.constraints",
+    "UnsupportedConstraintError": "deltalog.txn.constraint_sql",
+    # transactions: invalid transactions and commit conflicts
+    "InvalidTransactionError": "deltalog.txn.commit_errors",
+    "AppendOnlyViolationError": "deltalog.txn.commit_errors",
+    "ConstraintsNotCheckedError": "deltalog.txn.commit_errors",
+    "DuplicateFileActionError": "deltalog.txn.commit_errors",
+    "InvalidMetadataError": "deltalog.txn.commit_errors",
+    "MetadataAlreadyChangedError": "deltalog.txn.commit_errors",
+    "MissingMetadataError": "deltalog.txn.commit_errors",
+    "TransactionAlreadyCommittedError": "deltalog.txn.commit_errors",
+    "DeltaConcurrentModificationError": "deltalog.txn.commit_errors",
+    "CommitFailedError": "deltalog.txn.commit_errors",
+    "ConcurrentAppendError": "deltalog.txn.commit_errors",
+    "ConcurrentDeleteDeleteError": "deltalog.txn.commit_errors",
+    "ConcurrentDeleteReadError": "deltalog.txn.commit_errors",
+    "ConcurrentTransactionError": "deltalog.txn.commit_errors",
+    "ConcurrentWriteError": "deltalog.txn.commit_errors",
+    "MetadataChangedError": "deltalog.txn.commit_errors",
+    "ProtocolChangedError": "deltalog.txn.commit_errors",
+    # commit locks
+    "CommitLockError": "deltalog.txn.locks.errors",
+    "CommitLockConfigError": "deltalog.txn.locks.errors",
+    "CommitOutcomeUnknownError": "deltalog.txn.locks.errors",
+    "LockLostError": "deltalog.txn.locks.errors",
+    "LockTimeoutError": "deltalog.txn.locks.errors",
+    "LockUnavailableError": "deltalog.txn.locks.errors",
+    "MissingCommitError": "deltalog.txn.locks.errors",
+    "UnrecoverableClaimError": "deltalog.txn.locks.errors",
+    "UnsafeCommitLockError": "deltalog.txn.locks.errors",
+    # maintenance commands
+    "OptimizeError": "deltalog.txn.optimize",
+    "RestoreMissingFilesError": "deltalog.txn.restore",
+    "VacuumRetentionError": "deltalog.txn.vacuum",
+    # PySpark integration (no pyspark import)
+    "DeltaSparkError": "deltalog.contrib.spark.errors",
+    "DeltaAnalysisError": "deltalog.contrib.spark.errors",
+    "InvalidWriteOptionError": "deltalog.contrib.spark.errors",
+    "MergeCardinalityError": "deltalog.contrib.spark.errors",
+    "SchemaMismatchError": "deltalog.contrib.spark.errors",
+    "TableAlreadyExistsError": "deltalog.contrib.spark.errors",
+    "UncheckableConstraintsError": "deltalog.contrib.spark.constraints",
+    # conformance kit
+    "UnknownCheckError": "deltalog.conformance.catalog",
+}
+
+__all__ = [
+    "AmbiguousWriteError",
+    "AppendOnlyViolationError",
+    "CommitFailedError",
+    "CommitLockConfigError",
+    "CommitLockError",
+    "CommitOutcomeUnknownError",
+    "ConcurrentAppendError",
+    "ConcurrentDeleteDeleteError",
+    "ConcurrentDeleteReadError",
+    "ConcurrentTransactionError",
+    "ConcurrentWriteError",
+    "ConstraintViolationError",
+    "ConstraintsNotCheckedError",
+    "CorruptLogError",
+    "DeltaAnalysisError",
+    "DeltaConcurrentModificationError",
+    "DeltaError",
+    "DeltaLogError",
+    "DeltaSparkError",
+    "DuplicateFileActionError",
+    "FileAlreadyExistsError",
+    "InvalidMetadataError",
+    "InvalidPartitionFilterError",
+    "InvalidPropertyError",
+    "InvalidSchemaError",
+    "InvalidTableStateError",
+    "InvalidTransactionError",
+    "InvalidWriteOptionError",
+    "LockLostError",
+    "LockTimeoutError",
+    "LockUnavailableError",
+    "LogStoreConfigError",
+    "LogStoreError",
+    "MergeCardinalityError",
+    "MetadataAlreadyChangedError",
+    "MetadataChangedError",
+    "MissingCommitError",
+    "MissingDependencyError",
+    "MissingMetadataError",
+    "NonContiguousVersionsError",
+    "OptimizeError",
+    "ProtocolChangedError",
+    "RestoreMissingFilesError",
+    "SchemaMismatchError",
+    "TableAlreadyExistsError",
+    "TableNotFoundError",
+    "TransactionAlreadyCommittedError",
+    "TransientStorageError",
+    "UncheckableConstraintsError",
+    "UnknownCheckError",
+    "UnknownLogStoreError",
+    "UnrecoverableClaimError",
+    "UnsafeCommitLockError",
+    "UnsupportedConstraintError",
+    "UnsupportedFeatureError",
+    "VacuumRetentionError",
+    "VersionNotFoundError",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'deltalog.errors' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
