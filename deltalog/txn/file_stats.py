@@ -74,6 +74,8 @@ def _json_value(value: Any, t: pa.DataType, is_max: bool) -> Any:
             micros = value.microsecond
             value = value.replace(microsecond=(micros // 1000) * 1000)
             if is_max and micros % 1000:
+                if value > dt.datetime.max.replace(tzinfo=value.tzinfo) - dt.timedelta(milliseconds=1):
+                    return None  # rounding up leaves year 9999: no upper bound (never skips)
                 value = value + dt.timedelta(milliseconds=1)
             text = value.replace(tzinfo=None).isoformat(timespec="milliseconds")
             return text + ("Z" if t.tz is not None else "")

@@ -42,6 +42,7 @@ from deltalog.logstores.base import arrow_threads_allowed
 from deltalog.txn.actions import Action, AddFile, decode_path, encode_path
 from deltalog.txn.column_mapping import physical_arrow_schema
 from deltalog.txn.commit_errors import DeltaConcurrentModificationError
+from deltalog.txn.data_files import open_data_file
 from deltalog.txn.deletion_vectors import read_deletion_vector
 from deltalog.txn.errors import DeltaLogError
 from deltalog.txn.file_stats import StatsCollector
@@ -186,15 +187,12 @@ class _Compactor:
         return partition_directory(self.partition_columns, logical)
 
     def _batches(self, f: AddFile) -> Any:
-        import pyarrow.parquet as pq
-
         uri = _absolute(self.log.table_uri, f.path)
         deleted = None
         if f.deletion_vector is not None:
             deleted = read_deletion_vector(self.store, self.log.table_uri, f.deletion_vector)
         try:
-            with self.fs.open_input_file(self.store.fs_path(uri)) as handle:
-                reader = pq.ParquetFile(handle)
+            with open_data_file(self.fs, self.store.fs_path(uri)) as reader:
                 offset = 0
                 for batch in reader.iter_batches(batch_size=65536, use_threads=arrow_threads_allowed(self.fs)):
                     n = batch.num_rows

@@ -127,11 +127,11 @@ def convert_to_delta(spark: SparkSession, delta_log: DeltaLog, partition_schema:
     import uuid
 
     import pyarrow.fs as pafs
-    import pyarrow.parquet as pq
 
     from deltalog.contrib.spark import schemas
     from deltalog.contrib.spark.partitioning import typed_partition_value
     from deltalog.txn.actions import Metadata
+    from deltalog.txn.data_files import data_file_arrow_schema, open_data_file
     from deltalog.txn.operations import Convert
     from deltalog.txn.schema import from_arrow
 
@@ -172,11 +172,10 @@ def convert_to_delta(spark: SparkSession, delta_log: DeltaLog, partition_schema:
                 typed_partition_value(value, part_types.get(name, "string"))
             except ValueError:
                 raise DeltaAnalysisError(f"partition value {raw!r} of {rel} is not a {part_types[name]}") from None
-        with fs.open_input_file(info.path) as handle:
-            md = pq.ParquetFile(handle).metadata
+        with open_data_file(fs, info.path) as pf:
             if arrow_schema is None:
-                arrow_schema = md.schema.to_arrow_schema()
-            rows = md.num_rows
+                arrow_schema = data_file_arrow_schema(pf)
+            rows = pf.metadata.num_rows
         files.append((rel, info, values, rows))
     assert arrow_schema is not None
     data_schema = json.loads(from_arrow(arrow_schema).to_json())

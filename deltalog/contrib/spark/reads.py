@@ -15,11 +15,11 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from deltalog.contrib.spark.partitioning import typed_partition_value
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.actions import DeletionVectorDescriptor, decode_path
+from deltalog.txn.data_files import open_data_file
 
 __all__ = ["FileToRead", "ReadSpec", "read_file", "read_files"]
 
@@ -105,8 +105,7 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
         n: ((fields_by_name[n].get("metadata") or {}).get(_PHYS, n) if spec.column_mapping_mode != "none" else n)
         for n in data_cols
     }
-    with fs.open_input_file(store.fs_path(uri)) as handle:
-        pf = pq.ParquetFile(handle)
+    with open_data_file(fs, store.fs_path(uri)) as pf:
         present = set(pf.schema_arrow.names)
         read_cols = [physical[n] for n in data_cols if physical[n] in present]
         if item.constants.get("_change_type") is None and "_change_type" in present and "_change_type" in wanted:

@@ -1,0 +1,69 @@
+"""Opening a table's data files (Parquet): the one place deltalog does it.
+
+Delta timestamps are microseconds. Spark wrote ``TIMESTAMP`` columns as ``INT96`` for
+years (``spark.sql.parquet.outputTimestampType``'s default until Spark 3.x, and still a
+session choice Delta Spark honours); pyarrow reads INT96 as ``timestamp[ns]`` unless told
+otherwise, which overflows outside 1677-2262 (9999-12-31 comes back as 1816-03-30). Every
+reader of data files (Spark reads, DML rewrites, OPTIMIZE, CONVERT) opens them here, so
+INT96 is read as microseconds everywhere.
+
+INT96 carries no time-zone annotation, so pyarrow reads it as a timestamp without one;
+Spark's type for it is ``TimestampType`` (an instant, UTC-normalised): the schema
+inferred from a file (:func:`data_file_arrow_schema`) says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+__all__ = ["data_file_arrow_schema", "open_data_file"]
+
+#: the unit Delta stores timestamps in (and INT96 is read as)
+TIMESTAMP_UNIT = "us"
+
+
+@contextmanager
+def open_data_file(fs: pafs.FileSystem, path: str, *, pre_buffer: bool = True) -> Iterator[pq.ParquetFile]:
+    """``path`` on ``fs`` as a :class:`pyarrow.parquet.ParquetFile` whose INT96 columns read
+    as ``timestamp[us]`` (closed on exit)."""
+    import pyarrow.parquet as pq
+
+    with fs.open_input_file(path) as handle:
+        yield pq.ParquetFile(handle, pre_buffer=pre_buffer, coerce_int96_timestamp_unit=TIMESTAMP_UNIT)
+
+
+def data_file_arrow_schema(pf: pq.ParquetFile) -> pa.Schema:
+    """The Arrow schema of a data file as Spark sees it: INT96 columns (nested ones too)
+    are ``timestamp[us, UTC]``, Spark's ``TimestampType``."""
+    schema = pf.schema_arrow
+    parquet = pf.metadata.schema
+    int96 = [parquet.column(i).physical_type == "INT96" for i in range(len(parquet))]
+    if not any(int96):
+        return schema
+    leaves = iter(int96)  # Arrow leaves, depth first, are the Parquet leaf columns in order
+
+    def retype(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_struct(t):
+            return pa.struct([f.with_type(retype(f.type)) for f in t])
+        if pa.types.is_map(t):
+            return pa.map_(retype(t.key_type), t.item_field.with_type(retype(t.item_type)), t.keys_sorted)
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            item = t.value_field.with_type(retype(t.value_type))
+            if pa.types.is_large_list(t):
+                return pa.large_list(item)
+            if pa.types.is_fixed_size_list(t):
+                return pa.list_(item, t.list_size)
+            return pa.list_(item)
+        if next(leaves) and pa.types.is_timestamp(t):
+            return pa.timestamp(TIMESTAMP_UNIT, tz="UTC")
+        return t
+
+    return pa.schema([f.with_type(retype(f.type)) for f in schema], metadata=schema.metadata)
