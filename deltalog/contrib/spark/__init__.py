@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DeltaTable", "activate", "register"]
+__all__ = ["DeltaTable", "activate", "register", "use_driver_python"]
 
 
 def register(spark: SparkSession) -> None:
@@ -32,8 +32,38 @@ def register(spark: SparkSession) -> None:
     from deltalog.contrib.spark.source import DeltaLogDataSource
 
     activate(spark)
+    use_driver_python(spark)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(DeltaLogDataSource)
+
+
+def use_driver_python(spark: SparkSession) -> str | None:
+    """Make a local session's Python workers run this interpreter unless the user chose one.
+
+    PySpark starts workers with ``$PYSPARK_PYTHON``, read when the SparkContext is created,
+    else ``python3`` from ``PATH``: in a virtualenv that is usually another Python, without
+    pyspark, pyarrow or deltalog, and every read or write of the data source fails. A data
+    source takes the interpreter of the context when it is registered, so this runs
+    before :func:`register` registers it. Only for ``local``/``local-cluster`` masters
+    (their workers run on this machine, where this interpreter exists); on a cluster set
+    ``spark.pyspark.python`` (or ``PYSPARK_PYTHON``) as Spark documents. An interpreter
+    configured by ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` is kept (the latter is
+    applied when PySpark did not). Returns the workers' interpreter (``None`` without a
+    SparkContext, e.g. Spark Connect)."""
+    import os
+    import sys
+
+    sc = getattr(spark, "_sc", None)
+    if sc is None or not hasattr(sc, "pythonExec"):
+        return None
+    configured = sc.getConf().get("spark.pyspark.python")
+    if os.environ.get("PYSPARK_PYTHON"):
+        return str(sc.pythonExec)
+    if configured:
+        sc.pythonExec = configured
+    elif str(sc.master).startswith("local"):
+        sc.pythonExec = sys.executable
+    return str(sc.pythonExec)
 
 
 def activate(spark: SparkSession) -> None:
