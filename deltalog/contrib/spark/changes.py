@@ -3,18 +3,20 @@
 For each commit in ``[startingVersion, endingVersion]``: when the commit has ``cdc`` files
 they are the change data (their ``_change_type`` column says what each row is); otherwise
 the commit's ``add`` files (``dataChange=true``) are inserts and its ``remove`` files are
-deletes, as Delta's ``CDCReader`` does. Every row gets ``_commit_version`` and
+deletes, as Delta's ``CDCReader`` does; a file removed and re-added with another deletion
+vector (DELETE, UPDATE or MERGE with deletion vectors) changes only the rows the two
+deletion vectors differ by. Every row gets ``_commit_version`` and
 ``_commit_timestamp``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.reads import FileToRead
-from deltalog.txn.actions import AddCDCFile, AddFile, CommitInfo, RemoveFile
+from deltalog.txn.actions import AddCDCFile, AddFile, CommitInfo, DeletionVectorDescriptor, RemoveFile
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
@@ -56,19 +58,64 @@ def change_files(delta_log: DeltaLog, start: int, end: int | None) -> list[FileT
         if cdcs:
             out.extend(FileToRead(c.path, c.partition_values, c.size, None, {**consts}) for c in cdcs)
             continue
-        for a in actions:
-            if isinstance(a, AddFile) and a.data_change:
-                dv = None if a.deletion_vector is None else a.deletion_vector.to_dict()
-                out.append(FileToRead(a.path, a.partition_values, a.size, dv, {**consts, "_change_type": "insert"}))
-            elif isinstance(a, RemoveFile) and a.data_change:
-                dv = None if a.deletion_vector is None else a.deletion_vector.to_dict()
-                out.append(
-                    FileToRead(
-                        a.path,
-                        a.partition_values or {},
-                        a.size or 0,
-                        dv,
-                        {**consts, "_change_type": "delete"},
-                    )
+        adds = {a.path: a for a in actions if isinstance(a, AddFile) and a.data_change}
+        removes = {r.path: r for r in actions if isinstance(r, RemoveFile) and r.data_change}
+        for path, add in adds.items():
+            remove = removes.get(path)
+            if remove is not None and (add.deletion_vector or remove.deletion_vector):
+                out.extend(_deletion_vector_changes(delta_log, add, remove, consts))
+                continue
+            out.append(
+                FileToRead(add.path, add.partition_values, add.size, _dv(add), {**consts, "_change_type": "insert"})
+            )
+        for path, remove in removes.items():
+            add_of_path = adds.get(path)
+            if add_of_path is not None and (add_of_path.deletion_vector or remove.deletion_vector):
+                continue
+            out.append(
+                FileToRead(
+                    remove.path,
+                    remove.partition_values or {},
+                    remove.size or 0,
+                    _dv(remove),
+                    {**consts, "_change_type": "delete"},
                 )
+            )
+    return out
+
+
+def _dv(action: AddFile | RemoveFile) -> dict[str, Any] | None:
+    return None if action.deletion_vector is None else action.deletion_vector.to_dict()
+
+
+def _deleted_rows(delta_log: DeltaLog, dv: DeletionVectorDescriptor | None) -> set[int]:
+    from deltalog.txn.deletion_vectors import read_deletion_vector
+
+    if dv is None:
+        return set()
+    return set(read_deletion_vector(delta_log.store, delta_log.table_uri, dv).to_pylist())
+
+
+def _deletion_vector_changes(
+    delta_log: DeltaLog, add: AddFile, remove: RemoveFile, consts: dict[str, Any]
+) -> list[FileToRead]:
+    """The changes of a file removed and re-added in one commit with another deletion
+    vector (Delta's ``CDCReader.generateFileActionsWithInlineDv``): rows the new DV deletes
+    and the old one did not are deletes; rows the old DV deleted and the new one does not
+    (a restore) are inserts."""
+    before = _deleted_rows(delta_log, remove.deletion_vector)
+    after = _deleted_rows(delta_log, add.deletion_vector)
+    out: list[FileToRead] = []
+    for rows, change in ((after - before, "delete"), (before - after, "insert")):
+        if rows:
+            out.append(
+                FileToRead(
+                    add.path,
+                    add.partition_values,
+                    add.size,
+                    None,
+                    {**consts, "_change_type": change},
+                    only_rows=tuple(sorted(rows)),
+                )
+            )
     return out

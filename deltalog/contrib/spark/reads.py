@@ -17,11 +17,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.contrib.spark.partitioning import typed_partition_value
+from deltalog.contrib.spark.schemas import physical_names
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.actions import DeletionVectorDescriptor, decode_path
 from deltalog.txn.data_files import open_data_file
 
-__all__ = ["FileToRead", "ReadSpec", "read_file", "read_files"]
+__all__ = ["FileToRead", "ReadSpec", "partition_value", "read_file", "read_files"]
 
 _PHYS = "delta.columnMapping.physicalName"
 
@@ -36,6 +37,9 @@ class FileToRead:
     deletion_vector: Mapping[str, Any] | None = None
     #: extra constant columns (``_change_type``, ``_commit_version``, ...) for change data
     constants: Mapping[str, Any] = field(default_factory=dict)
+    #: read only these row indexes of the file (positions in the file; the change feed of a
+    #: deletion-vector update reads the rows one DV deletes and the other does not)
+    only_rows: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,16 @@ def _dv_mask(store: LogStore, table_uri: str, dv: Mapping[str, Any], num_rows: i
     return keep_mask(num_rows, deleted)
 
 
+def _keep_mask(spec: ReadSpec, store: LogStore, item: FileToRead, num_rows: int) -> pa.Array | None:
+    """True for the file's rows to read (deletion vector and row selection), None: all."""
+    mask = _dv_mask(store, spec.table_uri, item.deletion_vector, num_rows) if item.deletion_vector else None
+    if item.only_rows is not None:
+        positions = pa.array(range(num_rows), pa.int64())
+        selected = pc.is_in(positions, value_set=pa.array(item.only_rows, pa.int64()))
+        mask = selected if mask is None else pc.and_(mask, selected)
+    return mask
+
+
 def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequence[str] | None = None) -> pa.Table:
     """Read one file as a table in ``spec.output_schema`` (logical names)."""
     assert spec.output_schema is not None
@@ -101,10 +115,9 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
     uri = _absolute(spec.table_uri, item.path)
     wanted = [f.name for f in spec.output_schema]
     data_cols = [n for n in wanted if n in fields_by_name and n not in spec.partition_columns]
-    physical = {
-        n: ((fields_by_name[n].get("metadata") or {}).get(_PHYS, n) if spec.column_mapping_mode != "none" else n)
-        for n in data_cols
-    }
+    # top-level names in data files and in partitionValues (physical under column mapping)
+    names = physical_names(schema, spec.column_mapping_mode)
+    physical = {n: names.get(n, n) for n in data_cols}
     with open_data_file(fs, store.fs_path(uri)) as pf:
         present = set(pf.schema_arrow.names)
         read_cols = [physical[n] for n in data_cols if physical[n] in present]
@@ -112,8 +125,8 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
             read_cols.append("_change_type")
         table = pf.read(columns=read_cols, use_threads=False)
     num_rows = table.num_rows if read_cols else pf.metadata.num_rows
-    if item.deletion_vector:
-        mask = _dv_mask(store, spec.table_uri, item.deletion_vector, num_rows)
+    mask = _keep_mask(spec, store, item, num_rows)
+    if mask is not None:
         table = table.filter(mask) if read_cols else table
         num_rows = int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
     arrays = []
@@ -122,7 +135,7 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
         if name in spec.partition_columns:
             f = fields_by_name[name]
             type_name = f["type"] if isinstance(f["type"], str) else "string"
-            value = typed_partition_value(_lookup(item.partition_values, name), type_name)
+            value = typed_partition_value(partition_value(item.partition_values, names.get(name, name)), type_name)
             arrays.append(pa.array([value] * num_rows, type=out_field.type))
         elif name in item.constants:
             arrays.append(pa.array([item.constants[name]] * num_rows, type=out_field.type))
@@ -142,7 +155,9 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
     return pa.Table.from_arrays(arrays, schema=spec.output_schema)
 
 
-def _lookup(values: Mapping[str, str | None], name: str) -> str | None:
+def partition_value(values: Mapping[str, str | None], name: str) -> str | None:
+    """The value of partition column ``name`` (its key in ``partitionValues``), matched
+    exactly, else case-insensitively."""
     if name in values:
         return values[name]
     lowered = name.lower()

@@ -13,11 +13,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.contrib.spark.partitioning import typed_partition_value
+from deltalog.contrib.spark.reads import partition_value
 from deltalog.txn.actions import AddFile
 
 __all__ = ["ScanPlan", "Term", "plan_files"]
@@ -76,7 +78,46 @@ def _typed(raw: Any, type_name: str) -> Any:
 def _comparable(value: Any, type_name: str) -> Any:
     if isinstance(value, dt.datetime) and type_name == "timestamp" and value.tzinfo is None:
         return value.replace(tzinfo=dt.timezone.utc)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and type_name in ("float", "double"):
+        return _SparkFloat(value)
     return value
+
+
+class _SparkFloat(float):
+    """A float ordered as Spark orders them: NaN equals NaN and is above every other value
+    (so a NaN max keeps ``x > 1`` and a NaN value matches a NaN max, as in Delta)."""
+
+    def _key(self) -> tuple[int, float]:
+        return (1, 0.0) if math.isnan(self) else (0, float(self))
+
+    def __lt__(self, other: object) -> bool:
+        return self._key() < _SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        return self._key() <= _SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        return self._key() > _SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        return self._key() >= _SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
+
+    def __eq__(self, other: object) -> bool:
+        return self._key() == _SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+def _max_stat(hi: Any, type_name: str) -> Any:
+    """The max statistic as an upper bound: timestamps are written truncated to
+    milliseconds, so Delta's ``DataSkippingReader`` widens their max by 1 ms (saturating)."""
+    if hi is not None and type_name in ("timestamp", "timestamp_ntz"):
+        try:
+            return hi + dt.timedelta(milliseconds=1)
+        except OverflowError:
+            return None  # no upper bound
+    return hi
 
 
 def _may_match(add: AddFile, stats: Mapping[str, Any], term: Term, type_name: str) -> bool:
@@ -87,10 +128,8 @@ def _may_match(add: AddFile, stats: Mapping[str, Any], term: Term, type_name: st
         return not (isinstance(nulls, int) and nulls == 0)
     if op == "notnull":
         return not (isinstance(nulls, int) and isinstance(num, int) and nulls >= num and add.deletion_vector is None)
-    lo = _typed(_stat(stats, "minValues", column), type_name)
-    hi = _typed(_stat(stats, "maxValues", column), type_name)
-    if type_name == "timestamp" and hi is not None:
-        hi = hi + dt.timedelta(milliseconds=1)  # stats are truncated to milliseconds
+    lo = _comparable(_typed(_stat(stats, "minValues", column), type_name), type_name)
+    hi = _comparable(_max_stat(_typed(_stat(stats, "maxValues", column), type_name), type_name), type_name)
     try:
         if op == "in":
             candidates = [_comparable(v, type_name) for v in value if v is not None]
@@ -144,10 +183,14 @@ def plan_files(
             engine_filters.append((column, op, list(value) if op == "in" else value))
     predicate = PartitionPredicate(engine_filters, {c: column_types.get(c, "string") for c in partition_columns})
     physical = physical_names or {}
+    # partitionValues are keyed by physical name under column mapping
+    partition_keys = {c: physical.get(c, c) for c in partition_columns}
     selected: list[AddFile] = []
     for add in files:
-        if engine_filters and not predicate.matches(add.partition_values):
-            continue
+        if engine_filters:
+            values = {c: partition_value(add.partition_values, key) for c, key in partition_keys.items()}
+            if not predicate.matches(values):
+                continue
         if data_terms and add.stats:
             try:
                 stats = json.loads(add.stats)

@@ -154,11 +154,27 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
 # -- reads --------------------------------------------------------------------------------
 
 
+#: Whether Spark keeps a Python data source's planned read (its partitions and read
+#: function) per scan. Up to Spark 4.3 ``PythonScanBuilder`` stores the plan made when
+#: filters are pushed on the data source object that every scan of the DataFrame shares
+#: (``PythonDataSourceV2.readInfo``), and a scan without pushable filters reuses whatever
+#: plan is stored there: another query's pruned file list, or an older version. Spark
+#: scoped the plan to one scan in the release that added ``DataSourceReader.pushLimit``.
+READ_PLANS_PER_SCAN = hasattr(DataSourceReader, "pushLimit")
+
+
 @dataclass
 class FilesPartition(InputPartition):
+    """One read task: the planned snapshot's files to read and everything needed to read
+    them. Tasks never open the log, so every task reads the version that was planned."""
+
+    spec: ReadSpec
+    version: int
     files: list[FileToRead]
 
-    def __init__(self, files: list[FileToRead]) -> None:
+    def __init__(self, spec: ReadSpec, version: int, files: list[FileToRead]) -> None:
+        self.spec = spec
+        self.version = version
         self.files = files
 
 
@@ -216,13 +232,19 @@ def _bins(files: list[FileToRead], target: int = TARGET_SPLIT_BYTES) -> list[lis
 
 
 class DeltaReader(DataSourceReader):
+    """Plans a scan in ``partitions()`` (on the driver side) and reads it in ``read()`` (in
+    executors). Spark pickles the reader before it calls ``partitions()``, so nothing
+    planned is kept on the reader: each partition carries its snapshot version, files and
+    read spec."""
+
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
         self.terms: list[Term] = []
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        self.terms = _terms(filters)
+        # Pruning by these filters is only sound when the plan serves this scan alone.
+        self.terms = _terms(filters) if READ_PLANS_PER_SCAN else []
         # Every filter is also evaluated by Spark: file skipping is only a superset.
         yield from filters
 
@@ -247,14 +269,16 @@ class DeltaReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         from deltalog.contrib.spark import schemas
 
-        delta_log, snapshot = self._snapshot()
         if self.options.read_change_feed:
             from deltalog.contrib.spark.changes import change_files
 
+            delta_log = open_log(self.options.path, self.options.storage_options, self.options.logstore)
             start, end = change_range(delta_log, self.options)
-            items = change_files(delta_log, start, end)
-            self._read_spec = self._spec(delta_log, delta_log.snapshot(end))
-            return [FilesPartition(b) for b in _bins(items)] or [FilesPartition([])]
+            end_snapshot = delta_log.snapshot(end) if end is not None else delta_log.update()
+            items = change_files(delta_log, start, end_snapshot.version)
+            spec = self._spec(delta_log, end_snapshot)
+            return _partitions(spec, end_snapshot.version, items)
+        delta_log, snapshot = self._snapshot()
         metadata = snapshot.metadata
         schema = json.loads(metadata.schema_string)
         plan = plan_files(
@@ -277,7 +301,6 @@ class DeltaReader(DataSourceReader):
         if self.options.scan_report:
             with open(self.options.scan_report, "w", encoding="utf-8") as f:
                 json.dump(plan.report(), f)
-        self._read_spec = self._spec(delta_log, snapshot)
         items = [
             FileToRead(
                 a.path,
@@ -287,15 +310,15 @@ class DeltaReader(DataSourceReader):
             )
             for a in plan.files
         ]
-        return [FilesPartition(b) for b in _bins(items)] or [FilesPartition([])]
+        return _partitions(self._spec(delta_log, snapshot), snapshot.version, items)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilesPartition)
-        spec = getattr(self, "_read_spec", None)
-        if spec is None:
-            delta_log, snapshot = self._snapshot()
-            spec = self._spec(delta_log, snapshot)
-        yield from read_files(spec, partition.files)
+        yield from read_files(partition.spec, partition.files)
+
+
+def _partitions(spec: ReadSpec, version: int, items: list[FileToRead]) -> list[InputPartition]:
+    return [FilesPartition(spec, version, b) for b in _bins(items)] or [FilesPartition(spec, version, [])]
 
 
 def change_range(delta_log: Any, options: ReadOptions) -> tuple[int, int | None]:

@@ -1,0 +1,253 @@
+"""Reads never give a wrong answer: no filter leaks between the scans of a DataFrame, tasks
+read the planned snapshot, column-mapped partition values, Delta's data-skipping rules
+(NaN, millisecond-truncated timestamps), and the change feed of deletion-vector commits."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import pickle
+import uuid
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from deltalog.contrib.spark.scan import plan_files
+from deltalog.contrib.spark.source import READ_PLANS_PER_SCAN, DeltaLogDataSource
+from deltalog.txn.actions import (
+    AddFile,
+    DeletionVectorDescriptor,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    action_to_line,
+)
+from deltalog.txn.deletion_vectors import serialize_bitmap, z85_encode
+from deltalog.txn.delta_log import DeltaLog
+
+pytestmark = pytest.mark.spark
+
+
+def _write(spark, path, rows, mode="append"):
+    df = spark.createDataFrame(rows, "id long, p long")
+    df.write.format("deltalog").mode(mode).option("partitionBy", "p").save(path)
+
+
+def test_filters_never_leak_between_scans_of_a_dataframe(spark, table_path):
+    _write(spark, table_path, [(i, i % 3) for i in range(30)])
+    d = spark.read.format("deltalog").load(table_path)
+    assert d.count() == 30
+    assert d.where("p = 1").count() == 10
+    assert d.count() == 30  # not the 10 rows the previous query's filter selected
+    # a self-join: both sides scan the same data source object, with different filters
+    left = d.alias("a").join(d.where("p = 2").alias("b"), "id", "left")
+    assert left.count() == 30
+    assert sorted(r.id for r in d.alias("a").join(d.where("p = 2").alias("b"), "id").collect()) == list(range(2, 30, 3))
+    # a cached filtered DataFrame does not shrink the base DataFrame's later scans
+    cached = d.where("p = 0").cache()
+    try:
+        assert cached.count() == 10
+        assert d.count() == 30
+        assert d.where("p = 1").count() == 10
+    finally:
+        cached.unpersist()
+
+
+def test_a_dataframe_reads_the_latest_version_at_each_filtered_action(spark, table_path):
+    _write(spark, table_path, [(i, i % 2) for i in range(4)])
+    d = spark.read.format("deltalog").load(table_path)
+    assert d.where("p = 1").count() == 2
+    _write(spark, table_path, [(10, 1)])
+    assert d.where("p = 1").count() == 3
+    pinned = spark.read.format("deltalog").option("versionAsOf", 0).load(table_path)
+    assert pinned.where("p = 1").count() == 2 and pinned.count() == 4
+
+
+@pytest.mark.xfail(
+    not READ_PLANS_PER_SCAN,
+    strict=True,
+    reason="Spark up to 4.3 reuses the read a DataFrame planned for its scans without pushed filters",
+)
+def test_a_dataframe_reads_the_latest_version_at_each_action(spark, table_path):
+    _write(spark, table_path, [(i, i % 2) for i in range(4)])
+    d = spark.read.format("deltalog").load(table_path)
+    assert d.count() == 4
+    _write(spark, table_path, [(10, 1)])
+    assert d.count() == 5
+
+
+def test_tasks_read_the_planned_snapshot_without_the_log(spark, table_path):
+    _write(spark, table_path, [(i, i % 2) for i in range(6)])
+    source = DeltaLogDataSource({"path": table_path})
+    reader = source.reader(source.schema())
+    shipped = pickle.dumps(reader)  # Spark pickles the reader before it calls partitions()
+    partitions = pickle.loads(pickle.dumps(reader.partitions()))
+    assert {p.version for p in partitions} == {0}
+    # a commit lands between planning and the tasks: it must not change what they read
+    _write(spark, table_path, [(100, 0)], mode="overwrite")
+    # and tasks never open the log: they read with the log gone
+    os.rename(os.path.join(table_path, "_delta_log"), os.path.join(table_path, "_moved_log"))
+    try:
+        task_reader = pickle.loads(shipped)
+        ids = [i for p in partitions for b in task_reader.read(p) for i in b.column("id").to_pylist()]
+    finally:
+        os.rename(os.path.join(table_path, "_moved_log"), os.path.join(table_path, "_delta_log"))
+    assert sorted(ids) == list(range(6))
+
+
+# -- column mapping ---------------------------------------------------------------------------
+
+
+def _cm_field(name, type_, cm_id, physical):
+    meta = {"delta.columnMapping.id": cm_id, "delta.columnMapping.physicalName": physical}
+    return {"name": name, "type": type_, "nullable": True, "metadata": meta}
+
+
+def _column_mapped_table(path):
+    """Two files in partitions p1 and p2 of a name-mapped table, as Delta Spark writes them:
+    physical column names in the files, ``partitionValues`` and stats keyed by physical name."""
+    schema = {
+        "type": "struct",
+        "fields": [_cm_field("id", "long", 1, "col-1b4e"), _cm_field("part", "string", 2, "col-2c9a")],
+    }
+    adds = []
+    for n, part in enumerate(("p1", "p2")):
+        rel = f"col-2c9a={part}/part-{n}.parquet"
+        os.makedirs(os.path.join(path, os.path.dirname(rel)), exist_ok=True)
+        ids = [n * 10 + i for i in range(3)]
+        field = pa.field("col-1b4e", pa.int64(), metadata={b"PARQUET:field_id": b"1"})
+        pq.write_table(pa.table([pa.array(ids, pa.int64())], schema=pa.schema([field])), os.path.join(path, rel))
+        stats = {"numRecords": 3, "minValues": {"col-1b4e": ids[0]}, "maxValues": {"col-1b4e": ids[-1]}}
+        size = os.path.getsize(os.path.join(path, rel))
+        adds.append(AddFile(rel, {"col-2c9a": part}, size, 1, stats=json.dumps(stats)))
+    metadata = Metadata(
+        id=str(uuid.uuid4()),
+        schema_string=json.dumps(schema),
+        partition_columns=("part",),
+        configuration={"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "2"},
+    )
+    log = DeltaLog.for_table(path)
+    log.store.write(log.commit_uri(0), [action_to_line(a) for a in (Protocol(2, 5), metadata, *adds)])
+    return log
+
+
+def test_column_mapped_partition_values_are_read_by_physical_name(spark, table_path):
+    import deltalake
+
+    log = _column_mapped_table(table_path)
+    d = spark.read.format("deltalog").load(table_path)
+    got = sorted((r.id, r.part) for r in d.collect())
+    assert got == [(0, "p1"), (1, "p1"), (2, "p1"), (10, "p2"), (11, "p2"), (12, "p2")]
+    assert sorted(r.id for r in d.where("part = 'p1'").collect()) == [0, 1, 2]
+    assert sorted(r.id for r in d.where("part = 'p2' and id > 10").collect()) == [11, 12]
+    # delta-rs reads the same rows
+    result = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(table_path)).execute("select * from t")
+    assert sorted((r["id"], r["part"]) for r in pa.table(result.read_all()).to_pylist()) == got
+    # file pruning looks partition values up by physical name too
+    snapshot = log.update()
+    plan = plan_files(
+        snapshot.files,
+        0,
+        [("part", "=", "p1")],
+        ["part"],
+        {"id": "long", "part": "string"},
+        {"id": "col-1b4e", "part": "col-2c9a"},
+    )
+    assert [f.partition_values for f in plan.files] == [{"col-2c9a": "p1"}]
+
+
+# -- data skipping ------------------------------------------------------------------------------
+
+
+def _add(name, column, lo, hi):
+    stats = {"numRecords": 2, "nullCount": {column: 0}, "minValues": {column: lo}, "maxValues": {column: hi}}
+    return AddFile(name, {}, 1, 1, stats=json.dumps(stats))  # a float NaN is written as the bare NaN token
+
+
+def _kept(files, term, type_name):
+    column = term[0]
+    return sorted(f.path for f in plan_files(files, 0, [term], [], {column: type_name}).files)
+
+
+def test_nan_statistics_never_skip_a_file_with_matching_rows():
+    nan = float("nan")
+    files = [
+        _add("nan-max.parquet", "x", 1.0, nan),  # holds 1.0 .. and NaN
+        _add("nan-string.parquet", "x", 1.0, "NaN"),  # the same, NaN written as a string
+        _add("all-nan.parquet", "x", nan, nan),
+        _add("small.parquet", "x", 0.0, 2.0),
+    ]
+    # Spark orders NaN above every number: NaN > 5 holds, so NaN-max files match
+    assert _kept(files, ("x", ">", 5.0), "double") == ["all-nan.parquet", "nan-max.parquet", "nan-string.parquet"]
+    assert _kept(files, ("x", "=", nan), "double") == ["all-nan.parquet", "nan-max.parquet", "nan-string.parquet"]
+    assert _kept(files, ("x", ">=", 3), "double") == ["all-nan.parquet", "nan-max.parquet", "nan-string.parquet"]
+    assert _kept(files, ("x", "<", 1.0), "double") == ["small.parquet"]
+    assert _kept(files, ("x", "in", (7.0, nan)), "double") == [
+        "all-nan.parquet",
+        "nan-max.parquet",
+        "nan-string.parquet",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("type_name", "max_stat", "value"),
+    [
+        ("timestamp", "2024-01-01T00:00:00.123Z", dt.datetime(2024, 1, 1, 0, 0, 0, 123456, tzinfo=dt.timezone.utc)),
+        ("timestamp_ntz", "2024-01-01T00:00:00.123", dt.datetime(2024, 1, 1, 0, 0, 0, 123456)),
+    ],
+)
+def test_timestamp_max_statistics_are_widened_by_one_millisecond(type_name, max_stat, value):
+    # the file's max is really .123456; its statistic was truncated to milliseconds
+    files = [_add("f.parquet", "t", "2024-01-01T00:00:00.000" + ("Z" if type_name == "timestamp" else ""), max_stat)]
+    assert _kept(files, ("t", "=", value), type_name) == ["f.parquet"]
+    assert _kept(files, ("t", ">", value - dt.timedelta(microseconds=1)), type_name) == ["f.parquet"]
+    assert _kept(files, ("t", ">", value + dt.timedelta(milliseconds=1)), type_name) == []
+    top = "9999-12-31T23:59:59.999" + ("Z" if type_name == "timestamp" else "")
+    files = [_add("top.parquet", "t", top, top)]  # widening saturates instead of overflowing
+    assert _kept(files, ("t", ">=", value.replace(year=9999, month=12, day=31, hour=23, minute=59)), type_name) == [
+        "top.parquet"
+    ]
+
+
+# -- change data feed over deletion vectors ------------------------------------------------------
+
+
+def _inline_dv(rows):
+    bitmap = serialize_bitmap(rows)
+    return DeletionVectorDescriptor("i", z85_encode(bitmap + b"\0" * (-len(bitmap) % 4)), len(bitmap), len(rows))
+
+
+def test_change_feed_diffs_deletion_vectors(spark, table_path):
+    os.makedirs(table_path)
+    pq.write_table(pa.table({"id": pa.array(range(10), pa.int64())}), os.path.join(table_path, "a.parquet"))
+    size = os.path.getsize(os.path.join(table_path, "a.parquet"))
+    stats = '{"numRecords":10}'
+    metadata = Metadata(
+        id=str(uuid.uuid4()),
+        schema_string=json.dumps(
+            {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+        ),
+        configuration={"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"},
+    )
+    protocol = Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "changeDataFeed"))
+    first, second = _inline_dv([2, 5]), _inline_dv([5, 7])
+
+    a0 = AddFile("a.parquet", {}, size, 1, stats=stats)
+    a1 = AddFile("a.parquet", {}, size, 1, stats=stats, deletion_vector=first)
+    a2 = AddFile("a.parquet", {}, size, 1, stats=stats, deletion_vector=second)
+    commits = [
+        [protocol, metadata, a0],
+        # a DELETE of ids 2 and 5 with a deletion vector, as Delta Spark writes it
+        [RemoveFile("a.parquet", 2, True, True, {}, size, stats), a1],
+        # a RESTORE-like change: 2 is back, 7 is deleted
+        [RemoveFile("a.parquet", 3, True, True, {}, size, stats, deletion_vector=first), a2],
+    ]
+    log = DeltaLog.for_table(table_path)
+    for version, actions in enumerate(commits):
+        log.store.write(log.commit_uri(version), [action_to_line(a) for a in actions])
+    cdf = spark.read.format("deltalog").option("readChangeFeed", "true").option("startingVersion", 1).load(table_path)
+    got = sorted((r._commit_version, r._change_type, r.id) for r in cdf.collect())
+    assert got == [(1, "delete", 2), (1, "delete", 5), (2, "delete", 7), (2, "insert", 2)]
+    assert sorted(r.id for r in spark.read.format("deltalog").load(table_path).collect()) == [0, 1, 2, 3, 4, 6, 8, 9]
