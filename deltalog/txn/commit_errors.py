@@ -34,6 +34,7 @@ __all__ = [
     "MissingMetadataError",
     "ProtocolChangedError",
     "TransactionAlreadyCommittedError",
+    "commit_certainly_failed",
 ]
 
 
@@ -140,12 +141,16 @@ class CommitFailedError(DeltaConcurrentModificationError):
         last_attempted_version: int,
         elapsed_ms: float,
         table: str | None = None,
+        outcome_unknown: bool = False,
     ) -> None:
         super().__init__(
             f"{detail} (attempts: {attempts}, read version: {read_version}, "
-            f"last attempted version: {last_attempted_version}, time spent: {elapsed_ms:.0f} ms)",
+            f"last attempted version: {last_attempted_version}, time spent: {elapsed_ms:.0f} ms)"
+            + ("; an earlier attempt has an unknown outcome and may still land" if outcome_unknown else ""),
             table=table,
         )
+        #: True when an earlier attempt's write had an unknown outcome (it may have landed).
+        self.outcome_unknown = outcome_unknown
         self.attempts = attempts
         self.read_version = read_version
         self.last_attempted_version = last_attempted_version
@@ -183,3 +188,14 @@ class InvalidMetadataError(InvalidTransactionError):
 class ConstraintsNotCheckedError(InvalidTransactionError):
     """Data files were added to a table with CHECK constraints or column invariants,
     and the writer did not declare that it checked them."""
+
+
+def commit_certainly_failed(exc: BaseException) -> bool:
+    """Whether an error out of :meth:`OptimisticTransaction.commit` proves that no version
+    was written: a conflict, or an invalid transaction (both raised before or instead of
+    writing ``N.json``), but not a :class:`CommitFailedError` after an attempt of unknown
+    outcome. Anything else (an ``AmbiguousWriteError``, a failed read-back, an I/O error)
+    means the commit may have landed: its data files must be kept."""
+    if isinstance(exc, CommitFailedError):
+        return not exc.outcome_unknown
+    return isinstance(exc, (DeltaConcurrentModificationError, InvalidTransactionError))

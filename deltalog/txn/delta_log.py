@@ -230,6 +230,11 @@ class DeltaLog:
     def _empty(self) -> Snapshot:
         return Snapshot(self.table_uri, -1, LogState.empty(), 0)
 
+    def empty_snapshot(self) -> Snapshot:
+        """The state before version 0 (no table yet): what a transaction that creates the
+        table read, to open it again at read version -1."""
+        return self._empty()
+
     def update(self) -> Snapshot:
         """The latest snapshot; advances the cached one incrementally."""
         with self._lock:

@@ -658,7 +658,9 @@ class OptimisticTransaction:
                 if outcome == "absent":
                     unresolved = exc
                     if stats.attempts >= max_attempts:
-                        self._give_up(stats, attempt_version, start, "the store's answers stayed ambiguous")
+                        self._give_up(
+                            stats, attempt_version, start, "the store's answers stayed ambiguous", outcome_unknown=True
+                        )
                     self._sleep_backoff(stats, 1)
                     continue
             except FileAlreadyExistsError:
@@ -687,7 +689,11 @@ class OptimisticTransaction:
                 stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
                 if stats.attempts >= max_attempts:
                     self._give_up(
-                        stats, attempt_version, start, f"version {attempt_version} stayed taken but invisible"
+                        stats,
+                        attempt_version,
+                        start,
+                        f"version {attempt_version} stayed taken but invisible",
+                        outcome_unknown=unresolved is not None,
                     )
                 self._sleep_backoff(stats, conflicts_seen + 1)
                 continue
@@ -709,7 +715,9 @@ class OptimisticTransaction:
             attempt_version = winners[-1] + 1
             conflicts_seen += 1
             if stats.attempts >= max_attempts:
-                self._give_up(stats, attempt_version, start, "the table kept moving")
+                self._give_up(
+                    stats, attempt_version, start, "the table kept moving", outcome_unknown=unresolved is not None
+                )
             self._sleep_backoff(stats, conflicts_seen)
 
     def _winning_versions(self, start_version: int) -> list[int]:
@@ -747,7 +755,9 @@ class OptimisticTransaction:
             time.sleep(delay_ms / 1000)
             stats.time_backoff_ms += delay_ms
 
-    def _give_up(self, stats: CommitStats, attempt_version: int, start: float, why: str) -> None:
+    def _give_up(
+        self, stats: CommitStats, attempt_version: int, start: float, why: str, outcome_unknown: bool = False
+    ) -> None:
         elapsed = (time.perf_counter() - start) * 1000
         raise CommitFailedError(
             f"gave up after {stats.attempts} attempts: {why}",
@@ -756,6 +766,7 @@ class OptimisticTransaction:
             last_attempted_version=attempt_version,
             elapsed_ms=elapsed,
             table=self.delta_log.table_uri,
+            outcome_unknown=outcome_unknown,
         )
 
     # -- after the commit --------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from deltalog.errors import DeltaError
+from deltalog.logstores.errors import AmbiguousWriteError
 from deltalog.txn.vacuum import VacuumRetentionError
 
 __all__ = [
@@ -12,7 +13,9 @@ __all__ = [
     "MergeCardinalityError",
     "SchemaMismatchError",
     "TableAlreadyExistsError",
+    "UnknownWriteOptionError",
     "VacuumRetentionError",
+    "WriteOutcomeUnknownError",
 ]
 
 
@@ -22,6 +25,11 @@ class DeltaSparkError(DeltaError):
 
 class InvalidWriteOptionError(DeltaSparkError, ValueError):
     """A write option has a value deltalog cannot use (the message names it and the fix)."""
+
+
+class UnknownWriteOptionError(InvalidWriteOptionError):
+    """A write was given an option deltalog does not know (not a write option, table
+    property or storage option); it is refused by name instead of being ignored."""
 
 
 class SchemaMismatchError(DeltaSparkError, ValueError):
@@ -38,3 +46,22 @@ class DeltaAnalysisError(DeltaSparkError, ValueError):
 
 class MergeCardinalityError(DeltaSparkError):
     """A MERGE matched one target row with several source rows (Delta refuses this too)."""
+
+
+class WriteOutcomeUnknownError(DeltaSparkError, AmbiguousWriteError):
+    """A commit failed in a way that does not prove it did not land (an ambiguous write, a
+    failed read-back): the version may exist, so the written data files were KEPT. Look for
+    ``txn_id`` in the table's history before writing again; if it is not there, the kept
+    files are orphans that VACUUM removes."""
+
+    def __init__(self, table: str, txn_id: str, num_files: int, cause: BaseException) -> None:
+        DeltaError.__init__(
+            self,
+            f"the outcome of the commit to {table} is unknown ({type(cause).__name__}: {cause}); it may have "
+            f"landed, so its {num_files} written file(s) were kept. Look for txnId {txn_id} in the table's "
+            "history (DESCRIBE HISTORY / DeltaTable.history()) before running the write again",
+        )
+        self.path = table
+        self.table = table
+        self.txn_id = txn_id
+        self.num_files = num_files

@@ -2,9 +2,13 @@
 
 Spark lower-cases option names, so table properties (``delta.enableChangeDataFeed``) are
 restored to Delta's spelling here; properties deltalog does not know keep the case Spark
-gave them (pass ``tableProperties`` as a JSON object to keep any exact spelling). Every
-option that is not a read/write option or a table property is a storage option
-(``AWS_ENDPOINT_URL``, ``AZURE_STORAGE_CONNECTION_STRING``, ``deltalog.commitLock``, ...).
+gave them (pass ``tableProperties`` as a JSON object to keep any exact spelling).
+
+Storage options are recognised by name (:func:`is_storage_option`): the ``AWS_*``,
+``AZURE_*``, ``GOOGLE_*``, ``FSSPEC_*``, ``DELTALOG_*``, ``REDIS_*`` families, the short
+aliases the stores accept (``REGION``, ``ENDPOINT_URL``, ...), ``deltalog.*``,
+``spark.delta.logStore.*`` / ``delta.logStore.*`` and ``spark.databricks.delta.*``. A write
+refuses any other option by name (:class:`UnknownWriteOptionError`), never ignores it.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from deltalog.contrib.spark.errors import InvalidWriteOptionError
+from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError
 
-__all__ = ["ReadOptions", "WriteOptions", "canonical_property", "storage_options_of"]
+__all__ = ["ReadOptions", "WriteOptions", "canonical_property", "is_storage_option", "storage_options_of"]
 
 _KNOWN_PROPERTIES = [
     "delta.appendOnly",
@@ -65,6 +69,46 @@ _WRITE_KEYS = {
     "queryid",
     "datachange",
     "scanreport",
+    "partitionoverwritemode",
+}
+#: Storage option families (lower case), as the stores, commit locks and engine settings read them.
+_STORAGE_PREFIXES = (
+    "aws_",
+    "azure_",
+    "google_",
+    "fsspec_",
+    "deltalog_",
+    "redis_",
+    "deltalog.",
+    "spark.delta.logstore.",
+    "delta.logstore.",
+    "spark.databricks.delta.",
+)
+#: The short aliases the stores accept besides the prefixed names (delta-rs spellings).
+_STORAGE_ALIASES = {
+    "access_key",
+    "access_key_id",
+    "account_key",
+    "account_name",
+    "allow_http",
+    "anonymous",
+    "connect_timeout",
+    "connection_string",
+    "endpoint_url",
+    "profile",
+    "project_id",
+    "region",
+    "sas_key",
+    "sas_token",
+    "secret_access_key",
+    "service_account",
+    "service_account_key",
+    "session_token",
+    "skip_signature",
+    "storage_emulator_host",
+    "timeout",
+    "use_emulator",
+    "virtual_hosted_style_request",
 }
 _READ_KEYS = {
     "versionasof",
@@ -113,15 +157,41 @@ def _int(options: Mapping[str, str], key: str) -> int | None:
         raise InvalidWriteOptionError(f"option {key} must be an integer, got {value!r}") from None
 
 
+def is_storage_option(key: str) -> bool:
+    """Whether ``key`` names a storage option (store, commit lock, engine setting)."""
+    low = key.lower()
+    return low.startswith(_STORAGE_PREFIXES) or low in _STORAGE_ALIASES
+
+
+def _is_table_property(key: str) -> bool:
+    low = key.lower()
+    return low.startswith("delta.") and not low.startswith("delta.logstore.")
+
+
 def storage_options_of(options: Mapping[str, str]) -> dict[str, str]:
     """The options that configure the store (everything not a read/write option or property)."""
     out: dict[str, str] = {}
     for k, v in options.items():
         low = k.lower()
-        if low in _WRITE_KEYS or low in _READ_KEYS or low.startswith("delta."):
+        if low in _WRITE_KEYS or low in _READ_KEYS or _is_table_property(k):
             continue
         out[k] = v
     return out
+
+
+def _refuse_unknown_write_options(options: Mapping[str, str]) -> None:
+    unknown = sorted(
+        k for k in options if not (k.lower() in _WRITE_KEYS or _is_table_property(k) or is_storage_option(k))
+    )
+    if unknown:
+        raise UnknownWriteOptionError(
+            f"unknown write option(s) {', '.join(unknown)}: deltalog does not ignore options it does not know. "
+            "Write options are partitionBy, replaceWhere, partitionOverwriteMode, mergeSchema, overwriteSchema, "
+            "userMetadata, txnAppId, txnVersion, maxRecordsPerFile, dataChange, tableProperties, logStore, "
+            "checkpointLocation, queryId; table properties start with delta.; storage options are AWS_*, AZURE_*, "
+            "GOOGLE_*, FSSPEC_*, DELTALOG_*, REDIS_*, deltalog.*, spark.delta.logStore.* and the stores' short "
+            "aliases (REGION, ENDPOINT_URL, ...)"
+        )
 
 
 def table_path(options: Mapping[str, str]) -> str:
@@ -150,9 +220,12 @@ class WriteOptions:
     storage_options: dict[str, str] = field(default_factory=dict)
     logstore: str | None = None
     data_change: bool = True
+    #: ``partitionOverwriteMode``: "static" or "dynamic" (None: not given).
+    partition_overwrite_mode: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], overwrite: bool) -> WriteOptions:
+        _refuse_unknown_write_options(options)
         save_mode = (_get(options, "saveMode") or ("overwrite" if overwrite else "append")).strip().lower()
         save_mode = {"error": "errorifexists", "default": "errorifexists"}.get(save_mode, save_mode)
         if save_mode not in ("append", "overwrite", "errorifexists", "ignore"):
@@ -171,7 +244,7 @@ class WriteOptions:
         props: dict[str, str] = {}
         raw_props = _get(options, "tableProperties")
         for k, v in options.items():
-            if k.lower().startswith("delta."):
+            if _is_table_property(k):
                 props[canonical_property(k)] = v
         if raw_props:
             try:
@@ -185,6 +258,13 @@ class WriteOptions:
         replace_where = _get(options, "replaceWhere")
         if replace_where is not None and not overwrite:
             raise InvalidWriteOptionError("replaceWhere needs mode('overwrite')")
+        overwrite_mode = _get(options, "partitionOverwriteMode")
+        if overwrite_mode is not None:
+            overwrite_mode = overwrite_mode.strip().lower()
+            if overwrite_mode not in ("static", "dynamic"):
+                raise InvalidWriteOptionError(
+                    f"partitionOverwriteMode must be static or dynamic, got {_get(options, 'partitionOverwriteMode')!r}"
+                )
         max_records = _int(options, "maxRecordsPerFile") or 0
         if max_records < 0:
             raise InvalidWriteOptionError("maxRecordsPerFile must be >= 0 (0 means no limit)")
@@ -204,6 +284,7 @@ class WriteOptions:
             storage_options=storage_options_of(options),
             logstore=_get(options, "logStore"),
             data_change=_flag(options, "dataChange", True),
+            partition_overwrite_mode=overwrite_mode,
         )
 
 

@@ -47,7 +47,7 @@ from deltalog.contrib.spark.options import ReadOptions, WriteOptions
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
-from deltalog.contrib.spark.writes import StreamingInfo, WritePlan, commit_write, plan_write
+from deltalog.contrib.spark.writes import StreamingInfo, WritePlan, abort_write, commit_write, plan_write
 
 __all__ = ["DeltaLogDataSource"]
 
@@ -101,10 +101,7 @@ class DeltaWriter(DataSourceArrowWriter):
         commit_write(self.plan, _lines(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        from deltalog.contrib.spark.files import delete_files
-
-        lines = _lines(messages)
-        deleted = delete_files(self.plan.spec, lines)
+        deleted = abort_write(self.plan, _lines(messages))
         log.warning("write to %s aborted; deleted %d written files", self.plan.options.path, deleted)
 
 
@@ -146,9 +143,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         commit_write(self.plan, _lines(messages), streaming=info)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        from deltalog.contrib.spark.files import delete_files
-
-        delete_files(self.plan.spec, _lines(messages))
+        abort_write(self.plan, _lines(messages))
 
 
 # -- reads --------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExists
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
-from deltalog.contrib.spark.writes import _file_actions, _spec_for
+from deltalog.contrib.spark.writes import _file_actions, _spec_for, commit_files
 from deltalog.txn.actions import Action, AddFile
 
 if TYPE_CHECKING:
@@ -237,14 +237,8 @@ class DeltaTable:
         actions: list[Action] = [f.remove(now) for f in removed]
         actions.extend(adds)
         actions.extend(cdcs)
-        try:
-            version: int = txn.commit(actions, operation)
-        except BaseException:
-            from deltalog.contrib.spark.files import delete_files
-
-            delete_files(self._write_spec(txn.snapshot), list(lines))
-            raise
-        return version
+        # the rewritten files are deleted only when the commit certainly did not land
+        return commit_files(txn, actions, operation, self._write_spec(txn.snapshot), lines)
 
     def _checked_spec(self, txn: Any, df: DataFrame) -> Any:
         """The write spec for the rows of ``df``, with the table's constraints checked: by

@@ -1,13 +1,25 @@
-"""The driver side of a write: plan it (schema, partitioning, layout) and commit it.
+"""The driver side of a write: plan it (schema, partitioning, layout) and commit it, as ONE
+Delta transaction from plan to commit (Delta's ``WriteIntoDelta`` inside
+``withNewTransaction``).
 
-:func:`plan_write` runs when Spark asks the data source for a writer: it reads the table's
-latest snapshot, decides whether the write creates the table, changes its schema
-(``mergeSchema`` / ``overwriteSchema``) or only adds data, and returns a picklable
-:class:`WritePlan` whose :class:`~deltalog.contrib.spark.files.WriteSpec` the tasks use.
-:func:`commit_write` runs once all tasks succeeded: it opens a transaction and commits
-every task's files in ONE commit (``WRITE`` or ``STREAMING UPDATE``), with the removes of
-an overwrite, the ``txn`` action of an idempotent or streaming write, and the new
-metadata when the table is created or its schema changes.
+:func:`plan_write` runs when Spark asks the data source for a writer: it opens the
+transaction on the table's latest snapshot (its version is the transaction's read version),
+decides whether the write creates the table, changes its schema (``mergeSchema`` /
+``overwriteSchema``) or only adds data, and returns a picklable :class:`WritePlan` whose
+:class:`~deltalog.contrib.spark.files.WriteSpec` the tasks use. PySpark runs ``writer()``
+and the driver-side ``commit()`` in different Python processes, so the open transaction
+travels as that plan: its read version, what it read and its metadata change.
+:func:`commit_write` runs once all tasks succeeded: it opens the transaction again ON THE
+READ SNAPSHOT, replays what the write read (the whole table for an overwrite, the files a
+``replaceWhere`` selects, the partitions a dynamic partition overwrite replaces, the
+application id of an idempotent write), updates the metadata on that same snapshot, and
+commits every task's files in ONE commit: the engine's conflict checker judges whatever
+committed since the plan. A streaming micro-batch is its own transaction, opened on the
+latest snapshot at the batch's commit (as Delta's sink does per batch).
+
+Written files are deleted when the commit certainly did not land (a conflict, an invalid
+transaction, a validation error); when its outcome is unknown they are kept and
+:class:`~deltalog.contrib.spark.errors.WriteOutcomeUnknownError` says so.
 """
 
 from __future__ import annotations
@@ -26,6 +38,7 @@ from deltalog.contrib.spark.errors import (
     InvalidWriteOptionError,
     SchemaMismatchError,
     TableAlreadyExistsError,
+    WriteOutcomeUnknownError,
 )
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files
 from deltalog.contrib.spark.options import WriteOptions
@@ -39,9 +52,10 @@ from deltalog.txn.actions import (
     SetTransaction,
     parse_line,
 )
-from deltalog.txn.constraints import Constraint
+from deltalog.txn.commit_errors import MetadataChangedError, commit_certainly_failed
+from deltalog.txn.constraints import Constraint, table_constraints
 
-__all__ = ["StreamingInfo", "WritePlan", "commit_write", "plan_write"]
+__all__ = ["StreamingInfo", "WritePlan", "abort_write", "commit_files", "commit_write", "plan_write"]
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +78,14 @@ class WritePlan:
     skip: bool
     #: The metadata to commit (create / schema change), or None to keep the table's.
     new_metadata: Metadata | None
-    #: The table version and metadata id the plan was made against (-1: no table).
+    #: The transaction's read version (the snapshot the plan was made against; -1: no
+    #: table) and that snapshot's metadata.
     read_version: int
-    read_metadata_id: str | None
+    read_metadata: Metadata | None
     data_schema: str
+    #: An overwrite that replaces only the partitions the tasks write (Delta's dynamic
+    #: partition overwrite).
+    dynamic_partition_overwrite: bool = False
 
 
 def _spark_schema_dict(schema_json: str) -> dict[str, Any]:
@@ -155,13 +173,13 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
     data = _spark_schema_dict(data_schema_json)
     store_spec = delta_log.store.spec()
     skip = False
+    read_metadata: Metadata | None = None
     if snapshot.version < 0:
         metadata = _new_table_metadata(opts, data)
         new_metadata: Metadata | None = metadata
-        read_id = None
     else:
         current = snapshot.metadata
-        read_id = current.id
+        read_metadata = current
         new_metadata = None
         if opts.save_mode == "errorifexists":
             raise TableAlreadyExistsError(
@@ -237,6 +255,7 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
             raise InvalidWriteOptionError(
                 f"replaceWhere may only use partition columns {list(metadata.partition_columns)}; it uses {bad}"
             )
+    dynamic = not streaming and _dynamic_partition_overwrite(opts, metadata)
     constraints = () if skip else plan_constraints(metadata, delta_log.table_uri)
     spec = _spec_for(opts, delta_log.table_uri, store_spec, metadata, constraints)
     return WritePlan(
@@ -245,9 +264,30 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
         skip=skip,
         new_metadata=new_metadata,
         read_version=snapshot.version,
-        read_metadata_id=read_id,
+        read_metadata=read_metadata,
         data_schema=data_schema_json,
+        dynamic_partition_overwrite=dynamic,
     )
+
+
+def _dynamic_partition_overwrite(opts: WriteOptions, metadata: Metadata) -> bool:
+    """Delta's ``WriteIntoDelta.useDynamicPartitionOverwriteMode``: only for an overwrite of a
+    partitioned table; refused with replaceWhere or overwriteSchema."""
+    if not opts.overwrite or opts.partition_overwrite_mode != "dynamic":
+        return False
+    if not metadata.partition_columns:
+        return False  # Delta ignores the mode on an unpartitioned table: a full overwrite
+    if opts.replace_where:
+        raise InvalidWriteOptionError(
+            "replaceWhere cannot be used with partitionOverwriteMode=dynamic: both say which data to overwrite "
+            "(Delta's DELTA_REPLACE_WHERE_WITH_DYNAMIC_PARTITION_OVERWRITE); drop one of them"
+        )
+    if opts.overwrite_schema:
+        raise InvalidWriteOptionError(
+            "overwriteSchema cannot be used with partitionOverwriteMode=dynamic "
+            "(Delta's DELTA_OVERWRITE_SCHEMA_WITH_DYNAMIC_PARTITION_OVERWRITE)"
+        )
+    return True
 
 
 def _file_actions(lines: Sequence[str]) -> tuple[list[AddFile], list[AddCDCFile]]:
@@ -280,26 +320,101 @@ def _write_metrics(adds: Sequence[AddFile], cdcs: Sequence[AddCDCFile], removed:
 def commit_write(plan: WritePlan, action_lines: Sequence[str], streaming: StreamingInfo | None = None) -> int | None:
     """Commit the tasks' files in one transaction; ``None`` when nothing was committed.
 
-    On any error the written files are deleted (best effort) and the error propagates:
-    a failed write leaves the table as it was.
+    When the commit certainly did not land the written files are deleted (best effort) and
+    the error propagates: the table is as it was. When its outcome is unknown the files are
+    kept and :class:`WriteOutcomeUnknownError` is raised.
     """
     try:
-        return _commit(plan, action_lines, streaming)
+        prepared = _prepare_commit(plan, action_lines, streaming)
     except BaseException:
         delete_files(plan.spec, action_lines)
         raise
+    if prepared is None:
+        delete_files(plan.spec, action_lines)
+        return None
+    txn, actions, operation = prepared
+    version = commit_files(txn, actions, operation, plan.spec, action_lines)
+    log.info("committed version %d to %s (%s)", version, txn.delta_log.table_uri, operation.name)
+    return version
 
 
-def _commit(plan: WritePlan, action_lines: Sequence[str], streaming: StreamingInfo | None) -> int | None:
+def commit_files(txn: Any, actions: Sequence[Action], operation: Any, spec: WriteSpec, lines: Sequence[str]) -> int:
+    """``txn.commit(actions, operation)`` for actions that add the files written as ``lines``.
+
+    The files are deleted only when the commit certainly did not land
+    (:func:`~deltalog.txn.commit_errors.commit_certainly_failed`); on an unknown outcome they
+    are kept, since the version may exist and name them, and :class:`WriteOutcomeUnknownError`
+    is raised from the engine's error."""
+    try:
+        version: int = txn.commit(actions, operation)
+    except BaseException as exc:
+        if commit_certainly_failed(exc):
+            delete_files(spec, lines)
+            raise
+        num_files = sum(1 for line in lines if line.startswith(('{"add"', '{"cdc"')))
+        log.error(
+            "the commit to %s (txnId %s) has an unknown outcome; keeping its %d written files",
+            txn.delta_log.table_uri,
+            txn.txn_id,
+            num_files,
+        )
+        raise WriteOutcomeUnknownError(txn.delta_log.table_uri, txn.txn_id, num_files, exc) from exc
+    return version
+
+
+def abort_write(plan: WritePlan, action_lines: Sequence[str]) -> int:
+    """Spark's ``abort``, after failed tasks or a failed ``commit``: delete the written files
+    unless a commit after the read version names them (a commit reported as failed that
+    landed) or the log cannot be read to find out. Returns how many files were deleted."""
+    from deltalog.txn.actions import decode_path
+
+    adds, cdcs = _file_actions(action_lines)
+    paths = {decode_path(a.path) for a in adds} | {decode_path(c.path) for c in cdcs}
+    if not paths:
+        return 0
+    try:
+        delta_log = open_log(plan.options.path, plan.options.storage_options, plan.options.logstore)
+        for version in delta_log.list_commit_versions(plan.read_version + 1):
+            for action in delta_log.read_commit(version):
+                if isinstance(action, (AddFile, AddCDCFile)) and decode_path(action.path) in paths:
+                    log.warning(
+                        "abort of a write to %s: version %d commits its files, keeping them", plan.options.path, version
+                    )
+                    return 0
+    except Exception:
+        log.warning(
+            "abort of a write to %s: cannot read the log to tell whether its commit landed; keeping its %d files",
+            plan.options.path,
+            len(paths),
+            exc_info=True,
+        )
+        return 0
+    return delete_files(plan.spec, action_lines)
+
+
+def _open_transaction(delta_log: Any, plan: WritePlan) -> Any:
+    """The write's transaction, opened again on its read snapshot (not the latest)."""
+    opts = plan.options
+    snapshot = delta_log.snapshot(plan.read_version) if plan.read_version >= 0 else delta_log.empty_snapshot()
+    return start_transaction(delta_log, user_metadata=opts.user_metadata, snapshot=snapshot)
+
+
+def _prepare_commit(
+    plan: WritePlan, action_lines: Sequence[str], streaming: StreamingInfo | None
+) -> tuple[Any, list[Action], Any] | None:
+    """The transaction, its actions and operation; None when there is nothing to commit.
+    Raises before anything is written to the log when the write cannot commit."""
     from deltalog.txn.operations import StreamingUpdate, Write
 
     opts = plan.options
     if plan.skip:
-        delete_files(plan.spec, action_lines)
         return None
     adds, cdcs = _file_actions(action_lines)
     delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
-    txn = start_transaction(delta_log, user_metadata=opts.user_metadata)
+    if streaming is None:
+        txn = _open_transaction(delta_log, plan)
+    else:
+        txn = start_transaction(delta_log, user_metadata=opts.user_metadata)
     now = int(time.time() * 1000)
     actions: list[Action] = []
     app_id, app_version = opts.txn_app_id, opts.txn_version
@@ -308,51 +423,21 @@ def _commit(plan: WritePlan, action_lines: Sequence[str], streaming: StreamingIn
     if app_id is not None and app_version is not None:
         done = txn.txn_version(app_id)
         if done is not None and done >= app_version:
-            log.info(
-                "%s version %s was already committed to %s; skipping",
-                app_id,
-                app_version,
-                delta_log.table_uri,
-            )
-            delete_files(plan.spec, action_lines)
+            log.info("%s version %s was already committed to %s; skipping", app_id, app_version, delta_log.table_uri)
             return None
         actions.append(SetTransaction(app_id=app_id, version=app_version, last_updated=now))
-    if plan.read_version < 0 and txn.table_exists:
-        if opts.save_mode == "ignore":
-            delete_files(plan.spec, action_lines)
-            return None
-        if opts.save_mode == "errorifexists":
-            raise TableAlreadyExistsError(f"a Delta table was created at {delta_log.table_uri} during the write")
-    if txn.table_exists and plan.read_metadata_id is not None and txn.snapshot.metadata.id != plan.read_metadata_id:
-        raise SchemaMismatchError(
-            f"the table at {delta_log.table_uri} was replaced during the write; run the write again"
-        )
-    if plan.new_metadata is not None:
-        if txn.table_exists and plan.read_version < 0:
-            current = txn.snapshot.metadata
-            if current.schema_string != plan.new_metadata.schema_string or tuple(current.partition_columns) != tuple(
-                plan.new_metadata.partition_columns
-            ):
-                raise SchemaMismatchError(
-                    f"another writer created the table at {delta_log.table_uri} with a different schema "
-                    "during this write; run the write again"
-                )
-        else:
+    if streaming is None:
+        if plan.new_metadata is not None:
             txn.update_metadata(plan.new_metadata)
-    removed: list[AddFile] = []
-    complete = streaming is not None and streaming.output_mode == "Complete"
-    if (opts.overwrite and streaming is None) or complete:
-        if opts.replace_where:
-            filters = parse_partition_predicate(opts.replace_where)
-            removed = txn.filter_files(filters) if txn.table_exists else []
-            _check_replace_where(adds, filters, plan, txn)
-        else:
-            if complete:
-                txn.read_whole_table()
-            removed = txn.filter_files() if txn.table_exists else []
-        actions.extend(f.remove(now, data_change=opts.data_change) for f in removed)
+    else:
+        _stream_metadata(txn, plan)
+    removed = _read_and_remove(plan, txn, adds, streaming)
+    actions.extend(f.remove(now, data_change=opts.data_change) for f in removed)
     actions.extend(adds)
     actions.extend(cdcs)
+    if not actions and plan.new_metadata is None:
+        log.info("nothing to commit to %s", delta_log.table_uri)
+        return None
     partition_by = list(plan.spec.partition_columns) if opts.partition_by is not None else None
     metrics = _write_metrics(adds, cdcs, removed)
     operation: Any
@@ -361,37 +446,109 @@ def _commit(plan: WritePlan, action_lines: Sequence[str], streaming: StreamingIn
             output_mode=streaming.output_mode, query_id=streaming.app_id, epoch_id=streaming.batch_id
         )
     else:
+        predicate: Any = opts.replace_where
+        if plan.dynamic_partition_overwrite:
+            predicate = _dynamic_predicates(adds)
         operation = Write(
             mode="Overwrite" if opts.overwrite else "Append",
             partition_by=partition_by,
-            predicate=opts.replace_where,
+            predicate=predicate,
             user_metrics=metrics,
         )
-    if not actions and plan.new_metadata is None:
-        log.info("nothing to commit to %s", delta_log.table_uri)
-        return None
     _declare_constraints_checked(plan, txn, delta_log.table_uri)
-    version: int = txn.commit(actions, operation)
-    log.info(
-        "committed version %d to %s: %s files added, %s removed (%s)",
-        version,
-        delta_log.table_uri,
-        len(adds),
-        len(removed),
-        operation.name,
+    return txn, actions, operation
+
+
+def _read_and_remove(
+    plan: WritePlan, txn: Any, adds: Sequence[AddFile], streaming: StreamingInfo | None
+) -> list[AddFile]:
+    """Record what the write read (for the conflict checker) and return the files it removes:
+    always files of the transaction's read snapshot, never files committed since."""
+    opts = plan.options
+    if streaming is not None:
+        if streaming.output_mode != "Complete":
+            return []
+        txn.read_whole_table()
+        removed: list[AddFile] = txn.filter_files()
+        return removed
+    if not opts.overwrite:
+        return []
+    if opts.replace_where:
+        filters = parse_partition_predicate(opts.replace_where)
+        _check_replace_where(adds, filters, plan, txn)
+        replaced: list[AddFile] = txn.filter_files(filters)
+        return replaced
+    if plan.dynamic_partition_overwrite:
+        return _dynamic_partition_removes(txn, adds)
+    everything: list[AddFile] = txn.filter_files()
+    return everything
+
+
+def _partition_filters(values: dict[str, str | None]) -> list[tuple[str, str, Any]]:
+    return [(column, "=", value) for column, value in sorted(values.items())]
+
+
+def _dynamic_partition_removes(txn: Any, adds: Sequence[AddFile]) -> list[AddFile]:
+    """Delta's ``txn.filterFiles(addFiles)``: the files of every partition the tasks wrote
+    (null-safe equality), each partition recorded as a read predicate."""
+    removed: dict[str, AddFile] = {}
+    seen: set[tuple[tuple[str, str | None], ...]] = set()
+    for add in adds:
+        key = tuple(sorted(add.partition_values.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        for f in txn.filter_files(_partition_filters(dict(add.partition_values))):
+            removed[f.path] = f
+    return list(removed.values())
+
+
+def _dynamic_predicates(adds: Sequence[AddFile]) -> list[str]:
+    """The partitions a dynamic partition overwrite replaced, for commitInfo."""
+    out: list[str] = []
+    for values in sorted({tuple(sorted(a.partition_values.items())) for a in adds}, key=str):
+        out.append(" AND ".join(f"{c} IS NULL" if v is None else f"{c} = '{v}'" for c, v in values))
+    return out
+
+
+def _layout(metadata: Metadata) -> tuple[Any, ...]:
+    """What the written files depend on: the table, its schema, partitioning, column mapping
+    and the constraints the tasks checked."""
+    mode = metadata.configuration.get("delta.columnMapping.mode", "none").lower()
+    return (
+        metadata.id,
+        metadata.schema_string,
+        tuple(metadata.partition_columns),
+        mode,
+        frozenset(table_constraints(metadata)),
     )
-    return version
+
+
+def _stream_metadata(txn: Any, plan: WritePlan) -> None:
+    """A micro-batch's files were written against the metadata planned when the query
+    started: commit them only if the table still has it (or the planned change), else raise
+    the engine's :class:`MetadataChangedError`."""
+    current = txn.snapshot.metadata if txn.table_exists else None
+    target = plan.new_metadata or plan.read_metadata
+    if current is not None and target is not None and _layout(current) == _layout(target):
+        return
+    if plan.new_metadata is not None and current == plan.read_metadata:
+        txn.update_metadata(plan.new_metadata)
+        return
+    raise MetadataChangedError(
+        "the table's schema, partitioning, column mapping or constraints changed after this streaming "
+        "query planned its writes; restart the query",
+        table=txn.delta_log.table_uri,
+    )
 
 
 def _declare_constraints_checked(plan: WritePlan, txn: Any, where: str) -> None:
     """Tell the engine the tasks checked the table's constraints, after making sure the
-    constraints at commit time are the ones the tasks checked (one added meanwhile was not)."""
+    constraints the transaction commits with are the ones the tasks checked. (A constraint
+    added after the read version is a metadata change the conflict checker refuses.)"""
     from deltalog.contrib.spark.constraints import UncheckableConstraintsError
-    from deltalog.txn.constraints import table_constraints
 
-    metadata = (
-        plan.new_metadata if plan.new_metadata is not None else (txn.snapshot.metadata if txn.table_exists else None)
-    )
+    metadata = txn.metadata
     current = set(table_constraints(metadata)) if metadata is not None else set()
     unchecked = current - set(plan.spec.constraints)
     if unchecked:

@@ -1,0 +1,439 @@
+"""A Spark write is one Delta transaction from plan to commit (issue 11, writes).
+
+Most tests drive the data source's two driver steps directly -- ``plan_write`` (what
+``writer()`` runs) and ``commit_write`` (what the driver-side ``commit`` runs) -- with the
+write tasks' files written in-process, and another writer committing in between through
+deltalog's Python API: a deterministic interleaving, no Spark session, no sleeps. One
+end-to-end Spark write uses the documented hook between plan and commit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from deltalog.contrib.spark import writes
+from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError, WriteOutcomeUnknownError
+from deltalog.contrib.spark.files import write_batches
+from deltalog.contrib.spark.options import WriteOptions
+from deltalog.contrib.spark.writes import WritePlan, commit_write, plan_write
+from deltalog.logstores.base import LogStore
+from deltalog.logstores.errors import AmbiguousWriteError, TransientStorageError
+from deltalog.logstores.local import LocalLogStore
+from deltalog.txn.actions import parse_line
+from deltalog.txn.commit_errors import ConcurrentAppendError, MetadataChangedError
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.operations import SetTableProperties
+
+LONG_SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"name": "p", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "x", "type": "long", "nullable": True, "metadata": {}},
+    ],
+}
+
+
+def _schema_json(schema: Mapping[str, Any] = LONG_SCHEMA) -> str:
+    return json.dumps(schema)
+
+
+def _plan(path: str, overwrite: bool = False, schema: Mapping[str, Any] = LONG_SCHEMA, **options: str) -> WritePlan:
+    return plan_write(WriteOptions.parse({"path": path, **options}, overwrite), _schema_json(schema))
+
+
+def _task_files(plan: WritePlan, table: pa.Table) -> list[str]:
+    """What the write tasks hand to the driver: the action lines of the files they wrote."""
+    return write_batches(plan.spec, table.to_batches(), 0)
+
+
+def _write(path: str, table: pa.Table, overwrite: bool = False, **options: str) -> int | None:
+    """A whole write (plan, tasks, commit) by another writer."""
+    plan = _plan(path, overwrite, **options)
+    return commit_write(plan, _task_files(plan, table))
+
+
+def _rows(p: list[int], x: list[int]) -> pa.Table:
+    return pa.table({"p": pa.array(p, pa.int64()), "x": pa.array(x, pa.int64())})
+
+
+def _table_rows(path: str) -> list[tuple[Any, ...]]:
+    snapshot = DeltaLog.for_table(path).update()
+    out: list[tuple[Any, ...]] = []
+    for f in snapshot.files:
+        data = pq.read_table(os.path.join(path, f.path)).to_pylist()
+        for row in data:
+            values = {**row, **{k: (int(v) if v is not None else None) for k, v in f.partition_values.items()}}
+            out.append((values["p"], values["x"]))
+    return sorted(out, key=lambda r: (r[0] is None, r[0] or 0, r[1]))
+
+
+def _commit_infos(path: str) -> list[dict[str, Any]]:
+    log_dir = os.path.join(path, "_delta_log")
+    infos = []
+    for name in sorted(n for n in os.listdir(log_dir) if n.endswith(".json")):
+        with open(os.path.join(log_dir, name), encoding="utf-8") as f:
+            for line in f:
+                action = json.loads(line)
+                if "commitInfo" in action:
+                    infos.append(action["commitInfo"])
+    return infos
+
+
+def _set_properties(path: str, **props: str) -> None:
+    """Another writer changes table properties (a CHECK constraint, delta.appendOnly)."""
+    log = DeltaLog.for_table(path)
+    txn = log.start_transaction()
+    metadata = txn.snapshot.metadata
+    txn.update_metadata(replace(metadata, configuration={**metadata.configuration, **props}))
+    txn.commit([], SetTableProperties(properties=props))
+
+
+def _partitioned_table(path: str, isolation: str | None = None) -> None:
+    options = {"partitionBy": "p"}
+    if isolation is not None:
+        options["delta.isolationLevel"] = isolation
+    assert _write(path, _rows([1, 2], [10, 20]), **options) == 0
+
+
+# -- 1. the transaction opens when the write is planned --------------------------------------
+
+
+def test_commit_info_read_version_is_the_planned_snapshot(table_path: str) -> None:
+    _partitioned_table(table_path, isolation="WriteSerializable")
+    plan = _plan(table_path, overwrite=True)
+    files = _task_files(plan, _rows([3], [30]))
+    _write(table_path, _rows([2], [21]))  # version 1, lands between plan and commit
+    # a blind append does not conflict with an overwrite under WriteSerializable (Delta)
+    assert commit_write(plan, files) == 2
+    assert _commit_infos(table_path)[-1]["readVersion"] == 0
+
+
+def test_overwrite_removes_the_files_it_read_not_the_latest(table_path: str) -> None:
+    """Delta: an overwrite removes the files of its read snapshot; under WriteSerializable a
+    concurrent blind append is serialized after it, so its row survives."""
+    _partitioned_table(table_path, isolation="WriteSerializable")
+    plan = _plan(table_path, overwrite=True)
+    files = _task_files(plan, _rows([3], [30]))
+    _write(table_path, _rows([1], [11]))
+    commit_write(plan, files)
+    assert _table_rows(table_path) == [(1, 11), (3, 30)]
+
+
+# -- 3a. replaceWhere against a concurrent append into the replaced partition ----------------
+
+
+def test_replace_where_conflicts_with_an_append_to_its_partition_serializable(table_path: str) -> None:
+    _partitioned_table(table_path)  # Serializable: Delta's default
+    plan = _plan(table_path, overwrite=True, replaceWhere="p = 1")
+    files = _task_files(plan, _rows([1], [100]))
+    _write(table_path, _rows([1], [11]))  # version 1: a row appended to p=1
+    with pytest.raises(ConcurrentAppendError):
+        commit_write(plan, files)
+    assert _table_rows(table_path) == [(1, 10), (1, 11), (2, 20)]
+    assert all(not os.path.exists(os.path.join(table_path, parse_line(f).path)) for f in files)
+
+
+def test_replace_where_conflicts_with_a_non_blind_write_to_its_partition_write_serializable(
+    table_path: str,
+) -> None:
+    _partitioned_table(table_path, isolation="WriteSerializable")
+    plan = _plan(table_path, overwrite=True, replaceWhere="p = 1")
+    files = _task_files(plan, _rows([1], [100]))
+    # another replaceWhere on p=1 (it read p=1: not a blind append) lands first
+    _write(table_path, _rows([1], [11]), overwrite=True, replaceWhere="p = 1")
+    with pytest.raises(ConcurrentAppendError):
+        commit_write(plan, files)
+    assert _table_rows(table_path) == [(1, 11), (2, 20)]
+
+
+def test_replace_where_keeps_a_concurrent_blind_append_write_serializable(table_path: str) -> None:
+    """Under WriteSerializable Delta serializes a blind append after the replaceWhere: the
+    appended row must survive (today it is deleted silently)."""
+    _partitioned_table(table_path, isolation="WriteSerializable")
+    plan = _plan(table_path, overwrite=True, replaceWhere="p = 1")
+    files = _task_files(plan, _rows([1], [100]))
+    _write(table_path, _rows([1], [11]))
+    assert commit_write(plan, files) == 2
+    assert _table_rows(table_path) == [(1, 11), (1, 100), (2, 20)]
+    assert _commit_infos(table_path)[-1]["readVersion"] == 0
+
+
+# -- 3b. a schema change against a concurrent metadata change ---------------------------------
+
+WIDE_SCHEMA = {
+    "type": "struct",
+    "fields": [*LONG_SCHEMA["fields"], {"name": "y", "type": "long", "nullable": True, "metadata": {}}],
+}
+
+
+@pytest.mark.parametrize(
+    "props",
+    [{"delta.constraints.positive": "x > 0"}, {"delta.appendOnly": "true"}],
+    ids=["check-constraint", "append-only"],
+)
+def test_merge_schema_append_conflicts_with_a_concurrent_metadata_change(
+    table_path: str, props: dict[str, str]
+) -> None:
+    _partitioned_table(table_path)
+    plan = _plan(table_path, schema=WIDE_SCHEMA, mergeSchema="true")
+    files = _task_files(plan, pa.table({"p": [1], "x": [5], "y": [7]}))
+    _set_properties(table_path, **props)
+    with pytest.raises(MetadataChangedError):
+        commit_write(plan, files)
+    config = DeltaLog.for_table(table_path).update().metadata.configuration
+    assert all(config.get(k) == v for k, v in props.items())
+
+
+# -- 3c. an append planned before a concurrent overwriteSchema --------------------------------
+
+
+def test_append_planned_before_an_overwrite_schema_fails(table_path: str) -> None:
+    _partitioned_table(table_path)
+    plan = _plan(table_path)
+    files = _task_files(plan, _rows([1], [5]))
+    string_x = {
+        "type": "struct",
+        "fields": [LONG_SCHEMA["fields"][0], {"name": "x", "type": "string", "nullable": True, "metadata": {}}],
+    }
+    other = _plan(table_path, overwrite=True, schema=string_x, overwriteSchema="true")
+    commit_write(other, _task_files(other, pa.table({"p": pa.array([1], pa.int64()), "x": ["a"]})))
+    with pytest.raises(MetadataChangedError):
+        commit_write(plan, files)
+    snapshot = DeltaLog.for_table(table_path).update()
+    assert snapshot.version == 1
+    assert all(pq.read_schema(os.path.join(table_path, f.path)).field("x").type == pa.string() for f in snapshot.files)
+
+
+# -- 4. a commit of unknown outcome keeps its data files --------------------------------------
+
+
+class _LandsThenUnreadable(LocalLogStore):
+    """Fault injection: commit 1 lands but its answer is lost, and reading it back fails too
+    (until ``healed``)."""
+
+    healed = False
+
+    def write(self, path: str, lines: Iterable[str], overwrite: bool = False) -> None:
+        super().write(path, lines, overwrite)
+        if path.endswith(f"{1:020d}.json") and not self.healed:
+            raise AmbiguousWriteError(path, TimeoutError("the response was lost"))
+
+    def read(self, path: str) -> Iterator[str]:
+        if path.endswith(f"{1:020d}.json") and not self.healed:
+            raise TransientStorageError(f"GET {path}: 503 Slow Down (retries exhausted)")
+        return super().read(path)
+
+
+def _use_store(monkeypatch: pytest.MonkeyPatch, module: Any, store: LogStore) -> None:
+    monkeypatch.setattr(module, "open_log", lambda path, *_: DeltaLog.for_table(path, logstore=store))
+
+
+def test_a_commit_of_unknown_outcome_keeps_the_written_files(
+    table_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _partitioned_table(table_path)
+    store = _LandsThenUnreadable()
+    _use_store(monkeypatch, writes, store)
+    plan = _plan(table_path)
+    files = _task_files(plan, _rows([1], [5]))
+    with pytest.raises(WriteOutcomeUnknownError) as info:
+        commit_write(plan, files)
+    assert isinstance(info.value, AmbiguousWriteError)  # still what the engine's callers catch
+    store.healed = True
+    snapshot = DeltaLog.for_table(table_path).update()
+    assert snapshot.version == 1  # the commit landed ...
+    assert all(os.path.exists(os.path.join(table_path, f.path)) for f in snapshot.files)  # ... with its files
+    assert _commit_infos(table_path)[-1]["txnId"] == info.value.txn_id
+    assert _table_rows(table_path) == [(1, 5), (1, 10), (2, 20)]
+
+
+def test_spark_abort_after_a_failed_commit_keeps_files_a_landed_or_unreadable_commit_names(
+    table_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark calls the writer's ``abort`` when ``commit`` raised: it must not delete what the
+    commit may have committed."""
+    from deltalog.contrib.spark.source import DeltaCommitMessage, DeltaWriter
+
+    _partitioned_table(table_path)
+    store = _LandsThenUnreadable()
+    _use_store(monkeypatch, writes, store)
+    plan = _plan(table_path)
+    files = _task_files(plan, _rows([1], [5]))
+    with pytest.raises(WriteOutcomeUnknownError):
+        commit_write(plan, files)
+    writer = DeltaWriter(plan)
+    writer.abort([DeltaCommitMessage(files)])  # the log cannot be read: keep
+    store.healed = True
+    writer.abort([DeltaCommitMessage(files)])  # version 1 names the files: keep
+    assert _table_rows(table_path) == [(1, 5), (1, 10), (2, 20)]
+    # a write whose tasks failed (nothing committed them): abort deletes its files
+    plan = _plan(table_path)
+    files = _task_files(plan, _rows([2], [6]))
+    writer = DeltaWriter(plan)
+    writer.abort([DeltaCommitMessage(files), None])
+    assert _data_files(table_path) == {f.path for f in DeltaLog.for_table(table_path).update().files}
+
+
+def test_a_rewrite_of_unknown_outcome_keeps_its_files_a_conflict_deletes_them(table_path: str) -> None:
+    """``DeltaTable._commit_rewrite`` (DELETE / UPDATE / MERGE) follows the same rule."""
+    from deltalog.contrib.spark.tables import DeltaTable
+    from deltalog.txn.operations import Delete
+
+    _partitioned_table(table_path)
+    table = DeltaTable(None, table_path)  # type: ignore[arg-type]  # no Spark needed to commit
+
+    class _Txn:
+        def __init__(self, error: BaseException) -> None:
+            self.snapshot = DeltaLog.for_table(table_path).update()
+            self.delta_log = DeltaLog.for_table(table_path)
+            self.txn_id = "txn-under-test"
+            self.error = error
+
+        def commit(self, actions: Any, operation: Any) -> int:
+            raise self.error
+
+    snapshot = DeltaLog.for_table(table_path).update()
+    for error, kept in [
+        (AmbiguousWriteError("00000000000000000001.json", TimeoutError("lost")), True),
+        (ConcurrentAppendError("a file was added", winning_version=1), False),
+    ]:
+        lines = write_batches(table._write_spec(snapshot), _rows([1], [7]).to_batches(), 0)
+        with pytest.raises(WriteOutcomeUnknownError if kept else ConcurrentAppendError):
+            table._commit_rewrite(_Txn(error), [], lines, Delete(predicate=[]))
+        paths = [os.path.join(table_path, parse_line(line).path) for line in lines]  # type: ignore[union-attr]
+        assert all(os.path.exists(p) == kept for p in paths)
+
+
+# -- 5. dynamic partition overwrite, refused options -------------------------------------------
+
+
+def test_dynamic_partition_overwrite_replaces_only_the_written_partitions(table_path: str) -> None:
+    _partitioned_table(table_path)
+    plan = _plan(table_path, overwrite=True, partitionOverwriteMode="dynamic")
+    assert plan.dynamic_partition_overwrite
+    commit_write(plan, _task_files(plan, _rows([1, 3], [100, 300])))
+    assert _table_rows(table_path) == [(1, 100), (2, 20), (3, 300)]
+    info = _commit_infos(table_path)[-1]
+    assert info["operation"] == "WRITE" and info["operationParameters"]["mode"] == "Overwrite"
+
+
+def test_dynamic_partition_overwrite_reads_the_partitions_it_replaces(table_path: str) -> None:
+    """The replaced partitions are the transaction's read: an append to one of them is a
+    conflict (Serializable), an append elsewhere is not and survives."""
+    _partitioned_table(table_path)
+    plan = _plan(table_path, overwrite=True, partitionOverwriteMode="DYNAMIC")
+    files = _task_files(plan, _rows([1], [100]))
+    _write(table_path, _rows([2], [21]))
+    assert commit_write(plan, files) == 2
+    assert _table_rows(table_path) == [(1, 100), (2, 20), (2, 21)]
+
+    plan = _plan(table_path, overwrite=True, partitionOverwriteMode="dynamic")
+    files = _task_files(plan, _rows([1], [111]))
+    _write(table_path, _rows([1], [12]))
+    with pytest.raises(ConcurrentAppendError):
+        commit_write(plan, files)
+
+
+def test_dynamic_partition_overwrite_null_partition_and_unpartitioned_table(table_path: str) -> None:
+    _partitioned_table(table_path)
+    _write(table_path, pa.table({"p": pa.array([None], pa.int64()), "x": pa.array([0], pa.int64())}))
+    plan = _plan(table_path, overwrite=True, partitionOverwriteMode="dynamic")
+    commit_write(plan, _task_files(plan, pa.table({"p": pa.array([None], pa.int64()), "x": pa.array([9])})))
+    assert _table_rows(table_path) == [(1, 10), (2, 20), (None, 9)]
+
+
+def test_dynamic_mode_on_an_unpartitioned_table_overwrites_it(tmp_path: Any) -> None:
+    path = str(tmp_path / "flat")
+    _write(path, _rows([1, 2], [10, 20]))
+    plan = _plan(path, overwrite=True, partitionOverwriteMode="dynamic")
+    assert not plan.dynamic_partition_overwrite  # Delta ignores the mode without partitions
+    commit_write(plan, _task_files(plan, _rows([1], [100])))
+    assert _table_rows(path) == [(1, 100)]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"replaceWhere": "p = 1"}, "replaceWhere cannot be used with partitionOverwriteMode=dynamic"),
+        ({"overwriteSchema": "true"}, "overwriteSchema cannot be used with partitionOverwriteMode=dynamic"),
+    ],
+)
+def test_dynamic_mode_refuses_replace_where_and_overwrite_schema(
+    table_path: str, options: dict[str, str], message: str
+) -> None:
+    _partitioned_table(table_path)
+    with pytest.raises(InvalidWriteOptionError, match=message):
+        _plan(table_path, overwrite=True, partitionOverwriteMode="dynamic", **options)
+
+
+def test_write_options_unknown_names_are_refused_storage_options_are_kept() -> None:
+    with pytest.raises(UnknownWriteOptionError, match="mergeSchemaa, partitionOverwrite"):
+        WriteOptions.parse({"path": "/t", "mergeSchemaa": "true", "partitionOverwrite": "dynamic"}, True)
+    with pytest.raises(InvalidWriteOptionError, match="partitionOverwriteMode must be static or dynamic"):
+        WriteOptions.parse({"path": "/t", "partitionOverwriteMode": "dynamc"}, True)
+    storage = {
+        "AWS_REGION": "eu-west-1",
+        "aws_endpoint_url": "http://localhost:9000",
+        "region": "eu-west-1",
+        "AZURE_STORAGE_CONNECTION_STRING": "UseDevelopmentStorage=true",
+        "GOOGLE_SERVICE_ACCOUNT": "/key.json",
+        "deltalog.commitLock": "none",
+        "DELTALOG_RETRY_MAX_ATTEMPTS": "3",
+        "spark.delta.logStore.file.impl": "deltalog.logstores.local:LocalLogStore",
+        "delta.logStore.s3.impl": "deltalog.logstores.s3:S3LogStore",
+        "spark.databricks.delta.maxCommitAttempts": "5",
+    }
+    opts = WriteOptions.parse({"path": "/t", "partitionOverwriteMode": "Dynamic", **storage}, True)
+    assert opts.storage_options == storage
+    assert opts.partition_overwrite_mode == "dynamic"
+    assert opts.table_properties == {}
+
+
+# -- end to end through Spark ------------------------------------------------------------------
+
+
+def _data_files(path: str) -> set[str]:
+    out = set()
+    for root, _, names in os.walk(path):
+        if "_delta_log" not in root:
+            out.update(os.path.relpath(os.path.join(root, n), path) for n in names if n.endswith(".parquet"))
+    return out
+
+
+def test_spark_replace_where_with_a_concurrent_append_between_plan_and_commit(spark: Any, table_path: str) -> None:
+    """The write task itself commits another writer's append to p=1: after ``writer()``
+    planned the write, before the driver's ``commit()``. Serializable: a conflict, the
+    appended row survives and the failed write leaves no file behind."""
+    _partitioned_table(table_path)
+    marker = table_path + ".appended"
+
+    def append_concurrently(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        if not os.path.exists(marker):  # once, even if Spark retried the task
+            open(marker, "x").close()
+            _write(table_path, _rows([1], [11]))
+        yield from batches
+
+    df = spark.createDataFrame([(1, 100)], "p long, x long").coalesce(1)
+    df = df.mapInArrow(append_concurrently, "p long, x long")
+    with pytest.raises(Exception, match="ConcurrentAppendError"):
+        df.write.format("deltalog").mode("overwrite").option("replaceWhere", "p = 1").save(table_path)
+    assert _table_rows(table_path) == [(1, 10), (1, 11), (2, 20)]
+    assert _data_files(table_path) == {f.path for f in DeltaLog.for_table(table_path).update().files}
+
+
+def test_spark_dynamic_partition_overwrite_and_an_unknown_option(spark: Any, table_path: str) -> None:
+    _partitioned_table(table_path)
+    df = spark.createDataFrame([(1, 100), (3, 300)], "p long, x long")
+    df.write.format("deltalog").mode("overwrite").option("partitionOverwriteMode", "dynamic").save(table_path)
+    assert _table_rows(table_path) == [(1, 100), (2, 20), (3, 300)]
+    with pytest.raises(Exception, match=r"UnknownWriteOptionError.*mergeschemaa"):
+        df.write.format("deltalog").mode("append").option("mergeSchemaa", "true").save(table_path)
+    assert DeltaLog.for_table(table_path).update().version == 1
