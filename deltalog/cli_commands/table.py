@@ -18,6 +18,7 @@ def _version_argument(parser: argparse.ArgumentParser) -> None:
 
 def describe_table(snapshot: Any) -> dict[str, Any]:
     """Everything ``deltalog describe`` shows, as plain data."""
+    from deltalog.txn.checkpoint_lag import checkpoint_lag
     from deltalog.txn.features import protocol_features
 
     protocol = snapshot.protocol
@@ -43,6 +44,8 @@ def describe_table(snapshot: Any) -> dict[str, Any]:
         "num_files": snapshot.num_files,
         "size_in_bytes": snapshot.size_in_bytes,
         "checkpoint_version": snapshot.checkpoint_version,
+        "checkpoint": checkpoint_lag(snapshot).to_dict(),
+        "checkpoint_interval": snapshot.properties.checkpoint_interval,
     }
 
 
@@ -71,8 +74,14 @@ def describe(ctx: CommandContext) -> int:
     ctx.print(f"partitioned by: {', '.join(info['partition_columns']) or '-'}")
     size = info["size_in_bytes"]
     ctx.print(f"files:        {info['num_files']} ({human_bytes(size)}, {size} bytes)")
-    if info["checkpoint_version"] is not None:
-        ctx.print(f"checkpoint:   version {info['checkpoint_version']}")
+    lag = info["checkpoint"]
+    behind = f"{lag['commits_behind']} commits behind"
+    where = "no checkpoint yet" if lag["version"] is None else f"last checkpoint at {lag['version']}"
+    late = lag["commits_behind"] >= info["checkpoint_interval"]
+    ctx.print(
+        f"checkpoint:   {where}, {behind}"
+        + (f" (checkpointInterval {info['checkpoint_interval']}: overdue; `deltalog checkpoint`)" if late else "")
+    )
     ctx.print("")
     ctx.print("schema:")
     rows = [[f["name"], _type_text(f["type"]), "yes" if f.get("nullable", True) else "no"]

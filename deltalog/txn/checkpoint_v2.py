@@ -168,6 +168,7 @@ def write_v2_checkpoint(
     )
     write_last_checkpoint(dlog.store, dlog.log_uri, info)
     snapshot.adopt_checkpoint(CheckpointFiles(dlog.store, snapshot.version, tuple(sidecar_uris)))
+    snapshot.checkpoint_version = snapshot.version  # what post-commit and describe count from
     log.info(
         "wrote V2 checkpoint %d of %s (%s, %d sidecar(s), %d file actions)",
         snapshot.version,

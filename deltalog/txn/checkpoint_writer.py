@@ -9,7 +9,9 @@ action type (``txn``, ``add``, ``remove``, ``metaData``, ``protocol``, ``domainM
 tables in batches (zero-copy slices) and streamed to a ``ParquetWriter`` -- the state is
 never turned into Python objects. When the store shows partial writes, or its data
 filesystem's output streams are not atomic (local disk, memory), each file is written to a
-temporary name and renamed into place, so a reader never sees half a checkpoint.
+temporary name and renamed into place, so a reader never sees half a checkpoint; on object
+stores (a file is published only when its upload completes) each file is written once, in
+place, with no rename (see :class:`_PartWriter`).
 """
 
 from __future__ import annotations
@@ -483,14 +485,34 @@ def file_action_batches(
                 yield _file_batch(schema, "remove", _remove_struct(chunk))
 
 
-class _PartWriter:
-    """Writes one checkpoint file, through a temp name when partial writes are visible."""
+def _load_if_overwriting_source(dlog: DeltaLog, snapshot: Snapshot, uris: Sequence[str]) -> None:
+    """Rewriting a checkpoint the snapshot streams its files from (the same version and
+    names): written in place (no temp name), one part would be published while the
+    others are still read. Read the files into memory first."""
+    if any(dlog.store.needs_temp_file_for(u) for u in uris):
+        return
+    source = snapshot.file_source
+    streamed = {dlog.store.resolve_path(u) for u in getattr(source, "parquet_uris", ())}
+    if streamed & {dlog.store.resolve_path(u) for u in uris}:
+        snapshot.num_files  # noqa: B018 -- loads the file actions
 
-    def __init__(self, dlog: DeltaLog, uri: str, schema: pa.Schema, *, force_temp: bool = False) -> None:
+
+class _PartWriter:
+    """Writes one checkpoint file (a part, a sidecar).
+
+    Where the data filesystem publishes a file only once it is complete (an object
+    store's PUT, multipart completion, committed block list), the file is written once,
+    in place: no temp name, no rename -- Azure Blob without hierarchical namespace has no
+    rename at all, and on S3 and GCS it is a copy. Only where a file is visible while it
+    is written (local disk, memory, stores that declare partial writes visible) does it go
+    through a temp name and the filesystem's move (:meth:`LogStore.needs_temp_file_for`).
+    """
+
+    def __init__(self, dlog: DeltaLog, uri: str, schema: pa.Schema) -> None:
         self.store = dlog.store
         self.uri = uri
         self.fs = self.store.filesystem()
-        self.use_temp = force_temp or self.store.needs_temp_file_for(uri)
+        self.use_temp = self.store.needs_temp_file_for(uri)
         directory, _, name = uri.rpartition("/")
         self.write_uri = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp" if self.use_temp else uri
         self.stream = self.fs.open_output_stream(self.store.fs_path(self.write_uri))
@@ -525,6 +547,8 @@ class _PartWriter:
         try:
             if self.use_temp:
                 self.writer.close()
+            else:
+                self.writer.is_open = False  # no footer, not even from the writer's __del__
             self.stream.close()
         finally:
             self.store.delete(self.write_uri)
@@ -577,13 +601,7 @@ def write_checkpoint(
         if num_parts == 1
         else [f"{dlog.log_uri}/{checkpoint_name(snapshot.version, i, num_parts)}" for i in range(1, num_parts + 1)]
     )
-    # rewriting the checkpoint the snapshot streams its files from: write beside it and
-    # rename at the end, after the last batch was read
-    # -- and whenever the files stream from storage (the previous checkpoint): a read that
-    # fails halfway must never leave a published checkpoint (an object store would publish
-    # the in-place upload on abort)
-    source = snapshot.file_source
-    force_temp = source is not None and bool(getattr(source, "parquet_uris", ()))
+    _load_if_overwriting_source(dlog, snapshot, uris)
 
     counts = FileActionCounts()
 
@@ -593,7 +611,7 @@ def write_checkpoint(
 
     limit = part_size if num_parts > 1 else None
     part = 0
-    writer = _PartWriter(dlog, uris[0], schema, force_temp=force_temp)
+    writer = _PartWriter(dlog, uris[0], schema)
     written = 0
     try:
         for batch in batches():
@@ -602,7 +620,7 @@ def write_checkpoint(
                 if limit is not None and writer.rows >= limit and part + 1 < num_parts:
                     writer.close()
                     part += 1
-                    writer = _PartWriter(dlog, uris[part], schema, force_temp=force_temp)
+                    writer = _PartWriter(dlog, uris[part], schema)
                 take = batch.num_rows - offset
                 if limit is not None and part + 1 < num_parts:
                     take = min(take, limit - writer.rows)
@@ -627,6 +645,7 @@ def write_checkpoint(
     )
     write_last_checkpoint(dlog.store, dlog.log_uri, info)
     snapshot.adopt_checkpoint(CheckpointFiles(dlog.store, snapshot.version, tuple(uris)))
+    snapshot.checkpoint_version = snapshot.version  # what post-commit and describe count from
     log.info(
         "wrote checkpoint %d of %s (%d actions, %d file(s))",
         snapshot.version,

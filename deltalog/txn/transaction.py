@@ -12,7 +12,8 @@
    conflicts against each in Delta's order, advance the snapshot incrementally and try
    ``latest + 1``, with exponential backoff and jitter, up to ``max_commit_attempts``.
    An ambiguous write is resolved by reading back the commit's ``txnId``.
-5. **Post-commit**: checkpoint every ``delta.checkpointInterval`` versions, clean up
+5. **Post-commit**: checkpoint every ``delta.checkpointInterval`` versions (and retry a
+   failed one on each commit while it is behind, with a warning), clean up
    expired logs behind it, run post-commit hooks (a failing hook is logged; the commit
    stands).
 """
@@ -41,6 +42,7 @@ from deltalog.txn.actions import (
     action_to_line,
     decode_path,
 )
+from deltalog.txn.checkpoint_lag import checkpoint_due, warn_if_checkpoints_behind
 from deltalog.txn.commit_errors import (
     AppendOnlyViolationError,
     CommitFailedError,
@@ -791,8 +793,9 @@ class OptimisticTransaction:
         post_start = time.perf_counter()
         if self.settings.post_commit_checkpoint and version > 0 and snapshot.version == version:
             interval = snapshot.properties.checkpoint_interval
-            if interval > 0 and version % interval == 0:
+            if interval > 0 and checkpoint_due(self.delta_log, snapshot, interval):
                 self._run_hook("checkpoint", lambda: self.delta_log.checkpoint(snapshot), version)
+                warn_if_checkpoints_behind(self.delta_log, snapshot, interval)
                 if snapshot.properties.enable_expired_log_cleanup:
                     self._run_hook(
                         "expired log cleanup", lambda: self.delta_log.cleanup_expired_logs(snapshot), version

@@ -1,0 +1,77 @@
+"""Stores that each lack one thing a real store offers: shared by the kit's fault tests
+and the checkpoint tests.
+
+Each wraps the in-memory store, whose files live in one process-wide dict, so a test can
+write with the faulty store and look at the result with a plain one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pyarrow.fs as pafs
+
+from deltalog.logstores.base import FileStatus
+from deltalog.logstores.memory import MemoryLogStore, _memory_fs
+
+__all__ = ["NO_MOVE_MESSAGE", "PAGE", "DroppingPagesStore", "NoRenameObjectStore", "RepeatingPagesStore"]
+
+#: What pyarrow's AzureFileSystem answers on a Blob account without hierarchical namespace.
+NO_MOVE_MESSAGE = (
+    "FileSystem::Move() is not implemented for Azure Storage accounts without Hierarchical Namespace support"
+)
+#: The page size of S3's ListObjectsV2, Azure's List Blobs and GCS's objects.list.
+PAGE = 1000
+
+
+class _NoMoveHandler(pafs.FSSpecHandler):
+    def move(self, src: str, dest: str) -> None:
+        raise NotImplementedError(NO_MOVE_MESSAGE)
+
+
+class NoRenameObjectStore(MemoryLogStore):
+    """An object store as Azure Blob without hierarchical namespace is: an object is
+    visible only once its upload completes (``atomic_file_writes``), and the data
+    filesystem has no move/rename."""
+
+    atomic_file_writes: ClassVar[bool] = True
+
+    def filesystem(self) -> pafs.FileSystem:
+        return pafs.PyFileSystem(_NoMoveHandler(_memory_fs()))
+
+
+class _PagedStore(MemoryLogStore):
+    """Lists in pages of :data:`PAGE` names, as an object store does; a subclass breaks
+    the page boundaries."""
+
+    def _pages(self, statuses: list[FileStatus]) -> Iterator[list[FileStatus]]:
+        for start in range(0, len(statuses), PAGE):
+            yield statuses[start : start + PAGE]
+
+    def _join(self, pages: Iterator[list[FileStatus]]) -> Iterator[FileStatus]:
+        for page in pages:
+            yield from page
+
+    def list_from(self, path: str) -> Iterator[FileStatus]:
+        return self._join(self._pages(list(super().list_from(path))))
+
+
+class DroppingPagesStore(_PagedStore):
+    """Loses every page after the first (a continuation token never followed)."""
+
+    def _join(self, pages: Iterator[list[FileStatus]]) -> Iterator[FileStatus]:
+        yield from next(pages, [])
+
+
+class RepeatingPagesStore(_PagedStore):
+    """Repeats the last key of each page at the start of the next one (a continuation
+    that restarts at, not after, the last key)."""
+
+    def _join(self, pages: Iterator[list[FileStatus]]) -> Iterator[FileStatus]:
+        last: Any = None
+        for page in pages:
+            if last is not None:
+                yield last
+            yield from page
+            last = page[-1] if page else None
