@@ -4,7 +4,9 @@ Filters are kept as simple ``(column, op, value)`` terms (a conjunction), transl
 the filters Spark pushes down. Terms on partition columns prune by partition values
 (:class:`~deltalog.txn.partition_filters.PartitionPredicate`); terms on data columns skip
 files whose ``minValues``/``maxValues``/``nullCount`` prove no row can match. Skipping is
-conservative: a file is kept whenever its statistics are missing or not comparable.
+conservative: a file is kept whenever its statistics are missing or not comparable, and it
+follows Delta's ``DataSkippingReader``: floats are ordered as Spark orders them (NaN above
+every number), and timestamp max statistics (truncated to milliseconds) are widened by 1 ms.
 Spark evaluates every filter again on the rows, so pruning only ever saves work.
 """
 
