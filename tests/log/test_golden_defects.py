@@ -6,6 +6,8 @@
   ``corrupted-last-checkpoint``, ``versions-not-contiguous``): Delta's ``Metadata.schema``
   is then the empty struct, at every version, whether the action is read from a JSON
   commit or from a checkpoint.
+
+And ``Metadata.id`` defaults to a fresh UUID, as Delta's ``Metadata`` does.
 """
 
 from __future__ import annotations

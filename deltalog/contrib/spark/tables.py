@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
@@ -43,6 +44,37 @@ def _describe(expr: ExpressionOrColumn | None) -> str:
     if expr is None:
         return "true"
     return expr if isinstance(expr, str) else str(expr)
+
+
+def _partition_only(condition: ExpressionOrColumn, partition_columns: Sequence[str]) -> bool:
+    """Whether ``condition`` (SQL text) is a conjunction of terms on partition columns only,
+    which the partition filters evaluate exactly as Spark would. A literal NULL compared
+    with ``=``/``IN`` (never true in SQL, but read as ``IS NULL`` by the filters) is not."""
+    from deltalog.contrib.spark.predicates import parse_partition_predicate
+
+    if not isinstance(condition, str) or not partition_columns:
+        return False
+    try:
+        filters = parse_partition_predicate(condition)
+    except DeltaAnalysisError:
+        return False
+    parts = {c.lower() for c in partition_columns}
+    if not all(c.lower() in parts for c, _, _ in filters):
+        return False
+    unquoted = re.sub(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"", "''", condition)
+    tests_removed = re.sub(r"\bis\s+(?:not\s+)?null\b", " ", unquoted, flags=re.IGNORECASE)
+    return re.search(r"\bnull\b", tests_removed, flags=re.IGNORECASE) is None
+
+
+def _logical_records(files: Sequence[AddFile]) -> int | None:
+    """Rows of ``files`` net of their deletion vectors (None when a file has no count)."""
+    total = 0
+    for f in files:
+        n = f.num_records()
+        if n is None:
+            return None
+        total += n - (f.deletion_vector.cardinality if f.deletion_vector is not None else 0)
+    return total
 
 
 def _now_ms() -> int:
@@ -269,20 +301,35 @@ class DeltaTable:
         txn = start_transaction(self._log)
         snapshot = txn.snapshot
         candidates = self._candidates(txn, condition)
-        if condition is None:
+        whole_files = condition is None or _partition_only(condition, snapshot.metadata.partition_columns)
+        if whole_files:
+            # Delta's metadata-only delete: the condition holds for every row of the pruned
+            # files, so they are removed without being read (with CDF on, their rows are
+            # written as change data, which reads them)
+            if condition is not None and not candidates:
+                log.info("DELETE %s matched no file; nothing committed", _describe(condition))
+                return
             cdf = self._cdf(snapshot)
             lines: list[str] = []
             if cdf and candidates:
                 rows = files_dataframe(self._spark, self._log, snapshot, candidates, with_file=False)
                 lines = write_dataframe(rows.withColumn(CDC_TYPE_COLUMN, F.lit("delete")), self._write_spec(snapshot))
+            adds, _ = _file_actions(lines)
             metrics = {
                 "numRemovedFiles": str(len(candidates)),
                 "numAddedFiles": "0",
-                "numDeletedRows": str(sum(f.num_records() or 0 for f in candidates)),
+                "numRemovedBytes": str(sum(f.size for f in candidates)),
+                "numCopiedRows": "0",
+                "numAddedChangeFiles": str(len(lines) - len(adds)),
             }
-            version = self._commit_rewrite(txn, candidates, lines, Delete(predicate=[], user_metrics=metrics))
-            log.info("DELETE (all rows) committed version %d", version)
+            deleted = _logical_records(candidates)
+            if deleted is not None:
+                metrics["numDeletedRows"] = str(deleted)
+            predicate = [] if condition is None else [_describe(condition)]
+            version = self._commit_rewrite(txn, candidates, lines, Delete(predicate=predicate, user_metrics=metrics))
+            log.info("DELETE %s (whole files, none read) committed version %d", _describe(condition), version)
             return
+        assert condition is not None  # handled above
         cond = _col(condition)
         touched, rows = self._touched(snapshot, candidates, cond)
         if not touched:

@@ -1,0 +1,55 @@
+"""A DELETE whose condition is only on partition columns removes whole files without
+reading them, as Delta's ``DeleteCommand`` does ("metadata-only delete"), and reports
+Delta's metrics; a literal NULL comparison is not taken for ``IS NULL``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from deltalog.txn.delta_log import DeltaLog
+
+pytestmark = pytest.mark.spark
+
+
+def _damage(table_path: str, files: list[str]) -> None:
+    """Overwrite data files with bytes that are not Parquet: reading one fails."""
+    for rel in files:
+        with open(f"{table_path}/{rel}", "r+b") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(0)
+            fh.write(b"\0" * size)
+
+
+def test_partition_only_delete_reads_no_data_file(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    rows = [(1, "a"), (2, "a"), (3, "b"), (4, None), (5, "c")]
+    df = spark.createDataFrame(rows, "id long, p string").repartition(1)
+    df.write.format("deltalog").mode("append").option("partitionBy", "p").save(table_path)
+    log = DeltaLog.for_table(table_path)
+    by_part = {f.partition_values["p"]: f.path for f in log.update().files}
+    _damage(table_path, [by_part["a"], by_part[None]])
+    table = DeltaTable.forPath(spark, table_path)
+
+    table.delete("p = 'a'")
+    record = log.history(1)[0]
+    assert record.operation == "DELETE"
+    metrics = record.operation_metrics or {}
+    assert metrics["numRemovedFiles"] == "1"
+    assert metrics["numAddedFiles"] == "0"
+    assert metrics["numDeletedRows"] == "2"
+    assert metrics["numCopiedRows"] == "0"
+
+    table.delete("p IS NULL")
+    assert (log.history(1)[0].operation_metrics or {})["numDeletedRows"] == "1"
+
+    # `p = NULL` is never true in SQL: nothing is deleted (and no IS NULL shortcut taken)
+    version = log.update().version
+    table.delete("p = NULL")
+    assert log.update().version == version
+
+    left = sorted(r["id"] for r in spark.read.format("deltalog").load(table_path).collect())
+    assert left == [3, 5]
+    assert json.loads(log.history(1)[0].operation_parameters["predicate"]) == ["p IS NULL"]
