@@ -20,7 +20,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from deltalog.contrib.spark import writes
-from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError, WriteOutcomeUnknownError
+from deltalog.contrib.spark.errors import (
+    InvalidWriteOptionError,
+    ReplaceWhereMismatchError,
+    UnknownWriteOptionError,
+    WriteOutcomeUnknownError,
+)
 from deltalog.contrib.spark.files import write_batches
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.writes import WritePlan, commit_write, plan_write
@@ -437,3 +442,42 @@ def test_spark_dynamic_partition_overwrite_and_an_unknown_option(spark: Any, tab
     with pytest.raises(Exception, match=r"UnknownWriteOptionError.*mergeschemaa"):
         df.write.format("deltalog").mode("append").option("mergeSchemaa", "true").save(table_path)
     assert DeltaLog.for_table(table_path).update().version == 1
+
+
+# -- 8. replaceWhere on data columns ------------------------------------------------------------
+
+
+def test_replace_where_on_a_data_column_keeps_the_other_rows_of_touched_files(table_path: str) -> None:
+    _write(table_path, _rows([1, 1, 2, 3], [10, 15, 20, 5]), partitionBy="p")
+    plan = _plan(table_path, overwrite=True, replaceWhere="x >= 15")
+    commit_write(plan, _task_files(plan, _rows([1, 2], [16, 25])))
+    # (1, 10) shared a file with the replaced (1, 15): kept; p=3 was not touched
+    assert _table_rows(table_path) == [(1, 10), (1, 16), (2, 25), (3, 5)]
+    snapshot = DeltaLog.for_table(table_path).update()
+    assert {f.partition_values["p"] for f in snapshot.files if f.path.startswith("p=3/")} == {"3"}
+    info = _commit_infos(table_path)[-1]
+    assert info["operationParameters"]["predicate"] == "x >= 15" and info["readVersion"] == 0
+    metrics = info["operationMetrics"]
+    assert metrics["numDeletedRows"] == "2" and metrics["numCopiedRows"] == "1"
+
+
+def test_replace_where_on_a_data_column_refuses_rows_outside_it(table_path: str) -> None:
+    _write(table_path, _rows([1, 2], [10, 20]), partitionBy="p")
+    plan = _plan(table_path, overwrite=True, replaceWhere="x >= 15 AND p = 2")
+    with pytest.raises(ReplaceWhereMismatchError, match="DELTA_REPLACE_WHERE_MISMATCH"):
+        _task_files(plan, _rows([2, 2], [30, 3]))
+    assert _data_files(table_path) == {f.path for f in DeltaLog.for_table(table_path).update().files}
+    assert _table_rows(table_path) == [(1, 10), (2, 20)]
+    with pytest.raises(InvalidWriteOptionError, match="not a column"):
+        _plan(table_path, overwrite=True, replaceWhere="nope > 1")
+
+
+def test_replace_where_on_a_data_column_conflicts_and_cleans_up_its_rewrites(table_path: str) -> None:
+    _write(table_path, _rows([1, 1], [10, 15]), partitionBy="p")
+    plan = _plan(table_path, overwrite=True, replaceWhere="x >= 15")
+    files = _task_files(plan, _rows([1], [16]))
+    _write(table_path, _rows([1], [17]))  # Serializable: the rewrite read the whole table
+    with pytest.raises(ConcurrentAppendError):
+        commit_write(plan, files)
+    assert _table_rows(table_path) == [(1, 10), (1, 15), (1, 17)]
+    assert _data_files(table_path) == {f.path for f in DeltaLog.for_table(table_path).update().files}
