@@ -481,3 +481,25 @@ def test_replace_where_on_a_data_column_conflicts_and_cleans_up_its_rewrites(tab
         commit_write(plan, files)
     assert _table_rows(table_path) == [(1, 10), (1, 15), (1, 17)]
     assert _data_files(table_path) == {f.path for f in DeltaLog.for_table(table_path).update().files}
+
+
+def test_a_micro_batch_commits_on_the_latest_snapshot_unless_its_layout_changed(table_path: str) -> None:
+    """Streaming: each batch is its own transaction at the batch's commit (Delta's sink);
+    files written against the query's planned metadata cannot land under another schema."""
+    from deltalog.contrib.spark.writes import StreamingInfo
+
+    _partitioned_table(table_path)
+    plan = plan_write(WriteOptions.parse({"path": table_path, "queryId": "q"}, False), _schema_json(), streaming=True)
+    _set_properties(table_path, **{"delta.logRetentionDuration": "interval 60 days"})  # not the layout
+    assert commit_write(plan, _task_files(plan, _rows([1], [11])), StreamingInfo("q", 0, "Append")) == 2
+    string_x = {
+        "type": "struct",
+        "fields": [LONG_SCHEMA["fields"][0], {"name": "x", "type": "string", "nullable": True, "metadata": {}}],
+    }
+    other = _plan(table_path, overwrite=True, schema=string_x, overwriteSchema="true")
+    commit_write(other, _task_files(other, pa.table({"p": pa.array([1], pa.int64()), "x": ["a"]})))
+    files = _task_files(plan, _rows([1], [12]))
+    with pytest.raises(MetadataChangedError):
+        commit_write(plan, files, StreamingInfo("q", 1, "Append"))
+    assert DeltaLog.for_table(table_path).update().version == 3
+    assert not any(os.path.exists(os.path.join(table_path, parse_line(f).path)) for f in files)  # type: ignore[union-attr]

@@ -351,7 +351,8 @@ def commit_files(txn: Any, actions: Sequence[Action], operation: Any, spec: Writ
         if commit_certainly_failed(exc):
             delete_files(spec, lines)
             raise
-        num_files = sum(1 for line in lines if line.startswith(('{"add"', '{"cdc"')))
+        adds, cdcs = _file_actions(lines)
+        num_files = len(adds) + len(cdcs)
         log.error(
             "the commit to %s (txnId %s) has an unknown outcome; keeping its %d written files",
             txn.delta_log.table_uri,
