@@ -503,3 +503,24 @@ def test_a_micro_batch_commits_on_the_latest_snapshot_unless_its_layout_changed(
         commit_write(plan, files, StreamingInfo("q", 1, "Append"))
     assert DeltaLog.for_table(table_path).update().version == 3
     assert not any(os.path.exists(os.path.join(table_path, parse_line(f).path)) for f in files)  # type: ignore[union-attr]
+
+
+def test_replace_where_on_data_columns_reads_only_the_partitions_its_terms_select(table_path: str) -> None:
+    from deltalog.contrib.spark.replace_where import partition_filters
+
+    _write(table_path, _rows([1, 1, 2], [10, 15, 20]), partitionBy="p")
+    metadata = DeltaLog.for_table(table_path).update().metadata
+    assert partition_filters("x >= 15 AND p = 1 AND (p IN (1, 2)) AND 3 > p AND p IS NOT NULL", metadata) == [
+        ("p", "=", 1),
+        ("p", "in", [1, 2]),
+        ("p", "<", 3),
+        ("p", "!=", None),
+    ]
+    # terms of other shapes (OR, a string literal for a long column, functions) do not prune
+    assert partition_filters("p = 1 OR x > 2", metadata) == []
+    assert partition_filters("p = '1' AND abs(p) = 1", metadata) == []
+    plan = _plan(table_path, overwrite=True, replaceWhere="x >= 15 AND p = 1")
+    files = _task_files(plan, _rows([1], [16]))
+    _write(table_path, _rows([2], [21]))  # Serializable, but outside the partition it read
+    commit_write(plan, files)
+    assert _table_rows(table_path) == [(1, 10), (1, 16), (2, 20), (2, 21)]

@@ -7,9 +7,10 @@ transaction and checks every written row against the predicate as a constraint
 - the write tasks check each row (:func:`row_checker`, the CHECK-constraint evaluator of
   :mod:`deltalog.txn.constraints`): a row for which the predicate is false or NULL fails the
   task, nothing is committed;
-- the commit reads the files of the transaction's read snapshot (recorded as read, so the
-  conflict checker sees them), and each file holding rows that match is removed and its
-  other rows written again (:func:`rewrite_outside`), as DELETE does.
+- the commit reads the files of the transaction's read snapshot that the predicate's
+  partition terms select (recorded as read, so the conflict checker sees them), and each
+  file holding rows that match is removed and its other rows written again
+  (:func:`rewrite_outside`), as DELETE does.
 
 The predicate is Spark SQL in the subset the constraint evaluator supports
 (:mod:`deltalog.txn.constraint_sql`); anything else is refused before a file is written.
@@ -31,7 +32,7 @@ from deltalog.contrib.spark.predicates import parse_partition_predicate
 from deltalog.txn.actions import AddFile, Metadata
 from deltalog.txn.constraints import CompiledConstraint, Constraint, ConstraintViolationError, compile_constraints
 
-__all__ = ["names_data_columns", "rewrite_outside", "row_checker"]
+__all__ = ["names_data_columns", "partition_filters", "rewrite_outside", "row_checker"]
 
 
 def _compiled(predicate: str) -> CompiledConstraint:
@@ -75,6 +76,60 @@ def names_data_columns(predicate: str, metadata: Metadata) -> bool:
     return True
 
 
+_KINDS = {
+    "string": ("string",),
+    "boolean": ("bool",),
+    "date": ("date",),
+    **{t: ("int", "float") for t in ("byte", "short", "integer", "long", "float", "double")},
+}
+_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def partition_filters(predicate: str, metadata: Metadata) -> list[tuple[str, str, Any]]:
+    """The top-level ``AND`` terms of ``predicate`` that only test a partition column
+    against literals of its type (``=``, ``!=``, ``<``..., ``IN``, ``IS [NOT] NULL``), as the
+    engine's partition filters: a file outside them holds no row the predicate selects, so
+    only the other files are read. Terms of other shapes are left to the row evaluation."""
+    from deltalog.txn.constraint_sql import Binary, Column, InList, Literal, Unary
+    from deltalog.txn.partition_filters import partition_column_types
+
+    column_types = partition_column_types(metadata.schema_string, metadata.partition_columns)
+    types = {c.lower(): (c, t) for c, t in column_types.items()}
+    out: list[tuple[str, str, Any]] = []
+
+    def partition(e: Any) -> tuple[str, tuple[str, ...]] | None:
+        if isinstance(e, Column) and len(e.path) == 1 and e.path[0].lower() in types:
+            name, type_name = types[e.path[0].lower()]
+            return name, _KINDS.get(type_name, ())
+        return None
+
+    def literal(e: Any, kinds: tuple[str, ...]) -> bool:
+        return isinstance(e, Literal) and e.kind in kinds
+
+    def walk(e: Any) -> None:
+        if isinstance(e, Binary) and e.op == "and":
+            walk(e.left)
+            walk(e.right)
+        elif isinstance(e, Binary) and e.op in _FLIP:
+            left: Any = e.left
+            right: Any = e.right
+            op = e.op
+            if partition(left) is None:
+                left, right, op = right, left, _FLIP[op]
+            found = partition(left)
+            if found is not None and literal(right, found[1]):
+                out.append((found[0], op, right.value))
+        elif isinstance(e, InList) and (found := partition(e.operand)) is not None:
+            items: tuple[Any, ...] = e.items
+            if all(literal(item, found[1]) for item in items):
+                out.append((found[0], "not in" if e.negated else "in", [item.value for item in items]))
+        elif isinstance(e, Unary) and e.op in ("is_null", "is_not_null") and (found := partition(e.operand)):
+            out.append((found[0], "=" if e.op == "is_null" else "!=", None))
+
+    walk(_compiled(predicate).expr)
+    return out
+
+
 def row_checker(predicate: str) -> Callable[[pa.Table], None]:
     """The check a write task runs on its rows: each must satisfy ``predicate``."""
     compiled = [_compiled(predicate)]
@@ -91,10 +146,11 @@ def row_checker(predicate: str) -> Callable[[pa.Table], None]:
 
 
 def rewrite_outside(txn: Any, predicate: str, spec: WriteSpec) -> tuple[list[AddFile], list[str], dict[str, str]]:
-    """The DELETE half: read every file of the transaction's snapshot (recorded as read),
-    remove those holding rows that match ``predicate`` and write their other rows again.
-    Returns the removed files, the action lines of the rewritten files and the metrics."""
-    files: list[AddFile] = txn.filter_files()
+    """The DELETE half: read the files of the transaction's snapshot the predicate's
+    partition terms select (:func:`partition_filters`; recorded as read), remove those
+    holding rows that match ``predicate`` and write their other rows again. Returns the
+    removed files, the action lines of the rewritten files and the metrics."""
+    files: list[AddFile] = txn.filter_files(partition_filters(predicate, txn.metadata) if txn.table_exists else None)
     if not files:
         return [], [], {}
     from deltalog.contrib.spark.dataframes import logical_struct
