@@ -524,3 +524,17 @@ def test_replace_where_on_data_columns_reads_only_the_partitions_its_terms_selec
     _write(table_path, _rows([2], [21]))  # Serializable, but outside the partition it read
     commit_write(plan, files)
     assert _table_rows(table_path) == [(1, 10), (1, 16), (2, 20), (2, 21)]
+
+
+def test_spark_write_of_unknown_outcome_keeps_its_files_through_abort(spark: Any, table_path: str) -> None:
+    """Through Spark: the driver-side commit lands version 1 but cannot know it (the fault
+    store of every process loses the answer and fails the read-back); Spark then calls
+    ``abort()`` in another worker, which cannot read the log either: the files stay."""
+    _partitioned_table(table_path)
+    df = spark.createDataFrame([(1, 5)], "p long, x long")
+    with pytest.raises(Exception, match="WriteOutcomeUnknownError"):
+        df.write.format("deltalog").mode("append").option(
+            "logStore", f"{__name__}._LandsThenUnreadable"
+        ).save(table_path)
+    assert DeltaLog.for_table(table_path).update().version == 1
+    assert _table_rows(table_path) == [(1, 5), (1, 10), (2, 20)]
