@@ -20,7 +20,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from deltalog.contrib.spark import writes
-from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError, WriteOutcomeUnknownError
+from deltalog.contrib.spark.errors import (
+    InvalidWriteOptionError,
+    ReplaceWhereMismatchError,
+    UnknownWriteOptionError,
+    WriteOutcomeUnknownError,
+)
 from deltalog.contrib.spark.files import write_batches
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.writes import WritePlan, commit_write, plan_write
@@ -437,3 +442,99 @@ def test_spark_dynamic_partition_overwrite_and_an_unknown_option(spark: Any, tab
     with pytest.raises(Exception, match=r"UnknownWriteOptionError.*mergeschemaa"):
         df.write.format("deltalog").mode("append").option("mergeSchemaa", "true").save(table_path)
     assert DeltaLog.for_table(table_path).update().version == 1
+
+
+# -- 8. replaceWhere on data columns ------------------------------------------------------------
+
+
+def test_replace_where_on_a_data_column_keeps_the_other_rows_of_touched_files(table_path: str) -> None:
+    _write(table_path, _rows([1, 1, 2, 3], [10, 15, 20, 5]), partitionBy="p")
+    plan = _plan(table_path, overwrite=True, replaceWhere="x >= 15")
+    commit_write(plan, _task_files(plan, _rows([1, 2], [16, 25])))
+    # (1, 10) shared a file with the replaced (1, 15): kept; p=3 was not touched
+    assert _table_rows(table_path) == [(1, 10), (1, 16), (2, 25), (3, 5)]
+    snapshot = DeltaLog.for_table(table_path).update()
+    assert {f.partition_values["p"] for f in snapshot.files if f.path.startswith("p=3/")} == {"3"}
+    info = _commit_infos(table_path)[-1]
+    assert info["operationParameters"]["predicate"] == "x >= 15" and info["readVersion"] == 0
+    metrics = info["operationMetrics"]
+    assert metrics["numDeletedRows"] == "2" and metrics["numCopiedRows"] == "1"
+
+
+def test_replace_where_on_a_data_column_refuses_rows_outside_it(table_path: str) -> None:
+    _write(table_path, _rows([1, 2], [10, 20]), partitionBy="p")
+    plan = _plan(table_path, overwrite=True, replaceWhere="x >= 15 AND p = 2")
+    with pytest.raises(ReplaceWhereMismatchError, match="DELTA_REPLACE_WHERE_MISMATCH"):
+        _task_files(plan, _rows([2, 2], [30, 3]))
+    assert _data_files(table_path) == {f.path for f in DeltaLog.for_table(table_path).update().files}
+    assert _table_rows(table_path) == [(1, 10), (2, 20)]
+    with pytest.raises(InvalidWriteOptionError, match="not a column"):
+        _plan(table_path, overwrite=True, replaceWhere="nope > 1")
+
+
+def test_replace_where_on_a_data_column_conflicts_and_cleans_up_its_rewrites(table_path: str) -> None:
+    _write(table_path, _rows([1, 1], [10, 15]), partitionBy="p")
+    plan = _plan(table_path, overwrite=True, replaceWhere="x >= 15")
+    files = _task_files(plan, _rows([1], [16]))
+    _write(table_path, _rows([1], [17]))  # Serializable: the rewrite read the whole table
+    with pytest.raises(ConcurrentAppendError):
+        commit_write(plan, files)
+    assert _table_rows(table_path) == [(1, 10), (1, 15), (1, 17)]
+    assert _data_files(table_path) == {f.path for f in DeltaLog.for_table(table_path).update().files}
+
+
+def test_a_micro_batch_commits_on_the_latest_snapshot_unless_its_layout_changed(table_path: str) -> None:
+    """Streaming: each batch is its own transaction at the batch's commit (Delta's sink);
+    files written against the query's planned metadata cannot land under another schema."""
+    from deltalog.contrib.spark.writes import StreamingInfo
+
+    _partitioned_table(table_path)
+    plan = plan_write(WriteOptions.parse({"path": table_path, "queryId": "q"}, False), _schema_json(), streaming=True)
+    _set_properties(table_path, **{"delta.logRetentionDuration": "interval 60 days"})  # not the layout
+    assert commit_write(plan, _task_files(plan, _rows([1], [11])), StreamingInfo("q", 0, "Append")) == 2
+    string_x = {
+        "type": "struct",
+        "fields": [LONG_SCHEMA["fields"][0], {"name": "x", "type": "string", "nullable": True, "metadata": {}}],
+    }
+    other = _plan(table_path, overwrite=True, schema=string_x, overwriteSchema="true")
+    commit_write(other, _task_files(other, pa.table({"p": pa.array([1], pa.int64()), "x": ["a"]})))
+    files = _task_files(plan, _rows([1], [12]))
+    with pytest.raises(MetadataChangedError):
+        commit_write(plan, files, StreamingInfo("q", 1, "Append"))
+    assert DeltaLog.for_table(table_path).update().version == 3
+    assert not any(os.path.exists(os.path.join(table_path, parse_line(f).path)) for f in files)  # type: ignore[union-attr]
+
+
+def test_replace_where_on_data_columns_reads_only_the_partitions_its_terms_select(table_path: str) -> None:
+    from deltalog.contrib.spark.replace_where import partition_filters
+
+    _write(table_path, _rows([1, 1, 2], [10, 15, 20]), partitionBy="p")
+    metadata = DeltaLog.for_table(table_path).update().metadata
+    assert partition_filters("x >= 15 AND p = 1 AND (p IN (1, 2)) AND 3 > p AND p IS NOT NULL", metadata) == [
+        ("p", "=", 1),
+        ("p", "in", [1, 2]),
+        ("p", "<", 3),
+        ("p", "!=", None),
+    ]
+    # terms of other shapes (OR, a string literal for a long column, functions) do not prune
+    assert partition_filters("p = 1 OR x > 2", metadata) == []
+    assert partition_filters("p = '1' AND abs(p) = 1", metadata) == []
+    plan = _plan(table_path, overwrite=True, replaceWhere="x >= 15 AND p = 1")
+    files = _task_files(plan, _rows([1], [16]))
+    _write(table_path, _rows([2], [21]))  # Serializable, but outside the partition it read
+    commit_write(plan, files)
+    assert _table_rows(table_path) == [(1, 10), (1, 16), (2, 20), (2, 21)]
+
+
+def test_spark_write_of_unknown_outcome_keeps_its_files_through_abort(spark: Any, table_path: str) -> None:
+    """Through Spark: the driver-side commit lands version 1 but cannot know it (the fault
+    store of every process loses the answer and fails the read-back); Spark then calls
+    ``abort()`` in another worker, which cannot read the log either: the files stay."""
+    _partitioned_table(table_path)
+    df = spark.createDataFrame([(1, 5)], "p long, x long")
+    with pytest.raises(Exception, match="WriteOutcomeUnknownError"):
+        df.write.format("deltalog").mode("append").option(
+            "logStore", f"{__name__}._LandsThenUnreadable"
+        ).save(table_path)
+    assert DeltaLog.for_table(table_path).update().version == 1
+    assert _table_rows(table_path) == [(1, 5), (1, 10), (2, 20)]

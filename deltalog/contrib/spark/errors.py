@@ -11,6 +11,7 @@ __all__ = [
     "DeltaSparkError",
     "InvalidWriteOptionError",
     "MergeCardinalityError",
+    "ReplaceWhereMismatchError",
     "SchemaMismatchError",
     "TableAlreadyExistsError",
     "UnknownWriteOptionError",
@@ -30,6 +31,22 @@ class InvalidWriteOptionError(DeltaSparkError, ValueError):
 class UnknownWriteOptionError(InvalidWriteOptionError):
     """A write was given an option deltalog does not know (not a write option, table
     property or storage option); it is refused by name instead of being ignored."""
+
+
+class ReplaceWhereMismatchError(DeltaSparkError, ValueError):
+    """Rows written with ``replaceWhere`` do not all satisfy it (Delta's
+    ``DELTA_REPLACE_WHERE_MISMATCH``); nothing was committed."""
+
+    def __init__(self, predicate: str, violations: int, values: dict[str, object]) -> None:
+        shown = ", ".join(f"{k}={v!r}" for k, v in values.items())
+        super().__init__(
+            f"DELTA_REPLACE_WHERE_MISMATCH: written data does not conform to the partial table overwrite "
+            f"condition {predicate!r}: {violations} row(s) do not satisfy it (false or NULL), the first has "
+            f"{shown}. Filter the DataFrame by the same predicate; nothing was committed."
+        )
+        self.predicate = predicate
+        self.violations = violations
+        self.values = values
 
 
 class SchemaMismatchError(DeltaSparkError, ValueError):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +66,8 @@ class WriteSpec:
     prefix: str = "part"
     #: Constraints each task checks on its rows before writing them (data-source writes).
     constraints: tuple[Constraint, ...] = ()
+    #: A ``replaceWhere`` on data columns every written row must satisfy.
+    replace_where: str | None = None
 
 
 @dataclass
@@ -271,6 +273,17 @@ class _TaskWriter:
         delete_files(self.spec, self.done)
 
 
+def _both(first: Callable[[Any], None] | None, second: Callable[[Any], None]) -> Callable[[Any], None]:
+    if first is None:
+        return second
+
+    def check(table: Any) -> None:
+        first(table)
+        second(table)
+
+    return check
+
+
 def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table], task_id: int) -> list[str]:
     """Write ``batches`` as the files of one task; returns the action lines (add/cdc).
 
@@ -279,6 +292,10 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
     from deltalog.contrib.spark.constraints import task_checker
 
     check = task_checker(spec.constraints)
+    if spec.replace_where is not None:
+        from deltalog.contrib.spark.replace_where import row_checker
+
+        check = _both(check, row_checker(spec.replace_where))
     writer = _TaskWriter(spec, task_id)
     try:
         for batch in batches:

@@ -43,6 +43,7 @@ from deltalog.contrib.spark.errors import (
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.predicates import parse_partition_predicate
+from deltalog.contrib.spark.replace_where import names_data_columns, rewrite_outside
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.txn.actions import (
     Action,
@@ -86,6 +87,9 @@ class WritePlan:
     #: An overwrite that replaces only the partitions the tasks write (Delta's dynamic
     #: partition overwrite).
     dynamic_partition_overwrite: bool = False
+    #: ``replaceWhere`` names data columns: the rows it selects are replaced, the other rows
+    #: of the files holding them are kept (:mod:`~deltalog.contrib.spark.replace_where`).
+    replace_where_on_data: bool = False
 
 
 def _spark_schema_dict(schema_json: str) -> dict[str, Any]:
@@ -247,17 +251,12 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
                 if changed:
                     log.info("ignoring table properties %s on a write to an existing table", sorted(changed))
         metadata = new_metadata or current
-    if opts.replace_where:
-        filters = parse_partition_predicate(opts.replace_where)
-        part_lower = {c.lower() for c in metadata.partition_columns}
-        bad = [c for c, _, _ in filters if c.lower() not in part_lower]
-        if bad:
-            raise InvalidWriteOptionError(
-                f"replaceWhere may only use partition columns {list(metadata.partition_columns)}; it uses {bad}"
-            )
+    on_data = bool(opts.replace_where) and names_data_columns(opts.replace_where or "", metadata)
     dynamic = not streaming and _dynamic_partition_overwrite(opts, metadata)
     constraints = () if skip else plan_constraints(metadata, delta_log.table_uri)
     spec = _spec_for(opts, delta_log.table_uri, store_spec, metadata, constraints)
+    if on_data:
+        spec = replace(spec, replace_where=opts.replace_where)
     return WritePlan(
         options=opts,
         spec=spec,
@@ -267,6 +266,7 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
         read_metadata=read_metadata,
         data_schema=data_schema_json,
         dynamic_partition_overwrite=dynamic,
+        replace_where_on_data=on_data,
     )
 
 
@@ -332,8 +332,8 @@ def commit_write(plan: WritePlan, action_lines: Sequence[str], streaming: Stream
     if prepared is None:
         delete_files(plan.spec, action_lines)
         return None
-    txn, actions, operation = prepared
-    version = commit_files(txn, actions, operation, plan.spec, action_lines)
+    txn, actions, operation, rewritten = prepared
+    version = commit_files(txn, actions, operation, plan.spec, [*action_lines, *rewritten])
     log.info("committed version %d to %s (%s)", version, txn.delta_log.table_uri, operation.name)
     return version
 
@@ -351,7 +351,8 @@ def commit_files(txn: Any, actions: Sequence[Action], operation: Any, spec: Writ
         if commit_certainly_failed(exc):
             delete_files(spec, lines)
             raise
-        num_files = sum(1 for line in lines if line.startswith(('{"add"', '{"cdc"')))
+        adds, cdcs = _file_actions(lines)
+        num_files = len(adds) + len(cdcs)
         log.error(
             "the commit to %s (txnId %s) has an unknown outcome; keeping its %d written files",
             txn.delta_log.table_uri,
@@ -401,9 +402,11 @@ def _open_transaction(delta_log: Any, plan: WritePlan) -> Any:
 
 def _prepare_commit(
     plan: WritePlan, action_lines: Sequence[str], streaming: StreamingInfo | None
-) -> tuple[Any, list[Action], Any] | None:
-    """The transaction, its actions and operation; None when there is nothing to commit.
-    Raises before anything is written to the log when the write cannot commit."""
+) -> tuple[Any, list[Action], Any, list[str]] | None:
+    """The transaction, its actions, its operation and the action lines of the files it
+    rewrote (a ``replaceWhere`` on data columns); None when there is nothing to commit.
+    Raises before anything is written to the log when the write cannot commit (having
+    deleted any file it rewrote)."""
     from deltalog.txn.operations import StreamingUpdate, Write
 
     opts = plan.options
@@ -431,15 +434,24 @@ def _prepare_commit(
             txn.update_metadata(plan.new_metadata)
     else:
         _stream_metadata(txn, plan)
-    removed = _read_and_remove(plan, txn, adds, streaming)
+    _declare_constraints_checked(plan, txn, delta_log.table_uri)
+    rewritten: list[str] = []
+    rewrite_metrics: dict[str, str] = {}
+    if streaming is None and opts.overwrite and plan.replace_where_on_data:
+        # last: it writes files (and deletes them itself when it fails)
+        removed, rewritten, rewrite_metrics = rewrite_outside(txn, opts.replace_where or "", plan.spec)
+    else:
+        removed = _read_and_remove(plan, txn, adds, streaming)
+    copies, _ = _file_actions(rewritten)
     actions.extend(f.remove(now, data_change=opts.data_change) for f in removed)
     actions.extend(adds)
+    actions.extend(copies)
     actions.extend(cdcs)
     if not actions and plan.new_metadata is None:
         log.info("nothing to commit to %s", delta_log.table_uri)
         return None
     partition_by = list(plan.spec.partition_columns) if opts.partition_by is not None else None
-    metrics = _write_metrics(adds, cdcs, removed)
+    metrics = {**_write_metrics([*adds, *copies], cdcs, removed), **rewrite_metrics}
     operation: Any
     if streaming is not None:
         operation = StreamingUpdate(
@@ -455,8 +467,7 @@ def _prepare_commit(
             predicate=predicate,
             user_metrics=metrics,
         )
-    _declare_constraints_checked(plan, txn, delta_log.table_uri)
-    return txn, actions, operation
+    return txn, actions, operation, rewritten
 
 
 def _read_and_remove(

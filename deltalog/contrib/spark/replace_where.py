@@ -1,0 +1,192 @@
+"""``replaceWhere`` on data columns (Delta 2.x+), inside the write's transaction.
+
+Delta's ``WriteIntoDelta`` runs a DELETE of the predicate's rows in the write's own
+transaction and checks every written row against the predicate as a constraint
+(``DELTA_REPLACE_WHERE_MISMATCH``). Here:
+
+- the write tasks check each row (:func:`row_checker`, the CHECK-constraint evaluator of
+  :mod:`deltalog.txn.constraints`): a row for which the predicate is false or NULL fails the
+  task, nothing is committed;
+- the commit reads the files of the transaction's read snapshot that the predicate's
+  partition terms select (recorded as read, so the conflict checker sees them), and each
+  file holding rows that match is removed and its other rows written again
+  (:func:`rewrite_outside`), as DELETE does.
+
+The predicate is Spark SQL in the subset the constraint evaluator supports
+(:mod:`deltalog.txn.constraint_sql`); anything else is refused before a file is written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.contrib.spark.errors import InvalidWriteOptionError, ReplaceWhereMismatchError
+from deltalog.contrib.spark.files import WriteSpec, delete_files, write_batches
+from deltalog.contrib.spark.predicates import parse_partition_predicate
+from deltalog.txn.actions import AddFile, Metadata
+from deltalog.txn.constraints import CompiledConstraint, Constraint, ConstraintViolationError, compile_constraints
+
+__all__ = ["names_data_columns", "partition_filters", "rewrite_outside", "row_checker"]
+
+
+def _compiled(predicate: str) -> CompiledConstraint:
+    return compile_constraints([Constraint("replaceWhere", predicate, "check")])[0]
+
+
+def names_data_columns(predicate: str, metadata: Metadata) -> bool:
+    """False for a partition predicate (Delta's classic replaceWhere: files selected by their
+    partition values); True when it names data columns. Raises
+    :class:`InvalidWriteOptionError` when it cannot be used."""
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.constraint_sql import UnsupportedConstraintError, column_paths
+
+    partitions = {c.lower() for c in metadata.partition_columns}
+    try:
+        filters = parse_partition_predicate(predicate)
+    except DeltaAnalysisError:
+        filters = None
+    if filters is not None and all(c.lower() in partitions for c, _, _ in filters):
+        return False
+    try:
+        compiled = _compiled(predicate)
+    except (UnsupportedConstraintError, ValueError) as exc:
+        raise InvalidWriteOptionError(
+            f"replaceWhere {predicate!r} cannot be evaluated: {exc}. Use a partition predicate, or a predicate "
+            "on columns in deltalog's SQL subset (comparisons, AND/OR/NOT, IN, BETWEEN, LIKE, IS NULL)"
+        ) from None
+    columns = {f["name"].lower() for f in json.loads(metadata.schema_string)["fields"]}
+    missing = sorted({".".join(p) for p in column_paths(compiled.expr) if p[0].lower() not in columns})
+    if missing:
+        raise InvalidWriteOptionError(
+            f"replaceWhere {predicate!r} uses {', '.join(missing)}, which is not a column of the table "
+            f"(columns: {', '.join(f['name'] for f in json.loads(metadata.schema_string)['fields'])})"
+        )
+    if metadata.configuration.get("delta.enableChangeDataFeed", "").strip().lower() == "true":
+        raise InvalidWriteOptionError(
+            f"replaceWhere on data columns ({predicate!r}) is not supported on a table with the change data feed "
+            "enabled (deltalog would not record the replaced rows as change data); use a partition predicate, "
+            "or DeltaTable.delete followed by an append"
+        )
+    return True
+
+
+_KINDS = {
+    "string": ("string",),
+    "boolean": ("bool",),
+    "date": ("date",),
+    **{t: ("int", "float") for t in ("byte", "short", "integer", "long", "float", "double")},
+}
+_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def partition_filters(predicate: str, metadata: Metadata) -> list[tuple[str, str, Any]]:
+    """The top-level ``AND`` terms of ``predicate`` that only test a partition column
+    against literals of its type (``=``, ``!=``, ``<``..., ``IN``, ``IS [NOT] NULL``), as the
+    engine's partition filters: a file outside them holds no row the predicate selects, so
+    only the other files are read. Terms of other shapes are left to the row evaluation."""
+    from deltalog.txn.constraint_sql import Binary, Column, InList, Literal, Unary
+    from deltalog.txn.partition_filters import partition_column_types
+
+    column_types = partition_column_types(metadata.schema_string, metadata.partition_columns)
+    types = {c.lower(): (c, t) for c, t in column_types.items()}
+    out: list[tuple[str, str, Any]] = []
+
+    def partition(e: Any) -> tuple[str, tuple[str, ...]] | None:
+        if isinstance(e, Column) and len(e.path) == 1 and e.path[0].lower() in types:
+            name, type_name = types[e.path[0].lower()]
+            return name, _KINDS.get(type_name, ())
+        return None
+
+    def literal(e: Any, kinds: tuple[str, ...]) -> bool:
+        return isinstance(e, Literal) and e.kind in kinds
+
+    def walk(e: Any) -> None:
+        if isinstance(e, Binary) and e.op == "and":
+            walk(e.left)
+            walk(e.right)
+        elif isinstance(e, Binary) and e.op in _FLIP:
+            left: Any = e.left
+            right: Any = e.right
+            op = e.op
+            if partition(left) is None:
+                left, right, op = right, left, _FLIP[op]
+            found = partition(left)
+            if found is not None and literal(right, found[1]):
+                out.append((found[0], op, right.value))
+        elif isinstance(e, InList) and (found := partition(e.operand)) is not None:
+            items: tuple[Any, ...] = e.items
+            if all(literal(item, found[1]) for item in items):
+                out.append((found[0], "not in" if e.negated else "in", [item.value for item in items]))
+        elif isinstance(e, Unary) and e.op in ("is_null", "is_not_null") and (found := partition(e.operand)):
+            out.append((found[0], "=" if e.op == "is_null" else "!=", None))
+
+    walk(_compiled(predicate).expr)
+    return out
+
+
+def row_checker(predicate: str) -> Callable[[pa.Table], None]:
+    """The check a write task runs on its rows: each must satisfy ``predicate``."""
+    compiled = [_compiled(predicate)]
+
+    def check(table: pa.Table) -> None:
+        from deltalog.txn.constraints import check_constraints
+
+        try:
+            check_constraints(table, compiled)
+        except ConstraintViolationError as exc:
+            raise ReplaceWhereMismatchError(predicate, exc.violations, exc.values) from None
+
+    return check
+
+
+def rewrite_outside(txn: Any, predicate: str, spec: WriteSpec) -> tuple[list[AddFile], list[str], dict[str, str]]:
+    """The DELETE half: read the files of the transaction's snapshot the predicate's
+    partition terms select (:func:`partition_filters`; recorded as read), remove those
+    holding rows that match ``predicate`` and write their other rows again. Returns the
+    removed files, the action lines of the rewritten files and the metrics."""
+    files: list[AddFile] = txn.filter_files(partition_filters(predicate, txn.metadata) if txn.table_exists else None)
+    if not files:
+        return [], [], {}
+    from deltalog.contrib.spark.dataframes import logical_struct
+    from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_file
+    from deltalog.contrib.spark.source import _arrow_schema
+
+    snapshot = txn.snapshot
+    metadata = snapshot.metadata
+    read_spec = ReadSpec(
+        store=txn.delta_log.store.spec(),
+        table_uri=txn.delta_log.table_uri,
+        schema_json=metadata.schema_string,
+        partition_columns=tuple(metadata.partition_columns),
+        column_mapping_mode=snapshot.properties.column_mapping_mode,
+        output_schema=_arrow_schema(logical_struct(metadata.schema_string)),
+    )
+    compiled = _compiled(predicate)
+    rewrite_spec = replace(spec, replace_where=None)
+    removed: list[AddFile] = []
+    lines: list[str] = []
+    deleted = copied = 0
+    try:
+        for f in files:
+            dv = None if f.deletion_vector is None else f.deletion_vector.to_dict()
+            table = read_file(read_spec, txn.delta_log.store, FileToRead(f.path, f.partition_values, f.size, dv))
+            matched = pc.fill_null(compiled.evaluate(table), False)
+            hits = int(pc.sum(matched.cast("int64")).as_py() or 0)
+            if hits == 0:
+                continue
+            removed.append(f)
+            kept = table.filter(pc.invert(matched))
+            deleted += hits
+            copied += kept.num_rows
+            if kept.num_rows:
+                lines.extend(write_batches(rewrite_spec, [kept], 0))
+    except BaseException:
+        delete_files(rewrite_spec, lines)
+        raise
+    return removed, lines, {"numDeletedRows": str(deleted), "numCopiedRows": str(copied)}
