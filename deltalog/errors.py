@@ -25,8 +25,11 @@ if TYPE_CHECKING:
         DeltaSparkError,
         InvalidWriteOptionError,
         MergeCardinalityError,
+        ReplaceWhereMismatchError,
         SchemaMismatchError,
         TableAlreadyExistsError,
+        UnknownWriteOptionError,
+        WriteOutcomeUnknownError,
     )
     from deltalog.logstores.errors import (
         AmbiguousWriteError,
@@ -147,6 +150,9 @@ _HOMES: dict[str, str] = {
     "VacuumRetentionError": "deltalog.txn.vacuum",
     # PySpark integration (no pyspark import)
     "DeltaSparkError": "deltalog.contrib.spark.errors",
+    "WriteOutcomeUnknownError": "deltalog.contrib.spark.errors",
+    "UnknownWriteOptionError": "deltalog.contrib.spark.errors",
+    "ReplaceWhereMismatchError": "deltalog.contrib.spark.errors",
     "DeltaAnalysisError": "deltalog.contrib.spark.errors",
     "InvalidWriteOptionError": "deltalog.contrib.spark.errors",
     "MergeCardinalityError": "deltalog.contrib.spark.errors",
@@ -200,6 +206,7 @@ __all__ = [
     "NonContiguousVersionsError",
     "OptimizeError",
     "ProtocolChangedError",
+    "ReplaceWhereMismatchError",
     "RestoreMissingFilesError",
     "SchemaMismatchError",
     "TableAlreadyExistsError",
@@ -209,12 +216,14 @@ __all__ = [
     "UncheckableConstraintsError",
     "UnknownCheckError",
     "UnknownLogStoreError",
+    "UnknownWriteOptionError",
     "UnrecoverableClaimError",
     "UnsafeCommitLockError",
     "UnsupportedConstraintError",
     "UnsupportedFeatureError",
     "VacuumRetentionError",
     "VersionNotFoundError",
+    "WriteOutcomeUnknownError",
 ]
 
 
