@@ -202,3 +202,44 @@ def test_merge_refuses_several_source_rows_for_one_target_row(spark, table_path)
     feed = spark.read.format("deltalog").option("readChangeFeed", "true")
     changes = feed.option("startingVersion", 1).load(table_path)
     assert [(r.id, r._change_type) for r in changes.collect()] == [(1, "delete")]  # one change row, not two
+
+
+def test_not_null_constraints_follow_deltas_invariants():
+    """Without Spark: which fields are NOT NULL constraints, and how a violation reads."""
+    import pyarrow as pa
+
+    from deltalog.txn.actions import Metadata
+    from deltalog.txn.constraints import NotNullConstraintViolationError, check_constraints, not_null_constraints
+
+    def field(name, type_, nullable=True):
+        return {"name": name, "type": type_, "nullable": nullable, "metadata": {}}
+
+    inner = {"type": "struct", "fields": [field("k", "string", False)]}
+    schema = {
+        "type": "struct",
+        "fields": [
+            field("id", "long", False),
+            field("a.b", inner),  # a name holding a dot
+            field("list", {"type": "array", "elementType": inner, "containsNull": False}, False),
+            field("free", "string"),
+        ],
+    }
+    metadata = Metadata(id="t", schema_string=json.dumps(schema))
+    constraints = not_null_constraints(metadata)
+    # fields inside arrays and maps are not checked (Delta's filterRecursively(checkComplexTypes=false))
+    assert [c.column for c in constraints] == ["id", "`a.b`.k", "list"]
+    struct = pa.struct([pa.field("k", pa.string())])
+    rows = pa.table(
+        {
+            "id": [1, 2, 3],
+            "a.b": pa.array([{"k": "x"}, None, {"k": "z"}], struct),  # a NULL parent: its NOT NULL field is NULL
+            "list": pa.array([[], [{"k": None}], []], pa.list_(struct)),
+        }
+    )
+    with pytest.raises(NotNullConstraintViolationError) as info:
+        check_constraints(rows, constraints)
+    assert info.value.column == "`a.b`.k" and info.value.violations == 1
+    assert str(info.value).startswith("NOT NULL constraint violated for column: `a.b`.k.\n")
+    check_constraints(rows.filter(pa.array([True, False, True])), constraints)
+    with pytest.raises(NotNullConstraintViolationError, match="column: id"):
+        check_constraints(rows.drop_columns(["id"]), constraints)  # a missing column is NULL
