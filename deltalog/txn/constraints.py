@@ -54,6 +54,8 @@ NOT_NULL = "NOT NULL"
 #: The first words of :class:`NotNullConstraintViolationError` (Delta's
 #: ``DELTA_NOT_NULL_CONSTRAINT_VIOLATED`` message).
 NOT_NULL_MESSAGE = "NOT NULL constraint violated for column: "
+#: ... and its last words.
+NOT_NULL_END = "give the column a value in every row, or leave those rows out."
 
 
 @dataclass(frozen=True)
@@ -166,8 +168,7 @@ class NotNullConstraintViolationError(ConstraintViolationError):
         counted = f" ({violations} of {total} row(s) are NULL)" if violations is not None else ""
         Exception.__init__(
             self,
-            f"{NOT_NULL_MESSAGE}{column}.\nNothing was written{counted}: give the column a value in every "
-            "row, or leave those rows out.",
+            f"{NOT_NULL_MESSAGE}{column}.\nNothing was written{counted}: {NOT_NULL_END}",
         )
 
 

@@ -69,6 +69,7 @@ def test_not_null_is_enforced_on_every_write_path(spark, table_path, tmp_path):
         if isinstance(info.value, ConstraintViolationError):  # the table API: a typed error
             assert isinstance(info.value, NotNullConstraintViolationError)
             assert info.value.column == column
+            assert str(info.value).startswith(f"{NOT_NULL}{column}.\n") and "Traceback" not in str(info.value)
         assert _version(table_path) == before
         assert _parquet_files(table_path) == _referenced(table_path)  # the failed write's files are gone
 

@@ -126,7 +126,8 @@ def raise_task_violation(error: BaseException) -> None:
     message = text[at + len(_MARKER) :]
     if message.startswith(NOT_NULL_MESSAGE):
         column = message[len(NOT_NULL_MESSAGE) :].split(".\n", 1)[0]
-        message = message.split("\n\n")[0].split("\n  File ")[0]
+        end = message.find(core.NOT_NULL_END)
+        message = message[: end + len(core.NOT_NULL_END)] if end >= 0 else message.split("\n\n")[0]
         raise NotNullConstraintViolationError(message.strip(), column) from error
     end = message.find("drop the constraint from the table.")
     message = message[: end + len("drop the constraint from the table.")] if end >= 0 else message.split("\n\n")[0]
