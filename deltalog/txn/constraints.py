@@ -9,6 +9,12 @@ transaction engine cannot see the rows, so it refuses a commit that adds data fi
 - ``CHECK`` constraints: table properties ``delta.constraints.<name> = <SQL expression>``.
 - Invariants: a field's metadata ``delta.invariants`` holds
   ``{"expression": {"expression": "<SQL expression>"}}`` (nested fields by their path).
+- NOT NULL columns: fields with ``"nullable": false`` (:func:`not_null_constraints`), nested
+  struct fields too, as Delta's ``Invariants.getFromSchema`` (not inside arrays or maps). A
+  nested one is read as ``parent.field``, NULL when the parent is NULL, so it also requires
+  its parents to be non-NULL (Delta's ``Constraints.NotNull``). They are schema, not
+  properties: :func:`table_constraints` does not list them, and the engine's
+  "constraints checked" guard covers only what it lists.
 
 Writers evaluate them on their Arrow data before writing files with
 :func:`check_constraints` (the SQL subset and its semantics are in
@@ -36,11 +42,20 @@ __all__ = [
     "CompiledConstraint",
     "Constraint",
     "ConstraintViolationError",
+    "NotNullConstraintViolationError",
     "UnsupportedConstraintError",
     "check_constraints",
     "compile_constraints",
+    "not_null_constraints",
     "table_constraints",
 ]
+
+NOT_NULL = "NOT NULL"
+#: The first words of :class:`NotNullConstraintViolationError` (Delta's
+#: ``DELTA_NOT_NULL_CONSTRAINT_VIOLATED`` message).
+NOT_NULL_MESSAGE = "NOT NULL constraint violated for column: "
+#: ... and its last words.
+NOT_NULL_END = "give the column a value in every row, or leave those rows out."
 
 
 @dataclass(frozen=True)
@@ -49,7 +64,7 @@ class Constraint:
 
     name: str
     expression: str
-    kind: str  # "check" or "invariant"
+    kind: str  # "check", "invariant" or "not_null"
     column: str | None = None
 
 
@@ -85,6 +100,38 @@ def table_constraints(metadata: Metadata) -> list[Constraint]:
     return found
 
 
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def not_null_constraints(metadata: Metadata) -> list[Constraint]:
+    """A ``NOT NULL`` constraint (``<column> IS NOT NULL``) for every non-nullable field of
+    the table's schema, nested struct fields by their dotted path (as Delta's
+    ``Invariants.getFromSchema``: fields inside arrays and maps are not checked)."""
+    try:
+        schema = json.loads(metadata.schema_string)
+    except ValueError:
+        return []
+    return [
+        Constraint(NOT_NULL, ".".join(_quoted(p) for p in parts) + " IS NOT NULL", "not_null", _display(parts))
+        for parts, f in _field_paths(schema, ())
+        if f.get("nullable", True) is False
+    ]
+
+
+def _display(parts: tuple[str, ...]) -> str:
+    """A column path as Spark prints one (``a.b``; a name holding a dot is quoted)."""
+    return ".".join(_quoted(p) if "." in p or "`" in p else p for p in parts)
+
+
+def _field_paths(data_type: Any, parents: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
+    if isinstance(data_type, dict) and data_type.get("type") == "struct":
+        for f in data_type.get("fields") or []:
+            parts = (*parents, str(f.get("name")))
+            yield parts, f
+            yield from _field_paths(f.get("type"), parts)
+
+
 class ConstraintViolationError(DeltaError, ValueError):
     """Rows break a CHECK constraint or a column invariant; nothing should be written."""
 
@@ -102,6 +149,26 @@ class ConstraintViolationError(DeltaError, ValueError):
             f"{what} {name} ({constraint.expression}) violated by {violations} of {total} row(s) "
             f"(false or NULL); the first, row {row_index}, has values:\n{shown}\n"
             "Nothing was written for these rows: fix the data, or drop the constraint from the table."
+        )
+
+
+class NotNullConstraintViolationError(ConstraintViolationError):
+    """Rows to be written hold NULL in a NOT NULL column (Delta's
+    ``DELTA_NOT_NULL_CONSTRAINT_VIOLATED``); ``column`` names it (``parent.field`` when
+    nested). Nothing should be written."""
+
+    error_class = "DELTA_NOT_NULL_CONSTRAINT_VIOLATED"
+
+    def __init__(self, column: str, violations: int | None = None, total: int | None = None) -> None:
+        self.column = column
+        self.constraint = Constraint(NOT_NULL, f"{column} IS NOT NULL", "not_null", column)
+        self.violations = violations  # type: ignore[assignment]
+        self.row_index = -1
+        self.values = {column: None}
+        counted = f" ({violations} of {total} row(s) are NULL)" if violations is not None else ""
+        Exception.__init__(
+            self,
+            f"{NOT_NULL_MESSAGE}{column}.\nNothing was written{counted}: {NOT_NULL_END}",
         )
 
 
@@ -180,5 +247,7 @@ def check_constraints(
             continue
         bad = pc.invert(ok)
         count = int(pc.sum(bad.cast("int64")).as_py() or 0)
+        if cc.constraint.kind == "not_null":
+            raise NotNullConstraintViolationError(cc.constraint.column or cc.constraint.name, count, total)
         first = int(pc.index(bad, True).as_py())
         raise ConstraintViolationError(cc.constraint, count, total, first, _row_values(data, cc.columns, first))

@@ -1,4 +1,4 @@
-"""CHECK constraints and column invariants for the Spark writers.
+"""CHECK constraints, column invariants and NOT NULL columns for the Spark writers.
 
 The transaction engine refuses a commit that adds data to a table with constraints unless
 the writer evaluated them (:meth:`OptimisticTransaction.mark_constraints_checked`).
@@ -17,6 +17,12 @@ the writer evaluated them (:meth:`OptimisticTransaction.mark_constraints_checked
 
 A row satisfies a constraint when its expression is ``true``; ``false`` and ``NULL`` are
 violations, as in Delta.
+
+NOT NULL columns (non-nullable fields of the table's schema, nested struct fields too:
+:func:`deltalog.txn.constraints.not_null_constraints`) are checked by the same task check
+on every write path, always with the pyarrow evaluator; a violation raises
+:class:`NotNullConstraintViolationError` naming the column, with Delta's message
+("NOT NULL constraint violated for column: <name>.").
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaSparkError
 from deltalog.txn import constraints as core
-from deltalog.txn.constraints import Constraint, table_constraints
+from deltalog.txn.constraints import NOT_NULL_MESSAGE, Constraint, not_null_constraints, table_constraints
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -35,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConstraintViolationError",
+    "NotNullConstraintViolationError",
     "UncheckableConstraintsError",
     "check_dataframe",
     "plan_constraints",
@@ -58,30 +65,42 @@ class ConstraintViolationError(core.ConstraintViolationError, DeltaSparkError):
         Exception.__init__(self, message)
 
 
+class NotNullConstraintViolationError(ConstraintViolationError, core.NotNullConstraintViolationError):
+    """Rows to be written hold NULL in a NOT NULL column (``column`` names it); nothing was
+    committed."""
+
+    def __init__(self, message: str, column: str) -> None:
+        super().__init__(message, core.Constraint(core.NOT_NULL, f"{column} IS NOT NULL", "not_null", column))
+        self.column = column
+        self.values = {column: None}
+
+
 class UncheckableConstraintsError(DeltaSparkError):
     """The table's constraints changed during the write, or cannot be evaluated here."""
 
 
 def plan_constraints(metadata: Metadata, where: str, *, spark_fallback: bool = False) -> tuple[Constraint, ...]:
-    """The constraints the write tasks check (empty: none, or checked with Spark SQL).
+    """The constraints the write tasks check: the table's CHECK constraints and invariants
+    (none when they are checked with Spark SQL instead), then its NOT NULL columns.
 
     Parses every constraint now, so an expression outside the evaluator's SQL subset is
     refused before anything is written, unless ``spark_fallback`` (the table API, which
-    then checks with :func:`check_dataframe`)."""
+    then checks the CHECK constraints and invariants with :func:`check_dataframe`)."""
+    not_null = tuple(not_null_constraints(metadata))
     constraints = tuple(table_constraints(metadata))
     if not constraints:
-        return ()
+        return not_null
     try:
         core.compile_constraints(constraints)
     except core.UnsupportedConstraintError as exc:
         if spark_fallback:
-            return ()
+            return not_null
         raise UncheckableConstraintsError(
             f"the table at {where} has a constraint the deltalog data source cannot evaluate ({exc}); "
             "nothing was written. Write through the table API (DeltaTable.merge(...).whenNotMatchedInsertAll(), "
             "which checks constraints with Spark SQL), or drop or rewrite the constraint."
         ) from None
-    return constraints
+    return constraints + not_null
 
 
 def task_checker(constraints: Sequence[Constraint]) -> Callable[[Any], None] | None:
@@ -98,12 +117,18 @@ def task_checker(constraints: Sequence[Constraint]) -> Callable[[Any], None] | N
 
 def raise_task_violation(error: BaseException) -> None:
     """Re-raise a Spark job failure caused by a task's constraint check as
-    :class:`ConstraintViolationError` (Spark wraps task errors in its own types)."""
+    :class:`ConstraintViolationError` (:class:`NotNullConstraintViolationError` for a NOT NULL
+    column; Spark wraps task errors in its own types)."""
     text = str(error)
     at = text.find(_MARKER)
     if at < 0 or "deltalog" not in text:
         return
     message = text[at + len(_MARKER) :]
+    if message.startswith(NOT_NULL_MESSAGE):
+        column = message[len(NOT_NULL_MESSAGE) :].split(".\n", 1)[0]
+        end = message.find(core.NOT_NULL_END)
+        message = message[: end + len(core.NOT_NULL_END)] if end >= 0 else message.split("\n\n")[0]
+        raise NotNullConstraintViolationError(message.strip(), column) from error
     end = message.find("drop the constraint from the table.")
     message = message[: end + len("drop the constraint from the table.")] if end >= 0 else message.split("\n\n")[0]
     raise ConstraintViolationError(message.strip()) from error

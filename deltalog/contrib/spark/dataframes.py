@@ -20,10 +20,18 @@ from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_file
 from deltalog.txn.actions import AddFile
 
 if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["FILE_COLUMN", "ROW_INDEX_COLUMN", "files_dataframe", "logical_struct", "write_dataframe"]
+__all__ = [
+    "FILE_COLUMN",
+    "ROW_INDEX_COLUMN",
+    "files_dataframe",
+    "logical_struct",
+    "nullable_type",
+    "write_dataframe",
+]
 
 FILE_COLUMN = "__deltalog_file"
 ROW_INDEX_COLUMN = "__deltalog_row_index"
@@ -35,6 +43,17 @@ def logical_struct(schema_string: str) -> StructType:
     from deltalog.contrib.spark.source import _logical_schema
 
     return StructType.fromJson(_logical_schema(json.loads(schema_string)))
+
+
+def nullable_type(data_type: Any) -> Any:
+    """``data_type`` with every nested field nullable: what the rows to be written are cast
+    to (Spark cannot cast to a NOT NULL field; the write tasks check NOT NULL columns)."""
+    from pyspark.sql.types import _parse_datatype_json_value
+
+    from deltalog.contrib.spark.schemas import as_nullable
+
+    value = data_type.jsonValue()
+    return _parse_datatype_json_value(as_nullable(value)) if isinstance(value, dict) else data_type
 
 
 def files_dataframe(
@@ -117,8 +136,25 @@ def _read_with_positions(spec: ReadSpec, store: Any, item: FileToRead) -> pa.Tab
     return table.append_column(ROW_INDEX_COLUMN, positions)
 
 
+class _Lines:
+    """Accumulates the action lines of the tasks that finished (``AccumulatorParam``)."""
+
+    def zero(self, value: list[str]) -> list[str]:
+        return []
+
+    def addInPlace(self, value1: list[str], value2: list[str]) -> list[str]:
+        value1.extend(value2)
+        return value1
+
+
 def write_dataframe(df: DataFrame, spec: WriteSpec) -> list[str]:
-    """Write ``df``'s rows as files of the table; the add/cdc action lines, collected."""
+    """Write ``df``'s rows as files of the table; the add/cdc action lines, collected.
+
+    When the job fails, the files of its tasks are deleted (a failed task deletes its own;
+    the ones that finished report theirs through an accumulator) and the error propagates."""
+    from deltalog.contrib.spark.files import delete_files
+
+    finished: Accumulator[list[str]] = df.sparkSession.sparkContext.accumulator([], _Lines())  # type: ignore[arg-type]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -126,6 +162,7 @@ def write_dataframe(df: DataFrame, spec: WriteSpec) -> list[str]:
         ctx = TaskContext.get()
         task = ctx.partitionId() if ctx is not None else 0
         lines = write_batches(spec, batches, task)
+        finished.add(lines)
         yield pa.RecordBatch.from_pydict({"action": lines}, schema=pa.schema([("action", pa.string())]))
 
     try:
@@ -133,6 +170,7 @@ def write_dataframe(df: DataFrame, spec: WriteSpec) -> list[str]:
     except Exception as exc:
         from deltalog.contrib.spark.constraints import raise_task_violation
 
+        delete_files(spec, list(finished.value))
         raise_task_violation(exc)  # a task's constraint check failed: a typed error
         raise
     return [r["action"] for r in rows]

@@ -70,7 +70,6 @@ def _logical_column(arr: pa.ChunkedArray | pa.Array, delta_type: Any, target: pa
         out_chunks = []
         for chunk in chunks:
             children = []
-            names = []
             for i, f in enumerate(delta_type["fields"]):
                 physical = (f.get("metadata") or {}).get(_PHYS, f["name"]) if mode != "none" else f["name"]
                 target_field = target.field(i)
@@ -79,9 +78,9 @@ def _logical_column(arr: pa.ChunkedArray | pa.Array, delta_type: Any, target: pa
                 except (KeyError, pa.ArrowInvalid):
                     child = pa.nulls(len(chunk), target_field.type)
                 children.append(_logical_column(child, f["type"], target_field.type, mode))
-                names.append(target_field.name)
             mask = chunk.is_null() if chunk.null_count else None
-            out_chunks.append(pa.StructArray.from_arrays(children, names=names, mask=mask))
+            # the target's fields, so a NOT NULL nested field keeps its nullability
+            out_chunks.append(pa.StructArray.from_arrays(children, fields=list(target), mask=mask))
         return pa.chunked_array(out_chunks, type=target) if isinstance(arr, pa.ChunkedArray) else out_chunks[0]
     if arr.type != target:
         return arr.cast(target, safe=False)

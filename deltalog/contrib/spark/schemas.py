@@ -107,15 +107,16 @@ def _merge_struct(table: dict[str, Any], new: dict[str, Any], where: str) -> dic
         path = f"{where}.{name}" if where else name
         i = index.get(name.lower())
         if i is None:
-            fields.append({**copy.deepcopy(f), "nullable": True})
+            fields.append({**copy.deepcopy(f), "nullable": True, "type": _walk_nullable(f["type"])})
         else:
             fields[i] = {**fields[i], "type": _merge_type(fields[i]["type"], f["type"], path)}
     return {**table, "fields": fields}
 
 
 def merge_schemas(table: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """The table schema with the data's new columns added (``mergeSchema``)."""
-    return as_nullable(_merge_struct(table, new, ""))
+    """The table schema with the data's new columns added, nullable (``mergeSchema``); the
+    table's columns keep their nullability, NOT NULL ones too (Delta's ``mergeSchemas``)."""
+    return _merge_struct(table, new, "")
 
 
 def check_write_compatible(table: dict[str, Any], data: dict[str, Any]) -> None:

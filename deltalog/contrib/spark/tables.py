@@ -16,7 +16,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
-from deltalog.contrib.spark.dataframes import FILE_COLUMN, ROW_INDEX_COLUMN, files_dataframe, write_dataframe
+from deltalog.contrib.spark.dataframes import (
+    FILE_COLUMN,
+    ROW_INDEX_COLUMN,
+    files_dataframe,
+    nullable_type,
+    write_dataframe,
+)
 from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN
 from deltalog.contrib.spark.options import WriteOptions
@@ -274,15 +280,17 @@ class DeltaTable:
 
     def _checked_spec(self, txn: Any, df: DataFrame) -> Any:
         """The write spec for the rows of ``df``, with the table's constraints checked: by
-        the write tasks (pyarrow evaluator), or here with Spark SQL for a constraint outside
-        the evaluator's subset; the transaction is told they were checked."""
+        the write tasks (pyarrow evaluator; NOT NULL columns always), or here with Spark SQL
+        for a constraint outside the evaluator's subset; the transaction is told they were
+        checked."""
         from deltalog.contrib.spark.constraints import check_dataframe, plan_constraints
         from deltalog.txn.constraints import table_constraints
 
         metadata = txn.metadata
         constraints = plan_constraints(metadata, self._log.table_uri, spark_fallback=True)
-        if table_constraints(metadata):
-            if not constraints:
+        checks = table_constraints(metadata)
+        if checks:
+            if not set(checks) <= set(constraints):
                 check_dataframe(df, metadata)
             txn.mark_constraints_checked()
         return self._write_spec(txn.snapshot, constraints=constraints)
@@ -394,7 +402,7 @@ class DeltaTable:
             (F.when(matched, assignments[c]).otherwise(F.col(c)) if c in assignments else F.col(c)).alias(c)
             for c in data_cols
         ]
-        schema_types = {f.name: f.dataType for f in rows.schema.fields}
+        schema_types = {f.name: nullable_type(f.dataType) for f in rows.schema.fields}
         new_values = [v.cast(schema_types[c]).alias(c) for v, c in zip(new_values, data_cols)]
         counts = rows.groupBy(matched.alias("m")).count().collect()
         updated = sum(r["count"] for r in counts if r["m"])

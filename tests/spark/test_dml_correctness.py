@@ -1,0 +1,246 @@
+"""NOT NULL columns on every write path, and MERGE's row semantics (insert-only MERGE is an
+anti-join; several source rows matching one target row are refused), as in Delta Spark."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.spark.helpers import commits, delta_rs_rows
+
+NOT_NULL = "NOT NULL constraint violated for column: "
+
+
+def _version(path: str) -> int:
+    return len(commits(path)) - 1
+
+
+def _parquet_files(path: str) -> set[str]:
+    found = set()
+    for root, _, names in os.walk(path):
+        if "_delta_log" in root:
+            continue
+        found.update(os.path.relpath(os.path.join(root, n), path) for n in names if n.endswith(".parquet"))
+    return found
+
+
+def _referenced(path: str) -> set[str]:
+    from deltalog.txn.actions import decode_path
+    from deltalog.txn.delta_log import DeltaLog
+
+    return {decode_path(f.path) for f in DeltaLog.for_table(path).update().files}
+
+
+def _not_null_table(spark, path: str):
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from deltalog.contrib.spark import DeltaTable
+
+    info = StructType([StructField("k", StringType(), False), StructField("v", LongType(), True)])
+    return (
+        DeltaTable.create(spark)
+        .location(path)
+        .addColumn("id", "long", nullable=False)
+        .addColumn("name", "string", nullable=False)
+        .addColumn("info", info)  # nullable struct with a NOT NULL field
+        .execute()
+    )
+
+
+SCHEMA = "id long, name string, info struct<k: string, v: long>"
+
+
+def test_not_null_is_enforced_on_every_write_path(spark, table_path, tmp_path):
+    from deltalog.txn.constraints import ConstraintViolationError, NotNullConstraintViolationError
+
+    table = _not_null_table(spark, table_path)
+    fields = {f["name"]: f for f in json.loads(commits(table_path)[0][-1]["metaData"]["schemaString"])["fields"]}
+    assert fields["id"]["nullable"] is False and fields["info"]["nullable"] is True
+    good = spark.createDataFrame([(1, "a", ("x", 1)), (2, "b", ("y", None))], SCHEMA)
+    good.write.format("deltalog").mode("append").save(table_path)
+    assert _version(table_path) == 1
+
+    def refused(column: str, write) -> None:
+        before = _version(table_path)
+        with pytest.raises(Exception, match=NOT_NULL + column.replace(".", r"\.")) as info:
+            write()
+        if isinstance(info.value, ConstraintViolationError):  # the table API: a typed error
+            assert isinstance(info.value, NotNullConstraintViolationError)
+            assert info.value.column == column
+            assert str(info.value).startswith(f"{NOT_NULL}{column}.\n") and "Traceback" not in str(info.value)
+        assert _version(table_path) == before
+        assert _parquet_files(table_path) == _referenced(table_path)  # the failed write's files are gone
+
+    # data-source append and overwrite: the NULL may sit in any task
+    bad_id = spark.createDataFrame([(i, "n", ("n", i)) for i in range(3, 9)] + [(None, "z", ("z", 0))], SCHEMA)
+    refused("id", lambda: bad_id.repartition(2).write.format("deltalog").mode("append").save(table_path))
+    bad_nested = spark.createDataFrame([(3, "c", (None, 3))], SCHEMA)
+    refused("info.k", lambda: bad_nested.write.format("deltalog").mode("overwrite").save(table_path))
+    # the table API: UPDATE, MERGE update and insert clauses
+    refused("name", lambda: table.update("id = 1", {"name": "null"}))
+    src = spark.createDataFrame([(1, None, None), (7, "g", None)], SCHEMA)
+    refused(
+        "name",
+        lambda: (
+            table.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"name": "s.name"}).execute()
+        ),
+    )
+    src_insert = spark.createDataFrame([(8, None, None)], SCHEMA)
+    refused(
+        "name", lambda: table.alias("t").merge(src_insert.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
+    )
+    refused(
+        "name",
+        lambda: (
+            table.alias("t")
+            .merge(src_insert.alias("s"), "t.id = s.id")
+            .whenMatchedDelete()
+            .whenNotMatchedInsertAll()
+            .execute()
+        ),
+    )
+
+    # a streaming micro-batch
+    source_dir = tmp_path / "stream-in"
+    source_dir.mkdir()
+    (source_dir / "0.json").write_text('{"id": 5, "name": "e", "info": {"k": "e"}}\n{"id": 6, "info": {"k": "f"}}\n')
+    before = _version(table_path)
+    q = (
+        spark.readStream.schema(SCHEMA)
+        .json(str(source_dir))
+        .writeStream.format("deltalog")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start(table_path)
+    )
+    with pytest.raises(Exception, match=NOT_NULL + "name"):
+        q.awaitTermination(120)
+    assert _version(table_path) == before
+    assert _parquet_files(table_path) == _referenced(table_path)
+
+    # rows that satisfy every NOT NULL column still go in, on each path
+    table.update("id = 1", {"name": "'a2'"})
+    good_src = spark.createDataFrame([(2, "b2", ("y", 2)), (9, "i", ("i", None))], SCHEMA)
+    merge = table.alias("t").merge(good_src.alias("s"), "t.id = s.id")
+    merge.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    spark.createDataFrame([(10, "j", ("z", None))], SCHEMA).write.format("deltalog").mode("append").save(table_path)
+    got = delta_rs_rows(table_path, ["id"])
+    assert got.id.tolist() == [1, 2, 9, 10] and got.name.tolist() == ["a2", "b2", "i", "j"]
+    assert [r.id for r in table.toDF().orderBy("id").collect()] == [1, 2, 9, 10]
+
+
+def test_a_null_struct_with_a_not_null_field_is_a_violation(spark, table_path):
+    """Delta's NotNull(top.k) extracts ``top.k``, NULL when ``top`` is NULL: refused too."""
+    from deltalog.txn.constraints import NotNullConstraintViolationError
+
+    table = _not_null_table(spark, table_path)
+    src = spark.createDataFrame([(1, "a", ("a", 1))], SCHEMA)
+    table.alias("t").merge(src.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
+    with pytest.raises(NotNullConstraintViolationError, match=NOT_NULL + r"info\.k"):
+        table.update("id = 1", {"info": "cast(null as struct<k: string, v: long>)"})
+    assert _version(table_path) == 1
+
+
+def test_merge_schema_keeps_not_null_columns(spark, table_path):
+    _not_null_table(spark, table_path)
+    wider = spark.createDataFrame([(1, "a", ("a", 1), 1.5)], SCHEMA + ", extra double")
+    wider.write.format("deltalog").mode("append").option("mergeSchema", "true").save(table_path)
+    schema = json.loads(next(a for a in commits(table_path)[-1] if "metaData" in a)["metaData"]["schemaString"])
+    nullable = {f["name"]: f["nullable"] for f in schema["fields"]}
+    assert nullable == {"id": False, "name": False, "info": True, "extra": True}
+    with pytest.raises(Exception, match=NOT_NULL + "id"):
+        spark.createDataFrame([(None, "b", ("b", 2), 2.5)], SCHEMA + ", extra double").write.format("deltalog").mode(
+            "append"
+        ).save(table_path)
+
+
+def test_insert_only_merge_inserts_unmatched_rows_and_rewrites_nothing(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    two_rows = spark.createDataFrame([(1, "a"), (2, "b")], "id long, v string").coalesce(1)
+    two_rows.write.format("deltalog").mode("append").save(table_path)
+    files_before = _referenced(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    # two source rows match target row 1; two unmatched rows, one of them kept out by the clause condition
+    src = spark.createDataFrame([(1, "x"), (1, "y"), (3, "c"), (4, "skip")], "id long, v string")
+    table.alias("t").merge(src.alias("s"), "t.id = s.id").whenNotMatchedInsertAll(condition="s.v <> 'skip'").execute()
+    got = delta_rs_rows(table_path, ["id"])
+    assert got.id.tolist() == [1, 2, 3] and got.v.tolist() == ["a", "b", "c"]
+    last = commits(table_path)[-1]
+    assert not any("remove" in a for a in last)  # no target file rewritten
+    assert files_before <= _referenced(table_path)
+    info = next(a["commitInfo"] for a in last if "commitInfo" in a)
+    assert info["operation"] == "MERGE"
+    assert info["isBlindAppend"] is False  # it read the target
+    metrics = info["operationMetrics"]
+    assert metrics["numSourceRows"] == "4"
+    assert metrics["numTargetRowsInserted"] == "1"
+    assert metrics["numTargetRowsUpdated"] == metrics["numTargetRowsDeleted"] == "0"
+    assert metrics["numTargetRowsCopied"] == "0"
+    assert metrics["numTargetFilesRemoved"] == "0"
+    assert metrics["numOutputRows"] == "1"
+
+
+def test_merge_refuses_several_source_rows_for_one_target_row(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import MergeCardinalityError
+
+    two_rows = spark.createDataFrame([(1, "a"), (2, "b")], "id long, v string").coalesce(1)
+    two_rows.write.format("deltalog").mode("append").option("delta.enableChangeDataFeed", "true").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    src = spark.createDataFrame([(1, "x"), (1, "y"), (3, "c")], "id long, v string")
+    with pytest.raises(MergeCardinalityError, match="multiple source rows matched") as info:
+        table.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    assert info.value.error_class == "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
+    assert _version(table_path) == 0
+    # one unconditional delete is not ambiguous (Delta allows it): the row goes once
+    table.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedDelete().execute()
+    assert delta_rs_rows(table_path, ["id"]).id.tolist() == [2]
+    metrics = next(a["commitInfo"] for a in commits(table_path)[-1] if "commitInfo" in a)["operationMetrics"]
+    assert metrics["numTargetRowsDeleted"] == "1"
+    feed = spark.read.format("deltalog").option("readChangeFeed", "true")
+    changes = feed.option("startingVersion", 1).load(table_path)
+    assert [(r.id, r._change_type) for r in changes.collect()] == [(1, "delete")]  # one change row, not two
+
+
+def test_not_null_constraints_follow_deltas_invariants():
+    """Without Spark: which fields are NOT NULL constraints, and how a violation reads."""
+    import pyarrow as pa
+
+    from deltalog.txn.actions import Metadata
+    from deltalog.txn.constraints import NotNullConstraintViolationError, check_constraints, not_null_constraints
+
+    def field(name, type_, nullable=True):
+        return {"name": name, "type": type_, "nullable": nullable, "metadata": {}}
+
+    inner = {"type": "struct", "fields": [field("k", "string", False)]}
+    schema = {
+        "type": "struct",
+        "fields": [
+            field("id", "long", False),
+            field("a.b", inner),  # a name holding a dot
+            field("list", {"type": "array", "elementType": inner, "containsNull": False}, False),
+            field("free", "string"),
+        ],
+    }
+    metadata = Metadata(id="t", schema_string=json.dumps(schema))
+    constraints = not_null_constraints(metadata)
+    # fields inside arrays and maps are not checked (Delta's filterRecursively(checkComplexTypes=false))
+    assert [c.column for c in constraints] == ["id", "`a.b`.k", "list"]
+    struct = pa.struct([pa.field("k", pa.string())])
+    rows = pa.table(
+        {
+            "id": [1, 2, 3],
+            "a.b": pa.array([{"k": "x"}, None, {"k": "z"}], struct),  # a NULL parent: its NOT NULL field is NULL
+            "list": pa.array([[], [{"k": None}], []], pa.list_(struct)),
+        }
+    )
+    with pytest.raises(NotNullConstraintViolationError) as info:
+        check_constraints(rows, constraints)
+    assert info.value.column == "`a.b`.k" and info.value.violations == 1
+    assert str(info.value).startswith("NOT NULL constraint violated for column: `a.b`.k.\n")
+    check_constraints(rows.filter(pa.array([True, False, True])), constraints)
+    with pytest.raises(NotNullConstraintViolationError, match="column: id"):
+        check_constraints(rows.drop_columns(["id"]), constraints)  # a missing column is NULL
