@@ -60,7 +60,10 @@ if TYPE_CHECKING:
         TransactionAlreadyCommittedError,
     )
     from deltalog.txn.constraint_sql import UnsupportedConstraintError
-    from deltalog.txn.constraints import ConstraintViolationError
+    from deltalog.txn.constraints import (
+        ConstraintViolationError,
+        NotNullConstraintViolationError,
+    )
     from deltalog.txn.errors import (
         CorruptLogError,
         DeltaLogError,
@@ -115,6 +118,7 @@ _HOMES: dict[str, str] = {
     "InvalidPropertyError": "deltalog.txn.properties",
     "InvalidPartitionFilterError": "deltalog.txn.partition_filters",
     "ConstraintViolationError": "deltalog.txn.constraints",
+    "NotNullConstraintViolationError": "deltalog.txn.constraints",
     "UnsupportedConstraintError": "deltalog.txn.constraint_sql",
     # transactions: invalid transactions and commit conflicts
     "InvalidTransactionError": "deltalog.txn.commit_errors",
@@ -204,6 +208,7 @@ __all__ = [
     "MissingDependencyError",
     "MissingMetadataError",
     "NonContiguousVersionsError",
+    "NotNullConstraintViolationError",
     "OptimizeError",
     "ProtocolChangedError",
     "ReplaceWhereMismatchError",
