@@ -58,7 +58,11 @@ def checkpoint_due(dlog: DeltaLog, snapshot: Snapshot, interval: int) -> bool:
     if checkpoint_lag(snapshot).behind < interval:
         return False
     hint = read_last_checkpoint(dlog.store, dlog.log_uri)
-    return hint is None or not (0 <= snapshot.version - hint.version < interval)
+    if hint is None or snapshot.version - hint.version >= interval:
+        return True
+    if hint.version <= snapshot.version:
+        snapshot.checkpoint_version = hint.version  # another writer's: no need to read it again
+    return False
 
 
 def warn_if_checkpoints_behind(dlog: DeltaLog, snapshot: Snapshot, interval: int) -> None:
