@@ -57,7 +57,11 @@ def checkpoint_due(dlog: DeltaLog, snapshot: Snapshot, interval: int) -> bool:
         return True
     if checkpoint_lag(snapshot).behind < interval:
         return False
-    hint = read_last_checkpoint(dlog.store, dlog.log_uri)
+    try:
+        hint = read_last_checkpoint(dlog.store, dlog.log_uri)
+    except Exception:  # after a commit nothing may raise: try the checkpoint instead
+        log.debug("cannot read _last_checkpoint of %s", dlog.table_uri, exc_info=True)
+        return True
     if hint is None or snapshot.version - hint.version >= interval:
         return True
     if hint.version <= snapshot.version:
