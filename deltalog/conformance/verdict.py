@@ -38,7 +38,7 @@ TOPICS: dict[str, str] = {
 
 #: What an "unsafe" failure of a check means for a table.
 CONSEQUENCES: dict[str, str] = {
-    "list_past_one_page": "the engine would miss or double-count commits and data files in long directories",
+    "list_past_one_page": "the engine would miss, repeat or misorder commits and data files in long directories",
     "list_from_ordering": "the engine would read commits out of order",
     "list_from_start": "the engine would miss the commit it lists from",
     "read_after_write_listing": "a writer would not see the commit it just made",

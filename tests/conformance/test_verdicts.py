@@ -159,7 +159,7 @@ def test_a_store_that_paginates_wrongly_is_unsafe(store_class: type[MemoryLogSto
     assert phrase in failed["list_past_one_page"] and "one page (1,000 keys)" in failed["list_past_one_page"]
     verdict = report.verdict
     assert verdict.level is VerdictLevel.UNSAFE
-    assert "miss or double-count commits" in verdict.reasons[0]
+    assert "miss, repeat or misorder commits" in verdict.reasons[0]
     _agree(report)
 
 
