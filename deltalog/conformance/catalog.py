@@ -8,6 +8,7 @@ from deltalog.conformance.check import Check
 from deltalog.conformance.checks import (
     contention,
     datafs,
+    engine,
     housekeeping,
     listing,
     names,
@@ -31,6 +32,7 @@ CHECKS: tuple[Check, ...] = (
     *names.CHECKS,
     *housekeeping.CHECKS,
     *datafs.CHECKS,
+    *engine.CHECKS,
     *spec.CHECKS,
 )
 

@@ -1,4 +1,5 @@
-"""The capability report: one row per check, and a summary line."""
+"""The capability report: one row per check, a summary line, and the verdict
+(:mod:`deltalog.conformance.verdict`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.conformance.result import CheckResult, Outcome
+from deltalog.conformance.verdict import Verdict, judge
 
 __all__ = ["Report"]
 
@@ -37,6 +39,14 @@ class Report:
     @property
     def needs_commit_lock(self) -> bool:
         return self.store.get("mutual_exclusion") == "NONE"
+
+    @property
+    def verdict(self) -> Verdict:
+        """safe / safe with configuration / unsafe, and why."""
+        from deltalog.conformance.catalog import check_names
+
+        complete = set(check_names()) <= {result.check for result in self.results}
+        return judge(self.store, self.results, complete)
 
     def summary(self) -> str:
         passed = self.count(Outcome.PASSED)
@@ -75,7 +85,7 @@ class Report:
                 f"{result.check:<{name_width}}  {result.outcome.value:<{result_width}}  {wrapped[0]}"
             )
             lines.extend(indent + more for more in wrapped[1:])
-        lines += ["", self.summary()]
+        lines += ["", self.summary(), "", self.verdict.text()]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,6 +94,7 @@ class Report:
             "base_uri": self.base_uri,
             "ok": self.ok,
             "summary": self.summary(),
+            "verdict": self.verdict.to_dict(),
             "counts": {outcome.value: self.count(outcome) for outcome in Outcome},
             "results": [result.to_dict() for result in self.results],
         }

@@ -57,8 +57,16 @@ def checkpoint_due(dlog: DeltaLog, snapshot: Snapshot, interval: int) -> bool:
         return True
     if checkpoint_lag(snapshot).behind < interval:
         return False
-    hint = read_last_checkpoint(dlog.store, dlog.log_uri)
-    return hint is None or not (0 <= snapshot.version - hint.version < interval)
+    try:
+        hint = read_last_checkpoint(dlog.store, dlog.log_uri)
+    except Exception:  # after a commit nothing may raise: try the checkpoint instead
+        log.debug("cannot read _last_checkpoint of %s", dlog.table_uri, exc_info=True)
+        return True
+    if hint is None or snapshot.version - hint.version >= interval:
+        return True
+    if hint.version <= snapshot.version:
+        snapshot.checkpoint_version = hint.version  # another writer's: no need to read it again
+    return False
 
 
 def warn_if_checkpoints_behind(dlog: DeltaLog, snapshot: Snapshot, interval: int) -> None:

@@ -497,6 +497,13 @@ def _load_if_overwriting_source(dlog: DeltaLog, snapshot: Snapshot, uris: Sequen
         snapshot.num_files  # noqa: B018 -- loads the file actions
 
 
+def _make_dir(fs: Any, path: str) -> None:
+    try:
+        fs.create_dir(path, recursive=True)
+    except OSError:
+        pass  # there already, or the filesystem has no directories
+
+
 class _PartWriter:
     """Writes one checkpoint file (a part, a sidecar).
 
@@ -515,6 +522,10 @@ class _PartWriter:
         self.use_temp = self.store.needs_temp_file_for(uri)
         directory, _, name = uri.rpartition("/")
         self.write_uri = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp" if self.use_temp else uri
+        if self.use_temp:
+            # a filesystem with real directories may not have this one yet: a store that
+            # keeps its log files elsewhere (a database) has no _delta_log on disk
+            _make_dir(self.fs, self.store.fs_path(directory))
         self.stream = self.fs.open_output_stream(self.store.fs_path(self.write_uri))
         self.writer = pq.ParquetWriter(
             self.stream,

@@ -187,3 +187,22 @@ def test_describe_prints_how_far_checkpoints_are_behind(tmp_path: Any) -> None:
     info = json.loads(deltalog("describe", table, "--json").stdout)
     assert info["checkpoint"] == {"version": 1, "commits_behind": 4}
     assert info["checkpoint_version"] == 1
+
+
+def test_a_checkpoint_another_writer_made_counts(caplog: pytest.LogCaptureFixture) -> None:
+    """Writer A's snapshot advances commit by commit and never saw B's checkpoint: A must
+    neither warn nor write a checkpoint of its own (it reads _last_checkpoint once)."""
+    store = MemoryLogStore()
+    table = f"memory://other-writer-{uuid.uuid4().hex[:12]}/t"
+    a = DeltaLog.for_table(table, logstore=store)
+    create(a, interval=3)
+    append(a, "a1")
+    append(a, "a2")
+    b = DeltaLog.for_table(table, logstore=store)
+    assert append(b, "b3") == 3  # B checkpoints version 3
+    with caplog.at_level(logging.WARNING, logger="deltalog"):
+        assert append(a, "a4") == 4  # A: 4 commits past its last known checkpoint (none)
+        assert append(a, "a5") == 5
+    assert checkpoint_files(store, table) == ["00000000000000000003.checkpoint.parquet"]
+    assert _behind_warnings(caplog.records) == []
+    assert a.update().checkpoint_version == 3

@@ -11,9 +11,11 @@ import pytest
 
 from deltalog.conformance import run_conformance
 from deltalog.conformance.result import Outcome
+from deltalog.conformance.verdict import VerdictLevel
 from deltalog.logstores.fsspec_store import FsspecLogStore
 from deltalog.logstores.s3 import S3PlainPutLogStore
 from tests.backends.conftest import Backend, subprocess_env
+from tests.servers.redis import RedisServer
 
 
 @pytest.mark.slow
@@ -23,7 +25,12 @@ def test_conformance_kit_passes(backend: Backend) -> None:
     not_applicable = [r.check for r in report.results if r.outcome is Outcome.NOT_APPLICABLE]
     # GCS against the emulator has no secret option to check; everything else runs.
     assert not_applicable == ([] if backend.secret else ["secrets_redacted"]), report.to_text()
-    assert len(report.results) >= 20
+    assert len(report.results) >= 28
+    assert report.verdict.level is VerdictLevel.SAFE, report.to_text()
+    assert report.to_dict()["verdict"]["reasons"] == [
+        "declares CONDITIONAL_WRITE with atomic visibility, and every operation deltalog performs on it passed; "
+        "no commit lock needed"
+    ]
 
 
 def test_conformance_kit_on_the_plain_put_store_reports_none(s3: Backend) -> None:
@@ -31,6 +38,17 @@ def test_conformance_kit_on_the_plain_put_store_reports_none(s3: Backend) -> Non
     assert report.ok, report.to_text()
     assert report.needs_commit_lock
     assert "needs a commit lock" in report.summary()
+    verdict = report.verdict
+    assert verdict.level is VerdictLevel.SAFE_WITH_CONFIGURATION
+    assert verdict.configuration is not None and "deltalog.commitLock=redis://" in verdict.configuration
+
+
+def test_the_plain_put_store_with_a_redis_lock_is_safe(s3: Backend, redis_server: RedisServer) -> None:
+    store = S3PlainPutLogStore(s3.options(**{"deltalog.commitLock": redis_server.url}))
+    report = run_conformance(store, f"{s3.root}/conformance", checks=["declared_semantics", "engine_commit"])
+    assert report.ok, report.to_text()
+    assert "with the redis commit lock" in report.results[1].detail
+    assert report.verdict.level is VerdictLevel.SAFE
 
 
 def test_conformance_kit_on_fsspec(tmp_path) -> None:
@@ -53,5 +71,7 @@ def test_cli_prints_the_capability_report(backend: Backend) -> None:
     out = result.stdout
     assert f"LogStore {backend.name} (CONDITIONAL_WRITE, atomic visibility, consistent listing)" in out
     assert "declared_semantics" in out and "list_from_start" in out and "All checks passed" in out
+    assert out.rstrip().endswith("(only some checks ran: the verdict covers those)")
+    assert "Verdict: SAFE" in out
     if backend.secret:
         assert backend.secret not in out + result.stderr

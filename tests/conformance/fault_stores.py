@@ -12,10 +12,18 @@ from typing import Any, ClassVar
 
 import pyarrow.fs as pafs
 
-from deltalog.logstores.base import FileStatus
+from deltalog.logstores.base import FileStatus, MutualExclusion, StoreSemantics
 from deltalog.logstores.memory import MemoryLogStore, _memory_fs
 
-__all__ = ["NO_MOVE_MESSAGE", "PAGE", "DroppingPagesStore", "NoRenameObjectStore", "RepeatingPagesStore"]
+__all__ = [
+    "NO_MOVE_MESSAGE",
+    "PAGE",
+    "DroppingPagesStore",
+    "NoRenameObjectStore",
+    "NoRenameVisibleStore",
+    "PartialWritesDeclaredStore",
+    "RepeatingPagesStore",
+]
 
 #: What pyarrow's AzureFileSystem answers on a Blob account without hierarchical namespace.
 NO_MOVE_MESSAGE = (
@@ -75,3 +83,18 @@ class RepeatingPagesStore(_PagedStore):
                 yield last
             yield from page
             last = page[-1] if page else None
+
+
+class NoRenameVisibleStore(MemoryLogStore):
+    """A store whose data filesystem shows a file while it is written (as local disk does,
+    ``atomic_file_writes`` false) and has no move/rename: checkpoints cannot be written
+    there, by temp file and rename or otherwise."""
+
+    def filesystem(self) -> pafs.FileSystem:
+        return pafs.PyFileSystem(_NoMoveHandler(_memory_fs()))
+
+
+class PartialWritesDeclaredStore(MemoryLogStore):
+    """Declares honestly that partial writes are visible."""
+
+    default_semantics = StoreSemantics(MutualExclusion.CONDITIONAL_WRITE, partial_write_visible=True)

@@ -1,8 +1,9 @@
-"""The data filesystem: Parquet files written beside the log are seen by the log."""
+"""The data filesystem: Parquet files written beside the log are seen by the log, read by
+range as Parquet readers do, and deleted as VACUUM does."""
 
 from __future__ import annotations
 
-from deltalog.conformance.check import Check, expect
+from deltalog.conformance.check import Check, expect, operation
 from deltalog.conformance.context import CheckContext
 from deltalog.logstores.base import arrow_threads_allowed
 
@@ -47,10 +48,130 @@ def data_filesystem(ctx: CheckContext) -> str:
     return f"{type(fs).__name__} writes Parquet that list_from and read_bytes see ({size} bytes)"
 
 
+
+
+ROW_GROUPS = 4
+ROWS_PER_GROUP = 2_000
+
+
+def _parquet_bytes(table: object, rows_per_group: int) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, row_group_size=rows_per_group)
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
+
+
+def data_file_ranged_reads(ctx: CheckContext) -> str:
+    """A data file written as the engine and Spark write one (one stream through the data
+    filesystem, into a partition directory), then read as Parquet readers read it: the
+    size, the footer from the end of the file, one row group and one column by range."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = ROW_GROUPS * ROWS_PER_GROUP
+    table = pa.table({"id": pa.array(range(rows), pa.int64()), "text": [f"row {i} ü" for i in range(rows)]})
+    data = _parquet_bytes(table, ROWS_PER_GROUP)
+    size = len(data)
+    uri = ctx.uri("p=a b", "part-00000-ranged.snappy.parquet")  # the file is remembered, not its directory
+    fs = ctx.store.filesystem()
+    path = ctx.store.fs_path(uri)
+    with operation(f"writing the data file {uri} ({size} bytes) through {type(fs).__name__}.open_output_stream"):
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        with fs.open_output_stream(path) as out:
+            half = size // 2
+            out.write(data[:half])  # in two writes, as a streaming writer does
+            out.write(data[half:])
+    with operation(f"getting the size of {uri}"):
+        info = fs.get_file_info(path)
+    expect(info.size == size, f"get_file_info says {info.size} bytes, {size} were written")
+    footer_len = int.from_bytes(data[-8:-4], "little")
+    with operation(f"opening {uri} for random access"):
+        handle = fs.open_input_file(path)
+    with handle:
+        reads = {
+            "the last 8 bytes (footer length and magic)": (size - 8, 8),
+            "the footer, read from the end": (size - 8 - footer_len, footer_len + 8),
+            "the first 4 bytes (magic)": (0, 4),
+            "a range in the middle": (size // 3, 1000),
+        }
+        for what, (offset, length) in reads.items():
+            with operation(f"reading {what} of {uri}: bytes {offset}..{offset + length - 1}"):
+                got = handle.read_at(length, offset)
+            want = data[offset : offset + length]
+            expect(
+                got == want,
+                f"reading {what} (bytes {offset}..{offset + length - 1} of {size}) returned "
+                f"{len(got)} bytes that differ from what was written",
+            )
+        with operation(f"reading past the end of {uri} (bytes {size - 4}..{size + 95})"):
+            tail = handle.read_at(100, size - 4)
+        expect(tail == data[-4:], f"a read running past the end returned {len(tail)} bytes, expected the last 4")
+    with operation(f"reading {uri} as Parquet: the footer, row group 2, the column 'text'"):
+        parquet = pq.ParquetFile(fs.open_input_file(path))
+        groups = parquet.metadata.num_row_groups
+        group = parquet.read_row_group(2, columns=["id"])
+        column = parquet.read(columns=["text"])
+    expect(groups == ROW_GROUPS, f"the footer read back names {groups} row groups, {ROW_GROUPS} were written")
+    first_id = group.column("id")[0].as_py() if group.num_rows else None
+    expect(
+        group.num_rows == ROWS_PER_GROUP and first_id == 2 * ROWS_PER_GROUP,
+        f"row group 2 read back {group.num_rows} rows from id {first_id}",
+    )
+    expect(column.column("text").equals(table.column("text")), "the column 'text' read back differently")
+    return (
+        f"a {size}-byte Parquet file in a partition directory: size, footer read from the end, "
+        f"reads past the end, row group 2 and one column read by range"
+    )
+
+
+def data_file_deletes(ctx: CheckContext) -> str:
+    """Deleting data files as VACUUM does: list the partition directory through the data
+    filesystem, delete files with ``delete_file``, and see them gone from both listings."""
+    import pyarrow.fs as pafs
+
+    fs = ctx.store.filesystem()
+    directory = ctx.directory("p=x%3Dy")
+    names = [f"part-{i:05d}.parquet" for i in range(3)]
+    for name in names:
+        with operation(f"writing the data file {directory}/{name}"):
+            fs.create_dir(ctx.store.fs_path(directory), recursive=True)
+            with fs.open_output_stream(ctx.store.fs_path(f"{directory}/{name}")) as out:
+                out.write(b"PAR1 not really PAR1")
+    selector = pafs.FileSelector(ctx.store.fs_path(directory), recursive=True, allow_not_found=True)
+    with operation(f"listing {directory} through the data filesystem (as VACUUM does)"):
+        seen = sorted(i.base_name for i in fs.get_file_info(selector) if i.type == pafs.FileType.File)
+    expect(seen == names, f"the data filesystem lists {seen} in {directory}, expected {names}")
+    for name in names[:2]:
+        with operation(f"deleting the data file {directory}/{name} (FileSystem.delete_file)"):
+            fs.delete_file(ctx.store.fs_path(f"{directory}/{name}"))
+    with operation(f"listing {directory} after the deletes"):
+        left = sorted(i.base_name for i in fs.get_file_info(selector) if i.type == pafs.FileType.File)
+        listed = ctx.list_dir(directory)
+    expect(left == names[2:], f"after deleting 2 of 3 files the data filesystem still lists {left}")
+    expect(listed == names[2:], f"after deleting 2 of 3 files list_from still lists {listed}")
+    with operation(f"getting the status of the deleted file {directory}/{names[0]}"):
+        kind = fs.get_file_info(ctx.store.fs_path(f"{directory}/{names[0]}")).type
+    expect(kind == pafs.FileType.NotFound, f"a deleted data file still has status {kind}")
+    return "data files listed and deleted through the data filesystem are gone from both listings"
+
+
 CHECKS = (
     Check(
         "data_filesystem",
         "filesystem()/fs_path write and read Parquet next to the log, and list_from sees it",
         data_filesystem,
+    ),
+    Check(
+        "data_file_ranged_reads",
+        "a data file streamed into a partition directory reads back by range: footer from the end, row groups",
+        data_file_ranged_reads,
+    ),
+    Check(
+        "data_file_deletes",
+        "data files listed and deleted through the data filesystem (as VACUUM does) are gone",
+        data_file_deletes,
     ),
 )

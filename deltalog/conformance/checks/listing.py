@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 import time
+from concurrent.futures import ThreadPoolExecutor
 
-from deltalog.conformance.check import Check, expect
+from deltalog.conformance.check import Check, expect, operation
 from deltalog.conformance.context import CheckContext
 from deltalog.conformance.result import CheckFailed, NotApplicable
 
-__all__ = ["CHECKS", "ORDERING_NAMES"]
+__all__ = ["CHECKS", "LONG_LISTING", "ORDERING_NAMES"]
 
 #: Names whose UTF-8 byte order differs from case-insensitive, natural and UTF-16 order.
 ORDERING_NAMES = [
@@ -122,6 +123,77 @@ def list_missing_directory(ctx: CheckContext) -> str:
     return "a missing directory lists empty (a sibling sharing its prefix does not leak in)"
 
 
+#: More names than one page of S3's ListObjectsV2, Azure's List Blobs or GCS's objects.list
+#: (1,000): a table's log or a partition directory is listed across pages.
+LONG_LISTING = 1_001
+WRITE_THREADS = 16
+
+
+def _counted(names: list[str]) -> tuple[list[str], list[str]]:
+    """(repeated names, in order of first repeat), (the same, deduplicated)."""
+    seen: set[str] = set()
+    repeated = []
+    for name in names:
+        if name in seen:
+            repeated.append(name)
+        seen.add(name)
+    return repeated, sorted(seen)
+
+
+def _judge_long_listing(what: str, names: list[str], expected: list[str]) -> None:
+    repeated, unique = _counted(names)
+    missing = sorted(set(expected) - set(unique))
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} missing (first {missing[0]!r})")
+    if repeated:
+        problems.append(f"{len(repeated)} repeated (first {repeated[0]!r})")
+    if problems:
+        raise CheckFailed(
+            f"{what} returned {len(names)} names for {len(expected)} files: {', '.join(problems)}; "
+            "a listing longer than one page (1,000 keys) loses or repeats keys at the page boundary, "
+            "so the engine would miss commits or data files"
+        )
+    if names != expected:
+        wrong = next(i for i, (a, b) in enumerate(zip(names, expected)) if a != b)
+        raise CheckFailed(f"{what} is out of order at position {wrong}: {names[wrong]!r}, expected {expected[wrong]!r}")
+
+
+def list_past_one_page(ctx: CheckContext) -> str:
+    import pyarrow.fs as pafs
+
+    directory = ctx.directory("long")
+    expected = [f"{i:020d}.json" for i in range(LONG_LISTING)]
+    started = time.monotonic()
+
+    def write(name: str) -> None:
+        with operation(f"writing {directory}/{name}"):
+            ctx.store.write(f"{directory}/{name}", [name], overwrite=True)  # one plain PUT each
+
+    with ThreadPoolExecutor(WRITE_THREADS) as pool:
+        list(pool.map(write, expected))
+    wrote = time.monotonic() - started
+    with operation(f"listing {directory} ({LONG_LISTING} files)"):
+        listed = [s.name for s in ctx.store.list_from(f"{directory}/{expected[0]}")]
+    _judge_long_listing("list_from", listed, expected)
+    start = expected[998]
+    with operation(f"listing {directory} from {start}"):
+        tail = [s.name for s in ctx.store.list_from(f"{directory}/{start}")]
+    _judge_long_listing(f"list_from({start!r})", tail, expected[998:])
+    fs = ctx.store.filesystem()
+    selector = pafs.FileSelector(ctx.store.fs_path(directory), recursive=True, allow_not_found=True)
+    with operation(f"listing {directory} through the data filesystem (as VACUUM does)"):
+        infos = fs.get_file_info(selector)
+    also = ""
+    if infos:  # (a store may keep its log files outside its data filesystem)
+        _judge_long_listing("the data filesystem's listing", sorted(i.base_name for i in infos), expected)
+        also = " and by the data filesystem"
+    return (
+        f"{LONG_LISTING} files (written in {wrote:.1f}s by {WRITE_THREADS} threads) listed once each, "
+        f"in order, by list_from, from a start past the first page{also}"
+    )
+
+
 CHECKS = (
     Check(
         "list_from_ordering",
@@ -140,5 +212,10 @@ CHECKS = (
         "list_missing_directory",
         "listing a directory that does not exist is empty, not an error",
         list_missing_directory,
+    ),
+    Check(
+        "list_past_one_page",
+        f"{LONG_LISTING} files (more than one 1,000-key page) are listed once each, in order",
+        list_past_one_page,
     ),
 )
