@@ -123,7 +123,8 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
         if name in spec.partition_columns:
             f = fields_by_name[name]
             type_name = f["type"] if isinstance(f["type"], str) else "string"
-            value = typed_partition_value(_lookup(item.partition_values, name), type_name)
+            key = (f.get("metadata") or {}).get(_PHYS, name) if spec.column_mapping_mode != "none" else name
+            value = typed_partition_value(_lookup(item.partition_values, key), type_name)
             arrays.append(pa.array([value] * num_rows, type=out_field.type))
         elif name in item.constants:
             arrays.append(pa.array([item.constants[name]] * num_rows, type=out_field.type))

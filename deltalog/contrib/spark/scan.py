@@ -134,16 +134,20 @@ def plan_files(
             partition_terms.append((part_lower[column.lower()], op, value))
         else:
             data_terms.append((column, op, value))
+    physical = physical_names or {}
+    # partitionValues are keyed by physical names under column mapping
     engine_filters: list[tuple[str, str, Any]] = []
     for column, op, value in partition_terms:
+        key = physical.get(column, column)
         if op == "isnull":
-            engine_filters.append((column, "=", None))
+            engine_filters.append((key, "=", None))
         elif op == "notnull":
-            engine_filters.append((column, "!=", None))
+            engine_filters.append((key, "!=", None))
         else:
-            engine_filters.append((column, op, list(value) if op == "in" else value))
-    predicate = PartitionPredicate(engine_filters, {c: column_types.get(c, "string") for c in partition_columns})
-    physical = physical_names or {}
+            engine_filters.append((key, op, list(value) if op == "in" else value))
+    predicate = PartitionPredicate(
+        engine_filters, {physical.get(c, c): column_types.get(c, "string") for c in partition_columns}
+    )
     selected: list[AddFile] = []
     for add in files:
         if engine_filters and not predicate.matches(add.partition_values):
