@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -48,8 +49,7 @@ from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partitio
 from deltalog.contrib.spark.predicates import parse_partition_predicate
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
-from deltalog.txn.actions import AddFile, DeletionVectorDescriptor
-from deltalog.txn.column_mapping import logical_partition_values
+from deltalog.txn.actions import DeletionVectorDescriptor
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -75,6 +75,7 @@ _HIVE_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date"})
 #: Delta's ``s3://`` URIs are read by Hadoop's S3A connector.
 _HADOOP_SCHEMES = {"s3": "s3a"}
 _URI_SAFE = "/-_.!~*'(),;:$&+=@"
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9/\-_.!~*'(),;:$&+=@]*\Z")
 _BLOCK_SIZE = 128 * 1024 * 1024
 PARTITION_FILE_KEY = "__deltalog_pfile"
 
@@ -149,12 +150,14 @@ def _hadoop_root(table_uri: str, fs_path: str) -> str:
 
 def _file_uri(root: str, path: str) -> str:
     """A data file as the URI Spark names it (``_metadata.file_path``)."""
+    if _PLAIN_PATH.match(path) and not path.startswith(("/", "file:")) and "://" not in path:
+        return f"{root}/{path}"
     if path.startswith(("file:", "/")):
         raw = unquote(path[5:] if path.startswith("file:") else path)
         return "file:" + quote(os.path.normpath("/" + raw.lstrip("/")), safe=_URI_SAFE)
     if "://" in path:
         scheme, _, rest = path.partition("://")
-        return f"{_HADOOP_SCHEMES.get(scheme, scheme)}://{rest}"
+        return f"{_HADOOP_SCHEMES.get(scheme, scheme)}://" + quote(unquote(rest), safe=_URI_SAFE)
     return root + "/" + quote(unquote(path), safe=_URI_SAFE)
 
 
@@ -177,13 +180,45 @@ def spark_can_reach(spark: SparkSession, table_uri: str) -> bool:
 # -- planning -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class NativeFile:
-    uri: str
-    size: int
-    modification_time: int
-    partition_values: Mapping[str, str | None]  # logical names
-    deletion_vector: DeletionVectorDescriptor | None
+@dataclass
+class FileList:
+    """The files of a native scan, column by column (cheap to build for 100k files)."""
+
+    paths: list[str]  # as in the log (URI-encoded, relative or absolute)
+    uris: list[str]  # as Spark names them
+    sizes: list[int]
+    modification_times: list[int]
+    #: logical partition column -> each file's value as in the log (None: null)
+    values: dict[str, list[str | None]]
+    #: index of a file -> its deletion vector
+    deletion_vectors: dict[int, DeletionVectorDescriptor]
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+def _file_list(files: Any, root: str, partition_keys: Mapping[str, str]) -> FileList:
+    """A :class:`FileList` from a snapshot's Arrow files table (``partition_keys``: logical
+    partition column -> its key in ``partitionValues``)."""
+    import pyarrow.compute as pc
+
+    paths = files.column("path").to_pylist()
+    pv = files.column("partitionValues")
+    values = {c: pc.map_lookup(pv, key, "first").to_pylist() for c, key in partition_keys.items()}
+    dvs: dict[int, DeletionVectorDescriptor] = {}
+    dv_column = files.column("deletionVector")
+    if dv_column.null_count < len(dv_column):
+        for i in pc.indices_nonzero(pc.is_valid(dv_column)).to_pylist():
+            raw = {k: v for k, v in dv_column[i].as_py().items() if v is not None}
+            dvs[i] = DeletionVectorDescriptor.from_dict(raw)
+    return FileList(
+        paths,
+        [_file_uri(root, p) for p in paths],
+        files.column("size").to_pylist(),
+        files.column("modificationTime").to_pylist(),
+        values,
+        dvs,
+    )
 
 
 def where_terms(where: str | None) -> list[Term]:
@@ -232,25 +267,27 @@ def _check_supported(snapshot: Any, schema: Mapping[str, Any]) -> None:
             raise NativeReadUnsupported(f"column {f['name']!r} collides with a column the native scan uses")
 
 
-def _is_hive_layout(
-    files: Sequence[AddFile], values: Sequence[Mapping[str, str | None]], partition_columns: Sequence[str],
-    types: Mapping[str, str], root: str, mode: str,
-) -> bool:
+def _is_hive_layout(files: FileList, partition_columns: Sequence[str], types: Mapping[str, str], root: str) -> bool:
     """Whether Spark's partition discovery gives exactly the log's values for ``files``."""
-    if not partition_columns or mode != "none":
+    if not partition_columns:
         return False
     if any(types.get(c, "").lower() not in _HIVE_TYPES for c in partition_columns):
         return False
     if "=" in unquote(root.rstrip("/").rsplit("/", 1)[-1]):
         return False  # discovery would walk on above the table root
-    for add, pv in zip(files, values):
-        if any(v == "" or v == HIVE_DEFAULT_PARTITION for v in pv.values()):
+    directories: dict[tuple[str | None, ...], str] = {}
+    columns = [files.values[c] for c in partition_columns]
+    for path, key in zip(files.paths, zip(*columns)):
+        directory = directories.get(key)
+        if directory is None:
+            if any(v == "" or v == HIVE_DEFAULT_PARTITION for v in key):
+                return False  # Spark reads both as null
+            directory = partition_directory(partition_columns, dict(zip(partition_columns, key))) + "/"
+            directories[key] = directory
+        raw = unquote(path) if "%" in path else path
+        if "://" in path or path.startswith(("/", "file:")) or not raw.startswith(directory):
             return False
-        raw = unquote(add.path)
-        directory, sep, _ = raw.rpartition("/")
-        if "://" in add.path or add.path.startswith(("/", "file:")) or not sep:
-            return False
-        if directory != partition_directory(partition_columns, pv):
+        if "/" in raw[len(directory) :]:
             return False
     return True
 
@@ -287,21 +324,28 @@ def _read_schema(schema: Mapping[str, Any], mode: str, partition_columns: Sequen
     return StructType.fromJson({"type": "struct", "fields": fields})
 
 
-def _write_file_log(directory: str, files: Sequence[NativeFile]) -> None:
+def _write_file_log(directory: str, files: FileList) -> None:
     """A file-sink metadata log (batch 0) naming ``files``: what ``MetadataLogFileIndex`` reads."""
     meta = os.path.join(directory, "_spark_metadata")
     os.makedirs(meta)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def text(values: list[int]) -> Any:
+        return pc.cast(pa.array(values, pa.int64()).fill_null(0), pa.string())
+
+    # every URI is percent-encoded ASCII without quotes or backslashes: JSON-safe as is
+    lines = pc.binary_join_element_wise(
+        '{"path":"', pa.array(files.uris, pa.string()), '","size":', text(files.sizes),
+        ',"isDir":false,"modificationTime":', text(files.modification_times),
+        f',"blockReplication":1,"blockSize":{_BLOCK_SIZE},"action":"add"}}', "",
+    )
     with open(os.path.join(meta, "0"), "w", encoding="utf-8") as out:
-        out.write("v1")
-        for f in files:
-            out.write(
-                f'\n{{"path":{json.dumps(f.uri)},"size":{int(f.size)},"isDir":false,'
-                f'"modificationTime":{int(f.modification_time)},"blockReplication":1,'
-                f'"blockSize":{_BLOCK_SIZE},"action":"add"}}'
-            )
+        out.write("v1\n")
+        out.write("\n".join(lines.to_pylist()))
 
 
-def _scan(spark: SparkSession, files: Sequence[NativeFile], read_schema: Any, hive: bool) -> DataFrame:
+def _scan(spark: SparkSession, files: FileList, read_schema: Any, hive: bool) -> DataFrame:
     directory = tempfile.mkdtemp(prefix="deltalog-native-")
     try:
         _write_file_log(directory, files)
@@ -313,17 +357,17 @@ def _scan(spark: SparkSession, files: Sequence[NativeFile], read_schema: Any, hi
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _check_file_names(spark: SparkSession, df: DataFrame, files: Sequence[NativeFile]) -> None:
+def _check_file_names(spark: SparkSession, df: DataFrame, files: FileList) -> None:
     """The joins match ``_metadata.file_path`` with our URIs: they must be Spark's names."""
     jvm: Any = spark._jvm
     listed = jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(df._jdf.inputFiles())
     names = str(listed.mkString("\n")).split("\n")
-    if set(names) != {f.uri for f in files}:
+    if set(names) != set(files.uris):
         raise NativeReadUnsupported("Spark names the table's files differently than deltalog does")
 
 
 def _partition_table(
-    files: Sequence[NativeFile],
+    files: FileList,
     partition_columns: Sequence[str],
     types: Mapping[str, str],
     spark_types: Mapping[str, Any],
@@ -332,9 +376,9 @@ def _partition_table(
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_type
 
-    columns: dict[str, Any] = {PARTITION_FILE_KEY: pa.array([f.uri for f in files], pa.string())}
+    columns: dict[str, Any] = {PARTITION_FILE_KEY: pa.array(files.uris, pa.string())}
     for c in partition_columns:
-        values = [typed_partition_value(f.partition_values.get(c), types[c]) for f in files]
+        values = [typed_partition_value(v, types[c]) for v in files.values[c]]
         columns[c] = pa.array(values, to_arrow_type(spark_types[c], timezone="UTC"))
     return pa.table(columns)
 
@@ -362,40 +406,37 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
     physical = schemas.physical_names(schema, mode)
 
     terms = where_terms(where)
-    candidates: Sequence[AddFile] = snapshot.files
-    plan = plan_files(candidates, snapshot.version, terms, partition_columns, types, physical) if terms else None
-    adds = plan.files if plan is not None else candidates
+    table = snapshot.files_table
+    if terms:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        plan = plan_files(snapshot.files, snapshot.version, terms, partition_columns, types, physical)
+        kept = pa.array([a.path for a in plan.files], pa.string())
+        table = table.filter(pc.is_in(table.column("path"), value_set=kept))
     root = _hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
-    values = [
-        logical_partition_values(a.partition_values, snapshot.schema, snapshot.partition_columns, mode) for a in adds
-    ]
-    files = [
-        NativeFile(_file_uri(root, a.path), a.size, a.modification_time, pv, a.deletion_vector)
-        for a, pv in zip(adds, values)
-    ]
+    files = _file_list(table, root, {c: physical.get(c, c) for c in partition_columns})
     log.info(
         "native scan of %s at version %d: %d of %d files",
         delta_log.table_uri, snapshot.version, len(files), snapshot.num_files,
     )
     logical = StructType.fromJson(_logical_schema(schema))
-    if not files:
+    if not len(files):
         df = spark.createDataFrame([], logical)
         return df.filter(where) if where else df
-    hive = _is_hive_layout(adds, values, partition_columns, types, root, mode)
+    hive = mode == "none" and _is_hive_layout(files, partition_columns, types, root)
     if mode == "id":
         spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
     df = _scan(spark, files, _read_schema(schema, mode, partition_columns, hive), hive)
-    with_dvs = [(f.uri, f.deletion_vector) for f in files if f.deletion_vector is not None]
-    needs_join = bool(with_dvs) or (bool(partition_columns) and not hive)
-    if needs_join:
+    with_dvs = [(files.uris[i], dv) for i, dv in sorted(files.deletion_vectors.items())]
+    if with_dvs or (partition_columns and not hive):
         _check_file_names(spark, df, files)
     if with_dvs:
         df = df.withColumn(FILE_KEY, F.col("_metadata.file_path")).withColumn(ROW_KEY, F.col("_metadata.row_index"))
         df = drop_deleted_rows(spark, df, deleted_rows(delta_log.store, delta_log.table_uri, with_dvs))
     spark_types = {f.name: f.dataType for f in logical.fields}
     if partition_columns and not hive:
-        table = _partition_table(files, partition_columns, types, spark_types)
-        pv = spark.createDataFrame(table)
+        pv = spark.createDataFrame(_partition_table(files, partition_columns, types, spark_types))
         df = df.withColumn(PARTITION_FILE_KEY, F.col("_metadata.file_path"))
         df = df.join(F.broadcast(pv), on=PARTITION_FILE_KEY, how="left")
     parts = {c.lower() for c in partition_columns}
