@@ -96,9 +96,20 @@ def test_partition_values_from_the_log_when_not_hive_style(spark: Any, table_pat
 
 
 def test_deletion_vectors(spark: Any, tmp_path: Path) -> None:
+    from deltalog.txn.operations import Write
+
     feature_tables.test_deletion_vectors_on_disk_and_inline(tmp_path)
-    native = _same_rows(spark, str(tmp_path / "dv"), ["id"])
-    assert sorted(r.id for r in native.collect()) == sorted({*range(10), *range(100, 109)} - {0, 3, 7})
+    table = tmp_path / "dv"
+    # a file without a deletion vector is scanned apart from those with one
+    pq.write_table(pa.table({"id": pa.array(range(200, 205), pa.int64())}), table / "c.parquet")
+    size = (table / "c.parquet").stat().st_size
+    DeltaLog.for_table(str(table)).start_transaction().commit(
+        [AddFile("c.parquet", {}, size, 1, stats='{"numRecords":5}')], Write()
+    )
+    native = _same_rows(spark, str(table), ["id"])
+    expected = sorted({*range(10), *range(100, 109), *range(200, 205)} - {0, 3, 7})
+    assert sorted(r.id for r in native.collect()) == expected
+    assert "Union" in _plan(native)
 
 
 def test_column_mapping_by_name(spark: Any, tmp_path: Path) -> None:

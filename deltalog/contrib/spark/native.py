@@ -96,7 +96,7 @@ def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
 
     The DataFrame is bound to the snapshot it was planned on: later commits are not seen
     by it (plan again to read them). ``explain()`` shows ``FileScan parquet`` for a native
-    read and ``BatchEvalPython``/``PythonDataSource`` for the Python path.
+    read and ``BatchScan deltalog`` for the Python path.
     """
     opts = {k: v for k, v in options.items() if v is not None}
     where = opts.pop("where", None)
@@ -195,6 +195,19 @@ class FileList:
 
     def __len__(self) -> int:
         return len(self.paths)
+
+    def subset(self, indexes: Sequence[int]) -> FileList:
+        if len(indexes) == len(self.paths):
+            return self
+        dvs = {new: self.deletion_vectors[old] for new, old in enumerate(indexes) if old in self.deletion_vectors}
+        return FileList(
+            [self.paths[i] for i in indexes],
+            [self.uris[i] for i in indexes],
+            [self.sizes[i] for i in indexes],
+            [self.modification_times[i] for i in indexes],
+            {c: [v[i] for i in indexes] for c, v in self.values.items()},
+            dvs,
+        )
 
 
 def _file_list(files: Any, root: str, partition_keys: Mapping[str, str]) -> FileList:
@@ -427,17 +440,29 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
     hive = mode == "none" and _is_hive_layout(files, partition_columns, types, root)
     if mode == "id":
         spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
-    df = _scan(spark, files, _read_schema(schema, mode, partition_columns, hive), hive)
-    with_dvs = [(files.uris[i], dv) for i, dv in sorted(files.deletion_vectors.items())]
-    if with_dvs or (partition_columns and not hive):
-        _check_file_names(spark, df, files)
-    if with_dvs:
-        df = df.withColumn(FILE_KEY, F.col("_metadata.file_path")).withColumn(ROW_KEY, F.col("_metadata.row_index"))
-        df = drop_deleted_rows(spark, df, deleted_rows(delta_log.store, delta_log.table_uri, with_dvs))
+    read_schema = _read_schema(schema, mode, partition_columns, hive)
+    join_partitions = bool(partition_columns) and not hive
+    # files without deletion vectors are scanned apart, so they pay nothing for the DVs of others
+    with_dv = set(files.deletion_vectors)
+    groups = [files.subset([i for i in range(len(files)) if i not in with_dv]), files.subset(sorted(with_dv))]
+    scans = []
+    for group in (g for g in groups if len(g)):
+        part = _scan(spark, group, read_schema, hive)
+        dvs = [(group.uris[i], dv) for i, dv in sorted(group.deletion_vectors.items())]
+        if dvs or join_partitions:
+            _check_file_names(spark, part, group)
+        if join_partitions:
+            part = part.withColumn(PARTITION_FILE_KEY, F.col("_metadata.file_path"))
+        if dvs:
+            part = part.withColumn(FILE_KEY, F.col("_metadata.file_path"))
+            part = part.withColumn(ROW_KEY, F.col("_metadata.row_index"))
+            part = drop_deleted_rows(spark, part, deleted_rows(delta_log.store, delta_log.table_uri, dvs))
+            part = part.drop(FILE_KEY, ROW_KEY)
+        scans.append(part)
+    df = scans[0] if len(scans) == 1 else scans[0].unionByName(scans[1])
     spark_types = {f.name: f.dataType for f in logical.fields}
-    if partition_columns and not hive:
+    if join_partitions:
         pv = spark.createDataFrame(_partition_table(files, partition_columns, types, spark_types))
-        df = df.withColumn(PARTITION_FILE_KEY, F.col("_metadata.file_path"))
         df = df.join(F.broadcast(pv), on=PARTITION_FILE_KEY, how="left")
     parts = {c.lower() for c in partition_columns}
     columns = []
