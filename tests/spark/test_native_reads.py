@@ -120,6 +120,9 @@ def test_column_mapping_by_name(spark: Any, tmp_path: Path) -> None:
         {"id": 2, "part": "p1", "s": {"x": 20}},
         {"id": 3, "part": "p1", "s": None},
     ]
+    # partition pruning by the log's values, which are keyed by physical names
+    assert _same_rows(spark, str(tmp_path / "cm"), ["id"], where="part = 'p1'").count() == 3
+    assert read_table(spark, str(tmp_path / "cm"), where="part = 'p2'").inputFiles() == []
 
 
 def _write_log(
