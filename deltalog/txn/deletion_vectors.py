@@ -23,6 +23,7 @@ import zlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 
 from deltalog.txn.actions import DeletionVectorDescriptor, decode_path
@@ -87,8 +88,10 @@ def z85_decode(text: str) -> bytes:
 # Roaring bitmaps
 
 
-def _read_roaring32(buf: bytes, pos: int, high: int, out: list[int]) -> int:
-    """Decode one portable 32-bit Roaring bitmap at ``pos``; return the position after it."""
+def _read_roaring32(buf: bytes, pos: int, high: int, out: list[np.ndarray]) -> int:
+    """Decode one portable 32-bit Roaring bitmap at ``pos`` into ``out`` (arrays of row
+    indexes, numpy so a 100k-row deletion vector decodes in milliseconds); return the
+    position after it."""
     (cookie,) = struct.unpack_from("<I", buf, pos)
     pos += 4
     if cookie & 0xFFFF == _SERIAL_COOKIE:
@@ -121,20 +124,26 @@ def _read_roaring32(buf: bytes, pos: int, high: int, out: list[int]) -> int:
             pos += 4 * n_runs
             for r in range(n_runs):
                 start = runs[2 * r]
-                out.extend(range(base + start, base + start + runs[2 * r + 1] + 1))
+                out.append(np.arange(base + start, base + start + runs[2 * r + 1] + 1, dtype=np.int64))
         elif card <= 4096:
-            values = struct.unpack_from(f"<{card}H", buf, pos)
+            if pos + 2 * card > len(buf):
+                raise ValueError("truncated array container")
+            out.append(np.frombuffer(buf, "<u2", card, pos).astype(np.int64) + base)
             pos += 2 * card
-            out.extend(base + v for v in values)
         else:
-            words = struct.unpack_from("<1024Q", buf, pos)
+            if pos + 8192 > len(buf):
+                raise ValueError("truncated bitmap container")
+            bits = np.unpackbits(np.frombuffer(buf, np.uint8, 8192, pos), bitorder="little")
+            out.append(np.flatnonzero(bits).astype(np.int64) + base)
             pos += 8192
-            for w_index, word in enumerate(words):
-                while word:
-                    low = word & -word
-                    out.append(base + w_index * 64 + low.bit_length() - 1)
-                    word ^= low
     return pos
+
+
+def _sorted_rows(chunks: list[np.ndarray]) -> list[int]:
+    if not chunks:
+        return []
+    rows: list[int] = np.sort(np.concatenate(chunks)).tolist()
+    return rows
 
 
 def deserialize_bitmap(data: bytes) -> list[int]:
@@ -149,13 +158,12 @@ def deserialize_bitmap(data: bytes) -> list[int]:
     if magic != MAGIC:
         raise ValueError(f"bad deletion vector magic number {magic} (expected {MAGIC} or {NATIVE_MAGIC})")
     pos = 12
-    out: list[int] = []
+    out: list[np.ndarray] = []
     for _ in range(buckets):
         (high,) = struct.unpack_from("<i", data, pos)
         pos += 4
         pos = _read_roaring32(data, pos, high, out)
-    out.sort()
-    return out
+    return _sorted_rows(out)
 
 
 def _deserialize_native(data: bytes) -> list[int]:
@@ -164,14 +172,13 @@ def _deserialize_native(data: bytes) -> list[int]:
     as in PROTOCOL's inline example."""
     (count,) = struct.unpack_from(">i", data, 4)
     pos = 8
-    out: list[int] = []
+    out: list[np.ndarray] = []
     for high in range(count):
         (size,) = struct.unpack_from(">i", data, pos)
         pos += 4
         end = _read_roaring32(data, pos, high, out)
         pos = max(end, pos + size)
-    out.sort()
-    return out
+    return _sorted_rows(out)
 
 
 def _write_roaring32(values: list[int]) -> bytes:

@@ -54,3 +54,17 @@ def test_cluster_write_read_merge(spark_cluster, table_path):
     table.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedDelete().whenNotMatchedInsertAll().execute()
     ids = sorted(delta_rs_rows(table_path, ["id"]).id.tolist())
     assert ids == sorted([i for i in range(60) if i != 1] + [100])
+
+
+def test_cluster_native_read_with_deletion_vectors(spark_cluster, tmp_path):
+    """Spark's own Parquet scan on executor JVMs, the deleted rows dropped by the broadcast anti-join."""
+    from deltalog.contrib.spark import read_table
+    from tests.log import test_feature_tables as feature_tables
+
+    feature_tables.test_deletion_vectors_on_disk_and_inline(tmp_path)
+    path = str(tmp_path / "dv")
+    native = read_table(spark_cluster, path)
+    assert "FileScan parquet" in native._jdf.queryExecution().executedPlan().toString()
+    python = read_table(spark_cluster, path, native=False)
+    expected = sorted({*range(10), *range(100, 109)} - {0, 3, 7})
+    assert sorted(r.id for r in native.collect()) == sorted(r.id for r in python.collect()) == expected

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DeltaTable", "activate", "register", "use_driver_python"]
+__all__ = ["DeltaTable", "activate", "read_table", "register", "use_driver_python"]
 
 
 def register(spark: SparkSession) -> None:
@@ -83,4 +83,8 @@ def __getattr__(name: str) -> Any:
         from deltalog.contrib.spark.tables import DeltaTable
 
         return DeltaTable
+    if name == "read_table":
+        from deltalog.contrib.spark.native import read_table
+
+        return read_table
     raise AttributeError(name)

@@ -164,19 +164,29 @@ class DeltaTable:
 
     # -- reading ------------------------------------------------------------------------
 
-    def _reader(self) -> Any:
+    def _reader(self) -> dict[str, str]:
+        """The read options of this table (storage options and log store)."""
         from deltalog.contrib.spark import activate
 
         activate(self._spark)  # the data source is looked up in this thread's active session
-        reader = self._spark.read.format("deltalog")
-        for k, v in self._storage_options.items():
-            reader = reader.option(k, v)
+        options = dict(self._storage_options)
         if self._logstore:
-            reader = reader.option("logStore", self._logstore)
-        return reader
+            options["logStore"] = self._logstore
+        return options
 
     def toDF(self) -> DataFrame:
-        df: DataFrame = self._reader().load(self._path)
+        """The table's current version as a DataFrame, read by Spark's own Parquet reader
+        where it can (:func:`deltalog.contrib.spark.read_table`), else by the ``deltalog``
+        data source.
+
+        The DataFrame is bound to the snapshot it was planned on: commits made after
+        ``toDF()`` are not in it (call ``toDF()`` again to see them), unlike
+        ``spark.read.format("deltalog").load(path)``, which reads the latest version at
+        each action.
+        """
+        from deltalog.contrib.spark.native import read_table
+
+        df = read_table(self._spark, self._path, **self._reader())
         return df.alias(self._alias) if self._alias else df
 
     def history(self, limit: int | None = None) -> DataFrame:

@@ -1,0 +1,485 @@
+"""Native reads: a Delta table as a DataFrame scanned by Spark's own Parquet reader.
+
+``read_table(spark, uri, **options)`` resolves the snapshot on the driver with deltalog,
+skips files by the log's partition values and statistics for an optional ``where``
+predicate (:func:`~deltalog.contrib.spark.scan.plan_files`), and gives Spark's Parquet
+source exactly the snapshot's files, so the scan is a ``FileSourceScanExec`` (column
+pruning, filter pushdown, vectorized decoding, whole-stage codegen).
+
+How Spark gets the files without listing anything: the driver writes the file list as
+a one-batch file-sink metadata log (``_spark_metadata/0``) in a driver-local temporary
+directory and reads that directory as Parquet. Spark's ``MetadataLogFileIndex`` takes
+the files, sizes and times from that log and never lists or stats the table's storage
+(100k files plan in well under a second once the JVM is warm). The log is read when the
+DataFrame is created and deleted right after.
+
+Partition columns come from the log:
+
+- Hive-style layout (no column mapping; every file sits in the ``k=v/`` directories that
+  its partition values escape to; types string, integral or date; no empty strings):
+  Spark's partition discovery reads the same values from the paths, typed by the schema
+  we pass, and prunes partitions for any later filter.
+- Any other layout (column mapping's random prefixes, absolute paths, other types): a
+  broadcast join of ``_metadata.file_path`` with the files' typed partition values.
+
+Deletion vectors drop rows by ``(_metadata.file_path, _metadata.row_index)``
+(:mod:`~deltalog.contrib.spark.native_dv`). Column mapping reads physical names (or
+Parquet field ids in ``id`` mode, through ``spark.sql.parquet.fieldId.read.enabled``) and
+renames to logical names after the scan. A table this path cannot read correctly falls
+back to the ``deltalog`` Python data source, with the reason logged at INFO.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+from deltalog.contrib.spark import schemas
+from deltalog.contrib.spark.errors import DeltaAnalysisError
+from deltalog.contrib.spark.options import ReadOptions
+from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partition_directory, typed_partition_value
+from deltalog.contrib.spark.predicates import parse_partition_predicate
+from deltalog.contrib.spark.scan import Term, plan_files
+from deltalog.contrib.spark.tablelog import open_log
+from deltalog.txn.actions import DeletionVectorDescriptor
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["NATIVE_READER_FEATURES", "NativeReadUnsupported", "read_table", "spark_can_reach"]
+
+log = logging.getLogger(__name__)
+
+#: Reader features the native path honours; a table with any other falls back.
+NATIVE_READER_FEATURES = frozenset(
+    {
+        "columnMapping",
+        "deletionVectors",
+        "timestampNtz",
+        "v2Checkpoint",
+        "typeWidening",
+        "typeWidening-preview",
+        "vacuumProtocolCheck",
+    }
+)
+#: Partition column types whose Hive directory value Spark parses back to the log's value.
+_HIVE_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date"})
+#: Delta's ``s3://`` URIs are read by Hadoop's S3A connector.
+_HADOOP_SCHEMES = {"s3": "s3a"}
+_URI_SAFE = "/-_.!~*'(),;:$&+=@"
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9/\-_.!~*'(),;:$&+=@]*\Z")
+_BLOCK_SIZE = 128 * 1024 * 1024
+PARTITION_FILE_KEY = "__deltalog_pfile"
+
+
+class NativeReadUnsupported(DeltaAnalysisError):
+    """The native path cannot read this table correctly (the reason is the message)."""
+
+
+def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
+    """The Delta table at ``uri`` as a DataFrame read by Spark's own Parquet reader.
+
+    Options are those of ``format("deltalog")`` (``versionAsOf``, ``timestampAsOf``,
+    storage options, ``logStore``) plus ``where`` (a predicate in SQL text: files whose
+    partition values or statistics cannot match are skipped at planning, and the rows are
+    filtered) and ``native`` (``True``/``False`` forces the path; by default the native
+    path is used when Spark's file system reaches the table's storage and the table has
+    nothing it cannot honour, the Python data source otherwise).
+
+    The DataFrame is bound to the snapshot it was planned on: later commits are not seen
+    by it (plan again to read them). ``explain()`` shows ``FileScan parquet`` for a native
+    read and ``BatchScan deltalog`` for the Python path.
+    """
+    opts = {k: v for k, v in options.items() if v is not None}
+    where = opts.pop("where", None)
+    native = _native_flag(opts.pop("native", None))
+    raw = {k: str(v) for k, v in opts.items()}
+    read = ReadOptions.parse({**raw, "path": uri})
+    if native is False:
+        return _python_read(spark, uri, raw, where)
+    try:
+        return _native_read(spark, read, where, check_reach=native is None)
+    except NativeReadUnsupported as exc:
+        if native:
+            raise
+        log.info("reading %s through the deltalog Python data source: %s", uri, exc)
+        return _python_read(spark, uri, raw, where)
+
+
+def _native_flag(value: Any) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    if text in ("", "auto"):
+        return None
+    raise DeltaAnalysisError(f"option native must be true, false or auto, got {value!r}")
+
+
+def _python_read(spark: SparkSession, uri: str, options: Mapping[str, str], where: str | None) -> DataFrame:
+    from deltalog.contrib.spark import register
+
+    register(spark)
+    df = spark.read.format("deltalog").options(**options).load(uri)
+    return df.filter(where) if where else df
+
+
+# -- where the files are ------------------------------------------------------------------
+
+
+def _hadoop_root(table_uri: str, fs_path: str) -> str:
+    """The table root as a Hadoop URI string (``file:/abs/path``, ``s3a://bucket/key``)."""
+    scheme, sep, rest = table_uri.partition("://")
+    if not sep or scheme == "file":
+        return "file:" + quote(os.path.normpath(os.path.abspath(fs_path)), safe=_URI_SAFE)
+    scheme = _HADOOP_SCHEMES.get(scheme, scheme)
+    authority, _, path = rest.partition("/")
+    return f"{scheme}://{authority}/" + quote(unquote(path).rstrip("/"), safe=_URI_SAFE)
+
+
+def _file_uri(root: str, path: str) -> str:
+    """A data file as the URI Spark names it (``_metadata.file_path``)."""
+    if _PLAIN_PATH.match(path) and not path.startswith(("/", "file:")) and "://" not in path:
+        return f"{root}/{path}"
+    if path.startswith(("file:", "/")):
+        raw = unquote(path[5:] if path.startswith("file:") else path)
+        return "file:" + quote(os.path.normpath("/" + raw.lstrip("/")), safe=_URI_SAFE)
+    if "://" in path:
+        scheme, _, rest = path.partition("://")
+        return f"{_HADOOP_SCHEMES.get(scheme, scheme)}://" + quote(unquote(rest), safe=_URI_SAFE)
+    return root + "/" + quote(unquote(path), safe=_URI_SAFE)
+
+
+def spark_can_reach(spark: SparkSession, table_uri: str) -> bool:
+    """Whether Spark's Hadoop file system has an implementation for the table's scheme."""
+    scheme, sep, _ = table_uri.partition("://")
+    if not sep or scheme == "file":
+        return True
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:
+        return False
+    try:
+        conf = spark._jsc.hadoopConfiguration()
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(_HADOOP_SCHEMES.get(scheme, scheme), conf)
+    except Exception:  # py4j raises the JVM's UnsupportedFileSystemException
+        return False
+    return True
+
+
+# -- planning -------------------------------------------------------------------------------
+
+
+@dataclass
+class FileList:
+    """The files of a native scan, column by column (cheap to build for 100k files)."""
+
+    paths: list[str]  # as in the log (URI-encoded, relative or absolute)
+    uris: list[str]  # as Spark names them
+    sizes: list[int]
+    modification_times: list[int]
+    #: logical partition column -> each file's value as in the log (None: null)
+    values: dict[str, list[str | None]]
+    #: index of a file -> its deletion vector
+    deletion_vectors: dict[int, DeletionVectorDescriptor]
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def subset(self, indexes: Sequence[int]) -> FileList:
+        if len(indexes) == len(self.paths):
+            return self
+        dvs = {new: self.deletion_vectors[old] for new, old in enumerate(indexes) if old in self.deletion_vectors}
+        return FileList(
+            [self.paths[i] for i in indexes],
+            [self.uris[i] for i in indexes],
+            [self.sizes[i] for i in indexes],
+            [self.modification_times[i] for i in indexes],
+            {c: [v[i] for i in indexes] for c, v in self.values.items()},
+            dvs,
+        )
+
+
+def _file_list(files: Any, root: str, partition_keys: Mapping[str, str]) -> FileList:
+    """A :class:`FileList` from a snapshot's Arrow files table (``partition_keys``: logical
+    partition column -> its key in ``partitionValues``)."""
+    import pyarrow.compute as pc
+
+    paths = files.column("path").to_pylist()
+    pv = files.column("partitionValues")
+    values = {c: pc.map_lookup(pv, key, "first").to_pylist() for c, key in partition_keys.items()}
+    dvs: dict[int, DeletionVectorDescriptor] = {}
+    dv_column = files.column("deletionVector")
+    if dv_column.null_count < len(dv_column):
+        for i in pc.indices_nonzero(pc.is_valid(dv_column)).to_pylist():
+            raw = {k: v for k, v in dv_column[i].as_py().items() if v is not None}
+            dvs[i] = DeletionVectorDescriptor.from_dict(raw)
+    return FileList(
+        paths,
+        [_file_uri(root, p) for p in paths],
+        files.column("size").to_pylist(),
+        files.column("modificationTime").to_pylist(),
+        values,
+        dvs,
+    )
+
+
+def where_terms(where: str | None) -> list[Term]:
+    """The file-skipping terms of a ``where`` predicate (terms that cannot skip are dropped)."""
+    if not where:
+        return []
+    try:
+        filters = parse_partition_predicate(where)
+    except DeltaAnalysisError:
+        return []  # not a simple conjunction: Spark still filters the rows, nothing is skipped
+    terms: list[Term] = []
+    for column, op, value in filters:
+        if op == "=" and value is None:
+            terms.append((column, "isnull", None))
+        elif op == "!=" and value is None:
+            terms.append((column, "notnull", None))
+        elif op == "in":
+            terms.append((column, "in", tuple(value)))
+        elif op in ("=", "<", "<=", ">", ">="):
+            terms.append((column, op, value))
+    return terms
+
+
+def _snapshot(read: ReadOptions) -> tuple[Any, Any]:
+    from deltalog.txn.errors import TableNotFoundError
+
+    delta_log = open_log(read.path, read.storage_options, read.logstore)
+    if read.version_as_of is not None or read.timestamp_as_of is not None:
+        snapshot = delta_log.snapshot(version=read.version_as_of, timestamp=read.timestamp_as_of)
+    else:
+        snapshot = delta_log.update()
+    if snapshot.version < 0:
+        raise TableNotFoundError(delta_log.table_uri, "no _delta_log; write to it first")
+    return delta_log, snapshot
+
+
+def _check_supported(snapshot: Any, schema: Mapping[str, Any]) -> None:
+    from deltalog.txn.features import protocol_features
+
+    reader, _ = protocol_features(snapshot.protocol)
+    unsupported = sorted(set(reader) - NATIVE_READER_FEATURES)
+    if unsupported:
+        raise NativeReadUnsupported(f"the native path does not read the reader features {', '.join(unsupported)}")
+    for f in schema["fields"]:
+        if f["name"].lower().startswith("__deltalog_") or f["name"].lower() == "_metadata":
+            raise NativeReadUnsupported(f"column {f['name']!r} collides with a column the native scan uses")
+
+
+def _is_hive_layout(files: FileList, partition_columns: Sequence[str], types: Mapping[str, str], root: str) -> bool:
+    """Whether Spark's partition discovery gives exactly the log's values for ``files``."""
+    if not partition_columns:
+        return False
+    if any(types.get(c, "").lower() not in _HIVE_TYPES for c in partition_columns):
+        return False
+    if "=" in unquote(root.rstrip("/").rsplit("/", 1)[-1]):
+        return False  # discovery would walk on above the table root
+    directories: dict[tuple[str | None, ...], str] = {}
+    columns = [files.values[c] for c in partition_columns]
+    for path, key in zip(files.paths, zip(*columns)):
+        directory = directories.get(key)
+        if directory is None:
+            if any(v == "" or v == HIVE_DEFAULT_PARTITION for v in key):
+                return False  # Spark reads both as null
+            directory = partition_directory(partition_columns, dict(zip(partition_columns, key))) + "/"
+            directories[key] = directory
+        raw = unquote(path) if "%" in path else path
+        if "://" in path or path.startswith(("/", "file:")) or not raw.startswith(directory):
+            return False
+        if "/" in raw[len(directory) :]:
+            return False
+    return True
+
+
+def _read_schema(schema: Mapping[str, Any], mode: str, partition_columns: Sequence[str], hive: bool) -> Any:
+    """The Spark schema to scan: physical names (and field ids in id mode) for data
+    columns; partition columns only when Spark discovers them from Hive directories."""
+    from pyspark.sql.types import StructType
+
+    physical = schemas.physical_schema(dict(schema), mode)
+    parts = {c.lower() for c in partition_columns}
+
+    def with_ids(t: Any) -> Any:
+        if isinstance(t, dict) and t.get("type") == "struct":
+            fields = []
+            for f in t["fields"]:
+                meta = dict(f.get("metadata") or {})
+                if "delta.columnMapping.id" in meta:
+                    meta["parquet.field.id"] = int(meta["delta.columnMapping.id"])
+                fields.append({**f, "metadata": meta, "type": with_ids(f["type"])})
+            return {**t, "fields": fields}
+        if isinstance(t, dict) and t.get("type") == "array":
+            return {**t, "elementType": with_ids(t["elementType"])}
+        if isinstance(t, dict) and t.get("type") == "map":
+            return {**t, "keyType": with_ids(t["keyType"]), "valueType": with_ids(t["valueType"])}
+        return t
+
+    if mode == "id":
+        physical = with_ids(physical)
+    logical_names = [f["name"] for f in schema["fields"]]
+    fields = [
+        f for logical, f in zip(logical_names, physical["fields"]) if hive or logical.lower() not in parts
+    ]
+    return StructType.fromJson({"type": "struct", "fields": fields})
+
+
+def _write_file_log(directory: str, files: FileList) -> None:
+    """A file-sink metadata log (batch 0) naming ``files``: what ``MetadataLogFileIndex`` reads."""
+    meta = os.path.join(directory, "_spark_metadata")
+    os.makedirs(meta)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def text(values: list[int]) -> Any:
+        return pc.cast(pa.array(values, pa.int64()).fill_null(0), pa.string())
+
+    # every URI is percent-encoded ASCII without quotes or backslashes: JSON-safe as is
+    lines = pc.binary_join_element_wise(
+        '{"path":"', pa.array(files.uris, pa.string()), '","size":', text(files.sizes),
+        ',"isDir":false,"modificationTime":', text(files.modification_times),
+        f',"blockReplication":1,"blockSize":{_BLOCK_SIZE},"action":"add"}}', "",
+    )
+    with open(os.path.join(meta, "0"), "w", encoding="utf-8") as out:
+        out.write("v1\n")
+        out.write("\n".join(lines.to_pylist()))
+
+
+def _scan(spark: SparkSession, files: FileList, read_schema: Any, hive: bool) -> DataFrame:
+    directory = tempfile.mkdtemp(prefix="deltalog-native-")
+    try:
+        _write_file_log(directory, files)
+        reader = spark.read.schema(read_schema)
+        if not hive:
+            reader = reader.option("recursiveFileLookup", "true")  # no partition discovery
+        return reader.parquet("file:" + quote(directory, safe=_URI_SAFE))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _check_file_names(spark: SparkSession, df: DataFrame, files: FileList) -> None:
+    """The joins match ``_metadata.file_path`` with our URIs: they must be Spark's names."""
+    jvm: Any = spark._jvm
+    listed = jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(df._jdf.inputFiles())
+    names = str(listed.mkString("\n")).split("\n")
+    if set(names) != set(files.uris):
+        raise NativeReadUnsupported("Spark names the table's files differently than deltalog does")
+
+
+def _partition_table(
+    files: FileList,
+    partition_columns: Sequence[str],
+    types: Mapping[str, str],
+    spark_types: Mapping[str, Any],
+) -> Any:
+    """One row per file: its URI and its typed partition values (Arrow)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    columns: dict[str, Any] = {PARTITION_FILE_KEY: pa.array(files.uris, pa.string())}
+    for c in partition_columns:
+        values = [typed_partition_value(v, types[c]) for v in files.values[c]]
+        columns[c] = pa.array(values, to_arrow_type(spark_types[c], timezone="UTC"))
+    return pa.table(columns)
+
+
+def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, check_reach: bool) -> DataFrame:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY, deleted_rows, drop_deleted_rows
+    from deltalog.contrib.spark.source import _logical_schema
+
+    if getattr(spark, "_jvm", None) is None:
+        raise NativeReadUnsupported("the session has no JVM (Spark Connect)")
+    if read.read_change_feed:
+        raise NativeReadUnsupported("the change data feed is read by the Python data source")
+    delta_log, snapshot = _snapshot(read)
+    if check_reach and not spark_can_reach(spark, delta_log.table_uri):
+        raise NativeReadUnsupported(f"Spark has no Hadoop file system for {delta_log.table_uri}")
+    metadata = snapshot.metadata
+    schema = json.loads(metadata.schema_string)
+    _check_supported(snapshot, schema)
+    mode = snapshot.properties.column_mapping_mode
+    partition_columns = list(metadata.partition_columns)
+    types = schemas.top_level_types(schema)
+    physical = schemas.physical_names(schema, mode)
+
+    terms = where_terms(where)
+    table = snapshot.files_table
+    if terms:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        plan = plan_files(snapshot.files, snapshot.version, terms, partition_columns, types, physical)
+        kept = pa.array([a.path for a in plan.files], pa.string())
+        table = table.filter(pc.is_in(table.column("path"), value_set=kept))
+    root = _hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
+    files = _file_list(table, root, {c: physical.get(c, c) for c in partition_columns})
+    log.info(
+        "native scan of %s at version %d: %d of %d files",
+        delta_log.table_uri, snapshot.version, len(files), snapshot.num_files,
+    )
+    logical = StructType.fromJson(_logical_schema(schema))
+    if not len(files):
+        df = spark.createDataFrame([], logical)
+        return df.filter(where) if where else df
+    hive = mode == "none" and _is_hive_layout(files, partition_columns, types, root)
+    if mode == "id":
+        spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
+    read_schema = _read_schema(schema, mode, partition_columns, hive)
+    join_partitions = bool(partition_columns) and not hive
+    # files without deletion vectors are scanned apart, so they pay nothing for the DVs of others
+    with_dv = set(files.deletion_vectors)
+    groups = [files.subset([i for i in range(len(files)) if i not in with_dv]), files.subset(sorted(with_dv))]
+    scans = []
+    for group in (g for g in groups if len(g)):
+        part = _scan(spark, group, read_schema, hive)
+        dvs = [(group.uris[i], dv) for i, dv in sorted(group.deletion_vectors.items())]
+        if dvs or join_partitions:
+            _check_file_names(spark, part, group)
+        if join_partitions:
+            part = part.withColumn(PARTITION_FILE_KEY, F.col("_metadata.file_path"))
+        if dvs:
+            part = part.withColumn(FILE_KEY, F.col("_metadata.file_path"))
+            part = part.withColumn(ROW_KEY, F.col("_metadata.row_index"))
+            part = drop_deleted_rows(spark, part, deleted_rows(delta_log.store, delta_log.table_uri, dvs))
+            part = part.drop(FILE_KEY, ROW_KEY)
+        scans.append(part)
+    df = scans[0] if len(scans) == 1 else scans[0].unionByName(scans[1])
+    spark_types = {f.name: f.dataType for f in logical.fields}
+    if join_partitions:
+        pv = spark.createDataFrame(_partition_table(files, partition_columns, types, spark_types))
+        df = df.join(F.broadcast(pv), on=PARTITION_FILE_KEY, how="left")
+    parts = {c.lower() for c in partition_columns}
+    columns = []
+    for f in logical.fields:
+        if f.name.lower() in parts:
+            columns.append(F.col(f"`{f.name}`"))
+            continue
+        source = physical.get(f.name, f.name)
+        col = F.col(f"`{source}`")
+        if mode != "none" and _nested(f.dataType):
+            col = col.cast(f.dataType)
+        columns.append(col.alias(f.name, metadata=f.metadata))
+    df = df.select(*columns)
+    return df.filter(where) if where else df
+
+
+def _nested(data_type: Any) -> bool:
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    return isinstance(data_type, (ArrayType, MapType, StructType))

@@ -1,0 +1,219 @@
+"""Native reads (``read_table``): Spark's own Parquet scan over exactly the snapshot's
+files, with the same rows as the ``deltalog`` Python data source for every table."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import logging
+import uuid
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from deltalog.contrib.spark import read_table
+from deltalog.contrib.spark.native import NativeReadUnsupported
+from deltalog.txn.actions import AddFile, Metadata, Protocol, action_to_line
+from deltalog.txn.delta_log import DeltaLog
+from tests.log import test_feature_tables as feature_tables
+from tests.spark.helpers import rows
+
+
+def _plan(df: Any) -> str:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        df.explain()
+    return out.getvalue()
+
+
+def _same_rows(spark: Any, path: str, order: list[str], **options: Any) -> Any:
+    """The native read of ``path``, after checking it is native and gives the Python path's rows."""
+    native = read_table(spark, path, **options)
+    assert "FileScan parquet" in _plan(native)
+    python = read_table(spark, path, native=False, **options)
+    assert "FileScan parquet" not in _plan(python)
+    assert native.schema.jsonValue() == python.schema.jsonValue()
+    expected = rows(python, order)
+    assert len(expected) > 0
+    assert rows(native, order).equals(expected)
+    return native
+
+
+def test_partitions_with_nulls_and_special_characters_and_time_travel(spark: Any, table_path: str) -> None:
+    from pyspark.sql import functions as F
+
+    df = (
+        spark.range(40)
+        .withColumn(
+            "k", F.when(F.col("id") % 4 == 0, F.lit(None)).otherwise(F.concat(F.lit("a/b=c d%é"), F.col("id") % 4))
+        )
+        .withColumn("n", (F.col("id") % 3).cast("int"))
+        .withColumn("x", F.col("id") * 1.5)
+    )
+    df.write.format("deltalog").mode("append").option("partitionBy", "k,n").save(table_path)
+    version0_ms = DeltaLog.for_table(table_path).update().timestamp
+    df.withColumn("id", F.col("id") + 100).write.format("deltalog").mode("append").option("partitionBy", "k,n").save(
+        table_path
+    )
+    native = _same_rows(spark, table_path, ["id"])
+    assert native.count() == 80
+    # Hive-style layout: Spark discovers the partitions and prunes them for a later filter
+    pruned = native.filter("k = 'a/b=c d%é1' and x > 3")
+    plan = _plan(pruned)
+    assert "PartitionFilters: [isnotnull(k" in plan and "PushedFilters: [IsNotNull(x), GreaterThan(x,3.0)]" in plan
+    assert sorted(r.id for r in pruned.collect()) == sorted(
+        i for i in [*range(40), *range(100, 140)] if i % 4 == 1 and i % 100 * 1.5 > 3
+    )
+    assert "ReadSchema: struct<id:bigint>" in _plan(native.select("id", "k"))
+    # time travel, and file skipping by a where predicate at planning
+    _same_rows(spark, table_path, ["id"], versionAsOf=0)
+    stamp = dt.datetime.fromtimestamp(version0_ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    assert read_table(spark, table_path, timestampAsOf=stamp).count() == 40
+    skipped = _same_rows(spark, table_path, ["id"], where="k is null and n = 1")
+    assert sorted(r.id for r in skipped.collect()) == [i for i in [*range(40), *range(100, 140)] if i % 100 % 12 == 4]
+    assert len(skipped.inputFiles()) == 4  # that partition only: two tasks in each of two writes
+
+
+def test_partition_values_from_the_log_when_not_hive_style(spark: Any, table_path: str) -> None:
+    """Timestamp and boolean partitions (and empty strings) take their values from the log."""
+    from pyspark.sql import functions as F
+
+    (
+        spark.range(12)
+        .withColumn(
+            "ts", F.when(F.col("id") % 3 == 0, F.lit(None)).otherwise(F.timestamp_seconds(F.col("id") % 3 * 3600))
+        )
+        .withColumn("b", F.col("id") % 2 == 0)
+        .write.format("deltalog").mode("append").option("partitionBy", "ts,b").save(table_path)
+    )
+    native = _same_rows(spark, table_path, ["id"])
+    assert "BroadcastHashJoin" in _plan(native)
+
+
+def test_deletion_vectors(spark: Any, tmp_path: Path) -> None:
+    from deltalog.txn.operations import Write
+
+    feature_tables.test_deletion_vectors_on_disk_and_inline(tmp_path)
+    table = tmp_path / "dv"
+    # a file without a deletion vector is scanned apart from those with one
+    pq.write_table(pa.table({"id": pa.array(range(200, 205), pa.int64())}), table / "c.parquet")
+    size = (table / "c.parquet").stat().st_size
+    DeltaLog.for_table(str(table)).start_transaction().commit(
+        [AddFile("c.parquet", {}, size, 1, stats='{"numRecords":5}')], Write()
+    )
+    native = _same_rows(spark, str(table), ["id"])
+    expected = sorted({*range(10), *range(100, 109), *range(200, 205)} - {0, 3, 7})
+    assert sorted(r.id for r in native.collect()) == expected
+    assert "Union" in _plan(native)
+
+
+def test_column_mapping_by_name(spark: Any, tmp_path: Path) -> None:
+    feature_tables.test_column_mapping_name_mode(tmp_path)
+    native = _same_rows(spark, str(tmp_path / "cm"), ["id"])
+    assert [r.asDict(recursive=True) for r in native.orderBy("id").collect()] == [
+        {"id": 1, "part": "p1", "s": {"x": 10}},
+        {"id": 2, "part": "p1", "s": {"x": 20}},
+        {"id": 3, "part": "p1", "s": None},
+    ]
+    # partition pruning by the log's values, which are keyed by physical names
+    assert _same_rows(spark, str(tmp_path / "cm"), ["id"], where="part = 'p1'").count() == 3
+    assert read_table(spark, str(tmp_path / "cm"), where="part = 'p2'").inputFiles() == []
+
+
+def _write_log(
+    table: Path, protocol: Protocol, schema: list[dict[str, Any]], adds: list[AddFile], **config: str
+) -> None:
+    log = DeltaLog.for_table(str(table))
+    metadata = Metadata(
+        id=str(uuid.uuid4()),
+        schema_string=json.dumps({"type": "struct", "fields": schema}),
+        configuration=dict(config),
+    )
+    log.store.write(log.commit_uri(0), [action_to_line(a) for a in (protocol, metadata, *adds)])
+
+
+def test_column_mapping_by_id_and_type_widening_and_missing_columns(spark: Any, tmp_path: Path) -> None:
+    """id mode (Parquet field ids), an int file under a long column (type widening), an
+    older file without a later column, and timestamp_ntz."""
+    table = tmp_path / "idmode"
+    table.mkdir()
+
+    def fid(n: int) -> dict[bytes, bytes]:
+        return {b"PARQUET:field_id": str(n).encode()}
+
+    old = pa.table(
+        [pa.array([1, 2], pa.int32())], schema=pa.schema([pa.field("col-a", pa.int32(), metadata=fid(1))])
+    )
+    new = pa.table(
+        [pa.array([3, 4], pa.int64()), pa.array([dt.datetime(2024, 1, 1, 12), None], pa.timestamp("us"))],
+        schema=pa.schema(
+            [pa.field("col-a", pa.int64(), metadata=fid(1)), pa.field("col-b", pa.timestamp("us"), metadata=fid(2))]
+        ),
+    )
+    pq.write_table(old, table / "old.parquet")
+    pq.write_table(new, table / "new.parquet")
+    schema = [feature_tables._field("id", "long", 1, "col-a"), feature_tables._field("t", "timestamp_ntz", 2, "col-b")]
+    features = ("columnMapping", "timestampNtz", "typeWidening")
+    adds = [AddFile(n, {}, (table / n).stat().st_size, 1) for n in ("old.parquet", "new.parquet")]
+    _write_log(
+        table, Protocol(3, 7, features, features), schema, adds,
+        **{"delta.columnMapping.mode": "id", "delta.columnMapping.maxColumnId": "2"},
+    )
+    native = _same_rows(spark, str(table), ["id"])
+    assert [tuple(r) for r in native.orderBy("id").collect()] == [
+        (1, None), (2, None), (3, dt.datetime(2024, 1, 1, 12)), (4, None)
+    ]
+
+
+def test_a_table_written_by_delta_rs(spark: Any, tmp_path: Path) -> None:
+    import deltalake
+
+    path = str(tmp_path / "rs")
+    data = pa.table(
+        {
+            "id": pa.array(range(20), pa.int64()),
+            "p": pa.array([None if i % 5 == 0 else f"v {i % 3}/x" for i in range(20)], pa.string()),
+            "ts": pa.array(
+                [dt.datetime(2024, 1, i + 1, tzinfo=dt.timezone.utc) for i in range(20)], pa.timestamp("us", "UTC")
+            ),
+        }
+    )
+    deltalake.write_deltalake(path, data, partition_by=["p"])
+    deltalake.write_deltalake(path, data.slice(0, 5), mode="append", partition_by=["p"])
+    native = _same_rows(spark, path, ["id", "ts"])
+    assert native.count() == 25
+
+
+def test_unsupported_feature_falls_back_with_the_reason_logged(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    table = tmp_path / "collations"
+    table.mkdir()
+    pq.write_table(pa.table({"s": ["a", "b"]}), table / "f.parquet")
+    _write_log(
+        table, Protocol(3, 7, ("collations",), ("collations",)), [feature_tables._field("s", "string")],
+        [AddFile("f.parquet", {}, (table / "f.parquet").stat().st_size, 1)],
+    )
+    with caplog.at_level(logging.INFO, logger="deltalog.contrib.spark.native"):
+        df = read_table(spark, str(table))
+    assert "FileScan parquet" not in _plan(df)
+    assert sorted(r.s for r in df.collect()) == ["a", "b"]
+    assert any("collations" in r.getMessage() and "Python data source" in r.getMessage() for r in caplog.records)
+    with pytest.raises(NativeReadUnsupported, match="collations"):
+        read_table(spark, str(table), native=True)
+
+
+def test_delta_table_to_df_is_native_and_bound_to_its_snapshot(spark: Any, table_path: str) -> None:
+    from deltalog.contrib.spark import DeltaTable
+
+    spark.range(5).write.format("deltalog").mode("append").save(table_path)
+    df = DeltaTable.forPath(spark, table_path).toDF()
+    assert "FileScan parquet" in _plan(df)
+    spark.range(5, 8).write.format("deltalog").mode("append").save(table_path)
+    assert df.count() == 5  # planned on version 0
+    assert DeltaTable.forPath(spark, table_path).toDF().count() == 8
