@@ -25,7 +25,7 @@ ROUNDS = 3
 ROWS = 5
 INTERLEAVED_ROUNDS = 2
 SCHEMA = "id long, app string"
-BARRIER_TIMEOUT = 240.0
+BARRIER_TIMEOUT = 420.0  # JVM start-ups on a loaded machine; a failure ends the wait at once
 
 
 def _touch(path: str) -> None:
@@ -39,7 +39,9 @@ def wait_for(path: str) -> None:
     failed = os.path.join(os.path.dirname(os.path.dirname(path)), "failed")
     deadline = time.monotonic() + BARRIER_TIMEOUT
     while not os.path.exists(path):
-        if os.path.exists(failed) or time.monotonic() > deadline:
+        if os.path.exists(failed):
+            raise RuntimeError(f"an application failed before {os.path.basename(path)}")
+        if time.monotonic() > deadline:
             raise TimeoutError(f"the other application never reached {os.path.basename(path)}")
         time.sleep(0.02)
 

@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -234,8 +235,11 @@ def test_two_spark_applications_append_to_one_table(request: pytest.FixtureReque
             assert apps[role].stdin is not None
             apps[role].stdin.write(payload)
             apps[role].stdin.close()
+        deadline = time.monotonic() + 540  # under pytest's 600 s, so the logs can be shown
         for app in apps.values():
-            app.wait(timeout=480)
+            app.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        pass  # killed below; the assertion shows its log
     finally:
         for app in apps.values():
             if app.poll() is None:
