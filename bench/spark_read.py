@@ -235,9 +235,9 @@ WORKLOADS = (
     *(f"PySpark native read: {q}" for q in QUERIES),
     "PySpark native read: sum(x), DVs on 10% of files",
     "PySpark native read: column-mapped table",
-    "PySpark native read: planning a 100k-file table",
+    "PySpark native read: planning a many-file table (100k files at size full)",
 )
-SIZES = {"small": (200_000, 1, 100_000), "full": (10_000_000, 3, 100_000)}
+SIZES = {"small": (200_000, 1, 20_000), "full": (10_000_000, 3, 100_000)}
 
 
 def run(size: str) -> list[object]:
