@@ -78,20 +78,25 @@ def test_snapshot_then_appends_restart_exactly_once(spark, table_path, tmp_path)
     assert set(operations(sink)) == {"STREAMING UPDATE"}
 
 
-def test_max_files_per_trigger_splits_batches_and_optimize_adds_nothing(spark, table_path, tmp_path):
+def test_max_files_per_trigger_restart_mid_snapshot_and_optimize(spark, table_path, tmp_path):
     for ids in ([0, 1], [2, 3], [4, 5]):
         _append(spark, table_path, ids)
-    sink = str(tmp_path / "sink")
-    query = _pipe(spark, table_path, sink, str(tmp_path / "ck"), maxFilesPerTrigger="1")
-    assert _batches_with_rows(query) == [2, 2, 2]
-    DeltaTable.forPath(spark, table_path).optimize().executeCompaction()  # dataChange=false
+    sink, checkpoint = str(tmp_path / "sink"), str(tmp_path / "ck")
+    query = _pipe(spark, table_path, sink, checkpoint, maxFilesPerTrigger="1")
+    assert _batches_with_rows(query) == [2, 2, 2]  # the initial snapshot, one file a batch
+    # killed mid-snapshot: batch 1 reached the sink but Spark did not record it, batch 2 was
+    # never planned; meanwhile the source is compacted (dataChange=false) and appended to
+    for name in ("commits/1", "commits/.1.crc", "commits/2", "commits/.2.crc", "offsets/2", "offsets/.2.crc"):
+        if os.path.exists(os.path.join(checkpoint, name)):
+            os.remove(os.path.join(checkpoint, name))
+    DeltaTable.forPath(spark, table_path).optimize().executeCompaction()
     _append(spark, table_path, [6])
-    query = _pipe(spark, table_path, sink, str(tmp_path / "ck"), maxBytesPerTrigger="1b")
-    assert _batches_with_rows(query) == [1]
+    _pipe(spark, table_path, sink, checkpoint, maxFilesPerTrigger="1")
     assert _ids(spark, sink) == list(range(7))
-    # a new query on the compacted table reads its one file, once
-    query = _pipe(spark, table_path, str(tmp_path / "sink2"), str(tmp_path / "ck2"), maxBytesPerTrigger="1b")
-    assert _batches_with_rows(query) == [6, 1] and _ids(spark, str(tmp_path / "sink2")) == list(range(7))
+    # a new query reads the compacted file once; maxBytesPerTrigger still admits one file a batch
+    other = str(tmp_path / "sink2")
+    query = _pipe(spark, table_path, other, str(tmp_path / "ck2"), maxBytesPerTrigger="1b")
+    assert _batches_with_rows(query) == [6, 1] and _ids(spark, other) == list(range(7))
 
 
 def test_deletes_and_updates_fail_unless_allowed(spark, table_path, tmp_path):
@@ -175,3 +180,34 @@ def test_offsets_schema_change_and_table_id(spark, table_path, tmp_path):
     _append(spark, other, [0])
     with pytest.raises(DeltaSourceTableChangedError, match="id has changed"):
         _reader(other).latestOffset(end, ReadAllAvailable())
+
+
+def test_change_feed_as_a_stream(spark, table_path):
+    _append(spark, table_path, [0, 1, 2], **{"delta.enableChangeDataFeed": "true"})
+    DeltaTable.forPath(spark, table_path).delete("id = 1")
+    _append(spark, table_path, [5])
+
+    def changes(name: str, **options: str) -> list[tuple[int, str, int]]:
+        query = (
+            spark.readStream.format("deltalog")
+            .option("readChangeFeed", "true")
+            .options(**options)
+            .load(table_path)
+            .writeStream.format("memory")
+            .queryName(name)
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        got = spark.table(name).select("id", "_change_type", "_commit_version").collect()
+        return sorted((r.id, r._change_type, r._commit_version) for r in got)
+
+    assert changes("cdf_from_0", startingVersion="0") == [
+        (0, "insert", 0),
+        (1, "delete", 1),
+        (1, "insert", 0),
+        (2, "insert", 0),
+        (5, "insert", 2),
+    ]
+    # no startingVersion: the latest snapshot's rows as inserts, at its version
+    assert changes("cdf_snapshot") == [(0, "insert", 2), (2, "insert", 2), (5, "insert", 2)]

@@ -21,6 +21,7 @@ in lazily built state that is never pickled.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import json
 import sys
@@ -39,6 +40,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from deltalog.contrib.spark.changes import change_files
 from deltalog.contrib.spark.errors import (
     DeltaAnalysisError,
     DeltaSourceIgnoreChangesError,
@@ -108,11 +110,19 @@ class SourceOffset:
 
 @dataclass(frozen=True)
 class IndexedFile:
-    """One position of the stream: an ``add`` of ``version`` at ``index``, or a placeholder."""
+    """One position of the stream: a file to read of ``version`` at ``index`` (an ``add``,
+    or in the change feed a change file), or a placeholder."""
 
     version: int
     index: int
-    add: AddFile | None = None
+    file: FileToRead | None = None
+    #: part of the initial snapshot (admitted file by file; change-feed commits are whole)
+    in_snapshot: bool = False
+
+
+def _to_read(add: AddFile, constants: dict[str, Any] | None = None) -> FileToRead:
+    dv = None if add.deletion_vector is None else add.deletion_vector.to_dict()
+    return FileToRead(add.path, add.partition_values, add.size, dv, constants or {})
 
 
 class _Admission:
@@ -120,17 +130,52 @@ class _Admission:
     admitted; a file is admitted while capacity remains before it, so a batch holds at
     least one file even when that file alone is over ``maxBytesPerTrigger``."""
 
-    def __init__(self, max_files: int | None, max_bytes: int | None) -> None:
+    def __init__(self, max_files: int | None, max_bytes: int | None, whole_commits: bool = False) -> None:
         self.files = sys.maxsize if max_files is None else max_files
         self.bytes = sys.maxsize if max_bytes is None else max_bytes
+        #: admit change-feed commits whole (Delta's CDC source)
+        self.whole_commits = whole_commits
+        #: whether this batch holds anything yet
+        self.started = False
 
     def admit(self, item: IndexedFile) -> bool:
-        if item.add is None:
+        if item.file is None:
             return True
         admitted = self.files > 0 and self.bytes > 0
         self.files -= 1
-        self.bytes -= item.add.size
+        self.bytes -= item.file.size
         return admitted
+
+    def admit_commit(self, files: list[FileToRead]) -> bool:
+        """A change-feed commit is admitted whole: always as a batch's first commit, else
+        only when all of it fits (Delta's ``admit(Seq[AdmittableFile])``)."""
+        if not files:
+            return True
+        admitted = not self.started or (self.files >= len(files) and self.bytes >= sum(f.size for f in files))
+        self.started = True
+        self.files -= len(files)
+        self.bytes -= sum(f.size for f in files)
+        return admitted
+
+    def filter(self, items: Iterator[IndexedFile]) -> Iterator[IndexedFile]:
+        """The items of one batch: the initial snapshot file by file, a change-feed commit
+        whole (a commit cut by the stream's bound counts as what it holds)."""
+        pending: list[IndexedFile] = []
+        for item in items:
+            if item.in_snapshot or not self.whole_commits:
+                self.started = True
+                if not self.admit(item):
+                    return
+                yield item
+                continue
+            pending.append(item)
+            if item.index == END_INDEX:
+                if not self.admit_commit([i.file for i in pending if i.file is not None]):
+                    return
+                yield from pending
+                pending = []
+        if pending and self.admit_commit([i.file for i in pending if i.file is not None]):
+            yield from pending
 
 
 def _shape(t: Any) -> Any:
@@ -178,11 +223,6 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """The streaming source (Delta's ``DeltaSource``) behind ``spark.readStream.format("deltalog")``."""
 
     def __init__(self, options: StreamReadOptions, schema: StructType) -> None:
-        if options.read.read_change_feed:
-            raise DeltaAnalysisError(
-                "readChangeFeed is not supported on a streaming read of a deltalog table yet; read the change feed "
-                "in batches with spark.read (startingVersion/endingVersion)"
-            )
         self.options = options
         self.schema = schema
         self._state: _State | None = None
@@ -297,14 +337,24 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._check_metadata(snapshot.metadata, version)
             files = sorted(snapshot.files, key=lambda a: (a.modification_time, a.path))
             self._initial_files = (version, files)
-        yield IndexedFile(version, BASE_INDEX)
+        constants: dict[str, Any] | None = None
+        if self.options.read.read_change_feed:
+            ms = self._init().delta_log.snapshot(version).timestamp
+            when = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+            constants = {"_change_type": "insert", "_commit_version": version, "_commit_timestamp": when}
+        yield IndexedFile(version, BASE_INDEX, None, True)
         for i, add in enumerate(self._initial_files[1]):
-            yield IndexedFile(version, i, add)
-        yield IndexedFile(version, END_INDEX)
+            yield IndexedFile(version, i, _to_read(add, constants), True)
+        yield IndexedFile(version, END_INDEX, None, True)
 
     def _commits(self, start: int, end: SourceOffset | None) -> Iterator[IndexedFile]:
         delta_log = self._init().delta_log
         latest = delta_log.update().version
+        changes: dict[int, list[FileToRead]] = {}
+        if self.options.read.read_change_feed and start <= latest:
+            last = latest if end is None else min(latest, end.reservoir_version)
+            for item in change_files(delta_log, start, last) if start <= last else []:
+                changes.setdefault(int(item.constants["_commit_version"]), []).append(item)
         for version in range(start, latest + 1):
             if end is not None and version > end.reservoir_version:
                 return
@@ -312,12 +362,19 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 yield IndexedFile(version, BASE_INDEX)  # the batch stops before this commit
                 return
             actions = delta_log.read_commit(version)
-            skip = self._skip_commit(actions, version)
+            files: list[FileToRead]
+            if self.options.read.read_change_feed:
+                for action in actions:  # the change feed streams removes too; only metadata is checked
+                    if isinstance(action, Metadata):
+                        self._check_metadata(action, version)
+                files = changes.get(version, [])
+            elif self._skip_commit(actions, version):
+                files = []
+            else:
+                files = [_to_read(a) for a in actions if isinstance(a, AddFile) and a.data_change]
             yield IndexedFile(version, BASE_INDEX)
-            if not skip:
-                adds = (a for a in actions if isinstance(a, AddFile) and a.data_change)
-                for i, add in enumerate(adds):
-                    yield IndexedFile(version, i, add)
+            for i, item in enumerate(files):
+                yield IndexedFile(version, i, item)
             yield IndexedFile(version, END_INDEX)
 
     def _changes(
@@ -354,7 +411,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from_version, from_index, initial = self._start_point(start)
         changes: Iterator[IndexedFile] = self._changes(from_version, from_index, initial, None)
         if admission is not None:
-            changes = itertools.takewhile(admission.admit, changes)
+            changes = admission.filter(changes)
         last: IndexedFile | None = None
         for last in changes:  # noqa: B007 - the last one is the offset
             pass
@@ -377,7 +434,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             max_files = limit.max_files
         elif isinstance(limit, ReadMaxBytes):
             max_bytes = limit.max_bytes
-        return _Admission(max_files, max_bytes)
+        return _Admission(max_files, max_bytes, whole_commits=o.read.read_change_feed)
 
     # -- DataSourceStreamReader -----------------------------------------------------------------
 
@@ -414,16 +471,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from_version, from_index, initial = version, BASE_INDEX, True
         else:
             from_version, from_index, initial = self._start_point(first)
-        items = [
-            FileToRead(
-                f.add.path,
-                f.add.partition_values,
-                f.add.size,
-                None if f.add.deletion_vector is None else f.add.deletion_vector.to_dict(),
-            )
-            for f in self._changes(from_version, from_index, initial, last)
-            if f.add is not None
-        ]
+        items = [f.file for f in self._changes(from_version, from_index, initial, last) if f.file is not None]
         return _partitions(self._init().spec, last.reservoir_version, items)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
