@@ -51,7 +51,8 @@ from deltalog.contrib.spark.errors import (
 from deltalog.contrib.spark.options import StreamReadOptions
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
 from deltalog.contrib.spark.tablelog import open_log
-from deltalog.txn.actions import AddFile, CommitInfo, Metadata, RemoveFile
+from deltalog.txn.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
+from deltalog.txn.features import check_read_supported
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
@@ -316,8 +317,6 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 seen_add = True
             elif isinstance(action, RemoveFile) and action.data_change:
                 removed = removed or action.path
-            elif isinstance(action, Metadata):
-                self._check_metadata(action, version)
             elif isinstance(action, CommitInfo) and action.operation:
                 operation = f"{action.operation} ({json.dumps(action.operation_parameters or {})})"
         if removed is None:
@@ -363,10 +362,12 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return
             actions = delta_log.read_commit(version)
             files: list[FileToRead]
-            if self.options.read.read_change_feed:
-                for action in actions:  # the change feed streams removes too; only metadata is checked
-                    if isinstance(action, Metadata):
-                        self._check_metadata(action, version)
+            for action in actions:
+                if isinstance(action, Metadata):
+                    self._check_metadata(action, version)
+                elif isinstance(action, Protocol):
+                    check_read_supported(action, self._table)
+            if self.options.read.read_change_feed:  # the change feed streams removes too
                 files = changes.get(version, [])
             elif self._skip_commit(actions, version):
                 files = []
