@@ -114,6 +114,19 @@ def test_deletes_and_updates_fail_unless_allowed(spark, table_path, tmp_path):
     _append(spark, table_path, [10, 11])
     _pipe(spark, table_path, sink, checkpoint, skipChangeCommits="true")
     assert _ids(spark, sink) == [0, 1, 2, 3, 10, 11]  # the deletes are not streamed, the append is
+    # the deprecated ignoreChanges streams the files a change commit adds (row 3 again)
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.txn.delta_log import DeltaLog
+
+    table_id = DeltaLog.for_table(table_path).update().metadata.id
+    start = {"sourceVersion": 1, "reservoirId": table_id, "reservoirVersion": 2, "index": -1}
+    start["isStartingVersion"] = False
+    for options, added in (({"ignoreChanges": "true"}, [2, 3]), ({"skipChangeCommits": "true"}, [3])):
+        reader = _reader(table_path, **options)
+        end = reader.latestOffset(start, ReadAllAvailable())
+        got = sorted(f.path for p in reader.partitions(start, end) for f in p.files)
+        assert got == sorted(a["add"]["path"] for v in added for a in _commit(table_path, v) if "add" in a)
 
 
 def test_starting_version(spark, table_path, tmp_path):
