@@ -196,7 +196,7 @@ def test_offsets_schema_change_and_table_id(spark, table_path, tmp_path):
 
 
 def test_change_feed_as_a_stream(spark, table_path):
-    _append(spark, table_path, [0, 1, 2], **{"delta.enableChangeDataFeed": "true"})
+    _append(spark, table_path, [0, 1, 2], partitionBy="p", **{"delta.enableChangeDataFeed": "true"})
     DeltaTable.forPath(spark, table_path).delete("id = 1")
     _append(spark, table_path, [5])
 
@@ -224,3 +224,11 @@ def test_change_feed_as_a_stream(spark, table_path):
     ]
     # no startingVersion: the latest snapshot's rows as inserts, at its version
     assert changes("cdf_snapshot") == [(0, "insert", 2), (2, "insert", 2), (5, "insert", 2)]
+    # a commit's changes are admitted whole: version 0's two files make one batch despite the limit
+    from pyspark.sql.streaming.datasource import ReadMaxFiles
+
+    reader = _reader(table_path, readChangeFeed="true", startingVersion="0", maxFilesPerTrigger="1")
+    start = reader.initialOffset()
+    first = reader.latestOffset(start, ReadMaxFiles(1))
+    assert (first["reservoirVersion"], first["index"]) == (1, -1)
+    assert sum(len(p.files) for p in reader.partitions(start, first)) == 2
