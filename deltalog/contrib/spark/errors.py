@@ -8,6 +8,11 @@ from deltalog.txn.vacuum import VacuumRetentionError
 
 __all__ = [
     "DeltaAnalysisError",
+    "DeltaSourceChangedDataError",
+    "DeltaSourceIgnoreChangesError",
+    "DeltaSourceIgnoreDeleteError",
+    "DeltaSourceSchemaChangedError",
+    "DeltaSourceTableChangedError",
     "DeltaSparkError",
     "InvalidWriteOptionError",
     "MergeCardinalityError",
@@ -86,3 +91,78 @@ class WriteOutcomeUnknownError(DeltaSparkError, AmbiguousWriteError):
         self.table = table
         self.txn_id = txn_id
         self.num_files = num_files
+
+
+class DeltaSourceChangedDataError(DeltaSparkError):
+    """A streaming read met a commit that removed data (``remove`` with ``dataChange=true``),
+    which an append-only stream cannot express; the stream stops before that commit."""
+
+    def __init__(self, message: str, table: str, version: int, example: str) -> None:
+        super().__init__(message)
+        self.table = table
+        self.version = version
+        self.example = example
+
+
+class DeltaSourceIgnoreDeleteError(DeltaSourceChangedDataError):
+    """Delta's ``DELTA_SOURCE_IGNORE_DELETE``: a commit only deleted data (no ``add``)."""
+
+    def __init__(self, table: str, version: int, removed_file: str) -> None:
+        super().__init__(
+            f"DELTA_SOURCE_IGNORE_DELETE: detected deleted data (for example {removed_file}) from streaming source "
+            f"at version {version}. This is currently not supported. If you'd like to ignore deletes, set the option "
+            f"'ignoreDeletes' to 'true' (or 'skipChangeCommits' to skip every commit that removes data). "
+            f"The source table can be found at path {table}.",
+            table,
+            version,
+            removed_file,
+        )
+
+
+class DeltaSourceIgnoreChangesError(DeltaSourceChangedDataError):
+    """Delta's ``DELTA_SOURCE_TABLE_IGNORE_CHANGES``: a commit rewrote data (removes and adds:
+    UPDATE, MERGE, DELETE of part of a file, overwrite)."""
+
+    def __init__(self, table: str, version: int, change: str) -> None:
+        super().__init__(
+            f"DELTA_SOURCE_TABLE_IGNORE_CHANGES: detected a data update (for example {change}) in the source table "
+            f"at version {version}. This is currently not supported. If this is going to happen regularly and you "
+            f"are okay to skip changes, set the option 'skipChangeCommits' to 'true'. If you would like the data "
+            f"update to be reflected, please restart this query with a fresh checkpoint directory. The source table "
+            f"can be found at path {table}.",
+            table,
+            version,
+            change,
+        )
+
+
+class DeltaSourceTableChangedError(DeltaSparkError):
+    """Delta's ``DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE``: the table's id is not the
+    one the stream's offsets were taken from (the table was deleted and re-created)."""
+
+    def __init__(self, table: str, new_id: str, old_id: str) -> None:
+        super().__init__(
+            f"DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE: the Delta table's id has changed: the streaming query "
+            f"was reading from an unexpected Delta table at {table} (id = '{new_id}'). It used to read from another "
+            f"Delta table (id = '{old_id}') according to checkpoint. This may happen when you changed the code to "
+            "read from a new table or you deleted and re-created a table. Please revert your change or delete your "
+            "streaming query checkpoint to restart from scratch."
+        )
+        self.table = table
+        self.new_id = new_id
+        self.old_id = old_id
+
+
+class DeltaSourceSchemaChangedError(DeltaSparkError):
+    """Delta's ``DELTA_SCHEMA_CHANGED_WITH_VERSION``: the table's schema (or partition columns)
+    changed in a version the stream reads; restart the query to read with the new schema."""
+
+    def __init__(self, table: str, version: int, read_schema: str, data_schema: str) -> None:
+        super().__init__(
+            f"DELTA_SCHEMA_CHANGED_WITH_VERSION: detected schema change in version {version} of {table}: "
+            f"streaming source schema: {read_schema}; data file schema: {data_schema}. Please try restarting the "
+            "query. If this issue repeats across query restarts without making progress, you have made an "
+            "incompatible schema change and need to start your query from scratch using a new checkpoint directory."
+        )
+        self.table = table
+        self.version = version

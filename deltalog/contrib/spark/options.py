@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError
 
-__all__ = ["ReadOptions", "WriteOptions", "canonical_property", "is_storage_option", "storage_options_of"]
+__all__ = [
+    "ReadOptions",
+    "StreamReadOptions",
+    "WriteOptions",
+    "canonical_property",
+    "is_storage_option",
+    "storage_options_of",
+]
 
 _KNOWN_PROPERTIES = [
     "delta.appendOnly",
@@ -119,6 +126,12 @@ _READ_KEYS = {
     "endingversion",
     "startingtimestamp",
     "endingtimestamp",
+    # streaming reads (StreamReadOptions)
+    "maxfilespertrigger",
+    "maxbytespertrigger",
+    "ignoredeletes",
+    "ignorechanges",
+    "skipchangecommits",
 }
 
 
@@ -301,20 +314,75 @@ class ReadOptions:
     scan_report: str | None = None
     storage_options: dict[str, str] = field(default_factory=dict)
     logstore: str | None = None
+    #: ``startingVersion=latest`` (streaming: start after the latest version)
+    starting_version_latest: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
         cdf = _flag(options, "readChangeFeed") or _flag(options, "readChangeData")
+        latest = (_get(options, "startingVersion") or "").strip().lower() == "latest"
         return cls(
             path=table_path(options),
             version_as_of=_int(options, "versionAsOf"),
             timestamp_as_of=_get(options, "timestampAsOf"),
             read_change_feed=cdf,
-            starting_version=_int(options, "startingVersion"),
+            starting_version=None if latest else _int(options, "startingVersion"),
+            starting_version_latest=latest,
             ending_version=_int(options, "endingVersion"),
             starting_timestamp=_get(options, "startingTimestamp"),
             ending_timestamp=_get(options, "endingTimestamp"),
             scan_report=_get(options, "scanReport"),
             storage_options=storage_options_of(options),
             logstore=_get(options, "logStore"),
+        )
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
+_BYTE_UNITS.update({"t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50})
+
+
+def _byte_size(options: Mapping[str, str], key: str) -> int | None:
+    """A size like ``10g`` or ``512k`` (binary units, as Spark's ``byteStringAs``)."""
+    value = _get(options, key)
+    if value is None:
+        return None
+    text = value.strip().lower()
+    digits = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(digits) :]
+    if not digits.isdigit() or unit not in _BYTE_UNITS or int(digits) <= 0:
+        raise InvalidWriteOptionError(f"option {key} must be a size such as '10g' or '512k', got {value!r}")
+    return int(digits) * _BYTE_UNITS[unit]
+
+
+@dataclass(frozen=True)
+class StreamReadOptions:
+    """``spark.readStream.format("deltalog")``: the read options plus Delta's streaming
+    source options (``DeltaOptions``: admission control and how non-append commits are
+    handled)."""
+
+    read: ReadOptions
+    max_files_per_trigger: int | None = None
+    max_bytes_per_trigger: int | None = None
+    ignore_deletes: bool = False
+    #: deprecated in Delta for ``skipChangeCommits``: re-emits the files of changed commits
+    ignore_changes: bool = False
+    skip_change_commits: bool = False
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> StreamReadOptions:
+        read = ReadOptions.parse(options)
+        if read.starting_version is not None and read.starting_version < 0:
+            raise InvalidWriteOptionError(f"startingVersion must be >= 0 or 'latest', got {read.starting_version}")
+        if (read.starting_version is not None or read.starting_version_latest) and read.starting_timestamp:
+            raise InvalidWriteOptionError("give startingVersion or startingTimestamp, not both")
+        max_files = _int(options, "maxFilesPerTrigger")
+        if max_files is not None and max_files <= 0:
+            raise InvalidWriteOptionError(f"maxFilesPerTrigger must be a positive integer, got {max_files}")
+        return cls(
+            read=read,
+            max_files_per_trigger=max_files,
+            max_bytes_per_trigger=_byte_size(options, "maxBytesPerTrigger"),
+            ignore_deletes=_flag(options, "ignoreDeletes"),
+            ignore_changes=_flag(options, "ignoreChanges"),
+            skip_change_commits=_flag(options, "skipChangeCommits"),
         )

@@ -27,6 +27,7 @@ from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceReader,
     DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
     EqualNullSafe,
     EqualTo,
     Filter,
@@ -321,6 +322,8 @@ def change_range(delta_log: Any, options: ReadOptions) -> tuple[int, int | None]
     ``startingVersion``/``endingVersion`` or ``startingTimestamp``/``endingTimestamp``
     (Delta's rules: the first commit at or after the start, the last at or before the end)."""
     start = options.starting_version
+    if options.starting_version_latest:  # after the latest commit (an empty range in a batch read)
+        start = delta_log.update().version + 1
     if start is None and options.starting_timestamp is not None:
         at = delta_log.snapshot(timestamp=options.starting_timestamp)
         start = at.version if _commit_at_or_after(delta_log, at, options.starting_timestamp) else at.version + 1
@@ -369,6 +372,12 @@ class DeltaLogDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return DeltaReader(ReadOptions.parse(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from deltalog.contrib.spark.options import StreamReadOptions
+        from deltalog.contrib.spark.streaming import DeltaSourceReader
+
+        return DeltaSourceReader(StreamReadOptions.parse(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DeltaWriter:
         opts = WriteOptions.parse(self.options, overwrite)

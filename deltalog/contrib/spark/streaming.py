@@ -1,0 +1,501 @@
+"""Reading a table as a stream: ``spark.readStream.format("deltalog").load(uri)``.
+
+Follows Delta's ``DeltaSource``. The stream is a sequence of *indexed files*: the table's
+files at the version the stream starts from (the *initial snapshot*, ordered by
+``modificationTime`` then ``path``), then, commit by commit, the ``add`` actions with
+``dataChange=true``. Each version is framed by a base (index -1) and an end placeholder, and
+an offset ``(reservoirVersion, index, isStartingVersion)`` names the last file a batch read
+(Delta's ``DeltaSourceOffset``, serialised with Delta's field names, ``sourceVersion`` 1).
+A batch reads the files after its start offset up to and including its end offset, so a
+query restarted from its checkpoint plans exactly the batches it had not finished.
+
+Commits are checked as Delta checks them: a commit that removes data (``remove`` with
+``dataChange=true``) fails the stream unless ``ignoreDeletes`` (commits that only delete),
+``skipChangeCommits`` (skip every such commit) or the deprecated ``ignoreChanges`` (emit the
+re-added files again) allows it; commits with ``dataChange=false`` (OPTIMIZE) add nothing; a
+changed table id or a schema the stream cannot read with its schema stops the stream.
+
+Spark pickles the reader right after creating it, so everything read from the log is kept
+in lazily built state that is never pickled.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from deltalog.contrib.spark.changes import change_files
+from deltalog.contrib.spark.errors import (
+    DeltaAnalysisError,
+    DeltaSourceIgnoreChangesError,
+    DeltaSourceIgnoreDeleteError,
+    DeltaSourceSchemaChangedError,
+    DeltaSourceTableChangedError,
+)
+from deltalog.contrib.spark.options import StreamReadOptions
+from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
+from deltalog.contrib.spark.tablelog import open_log
+from deltalog.txn.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
+from deltalog.txn.features import check_read_supported
+
+if TYPE_CHECKING:
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.snapshot import Snapshot
+
+__all__ = ["DeltaSourceReader", "IndexedFile", "SourceOffset"]
+
+#: the index before every file of a version (Delta's ``BASE_INDEX``, serialised as -1)
+BASE_INDEX = -1
+#: the index after every file of a version; never an offset (Delta's ``END_INDEX``)
+END_INDEX = sys.maxsize - 100
+#: ``reservoirVersion`` of the initial offset: where the stream starts is decided by the
+#: first batch (from ``startingVersion``/``startingTimestamp`` or the latest version)
+UNSTARTED = -1
+SOURCE_VERSION = 1
+#: Delta's ``maxFilesPerTrigger`` default
+DEFAULT_MAX_FILES_PER_TRIGGER = 1000
+
+
+@dataclass(frozen=True)
+class SourceOffset:
+    """Delta's ``DeltaSourceOffset``: the last indexed file a batch read."""
+
+    reservoir_id: str
+    reservoir_version: int
+    index: int
+    is_initial_snapshot: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sourceVersion": SOURCE_VERSION,
+            "reservoirId": self.reservoir_id,
+            "reservoirVersion": self.reservoir_version,
+            "index": self.index,
+            "isStartingVersion": self.is_initial_snapshot,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], table: str, table_id: str) -> SourceOffset:
+        version = raw.get("sourceVersion")
+        if version != SOURCE_VERSION:
+            raise DeltaAnalysisError(
+                f"the streaming offset {json.dumps(raw)} of {table} has sourceVersion {version}; this reader "
+                f"understands version {SOURCE_VERSION}. Restart the query with a new checkpoint location"
+            )
+        if raw["reservoirId"] != table_id:
+            raise DeltaSourceTableChangedError(table, table_id, str(raw["reservoirId"]))
+        return cls(
+            str(raw["reservoirId"]), int(raw["reservoirVersion"]), int(raw["index"]), bool(raw["isStartingVersion"])
+        )
+
+    @property
+    def unstarted(self) -> bool:
+        return self.reservoir_version == UNSTARTED
+
+
+@dataclass(frozen=True)
+class IndexedFile:
+    """One position of the stream: a file to read of ``version`` at ``index`` (an ``add``,
+    or in the change feed a change file), or a placeholder."""
+
+    version: int
+    index: int
+    file: FileToRead | None = None
+    #: part of the initial snapshot (admitted file by file; change-feed commits are whole)
+    in_snapshot: bool = False
+
+
+def _to_read(add: AddFile, constants: dict[str, Any] | None = None) -> FileToRead:
+    dv = None if add.deletion_vector is None else add.deletion_vector.to_dict()
+    return FileToRead(add.path, add.partition_values, add.size, dv, constants or {})
+
+
+class _Admission:
+    """How much one batch may take (Delta's ``AdmissionLimits``). Placeholders are always
+    admitted; a file is admitted while capacity remains before it, so a batch holds at
+    least one file even when that file alone is over ``maxBytesPerTrigger``."""
+
+    def __init__(self, max_files: int | None, max_bytes: int | None, whole_commits: bool = False) -> None:
+        self.files = sys.maxsize if max_files is None else max_files
+        self.bytes = sys.maxsize if max_bytes is None else max_bytes
+        #: admit change-feed commits whole (Delta's CDC source)
+        self.whole_commits = whole_commits
+        #: whether this batch holds anything yet
+        self.started = False
+
+    def admit(self, item: IndexedFile) -> bool:
+        if item.file is None:
+            return True
+        admitted = self.files > 0 and self.bytes > 0
+        self.files -= 1
+        self.bytes -= item.file.size
+        return admitted
+
+    def admit_commit(self, files: list[FileToRead]) -> bool:
+        """A change-feed commit is admitted whole: always as a batch's first commit, else
+        only when all of it fits (Delta's ``admit(Seq[AdmittableFile])``)."""
+        if not files:
+            return True
+        admitted = not self.started or (self.files >= len(files) and self.bytes >= sum(f.size for f in files))
+        self.started = True
+        self.files -= len(files)
+        self.bytes -= sum(f.size for f in files)
+        return admitted
+
+    def filter(self, items: Iterator[IndexedFile]) -> Iterator[IndexedFile]:
+        """The items of one batch: the initial snapshot file by file, a change-feed commit
+        whole (a commit cut by the stream's bound counts as what it holds)."""
+        pending: list[IndexedFile] = []
+        for item in items:
+            if item.in_snapshot or not self.whole_commits:
+                self.started = True
+                if not self.admit(item):
+                    return
+                yield item
+                continue
+            pending.append(item)
+            if item.index == END_INDEX:
+                if not self.admit_commit([i.file for i in pending if i.file is not None]):
+                    return
+                yield from pending
+                pending = []
+        if pending and self.admit_commit([i.file for i in pending if i.file is not None]):
+            yield from pending
+
+
+def _shape(t: Any) -> Any:
+    """A schema type without field metadata, except the column-mapping physical name (a
+    column dropped and added again under column mapping is another column)."""
+    if isinstance(t, dict) and t.get("type") == "struct":
+        fields = []
+        for f in t["fields"]:
+            physical = (f.get("metadata") or {}).get("delta.columnMapping.physicalName")
+            fields.append((f["name"], _shape(f["type"]), bool(f.get("nullable", True)), physical))
+        return ("struct", tuple(fields))
+    if isinstance(t, dict) and t.get("type") == "array":
+        return ("array", _shape(t["elementType"]), bool(t.get("containsNull", True)))
+    if isinstance(t, dict) and t.get("type") == "map":
+        return ("map", _shape(t["keyType"]), _shape(t["valueType"]), bool(t.get("valueContainsNull", True)))
+    return t
+
+
+def _readable_with(old: Any, read: Any) -> bool:
+    """Whether files written with top-level schema ``old`` can be read with ``read``: every
+    old column is in ``read`` with the same type, and columns ``read`` adds are nullable."""
+    old_fields = {f[0]: f for f in old[1]}
+    read_fields = {f[0]: f for f in read[1]}
+    for name, field in old_fields.items():
+        other = read_fields.get(name)
+        if other is None or other[1] != field[1] or other[3] != field[3] or (field[2] and not other[2]):
+            return False
+    return all(f[2] for name, f in read_fields.items() if name not in old_fields)
+
+
+@dataclass
+class _State:
+    """What the reader learns from the log on first use (in the process that plans batches)."""
+
+    delta_log: DeltaLog
+    #: the snapshot the stream's schema was taken from (Delta's ``snapshotAtSourceInit``)
+    snapshot: Snapshot
+    table_id: str
+    read_shape: Any
+    partition_columns: tuple[str, ...]
+    spec: ReadSpec
+
+
+class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The streaming source (Delta's ``DeltaSource``) behind ``spark.readStream.format("deltalog")``."""
+
+    def __init__(self, options: StreamReadOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self._state: _State | None = None
+        self._available_now = False
+        self._available_now_end: SourceOffset | None = None
+        self._starting: tuple[int | None] | None = None
+        self._initial_files: tuple[int, list[AddFile]] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"options": self.options, "schema": self.schema}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["options"], state["schema"])  # type: ignore[misc]
+
+    # -- state from the log -------------------------------------------------------------------
+
+    @property
+    def _table(self) -> str:
+        return self.options.read.path
+
+    def _init(self) -> _State:
+        if self._state is None:
+            from deltalog.contrib.spark.source import DeltaReader
+
+            o = self.options.read
+            delta_log = open_log(o.path, o.storage_options, o.logstore)
+            snapshot = delta_log.require_table()
+            metadata = snapshot.metadata
+            spec = DeltaReader(o, self.schema)._spec(delta_log, snapshot)
+            self._state = _State(
+                delta_log,
+                snapshot,
+                metadata.id,
+                _shape(json.loads(metadata.schema_string)),
+                tuple(metadata.partition_columns),
+                spec,
+            )
+        return self._state
+
+    def _starting_version(self) -> int | None:
+        """``startingVersion`` / ``startingTimestamp`` as a version (None: neither given),
+        decided once per query run as Delta's ``getStartingVersion``."""
+        if self._starting is None:
+            o = self.options.read
+            state = self._init()
+            version: int | None = o.starting_version
+            if o.starting_version_latest:
+                version = state.delta_log.update().version + 1
+            elif version is not None:
+                latest = state.delta_log.update().version
+                if version > latest:
+                    raise DeltaAnalysisError(
+                        f"startingVersion {version} is after the latest version {latest} of {self._table}"
+                    )
+            elif o.starting_timestamp is not None:
+                version = _first_version_at_or_after(state.delta_log, o.starting_timestamp, self._table)
+            self._starting = (version,)
+        return self._starting[0]
+
+    def _offset(self, raw: dict[str, Any]) -> SourceOffset:
+        return SourceOffset.from_dict(raw, self._table, self._init().table_id)
+
+    # -- checks ---------------------------------------------------------------------------------
+
+    def _check_metadata(self, metadata: Metadata, version: int) -> None:
+        state = self._init()
+        if metadata.id != state.table_id:
+            raise DeltaSourceTableChangedError(self._table, metadata.id, state.table_id)
+        shape = _shape(json.loads(metadata.schema_string))
+        same_partitions = tuple(metadata.partition_columns) == state.partition_columns
+        if version < state.snapshot.version:
+            ok = same_partitions and _readable_with(shape, state.read_shape)
+        else:
+            ok = same_partitions and shape == state.read_shape
+        if not ok:
+            raise DeltaSourceSchemaChangedError(
+                self._table, version, state.snapshot.metadata.schema_string, metadata.schema_string
+            )
+
+    def _skip_commit(self, actions: list[Any], version: int) -> bool:
+        """Delta's ``validateCommitAndDecideSkipping``: fail on a commit that removes data
+        unless the options allow it; True when ``skipChangeCommits`` skips the commit."""
+        o = self.options
+        allow_changes = o.ignore_changes or o.skip_change_commits
+        allow_deletes = allow_changes or o.ignore_deletes
+        seen_add = False
+        removed: str | None = None
+        operation: str | None = None
+        for action in actions:
+            if isinstance(action, AddFile) and action.data_change:
+                seen_add = True
+            elif isinstance(action, RemoveFile) and action.data_change:
+                removed = removed or action.path
+            elif isinstance(action, CommitInfo) and action.operation:
+                operation = f"{action.operation} ({json.dumps(action.operation_parameters or {})})"
+        if removed is None:
+            return False
+        if seen_add and not allow_changes:
+            raise DeltaSourceIgnoreChangesError(self._table, version, operation or removed)
+        if not seen_add and not allow_deletes:
+            raise DeltaSourceIgnoreDeleteError(self._table, version, removed)
+        return o.skip_change_commits
+
+    # -- the indexed files --------------------------------------------------------------------
+
+    def _snapshot_files(self, version: int) -> Iterator[IndexedFile]:
+        """The initial snapshot at ``version``: its files by (modificationTime, path)."""
+        if self._initial_files is None or self._initial_files[0] != version:
+            snapshot = self._init().delta_log.snapshot(version)
+            self._check_metadata(snapshot.metadata, version)
+            files = sorted(snapshot.files, key=lambda a: (a.modification_time, a.path))
+            self._initial_files = (version, files)
+        constants: dict[str, Any] | None = None
+        if self.options.read.read_change_feed:
+            ms = self._init().delta_log.snapshot(version).timestamp
+            when = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+            constants = {"_change_type": "insert", "_commit_version": version, "_commit_timestamp": when}
+        yield IndexedFile(version, BASE_INDEX, None, True)
+        for i, add in enumerate(self._initial_files[1]):
+            yield IndexedFile(version, i, _to_read(add, constants), True)
+        yield IndexedFile(version, END_INDEX, None, True)
+
+    def _commits(self, start: int, end: SourceOffset | None) -> Iterator[IndexedFile]:
+        delta_log = self._init().delta_log
+        latest = delta_log.update().version
+        changes: dict[int, list[FileToRead]] = {}
+        if self.options.read.read_change_feed and start <= latest:
+            last = latest if end is None else min(latest, end.reservoir_version)
+            for item in change_files(delta_log, start, last) if start <= last else []:
+                changes.setdefault(int(item.constants["_commit_version"]), []).append(item)
+        for version in range(start, latest + 1):
+            if end is not None and version > end.reservoir_version:
+                return
+            if end is not None and version == end.reservoir_version and end.index == BASE_INDEX:
+                yield IndexedFile(version, BASE_INDEX)  # the batch stops before this commit
+                return
+            actions = delta_log.read_commit(version)
+            files: list[FileToRead]
+            for action in actions:
+                if isinstance(action, Metadata):
+                    self._check_metadata(action, version)
+                elif isinstance(action, Protocol):
+                    check_read_supported(action, self._table)
+            if self.options.read.read_change_feed:  # the change feed streams removes too
+                files = changes.get(version, [])
+            elif self._skip_commit(actions, version):
+                files = []
+            else:
+                files = [_to_read(a) for a in actions if isinstance(a, AddFile) and a.data_change]
+            yield IndexedFile(version, BASE_INDEX)
+            for i, item in enumerate(files):
+                yield IndexedFile(version, i, item)
+            yield IndexedFile(version, END_INDEX)
+
+    def _changes(
+        self, from_version: int, from_index: int, initial: bool, end: SourceOffset | None
+    ) -> Iterator[IndexedFile]:
+        """Delta's ``getFileChanges``: the indexed files after ``(from_version, from_index)``,
+        up to ``end`` (or the Trigger.AvailableNow bound)."""
+        items: Iterator[IndexedFile]
+        if initial:
+            items = itertools.chain(self._snapshot_files(from_version), self._commits(from_version + 1, end))
+        else:
+            items = self._commits(from_version, end)
+        bound = end or self._available_now_end
+        for item in items:
+            if not (item.version > from_version or item.index > from_index):
+                continue
+            if bound is not None and (
+                item.version > bound.reservoir_version
+                or (item.version == bound.reservoir_version and item.index > bound.index)
+            ):
+                return
+            yield item
+
+    def _start_point(self, start: SourceOffset) -> tuple[int, int, bool]:
+        """(version, index, initial snapshot?) to read after, for a batch starting at ``start``."""
+        if not start.unstarted:
+            return start.reservoir_version, start.index, start.is_initial_snapshot
+        version = self._starting_version()
+        if version is not None:
+            return version, BASE_INDEX, False
+        return self._init().snapshot.version, BASE_INDEX, True
+
+    def _next_offset(self, start: SourceOffset, admission: _Admission | None) -> SourceOffset | None:
+        from_version, from_index, initial = self._start_point(start)
+        changes: Iterator[IndexedFile] = self._changes(from_version, from_index, initial, None)
+        if admission is not None:
+            changes = admission.filter(changes)
+        last: IndexedFile | None = None
+        for last in changes:  # noqa: B007 - the last one is the offset
+            pass
+        if last is None:
+            return None
+        table_id = self._init().table_id
+        if last.index == END_INDEX:
+            return SourceOffset(table_id, last.version + 1, BASE_INDEX, False)
+        return SourceOffset(table_id, last.version, last.index, initial and last.version == from_version)
+
+    def _admission(self, limit: ReadLimit) -> _Admission | None:
+        o = self.options
+        if isinstance(limit, ReadAllAvailable):
+            return None
+        max_files = o.max_files_per_trigger
+        if max_files is None and o.max_bytes_per_trigger is None:
+            max_files = DEFAULT_MAX_FILES_PER_TRIGGER
+        max_bytes = o.max_bytes_per_trigger
+        if isinstance(limit, ReadMaxFiles):
+            max_files = limit.max_files
+        elif isinstance(limit, ReadMaxBytes):
+            max_bytes = limit.max_bytes
+        return _Admission(max_files, max_bytes, whole_commits=o.read.read_change_feed)
+
+    # -- DataSourceStreamReader -----------------------------------------------------------------
+
+    def initialOffset(self) -> dict[str, Any]:
+        return SourceOffset(self._init().table_id, UNSTARTED, BASE_INDEX, True).to_dict()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        o = self.options
+        if o.max_files_per_trigger is None and o.max_bytes_per_trigger is not None:
+            return ReadMaxBytes(o.max_bytes_per_trigger)
+        # with both options, maxBytesPerTrigger applies too (see _admission)
+        return ReadMaxFiles(o.max_files_per_trigger or DEFAULT_MAX_FILES_PER_TRIGGER)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = True
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        offset = self._offset(start)
+        if self._available_now and self._available_now_end is None:
+            # the bound of this Trigger.AvailableNow run: what is in the log now
+            self._available_now_end = self._next_offset(offset, None) or offset
+        end = self._next_offset(offset, self._admission(limit))
+        return start if end is None or end == offset else end.to_dict()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        from deltalog.contrib.spark.source import _partitions
+
+        first, last = self._offset(start), self._offset(end)
+        if first == last:
+            return []
+        if first.unstarted and self._starting_version() is None:
+            # Delta's extractStartingState: the initial snapshot the end offset was taken in
+            version = last.reservoir_version if last.is_initial_snapshot else last.reservoir_version - 1
+            from_version, from_index, initial = version, BASE_INDEX, True
+        else:
+            from_version, from_index, initial = self._start_point(first)
+        items = [f.file for f in self._changes(from_version, from_index, initial, last) if f.file is not None]
+        return _partitions(self._init().spec, last.reservoir_version, items)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from deltalog.contrib.spark.source import FilesPartition
+
+        assert isinstance(partition, FilesPartition)
+        yield from read_files(partition.spec, partition.files)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to release: Spark keeps the offsets in the checkpoint."""
+
+
+def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str) -> int:
+    """Delta's ``getStartingVersionFromTimestamp``: the first commit at or after ``timestamp``."""
+    from deltalog.txn.history import commit_timestamps, to_millis
+
+    target = to_millis(timestamp)
+    commits = commit_timestamps(delta_log)
+    for version, ts in commits:
+        if ts >= target:
+            return version
+    latest = commits[-1] if commits else (-1, 0)
+    raise DeltaAnalysisError(
+        f"startingTimestamp {timestamp} is after the latest commit of {table} (version {latest[0]}); "
+        "use a timestamp at or before it, or startingVersion='latest'"
+    )

@@ -1,0 +1,234 @@
+"""``spark.readStream.format("deltalog")``: the streaming source (Delta's ``DeltaSource``).
+
+Pipelines run with ``trigger(availableNow=True)`` into a ``deltalog`` sink table, so a
+restart from the same checkpoint is checked end to end: keys exactly once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from typing import Any
+
+import pytest
+
+from deltalog.contrib.spark import DeltaTable
+from deltalog.contrib.spark.errors import DeltaSourceSchemaChangedError, DeltaSourceTableChangedError
+from deltalog.contrib.spark.options import StreamReadOptions
+from deltalog.contrib.spark.streaming import DeltaSourceReader
+from tests.spark.helpers import operations
+
+pytestmark = pytest.mark.spark
+
+
+def _append(spark: Any, path: str, ids: list[int], **options: str) -> None:
+    df = spark.createDataFrame([(i, i % 2) for i in ids], "id long, p long").coalesce(1)
+    df.write.format("deltalog").mode("append").options(**options).save(path)
+
+
+def _pipe(spark: Any, source: str, sink: str, checkpoint: str, **options: str) -> Any:
+    """Run source -> sink until the source has nothing more (Trigger.AvailableNow)."""
+    query = (
+        spark.readStream.format("deltalog")
+        .options(**options)
+        .load(source)
+        .writeStream.format("deltalog")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start(sink)
+    )
+    query.awaitTermination()
+    return query
+
+
+def _ids(spark: Any, path: str) -> list[int]:
+    return sorted(r.id for r in spark.read.format("deltalog").load(path).collect())
+
+
+def _batches_with_rows(query: Any) -> list[int]:
+    return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+
+
+def test_snapshot_then_appends_restart_exactly_once(spark, table_path, tmp_path):
+    sink, checkpoint = str(tmp_path / "sink"), str(tmp_path / "ck")
+    _append(spark, table_path, [0, 1, 2])
+    _append(spark, table_path, [3, 4])
+    _pipe(spark, table_path, sink, checkpoint)  # the initial snapshot (version 1)
+    assert _ids(spark, sink) == [0, 1, 2, 3, 4]
+    offsets = sorted(os.listdir(os.path.join(checkpoint, "offsets")), key=lambda n: int(n) if n.isdigit() else -1)
+    with open(os.path.join(checkpoint, "offsets", offsets[-1]), encoding="utf-8") as f:
+        stored = json.loads(f.read().splitlines()[-1])
+    assert stored["sourceVersion"] == 1 and stored["reservoirVersion"] == 2 and stored["index"] == -1
+    assert stored["isStartingVersion"] is False and stored["reservoirId"]
+
+    _append(spark, table_path, [5, 6])
+    _pipe(spark, table_path, sink, checkpoint)  # restarted: only the new commit
+    assert _ids(spark, sink) == list(range(7))
+
+    # killed after the sink committed the last batch but before Spark recorded it: the batch
+    # is planned again from its stored offsets, and the sink recognises it
+    last = max(int(n) for n in os.listdir(os.path.join(checkpoint, "commits")) if n.isdigit())
+    for name in (str(last), f".{last}.crc"):
+        if os.path.exists(os.path.join(checkpoint, "commits", name)):
+            os.remove(os.path.join(checkpoint, "commits", name))
+    _append(spark, table_path, [7])
+    _pipe(spark, table_path, sink, checkpoint)
+    assert _ids(spark, sink) == list(range(8))
+    assert set(operations(sink)) == {"STREAMING UPDATE"}
+
+
+def test_max_files_per_trigger_restart_mid_snapshot_and_optimize(spark, table_path, tmp_path):
+    for ids in ([0, 1], [2, 3], [4, 5]):
+        _append(spark, table_path, ids)
+    sink, checkpoint = str(tmp_path / "sink"), str(tmp_path / "ck")
+    query = _pipe(spark, table_path, sink, checkpoint, maxFilesPerTrigger="1")
+    assert _batches_with_rows(query) == [2, 2, 2]  # the initial snapshot, one file a batch
+    # killed mid-snapshot: batch 1 reached the sink but Spark did not record it, batch 2 was
+    # never planned; meanwhile the source is compacted (dataChange=false) and appended to
+    for name in ("commits/1", "commits/.1.crc", "commits/2", "commits/.2.crc", "offsets/2", "offsets/.2.crc"):
+        if os.path.exists(os.path.join(checkpoint, name)):
+            os.remove(os.path.join(checkpoint, name))
+    DeltaTable.forPath(spark, table_path).optimize().executeCompaction()
+    _append(spark, table_path, [6])
+    _pipe(spark, table_path, sink, checkpoint, maxFilesPerTrigger="1")
+    assert _ids(spark, sink) == list(range(7))
+    # a new query reads the compacted file once; maxBytesPerTrigger still admits one file a batch
+    other = str(tmp_path / "sink2")
+    query = _pipe(spark, table_path, other, str(tmp_path / "ck2"), maxBytesPerTrigger="1b")
+    assert _batches_with_rows(query) == [6, 1] and _ids(spark, other) == list(range(7))
+
+
+def test_deletes_and_updates_fail_unless_allowed(spark, table_path, tmp_path):
+    sink, checkpoint = str(tmp_path / "sink"), str(tmp_path / "ck")
+    _append(spark, table_path, [0, 1, 2, 3], partitionBy="p")
+    _pipe(spark, table_path, sink, checkpoint)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("p = 0")  # removes whole files: a delete-only commit
+    with pytest.raises(Exception, match=r"(?s)DeltaSourceIgnoreDeleteError.*version 1.*ignoreDeletes"):
+        _pipe(spark, table_path, sink, checkpoint)
+    _pipe(spark, table_path, sink, checkpoint, ignoreDeletes="true")
+    table.delete("id = 1")  # rewrites a file: removes and adds
+    with pytest.raises(Exception, match=r"(?s)DeltaSourceIgnoreChangesError.*version 2.*skipChangeCommits"):
+        _pipe(spark, table_path, sink, checkpoint, ignoreDeletes="true")
+    _append(spark, table_path, [10, 11])
+    _pipe(spark, table_path, sink, checkpoint, skipChangeCommits="true")
+    assert _ids(spark, sink) == [0, 1, 2, 3, 10, 11]  # the deletes are not streamed, the append is
+    # the deprecated ignoreChanges streams the files a change commit adds (row 3 again)
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.txn.delta_log import DeltaLog
+
+    table_id = DeltaLog.for_table(table_path).update().metadata.id
+    start = {"sourceVersion": 1, "reservoirId": table_id, "reservoirVersion": 2, "index": -1}
+    start["isStartingVersion"] = False
+    for options, added in (({"ignoreChanges": "true"}, [2, 3]), ({"skipChangeCommits": "true"}, [3])):
+        reader = _reader(table_path, **options)
+        end = reader.latestOffset(start, ReadAllAvailable())
+        got = sorted(f.path for p in reader.partitions(start, end) for f in p.files)
+        assert got == sorted(a["add"]["path"] for v in added for a in _commit(table_path, v) if "add" in a)
+
+
+def test_starting_version(spark, table_path, tmp_path):
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.txn.delta_log import DeltaLog
+
+    for i in range(3):
+        _append(spark, table_path, [i])
+    from_one = str(tmp_path / "from1")
+    _pipe(spark, table_path, from_one, str(tmp_path / "ck1"), startingVersion="1")
+    assert _ids(spark, from_one) == [1, 2]
+    # startingTimestamp: the first commit at or after it
+    at_two = next(r.timestamp for r in DeltaLog.for_table(table_path).history() if r.version == 2)
+    when = dt.datetime.fromtimestamp(at_two / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds")
+    reader = _reader(table_path, startingTimestamp=when)
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert [f.path for p in reader.partitions(start, end) for f in p.files] == [
+        a["add"]["path"] for a in _commit(table_path, 2) if "add" in a
+    ]
+    # startingVersion=latest: only commits after the query started
+    reader = _reader(table_path, startingVersion="latest")
+    start = reader.initialOffset()
+    assert reader.latestOffset(start, ReadAllAvailable()) == start
+    _append(spark, table_path, [3])
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert end["reservoirVersion"] == 4 and end["index"] == -1
+    assert [f.path for p in reader.partitions(start, end) for f in p.files] == [
+        a["add"]["path"] for a in _commit(table_path, 3) if "add" in a
+    ]
+
+
+def _commit(path: str, version: int) -> list[dict[str, Any]]:
+    with open(os.path.join(path, "_delta_log", f"{version:020d}.json"), encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _reader(path: str, **options: str) -> DeltaSourceReader:
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromJson({"type": "struct", "fields": []})
+    return DeltaSourceReader(StreamReadOptions.parse({"path": path, **options}), schema)
+
+
+def test_offsets_schema_change_and_table_id(spark, table_path, tmp_path):
+    """The reader alone (no query): offsets round-trip through JSON; a schema change or a
+    re-created table stops it with a typed error."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    _append(spark, table_path, [0, 1])
+    reader = _reader(table_path)
+    start = json.loads(json.dumps(reader.initialOffset()))
+    end = json.loads(json.dumps(reader.latestOffset(start, ReadAllAvailable())))
+    assert end["reservoirVersion"] == 1 and end["index"] == -1
+    assert [len(p.files) for p in reader.partitions(start, end)] == [1]
+    assert reader.latestOffset(end, ReadAllAvailable()) == end
+    spark.createDataFrame([(2, 0, "x")], "id long, p long, s string").write.format("deltalog").mode("append").option(
+        "mergeSchema", "true"
+    ).save(table_path)
+    with pytest.raises(DeltaSourceSchemaChangedError, match="version 1"):
+        reader.latestOffset(end, ReadAllAvailable())
+    other = str(tmp_path / "other")
+    _append(spark, other, [0])
+    with pytest.raises(DeltaSourceTableChangedError, match="id has changed"):
+        _reader(other).latestOffset(end, ReadAllAvailable())
+
+
+def test_change_feed_as_a_stream(spark, table_path):
+    _append(spark, table_path, [0, 1, 2], partitionBy="p", **{"delta.enableChangeDataFeed": "true"})
+    DeltaTable.forPath(spark, table_path).delete("id = 1")
+    _append(spark, table_path, [5])
+
+    def changes(name: str, **options: str) -> list[tuple[int, str, int]]:
+        query = (
+            spark.readStream.format("deltalog")
+            .option("readChangeFeed", "true")
+            .options(**options)
+            .load(table_path)
+            .writeStream.format("memory")
+            .queryName(name)
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        got = spark.table(name).select("id", "_change_type", "_commit_version").collect()
+        return sorted((r.id, r._change_type, r._commit_version) for r in got)
+
+    assert changes("cdf_from_0", startingVersion="0") == [
+        (0, "insert", 0),
+        (1, "delete", 1),
+        (1, "insert", 0),
+        (2, "insert", 0),
+        (5, "insert", 2),
+    ]
+    # no startingVersion: the latest snapshot's rows as inserts, at its version
+    assert changes("cdf_snapshot") == [(0, "insert", 2), (2, "insert", 2), (5, "insert", 2)]
+    # a commit's changes are admitted whole: version 0's two files make one batch despite the limit
+    from pyspark.sql.streaming.datasource import ReadMaxFiles
+
+    reader = _reader(table_path, readChangeFeed="true", startingVersion="0", maxFilesPerTrigger="1")
+    start = reader.initialOffset()
+    first = reader.latestOffset(start, ReadMaxFiles(1))
+    assert (first["reservoirVersion"], first["index"]) == (1, -1)
+    assert sum(len(p.files) for p in reader.partitions(start, first)) == 2
