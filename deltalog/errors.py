@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         DeltaSparkError,
         InvalidWriteOptionError,
         MergeCardinalityError,
+        NativeReadUnsupportedError,
         ReplaceWhereMismatchError,
         SchemaMismatchError,
         TableAlreadyExistsError,
@@ -159,6 +160,7 @@ _HOMES: dict[str, str] = {
     "VacuumRetentionError": "deltalog.txn.vacuum",
     # PySpark integration (no pyspark import)
     "DeltaSparkError": "deltalog.contrib.spark.errors",
+    "NativeReadUnsupportedError": "deltalog.contrib.spark.errors",
     "WriteOutcomeUnknownError": "deltalog.contrib.spark.errors",
     "UnknownWriteOptionError": "deltalog.contrib.spark.errors",
     "ReplaceWhereMismatchError": "deltalog.contrib.spark.errors",
@@ -222,6 +224,7 @@ __all__ = [
     "MissingCommitError",
     "MissingDependencyError",
     "MissingMetadataError",
+    "NativeReadUnsupportedError",
     "NonContiguousVersionsError",
     "NotNullConstraintViolationError",
     "OptimizeError",

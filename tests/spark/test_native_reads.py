@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from deltalog.contrib.spark import read_table
-from deltalog.contrib.spark.native import NativeReadUnsupported
+from deltalog.contrib.spark.errors import NativeReadUnsupportedError
 from deltalog.txn.actions import AddFile, Metadata, Protocol, action_to_line
 from deltalog.txn.delta_log import DeltaLog
 from tests.log import test_feature_tables as feature_tables
@@ -204,7 +204,7 @@ def test_unsupported_feature_falls_back_with_the_reason_logged(
     assert "FileScan parquet" not in _plan(df)
     assert sorted(r.s for r in df.collect()) == ["a", "b"]
     assert any("collations" in r.getMessage() and "Python data source" in r.getMessage() for r in caplog.records)
-    with pytest.raises(NativeReadUnsupported, match="collations"):
+    with pytest.raises(NativeReadUnsupportedError, match="collations"):
         read_table(spark, str(table), native=True)
 
 

@@ -166,3 +166,9 @@ class DeltaSourceSchemaChangedError(DeltaSparkError):
         )
         self.table = table
         self.version = version
+
+
+class NativeReadUnsupportedError(DeltaAnalysisError):
+    """The native read path (``read_table(..., native=True)``) cannot read this table
+    correctly; the message names the reason. Without ``native=True`` such a read falls back
+    to the Python data source."""

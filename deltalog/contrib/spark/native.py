@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from deltalog.contrib.spark import schemas
-from deltalog.contrib.spark.errors import DeltaAnalysisError
+from deltalog.contrib.spark.errors import DeltaAnalysisError, NativeReadUnsupportedError
 from deltalog.contrib.spark.options import ReadOptions
 from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partition_directory, typed_partition_value
 from deltalog.contrib.spark.predicates import parse_partition_predicate
@@ -54,7 +54,7 @@ from deltalog.txn.actions import DeletionVectorDescriptor
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["NATIVE_READER_FEATURES", "NativeReadUnsupported", "read_table", "spark_can_reach"]
+__all__ = ["NATIVE_READER_FEATURES", "read_table", "spark_can_reach"]
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +80,6 @@ _BLOCK_SIZE = 128 * 1024 * 1024
 PARTITION_FILE_KEY = "__deltalog_pfile"
 
 
-class NativeReadUnsupported(DeltaAnalysisError):
-    """The native path cannot read this table correctly (the reason is the message)."""
-
-
 def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
     """The Delta table at ``uri`` as a DataFrame read by Spark's own Parquet reader.
 
@@ -107,7 +103,7 @@ def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
         return _python_read(spark, uri, raw, where)
     try:
         return _native_read(spark, read, where, check_reach=native is None)
-    except NativeReadUnsupported as exc:
+    except NativeReadUnsupportedError as exc:
         if native:
             raise
         log.info("reading %s through the deltalog Python data source: %s", uri, exc)
@@ -274,10 +270,10 @@ def _check_supported(snapshot: Any, schema: Mapping[str, Any]) -> None:
     reader, _ = protocol_features(snapshot.protocol)
     unsupported = sorted(set(reader) - NATIVE_READER_FEATURES)
     if unsupported:
-        raise NativeReadUnsupported(f"the native path does not read the reader features {', '.join(unsupported)}")
+        raise NativeReadUnsupportedError(f"the native path does not read the reader features {', '.join(unsupported)}")
     for f in schema["fields"]:
         if f["name"].lower().startswith("__deltalog_") or f["name"].lower() == "_metadata":
-            raise NativeReadUnsupported(f"column {f['name']!r} collides with a column the native scan uses")
+            raise NativeReadUnsupportedError(f"column {f['name']!r} collides with a column the native scan uses")
 
 
 def _is_hive_layout(files: FileList, partition_columns: Sequence[str], types: Mapping[str, str], root: str) -> bool:
@@ -376,7 +372,7 @@ def _check_file_names(spark: SparkSession, df: DataFrame, files: FileList) -> No
     listed = jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(df._jdf.inputFiles())
     names = str(listed.mkString("\n")).split("\n")
     if set(names) != set(files.uris):
-        raise NativeReadUnsupported("Spark names the table's files differently than deltalog does")
+        raise NativeReadUnsupportedError("Spark names the table's files differently than deltalog does")
 
 
 def _partition_table(
@@ -404,12 +400,12 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
     from deltalog.contrib.spark.source import _logical_schema
 
     if getattr(spark, "_jvm", None) is None:
-        raise NativeReadUnsupported("the session has no JVM (Spark Connect)")
+        raise NativeReadUnsupportedError("the session has no JVM (Spark Connect)")
     if read.read_change_feed:
-        raise NativeReadUnsupported("the change data feed is read by the Python data source")
+        raise NativeReadUnsupportedError("the change data feed is read by the Python data source")
     delta_log, snapshot = _snapshot(read)
     if check_reach and not spark_can_reach(spark, delta_log.table_uri):
-        raise NativeReadUnsupported(f"Spark has no Hadoop file system for {delta_log.table_uri}")
+        raise NativeReadUnsupportedError(f"Spark has no Hadoop file system for {delta_log.table_uri}")
     metadata = snapshot.metadata
     schema = json.loads(metadata.schema_string)
     _check_supported(snapshot, schema)
