@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from deltalog.txn.locks.base import CommitLock
     from deltalog.txn.snapshot import Snapshot
 
-__all__ = ["OptimisticTransaction", "PostCommitHook"]
+__all__ = ["OptimisticTransaction", "PostCommitHook", "commit_lock_for"]
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ PostCommitHook = Callable[["DeltaLog", int, "Snapshot", Sequence[Action]], None]
 _LOCKS: weakref.WeakKeyDictionary[Any, dict[tuple[str, bool], CommitLock]] = weakref.WeakKeyDictionary()
 
 
-def _commit_lock_for(delta_log: DeltaLog, setting: str | CommitLock | None, single_writer: bool) -> CommitLock:
+def commit_lock_for(delta_log: DeltaLog, setting: str | CommitLock | None, single_writer: bool) -> CommitLock:
     """The commit lock of a table, chosen once per (DeltaLog, setting) and reused."""
     from deltalog.txn.locks.base import CommitLock
     from deltalog.txn.locks.selection import choose_commit_lock
@@ -344,7 +344,7 @@ class OptimisticTransaction:
             self._check_write_supported(self._new_protocol)
         elif self.table_exists:
             self._check_write_supported(self.snapshot.protocol)
-        lock = _commit_lock_for(self.delta_log, self._lock_setting, self._single_writer)
+        lock = commit_lock_for(self.delta_log, self._lock_setting, self._single_writer)
         lock.recover(self.delta_log.store, self.delta_log.log_uri)
         version = self.read_version + 1
         level = self.isolation_level
@@ -619,7 +619,7 @@ class OptimisticTransaction:
     ) -> int:
         delta_log = self.delta_log
         store = delta_log.store
-        lock = _commit_lock_for(delta_log, self._lock_setting, self._single_writer)
+        lock = commit_lock_for(delta_log, self._lock_setting, self._single_writer)
         lock.recover(store, delta_log.log_uri)
         current_snapshot = self.snapshot
         attempt_version = self.read_version + 1

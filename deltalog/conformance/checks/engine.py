@@ -227,10 +227,10 @@ def log_cleanup(ctx: CheckContext) -> str:
 def engine_commit(ctx: CheckContext) -> str:
     from deltalog.errors import DeltaError
     from deltalog.txn.locks.errors import UnsafeCommitLockError
-    from deltalog.txn.transaction import _commit_lock_for
+    from deltalog.txn.transaction import commit_lock_for
 
     try:
-        lock = _commit_lock_for(KitTable(ctx, "commits").log(), None, False)
+        lock = commit_lock_for(KitTable(ctx, "commits").log(), None, False)
     except UnsafeCommitLockError as exc:
         raise NotApplicable(f"the engine gets no commit lock for this store: {exc}") from None
     except DeltaError as exc:
