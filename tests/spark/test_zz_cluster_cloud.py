@@ -121,7 +121,7 @@ def _delta_rs(table: CloudTable) -> tuple[int, list[int]]:
 
 
 def test_pipeline_on_cloud_storage(spark_cluster: Any, cloud_table: CloudTable, tmp_path: Any) -> None:
-    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark import DeltaTable, source
     from deltalog.txn.delta_log import DeltaLog
 
     spark, uri, options = spark_cluster, cloud_table.uri, cloud_table.options
@@ -139,13 +139,17 @@ def test_pipeline_on_cloud_storage(spark_cluster: Any, cloud_table: CloudTable, 
     executors = spark.sparkContext.parallelize(range(2), 2).mapPartitions(_executor_credentials).collect()
     assert executors == [[], []]
 
-    # 2. a read whose partition filter prunes files
+    # 2. a filtered read (its partition filter prunes files where Spark plans each scan
+    # separately; up to Spark 4.3 the reader plans the whole snapshot, see test_write_read)
     report = tmp_path / "scan.json"
     read = spark.read.format("deltalog").options(**options)
     day1 = read.option("scanReport", str(report)).load(uri).filter("day = 'd1'")
     assert sorted(r.id for r in day1.collect()) == [i for i in range(30) if i % 3 == 1]
     plan = json.loads(report.read_text())
-    assert 0 < len(plan["scannedFiles"]) < plan["totalFiles"], plan
+    if source.READ_PLANS_PER_SCAN:
+        assert 0 < len(plan["scannedFiles"]) < plan["totalFiles"], plan
+    else:
+        assert len(plan["scannedFiles"]) == plan["totalFiles"], plan
 
     # 3. DELETE, 4. MERGE, 5. OPTIMIZE through the table API
     table = DeltaTable.forPath(spark, uri, storage_options=storage, logstore=logstore)
