@@ -3,15 +3,22 @@
 Delta's ``OptimizeExecutor`` (without Z-ordering), in the txn layer:
 
 1. the candidate files are the active files matching the partition filters ``where`` whose
-   size is below the target size, plus every file with a deletion vector;
+   size is below ``min_file_size`` (Delta's ``spark.databricks.delta.optimize.minFileSize``;
+   default: the target size), plus every file with a deletion vector;
 2. per partition, candidates sorted by size fill bins of at most the target size
    (``target_size`` argument, else ``delta.targetFileSize``, else 1 GiB as Delta's
    ``spark.databricks.delta.optimize.maxFileSize``); a bin with fewer than
    ``min_files_per_bin`` files (default 2) is left alone unless one of its files has a
    deletion vector (rewriting drops the deleted rows);
 3. each bin is streamed, file by file and batch by batch, into one new Parquet file named as
-   the Spark writer names them (``part-00000-<uuid>.c000.snappy.parquet``) in the Hive
-   partition directory, with statistics (numRecords, min/max, nullCount);
+   the Spark writer names them (``part-00000-<uuid>.c000.<codec>.parquet``) in the Hive
+   partition directory, with statistics (numRecords, min/max, nullCount). The output keeps
+   the input's format so compaction never grows the data: the codec of the bin's first file,
+   dictionary encoding on exactly the columns the inputs dictionary-encoded (a dictionary on
+   unique numbers costs about 40%), and row groups of up to ``ROW_GROUP_ROWS`` rows, not one
+   per input batch. The bins are rewritten by a :data:`BinRewriter`: in this process one
+   after the other by default, as Spark tasks from :mod:`deltalog.contrib.spark.maintenance`
+   (each task rebuilds the store from the picklable :class:`CompactionSpec`);
 4. one commit removes the old files and adds the new ones, all with ``dataChange=false``:
    the transaction runs at snapshot isolation, so concurrent appends do not conflict. If a
    concurrent commit deletes a file being compacted, the plan is redone against the new
@@ -27,22 +34,23 @@ metrics (``numAddedFiles``, ``numRemovedFiles``, ``numAddedBytes``, ``numRemoved
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.logstores.base import arrow_threads_allowed
+from deltalog.logstores.base import LogStore, LogStoreSpec, arrow_threads_allowed
 from deltalog.txn.actions import Action, AddFile, decode_path, encode_path
 from deltalog.txn.column_mapping import physical_arrow_schema
 from deltalog.txn.commit_errors import DeltaConcurrentModificationError
-from deltalog.txn.data_files import open_data_file
+from deltalog.txn.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS, open_data_file
 from deltalog.txn.deletion_vectors import read_deletion_vector
 from deltalog.txn.errors import DeltaLogError
 from deltalog.txn.file_stats import StatsCollector
@@ -53,12 +61,22 @@ from deltalog.txn.schema import StructType
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
 
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.locks.base import CommitLock
     from deltalog.txn.snapshot import Snapshot
 
-__all__ = ["DEFAULT_TARGET_FILE_SIZE", "OptimizeError", "OptimizeResult", "optimize"]
+__all__ = [
+    "DEFAULT_TARGET_FILE_SIZE",
+    "BinRewriter",
+    "CompactionSpec",
+    "OptimizeError",
+    "OptimizeResult",
+    "discard_bin_outputs",
+    "optimize",
+    "rewrite_bin",
+]
 
 log = logging.getLogger(__name__)
 
@@ -172,27 +190,74 @@ def _conform(batch: pa.RecordBatch, target: pa.Schema, where: str) -> pa.RecordB
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
+@dataclass(frozen=True)
+class CompactionSpec:
+    """Everything a bin rewrite needs, picklable (a Spark task rebuilds the store from it)."""
+
+    store: LogStoreSpec
+    table_uri: str
+    schema: pa.Schema
+    partition_columns: tuple[str, ...]
+    num_indexed_cols: int
+    #: physical -> logical column names (partition directories use logical names).
+    logical_names: Mapping[str, str]
+
+    @classmethod
+    def for_snapshot(cls, delta_log: DeltaLog, snapshot: Snapshot) -> CompactionSpec:
+        schema, _ = _data_schema(snapshot)
+        return cls(
+            store=delta_log.store.spec(),
+            table_uri=delta_log.table_uri,
+            schema=schema,
+            partition_columns=tuple(snapshot.partition_columns),
+            num_indexed_cols=snapshot.properties.data_skipping_num_indexed_cols,
+            logical_names={f.physical_name: f.name for f in snapshot.schema.fields},
+        )
+
+
+#: Rewrites bins (each a list of files of one partition) into one file each, in order; None
+#: for a bin whose files hold no rows. Returns the same number of entries as bins.
+BinRewriter = Callable[[CompactionSpec, Sequence[Sequence[AddFile]]], "list[AddFile | None]"]
+
+
+def _input_format(md: pq.FileMetaData) -> tuple[str, set[str]]:
+    """The codec and the dictionary-encoded column paths of a data file."""
+    codec = "UNCOMPRESSED"
+    dictionary: set[str] = set()
+    for rg in range(md.num_row_groups):
+        group = md.row_group(rg)
+        for i in range(group.num_columns):
+            chunk = group.column(i)
+            codec = chunk.compression if codec == "UNCOMPRESSED" else codec
+            if chunk.has_dictionary_page:
+                dictionary.add(chunk.path_in_schema)
+    return codec, dictionary
+
+
+#: Spark's file name suffix for a Parquet codec (``part-...c000.snappy.parquet``).
+_CODEC_SUFFIX = {"SNAPPY": ".snappy", "GZIP": ".gz", "ZSTD": ".zstd", "LZ4": ".lz4hadoop",
+                 "LZ4_RAW": ".lz4raw", "BROTLI": ".br", "UNCOMPRESSED": ""}
+
+
 class _Compactor:
-    def __init__(self, delta_log: DeltaLog, snapshot: Snapshot) -> None:
-        self.log = delta_log
-        self.store = delta_log.store
+    def __init__(self, spec: CompactionSpec) -> None:
+        self.spec = spec
+        self.store: LogStore = spec.store.build()
         self.fs: pafs.FileSystem = self.store.filesystem()
-        self.schema, self.logical = _data_schema(snapshot)
-        self.partition_columns = snapshot.partition_columns
-        self.num_indexed = snapshot.properties.data_skipping_num_indexed_cols
-        self.physical_partitions = {f.physical_name: f.name for f in snapshot.schema.fields}
+        self.schema = spec.schema
 
     def _directory(self, values: dict[str, str | None]) -> str:
-        logical = {self.physical_partitions.get(k, k): v for k, v in values.items()}
-        return partition_directory(self.partition_columns, logical)
+        logical = {self.spec.logical_names.get(k, k): v for k, v in values.items()}
+        return partition_directory(self.spec.partition_columns, logical)
 
-    def _batches(self, f: AddFile) -> Any:
-        uri = _absolute(self.log.table_uri, f.path)
+    def _batches(self, f: AddFile, formats: list[tuple[str, set[str]]]) -> Any:
+        uri = _absolute(self.spec.table_uri, f.path)
         deleted = None
         if f.deletion_vector is not None:
-            deleted = read_deletion_vector(self.store, self.log.table_uri, f.deletion_vector)
+            deleted = read_deletion_vector(self.store, self.spec.table_uri, f.deletion_vector)
         try:
             with open_data_file(self.fs, self.store.fs_path(uri)) as reader:
+                formats.append(_input_format(reader.metadata))
                 offset = 0
                 for batch in reader.iter_batches(batch_size=65536, use_threads=arrow_threads_allowed(self.fs)):
                     n = batch.num_rows
@@ -207,33 +272,52 @@ class _Compactor:
                 "is valid Parquet (a vacuumed or damaged file); nothing was committed."
             ) from None
 
-    def write_bin(self, files: Sequence[AddFile]) -> AddFile | None:
+    def output_paths(self, files: Sequence[AddFile], stem: str) -> list[str]:
+        """Every relative path :meth:`write_bin` may give the file named ``stem`` (one per codec)."""
+        directory = self._directory(dict(files[0].partition_values))
+        return [f"{directory}/{stem}{s}.parquet" if directory else f"{stem}{s}.parquet" for s in _CODEC_SUFFIX.values()]
+
+    def write_bin(self, files: Sequence[AddFile], stem: str | None = None) -> AddFile | None:
+        """Rewrite ``files`` into one file named ``<stem>.<codec>.parquet`` (default stem:
+        ``part-00000-<uuid>.c000``); None when they hold no rows."""
         import pyarrow.parquet as pq
 
         values = dict(files[0].partition_values)
         directory = self._directory(values)
-        name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
+        formats: list[tuple[str, set[str]]] = []
+        batches = (b for f in files for b in self._batches(f, formats) if b.num_rows)
+        first = next(batches, None)
+        if first is None:
+            return None
+        codec = formats[0][0]
+        dictionary = {c for _, d in formats for c in d}
+        stem = stem or f"part-00000-{uuid.uuid4()}.c000"
+        name = f"{stem}{_CODEC_SUFFIX.get(codec, '')}.parquet"
         rel = f"{directory}/{name}" if directory else name
-        uri = f"{self.log.table_uri}/{rel}"
-        path = self.store.fs_path(uri)
+        path = self.store.fs_path(f"{self.spec.table_uri}/{rel}")
         if directory:
             self.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-        stats = StatsCollector(self.schema, self.num_indexed)
+        stats = StatsCollector(self.schema, self.spec.num_indexed_cols)
+        pending: list[pa.RecordBatch] = []
+        pending_rows = pending_bytes = 0
         try:
             with self.fs.open_output_stream(path) as out, pq.ParquetWriter(
-                out, self.schema, compression="snappy"
+                out, self.schema, compression=codec.lower() if codec in _CODEC_SUFFIX else "snappy",
+                use_dictionary=sorted(dictionary),
             ) as writer:
-                for f in files:
-                    for batch in self._batches(f):
-                        if batch.num_rows:
-                            writer.write_batch(batch)
-                            stats.update(batch)
+                for batch in itertools.chain([first], batches):
+                    stats.update(batch)
+                    pending.append(batch)
+                    pending_rows += batch.num_rows
+                    pending_bytes += batch.nbytes
+                    if pending_rows >= ROW_GROUP_ROWS or pending_bytes >= ROW_GROUP_BYTES:
+                        writer.write_table(pa.Table.from_batches(pending), row_group_size=ROW_GROUP_ROWS)
+                        pending, pending_rows, pending_bytes = [], 0, 0
+                if pending:
+                    writer.write_table(pa.Table.from_batches(pending), row_group_size=ROW_GROUP_ROWS)
         except BaseException:
             self.delete(encode_path(rel))
             raise
-        if stats.num_records == 0:
-            self.delete(encode_path(rel))
-            return None
         size = int(self.fs.get_file_info(path).size or 0)
         return AddFile(
             path=encode_path(rel),
@@ -245,13 +329,27 @@ class _Compactor:
         )
 
     def delete(self, rel: str) -> None:
-        _delete_data_file(self.log, rel)
+        _delete_data_file(self.store, self.spec.table_uri, rel)
 
 
-def _delete_data_file(delta_log: DeltaLog, rel: str) -> None:
+def rewrite_bin(spec: CompactionSpec, files: Sequence[AddFile], stem: str | None = None) -> AddFile | None:
+    """Rewrite one bin into one file (what a Spark task runs); a given ``stem`` names the
+    file, so a retried task overwrites its own output instead of leaving a second file."""
+    return _Compactor(spec).write_bin(files, stem)
+
+
+def discard_bin_outputs(spec: CompactionSpec, bins: Sequence[tuple[Sequence[AddFile], str]]) -> None:
+    """Delete whatever :func:`rewrite_bin` wrote for ``(files, stem)`` bins of a failed run."""
+    compactor = _Compactor(spec)
+    for files, stem in bins:
+        for rel in compactor.output_paths(files, stem):
+            compactor.delete(encode_path(rel))
+
+
+def _delete_data_file(store: LogStore, table_uri: str, rel: str) -> None:
     """Delete a file this run wrote (never committed)."""
     try:
-        delta_log.store.filesystem().delete_file(delta_log.store.fs_path(_absolute(delta_log.table_uri, rel)))
+        store.filesystem().delete_file(store.fs_path(_absolute(table_uri, rel)))
     except FileNotFoundError:
         pass
 
@@ -269,11 +367,19 @@ def optimize(
     target_size: int | None = None,
     min_files_per_bin: int = 2,
     *,
+    min_file_size: int | None = None,
     max_attempts: int = 5,
     lock: str | CommitLock | None = None,
     progress: Progress | None = None,
+    rewrite_bins: BinRewriter | None = None,
 ) -> OptimizeResult:
-    """Compact small files; see the module docstring. Returns an :class:`OptimizeResult`."""
+    """Compact small files; see the module docstring. Returns an :class:`OptimizeResult`.
+
+    ``target_size`` is the bin size (Delta's ``maxFileSize``); files smaller than
+    ``min_file_size`` (default: the target size) are the candidates. ``rewrite_bins``
+    rewrites the planned bins (default: in this process, one after the other, reporting
+    ``progress``).
+    """
     if min_files_per_bin < 1:
         raise ValueError(f"min_files_per_bin must be >= 1, got {min_files_per_bin}")
     if max_attempts < 1:
@@ -290,8 +396,11 @@ def optimize(
             target = target_size or snapshot.properties.target_file_size or DEFAULT_TARGET_FILE_SIZE
             if target <= 0:
                 raise ValueError(f"the target file size must be > 0, got {target}")
+            smaller_than = target if min_file_size is None else min_file_size
+            if smaller_than < 0:
+                raise ValueError(f"the minimum file size must be >= 0, got {smaller_than}")
             files = txn.filter_files(list(where) if where else None)
-            candidates = [f for f in files if f.size < target or f.deletion_vector is not None]
+            candidates = [f for f in files if f.size < smaller_than or f.deletion_vector is not None]
             by_partition: dict[Any, list[AddFile]] = defaultdict(list)
             for f in candidates:
                 by_partition[_partition_key(f)].append(f)
@@ -305,15 +414,23 @@ def optimize(
             if not plan:
                 log.info("optimize %s: nothing to compact", delta_log.table_uri)
                 return result
-            compactor = _Compactor(delta_log, snapshot)
-            if progress is not None:
-                progress(0, len(plan))
-            for i, (_, files_in_bin) in enumerate(plan, 1):
-                key: _BinKey = frozenset(f.logical_key for f in files_in_bin)
-                if key not in written:
-                    written[key] = compactor.write_bin(files_in_bin)
+            spec = CompactionSpec.for_snapshot(delta_log, snapshot)
+            todo = [b for _, b in plan if frozenset(f.logical_key for f in b) not in written]
+            if rewrite_bins is None:
+                rewritten: list[AddFile | None] = []
+                compactor = _Compactor(spec)
                 if progress is not None:
-                    progress(i, len(plan))
+                    progress(0, len(todo))
+                for i, files_in_bin in enumerate(todo, 1):
+                    rewritten.append(compactor.write_bin(files_in_bin))
+                    if progress is not None:
+                        progress(i, len(todo))
+            else:
+                rewritten = list(rewrite_bins(spec, todo)) if todo else []
+                if len(rewritten) != len(todo):
+                    raise AssertionError(f"{len(todo)} bins rewritten into {len(rewritten)} results")
+            for files_in_bin, added in zip(todo, rewritten):
+                written[frozenset(f.logical_key for f in files_in_bin)] = added
             now = int(time.time() * 1000)
             removes = [f.remove(now, data_change=False) for _, b in plan for f in b]
             adds = [a for _, b in plan if (a := written[frozenset(f.logical_key for f in b)]) is not None]
@@ -339,7 +456,7 @@ def optimize(
     finally:
         leftovers = [a for a in written.values() if a is not None and a.path not in committed]
         for a in leftovers:
-            _delete_data_file(delta_log, a.path)
+            _delete_data_file(delta_log.store, delta_log.table_uri, a.path)
 
 
 def _fill(result: OptimizeResult, plan: Sequence[tuple[Any, list[AddFile]]], adds: Sequence[AddFile]) -> None:
