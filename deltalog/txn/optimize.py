@@ -82,6 +82,8 @@ log = logging.getLogger(__name__)
 
 #: Delta's ``spark.databricks.delta.optimize.maxFileSize`` default (1 GiB).
 DEFAULT_TARGET_FILE_SIZE = 1024 * 1024 * 1024
+#: Delta's ``spark.databricks.io.skipping.mdc.rangeId.max`` default.
+DEFAULT_NUM_RANGES = 1000
 
 Progress = Callable[[int, int], None]
 _BinKey = frozenset[tuple[str, "str | None"]]
@@ -201,9 +203,20 @@ class CompactionSpec:
     num_indexed_cols: int
     #: physical -> logical column names (partition directories use logical names).
     logical_names: Mapping[str, str]
+    #: logical -> physical names of the top-level columns.
+    physical_names: Mapping[str, str] = field(default_factory=dict)
+    #: Z-order columns (logical names); empty for compaction.
+    z_order_by: tuple[str, ...] = ()
+    #: Z-order writes ``max(1, bin bytes // max_file_size)`` files per bin.
+    max_file_size: int = DEFAULT_TARGET_FILE_SIZE
+    #: Delta's ``spark.databricks.io.skipping.mdc.rangeId.max``.
+    num_ranges: int = DEFAULT_NUM_RANGES
 
     @classmethod
-    def for_snapshot(cls, delta_log: DeltaLog, snapshot: Snapshot) -> CompactionSpec:
+    def for_snapshot(
+        cls, delta_log: DeltaLog, snapshot: Snapshot, z_order_by: Sequence[str] = (),
+        max_file_size: int = DEFAULT_TARGET_FILE_SIZE, num_ranges: int = DEFAULT_NUM_RANGES,
+    ) -> CompactionSpec:
         schema, _ = _data_schema(snapshot)
         return cls(
             store=delta_log.store.spec(),
@@ -212,12 +225,16 @@ class CompactionSpec:
             partition_columns=tuple(snapshot.partition_columns),
             num_indexed_cols=snapshot.properties.data_skipping_num_indexed_cols,
             logical_names={f.physical_name: f.name for f in snapshot.schema.fields},
+            physical_names={f.name: f.physical_name for f in snapshot.schema.fields},
+            z_order_by=tuple(z_order_by),
+            max_file_size=max_file_size,
+            num_ranges=num_ranges,
         )
 
 
-#: Rewrites bins (each a list of files of one partition) into one file each, in order; None
-#: for a bin whose files hold no rows. Returns the same number of entries as bins.
-BinRewriter = Callable[[CompactionSpec, Sequence[Sequence[AddFile]]], "list[AddFile | None]"]
+#: Rewrites bins (each a list of files of one partition), in order, returning the files
+#: written for each (none for a bin whose files hold no rows).
+BinRewriter = Callable[[CompactionSpec, Sequence[Sequence[AddFile]]], "list[list[AddFile]]"]
 
 
 def _input_format(md: pq.FileMetaData) -> tuple[str, set[str]]:
@@ -273,25 +290,56 @@ class _Compactor:
             ) from None
 
     def output_paths(self, files: Sequence[AddFile], stem: str) -> list[str]:
-        """Every relative path :meth:`write_bin` may give the file named ``stem`` (one per codec)."""
+        """Every relative path :meth:`write_bin` may give the files named ``stem``."""
         directory = self._directory(dict(files[0].partition_values))
-        return [f"{directory}/{stem}{s}.parquet" if directory else f"{stem}{s}.parquet" for s in _CODEC_SUFFIX.values()]
+        names = [
+            f"{stem}.c{k:03d}{s}.parquet" for k in range(self._num_outputs(files)) for s in _CODEC_SUFFIX.values()
+        ]
+        return [f"{directory}/{n}" if directory else n for n in names]
 
-    def write_bin(self, files: Sequence[AddFile], stem: str | None = None) -> AddFile | None:
-        """Rewrite ``files`` into one file named ``<stem>.<codec>.parquet`` (default stem:
-        ``part-00000-<uuid>.c000``); None when they hold no rows."""
-        import pyarrow.parquet as pq
+    def _num_outputs(self, files: Sequence[AddFile]) -> int:
+        """Delta's ``approxNumFiles`` of a Z-order bin (else one file)."""
+        if not self.spec.z_order_by or self.spec.max_file_size <= 0:
+            return 1
+        return max(1, sum(f.size for f in files) // self.spec.max_file_size)
 
+    def write_bin(self, files: Sequence[AddFile], stem: str | None = None) -> list[AddFile]:
+        """Rewrite ``files`` into one file named ``<stem>.c000.<codec>.parquet`` (default
+        stem: ``part-00000-<uuid>``), or, Z-ordering, into ``approxNumFiles`` files
+        ``.c000``, ``.c001``, … of consecutive Z-values; none when they hold no rows."""
         values = dict(files[0].partition_values)
-        directory = self._directory(values)
         formats: list[tuple[str, set[str]]] = []
         batches = (b for f in files for b in self._batches(f, formats) if b.num_rows)
         first = next(batches, None)
         if first is None:
-            return None
+            return []
+        stem = stem or f"part-00000-{uuid.uuid4()}"
+        if not self.spec.z_order_by:
+            return [self._write_file(values, f"{stem}.c000", formats, itertools.chain([first], batches))]
+        table = pa.Table.from_batches([first, *batches])
+        physical = [self.spec.physical_names.get(c, c) for c in self.spec.z_order_by]
+        table = table.take(z_order_indices(table, physical, self.spec.num_ranges))
+        n = min(self._num_outputs(files), table.num_rows)
+        bounds = [table.num_rows * k // n for k in range(n + 1)]
+        written: list[AddFile] = []
+        try:
+            for k in range(n):
+                piece = table.slice(bounds[k], bounds[k + 1] - bounds[k])
+                written.append(self._write_file(values, f"{stem}.c{k:03d}", formats, iter(piece.to_batches())))
+        except BaseException:
+            for a in written:
+                self.delete(a.path)
+            raise
+        return written
+
+    def _write_file(
+        self, values: dict[str, str | None], stem: str, formats: list[tuple[str, set[str]]], batches: Any
+    ) -> AddFile:
+        import pyarrow.parquet as pq
+
+        directory = self._directory(values)
         codec = formats[0][0]
         dictionary = {c for _, d in formats for c in d}
-        stem = stem or f"part-00000-{uuid.uuid4()}.c000"
         name = f"{stem}{_CODEC_SUFFIX.get(codec, '')}.parquet"
         rel = f"{directory}/{name}" if directory else name
         path = self.store.fs_path(f"{self.spec.table_uri}/{rel}")
@@ -305,7 +353,7 @@ class _Compactor:
                 out, self.schema, compression=codec.lower() if codec in _CODEC_SUFFIX else "snappy",
                 use_dictionary=sorted(dictionary),
             ) as writer:
-                for batch in itertools.chain([first], batches):
+                for batch in batches:
                     stats.update(batch)
                     pending.append(batch)
                     pending_rows += batch.num_rows
@@ -332,9 +380,42 @@ class _Compactor:
         _delete_data_file(self.store, self.spec.table_uri, rel)
 
 
-def rewrite_bin(spec: CompactionSpec, files: Sequence[AddFile], stem: str | None = None) -> AddFile | None:
-    """Rewrite one bin into one file (what a Spark task runs); a given ``stem`` names the
-    file, so a retried task overwrites its own output instead of leaving a second file."""
+def range_ids(column: pa.Array | pa.ChunkedArray, num_ranges: int) -> Any:
+    """Delta's ``range_partition_id(col, num_ranges)`` over all of ``column``: each value's
+    rank (equal values share the lowest, nulls first) scaled to ``[0, num_ranges)``."""
+    import numpy as np
+
+    n = len(column)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    ranks = np.asarray(pc.rank(column, sort_keys="ascending", tiebreaker="min"), dtype=np.uint64)
+    nulls = column.null_count
+    if nulls:  # ranked last; Spark's ascending order puts them first
+        is_null = np.asarray(column.is_null(), dtype=bool)
+        ranks = np.where(is_null, np.uint64(1), ranks + np.uint64(nulls))
+    ids = (ranks - np.uint64(1)) * np.uint64(num_ranges) // np.uint64(max(n, 1))
+    return ids.astype(np.uint32)
+
+
+def z_order_indices(table: pa.Table, columns: Sequence[str], num_ranges: int) -> pa.Array:
+    """Row order by Delta's Z-value: ``interleave_bits`` of each column's range id (the most
+    significant bit of every column first, columns in the given order)."""
+    import numpy as np
+
+    bits = max(1, int(num_ranges - 1).bit_length())
+    ids = [range_ids(table[c], num_ranges) for c in columns]
+    matrix = np.zeros((table.num_rows, bits * len(ids)), dtype=np.uint8)
+    for b in range(bits):
+        for j, column_ids in enumerate(ids):
+            matrix[:, b * len(ids) + j] = (column_ids >> np.uint32(bits - 1 - b)) & 1
+    packed = np.packbits(matrix, axis=1)
+    order = np.lexsort(packed.T[::-1])
+    return pa.array(order, pa.int64())
+
+
+def rewrite_bin(spec: CompactionSpec, files: Sequence[AddFile], stem: str | None = None) -> list[AddFile]:
+    """Rewrite one bin (what a Spark task runs); a given ``stem`` names the files, so a
+    retried task overwrites its own output instead of leaving second copies."""
     return _Compactor(spec).write_bin(files, stem)
 
 
@@ -372,20 +453,25 @@ def optimize(
     lock: str | CommitLock | None = None,
     progress: Progress | None = None,
     rewrite_bins: BinRewriter | None = None,
+    z_order_by: Sequence[str] = (),
+    num_ranges: int = DEFAULT_NUM_RANGES,
 ) -> OptimizeResult:
     """Compact small files; see the module docstring. Returns an :class:`OptimizeResult`.
 
     ``target_size`` is the bin size (Delta's ``maxFileSize``); files smaller than
     ``min_file_size`` (default: the target size) are the candidates. ``rewrite_bins``
     rewrites the planned bins (default: in this process, one after the other, reporting
-    ``progress``).
+    ``progress``). ``z_order_by`` columns make it Delta's ``OPTIMIZE ... ZORDER BY``: every
+    file of each selected partition is rewritten, rows ordered by the interleaved bits of
+    the columns' range ids (``num_ranges`` of them), into ``max(1, bytes // target_size)``
+    files per partition.
     """
     if min_files_per_bin < 1:
         raise ValueError(f"min_files_per_bin must be >= 1, got {min_files_per_bin}")
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
     delta_log.require_table()
-    written: dict[_BinKey, AddFile | None] = {}
+    written: dict[_BinKey, list[AddFile]] = {}
     result = OptimizeResult(delta_log.table_uri)
     committed: set[str] = set()
     try:
@@ -399,25 +485,29 @@ def optimize(
             smaller_than = target if min_file_size is None else min_file_size
             if smaller_than < 0:
                 raise ValueError(f"the minimum file size must be >= 0, got {smaller_than}")
+            z_order = _z_order_columns(snapshot, z_order_by)
             files = txn.filter_files(list(where) if where else None)
-            candidates = [f for f in files if f.size < smaller_than or f.deletion_vector is not None]
+            candidates = [
+                f for f in files if z_order or f.size < smaller_than or f.deletion_vector is not None
+            ]
             by_partition: dict[Any, list[AddFile]] = defaultdict(list)
             for f in candidates:
                 by_partition[_partition_key(f)].append(f)
+            # Z-order (Delta's multi-dimensional clustering) rewrites each partition whole
             plan = [
                 (key, b)
                 for key, group in by_partition.items()
-                for b in _bins(group, target, min_files_per_bin)
+                for b in ([group] if z_order else _bins(group, target, min_files_per_bin))
             ]
             result.total_considered_files = len(files)
             result.total_files_skipped = len(files) - sum(len(b) for _, b in plan)
             if not plan:
                 log.info("optimize %s: nothing to compact", delta_log.table_uri)
                 return result
-            spec = CompactionSpec.for_snapshot(delta_log, snapshot)
+            spec = CompactionSpec.for_snapshot(delta_log, snapshot, z_order, target, num_ranges)
             todo = [b for _, b in plan if frozenset(f.logical_key for f in b) not in written]
             if rewrite_bins is None:
-                rewritten: list[AddFile | None] = []
+                rewritten: list[list[AddFile]] = []
                 compactor = _Compactor(spec)
                 if progress is not None:
                     progress(0, len(todo))
@@ -433,9 +523,11 @@ def optimize(
                 written[frozenset(f.logical_key for f in files_in_bin)] = added
             now = int(time.time() * 1000)
             removes = [f.remove(now, data_change=False) for _, b in plan for f in b]
-            adds = [a for _, b in plan if (a := written[frozenset(f.logical_key for f in b)]) is not None]
+            adds = [a for _, b in plan for a in written[frozenset(f.logical_key for f in b)]]
             _fill(result, plan, adds)
-            operation = Optimize(predicate=describe_filters(where), user_metrics=result.metrics)
+            operation = Optimize(
+                predicate=describe_filters(where), z_order_by=z_order, user_metrics=result.metrics
+            )
             actions: list[Action] = [*removes, *adds]
             try:
                 result.version = txn.commit(actions, operation)
@@ -454,9 +546,37 @@ def optimize(
             return result
         raise AssertionError("unreachable")  # pragma: no cover
     finally:
-        leftovers = [a for a in written.values() if a is not None and a.path not in committed]
+        leftovers = [a for added in written.values() for a in added if a.path not in committed]
         for a in leftovers:
             _delete_data_file(delta_log.store, delta_log.table_uri, a.path)
+
+
+def _z_order_columns(snapshot: Snapshot, columns: Sequence[str]) -> tuple[str, ...]:
+    """Delta's ``validateZorderByColumns``: data columns that exist and have statistics."""
+    if not columns:
+        return ()
+    fields = {f.name.lower(): f for f in snapshot.schema.fields}
+    partition = {c.lower() for c in snapshot.partition_columns}
+    schema, _ = _data_schema(snapshot)
+    num_indexed = snapshot.properties.data_skipping_num_indexed_cols
+    with_stats = {path[0] for path, _ in StatsCollector(schema, num_indexed).leaves}
+    out: list[str] = []
+    without_stats: list[str] = []
+    for name in columns:
+        if name.lower() in partition:
+            raise OptimizeError(f"{name} is a partition column. Z-Ordering can only be performed on data columns")
+        f = fields.get(name.lower())
+        if f is None:
+            raise OptimizeError(f"Z-Ordering column {name} does not exist in the table's data schema")
+        if f.physical_name not in with_stats:
+            without_stats.append(f.name)
+        out.append(f.name)
+    if without_stats:
+        raise OptimizeError(
+            f"Z-Ordering on {without_stats} will be ineffective, because we currently do not collect stats "
+            "for these columns (delta.dataSkippingNumIndexedCols). Z-order by columns with statistics."
+        )
+    return tuple(out)
 
 
 def _fill(result: OptimizeResult, plan: Sequence[tuple[Any, list[AddFile]]], adds: Sequence[AddFile]) -> None:

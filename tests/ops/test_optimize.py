@@ -290,3 +290,31 @@ def test_output_keeps_the_input_codec_and_encoding_and_is_not_bigger(tmp_path: P
     assert {c.compression for c in chunks.values()} == {"GZIP"}
     assert not chunks["id"].has_dictionary_page and chunks["name"].has_dictionary_page
     assert read_ids(log) == list(range(20000))
+
+
+def test_z_order_rewrites_every_file_of_the_partition_in_z_order(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.optimize import OptimizeError, range_ids, z_order_indices
+
+    log = create(str(tmp_path / "t"), config={"delta.dataSkippingNumIndexedCols": "1"})
+    append(log, [5, 3, 1], "a")
+    append(log, [4, 2, 0], "b")  # a partition of one file is rewritten too (Delta: all files)
+    with pytest.raises(OptimizeError, match="partition column"):
+        optimize(log, z_order_by=["p"])
+    with pytest.raises(OptimizeError, match="do not collect stats"):
+        optimize(log, z_order_by=["name"])  # only the first column has statistics
+    assert log.update().version == 2
+    result = optimize(log, z_order_by=["ID"])
+    assert (result.num_files_removed, result.num_files_added) == (2, 2)
+    assert log.read_commit(3)[0].operation_parameters["zOrderBy"] == '["id"]'  # type: ignore[union-attr]
+    fs = log.store.filesystem()
+    for f in log.update().files:
+        with fs.open_input_file(log.store.fs_path(f"{log.table_uri}/{f.path}")) as handle:
+            ids = pq.read_table(handle).column("id").to_pylist()
+        assert ids == sorted(ids)
+    # range ids: ranks scaled to num_ranges, nulls first; Z-values interleave bits, first column first
+    assert range_ids(pa.array([5, None, 1, 5]), 4).tolist() == [2, 0, 1, 2]  # ranks 3, 1, 2, 3 of 4
+    grid = pa.table({"x": [1, 1, 0, 0], "y": [1, 0, 1, 0]})
+    assert z_order_indices(grid, ["x", "y"], 2).to_pylist() == [3, 2, 1, 0]

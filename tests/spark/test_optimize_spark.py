@@ -93,3 +93,59 @@ def test_where_min_and_max_file_size_and_size_not_bigger(spark, table_path):
     removed = [a["remove"] for a in actions if "remove" in a]
     assert all(r["path"].startswith("g=0/") and r["size"] < min(large) for r in removed)
     assert rows(spark.read.format("deltalog").load(table_path), ["id"]).equals(before)
+
+
+def _boxes(spark, path):
+    from deltalog.txn.delta_log import DeltaLog
+
+    out = []
+    for f in DeltaLog.for_table(path).update().files:
+        stats = json.loads(f.stats or "{}")
+        lo, hi = stats["minValues"], stats["maxValues"]
+        out.append(((lo["x"], hi["x"]), (lo["y"], hi["y"])))
+    return out
+
+
+def _overlapping_pairs(boxes):
+    def overlap(a, b):
+        return a[0] <= b[1] and b[0] <= a[1]
+
+    return sum(
+        1
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if overlap(a[0], b[0]) and overlap(a[1], b[1])
+    )
+
+
+def test_z_order_clusters_files_by_both_columns(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.contrib.spark.maintenance import MAX_FILE_SIZE_CONF
+
+    for i in range(4):  # every file spans the whole 64 x 64 grid
+        spark.range(i, 4096, 4, numPartitions=1).selectExpr(
+            "cast(id % 64 as int) as x", "cast(id div 64 as int) as y", "'p' as g"
+        ).write.format("deltalog").mode("append").option("partitionBy", "g").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    with pytest.raises(DeltaAnalysisError, match="partition column"):
+        table.optimize().executeZOrderBy("g")
+    with pytest.raises(DeltaAnalysisError, match="does not exist"):
+        table.optimize().executeZOrderBy("nope")
+    before_boxes = _boxes(spark, table_path)
+    assert _overlapping_pairs(before_boxes) == 6
+    before = rows(spark.read.format("deltalog").load(table_path), ["x", "y"])
+    total = sum(f.size for f in table._log.update().files)
+    try:
+        spark.conf.set(MAX_FILE_SIZE_CONF, str(total // 4))  # approxNumFiles = 4
+        metrics = table.optimize().executeZOrderBy("x", "y").collect()[0].metrics
+    finally:
+        spark.conf.unset(MAX_FILE_SIZE_CONF)
+    assert metrics["numRemovedFiles"] == "4" and metrics["numAddedFiles"] == "4"
+    info, _ = _last_commit(table_path)
+    assert info["operationParameters"]["zOrderBy"] == '["x","y"]'
+    boxes = _boxes(spark, table_path)
+    area = [(x[1] - x[0] + 1) * (y[1] - y[0] + 1) for x, y in boxes]
+    assert sum(area) <= 2 * 64 * 64  # before: 4 x 64 x 64
+    assert _overlapping_pairs(boxes) < 6  # before: all 6 pairs
+    assert rows(spark.read.format("deltalog").load(table_path), ["x", "y"]).equals(before)

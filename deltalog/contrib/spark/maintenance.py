@@ -47,6 +47,8 @@ OPTIMIZE_ATTEMPTS = 5
 #: to maxFileSize bytes (both default to the table's ``delta.targetFileSize``, else 1 GiB).
 MIN_FILE_SIZE_CONF = "spark.databricks.delta.optimize.minFileSize"
 MAX_FILE_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
+#: Delta's number of range ids per Z-order column.
+NUM_RANGE_IDS_CONF = "spark.databricks.io.skipping.mdc.rangeId.max"
 #: The Spark job group of OPTIMIZE's rewrite jobs (one task per bin).
 OPTIMIZE_JOB_GROUP = "deltalog-optimize"
 
@@ -65,20 +67,41 @@ class DeltaOptimizeBuilder:
     def executeCompaction(self) -> DataFrame:
         """Compact small files with Spark tasks (core :func:`deltalog.txn.optimize.optimize`
         plans and commits); a one-row DataFrame ``(path, metrics)`` as delta-spark returns."""
+        return self._execute(())
+
+    def executeZOrderBy(self, *cols: str | list[str]) -> DataFrame:
+        """Z-order the selected partitions by ``cols`` (Delta's ``ZOrderClustering``), one
+        Spark task per partition; same result DataFrame as :meth:`executeCompaction`."""
+        names = [c for group in cols for c in ([group] if isinstance(group, str) else group)]
+        if not names:
+            raise DeltaAnalysisError("executeZOrderBy needs at least one column")
+        return self._execute(tuple(names))
+
+    def _execute(self, z_order_by: tuple[str, ...]) -> DataFrame:
         from deltalog.contrib.spark.predicates import parse_partition_predicate
-        from deltalog.txn.optimize import optimize
+        from deltalog.txn.optimize import DEFAULT_NUM_RANGES, OptimizeError, optimize
 
         table = self._table
         spark = table._spark
         where = parse_partition_predicate(self._where) if self._where else None
-        result = optimize(
-            table._log,
-            where,
-            target_size=_size_conf(spark, MAX_FILE_SIZE_CONF),
-            min_file_size=_size_conf(spark, MIN_FILE_SIZE_CONF),
-            max_attempts=OPTIMIZE_ATTEMPTS,
-            rewrite_bins=SparkBinRewriter(spark),
-        )
+        num_ranges = _size_conf(spark, NUM_RANGE_IDS_CONF) or DEFAULT_NUM_RANGES
+        if num_ranges <= 1:
+            raise DeltaAnalysisError(f"'{NUM_RANGE_IDS_CONF}' must be greater than 1, got {num_ranges}")
+        try:
+            result = optimize(
+                table._log,
+                where,
+                target_size=_size_conf(spark, MAX_FILE_SIZE_CONF),
+                min_file_size=_size_conf(spark, MIN_FILE_SIZE_CONF),
+                max_attempts=OPTIMIZE_ATTEMPTS,
+                rewrite_bins=SparkBinRewriter(spark),
+                z_order_by=z_order_by,
+                num_ranges=num_ranges,
+            )
+        except OptimizeError as exc:
+            if z_order_by and "Z-Order" in str(exc):
+                raise DeltaAnalysisError(str(exc)) from None
+            raise
         metrics = dict(result.metrics) or {"numAddedFiles": "0", "numRemovedFiles": "0"}
         return spark.createDataFrame([(table._log.table_uri, metrics)], "path string, metrics map<string,string>")
 
@@ -90,13 +113,13 @@ def _size_conf(spark: SparkSession, key: str) -> int | None:
     try:
         value = int(str(raw).strip())
     except ValueError:
-        raise DeltaAnalysisError(f"{key} must be a number of bytes, got {raw!r}") from None
+        raise DeltaAnalysisError(f"{key} must be an integer, got {raw!r}") from None
     if value < 0 or (value == 0 and key == MAX_FILE_SIZE_CONF):
         raise DeltaAnalysisError(f"{key} must be {'> 0' if key == MAX_FILE_SIZE_CONF else '>= 0'}, got {value}")
     return value
 
 
-def _rewrite_task(spec: CompactionSpec, item: tuple[list[str], str]) -> str | None:
+def _rewrite_task(spec: CompactionSpec, item: tuple[list[str], str]) -> list[str]:
     """One Spark task: rewrite the bin (its files as action lines) into the file ``stem``."""
     from deltalog.txn.actions import action_to_line, parse_line
     from deltalog.txn.optimize import rewrite_bin
@@ -104,7 +127,7 @@ def _rewrite_task(spec: CompactionSpec, item: tuple[list[str], str]) -> str | No
     lines, stem = item
     files = [parse_line(line) for line in lines]
     added = rewrite_bin(spec, [f for f in files if isinstance(f, AddFile)], stem)
-    return None if added is None else action_to_line(added)
+    return [action_to_line(a) for a in added]
 
 
 class SparkBinRewriter:
@@ -115,7 +138,7 @@ class SparkBinRewriter:
     def __init__(self, spark: SparkSession) -> None:
         self._spark = spark
 
-    def __call__(self, spec: CompactionSpec, bins: Sequence[Sequence[AddFile]]) -> list[AddFile | None]:
+    def __call__(self, spec: CompactionSpec, bins: Sequence[Sequence[AddFile]]) -> list[list[AddFile]]:
         import functools
         import uuid
 
@@ -123,7 +146,7 @@ class SparkBinRewriter:
         from deltalog.txn.optimize import discard_bin_outputs
 
         job = uuid.uuid4()
-        items = [([action_to_line(f) for f in b], f"part-{i:05d}-{job}.c000") for i, b in enumerate(bins)]
+        items = [([action_to_line(f) for f in b], f"part-{i:05d}-{job}") for i, b in enumerate(bins)]
         sc = self._spark.sparkContext
         previous = sc.getLocalProperty("spark.jobGroup.id")
         description = sc.getLocalProperty("spark.job.description")
@@ -136,11 +159,7 @@ class SparkBinRewriter:
         finally:
             sc.setLocalProperty("spark.jobGroup.id", previous)  # type: ignore[arg-type]
             sc.setLocalProperty("spark.job.description", description)  # type: ignore[arg-type]
-        results: list[AddFile | None] = []
-        for line in out:
-            action = None if line is None else parse_line(line)
-            results.append(action if isinstance(action, AddFile) else None)
-        return results
+        return [[a for a in map(parse_line, lines) if isinstance(a, AddFile)] for lines in out]
 
 
 # -- vacuum -------------------------------------------------------------------------------
