@@ -24,10 +24,15 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
 
-__all__ = ["data_file_arrow_schema", "open_data_file"]
+__all__ = ["ROW_GROUP_BYTES", "ROW_GROUP_ROWS", "data_file_arrow_schema", "open_data_file"]
 
 #: the unit Delta stores timestamps in (and INT96 is read as)
 TIMESTAMP_UNIT = "us"
+
+#: Row groups of up to this many rows / bytes in the data files deltalog writes (Spark's
+#: writes, OPTIMIZE): small row groups (one per Arrow batch) make files larger and slower.
+ROW_GROUP_ROWS = 1 << 20
+ROW_GROUP_BYTES = 64 << 20
 
 
 @contextmanager

@@ -255,3 +255,66 @@ def test_delta_rs_reads_the_compacted_table(tmp_path: Path) -> None:
     table = DeltaTable(uri).to_pyarrow_table()
     assert sorted(table.column("id").to_pylist()) == ids
     assert DeltaTable(uri).history(1)[0]["operation"] == "OPTIMIZE"
+
+
+def test_output_keeps_the_input_codec_and_encoding_and_is_not_bigger(tmp_path: Path) -> None:
+    """Unique ids plain-encoded and gzip in the inputs: the compacted file is gzip, has no
+    dictionary on ``id`` (a dictionary of unique values only adds bytes), one row group,
+    and is no bigger than its inputs."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.operations import Write
+
+    log = create(str(tmp_path / "t"), partitioned=False)
+    fs = log.store.filesystem()
+    for i in range(4):
+        ids = list(range(i * 5000, (i + 1) * 5000))
+        table = pa.table({"id": pa.array(ids, pa.int64()), "name": [f"n{j % 7}" for j in ids]})
+        name = f"part-00000-{uuid.uuid4()}.c000.gz.parquet"
+        with fs.open_output_stream(log.store.fs_path(f"{log.table_uri}/{name}")) as out:
+            pq.write_table(table, out, compression="gzip", use_dictionary=["name"], row_group_size=2000)
+        size = fs.get_file_info(log.store.fs_path(f"{log.table_uri}/{name}")).size
+        add = AddFile(path=name, partition_values={}, size=size, modification_time=0, data_change=True,
+                      stats=json.dumps({"numRecords": 5000}))
+        log.start_transaction().commit([add], Write(mode="Append"))
+    result = optimize(log)
+    assert result.num_files_removed == 4 and result.num_files_added == 1
+    assert result.bytes_added <= result.bytes_removed
+    (out_file,) = log.update().files
+    assert out_file.path.endswith(".c000.gz.parquet")
+    with fs.open_input_file(log.store.fs_path(f"{log.table_uri}/{out_file.path}")) as handle:
+        md = pq.ParquetFile(handle).metadata
+    assert md.num_row_groups == 1
+    chunks = {md.row_group(0).column(i).path_in_schema: md.row_group(0).column(i) for i in range(2)}
+    assert {c.compression for c in chunks.values()} == {"GZIP"}
+    assert not chunks["id"].has_dictionary_page and chunks["name"].has_dictionary_page
+    assert read_ids(log) == list(range(20000))
+
+
+def test_z_order_rewrites_every_file_of_the_partition_in_z_order(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.optimize import OptimizeError, range_ids, z_order_indices
+
+    log = create(str(tmp_path / "t"), config={"delta.dataSkippingNumIndexedCols": "1"})
+    append(log, [5, 3, 1], "a")
+    append(log, [4, 2, 0], "b")  # a partition of one file is rewritten too (Delta: all files)
+    with pytest.raises(OptimizeError, match="partition column"):
+        optimize(log, z_order_by=["p"])
+    with pytest.raises(OptimizeError, match="do not collect stats"):
+        optimize(log, z_order_by=["name"])  # only the first column has statistics
+    assert log.update().version == 2
+    result = optimize(log, z_order_by=["ID"])
+    assert (result.num_files_removed, result.num_files_added) == (2, 2)
+    assert log.read_commit(3)[0].operation_parameters["zOrderBy"] == '["id"]'  # type: ignore[union-attr]
+    fs = log.store.filesystem()
+    for f in log.update().files:
+        with fs.open_input_file(log.store.fs_path(f"{log.table_uri}/{f.path}")) as handle:
+            ids = pq.read_table(handle).column("id").to_pylist()
+        assert ids == sorted(ids)
+    # range ids: ranks scaled to num_ranges, nulls first; Z-values interleave bits, first column first
+    assert range_ids(pa.array([5, None, 1, 5]), 4).tolist() == [2, 0, 1, 2]  # ranks 3, 1, 2, 3 of 4
+    grid = pa.table({"x": [1, 1, 0, 0], "y": [1, 0, 1, 0]})
+    assert z_order_indices(grid, ["x", "y"], 2).to_pylist() == [3, 2, 1, 0]

@@ -29,17 +29,16 @@ from deltalog.contrib.spark.partitioning import partition_directory, partition_v
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.actions import AddCDCFile, AddFile, action_to_line, decode_path, encode_path, parse_line
 from deltalog.txn.constraints import Constraint
+from deltalog.txn.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS
 from deltalog.txn.file_stats import StatsCollector
 
 __all__ = ["CDC_TYPE_COLUMN", "WriteSpec", "delete_files", "write_batches"]
 
 log = logging.getLogger(__name__)
 
-#: Row groups of up to this many rows / bytes: Spark sends Arrow batches of
-#: ``spark.sql.execution.arrow.maxRecordsPerBatch`` (10,000) rows, and a row group per batch
-#: makes files larger and slower to write and to read.
-ROW_GROUP_ROWS = 1 << 20
-ROW_GROUP_BYTES = 64 << 20
+# Row groups of up to ROW_GROUP_ROWS rows / ROW_GROUP_BYTES bytes: Spark sends Arrow batches
+# of ``spark.sql.execution.arrow.maxRecordsPerBatch`` (10,000) rows, and a row group per
+# batch makes files larger and slower to write and to read.
 #: Buffered bytes across all open files of a task (many partitions) before all are flushed.
 TASK_BUFFER_BYTES = 256 << 20
 

@@ -7,9 +7,12 @@ metrics, shared with the CLI and the Python API. This module only adapts them to
 delta-spark's method names and return values, and adds the Spark configuration they read
 (``spark.databricks.delta.retentionDurationCheck.enabled``).
 
-Compaction runs in the driver process with pyarrow, bin by bin (one output file open at a
-time, rows streamed in batches), not as a Spark job: it commits with ``dataChange=false``,
-re-plans itself on a conflicting delete and deletes what it wrote when it cannot commit.
+OPTIMIZE runs as Delta's ``OptimizeExecutor`` does: the driver plans the bins (the txn
+layer's bin-packing, with ``spark.databricks.delta.optimize.minFileSize`` / ``.maxFileSize``
+read from the session), one Spark task per bin rewrites the bin into one file on an
+executor (files read and written through the store rebuilt from its picklable spec), and
+the driver commits every remove and add once with ``dataChange=false`` (re-planning on a
+conflicting delete; files of a run that did not commit are deleted).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
@@ -29,15 +33,24 @@ if TYPE_CHECKING:
 
     from deltalog.contrib.spark.tables import DeltaTable
     from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.optimize import CompactionSpec
     from deltalog.txn.restore import RestoreResult
     from deltalog.txn.vacuum import VacuumResult
 
-__all__ = ["DeltaOptimizeBuilder", "convert_to_delta", "restore", "vacuum"]
+__all__ = ["DeltaOptimizeBuilder", "SparkBinRewriter", "convert_to_delta", "restore", "vacuum"]
 
 log = logging.getLogger(__name__)
 
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 OPTIMIZE_ATTEMPTS = 5
+#: Delta's OPTIMIZE settings: files smaller than minFileSize are compacted into bins of up
+#: to maxFileSize bytes (both default to the table's ``delta.targetFileSize``, else 1 GiB).
+MIN_FILE_SIZE_CONF = "spark.databricks.delta.optimize.minFileSize"
+MAX_FILE_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
+#: Delta's number of range ids per Z-order column.
+NUM_RANGE_IDS_CONF = "spark.databricks.io.skipping.mdc.rangeId.max"
+#: The Spark job group of OPTIMIZE's rewrite jobs (one task per bin).
+OPTIMIZE_JOB_GROUP = "deltalog-optimize"
 
 
 class DeltaOptimizeBuilder:
@@ -52,18 +65,101 @@ class DeltaOptimizeBuilder:
         return self
 
     def executeCompaction(self) -> DataFrame:
-        """Compact small files (core :func:`deltalog.txn.optimize.optimize`); a one-row
-        DataFrame ``(path, metrics)`` as delta-spark returns."""
+        """Compact small files with Spark tasks (core :func:`deltalog.txn.optimize.optimize`
+        plans and commits); a one-row DataFrame ``(path, metrics)`` as delta-spark returns."""
+        return self._execute(())
+
+    def executeZOrderBy(self, *cols: str | list[str]) -> DataFrame:
+        """Z-order the selected partitions by ``cols`` (Delta's ``ZOrderClustering``), one
+        Spark task per partition; same result DataFrame as :meth:`executeCompaction`."""
+        names = [c for group in cols for c in ([group] if isinstance(group, str) else group)]
+        if not names:
+            raise DeltaAnalysisError("executeZOrderBy needs at least one column")
+        return self._execute(tuple(names))
+
+    def _execute(self, z_order_by: tuple[str, ...]) -> DataFrame:
         from deltalog.contrib.spark.predicates import parse_partition_predicate
-        from deltalog.txn.optimize import optimize
+        from deltalog.txn.optimize import DEFAULT_NUM_RANGES, OptimizeError, optimize
 
         table = self._table
+        spark = table._spark
         where = parse_partition_predicate(self._where) if self._where else None
-        result = optimize(table._log, where, max_attempts=OPTIMIZE_ATTEMPTS)
+        num_ranges = _size_conf(spark, NUM_RANGE_IDS_CONF) or DEFAULT_NUM_RANGES
+        if num_ranges <= 1:
+            raise DeltaAnalysisError(f"'{NUM_RANGE_IDS_CONF}' must be greater than 1, got {num_ranges}")
+        try:
+            result = optimize(
+                table._log,
+                where,
+                target_size=_size_conf(spark, MAX_FILE_SIZE_CONF),
+                min_file_size=_size_conf(spark, MIN_FILE_SIZE_CONF),
+                max_attempts=OPTIMIZE_ATTEMPTS,
+                rewrite_bins=SparkBinRewriter(spark),
+                z_order_by=z_order_by,
+                num_ranges=num_ranges,
+            )
+        except OptimizeError as exc:
+            if z_order_by and "Z-Order" in str(exc):
+                raise DeltaAnalysisError(str(exc)) from None
+            raise
         metrics = dict(result.metrics) or {"numAddedFiles": "0", "numRemovedFiles": "0"}
-        return table._spark.createDataFrame(
-            [(table._log.table_uri, metrics)], "path string, metrics map<string,string>"
-        )
+        return spark.createDataFrame([(table._log.table_uri, metrics)], "path string, metrics map<string,string>")
+
+
+def _size_conf(spark: SparkSession, key: str) -> int | None:
+    raw = spark.conf.get(key, None)
+    if raw is None or str(raw).strip() == "":
+        return None
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise DeltaAnalysisError(f"{key} must be an integer, got {raw!r}") from None
+    if value < 0 or (value == 0 and key == MAX_FILE_SIZE_CONF):
+        raise DeltaAnalysisError(f"{key} must be {'> 0' if key == MAX_FILE_SIZE_CONF else '>= 0'}, got {value}")
+    return value
+
+
+def _rewrite_task(spec: CompactionSpec, item: tuple[list[str], str]) -> list[str]:
+    """One Spark task: rewrite the bin (its files as action lines) into the file ``stem``."""
+    from deltalog.txn.actions import action_to_line, parse_line
+    from deltalog.txn.optimize import rewrite_bin
+
+    lines, stem = item
+    files = [parse_line(line) for line in lines]
+    added = rewrite_bin(spec, [f for f in files if isinstance(f, AddFile)], stem)
+    return [action_to_line(a) for a in added]
+
+
+class SparkBinRewriter:
+    """A :data:`~deltalog.txn.optimize.BinRewriter` running one Spark task per bin (job
+    group :data:`OPTIMIZE_JOB_GROUP`). Output files are named on the driver, so a retried
+    task overwrites its own file and a failed job's files are deleted by name."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+
+    def __call__(self, spec: CompactionSpec, bins: Sequence[Sequence[AddFile]]) -> list[list[AddFile]]:
+        import functools
+        import uuid
+
+        from deltalog.txn.actions import action_to_line, parse_line
+        from deltalog.txn.optimize import discard_bin_outputs
+
+        job = uuid.uuid4()
+        items = [([action_to_line(f) for f in b], f"part-{i:05d}-{job}") for i, b in enumerate(bins)]
+        sc = self._spark.sparkContext
+        previous = sc.getLocalProperty("spark.jobGroup.id")
+        description = sc.getLocalProperty("spark.job.description")
+        sc.setJobGroup(OPTIMIZE_JOB_GROUP, f"OPTIMIZE {spec.table_uri}: {len(items)} bins")
+        try:
+            out = sc.parallelize(items, len(items)).map(functools.partial(_rewrite_task, spec)).collect()
+        except BaseException:
+            discard_bin_outputs(spec, [(b, stem) for b, (_, stem) in zip(bins, items)])
+            raise
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", previous)  # type: ignore[arg-type]
+            sc.setLocalProperty("spark.job.description", description)  # type: ignore[arg-type]
+        return [[a for a in map(parse_line, lines) if isinstance(a, AddFile)] for lines in out]
 
 
 # -- vacuum -------------------------------------------------------------------------------

@@ -1,0 +1,151 @@
+"""OPTIMIZE from ``DeltaTable``: bins rewritten by Spark tasks, one commit with dataChange=false."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.spark.helpers import commits, rows
+
+pytestmark = pytest.mark.spark
+
+
+def _append(spark, path, start, n, parts=2):
+    (
+        spark.range(start, start + n, numPartitions=parts)
+        .selectExpr("id", "cast(id % 2 as string) as g", "id * 0.5 as v")
+        .write.format("deltalog")
+        .mode("append")
+        .option("partitionBy", "g")
+        .save(path)
+    )
+
+
+def _last_commit(path):
+    actions = commits(path)[-1]
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    return info, actions
+
+
+def test_compaction_runs_one_spark_task_per_bin_and_commits_once(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.maintenance import OPTIMIZE_JOB_GROUP
+
+    for i in range(2):
+        _append(spark, table_path, i * 1000, 1000)  # 2 tasks x 2 partitions: 4 files per append
+    before = rows(spark.read.format("deltalog").load(table_path), ["id"])
+    tracker = spark.sparkContext.statusTracker()
+    jobs_before = set(tracker.getJobIdsForGroup(OPTIMIZE_JOB_GROUP))
+
+    metrics = DeltaTable.forPath(spark, table_path).optimize().executeCompaction().collect()[0].metrics
+
+    (job,) = set(tracker.getJobIdsForGroup(OPTIMIZE_JOB_GROUP)) - jobs_before
+    (stage,) = tracker.getJobInfo(job).stageIds
+    assert tracker.getStageInfo(stage).numTasks == 2  # one task per bin (partition g=0, g=1)
+    assert metrics["numRemovedFiles"] == "8" and metrics["numAddedFiles"] == "2" and metrics["numBatches"] == "2"
+    info, actions = _last_commit(table_path)
+    assert info["operation"] == "OPTIMIZE"
+    assert info["operationMetrics"]["numAddedFiles"] == "2"
+    changes = [a.get("add") or a.get("remove") for a in actions if "add" in a or "remove" in a]
+    assert len(changes) == 10 and not any(c["dataChange"] for c in changes)
+    adds = [a["add"] for a in actions if "add" in a]
+    assert sorted(a["partitionValues"]["g"] for a in adds) == ["0", "1"]
+    assert all(a["path"].startswith(f"g={a['partitionValues']['g']}/part-0000") for a in adds)
+    assert sum(json.loads(a["stats"])["numRecords"] for a in adds) == 2000
+    assert rows(spark.read.format("deltalog").load(table_path), ["id"]).equals(before)
+    # nothing left to compact: no job, no commit
+    version = len(commits(table_path))
+    again = DeltaTable.forPath(spark, table_path).optimize().executeCompaction().collect()[0].metrics
+    assert again["numRemovedFiles"] == "0" and len(commits(table_path)) == version
+
+
+def test_where_min_and_max_file_size_and_size_not_bigger(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.contrib.spark.maintenance import MAX_FILE_SIZE_CONF, MIN_FILE_SIZE_CONF
+
+    _append(spark, table_path, 0, 40000, parts=1)  # one large file per partition
+    for i in range(3):
+        _append(spark, table_path, 100000 + i * 100, 100)  # small files
+    table = DeltaTable.forPath(spark, table_path)
+    snapshot = table._log.update()
+    sizes = sorted(f.size for f in snapshot.files)
+    small, large = sizes[:12], sizes[12:]
+    assert max(small) < min(large)
+    before = rows(spark.read.format("deltalog").load(table_path), ["id"])
+    try:
+        spark.conf.set(MAX_FILE_SIZE_CONF, "0")
+        with pytest.raises(DeltaAnalysisError, match="maxFileSize"):
+            table.optimize().executeCompaction()
+        # only files below minFileSize are candidates; bins hold at most maxFileSize bytes
+        spark.conf.set(MIN_FILE_SIZE_CONF, str(max(small) + 1))
+        spark.conf.set(MAX_FILE_SIZE_CONF, str(3 * max(small)))
+        metrics = table.optimize().where("g = '0'").executeCompaction().collect()[0].metrics
+    finally:
+        spark.conf.unset(MIN_FILE_SIZE_CONF)
+        spark.conf.unset(MAX_FILE_SIZE_CONF)
+    assert metrics["numRemovedFiles"] == "6" and metrics["numAddedFiles"] == "2"  # 6 small files, 3 per bin
+    assert metrics["totalConsideredFiles"] == "7"  # the where: partition g=0 only
+    assert int(metrics["numAddedBytes"]) <= int(metrics["numRemovedBytes"])
+    info, actions = _last_commit(table_path)
+    assert info["operationParameters"]["predicate"] == "[\"(g = '0')\"]"
+    removed = [a["remove"] for a in actions if "remove" in a]
+    assert all(r["path"].startswith("g=0/") and r["size"] < min(large) for r in removed)
+    assert rows(spark.read.format("deltalog").load(table_path), ["id"]).equals(before)
+
+
+def _boxes(spark, path):
+    from deltalog.txn.delta_log import DeltaLog
+
+    out = []
+    for f in DeltaLog.for_table(path).update().files:
+        stats = json.loads(f.stats or "{}")
+        lo, hi = stats["minValues"], stats["maxValues"]
+        out.append(((lo["x"], hi["x"]), (lo["y"], hi["y"])))
+    return out
+
+
+def _overlapping_pairs(boxes):
+    def overlap(a, b):
+        return a[0] <= b[1] and b[0] <= a[1]
+
+    return sum(
+        1
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if overlap(a[0], b[0]) and overlap(a[1], b[1])
+    )
+
+
+def test_z_order_clusters_files_by_both_columns(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.contrib.spark.maintenance import MAX_FILE_SIZE_CONF
+
+    for i in range(4):  # every file spans the whole 64 x 64 grid
+        spark.range(i, 4096, 4, numPartitions=1).selectExpr(
+            "cast(id % 64 as int) as x", "cast(id div 64 as int) as y", "'p' as g"
+        ).write.format("deltalog").mode("append").option("partitionBy", "g").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    with pytest.raises(DeltaAnalysisError, match="partition column"):
+        table.optimize().executeZOrderBy("g")
+    with pytest.raises(DeltaAnalysisError, match="does not exist"):
+        table.optimize().executeZOrderBy("nope")
+    before_boxes = _boxes(spark, table_path)
+    assert _overlapping_pairs(before_boxes) == 6
+    before = rows(spark.read.format("deltalog").load(table_path), ["x", "y"])
+    total = sum(f.size for f in table._log.update().files)
+    try:
+        spark.conf.set(MAX_FILE_SIZE_CONF, str(total // 4))  # approxNumFiles = 4
+        metrics = table.optimize().executeZOrderBy("x", "y").collect()[0].metrics
+    finally:
+        spark.conf.unset(MAX_FILE_SIZE_CONF)
+    assert metrics["numRemovedFiles"] == "4" and metrics["numAddedFiles"] == "4"
+    info, _ = _last_commit(table_path)
+    assert info["operationParameters"]["zOrderBy"] == '["x","y"]'
+    boxes = _boxes(spark, table_path)
+    area = [(x[1] - x[0] + 1) * (y[1] - y[0] + 1) for x, y in boxes]
+    assert sum(area) <= 2 * 64 * 64  # before: 4 x 64 x 64
+    assert _overlapping_pairs(boxes) < 6  # before: all 6 pairs
+    assert rows(spark.read.format("deltalog").load(table_path), ["x", "y"]).equals(before)
