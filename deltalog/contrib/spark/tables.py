@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Union
 
 from deltalog.contrib.spark.dataframes import (
     FILE_COLUMN,
-    ROW_INDEX_COLUMN,
     files_dataframe,
+    logical_struct,
     nullable_type,
     write_dataframe,
 )
@@ -85,6 +85,53 @@ def _logical_records(files: Sequence[AddFile]) -> int | None:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _stats_skipped(snapshot: Any, files: list[AddFile], condition: str) -> list[AddFile]:
+    """``files`` less those whose statistics prove that no row matches the terms of
+    ``condition`` on top-level data columns (terms that cannot skip are ignored)."""
+    from deltalog.contrib.spark import schemas
+    from deltalog.contrib.spark.native import where_terms
+    from deltalog.contrib.spark.scan import Term, plan_files
+
+    metadata = snapshot.metadata
+    parts = {c.lower() for c in metadata.partition_columns}
+    schema = json.loads(metadata.schema_string)
+    types = schemas.top_level_types(schema)
+    names = {n.lower(): n for n in types}
+    terms: list[Term] = [
+        (names[column.lower()], op, value)
+        for column, op, value in where_terms(condition)
+        if column.lower() in names and column.lower() not in parts
+    ]
+    if not terms or not files:
+        return files
+    physical = schemas.physical_names(schema, snapshot.properties.column_mapping_mode)
+    return plan_files(files, snapshot.version, terms, (), types, physical).files
+
+
+def _rewrite_metrics(
+    removed: Sequence[AddFile], lines: Sequence[str], started: float, scanned: float
+) -> tuple[dict[str, str], int | None]:
+    """Delta's file, byte, deletion-vector and timing metrics of a DML commit that removes
+    ``removed`` and adds the files of ``lines``; and the rows of the added data files (from
+    their statistics: the rewrite job counts them as it writes)."""
+    adds, cdcs = _file_actions(lines)
+    done = time.perf_counter()
+    metrics = {
+        "numRemovedFiles": str(len(removed)),
+        "numAddedFiles": str(len(adds)),
+        "numAddedChangeFiles": str(len(cdcs)),
+        "numRemovedBytes": str(sum(f.size for f in removed)),
+        "numAddedBytes": str(sum(a.size for a in adds)),
+        "numDeletionVectorsAdded": "0",
+        "numDeletionVectorsRemoved": str(sum(1 for f in removed if f.deletion_vector is not None)),
+        "numDeletionVectorsUpdated": "0",
+        "executionTimeMs": str(int((done - started) * 1000)),
+        "scanTimeMs": str(int((scanned - started) * 1000)),
+        "rewriteTimeMs": str(int((done - scanned) * 1000)),
+    }
+    return metrics, _logical_records(adds)
 
 
 class DeltaTable:
@@ -257,27 +304,39 @@ class DeltaTable:
         return _spec_for(opts, self._log.table_uri, self._log.store.spec(), snapshot.metadata, constraints)
 
     def _candidates(self, txn: Any, condition: ExpressionOrColumn | None) -> list[AddFile]:
-        """Files that may hold rows matching ``condition``: partition-pruned when the
-        condition is a partition predicate, otherwise the whole table (recorded as read)."""
+        """Files that may hold rows matching ``condition``, as Delta's ``filterFiles(condition)``.
+
+        When ``condition`` is SQL text of ``AND``-ed simple terms, its terms on partition
+        columns prune by partition values, and its terms on data columns skip the files whose
+        ``minValues``/``maxValues``/``nullCount`` statistics prove no row matches (the read
+        path's rules, :func:`~deltalog.contrib.spark.scan.plan_files`). Any other condition
+        (a Column, ``OR``, functions) skips nothing. The transaction records the
+        partition-level read, a superset of the files kept, so a concurrent commit that adds
+        or removes a file in those partitions still conflicts."""
         from deltalog.contrib.spark.predicates import parse_partition_predicate
 
-        if isinstance(condition, str):
-            try:
-                filters = parse_partition_predicate(condition)
-            except DeltaAnalysisError:
-                filters = []
-            parts = {c.lower() for c in txn.snapshot.metadata.partition_columns}
-            if filters and all(c.lower() in parts for c, _, _ in filters):
-                return list(txn.filter_files(filters))
-        return list(txn.filter_files())
+        if not isinstance(condition, str):
+            return list(txn.filter_files())
+        try:
+            filters = parse_partition_predicate(condition)
+        except DeltaAnalysisError:
+            return list(txn.filter_files())
+        metadata = txn.snapshot.metadata
+        parts = {c.lower(): c for c in metadata.partition_columns}
+        files = list(txn.filter_files([(parts[c.lower()], op, v) for c, op, v in filters if c.lower() in parts]))
+        return _stats_skipped(txn.snapshot, files, condition)
 
-    def _touched(self, snapshot: Any, files: Sequence[AddFile], cond: Column) -> tuple[list[AddFile], DataFrame]:
+    def _touched(self, snapshot: Any, files: Sequence[AddFile], cond: Column) -> tuple[list[AddFile], int]:
+        """Delta's first pass ("finding touched files"): one job reads each candidate once
+        and returns the files holding a row that matches ``cond``, and how many rows match."""
         from pyspark.sql import functions as F
 
+        if not files:
+            return [], 0
         df = files_dataframe(self._spark, self._log, snapshot, files)
-        hit = {r[0] for r in df.filter(F.coalesce(cond, F.lit(False))).select(FILE_COLUMN).distinct().collect()}
-        touched = [f for f in files if f.path in hit]
-        return touched, df.filter(F.col(FILE_COLUMN).isin(list(hit))) if hit else df.limit(0)
+        hits = df.filter(F.coalesce(cond, F.lit(False))).groupBy(FILE_COLUMN).count().collect()
+        matched = {r[0]: int(r[1]) for r in hits}
+        return [f for f in files if f.path in matched], sum(matched.values())
 
     def _commit_rewrite(self, txn: Any, removed: Sequence[AddFile], lines: Sequence[str], operation: Any) -> int:
         adds, cdcs = _file_actions(lines)
@@ -311,11 +370,14 @@ class DeltaTable:
     # -- delete / update ------------------------------------------------------------------
 
     def delete(self, condition: ExpressionOrColumn | None = None) -> None:
-        """Delete the rows matching ``condition`` (all rows when None)."""
+        """Delete the rows matching ``condition`` (all rows when None), as Delta's
+        ``DeleteCommand``: files skipped by partition values and statistics, then one job
+        finds the files holding matching rows and one job rewrites only those."""
         from pyspark.sql import functions as F
 
         from deltalog.txn.operations import Delete
 
+        started = time.perf_counter()
         txn = start_transaction(self._log)
         snapshot = txn.snapshot
         candidates = self._candidates(txn, condition)
@@ -327,19 +389,13 @@ class DeltaTable:
             if condition is not None and not candidates:
                 log.info("DELETE %s matched no file; nothing committed", _describe(condition))
                 return
-            cdf = self._cdf(snapshot)
+            scanned = time.perf_counter()
             lines: list[str] = []
-            if cdf and candidates:
+            if self._cdf(snapshot) and candidates:
                 rows = files_dataframe(self._spark, self._log, snapshot, candidates, with_file=False)
                 lines = write_dataframe(rows.withColumn(CDC_TYPE_COLUMN, F.lit("delete")), self._write_spec(snapshot))
-            adds, _ = _file_actions(lines)
-            metrics = {
-                "numRemovedFiles": str(len(candidates)),
-                "numAddedFiles": "0",
-                "numRemovedBytes": str(sum(f.size for f in candidates)),
-                "numCopiedRows": "0",
-                "numAddedChangeFiles": str(len(lines) - len(adds)),
-            }
+            metrics, _ = _rewrite_metrics(candidates, lines, started, scanned)
+            metrics["numCopiedRows"] = "0"
             deleted = _logical_records(candidates)
             if deleted is not None:
                 metrics["numDeletedRows"] = str(deleted)
@@ -349,31 +405,28 @@ class DeltaTable:
             return
         assert condition is not None  # handled above
         cond = _col(condition)
-        touched, rows = self._touched(snapshot, candidates, cond)
+        touched, deleted = self._touched(snapshot, candidates, cond)
+        scanned = time.perf_counter()
+        log.info(
+            "DELETE %s: %d of %d files after skipping, %d hold matching rows",
+            _describe(condition), len(candidates), snapshot.num_files, len(touched),
+        )
         if not touched:
             log.info("DELETE %s matched no rows; nothing committed", _describe(condition))
             return
+        rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
         matched = F.coalesce(cond, F.lit(False))
-        data_cols = [c for c in rows.columns if c not in (FILE_COLUMN, ROW_INDEX_COLUMN)]
-        counts = rows.groupBy(matched.alias("m")).count().collect()
-        deleted = sum(r["count"] for r in counts if r["m"])
-        copied = sum(r["count"] for r in counts if not r["m"])
         if self._cdf(snapshot):
-            out = rows.select(
-                *data_cols,
-                F.when(matched, F.lit("delete")).otherwise(F.lit(None).cast("string")).alias(CDC_TYPE_COLUMN),
+            out = rows.withColumn(
+                CDC_TYPE_COLUMN, F.when(matched, F.lit("delete")).otherwise(F.lit(None).cast("string"))
             )
         else:
-            out = rows.filter(~matched).select(*data_cols)
+            out = rows.filter(~matched)
         lines = write_dataframe(out, self._checked_spec(txn, out))
-        adds, _ = _file_actions(lines)
-        metrics = {
-            "numRemovedFiles": str(len(touched)),
-            "numAddedFiles": str(len(adds)),
-            "numDeletedRows": str(deleted),
-            "numCopiedRows": str(copied),
-            "numAddedChangeFiles": str(len(lines) - len(adds)),
-        }
+        metrics, copied = _rewrite_metrics(touched, lines, started, scanned)
+        metrics["numDeletedRows"] = str(deleted)
+        if copied is not None:  # the rewritten files hold exactly the copied rows
+            metrics["numCopiedRows"] = str(copied)
         version = self._commit_rewrite(
             txn, touched, lines, Delete(predicate=[_describe(condition)], user_metrics=metrics)
         )
@@ -384,22 +437,21 @@ class DeltaTable:
         condition: ExpressionOrColumn | None = None,
         set: Mapping[str, ExpressionOrColumn] | None = None,
     ) -> None:
-        """Set columns of the rows matching ``condition`` (all rows when None)."""
+        """Set columns of the rows matching ``condition`` (all rows when None), as Delta's
+        ``UpdateCommand``: files skipped by partition values and statistics, then one job
+        finds the files holding matching rows (none when the condition is on partition
+        columns only: every row of the pruned files matches) and one job rewrites them."""
         from pyspark.sql import functions as F
 
         from deltalog.txn.operations import Update
 
         if not set:
             raise DeltaAnalysisError("update needs set={column: expression}")
+        started = time.perf_counter()
         txn = start_transaction(self._log)
         snapshot = txn.snapshot
-        cond = _col(condition) if condition is not None else F.lit(True)
-        candidates = self._candidates(txn, condition)
-        touched, rows = self._touched(snapshot, candidates, cond)
-        if not touched:
-            log.info("UPDATE %s matched no rows; nothing committed", _describe(condition))
-            return
-        data_cols = [c for c in rows.columns if c not in (FILE_COLUMN, ROW_INDEX_COLUMN)]
+        schema = logical_struct(snapshot.metadata.schema_string)
+        data_cols = [f.name for f in schema.fields]
         lowered = {c.lower(): c for c in data_cols}
         assignments: dict[str, Column] = {}
         for name, expr in set.items():
@@ -407,32 +459,53 @@ class DeltaTable:
             if target is None:
                 raise DeltaAnalysisError(f"update sets {name!r}, which is not a column of the table ({data_cols})")
             assignments[target] = _col(expr)
+        cond = _col(condition) if condition is not None else F.lit(True)
+        candidates = self._candidates(txn, condition)
+        updated: int | None = None
+        if condition is None or _partition_only(condition, snapshot.metadata.partition_columns):
+            touched = candidates  # every row of the pruned files matches: no finding pass
+        else:
+            touched, updated = self._touched(snapshot, candidates, cond)
+        scanned = time.perf_counter()
+        log.info(
+            "UPDATE %s: %d of %d files after skipping, %d to rewrite",
+            _describe(condition), len(candidates), snapshot.num_files, len(touched),
+        )
+        if not touched:
+            log.info("UPDATE %s matched no rows; nothing committed", _describe(condition))
+            return
+        rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
         matched = F.coalesce(cond, F.lit(False))
         new_values = [
             (F.when(matched, assignments[c]).otherwise(F.col(c)) if c in assignments else F.col(c)).alias(c)
             for c in data_cols
         ]
-        schema_types = {f.name: nullable_type(f.dataType) for f in rows.schema.fields}
+        schema_types = {f.name: nullable_type(f.dataType) for f in schema.fields}
         new_values = [v.cast(schema_types[c]).alias(c) for v, c in zip(new_values, data_cols)]
-        counts = rows.groupBy(matched.alias("m")).count().collect()
-        updated = sum(r["count"] for r in counts if r["m"])
-        copied = sum(r["count"] for r in counts if not r["m"])
-        out = rows.select(*new_values, F.lit(None).cast("string").alias(CDC_TYPE_COLUMN))
         if self._cdf(snapshot):
-            pre = rows.filter(matched).select(*data_cols, F.lit("update_preimage").alias(CDC_TYPE_COLUMN))
-            post = rows.filter(matched).select(*new_values, F.lit("update_postimage").alias(CDC_TYPE_COLUMN))
-            out = out.unionByName(pre).unionByName(post)
+            # each row read once gives its new value and, when it matches, its pre- and
+            # post-images (Delta's UpdateCommand packs them in an array and explodes it)
+            def image(values: Sequence[Column], change: str | None) -> Column:
+                return F.struct(*values, F.lit(change).cast("string").alias(CDC_TYPE_COLUMN))
+
+            old_values = [F.col(c).cast(schema_types[c]).alias(c) for c in data_cols]
+            new_row = image(new_values, None)
+            images = F.when(
+                matched,
+                F.array(new_row, image(old_values, "update_preimage"), image(new_values, "update_postimage")),
+            ).otherwise(F.array(new_row))
+            out = rows.select(F.explode(images).alias("image")).select("image.*")
         else:
-            out = out.drop(CDC_TYPE_COLUMN)
+            out = rows.select(*new_values)
         lines = write_dataframe(out, self._checked_spec(txn, out))
-        adds, _ = _file_actions(lines)
-        metrics = {
-            "numRemovedFiles": str(len(touched)),
-            "numAddedFiles": str(len(adds)),
-            "numUpdatedRows": str(updated),
-            "numCopiedRows": str(copied),
-            "numAddedChangeFiles": str(len(lines) - len(adds)),
-        }
+        metrics, written = _rewrite_metrics(touched, lines, started, scanned)
+        # the rewritten files hold the updated and the copied rows
+        if updated is None and written is not None:
+            updated = written
+        if updated is not None:
+            metrics["numUpdatedRows"] = str(updated)
+            if written is not None:
+                metrics["numCopiedRows"] = str(written - updated)
         version = self._commit_rewrite(
             txn, touched, lines, Update(predicate=_describe(condition), user_metrics=metrics)
         )

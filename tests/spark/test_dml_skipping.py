@@ -1,0 +1,262 @@
+"""DELETE and UPDATE skip files by statistics and pass over the candidate files once, as
+Delta's ``DeleteCommand``/``UpdateCommand``: one job finds the touched files (each candidate
+read once), one job rewrites only those (each touched file read a second time), and the
+metrics are Delta's. Reads are counted by a store that logs every data file it opens (the
+executors build it from the table's store spec)."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from deltalog.logstores.local import LocalLogStore
+from deltalog.txn.actions import decode_path
+from tests.spark.helpers import commits, delta_rs_rows
+
+pytestmark = pytest.mark.spark
+
+READ_LOG = "deltalog_test_read_log"
+
+
+class ReadCountingStore(LocalLogStore):
+    """The local store, appending the path of every file it opens for reading to the file
+    named by the storage option ``deltalog_test_read_log`` (on the driver and executors)."""
+
+    def filesystem(self) -> Any:
+        import pyarrow.fs as pafs
+        from fsspec.implementations.local import LocalFileSystem
+
+        target = self.options[READ_LOG]
+
+        class Handler(pafs.FSSpecHandler):
+            def open_input_file(self, path: str) -> Any:
+                with open(target, "a", encoding="utf-8") as fh:
+                    fh.write(path + "\n")
+                return super().open_input_file(path)
+
+        return pafs.PyFileSystem(Handler(LocalFileSystem()))
+
+
+def _reads(log_file: str, table: str) -> Counter[str]:
+    """Data files opened since the last call, by path in the table (the log is emptied)."""
+    if not os.path.exists(log_file):
+        return Counter()
+    with open(log_file, encoding="utf-8") as fh:
+        paths = [os.path.relpath(line.strip(), table) for line in fh if line.strip()]
+    os.remove(log_file)
+    return Counter(p for p in paths if p.endswith(".parquet") and not p.startswith("_delta_log"))
+
+
+def _last_commit(path: str) -> tuple[set[str], set[str], dict[str, str]]:
+    last = commits(path)[-1]
+    removed = {decode_path(a["remove"]["path"]) for a in last if "remove" in a}
+    added = {decode_path(a["add"]["path"]) for a in last if "add" in a}
+    info = next(a["commitInfo"] for a in last if "commitInfo" in a)
+    return removed, added, info["operationMetrics"]
+
+
+def _files(path: str) -> dict[str, tuple[int, int]]:
+    """Live files by path: (size, numRecords)."""
+    from deltalog.txn.delta_log import DeltaLog
+
+    return {decode_path(f.path): (f.size, f.num_records() or 0) for f in DeltaLog.for_table(path).update().files}
+
+
+def _four_files(spark: Any, path: str, **options: str) -> pd.DataFrame:
+    """Ids 0-39 in four files of disjoint id ranges (0-9, 10-19, ...); the same rows in pandas."""
+    data = [(i, f"v{i}", None if i % 3 == 0 else float(i)) for i in range(40)]
+    rdd = spark.sparkContext.parallelize(data, 4)
+    writer = spark.createDataFrame(rdd, "id long, v string, x double").write.format("deltalog")
+    for k, v in options.items():
+        writer = writer.option(k, v)
+    writer.mode("append").save(path)
+    assert len(_files(path)) == 4
+    return pd.DataFrame(data, columns=["id", "v", "x"])
+
+
+def _file_of(path: str, id_: int, ranges: dict[str, int]) -> str:
+    return next(name for name, low in ranges.items() if low <= id_ < low + 10)
+
+
+def _ranges(path: str) -> dict[str, int]:
+    """Each live file's lowest id (from its statistics)."""
+    import json
+
+    from deltalog.txn.delta_log import DeltaLog
+
+    files = DeltaLog.for_table(path).update().files
+    return {decode_path(f.path): json.loads(f.stats)["minValues"]["id"] for f in files}
+
+
+def _same(path: str, expected: pd.DataFrame) -> None:
+    got = delta_rs_rows(path, ["id"])[["id", "v", "x"]]
+    want = expected.sort_values("id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want, check_dtype=False)
+
+
+def test_delete_and_update_read_only_the_files_their_condition_can_match(spark, table_path, tmp_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    expected = _four_files(spark, table_path)
+    log_file = str(tmp_path / "reads.log")
+    table = DeltaTable.forPath(
+        spark,
+        table_path,
+        storage_options={READ_LOG: log_file},
+        logstore=f"{ReadCountingStore.__module__}:ReadCountingStore",
+    )
+    _reads(log_file, table_path)
+
+    # DELETE id = 15: statistics leave one candidate; it is read to find the row, then rewritten
+    ranges = _ranges(table_path)
+    target = _file_of(table_path, 15, ranges)
+    size, records = _files(table_path)[target]
+    table.delete("id = 15")
+    expected = expected[expected.id != 15]
+    assert _reads(log_file, table_path) == {target: 2}
+    removed, added, metrics = _last_commit(table_path)
+    assert removed == {target} and len(added) == 1
+    (new,) = added
+    assert metrics["numRemovedFiles"] == "1" and metrics["numAddedFiles"] == "1"
+    assert metrics["numDeletedRows"] == "1" and metrics["numCopiedRows"] == str(records - 1)
+    assert metrics["numRemovedBytes"] == str(size)
+    assert metrics["numAddedBytes"] == str(_files(table_path)[new][0])
+    assert metrics["numAddedChangeFiles"] == "0"
+    for timing in ("executionTimeMs", "scanTimeMs", "rewriteTimeMs"):
+        assert int(metrics[timing]) >= 0
+    assert int(metrics["executionTimeMs"]) >= int(metrics["scanTimeMs"]) + int(metrics["rewriteTimeMs"]) - 1
+
+    # UPDATE id = 25 (and a null-count term): one file read twice
+    ranges = _ranges(table_path)
+    target = _file_of(table_path, 25, ranges)
+    size, records = _files(table_path)[target]
+    table.update("id = 25 AND x IS NOT NULL", {"v": "'changed'", "x": "x * 2"})
+    expected.loc[expected.id == 25, ["v", "x"]] = ["changed", 50.0]
+    assert _reads(log_file, table_path) == {target: 2}
+    removed, added, metrics = _last_commit(table_path)
+    assert removed == {target} and len(added) == 1
+    assert metrics["numRemovedFiles"] == "1" and metrics["numAddedFiles"] == "1"
+    assert metrics["numUpdatedRows"] == "1" and metrics["numCopiedRows"] == str(records - 1)
+    assert metrics["numRemovedBytes"] == str(size) and int(metrics["numAddedBytes"]) > 0
+    assert {"executionTimeMs", "scanTimeMs", "rewriteTimeMs", "numAddedChangeFiles"} <= set(metrics)
+
+    # no file can hold the row: nothing is read and nothing committed
+    version = len(commits(table_path))
+    table.delete("id > 1000")
+    table.update("id < -5", {"v": "'never'"})
+    assert _reads(log_file, table_path) == Counter() and len(commits(table_path)) == version
+
+    # not a simple conjunction: nothing skipped, every file read once to find the matches,
+    # and only the two touched files read again
+    ranges = _ranges(table_path)
+    touched = {_file_of(table_path, 7, ranges), _file_of(table_path, 17, ranges)}
+    table.delete("id % 10 = 7 AND id < 20 OR v = 'none'")
+    expected = expected[~((expected.id % 10 == 7) & (expected.id < 20))]
+    reads = _reads(log_file, table_path)
+    assert set(reads) == set(ranges)
+    assert {name: n for name, n in reads.items() if n == 2} == dict.fromkeys(touched, 2)
+    removed, added, metrics = _last_commit(table_path)
+    assert removed == touched
+    assert metrics["numDeletedRows"] == "2" and metrics["numRemovedFiles"] == "2"
+
+    _same(table_path, expected)
+
+
+def test_partition_only_update_and_change_data_with_one_pass(spark, table_path, tmp_path):
+    """A partition-only UPDATE rewrites the partition's files without a finding pass
+    (Delta's case 2); a mixed condition prunes by partition and statistics; the change
+    data feed still has the pre- and post-images."""
+    from deltalog.contrib.spark import DeltaTable
+
+    data = [(i, f"p{i % 2}", float(i)) for i in range(20)]
+    df = spark.createDataFrame(spark.sparkContext.parallelize(data, 2), "id long, p string, x double")
+    writer = df.write.format("deltalog").option("partitionBy", "p").option("delta.enableChangeDataFeed", "true")
+    writer.mode("append").save(table_path)
+    expected = pd.DataFrame(data, columns=["id", "p", "x"])
+    log_file = str(tmp_path / "reads.log")
+    table = DeltaTable.forPath(
+        spark, table_path, storage_options={READ_LOG: log_file}, logstore=f"{__name__}:ReadCountingStore"
+    )
+    files = _files(table_path)
+    p1 = {name for name, part in _partitions(table_path).items() if part == "p1"}
+    _reads(log_file, table_path)
+
+    table.update("p = 'p1'", {"x": "x + 100"})
+    expected.loc[expected.p == "p1", "x"] += 100
+    reads = _reads(log_file, table_path)
+    assert set(reads) == p1 and all(n == 1 for n in reads.values())  # read once: no finding pass
+    removed, _, metrics = _last_commit(table_path)
+    assert removed == p1
+    assert metrics["numUpdatedRows"] == "10" and metrics["numCopiedRows"] == "0"
+    assert metrics["numAddedChangeFiles"] != "0"
+
+    # partition p0 and ids 10-19 (the second data file of p0 only): one file, read twice
+    p0_files = set(files) - p1
+    table.delete("p = 'p0' AND id = 12")
+    expected = expected[expected.id != 12]
+    reads = _reads(log_file, table_path)
+    assert len(reads) == 1 and set(reads) <= p0_files and list(reads.values()) == [2]
+    assert _last_commit(table_path)[2]["numDeletedRows"] == "1"
+
+    changes = spark.read.format("deltalog").option("readChangeFeed", "true").option("startingVersion", 1)
+    got = sorted((r.id, r._change_type) for r in changes.load(table_path).collect())
+    assert got.count((12, "delete")) == 1
+    assert sum(1 for _, t in got if t == "update_preimage") == 10
+    assert sum(1 for _, t in got if t == "update_postimage") == 10
+    result = delta_rs_rows(table_path, ["id"])[["id", "p", "x"]].reset_index(drop=True)
+    want = expected.sort_values("id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(result, want, check_dtype=False)
+
+
+def _partitions(path: str) -> dict[str, str | None]:
+    from deltalog.txn.delta_log import DeltaLog
+
+    return {decode_path(f.path): f.partition_values["p"] for f in DeltaLog.for_table(path).update().files}
+
+
+def test_files_skipped_by_statistics_stay_in_the_read_the_transaction_records():
+    """Delta's ``filterFiles(condition)``: the engine records the partition-level read, a
+    superset of the files kept, so a concurrent add into the condition's partitions
+    conflicts even when its statistics exclude the condition; one elsewhere does not."""
+    import json
+    import uuid
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.tablelog import start_transaction
+    from deltalog.txn.actions import AddFile, Metadata
+    from deltalog.txn.commit_errors import ConcurrentAppendError
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.operations import Delete, ManualUpdate
+
+    uri = f"memory://dml-skipping-{uuid.uuid4().hex}"
+    fields = [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in (("p", "string"), ("id", "long"))]
+    metadata = Metadata(
+        id="t",
+        schema_string=json.dumps({"type": "struct", "fields": fields}),
+        partition_columns=("p",),
+        configuration={"delta.isolationLevel": "Serializable"},
+    )
+
+    def add(name: str, p: str, low: int, high: int) -> AddFile:
+        stats = {"numRecords": 10, "minValues": {"id": low}, "maxValues": {"id": high}, "nullCount": {"id": 0}}
+        return AddFile(name, {"p": p}, 1, 1, stats=json.dumps(stats))
+
+    log = DeltaLog.for_table(uri)
+    log.start_transaction().commit([metadata, add("a1", "a", 0, 9), add("a2", "a", 10, 19)], ManualUpdate())
+    table = DeltaTable(None, uri)  # planning the candidates runs no Spark job
+
+    def delete_beside(concurrent: AddFile) -> None:
+        txn = start_transaction(log)
+        candidates = table._candidates(txn, "p = 'a' AND id = 15")
+        assert [f.path for f in candidates] == ["a2"]
+        DeltaLog.for_table(uri).start_transaction().commit([concurrent], ManualUpdate())
+        txn.commit([candidates[0].remove(1)], Delete(predicate=["p = 'a' AND id = 15"]))
+
+    with pytest.raises(ConcurrentAppendError):
+        delete_beside(add("a3", "a", 100, 200))
+    delete_beside(add("b1", "b", 15, 15))
+    assert {f.path for f in DeltaLog.for_table(uri).update().files} == {"a1", "a3", "b1"}
