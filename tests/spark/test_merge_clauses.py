@@ -4,6 +4,7 @@ with the same MERGE computed in pandas, schema evolution, target file pruning, m
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -92,7 +93,7 @@ def test_every_clause_kind_matches_pandas(spark, table_path):
     source = spark.createDataFrame(SOURCE).alias("s")
     name, path = "every clause", table_path
     for build, matched, by_source, inserts in [_every_clause()]:
-        spark.createDataFrame(TARGET).repartition(2).write.format("deltalog").mode("append").option(
+        spark.createDataFrame(TARGET).write.format("deltalog").mode("append").option(
             "delta.enableChangeDataFeed", "true"
         ).save(path)
         build(DeltaTable.forPath(spark, path).alias("t").merge(source, "t.id = s.id")).execute()
@@ -201,9 +202,8 @@ def test_merge_reads_and_rewrites_only_files_that_can_match(spark, table_path):
     from deltalog.contrib.spark import DeltaTable
 
     # 4 files with disjoint id ranges: [0, 10), [10, 20), [20, 30), [30, 40)
-    for lo in range(0, 40, 10):
-        part = spark.createDataFrame([(i, i % 2, "x") for i in range(lo, lo + 10)], "id long, g int, v string")
-        part.coalesce(1).write.format("deltalog").mode("append").save(table_path)
+    data = spark.sparkContext.parallelize([(i, i % 2, "x") for i in range(40)], 4)  # 4 slices, in order
+    spark.createDataFrame(data, "id long, g int, v string").write.format("deltalog").mode("append").save(table_path)
     log = DeltaLog.for_table(table_path)
     files = {json.loads(f.stats or "{}")["minValues"]["id"]: f.path for f in log.update().files}
     saved = _damage(table_path, [files[0], files[20], files[30]])
@@ -220,6 +220,7 @@ def test_merge_reads_and_rewrites_only_files_that_can_match(spark, table_path):
     assert metrics["numTargetFilesRemoved"] == "1"
     assert metrics["numTargetRowsUpdated"] == "3"
     assert metrics["numTargetRowsCopied"] == "7"
+    assert metrics["numTargetBytesRemoved"] == str(os.path.getsize(f"{table_path}/{files[10]}"))
 
     # a source whose keys fall in no file's range reads no file, and inserts
     far = spark.createDataFrame([(100, "n")], "id long, v string")
