@@ -1,12 +1,23 @@
 """MERGE INTO, shaped like delta-spark's ``DeltaMergeBuilder``.
 
-Two passes, as Delta's ``MergeIntoCommand``: (1) an inner join of the target's files with
-the source finds the files holding matched rows, and refuses a target row matched by
-several source rows (:class:`MergeCardinalityError`, unless the only matched clause is an
-unconditional delete); (2) those files are joined again with the source (full outer when
-there are insert clauses) and every row goes through the first clause whose condition
-holds: update, delete, insert, or copied unchanged. The touched files are removed and the
-output written in one ``MERGE`` commit.
+Two passes, as Delta's ``ClassicMergeExecutor``: (1) a join of the candidate target files
+with the source finds the touched files (a matched row, or a row that a ``whenNotMatchedBySource``
+clause acts on) and refuses a target row matched by several source rows
+(:class:`MergeCardinalityError`, unless the only matched clause is an unconditional
+delete); (2) the touched files are joined again with the source (full outer when there are
+insert clauses) and every row goes through the first clause whose condition holds: update,
+delete, insert, or copied unchanged. The touched files are removed and the output written
+in one ``MERGE`` commit; candidate files without such a row are left as they are.
+
+Candidate files: without ``whenNotMatchedBySource`` clauses, only the files that may hold
+rows satisfying the terms the merge condition implies (its ``target.c <op> literal``
+conjuncts, and ``target.c = source.k`` narrowed to the source's range of ``k``; see
+:mod:`deltalog.contrib.spark.merge_pruning`) are read. With such clauses every target row
+may be affected, so every file is a candidate, as in Delta.
+
+Schema evolution (``withSchemaEvolution()`` or ``spark.databricks.delta.schema.autoMerge.enabled``):
+``updateAll``/``insertAll`` and explicit assignments to a source column add the source
+columns the table lacks, nullable, in the same commit.
 
 A MERGE with only insert clauses writes ``source LEFT ANTI JOIN target`` and commits only
 adds, as Delta's ``InsertOnlyMergeExecutor``.
@@ -15,7 +26,7 @@ adds, as Delta's ``InsertOnlyMergeExecutor``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +46,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
     from deltalog.contrib.spark.tables import DeltaTable
+    from deltalog.txn.actions import AddFile
 
 __all__ = ["DeltaMergeBuilder"]
 
@@ -69,6 +81,8 @@ class DeltaMergeBuilder:
         self._condition = condition
         self._matched: list[_Clause] = []
         self._not_matched: list[_Clause] = []
+        self._not_matched_by_source: list[_Clause] = []
+        self._schema_evolution = False
 
     def whenMatchedUpdate(self, condition: Any = None, set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
         if not set:
@@ -94,23 +108,80 @@ class DeltaMergeBuilder:
         self._not_matched.append(_Clause("insert", condition, None))
         return self
 
+    def whenNotMatchedBySourceUpdate(
+        self, condition: Any = None, set: Mapping[str, Any] | None = None
+    ) -> DeltaMergeBuilder:
+        """Update a target row that no source row matches (when ``condition`` holds for it)."""
+        if not set:
+            raise DeltaAnalysisError("whenNotMatchedBySourceUpdate needs set={column: expression}")
+        self._not_matched_by_source.append(_Clause("update", condition, set))
+        return self
+
+    def whenNotMatchedBySourceDelete(self, condition: Any = None) -> DeltaMergeBuilder:
+        """Delete a target row that no source row matches (when ``condition`` holds for it)."""
+        self._not_matched_by_source.append(_Clause("delete", condition, {}))
+        return self
+
+    def withSchemaEvolution(self) -> DeltaMergeBuilder:
+        """Add the source columns that ``updateAll``/``insertAll`` (or an assignment) write and
+        the table lacks to the table's schema, in the MERGE's commit."""
+        self._schema_evolution = True
+        return self
+
     def _only_unconditional_delete(self) -> bool:
         """One matched clause, an unconditional delete: several source rows matching a target
         row are not ambiguous then (Delta's ``isOnlyOneUnconditionalDelete``)."""
         return len(self._matched) == 1 and self._matched[0].kind == "delete" and self._matched[0].condition is None
 
-    def _assignment(self, clause: _Clause, columns: list[str]) -> dict[str, Column]:
-        """``{table column: value}`` of an update or insert clause (``*All``: by name)."""
+    def _can_evolve(self) -> bool:
+        if self._schema_evolution:
+            return True
+        conf = self._table._spark.conf.get("spark.databricks.delta.schema.autoMerge.enabled", "false")
+        return str(conf).strip().lower() == "true"
+
+    def _new_columns(self, columns: list[str], evolve: bool) -> list[str]:
+        """Source columns the clauses write that the table lacks (with schema evolution; an
+        explicit assignment to an unknown column is an error otherwise, as in Delta)."""
+        table_cols = {c.lower() for c in columns}
+        src_cols = {c.lower(): c for c in self._source.columns}
+        new: dict[str, str] = {}
+        for c in [*self._matched, *self._not_matched]:
+            if c.kind == "delete":
+                continue
+            if c.assignments is None:
+                if evolve:
+                    new.update({k: v for k, v in src_cols.items() if k not in table_cols})
+                continue
+            for name in c.assignments:
+                key = name.split(".")[-1].strip("`").lower()
+                if key in table_cols:
+                    continue
+                if evolve and key in src_cols:
+                    new[key] = src_cols[key]
+                else:
+                    hint = "" if evolve else "; call withSchemaEvolution() to add a source column to the table"
+                    raise DeltaAnalysisError(f"MERGE assigns {name!r}, which is not a table column ({columns}){hint}")
+        return list(new.values())
+
+    def _assignment(self, clause: _Clause, columns: list[str], evolve: bool) -> dict[str, Column]:
+        """``{table column: value}`` of an update or insert clause (``*All``: by name). Without
+        schema evolution ``*All`` needs every table column in the source (extra source columns
+        are ignored), as Delta's ``resolveStar``; with it, a table column the source lacks is
+        null on insert and kept on update."""
         if clause.assignments is None:
             src_cols = {c.lower(): c for c in self._source.columns}
             missing = [c for c in columns if c.lower() not in src_cols]
-            if missing and clause.kind == "insert":
-                raise DeltaAnalysisError(f"insertAll: the source has no column(s) {missing}")
+            if missing and not evolve:
+                what = "updateAll" if clause.kind == "update" else "insertAll"
+                raise DeltaAnalysisError(
+                    f"{what}: the source has no column(s) {missing}; add them to the source, or use "
+                    "withSchemaEvolution()"
+                )
             return {c: self._source[src_cols[c.lower()]] for c in columns if c.lower() in src_cols}
         lowered = {c.lower(): c for c in columns}
         out = {}
         for name, e in clause.assignments.items():
-            key = lowered.get(name.split(".")[-1].lower())
+            key = lowered.get(name.split(".")[-1].strip("`").lower())
             if key is None:
                 raise DeltaAnalysisError(f"MERGE assigns {name!r}, which is not a table column ({columns})")
             out[key] = _expr(e)
@@ -119,60 +190,160 @@ class DeltaMergeBuilder:
     def _operation(self, metrics: dict[str, str]) -> Any:
         from deltalog.txn.operations import Merge
 
+        def predicates(clauses: list[_Clause]) -> list[dict[str, str]]:
+            return [{"actionType": c.kind, **({"predicate": p} if (p := _text(c.condition)) else {})} for c in clauses]
+
         return Merge(
             predicate=_text(self._condition),
-            matched_predicates=[
-                {"actionType": c.kind, **({"predicate": p} if (p := _text(c.condition)) else {})} for c in self._matched
-            ],
-            not_matched_predicates=[
-                {"actionType": "insert", **({"predicate": p} if (p := _text(c.condition)) else {})}
-                for c in self._not_matched
-            ],
+            matched_predicates=predicates(self._matched),
+            not_matched_predicates=predicates(self._not_matched),
+            not_matched_by_source_predicates=predicates(self._not_matched_by_source),
             user_metrics=metrics,
         )
 
+    def _evolve_schema(self, txn: Any, new_columns: list[str]) -> None:
+        """Add ``new_columns`` (nullable, typed as in the source) to the table's schema in ``txn``."""
+        import json
+        from dataclasses import replace
+
+        from deltalog.contrib.spark import schemas
+
+        current = txn.snapshot.metadata
+        fields = [json.loads(self._source.schema[c].json()) for c in new_columns]
+        merged = schemas.merge_schemas(json.loads(current.schema_string), {"type": "struct", "fields": fields})
+        config = dict(current.configuration)
+        if config.get("delta.columnMapping.mode", "none").lower() != "none":
+            merged, max_id = schemas.assign_column_mapping(
+                merged, int(config.get("delta.columnMapping.maxColumnId", "0"))
+            )
+            config["delta.columnMapping.maxColumnId"] = str(max_id)
+        txn.update_metadata(
+            replace(current, schema_string=json.dumps(merged, separators=(",", ":")), configuration=config)
+        )
+        log.info("MERGE adds column(s) %s to the table schema", new_columns)
+
+    def _candidates(self, txn: Any, columns: list[str], types: Mapping[str, str]) -> tuple[list[AddFile], int]:
+        """``(target files that may hold rows the MERGE touches, source row count)``; the read
+        is recorded in ``txn``: the partitions the terms select, or the whole table."""
+        from deltalog.contrib.spark.merge_pruning import condition_terms, source_range_terms
+        from deltalog.contrib.spark.scan import plan_files
+        from deltalog.contrib.spark.schemas import physical_names
+
+        snapshot = txn.snapshot
+        if self._not_matched_by_source:  # every target row may be affected
+            return list(txn.filter_files()), self._source.count()
+        metadata = snapshot.metadata
+        partitions = list(metadata.partition_columns)
+        parts = {c.lower() for c in partitions}
+        found = condition_terms(self._condition, self._table._alias or "target", types, self._source.columns)
+        range_terms, source_rows = source_range_terms(found.key_pairs, self._source, types, partitions)
+        terms = [
+            t
+            for t in [*found.literal_terms, *range_terms]
+            if not (t[0].lower() in parts and types[t[0]] in ("float", "double"))
+        ]
+        mode = snapshot.properties.column_mapping_mode
+        partition_filters = [t for t in terms if t[0].lower() in parts] if mode == "none" else []
+        files = list(txn.filter_files(partition_filters) if partition_filters else txn.filter_files())
+        if not terms:
+            return files, source_rows
+        import json
+
+        plan = plan_files(
+            files,
+            snapshot.version,
+            terms,
+            partitions,
+            types,
+            physical_names(json.loads(metadata.schema_string), mode),
+        )
+        log.info("MERGE reads %d of %d target files (terms %s)", len(plan.files), len(snapshot.files), terms)
+        return plan.files, source_rows
+
     def execute(self) -> Any:
+        import json
+        import time
+
         from pyspark.sql import functions as F
 
+        from deltalog.contrib.spark.schemas import top_level_types
+
+        started = time.perf_counter()
         table = self._table
         spark = table._spark
         txn = start_transaction(table._log)
         snapshot = txn.snapshot
         talias = table._alias or "target"
-        files = list(txn.filter_files())  # MERGE reads the target: recorded for the conflict checks
+        evolve = self._can_evolve()
+        table_types = top_level_types(json.loads(snapshot.metadata.schema_string))
+        table_columns = list(table_types)
+        new_columns = self._new_columns(table_columns, evolve)
+        columns = table_columns + new_columns
+        assignments = {
+            id(c): self._assignment(c, columns, evolve)
+            for c in [*self._matched, *self._not_matched, *self._not_matched_by_source]
+            if c.kind != "delete"
+        }
+        files, source_rows = self._candidates(txn, table_columns, table_types)
+        if new_columns:
+            self._evolve_schema(txn, new_columns)
         target = files_dataframe(spark, table._log, snapshot, files).withColumn(_T_PRESENT, F.lit(True)).alias(talias)
-        columns = [c for c in target.columns if c not in (FILE_COLUMN, ROW_INDEX_COLUMN, _T_PRESENT)]
         types = {f.name: nullable_type(f.dataType) for f in target.schema.fields}
+        types.update({c: nullable_type(self._source.schema[c].dataType) for c in new_columns})
         source = self._source.withColumn(_S_PRESENT, F.lit(True))
         cond = _expr(self._condition)
-        source_rows = self._source.count()
-        if not self._matched:
-            self._insert_only(txn, target, source, cond, columns, types, source_rows)
+        if not self._matched and not self._not_matched_by_source:
+            self._insert_only(txn, target, source, cond, columns, types, source_rows, assignments, started)
             return None
 
         # pass 1: touched files, and Delta's check that no target row is matched by several source rows
-        matches = target.join(source, cond, "inner").select(
-            F.col(f"{talias}.{FILE_COLUMN}").alias("f"), F.col(f"{talias}.{ROW_INDEX_COLUMN}").alias("r")
+        file_col, row_col = (
+            F.col(f"{talias}.{FILE_COLUMN}").alias("f"),
+            F.col(f"{talias}.{ROW_INDEX_COLUMN}").alias("r"),
         )
-        per_row = matches.groupBy("f", "r").count()
-        multiple = (
-            per_row.filter("count > 1")
-            .agg(F.count(F.lit(1)).alias("rows"), F.coalesce(F.sum("count"), F.lit(0)).alias("matches"))
-            .collect()[0]
+        if self._not_matched_by_source:
+            acts: Any = F.lit(False)
+            for c in self._not_matched_by_source:
+                acts = acts | (F.lit(True) if c.condition is None else F.coalesce(_expr(c.condition), F.lit(False)))
+            per_row = (
+                target.join(source, cond, "left_outer")
+                .select(file_col, row_col, F.col(_S_PRESENT).alias("s"), acts.alias("a"))
+                .groupBy("f", "r")
+                .agg(F.count("s").alias("count"), F.max(F.col("a").cast("int")).alias("a"))
+                .withColumn("a", F.when(F.col("count") == 0, F.col("a")).otherwise(F.lit(0)))
+            )
+        else:
+            per_row = (
+                target.join(source, cond, "inner")
+                .select(file_col, row_col)
+                .groupBy("f", "r")
+                .agg(F.count(F.lit(1)).alias("count"), F.lit(0).alias("a"))
+            )
+        per_file = (
+            per_row.filter((F.col("count") > 0) | (F.col("a") > 0))
+            .groupBy("f")
+            .agg(
+                F.sum(F.when(F.col("count") > 1, 1).otherwise(0)).alias("rows"),
+                F.sum(F.when(F.col("count") > 1, F.col("count")).otherwise(0)).alias("matches"),
+            )
+            .collect()
         )
-        if multiple["rows"] and not self._only_unconditional_delete():
+        multiple_rows = sum(int(r["rows"]) for r in per_file)
+        multiple_matches = sum(int(r["matches"]) for r in per_file)
+        if multiple_rows and self._matched and not self._only_unconditional_delete():
             raise MergeCardinalityError(
                 "Cannot perform Merge as multiple source rows matched and attempted to modify the same target row "
-                f"in the Delta table in possibly conflicting ways ({multiple['rows']} target row(s) matched by "
-                f"{multiple['matches']} source rows). By SQL semantics of Merge, when multiple source rows match on "
+                f"in the Delta table in possibly conflicting ways ({multiple_rows} target row(s) matched by "
+                f"{multiple_matches} source rows). By SQL semantics of Merge, when multiple source rows match on "
                 "the same target row, the result may be ambiguous as it is unclear which source row should be used "
                 "to update or delete the matching target row. Preprocess the source to eliminate the possibility of "
                 "multiple matches (e.g. dropDuplicates on the merge keys); nothing was committed."
             )
         # an unconditional delete meets such a target row once per matching source row
-        overcount = int(multiple["matches"]) - int(multiple["rows"])
-        hit = {r["f"] for r in per_row.select("f").distinct().collect()}
+        overcount = multiple_matches - multiple_rows
+        hit = {r["f"] for r in per_file}
         touched = [f for f in files if f.path in hit]
+        scanned = time.perf_counter()
         if not touched and not self._not_matched:
             log.info("MERGE matched no rows and has no insert clause; nothing committed")
             return None
@@ -184,54 +355,62 @@ class DeltaMergeBuilder:
         t_present = F.col(f"{talias}.{_T_PRESENT}").isNotNull()
         s_present = F.col(_S_PRESENT).isNotNull()
         matched = t_present & s_present
+        by_source = t_present & ~s_present
         action: Any = None
 
         def chain(acc: Any, when: Column, label: str) -> Any:
             return F.when(when, F.lit(label)) if acc is None else acc.when(when, F.lit(label))
 
+        def holds(base: Column, c: _Clause) -> Column:
+            return base if c.condition is None else base & F.coalesce(_expr(c.condition), F.lit(False))
+
+        # labels: m(atched)/s(not matched by source) + u(pdate)/d(elete) + clause index; i: insert
         for i, c in enumerate(self._matched):
-            w = matched if c.condition is None else matched & F.coalesce(_expr(c.condition), F.lit(False))
-            action = chain(action, w, f"{c.kind[0]}{i}")
+            action = chain(action, holds(matched, c), f"m{c.kind[0]}{i}")
+        for i, c in enumerate(self._not_matched_by_source):
+            action = chain(action, holds(by_source, c), f"s{c.kind[0]}{i}")
         action = chain(action, t_present, "copy")
         for i, c in enumerate(self._not_matched):
-            w = ~t_present if c.condition is None else ~t_present & F.coalesce(_expr(c.condition), F.lit(False))
-            action = chain(action, w, f"i{i}")
+            action = chain(action, holds(~t_present, c), f"i{i}")
         joined = joined.withColumn(_ACTION, action.otherwise(F.lit("drop")))
+        act = F.col(_ACTION)
 
         value_exprs = []
         for col in columns:
             v: Any = None
-            for i, c in enumerate(self._matched):
-                if c.kind == "update":
-                    a = self._assignment(c, columns)
-                    if col in a:
-                        v = chain_value(v, F.col(_ACTION) == f"u{i}", a[col])
+            for prefix, clauses in (("mu", self._matched), ("su", self._not_matched_by_source)):
+                for i, c in enumerate(clauses):
+                    if c.kind == "update" and col in assignments[id(c)]:
+                        v = chain_value(v, act == f"{prefix}{i}", assignments[id(c)][col])
             for i, c in enumerate(self._not_matched):
-                a = self._assignment(c, columns)
-                v = chain_value(v, F.col(_ACTION) == f"i{i}", a.get(col, F.lit(None)))
-            current = F.col(f"{talias}.`{col}`")
+                v = chain_value(v, act == f"i{i}", assignments[id(c)].get(col, F.lit(None)))
+            current = F.col(f"{talias}.`{col}`") if col not in new_columns else F.lit(None)
             value_exprs.append((current if v is None else v.otherwise(current)).cast(types[col]).alias(col))
+        deleted_rows = act.startswith("md") | act.startswith("sd")
+        updated_rows = act.startswith("mu") | act.startswith("su")
         joined = joined.cache()
         try:
             counts = {r[_ACTION]: r["count"] for r in joined.groupBy(_ACTION).count().collect()}
-            kept = joined.filter(~F.col(_ACTION).startswith("d") & (F.col(_ACTION) != "drop"))
+            kept = joined.filter(~deleted_rows & (act != "drop"))
             out = kept.select(*value_exprs, F.lit(None).cast("string").alias(CDC_TYPE_COLUMN))
             if snapshot.properties.enable_change_data_feed:
-                old = [F.col(f"{talias}.`{c}`").alias(c) for c in columns]
-                upd = F.col(_ACTION).startswith("u")
-                deleted = joined.filter(F.col(_ACTION).startswith("d"))
+                old = [(F.col(f"{talias}.`{c}`") if c not in new_columns else F.lit(None)).alias(c) for c in columns]
+                old = [o.cast(types[c]).alias(c) for o, c in zip(old, columns)]
+                deleted = joined.filter(deleted_rows)
                 if overcount:  # one delete change row per target row (Delta's DeduplicateCDFDeletes)
                     deleted = deleted.dropDuplicates([FILE_COLUMN, ROW_INDEX_COLUMN])
                 out = (
-                    out.unionByName(joined.filter(upd).select(*old, F.lit("update_preimage").alias(CDC_TYPE_COLUMN)))
+                    out.unionByName(
+                        joined.filter(updated_rows).select(*old, F.lit("update_preimage").alias(CDC_TYPE_COLUMN))
+                    )
                     .unionByName(
-                        joined.filter(upd).select(*value_exprs, F.lit("update_postimage").alias(CDC_TYPE_COLUMN))
+                        joined.filter(updated_rows).select(
+                            *value_exprs, F.lit("update_postimage").alias(CDC_TYPE_COLUMN)
+                        )
                     )
                     .unionByName(deleted.select(*old, F.lit("delete").alias(CDC_TYPE_COLUMN)))
                     .unionByName(
-                        joined.filter(F.col(_ACTION).startswith("i")).select(
-                            *value_exprs, F.lit("insert").alias(CDC_TYPE_COLUMN)
-                        )
+                        joined.filter(act.startswith("i")).select(*value_exprs, F.lit("insert").alias(CDC_TYPE_COLUMN))
                     )
                 )
             else:
@@ -244,17 +423,21 @@ class DeltaMergeBuilder:
         def total(prefix: str) -> int:
             return sum(n for k, n in counts.items() if k.startswith(prefix))
 
-        metrics = {
-            "numSourceRows": str(source_rows),
-            "numTargetRowsInserted": str(total("i")),
-            "numTargetRowsUpdated": str(total("u")),
-            "numTargetRowsDeleted": str(total("d") - overcount),
-            "numTargetRowsCopied": str(counts.get("copy", 0)),
-            "numOutputRows": str(total("i") + total("u") + counts.get("copy", 0)),
-            "numTargetFilesAdded": str(len(adds)),
-            "numTargetFilesRemoved": str(len(touched)),
-            "numTargetChangeFilesAdded": str(len(cdcs)),
-        }
+        matched_deleted = total("md") - overcount
+        metrics = _metrics(
+            source_rows=source_rows,
+            inserted=total("i"),
+            matched_updated=total("mu"),
+            by_source_updated=total("su"),
+            matched_deleted=matched_deleted,
+            by_source_deleted=total("sd"),
+            copied=counts.get("copy", 0),
+            adds=adds,
+            cdcs=cdcs,
+            removed=touched,
+            started=started,
+            scanned=scanned,
+        )
         version = table._commit_rewrite(txn, touched, lines, self._operation(metrics))
         log.info("MERGE committed version %d (%s)", version, metrics)
         return None
@@ -268,11 +451,15 @@ class DeltaMergeBuilder:
         columns: list[str],
         types: Mapping[str, Any],
         source_rows: int,
+        assignments: Mapping[int, Mapping[str, Column]],
+        started: float,
     ) -> None:
         """Only ``whenNotMatchedInsert*`` clauses: write ``source LEFT ANTI JOIN target`` through
         the first insert clause whose condition holds, and commit only adds (Delta's
         ``InsertOnlyMergeExecutor``): target rows are never rewritten, and a target row matched
-        by several source rows is no error. The transaction has read the whole target."""
+        by several source rows is no error."""
+        import time
+
         from pyspark.sql import functions as F
 
         action: Any = None
@@ -285,9 +472,10 @@ class DeltaMergeBuilder:
         for col in columns:
             v: Any = None
             for i, c in enumerate(self._not_matched):
-                v = chain_value(v, F.col(_ACTION) == f"i{i}", self._assignment(c, columns).get(col, F.lit(None)))
+                v = chain_value(v, F.col(_ACTION) == f"i{i}", assignments[id(c)].get(col, F.lit(None)))
             values.append(v.otherwise(F.lit(None)).cast(types[col]).alias(col))
         out = rows.select(*values)
+        scanned = time.perf_counter()
         table = self._table
         lines = write_dataframe(out, table._checked_spec(txn, out))
         adds, _ = _file_actions(lines)
@@ -296,19 +484,65 @@ class DeltaMergeBuilder:
             return
         counted = [a.num_records() for a in adds]
         inserted = sum(n for n in counted if n is not None) if None not in counted else out.count()
-        metrics = {
-            "numSourceRows": str(source_rows),
-            "numTargetRowsInserted": str(inserted),
-            "numTargetRowsUpdated": "0",
-            "numTargetRowsDeleted": "0",
-            "numTargetRowsCopied": "0",
-            "numOutputRows": str(inserted),
-            "numTargetFilesAdded": str(len(adds)),
-            "numTargetFilesRemoved": "0",
-            "numTargetChangeFilesAdded": "0",
-        }
+        metrics = _metrics(
+            source_rows=source_rows,
+            inserted=inserted,
+            matched_updated=0,
+            by_source_updated=0,
+            matched_deleted=0,
+            by_source_deleted=0,
+            copied=0,
+            adds=adds,
+            cdcs=[],
+            removed=[],
+            started=started,
+            scanned=scanned,
+        )
         version = table._commit_rewrite(txn, [], lines, self._operation(metrics))
         log.info("MERGE (insert only) committed version %d (%s)", version, metrics)
+
+
+def _metrics(
+    *,
+    source_rows: int,
+    inserted: int,
+    matched_updated: int,
+    by_source_updated: int,
+    matched_deleted: int,
+    by_source_deleted: int,
+    copied: int,
+    adds: Sequence[AddFile],
+    cdcs: Sequence[Any],
+    removed: Sequence[AddFile],
+    started: float,
+    scanned: float,
+) -> dict[str, str]:
+    """The operation metrics of a MERGE commit, named as Delta's ``DeltaOperationMetrics.MERGE``."""
+    import time
+
+    now = time.perf_counter()
+    updated = matched_updated + by_source_updated
+    values = {
+        "numSourceRows": source_rows,
+        "numTargetRowsInserted": inserted,
+        "numTargetRowsUpdated": updated,
+        "numTargetRowsMatchedUpdated": matched_updated,
+        "numTargetRowsNotMatchedBySourceUpdated": by_source_updated,
+        "numTargetRowsDeleted": matched_deleted + by_source_deleted,
+        "numTargetRowsMatchedDeleted": matched_deleted,
+        "numTargetRowsNotMatchedBySourceDeleted": by_source_deleted,
+        "numTargetRowsCopied": copied,
+        "numOutputRows": inserted + updated + copied,
+        "numTargetFilesAdded": len(adds),
+        "numTargetFilesRemoved": len(removed),
+        "numTargetChangeFilesAdded": len(cdcs),
+        "numTargetBytesAdded": sum(a.size for a in adds),
+        "numTargetBytesRemoved": sum(f.size for f in removed),
+        "executionTimeMs": int((now - started) * 1000),
+        "scanTimeMs": int((scanned - started) * 1000),
+        "rewriteTimeMs": int((now - scanned) * 1000),
+    }
+    return {k: str(v) for k, v in values.items()}
 
 
 def chain_value(acc: Any, when: Column, value: Column) -> Any:

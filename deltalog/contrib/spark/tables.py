@@ -297,11 +297,14 @@ class DeltaTable:
 
     # -- helpers for rewrites ---------------------------------------------------------------
 
-    def _write_spec(self, snapshot: Any, data_change: bool = True, constraints: tuple[Any, ...] = ()) -> Any:
+    def _write_spec(
+        self, snapshot: Any, data_change: bool = True, constraints: tuple[Any, ...] = (), metadata: Any = None
+    ) -> Any:
         opts = WriteOptions(
             path=self._path, overwrite=False, storage_options=self._storage_options, data_change=data_change
         )
-        return _spec_for(opts, self._log.table_uri, self._log.store.spec(), snapshot.metadata, constraints)
+        chosen = snapshot.metadata if metadata is None else metadata
+        return _spec_for(opts, self._log.table_uri, self._log.store.spec(), chosen, constraints)
 
     def _candidates(self, txn: Any, condition: ExpressionOrColumn | None) -> list[AddFile]:
         """Files that may hold rows matching ``condition``, as Delta's ``filterFiles(condition)``.
@@ -362,7 +365,7 @@ class DeltaTable:
             if not set(checks) <= set(constraints):
                 check_dataframe(df, metadata)
             txn.mark_constraints_checked()
-        return self._write_spec(txn.snapshot, constraints=constraints)
+        return self._write_spec(txn.snapshot, constraints=constraints, metadata=metadata)
 
     def _cdf(self, snapshot: Any) -> bool:
         return bool(snapshot.properties.enable_change_data_feed)

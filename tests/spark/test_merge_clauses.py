@@ -1,0 +1,275 @@
+"""MERGE with every clause of delta-spark's ``DeltaMergeBuilder`` (local[2]): results compared
+with the same MERGE computed in pandas, schema evolution, target file pruning, metrics."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from deltalog.contrib.spark.merge_pruning import condition_terms
+from deltalog.txn.delta_log import DeltaLog
+from tests.spark.helpers import commits, rows
+
+pytestmark = pytest.mark.spark
+
+Row = dict[str, Any]
+Clause = tuple[Callable[..., bool], Callable[..., Row | None]]  # (condition, new row; None: delete)
+
+
+def _reference(
+    target: pd.DataFrame,
+    source: pd.DataFrame,
+    matched: list[Clause],
+    by_source: list[Clause],
+    inserts: list[Clause],
+) -> pd.DataFrame:
+    """The MERGE ``t.id = s.id`` in pandas: first clause whose condition holds, in order."""
+    out: list[Row] = []
+    src = source.to_dict("records")
+    for t in target.to_dict("records"):
+        hits = [s for s in src if s["id"] == t["id"]]
+        assert len(hits) <= 1
+        clauses = matched if hits else by_source
+        for cond, act in clauses:
+            if cond(t, hits[0]) if hits else cond(t):
+                new = act(t, hits[0]) if hits else act(t)
+                if new is not None:
+                    out.append(new)
+                break
+        else:
+            out.append(t)
+    ids = set(target.id)
+    for s in src:
+        if s["id"] not in ids:
+            for cond, act in inserts:
+                if cond(s):
+                    out.append(act(s))  # type: ignore[arg-type]
+                    break
+    return pd.DataFrame(out, columns=list(target.columns)).sort_values("id").reset_index(drop=True)
+
+
+TARGET = pd.DataFrame({"id": range(12), "v": [i * 10 for i in range(12)], "p": [f"p{i % 3}" for i in range(12)]})
+SOURCE = pd.DataFrame(
+    {"id": [2, 3, 4, 5, 20, 21], "v": [-2, 300, -4, -5, -20, 210], "p": ["x", "y", "z", "w", "p0", "skip"]}
+)
+
+
+def _every_clause() -> tuple[Callable[[Any], Any], list[Clause], list[Clause], list[Clause]]:
+    """Three matched clauses in order, a conditional insert, two not-matched-by-source clauses."""
+
+    def keep_p(t: Row, v: Any) -> Row:
+        return {"id": t["id"], "v": v, "p": t["p"]}
+
+    return (
+        lambda m: (
+            m.whenMatchedDelete("s.v = -4")
+            .whenMatchedUpdate("s.v > 100", {"v": "s.v + t.v"})
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll("s.p <> 'skip'")
+            .whenNotMatchedBySourceUpdate("t.v < 30", {"v": "t.v + 1", "p": "'moved'"})
+            .whenNotMatchedBySourceDelete("t.id >= 9")
+        ),
+        [
+            (lambda t, s: s["v"] == -4, lambda t, s: None),
+            (lambda t, s: s["v"] > 100, lambda t, s: keep_p(t, s["v"] + t["v"])),
+            (lambda t, s: True, lambda t, s: dict(s)),
+        ],
+        [
+            (lambda t: t["v"] < 30, lambda t: {**t, "v": t["v"] + 1, "p": "moved"}),
+            (lambda t: t["id"] >= 9, lambda t: None),
+        ],
+        [(lambda s: s["p"] != "skip", lambda s: dict(s))],
+    )
+
+
+def test_every_clause_kind_matches_pandas(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    source = spark.createDataFrame(SOURCE).alias("s")
+    name, path = "every clause", table_path
+    for build, matched, by_source, inserts in [_every_clause()]:
+        spark.createDataFrame(TARGET).write.format("deltalog").mode("append").option(
+            "delta.enableChangeDataFeed", "true"
+        ).save(path)
+        build(DeltaTable.forPath(spark, path).alias("t").merge(source, "t.id = s.id")).execute()
+        expected = _reference(TARGET, SOURCE, matched, by_source, inserts)
+        got = rows(spark.read.format("deltalog").load(path), ["id"])
+        assert got.values.tolist() == expected.values.tolist(), name
+
+        info = DeltaLog.for_table(path).history(1)[0]
+        metrics = info.operation_metrics or {}
+        before, after = set(TARGET.id), set(expected.id)
+        updated = len(set(got.merge(TARGET, how="left", indicator=True).query("_merge == 'left_only'").id) & before)
+        assert int(metrics["numTargetRowsInserted"]) == len(after - before), name
+        assert int(metrics["numTargetRowsDeleted"]) == len(before - after), name
+        assert int(metrics["numTargetRowsUpdated"]) == updated, name
+        assert int(metrics["numTargetRowsMatchedUpdated"]) + int(metrics["numTargetRowsNotMatchedBySourceUpdated"]) == (
+            updated
+        )
+        assert int(metrics["numTargetRowsMatchedDeleted"]) + int(metrics["numTargetRowsNotMatchedBySourceDeleted"]) == (
+            len(before - after)
+        )
+        assert metrics["numSourceRows"] == str(len(SOURCE))
+        assert int(metrics["numOutputRows"]) == int(metrics["numTargetRowsCopied"]) + len(after - before) + updated
+        for key in ("numTargetBytesAdded", "numTargetBytesRemoved", "executionTimeMs", "scanTimeMs", "rewriteTimeMs"):
+            assert int(metrics[key]) >= 0, key
+        params = info.operation_parameters
+        assert len(json.loads(params["notMatchedBySourcePredicates"])) == len(by_source)
+
+        # the change feed records each affected row once
+        changes = spark.read.format("deltalog").option("readChangeFeed", "true").option("startingVersion", 1).load(path)
+        kinds = {r["_change_type"]: r["count"] for r in changes.groupBy("_change_type").count().collect()}
+        assert kinds.get("delete", 0) == len(before - after), name
+        assert kinds.get("insert", 0) == len(after - before), name
+        assert kinds.get("update_postimage", 0) == updated, name
+
+
+def test_schema_evolution_adds_source_columns(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    table = DeltaTable.create(spark).location(table_path).addColumn("id", "long", nullable=False)
+    table = table.addColumn("name", "string").execute()
+    spark.createDataFrame([(1, "a"), (2, "b")], "id long, name string").write.format("deltalog").mode("append").save(
+        table_path
+    )
+    wider = spark.createDataFrame([(2, "B", 20.0), (3, "c", 30.0)], "id long, name string, score double")
+    log = DeltaLog.for_table(table_path)
+
+    # without schema evolution: the extra source column is ignored by *All, and setting it is an error
+    with pytest.raises(DeltaAnalysisError, match="score"):
+        table.alias("t").merge(wider.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"score": "s.score"}).execute()
+    table.alias("t").merge(wider.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+    assert [f["name"] for f in json.loads(log.update().metadata.schema_string)["fields"]] == ["id", "name"]
+    assert rows(table.toDF(), ["id"]).values.tolist() == [[1, "a"], [2, "B"]]
+
+    # with it: updateAll/insertAll add the column, nullable; the NOT NULL column stays NOT NULL
+    (
+        table.alias("t")
+        .merge(wider.alias("s"), "t.id = s.id")
+        .withSchemaEvolution()
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    fields = {f["name"]: f for f in json.loads(log.update().metadata.schema_string)["fields"]}
+    assert list(fields) == ["id", "name", "score"]
+    assert fields["score"]["type"] == "double" and fields["score"]["nullable"] is True
+    assert fields["id"]["nullable"] is False
+    got = rows(table.toDF(), ["id"])
+    assert got.astype(object).where(pd.notna(got), None).values.tolist() == [
+        [1, "a", None],
+        [2, "B", 20.0],
+        [3, "c", 30.0],
+    ]
+    last = commits(table_path)[-1]
+    assert any("metaData" in a for a in last) and any("add" in a for a in last)
+
+    # the session conf turns it on too; an evolved insertAll leaves a column the source lacks null
+    narrow = spark.createDataFrame([(4, 1)], "id long, extra int")
+    spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")
+    try:
+        table.alias("t").merge(narrow.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
+    finally:
+        spark.conf.unset("spark.databricks.delta.schema.autoMerge.enabled")
+    assert list(table.toDF().columns) == ["id", "name", "score", "extra"]
+    assert rows(table.toDF(), ["id"]).iloc[-1].tolist()[:2] == [4, None]
+
+
+def _damage(path: str, files: list[str]) -> dict[str, bytes]:
+    """Overwrite data files with bytes that are not Parquet; returns the originals."""
+    saved = {}
+    for rel in files:
+        with open(f"{path}/{rel}", "r+b") as fh:
+            saved[rel] = fh.read()
+            fh.seek(0)
+            fh.write(b"\0" * len(saved[rel]))
+    return saved
+
+
+def _restore(path: str, saved: dict[str, bytes]) -> None:
+    for rel, data in saved.items():
+        with open(f"{path}/{rel}", "wb") as fh:
+            fh.write(data)
+
+
+def test_merge_reads_and_rewrites_only_files_that_can_match(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    # 4 files with disjoint id ranges: [0, 10), [10, 20), [20, 30), [30, 40)
+    data = spark.sparkContext.parallelize([(i, i % 2, "x") for i in range(40)], 4)  # 4 slices, in order
+    spark.createDataFrame(data, "id long, g int, v string").write.format("deltalog").mode("append").save(table_path)
+    log = DeltaLog.for_table(table_path)
+    files = {json.loads(f.stats or "{}")["minValues"]["id"]: f.path for f in log.update().files}
+    saved = _damage(table_path, [files[0], files[20], files[30]])
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame([(12, "u"), (15, "u"), (17, "u")], "id long, v string")
+
+    # id 12, 15 and 17 are in the second file only: the others are neither read nor rewritten
+    table.alias("t").merge(source.alias("s"), "t.id = s.id AND t.g >= 0").whenMatchedUpdate(
+        set={"v": "s.v"}
+    ).whenNotMatchedInsert(values={"id": "s.id", "g": "0", "v": "s.v"}).execute()
+    last = commits(table_path)[-1]
+    assert [a["remove"]["path"] for a in last if "remove" in a] == [files[10]]
+    metrics = log.history(1)[0].operation_metrics or {}
+    assert metrics["numTargetFilesRemoved"] == "1"
+    assert metrics["numTargetRowsUpdated"] == "3"
+    assert metrics["numTargetRowsCopied"] == "7"
+    assert metrics["numTargetBytesRemoved"] == str(os.path.getsize(f"{table_path}/{files[10]}"))
+
+    # a source whose keys fall in no file's range reads no file, and inserts
+    far = spark.createDataFrame([(100, "n")], "id long, v string")
+    table.alias("t").merge(far.alias("s"), "t.id = s.id").whenMatchedDelete().whenNotMatchedInsert(
+        values={"id": "s.id", "g": "1", "v": "s.v"}
+    ).execute()
+    assert not [a for a in commits(table_path)[-1] if "remove" in a]
+
+    _restore(table_path, saved)
+    got = rows(table.toDF(), ["id"])
+    expected = [[i, i % 2, "u" if i in (12, 15, 17) else "x"] for i in range(40)] + [[100, 1, "n"]]
+    assert got.values.tolist() == expected
+
+
+def test_merge_prunes_partitions_by_the_source_keys(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    df = spark.createDataFrame([(i, f"p{i % 3}") for i in range(9)], "id long, p string")
+    df.repartition(1).write.format("deltalog").mode("append").option("partitionBy", "p").save(table_path)
+    log = DeltaLog.for_table(table_path)
+    by_part = {f.partition_values["p"]: f.path for f in log.update().files}
+    saved = _damage(table_path, [by_part["p0"], by_part["p2"]])
+    source = spark.createDataFrame([(1, "p1"), (4, "p1")], "id long, p string")
+    DeltaTable.forPath(spark, table_path).alias("t").merge(
+        source.alias("s"), "t.p = s.p AND t.id = s.id"
+    ).whenMatchedDelete().execute()
+    assert [a["remove"]["path"] for a in commits(table_path)[-1] if "remove" in a] == [by_part["p1"]]
+    _restore(table_path, saved)
+    got = rows(spark.read.format("deltalog").load(table_path), ["id"])
+    assert got.id.tolist() == [0, 2, 3, 5, 6, 7, 8]
+
+
+def test_condition_terms_take_only_top_level_conjuncts():
+    types = {"id": "long", "p": "string", "d": "date"}
+    found = condition_terms("t.id = s.id AND (t.p = 'a') AND t.d >= '2024-01-02' AND 3 < t.id", "t", types, ["id"])
+    assert found.key_pairs == [("id", "id")]
+    assert found.literal_terms[0] == ("p", "=", "a")
+    assert found.literal_terms[1][0:2] == ("d", ">=") and str(found.literal_terms[1][2]) == "2024-01-02"
+    assert found.literal_terms[2] == ("id", ">", 3)
+    # an AND under OR, BETWEEN or CASE is no conjunction; functions and casts are left out
+    for text in (
+        "t.id = s.id AND t.p = 'a' OR t.p = 'b'",
+        "t.id BETWEEN 1 AND t.id = s.id",
+        "CASE WHEN t.p = 'a' AND t.id = s.id THEN true END",
+    ):
+        found = condition_terms(text, "t", types, ["id"])
+        assert not found.key_pairs and not found.literal_terms, text
+    found = condition_terms("t.id = s.id AND lower(t.p) = 'a' AND t.id <=> 5 AND t.p = 5", "t", types, ["id"])
+    assert found.key_pairs == [("id", "id")] and not found.literal_terms
+    # text the tokenizer does not know (arithmetic) gives no term at all
+    assert condition_terms("t.id + 1 = s.id", "t", types, ["id"]).key_pairs == []
+    assert condition_terms("t.id = s.id AND t.p = 5", "t", types, ["id"]).literal_terms == []
