@@ -7,12 +7,14 @@ One Spark session (``local[2]``). Two tables of N rows (default 2 million; ``id`
   one file each): ``count()`` and ``sum(x)`` exercise the per-file constant columns;
 - ``one file``: the same rows in a single Parquet file of 8 row groups (written with
   pyarrow, committed with deltalog): ``sum(x)`` with the default split target (one task)
-  and with ``maxSplitBytes`` set to an eighth of the file (row-group splits, 2 cores).
+  and with ``maxSplitBytes`` set to a half and an eighth of the file (row-group splits).
 
-Each query is timed end to end, best of ``--repeat``. Run it on two commits to compare
-(``PYTHONPATH`` picks the deltalog that Spark's Python workers import)::
+Each query is timed end to end, best of ``--repeat``. ``--baseline DIR`` (a checkout of
+another commit, e.g. ``git worktree add DIR <commit>``) also registers that commit's data
+source as ``format("deltalog_baseline")`` (its package copied as ``deltalog_baseline``)
+and alternates the two in the same session, so machine load hits both alike::
 
-    python bench/python_read.py [--rows 2000000] [--repeat 3]
+    python bench/python_read.py [--rows 2000000] [--repeat 3] [--baseline DIR]
 
 Not part of ``python -m bench`` (no ``run()``): it has no delta-rs or Parquet baseline,
 only deltalog against itself across commits.
@@ -63,12 +65,42 @@ def _one_file_table(path: str, rows: int, row_groups: int = 8) -> int:
     return size
 
 
+def _baseline_package(checkout: str, work: str) -> str:
+    """``checkout``'s ``deltalog`` package copied to ``work`` as ``deltalog_baseline``
+    (imports renamed, data source named ``deltalog_baseline``); the directory to put on
+    ``PYTHONPATH``."""
+    import re
+
+    target = os.path.join(work, "baseline", "deltalog_baseline")
+    shutil.copytree(os.path.join(checkout, "deltalog"), target)
+    for root, _, names in os.walk(target):
+        for name in names:
+            if name.endswith(".py"):
+                file = os.path.join(root, name)
+                with open(file, encoding="utf-8") as f:
+                    text = f.read()
+                # imports only: entry-point groups and option names keep their spelling
+                text = re.sub(r"\b(from|import) deltalog\b", r"\1 deltalog_baseline", text)
+                text = text.replace('return "deltalog"', 'return "deltalog_baseline"')
+                with open(file, "w", encoding="utf-8") as f:
+                    f.write(text)
+    return os.path.dirname(target)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--baseline", help="a checkout of another commit to compare with")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    work = tempfile.mkdtemp(prefix="deltalog-bench-pyread-")
+    formats = ["deltalog"]
+    if args.baseline:
+        baseline_path = _baseline_package(args.baseline, work)
+        sys.path.insert(0, baseline_path)
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (baseline_path, os.environ.get("PYTHONPATH")) if p)
+        formats.append("deltalog_baseline")
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -84,7 +116,10 @@ def main() -> int:
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
-    work = tempfile.mkdtemp(prefix="deltalog-bench-pyread-")
+    if args.baseline:
+        from deltalog_baseline.contrib.spark.source import DeltaLogDataSource  # type: ignore[import-not-found]
+
+        spark.dataSource.register(DeltaLogDataSource)
     try:
         partitioned = os.path.join(work, "partitioned")
         per_partition = max(1, args.rows // 4)
@@ -98,28 +133,36 @@ def main() -> int:
         one = os.path.join(work, "one")
         size = _one_file_table(one, args.rows)
 
-        def load(path: str, **options: str) -> Any:
-            return spark.read.format("deltalog").options(**options).load(path)
+        def load(fmt: str, path: str, **options: str) -> Any:
+            if fmt == "deltalog_baseline":  # the entry points name the current package's stores
+                options["logStore"] = "deltalog_baseline.logstores.local:LocalLogStore"
+            return spark.read.format(fmt).options(**options).load(path)
 
-        queries: dict[str, Callable[[], Any]] = {
-            "partitioned: count()": lambda: load(partitioned).count(),
-            "partitioned: sum(x)": lambda: load(partitioned).agg(F.sum("x")).collect(),
-            "partitioned: sum(k) (partition column)": lambda: load(partitioned).agg(F.sum("k")).collect(),
-            "one file: sum(x), default split": lambda: load(one).agg(F.sum("x")).collect(),
-            "one file: sum(x), maxSplitBytes = size/8": lambda: load(one, maxSplitBytes=str(size // 8 + 1))
+        queries: dict[str, Callable[[str], Any]] = {
+            "partitioned: count()": lambda fmt: load(fmt, partitioned).count(),
+            "partitioned: sum(x)": lambda fmt: load(fmt, partitioned).agg(F.sum("x")).collect(),
+            "partitioned: sum(k) (partition column)": lambda fmt: load(fmt, partitioned).agg(F.sum("k")).collect(),
+            "one file: sum(x), default split": lambda fmt: load(fmt, one).agg(F.sum("x")).collect(),
+            "one file: sum(x), maxSplitBytes = size/2": lambda fmt: load(fmt, one, maxSplitBytes=str(size // 2 + 1))
+            .agg(F.sum("x"))
+            .collect(),
+            "one file: sum(x), maxSplitBytes = size/8": lambda fmt: load(fmt, one, maxSplitBytes=str(size // 8 + 1))
             .agg(F.sum("x"))
             .collect(),
         }
-        runs: dict[str, list[float]] = {name: [] for name in queries}
-        for action in queries.values():  # warm up (Python workers, JIT)
-            action()
-        for _ in range(args.repeat):
+        runs: dict[str, dict[str, list[float]]] = {fmt: {name: [] for name in queries} for fmt in formats}
+        for fmt in formats:  # warm up (Python workers, JIT)
+            for action in queries.values():
+                action(fmt)
+        for i in range(args.repeat):
             for name, action in queries.items():
-                start = time.perf_counter()
-                action()
-                runs[name].append(time.perf_counter() - start)
-        report = {"rows": args.rows, "repeat": args.repeat, "one_file_bytes": size,
-                  "best_s": {name: round(min(r), 3) for name, r in runs.items()}}
+                for fmt in formats if i % 2 == 0 else formats[::-1]:
+                    start = time.perf_counter()
+                    action(fmt)
+                    runs[fmt][name].append(time.perf_counter() - start)
+        report: dict[str, Any] = {"rows": args.rows, "repeat": args.repeat, "one_file_bytes": size}
+        for fmt in formats:
+            report[f"{fmt}_best_s"] = {name: round(min(r), 3) for name, r in runs[fmt].items()}
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         return 0
     finally:
