@@ -255,3 +255,29 @@ def test_spark_partition_columns_are_typed_constants_with_nulls(spark: Any, tabl
     got = sorted((tuple(r) for r in df.collect()), key=lambda r: r[0])
     naive = [(*r[:4], None if r[4] is None else r[4].replace(tzinfo=None), r[5]) for r in rows]
     assert got == naive  # the session time zone is UTC
+
+
+@pytest.mark.parametrize("plans_per_scan", [True, False])
+def test_row_group_skipping_is_under_the_read_plans_per_scan_guard(
+    tmp_path: Any, monkeypatch: Any, plans_per_scan: bool
+) -> None:
+    """On Spark up to 4.3 (``READ_PLANS_PER_SCAN`` false) pushed filters prune nothing, row
+    groups included; where plans are per scan, they skip row groups (the reader is driven
+    here without a Spark session, as Spark drives it)."""
+    from pyspark.sql.datasource import GreaterThanOrEqual
+    from pyspark.sql.types import StructType
+
+    from deltalog.contrib.spark import source
+    from deltalog.contrib.spark.options import ReadOptions
+
+    path = str(tmp_path / "t")
+    _one_file_table(path)
+    monkeypatch.setattr(source, "READ_PLANS_PER_SCAN", plans_per_scan)
+    reader = source.DeltaReader(ReadOptions.parse({"path": path}), StructType.fromJson(SCHEMA))
+    assert list(reader.pushFilters([GreaterThanOrEqual(("id",), 3600)]))  # Spark filters again
+    [partition] = reader.partitions()
+    assert isinstance(partition, source.FilesPartition)
+    assert partition.spec.row_group_terms == ((("id", ">=", 3600),) if plans_per_scan else ())
+    ids = _ids([pa.Table.from_batches(list(reader.read(partition)))])
+    first = 3500 if plans_per_scan else 0  # row group 7 holds ids 3500-3999
+    assert ids == sorted(set(range(first, ROWS)) - set(DELETED))
