@@ -293,9 +293,11 @@ def write_dv_file(rows_per_dv: list[Iterable[int]]) -> tuple[bytes, list[tuple[i
     return bytes(out), entries
 
 
-def keep_mask(num_rows: int, deleted: pa.Array) -> pa.Array:
-    """A boolean mask over ``num_rows`` rows, false for the deleted ones."""
+def keep_mask(num_rows: int, deleted: pa.Array, positions: pa.Array | None = None) -> pa.Array:
+    """A boolean mask over ``num_rows`` rows, false for the deleted ones. The rows are the
+    file's first ``num_rows``, or those at ``positions`` in the file (uint64; a read of
+    some of its row groups)."""
     import pyarrow.compute as pc
 
-    indexes = pa.array(range(num_rows), pa.uint64())
-    return pc.invert(pc.is_in(indexes, value_set=deleted))
+    indexes = pa.array(np.arange(num_rows, dtype=np.uint64)) if positions is None else positions
+    return pc.invert(pc.is_in(indexes, value_set=deleted.cast(pa.uint64())))

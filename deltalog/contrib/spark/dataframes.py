@@ -123,13 +123,15 @@ def _read_with_positions(spec: ReadSpec, store: Any, item: FileToRead) -> pa.Tab
     """The file's live rows plus their file path and original row index."""
     import pyarrow.compute as pc
 
-    from deltalog.contrib.spark.reads import _dv_mask
+    from deltalog.txn.actions import DeletionVectorDescriptor
+    from deltalog.txn.deletion_vectors import keep_mask, read_deletion_vector
 
     plain = FileToRead(item.path, item.partition_values, item.size, None)
     table = read_file(spec, store, plain)
     positions = pa.array(range(table.num_rows), pa.int64())
     if item.deletion_vector:
-        mask = _dv_mask(store, spec.table_uri, item.deletion_vector, table.num_rows)
+        descriptor = DeletionVectorDescriptor.from_dict(dict(item.deletion_vector))
+        mask = keep_mask(table.num_rows, read_deletion_vector(store, spec.table_uri, descriptor))
         table = table.filter(mask)
         positions = pc.filter(positions, mask)
     table = table.append_column(FILE_COLUMN, pa.array([item.path] * table.num_rows, pa.string()))

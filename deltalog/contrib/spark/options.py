@@ -132,6 +132,7 @@ _READ_KEYS = {
     "ignoredeletes",
     "ignorechanges",
     "skipchangecommits",
+    "maxsplitbytes",
 }
 
 
@@ -316,6 +317,8 @@ class ReadOptions:
     logstore: str | None = None
     #: ``startingVersion=latest`` (streaming: start after the latest version)
     starting_version_latest: bool = False
+    #: ``maxSplitBytes``: files larger than this are read by several tasks (None: 128 MiB)
+    max_split_bytes: int | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -334,6 +337,7 @@ class ReadOptions:
             scan_report=_get(options, "scanReport"),
             storage_options=storage_options_of(options),
             logstore=_get(options, "logStore"),
+            max_split_bytes=_byte_size(options, "maxSplitBytes"),
         )
 
 

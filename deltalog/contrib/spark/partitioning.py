@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+from collections.abc import Mapping
 from typing import Any
 
 from deltalog.txn.partition_paths import (
@@ -23,6 +24,7 @@ __all__ = [
     "HIVE_DEFAULT_PARTITION",
     "escape_path_name",
     "partition_directory",
+    "partition_value",
     "partition_value_to_string",
     "typed_partition_value",
     "unescape_path_name",
@@ -86,3 +88,15 @@ def typed_partition_value(text: str | None, type_name: str) -> Any:
     if t == "binary":
         return text.encode("latin-1")
     return text
+
+
+def partition_value(values: Mapping[str, str | None], name: str) -> str | None:
+    """The value of partition column ``name`` (its key in ``partitionValues``), matched
+    exactly, else case-insensitively."""
+    if name in values:
+        return values[name]
+    lowered = name.lower()
+    for k, v in values.items():
+        if k.lower() == lowered:
+            return v
+    return None

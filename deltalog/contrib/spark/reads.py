@@ -2,8 +2,12 @@
 
 Columns are looked up by physical name (column mapping) and renamed to their logical
 names, columns missing from an older file come back as nulls, partition columns are
-filled from the file's partition values (typed per the schema), and rows deleted by a
-deletion vector are dropped.
+filled from the file's partition values (typed per the schema, built by Arrow as
+constant arrays), and rows deleted by a deletion vector are dropped. A task given a split
+of a large file reads only the row groups of its byte range, and pushed filters (where
+pruning by them is sound) skip row groups by their statistics
+(:mod:`~deltalog.contrib.spark.row_groups`); deletion vectors index rows by their
+position in the file, so the rows of skipped row groups still count.
 """
 
 from __future__ import annotations
@@ -15,14 +19,17 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from deltalog.contrib.spark.partitioning import typed_partition_value
-from deltalog.contrib.spark.schemas import physical_names
+from deltalog.contrib.spark.partitioning import partition_value, typed_partition_value
+from deltalog.contrib.spark.row_groups import row_group_offsets, row_groups_in_range, row_groups_may_match
+from deltalog.contrib.spark.scan import Term
+from deltalog.contrib.spark.schemas import physical_names, top_level_types
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.actions import DeletionVectorDescriptor, decode_path
 from deltalog.txn.data_files import open_data_file
 
-__all__ = ["FileToRead", "ReadSpec", "partition_value", "read_file", "read_files"]
+__all__ = ["FileToRead", "ReadSpec", "constant_column", "partition_value", "read_file", "read_files"]
 
 _PHYS = "delta.columnMapping.physicalName"
 
@@ -40,6 +47,14 @@ class FileToRead:
     #: read only these row indexes of the file (positions in the file; the change feed of a
     #: deletion-vector update reads the rows one DV deletes and the other does not)
     only_rows: tuple[int, ...] | None = None
+    #: a split of a large file: its bytes ``[start, start + length)`` (``length`` None: to
+    #: the end); the task reads the row groups whose midpoint is in the range
+    start: int = 0
+    length: int | None = None
+
+    @property
+    def is_split(self) -> bool:
+        return self.start > 0 or self.length is not None
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,9 @@ class ReadSpec:
     column_mapping_mode: str = "none"
     #: the output columns, in order (a subset of the schema plus constant columns)
     output_schema: pa.Schema | None = None
+    #: pushed filters on data columns (logical names) that skip row groups by their footer
+    #: statistics; empty where pruning by pushed filters is not sound (see ``source.py``)
+    row_group_terms: tuple[Term, ...] = ()
 
 
 def _absolute(table_uri: str, path: str) -> str:
@@ -87,26 +105,59 @@ def _logical_column(arr: pa.ChunkedArray | pa.Array, delta_type: Any, target: pa
     return arr
 
 
-def _dv_mask(store: LogStore, table_uri: str, dv: Mapping[str, Any], num_rows: int) -> pa.Array:
-    """A boolean array: True for rows to keep."""
+def _keep_mask(spec: ReadSpec, store: LogStore, item: FileToRead, positions: pa.Array) -> pa.Array | None:
+    """True for the rows to read among those at ``positions`` in the file (deletion vector
+    and row selection), None: all."""
     from deltalog.txn.deletion_vectors import keep_mask, read_deletion_vector
 
-    deleted = read_deletion_vector(store, table_uri, DeletionVectorDescriptor.from_dict(dict(dv)))
-    return keep_mask(num_rows, deleted)
-
-
-def _keep_mask(spec: ReadSpec, store: LogStore, item: FileToRead, num_rows: int) -> pa.Array | None:
-    """True for the file's rows to read (deletion vector and row selection), None: all."""
-    mask = _dv_mask(store, spec.table_uri, item.deletion_vector, num_rows) if item.deletion_vector else None
+    mask = None
+    if item.deletion_vector:
+        descriptor = DeletionVectorDescriptor.from_dict(dict(item.deletion_vector))
+        mask = keep_mask(len(positions), read_deletion_vector(store, spec.table_uri, descriptor), positions)
     if item.only_rows is not None:
-        positions = pa.array(range(num_rows), pa.int64())
-        selected = pc.is_in(positions, value_set=pa.array(item.only_rows, pa.int64()))
+        selected = pc.is_in(positions, value_set=pa.array(item.only_rows, pa.uint64()))
         mask = selected if mask is None else pc.and_(mask, selected)
     return mask
 
 
+def _row_groups(spec: ReadSpec, item: FileToRead, metadata: pq.FileMetaData, schema: dict[str, Any]) -> list[int]:
+    """The row groups of the file this task reads: those of its split that the pushed
+    filters do not rule out by their statistics."""
+    groups = (
+        row_groups_in_range(metadata, item.start, item.length)
+        if item.is_split
+        else list(range(metadata.num_row_groups))
+    )
+    if spec.row_group_terms and groups:
+        groups = row_groups_may_match(
+            metadata,
+            groups,
+            spec.row_group_terms,
+            top_level_types(schema),
+            physical_names(schema, spec.column_mapping_mode),
+        )
+    return groups
+
+
+def _positions(offsets: Sequence[int], groups: Sequence[int]) -> pa.Array:
+    """The positions in the file of the rows of ``groups`` (uint64, in order)."""
+    import numpy as np
+
+    ranges = [np.arange(offsets[g], offsets[g + 1], dtype=np.uint64) for g in groups]
+    return pa.array(np.concatenate(ranges) if ranges else np.empty(0, np.uint64))
+
+
+def constant_column(value: Any, type: pa.DataType, num_rows: int) -> pa.Array:
+    """``num_rows`` copies of ``value`` (a partition value or another per-file constant),
+    built by Arrow from one scalar, never from a Python list."""
+    if value is None:
+        return pa.nulls(num_rows, type)
+    return pa.repeat(pa.scalar(value, type=type), num_rows)
+
+
 def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequence[str] | None = None) -> pa.Table:
-    """Read one file as a table in ``spec.output_schema`` (logical names)."""
+    """Read one file (or the row groups of its split) as a table in ``spec.output_schema``
+    (logical names)."""
     assert spec.output_schema is not None
     schema = json.loads(spec.schema_json)
     fields_by_name = {f["name"]: f for f in schema["fields"]}
@@ -118,16 +169,27 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
     names = physical_names(schema, spec.column_mapping_mode)
     physical = {n: names.get(n, n) for n in data_cols}
     with open_data_file(fs, store.fs_path(uri)) as pf:
+        metadata = pf.metadata
         present = set(pf.schema_arrow.names)
         read_cols = [physical[n] for n in data_cols if physical[n] in present]
         if item.constants.get("_change_type") is None and "_change_type" in present and "_change_type" in wanted:
             read_cols.append("_change_type")
-        table = pf.read(columns=read_cols, use_threads=False)
-    num_rows = table.num_rows if read_cols else pf.metadata.num_rows
-    mask = _keep_mask(spec, store, item, num_rows)
-    if mask is not None:
-        table = table.filter(mask) if read_cols else table
-        num_rows = int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
+        groups = _row_groups(spec, item, metadata, schema)
+        whole = len(groups) == metadata.num_row_groups
+        if whole:
+            table = pf.read(columns=read_cols, use_threads=False)
+        elif groups:
+            table = pf.read_row_groups(groups, columns=read_cols, use_threads=False)
+        else:
+            table = pf.schema_arrow.empty_table().select(read_cols)
+    offsets = row_group_offsets(metadata)
+    num_rows = table.num_rows if read_cols else sum(offsets[g + 1] - offsets[g] for g in groups)
+    if item.deletion_vector or item.only_rows is not None:
+        positions = _positions(offsets, groups)
+        mask = _keep_mask(spec, store, item, positions)
+        if mask is not None:
+            table = table.filter(mask) if read_cols else table
+            num_rows = int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
     arrays = []
     for out_field in spec.output_schema:
         name = out_field.name
@@ -135,9 +197,9 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
             f = fields_by_name[name]
             type_name = f["type"] if isinstance(f["type"], str) else "string"
             value = typed_partition_value(partition_value(item.partition_values, names.get(name, name)), type_name)
-            arrays.append(pa.array([value] * num_rows, type=out_field.type))
+            arrays.append(constant_column(value, out_field.type, num_rows))
         elif name in item.constants:
-            arrays.append(pa.array([item.constants[name]] * num_rows, type=out_field.type))
+            arrays.append(constant_column(item.constants[name], out_field.type, num_rows))
         elif name == "_change_type" and "_change_type" in table.column_names:
             arrays.append(table.column("_change_type").cast(out_field.type))
         elif name in physical and physical[name] in table.column_names:
@@ -152,18 +214,6 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
         else:
             arrays.append(pa.nulls(num_rows, out_field.type))
     return pa.Table.from_arrays(arrays, schema=spec.output_schema)
-
-
-def partition_value(values: Mapping[str, str | None], name: str) -> str | None:
-    """The value of partition column ``name`` (its key in ``partitionValues``), matched
-    exactly, else case-insensitively."""
-    if name in values:
-        return values[name]
-    lowered = name.lower()
-    for k, v in values.items():
-        if k.lower() == lowered:
-            return v
-    return None
 
 
 def read_files(spec: ReadSpec, items: Sequence[FileToRead]) -> Iterator[pa.RecordBatch]:

@@ -20,11 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from deltalog.contrib.spark.partitioning import typed_partition_value
-from deltalog.contrib.spark.reads import partition_value
+from deltalog.contrib.spark.partitioning import partition_value, typed_partition_value
 from deltalog.txn.actions import AddFile
 
-__all__ = ["ScanPlan", "Term", "plan_files"]
+__all__ = ["ScanPlan", "Term", "bounds_may_match", "physical_column", "plan_files"]
 
 log = logging.getLogger(__name__)
 
@@ -123,15 +122,39 @@ def _max_stat(hi: Any, type_name: str) -> Any:
 
 
 def _may_match(add: AddFile, stats: Mapping[str, Any], term: Term, type_name: str) -> bool:
-    column, op, value = term
-    num = stats.get("numRecords")
-    nulls = _stat(stats, "nullCount", column)
+    column, _, _ = term
+    return bounds_may_match(
+        term,
+        _typed(_stat(stats, "minValues", column), type_name),
+        _max_stat(_typed(_stat(stats, "maxValues", column), type_name), type_name),
+        _stat(stats, "nullCount", column),
+        stats.get("numRecords"),
+        type_name,
+        # numRecords counts the rows a deletion vector deletes; nullCount may not
+        all_null_is_exact=add.deletion_vector is None,
+    )
+
+
+def bounds_may_match(
+    term: Term,
+    lo: Any,
+    hi: Any,
+    nulls: Any,
+    num: Any,
+    type_name: str,
+    *,
+    all_null_is_exact: bool = True,
+) -> bool:
+    """Whether rows whose values of the term's column lie in ``[lo, hi]`` (None: unbounded)
+    with ``nulls`` nulls among ``num`` rows (None: unknown) may match ``term``: the test of
+    file skipping (the log's statistics) and row-group skipping (footer statistics)."""
+    _, op, value = term
     if op == "isnull":
         return not (isinstance(nulls, int) and nulls == 0)
     if op == "notnull":
-        return not (isinstance(nulls, int) and isinstance(num, int) and nulls >= num and add.deletion_vector is None)
-    lo = _comparable(_typed(_stat(stats, "minValues", column), type_name), type_name)
-    hi = _comparable(_max_stat(_typed(_stat(stats, "maxValues", column), type_name), type_name), type_name)
+        return not (isinstance(nulls, int) and isinstance(num, int) and nulls >= num and all_null_is_exact)
+    lo = _comparable(lo, type_name)
+    hi = _comparable(hi, type_name)
     try:
         if op == "in":
             candidates = [_comparable(v, type_name) for v in value if v is not None]
@@ -202,7 +225,7 @@ def plan_files(
                 _may_match(
                     add,
                     stats,
-                    (_physical(t[0], physical), t[1], t[2]),
+                    (physical_column(t[0], physical), t[1], t[2]),
                     column_types.get(t[0].split(".")[0], "string") if "." not in t[0] else "string",
                 )
                 for t in data_terms
@@ -212,7 +235,8 @@ def plan_files(
     return ScanPlan(version, selected, len(files), partition_terms, data_terms)
 
 
-def _physical(column: str, physical: Mapping[str, str]) -> str:
+def physical_column(column: str, physical: Mapping[str, str]) -> str:
+    """A (dotted) column by its physical top-level name (column mapping)."""
     head, _, rest = column.partition(".")
     mapped = physical.get(head, head)
     return f"{mapped}.{rest}" if rest else mapped

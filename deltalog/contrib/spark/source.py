@@ -13,6 +13,7 @@ picklable plans, never from state of the user's process.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -59,6 +60,7 @@ CDF_COLUMNS = (
     ("_commit_version", "long"),
     ("_commit_timestamp", "timestamp"),
 )
+#: The default split target (option ``maxSplitBytes``), Spark's ``spark.sql.files.maxPartitionBytes``.
 TARGET_SPLIT_BYTES = 128 * 1024 * 1024
 
 
@@ -212,16 +214,33 @@ def _arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
+def _splits(files: list[FileToRead], target: int) -> list[FileToRead]:
+    """Files larger than ``target`` bytes as splits of ``target`` bytes (the last one to the
+    end of the file), as Spark splits files: by byte range, from the log's sizes, without
+    reading a footer. Each task reads the row groups whose midpoint is in its range."""
+    out: list[FileToRead] = []
+    for f in files:
+        if f.size <= target:
+            out.append(f)
+            continue
+        starts = range(0, f.size, target)
+        for start in starts:
+            last = start == starts[-1]
+            out.append(dataclasses.replace(f, start=start, length=None if last else target))
+    return out
+
+
 def _bins(files: list[FileToRead], target: int = TARGET_SPLIT_BYTES) -> list[list[FileToRead]]:
     bins: list[list[FileToRead]] = []
     current: list[FileToRead] = []
     size = 0
-    for f in sorted(files, key=lambda f: f.path):
-        if current and size + f.size > target:
+    for f in sorted(_splits(files, target), key=lambda f: (f.path, f.start)):
+        length = min(f.size - f.start, target) if f.is_split else f.size
+        if current and size + length > target:
             bins.append(current)
             current, size = [], 0
         current.append(f)
-        size += f.size
+        size += length
     if current:
         bins.append(current)
     return bins
@@ -273,7 +292,7 @@ class DeltaReader(DataSourceReader):
             end_snapshot = delta_log.snapshot(end) if end is not None else delta_log.update()
             items = change_files(delta_log, start, end_snapshot.version)
             spec = self._spec(delta_log, end_snapshot)
-            return _partitions(spec, end_snapshot.version, items)
+            return _partitions(spec, end_snapshot.version, items, self._split_target)
         delta_log, snapshot = self._snapshot()
         metadata = snapshot.metadata
         schema = json.loads(metadata.schema_string)
@@ -306,15 +325,24 @@ class DeltaReader(DataSourceReader):
             )
             for a in plan.files
         ]
-        return _partitions(self._spec(delta_log, snapshot), snapshot.version, items)
+        # plan.data_terms is empty unless READ_PLANS_PER_SCAN (see pushFilters): row groups
+        # are skipped by pushed filters only where files are
+        spec = dataclasses.replace(self._spec(delta_log, snapshot), row_group_terms=tuple(plan.data_terms))
+        return _partitions(spec, snapshot.version, items, self._split_target)
+
+    @property
+    def _split_target(self) -> int:
+        return self.options.max_split_bytes or TARGET_SPLIT_BYTES
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilesPartition)
         yield from read_files(partition.spec, partition.files)
 
 
-def _partitions(spec: ReadSpec, version: int, items: list[FileToRead]) -> list[InputPartition]:
-    return [FilesPartition(spec, version, b) for b in _bins(items)] or [FilesPartition(spec, version, [])]
+def _partitions(
+    spec: ReadSpec, version: int, items: list[FileToRead], target: int = TARGET_SPLIT_BYTES
+) -> list[InputPartition]:
+    return [FilesPartition(spec, version, b) for b in _bins(items, target)] or [FilesPartition(spec, version, [])]
 
 
 def change_range(delta_log: Any, options: ReadOptions) -> tuple[int, int | None]:
