@@ -341,3 +341,25 @@ class FreshProcessComparison:
                 )
             )
         return results
+
+
+def local_spark(**conf: str) -> Any:
+    """A ``local[2]`` SparkSession for the Spark benchmarks, with the deltalog data source
+    registered: no UI, no progress bars, UTC, 4 shuffle partitions, plus ``conf``."""
+    from pyspark.sql import SparkSession
+
+    from deltalog.contrib.spark import register
+
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark

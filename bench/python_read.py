@@ -101,21 +101,11 @@ def main() -> int:
         sys.path.insert(0, baseline_path)
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (baseline_path, os.environ.get("PYTHONPATH")) if p)
         formats.append("deltalog_baseline")
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from deltalog.contrib.spark import register
+    from bench.common import local_spark
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    spark = local_spark()
     if args.baseline:
         from deltalog_baseline.contrib.spark.source import DeltaLogDataSource  # type: ignore[import-not-found]
 

@@ -118,22 +118,12 @@ def main() -> int:
     parser.add_argument("--planning-files", type=int, default=100_000)
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from bench.common import make_checkpointed_table
-    from deltalog.contrib.spark import read_table, register
+    from bench.common import local_spark, make_checkpointed_table
+    from deltalog.contrib.spark import read_table
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    spark = local_spark()
     work = tempfile.mkdtemp(prefix="deltalog-bench-read-")
     try:
         table = os.path.join(work, "table")
