@@ -62,8 +62,9 @@ def test_not_null_is_enforced_on_every_write_path(spark, table_path, tmp_path):
     good.write.format("deltalog").mode("append").save(table_path)
     assert _version(table_path) == 1
 
-    def refused(column: str, write) -> None:
+    def refused(column: str, write, *, one_task: bool = True) -> None:
         before = _version(table_path)
+        referenced = _referenced(table_path)
         with pytest.raises(Exception, match=NOT_NULL + column.replace(".", r"\.")) as info:
             write()
         if isinstance(info.value, ConstraintViolationError):  # the table API: a typed error
@@ -71,11 +72,18 @@ def test_not_null_is_enforced_on_every_write_path(spark, table_path, tmp_path):
             assert info.value.column == column
             assert str(info.value).startswith(f"{NOT_NULL}{column}.\n") and "Traceback" not in str(info.value)
         assert _version(table_path) == before
-        assert _parquet_files(table_path) == _referenced(table_path)  # the failed write's files are gone
+        assert _referenced(table_path) == referenced
+        if one_task:  # the failed task deleted what it wrote
+            assert _parquet_files(table_path) == referenced
+        # with several tasks, one that finished after Spark aborted the job is not in the
+        # messages abort() gets, so its file may stay behind unreferenced (VACUUM removes it,
+        # as after a failed Delta Spark write)
 
     # data-source append and overwrite: the NULL may sit in any task
     bad_id = spark.createDataFrame([(i, "n", ("n", i)) for i in range(3, 9)] + [(None, "z", ("z", 0))], SCHEMA)
-    refused("id", lambda: bad_id.repartition(2).write.format("deltalog").mode("append").save(table_path))
+    refused(
+        "id", lambda: bad_id.repartition(2).write.format("deltalog").mode("append").save(table_path), one_task=False
+    )
     bad_nested = spark.createDataFrame([(3, "c", (None, 3))], SCHEMA)
     refused("info.k", lambda: bad_nested.write.format("deltalog").mode("overwrite").save(table_path))
     # the table API: UPDATE, MERGE update and insert clauses

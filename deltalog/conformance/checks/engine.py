@@ -80,12 +80,16 @@ class KitTable:
             txn.commit([], CreateTable(partition_by=["p"]))
 
     def append(self, name: str, log: DeltaLog | None = None) -> int:
+        return self.commit_on(self.transaction(log), name)
+
+    def commit_on(self, txn: Any, name: str) -> int:
+        """Commit an append of ``p=a/<name>.parquet`` in the open transaction ``txn``."""
         from deltalog.txn.actions import AddFile
         from deltalog.txn.operations import Write
 
         add = AddFile(f"p=a/{name}.parquet", {"p": "a"}, 100, int(time.time() * 1000), stats='{"numRecords":1}')
         with operation(f"committing an append of {add.path} to {self.uri}"):
-            version: int = self.transaction(log).commit([add], Write())
+            version: int = txn.commit([add], Write())
             return version
 
     def remove(self, name: str) -> int:
@@ -224,6 +228,11 @@ def log_cleanup(ctx: CheckContext) -> str:
     return f"deleted {deleted} expired log files before checkpoint 3; the table still loads"
 
 
+def _two_on_one_snapshot(table: KitTable) -> list[tuple[Any, str]]:
+    """Two transactions opened on the same snapshot, each through its own DeltaLog."""
+    return [(table.transaction(table.log()), "first"), (table.transaction(table.log()), "second")]
+
+
 def engine_commit(ctx: CheckContext) -> str:
     from deltalog.errors import DeltaError
     from deltalog.txn.locks.errors import UnsafeCommitLockError
@@ -237,8 +246,14 @@ def engine_commit(ctx: CheckContext) -> str:
         raise CheckFailed(f"choosing the commit lock from the storage options: {exc}") from None
     table = KitTable(ctx, "commits", lock=lock)
     table.create()
+    # first, deterministically: two transactions read version 0, then commit one after the
+    # other; the second must find version 1 taken and land at 2
+    versions: list[int] = [table.commit_on(txn, name) for txn, name in _two_on_one_snapshot(table)]
+    expect(
+        versions == [1, 2],
+        f"two transactions read version 0 and committed in turn: versions {versions}, expected [1, 2]",
+    )
     errors: list[str] = []
-    versions: list[int] = []
     barrier = threading.Barrier(WRITERS)
 
     def writer(index: int) -> None:
@@ -256,12 +271,13 @@ def engine_commit(ctx: CheckContext) -> str:
     for thread in threads:
         thread.join(300)
     expect(not errors, f"concurrent commits through the engine failed: {'; '.join(errors[:2])}")
-    total = WRITERS * COMMITS_PER_WRITER
+    total = WRITERS * COMMITS_PER_WRITER + 2
     expect(
         sorted(versions) == list(range(1, total + 1)),
         f"{WRITERS} writers committed versions {sorted(versions)}, expected 1..{total} once each",
     )
     expected = {f"p=a/w{w}-{i}.parquet" for w in range(WRITERS) for i in range(COMMITS_PER_WRITER)}
+    expected |= {"p=a/first.parquet", "p=a/second.parquet"}
     table.expect_files(expected, f"{total} concurrent commits")
     return (
         f"{total} commits by {WRITERS} concurrent writers through the engine with the "
