@@ -237,7 +237,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
 
 
 def default_commit_lock(semantics: StoreSemantics) -> str:
-    """The commit lock ``lock="auto"`` uses on a store with these semantics (DESIGN.md)."""
+    """The commit lock ``lock="auto"`` uses on a store with these semantics (docs/locks.md)."""
     from deltalog.txn.locks.selection import describe_default_lock
 
     return describe_default_lock(semantics)

@@ -1,6 +1,6 @@
 """delta-rs (``deltalake``) on one side of an interop test, in its own process.
 
-DESIGN.md: delta-rs hangs when moto runs inside the same Python process, and keeping
+docs/backends.md: delta-rs hangs when moto runs inside the same Python process, and keeping
 delta-rs out of the test process also keeps its Tokio runtime away from pytest's forks.
 Usage: ``python -m tests.backends.interop_worker write|read URI OPTIONS_JSON``.
 """

@@ -1,4 +1,4 @@
-"""choose_commit_lock follows DESIGN.md's table: every row, every override, every refusal."""
+"""choose_commit_lock follows the table in docs/locks.md: every row, every override, every refusal."""
 
 from __future__ import annotations
 

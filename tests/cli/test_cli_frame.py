@@ -116,7 +116,7 @@ def test_check_errors_go_to_the_report_and_command_errors_to_one_line(
             "conformance",
             str(tmp_path),
             "--logstore",
-            "tests.test_cli_frame:ExplodingStore",
+            "tests.cli.test_cli_frame:ExplodingStore",
             "--check",
             "list_from_start",
         ]
