@@ -50,6 +50,7 @@ from deltalog.contrib.spark.predicates import parse_partition_predicate
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.actions import DeletionVectorDescriptor
+from deltalog.txn.features import READ_SUPPORTED
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -58,18 +59,10 @@ __all__ = ["NATIVE_READER_FEATURES", "read_table", "spark_can_reach"]
 
 log = logging.getLogger(__name__)
 
-#: Reader features the native path honours; a table with any other falls back.
-NATIVE_READER_FEATURES = frozenset(
-    {
-        "columnMapping",
-        "deletionVectors",
-        "timestampNtz",
-        "v2Checkpoint",
-        "typeWidening",
-        "typeWidening-preview",
-        "vacuumProtocolCheck",
-    }
-)
+#: Reader features the native path honours: every feature deltalog reads except those
+#: Spark's Parquet scan cannot apply as the log says (variant values, collated strings);
+#: a table with any other falls back.
+NATIVE_READER_FEATURES = READ_SUPPORTED - {"variantType", "variantType-preview", "collations"}
 #: Partition column types whose Hive directory value Spark parses back to the log's value.
 _HIVE_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date"})
 #: Delta's ``s3://`` URIs are read by Hadoop's S3A connector.

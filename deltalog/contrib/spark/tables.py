@@ -410,12 +410,7 @@ class DeltaTable:
         cond = _col(condition)
         touched, deleted = self._touched(snapshot, candidates, cond)
         scanned = time.perf_counter()
-        log.info(
-            "DELETE %s: %d of %d files after skipping, %d hold matching rows",
-            _describe(condition), len(candidates), snapshot.num_files, len(touched),
-        )
-        if not touched:
-            log.info("DELETE %s matched no rows; nothing committed", _describe(condition))
+        if not _report_scan("DELETE", condition, snapshot.num_files, candidates, touched):
             return
         rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
         matched = F.coalesce(cond, F.lit(False))
@@ -470,12 +465,7 @@ class DeltaTable:
         else:
             touched, updated = self._touched(snapshot, candidates, cond)
         scanned = time.perf_counter()
-        log.info(
-            "UPDATE %s: %d of %d files after skipping, %d to rewrite",
-            _describe(condition), len(candidates), snapshot.num_files, len(touched),
-        )
-        if not touched:
-            log.info("UPDATE %s matched no rows; nothing committed", _describe(condition))
+        if not _report_scan("UPDATE", condition, snapshot.num_files, candidates, touched):
             return
         rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
         matched = F.coalesce(cond, F.lit(False))
@@ -661,3 +651,20 @@ class DeltaTableBuilder:
             CreateTable(description=self._comment, partition_by=tuple(self._partitions), properties=config),
         )
         return DeltaTable(spark, self._location, self._storage_options)
+
+
+def _report_scan(
+    command: str,
+    condition: ExpressionOrColumn | None,
+    num_files: int,
+    candidates: Sequence[AddFile],
+    touched: Sequence[AddFile],
+) -> bool:
+    """Log what a DELETE/UPDATE scan found; False when no file holds a matching row."""
+    log.info(
+        "%s %s: %d of %d files after skipping, %d hold matching rows",
+        command, _describe(condition), len(candidates), num_files, len(touched),
+    )
+    if not touched:
+        log.info("%s %s matched no rows; nothing committed", command, _describe(condition))
+    return bool(touched)
