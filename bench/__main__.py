@@ -70,8 +70,9 @@ def run_all(size: str, modules: list[ModuleType]) -> tuple[list[Result], bool]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", choices=("small", "full"), default="small")
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="output directory")
     parser.add_argument("--only", nargs="+", metavar="MODULE", help="run only these bench modules")

@@ -51,10 +51,10 @@ def one_row(i: int) -> Any:
 
 
 def create_deltalog_table(path: str) -> None:
-    from deltalog.txn.actions import Metadata
+    from deltalog.txn.commit.operations import CreateTable
     from deltalog.txn.delta_log import DeltaLog
-    from deltalog.txn.operations import CreateTable
-    from deltalog.txn.schema import from_arrow
+    from deltalog.txn.protocol.actions import Metadata
+    from deltalog.txn.protocol.schema import from_arrow
 
     log = DeltaLog.for_table(path)
     txn = log.start_transaction()
@@ -73,8 +73,8 @@ def write_data_file(table_path: str, data: Any) -> Any:
     """Write ``data`` as a new Parquet file of the table; its ``AddFile``."""
     import pyarrow.parquet as pq
 
-    from deltalog.txn.actions import AddFile
-    from deltalog.txn.file_stats import StatsCollector
+    from deltalog.txn.protocol.actions import AddFile
+    from deltalog.txn.protocol.file_stats import StatsCollector
 
     name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
     full = os.path.join(table_path, name)
@@ -86,7 +86,7 @@ def write_data_file(table_path: str, data: Any) -> Any:
 
 def deltalog_append(log: Any, table_path: str, data: Any) -> int:
     """A whole deltalog append: the Parquet file, then the commit."""
-    from deltalog.txn.operations import Write
+    from deltalog.txn.commit.operations import Write
 
     add = write_data_file(table_path, data)
     version: int = log.start_transaction().commit([add], Write(mode="Append"))
@@ -123,7 +123,10 @@ def run_worker(module: str, side: str, path: str, n: int) -> dict[str, Any]:
     """Run ``python -m <module> --worker <side> <path> <n>`` in a fresh process; its JSON."""
     out = subprocess.run(
         [sys.executable, "-m", module, "--worker", side, path, str(n)],
-        check=True, capture_output=True, text=True, cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -175,10 +178,17 @@ def run(size: str = "small") -> list[Result]:
     ours, theirs, plain = sides["deltalog"], sides["delta-rs"], sides["parquet"]
     details = {"iterations": n, "deltalog": ours, "delta_rs": theirs, "parquet": plain}
     return [
-        Result(WORKLOADS[0], "ms", ours["median"], theirs["median"], plain["median"], target_ratio=0.5,
-               notes=f"{n} appends per engine in {ROUNDS} alternating rounds (fresh process each, {WARMUP} "
-               "warm-up appends per round not counted); tables loaded beforehand.",
-               details=details),
+        Result(
+            WORKLOADS[0],
+            "ms",
+            ours["median"],
+            theirs["median"],
+            plain["median"],
+            target_ratio=0.5,
+            notes=f"{n} appends per engine in {ROUNDS} alternating rounds (fresh process each, {WARMUP} "
+            "warm-up appends per round not counted); tables loaded beforehand.",
+            details=details,
+        ),
         Result(WORKLOADS[1], "ms", ours["p95"], theirs["p95"], plain["p95"], details=details),
     ]
 

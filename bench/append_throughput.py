@@ -99,8 +99,7 @@ def measure(side: str, processes: int, appends: int) -> dict[str, Any]:
         barrier = ctx.Barrier(processes)
         queue = ctx.Queue()
         procs = [
-            ctx.Process(target=_append_loop, args=(side, path, w, appends, barrier, queue))
-            for w in range(processes)
+            ctx.Process(target=_append_loop, args=(side, path, w, appends, barrier, queue)) for w in range(processes)
         ]
         for p in procs:
             p.start()
@@ -140,10 +139,16 @@ def run(size: str = "small") -> list[Result]:
         notes += f" delta-rs failure: {theirs['failure_examples'][0]}"
     return [
         Result(
-            WORKLOADS[0], "commits/s", ours["commits_per_s"], theirs["commits_per_s"],
-            plain["commits_per_s"], target_ratio=2.0, higher_is_better=True,
+            WORKLOADS[0],
+            "commits/s",
+            ours["commits_per_s"],
+            theirs["commits_per_s"],
+            plain["commits_per_s"],
+            target_ratio=2.0,
+            higher_is_better=True,
             conditions={"none failed": ours["failed"] == 0, "none lost": ours["lost"] == 0},
-            notes=notes, details={"deltalog": ours, "delta_rs": theirs, "parquet": plain},
+            notes=notes,
+            details={"deltalog": ours, "delta_rs": theirs, "parquet": plain},
         )
     ]
 

@@ -46,8 +46,8 @@ def _worker(side: str, path: str, n: int) -> dict[str, Any]:
     times: list[float] = []
     total = n + WARMUP
     if side == "deltalog":
+        from deltalog.txn.commit.operations import Write
         from deltalog.txn.delta_log import DeltaLog
-        from deltalog.txn.operations import Write
 
         if not exists(path):
             create_deltalog_table(path)
@@ -83,9 +83,7 @@ def _worker(side: str, path: str, n: int) -> dict[str, Any]:
         dt = DeltaTable(path)
         start = dt.version()
         schema = dt.schema()
-        actions = [
-            AddAction(a.path, a.size, {}, a.modification_time, True, a.stats or "") for a in adds
-        ]
+        actions = [AddAction(a.path, a.size, {}, a.modification_time, True, a.stats or "") for a in adds]
         for action in actions:
             t0 = time.perf_counter()
             dt.create_write_transaction([action], mode="append", schema=schema)
@@ -103,14 +101,20 @@ def run(size: str = "small") -> list[Result]:
     ours, theirs, floor = sides["deltalog"], sides["delta-rs"], sides["floor"]
     details = {"commits": n, "deltalog": ours, "delta_rs": theirs, "fsync_floor": floor}
     return [
-        Result(WORKLOADS[0], "ms", ours["median"], theirs["median"], target_ratio=0.4,
-               notes=f"{n} commits per engine in {ROUNDS} alternating rounds ({WARMUP} warm-up commits per "
-               "round not counted); delta-rs through "
-               "create_write_transaction with pre-written add actions, then update_incremental(). "
-               "deltalog's local store fsyncs the "
-               "commit file and its directory, delta-rs does not; on this machine one small write + fsync + "
-               f"link alone takes {floor['median']:.2f} ms median (p95 {floor['p95']:.2f} ms).",
-               details=details),
+        Result(
+            WORKLOADS[0],
+            "ms",
+            ours["median"],
+            theirs["median"],
+            target_ratio=0.4,
+            notes=f"{n} commits per engine in {ROUNDS} alternating rounds ({WARMUP} warm-up commits per "
+            "round not counted); delta-rs through "
+            "create_write_transaction with pre-written add actions, then update_incremental(). "
+            "deltalog's local store fsyncs the "
+            "commit file and its directory, delta-rs does not; on this machine one small write + fsync + "
+            f"link alone takes {floor['median']:.2f} ms median (p95 {floor['p95']:.2f} ms).",
+            details=details,
+        ),
         Result(WORKLOADS[1], "ms", ours["p95"], theirs["p95"], details=details),
     ]
 

@@ -37,10 +37,10 @@ def make_checkpointed_table(path: str, n_files: int, partitions: int = 100) -> N
     import pyarrow as pa
 
     from deltalog.logstores.local import LocalLogStore
-    from deltalog.txn.actions import Metadata, Protocol, action_to_line
     from deltalog.txn.delta_log import DeltaLog
-    from deltalog.txn.replay import ADD_SCHEMA, LogState
-    from deltalog.txn.snapshot import Snapshot
+    from deltalog.txn.log.replay import ADD_SCHEMA, LogState
+    from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.protocol.actions import Metadata, Protocol, action_to_line
 
     proto = Protocol(1, 2)
     md = Metadata(id="bench-0000", schema_string=_SCHEMA, partition_columns=("part",), configuration={}, created_time=1)
@@ -83,7 +83,7 @@ def make_checkpointed_table(path: str, n_files: int, partitions: int = 100) -> N
 def make_commit_table(path: str, commits: int, adds_per_commit: int = 20, partitions: int = 100) -> None:
     """A checkpoint-less table: commit 0 (protocol, metadata) then ``commits`` commits of
     ``adds_per_commit`` adds each (every 10th commit also removes one earlier file)."""
-    from deltalog.txn.actions import Metadata, Protocol, action_to_line
+    from deltalog.txn.protocol.actions import Metadata, Protocol, action_to_line
 
     proto = Protocol(1, 2)
     md = Metadata(id="bench-0000", schema_string=_SCHEMA, partition_columns=("part",), configuration={}, created_time=1)
@@ -143,8 +143,8 @@ def make_commit_table(path: str, commits: int, adds_per_commit: int = 20, partit
 
 
 def _empty_removes() -> Any:
-    from deltalog.txn.arrow_build import empty_table
-    from deltalog.txn.replay import REMOVE_SCHEMA
+    from deltalog.txn.log.replay import REMOVE_SCHEMA
+    from deltalog.txn.protocol.arrow_build import empty_table
 
     return empty_table(REMOVE_SCHEMA)
 

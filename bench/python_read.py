@@ -40,24 +40,29 @@ def _one_file_table(path: str, rows: int, row_groups: int = 8) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from deltalog.txn.actions import AddFile, Metadata, Protocol, action_to_line
     from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.actions import AddFile, Metadata, Protocol, action_to_line
 
     os.makedirs(path)
     ids = np.arange(rows, dtype=np.int64)
-    table = pa.table({
-        "id": ids,
-        "k": (ids % 4).astype(np.int32),
-        "x": np.random.default_rng(1).random(rows),
-        "s": pa.array([f"name-{i % 5000}" for i in range(rows)]),
-    })
+    table = pa.table(
+        {
+            "id": ids,
+            "k": (ids % 4).astype(np.int32),
+            "x": np.random.default_rng(1).random(rows),
+            "s": pa.array([f"name-{i % 5000}" for i in range(rows)]),
+        }
+    )
     name = "part-00000-one.snappy.parquet"
     pq.write_table(table, os.path.join(path, name), row_group_size=-(-rows // row_groups), compression="snappy")
     size = os.path.getsize(os.path.join(path, name))
-    schema = {"type": "struct", "fields": [
-        {"name": n, "type": t, "nullable": True, "metadata": {}}
-        for n, t in (("id", "long"), ("k", "integer"), ("x", "double"), ("s", "string"))
-    ]}
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": n, "type": t, "nullable": True, "metadata": {}}
+            for n, t in (("id", "long"), ("k", "integer"), ("x", "double"), ("s", "string"))
+        ],
+    }
     metadata = Metadata(id=str(uuid.uuid4()), schema_string=json.dumps(schema))
     add = AddFile(name, {}, size, int(time.time() * 1000), stats=json.dumps({"numRecords": rows}))
     log = DeltaLog.for_table(path)
@@ -118,7 +123,10 @@ def main() -> int:
             .withColumn("k", (F.col("id") / per_partition).cast("int"))
             .withColumn("x", F.rand(seed=1))
             .withColumn("s", F.concat(F.lit("name-"), (F.col("id") % 5000).cast("string")))
-            .write.format("deltalog").mode("append").option("partitionBy", "k").save(partitioned)
+            .write.format("deltalog")
+            .mode("append")
+            .option("partitionBy", "k")
+            .save(partitioned)
         )
         one = os.path.join(work, "one")
         size = _one_file_table(one, args.rows)
@@ -133,12 +141,12 @@ def main() -> int:
             "partitioned: sum(x)": lambda fmt: load(fmt, partitioned).agg(F.sum("x")).collect(),
             "partitioned: sum(k) (partition column)": lambda fmt: load(fmt, partitioned).agg(F.sum("k")).collect(),
             "one file: sum(x), default split": lambda fmt: load(fmt, one).agg(F.sum("x")).collect(),
-            "one file: sum(x), maxSplitBytes = size/2": lambda fmt: load(fmt, one, maxSplitBytes=str(size // 2 + 1))
-            .agg(F.sum("x"))
-            .collect(),
-            "one file: sum(x), maxSplitBytes = size/8": lambda fmt: load(fmt, one, maxSplitBytes=str(size // 8 + 1))
-            .agg(F.sum("x"))
-            .collect(),
+            "one file: sum(x), maxSplitBytes = size/2": lambda fmt: (
+                load(fmt, one, maxSplitBytes=str(size // 2 + 1)).agg(F.sum("x")).collect()
+            ),
+            "one file: sum(x), maxSplitBytes = size/8": lambda fmt: (
+                load(fmt, one, maxSplitBytes=str(size // 8 + 1)).agg(F.sum("x")).collect()
+            ),
         }
         runs: dict[str, dict[str, list[float]]] = {fmt: {name: [] for name in queries} for fmt in formats}
         for fmt in formats:  # warm up (Python workers, JIT)

@@ -53,11 +53,11 @@ def _deltalog_appends(uri: str, options: dict[str, str], proxy: Any, n: int) -> 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from deltalog.txn.actions import AddFile, Metadata
+    from deltalog.txn.commit.operations import CreateTable, Write
     from deltalog.txn.delta_log import DeltaLog
-    from deltalog.txn.file_stats import StatsCollector
-    from deltalog.txn.operations import CreateTable, Write
-    from deltalog.txn.schema import from_arrow
+    from deltalog.txn.protocol.actions import AddFile, Metadata
+    from deltalog.txn.protocol.file_stats import StatsCollector
+    from deltalog.txn.protocol.schema import from_arrow
 
     log = DeltaLog.for_table(uri, options)
     txn = log.start_transaction()
@@ -102,9 +102,7 @@ def _deltars_appends(uri: str, options: dict[str, str], proxy: Any, n: int) -> l
 def _summary(per_append: list[Counter[str]]) -> dict[str, float]:
     keys = sorted({k for c in per_append for k in c})
     out = {k: float(statistics.median(c.get(k, 0) for c in per_append)) for k in keys}
-    out["total"] = float(statistics.median(
-        sum(v for k, v in c.items() if not k.startswith("log")) for c in per_append
-    ))
+    out["total"] = float(statistics.median(sum(v for k, v in c.items() if not k.startswith("log")) for c in per_append))
     out.setdefault("log", 0.0)
     return out
 

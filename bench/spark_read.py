@@ -54,10 +54,10 @@ def _add_deletion_vectors(path: str, fraction_of_files: float = 0.1, every: int 
     """Delete every ``every``-th row of ``fraction_of_files`` of the table's files with deletion vectors."""
     import dataclasses
 
-    from deltalog.txn.actions import DeletionVectorDescriptor
-    from deltalog.txn.deletion_vectors import write_dv_file, z85_encode
+    from deltalog.txn.commit.operations import Delete
     from deltalog.txn.delta_log import DeltaLog
-    from deltalog.txn.operations import Delete
+    from deltalog.txn.log.deletion_vectors import write_dv_file, z85_encode
+    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 
     log = DeltaLog.for_table(path)
     snapshot = log.update()
@@ -86,16 +86,24 @@ def _column_mapped_copy(spark: Any, source: str, target: str) -> None:
 
     from pyspark.sql import functions as F
 
-    from deltalog.txn.actions import AddFile, Metadata, Protocol, action_to_line
     from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.actions import AddFile, Metadata, Protocol, action_to_line
 
-    names = {"id": ("long", "col-5f1a"), "k": ("integer", "col-7c2e"), "x": ("double", "col-9d3b"),
-             "s": ("string", "col-b4e6")}
+    names = {
+        "id": ("long", "col-5f1a"),
+        "k": ("integer", "col-7c2e"),
+        "x": ("double", "col-9d3b"),
+        "s": ("string", "col-b4e6"),
+    }
     df = spark.read.parquet(source)
     df.select(*[F.col(n).alias(p) for n, (_, p) in names.items()]).write.parquet(target)
     fields = [
-        {"name": n, "type": t, "nullable": True,
-         "metadata": {"delta.columnMapping.id": i + 1, "delta.columnMapping.physicalName": p}}
+        {
+            "name": n,
+            "type": t,
+            "nullable": True,
+            "metadata": {"delta.columnMapping.id": i + 1, "delta.columnMapping.physicalName": p},
+        }
         for i, (n, (t, p)) in enumerate(names.items())
     ]
     metadata = Metadata(
@@ -171,7 +179,9 @@ def main() -> int:
             dv_runs["parquet"].append(timed("parquet", table, {}, sum_x))
         assert read_table(spark, table).count() == args.rows - deleted
         report["deletion_vectors"] = {
-            "native_s": _best(dv_runs["native"]), "parquet_s": _best(dv_runs["parquet"]), "deleted_rows": deleted,
+            "native_s": _best(dv_runs["native"]),
+            "parquet_s": _best(dv_runs["parquet"]),
+            "deleted_rows": deleted,
         }
 
         # a column-mapped copy vs plain Parquet on its files
@@ -209,7 +219,9 @@ def main() -> int:
             rs.append(time.perf_counter() - start)
             assert len(uris) == args.planning_files
         report["planning"] = {
-            "files": args.planning_files, "native_s": _best(planning), "first_s": round(planning[0], 3),
+            "files": args.planning_files,
+            "native_s": _best(planning),
+            "first_s": round(planning[0], 3),
             "delta_rs_s": _best(rs),
         }
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
@@ -239,30 +251,85 @@ def run(size: str) -> list[object]:
 
     rows, repeat, planning_files = SIZES[size]
     proc = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--rows", str(rows), "--repeat", str(repeat),
-         "--planning-files", str(planning_files)],
-        capture_output=True, text=True, check=True, timeout=3600,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH"))
-            if p
-        )},
+        [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--rows",
+            str(rows),
+            "--repeat",
+            str(repeat),
+            "--planning-files",
+            str(planning_files),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=3600,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                p
+                for p in (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH"))
+                if p
+            ),
+        },
     )
     data = json.loads(proc.stdout[proc.stdout.index("{") :])
     note = f"{rows:,} rows in 10 files, best of {repeat}, planning included, vs spark.read.parquet on the same files"
     out: list[object] = [
-        Result(f"PySpark native read: {q}", "s", d["native_s"], None, d["parquet_s"], target_ratio=1.25,
-               baseline="parquet", details=d, notes=note)
+        Result(
+            f"PySpark native read: {q}",
+            "s",
+            d["native_s"],
+            None,
+            d["parquet_s"],
+            target_ratio=1.25,
+            baseline="parquet",
+            details=d,
+            notes=note,
+        )
         for q, d in data["queries"].items()
     ]
     dv, cm, plan = data["deletion_vectors"], data["column_mapping"], data["planning"]
-    out.append(Result(WORKLOADS[5], "s", dv["native_s"], None, dv["parquet_s"], target_ratio=1.5, baseline="parquet",
-                      details=dv, notes=f"{dv['deleted_rows']:,} rows deleted by DVs; Parquet reads them all"))
-    out.append(Result(WORKLOADS[6], "s", cm["native_s"], None, cm["parquet_s"], target_ratio=1.5, baseline="parquet",
-                      details=cm, notes="select(k, x).groupBy(k) by logical names vs physical names in Parquet"))
-    out.append(Result(WORKLOADS[7], "s", plan["native_s"], plan["delta_rs_s"], target_text="< 2 s",
-                      conditions={"under 2 s": plan["native_s"] < 2.0}, details=plan,
-                      notes=f"{plan['files']:,} files: snapshot load + file list to Spark (warm JVM; first call "
-                            f"{plan['first_s']} s); delta-rs: DeltaTable(...).file_uris()"))
+    out.append(
+        Result(
+            WORKLOADS[5],
+            "s",
+            dv["native_s"],
+            None,
+            dv["parquet_s"],
+            target_ratio=1.5,
+            baseline="parquet",
+            details=dv,
+            notes=f"{dv['deleted_rows']:,} rows deleted by DVs; Parquet reads them all",
+        )
+    )
+    out.append(
+        Result(
+            WORKLOADS[6],
+            "s",
+            cm["native_s"],
+            None,
+            cm["parquet_s"],
+            target_ratio=1.5,
+            baseline="parquet",
+            details=cm,
+            notes="select(k, x).groupBy(k) by logical names vs physical names in Parquet",
+        )
+    )
+    out.append(
+        Result(
+            WORKLOADS[7],
+            "s",
+            plan["native_s"],
+            plan["delta_rs_s"],
+            target_text="< 2 s",
+            conditions={"under 2 s": plan["native_s"] < 2.0},
+            details=plan,
+            notes=f"{plan['files']:,} files: snapshot load + file list to Spark (warm JVM; first call "
+            f"{plan['first_s']} s); delta-rs: DeltaTable(...).file_uris()",
+        )
+    )
     return out
 
 

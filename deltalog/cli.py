@@ -238,7 +238,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
 
 def default_commit_lock(semantics: StoreSemantics) -> str:
     """The commit lock ``lock="auto"`` uses on a store with these semantics (docs/locks.md)."""
-    from deltalog.txn.locks.selection import describe_default_lock
+    from deltalog.txn.commit.locks.selection import describe_default_lock
 
     return describe_default_lock(semantics)
 
@@ -316,9 +316,7 @@ def stores(ctx: CommandContext) -> int:
 
 def _conformance_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("uri", help="a scratch location the checks may write under (cleaned up afterwards)")
-    parser.add_argument(
-        "--check", action="append", default=[], metavar="NAME", help="run only this check (repeatable)"
-    )
+    parser.add_argument("--check", action="append", default=[], metavar="NAME", help="run only this check (repeatable)")
 
 
 @command(

@@ -6,7 +6,7 @@ exactly the one they handle::
     from deltalog.errors import ConcurrentAppendError, TableNotFoundError
 
 Each error is defined next to the layer that raises it (``deltalog.logstores.errors``,
-``deltalog.txn.errors``, ``deltalog.txn.commit_errors``, ``deltalog.txn.locks.errors``,
+``deltalog.txn.protocol.errors``, ``deltalog.txn.commit.commit_errors``, ``deltalog.txn.commit.locks.errors``,
 ``deltalog.contrib.spark.errors``, ...) and re-exported here on first use, so importing
 this module stays cheap, creates no import cycle, and never imports pyspark (the Spark
 errors are importable without it).
@@ -46,7 +46,10 @@ if TYPE_CHECKING:
         TransientStorageError,
         UnknownLogStoreError,
     )
-    from deltalog.txn.commit_errors import (
+    from deltalog.txn.commands.optimize import OptimizeError
+    from deltalog.txn.commands.restore import RestoreMissingFilesError
+    from deltalog.txn.commands.vacuum import VacuumRetentionError
+    from deltalog.txn.commit.commit_errors import (
         AppendOnlyViolationError,
         CommitFailedError,
         ConcurrentAppendError,
@@ -65,22 +68,7 @@ if TYPE_CHECKING:
         ProtocolChangedError,
         TransactionAlreadyCommittedError,
     )
-    from deltalog.txn.constraint_sql import UnsupportedConstraintError
-    from deltalog.txn.constraints import (
-        ConstraintViolationError,
-        NotNullConstraintViolationError,
-    )
-    from deltalog.txn.errors import (
-        CorruptLogError,
-        DeltaLogError,
-        InvalidSchemaError,
-        InvalidTableStateError,
-        NonContiguousVersionsError,
-        TableNotFoundError,
-        UnsupportedFeatureError,
-        VersionNotFoundError,
-    )
-    from deltalog.txn.locks.errors import (
+    from deltalog.txn.commit.locks.errors import (
         CommitLockConfigError,
         CommitLockError,
         CommitOutcomeUnknownError,
@@ -91,11 +79,23 @@ if TYPE_CHECKING:
         UnrecoverableClaimError,
         UnsafeCommitLockError,
     )
-    from deltalog.txn.optimize import OptimizeError
-    from deltalog.txn.partition_filters import InvalidPartitionFilterError
-    from deltalog.txn.properties import InvalidPropertyError
-    from deltalog.txn.restore import RestoreMissingFilesError
-    from deltalog.txn.vacuum import VacuumRetentionError
+    from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError
+    from deltalog.txn.protocol.constraints import (
+        ConstraintViolationError,
+        NotNullConstraintViolationError,
+    )
+    from deltalog.txn.protocol.errors import (
+        CorruptLogError,
+        DeltaLogError,
+        InvalidSchemaError,
+        InvalidTableStateError,
+        NonContiguousVersionsError,
+        TableNotFoundError,
+        UnsupportedFeatureError,
+        VersionNotFoundError,
+    )
+    from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError
+    from deltalog.txn.protocol.properties import InvalidPropertyError
 
 
 class DeltaError(Exception):
@@ -113,51 +113,51 @@ _HOMES: dict[str, str] = {
     "TransientStorageError": "deltalog.logstores.errors",
     "UnknownLogStoreError": "deltalog.logstores.errors",
     # the log and its tables
-    "DeltaLogError": "deltalog.txn.errors",
-    "CorruptLogError": "deltalog.txn.errors",
-    "InvalidSchemaError": "deltalog.txn.errors",
-    "InvalidTableStateError": "deltalog.txn.errors",
-    "NonContiguousVersionsError": "deltalog.txn.errors",
-    "TableNotFoundError": "deltalog.txn.errors",
-    "UnsupportedFeatureError": "deltalog.txn.errors",
-    "VersionNotFoundError": "deltalog.txn.errors",
-    "InvalidPropertyError": "deltalog.txn.properties",
-    "InvalidPartitionFilterError": "deltalog.txn.partition_filters",
-    "ConstraintViolationError": "deltalog.txn.constraints",
-    "NotNullConstraintViolationError": "deltalog.txn.constraints",
-    "UnsupportedConstraintError": "deltalog.txn.constraint_sql",
+    "DeltaLogError": "deltalog.txn.protocol.errors",
+    "CorruptLogError": "deltalog.txn.protocol.errors",
+    "InvalidSchemaError": "deltalog.txn.protocol.errors",
+    "InvalidTableStateError": "deltalog.txn.protocol.errors",
+    "NonContiguousVersionsError": "deltalog.txn.protocol.errors",
+    "TableNotFoundError": "deltalog.txn.protocol.errors",
+    "UnsupportedFeatureError": "deltalog.txn.protocol.errors",
+    "VersionNotFoundError": "deltalog.txn.protocol.errors",
+    "InvalidPropertyError": "deltalog.txn.protocol.properties",
+    "InvalidPartitionFilterError": "deltalog.txn.protocol.partition_filters",
+    "ConstraintViolationError": "deltalog.txn.protocol.constraints",
+    "NotNullConstraintViolationError": "deltalog.txn.protocol.constraints",
+    "UnsupportedConstraintError": "deltalog.txn.protocol.constraint_sql",
     # transactions: invalid transactions and commit conflicts
-    "InvalidTransactionError": "deltalog.txn.commit_errors",
-    "AppendOnlyViolationError": "deltalog.txn.commit_errors",
-    "ConstraintsNotCheckedError": "deltalog.txn.commit_errors",
-    "DuplicateFileActionError": "deltalog.txn.commit_errors",
-    "InvalidMetadataError": "deltalog.txn.commit_errors",
-    "MetadataAlreadyChangedError": "deltalog.txn.commit_errors",
-    "MissingMetadataError": "deltalog.txn.commit_errors",
-    "TransactionAlreadyCommittedError": "deltalog.txn.commit_errors",
-    "DeltaConcurrentModificationError": "deltalog.txn.commit_errors",
-    "CommitFailedError": "deltalog.txn.commit_errors",
-    "ConcurrentAppendError": "deltalog.txn.commit_errors",
-    "ConcurrentDeleteDeleteError": "deltalog.txn.commit_errors",
-    "ConcurrentDeleteReadError": "deltalog.txn.commit_errors",
-    "ConcurrentTransactionError": "deltalog.txn.commit_errors",
-    "ConcurrentWriteError": "deltalog.txn.commit_errors",
-    "MetadataChangedError": "deltalog.txn.commit_errors",
-    "ProtocolChangedError": "deltalog.txn.commit_errors",
+    "InvalidTransactionError": "deltalog.txn.commit.commit_errors",
+    "AppendOnlyViolationError": "deltalog.txn.commit.commit_errors",
+    "ConstraintsNotCheckedError": "deltalog.txn.commit.commit_errors",
+    "DuplicateFileActionError": "deltalog.txn.commit.commit_errors",
+    "InvalidMetadataError": "deltalog.txn.commit.commit_errors",
+    "MetadataAlreadyChangedError": "deltalog.txn.commit.commit_errors",
+    "MissingMetadataError": "deltalog.txn.commit.commit_errors",
+    "TransactionAlreadyCommittedError": "deltalog.txn.commit.commit_errors",
+    "DeltaConcurrentModificationError": "deltalog.txn.commit.commit_errors",
+    "CommitFailedError": "deltalog.txn.commit.commit_errors",
+    "ConcurrentAppendError": "deltalog.txn.commit.commit_errors",
+    "ConcurrentDeleteDeleteError": "deltalog.txn.commit.commit_errors",
+    "ConcurrentDeleteReadError": "deltalog.txn.commit.commit_errors",
+    "ConcurrentTransactionError": "deltalog.txn.commit.commit_errors",
+    "ConcurrentWriteError": "deltalog.txn.commit.commit_errors",
+    "MetadataChangedError": "deltalog.txn.commit.commit_errors",
+    "ProtocolChangedError": "deltalog.txn.commit.commit_errors",
     # commit locks
-    "CommitLockError": "deltalog.txn.locks.errors",
-    "CommitLockConfigError": "deltalog.txn.locks.errors",
-    "CommitOutcomeUnknownError": "deltalog.txn.locks.errors",
-    "LockLostError": "deltalog.txn.locks.errors",
-    "LockTimeoutError": "deltalog.txn.locks.errors",
-    "LockUnavailableError": "deltalog.txn.locks.errors",
-    "MissingCommitError": "deltalog.txn.locks.errors",
-    "UnrecoverableClaimError": "deltalog.txn.locks.errors",
-    "UnsafeCommitLockError": "deltalog.txn.locks.errors",
+    "CommitLockError": "deltalog.txn.commit.locks.errors",
+    "CommitLockConfigError": "deltalog.txn.commit.locks.errors",
+    "CommitOutcomeUnknownError": "deltalog.txn.commit.locks.errors",
+    "LockLostError": "deltalog.txn.commit.locks.errors",
+    "LockTimeoutError": "deltalog.txn.commit.locks.errors",
+    "LockUnavailableError": "deltalog.txn.commit.locks.errors",
+    "MissingCommitError": "deltalog.txn.commit.locks.errors",
+    "UnrecoverableClaimError": "deltalog.txn.commit.locks.errors",
+    "UnsafeCommitLockError": "deltalog.txn.commit.locks.errors",
     # maintenance commands
-    "OptimizeError": "deltalog.txn.optimize",
-    "RestoreMissingFilesError": "deltalog.txn.restore",
-    "VacuumRetentionError": "deltalog.txn.vacuum",
+    "OptimizeError": "deltalog.txn.commands.optimize",
+    "RestoreMissingFilesError": "deltalog.txn.commands.restore",
+    "VacuumRetentionError": "deltalog.txn.commands.vacuum",
     # PySpark integration (no pyspark import)
     "DeltaSparkError": "deltalog.contrib.spark.errors",
     "NativeReadUnsupportedError": "deltalog.contrib.spark.errors",

@@ -82,7 +82,7 @@ def test_errors_import_without_pyspark_and_stay_light() -> None:
 
         sys.meta_path.insert(0, NoPyspark())
         import deltalog.errors as errors
-        assert "deltalog.txn.commit_errors" not in sys.modules
+        assert "deltalog.txn.commit.commit_errors" not in sys.modules
         from deltalog.errors import DeltaAnalysisError, SchemaMismatchError, UncheckableConstraintsError
         for name in errors.__all__:
             getattr(errors, name)

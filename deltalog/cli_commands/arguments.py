@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from deltalog.txn.partition_filters import InvalidPartitionFilterError, PartitionFilter
+from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError, PartitionFilter
 
 __all__ = ["add_table_arguments", "format_ms", "parse_where", "with_arguments"]
 
@@ -57,7 +57,7 @@ def parse_where(text: str) -> PartitionFilter:
         return (m.group(1), m.group(2), _value(m.group(3)))
     raise InvalidPartitionFilterError(
         f"cannot parse the partition filter {text!r}: write COLUMN OP VALUE (OP one of = != < <= > >=) "
-        "or COLUMN in (V1, V2), e.g. --where \"date >= 2024-01-01\""
+        'or COLUMN in (V1, V2), e.g. --where "date >= 2024-01-01"'
     )
 
 

@@ -22,8 +22,7 @@ def _bar(ctx: CommandContext, label: str) -> ProgressBar:
     return ProgressBar(label, ctx.err, progress_enabled(ctx.err, json_output=ctx.json, forced=forced))
 
 
-@command("checkpoint", "write a checkpoint of the latest version (and _last_checkpoint)",
-         arguments=with_arguments())
+@command("checkpoint", "write a checkpoint of the latest version (and _last_checkpoint)", arguments=with_arguments())
 def checkpoint(ctx: CommandContext) -> int:
     log = ctx.delta_log(ctx.args.uri)
     result = log.checkpoint()
@@ -45,8 +44,9 @@ def checkpoint(ctx: CommandContext) -> int:
     return EXIT_OK
 
 
-@command("cleanup", "delete expired log files (delta.logRetentionDuration, behind a checkpoint)",
-         arguments=with_arguments())
+@command(
+    "cleanup", "delete expired log files (delta.logRetentionDuration, behind a checkpoint)", arguments=with_arguments()
+)
 def cleanup(ctx: CommandContext) -> int:
     log = ctx.delta_log(ctx.args.uri)
     deleted = log.cleanup_expired_logs()
@@ -58,26 +58,39 @@ def cleanup(ctx: CommandContext) -> int:
 
 
 def _vacuum_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--retain-hours", type=float, metavar="HOURS",
-                        help="retention (default: delta.deletedFileRetentionDuration, 168 hours)")
+    parser.add_argument(
+        "--retain-hours",
+        type=float,
+        metavar="HOURS",
+        help="retention (default: delta.deletedFileRetentionDuration, 168 hours)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="list the files that would be deleted")
-    parser.add_argument("--no-retention-check", action="store_true",
-                        help="allow a retention below delta.deletedFileRetentionDuration (only when no "
-                        "writer is running)")
+    parser.add_argument(
+        "--no-retention-check",
+        action="store_true",
+        help="allow a retention below delta.deletedFileRetentionDuration (only when no writer is running)",
+    )
     _progress_argument(parser)
 
 
-@command("vacuum", "delete data files no longer referenced by the table and older than the retention",
-         arguments=with_arguments(_vacuum_arguments))
+@command(
+    "vacuum",
+    "delete data files no longer referenced by the table and older than the retention",
+    arguments=with_arguments(_vacuum_arguments),
+)
 def vacuum(ctx: CommandContext) -> int:
-    from deltalog.txn.vacuum import vacuum as run_vacuum
+    from deltalog.txn.commands.vacuum import vacuum as run_vacuum
 
     log = ctx.delta_log(ctx.args.uri)
     bar = _bar(ctx, "vacuum")
     try:
         result = run_vacuum(
-            log, ctx.args.retain_hours, dry_run=ctx.args.dry_run,
-            enforce_retention=not ctx.args.no_retention_check, lock=ctx.args.lock, progress=bar,
+            log,
+            ctx.args.retain_hours,
+            dry_run=ctx.args.dry_run,
+            enforce_retention=not ctx.args.no_retention_check,
+            lock=ctx.args.lock,
+            progress=bar,
         )
     finally:
         bar.close()
@@ -96,19 +109,33 @@ def vacuum(ctx: CommandContext) -> int:
 
 
 def _optimize_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--where", action="append", default=[], metavar="FILTER",
-                        help="partition filter, e.g. \"date >= 2024-01-01\" or \"p in (a, b)\" (repeatable: AND)")
-    parser.add_argument("--target-size", type=int, metavar="BYTES",
-                        help="target file size (default: delta.targetFileSize, else 1 GiB)")
-    parser.add_argument("--min-files", type=int, default=2, metavar="N",
-                        help="compact a bin only when it has at least N files (default 2)")
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="FILTER",
+        help='partition filter, e.g. "date >= 2024-01-01" or "p in (a, b)" (repeatable: AND)',
+    )
+    parser.add_argument(
+        "--target-size", type=int, metavar="BYTES", help="target file size (default: delta.targetFileSize, else 1 GiB)"
+    )
+    parser.add_argument(
+        "--min-files",
+        type=int,
+        default=2,
+        metavar="N",
+        help="compact a bin only when it has at least N files (default 2)",
+    )
     _progress_argument(parser)
 
 
-@command("optimize", "compact small files per partition (bin-packing; dataChange=false)",
-         arguments=with_arguments(_optimize_arguments))
+@command(
+    "optimize",
+    "compact small files per partition (bin-packing; dataChange=false)",
+    arguments=with_arguments(_optimize_arguments),
+)
 def optimize(ctx: CommandContext) -> int:
-    from deltalog.txn.optimize import optimize as run_optimize
+    from deltalog.txn.commands.optimize import optimize as run_optimize
 
     where = [parse_where(w) for w in ctx.args.where]
     log = ctx.delta_log(ctx.args.uri)
@@ -138,10 +165,13 @@ def _restore_arguments(parser: argparse.ArgumentParser) -> None:
     target.add_argument("--timestamp", metavar="TS", help="restore to the version current at TS (ISO-8601, UTC)")
 
 
-@command("restore", "set the table back to an earlier version (a new RESTORE commit)",
-         arguments=with_arguments(_restore_arguments))
+@command(
+    "restore",
+    "set the table back to an earlier version (a new RESTORE commit)",
+    arguments=with_arguments(_restore_arguments),
+)
 def restore(ctx: CommandContext) -> int:
-    from deltalog.txn.restore import restore as run_restore
+    from deltalog.txn.commands.restore import restore as run_restore
 
     log = ctx.delta_log(ctx.args.uri)
     result = run_restore(log, version=ctx.args.version, timestamp=ctx.args.timestamp, lock=ctx.args.lock)

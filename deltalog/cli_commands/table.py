@@ -18,8 +18,8 @@ def _version_argument(parser: argparse.ArgumentParser) -> None:
 
 def describe_table(snapshot: Any) -> dict[str, Any]:
     """Everything ``deltalog describe`` shows, as plain data."""
-    from deltalog.txn.checkpoint_lag import checkpoint_lag
-    from deltalog.txn.features import protocol_features
+    from deltalog.txn.log.checkpoint_lag import checkpoint_lag
+    from deltalog.txn.protocol.features import protocol_features
 
     protocol = snapshot.protocol
     metadata = snapshot.metadata
@@ -53,8 +53,11 @@ def _type_text(t: Any) -> str:
     return t if isinstance(t, str) else json.dumps(t, separators=(",", ":"))
 
 
-@command("describe", "show a table's version, protocol and features, schema, partitioning, properties and size",
-         arguments=with_arguments(_version_argument))
+@command(
+    "describe",
+    "show a table's version, protocol and features, schema, partitioning, properties and size",
+    arguments=with_arguments(_version_argument),
+)
 def describe(ctx: CommandContext) -> int:
     log = ctx.delta_log(ctx.args.uri)
     snapshot = log.snapshot(ctx.args.version) if ctx.args.version is not None else log.require_table()
@@ -84,8 +87,10 @@ def describe(ctx: CommandContext) -> int:
     )
     ctx.print("")
     ctx.print("schema:")
-    rows = [[f["name"], _type_text(f["type"]), "yes" if f.get("nullable", True) else "no"]
-            for f in info["schema"].get("fields", [])]
+    rows = [
+        [f["name"], _type_text(f["type"]), "yes" if f.get("nullable", True) else "no"]
+        for f in info["schema"].get("fields", [])
+    ]
     ctx.print_table(["column", "type", "nullable"], rows)
     ctx.print("")
     ctx.print("properties:" if info["properties"] else "properties: -")
@@ -98,8 +103,11 @@ def _limit_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, metavar="N", help="only the N latest commits")
 
 
-@command("history", "list a table's commits, newest first (operation, parameters, metrics)",
-         arguments=with_arguments(_limit_argument))
+@command(
+    "history",
+    "list a table's commits, newest first (operation, parameters, metrics)",
+    arguments=with_arguments(_limit_argument),
+)
 def history(ctx: CommandContext) -> int:
     log = ctx.delta_log(ctx.args.uri)
     records = log.history(ctx.args.limit)
@@ -110,36 +118,41 @@ def history(ctx: CommandContext) -> int:
     for r in records:
         info = r.commit_info
         params = "" if info is None else json.dumps(info.operation_parameters or {}, separators=(",", ":"))
-        rows.append([
-            r.version,
-            format_ms(r.timestamp),
-            r.operation or "",
-            "" if info is None or info.read_version is None else info.read_version,
-            "" if info is None else (info.isolation_level or ""),
-            params if len(params) <= 60 else params[:57] + "...",
-        ])
+        rows.append(
+            [
+                r.version,
+                format_ms(r.timestamp),
+                r.operation or "",
+                "" if info is None or info.read_version is None else info.read_version,
+                "" if info is None else (info.isolation_level or ""),
+                params if len(params) <= 60 else params[:57] + "...",
+            ]
+        )
     ctx.print_table(["version", "timestamp", "operation", "read", "isolation", "parameters"], rows)
     return EXIT_OK
 
 
-@command("files", "list the active data files of a table (or of --version N)",
-         arguments=with_arguments(_version_argument))
+@command(
+    "files", "list the active data files of a table (or of --version N)", arguments=with_arguments(_version_argument)
+)
 def files(ctx: CommandContext) -> int:
     log = ctx.delta_log(ctx.args.uri)
     snapshot = log.snapshot(ctx.args.version) if ctx.args.version is not None else log.require_table()
     active = sorted(snapshot.files, key=lambda f: f.path)
     if ctx.json:
-        ctx.print_json([
-            {
-                "path": f.path,
-                "partition_values": f.partition_values,
-                "size": f.size,
-                "modification_time": f.modification_time,
-                "num_records": f.num_records(),
-                "deletion_vector": None if f.deletion_vector is None else f.deletion_vector.to_dict(),
-            }
-            for f in active
-        ])
+        ctx.print_json(
+            [
+                {
+                    "path": f.path,
+                    "partition_values": f.partition_values,
+                    "size": f.size,
+                    "modification_time": f.modification_time,
+                    "num_records": f.num_records(),
+                    "deletion_vector": None if f.deletion_vector is None else f.deletion_vector.to_dict(),
+                }
+                for f in active
+            ]
+        )
         return EXIT_OK
     rows = [
         [

@@ -49,9 +49,7 @@ def get_check(name: str) -> Check:
     for check in CHECKS:
         if check.name == name:
             return check
-    raise UnknownCheckError(
-        f"no conformance check is named {name!r}; the checks are: {', '.join(check_names())}"
-    )
+    raise UnknownCheckError(f"no conformance check is named {name!r}; the checks are: {', '.join(check_names())}")
 
 
 def select_checks(names: Iterable[str] | None) -> list[Check]:

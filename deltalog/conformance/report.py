@@ -81,9 +81,7 @@ class Report:
         indent = " " * (name_width + result_width + 4)
         for result in self.results:
             wrapped = textwrap.wrap(result.detail, DETAIL_WIDTH) or [""]
-            lines.append(
-                f"{result.check:<{name_width}}  {result.outcome.value:<{result_width}}  {wrapped[0]}"
-            )
+            lines.append(f"{result.check:<{name_width}}  {result.outcome.value:<{result_width}}  {wrapped[0]}")
             lines.extend(indent + more for more in wrapped[1:])
         lines += ["", self.summary(), "", self.verdict.text()]
         return "\n".join(lines)

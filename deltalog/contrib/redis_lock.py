@@ -51,8 +51,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from deltalog.logstores.base import LogStore
 from deltalog.logstores.errors import AmbiguousWriteError, FileAlreadyExistsError
 from deltalog.logstores.options import StorageOptions
-from deltalog.txn.locks.base import CommitLock, commit_file_name, commit_uri
-from deltalog.txn.locks.errors import (
+from deltalog.txn.commit.locks.base import CommitLock, commit_file_name, commit_uri
+from deltalog.txn.commit.locks.errors import (
     CommitLockConfigError,
     CommitOutcomeUnknownError,
     LockLostError,
@@ -70,9 +70,20 @@ OPTION_PREFIX = "deltalog.lock.redis."
 TEMP_DIR = ".tmp"
 
 _PARAMS = (
-    "username", "password", "db", "key_prefix", "lease_ttl", "acquire_timeout", "entry_ttl",
-    "socket_timeout", "connect_timeout", "ssl_ca_certs", "ssl_certfile", "ssl_keyfile",
-    "ssl_cert_reqs", "ssl_check_hostname",
+    "username",
+    "password",
+    "db",
+    "key_prefix",
+    "lease_ttl",
+    "acquire_timeout",
+    "entry_ttl",
+    "socket_timeout",
+    "connect_timeout",
+    "ssl_ca_certs",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_cert_reqs",
+    "ssl_check_hostname",
 )
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.IGNORECASE)
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -355,12 +366,14 @@ class _Lease:
                 renewed = renew(keys=[self.table.lease_key], args=[self.token, ttl_ms])
             except redis.RedisError as exc:
                 if time.monotonic() - last_ok >= ttl:
-                    log.warning("lost the commit lease of %s: Redis unreachable (%s)",
-                                self.table.ident, self._lock._safe(str(exc)))
+                    log.warning(
+                        "lost the commit lease of %s: Redis unreachable (%s)",
+                        self.table.ident,
+                        self._lock._safe(str(exc)),
+                    )
                     self.lost.set()
                     return
-                log.info("cannot renew the commit lease of %s yet: %s", self.table.ident,
-                         self._lock._safe(str(exc)))
+                log.info("cannot renew the commit lease of %s yet: %s", self.table.ident, self._lock._safe(str(exc)))
                 continue
             if not renewed:
                 log.warning("lost the commit lease of %s: it expired or Redis lost it", self.table.ident)
@@ -503,8 +516,9 @@ class RedisCommitLock(CommitLock):
             try:
                 self._scripts()["release"](keys=[table.lease_key], args=[token])
             except Exception as exc:  # it expires by itself
-                log.info("could not release the commit lease of %s (%s); it will expire",
-                         table.ident, self._safe(str(exc)))
+                log.info(
+                    "could not release the commit lease of %s (%s); it will expire", table.ident, self._safe(str(exc))
+                )
 
     # -- commits -------------------------------------------------------------------------
 
@@ -543,8 +557,12 @@ class RedisCommitLock(CommitLock):
                 )
             )
         except redis.RedisError as exc:
-            log.info("claiming version %d of %s failed (%s); reading the claim back",
-                     version, table.ident, self._safe(str(exc)))
+            log.info(
+                "claiming version %d of %s failed (%s); reading the claim back",
+                version,
+                table.ident,
+                self._safe(str(exc)),
+            )
             won = None
         if won == 1:
             return
@@ -572,9 +590,7 @@ class RedisCommitLock(CommitLock):
             )
         raise FileAlreadyExistsError(target)
 
-    def _publish(
-        self, store: LogStore, table: _Table, version: int, temp_rel: str, token: str
-    ) -> None:
+    def _publish(self, store: LogStore, table: _Table, version: int, temp_rel: str, token: str) -> None:
         import redis
 
         target = table.commit(version)
@@ -638,8 +654,12 @@ class RedisCommitLock(CommitLock):
             self._scripts()["complete"](keys=[table.entry_key(version)], args=[temp_rel, ttl_ms])
         except redis.RedisError as exc:
             # The commit is published; a later writer marks the claim complete.
-            log.info("version %d of %s is published but its claim could not be marked complete "
-                     "(%s); the next writer will", version, table.ident, self._safe(str(exc)))
+            log.info(
+                "version %d of %s is published but its claim could not be marked complete (%s); the next writer will",
+                version,
+                table.ident,
+                self._safe(str(exc)),
+            )
             return
         self._delete_quietly(store, table.temp(temp_rel))
 
@@ -694,8 +714,13 @@ class RedisCommitLock(CommitLock):
                 epoch = client.get(epoch_key) or now_ms
         wait = self.config.lease_ttl - (now_ms - int(epoch)) / 1000.0
         if wait > 0:
-            log.info("Redis at %s has no record of %s and started less than lease_ttl ago; "
-                     "waiting %.2fs before the first claim", self.config.display_uri(), table.ident, wait)
+            log.info(
+                "Redis at %s has no record of %s and started less than lease_ttl ago; "
+                "waiting %.2fs before the first claim",
+                self.config.display_uri(),
+                table.ident,
+                wait,
+            )
             time.sleep(wait)
 
     # -- repair --------------------------------------------------------------------------
@@ -774,8 +799,7 @@ class RedisCommitLock(CommitLock):
                 raise
             except Exception as exc:
                 failure = exc
-                log.info("repairing version %d of %s failed (attempt %d): %s",
-                         version, table.ident, attempt + 1, exc)
+                log.info("repairing version %d of %s failed (attempt %d): %s", version, table.ident, attempt + 1, exc)
         raise MissingCommitError(
             f"version {version} of {table.ident} is claimed but not published, and publishing "
             f"it from the claimant's temp file failed 4 times (last: {failure}). Retry later."

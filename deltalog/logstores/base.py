@@ -156,9 +156,7 @@ class LogStore(ABC):
     atomic_file_writes: ClassVar[bool] = False
     #: What the store guarantees. Stores whose guarantees depend on configuration
     #: override the :attr:`semantics` property instead.
-    default_semantics: ClassVar[StoreSemantics] = StoreSemantics(
-        MutualExclusion.NONE, partial_write_visible=True
-    )
+    default_semantics: ClassVar[StoreSemantics] = StoreSemantics(MutualExclusion.NONE, partial_write_visible=True)
 
     def __init__(self, options: Mapping[str, object] | None = None) -> None:
         self.options = options if isinstance(options, StorageOptions) else StorageOptions(options)

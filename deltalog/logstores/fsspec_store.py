@@ -100,8 +100,7 @@ class FsspecLogStore(LogStore):
                 self._declared_exclusion = MutualExclusion(declared.strip().lower())
             except ValueError:
                 raise LogStoreConfigError(
-                    f"FSSPEC_MUTUAL_EXCLUSION must be conditional_write, atomic_rename or none, "
-                    f"not {declared!r}"
+                    f"FSSPEC_MUTUAL_EXCLUSION must be conditional_write, atomic_rename or none, not {declared!r}"
                 ) from None
         text = self.options.first("FSSPEC_STORAGE_OPTIONS")
         self._fs_kwargs: dict[str, Any] = {}
@@ -172,9 +171,7 @@ class FsspecLogStore(LogStore):
                 try:
                     fs = fsspec.filesystem(protocol, **self._fs_kwargs)
                 except (ValueError, ImportError) as exc:
-                    raise LogStoreConfigError(
-                        f"fsspec has no usable filesystem for {protocol!r}: {exc}"
-                    ) from exc
+                    raise LogStoreConfigError(f"fsspec has no usable filesystem for {protocol!r}: {exc}") from exc
                 self._filesystems[protocol] = fs
         return fs
 
@@ -287,8 +284,9 @@ class FsspecLogStore(LogStore):
             if key < start_bytes:
                 continue
             full = f"{directory}/{name}" if directory else name
-            found.append((key, FileStatus(self._uri(prefix, full, protocol), int(info.get("size") or 0),
-                                          _mtime_ms(info))))
+            found.append(
+                (key, FileStatus(self._uri(prefix, full, protocol), int(info.get("size") or 0), _mtime_ms(info)))
+            )
         found.sort(key=lambda item: item[0])
         return iter([status for _, status in found])
 

@@ -86,9 +86,7 @@ class LocalLogStore(LogStore):
         if not overwrite and os.path.lexists(target):
             raise FileAlreadyExistsError(path)
         os.makedirs(directory, exist_ok=True)
-        temp = os.path.join(
-            directory, f"{TEMP_PREFIX}{os.path.basename(target)}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
-        )
+        temp = os.path.join(directory, f"{TEMP_PREFIX}{os.path.basename(target)}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
         try:
             with open(temp, "xb") as handle:
                 buffer: list[bytes] = []

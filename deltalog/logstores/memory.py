@@ -85,9 +85,7 @@ class MemoryLogStore(LogStore):
             child = name[len(prefix) :]
             if "/" in child or child.encode("utf-8") < start_key:
                 continue
-            found.append(
-                (child.encode("utf-8"), FileStatus(self._uri(name), entry.size, _mtime_ms(entry)))
-            )
+            found.append((child.encode("utf-8"), FileStatus(self._uri(name), entry.size, _mtime_ms(entry))))
         found.sort(key=lambda item: item[0])
         return iter([status for _, status in found])
 

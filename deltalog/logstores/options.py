@@ -77,10 +77,7 @@ class StorageOptions(Mapping[str, str]):
 
     def redacted(self) -> dict[str, str]:
         """A plain dict safe to print or log."""
-        return {
-            original: (_REDACTED if is_secret_key(original) else value)
-            for original, value in self._items.values()
-        }
+        return {original: (_REDACTED if is_secret_key(original) else value) for original, value in self._items.values()}
 
     def __repr__(self) -> str:
         return f"StorageOptions({self.redacted()!r})"

@@ -70,7 +70,10 @@ def _registered() -> tuple[RegisteredStore, ...]:
         if previous is not None and previous.target != entry.target:
             log.warning(
                 "two LogStores are registered as %r (%s and %s); using %s",
-                ep.name, previous.target, entry.target, previous.target,
+                ep.name,
+                previous.target,
+                entry.target,
+                previous.target,
             )
             continue
         found[ep.name] = entry

@@ -1,339 +1,62 @@
 """``DeltaLog``: the entry point to a table's transaction log.
 
-It finds the table's :class:`~deltalog.logstores.base.LogStore`, loads snapshots
-(newest complete checkpoint + the commits after it, ``_last_checkpoint`` as a hint),
-keeps the latest one cached and advances it *incrementally*: :meth:`DeltaLog.update` lists
-only from the cached version + 1 and applies the new commits to the cached state.
+It reads the log (listing, snapshots, time travel: :class:`SnapshotManagement`), writes
+checkpoints, cleans up expired log files, returns the history, and opens transactions. It
+sits above the log and the commit layers and below the commands (OPTIMIZE, VACUUM,
+RESTORE), which it never imports: see ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Mapping
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
-
-from deltalog.logstores.base import FileStatus, LogStore
-from deltalog.logstores.options import StorageOptions
-from deltalog.logstores.registry import logstore_for
-from deltalog.txn.actions import Action, Metadata, parse_line
-from deltalog.txn.checkpoint_reader import read_checkpoint
-from deltalog.txn.errors import (
-    CorruptLogError,
-    NonContiguousVersionsError,
-    TableNotFoundError,
-    VersionNotFoundError,
-)
-from deltalog.txn.last_checkpoint import read_last_checkpoint
-from deltalog.txn.log_segment import (
-    COMMIT_RE,
-    LogListing,
-    LogSegment,
-    build_segment,
-    parse_listing,
-)
-from deltalog.txn.replay import CommitBatch, LogState, parse_log_object, partition_keys
-from deltalog.txn.snapshot import Snapshot
-
-if TYPE_CHECKING:
-    from deltalog.txn.history import CommitRecord
+from deltalog.txn.commit.isolation import IsolationLevel
+from deltalog.txn.commit.locks.base import CommitLock
+from deltalog.txn.commit.settings import EngineSettings
+from deltalog.txn.commit.transaction import OptimisticTransaction
+from deltalog.txn.log.checkpoint_writer import CheckpointResult, write_checkpoint
+from deltalog.txn.log.cleanup import cleanup_expired_logs
+from deltalog.txn.log.history import CommitRecord, history
+from deltalog.txn.log.snapshot import Snapshot
+from deltalog.txn.log.snapshot_management import SnapshotManagement
 
 __all__ = ["DeltaLog"]
 
-log = logging.getLogger(__name__)
 
-
-class DeltaLog:
+class DeltaLog(SnapshotManagement):
     """The transaction log of the Delta table at ``table_uri``."""
 
-    def __init__(self, table_uri: str, store: LogStore) -> None:
-        self.store = store
-        self.table_uri = table_uri.rstrip("/")
-        self.log_uri = f"{self.table_uri}/_delta_log"
-        self._lock = threading.RLock()
-        self._current: Snapshot | None = None
-
-    @classmethod
-    def for_table(
-        cls,
-        uri: str,
-        storage_options: Mapping[str, str] | None = None,
-        logstore: str | type[LogStore] | LogStore | None = None,
-    ) -> DeltaLog:
-        store = logstore_for(uri, storage_options, logstore)
-        return cls(store.resolve_path(uri.rstrip("/")), store)
-
-    def __repr__(self) -> str:
-        return f"DeltaLog({self.table_uri!r}, store={type(self.store).__name__})"
-
-    @property
-    def storage_options(self) -> StorageOptions:
-        return self.store.options
-
-    def commit_uri(self, version: int) -> str:
-        return f"{self.log_uri}/{version:020d}.json"
-
-    # -- listing and reading ------------------------------------------------------------
-
-    def _list(self, start_version: int = 0) -> list[FileStatus]:
-        return list(self.store.list_from(f"{self.log_uri}/{start_version:020d}"))
-
-    def listing(self, start_version: int = 0) -> LogListing:
-        return parse_listing(self._list(start_version))
-
-    def list_commit_versions(self, start: int = 0) -> list[int]:
-        versions = []
-        for status in self._list(start):
-            m = COMMIT_RE.match(status.name)
-            if m:
-                versions.append(int(m.group(1)))
-        return sorted(v for v in versions if v >= start)
-
-    def _read_lines(self, path: str, version: int | None = None) -> list[str]:
-        try:
-            return list(self.store.read(path))
-        except UnicodeDecodeError as exc:
-            raise CorruptLogError(path, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-        except FileNotFoundError:
-            if version is not None:
-                raise VersionNotFoundError(
-                    f"commit {version} of {self.table_uri} does not exist (no {path})", version=version
-                ) from None
-            raise
-
-    def read_commit(self, version: int) -> list[Action]:
-        """The actions of commit ``version`` (unknown actions skipped)."""
-        path = self.commit_uri(version)
-        actions: list[Action] = []
-        for n, line in enumerate(self._read_lines(path, version), 1):
-            if not line.strip():
-                continue
-            try:
-                action = parse_line(line)
-            except ValueError as exc:
-                raise CorruptLogError(path, f"line {n}: {exc}") from None
-            if action is not None:
-                actions.append(action)
-        return actions
-
-    def read_commit_raw(self, version: int, path: str | None = None) -> list[dict[str, Any]]:
-        """The decoded JSON objects of commit ``version``, one per line."""
-        path = path or self.commit_uri(version)
-        out: list[dict[str, Any]] = []
-        for n, line in enumerate(self._read_lines(path, version), 1):
-            if line.strip():
-                out.append(parse_log_object(line, path, n))
-        return out
-
-    def _collect(self, commits: list[FileStatus], batch: CommitBatch, metadata: Metadata | None = None) -> None:
-        for status in commits:
-            version = int(status.name[:20])
-            batch.add_lines(version, self._read_lines(status.path, version), status.path)
-        keys = set(partition_keys(metadata)) | set(partition_keys(batch.metadata))
-        batch.partition_keys = tuple(sorted(keys))
-        batch.parse()  # a bad line fails the load, naming its file and line
-
-    # -- snapshots ----------------------------------------------------------------------
-
-    def _commit_timestamp(self, version: int, state: LogState, batch: CommitBatch | None, fallback: int) -> int:
-        md = state.metadata
-        if md is not None and md.configuration.get("delta.enableInCommitTimestamps", "").lower() == "true":
-            info = batch.commit_infos.get(version) if batch is not None else None
-            if info is None:
-                try:
-                    raw = self.read_commit_raw(version)
-                except VersionNotFoundError:
-                    raw = []
-                info = next((o["commitInfo"] for o in raw if isinstance(o.get("commitInfo"), dict)), None)
-            if info is not None and info.get("inCommitTimestamp") is not None:
-                return int(info["inCommitTimestamp"])
-        return fallback
-
-    def _load(self, segment: LogSegment) -> Snapshot:
-        """The snapshot of ``segment``; when its checkpoint cannot be read, the snapshot
-        rebuilt from the newest earlier complete checkpoint and the commits after it (as
-        Delta falls back), provided those commits are still there."""
-        try:
-            return self._load_segment(segment)
-        except CorruptLogError as exc:
-            checkpoint = segment.checkpoint
-            if checkpoint is None or not any(exc.path == f.path for f in checkpoint.files):
-                raise
-            listing = self.listing(0)
-            earlier = [c for c in listing.complete_checkpoints(segment.version) if c.version < checkpoint.version]
-            try:
-                fallback = build_segment(
-                    self.log_uri, listing, segment.version, checkpoint=earlier[-1] if earlier else None
-                )
-            except (VersionNotFoundError, NonContiguousVersionsError):
-                raise exc from None
-            log.warning(
-                "the checkpoint at version %d of %s cannot be read (%s); rebuilding version %d from %s",
-                checkpoint.version,
-                self.table_uri,
-                exc.problem,
-                segment.version,
-                f"the checkpoint at version {earlier[-1].version}" if earlier else "the commits",
-            )
-            return self._load_segment(fallback)
-
-    def _load_segment(self, segment: LogSegment) -> Snapshot:
-        """The snapshot of ``segment``: the checkpoint's small actions and the commits are
-        read now; the checkpoint's file actions are read (and the commits' file actions
-        reconciled with them, in Arrow) on first use."""
-        files = None
-        if segment.checkpoint is not None:
-            contents = read_checkpoint(self.store, self.log_uri, segment.checkpoint)
-            base = contents.non_file_state()
-            files = contents.files
-        else:
-            base = LogState.empty()
-        batch = CommitBatch()
-        self._collect(list(segment.commits), batch, base.metadata)
-        state = base.with_non_file_actions(batch)
-        if segment.commits:
-            fallback = segment.commits[-1].modification_time
-        else:
-            assert segment.checkpoint is not None
-            fallback = segment.checkpoint.modification_time
-        ts = self._commit_timestamp(segment.version, state, batch, fallback)
-        pending = (batch,) if batch.has_file_actions else ()
-        return Snapshot(
-            self.table_uri,
-            segment.version,
-            state,
-            ts,
-            segment,
-            pending=pending,
-            pending_actions=batch.num_file_actions,
-            base=files,
-        )
-
-    def _segment(self, version: int | None) -> LogSegment | None:
-        hint = read_last_checkpoint(self.store, self.log_uri)
-        start = 0
-        if hint is not None and (version is None or version >= hint.version):
-            start = hint.version
-        listing = self.listing(start)
-        if start > 0 and not listing.complete_checkpoints(version):
-            log.warning(
-                "_last_checkpoint of %s points to version %d, which has no complete checkpoint; listing the whole log",
-                self.table_uri,
-                start,
-            )
-            listing = self.listing(0)
-        if listing.max_version < 0:
-            return None
-        return build_segment(self.log_uri, listing, version)
-
-    def _empty(self) -> Snapshot:
-        return Snapshot(self.table_uri, -1, LogState.empty(), 0)
-
-    def empty_snapshot(self) -> Snapshot:
-        """The state before version 0 (no table yet): what a transaction that creates the
-        table read, to open it again at read version -1."""
-        return self._empty()
-
-    def update(self) -> Snapshot:
-        """The latest snapshot; advances the cached one incrementally."""
-        with self._lock:
-            cached = self._current
-            if cached is None or cached.version < 0:
-                segment = self._segment(None)
-                snap = self._empty() if segment is None else self._load(segment)
-            else:
-                snap = self._advance(cached)
-            self._current = snap
-            return snap
-
-    def _advance(self, cached: Snapshot) -> Snapshot:
-        statuses = self._list(cached.version + 1)
-        listing = parse_listing(statuses)
-        new_versions = sorted(v for v in listing.commits if v > cached.version)
-        if not new_versions:
-            return cached
-        expected = list(range(cached.version + 1, new_versions[-1] + 1))
-        if new_versions != expected:
-            # commits were cleaned up behind a newer checkpoint: load afresh
-            segment = self._segment(None)
-            return self._empty() if segment is None else self._load(segment)
-        batch = CommitBatch()
-        commits = [listing.commits[v] for v in new_versions]
-        self._collect(commits, batch, cached.non_file_state.metadata)
-        last = new_versions[-1]
-        probe = cached.non_file_state.with_non_file_actions(batch)
-        ts = self._commit_timestamp(last, probe, batch, commits[-1].modification_time)
-        return cached.apply_batch(last, batch, ts)
-
-    @property
-    def current(self) -> Snapshot:
-        """The cached latest snapshot (loaded on first use)."""
-        snap = self._current
-        return self.update() if snap is None else snap
-
-    def install_snapshot(self, snapshot: Snapshot) -> None:
-        """Cache ``snapshot`` if it is newer than the cached one (the engine hands over the
-        post-commit state)."""
-        with self._lock:
-            if self._current is None or snapshot.version > self._current.version:
-                self._current = snapshot
-
-    def table_exists(self) -> bool:
-        return self.update().version >= 0
-
-    def snapshot(self, version: int | None = None, timestamp: datetime | int | str | None = None) -> Snapshot:
-        """The snapshot at ``version`` or at ``timestamp`` (Delta's time-travel rules), or the
-        latest. Raises :class:`TableNotFoundError` for time travel on a missing table."""
-        if version is not None and timestamp is not None:
-            raise ValueError("give a version or a timestamp, not both")
-        if timestamp is not None:
-            from deltalog.txn.history import version_at_timestamp
-
-            version = version_at_timestamp(self, timestamp)
-        if version is None:
-            return self.update()
-        if version < 0:
-            raise VersionNotFoundError(
-                f"version {version} of {self.table_uri} is invalid: versions start at 0", version=version
-            )
-        cached = self._current
-        if cached is not None and cached.version == version:
-            return cached
-        segment = self._segment(version)
-        if segment is None:
-            raise TableNotFoundError(self.table_uri)
-        return self._load(segment)
-
-    def require_table(self) -> Snapshot:
-        snap = self.update()
-        if snap.version < 0:
-            raise TableNotFoundError(self.table_uri)
-        return snap
-
-    # -- operations implemented in their own modules -------------------------------------
-
     def history(self, limit: int | None = None) -> list[CommitRecord]:
-        from deltalog.txn.history import history
-
+        """The table's commits, newest first (``DESCRIBE HISTORY``)."""
         return history(self, limit)
 
     def checkpoint(
         self, snapshot: Snapshot | None = None, *, part_size: int | None = None, v2_format: str = "parquet"
-    ) -> Any:
+    ) -> CheckpointResult:
         """Write a checkpoint of ``snapshot`` (latest by default) and ``_last_checkpoint``
         (a UUID-named V2 checkpoint in ``v2_format`` when ``delta.checkpointPolicy=v2``)."""
-        from deltalog.txn.checkpoint_writer import write_checkpoint
-
         return write_checkpoint(self, snapshot or self.require_table(), part_size=part_size, v2_format=v2_format)
 
     def cleanup_expired_logs(self, snapshot: Snapshot | None = None, *, now_ms: int | None = None) -> int:
         """Delete log files as the protocol's metadata-cleanup rules allow; the count deleted."""
-        from deltalog.txn.cleanup import cleanup_expired_logs
-
         return cleanup_expired_logs(self, snapshot or self.require_table(), now_ms=now_ms)
 
-    def start_transaction(self, **kwargs: Any) -> Any:
-        from deltalog.txn.transaction import OptimisticTransaction  # type: ignore[import-not-found,unused-ignore]
+    def start_transaction(
+        self,
+        *,
+        lock: str | CommitLock | None = None,
+        single_writer: bool = False,
+        isolation_level: IsolationLevel | str | None = None,
+        settings: EngineSettings | None = None,
+        snapshot: Snapshot | None = None,
+    ) -> OptimisticTransaction:
+        """Open an optimistic transaction on ``snapshot`` (the latest by default).
 
-        return OptimisticTransaction(self, **kwargs)
+        ``lock`` picks the commit lock (``"auto"`` by default: the store's own conditional
+        write or atomic rename when it has one; see ``docs/locks.md``)."""
+        return OptimisticTransaction(
+            self,
+            lock=lock,
+            single_writer=single_writer,
+            isolation_level=isolation_level,
+            settings=settings,
+            snapshot=snapshot,
+        )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import uuid
 
-from deltalog.txn.actions import AddFile, Metadata
+from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import CreateTable, Write
+from deltalog.txn.protocol.actions import AddFile, Metadata
 
 SCHEMA = json.dumps(
     {
@@ -28,8 +28,12 @@ def create_table(uri: str, options: dict[str, str], logstore: str | None = None,
 
 
 def append(
-    uri: str, options: dict[str, str], worker: int, commits: int,
-    logstore: str | None = None, lock: str | None = None,
+    uri: str,
+    options: dict[str, str],
+    worker: int,
+    commits: int,
+    logstore: str | None = None,
+    lock: str | None = None,
 ) -> list[tuple[int, str]]:
     log = DeltaLog.for_table(uri, options, logstore=logstore)
     acknowledged = []

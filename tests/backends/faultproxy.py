@@ -24,7 +24,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 _HOP_HEADERS = {
-    "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "te",
+    "trailer",
 }
 
 
@@ -160,9 +166,7 @@ class FaultProxy:
                     return fault
         return None
 
-    def _forward(
-        self, method: str, path: str, headers: object, body: bytes
-    ) -> tuple[int, dict[str, str], bytes]:
+    def _forward(self, method: str, path: str, headers: object, body: bytes) -> tuple[int, dict[str, str], bytes]:
         conn = http.client.HTTPConnection(self.upstream_host, self.upstream_port, timeout=30)
         try:
             items = getattr(headers, "items")()  # noqa: B009 -- email.message.Message

@@ -19,10 +19,15 @@ def main() -> None:
     action, uri, options_json = sys.argv[1:4]
     options = json.loads(options_json)
     if action == "write":
-        write_deltalake(uri, pa.table({"x": pa.array([1, 2, 3], pa.int64()), "p": ["a", "a", "b"]}),
-                        partition_by=["p"], storage_options=options)
-        write_deltalake(uri, pa.table({"x": pa.array([4], pa.int64()), "p": ["b"]}), mode="append",
-                        storage_options=options)
+        write_deltalake(
+            uri,
+            pa.table({"x": pa.array([1, 2, 3], pa.int64()), "p": ["a", "a", "b"]}),
+            partition_by=["p"],
+            storage_options=options,
+        )
+        write_deltalake(
+            uri, pa.table({"x": pa.array([4], pa.int64()), "p": ["b"]}), mode="append", storage_options=options
+        )
         print(json.dumps({"version": DeltaTable(uri, storage_options=options).version()}))
     else:
         table = DeltaTable(uri, storage_options=options)

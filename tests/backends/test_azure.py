@@ -22,8 +22,7 @@ def test_az_and_abfss_uris_name_the_same_blobs(azure: Backend) -> None:
 
 
 def test_connection_string(azure: Backend) -> None:
-    store = AzureBlobLogStore({"AZURE_STORAGE_CONNECTION_STRING": connection_string(azure.server.url),
-                               **FAST_RETRIES})
+    store = AzureBlobLogStore({"AZURE_STORAGE_CONNECTION_STRING": connection_string(azure.server.url), **FAST_RETRIES})
     path = f"az://{azure.bucket}/t/_delta_log/{0:020d}.json"
     store.write(path, ["x"])
     with pytest.raises(FileAlreadyExistsError):
@@ -37,14 +36,20 @@ def test_sas_token(azure: Backend) -> None:
     from azure.storage.blob import ContainerSasPermissions, generate_container_sas
 
     sas = generate_container_sas(
-        ACCOUNT, azure.bucket, account_key=ACCOUNT_KEY,
+        ACCOUNT,
+        azure.bucket,
+        account_key=ACCOUNT_KEY,
         permission=ContainerSasPermissions(read=True, write=True, delete=True, list=True, create=True),
         expiry=datetime.now(timezone.utc) + timedelta(hours=1),
     )
-    store = AzureBlobLogStore({
-        "AZURE_STORAGE_ACCOUNT_NAME": ACCOUNT, "AZURE_STORAGE_SAS_TOKEN": sas,
-        "AZURE_STORAGE_ENDPOINT": f"{azure.server.url}/{ACCOUNT}", "AZURE_STORAGE_ALLOW_HTTP": "true",
-    })
+    store = AzureBlobLogStore(
+        {
+            "AZURE_STORAGE_ACCOUNT_NAME": ACCOUNT,
+            "AZURE_STORAGE_SAS_TOKEN": sas,
+            "AZURE_STORAGE_ENDPOINT": f"{azure.server.url}/{ACCOUNT}",
+            "AZURE_STORAGE_ALLOW_HTTP": "true",
+        }
+    )
     path = f"az://{azure.bucket}/t/_delta_log/{0:020d}.json"
     store.write(path, ["x"])
     with pytest.raises(FileAlreadyExistsError):
@@ -58,10 +63,13 @@ def test_sas_token(azure: Backend) -> None:
 
 
 def test_emulator_flag_uses_the_well_known_account(azure: Backend) -> None:
-    store = AzureBlobLogStore({
-        "AZURE_STORAGE_USE_EMULATOR": "true",
-        "AZURE_STORAGE_ENDPOINT": f"{azure.server.url}/{ACCOUNT}", "AZURE_STORAGE_ALLOW_HTTP": "true",
-    })
+    store = AzureBlobLogStore(
+        {
+            "AZURE_STORAGE_USE_EMULATOR": "true",
+            "AZURE_STORAGE_ENDPOINT": f"{azure.server.url}/{ACCOUNT}",
+            "AZURE_STORAGE_ALLOW_HTTP": "true",
+        }
+    )
     store.write(f"az://{azure.bucket}/t/x.json", ["x"])
     assert list(azure.store().read(f"{azure.root}/x.json")) == ["x"]
     assert isinstance(store.filesystem(), pafs.AzureFileSystem)
@@ -113,8 +121,17 @@ def test_listing_falls_back_when_the_service_rejects_start_from(azure: Backend, 
         store.write(f"{azure.root}/_delta_log/{v:020d}.json", ["x"])
     proxy = proxy_for(azure)
     body = b"<?xml version='1.0'?><Error><Code>InvalidQueryParameterValue</Code><Message>startFrom</Message></Error>"
-    proxy.add(Fault("status", method="GET", query_contains="startFrom", times=100, status=400, body=body,
-                    headers={"x-ms-error-code": "InvalidQueryParameterValue"}))
+    proxy.add(
+        Fault(
+            "status",
+            method="GET",
+            query_contains="startFrom",
+            times=100,
+            status=400,
+            body=body,
+            headers={"x-ms-error-code": "InvalidQueryParameterValue"},
+        )
+    )
     old_service = azure.store(proxy.url)
     for _ in range(2):
         names = [s.name for s in old_service.list_from(f"{azure.root}/_delta_log/{2:020d}.json")]

@@ -14,9 +14,9 @@ import pytest
 
 from deltalog.logstores.base import LogStore
 from deltalog.logstores.memory import MemoryLogStore, _memory_fs
-from deltalog.txn.actions import AddFile, Metadata
+from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import CreateTable, Write
+from deltalog.txn.protocol.actions import AddFile, Metadata
 from tests.backends.conftest import Backend
 from tests.conformance.fault_stores import NoRenameObjectStore
 

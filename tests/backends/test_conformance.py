@@ -62,8 +62,17 @@ def test_conformance_kit_on_fsspec(tmp_path) -> None:
 def test_cli_prints_the_capability_report(backend: Backend) -> None:
     options = [arg for key, value in backend.options().items() for arg in ("--storage-option", f"{key}={value}")]
     command = [
-        sys.executable, "-m", "deltalog.cli", "conformance", f"{backend.root}/cli",
-        "--check", "declared_semantics", "--check", "list_from_start", "--check", "secrets_redacted",
+        sys.executable,
+        "-m",
+        "deltalog.cli",
+        "conformance",
+        f"{backend.root}/cli",
+        "--check",
+        "declared_semantics",
+        "--check",
+        "list_from_start",
+        "--check",
+        "secrets_redacted",
         *options,
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=subprocess_env())

@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
+from deltalog.txn.commit.locks.errors import UnsafeCommitLockError
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.locks.errors import UnsafeCommitLockError
 from tests.backends.conftest import Backend
 from tests.backends.engine_worker import append, create_table
 from tests.servers.redis import RedisServer

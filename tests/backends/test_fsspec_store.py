@@ -112,9 +112,7 @@ def test_memory_exclusive_create_under_threads() -> None:
         wins: list[int] = []
         barrier = threading.Barrier(8)
 
-        def go(
-            i: int, path: str = path, wins: list[int] = wins, barrier: threading.Barrier = barrier
-        ) -> None:
+        def go(i: int, path: str = path, wins: list[int] = wins, barrier: threading.Barrier = barrier) -> None:
             barrier.wait()
             try:
                 store.write(path, [str(i)])

@@ -13,21 +13,29 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from deltalog.txn.actions import AddFile, Metadata
+from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import CreateTable, Write
+from deltalog.txn.protocol.actions import AddFile, Metadata
 from tests.backends.conftest import Backend, subprocess_env
 
-SCHEMA = json.dumps({"type": "struct", "fields": [
-    {"name": "x", "type": "long", "nullable": True, "metadata": {}},
-    {"name": "p", "type": "string", "nullable": True, "metadata": {}},
-]})
+SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "x", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "p", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
+)
 
 
 def delta_rs(action: str, uri: str, options: dict[str, str]) -> dict[str, object]:
     result = subprocess.run(
         [sys.executable, "-m", "tests.backends.interop_worker", action, uri, json.dumps(options)],
-        capture_output=True, text=True, timeout=240, env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=subprocess_env(),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return dict(json.loads(result.stdout.strip().splitlines()[-1]))
@@ -43,8 +51,9 @@ def write_with_deltalog(uri: str, options: dict[str, str]) -> None:
         rel = f"p={p}/part-{uuid.uuid4().hex}.parquet"
         pq.write_table(pa.table({"x": pa.array(xs, pa.int64())}), log.store.fs_path(f"{uri}/{rel}"), filesystem=fs)
         size = fs.get_file_info(log.store.fs_path(f"{uri}/{rel}")).size
-        stats = json.dumps({"numRecords": len(xs), "minValues": {"x": min(xs)}, "maxValues": {"x": max(xs)},
-                            "nullCount": {"x": 0}})
+        stats = json.dumps(
+            {"numRecords": len(xs), "minValues": {"x": min(xs)}, "maxValues": {"x": max(xs)}, "nullCount": {"x": 0}}
+        )
         add = AddFile(rel, {"p": p}, size, int(time.time() * 1000), True, stats)
         log.start_transaction().commit([add], Write())
 

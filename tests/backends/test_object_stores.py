@@ -61,7 +61,8 @@ def test_list_from_is_inclusive_sorted_and_flat(backend: Backend) -> None:
     store = backend.store()
     log = f"{backend.root}/_delta_log"
     names = [f"{v:020d}.json" for v in range(12)] + [
-        "00000000000000000010.checkpoint.parquet", "_last_checkpoint",
+        "00000000000000000010.checkpoint.parquet",
+        "_last_checkpoint",
     ]
     for name in names:
         store.write(f"{log}/{name}", [name])
@@ -79,8 +80,10 @@ def test_list_from_is_inclusive_sorted_and_flat(backend: Backend) -> None:
 
     # a prefix that is not a full name, and the whole directory
     assert [s.name for s in store.list_from(f"{log}/00000000000000000010")] == [
-        "00000000000000000010.checkpoint.parquet", "00000000000000000010.json",
-        "00000000000000000011.json", "_last_checkpoint",
+        "00000000000000000010.checkpoint.parquet",
+        "00000000000000000010.json",
+        "00000000000000000011.json",
+        "_last_checkpoint",
     ]
     assert [s.name for s in store.list_from(f"{log}/")] == sorted(names)
     assert list(store.list_from(f"{backend.root}/nowhere/{V0}")) == []
@@ -134,8 +137,13 @@ def test_only_one_of_many_concurrent_writers_wins(backend: Backend) -> None:
         losses: list[int] = []
         barrier = threading.Barrier(6)
 
-        def attempt(i: int, path: str = path, wins: list[int] = wins, losses: list[int] = losses,
-                    barrier: threading.Barrier = barrier) -> None:
+        def attempt(
+            i: int,
+            path: str = path,
+            wins: list[int] = wins,
+            losses: list[int] = losses,
+            barrier: threading.Barrier = barrier,
+        ) -> None:
             barrier.wait()
             try:
                 store.write(path, [f"writer {i}"])

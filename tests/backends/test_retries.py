@@ -21,8 +21,11 @@ def error_reply(backend: Backend, status: int, code: str, message: str) -> dict[
         return {"status": status, "body": body.encode(), "headers": {"Content-Type": "application/xml"}}
     if backend.name == "azure":
         body = f"<?xml version='1.0'?><Error><Code>{code}</Code><Message>{message}</Message></Error>"
-        return {"status": status, "body": body.encode(),
-                "headers": {"Content-Type": "application/xml", "x-ms-error-code": code}}
+        return {
+            "status": status,
+            "body": body.encode(),
+            "headers": {"Content-Type": "application/xml", "x-ms-error-code": code},
+        }
     body = json.dumps({"error": {"code": status, "message": message, "errors": [{"reason": code}]}})
     return {"status": status, "body": body.encode(), "headers": {"Content-Type": "application/json"}}
 
@@ -88,8 +91,9 @@ def test_server_error_after_landing_is_success(backend: Backend, proxy_for) -> N
 def test_lost_answer_then_another_writers_file_is_already_exists(backend: Backend, proxy_for) -> None:
     proxy = proxy_for(backend)
     direct = backend.store()
-    proxy.add(Fault("drop", times=1, on_hit=lambda: direct.write(target(backend), ["theirs"]),
-                    **publish_match(backend)))
+    proxy.add(
+        Fault("drop", times=1, on_hit=lambda: direct.write(target(backend), ["theirs"]), **publish_match(backend))
+    )
     with pytest.raises(FileAlreadyExistsError):
         backend.store(proxy.url).write(target(backend), ["mine"])
     assert list(direct.read(target(backend))) == ["theirs"]

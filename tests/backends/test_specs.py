@@ -31,7 +31,10 @@ except FileExistsError:
 def run_child(spec_bytes: bytes, root: str, **env: str) -> str:
     result = subprocess.run(
         [sys.executable, "-c", CHILD, base64.b64encode(spec_bytes).decode(), root],
-        capture_output=True, text=True, timeout=120, env=subprocess_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=subprocess_env(**env),
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -84,8 +87,9 @@ for uri in ("s3://b/t", "az://c/t", "gs://b/t"):
     except ImportError as exc:
         print(type(exc).__name__, exc)
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                            env=subprocess_env())
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=subprocess_env()
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len(lines) == 3

@@ -17,7 +17,10 @@ def test_small_benchmark_writes_the_report(tmp_path: Path) -> None:
     out = tmp_path / "results"
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--size", "small", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=1200,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = (out / "REPORT.md").read_text()
@@ -25,8 +28,13 @@ def test_small_benchmark_writes_the_report(tmp_path: Path) -> None:
 
     modules = discover()
     assert {m.__name__ for m in modules} >= {
-        "bench.commit_latency", "bench.append_1row", "bench.append_throughput",
-        "bench.snapshot_load", "bench.checkpoint_write", "bench.spark_write", "bench.s3_requests",
+        "bench.commit_latency",
+        "bench.append_1row",
+        "bench.append_throughput",
+        "bench.snapshot_load",
+        "bench.checkpoint_write",
+        "bench.spark_write",
+        "bench.s3_requests",
     }
     rows = [line for line in report.splitlines() if line.startswith("| ") and not line.startswith("| workload")]
     workloads = {line.split("|")[1].strip() for line in rows}

@@ -218,9 +218,9 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from deltalog.txn.actions import AddFile, Metadata
+    from deltalog.txn.commit.operations import CreateTable
     from deltalog.txn.delta_log import DeltaLog
-    from deltalog.txn.operations import CreateTable
+    from deltalog.txn.protocol.actions import AddFile, Metadata
 
     schema = _json.dumps(
         {"type": "struct", "fields": [{"name": "v", "type": "long", "nullable": True, "metadata": {}}]}

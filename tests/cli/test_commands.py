@@ -20,7 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def deltalog(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "deltalog.cli", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "DELTALOG_PROGRESS": "", **(env or {})},
     )
 
@@ -98,14 +101,21 @@ def test_vacuum(table: str) -> None:
     assert isinstance(dry, dict) and dry["files"] == [orphan.path] and dry["dry_run"]
     assert (Path(table) / orphan.path).exists()
     done = deltalog(
-        "vacuum", table, "--retain-hours", "0", "--storage-option",
-        "spark.databricks.delta.retentionDurationCheck.enabled=false", "--lock", "in-process",
+        "vacuum",
+        table,
+        "--retain-hours",
+        "0",
+        "--storage-option",
+        "spark.databricks.delta.retentionDurationCheck.enabled=false",
+        "--lock",
+        "in-process",
     )
     assert done.returncode == 0, done.stderr
     assert orphan.path in done.stdout and "deleted 1 file(s)" in done.stdout
     assert not (Path(table) / orphan.path).exists()
     assert [r["operation"] for r in ok_json("history", table, "--limit", "2")] == [  # type: ignore[union-attr]
-        "VACUUM END", "VACUUM START",
+        "VACUUM END",
+        "VACUUM START",
     ]
 
 
@@ -161,15 +171,23 @@ def test_unknown_lock_is_refused(table: str) -> None:
 
 
 def test_every_command_takes_storage_options_and_lock(table: str) -> None:
-    for args in (["describe"], ["history"], ["files"], ["checkpoint"], ["cleanup"], ["vacuum", "--dry-run"],
-                 ["optimize", "--min-files", "5"], ["restore", "--version", "3"]):
+    for args in (
+        ["describe"],
+        ["history"],
+        ["files"],
+        ["checkpoint"],
+        ["cleanup"],
+        ["vacuum", "--dry-run"],
+        ["optimize", "--min-files", "5"],
+        ["restore", "--version", "3"],
+    ):
         proc = deltalog(args[0], table, *args[1:], "--storage-option", "AWS_REGION=eu-west-1", "--lock", "auto")
         assert proc.returncode == 0, (args, proc.stderr)
 
 
 def test_stores_names_the_default_lock() -> None:
     from deltalog.logstores.local import LocalLogStore
-    from deltalog.txn.locks.selection import describe_default_lock
+    from deltalog.txn.commit.locks.selection import describe_default_lock
 
     rows = ok_json("stores")
     local = next(r for r in rows if r["name"] == "local")  # type: ignore[union-attr]

@@ -17,9 +17,20 @@ DOCS = ROOT / "docs"
 EXECUTED_PAGES = ("index.md", "concepts.md", "operations.md", "transactions.md")
 #: Pages that must be in the site's navigation.
 REQUIRED_PAGES = (
-    "index.md", "concepts.md", "configuration.md", "operations.md", "benchmarks.md",
-    "writing-a-backend.md", "locks.md", "spark.md", "features.md", "reliability.md", "backends.md",
-    "transactions.md", "log.md", "conformance.md",
+    "index.md",
+    "concepts.md",
+    "configuration.md",
+    "operations.md",
+    "benchmarks.md",
+    "writing-a-backend.md",
+    "locks.md",
+    "spark.md",
+    "features.md",
+    "reliability.md",
+    "backends.md",
+    "transactions.md",
+    "log.md",
+    "conformance.md",
 )
 
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -34,7 +45,10 @@ def test_site_builds_strictly(tmp_path: Path) -> None:
     command = [str(mkdocs)] if mkdocs.exists() else [sys.executable, "-m", "mkdocs"]
     proc = subprocess.run(
         [*command, "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for page in REQUIRED_PAGES:
@@ -54,8 +68,9 @@ def test_python_samples_run(page: str, tmp_path: Path) -> None:
     path = tmp_path / "sample.py"
     path.write_text(script)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300, env=env)
+    proc = subprocess.run(
+        [sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env
+    )
     assert proc.returncode == 0, f"a sample of {page} failed:\n{proc.stderr[-4000:]}"
 
 

@@ -15,7 +15,7 @@ import signal
 import sys
 
 from deltalog.contrib.redis_lock import RedisCommitLock, RedisLockConfig
-from deltalog.txn.locks.base import CommitLock
+from deltalog.txn.commit.locks.base import CommitLock
 from tests.locks.plain_store import PausingPlainStore
 from tests.locks.writer_loop import commit_once
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from deltalog.txn.actions import AddFile, Metadata
+from deltalog.txn.commit.locks import UnsafeCommitLockError
+from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.locks import UnsafeCommitLockError
-from deltalog.txn.operations import CreateTable, Write
+from deltalog.txn.protocol.actions import AddFile, Metadata
 from tests.locks.test_redis_lock import PREFIX
 from tests.servers.process import ServerProcess
 from tests.servers.redis import RedisServer

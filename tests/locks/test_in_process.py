@@ -9,8 +9,8 @@ from collections.abc import Iterable
 
 from deltalog.logstores.errors import FileAlreadyExistsError
 from deltalog.logstores.memory import MemoryLogStore
-from deltalog.txn.locks import InProcessCommitLock, NoCommitLock, commit_uri
-from deltalog.txn.locks.in_process import _REGISTRY, path_lock
+from deltalog.txn.commit.locks import InProcessCommitLock, NoCommitLock, commit_uri
+from deltalog.txn.commit.locks.in_process import _REGISTRY, path_lock
 
 
 class ObservingStore(MemoryLogStore):

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from deltalog.contrib.redis_lock import RedisCommitLock, RedisLockConfig, parse_duration, redis_lock_from_uri
-from deltalog.txn.locks import CommitLockConfigError
+from deltalog.txn.commit.locks import CommitLockConfigError
 
 
 def test_uri_with_auth_db_and_parameters() -> None:

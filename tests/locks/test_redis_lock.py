@@ -18,7 +18,7 @@ import redis
 
 from deltalog.contrib.redis_lock import RedisCommitLock, RedisLockConfig
 from deltalog.logstores.errors import AmbiguousWriteError, FileAlreadyExistsError
-from deltalog.txn.locks import (
+from deltalog.txn.commit.locks import (
     CommitOutcomeUnknownError,
     LockTimeoutError,
     LockUnavailableError,

@@ -7,7 +7,7 @@ import pytest
 from deltalog.contrib.redis_lock import RedisCommitLock
 from deltalog.logstores.base import MutualExclusion, StoreSemantics
 from deltalog.logstores.memory import MemoryLogStore
-from deltalog.txn.locks import (
+from deltalog.txn.commit.locks import (
     CommitLock,
     CommitLockConfigError,
     InProcessCommitLock,

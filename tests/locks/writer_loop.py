@@ -7,7 +7,7 @@ import json
 
 from deltalog.logstores.base import LogStore
 from deltalog.logstores.errors import FileAlreadyExistsError
-from deltalog.txn.locks.base import CommitLock, commit_uri
+from deltalog.txn.commit.locks.base import CommitLock, commit_uri
 
 
 def latest_version(store: LogStore, log_uri: str) -> int:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 
 from deltalog.logstores.local import LocalLogStore
-from deltalog.txn.actions import Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile, action_to_line
+from deltalog.txn.protocol.actions import Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile, action_to_line
 
 SCHEMA = json.dumps(
     {

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from deltalog.txn.actions import AddFile, Metadata
+from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.errors import CorruptLogError
-from deltalog.txn.operations import CreateTable, Write
+from deltalog.txn.protocol.actions import AddFile, Metadata
+from deltalog.txn.protocol.errors import CorruptLogError
 
 SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "v", "type": "long", "nullable": True, "metadata": {}}]})
 

@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from deltalog.logstores.local import LocalLogStore
-from deltalog.txn.actions import CheckpointMetadata, Protocol, Sidecar, action_to_line
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.errors import CorruptLogError, VersionNotFoundError
-from deltalog.txn.last_checkpoint import LastCheckpointInfo, json_checksum, read_last_checkpoint
+from deltalog.txn.log.last_checkpoint import LastCheckpointInfo, json_checksum, read_last_checkpoint
+from deltalog.txn.protocol.actions import CheckpointMetadata, Protocol, Sidecar, action_to_line
+from deltalog.txn.protocol.errors import CorruptLogError, VersionNotFoundError
 from tests.log.helpers import add, commit, create, metadata, protocol, remove, set_mtime
 
 DAY = 86_400_000
@@ -262,7 +262,7 @@ def test_history_and_time_travel_by_timestamp(tmp_path):
 
 def test_in_commit_timestamps_are_used(tmp_path):
     t = str(tmp_path)
-    from deltalog.txn.actions import CommitInfo
+    from deltalog.txn.protocol.actions import CommitInfo
 
     proto = Protocol(1, 7, None, ("inCommitTimestamp",))
     store = LocalLogStore()
@@ -285,7 +285,7 @@ def test_last_checkpoint_info_roundtrip():
 
 
 def test_cleanup_deletes_only_unreferenced_old_sidecars(tmp_path):
-    from deltalog.txn.actions import Protocol
+    from deltalog.txn.protocol.actions import Protocol
     from tests.log.helpers import metadata
 
     t = str(tmp_path)

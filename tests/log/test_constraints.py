@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from deltalog.errors import DeltaError
-from deltalog.txn.actions import Metadata
-from deltalog.txn.constraints import (
+from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.constraints import (
     Constraint,
     ConstraintViolationError,
     UnsupportedConstraintError,

@@ -12,17 +12,17 @@ import deltalake
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from deltalog.txn.actions import AddFile, DeletionVectorDescriptor, Metadata, Protocol, action_to_line
-from deltalog.txn.column_mapping import logical_partition_values, rename_to_logical
-from deltalog.txn.deletion_vectors import (
+from deltalog.txn.commit.operations import CreateTable
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.log.deletion_vectors import (
     keep_mask,
     read_deletion_vector,
     serialize_bitmap,
     write_dv_file,
     z85_encode,
 )
-from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import CreateTable
+from deltalog.txn.protocol.actions import AddFile, DeletionVectorDescriptor, Metadata, Protocol, action_to_line
+from deltalog.txn.protocol.column_mapping import logical_partition_values, rename_to_logical
 
 
 def _field(name: str, type_: object, cm_id: int | None = None, physical: str | None = None) -> dict[str, object]:
@@ -147,8 +147,8 @@ def test_column_mapping_name_mode(tmp_path: Path) -> None:
 def test_writes_to_column_mapping_tables_are_refused(tmp_path: Path) -> None:
     import pytest
 
-    from deltalog.txn.errors import UnsupportedFeatureError
-    from deltalog.txn.operations import Write
+    from deltalog.txn.commit.operations import Write
+    from deltalog.txn.protocol.errors import UnsupportedFeatureError
 
     test_column_mapping_name_mode(tmp_path)
     log = DeltaLog.for_table(str(tmp_path / "cm"))

@@ -18,7 +18,7 @@ import os
 import pytest
 
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.schema import StructType
+from deltalog.txn.protocol.schema import StructType
 
 from .helpers import SCHEMA
 
@@ -131,7 +131,7 @@ def test_metadata_id_defaults_to_a_fresh_uuid() -> None:
     """Delta's ``Metadata(id = java.util.UUID.randomUUID().toString, ...)``."""
     import uuid
 
-    from deltalog.txn.actions import Metadata
+    from deltalog.txn.protocol.actions import Metadata
 
     first, second = Metadata(schema_string=SCHEMA), Metadata(schema_string=SCHEMA)
     assert str(uuid.UUID(first.id)) == first.id

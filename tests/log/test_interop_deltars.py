@@ -8,7 +8,7 @@ import deltalake
 import pyarrow as pa
 
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.schema import PrimitiveType
+from deltalog.txn.protocol.schema import PrimitiveType
 from tests.log.helpers import add, commit, create, remove
 
 
@@ -106,9 +106,7 @@ def test_deltars_timestamp_ntz_and_types(tmp_path):
     assert snap.schema.field("ts").type == PrimitiveType("timestamp_ntz")
     assert "timestampNtz" in (snap.protocol.reader_features or ())
     arrow = snap.schema.to_arrow()
-    assert arrow.field("ts").type == pa.timestamp("us") and arrow.field("tz").type == pa.timestamp(
-        "us", "UTC"
-    )
+    assert arrow.field("ts").type == pa.timestamp("us") and arrow.field("tz").type == pa.timestamp("us", "UTC")
     assert arrow.field("dec").type == pa.decimal128(10, 2)
 
 
@@ -123,7 +121,7 @@ def test_deltars_deletion_vector_table_or_rewrite(tmp_path):
 
 
 def _v2_table(path: str, files: int) -> None:
-    from deltalog.txn.actions import Protocol
+    from deltalog.txn.protocol.actions import Protocol
     from tests.log.helpers import metadata
 
     proto = Protocol(3, 7, frozenset({"v2Checkpoint"}), frozenset({"v2Checkpoint"}))

@@ -16,10 +16,10 @@ from urllib.parse import quote, unquote
 import pyarrow as pa
 import pytest
 
-from deltalog.txn.arrow_build import null_array
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.errors import CorruptLogError
-from deltalog.txn.replay import ADD_SCHEMA, REMOVE_SCHEMA
+from deltalog.txn.log.replay import ADD_SCHEMA, REMOVE_SCHEMA
+from deltalog.txn.protocol.arrow_build import null_array
+from deltalog.txn.protocol.errors import CorruptLogError
 
 from .helpers import SCHEMA
 
@@ -371,7 +371,7 @@ def test_unpartitioned_checkpoint_keeps_empty_partition_values(tmp_path):
 def test_many_chunks_parse_in_parallel_and_keep_log_order(tmp_path, monkeypatch):
     """Several chunks go to worker threads; the newest action per file must still win and a
     bad line in a late chunk still names its file and line."""
-    import deltalog.txn.replay as replay
+    import deltalog.txn.log.replay as replay
 
     monkeypatch.setattr(replay, "_CHUNK_BYTES", 2_000)
     t = str(tmp_path)
@@ -388,7 +388,7 @@ def test_many_chunks_parse_in_parallel_and_keep_log_order(tmp_path, monkeypatch)
 def test_date_like_partition_values_keep_their_text_on_the_bulk_path(tmp_path, monkeypatch):
     """pyarrow infers "2024-01-01" as a timestamp; with the table's partition keys known the
     values are read as text, without falling back to the per-line parser."""
-    import deltalog.txn.replay as replay
+    import deltalog.txn.log.replay as replay
 
     def no_slow_path(*args: object, **kwargs: object) -> None:
         raise AssertionError("fell back to the per-line parser")

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from deltalog.txn.actions import DomainMetadata, Protocol, SetTransaction
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.errors import (
+from deltalog.txn.protocol.actions import DomainMetadata, Protocol, SetTransaction
+from deltalog.txn.protocol.errors import (
     CorruptLogError,
     InvalidTableStateError,
     NonContiguousVersionsError,

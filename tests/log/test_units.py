@@ -9,18 +9,18 @@ import pyarrow as pa
 import pytest
 
 from deltalog.logstores.local import LocalLogStore
-from deltalog.txn.actions import DeletionVectorDescriptor, Metadata, Protocol
-from deltalog.txn.deletion_vectors import (
+from deltalog.txn.log.deletion_vectors import (
     dv_absolute_path,
     read_deletion_vector,
     serialize_bitmap,
     write_dv_file,
     z85_encode,
 )
-from deltalog.txn.errors import CorruptLogError, InvalidSchemaError, UnsupportedFeatureError
-from deltalog.txn.features import check_read_supported, check_write_supported
-from deltalog.txn.properties import InvalidPropertyError, TableProperties, parse_interval
-from deltalog.txn.schema import from_arrow, parse_schema
+from deltalog.txn.protocol.actions import DeletionVectorDescriptor, Metadata, Protocol
+from deltalog.txn.protocol.errors import CorruptLogError, InvalidSchemaError, UnsupportedFeatureError
+from deltalog.txn.protocol.features import check_read_supported, check_write_supported
+from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties, parse_interval
+from deltalog.txn.protocol.schema import from_arrow, parse_schema
 
 SCHEMA = {
     "type": "struct",
@@ -86,9 +86,7 @@ def test_properties_defaults_and_intervals():
     p = TableProperties({})
     assert p.checkpoint_interval == 10 and p.log_retention == timedelta(days=30)
     assert p.deleted_file_retention == timedelta(weeks=1) and p.set_transaction_retention is None
-    assert (
-        p.data_skipping_num_indexed_cols == 32 and not p.append_only and p.isolation_level == "Serializable"
-    )
+    assert p.data_skipping_num_indexed_cols == 32 and not p.append_only and p.isolation_level == "Serializable"
     assert parse_interval("interval 2 hours") == timedelta(hours=2)
     assert parse_interval("1 day 12 hours") == timedelta(days=1, hours=12)
     with pytest.raises(InvalidPropertyError, match="months and years are not allowed"):
@@ -135,7 +133,5 @@ def test_deletion_vectors_inline_and_on_disk(tmp_path):
     (tmp_path / "ab" / f"deletion_vector_{u}.bin").write_bytes(bytes(bad))
     with pytest.raises(CorruptLogError, match="checksum mismatch"):
         read_deletion_vector(LocalLogStore(), str(tmp_path), dv)
-    protocol_example = DeletionVectorDescriptor(
-        "i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 40, 6
-    )
+    protocol_example = DeletionVectorDescriptor("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 40, 6)
     assert read_deletion_vector(LocalLogStore(), "x", protocol_example).to_pylist() == [3, 4, 7, 11, 18, 29]

@@ -11,11 +11,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from deltalog.txn.actions import AddFile, Metadata, encode_path
+from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.file_stats import StatsCollector
-from deltalog.txn.operations import CreateTable, Write
-from deltalog.txn.partition_paths import partition_directory
+from deltalog.txn.protocol.actions import AddFile, Metadata, encode_path
+from deltalog.txn.protocol.file_stats import StatsCollector
+from deltalog.txn.protocol.partition_paths import partition_directory
 
 SCHEMA = json.dumps(
     {
@@ -35,8 +35,9 @@ def create(uri: str, partitioned: bool = True, config: dict[str, str] | None = N
     txn = log.start_transaction()
     partition_by = ("p",) if partitioned else ()
     txn.update_metadata(
-        Metadata(id=str(uuid.uuid4()), schema_string=SCHEMA, partition_columns=partition_by,
-                 configuration=dict(config or {}))
+        Metadata(
+            id=str(uuid.uuid4()), schema_string=SCHEMA, partition_columns=partition_by, configuration=dict(config or {})
+        )
     )
     txn.commit([], CreateTable(partition_by=partition_by))
     return log
@@ -70,7 +71,7 @@ def append(log: DeltaLog, ids: Sequence[int], part: str | None = "a") -> int:
 
 def read_ids(log: DeltaLog, version: int | None = None) -> list[int]:
     """Every id in the table (DV-deleted rows excluded), sorted."""
-    from deltalog.txn.deletion_vectors import read_deletion_vector
+    from deltalog.txn.log.deletion_vectors import read_deletion_vector
 
     snap = log.snapshot(version) if version is not None else log.update()
     fs = log.store.filesystem()

@@ -9,11 +9,11 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from deltalog.txn.actions import AddFile, Metadata
-from deltalog.txn.data_files import data_file_arrow_schema, open_data_file
+from deltalog.txn.commands.optimize import optimize
+from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import CreateTable, Write
-from deltalog.txn.optimize import optimize
+from deltalog.txn.log.data_files import data_file_arrow_schema, open_data_file
+from deltalog.txn.protocol.actions import AddFile, Metadata
 
 LATEST = dt.datetime(9999, 12, 31, 23, 59, 59, 999999)
 EARLIEST = dt.datetime(1, 1, 1)
@@ -52,10 +52,13 @@ def test_int96_columns_read_as_microseconds_and_infer_as_utc_timestamps(tmp_path
 def test_optimize_writes_int96_values_back_as_microseconds(tmp_path):
     uri = str(tmp_path / "t")
     log = DeltaLog.for_table(uri)
-    schema = {"type": "struct", "fields": [
-        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
-        {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}},
-    ]}
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}},
+        ],
+    }
     with log.start_transaction() as txn:
         txn.update_metadata(Metadata(schema_string=json.dumps(schema)))
         txn.commit([], CreateTable())

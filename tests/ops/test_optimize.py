@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from deltalog.txn import optimize as optimize_module
-from deltalog.txn.actions import AddFile, DeletionVectorDescriptor
-from deltalog.txn.commit_errors import ConcurrentDeleteReadError
-from deltalog.txn.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
+from deltalog.txn.commands import optimize as optimize_module
+from deltalog.txn.commands.optimize import optimize
+from deltalog.txn.commit.commit_errors import ConcurrentDeleteReadError
+from deltalog.txn.commit.operations import Delete, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import Delete, Write
-from deltalog.txn.optimize import optimize
+from deltalog.txn.log.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
+from deltalog.txn.protocol.actions import AddFile, DeletionVectorDescriptor
 from tests.ops.tables import append, create, read_ids, write_file
 
 NAME = re.compile(r"^(p=[ab]/)?part-00000-[0-9a-f-]{36}\.c000\.snappy\.parquet$")
@@ -71,7 +71,7 @@ def test_where_limits_the_partitions(table_uri: str) -> None:
     files = log.update().files
     assert result.num_files_removed == 3 and result.num_files_added == 1
     assert sorted(f.partition_values["p"] for f in files) == ["a", "b", "b", "b"]
-    assert log.read_commit(result.version or 0)[0].operation_parameters["predicate"] == '["(p = \'a\')"]'  # type: ignore[union-attr]
+    assert log.read_commit(result.version or 0)[0].operation_parameters["predicate"] == "[\"(p = 'a')\"]"  # type: ignore[union-attr]
     assert read_ids(log) == ids
 
 
@@ -164,9 +164,7 @@ def test_concurrent_delete_replans(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     _assert_no_orphans(log)
 
 
-def test_conflict_on_the_last_attempt_raises_and_cleans_up(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_conflict_on_the_last_attempt_raises_and_cleans_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     uri = str(tmp_path / "t")
     log = create(uri)
     _fill(log)
@@ -227,10 +225,7 @@ def test_optimize_while_processes_append(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     log = create(uri)
     root = Path(__file__).resolve().parents[2]
-    writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, uri, str(base)], cwd=root)
-        for base in (1000, 2000)
-    ]
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, uri, str(base)], cwd=root) for base in (1000, 2000)]
     runs = 0
     try:
         while any(w.poll() is None for w in writers) or runs < 2:
@@ -264,7 +259,7 @@ def test_output_keeps_the_input_codec_and_encoding_and_is_not_bigger(tmp_path: P
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from deltalog.txn.operations import Write
+    from deltalog.txn.commit.operations import Write
 
     log = create(str(tmp_path / "t"), partitioned=False)
     fs = log.store.filesystem()
@@ -275,8 +270,14 @@ def test_output_keeps_the_input_codec_and_encoding_and_is_not_bigger(tmp_path: P
         with fs.open_output_stream(log.store.fs_path(f"{log.table_uri}/{name}")) as out:
             pq.write_table(table, out, compression="gzip", use_dictionary=["name"], row_group_size=2000)
         size = fs.get_file_info(log.store.fs_path(f"{log.table_uri}/{name}")).size
-        add = AddFile(path=name, partition_values={}, size=size, modification_time=0, data_change=True,
-                      stats=json.dumps({"numRecords": 5000}))
+        add = AddFile(
+            path=name,
+            partition_values={},
+            size=size,
+            modification_time=0,
+            data_change=True,
+            stats=json.dumps({"numRecords": 5000}),
+        )
         log.start_transaction().commit([add], Write(mode="Append"))
     result = optimize(log)
     assert result.num_files_removed == 4 and result.num_files_added == 1
@@ -296,7 +297,7 @@ def test_z_order_rewrites_every_file_of_the_partition_in_z_order(tmp_path: Path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from deltalog.txn.optimize import OptimizeError, range_ids, z_order_indices
+    from deltalog.txn.commands.optimize import OptimizeError, range_ids, z_order_indices
 
     log = create(str(tmp_path / "t"), config={"delta.dataSkippingNumIndexedCols": "1"})
     append(log, [5, 3, 1], "a")

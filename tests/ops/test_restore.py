@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from deltalog.txn import restore as restore_module
-from deltalog.txn.commit_errors import ConcurrentAppendError
+from deltalog.txn.commands import restore as restore_module
+from deltalog.txn.commands.optimize import optimize
+from deltalog.txn.commands.restore import RestoreMissingFilesError, restore
+from deltalog.txn.commands.vacuum import vacuum
+from deltalog.txn.commit.commit_errors import ConcurrentAppendError
+from deltalog.txn.commit.operations import Delete, SetTableProperties
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.errors import VersionNotFoundError
-from deltalog.txn.operations import Delete, SetTableProperties
-from deltalog.txn.optimize import optimize
-from deltalog.txn.restore import RestoreMissingFilesError, restore
-from deltalog.txn.vacuum import vacuum
+from deltalog.txn.protocol.errors import VersionNotFoundError
 from tests.ops.tables import append, create, read_ids
 
 

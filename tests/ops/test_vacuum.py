@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from deltalog.txn.actions import DeletionVectorDescriptor
-from deltalog.txn.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
+from deltalog.txn.commands.vacuum import VacuumRetentionError, is_hidden, vacuum
+from deltalog.txn.commit.operations import Delete, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import Delete, Write
-from deltalog.txn.vacuum import VacuumRetentionError, is_hidden, vacuum
+from deltalog.txn.log.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
+from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 from tests.ops.tables import append, create, read_ids, write_file
 
 HOUR_MS = 3600 * 1000
@@ -195,7 +195,6 @@ def test_deletion_vector_files_of_active_files_are_kept(tmp_path: Path) -> None:
     dv_path = log.store.fs_path(dv_absolute_path(log.table_uri, dv))
     with open(dv_path, "wb") as fh:
         fh.write(blob)
-
 
     txn = log.start_transaction()
     txn.filter_files()

@@ -18,9 +18,9 @@ import uuid
 from typing import Any
 
 from deltalog.errors import DeltaError
-from deltalog.txn.actions import AddFile, Metadata
+from deltalog.txn.commit.operations import CreateTable, Delete, SetTableProperties, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import CreateTable, Delete, SetTableProperties, Write
+from deltalog.txn.protocol.actions import AddFile, Metadata
 from tests.reliability.crash_store import CrashingLocalLogStore, CrashPoints, install_os_hooks
 
 _REAL_FSYNC = os.fsync  # acks are fsynced without counting as crash points
@@ -49,8 +49,9 @@ def create_table(uri: str) -> None:
     """Create the table (in the parent, not crashed)."""
     txn = DeltaLog.for_table(uri).start_transaction()
     txn.update_metadata(
-        Metadata(id=str(uuid.uuid4()), schema_string=SCHEMA, partition_columns=("p",),
-                 configuration=dict(TABLE_PROPERTIES))
+        Metadata(
+            id=str(uuid.uuid4()), schema_string=SCHEMA, partition_columns=("p",), configuration=dict(TABLE_PROPERTIES)
+        )
     )
     txn.commit([], CreateTable(partition_by=["p"]))
 
@@ -64,8 +65,16 @@ def _ack(ack_path: str, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def write_commits(uri: str, ack_path: str, seed: int, steps: int, worker: int,
-                  crash_at: int | None, count_path: str | None = None, concurrent: bool = False) -> None:
+def write_commits(
+    uri: str,
+    ack_path: str,
+    seed: int,
+    steps: int,
+    worker: int,
+    crash_at: int | None,
+    count_path: str | None = None,
+    concurrent: bool = False,
+) -> None:
     """Run ``steps`` seeded steps; SIGKILL self at crash point ``crash_at`` (None: never).
     With ``count_path``, write the number of crash points passed there at the end.
     ``concurrent``: another writer works on the table too, so a step may lose a race."""
@@ -88,8 +97,9 @@ def write_commits(uri: str, ack_path: str, seed: int, steps: int, worker: int,
             handle.write(str(points.count))
 
 
-def _step(log: DeltaLog, ack_path: str, rng: random.Random, seed: int, step: int, part: str,
-          cleanup_skew_ms: int) -> None:
+def _step(
+    log: DeltaLog, ack_path: str, rng: random.Random, seed: int, step: int, part: str, cleanup_skew_ms: int
+) -> None:
     roll = rng.random()
     if roll < 0.08:
         log.checkpoint()

@@ -19,9 +19,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from deltalog.errors import DeltaError
-from deltalog.txn.actions import AddFile
+from deltalog.txn.commit.operations import Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.errors import (
+from deltalog.txn.protocol.actions import AddFile
+from deltalog.txn.protocol.errors import (
     CorruptLogError,
     DeltaLogError,
     InvalidSchemaError,
@@ -30,7 +31,6 @@ from deltalog.txn.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from deltalog.txn.operations import Write
 
 SCHEMA = {
     "type": "struct",
@@ -48,24 +48,38 @@ def protocol(reader: int = 1, writer: int = 2, **extra: Any) -> dict[str, Any]:
 
 def metadata(schema: Any = None, partition: tuple[str, ...] = ("p",), **extra: Any) -> dict[str, Any]:
     schema_string = schema if isinstance(schema, str) else json.dumps(schema or SCHEMA)
-    return {"metaData": {"id": "a1b2", "format": {"provider": "parquet", "options": {}},
-                         "schemaString": schema_string, "partitionColumns": list(partition),
-                         "configuration": {}, "createdTime": 1, **extra}}
+    return {
+        "metaData": {
+            "id": "a1b2",
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": schema_string,
+            "partitionColumns": list(partition),
+            "configuration": {},
+            "createdTime": 1,
+            **extra,
+        }
+    }
 
 
 def info(version: int) -> dict[str, Any]:
-    return {"commitInfo": {"timestamp": 1_700_000_000_000 + version, "operation": "WRITE",
-                           "txnId": f"txn-{version}"}}
+    return {"commitInfo": {"timestamp": 1_700_000_000_000 + version, "operation": "WRITE", "txnId": f"txn-{version}"}}
 
 
 def add(name: str, p: str = "a", **extra: Any) -> dict[str, Any]:
-    return {"add": {"path": f"p={p}/{name}.parquet", "partitionValues": {"p": p}, "size": 10,
-                    "modificationTime": 1, "dataChange": True, **extra}}
+    return {
+        "add": {
+            "path": f"p={p}/{name}.parquet",
+            "partitionValues": {"p": p},
+            "size": 10,
+            "modificationTime": 1,
+            "dataChange": True,
+            **extra,
+        }
+    }
 
 
 def remove(name: str, p: str = "a") -> dict[str, Any]:
-    return {"remove": {"path": f"p={p}/{name}.parquet", "deletionTimestamp": 4_000_000_000_000,
-                       "dataChange": True}}
+    return {"remove": {"path": f"p={p}/{name}.parquet", "deletionTimestamp": 4_000_000_000_000, "dataChange": True}}
 
 
 def lines(*objects: Any) -> bytes:
@@ -269,7 +283,7 @@ def _empty_last(d: Path, uri: str) -> None:
 def _corrupt_last(d: Path, uri: str) -> None:
     base(d)
     checkpoint(d, 2, uri)
-    write(d, "_last_checkpoint", b"{\"version\": tw")
+    write(d, "_last_checkpoint", b'{"version": tw')
 
 
 @case("_last_checkpoint pointing at a missing checkpoint", live("f1", "f2"))
@@ -346,8 +360,7 @@ def _future_reader(d: Path, uri: str) -> None:
 @case("unknown reader feature", fails(UnsupportedFeatureError, "timeTravelToTheFuture"))
 def _unknown_reader_feature(d: Path, uri: str) -> None:
     base(d)
-    commit(d, 3, protocol(3, 7, readerFeatures=["timeTravelToTheFuture"],
-                          writerFeatures=["timeTravelToTheFuture"]))
+    commit(d, 3, protocol(3, 7, readerFeatures=["timeTravelToTheFuture"], writerFeatures=["timeTravelToTheFuture"]))
 
 
 def _commit_something(log: DeltaLog) -> object:
@@ -373,20 +386,22 @@ def _unknown_action(d: Path, uri: str) -> None:
 
 @case("unknown fields in known actions are ignored", live("f1", "f2"))
 def _unknown_fields(d: Path, uri: str) -> None:
-    commit(d, 0, {"protocol": {**protocol()["protocol"], "futureField": [1]}},
-           {"metaData": {**metadata()["metaData"], "futureField": {"x": 1}}})
+    commit(
+        d,
+        0,
+        {"protocol": {**protocol()["protocol"], "futureField": [1]}},
+        {"metaData": {**metadata()["metaData"], "futureField": {"x": 1}}},
+    )
     commit(d, 1, add("f0", futureField=True), add("f1", anotherOne={"deep": [1, 2]}))
     commit(d, 2, {"remove": {**remove("f0")["remove"], "whatever": 1}}, add("f2"))
 
 
-@case("schemaString that is not JSON",
-      fails(InvalidSchemaError, action=lambda log: log.update().schema))
+@case("schemaString that is not JSON", fails(InvalidSchemaError, action=lambda log: log.update().schema))
 def _schema_not_json(d: Path, uri: str) -> None:
     commit(d, 0, protocol(), metadata(schema="{not json"))
 
 
-@case("schemaString that is not a struct",
-      fails(InvalidSchemaError, action=lambda log: log.update().schema))
+@case("schemaString that is not a struct", fails(InvalidSchemaError, action=lambda log: log.update().schema))
 def _schema_not_struct(d: Path, uri: str) -> None:
     commit(d, 0, protocol(), metadata(schema=json.dumps({"type": "string"})))
 
@@ -396,14 +411,31 @@ def _partition_columns_not_list(d: Path, uri: str) -> None:
     commit(d, 0, protocol(), metadata(partitionColumns=7))
 
 
-@case("partition values that do not parse as the column type",
-      lambda log: _unparsable_partition_check(log))
+@case("partition values that do not parse as the column type", lambda log: _unparsable_partition_check(log))
 def _bad_partition_value(d: Path, uri: str) -> None:
     commit(d, 0, protocol(), metadata(partition=("n",)))
-    commit(d, 1, {"add": {"path": "n=abc/f.parquet", "partitionValues": {"n": "abc"}, "size": 1,
-                          "modificationTime": 1, "dataChange": True}},
-           {"add": {"path": "n=1/g.parquet", "partitionValues": {"n": "1"}, "size": 1,
-                    "modificationTime": 1, "dataChange": True}})
+    commit(
+        d,
+        1,
+        {
+            "add": {
+                "path": "n=abc/f.parquet",
+                "partitionValues": {"n": "abc"},
+                "size": 1,
+                "modificationTime": 1,
+                "dataChange": True,
+            }
+        },
+        {
+            "add": {
+                "path": "n=1/g.parquet",
+                "partitionValues": {"n": "1"},
+                "size": 1,
+                "modificationTime": 1,
+                "dataChange": True,
+            }
+        },
+    )
 
 
 def _unparsable_partition_check(log: DeltaLog) -> None:
@@ -437,12 +469,17 @@ def _huge(d: Path, uri: str) -> None:
 @case("invalid UTF-8", fails(CorruptLogError, V1))
 def _bad_utf8(d: Path, uri: str) -> None:
     base(d)
-    write(d, V1, lines(info(1)) + b'{"add": {"path": "p=a/\xff\xfe.parquet", "partitionValues": {"p": "a"}, '
-          b'"size": 1, "modificationTime": 1, "dataChange": true}}\n' + lines(add("f0"), add("f1")))
+    write(
+        d,
+        V1,
+        lines(info(1)) + b'{"add": {"path": "p=a/\xff\xfe.parquet", "partitionValues": {"p": "a"}, '
+        b'"size": 1, "modificationTime": 1, "dataChange": true}}\n' + lines(add("f0"), add("f1")),
+    )
 
 
-@case("time travel to a version that does not exist",
-      fails(VersionNotFoundError, "7", action=lambda log: log.snapshot(7)))
+@case(
+    "time travel to a version that does not exist", fails(VersionNotFoundError, "7", action=lambda log: log.snapshot(7))
+)
 def _time_travel(d: Path, uri: str) -> None:
     base(d)
 

@@ -34,9 +34,9 @@ from typing import Any
 
 import pytest
 
-from deltalog.txn.actions import AddFile
+from deltalog.txn.commit.operations import Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import Write
+from deltalog.txn.protocol.actions import AddFile
 from tests.reliability.crash_worker import create_table, write_commits
 
 DETERMINISTIC_KILLS = 130
@@ -142,8 +142,16 @@ class CrashTable:
         self.next_writer_commits += 1
 
 
-def _start(ctx: Any, table: CrashTable, seed: int, steps: int, worker: int,
-           crash_at: int | None, count_path: str | None = None, concurrent: bool = False) -> Any:
+def _start(
+    ctx: Any,
+    table: CrashTable,
+    seed: int,
+    steps: int,
+    worker: int,
+    crash_at: int | None,
+    count_path: str | None = None,
+    concurrent: bool = False,
+) -> Any:
     process = ctx.Process(
         target=write_commits,
         args=(table.uri, str(table.ack_file()), seed, steps, worker, crash_at, count_path, concurrent),
@@ -200,8 +208,9 @@ def test_sigkill_at_crash_points_and_random_moments_loses_nothing(crash_dir: Pat
         table.rounds += 1
         writers = [_start(ctx, table, rng.randrange(2**31), RANDOM_STEPS, w, None, concurrent=True) for w in (0, 1)]
         t0 = time.monotonic()
-        for process, delay in sorted(zip(writers, [rng.uniform(0, duration) for _ in writers]),
-                                     key=lambda pair: pair[1]):
+        for process, delay in sorted(
+            zip(writers, [rng.uniform(0, duration) for _ in writers]), key=lambda pair: pair[1]
+        ):
             time.sleep(max(0.0, delay - (time.monotonic() - t0)))
             try:
                 if process.exitcode is None:

@@ -21,16 +21,21 @@ import pyarrow.parquet as pq
 import pytest
 
 from deltalog.errors import DeltaError
-from deltalog.txn.actions import AddFile, Metadata, RemoveFile, decode_path, encode_path
+from deltalog.txn.commands.optimize import optimize
+from deltalog.txn.commands.vacuum import vacuum
+from deltalog.txn.commit.operations import CreateTable, Delete, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import CreateTable, Delete, Write
-from deltalog.txn.optimize import optimize
-from deltalog.txn.vacuum import vacuum
+from deltalog.txn.protocol.actions import AddFile, Metadata, RemoveFile, decode_path, encode_path
 
-SCHEMA = json.dumps({"type": "struct", "fields": [
-    {"name": "p", "type": "string", "nullable": True, "metadata": {}},
-    {"name": "v", "type": "long", "nullable": True, "metadata": {}},
-]})
+SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "p", "type": "string", "nullable": True, "metadata": {}},
+            {"name": "v", "type": "long", "nullable": True, "metadata": {}},
+        ],
+    }
+)
 
 
 def _parquet(path: Path, values: list[int]) -> int:
@@ -102,8 +107,7 @@ def test_vacuum_cleanup_and_optimize_stay_inside_the_table_root(tmp_path: Path) 
     result = optimize(log, target_size=1 << 30)
     assert result.num_files_added >= 1
     snapshot = log.update()
-    assert all(not decode_path(f.path).startswith(("/", "..")) and "://" not in f.path
-               for f in snapshot.files)
+    assert all(not decode_path(f.path).startswith(("/", "..")) and "://" not in f.path for f in snapshot.files)
 
     # remove whatever is still referenced, so every hostile path is now a tombstone
     txn = log.start_transaction()
@@ -128,8 +132,7 @@ def test_paths_are_decoded_per_the_protocol(tmp_path: Path) -> None:
     paths = [obj["add"]["path"] for obj in raw if "add" in obj]
     assert "p=a/in%20one.parquet" in paths and "p=a/in one.parquet" not in paths
     before = _tree(root)
-    result = vacuum(log, retention_hours=0, enforce_retention=False,
-                    now_ms=int(time.time() * 1000) + 10**9)
+    result = vacuum(log, retention_hours=0, enforce_retention=False, now_ms=int(time.time() * 1000) + 10**9)
     assert list(result) == []  # nothing inside is unreferenced: both data files are live
     after = _tree(root)
     assert {k: v for k, v in after.items() if not k.startswith("_delta_log")} == {

@@ -19,19 +19,23 @@ from typing import Any
 import pytest
 
 from deltalog.logstores.s3 import S3LogStore
-from deltalog.txn.actions import AddFile, CommitInfo, Metadata
+from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import CreateTable, Write
+from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata
 from tests.reliability.crash_worker import SCHEMA
 from tests.servers.fault_proxy import Fault, FaultProxy
 from tests.servers.process import ServerProcess
 from tests.servers.s3 import s3_options
 
 FAST = {"DELTALOG_RETRY_BASE_DELAY": "1ms", "DELTALOG_RETRY_MAX_DELAY": "10ms"}
-SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
-             b"<Message>Please reduce your request rate.</Message></Error>")
-INTERNAL = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code>'
-            b"<Message>We encountered an internal error.</Message></Error>")
+SLOW_DOWN = (
+    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
+    b"<Message>Please reduce your request rate.</Message></Error>"
+)
+INTERNAL = (
+    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code>'
+    b"<Message>We encountered an internal error.</Message></Error>"
+)
 XML = {"Content-Type": "application/xml"}
 
 
@@ -95,8 +99,9 @@ def _put(**kw: Any) -> dict[str, Any]:
 
 def _fault_menu(rng: random.Random) -> Fault:
     """One seeded fault on the next commit-file PUT or log read/list."""
-    kind = rng.choice(["slowdown", "internal", "internal_after", "reset", "reset_after",
-                       "lose_answer", "read_slowdown", "list_reset"])
+    kind = rng.choice(
+        ["slowdown", "internal", "internal_after", "reset", "reset_after", "lose_answer", "read_slowdown", "list_reset"]
+    )
     times = rng.randint(1, 2)
     if kind == "slowdown":
         return Fault("status", times=times, status=503, body=SLOW_DOWN, headers=XML, **_put())
@@ -111,8 +116,9 @@ def _fault_menu(rng: random.Random) -> Fault:
     if kind == "lose_answer":
         return Fault("lose_answer", times=1, **_put())
     if kind == "read_slowdown":
-        return Fault("status", method="GET", path_contains=".json", times=times,
-                     status=503, body=SLOW_DOWN, headers=XML)
+        return Fault(
+            "status", method="GET", path_contains=".json", times=times, status=503, body=SLOW_DOWN, headers=XML
+        )
     return Fault("reset", method="GET", query_contains="list-type=2", times=times)
 
 
@@ -194,8 +200,14 @@ def test_lost_answer_while_another_writer_took_the_version(
     _create(table, reliability_moto.url)
     other = _log(table, reliability_moto.url)
     theirs: list[tuple[int, str]] = []
-    proxy.add(Fault("reset", times=1, on_hit=lambda: theirs.append(_commit(other, "theirs")[:2]),
-                    **_put(path_contains="00000000000000000001.json")))
+    proxy.add(
+        Fault(
+            "reset",
+            times=1,
+            on_hit=lambda: theirs.append(_commit(other, "theirs")[:2]),
+            **_put(path_contains="00000000000000000001.json"),
+        )
+    )
     version, txn_id, _ = _commit(_log(table, proxy.url, DELTALOG_RETRY_MAX_ATTEMPTS="1"), "mine")
     assert theirs == [(1, theirs[0][1])] and version == 2
     _exactly_once([theirs[0], (version, txn_id)], _txn_ids(table, reliability_moto.url))
@@ -229,8 +241,15 @@ def test_a_checkpoint_that_fails_halfway_is_never_published(
     writer = _log(table, proxy.url, DELTALOG_RETRY_MAX_ATTEMPTS="2")
     for i in range(9):
         _commit(writer, f"b{i}")  # versions 11..19; the writer's files are still unread
-    breaking = Fault("status", times=10_000, status=503, body=SLOW_DOWN, headers=XML,
-                     method="GET", path_contains="00000000000000000010.checkpoint.parquet")
+    breaking = Fault(
+        "status",
+        times=10_000,
+        status=503,
+        body=SLOW_DOWN,
+        headers=XML,
+        method="GET",
+        path_contains="00000000000000000010.checkpoint.parquet",
+    )
     # once version 20 is published (the post-commit checkpoint comes next), break the reads
 
     def break_reads() -> None:

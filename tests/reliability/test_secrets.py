@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from deltalog.logstores.s3 import S3LogStore
-from deltalog.txn.actions import AddFile, Metadata
+from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import CreateTable, Write
+from deltalog.txn.protocol.actions import AddFile, Metadata
 from tests.reliability.crash_worker import SCHEMA
 from tests.servers.azure import ACCOUNT, ACCOUNT_KEY, connection_string, start_azurite
 from tests.servers.fault_proxy import Fault, FaultProxy
@@ -62,8 +62,9 @@ class Capture:
 
     def everything(self) -> str:
         formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
-        logged = [formatter.format(r) for r in self.caplog.records
-                  if not self.only_ours or r.name.startswith("deltalog")]
+        logged = [
+            formatter.format(r) for r in self.caplog.records if not self.only_ours or r.name.startswith("deltalog")
+        ]
         return "\n".join(self.texts + logged)
 
     def assert_clean(self, *secrets: str) -> None:
@@ -75,7 +76,7 @@ class Capture:
 
 def _context(text: str, secret: str) -> str:
     i = text.index(secret)
-    return text[max(0, i - 200): i].replace(secret, "<SECRET>") + "<SECRET>"
+    return text[max(0, i - 200) : i].replace(secret, "<SECRET>") + "<SECRET>"
 
 
 def _create_and_commit(log: DeltaLog, commits: int = 2, lock: str | None = None) -> None:
@@ -103,8 +104,7 @@ def bucket(reliability_moto: ServerProcess) -> str:
     return name
 
 
-def test_s3_secret_never_shows(caplog: pytest.LogCaptureFixture, reliability_moto: ServerProcess,
-                               bucket: str) -> None:
+def test_s3_secret_never_shows(caplog: pytest.LogCaptureFixture, reliability_moto: ServerProcess, bucket: str) -> None:
     cap = Capture(caplog)
     log = DeltaLog.for_table(f"s3://{bucket}/t", _s3(reliability_moto.url))
     _create_and_commit(log)
@@ -125,8 +125,15 @@ def test_s3_secret_never_shows(caplog: pytest.LogCaptureFixture, reliability_mot
         proxy.add(Fault("status", times=100, status=403, body=body, headers={"Content-Type": "application/xml"}))
         cap.fails(lambda: DeltaLog.for_table(f"s3://{bucket}/t", _s3(proxy.url)).update(), chain=False)
         proxy.clear()
-        proxy.add(Fault("status", times=100, status=503, body=body.replace(b"AccessDenied", b"SlowDown"),
-                        headers={"Content-Type": "application/xml"}))
+        proxy.add(
+            Fault(
+                "status",
+                times=100,
+                status=503,
+                body=body.replace(b"AccessDenied", b"SlowDown"),
+                headers={"Content-Type": "application/xml"},
+            )
+        )
         cap.fails(lambda: _create_and_commit(DeltaLog.for_table(f"s3://{bucket}/u", _s3(proxy.url))), chain=False)
     cap.assert_clean(S3_SECRET)
 
@@ -143,8 +150,7 @@ def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]
         server.stop()
 
 
-def test_azure_key_and_connection_string_never_show(caplog: pytest.LogCaptureFixture,
-                                                    azurite: ServerProcess) -> None:
+def test_azure_key_and_connection_string_never_show(caplog: pytest.LogCaptureFixture, azurite: ServerProcess) -> None:
     from azure.storage.blob import BlobServiceClient
 
     container = f"sec{uuid.uuid4().hex[:12]}"
@@ -152,8 +158,13 @@ def test_azure_key_and_connection_string_never_show(caplog: pytest.LogCaptureFix
     BlobServiceClient.from_connection_string(conn).create_container(container)
     cap = Capture(caplog)
     uri = f"abfss://{container}@{ACCOUNT}.dfs.core.windows.net/t"
-    by_key = {"AZURE_STORAGE_ACCOUNT_NAME": ACCOUNT, "AZURE_STORAGE_ACCOUNT_KEY": ACCOUNT_KEY,
-              "AZURE_STORAGE_ENDPOINT": f"{azurite.url}/{ACCOUNT}", "ALLOW_HTTP": "true", **FAST}
+    by_key = {
+        "AZURE_STORAGE_ACCOUNT_NAME": ACCOUNT,
+        "AZURE_STORAGE_ACCOUNT_KEY": ACCOUNT_KEY,
+        "AZURE_STORAGE_ENDPOINT": f"{azurite.url}/{ACCOUNT}",
+        "ALLOW_HTTP": "true",
+        **FAST,
+    }
     by_conn = {"AZURE_STORAGE_CONNECTION_STRING": conn, "ALLOW_HTTP": "true", **FAST}
     for options in (by_key, by_conn):
         log = DeltaLog.for_table(uri, options)
@@ -184,8 +195,9 @@ def redis_with_password(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Re
         server.stop()
 
 
-def test_redis_password_never_shows(caplog: pytest.LogCaptureFixture, tmp_path: Path,
-                                    redis_with_password: RedisServer) -> None:
+def test_redis_password_never_shows(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path, redis_with_password: RedisServer
+) -> None:
     cap = Capture(caplog)
     lock = redis_with_password.url + "?lease_ttl=1s"  # short: a new table waits one lease
     assert REDIS_PASSWORD in lock
@@ -193,17 +205,27 @@ def test_redis_password_never_shows(caplog: pytest.LogCaptureFixture, tmp_path: 
     _create_and_commit(log, lock=lock)
     txn = log.start_transaction(lock=lock)
     cap.add(txn, log, log.update())
-    from deltalog.txn.locks.selection import choose_commit_lock
+    from deltalog.txn.commit.locks.selection import choose_commit_lock
 
     chosen = choose_commit_lock(log.store, lock)
     cap.add(chosen)
     chosen.close()
     wrong = lock.replace(REDIS_PASSWORD, "wrong-" + REDIS_PASSWORD[::-1]) + "&acquire_timeout=1s"
-    cap.fails(lambda: DeltaLog.for_table(str(tmp_path / "t")).start_transaction(lock=wrong).commit(
-        [AddFile("p=a/w.parquet", {"p": "a"}, 1, 1)], Write()))
+    cap.fails(
+        lambda: (
+            DeltaLog.for_table(str(tmp_path / "t"))
+            .start_transaction(lock=wrong)
+            .commit([AddFile("p=a/w.parquet", {"p": "a"}, 1, 1)], Write())
+        )
+    )
     down = f"redis://:{REDIS_PASSWORD}@127.0.0.1:{free_port()}/0?connect_timeout=200ms&acquire_timeout=1s"
-    cap.fails(lambda: DeltaLog.for_table(str(tmp_path / "t")).start_transaction(lock=down).commit(
-        [AddFile("p=a/d.parquet", {"p": "a"}, 1, 1)], Write()))
+    cap.fails(
+        lambda: (
+            DeltaLog.for_table(str(tmp_path / "t"))
+            .start_transaction(lock=down)
+            .commit([AddFile("p=a/d.parquet", {"p": "a"}, 1, 1)], Write())
+        )
+    )
     cap.assert_clean(REDIS_PASSWORD, REDIS_PASSWORD[::-1])
 
 
@@ -212,8 +234,9 @@ def test_redis_password_never_shows(caplog: pytest.LogCaptureFixture, tmp_path: 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run([sys.executable, "-m", "deltalog.cli", *args], capture_output=True, text=True,
-                          env=env, timeout=300, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "deltalog.cli", *args], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT
+    )
 
 
 @pytest.mark.slow
@@ -221,8 +244,18 @@ def test_conformance_report_never_shows_the_s3_secret(reliability_moto: ServerPr
     options: list[str] = []
     for key, value in _s3(reliability_moto.url).items():
         options += ["--storage-option", f"{key}={value}"]
-    few = ["--check", "declared_semantics", "--check", "roundtrip_unicode", "--check", "spec_rebuild",
-           "--check", "data_filesystem", "--check", "secrets_redacted"]
+    few = [
+        "--check",
+        "declared_semantics",
+        "--check",
+        "roundtrip_unicode",
+        "--check",
+        "spec_rebuild",
+        "--check",
+        "data_filesystem",
+        "--check",
+        "secrets_redacted",
+    ]
     runs: list[Any] = [
         _cli("conformance", *options, "--json", f"s3://{bucket}/conformance-json"),  # every check
         _cli("conformance", *options, "--debug", *few, f"s3://{bucket}/conformance"),

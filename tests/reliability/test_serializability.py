@@ -33,15 +33,20 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deltalog.txn.actions import AddFile, Metadata, RemoveFile
-from deltalog.txn.commit_errors import DeltaConcurrentModificationError
+from deltalog.txn.commit.commit_errors import DeltaConcurrentModificationError
+from deltalog.txn.commit.operations import CreateTable, Delete, Optimize, SetTableProperties, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import CreateTable, Delete, Optimize, SetTableProperties, Write
+from deltalog.txn.protocol.actions import AddFile, Metadata, RemoveFile
 
-SCHEMA = json.dumps({"type": "struct", "fields": [
-    {"name": "p", "type": "string", "nullable": True, "metadata": {}},
-    {"name": "v", "type": "long", "nullable": True, "metadata": {}},
-]})
+SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "p", "type": "string", "nullable": True, "metadata": {}},
+            {"name": "v", "type": "long", "nullable": True, "metadata": {}},
+        ],
+    }
+)
 KINDS = ("blind_append", "read_append", "delete", "compact", "metadata")
 PARTITIONS = ("a", "b", "c")
 
@@ -76,8 +81,7 @@ def _facts(log: DeltaLog, version: int) -> CommitFacts:
     return CommitFacts(
         metadata_changed=any(isinstance(a, Metadata) for a in actions),
         blind_append=bool(getattr(info, "is_blind_append", False)),
-        data_adds={a.path: a.partition_values["p"] or "" for a in actions
-                   if isinstance(a, AddFile) and a.data_change},
+        data_adds={a.path: a.partition_values["p"] or "" for a in actions if isinstance(a, AddFile) and a.data_change},
         removes=frozenset(a.path for a in actions if isinstance(a, RemoveFile)),
     )
 
@@ -152,8 +156,14 @@ def _create(level: str) -> str:
     uri = f"memory://serial-{uuid.uuid4().hex}"
     log = DeltaLog.for_table(uri)
     txn = log.start_transaction()
-    txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=SCHEMA, partition_columns=("p",),
-                                 configuration={"delta.isolationLevel": level}))
+    txn.update_metadata(
+        Metadata(
+            id=str(uuid.uuid4()),
+            schema_string=SCHEMA,
+            partition_columns=("p",),
+            configuration={"delta.isolationLevel": level},
+        )
+    )
     txn.commit([], CreateTable(partition_by=["p"]))
     seed = [AddFile(f"p={p}/seed-{i}.parquet", {"p": p}, 10, 1) for p in PARTITIONS for i in range(2)]
     log.start_transaction().commit(seed, Write())

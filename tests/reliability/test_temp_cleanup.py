@@ -7,10 +7,10 @@ import time
 import uuid
 from pathlib import Path
 
-from deltalog.txn.actions import AddFile
-from deltalog.txn.cleanup import STALE_TEMP_AGE_MS, cleanup_stale_temp_files
+from deltalog.txn.commit.operations import Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import Write
+from deltalog.txn.log.cleanup import STALE_TEMP_AGE_MS, cleanup_stale_temp_files
+from deltalog.txn.protocol.actions import AddFile
 from tests.reliability.crash_worker import create_table
 
 
@@ -77,5 +77,6 @@ def test_memory_store_temp_names_are_cleaned_too() -> None:
     later = int(time.time() * 1000) + 2 * STALE_TEMP_AGE_MS
     assert cleanup_stale_temp_files(log, log.update(), now_ms=later) == 1
     assert [s.name for s in log.store.list_from(f"{log.log_uri}/.!")] == [
-        "00000000000000000000.json", "00000000000000000001.json"
+        "00000000000000000000.json",
+        "00000000000000000001.json",
     ]

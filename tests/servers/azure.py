@@ -8,9 +8,7 @@ from tests.servers.process import ServerProcess, free_port, start_server
 
 ACCOUNT = "devstoreaccount1"
 # Azurite's well-known development key (public, documented by Microsoft).
-ACCOUNT_KEY = (
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
-)
+ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AZURITE = os.path.join(_ROOT, ".tools", "node_modules", ".bin", "azurite-blob")
 
@@ -20,8 +18,15 @@ def start_azurite(log_dir: str) -> ServerProcess:
     return start_server(
         "azurite",
         [
-            AZURITE, "--inMemoryPersistence", "--skipApiVersionCheck", "--blobHost", "127.0.0.1",
-            "--blobPort", str(port), "--silent", "--loose",
+            AZURITE,
+            "--inMemoryPersistence",
+            "--skipApiVersionCheck",
+            "--blobHost",
+            "127.0.0.1",
+            "--blobPort",
+            str(port),
+            "--silent",
+            "--loose",
         ],
         port,
         log_dir,

@@ -89,7 +89,11 @@ def start_server(
     with open(log_path, "wb") as log:
         try:
             proc = subprocess.Popen(
-                list(command), stdout=log, stderr=subprocess.STDOUT, env=full_env, cwd=cwd,
+                list(command),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=full_env,
+                cwd=cwd,
                 start_new_session=True,
             )
         except FileNotFoundError as exc:

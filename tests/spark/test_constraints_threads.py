@@ -54,7 +54,7 @@ def _constrained_table(spark, path: str, expression: str = "v > 0") -> None:
 
 def test_table_api_checks_constraints_in_tasks(spark, table_path):
     from deltalog.contrib.spark import DeltaTable
-    from deltalog.txn.constraints import ConstraintViolationError
+    from deltalog.txn.protocol.constraints import ConstraintViolationError
 
     _constrained_table(spark, table_path)
     table = DeltaTable.forPath(spark, table_path)

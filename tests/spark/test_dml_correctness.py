@@ -27,8 +27,8 @@ def _parquet_files(path: str) -> set[str]:
 
 
 def _referenced(path: str) -> set[str]:
-    from deltalog.txn.actions import decode_path
     from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.actions import decode_path
 
     return {decode_path(f.path) for f in DeltaLog.for_table(path).update().files}
 
@@ -53,7 +53,7 @@ SCHEMA = "id long, name string, info struct<k: string, v: long>"
 
 
 def test_not_null_is_enforced_on_every_write_path(spark, table_path, tmp_path):
-    from deltalog.txn.constraints import ConstraintViolationError, NotNullConstraintViolationError
+    from deltalog.txn.protocol.constraints import ConstraintViolationError, NotNullConstraintViolationError
 
     table = _not_null_table(spark, table_path)
     fields = {f["name"]: f for f in json.loads(commits(table_path)[0][-1]["metaData"]["schemaString"])["fields"]}
@@ -130,9 +130,7 @@ def test_not_null_is_enforced_on_every_write_path(spark, table_path, tmp_path):
     )
     bad_nested = spark.createDataFrame([(3, "c", (None, 3))], SCHEMA)
     # (two tasks here too: local[2] splits even one row into two partitions)
-    refused(
-        "info.k", lambda: bad_nested.write.format("deltalog").mode("overwrite").save(table_path), one_task=False
-    )
+    refused("info.k", lambda: bad_nested.write.format("deltalog").mode("overwrite").save(table_path), one_task=False)
 
     # rows that satisfy every NOT NULL column still go in, on each path
     table.update("id = 1", {"name": "'a2'"})
@@ -147,7 +145,7 @@ def test_not_null_is_enforced_on_every_write_path(spark, table_path, tmp_path):
 
 def test_a_null_struct_with_a_not_null_field_is_a_violation(spark, table_path):
     """Delta's NotNull(top.k) extracts ``top.k``, NULL when ``top`` is NULL: refused too."""
-    from deltalog.txn.constraints import NotNullConstraintViolationError
+    from deltalog.txn.protocol.constraints import NotNullConstraintViolationError
 
     table = _not_null_table(spark, table_path)
     src = spark.createDataFrame([(1, "a", ("a", 1))], SCHEMA)
@@ -223,8 +221,12 @@ def test_not_null_constraints_follow_deltas_invariants():
     """Without Spark: which fields are NOT NULL constraints, and how a violation reads."""
     import pyarrow as pa
 
-    from deltalog.txn.actions import Metadata
-    from deltalog.txn.constraints import NotNullConstraintViolationError, check_constraints, not_null_constraints
+    from deltalog.txn.protocol.actions import Metadata
+    from deltalog.txn.protocol.constraints import (
+        NotNullConstraintViolationError,
+        check_constraints,
+        not_null_constraints,
+    )
 
     def field(name, type_, nullable=True):
         return {"name": name, "type": type_, "nullable": nullable, "metadata": {}}

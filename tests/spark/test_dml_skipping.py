@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from deltalog.logstores.local import LocalLogStore
-from deltalog.txn.actions import decode_path
+from deltalog.txn.protocol.actions import decode_path
 from tests.spark.helpers import commits, delta_rs_rows
 
 pytestmark = pytest.mark.spark
@@ -227,10 +227,10 @@ def test_files_skipped_by_statistics_stay_in_the_read_the_transaction_records():
 
     from deltalog.contrib.spark import DeltaTable
     from deltalog.contrib.spark.tablelog import start_transaction
-    from deltalog.txn.actions import AddFile, Metadata
-    from deltalog.txn.commit_errors import ConcurrentAppendError
+    from deltalog.txn.commit.commit_errors import ConcurrentAppendError
+    from deltalog.txn.commit.operations import Delete, ManualUpdate
     from deltalog.txn.delta_log import DeltaLog
-    from deltalog.txn.operations import Delete, ManualUpdate
+    from deltalog.txn.protocol.actions import AddFile, Metadata
 
     uri = f"memory://dml-skipping-{uuid.uuid4().hex}"
     fields = [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in (("p", "string"), ("id", "long"))]

@@ -49,7 +49,7 @@ def _values(spark, uri: str) -> list[tuple[int, int | None, int | None]]:
 def test_int96_convert_read_delete_and_optimize(spark, table_path):
     from deltalog.contrib.spark import DeltaTable
     from deltalog.txn.delta_log import DeltaLog
-    from deltalog.txn.schema import PrimitiveType
+    from deltalog.txn.protocol.schema import PrimitiveType
 
     os.makedirs(table_path)
     _write_int96(f"{table_path}/part-0.parquet", [1, 2], [LATEST, None])

@@ -18,8 +18,8 @@ import pytest
 
 from deltalog.contrib.spark import read_table
 from deltalog.contrib.spark.errors import NativeReadUnsupportedError
-from deltalog.txn.actions import AddFile, Metadata, Protocol, action_to_line
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.protocol.actions import AddFile, Metadata, Protocol, action_to_line
 from tests.log import test_feature_tables as feature_tables
 from tests.spark.helpers import rows
 
@@ -89,14 +89,17 @@ def test_partition_values_from_the_log_when_not_hive_style(spark: Any, table_pat
             "ts", F.when(F.col("id") % 3 == 0, F.lit(None)).otherwise(F.timestamp_seconds(F.col("id") % 3 * 3600))
         )
         .withColumn("b", F.col("id") % 2 == 0)
-        .write.format("deltalog").mode("append").option("partitionBy", "ts,b").save(table_path)
+        .write.format("deltalog")
+        .mode("append")
+        .option("partitionBy", "ts,b")
+        .save(table_path)
     )
     native = _same_rows(spark, table_path, ["id"])
     assert "BroadcastHashJoin" in _plan(native)
 
 
 def test_deletion_vectors(spark: Any, tmp_path: Path) -> None:
-    from deltalog.txn.operations import Write
+    from deltalog.txn.commit.operations import Write
 
     feature_tables.test_deletion_vectors_on_disk_and_inline(tmp_path)
     table = tmp_path / "dv"
@@ -146,9 +149,7 @@ def test_column_mapping_by_id_and_type_widening_and_missing_columns(spark: Any, 
     def fid(n: int) -> dict[bytes, bytes]:
         return {b"PARQUET:field_id": str(n).encode()}
 
-    old = pa.table(
-        [pa.array([1, 2], pa.int32())], schema=pa.schema([pa.field("col-a", pa.int32(), metadata=fid(1))])
-    )
+    old = pa.table([pa.array([1, 2], pa.int32())], schema=pa.schema([pa.field("col-a", pa.int32(), metadata=fid(1))]))
     new = pa.table(
         [pa.array([3, 4], pa.int64()), pa.array([dt.datetime(2024, 1, 1, 12), None], pa.timestamp("us"))],
         schema=pa.schema(
@@ -161,12 +162,18 @@ def test_column_mapping_by_id_and_type_widening_and_missing_columns(spark: Any, 
     features = ("columnMapping", "timestampNtz", "typeWidening")
     adds = [AddFile(n, {}, (table / n).stat().st_size, 1) for n in ("old.parquet", "new.parquet")]
     _write_log(
-        table, Protocol(3, 7, features, features), schema, adds,
+        table,
+        Protocol(3, 7, features, features),
+        schema,
+        adds,
         **{"delta.columnMapping.mode": "id", "delta.columnMapping.maxColumnId": "2"},
     )
     native = _same_rows(spark, str(table), ["id"])
     assert [tuple(r) for r in native.orderBy("id").collect()] == [
-        (1, None), (2, None), (3, dt.datetime(2024, 1, 1, 12)), (4, None)
+        (1, None),
+        (2, None),
+        (3, dt.datetime(2024, 1, 1, 12)),
+        (4, None),
     ]
 
 
@@ -196,7 +203,9 @@ def test_unsupported_feature_falls_back_with_the_reason_logged(
     table.mkdir()
     pq.write_table(pa.table({"s": ["a", "b"]}), table / "f.parquet")
     _write_log(
-        table, Protocol(3, 7, ("collations",), ("collations",)), [feature_tables._field("s", "string")],
+        table,
+        Protocol(3, 7, ("collations",), ("collations",)),
+        [feature_tables._field("s", "string")],
         [AddFile("f.parquet", {}, (table / "f.parquet").stat().st_size, 1)],
     )
     with caplog.at_level(logging.INFO, logger="deltalog.contrib.spark.native"):

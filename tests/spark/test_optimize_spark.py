@@ -110,12 +110,7 @@ def _overlapping_pairs(boxes):
     def overlap(a, b):
         return a[0] <= b[1] and b[0] <= a[1]
 
-    return sum(
-        1
-        for i, a in enumerate(boxes)
-        for b in boxes[i + 1 :]
-        if overlap(a[0], b[0]) and overlap(a[1], b[1])
-    )
+    return sum(1 for i, a in enumerate(boxes) for b in boxes[i + 1 :] if overlap(a[0], b[0]) and overlap(a[1], b[1]))
 
 
 def test_z_order_clusters_files_by_both_columns(spark, table_path):

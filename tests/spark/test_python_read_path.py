@@ -21,9 +21,9 @@ import pytest
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, constant_column, read_file
 from deltalog.contrib.spark.row_groups import row_group_offsets, row_groups_in_range, row_groups_may_match
 from deltalog.contrib.spark.source import _bins
-from deltalog.txn.actions import AddFile, DeletionVectorDescriptor, Metadata, Protocol, action_to_line
-from deltalog.txn.deletion_vectors import write_dv_file, z85_encode
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.log.deletion_vectors import write_dv_file, z85_encode
+from deltalog.txn.protocol.actions import AddFile, DeletionVectorDescriptor, Metadata, Protocol, action_to_line
 
 ROWS = 4000
 GROUP_ROWS = 500  # 8 row groups
@@ -237,8 +237,14 @@ def test_spark_partition_columns_are_typed_constants_with_nulls(spark: Any, tabl
         (1, 10, "a", dt.date(2024, 1, 1), dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc), decimal.Decimal("1.50")),
         (2, 10, "a", dt.date(2024, 1, 1), dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc), decimal.Decimal("1.50")),
         (3, None, None, None, None, None),
-        (4, -5, "x/y=z", dt.date(1999, 12, 31), dt.datetime(1999, 12, 31, 23, 59, 59, 5, tzinfo=dt.timezone.utc),
-         decimal.Decimal("12.34")),
+        (
+            4,
+            -5,
+            "x/y=z",
+            dt.date(1999, 12, 31),
+            dt.datetime(1999, 12, 31, 23, 59, 59, 5, tzinfo=dt.timezone.utc),
+            decimal.Decimal("12.34"),
+        ),
     ]
     schema = "id long, p_int int, p_str string, p_date date, p_ts timestamp, p_dec decimal(10,2)"
     (
@@ -250,7 +256,12 @@ def test_spark_partition_columns_are_typed_constants_with_nulls(spark: Any, tabl
     )
     df = spark.read.format("deltalog").load(table_path)
     assert [f.simpleString() for f in df.schema.fields] == [
-        "id:bigint", "p_int:int", "p_str:string", "p_date:date", "p_ts:timestamp", "p_dec:decimal(10,2)",
+        "id:bigint",
+        "p_int:int",
+        "p_str:string",
+        "p_date:date",
+        "p_ts:timestamp",
+        "p_dec:decimal(10,2)",
     ]
     got = sorted((tuple(r) for r in df.collect()), key=lambda r: r[0])
     naive = [(*r[:4], None if r[4] is None else r[4].replace(tzinfo=None), r[5]) for r in rows]

@@ -16,7 +16,9 @@ import pytest
 
 from deltalog.contrib.spark.scan import plan_files
 from deltalog.contrib.spark.source import READ_PLANS_PER_SCAN, DeltaLogDataSource
-from deltalog.txn.actions import (
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.log.deletion_vectors import serialize_bitmap, z85_encode
+from deltalog.txn.protocol.actions import (
     AddFile,
     DeletionVectorDescriptor,
     Metadata,
@@ -24,8 +26,6 @@ from deltalog.txn.actions import (
     RemoveFile,
     action_to_line,
 )
-from deltalog.txn.deletion_vectors import serialize_bitmap, z85_encode
-from deltalog.txn.delta_log import DeltaLog
 
 pytestmark = pytest.mark.spark
 

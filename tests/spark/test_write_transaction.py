@@ -32,10 +32,10 @@ from deltalog.contrib.spark.writes import WritePlan, commit_write, plan_write
 from deltalog.logstores.base import LogStore
 from deltalog.logstores.errors import AmbiguousWriteError, TransientStorageError
 from deltalog.logstores.local import LocalLogStore
-from deltalog.txn.actions import parse_line
-from deltalog.txn.commit_errors import ConcurrentAppendError, MetadataChangedError
+from deltalog.txn.commit.commit_errors import ConcurrentAppendError, MetadataChangedError
+from deltalog.txn.commit.operations import SetTableProperties
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import SetTableProperties
+from deltalog.txn.protocol.actions import parse_line
 
 LONG_SCHEMA = {
     "type": "struct",
@@ -241,9 +241,7 @@ def _use_store(monkeypatch: pytest.MonkeyPatch, module: Any, store: LogStore) ->
     monkeypatch.setattr(module, "open_log", lambda path, *_: DeltaLog.for_table(path, logstore=store))
 
 
-def test_a_commit_of_unknown_outcome_keeps_the_written_files(
-    table_path: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_commit_of_unknown_outcome_keeps_the_written_files(table_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     _partitioned_table(table_path)
     store = _LandsThenUnreadable()
     _use_store(monkeypatch, writes, store)
@@ -290,7 +288,7 @@ def test_spark_abort_after_a_failed_commit_keeps_files_a_landed_or_unreadable_co
 def test_a_rewrite_of_unknown_outcome_keeps_its_files_a_conflict_deletes_them(table_path: str) -> None:
     """``DeltaTable._commit_rewrite`` (DELETE / UPDATE / MERGE) follows the same rule."""
     from deltalog.contrib.spark.tables import DeltaTable
-    from deltalog.txn.operations import Delete
+    from deltalog.txn.commit.operations import Delete
 
     _partitioned_table(table_path)
     table = DeltaTable(None, table_path)  # type: ignore[arg-type]  # no Spark needed to commit
@@ -533,8 +531,8 @@ def test_spark_write_of_unknown_outcome_keeps_its_files_through_abort(spark: Any
     _partitioned_table(table_path)
     df = spark.createDataFrame([(1, 5)], "p long, x long")
     with pytest.raises(Exception, match="WriteOutcomeUnknownError"):
-        df.write.format("deltalog").mode("append").option(
-            "logStore", f"{__name__}._LandsThenUnreadable"
-        ).save(table_path)
+        df.write.format("deltalog").mode("append").option("logStore", f"{__name__}._LandsThenUnreadable").save(
+            table_path
+        )
     assert DeltaLog.for_table(table_path).update().version == 1
     assert _table_rows(table_path) == [(1, 5), (1, 10), (2, 20)]

@@ -46,8 +46,15 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 #: Environment variables through which an SDK could find credentials, an endpoint or a lock.
 CREDENTIAL_ENV_PREFIXES = (
-    "AWS_ACCESS_KEY", "AWS_SECRET", "AWS_SESSION_TOKEN", "AWS_ENDPOINT", "AWS_PROFILE", "AZURE_", "GOOGLE_",
-    "STORAGE_EMULATOR_HOST", "DELTALOG_COMMIT_LOCK",
+    "AWS_ACCESS_KEY",
+    "AWS_SECRET",
+    "AWS_SESSION_TOKEN",
+    "AWS_ENDPOINT",
+    "AWS_PROFILE",
+    "AZURE_",
+    "GOOGLE_",
+    "STORAGE_EMULATOR_HOST",
+    "DELTALOG_COMMIT_LOCK",
 )
 
 
@@ -71,8 +78,13 @@ def _delta_rs_options(backend: Backend) -> dict[str, str]:
     if backend.name == "gcs":
         # object_store reaches fake-gcs-server through a service-account key that names
         # the base URL and turns OAuth off.
-        key = {"gcs_base_url": backend.server.url, "disable_oauth": True, "client_email": "", "private_key": "",
-               "private_key_id": ""}
+        key = {
+            "gcs_base_url": backend.server.url,
+            "disable_oauth": True,
+            "client_email": "",
+            "private_key": "",
+            "private_key_id": "",
+        }
         return {"google_service_account_key": json.dumps(key)}
     return backend.options_for(backend.server.url)
 
@@ -156,8 +168,11 @@ def test_pipeline_on_cloud_storage(spark_cluster: Any, cloud_table: CloudTable, 
     table.delete("id % 10 = 0")  # 0, 10, 20
     updates = spark.createDataFrame([(1, "d1", -1.0), (100, "d0", 100.0)], schema)
     (
-        table.alias("t").merge(updates.alias("s"), "t.id = s.id")
-        .whenMatchedUpdate(set={"amount": "s.amount"}).whenNotMatchedInsertAll().execute()
+        table.alias("t")
+        .merge(updates.alias("s"), "t.id = s.id")
+        .whenMatchedUpdate(set={"amount": "s.amount"})
+        .whenNotMatchedInsertAll()
+        .execute()
     )
     metrics = table.optimize().executeCompaction().collect()[0].metrics
     assert int(metrics["numRemovedFiles"]) > int(metrics["numAddedFiles"]) > 0
@@ -169,8 +184,13 @@ def test_pipeline_on_cloud_storage(spark_cluster: Any, cloud_table: CloudTable, 
 
     def run_stream() -> None:
         query = (
-            spark.readStream.schema(schema).json(incoming).writeStream.format("deltalog").options(**options)
-            .option("checkpointLocation", progress).trigger(availableNow=True).start(uri)
+            spark.readStream.schema(schema)
+            .json(incoming)
+            .writeStream.format("deltalog")
+            .options(**options)
+            .option("checkpointLocation", progress)
+            .trigger(availableNow=True)
+            .start(uri)
         )
         query.awaitTermination()
 
@@ -187,7 +207,11 @@ def test_pipeline_on_cloud_storage(spark_cluster: Any, cloud_table: CloudTable, 
     assert sorted(r.id for r in final.collect()) == expected
     assert [r.amount for r in final.filter("id = 1").collect()] == [-1.0]
     assert [h.operation for h in table.history().orderBy("version").collect()] == [
-        "WRITE", "DELETE", "MERGE", "OPTIMIZE", "STREAMING UPDATE",
+        "WRITE",
+        "DELETE",
+        "MERGE",
+        "OPTIMIZE",
+        "STREAMING UPDATE",
     ]
 
     # 7. time travel
@@ -204,9 +228,9 @@ def _create_table(table: CloudTable) -> None:
     """Version 0, made here, so the two applications only append."""
     import uuid
 
-    from deltalog.txn.actions import Metadata
+    from deltalog.txn.commit.operations import CreateTable
     from deltalog.txn.delta_log import DeltaLog
-    from deltalog.txn.operations import CreateTable
+    from deltalog.txn.protocol.actions import Metadata
 
     fields = [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in (("id", "long"), ("app", "string"))]
     storage = {k: v for k, v in table.options.items() if k != "logStore"}
@@ -233,7 +257,11 @@ def test_two_spark_applications_append_to_one_table(request: pytest.FixtureReque
             with open(log, "w", encoding="utf-8") as out:
                 apps[role] = subprocess.Popen(
                     [sys.executable, "-m", "tests.spark.cloud_app", role, barriers],
-                    stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, text=True, env=subprocess_env(),
+                    stdin=subprocess.PIPE,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    env=subprocess_env(),
                     start_new_session=True,  # its own process group: the JVM it starts goes with it
                 )
             assert apps[role].stdin is not None
@@ -257,10 +285,12 @@ def test_two_spark_applications_append_to_one_table(request: pytest.FixtureReque
     expected_ids = sorted(offset + i for offset in (0, 1000) for i in range(ROUNDS * ROWS))
     for table in tables:
         storage = {k: v for k, v in table.options.items() if k != "logStore"}
-        history = sorted(DeltaLog.for_table(table.uri, storage, logstore=table.options.get("logStore")).history(),
-                         key=lambda r: r.version)
+        history = sorted(
+            DeltaLog.for_table(table.uri, storage, logstore=table.options.get("logStore")).history(),
+            key=lambda r: r.version,
+        )
         assert [r.version for r in history] == list(range(1 + 2 * ROUNDS)), table.name  # contiguous, none lost
         writes = [r.commit_info.user_metadata for r in history[1:] if r.commit_info is not None]
         assert writes[: len(interleaved)] == interleaved, table.name  # every write of a spans a commit of b
-        assert set(writes[len(interleaved):]) == raced, table.name
+        assert set(writes[len(interleaved) :]) == raced, table.name
         assert _delta_rs(table) == (2 * ROUNDS, expected_ids), table.name

@@ -11,16 +11,16 @@ import pytest
 
 from deltalog.logstores.errors import AmbiguousWriteError, TransientStorageError
 from deltalog.logstores.memory import MemoryLogStore
-from deltalog.txn.commit_errors import (
+from deltalog.txn.commit.commit_errors import (
     CommitFailedError,
     ConcurrentAppendError,
     DuplicateFileActionError,
     MetadataChangedError,
     commit_certainly_failed,
 )
+from deltalog.txn.commit.operations import Write
+from deltalog.txn.commit.settings import EngineSettings
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import Write
-from deltalog.txn.settings import EngineSettings
 from tests.txn.test_transaction import add, create
 
 

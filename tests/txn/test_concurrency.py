@@ -15,9 +15,9 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from deltalog.txn.actions import AddFile, Metadata, RemoveFile
+from deltalog.txn.commit.operations import CreateTable, Delete, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import CreateTable, Delete, Write
+from deltalog.txn.protocol.actions import AddFile, Metadata, RemoveFile
 
 SCHEMA = json.dumps(
     {

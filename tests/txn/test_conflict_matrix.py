@@ -15,15 +15,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from deltalog.txn.actions import (
-    Action,
-    AddFile,
-    Metadata,
-    Protocol,
-    RemoveFile,
-    SetTransaction,
-)
-from deltalog.txn.commit_errors import (
+from deltalog.txn.commit.commit_errors import (
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError,
@@ -32,9 +24,17 @@ from deltalog.txn.commit_errors import (
     MetadataChangedError,
     ProtocolChangedError,
 )
+from deltalog.txn.commit.operations import ManualUpdate
+from deltalog.txn.commit.transaction import OptimisticTransaction
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import ManualUpdate
-from deltalog.txn.transaction import OptimisticTransaction
+from deltalog.txn.protocol.actions import (
+    Action,
+    AddFile,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    SetTransaction,
+)
 
 SER = "Serializable"
 WSER = "WriteSerializable"

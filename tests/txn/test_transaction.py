@@ -14,16 +14,7 @@ import pytest
 
 from deltalog.logstores.errors import AmbiguousWriteError
 from deltalog.logstores.memory import MemoryLogStore
-from deltalog.txn.actions import (
-    AddFile,
-    CommitInfo,
-    DomainMetadata,
-    Metadata,
-    Protocol,
-    RemoveFile,
-    SetTransaction,
-)
-from deltalog.txn.commit_errors import (
+from deltalog.txn.commit.commit_errors import (
     AppendOnlyViolationError,
     CommitFailedError,
     ConcurrentWriteError,
@@ -34,11 +25,20 @@ from deltalog.txn.commit_errors import (
     MissingMetadataError,
     TransactionAlreadyCommittedError,
 )
-from deltalog.txn.commit_stats import CommitStats
+from deltalog.txn.commit.commit_stats import CommitStats
+from deltalog.txn.commit.operations import Convert, CreateTable, Delete, ManualUpdate, Optimize, Write
+from deltalog.txn.commit.settings import EngineSettings
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.operations import Convert, CreateTable, Delete, ManualUpdate, Optimize, Write
-from deltalog.txn.partition_filters import InvalidPartitionFilterError
-from deltalog.txn.settings import EngineSettings
+from deltalog.txn.protocol.actions import (
+    AddFile,
+    CommitInfo,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    SetTransaction,
+)
+from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError
 
 
 def schema(**columns: str) -> str:
@@ -503,7 +503,7 @@ def test_commit_stats_reach_the_callback_and_the_debug_log(caplog: pytest.LogCap
     log = new_log()
     create(log)
     got: list[CommitStats] = []
-    with caplog.at_level(logging.DEBUG, logger="deltalog.txn.transaction"):
+    with caplog.at_level(logging.DEBUG, logger="deltalog.txn.commit.transaction"):
         log.start_transaction(settings=EngineSettings(on_commit_stats=got.append)).commit(
             [add("f", size=100), add("g", size=50)], Write()
         )
@@ -624,7 +624,7 @@ def test_data_commits_to_a_table_with_constraints_need_the_writer_to_check_them(
     log = new_log()
     create(log, **{"delta.constraints.positive": "v > 0"})
     assert log.update().protocol.min_writer_version == 3
-    from deltalog.txn.commit_errors import ConstraintsNotCheckedError
+    from deltalog.txn.commit.commit_errors import ConstraintsNotCheckedError
 
     with pytest.raises(ConstraintsNotCheckedError, match=r"positive: v > 0.*mark_constraints_checked"):
         log.start_transaction().commit([add("f")], Write())
@@ -642,7 +642,7 @@ def test_data_commits_to_a_table_with_constraints_need_the_writer_to_check_them(
 
 
 def test_column_invariants_count_as_constraints() -> None:
-    from deltalog.txn.constraints import table_constraints
+    from deltalog.txn.protocol.constraints import table_constraints
 
     invariant = json.dumps({"expression": {"expression": "v < 100"}})
     schema_string = json.dumps(
@@ -660,7 +660,7 @@ def test_column_invariants_count_as_constraints() -> None:
     log = new_log()
     txn = log.start_transaction()
     txn.update_metadata(meta)
-    from deltalog.txn.commit_errors import ConstraintsNotCheckedError
+    from deltalog.txn.commit.commit_errors import ConstraintsNotCheckedError
 
     with pytest.raises(ConstraintsNotCheckedError, match="invariant on v"):
         txn.commit([add("f")], CreateTable())

@@ -42,9 +42,7 @@ class RaceTally:
         """Record one round: ``outcomes[i]`` is ``won``, ``lost`` or ``error: ...``."""
         self.rounds += 1
         winners = [i for i, outcome in enumerate(outcomes) if outcome == "won"]
-        errors = [
-            f"writer {i}: {o[len('error: ') :]}" for i, o in enumerate(outcomes) if o.startswith("error")
-        ]
+        errors = [f"writer {i}: {o[len('error: ') :]}" for i, o in enumerate(outcomes) if o.startswith("error")]
         if errors:
             self.problems.append(f"round {round_no}: unexpected errors ({'; '.join(errors[:2])})")
         if len(winners) > 1:
@@ -63,10 +61,7 @@ class RaceTally:
 
     def summary(self, writers: int, kind: str) -> str:
         if not self.problems:
-            return (
-                f"{self.rounds} rounds x {writers} {kind}: exactly one winner per round, "
-                "winner's content intact"
-            )
+            return f"{self.rounds} rounds x {writers} {kind}: exactly one winner per round, winner's content intact"
         shown = "; ".join(self.problems[:3])
         more = f" (+{len(self.problems) - 3} more)" if len(self.problems) > 3 else ""
         return f"{len(self.problems)} problems in {self.rounds} rounds x {writers} {kind}: {shown}{more}"
@@ -150,14 +145,10 @@ def put_if_absent_processes(ctx: CheckContext) -> str:
             index, round_no, outcome = _next(results, workers)
             if round_no < 0:
                 probes[index] = outcome
-        failed_probes = [
-            f"process {i}: {o}" for i, o in sorted(probes.items()) if o not in ("visible", "isolated")
-        ]
+        failed_probes = [f"process {i}: {o}" for i, o in sorted(probes.items()) if o not in ("visible", "isolated")]
         if failed_probes:
             go.set()
-            raise CheckFailed(
-                "a process could not use a store rebuilt from spec(): " + "; ".join(failed_probes)
-            )
+            raise CheckFailed("a process could not use a store rebuilt from spec(): " + "; ".join(failed_probes))
         isolated = [i for i, o in probes.items() if o == "isolated"]
         if isolated:
             go.set()

@@ -48,8 +48,6 @@ def data_filesystem(ctx: CheckContext) -> str:
     return f"{type(fs).__name__} writes Parquet that list_from and read_bytes see ({size} bytes)"
 
 
-
-
 ROW_GROUPS = 4
 ROWS_PER_GROUP = 2_000
 

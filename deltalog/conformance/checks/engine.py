@@ -22,8 +22,8 @@ from deltalog.conformance.context import CheckContext
 from deltalog.conformance.result import CheckFailed, NotApplicable
 
 if TYPE_CHECKING:
+    from deltalog.txn.commit.locks.base import CommitLock
     from deltalog.txn.delta_log import DeltaLog
-    from deltalog.txn.locks.base import CommitLock
 
 __all__ = ["CHECKS", "KitTable"]
 
@@ -68,8 +68,8 @@ class KitTable:
         return (log or self.log()).start_transaction(lock=self.lock, single_writer=True)
 
     def create(self) -> None:
-        from deltalog.txn.actions import Metadata
-        from deltalog.txn.operations import CreateTable
+        from deltalog.txn.commit.operations import CreateTable
+        from deltalog.txn.protocol.actions import Metadata
 
         with operation(f"creating the table {self.uri} (commit 0 through the engine)"):
             txn = self.transaction()
@@ -84,8 +84,8 @@ class KitTable:
 
     def commit_on(self, txn: Any, name: str) -> int:
         """Commit an append of ``p=a/<name>.parquet`` in the open transaction ``txn``."""
-        from deltalog.txn.actions import AddFile
-        from deltalog.txn.operations import Write
+        from deltalog.txn.commit.operations import Write
+        from deltalog.txn.protocol.actions import AddFile
 
         add = AddFile(f"p=a/{name}.parquet", {"p": "a"}, 100, int(time.time() * 1000), stats='{"numRecords":1}')
         with operation(f"committing an append of {add.path} to {self.uri}"):
@@ -93,8 +93,8 @@ class KitTable:
             return version
 
     def remove(self, name: str) -> int:
-        from deltalog.txn.actions import RemoveFile
-        from deltalog.txn.operations import Delete
+        from deltalog.txn.commit.operations import Delete
+        from deltalog.txn.protocol.actions import RemoveFile
 
         path = f"p=a/{name}.parquet"
         with operation(f"committing the removal of {path} from {self.uri}"):
@@ -135,7 +135,7 @@ def _no_temp_files(table: KitTable) -> None:
 def _hint(table: KitTable) -> dict[str, Any]:
     with operation(f"reading {table.uri}/_delta_log/_last_checkpoint"):
         text = "\n".join(table.store.read(f"{table.uri}/_delta_log/_last_checkpoint"))
-    from deltalog.txn.last_checkpoint import LastCheckpointInfo
+    from deltalog.txn.log.last_checkpoint import LastCheckpointInfo
 
     try:
         return LastCheckpointInfo.from_json(text).to_dict()
@@ -235,8 +235,8 @@ def _two_on_one_snapshot(table: KitTable) -> list[tuple[Any, str]]:
 
 def engine_commit(ctx: CheckContext) -> str:
     from deltalog.errors import DeltaError
-    from deltalog.txn.locks.errors import UnsafeCommitLockError
-    from deltalog.txn.transaction import commit_lock_for
+    from deltalog.txn.commit.locks.errors import UnsafeCommitLockError
+    from deltalog.txn.commit.transaction import commit_lock_for
 
     try:
         lock = commit_lock_for(KitTable(ctx, "commits").log(), None, False)

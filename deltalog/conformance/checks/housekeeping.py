@@ -63,7 +63,5 @@ def resolve_path_idempotent(ctx: CheckContext) -> str:
 CHECKS = (
     Check("read_missing_file", "reading a missing file raises FileNotFoundError", read_missing_file),
     Check("delete_files", "delete removes a file; deleting a missing file is not an error", delete_files),
-    Check(
-        "resolve_path_idempotent", "resolve_path is fully qualified and idempotent", resolve_path_idempotent
-    ),
+    Check("resolve_path_idempotent", "resolve_path is fully qualified and idempotent", resolve_path_idempotent),
 )

@@ -83,9 +83,7 @@ def list_from_start(ctx: CheckContext) -> str:
         expect(same, f"list_from returned the path {status.path!r}, which is not {ctx.uri(status.name)!r}")
         got = list(ctx.store.read(status.path))
         expect(got == [contents[status.name]], f"reading the listed path {status.path!r} gave {got!r}")
-    return (
-        "listFrom(0)=(1)=[1,2,3], (2)=[2,3], (3)=[3], (4)=[] as Delta's LogStoreSuite; listed paths read back"
-    )
+    return "listFrom(0)=(1)=[1,2,3], (2)=[2,3], (3)=[3], (4)=[] as Delta's LogStoreSuite; listed paths read back"
 
 
 def read_after_write_listing(ctx: CheckContext) -> str:
@@ -200,9 +198,7 @@ CHECKS = (
         "list_from returns one directory's files sorted by UTF-8 bytes",
         list_from_ordering,
     ),
-    Check(
-        "list_from_start", "list_from(p) starts at p's name, inclusive (Delta's listFrom)", list_from_start
-    ),
+    Check("list_from_start", "list_from(p) starts at p's name, inclusive (Delta's listFrom)", list_from_start),
     Check(
         "read_after_write_listing",
         "a file is listed, with its size, as soon as its write returns",

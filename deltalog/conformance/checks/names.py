@@ -54,9 +54,9 @@ def partition_value_names(ctx: CheckContext) -> str:
     import pyarrow.parquet as pq
 
     from deltalog.conformance.checks.engine import KitTable
-    from deltalog.txn.actions import AddFile, decode_path, encode_path
-    from deltalog.txn.operations import Write
-    from deltalog.txn.partition_paths import partition_directory
+    from deltalog.txn.commit.operations import Write
+    from deltalog.txn.protocol.actions import AddFile, decode_path, encode_path
+    from deltalog.txn.protocol.partition_paths import partition_directory
 
     table = KitTable(ctx, "escaped")
     table.create()

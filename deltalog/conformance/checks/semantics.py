@@ -54,9 +54,7 @@ def declared_semantics(ctx: CheckContext) -> str:
             "without a lock and would silently lose commits: make write(overwrite=False) refuse "
             "existing files atomically, or declare MutualExclusion.NONE"
         )
-    return (
-        f"declares {declared.describe()}; observed: a second writer is refused, {RACES} races had one winner"
-    )
+    return f"declares {declared.describe()}; observed: a second writer is refused, {RACES} races had one winner"
 
 
 CHECKS = (

@@ -23,9 +23,7 @@ def spec_rebuild(ctx: CheckContext) -> str:
         rebuilt = spec.build()
     except Exception as exc:
         raise CheckFailed(f"store.spec().build() failed: {type(exc).__name__}: {exc}") from None
-    expect(
-        type(rebuilt) is type(store), f"spec rebuilt a {type(rebuilt).__name__}, not a {type(store).__name__}"
-    )
+    expect(type(rebuilt) is type(store), f"spec rebuilt a {type(rebuilt).__name__}, not a {type(store).__name__}")
     expect(
         rebuilt.semantics == store.semantics,
         f"the rebuilt store declares {rebuilt.semantics}, the original {store.semantics}",
@@ -33,9 +31,7 @@ def spec_rebuild(ctx: CheckContext) -> str:
     uri = ctx.uri("00000000000000000000.json")
     ctx.write(uri, ["written by the original"])
     expect(list(rebuilt.read(uri)) == ["written by the original"], "the rebuilt store reads other content")
-    expect(
-        rebuilt.resolve_path(uri) == store.resolve_path(uri), "the rebuilt store resolves paths differently"
-    )
+    expect(rebuilt.resolve_path(uri) == store.resolve_path(uri), "the rebuilt store resolves paths differently")
     expect(
         [s.name for s in rebuilt.list_from(uri)] == [uri.rsplit("/", 1)[-1]],
         "the rebuilt store lists other files",

@@ -68,8 +68,7 @@ def atomic_visibility(ctx: CheckContext) -> str:
                 continue
             if got != lines:
                 raise CheckFailed(
-                    f"a reader saw a partial file: {len(got)} of {len(lines)} lines while it "
-                    "was being written"
+                    f"a reader saw a partial file: {len(got)} of {len(lines)} lines while it was being written"
                 )
             seen_whole += 1
         writer.join()

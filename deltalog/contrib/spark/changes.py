@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.reads import FileToRead
-from deltalog.txn.actions import AddCDCFile, AddFile, CommitInfo, DeletionVectorDescriptor, RemoveFile
+from deltalog.txn.protocol.actions import AddCDCFile, AddFile, CommitInfo, DeletionVectorDescriptor, RemoveFile
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
@@ -89,7 +89,7 @@ def _dv(action: AddFile | RemoveFile) -> dict[str, Any] | None:
 
 
 def _deleted_rows(delta_log: DeltaLog, dv: DeletionVectorDescriptor | None) -> set[int]:
-    from deltalog.txn.deletion_vectors import read_deletion_vector
+    from deltalog.txn.log.deletion_vectors import read_deletion_vector
 
     if dv is None:
         return set()

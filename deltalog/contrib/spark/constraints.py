@@ -5,7 +5,7 @@ the writer evaluated them (:meth:`OptimisticTransaction.mark_constraints_checked
 
 - Every write task (data source writes, streaming, and the files the table API writes)
   evaluates the table's constraints on its rows with the txn layer's pyarrow evaluator
-  (:func:`deltalog.txn.constraints.check_constraints`) before writing them: a violating
+  (:func:`deltalog.txn.protocol.constraints.check_constraints`) before writing them: a violating
   job fails, its files are deleted and nothing is committed. The driver parses the
   constraints when it plans the write (:func:`plan_constraints`), so one outside the
   evaluator's SQL subset refuses a data-source write before any task runs.
@@ -19,7 +19,7 @@ A row satisfies a constraint when its expression is ``true``; ``false`` and ``NU
 violations, as in Delta.
 
 NOT NULL columns (non-nullable fields of the table's schema, nested struct fields too:
-:func:`deltalog.txn.constraints.not_null_constraints`) are checked by the same task check
+:func:`deltalog.txn.protocol.constraints.not_null_constraints`) are checked by the same task check
 on every write path, always with the pyarrow evaluator; a violation raises
 :class:`NotNullConstraintViolationError` naming the column, with Delta's message
 ("NOT NULL constraint violated for column: <name>.").
@@ -31,13 +31,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaSparkError
-from deltalog.txn import constraints as core
-from deltalog.txn.constraints import NOT_NULL_MESSAGE, Constraint, not_null_constraints, table_constraints
+from deltalog.txn.protocol import constraints as core
+from deltalog.txn.protocol.constraints import NOT_NULL_MESSAGE, Constraint, not_null_constraints, table_constraints
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from deltalog.txn.actions import Metadata
+    from deltalog.txn.protocol.actions import Metadata
 
 __all__ = [
     "ConstraintViolationError",

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from deltalog.contrib.spark.files import WriteSpec, write_batches
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_file
-from deltalog.txn.actions import AddFile
+from deltalog.txn.protocol.actions import AddFile
 
 if TYPE_CHECKING:
     from pyspark.accumulators import Accumulator
@@ -123,8 +123,8 @@ def _read_with_positions(spec: ReadSpec, store: Any, item: FileToRead) -> pa.Tab
     """The file's live rows plus their file path and original row index."""
     import pyarrow.compute as pc
 
-    from deltalog.txn.actions import DeletionVectorDescriptor
-    from deltalog.txn.deletion_vectors import keep_mask, read_deletion_vector
+    from deltalog.txn.log.deletion_vectors import keep_mask, read_deletion_vector
+    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 
     plain = FileToRead(item.path, item.partition_values, item.size, None)
     table = read_file(spec, store, plain)

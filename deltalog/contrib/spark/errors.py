@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from deltalog.errors import DeltaError
 from deltalog.logstores.errors import AmbiguousWriteError
-from deltalog.txn.vacuum import VacuumRetentionError
+from deltalog.txn.commands.vacuum import VacuumRetentionError
 
 __all__ = [
     "DeltaAnalysisError",

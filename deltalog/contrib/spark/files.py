@@ -27,10 +27,10 @@ import pyarrow.parquet as pq
 
 from deltalog.contrib.spark.partitioning import partition_directory, partition_value_to_string
 from deltalog.logstores.base import LogStore, LogStoreSpec
-from deltalog.txn.actions import AddCDCFile, AddFile, action_to_line, decode_path, encode_path, parse_line
-from deltalog.txn.constraints import Constraint
-from deltalog.txn.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS
-from deltalog.txn.file_stats import StatsCollector
+from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS
+from deltalog.txn.protocol.actions import AddCDCFile, AddFile, action_to_line, decode_path, encode_path, parse_line
+from deltalog.txn.protocol.constraints import Constraint
+from deltalog.txn.protocol.file_stats import StatsCollector
 
 __all__ = ["CDC_TYPE_COLUMN", "WriteSpec", "delete_files", "write_batches"]
 

@@ -1,7 +1,7 @@
 """OPTIMIZE (compaction), VACUUM, RESTORE and CONVERT TO DELTA for the Spark table API.
 
-OPTIMIZE, VACUUM and RESTORE are the txn layer's (:mod:`deltalog.txn.optimize`,
-:mod:`deltalog.txn.vacuum`, :mod:`deltalog.txn.restore`): one implementation of the
+OPTIMIZE, VACUUM and RESTORE are the txn layer's (:mod:`deltalog.txn.commands.optimize`,
+:mod:`deltalog.txn.commands.vacuum`, :mod:`deltalog.txn.commands.restore`): one implementation of the
 bin-packing, the retention check, the deletion (never outside the table root) and the
 metrics, shared with the CLI and the Python API. This module only adapts them to
 delta-spark's method names and return values, and adds the Spark configuration they read
@@ -26,16 +26,16 @@ from typing import TYPE_CHECKING, Any
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, unescape_path_name
 from deltalog.contrib.spark.tablelog import start_transaction
-from deltalog.txn.actions import AddFile, encode_path
+from deltalog.txn.protocol.actions import AddFile, encode_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from deltalog.contrib.spark.tables import DeltaTable
+    from deltalog.txn.commands.optimize import CompactionSpec
+    from deltalog.txn.commands.restore import RestoreResult
+    from deltalog.txn.commands.vacuum import VacuumResult
     from deltalog.txn.delta_log import DeltaLog
-    from deltalog.txn.optimize import CompactionSpec
-    from deltalog.txn.restore import RestoreResult
-    from deltalog.txn.vacuum import VacuumResult
 
 __all__ = ["DeltaOptimizeBuilder", "SparkBinRewriter", "convert_to_delta", "restore", "vacuum"]
 
@@ -65,7 +65,7 @@ class DeltaOptimizeBuilder:
         return self
 
     def executeCompaction(self) -> DataFrame:
-        """Compact small files with Spark tasks (core :func:`deltalog.txn.optimize.optimize`
+        """Compact small files with Spark tasks (core :func:`deltalog.txn.commands.optimize.optimize`
         plans and commits); a one-row DataFrame ``(path, metrics)`` as delta-spark returns."""
         return self._execute(())
 
@@ -79,7 +79,7 @@ class DeltaOptimizeBuilder:
 
     def _execute(self, z_order_by: tuple[str, ...]) -> DataFrame:
         from deltalog.contrib.spark.predicates import parse_partition_predicate
-        from deltalog.txn.optimize import DEFAULT_NUM_RANGES, OptimizeError, optimize
+        from deltalog.txn.commands.optimize import DEFAULT_NUM_RANGES, OptimizeError, optimize
 
         table = self._table
         spark = table._spark
@@ -121,8 +121,8 @@ def _size_conf(spark: SparkSession, key: str) -> int | None:
 
 def _rewrite_task(spec: CompactionSpec, item: tuple[list[str], str]) -> list[str]:
     """One Spark task: rewrite the bin (its files as action lines) into the file ``stem``."""
-    from deltalog.txn.actions import action_to_line, parse_line
-    from deltalog.txn.optimize import rewrite_bin
+    from deltalog.txn.commands.optimize import rewrite_bin
+    from deltalog.txn.protocol.actions import action_to_line, parse_line
 
     lines, stem = item
     files = [parse_line(line) for line in lines]
@@ -131,7 +131,7 @@ def _rewrite_task(spec: CompactionSpec, item: tuple[list[str], str]) -> list[str
 
 
 class SparkBinRewriter:
-    """A :data:`~deltalog.txn.optimize.BinRewriter` running one Spark task per bin (job
+    """A :data:`~deltalog.txn.commands.optimize.BinRewriter` running one Spark task per bin (job
     group :data:`OPTIMIZE_JOB_GROUP`). Output files are named on the driver, so a retried
     task overwrites its own file and a failed job's files are deleted by name."""
 
@@ -142,8 +142,8 @@ class SparkBinRewriter:
         import functools
         import uuid
 
-        from deltalog.txn.actions import action_to_line, parse_line
-        from deltalog.txn.optimize import discard_bin_outputs
+        from deltalog.txn.commands.optimize import discard_bin_outputs
+        from deltalog.txn.protocol.actions import action_to_line, parse_line
 
         job = uuid.uuid4()
         items = [([action_to_line(f) for f in b], f"part-{i:05d}-{job}") for i, b in enumerate(bins)]
@@ -173,7 +173,7 @@ def retention_check_enabled(spark: SparkSession) -> bool:
 
 def vacuum(spark: SparkSession, delta_log: DeltaLog, retention_hours: float | None) -> VacuumResult:
     """Core VACUUM, with the retention check taken from the Spark configuration."""
-    from deltalog.txn.vacuum import vacuum as core_vacuum
+    from deltalog.txn.commands.vacuum import vacuum as core_vacuum
 
     return core_vacuum(delta_log, retention_hours, enforce_retention=retention_check_enabled(spark))
 
@@ -193,7 +193,7 @@ RESTORE_COLUMNS = (
 
 def restore(delta_log: DeltaLog, version: int | None = None, timestamp: str | None = None) -> RestoreResult:
     """Core RESTORE (one commit; refused, with nothing committed, when files were vacuumed)."""
-    from deltalog.txn.restore import restore as core_restore
+    from deltalog.txn.commands.restore import restore as core_restore
 
     return core_restore(delta_log, version=version, timestamp=timestamp)
 
@@ -226,10 +226,10 @@ def convert_to_delta(spark: SparkSession, delta_log: DeltaLog, partition_schema:
 
     from deltalog.contrib.spark import schemas
     from deltalog.contrib.spark.partitioning import typed_partition_value
-    from deltalog.txn.actions import Metadata
-    from deltalog.txn.data_files import data_file_arrow_schema, open_data_file
-    from deltalog.txn.operations import Convert
-    from deltalog.txn.schema import from_arrow
+    from deltalog.txn.commit.operations import Convert
+    from deltalog.txn.log.data_files import data_file_arrow_schema, open_data_file
+    from deltalog.txn.protocol.actions import Metadata
+    from deltalog.txn.protocol.schema import from_arrow
 
     if delta_log.table_exists():
         raise DeltaAnalysisError(f"{delta_log.table_uri} is already a Delta table")

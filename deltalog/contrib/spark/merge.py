@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
     from deltalog.contrib.spark.tables import DeltaTable
-    from deltalog.txn.actions import AddFile
+    from deltalog.txn.protocol.actions import AddFile
 
 __all__ = ["DeltaMergeBuilder"]
 
@@ -188,7 +188,7 @@ class DeltaMergeBuilder:
         return out
 
     def _operation(self, metrics: dict[str, str]) -> Any:
-        from deltalog.txn.operations import Merge
+        from deltalog.txn.commit.operations import Merge
 
         def predicates(clauses: list[_Clause]) -> list[dict[str, str]]:
             return [{"actionType": c.kind, **({"predicate": p} if (p := _text(c.condition)) else {})} for c in clauses]

@@ -49,8 +49,8 @@ from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partitio
 from deltalog.contrib.spark.predicates import parse_partition_predicate
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
-from deltalog.txn.actions import DeletionVectorDescriptor
-from deltalog.txn.features import READ_SUPPORTED
+from deltalog.txn.protocol.actions import DeletionVectorDescriptor
+from deltalog.txn.protocol.features import READ_SUPPORTED
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -245,7 +245,7 @@ def where_terms(where: str | None) -> list[Term]:
 
 
 def _snapshot(read: ReadOptions) -> tuple[Any, Any]:
-    from deltalog.txn.errors import TableNotFoundError
+    from deltalog.txn.protocol.errors import TableNotFoundError
 
     delta_log = open_log(read.path, read.storage_options, read.logstore)
     if read.version_as_of is not None or read.timestamp_as_of is not None:
@@ -258,7 +258,7 @@ def _snapshot(read: ReadOptions) -> tuple[Any, Any]:
 
 
 def _check_supported(snapshot: Any, schema: Mapping[str, Any]) -> None:
-    from deltalog.txn.features import protocol_features
+    from deltalog.txn.protocol.features import protocol_features
 
     reader, _ = protocol_features(snapshot.protocol)
     unsupported = sorted(set(reader) - NATIVE_READER_FEATURES)
@@ -320,9 +320,7 @@ def _read_schema(schema: Mapping[str, Any], mode: str, partition_columns: Sequen
     if mode == "id":
         physical = with_ids(physical)
     logical_names = [f["name"] for f in schema["fields"]]
-    fields = [
-        f for logical, f in zip(logical_names, physical["fields"]) if hive or logical.lower() not in parts
-    ]
+    fields = [f for logical, f in zip(logical_names, physical["fields"]) if hive or logical.lower() not in parts]
     return StructType.fromJson({"type": "struct", "fields": fields})
 
 
@@ -338,9 +336,14 @@ def _write_file_log(directory: str, files: FileList) -> None:
 
     # every URI is percent-encoded ASCII without quotes or backslashes: JSON-safe as is
     lines = pc.binary_join_element_wise(
-        '{"path":"', pa.array(files.uris, pa.string()), '","size":', text(files.sizes),
-        ',"isDir":false,"modificationTime":', text(files.modification_times),
-        f',"blockReplication":1,"blockSize":{_BLOCK_SIZE},"action":"add"}}', "",
+        '{"path":"',
+        pa.array(files.uris, pa.string()),
+        '","size":',
+        text(files.sizes),
+        ',"isDir":false,"modificationTime":',
+        text(files.modification_times),
+        f',"blockReplication":1,"blockSize":{_BLOCK_SIZE},"action":"add"}}',
+        "",
     )
     with open(os.path.join(meta, "0"), "w", encoding="utf-8") as out:
         out.write("v1\n")
@@ -420,7 +423,10 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
     files = _file_list(table, root, {c: physical.get(c, c) for c in partition_columns})
     log.info(
         "native scan of %s at version %d: %d of %d files",
-        delta_log.table_uri, snapshot.version, len(files), snapshot.num_files,
+        delta_log.table_uri,
+        snapshot.version,
+        len(files),
+        snapshot.num_files,
     )
     logical = StructType.fromJson(_logical_schema(schema))
     if not len(files):

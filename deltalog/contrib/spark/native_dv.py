@@ -1,6 +1,6 @@
 """Deletion vectors on the native read path: the deleted rows as a small DataFrame.
 
-The driver reads each file's deletion vector (:func:`~deltalog.txn.deletion_vectors.read_deletion_vector`)
+The driver reads each file's deletion vector (:func:`~deltalog.txn.log.deletion_vectors.read_deletion_vector`)
 and hands Spark one ``(file, row index)`` row per deleted row. The native scan reads
 Spark's ``_metadata.file_path`` and ``_metadata.row_index`` (the row's position in its
 Parquet file, which is what a deletion vector counts) and drops the deleted rows with a
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltalog.txn.actions import DeletionVectorDescriptor
-from deltalog.txn.deletion_vectors import read_deletion_vector
+from deltalog.txn.log.deletion_vectors import read_deletion_vector
+from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -29,9 +29,7 @@ FILE_KEY = "__deltalog_file"
 ROW_KEY = "__deltalog_row"
 
 
-def deleted_rows(
-    store: LogStore, table_uri: str, files: Sequence[tuple[str, DeletionVectorDescriptor]]
-) -> pa.Table:
+def deleted_rows(store: LogStore, table_uri: str, files: Sequence[tuple[str, DeletionVectorDescriptor]]) -> pa.Table:
     """``(FILE_KEY, ROW_KEY)`` for every row deleted by the deletion vectors of ``files``
     (``(file URI as Spark names it, descriptor)``)."""
     uris: list[pa.Array] = []

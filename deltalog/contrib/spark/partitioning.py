@@ -13,7 +13,7 @@ import decimal
 from collections.abc import Mapping
 from typing import Any
 
-from deltalog.txn.partition_paths import (
+from deltalog.txn.protocol.partition_paths import (
     HIVE_DEFAULT_PARTITION,
     escape_partition_value,
     partition_directory,

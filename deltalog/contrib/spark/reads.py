@@ -26,8 +26,8 @@ from deltalog.contrib.spark.row_groups import row_group_offsets, row_groups_in_r
 from deltalog.contrib.spark.scan import Term
 from deltalog.contrib.spark.schemas import physical_names, top_level_types
 from deltalog.logstores.base import LogStore, LogStoreSpec
-from deltalog.txn.actions import DeletionVectorDescriptor, decode_path
-from deltalog.txn.data_files import open_data_file
+from deltalog.txn.log.data_files import open_data_file
+from deltalog.txn.protocol.actions import DeletionVectorDescriptor, decode_path
 
 __all__ = ["FileToRead", "ReadSpec", "constant_column", "partition_value", "read_file", "read_files"]
 
@@ -108,7 +108,7 @@ def _logical_column(arr: pa.ChunkedArray | pa.Array, delta_type: Any, target: pa
 def _keep_mask(spec: ReadSpec, store: LogStore, item: FileToRead, positions: pa.Array) -> pa.Array | None:
     """True for the rows to read among those at ``positions`` in the file (deletion vector
     and row selection), None: all."""
-    from deltalog.txn.deletion_vectors import keep_mask, read_deletion_vector
+    from deltalog.txn.log.deletion_vectors import keep_mask, read_deletion_vector
 
     mask = None
     if item.deletion_vector:

@@ -5,7 +5,7 @@ transaction and checks every written row against the predicate as a constraint
 (``DELTA_REPLACE_WHERE_MISMATCH``). Here:
 
 - the write tasks check each row (:func:`row_checker`, the CHECK-constraint evaluator of
-  :mod:`deltalog.txn.constraints`): a row for which the predicate is false or NULL fails the
+  :mod:`deltalog.txn.protocol.constraints`): a row for which the predicate is false or NULL fails the
   task, nothing is committed;
 - the commit reads the files of the transaction's read snapshot that the predicate's
   partition terms select (recorded as read, so the conflict checker sees them), and each
@@ -13,7 +13,7 @@ transaction and checks every written row against the predicate as a constraint
   (:func:`rewrite_outside`), as DELETE does.
 
 The predicate is Spark SQL in the subset the constraint evaluator supports
-(:mod:`deltalog.txn.constraint_sql`); anything else is refused before a file is written.
+(:mod:`deltalog.txn.protocol.constraint_sql`); anything else is refused before a file is written.
 """
 
 from __future__ import annotations
@@ -29,8 +29,13 @@ import pyarrow.compute as pc
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, ReplaceWhereMismatchError
 from deltalog.contrib.spark.files import WriteSpec, delete_files, write_batches
 from deltalog.contrib.spark.predicates import parse_partition_predicate
-from deltalog.txn.actions import AddFile, Metadata
-from deltalog.txn.constraints import CompiledConstraint, Constraint, ConstraintViolationError, compile_constraints
+from deltalog.txn.protocol.actions import AddFile, Metadata
+from deltalog.txn.protocol.constraints import (
+    CompiledConstraint,
+    Constraint,
+    ConstraintViolationError,
+    compile_constraints,
+)
 
 __all__ = ["names_data_columns", "partition_filters", "rewrite_outside", "row_checker"]
 
@@ -44,7 +49,7 @@ def names_data_columns(predicate: str, metadata: Metadata) -> bool:
     partition values); True when it names data columns. Raises
     :class:`InvalidWriteOptionError` when it cannot be used."""
     from deltalog.contrib.spark.errors import DeltaAnalysisError
-    from deltalog.txn.constraint_sql import UnsupportedConstraintError, column_paths
+    from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, column_paths
 
     partitions = {c.lower() for c in metadata.partition_columns}
     try:
@@ -90,8 +95,8 @@ def partition_filters(predicate: str, metadata: Metadata) -> list[tuple[str, str
     against literals of its type (``=``, ``!=``, ``<``..., ``IN``, ``IS [NOT] NULL``), as the
     engine's partition filters: a file outside them holds no row the predicate selects, so
     only the other files are read. Terms of other shapes are left to the row evaluation."""
-    from deltalog.txn.constraint_sql import Binary, Column, InList, Literal, Unary
-    from deltalog.txn.partition_filters import partition_column_types
+    from deltalog.txn.protocol.constraint_sql import Binary, Column, InList, Literal, Unary
+    from deltalog.txn.protocol.partition_filters import partition_column_types
 
     column_types = partition_column_types(metadata.schema_string, metadata.partition_columns)
     types = {c.lower(): (c, t) for c, t in column_types.items()}
@@ -135,7 +140,7 @@ def row_checker(predicate: str) -> Callable[[pa.Table], None]:
     compiled = [_compiled(predicate)]
 
     def check(table: pa.Table) -> None:
-        from deltalog.txn.constraints import check_constraints
+        from deltalog.txn.protocol.constraints import check_constraints
 
         try:
             check_constraints(table, compiled)

@@ -2,7 +2,7 @@
 
 Filters are kept as simple ``(column, op, value)`` terms (a conjunction), translated from
 the filters Spark pushes down. Terms on partition columns prune by partition values
-(:class:`~deltalog.txn.partition_filters.PartitionPredicate`); terms on data columns skip
+(:class:`~deltalog.txn.protocol.partition_filters.PartitionPredicate`); terms on data columns skip
 files whose ``minValues``/``maxValues``/``nullCount`` prove no row can match. Skipping is
 conservative: a file is kept whenever its statistics are missing or not comparable, and it
 follows Delta's ``DataSkippingReader``: floats are ordered as Spark orders them (NaN above
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.contrib.spark.partitioning import partition_value, typed_partition_value
-from deltalog.txn.actions import AddFile
+from deltalog.txn.protocol.actions import AddFile
 
 __all__ = ["ScanPlan", "Term", "bounds_may_match", "physical_column", "plan_files"]
 
@@ -188,7 +188,7 @@ def plan_files(
     physical_names: Mapping[str, str] | None = None,
 ) -> ScanPlan:
     """The files that may hold rows matching every term."""
-    from deltalog.txn.partition_filters import PartitionPredicate
+    from deltalog.txn.protocol.partition_filters import PartitionPredicate
 
     part_lower = {c.lower(): c for c in partition_columns}
     partition_terms: list[Term] = []

@@ -363,7 +363,7 @@ def change_range(delta_log: Any, options: ReadOptions) -> tuple[int, int | None]
 
 def _commit_at_or_after(delta_log: Any, snapshot: Any, timestamp: str) -> bool:
     """Whether ``snapshot`` (the last commit at or before ``timestamp``) was committed exactly then."""
-    from deltalog.txn.history import to_millis
+    from deltalog.txn.log.history import to_millis
 
     return bool(snapshot.timestamp >= to_millis(timestamp))
 
@@ -389,7 +389,7 @@ class DeltaLogDataSource(DataSource):
         else:
             snapshot = delta_log.update()
         if snapshot.version < 0:
-            from deltalog.txn.errors import TableNotFoundError
+            from deltalog.txn.protocol.errors import TableNotFoundError
 
             raise TableNotFoundError(delta_log.table_uri, "no _delta_log; write to it first")
         schema = StructType.fromJson(_logical_schema(json.loads(snapshot.metadata.schema_string)))

@@ -51,12 +51,12 @@ from deltalog.contrib.spark.errors import (
 from deltalog.contrib.spark.options import StreamReadOptions
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
 from deltalog.contrib.spark.tablelog import open_log
-from deltalog.txn.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
-from deltalog.txn.features import check_read_supported
+from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
+from deltalog.txn.protocol.features import check_read_supported
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
-    from deltalog.txn.snapshot import Snapshot
+    from deltalog.txn.log.snapshot import Snapshot
 
 __all__ = ["DeltaSourceReader", "IndexedFile", "SourceOffset"]
 
@@ -487,7 +487,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str) -> int:
     """Delta's ``getStartingVersionFromTimestamp``: the first commit at or after ``timestamp``."""
-    from deltalog.txn.history import commit_timestamps, to_millis
+    from deltalog.txn.log.history import commit_timestamps, to_millis
 
     target = to_millis(timestamp)
     commits = commit_timestamps(delta_log)

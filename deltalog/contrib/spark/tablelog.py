@@ -36,7 +36,7 @@ def open_log(path: str, storage_options: Mapping[str, str] | None = None, logsto
 
 def start_transaction(log: DeltaLog, user_metadata: str | None = None, **kwargs: Any) -> Any:
     """A transaction whose commitInfo names this integration (and carries ``userMetadata``)."""
-    from deltalog.txn.settings import EngineSettings
+    from deltalog.txn.commit.settings import EngineSettings
 
     settings = EngineSettings.from_options(log.storage_options).with_(engine_info=_engine_info())
     if user_metadata is not None:

@@ -28,7 +28,7 @@ from deltalog.contrib.spark.files import CDC_TYPE_COLUMN
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.contrib.spark.writes import _file_actions, _spec_for, commit_files
-from deltalog.txn.actions import Action, AddFile
+from deltalog.txn.protocol.actions import Action, AddFile
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -164,7 +164,7 @@ class DeltaTable:
         logstore: str | None = None,
     ) -> DeltaTable:
         """The table at ``path``; raises ``TableNotFoundError`` when there is none."""
-        from deltalog.txn.errors import TableNotFoundError
+        from deltalog.txn.protocol.errors import TableNotFoundError
 
         table = cls(sparkSession, path, {**(hadoopConf or {}), **(storage_options or {})}, logstore)
         if not table._log.table_exists():
@@ -356,7 +356,7 @@ class DeltaTable:
         for a constraint outside the evaluator's subset; the transaction is told they were
         checked."""
         from deltalog.contrib.spark.constraints import check_dataframe, plan_constraints
-        from deltalog.txn.constraints import table_constraints
+        from deltalog.txn.protocol.constraints import table_constraints
 
         metadata = txn.metadata
         constraints = plan_constraints(metadata, self._log.table_uri, spark_fallback=True)
@@ -378,7 +378,7 @@ class DeltaTable:
         finds the files holding matching rows and one job rewrites only those."""
         from pyspark.sql import functions as F
 
-        from deltalog.txn.operations import Delete
+        from deltalog.txn.commit.operations import Delete
 
         started = time.perf_counter()
         txn = start_transaction(self._log)
@@ -441,7 +441,7 @@ class DeltaTable:
         columns only: every row of the pruned files matches) and one job rewrites them."""
         from pyspark.sql import functions as F
 
-        from deltalog.txn.operations import Update
+        from deltalog.txn.commit.operations import Update
 
         if not set:
             raise DeltaAnalysisError("update needs set={column: expression}")
@@ -542,8 +542,8 @@ class DeltaTable:
         return restore_dataframe(self._spark, restore(self._log, timestamp=timestamp))
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
-        from deltalog.txn.actions import Protocol
-        from deltalog.txn.operations import UpgradeProtocol
+        from deltalog.txn.commit.operations import UpgradeProtocol
+        from deltalog.txn.protocol.actions import Protocol
 
         txn = start_transaction(self._log)
         txn.upgrade_protocol(Protocol(readerVersion, writerVersion))
@@ -611,8 +611,8 @@ class DeltaTableBuilder:
         import uuid
 
         from deltalog.contrib.spark import schemas
-        from deltalog.txn.actions import Metadata
-        from deltalog.txn.operations import CreateTable
+        from deltalog.txn.commit.operations import CreateTable
+        from deltalog.txn.protocol.actions import Metadata
 
         if self._location is None:
             raise DeltaAnalysisError("deltalog tables are path-based: call .location(uri) before execute()")
@@ -663,7 +663,11 @@ def _report_scan(
     """Log what a DELETE/UPDATE scan found; False when no file holds a matching row."""
     log.info(
         "%s %s: %d of %d files after skipping, %d hold matching rows",
-        command, _describe(condition), len(candidates), num_files, len(touched),
+        command,
+        _describe(condition),
+        len(candidates),
+        num_files,
+        len(touched),
     )
     if not touched:
         log.info("%s %s matched no rows; nothing committed", command, _describe(condition))

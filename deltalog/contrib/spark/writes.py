@@ -45,7 +45,8 @@ from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.predicates import parse_partition_predicate
 from deltalog.contrib.spark.replace_where import names_data_columns, rewrite_outside
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
-from deltalog.txn.actions import (
+from deltalog.txn.commit.commit_errors import MetadataChangedError, commit_certainly_failed
+from deltalog.txn.protocol.actions import (
     Action,
     AddCDCFile,
     AddFile,
@@ -53,8 +54,7 @@ from deltalog.txn.actions import (
     SetTransaction,
     parse_line,
 )
-from deltalog.txn.commit_errors import MetadataChangedError, commit_certainly_failed
-from deltalog.txn.constraints import Constraint, table_constraints
+from deltalog.txn.protocol.constraints import Constraint, table_constraints
 
 __all__ = ["StreamingInfo", "WritePlan", "abort_write", "commit_files", "commit_write", "plan_write"]
 
@@ -342,7 +342,7 @@ def commit_files(txn: Any, actions: Sequence[Action], operation: Any, spec: Writ
     """``txn.commit(actions, operation)`` for actions that add the files written as ``lines``.
 
     The files are deleted only when the commit certainly did not land
-    (:func:`~deltalog.txn.commit_errors.commit_certainly_failed`); on an unknown outcome they
+    (:func:`~deltalog.txn.commit.commit_errors.commit_certainly_failed`); on an unknown outcome they
     are kept, since the version may exist and name them, and :class:`WriteOutcomeUnknownError`
     is raised from the engine's error."""
     try:
@@ -367,7 +367,7 @@ def abort_write(plan: WritePlan, action_lines: Sequence[str]) -> int:
     """Spark's ``abort``, after failed tasks or a failed ``commit``: delete the written files
     unless a commit after the read version names them (a commit reported as failed that
     landed) or the log cannot be read to find out. Returns how many files were deleted."""
-    from deltalog.txn.actions import decode_path
+    from deltalog.txn.protocol.actions import decode_path
 
     adds, cdcs = _file_actions(action_lines)
     paths = {decode_path(a.path) for a in adds} | {decode_path(c.path) for c in cdcs}
@@ -407,7 +407,7 @@ def _prepare_commit(
     rewrote (a ``replaceWhere`` on data columns); None when there is nothing to commit.
     Raises before anything is written to the log when the write cannot commit (having
     deleted any file it rewrote)."""
-    from deltalog.txn.operations import StreamingUpdate, Write
+    from deltalog.txn.commit.operations import StreamingUpdate, Write
 
     opts = plan.options
     if plan.skip:
@@ -573,7 +573,7 @@ def _declare_constraints_checked(plan: WritePlan, txn: Any, where: str) -> None:
 
 
 def _check_replace_where(adds: Sequence[AddFile], filters: Any, plan: WritePlan, txn: Any) -> None:
-    from deltalog.txn.partition_filters import PartitionPredicate, partition_column_types
+    from deltalog.txn.protocol.partition_filters import PartitionPredicate, partition_column_types
 
     metadata = plan.new_metadata or txn.snapshot.metadata
     predicate = PartitionPredicate(filters, partition_column_types(metadata.schema_string, metadata.partition_columns))

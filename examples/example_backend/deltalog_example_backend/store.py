@@ -89,9 +89,7 @@ class ExampleLogStore(LogStore):
 
     def _connect(self, database: str) -> sqlite3.Connection:
         os.makedirs(self.root, exist_ok=True)
-        connection = sqlite3.connect(
-            os.path.join(self.root, f"{database}.sqlite3"), timeout=60.0, isolation_level=None
-        )
+        connection = sqlite3.connect(os.path.join(self.root, f"{database}.sqlite3"), timeout=60.0, isolation_level=None)
         try:
             connection.execute("PRAGMA auto_vacuum = FULL")  # deleted files give space back
             connection.execute(_SCHEMA)
@@ -153,8 +151,7 @@ class ExampleLogStore(LogStore):
         connection = self._connect(database)
         try:
             rows = connection.execute(
-                "SELECT name, length(content), mtime FROM log_files WHERE dir = ? AND name >= ? "
-                "ORDER BY name",
+                "SELECT name, length(content), mtime FROM log_files WHERE dir = ? AND name >= ? ORDER BY name",
                 (directory, start),
             ).fetchall()
         finally:
@@ -171,9 +168,7 @@ class ExampleLogStore(LogStore):
             if entry.name >= start and entry.is_file():
                 stat = entry.stat()
                 found.append(
-                    FileStatus(
-                        self._uri(database, directory, entry.name), stat.st_size, stat.st_mtime_ns // 10**6
-                    )
+                    FileStatus(self._uri(database, directory, entry.name), stat.st_size, stat.st_mtime_ns // 10**6)
                 )
         return found
 

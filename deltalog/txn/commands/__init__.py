@@ -1,0 +1,2 @@
+"""Commands built on the commit and the log (OPTIMIZE, VACUUM, RESTORE); neither the log
+nor the commit ever imports them."""

@@ -1,0 +1,618 @@
+"""OPTIMIZE: bin-packing compaction of small files, per partition, with pyarrow.
+
+Delta's ``OptimizeExecutor`` (without Z-ordering), in the txn layer:
+
+1. the candidate files are the active files matching the partition filters ``where`` whose
+   size is below ``min_file_size`` (Delta's ``spark.databricks.delta.optimize.minFileSize``;
+   default: the target size), plus every file with a deletion vector;
+2. per partition, candidates sorted by size fill bins of at most the target size
+   (``target_size`` argument, else ``delta.targetFileSize``, else 1 GiB as Delta's
+   ``spark.databricks.delta.optimize.maxFileSize``); a bin with fewer than
+   ``min_files_per_bin`` files (default 2) is left alone unless one of its files has a
+   deletion vector (rewriting drops the deleted rows);
+3. each bin is streamed, file by file and batch by batch, into one new Parquet file named as
+   the Spark writer names them (``part-00000-<uuid>.c000.<codec>.parquet``) in the Hive
+   partition directory, with statistics (numRecords, min/max, nullCount). The output keeps
+   the input's format so compaction never grows the data: the codec of the bin's first file,
+   dictionary encoding on exactly the columns the inputs dictionary-encoded (a dictionary on
+   unique numbers costs about 40%), and row groups of up to ``ROW_GROUP_ROWS`` rows, not one
+   per input batch. The bins are rewritten by a :data:`BinRewriter`: in this process one
+   after the other by default, as Spark tasks from :mod:`deltalog.contrib.spark.maintenance`
+   (each task rebuilds the store from the picklable :class:`CompactionSpec`);
+4. one commit removes the old files and adds the new ones, all with ``dataChange=false``:
+   the transaction runs at snapshot isolation, so concurrent appends do not conflict. If a
+   concurrent commit deletes a file being compacted, the plan is redone against the new
+   snapshot (bins whose files did not change are not rewritten again) and the commit retried,
+   up to ``max_attempts`` times. Files written for a plan that did not commit are deleted.
+
+The commit carries Delta's ``OPTIMIZE`` parameters (``predicate``, ``zOrderBy``, ``auto``) and
+metrics (``numAddedFiles``, ``numRemovedFiles``, ``numAddedBytes``, ``numRemovedBytes``,
+``minFileSize``/``p25FileSize``/``p50FileSize``/``p75FileSize``/``maxFileSize``,
+``numBatches``, ``totalConsideredFiles``, ``totalFilesSkipped``,
+``numDeletionVectorsRemoved``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.logstores.base import LogStore, LogStoreSpec, arrow_threads_allowed
+from deltalog.txn.commit.commit_errors import DeltaConcurrentModificationError
+from deltalog.txn.commit.operations import Optimize
+from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS, open_data_file
+from deltalog.txn.log.deletion_vectors import read_deletion_vector
+from deltalog.txn.protocol.actions import Action, AddFile, decode_path, encode_path
+from deltalog.txn.protocol.column_mapping import physical_arrow_schema
+from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.file_stats import StatsCollector
+from deltalog.txn.protocol.partition_filters import PartitionFilter
+from deltalog.txn.protocol.partition_paths import partition_directory
+from deltalog.txn.protocol.schema import StructType
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.commit.locks.base import CommitLock
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
+
+__all__ = [
+    "DEFAULT_TARGET_FILE_SIZE",
+    "BinRewriter",
+    "CompactionSpec",
+    "OptimizeError",
+    "OptimizeResult",
+    "discard_bin_outputs",
+    "optimize",
+    "rewrite_bin",
+]
+
+log = logging.getLogger(__name__)
+
+#: Delta's ``spark.databricks.delta.optimize.maxFileSize`` default (1 GiB).
+DEFAULT_TARGET_FILE_SIZE = 1024 * 1024 * 1024
+#: Delta's ``spark.databricks.io.skipping.mdc.rangeId.max`` default.
+DEFAULT_NUM_RANGES = 1000
+
+Progress = Callable[[int, int], None]
+_BinKey = frozenset[tuple[str, "str | None"]]
+
+
+class OptimizeError(DeltaLogError):
+    """OPTIMIZE could not rewrite a file (unreadable, or data that does not fit the schema)."""
+
+
+@dataclass
+class OptimizeResult:
+    """The outcome of :func:`optimize` (``version`` is None when there was nothing to do)."""
+
+    table_uri: str
+    version: int | None = None
+    num_files_added: int = 0
+    num_files_removed: int = 0
+    bytes_added: int = 0
+    bytes_removed: int = 0
+    num_batches: int = 0
+    partitions_optimized: int = 0
+    total_considered_files: int = 0
+    total_files_skipped: int = 0
+    num_deletion_vectors_removed: int = 0
+    attempts: int = 0
+    metrics: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table_uri,
+            "version": self.version,
+            "num_files_added": self.num_files_added,
+            "num_files_removed": self.num_files_removed,
+            "bytes_added": self.bytes_added,
+            "bytes_removed": self.bytes_removed,
+            "num_batches": self.num_batches,
+            "partitions_optimized": self.partitions_optimized,
+            "total_considered_files": self.total_considered_files,
+            "total_files_skipped": self.total_files_skipped,
+            "num_deletion_vectors_removed": self.num_deletion_vectors_removed,
+            "attempts": self.attempts,
+            "metrics": dict(self.metrics),
+        }
+
+
+def describe_filters(where: Sequence[PartitionFilter] | None) -> list[str]:
+    """Partition filters as Delta writes OPTIMIZE's ``predicate`` parameter."""
+    out = []
+    for column, op, value in where or ():
+        rendered = f"'{value}'" if isinstance(value, str) else repr(value)
+        out.append(f"({column} {op.upper() if op.isalpha() or ' ' in op else op} {rendered})")
+    return out
+
+
+def _absolute(table_uri: str, path: str) -> str:
+    decoded = decode_path(path)
+    if "://" in decoded or decoded.startswith("/"):
+        return decoded
+    return f"{table_uri}/{decoded}"
+
+
+def _bins(files: Sequence[AddFile], target: int, min_files: int) -> list[list[AddFile]]:
+    """Delta's ``groupFilesIntoBins`` for one partition."""
+    bins: list[list[AddFile]] = []
+    current: list[AddFile] = []
+    size = 0
+    for f in sorted(files, key=lambda f: (f.size, f.path)):
+        if current and size + f.size > target:
+            bins.append(current)
+            current, size = [], 0
+        current.append(f)
+        size += f.size
+    if current:
+        bins.append(current)
+    return [b for b in bins if len(b) >= min_files or any(f.deletion_vector is not None for f in b)]
+
+
+def _partition_key(f: AddFile) -> tuple[tuple[str, str | None], ...]:
+    return tuple(sorted(f.partition_values.items()))
+
+
+def _data_schema(snapshot: Snapshot) -> tuple[pa.Schema, StructType]:
+    schema = snapshot.schema
+    partition = {c.lower() for c in snapshot.partition_columns}
+    data = StructType(tuple(f for f in schema.fields if f.name.lower() not in partition))
+    return physical_arrow_schema(data), data
+
+
+def _conform(batch: pa.RecordBatch, target: pa.Schema, where: str) -> pa.RecordBatch:
+    arrays = []
+    names = batch.schema.names
+    for f in target:
+        if f.name in names:
+            col = batch.column(names.index(f.name))
+            if not col.type.equals(f.type):
+                try:
+                    col = pc.cast(col, f.type, safe=not pa.types.is_timestamp(f.type))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise OptimizeError(
+                        f"cannot compact {where}: column {f.name!r} of type {col.type} does not fit the "
+                        f"table's type {f.type} ({exc}). Fix or remove the file, then run OPTIMIZE again."
+                    ) from None
+            arrays.append(col)
+        else:
+            arrays.append(pa.nulls(batch.num_rows, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+@dataclass(frozen=True)
+class CompactionSpec:
+    """Everything a bin rewrite needs, picklable (a Spark task rebuilds the store from it)."""
+
+    store: LogStoreSpec
+    table_uri: str
+    schema: pa.Schema
+    partition_columns: tuple[str, ...]
+    num_indexed_cols: int
+    #: physical -> logical column names (partition directories use logical names).
+    logical_names: Mapping[str, str]
+    #: logical -> physical names of the top-level columns.
+    physical_names: Mapping[str, str] = field(default_factory=dict)
+    #: Z-order columns (logical names); empty for compaction.
+    z_order_by: tuple[str, ...] = ()
+    #: Z-order writes ``max(1, bin bytes // max_file_size)`` files per bin.
+    max_file_size: int = DEFAULT_TARGET_FILE_SIZE
+    #: Delta's ``spark.databricks.io.skipping.mdc.rangeId.max``.
+    num_ranges: int = DEFAULT_NUM_RANGES
+
+    @classmethod
+    def for_snapshot(
+        cls,
+        delta_log: DeltaLog,
+        snapshot: Snapshot,
+        z_order_by: Sequence[str] = (),
+        max_file_size: int = DEFAULT_TARGET_FILE_SIZE,
+        num_ranges: int = DEFAULT_NUM_RANGES,
+    ) -> CompactionSpec:
+        schema, _ = _data_schema(snapshot)
+        return cls(
+            store=delta_log.store.spec(),
+            table_uri=delta_log.table_uri,
+            schema=schema,
+            partition_columns=tuple(snapshot.partition_columns),
+            num_indexed_cols=snapshot.properties.data_skipping_num_indexed_cols,
+            logical_names={f.physical_name: f.name for f in snapshot.schema.fields},
+            physical_names={f.name: f.physical_name for f in snapshot.schema.fields},
+            z_order_by=tuple(z_order_by),
+            max_file_size=max_file_size,
+            num_ranges=num_ranges,
+        )
+
+
+#: Rewrites bins (each a list of files of one partition), in order, returning the files
+#: written for each (none for a bin whose files hold no rows).
+BinRewriter = Callable[[CompactionSpec, Sequence[Sequence[AddFile]]], "list[list[AddFile]]"]
+
+
+def _input_format(md: pq.FileMetaData) -> tuple[str, set[str]]:
+    """The codec and the dictionary-encoded column paths of a data file."""
+    codec = "UNCOMPRESSED"
+    dictionary: set[str] = set()
+    for rg in range(md.num_row_groups):
+        group = md.row_group(rg)
+        for i in range(group.num_columns):
+            chunk = group.column(i)
+            codec = chunk.compression if codec == "UNCOMPRESSED" else codec
+            if chunk.has_dictionary_page:
+                dictionary.add(chunk.path_in_schema)
+    return codec, dictionary
+
+
+#: Spark's file name suffix for a Parquet codec (``part-...c000.snappy.parquet``).
+_CODEC_SUFFIX = {
+    "SNAPPY": ".snappy",
+    "GZIP": ".gz",
+    "ZSTD": ".zstd",
+    "LZ4": ".lz4hadoop",
+    "LZ4_RAW": ".lz4raw",
+    "BROTLI": ".br",
+    "UNCOMPRESSED": "",
+}
+
+
+class _Compactor:
+    def __init__(self, spec: CompactionSpec) -> None:
+        self.spec = spec
+        self.store: LogStore = spec.store.build()
+        self.fs: pafs.FileSystem = self.store.filesystem()
+        self.schema = spec.schema
+
+    def _directory(self, values: dict[str, str | None]) -> str:
+        logical = {self.spec.logical_names.get(k, k): v for k, v in values.items()}
+        return partition_directory(self.spec.partition_columns, logical)
+
+    def _batches(self, f: AddFile, formats: list[tuple[str, set[str]]]) -> Any:
+        uri = _absolute(self.spec.table_uri, f.path)
+        deleted = None
+        if f.deletion_vector is not None:
+            deleted = read_deletion_vector(self.store, self.spec.table_uri, f.deletion_vector)
+        try:
+            with open_data_file(self.fs, self.store.fs_path(uri)) as reader:
+                formats.append(_input_format(reader.metadata))
+                offset = 0
+                for batch in reader.iter_batches(batch_size=65536, use_threads=arrow_threads_allowed(self.fs)):
+                    n = batch.num_rows
+                    if deleted is not None and len(deleted):
+                        rows = pa.array(range(offset, offset + n), pa.uint64())
+                        batch = batch.filter(pc.invert(pc.is_in(rows, value_set=deleted)))
+                    offset += n
+                    yield _conform(batch, self.schema, uri)
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise OptimizeError(
+                f"cannot compact {uri}: the data file could not be read ({exc}). Check that it exists and "
+                "is valid Parquet (a vacuumed or damaged file); nothing was committed."
+            ) from None
+
+    def output_paths(self, files: Sequence[AddFile], stem: str) -> list[str]:
+        """Every relative path :meth:`write_bin` may give the files named ``stem``."""
+        directory = self._directory(dict(files[0].partition_values))
+        names = [f"{stem}.c{k:03d}{s}.parquet" for k in range(self._num_outputs(files)) for s in _CODEC_SUFFIX.values()]
+        return [f"{directory}/{n}" if directory else n for n in names]
+
+    def _num_outputs(self, files: Sequence[AddFile]) -> int:
+        """Delta's ``approxNumFiles`` of a Z-order bin (else one file)."""
+        if not self.spec.z_order_by or self.spec.max_file_size <= 0:
+            return 1
+        return max(1, sum(f.size for f in files) // self.spec.max_file_size)
+
+    def write_bin(self, files: Sequence[AddFile], stem: str | None = None) -> list[AddFile]:
+        """Rewrite ``files`` into one file named ``<stem>.c000.<codec>.parquet`` (default
+        stem: ``part-00000-<uuid>``), or, Z-ordering, into ``approxNumFiles`` files
+        ``.c000``, ``.c001``, … of consecutive Z-values; none when they hold no rows."""
+        values = dict(files[0].partition_values)
+        formats: list[tuple[str, set[str]]] = []
+        batches = (b for f in files for b in self._batches(f, formats) if b.num_rows)
+        first = next(batches, None)
+        if first is None:
+            return []
+        stem = stem or f"part-00000-{uuid.uuid4()}"
+        if not self.spec.z_order_by:
+            return [self._write_file(values, f"{stem}.c000", formats, itertools.chain([first], batches))]
+        table = pa.Table.from_batches([first, *batches])
+        physical = [self.spec.physical_names.get(c, c) for c in self.spec.z_order_by]
+        table = table.take(z_order_indices(table, physical, self.spec.num_ranges))
+        n = min(self._num_outputs(files), table.num_rows)
+        bounds = [table.num_rows * k // n for k in range(n + 1)]
+        written: list[AddFile] = []
+        try:
+            for k in range(n):
+                piece = table.slice(bounds[k], bounds[k + 1] - bounds[k])
+                written.append(self._write_file(values, f"{stem}.c{k:03d}", formats, iter(piece.to_batches())))
+        except BaseException:
+            for a in written:
+                self.delete(a.path)
+            raise
+        return written
+
+    def _write_file(
+        self, values: dict[str, str | None], stem: str, formats: list[tuple[str, set[str]]], batches: Any
+    ) -> AddFile:
+        import pyarrow.parquet as pq
+
+        directory = self._directory(values)
+        codec = formats[0][0]
+        dictionary = {c for _, d in formats for c in d}
+        name = f"{stem}{_CODEC_SUFFIX.get(codec, '')}.parquet"
+        rel = f"{directory}/{name}" if directory else name
+        path = self.store.fs_path(f"{self.spec.table_uri}/{rel}")
+        if directory:
+            self.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        stats = StatsCollector(self.schema, self.spec.num_indexed_cols)
+        pending: list[pa.RecordBatch] = []
+        pending_rows = pending_bytes = 0
+        try:
+            with (
+                self.fs.open_output_stream(path) as out,
+                pq.ParquetWriter(
+                    out,
+                    self.schema,
+                    compression=codec.lower() if codec in _CODEC_SUFFIX else "snappy",
+                    use_dictionary=sorted(dictionary),
+                ) as writer,
+            ):
+                for batch in batches:
+                    stats.update(batch)
+                    pending.append(batch)
+                    pending_rows += batch.num_rows
+                    pending_bytes += batch.nbytes
+                    if pending_rows >= ROW_GROUP_ROWS or pending_bytes >= ROW_GROUP_BYTES:
+                        writer.write_table(pa.Table.from_batches(pending), row_group_size=ROW_GROUP_ROWS)
+                        pending, pending_rows, pending_bytes = [], 0, 0
+                if pending:
+                    writer.write_table(pa.Table.from_batches(pending), row_group_size=ROW_GROUP_ROWS)
+        except BaseException:
+            self.delete(encode_path(rel))
+            raise
+        size = int(self.fs.get_file_info(path).size or 0)
+        return AddFile(
+            path=encode_path(rel),
+            partition_values=values,
+            size=size,
+            modification_time=int(time.time() * 1000),
+            data_change=False,
+            stats=stats.to_json(tight_bounds=True),
+        )
+
+    def delete(self, rel: str) -> None:
+        _delete_data_file(self.store, self.spec.table_uri, rel)
+
+
+def range_ids(column: pa.Array | pa.ChunkedArray, num_ranges: int) -> Any:
+    """Delta's ``range_partition_id(col, num_ranges)`` over all of ``column``: each value's
+    rank (equal values share the lowest, nulls first) scaled to ``[0, num_ranges)``."""
+    import numpy as np
+
+    n = len(column)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    ranks = np.asarray(pc.rank(column, sort_keys="ascending", tiebreaker="min"), dtype=np.uint64)
+    nulls = column.null_count
+    if nulls:  # ranked last; Spark's ascending order puts them first
+        is_null = np.asarray(column.is_null(), dtype=bool)
+        ranks = np.where(is_null, np.uint64(1), ranks + np.uint64(nulls))
+    ids = (ranks - np.uint64(1)) * np.uint64(num_ranges) // np.uint64(max(n, 1))
+    return ids.astype(np.uint32)
+
+
+def z_order_indices(table: pa.Table, columns: Sequence[str], num_ranges: int) -> pa.Array:
+    """Row order by Delta's Z-value: ``interleave_bits`` of each column's range id (the most
+    significant bit of every column first, columns in the given order)."""
+    import numpy as np
+
+    bits = max(1, int(num_ranges - 1).bit_length())
+    ids = [range_ids(table[c], num_ranges) for c in columns]
+    matrix = np.zeros((table.num_rows, bits * len(ids)), dtype=np.uint8)
+    for b in range(bits):
+        for j, column_ids in enumerate(ids):
+            matrix[:, b * len(ids) + j] = (column_ids >> np.uint32(bits - 1 - b)) & 1
+    packed = np.packbits(matrix, axis=1)
+    order = np.lexsort(packed.T[::-1])
+    return pa.array(order, pa.int64())
+
+
+def rewrite_bin(spec: CompactionSpec, files: Sequence[AddFile], stem: str | None = None) -> list[AddFile]:
+    """Rewrite one bin (what a Spark task runs); a given ``stem`` names the files, so a
+    retried task overwrites its own output instead of leaving second copies."""
+    return _Compactor(spec).write_bin(files, stem)
+
+
+def discard_bin_outputs(spec: CompactionSpec, bins: Sequence[tuple[Sequence[AddFile], str]]) -> None:
+    """Delete whatever :func:`rewrite_bin` wrote for ``(files, stem)`` bins of a failed run."""
+    compactor = _Compactor(spec)
+    for files, stem in bins:
+        for rel in compactor.output_paths(files, stem):
+            compactor.delete(encode_path(rel))
+
+
+def _delete_data_file(store: LogStore, table_uri: str, rel: str) -> None:
+    """Delete a file this run wrote (never committed)."""
+    try:
+        store.filesystem().delete_file(store.fs_path(_absolute(table_uri, rel)))
+    except FileNotFoundError:
+        pass
+
+
+def _percentile(sizes: list[int], q: float) -> int:
+    if not sizes:
+        return 0
+    s = sorted(sizes)
+    return s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))]
+
+
+def optimize(
+    delta_log: DeltaLog,
+    where: Sequence[PartitionFilter] | None = None,
+    target_size: int | None = None,
+    min_files_per_bin: int = 2,
+    *,
+    min_file_size: int | None = None,
+    max_attempts: int = 5,
+    lock: str | CommitLock | None = None,
+    progress: Progress | None = None,
+    rewrite_bins: BinRewriter | None = None,
+    z_order_by: Sequence[str] = (),
+    num_ranges: int = DEFAULT_NUM_RANGES,
+) -> OptimizeResult:
+    """Compact small files; see the module docstring. Returns an :class:`OptimizeResult`.
+
+    ``target_size`` is the bin size (Delta's ``maxFileSize``); files smaller than
+    ``min_file_size`` (default: the target size) are the candidates. ``rewrite_bins``
+    rewrites the planned bins (default: in this process, one after the other, reporting
+    ``progress``). ``z_order_by`` columns make it Delta's ``OPTIMIZE ... ZORDER BY``: every
+    file of each selected partition is rewritten, rows ordered by the interleaved bits of
+    the columns' range ids (``num_ranges`` of them), into ``max(1, bytes // target_size)``
+    files per partition.
+    """
+    if min_files_per_bin < 1:
+        raise ValueError(f"min_files_per_bin must be >= 1, got {min_files_per_bin}")
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+    delta_log.require_table()
+    written: dict[_BinKey, list[AddFile]] = {}
+    result = OptimizeResult(delta_log.table_uri)
+    committed: set[str] = set()
+    try:
+        for attempt in range(1, max_attempts + 1):
+            result.attempts = attempt
+            txn = delta_log.start_transaction(lock=lock)
+            snapshot: Snapshot = txn.snapshot
+            target = target_size or snapshot.properties.target_file_size or DEFAULT_TARGET_FILE_SIZE
+            if target <= 0:
+                raise ValueError(f"the target file size must be > 0, got {target}")
+            smaller_than = target if min_file_size is None else min_file_size
+            if smaller_than < 0:
+                raise ValueError(f"the minimum file size must be >= 0, got {smaller_than}")
+            z_order = _z_order_columns(snapshot, z_order_by)
+            files = txn.filter_files(list(where) if where else None)
+            candidates = [f for f in files if z_order or f.size < smaller_than or f.deletion_vector is not None]
+            by_partition: dict[Any, list[AddFile]] = defaultdict(list)
+            for f in candidates:
+                by_partition[_partition_key(f)].append(f)
+            # Z-order (Delta's multi-dimensional clustering) rewrites each partition whole
+            plan = [
+                (key, b)
+                for key, group in by_partition.items()
+                for b in ([group] if z_order else _bins(group, target, min_files_per_bin))
+            ]
+            result.total_considered_files = len(files)
+            result.total_files_skipped = len(files) - sum(len(b) for _, b in plan)
+            if not plan:
+                log.info("optimize %s: nothing to compact", delta_log.table_uri)
+                return result
+            spec = CompactionSpec.for_snapshot(delta_log, snapshot, z_order, target, num_ranges)
+            todo = [b for _, b in plan if frozenset(f.logical_key for f in b) not in written]
+            if rewrite_bins is None:
+                rewritten: list[list[AddFile]] = []
+                compactor = _Compactor(spec)
+                if progress is not None:
+                    progress(0, len(todo))
+                for i, files_in_bin in enumerate(todo, 1):
+                    rewritten.append(compactor.write_bin(files_in_bin))
+                    if progress is not None:
+                        progress(i, len(todo))
+            else:
+                rewritten = list(rewrite_bins(spec, todo)) if todo else []
+                if len(rewritten) != len(todo):
+                    raise AssertionError(f"{len(todo)} bins rewritten into {len(rewritten)} results")
+            for files_in_bin, added in zip(todo, rewritten):
+                written[frozenset(f.logical_key for f in files_in_bin)] = added
+            now = int(time.time() * 1000)
+            removes = [f.remove(now, data_change=False) for _, b in plan for f in b]
+            adds = [a for _, b in plan for a in written[frozenset(f.logical_key for f in b)]]
+            _fill(result, plan, adds)
+            operation = Optimize(predicate=describe_filters(where), z_order_by=z_order, user_metrics=result.metrics)
+            actions: list[Action] = [*removes, *adds]
+            try:
+                result.version = txn.commit(actions, operation)
+            except DeltaConcurrentModificationError as exc:
+                if attempt >= max_attempts:
+                    raise
+                log.info("optimize %s: attempt %d conflicted (%s); re-planning", delta_log.table_uri, attempt, exc)
+                continue
+            committed = {a.path for a in adds}
+            log.info(
+                "optimize %s: version %d, %d files -> %d",
+                delta_log.table_uri,
+                result.version,
+                result.num_files_removed,
+                result.num_files_added,
+            )
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+    finally:
+        leftovers = [a for added in written.values() for a in added if a.path not in committed]
+        for a in leftovers:
+            _delete_data_file(delta_log.store, delta_log.table_uri, a.path)
+
+
+def _z_order_columns(snapshot: Snapshot, columns: Sequence[str]) -> tuple[str, ...]:
+    """Delta's ``validateZorderByColumns``: data columns that exist and have statistics."""
+    if not columns:
+        return ()
+    fields = {f.name.lower(): f for f in snapshot.schema.fields}
+    partition = {c.lower() for c in snapshot.partition_columns}
+    schema, _ = _data_schema(snapshot)
+    num_indexed = snapshot.properties.data_skipping_num_indexed_cols
+    with_stats = {path[0] for path, _ in StatsCollector(schema, num_indexed).leaves}
+    out: list[str] = []
+    without_stats: list[str] = []
+    for name in columns:
+        if name.lower() in partition:
+            raise OptimizeError(f"{name} is a partition column. Z-Ordering can only be performed on data columns")
+        f = fields.get(name.lower())
+        if f is None:
+            raise OptimizeError(f"Z-Ordering column {name} does not exist in the table's data schema")
+        if f.physical_name not in with_stats:
+            without_stats.append(f.name)
+        out.append(f.name)
+    if without_stats:
+        raise OptimizeError(
+            f"Z-Ordering on {without_stats} will be ineffective, because we currently do not collect stats "
+            "for these columns (delta.dataSkippingNumIndexedCols). Z-order by columns with statistics."
+        )
+    return tuple(out)
+
+
+def _fill(result: OptimizeResult, plan: Sequence[tuple[Any, list[AddFile]]], adds: Sequence[AddFile]) -> None:
+    removed = [f for _, b in plan for f in b]
+    result.num_files_removed = len(removed)
+    result.num_files_added = len(adds)
+    result.bytes_removed = sum(f.size for f in removed)
+    result.bytes_added = sum(a.size for a in adds)
+    result.num_batches = len(plan)
+    result.partitions_optimized = len({key for key, _ in plan})
+    result.num_deletion_vectors_removed = sum(1 for f in removed if f.deletion_vector is not None)
+    sizes = [a.size for a in adds]
+    result.metrics = {
+        "numAddedFiles": str(result.num_files_added),
+        "numRemovedFiles": str(result.num_files_removed),
+        "numAddedBytes": str(result.bytes_added),
+        "numRemovedBytes": str(result.bytes_removed),
+        "minFileSize": str(min(sizes) if sizes else 0),
+        "p25FileSize": str(_percentile(sizes, 0.25)),
+        "p50FileSize": str(_percentile(sizes, 0.5)),
+        "p75FileSize": str(_percentile(sizes, 0.75)),
+        "maxFileSize": str(max(sizes) if sizes else 0),
+        "numBatches": str(result.num_batches),
+        "totalConsideredFiles": str(result.total_considered_files),
+        "totalFilesSkipped": str(result.total_files_skipped),
+        "preserveInsertionOrder": "true",
+        "numDeletionVectorsRemoved": str(result.num_deletion_vectors_removed),
+    }

@@ -1,0 +1,158 @@
+"""RESTORE: set a table's files back to those of an earlier version (or timestamp).
+
+Delta's ``RestoreTableCommand`` in the txn layer: one commit that
+
+- removes (``dataChange=true``) every active file that is not in the target version,
+- re-adds (``dataChange=true``) every file of the target version that is not active now,
+  after checking that each still exists in storage: files deleted by VACUUM cannot come
+  back, and the restore is refused with :class:`RestoreMissingFilesError` naming them;
+- brings back the target's metadata (schema, partitioning, properties) when it differs,
+  and keeps the protocol (a restore never downgrades it).
+
+The transaction reads the whole table (serializable: a concurrent write makes it fail
+rather than be silently undone). The commit carries Delta's ``RESTORE`` parameters
+(``version``, ``timestamp``) and metrics (``tableSizeAfterRestore``,
+``numOfFilesAfterRestore``, ``numRemovedFiles``, ``numRestoredFiles``,
+``removedFilesSize``, ``restoredFilesSize``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from deltalog.txn.commit.operations import Restore
+from deltalog.txn.protocol.actions import Action, AddFile, decode_path
+from deltalog.txn.protocol.errors import DeltaLogError
+
+if TYPE_CHECKING:
+    from deltalog.txn.commit.locks.base import CommitLock
+    from deltalog.txn.delta_log import DeltaLog
+
+__all__ = ["RestoreMissingFilesError", "RestoreResult", "restore"]
+
+log = logging.getLogger(__name__)
+
+
+class RestoreMissingFilesError(DeltaLogError):
+    """Files of the target version are gone from storage (vacuumed): the restore cannot
+    bring them back."""
+
+    def __init__(self, table_uri: str, version: int, missing: list[str]) -> None:
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        super().__init__(
+            f"cannot restore {table_uri} to version {version}: {len(missing)} of its data files no longer "
+            f"exist (removed by VACUUM?): {shown}. Restore to a later version whose files still exist; "
+            "nothing was committed."
+        )
+        self.table_uri = table_uri
+        self.version = version
+        self.missing = missing
+
+
+@dataclass
+class RestoreResult:
+    """The outcome of :func:`restore`."""
+
+    table_uri: str
+    version: int
+    restored_version: int
+    metrics: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table_uri,
+            "version": self.version,
+            "restored_version": self.restored_version,
+            "metrics": dict(self.metrics),
+        }
+
+
+def _absolute(table_uri: str, path: str) -> str:
+    decoded = decode_path(path)
+    if "://" in decoded or decoded.startswith("/"):
+        return decoded
+    return f"{table_uri}/{decoded}"
+
+
+def _missing(delta_log: DeltaLog, files: list[AddFile]) -> list[str]:
+    import pyarrow.fs as pafs
+
+    if not files:
+        return []
+    store = delta_log.store
+    fs = store.filesystem()
+    uris = [_absolute(delta_log.table_uri, f.path) for f in files]
+    missing = []
+    for start in range(0, len(uris), 1000):
+        chunk = uris[start : start + 1000]
+        infos = fs.get_file_info([store.fs_path(u) for u in chunk])
+        missing += [u for u, info in zip(chunk, infos) if info.type == pafs.FileType.NotFound]
+    return missing
+
+
+def restore(
+    delta_log: DeltaLog,
+    version: int | None = None,
+    timestamp: datetime | int | str | None = None,
+    *,
+    lock: str | CommitLock | None = None,
+) -> RestoreResult:
+    """Restore the table to ``version`` or to the version current at ``timestamp``.
+
+    Raises :class:`RestoreMissingFilesError` when target files were vacuumed,
+    :class:`~deltalog.txn.protocol.errors.VersionNotFoundError` for a version the log cannot
+    rebuild; in both cases nothing is committed.
+    """
+    if (version is None) == (timestamp is None):
+        raise ValueError("restore needs exactly one of version= or timestamp=")
+    delta_log.require_table()
+    target = delta_log.snapshot(version=version, timestamp=timestamp)
+    txn = delta_log.start_transaction(lock=lock)
+    latest = txn.snapshot
+    txn.read_whole_table()
+
+    target_files = {f.logical_key: f for f in target.files}
+    latest_files = {f.logical_key: f for f in latest.files}
+    to_add = [f for key, f in target_files.items() if key not in latest_files]
+    to_remove = [f for key, f in latest_files.items() if key not in target_files]
+    missing = _missing(delta_log, to_add)
+    if missing:
+        raise RestoreMissingFilesError(delta_log.table_uri, target.version, missing)
+
+    now = int(time.time() * 1000)
+    actions: list[Action] = [f.remove(now, data_change=True) for f in to_remove]
+    actions.extend(replace(f, data_change=True) for f in to_add)
+    if target.metadata != latest.metadata:
+        txn.update_metadata(target.metadata)
+    # The re-added files are the target version's own, checked against the table's
+    # constraints when they were written; like Delta's RESTORE, do not check them again.
+    txn.mark_constraints_checked()
+
+    restored_bytes = sum(f.size for f in to_add)
+    removed_bytes = sum(f.size for f in to_remove)
+    metrics = {
+        "tableSizeAfterRestore": str(target.size_in_bytes),
+        "numOfFilesAfterRestore": str(target.num_files),
+        "numRemovedFiles": str(len(to_remove)),
+        "numRestoredFiles": str(len(to_add)),
+        "removedFilesSize": str(removed_bytes),
+        "restoredFilesSize": str(restored_bytes),
+    }
+    ts_param = None
+    if timestamp is not None:
+        ts_param = timestamp.isoformat() if isinstance(timestamp, datetime) else str(timestamp)
+    operation = Restore(version=target.version if timestamp is None else None, timestamp=ts_param, user_metrics=metrics)
+    committed = txn.commit(actions, operation)
+    log.info(
+        "restored %s to version %d as version %d (%d files restored, %d removed)",
+        delta_log.table_uri,
+        target.version,
+        committed,
+        len(to_add),
+        len(to_remove),
+    )
+    return RestoreResult(delta_log.table_uri, committed, target.version, metrics)

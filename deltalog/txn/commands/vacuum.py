@@ -1,0 +1,345 @@
+"""VACUUM: delete the files in a table's directory that the table no longer references.
+
+Delta's ``VacuumCommand`` without Spark. A file under the table root is deleted when
+
+- no active file of the latest snapshot and no unexpired tombstone (a ``remove`` newer than
+  the retention) refers to it, nor to it as a deletion-vector file, and
+- its modification time is older than ``now - retention``.
+
+The retention is ``delta.deletedFileRetentionDuration`` (one week by default) unless
+``retention_hours`` is given; a shorter retention is refused while the retention check is on
+(``enforce_retention=True``, or Delta's ``spark.databricks.delta.retentionDurationCheck.enabled``
+in the storage options), because it can delete files a running writer is about to commit.
+
+Hidden names are never looked into or deleted: anything starting with ``_`` or ``.``
+(``_delta_log``, ``_SUCCESS``, ``.crc`` files), except partition directories whose column
+name starts with ``_`` and ``_change_data`` (change-data files are referenced only by old
+commits, so they go once they are older than the retention), as Delta's
+``isHiddenDirectory`` rules. Nothing outside the table root is touched.
+
+Unless ``dry_run``, the run is recorded as ``VACUUM START`` and ``VACUUM END`` commits with
+Delta's parameters and metrics (``numFilesToDelete``, ``sizeOfDataToDelete``,
+``numDeletedFiles``, ``numVacuumedDirectories``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import pyarrow.compute as pc
+
+from deltalog.txn.commit.operations import VacuumEnd, VacuumStart
+from deltalog.txn.log.deletion_vectors import dv_absolute_path
+from deltalog.txn.protocol.actions import DeletionVectorDescriptor, decode_path
+from deltalog.txn.protocol.errors import DeltaLogError
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+
+    from deltalog.txn.commit.locks.base import CommitLock
+    from deltalog.txn.delta_log import DeltaLog
+
+__all__ = ["RETENTION_CHECK_KEYS", "VacuumResult", "VacuumRetentionError", "is_hidden", "vacuum"]
+
+log = logging.getLogger(__name__)
+
+#: Storage-option keys that turn the retention safety check off when set to ``false``.
+RETENTION_CHECK_KEYS = (
+    "deltalog.retentionDurationCheck.enabled",
+    "spark.databricks.delta.retentionDurationCheck.enabled",
+)
+
+Progress = Callable[[int, int], None]
+
+
+class VacuumRetentionError(DeltaLogError, ValueError):
+    """The requested retention is negative, or shorter than the table's
+    ``delta.deletedFileRetentionDuration`` while the retention check is on."""
+
+
+@dataclass
+class VacuumResult:
+    """What a vacuum deleted (or, with ``dry_run``, would delete). Iterates over ``files``."""
+
+    table_uri: str
+    files: list[str] = field(default_factory=list)
+    size_in_bytes: int = 0
+    num_dirs: int = 0
+    dry_run: bool = False
+    retention_hours: float = 0.0
+    start_version: int | None = None
+    end_version: int | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table_uri,
+            "dry_run": self.dry_run,
+            "retention_hours": self.retention_hours,
+            "num_files": len(self.files),
+            "size_in_bytes": self.size_in_bytes,
+            "num_dirs": self.num_dirs,
+            "files": list(self.files),
+            "start_version": self.start_version,
+            "end_version": self.end_version,
+        }
+
+
+def is_hidden(name: str, partition_columns: Sequence[str]) -> bool:
+    """Delta's ``DeltaTableUtils.isHiddenDirectory`` for one path component."""
+    if name == "metadata":
+        return True
+    if not (name.startswith(".") or name.startswith("_")):
+        return False
+    if name.startswith("_delta_index") or name.startswith("_change_data"):
+        return False
+    return not any(name.startswith(f"{c}=") for c in partition_columns)
+
+
+def _relative(table_uri: str, root: str, raw: str) -> str | None:
+    """``raw`` (an action path, decoded) relative to the table root, or None when outside."""
+    if "://" not in raw and not raw.startswith("/"):
+        return raw.lstrip("/")
+    candidate = raw
+    if "://" in raw:
+        parts = urlsplit(raw)
+        table = urlsplit(table_uri)
+        if (parts.scheme, parts.netloc) != (table.scheme, table.netloc):
+            return None
+        candidate = parts.path
+    base = urlsplit(table_uri).path if "://" in table_uri else root
+    base = "/" + base.strip("/")
+    candidate = "/" + candidate.lstrip("/")
+    if candidate.startswith(base + "/"):
+        return candidate[len(base) + 1 :]
+    return None
+
+
+def _retention_check_enabled(delta_log: DeltaLog) -> bool:
+    raw = delta_log.storage_options.first(*RETENTION_CHECK_KEYS)
+    return raw is None or raw.strip().lower() not in ("false", "0", "no", "off")
+
+
+def _valid_paths(delta_log: DeltaLog, snapshot: Any, root: str, delete_before: int, now_ms: int) -> set[str]:
+    """Relative paths (files and their parent directories) that must survive."""
+    uri = delta_log.table_uri
+    valid: set[str] = set()
+
+    def keep(raw: str) -> None:
+        rel = _relative(uri, root, raw)
+        if rel is None:
+            return
+        valid.add(rel)
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            valid.add("/".join(parts[:i]))
+
+    def keep_dv(dv: DeletionVectorDescriptor | None) -> None:
+        if dv is not None and dv.storage_type in ("u", "p"):
+            keep(decode_path(dv_absolute_path(uri, dv)))
+
+    for add in snapshot.files:
+        keep(decode_path(add.path))
+        keep_dv(add.deletion_vector)
+    tombstones = snapshot.tombstones_table(now_ms)
+    if tombstones.num_rows:
+        ts = pc.fill_null(tombstones.column("deletionTimestamp"), 0)
+        tombstones = tombstones.filter(pc.greater_equal(ts, delete_before))
+    for path in tombstones.column("path").to_pylist() if tombstones.num_rows else []:
+        keep(decode_path(path))
+    if tombstones.num_rows and "deletionVector" in tombstones.column_names:
+        for dv in tombstones.column("deletionVector").to_pylist():
+            if dv:
+                keep_dv(DeletionVectorDescriptor.from_dict(dv))
+    return valid
+
+
+def _walk(
+    delta_log: DeltaLog, fs: pafs.FileSystem, root: str, partition_columns: Sequence[str]
+) -> tuple[list[tuple[str, int, int]], list[str]]:
+    """Visible files ``(relative path, size, mtime ms)`` and directories under ``root``.
+
+    When the filesystem reports no modification time, the store's ``list_from`` of that
+    directory gives it; a file whose age stays unknown is never deleted."""
+    import pyarrow.fs as pafs
+
+    files: list[tuple[str, int, int]] = []
+    dirs: list[str] = []
+    base = root.rstrip("/")
+    stack = [""]
+    never = 2**62
+    while stack:
+        rel_dir = stack.pop()
+        where = f"{base}/{rel_dir}" if rel_dir else base
+        infos = fs.get_file_info(pafs.FileSelector(where, recursive=False, allow_not_found=True))
+        store_mtimes: dict[str, int] | None = None
+        for info in infos:
+            name = info.base_name
+            if is_hidden(name, partition_columns):
+                continue
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if info.type == pafs.FileType.Directory:
+                dirs.append(rel)
+                stack.append(rel)
+            elif info.type == pafs.FileType.File:
+                if info.mtime_ns is not None:
+                    mtime = info.mtime_ns // 1_000_000
+                else:
+                    if store_mtimes is None:
+                        dir_uri = f"{delta_log.table_uri}/{rel_dir}" if rel_dir else delta_log.table_uri
+                        store_mtimes = {s.name: s.modification_time for s in delta_log.store.list_from(f"{dir_uri}/")}
+                    mtime = store_mtimes.get(name, never)
+                files.append((rel, int(info.size or 0), int(mtime)))
+    return files, dirs
+
+
+def vacuum(
+    delta_log: DeltaLog,
+    retention_hours: float | None = None,
+    dry_run: bool = False,
+    enforce_retention: bool = True,
+    *,
+    now_ms: int | None = None,
+    lock: str | CommitLock | None = None,
+    progress: Progress | None = None,
+    max_workers: int = 8,
+) -> VacuumResult:
+    """Delete unreferenced files older than the retention; see the module docstring.
+
+    Returns a :class:`VacuumResult` (iterable over the table-relative paths deleted, or
+    that would be deleted with ``dry_run``). Raises :class:`VacuumRetentionError` for an
+    unsafe retention, leaving the table untouched.
+    """
+    snapshot = delta_log.require_table()
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    table_retention_ms = int(snapshot.properties.deleted_file_retention.total_seconds() * 1000)
+    if retention_hours is not None and retention_hours < 0:
+        raise VacuumRetentionError(
+            f"the vacuum retention cannot be negative (got {retention_hours} hours); give 0 or more hours"
+        )
+    retention_ms = table_retention_ms if retention_hours is None else int(retention_hours * 3600 * 1000)
+    check = enforce_retention and _retention_check_enabled(delta_log)
+    if check and retention_ms < table_retention_ms:
+        asked, table_hours = retention_ms / 3_600_000, table_retention_ms / 3_600_000
+        raise VacuumRetentionError(
+            f"refusing to vacuum {delta_log.table_uri} with a retention of {asked:g} hours, "
+            f"shorter than the table's delta.deletedFileRetentionDuration ({table_hours:g} "
+            "hours): a writer that is committing right now could lose its files and corrupt the table. "
+            "If no operation is running on the table, pass enforce_retention=False (CLI: "
+            "--no-retention-check) or set spark.databricks.delta.retentionDurationCheck.enabled=false; "
+            f"otherwise use a retention of at least {table_hours:g} hours."
+        )
+    delete_before = now - retention_ms
+    store = delta_log.store
+    fs = store.filesystem()
+    root = store.fs_path(delta_log.table_uri).rstrip("/")
+    partition_columns = snapshot.partition_columns
+    valid = _valid_paths(delta_log, snapshot, root, delete_before, now)
+    files, dirs = _walk(delta_log, fs, root, partition_columns)
+    doomed = [(rel, size) for rel, size, mtime in files if rel not in valid and mtime < delete_before]
+    doomed.sort()
+    result = VacuumResult(
+        delta_log.table_uri,
+        files=[rel for rel, _ in doomed],
+        size_in_bytes=sum(size for _, size in doomed),
+        dry_run=dry_run,
+        retention_hours=retention_ms / 3_600_000,
+    )
+    log.info(
+        "vacuum %s: %d of %d files (%d bytes) are unreferenced and older than %g hours%s",
+        delta_log.table_uri,
+        len(doomed),
+        len(files),
+        result.size_in_bytes,
+        result.retention_hours,
+        " (dry run)" if dry_run else "",
+    )
+    if dry_run:
+        return result
+
+    start_txn = delta_log.start_transaction(lock=lock)
+    result.start_version = start_txn.commit(
+        [],
+        VacuumStart(
+            retention_check_enabled=check,
+            specified_retention_millis=None if retention_hours is None else retention_ms,
+            default_retention_millis=table_retention_ms,
+            user_metrics={
+                "numFilesToDelete": str(len(doomed)),
+                "sizeOfDataToDelete": str(result.size_in_bytes),
+            },
+        ),
+    )
+    deleted = 0
+    try:
+        deleted = _delete_all(fs, root, [rel for rel, _ in doomed], progress, max_workers)
+        result.num_dirs = _delete_empty_dirs(fs, root, dirs, valid)
+    except BaseException:
+        _end(delta_log, lock, "FAILED", deleted, result.num_dirs)
+        raise
+    result.end_version = _end(delta_log, lock, "COMPLETED", deleted, result.num_dirs)
+    return result
+
+
+def _end(delta_log: DeltaLog, lock: str | CommitLock | None, status: str, deleted: int, dirs: int) -> int:
+    txn = delta_log.start_transaction(lock=lock)
+    version: int = txn.commit(
+        [],
+        VacuumEnd(
+            status=status,
+            user_metrics={"numDeletedFiles": str(deleted), "numVacuumedDirectories": str(dirs)},
+        ),
+    )
+    return version
+
+
+def _delete_all(fs: pafs.FileSystem, root: str, rels: list[str], progress: Progress | None, max_workers: int) -> int:
+    total = len(rels)
+    if progress is not None:
+        progress(0, total)
+    if not rels:
+        return 0
+
+    def delete(rel: str) -> None:
+        try:
+            fs.delete_file(f"{root}/{rel}")
+        except FileNotFoundError:
+            pass
+
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
+        for _ in pool.map(delete, rels):
+            done += 1
+            if progress is not None:
+                progress(done, total)
+    return done
+
+
+def _delete_empty_dirs(fs: pafs.FileSystem, root: str, dirs: list[str], valid: set[str]) -> int:
+    """Delete directories (deepest first) that hold no valid file and are now empty."""
+    import pyarrow.fs as pafs
+
+    count = 0
+    for rel in sorted(dirs, key=lambda d: d.count("/"), reverse=True):
+        if rel in valid:
+            continue
+        path = f"{root}/{rel}"
+        try:
+            if fs.get_file_info(pafs.FileSelector(path, recursive=False, allow_not_found=True)):
+                continue
+            fs.delete_dir(path)
+            count += 1
+        except (FileNotFoundError, OSError) as exc:
+            log.debug("vacuum: could not delete directory %s: %s", path, exc)
+    return count

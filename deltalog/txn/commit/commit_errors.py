@@ -1,0 +1,201 @@
+"""Errors of the transaction engine.
+
+Two families:
+
+- :class:`DeltaConcurrentModificationError`: another writer committed first and this
+  transaction cannot be serialized after it (Delta's ``DeltaConcurrentModificationException``
+  and its subclasses, same names with ``Error``), plus :class:`CommitFailedError` when the
+  attempts ran out. Each names the winning version and operation, and the partition when
+  known. Retrying the whole transaction (re-reading the table) is the usual remedy.
+- :class:`InvalidTransactionError`: the transaction itself is wrong (committed twice, two
+  metadata changes, duplicate files, an append-only violation, bad metadata, ...). Nothing
+  was written; fix the caller.
+"""
+
+from __future__ import annotations
+
+from deltalog.txn.protocol.errors import DeltaLogError
+
+__all__ = [
+    "AppendOnlyViolationError",
+    "CommitFailedError",
+    "ConcurrentAppendError",
+    "ConcurrentDeleteDeleteError",
+    "ConcurrentDeleteReadError",
+    "ConcurrentTransactionError",
+    "ConcurrentWriteError",
+    "ConstraintsNotCheckedError",
+    "DeltaConcurrentModificationError",
+    "DuplicateFileActionError",
+    "InvalidMetadataError",
+    "InvalidTransactionError",
+    "MetadataAlreadyChangedError",
+    "MetadataChangedError",
+    "MissingMetadataError",
+    "ProtocolChangedError",
+    "TransactionAlreadyCommittedError",
+    "commit_certainly_failed",
+]
+
+
+class DeltaConcurrentModificationError(DeltaLogError):
+    """A concurrent commit conflicts with this transaction."""
+
+    conflict: str = "a concurrent transaction"
+    advice: str = "Refresh the table and try the operation again."
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        winning_version: int | None = None,
+        winning_operation: str | None = None,
+        partition: str | None = None,
+        table: str | None = None,
+    ) -> None:
+        parts = [f"{self.conflict}: {detail}"]
+        if winning_version is not None:
+            op = f" ({winning_operation})" if winning_operation else ""
+            parts.append(f"conflicting commit: version {winning_version}{op}")
+        if partition:
+            parts.append(f"partition: {partition}")
+        if table:
+            parts.append(f"table: {table}")
+        super().__init__(". ".join(parts) + ". " + self.advice)
+        self.detail = detail
+        self.winning_version = winning_version
+        self.winning_operation = winning_operation
+        self.partition = partition
+        self.table = table
+
+
+class ConcurrentWriteError(DeltaConcurrentModificationError):
+    """A concurrent transaction wrote data this transaction depends on (generic case)."""
+
+    conflict = "ConcurrentWriteError: a concurrent transaction has written new data since this one read the table"
+
+
+class ConcurrentAppendError(DeltaConcurrentModificationError):
+    """Files were added to data (partitions) this transaction read."""
+
+    conflict = "ConcurrentAppendError: files were added to the data read by this transaction by a concurrent update"
+    advice = (
+        "Refresh the table and try again; to avoid it, read only the partitions you write "
+        "(explicit partition filters), or use WriteSerializable isolation for blind appends."
+    )
+
+
+class ConcurrentDeleteReadError(DeltaConcurrentModificationError):
+    """A file this transaction read was removed by a concurrent commit."""
+
+    conflict = (
+        "ConcurrentDeleteReadError: "
+        "this transaction attempted to read one or more files that were deleted by a concurrent update"
+    )
+
+
+class ConcurrentDeleteDeleteError(DeltaConcurrentModificationError):
+    """A file this transaction removes was removed by a concurrent commit too."""
+
+    conflict = (
+        "ConcurrentDeleteDeleteError: "
+        "this transaction attempted to delete one or more files that were deleted by a concurrent update"
+    )
+
+
+class MetadataChangedError(DeltaConcurrentModificationError):
+    """The table's metadata (schema, properties, partitioning) changed concurrently."""
+
+    conflict = "MetadataChangedError: the metadata of the Delta table has been changed by a concurrent update"
+
+
+class ProtocolChangedError(DeltaConcurrentModificationError):
+    """The table's protocol changed concurrently (or two writers created the table)."""
+
+    conflict = "ProtocolChangedError: the protocol version of the Delta table has been changed by a concurrent update"
+
+
+class ConcurrentTransactionError(DeltaConcurrentModificationError):
+    """An application transaction id or a metadata domain this transaction uses was
+    updated concurrently (e.g. the same streaming query ran twice)."""
+
+    conflict = (
+        "ConcurrentTransactionError: "
+        "a concurrent transaction updated the same application transaction or metadata domain"
+    )
+    advice = "Make sure only one instance of the query or job writes with this application id."
+
+
+class CommitFailedError(DeltaConcurrentModificationError):
+    """The commit did not succeed within the allowed number of attempts."""
+
+    conflict = "CommitFailedError: the commit did not succeed"
+    advice = "Raise max_commit_attempts, reduce contention on the table, or use a commit lock."
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        attempts: int,
+        read_version: int,
+        last_attempted_version: int,
+        elapsed_ms: float,
+        table: str | None = None,
+        outcome_unknown: bool = False,
+    ) -> None:
+        super().__init__(
+            f"{detail} (attempts: {attempts}, read version: {read_version}, "
+            f"last attempted version: {last_attempted_version}, time spent: {elapsed_ms:.0f} ms)"
+            + ("; an earlier attempt has an unknown outcome and may still land" if outcome_unknown else ""),
+            table=table,
+        )
+        #: True when an earlier attempt's write had an unknown outcome (it may have landed).
+        self.outcome_unknown = outcome_unknown
+        self.attempts = attempts
+        self.read_version = read_version
+        self.last_attempted_version = last_attempted_version
+        self.elapsed_ms = elapsed_ms
+
+
+class InvalidTransactionError(DeltaLogError, ValueError):
+    """The transaction is not valid as it stands; nothing was written."""
+
+
+class TransactionAlreadyCommittedError(InvalidTransactionError):
+    """``commit`` was called a second time on one transaction."""
+
+
+class MetadataAlreadyChangedError(InvalidTransactionError):
+    """A second metadata change in one transaction (or a change after data was written)."""
+
+
+class MissingMetadataError(InvalidTransactionError):
+    """The first commit of a table carries no metadata."""
+
+
+class DuplicateFileActionError(InvalidTransactionError):
+    """Two add/remove actions for one logical file, or two protocol/metadata actions."""
+
+
+class AppendOnlyViolationError(InvalidTransactionError):
+    """A ``dataChange=true`` remove on a table with ``delta.appendOnly=true``."""
+
+
+class InvalidMetadataError(InvalidTransactionError):
+    """New metadata failed verification (duplicate columns, bad partition columns, ...)."""
+
+
+class ConstraintsNotCheckedError(InvalidTransactionError):
+    """Data files were added to a table with CHECK constraints or column invariants,
+    and the writer did not declare that it checked them."""
+
+
+def commit_certainly_failed(exc: BaseException) -> bool:
+    """Whether an error out of :meth:`OptimisticTransaction.commit` proves that no version
+    was written: a conflict, or an invalid transaction (both raised before or instead of
+    writing ``N.json``), but not a :class:`CommitFailedError` after an attempt of unknown
+    outcome. Anything else (an ``AmbiguousWriteError``, a failed read-back, an I/O error)
+    means the commit may have landed: its data files must be kept."""
+    if isinstance(exc, CommitFailedError):
+        return not exc.outcome_unknown
+    return isinstance(exc, (DeltaConcurrentModificationError, InvalidTransactionError))

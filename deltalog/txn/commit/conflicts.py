@@ -1,0 +1,252 @@
+"""Conflict checking between a transaction and the commits that won the race.
+
+Follows Delta's ``ConflictChecker.checkConflicts``; for each winning commit, in order:
+
+1. protocol: the winner changed the protocol -> this client must still be able to write
+   it, and this transaction must not change it too (:class:`ProtocolChangedError`);
+2. metadata: the winner changed metadata -> :class:`MetadataChangedError`;
+3. domain metadata: both touch one domain -> :class:`ConcurrentTransactionError`;
+4. application transactions: the winner set an app id this transaction read
+   -> :class:`ConcurrentTransactionError`;
+5. concurrent append: the winner added files this transaction should have read, by
+   isolation level, blind appends, partition predicates and whole-table reads
+   -> :class:`ConcurrentAppendError`;
+6. delete-read: the winner removed a file this transaction read (or any file, after a
+   whole-table read) -> :class:`ConcurrentDeleteReadError`;
+7. delete-delete: the winner removed a file this transaction removes too
+   -> :class:`ConcurrentDeleteDeleteError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import NoReturn
+
+from deltalog.txn.commit.commit_errors import (
+    ConcurrentAppendError,
+    ConcurrentDeleteDeleteError,
+    ConcurrentDeleteReadError,
+    ConcurrentTransactionError,
+    DeltaConcurrentModificationError,
+    MetadataChangedError,
+    ProtocolChangedError,
+)
+from deltalog.txn.commit.isolation import IsolationLevel
+from deltalog.txn.protocol.actions import (
+    Action,
+    AddFile,
+    CommitInfo,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    SetTransaction,
+    decode_path,
+)
+from deltalog.txn.protocol.partition_filters import PartitionPredicate
+
+__all__ = ["CurrentTransactionInfo", "WinningCommit", "check_conflicts"]
+
+
+@dataclass
+class WinningCommit:
+    """The actions of one commit that landed after this transaction's read version."""
+
+    version: int
+    actions: Sequence[Action]
+
+    @cached_property
+    def commit_info(self) -> CommitInfo | None:
+        return next((a for a in self.actions if isinstance(a, CommitInfo)), None)
+
+    @property
+    def operation(self) -> str | None:
+        return None if self.commit_info is None else self.commit_info.operation
+
+    @cached_property
+    def protocol(self) -> Protocol | None:
+        return next((a for a in self.actions if isinstance(a, Protocol)), None)
+
+    @cached_property
+    def metadata(self) -> Metadata | None:
+        return next((a for a in self.actions if isinstance(a, Metadata)), None)
+
+    @cached_property
+    def added_files(self) -> list[AddFile]:
+        return [a for a in self.actions if isinstance(a, AddFile)]
+
+    @cached_property
+    def removed_files(self) -> list[RemoveFile]:
+        return [a for a in self.actions if isinstance(a, RemoveFile)]
+
+    @cached_property
+    def app_ids(self) -> set[str]:
+        return {a.app_id for a in self.actions if isinstance(a, SetTransaction)}
+
+    @cached_property
+    def domains(self) -> set[str]:
+        return {a.domain for a in self.actions if isinstance(a, DomainMetadata)}
+
+    @property
+    def is_blind_append(self) -> bool:
+        """As Delta: only an explicit ``isBlindAppend=true`` counts (absent means no)."""
+        return bool(self.commit_info is not None and self.commit_info.is_blind_append)
+
+
+@dataclass
+class CurrentTransactionInfo:
+    """What the losing transaction read and wants to write."""
+
+    table_uri: str
+    isolation_level: IsolationLevel
+    is_blind_append: bool
+    partitioned: bool
+    read_predicates: list[PartitionPredicate] = field(default_factory=list)
+    read_file_paths: set[str] = field(default_factory=set)  # decoded paths
+    read_whole_table: bool = False
+    read_app_ids: set[str] = field(default_factory=set)
+    changes_metadata: bool = False
+    changes_protocol: bool = False
+    removed_paths: set[str] = field(default_factory=set)  # decoded paths
+    domains: set[str] = field(default_factory=set)
+    check_protocol: Callable[[Protocol], None] | None = None
+
+    @property
+    def read_anything(self) -> bool:
+        return self.read_whole_table or bool(self.read_predicates) or bool(self.read_file_paths)
+
+
+def _partition_hint(add: AddFile) -> str | None:
+    if not add.partition_values:
+        return None
+    return "[" + ", ".join(f"{k}={v}" for k, v in add.partition_values.items()) + "]"
+
+
+def _conflict(
+    error: type[DeltaConcurrentModificationError],
+    detail: str,
+    current: CurrentTransactionInfo,
+    winner: WinningCommit,
+    partition: str | None = None,
+) -> NoReturn:
+    raise error(
+        detail,
+        winning_version=winner.version,
+        winning_operation=winner.operation,
+        partition=partition,
+        table=current.table_uri,
+    )
+
+
+def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
+    """Raise the first conflict between ``current`` and ``winner``, in Delta's order."""
+    # 1. protocol
+    if winner.protocol is not None:
+        if current.check_protocol is not None:
+            current.check_protocol(winner.protocol)
+        if current.changes_protocol:
+            detail = "both transactions change the protocol"
+            if winner.version == 0:
+                detail += " (this happens when multiple writers are writing to an empty directory)"
+            _conflict(ProtocolChangedError, detail, current, winner)
+    # 2. metadata
+    if winner.metadata is not None:
+        detail = (
+            "both transactions change the table's metadata"
+            if current.changes_metadata
+            else "the table's schema, partitioning or properties changed after this transaction read it"
+        )
+        if winner.version == 0:
+            detail += " (the table was created concurrently)"
+        _conflict(MetadataChangedError, detail, current, winner)
+    # 3. domain metadata
+    clashing_domains = winner.domains & current.domains
+    if clashing_domains:
+        _conflict(
+            ConcurrentTransactionError,
+            f"a conflicting metadata domain {sorted(clashing_domains)[0]} is added",
+            current,
+            winner,
+        )
+    # 4. application transactions
+    clashing_apps = winner.app_ids & current.read_app_ids
+    if clashing_apps:
+        _conflict(
+            ConcurrentTransactionError,
+            f"application id(s) {', '.join(sorted(clashing_apps))} were committed concurrently",
+            current,
+            winner,
+        )
+    # 5. concurrent append
+    _check_added_files(current, winner)
+    # 6. delete-read
+    if winner.removed_files:
+        if current.read_whole_table:
+            removed = winner.removed_files[0]
+            _conflict(
+                ConcurrentDeleteReadError,
+                f"this transaction read the whole table and {decode_path(removed.path)} was removed",
+                current,
+                winner,
+                _partition_hint_remove(removed),
+            )
+        if current.read_file_paths:
+            for removed in winner.removed_files:
+                path = decode_path(removed.path)
+                if path in current.read_file_paths:
+                    _conflict(
+                        ConcurrentDeleteReadError,
+                        f"{path} was read by this transaction and removed concurrently",
+                        current,
+                        winner,
+                        _partition_hint_remove(removed),
+                    )
+    # 7. delete-delete
+    if winner.removed_files and current.removed_paths:
+        for removed in winner.removed_files:
+            path = decode_path(removed.path)
+            if path in current.removed_paths:
+                _conflict(
+                    ConcurrentDeleteDeleteError,
+                    f"{path} was removed by both transactions",
+                    current,
+                    winner,
+                    _partition_hint_remove(removed),
+                )
+
+
+def _partition_hint_remove(removed: RemoveFile) -> str | None:
+    if not removed.partition_values:
+        return None
+    return "[" + ", ".join(f"{k}={v}" for k, v in removed.partition_values.items()) + "]"
+
+
+def _check_added_files(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
+    level = current.isolation_level
+    if level is IsolationLevel.SNAPSHOT_ISOLATION or current.is_blind_append:
+        return
+    if level is IsolationLevel.WRITE_SERIALIZABLE and not current.changes_metadata:
+        candidates = [] if winner.is_blind_append else winner.added_files
+    else:
+        candidates = winner.added_files
+    if not candidates or not current.read_anything:
+        return
+    conflicting: AddFile | None = None
+    if current.read_whole_table or not current.partitioned:
+        conflicting = candidates[0]
+    else:
+        for add in candidates:
+            if any(p.matches(add.partition_values) for p in current.read_predicates):
+                conflicting = add
+                break
+    if conflicting is not None:
+        hint = _partition_hint(conflicting)
+        _conflict(
+            ConcurrentAppendError,
+            f"{decode_path(conflicting.path)} was added" + (f" to partition {hint}" if hint else ""),
+            current,
+            winner,
+            hint,
+        )

@@ -1,0 +1,110 @@
+"""Verification of new table metadata before it is committed.
+
+Checks what Delta checks when a transaction changes metadata: the schema string parses,
+no two columns share a name ignoring case (at any nesting level), partition columns
+exist, are top-level, are not repeated and have a type a partition can have, and the
+change-data-feed column names are not used while CDF is enabled.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from deltalog.txn.commit.commit_errors import InvalidMetadataError
+from deltalog.txn.protocol.actions import Metadata
+
+__all__ = ["CDF_RESERVED_COLUMNS", "verify_metadata"]
+
+CDF_RESERVED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+_CDF_KEYS = ("delta.enableChangeDataFeed", "delta.enableChangeDataCapture")
+
+
+def _type_name(data_type: Any) -> str:
+    if isinstance(data_type, str):
+        return data_type
+    if isinstance(data_type, dict):
+        return str(data_type.get("type", "?"))
+    return "?"
+
+
+def _check_duplicates(fields: list[dict[str, Any]], where: str) -> None:
+    seen: dict[str, str] = {}
+    for f in fields:
+        name = f.get("name")
+        if not isinstance(name, str):
+            raise InvalidMetadataError(f"a field of {where} has no name: {f!r}")
+        lowered = name.lower()
+        if lowered in seen:
+            raise InvalidMetadataError(
+                f"duplicate column names (case-insensitive) in {where}: {seen[lowered]!r} and {name!r}. "
+                "Rename one of them."
+            )
+        seen[lowered] = name
+        _check_nested(f.get("type"), f"{where}.{name}" if where != "the schema" else name)
+
+
+def _check_nested(data_type: Any, where: str) -> None:
+    if not isinstance(data_type, dict):
+        return
+    kind = data_type.get("type")
+    if kind == "struct":
+        _check_duplicates(list(data_type.get("fields") or []), where)
+    elif kind == "array":
+        _check_nested(data_type.get("elementType"), f"{where}.element")
+    elif kind == "map":
+        _check_nested(data_type.get("keyType"), f"{where}.key")
+        _check_nested(data_type.get("valueType"), f"{where}.value")
+
+
+def verify_metadata(metadata: Metadata) -> None:
+    """Raise :class:`InvalidMetadataError` when ``metadata`` must not be committed."""
+    try:
+        schema = json.loads(metadata.schema_string)
+    except (TypeError, ValueError) as exc:
+        raise InvalidMetadataError(f"the schema string is not valid JSON: {exc}") from exc
+    if not isinstance(schema, dict) or schema.get("type") != "struct":
+        raise InvalidMetadataError('the schema string must be a JSON struct type ({"type": "struct", ...})')
+    fields = list(schema.get("fields") or [])
+    _check_duplicates(fields, "the schema")
+
+    by_lower = {str(f.get("name", "")).lower(): f for f in fields}
+    seen_partitions: set[str] = set()
+    for column in metadata.partition_columns:
+        lowered = column.lower()
+        if lowered in seen_partitions:
+            raise InvalidMetadataError(f"partition column {column!r} is listed twice")
+        seen_partitions.add(lowered)
+        f = by_lower.get(lowered)
+        if f is None:
+            raise InvalidMetadataError(
+                f"partition column {column!r} is not in the schema (columns: "
+                f"{', '.join(str(x.get('name')) for x in fields) or 'none'})"
+            )
+        data_type = f.get("type")
+        if isinstance(data_type, dict):
+            raise InvalidMetadataError(
+                f"partition column {column!r} has the type {_type_name(data_type)}, which cannot be "
+                "a partition column; partition by a column of an atomic type"
+            )
+    if fields and len(seen_partitions) == len(fields):
+        raise InvalidMetadataError(
+            "every column of the schema is a partition column; at least one data column is needed"
+        )
+
+    cdf_on = any(metadata.configuration.get(k, "").strip().lower() == "true" for k in _CDF_KEYS)
+    if cdf_on:
+        clashing = [f.get("name") for f in fields if str(f.get("name", "")).lower() in CDF_RESERVED_COLUMNS]
+        if clashing:
+            raise InvalidMetadataError(
+                f"column(s) {', '.join(map(str, clashing))} are reserved for the change data feed "
+                "while delta.enableChangeDataFeed is true; rename them or disable the change data feed"
+            )
+    interval = metadata.configuration.get("delta.checkpointInterval")
+    if interval is not None:
+        try:
+            ok = int(interval) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise InvalidMetadataError(f"delta.checkpointInterval must be a positive integer, got {interval!r}")

@@ -1,0 +1,94 @@
+"""Engine settings, named after Delta's configuration where Delta has one.
+
+| setting | Delta's name | default |
+|---|---|---|
+| ``max_commit_attempts`` | ``spark.databricks.delta.maxCommitAttempts`` | 1000 |
+| ``commit_info_enabled`` | ``spark.databricks.delta.commitInfo.enabled`` | true |
+| ``user_metadata`` | ``spark.databricks.delta.commitInfo.userMetadata`` | none |
+| ``operation_metrics_enabled`` | ``spark.databricks.delta.history.metricsEnabled`` | true |
+| ``backoff_base_ms`` / ``backoff_max_ms`` | (deltalog) retry backoff with jitter | 2 / 500 |
+| ``post_commit_checkpoint`` | (deltalog) checkpoint every ``delta.checkpointInterval`` | true |
+
+Each can be given as an option ``deltalog.<name>`` (e.g. ``deltalog.maxCommitAttempts``) or
+under Delta's name, in the storage options of ``DeltaLog.for_table``.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from deltalog.logstores.options import StorageOptions
+
+if TYPE_CHECKING:
+    from deltalog.txn.commit.commit_stats import CommitStats
+
+__all__ = ["EngineSettings", "default_engine_info"]
+
+
+def default_engine_info() -> str:
+    from deltalog import __version__
+
+    return f"deltalog/{__version__} Python/{platform.python_version()}"
+
+
+_KEYS: dict[str, tuple[str, ...]] = {
+    "max_commit_attempts": ("deltalog.maxCommitAttempts", "spark.databricks.delta.maxCommitAttempts"),
+    "commit_info_enabled": ("deltalog.commitInfo.enabled", "spark.databricks.delta.commitInfo.enabled"),
+    "user_metadata": ("deltalog.commitInfo.userMetadata", "spark.databricks.delta.commitInfo.userMetadata"),
+    "operation_metrics_enabled": (
+        "deltalog.history.metricsEnabled",
+        "spark.databricks.delta.history.metricsEnabled",
+    ),
+    "backoff_base_ms": ("deltalog.commit.backoffBaseMs",),
+    "backoff_max_ms": ("deltalog.commit.backoffMaxMs",),
+    "post_commit_checkpoint": ("deltalog.postCommitCheckpoint.enabled",),
+}
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """How the transaction engine commits."""
+
+    max_commit_attempts: int = 1000
+    commit_info_enabled: bool = True
+    user_metadata: str | None = None
+    operation_metrics_enabled: bool = True
+    backoff_base_ms: float = 2.0
+    backoff_max_ms: float = 500.0
+    post_commit_checkpoint: bool = True
+    engine_info: str = ""
+    on_commit_stats: Callable[[CommitStats], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_commit_attempts < 1:
+            raise ValueError(f"max_commit_attempts must be >= 1, got {self.max_commit_attempts}")
+        if not self.engine_info:
+            object.__setattr__(self, "engine_info", default_engine_info())
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, object] | None) -> EngineSettings:
+        """Settings from storage options / Spark-style configuration keys."""
+        opts = options if isinstance(options, StorageOptions) else StorageOptions(options)
+        values: dict[str, object] = {}
+        for attr, keys in _KEYS.items():
+            raw = opts.first(*keys)
+            if raw is None:
+                continue
+            try:
+                if attr in ("max_commit_attempts",):
+                    values[attr] = int(raw)
+                elif attr in ("backoff_base_ms", "backoff_max_ms"):
+                    values[attr] = float(raw)
+                elif attr in ("commit_info_enabled", "operation_metrics_enabled", "post_commit_checkpoint"):
+                    values[attr] = raw.strip().lower() in ("1", "true", "yes", "on")
+                else:
+                    values[attr] = raw
+            except ValueError as exc:
+                raise ValueError(f"invalid value {raw!r} for {keys[0]}: {exc}") from exc
+        return cls(**values)  # type: ignore[arg-type]
+
+    def with_(self, **changes: object) -> EngineSettings:
+        return replace(self, **changes)  # type: ignore[arg-type]

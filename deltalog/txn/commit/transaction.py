@@ -1,0 +1,871 @@
+"""The optimistic transaction: Delta's ``OptimisticTransactionImpl`` in Python.
+
+1. **Open**: read the latest snapshot; ``read_version`` is its version.
+2. **Read**: :meth:`~OptimisticTransaction.filter_files` returns the files to scan and
+   records the partition predicate and the files read; :meth:`read_whole_table`;
+   :meth:`txn_version` records the application id read.
+3. **Metadata**: :meth:`update_metadata` at most once; the new metadata is verified and
+   the protocol upgraded when the metadata needs features the table lacks.
+4. **Commit**: prepare (reject what Delta rejects), choose the isolation level, write
+   ``commitInfo`` first and the actions after it as ``N.json`` through the store under the
+   commit lock. When another writer got ``N`` first, read the winning commits, check
+   conflicts against each in Delta's order, advance the snapshot incrementally and try
+   ``latest + 1``, with exponential backoff and jitter, up to ``max_commit_attempts``.
+   An ambiguous write is resolved by reading back the commit's ``txnId``.
+5. **Post-commit**: checkpoint every ``delta.checkpointInterval`` versions (and retry a
+   failed one on each commit while it is behind, with a warning), clean up
+   expired logs behind it, run post-commit hooks (a failing hook is logged; the commit
+   stands).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from deltalog.logstores.errors import AmbiguousWriteError, FileAlreadyExistsError
+from deltalog.txn.commit.commit_errors import (
+    AppendOnlyViolationError,
+    CommitFailedError,
+    ConcurrentWriteError,
+    ConstraintsNotCheckedError,
+    DuplicateFileActionError,
+    InvalidTransactionError,
+    MetadataAlreadyChangedError,
+    MissingMetadataError,
+    TransactionAlreadyCommittedError,
+)
+from deltalog.txn.commit.commit_stats import CommitStats
+from deltalog.txn.commit.conflicts import CurrentTransactionInfo, WinningCommit, check_conflicts
+from deltalog.txn.commit.isolation import IsolationLevel, choose_isolation_level
+from deltalog.txn.commit.metadata_checks import verify_metadata
+from deltalog.txn.commit.operations import Operation
+from deltalog.txn.commit.settings import EngineSettings
+from deltalog.txn.log.checkpoint_lag import checkpoint_due, warn_if_checkpoints_behind
+from deltalog.txn.log.checkpoint_writer import write_checkpoint
+from deltalog.txn.log.cleanup import cleanup_expired_logs
+from deltalog.txn.protocol.actions import (
+    Action,
+    AddCDCFile,
+    AddFile,
+    CommitInfo,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    SetTransaction,
+    action_to_line,
+    decode_path,
+)
+from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPredicate, partition_column_types
+from deltalog.txn.protocol.protocol_requirements import merge_protocols, required_protocol
+
+if TYPE_CHECKING:
+    from deltalog.txn.commit.locks.base import CommitLock
+    from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.log.snapshot_management import SnapshotManagement
+
+__all__ = ["OptimisticTransaction", "PostCommitHook", "commit_lock_for"]
+
+log = logging.getLogger(__name__)
+
+#: ``hook(delta_log, version, post_commit_snapshot, committed_actions)``
+PostCommitHook = Callable[["SnapshotManagement", int, "Snapshot", Sequence[Action]], None]
+
+_LOCKS: weakref.WeakKeyDictionary[Any, dict[tuple[str, bool], CommitLock]] = weakref.WeakKeyDictionary()
+
+
+def commit_lock_for(delta_log: SnapshotManagement, setting: str | CommitLock | None, single_writer: bool) -> CommitLock:
+    """The commit lock of a table, chosen once per (SnapshotManagement, setting) and reused."""
+    from deltalog.txn.commit.locks.base import CommitLock
+    from deltalog.txn.commit.locks.selection import choose_commit_lock
+
+    if isinstance(setting, CommitLock):
+        return setting
+    options = delta_log.storage_options
+    if setting is None:
+        setting = options.first("deltalog.commitLock", "DELTALOG_COMMIT_LOCK")
+    if not single_writer:
+        single_writer = options.flag("deltalog.singleWriter", "DELTALOG_SINGLE_WRITER")
+    key = (setting or "auto", single_writer)
+    per_log = _LOCKS.setdefault(delta_log, {})
+    lock = per_log.get(key)
+    if lock is None:
+        lock = choose_commit_lock(delta_log.store, setting, single_writer=single_writer)
+        per_log[key] = lock
+    return lock
+
+
+class OptimisticTransaction:
+    """One optimistic transaction on a Delta table. Use it once: read, then commit."""
+
+    def __init__(
+        self,
+        delta_log: SnapshotManagement,
+        *,
+        lock: str | CommitLock | None = None,
+        single_writer: bool = False,
+        isolation_level: IsolationLevel | str | None = None,
+        settings: EngineSettings | None = None,
+        snapshot: Snapshot | None = None,
+    ) -> None:
+        self.delta_log = delta_log
+        self.snapshot: Snapshot = snapshot if snapshot is not None else delta_log.update()
+        self.read_version: int = self.snapshot.version
+        self.settings = settings or EngineSettings.from_options(delta_log.storage_options)
+        self._lock_setting = lock
+        self._single_writer = single_writer
+        if isinstance(isolation_level, str):
+            isolation_level = IsolationLevel.parse(isolation_level)
+        if isolation_level is IsolationLevel.SNAPSHOT_ISOLATION:
+            raise InvalidTransactionError(
+                "SnapshotIsolation is not a table isolation level; a commit of only "
+                "dataChange=false file actions is downgraded to it automatically"
+            )
+        self._isolation_override = isolation_level
+        self._new_metadata: Metadata | None = None
+        self._new_protocol: Protocol | None = None
+        self._protocol_set_explicitly = False
+        self._read_predicates: list[PartitionPredicate] = []
+        self._read_file_paths: set[str] = set()
+        self._read_whole_table = False
+        self._read_app_ids: set[str] = set()
+        self._hooks: list[PostCommitHook] = []
+        self._committed = False
+        self._constraints_checked = False
+        self.txn_id = str(uuid.uuid4())
+        self.commit_stats: CommitStats | None = None
+        self.committed_version: int | None = None
+        self.post_commit_snapshot: Snapshot | None = None
+
+    # -- context manager ----------------------------------------------------------------
+
+    def __enter__(self) -> OptimisticTransaction:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    # -- what the transaction sees --------------------------------------------------------
+
+    @property
+    def table_exists(self) -> bool:
+        return self.read_version >= 0
+
+    @property
+    def metadata(self) -> Metadata | None:
+        """The metadata this transaction will commit with (new, or the snapshot's)."""
+        if self._new_metadata is not None:
+            return self._new_metadata
+        return self.snapshot.metadata if self.table_exists else None
+
+    @property
+    def protocol(self) -> Protocol | None:
+        if self._new_protocol is not None:
+            return self._new_protocol
+        return self.snapshot.protocol if self.table_exists else None
+
+    @property
+    def partition_columns(self) -> tuple[str, ...]:
+        metadata = self.metadata
+        return () if metadata is None else tuple(metadata.partition_columns)
+
+    @property
+    def isolation_level(self) -> IsolationLevel:
+        """The table's isolation level (or the override given at start)."""
+        if self._isolation_override is not None:
+            return self._isolation_override
+        if not self.table_exists:
+            return IsolationLevel.SERIALIZABLE
+        return IsolationLevel.parse(self.snapshot.properties.isolation_level)
+
+    # -- metadata and protocol -----------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._committed:
+            raise TransactionAlreadyCommittedError(
+                f"this transaction already committed version {self.committed_version}; "
+                "start a new transaction for another commit"
+            )
+
+    def update_metadata(self, metadata: Metadata) -> None:
+        """Change the table's metadata in this transaction (at most once)."""
+        self._check_open()
+        if self._new_metadata is not None:
+            raise MetadataAlreadyChangedError("cannot change the metadata more than once in a transaction")
+        verify_metadata(metadata)
+        if metadata.created_time is None and not self.table_exists:
+            metadata = _with_created_time(metadata)
+        metadata = self._with_ict_enablement(metadata)
+        self._new_metadata = metadata
+        self._upgrade_protocol_for(metadata)
+
+    def _with_ict_enablement(self, metadata: Metadata) -> Metadata:
+        """When in-commit timestamps are switched on for an existing table, record where
+        (``delta.inCommitTimestampEnablementVersion`` / ``...Timestamp``), as the protocol
+        requires, so time travel knows which commits carry them."""
+        key = "delta.enableInCommitTimestamps"
+        turning_on = metadata.configuration.get(key, "").strip().lower() == "true"
+        if not turning_on or not self.table_exists:
+            return metadata
+        if self.snapshot.metadata.configuration.get(key, "").strip().lower() == "true":
+            return metadata
+        if "delta.inCommitTimestampEnablementVersion" in metadata.configuration:
+            return metadata
+        from dataclasses import replace
+
+        config = dict(metadata.configuration)
+        config["delta.inCommitTimestampEnablementVersion"] = str(self.read_version + 1)
+        config["delta.inCommitTimestampEnablementTimestamp"] = str(
+            max(int(time.time() * 1000), self.snapshot.timestamp + 1)
+        )
+        return replace(metadata, configuration=config)
+
+    def _upgrade_protocol_for(self, metadata: Metadata) -> None:
+        needed = required_protocol(metadata)
+        current = self.protocol
+        if current is None:
+            if not self._protocol_set_explicitly:
+                self._new_protocol = needed
+            elif (merged := merge_protocols(self._new_protocol or needed, needed)) is not None:
+                self._new_protocol = merged
+            return
+        merged = merge_protocols(current, needed)
+        if merged is not None:
+            self._new_protocol = merged
+
+    def upgrade_protocol(self, protocol: Protocol) -> None:
+        """Commit ``protocol`` (merged with what the table has; never a downgrade)."""
+        self._check_open()
+        if self._protocol_set_explicitly:
+            raise DuplicateFileActionError("only one protocol action is allowed per commit")
+        self._protocol_set_explicitly = True
+        current = self.protocol
+        if current is None:
+            self._new_protocol = protocol
+            if self._new_metadata is not None:
+                self._upgrade_protocol_for(self._new_metadata)
+            return
+        if (
+            protocol.min_reader_version < current.min_reader_version
+            or protocol.min_writer_version < current.min_writer_version
+        ):
+            raise InvalidTransactionError(
+                f"protocol downgrade from ({current.min_reader_version}, {current.min_writer_version}) "
+                f"to ({protocol.min_reader_version}, {protocol.min_writer_version}) is not allowed"
+            )
+        merged = merge_protocols(current, protocol)
+        self._new_protocol = merged if merged is not None else self._new_protocol
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def filter_files(self, partition_filters: Sequence[PartitionFilter] | None = None) -> list[AddFile]:
+        """Active files matching the partition filters; records the read for conflict checks."""
+        self._check_open()
+        if not self.table_exists:
+            self._read_whole_table = True
+            return []
+        metadata = self.snapshot.metadata
+        types = partition_column_types(metadata.schema_string, metadata.partition_columns)
+        predicate = PartitionPredicate(partition_filters or (), types)
+        if predicate.is_true:
+            files = list(self.snapshot.files)
+        else:
+            files = [f for f in self.snapshot.files if predicate.matches(f.partition_values)]
+        self._read_predicates.append(predicate)
+        self._read_file_paths.update(decode_path(f.path) for f in files)
+        return files
+
+    def read_whole_table(self) -> None:
+        """Record that this transaction depends on the whole table."""
+        self._check_open()
+        self._read_whole_table = True
+
+    def txn_version(self, app_id: str) -> int | None:
+        """The latest version committed by application ``app_id`` (records the read)."""
+        self._read_app_ids.add(app_id)
+        if not self.table_exists:
+            return None
+        value: int | None = self.snapshot.txn_version(app_id)
+        return value
+
+    def mark_constraints_checked(self) -> None:
+        """Declare that every row of the data files this transaction adds satisfies the
+        table's CHECK constraints and column invariants (the writer evaluated them, e.g.
+        with :func:`deltalog.txn.protocol.constraints.table_constraints`). Without it, a commit
+        adding data to a table with constraints is refused."""
+        self._constraints_checked = True
+
+    def register_post_commit_hook(self, hook: PostCommitHook) -> None:
+        if hook not in self._hooks:
+            self._hooks.append(hook)
+
+    # -- commit ----------------------------------------------------------------------------
+
+    def commit_if_needed(self, actions: Sequence[Action], operation: Operation) -> int | None:
+        """Commit unless there is nothing to commit (no actions, no metadata/protocol change)."""
+        if not actions and self._new_metadata is None and self._new_protocol is None:
+            self._check_open()
+            self._committed = True
+            return None
+        return self.commit(actions, operation)
+
+    def commit(self, actions: Sequence[Action], operation: Operation) -> int:
+        """Commit ``actions``; returns the version. Raises a concurrency error on conflict."""
+        start = time.perf_counter()
+        self._check_open()
+        prepared = self._prepare(list(actions))
+        level = choose_isolation_level(self.isolation_level, prepared, operation.changes_data)
+        blind = self._is_blind_append(prepared)
+        stats = self._new_stats(operation, prepared, level, blind)
+        action_lines = [action_to_line(a) for a in prepared]
+        version = self._commit_loop(prepared, action_lines, operation, level, blind, stats, start)
+        self._after_commit(version, prepared, stats, start)
+        return version
+
+    def commit_large(self, actions: Iterable[Action], operation: Operation) -> int:
+        """Commit a huge stream of actions (convert, restore, clone) without holding them.
+
+        Written once at ``read_version + 1``: if another writer got there first, the
+        commit fails with :class:`ConcurrentWriteError` and nothing is written (there is no
+        conflict resolution for a stream that cannot be replayed). Metadata and protocol
+        must be set with :meth:`update_metadata` / :meth:`upgrade_protocol` beforehand.
+        """
+        start = time.perf_counter()
+        self._check_open()
+        if not self.table_exists and self._new_metadata is None:
+            raise MissingMetadataError(
+                "the first commit of a table needs metadata: call update_metadata() before commit_large()"
+            )
+        if self._new_protocol is not None:
+            self._check_write_supported(self._new_protocol)
+        elif self.table_exists:
+            self._check_write_supported(self.snapshot.protocol)
+        lock = commit_lock_for(self.delta_log, self._lock_setting, self._single_writer)
+        lock.recover(self.delta_log.store, self.delta_log.log_uri)
+        version = self.read_version + 1
+        level = self.isolation_level
+        stats = CommitStats(self.delta_log.table_uri, operation.name, self.read_version, isolation_level=level.value)
+        append_only = self._append_only()
+        partition_columns = set(self.partition_columns)
+        seen: set[tuple[str, str | None]] = set()
+
+        def lines() -> Iterator[str]:
+            head: list[Action] = []
+            if self._new_protocol is not None:
+                head.append(self._new_protocol)
+            if self._new_metadata is not None:
+                head.append(self._new_metadata)
+            if self.settings.commit_info_enabled:
+                info = self._commit_info(operation, level, False, self._operation_metrics(operation, None))
+                yield action_to_line(info)
+            for action in head:
+                yield action_to_line(action)
+            for action in actions:
+                if isinstance(action, (Metadata, Protocol, CommitInfo)):
+                    raise InvalidTransactionError(
+                        f"commit_large takes file and txn actions only, got a {action.key} action"
+                    )
+                if isinstance(action, (AddFile, RemoveFile)):
+                    key = action.logical_key
+                    if key in seen:
+                        raise DuplicateFileActionError(f"the commit has more than one add/remove action for {key[0]}")
+                    seen.add(key)
+                    if isinstance(action, AddFile):
+                        _check_partition_values(action, partition_columns)
+                        stats.num_adds += 1
+                        stats.bytes_added += action.size
+                    else:
+                        if append_only and action.data_change:
+                            raise AppendOnlyViolationError(_append_only_message(action))
+                        stats.num_removes += 1
+                        stats.bytes_removed += action.size or 0
+                elif isinstance(action, AddCDCFile):
+                    stats.num_cdc_files += 1
+                stats.num_actions += 1
+                yield action_to_line(action)
+
+        write_start = time.perf_counter()
+        stats.attempts = 1
+        try:
+            lock.write_commit(self.delta_log.store, self.delta_log.log_uri, version, lines())
+        except FileAlreadyExistsError:
+            winner = WinningCommit(version, self.delta_log.read_commit(version))
+            raise ConcurrentWriteError(
+                "a large commit cannot be retried at another version",
+                winning_version=version,
+                winning_operation=winner.operation,
+                table=self.delta_log.table_uri,
+            ) from None
+        stats.time_writing_ms = (time.perf_counter() - write_start) * 1000
+        stats.version = version
+        self._committed = True
+        self.committed_version = version
+        snapshot = self.delta_log.update()
+        self.post_commit_snapshot = snapshot
+        self._post_commit(version, snapshot, [], stats)
+        self._finish_stats(stats, start)
+        return version
+
+    # -- prepare ---------------------------------------------------------------------------
+
+    def _prepare(self, actions: list[Action]) -> list[Action]:
+        metadata_actions = [a for a in actions if isinstance(a, Metadata)]
+        protocol_actions = [a for a in actions if isinstance(a, Protocol)]
+        if any(isinstance(a, CommitInfo) for a in actions):
+            raise InvalidTransactionError(
+                "do not pass a commitInfo action: the engine writes it (set user metadata through "
+                "EngineSettings.user_metadata and details through the operation)"
+            )
+        if len(metadata_actions) > 1:
+            raise DuplicateFileActionError("a commit cannot contain more than one metadata action")
+        if len(protocol_actions) > 1:
+            raise DuplicateFileActionError("a commit cannot contain more than one protocol action")
+        if metadata_actions:
+            self.update_metadata(metadata_actions[0])
+        if protocol_actions:
+            self.upgrade_protocol(protocol_actions[0])
+        body = [a for a in actions if not isinstance(a, (Metadata, Protocol))]
+
+        if not self.table_exists and self._new_metadata is None:
+            raise MissingMetadataError(
+                f"the first commit of the table {self.delta_log.table_uri} must contain metadata "
+                "(call update_metadata() or pass a Metadata action)"
+            )
+        protocol = self._new_protocol if self._new_protocol is not None else self.snapshot.protocol
+        self._check_write_supported(protocol)
+        self._check_constraints_declared(body)
+        if self._ict_enabled() and not self.settings.commit_info_enabled:
+            raise InvalidTransactionError(
+                "delta.enableInCommitTimestamps is on, which needs commitInfo in every commit; "
+                "do not disable commit_info_enabled on this table"
+            )
+
+        seen: set[tuple[str, str | None]] = set()
+        app_ids: set[str] = set()
+        domains: set[str] = set()
+        append_only = self._append_only()
+        partition_columns = set(self.partition_columns)
+        for action in body:
+            if isinstance(action, (AddFile, RemoveFile)):
+                key = action.logical_key
+                if key in seen:
+                    raise DuplicateFileActionError(
+                        f"the commit has more than one add/remove action for the file {key[0]}"
+                        + (f" (deletion vector {key[1]})" if key[1] else "")
+                    )
+                seen.add(key)
+                if isinstance(action, AddFile):
+                    _check_partition_values(action, partition_columns)
+                elif append_only and action.data_change:
+                    raise AppendOnlyViolationError(_append_only_message(action))
+            elif isinstance(action, SetTransaction):
+                if action.app_id in app_ids:
+                    raise DuplicateFileActionError(
+                        f"the commit has more than one txn action for application {action.app_id!r}"
+                    )
+                app_ids.add(action.app_id)
+            elif isinstance(action, DomainMetadata):
+                if action.domain in domains:
+                    raise DuplicateFileActionError(
+                        f"the commit has more than one domainMetadata action for domain {action.domain!r}"
+                    )
+                domains.add(action.domain)
+
+        head: list[Action] = []
+        if self._new_protocol is not None:
+            head.append(self._new_protocol)
+        if self._new_metadata is not None:
+            head.append(self._new_metadata)
+        return head + body
+
+    def _check_constraints_declared(self, body: Sequence[Action]) -> None:
+        if self._constraints_checked:
+            return
+        metadata = self.metadata
+        if metadata is None or not any(isinstance(a, AddFile) and a.data_change for a in body):
+            return
+        from deltalog.txn.protocol.constraints import table_constraints
+
+        constraints = table_constraints(metadata)
+        if constraints:
+            listed = "; ".join(f"{c.name}: {c.expression}" for c in constraints)
+            raise ConstraintsNotCheckedError(
+                f"the table {self.delta_log.table_uri} has constraints ({listed}); a writer adding "
+                "data must check every new row against them and then call "
+                "txn.mark_constraints_checked() before committing"
+            )
+
+    def _ict_enabled(self) -> bool:
+        metadata = self.metadata
+        return (
+            metadata is not None
+            and metadata.configuration.get("delta.enableInCommitTimestamps", "").strip().lower() == "true"
+        )
+
+    def _append_only(self) -> bool:
+        metadata = self.metadata
+        return metadata is not None and metadata.configuration.get("delta.appendOnly", "").lower() == "true"
+
+    def _check_write_supported(self, protocol: Protocol) -> None:
+        from deltalog.txn.protocol.features import check_write_supported
+
+        check_write_supported(protocol, self.metadata, table=self.delta_log.table_uri)
+
+    def _is_blind_append(self, actions: Sequence[Action]) -> bool:
+        only_adds = all(isinstance(a, AddFile) for a in actions if isinstance(a, (AddFile, RemoveFile, AddCDCFile)))
+        depends_on_files = bool(self._read_predicates) or bool(self._read_file_paths) or self._read_whole_table
+        return only_adds and not depends_on_files
+
+    # -- the commit loop ---------------------------------------------------------------------
+
+    def _commit_info(
+        self,
+        operation: Operation,
+        level: IsolationLevel,
+        blind: bool,
+        metrics: dict[str, str] | None,
+        in_commit_timestamp: int | None = None,
+    ) -> CommitInfo:
+        return CommitInfo(
+            timestamp=int(time.time() * 1000),
+            in_commit_timestamp=in_commit_timestamp,
+            operation=operation.name,
+            operation_parameters=operation.parameters,
+            read_version=self.read_version if self.read_version >= 0 else None,
+            isolation_level=level.value,
+            is_blind_append=blind,
+            operation_metrics=metrics or None,
+            user_metadata=self.settings.user_metadata,
+            engine_info=self.settings.engine_info,
+            txn_id=self.txn_id,
+        )
+
+    def _operation_metrics(self, operation: Operation, stats: CommitStats | None) -> dict[str, str]:
+        if not self.settings.operation_metrics_enabled:
+            return {}
+        metrics: dict[str, str] = {}
+        if stats is not None and (stats.num_adds or stats.num_removes):
+            metrics["numFiles"] = str(stats.num_adds)
+            metrics["numOutputBytes"] = str(stats.bytes_added)
+            metrics["numAddedFiles"] = str(stats.num_adds)
+            metrics["numRemovedFiles"] = str(stats.num_removes)
+            metrics["numRemovedBytes"] = str(stats.bytes_removed)
+        metrics.update(operation.metrics())
+        return metrics
+
+    def _new_stats(
+        self, operation: Operation, actions: Sequence[Action], level: IsolationLevel, blind: bool
+    ) -> CommitStats:
+        stats = CommitStats(
+            table=self.delta_log.table_uri,
+            operation=operation.name,
+            read_version=self.read_version,
+            isolation_level=level.value,
+            is_blind_append=blind,
+            num_actions=len(actions),
+        )
+        for a in actions:
+            if isinstance(a, AddFile):
+                stats.num_adds += 1
+                stats.bytes_added += a.size
+            elif isinstance(a, RemoveFile):
+                stats.num_removes += 1
+                stats.bytes_removed += a.size or 0
+            elif isinstance(a, AddCDCFile):
+                stats.num_cdc_files += 1
+        return stats
+
+    def _current_info(self, actions: Sequence[Action], level: IsolationLevel, blind: bool) -> CurrentTransactionInfo:
+        from deltalog.txn.protocol.features import check_write_supported
+
+        return CurrentTransactionInfo(
+            table_uri=self.delta_log.table_uri,
+            isolation_level=level,
+            is_blind_append=blind,
+            partitioned=bool(self.partition_columns),
+            read_predicates=self._read_predicates,
+            read_file_paths=self._read_file_paths,
+            read_whole_table=self._read_whole_table,
+            read_app_ids=self._read_app_ids,
+            changes_metadata=self._new_metadata is not None,
+            changes_protocol=self._new_protocol is not None,
+            removed_paths={decode_path(a.path) for a in actions if isinstance(a, RemoveFile)},
+            domains={a.domain for a in actions if isinstance(a, DomainMetadata)},
+            check_protocol=check_write_supported,
+        )
+
+    def _in_commit_timestamp(self, snapshot: Snapshot) -> int | None:
+        metadata = self.metadata
+        if metadata is None or metadata.configuration.get("delta.enableInCommitTimestamps", "").lower() != "true":
+            return None
+        now = int(time.time() * 1000)
+        if snapshot.version >= 0:
+            return max(now, int(snapshot.timestamp) + 1)
+        return now
+
+    def _commit_loop(
+        self,
+        actions: list[Action],
+        action_lines: list[str],
+        operation: Operation,
+        level: IsolationLevel,
+        blind: bool,
+        stats: CommitStats,
+        start: float,
+    ) -> int:
+        delta_log = self.delta_log
+        store = delta_log.store
+        lock = commit_lock_for(delta_log, self._lock_setting, self._single_writer)
+        lock.recover(store, delta_log.log_uri)
+        current_snapshot = self.snapshot
+        attempt_version = self.read_version + 1
+        metrics = self._operation_metrics(operation, stats)
+        info_needed = self.settings.commit_info_enabled
+        conflict_info: CurrentTransactionInfo | None = None
+        conflicts_seen = 0
+        max_attempts = self.settings.max_commit_attempts
+        # An earlier attempt whose outcome stayed unknown (e.g. a lock claim made just
+        # before the lock service failed): it may still be published later, so a failure
+        # after it must not be reported as "nothing was written".
+        unresolved: AmbiguousWriteError | None = None
+
+        while True:
+            stats.attempts += 1
+            ict = self._in_commit_timestamp(current_snapshot)
+            if info_needed:
+                info = self._commit_info(operation, level, blind, metrics, ict)
+                lines = [action_to_line(info), *action_lines]
+            else:
+                info = None
+                lines = action_lines
+            write_start = time.perf_counter()
+            try:
+                lock.write_commit(store, delta_log.log_uri, attempt_version, lines)
+                stats.time_writing_ms += (time.perf_counter() - write_start) * 1000
+                self._committed_actions = ([info] if info is not None else []) + actions
+                self._pre_commit_snapshot = current_snapshot
+                return attempt_version
+            except AmbiguousWriteError as exc:
+                stats.time_writing_ms += (time.perf_counter() - write_start) * 1000
+                outcome = self._resolve_ambiguous(attempt_version, exc)
+                if outcome == "ours":
+                    stats.resolved_by_txn_id = True
+                    self._committed_actions = ([info] if info is not None else []) + actions
+                    self._pre_commit_snapshot = current_snapshot
+                    return attempt_version
+                if outcome == "absent":
+                    unresolved = exc
+                    if stats.attempts >= max_attempts:
+                        self._give_up(
+                            stats, attempt_version, start, "the store's answers stayed ambiguous", outcome_unknown=True
+                        )
+                    self._sleep_backoff(stats, 1)
+                    continue
+            except FileAlreadyExistsError:
+                stats.time_writing_ms += (time.perf_counter() - write_start) * 1000
+            except Exception as exc:
+                if unresolved is None:
+                    raise
+                raise AmbiguousWriteError(
+                    delta_log.commit_uri(attempt_version),
+                    RuntimeError(
+                        f"an earlier attempt of this commit (txnId {self.txn_id}) has an unknown outcome "
+                        f"({unresolved}) and the retry failed ({exc}); once the store or lock service is "
+                        "back, look for this txnId in the table's history before committing again"
+                    ),
+                ) from exc
+
+            # Another writer owns attempt_version: check the winners, then move past them.
+            check_start = time.perf_counter()
+            if conflict_info is None:
+                conflict_info = self._current_info(actions, level, blind)
+            winners = self._winning_versions(attempt_version)
+            if not winners:
+                # The version is taken but not visible yet (a lock's claim not yet published,
+                # or eventual listing): try again after a pause.
+                lock.recover(store, delta_log.log_uri)
+                stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
+                if stats.attempts >= max_attempts:
+                    self._give_up(
+                        stats,
+                        attempt_version,
+                        start,
+                        f"version {attempt_version} stayed taken but invisible",
+                        outcome_unknown=unresolved is not None,
+                    )
+                self._sleep_backoff(stats, conflicts_seen + 1)
+                continue
+            for version in winners:
+                winner_actions = delta_log.read_commit(version)
+                winner = WinningCommit(version, winner_actions)
+                if info_needed and winner.commit_info is not None and winner.commit_info.txn_id == self.txn_id:
+                    # Our own earlier attempt landed (a retried PUT, a repaired lock claim).
+                    stats.resolved_by_txn_id = True
+                    stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
+                    self._committed_actions = winner_actions
+                    self._pre_commit_snapshot = current_snapshot
+                    return version
+                check_conflicts(conflict_info, winner)
+                stats.winning_versions_checked.append(version)
+                current_snapshot = current_snapshot.apply(version, winner_actions, _commit_time(winner))
+            delta_log.install_snapshot(current_snapshot)
+            stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
+            attempt_version = winners[-1] + 1
+            conflicts_seen += 1
+            if stats.attempts >= max_attempts:
+                self._give_up(
+                    stats, attempt_version, start, "the table kept moving", outcome_unknown=unresolved is not None
+                )
+            self._sleep_backoff(stats, conflicts_seen)
+
+    def _winning_versions(self, start_version: int) -> list[int]:
+        versions = self.delta_log.list_commit_versions(start_version)
+        contiguous: list[int] = []
+        expected = start_version
+        for v in versions:
+            if v != expected:
+                break
+            contiguous.append(v)
+            expected += 1
+        return contiguous
+
+    def _resolve_ambiguous(self, version: int, exc: AmbiguousWriteError) -> str:
+        """``"ours"`` when N.json holds our txnId, ``"theirs"`` when another commit is there,
+        ``"absent"`` when nothing landed."""
+        from deltalog.txn.protocol.errors import VersionNotFoundError
+
+        try:
+            actions = self.delta_log.read_commit(version)
+        except (FileNotFoundError, VersionNotFoundError):
+            log.info("ambiguous write of version %d did not land; retrying (%s)", version, exc)
+            return "absent"
+        info = next((a for a in actions if isinstance(a, CommitInfo)), None)
+        if info is not None and info.txn_id == self.txn_id:
+            log.info("ambiguous write of version %d landed (txnId %s matches)", version, self.txn_id)
+            return "ours"
+        return "theirs"
+
+    def _sleep_backoff(self, stats: CommitStats, conflicts: int) -> None:
+        base = self.settings.backoff_base_ms
+        cap = self.settings.backoff_max_ms
+        delay_ms = random.uniform(0, min(cap, base * (2 ** max(0, conflicts - 1))))
+        if delay_ms > 0:
+            time.sleep(delay_ms / 1000)
+            stats.time_backoff_ms += delay_ms
+
+    def _give_up(
+        self, stats: CommitStats, attempt_version: int, start: float, why: str, outcome_unknown: bool = False
+    ) -> None:
+        elapsed = (time.perf_counter() - start) * 1000
+        raise CommitFailedError(
+            f"gave up after {stats.attempts} attempts: {why}",
+            attempts=stats.attempts,
+            read_version=self.read_version,
+            last_attempted_version=attempt_version,
+            elapsed_ms=elapsed,
+            table=self.delta_log.table_uri,
+            outcome_unknown=outcome_unknown,
+        )
+
+    # -- after the commit --------------------------------------------------------------------
+
+    def _after_commit(self, version: int, prepared: Sequence[Action], stats: CommitStats, start: float) -> None:
+        self._committed = True
+        self.committed_version = version
+        stats.version = version
+        committed = self._committed_actions
+        timestamp = int(time.time() * 1000)
+        for action in committed:
+            if isinstance(action, CommitInfo):
+                timestamp = action.in_commit_timestamp or action.timestamp or timestamp
+                break
+        snapshot = self._pre_commit_snapshot.apply(version, committed, timestamp)
+        self.delta_log.install_snapshot(snapshot)
+        self.post_commit_snapshot = snapshot
+        self._post_commit(version, snapshot, committed, stats)
+        self._finish_stats(stats, start)
+
+    def _post_commit(self, version: int, snapshot: Snapshot, actions: Sequence[Action], stats: CommitStats) -> None:
+        post_start = time.perf_counter()
+        if self.settings.post_commit_checkpoint and version > 0 and snapshot.version == version:
+            interval = snapshot.properties.checkpoint_interval
+            if interval > 0 and checkpoint_due(self.delta_log, snapshot, interval):
+                self._run_hook("checkpoint", lambda: write_checkpoint(self.delta_log, snapshot), version)
+                warn_if_checkpoints_behind(self.delta_log, snapshot, interval)
+                if snapshot.properties.enable_expired_log_cleanup:
+                    self._run_hook(
+                        "expired log cleanup", lambda: cleanup_expired_logs(self.delta_log, snapshot), version
+                    )
+        hooks = list(self._hooks)
+        if _symlink_manifest_enabled(snapshot) and any(isinstance(a, (AddFile, RemoveFile)) for a in actions):
+            from deltalog.txn.log.symlink_manifest import generate_symlink_manifest
+
+            hooks.insert(0, generate_symlink_manifest)
+        for hook in hooks:
+            name = getattr(hook, "__name__", repr(hook))
+            self._run_hook(name, lambda h=hook: h(self.delta_log, version, snapshot, actions), version)  # type: ignore[misc]
+        stats.time_post_commit_ms = (time.perf_counter() - post_start) * 1000
+
+    @staticmethod
+    def _run_hook(name: str, run: Callable[[], object], version: int) -> None:
+        try:
+            run()
+        except Exception:
+            log.exception("Error when executing post-commit hook %s for commit %d", name, version)
+
+    def _finish_stats(self, stats: CommitStats, start: float) -> None:
+        stats.time_total_ms = (time.perf_counter() - start) * 1000
+        self.commit_stats = stats
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("commit stats: %s", stats.as_dict())
+        callback = self.settings.on_commit_stats
+        if callback is not None:
+            try:
+                callback(stats)
+            except Exception:
+                log.exception("the commit-stats callback failed for version %d", stats.version)
+
+
+def _commit_time(winner: WinningCommit) -> int:
+    info = winner.commit_info
+    if info is not None:
+        stamp = info.in_commit_timestamp or info.timestamp
+        if stamp:
+            return int(stamp)
+    return int(time.time() * 1000)
+
+
+def _with_created_time(metadata: Metadata) -> Metadata:
+    from dataclasses import replace
+
+    return replace(metadata, created_time=int(time.time() * 1000))
+
+
+def _check_partition_values(add: AddFile, partition_columns: set[str]) -> None:
+    keys = set(add.partition_values)
+    if keys != partition_columns:
+        raise InvalidTransactionError(
+            f"the add action for {add.path} has partition values for {sorted(keys)} but the table "
+            f"is partitioned by {sorted(partition_columns)}"
+        )
+
+
+def _append_only_message(action: RemoveFile) -> str:
+    return (
+        f"this table is configured to only allow appends (delta.appendOnly=true): cannot remove "
+        f"{decode_path(action.path)} with dataChange=true. Set delta.appendOnly=false to allow "
+        "deletes and updates."
+    )
+
+
+def _symlink_manifest_enabled(snapshot: Snapshot) -> bool:
+    if snapshot.version < 0:
+        return False
+    value = snapshot.metadata.configuration.get("delta.compatibility.symlinkFormatManifest.enabled", "")
+    return value.strip().lower() == "true"

@@ -1,0 +1,139 @@
+"""Writing classic (single-file or multi-part) Parquet checkpoints, then ``_last_checkpoint``.
+
+The rows come from :mod:`~deltalog.txn.log.checkpoint_rows` and are streamed, part by part,
+through its :class:`~deltalog.txn.log.checkpoint_rows.PartWriter`: on object stores (a file
+is published only when its upload completes) each file is written once, in place, with no
+rename; elsewhere through a temporary name and a rename. With ``delta.checkpointPolicy=v2``
+the V2 writer (:mod:`~deltalog.txn.log.checkpoint_v2`) writes the checkpoint instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from deltalog.txn.log.checkpoint_reader import CheckpointFiles
+from deltalog.txn.log.checkpoint_rows import (
+    AddConverter,
+    CheckpointResult,
+    FileActionCounts,
+    PartWriter,
+    checkpoint_schema,
+    file_action_batches,
+    load_if_overwriting_source,
+    non_file_rows,
+)
+from deltalog.txn.log.checkpoint_v2 import write_v2_checkpoint
+from deltalog.txn.log.last_checkpoint import LastCheckpointInfo, write_last_checkpoint
+from deltalog.txn.log.log_segment import checkpoint_name
+from deltalog.txn.protocol.features import protocol_features
+
+if TYPE_CHECKING:
+    from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.log.snapshot_management import SnapshotManagement
+
+__all__ = ["CheckpointResult", "write_checkpoint"]
+
+log = logging.getLogger(__name__)
+
+
+def write_checkpoint(
+    dlog: SnapshotManagement,
+    snapshot: Snapshot,
+    *,
+    part_size: int | None = None,
+    now_ms: int | None = None,
+    v2_format: str = "parquet",
+) -> CheckpointResult:
+    """Write the checkpoint of ``snapshot`` and point ``_last_checkpoint`` at it.
+
+    The file actions are streamed: from the snapshot's tables when they are loaded, else
+    straight from the previous checkpoint's record batches and the commits after it
+    (:meth:`Snapshot.file_batches`), so the state is never held in memory twice.
+    ``part_size`` (actions per file) writes a multi-part checkpoint when the state has
+    more actions than that (the state is loaded to count them); otherwise one
+    ``%020d.checkpoint.parquet`` file. On a table with the ``v2Checkpoint`` feature the
+    classic checkpoint follows the V2 spec (``checkpointMetadata``, never multi-part), and
+    with ``delta.checkpointPolicy=v2`` a UUID-named V2 checkpoint with sidecars is written
+    (``v2_format``: ``parquet`` or ``json``; see :mod:`deltalog.txn.log.checkpoint_v2`).
+    """
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    reader, _ = protocol_features(snapshot.protocol)
+    with_cm = "v2Checkpoint" in reader
+    if with_cm and snapshot.properties.checkpoint_policy == "v2":
+        return write_v2_checkpoint(dlog, snapshot, now=now, fmt=v2_format, part_size=part_size)
+    if with_cm:
+        part_size = None  # multi-part checkpoints are forbidden with v2Checkpoint (PROTOCOL)
+    base_schema = checkpoint_schema(snapshot, with_cm)
+    converter = AddConverter(snapshot, base_schema)
+    schema = base_schema.set(base_schema.get_field_index("add"), pa.field("add", converter.add_type))
+    head = non_file_rows(snapshot, schema, now, with_cm)
+
+    num_parts = 1
+    total = 0
+    if part_size is not None and part_size > 0:
+        total = head.num_rows + snapshot.num_files + snapshot.tombstones_table(now).num_rows
+        if total > part_size:
+            num_parts = -(-total // part_size)
+    uris = (
+        [f"{dlog.log_uri}/{checkpoint_name(snapshot.version)}"]
+        if num_parts == 1
+        else [f"{dlog.log_uri}/{checkpoint_name(snapshot.version, i, num_parts)}" for i in range(1, num_parts + 1)]
+    )
+    load_if_overwriting_source(dlog, snapshot, uris)
+
+    counts = FileActionCounts()
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        yield head
+        yield from file_action_batches(snapshot, schema, converter, now, counts)
+
+    limit = part_size if num_parts > 1 else None
+    part = 0
+    writer = PartWriter(dlog, uris[0], schema)
+    written = 0
+    try:
+        for batch in batches():
+            offset = 0
+            while offset < batch.num_rows:
+                if limit is not None and writer.rows >= limit and part + 1 < num_parts:
+                    writer.close()
+                    part += 1
+                    writer = PartWriter(dlog, uris[part], schema)
+                take = batch.num_rows - offset
+                if limit is not None and part + 1 < num_parts:
+                    take = min(take, limit - writer.rows)
+                writer.write(batch.slice(offset, take) if take != batch.num_rows else batch)
+                offset += take
+                written += take
+        writer.close()
+        while part + 1 < num_parts:  # fewer rows than planned: still write every part
+            part += 1
+            writer = PartWriter(dlog, uris[part], schema)
+            writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    size = sum(s.size for u in uris for s in dlog.store.list_from(u) if s.path.endswith(u.rsplit("/", 1)[1]))
+    info = LastCheckpointInfo(
+        version=snapshot.version,
+        size=written,
+        parts=None if num_parts == 1 else num_parts,
+        size_in_bytes=size,
+        num_of_add_files=counts.adds,
+    )
+    write_last_checkpoint(dlog.store, dlog.log_uri, info)
+    snapshot.adopt_checkpoint(CheckpointFiles(dlog.store, snapshot.version, tuple(uris)))
+    snapshot.checkpoint_version = snapshot.version  # what post-commit and describe count from
+    log.info(
+        "wrote checkpoint %d of %s (%d actions, %d file(s))",
+        snapshot.version,
+        dlog.table_uri,
+        written,
+        num_parts,
+    )
+    return CheckpointResult(snapshot.version, tuple(uris), written, counts.adds, size)

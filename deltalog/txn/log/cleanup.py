@@ -1,0 +1,160 @@
+"""Expired-log cleanup, per PROTOCOL "Metadata Cleanup" and Delta Spark's ``MetadataCleanup``.
+
+Files of ``_delta_log`` (commits, checkpoints, ``.crc``) are deleted only when
+
+- ``delta.enableExpiredLogCleanup`` is true (the default);
+- they belong to versions *before* a complete checkpoint ``c`` (so the state at ``c`` and
+  every newer version stays reconstructable; the newest state is never touched);
+- the newest commit before ``c`` is older than the cutoff: UTC midnight of
+  ``now - delta.logRetentionDuration`` (30 days by default). Commit times are made monotonic
+  first (a time not after its predecessor's counts as predecessor + 1 ms), so time travel
+  by timestamp keeps working for the versions that remain.
+
+After deleting expired files it deletes the V2 checkpoint sidecars no remaining checkpoint
+references (PROTOCOL "Metadata Cleanup", steps 4 and 5), keeping any written since midnight
+UTC of the day before (an in-progress checkpoint's).
+
+The same pass removes temp files a killed writer left behind, once they are older than
+:data:`STALE_TEMP_AGE_MS` (an hour; no live writer holds a temp file that long):
+``_delta_log/.<name>.<hex>.tmp`` (local publishes, checkpoints through a rename) and the
+Redis lock's ``_delta_log/.tmp/<N>.json.<uuid>`` when version ``N`` is already in the
+snapshot (a newer temp may still be needed to repair a claimed version).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from deltalog.txn.log.log_segment import file_version, parse_listing
+
+if TYPE_CHECKING:
+    from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.log.snapshot_management import SnapshotManagement
+
+__all__ = [
+    "STALE_TEMP_AGE_MS",
+    "cleanup_cutoff",
+    "cleanup_expired_logs",
+    "cleanup_stale_temp_files",
+    "cleanup_unreferenced_sidecars",
+    "expired_versions_before",
+]
+
+log = logging.getLogger(__name__)
+
+#: Temp files older than this are leftovers of a crashed writer.
+STALE_TEMP_AGE_MS = 3600 * 1000
+_TEMP_RE = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
+_LOCK_TEMP_RE = re.compile(r"^(\d{20})\.json\.[0-9a-f-]{32,36}$")
+
+
+def cleanup_cutoff(now_ms: int, retention_ms: int) -> int:
+    """``now - retention`` truncated to midnight UTC, in ms."""
+    moment = datetime.fromtimestamp((now_ms - retention_ms) / 1000, tz=timezone.utc)
+    midnight = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    return int(midnight.timestamp() * 1000)
+
+
+def expired_versions_before(dlog: SnapshotManagement, snapshot: Snapshot, cutoff_ms: int) -> int:
+    """The checkpoint version ``c``: files of versions ``< c`` may be deleted (0: none)."""
+    listing = parse_listing(dlog.store.list_from(f"{dlog.log_uri}/{0:020d}"))
+    checkpoints = [c for c in listing.complete_checkpoints(snapshot.version)]
+    if not checkpoints:
+        return 0
+    # monotonic timestamps per version, from the commit files (checkpoint time if the
+    # commit file is gone already)
+    versions = sorted(set(listing.commits) | {c.version for c in listing.checkpoints})
+    cp_times = {c.version: c.modification_time for c in listing.checkpoints}
+    adjusted: dict[int, int] = {}
+    prev: int | None = None
+    for v in versions:
+        status = listing.commits.get(v)
+        ts = status.modification_time if status is not None else cp_times.get(v, 0)
+        if prev is not None and ts <= prev:
+            ts = prev + 1
+        adjusted[v] = ts
+        prev = ts
+    best = 0
+    for cp in checkpoints:
+        before = [v for v in versions if v < cp.version]
+        if not before:
+            continue
+        if adjusted[before[-1]] <= cutoff_ms:
+            best = max(best, cp.version)
+    return best
+
+
+def cleanup_stale_temp_files(dlog: SnapshotManagement, snapshot: Snapshot, *, now_ms: int | None = None) -> int:
+    """Delete temp files of ``_delta_log`` older than :data:`STALE_TEMP_AGE_MS`; the count."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    cutoff = now - STALE_TEMP_AGE_MS
+    stale = [
+        s
+        for s in dlog.store.list_from(f"{dlog.log_uri}/.!")  # "!" sorts before every name char
+        if _TEMP_RE.match(s.name) and s.modification_time < cutoff
+    ]
+    for status in dlog.store.list_from(f"{dlog.log_uri}/.tmp/0"):
+        m = _LOCK_TEMP_RE.match(status.name)
+        if m and int(m.group(1)) <= snapshot.version and status.modification_time < cutoff:
+            stale.append(status)
+    for status in stale:
+        dlog.store.delete(status.path)
+    if stale:
+        log.info("deleted %d stale temp file(s) in the log of %s", len(stale), dlog.table_uri)
+    return len(stale)
+
+
+def cleanup_unreferenced_sidecars(dlog: SnapshotManagement, *, now_ms: int | None = None) -> int:
+    """Delete the files of ``_delta_log/_sidecars`` that no checkpoint in the log references
+    and that are older than midnight UTC of the day before ``now``; the count deleted."""
+    from deltalog.txn.log.checkpoint_reader import read_checkpoint
+
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    keep_after = cleanup_cutoff(now, 24 * 3600 * 1000)
+    try:
+        sidecars = list(dlog.store.list_from(f"{dlog.log_uri}/_sidecars/0"))
+    except FileNotFoundError:
+        return 0
+    old = [s for s in sidecars if s.modification_time < keep_after]
+    if not old:
+        return 0
+    referenced: set[str] = set()
+    listing = parse_listing(dlog.store.list_from(f"{dlog.log_uri}/{0:020d}"))
+    for checkpoint in listing.complete_checkpoints():
+        if checkpoint.kind == "multipart":
+            continue  # V1 spec only: never has sidecars
+        contents = read_checkpoint(dlog.store, dlog.log_uri, checkpoint)
+        referenced.update(sidecar.path.rsplit("/", 1)[-1] for sidecar in contents.sidecars)
+    doomed = [s for s in old if s.name not in referenced]
+    for status in doomed:
+        dlog.store.delete(status.path)
+    if doomed:
+        log.info("deleted %d unreferenced sidecar file(s) of %s", len(doomed), dlog.table_uri)
+    return len(doomed)
+
+
+def cleanup_expired_logs(dlog: SnapshotManagement, snapshot: Snapshot, *, now_ms: int | None = None) -> int:
+    """Delete expired log files and stale temp files; returns how many were deleted."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    temps = cleanup_stale_temp_files(dlog, snapshot, now_ms=now)
+    props = snapshot.properties
+    if not props.enable_expired_log_cleanup:
+        log.debug("expired-log cleanup disabled for %s", dlog.table_uri)
+        return temps
+    cutoff = cleanup_cutoff(now, int(props.log_retention.total_seconds() * 1000))
+    before = expired_versions_before(dlog, snapshot, cutoff)
+    if before <= 0:
+        return temps
+    deleted = 0
+    for status in list(dlog.store.list_from(f"{dlog.log_uri}/{0:020d}")):
+        version = file_version(status.name)
+        if version is None or version >= before:
+            continue
+        dlog.store.delete(status.path)
+        deleted += 1
+    log.info("deleted %d expired log file(s) of %s before version %d", deleted, dlog.table_uri, before)
+    return deleted + temps + cleanup_unreferenced_sidecars(dlog, now_ms=now)

@@ -1,0 +1,172 @@
+"""Commit timestamps, time travel by timestamp, and table history.
+
+Commit times are the commit files' modification times *made monotonic* (a commit whose
+time is not after its predecessor's counts as predecessor + 1 ms, as Delta Spark's
+``DeltaHistoryManager`` does), or ``commitInfo.inCommitTimestamp`` for the versions from
+``delta.inCommitTimestampEnablementVersion`` on when in-commit timestamps are enabled.
+Time travel to a timestamp picks the newest version committed at or before it; a timestamp
+before the earliest reconstructable version or after the latest commit is an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from deltalog.txn.protocol.actions import CommitInfo
+from deltalog.txn.protocol.errors import TableNotFoundError, VersionNotFoundError
+
+if TYPE_CHECKING:
+    from deltalog.txn.log.snapshot_management import SnapshotManagement
+
+__all__ = ["CommitRecord", "commit_timestamps", "history", "to_millis", "version_at_timestamp"]
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    """One entry of the history: a version, its timestamp (ms) and its ``commitInfo``."""
+
+    version: int
+    timestamp: int
+    commit_info: CommitInfo | None
+
+    def __getattr__(self, name: str) -> Any:
+        info = object.__getattribute__(self, "commit_info")
+        if info is not None and hasattr(info, name):
+            return getattr(info, name)
+        raise AttributeError(name)
+
+    @property
+    def operation(self) -> str | None:
+        return None if self.commit_info is None else self.commit_info.operation
+
+    @property
+    def datetime(self) -> datetime:
+        return datetime.fromtimestamp(self.timestamp / 1000, tz=timezone.utc)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {} if self.commit_info is None else self.commit_info.to_dict()
+        d["version"] = self.version
+        d["timestamp"] = self.timestamp
+        return d
+
+
+def to_millis(value: datetime | int | float | str) -> int:
+    """Milliseconds since the epoch; naive datetimes and strings are taken as UTC."""
+    if isinstance(value, bool):
+        raise TypeError("a timestamp must be a datetime, milliseconds or an ISO-8601 string")
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip().replace("Z", "+00:00")
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(
+                f"cannot parse the timestamp {value!r}; use ISO-8601 like "
+                "'2024-05-01 12:00:00' or '2024-05-01T12:00:00+00:00'"
+            ) from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return int(value.timestamp() * 1000)
+
+
+def _ict_start(log: SnapshotManagement) -> int | None:
+    """The first version whose in-commit timestamp counts, or None when ICT is off."""
+    snap = log.update()
+    if snap.version < 0 or not snap.properties.enable_in_commit_timestamps:
+        return None
+    start = snap.properties.in_commit_timestamp_enablement_version
+    return 0 if start is None else start
+
+
+def commit_timestamps(log: SnapshotManagement, start: int = 0) -> list[tuple[int, int]]:
+    """(version, timestamp ms) of every listed commit from ``start``, monotonic."""
+    listing = log.listing(0)
+    ict_from = _ict_start(log)
+    out: list[tuple[int, int]] = []
+    prev: int | None = None
+    for version in sorted(listing.commits):
+        status = listing.commits[version]
+        ts = status.modification_time
+        if ict_from is not None and version >= ict_from:
+            for obj in log.read_commit_raw(version, status.path):
+                info = obj.get("commitInfo")
+                if isinstance(info, dict) and info.get("inCommitTimestamp") is not None:
+                    ts = int(info["inCommitTimestamp"])
+                break
+        elif prev is not None and ts <= prev:
+            ts = prev + 1
+        prev = ts
+        if version >= start:
+            out.append((version, ts))
+    return out
+
+
+def _earliest_recreatable(log: SnapshotManagement) -> int:
+    listing = log.listing(0)
+    if 0 in listing.commits:
+        return 0
+    cps = listing.complete_checkpoints()
+    return cps[0].version if cps else min(listing.commits, default=0)
+
+
+def version_at_timestamp(log: SnapshotManagement, timestamp: datetime | int | str) -> int:
+    """The version time travel to ``timestamp`` reads (Delta's rules)."""
+    target = to_millis(timestamp)
+    earliest = _earliest_recreatable(log)
+    commits = [c for c in commit_timestamps(log) if c[0] >= earliest]
+    if not commits:
+        raise TableNotFoundError(log.table_uri)
+    if target < commits[0][1]:
+        raise VersionNotFoundError(
+            f"the timestamp {_fmt(target)} is before the earliest version available in {log.table_uri} "
+            f"(version {commits[0][0]} at {_fmt(commits[0][1])}); use a later timestamp",
+            earliest=commits[0][0],
+            latest=commits[-1][0],
+        )
+    if target > commits[-1][1]:
+        raise VersionNotFoundError(
+            f"the timestamp {_fmt(target)} is after the latest commit of {log.table_uri} "
+            f"(version {commits[-1][0]} at {_fmt(commits[-1][1])}); use a timestamp at or before it",
+            earliest=commits[0][0],
+            latest=commits[-1][0],
+        )
+    chosen = commits[0][0]
+    for version, ts in commits:
+        if ts <= target:
+            chosen = version
+        else:
+            break
+    return chosen
+
+
+def _fmt(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
+
+
+def history(log: SnapshotManagement, limit: int | None = None) -> list[CommitRecord]:
+    """Commit records, newest first (at most ``limit``)."""
+    if limit is not None and limit <= 0:
+        return []
+    stamps = commit_timestamps(log)
+    if not stamps:
+        raise TableNotFoundError(log.table_uri)
+    chosen = list(reversed(stamps))
+    if limit is not None:
+        chosen = chosen[:limit]
+    records = []
+    for version, ts in chosen:
+        info = None
+        try:
+            raw = log.read_commit_raw(version)
+        except VersionNotFoundError:
+            continue  # cleaned up between the listing and the read
+        for obj in raw:
+            body = obj.get("commitInfo")
+            if isinstance(body, dict):
+                info = CommitInfo.from_dict(body)
+                break
+        records.append(CommitRecord(version, ts, info))
+    return records

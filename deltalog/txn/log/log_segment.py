@@ -1,0 +1,198 @@
+"""Names of the files in ``_delta_log`` and the *log segment* of a snapshot: the newest
+complete checkpoint at or before a version plus the contiguous commits after it.
+
+File names (PROTOCOL "Delta Log Entries"):
+
+- commit ``%020d.json``; checksum ``%020d.crc``
+- classic checkpoint ``%020d.checkpoint.parquet``
+- multi-part checkpoint ``%020d.checkpoint.%010d.%010d.parquet`` (part, parts)
+- V2 checkpoint ``%020d.checkpoint.<uuid>.json|parquet``
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from deltalog.logstores.base import FileStatus
+from deltalog.txn.protocol.errors import NonContiguousVersionsError, VersionNotFoundError
+
+__all__ = [
+    "CheckpointInstance",
+    "LogListing",
+    "LogSegment",
+    "build_segment",
+    "checkpoint_name",
+    "commit_name",
+    "file_version",
+    "parse_listing",
+]
+
+COMMIT_RE = re.compile(r"^(\d{20})\.json$")
+CRC_RE = re.compile(r"^(\d{20})\.crc$")
+CLASSIC_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
+MULTIPART_RE = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
+V2_RE = re.compile(r"^(\d{20})\.checkpoint\.([0-9a-fA-F-]{36})\.(json|parquet)$")
+COMPACTED_RE = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
+
+# Order of checkpoint formats at one version (Delta's CheckpointInstance.Format).
+KIND_RANK = {"classic": 0, "multipart": 1, "v2": 2}
+
+
+def commit_name(version: int) -> str:
+    return f"{version:020d}.json"
+
+
+def checkpoint_name(version: int, part: int | None = None, parts: int | None = None) -> str:
+    if part is None or parts is None:
+        return f"{version:020d}.checkpoint.parquet"
+    return f"{version:020d}.checkpoint.{part:010d}.{parts:010d}.parquet"
+
+
+def file_version(name: str) -> int | None:
+    """The version a ``_delta_log`` file belongs to (commit, checkpoint, crc), else None."""
+    for regex in (COMMIT_RE, CLASSIC_RE, MULTIPART_RE, V2_RE, CRC_RE):
+        m = regex.match(name)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+@dataclass(frozen=True)
+class CheckpointInstance:
+    """One checkpoint: its version, kind (classic, multipart, v2) and files."""
+
+    version: int
+    kind: str
+    num_parts: int
+    files: tuple[FileStatus, ...]
+
+    @property
+    def complete(self) -> bool:
+        return len(self.files) == self.num_parts and all(f.size > 0 for f in self.files)
+
+    def sort_key(self) -> tuple[int, int, int, str]:
+        return (self.version, KIND_RANK[self.kind], self.num_parts, self.files[0].name if self.files else "")
+
+    @property
+    def modification_time(self) -> int:
+        return max(f.modification_time for f in self.files)
+
+
+@dataclass
+class LogListing:
+    """What a listing of ``_delta_log`` found, by version."""
+
+    commits: dict[int, FileStatus] = field(default_factory=dict)
+    checkpoints: list[CheckpointInstance] = field(default_factory=list)
+    crcs: dict[int, FileStatus] = field(default_factory=dict)
+    others: list[FileStatus] = field(default_factory=list)
+
+    @property
+    def max_version(self) -> int:
+        versions = list(self.commits)
+        versions += [c.version for c in self.checkpoints if c.complete]
+        return max(versions, default=-1)
+
+    def complete_checkpoints(self, at_or_before: int | None = None) -> list[CheckpointInstance]:
+        found = [c for c in self.checkpoints if c.complete and (at_or_before is None or c.version <= at_or_before)]
+        return sorted(found, key=CheckpointInstance.sort_key)
+
+
+def parse_listing(statuses: Iterable[FileStatus]) -> LogListing:
+    """Sort a ``_delta_log`` listing into commits, checkpoints (grouped) and the rest."""
+    listing = LogListing()
+    parts: dict[tuple[int, int], list[FileStatus]] = {}
+    for status in statuses:
+        name = status.name
+        if (m := COMMIT_RE.match(name)) is not None:
+            listing.commits[int(m.group(1))] = status
+        elif (m := CLASSIC_RE.match(name)) is not None:
+            listing.checkpoints.append(CheckpointInstance(int(m.group(1)), "classic", 1, (status,)))
+        elif (m := MULTIPART_RE.match(name)) is not None:
+            parts.setdefault((int(m.group(1)), int(m.group(3))), []).append(status)
+        elif (m := V2_RE.match(name)) is not None:
+            listing.checkpoints.append(CheckpointInstance(int(m.group(1)), "v2", 1, (status,)))
+        elif (m := CRC_RE.match(name)) is not None:
+            listing.crcs[int(m.group(1))] = status
+        else:
+            listing.others.append(status)
+    for (version, total), files in parts.items():
+        # keep one file per part number (a listing never repeats a name, but be strict)
+        by_part: dict[int, FileStatus] = {}
+        for f in files:
+            m = MULTIPART_RE.match(f.name)
+            assert m is not None
+            part = int(m.group(2))
+            if 1 <= part <= total:
+                by_part[part] = f
+        ordered = tuple(by_part[p] for p in sorted(by_part))
+        listing.checkpoints.append(CheckpointInstance(version, "multipart", total, ordered))
+    return listing
+
+
+@dataclass(frozen=True)
+class LogSegment:
+    """The files that make up the snapshot at ``version``."""
+
+    log_uri: str
+    version: int
+    checkpoint: CheckpointInstance | None
+    commits: tuple[FileStatus, ...]  # versions checkpoint+1 .. version, contiguous
+
+    @property
+    def checkpoint_version(self) -> int | None:
+        return None if self.checkpoint is None else self.checkpoint.version
+
+    @property
+    def commit_versions(self) -> list[int]:
+        return [int(f.name[:20]) for f in self.commits]
+
+
+_NEWEST = object()
+
+
+def build_segment(
+    log_uri: str, listing: LogListing, version: int | None = None, *, checkpoint: object = _NEWEST
+) -> LogSegment:
+    """The segment for ``version`` (latest when None) from a listing, on the newest complete
+    checkpoint at or before it -- or on ``checkpoint`` when given (``None``: the commits
+    from version 0).
+
+    Raises :class:`VersionNotFoundError` when the version is newer than the log or older
+    than what it can reconstruct, and :class:`NonContiguousVersionsError` on a gap.
+    """
+    latest = listing.max_version
+    target = latest if version is None else version
+    if version is not None and version > latest:
+        raise VersionNotFoundError(
+            f"cannot time travel to version {version} of {log_uri}: the latest version is {latest}",
+            version=version,
+            latest=latest,
+        )
+    if target < 0:
+        raise VersionNotFoundError(f"version {target} does not exist in {log_uri}", version=target)
+    if checkpoint is _NEWEST:
+        candidates = listing.complete_checkpoints(target)
+        base = candidates[-1] if candidates else None
+    else:
+        assert checkpoint is None or isinstance(checkpoint, CheckpointInstance)
+        base = checkpoint
+    start = 0 if base is None else base.version + 1
+    if base is None and 0 not in listing.commits:
+        earliest = min((c.version for c in listing.complete_checkpoints()), default=None)
+        if earliest is not None and target < earliest:
+            raise VersionNotFoundError(
+                f"cannot reconstruct version {target} of {log_uri}: its commits were cleaned up; "
+                f"the earliest reconstructable version is {earliest}",
+                version=target,
+                earliest=earliest,
+                latest=latest,
+            )
+        raise NonContiguousVersionsError(log_uri, sorted(listing.commits), 0)
+    wanted = range(start, target + 1)
+    missing = [v for v in wanted if v not in listing.commits]
+    if missing:
+        raise NonContiguousVersionsError(log_uri, sorted(v for v in listing.commits if v <= target), missing[0])
+    return LogSegment(log_uri, target, base, tuple(listing.commits[v] for v in wanted))

@@ -1,0 +1,76 @@
+"""Delta's GenerateSymlinkManifest post-commit hook.
+
+When ``delta.compatibility.symlinkFormatManifest.enabled`` is true, every commit that adds
+or removes files rewrites ``_symlink_format_manifest/``: one ``manifest`` file per partition
+directory (``_symlink_format_manifest/a=1/b=2/manifest``, or a single
+``_symlink_format_manifest/manifest`` for an unpartitioned table) listing the fully
+qualified paths of that partition's current data files, one per line. Presto, Trino and
+Athena read tables through these manifests. Manifests of partitions that no longer hold
+files are deleted. A table with deletion vectors cannot be described by manifests.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from deltalog.txn.protocol.actions import Action, decode_path
+from deltalog.txn.protocol.errors import UnsupportedFeatureError
+from deltalog.txn.protocol.partition_paths import partition_directory
+
+if TYPE_CHECKING:
+    from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.log.snapshot_management import SnapshotManagement
+
+__all__ = ["MANIFEST_DIR", "generate_symlink_manifest"]
+
+MANIFEST_DIR = "_symlink_format_manifest"
+
+
+def _absolute(table_uri: str, path: str) -> str:
+    decoded = decode_path(path)
+    if "://" in decoded or decoded.startswith("/"):
+        return decoded
+    return f"{table_uri}/{decoded}"
+
+
+def generate_symlink_manifest(
+    delta_log: SnapshotManagement, version: int, snapshot: Snapshot, actions: Sequence[Action]
+) -> None:
+    """Rewrite the table's symlink manifests from ``snapshot``'s files."""
+    import pyarrow.fs as pafs
+
+    files = snapshot.files
+    if any(f.deletion_vector is not None for f in files):
+        raise UnsupportedFeatureError(
+            ["deletionVectors"],
+            operation="generate symlink manifests for",
+            table=delta_log.table_uri,
+            detail="Manifests cannot express deleted rows; purge the deletion vectors first.",
+        )
+    columns = tuple(snapshot.metadata.partition_columns)
+    by_dir: dict[str, list[str]] = defaultdict(list)
+    for f in files:
+        by_dir[partition_directory(columns, f.partition_values)].append(_absolute(delta_log.table_uri, f.path))
+
+    store = delta_log.store
+    fs = store.filesystem()
+    root_uri = f"{delta_log.table_uri}/{MANIFEST_DIR}"
+    root = store.fs_path(root_uri)
+    wanted: set[str] = set()
+    for directory, paths in by_dir.items():
+        manifest_uri = f"{root_uri}/{directory}/manifest" if directory else f"{root_uri}/manifest"
+        manifest = store.fs_path(manifest_uri)
+        wanted.add(manifest)
+        parent = manifest.rsplit("/", 1)[0]
+        fs.create_dir(parent, recursive=True)
+        with fs.open_output_stream(manifest) as out:
+            out.write(("\n".join(sorted(paths)) + "\n").encode("utf-8"))
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+    except FileNotFoundError:
+        infos = []
+    for info in infos:
+        if info.type == pafs.FileType.File and info.base_name == "manifest" and info.path not in wanted:
+            fs.delete_file(info.path)

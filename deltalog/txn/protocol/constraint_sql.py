@@ -1,0 +1,733 @@
+"""A small SQL expression language for CHECK constraints and column invariants, compiled
+to ``pyarrow.compute``.
+
+The supported subset (Spark SQL spelling, keywords case-insensitive):
+
+- column references: ``id``, ```weird name```, nested struct fields ``a.b.c`` (names
+  matched case-insensitively, as Spark does; a column missing from the data is NULL, as
+  in Delta's checker);
+- literals: integers, decimals (``1.5``, ``1e3``), ``'strings'`` (``''`` escapes a quote),
+  ``TRUE``, ``FALSE``, ``NULL``, ``DATE 'yyyy-mm-dd'``, ``TIMESTAMP 'yyyy-mm-dd[ hh:mm:ss[.ffffff]]'``;
+- comparisons ``= == != <> < <= > >=``; ``AND``, ``OR``, ``NOT`` (three-valued logic);
+- ``IS [NOT] NULL``, ``[NOT] IN (...)``, ``[NOT] BETWEEN x AND y``, ``[NOT] LIKE 'pattern'``
+  (``%`` any run, ``_`` one character, ``\\`` escapes);
+- arithmetic ``+ - * / %`` and unary minus (``/`` is floating-point division; division or
+  modulo by zero gives NULL, as Spark without ANSI mode);
+- parentheses; functions ``length``, ``lower``, ``upper``, ``abs``, ``coalesce``.
+
+Anything else (``CASE``, ``CAST``, other functions, ``||``, subqueries, ...) raises
+:class:`UnsupportedConstraintError` when the expression is compiled, naming the construct,
+so a writer can refuse the write instead of skipping the check.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.errors import DeltaError
+
+__all__ = ["Expr", "UnsupportedConstraintError", "column_paths", "evaluate", "parse_expression"]
+
+
+class UnsupportedConstraintError(DeltaError):
+    """A constraint's expression is outside the SQL subset deltalog evaluates."""
+
+    def __init__(self, expression: str, construct: str, *, problem: str | None = None) -> None:
+        self.expression = expression
+        self.construct = construct
+        what = problem or f"{construct} is not in the SQL subset deltalog supports (see docs/log.md, 'Constraints')"
+        super().__init__(
+            f"cannot evaluate the constraint expression {expression!r}: {what}; "
+            "refuse the write, or check the data with Spark"
+        )
+
+
+# -- syntax tree ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    path: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+
+@dataclass(frozen=True)
+class Literal:
+    value: Any  # None, bool, int, float, str, date, datetime
+    kind: str  # "null", "bool", "int", "float", "string", "date", "timestamp"
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str  # "not", "neg", "is_null", "is_not_null"
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str  # "and", "or", "=", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%"
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class InList:
+    operand: Expr
+    items: tuple[Expr, ...]
+    negated: bool
+
+
+@dataclass(frozen=True)
+class Between:
+    operand: Expr
+    low: Expr
+    high: Expr
+    negated: bool
+
+
+@dataclass(frozen=True)
+class Like:
+    operand: Expr
+    pattern: str
+    negated: bool
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    args: tuple[Expr, ...]
+
+
+Expr = Column | Literal | Unary | Binary | InList | Between | Like | Call
+
+FUNCTIONS = {"length": 1, "lower": 1, "upper": 1, "abs": 1, "coalesce": -1}
+
+
+def column_paths(expr: Expr) -> list[tuple[str, ...]]:
+    """The column paths an expression reads, in order of first use."""
+    out: list[tuple[str, ...]] = []
+
+    def walk(e: Expr) -> None:
+        if isinstance(e, Column):
+            if e.path not in out:
+                out.append(e.path)
+        elif isinstance(e, Unary):
+            walk(e.operand)
+        elif isinstance(e, Binary):
+            walk(e.left)
+            walk(e.right)
+        elif isinstance(e, InList):
+            walk(e.operand)
+            for i in e.items:
+                walk(i)
+        elif isinstance(e, Between):
+            walk(e.operand)
+            walk(e.low)
+            walk(e.high)
+        elif isinstance(e, Like):
+            walk(e.operand)
+        elif isinstance(e, Call):
+            for a in e.args:
+                walk(a)
+
+    walk(expr)
+    return out
+
+
+# -- tokens -------------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[lLdD]?)
+  | (?P<string>'(?:[^'\\]|''|\\.)*')
+  | (?P<dstring>"(?:[^"\\]|""|\\.)*")
+  | (?P<quoted>`(?:[^`]|``)*`)
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<op><=>|==|!=|<>|<=|>=|\|\||[=<>+\-*/%(),.])
+    """,
+    re.VERBOSE,
+)
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str  # number, string, ident, quoted, op, end
+    text: str
+    pos: int
+
+    @property
+    def upper(self) -> str:
+        return self.text.upper() if self.kind == "ident" else ""
+
+
+def _unescape(body: str, quote: str) -> str:
+    out = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            out.append({"n": "\n", "t": "\t", "r": "\r", "0": "\0"}.get(nxt, nxt))
+            i += 2
+            continue
+        if ch == quote and i + 1 < len(body) and body[i + 1] == quote:
+            out.append(quote)
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _tokenize(text: str) -> list[_Tok]:
+    tokens: list[_Tok] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            raise UnsupportedConstraintError(text, f"the character {text[pos]!r} at position {pos}")
+        kind = m.lastgroup
+        assert kind is not None
+        value = m.group(kind)
+        if kind == "dstring":
+            kind = "string"
+            value = "'" + _unescape(value[1:-1], '"').replace("'", "''") + "'"
+        if kind != "ws":
+            tokens.append(_Tok(kind, value, pos))
+        pos = m.end()
+    tokens.append(_Tok("end", "", len(text)))
+    return tokens
+
+
+# -- parser -------------------------------------------------------------------------------
+
+_COMPARISONS = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_RESERVED = {
+    "AND",
+    "OR",
+    "NOT",
+    "IS",
+    "NULL",
+    "IN",
+    "BETWEEN",
+    "LIKE",
+    "TRUE",
+    "FALSE",
+    "DATE",
+    "TIMESTAMP",
+    "CASE",
+    "WHEN",
+    "THEN",
+    "ELSE",
+    "END",
+    "CAST",
+    "AS",
+    "SELECT",
+    "FROM",
+    "WHERE",
+    "EXISTS",
+    "INTERVAL",
+    "RLIKE",
+    "REGEXP",
+    "ILIKE",
+    "ANY",
+    "ALL",
+    "SOME",
+    "DIV",
+}
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = _tokenize(text)
+        self.i = 0
+
+    # helpers
+    def peek(self, ahead: int = 0) -> _Tok:
+        return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
+
+    def next(self) -> _Tok:
+        tok = self.tokens[self.i]
+        self.i = min(self.i + 1, len(self.tokens) - 1)
+        return tok
+
+    def unsupported(self, what: str) -> UnsupportedConstraintError:
+        return UnsupportedConstraintError(self.text, what)
+
+    def at_keyword(self, *words: str) -> bool:
+        return self.peek().upper in words
+
+    def expect_op(self, op: str) -> None:
+        tok = self.next()
+        if tok.kind != "op" or tok.text != op:
+            shown = tok.text or "the end of the expression"
+            raise self.unsupported(f"{shown!r} at position {tok.pos} (expected {op!r})")
+
+    def parse(self) -> Expr:
+        if self.peek().kind == "end":
+            raise self.unsupported("an empty expression")
+        expr = self.parse_or()
+        tok = self.peek()
+        if tok.kind != "end":
+            raise self.unsupported(f"{tok.text!r} at position {tok.pos}")
+        return expr
+
+    # grammar
+    def parse_or(self) -> Expr:
+        left = self.parse_and()
+        while self.at_keyword("OR"):
+            self.next()
+            left = Binary("or", left, self.parse_and())
+        return left
+
+    def parse_and(self) -> Expr:
+        left = self.parse_not()
+        while self.at_keyword("AND"):
+            self.next()
+            left = Binary("and", left, self.parse_not())
+        return left
+
+    def parse_not(self) -> Expr:
+        if self.at_keyword("NOT"):
+            self.next()
+            return Unary("not", self.parse_not())
+        if self.peek().kind == "op" and self.peek().text == "!":
+            raise self.unsupported("'!'")
+        return self.parse_predicate()
+
+    def parse_predicate(self) -> Expr:
+        left = self.parse_additive()
+        while True:
+            tok = self.peek()
+            if tok.kind == "op" and tok.text in _COMPARISONS:
+                self.next()
+                left = Binary(_COMPARISONS[tok.text], left, self.parse_additive())
+                continue
+            if tok.kind == "op" and tok.text in ("<=>", "||"):
+                raise self.unsupported(f"the operator {tok.text!r}")
+            if tok.upper == "IS":
+                self.next()
+                negated = False
+                if self.at_keyword("NOT"):
+                    self.next()
+                    negated = True
+                nxt = self.next()
+                if nxt.upper != "NULL":
+                    raise self.unsupported(f"IS {'NOT ' if negated else ''}{nxt.text.upper() or '<end>'}")
+                left = Unary("is_not_null" if negated else "is_null", left)
+                continue
+            negated = False
+            if tok.upper == "NOT" and self.peek(1).upper in ("IN", "BETWEEN", "LIKE"):
+                self.next()
+                negated = True
+                tok = self.peek()
+            if tok.upper == "IN":
+                self.next()
+                self.expect_op("(")
+                if self.at_keyword("SELECT"):
+                    raise self.unsupported("a subquery")
+                items = [self.parse_or()]
+                while self.peek().kind == "op" and self.peek().text == ",":
+                    self.next()
+                    items.append(self.parse_or())
+                self.expect_op(")")
+                left = InList(left, tuple(items), negated)
+                continue
+            if tok.upper == "BETWEEN":
+                self.next()
+                low = self.parse_additive()
+                if not self.at_keyword("AND"):
+                    raise self.unsupported("BETWEEN without AND")
+                self.next()
+                high = self.parse_additive()
+                left = Between(left, low, high, negated)
+                continue
+            if tok.upper == "LIKE":
+                self.next()
+                pat = self.next()
+                if pat.kind != "string":
+                    raise self.unsupported("LIKE with a pattern that is not a string literal")
+                if self.at_keyword("ESCAPE"):
+                    raise self.unsupported("LIKE ... ESCAPE")
+                left = Like(left, _unescape(pat.text[1:-1], "'"), negated)
+                continue
+            if tok.upper in ("RLIKE", "REGEXP", "ILIKE"):
+                raise self.unsupported(tok.upper)
+            return left
+
+    def parse_additive(self) -> Expr:
+        left = self.parse_multiplicative()
+        while self.peek().kind == "op" and self.peek().text in ("+", "-"):
+            op = self.next().text
+            left = Binary(op, left, self.parse_multiplicative())
+        return left
+
+    def parse_multiplicative(self) -> Expr:
+        left = self.parse_unary()
+        while True:
+            tok = self.peek()
+            if tok.kind == "op" and tok.text in ("*", "/", "%"):
+                self.next()
+                left = Binary(tok.text, left, self.parse_unary())
+            elif tok.upper == "DIV":
+                raise self.unsupported("DIV")
+            else:
+                return left
+
+    def parse_unary(self) -> Expr:
+        tok = self.peek()
+        if tok.kind == "op" and tok.text == "-":
+            self.next()
+            operand = self.parse_unary()
+            if isinstance(operand, Literal) and operand.kind in ("int", "float"):
+                return Literal(-operand.value, operand.kind)
+            return Unary("neg", operand)
+        if tok.kind == "op" and tok.text == "+":
+            self.next()
+            return self.parse_unary()
+        return self.parse_primary()
+
+    def parse_primary(self) -> Expr:
+        tok = self.next()
+        if tok.kind == "number":
+            return _number(self.text, tok.text)
+        if tok.kind == "string":
+            return Literal(_unescape(tok.text[1:-1], "'"), "string")
+        if tok.kind == "op" and tok.text == "(":
+            if self.at_keyword("SELECT"):
+                raise self.unsupported("a subquery")
+            inner = self.parse_or()
+            self.expect_op(")")
+            return inner
+        if tok.kind == "quoted":
+            return self.parse_column(tok.text[1:-1].replace("``", "`"))
+        if tok.kind == "ident":
+            word = tok.upper
+            if word == "NULL":
+                return Literal(None, "null")
+            if word in ("TRUE", "FALSE"):
+                return Literal(word == "TRUE", "bool")
+            if word in ("DATE", "TIMESTAMP") and self.peek().kind == "string":
+                text = _unescape(self.next().text[1:-1], "'")
+                return _typed_literal(self.text, word, text)
+            if self.peek().kind == "op" and self.peek().text == "(":
+                return self.parse_call(tok.text)
+            if word in _RESERVED:
+                raise self.unsupported(word)
+            return self.parse_column(tok.text)
+        shown = tok.text or "the end of the expression"
+        raise self.unsupported(f"{shown!r} at position {tok.pos}")
+
+    def parse_column(self, first: str) -> Column:
+        path = [first]
+        while self.peek().kind == "op" and self.peek().text == ".":
+            self.next()
+            tok = self.next()
+            if tok.kind == "ident":
+                path.append(tok.text)
+            elif tok.kind == "quoted":
+                path.append(tok.text[1:-1].replace("``", "`"))
+            else:
+                raise self.unsupported(f"{tok.text!r} after '.' at position {tok.pos}")
+        if self.peek().kind == "op" and self.peek().text == "(":
+            raise self.unsupported(f"the function {'.'.join(path)}()")
+        return Column(tuple(path))
+
+    def parse_call(self, name: str) -> Expr:
+        lname = name.lower()
+        if lname not in FUNCTIONS:
+            raise self.unsupported(f"the function {name}()")
+        self.expect_op("(")
+        args: list[Expr] = []
+        if not (self.peek().kind == "op" and self.peek().text == ")"):
+            args.append(self.parse_or())
+            while self.peek().kind == "op" and self.peek().text == ",":
+                self.next()
+                args.append(self.parse_or())
+        self.expect_op(")")
+        arity = FUNCTIONS[lname]
+        if (arity >= 0 and len(args) != arity) or (arity < 0 and not args):
+            want = f"{arity} argument" if arity >= 0 else "at least one argument"
+            raise self.unsupported(f"{name}() with {len(args)} argument(s) (it takes {want})")
+        return Call(lname, tuple(args))
+
+
+def _number(text: str, token: str) -> Literal:
+    body = token.rstrip("lLdD")
+    suffix = token[len(body) :].upper()
+    if suffix == "D" or any(c in body for c in ".eE"):
+        return Literal(float(body), "float")
+    return Literal(int(body), "int")
+
+
+def _typed_literal(text: str, word: str, value: str) -> Literal:
+    try:
+        if word == "DATE":
+            return Literal(dt.date.fromisoformat(value.strip()), "date")
+        parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise UnsupportedConstraintError(text, f"the {word} literal {value!r}") from None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return Literal(parsed, "timestamp")
+
+
+def parse_expression(text: str) -> Expr:
+    """Parse ``text``; raises :class:`UnsupportedConstraintError` outside the subset."""
+    return _Parser(text).parse()
+
+
+# -- evaluation ---------------------------------------------------------------------------
+
+# pa.Table | pa.RecordBatch and pa.Array | pa.ChunkedArray | pa.Scalar (pyarrow has no stubs)
+Data: TypeAlias = Any
+Value: TypeAlias = Any
+
+
+def _length(value: Value) -> int:
+    return 1 if isinstance(value, pa.Scalar) else len(value)
+
+
+def _find(names: Sequence[str], wanted: str) -> int | None:
+    for i, n in enumerate(names):
+        if n == wanted:
+            return i
+    lowered = wanted.lower()
+    for i, n in enumerate(names):
+        if n.lower() == lowered:
+            return i
+    return None
+
+
+def _column(data: Data, path: tuple[str, ...]) -> Value:
+    n = data.num_rows
+    i = _find(data.schema.names, path[0])
+    if i is None:
+        return pa.nulls(n)
+    value: Any = data.column(i)
+    for part in path[1:]:
+        typ = value.type
+        if not pa.types.is_struct(typ):
+            return pa.nulls(n)
+        j = _find([typ.field(k).name for k in range(typ.num_fields)], part)
+        if j is None:
+            return pa.nulls(n)
+        value = pc.struct_field(value, [j])
+    return value
+
+
+def _literal(lit: Literal) -> pa.Scalar:
+    if lit.kind == "null":
+        return pa.scalar(None, pa.null())
+    if lit.kind == "int":
+        return pa.scalar(lit.value, pa.int64())
+    if lit.kind == "float":
+        return pa.scalar(lit.value, pa.float64())
+    if lit.kind == "bool":
+        return pa.scalar(lit.value, pa.bool_())
+    if lit.kind == "date":
+        return pa.scalar(lit.value, pa.date32())
+    if lit.kind == "timestamp":
+        return pa.scalar(lit.value, pa.timestamp("us"))
+    return pa.scalar(lit.value, pa.string())
+
+
+def _is_numeric(t: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t))
+
+
+def _cast(value: Value, target: pa.DataType, text: str) -> Value:
+    if value.type == target:
+        return value
+    try:
+        return value.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        what = f"{value.type} as {target}"
+        raise UnsupportedConstraintError(text, what, problem=f"cannot use {what} ({exc})") from None
+
+
+def _unify(a: Value, b: Value, text: str) -> tuple[Value, Value]:
+    """Implicit casts as Spark does them for comparisons and arithmetic."""
+    ta, tb = a.type, b.type
+    if ta == tb:
+        return a, b
+    if pa.types.is_null(ta):
+        return _cast(a, tb, text), b
+    if pa.types.is_null(tb):
+        return a, _cast(b, ta, text)
+    if _is_numeric(ta) and _is_numeric(tb):
+        if any(pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (ta, tb)):
+            return _cast(a, pa.float64(), text), _cast(b, pa.float64(), text)
+        return _cast(a, pa.int64(), text), _cast(b, pa.int64(), text)
+    if pa.types.is_string(ta) or pa.types.is_large_string(ta):
+        return _cast(_ts_text(a, tb), tb, text), b
+    if pa.types.is_string(tb) or pa.types.is_large_string(tb):
+        return a, _cast(_ts_text(b, ta), ta, text)
+    if pa.types.is_temporal(ta) and pa.types.is_temporal(tb):
+        if pa.types.is_timestamp(ta) and pa.types.is_timestamp(tb):
+            common = pa.timestamp("us", ta.tz or tb.tz)
+            return _cast(a, common, text), _cast(b, common, text)
+        if pa.types.is_date(ta) and pa.types.is_timestamp(tb):
+            return _cast(a, tb, text), b
+        if pa.types.is_timestamp(ta) and pa.types.is_date(tb):
+            return a, _cast(b, ta, text)
+    return a, b
+
+
+def _ts_text(value: Value, target: pa.DataType) -> Value:
+    """String literals compared with timestamps: ISO text with 'T' or ' '."""
+    if pa.types.is_timestamp(target) and isinstance(value, pa.Scalar) and value.is_valid:
+        text = str(value.as_py()).strip().replace("Z", "+00:00")
+        try:
+            parsed = dt.datetime.fromisoformat(text)
+        except ValueError:
+            return value
+        if parsed.tzinfo is not None:
+            parsed = parsed.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return pa.scalar(parsed, pa.timestamp("us"))
+    return value
+
+
+_COMPARE: dict[str, Callable[..., Any]] = {
+    "=": pc.equal,
+    "!=": pc.not_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+}
+
+
+def _zero_to_null(divisor: Value) -> Value:
+    zero = pa.scalar(0, divisor.type)
+    return pc.if_else(pc.equal(divisor, zero), pa.scalar(None, divisor.type), divisor)
+
+
+def _as_bool(value: Value, text: str, what: str) -> Value:
+    if pa.types.is_boolean(value.type):
+        return value
+    if pa.types.is_null(value.type):
+        return value.cast(pa.bool_())
+    raise UnsupportedConstraintError(text, what, problem=f"{what} of type {value.type}, which is not a boolean")
+
+
+def evaluate(expr: Expr, data: Data, text: str) -> Value:
+    """The value of ``expr`` on every row of ``data`` (SQL NULL semantics)."""
+
+    def ev(e: Expr) -> Value:
+        if isinstance(e, Column):
+            return _column(data, e.path)
+        if isinstance(e, Literal):
+            return _literal(e)
+        if isinstance(e, Unary):
+            v = ev(e.operand)
+            if e.op == "not":
+                return pc.invert(_as_bool(v, text, "NOT applied to a value"))
+            if e.op == "neg":
+                return pc.negate_checked(v)
+            if e.op == "is_null":
+                return pc.is_null(v)
+            return pc.is_valid(v)
+        if isinstance(e, Binary):
+            if e.op in ("and", "or"):
+                left = _as_bool(ev(e.left), text, f"{e.op.upper()} applied to a value")
+                right = _as_bool(ev(e.right), text, f"{e.op.upper()} applied to a value")
+                return pc.and_kleene(left, right) if e.op == "and" else pc.or_kleene(left, right)
+            a, b = _unify(ev(e.left), ev(e.right), text)
+            if e.op in _COMPARE:
+                try:
+                    return _COMPARE[e.op](a, b)
+                except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:
+                    what = f"comparing {a.type} with {b.type}"
+                    raise UnsupportedConstraintError(text, what, problem=f"cannot evaluate {what} ({exc})") from None
+            return _arith(e.op, a, b, text)
+        if isinstance(e, InList):
+            operand = ev(e.operand)
+            result: Value | None = None
+            for item in e.items:
+                a, b = _unify(operand, ev(item), text)
+                eq = pc.equal(a, b)
+                result = eq if result is None else pc.or_kleene(result, eq)
+            assert result is not None
+            return pc.invert(result) if e.negated else result
+        if isinstance(e, Between):
+            operand = ev(e.operand)
+            lo_a, lo_b = _unify(operand, ev(e.low), text)
+            hi_a, hi_b = _unify(operand, ev(e.high), text)
+            inside = pc.and_kleene(pc.greater_equal(lo_a, lo_b), pc.less_equal(hi_a, hi_b))
+            return pc.invert(inside) if e.negated else inside
+        if isinstance(e, Like):
+            operand = ev(e.operand)
+            if pa.types.is_null(operand.type):
+                operand = operand.cast(pa.string())
+            if not (pa.types.is_string(operand.type) or pa.types.is_large_string(operand.type)):
+                operand = _cast(operand, pa.string(), text)
+            matched = pc.match_like(operand, e.pattern)
+            return pc.invert(matched) if e.negated else matched
+        assert isinstance(e, Call)
+        return _call(e, [ev(a) for a in e.args], text)
+
+    return ev(expr)
+
+
+def _arith(op: str, a: Value, b: Value, text: str) -> Value:
+    if not all(_is_numeric(t) or pa.types.is_null(t) for t in (a.type, b.type)):
+        what = f"{a.type} {op} {b.type}"
+        raise UnsupportedConstraintError(text, what, problem=f"no arithmetic {what}")
+    if pa.types.is_null(a.type) and pa.types.is_null(b.type):
+        return pa.scalar(None, pa.null())
+    if op == "+":
+        return pc.add_checked(a, b)
+    if op == "-":
+        return pc.subtract_checked(a, b)
+    if op == "*":
+        return pc.multiply_checked(a, b)
+    if op == "/":
+        fa, fb = a.cast(pa.float64()), b.cast(pa.float64())
+        return pc.divide(fa, _zero_to_null(fb))
+    # % : the sign follows the dividend (Java's remainder)
+    b = _zero_to_null(b)
+    if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):
+        return pc.subtract(a, pc.multiply(b, pc.divide(a, b)))
+    fa, fb = a.cast(pa.float64()), b.cast(pa.float64())
+    return pc.subtract(fa, pc.multiply(fb, pc.trunc(pc.divide(fa, fb))))
+
+
+def _call(e: Call, args: list[Value], text: str) -> Value:
+    if e.name == "coalesce":
+        values = list(args)
+        target = next((v.type for v in values if not pa.types.is_null(v.type)), pa.null())
+        if pa.types.is_null(target):
+            return values[0]
+        for i in range(1, len(values)):
+            values[0], values[i] = _unify(values[0], values[i], text)
+        target = values[0].type
+        return pc.coalesce(*[_cast(v, target, text) for v in values])
+    (value,) = args
+    if pa.types.is_null(value.type):
+        return pa.scalar(None, pa.int64() if e.name == "length" else pa.string() if e.name != "abs" else pa.null())
+    if e.name == "abs":
+        if not _is_numeric(value.type):
+            raise UnsupportedConstraintError(text, "abs()", problem=f"abs() of {value.type}")
+        return pc.abs_checked(value)
+    if e.name == "length":
+        if pa.types.is_binary(value.type) or pa.types.is_large_binary(value.type):
+            return pc.binary_length(value)
+        if not (pa.types.is_string(value.type) or pa.types.is_large_string(value.type)):
+            value = _cast(value, pa.string(), text)
+        return pc.utf8_length(value)
+    if not (pa.types.is_string(value.type) or pa.types.is_large_string(value.type)):
+        value = _cast(value, pa.string(), text)
+    return pc.utf8_lower(value) if e.name == "lower" else pc.utf8_upper(value)

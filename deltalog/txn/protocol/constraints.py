@@ -1,0 +1,257 @@
+"""The table's data constraints: ``CHECK`` constraints and column invariants.
+
+A writer that adds data to a table with constraints must make sure every new row
+satisfies them (Delta's checkConstraints and invariants writer features). The
+transaction engine cannot see the rows, so it refuses a commit that adds data files
+(``dataChange=true``) to such a table unless the writer declared it checked them
+(:meth:`OptimisticTransaction.mark_constraints_checked`).
+
+- ``CHECK`` constraints: table properties ``delta.constraints.<name> = <SQL expression>``.
+- Invariants: a field's metadata ``delta.invariants`` holds
+  ``{"expression": {"expression": "<SQL expression>"}}`` (nested fields by their path).
+- NOT NULL columns: fields with ``"nullable": false`` (:func:`not_null_constraints`), nested
+  struct fields too, as Delta's ``Invariants.getFromSchema`` (not inside arrays or maps). A
+  nested one is read as ``parent.field``, NULL when the parent is NULL, so it also requires
+  its parents to be non-NULL (Delta's ``Constraints.NotNull``). They are schema, not
+  properties: :func:`table_constraints` does not list them, and the engine's
+  "constraints checked" guard covers only what it lists.
+
+Writers evaluate them on their Arrow data before writing files with
+:func:`check_constraints` (the SQL subset and its semantics are in
+:mod:`deltalog.txn.protocol.constraint_sql`). As in Delta's checker (``CheckDeltaInvariant``), a
+row violates a constraint when its expression is ``false`` *or* ``NULL``; a column the
+data lacks is ``NULL``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+from deltalog.errors import DeltaError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.constraint_sql import (
+    Expr,
+    UnsupportedConstraintError,
+    column_paths,
+    evaluate,
+    parse_expression,
+)
+
+__all__ = [
+    "CompiledConstraint",
+    "Constraint",
+    "ConstraintViolationError",
+    "NotNullConstraintViolationError",
+    "UnsupportedConstraintError",
+    "check_constraints",
+    "compile_constraints",
+    "not_null_constraints",
+    "table_constraints",
+]
+
+NOT_NULL = "NOT NULL"
+#: The first words of :class:`NotNullConstraintViolationError` (Delta's
+#: ``DELTA_NOT_NULL_CONSTRAINT_VIOLATED`` message).
+NOT_NULL_MESSAGE = "NOT NULL constraint violated for column: "
+#: ... and its last words.
+NOT_NULL_END = "give the column a value in every row, or leave those rows out."
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One constraint: a ``CHECK`` constraint or a column invariant."""
+
+    name: str
+    expression: str
+    kind: str  # "check", "invariant" or "not_null"
+    column: str | None = None
+
+
+def _fields(data_type: Any, prefix: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    if isinstance(data_type, dict) and data_type.get("type") == "struct":
+        for f in data_type.get("fields") or []:
+            path = f"{prefix}{f.get('name')}"
+            yield path, f
+            yield from _fields(f.get("type"), path + ".")
+
+
+def table_constraints(metadata: Metadata) -> list[Constraint]:
+    """Every ``CHECK`` constraint and column invariant of the table."""
+    found = [
+        Constraint(key[len("delta.constraints.") :], value, "check")
+        for key, value in sorted(metadata.configuration.items())
+        if key.startswith("delta.constraints.")
+    ]
+    try:
+        schema = json.loads(metadata.schema_string)
+    except ValueError:
+        return found
+    for path, f in _fields(schema, ""):
+        raw = (f.get("metadata") or {}).get("delta.invariants")
+        if raw is None:
+            continue
+        try:
+            parsed = json.loads(raw) if isinstance(raw, str) else raw
+            expression = parsed["expression"]["expression"]
+        except (ValueError, KeyError, TypeError):
+            expression = str(raw)
+        found.append(Constraint(f"invariant on {path}", str(expression), "invariant", path))
+    return found
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def not_null_constraints(metadata: Metadata) -> list[Constraint]:
+    """A ``NOT NULL`` constraint (``<column> IS NOT NULL``) for every non-nullable field of
+    the table's schema, nested struct fields by their dotted path (as Delta's
+    ``Invariants.getFromSchema``: fields inside arrays and maps are not checked)."""
+    try:
+        schema = json.loads(metadata.schema_string)
+    except ValueError:
+        return []
+    return [
+        Constraint(NOT_NULL, ".".join(_quoted(p) for p in parts) + " IS NOT NULL", "not_null", _display(parts))
+        for parts, f in _field_paths(schema, ())
+        if f.get("nullable", True) is False
+    ]
+
+
+def _display(parts: tuple[str, ...]) -> str:
+    """A column path as Spark prints one (``a.b``; a name holding a dot is quoted)."""
+    return ".".join(_quoted(p) if "." in p or "`" in p else p for p in parts)
+
+
+def _field_paths(data_type: Any, parents: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
+    if isinstance(data_type, dict) and data_type.get("type") == "struct":
+        for f in data_type.get("fields") or []:
+            parts = (*parents, str(f.get("name")))
+            yield parts, f
+            yield from _field_paths(f.get("type"), parts)
+
+
+class ConstraintViolationError(DeltaError, ValueError):
+    """Rows break a CHECK constraint or a column invariant; nothing should be written."""
+
+    def __init__(
+        self, constraint: Constraint, violations: int, total: int, row_index: int, values: dict[str, Any]
+    ) -> None:
+        self.constraint = constraint
+        self.violations = violations
+        self.row_index = row_index
+        self.values = values
+        shown = "\n".join(f" - {k} : {v!r}" for k, v in values.items()) or " (no columns)"
+        what = "CHECK constraint" if constraint.kind == "check" else "invariant"
+        name = constraint.name if constraint.kind == "check" else (constraint.column or constraint.name)
+        super().__init__(
+            f"{what} {name} ({constraint.expression}) violated by {violations} of {total} row(s) "
+            f"(false or NULL); the first, row {row_index}, has values:\n{shown}\n"
+            "Nothing was written for these rows: fix the data, or drop the constraint from the table."
+        )
+
+
+class NotNullConstraintViolationError(ConstraintViolationError):
+    """Rows to be written hold NULL in a NOT NULL column (Delta's
+    ``DELTA_NOT_NULL_CONSTRAINT_VIOLATED``); ``column`` names it (``parent.field`` when
+    nested). Nothing should be written."""
+
+    error_class = "DELTA_NOT_NULL_CONSTRAINT_VIOLATED"
+
+    def __init__(self, column: str, violations: int | None = None, total: int | None = None) -> None:
+        self.column = column
+        self.constraint = Constraint(NOT_NULL, f"{column} IS NOT NULL", "not_null", column)
+        self.violations = violations  # type: ignore[assignment]
+        self.row_index = -1
+        self.values = {column: None}
+        counted = f" ({violations} of {total} row(s) are NULL)" if violations is not None else ""
+        Exception.__init__(
+            self,
+            f"{NOT_NULL_MESSAGE}{column}.\nNothing was written{counted}: {NOT_NULL_END}",
+        )
+
+
+@dataclass(frozen=True)
+class CompiledConstraint:
+    """A constraint parsed once, ready to evaluate on Arrow data."""
+
+    constraint: Constraint
+    expr: Expr = field(repr=False)
+    columns: tuple[tuple[str, ...], ...] = ()
+
+    def evaluate(self, data: pa.Table | pa.RecordBatch) -> pa.ChunkedArray | pa.Array:
+        """The expression's value on every row (boolean, nulls where it is NULL)."""
+        import pyarrow as pa
+
+        value = evaluate(self.expr, data, self.constraint.expression)
+        if isinstance(value, pa.Scalar):
+            value = pa.repeat(value, data.num_rows)
+        if not (pa.types.is_boolean(value.type) or pa.types.is_null(value.type)):
+            raise UnsupportedConstraintError(
+                self.constraint.expression,
+                str(value.type),
+                problem=f"it gives values of type {value.type}, not a boolean",
+            )
+        return value.cast(pa.bool_()) if pa.types.is_null(value.type) else value
+
+
+ConstraintLike = Union[Constraint, CompiledConstraint, str]  # noqa: UP007 (a runtime alias)
+
+
+def _compile(c: ConstraintLike) -> CompiledConstraint:
+    if isinstance(c, CompiledConstraint):
+        return c
+    if isinstance(c, str):
+        c = Constraint(c, c, "check")
+    expr = parse_expression(c.expression)
+    return CompiledConstraint(c, expr, tuple(column_paths(expr)))
+
+
+def compile_constraints(constraints: Iterable[ConstraintLike] | Metadata) -> list[CompiledConstraint]:
+    """Parse every constraint (of a table's ``Metadata``, or given); raises
+    :class:`UnsupportedConstraintError` for one outside the SQL subset. Writers call this
+    when they plan a write, so an unsupported constraint refuses the write up front."""
+    items = table_constraints(constraints) if isinstance(constraints, Metadata) else constraints
+    return [_compile(c) for c in items]
+
+
+def _row_values(data: pa.Table | pa.RecordBatch, paths: Sequence[tuple[str, ...]], index: int) -> dict[str, Any]:
+    from deltalog.txn.protocol.constraint_sql import _column
+
+    one = data.slice(index, 1)
+    out: dict[str, Any] = {}
+    for path in paths:
+        value = _column(one, path)
+        out[".".join(path)] = value[0].as_py() if len(value) else None
+    return out
+
+
+def check_constraints(data: pa.Table | pa.RecordBatch, constraints: Iterable[ConstraintLike] | Metadata) -> None:
+    """Raise :class:`ConstraintViolationError` when a row of ``data`` violates one of
+    ``constraints`` (a row violates a constraint when its expression is ``false`` or
+    ``NULL``), naming the constraint, its expression, how many rows break it and the values
+    of the columns it reads in the first such row. :class:`UnsupportedConstraintError`
+    when an expression is outside the supported SQL subset."""
+    import pyarrow.compute as pc
+
+    compiled = compile_constraints(constraints)
+    if not compiled or data.num_rows == 0:
+        return
+    total = data.num_rows
+    for cc in compiled:
+        ok = pc.fill_null(cc.evaluate(data), False)
+        if pc.all(ok).as_py():
+            continue
+        bad = pc.invert(ok)
+        count = int(pc.sum(bad.cast("int64")).as_py() or 0)
+        if cc.constraint.kind == "not_null":
+            raise NotNullConstraintViolationError(cc.constraint.column or cc.constraint.name, count, total)
+        first = int(pc.index(bad, True).as_py())
+        raise ConstraintViolationError(cc.constraint, count, total, first, _row_values(data, cc.columns, first))

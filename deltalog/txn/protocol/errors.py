@@ -1,0 +1,106 @@
+"""Errors of the Delta log layer (snapshots, checkpoints, time travel, table features).
+
+Every class derives from :class:`DeltaLogError`, itself a :class:`deltalog.errors.DeltaError`.
+Messages say what happened, where (the table or file) and what to do about it.
+The transaction engine adds its concurrency errors to this module under
+``DeltaConcurrentModificationError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from deltalog.errors import DeltaError
+
+__all__ = [
+    "CorruptLogError",
+    "DeltaLogError",
+    "InvalidSchemaError",
+    "InvalidTableStateError",
+    "NonContiguousVersionsError",
+    "TableNotFoundError",
+    "UnsupportedFeatureError",
+    "VersionNotFoundError",
+]
+
+
+class DeltaLogError(DeltaError):
+    """Base class of the errors of the Delta log layer."""
+
+
+class TableNotFoundError(DeltaLogError, FileNotFoundError):
+    """There is no Delta table at the location (no ``_delta_log`` or no commit in it)."""
+
+    def __init__(self, table_uri: str, detail: str = "") -> None:
+        extra = f" ({detail})" if detail else ""
+        super().__init__(
+            f"no Delta table at {table_uri}: its _delta_log holds no commit or checkpoint{extra}. "
+            "Check the path, or create the table first."
+        )
+        self.table_uri = table_uri
+
+
+class VersionNotFoundError(DeltaLogError):
+    """A requested version (or timestamp) is outside what the log can reconstruct."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        version: int | None = None,
+        earliest: int | None = None,
+        latest: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.version = version
+        self.earliest = earliest
+        self.latest = latest
+
+
+class NonContiguousVersionsError(DeltaLogError):
+    """Commit files are missing between the checkpoint and the requested version."""
+
+    def __init__(self, log_uri: str, versions: Iterable[int], expected: int) -> None:
+        listed = list(versions)
+        shown = ", ".join(str(v) for v in listed[:20]) + (" ..." if len(listed) > 20 else "")
+        super().__init__(
+            f"the Delta log at {log_uri} is not contiguous: expected version {expected} next, "
+            f"found versions [{shown}]. A commit file was deleted or not yet visible; "
+            "restore the missing file, or read at a version with a complete checkpoint."
+        )
+        self.log_uri = log_uri
+        self.versions = listed
+        self.expected = expected
+
+
+class CorruptLogError(DeltaLogError):
+    """A log file (commit, checkpoint, ``_last_checkpoint``, deletion vector) cannot be read."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"corrupt Delta log file {path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+class InvalidTableStateError(DeltaLogError):
+    """The reconstructed state lacks a protocol or metadata, or is otherwise unusable."""
+
+
+class UnsupportedFeatureError(DeltaLogError):
+    """The table needs table features (or protocol versions) this client does not implement."""
+
+    def __init__(self, features: Iterable[str], *, operation: str = "read", table: str = "", detail: str = "") -> None:
+        names = sorted(set(features))
+        where = f" of {table}" if table else ""
+        extra = f" {detail}" if detail else ""
+        super().__init__(
+            f"cannot {operation} the Delta table{where}: it needs table feature(s) "
+            f"{', '.join(names)} which deltalog does not support for {operation}s.{extra} "
+            "Use a client that supports them, or drop the feature(s) from the table."
+        )
+        self.features = tuple(names)
+        self.operation = operation
+
+
+class InvalidSchemaError(DeltaLogError, ValueError):
+    """A schema string is not valid Spark ``StructType`` JSON, or cannot be mapped."""

@@ -1,0 +1,325 @@
+"""Table features: what a protocol asks of readers and writers, and what deltalog supports.
+
+A protocol with ``minReaderVersion`` 3 / ``minWriterVersion`` 7 lists its features
+explicitly; older versions imply the *legacy* features (PROTOCOL "Table Features" and
+"Writer Version Requirements"). :func:`check_read_supported` and
+:func:`check_write_supported` raise :class:`~deltalog.txn.protocol.errors.UnsupportedFeatureError`
+naming every feature this client cannot honour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from deltalog.txn.protocol.actions import Metadata, Protocol
+from deltalog.txn.protocol.errors import UnsupportedFeatureError
+
+__all__ = [
+    "FEATURES",
+    "READ_SUPPORTED",
+    "WRITE_SUPPORTED",
+    "FeatureInfo",
+    "active_legacy_writer_features",
+    "check_read_supported",
+    "check_write_supported",
+    "protocol_features",
+]
+
+MAX_READER_VERSION = 3
+MAX_WRITER_VERSION = 7
+
+
+@dataclass(frozen=True)
+class FeatureInfo:
+    name: str
+    reader_writer: bool  # listed in readerFeatures too
+    legacy_reader: int | None  # reader version that implies it (legacy protocols)
+    legacy_writer: int | None  # writer version that implies it
+    read: str  # what deltalog does on read
+    write: str  # what deltalog does on write
+
+    @property
+    def kind(self) -> str:
+        return "reader+writer" if self.reader_writer else "writer"
+
+
+FEATURES: dict[str, FeatureInfo] = {
+    f.name: f
+    for f in (
+        FeatureInfo(
+            "appendOnly",
+            False,
+            None,
+            2,
+            "nothing to do",
+            "supported: `snap.properties.append_only`; the engine refuses removes with dataChange=true",
+        ),
+        FeatureInfo(
+            "invariants",
+            False,
+            None,
+            2,
+            "nothing to do",
+            "supported: `deltalog.txn.protocol.constraints.table_constraints` lists them; the engine refuses "
+            "data commits whose writer did not check them (`txn.mark_constraints_checked()`)",
+        ),
+        FeatureInfo(
+            "checkConstraints",
+            False,
+            None,
+            3,
+            "nothing to do",
+            "supported: `deltalog.txn.protocol.constraints.table_constraints` lists them; the engine refuses "
+            "data commits whose writer did not check them (`txn.mark_constraints_checked()`)",
+        ),
+        FeatureInfo(
+            "changeDataFeed",
+            False,
+            None,
+            4,
+            "nothing to do (cdc actions are not state)",
+            "supported: `snap.properties.enable_change_data_feed`; writers add `cdc` files",
+        ),
+        FeatureInfo(
+            "generatedColumns",
+            False,
+            None,
+            4,
+            "nothing to do",
+            "refused when a column has a generation expression",
+        ),
+        FeatureInfo(
+            "columnMapping",
+            True,
+            2,
+            5,
+            "supported: physical names exposed (`deltalog.txn.protocol.column_mapping`)",
+            "refused",
+        ),
+        FeatureInfo("identityColumns", False, None, 6, "nothing to do", "refused when a column is an identity column"),
+        FeatureInfo(
+            "deletionVectors",
+            True,
+            None,
+            None,
+            "supported: descriptors parsed, files keyed by path "
+            "and DV id, bitmaps decoded (`deltalog.txn.log.deletion_vectors`)",
+            "supported: a remove carries the file's DV (`AddFile.remove`); no new DVs are written",
+        ),
+        FeatureInfo(
+            "timestampNtz",
+            True,
+            None,
+            None,
+            "supported: `timestamp_ntz` <-> Arrow timestamp without time zone",
+            "supported",
+        ),
+        FeatureInfo(
+            "v2Checkpoint",
+            True,
+            None,
+            None,
+            "supported: UUID-named JSON/Parquet checkpoints with sidecars",
+            "supported: checkpoints carry `checkpointMetadata` (V2 spec, classic name)",
+        ),
+        FeatureInfo(
+            "domainMetadata",
+            False,
+            None,
+            None,
+            "supported: `snap.domain_metadata`",
+            "supported: `domainMetadata` actions committed and checkpointed",
+        ),
+        FeatureInfo(
+            "typeWidening",
+            True,
+            None,
+            None,
+            "supported: the schema holds the widened type",
+            "supported (no widening is done by deltalog itself)",
+        ),
+        FeatureInfo(
+            "typeWidening-preview",
+            True,
+            None,
+            None,
+            "supported (as typeWidening)",
+            "supported (as typeWidening)",
+        ),
+        FeatureInfo(
+            "variantType",
+            True,
+            None,
+            None,
+            "supported: `variant` <-> Arrow struct<value, metadata>",
+            "supported",
+        ),
+        FeatureInfo(
+            "variantType-preview",
+            True,
+            None,
+            None,
+            "supported (as variantType)",
+            "supported (as variantType)",
+        ),
+        FeatureInfo(
+            "vacuumProtocolCheck",
+            True,
+            None,
+            None,
+            "nothing to do",
+            "supported: vacuum and cleanup check the protocol first",
+        ),
+        FeatureInfo(
+            "inCommitTimestamp",
+            False,
+            None,
+            None,
+            "supported: snapshot timestamps, history and time travel use `commitInfo.inCommitTimestamp`",
+            "supported: the engine writes commitInfo first with a monotonic `inCommitTimestamp`, "
+            "and records the enablement version and timestamp when it is switched on",
+        ),
+        FeatureInfo("icebergCompatV1", False, None, None, "nothing to do", "refused"),
+        FeatureInfo("icebergCompatV2", False, None, None, "nothing to do", "refused"),
+        FeatureInfo(
+            "collations",
+            True,
+            None,
+            None,
+            "supported: collation metadata is ignored (strings compare binary)",
+            "refused",
+        ),
+        FeatureInfo("rowTracking", False, None, None, "nothing to do", "refused"),
+        FeatureInfo("clustering", False, None, None, "nothing to do", "refused"),
+        FeatureInfo("allowColumnDefaults", False, None, None, "nothing to do", "refused"),
+        FeatureInfo("checkpointProtection", False, None, None, "nothing to do", "refused"),
+        FeatureInfo("variantShredding-preview", True, None, None, "refused", "refused"),
+        FeatureInfo("catalogManaged", True, None, None, "refused", "refused"),
+        FeatureInfo("catalogOwned-preview", True, None, None, "refused", "refused"),
+        FeatureInfo("coordinatedCommits-preview", False, None, None, "refused", "refused"),
+    )
+}
+
+#: Reader features deltalog can read.
+READ_SUPPORTED: frozenset[str] = frozenset(
+    {
+        "columnMapping",
+        "deletionVectors",
+        "timestampNtz",
+        "v2Checkpoint",
+        "typeWidening",
+        "typeWidening-preview",
+        "variantType",
+        "variantType-preview",
+        "vacuumProtocolCheck",
+        "collations",
+    }
+)
+
+#: Writer features whose requirements deltalog honours (the engine may extend this set
+#: when it implements more, e.g. ``inCommitTimestamp``).
+WRITE_SUPPORTED: set[str] = {
+    "appendOnly",
+    "inCommitTimestamp",
+    "invariants",
+    "checkConstraints",
+    "changeDataFeed",
+    "deletionVectors",
+    "timestampNtz",
+    "v2Checkpoint",
+    "domainMetadata",
+    "typeWidening",
+    "typeWidening-preview",
+    "variantType",
+    "variantType-preview",
+    "vacuumProtocolCheck",
+}
+
+
+def protocol_features(protocol: Protocol) -> tuple[frozenset[str], frozenset[str]]:
+    """(reader features, writer features) the protocol enables, implied ones included."""
+    reader: set[str] = set()
+    writer: set[str] = set()
+    for f in FEATURES.values():
+        if (
+            f.legacy_reader is not None
+            and protocol.min_reader_version >= f.legacy_reader
+            and protocol.min_reader_version < 3
+        ):
+            reader.add(f.name)
+        if (
+            f.legacy_writer is not None
+            and protocol.min_writer_version >= f.legacy_writer
+            and protocol.min_writer_version < 7
+        ):
+            writer.add(f.name)
+    if protocol.min_reader_version >= 3:
+        reader.update(protocol.reader_features or ())
+    if protocol.min_writer_version >= 7:
+        writer.update(protocol.writer_features or ())
+        writer.update(protocol.reader_features or ())
+    return frozenset(reader), frozenset(writer)
+
+
+def _schema_has(metadata: Metadata, key: str) -> bool:
+    text = metadata.schema_string
+    return f'"{key}' in text
+
+
+def active_legacy_writer_features(protocol: Protocol, metadata: Metadata | None) -> frozenset[str]:
+    """Writer features a legacy (writer < 7) protocol implies *and* the table uses."""
+    _, writer = protocol_features(protocol)
+    if protocol.min_writer_version >= 7:
+        return writer
+    active: set[str] = set()
+    conf = metadata.configuration if metadata is not None else {}
+    for name in writer:
+        if name == "generatedColumns":
+            if metadata is not None and _schema_has(metadata, "delta.generationExpression"):
+                active.add(name)
+        elif name == "identityColumns":
+            if metadata is not None and _schema_has(metadata, "delta.identity."):
+                active.add(name)
+        elif name == "columnMapping":
+            if conf.get("delta.columnMapping.mode", "none").lower() != "none":
+                active.add(name)
+        else:
+            active.add(name)
+    return frozenset(active)
+
+
+def _check_versions(protocol: Protocol, operation: str, table: str) -> None:
+    if protocol.min_reader_version > MAX_READER_VERSION or (
+        operation == "write" and protocol.min_writer_version > MAX_WRITER_VERSION
+    ):
+        raise UnsupportedFeatureError(
+            [f"readerVersion {protocol.min_reader_version}", f"writerVersion {protocol.min_writer_version}"],
+            operation=operation,
+            table=table,
+            detail=f"deltalog supports reader versions up to {MAX_READER_VERSION} and writer versions "
+            f"up to {MAX_WRITER_VERSION}.",
+        )
+
+
+def check_read_supported(protocol: Protocol, table: str = "") -> None:
+    """Raise naming the reader features (or version) this client cannot read."""
+    _check_versions(protocol, "read", table)
+    reader, _ = protocol_features(protocol)
+    missing = sorted(reader - READ_SUPPORTED)
+    if missing:
+        raise UnsupportedFeatureError(missing, operation="read", table=table)
+
+
+def check_write_supported(
+    protocol: Protocol, metadata: Metadata | None = None, table: str = "", extra_supported: Iterable[str] = ()
+) -> None:
+    """Raise naming the features whose writer requirements this client cannot honour
+    (reader features count too: a writer must understand everything)."""
+    _check_versions(protocol, "write", table)
+    reader, _ = protocol_features(protocol)
+    writer = active_legacy_writer_features(protocol, metadata)
+    supported = WRITE_SUPPORTED | set(extra_supported)
+    missing = sorted((reader | writer) - supported)
+    if missing:
+        raise UnsupportedFeatureError(missing, operation="write", table=table)

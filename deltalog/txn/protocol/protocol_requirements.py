@@ -1,0 +1,170 @@
+"""Which protocol a table's metadata needs, and upgrading a protocol to it.
+
+Legacy features map to protocol versions (PROTOCOL "Writer Version Requirements"):
+appendOnly and invariants need writer 2, checkConstraints 3, changeDataFeed and
+generatedColumns 4, columnMapping reader 2 / writer 5, identityColumns 6. Features that
+only exist as table features (deletionVectors, timestampNtz, inCommitTimestamp,
+v2Checkpoint, domainMetadata, ...) need writer 7 (and reader 3 for reader-writer
+features), with every active feature listed by name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from deltalog.txn.protocol.actions import Metadata, Protocol
+
+__all__ = ["active_features", "merge_protocols", "required_protocol"]
+
+# feature name -> (min reader version, min writer version) when it is a legacy feature
+_LEGACY: dict[str, tuple[int, int]] = {
+    "appendOnly": (1, 2),
+    "invariants": (1, 2),
+    "checkConstraints": (1, 3),
+    "changeDataFeed": (1, 4),
+    "generatedColumns": (1, 4),
+    "columnMapping": (2, 5),
+    "identityColumns": (1, 6),
+}
+READER_WRITER_FEATURES = frozenset(
+    {
+        "columnMapping",
+        "deletionVectors",
+        "timestampNtz",
+        "v2Checkpoint",
+        "vacuumProtocolCheck",
+        "typeWidening",
+        "typeWidening-preview",
+        "variantType",
+        "variantType-preview",
+    }
+)
+
+
+def _true(config: dict[str, str], key: str) -> bool:
+    return config.get(key, "").strip().lower() == "true"
+
+
+def _walk_types(data_type: Any) -> Iterator[Any]:
+    yield data_type
+    if isinstance(data_type, dict):
+        kind = data_type.get("type")
+        if kind == "struct":
+            for f in data_type.get("fields") or []:
+                yield from _walk_fields(f)
+        elif kind == "array":
+            yield from _walk_types(data_type.get("elementType"))
+        elif kind == "map":
+            yield from _walk_types(data_type.get("keyType"))
+            yield from _walk_types(data_type.get("valueType"))
+
+
+def _walk_fields(field: dict[str, Any]) -> Iterator[Any]:
+    yield field
+    yield from _walk_types(field.get("type"))
+
+
+def active_features(metadata: Metadata) -> set[str]:
+    """Features the metadata makes active (by properties and schema)."""
+    config = metadata.configuration
+    features: set[str] = set()
+    if _true(config, "delta.appendOnly"):
+        features.add("appendOnly")
+    if any(k.startswith("delta.constraints.") for k in config):
+        features.add("checkConstraints")
+    if _true(config, "delta.enableChangeDataFeed") or _true(config, "delta.enableChangeDataCapture"):
+        features.add("changeDataFeed")
+    if config.get("delta.columnMapping.mode", "none").strip().lower() in ("name", "id"):
+        features.add("columnMapping")
+    if _true(config, "delta.enableDeletionVectors"):
+        features.add("deletionVectors")
+    if _true(config, "delta.enableInCommitTimestamps"):
+        features.add("inCommitTimestamp")
+    if config.get("delta.checkpointPolicy", "classic").strip().lower() == "v2":
+        features.add("v2Checkpoint")
+    if _true(config, "delta.enableTypeWidening"):
+        features.add("typeWidening")
+    try:
+        schema = json.loads(metadata.schema_string)
+    except ValueError:
+        return features
+    for item in _walk_types(schema):
+        if item == "timestamp_ntz":
+            features.add("timestampNtz")
+        elif item == "variant":
+            features.add("variantType")
+        elif isinstance(item, dict) and "name" in item:
+            meta = item.get("metadata") or {}
+            if "delta.invariants" in meta:
+                features.add("invariants")
+            if "delta.generationExpression" in meta:
+                features.add("generatedColumns")
+            if any(str(k).startswith("delta.identity.") for k in meta):
+                features.add("identityColumns")
+    return features
+
+
+def required_protocol(metadata: Metadata) -> Protocol:
+    """The smallest protocol that supports every feature ``metadata`` makes active,
+    honouring ``delta.minReaderVersion`` / ``delta.minWriterVersion`` when set."""
+    features = active_features(metadata)
+    reader, writer = 1, 2
+    config = metadata.configuration
+    try:
+        reader = max(reader, int(config.get("delta.minReaderVersion", "1")))
+        writer = max(writer, int(config.get("delta.minWriterVersion", "2")))
+    except ValueError:
+        pass
+    needs_table_features = writer >= 7 or any(f not in _LEGACY for f in features)
+    if not needs_table_features:
+        for feature in features:
+            r, w = _LEGACY[feature]
+            reader, writer = max(reader, r), max(writer, w)
+        return Protocol(reader, writer)
+    reader_features = sorted(f for f in features if f in READER_WRITER_FEATURES)
+    if reader_features or reader >= 3:
+        return Protocol(3, 7, tuple(reader_features), tuple(sorted(features)))
+    return Protocol(max(reader, 1), 7, None, tuple(sorted(features)))
+
+
+def _features_of(protocol: Protocol) -> tuple[set[str], set[str]]:
+    """(reader features, writer features) a protocol supports, legacy versions expanded."""
+    if protocol.writer_features is not None:
+        writer = set(protocol.writer_features)
+    else:
+        writer = {f for f, (_, w) in _LEGACY.items() if protocol.min_writer_version >= w}
+    if protocol.reader_features is not None:
+        reader = set(protocol.reader_features)
+    else:
+        reader = {"columnMapping"} if protocol.min_reader_version >= 2 else set()
+    return reader, writer
+
+
+def merge_protocols(current: Protocol, required: Protocol) -> Protocol | None:
+    """``current`` upgraded to also support ``required``; ``None`` when it already does.
+
+    Never downgrades: versions only go up and features are never dropped.
+    """
+    cur_reader, cur_writer = _features_of(current)
+    req_reader, req_writer = _features_of(required)
+    if (
+        req_reader <= cur_reader
+        and req_writer <= cur_writer
+        and current.min_reader_version >= required.min_reader_version
+        and current.min_writer_version >= required.min_writer_version
+    ):
+        return None
+    if current.writer_features is None and required.writer_features is None:
+        return Protocol(
+            max(current.min_reader_version, required.min_reader_version),
+            max(current.min_writer_version, required.min_writer_version),
+        )
+    # Table features: list everything either protocol supports.
+    writer = sorted(cur_writer | req_writer)
+    reader = sorted((cur_reader | req_reader) & READER_WRITER_FEATURES)
+    reader_version = max(current.min_reader_version, required.min_reader_version)
+    if reader or reader_version >= 3:
+        return Protocol(3, 7, tuple(reader), tuple(writer))
+    return Protocol(reader_version, 7, None, tuple(writer))

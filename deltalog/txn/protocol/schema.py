@@ -1,0 +1,408 @@
+"""Table schemas: Spark's ``StructType`` JSON (the ``schemaString`` of ``metaData``),
+as Python objects, and their mapping to and from Arrow.
+
+Types follow PROTOCOL "Schema Serialization Format": primitive types are JSON strings
+(``"long"``, ``"decimal(10,2)"``, ``"timestamp_ntz"``, ...), ``struct``/``array``/``map`` are
+objects. Field metadata (column mapping ids and physical names, invariants, generation
+expressions, comments) is kept as a dict of JSON values.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from deltalog.txn.protocol.errors import InvalidSchemaError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "ArrayType",
+    "DataType",
+    "DecimalType",
+    "MapType",
+    "PrimitiveType",
+    "StructField",
+    "StructType",
+    "data_type_from_json",
+    "from_arrow",
+    "parse_schema",
+]
+
+PRIMITIVE_NAMES = frozenset(
+    {
+        "string",
+        "long",
+        "integer",
+        "short",
+        "byte",
+        "float",
+        "double",
+        "boolean",
+        "binary",
+        "date",
+        "timestamp",
+        "timestamp_ntz",
+        "void",
+        "variant",
+    }
+)
+_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
+
+
+@dataclass(frozen=True)
+class PrimitiveType:
+    """A primitive type by its Delta name (``long``, ``timestamp_ntz``, ...)."""
+
+    name: str
+
+    def to_json_value(self) -> Any:
+        return self.name
+
+    def simple_string(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class DecimalType:
+    precision: int
+    scale: int
+
+    @property
+    def name(self) -> str:
+        return f"decimal({self.precision},{self.scale})"
+
+    def to_json_value(self) -> Any:
+        return self.name
+
+    def simple_string(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    element_type: DataType
+    contains_null: bool = True
+
+    def to_json_value(self) -> Any:
+        return {
+            "type": "array",
+            "elementType": self.element_type.to_json_value(),
+            "containsNull": self.contains_null,
+        }
+
+    def simple_string(self) -> str:
+        return f"array<{self.element_type.simple_string()}>"
+
+
+@dataclass(frozen=True)
+class MapType:
+    key_type: DataType
+    value_type: DataType
+    value_contains_null: bool = True
+
+    def to_json_value(self) -> Any:
+        return {
+            "type": "map",
+            "keyType": self.key_type.to_json_value(),
+            "valueType": self.value_type.to_json_value(),
+            "valueContainsNull": self.value_contains_null,
+        }
+
+    def simple_string(self) -> str:
+        return f"map<{self.key_type.simple_string()},{self.value_type.simple_string()}>"
+
+
+@dataclass(frozen=True)
+class StructField:
+    name: str
+    type: DataType
+    nullable: bool = True
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json_value(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type.to_json_value(),
+            "nullable": self.nullable,
+            "metadata": dict(self.metadata),
+        }
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.type, self.nullable, json.dumps(dict(self.metadata), sort_keys=True)))
+
+    @property
+    def physical_name(self) -> str:
+        """The column's name in data files (``delta.columnMapping.physicalName`` if set)."""
+        value = self.metadata.get("delta.columnMapping.physicalName")
+        return str(value) if value else self.name
+
+    @property
+    def column_mapping_id(self) -> int | None:
+        value = self.metadata.get("delta.columnMapping.id")
+        return None if value is None else int(value)
+
+
+@dataclass(frozen=True)
+class StructType:
+    fields: tuple[StructField, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", tuple(self.fields))
+
+    def to_json_value(self) -> dict[str, Any]:
+        return {"type": "struct", "fields": [f.to_json_value() for f in self.fields]}
+
+    def to_json(self) -> str:
+        """The ``schemaString`` form (compact JSON)."""
+        return json.dumps(self.to_json_value(), separators=(",", ":"))
+
+    def simple_string(self) -> str:
+        return "struct<" + ",".join(f"{f.name}:{f.type.simple_string()}" for f in self.fields) + ">"
+
+    def __iter__(self) -> Iterator[StructField]:
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    @property
+    def names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+    def field(self, name: str) -> StructField:
+        """The field called ``name`` (case-insensitive, as Delta resolves columns)."""
+        lowered = name.lower()
+        for f in self.fields:
+            if f.name.lower() == lowered:
+                return f
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and any(f.name.lower() == name.lower() for f in self.fields)
+
+    @classmethod
+    def from_json(cls, text: str) -> StructType:
+        return parse_schema(text)
+
+    def to_arrow(self) -> pa.Schema:
+        """The Arrow schema of this table (logical names; field metadata as JSON strings)."""
+        import pyarrow as pa
+
+        return pa.schema([_field_to_arrow(f) for f in self.fields])
+
+    def leaf_columns(self) -> list[tuple[tuple[str, ...], StructField]]:
+        """Every non-struct column with its path of names (nested structs flattened)."""
+        out: list[tuple[tuple[str, ...], StructField]] = []
+
+        def walk(prefix: tuple[str, ...], struct: StructType) -> None:
+            for f in struct.fields:
+                if isinstance(f.type, StructType):
+                    walk((*prefix, f.name), f.type)
+                else:
+                    out.append(((*prefix, f.name), f))
+
+        walk((), self)
+        return out
+
+
+DataType = PrimitiveType | DecimalType | ArrayType | MapType | StructType
+
+
+def data_type_from_json(value: Any, where: str = "schema") -> DataType:
+    """Decode one type of the schema JSON."""
+    if isinstance(value, str):
+        if value in PRIMITIVE_NAMES:
+            return PrimitiveType(value)
+        m = _DECIMAL.match(value)
+        if m:
+            precision, scale = int(m.group(1)), int(m.group(2))
+            if not 1 <= precision <= 38 or scale > precision:
+                raise InvalidSchemaError(
+                    f"invalid decimal type {value!r} at {where}: precision must be 1..38 and scale <= precision"
+                )
+            return DecimalType(precision, scale)
+        if value == "decimal":
+            return DecimalType(10, 0)
+        raise InvalidSchemaError(f"unknown data type {value!r} at {where}")
+    if not isinstance(value, dict):
+        raise InvalidSchemaError(f"a data type must be a string or an object, got {value!r} at {where}")
+    kind = value.get("type")
+    try:
+        if kind == "struct":
+            fields = value.get("fields")
+            if not isinstance(fields, list):
+                raise InvalidSchemaError(f"struct without a 'fields' list at {where}")
+            return StructType(tuple(_field_from_json(f, where) for f in fields))
+        if kind == "array":
+            return ArrayType(
+                data_type_from_json(value["elementType"], f"{where}.element"),
+                bool(value.get("containsNull", True)),
+            )
+        if kind == "map":
+            return MapType(
+                data_type_from_json(value["keyType"], f"{where}.key"),
+                data_type_from_json(value["valueType"], f"{where}.value"),
+                bool(value.get("valueContainsNull", True)),
+            )
+        if kind == "udt" and "sqlType" in value:
+            return data_type_from_json(value["sqlType"], where)
+    except KeyError as exc:
+        raise InvalidSchemaError(f"{kind} type without {exc} at {where}") from None
+    raise InvalidSchemaError(f"unknown data type {json.dumps(value)[:200]} at {where}")
+
+
+def _field_from_json(value: Any, where: str) -> StructField:
+    if not isinstance(value, dict) or "name" not in value or "type" not in value:
+        raise InvalidSchemaError(f"a struct field needs 'name' and 'type', got {json.dumps(value)[:200]} at {where}")
+    name = value["name"]
+    if not isinstance(name, str):
+        raise InvalidSchemaError(f"field name must be a string, got {name!r} at {where}")
+    metadata = value.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InvalidSchemaError(f"field metadata must be an object at {where}.{name}")
+    return StructField(
+        name,
+        data_type_from_json(value["type"], f"{where}.{name}"),
+        bool(value.get("nullable", True)),
+        metadata,
+    )
+
+
+def parse_schema(text: str) -> StructType:
+    """Parse a ``schemaString``; raises :class:`InvalidSchemaError` naming the problem."""
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise InvalidSchemaError(f"the schema is not valid JSON: {exc}") from None
+    parsed = data_type_from_json(value)
+    if not isinstance(parsed, StructType):
+        raise InvalidSchemaError(f"a table schema must be a struct, got {parsed.simple_string()}")
+    seen: set[str] = set()
+    for f in parsed.fields:
+        if f.name.lower() in seen:
+            raise InvalidSchemaError(f"duplicate column {f.name!r} in the schema (names are case-insensitive)")
+        seen.add(f.name.lower())
+    return parsed
+
+
+# ---------------------------------------------------------------------------------------
+# Arrow
+
+
+def to_arrow_type(dt: DataType) -> pa.DataType:
+    import pyarrow as pa
+
+    if isinstance(dt, PrimitiveType):
+        simple = {
+            "string": pa.string(),
+            "long": pa.int64(),
+            "integer": pa.int32(),
+            "short": pa.int16(),
+            "byte": pa.int8(),
+            "float": pa.float32(),
+            "double": pa.float64(),
+            "boolean": pa.bool_(),
+            "binary": pa.binary(),
+            "date": pa.date32(),
+            "timestamp": pa.timestamp("us", tz="UTC"),
+            "timestamp_ntz": pa.timestamp("us"),
+            "void": pa.null(),
+            "variant": pa.struct(
+                [
+                    pa.field("value", pa.binary(), nullable=False),
+                    pa.field("metadata", pa.binary(), nullable=False),
+                ]
+            ),
+        }
+        return simple[dt.name]
+    if isinstance(dt, DecimalType):
+        return pa.decimal128(dt.precision, dt.scale)
+    if isinstance(dt, ArrayType):
+        return pa.list_(pa.field("element", to_arrow_type(dt.element_type), nullable=dt.contains_null))
+    if isinstance(dt, MapType):
+        return pa.map_(
+            pa.field("key", to_arrow_type(dt.key_type), nullable=False),
+            pa.field("value", to_arrow_type(dt.value_type), nullable=dt.value_contains_null),
+        )
+    return pa.struct([_field_to_arrow(f) for f in dt.fields])
+
+
+def _field_to_arrow(f: StructField) -> pa.Field:
+    import pyarrow as pa
+
+    meta = {k: v if isinstance(v, str) else json.dumps(v) for k, v in f.metadata.items()} or None
+    return pa.field(f.name, to_arrow_type(f.type), nullable=f.nullable, metadata=meta)
+
+
+def from_arrow_type(t: pa.DataType, where: str = "schema") -> DataType:
+    """The Delta type of an Arrow type (large/view variants map to the same type)."""
+    import pyarrow.types as pt
+
+    if pt.is_string(t) or pt.is_large_string(t) or getattr(pt, "is_string_view", lambda _: False)(t):
+        return PrimitiveType("string")
+    if (
+        pt.is_binary(t)
+        or pt.is_large_binary(t)
+        or pt.is_fixed_size_binary(t)
+        or getattr(pt, "is_binary_view", lambda _: False)(t)
+    ):
+        return PrimitiveType("binary")
+    for check, name in (
+        (pt.is_int64, "long"),
+        (pt.is_int32, "integer"),
+        (pt.is_int16, "short"),
+        (pt.is_int8, "byte"),
+        (pt.is_float32, "float"),
+        (pt.is_float64, "double"),
+        (pt.is_boolean, "boolean"),
+        (pt.is_date32, "date"),
+        (pt.is_null, "void"),
+    ):
+        if check(t):
+            return PrimitiveType(name)
+    if pt.is_uint8(t):
+        return PrimitiveType("short")
+    if pt.is_uint16(t):
+        return PrimitiveType("integer")
+    if pt.is_uint32(t) or pt.is_uint64(t):
+        return PrimitiveType("long")
+    if pt.is_date64(t):
+        return PrimitiveType("date")
+    if pt.is_timestamp(t):
+        return PrimitiveType("timestamp" if t.tz is not None else "timestamp_ntz")
+    if pt.is_decimal(t):
+        return DecimalType(t.precision, t.scale)
+    if pt.is_list(t) or pt.is_large_list(t) or pt.is_fixed_size_list(t):
+        return ArrayType(from_arrow_type(t.value_type, where), t.value_field.nullable)
+    if pt.is_map(t):
+        return MapType(from_arrow_type(t.key_type, where), from_arrow_type(t.item_type, where), t.item_field.nullable)
+    if pt.is_struct(t):
+        return StructType(tuple(_field_from_arrow(t.field(i), where) for i in range(t.num_fields)))
+    if pt.is_dictionary(t):
+        return from_arrow_type(t.value_type, where)
+    raise InvalidSchemaError(
+        f"the Arrow type {t} at {where} has no Delta equivalent; cast it first "
+        f"(supported: {sorted(PRIMITIVE_NAMES)}, decimal, list, map, struct)"
+    )
+
+
+def _field_from_arrow(f: pa.Field, where: str) -> StructField:
+    metadata: dict[str, Any] = {}
+    for key, value in (f.metadata or {}).items():
+        k = key.decode() if isinstance(key, bytes) else str(key)
+        v = value.decode() if isinstance(value, bytes) else str(value)
+        try:
+            metadata[k] = json.loads(v)
+        except ValueError:
+            metadata[k] = v
+    return StructField(f.name, from_arrow_type(f.type, f"{where}.{f.name}"), f.nullable, metadata)
+
+
+def from_arrow(schema: pa.Schema) -> StructType:
+    """A Delta schema from an Arrow schema."""
+    return StructType(tuple(_field_from_arrow(schema.field(i), "schema") for i in range(len(schema))))
