@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         TransientStorageError,
         UnknownLogStoreError,
     )
+    from deltalog.txn.commands.clone import CloneTargetNotEmptyError
     from deltalog.txn.commands.optimize import OptimizeError
     from deltalog.txn.commands.restore import RestoreMissingFilesError
     from deltalog.txn.commands.vacuum import VacuumRetentionError
@@ -157,6 +158,7 @@ _HOMES: dict[str, str] = {
     # maintenance commands
     "OptimizeError": "deltalog.txn.commands.optimize",
     "RestoreMissingFilesError": "deltalog.txn.commands.restore",
+    "CloneTargetNotEmptyError": "deltalog.txn.commands.clone",
     "VacuumRetentionError": "deltalog.txn.commands.vacuum",
     # PySpark integration (no pyspark import)
     "DeltaSparkError": "deltalog.contrib.spark.errors",
@@ -182,6 +184,7 @@ _HOMES: dict[str, str] = {
 __all__ = [
     "AmbiguousWriteError",
     "AppendOnlyViolationError",
+    "CloneTargetNotEmptyError",
     "CommitFailedError",
     "CommitLockConfigError",
     "CommitLockError",

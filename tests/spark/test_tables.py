@@ -183,3 +183,27 @@ def test_streaming_restart_no_duplicates(spark, table_path, tmp_path):
     assert [t["version"] for t in txns] == [0, 1]
     assert operations(table_path) == ["STREAMING UPDATE", "STREAMING UPDATE"]
     assert sorted(delta_rs_rows(table_path, ["id"]).id.tolist()) == list(range(10))
+
+
+def test_clone_shallow_and_deep(spark, table_path, tmp_path):
+    from deltalog.contrib.spark import DeltaTable, read_table
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    _base(spark, table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("id >= 15")
+    expected = sorted(tuple(r) for r in table.toDF().select("id", "g", "v").collect())
+
+    shallow = table.clone(str(tmp_path / "shallow"), isShallow=True)
+    for df in (shallow.toDF(), spark.read.format("deltalog").load(str(tmp_path / "shallow"))):
+        assert sorted(tuple(r) for r in df.select("id", "g", "v").collect()) == expected
+    # partition pruning on the clone's absolute paths (native read)
+    native = read_table(spark, str(tmp_path / "shallow")).where("g = 'g1'")
+    assert sorted(tuple(r) for r in native.select("id", "g", "v").collect()) == [r for r in expected if r[1] == "g1"]
+    assert operations(str(tmp_path / "shallow")) == ["CLONE"]
+
+    deep = table.cloneAtVersion(0, str(tmp_path / "deep"), isShallow=False, properties={"delta.appendOnly": "true"})
+    assert deep.toDF().count() == 20
+    assert delta_rs_rows(str(tmp_path / "deep"), ["id"]).id.tolist() == list(range(20))
+    with pytest.raises(DeltaAnalysisError, match="replace"):
+        table.clone(str(tmp_path / "again"), isShallow=True, replace=True)

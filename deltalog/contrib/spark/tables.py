@@ -541,6 +541,61 @@ class DeltaTable:
 
         return restore_dataframe(self._spark, restore(self._log, timestamp=timestamp))
 
+    def clone(
+        self, target: str, isShallow: bool, replace: bool = False, properties: Mapping[str, str] | None = None
+    ) -> DeltaTable:
+        """CLONE the latest version to the new table at ``target`` (shallow: the source's
+        files by absolute path; deep: copies); the target's ``DeltaTable``."""
+        return self._clone(target, isShallow, replace, properties)
+
+    def cloneAtVersion(
+        self,
+        version: int,
+        target: str,
+        isShallow: bool,
+        replace: bool = False,
+        properties: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        """CLONE ``version`` to the new table at ``target``."""
+        return self._clone(target, isShallow, replace, properties, version=version)
+
+    def cloneAtTimestamp(
+        self,
+        timestamp: str,
+        target: str,
+        isShallow: bool,
+        replace: bool = False,
+        properties: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        """CLONE the version current at ``timestamp`` to the new table at ``target``."""
+        return self._clone(target, isShallow, replace, properties, timestamp=timestamp)
+
+    def _clone(
+        self,
+        target: str,
+        shallow: bool,
+        replace: bool,
+        properties: Mapping[str, str] | None,
+        version: int | None = None,
+        timestamp: str | None = None,
+    ) -> DeltaTable:
+        from deltalog.contrib.spark.errors import DeltaAnalysisError
+        from deltalog.txn.commands.clone import clone
+
+        if replace:
+            raise DeltaAnalysisError("CLONE with replace=True is not supported: clone into a new, empty location")
+        options = self._storage_options
+        clone(
+            self._log,
+            target,
+            version=version,
+            timestamp=timestamp,
+            shallow=shallow,
+            properties=properties,
+            storage_options=options,
+        )
+        return DeltaTable(self._spark, target, options, self._logstore)
+
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         from deltalog.txn.commit.operations import UpgradeProtocol
         from deltalog.txn.protocol.actions import Protocol

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "AddColumns",
+    "Clone",
     "Convert",
     "CreateTable",
     "Delete",
@@ -291,6 +292,20 @@ class VacuumEnd(Operation):
 
     def parameter_values(self) -> dict[str, Any]:
         return {"status": self.status}
+
+
+@dataclass(frozen=True)
+class Clone(Operation):
+    """``CLONE``: a new table made of another table's files at one version (shallow: the
+    source's files by absolute path; deep: copies)."""
+
+    name: ClassVar[str] = "CLONE"
+    changes_data: ClassVar[bool] = True
+    source: str = ""
+    source_version: int = -1
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"source": self.source, "sourceVersion": self.source_version}
 
 
 @dataclass(frozen=True)

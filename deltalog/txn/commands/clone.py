@@ -1,0 +1,239 @@
+"""CLONE: a new Delta table made of another table's files at one version.
+
+Delta's ``CloneTableCommand`` in the txn layer, one commit on the target (``CLONE``,
+parameters ``source`` and ``sourceVersion``, Delta's metrics ``sourceTableSize``,
+``sourceNumOfFiles``, ``numRemovedFiles``, ``numCopiedFiles``, ``removedFilesSize``,
+``copiedFilesSize``):
+
+- **shallow** (Delta's ``SHALLOW CLONE``): the target's ``add`` actions point at the
+  source's data files by absolute path, and relative deletion vectors become absolute
+  (``p``), as Delta's ``makePathsAbsolute`` does. Nothing is copied. VACUUM of the target
+  never deletes them (they are outside its directory), but VACUUM of the source may: the
+  clone then fails to read, as in Delta.
+- **deep**: every data file and deletion-vector file is copied under the target with its
+  relative path (a source file named by absolute path gets its file name), so the clone
+  depends on nothing of the source.
+
+The target keeps the source's schema, partitioning, properties (plus ``properties``) and
+protocol, under a new table id; row IDs and commit versions are not carried over (Delta
+neither). The target location must not hold anything yet (Delta refuses to clone into a
+non-empty location unless clone-replace is enabled; deltalog has no replace). Files a deep
+clone copied are deleted only when the commit certainly did not land.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from deltalog.txn.commit.commit_errors import commit_certainly_failed
+from deltalog.txn.commit.operations import Clone
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.log.deletion_vectors import dv_absolute_path
+from deltalog.txn.protocol.actions import AddFile, DeletionVectorDescriptor, Metadata, decode_path, encode_path
+from deltalog.txn.protocol.errors import DeltaLogError
+
+if TYPE_CHECKING:
+    from deltalog.txn.commit.locks.base import CommitLock
+    from deltalog.txn.log.snapshot import Snapshot
+
+__all__ = ["CloneResult", "CloneTargetNotEmptyError", "clone"]
+
+log = logging.getLogger(__name__)
+
+COPY_THREADS = 8
+
+
+class CloneTargetNotEmptyError(DeltaLogError, FileExistsError):
+    """The clone's target location already holds a table or files."""
+
+    def __init__(self, target_uri: str) -> None:
+        super().__init__(
+            f"cannot clone into {target_uri}: the location is not empty. Clone into a new, empty "
+            "location; nothing was written."
+        )
+        self.target_uri = target_uri
+
+
+@dataclass
+class CloneResult:
+    """The outcome of :func:`clone`: the target's version and Delta's CLONE metrics."""
+
+    target_uri: str
+    version: int
+    source_version: int
+    metrics: dict[str, str] = field(default_factory=dict)
+
+
+def _is_absolute(path: str) -> bool:
+    decoded = decode_path(path)
+    return "://" in decoded or decoded.startswith("/")
+
+
+def _absolute_uri(table_uri: str, path: str) -> str:
+    """An action path made absolute against its table, still URI-encoded as actions are."""
+    if _is_absolute(path):
+        return path
+    return f"{encode_path(table_uri.rstrip('/'))}/{path}"
+
+
+def _absolute_dv(table_uri: str, dv: DeletionVectorDescriptor) -> DeletionVectorDescriptor:
+    if dv.storage_type != "u":
+        return dv
+    return replace(dv, storage_type="p", path_or_inline_dv=encode_path(dv_absolute_path(table_uri, dv)))
+
+
+def _shallow(source_uri: str, add: AddFile) -> AddFile:
+    dv = add.deletion_vector
+    return replace(
+        add,
+        path=_absolute_uri(source_uri, add.path),
+        deletion_vector=None if dv is None else _absolute_dv(source_uri, dv),
+        data_change=True,
+        base_row_id=None,
+        default_row_commit_version=None,
+    )
+
+
+@dataclass
+class _Copy:
+    """One file a deep clone copies: from a source URI to a target URI."""
+
+    source: str
+    target: str
+    size: int
+    is_data_file: bool = True
+
+
+def _deep(source_uri: str, target_uri: str, add: AddFile, copies: list[_Copy]) -> AddFile:
+    """The target's add for ``add``, recording the copies it needs."""
+    relative = decode_path(add.path)
+    if _is_absolute(add.path):
+        relative = f"{uuid.uuid4().hex[:8]}-{relative.rstrip('/').rsplit('/', 1)[-1]}"
+        source_file = decode_path(add.path)
+    else:
+        source_file = f"{source_uri}/{relative}"
+    copies.append(_Copy(source_file, f"{target_uri}/{relative}", add.size))
+    dv = add.deletion_vector
+    if dv is not None and dv.storage_type == "u":
+        dv_source = dv_absolute_path(source_uri, dv)
+        dv_target = dv_absolute_path(target_uri, dv)  # same prefix and name under the target
+        if all(c.target != dv_target for c in copies):
+            copies.append(_Copy(dv_source, dv_target, dv.size_in_bytes, is_data_file=False))
+    return replace(add, path=encode_path(relative), data_change=True, base_row_id=None, default_row_commit_version=None)
+
+
+def _copy_files(source: DeltaLog, target: DeltaLog, copies: list[_Copy]) -> None:
+    import pyarrow.fs as pafs
+
+    src_fs, dst_fs = source.store.filesystem(), target.store.filesystem()
+
+    def copy_one(item: _Copy) -> None:
+        directory = item.target.rsplit("/", 1)[0]
+        try:
+            dst_fs.create_dir(target.store.fs_path(directory), recursive=True)
+        except OSError:
+            pass  # there already, or an object store without directories
+        pafs.copy_files(
+            source.store.fs_path(item.source),
+            target.store.fs_path(item.target),
+            source_filesystem=src_fs,
+            destination_filesystem=dst_fs,
+        )
+
+    with ThreadPoolExecutor(max_workers=COPY_THREADS) as pool:
+        list(pool.map(copy_one, copies))
+
+
+def _require_empty_target(target: DeltaLog) -> None:
+    import pyarrow.fs as pafs
+
+    fs = target.store.filesystem()
+    root = target.store.fs_path(target.table_uri)
+    info = fs.get_file_info(root)
+    if info.type == pafs.FileType.File:
+        raise CloneTargetNotEmptyError(target.table_uri)
+    if info.type == pafs.FileType.Directory and fs.get_file_info(pafs.FileSelector(root, recursive=False)):
+        raise CloneTargetNotEmptyError(target.table_uri)
+    if target.update().version >= 0:  # a store that keeps its log elsewhere (a database)
+        raise CloneTargetNotEmptyError(target.table_uri)
+
+
+def _target_metadata(snapshot: Snapshot, properties: Mapping[str, str] | None) -> Metadata:
+    config = {**snapshot.metadata.configuration, **(properties or {})}
+    return replace(snapshot.metadata, id=str(uuid.uuid4()), configuration=config, created_time=None)
+
+
+def clone(
+    source: DeltaLog,
+    target_uri: str,
+    *,
+    version: int | None = None,
+    timestamp: datetime | int | str | None = None,
+    shallow: bool = True,
+    properties: Mapping[str, str] | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    lock: str | CommitLock | None = None,
+) -> CloneResult:
+    """Clone ``source`` (at ``version``/``timestamp``, the latest by default) to the new
+    table at ``target_uri``: shallow (absolute paths to the source's files) or deep (copies).
+
+    ``properties`` are set on the target on top of the source's. Raises
+    :class:`CloneTargetNotEmptyError` when the target location holds anything.
+    """
+    snapshot = source.snapshot(version=version, timestamp=timestamp)
+    if snapshot.version < 0:
+        source.require_table()
+    target = DeltaLog.for_table(target_uri, storage_options)
+    _require_empty_target(target)
+    copies: list[_Copy] = []
+    files = snapshot.files
+    adds = [
+        _shallow(source.table_uri, f) if shallow else _deep(source.table_uri, target.table_uri, f, copies)
+        for f in files
+    ]
+    metrics = {
+        "sourceTableSize": str(snapshot.size_in_bytes),
+        "sourceNumOfFiles": str(snapshot.num_files),
+        "numRemovedFiles": "0",
+        "numCopiedFiles": str(sum(1 for c in copies if c.is_data_file)),
+        "removedFilesSize": "0",
+        "copiedFilesSize": str(sum(c.size for c in copies if c.is_data_file)),
+    }
+    txn = target.start_transaction(lock=lock)
+    txn.update_metadata(_target_metadata(snapshot, properties))
+    txn.upgrade_protocol(snapshot.protocol)
+    txn.mark_constraints_checked()  # the source's own files, checked when they were written
+    operation = Clone(source=source.table_uri, source_version=snapshot.version, user_metrics=metrics)
+    committing = False
+    try:
+        if copies:
+            _copy_files(source, target, copies)
+        committing = True
+        committed = txn.commit_large(iter(adds), operation)
+    except BaseException as exc:
+        if copies and (not committing or commit_certainly_failed(exc)):
+            _delete_copies(target, copies)
+        raise
+    log.info(
+        "cloned %s at version %d to %s (%s, %d files)",
+        source.table_uri,
+        snapshot.version,
+        target.table_uri,
+        "shallow" if shallow else "deep",
+        len(adds),
+    )
+    return CloneResult(target.table_uri, committed, snapshot.version, metrics)
+
+
+def _delete_copies(target: DeltaLog, copies: list[_Copy]) -> None:
+    for item in copies:
+        try:
+            target.store.delete(item.target)
+        except OSError:
+            log.warning("could not delete %s copied by a failed clone", item.target)

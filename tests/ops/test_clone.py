@@ -1,0 +1,110 @@
+"""CLONE (shallow and deep) through the engine: the target is a plain Delta table that
+delta-rs reads with the source's rows, carrying Delta's CLONE operation and metrics."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import deltalake
+import pyarrow as pa
+import pytest
+
+from deltalog.txn.commands.clone import CloneTargetNotEmptyError, clone
+from deltalog.txn.commands.vacuum import vacuum
+from deltalog.txn.delta_log import DeltaLog
+from tests.log.test_feature_tables import test_deletion_vectors_on_disk_and_inline as build_dv_table
+from tests.ops.tables import append, create
+
+
+def _rows(uri: str, version: int | None = None) -> list[tuple[int, str, str | None]]:
+    """The table's rows read by delta-rs (its DataFusion reader applies deletion vectors)."""
+    table = deltalake.DeltaTable(uri, version=version)
+    result = deltalake.QueryBuilder().register("t", table).execute("select * from t")
+    data = pa.table(result.read_all()).to_pylist()
+    return sorted(tuple(row.values()) for row in data)  # type: ignore[misc]
+
+
+def _commit_info(uri: str, version: int) -> dict[str, object]:
+    lines = (Path(uri) / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
+    return next(json.loads(line)["commitInfo"] for line in lines if '"commitInfo"' in line)
+
+
+def _source(tmp_path: Path) -> DeltaLog:
+    log = create(str(tmp_path / "source"), config={"delta.appendOnly": "false", "team.owner": "data"})
+    append(log, [1, 2], "a")
+    append(log, [3], "b c%")  # a partition value Delta escapes in the path
+    append(log, [4, 5], "a")
+    return log
+
+
+def test_shallow_clone_points_at_the_source_files(tmp_path: Path) -> None:
+    source = _source(tmp_path)
+    target_uri = str(tmp_path / "shallow")
+    result = clone(source, target_uri, properties={"team.owner": "analytics"})
+
+    assert result.version == 0 and result.source_version == 3
+    assert _rows(target_uri) == _rows(source.table_uri)
+    target = DeltaLog.for_table(target_uri).update()
+    assert all(f.path.startswith("file:") or f.path.startswith("/") for f in target.files)
+    assert target.metadata.id != source.update().metadata.id
+    assert target.metadata.configuration["team.owner"] == "analytics"
+    assert target.metadata.partition_columns == ("p",)
+    assert not any(p.suffix == ".parquet" for p in Path(target_uri).rglob("*"))  # nothing copied
+    info = _commit_info(target_uri, 0)
+    assert info["operation"] == "CLONE"
+    assert info["operationParameters"] == {"source": source.table_uri, "sourceVersion": "3"}
+    metrics = info["operationMetrics"]
+    assert isinstance(metrics, dict)
+    assert metrics["sourceNumOfFiles"] == "3" and metrics["numCopiedFiles"] == "0"
+    assert metrics["sourceTableSize"] == str(source.update().size_in_bytes)
+
+    # VACUUM of the clone never deletes the source's files
+    vacuum(DeltaLog.for_table(target_uri), retention_hours=0, enforce_retention=False)
+    assert _rows(target_uri) == _rows(source.table_uri)
+
+
+def test_deep_clone_copies_and_stands_alone(tmp_path: Path) -> None:
+    source = _source(tmp_path)
+    expected = _rows(source.table_uri, version=2)
+    target_uri = str(tmp_path / "deep")
+    result = clone(source, target_uri, version=2, shallow=False)
+
+    assert result.source_version == 2
+    assert result.metrics["numCopiedFiles"] == "2"
+    assert int(result.metrics["copiedFilesSize"]) == sum(f.size for f in DeltaLog.for_table(target_uri).update().files)
+    shutil.rmtree(tmp_path / "source")  # the deep clone depends on nothing of the source
+    assert _rows(target_uri) == expected == [(1, "n1", "a"), (2, "n2", "a"), (3, "n3", "b c%")]
+
+
+@pytest.mark.parametrize("shallow", [True, False])
+def test_clone_keeps_deletion_vectors(tmp_path: Path, shallow: bool) -> None:
+    build_dv_table(tmp_path)  # builds tmp_path/"dv": on-disk and inline DVs, checked there
+    source = DeltaLog.for_table(str(tmp_path / "dv"))
+    target_uri = str(tmp_path / ("shallow" if shallow else "deep"))
+    clone(source, target_uri, shallow=shallow)
+    target = DeltaLog.for_table(target_uri).update()
+    assert target.protocol == source.update().protocol
+    kinds = sorted(f.deletion_vector.storage_type for f in target.files if f.deletion_vector is not None)
+    assert kinds == (["i", "p"] if shallow else ["i", "u"])
+    if not shallow:
+        shutil.rmtree(tmp_path / "dv")
+    got = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(target_uri)).execute("select id from t")
+    assert sorted(pa.table(got.read_all()).column("id").to_pylist()) == sorted(
+        {*range(10), *range(100, 109)} - {0, 3, 7}
+    )
+
+
+def test_clone_into_a_non_empty_location_is_refused(tmp_path: Path) -> None:
+    source = _source(tmp_path)
+    existing = create(str(tmp_path / "existing"))
+    with pytest.raises(CloneTargetNotEmptyError):
+        clone(source, existing.table_uri)
+    assert existing.update().version == 0
+    stray = tmp_path / "stray"
+    stray.mkdir()
+    (stray / "notes.txt").write_text("keep me")
+    with pytest.raises(CloneTargetNotEmptyError, match="not empty"):
+        clone(source, str(stray), shallow=False)
+    assert sorted(p.name for p in stray.iterdir()) == ["notes.txt"]
