@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         TransientStorageError,
         UnknownLogStoreError,
     )
+    from deltalog.txn.commands.convert import ConvertToDeltaError
     from deltalog.txn.commands.optimize import OptimizeError
     from deltalog.txn.commands.restore import RestoreMissingFilesError
     from deltalog.txn.commands.vacuum import VacuumRetentionError
@@ -155,6 +156,7 @@ _HOMES: dict[str, str] = {
     "UnrecoverableClaimError": "deltalog.txn.commit.locks.errors",
     "UnsafeCommitLockError": "deltalog.txn.commit.locks.errors",
     # maintenance commands
+    "ConvertToDeltaError": "deltalog.txn.commands.convert",
     "OptimizeError": "deltalog.txn.commands.optimize",
     "RestoreMissingFilesError": "deltalog.txn.commands.restore",
     "VacuumRetentionError": "deltalog.txn.commands.vacuum",
@@ -193,6 +195,7 @@ __all__ = [
     "ConcurrentWriteError",
     "ConstraintViolationError",
     "ConstraintsNotCheckedError",
+    "ConvertToDeltaError",
     "CorruptLogError",
     "DeltaAnalysisError",
     "DeltaConcurrentModificationError",
