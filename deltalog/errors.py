@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         UnknownLogStoreError,
     )
     from deltalog.txn.commands.clone import CloneTargetNotEmptyError
+    from deltalog.txn.commands.convert import ConvertToDeltaError
     from deltalog.txn.commands.optimize import OptimizeError
     from deltalog.txn.commands.restore import RestoreMissingFilesError
     from deltalog.txn.commands.vacuum import VacuumRetentionError
@@ -156,6 +157,7 @@ _HOMES: dict[str, str] = {
     "UnrecoverableClaimError": "deltalog.txn.commit.locks.errors",
     "UnsafeCommitLockError": "deltalog.txn.commit.locks.errors",
     # maintenance commands
+    "ConvertToDeltaError": "deltalog.txn.commands.convert",
     "OptimizeError": "deltalog.txn.commands.optimize",
     "RestoreMissingFilesError": "deltalog.txn.commands.restore",
     "CloneTargetNotEmptyError": "deltalog.txn.commands.clone",
@@ -196,6 +198,7 @@ __all__ = [
     "ConcurrentWriteError",
     "ConstraintViolationError",
     "ConstraintsNotCheckedError",
+    "ConvertToDeltaError",
     "CorruptLogError",
     "DeltaAnalysisError",
     "DeltaConcurrentModificationError",

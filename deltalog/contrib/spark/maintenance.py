@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
-from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, unescape_path_name
 from deltalog.contrib.spark.tablelog import start_transaction
-from deltalog.txn.protocol.actions import AddFile, encode_path
+from deltalog.txn.protocol.actions import AddFile
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -219,89 +217,15 @@ def _partition_schema_fields(spark: SparkSession, schema: Any) -> list[dict[str,
 
 
 def convert_to_delta(spark: SparkSession, delta_log: DeltaLog, partition_schema: Any) -> int:
-    """One large commit that adds every Parquet file under the directory."""
-    import uuid
+    """CONVERT TO DELTA (:mod:`deltalog.txn.commands.convert`) with the partition schema as
+    Spark gives it (a ``StructType`` or a DDL string), committed with Spark's ``commitInfo``."""
+    from deltalog.txn.commands.convert import ConvertToDeltaError, commit_convert, plan_convert
+    from deltalog.txn.protocol.schema import parse_schema
 
-    import pyarrow.fs as pafs
-
-    from deltalog.contrib.spark import schemas
-    from deltalog.contrib.spark.partitioning import typed_partition_value
-    from deltalog.txn.commit.operations import Convert
-    from deltalog.txn.log.data_files import data_file_arrow_schema, open_data_file
-    from deltalog.txn.protocol.actions import Metadata
-    from deltalog.txn.protocol.schema import from_arrow
-
-    if delta_log.table_exists():
-        raise DeltaAnalysisError(f"{delta_log.table_uri} is already a Delta table")
-    store = delta_log.store
-    fs = store.filesystem()
-    root = store.fs_path(delta_log.table_uri).rstrip("/")
-    part_fields = _partition_schema_fields(spark, partition_schema)
-    part_names = [f["name"] for f in part_fields]
-    part_types = schemas.top_level_types({"fields": part_fields})
-    entries: list[tuple[str, Any]] = []
-    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
-        if info.type != pafs.FileType.File:
-            continue
-        rel = info.path[len(root) + 1 :]
-        if any(p.startswith((".", "_")) for p in rel.split("/")) or not rel.endswith(".parquet"):
-            continue
-        entries.append((rel, info))
-    if not entries:
-        raise DeltaAnalysisError(f"no Parquet files under {delta_log.table_uri} to convert")
-    arrow_schema = None
-    files: list[tuple[str, Any, dict[str, str | None], int]] = []
-    for rel, info in sorted(entries):
-        values: dict[str, str | None] = {}
-        for part in rel.split("/")[:-1]:
-            if "=" in part:
-                k, v = part.split("=", 1)
-                raw = unescape_path_name(v)
-                values[unescape_path_name(k)] = None if raw == HIVE_DEFAULT_PARTITION else raw
-        if sorted(values) != sorted(part_names):
-            raise DeltaAnalysisError(
-                f"{rel} has partition directories {sorted(values)}, but partitionSchema names {part_names}; "
-                "pass the partition schema that matches the directory layout"
-            )
-        for name, value in values.items():
-            try:
-                typed_partition_value(value, part_types.get(name, "string"))
-            except ValueError:
-                raise DeltaAnalysisError(f"partition value {raw!r} of {rel} is not a {part_types[name]}") from None
-        with open_data_file(fs, info.path) as pf:
-            if arrow_schema is None:
-                arrow_schema = data_file_arrow_schema(pf)
-            rows = pf.metadata.num_rows
-        files.append((rel, info, values, rows))
-    assert arrow_schema is not None
-    data_schema = json.loads(from_arrow(arrow_schema).to_json())
-    full = {
-        "type": "struct",
-        "fields": data_schema["fields"] + [{**f, "nullable": True} for f in part_fields],
-    }
-    metadata = Metadata(
-        id=str(uuid.uuid4()),
-        schema_string=json.dumps(schemas.as_nullable(full), separators=(",", ":")),
-        partition_columns=tuple(part_names),
-        configuration={},
-        created_time=int(time.time() * 1000),
-    )
-    txn = start_transaction(delta_log)
-    txn.update_metadata(metadata)
-
-    def adds() -> Any:
-        for rel, info, values, rows in files:
-            yield AddFile(
-                path=encode_path(rel),
-                partition_values=values,
-                size=info.size,
-                modification_time=int(info.mtime.timestamp() * 1000) if info.mtime else int(time.time() * 1000),
-                data_change=True,
-                stats=json.dumps({"numRecords": rows}),
-            )
-
-    version: int = txn.commit_large(
-        adds(), Convert(num_files=len(files), partition_by=tuple(part_names), collect_stats=False)
-    )
-    log.info("CONVERT TO DELTA: %d files of %s committed as version %d", len(files), delta_log.table_uri, version)
-    return version
+    fields = _partition_schema_fields(spark, partition_schema)
+    partitions = parse_schema(json.dumps({"type": "struct", "fields": fields}))
+    try:
+        plan = plan_convert(delta_log, partitions)
+    except ConvertToDeltaError as exc:
+        raise DeltaAnalysisError(str(exc)) from exc
+    return commit_convert(start_transaction(delta_log), plan)

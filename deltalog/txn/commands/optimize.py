@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
     from deltalog.txn.commit.locks.base import CommitLock
+    from deltalog.txn.commit.transaction import OptimisticTransaction
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.log.snapshot import Snapshot
 
@@ -480,10 +481,7 @@ def optimize(
     the columns' range ids (``num_ranges`` of them), into ``max(1, bytes // target_size)``
     files per partition.
     """
-    if min_files_per_bin < 1:
-        raise ValueError(f"min_files_per_bin must be >= 1, got {min_files_per_bin}")
-    if max_attempts < 1:
-        raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+    _check_counts(min_files_per_bin, max_attempts)
     delta_log.require_table()
     written: dict[_BinKey, list[AddFile]] = {}
     result = OptimizeResult(delta_log.table_uri)
@@ -492,55 +490,16 @@ def optimize(
         for attempt in range(1, max_attempts + 1):
             result.attempts = attempt
             txn = delta_log.start_transaction(lock=lock)
-            snapshot: Snapshot = txn.snapshot
-            target = target_size or snapshot.properties.target_file_size or DEFAULT_TARGET_FILE_SIZE
-            if target <= 0:
-                raise ValueError(f"the target file size must be > 0, got {target}")
-            smaller_than = target if min_file_size is None else min_file_size
-            if smaller_than < 0:
-                raise ValueError(f"the minimum file size must be >= 0, got {smaller_than}")
-            z_order = _z_order_columns(snapshot, z_order_by)
-            files = txn.filter_files(list(where) if where else None)
-            candidates = [f for f in files if z_order or f.size < smaller_than or f.deletion_vector is not None]
-            by_partition: dict[Any, list[AddFile]] = defaultdict(list)
-            for f in candidates:
-                by_partition[_partition_key(f)].append(f)
-            # Z-order (Delta's multi-dimensional clustering) rewrites each partition whole
-            plan = [
-                (key, b)
-                for key, group in by_partition.items()
-                for b in ([group] if z_order else _bins(group, target, min_files_per_bin))
-            ]
-            result.total_considered_files = len(files)
-            result.total_files_skipped = len(files) - sum(len(b) for _, b in plan)
+            target, smaller_than = _size_limits(txn.snapshot, target_size, min_file_size)
+            z_order = _z_order_columns(txn.snapshot, z_order_by)
+            plan = _plan_bins(txn, where, z_order, target, smaller_than, min_files_per_bin, result)
             if not plan:
                 log.info("optimize %s: nothing to compact", delta_log.table_uri)
                 return result
-            spec = CompactionSpec.for_snapshot(delta_log, snapshot, z_order, target, num_ranges)
-            todo = [b for _, b in plan if frozenset(f.logical_key for f in b) not in written]
-            if rewrite_bins is None:
-                rewritten: list[list[AddFile]] = []
-                compactor = _Compactor(spec)
-                if progress is not None:
-                    progress(0, len(todo))
-                for i, files_in_bin in enumerate(todo, 1):
-                    rewritten.append(compactor.write_bin(files_in_bin))
-                    if progress is not None:
-                        progress(i, len(todo))
-            else:
-                rewritten = list(rewrite_bins(spec, todo)) if todo else []
-                if len(rewritten) != len(todo):
-                    raise AssertionError(f"{len(todo)} bins rewritten into {len(rewritten)} results")
-            for files_in_bin, added in zip(todo, rewritten):
-                written[frozenset(f.logical_key for f in files_in_bin)] = added
-            now = int(time.time() * 1000)
-            removes = [f.remove(now, data_change=False) for _, b in plan for f in b]
-            adds = [a for _, b in plan for a in written[frozenset(f.logical_key for f in b)]]
-            _fill(result, plan, adds)
-            operation = Optimize(predicate=describe_filters(where), z_order_by=z_order, user_metrics=result.metrics)
-            actions: list[Action] = [*removes, *adds]
+            spec = CompactionSpec.for_snapshot(delta_log, txn.snapshot, z_order, target, num_ranges)
+            adds = _rewrite_plan(spec, plan, written, rewrite_bins, progress)
             try:
-                result.version = txn.commit(actions, operation)
+                result.version = _commit_plan(txn, plan, adds, where, z_order, result)
             except DeltaConcurrentModificationError as exc:
                 if attempt >= max_attempts:
                     raise
@@ -557,9 +516,118 @@ def optimize(
             return result
         raise AssertionError("unreachable")  # pragma: no cover
     finally:
-        leftovers = [a for added in written.values() for a in added if a.path not in committed]
-        for a in leftovers:
-            _delete_data_file(delta_log.store, delta_log.table_uri, a.path)
+        _delete_uncommitted(delta_log, written, committed)
+
+
+def _check_counts(min_files_per_bin: int, max_attempts: int) -> None:
+    if min_files_per_bin < 1:
+        raise ValueError(f"min_files_per_bin must be >= 1, got {min_files_per_bin}")
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+
+
+def _delete_uncommitted(delta_log: DeltaLog, written: dict[_BinKey, list[AddFile]], committed: set[str]) -> None:
+    """Delete the files this run wrote that no commit names (a failure, or bins re-planned)."""
+    leftovers = [a for added in written.values() for a in added if a.path not in committed]
+    for a in leftovers:
+        _delete_data_file(delta_log.store, delta_log.table_uri, a.path)
+
+
+def _bin_key(files_in_bin: Sequence[AddFile]) -> _BinKey:
+    return frozenset(f.logical_key for f in files_in_bin)
+
+
+def _size_limits(snapshot: Snapshot, target_size: int | None, min_file_size: int | None) -> tuple[int, int]:
+    """The bin size and the size below which a file is a candidate."""
+    target = target_size or snapshot.properties.target_file_size or DEFAULT_TARGET_FILE_SIZE
+    if target <= 0:
+        raise ValueError(f"the target file size must be > 0, got {target}")
+    smaller_than = target if min_file_size is None else min_file_size
+    if smaller_than < 0:
+        raise ValueError(f"the minimum file size must be >= 0, got {smaller_than}")
+    return target, smaller_than
+
+
+def _plan_bins(
+    txn: OptimisticTransaction,
+    where: Sequence[PartitionFilter] | None,
+    z_order: tuple[str, ...],
+    target: int,
+    smaller_than: int,
+    min_files_per_bin: int,
+    result: OptimizeResult,
+) -> list[tuple[Any, list[AddFile]]]:
+    """The bins to rewrite, per partition: the candidate files (smaller than ``smaller_than``,
+    or with a deletion vector) packed into bins of ``target`` bytes, or with Z-order every
+    file of the partition in one bin. Records the files considered and skipped in ``result``."""
+    files = txn.filter_files(list(where) if where else None)
+    candidates = [f for f in files if z_order or f.size < smaller_than or f.deletion_vector is not None]
+    by_partition: dict[Any, list[AddFile]] = defaultdict(list)
+    for f in candidates:
+        by_partition[_partition_key(f)].append(f)
+    # Z-order (Delta's multi-dimensional clustering) rewrites each partition whole
+    plan = [
+        (key, b)
+        for key, group in by_partition.items()
+        for b in ([group] if z_order else _bins(group, target, min_files_per_bin))
+    ]
+    result.total_considered_files = len(files)
+    result.total_files_skipped = len(files) - sum(len(b) for _, b in plan)
+    return plan
+
+
+def _rewrite_plan(
+    spec: CompactionSpec,
+    plan: list[tuple[Any, list[AddFile]]],
+    written: dict[_BinKey, list[AddFile]],
+    rewrite_bins: BinRewriter | None,
+    progress: Progress | None,
+) -> list[AddFile]:
+    """Rewrite the bins of ``plan`` not rewritten by an earlier attempt (``written``, updated);
+    returns the files that replace the planned ones."""
+    todo = [b for _, b in plan if _bin_key(b) not in written]
+    for files_in_bin, added in zip(todo, _rewrite(spec, todo, rewrite_bins, progress)):
+        written[_bin_key(files_in_bin)] = added
+    return [a for _, b in plan for a in written[_bin_key(b)]]
+
+
+def _rewrite(
+    spec: CompactionSpec, todo: list[list[AddFile]], rewrite_bins: BinRewriter | None, progress: Progress | None
+) -> list[list[AddFile]]:
+    """Rewrite each bin of ``todo`` (with ``rewrite_bins``, else here one after the other,
+    reporting ``progress``); returns the files written for each."""
+    if rewrite_bins is not None:
+        rewritten = list(rewrite_bins(spec, todo)) if todo else []
+        if len(rewritten) != len(todo):
+            raise AssertionError(f"{len(todo)} bins rewritten into {len(rewritten)} results")
+        return rewritten
+    compactor = _Compactor(spec)
+    if progress is not None:
+        progress(0, len(todo))
+    written: list[list[AddFile]] = []
+    for i, files_in_bin in enumerate(todo, 1):
+        written.append(compactor.write_bin(files_in_bin))
+        if progress is not None:
+            progress(i, len(todo))
+    return written
+
+
+def _commit_plan(
+    txn: OptimisticTransaction,
+    plan: list[tuple[Any, list[AddFile]]],
+    adds: list[AddFile],
+    where: Sequence[PartitionFilter] | None,
+    z_order: tuple[str, ...],
+    result: OptimizeResult,
+) -> int:
+    """Commit the removes of the planned files and ``adds`` (``dataChange=false``)."""
+    now = int(time.time() * 1000)
+    removes = [f.remove(now, data_change=False) for _, b in plan for f in b]
+    _fill(result, plan, adds)
+    operation = Optimize(predicate=describe_filters(where), z_order_by=z_order, user_metrics=result.metrics)
+    actions: list[Action] = [*removes, *adds]
+    version: int = txn.commit(actions, operation)
+    return version
 
 
 def _z_order_columns(snapshot: Snapshot, columns: Sequence[str]) -> tuple[str, ...]:

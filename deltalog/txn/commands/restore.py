@@ -31,6 +31,7 @@ from deltalog.txn.protocol.errors import DeltaLogError
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
     from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
 
 __all__ = ["RestoreMissingFilesError", "RestoreResult", "restore"]
 
@@ -132,16 +133,7 @@ def restore(
     # constraints when they were written; like Delta's RESTORE, do not check them again.
     txn.mark_constraints_checked()
 
-    restored_bytes = sum(f.size for f in to_add)
-    removed_bytes = sum(f.size for f in to_remove)
-    metrics = {
-        "tableSizeAfterRestore": str(target.size_in_bytes),
-        "numOfFilesAfterRestore": str(target.num_files),
-        "numRemovedFiles": str(len(to_remove)),
-        "numRestoredFiles": str(len(to_add)),
-        "removedFilesSize": str(removed_bytes),
-        "restoredFilesSize": str(restored_bytes),
-    }
+    metrics = _restore_metrics(target, to_add, to_remove)
     ts_param = None
     if timestamp is not None:
         ts_param = timestamp.isoformat() if isinstance(timestamp, datetime) else str(timestamp)
@@ -156,3 +148,15 @@ def restore(
         len(to_remove),
     )
     return RestoreResult(delta_log.table_uri, committed, target.version, metrics)
+
+
+def _restore_metrics(target: Snapshot, to_add: list[AddFile], to_remove: list[AddFile]) -> dict[str, str]:
+    """Delta's RESTORE operation metrics."""
+    return {
+        "tableSizeAfterRestore": str(target.size_in_bytes),
+        "numOfFilesAfterRestore": str(target.num_files),
+        "numRemovedFiles": str(len(to_remove)),
+        "numRestoredFiles": str(len(to_add)),
+        "removedFilesSize": str(sum(f.size for f in to_remove)),
+        "restoredFilesSize": str(sum(f.size for f in to_add)),
+    }

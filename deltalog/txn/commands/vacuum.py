@@ -224,22 +224,7 @@ def vacuum(
     snapshot = delta_log.require_table()
     now = int(time.time() * 1000) if now_ms is None else now_ms
     table_retention_ms = int(snapshot.properties.deleted_file_retention.total_seconds() * 1000)
-    if retention_hours is not None and retention_hours < 0:
-        raise VacuumRetentionError(
-            f"the vacuum retention cannot be negative (got {retention_hours} hours); give 0 or more hours"
-        )
-    retention_ms = table_retention_ms if retention_hours is None else int(retention_hours * 3600 * 1000)
-    check = enforce_retention and _retention_check_enabled(delta_log)
-    if check and retention_ms < table_retention_ms:
-        asked, table_hours = retention_ms / 3_600_000, table_retention_ms / 3_600_000
-        raise VacuumRetentionError(
-            f"refusing to vacuum {delta_log.table_uri} with a retention of {asked:g} hours, "
-            f"shorter than the table's delta.deletedFileRetentionDuration ({table_hours:g} "
-            "hours): a writer that is committing right now could lose its files and corrupt the table. "
-            "If no operation is running on the table, pass enforce_retention=False (CLI: "
-            "--no-retention-check) or set spark.databricks.delta.retentionDurationCheck.enabled=false; "
-            f"otherwise use a retention of at least {table_hours:g} hours."
-        )
+    retention_ms, check = _checked_retention(delta_log, retention_hours, table_retention_ms, enforce_retention)
     delete_before = now - retention_ms
     store = delta_log.store
     fs = store.filesystem()
@@ -267,29 +252,67 @@ def vacuum(
     )
     if dry_run:
         return result
-
-    start_txn = delta_log.start_transaction(lock=lock)
-    result.start_version = start_txn.commit(
-        [],
-        VacuumStart(
-            retention_check_enabled=check,
-            specified_retention_millis=None if retention_hours is None else retention_ms,
-            default_retention_millis=table_retention_ms,
-            user_metrics={
-                "numFilesToDelete": str(len(doomed)),
-                "sizeOfDataToDelete": str(result.size_in_bytes),
-            },
-        ),
+    start = VacuumStart(
+        retention_check_enabled=check,
+        specified_retention_millis=None if retention_hours is None else retention_ms,
+        default_retention_millis=table_retention_ms,
+        user_metrics={
+            "numFilesToDelete": str(len(doomed)),
+            "sizeOfDataToDelete": str(result.size_in_bytes),
+        },
     )
+    _delete_between_start_and_end(delta_log, lock, start, result, fs, root, dirs, valid, progress, max_workers)
+    return result
+
+
+def _checked_retention(
+    delta_log: DeltaLog, retention_hours: float | None, table_retention_ms: int, enforce_retention: bool
+) -> tuple[int, bool]:
+    """The retention to use in milliseconds, and whether the retention check is on; raises
+    :class:`VacuumRetentionError` for a negative one, or one shorter than the table's when
+    the check is on."""
+    if retention_hours is not None and retention_hours < 0:
+        raise VacuumRetentionError(
+            f"the vacuum retention cannot be negative (got {retention_hours} hours); give 0 or more hours"
+        )
+    retention_ms = table_retention_ms if retention_hours is None else int(retention_hours * 3600 * 1000)
+    check = enforce_retention and _retention_check_enabled(delta_log)
+    if check and retention_ms < table_retention_ms:
+        asked, table_hours = retention_ms / 3_600_000, table_retention_ms / 3_600_000
+        raise VacuumRetentionError(
+            f"refusing to vacuum {delta_log.table_uri} with a retention of {asked:g} hours, "
+            f"shorter than the table's delta.deletedFileRetentionDuration ({table_hours:g} "
+            "hours): a writer that is committing right now could lose its files and corrupt the table. "
+            "If no operation is running on the table, pass enforce_retention=False (CLI: "
+            "--no-retention-check) or set spark.databricks.delta.retentionDurationCheck.enabled=false; "
+            f"otherwise use a retention of at least {table_hours:g} hours."
+        )
+    return retention_ms, check
+
+
+def _delete_between_start_and_end(
+    delta_log: DeltaLog,
+    lock: str | CommitLock | None,
+    start: VacuumStart,
+    result: VacuumResult,
+    fs: pafs.FileSystem,
+    root: str,
+    dirs: list[str],
+    valid: set[str],
+    progress: Progress | None,
+    max_workers: int,
+) -> None:
+    """Commit ``VACUUM START``, delete ``result.files`` and the directories left empty, then
+    commit ``VACUUM END`` (``FAILED`` when the deletion raised); the versions go in ``result``."""
+    result.start_version = delta_log.start_transaction(lock=lock).commit([], start)
     deleted = 0
     try:
-        deleted = _delete_all(fs, root, [rel for rel, _ in doomed], progress, max_workers)
+        deleted = _delete_all(fs, root, result.files, progress, max_workers)
         result.num_dirs = _delete_empty_dirs(fs, root, dirs, valid)
     except BaseException:
         _end(delta_log, lock, "FAILED", deleted, result.num_dirs)
         raise
     result.end_version = _end(delta_log, lock, "COMPLETED", deleted, result.num_dirs)
-    return result
 
 
 def _end(delta_log: DeltaLog, lock: str | CommitLock | None, status: str, deleted: int, dirs: int) -> int:

@@ -142,6 +142,16 @@ def _conflict(
 
 def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
     """Raise the first conflict between ``current`` and ``winner``, in Delta's order."""
+    _check_protocol(current, winner)
+    _check_metadata(current, winner)
+    _check_domains(current, winner)
+    _check_app_ids(current, winner)
+    _check_added_files(current, winner)
+    _check_deleted_read(current, winner)
+    _check_deleted_deleted(current, winner)
+
+
+def _check_protocol(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
     # 1. protocol
     if winner.protocol is not None:
         if current.check_protocol is not None:
@@ -151,6 +161,9 @@ def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> N
             if winner.version == 0:
                 detail += " (this happens when multiple writers are writing to an empty directory)"
             _conflict(ProtocolChangedError, detail, current, winner)
+
+
+def _check_metadata(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
     # 2. metadata
     if winner.metadata is not None:
         detail = (
@@ -161,6 +174,9 @@ def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> N
         if winner.version == 0:
             detail += " (the table was created concurrently)"
         _conflict(MetadataChangedError, detail, current, winner)
+
+
+def _check_domains(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
     # 3. domain metadata
     clashing_domains = winner.domains & current.domains
     if clashing_domains:
@@ -170,6 +186,9 @@ def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> N
             current,
             winner,
         )
+
+
+def _check_app_ids(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
     # 4. application transactions
     clashing_apps = winner.app_ids & current.read_app_ids
     if clashing_apps:
@@ -179,9 +198,10 @@ def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> N
             current,
             winner,
         )
-    # 5. concurrent append
-    _check_added_files(current, winner)
-    # 6. delete-read
+
+
+def _check_deleted_read(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
+    # 6. delete-read (5. concurrent append: _check_added_files)
     if winner.removed_files:
         if current.read_whole_table:
             removed = winner.removed_files[0]
@@ -203,6 +223,9 @@ def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> N
                         winner,
                         _partition_hint_remove(removed),
                     )
+
+
+def _check_deleted_deleted(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
     # 7. delete-delete
     if winner.removed_files and current.removed_paths:
         for removed in winner.removed_files:

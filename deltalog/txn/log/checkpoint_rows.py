@@ -312,43 +312,9 @@ def _row(schema: pa.Schema, column: str, value: pa.Array) -> pa.RecordBatch:
 
 
 def non_file_rows(snapshot: Snapshot, schema: pa.Schema, now_ms: int, with_cm: bool) -> pa.RecordBatch:
-    md = snapshot.metadata
-    proto = snapshot.protocol
-    rows = [
-        _row(
-            schema,
-            "protocol",
-            _one_struct(
-                [
-                    _one_int(proto.min_reader_version, pa.int32()),
-                    _one_int(proto.min_writer_version, pa.int32()),
-                    _one_list(None if proto.reader_features is None else sorted(proto.reader_features)),
-                    _one_list(None if proto.writer_features is None else sorted(proto.writer_features)),
-                ],
-                PROTOCOL,
-            ),
-        ),
-        _row(
-            schema,
-            "metaData",
-            _one_struct(
-                [
-                    _one_str(md.id),
-                    _one_str(md.name),
-                    _one_str(md.description),
-                    _one_struct(
-                        [_one_str(md.format.provider), _one_map(dict(md.format.options))],
-                        METADATA.field("format").type,
-                    ),
-                    _one_str(md.schema_string),
-                    _one_list(list(md.partition_columns)),
-                    _one_map(dict(md.configuration)),
-                    _one_int(md.created_time, pa.int64()),
-                ],
-                METADATA,
-            ),
-        ),
-    ]
+    """The checkpoint rows that are not file actions: protocol, metadata, the live ``txn``
+    actions, the domain metadata and (``with_cm``) ``checkpointMetadata``."""
+    rows = [_row(schema, "protocol", _protocol_struct(snapshot)), _row(schema, "metaData", _metadata_struct(snapshot))]
     for t in snapshot.set_transactions_at(now_ms).values():
         rows.append(
             _row(
@@ -377,6 +343,39 @@ def non_file_rows(snapshot: Snapshot, schema: pa.Schema, now_ms: int, with_cm: b
         )
     table = pa.Table.from_batches(rows, schema=schema).combine_chunks()
     return table.to_batches()[0]
+
+
+def _protocol_struct(snapshot: Snapshot) -> pa.Array:
+    proto = snapshot.protocol
+    return _one_struct(
+        [
+            _one_int(proto.min_reader_version, pa.int32()),
+            _one_int(proto.min_writer_version, pa.int32()),
+            _one_list(None if proto.reader_features is None else sorted(proto.reader_features)),
+            _one_list(None if proto.writer_features is None else sorted(proto.writer_features)),
+        ],
+        PROTOCOL,
+    )
+
+
+def _metadata_struct(snapshot: Snapshot) -> pa.Array:
+    md = snapshot.metadata
+    return _one_struct(
+        [
+            _one_str(md.id),
+            _one_str(md.name),
+            _one_str(md.description),
+            _one_struct(
+                [_one_str(md.format.provider), _one_map(dict(md.format.options))],
+                METADATA.field("format").type,
+            ),
+            _one_str(md.schema_string),
+            _one_list(list(md.partition_columns)),
+            _one_map(dict(md.configuration)),
+            _one_int(md.created_time, pa.int64()),
+        ],
+        METADATA,
+    )
 
 
 class AddConverter:

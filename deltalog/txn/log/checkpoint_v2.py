@@ -131,33 +131,9 @@ def write_v2_checkpoint(
     name = v2_checkpoint_name(snapshot.version, fmt)
     uri = f"{dlog.log_uri}/{name}"
     if fmt == "json":
-        lines = [
-            action_to_line(CheckpointMetadata(snapshot.version)),
-            action_to_line(snapshot.protocol),
-            action_to_line(snapshot.metadata),
-            *(action_to_line(t) for t in snapshot.set_transactions_at(now).values()),
-            *(
-                action_to_line(DomainMetadata(d.domain, d.configuration, False))
-                for d in snapshot.domain_metadata.values()
-            ),
-            *(action_to_line(s) for s in sidecars),
-        ]
-        dlog.store.write(uri, lines)
-        top_actions = len(lines)
+        top_actions = _write_json_top_level(dlog, snapshot, uri, sidecars, now)
     else:
-        fields = [f for f in base_schema if f.name not in ("add", "remove")]
-        schema = pa.schema([*fields, pa.field("sidecar", SIDECAR)])
-        head = non_file_rows(snapshot, schema, now, True)
-        writer = PartWriter(dlog, uri, schema)
-        try:
-            writer.write(head)
-            if sidecars:
-                writer.write(_sidecar_rows(schema, sidecars))
-            writer.close()
-        except BaseException:
-            writer.abort()
-            raise
-        top_actions = head.num_rows + len(sidecars)
+        top_actions = _write_parquet_top_level(dlog, snapshot, uri, sidecars, base_schema, now)
     size, mtime = _stat(dlog, uri)
     info = LastCheckpointInfo(
         version=snapshot.version,
@@ -178,6 +154,47 @@ def write_v2_checkpoint(
         file_actions,
     )
     return CheckpointResult(snapshot.version, (uri, *sidecar_uris), top_actions + file_actions, num_adds, size)
+
+
+def _write_json_top_level(
+    dlog: SnapshotManagement, snapshot: Snapshot, uri: str, sidecars: list[Sidecar], now: int
+) -> int:
+    """The JSON top-level file: every non-file action, then the sidecars; returns the action count."""
+    lines = [
+        action_to_line(CheckpointMetadata(snapshot.version)),
+        action_to_line(snapshot.protocol),
+        action_to_line(snapshot.metadata),
+        *(action_to_line(t) for t in snapshot.set_transactions_at(now).values()),
+        *(action_to_line(DomainMetadata(d.domain, d.configuration, False)) for d in snapshot.domain_metadata.values()),
+        *(action_to_line(s) for s in sidecars),
+    ]
+    dlog.store.write(uri, lines)
+    return len(lines)
+
+
+def _write_parquet_top_level(
+    dlog: SnapshotManagement,
+    snapshot: Snapshot,
+    uri: str,
+    sidecars: list[Sidecar],
+    base_schema: pa.Schema,
+    now: int,
+) -> int:
+    """The Parquet top-level file: the non-file rows, then the sidecar rows; returns the row count."""
+    fields = [f for f in base_schema if f.name not in ("add", "remove")]
+    schema = pa.schema([*fields, pa.field("sidecar", SIDECAR)])
+    head = non_file_rows(snapshot, schema, now, True)
+    writer = PartWriter(dlog, uri, schema)
+    try:
+        writer.write(head)
+        if sidecars:
+            writer.write(_sidecar_rows(schema, sidecars))
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    rows: int = head.num_rows + len(sidecars)
+    return rows
 
 
 def _sidecar_rows(schema: pa.Schema, sidecars: list[Sidecar]) -> pa.RecordBatch:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -72,18 +72,7 @@ def write_checkpoint(
     converter = AddConverter(snapshot, base_schema)
     schema = base_schema.set(base_schema.get_field_index("add"), pa.field("add", converter.add_type))
     head = non_file_rows(snapshot, schema, now, with_cm)
-
-    num_parts = 1
-    total = 0
-    if part_size is not None and part_size > 0:
-        total = head.num_rows + snapshot.num_files + snapshot.tombstones_table(now).num_rows
-        if total > part_size:
-            num_parts = -(-total // part_size)
-    uris = (
-        [f"{dlog.log_uri}/{checkpoint_name(snapshot.version)}"]
-        if num_parts == 1
-        else [f"{dlog.log_uri}/{checkpoint_name(snapshot.version, i, num_parts)}" for i in range(1, num_parts + 1)]
-    )
+    uris = _checkpoint_uris(dlog, snapshot, head.num_rows, part_size, now)
     load_if_overwriting_source(dlog, snapshot, uris)
 
     counts = FileActionCounts()
@@ -92,12 +81,42 @@ def write_checkpoint(
         yield head
         yield from file_action_batches(snapshot, schema, converter, now, counts)
 
+    written = _write_parts(dlog, uris, schema, batches(), part_size)
+    return _publish(dlog, snapshot, uris, written, counts)
+
+
+def _checkpoint_uris(
+    dlog: SnapshotManagement, snapshot: Snapshot, head_rows: int, part_size: int | None, now: int
+) -> list[str]:
+    """One checkpoint file, or ``ceil(actions / part_size)`` parts when the state has more
+    actions than ``part_size``."""
+    num_parts = 1
+    if part_size is not None and part_size > 0:
+        total = head_rows + snapshot.num_files + snapshot.tombstones_table(now).num_rows
+        if total > part_size:
+            num_parts = -(-total // part_size)
+    if num_parts == 1:
+        return [f"{dlog.log_uri}/{checkpoint_name(snapshot.version)}"]
+    return [f"{dlog.log_uri}/{checkpoint_name(snapshot.version, i, num_parts)}" for i in range(1, num_parts + 1)]
+
+
+def _write_parts(
+    dlog: SnapshotManagement,
+    uris: list[str],
+    schema: pa.Schema,
+    batches: Iterable[pa.RecordBatch],
+    part_size: int | None,
+) -> int:
+    """Stream ``batches`` into the files ``uris``, ``part_size`` rows to each but the last
+    (a part left without rows is still written); returns the rows written. On failure the
+    open part is aborted."""
+    num_parts = len(uris)
     limit = part_size if num_parts > 1 else None
     part = 0
     writer = PartWriter(dlog, uris[0], schema)
     written = 0
     try:
-        for batch in batches():
+        for batch in batches:
             offset = 0
             while offset < batch.num_rows:
                 if limit is not None and writer.rows >= limit and part + 1 < num_parts:
@@ -118,6 +137,14 @@ def write_checkpoint(
     except BaseException:
         writer.abort()
         raise
+    return written
+
+
+def _publish(
+    dlog: SnapshotManagement, snapshot: Snapshot, uris: list[str], written: int, counts: FileActionCounts
+) -> CheckpointResult:
+    """Point ``_last_checkpoint`` at the written checkpoint and let ``snapshot`` use it."""
+    num_parts = len(uris)
     size = sum(s.size for u in uris for s in dlog.store.list_from(u) if s.path.endswith(u.rsplit("/", 1)[1]))
     info = LastCheckpointInfo(
         version=snapshot.version,

@@ -1,0 +1,213 @@
+"""CONVERT TO DELTA: make a directory of Parquet files a Delta table, in one commit.
+
+As Delta's ``ConvertToDeltaCommand``: list the Parquet files under the directory (paths
+with a component starting with ``.`` or ``_`` are skipped), take each file's partition
+values from its Hive-style ``column=value`` directories (they must name exactly the
+partition schema's columns, and each value must parse as its column's type), take the
+data schema from the footer, then commit the metadata and one ``add`` per file
+(``numRecords`` from the footer, no column statistics) with ``commit_large``, so the
+actions are streamed rather than held. Only footers are read, never the rows.
+
+Where deltalog differs: the data schema is the footer of the first file (in path order);
+Delta merges the schemas of all footers. Every column is nullable, as Delta's
+``asNullable`` makes it.
+
+:func:`plan_convert` reads the directory (nothing is written), :func:`commit_convert`
+commits a plan in a transaction the caller opened (the Spark layer opens its own, to name
+itself in ``commitInfo``), :func:`convert_to_delta` does both.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import pyarrow.fs as pafs
+
+from deltalog.txn.commit.operations import Convert
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.log.data_files import data_file_arrow_schema, open_data_file
+from deltalog.txn.protocol.actions import AddFile, Metadata, encode_path
+from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError, PartitionPredicate
+from deltalog.txn.protocol.partition_paths import HIVE_DEFAULT_PARTITION, unescape_partition_value
+from deltalog.txn.protocol.schema import (
+    ArrayType,
+    DataType,
+    MapType,
+    StructField,
+    StructType,
+    data_type_from_json,
+    from_arrow,
+)
+
+if TYPE_CHECKING:
+    from deltalog.txn.commit.locks.base import CommitLock
+    from deltalog.txn.commit.transaction import OptimisticTransaction
+
+__all__ = ["ConvertPlan", "ConvertToDeltaError", "ParquetFile", "commit_convert", "convert_to_delta", "plan_convert"]
+
+log = logging.getLogger(__name__)
+
+#: The partition columns: a schema, or ``{column: Delta type name}`` (``"string"``, ``"date"``, ...).
+PartitionSchema = StructType | Mapping[str, str] | None
+
+
+class ConvertToDeltaError(DeltaLogError, ValueError):
+    """The directory cannot be converted as asked (already a Delta table, no Parquet files,
+    or partition directories that do not match the partition schema); nothing was written."""
+
+
+@dataclass(frozen=True)
+class ParquetFile:
+    """One Parquet file of the directory: its table-relative path (not URL-encoded), size,
+    modification time (ms), partition values and row count."""
+
+    path: str
+    size: int
+    modification_time: int
+    partition_values: dict[str, str | None]
+    num_records: int
+
+    def add(self) -> AddFile:
+        return AddFile(
+            path=encode_path(self.path),
+            partition_values=self.partition_values,
+            size=self.size,
+            modification_time=self.modification_time,
+            data_change=True,
+            stats=json.dumps({"numRecords": self.num_records}),
+        )
+
+
+@dataclass(frozen=True)
+class ConvertPlan:
+    """What CONVERT commits: the new table's metadata and its files."""
+
+    table_uri: str
+    metadata: Metadata
+    files: tuple[ParquetFile, ...]
+
+    def adds(self) -> Iterator[AddFile]:
+        return (f.add() for f in self.files)
+
+    def operation(self) -> Convert:
+        return Convert(
+            num_files=len(self.files), partition_by=tuple(self.metadata.partition_columns), collect_stats=False
+        )
+
+
+def convert_to_delta(
+    table: str | DeltaLog,
+    partition_schema: PartitionSchema = None,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    lock: str | CommitLock | None = None,
+) -> int:
+    """Make the Parquet directory ``table`` (a URI, or its :class:`DeltaLog`) a Delta table;
+    returns the version committed (0). ``storage_options`` apply to a URI. Raises
+    :class:`ConvertToDeltaError` (nothing written) when it cannot be converted."""
+    delta_log = DeltaLog.for_table(table, storage_options) if isinstance(table, str) else table
+    plan = plan_convert(delta_log, partition_schema)
+    return commit_convert(delta_log.start_transaction(lock=lock), plan)
+
+
+def plan_convert(delta_log: DeltaLog, partition_schema: PartitionSchema = None) -> ConvertPlan:
+    """List and check the directory's Parquet files and build the table's metadata."""
+    if delta_log.table_exists():
+        raise ConvertToDeltaError(f"{delta_log.table_uri} is already a Delta table")
+    partitions = _partition_struct(partition_schema)
+    fs = delta_log.store.filesystem()
+    root = delta_log.store.fs_path(delta_log.table_uri).rstrip("/")
+    listed = _list_parquet_files(fs, root)
+    if not listed:
+        raise ConvertToDeltaError(f"no Parquet files under {delta_log.table_uri} to convert")
+    files: list[ParquetFile] = []
+    data_schema = StructType(())
+    for rel, info in listed:
+        values = _partition_values(rel, partitions)
+        with open_data_file(fs, info.path) as pf:
+            if not files:
+                data_schema = from_arrow(data_file_arrow_schema(pf))
+            rows = pf.metadata.num_rows
+        mtime = int(info.mtime.timestamp() * 1000) if info.mtime else int(time.time() * 1000)
+        files.append(ParquetFile(rel, int(info.size or 0), mtime, values, rows))
+    schema = _as_nullable(StructType((*data_schema.fields, *partitions.fields)))
+    assert isinstance(schema, StructType)
+    metadata = Metadata(
+        id=str(uuid.uuid4()),
+        schema_string=schema.to_json(),
+        partition_columns=tuple(partitions.names),
+        configuration={},
+        created_time=int(time.time() * 1000),
+    )
+    return ConvertPlan(delta_log.table_uri, metadata, tuple(files))
+
+
+def commit_convert(txn: OptimisticTransaction, plan: ConvertPlan) -> int:
+    """Commit ``plan`` in ``txn`` (opened on the directory) as one large commit."""
+    txn.update_metadata(plan.metadata)
+    version = txn.commit_large(plan.adds(), plan.operation())
+    log.info("CONVERT TO DELTA: %d files of %s committed as version %d", len(plan.files), plan.table_uri, version)
+    return version
+
+
+def _partition_struct(schema: PartitionSchema) -> StructType:
+    if schema is None:
+        return StructType(())
+    if isinstance(schema, StructType):
+        return schema
+    return StructType(
+        tuple(StructField(name, data_type_from_json(t, f"partition column {name}")) for name, t in schema.items())
+    )
+
+
+def _list_parquet_files(fs: pafs.FileSystem, root: str) -> list[tuple[str, pafs.FileInfo]]:
+    """``(table-relative path, file info)`` of every visible Parquet file, in path order."""
+    entries = []
+    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
+        if info.type != pafs.FileType.File:
+            continue
+        rel = info.path[len(root) + 1 :]
+        if any(p.startswith((".", "_")) for p in rel.split("/")) or not rel.endswith(".parquet"):
+            continue
+        entries.append((rel, info))
+    return sorted(entries, key=lambda entry: entry[0])
+
+
+def _partition_values(rel: str, partitions: StructType) -> dict[str, str | None]:
+    """The partition values of the file ``rel`` from its ``column=value`` directories."""
+    values: dict[str, str | None] = {}
+    for part in rel.split("/")[:-1]:
+        if "=" in part:
+            k, v = part.split("=", 1)
+            raw = unescape_partition_value(v)
+            values[unescape_partition_value(k)] = None if raw == HIVE_DEFAULT_PARTITION else raw
+    if sorted(values) != sorted(partitions.names):
+        raise ConvertToDeltaError(
+            f"{rel} has partition directories {sorted(values)}, but partitionSchema names {partitions.names}; "
+            "pass the partition schema that matches the directory layout"
+        )
+    for f in partitions:
+        type_name = f.type.simple_string()
+        try:  # the partition filters' reading of a value as its column's type
+            PartitionPredicate([(f.name, "=", values[f.name])], {f.name: type_name})
+        except InvalidPartitionFilterError:
+            raise ConvertToDeltaError(f"partition value {values[f.name]!r} of {rel} is not a {type_name}") from None
+    return values
+
+
+def _as_nullable(data_type: DataType) -> DataType:
+    """Every field and element nullable (Delta's ``asNullable``)."""
+    if isinstance(data_type, StructType):
+        return StructType(tuple(replace(f, type=_as_nullable(f.type), nullable=True) for f in data_type.fields))
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_as_nullable(data_type.element_type), True)
+    if isinstance(data_type, MapType):
+        return MapType(_as_nullable(data_type.key_type), _as_nullable(data_type.value_type), True)
+    return data_type

@@ -1,0 +1,86 @@
+"""CONVERT TO DELTA at the engine level (no Spark): a Parquet directory becomes a table
+that delta-rs reads; a directory that cannot be converted is left untouched."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from deltalog.errors import ConvertToDeltaError
+from deltalog.txn.commands.convert import convert_to_delta
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.protocol.schema import PrimitiveType, StructField, StructType
+from tests.spark.helpers import delta_rs_rows
+
+
+def _write(root: Path, rel: str, ids: list[int]) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
+    pq.write_table(pa.table({"id": ids, "name": [f"n{i}" for i in ids]}, schema=schema), path)
+
+
+def _log_lines(root: Path) -> list[dict[str, object]]:
+    with open(root / "_delta_log" / f"{0:020d}.json", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def test_convert_a_partitioned_parquet_directory(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    _write(root, "day=2024-01-01/part-0.parquet", [1, 2])
+    _write(root, "day=2024-01-02/part-1.parquet", [3])
+    _write(root, "day=__HIVE_DEFAULT_PARTITION__/part-2.parquet", [4])
+    _write(root, "_temporary/day=2024-01-03/part-9.parquet", [99])  # hidden: not converted
+    (root / "_SUCCESS").write_text("")
+
+    assert convert_to_delta(str(root), {"day": "date"}) == 0
+
+    rows = delta_rs_rows(str(root), ["id"])
+    assert rows["id"].tolist() == [1, 2, 3, 4]
+    assert rows["day"].tolist()[:3] == [dt.date(2024, 1, 1), dt.date(2024, 1, 1), dt.date(2024, 1, 2)]
+    assert rows["day"].isna().tolist() == [False, False, False, True]
+    snapshot = DeltaLog.for_table(str(root)).update()
+    assert snapshot.metadata.partition_columns == ("day",)
+    assert [f.name for f in snapshot.schema.fields] == ["id", "name", "day"]
+    assert all(f.nullable for f in snapshot.schema.fields)  # asNullable, as Delta
+    lines = _log_lines(root)
+    assert lines[0]["commitInfo"]["operation"] == "CONVERT"  # type: ignore[index]
+    stats = sorted(json.loads(a["add"]["stats"])["numRecords"] for a in lines if "add" in a)  # type: ignore[index]
+    assert stats == [1, 1, 2]
+
+
+def test_convert_unpartitioned_with_a_struct_type_schema_and_storage_options(tmp_path: Path) -> None:
+    root = tmp_path / "flat"
+    _write(root, "a.parquet", [1])
+    _write(root, "b.parquet", [2, 3])
+    convert_to_delta(str(root), StructType(()), storage_options={})
+    assert delta_rs_rows(str(root), ["id"])["id"].tolist() == [1, 2, 3]
+    with pytest.raises(ConvertToDeltaError, match="already a Delta table"):
+        convert_to_delta(str(root))
+
+
+@pytest.mark.parametrize(
+    ("files", "partitions", "message"),
+    [
+        ([], None, "no Parquet files"),
+        (["p=a/0.parquet"], None, r"has partition directories \['p'\], but partitionSchema names \[\]"),
+        (["0.parquet"], {"p": "string"}, r"partition directories \[\], but partitionSchema names \['p'\]"),
+        (["n=1/0.parquet", "n=x/1.parquet"], StructType((StructField("n", PrimitiveType("integer")),)), "'x'"),
+    ],
+)
+def test_a_directory_that_cannot_be_converted_is_left_untouched(
+    tmp_path: Path, files: list[str], partitions: object, message: str
+) -> None:
+    root = tmp_path / "bad"
+    root.mkdir()
+    for rel in files:
+        _write(root, rel, [1])
+    with pytest.raises(ConvertToDeltaError, match=message):
+        convert_to_delta(str(root), partitions)  # type: ignore[arg-type]
+    assert not os.path.exists(root / "_delta_log")
