@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from deltalog.txn.commands.optimize import OptimizeError
     from deltalog.txn.commands.restore import RestoreMissingFilesError
     from deltalog.txn.commands.vacuum import VacuumRetentionError
+    from deltalog.txn.commands.vacuum_listing import VacuumInventoryError
     from deltalog.txn.commit.commit_errors import (
         AppendOnlyViolationError,
         CommitFailedError,
@@ -162,6 +163,7 @@ _HOMES: dict[str, str] = {
     "RestoreMissingFilesError": "deltalog.txn.commands.restore",
     "CloneTargetNotEmptyError": "deltalog.txn.commands.clone",
     "VacuumRetentionError": "deltalog.txn.commands.vacuum",
+    "VacuumInventoryError": "deltalog.txn.commands.vacuum_listing",
     # PySpark integration (no pyspark import)
     "DeltaSparkError": "deltalog.contrib.spark.errors",
     "NativeReadUnsupportedError": "deltalog.contrib.spark.errors",
@@ -250,6 +252,7 @@ __all__ = [
     "UnsafeCommitLockError",
     "UnsupportedConstraintError",
     "UnsupportedFeatureError",
+    "VacuumInventoryError",
     "VacuumRetentionError",
     "VersionNotFoundError",
     "WriteOutcomeUnknownError",

@@ -207,3 +207,24 @@ def test_clone_shallow_and_deep(spark, table_path, tmp_path):
     assert delta_rs_rows(str(tmp_path / "deep"), ["id"]).id.tolist() == list(range(20))
     with pytest.raises(DeltaAnalysisError, match="replace"):
         table.clone(str(tmp_path / "again"), isShallow=True, replace=True)
+
+
+def test_vacuum_with_an_inventory(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.commands.vacuum_listing import VacuumInventoryError
+
+    _base(spark, table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    old = os.path.join(table_path, "g=g0", "part-old-orphan.parquet")
+    unlisted = os.path.join(table_path, "g=g1", "part-unlisted.parquet")
+    for path in (old, unlisted):
+        with open(path, "wb") as f:
+            f.write(b"x")
+        os.utime(path, (0, 0))
+    report = [(old, 1, False, 0)] + [(os.path.join(table_path, "g=g0"), 0, True, 0)]
+    inventory = spark.createDataFrame(report, "path string, length long, isDir boolean, modificationTime long")
+    assert [r.path for r in table.vacuum(inventory=inventory).collect()] == ["g=g0/part-old-orphan.parquet"]
+    assert not os.path.exists(old) and os.path.exists(unlisted)
+    with pytest.raises(VacuumInventoryError):
+        table.vacuum(inventory=inventory.withColumnRenamed("length", "size"))
+    assert table.toDF().count() == 20

@@ -27,6 +27,7 @@ from deltalog.contrib.spark.tablelog import start_transaction
 from deltalog.txn.protocol.actions import AddFile
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
     from deltalog.contrib.spark.tables import DeltaTable
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from deltalog.txn.commands.vacuum import VacuumResult
     from deltalog.txn.delta_log import DeltaLog
 
-__all__ = ["DeltaOptimizeBuilder", "SparkBinRewriter", "convert_to_delta", "restore", "vacuum"]
+__all__ = ["DeltaOptimizeBuilder", "SparkBinRewriter", "convert_to_delta", "inventory_table", "restore", "vacuum"]
 
 log = logging.getLogger(__name__)
 
@@ -169,11 +170,32 @@ def retention_check_enabled(spark: SparkSession) -> bool:
     return str(value).strip().lower() != "false"
 
 
-def vacuum(spark: SparkSession, delta_log: DeltaLog, retention_hours: float | None) -> VacuumResult:
-    """Core VACUUM, with the retention check taken from the Spark configuration."""
+def vacuum(
+    spark: SparkSession, delta_log: DeltaLog, retention_hours: float | None, inventory: DataFrame | None = None
+) -> VacuumResult:
+    """Core VACUUM, with the retention check taken from the Spark configuration; with an
+    ``inventory`` DataFrame (Delta's ``VACUUM ... USING INVENTORY``) instead of a listing."""
     from deltalog.txn.commands.vacuum import vacuum as core_vacuum
 
-    return core_vacuum(delta_log, retention_hours, enforce_retention=retention_check_enabled(spark))
+    table = None if inventory is None else inventory_table(inventory)
+    return core_vacuum(delta_log, retention_hours, enforce_retention=retention_check_enabled(spark), inventory=table)
+
+
+def inventory_table(inventory: DataFrame) -> pa.Table:
+    """The inventory's four columns as Arrow, checked against Delta's inventory schema
+    (``path string, length long, isDir boolean, modificationTime long``; other columns are
+    ignored, as in Delta)."""
+    from deltalog.txn.commands.vacuum_listing import INVENTORY_COLUMNS, VacuumInventoryError
+
+    spark_types = {"string": "string", "long": "bigint", "boolean": "boolean"}
+    got = {name: kind for name, kind in inventory.dtypes if name in INVENTORY_COLUMNS}
+    want = {name: spark_types[kind] for name, kind in INVENTORY_COLUMNS.items()}
+    if got != want:
+        raise VacuumInventoryError(
+            "a VACUUM inventory needs the columns path string, length long, isDir boolean, "
+            f"modificationTime long (Delta's inventory schema); got {inventory.dtypes}"
+        )
+    return inventory.select(*INVENTORY_COLUMNS).toArrow()
 
 
 # -- restore ------------------------------------------------------------------------------

@@ -518,15 +518,19 @@ class DeltaTable:
 
         return DeltaOptimizeBuilder(self)
 
-    def vacuum(self, retentionHours: float | None = None) -> DataFrame:
+    def vacuum(self, retentionHours: float | None = None, inventory: DataFrame | None = None) -> DataFrame:
         """Delete unreferenced files older than the retention (default
         ``delta.deletedFileRetentionDuration``, 7 days); a DataFrame of the deleted paths.
+
+        ``inventory`` (a deltalog addition, Delta's SQL ``VACUUM ... USING INVENTORY``): a
+        DataFrame of ``path, length, isDir, modificationTime`` rows, such as a storage
+        inventory report, used instead of listing the table's directory.
 
         A retention shorter than the table's is refused (``VacuumRetentionError``) unless
         ``spark.databricks.delta.retentionDurationCheck.enabled`` is ``false``."""
         from deltalog.contrib.spark.maintenance import vacuum
 
-        result = vacuum(self._spark, self._log, retentionHours)
+        result = vacuum(self._spark, self._log, retentionHours, inventory)
         return self._spark.createDataFrame([(p,) for p in result.files], "path string")
 
     def restoreToVersion(self, version: int) -> DataFrame:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -34,18 +34,27 @@ from urllib.parse import urlsplit
 
 import pyarrow.compute as pc
 
+from deltalog.txn.commands.vacuum_listing import InventoryEntry, files_from_inventory, is_hidden, list_table
 from deltalog.txn.commit.operations import VacuumEnd, VacuumStart
 from deltalog.txn.log.deletion_vectors import dv_absolute_path
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor, decode_path
 from deltalog.txn.protocol.errors import DeltaLogError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pyarrow.fs as pafs
 
     from deltalog.txn.commit.locks.base import CommitLock
     from deltalog.txn.delta_log import DeltaLog
 
-__all__ = ["RETENTION_CHECK_KEYS", "VacuumResult", "VacuumRetentionError", "is_hidden", "vacuum"]
+__all__ = [
+    "RETENTION_CHECK_KEYS",
+    "InventoryEntry",
+    "VacuumResult",
+    "VacuumRetentionError",
+    "is_hidden",
+    "vacuum",
+]
 
 log = logging.getLogger(__name__)
 
@@ -94,17 +103,6 @@ class VacuumResult:
             "start_version": self.start_version,
             "end_version": self.end_version,
         }
-
-
-def is_hidden(name: str, partition_columns: Sequence[str]) -> bool:
-    """Delta's ``DeltaTableUtils.isHiddenDirectory`` for one path component."""
-    if name == "metadata":
-        return True
-    if not (name.startswith(".") or name.startswith("_")):
-        return False
-    if name.startswith("_delta_index") or name.startswith("_change_data"):
-        return False
-    return not any(name.startswith(f"{c}=") for c in partition_columns)
 
 
 def _relative(table_uri: str, root: str, raw: str) -> str | None:
@@ -165,45 +163,6 @@ def _valid_paths(delta_log: DeltaLog, snapshot: Any, root: str, delete_before: i
     return valid
 
 
-def _walk(
-    delta_log: DeltaLog, fs: pafs.FileSystem, root: str, partition_columns: Sequence[str]
-) -> tuple[list[tuple[str, int, int]], list[str]]:
-    """Visible files ``(relative path, size, mtime ms)`` and directories under ``root``.
-
-    When the filesystem reports no modification time, the store's ``list_from`` of that
-    directory gives it; a file whose age stays unknown is never deleted."""
-    import pyarrow.fs as pafs
-
-    files: list[tuple[str, int, int]] = []
-    dirs: list[str] = []
-    base = root.rstrip("/")
-    stack = [""]
-    never = 2**62
-    while stack:
-        rel_dir = stack.pop()
-        where = f"{base}/{rel_dir}" if rel_dir else base
-        infos = fs.get_file_info(pafs.FileSelector(where, recursive=False, allow_not_found=True))
-        store_mtimes: dict[str, int] | None = None
-        for info in infos:
-            name = info.base_name
-            if is_hidden(name, partition_columns):
-                continue
-            rel = f"{rel_dir}/{name}" if rel_dir else name
-            if info.type == pafs.FileType.Directory:
-                dirs.append(rel)
-                stack.append(rel)
-            elif info.type == pafs.FileType.File:
-                if info.mtime_ns is not None:
-                    mtime = info.mtime_ns // 1_000_000
-                else:
-                    if store_mtimes is None:
-                        dir_uri = f"{delta_log.table_uri}/{rel_dir}" if rel_dir else delta_log.table_uri
-                        store_mtimes = {s.name: s.modification_time for s in delta_log.store.list_from(f"{dir_uri}/")}
-                    mtime = store_mtimes.get(name, never)
-                files.append((rel, int(info.size or 0), int(mtime)))
-    return files, dirs
-
-
 def vacuum(
     delta_log: DeltaLog,
     retention_hours: float | None = None,
@@ -214,8 +173,13 @@ def vacuum(
     lock: str | CommitLock | None = None,
     progress: Progress | None = None,
     max_workers: int = 8,
+    inventory: pa.Table | Iterable[InventoryEntry] | None = None,
 ) -> VacuumResult:
     """Delete unreferenced files older than the retention; see the module docstring.
+
+    The table's directory is listed (``max_workers`` directories at once) unless an
+    ``inventory`` of its files is given (Delta's ``VACUUM ... USING INVENTORY``; see
+    :mod:`~deltalog.txn.commands.vacuum_listing`).
 
     Returns a :class:`VacuumResult` (iterable over the table-relative paths deleted, or
     that would be deleted with ``dry_run``). Raises :class:`VacuumRetentionError` for an
@@ -225,31 +189,15 @@ def vacuum(
     now = int(time.time() * 1000) if now_ms is None else now_ms
     table_retention_ms = int(snapshot.properties.deleted_file_retention.total_seconds() * 1000)
     retention_ms, check = _checked_retention(delta_log, retention_hours, table_retention_ms, enforce_retention)
-    delete_before = now - retention_ms
-    store = delta_log.store
-    fs = store.filesystem()
-    root = store.fs_path(delta_log.table_uri).rstrip("/")
-    partition_columns = snapshot.partition_columns
-    valid = _valid_paths(delta_log, snapshot, root, delete_before, now)
-    files, dirs = _walk(delta_log, fs, root, partition_columns)
-    doomed = [(rel, size) for rel, size, mtime in files if rel not in valid and mtime < delete_before]
-    doomed.sort()
-    result = VacuumResult(
-        delta_log.table_uri,
-        files=[rel for rel, _ in doomed],
-        size_in_bytes=sum(size for _, size in doomed),
-        dry_run=dry_run,
-        retention_hours=retention_ms / 3_600_000,
-    )
-    log.info(
-        "vacuum %s: %d of %d files (%d bytes) are unreferenced and older than %g hours%s",
-        delta_log.table_uri,
-        len(doomed),
-        len(files),
-        result.size_in_bytes,
-        result.retention_hours,
-        " (dry run)" if dry_run else "",
-    )
+    fs = delta_log.store.filesystem()
+    root = delta_log.store.fs_path(delta_log.table_uri).rstrip("/")
+    if inventory is None:
+        files, dirs = list_table(delta_log, fs, root, snapshot.partition_columns, max_workers)
+    else:
+        files, dirs = files_from_inventory(delta_log.table_uri, inventory, snapshot.partition_columns)
+    valid = _valid_paths(delta_log, snapshot, root, now - retention_ms, now)
+    result = _unreferenced(delta_log.table_uri, files, valid, now - retention_ms)
+    result.dry_run, result.retention_hours = dry_run, retention_ms / 3_600_000
     if dry_run:
         return result
     start = VacuumStart(
@@ -257,11 +205,27 @@ def vacuum(
         specified_retention_millis=None if retention_hours is None else retention_ms,
         default_retention_millis=table_retention_ms,
         user_metrics={
-            "numFilesToDelete": str(len(doomed)),
+            "numFilesToDelete": str(len(result.files)),
             "sizeOfDataToDelete": str(result.size_in_bytes),
         },
     )
     _delete_between_start_and_end(delta_log, lock, start, result, fs, root, dirs, valid, progress, max_workers)
+    return result
+
+
+def _unreferenced(
+    table_uri: str, files: list[tuple[str, int, int]], valid: set[str], delete_before: int
+) -> VacuumResult:
+    """The files neither ``valid`` nor younger than ``delete_before``: what VACUUM deletes."""
+    doomed = sorted((rel, size) for rel, size, mtime in files if rel not in valid and mtime < delete_before)
+    result = VacuumResult(table_uri, files=[rel for rel, _ in doomed], size_in_bytes=sum(size for _, size in doomed))
+    log.info(
+        "vacuum %s: %d of %d files (%d bytes) are unreferenced and older than the retention",
+        table_uri,
+        len(doomed),
+        len(files),
+        result.size_in_bytes,
+    )
     return result
 
 
