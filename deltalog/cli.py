@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import json
 import logging
 import os
@@ -33,7 +32,7 @@ from deltalog.errors import DeltaError
 from deltalog.logstores.options import StorageOptions, redact
 
 if TYPE_CHECKING:
-    from deltalog.logstores.base import LogStore, StoreSemantics
+    from deltalog.logstores.base import LogStore
     from deltalog.txn.delta_log import DeltaLog
 
 __all__ = [
@@ -41,9 +40,9 @@ __all__ = [
     "CommandContext",
     "build_parser",
     "command",
-    "default_commit_lock",
     "format_table",
     "main",
+    "one_line",
 ]
 
 log = logging.getLogger("deltalog.cli")
@@ -54,7 +53,12 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 #: Modules whose import registers more subcommands (for commands kept outside this file).
-COMMAND_MODULES: tuple[str, ...] = ("deltalog.cli_commands.table", "deltalog.cli_commands.maintenance")
+COMMAND_MODULES: tuple[str, ...] = (
+    "deltalog.cli_commands.table",
+    "deltalog.cli_commands.maintenance",
+    "deltalog.cli_commands.stores",
+    "deltalog.cli_commands.conformance",
+)
 
 
 # -- the frame ------------------------------------------------------------------------
@@ -180,7 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """An error as the one line the CLI prints: a deltalog error's message, else ``Type: message``."""
     text = " ".join(str(exc).split())
     if isinstance(exc, DeltaError) and text:
         return text
@@ -215,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             sys.stderr.write(ctx.redact(traceback.format_exc()))
-        message = ctx.redact(_one_line(exc))
+        message = ctx.redact(one_line(exc))
         hint = "" if args.debug or isinstance(exc, DeltaError) else " (run with --debug for the traceback)"
         sys.stderr.write(f"deltalog {args.command}: error: {message}{hint}\n")
         return EXIT_FAILURE
@@ -231,120 +236,6 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
-
-
-# -- deltalog stores ------------------------------------------------------------------
-
-
-def default_commit_lock(semantics: StoreSemantics) -> str:
-    """The commit lock ``lock="auto"`` uses on a store with these semantics (docs/locks.md)."""
-    from deltalog.txn.commit.locks.selection import describe_default_lock
-
-    return describe_default_lock(semantics)
-
-
-def _store_row(name: str) -> dict[str, Any]:
-    from deltalog.logstores.registry import installed_stores
-
-    entry = installed_stores()[name]
-    row: dict[str, Any] = {
-        "name": name,
-        "class": entry.target,
-        "distribution": entry.distribution,
-        "builtin": entry.builtin,
-    }
-    try:
-        cls = entry.load()
-    except Exception as exc:
-        row.update(schemes=[], status=f"cannot load: {_one_line(exc)}")
-        return row
-    semantics = cls.default_semantics
-    missing = [m for m in cls.requires if importlib.util.find_spec(m.split(".")[0]) is None]
-    if missing:
-        install = f"pip install 'deltalog[{cls.extra}]'" if cls.extra else f"pip install {missing[0]}"
-        status = f"missing {', '.join(missing)}: {install}"
-    else:
-        status = "ok"
-    row.update(
-        schemes=[*cls.schemes, *(p + "*" for p in cls.scheme_prefixes)],
-        mutual_exclusion=semantics.mutual_exclusion.name,
-        partial_write_visible=semantics.partial_write_visible,
-        consistent_listing=semantics.consistent_listing,
-        commit_lock=default_commit_lock(semantics),
-        extra=cls.extra,
-        status=status,
-    )
-    return row
-
-
-def _schemes_cell(schemes: Sequence[str], shown: int = 6) -> str:
-    cell = ", ".join(f"{scheme}://" for scheme in schemes[:shown])
-    if len(schemes) > shown:
-        cell += f" (+{len(schemes) - shown} more, see --json)"
-    return cell
-
-
-@command("stores", "list the installed storage backends, their semantics and default commit lock")
-def stores(ctx: CommandContext) -> int:
-    from deltalog.logstores.registry import installed_stores
-
-    rows = [_store_row(name) for name in sorted(installed_stores())]
-    if ctx.json:
-        ctx.print_json(rows)
-        return EXIT_OK
-    table = []
-    for row in rows:
-        if "mutual_exclusion" in row:
-            semantics = ", ".join(
-                [
-                    row["mutual_exclusion"],
-                    "partial writes visible" if row["partial_write_visible"] else "atomic",
-                    "consistent listing" if row["consistent_listing"] else "eventual listing",
-                ]
-            )
-        else:
-            semantics = ""
-        schemes = _schemes_cell(row["schemes"])
-        origin = "built-in" if row["builtin"] else (row["distribution"] or row["class"])
-        table.append([row["name"], schemes, semantics, row.get("commit_lock", ""), origin, row["status"]])
-    ctx.print_table(["name", "schemes", "semantics", "commit lock (auto)", "from", "status"], table)
-    return EXIT_OK
-
-
-# -- deltalog conformance -------------------------------------------------------------
-
-
-def _conformance_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("uri", help="a scratch location the checks may write under (cleaned up afterwards)")
-    parser.add_argument("--check", action="append", default=[], metavar="NAME", help="run only this check (repeatable)")
-
-
-@command(
-    "conformance",
-    "run the LogStore conformance kit against URI and print the capability report",
-    arguments=_conformance_arguments,
-)
-def conformance(ctx: CommandContext) -> int:
-    from deltalog.conformance.catalog import select_checks
-    from deltalog.conformance.result import CheckResult
-    from deltalog.conformance.runner import run_conformance
-
-    uri: str = ctx.args.uri
-    checks = [check.name for check in select_checks(ctx.args.check)]
-    store = ctx.open_store(uri)
-    done = 0
-
-    def show(result: CheckResult) -> None:
-        nonlocal done
-        done += 1
-        ctx.progress(f"[{done}/{len(checks)}] {result.check}: {result.outcome.value}")
-
-    report = run_conformance(store, uri, checks, on_result=show)
-    if ctx.json:
-        ctx.print(report.to_json())
-    else:
-        ctx.print(report.to_text())
-    return EXIT_OK if report.ok else EXIT_FAILURE
 
 
 if __name__ == "__main__":

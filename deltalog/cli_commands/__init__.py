@@ -1,5 +1,6 @@
-"""The ``deltalog`` subcommands for tables: inspection (``describe``, ``history``, ``files``)
-and maintenance (``checkpoint``, ``cleanup``, ``vacuum``, ``optimize``, ``restore``).
+"""The ``deltalog`` subcommands: table inspection (``describe``, ``history``, ``files``),
+maintenance (``checkpoint``, ``cleanup``, ``vacuum``, ``optimize``, ``restore``), and the
+storage backends (``stores``, ``conformance``).
 
 They register themselves with :func:`deltalog.cli.command` when imported; ``deltalog.cli``
 imports them through ``COMMAND_MODULES``.

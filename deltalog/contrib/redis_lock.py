@@ -339,12 +339,15 @@ class _Pending:
 
 
 class _Lease:
-    """A held table lease and the thread that renews it."""
+    """A held table lease and the thread that renews it. ``lost`` is set when the lease is
+    lost; ``renewals`` counts the renewals so far (:meth:`wait_renewed` waits for them)."""
 
     def __init__(self, lock: RedisCommitLock, table: _Table, token: str) -> None:
         self.table = table
         self.token = token
         self.lost = threading.Event()
+        self.renewals = 0
+        self._renewed = threading.Condition()
         self._lock = lock
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -353,6 +356,21 @@ class _Lease:
 
     def start(self) -> None:
         self._thread.start()
+
+    def wait_renewed(self, count: int, timeout: float) -> bool:
+        """Wait until the lease has been renewed ``count`` times; False if it is lost first
+        or ``timeout`` seconds pass."""
+        with self._renewed:
+            self._renewed.wait_for(lambda: self.renewals >= count or self.lost.is_set(), timeout)
+            return self.renewals >= count
+
+    def _signal(self, renewed: bool) -> None:
+        with self._renewed:
+            if renewed:
+                self.renewals += 1
+            else:
+                self.lost.set()
+            self._renewed.notify_all()
 
     def _renew_loop(self) -> None:
         import redis
@@ -371,15 +389,16 @@ class _Lease:
                         self.table.ident,
                         self._lock._safe(str(exc)),
                     )
-                    self.lost.set()
+                    self._signal(renewed=False)
                     return
                 log.info("cannot renew the commit lease of %s yet: %s", self.table.ident, self._lock._safe(str(exc)))
                 continue
             if not renewed:
                 log.warning("lost the commit lease of %s: it expired or Redis lost it", self.table.ident)
-                self.lost.set()
+                self._signal(renewed=False)
                 return
             last_ok = time.monotonic()
+            self._signal(renewed=True)
 
     def stop(self) -> None:
         self._stop.set()

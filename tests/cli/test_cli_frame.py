@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from deltalog import cli
+from deltalog.cli_commands.stores import default_commit_lock
 from deltalog.logstores import FileStatus, MutualExclusion, StoreSemantics
 from deltalog.logstores.local import LocalLogStore
 from tests.conformance.helpers import deltalog
@@ -27,9 +28,9 @@ def test_default_commit_lock_rule() -> None:
     atomic = StoreSemantics(MutualExclusion.CONDITIONAL_WRITE, partial_write_visible=False)
     rename_partial = StoreSemantics(MutualExclusion.ATOMIC_RENAME, partial_write_visible=True)
     plain_put = StoreSemantics(MutualExclusion.NONE, partial_write_visible=False)
-    assert cli.default_commit_lock(atomic).startswith("none")
-    assert cli.default_commit_lock(rename_partial).startswith("in-process")
-    assert cli.default_commit_lock(plain_put).startswith("required: redis://")
+    assert default_commit_lock(atomic).startswith("none")
+    assert default_commit_lock(rename_partial).startswith("in-process")
+    assert default_commit_lock(plain_put).startswith("required: redis://")
 
 
 def test_stores_json_lists_builtins_with_semantics(capsys: pytest.CaptureFixture[str]) -> None:

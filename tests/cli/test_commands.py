@@ -92,7 +92,8 @@ def test_checkpoint_and_cleanup(table: str) -> None:
 def test_vacuum(table: str) -> None:
     log = DeltaLog.for_table(table)
     orphan = write_file(log, [99], "a")  # written by a "failed job", never committed
-    time.sleep(0.01)
+    an_hour_ago = time.time() - 3600
+    os.utime(Path(table) / orphan.path, (an_hour_ago, an_hour_ago))  # older than "now - 0 hours"
     refused = deltalog("vacuum", table, "--retain-hours", "0")
     assert refused.returncode == 1
     assert refused.stderr.count("\n") == 1 and "deletedFileRetentionDuration" in refused.stderr

@@ -8,7 +8,8 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -118,15 +119,43 @@ def test_lease_renewal_keeps_a_slow_holders_lease(redis_server: RedisServer, tmp
     client: Any = redis_server.client()
     with make_lock(redis_server.url, lease_ttl="300ms") as lock:
         with lock.lease(store, log_uri) as held:
-            time.sleep(1.5)  # five lease TTLs
+            taken = time.monotonic()
+            # Renewals come every lease_ttl / 3: after six the lease has outlived two TTLs.
+            assert held.wait_renewed(6, timeout=30), "the lease was lost or never renewed"
+            assert time.monotonic() - taken > 2 * 0.3
             assert client.get(held.table.lease_key) == held.token
             assert not held.lost.is_set()
         assert client.get(held.table.lease_key) is None  # released
-        # Control: without the renewal thread the same lease is gone after the same wait.
-        with lock.lease(store, log_uri) as held:
+        # Control: without the renewal thread the same lease expires.
+        with lock.lease(store, log_uri) as held, _expirations(client, lock.config.db) as expired:
             held.stop()
-            time.sleep(1.5)
+            assert 0 < client.pttl(held.table.lease_key) <= 300
+            assert expired(held.table.lease_key, timeout=30)
             assert client.get(held.table.lease_key) is None
+
+
+@contextmanager
+def _expirations(client: Any, db: int) -> Iterator[Callable[[str, float], bool]]:
+    """``expired(key, timeout)``: wait for Redis to announce that ``key`` expired (a
+    keyspace notification, switched on for the block)."""
+    before = client.config_get("notify-keyspace-events")["notify-keyspace-events"]
+    client.config_set("notify-keyspace-events", "Ex")
+    pubsub = client.pubsub()
+    pubsub.subscribe(f"__keyevent@{db}__:expired")
+
+    def expired(key: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            message = pubsub.get_message(ignore_subscribe_messages=True, timeout=left)
+            if message is not None and message["data"] == key:
+                return True
+        return False
+
+    try:
+        yield expired
+    finally:
+        pubsub.close()
+        client.config_set("notify-keyspace-events", before)
 
 
 def test_a_held_lease_makes_other_writers_wait_then_time_out(redis_server: RedisServer, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from deltalog.txn.commit.commit_errors import ConcurrentAppendError
 from deltalog.txn.commit.operations import Delete, SetTableProperties
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.errors import VersionNotFoundError
+from tests.log.helpers import set_mtime
 from tests.ops.tables import append, create, read_ids
 
 
@@ -44,12 +45,16 @@ def test_restore_to_a_version(table_uri: str) -> None:
 
 
 def test_restore_to_a_timestamp(tmp_path: Path) -> None:
-    log = create(str(tmp_path / "t"))
+    path = tmp_path / "t"
+    log = create(str(path))
     append(log, [1])
-    time.sleep(0.01)
-    stamp = datetime.fromtimestamp(log.update().timestamp / 1000 + 0.001, tz=timezone.utc)
-    time.sleep(0.01)
     append(log, [2])
+    # A commit's timestamp is its file's modification time (no in-commit timestamps here):
+    # versions 0, 1, 2 a minute apart, and the restore asks for half a minute after version 1.
+    start = 1_700_000_000_000
+    for version in (0, 1, 2):
+        set_mtime(str(path / "_delta_log" / f"{version:020d}.json"), start + version * 60_000)
+    stamp = datetime.fromtimestamp((start + 90_000) / 1000, tz=timezone.utc)
     result = restore(log, timestamp=stamp)
     assert result.restored_version == 1
     assert read_ids(log) == [1]
@@ -76,8 +81,10 @@ def test_refused_when_files_were_vacuumed(table_uri: str) -> None:
     append(log, [1])
     append(log, [2])
     optimize(log, where=None)
-    time.sleep(0.01)  # the tombstones must be older than "now - 0 hours"
-    vacuum(log, retention_hours=0, enforce_retention=False)
+    tombstones = log.update().tombstones_table().column("deletionTimestamp").to_pylist()
+    assert len(tombstones) == 2
+    # Vacuum an hour after the OPTIMIZE: its tombstones are older than "now - 0 hours".
+    vacuum(log, retention_hours=0, enforce_retention=False, now_ms=max(tombstones) + 3_600_000)
     version = log.update().version
     with pytest.raises(RestoreMissingFilesError, match="no longer exist") as err:
         restore(log, version=2)

@@ -13,8 +13,11 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def _executor_jvm(_: object) -> list[int]:
-    """In a task: the pid of the JVM that runs this Python worker (walking up /proc)."""
-    time.sleep(0.3)  # keep the task busy so both single-core executors get some
+    """In a task of a barrier stage: the pid of the JVM that runs this Python worker
+    (walking up /proc), once every task of the stage is running."""
+    from pyspark import BarrierTaskContext
+
+    BarrierTaskContext.get().barrier()
     pid = os.getpid()
     while pid > 1:
         with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
@@ -31,12 +34,14 @@ def test_cluster_has_separate_executor_processes(spark_cluster):
     sc = spark.sparkContext
     deadline = time.monotonic() + 120
     while sc._jsc.sc().getExecutorMemoryStatus().size() < 3 and time.monotonic() < deadline:
-        time.sleep(0.5)  # the two executors register asynchronously
+        time.sleep(0.1)  # readiness poll: the two executors register asynchronously
     assert sc._jsc.sc().getExecutorMemoryStatus().size() == 3  # the driver and two executors
     driver_jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
-    jvms = set(sc.parallelize(range(8), 8).mapPartitions(_executor_jvm).collect())
+    # A barrier stage starts all its tasks at once; with one core per executor its two
+    # tasks run on the two executors, and each reports the JVM above its Python worker.
+    jvms = sc.parallelize(range(2), 2).barrier().mapPartitions(_executor_jvm).collect()
     assert driver_jvm not in jvms and -1 not in jvms
-    assert len(jvms) == 2
+    assert len(set(jvms)) == 2
 
 
 def test_cluster_write_read_merge(spark_cluster, table_path):
