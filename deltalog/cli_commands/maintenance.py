@@ -1,4 +1,4 @@
-"""``deltalog checkpoint``, ``cleanup``, ``vacuum``, ``optimize`` and ``restore``."""
+"""``deltalog checkpoint``, ``cleanup``, ``vacuum``, ``optimize``, ``restore`` and ``clone``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from deltalog.cli import EXIT_OK, CommandContext, command
 from deltalog.cli_commands.arguments import human_bytes, parse_where, with_arguments
 from deltalog.cli_commands.progress import ProgressBar, progress_enabled
 
-__all__ = ["checkpoint", "cleanup", "optimize", "restore", "vacuum"]
+__all__ = ["checkpoint", "cleanup", "clone", "optimize", "restore", "vacuum"]
 
 
 def _progress_argument(parser: argparse.ArgumentParser) -> None:
@@ -183,5 +183,48 @@ def restore(ctx: CommandContext) -> int:
             f"restored version {result.restored_version} as version {result.version}: "
             f"{m['numRestoredFiles']} file(s) restored, {m['numRemovedFiles']} removed; "
             f"{m['numOfFilesAfterRestore']} files now"
+        )
+    return EXIT_OK
+
+
+def _clone_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", help="the new table's location (must be empty)")
+    parser.add_argument("--deep", action="store_true", help="copy the data files (default: shallow, point at them)")
+    version = parser.add_mutually_exclusive_group()
+    version.add_argument("--version", type=int, metavar="N", help="clone version N (default: the latest)")
+    version.add_argument("--timestamp", metavar="TS", help="clone the version current at TS (ISO-8601, UTC)")
+    parser.add_argument(
+        "--property", action="append", default=[], metavar="KEY=VALUE", help="a table property to set on the clone"
+    )
+
+
+@command(
+    "clone",
+    "make a new table of this table's files at one version (a CLONE commit; shallow unless --deep)",
+    arguments=with_arguments(_clone_arguments),
+)
+def clone(ctx: CommandContext) -> int:
+    from deltalog.txn.commands.clone import clone as run_clone
+
+    properties = dict(p.split("=", 1) for p in ctx.args.property if "=" in p)
+    result = run_clone(
+        ctx.delta_log(ctx.args.uri),
+        ctx.args.target,
+        version=ctx.args.version,
+        timestamp=ctx.args.timestamp,
+        shallow=not ctx.args.deep,
+        properties=properties,
+        storage_options=ctx.storage_options,
+        lock=ctx.args.lock,
+    )
+    data = {"table": result.target_uri, "version": result.version, "source_version": result.source_version}
+    if ctx.json:
+        ctx.print_json({**data, "metrics": result.metrics})
+    else:
+        m = result.metrics
+        kind = "deep" if ctx.args.deep else "shallow"
+        ctx.print(
+            f"{kind} clone of version {result.source_version} at {result.target_uri}: "
+            f"{m['sourceNumOfFiles']} file(s), {m['numCopiedFiles']} copied"
         )
     return EXIT_OK

@@ -155,6 +155,20 @@ def test_restore(table: str) -> None:
     assert future.returncode == 1 and future.stderr.startswith("deltalog restore: error:")
 
 
+def test_clone(table: str, tmp_path: Path) -> None:
+    shallow = ok_json("clone", table, str(tmp_path / "dev"), "--version", "1", "--property", "team=qa")
+    assert isinstance(shallow, dict) and shallow["version"] == 0 and shallow["source_version"] == 1
+    assert shallow["metrics"]["numCopiedFiles"] == "0"
+    cloned, source = ok_json("files", str(tmp_path / "dev")), ok_json("files", table, "--version", "1")
+    assert isinstance(cloned, list) and isinstance(source, list) and len(cloned) == len(source) > 0
+    for ours, theirs in zip(cloned, source):  # the shallow clone names the source's files by absolute path
+        assert ours["path"].startswith("file://") and ours["path"].endswith("/table/" + theirs["path"])
+    deep = deltalog("clone", table, str(tmp_path / "copy"), "--deep")
+    assert deep.returncode == 0 and "deep clone of version 3" in deep.stdout
+    again = deltalog("clone", table, str(tmp_path / "copy"))
+    assert again.returncode == 1 and "not empty" in again.stderr
+
+
 def test_errors_are_one_line_unless_debug(tmp_path: Path) -> None:
     missing = str(tmp_path / "nothing")
     proc = deltalog("describe", missing)
