@@ -221,7 +221,7 @@ def test_vacuum_with_an_inventory(spark, table_path):
         with open(path, "wb") as f:
             f.write(b"x")
         os.utime(path, (0, 0))
-    report = [(old, 1, False, 0)] + [(os.path.join(table_path, "g=g0"), 0, True, 0)]
+    report = [(old, 1, False, 0), (os.path.join(table_path, "g=g0"), 0, True, 0)]
     inventory = spark.createDataFrame(report, "path string, length long, isDir boolean, modificationTime long")
     assert [r.path for r in table.vacuum(inventory=inventory).collect()] == ["g=g0/part-old-orphan.parquet"]
     assert not os.path.exists(old) and os.path.exists(unlisted)
