@@ -61,6 +61,7 @@ from deltalog.txn.commit.locks.errors import (
     MissingCommitError,
     UnrecoverableClaimError,
 )
+from deltalog.txn.protocol.file_names import padded_version
 
 __all__ = ["RedisCommitLock", "RedisLockConfig", "parse_duration", "redis_lock_from_uri"]
 
@@ -320,7 +321,7 @@ class _Table:
         return self.base + "latest"
 
     def entry_key(self, version: int) -> str:
-        return f"{self.base}commit:{version:020d}"
+        return f"{self.base}commit:{padded_version(version)}"
 
     def commit(self, version: int) -> str:
         return commit_uri(self.log_uri, version)
