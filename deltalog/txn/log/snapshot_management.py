@@ -141,7 +141,7 @@ class SnapshotManagement:
 
     def _commit_timestamp(self, version: int, state: LogState, batch: CommitBatch | None, fallback: int) -> int:
         md = state.metadata
-        if md is not None and md.configuration.get("delta.enableInCommitTimestamps", "").lower() == "true":
+        if md is not None and md.properties.enable_in_commit_timestamps:
             info = batch.commit_infos.get(version) if batch is not None else None
             if info is None:
                 try:
