@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from deltalog.txn.commit.operations import Write
+from deltalog.txn.protocol import file_names
 from deltalog.txn.protocol.properties import TableProperties
 from tests.txn.test_transaction import add, commit_lines, create, new_log
 
@@ -153,3 +154,25 @@ def test_the_preview_in_commit_timestamp_key_is_honoured_by_every_reader() -> No
     stamp = commit_lines(log, version)[0]["commitInfo"].get("inCommitTimestamp")
     assert isinstance(stamp, int)
     assert log.update().timestamp == stamp
+
+
+def test_file_names_are_deltas() -> None:
+    """The names of Delta's FileNames, and each is recognised as its version's."""
+    names = [
+        file_names.delta_file(42),
+        file_names.checksum_file(42),
+        file_names.checkpoint_file_singular(42),
+        *file_names.checkpoint_file_with_parts(42, 2),
+        file_names.v2_checkpoint_file(42, "json", "3a0d65cd-4056-49b8-937b-95f9e3ee90e5"),
+    ]
+    assert names == [
+        "00000000000000000042.json",
+        "00000000000000000042.crc",
+        "00000000000000000042.checkpoint.parquet",
+        "00000000000000000042.checkpoint.0000000001.0000000002.parquet",
+        "00000000000000000042.checkpoint.0000000002.0000000002.parquet",
+        "00000000000000000042.checkpoint.3a0d65cd-4056-49b8-937b-95f9e3ee90e5.json",
+    ]
+    assert {file_names.file_version(n) for n in names} == {42}
+    assert file_names.file_version("_last_checkpoint") is None
+    assert file_names.log_path("s3://b/t/_delta_log/", names[0]) == "s3://b/t/_delta_log/00000000000000000042.json"
