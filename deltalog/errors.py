@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         UnknownWriteOptionError,
         WriteOutcomeUnknownError,
     )
+    from deltalog.durations import InvalidDurationError
     from deltalog.logstores.errors import (
         AmbiguousWriteError,
         FileAlreadyExistsError,
@@ -107,6 +108,8 @@ class DeltaError(Exception):
 
 #: where each re-exported error is defined (module names only: nothing imported yet)
 _HOMES: dict[str, str] = {
+    # settings
+    "InvalidDurationError": "deltalog.durations",
     # storage
     "LogStoreError": "deltalog.logstores.errors",
     "AmbiguousWriteError": "deltalog.logstores.errors",
@@ -214,6 +217,7 @@ __all__ = [
     "DeltaSparkError",
     "DuplicateFileActionError",
     "FileAlreadyExistsError",
+    "InvalidDurationError",
     "InvalidMetadataError",
     "InvalidPartitionFilterError",
     "InvalidPropertyError",

@@ -1,6 +1,6 @@
 """The package's layers (docs/architecture.md) checked on every import in ``deltalog/``:
 
-    logstores → txn/protocol → txn/log → txn/commit → txn (DeltaLog) → txn/commands
+    durations → logstores → txn/protocol → txn/log → txn/commit → txn (DeltaLog) → txn/commands
     → contrib, conformance, cli
 
 An import may go down or stay in its layer, never up, whether it runs at module level,
@@ -21,6 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "deltalog"
 
 #: (module prefix, layer); the longest matching prefix decides.
 LAYERS = [
+    ("deltalog.durations", 0),  # the one duration parser, used by stores and engine alike
     ("deltalog.logstores", 1),
     ("deltalog.txn.protocol", 2),
     ("deltalog.txn.log", 3),

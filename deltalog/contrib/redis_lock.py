@@ -48,6 +48,8 @@ from itertools import zip_longest
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from deltalog import durations
+from deltalog.durations import InvalidDurationError
 from deltalog.logstores.base import LogStore
 from deltalog.logstores.errors import AmbiguousWriteError, FileAlreadyExistsError
 from deltalog.logstores.options import StorageOptions
@@ -61,6 +63,7 @@ from deltalog.txn.commit.locks.errors import (
     MissingCommitError,
     UnrecoverableClaimError,
 )
+from deltalog.txn.protocol.file_names import padded_version
 
 __all__ = ["RedisCommitLock", "RedisLockConfig", "parse_duration", "redis_lock_from_uri"]
 
@@ -85,9 +88,6 @@ _PARAMS = (
     "ssl_cert_reqs",
     "ssl_check_hostname",
 )
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.IGNORECASE)
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
 # KEYS[1] lease key; ARGV[1] token, ARGV[2] ttl in ms.
 _RENEW = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -128,16 +128,12 @@ return 1
 
 
 def parse_duration(value: str | float | int, name: str) -> float:
-    """Seconds from ``"500ms"``, ``"15s"``, ``"2m"``, ``"1h"``, ``"1d"`` or a bare number of seconds."""
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    else:
-        match = _DURATION.match(value)
-        if match is None:
-            raise CommitLockConfigError(
-                f"the Redis lock setting {name}={value!r} is not a duration; write e.g. 500ms, 15s, 2m, 1d"
-            )
-        seconds = float(match.group(1)) * _UNITS[(match.group(2) or "s").lower()]
+    """Seconds from ``"500ms"``, ``"15s"``, ``"2m"``, ``"1h"``, ``"1d"``, ``"interval 1 day"`` or a
+    bare number of seconds (:func:`deltalog.durations.parse_duration`)."""
+    try:
+        seconds = durations.parse_duration(value, f"the Redis lock setting {name}").total_seconds()
+    except InvalidDurationError as exc:
+        raise CommitLockConfigError(str(exc)) from None
     if seconds <= 0:
         raise CommitLockConfigError(f"the Redis lock setting {name} must be positive, got {value!r}")
     return seconds
@@ -320,7 +316,7 @@ class _Table:
         return self.base + "latest"
 
     def entry_key(self, version: int) -> str:
-        return f"{self.base}commit:{version:020d}"
+        return f"{self.base}commit:{padded_version(version)}"
 
     def commit(self, version: int) -> str:
         return commit_uri(self.log_uri, version)

@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from deltalog import durations
+from deltalog.durations import InvalidDurationError
 from deltalog.logstores.errors import (
     AmbiguousWriteError,
     FileAlreadyExistsError,
@@ -51,21 +53,14 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
-
 
 def parse_duration(text: str, option: str) -> float:
-    """Seconds in ``"250ms"``, ``"5s"``, ``"2m"`` or a plain number of seconds."""
-    value = text.strip().lower()
-    for unit in sorted(_UNITS, key=len, reverse=True):
-        if value.endswith(unit) and value[: -len(unit)].strip().replace(".", "", 1).isdigit():
-            return float(value[: -len(unit)]) * _UNITS[unit]
+    """Seconds in ``"250ms"``, ``"5s"``, ``"2m"``, ``"interval 1 minute"`` or a plain number of
+    seconds (:func:`deltalog.durations.parse_duration`)."""
     try:
-        return float(value)
-    except ValueError:
-        raise LogStoreConfigError(
-            f"option {option}={text!r} is not a duration; write it like 250ms, 5s or 2m"
-        ) from None
+        return durations.parse_duration(text, f"option {option}").total_seconds()
+    except InvalidDurationError as exc:
+        raise LogStoreConfigError(str(exc)) from None
 
 
 class Outcome(enum.Enum):

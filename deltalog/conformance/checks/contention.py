@@ -21,6 +21,7 @@ from deltalog.conformance.context import CheckContext
 from deltalog.conformance.result import CheckFailed, NotApplicable
 from deltalog.logstores.base import LogStore, MutualExclusion
 from deltalog.logstores.errors import FileAlreadyExistsError
+from deltalog.txn.protocol.file_names import delta_file
 
 __all__ = ["CHECKS", "RaceTally", "race_threads"]
 
@@ -108,7 +109,7 @@ def _needs_lock(store: LogStore, tally: RaceTally, writers: int, kind: str) -> N
 def put_if_absent_threads(ctx: CheckContext) -> str:
     tally = RaceTally()
     for round_no in range(ROUNDS):
-        race_threads(ctx.store, ctx.uri(f"{round_no:020d}.json"), round_no, THREADS, tally)
+        race_threads(ctx.store, ctx.uri(delta_file(round_no)), round_no, THREADS, tally)
     if ctx.store.semantics.mutual_exclusion is MutualExclusion.NONE:
         raise _needs_lock(ctx.store, tally, THREADS, "threads")
     if tally.problems:
@@ -121,7 +122,7 @@ def put_if_absent_processes(ctx: CheckContext) -> str:
     spec = store.spec()
     marker = ctx.uri("marker.json")
     store.write(marker, marker_lines())
-    uris = [ctx.uri(f"{round_no:020d}.json") for round_no in range(ROUNDS)]
+    uris = [ctx.uri(delta_file(round_no)) for round_no in range(ROUNDS)]
 
     mp = multiprocessing.get_context("spawn")
     barrier = mp.Barrier(PROCESSES)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog.conformance.check import Check, expect, operation
 from deltalog.conformance.context import CheckContext
 from deltalog.conformance.result import CheckFailed, NotApplicable
+from deltalog.txn.protocol.file_names import checkpoint_file_singular, delta_file
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
@@ -218,10 +219,10 @@ def log_cleanup(ctx: CheckContext) -> str:
         snapshot = log.update()
         deleted = log.cleanup_expired_logs(snapshot, now_ms=int(time.time() * 1000) + 3 * DAY_MS)
     names = table.log_names()
-    left = sorted(n for n in names if n.endswith(".json") and n < f"{3:020d}.json")
+    left = sorted(n for n in names if n.endswith(".json") and n < delta_file(3))
     expect(not left, f"cleanup reported {deleted} deletions but {left} are still listed")
     expect(
-        f"{3:020d}.checkpoint.parquet" in names and f"{4:020d}.json" in names,
+        checkpoint_file_singular(3) in names and delta_file(4) in names,
         f"cleanup deleted the checkpoint or a newer commit: {names}",
     )
     table.expect_files({f"p=a/f{i}.parquet" for i in range(4)}, "log cleanup")

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from deltalog.conformance.check import Check, expect, operation
 from deltalog.conformance.context import CheckContext
 from deltalog.conformance.result import CheckFailed, NotApplicable
+from deltalog.txn.protocol.file_names import delta_file
 
 __all__ = ["CHECKS", "LONG_LISTING", "ORDERING_NAMES"]
 
@@ -89,14 +90,14 @@ def list_from_start(ctx: CheckContext) -> str:
 def read_after_write_listing(ctx: CheckContext) -> str:
     if not ctx.store.semantics.consistent_listing:
         raise NotApplicable("the store declares eventually consistent listing")
-    first = ctx.uri(f"{0:020d}.json")
+    first = ctx.uri(delta_file(0))
     now_ms = int(time.time() * 1000)
     for version in range(10):
-        uri = ctx.uri(f"{version:020d}.json")
+        uri = ctx.uri(delta_file(version))
         lines = [f'{{"version":{version}}}', "é" * version]
         ctx.write(uri, lines)
         statuses = {status.name: status for status in ctx.store.list_from(first)}
-        name = f"{version:020d}.json"
+        name = delta_file(version)
         expect(name in statuses, f"{name} was not listed right after its write returned")
         expect(
             len(statuses) == version + 1,
@@ -161,7 +162,7 @@ def list_past_one_page(ctx: CheckContext) -> str:
     import pyarrow.fs as pafs
 
     directory = ctx.directory("long")
-    expected = [f"{i:020d}.json" for i in range(LONG_LISTING)]
+    expected = [delta_file(i) for i in range(LONG_LISTING)]
     started = time.monotonic()
 
     def write(name: str) -> None:

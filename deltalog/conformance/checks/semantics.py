@@ -13,6 +13,7 @@ from deltalog.conformance.checks.overwrite import second_write_outcome
 from deltalog.conformance.context import CheckContext
 from deltalog.conformance.result import CheckFailed, NotApplicable
 from deltalog.logstores.base import MutualExclusion
+from deltalog.txn.protocol.file_names import delta_file
 
 __all__ = ["CHECKS"]
 
@@ -33,7 +34,7 @@ def declared_semantics(ctx: CheckContext) -> str:
     outcome, content = second_write_outcome(ctx, probe)
     tally = RaceTally()
     for race in range(RACES):
-        race_threads(store, ctx.uri(f"race-{race:020d}.json"), race, RACERS, tally)
+        race_threads(store, ctx.uri(f"race-{delta_file(race)}"), race, RACERS, tally)
     evidence: list[str] = []
     if outcome == "overwrote":
         evidence.append(f"a second writer overwrote an existing file (it now reads {content[:1]!r})")

@@ -10,6 +10,7 @@ from deltalog.conformance.check import Check
 from deltalog.conformance.checks.roundtrip import big_lines
 from deltalog.conformance.context import CheckContext
 from deltalog.conformance.result import CheckFailed, NotApplicable
+from deltalog.txn.protocol.file_names import delta_file
 
 __all__ = ["CHECKS"]
 
@@ -41,7 +42,7 @@ def atomic_visibility(ctx: CheckContext) -> str:
     for file_no in range(FILES):
         lines = big_lines(MEBIBYTES, tag=f"file{file_no}")
         size = sum(len(line.encode("utf-8")) + 1 for line in lines)
-        uri = ctx.uri(f"{file_no:020d}.json")
+        uri = ctx.uri(delta_file(file_no))
         failure: list[BaseException] = []
 
         def write(uri: str = uri, lines: list[str] = lines, failure: list[BaseException] = failure) -> None:

@@ -212,10 +212,8 @@ class DeltaMergeBuilder:
         fields = [json.loads(self._source.schema[c].json()) for c in new_columns]
         merged = schemas.merge_schemas(json.loads(current.schema_string), {"type": "struct", "fields": fields})
         config = dict(current.configuration)
-        if config.get("delta.columnMapping.mode", "none").lower() != "none":
-            merged, max_id = schemas.assign_column_mapping(
-                merged, int(config.get("delta.columnMapping.maxColumnId", "0"))
-            )
+        if current.properties.column_mapping_mode != "none":
+            merged, max_id = schemas.assign_column_mapping(merged, current.properties.column_mapping_max_id)
             config["delta.columnMapping.maxColumnId"] = str(max_id)
         txn.update_metadata(
             replace(current, schema_string=json.dumps(merged, separators=(",", ":")), configuration=config)

@@ -29,6 +29,7 @@ from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.contrib.spark.writes import _file_actions, _spec_for, commit_files
 from deltalog.txn.protocol.actions import Action, AddFile
+from deltalog.txn.protocol.properties import TableProperties
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -691,7 +692,7 @@ class DeltaTableBuilder:
             raise TableAlreadyExistsError(f"a Delta table already exists at {delta_log.table_uri}")
         schema: dict[str, Any] = {"type": "struct", "fields": self._fields}
         config = dict(self._properties)
-        if config.get("delta.columnMapping.mode", "none").lower() != "none":
+        if TableProperties(config).column_mapping_mode != "none":
             schema, max_id = schemas.assign_column_mapping(schema, 0)
             config["delta.columnMapping.maxColumnId"] = str(max_id)
         metadata = Metadata(

@@ -55,6 +55,7 @@ from deltalog.txn.protocol.actions import (
     parse_line,
 )
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
+from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
 
 __all__ = ["StreamingInfo", "WritePlan", "abort_write", "commit_files", "commit_write", "plan_write"]
 
@@ -127,9 +128,10 @@ def _new_table_metadata(opts: WriteOptions, data: dict[str, Any]) -> Metadata:
     fields = [f for f in data["fields"] if f["name"] != CDC_TYPE_COLUMN]
     schema = schemas.as_nullable({**data, "fields": fields})
     config = dict(opts.table_properties)
-    mode = config.get("delta.columnMapping.mode", "none").lower()
-    if mode not in ("none", "name", "id"):
-        raise InvalidWriteOptionError(f"delta.columnMapping.mode must be none, name or id, got {mode!r}")
+    try:
+        mode = TableProperties(config).column_mapping_mode
+    except InvalidPropertyError as exc:
+        raise InvalidWriteOptionError(str(exc)) from exc
     if mode != "none":
         schema, max_id = schemas.assign_column_mapping(schema, 0)
         config["delta.columnMapping.maxColumnId"] = str(max_id)
@@ -149,12 +151,12 @@ def _spec_for(
     metadata: Metadata,
     constraints: tuple[Constraint, ...] = (),
 ) -> WriteSpec:
-    config = metadata.configuration
+    props = metadata.properties
     schema = json.loads(metadata.schema_string)
-    mode = config.get("delta.columnMapping.mode", "none").lower()
+    mode = props.column_mapping_mode
     types = schemas.top_level_types(schema)
-    indexed = int(config.get("delta.dataSkippingNumIndexedCols", "32"))
-    dv = config.get("delta.enableDeletionVectors", "false").lower() == "true"
+    indexed = props.data_skipping_num_indexed_cols
+    dv = props.enable_deletion_vectors
     return WriteSpec(
         store=store_spec,
         table_uri=table_uri,
@@ -235,11 +237,9 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
                 if opts.merge_schema:
                     merged = schemas.merge_schemas(table_schema, data_fields)
                     config = dict(current.configuration)
-                    mode = config.get("delta.columnMapping.mode", "none").lower()
+                    mode = current.properties.column_mapping_mode
                     if mode != "none":
-                        merged, max_id = schemas.assign_column_mapping(
-                            merged, int(config.get("delta.columnMapping.maxColumnId", "0"))
-                        )
+                        merged, max_id = schemas.assign_column_mapping(merged, current.properties.column_mapping_max_id)
                         config["delta.columnMapping.maxColumnId"] = str(max_id)
                     new_metadata = replace(
                         current, schema_string=json.dumps(merged, separators=(",", ":")), configuration=config
@@ -525,7 +525,7 @@ def _dynamic_predicates(adds: Sequence[AddFile]) -> list[str]:
 def _layout(metadata: Metadata) -> tuple[Any, ...]:
     """What the written files depend on: the table, its schema, partitioning, column mapping
     and the constraints the tasks checked."""
-    mode = metadata.configuration.get("delta.columnMapping.mode", "none").lower()
+    mode = metadata.properties.column_mapping_mode
     return (
         metadata.id,
         metadata.schema_string,

@@ -13,11 +13,11 @@ from typing import Any
 
 from deltalog.txn.commit.commit_errors import InvalidMetadataError
 from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.properties import InvalidPropertyError
 
 __all__ = ["CDF_RESERVED_COLUMNS", "verify_metadata"]
 
 CDF_RESERVED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
-_CDF_KEYS = ("delta.enableChangeDataFeed", "delta.enableChangeDataCapture")
 
 
 def _type_name(data_type: Any) -> str:
@@ -92,7 +92,11 @@ def verify_metadata(metadata: Metadata) -> None:
             "every column of the schema is a partition column; at least one data column is needed"
         )
 
-    cdf_on = any(metadata.configuration.get(k, "").strip().lower() == "true" for k in _CDF_KEYS)
+    try:
+        cdf_on = metadata.properties.enable_change_data_feed
+        _ = metadata.properties.checkpoint_interval  # a bad value is refused here, not at the next checkpoint
+    except InvalidPropertyError as exc:
+        raise InvalidMetadataError(str(exc)) from exc
     if cdf_on:
         clashing = [f.get("name") for f in fields if str(f.get("name", "")).lower() in CDF_RESERVED_COLUMNS]
         if clashing:
@@ -100,11 +104,3 @@ def verify_metadata(metadata: Metadata) -> None:
                 f"column(s) {', '.join(map(str, clashing))} are reserved for the change data feed "
                 "while delta.enableChangeDataFeed is true; rename them or disable the change data feed"
             )
-    interval = metadata.configuration.get("delta.checkpointInterval")
-    if interval is not None:
-        try:
-            ok = int(interval) > 0
-        except ValueError:
-            ok = False
-        if not ok:
-            raise InvalidMetadataError(f"delta.checkpointInterval must be a positive integer, got {interval!r}")

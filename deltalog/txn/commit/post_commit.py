@@ -77,5 +77,4 @@ def _run_hook(name: str, run: Callable[[], object], version: int) -> None:
 def _symlink_manifest_enabled(snapshot: Snapshot) -> bool:
     if snapshot.version < 0:
         return False
-    value = snapshot.metadata.configuration.get("delta.compatibility.symlinkFormatManifest.enabled", "")
-    return value.strip().lower() == "true"
+    return snapshot.properties.symlink_format_manifest_enabled

@@ -255,13 +255,12 @@ class OptimisticTransaction:
         """When in-commit timestamps are switched on for an existing table, record where
         (``delta.inCommitTimestampEnablementVersion`` / ``...Timestamp``), as the protocol
         requires, so time travel knows which commits carry them."""
-        key = "delta.enableInCommitTimestamps"
-        turning_on = metadata.configuration.get(key, "").strip().lower() == "true"
+        turning_on = metadata.properties.enable_in_commit_timestamps
         if not turning_on or not self.table_exists:
             return metadata
-        if self.snapshot.metadata.configuration.get(key, "").strip().lower() == "true":
+        if self.snapshot.properties.enable_in_commit_timestamps:
             return metadata
-        if "delta.inCommitTimestampEnablementVersion" in metadata.configuration:
+        if metadata.properties.in_commit_timestamp_enablement_version is not None:
             return metadata
         from dataclasses import replace
 
@@ -517,14 +516,11 @@ class OptimisticTransaction:
 
     def _ict_enabled(self) -> bool:
         metadata = self.metadata
-        return (
-            metadata is not None
-            and metadata.configuration.get("delta.enableInCommitTimestamps", "").strip().lower() == "true"
-        )
+        return metadata is not None and metadata.properties.enable_in_commit_timestamps
 
     def _append_only(self) -> bool:
         metadata = self.metadata
-        return metadata is not None and metadata.configuration.get("delta.appendOnly", "").lower() == "true"
+        return metadata is not None and metadata.properties.append_only
 
     def _check_write_supported(self, protocol: Protocol) -> None:
         from deltalog.txn.protocol.features import check_write_supported
@@ -609,7 +605,7 @@ class OptimisticTransaction:
 
     def _in_commit_timestamp(self, snapshot: Snapshot) -> int | None:
         metadata = self.metadata
-        if metadata is None or metadata.configuration.get("delta.enableInCommitTimestamps", "").lower() != "true":
+        if metadata is None or not metadata.properties.enable_in_commit_timestamps:
             return None
         now = int(time.time() * 1000)
         if snapshot.version >= 0:

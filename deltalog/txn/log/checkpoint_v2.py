@@ -36,12 +36,13 @@ from deltalog.txn.log.checkpoint_rows import (
 from deltalog.txn.log.last_checkpoint import LastCheckpointInfo, write_last_checkpoint
 from deltalog.txn.log.replay import STRING_MAP
 from deltalog.txn.protocol.actions import CheckpointMetadata, DomainMetadata, Sidecar, action_to_line
+from deltalog.txn.protocol.file_names import SIDECAR_DIR, log_path, v2_checkpoint_file
 
 if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.log.snapshot_management import SnapshotManagement
 
-__all__ = ["SIDECAR", "v2_checkpoint_name", "write_v2_checkpoint"]
+__all__ = ["SIDECAR", "write_v2_checkpoint"]
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +56,6 @@ SIDECAR = pa.struct(
 )
 
 
-def v2_checkpoint_name(version: int, fmt: str, name: str | None = None) -> str:
-    return f"{version:020d}.checkpoint.{name or uuid.uuid4()}.{fmt}"
-
-
 def _stat(dlog: SnapshotManagement, uri: str) -> tuple[int, int]:
     info = dlog.store.filesystem().get_file_info(dlog.store.fs_path(uri))
     mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else 0
@@ -70,7 +67,7 @@ def _write_sidecars(
 ) -> tuple[list[Sidecar], list[str], int, int]:
     """Stream the file actions into sidecar files; (sidecars, their URIs, adds, actions)."""
     schema = pa.schema([pa.field("add", converter.add_type), pa.field("remove", REMOVE)])
-    sidecar_dir = f"{dlog.log_uri}/_sidecars"
+    sidecar_dir = log_path(dlog.log_uri, SIDECAR_DIR)
     fs = dlog.store.filesystem()
     try:
         fs.create_dir(dlog.store.fs_path(sidecar_dir), recursive=True)
@@ -128,8 +125,8 @@ def write_v2_checkpoint(
     sidecars, sidecar_uris, num_adds, file_actions = _write_sidecars(
         dlog, snapshot, now, converter, part_size if part_size and part_size > 0 else None
     )
-    name = v2_checkpoint_name(snapshot.version, fmt)
-    uri = f"{dlog.log_uri}/{name}"
+    name = v2_checkpoint_file(snapshot.version, fmt)
+    uri = log_path(dlog.log_uri, name)
     if fmt == "json":
         top_actions = _write_json_top_level(dlog, snapshot, uri, sidecars, now)
     else:

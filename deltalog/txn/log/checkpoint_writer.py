@@ -29,8 +29,8 @@ from deltalog.txn.log.checkpoint_rows import (
 )
 from deltalog.txn.log.checkpoint_v2 import write_v2_checkpoint
 from deltalog.txn.log.last_checkpoint import LastCheckpointInfo, write_last_checkpoint
-from deltalog.txn.log.log_segment import checkpoint_name
 from deltalog.txn.protocol.features import protocol_features
+from deltalog.txn.protocol.file_names import checkpoint_file_singular, checkpoint_file_with_parts, log_path
 
 if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
@@ -95,9 +95,12 @@ def _checkpoint_uris(
         total = head_rows + snapshot.num_files + snapshot.tombstones_table(now).num_rows
         if total > part_size:
             num_parts = -(-total // part_size)
-    if num_parts == 1:
-        return [f"{dlog.log_uri}/{checkpoint_name(snapshot.version)}"]
-    return [f"{dlog.log_uri}/{checkpoint_name(snapshot.version, i, num_parts)}" for i in range(1, num_parts + 1)]
+    names = (
+        [checkpoint_file_singular(snapshot.version)]
+        if num_parts == 1
+        else checkpoint_file_with_parts(snapshot.version, num_parts)
+    )
+    return [log_path(dlog.log_uri, name) for name in names]
 
 
 def _write_parts(

@@ -29,7 +29,8 @@ import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from deltalog.txn.log.log_segment import file_version, parse_listing
+from deltalog.txn.log.log_segment import parse_listing
+from deltalog.txn.protocol.file_names import file_version, listing_prefix, log_path
 
 if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
@@ -61,7 +62,7 @@ def cleanup_cutoff(now_ms: int, retention_ms: int) -> int:
 
 def expired_versions_before(dlog: SnapshotManagement, snapshot: Snapshot, cutoff_ms: int) -> int:
     """The checkpoint version ``c``: files of versions ``< c`` may be deleted (0: none)."""
-    listing = parse_listing(dlog.store.list_from(f"{dlog.log_uri}/{0:020d}"))
+    listing = parse_listing(dlog.store.list_from(log_path(dlog.log_uri, listing_prefix(0))))
     checkpoints = [c for c in listing.complete_checkpoints(snapshot.version)]
     if not checkpoints:
         return 0
@@ -123,7 +124,7 @@ def cleanup_unreferenced_sidecars(dlog: SnapshotManagement, *, now_ms: int | Non
     if not old:
         return 0
     referenced: set[str] = set()
-    listing = parse_listing(dlog.store.list_from(f"{dlog.log_uri}/{0:020d}"))
+    listing = parse_listing(dlog.store.list_from(log_path(dlog.log_uri, listing_prefix(0))))
     for checkpoint in listing.complete_checkpoints():
         if checkpoint.kind == "multipart":
             continue  # V1 spec only: never has sidecars
@@ -150,7 +151,7 @@ def cleanup_expired_logs(dlog: SnapshotManagement, snapshot: Snapshot, *, now_ms
     if before <= 0:
         return temps
     deleted = 0
-    for status in list(dlog.store.list_from(f"{dlog.log_uri}/{0:020d}")):
+    for status in list(dlog.store.list_from(log_path(dlog.log_uri, listing_prefix(0)))):
         version = file_version(status.name)
         if version is None or version >= before:
             continue

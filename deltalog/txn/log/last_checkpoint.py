@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from deltalog.logstores.base import LogStore
+from deltalog.txn.protocol.file_names import LAST_CHECKPOINT, log_path
 
 __all__ = [
     "LastCheckpointInfo",
@@ -26,8 +27,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-LAST_CHECKPOINT = "_last_checkpoint"
 
 
 class _Number(str):
@@ -165,7 +164,7 @@ class LastCheckpointInfo:
 
 def read_last_checkpoint(store: LogStore, log_uri: str) -> LastCheckpointInfo | None:
     """The hint, or ``None`` when it is missing or unusable (a warning says why)."""
-    path = f"{log_uri}/{LAST_CHECKPOINT}"
+    path = log_path(log_uri, LAST_CHECKPOINT)
     try:
         text = "\n".join(store.read(path)).strip()
     except FileNotFoundError:
@@ -184,4 +183,4 @@ def read_last_checkpoint(store: LogStore, log_uri: str) -> LastCheckpointInfo | 
 
 
 def write_last_checkpoint(store: LogStore, log_uri: str, info: LastCheckpointInfo) -> None:
-    store.write(f"{log_uri}/{LAST_CHECKPOINT}", [info.to_json()], overwrite=True)
+    store.write(log_path(log_uri, LAST_CHECKPOINT), [info.to_json()], overwrite=True)

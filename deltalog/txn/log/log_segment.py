@@ -1,62 +1,35 @@
-"""Names of the files in ``_delta_log`` and the *log segment* of a snapshot: the newest
+"""A ``_delta_log`` listing sorted by kind, and the *log segment* of a snapshot: the newest
 complete checkpoint at or before a version plus the contiguous commits after it.
 
-File names (PROTOCOL "Delta Log Entries"):
-
-- commit ``%020d.json``; checksum ``%020d.crc``
-- classic checkpoint ``%020d.checkpoint.parquet``
-- multi-part checkpoint ``%020d.checkpoint.%010d.%010d.parquet`` (part, parts)
-- V2 checkpoint ``%020d.checkpoint.<uuid>.json|parquet``
+The file names themselves are built and recognised in
+:mod:`deltalog.txn.protocol.file_names`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from deltalog.logstores.base import FileStatus
 from deltalog.txn.protocol.errors import NonContiguousVersionsError, VersionNotFoundError
+from deltalog.txn.protocol.file_names import (
+    CHECKPOINT_CLASSIC_RE,
+    CHECKPOINT_MULTIPART_RE,
+    CHECKPOINT_V2_RE,
+    CHECKSUM_RE,
+    DELTA_FILE_RE,
+)
 
 __all__ = [
     "CheckpointInstance",
     "LogListing",
     "LogSegment",
     "build_segment",
-    "checkpoint_name",
-    "commit_name",
-    "file_version",
     "parse_listing",
 ]
 
-COMMIT_RE = re.compile(r"^(\d{20})\.json$")
-CRC_RE = re.compile(r"^(\d{20})\.crc$")
-CLASSIC_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
-MULTIPART_RE = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
-V2_RE = re.compile(r"^(\d{20})\.checkpoint\.([0-9a-fA-F-]{36})\.(json|parquet)$")
-COMPACTED_RE = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
-
 # Order of checkpoint formats at one version (Delta's CheckpointInstance.Format).
 KIND_RANK = {"classic": 0, "multipart": 1, "v2": 2}
-
-
-def commit_name(version: int) -> str:
-    return f"{version:020d}.json"
-
-
-def checkpoint_name(version: int, part: int | None = None, parts: int | None = None) -> str:
-    if part is None or parts is None:
-        return f"{version:020d}.checkpoint.parquet"
-    return f"{version:020d}.checkpoint.{part:010d}.{parts:010d}.parquet"
-
-
-def file_version(name: str) -> int | None:
-    """The version a ``_delta_log`` file belongs to (commit, checkpoint, crc), else None."""
-    for regex in (COMMIT_RE, CLASSIC_RE, MULTIPART_RE, V2_RE, CRC_RE):
-        m = regex.match(name)
-        if m:
-            return int(m.group(1))
-    return None
 
 
 @dataclass(frozen=True)
@@ -106,15 +79,15 @@ def parse_listing(statuses: Iterable[FileStatus]) -> LogListing:
     parts: dict[tuple[int, int], list[FileStatus]] = {}
     for status in statuses:
         name = status.name
-        if (m := COMMIT_RE.match(name)) is not None:
+        if (m := DELTA_FILE_RE.match(name)) is not None:
             listing.commits[int(m.group(1))] = status
-        elif (m := CLASSIC_RE.match(name)) is not None:
+        elif (m := CHECKPOINT_CLASSIC_RE.match(name)) is not None:
             listing.checkpoints.append(CheckpointInstance(int(m.group(1)), "classic", 1, (status,)))
-        elif (m := MULTIPART_RE.match(name)) is not None:
+        elif (m := CHECKPOINT_MULTIPART_RE.match(name)) is not None:
             parts.setdefault((int(m.group(1)), int(m.group(3))), []).append(status)
-        elif (m := V2_RE.match(name)) is not None:
+        elif (m := CHECKPOINT_V2_RE.match(name)) is not None:
             listing.checkpoints.append(CheckpointInstance(int(m.group(1)), "v2", 1, (status,)))
-        elif (m := CRC_RE.match(name)) is not None:
+        elif (m := CHECKSUM_RE.match(name)) is not None:
             listing.crcs[int(m.group(1))] = status
         else:
             listing.others.append(status)
@@ -122,7 +95,7 @@ def parse_listing(statuses: Iterable[FileStatus]) -> LogListing:
         # keep one file per part number (a listing never repeats a name, but be strict)
         by_part: dict[int, FileStatus] = {}
         for f in files:
-            m = MULTIPART_RE.match(f.name)
+            m = CHECKPOINT_MULTIPART_RE.match(f.name)
             assert m is not None
             part = int(m.group(2))
             if 1 <= part <= total:

@@ -796,7 +796,7 @@ def partition_keys(metadata: Metadata | None) -> tuple[str, ...]:
     """The keys of ``partitionValues`` in the table's file actions (physical names)."""
     if metadata is None or not metadata.partition_columns:
         return ()
-    if metadata.configuration.get("delta.columnMapping.mode", "none").lower() == "none":
+    if metadata.properties.column_mapping_mode == "none":
         return tuple(metadata.partition_columns)
     try:
         from deltalog.txn.protocol.column_mapping import physical_partition_names

@@ -22,7 +22,6 @@ from deltalog.txn.log.checkpoint_reader import read_checkpoint
 from deltalog.txn.log.history import version_at_timestamp
 from deltalog.txn.log.last_checkpoint import read_last_checkpoint
 from deltalog.txn.log.log_segment import (
-    COMMIT_RE,
     LogListing,
     LogSegment,
     build_segment,
@@ -37,6 +36,7 @@ from deltalog.txn.protocol.errors import (
     TableNotFoundError,
     VersionNotFoundError,
 )
+from deltalog.txn.protocol.file_names import DELTA_FILE_RE, LOG_DIR, delta_file, listing_prefix, log_path
 
 __all__ = ["SnapshotManagement"]
 
@@ -53,7 +53,7 @@ class SnapshotManagement:
     def __init__(self, table_uri: str, store: LogStore) -> None:
         self.store = store
         self.table_uri = table_uri.rstrip("/")
-        self.log_uri = f"{self.table_uri}/_delta_log"
+        self.log_uri = log_path(self.table_uri, LOG_DIR)
         self._lock = threading.RLock()
         self._current: Snapshot | None = None
 
@@ -75,12 +75,12 @@ class SnapshotManagement:
         return self.store.options
 
     def commit_uri(self, version: int) -> str:
-        return f"{self.log_uri}/{version:020d}.json"
+        return log_path(self.log_uri, delta_file(version))
 
     # -- listing and reading ------------------------------------------------------------
 
     def _list(self, start_version: int = 0) -> list[FileStatus]:
-        return list(self.store.list_from(f"{self.log_uri}/{start_version:020d}"))
+        return list(self.store.list_from(log_path(self.log_uri, listing_prefix(start_version))))
 
     def listing(self, start_version: int = 0) -> LogListing:
         return parse_listing(self._list(start_version))
@@ -88,7 +88,7 @@ class SnapshotManagement:
     def list_commit_versions(self, start: int = 0) -> list[int]:
         versions = []
         for status in self._list(start):
-            m = COMMIT_RE.match(status.name)
+            m = DELTA_FILE_RE.match(status.name)
             if m:
                 versions.append(int(m.group(1)))
         return sorted(v for v in versions if v >= start)
@@ -141,7 +141,7 @@ class SnapshotManagement:
 
     def _commit_timestamp(self, version: int, state: LogState, batch: CommitBatch | None, fallback: int) -> int:
         md = state.metadata
-        if md is not None and md.configuration.get("delta.enableInCommitTimestamps", "").lower() == "true":
+        if md is not None and md.properties.enable_in_commit_timestamps:
             info = batch.commit_infos.get(version) if batch is not None else None
             if info is None:
                 try:

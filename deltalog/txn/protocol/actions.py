@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
+from deltalog.txn.protocol.properties import TableProperties
+
 __all__ = [
     "EMPTY_SCHEMA_STRING",
     "Action",
@@ -191,6 +193,11 @@ class Metadata:
     created_time: int | None = None
 
     key: ClassVar[str] = "metaData"
+
+    @property
+    def properties(self) -> TableProperties:
+        """The typed table properties of :attr:`configuration` (Delta's defaults and aliases)."""
+        return TableProperties(self.configuration)
 
     def to_dict(self) -> dict[str, Any]:
         return _drop_none(

@@ -84,11 +84,7 @@ def _fields(data_type: Any, prefix: str) -> Iterator[tuple[str, dict[str, Any]]]
 
 def table_constraints(metadata: Metadata) -> list[Constraint]:
     """Every ``CHECK`` constraint and column invariant of the table."""
-    found = [
-        Constraint(key[len("delta.constraints.") :], value, "check")
-        for key, value in sorted(metadata.configuration.items())
-        if key.startswith("delta.constraints.")
-    ]
+    found = [Constraint(name, value, "check") for name, value in sorted(metadata.properties.check_constraints.items())]
     try:
         schema = json.loads(metadata.schema_string)
     except ValueError:

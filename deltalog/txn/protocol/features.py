@@ -273,7 +273,6 @@ def active_legacy_writer_features(protocol: Protocol, metadata: Metadata | None)
     if protocol.min_writer_version >= 7:
         return writer
     active: set[str] = set()
-    conf = metadata.configuration if metadata is not None else {}
     for name in writer:
         if name == "generatedColumns":
             if metadata is not None and _schema_has(metadata, "delta.generationExpression"):
@@ -282,7 +281,7 @@ def active_legacy_writer_features(protocol: Protocol, metadata: Metadata | None)
             if metadata is not None and _schema_has(metadata, "delta.identity."):
                 active.add(name)
         elif name == "columnMapping":
-            if conf.get("delta.columnMapping.mode", "none").lower() != "none":
+            if metadata is not None and metadata.properties.column_mapping_mode != "none":
                 active.add(name)
         else:
             active.add(name)

@@ -1,77 +1,51 @@
-"""Table properties (``metaData.configuration``) with Delta's defaults, typed.
+"""Table properties (``metaData.configuration``), typed, with Delta's defaults and aliases.
+
+This is the one reader of ``delta.*`` keys: code reads ``snapshot.properties`` (or
+``TableProperties(metadata.configuration)``), never the configuration mapping. A key
+Delta renamed is still read under its old name when the new one is absent (Delta's
+``DeltaConfig.alternateKeys``): ``delta.enableChangeDataCapture`` for
+``delta.enableChangeDataFeed``, and the ``-preview`` names Delta 3.2 wrote for in-commit
+timestamps (``delta.enableInCommitTimestamps-preview``,
+``delta.inCommitTimestampEnablementVersion-preview``,
+``delta.inCommitTimestampEnablementTimestamp-preview``).
 
 Durations use Delta's ``CalendarInterval`` spelling (``"interval 1 week"``,
-``"interval 30 days"``, ``"2 hours"``); months and years are refused, as Delta refuses them.
+``"interval 30 days"``, ``"2 hours"``), parsed by :mod:`deltalog.durations`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
+from deltalog.durations import InvalidDurationError
+from deltalog.durations import parse_interval as _parse_calendar_interval
 from deltalog.txn.protocol.errors import DeltaLogError
 
-__all__ = ["InvalidPropertyError", "TableProperties", "parse_bool", "parse_interval"]
+__all__ = ["ALIASES", "InvalidPropertyError", "TableProperties", "parse_bool", "parse_interval"]
 
 
 class InvalidPropertyError(DeltaLogError, ValueError):
     """A table property has a value Delta does not accept."""
 
 
-_UNITS_MS = {
-    "nanosecond": 1e-6,
-    "microsecond": 1e-3,
-    "millisecond": 1.0,
-    "second": 1000.0,
-    "minute": 60_000.0,
-    "hour": 3_600_000.0,
-    "day": 86_400_000.0,
-    "week": 604_800_000.0,
+#: the older names Delta still reads a property under (``DeltaConfig.alternateKeys``)
+ALIASES: dict[str, tuple[str, ...]] = {
+    "delta.enableChangeDataFeed": ("delta.enableChangeDataCapture",),
+    "delta.enableInCommitTimestamps": ("delta.enableInCommitTimestamps-preview",),
+    "delta.inCommitTimestampEnablementVersion": ("delta.inCommitTimestampEnablementVersion-preview",),
+    "delta.inCommitTimestampEnablementTimestamp": ("delta.inCommitTimestampEnablementTimestamp-preview",),
 }
-_UNIT_ALIASES = {
-    "ns": "nanosecond",
-    "us": "microsecond",
-    "ms": "millisecond",
-    "s": "second",
-    "sec": "second",
-    "secs": "second",
-    "min": "minute",
-    "mins": "minute",
-    "h": "hour",
-    "d": "day",
-}
-_PART = re.compile(r"(-?\d+(?:\.\d+)?)\s*([a-z]+)")
 
 
 def parse_interval(value: str, key: str = "interval") -> timedelta:
-    """Parse ``"interval 1 week"`` / ``"30 days"`` / ``"1 day 12 hours"`` into a timedelta."""
-    text = value.strip().lower()
-    if text.startswith("interval"):
-        text = text[len("interval") :].strip()
-    if not text:
-        raise InvalidPropertyError(f"{key}={value!r} is not an interval; write e.g. 'interval 7 days'")
-    total_ms = 0.0
-    pos = 0
-    for m in _PART.finditer(text):
-        if text[pos : m.start()].strip():
-            break
-        unit = m.group(2)
-        unit = _UNIT_ALIASES.get(unit, unit.rstrip("s") if unit.endswith("s") and unit != "s" else unit)
-        if unit in ("month", "year"):
-            raise InvalidPropertyError(
-                f"{key}={value!r}: months and years are not allowed in Delta retention intervals; use days or weeks"
-            )
-        if unit not in _UNITS_MS:
-            raise InvalidPropertyError(f"{key}={value!r}: unknown unit {m.group(2)!r}")
-        total_ms += float(m.group(1)) * _UNITS_MS[unit]
-        pos = m.end()
-    if pos == 0 or text[pos:].strip():
-        raise InvalidPropertyError(f"{key}={value!r} is not an interval; write e.g. 'interval 7 days'")
-    if total_ms < 0:
-        raise InvalidPropertyError(f"{key}={value!r} must not be negative")
-    return timedelta(milliseconds=total_ms)
+    """A table property's ``CalendarInterval`` (``"interval 7 days"``) as a timedelta;
+    :class:`InvalidPropertyError` when Delta would refuse the value."""
+    try:
+        return _parse_calendar_interval(value, key)
+    except InvalidDurationError as exc:
+        raise InvalidPropertyError(str(exc)) from exc
 
 
 def parse_bool(value: str, key: str) -> bool:
@@ -92,27 +66,40 @@ def _parse_int(value: str, key: str) -> int:
 
 @dataclass(frozen=True)
 class TableProperties:
-    """Typed view of a table's configuration; every accessor applies Delta's default."""
+    """Typed view of a table's configuration; every accessor applies Delta's default and
+    aliases, and raises :class:`InvalidPropertyError` on a value Delta refuses."""
 
     configuration: Mapping[str, str]
 
     def get(self, key: str, default: str | None = None) -> str | None:
-        return self.configuration.get(key, default)
+        """The raw value of ``key`` (or of an alias of it), else ``default``."""
+        for name in (key, *ALIASES.get(key, ())):
+            value = self.configuration.get(name)
+            if value is not None:
+                return value
+        return default
 
     def _bool(self, key: str, default: bool) -> bool:
-        raw = self.configuration.get(key)
+        raw = self.get(key)
         return default if raw is None else parse_bool(raw, key)
 
+    def _int(self, key: str) -> int | None:
+        raw = self.get(key)
+        return None if raw is None else _parse_int(raw, key)
+
     def _interval(self, key: str, default: str | None) -> timedelta | None:
-        raw = self.configuration.get(key, default)
+        raw = self.get(key, default)
         return None if raw is None else parse_interval(raw, key)
 
     @property
     def checkpoint_interval(self) -> int:
-        raw = self.configuration.get("delta.checkpointInterval")
-        value = 10 if raw is None else _parse_int(raw, "delta.checkpointInterval")
+        value = self._int("delta.checkpointInterval")
+        if value is None:
+            return 10
         if value <= 0:
-            raise InvalidPropertyError(f"delta.checkpointInterval={raw!r} must be > 0")
+            raise InvalidPropertyError(
+                f"delta.checkpointInterval must be a positive integer, got {value} (it must be > 0)"
+            )
         return value
 
     @property
@@ -148,7 +135,7 @@ class TableProperties:
 
     @property
     def isolation_level(self) -> str:
-        raw = self.configuration.get("delta.isolationLevel", "Serializable")
+        raw = self.get("delta.isolationLevel", "Serializable") or "Serializable"
         valid = {
             "serializable": "Serializable",
             "writeserializable": "WriteSerializable",
@@ -160,22 +147,21 @@ class TableProperties:
 
     @property
     def enable_change_data_feed(self) -> bool:
-        raw = self.configuration.get(
-            "delta.enableChangeDataFeed", self.configuration.get("delta.enableChangeDataCapture")
-        )
-        return False if raw is None else parse_bool(raw, "delta.enableChangeDataFeed")
+        """``delta.enableChangeDataFeed`` (or its old name ``delta.enableChangeDataCapture``)."""
+        return self._bool("delta.enableChangeDataFeed", False)
 
     @property
     def data_skipping_num_indexed_cols(self) -> int:
-        raw = self.configuration.get("delta.dataSkippingNumIndexedCols")
-        value = 32 if raw is None else _parse_int(raw, "delta.dataSkippingNumIndexedCols")
+        value = self._int("delta.dataSkippingNumIndexedCols")
+        if value is None:
+            return 32
         if value < -1:
-            raise InvalidPropertyError(f"delta.dataSkippingNumIndexedCols={raw!r} must be >= -1")
+            raise InvalidPropertyError(f"delta.dataSkippingNumIndexedCols={value!r} must be >= -1")
         return value
 
     @property
     def data_skipping_stats_columns(self) -> tuple[str, ...] | None:
-        raw = self.configuration.get("delta.dataSkippingStatsColumns")
+        raw = self.get("delta.dataSkippingStatsColumns")
         return None if raw is None else tuple(c.strip() for c in raw.split(",") if c.strip())
 
     @property
@@ -189,22 +175,21 @@ class TableProperties:
 
     @property
     def checkpoint_policy(self) -> str:
-        raw = self.configuration.get("delta.checkpointPolicy", "classic").strip().lower()
+        raw = (self.get("delta.checkpointPolicy") or "classic").strip().lower()
         if raw not in ("classic", "v2"):
             raise InvalidPropertyError(f"delta.checkpointPolicy={raw!r} must be 'classic' or 'v2'")
         return raw
 
     @property
     def column_mapping_mode(self) -> str:
-        raw = self.configuration.get("delta.columnMapping.mode", "none").strip().lower()
+        raw = (self.get("delta.columnMapping.mode") or "none").strip().lower()
         if raw not in ("none", "name", "id"):
             raise InvalidPropertyError(f"delta.columnMapping.mode={raw!r} must be none, name or id")
         return raw
 
     @property
     def column_mapping_max_id(self) -> int:
-        raw = self.configuration.get("delta.columnMapping.maxColumnId")
-        return 0 if raw is None else _parse_int(raw, "delta.columnMapping.maxColumnId")
+        return self._int("delta.columnMapping.maxColumnId") or 0
 
     @property
     def enable_deletion_vectors(self) -> bool:
@@ -212,20 +197,16 @@ class TableProperties:
 
     @property
     def enable_in_commit_timestamps(self) -> bool:
-        raw = self.configuration.get(
-            "delta.enableInCommitTimestamps", self.configuration.get("delta.enableInCommitTimestamps-preview")
-        )
-        return False if raw is None else parse_bool(raw, "delta.enableInCommitTimestamps")
+        """``delta.enableInCommitTimestamps`` (or Delta 3.2's ``...-preview`` name)."""
+        return self._bool("delta.enableInCommitTimestamps", False)
 
     @property
     def in_commit_timestamp_enablement_version(self) -> int | None:
-        raw = self.configuration.get("delta.inCommitTimestampEnablementVersion")
-        return None if raw is None else _parse_int(raw, "delta.inCommitTimestampEnablementVersion")
+        return self._int("delta.inCommitTimestampEnablementVersion")
 
     @property
     def in_commit_timestamp_enablement_timestamp(self) -> int | None:
-        raw = self.configuration.get("delta.inCommitTimestampEnablementTimestamp")
-        return None if raw is None else _parse_int(raw, "delta.inCommitTimestampEnablementTimestamp")
+        return self._int("delta.inCommitTimestampEnablementTimestamp")
 
     @property
     def enable_row_tracking(self) -> bool:
@@ -236,6 +217,21 @@ class TableProperties:
         return self._bool("delta.enableTypeWidening", False)
 
     @property
+    def symlink_format_manifest_enabled(self) -> bool:
+        """``delta.compatibility.symlinkFormatManifest.enabled``: keep the manifests up to date."""
+        return self._bool("delta.compatibility.symlinkFormatManifest.enabled", False)
+
+    @property
+    def min_reader_version(self) -> int | None:
+        """``delta.minReaderVersion``: a protocol version asked for when the table is created
+        or its properties change (not kept in the configuration by Delta)."""
+        return self._int("delta.minReaderVersion")
+
+    @property
+    def min_writer_version(self) -> int | None:
+        return self._int("delta.minWriterVersion")
+
+    @property
     def check_constraints(self) -> dict[str, str]:
         """``delta.constraints.<name>`` -> SQL expression (writers must enforce them)."""
         prefix = "delta.constraints."
@@ -243,8 +239,7 @@ class TableProperties:
 
     @property
     def target_file_size(self) -> int | None:
-        raw = self.configuration.get("delta.targetFileSize")
-        return None if raw is None else _parse_int(raw, "delta.targetFileSize")
+        return self._int("delta.targetFileSize")
 
     def validate(self) -> None:
         """Parse every known property once; raises :class:`InvalidPropertyError` on a bad one."""

@@ -43,10 +43,6 @@ READER_WRITER_FEATURES = frozenset(
 )
 
 
-def _true(config: dict[str, str], key: str) -> bool:
-    return config.get(key, "").strip().lower() == "true"
-
-
 def _walk_types(data_type: Any) -> Iterator[Any]:
     yield data_type
     if isinstance(data_type, dict):
@@ -68,23 +64,23 @@ def _walk_fields(field: dict[str, Any]) -> Iterator[Any]:
 
 def active_features(metadata: Metadata) -> set[str]:
     """Features the metadata makes active (by properties and schema)."""
-    config = metadata.configuration
+    props = metadata.properties
     features: set[str] = set()
-    if _true(config, "delta.appendOnly"):
+    if props.append_only:
         features.add("appendOnly")
-    if any(k.startswith("delta.constraints.") for k in config):
+    if props.check_constraints:
         features.add("checkConstraints")
-    if _true(config, "delta.enableChangeDataFeed") or _true(config, "delta.enableChangeDataCapture"):
+    if props.enable_change_data_feed:
         features.add("changeDataFeed")
-    if config.get("delta.columnMapping.mode", "none").strip().lower() in ("name", "id"):
+    if props.column_mapping_mode in ("name", "id"):
         features.add("columnMapping")
-    if _true(config, "delta.enableDeletionVectors"):
+    if props.enable_deletion_vectors:
         features.add("deletionVectors")
-    if _true(config, "delta.enableInCommitTimestamps"):
+    if props.enable_in_commit_timestamps:
         features.add("inCommitTimestamp")
-    if config.get("delta.checkpointPolicy", "classic").strip().lower() == "v2":
+    if props.checkpoint_policy == "v2":
         features.add("v2Checkpoint")
-    if _true(config, "delta.enableTypeWidening"):
+    if props.enable_type_widening:
         features.add("typeWidening")
     try:
         schema = json.loads(metadata.schema_string)
@@ -111,11 +107,10 @@ def required_protocol(metadata: Metadata) -> Protocol:
     honouring ``delta.minReaderVersion`` / ``delta.minWriterVersion`` when set."""
     features = active_features(metadata)
     reader, writer = 1, 2
-    config = metadata.configuration
     try:
-        reader = max(reader, int(config.get("delta.minReaderVersion", "1")))
-        writer = max(writer, int(config.get("delta.minWriterVersion", "2")))
-    except ValueError:
+        reader = max(reader, metadata.properties.min_reader_version or 1)
+        writer = max(writer, metadata.properties.min_writer_version or 2)
+    except ValueError:  # InvalidPropertyError: a version that is not a number is ignored
         pass
     needs_table_features = writer >= 7 or any(f not in _LEGACY for f in features)
     if not needs_table_features:

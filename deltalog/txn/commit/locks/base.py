@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from deltalog.logstores.base import LogStore
+from deltalog.txn.protocol.file_names import delta_file, log_path
 
 __all__ = ["CommitLock", "commit_file_name", "commit_uri"]
 
@@ -24,14 +25,12 @@ _Lock = TypeVar("_Lock", bound="CommitLock")
 
 def commit_file_name(version: int) -> str:
     """``00000000000000000042.json`` for version 42."""
-    if version < 0:
-        raise ValueError(f"a commit version is >= 0, got {version}")
-    return f"{version:020d}.json"
+    return delta_file(version)
 
 
 def commit_uri(log_uri: str, version: int) -> str:
     """The URI of commit ``version`` in the ``_delta_log`` at ``log_uri``."""
-    return f"{log_uri.rstrip('/')}/{commit_file_name(version)}"
+    return log_path(log_uri, delta_file(version))
 
 
 class CommitLock(ABC):
