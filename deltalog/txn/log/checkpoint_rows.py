@@ -24,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltalog.txn.log.checkpoint_reader import CheckpointFiles
+from deltalog.txn.log.last_checkpoint import LastCheckpointInfo, write_last_checkpoint
 from deltalog.txn.log.replay import ADD_SCHEMA, STRING_MAP
 from deltalog.txn.log.replay import DV_TYPE as DV
 from deltalog.txn.protocol.arrow_build import (
@@ -58,6 +60,7 @@ __all__ = [
     "file_action_batches",
     "load_if_overwriting_source",
     "non_file_rows",
+    "publish_checkpoint",
 ]
 
 log = logging.getLogger(__name__)
@@ -574,3 +577,13 @@ class PartWriter:
             self.stream.close()
         finally:
             self.store.delete(self.write_uri)
+
+
+def publish_checkpoint(
+    dlog: SnapshotManagement, snapshot: Snapshot, info: LastCheckpointInfo, files: Sequence[str]
+) -> None:
+    """Point ``_last_checkpoint`` at a written checkpoint and let ``snapshot`` read its file
+    actions from ``files`` (the parts, or a V2 checkpoint's sidecars) from now on."""
+    write_last_checkpoint(dlog.store, dlog.log_uri, info)
+    snapshot.adopt_checkpoint(CheckpointFiles(dlog.store, snapshot.version, tuple(files)))
+    snapshot.checkpoint_version = snapshot.version  # what post-commit and describe count from

@@ -32,8 +32,9 @@ from deltalog.txn.log.checkpoint_rows import (
     checkpoint_schema,
     file_action_batches,
     non_file_rows,
+    publish_checkpoint,
 )
-from deltalog.txn.log.last_checkpoint import LastCheckpointInfo, write_last_checkpoint
+from deltalog.txn.log.last_checkpoint import LastCheckpointInfo
 from deltalog.txn.log.replay import STRING_MAP
 from deltalog.txn.protocol.actions import CheckpointMetadata, DomainMetadata, Sidecar, action_to_line
 from deltalog.txn.protocol.file_names import SIDECAR_DIR, log_path, v2_checkpoint_file
@@ -116,8 +117,6 @@ def write_v2_checkpoint(
     part_size: int | None = None,
 ) -> CheckpointResult:
     """Write a UUID-named V2 checkpoint of ``snapshot`` with sidecars (see the module doc)."""
-    from deltalog.txn.log.checkpoint_reader import CheckpointFiles
-
     if fmt not in ("parquet", "json"):
         raise ValueError(f"a V2 checkpoint is 'parquet' or 'json', not {fmt!r}")
     base_schema = checkpoint_schema(snapshot, True)
@@ -139,9 +138,7 @@ def write_v2_checkpoint(
         num_of_add_files=num_adds,
         v2_checkpoint={"path": name, "sizeInBytes": size, "modificationTime": mtime},
     )
-    write_last_checkpoint(dlog.store, dlog.log_uri, info)
-    snapshot.adopt_checkpoint(CheckpointFiles(dlog.store, snapshot.version, tuple(sidecar_uris)))
-    snapshot.checkpoint_version = snapshot.version  # what post-commit and describe count from
+    publish_checkpoint(dlog, snapshot, info, sidecar_uris)
     log.info(
         "wrote V2 checkpoint %d of %s (%s, %d sidecar(s), %d file actions)",
         snapshot.version,

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from deltalog.txn.log.checkpoint_reader import CheckpointFiles
 from deltalog.txn.log.checkpoint_rows import (
     AddConverter,
     CheckpointResult,
@@ -26,9 +25,10 @@ from deltalog.txn.log.checkpoint_rows import (
     file_action_batches,
     load_if_overwriting_source,
     non_file_rows,
+    publish_checkpoint,
 )
 from deltalog.txn.log.checkpoint_v2 import write_v2_checkpoint
-from deltalog.txn.log.last_checkpoint import LastCheckpointInfo, write_last_checkpoint
+from deltalog.txn.log.last_checkpoint import LastCheckpointInfo
 from deltalog.txn.protocol.features import protocol_features
 from deltalog.txn.protocol.file_names import checkpoint_file_singular, checkpoint_file_with_parts, log_path
 
@@ -156,9 +156,7 @@ def _publish(
         size_in_bytes=size,
         num_of_add_files=counts.adds,
     )
-    write_last_checkpoint(dlog.store, dlog.log_uri, info)
-    snapshot.adopt_checkpoint(CheckpointFiles(dlog.store, snapshot.version, tuple(uris)))
-    snapshot.checkpoint_version = snapshot.version  # what post-commit and describe count from
+    publish_checkpoint(dlog, snapshot, info, uris)
     log.info(
         "wrote checkpoint %d of %s (%d actions, %d file(s))",
         snapshot.version,
