@@ -1,4 +1,4 @@
-"""``deltalog checkpoint``, ``cleanup``, ``vacuum``, ``optimize`` and ``restore``."""
+"""``deltalog checkpoint``, ``cleanup``, ``vacuum``, ``optimize``, ``restore`` and ``convert``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from deltalog.cli import EXIT_OK, CommandContext, command
 from deltalog.cli_commands.arguments import human_bytes, parse_where, with_arguments
 from deltalog.cli_commands.progress import ProgressBar, progress_enabled
 
-__all__ = ["checkpoint", "cleanup", "optimize", "restore", "vacuum"]
+__all__ = ["checkpoint", "cleanup", "convert", "optimize", "restore", "vacuum"]
 
 
 def _progress_argument(parser: argparse.ArgumentParser) -> None:
@@ -184,4 +184,31 @@ def restore(ctx: CommandContext) -> int:
             f"{m['numRestoredFiles']} file(s) restored, {m['numRemovedFiles']} removed; "
             f"{m['numOfFilesAfterRestore']} files now"
         )
+    return EXIT_OK
+
+
+def _convert_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--partition-schema",
+        metavar="COLUMNS",
+        default="",
+        help='the partition columns of the col=value directories, as "day date, region string"',
+    )
+
+
+@command(
+    "convert",
+    "make a directory of Parquet files a Delta table (CONVERT TO DELTA, one commit)",
+    arguments=with_arguments(_convert_arguments),
+)
+def convert(ctx: CommandContext) -> int:
+    from deltalog.txn.commands.convert import convert_to_delta
+
+    log = ctx.delta_log(ctx.args.uri)
+    version = convert_to_delta(log, ctx.args.partition_schema, lock=ctx.args.lock)
+    snapshot = log.update()
+    if ctx.json:
+        ctx.print_json({"table": log.table_uri, "version": version, "num_files": snapshot.num_files})
+    else:
+        ctx.print(f"converted {snapshot.num_files} Parquet file(s) into a Delta table (version {version})")
     return EXIT_OK
