@@ -1,4 +1,4 @@
-"""``deltalog checkpoint``, ``cleanup``, ``vacuum``, ``optimize``, ``restore`` and ``clone``."""
+"""``deltalog checkpoint``, ``cleanup``, ``vacuum``, ``optimize``, ``restore``, ``clone`` and ``convert``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from deltalog.cli import EXIT_OK, CommandContext, command
 from deltalog.cli_commands.arguments import human_bytes, parse_where, with_arguments
 from deltalog.cli_commands.progress import ProgressBar, progress_enabled
 
-__all__ = ["checkpoint", "cleanup", "clone", "optimize", "restore", "vacuum"]
+__all__ = ["checkpoint", "cleanup", "clone", "convert", "optimize", "restore", "vacuum"]
 
 
 def _progress_argument(parser: argparse.ArgumentParser) -> None:
@@ -227,4 +227,31 @@ def clone(ctx: CommandContext) -> int:
             f"{kind} clone of version {result.source_version} at {result.target_uri}: "
             f"{m['sourceNumOfFiles']} file(s), {m['numCopiedFiles']} copied"
         )
+    return EXIT_OK
+
+
+def _convert_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--partition-schema",
+        metavar="COLUMNS",
+        default="",
+        help='the partition columns of the col=value directories, as "day date, region string"',
+    )
+
+
+@command(
+    "convert",
+    "make a directory of Parquet files a Delta table (CONVERT TO DELTA, one commit)",
+    arguments=with_arguments(_convert_arguments),
+)
+def convert(ctx: CommandContext) -> int:
+    from deltalog.txn.commands.convert import convert_to_delta
+
+    log = ctx.delta_log(ctx.args.uri)
+    version = convert_to_delta(log, ctx.args.partition_schema, lock=ctx.args.lock)
+    snapshot = log.update()
+    if ctx.json:
+        ctx.print_json({"table": log.table_uri, "version": version, "num_files": snapshot.num_files})
+    else:
+        ctx.print(f"converted {snapshot.num_files} Parquet file(s) into a Delta table (version {version})")
     return EXIT_OK

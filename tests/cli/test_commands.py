@@ -207,3 +207,19 @@ def test_stores_names_the_default_lock() -> None:
     rows = ok_json("stores")
     local = next(r for r in rows if r["name"] == "local")  # type: ignore[union-attr]
     assert local["commit_lock"] == describe_default_lock(LocalLogStore.default_semantics)
+
+
+def test_convert(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    plain = tmp_path / "plain"
+    for day, ids in (("2024-05-01", [1, 2]), ("2024-05-02", [3])):
+        (plain / f"day={day}").mkdir(parents=True)
+        pq.write_table(pa.table({"id": ids}), plain / f"day={day}" / "part-0.parquet")
+    result = ok_json("convert", str(plain), "--partition-schema", "day date")
+    assert result == {"table": DeltaLog.for_table(str(plain)).table_uri, "version": 0, "num_files": 2}
+    assert DeltaLog.for_table(str(plain)).update().metadata.partition_columns == ("day",)
+    again = deltalog("convert", str(plain))
+    assert again.returncode == 1 and again.stderr.startswith("deltalog convert: error:")
+    assert "already a Delta table" in again.stderr

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -50,12 +51,25 @@ if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
     from deltalog.txn.commit.transaction import OptimisticTransaction
 
-__all__ = ["ConvertPlan", "ConvertToDeltaError", "ParquetFile", "commit_convert", "convert_to_delta", "plan_convert"]
+__all__ = [
+    "ConvertPlan",
+    "ConvertToDeltaError",
+    "ParquetFile",
+    "commit_convert",
+    "convert_to_delta",
+    "parse_partition_schema",
+    "plan_convert",
+]
 
 log = logging.getLogger(__name__)
 
-#: The partition columns: a schema, or ``{column: Delta type name}`` (``"string"``, ``"date"``, ...).
-PartitionSchema = StructType | Mapping[str, str] | None
+#: The partition columns: a schema, ``{column: Delta type name}`` (``"string"``, ``"date"``, ...),
+#: or the DDL list ``"day date, region string"`` (see :func:`parse_partition_schema`).
+PartitionSchema = StructType | Mapping[str, str] | str | None
+
+#: Spark SQL's other names of Delta's primitive types.
+_TYPE_ALIASES = {"int": "integer", "bigint": "long", "smallint": "short", "tinyint": "byte", "bool": "boolean"}
+_DDL_COLUMN = re.compile(r"^\s*(`[^`]+`|[^\s`]+)\s+(\S.*?)\s*$")
 
 
 class ConvertToDeltaError(DeltaLogError, ValueError):
@@ -157,11 +171,29 @@ def commit_convert(txn: OptimisticTransaction, plan: ConvertPlan) -> int:
     return version
 
 
+def parse_partition_schema(text: str) -> StructType:
+    """The partition columns of a DDL list, ``"day date, region string"`` (primitive types by
+    their Delta or Spark SQL names: ``int``, ``bigint``, ``decimal(10,2)``, ...)."""
+    fields = []
+    for column in re.split(r",(?![^()]*\))", text):
+        if not column.strip():
+            continue
+        m = _DDL_COLUMN.match(column)
+        if m is None:
+            raise ConvertToDeltaError(f"{column.strip()!r} is not a partition column as 'name type'")
+        name, type_name = m.group(1).strip("`"), m.group(2).lower().replace(" ", "")
+        type_name = _TYPE_ALIASES.get(type_name, type_name)
+        fields.append(StructField(name, data_type_from_json(type_name, f"partition column {name}")))
+    return StructType(tuple(fields))
+
+
 def _partition_struct(schema: PartitionSchema) -> StructType:
     if schema is None:
         return StructType(())
     if isinstance(schema, StructType):
         return schema
+    if isinstance(schema, str):
+        return parse_partition_schema(schema)
     return StructType(
         tuple(StructField(name, data_type_from_json(t, f"partition column {name}")) for name, t in schema.items())
     )
