@@ -117,7 +117,7 @@ def _native_flag(value: Any) -> bool | None:
 
 
 def _python_read(spark: SparkSession, uri: str, options: Mapping[str, str], where: str | None) -> DataFrame:
-    from deltalog.contrib.spark import register
+    from deltalog.contrib.spark.session import register
 
     register(spark)
     df = spark.read.format("deltalog").options(**options).load(uri)
@@ -392,8 +392,8 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
+    from deltalog.contrib.spark.logical_schema import logical_schema
     from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY, deleted_rows, drop_deleted_rows
-    from deltalog.contrib.spark.source import _logical_schema
 
     if getattr(spark, "_jvm", None) is None:
         raise NativeReadUnsupportedError("the session has no JVM (Spark Connect)")
@@ -428,7 +428,7 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
         len(files),
         snapshot.num_files,
     )
-    logical = StructType.fromJson(_logical_schema(schema))
+    logical = StructType.fromJson(logical_schema(schema))
     if not len(files):
         df = spark.createDataFrame([], logical)
         return df.filter(where) if where else df

@@ -14,7 +14,7 @@ from typing import Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 
-__all__ = ["parse_partition_predicate"]
+__all__ = ["parse_partition_predicate", "tokenize"]
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -28,7 +28,8 @@ _TOKEN = re.compile(
 )
 
 
-def _tokens(text: str) -> list[tuple[str, str]]:
+def tokenize(text: str) -> list[tuple[str, str]]:
+    """``text`` as ``(kind, text)`` tokens of the predicate grammar."""
     out: list[tuple[str, str]] = []
     pos = 0
     text = text.strip()
@@ -60,7 +61,7 @@ def _literal(kind: str, value: str) -> Any:
 
 def parse_partition_predicate(text: str) -> list[tuple[str, str, Any]]:
     """Parse ``text`` into partition filters; raises :class:`DeltaAnalysisError` on bad input."""
-    tokens = _tokens(text)
+    tokens = tokenize(text)
     filters: list[tuple[str, str, Any]] = []
     i = 0
 

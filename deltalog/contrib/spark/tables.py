@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any, Union
 from deltalog.contrib.spark.dataframes import (
     FILE_COLUMN,
     files_dataframe,
-    logical_struct,
     nullable_type,
     write_dataframe,
 )
 from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
+from deltalog.contrib.spark.logical_schema import logical_struct
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
-from deltalog.contrib.spark.writes import _spec_for, commit_files
+from deltalog.contrib.spark.writes import commit_files, write_spec
 from deltalog.txn.protocol.actions import Action, AddFile
 
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ class DeltaTable:
 
     def _reader(self) -> dict[str, str]:
         """The read options of this table (storage options and log store)."""
-        from deltalog.contrib.spark import activate
+        from deltalog.contrib.spark.session import activate
 
         activate(self._spark)  # the data source is looked up in this thread's active session
         options = dict(self._storage_options)
@@ -304,7 +304,7 @@ class DeltaTable:
             path=self._path, overwrite=False, storage_options=self._storage_options, data_change=data_change
         )
         chosen = snapshot.metadata if metadata is None else metadata
-        return _spec_for(opts, self._log.table_uri, self._log.store.spec(), chosen, constraints)
+        return write_spec(opts, self._log.table_uri, self._log.store.spec(), chosen, constraints)
 
     def _candidates(self, txn: Any, condition: ExpressionOrColumn | None) -> list[AddFile]:
         """Files that may hold rows matching ``condition``, as Delta's ``filterFiles(condition)``.

@@ -43,8 +43,10 @@ from deltalog.contrib.spark.errors import (
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, file_actions
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.predicates import parse_partition_predicate
-from deltalog.contrib.spark.replace_where import names_data_columns, rewrite_outside
+from deltalog.contrib.spark.replace_where import names_data_columns
+from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
+from deltalog.logstores.base import LogStoreSpec
 from deltalog.txn.commit.commit_errors import MetadataChangedError, commit_certainly_failed
 from deltalog.txn.protocol.actions import (
     Action,
@@ -55,7 +57,15 @@ from deltalog.txn.protocol.actions import (
 )
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
 
-__all__ = ["StreamingInfo", "WritePlan", "abort_write", "commit_files", "commit_write", "plan_write"]
+__all__ = [
+    "StreamingInfo",
+    "WritePlan",
+    "abort_write",
+    "commit_files",
+    "commit_write",
+    "plan_write",
+    "write_spec",
+]
 
 log = logging.getLogger(__name__)
 
@@ -141,13 +151,15 @@ def _new_table_metadata(opts: WriteOptions, data: dict[str, Any]) -> Metadata:
     )
 
 
-def _spec_for(
+def write_spec(
     opts: WriteOptions,
     table_uri: str,
-    store_spec: Any,
+    store_spec: LogStoreSpec,
     metadata: Metadata,
     constraints: tuple[Constraint, ...] = (),
 ) -> WriteSpec:
+    """What the write tasks need to write files of a table with ``metadata``: its layout
+    (partitioning, column mapping), statistics settings and the constraints they check."""
     config = metadata.configuration
     schema = json.loads(metadata.schema_string)
     mode = config.get("delta.columnMapping.mode", "none").lower()
@@ -253,7 +265,7 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
     on_data = bool(opts.replace_where) and names_data_columns(opts.replace_where or "", metadata)
     dynamic = not streaming and _dynamic_partition_overwrite(opts, metadata)
     constraints = () if skip else plan_constraints(metadata, delta_log.table_uri)
-    spec = _spec_for(opts, delta_log.table_uri, store_spec, metadata, constraints)
+    spec = write_spec(opts, delta_log.table_uri, store_spec, metadata, constraints)
     if on_data:
         spec = replace(spec, replace_where=opts.replace_where)
     return WritePlan(
