@@ -183,10 +183,37 @@ def test_no_module_imports_another_modules_private_names() -> None:
     assert _private_imports(_all_imports()) == []
 
 
-def test_the_checks_catch_what_they_are_for() -> None:
+#: parameter names that hold the engine's objects in the layers above ``txn``
+ENGINE_OBJECTS = {"txn", "delta_log", "snapshot", "operation", "metadata"}
+
+
+def _untyped_engine_objects(path: Path) -> list[str]:
+    """Parameters named for an engine object (``txn``, ``snapshot``...) annotated ``Any``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+                annotation = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+                if arg.arg in ENGINE_OBJECTS and annotation in ("Any", "Any | None"):
+                    found.append(f"{path.name}:{node.lineno} {node.name}({arg.arg}: {annotation})")
+    return found
+
+
+def test_the_spark_layer_names_the_engines_types() -> None:
+    """The boundary between contrib/spark and txn is typed (issue #12): a transaction is an
+    ``OptimisticTransaction``, a snapshot a ``Snapshot``, never ``Any``."""
+    spark = PACKAGE / "contrib" / "spark"
+    assert [f for path in sorted(spark.glob("*.py")) for f in _untyped_engine_objects(path)] == []
+
+
+def test_the_checks_catch_what_they_are_for(tmp_path: Path) -> None:
     """The checker itself: an upward import, a cycle and a private import are found."""
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     found = _private_imports([Import("a", "b", 3, False, "_hidden"), Import("a", "b", 4, False, "shown")])
     assert found == ["a:3 imports _hidden from b"]
+    module = tmp_path / "m.py"
+    module.write_text("def f(txn: Any, snapshot: Snapshot, other: Any) -> None: ...\n")
+    assert _untyped_engine_objects(module) == ["m.py:1 f(txn: Any)"]
+
     assert _layer("deltalog.txn.log.snapshot") < _layer("deltalog.txn.commit.transaction")
     assert _layer("deltalog.txn.delta_log") < _layer("deltalog.txn.commands.vacuum")
