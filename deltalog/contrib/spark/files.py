@@ -25,7 +25,9 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from deltalog.contrib.spark.constraints import task_checker
 from deltalog.contrib.spark.partitioning import partition_directory, partition_value_to_string
+from deltalog.contrib.spark.replace_where import row_checker
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS
 from deltalog.txn.protocol.actions import AddCDCFile, AddFile, action_to_line, decode_path, encode_path, parse_line
@@ -288,12 +290,8 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
 
     On an error the task's files are deleted (best effort) and the error propagates.
     """
-    from deltalog.contrib.spark.constraints import task_checker
-
     check = task_checker(spec.constraints)
     if spec.replace_where is not None:
-        from deltalog.contrib.spark.replace_where import row_checker
-
         check = _both(check, row_checker(spec.replace_where))
     writer = _TaskWriter(spec, task_id)
     try:
