@@ -7,7 +7,8 @@ An import may go down or stay in its layer, never up, whether it runs at module 
 inside a function or only for type checking. And no import cycle between modules: an import
 inside a function counts (it is only a cycle hidden until run time); one made only for type
 checking does not. ``deltalog`` and ``deltalog.errors`` are the public façades, importable
-from anywhere: they import the layers lazily, by name.
+from anywhere: they import the layers lazily, by name. A name with a leading underscore is
+its module's own: no other module imports it (make it public in its home module instead).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class Import:
     target: str
     line: int
     type_checking_only: bool
+    #: the name imported from ``target`` (``from target import name``); "" for the module itself
+    name: str = ""
 
 
 def _module_name(path: Path) -> str:
@@ -91,7 +94,8 @@ def _imports(module: str, path: Path, modules: dict[str, Path]) -> Iterator[Impo
         for name in names:
             target = _resolve(name, modules)
             if target is not None and target != module:
-                yield Import(module, target, getattr(node, "lineno", 0), type_checking)
+                attribute = name[len(target) + 1 :]
+                yield Import(module, target, getattr(node, "lineno", 0), type_checking, attribute)
         for child in ast.iter_child_nodes(node):
             yield from visit(child, type_checking)
 
@@ -159,30 +163,58 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-#: cycles left to break (issue #12, the Spark layer's straight-line write); must end empty
-KNOWN_CYCLES = [
-    ["deltalog.contrib.spark", "deltalog.contrib.spark.native", "deltalog.contrib.spark.tables"],
-    [
-        "deltalog.contrib.spark.dataframes",
-        "deltalog.contrib.spark.files",
-        "deltalog.contrib.spark.replace_where",
-        "deltalog.contrib.spark.source",
-        "deltalog.contrib.spark.streaming",
-        "deltalog.contrib.spark.writes",
-    ],
-]
-
-
 def test_no_import_cycles() -> None:
     edges: dict[str, set[str]] = {}
     for imp in _all_imports():
         if not imp.type_checking_only and imp.source not in FACADES and imp.target not in FACADES:
             edges.setdefault(imp.source, set()).add(imp.target)
-    assert [c for c in _cycles(edges) if c not in KNOWN_CYCLES] == []
+    assert _cycles(edges) == []
 
 
-def test_the_checks_catch_what_they_are_for() -> None:
-    """The checker itself: an upward import and a cycle are found."""
+def _private_imports(imports: list[Import]) -> list[str]:
+    """Imports of another module's private name (``from deltalog.x import _name``)."""
+    return [
+        f"{imp.source}:{imp.line} imports {imp.name} from {imp.target}"
+        for imp in imports
+        if imp.name.startswith("_") and not imp.name.startswith("__")
+    ]
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    assert _private_imports(_all_imports()) == []
+
+
+#: parameter names that hold the engine's objects in the layers above ``txn``
+ENGINE_OBJECTS = {"txn", "delta_log", "snapshot", "operation", "metadata"}
+
+
+def _untyped_engine_objects(path: Path) -> list[str]:
+    """Parameters named for an engine object (``txn``, ``snapshot``...) annotated ``Any``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+                annotation = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+                if arg.arg in ENGINE_OBJECTS and annotation in ("Any", "Any | None"):
+                    found.append(f"{path.name}:{node.lineno} {node.name}({arg.arg}: {annotation})")
+    return found
+
+
+def test_the_spark_layer_names_the_engines_types() -> None:
+    """The boundary between contrib/spark and txn is typed (issue #12): a transaction is an
+    ``OptimisticTransaction``, a snapshot a ``Snapshot``, never ``Any``."""
+    spark = PACKAGE / "contrib" / "spark"
+    assert [f for path in sorted(spark.glob("*.py")) for f in _untyped_engine_objects(path)] == []
+
+
+def test_the_checks_catch_what_they_are_for(tmp_path: Path) -> None:
+    """The checker itself: an upward import, a cycle and a private import are found."""
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    found = _private_imports([Import("a", "b", 3, False, "_hidden"), Import("a", "b", 4, False, "shown")])
+    assert found == ["a:3 imports _hidden from b"]
+    module = tmp_path / "m.py"
+    module.write_text("def f(txn: Any, snapshot: Snapshot, other: Any) -> None: ...\n")
+    assert _untyped_engine_objects(module) == ["m.py:1 f(txn: Any)"]
+
     assert _layer("deltalog.txn.log.snapshot") < _layer("deltalog.txn.commit.transaction")
     assert _layer("deltalog.txn.delta_log") < _layer("deltalog.txn.commands.vacuum")

@@ -273,3 +273,12 @@ def test_condition_terms_take_only_top_level_conjuncts():
     # text the tokenizer does not know (arithmetic) gives no term at all
     assert condition_terms("t.id + 1 = s.id", "t", types, ["id"]).key_pairs == []
     assert condition_terms("t.id = s.id AND t.p = 5", "t", types, ["id"]).literal_terms == []
+
+
+def test_a_merge_without_clauses_is_refused_before_it_opens_a_transaction():
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.contrib.spark.merge import DeltaMergeBuilder
+
+    # neither the table nor the source is touched: the MERGE is refused as written
+    with pytest.raises(DeltaAnalysisError, match="at least one"):
+        DeltaMergeBuilder(None, None, "t.id = s.id").execute()  # type: ignore[arg-type]

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from deltalog.contrib.spark.input_partitions import bins as _bins
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, constant_column, read_file
 from deltalog.contrib.spark.row_groups import row_group_offsets, row_groups_in_range, row_groups_may_match
-from deltalog.contrib.spark.source import _bins
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.log.deletion_vectors import write_dv_file, z85_encode
 from deltalog.txn.protocol.actions import AddFile, DeletionVectorDescriptor, Metadata, Protocol, action_to_line

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltalog.contrib.spark.files import WriteSpec, write_batches
+from deltalog.contrib.spark.files import WriteSpec, delete_files, write_batches
+from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_file
+from deltalog.logstores.base import LogStore
 from deltalog.txn.protocol.actions import AddFile
 
 if TYPE_CHECKING:
@@ -24,25 +26,19 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
+    from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.log.snapshot_management import SnapshotManagement
+
 __all__ = [
     "FILE_COLUMN",
     "ROW_INDEX_COLUMN",
     "files_dataframe",
-    "logical_struct",
     "nullable_type",
     "write_dataframe",
 ]
 
 FILE_COLUMN = "__deltalog_file"
 ROW_INDEX_COLUMN = "__deltalog_row_index"
-
-
-def logical_struct(schema_string: str) -> StructType:
-    from pyspark.sql.types import StructType
-
-    from deltalog.contrib.spark.source import _logical_schema
-
-    return StructType.fromJson(_logical_schema(json.loads(schema_string)))
 
 
 def nullable_type(data_type: Any) -> Any:
@@ -58,26 +54,16 @@ def nullable_type(data_type: Any) -> Any:
 
 def files_dataframe(
     spark: SparkSession,
-    delta_log: Any,
-    snapshot: Any,
+    delta_log: SnapshotManagement,
+    snapshot: Snapshot,
     files: Sequence[AddFile],
     with_file: bool = True,
 ) -> DataFrame:
     """The rows of ``files`` (deletion vectors applied), with file and row-index columns."""
     from pyspark.sql.types import LongType, StringType, StructField
 
-    from deltalog.contrib.spark.source import _arrow_schema
-
-    metadata = snapshot.metadata
-    schema = logical_struct(metadata.schema_string)
-    spec = ReadSpec(
-        store=delta_log.store.spec(),
-        table_uri=delta_log.table_uri,
-        schema_json=metadata.schema_string,
-        partition_columns=tuple(metadata.partition_columns),
-        column_mapping_mode=snapshot.properties.column_mapping_mode,
-        output_schema=_arrow_schema(schema),
-    )
+    schema = logical_struct(snapshot.metadata.schema_string)
+    spec = ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(schema))
     out_schema = schema
     if with_file:
         out_schema = StructType_add(
@@ -119,7 +105,7 @@ def StructType_add(schema: StructType, fields: Sequence[Any]) -> StructType:
     return StructType(list(schema.fields) + list(fields))
 
 
-def _read_with_positions(spec: ReadSpec, store: Any, item: FileToRead) -> pa.Table:
+def _read_with_positions(spec: ReadSpec, store: LogStore, item: FileToRead) -> pa.Table:
     """The file's live rows plus their file path and original row index."""
     import pyarrow.compute as pc
 
@@ -154,8 +140,6 @@ def write_dataframe(df: DataFrame, spec: WriteSpec) -> list[str]:
 
     When the job fails, the files of its tasks are deleted (a failed task deletes its own;
     the ones that finished report theirs through an accumulator) and the error propagates."""
-    from deltalog.contrib.spark.files import delete_files
-
     finished: Accumulator[list[str]] = df.sparkSession.sparkContext.accumulator([], _Lines())  # type: ignore[arg-type]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

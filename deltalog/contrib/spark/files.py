@@ -25,14 +25,16 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from deltalog.contrib.spark.constraints import task_checker
 from deltalog.contrib.spark.partitioning import partition_directory, partition_value_to_string
+from deltalog.contrib.spark.replace_where import row_checker
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS
 from deltalog.txn.protocol.actions import AddCDCFile, AddFile, action_to_line, decode_path, encode_path, parse_line
 from deltalog.txn.protocol.constraints import Constraint
 from deltalog.txn.protocol.file_stats import StatsCollector
 
-__all__ = ["CDC_TYPE_COLUMN", "WriteSpec", "delete_files", "write_batches"]
+__all__ = ["CDC_TYPE_COLUMN", "WriteSpec", "delete_files", "file_actions", "write_batches"]
 
 log = logging.getLogger(__name__)
 
@@ -288,12 +290,8 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
 
     On an error the task's files are deleted (best effort) and the error propagates.
     """
-    from deltalog.contrib.spark.constraints import task_checker
-
     check = task_checker(spec.constraints)
     if spec.replace_where is not None:
-        from deltalog.contrib.spark.replace_where import row_checker
-
         check = _both(check, row_checker(spec.replace_where))
     writer = _TaskWriter(spec, task_id)
     try:
@@ -315,6 +313,19 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
     except BaseException:
         writer.abort()
         raise
+
+
+def file_actions(action_lines: Sequence[str]) -> tuple[list[AddFile], list[AddCDCFile]]:
+    """The ``add`` and the ``cdc`` actions among the action lines the write tasks returned."""
+    adds: list[AddFile] = []
+    cdcs: list[AddCDCFile] = []
+    for line in action_lines:
+        action = parse_line(line)
+        if isinstance(action, AddFile):
+            adds.append(action)
+        elif isinstance(action, AddCDCFile):
+            cdcs.append(action)
+    return adds, cdcs
 
 
 def delete_files(spec: WriteSpec, action_lines: Sequence[str]) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
-from deltalog.contrib.spark.predicates import _tokens
+from deltalog.contrib.spark.predicates import tokenize
 from deltalog.contrib.spark.scan import Term
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def condition_terms(
     if not isinstance(condition, str):
         return out
     try:
-        tokens = _tokens(condition)
+        tokens = tokenize(condition)
     except DeltaAnalysisError:
         return out
     target_cols = {c.lower(): c for c in target_types}

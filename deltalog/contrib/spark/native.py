@@ -53,7 +53,11 @@ from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 from deltalog.txn.protocol.features import READ_SUPPORTED
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
 
 __all__ = ["NATIVE_READER_FEATURES", "read_table", "spark_can_reach"]
 
@@ -117,7 +121,7 @@ def _native_flag(value: Any) -> bool | None:
 
 
 def _python_read(spark: SparkSession, uri: str, options: Mapping[str, str], where: str | None) -> DataFrame:
-    from deltalog.contrib.spark import register
+    from deltalog.contrib.spark.session import register
 
     register(spark)
     df = spark.read.format("deltalog").options(**options).load(uri)
@@ -244,7 +248,7 @@ def where_terms(where: str | None) -> list[Term]:
     return terms
 
 
-def _snapshot(read: ReadOptions) -> tuple[Any, Any]:
+def _snapshot(read: ReadOptions) -> tuple[DeltaLog, Snapshot]:
     from deltalog.txn.protocol.errors import TableNotFoundError
 
     delta_log = open_log(read.path, read.storage_options, read.logstore)
@@ -257,7 +261,7 @@ def _snapshot(read: ReadOptions) -> tuple[Any, Any]:
     return delta_log, snapshot
 
 
-def _check_supported(snapshot: Any, schema: Mapping[str, Any]) -> None:
+def _check_supported(snapshot: Snapshot, schema: Mapping[str, Any]) -> None:
     from deltalog.txn.protocol.features import protocol_features
 
     reader, _ = protocol_features(snapshot.protocol)
@@ -392,8 +396,7 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
-    from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY, deleted_rows, drop_deleted_rows
-    from deltalog.contrib.spark.source import _logical_schema
+    from deltalog.contrib.spark.logical_schema import logical_schema
 
     if getattr(spark, "_jvm", None) is None:
         raise NativeReadUnsupportedError("the session has no JVM (Spark Connect)")
@@ -409,18 +412,12 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
     partition_columns = list(metadata.partition_columns)
     types = schemas.top_level_types(schema)
     physical = schemas.physical_names(schema, mode)
-
-    terms = where_terms(where)
-    table = snapshot.files_table
-    if terms:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        plan = plan_files(snapshot.files, snapshot.version, terms, partition_columns, types, physical)
-        kept = pa.array([a.path for a in plan.files], pa.string())
-        table = table.filter(pc.is_in(table.column("path"), value_set=kept))
     root = _hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
-    files = _file_list(table, root, {c: physical.get(c, c) for c in partition_columns})
+    files = _file_list(
+        _files_table(snapshot, where_terms(where), partition_columns, types, physical),
+        root,
+        {c: physical.get(c, c) for c in partition_columns},
+    )
     log.info(
         "native scan of %s at version %d: %d of %d files",
         delta_log.table_uri,
@@ -428,15 +425,52 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
         len(files),
         snapshot.num_files,
     )
-    logical = StructType.fromJson(_logical_schema(schema))
+    logical = StructType.fromJson(logical_schema(schema))
     if not len(files):
         df = spark.createDataFrame([], logical)
         return df.filter(where) if where else df
     hive = mode == "none" and _is_hive_layout(files, partition_columns, types, root)
     if mode == "id":
         spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
-    read_schema = _read_schema(schema, mode, partition_columns, hive)
     join_partitions = bool(partition_columns) and not hive
+    read_schema = _read_schema(schema, mode, partition_columns, hive)
+    df = _scan_live_rows(spark, delta_log, files, read_schema, hive, join_partitions)
+    if join_partitions:
+        spark_types = {f.name: f.dataType for f in logical.fields}
+        pv = spark.createDataFrame(_partition_table(files, partition_columns, types, spark_types))
+        df = df.join(F.broadcast(pv), on=PARTITION_FILE_KEY, how="left")
+    df = df.select(*_logical_columns(logical, partition_columns, physical, mode))
+    return df.filter(where) if where else df
+
+
+def _files_table(
+    snapshot: Snapshot,
+    terms: Sequence[Term],
+    partition_columns: Sequence[str],
+    types: Mapping[str, str],
+    physical: Mapping[str, str],
+) -> Any:
+    """The snapshot's Arrow files table, less the files ``terms`` skip."""
+    table = snapshot.files_table
+    if not terms:
+        return table
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    plan = plan_files(snapshot.files, snapshot.version, terms, partition_columns, types, physical)
+    kept = pa.array([a.path for a in plan.files], pa.string())
+    return table.filter(pc.is_in(table.column("path"), value_set=kept))
+
+
+def _scan_live_rows(
+    spark: SparkSession, delta_log: DeltaLog, files: FileList, read_schema: Any, hive: bool, join_partitions: bool
+) -> DataFrame:
+    """Spark's Parquet scan of ``files`` without the rows their deletion vectors delete (and,
+    with ``join_partitions``, each row's file path in ``PARTITION_FILE_KEY``)."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY, deleted_rows, drop_deleted_rows
+
     # files without deletion vectors are scanned apart, so they pay nothing for the DVs of others
     with_dv = set(files.deletion_vectors)
     groups = [files.subset([i for i in range(len(files)) if i not in with_dv]), files.subset(sorted(with_dv))]
@@ -454,11 +488,16 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
             part = drop_deleted_rows(spark, part, deleted_rows(delta_log.store, delta_log.table_uri, dvs))
             part = part.drop(FILE_KEY, ROW_KEY)
         scans.append(part)
-    df = scans[0] if len(scans) == 1 else scans[0].unionByName(scans[1])
-    spark_types = {f.name: f.dataType for f in logical.fields}
-    if join_partitions:
-        pv = spark.createDataFrame(_partition_table(files, partition_columns, types, spark_types))
-        df = df.join(F.broadcast(pv), on=PARTITION_FILE_KEY, how="left")
+    return scans[0] if len(scans) == 1 else scans[0].unionByName(scans[1])
+
+
+def _logical_columns(
+    logical: StructType, partition_columns: Sequence[str], physical: Mapping[str, str], mode: str
+) -> list[Column]:
+    """The scan's columns as the table's logical columns (column mapping: renamed from their
+    physical names, nested types cast to their logical field names)."""
+    from pyspark.sql import functions as F
+
     parts = {c.lower() for c in partition_columns}
     columns = []
     for f in logical.fields:
@@ -470,8 +509,7 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
         if mode != "none" and _nested(f.dataType):
             col = col.cast(f.dataType)
         columns.append(col.alias(f.name, metadata=f.metadata))
-    df = df.select(*columns)
-    return df.filter(where) if where else df
+    return columns
 
 
 def _nested(data_type: Any) -> bool:

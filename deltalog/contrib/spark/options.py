@@ -248,23 +248,8 @@ class WriteOptions:
             )
         if save_mode == "overwrite":
             overwrite = True
-        partition_text = _get(options, "partitionBy")
-        partition_by: tuple[str, ...] | None = None
-        if partition_text is not None:
-            if partition_text.strip().startswith("["):
-                partition_by = tuple(json.loads(partition_text))
-            else:
-                partition_by = tuple(c.strip() for c in partition_text.split(",") if c.strip())
-        props: dict[str, str] = {}
-        raw_props = _get(options, "tableProperties")
-        for k, v in options.items():
-            if _is_table_property(k):
-                props[canonical_property(k)] = v
-        if raw_props:
-            try:
-                props.update({str(k): str(v) for k, v in json.loads(raw_props).items()})
-            except (ValueError, AttributeError):
-                raise InvalidWriteOptionError("tableProperties must be a JSON object of strings") from None
+        partition_by = _partition_by(options)
+        props = _table_properties(options)
         app_id = _get(options, "txnAppId")
         version = _int(options, "txnVersion")
         if (app_id is None) != (version is None):
@@ -300,6 +285,31 @@ class WriteOptions:
             data_change=_flag(options, "dataChange", True),
             partition_overwrite_mode=overwrite_mode,
         )
+
+
+def _partition_by(options: Mapping[str, str]) -> tuple[str, ...] | None:
+    """``partitionBy``: comma-separated column names, or a JSON list (None: not given)."""
+    text = _get(options, "partitionBy")
+    if text is None:
+        return None
+    if text.strip().startswith("["):
+        return tuple(json.loads(text))
+    return tuple(c.strip() for c in text.split(",") if c.strip())
+
+
+def _table_properties(options: Mapping[str, str]) -> dict[str, str]:
+    """The table properties a write sets: ``delta.*`` options and the ``tableProperties`` JSON object."""
+    props: dict[str, str] = {}
+    raw_props = _get(options, "tableProperties")
+    for k, v in options.items():
+        if _is_table_property(k):
+            props[canonical_property(k)] = v
+    if raw_props:
+        try:
+            props.update({str(k): str(v) for k, v in json.loads(raw_props).items()})
+        except (ValueError, AttributeError):
+            raise InvalidWriteOptionError("tableProperties must be a JSON object of strings") from None
+    return props
 
 
 @dataclass(frozen=True)

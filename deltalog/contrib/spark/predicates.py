@@ -14,7 +14,7 @@ from typing import Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 
-__all__ = ["parse_partition_predicate"]
+__all__ = ["parse_partition_predicate", "tokenize"]
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -28,7 +28,8 @@ _TOKEN = re.compile(
 )
 
 
-def _tokens(text: str) -> list[tuple[str, str]]:
+def tokenize(text: str) -> list[tuple[str, str]]:
+    """``text`` as ``(kind, text)`` tokens of the predicate grammar."""
     out: list[tuple[str, str]] = []
     pos = 0
     text = text.strip()
@@ -60,69 +61,86 @@ def _literal(kind: str, value: str) -> Any:
 
 def parse_partition_predicate(text: str) -> list[tuple[str, str, Any]]:
     """Parse ``text`` into partition filters; raises :class:`DeltaAnalysisError` on bad input."""
-    tokens = _tokens(text)
-    filters: list[tuple[str, str, Any]] = []
-    i = 0
+    return _PredicateParser(text).parse()
 
-    def expect_ident() -> str:
-        nonlocal i
-        if i >= len(tokens) or tokens[i][0] != "ident":
-            raise DeltaAnalysisError(f"expected a column name in {text!r}")
-        name = tokens[i][1].strip("`")
-        i += 1
+
+class _PredicateParser:
+    """``column <op> literal``, ``column IS [NOT] NULL`` and ``column [NOT] IN (...)`` terms
+    joined by ``AND``, one token at a time."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = tokenize(text)
+        self.i = 0
+
+    def parse(self) -> list[tuple[str, str, Any]]:
+        filters: list[tuple[str, str, Any]] = []
+        while self.i < len(self.tokens):
+            filters.append(self._term(self._ident()))
+            if self.i < len(self.tokens):
+                kind, value = self.tokens[self.i]
+                if kind != "ident" or value.lower() != "and":
+                    raise DeltaAnalysisError(
+                        f"only AND is supported between terms of a partition predicate, got {value!r} in {self.text!r}"
+                    )
+                self.i += 1
+        if not filters:
+            raise DeltaAnalysisError("the predicate is empty")
+        return filters
+
+    def _word(self) -> str | None:
+        """The current token's text, lower-cased (None at the end)."""
+        return self.tokens[self.i][1].lower() if self.i < len(self.tokens) else None
+
+    def _ident(self) -> str:
+        if self.i >= len(self.tokens) or self.tokens[self.i][0] != "ident":
+            raise DeltaAnalysisError(f"expected a column name in {self.text!r}")
+        name = self.tokens[self.i][1].strip("`")
+        self.i += 1
         return name
 
-    while i < len(tokens):
-        column = expect_ident()
-        if i >= len(tokens):
-            raise DeltaAnalysisError(f"incomplete predicate {text!r}")
-        kind, value = tokens[i]
+    def _term(self, column: str) -> tuple[str, str, Any]:
+        if self.i >= len(self.tokens):
+            raise DeltaAnalysisError(f"incomplete predicate {self.text!r}")
+        kind, value = self.tokens[self.i]
         word = value.lower()
         if kind == "op":
-            i += 1
-            if i >= len(tokens):
-                raise DeltaAnalysisError(f"missing value after {value!r} in {text!r}")
-            literal = _literal(*tokens[i])
-            i += 1
-            filters.append((column, "=" if value == "==" else ("!=" if value == "<>" else value), literal))
-        elif kind == "ident" and word == "is":
-            i += 1
-            negate = i < len(tokens) and tokens[i][1].lower() == "not"
-            i += 1 if negate else 0
-            if i >= len(tokens) or tokens[i][1].lower() != "null":
-                raise DeltaAnalysisError(f"expected NULL after IS in {text!r}")
-            i += 1
-            filters.append((column, "!=" if negate else "=", None))
-        elif kind == "ident" and word in ("in", "not"):
-            negate = word == "not"
-            i += 1
-            if negate:
-                if i >= len(tokens) or tokens[i][1].lower() != "in":
-                    raise DeltaAnalysisError(f"expected IN after NOT in {text!r}")
-                i += 1
-            if i >= len(tokens) or tokens[i][1] != "(":
-                raise DeltaAnalysisError(f"expected '(' after IN in {text!r}")
-            i += 1
-            values: list[Any] = []
-            while i < len(tokens) and tokens[i][1] != ")":
-                if tokens[i][1] == ",":
-                    i += 1
-                    continue
-                values.append(_literal(*tokens[i]))
-                i += 1
-            if i >= len(tokens):
-                raise DeltaAnalysisError(f"missing ')' in {text!r}")
-            i += 1
-            filters.append((column, "not in" if negate else "in", values))
-        else:
-            raise DeltaAnalysisError(f"unsupported operator {value!r} in {text!r}")
-        if i < len(tokens):
-            if tokens[i][0] == "ident" and tokens[i][1].lower() == "and":
-                i += 1
-            else:
-                raise DeltaAnalysisError(
-                    f"only AND is supported between terms of a partition predicate, got {tokens[i][1]!r} in {text!r}"
-                )
-    if not filters:
-        raise DeltaAnalysisError("the predicate is empty")
-    return filters
+            self.i += 1
+            if self.i >= len(self.tokens):
+                raise DeltaAnalysisError(f"missing value after {value!r} in {self.text!r}")
+            literal = _literal(*self.tokens[self.i])
+            self.i += 1
+            return column, "=" if value == "==" else ("!=" if value == "<>" else value), literal
+        if kind == "ident" and word == "is":
+            return self._is_null(column)
+        if kind == "ident" and word in ("in", "not"):
+            return self._in_list(column, negate=word == "not")
+        raise DeltaAnalysisError(f"unsupported operator {value!r} in {self.text!r}")
+
+    def _is_null(self, column: str) -> tuple[str, str, Any]:
+        self.i += 1
+        negate = self._word() == "not"
+        self.i += 1 if negate else 0
+        if self._word() != "null":
+            raise DeltaAnalysisError(f"expected NULL after IS in {self.text!r}")
+        self.i += 1
+        return column, "!=" if negate else "=", None
+
+    def _in_list(self, column: str, negate: bool) -> tuple[str, str, Any]:
+        self.i += 1
+        if negate:
+            if self._word() != "in":
+                raise DeltaAnalysisError(f"expected IN after NOT in {self.text!r}")
+            self.i += 1
+        if self._word() != "(":
+            raise DeltaAnalysisError(f"expected '(' after IN in {self.text!r}")
+        self.i += 1
+        values: list[Any] = []
+        while self.i < len(self.tokens) and self.tokens[self.i][1] != ")":
+            if self.tokens[self.i][1] != ",":
+                values.append(_literal(*self.tokens[self.i]))
+            self.i += 1
+        if self.i >= len(self.tokens):
+            raise DeltaAnalysisError(f"missing ')' in {self.text!r}")
+        self.i += 1
+        return column, "not in" if negate else "in", values

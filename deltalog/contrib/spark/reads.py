@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,6 +28,10 @@ from deltalog.contrib.spark.schemas import physical_names, top_level_types
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.log.data_files import open_data_file
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor, decode_path
+
+if TYPE_CHECKING:
+    from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.log.snapshot_management import SnapshotManagement
 
 __all__ = ["FileToRead", "ReadSpec", "constant_column", "partition_value", "read_file", "read_files"]
 
@@ -72,6 +76,19 @@ class ReadSpec:
     #: pushed filters on data columns (logical names) that skip row groups by their footer
     #: statistics; empty where pruning by pushed filters is not sound (see ``source.py``)
     row_group_terms: tuple[Term, ...] = ()
+
+    @classmethod
+    def for_snapshot(cls, delta_log: SnapshotManagement, snapshot: Snapshot, output_schema: pa.Schema) -> ReadSpec:
+        """The spec to read files of ``snapshot`` (of ``delta_log``'s table) as rows of ``output_schema``."""
+        metadata = snapshot.metadata
+        return cls(
+            store=delta_log.store.spec(),
+            table_uri=delta_log.table_uri,
+            schema_json=metadata.schema_string,
+            partition_columns=tuple(metadata.partition_columns),
+            column_mapping_mode=snapshot.properties.column_mapping_mode,
+            output_schema=output_schema,
+        )
 
 
 def _absolute(table_uri: str, path: str) -> str:

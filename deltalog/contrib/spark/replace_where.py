@@ -10,7 +10,7 @@ transaction and checks every written row against the predicate as a constraint
 - the commit reads the files of the transaction's read snapshot that the predicate's
   partition terms select (recorded as read, so the conflict checker sees them), and each
   file holding rows that match is removed and its other rows written again
-  (:func:`rewrite_outside`), as DELETE does.
+  (:func:`~deltalog.contrib.spark.replace_where_rewrite.rewrite_outside`), as DELETE does.
 
 The predicate is Spark SQL in the subset the constraint evaluator supports
 (:mod:`deltalog.txn.protocol.constraint_sql`); anything else is refused before a file is written.
@@ -20,16 +20,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, ReplaceWhereMismatchError
-from deltalog.contrib.spark.files import WriteSpec, delete_files, write_batches
 from deltalog.contrib.spark.predicates import parse_partition_predicate
-from deltalog.txn.protocol.actions import AddFile, Metadata
+from deltalog.txn.protocol.actions import Metadata
 from deltalog.txn.protocol.constraints import (
     CompiledConstraint,
     Constraint,
@@ -37,10 +34,11 @@ from deltalog.txn.protocol.constraints import (
     compile_constraints,
 )
 
-__all__ = ["names_data_columns", "partition_filters", "rewrite_outside", "row_checker"]
+__all__ = ["compiled_predicate", "names_data_columns", "partition_filters", "row_checker"]
 
 
-def _compiled(predicate: str) -> CompiledConstraint:
+def compiled_predicate(predicate: str) -> CompiledConstraint:
+    """``predicate`` compiled by the CHECK-constraint evaluator."""
     return compile_constraints([Constraint("replaceWhere", predicate, "check")])[0]
 
 
@@ -59,7 +57,7 @@ def names_data_columns(predicate: str, metadata: Metadata) -> bool:
     if filters is not None and all(c.lower() in partitions for c, _, _ in filters):
         return False
     try:
-        compiled = _compiled(predicate)
+        compiled = compiled_predicate(predicate)
     except (UnsupportedConstraintError, ValueError) as exc:
         raise InvalidWriteOptionError(
             f"replaceWhere {predicate!r} cannot be evaluated: {exc}. Use a partition predicate, or a predicate "
@@ -131,13 +129,13 @@ def partition_filters(predicate: str, metadata: Metadata) -> list[tuple[str, str
         elif isinstance(e, Unary) and e.op in ("is_null", "is_not_null") and (found := partition(e.operand)):
             out.append((found[0], "=" if e.op == "is_null" else "!=", None))
 
-    walk(_compiled(predicate).expr)
+    walk(compiled_predicate(predicate).expr)
     return out
 
 
 def row_checker(predicate: str) -> Callable[[pa.Table], None]:
     """The check a write task runs on its rows: each must satisfy ``predicate``."""
-    compiled = [_compiled(predicate)]
+    compiled = [compiled_predicate(predicate)]
 
     def check(table: pa.Table) -> None:
         from deltalog.txn.protocol.constraints import check_constraints
@@ -148,50 +146,3 @@ def row_checker(predicate: str) -> Callable[[pa.Table], None]:
             raise ReplaceWhereMismatchError(predicate, exc.violations, exc.values) from None
 
     return check
-
-
-def rewrite_outside(txn: Any, predicate: str, spec: WriteSpec) -> tuple[list[AddFile], list[str], dict[str, str]]:
-    """The DELETE half: read the files of the transaction's snapshot the predicate's
-    partition terms select (:func:`partition_filters`; recorded as read), remove those
-    holding rows that match ``predicate`` and write their other rows again. Returns the
-    removed files, the action lines of the rewritten files and the metrics."""
-    files: list[AddFile] = txn.filter_files(partition_filters(predicate, txn.metadata) if txn.table_exists else None)
-    if not files:
-        return [], [], {}
-    from deltalog.contrib.spark.dataframes import logical_struct
-    from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_file
-    from deltalog.contrib.spark.source import _arrow_schema
-
-    snapshot = txn.snapshot
-    metadata = snapshot.metadata
-    read_spec = ReadSpec(
-        store=txn.delta_log.store.spec(),
-        table_uri=txn.delta_log.table_uri,
-        schema_json=metadata.schema_string,
-        partition_columns=tuple(metadata.partition_columns),
-        column_mapping_mode=snapshot.properties.column_mapping_mode,
-        output_schema=_arrow_schema(logical_struct(metadata.schema_string)),
-    )
-    compiled = _compiled(predicate)
-    rewrite_spec = replace(spec, replace_where=None)
-    removed: list[AddFile] = []
-    lines: list[str] = []
-    deleted = copied = 0
-    try:
-        for f in files:
-            dv = None if f.deletion_vector is None else f.deletion_vector.to_dict()
-            table = read_file(read_spec, txn.delta_log.store, FileToRead(f.path, f.partition_values, f.size, dv))
-            matched = pc.fill_null(compiled.evaluate(table), False)
-            hits = int(pc.sum(matched.cast("int64")).as_py() or 0)
-            if hits == 0:
-                continue
-            removed.append(f)
-            kept = table.filter(pc.invert(matched))
-            deleted += hits
-            copied += kept.num_rows
-            if kept.num_rows:
-                lines.extend(write_batches(rewrite_spec, [kept], 0))
-    except BaseException:
-        delete_files(rewrite_spec, lines)
-        raise
-    return removed, lines, {"numDeletedRows": str(deleted), "numCopiedRows": str(copied)}

@@ -20,7 +20,7 @@ import os
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -45,11 +45,17 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from deltalog.contrib.spark.files import write_batches
+from deltalog.contrib.spark.input_partitions import TARGET_SPLIT_BYTES, FilesPartition, files_partitions
+from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
 from deltalog.contrib.spark.options import ReadOptions, WriteOptions
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.contrib.spark.writes import StreamingInfo, WritePlan, abort_write, commit_write, plan_write
+
+if TYPE_CHECKING:
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
 
 __all__ = ["DeltaLogDataSource"]
 
@@ -60,8 +66,6 @@ CDF_COLUMNS = (
     ("_commit_version", "long"),
     ("_commit_timestamp", "timestamp"),
 )
-#: The default split target (option ``maxSplitBytes``), Spark's ``spark.sql.files.maxPartitionBytes``.
-TARGET_SPLIT_BYTES = 128 * 1024 * 1024
 
 
 @dataclass
@@ -161,21 +165,6 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
 READ_PLANS_PER_SCAN = hasattr(DataSourceReader, "pushLimit")
 
 
-@dataclass
-class FilesPartition(InputPartition):
-    """One read task: the planned snapshot's files to read and everything needed to read
-    them. Tasks never open the log, so every task reads the version that was planned."""
-
-    spec: ReadSpec
-    version: int
-    files: list[FileToRead]
-
-    def __init__(self, spec: ReadSpec, version: int, files: list[FileToRead]) -> None:
-        self.spec = spec
-        self.version = version
-        self.files = files
-
-
 def _column(attr: Any) -> str:
     return ".".join(attr) if isinstance(attr, tuple) else str(attr)
 
@@ -208,44 +197,6 @@ def _terms(filters: Sequence[Filter]) -> list[Term]:
     return out
 
 
-def _arrow_schema(schema: StructType) -> pa.Schema:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(schema, timezone="UTC")
-
-
-def _splits(files: list[FileToRead], target: int) -> list[FileToRead]:
-    """Files larger than ``target`` bytes as splits of ``target`` bytes (the last one to the
-    end of the file), as Spark splits files: by byte range, from the log's sizes, without
-    reading a footer. Each task reads the row groups whose midpoint is in its range."""
-    out: list[FileToRead] = []
-    for f in files:
-        if f.size <= target:
-            out.append(f)
-            continue
-        starts = range(0, f.size, target)
-        for start in starts:
-            last = start == starts[-1]
-            out.append(dataclasses.replace(f, start=start, length=None if last else target))
-    return out
-
-
-def _bins(files: list[FileToRead], target: int = TARGET_SPLIT_BYTES) -> list[list[FileToRead]]:
-    bins: list[list[FileToRead]] = []
-    current: list[FileToRead] = []
-    size = 0
-    for f in sorted(_splits(files, target), key=lambda f: (f.path, f.start)):
-        length = min(f.size - f.start, target) if f.is_split else f.size
-        if current and size + length > target:
-            bins.append(current)
-            current, size = [], 0
-        current.append(f)
-        size += length
-    if current:
-        bins.append(current)
-    return bins
-
-
 class DeltaReader(DataSourceReader):
     """Plans a scan in ``partitions()`` (on the driver side) and reads it in ``read()`` (in
     executors). Spark pickles the reader before it calls ``partitions()``, so nothing
@@ -263,23 +214,15 @@ class DeltaReader(DataSourceReader):
         # Every filter is also evaluated by Spark: file skipping is only a superset.
         yield from filters
 
-    def _snapshot(self) -> Any:
+    def _snapshot(self) -> tuple[DeltaLog, Snapshot]:
         delta_log = open_log(self.options.path, self.options.storage_options, self.options.logstore)
         o = self.options
         if o.version_as_of is not None or o.timestamp_as_of is not None:
             return delta_log, delta_log.snapshot(version=o.version_as_of, timestamp=o.timestamp_as_of)
         return delta_log, delta_log.update()
 
-    def _spec(self, delta_log: Any, snapshot: Any) -> ReadSpec:
-        metadata = snapshot.metadata
-        return ReadSpec(
-            store=delta_log.store.spec(),
-            table_uri=delta_log.table_uri,
-            schema_json=metadata.schema_string,
-            partition_columns=tuple(metadata.partition_columns),
-            column_mapping_mode=snapshot.properties.column_mapping_mode,
-            output_schema=_arrow_schema(self.schema),
-        )
+    def _spec(self, delta_log: DeltaLog, snapshot: Snapshot) -> ReadSpec:
+        return ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(self.schema))
 
     def partitions(self) -> Sequence[InputPartition]:
         from deltalog.contrib.spark import schemas
@@ -292,7 +235,7 @@ class DeltaReader(DataSourceReader):
             end_snapshot = delta_log.snapshot(end) if end is not None else delta_log.update()
             items = change_files(delta_log, start, end_snapshot.version)
             spec = self._spec(delta_log, end_snapshot)
-            return _partitions(spec, end_snapshot.version, items, self._split_target)
+            return files_partitions(spec, end_snapshot.version, items, self._split_target)
         delta_log, snapshot = self._snapshot()
         metadata = snapshot.metadata
         schema = json.loads(metadata.schema_string)
@@ -328,7 +271,7 @@ class DeltaReader(DataSourceReader):
         # plan.data_terms is empty unless READ_PLANS_PER_SCAN (see pushFilters): row groups
         # are skipped by pushed filters only where files are
         spec = dataclasses.replace(self._spec(delta_log, snapshot), row_group_terms=tuple(plan.data_terms))
-        return _partitions(spec, snapshot.version, items, self._split_target)
+        return files_partitions(spec, snapshot.version, items, self._split_target)
 
     @property
     def _split_target(self) -> int:
@@ -339,13 +282,7 @@ class DeltaReader(DataSourceReader):
         yield from read_files(partition.spec, partition.files)
 
 
-def _partitions(
-    spec: ReadSpec, version: int, items: list[FileToRead], target: int = TARGET_SPLIT_BYTES
-) -> list[InputPartition]:
-    return [FilesPartition(spec, version, b) for b in _bins(items, target)] or [FilesPartition(spec, version, [])]
-
-
-def change_range(delta_log: Any, options: ReadOptions) -> tuple[int, int | None]:
+def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int | None]:
     """The change feed's first and last version (None: the latest), from
     ``startingVersion``/``endingVersion`` or ``startingTimestamp``/``endingTimestamp``
     (Delta's rules: the first commit at or after the start, the last at or before the end)."""
@@ -361,7 +298,7 @@ def change_range(delta_log: Any, options: ReadOptions) -> tuple[int, int | None]
     return start or 0, end
 
 
-def _commit_at_or_after(delta_log: Any, snapshot: Any, timestamp: str) -> bool:
+def _commit_at_or_after(delta_log: DeltaLog, snapshot: Snapshot, timestamp: str) -> bool:
     """Whether ``snapshot`` (the last commit at or before ``timestamp``) was committed exactly then."""
     from deltalog.txn.log.history import to_millis
 
@@ -392,7 +329,7 @@ class DeltaLogDataSource(DataSource):
             from deltalog.txn.protocol.errors import TableNotFoundError
 
             raise TableNotFoundError(delta_log.table_uri, "no _delta_log; write to it first")
-        schema = StructType.fromJson(_logical_schema(json.loads(snapshot.metadata.schema_string)))
+        schema = logical_struct(snapshot.metadata.schema_string)
         if opts.read_change_feed:
             for name, type_name in CDF_COLUMNS:
                 schema = schema.add(name, type_name, True)
@@ -415,23 +352,3 @@ class DeltaLogDataSource(DataSource):
         opts = WriteOptions.parse(self.options, False)
         app_id = _query_app_id(opts, self.options)
         return DeltaStreamWriter(plan_write(opts, schema.json(), streaming=True), app_id, overwrite)
-
-
-def _logical_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema without column-mapping metadata (what a DataFrame shows)."""
-
-    def clean(t: Any) -> Any:
-        if isinstance(t, dict) and t.get("type") == "struct":
-            fields = []
-            for f in t["fields"]:
-                meta = {k: v for k, v in (f.get("metadata") or {}).items() if not k.startswith("delta.columnMapping")}
-                fields.append({**f, "metadata": meta, "type": clean(f["type"])})
-            return {**t, "fields": fields}
-        if isinstance(t, dict) and t.get("type") == "array":
-            return {**t, "elementType": clean(t["elementType"])}
-        if isinstance(t, dict) and t.get("type") == "map":
-            return {**t, "keyType": clean(t["keyType"]), "valueType": clean(t["valueType"])}
-        return t
-
-    result: dict[str, Any] = clean(schema)
-    return result

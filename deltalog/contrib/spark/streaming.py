@@ -48,6 +48,8 @@ from deltalog.contrib.spark.errors import (
     DeltaSourceSchemaChangedError,
     DeltaSourceTableChangedError,
 )
+from deltalog.contrib.spark.input_partitions import FilesPartition, files_partitions
+from deltalog.contrib.spark.logical_schema import arrow_schema
 from deltalog.contrib.spark.options import StreamReadOptions
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
 from deltalog.contrib.spark.tablelog import open_log
@@ -246,13 +248,11 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _init(self) -> _State:
         if self._state is None:
-            from deltalog.contrib.spark.source import DeltaReader
-
             o = self.options.read
             delta_log = open_log(o.path, o.storage_options, o.logstore)
             snapshot = delta_log.require_table()
             metadata = snapshot.metadata
-            spec = DeltaReader(o, self.schema)._spec(delta_log, snapshot)
+            spec = ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(self.schema))
             self._state = _State(
                 delta_log,
                 snapshot,
@@ -461,8 +461,6 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return start if end is None or end == offset else end.to_dict()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        from deltalog.contrib.spark.source import _partitions
-
         first, last = self._offset(start), self._offset(end)
         if first == last:
             return []
@@ -473,11 +471,9 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             from_version, from_index, initial = self._start_point(first)
         items = [f.file for f in self._changes(from_version, from_index, initial, last) if f.file is not None]
-        return _partitions(self._init().spec, last.reservoir_version, items)
+        return files_partitions(self._init().spec, last.reservoir_version, items)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from deltalog.contrib.spark.source import FilesPartition
-
         assert isinstance(partition, FilesPartition)
         yield from read_files(partition.spec, partition.files)
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from deltalog.txn.commit.transaction import OptimisticTransaction
     from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
 
 __all__ = ["ENGINE_INFO", "open_log", "start_transaction"]
 
@@ -34,11 +36,13 @@ def open_log(path: str, storage_options: Mapping[str, str] | None = None, logsto
     return DeltaLog.for_table(path, storage_options=dict(storage_options or {}), logstore=logstore)
 
 
-def start_transaction(log: DeltaLog, user_metadata: str | None = None, **kwargs: Any) -> Any:
+def start_transaction(
+    log: DeltaLog, user_metadata: str | None = None, *, snapshot: Snapshot | None = None
+) -> OptimisticTransaction:
     """A transaction whose commitInfo names this integration (and carries ``userMetadata``)."""
     from deltalog.txn.commit.settings import EngineSettings
 
     settings = EngineSettings.from_options(log.storage_options).with_(engine_info=_engine_info())
     if user_metadata is not None:
         settings = settings.with_(user_metadata=user_metadata)
-    return log.start_transaction(settings=settings, **kwargs)
+    return log.start_transaction(settings=settings, snapshot=snapshot)

@@ -19,20 +19,30 @@ from typing import TYPE_CHECKING, Any, Union
 from deltalog.contrib.spark.dataframes import (
     FILE_COLUMN,
     files_dataframe,
-    logical_struct,
     nullable_type,
     write_dataframe,
 )
 from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
-from deltalog.contrib.spark.files import CDC_TYPE_COLUMN
+from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
+from deltalog.contrib.spark.logical_schema import logical_struct
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
-from deltalog.contrib.spark.writes import _file_actions, _spec_for, commit_files
+from deltalog.contrib.spark.writes import commit_files, write_spec
 from deltalog.txn.protocol.actions import Action, AddFile
 from deltalog.txn.protocol.properties import TableProperties
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+    from deltalog.contrib.spark.files import WriteSpec
+    from deltalog.contrib.spark.maintenance import DeltaOptimizeBuilder
+    from deltalog.contrib.spark.merge import DeltaMergeBuilder
+    from deltalog.txn.commit.operations import Operation
+    from deltalog.txn.commit.transaction import OptimisticTransaction
+    from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.protocol.actions import Metadata
+    from deltalog.txn.protocol.constraints import Constraint
 
 __all__ = ["DeltaTable", "DeltaTableBuilder"]
 
@@ -88,7 +98,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _stats_skipped(snapshot: Any, files: list[AddFile], condition: str) -> list[AddFile]:
+def _stats_skipped(snapshot: Snapshot, files: list[AddFile], condition: str) -> list[AddFile]:
     """``files`` less those whose statistics prove that no row matches the terms of
     ``condition`` on top-level data columns (terms that cannot skip are ignored)."""
     from deltalog.contrib.spark import schemas
@@ -117,7 +127,7 @@ def _rewrite_metrics(
     """Delta's file, byte, deletion-vector and timing metrics of a DML commit that removes
     ``removed`` and adds the files of ``lines``; and the rows of the added data files (from
     their statistics: the rewrite job counts them as it writes)."""
-    adds, cdcs = _file_actions(lines)
+    adds, cdcs = file_actions(lines)
     done = time.perf_counter()
     metrics = {
         "numRemovedFiles": str(len(removed)),
@@ -214,7 +224,7 @@ class DeltaTable:
 
     def _reader(self) -> dict[str, str]:
         """The read options of this table (storage options and log store)."""
-        from deltalog.contrib.spark import activate
+        from deltalog.contrib.spark.session import activate
 
         activate(self._spark)  # the data source is looked up in this thread's active session
         options = dict(self._storage_options)
@@ -299,15 +309,19 @@ class DeltaTable:
     # -- helpers for rewrites ---------------------------------------------------------------
 
     def _write_spec(
-        self, snapshot: Any, data_change: bool = True, constraints: tuple[Any, ...] = (), metadata: Any = None
-    ) -> Any:
+        self,
+        snapshot: Snapshot,
+        data_change: bool = True,
+        constraints: tuple[Constraint, ...] = (),
+        metadata: Metadata | None = None,
+    ) -> WriteSpec:
         opts = WriteOptions(
             path=self._path, overwrite=False, storage_options=self._storage_options, data_change=data_change
         )
         chosen = snapshot.metadata if metadata is None else metadata
-        return _spec_for(opts, self._log.table_uri, self._log.store.spec(), chosen, constraints)
+        return write_spec(opts, self._log.table_uri, self._log.store.spec(), chosen, constraints)
 
-    def _candidates(self, txn: Any, condition: ExpressionOrColumn | None) -> list[AddFile]:
+    def _candidates(self, txn: OptimisticTransaction, condition: ExpressionOrColumn | None) -> list[AddFile]:
         """Files that may hold rows matching ``condition``, as Delta's ``filterFiles(condition)``.
 
         When ``condition`` is SQL text of ``AND``-ed simple terms, its terms on partition
@@ -330,7 +344,7 @@ class DeltaTable:
         files = list(txn.filter_files([(parts[c.lower()], op, v) for c, op, v in filters if c.lower() in parts]))
         return _stats_skipped(txn.snapshot, files, condition)
 
-    def _touched(self, snapshot: Any, files: Sequence[AddFile], cond: Column) -> tuple[list[AddFile], int]:
+    def _touched(self, snapshot: Snapshot, files: Sequence[AddFile], cond: Column) -> tuple[list[AddFile], int]:
         """Delta's first pass ("finding touched files"): one job reads each candidate once
         and returns the files holding a row that matches ``cond``, and how many rows match."""
         from pyspark.sql import functions as F
@@ -342,8 +356,10 @@ class DeltaTable:
         matched = {r[0]: int(r[1]) for r in hits}
         return [f for f in files if f.path in matched], sum(matched.values())
 
-    def _commit_rewrite(self, txn: Any, removed: Sequence[AddFile], lines: Sequence[str], operation: Any) -> int:
-        adds, cdcs = _file_actions(lines)
+    def _commit_rewrite(
+        self, txn: OptimisticTransaction, removed: Sequence[AddFile], lines: Sequence[str], operation: Operation
+    ) -> int:
+        adds, cdcs = file_actions(lines)
         now = _now_ms()
         actions: list[Action] = [f.remove(now) for f in removed]
         actions.extend(adds)
@@ -351,7 +367,7 @@ class DeltaTable:
         # the rewritten files are deleted only when the commit certainly did not land
         return commit_files(txn, actions, operation, self._write_spec(txn.snapshot), lines)
 
-    def _checked_spec(self, txn: Any, df: DataFrame) -> Any:
+    def _checked_spec(self, txn: OptimisticTransaction, df: DataFrame) -> WriteSpec:
         """The write spec for the rows of ``df``, with the table's constraints checked: by
         the write tasks (pyarrow evaluator; NOT NULL columns always), or here with Spark SQL
         for a constraint outside the evaluator's subset; the transaction is told they were
@@ -360,6 +376,7 @@ class DeltaTable:
         from deltalog.txn.protocol.constraints import table_constraints
 
         metadata = txn.metadata
+        assert metadata is not None  # the table API works on tables that exist
         constraints = plan_constraints(metadata, self._log.table_uri, spark_fallback=True)
         checks = table_constraints(metadata)
         if checks:
@@ -368,7 +385,7 @@ class DeltaTable:
             txn.mark_constraints_checked()
         return self._write_spec(txn.snapshot, constraints=constraints, metadata=metadata)
 
-    def _cdf(self, snapshot: Any) -> bool:
+    def _cdf(self, snapshot: Snapshot) -> bool:
         return bool(snapshot.properties.enable_change_data_feed)
 
     # -- delete / update ------------------------------------------------------------------
@@ -450,14 +467,7 @@ class DeltaTable:
         txn = start_transaction(self._log)
         snapshot = txn.snapshot
         schema = logical_struct(snapshot.metadata.schema_string)
-        data_cols = [f.name for f in schema.fields]
-        lowered = {c.lower(): c for c in data_cols}
-        assignments: dict[str, Column] = {}
-        for name, expr in set.items():
-            target = lowered.get(name.lower())
-            if target is None:
-                raise DeltaAnalysisError(f"update sets {name!r}, which is not a column of the table ({data_cols})")
-            assignments[target] = _col(expr)
+        assignments = _update_assignments([f.name for f in schema.fields], set)
         cond = _col(condition) if condition is not None else F.lit(True)
         candidates = self._candidates(txn, condition)
         updated: int | None = None
@@ -469,28 +479,7 @@ class DeltaTable:
         if not _report_scan("UPDATE", condition, snapshot.num_files, candidates, touched):
             return
         rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
-        matched = F.coalesce(cond, F.lit(False))
-        new_values = [
-            (F.when(matched, assignments[c]).otherwise(F.col(c)) if c in assignments else F.col(c)).alias(c)
-            for c in data_cols
-        ]
-        schema_types = {f.name: nullable_type(f.dataType) for f in schema.fields}
-        new_values = [v.cast(schema_types[c]).alias(c) for v, c in zip(new_values, data_cols)]
-        if self._cdf(snapshot):
-            # each row read once gives its new value and, when it matches, its pre- and
-            # post-images (Delta's UpdateCommand packs them in an array and explodes it)
-            def image(values: Sequence[Column], change: str | None) -> Column:
-                return F.struct(*values, F.lit(change).cast("string").alias(CDC_TYPE_COLUMN))
-
-            old_values = [F.col(c).cast(schema_types[c]).alias(c) for c in data_cols]
-            new_row = image(new_values, None)
-            images = F.when(
-                matched,
-                F.array(new_row, image(old_values, "update_preimage"), image(new_values, "update_postimage")),
-            ).otherwise(F.array(new_row))
-            out = rows.select(F.explode(images).alias("image")).select("image.*")
-        else:
-            out = rows.select(*new_values)
+        out = _updated_rows(rows, F.coalesce(cond, F.lit(False)), assignments, schema, self._cdf(snapshot))
         lines = write_dataframe(out, self._checked_spec(txn, out))
         metrics, written = _rewrite_metrics(touched, lines, started, scanned)
         # the rewritten files hold the updated and the copied rows
@@ -507,14 +496,14 @@ class DeltaTable:
 
     # -- merge ----------------------------------------------------------------------------
 
-    def merge(self, source: DataFrame, condition: ExpressionOrColumn) -> Any:
+    def merge(self, source: DataFrame, condition: ExpressionOrColumn) -> DeltaMergeBuilder:
         from deltalog.contrib.spark.merge import DeltaMergeBuilder
 
         return DeltaMergeBuilder(self, source, condition)
 
     # -- maintenance --------------------------------------------------------------------
 
-    def optimize(self) -> Any:
+    def optimize(self) -> DeltaOptimizeBuilder:
         from deltalog.contrib.spark.maintenance import DeltaOptimizeBuilder
 
         return DeltaOptimizeBuilder(self)
@@ -711,6 +700,49 @@ class DeltaTableBuilder:
             CreateTable(description=self._comment, partition_by=tuple(self._partitions), properties=config),
         )
         return DeltaTable(spark, self._location, self._storage_options)
+
+
+def _update_assignments(data_cols: Sequence[str], set: Mapping[str, ExpressionOrColumn]) -> dict[str, Column]:
+    """UPDATE's ``{table column: new value}``: names matched case-insensitively."""
+    lowered = {c.lower(): c for c in data_cols}
+    assignments: dict[str, Column] = {}
+    for name, expr in set.items():
+        target = lowered.get(name.lower())
+        if target is None:
+            raise DeltaAnalysisError(f"update sets {name!r}, which is not a column of the table ({data_cols})")
+        assignments[target] = _col(expr)
+    return assignments
+
+
+def _updated_rows(
+    rows: DataFrame, matched: Column, assignments: Mapping[str, Column], schema: StructType, cdf: bool
+) -> DataFrame:
+    """UPDATE's output: every row, with the assignments applied where ``matched`` holds; with
+    the change data feed on, also the pre- and post-image of each updated row."""
+    from pyspark.sql import functions as F
+
+    data_cols = [f.name for f in schema.fields]
+    new_values = [
+        (F.when(matched, assignments[c]).otherwise(F.col(c)) if c in assignments else F.col(c)).alias(c)
+        for c in data_cols
+    ]
+    schema_types = {f.name: nullable_type(f.dataType) for f in schema.fields}
+    new_values = [v.cast(schema_types[c]).alias(c) for v, c in zip(new_values, data_cols)]
+    if not cdf:
+        return rows.select(*new_values)
+
+    # each row read once gives its new value and, when it matches, its pre- and
+    # post-images (Delta's UpdateCommand packs them in an array and explodes it)
+    def image(values: Sequence[Column], change: str | None) -> Column:
+        return F.struct(*values, F.lit(change).cast("string").alias(CDC_TYPE_COLUMN))
+
+    old_values = [F.col(c).cast(schema_types[c]).alias(c) for c in data_cols]
+    new_row = image(new_values, None)
+    images = F.when(
+        matched,
+        F.array(new_row, image(old_values, "update_preimage"), image(new_values, "update_postimage")),
+    ).otherwise(F.array(new_row))
+    return rows.select(F.explode(images).alias("image")).select("image.*")
 
 
 def _report_scan(

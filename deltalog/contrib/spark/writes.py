@@ -30,7 +30,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark import schemas
 from deltalog.contrib.spark.constraints import plan_constraints
@@ -40,11 +40,13 @@ from deltalog.contrib.spark.errors import (
     TableAlreadyExistsError,
     WriteOutcomeUnknownError,
 )
-from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files
+from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, file_actions
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.predicates import parse_partition_predicate
-from deltalog.contrib.spark.replace_where import names_data_columns, rewrite_outside
+from deltalog.contrib.spark.replace_where import names_data_columns
+from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
+from deltalog.logstores.base import LogStoreSpec
 from deltalog.txn.commit.commit_errors import MetadataChangedError, commit_certainly_failed
 from deltalog.txn.protocol.actions import (
     Action,
@@ -52,12 +54,26 @@ from deltalog.txn.protocol.actions import (
     AddFile,
     Metadata,
     SetTransaction,
-    parse_line,
 )
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
 
-__all__ = ["StreamingInfo", "WritePlan", "abort_write", "commit_files", "commit_write", "plan_write"]
+if TYPE_CHECKING:
+    from deltalog.txn.commit.operations import Operation
+    from deltalog.txn.commit.transaction import OptimisticTransaction
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.protocol.partition_filters import PartitionFilter
+
+__all__ = [
+    "StreamingInfo",
+    "WritePlan",
+    "abort_write",
+    "commit_files",
+    "commit_write",
+    "plan_write",
+    "write_spec",
+]
 
 log = logging.getLogger(__name__)
 
@@ -144,13 +160,15 @@ def _new_table_metadata(opts: WriteOptions, data: dict[str, Any]) -> Metadata:
     )
 
 
-def _spec_for(
+def write_spec(
     opts: WriteOptions,
     table_uri: str,
-    store_spec: Any,
+    store_spec: LogStoreSpec,
     metadata: Metadata,
     constraints: tuple[Constraint, ...] = (),
 ) -> WriteSpec:
+    """What the write tasks need to write files of a table with ``metadata``: its layout
+    (partitioning, column mapping), statistics settings and the constraints they check."""
     props = metadata.properties
     schema = json.loads(metadata.schema_string)
     mode = props.column_mapping_mode
@@ -177,84 +195,20 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
     delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
     snapshot = delta_log.update()
     data = _spark_schema_dict(data_schema_json)
-    store_spec = delta_log.store.spec()
     skip = False
     read_metadata: Metadata | None = None
     if snapshot.version < 0:
-        metadata = _new_table_metadata(opts, data)
-        new_metadata: Metadata | None = metadata
+        new_metadata: Metadata | None = _new_table_metadata(opts, data)
     else:
-        current = snapshot.metadata
-        read_metadata = current
-        new_metadata = None
-        if opts.save_mode == "errorifexists":
-            raise TableAlreadyExistsError(
-                f"a Delta table already exists at {delta_log.table_uri} (saveMode=errorifexists); "
-                "use mode('append') or mode('overwrite')"
-            )
-        if opts.save_mode == "ignore":
-            skip = True
-        if opts.txn_app_id is not None and opts.txn_version is not None:
-            done = snapshot.txn_version(opts.txn_app_id)
-            if done is not None and done >= opts.txn_version:
-                log.info(
-                    "skipping the write to %s: application %s already committed version %s (asked %s)",
-                    delta_log.table_uri,
-                    opts.txn_app_id,
-                    done,
-                    opts.txn_version,
-                )
-                skip = True
-        table_schema = json.loads(current.schema_string)
-        if opts.overwrite and opts.overwrite_schema and not opts.replace_where:
-            fresh = _new_table_metadata(
-                replace(
-                    opts,
-                    partition_by=opts.partition_by
-                    if opts.partition_by is not None
-                    else tuple(current.partition_columns),
-                    table_properties={**current.configuration, **opts.table_properties},
-                ),
-                data,
-            )
-            new_metadata = replace(
-                fresh,
-                id=current.id,
-                created_time=current.created_time,
-                name=current.name,
-                description=current.description,
-            )
-        else:
-            if opts.partition_by is not None and [c.lower() for c in opts.partition_by] != [
-                c.lower() for c in current.partition_columns
-            ]:
-                raise InvalidWriteOptionError(
-                    f"the table is partitioned by {list(current.partition_columns)}, the write asks for "
-                    f"{list(opts.partition_by)}; drop partitionBy, or overwrite with overwriteSchema=true"
-                )
-            data_fields = {**data, "fields": [f for f in data["fields"] if f["name"] != CDC_TYPE_COLUMN]}
-            if not schemas.schemas_equal(table_schema, data_fields):
-                if opts.merge_schema:
-                    merged = schemas.merge_schemas(table_schema, data_fields)
-                    config = dict(current.configuration)
-                    mode = current.properties.column_mapping_mode
-                    if mode != "none":
-                        merged, max_id = schemas.assign_column_mapping(merged, current.properties.column_mapping_max_id)
-                        config["delta.columnMapping.maxColumnId"] = str(max_id)
-                    new_metadata = replace(
-                        current, schema_string=json.dumps(merged, separators=(",", ":")), configuration=config
-                    )
-                else:
-                    schemas.check_write_compatible(table_schema, data_fields)
-            if opts.table_properties and new_metadata is None:
-                changed = {k: v for k, v in opts.table_properties.items() if current.configuration.get(k) != v}
-                if changed:
-                    log.info("ignoring table properties %s on a write to an existing table", sorted(changed))
-        metadata = new_metadata or current
+        read_metadata = snapshot.metadata
+        skip = _skips_existing_table(opts, snapshot, delta_log.table_uri)
+        new_metadata = _metadata_change(opts, read_metadata, data)
+    metadata = new_metadata or read_metadata
+    assert metadata is not None  # a new table has new metadata
     on_data = bool(opts.replace_where) and names_data_columns(opts.replace_where or "", metadata)
     dynamic = not streaming and _dynamic_partition_overwrite(opts, metadata)
     constraints = () if skip else plan_constraints(metadata, delta_log.table_uri)
-    spec = _spec_for(opts, delta_log.table_uri, store_spec, metadata, constraints)
+    spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints)
     if on_data:
         spec = replace(spec, replace_where=opts.replace_where)
     return WritePlan(
@@ -268,6 +222,88 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
         dynamic_partition_overwrite=dynamic,
         replace_where_on_data=on_data,
     )
+
+
+def _skips_existing_table(opts: WriteOptions, snapshot: Snapshot, table_uri: str) -> bool:
+    """Whether a write to an existing table writes nothing: ``saveMode=ignore``, or an
+    idempotent write (``txnAppId``/``txnVersion``) already committed. Raises for
+    ``saveMode=errorifexists``."""
+    if opts.save_mode == "errorifexists":
+        raise TableAlreadyExistsError(
+            f"a Delta table already exists at {table_uri} (saveMode=errorifexists); "
+            "use mode('append') or mode('overwrite')"
+        )
+    skip = opts.save_mode == "ignore"
+    if opts.txn_app_id is not None and opts.txn_version is not None:
+        done = snapshot.txn_version(opts.txn_app_id)
+        if done is not None and done >= opts.txn_version:
+            log.info(
+                "skipping the write to %s: application %s already committed version %s (asked %s)",
+                table_uri,
+                opts.txn_app_id,
+                done,
+                opts.txn_version,
+            )
+            skip = True
+    return skip
+
+
+def _metadata_change(opts: WriteOptions, current: Metadata, data: dict[str, Any]) -> Metadata | None:
+    """The metadata a write to an existing table commits (``overwriteSchema``, ``mergeSchema``),
+    or None to keep ``current``; raises when the data does not fit the table."""
+    if opts.overwrite and opts.overwrite_schema and not opts.replace_where:
+        return _overwritten_metadata(opts, current, data)
+    if opts.partition_by is not None and [c.lower() for c in opts.partition_by] != [
+        c.lower() for c in current.partition_columns
+    ]:
+        raise InvalidWriteOptionError(
+            f"the table is partitioned by {list(current.partition_columns)}, the write asks for "
+            f"{list(opts.partition_by)}; drop partitionBy, or overwrite with overwriteSchema=true"
+        )
+    table_schema = json.loads(current.schema_string)
+    data_fields = {**data, "fields": [f for f in data["fields"] if f["name"] != CDC_TYPE_COLUMN]}
+    new_metadata = None
+    if not schemas.schemas_equal(table_schema, data_fields):
+        if opts.merge_schema:
+            new_metadata = _merged_metadata(current, schemas.merge_schemas(table_schema, data_fields))
+        else:
+            schemas.check_write_compatible(table_schema, data_fields)
+    if opts.table_properties and new_metadata is None:
+        changed = {k: v for k, v in opts.table_properties.items() if current.configuration.get(k) != v}
+        if changed:
+            log.info("ignoring table properties %s on a write to an existing table", sorted(changed))
+    return new_metadata
+
+
+def _overwritten_metadata(opts: WriteOptions, current: Metadata, data: dict[str, Any]) -> Metadata:
+    """``overwriteSchema``: the data's schema (and partitioning, when given) as a new table's,
+    keeping the table's id, creation time, name, description and properties."""
+    fresh = _new_table_metadata(
+        replace(
+            opts,
+            partition_by=opts.partition_by if opts.partition_by is not None else tuple(current.partition_columns),
+            table_properties={**current.configuration, **opts.table_properties},
+        ),
+        data,
+    )
+    return replace(
+        fresh,
+        id=current.id,
+        created_time=current.created_time,
+        name=current.name,
+        description=current.description,
+    )
+
+
+def _merged_metadata(current: Metadata, merged: dict[str, Any]) -> Metadata:
+    """``mergeSchema``: ``current`` with the merged schema (new columns get column-mapping ids
+    and physical names when the table maps columns)."""
+    config = dict(current.configuration)
+    mode = current.properties.column_mapping_mode
+    if mode != "none":
+        merged, max_id = schemas.assign_column_mapping(merged, current.properties.column_mapping_max_id)
+        config["delta.columnMapping.maxColumnId"] = str(max_id)
+    return replace(current, schema_string=json.dumps(merged, separators=(",", ":")), configuration=config)
 
 
 def _dynamic_partition_overwrite(opts: WriteOptions, metadata: Metadata) -> bool:
@@ -288,18 +324,6 @@ def _dynamic_partition_overwrite(opts: WriteOptions, metadata: Metadata) -> bool
             "(Delta's DELTA_OVERWRITE_SCHEMA_WITH_DYNAMIC_PARTITION_OVERWRITE)"
         )
     return True
-
-
-def _file_actions(lines: Sequence[str]) -> tuple[list[AddFile], list[AddCDCFile]]:
-    adds: list[AddFile] = []
-    cdcs: list[AddCDCFile] = []
-    for line in lines:
-        action = parse_line(line)
-        if isinstance(action, AddFile):
-            adds.append(action)
-        elif isinstance(action, AddCDCFile):
-            cdcs.append(action)
-    return adds, cdcs
 
 
 def _write_metrics(adds: Sequence[AddFile], cdcs: Sequence[AddCDCFile], removed: Sequence[AddFile]) -> dict[str, str]:
@@ -332,13 +356,15 @@ def commit_write(plan: WritePlan, action_lines: Sequence[str], streaming: Stream
     if prepared is None:
         delete_files(plan.spec, action_lines)
         return None
-    txn, actions, operation, rewritten = prepared
-    version = commit_files(txn, actions, operation, plan.spec, [*action_lines, *rewritten])
-    log.info("committed version %d to %s (%s)", version, txn.delta_log.table_uri, operation.name)
+    lines = [*action_lines, *prepared.rewritten]
+    version = commit_files(prepared.txn, prepared.actions, prepared.operation, plan.spec, lines)
+    log.info("committed version %d to %s (%s)", version, prepared.txn.delta_log.table_uri, prepared.operation.name)
     return version
 
 
-def commit_files(txn: Any, actions: Sequence[Action], operation: Any, spec: WriteSpec, lines: Sequence[str]) -> int:
+def commit_files(
+    txn: OptimisticTransaction, actions: Sequence[Action], operation: Operation, spec: WriteSpec, lines: Sequence[str]
+) -> int:
     """``txn.commit(actions, operation)`` for actions that add the files written as ``lines``.
 
     The files are deleted only when the commit certainly did not land
@@ -346,12 +372,12 @@ def commit_files(txn: Any, actions: Sequence[Action], operation: Any, spec: Writ
     are kept, since the version may exist and name them, and :class:`WriteOutcomeUnknownError`
     is raised from the engine's error."""
     try:
-        version: int = txn.commit(actions, operation)
+        version = txn.commit(actions, operation)
     except BaseException as exc:
         if commit_certainly_failed(exc):
             delete_files(spec, lines)
             raise
-        adds, cdcs = _file_actions(lines)
+        adds, cdcs = file_actions(lines)
         num_files = len(adds) + len(cdcs)
         log.error(
             "the commit to %s (txnId %s) has an unknown outcome; keeping its %d written files",
@@ -369,7 +395,7 @@ def abort_write(plan: WritePlan, action_lines: Sequence[str]) -> int:
     landed) or the log cannot be read to find out. Returns how many files were deleted."""
     from deltalog.txn.protocol.actions import decode_path
 
-    adds, cdcs = _file_actions(action_lines)
+    adds, cdcs = file_actions(action_lines)
     paths = {decode_path(a.path) for a in adds} | {decode_path(c.path) for c in cdcs}
     if not paths:
         return 0
@@ -393,26 +419,34 @@ def abort_write(plan: WritePlan, action_lines: Sequence[str]) -> int:
     return delete_files(plan.spec, action_lines)
 
 
-def _open_transaction(delta_log: Any, plan: WritePlan) -> Any:
+def _open_transaction(delta_log: DeltaLog, plan: WritePlan) -> OptimisticTransaction:
     """The write's transaction, opened again on its read snapshot (not the latest)."""
     opts = plan.options
     snapshot = delta_log.snapshot(plan.read_version) if plan.read_version >= 0 else delta_log.empty_snapshot()
     return start_transaction(delta_log, user_metadata=opts.user_metadata, snapshot=snapshot)
 
 
+@dataclass(frozen=True)
+class _PreparedCommit:
+    """A write's commit, ready to run: its transaction, actions and operation, and the action
+    lines of the files a ``replaceWhere`` on data columns rewrote."""
+
+    txn: OptimisticTransaction
+    actions: list[Action]
+    operation: Operation
+    rewritten: list[str]
+
+
 def _prepare_commit(
     plan: WritePlan, action_lines: Sequence[str], streaming: StreamingInfo | None
-) -> tuple[Any, list[Action], Any, list[str]] | None:
-    """The transaction, its actions, its operation and the action lines of the files it
-    rewrote (a ``replaceWhere`` on data columns); None when there is nothing to commit.
-    Raises before anything is written to the log when the write cannot commit (having
-    deleted any file it rewrote)."""
-    from deltalog.txn.commit.operations import StreamingUpdate, Write
-
+) -> _PreparedCommit | None:
+    """The write's transaction, reopened, with what it read, its metadata change and its
+    actions; None when there is nothing to commit. Raises before anything is written to the
+    log when the write cannot commit (having deleted any file it rewrote)."""
     opts = plan.options
     if plan.skip:
         return None
-    adds, cdcs = _file_actions(action_lines)
+    adds, cdcs = file_actions(action_lines)
     delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
     if streaming is None:
         txn = _open_transaction(delta_log, plan)
@@ -442,36 +476,40 @@ def _prepare_commit(
         removed, rewritten, rewrite_metrics = rewrite_outside(txn, opts.replace_where or "", plan.spec)
     else:
         removed = _read_and_remove(plan, txn, adds, streaming)
-    copies, _ = _file_actions(rewritten)
+    copies, _ = file_actions(rewritten)
     actions.extend(f.remove(now, data_change=opts.data_change) for f in removed)
-    actions.extend(adds)
-    actions.extend(copies)
-    actions.extend(cdcs)
+    actions.extend([*adds, *copies, *cdcs])
     if not actions and plan.new_metadata is None:
         log.info("nothing to commit to %s", delta_log.table_uri)
         return None
-    partition_by = list(plan.spec.partition_columns) if opts.partition_by is not None else None
     metrics = {**_write_metrics([*adds, *copies], cdcs, removed), **rewrite_metrics}
-    operation: Any
+    return _PreparedCommit(txn, actions, _operation(plan, streaming, adds, metrics), rewritten)
+
+
+def _operation(
+    plan: WritePlan, streaming: StreamingInfo | None, adds: Sequence[AddFile], metrics: dict[str, str]
+) -> Operation:
+    """The commit's operation: ``STREAMING UPDATE`` for a micro-batch, else ``WRITE``."""
+    from deltalog.txn.commit.operations import StreamingUpdate, Write
+
+    opts = plan.options
     if streaming is not None:
-        operation = StreamingUpdate(
+        return StreamingUpdate(
             output_mode=streaming.output_mode, query_id=streaming.app_id, epoch_id=streaming.batch_id
         )
-    else:
-        predicate: Any = opts.replace_where
-        if plan.dynamic_partition_overwrite:
-            predicate = _dynamic_predicates(adds)
-        operation = Write(
-            mode="Overwrite" if opts.overwrite else "Append",
-            partition_by=partition_by,
-            predicate=predicate,
-            user_metrics=metrics,
-        )
-    return txn, actions, operation, rewritten
+    predicate: str | list[str] | None = opts.replace_where
+    if plan.dynamic_partition_overwrite:
+        predicate = _dynamic_predicates(adds)
+    return Write(
+        mode="Overwrite" if opts.overwrite else "Append",
+        partition_by=list(plan.spec.partition_columns) if opts.partition_by is not None else None,
+        predicate=predicate,
+        user_metrics=metrics,
+    )
 
 
 def _read_and_remove(
-    plan: WritePlan, txn: Any, adds: Sequence[AddFile], streaming: StreamingInfo | None
+    plan: WritePlan, txn: OptimisticTransaction, adds: Sequence[AddFile], streaming: StreamingInfo | None
 ) -> list[AddFile]:
     """Record what the write read (for the conflict checker) and return the files it removes:
     always files of the transaction's read snapshot, never files committed since."""
@@ -495,11 +533,11 @@ def _read_and_remove(
     return everything
 
 
-def _partition_filters(values: dict[str, str | None]) -> list[tuple[str, str, Any]]:
+def _partition_filters(values: dict[str, str | None]) -> list[PartitionFilter]:
     return [(column, "=", value) for column, value in sorted(values.items())]
 
 
-def _dynamic_partition_removes(txn: Any, adds: Sequence[AddFile]) -> list[AddFile]:
+def _dynamic_partition_removes(txn: OptimisticTransaction, adds: Sequence[AddFile]) -> list[AddFile]:
     """Delta's ``txn.filterFiles(addFiles)``: the files of every partition the tasks wrote
     (null-safe equality), each partition recorded as a read predicate."""
     removed: dict[str, AddFile] = {}
@@ -535,7 +573,7 @@ def _layout(metadata: Metadata) -> tuple[Any, ...]:
     )
 
 
-def _stream_metadata(txn: Any, plan: WritePlan) -> None:
+def _stream_metadata(txn: OptimisticTransaction, plan: WritePlan) -> None:
     """A micro-batch's files were written against the metadata planned when the query
     started: commit them only if the table still has it (or the planned change), else raise
     the engine's :class:`MetadataChangedError`."""
@@ -553,7 +591,7 @@ def _stream_metadata(txn: Any, plan: WritePlan) -> None:
     )
 
 
-def _declare_constraints_checked(plan: WritePlan, txn: Any, where: str) -> None:
+def _declare_constraints_checked(plan: WritePlan, txn: OptimisticTransaction, where: str) -> None:
     """Tell the engine the tasks checked the table's constraints, after making sure the
     constraints the transaction commits with are the ones the tasks checked. (A constraint
     added after the read version is a metadata change the conflict checker refuses.)"""
@@ -572,7 +610,9 @@ def _declare_constraints_checked(plan: WritePlan, txn: Any, where: str) -> None:
         txn.mark_constraints_checked()
 
 
-def _check_replace_where(adds: Sequence[AddFile], filters: Any, plan: WritePlan, txn: Any) -> None:
+def _check_replace_where(
+    adds: Sequence[AddFile], filters: Sequence[PartitionFilter], plan: WritePlan, txn: OptimisticTransaction
+) -> None:
     from deltalog.txn.protocol.partition_filters import PartitionPredicate, partition_column_types
 
     metadata = plan.new_metadata or txn.snapshot.metadata

@@ -30,8 +30,8 @@ from deltalog.txn.log.replay import (
     ADD_SCHEMA,
     ORDER,
     REMOVE_SCHEMA,
+    LineOrigin,
     LogState,
-    _Source,
     normalize_struct,
     parse_file_lines,
     parse_log_object,
@@ -85,7 +85,7 @@ class CheckpointFiles:
 
     def file_batches(self) -> Iterator[tuple[pa.Table, pa.Table]]:
         for uri, lines in self.json_lines:
-            adds, removes = parse_file_lines(lines, (), [_Source(0, uri)], self.partition_keys)
+            adds, removes = parse_file_lines(lines, (), [LineOrigin(0, uri)], self.partition_keys)
             yield _adds_out(adds.drop_columns([ORDER])), removes.drop_columns([ORDER])
         for uri in self.parquet_uris:
             yield from _parquet_file_batches(self.store, uri)

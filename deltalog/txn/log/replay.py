@@ -67,6 +67,7 @@ __all__ = [
     "REMOVE_SCHEMA",
     "CommitBatch",
     "FileSource",
+    "LineOrigin",
     "LogState",
     "key_column",
     "normalize_struct",
@@ -289,14 +290,14 @@ def _key_and_path(table: pa.Table) -> tuple[pa.Array, pa.Array]:
 
 
 @dataclass
-class _Source:
+class LineOrigin:
     """Where the file-action lines from ``start`` on came from (for error messages)."""
 
     start: int
     path: str
 
 
-def _locate(sources: Sequence[_Source], index: int) -> str:
+def _locate(sources: Sequence[LineOrigin], index: int) -> str:
     found = sources[0].path if sources else "<commit>"
     for s in sources:
         if s.start > index:
@@ -306,7 +307,7 @@ def _locate(sources: Sequence[_Source], index: int) -> str:
 
 
 def _slow_tables(
-    lines: Sequence[str], line_numbers: Sequence[int], sources: Sequence[_Source], offset: int
+    lines: Sequence[str], line_numbers: Sequence[int], sources: Sequence[LineOrigin], offset: int
 ) -> tuple[pa.Table, pa.Table]:
     """The file actions of ``lines`` decoded one by one: names the bad file and line."""
     adds: list[dict[str, Any]] = []
@@ -413,7 +414,7 @@ def _exact_partition_values(
 def parse_file_lines(
     lines: Sequence[str],
     line_numbers: Sequence[int] = (),
-    sources: Sequence[_Source] = (),
+    sources: Sequence[LineOrigin] = (),
     partition_keys: Sequence[str] = (),
 ) -> tuple[pa.Table, pa.Table]:
     """(adds, removes) of raw ``add``/``remove`` JSON lines, each with the ``__order``
@@ -466,7 +467,7 @@ class CommitBatch:
 
     file_lines: list[str] = field(default_factory=list)
     line_numbers: array[int] = field(default_factory=lambda: array("i"))
-    sources: list[_Source] = field(default_factory=list)
+    sources: list[LineOrigin] = field(default_factory=list)
     protocol: Protocol | None = None
     metadata: Metadata | None = None
     txns: dict[str, SetTransaction] = field(default_factory=dict)
@@ -477,7 +478,7 @@ class CommitBatch:
 
     def add_lines(self, version: int, lines: Iterable[str], path: str) -> None:
         """Take the lines of commit file ``path`` (``version``); unknown actions are ignored."""
-        self.sources.append(_Source(len(self.file_lines), path))
+        self.sources.append(LineOrigin(len(self.file_lines), path))
         file_lines = self.file_lines
         numbers = self.line_numbers
         for n, line in enumerate(lines, 1):
@@ -515,7 +516,7 @@ class CommitBatch:
             self.commit_infos.setdefault(version, body)
 
     def add_actions(self, version: int, actions: Iterable[Action]) -> None:
-        self.sources.append(_Source(len(self.file_lines), f"<commit {version}>"))
+        self.sources.append(LineOrigin(len(self.file_lines), f"<commit {version}>"))
         for n, action in enumerate(actions, 1):
             if isinstance(action, (AddFile, RemoveFile)):
                 self.file_lines.append(action_to_line(action))
@@ -595,7 +596,7 @@ class CommitBatch:
                 merged._num_parsed += batch._num_parsed
                 continue
             offset = len(merged.file_lines)
-            merged.sources.extend(_Source(s.start + offset, s.path) for s in batch.sources)
+            merged.sources.extend(LineOrigin(s.start + offset, s.path) for s in batch.sources)
             merged.file_lines.extend(batch.file_lines)
             merged.line_numbers.extend(batch.line_numbers)
         return merged

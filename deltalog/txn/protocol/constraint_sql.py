@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
 
-__all__ = ["Expr", "UnsupportedConstraintError", "column_paths", "evaluate", "parse_expression"]
+__all__ = ["Expr", "UnsupportedConstraintError", "column_paths", "column_values", "evaluate", "parse_expression"]
 
 
 class UnsupportedConstraintError(DeltaError):
@@ -511,7 +511,9 @@ def _find(names: Sequence[str], wanted: str) -> int | None:
     return None
 
 
-def _column(data: Data, path: tuple[str, ...]) -> Value:
+def column_values(data: Data, path: tuple[str, ...]) -> Value:
+    """The values of the (nested) column at ``path`` in ``data``, matched case-insensitively;
+    nulls where a column is missing."""
     n = data.num_rows
     i = _find(data.schema.names, path[0])
     if i is None:
@@ -628,7 +630,7 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
 
     def ev(e: Expr) -> Value:
         if isinstance(e, Column):
-            return _column(data, e.path)
+            return column_values(data, e.path)
         if isinstance(e, Literal):
             return _literal(e)
         if isinstance(e, Unary):

@@ -219,12 +219,12 @@ def compile_constraints(constraints: Iterable[ConstraintLike] | Metadata) -> lis
 
 
 def _row_values(data: pa.Table | pa.RecordBatch, paths: Sequence[tuple[str, ...]], index: int) -> dict[str, Any]:
-    from deltalog.txn.protocol.constraint_sql import _column
+    from deltalog.txn.protocol.constraint_sql import column_values
 
     one = data.slice(index, 1)
     out: dict[str, Any] = {}
     for path in paths:
-        value = _column(one, path)
+        value = column_values(one, path)
         out[".".join(path)] = value[0].as_py() if len(value) else None
     return out
 

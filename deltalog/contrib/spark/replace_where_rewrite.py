@@ -1,0 +1,64 @@
+"""The DELETE half of a ``replaceWhere`` on data columns, run when the write commits, in
+its transaction (Delta's ``WriteIntoDelta`` deletes the predicate's rows in the write's own
+transaction): the files of the read snapshot that the predicate's partition terms select
+are read (and recorded as read, so the conflict checker sees them); each file holding rows
+that match is removed and its other rows are written again. The predicate itself and the
+check the write tasks run on their rows are in :mod:`~deltalog.contrib.spark.replace_where`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import pyarrow.compute as pc
+
+from deltalog.contrib.spark.files import WriteSpec, delete_files, write_batches
+from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
+from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_file
+from deltalog.contrib.spark.replace_where import compiled_predicate, partition_filters
+from deltalog.txn.protocol.actions import AddFile
+
+if TYPE_CHECKING:
+    from deltalog.txn.commit.transaction import OptimisticTransaction
+
+__all__ = ["rewrite_outside"]
+
+
+def rewrite_outside(
+    txn: OptimisticTransaction, predicate: str, spec: WriteSpec
+) -> tuple[list[AddFile], list[str], dict[str, str]]:
+    """The DELETE half: read the files of the transaction's snapshot the predicate's
+    partition terms select (:func:`partition_filters`; recorded as read), remove those
+    holding rows that match ``predicate`` and write their other rows again. Returns the
+    removed files, the action lines of the rewritten files and the metrics."""
+    metadata = txn.metadata
+    files = txn.filter_files(partition_filters(predicate, metadata) if metadata is not None else None)
+    if not files:
+        return [], [], {}
+    snapshot = txn.snapshot
+    output_schema = arrow_schema(logical_struct(snapshot.metadata.schema_string))
+    read_spec = ReadSpec.for_snapshot(txn.delta_log, snapshot, output_schema)
+    compiled = compiled_predicate(predicate)
+    rewrite_spec = replace(spec, replace_where=None)
+    removed: list[AddFile] = []
+    lines: list[str] = []
+    deleted = copied = 0
+    try:
+        for f in files:
+            dv = None if f.deletion_vector is None else f.deletion_vector.to_dict()
+            table = read_file(read_spec, txn.delta_log.store, FileToRead(f.path, f.partition_values, f.size, dv))
+            matched = pc.fill_null(compiled.evaluate(table), False)
+            hits = int(pc.sum(matched.cast("int64")).as_py() or 0)
+            if hits == 0:
+                continue
+            removed.append(f)
+            kept = table.filter(pc.invert(matched))
+            deleted += hits
+            copied += kept.num_rows
+            if kept.num_rows:
+                lines.extend(write_batches(rewrite_spec, [kept], 0))
+    except BaseException:
+        delete_files(rewrite_spec, lines)
+        raise
+    return removed, lines, {"numDeletedRows": str(deleted), "numCopiedRows": str(copied)}
