@@ -26,6 +26,7 @@ from deltalog.contrib.spark.dataframes import (
 from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN
 from deltalog.contrib.spark.options import WriteOptions
+from deltalog.contrib.spark.table_alter import AlterTableMethods
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.contrib.spark.writes import _file_actions, _spec_for, commit_files
 from deltalog.txn.protocol.actions import Action, AddFile
@@ -134,8 +135,9 @@ def _rewrite_metrics(
     return metrics, _logical_records(adds)
 
 
-class DeltaTable:
-    """A Delta table at a path, operated on with Spark. Build with :meth:`forPath`."""
+class DeltaTable(AlterTableMethods):
+    """A Delta table at a path, operated on with Spark. Build with :meth:`forPath`; ALTER
+    TABLE methods (``addColumn``, ``renameColumn``, ...) come from :class:`AlterTableMethods`."""
 
     def __init__(
         self,

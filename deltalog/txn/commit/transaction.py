@@ -62,6 +62,11 @@ from deltalog.txn.protocol.actions import (
     action_to_line,
     decode_path,
 )
+from deltalog.txn.protocol.column_mapping import (
+    partition_value_keys,
+    physical_partition_filters,
+    update_column_mapping,
+)
 from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPredicate, partition_column_types
 from deltalog.txn.protocol.protocol_requirements import merge_protocols, required_protocol
 
@@ -199,6 +204,7 @@ class OptimisticTransaction:
         if self._new_metadata is not None:
             raise MetadataAlreadyChangedError("cannot change the metadata more than once in a transaction")
         verify_metadata(metadata)
+        metadata = update_column_mapping(self.snapshot.metadata if self.table_exists else None, metadata)
         if metadata.created_time is None and not self.table_exists:
             metadata = _with_created_time(metadata)
         metadata = self._with_ict_enablement(metadata)
@@ -272,7 +278,8 @@ class OptimisticTransaction:
             return []
         metadata = self.snapshot.metadata
         types = partition_column_types(metadata.schema_string, metadata.partition_columns)
-        predicate = PartitionPredicate(partition_filters or (), types)
+        filters, types = physical_partition_filters(metadata, partition_filters or (), types)
+        predicate = PartitionPredicate(filters, types)
         if predicate.is_true:
             files = list(self.snapshot.files)
         else:
@@ -352,7 +359,7 @@ class OptimisticTransaction:
         level = self.isolation_level
         stats = CommitStats(self.delta_log.table_uri, operation.name, self.read_version, isolation_level=level.value)
         append_only = self._append_only()
-        partition_columns = set(self.partition_columns)
+        partition_columns = set(partition_value_keys(self.metadata)) if self.metadata is not None else set()
         seen: set[tuple[str, str | None]] = set()
 
         def lines() -> Iterator[str]:
@@ -450,7 +457,7 @@ class OptimisticTransaction:
         app_ids: set[str] = set()
         domains: set[str] = set()
         append_only = self._append_only()
-        partition_columns = set(self.partition_columns)
+        partition_columns = set(partition_value_keys(self.metadata)) if self.metadata is not None else set()
         for action in body:
             if isinstance(action, (AddFile, RemoveFile)):
                 key = action.logical_key

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.protocol.errors import InvalidSchemaChangeError, InvalidSchemaError
@@ -39,6 +39,7 @@ __all__ = [
     "logical_to_physical",
     "partition_value_keys",
     "physical_arrow_schema",
+    "physical_partition_filters",
     "physical_partition_names",
     "physical_schema",
     "physical_to_logical",
@@ -203,6 +204,19 @@ def partition_value_keys(metadata: Metadata) -> tuple[str, ...]:
         return tuple(metadata.partition_columns)
     schema = parse_schema(metadata.schema_string)
     return tuple(physical_partition_names(schema, metadata.partition_columns).values())
+
+
+def physical_partition_filters(
+    metadata: Metadata, filters: Sequence[tuple[str, str, Any]], types: Mapping[str, str]
+) -> tuple[list[tuple[str, str, Any]], dict[str, str]]:
+    """Partition filters on logical names, and ``{partition column: type}``, keyed as the
+    ``partitionValues`` they are matched against (physical names under column mapping)."""
+    if column_mapping_mode(metadata.configuration) == "none":
+        return list(filters), dict(types)
+    names = physical_partition_names(parse_schema(metadata.schema_string), metadata.partition_columns)
+    by_lower = {c.lower(): p for c, p in names.items()}
+    keyed = [(by_lower.get(c.lower(), c) if isinstance(c, str) else c, op, v) for c, op, v in filters]
+    return keyed, {by_lower.get(c.lower(), c): t for c, t in types.items()}
 
 
 def _check(schema: StructType, mode: str) -> None:
