@@ -144,6 +144,11 @@ def test_create_write_rename_drop_add_read_by_deltalog_and_delta_rs(tmp_path: Pa
     assert json.loads(infos[5]["operationParameters"]["columns"]) == ["extra"]
     for v in (2, 3, 4, 5, 7):
         assert {k for a in _commit(path, v) for k in a} == {"commitInfo", "metaData"}
+    # OPTIMIZE (the engine's own Parquet writer) keeps physical names and field ids
+    from deltalog.txn.commands.optimize import optimize
+
+    assert optimize(log).num_files_removed == 2  # the two files of partition a
+    assert _deltalog_rows(log) == _delta_rs_rows(path) == sorted(expected, key=str)
 
 
 def test_enable_name_mode_on_an_existing_table_keeps_names_as_physical_names(tmp_path: Path) -> None:
@@ -260,3 +265,15 @@ def test_partition_filters_on_logical_names_match_physical_partition_values(tmp_
     _write(log, [{"id": 3, "p": "a", "s": None}])  # a concurrent append into the partition read
     with pytest.raises(ConcurrentAppendError):
         txn.commit([only_a.remove(0)], Delete(predicate=["p = 'a'"]))
+
+
+def test_a_schema_with_a_duplicate_column_mapping_id_is_refused(tmp_path: Path) -> None:
+    def field(name: str, fid: int) -> dict[str, Any]:
+        meta = {"delta.columnMapping.id": fid, "delta.columnMapping.physicalName": f"col-{name}"}
+        return {"name": name, "type": "long", "nullable": True, "metadata": meta}
+
+    schema = json.dumps({"type": "struct", "fields": [field("a", 1), field("b", 1)]})
+    txn = DeltaLog.for_table(str(tmp_path)).start_transaction()
+    with pytest.raises(InvalidSchemaChangeError, match="same id 1"):
+        txn.update_metadata(Metadata(schema_string=schema, configuration={"delta.columnMapping.mode": "id"}))
+    assert not (tmp_path / "_delta_log").exists()

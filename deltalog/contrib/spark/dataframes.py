@@ -40,9 +40,9 @@ ROW_INDEX_COLUMN = "__deltalog_row_index"
 def logical_struct(schema_string: str) -> StructType:
     from pyspark.sql.types import StructType
 
-    from deltalog.contrib.spark.source import _logical_schema
+    from deltalog.contrib.spark.schemas import logical_schema
 
-    return StructType.fromJson(_logical_schema(json.loads(schema_string)))
+    return StructType.fromJson(logical_schema(json.loads(schema_string)))
 
 
 def nullable_type(data_type: Any) -> Any:

@@ -302,23 +302,8 @@ def _read_schema(schema: Mapping[str, Any], mode: str, partition_columns: Sequen
     physical = schemas.physical_schema(dict(schema), mode)
     parts = {c.lower() for c in partition_columns}
 
-    def with_ids(t: Any) -> Any:
-        if isinstance(t, dict) and t.get("type") == "struct":
-            fields = []
-            for f in t["fields"]:
-                meta = dict(f.get("metadata") or {})
-                if "delta.columnMapping.id" in meta:
-                    meta["parquet.field.id"] = int(meta["delta.columnMapping.id"])
-                fields.append({**f, "metadata": meta, "type": with_ids(f["type"])})
-            return {**t, "fields": fields}
-        if isinstance(t, dict) and t.get("type") == "array":
-            return {**t, "elementType": with_ids(t["elementType"])}
-        if isinstance(t, dict) and t.get("type") == "map":
-            return {**t, "keyType": with_ids(t["keyType"]), "valueType": with_ids(t["valueType"])}
-        return t
-
     if mode == "id":
-        physical = with_ids(physical)
+        physical = schemas.with_parquet_field_ids(physical)
     logical_names = [f["name"] for f in schema["fields"]]
     fields = [f for logical, f in zip(logical_names, physical["fields"]) if hive or logical.lower() not in parts]
     return StructType.fromJson({"type": "struct", "fields": fields})
@@ -393,7 +378,7 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
     from pyspark.sql.types import StructType
 
     from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY, deleted_rows, drop_deleted_rows
-    from deltalog.contrib.spark.source import _logical_schema
+    from deltalog.contrib.spark.schemas import logical_schema
 
     if getattr(spark, "_jvm", None) is None:
         raise NativeReadUnsupportedError("the session has no JVM (Spark Connect)")
@@ -428,7 +413,7 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
         len(files),
         snapshot.num_files,
     )
-    logical = StructType.fromJson(_logical_schema(schema))
+    logical = StructType.fromJson(logical_schema(schema))
     if not len(files):
         df = spark.createDataFrame([], logical)
         return df.filter(where) if where else df

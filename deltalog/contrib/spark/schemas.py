@@ -26,6 +26,7 @@ __all__ = [
     "check_write_compatible",
     "field_ids",
     "from_model",
+    "logical_schema",
     "lookup_field",
     "merge_schemas",
     "physical_names",
@@ -33,6 +34,7 @@ __all__ = [
     "schemas_equal",
     "to_model",
     "top_level_types",
+    "with_parquet_field_ids",
 ]
 
 CDF_RESERVED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
@@ -111,6 +113,17 @@ def physical_schema(spark_schema: dict[str, Any], mode: str) -> dict[str, Any]:
     if mode == "none":
         return spark_schema
     return from_model(column_mapping.physical_schema(to_model(spark_schema)))
+
+
+def logical_schema(spark_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema without column mapping metadata (what a DataFrame shows)."""
+    return from_model(column_mapping.without_column_mapping(to_model(spark_schema)))
+
+
+def with_parquet_field_ids(spark_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema with each column mapping id also as ``parquet.field.id`` (Spark's Parquet
+    reader resolves columns by it in ``id`` mode)."""
+    return from_model(column_mapping.with_parquet_field_ids(to_model(spark_schema)))
 
 
 def lookup_field(spark_schema: Mapping[str, Any], name: str) -> dict[str, Any] | None:

@@ -392,7 +392,9 @@ class DeltaLogDataSource(DataSource):
             from deltalog.txn.protocol.errors import TableNotFoundError
 
             raise TableNotFoundError(delta_log.table_uri, "no _delta_log; write to it first")
-        schema = StructType.fromJson(_logical_schema(json.loads(snapshot.metadata.schema_string)))
+        from deltalog.contrib.spark.schemas import logical_schema
+
+        schema = StructType.fromJson(logical_schema(json.loads(snapshot.metadata.schema_string)))
         if opts.read_change_feed:
             for name, type_name in CDF_COLUMNS:
                 schema = schema.add(name, type_name, True)
@@ -415,23 +417,3 @@ class DeltaLogDataSource(DataSource):
         opts = WriteOptions.parse(self.options, False)
         app_id = _query_app_id(opts, self.options)
         return DeltaStreamWriter(plan_write(opts, schema.json(), streaming=True), app_id, overwrite)
-
-
-def _logical_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema without column-mapping metadata (what a DataFrame shows)."""
-
-    def clean(t: Any) -> Any:
-        if isinstance(t, dict) and t.get("type") == "struct":
-            fields = []
-            for f in t["fields"]:
-                meta = {k: v for k, v in (f.get("metadata") or {}).items() if not k.startswith("delta.columnMapping")}
-                fields.append({**f, "metadata": meta, "type": clean(f["type"])})
-            return {**t, "fields": fields}
-        if isinstance(t, dict) and t.get("type") == "array":
-            return {**t, "elementType": clean(t["elementType"])}
-        if isinstance(t, dict) and t.get("type") == "map":
-            return {**t, "keyType": clean(t["keyType"]), "valueType": clean(t["valueType"])}
-        return t
-
-    result: dict[str, Any] = clean(schema)
-    return result

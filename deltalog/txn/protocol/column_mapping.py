@@ -46,6 +46,7 @@ __all__ = [
     "rename_to_logical",
     "rename_to_physical",
     "update_column_mapping",
+    "with_parquet_field_ids",
     "without_column_mapping",
 ]
 
@@ -163,10 +164,37 @@ def update_column_mapping(old: Metadata | None, new: Metadata) -> Metadata:
     assigned, max_id = assign_column_mapping(
         schema, max(old_max, _max_id_property(new.configuration)), old_schema, changing
     )
+    _check_unique(assigned, new_mode)
     config = {**new.configuration, MAX_COLUMN_ID: str(max_id)}
     if assigned == schema and config == new.configuration:
         return new
     return dataclasses.replace(new, schema_string=assigned.to_json(), configuration=config)
+
+
+def _check_unique(schema: StructType, mode: str) -> None:
+    """No two fields share an id, nor two sibling fields a physical name (Delta's
+    ``checkColumnIdAndPhysicalNameAssignments``)."""
+    ids: dict[int, str] = {}
+    paths: set[tuple[str, ...]] = set()
+
+    def check(path: tuple[str, ...], f: StructField) -> StructField:
+        name = ".".join((*path, f.name))
+        fid = f.column_mapping_id
+        if fid is not None and fid in ids:
+            raise InvalidSchemaChangeError(
+                f"column mapping mode {mode!r}: columns {ids[fid]!r} and {name!r} have the same id {fid}"
+            )
+        if fid is not None:
+            ids[fid] = name
+        physical = (*path, f.physical_name.lower())
+        if physical in paths:
+            raise InvalidSchemaChangeError(
+                f"column mapping mode {mode!r}: column {name!r} has the physical name of another column"
+            )
+        paths.add(physical)
+        return f
+
+    _map_fields(schema, check, ())
 
 
 def _max_id_property(configuration: Mapping[str, str]) -> int:
@@ -186,6 +214,17 @@ def without_column_mapping(dt: DataType) -> Any:
         return dataclasses.replace(f, metadata={k: v for k, v in f.metadata.items() if k not in COLUMN_MAPPING_KEYS})
 
     return _map_fields(dt, strip, ())
+
+
+def with_parquet_field_ids(dt: DataType) -> Any:
+    """``dt`` with each field's column mapping id also under ``parquet.field.id``, the key
+    Spark's Parquet reader matches columns by (Delta's ``PARQUET_FIELD_ID_METADATA_KEY``)."""
+
+    def put(_: tuple[str, ...], f: StructField) -> StructField:
+        fid = f.column_mapping_id
+        return f if fid is None else dataclasses.replace(f, metadata={**f.metadata, "parquet.field.id": fid})
+
+    return _map_fields(dt, put, ())
 
 
 def field_ids(schema: StructType, mode: str) -> dict[str, int]:
