@@ -277,3 +277,15 @@ def test_a_schema_with_a_duplicate_column_mapping_id_is_refused(tmp_path: Path) 
     with pytest.raises(InvalidSchemaChangeError, match="same id 1"):
         txn.update_metadata(Metadata(schema_string=schema, configuration={"delta.columnMapping.mode": "id"}))
     assert not (tmp_path / "_delta_log").exists()
+
+
+def test_on_a_table_features_protocol_column_mapping_is_listed_as_a_feature(tmp_path: Path) -> None:
+    both = ("columnMapping", "deletionVectors")
+    log = _create(tmp_path / "new", {"delta.columnMapping.mode": "id", "delta.enableDeletionVectors": "true"})
+    assert log.update().protocol == Protocol(3, 7, both, both)
+    log = _create(tmp_path / "enabled", {"delta.enableDeletionVectors": "true"})
+    alter.set_table_properties(log, {"delta.columnMapping.mode": "name"})
+    assert log.update().protocol == Protocol(3, 7, both, both)
+    assert next(a for a in _commit(tmp_path / "enabled", 1) if "commitInfo" in a)["commitInfo"][
+        "operationParameters"
+    ] == {"properties": '{"delta.columnMapping.mode":"name"}'}
