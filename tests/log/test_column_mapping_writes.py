@@ -205,6 +205,7 @@ def test_bad_alter_input_is_refused_and_leaves_the_table_untouched(tmp_path: Pat
             "NOT NULL",
         ),
         (lambda: alter.unset_table_properties(log, ["nope"], if_exists=False), InvalidPropertyError, "nope"),
+        (lambda: alter.set_table_properties(log, {"delta.appendOnly": "yes"}), InvalidPropertyError, "appendOnly"),
         (lambda: alter.change_column_comment(log, "nope", "c"), InvalidSchemaChangeError, "cannot resolve"),
     ]
     for call, error, message in cases:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from deltalog.txn.commit.operations import AddColumns, Operation, SetTableProperties, UnsetTableProperties
 from deltalog.txn.protocol.column_mapping import column_mapping_mode
 from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
-from deltalog.txn.protocol.properties import InvalidPropertyError
+from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
 from deltalog.txn.protocol.schema import DataType, StructField, StructType
 
 if TYPE_CHECKING:
@@ -336,7 +336,8 @@ def change_column_comment(delta_log: DeltaLog, column: str, comment: str | None)
 
 
 def set_table_properties(delta_log: DeltaLog, properties: Mapping[str, str]) -> int:
-    """``ALTER TABLE SET TBLPROPERTIES``; the protocol is upgraded when a property needs it
+    """``ALTER TABLE SET TBLPROPERTIES`` (a value deltalog knows and cannot parse raises
+    :class:`InvalidPropertyError`); the protocol is upgraded when a property needs it
     (``delta.columnMapping.mode`` = ``name`` on an existing table: existing columns keep
     their names as physical names). Returns the version committed."""
     if not properties:
@@ -345,6 +346,7 @@ def set_table_properties(delta_log: DeltaLog, properties: Mapping[str, str]) -> 
 
     def change(metadata: Metadata) -> tuple[Metadata, Operation]:
         config = {**metadata.configuration, **values}
+        TableProperties(config).validate()
         return dataclasses.replace(metadata, configuration=config), SetTableProperties(properties=values)
 
     return _commit(delta_log, change)
