@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.protocol.errors import InvalidSchemaChangeError, InvalidSchemaError
+from deltalog.txn.protocol.properties import TableProperties
 from deltalog.txn.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, parse_schema
 
 if TYPE_CHECKING:
@@ -56,15 +57,11 @@ COLUMN_MAPPING_ID = "delta.columnMapping.id"
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 #: Field metadata keys of column mapping (``nested.ids`` is IcebergCompatV2's).
 COLUMN_MAPPING_KEYS = (COLUMN_MAPPING_ID, PHYSICAL_NAME, "delta.columnMapping.nested.ids")
-_MODES = ("none", "name", "id")
 
 
 def column_mapping_mode(configuration: Mapping[str, str]) -> str:
-    """``none``, ``name`` or ``id``; anything else raises :class:`InvalidSchemaChangeError`."""
-    mode = configuration.get(MODE, "none").strip().lower()
-    if mode not in _MODES:
-        raise InvalidSchemaChangeError(f"{MODE}={mode!r} is not a column mapping mode: use none, name or id")
-    return mode
+    """``none``, ``name`` or ``id``; anything else raises :class:`InvalidPropertyError`."""
+    return TableProperties(configuration).column_mapping_mode
 
 
 def _map_fields(dt: DataType, fn: Callable[[tuple[str, ...], StructField], StructField], path: tuple[str, ...]) -> Any:
