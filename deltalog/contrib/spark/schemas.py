@@ -41,8 +41,8 @@ CDF_RESERVED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
 
 def to_model(spark_schema: Mapping[str, Any]) -> StructType:
-    """The model of a Spark ``StructType.jsonValue()``."""
-    model = data_type_from_json(dict(spark_schema))
+    """The model of a Spark ``StructType.jsonValue()`` (a bare ``{"fields": [...]}`` too)."""
+    model = data_type_from_json({"type": "struct", **spark_schema})
     if not isinstance(model, StructType):
         raise SchemaMismatchError(f"a table schema must be a struct, got {model.simple_string()}")
     return model
