@@ -144,14 +144,16 @@ def test_column_mapping_name_mode(tmp_path: Path) -> None:
     ]
 
 
-def test_writes_to_column_mapping_tables_are_refused(tmp_path: Path) -> None:
+def test_writes_to_column_mapping_tables_key_partition_values_by_physical_name(tmp_path: Path) -> None:
     import pytest
 
+    from deltalog.txn.commit.commit_errors import InvalidTransactionError
     from deltalog.txn.commit.operations import Write
-    from deltalog.txn.protocol.errors import UnsupportedFeatureError
 
     test_column_mapping_name_mode(tmp_path)
     log = DeltaLog.for_table(str(tmp_path / "cm"))
-    with pytest.raises(UnsupportedFeatureError, match="columnMapping"):
-        log.start_transaction().commit([AddFile("zz/part-1.parquet", {"col-2c9a": "p2"}, 1, 1)], Write())
+    # the logical name is not a key of partitionValues under column mapping: refused, nothing written
+    with pytest.raises(InvalidTransactionError, match="partition values"):
+        log.start_transaction().commit([AddFile("zz/part-1.parquet", {"part": "p2"}, 1, 1)], Write())
     assert log.update().version == 0
+    assert log.start_transaction().commit([AddFile("zz/part-1.parquet", {"col-2c9a": "p2"}, 1, 1)], Write()) == 1

@@ -101,8 +101,9 @@ def test_feature_checks_name_features():
     check_read_supported(Protocol(3, 7, ("deletionVectors", "columnMapping"), ("deletionVectors",)))
     with pytest.raises(UnsupportedFeatureError, match="readerVersion 4"):
         check_read_supported(Protocol(4, 7))
-    with pytest.raises(UnsupportedFeatureError, match=r"cannot write .* columnMapping"):
-        check_write_supported(Protocol(3, 7, ("columnMapping",), ("columnMapping",)))
+    check_write_supported(Protocol(3, 7, ("columnMapping",), ("columnMapping",)))
+    with pytest.raises(UnsupportedFeatureError, match=r"cannot write .* icebergCompatV1"):
+        check_write_supported(Protocol(1, 7, None, ("icebergCompatV1",)))
     check_write_supported(Protocol(1, 4), Metadata("i", '{"type":"struct","fields":[]}'))
     gen = Metadata(
         "i",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from deltalog.errors import DeltaError
 from deltalog.logstores.errors import AmbiguousWriteError
 from deltalog.txn.commands.vacuum import VacuumRetentionError
+from deltalog.txn.protocol.errors import SchemaMismatchError as ProtocolSchemaMismatchError
 
 __all__ = [
     "DeltaAnalysisError",
@@ -54,7 +55,7 @@ class ReplaceWhereMismatchError(DeltaSparkError, ValueError):
         self.values = values
 
 
-class SchemaMismatchError(DeltaSparkError, ValueError):
+class SchemaMismatchError(DeltaSparkError, ProtocolSchemaMismatchError):
     """The DataFrame's schema does not match the table's; use mergeSchema or overwriteSchema."""
 
 

@@ -14,6 +14,8 @@ Rows with a non-null ``_change_type`` column are change data: they go to
 from __future__ import annotations
 
 import logging
+import random
+import string
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,8 +33,10 @@ from deltalog.contrib.spark.replace_where import row_checker
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS
 from deltalog.txn.protocol.actions import AddCDCFile, AddFile, action_to_line, decode_path, encode_path, parse_line
+from deltalog.txn.protocol.column_mapping import rename_to_physical
 from deltalog.txn.protocol.constraints import Constraint
 from deltalog.txn.protocol.file_stats import StatsCollector
+from deltalog.txn.protocol.schema import StructType, parse_schema
 
 __all__ = ["CDC_TYPE_COLUMN", "WriteSpec", "delete_files", "file_actions", "write_batches"]
 
@@ -69,6 +73,14 @@ class WriteSpec:
     constraints: tuple[Constraint, ...] = ()
     #: A ``replaceWhere`` on data columns every written row must satisfy.
     replace_where: str | None = None
+    #: The table's schema string when column mapping is on: files hold physical names and
+    #: field ids at every level, ``partitionValues`` are keyed by physical name, and files
+    #: go under a random prefix instead of partition directories (as Delta writes them).
+    column_mapping_schema: str | None = None
+
+    @property
+    def mapped_schema(self) -> StructType | None:
+        return None if self.column_mapping_schema is None else parse_schema(self.column_mapping_schema)
 
 
 @dataclass
@@ -121,10 +133,13 @@ class _TaskWriter:
         self.created_dirs: set[str] = set()
         self.buffered = 0
         self.job_uuid = uuid.uuid4()
+        self.mapped = spec.mapped_schema
 
     # -- layout ----------------------------------------------------------------------
 
     def _file_schema(self, schema: pa.Schema, cdc: bool) -> pa.Schema:
+        if self.mapped is not None:
+            return self._to_file_columns(schema.empty_table(), cdc).schema
         drop = set(self.spec.partition_columns)
         fields = []
         for f in schema:
@@ -142,7 +157,10 @@ class _TaskWriter:
         return pa.field(name, f.type, f.nullable, meta or None)
 
     def _relative_path(self, cdc: bool, values: Mapping[str, str | None], counter: int) -> str:
-        directory = partition_directory(self.spec.partition_columns, values)
+        if self.mapped is None:
+            directory = partition_directory(self.spec.partition_columns, values)
+        else:  # Delta's random prefix (delta.randomPrefixLength, 2): names are not data
+            directory = "".join(random.choices(string.ascii_letters + string.digits, k=2))
         prefix = "cdc" if cdc else self.spec.prefix
         name = f"{prefix}-{self.task_id:05d}-{self.job_uuid}.c{counter:03d}.snappy.parquet"
         parts = [p for p in (CDC_DIR if cdc else "", directory, name) if p]
@@ -174,6 +192,8 @@ class _TaskWriter:
             StatsCollector(stats_schema, self.spec.num_indexed_cols),
             collect_stats=not cdc,
         )
+        if self.mapped is not None:
+            handle.partition_values = {self.spec.physical_names.get(c, c): v for c, v in values.items()}
         self.open[key] = handle
         return handle
 
@@ -204,6 +224,8 @@ class _TaskWriter:
     def _to_file_columns(self, table: pa.Table, cdc: bool) -> pa.Table:
         keep = [n for n in table.column_names if n not in self.spec.partition_columns and (cdc or n != CDC_TYPE_COLUMN)]
         table = table.select(keep)
+        if self.mapped is not None:
+            return rename_to_physical(table, self.mapped)
         if self.spec.physical_names:
             table = table.rename_columns([self.spec.physical_names.get(n, n) for n in keep])
         return table

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from deltalog.contrib.spark import schemas
+
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
@@ -19,22 +21,7 @@ __all__ = ["arrow_schema", "logical_schema", "logical_struct"]
 
 def logical_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema without column-mapping metadata (what a DataFrame shows)."""
-
-    def clean(t: Any) -> Any:
-        if isinstance(t, dict) and t.get("type") == "struct":
-            fields = []
-            for f in t["fields"]:
-                meta = {k: v for k, v in (f.get("metadata") or {}).items() if not k.startswith("delta.columnMapping")}
-                fields.append({**f, "metadata": meta, "type": clean(f["type"])})
-            return {**t, "fields": fields}
-        if isinstance(t, dict) and t.get("type") == "array":
-            return {**t, "elementType": clean(t["elementType"])}
-        if isinstance(t, dict) and t.get("type") == "map":
-            return {**t, "keyType": clean(t["keyType"]), "valueType": clean(t["valueType"])}
-        return t
-
-    result: dict[str, Any] = clean(schema)
-    return result
+    return schemas.logical_schema(schema)
 
 
 def logical_struct(schema_string: str) -> StructType:

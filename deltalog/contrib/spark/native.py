@@ -306,23 +306,8 @@ def _read_schema(schema: Mapping[str, Any], mode: str, partition_columns: Sequen
     physical = schemas.physical_schema(dict(schema), mode)
     parts = {c.lower() for c in partition_columns}
 
-    def with_ids(t: Any) -> Any:
-        if isinstance(t, dict) and t.get("type") == "struct":
-            fields = []
-            for f in t["fields"]:
-                meta = dict(f.get("metadata") or {})
-                if "delta.columnMapping.id" in meta:
-                    meta["parquet.field.id"] = int(meta["delta.columnMapping.id"])
-                fields.append({**f, "metadata": meta, "type": with_ids(f["type"])})
-            return {**t, "fields": fields}
-        if isinstance(t, dict) and t.get("type") == "array":
-            return {**t, "elementType": with_ids(t["elementType"])}
-        if isinstance(t, dict) and t.get("type") == "map":
-            return {**t, "keyType": with_ids(t["keyType"]), "valueType": with_ids(t["valueType"])}
-        return t
-
     if mode == "id":
-        physical = with_ids(physical)
+        physical = schemas.with_parquet_field_ids(physical)
     logical_names = [f["name"] for f in schema["fields"]]
     fields = [f for logical, f in zip(logical_names, physical["fields"]) if hive or logical.lower() not in parts]
     return StructType.fromJson({"type": "struct", "fields": fields})

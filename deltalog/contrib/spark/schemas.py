@@ -1,213 +1,131 @@
-"""Table schemas as Delta stores them (Spark's StructType JSON) and what writes do with them.
+"""Spark schemas <-> deltalog's schema model.
 
-Delta's ``schemaString`` is exactly Spark's ``StructType.json()``, so the write path works
-on that JSON: nullability relaxed as Delta does on write, schema merging
-(``mergeSchema``), comparison, and column mapping (ids and physical names).
+Delta's ``schemaString`` is exactly Spark's ``StructType.json()``, so the Spark layer holds
+schemas as that JSON (``DataType.jsonValue()`` dicts). This module only converts between
+those dicts and the one schema model, :class:`deltalog.txn.protocol.schema.StructType`;
+what writes do with a schema (nullability relaxed on write, ``mergeSchema``, comparison)
+lives in :mod:`deltalog.txn.protocol.schema`, and column mapping (ids, physical names) in
+:mod:`deltalog.txn.protocol.column_mapping`.
 """
 
 from __future__ import annotations
 
-import copy
 import json
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from deltalog.contrib.spark.errors import SchemaMismatchError
+from deltalog.txn.protocol import column_mapping, schema
+from deltalog.txn.protocol.errors import SchemaMismatchError as ProtocolSchemaMismatchError
+from deltalog.txn.protocol.schema import StructType, data_type_from_json
 
 __all__ = [
     "CDF_RESERVED_COLUMNS",
     "as_nullable",
     "assign_column_mapping",
+    "check_write_compatible",
     "field_ids",
+    "from_model",
+    "logical_schema",
+    "lookup_field",
     "merge_schemas",
     "physical_names",
+    "physical_schema",
     "schemas_equal",
+    "to_model",
     "top_level_types",
+    "with_parquet_field_ids",
 ]
 
 CDF_RESERVED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
-_ID = "delta.columnMapping.id"
-_PHYS = "delta.columnMapping.physicalName"
 
 
-def _walk_nullable(t: Any) -> Any:
-    if isinstance(t, dict):
-        kind = t.get("type")
-        if kind == "struct":
-            fields = [{**f, "nullable": True, "type": _walk_nullable(f["type"])} for f in t["fields"]]
-            return {**t, "fields": fields}
-        if kind == "array":
-            return {**t, "containsNull": True, "elementType": _walk_nullable(t["elementType"])}
-        if kind == "map":
-            return {
-                **t,
-                "valueContainsNull": True,
-                "keyType": _walk_nullable(t["keyType"]),
-                "valueType": _walk_nullable(t["valueType"]),
-            }
-    return t
+def to_model(spark_schema: Mapping[str, Any]) -> StructType:
+    """The model of a Spark ``StructType.jsonValue()`` (a bare ``{"fields": [...]}`` too)."""
+    model = data_type_from_json({"type": "struct", **spark_schema})
+    if not isinstance(model, StructType):
+        raise SchemaMismatchError(f"a table schema must be a struct, got {model.simple_string()}")
+    return model
 
 
-def as_nullable(schema: dict[str, Any]) -> dict[str, Any]:
+def from_model(model: StructType) -> dict[str, Any]:
+    """The Spark ``StructType.jsonValue()`` of a schema."""
+    return model.to_json_value()
+
+
+def as_nullable(spark_schema: dict[str, Any]) -> dict[str, Any]:
     """Every field and element nullable, as Delta's ``schema.asNullable`` on write."""
-    result: dict[str, Any] = _walk_nullable(schema)
-    return result
-
-
-def _strip(t: Any) -> Any:
-    if isinstance(t, dict):
-        kind = t.get("type")
-        if kind == "struct":
-            return ("struct", tuple((f["name"].lower(), _strip(f["type"])) for f in t["fields"]))
-        if kind == "array":
-            return ("array", _strip(t["elementType"]))
-        if kind == "map":
-            return ("map", _strip(t["keyType"]), _strip(t["valueType"]))
-    return t
+    nullable = schema.as_nullable(to_model(spark_schema))
+    assert isinstance(nullable, StructType)
+    return from_model(nullable)
 
 
 def schemas_equal(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Same columns (case-insensitive, any order at the top level) and types; nullability ignored."""
-    fa = {f["name"].lower(): _strip(f["type"]) for f in a["fields"]}
-    fb = {f["name"].lower(): _strip(f["type"]) for f in b["fields"]}
-    return fa == fb
-
-
-def _merge_type(table: Any, new: Any, where: str) -> Any:
-    if isinstance(table, dict) and isinstance(new, dict) and table.get("type") == new.get("type") == "struct":
-        return _merge_struct(table, new, where)
-    if _strip(table) == _strip(new):
-        return table
-    widen = {
-        ("integer", "long"),
-        ("short", "integer"),
-        ("short", "long"),
-        ("byte", "short"),
-        ("byte", "integer"),
-        ("byte", "long"),
-        ("float", "double"),
-    }
-    if (table, new) in widen or (new, table) in widen:
-        raise SchemaMismatchError(
-            f"column {where} is {table} in the table and {new} in the data; cast the column to "
-            f"{table} before writing (type widening is not enabled on this table)"
-        )
-    raise SchemaMismatchError(
-        f"column {where} is {json.dumps(table)} in the table and {json.dumps(new)} in the data; cast it, "
-        "or overwrite the table with overwriteSchema=true"
-    )
-
-
-def _merge_struct(table: dict[str, Any], new: dict[str, Any], where: str) -> dict[str, Any]:
-    fields = [copy.deepcopy(f) for f in table["fields"]]
-    index = {f["name"].lower(): i for i, f in enumerate(fields)}
-    for f in new["fields"]:
-        name = f["name"]
-        path = f"{where}.{name}" if where else name
-        i = index.get(name.lower())
-        if i is None:
-            fields.append({**copy.deepcopy(f), "nullable": True, "type": _walk_nullable(f["type"])})
-        else:
-            fields[i] = {**fields[i], "type": _merge_type(fields[i]["type"], f["type"], path)}
-    return {**table, "fields": fields}
+    return schema.same_columns(to_model(a), to_model(b))
 
 
 def merge_schemas(table: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """The table schema with the data's new columns added, nullable (``mergeSchema``); the
-    table's columns keep their nullability, NOT NULL ones too (Delta's ``mergeSchemas``)."""
-    return _merge_struct(table, new, "")
+    """The table schema with the data's new columns added, nullable (``mergeSchema``)."""
+    try:
+        return from_model(schema.merge_schemas(to_model(table), to_model(new)))
+    except ProtocolSchemaMismatchError as exc:
+        raise SchemaMismatchError(str(exc)) from None
 
 
 def check_write_compatible(table: dict[str, Any], data: dict[str, Any]) -> None:
     """Raise :class:`SchemaMismatchError` unless ``data`` fits ``table`` without a schema change."""
-    table_fields = {f["name"].lower(): f for f in table["fields"]}
-    extra = [f["name"] for f in data["fields"] if f["name"].lower() not in table_fields]
-    if extra:
-        raise SchemaMismatchError(
-            f"the data has columns the table does not: {', '.join(extra)}; write with "
-            "option('mergeSchema', 'true') to add them, or overwrite with overwriteSchema=true"
-        )
-    for f in data["fields"]:
-        _merge_type(table_fields[f["name"].lower()]["type"], f["type"], f["name"])
+    try:
+        schema.check_write_compatible(to_model(table), to_model(data))
+    except ProtocolSchemaMismatchError as exc:
+        raise SchemaMismatchError(str(exc)) from None
 
 
-def top_level_types(schema: dict[str, Any]) -> dict[str, str]:
+def top_level_types(spark_schema: Mapping[str, Any]) -> dict[str, str]:
     """``{column: Spark type name}`` (a JSON string for complex types)."""
-    return {f["name"]: (f["type"] if isinstance(f["type"], str) else json.dumps(f["type"])) for f in schema["fields"]}
-
-
-def _assign(t: Any, next_id: list[int]) -> Any:
-    if isinstance(t, dict) and t.get("type") == "struct":
-        fields = []
-        for f in t["fields"]:
-            meta = dict(f.get("metadata") or {})
-            if _ID not in meta:
-                next_id[0] += 1
-                meta[_ID] = next_id[0]
-                meta[_PHYS] = f"col-{uuid.uuid4()}"
-            fields.append({**f, "metadata": meta, "type": _assign(f["type"], next_id)})
-        return {**t, "fields": fields}
-    if isinstance(t, dict) and t.get("type") == "array":
-        return {**t, "elementType": _assign(t["elementType"], next_id)}
-    if isinstance(t, dict) and t.get("type") == "map":
-        return {**t, "keyType": _assign(t["keyType"], next_id), "valueType": _assign(t["valueType"], next_id)}
-    return t
-
-
-def assign_column_mapping(schema: dict[str, Any], max_id: int) -> tuple[dict[str, Any], int]:
-    """Give every field without one a column mapping id and physical name; returns the new max id."""
-    counter = [max_id]
-    result: dict[str, Any] = _assign(schema, counter)
-    return result, counter[0]
-
-
-def physical_names(schema: dict[str, Any], mode: str) -> dict[str, str]:
-    """Top-level ``{logical: physical}`` under column mapping (empty when mode is none)."""
-    if mode == "none":
-        return {}
-    return {f["name"]: (f.get("metadata") or {}).get(_PHYS, f["name"]) for f in schema["fields"]}
-
-
-def field_ids(schema: dict[str, Any], mode: str) -> dict[str, int]:
-    """Top-level ``{logical: column mapping id}`` (empty when mode is none)."""
-    if mode == "none":
-        return {}
-    out: dict[str, int] = {}
-    for f in schema["fields"]:
-        fid = (f.get("metadata") or {}).get(_ID)
-        if fid is not None:
-            out[f["name"]] = int(fid)
+    out: dict[str, str] = {}
+    for f in to_model(spark_schema).fields:
+        value = f.type.to_json_value()
+        out[f.name] = value if isinstance(value, str) else json.dumps(value)
     return out
 
 
-def physical_schema(schema: dict[str, Any], mode: str) -> dict[str, Any]:
+def assign_column_mapping(spark_schema: dict[str, Any], max_id: int) -> tuple[dict[str, Any], int]:
+    """Give every field without one a column mapping id and physical name; returns the new max id."""
+    assigned, new_max = column_mapping.assign_column_mapping(to_model(spark_schema), max_id)
+    return from_model(assigned), new_max
+
+
+def physical_names(spark_schema: Mapping[str, Any], mode: str) -> dict[str, str]:
+    """Top-level ``{logical: physical}`` under column mapping (empty when mode is none)."""
+    if mode == "none":
+        return {}
+    return column_mapping.logical_to_physical(to_model(spark_schema), mode)
+
+
+def field_ids(spark_schema: Mapping[str, Any], mode: str) -> dict[str, int]:
+    """Top-level ``{logical: column mapping id}`` (empty when mode is none)."""
+    return column_mapping.field_ids(to_model(spark_schema), mode)
+
+
+def physical_schema(spark_schema: dict[str, Any], mode: str) -> dict[str, Any]:
     """The schema with physical names everywhere (what the Parquet files hold)."""
     if mode == "none":
-        return schema
-
-    def rename(t: Any) -> Any:
-        if isinstance(t, dict) and t.get("type") == "struct":
-            return {
-                **t,
-                "fields": [
-                    {**f, "name": (f.get("metadata") or {}).get(_PHYS, f["name"]), "type": rename(f["type"])}
-                    for f in t["fields"]
-                ],
-            }
-        if isinstance(t, dict) and t.get("type") == "array":
-            return {**t, "elementType": rename(t["elementType"])}
-        if isinstance(t, dict) and t.get("type") == "map":
-            return {**t, "keyType": rename(t["keyType"]), "valueType": rename(t["valueType"])}
-        return t
-
-    result: dict[str, Any] = rename(schema)
-    return result
+        return spark_schema
+    return from_model(column_mapping.physical_schema(to_model(spark_schema)))
 
 
-def lookup_field(schema: Mapping[str, Any], name: str) -> dict[str, Any] | None:
-    for f in schema["fields"]:
-        if f["name"].lower() == name.lower():
-            found: dict[str, Any] = f
-            return found
-    return None
+def logical_schema(spark_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema without column mapping metadata (what a DataFrame shows)."""
+    return from_model(column_mapping.without_column_mapping(to_model(spark_schema)))
+
+
+def with_parquet_field_ids(spark_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema with each column mapping id also as ``parquet.field.id`` (Spark's Parquet
+    reader resolves columns by it in ``id`` mode)."""
+    return from_model(column_mapping.with_parquet_field_ids(to_model(spark_schema)))
+
+
+def lookup_field(spark_schema: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    model = to_model(spark_schema)
+    return model.field(name).to_json_value() if name in model else None

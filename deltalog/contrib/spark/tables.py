@@ -26,6 +26,7 @@ from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExists
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
 from deltalog.contrib.spark.logical_schema import logical_struct
 from deltalog.contrib.spark.options import WriteOptions
+from deltalog.contrib.spark.table_alter import AlterTableMethods
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.contrib.spark.writes import commit_files, write_spec
 from deltalog.txn.protocol.actions import Action, AddFile
@@ -145,8 +146,9 @@ def _rewrite_metrics(
     return metrics, _logical_records(adds)
 
 
-class DeltaTable:
-    """A Delta table at a path, operated on with Spark. Build with :meth:`forPath`."""
+class DeltaTable(AlterTableMethods):
+    """A Delta table at a path, operated on with Spark. Build with :meth:`forPath`; ALTER
+    TABLE methods (``addColumn``, ``renameColumn``, ...) come from :class:`AlterTableMethods`."""
 
     def __init__(
         self,

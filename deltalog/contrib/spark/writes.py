@@ -187,6 +187,7 @@ def write_spec(
         tight_bounds=True if dv else None,
         data_change=opts.data_change,
         constraints=constraints,
+        column_mapping_schema=None if mode == "none" else metadata.schema_string,
     )
 
 
@@ -613,10 +614,12 @@ def _declare_constraints_checked(plan: WritePlan, txn: OptimisticTransaction, wh
 def _check_replace_where(
     adds: Sequence[AddFile], filters: Sequence[PartitionFilter], plan: WritePlan, txn: OptimisticTransaction
 ) -> None:
+    from deltalog.txn.protocol.column_mapping import physical_partition_filters
     from deltalog.txn.protocol.partition_filters import PartitionPredicate, partition_column_types
 
     metadata = plan.new_metadata or txn.snapshot.metadata
-    predicate = PartitionPredicate(filters, partition_column_types(metadata.schema_string, metadata.partition_columns))
+    types = partition_column_types(metadata.schema_string, metadata.partition_columns)
+    predicate = PartitionPredicate(*physical_partition_filters(metadata, filters, types))
     for add in adds:
         if not predicate.matches(add.partition_values):
             raise InvalidWriteOptionError(

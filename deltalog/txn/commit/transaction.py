@@ -63,6 +63,11 @@ from deltalog.txn.protocol.actions import (
     action_to_line,
     decode_path,
 )
+from deltalog.txn.protocol.column_mapping import (
+    partition_value_keys,
+    physical_partition_filters,
+    update_column_mapping,
+)
 from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPredicate, partition_column_types
 from deltalog.txn.protocol.protocol_requirements import merge_protocols, required_protocol
 
@@ -245,6 +250,7 @@ class OptimisticTransaction:
         if self._new_metadata is not None:
             raise MetadataAlreadyChangedError("cannot change the metadata more than once in a transaction")
         verify_metadata(metadata)
+        metadata = update_column_mapping(self.snapshot.metadata if self.table_exists else None, metadata)
         if metadata.created_time is None and not self.table_exists:
             metadata = _with_created_time(metadata)
         metadata = self._with_ict_enablement(metadata)
@@ -317,7 +323,8 @@ class OptimisticTransaction:
             return []
         metadata = self.snapshot.metadata
         types = partition_column_types(metadata.schema_string, metadata.partition_columns)
-        predicate = PartitionPredicate(partition_filters or (), types)
+        filters, types = physical_partition_filters(metadata, partition_filters or (), types)
+        predicate = PartitionPredicate(filters, types)
         if predicate.is_true:
             files = list(self.snapshot.files)
         else:
@@ -486,7 +493,8 @@ class OptimisticTransaction:
             )
 
     def _action_checks(self) -> CommitActionChecks:
-        return CommitActionChecks(self.partition_columns, append_only=self._append_only())
+        keys = partition_value_keys(self.metadata) if self.metadata is not None else ()
+        return CommitActionChecks(keys, append_only=self._append_only())
 
     def _protocol_and_metadata(self) -> list[Action]:
         """The protocol and metadata actions this transaction commits, in that order."""

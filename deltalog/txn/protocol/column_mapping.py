@@ -1,31 +1,246 @@
-"""Column mapping (``delta.columnMapping.mode`` = ``name`` or ``id``): read support.
+"""Column mapping (``delta.columnMapping.mode`` = ``name`` or ``id``), PROTOCOL "Column Mapping".
 
 Under column mapping, data files, ``stats`` and ``partitionValues`` use each column's
-*physical name* (``delta.columnMapping.physicalName``; in ``id`` mode Parquet field ids carry
-``delta.columnMapping.id``). This module exposes the mapping so a data reader can rename
-physical columns to logical ones, and translates partition values and statistics.
+*physical name* (``delta.columnMapping.physicalName``), and every field carries an id
+(``delta.columnMapping.id``, written as the Parquet field id; readers in ``id`` mode resolve
+columns by it). ``delta.columnMapping.maxColumnId`` is the largest id ever given.
+
+This module is the one place that knows the mapping: assigning ids and physical names
+when a table is created, enabled or gets new columns (Delta's ``DeltaColumnMapping``),
+logical <-> physical names for writers and readers, and the partition-value keys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from deltalog.txn.protocol.errors import InvalidSchemaError
-from deltalog.txn.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
+from deltalog.txn.protocol.errors import InvalidSchemaChangeError, InvalidSchemaError
+from deltalog.txn.protocol.properties import TableProperties
+from deltalog.txn.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, parse_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from deltalog.txn.protocol.actions import Metadata
+
 __all__ = [
+    "COLUMN_MAPPING_ID",
+    "COLUMN_MAPPING_KEYS",
+    "PHYSICAL_NAME",
+    "assign_column_mapping",
+    "column_mapping_mode",
+    "field_ids",
+    "find_max_column_id",
     "logical_partition_values",
     "logical_to_physical",
+    "partition_value_keys",
     "physical_arrow_schema",
+    "physical_partition_filters",
     "physical_partition_names",
     "physical_schema",
     "physical_to_logical",
     "rename_to_logical",
+    "rename_to_physical",
+    "update_column_mapping",
+    "with_parquet_field_ids",
+    "without_column_mapping",
 ]
+
+COLUMN_MAPPING_ID = "delta.columnMapping.id"
+PHYSICAL_NAME = "delta.columnMapping.physicalName"
+#: Field metadata keys of column mapping (``nested.ids`` is IcebergCompatV2's).
+COLUMN_MAPPING_KEYS = (COLUMN_MAPPING_ID, PHYSICAL_NAME, "delta.columnMapping.nested.ids")
+
+
+def column_mapping_mode(configuration: Mapping[str, str]) -> str:
+    """``none``, ``name`` or ``id``; anything else raises :class:`InvalidPropertyError`."""
+    return TableProperties(configuration).column_mapping_mode
+
+
+def _map_fields(dt: DataType, fn: Callable[[tuple[str, ...], StructField], StructField], path: tuple[str, ...]) -> Any:
+    """``dt`` with ``fn`` applied to every field, parents before children (Delta's
+    ``SchemaMergingUtils.transformColumns``)."""
+    if isinstance(dt, StructType):
+        out = []
+        for f in dt.fields:
+            changed = fn(path, f)
+            out.append(dataclasses.replace(changed, type=_map_fields(changed.type, fn, (*path, changed.name))))
+        return StructType(tuple(out))
+    if isinstance(dt, ArrayType):
+        return ArrayType(_map_fields(dt.element_type, fn, (*path, "element")), dt.contains_null)
+    if isinstance(dt, MapType):
+        return MapType(
+            _map_fields(dt.key_type, fn, (*path, "key")),
+            _map_fields(dt.value_type, fn, (*path, "value")),
+            dt.value_contains_null,
+        )
+    return dt
+
+
+def find_max_column_id(schema: StructType) -> int:
+    """The largest ``delta.columnMapping.id`` in the schema (0 when none)."""
+    ids = [f.column_mapping_id for _, f in _all_fields(schema)]
+    return max([i for i in ids if i is not None], default=0)
+
+
+def _find(schema: StructType, path: tuple[str, ...]) -> StructField | None:
+    """The field at ``path`` (``element``/``key``/``value`` step into arrays and maps)."""
+    dt: DataType = schema
+    found: StructField | None = None
+    for name in path:
+        if isinstance(dt, ArrayType) and name == "element":
+            dt = dt.element_type
+            continue
+        if isinstance(dt, MapType) and name in ("key", "value"):
+            dt = dt.key_type if name == "key" else dt.value_type
+            continue
+        if not isinstance(dt, StructType) or name not in dt:
+            return None
+        found = dt.field(name)
+        dt = found.type
+    return found
+
+
+def assign_column_mapping(
+    schema: StructType, max_id: int, old_schema: StructType | None = None, changing_mode: bool = False
+) -> tuple[StructType, int]:
+    """Give every field without them an id (``max_id + 1``, ...) and a physical name; returns
+    the schema and the new max id (Delta's ``assignColumnIdAndPhysicalName``).
+
+    New physical names are ``col-<uuid>``; when column mapping is being enabled on an
+    existing table (``changing_mode``) the existing columns keep their names as physical
+    names, so no data file has to be rewritten."""
+    counter = [max(max_id, find_max_column_id(schema))]
+
+    def assign(path: tuple[str, ...], f: StructField) -> StructField:
+        meta = dict(f.metadata)
+        if COLUMN_MAPPING_ID not in meta:
+            counter[0] += 1
+            meta[COLUMN_MAPPING_ID] = counter[0]
+        if PHYSICAL_NAME not in meta:
+            if changing_mode and old_schema is not None and old_schema.fields:
+                existing = _find(old_schema, (*path, f.name))
+                if existing is None:
+                    raise InvalidSchemaChangeError(
+                        f"column {'.'.join((*path, f.name))!r} is new: the schema cannot change in the commit "
+                        "that enables column mapping; enable it first, then add the column"
+                    )
+                meta[PHYSICAL_NAME] = existing.name
+            else:
+                meta[PHYSICAL_NAME] = f"col-{uuid.uuid4()}"
+        return dataclasses.replace(f, metadata=meta)
+
+    result: StructType = _map_fields(schema, assign, ())
+    return result, counter[0]
+
+
+def update_column_mapping(old: Metadata | None, new: Metadata) -> Metadata:
+    """``new`` with column mapping ids, physical names and ``maxColumnId`` assigned, after
+    checking the mode change (Delta's ``verifyAndUpdateMetadataChange``): a new table may use
+    any mode; an existing one may only go from ``none`` to ``name``."""
+    new_mode = column_mapping_mode(new.configuration)
+    old_mode = "none" if old is None else column_mapping_mode(old.configuration)
+    changing = old is not None and old_mode != new_mode
+    if changing and not (old_mode == "none" and new_mode == "name"):
+        raise InvalidSchemaChangeError(
+            f"changing delta.columnMapping.mode from {old_mode!r} to {new_mode!r} is not supported; "
+            "an existing table can only go from 'none' to 'name' (Delta's DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE)"
+        )
+    if new_mode == "none":
+        return new
+    schema = parse_schema(new.schema_string)
+    old_schema = parse_schema(old.schema_string) if old is not None else None
+    old_max = 0 if old is None else old.properties.column_mapping_max_id
+    assigned, max_id = assign_column_mapping(
+        schema, max(old_max, new.properties.column_mapping_max_id), old_schema, changing
+    )
+    _check_unique(assigned, new_mode)
+    config = {**new.configuration, "delta.columnMapping.maxColumnId": str(max_id)}
+    if assigned == schema and config == new.configuration:
+        return new
+    return dataclasses.replace(new, schema_string=assigned.to_json(), configuration=config)
+
+
+def _check_unique(schema: StructType, mode: str) -> None:
+    """No two fields share an id, nor two sibling fields a physical name (Delta's
+    ``checkColumnIdAndPhysicalNameAssignments``)."""
+    ids: dict[int, str] = {}
+    paths: set[tuple[str, ...]] = set()
+
+    def check(path: tuple[str, ...], f: StructField) -> StructField:
+        name = ".".join((*path, f.name))
+        fid = f.column_mapping_id
+        if fid is not None and fid in ids:
+            raise InvalidSchemaChangeError(
+                f"column mapping mode {mode!r}: columns {ids[fid]!r} and {name!r} have the same id {fid}"
+            )
+        if fid is not None:
+            ids[fid] = name
+        physical = (*path, f.physical_name.lower())
+        if physical in paths:
+            raise InvalidSchemaChangeError(
+                f"column mapping mode {mode!r}: column {name!r} has the physical name of another column"
+            )
+        paths.add(physical)
+        return f
+
+    _map_fields(schema, check, ())
+
+
+def without_column_mapping(dt: DataType) -> Any:
+    """``dt`` without column mapping metadata at any depth (what a DataFrame shows)."""
+
+    def strip(_: tuple[str, ...], f: StructField) -> StructField:
+        if not any(k in f.metadata for k in COLUMN_MAPPING_KEYS):
+            return f
+        return dataclasses.replace(f, metadata={k: v for k, v in f.metadata.items() if k not in COLUMN_MAPPING_KEYS})
+
+    return _map_fields(dt, strip, ())
+
+
+def with_parquet_field_ids(dt: DataType) -> Any:
+    """``dt`` with each field's column mapping id also under ``parquet.field.id``, the key
+    Spark's Parquet reader matches columns by (Delta's ``PARQUET_FIELD_ID_METADATA_KEY``)."""
+
+    def put(_: tuple[str, ...], f: StructField) -> StructField:
+        fid = f.column_mapping_id
+        return f if fid is None else dataclasses.replace(f, metadata={**f.metadata, "parquet.field.id": fid})
+
+    return _map_fields(dt, put, ())
+
+
+def field_ids(schema: StructType, mode: str) -> dict[str, int]:
+    """Top-level logical column name -> column mapping id (empty when mode is none)."""
+    if mode == "none":
+        return {}
+    return {f.name: f.column_mapping_id for f in schema.fields if f.column_mapping_id is not None}
+
+
+def partition_value_keys(metadata: Metadata) -> tuple[str, ...]:
+    """The keys of ``partitionValues`` in the table's ``add`` actions: the partition
+    columns' physical names under column mapping, their names otherwise."""
+    if not metadata.partition_columns:
+        return ()
+    if column_mapping_mode(metadata.configuration) == "none":
+        return tuple(metadata.partition_columns)
+    schema = parse_schema(metadata.schema_string)
+    return tuple(physical_partition_names(schema, metadata.partition_columns).values())
+
+
+def physical_partition_filters(
+    metadata: Metadata, filters: Sequence[tuple[str, str, Any]], types: Mapping[str, str]
+) -> tuple[list[tuple[str, str, Any]], dict[str, str]]:
+    """Partition filters on logical names, and ``{partition column: type}``, keyed as the
+    ``partitionValues`` they are matched against (physical names under column mapping)."""
+    if column_mapping_mode(metadata.configuration) == "none":
+        return list(filters), dict(types)
+    names = physical_partition_names(parse_schema(metadata.schema_string), metadata.partition_columns)
+    by_lower = {c.lower(): p for c, p in names.items()}
+    keyed = [(by_lower.get(c.lower(), c) if isinstance(c, str) else c, op, v) for c, op, v in filters]
+    return keyed, {by_lower.get(c.lower(), c): t for c, t in types.items()}
 
 
 def _check(schema: StructType, mode: str) -> None:
@@ -104,49 +319,109 @@ def physical_schema(schema: StructType) -> StructType:
     )
 
 
-def physical_arrow_schema(schema: StructType) -> pa.Schema:
-    """Arrow schema of the data files, with ``PARQUET:field_id`` set in ``id`` mode."""
+def _physical_arrow_type(dt: DataType) -> pa.DataType:
     import pyarrow as pa
 
-    phys = physical_schema(schema).to_arrow()
+    from deltalog.txn.protocol.schema import to_arrow_type
 
-    def with_ids(field: pa.Field, logical: StructField) -> pa.Field:
-        meta = dict(field.metadata or {})
-        if logical.column_mapping_id is not None:
-            meta[b"PARQUET:field_id"] = str(logical.column_mapping_id).encode()
-        return field.with_metadata(meta)
+    if isinstance(dt, StructType):
+        return pa.struct([_physical_arrow_field(f) for f in dt.fields])
+    if isinstance(dt, ArrayType):
+        return pa.list_(pa.field("element", _physical_arrow_type(dt.element_type), nullable=dt.contains_null))
+    if isinstance(dt, MapType):
+        return pa.map_(
+            pa.field("key", _physical_arrow_type(dt.key_type), nullable=False),
+            pa.field("value", _physical_arrow_type(dt.value_type), nullable=dt.value_contains_null),
+        )
+    return to_arrow_type(dt)
 
-    return pa.schema([with_ids(phys.field(i), f) for i, f in enumerate(schema.fields)])
+
+def _physical_arrow_field(f: StructField) -> pa.Field:
+    import pyarrow as pa
+
+    meta = None if f.column_mapping_id is None else {b"PARQUET:field_id": str(f.column_mapping_id).encode()}
+    return pa.field(f.physical_name, _physical_arrow_type(f.type), nullable=f.nullable, metadata=meta)
+
+
+def physical_arrow_schema(schema: StructType) -> pa.Schema:
+    """Arrow schema of the data files: physical names at every level, and each field's
+    column mapping id as its ``PARQUET:field_id`` (Delta writes them in both modes)."""
+    import pyarrow as pa
+
+    return pa.schema([_physical_arrow_field(f) for f in schema.fields])
+
+
+def _nulls(values: Any) -> Any:
+    return values.is_null() if values.null_count else None
+
+
+def _field_id(f: StructField) -> dict[bytes, bytes] | None:
+    return None if f.column_mapping_id is None else {b"PARQUET:field_id": str(f.column_mapping_id).encode()}
+
+
+def _rename(values: Any, dt: DataType, to_physical: bool) -> Any:
+    """One Arrow array of type ``dt`` with its nested field names switched between logical
+    and physical (and, towards physical, each field's id as ``PARQUET:field_id``). Fields
+    the array does not have are left out; fields the schema does not name are dropped."""
+    import pyarrow as pa
+
+    kind = values.type
+    if isinstance(dt, StructType) and pa.types.is_struct(kind):
+        children, fields = [], []
+        for f in dt.fields:
+            index = kind.get_field_index(f.name if to_physical else f.physical_name)
+            if index < 0:
+                continue
+            child = _rename(values.field(index), f.type, to_physical)
+            name = f.physical_name if to_physical else f.name
+            meta = _field_id(f) if to_physical else None
+            children.append(child)
+            fields.append(pa.field(name, child.type, kind.field(index).nullable, metadata=meta))
+        return pa.StructArray.from_arrays(children, fields=fields, mask=_nulls(values))
+    if isinstance(dt, ArrayType) and (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
+        inner = _rename(values.values, dt.element_type, to_physical)
+        element = kind.value_field.with_type(inner.type)
+        list_type = pa.large_list(element) if pa.types.is_large_list(kind) else pa.list_(element)
+        array_class = pa.LargeListArray if pa.types.is_large_list(kind) else pa.ListArray
+        return array_class.from_arrays(values.offsets, inner, type=list_type, mask=_nulls(values))
+    if isinstance(dt, MapType) and pa.types.is_map(kind):
+        keys = _rename(values.keys, dt.key_type, to_physical)
+        items = _rename(values.items, dt.value_type, to_physical)
+        map_type = pa.map_(kind.key_field.with_type(keys.type), kind.item_field.with_type(items.type))
+        return pa.MapArray.from_arrays(values.offsets, keys, items, type=map_type, mask=_nulls(values))
+    return values
+
+
+def _rename_table(table: pa.Table, schema: StructType, to_physical: bool) -> pa.Table:
+    import pyarrow as pa
+
+    by_name = {(f.name.lower() if to_physical else f.physical_name): f for f in schema.fields}
+    fields, columns = [], []
+    for index, name in enumerate(table.column_names):
+        f = by_name.get(name.lower() if to_physical else name)
+        source = table.schema.field(index)
+        if f is None:
+            if to_physical:  # not a table column (``_change_type`` of change data): kept as it is
+                fields.append(source)
+                columns.append(table.column(index))
+            continue
+        chunks = [_rename(c, f.type, to_physical) for c in table.column(index).chunks]
+        kind = chunks[0].type if chunks else _rename(pa.array([], source.type), f.type, to_physical).type
+        meta = _field_id(f) if to_physical else None
+        fields.append(pa.field(f.physical_name if to_physical else f.name, kind, source.nullable, metadata=meta))
+        columns.append(pa.chunked_array(chunks, type=kind))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def rename_to_physical(table: pa.Table, schema: StructType) -> pa.Table:
+    """A table of logical columns (any of ``schema``'s, in any order) as a data file holds
+    it: physical names at every level, and each field's id as its Parquet field id (Delta
+    writes them in both modes). A column the schema does not have (``_change_type`` of
+    change data) is kept as it is."""
+    return _rename_table(table, schema, to_physical=True)
 
 
 def rename_to_logical(table: pa.Table, schema: StructType) -> pa.Table:
-    """Rename a data file's physical top-level (and nested struct) columns to logical names."""
-    import pyarrow as pa
-
-    def convert(values: Any, dt: DataType) -> Any:
-        if isinstance(dt, StructType) and pa.types.is_struct(values.type):
-            by_phys = {f.physical_name: f for f in dt.fields}
-            arrays, fields = [], []
-            for i in range(values.type.num_fields):
-                child_field = values.type.field(i)
-                logical = by_phys.get(child_field.name)
-                child = values.field(i)
-                if logical is not None:
-                    child = convert(child, logical.type)
-                    arrays.append(child)
-                    fields.append(pa.field(logical.name, child.type, child_field.nullable))
-            return pa.StructArray.from_arrays(arrays, fields=fields, mask=values.is_null())
-        return values
-
-    by_phys = {f.physical_name: f for f in schema.fields}
-    columns, names = [], []
-    for name in table.column_names:
-        logical = by_phys.get(name)
-        if logical is None:
-            continue
-        col = table.column(name)
-        if isinstance(logical.type, StructType):
-            col = pa.chunked_array([convert(c, logical.type) for c in col.chunks])
-        columns.append(col)
-        names.append(logical.name)
-    return pa.table(columns, names=names)
+    """Rename a data file's physical columns (top-level and nested, inside arrays and maps
+    too) to logical names; columns the schema does not have (dropped ones) are left out."""
+    return _rename_table(table, schema, to_physical=False)

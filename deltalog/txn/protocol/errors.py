@@ -13,11 +13,14 @@ from collections.abc import Iterable
 from deltalog.errors import DeltaError
 
 __all__ = [
+    "ColumnMappingRequiredError",
     "CorruptLogError",
     "DeltaLogError",
+    "InvalidSchemaChangeError",
     "InvalidSchemaError",
     "InvalidTableStateError",
     "NonContiguousVersionsError",
+    "SchemaMismatchError",
     "TableNotFoundError",
     "UnsupportedFeatureError",
     "VersionNotFoundError",
@@ -104,3 +107,19 @@ class UnsupportedFeatureError(DeltaLogError):
 
 class InvalidSchemaError(DeltaLogError, ValueError):
     """A schema string is not valid Spark ``StructType`` JSON, or cannot be mapped."""
+
+
+class SchemaMismatchError(DeltaLogError, ValueError):
+    """Data's schema does not fit the table's (a column of another type, a column the
+    table does not have); the message names the column and the fix."""
+
+
+class InvalidSchemaChangeError(DeltaLogError, ValueError):
+    """A schema or column mapping change Delta does not allow (renaming to an existing name,
+    dropping a partition column or the last column, an unsupported column mapping mode
+    change, an unknown column); nothing was committed."""
+
+
+class ColumnMappingRequiredError(InvalidSchemaChangeError):
+    """Renaming or dropping a column needs column mapping (``delta.columnMapping.mode`` =
+    ``name``): without it, data files find columns by name."""

@@ -95,7 +95,8 @@ FEATURES: dict[str, FeatureInfo] = {
             2,
             5,
             "supported: physical names exposed (`deltalog.txn.protocol.column_mapping`)",
-            "refused",
+            "supported: ids and physical names assigned on commit, files written with physical names and "
+            "Parquet field ids (`deltalog.txn.protocol.column_mapping`)",
         ),
         FeatureInfo("identityColumns", False, None, 6, "nothing to do", "refused when a column is an identity column"),
         FeatureInfo(
@@ -221,6 +222,7 @@ READ_SUPPORTED: frozenset[str] = frozenset(
 #: when it implements more, e.g. ``inCommitTimestamp``).
 WRITE_SUPPORTED: set[str] = {
     "appendOnly",
+    "columnMapping",
     "inCommitTimestamp",
     "invariants",
     "checkConstraints",

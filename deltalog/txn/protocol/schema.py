@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from deltalog.txn.protocol.errors import InvalidSchemaError
+from deltalog.txn.protocol.errors import InvalidSchemaError, SchemaMismatchError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -28,9 +28,13 @@ __all__ = [
     "PrimitiveType",
     "StructField",
     "StructType",
+    "as_nullable",
+    "check_write_compatible",
     "data_type_from_json",
     "from_arrow",
+    "merge_schemas",
     "parse_schema",
+    "same_columns",
 ]
 
 PRIMITIVE_NAMES = frozenset(
@@ -288,6 +292,103 @@ def parse_schema(text: str) -> StructType:
             raise InvalidSchemaError(f"duplicate column {f.name!r} in the schema (names are case-insensitive)")
         seen.add(f.name.lower())
     return parsed
+
+
+# ---------------------------------------------------------------------------------------
+# What writes do with schemas (Delta's SchemaUtils / SchemaMergingUtils)
+
+
+def as_nullable(dt: DataType) -> DataType:
+    """Every field and element nullable, as Delta's ``schema.asNullable`` on write."""
+    if isinstance(dt, StructType):
+        return StructType(tuple(StructField(f.name, as_nullable(f.type), True, f.metadata) for f in dt.fields))
+    if isinstance(dt, ArrayType):
+        return ArrayType(as_nullable(dt.element_type), True)
+    if isinstance(dt, MapType):
+        return MapType(as_nullable(dt.key_type), as_nullable(dt.value_type), True)
+    return dt
+
+
+def _shape(dt: DataType) -> Any:
+    """A type without nullability, metadata and name case (what schema comparison looks at)."""
+    if isinstance(dt, StructType):
+        return ("struct", tuple((f.name.lower(), _shape(f.type)) for f in dt.fields))
+    if isinstance(dt, ArrayType):
+        return ("array", _shape(dt.element_type))
+    if isinstance(dt, MapType):
+        return ("map", _shape(dt.key_type), _shape(dt.value_type))
+    return dt.to_json_value()
+
+
+def same_columns(a: StructType, b: StructType) -> bool:
+    """Same columns (case-insensitive, any order at the top level) and types; nullability ignored."""
+    return {f.name.lower(): _shape(f.type) for f in a.fields} == {f.name.lower(): _shape(f.type) for f in b.fields}
+
+
+_WIDENINGS = {
+    ("integer", "long"),
+    ("short", "integer"),
+    ("short", "long"),
+    ("byte", "short"),
+    ("byte", "integer"),
+    ("byte", "long"),
+    ("float", "double"),
+}
+
+
+def _describe(dt: DataType) -> str:
+    value = dt.to_json_value()
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _merge_type(table: DataType, new: DataType, where: str) -> DataType:
+    if isinstance(table, StructType) and isinstance(new, StructType):
+        return _merge_struct(table, new, where)
+    if _shape(table) == _shape(new):
+        return table
+    pair = (_describe(table), _describe(new))
+    if pair in _WIDENINGS or pair[::-1] in _WIDENINGS:
+        raise SchemaMismatchError(
+            f"column {where} is {pair[0]} in the table and {pair[1]} in the data; cast the column to "
+            f"{pair[0]} before writing (type widening is not enabled on this table)"
+        )
+    raise SchemaMismatchError(
+        f"column {where} is {json.dumps(table.to_json_value())} in the table and "
+        f"{json.dumps(new.to_json_value())} in the data; cast it, or overwrite the table with overwriteSchema=true"
+    )
+
+
+def _merge_struct(table: StructType, new: StructType, where: str) -> StructType:
+    fields = list(table.fields)
+    index = {f.name.lower(): i for i, f in enumerate(fields)}
+    for f in new.fields:
+        path = f"{where}.{f.name}" if where else f.name
+        i = index.get(f.name.lower())
+        if i is None:
+            fields.append(StructField(f.name, as_nullable(f.type), True, f.metadata))
+        else:
+            old = fields[i]
+            fields[i] = StructField(old.name, _merge_type(old.type, f.type, path), old.nullable, old.metadata)
+    return StructType(tuple(fields))
+
+
+def merge_schemas(table: StructType, new: StructType) -> StructType:
+    """The table schema with the data's new columns added, nullable (``mergeSchema``); the
+    table's columns keep their nullability, NOT NULL ones too (Delta's ``mergeSchemas``).
+    Raises :class:`SchemaMismatchError` when a column has another type."""
+    return _merge_struct(table, new, "")
+
+
+def check_write_compatible(table: StructType, data: StructType) -> None:
+    """Raise :class:`SchemaMismatchError` unless ``data`` fits ``table`` without a schema change."""
+    extra = [f.name for f in data.fields if f.name not in table]
+    if extra:
+        raise SchemaMismatchError(
+            f"the data has columns the table does not: {', '.join(extra)}; write with "
+            "option('mergeSchema', 'true') to add them, or overwrite with overwriteSchema=true"
+        )
+    for f in data.fields:
+        _merge_type(table.field(f.name).type, f.type, f.name)
 
 
 # ---------------------------------------------------------------------------------------

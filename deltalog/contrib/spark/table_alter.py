@@ -1,0 +1,69 @@
+"""``DeltaTable``'s ALTER TABLE methods: Spark types in, one metadata-only commit each,
+through :mod:`deltalog.txn.commands.alter` (which holds the rules and Delta's operation
+names and parameters)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from deltalog.contrib.spark.schemas import to_model
+from deltalog.txn.commands import alter
+from deltalog.txn.protocol.schema import StructField
+
+if TYPE_CHECKING:
+    from deltalog.txn.delta_log import DeltaLog
+
+__all__ = ["AlterTableMethods"]
+
+
+def _field(spark_field: Any) -> StructField:
+    """A pyspark ``StructField`` (or its ``jsonValue()``) as the schema model's field."""
+    value = spark_field.jsonValue() if hasattr(spark_field, "jsonValue") else dict(spark_field)
+    return to_model({"type": "struct", "fields": [value]}).fields[0]
+
+
+class AlterTableMethods:
+    """Mixed into :class:`~deltalog.contrib.spark.tables.DeltaTable` (which sets ``_log``)."""
+
+    _log: DeltaLog
+
+    def addColumn(self, colName: str, dataType: Any, nullable: bool = True, comment: str | None = None) -> None:
+        """``ALTER TABLE ADD COLUMNS (colName dataType [COMMENT comment])``; a dotted
+        ``colName`` (``address.zip``) adds a field to a struct column."""
+        from pyspark.sql.types import DataType, _parse_datatype_string
+        from pyspark.sql.types import StructField as SparkField
+
+        dtype = dataType if isinstance(dataType, DataType) else _parse_datatype_string(dataType)
+        meta = {"comment": comment} if comment else {}
+        self.addColumns([SparkField(colName, dtype, nullable, meta)])
+
+    def addColumns(self, cols: Any) -> None:
+        """``ALTER TABLE ADD COLUMNS``: a pyspark ``StructType`` or a list of ``StructField``."""
+        fields: Iterable[Any] = cols.fields if hasattr(cols, "fields") else cols
+        alter.add_columns(self._log, [_field(f) for f in fields])
+
+    def renameColumn(self, existing: str, newName: str) -> None:
+        """``ALTER TABLE RENAME COLUMN existing TO newName`` (needs column mapping)."""
+        alter.rename_column(self._log, existing, newName)
+
+    def dropColumn(self, colName: str, ifExists: bool = False) -> None:
+        """``ALTER TABLE DROP COLUMN [IF EXISTS] colName`` (needs column mapping)."""
+        alter.drop_columns(self._log, [colName], if_exists=ifExists)
+
+    def dropColumns(self, colNames: Iterable[str], ifExists: bool = False) -> None:
+        """``ALTER TABLE DROP COLUMNS [IF EXISTS] (colNames)`` (needs column mapping)."""
+        alter.drop_columns(self._log, list(colNames), if_exists=ifExists)
+
+    def changeColumnComment(self, colName: str, comment: str | None) -> None:
+        """``ALTER TABLE CHANGE COLUMN colName COMMENT comment`` (``None`` removes it)."""
+        alter.change_column_comment(self._log, colName, comment)
+
+    def setProperties(self, properties: Mapping[str, str]) -> None:
+        """``ALTER TABLE SET TBLPROPERTIES``; ``{'delta.columnMapping.mode': 'name'}``
+        enables column mapping (and upgrades the protocol), as Delta does."""
+        alter.set_table_properties(self._log, properties)
+
+    def unsetProperties(self, keys: Iterable[str], ifExists: bool = True) -> None:
+        """``ALTER TABLE UNSET TBLPROPERTIES [IF EXISTS]``."""
+        alter.unset_table_properties(self._log, list(keys), if_exists=ifExists)

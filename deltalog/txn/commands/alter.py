@@ -1,0 +1,371 @@
+"""ALTER TABLE: schema and property changes as metadata-only commits (Delta's
+``AlterTableAddColumnsDeltaCommand``, ``AlterTableChangeColumnDeltaCommand`` (rename, comment),
+``AlterTableDropColumnsDeltaCommand``, ``AlterTableSetPropertiesDeltaCommand`` and
+``AlterTableUnsetPropertiesDeltaCommand``).
+
+Each function is one commit carrying only a ``metaData`` action (and a ``protocol`` when a
+property needs a newer one, e.g. enabling column mapping), with Delta's operation name and
+parameters. No data file is read or written: under column mapping a renamed column keeps
+its physical name, so old files still resolve to it, and a dropped column is simply no
+longer in the schema. Bad input raises before anything is committed:
+
+- :class:`~deltalog.txn.protocol.errors.ColumnMappingRequiredError`: renaming or dropping a
+  column of a table without column mapping (``delta.columnMapping.mode`` = ``name``/``id``);
+- :class:`~deltalog.txn.protocol.errors.InvalidSchemaChangeError`: an unknown column, a
+  name already taken, dropping a partition column or every data column, adding a NOT NULL
+  column, a column a CHECK constraint uses, a column mapping mode change Delta refuses;
+- :class:`~deltalog.txn.protocol.properties.InvalidPropertyError`: unsetting a property the
+  table does not have (without ``if_exists``).
+
+Column paths name nested struct fields with dots (``address.city``); column names are
+case-insensitive, as in Delta.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from deltalog.txn.commit.operations import AddColumns, Operation, SetTableProperties, UnsetTableProperties
+from deltalog.txn.protocol.column_mapping import column_mapping_mode
+from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
+from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
+from deltalog.txn.protocol.schema import DataType, StructField, StructType
+
+if TYPE_CHECKING:
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.actions import Metadata
+
+__all__ = [
+    "ChangeColumn",
+    "DropColumns",
+    "RenameColumn",
+    "add_columns",
+    "change_column_comment",
+    "drop_columns",
+    "rename_column",
+    "set_table_properties",
+    "unset_table_properties",
+]
+
+
+@dataclass(frozen=True)
+class RenameColumn(Operation):
+    """``RENAME COLUMN``."""
+
+    name: ClassVar[str] = "RENAME COLUMN"
+    old_column_path: str = ""
+    new_column_path: str = ""
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"oldColumnPath": self.old_column_path, "newColumnPath": self.new_column_path}
+
+
+@dataclass(frozen=True)
+class DropColumns(Operation):
+    """``DROP COLUMNS``."""
+
+    name: ClassVar[str] = "DROP COLUMNS"
+    columns: Sequence[str] = ()
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"columns": list(self.columns)}
+
+
+@dataclass(frozen=True)
+class ChangeColumn(Operation):
+    """``CHANGE COLUMN`` (here: a new comment)."""
+
+    name: ClassVar[str] = "CHANGE COLUMN"
+    column: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"column": dict(self.column)}
+
+
+# -- paths in a schema ---------------------------------------------------------------------
+
+
+def _split(path: str) -> tuple[str, ...]:
+    parts = tuple(p.strip("`") for p in path.split("."))
+    if not path or any(not p for p in parts):
+        raise InvalidSchemaChangeError(f"{path!r} is not a column path (names separated by dots)")
+    return parts
+
+
+def _struct_at(schema: StructType, parents: tuple[str, ...], full: str) -> StructType:
+    dt: DataType = schema
+    for name in parents:
+        if not isinstance(dt, StructType) or name not in dt:
+            raise InvalidSchemaChangeError(f"cannot resolve {full!r}: there is no column {'.'.join(parents)!r}")
+        dt = dt.field(name).type
+    if not isinstance(dt, StructType):
+        raise InvalidSchemaChangeError(f"cannot resolve {full!r}: {'.'.join(parents)!r} is not a struct")
+    return dt
+
+
+def _replace_struct(
+    schema: StructType, parents: tuple[str, ...], change: Callable[[StructType], StructType]
+) -> StructType:
+    if not parents:
+        return change(schema)
+    head, rest = parents[0], parents[1:]
+    fields = []
+    for f in schema.fields:
+        if f.name.lower() == head.lower() and isinstance(f.type, StructType):
+            f = dataclasses.replace(f, type=_replace_struct(f.type, rest, change))
+        fields.append(f)
+    return StructType(tuple(fields))
+
+
+def _resolve(schema: StructType, path: str) -> tuple[tuple[str, ...], StructField]:
+    """The canonical path (names as the schema spells them) and the field at ``path``."""
+    parts = _split(path)
+    canonical: list[str] = []
+    struct = schema
+    for i, name in enumerate(parts):
+        if name not in struct:
+            raise InvalidSchemaChangeError(
+                f"cannot resolve column {path!r}: {'.'.join(parts[: i + 1])!r} is not in the table "
+                f"(columns: {', '.join(struct.names)})"
+            )
+        found = struct.field(name)
+        canonical.append(found.name)
+        if i < len(parts) - 1:
+            if not isinstance(found.type, StructType):
+                raise InvalidSchemaChangeError(f"cannot resolve column {path!r}: {found.name!r} is not a struct")
+            struct = found.type
+    return tuple(canonical), found
+
+
+def _appending(new: StructField) -> Callable[[StructType], StructType]:
+    return lambda s: StructType((*s.fields, new))
+
+
+def _without(name: str) -> Callable[[StructType], StructType]:
+    return lambda s: StructType(tuple(f for f in s.fields if f.name != name))
+
+
+def _type_name(dt: DataType) -> str:
+    value = dt.to_json_value()
+    return value if isinstance(value, str) else str(value["type"])
+
+
+def _field_for_log(path: tuple[str, ...], f: StructField) -> dict[str, Any]:
+    """Delta's ``structFieldToMap``: full name, type name, nullability, metadata."""
+    return {"name": ".".join(path), "type": _type_name(f.type), "nullable": f.nullable, "metadata": dict(f.metadata)}
+
+
+def _check_not_used_by_constraints(metadata: Metadata, path: tuple[str, ...], action: str) -> None:
+    name = path[-1] if len(path) == 1 else ".".join(path)
+    pattern = re.compile(r"(?<![\w.`])`?" + re.escape(name) + r"`?(?![\w`])", re.IGNORECASE)
+    for constraint, expression in metadata.properties.check_constraints.items():
+        if pattern.search(expression):
+            raise InvalidSchemaChangeError(
+                f"cannot {action} column {'.'.join(path)!r}: the CHECK constraint "
+                f"{constraint!r} uses it ({expression}); drop the constraint first "
+                "(Delta's DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE)"
+            )
+
+
+def _require_column_mapping(metadata: Metadata, action: str) -> None:
+    if column_mapping_mode(metadata.configuration) == "none":
+        raise ColumnMappingRequiredError(
+            f"{action} needs column mapping: data files find columns by name. Enable it with "
+            "set_table_properties(log, {'delta.columnMapping.mode': 'name'}) (ALTER TABLE ... SET TBLPROPERTIES); "
+            "nothing was committed"
+        )
+
+
+def _commit(delta_log: DeltaLog, change: Callable[[Metadata], tuple[Metadata, Operation]]) -> int:
+    txn = delta_log.start_transaction()
+    if not txn.table_exists:
+        from deltalog.txn.protocol.errors import TableNotFoundError
+
+        raise TableNotFoundError(delta_log.table_uri, "ALTER needs an existing table")
+    metadata, operation = change(txn.snapshot.metadata)
+    txn.update_metadata(metadata)
+    return txn.commit([], operation)
+
+
+def _with_schema(metadata: Metadata, schema: StructType, **changes: Any) -> Metadata:
+    return dataclasses.replace(metadata, schema_string=schema.to_json(), **changes)
+
+
+# -- the commands --------------------------------------------------------------------------
+
+
+def add_columns(delta_log: DeltaLog, columns: Iterable[tuple[str, StructField] | StructField]) -> int:
+    """``ALTER TABLE ADD COLUMNS``: new nullable columns at the end of the table (or of the
+    struct a dotted path names: ``("address", StructField("zip", ...))`` or a field whose
+    name is ``address.zip``). Under column mapping they get ids and physical names. Returns
+    the version committed."""
+    wanted: list[tuple[tuple[str, ...], StructField]] = []
+    for item in columns:
+        if isinstance(item, tuple):
+            parent, f = item
+            wanted.append(((*_split(parent), f.name) if parent else (f.name,), f))
+        else:
+            parts = _split(item.name)
+            wanted.append((parts, dataclasses.replace(item, name=parts[-1])))
+    if not wanted:
+        raise InvalidSchemaChangeError("add_columns needs at least one column")
+
+    def change(metadata: Metadata) -> tuple[Metadata, Operation]:
+        schema = StructType.from_json(metadata.schema_string)
+        logged = []
+        for path, f in wanted:
+            full = ".".join(path)
+            if not f.nullable:
+                raise InvalidSchemaChangeError(
+                    f"cannot add the NOT NULL column {full!r} to an existing table: its rows have no value for it "
+                    "(Delta refuses NOT NULL in ALTER TABLE ADD COLUMNS); add it nullable"
+                )
+            parent = _struct_at(schema, path[:-1], full)
+            if f.name in parent:
+                raise InvalidSchemaChangeError(f"cannot add column {full!r}: a column of that name already exists")
+            schema = _replace_struct(schema, path[:-1], _appending(f))
+            logged.append({"column": _field_for_log(path, f)})
+        return _with_schema(metadata, schema), AddColumns(columns=logged)
+
+    return _commit(delta_log, change)
+
+
+def rename_column(delta_log: DeltaLog, old: str, new: str) -> int:
+    """``ALTER TABLE RENAME COLUMN old TO new`` (``new`` is the new name of the last part of
+    ``old``'s path, or a full path with the same parents). Needs column mapping; partition
+    columns can be renamed too. Returns the version committed."""
+
+    def change(metadata: Metadata) -> tuple[Metadata, Operation]:
+        _require_column_mapping(metadata, "RENAME COLUMN")
+        schema = StructType.from_json(metadata.schema_string)
+        path, _ = _resolve(schema, old)
+        new_parts = _split(new)
+        if len(new_parts) > 1 and tuple(p.lower() for p in new_parts[:-1]) != tuple(p.lower() for p in path[:-1]):
+            raise InvalidSchemaChangeError(f"cannot rename {old!r} to {new!r}: a rename cannot move a column")
+        new_name = new_parts[-1]
+        siblings = _struct_at(schema, path[:-1], old)
+        if new_name in siblings and new_name.lower() != path[-1].lower():
+            raise InvalidSchemaChangeError(
+                f"cannot rename {'.'.join(path)!r} to {new_name!r}: a column of that name already exists"
+            )
+        _check_not_used_by_constraints(metadata, path, "rename")
+        renamed = _replace_struct(
+            schema,
+            path[:-1],
+            lambda s: StructType(
+                tuple(dataclasses.replace(f, name=new_name) if f.name == path[-1] else f for f in s.fields)
+            ),
+        )
+        partitions = metadata.partition_columns
+        if len(path) == 1:
+            partitions = tuple(new_name if c.lower() == path[0].lower() else c for c in partitions)
+        op = RenameColumn(old_column_path=".".join(path), new_column_path=".".join((*path[:-1], new_name)))
+        return _with_schema(metadata, renamed, partition_columns=partitions), op
+
+    return _commit(delta_log, change)
+
+
+def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = False) -> int | None:
+    """``ALTER TABLE DROP COLUMNS``: needs column mapping; partition columns and the last
+    data column cannot be dropped. With ``if_exists`` unknown names are skipped (and when
+    none is left nothing is committed: returns None). Returns the version committed."""
+    if not names:
+        raise InvalidSchemaChangeError("drop_columns needs at least one column")
+
+    def change(metadata: Metadata) -> tuple[Metadata, Operation]:
+        _require_column_mapping(metadata, "DROP COLUMN")
+        schema = StructType.from_json(metadata.schema_string)
+        paths: list[tuple[str, ...]] = []
+        for name in names:
+            try:
+                path, _ = _resolve(schema, name)
+            except InvalidSchemaChangeError:
+                if if_exists:
+                    continue
+                raise
+            paths.append(path)
+        if not paths:
+            raise _NothingToDrop
+        for path in paths:
+            if len(path) == 1 and path[0].lower() in {c.lower() for c in metadata.partition_columns}:
+                raise InvalidSchemaChangeError(
+                    f"cannot drop the partition column {path[0]!r} (Delta's DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN)"
+                )
+            _check_not_used_by_constraints(metadata, path, "drop")
+            schema = _replace_struct(schema, path[:-1], _without(path[-1]))
+            if len(path) > 1 and not _struct_at(schema, path[:-1], ".".join(path)).fields:
+                raise InvalidSchemaChangeError(
+                    f"cannot drop {'.'.join(path)!r}: it is the last field of its struct; drop the struct instead"
+                )
+        partitions = {c.lower() for c in metadata.partition_columns}
+        if not [f for f in schema.fields if f.name.lower() not in partitions]:
+            raise InvalidSchemaChangeError("cannot drop every data column of the table: at least one must remain")
+        return _with_schema(metadata, schema), DropColumns(columns=[".".join(p) for p in paths])
+
+    try:
+        return _commit(delta_log, change)
+    except _NothingToDrop:
+        return None
+
+
+class _NothingToDrop(Exception):
+    """Every name was unknown and ``if_exists`` was set: no commit (caught above)."""
+
+
+def change_column_comment(delta_log: DeltaLog, column: str, comment: str | None) -> int:
+    """``ALTER TABLE CHANGE COLUMN column COMMENT '...'`` (``None`` removes the comment).
+    Returns the version committed."""
+
+    def change(metadata: Metadata) -> tuple[Metadata, Operation]:
+        schema = StructType.from_json(metadata.schema_string)
+        path, found = _resolve(schema, column)
+        meta = {k: v for k, v in found.metadata.items() if k != "comment"}
+        if comment is not None:
+            meta["comment"] = comment
+        updated = dataclasses.replace(found, metadata=meta)
+        changed = _replace_struct(
+            schema, path[:-1], lambda s: StructType(tuple(updated if f.name == path[-1] else f for f in s.fields))
+        )
+        return _with_schema(metadata, changed), ChangeColumn(column=_field_for_log(path, updated))
+
+    return _commit(delta_log, change)
+
+
+def set_table_properties(delta_log: DeltaLog, properties: Mapping[str, str]) -> int:
+    """``ALTER TABLE SET TBLPROPERTIES`` (a value deltalog knows and cannot parse raises
+    :class:`InvalidPropertyError`); the protocol is upgraded when a property needs it
+    (``delta.columnMapping.mode`` = ``name`` on an existing table: existing columns keep
+    their names as physical names). Returns the version committed."""
+    if not properties:
+        raise InvalidPropertyError("set_table_properties needs at least one property")
+    values = {str(k): str(v) for k, v in properties.items()}
+
+    def change(metadata: Metadata) -> tuple[Metadata, Operation]:
+        config = {**metadata.configuration, **values}
+        TableProperties(config).validate()
+        return dataclasses.replace(metadata, configuration=config), SetTableProperties(properties=values)
+
+    return _commit(delta_log, change)
+
+
+def unset_table_properties(delta_log: DeltaLog, keys: Sequence[str], if_exists: bool = True) -> int:
+    """``ALTER TABLE UNSET TBLPROPERTIES [IF EXISTS]``. Returns the version committed."""
+    if not keys:
+        raise InvalidPropertyError("unset_table_properties needs at least one property")
+
+    def change(metadata: Metadata) -> tuple[Metadata, Operation]:
+        missing = [k for k in keys if k not in metadata.configuration]
+        if missing and not if_exists:
+            raise InvalidPropertyError(
+                f"cannot unset {', '.join(missing)}: the table does not have it "
+                "(use if_exists=True to ignore missing properties)"
+            )
+        config = {k: v for k, v in metadata.configuration.items() if k not in set(keys)}
+        op = UnsetTableProperties(keys=list(keys), if_exists=if_exists)
+        return dataclasses.replace(metadata, configuration=config), op
+
+    return _commit(delta_log, change)
