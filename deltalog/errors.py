@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         UnrecoverableClaimError,
         UnsafeCommitLockError,
     )
+    from deltalog.txn.protocol.column_defaults import UnsupportedDefaultExpressionError
     from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError
     from deltalog.txn.protocol.constraints import (
         ConstraintViolationError,
@@ -94,6 +95,11 @@ if TYPE_CHECKING:
         UnsupportedFeatureError,
         VersionNotFoundError,
     )
+    from deltalog.txn.protocol.generated_columns import (
+        GeneratedColumnConstraintViolationError,
+        UnsupportedGenerationExpressionError,
+    )
+    from deltalog.txn.protocol.identity import IdentityColumnError
     from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError
     from deltalog.txn.protocol.properties import InvalidPropertyError
 
@@ -126,6 +132,10 @@ _HOMES: dict[str, str] = {
     "ConstraintViolationError": "deltalog.txn.protocol.constraints",
     "NotNullConstraintViolationError": "deltalog.txn.protocol.constraints",
     "UnsupportedConstraintError": "deltalog.txn.protocol.constraint_sql",
+    "GeneratedColumnConstraintViolationError": "deltalog.txn.protocol.generated_columns",
+    "UnsupportedGenerationExpressionError": "deltalog.txn.protocol.generated_columns",
+    "IdentityColumnError": "deltalog.txn.protocol.identity",
+    "UnsupportedDefaultExpressionError": "deltalog.txn.protocol.column_defaults",
     # transactions: invalid transactions and commit conflicts
     "InvalidTransactionError": "deltalog.txn.commit.commit_errors",
     "AppendOnlyViolationError": "deltalog.txn.commit.commit_errors",
@@ -206,6 +216,8 @@ __all__ = [
     "DeltaSparkError",
     "DuplicateFileActionError",
     "FileAlreadyExistsError",
+    "GeneratedColumnConstraintViolationError",
+    "IdentityColumnError",
     "InvalidMetadataError",
     "InvalidPartitionFilterError",
     "InvalidPropertyError",
@@ -243,7 +255,9 @@ __all__ = [
     "UnrecoverableClaimError",
     "UnsafeCommitLockError",
     "UnsupportedConstraintError",
+    "UnsupportedDefaultExpressionError",
     "UnsupportedFeatureError",
+    "UnsupportedGenerationExpressionError",
     "VacuumRetentionError",
     "VersionNotFoundError",
     "WriteOutcomeUnknownError",

@@ -585,12 +585,21 @@ class DeltaTableBuilder:
         colName: str,
         dataType: Any,
         nullable: bool = True,
+        generatedAlwaysAs: Any = None,
+        generatedByDefaultAs: Any = None,
         comment: str | None = None,
+        default: str | None = None,
     ) -> DeltaTableBuilder:
+        """delta-spark's ``addColumn``; ``generatedAlwaysAs`` is an expression or an
+        ``IdentityGenerator``, ``default`` a ``CURRENT_DEFAULT`` expression
+        (:mod:`~deltalog.contrib.spark.table_builder`)."""
         from pyspark.sql.types import DataType, _parse_datatype_string
 
+        from deltalog.contrib.spark.table_builder import column_metadata
+
         dtype = dataType if isinstance(dataType, DataType) else _parse_datatype_string(dataType)
-        meta = {"comment": comment} if comment else {}
+        meta: dict[str, Any] = {"comment": comment} if comment else {}
+        meta.update(column_metadata(colName, dtype.typeName(), generatedAlwaysAs, generatedByDefaultAs, default))
         self._fields.append({"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": meta})
         return self
 

@@ -41,6 +41,7 @@ from deltalog.contrib.spark.errors import (
     WriteOutcomeUnknownError,
 )
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files
+from deltalog.contrib.spark.generated import check_data_for_default_columns, with_high_water_marks
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.predicates import parse_partition_predicate
 from deltalog.contrib.spark.replace_where import names_data_columns, rewrite_outside
@@ -54,7 +55,9 @@ from deltalog.txn.protocol.actions import (
     SetTransaction,
     parse_line,
 )
+from deltalog.txn.protocol.column_defaults import plan_default_expressions
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
+from deltalog.txn.protocol.identity import pop_high_water_marks
 
 __all__ = ["StreamingInfo", "WritePlan", "abort_write", "commit_files", "commit_write", "plan_write"]
 
@@ -167,6 +170,7 @@ def _spec_for(
         tight_bounds=True if dv else None,
         data_change=opts.data_change,
         constraints=constraints,
+        default_expressions=plan_default_expressions(metadata) or None,
     )
 
 
@@ -254,6 +258,7 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
     on_data = bool(opts.replace_where) and names_data_columns(opts.replace_where or "", metadata)
     dynamic = not streaming and _dynamic_partition_overwrite(opts, metadata)
     constraints = () if skip else plan_constraints(metadata, delta_log.table_uri)
+    check_data_for_default_columns(metadata, data, streaming)
     spec = _spec_for(opts, delta_log.table_uri, store_spec, metadata, constraints)
     if on_data:
         spec = replace(spec, replace_where=opts.replace_where)
@@ -413,6 +418,7 @@ def _prepare_commit(
     if plan.skip:
         return None
     adds, cdcs = _file_actions(action_lines)
+    adds, high_water_marks = pop_high_water_marks(adds)
     delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
     if streaming is None:
         txn = _open_transaction(delta_log, plan)
@@ -430,8 +436,9 @@ def _prepare_commit(
             return None
         actions.append(SetTransaction(app_id=app_id, version=app_version, last_updated=now))
     if streaming is None:
-        if plan.new_metadata is not None:
-            txn.update_metadata(plan.new_metadata)
+        new_metadata = with_high_water_marks(plan.new_metadata, txn.metadata, high_water_marks)
+        if new_metadata is not None:
+            txn.update_metadata(new_metadata)
     else:
         _stream_metadata(txn, plan)
     _declare_constraints_checked(plan, txn, delta_log.table_uri)

@@ -62,6 +62,7 @@ from deltalog.txn.protocol.actions import (
     action_to_line,
     decode_path,
 )
+from deltalog.txn.protocol.identity import identity_commit_tags
 from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPredicate, partition_column_types
 from deltalog.txn.protocol.protocol_requirements import merge_protocols, required_protocol
 
@@ -544,6 +545,7 @@ class OptimisticTransaction:
             user_metadata=self.settings.user_metadata,
             engine_info=self.settings.engine_info,
             txn_id=self.txn_id,
+            extra=identity_commit_tags(self.snapshot.metadata if self.table_exists else None, self._new_metadata),
         )
 
     def _operation_metrics(self, operation: Operation, stats: CommitStats | None) -> dict[str, str]:
