@@ -51,6 +51,7 @@ from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 from deltalog.txn.protocol.features import READ_SUPPORTED
+from deltalog.txn.protocol.generated_columns import partition_expressions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -416,7 +417,15 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        plan = plan_files(snapshot.files, snapshot.version, terms, partition_columns, types, physical)
+        plan = plan_files(
+            snapshot.files,
+            snapshot.version,
+            terms,
+            partition_columns,
+            types,
+            physical,
+            generated=partition_expressions(metadata),
+        )
         kept = pa.array([a.path for a in plan.files], pa.string())
         table = table.filter(pc.is_in(table.column("path"), value_set=kept))
     root = _hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))

@@ -80,7 +80,7 @@ class ColumnDefault:
             scalar = value if isinstance(value, pa.Scalar) else value[0]
             return pa.repeat(scalar.cast(target), num_rows)
         except UnsupportedConstraintError as exc:
-            raise UnsupportedDefaultExpressionError(self.name, self.expression, exc.construct) from None
+            raise UnsupportedDefaultExpressionError(self.name, self.expression, exc.problem) from None
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise UnsupportedDefaultExpressionError(
                 self.name, self.expression, f"its value does not cast to {target} ({exc})"
@@ -98,7 +98,7 @@ def column_defaults(metadata: Metadata) -> list[ColumnDefault]:
         try:
             expr = parse_expression(str(text))
         except UnsupportedConstraintError as exc:
-            raise UnsupportedDefaultExpressionError(name, str(text), exc.construct) from None
+            raise UnsupportedDefaultExpressionError(name, str(text), exc.problem) from None
         if column_paths(expr):
             raise UnsupportedDefaultExpressionError(name, str(text), "a default cannot name a column")
         default = ColumnDefault(name, str(text), f["type"], expr)

@@ -50,6 +50,7 @@ class UnsupportedConstraintError(DeltaError):
         self.expression = expression
         self.construct = construct
         what = problem or f"{construct} is not in the SQL subset deltalog supports (see docs/log.md, 'Constraints')"
+        self.problem = what
         super().__init__(
             f"cannot evaluate the constraint expression {expression!r}: {what}; "
             "refuse the write, or check the data with Spark"

@@ -127,7 +127,7 @@ def generated_columns(metadata: Metadata) -> list[GeneratedColumn]:
         try:
             expr = parse_expression(str(text))
         except UnsupportedConstraintError as exc:
-            raise UnsupportedGenerationExpressionError(name, str(text), exc.construct) from None
+            raise UnsupportedGenerationExpressionError(name, str(text), exc.problem) from None
         bad = sorted(_functions(expr) & NONDETERMINISTIC)
         if bad:
             raise UnsupportedGenerationExpressionError(name, str(text), f"{bad[0]}() is not deterministic")
@@ -153,7 +153,7 @@ def _compute(column: GeneratedColumn, table: pa.Table, target: pa.DataType) -> p
     try:
         value = evaluate(column.expr, table, column.expression)
     except UnsupportedConstraintError as exc:
-        raise UnsupportedGenerationExpressionError(column.name, column.expression, exc.construct) from None
+        raise UnsupportedGenerationExpressionError(column.name, column.expression, exc.problem) from None
     if isinstance(value, pa.Scalar):
         value = pa.repeat(value, table.num_rows)
     try:
