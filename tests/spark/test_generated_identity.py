@@ -213,3 +213,43 @@ def test_defaults_fill_missing_columns_and_delta_rs_reads_them(tmp_path: Any) ->
     _write(path, pa.table({"x": [1]}))
     _write(path, pa.table({"x": [2], "status": ["old"]}))
     assert _rows(path, "x", "status", "n") == [(1, "new", 7), (2, "old", 7)]
+
+
+def test_spark_builder_and_data_source_write_fill_every_kind_of_column(
+    spark: Any, table_path: str, caplog: Any
+) -> None:
+    """One small Spark job: a table created with the builder, written by format("deltalog")
+    with only its plain columns, read back by Spark (both paths) and delta-rs; a read
+    filtered on the timestamp skips the other days' partitions."""
+    from deltalog.contrib.spark import DeltaTable, read_table, register
+    from deltalog.contrib.spark.table_builder import IdentityGenerator
+
+    register(spark)
+    (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("id", "long", generatedAlwaysAs=IdentityGenerator(start=10, step=5))
+        .addColumn("ts", "timestamp")
+        .addColumn("day", "date", generatedAlwaysAs="CAST(ts AS DATE)")
+        .addColumn("status", "string", default="'new'")
+        .partitionedBy("day")
+        .execute()
+    )
+    df = spark.createDataFrame(
+        [(dt.datetime(2024, 1, 1, 10), "a"), (dt.datetime(2024, 1, 3, 9), "b")], "ts timestamp, note string"
+    ).drop("note")
+    df.coalesce(1).write.format("deltalog").mode("append").save(table_path)
+    got = spark.read.format("deltalog").load(table_path).orderBy("ts").collect()
+    assert [(r.id, r.day, r.status) for r in got] == [
+        (10, dt.date(2024, 1, 1), "new"),
+        (15, dt.date(2024, 1, 3), "new"),
+    ]
+    with caplog.at_level("INFO", logger="deltalog.contrib.spark.native"):
+        native = read_table(spark, table_path, where="ts >= '2024-01-02 00:00:00'")
+    assert "at version 1: 1 of 2 files" in caplog.text  # the day=2024-01-01 partition is skipped
+    assert [(r.id, r.day) for r in native.collect()] == [(15, dt.date(2024, 1, 3))]
+    with pytest.raises(Exception, match="GENERATED ALWAYS AS IDENTITY column id"):
+        spark.createDataFrame([(1, dt.datetime(2024, 1, 1))], "id long, ts timestamp").write.format("deltalog").mode(
+            "append"
+        ).save(table_path)
+    assert DeltaLog.for_table(table_path).update().version == 1

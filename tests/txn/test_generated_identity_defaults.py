@@ -227,6 +227,14 @@ def test_filters_on_a_timestamp_derive_date_partition_filters() -> None:
     ]
 
 
+def test_with_the_session_time_zone_the_derived_filters_are_exact() -> None:
+    ltz = partition_expressions(_partition_table("date(ts)"))
+    text = "2024-01-02 00:30:00"  # Spark reads it in the session time zone
+    assert derived_partition_terms([("ts", ">=", text)], ltz, "UTC") == [("p", ">=", dt.date(2024, 1, 2))]
+    aware = dt.datetime(2024, 1, 2, 3, tzinfo=dt.timezone.utc)  # Jan 1st, 22:00 in New York
+    assert derived_partition_terms([("ts", "<", aware)], ltz, "America/New_York") == [("p", "<=", dt.date(2024, 1, 1))]
+
+
 def test_non_monotonic_parts_derive_only_exact_equalities() -> None:
     ntz_hour = partition_expressions(_partition_table("hour(ts)", "timestamp_ntz", "integer"))
     when = dt.datetime(2024, 1, 2, 10, 30)

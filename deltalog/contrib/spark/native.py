@@ -425,6 +425,7 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
             types,
             physical,
             generated=partition_expressions(metadata),
+            time_zone=spark.conf.get("spark.sql.session.timeZone"),
         )
         kept = pa.array([a.path for a in plan.files], pa.string())
         table = table.filter(pc.is_in(table.column("path"), value_set=kept))

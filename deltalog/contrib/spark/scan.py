@@ -188,14 +188,16 @@ def plan_files(
     column_types: Mapping[str, str],
     physical_names: Mapping[str, str] | None = None,
     generated: Sequence[PartitionExpression] = (),
+    time_zone: str | None = None,
 ) -> ScanPlan:
     """The files that may hold rows matching every term. Terms on the source column of a
     generated partition column (``generated``) also prune by that partition column
-    (:func:`~deltalog.txn.protocol.generated_columns.derived_partition_terms`)."""
+    (:func:`~deltalog.txn.protocol.generated_columns.derived_partition_terms`, in the
+    session ``time_zone`` when known)."""
     from deltalog.txn.protocol.partition_filters import PartitionPredicate
 
     if generated:
-        terms = [*terms, *derived_partition_terms(terms, generated)]
+        terms = [*terms, *derived_partition_terms(terms, generated, time_zone)]
 
     part_lower = {c.lower(): c for c in partition_columns}
     partition_terms: list[Term] = []

@@ -283,14 +283,20 @@ def partition_expressions(metadata: Metadata) -> list[PartitionExpression]:
     return out
 
 
-def _source_value(value: Any, source_type: str) -> tuple[Any, dt.timedelta] | None:
-    """The filter literal as a source-column value, and how far the partition's local time
-    may be from it (time zones)."""
+def _source_value(value: Any, source_type: str, time_zone: str | None) -> tuple[Any, dt.timedelta] | None:
+    """The filter literal as a source-column value (for ``timestamp``: its local time), and
+    how far the partition's local time may be from it (an unknown time zone)."""
     if isinstance(value, str):
         try:
             value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             return None
+    if time_zone is not None and source_type == "timestamp" and isinstance(value, dt.datetime):
+        from zoneinfo import ZoneInfo
+
+        if value.tzinfo is None:  # text or a naive value: local time of the session, as Spark reads it
+            return value, dt.timedelta(0)
+        return value.astimezone(ZoneInfo(time_zone)).replace(tzinfo=None), dt.timedelta(0)
     if source_type == "date":
         if isinstance(value, dt.datetime):
             return None
@@ -308,10 +314,10 @@ def _source_value(value: Any, source_type: str) -> tuple[Any, dt.timedelta] | No
     return None
 
 
-def _derive(p: PartitionExpression, op: str, value: Any) -> list[tuple[str, str, Any]]:
+def _derive(p: PartitionExpression, op: str, value: Any, time_zone: str | None) -> list[tuple[str, str, Any]]:
     if op == "isnull":
         return [(p.partition_column, "isnull", None)]
-    parsed = _source_value(value, p.source_type)
+    parsed = _source_value(value, p.source_type, time_zone)
     if parsed is None:
         return []
     v, spread = parsed
@@ -338,16 +344,20 @@ def _derive(p: PartitionExpression, op: str, value: Any) -> list[tuple[str, str,
 
 
 def derived_partition_terms(
-    terms: Sequence[tuple[str, str, Any]], expressions: Sequence[PartitionExpression]
+    terms: Sequence[tuple[str, str, Any]], expressions: Sequence[PartitionExpression], time_zone: str | None = None
 ) -> list[tuple[str, str, Any]]:
     """Partition terms implied by ``terms`` on the source columns of generated partition
     columns: every row a term keeps lies in a partition the derived terms keep (rows are
-    still filtered by the original terms). ``op`` is one of ``= < <= > >= isnull``."""
+    still filtered by the original terms). ``op`` is one of ``= < <= > >= isnull``.
+
+    For a ``timestamp`` (with zone) source, ``time_zone`` is the reader's session time
+    zone: as in Delta, the table is taken to be written in it. Without it the bounds widen
+    by the largest zone offset (28 hours for a value without a zone)."""
     by_source: dict[str, list[PartitionExpression]] = {}
     for p in expressions:
         by_source.setdefault(p.source_column.lower(), []).append(p)
     out: list[tuple[str, str, Any]] = []
     for column, op, value in terms:
         for p in by_source.get(column.lower(), []):
-            out.extend(_derive(p, op, value))
+            out.extend(_derive(p, op, value, time_zone))
     return out
