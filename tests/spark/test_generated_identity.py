@@ -253,3 +253,33 @@ def test_spark_builder_and_data_source_write_fill_every_kind_of_column(
             "append"
         ).save(table_path)
     assert DeltaLog.for_table(table_path).update().version == 1
+
+
+def test_update_and_merge_recompute_generated_columns_and_apply_defaults(spark: Any, table_path: str) -> None:
+    """Delta's PreprocessTableUpdate/Merge: a generated column is recomputed from the new
+    values, a MERGE insert gives unassigned columns their defaults, and an identity
+    column is neither updated nor left without values."""
+    from deltalog.contrib.spark import DeltaTable, register
+    from deltalog.contrib.spark.table_builder import IdentityGenerator
+
+    register(spark)
+    table = (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("x", "long")
+        .addColumn("y", "long", generatedAlwaysAs="x * 10")
+        .addColumn("s", "string", default="'d'")
+        .execute()
+    )
+    spark.createDataFrame([(1,), (2,)], "x long").write.format("deltalog").mode("append").save(table_path)
+    table.update("x = 1", {"x": "x + 2"})
+    source = spark.createDataFrame([(7,)], "x long")
+    table.alias("t").merge(source.alias("s"), "t.x = s.x").whenNotMatchedInsert(values={"x": "s.x"}).execute()
+    assert _rows(table_path, "x", "y", "s") == [(2, 20, "d"), (3, 30, "d"), (7, 70, "d")]
+    ids = str(table_path) + "-ids"
+    with_ids = DeltaTable.create(spark).location(ids).addColumn("id", "long", generatedAlwaysAs=IdentityGenerator())
+    with_ids = with_ids.addColumn("x", "long").execute()
+    with pytest.raises(IdentityColumnError, match="cannot be updated"):
+        with_ids.update("x = 1", {"id": "5"})
+    with pytest.raises(IdentityColumnError, match="MERGE cannot generate values"):
+        with_ids.alias("t").merge(source.alias("s"), "t.x = s.x").whenNotMatchedInsert(values={"x": "s.x"}).execute()

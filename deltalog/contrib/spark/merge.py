@@ -39,6 +39,7 @@ from deltalog.contrib.spark.dataframes import (
 )
 from deltalog.contrib.spark.errors import DeltaAnalysisError, MergeCardinalityError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN
+from deltalog.contrib.spark.generated import prepare_merge_assignments, recompute_generated
 from deltalog.contrib.spark.tablelog import start_transaction
 from deltalog.contrib.spark.writes import _file_actions
 
@@ -284,6 +285,11 @@ class DeltaMergeBuilder:
             for c in [*self._matched, *self._not_matched, *self._not_matched_by_source]
             if c.kind != "delete"
         }
+        assigned = prepare_merge_assignments(
+            snapshot.metadata,
+            [assignments[id(c)] for c in [*self._matched, *self._not_matched_by_source] if c.kind != "delete"],
+            [assignments[id(c)] for c in self._not_matched],
+        )
         files, source_rows = self._candidates(txn, table_columns, table_types)
         if new_columns:
             self._evolve_schema(txn, new_columns)
@@ -415,6 +421,7 @@ class DeltaMergeBuilder:
                 )
             else:
                 out = out.drop(CDC_TYPE_COLUMN)
+            out = recompute_generated(out, snapshot.metadata, assigned)
             lines = write_dataframe(out, table._checked_spec(txn, out))
         finally:
             joined.unpersist()
@@ -474,7 +481,9 @@ class DeltaMergeBuilder:
             for i, c in enumerate(self._not_matched):
                 v = chain_value(v, F.col(_ACTION) == f"i{i}", assignments[id(c)].get(col, F.lit(None)))
             values.append(v.otherwise(F.lit(None)).cast(types[col]).alias(col))
-        out = rows.select(*values)
+        out = recompute_generated(
+            rows.select(*values), txn.snapshot.metadata, {c for a in assignments.values() for c in a}
+        )
         scanned = time.perf_counter()
         table = self._table
         lines = write_dataframe(out, table._checked_spec(txn, out))

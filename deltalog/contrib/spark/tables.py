@@ -25,6 +25,7 @@ from deltalog.contrib.spark.dataframes import (
 )
 from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN
+from deltalog.contrib.spark.generated import check_updated_columns, recompute_generated
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.contrib.spark.writes import _file_actions, _spec_for, commit_files
@@ -457,6 +458,7 @@ class DeltaTable:
             if target is None:
                 raise DeltaAnalysisError(f"update sets {name!r}, which is not a column of the table ({data_cols})")
             assignments[target] = _col(expr)
+        check_updated_columns(snapshot.metadata, assignments)
         cond = _col(condition) if condition is not None else F.lit(True)
         candidates = self._candidates(txn, condition)
         updated: int | None = None
@@ -490,6 +492,7 @@ class DeltaTable:
             out = rows.select(F.explode(images).alias("image")).select("image.*")
         else:
             out = rows.select(*new_values)
+        out = recompute_generated(out, snapshot.metadata, assignments)
         lines = write_dataframe(out, self._checked_spec(txn, out))
         metrics, written = _rewrite_metrics(touched, lines, started, scanned)
         # the rewritten files hold the updated and the copied rows
