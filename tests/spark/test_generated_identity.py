@@ -197,7 +197,7 @@ def test_an_identity_only_update_does_not_fail_a_writer_that_changes_no_metadata
     plan = _plan(path, given)
     lines = write_batches(plan.spec, given.to_batches(), 0)
     add = next(a for a in (AddFile.from_dict(json.loads(line)["add"]) for line in lines))
-    assert other.commit([add], Write(mode="Append")) == 2
+    assert other.commit([add], Write(mode="Append")) == 2  # no generated columns: nothing to declare
     assert _rows(path, "id", "x") == [(1, 1), (50, 2)]
 
 
@@ -283,3 +283,18 @@ def test_update_and_merge_recompute_generated_columns_and_apply_defaults(spark: 
         with_ids.update("x = 1", {"id": "5"})
     with pytest.raises(IdentityColumnError, match="MERGE cannot generate values"):
         with_ids.alias("t").merge(source.alias("s"), "t.x = s.x").whenNotMatchedInsert(values={"x": "s.x"}).execute()
+
+
+def test_the_engine_refuses_data_from_a_writer_that_did_not_enforce_generated_columns(tmp_path: Any) -> None:
+    """PROTOCOL: writers MUST enforce ``(<column> <=> <expression>) IS TRUE``; as for CHECK
+    constraints, a data commit must declare it did (``mark_constraints_checked``)."""
+    from deltalog.txn.commit.commit_errors import ConstraintsNotCheckedError
+
+    path = str(tmp_path / "t")
+    log = _create(path, _field("x", "long"), _field("y", "long", **{"delta.generationExpression": "x * 10"}))
+    add = AddFile("part-0.parquet", {}, size=1, modification_time=0)
+    with pytest.raises(ConstraintsNotCheckedError, match=r"Generated Column: y <=> x \* 10"):
+        log.start_transaction().commit([add], Write(mode="Append"))
+    txn = log.start_transaction()
+    txn.mark_constraints_checked()
+    assert txn.commit([add], Write(mode="Append")) == 1

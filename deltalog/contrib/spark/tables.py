@@ -366,7 +366,10 @@ class DeltaTable:
             if not set(checks) <= set(constraints):
                 check_dataframe(df, metadata)
             txn.mark_constraints_checked()
-        return self._write_spec(txn.snapshot, constraints=constraints, metadata=metadata)
+        spec = self._write_spec(txn.snapshot, constraints=constraints, metadata=metadata)
+        if spec.default_expressions:  # the tasks check generated columns
+            txn.mark_constraints_checked()
+        return spec
 
     def _cdf(self, snapshot: Any) -> bool:
         return bool(snapshot.properties.enable_change_data_feed)

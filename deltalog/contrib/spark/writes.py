@@ -575,7 +575,7 @@ def _declare_constraints_checked(plan: WritePlan, txn: Any, where: str) -> None:
             + "; ".join(f"{c.name}: {c.expression}" for c in sorted(unchecked, key=lambda c: c.name))
             + "); the written rows were not checked against them, so nothing was committed. Run the write again"
         )
-    if current:
+    if current or plan.spec.default_expressions:  # the tasks also checked generated columns
         txn.mark_constraints_checked()
 
 

@@ -492,8 +492,9 @@ class OptimisticTransaction:
         if metadata is None or not any(isinstance(a, AddFile) and a.data_change for a in body):
             return
         from deltalog.txn.protocol.constraints import table_constraints
+        from deltalog.txn.protocol.generated_columns import generated_column_constraints
 
-        constraints = table_constraints(metadata)
+        constraints = [*table_constraints(metadata), *generated_column_constraints(metadata)]
         if constraints:
             listed = "; ".join(f"{c.name}: {c.expression}" for c in constraints)
             raise ConstraintsNotCheckedError(

@@ -88,7 +88,8 @@ FEATURES: dict[str, FeatureInfo] = {
             4,
             "nothing to do",
             "supported: computed when the data lacks the column, checked (`<=>`) when it has it "
-            "(`deltalog.txn.protocol.generated_columns`); expressions outside deltalog's SQL subset are refused",
+            "(`deltalog.txn.protocol.generated_columns`); expressions outside deltalog's SQL subset are refused; "
+            "the engine refuses data commits whose writer did not declare it (`txn.mark_constraints_checked()`)",
         ),
         FeatureInfo(
             "columnMapping",

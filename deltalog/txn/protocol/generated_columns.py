@@ -52,6 +52,7 @@ __all__ = [
     "check_generated_columns",
     "derived_partition_terms",
     "fill_generated_columns",
+    "generated_column_constraints",
     "generated_columns",
     "partition_expressions",
 ]
@@ -135,6 +136,18 @@ def generated_columns(metadata: Metadata) -> list[GeneratedColumn]:
         if unknown:
             raise UnsupportedGenerationExpressionError(name, str(text), f"it names unknown columns {unknown}")
         out.append(GeneratedColumn(name, str(text), f["type"], expr))
+    return out
+
+
+def generated_column_constraints(metadata: Metadata) -> list[Constraint]:
+    """Each generated column as the CHECK constraint writers must enforce,
+    ``Generated Column: <column> <=> <expression>`` (no parsing: for the engine's check
+    that a data commit's writer enforced them)."""
+    out: list[Constraint] = []
+    for f in _fields(metadata):
+        text = (f.get("metadata") or {}).get(GENERATION_EXPRESSION)
+        if text is not None:
+            out.append(Constraint("Generated Column", f"{f['name']} <=> {text}", "check", str(f["name"])))
     return out
 
 
