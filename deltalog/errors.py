@@ -82,6 +82,7 @@ if TYPE_CHECKING:
         UnrecoverableClaimError,
         UnsafeCommitLockError,
     )
+    from deltalog.txn.protocol.column_defaults import UnsupportedDefaultExpressionError
     from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError
     from deltalog.txn.protocol.constraints import (
         ConstraintViolationError,
@@ -100,6 +101,11 @@ if TYPE_CHECKING:
         UnsupportedFeatureError,
         VersionNotFoundError,
     )
+    from deltalog.txn.protocol.generated_columns import (
+        GeneratedColumnConstraintViolationError,
+        UnsupportedGenerationExpressionError,
+    )
+    from deltalog.txn.protocol.identity import IdentityColumnError
     from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError
     from deltalog.txn.protocol.properties import InvalidPropertyError
 
@@ -136,6 +142,10 @@ _HOMES: dict[str, str] = {
     "ConstraintViolationError": "deltalog.txn.protocol.constraints",
     "NotNullConstraintViolationError": "deltalog.txn.protocol.constraints",
     "UnsupportedConstraintError": "deltalog.txn.protocol.constraint_sql",
+    "GeneratedColumnConstraintViolationError": "deltalog.txn.protocol.generated_columns",
+    "UnsupportedGenerationExpressionError": "deltalog.txn.protocol.generated_columns",
+    "IdentityColumnError": "deltalog.txn.protocol.identity",
+    "UnsupportedDefaultExpressionError": "deltalog.txn.protocol.column_defaults",
     # transactions: invalid transactions and commit conflicts
     "InvalidTransactionError": "deltalog.txn.commit.commit_errors",
     "AppendOnlyViolationError": "deltalog.txn.commit.commit_errors",
@@ -222,6 +232,8 @@ __all__ = [
     "DeltaSparkError",
     "DuplicateFileActionError",
     "FileAlreadyExistsError",
+    "GeneratedColumnConstraintViolationError",
+    "IdentityColumnError",
     "InvalidDurationError",
     "InvalidMetadataError",
     "InvalidPartitionFilterError",
@@ -261,7 +273,9 @@ __all__ = [
     "UnrecoverableClaimError",
     "UnsafeCommitLockError",
     "UnsupportedConstraintError",
+    "UnsupportedDefaultExpressionError",
     "UnsupportedFeatureError",
+    "UnsupportedGenerationExpressionError",
     "VacuumInventoryError",
     "VacuumRetentionError",
     "VersionNotFoundError",

@@ -143,8 +143,8 @@ def test_expressions(expr, expected):
     ("expr", "construct"),
     [
         ("CASE WHEN id > 1 THEN TRUE ELSE FALSE END", "CASE"),
-        ("CAST(id AS STRING) = '1'", "the function CAST()"),
-        ("concat(name, 'x') = 'ax'", "the function concat()"),
+        ("CAST(id AS DECIMAL(10, 2)) = 1", "CAST to DECIMAL"),
+        ("reverse(name) = 'ax'", "the function reverse()"),
         ("name || 'x' = 'ax'", "the operator '||'"),
         ("id <=> 1", "the operator '<=>'"),
         ("name RLIKE '^a'", "RLIKE"),

@@ -110,8 +110,9 @@ def test_feature_checks_name_features():
         '{"type":"struct","fields":[{"name":"a","type":"long","nullable":true,'
         '"metadata":{"delta.generationExpression":"1"}}]}',
     )
-    with pytest.raises(UnsupportedFeatureError, match="generatedColumns"):
-        check_write_supported(Protocol(1, 4), gen)
+    check_write_supported(Protocol(1, 4), gen)  # generated columns are written (txn/protocol/generated_columns.py)
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
+        check_write_supported(Protocol(1, 7, None, ("icebergCompatV1",)), gen)
 
 
 def test_deletion_vectors_inline_and_on_disk(tmp_path):

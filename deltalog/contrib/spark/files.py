@@ -33,6 +33,7 @@ from deltalog.contrib.spark.replace_where import row_checker
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS
 from deltalog.txn.protocol.actions import AddCDCFile, AddFile, action_to_line, decode_path, encode_path, parse_line
+from deltalog.txn.protocol.column_defaults import DefaultExpressions
 from deltalog.txn.protocol.column_mapping import rename_to_physical
 from deltalog.txn.protocol.constraints import Constraint
 from deltalog.txn.protocol.file_stats import StatsCollector
@@ -81,6 +82,8 @@ class WriteSpec:
     @property
     def mapped_schema(self) -> StructType | None:
         return None if self.column_mapping_schema is None else parse_schema(self.column_mapping_schema)
+    #: Default, identity and generated columns each task fills in or checks.
+    default_expressions: DefaultExpressions | None = None
 
 
 @dataclass
@@ -316,9 +319,12 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
     if spec.replace_where is not None:
         check = _both(check, row_checker(spec.replace_where))
     writer = _TaskWriter(spec, task_id)
+    fill = spec.default_expressions.for_task(task_id) if spec.default_expressions else None
     try:
         for batch in batches:
             table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+            if fill is not None:
+                table = fill(table)
             if CDC_TYPE_COLUMN in table.column_names:
                 flag = table[CDC_TYPE_COLUMN]
                 is_cdc = pc.is_valid(flag)
@@ -331,7 +337,12 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
                 if check is not None:
                     check(table)
                 writer.write_table(table, cdc=False)
-        return writer.finish()
+        lines = writer.finish()
+        if fill is not None:
+            from deltalog.txn.protocol.identity import tag_action_lines
+
+            return tag_action_lines(lines, fill.high_water_marks)
+        return lines
     except BaseException:
         writer.abort()
         raise

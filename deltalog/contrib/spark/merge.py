@@ -39,6 +39,7 @@ from deltalog.contrib.spark.dataframes import (
 )
 from deltalog.contrib.spark.errors import DeltaAnalysisError, MergeCardinalityError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
+from deltalog.contrib.spark.generated import prepare_merge_assignments, recompute_generated
 from deltalog.contrib.spark.tablelog import start_transaction
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ class _MergePlan:
     new_columns: list[str]
     types: dict[str, Any]  # column -> the (nullable) Spark type it is written as
     assignments: dict[int, dict[str, Column]]  # id(clause) -> {column: value} of an update or insert
+    assigned: set[str]  # the columns some clause assigns (generated ones are checked, others recomputed)
     files: list[AddFile]  # the candidate target files (recorded as read)
     source_rows: int
     target: DataFrame  # the candidates' rows, with file, row index and _T_PRESENT columns
@@ -354,6 +356,11 @@ class DeltaMergeBuilder:
             for c in [*self._matched, *self._not_matched, *self._not_matched_by_source]
             if c.kind != "delete"
         }
+        assigned = prepare_merge_assignments(
+            snapshot.metadata,
+            [assignments[id(c)] for c in [*self._matched, *self._not_matched_by_source] if c.kind != "delete"],
+            [assignments[id(c)] for c in self._not_matched],
+        )
         files, source_rows = self._candidates(txn, table_columns, table_types)
         if new_columns:
             self._evolve_schema(txn, new_columns)
@@ -369,6 +376,7 @@ class DeltaMergeBuilder:
             new_columns=new_columns,
             types=types,
             assignments=assignments,
+            assigned=assigned,
             files=files,
             source_rows=source_rows,
             target=target,
@@ -458,6 +466,7 @@ class DeltaMergeBuilder:
                 out = self._with_change_data(plan, joined, out, values, touched.overcount)
             else:
                 out = out.drop(CDC_TYPE_COLUMN)
+            out = recompute_generated(out, plan.txn.snapshot.metadata, plan.assigned)
             lines = write_dataframe(out, self._table._checked_spec(plan.txn, out))
         finally:
             joined.unpersist()
@@ -577,7 +586,7 @@ class DeltaMergeBuilder:
                 v = chain_value(v, F.col(_ACTION) == f"i{i}", plan.assignments[id(c)].get(col, F.lit(None)))
             assert v is not None
             values.append(v.otherwise(F.lit(None)).cast(plan.types[col]).alias(col))
-        out = rows.select(*values)
+        out = recompute_generated(rows.select(*values), plan.txn.snapshot.metadata, plan.assigned)
         scanned = time.perf_counter()
         lines = write_dataframe(out, self._table._checked_spec(plan.txn, out))
         adds, _ = file_actions(lines)

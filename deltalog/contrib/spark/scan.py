@@ -22,6 +22,7 @@ from typing import Any
 
 from deltalog.contrib.spark.partitioning import partition_value, typed_partition_value
 from deltalog.txn.protocol.actions import AddFile
+from deltalog.txn.protocol.generated_columns import PartitionExpression, derived_partition_terms
 
 __all__ = ["ScanPlan", "Term", "bounds_may_match", "physical_column", "plan_files"]
 
@@ -186,9 +187,17 @@ def plan_files(
     partition_columns: Sequence[str],
     column_types: Mapping[str, str],
     physical_names: Mapping[str, str] | None = None,
+    generated: Sequence[PartitionExpression] = (),
+    time_zone: str | None = None,
 ) -> ScanPlan:
-    """The files that may hold rows matching every term."""
+    """The files that may hold rows matching every term. Terms on the source column of a
+    generated partition column (``generated``) also prune by that partition column
+    (:func:`~deltalog.txn.protocol.generated_columns.derived_partition_terms`, in the
+    session ``time_zone`` when known)."""
     from deltalog.txn.protocol.partition_filters import PartitionPredicate
+
+    if generated:
+        terms = [*terms, *derived_partition_terms(terms, generated, time_zone)]
 
     part_lower = {c.lower(): c for c in partition_columns}
     partition_terms: list[Term] = []

@@ -52,6 +52,7 @@ from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.contrib.spark.writes import StreamingInfo, WritePlan, abort_write, commit_write, plan_write
+from deltalog.txn.protocol.generated_columns import partition_expressions
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
@@ -246,6 +247,7 @@ class DeltaReader(DataSourceReader):
             metadata.partition_columns,
             schemas.top_level_types(schema),
             schemas.physical_names(schema, snapshot.properties.column_mapping_mode),
+            generated=partition_expressions(metadata),
         )
         log.info(
             "scan of %s at version %d: %d of %d files (partition filters %s, data filters %s)",

@@ -24,6 +24,7 @@ from deltalog.contrib.spark.dataframes import (
 )
 from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
+from deltalog.contrib.spark.generated import check_updated_columns, recompute_generated
 from deltalog.contrib.spark.logical_schema import logical_struct
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.table_alter import AlterTableMethods
@@ -385,7 +386,10 @@ class DeltaTable(AlterTableMethods):
             if not set(checks) <= set(constraints):
                 check_dataframe(df, metadata)
             txn.mark_constraints_checked()
-        return self._write_spec(txn.snapshot, constraints=constraints, metadata=metadata)
+        spec = self._write_spec(txn.snapshot, constraints=constraints, metadata=metadata)
+        if spec.default_expressions:  # the tasks check generated columns
+            txn.mark_constraints_checked()
+        return spec
 
     def _cdf(self, snapshot: Snapshot) -> bool:
         return bool(snapshot.properties.enable_change_data_feed)
@@ -470,6 +474,7 @@ class DeltaTable(AlterTableMethods):
         snapshot = txn.snapshot
         schema = logical_struct(snapshot.metadata.schema_string)
         assignments = _update_assignments([f.name for f in schema.fields], set)
+        check_updated_columns(snapshot.metadata, assignments)
         cond = _col(condition) if condition is not None else F.lit(True)
         candidates = self._candidates(txn, condition)
         updated: int | None = None
@@ -482,6 +487,7 @@ class DeltaTable(AlterTableMethods):
             return
         rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
         out = _updated_rows(rows, F.coalesce(cond, F.lit(False)), assignments, schema, self._cdf(snapshot))
+        out = recompute_generated(out, snapshot.metadata, assignments)
         lines = write_dataframe(out, self._checked_spec(txn, out))
         metrics, written = _rewrite_metrics(touched, lines, started, scanned)
         # the rewritten files hold the updated and the copied rows
@@ -636,12 +642,21 @@ class DeltaTableBuilder:
         colName: str,
         dataType: Any,
         nullable: bool = True,
+        generatedAlwaysAs: Any = None,
+        generatedByDefaultAs: Any = None,
         comment: str | None = None,
+        default: str | None = None,
     ) -> DeltaTableBuilder:
+        """delta-spark's ``addColumn``; ``generatedAlwaysAs`` is an expression or an
+        ``IdentityGenerator``, ``default`` a ``CURRENT_DEFAULT`` expression
+        (:mod:`~deltalog.contrib.spark.table_builder`)."""
         from pyspark.sql.types import DataType, _parse_datatype_string
 
+        from deltalog.contrib.spark.table_builder import column_metadata
+
         dtype = dataType if isinstance(dataType, DataType) else _parse_datatype_string(dataType)
-        meta = {"comment": comment} if comment else {}
+        meta: dict[str, Any] = {"comment": comment} if comment else {}
+        meta.update(column_metadata(colName, dtype.typeName(), generatedAlwaysAs, generatedByDefaultAs, default))
         self._fields.append({"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": meta})
         return self
 

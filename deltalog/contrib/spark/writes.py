@@ -41,6 +41,7 @@ from deltalog.contrib.spark.errors import (
     WriteOutcomeUnknownError,
 )
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, file_actions
+from deltalog.contrib.spark.generated import check_data_for_default_columns, with_high_water_marks
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.predicates import parse_partition_predicate
 from deltalog.contrib.spark.replace_where import names_data_columns
@@ -55,7 +56,9 @@ from deltalog.txn.protocol.actions import (
     Metadata,
     SetTransaction,
 )
+from deltalog.txn.protocol.column_defaults import plan_default_expressions
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
+from deltalog.txn.protocol.identity import pop_high_water_marks
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
 
 if TYPE_CHECKING:
@@ -188,6 +191,7 @@ def write_spec(
         data_change=opts.data_change,
         constraints=constraints,
         column_mapping_schema=None if mode == "none" else metadata.schema_string,
+        default_expressions=plan_default_expressions(metadata) or None,
     )
 
 
@@ -209,6 +213,7 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
     on_data = bool(opts.replace_where) and names_data_columns(opts.replace_where or "", metadata)
     dynamic = not streaming and _dynamic_partition_overwrite(opts, metadata)
     constraints = () if skip else plan_constraints(metadata, delta_log.table_uri)
+    check_data_for_default_columns(metadata, data, streaming)
     spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints)
     if on_data:
         spec = replace(spec, replace_where=opts.replace_where)
@@ -448,6 +453,7 @@ def _prepare_commit(
     if plan.skip:
         return None
     adds, cdcs = file_actions(action_lines)
+    adds, high_water_marks = pop_high_water_marks(adds)
     delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
     if streaming is None:
         txn = _open_transaction(delta_log, plan)
@@ -465,8 +471,9 @@ def _prepare_commit(
             return None
         actions.append(SetTransaction(app_id=app_id, version=app_version, last_updated=now))
     if streaming is None:
-        if plan.new_metadata is not None:
-            txn.update_metadata(plan.new_metadata)
+        new_metadata = with_high_water_marks(plan.new_metadata, txn.metadata, high_water_marks)
+        if new_metadata is not None:
+            txn.update_metadata(new_metadata)
     else:
         _stream_metadata(txn, plan)
     _declare_constraints_checked(plan, txn, delta_log.table_uri)
@@ -607,7 +614,7 @@ def _declare_constraints_checked(plan: WritePlan, txn: OptimisticTransaction, wh
             + "; ".join(f"{c.name}: {c.expression}" for c in sorted(unchecked, key=lambda c: c.name))
             + "); the written rows were not checked against them, so nothing was committed. Run the write again"
         )
-    if current:
+    if current or plan.spec.default_expressions:  # the tasks also checked generated columns
         txn.mark_constraints_checked()
 
 

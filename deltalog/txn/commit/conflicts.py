@@ -45,6 +45,7 @@ from deltalog.txn.protocol.actions import (
     SetTransaction,
     decode_path,
 )
+from deltalog.txn.protocol.identity import winner_is_identity_only
 from deltalog.txn.protocol.partition_filters import PartitionPredicate
 
 __all__ = ["CurrentTransactionInfo", "WinningCommit", "check_conflicts"]
@@ -88,6 +89,11 @@ class WinningCommit:
     @cached_property
     def domains(self) -> set[str]:
         return {a.domain for a in self.actions if isinstance(a, DomainMetadata)}
+
+    @property
+    def identity_only_metadata_update(self) -> bool:
+        """The commit's metadata change only moved identity high-water marks."""
+        return self.commit_info is not None and winner_is_identity_only(self.commit_info.extra)
 
     @property
     def is_blind_append(self) -> bool:
@@ -165,7 +171,9 @@ def _check_protocol(current: CurrentTransactionInfo, winner: WinningCommit) -> N
 
 def _check_metadata(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
     # 2. metadata
-    if winner.metadata is not None:
+    # (a winner that only moved identity high-water marks does not fail a transaction that
+    # changes no metadata, as Delta's checkNoMetadataUpdates)
+    if winner.metadata is not None and not (winner.identity_only_metadata_update and not current.changes_metadata):
         detail = (
             "both transactions change the table's metadata"
             if current.changes_metadata

@@ -68,6 +68,7 @@ from deltalog.txn.protocol.column_mapping import (
     physical_partition_filters,
     update_column_mapping,
 )
+from deltalog.txn.protocol.identity import identity_commit_tags
 from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPredicate, partition_column_types
 from deltalog.txn.protocol.protocol_requirements import merge_protocols, required_protocol
 
@@ -512,8 +513,9 @@ class OptimisticTransaction:
         if metadata is None or not any(isinstance(a, AddFile) and a.data_change for a in body):
             return
         from deltalog.txn.protocol.constraints import table_constraints
+        from deltalog.txn.protocol.generated_columns import generated_column_constraints
 
-        constraints = table_constraints(metadata)
+        constraints = [*table_constraints(metadata), *generated_column_constraints(metadata)]
         if constraints:
             listed = "; ".join(f"{c.name}: {c.expression}" for c in constraints)
             raise ConstraintsNotCheckedError(
@@ -562,6 +564,7 @@ class OptimisticTransaction:
             user_metadata=self.settings.user_metadata,
             engine_info=self.settings.engine_info,
             txn_id=self.txn_id,
+            extra=identity_commit_tags(self.snapshot.metadata if self.table_exists else None, self._new_metadata),
         )
 
     def _operation_metrics(self, operation: Operation, stats: CommitStats | None) -> dict[str, str]:

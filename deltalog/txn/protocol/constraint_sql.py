@@ -13,9 +13,15 @@ The supported subset (Spark SQL spelling, keywords case-insensitive):
   (``%`` any run, ``_`` one character, ``\\`` escapes);
 - arithmetic ``+ - * / %`` and unary minus (``/`` is floating-point division; division or
   modulo by zero gives NULL, as Spark without ANSI mode);
-- parentheses; functions ``length``, ``lower``, ``upper``, ``abs``, ``coalesce``.
+- parentheses; functions ``length``, ``lower``, ``upper``, ``abs``, ``coalesce``;
+- ``CAST(x AS type)`` (simple types) and the date/time and string functions generated
+  columns use: ``date``/``to_date``, ``year``, ``month``, ``day``/``dayofmonth``, ``hour``,
+  ``date_format`` (``y M d H m s`` patterns), ``trunc``, ``date_trunc``, ``concat``,
+  ``substring``/``substr``, ``current_date()``, ``current_timestamp()``. A timestamp with a
+  time zone (Spark's session time zone, in the Arrow data Spark hands over) is taken in
+  that zone's local time, as Spark does.
 
-Anything else (``CASE``, ``CAST``, other functions, ``||``, subqueries, ...) raises
+Anything else (``CASE``, other functions, ``||``, subqueries, ...) raises
 :class:`UnsupportedConstraintError` when the expression is compiled, naming the construct,
 so a writer can refuse the write instead of skipping the check.
 """
@@ -32,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
+from deltalog.txn.protocol import sql_temporal
 
 __all__ = ["Expr", "UnsupportedConstraintError", "column_paths", "column_values", "evaluate", "parse_expression"]
 
@@ -43,6 +50,7 @@ class UnsupportedConstraintError(DeltaError):
         self.expression = expression
         self.construct = construct
         what = problem or f"{construct} is not in the SQL subset deltalog supports (see docs/log.md, 'Constraints')"
+        self.problem = what
         super().__init__(
             f"cannot evaluate the constraint expression {expression!r}: {what}; "
             "refuse the write, or check the data with Spark"
@@ -108,9 +116,52 @@ class Call:
     args: tuple[Expr, ...]
 
 
-Expr = Column | Literal | Unary | Binary | InList | Between | Like | Call
+@dataclass(frozen=True)
+class Cast:
+    operand: Expr
+    type_name: str  # a Delta type name: date, timestamp, string, long, integer, ...
 
+
+Expr = Column | Literal | Unary | Binary | InList | Between | Like | Call | Cast
+
+#: function name -> number of arguments (-1: one or more)
 FUNCTIONS = {"length": 1, "lower": 1, "upper": 1, "abs": 1, "coalesce": -1}
+#: date/time and string functions -> (fewest, most) arguments (evaluated by :mod:`~deltalog.txn.protocol.sql_temporal`)
+MORE_FUNCTIONS: dict[str, tuple[int, int]] = {
+    "date": (1, 1),
+    "to_date": (1, 1),
+    "year": (1, 1),
+    "month": (1, 1),
+    "day": (1, 1),
+    "dayofmonth": (1, 1),
+    "hour": (1, 1),
+    "date_format": (2, 2),
+    "trunc": (2, 2),
+    "date_trunc": (2, 2),
+    "concat": (1, 64),
+    "substring": (2, 3),
+    "substr": (2, 3),
+    "current_date": (0, 0),
+    "current_timestamp": (0, 0),
+}
+#: CAST target names (Spark SQL spelling) -> Delta type names
+CAST_TYPES = {
+    "date": "date",
+    "timestamp": "timestamp",
+    "timestamp_ntz": "timestamp_ntz",
+    "string": "string",
+    "bigint": "long",
+    "long": "long",
+    "int": "integer",
+    "integer": "integer",
+    "smallint": "short",
+    "short": "short",
+    "tinyint": "byte",
+    "byte": "byte",
+    "double": "double",
+    "float": "float",
+    "boolean": "boolean",
+}
 
 
 def column_paths(expr: Expr) -> list[tuple[str, ...]]:
@@ -139,6 +190,8 @@ def column_paths(expr: Expr) -> list[tuple[str, ...]]:
         elif isinstance(e, Call):
             for a in e.args:
                 walk(a)
+        elif isinstance(e, Cast):
+            walk(e.operand)
 
     walk(expr)
     return out
@@ -422,6 +475,8 @@ class _Parser:
             if word in ("DATE", "TIMESTAMP") and self.peek().kind == "string":
                 text = _unescape(self.next().text[1:-1], "'")
                 return _typed_literal(self.text, word, text)
+            if word == "CAST" and self.peek().kind == "op" and self.peek().text == "(":
+                return self.parse_cast()
             if self.peek().kind == "op" and self.peek().text == "(":
                 return self.parse_call(tok.text)
             if word in _RESERVED:
@@ -445,8 +500,23 @@ class _Parser:
             raise self.unsupported(f"the function {'.'.join(path)}()")
         return Column(tuple(path))
 
+    def parse_cast(self) -> Expr:
+        self.expect_op("(")
+        operand = self.parse_or()
+        if not self.at_keyword("AS"):
+            raise self.unsupported("CAST without AS")
+        self.next()
+        target = self.next()
+        type_name = CAST_TYPES.get(target.text.lower()) if target.kind == "ident" else None
+        if type_name is None:
+            raise self.unsupported(f"CAST to {target.text or '<end>'}")
+        self.expect_op(")")
+        return Cast(operand, type_name)
+
     def parse_call(self, name: str) -> Expr:
         lname = name.lower()
+        if lname in MORE_FUNCTIONS:
+            return self.parse_more_call(name, lname)
         if lname not in FUNCTIONS:
             raise self.unsupported(f"the function {name}()")
         self.expect_op("(")
@@ -461,6 +531,20 @@ class _Parser:
         if (arity >= 0 and len(args) != arity) or (arity < 0 and not args):
             want = f"{arity} argument" if arity >= 0 else "at least one argument"
             raise self.unsupported(f"{name}() with {len(args)} argument(s) (it takes {want})")
+        return Call(lname, tuple(args))
+
+    def parse_more_call(self, name: str, lname: str) -> Expr:
+        self.expect_op("(")
+        args: list[Expr] = []
+        if not (self.peek().kind == "op" and self.peek().text == ")"):
+            args.append(self.parse_or())
+            while self.peek().kind == "op" and self.peek().text == ",":
+                self.next()
+                args.append(self.parse_or())
+        self.expect_op(")")
+        low, high = MORE_FUNCTIONS[lname]
+        if not low <= len(args) <= high:
+            raise self.unsupported(f"{name}() with {len(args)} argument(s)")
         return Call(lname, tuple(args))
 
 
@@ -678,10 +762,21 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
                 operand = _cast(operand, pa.string(), text)
             matched = pc.match_like(operand, e.pattern)
             return pc.invert(matched) if e.negated else matched
+        if isinstance(e, Cast):
+            return sql_temporal.cast_to(ev(e.operand), e.type_name, _failure(text))
         assert isinstance(e, Call)
+        if e.name in MORE_FUNCTIONS:
+            return sql_temporal.call_function(e.name, [ev(a) for a in e.args], _failure(text))
         return _call(e, [ev(a) for a in e.args], text)
 
     return ev(expr)
+
+
+def _failure(text: str) -> Callable[[str, str], Exception]:
+    def fail(construct: str, problem: str) -> Exception:
+        return UnsupportedConstraintError(text, construct, problem=problem)
+
+    return fail
 
 
 def _arith(op: str, a: Value, b: Value, text: str) -> Value:

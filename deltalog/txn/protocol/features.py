@@ -87,7 +87,9 @@ FEATURES: dict[str, FeatureInfo] = {
             None,
             4,
             "nothing to do",
-            "refused when a column has a generation expression",
+            "supported: computed when the data lacks the column, checked (`<=>`) when it has it "
+            "(`deltalog.txn.protocol.generated_columns`); expressions outside deltalog's SQL subset are refused; "
+            "the engine refuses data commits whose writer did not declare it (`txn.mark_constraints_checked()`)",
         ),
         FeatureInfo(
             "columnMapping",
@@ -98,7 +100,15 @@ FEATURES: dict[str, FeatureInfo] = {
             "supported: ids and physical names assigned on commit, files written with physical names and "
             "Parquet field ids (`deltalog.txn.protocol.column_mapping`)",
         ),
-        FeatureInfo("identityColumns", False, None, 6, "nothing to do", "refused when a column is an identity column"),
+        FeatureInfo(
+            "identityColumns",
+            False,
+            None,
+            6,
+            "nothing to do",
+            "supported: values generated per task range, high-water mark moved on commit, explicit values "
+            "refused for GENERATED ALWAYS (`deltalog.txn.protocol.identity`)",
+        ),
         FeatureInfo(
             "deletionVectors",
             True,
@@ -193,7 +203,15 @@ FEATURES: dict[str, FeatureInfo] = {
         ),
         FeatureInfo("rowTracking", False, None, None, "nothing to do", "refused"),
         FeatureInfo("clustering", False, None, None, "nothing to do", "refused"),
-        FeatureInfo("allowColumnDefaults", False, None, None, "nothing to do", "refused"),
+        FeatureInfo(
+            "allowColumnDefaults",
+            False,
+            None,
+            None,
+            "nothing to do",
+            "supported: `CURRENT_DEFAULT` filled in when the data lacks the column "
+            "(`deltalog.txn.protocol.column_defaults`)",
+        ),
         FeatureInfo("checkpointProtection", False, None, None, "nothing to do", "refused"),
         FeatureInfo("variantShredding-preview", True, None, None, "refused", "refused"),
         FeatureInfo("catalogManaged", True, None, None, "refused", "refused"),
@@ -223,6 +241,9 @@ READ_SUPPORTED: frozenset[str] = frozenset(
 WRITE_SUPPORTED: set[str] = {
     "appendOnly",
     "columnMapping",
+    "allowColumnDefaults",
+    "generatedColumns",
+    "identityColumns",
     "inCommitTimestamp",
     "invariants",
     "checkConstraints",

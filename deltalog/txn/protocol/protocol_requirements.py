@@ -99,6 +99,8 @@ def active_features(metadata: Metadata) -> set[str]:
                 features.add("generatedColumns")
             if any(str(k).startswith("delta.identity.") for k in meta):
                 features.add("identityColumns")
+            if "CURRENT_DEFAULT" in meta:
+                features.add("allowColumnDefaults")
     return features
 
 

@@ -1,0 +1,146 @@
+"""Generated, identity and default columns on the Spark write paths.
+
+The write tasks fill and check these columns (:class:`~deltalog.txn.protocol.column_defaults.DefaultExpressions`
+in the :class:`~deltalog.contrib.spark.files.WriteSpec`); this module holds the driver's
+part: refusing data that gives a ``GENERATED ALWAYS AS IDENTITY`` column before any task
+runs, and moving the identity high-water marks in the metadata the write commits. For
+UPDATE and MERGE, whose rows are Spark DataFrames, it recomputes generated columns and
+evaluates column defaults with Spark SQL, and refuses identity-column updates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.column_defaults import CURRENT_DEFAULT
+from deltalog.txn.protocol.generated_columns import GENERATION_EXPRESSION
+from deltalog.txn.protocol.identity import (
+    IdentityColumnError,
+    check_explicit_insert,
+    identity_columns,
+    update_high_water_marks,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = [
+    "check_data_for_default_columns",
+    "check_merge_inserts",
+    "check_updated_columns",
+    "insert_default",
+    "prepare_merge_assignments",
+    "recompute_generated",
+    "with_high_water_marks",
+]
+
+
+def check_data_for_default_columns(metadata: Metadata, data_schema: Mapping[str, Any], streaming: bool) -> None:
+    """Refuse, before any task runs, data that gives a ``GENERATED ALWAYS AS IDENTITY``
+    column, and a streaming write that would generate identity values (each micro-batch
+    would move the high-water mark the query planned against: not supported yet)."""
+    names = [str(f["name"]) for f in data_schema.get("fields") or []]
+    check_explicit_insert(metadata, names)
+    if streaming:
+        given = {n.lower() for n in names}
+        missing = [c.name for c in identity_columns(metadata) if c.name.lower() not in given]
+        if missing:
+            raise IdentityColumnError(
+                f"a streaming write cannot generate values for the identity column(s) {', '.join(missing)} yet; "
+                "write each micro-batch with foreachBatch and a batch write"
+            )
+
+
+def with_high_water_marks(
+    new_metadata: Metadata | None, current: Metadata | None, marks: Mapping[str, Sequence[int]]
+) -> Metadata | None:
+    """The metadata a write commits: its planned change (``new_metadata``; None: keep
+    ``current``) with the identity high-water marks its tasks generated. None when the
+    write changes nothing."""
+    base = new_metadata if new_metadata is not None else current
+    if base is None or not marks:
+        return new_metadata
+    updated = update_high_water_marks(base, marks)
+    if updated is base:
+        return new_metadata
+    return updated
+
+
+# -- the table API (UPDATE, MERGE): rows built as Spark DataFrames --------------------------
+
+
+def check_updated_columns(metadata: Metadata, assigned: Iterable[str]) -> None:
+    """Refuse an UPDATE or MERGE that assigns an identity column (Delta's
+    ``blockIdentityColumnUpdate``)."""
+    given = {c.lower() for c in assigned}
+    for column in identity_columns(metadata):
+        if column.name.lower() in given:
+            raise IdentityColumnError(f"the identity column {column.name} cannot be updated")
+
+
+def check_merge_inserts(metadata: Metadata, inserted: Sequence[Iterable[str]]) -> None:
+    """Refuse MERGE insert clauses that would leave an identity column without values (the
+    table API does not generate identity values yet) or give a ``GENERATED ALWAYS`` one."""
+    for clause in inserted:
+        names = {c.lower() for c in clause}
+        for column in identity_columns(metadata):
+            if column.name.lower() in names and not column.allow_explicit_insert:
+                raise IdentityColumnError(
+                    f"providing values for the GENERATED ALWAYS AS IDENTITY column {column.name} is not supported"
+                )
+            if column.name.lower() not in names:
+                raise IdentityColumnError(
+                    f"MERGE cannot generate values for the identity column {column.name} yet; insert the new rows "
+                    "with a data-source append (format('deltalog')), which generates them"
+                )
+
+
+def insert_default(metadata: Metadata, column: str) -> Column:
+    """The value a MERGE insert gives a column it does not assign: the column's
+    ``CURRENT_DEFAULT`` (evaluated by Spark SQL), else NULL."""
+    from pyspark.sql import functions as F
+
+    for f in json.loads(metadata.schema_string).get("fields") or []:
+        if str(f["name"]).lower() == column.lower():
+            default = (f.get("metadata") or {}).get(CURRENT_DEFAULT)
+            if default is not None:
+                return F.expr(str(default))
+    return F.lit(None)
+
+
+def recompute_generated(df: DataFrame, metadata: Metadata, assigned: Iterable[str]) -> DataFrame:
+    """``df`` (rows an UPDATE or MERGE writes) with every generated column it did not assign
+    recomputed from the row's new values by Spark SQL, as Delta's ``PreprocessTableUpdate``
+    does; an assigned one is still checked by the write tasks."""
+    from pyspark.sql import functions as F
+
+    given = {c.lower() for c in assigned}
+    for f in json.loads(metadata.schema_string).get("fields") or []:
+        expression = (f.get("metadata") or {}).get(GENERATION_EXPRESSION)
+        if expression is not None and str(f["name"]).lower() not in given and f["name"] in df.columns:
+            df = df.withColumn(f["name"], F.expr(str(expression)).cast(df.schema[f["name"]].dataType))
+    return df
+
+
+def prepare_merge_assignments(
+    metadata: Metadata, updates: Sequence[dict[str, Column]], inserts: Sequence[dict[str, Column]]
+) -> set[str]:
+    """Check a MERGE's clauses (:func:`check_updated_columns`, :func:`check_merge_inserts`),
+    give each insert clause the defaults of the columns it does not assign (in place), and
+    return the columns some clause assigns (the generated ones among them are checked, the
+    others recomputed: :func:`recompute_generated`)."""
+    assigned: set[str] = set()
+    for clause in updates:
+        check_updated_columns(metadata, clause)
+        assigned.update(clause)
+    check_merge_inserts(metadata, [list(clause) for clause in inserts])
+    for clause in inserts:
+        assigned.update(clause)
+        for f in json.loads(metadata.schema_string).get("fields") or []:
+            name = str(f["name"])
+            if CURRENT_DEFAULT in (f.get("metadata") or {}) and name.lower() not in {c.lower() for c in clause}:
+                clause[name] = insert_default(metadata, name)
+    return assigned

@@ -1,0 +1,173 @@
+"""Column defaults (PROTOCOL "Default Columns", feature ``allowColumnDefaults``) and the
+per-task filling of every column with a default expression (Delta's
+``ColumnWithDefaultExprUtils``).
+
+A column whose field metadata holds ``CURRENT_DEFAULT`` (a Spark SQL expression) gets that
+expression's value in every written row that lacks the column. deltalog evaluates
+constant expressions (literals, ``CAST``, arithmetic, ``current_date()``,
+``current_timestamp()``, ...) with its SQL subset; a default that names a column or lies
+outside the subset is refused by name when the write is planned.
+
+:class:`DefaultExpressions` is what a write task applies to each batch, in Delta's order:
+column defaults and identity values for the columns the data lacks, then generated columns
+(computed when missing, checked when given).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from deltalog.errors import DeltaError
+from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.constraint_sql import (
+    Expr,
+    Literal,
+    UnsupportedConstraintError,
+    column_paths,
+    evaluate,
+    parse_expression,
+)
+from deltalog.txn.protocol.generated_columns import (
+    GeneratedColumn,
+    check_generated_columns,
+    fill_generated_columns,
+)
+from deltalog.txn.protocol.identity import TASK_RANGE, IdentityColumn, identity_columns
+
+__all__ = [
+    "CURRENT_DEFAULT",
+    "ColumnDefault",
+    "DefaultExpressions",
+    "TaskColumnFiller",
+    "UnsupportedDefaultExpressionError",
+    "column_defaults",
+    "plan_default_expressions",
+]
+
+CURRENT_DEFAULT = "CURRENT_DEFAULT"
+
+
+class UnsupportedDefaultExpressionError(DeltaError):
+    """A column's ``CURRENT_DEFAULT`` cannot be evaluated by deltalog; nothing was written."""
+
+    def __init__(self, column: str, expression: str, reason: str) -> None:
+        self.column = column
+        self.expression = expression
+        super().__init__(
+            f"cannot compute the default of column {column} (DEFAULT {expression}): {reason}. Nothing was "
+            "written; provide the column's values in the data"
+        )
+
+
+@dataclass(frozen=True)
+class ColumnDefault:
+    name: str
+    expression: str
+    type_json: Any
+    expr: Expr = field(repr=False, compare=False, default=Literal(None, "null"))
+
+    def values(self, num_rows: int) -> pa.Array:
+        from deltalog.txn.protocol.schema import data_type_from_json, to_arrow_type
+
+        target = to_arrow_type(data_type_from_json(self.type_json))
+        try:
+            value = evaluate(self.expr, pa.table({"_": pa.nulls(1)}), self.expression)
+            scalar = value if isinstance(value, pa.Scalar) else value[0]
+            return pa.repeat(scalar.cast(target), num_rows)
+        except UnsupportedConstraintError as exc:
+            raise UnsupportedDefaultExpressionError(self.name, self.expression, exc.problem) from None
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise UnsupportedDefaultExpressionError(
+                self.name, self.expression, f"its value does not cast to {target} ({exc})"
+            ) from None
+
+
+def column_defaults(metadata: Metadata) -> list[ColumnDefault]:
+    """The table's (top-level) columns with ``CURRENT_DEFAULT``, parsed."""
+    out: list[ColumnDefault] = []
+    for f in json.loads(metadata.schema_string).get("fields") or []:
+        text = (f.get("metadata") or {}).get(CURRENT_DEFAULT)
+        if text is None:
+            continue
+        name = str(f["name"])
+        try:
+            expr = parse_expression(str(text))
+        except UnsupportedConstraintError as exc:
+            raise UnsupportedDefaultExpressionError(name, str(text), exc.problem) from None
+        if column_paths(expr):
+            raise UnsupportedDefaultExpressionError(name, str(text), "a default cannot name a column")
+        default = ColumnDefault(name, str(text), f["type"], expr)
+        default.values(0)  # evaluate once: refuse now, not in a task
+        out.append(default)
+    return out
+
+
+def _has(names: Sequence[str], wanted: str) -> bool:
+    lowered = wanted.lower()
+    return any(n.lower() == lowered for n in names)
+
+
+class TaskColumnFiller:
+    """One write task's filling of default, identity and generated columns (stateful: the
+    identity values continue across the task's batches)."""
+
+    def __init__(self, plan: DefaultExpressions, task_id: int) -> None:
+        self.plan = plan
+        self.task_id = task_id
+        self.generated_count: dict[str, int] = {}
+
+    def __call__(self, table: pa.Table) -> pa.Table:
+        names = table.column_names
+        for default in self.plan.defaults:
+            if not _has(names, default.name):
+                table = table.append_column(default.name, default.values(table.num_rows))
+        for identity in self.plan.identity:
+            if not _has(names, identity.name):
+                done = self.generated_count.get(identity.name, 0)
+                table = table.append_column(
+                    pa.field(identity.name, pa.int64()), identity.values(self.task_id, done, table.num_rows)
+                )
+                self.generated_count[identity.name] = done + table.num_rows
+        if self.plan.generated:
+            table = fill_generated_columns(table, self.plan.generated)
+        return table
+
+    @property
+    def high_water_marks(self) -> dict[str, int]:
+        """The last value this task generated per identity column (its high-water mark)."""
+        out: dict[str, int] = {}
+        for identity in self.plan.identity:
+            n = self.generated_count.get(identity.name, 0)
+            if n:
+                out[identity.name] = identity.base + identity.step * (self.task_id * TASK_RANGE + n - 1)
+        return out
+
+
+@dataclass(frozen=True)
+class DefaultExpressions:
+    """Everything a write task needs to fill columns with default expressions (picklable)."""
+
+    defaults: tuple[ColumnDefault, ...] = ()
+    identity: tuple[IdentityColumn, ...] = ()
+    generated: tuple[GeneratedColumn, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.defaults or self.identity or self.generated)
+
+    def for_task(self, task_id: int) -> TaskColumnFiller:
+        return TaskColumnFiller(self, task_id)
+
+
+def plan_default_expressions(metadata: Metadata) -> DefaultExpressions:
+    """The table's default, identity and generated columns, each checked to be computable
+    here (raises :class:`UnsupportedDefaultExpressionError`,
+    :class:`~deltalog.txn.protocol.generated_columns.UnsupportedGenerationExpressionError` or
+    :class:`~deltalog.txn.protocol.identity.IdentityColumnError` otherwise)."""
+    return DefaultExpressions(
+        tuple(column_defaults(metadata)), tuple(identity_columns(metadata)), tuple(check_generated_columns(metadata))
+    )

@@ -1,0 +1,376 @@
+"""Generated columns (PROTOCOL "Generated Columns", Delta's ``GeneratedColumn``).
+
+A column whose field metadata holds ``delta.generationExpression`` is computed from the
+other columns of its row. Writers must make every written row satisfy
+``(<column> <=> <generation expression>) IS TRUE``: deltalog computes the column when the
+data does not have it, and checks it (NULL-safe equality, as Delta's constraint) when the
+data does, refusing the rows with :class:`GeneratedColumnConstraintViolationError`.
+
+Expressions are Spark SQL. deltalog evaluates them with its pyarrow SQL subset
+(:mod:`~deltalog.txn.protocol.constraint_sql`); an expression outside it is refused by
+name when the write is planned (:class:`UnsupportedGenerationExpressionError`), never
+written wrong.
+
+Partition columns generated from a timestamp or date column (``date(ts)``,
+``CAST(ts AS DATE)``, ``year``/``month``/``day``/``hour(ts)``, ``date_format``, ``trunc``,
+``date_trunc``) turn filters on the source column into partition filters
+(:func:`derived_partition_terms`, Delta's ``OptimizablePartitionExpression``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.errors import DeltaError
+from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.constraint_sql import (
+    Call,
+    Cast,
+    Column,
+    Expr,
+    Literal,
+    UnsupportedConstraintError,
+    column_paths,
+    evaluate,
+    parse_expression,
+)
+from deltalog.txn.protocol.constraints import Constraint, ConstraintViolationError
+
+__all__ = [
+    "GENERATION_EXPRESSION",
+    "GeneratedColumn",
+    "GeneratedColumnConstraintViolationError",
+    "PartitionExpression",
+    "UnsupportedGenerationExpressionError",
+    "check_generated_columns",
+    "derived_partition_terms",
+    "fill_generated_columns",
+    "generated_column_constraints",
+    "generated_columns",
+    "partition_expressions",
+]
+
+GENERATION_EXPRESSION = "delta.generationExpression"
+#: functions a generation expression may not use: their value is not a function of the row
+NONDETERMINISTIC = frozenset({"current_date", "current_timestamp"})
+
+
+class UnsupportedGenerationExpressionError(DeltaError):
+    """A generated column's expression cannot be evaluated by deltalog (outside its SQL
+    subset, or not deterministic); the write was refused before anything was written."""
+
+    def __init__(self, column: str, expression: str, reason: str) -> None:
+        self.column = column
+        self.expression = expression
+        super().__init__(
+            f"cannot compute the generated column {column} = {expression}: {reason}. Nothing was written; "
+            "provide the column's values in the data (they are still checked), or write with Delta Spark"
+        )
+
+
+class GeneratedColumnConstraintViolationError(ConstraintViolationError):
+    """Rows give a generated column a value that differs from its generation expression
+    (Delta's ``CHECK constraint Generated Column (c <=> expr)``); nothing was written."""
+
+
+@dataclass(frozen=True)
+class GeneratedColumn:
+    """A top-level column with a generation expression, parsed."""
+
+    name: str
+    expression: str
+    type_json: Any  # the column's Delta type (JSON form)
+    expr: Expr = field(repr=False, compare=False, default=Literal(None, "null"))
+
+    @property
+    def constraint(self) -> Constraint:
+        return Constraint("Generated Column", f"{self.name} <=> {self.expression}", "check", self.name)
+
+
+def _fields(metadata: Metadata) -> list[dict[str, Any]]:
+    fields: list[dict[str, Any]] = json.loads(metadata.schema_string).get("fields") or []
+    return fields
+
+
+def _functions(expr: Expr) -> set[str]:
+    found: set[str] = set()
+
+    def walk(e: Any) -> None:
+        if isinstance(e, Call):
+            found.add(e.name)
+        for child in getattr(e, "__dataclass_fields__", {}):
+            value = getattr(e, child)
+            for item in value if isinstance(value, tuple) else (value,):
+                if hasattr(item, "__dataclass_fields__"):
+                    walk(item)
+
+    walk(expr)
+    return found
+
+
+def generated_columns(metadata: Metadata) -> list[GeneratedColumn]:
+    """The table's generated columns, parsed; raises
+    :class:`UnsupportedGenerationExpressionError` for one deltalog cannot evaluate."""
+    out: list[GeneratedColumn] = []
+    names = {f["name"].lower() for f in _fields(metadata)}
+    for f in _fields(metadata):
+        text = (f.get("metadata") or {}).get(GENERATION_EXPRESSION)
+        if text is None:
+            continue
+        name = str(f["name"])
+        try:
+            expr = parse_expression(str(text))
+        except UnsupportedConstraintError as exc:
+            raise UnsupportedGenerationExpressionError(name, str(text), exc.problem) from None
+        bad = sorted(_functions(expr) & NONDETERMINISTIC)
+        if bad:
+            raise UnsupportedGenerationExpressionError(name, str(text), f"{bad[0]}() is not deterministic")
+        unknown = [".".join(p) for p in column_paths(expr) if p[0].lower() not in names]
+        if unknown:
+            raise UnsupportedGenerationExpressionError(name, str(text), f"it names unknown columns {unknown}")
+        out.append(GeneratedColumn(name, str(text), f["type"], expr))
+    return out
+
+
+def generated_column_constraints(metadata: Metadata) -> list[Constraint]:
+    """Each generated column as the CHECK constraint writers must enforce,
+    ``Generated Column: <column> <=> <expression>`` (no parsing: for the engine's check
+    that a data commit's writer enforced them)."""
+    out: list[Constraint] = []
+    for f in _fields(metadata):
+        text = (f.get("metadata") or {}).get(GENERATION_EXPRESSION)
+        if text is not None:
+            out.append(Constraint("Generated Column", f"{f['name']} <=> {text}", "check", str(f["name"])))
+    return out
+
+
+def _find(names: Sequence[str], wanted: str) -> int | None:
+    lowered = wanted.lower()
+    return next((i for i, n in enumerate(names) if n.lower() == lowered), None)
+
+
+def _arrow_type(type_json: Any) -> pa.DataType:
+    from deltalog.txn.protocol.schema import data_type_from_json, to_arrow_type
+
+    return to_arrow_type(data_type_from_json(type_json))
+
+
+def _compute(column: GeneratedColumn, table: pa.Table, target: pa.DataType) -> pa.ChunkedArray | pa.Array:
+    try:
+        value = evaluate(column.expr, table, column.expression)
+    except UnsupportedConstraintError as exc:
+        raise UnsupportedGenerationExpressionError(column.name, column.expression, exc.problem) from None
+    if isinstance(value, pa.Scalar):
+        value = pa.repeat(value, table.num_rows)
+    try:
+        return value.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise UnsupportedGenerationExpressionError(
+            column.name, column.expression, f"its value ({value.type}) does not cast to {target} ({exc})"
+        ) from None
+
+
+def check_generated_columns(metadata: Metadata) -> list[GeneratedColumn]:
+    """Parse and dry-run every generation expression on an empty batch of the table's
+    schema, so a write is refused before any file is written when one cannot be computed."""
+    from deltalog.txn.protocol.schema import parse_schema
+
+    columns = generated_columns(metadata)
+    if columns:
+        empty = parse_schema(metadata.schema_string).to_arrow().empty_table()
+        for column in columns:
+            _compute(column, empty, _arrow_type(column.type_json))
+    return columns
+
+
+def fill_generated_columns(table: pa.Table, columns: Sequence[GeneratedColumn]) -> pa.Table:
+    """``table`` with every generated column it lacks computed, and every one it has
+    checked; raises :class:`GeneratedColumnConstraintViolationError` for a row whose
+    value is not ``<=>`` its expression."""
+    for column in columns:
+        index = _find(table.column_names, column.name)
+        if index is None:
+            table = table.append_column(
+                pa.field(column.name, _arrow_type(column.type_json)),
+                _compute(column, table, _arrow_type(column.type_json)),
+            )
+            continue
+        given = table.column(index)
+        expected = _compute(column, table, given.type)
+        same = pc.or_kleene(
+            pc.fill_null(pc.equal(given, expected), False), pc.and_(pc.is_null(given), pc.is_null(expected))
+        )
+        if pc.all(same).as_py():
+            continue
+        bad = pc.invert(same)
+        first = int(pc.index(bad, True).as_py())
+        count = int(pc.sum(bad.cast(pa.int64())).as_py() or 0)
+        read = [column.name, *(".".join(p) for p in column_paths(column.expr))]
+        values = {}
+        for name in dict.fromkeys(read):
+            i = _find(table.column_names, name.split(".")[0])
+            values[name] = None if i is None else table.column(i)[first].as_py()
+        raise GeneratedColumnConstraintViolationError(column.constraint, count, table.num_rows, first, values)
+    return table
+
+
+# -- partition filters from filters on the source column ---------------------------------
+
+#: how far a session time zone's local time can be from UTC (UTC-12 .. UTC+14), and from a
+#: wall-clock value whose zone is unknown on top of that
+_ZONE_SPREAD = dt.timedelta(hours=14)
+_NAIVE_SPREAD = dt.timedelta(hours=28)
+_MONOTONIC = {"date", "to_date", "year", "date_format", "trunc", "date_trunc", "cast"}
+
+
+@dataclass(frozen=True)
+class PartitionExpression:
+    """A partition column generated from one timestamp/date column by a function whose
+    value on a filter's literal bounds the partition values (Delta's
+    ``OptimizablePartitionExpression``)."""
+
+    partition_column: str
+    source_column: str
+    source_type: str  # "timestamp", "timestamp_ntz" or "date"
+    function: str  # date, year, month, day, hour, date_format, trunc, date_trunc, cast
+    expr: Expr = field(repr=False, compare=False)
+    expression: str = ""
+
+    @property
+    def monotonic(self) -> bool:
+        return self.function in _MONOTONIC
+
+    def value(self, source_value: Any) -> Any:
+        """The partition value the expression gives ``source_value`` (a Python value of
+        the source column's type, naive UTC for ``timestamp``)."""
+        arrow = {"timestamp": pa.timestamp("us", tz="UTC"), "timestamp_ntz": pa.timestamp("us"), "date": pa.date32()}
+        data = pa.table({self.source_column: pa.array([source_value], arrow[self.source_type])})
+        result = evaluate(self.expr, data, self.expression)
+        return (result if isinstance(result, pa.Scalar) else result[0]).as_py()
+
+
+def _shape(expr: Expr) -> tuple[str, Column] | None:
+    """(function, source column) when ``expr`` is one of the optimizable shapes."""
+    if isinstance(expr, Cast) and expr.type_name == "date" and isinstance(expr.operand, Column):
+        return "cast", expr.operand
+    if not isinstance(expr, Call):
+        return None
+    args = expr.args
+    if expr.name in ("date", "to_date", "year", "month", "day", "dayofmonth", "hour") and len(args) == 1:
+        return (expr.name, args[0]) if isinstance(args[0], Column) else None
+    if expr.name in ("date_format", "trunc") and isinstance(args[0], Column) and isinstance(args[1], Literal):
+        return expr.name, args[0]
+    if expr.name == "date_trunc" and isinstance(args[1], Column) and isinstance(args[0], Literal):
+        return expr.name, args[1]
+    return None
+
+
+def partition_expressions(metadata: Metadata) -> list[PartitionExpression]:
+    """The table's partition columns generated from a timestamp or date column in a shape
+    whose filters can be derived (others are ignored: they just do not prune)."""
+    fields = {f["name"].lower(): f for f in _fields(metadata)}
+    out: list[PartitionExpression] = []
+    for partition in metadata.partition_columns:
+        f = fields.get(partition.lower())
+        text = (f.get("metadata") or {}).get(GENERATION_EXPRESSION) if f else None
+        if text is None:
+            continue
+        try:
+            shape = _shape(parse_expression(str(text)))
+        except UnsupportedConstraintError:
+            continue
+        if shape is None or len(shape[1].path) != 1:
+            continue
+        source = fields.get(shape[1].path[0].lower())
+        if source is None or source.get("type") not in ("timestamp", "timestamp_ntz", "date"):
+            continue
+        expr = parse_expression(str(text))
+        out.append(PartitionExpression(partition, str(source["name"]), source["type"], shape[0], expr, str(text)))
+    return out
+
+
+def _source_value(value: Any, source_type: str, time_zone: str | None) -> tuple[Any, dt.timedelta] | None:
+    """The filter literal as a source-column value (for ``timestamp``: its local time), and
+    how far the partition's local time may be from it (an unknown time zone)."""
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if time_zone is not None and source_type == "timestamp" and isinstance(value, dt.datetime):
+        from zoneinfo import ZoneInfo
+
+        if value.tzinfo is None:  # text or a naive value: local time of the session, as Spark reads it
+            return value, dt.timedelta(0)
+        return value.astimezone(ZoneInfo(time_zone)).replace(tzinfo=None), dt.timedelta(0)
+    if source_type == "date":
+        if isinstance(value, dt.datetime):
+            return None
+        return (value, dt.timedelta(0)) if isinstance(value, dt.date) else None
+    if isinstance(value, dt.datetime):
+        if source_type == "timestamp_ntz":
+            return (value.replace(tzinfo=None), dt.timedelta(0)) if value.tzinfo is None else None
+        if value.tzinfo is not None:
+            return value.astimezone(dt.timezone.utc).replace(tzinfo=None), _ZONE_SPREAD
+        return value, _NAIVE_SPREAD
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day), (
+            dt.timedelta(0) if source_type == "timestamp_ntz" else _NAIVE_SPREAD
+        )
+    return None
+
+
+def _derive(p: PartitionExpression, op: str, value: Any, time_zone: str | None) -> list[tuple[str, str, Any]]:
+    if op == "isnull":
+        return [(p.partition_column, "isnull", None)]
+    parsed = _source_value(value, p.source_type, time_zone)
+    if parsed is None:
+        return []
+    v, spread = parsed
+    # the partition holds f(local time) for a zone we do not know: bound it by the values
+    # at both ends of the spread; a non-monotonic f (month, day, hour) only when they agree
+    try:
+        low, high = p.value(v - spread), p.value(v + spread)
+    except (UnsupportedConstraintError, OverflowError, pa.ArrowInvalid):
+        return []
+    if low is None or high is None:
+        return []
+    col = p.partition_column
+    if p.monotonic:
+        if op in (">", ">="):
+            return [(col, ">=", low)]
+        if op in ("<", "<="):
+            return [(col, "<=", high)]
+        if op == "=":
+            return [(col, "=", low)] if low == high else [(col, ">=", low), (col, "<=", high)]
+        return []
+    if op == "=" and low == high:
+        return [(col, "=", low)]
+    return []
+
+
+def derived_partition_terms(
+    terms: Sequence[tuple[str, str, Any]], expressions: Sequence[PartitionExpression], time_zone: str | None = None
+) -> list[tuple[str, str, Any]]:
+    """Partition terms implied by ``terms`` on the source columns of generated partition
+    columns: every row a term keeps lies in a partition the derived terms keep (rows are
+    still filtered by the original terms). ``op`` is one of ``= < <= > >= isnull``.
+
+    For a ``timestamp`` (with zone) source, ``time_zone`` is the reader's session time
+    zone: as in Delta, the table is taken to be written in it. Without it the bounds widen
+    by the largest zone offset (28 hours for a value without a zone)."""
+    by_source: dict[str, list[PartitionExpression]] = {}
+    for p in expressions:
+        by_source.setdefault(p.source_column.lower(), []).append(p)
+    out: list[tuple[str, str, Any]] = []
+    for column, op, value in terms:
+        for p in by_source.get(column.lower(), []):
+            out.extend(_derive(p, op, value, time_zone))
+    return out

@@ -1,0 +1,300 @@
+"""Generated, identity and default columns through the data source's write (plan, tasks,
+commit), driven in-process as in test_write_transaction.py: no Spark session, concurrent
+writers interleaved deterministically. Tables are read back by deltalog and delta-rs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from deltalog.contrib.spark.files import write_batches
+from deltalog.contrib.spark.options import WriteOptions
+from deltalog.contrib.spark.writes import WritePlan, commit_write, plan_write
+from deltalog.txn.commit.commit_errors import MetadataChangedError
+from deltalog.txn.commit.operations import CreateTable, Write
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.protocol.actions import AddFile, Metadata
+from deltalog.txn.protocol.generated_columns import GeneratedColumnConstraintViolationError
+from deltalog.txn.protocol.identity import IdentityColumnError, identity_columns
+
+deltalake = pytest.importorskip("deltalake")
+
+UTC = pa.timestamp("us", tz="UTC")
+
+
+def _field(name: str, type_: str, **meta: Any) -> dict[str, Any]:
+    return {"name": name, "type": type_, "nullable": True, "metadata": meta}
+
+
+def _identity(allow: bool, start: int = 1, step: int = 1) -> dict[str, Any]:
+    return {"delta.identity.start": start, "delta.identity.step": step, "delta.identity.allowExplicitInsert": allow}
+
+
+def _create(path: str, *fields: dict[str, Any], partition_columns: tuple[str, ...] = ()) -> DeltaLog:
+    log = DeltaLog.for_table(path)
+    txn = log.start_transaction()
+    schema = {"type": "struct", "fields": list(fields)}
+    txn.update_metadata(Metadata(schema_string=json.dumps(schema), partition_columns=partition_columns))
+    txn.commit([], CreateTable())
+    return log
+
+
+def _plan(path: str, data: pa.Table) -> WritePlan:
+    from deltalog.txn.protocol.schema import from_arrow_type
+
+    fields = [
+        {"name": f.name, "type": from_arrow_type(f.type).to_json_value(), "nullable": True, "metadata": {}}
+        for f in data.schema
+    ]
+    return plan_write(WriteOptions.parse({"path": path}, False), json.dumps({"type": "struct", "fields": fields}))
+
+
+def _write(path: str, data: pa.Table, task_id: int = 0) -> int | None:
+    plan = _plan(path, data)
+    return commit_write(plan, write_batches(plan.spec, data.to_batches(), task_id))
+
+
+def _read_ours(path: str) -> pa.Table:
+    """The table as deltalog's data source reads it (its driver plan and task reads)."""
+    from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
+
+    log = DeltaLog.for_table(path)
+    snapshot = log.update()
+    metadata = snapshot.metadata
+    from deltalog.txn.protocol.schema import parse_schema
+
+    output = parse_schema(metadata.schema_string).to_arrow()
+    spec = ReadSpec(
+        log.store.spec(), log.table_uri, metadata.schema_string, tuple(metadata.partition_columns), output_schema=output
+    )
+    items = [FileToRead(a.path, a.partition_values, a.size) for a in snapshot.files]
+    return pa.Table.from_batches(list(read_files(spec, items)))
+
+
+def _rows(path: str, *columns: str) -> list[tuple[Any, ...]]:
+    """Rows by delta-rs and by deltalog's own reader, which must agree."""
+    ours = _read_ours(path).select(list(columns))
+    theirs = deltalake.DeltaTable(path).to_pyarrow_table().select(list(columns))
+    key = [(c, "ascending") for c in columns]
+    assert ours.sort_by(key).to_pylist() == theirs.sort_by(key).to_pylist()
+    return sorted(tuple(r.values()) for r in theirs.to_pylist())
+
+
+def _data_files(path: str) -> list[str]:
+    return sorted(
+        os.path.relpath(os.path.join(d, f), path)
+        for d, _, names in os.walk(path)
+        if "_delta_log" not in d
+        for f in names
+        if f.endswith(".parquet")
+    )
+
+
+def test_generated_partition_column_is_computed_and_read_back_by_delta_rs(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    _create(
+        path,
+        _field("ts", "timestamp"),
+        _field("x", "long"),
+        _field("day", "date", **{"delta.generationExpression": "CAST(ts AS DATE)"}),
+        partition_columns=("day",),
+    )
+    stamps = [dt.datetime(2024, 1, 1, 10, tzinfo=dt.timezone.utc), dt.datetime(2024, 1, 2, 23, tzinfo=dt.timezone.utc)]
+    assert _write(path, pa.table({"ts": pa.array(stamps, UTC), "x": [1, 2]})) == 1
+    assert _rows(path, "x", "day") == [(1, dt.date(2024, 1, 1)), (2, dt.date(2024, 1, 2))]
+    assert sorted(f.split("/")[0] for f in _data_files(path)) == ["day=2024-01-01", "day=2024-01-02"]
+    protocol = DeltaLog.for_table(path).update().protocol
+    assert protocol.min_writer_version == 4 and protocol.writer_features is None  # legacy generatedColumns
+
+
+def test_a_row_that_contradicts_its_generation_expression_is_refused_and_nothing_is_written(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    log = _create(path, _field("x", "long"), _field("y", "long", **{"delta.generationExpression": "x * 10"}))
+    assert _write(path, pa.table({"x": [1, 2], "y": [10, 20]})) == 1
+    with pytest.raises(GeneratedColumnConstraintViolationError, match=r"y <=> x \* 10") as err:
+        _write(path, pa.table({"x": [3, 4], "y": [30, 41]}))
+    assert err.value.values == {"y": 41, "x": 4}
+    assert log.update().version == 1
+    assert len(_data_files(path)) == 1  # the failed task deleted its files
+    assert _rows(path, "x", "y") == [(1, 10), (2, 20)]
+
+
+def test_identity_always_generates_values_and_refuses_explicit_ones(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    log = _create(path, _field("id", "long", **_identity(False)), _field("x", "long"))
+    assert _write(path, pa.table({"x": [1, 2, 3]})) == 1
+    assert _rows(path, "id", "x") == [(1, 1), (2, 2), (3, 3)]
+    assert identity_columns(log.update().metadata)[0].high_water_mark == 3
+    commit_info = next(a for a in log.read_commit(1) if type(a).__name__ == "CommitInfo")
+    assert commit_info.extra["tags"] == {"delta.identity.schemaUpdate": "true"}
+    with pytest.raises(IdentityColumnError, match="GENERATED ALWAYS AS IDENTITY column id"):
+        _plan(path, pa.table({"id": [9], "x": [4]}))
+    protocol = log.update().protocol
+    assert protocol.min_writer_version == 6 and protocol.writer_features is None  # legacy identityColumns
+
+
+def test_identity_by_default_keeps_given_values_without_moving_the_mark(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    log = _create(path, _field("id", "long", **_identity(True, start=100, step=10)), _field("x", "long"))
+    _write(path, pa.table({"id": [5, 6], "x": [1, 2]}))
+    assert identity_columns(log.update().metadata)[0].high_water_mark is None  # as Delta: only generated values
+    _write(path, pa.table({"x": [3]}))
+    assert _rows(path, "id", "x") == [(5, 1), (6, 2), (100, 3)]
+    assert identity_columns(log.update().metadata)[0].high_water_mark == 100
+
+
+def test_two_tasks_of_one_write_never_collide(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    log = _create(path, _field("id", "long", **_identity(False)), _field("x", "long"))
+    plan = _plan(path, pa.table({"x": [0]}))
+    lines = write_batches(plan.spec, pa.table({"x": [1, 2]}).to_batches(), 0)
+    lines += write_batches(plan.spec, pa.table({"x": [3, 4]}).to_batches(), 1)
+    commit_write(plan, lines)
+    ids = [r[0] for r in _rows(path, "id")]
+    assert len(set(ids)) == 4
+    assert identity_columns(log.update().metadata)[0].high_water_mark == max(ids)
+
+
+def test_four_concurrent_identity_writers_never_duplicate_a_value(tmp_path: Any) -> None:
+    """All four plan against version 0 and write their files; they then commit in turn.
+    Each commit moves the high-water mark (a metadata change), so, as in Delta, every
+    writer after the first fails with MetadataChangedError and commits nothing; run again,
+    it plans past the new mark."""
+    path = str(tmp_path / "t")
+    log = _create(path, _field("id", "long", **_identity(False)), _field("w", "long"))
+    batches = {w: pa.table({"w": [w] * 3}) for w in range(4)}
+    planned = {w: _plan(path, batches[w]) for w in range(4)}
+    written = {w: write_batches(planned[w].spec, batches[w].to_batches(), 0) for w in range(4)}
+    assert commit_write(planned[0], written[0]) == 1
+    losers = []
+    for w in (1, 2, 3):
+        with pytest.raises(MetadataChangedError):
+            commit_write(planned[w], written[w])
+        losers.append(w)
+    assert log.update().version == 1
+    for w in losers:  # the retry: a new plan (new high-water mark), new files, one commit
+        _write(path, batches[w])
+    rows = _rows(path, "id", "w")
+    ids = [r[0] for r in rows]
+    assert len(ids) == 12 and len(set(ids)) == 12
+    assert sorted(ids) == list(range(1, 13))
+    assert identity_columns(log.update().metadata)[0].high_water_mark == 12
+
+
+def test_an_identity_only_update_does_not_fail_a_writer_that_changes_no_metadata(tmp_path: Any) -> None:
+    """Delta's checkNoMetadataUpdates: a winner tagged delta.identity.schemaUpdate only
+    fails transactions that change the metadata themselves."""
+    path = str(tmp_path / "t")
+    log = _create(path, _field("id", "long", **_identity(True)), _field("x", "long"))
+    other = log.start_transaction()  # reads version 0, appends a file, no metadata change
+    _write(path, pa.table({"x": [1]}))  # version 1: identity values, high-water mark moved
+    given = pa.table({"id": pa.array([50], pa.int64()), "x": pa.array([2], pa.int64())})
+    plan = _plan(path, given)
+    lines = write_batches(plan.spec, given.to_batches(), 0)
+    add = next(a for a in (AddFile.from_dict(json.loads(line)["add"]) for line in lines))
+    assert other.commit([add], Write(mode="Append")) == 2  # no generated columns: nothing to declare
+    assert _rows(path, "id", "x") == [(1, 1), (50, 2)]
+
+
+def test_defaults_fill_missing_columns_and_delta_rs_reads_them(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    log = _create(
+        path,
+        _field("x", "long"),
+        _field("status", "string", CURRENT_DEFAULT="'new'"),
+        _field("n", "integer", CURRENT_DEFAULT="7"),
+    )
+    assert "allowColumnDefaults" in (log.update().protocol.writer_features or ())
+    _write(path, pa.table({"x": [1]}))
+    _write(path, pa.table({"x": [2], "status": ["old"]}))
+    assert _rows(path, "x", "status", "n") == [(1, "new", 7), (2, "old", 7)]
+
+
+def test_spark_builder_and_data_source_write_fill_every_kind_of_column(
+    spark: Any, table_path: str, caplog: Any
+) -> None:
+    """One small Spark job: a table created with the builder, written by format("deltalog")
+    with only its plain columns, read back by Spark (both paths) and delta-rs; a read
+    filtered on the timestamp skips the other days' partitions."""
+    from deltalog.contrib.spark import DeltaTable, read_table, register
+    from deltalog.contrib.spark.table_builder import IdentityGenerator
+
+    register(spark)
+    (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("id", "long", generatedAlwaysAs=IdentityGenerator(start=10, step=5))
+        .addColumn("ts", "timestamp")
+        .addColumn("day", "date", generatedAlwaysAs="CAST(ts AS DATE)")
+        .addColumn("status", "string", default="'new'")
+        .partitionedBy("day")
+        .execute()
+    )
+    df = spark.createDataFrame(
+        [(dt.datetime(2024, 1, 1, 10), "a"), (dt.datetime(2024, 1, 3, 9), "b")], "ts timestamp, note string"
+    ).drop("note")
+    df.coalesce(1).write.format("deltalog").mode("append").save(table_path)
+    got = spark.read.format("deltalog").load(table_path).orderBy("ts").collect()
+    assert [(r.id, r.day, r.status) for r in got] == [
+        (10, dt.date(2024, 1, 1), "new"),
+        (15, dt.date(2024, 1, 3), "new"),
+    ]
+    with caplog.at_level("INFO", logger="deltalog.contrib.spark.native"):
+        native = read_table(spark, table_path, where="ts >= '2024-01-02 00:00:00'")
+    assert "at version 1: 1 of 2 files" in caplog.text  # the day=2024-01-01 partition is skipped
+    assert [(r.id, r.day) for r in native.collect()] == [(15, dt.date(2024, 1, 3))]
+    with pytest.raises(Exception, match="GENERATED ALWAYS AS IDENTITY column id"):
+        spark.createDataFrame([(1, dt.datetime(2024, 1, 1))], "id long, ts timestamp").write.format("deltalog").mode(
+            "append"
+        ).save(table_path)
+    assert DeltaLog.for_table(table_path).update().version == 1
+
+
+def test_update_and_merge_recompute_generated_columns_and_apply_defaults(spark: Any, table_path: str) -> None:
+    """Delta's PreprocessTableUpdate/Merge: a generated column is recomputed from the new
+    values, a MERGE insert gives unassigned columns their defaults, and an identity
+    column is neither updated nor left without values."""
+    from deltalog.contrib.spark import DeltaTable, register
+    from deltalog.contrib.spark.table_builder import IdentityGenerator
+
+    register(spark)
+    table = (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("x", "long")
+        .addColumn("y", "long", generatedAlwaysAs="x * 10")
+        .addColumn("s", "string", default="'d'")
+        .execute()
+    )
+    spark.createDataFrame([(1,), (2,)], "x long").write.format("deltalog").mode("append").save(table_path)
+    table.update("x = 1", {"x": "x + 2"})
+    source = spark.createDataFrame([(7,)], "x long")
+    table.alias("t").merge(source.alias("s"), "t.x = s.x").whenNotMatchedInsert(values={"x": "s.x"}).execute()
+    assert _rows(table_path, "x", "y", "s") == [(2, 20, "d"), (3, 30, "d"), (7, 70, "d")]
+    ids = str(table_path) + "-ids"
+    with_ids = DeltaTable.create(spark).location(ids).addColumn("id", "long", generatedAlwaysAs=IdentityGenerator())
+    with_ids = with_ids.addColumn("x", "long").execute()
+    with pytest.raises(IdentityColumnError, match="cannot be updated"):
+        with_ids.update("x = 1", {"id": "5"})
+    with pytest.raises(IdentityColumnError, match="MERGE cannot generate values"):
+        with_ids.alias("t").merge(source.alias("s"), "t.x = s.x").whenNotMatchedInsert(values={"x": "s.x"}).execute()
+
+
+def test_the_engine_refuses_data_from_a_writer_that_did_not_enforce_generated_columns(tmp_path: Any) -> None:
+    """PROTOCOL: writers MUST enforce ``(<column> <=> <expression>) IS TRUE``; as for CHECK
+    constraints, a data commit must declare it did (``mark_constraints_checked``)."""
+    from deltalog.txn.commit.commit_errors import ConstraintsNotCheckedError
+
+    path = str(tmp_path / "t")
+    log = _create(path, _field("x", "long"), _field("y", "long", **{"delta.generationExpression": "x * 10"}))
+    add = AddFile("part-0.parquet", {}, size=1, modification_time=0)
+    with pytest.raises(ConstraintsNotCheckedError, match=r"Generated Column: y <=> x \* 10"):
+        log.start_transaction().commit([add], Write(mode="Append"))
+    txn = log.start_transaction()
+    txn.mark_constraints_checked()
+    assert txn.commit([add], Write(mode="Append")) == 1

@@ -1,0 +1,262 @@
+"""Generated columns, identity columns and column defaults in the protocol layer (no I/O):
+expressions, filling and checking a batch, high-water marks, and partition filters derived
+from filters on a generated partition column's source."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from deltalog.txn.protocol.actions import AddFile, Metadata
+from deltalog.txn.protocol.column_defaults import (
+    UnsupportedDefaultExpressionError,
+    plan_default_expressions,
+)
+from deltalog.txn.protocol.constraint_sql import evaluate, parse_expression
+from deltalog.txn.protocol.generated_columns import (
+    GeneratedColumnConstraintViolationError,
+    UnsupportedGenerationExpressionError,
+    derived_partition_terms,
+    partition_expressions,
+)
+from deltalog.txn.protocol.identity import (
+    HIGH_WATER_MARK,
+    TASK_RANGE,
+    IdentityColumnError,
+    identity_columns,
+    identity_commit_tags,
+    is_identity_only_update,
+    pop_high_water_marks,
+    round_to_next,
+    tag_high_water_marks,
+    update_high_water_marks,
+)
+from deltalog.txn.protocol.protocol_requirements import active_features
+
+
+def _field(name: str, type_: str, **meta: Any) -> dict[str, Any]:
+    return {"name": name, "type": type_, "nullable": True, "metadata": meta}
+
+
+def _metadata(*fields: dict[str, Any], partition_columns: tuple[str, ...] = ()) -> Metadata:
+    return Metadata(
+        schema_string=json.dumps({"type": "struct", "fields": list(fields)}), partition_columns=partition_columns
+    )
+
+
+def _ts(*args: int, tz: str = "UTC") -> pa.Array:
+    return pa.array([dt.datetime(*args)], pa.timestamp("us", tz="UTC")).cast(pa.timestamp("us", tz=tz))
+
+
+# -- expressions -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("date(ts)", dt.date(2024, 3, 5)),
+        ("CAST(ts AS DATE)", dt.date(2024, 3, 5)),
+        ("to_date(ts)", dt.date(2024, 3, 5)),
+        ("year(ts)", 2024),
+        ("month(ts)", 3),
+        ("day(ts)", 5),
+        ("hour(ts)", 18),  # 23:30 UTC is 18:30 in New York: Spark's session time zone
+        ("date_format(ts, 'yyyy-MM')", "2024-03"),
+        ("trunc(ts, 'MM')", dt.date(2024, 3, 1)),
+        ("concat(s, '-', CAST(year(ts) AS STRING))", "ab-2024"),
+        ("substring(s, 2, 1)", "b"),
+    ],
+)
+def test_generation_functions_follow_spark_in_the_data_time_zone(expr: str, expected: Any) -> None:
+    data = pa.table({"ts": _ts(2024, 3, 5, 23, 30, tz="America/New_York"), "s": ["ab"]})
+    value = evaluate(parse_expression(expr), data, expr)
+    assert (value if isinstance(value, pa.Scalar) else value[0]).as_py() == expected
+
+
+def test_a_generated_column_is_computed_when_missing_and_checked_when_given() -> None:
+    metadata = _metadata(_field("ts", "timestamp"), _field("d", "date", **{"delta.generationExpression": "date(ts)"}))
+    fill = plan_default_expressions(metadata).for_task(0)
+    data = pa.table({"ts": pa.concat_arrays([_ts(2024, 1, 1, 10), pa.nulls(1, pa.timestamp("us", tz="UTC"))])})
+    assert fill(data).column("d").to_pylist() == [dt.date(2024, 1, 1), None]
+    # given and equal (NULL <=> NULL holds)
+    ok = data.append_column("d", pa.array([dt.date(2024, 1, 1), None], pa.date32()))
+    assert fill(ok).column("d").to_pylist() == [dt.date(2024, 1, 1), None]
+    for wrong in ([dt.date(2024, 1, 2), None], [dt.date(2024, 1, 1), dt.date(2024, 1, 1)]):
+        bad = data.append_column("d", pa.array(wrong, pa.date32()))
+        with pytest.raises(GeneratedColumnConstraintViolationError, match=r"Generated Column \(d <=> date\(ts\)\)"):
+            fill(bad)
+
+
+@pytest.mark.parametrize(
+    ("expression", "reason"),
+    [
+        ("CASE WHEN x > 1 THEN 1 ELSE 0 END", "CASE"),
+        ("current_date()", "not deterministic"),
+        ("nope + 1", "unknown columns"),
+        ("date_format(ts, 'EEE')", "date_format() with the pattern 'EEE'"),
+    ],
+)
+def test_a_generation_expression_outside_the_subset_is_refused_by_name(expression: str, reason: str) -> None:
+    metadata = _metadata(
+        _field("x", "long"),
+        _field("ts", "timestamp"),
+        _field("g", "string", **{"delta.generationExpression": expression}),
+    )
+    with pytest.raises(UnsupportedGenerationExpressionError, match="generated column g") as err:
+        plan_default_expressions(metadata)
+    assert reason in str(err.value)
+
+
+def test_column_defaults_fill_only_missing_columns() -> None:
+    metadata = _metadata(
+        _field("x", "long"),
+        _field("status", "string", CURRENT_DEFAULT="'new'"),
+        _field("n", "integer", CURRENT_DEFAULT="40 + 2"),
+        _field("at", "date", CURRENT_DEFAULT="current_date()"),
+    )
+    assert "allowColumnDefaults" in active_features(metadata)
+    fill = plan_default_expressions(metadata).for_task(0)
+    out = fill(pa.table({"x": [1, 2], "n": pa.array([None, 7], pa.int32())}))
+    assert out.column("status").to_pylist() == ["new", "new"]
+    assert out.column("n").to_pylist() == [None, 7]  # given (NULL too): kept
+    assert out.column("at").to_pylist() == [dt.datetime.now(dt.timezone.utc).date()] * 2
+    with pytest.raises(UnsupportedDefaultExpressionError, match="cannot name a column"):
+        plan_default_expressions(_metadata(_field("x", "long"), _field("y", "long", CURRENT_DEFAULT="x + 1")))
+
+
+# -- identity ----------------------------------------------------------------------------
+
+
+def _identity(name: str = "id", start: int = 1, step: int = 1, hwm: int | None = None, allow: bool = False) -> dict:
+    meta: dict[str, Any] = {
+        "delta.identity.start": start,
+        "delta.identity.step": step,
+        "delta.identity.allowExplicitInsert": allow,
+    }
+    if hwm is not None:
+        meta[HIGH_WATER_MARK] = hwm
+    return _field(name, "long", **meta)
+
+
+def test_identity_values_continue_past_the_high_water_mark_in_per_task_ranges() -> None:
+    metadata = _metadata(_identity(start=10, step=-3, hwm=4), _field("x", "long"))
+    plan = plan_default_expressions(metadata)
+    first, second = plan.for_task(0), plan.for_task(1)
+    a = first(pa.table({"x": [1, 2]}))
+    b = first(pa.table({"x": [3]}))
+    c = second(pa.table({"x": [4]}))
+    assert a.column("id").to_pylist() == [1, -2]
+    assert b.column("id").to_pylist() == [-5]  # continues across the task's batches
+    assert c.column("id").to_pylist() == [1 - 3 * TASK_RANGE]
+    assert first.high_water_marks == {"id": -5}
+    assert second.high_water_marks == {"id": 1 - 3 * TASK_RANGE}
+    given = first(pa.table({"x": [5], "id": [99]}))
+    assert given.column("id").to_pylist() == [99] and first.high_water_marks == {"id": -5}
+
+
+def test_identity_overflow_and_inconsistent_metadata_are_refused() -> None:
+    near_max = _metadata(_identity(start=(1 << 63) - 2, step=1), _field("x", "long"))
+    with pytest.raises(IdentityColumnError, match="overflows a long"):
+        plan_default_expressions(near_max).for_task(0)(pa.table({"x": [1, 2, 3]}))
+    broken = _field("id", "long", **{"delta.identity.start": 1})
+    with pytest.raises(IdentityColumnError, match="must have all of"):
+        identity_columns(_metadata(broken))
+    with pytest.raises(IdentityColumnError, match="step 0"):
+        identity_columns(_metadata(_identity(step=0)))
+
+
+@pytest.mark.parametrize(
+    ("start", "step", "value", "expected"),
+    [(1, 3, 6, 7), (1, 3, 7, 7), (10, 3, 9, 10), (1, -3, -4, -5), (-1, -3, -2, -4), (5, 5, -7, -5)],
+)
+def test_round_to_next_is_deltas(start: int, step: int, value: int, expected: int) -> None:
+    assert round_to_next(start, step, value) == expected
+
+
+def test_high_water_marks_only_move_forward_and_mark_an_identity_only_update() -> None:
+    metadata = _metadata(_identity(start=1, step=2, hwm=9), _field("x", "long"))
+    assert update_high_water_marks(metadata, {"id": [3, 5]}) is metadata  # behind the mark: kept
+    moved = update_high_water_marks(metadata, {"id": [13, 20]})  # 20 rounds up to 21
+    assert identity_columns(moved)[0].high_water_mark == 21
+    assert is_identity_only_update(metadata, moved)
+    assert identity_commit_tags(metadata, moved) == {"tags": {"delta.identity.schemaUpdate": "true"}}
+    renamed = Metadata(schema_string=moved.schema_string.replace('"x"', '"y"'))
+    assert not is_identity_only_update(metadata, renamed)
+    assert identity_commit_tags(metadata, None) == {}
+
+
+def test_task_high_water_marks_travel_on_add_tags_and_never_reach_the_log() -> None:
+    add = AddFile("a.parquet", {}, size=1, modification_time=0, tags={"keep": "1"})
+    tagged = tag_high_water_marks(add, {"id": 7})
+    other = tag_high_water_marks(AddFile("b.parquet", {}, size=1, modification_time=0), {"id": 3})
+    adds, marks = pop_high_water_marks([tagged, other])
+    assert marks == {"id": [7, 3]}
+    assert [a.tags for a in adds] == [{"keep": "1"}, None]
+
+
+# -- partition filters from the source column -------------------------------------------
+
+
+def _partition_table(expression: str, source_type: str = "timestamp", part_type: str = "date") -> Metadata:
+    return _metadata(
+        _field("ts", source_type),
+        _field("p", part_type, **{"delta.generationExpression": expression}),
+        partition_columns=("p",),
+    )
+
+
+def test_filters_on_a_timestamp_derive_date_partition_filters() -> None:
+    ntz = partition_expressions(_partition_table("CAST(ts AS DATE)", "timestamp_ntz"))
+    when = dt.datetime(2024, 1, 2, 10)
+    assert derived_partition_terms([("ts", ">=", when)], ntz) == [("p", ">=", dt.date(2024, 1, 2))]
+    assert derived_partition_terms([("ts", "<", when)], ntz) == [("p", "<=", dt.date(2024, 1, 2))]
+    assert derived_partition_terms([("ts", "=", "2024-01-02 10:00:00")], ntz) == [("p", "=", dt.date(2024, 1, 2))]
+    assert derived_partition_terms([("ts", "isnull", None)], ntz) == [("p", "isnull", None)]
+    assert derived_partition_terms([("other", "=", when)], ntz) == []
+    # a timestamp with a zone: the partition holds the date in the writer's session time zone,
+    # unknown here, so the bounds widen by the largest zone offset
+    ltz = partition_expressions(_partition_table("date(ts)"))
+    aware = dt.datetime(2024, 1, 2, 10, tzinfo=dt.timezone.utc)
+    assert derived_partition_terms([("ts", "=", aware)], ltz) == [
+        ("p", ">=", dt.date(2024, 1, 1)),
+        ("p", "<=", dt.date(2024, 1, 3)),
+    ]
+
+
+def test_with_the_session_time_zone_the_derived_filters_are_exact() -> None:
+    ltz = partition_expressions(_partition_table("date(ts)"))
+    text = "2024-01-02 00:30:00"  # Spark reads it in the session time zone
+    assert derived_partition_terms([("ts", ">=", text)], ltz, "UTC") == [("p", ">=", dt.date(2024, 1, 2))]
+    aware = dt.datetime(2024, 1, 2, 3, tzinfo=dt.timezone.utc)  # Jan 1st, 22:00 in New York
+    assert derived_partition_terms([("ts", "<", aware)], ltz, "America/New_York") == [("p", "<=", dt.date(2024, 1, 1))]
+
+
+def test_non_monotonic_parts_derive_only_exact_equalities() -> None:
+    ntz_hour = partition_expressions(_partition_table("hour(ts)", "timestamp_ntz", "integer"))
+    when = dt.datetime(2024, 1, 2, 10, 30)
+    assert derived_partition_terms([("ts", "=", when)], ntz_hour) == [("p", "=", 10)]
+    assert derived_partition_terms([("ts", ">", when)], ntz_hour) == []
+    ltz_hour = partition_expressions(_partition_table("hour(ts)", "timestamp", "integer"))
+    assert derived_partition_terms([("ts", "=", when)], ltz_hour) == []  # zone unknown
+    fmt = partition_expressions(_partition_table("date_format(ts, 'yyyy-MM')", "timestamp_ntz", "string"))
+    assert derived_partition_terms([("ts", "<=", when)], fmt) == [("p", "<=", "2024-01")]
+    assert partition_expressions(_partition_table("CAST(ts AS STRING)", "timestamp_ntz", "string")) == []
+
+
+def test_plan_files_skips_partitions_by_a_filter_on_the_source_column() -> None:
+    from deltalog.contrib.spark.scan import plan_files
+
+    metadata = _partition_table("CAST(ts AS DATE)", "timestamp_ntz")
+    files = [
+        AddFile(f"p={day}/f.parquet", {"p": day}, size=1, modification_time=0)
+        for day in ("2024-01-01", "2024-01-02", "2024-01-03")
+    ]
+    types = {"ts": "timestamp_ntz", "p": "date"}
+    terms = [("ts", ">=", dt.datetime(2024, 1, 2, 12))]
+    plan = plan_files(files, 1, terms, ["p"], types, generated=partition_expressions(metadata))
+    assert [f.path for f in plan.files] == ["p=2024-01-02/f.parquet", "p=2024-01-03/f.parquet"]
+    assert len(plan_files(files, 1, terms, ["p"], types).files) == 3  # without the derivation
