@@ -180,6 +180,19 @@ def bounds_may_match(
     return True
 
 
+def _engine_filters(partition_terms: Sequence[Term]) -> list[tuple[str, str, Any]]:
+    """Partition terms as the engine's partition filters (``isnull`` is ``= None``)."""
+    out: list[tuple[str, str, Any]] = []
+    for column, op, value in partition_terms:
+        if op == "isnull":
+            out.append((column, "=", None))
+        elif op == "notnull":
+            out.append((column, "!=", None))
+        else:
+            out.append((column, op, list(value) if op == "in" else value))
+    return out
+
+
 def plan_files(
     files: Sequence[AddFile],
     version: int,
@@ -207,14 +220,7 @@ def plan_files(
             partition_terms.append((part_lower[column.lower()], op, value))
         else:
             data_terms.append((column, op, value))
-    engine_filters: list[tuple[str, str, Any]] = []
-    for column, op, value in partition_terms:
-        if op == "isnull":
-            engine_filters.append((column, "=", None))
-        elif op == "notnull":
-            engine_filters.append((column, "!=", None))
-        else:
-            engine_filters.append((column, op, list(value) if op == "in" else value))
+    engine_filters = _engine_filters(partition_terms)
     predicate = PartitionPredicate(engine_filters, {c: column_types.get(c, "string") for c in partition_columns})
     physical = physical_names or {}
     # partitionValues are keyed by physical name under column mapping

@@ -718,14 +718,7 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
         if isinstance(e, Literal):
             return _literal(e)
         if isinstance(e, Unary):
-            v = ev(e.operand)
-            if e.op == "not":
-                return pc.invert(_as_bool(v, text, "NOT applied to a value"))
-            if e.op == "neg":
-                return pc.negate_checked(v)
-            if e.op == "is_null":
-                return pc.is_null(v)
-            return pc.is_valid(v)
+            return _unary(e.op, ev(e.operand), text)
         if isinstance(e, Binary):
             if e.op in ("and", "or"):
                 left = _as_bool(ev(e.left), text, f"{e.op.upper()} applied to a value")
@@ -770,6 +763,16 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
         return _call(e, [ev(a) for a in e.args], text)
 
     return ev(expr)
+
+
+def _unary(op: str, v: Value, text: str) -> Value:
+    if op == "not":
+        return pc.invert(_as_bool(v, text, "NOT applied to a value"))
+    if op == "neg":
+        return pc.negate_checked(v)
+    if op == "is_null":
+        return pc.is_null(v)
+    return pc.is_valid(v)
 
 
 def _failure(text: str) -> Callable[[str, str], Exception]:
