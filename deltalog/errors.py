@@ -85,11 +85,13 @@ if TYPE_CHECKING:
         NotNullConstraintViolationError,
     )
     from deltalog.txn.protocol.errors import (
+        ChecksumMismatchError,
         CorruptLogError,
         DeltaLogError,
         InvalidSchemaError,
         InvalidTableStateError,
         NonContiguousVersionsError,
+        RowTrackingError,
         TableNotFoundError,
         UnsupportedFeatureError,
         VersionNotFoundError,
@@ -115,6 +117,8 @@ _HOMES: dict[str, str] = {
     # the log and its tables
     "DeltaLogError": "deltalog.txn.protocol.errors",
     "CorruptLogError": "deltalog.txn.protocol.errors",
+    "ChecksumMismatchError": "deltalog.txn.protocol.errors",
+    "RowTrackingError": "deltalog.txn.protocol.errors",
     "InvalidSchemaError": "deltalog.txn.protocol.errors",
     "InvalidTableStateError": "deltalog.txn.protocol.errors",
     "NonContiguousVersionsError": "deltalog.txn.protocol.errors",
@@ -182,6 +186,7 @@ _HOMES: dict[str, str] = {
 __all__ = [
     "AmbiguousWriteError",
     "AppendOnlyViolationError",
+    "ChecksumMismatchError",
     "CommitFailedError",
     "CommitLockConfigError",
     "CommitLockError",
@@ -231,6 +236,7 @@ __all__ = [
     "ProtocolChangedError",
     "ReplaceWhereMismatchError",
     "RestoreMissingFilesError",
+    "RowTrackingError",
     "SchemaMismatchError",
     "TableAlreadyExistsError",
     "TableNotFoundError",

@@ -3,9 +3,15 @@
 Follows Delta's ``ConflictChecker.checkConflicts``; for each winning commit, in order:
 
 1. protocol: the winner changed the protocol -> this client must still be able to write
-   it, and this transaction must not change it too (:class:`ProtocolChangedError`);
-2. metadata: the winner changed metadata -> :class:`MetadataChangedError`;
-3. domain metadata: both touch one domain -> :class:`ConcurrentTransactionError`;
+   it, this transaction must not change it too, and the winner must not drop a feature
+   this transaction read (:class:`ProtocolChangedError`);
+2. metadata: the winner changed metadata -> :class:`MetadataChangedError`, unless this
+   transaction leaves the metadata alone and the change is one Delta resolves (enabling
+   deletion vectors, in-commit timestamps, V2 checkpoints, row tracking, name column
+   mapping: :mod:`~deltalog.txn.commit.metadata_conflicts`); then the winner's metadata
+   is adopted;
+3. domain metadata: both touch one domain -> :class:`ConcurrentTransactionError` (the
+   row-tracking high-water mark is reassigned by the transaction instead);
 4. application transactions: the winner set an app id this transaction read
    -> :class:`ConcurrentTransactionError`;
 5. concurrent append: the winner added files this transaction should have read, by
@@ -34,6 +40,7 @@ from deltalog.txn.commit.commit_errors import (
     ProtocolChangedError,
 )
 from deltalog.txn.commit.isolation import IsolationLevel
+from deltalog.txn.commit.metadata_conflicts import dropped_features, resolve_metadata_conflict
 from deltalog.txn.protocol.actions import (
     Action,
     AddFile,
@@ -112,6 +119,14 @@ class CurrentTransactionInfo:
     removed_paths: set[str] = field(default_factory=set)  # decoded paths
     domains: set[str] = field(default_factory=set)
     check_protocol: Callable[[Protocol], None] | None = None
+    #: the protocol the transaction read (None: a new table)
+    read_protocol: Protocol | None = None
+    #: the protocol and metadata the transaction commits on top of: the read ones, then
+    #: each winner's as conflict checking adopts them
+    protocol: Protocol | None = None
+    metadata: Metadata | None = None
+    #: False once a winner enabled row tracking (the commit cannot claim it preserved row ids)
+    row_tracking_preserved: bool = True
 
     @property
     def read_anything(self) -> bool:
@@ -151,16 +166,19 @@ def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> N
             if winner.version == 0:
                 detail += " (this happens when multiple writers are writing to an empty directory)"
             _conflict(ProtocolChangedError, detail, current, winner)
+        if current.read_protocol is not None:
+            dropped = dropped_features(winner.protocol, current.read_protocol)
+            if dropped:
+                _conflict(
+                    ProtocolChangedError,
+                    f"the winning commit dropped the table feature(s) {', '.join(sorted(dropped))}",
+                    current,
+                    winner,
+                )
+        current.protocol = winner.protocol
     # 2. metadata
     if winner.metadata is not None:
-        detail = (
-            "both transactions change the table's metadata"
-            if current.changes_metadata
-            else "the table's schema, partitioning or properties changed after this transaction read it"
-        )
-        if winner.version == 0:
-            detail += " (the table was created concurrently)"
-        _conflict(MetadataChangedError, detail, current, winner)
+        _check_metadata(current, winner, winner.metadata)
     # 3. domain metadata
     clashing_domains = winner.domains & current.domains
     if clashing_domains:
@@ -215,6 +233,25 @@ def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> N
                     winner,
                     _partition_hint_remove(removed),
                 )
+
+
+def _check_metadata(current: CurrentTransactionInfo, winner: WinningCommit, winning: Metadata) -> None:
+    resolution = None
+    if not current.changes_metadata and current.metadata is not None and current.protocol is not None:
+        resolution = resolve_metadata_conflict(current.metadata, winning, current.protocol, winner.commit_info)
+    if resolution is not None:
+        current.metadata = resolution.metadata
+        if resolution.row_tracking_enabled:
+            current.row_tracking_preserved = False
+        return
+    detail = (
+        "both transactions change the table's metadata"
+        if current.changes_metadata
+        else "the table's schema, partitioning or properties changed after this transaction read it"
+    )
+    if winner.version == 0:
+        detail += " (the table was created concurrently)"
+    _conflict(MetadataChangedError, detail, current, winner)
 
 
 def _partition_hint_remove(removed: RemoveFile) -> str | None:

@@ -13,11 +13,13 @@ from collections.abc import Iterable
 from deltalog.errors import DeltaError
 
 __all__ = [
+    "ChecksumMismatchError",
     "CorruptLogError",
     "DeltaLogError",
     "InvalidSchemaError",
     "InvalidTableStateError",
     "NonContiguousVersionsError",
+    "RowTrackingError",
     "TableNotFoundError",
     "UnsupportedFeatureError",
     "VersionNotFoundError",
@@ -104,3 +106,25 @@ class UnsupportedFeatureError(DeltaLogError):
 
 class InvalidSchemaError(DeltaLogError, ValueError):
     """A schema string is not valid Spark ``StructType`` JSON, or cannot be mapped."""
+
+
+class RowTrackingError(DeltaLogError):
+    """Row ids cannot be assigned or read as PROTOCOL "Row Tracking" requires (a new file
+    without ``numRecords``, a hand-made high-water mark, contradictory properties)."""
+
+
+class ChecksumMismatchError(DeltaLogError):
+    """The state rebuilt from the log differs from the version checksum file (``N.crc``)
+    written with that version: the log was changed after it was written (Delta's
+    ``DELTA_TXN_LOG_FAILED_INTEGRITY``)."""
+
+    def __init__(self, table: str, version: int, mismatches: dict[str, str]) -> None:
+        listed = "; ".join(f"{field}: {detail}" for field, detail in mismatches.items())
+        super().__init__(
+            f"the Delta log of {table} failed its integrity check at version {version}: the state "
+            f"rebuilt from the log differs from {version:020d}.crc ({listed}). A log file was changed "
+            "or deleted after the commit; restore it, or delete the .crc file if the change was intended."
+        )
+        self.table = table
+        self.version = version
+        self.mismatches = dict(mismatches)

@@ -86,6 +86,9 @@ def active_features(metadata: Metadata) -> set[str]:
         features.add("v2Checkpoint")
     if _true(config, "delta.enableTypeWidening"):
         features.add("typeWidening")
+    if _true(config, "delta.enableRowTracking"):
+        # rowTracking requires domainMetadata (its high-water mark is a domain)
+        features.update(("rowTracking", "domainMetadata"))
     try:
         schema = json.loads(metadata.schema_string)
     except ValueError:
