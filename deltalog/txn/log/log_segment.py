@@ -24,6 +24,7 @@ __all__ = [
     "LogSegment",
     "build_segment",
     "checkpoint_name",
+    "checksum_name",
     "commit_name",
     "file_version",
     "parse_listing",
@@ -48,6 +49,11 @@ def checkpoint_name(version: int, part: int | None = None, parts: int | None = N
     if part is None or parts is None:
         return f"{version:020d}.checkpoint.parquet"
     return f"{version:020d}.checkpoint.{part:010d}.{parts:010d}.parquet"
+
+
+def checksum_name(version: int) -> str:
+    """The version checksum file of ``version`` (PROTOCOL "Version Checksum File")."""
+    return f"{version:020d}.crc"
 
 
 def file_version(name: str) -> int | None:
@@ -140,6 +146,7 @@ class LogSegment:
     version: int
     checkpoint: CheckpointInstance | None
     commits: tuple[FileStatus, ...]  # versions checkpoint+1 .. version, contiguous
+    checksum: FileStatus | None = None  # ``version``'s ``.crc`` when listed
 
     @property
     def checkpoint_version(self) -> int | None:
@@ -195,4 +202,4 @@ def build_segment(
     missing = [v for v in wanted if v not in listing.commits]
     if missing:
         raise NonContiguousVersionsError(log_uri, sorted(v for v in listing.commits if v <= target), missing[0])
-    return LogSegment(log_uri, target, base, tuple(listing.commits[v] for v in wanted))
+    return LogSegment(log_uri, target, base, tuple(listing.commits[v] for v in wanted), listing.crcs.get(target))
