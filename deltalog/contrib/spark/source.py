@@ -46,7 +46,7 @@ from pyspark.sql.types import StructType
 
 from deltalog.contrib.spark.files import write_batches
 from deltalog.contrib.spark.options import ReadOptions, WriteOptions
-from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
+from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN, FileToRead, ReadSpec, read_files
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.contrib.spark.writes import StreamingInfo, WritePlan, abort_write, commit_write, plan_write
@@ -279,6 +279,7 @@ class DeltaReader(DataSourceReader):
             partition_columns=tuple(metadata.partition_columns),
             column_mapping_mode=snapshot.properties.column_mapping_mode,
             output_schema=_arrow_schema(self.schema),
+            row_tracking_columns=row_tracking_columns(snapshot) if self.options.read_row_tracking else None,
         )
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -322,6 +323,8 @@ class DeltaReader(DataSourceReader):
                 a.partition_values,
                 a.size,
                 None if a.deletion_vector is None else a.deletion_vector.to_dict(),
+                base_row_id=a.base_row_id,
+                default_row_commit_version=a.default_row_commit_version,
             )
             for a in plan.files
         ]
@@ -396,6 +399,9 @@ class DeltaLogDataSource(DataSource):
         if opts.read_change_feed:
             for name, type_name in CDF_COLUMNS:
                 schema = schema.add(name, type_name, True)
+        elif opts.read_row_tracking:
+            row_tracking_columns(snapshot)  # refuses a table without row tracking
+            schema = schema.add(ROW_TRACKING_COLUMN, "struct<row_id: long, row_commit_version: long>", True)
         return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -415,6 +421,25 @@ class DeltaLogDataSource(DataSource):
         opts = WriteOptions.parse(self.options, False)
         app_id = _query_app_id(opts, self.options)
         return DeltaStreamWriter(plan_write(opts, schema.json(), streaming=True), app_id, overwrite)
+
+
+def row_tracking_columns(snapshot: Any) -> tuple[str, str]:
+    """The materialized row id and row commit version column names of a table with row
+    tracking enabled (``readRowTracking``); raises on any other table."""
+    from deltalog.txn.protocol import row_tracking
+
+    if not row_tracking.is_enabled(snapshot.protocol, snapshot.metadata):
+        from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+        raise DeltaAnalysisError(
+            f"readRowTracking: row tracking is not enabled on {snapshot.table_uri} "
+            "(set delta.enableRowTracking=true first)"
+        )
+    config = snapshot.metadata.configuration
+    return (
+        config.get(row_tracking.MATERIALIZED_ROW_ID_KEY, ""),
+        config.get(row_tracking.MATERIALIZED_ROW_COMMIT_VERSION_KEY, ""),
+    )
 
 
 def _logical_schema(schema: dict[str, Any]) -> dict[str, Any]:
