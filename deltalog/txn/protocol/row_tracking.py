@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 
 import pyarrow as pa
@@ -49,6 +49,7 @@ __all__ = [
     "is_enabled",
     "is_supported",
     "is_suspended",
+    "iter_row_tracking",
     "row_commit_versions",
     "row_ids",
     "with_materialized_column_names",
@@ -152,44 +153,61 @@ def assign_row_tracking(
     caller's actions for every attempt: a retry gets ids above the winners' mark. Adds a
     ``delta.rowTracking`` domain action when the mark grows.
     """
-    if not is_supported(protocol):
-        _refuse_domain(actions)
-        return list(actions)
-    if is_suspended(metadata):
-        _refuse_domain(actions)
-        return [
-            replace(a, base_row_id=None) if isinstance(a, AddFile) and a.base_row_id is not None else a for a in actions
-        ]
+    return list(
+        iter_row_tracking(
+            actions,
+            protocol,
+            metadata,
+            read_high_water_mark=read_high_water_mark,
+            high_water_mark=high_water_mark,
+            version=version,
+        )
+    )
+
+
+def iter_row_tracking(
+    actions: Iterable[Action],
+    protocol: Protocol | None,
+    metadata: Metadata | None,
+    *,
+    read_high_water_mark: int,
+    high_water_mark: int,
+    version: int,
+) -> Iterator[Action]:
+    """:func:`assign_row_tracking` as a stream (the mark's domain action comes last)."""
+    supported = is_supported(protocol)
+    suspended = supported and is_suspended(metadata)
     mark = high_water_mark
-    out: list[Action] = []
     for action in actions:
-        if isinstance(action, DomainMetadata) and action.domain == ROW_TRACKING_DOMAIN:
+        if supported and isinstance(action, DomainMetadata) and action.domain == ROW_TRACKING_DOMAIN:
             raise RowTrackingError(_HAND_MADE_MARK)
-        if isinstance(action, AddFile):
-            base = action.base_row_id
-            if base is None or base > read_high_water_mark:
-                records = action.num_records()
-                if records is None:
-                    raise RowTrackingError(
-                        f"cannot assign row ids to {action.path}: its add has no numRecords statistic. "
-                        "Row tracking needs the record count of every new file."
-                    )
-                base = mark + 1
-                mark += records
-            commit_version = action.default_row_commit_version
-            if commit_version is None:
-                commit_version = version
-            if base != action.base_row_id or commit_version != action.default_row_commit_version:
-                action = replace(action, base_row_id=base, default_row_commit_version=commit_version)
-        out.append(action)
+        if isinstance(action, AddFile) and supported:
+            if suspended:
+                action = action if action.base_row_id is None else replace(action, base_row_id=None)
+            else:
+                action, mark = _assign(action, read_high_water_mark, mark, version)
+        yield action
     if mark != high_water_mark:
-        out.append(high_water_mark_domain(mark))
-    return out
+        yield high_water_mark_domain(mark)
 
 
-def _refuse_domain(actions: Sequence[Action]) -> None:
-    if any(isinstance(a, DomainMetadata) and a.domain == ROW_TRACKING_DOMAIN for a in actions):
-        raise RowTrackingError(_HAND_MADE_MARK)
+def _assign(action: AddFile, read_high_water_mark: int, mark: int, version: int) -> tuple[AddFile, int]:
+    base = action.base_row_id
+    if base is None or base > read_high_water_mark:
+        records = action.num_records()
+        if records is None:
+            raise RowTrackingError(
+                f"cannot assign row ids to {action.path}: its add has no numRecords statistic. "
+                "Row tracking needs the record count of every new file."
+            )
+        base = mark + 1
+        mark += records
+    commit_version = action.default_row_commit_version
+    if commit_version is None:
+        commit_version = version
+    if base != action.base_row_id or commit_version != action.default_row_commit_version:
+        action = replace(action, base_row_id=base, default_row_commit_version=commit_version)
+    return action, mark
 
 
 def with_materialized_column_names(protocol: Protocol | None, old: Metadata | None, new: Metadata) -> Metadata:
