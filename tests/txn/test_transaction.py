@@ -570,6 +570,20 @@ def test_commit_large_conflict_is_a_concurrent_write_error() -> None:
         txn.commit_large(iter([add("y")]), Convert())
 
 
+def test_commit_large_shares_the_commit_checks_and_writes_in_commit_timestamps() -> None:
+    log = new_log()
+    create(log, **{"delta.enableInCommitTimestamps": "true"})
+    with pytest.raises(DuplicateFileActionError, match="more than one txn action"):
+        log.start_transaction().commit_large(iter([SetTransaction("app", 1), SetTransaction("app", 2)]), Convert())
+    with pytest.raises(InvalidTransactionError, match="needs commitInfo"):
+        log.start_transaction(settings=EngineSettings(commit_info_enabled=False)).commit_large(iter([]), Convert())
+    assert log.update().version == 0
+    version = log.start_transaction().commit_large(iter([add("a")]), Convert())
+    stamp = commit_lines(log, version)[0]["commitInfo"]["inCommitTimestamp"]
+    assert stamp > commit_lines(log, 0)[0]["commitInfo"]["inCommitTimestamp"]
+    assert log.update().timestamp == stamp
+
+
 def test_removes_keep_file_metadata() -> None:
     log = new_log()
     create(log)

@@ -6,31 +6,35 @@
    :meth:`txn_version` records the application id read.
 3. **Metadata**: :meth:`update_metadata` at most once; the new metadata is verified and
    the protocol upgraded when the metadata needs features the table lacks.
-4. **Commit**: prepare (reject what Delta rejects), choose the isolation level, write
+4. **Commit** reads top to bottom in :meth:`~OptimisticTransaction.commit`: prepare
+   (reject what Delta rejects), choose the isolation level, then the commit loop: write
    ``commitInfo`` first and the actions after it as ``N.json`` through the store under the
    commit lock. When another writer got ``N`` first, read the winning commits, check
    conflicts against each in Delta's order, advance the snapshot incrementally and try
    ``latest + 1``, with exponential backoff and jitter, up to ``max_commit_attempts``.
-   An ambiguous write is resolved by reading back the commit's ``txnId``.
-5. **Post-commit**: checkpoint every ``delta.checkpointInterval`` versions (and retry a
-   failed one on each commit while it is behind, with a warning), clean up
-   expired logs behind it, run post-commit hooks (a failing hook is logged; the commit
-   stands).
+   An ambiguous write is resolved by reading back the commit's ``txnId``. The loop
+   returns a :class:`CommitResult` (version, actions, post-commit snapshot, attempts).
+5. **Post-commit** (:mod:`deltalog.txn.commit.post_commit`): checkpoint every
+   ``delta.checkpointInterval`` versions (and retry a failed one on each commit while it
+   is behind, with a warning), clean up expired logs behind it, write the symlink
+   manifest, run post-commit hooks (a failing hook is logged; the commit stands).
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import random
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.logstores.errors import AmbiguousWriteError, FileAlreadyExistsError
+from deltalog.txn.commit.action_checks import CommitActionChecks
 from deltalog.txn.commit.commit_errors import (
-    AppendOnlyViolationError,
     CommitFailedError,
     ConcurrentWriteError,
     ConstraintsNotCheckedError,
@@ -45,10 +49,8 @@ from deltalog.txn.commit.conflicts import CurrentTransactionInfo, WinningCommit,
 from deltalog.txn.commit.isolation import IsolationLevel, choose_isolation_level
 from deltalog.txn.commit.metadata_checks import verify_metadata
 from deltalog.txn.commit.operations import Operation
+from deltalog.txn.commit.post_commit import PostCommitHook, run_post_commit
 from deltalog.txn.commit.settings import EngineSettings
-from deltalog.txn.log.checkpoint_lag import checkpoint_due, warn_if_checkpoints_behind
-from deltalog.txn.log.checkpoint_writer import write_checkpoint
-from deltalog.txn.log.cleanup import cleanup_expired_logs
 from deltalog.txn.protocol.actions import (
     Action,
     AddCDCFile,
@@ -58,7 +60,6 @@ from deltalog.txn.protocol.actions import (
     Metadata,
     Protocol,
     RemoveFile,
-    SetTransaction,
     action_to_line,
     decode_path,
 )
@@ -70,12 +71,9 @@ if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.log.snapshot_management import SnapshotManagement
 
-__all__ = ["OptimisticTransaction", "PostCommitHook", "commit_lock_for"]
+__all__ = ["CommitResult", "OptimisticTransaction", "PostCommitHook", "commit_lock_for"]
 
 log = logging.getLogger(__name__)
-
-#: ``hook(delta_log, version, post_commit_snapshot, committed_actions)``
-PostCommitHook = Callable[["SnapshotManagement", int, "Snapshot", Sequence[Action]], None]
 
 _LOCKS: weakref.WeakKeyDictionary[Any, dict[tuple[str, bool], CommitLock]] = weakref.WeakKeyDictionary()
 
@@ -99,6 +97,54 @@ def commit_lock_for(delta_log: SnapshotManagement, setting: str | CommitLock | N
         lock = choose_commit_lock(delta_log.store, setting, single_writer=single_writer)
         per_log[key] = lock
     return lock
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What the commit loop hands to the post-commit phase: the committed ``version``, the
+    ``actions`` it holds (``commitInfo`` first when the engine wrote one; empty for
+    ``commit_large``, which does not hold its stream) and the table ``snapshot`` at it."""
+
+    version: int
+    actions: tuple[Action, ...]
+    snapshot: Snapshot
+    attempts: int
+    winning_versions_checked: tuple[int, ...] = ()
+    #: The version was found to hold this transaction's ``txnId`` after an ambiguous write.
+    resolved_by_txn_id: bool = False
+
+
+@dataclass(frozen=True)
+class _PreparedCommit:
+    """The checked actions of a commit (protocol and metadata first), their JSON lines and
+    how they are committed."""
+
+    actions: list[Action]
+    lines: list[str]
+    operation: Operation
+    level: IsolationLevel
+    blind: bool
+
+
+@dataclass
+class _LoopState:
+    """Where the commit loop stands: the version it tries next, the snapshot its conflict
+    checks have reached, and the conflicts seen so far."""
+
+    version: int
+    snapshot: Snapshot
+    conflicts_seen: int = 0
+    conflict_info: CurrentTransactionInfo | None = None
+    #: An earlier attempt whose outcome stayed unknown (e.g. a lock claim made just before
+    #: the lock service failed): it may still be published later, so a failure after it
+    #: must not be reported as "nothing was written".
+    unresolved: AmbiguousWriteError | None = None
+
+
+class _Written(enum.Enum):
+    OURS = "ours"  # the version holds this commit
+    ABSENT = "absent"  # an ambiguous write that did not land: retry the same version
+    TAKEN = "taken"  # another writer holds the version
 
 
 class OptimisticTransaction:
@@ -316,17 +362,17 @@ class OptimisticTransaction:
         return self.commit(actions, operation)
 
     def commit(self, actions: Sequence[Action], operation: Operation) -> int:
-        """Commit ``actions``; returns the version. Raises a concurrency error on conflict."""
+        """Commit ``actions``; returns the version. Raises a concurrency error on conflict.
+
+        Prepare (the checks Delta makes before writing) → the write / conflict-check loop,
+        which returns a :class:`CommitResult` → the post-commit steps."""
         start = time.perf_counter()
         self._check_open()
-        prepared = self._prepare(list(actions))
-        level = choose_isolation_level(self.isolation_level, prepared, operation.changes_data)
-        blind = self._is_blind_append(prepared)
-        stats = self._new_stats(operation, prepared, level, blind)
-        action_lines = [action_to_line(a) for a in prepared]
-        version = self._commit_loop(prepared, action_lines, operation, level, blind, stats, start)
-        self._after_commit(version, prepared, stats, start)
-        return version
+        prepared = self._prepare(list(actions), operation)
+        stats = self._new_stats(operation, prepared.actions, prepared.level, prepared.blind)
+        result = self._commit_loop(prepared, stats, start)
+        self._after_commit(result, stats, start)
+        return result.version
 
     def commit_large(self, actions: Iterable[Action], operation: Operation) -> int:
         """Commit a huge stream of actions (convert, restore, clone) without holding them.
@@ -335,65 +381,31 @@ class OptimisticTransaction:
         commit fails with :class:`ConcurrentWriteError` and nothing is written (there is no
         conflict resolution for a stream that cannot be replayed). Metadata and protocol
         must be set with :meth:`update_metadata` / :meth:`upgrade_protocol` beforehand.
+        The actions are checked by the same rules as :meth:`commit`'s, as they stream.
         """
         start = time.perf_counter()
         self._check_open()
-        if not self.table_exists and self._new_metadata is None:
-            raise MissingMetadataError(
-                "the first commit of a table needs metadata: call update_metadata() before commit_large()"
-            )
-        if self._new_protocol is not None:
-            self._check_write_supported(self._new_protocol)
-        elif self.table_exists:
-            self._check_write_supported(self.snapshot.protocol)
-        lock = commit_lock_for(self.delta_log, self._lock_setting, self._single_writer)
-        lock.recover(self.delta_log.store, self.delta_log.log_uri)
-        version = self.read_version + 1
+        self._check_writable()
         level = self.isolation_level
         stats = CommitStats(self.delta_log.table_uri, operation.name, self.read_version, isolation_level=level.value)
-        append_only = self._append_only()
-        partition_columns = set(self.partition_columns)
-        seen: set[tuple[str, str | None]] = set()
+        info = None
+        if self.settings.commit_info_enabled:
+            metrics = self._operation_metrics(operation, None)
+            info = self._commit_info(operation, level, False, metrics, self._in_commit_timestamp(self.snapshot))
+        version = self.read_version + 1
+        self._write_large(version, self._large_commit_lines(actions, info, stats), stats)
+        # The streamed actions are not held: the hooks get none, the snapshot is read back.
+        result = CommitResult(version, (), self.delta_log.update(), attempts=1)
+        self._after_commit(result, stats, start)
+        return version
 
-        def lines() -> Iterator[str]:
-            head: list[Action] = []
-            if self._new_protocol is not None:
-                head.append(self._new_protocol)
-            if self._new_metadata is not None:
-                head.append(self._new_metadata)
-            if self.settings.commit_info_enabled:
-                info = self._commit_info(operation, level, False, self._operation_metrics(operation, None))
-                yield action_to_line(info)
-            for action in head:
-                yield action_to_line(action)
-            for action in actions:
-                if isinstance(action, (Metadata, Protocol, CommitInfo)):
-                    raise InvalidTransactionError(
-                        f"commit_large takes file and txn actions only, got a {action.key} action"
-                    )
-                if isinstance(action, (AddFile, RemoveFile)):
-                    key = action.logical_key
-                    if key in seen:
-                        raise DuplicateFileActionError(f"the commit has more than one add/remove action for {key[0]}")
-                    seen.add(key)
-                    if isinstance(action, AddFile):
-                        _check_partition_values(action, partition_columns)
-                        stats.num_adds += 1
-                        stats.bytes_added += action.size
-                    else:
-                        if append_only and action.data_change:
-                            raise AppendOnlyViolationError(_append_only_message(action))
-                        stats.num_removes += 1
-                        stats.bytes_removed += action.size or 0
-                elif isinstance(action, AddCDCFile):
-                    stats.num_cdc_files += 1
-                stats.num_actions += 1
-                yield action_to_line(action)
-
+    def _write_large(self, version: int, lines: Iterable[str], stats: CommitStats) -> None:
+        lock = commit_lock_for(self.delta_log, self._lock_setting, self._single_writer)
+        lock.recover(self.delta_log.store, self.delta_log.log_uri)
         write_start = time.perf_counter()
         stats.attempts = 1
         try:
-            lock.write_commit(self.delta_log.store, self.delta_log.log_uri, version, lines())
+            lock.write_commit(self.delta_log.store, self.delta_log.log_uri, version, lines)
         except FileAlreadyExistsError:
             winner = WinningCommit(version, self.delta_log.read_commit(version))
             raise ConcurrentWriteError(
@@ -403,18 +415,44 @@ class OptimisticTransaction:
                 table=self.delta_log.table_uri,
             ) from None
         stats.time_writing_ms = (time.perf_counter() - write_start) * 1000
-        stats.version = version
-        self._committed = True
-        self.committed_version = version
-        snapshot = self.delta_log.update()
-        self.post_commit_snapshot = snapshot
-        self._post_commit(version, snapshot, [], stats)
-        self._finish_stats(stats, start)
-        return version
+
+    def _large_commit_lines(
+        self, actions: Iterable[Action], info: CommitInfo | None, stats: CommitStats
+    ) -> Iterator[str]:
+        """``commitInfo``, the new protocol and metadata, then ``actions``, each checked and
+        counted as it streams past."""
+        if info is not None:
+            yield action_to_line(info)
+        for action in self._protocol_and_metadata():
+            yield action_to_line(action)
+        checks = self._action_checks()
+        for action in actions:
+            if isinstance(action, (Metadata, Protocol, CommitInfo)):
+                raise InvalidTransactionError(
+                    f"commit_large takes file and txn actions only, got a {action.key} action"
+                )
+            checks.check(action)
+            _count_file_action(stats, action)
+            stats.num_actions += 1
+            yield action_to_line(action)
 
     # -- prepare ---------------------------------------------------------------------------
 
-    def _prepare(self, actions: list[Action]) -> list[Action]:
+    def _prepare(self, actions: list[Action], operation: Operation) -> _PreparedCommit:
+        """Delta's ``prepareCommit``: take in the metadata and protocol actions, check that the
+        table can take this commit and every action, then choose the isolation level."""
+        body = self._take_metadata_and_protocol(actions)
+        self._check_writable()
+        self._check_constraints_declared(body)
+        self._action_checks().check_all(body)
+        prepared = [*self._protocol_and_metadata(), *body]
+        level = choose_isolation_level(self.isolation_level, prepared, operation.changes_data)
+        blind = self._is_blind_append(prepared)
+        return _PreparedCommit(prepared, [action_to_line(a) for a in prepared], operation, level, blind)
+
+    def _take_metadata_and_protocol(self, actions: list[Action]) -> list[Action]:
+        """Apply the commit's metadata and protocol actions to the transaction (as
+        :meth:`update_metadata` / :meth:`upgrade_protocol`); the other actions are returned."""
         metadata_actions = [a for a in actions if isinstance(a, Metadata)]
         protocol_actions = [a for a in actions if isinstance(a, Protocol)]
         if any(isinstance(a, CommitInfo) for a in actions):
@@ -430,8 +468,11 @@ class OptimisticTransaction:
             self.update_metadata(metadata_actions[0])
         if protocol_actions:
             self.upgrade_protocol(protocol_actions[0])
-        body = [a for a in actions if not isinstance(a, (Metadata, Protocol))]
+        return [a for a in actions if not isinstance(a, (Metadata, Protocol))]
 
+    def _check_writable(self) -> None:
+        """The table has metadata (or gets it now), this engine can write its protocol, and
+        in-commit timestamps (when on) can be written."""
         if not self.table_exists and self._new_metadata is None:
             raise MissingMetadataError(
                 f"the first commit of the table {self.delta_log.table_uri} must contain metadata "
@@ -439,50 +480,23 @@ class OptimisticTransaction:
             )
         protocol = self._new_protocol if self._new_protocol is not None else self.snapshot.protocol
         self._check_write_supported(protocol)
-        self._check_constraints_declared(body)
         if self._ict_enabled() and not self.settings.commit_info_enabled:
             raise InvalidTransactionError(
                 "delta.enableInCommitTimestamps is on, which needs commitInfo in every commit; "
                 "do not disable commit_info_enabled on this table"
             )
 
-        seen: set[tuple[str, str | None]] = set()
-        app_ids: set[str] = set()
-        domains: set[str] = set()
-        append_only = self._append_only()
-        partition_columns = set(self.partition_columns)
-        for action in body:
-            if isinstance(action, (AddFile, RemoveFile)):
-                key = action.logical_key
-                if key in seen:
-                    raise DuplicateFileActionError(
-                        f"the commit has more than one add/remove action for the file {key[0]}"
-                        + (f" (deletion vector {key[1]})" if key[1] else "")
-                    )
-                seen.add(key)
-                if isinstance(action, AddFile):
-                    _check_partition_values(action, partition_columns)
-                elif append_only and action.data_change:
-                    raise AppendOnlyViolationError(_append_only_message(action))
-            elif isinstance(action, SetTransaction):
-                if action.app_id in app_ids:
-                    raise DuplicateFileActionError(
-                        f"the commit has more than one txn action for application {action.app_id!r}"
-                    )
-                app_ids.add(action.app_id)
-            elif isinstance(action, DomainMetadata):
-                if action.domain in domains:
-                    raise DuplicateFileActionError(
-                        f"the commit has more than one domainMetadata action for domain {action.domain!r}"
-                    )
-                domains.add(action.domain)
+    def _action_checks(self) -> CommitActionChecks:
+        return CommitActionChecks(self.partition_columns, append_only=self._append_only())
 
+    def _protocol_and_metadata(self) -> list[Action]:
+        """The protocol and metadata actions this transaction commits, in that order."""
         head: list[Action] = []
         if self._new_protocol is not None:
             head.append(self._new_protocol)
         if self._new_metadata is not None:
             head.append(self._new_metadata)
-        return head + body
+        return head
 
     def _check_constraints_declared(self, body: Sequence[Action]) -> None:
         if self._constraints_checked:
@@ -570,15 +584,8 @@ class OptimisticTransaction:
             is_blind_append=blind,
             num_actions=len(actions),
         )
-        for a in actions:
-            if isinstance(a, AddFile):
-                stats.num_adds += 1
-                stats.bytes_added += a.size
-            elif isinstance(a, RemoveFile):
-                stats.num_removes += 1
-                stats.bytes_removed += a.size or 0
-            elif isinstance(a, AddCDCFile):
-                stats.num_cdc_files += 1
+        for action in actions:
+            _count_file_action(stats, action)
         return stats
 
     def _current_info(self, actions: Sequence[Action], level: IsolationLevel, blind: bool) -> CurrentTransactionInfo:
@@ -609,120 +616,134 @@ class OptimisticTransaction:
             return max(now, int(snapshot.timestamp) + 1)
         return now
 
-    def _commit_loop(
-        self,
-        actions: list[Action],
-        action_lines: list[str],
-        operation: Operation,
-        level: IsolationLevel,
-        blind: bool,
-        stats: CommitStats,
-        start: float,
-    ) -> int:
-        delta_log = self.delta_log
-        store = delta_log.store
-        lock = commit_lock_for(delta_log, self._lock_setting, self._single_writer)
-        lock.recover(store, delta_log.log_uri)
-        current_snapshot = self.snapshot
-        attempt_version = self.read_version + 1
-        metrics = self._operation_metrics(operation, stats)
-        info_needed = self.settings.commit_info_enabled
-        conflict_info: CurrentTransactionInfo | None = None
-        conflicts_seen = 0
-        max_attempts = self.settings.max_commit_attempts
-        # An earlier attempt whose outcome stayed unknown (e.g. a lock claim made just
-        # before the lock service failed): it may still be published later, so a failure
-        # after it must not be reported as "nothing was written".
-        unresolved: AmbiguousWriteError | None = None
-
+    def _commit_loop(self, prepared: _PreparedCommit, stats: CommitStats, start: float) -> CommitResult:
+        """Write ``prepared`` at ``read_version + 1`` under the commit lock. When another writer
+        got the version first, check its commit (and any after it) for conflicts and try the
+        next version, with backoff, up to ``max_commit_attempts``."""
+        lock = commit_lock_for(self.delta_log, self._lock_setting, self._single_writer)
+        lock.recover(self.delta_log.store, self.delta_log.log_uri)
+        loop = _LoopState(version=self.read_version + 1, snapshot=self.snapshot)
+        metrics = self._operation_metrics(prepared.operation, stats)
         while True:
             stats.attempts += 1
-            ict = self._in_commit_timestamp(current_snapshot)
-            if info_needed:
-                info = self._commit_info(operation, level, blind, metrics, ict)
-                lines = [action_to_line(info), *action_lines]
-            else:
-                info = None
-                lines = action_lines
-            write_start = time.perf_counter()
-            try:
-                lock.write_commit(store, delta_log.log_uri, attempt_version, lines)
-                stats.time_writing_ms += (time.perf_counter() - write_start) * 1000
-                self._committed_actions = ([info] if info is not None else []) + actions
-                self._pre_commit_snapshot = current_snapshot
-                return attempt_version
-            except AmbiguousWriteError as exc:
-                stats.time_writing_ms += (time.perf_counter() - write_start) * 1000
-                outcome = self._resolve_ambiguous(attempt_version, exc)
-                if outcome == "ours":
-                    stats.resolved_by_txn_id = True
-                    self._committed_actions = ([info] if info is not None else []) + actions
-                    self._pre_commit_snapshot = current_snapshot
-                    return attempt_version
-                if outcome == "absent":
-                    unresolved = exc
-                    if stats.attempts >= max_attempts:
-                        self._give_up(
-                            stats, attempt_version, start, "the store's answers stayed ambiguous", outcome_unknown=True
-                        )
-                    self._sleep_backoff(stats, 1)
-                    continue
-            except FileAlreadyExistsError:
-                stats.time_writing_ms += (time.perf_counter() - write_start) * 1000
-            except Exception as exc:
-                if unresolved is None:
-                    raise
-                raise AmbiguousWriteError(
-                    delta_log.commit_uri(attempt_version),
-                    RuntimeError(
-                        f"an earlier attempt of this commit (txnId {self.txn_id}) has an unknown outcome "
-                        f"({unresolved}) and the retry failed ({exc}); once the store or lock service is "
-                        "back, look for this txnId in the table's history before committing again"
-                    ),
-                ) from exc
-
-            # Another writer owns attempt_version: check the winners, then move past them.
-            check_start = time.perf_counter()
-            if conflict_info is None:
-                conflict_info = self._current_info(actions, level, blind)
-            winners = self._winning_versions(attempt_version)
-            if not winners:
-                # The version is taken but not visible yet (a lock's claim not yet published,
-                # or eventual listing): try again after a pause.
-                lock.recover(store, delta_log.log_uri)
-                stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
-                if stats.attempts >= max_attempts:
-                    self._give_up(
-                        stats,
-                        attempt_version,
-                        start,
-                        f"version {attempt_version} stayed taken but invisible",
-                        outcome_unknown=unresolved is not None,
-                    )
-                self._sleep_backoff(stats, conflicts_seen + 1)
+            info = self._attempt_commit_info(prepared, metrics, loop.snapshot)
+            lines = prepared.lines if info is None else [action_to_line(info), *prepared.lines]
+            written = self._write_attempt(lock, loop, lines, stats)
+            if written is _Written.OURS:
+                committed = prepared.actions if info is None else [info, *prepared.actions]
+                return self._result(loop.version, committed, loop.snapshot, stats)
+            if written is _Written.ABSENT:
+                self._before_retry(stats, loop, start, "the store's answers stayed ambiguous", backoff=1)
                 continue
-            for version in winners:
-                winner_actions = delta_log.read_commit(version)
-                winner = WinningCommit(version, winner_actions)
-                if info_needed and winner.commit_info is not None and winner.commit_info.txn_id == self.txn_id:
-                    # Our own earlier attempt landed (a retried PUT, a repaired lock claim).
-                    stats.resolved_by_txn_id = True
-                    stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
-                    self._committed_actions = winner_actions
-                    self._pre_commit_snapshot = current_snapshot
-                    return version
-                check_conflicts(conflict_info, winner)
-                stats.winning_versions_checked.append(version)
-                current_snapshot = current_snapshot.apply(version, winner_actions, _commit_time(winner))
-            delta_log.install_snapshot(current_snapshot)
+            own = self._check_winners(lock, prepared, loop, stats, start)
+            if own is not None:
+                return own
+
+    def _attempt_commit_info(
+        self, prepared: _PreparedCommit, metrics: dict[str, str], snapshot: Snapshot
+    ) -> CommitInfo | None:
+        """The ``commitInfo`` of one attempt (its in-commit timestamp follows ``snapshot``)."""
+        if not self.settings.commit_info_enabled:
+            return None
+        ict = self._in_commit_timestamp(snapshot)
+        return self._commit_info(prepared.operation, prepared.level, prepared.blind, metrics, ict)
+
+    def _write_attempt(self, lock: CommitLock, loop: _LoopState, lines: list[str], stats: CommitStats) -> _Written:
+        """Write ``lines`` as ``loop.version``; an ambiguous outcome is resolved by reading back
+        the version's ``txnId``."""
+        write_start = time.perf_counter()
+        try:
+            lock.write_commit(self.delta_log.store, self.delta_log.log_uri, loop.version, lines)
+        except AmbiguousWriteError as exc:
+            stats.time_writing_ms += (time.perf_counter() - write_start) * 1000
+            outcome = self._resolve_ambiguous(loop.version, exc)
+            if outcome == "ours":
+                stats.resolved_by_txn_id = True
+                return _Written.OURS
+            if outcome == "absent":
+                loop.unresolved = exc
+                return _Written.ABSENT
+            return _Written.TAKEN
+        except FileAlreadyExistsError:
+            stats.time_writing_ms += (time.perf_counter() - write_start) * 1000
+            return _Written.TAKEN
+        except Exception as exc:
+            if loop.unresolved is None:
+                raise
+            raise AmbiguousWriteError(
+                self.delta_log.commit_uri(loop.version),
+                RuntimeError(
+                    f"an earlier attempt of this commit (txnId {self.txn_id}) has an unknown outcome "
+                    f"({loop.unresolved}) and the retry failed ({exc}); once the store or lock service is "
+                    "back, look for this txnId in the table's history before committing again"
+                ),
+            ) from exc
+        stats.time_writing_ms += (time.perf_counter() - write_start) * 1000
+        return _Written.OURS
+
+    def _check_winners(
+        self, lock: CommitLock, prepared: _PreparedCommit, loop: _LoopState, stats: CommitStats, start: float
+    ) -> CommitResult | None:
+        """Another writer owns ``loop.version``: check each winning commit for conflicts and move
+        ``loop`` past them. Returns the result when a winner is our own earlier attempt."""
+        check_start = time.perf_counter()
+        if loop.conflict_info is None:
+            loop.conflict_info = self._current_info(prepared.actions, prepared.level, prepared.blind)
+        winners = self._winning_versions(loop.version)
+        if not winners:
+            # The version is taken but not visible yet (a lock's claim not yet published,
+            # or eventual listing): try again after a pause.
+            lock.recover(self.delta_log.store, self.delta_log.log_uri)
             stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
-            attempt_version = winners[-1] + 1
-            conflicts_seen += 1
-            if stats.attempts >= max_attempts:
-                self._give_up(
-                    stats, attempt_version, start, "the table kept moving", outcome_unknown=unresolved is not None
-                )
-            self._sleep_backoff(stats, conflicts_seen)
+            why = f"version {loop.version} stayed taken but invisible"
+            self._before_retry(stats, loop, start, why, backoff=loop.conflicts_seen + 1)
+            return None
+        for version in winners:
+            winner_actions = self.delta_log.read_commit(version)
+            winner = WinningCommit(version, winner_actions)
+            if self._is_own_earlier_attempt(winner):
+                # Our own earlier attempt landed (a retried PUT, a repaired lock claim).
+                stats.resolved_by_txn_id = True
+                stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
+                return self._result(version, winner_actions, loop.snapshot, stats)
+            check_conflicts(loop.conflict_info, winner)
+            stats.winning_versions_checked.append(version)
+            loop.snapshot = loop.snapshot.apply(version, winner_actions, _commit_time(winner))
+        self.delta_log.install_snapshot(loop.snapshot)
+        stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
+        loop.version = winners[-1] + 1
+        loop.conflicts_seen += 1
+        self._before_retry(stats, loop, start, "the table kept moving", backoff=loop.conflicts_seen)
+        return None
+
+    def _is_own_earlier_attempt(self, winner: WinningCommit) -> bool:
+        info = winner.commit_info
+        return self.settings.commit_info_enabled and info is not None and info.txn_id == self.txn_id
+
+    def _before_retry(self, stats: CommitStats, loop: _LoopState, start: float, why: str, backoff: int) -> None:
+        """Give up when the attempts are used up, else sleep the backoff of the
+        ``backoff``-th retry."""
+        if stats.attempts >= self.settings.max_commit_attempts:
+            self._give_up(stats, loop.version, start, why, outcome_unknown=loop.unresolved is not None)
+        self._sleep_backoff(stats, backoff)
+
+    def _result(
+        self, version: int, committed: Sequence[Action], pre_commit: Snapshot, stats: CommitStats
+    ) -> CommitResult:
+        """The result of the loop: ``committed`` (what ``version`` holds) applied to the
+        snapshot it was checked against."""
+        timestamp = int(time.time() * 1000)
+        info = next((a for a in committed if isinstance(a, CommitInfo)), None)
+        if info is not None:
+            timestamp = info.in_commit_timestamp or info.timestamp or timestamp
+        return CommitResult(
+            version=version,
+            actions=tuple(committed),
+            snapshot=pre_commit.apply(version, committed, timestamp),
+            attempts=stats.attempts,
+            winning_versions_checked=tuple(stats.winning_versions_checked),
+            resolved_by_txn_id=stats.resolved_by_txn_id,
+        )
 
     def _winning_versions(self, start_version: int) -> list[int]:
         versions = self.delta_log.list_commit_versions(start_version)
@@ -775,49 +796,16 @@ class OptimisticTransaction:
 
     # -- after the commit --------------------------------------------------------------------
 
-    def _after_commit(self, version: int, prepared: Sequence[Action], stats: CommitStats, start: float) -> None:
+    def _after_commit(self, result: CommitResult, stats: CommitStats, start: float) -> None:
         self._committed = True
-        self.committed_version = version
-        stats.version = version
-        committed = self._committed_actions
-        timestamp = int(time.time() * 1000)
-        for action in committed:
-            if isinstance(action, CommitInfo):
-                timestamp = action.in_commit_timestamp or action.timestamp or timestamp
-                break
-        snapshot = self._pre_commit_snapshot.apply(version, committed, timestamp)
-        self.delta_log.install_snapshot(snapshot)
-        self.post_commit_snapshot = snapshot
-        self._post_commit(version, snapshot, committed, stats)
+        self.committed_version = result.version
+        stats.version = result.version
+        self.delta_log.install_snapshot(result.snapshot)
+        self.post_commit_snapshot = result.snapshot
+        stats.time_post_commit_ms = run_post_commit(
+            self.delta_log, result.version, result.snapshot, result.actions, self._hooks, self.settings
+        )
         self._finish_stats(stats, start)
-
-    def _post_commit(self, version: int, snapshot: Snapshot, actions: Sequence[Action], stats: CommitStats) -> None:
-        post_start = time.perf_counter()
-        if self.settings.post_commit_checkpoint and version > 0 and snapshot.version == version:
-            interval = snapshot.properties.checkpoint_interval
-            if interval > 0 and checkpoint_due(self.delta_log, snapshot, interval):
-                self._run_hook("checkpoint", lambda: write_checkpoint(self.delta_log, snapshot), version)
-                warn_if_checkpoints_behind(self.delta_log, snapshot, interval)
-                if snapshot.properties.enable_expired_log_cleanup:
-                    self._run_hook(
-                        "expired log cleanup", lambda: cleanup_expired_logs(self.delta_log, snapshot), version
-                    )
-        hooks = list(self._hooks)
-        if _symlink_manifest_enabled(snapshot) and any(isinstance(a, (AddFile, RemoveFile)) for a in actions):
-            from deltalog.txn.log.symlink_manifest import generate_symlink_manifest
-
-            hooks.insert(0, generate_symlink_manifest)
-        for hook in hooks:
-            name = getattr(hook, "__name__", repr(hook))
-            self._run_hook(name, lambda h=hook: h(self.delta_log, version, snapshot, actions), version)  # type: ignore[misc]
-        stats.time_post_commit_ms = (time.perf_counter() - post_start) * 1000
-
-    @staticmethod
-    def _run_hook(name: str, run: Callable[[], object], version: int) -> None:
-        try:
-            run()
-        except Exception:
-            log.exception("Error when executing post-commit hook %s for commit %d", name, version)
 
     def _finish_stats(self, stats: CommitStats, start: float) -> None:
         stats.time_total_ms = (time.perf_counter() - start) * 1000
@@ -830,6 +818,17 @@ class OptimisticTransaction:
                 callback(stats)
             except Exception:
                 log.exception("the commit-stats callback failed for version %d", stats.version)
+
+
+def _count_file_action(stats: CommitStats, action: Action) -> None:
+    if isinstance(action, AddFile):
+        stats.num_adds += 1
+        stats.bytes_added += action.size
+    elif isinstance(action, RemoveFile):
+        stats.num_removes += 1
+        stats.bytes_removed += action.size or 0
+    elif isinstance(action, AddCDCFile):
+        stats.num_cdc_files += 1
 
 
 def _commit_time(winner: WinningCommit) -> int:
@@ -845,27 +844,3 @@ def _with_created_time(metadata: Metadata) -> Metadata:
     from dataclasses import replace
 
     return replace(metadata, created_time=int(time.time() * 1000))
-
-
-def _check_partition_values(add: AddFile, partition_columns: set[str]) -> None:
-    keys = set(add.partition_values)
-    if keys != partition_columns:
-        raise InvalidTransactionError(
-            f"the add action for {add.path} has partition values for {sorted(keys)} but the table "
-            f"is partitioned by {sorted(partition_columns)}"
-        )
-
-
-def _append_only_message(action: RemoveFile) -> str:
-    return (
-        f"this table is configured to only allow appends (delta.appendOnly=true): cannot remove "
-        f"{decode_path(action.path)} with dataChange=true. Set delta.appendOnly=false to allow "
-        "deletes and updates."
-    )
-
-
-def _symlink_manifest_enabled(snapshot: Snapshot) -> bool:
-    if snapshot.version < 0:
-        return False
-    value = snapshot.metadata.configuration.get("delta.compatibility.symlinkFormatManifest.enabled", "")
-    return value.strip().lower() == "true"

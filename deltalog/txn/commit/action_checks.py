@@ -1,0 +1,78 @@
+"""The per-action rules of one commit (Delta's ``prepareCommit`` checks), shared by the
+commit of a list of actions and the streamed ``commit_large``.
+
+- one add or remove per file (and deletion vector);
+- an add's partition values name exactly the table's partition columns;
+- no ``dataChange=true`` remove on an append-only table;
+- one ``txn`` action per application id and one ``domainMetadata`` action per domain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from deltalog.txn.commit.commit_errors import (
+    AppendOnlyViolationError,
+    DuplicateFileActionError,
+    InvalidTransactionError,
+)
+from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata, RemoveFile, SetTransaction, decode_path
+
+__all__ = ["CommitActionChecks"]
+
+
+class CommitActionChecks:
+    """Check the actions of one commit one by one, as they are listed or streamed."""
+
+    def __init__(self, partition_columns: Iterable[str], append_only: bool) -> None:
+        self._partition_columns = set(partition_columns)
+        self._append_only = append_only
+        self._file_keys: set[tuple[str, str | None]] = set()
+        self._app_ids: set[str] = set()
+        self._domains: set[str] = set()
+
+    def check_all(self, actions: Iterable[Action]) -> None:
+        for action in actions:
+            self.check(action)
+
+    def check(self, action: Action) -> None:
+        """Raise when ``action`` breaks a rule, given the actions checked before it."""
+        if isinstance(action, (AddFile, RemoveFile)):
+            self._check_file_action(action)
+        elif isinstance(action, SetTransaction):
+            if action.app_id in self._app_ids:
+                raise DuplicateFileActionError(
+                    f"the commit has more than one txn action for application {action.app_id!r}"
+                )
+            self._app_ids.add(action.app_id)
+        elif isinstance(action, DomainMetadata):
+            if action.domain in self._domains:
+                raise DuplicateFileActionError(
+                    f"the commit has more than one domainMetadata action for domain {action.domain!r}"
+                )
+            self._domains.add(action.domain)
+
+    def _check_file_action(self, action: AddFile | RemoveFile) -> None:
+        key = action.logical_key
+        if key in self._file_keys:
+            raise DuplicateFileActionError(
+                f"the commit has more than one add/remove action for the file {key[0]}"
+                + (f" (deletion vector {key[1]})" if key[1] else "")
+            )
+        self._file_keys.add(key)
+        if isinstance(action, AddFile):
+            self._check_partition_values(action)
+        elif self._append_only and action.data_change:
+            raise AppendOnlyViolationError(
+                f"this table is configured to only allow appends (delta.appendOnly=true): cannot remove "
+                f"{decode_path(action.path)} with dataChange=true. Set delta.appendOnly=false to allow "
+                "deletes and updates."
+            )
+
+    def _check_partition_values(self, add: AddFile) -> None:
+        keys = set(add.partition_values)
+        if keys != self._partition_columns:
+            raise InvalidTransactionError(
+                f"the add action for {add.path} has partition values for {sorted(keys)} but the table "
+                f"is partitioned by {sorted(self._partition_columns)}"
+            )

@@ -1,0 +1,81 @@
+"""What runs after a version is committed: Delta's ``postCommit`` and post-commit hooks.
+
+In order: a checkpoint when one is due (every ``delta.checkpointInterval`` versions, and
+on each commit while the newest checkpoint is that far behind, with a warning), the
+expired-log cleanup behind it, the symlink manifest when
+``delta.compatibility.symlinkFormatManifest.enabled`` is on and files changed, then the
+hooks registered on the transaction. Nothing here may fail the commit: a failing step is
+logged and the next one runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from deltalog.txn.log.checkpoint_lag import checkpoint_due, warn_if_checkpoints_behind
+from deltalog.txn.log.checkpoint_writer import write_checkpoint
+from deltalog.txn.log.cleanup import cleanup_expired_logs
+from deltalog.txn.log.symlink_manifest import generate_symlink_manifest
+from deltalog.txn.protocol.actions import Action, AddFile, RemoveFile
+
+if TYPE_CHECKING:
+    from deltalog.txn.commit.settings import EngineSettings
+    from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.log.snapshot_management import SnapshotManagement
+
+__all__ = ["PostCommitHook", "run_post_commit"]
+
+log = logging.getLogger(__name__)
+
+#: ``hook(delta_log, version, post_commit_snapshot, committed_actions)``
+PostCommitHook = Callable[["SnapshotManagement", int, "Snapshot", Sequence[Action]], None]
+
+
+def run_post_commit(
+    delta_log: SnapshotManagement,
+    version: int,
+    snapshot: Snapshot,
+    actions: Sequence[Action],
+    hooks: Sequence[PostCommitHook],
+    settings: EngineSettings,
+) -> float:
+    """Run the post-commit steps of ``version`` (``snapshot`` is the table at it, ``actions``
+    what the commit wrote); returns the time they took in milliseconds."""
+    start = time.perf_counter()
+    if settings.post_commit_checkpoint and version > 0 and snapshot.version == version:
+        _checkpoint_if_due(delta_log, version, snapshot)
+    all_hooks = list(hooks)
+    if _symlink_manifest_enabled(snapshot) and any(isinstance(a, (AddFile, RemoveFile)) for a in actions):
+        all_hooks.insert(0, generate_symlink_manifest)
+    for hook in all_hooks:
+        name = getattr(hook, "__name__", repr(hook))
+        _run_hook(name, lambda h=hook: h(delta_log, version, snapshot, actions), version)  # type: ignore[misc]
+    return (time.perf_counter() - start) * 1000
+
+
+def _checkpoint_if_due(delta_log: SnapshotManagement, version: int, snapshot: Snapshot) -> None:
+    """Checkpoint when due, warn while checkpoints stay behind, then clean up expired logs."""
+    interval = snapshot.properties.checkpoint_interval
+    if interval <= 0 or not checkpoint_due(delta_log, snapshot, interval):
+        return
+    _run_hook("checkpoint", lambda: write_checkpoint(delta_log, snapshot), version)
+    warn_if_checkpoints_behind(delta_log, snapshot, interval)
+    if snapshot.properties.enable_expired_log_cleanup:
+        _run_hook("expired log cleanup", lambda: cleanup_expired_logs(delta_log, snapshot), version)
+
+
+def _run_hook(name: str, run: Callable[[], object], version: int) -> None:
+    try:
+        run()
+    except Exception:
+        log.exception("Error when executing post-commit hook %s for commit %d", name, version)
+
+
+def _symlink_manifest_enabled(snapshot: Snapshot) -> bool:
+    if snapshot.version < 0:
+        return False
+    value = snapshot.metadata.configuration.get("delta.compatibility.symlinkFormatManifest.enabled", "")
+    return value.strip().lower() == "true"
