@@ -41,6 +41,7 @@ from deltalog.txn.commit.commit_errors import (
 )
 from deltalog.txn.commit.isolation import IsolationLevel
 from deltalog.txn.commit.metadata_conflicts import dropped_features, resolve_metadata_conflict
+from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import (
     Action,
     AddFile,
@@ -268,6 +269,10 @@ def _check_added_files(current: CurrentTransactionInfo, winner: WinningCommit) -
         candidates = [] if winner.is_blind_append else winner.added_files
     else:
         candidates = winner.added_files
+    if winner.metadata is not None and row_tracking.enabled_property(winner.metadata):
+        # the commit that switched row tracking on re-added live files to give them row
+        # ids (dataChange=false): no new data (Delta skips backfill commits here)
+        candidates = [a for a in candidates if a.data_change]
     if not candidates or not current.read_anything:
         return
     conflicting: AddFile | None = None

@@ -46,6 +46,7 @@ __all__ = [
     "VersionChecksum",
     "checksum_for_commit",
     "checksum_mismatches",
+    "derive_checksum",
     "read_checksum",
     "record_commit_checksum",
     "validate_checksum",
@@ -196,6 +197,25 @@ def checksum_for_commit(
         metadata=metadata,
         protocol=snapshot.protocol,
         txn_id=txn_id,
+        in_commit_timestamp=_in_commit_timestamp(actions, metadata),
+        domain_metadata=_live_domains(snapshot),
+    )
+
+
+def derive_checksum(previous: VersionChecksum, snapshot: Snapshot, actions: Sequence[Action]) -> VersionChecksum | None:
+    """The checksum of ``snapshot`` (``previous``'s version plus the commit ``actions``)
+    when the actions alone give the counts, else None. Never loads files."""
+    counts = _incremental_counts((previous.num_files, previous.table_size_bytes), actions)
+    if counts is None:
+        return None
+    info = next((a for a in actions if isinstance(a, CommitInfo)), None)
+    metadata = snapshot.metadata
+    return VersionChecksum(
+        table_size_bytes=counts[1],
+        num_files=counts[0],
+        metadata=metadata,
+        protocol=snapshot.protocol,
+        txn_id=None if info is None else info.txn_id,
         in_commit_timestamp=_in_commit_timestamp(actions, metadata),
         domain_metadata=_live_domains(snapshot),
     )

@@ -275,7 +275,13 @@ class Snapshot:
         batch.add_actions(version, actions)
         keys = set(partition_keys(self._state.metadata)) | set(partition_keys(batch.metadata))
         batch.partition_keys = tuple(sorted(keys))
-        return self.apply_batch(version, batch, commit_timestamp)
+        snapshot = self.apply_batch(version, batch, commit_timestamp)
+        if self.checksum is not None and version > 0:
+            from deltalog.txn.log.checksum import derive_checksum
+
+            # carried along without loading files, to seed the next commit's checksum
+            snapshot.checksum = derive_checksum(self.checksum, snapshot, actions)
+        return snapshot
 
     def apply_batch(self, version: int, batch: CommitBatch, commit_timestamp: int) -> Snapshot:
         """This state plus the commits ``self.version + 1 .. version`` collected in ``batch``."""
