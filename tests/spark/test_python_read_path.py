@@ -327,3 +327,19 @@ def test_row_group_skipping_is_under_the_read_plans_per_scan_guard(
     ids = _ids([pa.Table.from_batches(list(reader.read(partition)))])
     first = 3500 if plans_per_scan else 0  # row group 7 holds ids 3500-3999
     assert ids == sorted(set(range(first, ROWS)) - set(DELETED))
+
+
+def test_spark_writes_row_tracking_and_reads_row_ids(spark: Any, table_path: str) -> None:
+    df = spark.createDataFrame([(i,) for i in range(6)], "n long").repartition(2)
+    df.write.format("deltalog").mode("append").option("delta.enableRowTracking", "true").save(table_path)
+    spark.createDataFrame([(i,) for i in range(6, 9)], "n long").write.format("deltalog").mode("append").save(
+        table_path
+    )
+    snap = DeltaLog.for_table(table_path).update()
+    assert "rowTracking" in (snap.protocol.writer_features or ())
+    assert all(f.base_row_id is not None and f.default_row_commit_version is not None for f in snap.files)
+    got = spark.read.format("deltalog").option("readRowTracking", "true").load(table_path)
+    rows = got.select("n", "_metadata.row_id", "_metadata.row_commit_version").collect()
+    assert sorted(r["n"] for r in rows) == list(range(9))
+    assert sorted(r["row_id"] for r in rows) == list(range(9))  # unique, dense from 0
+    assert {r["row_commit_version"] for r in rows if r["n"] >= 6} == {1}

@@ -42,7 +42,7 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
     WriterCommitMessage,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from deltalog.contrib.spark.files import write_batches
 from deltalog.contrib.spark.options import ReadOptions, WriteOptions
@@ -401,7 +401,8 @@ class DeltaLogDataSource(DataSource):
                 schema = schema.add(name, type_name, True)
         elif opts.read_row_tracking:
             row_tracking_columns(snapshot)  # refuses a table without row tracking
-            schema = schema.add(ROW_TRACKING_COLUMN, "struct<row_id: long, row_commit_version: long>", True)
+            tracked = StructType([StructField("row_id", LongType()), StructField("row_commit_version", LongType())])
+            schema = schema.add(ROW_TRACKING_COLUMN, tracked, True)
         return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
