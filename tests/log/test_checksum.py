@@ -88,7 +88,7 @@ def test_a_metadata_or_domain_mismatch_fails_the_load(tmp_path: Path) -> None:
         DeltaLog.for_table(table).update()
 
 
-@pytest.mark.parametrize("content", ["", "not json", '{"numFiles": 1}'])
+@pytest.mark.parametrize("content", ["", "not json", '{"numFiles": 1}'])  # the last: no tableSizeBytes
 def test_an_empty_or_unreadable_crc_is_ignored(tmp_path: Path, content: str) -> None:
     table = _table(tmp_path)
     _crc(table, 1).write_text(content)
@@ -120,3 +120,24 @@ def test_a_failed_write_is_logged_not_raised(tmp_path: Path, caplog: pytest.LogC
 
     assert not write_checksum(Broken(), f"{table}/_delta_log", 1, _good_checksum(table))
     assert "failed to write the checksum" in caplog.text
+
+
+def test_an_old_delta_checksum_without_metadata_still_checks_the_counts(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    _crc(table, 1).write_text('{"tableSizeBytes":15,"numFiles":2,"numMetadata":1,"numProtocol":1,"numTransactions":0}')
+    snap = DeltaLog.for_table(table).update()
+    assert snap.checksum is not None and snap.num_files == 2
+    _crc(table, 1).write_text('{"tableSizeBytes":16,"numFiles":2,"numMetadata":1,"numProtocol":1}')
+    with pytest.raises(ChecksumMismatchError, match="tableSizeBytes"):
+        DeltaLog.for_table(table).update().files  # noqa: B018
+
+
+def test_protocol_feature_order_does_not_matter(tmp_path: Path) -> None:
+    from deltalog.txn.protocol.actions import Protocol
+
+    table = str(tmp_path / "t")
+    commit(table, 0, [Protocol(1, 7, None, ("appendOnly", "invariants")), metadata()])
+    snap = DeltaLog.for_table(table).update()
+    crc = replace(checksum_for_commit(snap, [], None), protocol=Protocol(1, 7, None, ("invariants", "appendOnly")))
+    write_checksum(LocalLogStore(), f"{table}/_delta_log", 0, crc)
+    assert DeltaLog.for_table(table).update().checksum_from_log

@@ -62,8 +62,9 @@ class VersionChecksum:
 
     table_size_bytes: int
     num_files: int
-    metadata: Metadata
-    protocol: Protocol
+    #: None in a checksum written by an old Delta (then not compared)
+    metadata: Metadata | None
+    protocol: Protocol | None
     num_metadata: int = 1
     num_protocol: int = 1
     txn_id: str | None = None
@@ -83,8 +84,10 @@ class VersionChecksum:
             d["inCommitTimestampOpt"] = self.in_commit_timestamp
         if self.domain_metadata is not None:
             d["domainMetadata"] = [dm.to_dict() for dm in self.domain_metadata]
-        d["metadata"] = self.metadata.to_dict()
-        d["protocol"] = self.protocol.to_dict()
+        if self.metadata is not None:
+            d["metadata"] = self.metadata.to_dict()
+        if self.protocol is not None:
+            d["protocol"] = self.protocol.to_dict()
         return d
 
     def to_json(self) -> str:
@@ -96,8 +99,8 @@ class VersionChecksum:
         return cls(
             table_size_bytes=int(d["tableSizeBytes"]),
             num_files=int(d["numFiles"]),
-            metadata=Metadata.from_dict(d["metadata"]),
-            protocol=Protocol.from_dict(d["protocol"]),
+            metadata=None if d.get("metadata") is None else Metadata.from_dict(d["metadata"]),
+            protocol=None if d.get("protocol") is None else Protocol.from_dict(d["protocol"]),
             num_metadata=int(d.get("numMetadata", 1)),
             num_protocol=int(d.get("numProtocol", 1)),
             txn_id=d.get("txnId"),
@@ -227,9 +230,9 @@ def checksum_mismatches(
     """Field -> what differs between ``checksum`` and the snapshot's state.
     ``file_counts``: the snapshot's (numFiles, tableSizeBytes), when known, compared too."""
     found: dict[str, str] = {}
-    if checksum.metadata != snapshot.metadata:
+    if checksum.metadata is not None and checksum.metadata != snapshot.metadata:
         found["metadata"] = "the metadata differs"
-    if checksum.protocol != snapshot.protocol:
+    if checksum.protocol is not None and not _same_protocol(checksum.protocol, snapshot.protocol):
         found["protocol"] = f"expected {checksum.protocol.to_dict()}, computed {snapshot.protocol.to_dict()}"
     if checksum.num_metadata != 1:
         found["numMetadata"] = f"expected 1, found {checksum.num_metadata}"
@@ -244,6 +247,17 @@ def checksum_mismatches(
         if checksum.table_size_bytes != size:
             found["tableSizeBytes"] = f"expected {checksum.table_size_bytes}, computed {size}"
     return found
+
+
+def _same_protocol(a: Protocol, b: Protocol) -> bool:
+    """Equal protocols (feature lists compared as sets: their order is not part of it)."""
+
+    def key(p: Protocol) -> tuple[int, int, frozenset[str] | None, frozenset[str] | None]:
+        readers = None if p.reader_features is None else frozenset(p.reader_features)
+        writers = None if p.writer_features is None else frozenset(p.writer_features)
+        return p.min_reader_version, p.min_writer_version, readers, writers
+
+    return key(a) == key(b)
 
 
 def validate_checksum(
