@@ -13,7 +13,7 @@ import pytest
 from deltalog.txn.commit.commit_errors import MetadataChangedError, ProtocolChangedError
 from deltalog.txn.commit.operations import CreateTable, ManualUpdate, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, action_to_line
+from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile, action_to_line
 
 SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "n", "type": "long", "nullable": True, "metadata": {}}]})
 
@@ -112,3 +112,21 @@ def test_a_winner_dropping_a_feature_fails_concurrent_transactions() -> None:
     log.store.write(log.commit_uri(read.version + 1), lines)
     with pytest.raises(ProtocolChangedError, match="dropped the table feature"):
         txn.commit([add("b")], Write())
+
+
+def test_a_delete_racing_row_tracking_enablement_carries_the_backfilled_row_ids() -> None:
+    log = new_table()
+    log.start_transaction().commit([add("a", 3), add("b", 2)], Write())
+    txn = log.start_transaction()
+    (a,) = [f for f in txn.filter_files() if f.path == "a"]
+    won = set_properties(log, **{"delta.enableRowTracking": "true"})  # re-adds a and b with row ids
+    backfilled = {f.path: f for f in log.update().files}
+    v = txn.commit([a.remove(1)], Write(mode="Overwrite"))
+    assert v == won + 1
+    (removed,) = [x for x in log.read_commit(v) if not isinstance(x, CommitInfo)]
+    assert isinstance(removed, RemoveFile) and removed.base_row_id is not None
+    assert (removed.base_row_id, removed.default_row_commit_version) == (
+        backfilled["a"].base_row_id,
+        backfilled["a"].default_row_commit_version,
+    )
+    assert [f.path for f in log.update().files] == ["b"]

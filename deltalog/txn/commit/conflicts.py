@@ -128,6 +128,9 @@ class CurrentTransactionInfo:
     metadata: Metadata | None = None
     #: False once a winner enabled row tracking (the commit cannot claim it preserved row ids)
     row_tracking_preserved: bool = True
+    #: files a winner re-added to give them row ids (decoded path -> baseRowId,
+    #: defaultRowCommitVersion): this transaction's removes and re-adds of them copy those
+    backfilled_row_ids: dict[str, tuple[int, int | None]] = field(default_factory=dict)
 
     @property
     def read_anything(self) -> bool:
@@ -180,6 +183,8 @@ def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> N
     # 2. metadata
     if winner.metadata is not None:
         _check_metadata(current, winner, winner.metadata)
+        if row_tracking.enabled_property(winner.metadata):
+            _record_backfill(current, winner)
     # 3. domain metadata
     clashing_domains = winner.domains & current.domains
     if clashing_domains:
@@ -234,6 +239,14 @@ def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> N
                     winner,
                     _partition_hint_remove(removed),
                 )
+
+
+def _record_backfill(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
+    """Remember the row ids a row-tracking enablement gave to re-added files (Delta's
+    ``resolveRowTrackingBackfillConflicts``)."""
+    for add in winner.added_files:
+        if not add.data_change and add.base_row_id is not None:
+            current.backfilled_row_ids[decode_path(add.path)] = (add.base_row_id, add.default_row_commit_version)
 
 
 def _check_metadata(current: CurrentTransactionInfo, winner: WinningCommit, winning: Metadata) -> None:

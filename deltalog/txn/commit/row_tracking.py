@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -52,21 +52,37 @@ def assign_for_attempt(
     *,
     protocol: Protocol | None,
     metadata: Metadata | None,
-    read_high_water_mark: int,
     snapshot: Snapshot,
     version: int,
+    backfilled: Mapping[str, tuple[int, int | None]] | None = None,
 ) -> list[Action]:
     """``actions`` with row ids and commit versions for the attempt at ``version`` on top
-    of ``snapshot`` (the read snapshot, or the latest winner's)."""
+    of ``snapshot`` (the read snapshot, or the latest winner's). ``backfilled``: ids a
+    winner gave to files it re-added, copied into this commit's removes and re-adds of them.
+
+    As Delta's ``reassignOverlappingRowIds`` moves the transaction's read high-water mark to
+    each winner's, ids at or below ``snapshot``'s mark are kept (the caller's actions hold
+    no id this transaction assigned: they are assigned afresh on every attempt)."""
+    if backfilled:
+        actions = [_with_backfilled_ids(a, backfilled) for a in actions]
     mark = row_tracking.high_water_mark(snapshot.non_file_state.domains) if snapshot.exists else -1
     return row_tracking.assign_row_tracking(
         actions,
         protocol,
         metadata,
-        read_high_water_mark=read_high_water_mark,
+        read_high_water_mark=mark,
         high_water_mark=mark,
         version=version,
     )
+
+
+def _with_backfilled_ids(action: Action, backfilled: Mapping[str, tuple[int, int | None]]) -> Action:
+    if not isinstance(action, (AddFile, RemoveFile)) or action.base_row_id is not None:
+        return action
+    ids = backfilled.get(decode_path(action.path))
+    if ids is None:
+        return action
+    return replace(action, base_row_id=ids[0], default_row_commit_version=ids[1])
 
 
 def preserved_tag(actions: Sequence[Action], protocol: Protocol | None, metadata: Metadata | None) -> str | None:

@@ -659,14 +659,13 @@ class OptimisticTransaction:
         protocol = self._attempt_protocol(loop.snapshot)
         if not row_tracking.is_supported(protocol):
             return prepared.actions, prepared.lines
-        read_mark = row_tracking.high_water_mark(self.snapshot.domain_metadata) if self.table_exists else -1
         actions = row_tracking_commit.assign_for_attempt(
             prepared.actions,
             protocol=protocol,
             metadata=self._attempt_metadata(loop.snapshot),
-            read_high_water_mark=read_mark,
             snapshot=loop.snapshot,
             version=loop.version,
+            backfilled=None if loop.conflict_info is None else loop.conflict_info.backfilled_row_ids,
         )
         return actions, [action_to_line(a) for a in actions]
 
