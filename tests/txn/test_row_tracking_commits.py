@@ -177,3 +177,15 @@ def test_optimize_keeps_stable_row_ids_and_commit_versions(tmp_path: Path) -> No
     info = json.loads(next(iter(log.store.read(log.commit_uri(3)))))["commitInfo"]
     assert info["tags"]["delta.rowTracking.preserved"] == "true"
     assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("n").to_pylist()) == [0, 1, 2, 3, 4]
+
+
+def test_enabling_conflicts_with_an_append_that_assigned_no_row_ids(tmp_path: Path) -> None:
+    from deltalog.txn.commit.commit_errors import ConcurrentAppendError
+
+    log = create(str(tmp_path / "t"))  # no files yet: nothing to backfill
+    txn = log.start_transaction()
+    assert txn.metadata is not None
+    txn.update_metadata(replace(txn.metadata, configuration={"delta.enableRowTracking": "true"}))
+    log.start_transaction().commit([data_file(log.table_uri, 2)], Write())  # no row ids
+    with pytest.raises(ConcurrentAppendError):
+        txn.commit([], ManualUpdate())

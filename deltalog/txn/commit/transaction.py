@@ -477,7 +477,8 @@ class OptimisticTransaction:
         if not row_tracking_commit.enables_row_tracking(self.snapshot, self._new_metadata):
             return body
         readds = row_tracking_commit.backfill(self.snapshot, body)
-        if readds:
+        if readds or (self.table_exists and not row_tracking.is_supported(self.snapshot.protocol)):
+            # a concurrent append by a writer that did not assign row ids must fail this
             self._read_whole_table = True
         return [*body, *readds]
 
