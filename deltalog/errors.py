@@ -89,6 +89,7 @@ if TYPE_CHECKING:
         NotNullConstraintViolationError,
     )
     from deltalog.txn.protocol.errors import (
+        ChecksumMismatchError,
         ColumnMappingRequiredError,
         CorruptLogError,
         DeltaLogError,
@@ -96,6 +97,7 @@ if TYPE_CHECKING:
         InvalidSchemaError,
         InvalidTableStateError,
         NonContiguousVersionsError,
+        RowTrackingError,
         SchemaMismatchError,
         TableNotFoundError,
         UnsupportedFeatureError,
@@ -129,6 +131,8 @@ _HOMES: dict[str, str] = {
     # the log and its tables
     "DeltaLogError": "deltalog.txn.protocol.errors",
     "CorruptLogError": "deltalog.txn.protocol.errors",
+    "ChecksumMismatchError": "deltalog.txn.protocol.errors",
+    "RowTrackingError": "deltalog.txn.protocol.errors",
     "InvalidSchemaError": "deltalog.txn.protocol.errors",
     "InvalidSchemaChangeError": "deltalog.txn.protocol.errors",
     "ColumnMappingRequiredError": "deltalog.txn.protocol.errors",
@@ -205,6 +209,7 @@ _HOMES: dict[str, str] = {
 __all__ = [
     "AmbiguousWriteError",
     "AppendOnlyViolationError",
+    "ChecksumMismatchError",
     "CloneTargetNotEmptyError",
     "ColumnMappingRequiredError",
     "CommitFailedError",
@@ -261,6 +266,7 @@ __all__ = [
     "ProtocolChangedError",
     "ReplaceWhereMismatchError",
     "RestoreMissingFilesError",
+    "RowTrackingError",
     "SchemaMismatchError",
     "TableAlreadyExistsError",
     "TableNotFoundError",

@@ -121,6 +121,41 @@ def test_splits_of_a_file_with_a_deletion_vector_read_its_live_rows_once(tmp_pat
     assert rows[3998] == {"id": 3998, "x": 1999.0, "s": "v03998"}
 
 
+def test_row_ids_are_base_row_id_plus_position_across_splits_and_deletion_vectors(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    name, size = _one_file_table(path)
+    dv = DeltaLog.for_table(path).update().files[0].deletion_vector
+    assert dv is not None
+    out = pa.schema(
+        [("id", pa.int64()), ("_metadata", pa.struct([("row_id", pa.int64()), ("row_commit_version", pa.int64())]))]
+    )
+    spec = _spec(path, output_schema=out, row_tracking_columns=("_row-id-col-x", "_row-commit-version-col-x"))
+    store = DeltaLog.for_table(path).store
+    item = FileToRead(name, {}, size, dv.to_dict(), base_row_id=1000, default_row_commit_version=3)
+    rows = [r for f in (x for b in _bins([item], size // 5) for x in b) for r in read_file(spec, store, f).to_pylist()]
+    assert sorted(r["id"] for r in rows) == sorted(set(range(ROWS)) - set(DELETED))
+    # the id column holds each row's position in the file
+    assert all(r["_metadata"] == {"row_id": 1000 + r["id"], "row_commit_version": 3} for r in rows)
+
+
+def test_materialized_row_ids_win_over_the_default_ones(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    os.makedirs(path)
+    data = pa.table({"id": [0, 1, 2], "_row-id-col-x": [7, None, 9], "_row-commit-version-col-x": [None, 1, None]})
+    pq.write_table(data, os.path.join(path, "f.parquet"))
+    out = pa.schema(
+        [("id", pa.int64()), ("_metadata", pa.struct([("row_id", pa.int64()), ("row_commit_version", pa.int64())]))]
+    )
+    spec = _spec(path, output_schema=out, row_tracking_columns=("_row-id-col-x", "_row-commit-version-col-x"))
+    item = FileToRead("f.parquet", {}, 1, base_row_id=50, default_row_commit_version=4)
+    got = read_file(spec, DeltaLog.for_table(path).store, item).column("_metadata").to_pylist()
+    assert got == [
+        {"row_id": 7, "row_commit_version": 4},
+        {"row_id": 51, "row_commit_version": 1},
+        {"row_id": 9, "row_commit_version": 4},
+    ]
+
+
 # -- row-group skipping by footer statistics, without Spark -----------------------------
 
 
@@ -292,3 +327,19 @@ def test_row_group_skipping_is_under_the_read_plans_per_scan_guard(
     ids = _ids([pa.Table.from_batches(list(reader.read(partition)))])
     first = 3500 if plans_per_scan else 0  # row group 7 holds ids 3500-3999
     assert ids == sorted(set(range(first, ROWS)) - set(DELETED))
+
+
+def test_spark_writes_row_tracking_and_reads_row_ids(spark: Any, table_path: str) -> None:
+    df = spark.createDataFrame([(i,) for i in range(6)], "n long").repartition(2)
+    df.write.format("deltalog").mode("append").option("delta.enableRowTracking", "true").save(table_path)
+    spark.createDataFrame([(i,) for i in range(6, 9)], "n long").write.format("deltalog").mode("append").save(
+        table_path
+    )
+    snap = DeltaLog.for_table(table_path).update()
+    assert "rowTracking" in (snap.protocol.writer_features or ())
+    assert all(f.base_row_id is not None and f.default_row_commit_version is not None for f in snap.files)
+    got = spark.read.format("deltalog").option("readRowTracking", "true").load(table_path)
+    rows = got.select("n", "_metadata.row_id", "_metadata.row_commit_version").collect()
+    assert sorted(r["n"] for r in rows) == list(range(9))
+    assert sorted(r["row_id"] for r in rows) == list(range(9))  # unique, dense from 0
+    assert {r["row_commit_version"] for r in rows if r["n"] >= 6} == {1}

@@ -133,6 +133,7 @@ _READ_KEYS = {
     "ignorechanges",
     "skipchangecommits",
     "maxsplitbytes",
+    "readrowtracking",
 }
 
 
@@ -329,6 +330,8 @@ class ReadOptions:
     starting_version_latest: bool = False
     #: ``maxSplitBytes``: files larger than this are read by several tasks (None: 128 MiB)
     max_split_bytes: int | None = None
+    #: ``readRowTracking``: add ``_metadata`` (``row_id``, ``row_commit_version``)
+    read_row_tracking: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -348,6 +351,7 @@ class ReadOptions:
             storage_options=storage_options_of(options),
             logstore=_get(options, "logStore"),
             max_split_bytes=_byte_size(options, "maxSplitBytes"),
+            read_row_tracking=_flag(options, "readRowTracking"),
         )
 
 

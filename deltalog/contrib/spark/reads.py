@@ -33,9 +33,19 @@ if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.log.snapshot_management import SnapshotManagement
 
-__all__ = ["FileToRead", "ReadSpec", "constant_column", "partition_value", "read_file", "read_files"]
+__all__ = [
+    "ROW_TRACKING_COLUMN",
+    "FileToRead",
+    "ReadSpec",
+    "constant_column",
+    "partition_value",
+    "read_file",
+    "read_files",
+]
 
 _PHYS = "delta.columnMapping.physicalName"
+#: the output column of row tracking reads: ``struct<row_id: long, row_commit_version: long>``
+ROW_TRACKING_COLUMN = "_metadata"
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,9 @@ class FileToRead:
     #: the end); the task reads the row groups whose midpoint is in the range
     start: int = 0
     length: int | None = None
+    #: row tracking: the add's ``baseRowId`` and ``defaultRowCommitVersion``
+    base_row_id: int | None = None
+    default_row_commit_version: int | None = None
 
     @property
     def is_split(self) -> bool:
@@ -76,10 +89,20 @@ class ReadSpec:
     #: pushed filters on data columns (logical names) that skip row groups by their footer
     #: statistics; empty where pruning by pushed filters is not sound (see ``source.py``)
     row_group_terms: tuple[Term, ...] = ()
+    #: row tracking: the materialized (row id, row commit version) column names, when the
+    #: output has the ``_metadata`` column (:data:`ROW_TRACKING_COLUMN`)
+    row_tracking_columns: tuple[str, str] | None = None
 
     @classmethod
-    def for_snapshot(cls, delta_log: SnapshotManagement, snapshot: Snapshot, output_schema: pa.Schema) -> ReadSpec:
-        """The spec to read files of ``snapshot`` (of ``delta_log``'s table) as rows of ``output_schema``."""
+    def for_snapshot(
+        cls,
+        delta_log: SnapshotManagement,
+        snapshot: Snapshot,
+        output_schema: pa.Schema,
+        row_tracking_columns: tuple[str, str] | None = None,
+    ) -> ReadSpec:
+        """The spec to read files of ``snapshot`` (of ``delta_log``'s table) as rows of
+        ``output_schema`` (with ``row_tracking_columns``: also the ``_metadata`` row ids)."""
         metadata = snapshot.metadata
         return cls(
             store=delta_log.store.spec(),
@@ -88,6 +111,7 @@ class ReadSpec:
             partition_columns=tuple(metadata.partition_columns),
             column_mapping_mode=snapshot.properties.column_mapping_mode,
             output_schema=output_schema,
+            row_tracking_columns=row_tracking_columns,
         )
 
 
@@ -191,6 +215,8 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
         read_cols = [physical[n] for n in data_cols if physical[n] in present]
         if item.constants.get("_change_type") is None and "_change_type" in present and "_change_type" in wanted:
             read_cols.append("_change_type")
+        tracked = [] if spec.row_tracking_columns is None else [c for c in spec.row_tracking_columns if c in present]
+        read_cols += [c for c in tracked if c not in read_cols]
         groups = _row_groups(spec, item, metadata, schema)
         whole = len(groups) == metadata.num_row_groups
         if whole:
@@ -201,12 +227,34 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
             table = pf.schema_arrow.empty_table().select(read_cols)
     offsets = row_group_offsets(metadata)
     num_rows = table.num_rows if read_cols else sum(offsets[g + 1] - offsets[g] for g in groups)
+    tracking = None
+    if spec.row_tracking_columns is not None and ROW_TRACKING_COLUMN in wanted:
+        tracking = _row_tracking(spec.row_tracking_columns, item, table, _positions(offsets, groups))
     if item.deletion_vector or item.only_rows is not None:
         positions = _positions(offsets, groups)
         mask = _keep_mask(spec, store, item, positions)
         if mask is not None:
             table = table.filter(mask) if read_cols else table
+            tracking = None if tracking is None else tracking.filter(mask)
             num_rows = int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
+    arrays = _output_columns(spec, item, table, tracking, num_rows, (fields_by_name, names, physical))
+    return pa.Table.from_arrays(arrays, schema=spec.output_schema)
+
+
+def _output_columns(
+    spec: ReadSpec,
+    item: FileToRead,
+    table: pa.Table,
+    tracking: pa.Array | None,
+    num_rows: int,
+    schema_names: tuple[dict[str, Any], dict[str, str], dict[str, str]],
+) -> list[pa.Array]:
+    """Each column of ``spec.output_schema`` for the rows read from ``item``: partition
+    values and constants repeated, data columns renamed to their logical names, row ids,
+    and nulls for columns the file does not have. ``schema_names``: the table's fields by
+    name, physical names of all columns, physical names of the data columns read."""
+    fields_by_name, names, physical = schema_names
+    assert spec.output_schema is not None
     arrays = []
     for out_field in spec.output_schema:
         name = out_field.name
@@ -219,6 +267,8 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
             arrays.append(constant_column(item.constants[name], out_field.type, num_rows))
         elif name == "_change_type" and "_change_type" in table.column_names:
             arrays.append(table.column("_change_type").cast(out_field.type))
+        elif name == ROW_TRACKING_COLUMN and tracking is not None:
+            arrays.append(tracking.cast(out_field.type))
         elif name in physical and physical[name] in table.column_names:
             arrays.append(
                 _logical_column(
@@ -230,7 +280,21 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
             )
         else:
             arrays.append(pa.nulls(num_rows, out_field.type))
-    return pa.Table.from_arrays(arrays, schema=spec.output_schema)
+    return arrays
+
+
+def _row_tracking(columns: tuple[str, str], item: FileToRead, table: pa.Table, positions: pa.Array) -> pa.StructArray:
+    """``_metadata``'s ``row_id`` and ``row_commit_version`` of the rows at ``positions``:
+    the materialized values where present, else ``baseRowId`` + position and the file's
+    ``defaultRowCommitVersion`` (PROTOCOL "Reader Requirements for Row Tracking")."""
+    from deltalog.txn.protocol.row_tracking import row_commit_versions, row_ids
+
+    def materialized(name: str) -> pa.Array | None:
+        return table.column(name).combine_chunks() if name in table.column_names else None
+
+    ids = row_ids(item.base_row_id, positions, materialized(columns[0]))
+    versions = row_commit_versions(item.default_row_commit_version, len(positions), materialized(columns[1]))
+    return pa.StructArray.from_arrays([ids, versions], names=["row_id", "row_commit_version"])
 
 
 def read_files(spec: ReadSpec, items: Sequence[FileToRead]) -> Iterator[pa.RecordBatch]:

@@ -42,13 +42,13 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
     WriterCommitMessage,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from deltalog.contrib.spark.files import write_batches
 from deltalog.contrib.spark.input_partitions import TARGET_SPLIT_BYTES, FilesPartition, files_partitions
 from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
 from deltalog.contrib.spark.options import ReadOptions, WriteOptions
-from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
+from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN, FileToRead, ReadSpec, read_files
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.contrib.spark.writes import StreamingInfo, WritePlan, abort_write, commit_write, plan_write
@@ -223,7 +223,8 @@ class DeltaReader(DataSourceReader):
         return delta_log, delta_log.update()
 
     def _spec(self, delta_log: DeltaLog, snapshot: Snapshot) -> ReadSpec:
-        return ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(self.schema))
+        tracking = row_tracking_columns(snapshot) if self.options.read_row_tracking else None
+        return ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(self.schema), tracking)
 
     def partitions(self) -> Sequence[InputPartition]:
         from deltalog.contrib.spark import schemas
@@ -267,6 +268,8 @@ class DeltaReader(DataSourceReader):
                 a.partition_values,
                 a.size,
                 None if a.deletion_vector is None else a.deletion_vector.to_dict(),
+                base_row_id=a.base_row_id,
+                default_row_commit_version=a.default_row_commit_version,
             )
             for a in plan.files
         ]
@@ -335,6 +338,10 @@ class DeltaLogDataSource(DataSource):
         if opts.read_change_feed:
             for name, type_name in CDF_COLUMNS:
                 schema = schema.add(name, type_name, True)
+        elif opts.read_row_tracking:
+            row_tracking_columns(snapshot)  # refuses a table without row tracking
+            tracked = StructType([StructField("row_id", LongType()), StructField("row_commit_version", LongType())])
+            schema = schema.add(ROW_TRACKING_COLUMN, tracked, True)
         return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -354,3 +361,22 @@ class DeltaLogDataSource(DataSource):
         opts = WriteOptions.parse(self.options, False)
         app_id = _query_app_id(opts, self.options)
         return DeltaStreamWriter(plan_write(opts, schema.json(), streaming=True), app_id, overwrite)
+
+
+def row_tracking_columns(snapshot: Snapshot) -> tuple[str, str]:
+    """The materialized row id and row commit version column names of a table with row
+    tracking enabled (``readRowTracking``); raises on any other table."""
+    from deltalog.txn.protocol import row_tracking
+
+    if not row_tracking.is_enabled(snapshot.protocol, snapshot.metadata):
+        from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+        raise DeltaAnalysisError(
+            f"readRowTracking: row tracking is not enabled on {snapshot.table_uri} "
+            "(set delta.enableRowTracking=true first)"
+        )
+    config = snapshot.metadata.configuration
+    return (
+        config.get(row_tracking.MATERIALIZED_ROW_ID_KEY, ""),
+        config.get(row_tracking.MATERIALIZED_ROW_COMMIT_VERSION_KEY, ""),
+    )

@@ -51,6 +51,7 @@ from deltalog.txn.commit.commit_errors import DeltaConcurrentModificationError
 from deltalog.txn.commit.operations import Optimize
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS, open_data_file
 from deltalog.txn.log.deletion_vectors import read_deletion_vector
+from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import Action, AddFile, decode_path, encode_path
 from deltalog.txn.protocol.column_mapping import physical_arrow_schema
 from deltalog.txn.protocol.errors import DeltaLogError
@@ -212,6 +213,9 @@ class CompactionSpec:
     max_file_size: int = DEFAULT_TARGET_FILE_SIZE
     #: Delta's ``spark.databricks.io.skipping.mdc.rangeId.max``.
     num_ranges: int = DEFAULT_NUM_RANGES
+    #: row tracking enabled: the materialized (row id, row commit version) columns the
+    #: rewritten rows carry their stable ids and commit versions in, as Delta's OPTIMIZE does
+    row_tracking_columns: tuple[str, str] | None = None
 
     @classmethod
     def for_snapshot(
@@ -234,6 +238,7 @@ class CompactionSpec:
             z_order_by=tuple(z_order_by),
             max_file_size=max_file_size,
             num_ranges=num_ranges,
+            row_tracking_columns=materialized_row_tracking_columns(snapshot),
         )
 
 
@@ -268,12 +273,37 @@ _CODEC_SUFFIX = {
 }
 
 
+def materialized_row_tracking_columns(snapshot: Snapshot) -> tuple[str, str] | None:
+    """The materialized row id and row commit version column names of a table with row
+    tracking enabled, else None."""
+    if not row_tracking.is_enabled(snapshot.protocol, snapshot.metadata):
+        return None
+    config = snapshot.metadata.configuration
+    names = (
+        config.get(row_tracking.MATERIALIZED_ROW_ID_KEY),
+        config.get(row_tracking.MATERIALIZED_ROW_COMMIT_VERSION_KEY),
+    )
+    if not names[0] or not names[1]:
+        raise OptimizeError(
+            f"row tracking is enabled on {snapshot.table_uri} but its metadata names no materialized "
+            "row id / row commit version column; the metadata is damaged"
+        )
+    return names[0], names[1]
+
+
 class _Compactor:
     def __init__(self, spec: CompactionSpec) -> None:
         self.spec = spec
         self.store: LogStore = spec.store.build()
         self.fs: pafs.FileSystem = self.store.filesystem()
         self.schema = spec.schema
+        #: what the rewritten files hold: the data columns, plus the materialized row
+        #: tracking columns (not in the table's schema, so without statistics)
+        self.file_schema = spec.schema
+        if spec.row_tracking_columns is not None:
+            self.file_schema = spec.schema.append(pa.field(spec.row_tracking_columns[0], pa.int64())).append(
+                pa.field(spec.row_tracking_columns[1], pa.int64())
+            )
 
     def _directory(self, values: dict[str, str | None]) -> str:
         logical = {self.spec.logical_names.get(k, k): v for k, v in values.items()}
@@ -288,18 +318,36 @@ class _Compactor:
             with open_data_file(self.fs, self.store.fs_path(uri)) as reader:
                 formats.append(_input_format(reader.metadata))
                 offset = 0
-                for batch in reader.iter_batches(batch_size=65536, use_threads=arrow_threads_allowed(self.fs)):
-                    n = batch.num_rows
+                for raw in reader.iter_batches(batch_size=65536, use_threads=arrow_threads_allowed(self.fs)):
+                    n = raw.num_rows
+                    batch = self._with_row_tracking(f, raw, _conform(raw, self.schema, uri), offset)
                     if deleted is not None and len(deleted):
                         rows = pa.array(range(offset, offset + n), pa.uint64())
                         batch = batch.filter(pc.invert(pc.is_in(rows, value_set=deleted)))
                     offset += n
-                    yield _conform(batch, self.schema, uri)
+                    yield batch
         except (OSError, pa.ArrowInvalid) as exc:
             raise OptimizeError(
                 f"cannot compact {uri}: the data file could not be read ({exc}). Check that it exists and "
                 "is valid Parquet (a vacuumed or damaged file); nothing was committed."
             ) from None
+
+    def _with_row_tracking(self, f: AddFile, raw: pa.RecordBatch, batch: pa.RecordBatch, offset: int) -> pa.RecordBatch:
+        """``batch`` plus the rows' stable row ids and commit versions (the file's
+        materialized values, else ``baseRowId`` + position and ``defaultRowCommitVersion``)."""
+        columns = self.spec.row_tracking_columns
+        if columns is None:
+            return batch
+
+        def materialized(name: str) -> pa.Array | None:
+            return raw.column(name) if name in raw.schema.names else None
+
+        positions = pa.array(range(offset, offset + raw.num_rows), pa.uint64())
+        ids = row_tracking.row_ids(f.base_row_id, positions, materialized(columns[0]))
+        versions = row_tracking.row_commit_versions(
+            f.default_row_commit_version, raw.num_rows, materialized(columns[1])
+        )
+        return pa.RecordBatch.from_arrays([*batch.columns, ids, versions], schema=self.file_schema)
 
     def output_paths(self, files: Sequence[AddFile], stem: str) -> list[str]:
         """Every relative path :meth:`write_bin` may give the files named ``stem``."""
@@ -363,7 +411,7 @@ class _Compactor:
                 self.fs.open_output_stream(path) as out,
                 pq.ParquetWriter(
                     out,
-                    self.schema,
+                    self.file_schema,
                     compression=codec.lower() if codec in _CODEC_SUFFIX else "snappy",
                     use_dictionary=sorted(dictionary),
                 ) as writer,

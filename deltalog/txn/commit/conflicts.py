@@ -3,9 +3,15 @@
 Follows Delta's ``ConflictChecker.checkConflicts``; for each winning commit, in order:
 
 1. protocol: the winner changed the protocol -> this client must still be able to write
-   it, and this transaction must not change it too (:class:`ProtocolChangedError`);
-2. metadata: the winner changed metadata -> :class:`MetadataChangedError`;
-3. domain metadata: both touch one domain -> :class:`ConcurrentTransactionError`;
+   it, this transaction must not change it too, and the winner must not drop a feature
+   this transaction read (:class:`ProtocolChangedError`);
+2. metadata: the winner changed metadata -> :class:`MetadataChangedError`, unless this
+   transaction leaves the metadata alone and the change is one Delta resolves (enabling
+   deletion vectors, in-commit timestamps, V2 checkpoints, row tracking, name column
+   mapping: :mod:`~deltalog.txn.commit.metadata_conflicts`); then the winner's metadata
+   is adopted;
+3. domain metadata: both touch one domain -> :class:`ConcurrentTransactionError` (the
+   row-tracking high-water mark is reassigned by the transaction instead);
 4. application transactions: the winner set an app id this transaction read
    -> :class:`ConcurrentTransactionError`;
 5. concurrent append: the winner added files this transaction should have read, by
@@ -34,6 +40,8 @@ from deltalog.txn.commit.commit_errors import (
     ProtocolChangedError,
 )
 from deltalog.txn.commit.isolation import IsolationLevel
+from deltalog.txn.commit.metadata_conflicts import dropped_features, resolve_metadata_conflict
+from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import (
     Action,
     AddFile,
@@ -118,6 +126,17 @@ class CurrentTransactionInfo:
     removed_paths: set[str] = field(default_factory=set)  # decoded paths
     domains: set[str] = field(default_factory=set)
     check_protocol: Callable[[Protocol], None] | None = None
+    #: the protocol the transaction read (None: a new table)
+    read_protocol: Protocol | None = None
+    #: the protocol and metadata the transaction commits on top of: the read ones, then
+    #: each winner's as conflict checking adopts them
+    protocol: Protocol | None = None
+    metadata: Metadata | None = None
+    #: False once a winner enabled row tracking (the commit cannot claim it preserved row ids)
+    row_tracking_preserved: bool = True
+    #: files a winner re-added to give them row ids (decoded path -> baseRowId,
+    #: defaultRowCommitVersion): this transaction's removes and re-adds of them copy those
+    backfilled_row_ids: dict[str, tuple[int, int | None]] = field(default_factory=dict)
 
     @property
     def read_anything(self) -> bool:
@@ -149,7 +168,7 @@ def _conflict(
 def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
     """Raise the first conflict between ``current`` and ``winner``, in Delta's order."""
     _check_protocol(current, winner)
-    _check_metadata(current, winner)
+    _check_winning_metadata(current, winner)
     _check_domains(current, winner)
     _check_app_ids(current, winner)
     _check_added_files(current, winner)
@@ -167,21 +186,30 @@ def _check_protocol(current: CurrentTransactionInfo, winner: WinningCommit) -> N
             if winner.version == 0:
                 detail += " (this happens when multiple writers are writing to an empty directory)"
             _conflict(ProtocolChangedError, detail, current, winner)
+        if current.read_protocol is not None:
+            dropped = dropped_features(winner.protocol, current.read_protocol)
+            if dropped:
+                _conflict(
+                    ProtocolChangedError,
+                    f"the winning commit dropped the table feature(s) {', '.join(sorted(dropped))}",
+                    current,
+                    winner,
+                )
+        current.protocol = winner.protocol
 
 
-def _check_metadata(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
+def _check_winning_metadata(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
     # 2. metadata
-    # (a winner that only moved identity high-water marks does not fail a transaction that
-    # changes no metadata, as Delta's checkNoMetadataUpdates)
-    if winner.metadata is not None and not (winner.identity_only_metadata_update and not current.changes_metadata):
-        detail = (
-            "both transactions change the table's metadata"
-            if current.changes_metadata
-            else "the table's schema, partitioning or properties changed after this transaction read it"
-        )
-        if winner.version == 0:
-            detail += " (the table was created concurrently)"
-        _conflict(MetadataChangedError, detail, current, winner)
+    if winner.metadata is None:
+        return
+    if winner.identity_only_metadata_update and not current.changes_metadata:
+        # a winner that only moved identity high-water marks does not fail a transaction
+        # that changes no metadata (Delta's checkNoMetadataUpdates)
+        current.metadata = winner.metadata
+        return
+    _check_metadata(current, winner, winner.metadata)
+    if row_tracking.enabled_property(winner.metadata):
+        _record_backfill(current, winner)
 
 
 def _check_domains(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
@@ -248,6 +276,33 @@ def _check_deleted_deleted(current: CurrentTransactionInfo, winner: WinningCommi
                 )
 
 
+def _record_backfill(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
+    """Remember the row ids a row-tracking enablement gave to re-added files (Delta's
+    ``resolveRowTrackingBackfillConflicts``)."""
+    for add in winner.added_files:
+        if not add.data_change and add.base_row_id is not None:
+            current.backfilled_row_ids[decode_path(add.path)] = (add.base_row_id, add.default_row_commit_version)
+
+
+def _check_metadata(current: CurrentTransactionInfo, winner: WinningCommit, winning: Metadata) -> None:
+    resolution = None
+    if not current.changes_metadata and current.metadata is not None and current.protocol is not None:
+        resolution = resolve_metadata_conflict(current.metadata, winning, current.protocol, winner.commit_info)
+    if resolution is not None:
+        current.metadata = resolution.metadata
+        if resolution.row_tracking_enabled:
+            current.row_tracking_preserved = False
+        return
+    detail = (
+        "both transactions change the table's metadata"
+        if current.changes_metadata
+        else "the table's schema, partitioning or properties changed after this transaction read it"
+    )
+    if winner.version == 0:
+        detail += " (the table was created concurrently)"
+    _conflict(MetadataChangedError, detail, current, winner)
+
+
 def _partition_hint_remove(removed: RemoveFile) -> str | None:
     if not removed.partition_values:
         return None
@@ -262,6 +317,10 @@ def _check_added_files(current: CurrentTransactionInfo, winner: WinningCommit) -
         candidates = [] if winner.is_blind_append else winner.added_files
     else:
         candidates = winner.added_files
+    if winner.metadata is not None and row_tracking.enabled_property(winner.metadata):
+        # the commit that switched row tracking on re-added live files to give them row
+        # ids (dataChange=false): no new data (Delta skips backfill commits here)
+        candidates = [a for a in candidates if a.data_change]
     if not candidates or not current.read_anything:
         return
     conflicting: AddFile | None = None

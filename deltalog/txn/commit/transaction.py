@@ -29,10 +29,11 @@ import time
 import uuid
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.logstores.errors import AmbiguousWriteError, FileAlreadyExistsError
+from deltalog.txn.commit import row_tracking as row_tracking_commit
 from deltalog.txn.commit.action_checks import CommitActionChecks
 from deltalog.txn.commit.commit_errors import (
     CommitFailedError,
@@ -51,6 +52,8 @@ from deltalog.txn.commit.metadata_checks import verify_metadata
 from deltalog.txn.commit.operations import Operation
 from deltalog.txn.commit.post_commit import PostCommitHook, run_post_commit
 from deltalog.txn.commit.settings import EngineSettings
+from deltalog.txn.log.checksum import record_commit_checksum
+from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import (
     Action,
     AddCDCFile,
@@ -118,6 +121,9 @@ class CommitResult:
     winning_versions_checked: tuple[int, ...] = ()
     #: The version was found to hold this transaction's ``txnId`` after an ambiguous write.
     resolved_by_txn_id: bool = False
+    #: the snapshot the commit was applied to (None for ``commit_large``, whose actions are
+    #: not held: it writes no checksum)
+    pre_commit: Snapshot | None = None
 
 
 @dataclass(frozen=True)
@@ -257,6 +263,9 @@ class OptimisticTransaction:
         metadata = self._with_ict_enablement(metadata)
         self._new_metadata = metadata
         self._upgrade_protocol_for(metadata)
+        self._new_metadata = row_tracking.with_materialized_column_names(
+            self.protocol, self.snapshot.metadata if self.table_exists else None, metadata
+        )
 
     def _with_ict_enablement(self, metadata: Metadata) -> Metadata:
         """When in-commit timestamps are switched on for an existing table, record where
@@ -433,6 +442,17 @@ class OptimisticTransaction:
         for action in self._protocol_and_metadata():
             yield action_to_line(action)
         checks = self._action_checks()
+        protocol = self._attempt_protocol(self.snapshot)
+        if row_tracking.is_supported(protocol):
+            mark = row_tracking.high_water_mark(self.snapshot.domain_metadata) if self.table_exists else -1
+            actions = row_tracking.iter_row_tracking(
+                actions,
+                protocol,
+                self._attempt_metadata(self.snapshot),
+                read_high_water_mark=mark,
+                high_water_mark=mark,
+                version=self.read_version + 1,
+            )
         for action in actions:
             if isinstance(action, (Metadata, Protocol, CommitInfo)):
                 raise InvalidTransactionError(
@@ -450,12 +470,24 @@ class OptimisticTransaction:
         table can take this commit and every action, then choose the isolation level."""
         body = self._take_metadata_and_protocol(actions)
         self._check_writable()
+        body = self._with_row_tracking_backfill(body)
         self._check_constraints_declared(body)
         self._action_checks().check_all(body)
         prepared = [*self._protocol_and_metadata(), *body]
         level = choose_isolation_level(self.isolation_level, prepared, operation.changes_data)
         blind = self._is_blind_append(prepared)
         return _PreparedCommit(prepared, [action_to_line(a) for a in prepared], operation, level, blind)
+
+    def _with_row_tracking_backfill(self, body: list[Action]) -> list[Action]:
+        """Switching row tracking on re-adds the live files without row ids (their ids are
+        assigned with the commit's); the commit then depends on the whole table."""
+        if not row_tracking_commit.enables_row_tracking(self.snapshot, self._new_metadata):
+            return body
+        readds = row_tracking_commit.backfill(self.snapshot, body)
+        if readds or (self.table_exists and not row_tracking.is_supported(self.snapshot.protocol)):
+            # a concurrent append by a writer that did not assign row ids must fail this
+            self._read_whole_table = True
+        return [*body, *readds]
 
     def _take_metadata_and_protocol(self, actions: list[Action]) -> list[Action]:
         """Apply the commit's metadata and protocol actions to the transaction (as
@@ -612,10 +644,41 @@ class OptimisticTransaction:
             removed_paths={decode_path(a.path) for a in actions if isinstance(a, RemoveFile)},
             domains={a.domain for a in actions if isinstance(a, DomainMetadata)},
             check_protocol=check_write_supported,
+            read_protocol=self.snapshot.protocol if self.table_exists else None,
+            protocol=self.protocol,
+            metadata=self.metadata,
         )
 
+    def _attempt_metadata(self, snapshot: Snapshot) -> Metadata | None:
+        """The metadata an attempt commits on: this transaction's new metadata, else the
+        table's as of ``snapshot`` (the read one, or the latest winner's it adopted)."""
+        if self._new_metadata is not None:
+            return self._new_metadata
+        return snapshot.metadata if snapshot.exists else None
+
+    def _attempt_protocol(self, snapshot: Snapshot) -> Protocol | None:
+        if self._new_protocol is not None:
+            return self._new_protocol
+        return snapshot.protocol if snapshot.exists else None
+
+    def _attempt_actions(self, prepared: _PreparedCommit, loop: _LoopState) -> tuple[list[Action], list[str]]:
+        """The actions of the attempt at ``loop.version`` and their lines: row ids and row
+        commit versions assigned on top of ``loop.snapshot`` when the table tracks rows."""
+        protocol = self._attempt_protocol(loop.snapshot)
+        if not row_tracking.is_supported(protocol):
+            return prepared.actions, prepared.lines
+        actions = row_tracking_commit.assign_for_attempt(
+            prepared.actions,
+            protocol=protocol,
+            metadata=self._attempt_metadata(loop.snapshot),
+            snapshot=loop.snapshot,
+            version=loop.version,
+            backfilled=None if loop.conflict_info is None else loop.conflict_info.backfilled_row_ids,
+        )
+        return actions, [action_to_line(a) for a in actions]
+
     def _in_commit_timestamp(self, snapshot: Snapshot) -> int | None:
-        metadata = self.metadata
+        metadata = self._attempt_metadata(snapshot)
         if metadata is None or not metadata.properties.enable_in_commit_timestamps:
             return None
         now = int(time.time() * 1000)
@@ -633,11 +696,12 @@ class OptimisticTransaction:
         metrics = self._operation_metrics(prepared.operation, stats)
         while True:
             stats.attempts += 1
-            info = self._attempt_commit_info(prepared, metrics, loop.snapshot)
-            lines = prepared.lines if info is None else [action_to_line(info), *prepared.lines]
+            actions, action_lines = self._attempt_actions(prepared, loop)
+            info = self._attempt_commit_info(prepared, metrics, loop, actions)
+            lines = action_lines if info is None else [action_to_line(info), *action_lines]
             written = self._write_attempt(lock, loop, lines, stats)
             if written is _Written.OURS:
-                committed = prepared.actions if info is None else [info, *prepared.actions]
+                committed = actions if info is None else [info, *actions]
                 return self._result(loop.version, committed, loop.snapshot, stats)
             if written is _Written.ABSENT:
                 self._before_retry(stats, loop, start, "the store's answers stayed ambiguous", backoff=1)
@@ -647,13 +711,23 @@ class OptimisticTransaction:
                 return own
 
     def _attempt_commit_info(
-        self, prepared: _PreparedCommit, metrics: dict[str, str], snapshot: Snapshot
+        self, prepared: _PreparedCommit, metrics: dict[str, str], loop: _LoopState, actions: Sequence[Action]
     ) -> CommitInfo | None:
-        """The ``commitInfo`` of one attempt (its in-commit timestamp follows ``snapshot``)."""
+        """The ``commitInfo`` of one attempt (its in-commit timestamp follows
+        ``loop.snapshot``; on a row-tracking table, the ``delta.rowTracking.preserved`` tag)."""
         if not self.settings.commit_info_enabled:
             return None
+        snapshot = loop.snapshot
         ict = self._in_commit_timestamp(snapshot)
-        return self._commit_info(prepared.operation, prepared.level, prepared.blind, metrics, ict)
+        info = self._commit_info(prepared.operation, prepared.level, prepared.blind, metrics, ict)
+        tag = row_tracking_commit.preserved_tag(
+            actions, self._attempt_protocol(snapshot), self._attempt_metadata(snapshot)
+        )
+        if tag is None:
+            return info
+        if loop.conflict_info is not None and not loop.conflict_info.row_tracking_preserved:
+            tag = "false"  # a winner switched row tracking on: nothing before it was tracked
+        return replace(info, extra={**info.extra, "tags": {row_tracking.PRESERVED_TAG: tag}})
 
     def _write_attempt(self, lock: CommitLock, loop: _LoopState, lines: list[str], stats: CommitStats) -> _Written:
         """Write ``lines`` as ``loop.version``; an ambiguous outcome is resolved by reading back
@@ -750,6 +824,7 @@ class OptimisticTransaction:
             attempts=stats.attempts,
             winning_versions_checked=tuple(stats.winning_versions_checked),
             resolved_by_txn_id=stats.resolved_by_txn_id,
+            pre_commit=pre_commit,
         )
 
     def _winning_versions(self, start_version: int) -> list[int]:
@@ -809,6 +884,15 @@ class OptimisticTransaction:
         stats.version = result.version
         self.delta_log.install_snapshot(result.snapshot)
         self.post_commit_snapshot = result.snapshot
+        if result.pre_commit is not None:
+            record_commit_checksum(
+                self.delta_log.store,
+                self.delta_log.log_uri,
+                result.snapshot,
+                result.actions,
+                result.pre_commit,
+                self.txn_id,
+            )
         stats.time_post_commit_ms = run_post_commit(
             self.delta_log, result.version, result.snapshot, result.actions, self._hooks, self.settings
         )

@@ -113,6 +113,7 @@ class LogSegment:
     version: int
     checkpoint: CheckpointInstance | None
     commits: tuple[FileStatus, ...]  # versions checkpoint+1 .. version, contiguous
+    checksum: FileStatus | None = None  # ``version``'s ``.crc`` when listed
 
     @property
     def checkpoint_version(self) -> int | None:
@@ -168,4 +169,4 @@ def build_segment(
     missing = [v for v in wanted if v not in listing.commits]
     if missing:
         raise NonContiguousVersionsError(log_uri, sorted(v for v in listing.commits if v <= target), missing[0])
-    return LogSegment(log_uri, target, base, tuple(listing.commits[v] for v in wanted))
+    return LogSegment(log_uri, target, base, tuple(listing.commits[v] for v in wanted), listing.crcs.get(target))

@@ -43,6 +43,7 @@ from deltalog.txn.protocol.properties import TableProperties
 from deltalog.txn.protocol.schema import StructType, parse_schema
 
 if TYPE_CHECKING:
+    from deltalog.txn.log.checksum import VersionChecksum
     from deltalog.txn.log.log_segment import LogSegment
 
 __all__ = ["Snapshot"]
@@ -80,6 +81,11 @@ class Snapshot:
         self.timestamp = timestamp
         self.segment = segment
         self.checkpoint_version = checkpoint_version if segment is None else segment.checkpoint_version
+        #: this version's checksum (``N.crc``): read with the log, or computed by the commit
+        #: that made the snapshot; the file count and size are checked when files load
+        self.checksum: VersionChecksum | None = None
+        #: whether :attr:`checksum` was read from the ``.crc`` file (then it is validated)
+        self.checksum_from_log = False
         if version >= 0:
             if state.protocol is None or state.metadata is None:
                 missing = " and ".join(
@@ -123,8 +129,18 @@ class Snapshot:
     @cached_property
     def _files(self) -> LogState:
         if not self._pending and self._base is self._state:
-            return self._state
-        return LogState.collect(self._state, self._file_stream())
+            state = self._state
+        else:
+            state = LogState.collect(self._state, self._file_stream())
+        if self.checksum is not None and self.checksum_from_log:
+            self._validate_file_counts(state, self.checksum)
+        return state
+
+    def _validate_file_counts(self, state: LogState, checksum: VersionChecksum) -> None:
+        from deltalog.txn.log.checksum import validate_checksum
+
+        size = pc.sum(state.adds.column("size")).as_py() if state.adds.num_rows else 0
+        validate_checksum(self, checksum, (int(state.adds.num_rows), int(size or 0)))
 
     def _file_stream(self) -> Iterator[tuple[pa.Table, pa.Table]]:
         pending = CommitBatch.concat_files(self._pending) if self._pending else None
@@ -259,7 +275,13 @@ class Snapshot:
         batch.add_actions(version, actions)
         keys = set(partition_keys(self._state.metadata)) | set(partition_keys(batch.metadata))
         batch.partition_keys = tuple(sorted(keys))
-        return self.apply_batch(version, batch, commit_timestamp)
+        snapshot = self.apply_batch(version, batch, commit_timestamp)
+        if self.checksum is not None and version > 0:
+            from deltalog.txn.log.checksum import derive_checksum
+
+            # carried along without loading files, to seed the next commit's checksum
+            snapshot.checksum = derive_checksum(self.checksum, snapshot, actions)
+        return snapshot
 
     def apply_batch(self, version: int, batch: CommitBatch, commit_timestamp: int) -> Snapshot:
         """This state plus the commits ``self.version + 1 .. version`` collected in ``batch``."""

@@ -19,6 +19,7 @@ from deltalog.logstores.base import FileStatus, LogStore
 from deltalog.logstores.options import StorageOptions
 from deltalog.logstores.registry import logstore_for
 from deltalog.txn.log.checkpoint_reader import read_checkpoint
+from deltalog.txn.log.checksum import read_checksum, validate_checksum
 from deltalog.txn.log.history import version_at_timestamp
 from deltalog.txn.log.last_checkpoint import read_last_checkpoint
 from deltalog.txn.log.log_segment import (
@@ -202,7 +203,7 @@ class SnapshotManagement:
             fallback = segment.checkpoint.modification_time
         ts = self._commit_timestamp(segment.version, state, batch, fallback)
         pending = (batch,) if batch.has_file_actions else ()
-        return Snapshot(
+        snapshot = Snapshot(
             self.table_uri,
             segment.version,
             state,
@@ -212,6 +213,13 @@ class SnapshotManagement:
             pending_actions=batch.num_file_actions,
             base=files,
         )
+        if segment.checksum is not None:
+            checksum = read_checksum(self.store, self.log_uri, segment.version)
+            if checksum is not None:
+                validate_checksum(snapshot, checksum)  # metadata, protocol, domains; files when loaded
+                snapshot.checksum = checksum
+                snapshot.checksum_from_log = True
+        return snapshot
 
     def _segment(self, version: int | None) -> LogSegment | None:
         hint = read_last_checkpoint(self.store, self.log_uri)

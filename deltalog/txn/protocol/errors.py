@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from deltalog.errors import DeltaError
+from deltalog.txn.protocol.file_names import checksum_file
 
 __all__ = [
+    "ChecksumMismatchError",
     "ColumnMappingRequiredError",
     "CorruptLogError",
     "DeltaLogError",
@@ -20,6 +22,7 @@ __all__ = [
     "InvalidSchemaError",
     "InvalidTableStateError",
     "NonContiguousVersionsError",
+    "RowTrackingError",
     "SchemaMismatchError",
     "TableNotFoundError",
     "UnsupportedFeatureError",
@@ -123,3 +126,23 @@ class InvalidSchemaChangeError(DeltaLogError, ValueError):
 class ColumnMappingRequiredError(InvalidSchemaChangeError):
     """Renaming or dropping a column needs column mapping (``delta.columnMapping.mode`` =
     ``name``): without it, data files find columns by name."""
+class RowTrackingError(DeltaLogError):
+    """Row ids cannot be assigned or read as PROTOCOL "Row Tracking" requires (a new file
+    without ``numRecords``, a hand-made high-water mark, contradictory properties)."""
+
+
+class ChecksumMismatchError(DeltaLogError):
+    """The state rebuilt from the log differs from the version checksum file (``N.crc``)
+    written with that version: the log was changed after it was written (Delta's
+    ``DELTA_TXN_LOG_FAILED_INTEGRITY``)."""
+
+    def __init__(self, table: str, version: int, mismatches: dict[str, str]) -> None:
+        listed = "; ".join(f"{field}: {detail}" for field, detail in mismatches.items())
+        super().__init__(
+            f"the Delta log of {table} failed its integrity check at version {version}: the state "
+            f"rebuilt from the log differs from {checksum_file(version)} ({listed}). A log file was changed "
+            "or deleted after the commit; restore it, or delete the .crc file if the change was intended."
+        )
+        self.table = table
+        self.version = version
+        self.mismatches = dict(mismatches)

@@ -201,7 +201,16 @@ FEATURES: dict[str, FeatureInfo] = {
             "supported: collation metadata is ignored (strings compare binary)",
             "refused",
         ),
-        FeatureInfo("rowTracking", False, None, None, "nothing to do", "refused"),
+        FeatureInfo(
+            "rowTracking",
+            False,
+            None,
+            None,
+            "supported: `_metadata.row_id` / `row_commit_version` from `baseRowId` + row position "
+            "(or the materialized column) in the Spark data source (`deltalog.txn.protocol.row_tracking`)",
+            "supported: every add gets `baseRowId` above the high-water mark (domain `delta.rowTracking`, "
+            "reassigned on a conflict retry) and `defaultRowCommitVersion`",
+        ),
         FeatureInfo("clustering", False, None, None, "nothing to do", "refused"),
         FeatureInfo(
             "allowColumnDefaults",
@@ -252,6 +261,7 @@ WRITE_SUPPORTED: set[str] = {
     "timestampNtz",
     "v2Checkpoint",
     "domainMetadata",
+    "rowTracking",
     "typeWidening",
     "typeWidening-preview",
     "variantType",

@@ -82,6 +82,9 @@ def active_features(metadata: Metadata) -> set[str]:
         features.add("v2Checkpoint")
     if props.enable_type_widening:
         features.add("typeWidening")
+    if props.enable_row_tracking:
+        # rowTracking requires domainMetadata (its high-water mark is a domain)
+        features.update(("rowTracking", "domainMetadata"))
     try:
         schema = json.loads(metadata.schema_string)
     except ValueError:

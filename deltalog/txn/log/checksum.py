@@ -1,0 +1,298 @@
+"""Version checksum files (PROTOCOL "Version Checksum File"): ``_delta_log/N.crc``.
+
+After each commit the engine writes ``N.crc`` with the table's state at ``N``:
+``tableSizeBytes``, ``numFiles``, ``numMetadata``, ``numProtocol``, ``metadata``,
+``protocol``, ``inCommitTimestampOpt`` (when in-commit timestamps are on), ``txnId`` and
+the live ``domainMetadata``. The file histogram is optional and not written. As Delta's
+``RecordChecksum``, the counts are derived incrementally from the previous version's
+checksum and the commit's actions when that is exact, else computed from the snapshot;
+the file is written only after the commit, never overwritten, and a failed write is
+logged, never failing the commit.
+
+A snapshot loaded from the log whose version has a ``.crc`` is validated against it
+(Delta's ``ValidateChecksum``): metadata, protocol and domain metadata at once, the file
+count and table size when the snapshot's files are first loaded. A mismatch raises
+:class:`~deltalog.txn.protocol.errors.ChecksumMismatchError` (Delta's default,
+``checksum.mismatch.fatal=true``). A missing, empty or unreadable ``.crc`` is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from deltalog.logstores.errors import FileAlreadyExistsError
+from deltalog.txn.protocol.actions import (
+    Action,
+    AddFile,
+    CommitInfo,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    decode_path,
+)
+from deltalog.txn.protocol.errors import ChecksumMismatchError
+from deltalog.txn.protocol.file_names import checksum_file, log_path
+
+if TYPE_CHECKING:
+    from deltalog.logstores.base import LogStore
+    from deltalog.txn.log.snapshot import Snapshot
+
+__all__ = [
+    "VersionChecksum",
+    "checksum_for_commit",
+    "checksum_mismatches",
+    "derive_checksum",
+    "read_checksum",
+    "record_commit_checksum",
+    "validate_checksum",
+    "write_checksum",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class VersionChecksum:
+    """The content of one ``N.crc`` file (the fields deltalog writes and checks)."""
+
+    table_size_bytes: int
+    num_files: int
+    #: None in a checksum written by an old Delta (then not compared)
+    metadata: Metadata | None
+    protocol: Protocol | None
+    num_metadata: int = 1
+    num_protocol: int = 1
+    txn_id: str | None = None
+    in_commit_timestamp: int | None = None
+    #: live domains, tombstones excluded; None: not recorded in the file
+    domain_metadata: tuple[DomainMetadata, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {}
+        if self.txn_id is not None:
+            d["txnId"] = self.txn_id
+        d["tableSizeBytes"] = self.table_size_bytes
+        d["numFiles"] = self.num_files
+        d["numMetadata"] = self.num_metadata
+        d["numProtocol"] = self.num_protocol
+        if self.in_commit_timestamp is not None:
+            d["inCommitTimestampOpt"] = self.in_commit_timestamp
+        if self.domain_metadata is not None:
+            d["domainMetadata"] = [dm.to_dict() for dm in self.domain_metadata]
+        if self.metadata is not None:
+            d["metadata"] = self.metadata.to_dict()
+        if self.protocol is not None:
+            d["protocol"] = self.protocol.to_dict()
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> VersionChecksum:
+        domains = d.get("domainMetadata")
+        return cls(
+            table_size_bytes=int(d["tableSizeBytes"]),
+            num_files=int(d["numFiles"]),
+            metadata=None if d.get("metadata") is None else Metadata.from_dict(d["metadata"]),
+            protocol=None if d.get("protocol") is None else Protocol.from_dict(d["protocol"]),
+            num_metadata=int(d.get("numMetadata", 1)),
+            num_protocol=int(d.get("numProtocol", 1)),
+            txn_id=d.get("txnId"),
+            in_commit_timestamp=None if d.get("inCommitTimestampOpt") is None else int(d["inCommitTimestampOpt"]),
+            domain_metadata=None if domains is None else tuple(DomainMetadata.from_dict(x) for x in domains),
+        )
+
+
+def read_checksum(store: LogStore, log_uri: str, version: int) -> VersionChecksum | None:
+    """The checksum of ``version``, or None when its file is missing, empty or unreadable
+    (readers must keep working without it)."""
+    path = log_path(log_uri, checksum_file(version))
+    try:
+        lines = [line for line in store.read(path) if line.strip()]
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("cannot read the checksum file %s (%s); ignoring it", path, exc)
+        return None
+    if not lines:
+        return None
+    try:
+        return VersionChecksum.from_dict(json.loads(lines[0]))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        log.warning("the checksum file %s cannot be parsed (%s); ignoring it", path, exc)
+        return None
+
+
+def write_checksum(store: LogStore, log_uri: str, version: int, checksum: VersionChecksum) -> bool:
+    """Write ``N.crc`` unless it exists (never overwritten). Returns whether it was
+    written; a failure is logged, never raised (the commit it describes stands)."""
+    path = log_path(log_uri, checksum_file(version))
+    try:
+        store.write(path, [checksum.to_json()], overwrite=False)
+    except FileAlreadyExistsError:
+        log.info("the checksum file %s exists already; not overwriting it", path)
+        return False
+    except Exception:
+        log.warning("failed to write the checksum file for version %d (%s)", version, path, exc_info=True)
+        return False
+    return True
+
+
+def _live_domains(snapshot: Snapshot) -> tuple[DomainMetadata, ...]:
+    domains = snapshot.non_file_state.domains
+    return tuple(domains[name] for name in sorted(domains) if not domains[name].removed)
+
+
+def _in_commit_timestamp(actions: Sequence[Action], metadata: Metadata) -> int | None:
+    if not metadata.properties.enable_in_commit_timestamps:
+        return None
+    info = next((a for a in actions if isinstance(a, CommitInfo)), None)
+    return None if info is None else info.in_commit_timestamp
+
+
+def _incremental_counts(previous: tuple[int, int], actions: Sequence[Action]) -> tuple[int, int] | None:
+    """(numFiles, tableSizeBytes) after ``actions``, or None when the actions alone cannot
+    say (a remove without a size; an add with dataChange=false of a path the commit does
+    not remove, which may re-add a live file)."""
+    removed = {decode_path(a.path) for a in actions if isinstance(a, RemoveFile)}
+    files, size = previous
+    for action in actions:
+        if isinstance(action, AddFile):
+            if not action.data_change and decode_path(action.path) not in removed:
+                return None
+            files += 1
+            size += action.size
+        elif isinstance(action, RemoveFile):
+            if action.size is None:
+                return None
+            files -= 1
+            size -= action.size
+    return files, size
+
+
+def checksum_for_commit(
+    snapshot: Snapshot,
+    actions: Sequence[Action],
+    previous: VersionChecksum | None,
+    txn_id: str | None = None,
+) -> VersionChecksum:
+    """The checksum of ``snapshot``, the state right after the commit made of ``actions``:
+    counts derived from ``previous`` (the checksum of the version before; nothing before
+    version 0) when exact, otherwise computed from the snapshot's files (which loads them)."""
+    if snapshot.version == 0:
+        counts = _incremental_counts((0, 0), actions)
+    elif previous is not None:
+        counts = _incremental_counts((previous.num_files, previous.table_size_bytes), actions)
+    else:
+        counts = None
+    if counts is None:
+        counts = (snapshot.num_files, snapshot.size_in_bytes)
+    metadata = snapshot.metadata
+    return VersionChecksum(
+        table_size_bytes=counts[1],
+        num_files=counts[0],
+        metadata=metadata,
+        protocol=snapshot.protocol,
+        txn_id=txn_id,
+        in_commit_timestamp=_in_commit_timestamp(actions, metadata),
+        domain_metadata=_live_domains(snapshot),
+    )
+
+
+def derive_checksum(previous: VersionChecksum, snapshot: Snapshot, actions: Sequence[Action]) -> VersionChecksum | None:
+    """The checksum of ``snapshot`` (``previous``'s version plus the commit ``actions``)
+    when the actions alone give the counts, else None. Never loads files."""
+    counts = _incremental_counts((previous.num_files, previous.table_size_bytes), actions)
+    if counts is None:
+        return None
+    info = next((a for a in actions if isinstance(a, CommitInfo)), None)
+    metadata = snapshot.metadata
+    return VersionChecksum(
+        table_size_bytes=counts[1],
+        num_files=counts[0],
+        metadata=metadata,
+        protocol=snapshot.protocol,
+        txn_id=None if info is None else info.txn_id,
+        in_commit_timestamp=_in_commit_timestamp(actions, metadata),
+        domain_metadata=_live_domains(snapshot),
+    )
+
+
+def checksum_mismatches(
+    snapshot: Snapshot, checksum: VersionChecksum, file_counts: tuple[int, int] | None = None
+) -> dict[str, str]:
+    """Field -> what differs between ``checksum`` and the snapshot's state.
+    ``file_counts``: the snapshot's (numFiles, tableSizeBytes), when known, compared too."""
+    found: dict[str, str] = {}
+    if checksum.metadata is not None and checksum.metadata != snapshot.metadata:
+        found["metadata"] = "the metadata differs"
+    if checksum.protocol is not None and not _same_protocol(checksum.protocol, snapshot.protocol):
+        found["protocol"] = f"expected {checksum.protocol.to_dict()}, computed {snapshot.protocol.to_dict()}"
+    if checksum.num_metadata != 1:
+        found["numMetadata"] = f"expected 1, found {checksum.num_metadata}"
+    if checksum.num_protocol != 1:
+        found["numProtocol"] = f"expected 1, found {checksum.num_protocol}"
+    if checksum.domain_metadata is not None and set(checksum.domain_metadata) != set(_live_domains(snapshot)):
+        found["domainMetadata"] = "the live metadata domains differ"
+    if file_counts is not None:
+        num_files, size = file_counts
+        if checksum.num_files != num_files:
+            found["numFiles"] = f"expected {checksum.num_files}, computed {num_files}"
+        if checksum.table_size_bytes != size:
+            found["tableSizeBytes"] = f"expected {checksum.table_size_bytes}, computed {size}"
+    return found
+
+
+def _same_protocol(a: Protocol, b: Protocol) -> bool:
+    """Equal protocols (feature lists compared as sets: their order is not part of it)."""
+
+    def key(p: Protocol) -> tuple[int, int, frozenset[str] | None, frozenset[str] | None]:
+        readers = None if p.reader_features is None else frozenset(p.reader_features)
+        writers = None if p.writer_features is None else frozenset(p.writer_features)
+        return p.min_reader_version, p.min_writer_version, readers, writers
+
+    return key(a) == key(b)
+
+
+def validate_checksum(
+    snapshot: Snapshot, checksum: VersionChecksum, file_counts: tuple[int, int] | None = None
+) -> None:
+    """Raise :class:`ChecksumMismatchError` when ``checksum`` disagrees with the snapshot."""
+    mismatches = checksum_mismatches(snapshot, checksum, file_counts)
+    if mismatches:
+        raise ChecksumMismatchError(snapshot.table_uri, snapshot.version, mismatches)
+
+
+def record_commit_checksum(
+    store: LogStore,
+    log_uri: str,
+    snapshot: Snapshot,
+    actions: Sequence[Action],
+    before: Snapshot | None,
+    txn_id: str | None = None,
+) -> VersionChecksum | None:
+    """Write the ``.crc`` of the version ``snapshot`` just committed with ``actions``
+    (``before``: the snapshot it was committed on, whose checksum, or else the previous
+    version's ``.crc``, seeds the counts). Never raises: a failure is logged and the
+    commit stands. The checksum is kept on ``snapshot`` to seed the next commit's."""
+    version = snapshot.version
+    try:
+        previous = None
+        if version > 0:
+            if before is not None and before.version == version - 1 and before.checksum is not None:
+                previous = before.checksum
+            else:
+                previous = read_checksum(store, log_uri, version - 1)
+        checksum = checksum_for_commit(snapshot, actions, previous, txn_id)
+    except Exception:
+        log.warning("failed to compute the checksum of version %d of %s", version, log_uri, exc_info=True)
+        return None
+    write_checksum(store, log_uri, version, checksum)
+    snapshot.checksum = checksum
+    return checksum

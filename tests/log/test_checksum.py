@@ -1,0 +1,143 @@
+"""Version checksum files (``N.crc``): reading, writing, and validating a loaded snapshot."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from deltalog.logstores.local import LocalLogStore
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.log.checksum import (
+    VersionChecksum,
+    checksum_for_commit,
+    read_checksum,
+    record_commit_checksum,
+    write_checksum,
+)
+from deltalog.txn.protocol.actions import DomainMetadata
+from deltalog.txn.protocol.errors import ChecksumMismatchError
+from tests.log.helpers import add, commit, create, metadata, remove
+
+
+def _crc(table: str, version: int) -> Path:
+    return Path(table) / "_delta_log" / f"{version:020d}.crc"
+
+
+def _table(tmp_path: Path) -> str:
+    table = str(tmp_path / "t")
+    create(table, files=["a", "b"])
+    commit(table, 1, [add("c", size=5), remove("a", size=10), DomainMetadata("app.x", '{"k":1}')])
+    return table
+
+
+def _good_checksum(table: str) -> VersionChecksum:
+    snap = DeltaLog.for_table(table).update()
+    return checksum_for_commit(snap, [], None, txn_id="t1")
+
+
+def test_checksum_json_has_the_protocol_fields_and_round_trips(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    crc = _good_checksum(table)
+    assert (crc.num_files, crc.table_size_bytes) == (2, 15)
+    d = crc.to_dict()
+    assert {"tableSizeBytes", "numFiles", "numMetadata", "numProtocol", "metadata", "protocol", "txnId"} <= set(d)
+    assert d["domainMetadata"] == [{"domain": "app.x", "configuration": '{"k":1}', "removed": False}]
+    assert "inCommitTimestampOpt" not in d
+    assert VersionChecksum.from_dict(json.loads(crc.to_json())) == crc
+
+
+def test_a_matching_crc_validates_and_seeds_the_snapshot(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    store = LocalLogStore()
+    assert write_checksum(store, f"{table}/_delta_log", 1, _good_checksum(table))
+    snap = DeltaLog.for_table(table).update()
+    assert snap.checksum is not None and snap.checksum_from_log
+    assert snap.num_files == 2  # file counts validated on load of the files
+
+
+def test_never_overwritten(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    store = LocalLogStore()
+    crc = _good_checksum(table)
+    assert write_checksum(store, f"{table}/_delta_log", 1, crc)
+    assert not write_checksum(store, f"{table}/_delta_log", 1, replace(crc, num_files=99))
+    assert read_checksum(store, f"{table}/_delta_log", 1) == crc
+
+
+def test_a_file_count_mismatch_fails_when_files_load(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    write_checksum(LocalLogStore(), f"{table}/_delta_log", 1, replace(_good_checksum(table), num_files=3))
+    snap = DeltaLog.for_table(table).update()  # metadata and protocol agree
+    with pytest.raises(ChecksumMismatchError, match="numFiles: expected 3, computed 2") as info:
+        snap.files  # noqa: B018
+    assert info.value.version == 1 and set(info.value.mismatches) == {"numFiles"}
+
+
+def test_a_metadata_or_domain_mismatch_fails_the_load(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    good = _good_checksum(table)
+    write_checksum(LocalLogStore(), f"{table}/_delta_log", 1, replace(good, metadata=metadata({"x": "1"})))
+    with pytest.raises(ChecksumMismatchError, match="metadata"):
+        DeltaLog.for_table(table).update()
+    _crc(table, 1).unlink()
+    write_checksum(LocalLogStore(), f"{table}/_delta_log", 1, replace(good, domain_metadata=()))
+    with pytest.raises(ChecksumMismatchError, match="domainMetadata"):
+        DeltaLog.for_table(table).update()
+
+
+@pytest.mark.parametrize("content", ["", "not json", '{"numFiles": 1}'])  # the last: no tableSizeBytes
+def test_an_empty_or_unreadable_crc_is_ignored(tmp_path: Path, content: str) -> None:
+    table = _table(tmp_path)
+    _crc(table, 1).write_text(content)
+    snap = DeltaLog.for_table(table).update()
+    assert snap.checksum is None and snap.num_files == 2
+
+
+def test_counts_are_derived_incrementally_or_computed(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    log = DeltaLog.for_table(table)
+    before = log.update()
+    before.checksum = replace(_good_checksum(table), num_files=100, table_size_bytes=1000)  # a seed to derive from
+    actions = [add("d", size=7), remove("b", size=10)]
+    commit(table, 2, actions)
+    after = log.update()
+    derived = record_commit_checksum(log.store, log.log_uri, after, actions, before)
+    assert derived is not None and (derived.num_files, derived.table_size_bytes) == (100, 997)
+    # a dataChange=false re-add of a path the commit does not remove: computed from the files
+    readd = [replace(add("c", size=5), data_change=False)]
+    assert checksum_for_commit(after, readd, derived).num_files == after.num_files
+
+
+def test_a_failed_write_is_logged_not_raised(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    table = _table(tmp_path)
+
+    class Broken(LocalLogStore):
+        def write(self, path: str, lines: object, overwrite: bool = False) -> None:
+            raise OSError("disk full")
+
+    assert not write_checksum(Broken(), f"{table}/_delta_log", 1, _good_checksum(table))
+    assert "failed to write the checksum" in caplog.text
+
+
+def test_an_old_delta_checksum_without_metadata_still_checks_the_counts(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    _crc(table, 1).write_text('{"tableSizeBytes":15,"numFiles":2,"numMetadata":1,"numProtocol":1,"numTransactions":0}')
+    snap = DeltaLog.for_table(table).update()
+    assert snap.checksum is not None and snap.num_files == 2
+    _crc(table, 1).write_text('{"tableSizeBytes":16,"numFiles":2,"numMetadata":1,"numProtocol":1}')
+    with pytest.raises(ChecksumMismatchError, match="tableSizeBytes"):
+        DeltaLog.for_table(table).update().files  # noqa: B018
+
+
+def test_protocol_feature_order_does_not_matter(tmp_path: Path) -> None:
+    from deltalog.txn.protocol.actions import Protocol
+
+    table = str(tmp_path / "t")
+    commit(table, 0, [Protocol(1, 7, None, ("appendOnly", "invariants")), metadata()])
+    snap = DeltaLog.for_table(table).update()
+    crc = replace(checksum_for_commit(snap, [], None), protocol=Protocol(1, 7, None, ("invariants", "appendOnly")))
+    write_checksum(LocalLogStore(), f"{table}/_delta_log", 0, crc)
+    assert DeltaLog.for_table(table).update().checksum_from_log
