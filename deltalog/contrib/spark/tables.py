@@ -23,6 +23,14 @@ from deltalog.contrib.spark.dataframes import (
     nullable_type,
     write_dataframe,
 )
+from deltalog.contrib.spark.dv_dml import (
+    RowMarks,
+    commit_with_deletion_vectors,
+    dml_metrics,
+    mark_deleted_rows,
+    matched_row_indexes,
+    writes_deletion_vectors,
+)
 from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN
 from deltalog.contrib.spark.options import WriteOptions
@@ -408,6 +416,9 @@ class DeltaTable:
             return
         assert condition is not None  # handled above
         cond = _col(condition)
+        if writes_deletion_vectors(self._spark, snapshot, "delete"):
+            self._delete_marking_rows(txn, candidates, condition, started)
+            return
         touched, deleted = self._touched(snapshot, candidates, cond)
         scanned = time.perf_counter()
         if not _report_scan("DELETE", condition, snapshot.num_files, candidates, touched):
@@ -429,6 +440,27 @@ class DeltaTable:
             txn, touched, lines, Delete(predicate=[_describe(condition)], user_metrics=metrics)
         )
         log.info("DELETE %s committed version %d (%s)", _describe(condition), version, metrics)
+
+    def _delete_marking_rows(
+        self, txn: Any, candidates: Sequence[AddFile], condition: ExpressionOrColumn, started: float
+    ) -> None:
+        """DELETE with deletion vectors (:mod:`~deltalog.contrib.spark.dv_dml`): one job finds
+        the matched rows' positions; no data file is written."""
+        from deltalog.txn.commit.operations import Delete
+
+        snapshot = txn.snapshot
+        marks = matched_row_indexes(self._spark, self._log, snapshot, candidates, _col(condition))
+        scanned = time.perf_counter()
+        touched = [f for f in candidates if f.path in marks]
+        if not _report_scan("DELETE", condition, snapshot.num_files, candidates, touched):
+            return
+        dv = mark_deleted_rows(self._log, txn, touched, marks)
+        metrics, _ = dml_metrics(dv, [], started, scanned)
+        metrics["numDeletedRows"] = str(dv.num_modified_rows)
+        metrics["numCopiedRows"] = "0"
+        operation = Delete(predicate=[_describe(condition)], user_metrics=metrics)
+        version = commit_with_deletion_vectors(txn, dv, [], operation, self._write_spec(snapshot))
+        log.info("DELETE %s marked rows in deletion vectors, version %d (%s)", _describe(condition), version, metrics)
 
     def update(
         self,
@@ -460,8 +492,13 @@ class DeltaTable:
         cond = _col(condition) if condition is not None else F.lit(True)
         candidates = self._candidates(txn, condition)
         updated: int | None = None
+        marks: RowMarks | None = None  # with deletion vectors: the matched rows' positions
         if condition is None or _partition_only(condition, snapshot.metadata.partition_columns):
             touched = candidates  # every row of the pruned files matches: no finding pass
+        elif writes_deletion_vectors(self._spark, snapshot, "update"):
+            marks = matched_row_indexes(self._spark, self._log, snapshot, candidates, cond)
+            touched = [f for f in candidates if f.path in marks]
+            updated = sum(len(rows) for rows in marks.values())
         else:
             touched, updated = self._touched(snapshot, candidates, cond)
         scanned = time.perf_counter()
@@ -469,6 +506,8 @@ class DeltaTable:
             return
         rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
         matched = F.coalesce(cond, F.lit(False))
+        if marks is not None:
+            rows = rows.filter(matched)  # the other rows stay where they are
         new_values = [
             (F.when(matched, assignments[c]).otherwise(F.col(c)) if c in assignments else F.col(c)).alias(c)
             for c in data_cols
@@ -491,6 +530,9 @@ class DeltaTable:
         else:
             out = rows.select(*new_values)
         lines = write_dataframe(out, self._checked_spec(txn, out))
+        if marks is not None:
+            self._commit_update_marking_rows(txn, touched, marks, lines, condition, started, scanned)
+            return
         metrics, written = _rewrite_metrics(touched, lines, started, scanned)
         # the rewritten files hold the updated and the copied rows
         if updated is None and written is not None:
@@ -503,6 +545,28 @@ class DeltaTable:
             txn, touched, lines, Update(predicate=_describe(condition), user_metrics=metrics)
         )
         log.info("UPDATE %s committed version %d (%s)", _describe(condition), version, metrics)
+
+    def _commit_update_marking_rows(
+        self,
+        txn: Any,
+        touched: Sequence[AddFile],
+        marks: RowMarks,
+        lines: Sequence[str],
+        condition: ExpressionOrColumn | None,
+        started: float,
+        scanned: float,
+    ) -> None:
+        """Commit an UPDATE with deletion vectors: the old versions of the updated rows are
+        marked deleted in their files, the new versions are the files of ``lines``."""
+        from deltalog.txn.commit.operations import Update
+
+        dv = mark_deleted_rows(self._log, txn, touched, marks)
+        metrics, _ = dml_metrics(dv, lines, started, scanned)
+        metrics["numUpdatedRows"] = str(dv.num_modified_rows)
+        metrics["numCopiedRows"] = "0"
+        operation = Update(predicate=_describe(condition), user_metrics=metrics)
+        version = commit_with_deletion_vectors(txn, dv, lines, operation, self._write_spec(txn.snapshot))
+        log.info("UPDATE %s marked rows in deletion vectors, version %d (%s)", _describe(condition), version, metrics)
 
     # -- merge ----------------------------------------------------------------------------
 

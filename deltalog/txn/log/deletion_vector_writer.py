@@ -198,6 +198,7 @@ class DeletionVectorCommit:
     num_dvs_removed: int = 0
     num_dvs_updated: int = 0
     touched: list[AddFile] = field(default_factory=list)
+    fully_removed: list[AddFile] = field(default_factory=list)
 
     def metrics(self) -> dict[str, str]:
         """Delta's ``numDeletionVectorsAdded/Removed/Updated``."""
@@ -242,6 +243,7 @@ def mark_rows_deleted(
         result.touched.append(add)
         if len(merged) == num_records:  # every row deleted: the file goes (isFullyReplaced)
             result.actions.append(add.remove(now))
+            result.fully_removed.append(add)
             result.num_removed_files += 1
             result.num_dvs_removed += add.deletion_vector is not None
             continue
