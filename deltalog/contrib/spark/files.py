@@ -32,7 +32,7 @@ from deltalog.txn.protocol.actions import AddCDCFile, AddFile, action_to_line, d
 from deltalog.txn.protocol.constraints import Constraint
 from deltalog.txn.protocol.file_stats import StatsCollector
 
-__all__ = ["CDC_TYPE_COLUMN", "WriteSpec", "delete_files", "write_batches"]
+__all__ = ["CDC_TYPE_COLUMN", "WriteSpec", "delete_files", "file_actions", "write_batches"]
 
 log = logging.getLogger(__name__)
 
@@ -315,6 +315,19 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
     except BaseException:
         writer.abort()
         raise
+
+
+def file_actions(action_lines: Sequence[str]) -> tuple[list[AddFile], list[AddCDCFile]]:
+    """The ``add`` and the ``cdc`` actions among the action lines the write tasks returned."""
+    adds: list[AddFile] = []
+    cdcs: list[AddCDCFile] = []
+    for line in action_lines:
+        action = parse_line(line)
+        if isinstance(action, AddFile):
+            adds.append(action)
+        elif isinstance(action, AddCDCFile):
+            cdcs.append(action)
+    return adds, cdcs
 
 
 def delete_files(spec: WriteSpec, action_lines: Sequence[str]) -> int:

@@ -38,15 +38,16 @@ from deltalog.contrib.spark.dataframes import (
     write_dataframe,
 )
 from deltalog.contrib.spark.errors import DeltaAnalysisError, MergeCardinalityError
-from deltalog.contrib.spark.files import CDC_TYPE_COLUMN
+from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
 from deltalog.contrib.spark.tablelog import start_transaction
-from deltalog.contrib.spark.writes import _file_actions
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
     from deltalog.contrib.spark.tables import DeltaTable
-    from deltalog.txn.protocol.actions import AddFile
+    from deltalog.txn.commit.operations import Merge
+    from deltalog.txn.commit.transaction import OptimisticTransaction
+    from deltalog.txn.protocol.actions import AddCDCFile, AddFile
 
 __all__ = ["DeltaMergeBuilder"]
 
@@ -64,10 +65,58 @@ class _Clause:
     assignments: Mapping[str, Any] | None  # None: *All
 
 
+@dataclass
+class _MergePlan:
+    """What a MERGE works on, decided before a row is read: its transaction (on the latest
+    snapshot), the candidate target files and the source, and the columns it writes."""
+
+    txn: OptimisticTransaction
+    started: float  # time.perf_counter() at the start
+    target_alias: str
+    columns: list[str]  # the table's columns, then those schema evolution adds
+    new_columns: list[str]
+    types: dict[str, Any]  # column -> the (nullable) Spark type it is written as
+    assignments: dict[int, dict[str, Column]]  # id(clause) -> {column: value} of an update or insert
+    files: list[AddFile]  # the candidate target files (recorded as read)
+    source_rows: int
+    target: DataFrame  # the candidates' rows, with file, row index and _T_PRESENT columns
+    source: DataFrame  # the source's rows, with _S_PRESENT
+    condition: Column
+
+    def target_value(self, column: str) -> Column:
+        """The target row's value of ``column`` (null for a column schema evolution adds)."""
+        from pyspark.sql import functions as F
+
+        return F.lit(None) if column in self.new_columns else F.col(f"{self.target_alias}.`{column}`")
+
+
+@dataclass(frozen=True)
+class _Touched:
+    """Pass 1's finding: the candidate files holding a row some clause acts on."""
+
+    files: list[AddFile]
+    paths: set[str]
+    #: extra meetings of target rows with an unconditional delete (one per additional matching source row)
+    overcount: int
+    scanned: float  # time.perf_counter() at the end of pass 1
+
+
 def _expr(e: Any) -> Column:
     from pyspark.sql import functions as F
 
     return F.expr(e) if isinstance(e, str) else e
+
+
+def _condition_holds(clause: _Clause) -> Column:
+    """The clause's condition, false where it is null; true for a clause without one."""
+    from pyspark.sql import functions as F
+
+    return F.lit(True) if clause.condition is None else F.coalesce(_expr(clause.condition), F.lit(False))
+
+
+def _holds(base: Column, clause: _Clause) -> Column:
+    """``base`` and the clause's condition (false where it is null)."""
+    return base if clause.condition is None else base & _condition_holds(clause)
 
 
 def _text(e: Any) -> str | None:
@@ -187,7 +236,7 @@ class DeltaMergeBuilder:
             out[key] = _expr(e)
         return out
 
-    def _operation(self, metrics: dict[str, str]) -> Any:
+    def _operation(self, metrics: dict[str, str]) -> Merge:
         from deltalog.txn.commit.operations import Merge
 
         def predicates(clauses: list[_Clause]) -> list[dict[str, str]]:
@@ -201,7 +250,7 @@ class DeltaMergeBuilder:
             user_metrics=metrics,
         )
 
-    def _evolve_schema(self, txn: Any, new_columns: list[str]) -> None:
+    def _evolve_schema(self, txn: OptimisticTransaction, new_columns: list[str]) -> None:
         """Add ``new_columns`` (nullable, typed as in the source) to the table's schema in ``txn``."""
         import json
         from dataclasses import replace
@@ -222,7 +271,9 @@ class DeltaMergeBuilder:
         )
         log.info("MERGE adds column(s) %s to the table schema", new_columns)
 
-    def _candidates(self, txn: Any, columns: list[str], types: Mapping[str, str]) -> tuple[list[AddFile], int]:
+    def _candidates(
+        self, txn: OptimisticTransaction, columns: list[str], types: Mapping[str, str]
+    ) -> tuple[list[AddFile], int]:
         """``(target files that may hold rows the MERGE touches, source row count)``; the read
         is recorded in ``txn``: the partitions the terms select, or the whole table."""
         from deltalog.contrib.spark.merge_pruning import condition_terms, source_range_terms
@@ -260,7 +311,29 @@ class DeltaMergeBuilder:
         log.info("MERGE reads %d of %d target files (terms %s)", len(plan.files), len(snapshot.files), terms)
         return plan.files, source_rows
 
-    def execute(self) -> Any:
+    def execute(self) -> None:
+        """Run the MERGE as one transaction on the table's latest snapshot, in Delta's steps:
+        plan (candidate files, schema evolution), pass 1 (find the touched files), pass 2
+        (rewrite them and insert the unmatched source rows), one ``MERGE`` commit."""
+        if not (self._matched or self._not_matched or self._not_matched_by_source):
+            raise DeltaAnalysisError(
+                "MERGE needs at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause"
+            )
+        plan = self._plan()
+        if not self._matched and not self._not_matched_by_source:
+            self._insert_only(plan)
+            return
+        touched = self._find_touched(plan)
+        if not touched.files and not self._not_matched:
+            log.info("MERGE matched no rows and has no insert clause; nothing committed")
+            return
+        lines, counts = self._rewrite(plan, touched)
+        self._commit(plan, touched, lines, counts)
+
+    def _plan(self) -> _MergePlan:
+        """Open the transaction on the latest snapshot, resolve the clauses' assignments,
+        choose the candidate target files (recorded as read) and add the source columns the
+        table lacks (schema evolution)."""
         import json
         import time
 
@@ -270,7 +343,6 @@ class DeltaMergeBuilder:
 
         started = time.perf_counter()
         table = self._table
-        spark = table._spark
         txn = start_transaction(table._log)
         snapshot = txn.snapshot
         talias = table._alias or "target"
@@ -287,40 +359,35 @@ class DeltaMergeBuilder:
         files, source_rows = self._candidates(txn, table_columns, table_types)
         if new_columns:
             self._evolve_schema(txn, new_columns)
-        target = files_dataframe(spark, table._log, snapshot, files).withColumn(_T_PRESENT, F.lit(True)).alias(talias)
+        target = files_dataframe(table._spark, table._log, snapshot, files)
+        target = target.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
         types = {f.name: nullable_type(f.dataType) for f in target.schema.fields}
         types.update({c: nullable_type(self._source.schema[c].dataType) for c in new_columns})
-        source = self._source.withColumn(_S_PRESENT, F.lit(True))
-        cond = _expr(self._condition)
-        if not self._matched and not self._not_matched_by_source:
-            self._insert_only(txn, target, source, cond, columns, types, source_rows, assignments, started)
-            return None
-
-        # pass 1: touched files, and Delta's check that no target row is matched by several source rows
-        file_col, row_col = (
-            F.col(f"{talias}.{FILE_COLUMN}").alias("f"),
-            F.col(f"{talias}.{ROW_INDEX_COLUMN}").alias("r"),
+        return _MergePlan(
+            txn=txn,
+            started=started,
+            target_alias=talias,
+            columns=columns,
+            new_columns=new_columns,
+            types=types,
+            assignments=assignments,
+            files=files,
+            source_rows=source_rows,
+            target=target,
+            source=self._source.withColumn(_S_PRESENT, F.lit(True)),
+            condition=_expr(self._condition),
         )
-        if self._not_matched_by_source:
-            acts: Any = F.lit(False)
-            for c in self._not_matched_by_source:
-                acts = acts | (F.lit(True) if c.condition is None else F.coalesce(_expr(c.condition), F.lit(False)))
-            per_row = (
-                target.join(source, cond, "left_outer")
-                .select(file_col, row_col, F.col(_S_PRESENT).alias("s"), acts.alias("a"))
-                .groupBy("f", "r")
-                .agg(F.count("s").alias("count"), F.max(F.col("a").cast("int")).alias("a"))
-                .withColumn("a", F.when(F.col("count") == 0, F.col("a")).otherwise(F.lit(0)))
-            )
-        else:
-            per_row = (
-                target.join(source, cond, "inner")
-                .select(file_col, row_col)
-                .groupBy("f", "r")
-                .agg(F.count(F.lit(1)).alias("count"), F.lit(0).alias("a"))
-            )
+
+    def _find_touched(self, plan: _MergePlan) -> _Touched:
+        """Pass 1: the candidate files holding a row some clause acts on, and Delta's check
+        that no target row is matched by several source rows."""
+        import time
+
+        from pyspark.sql import functions as F
+
         per_file = (
-            per_row.filter((F.col("count") > 0) | (F.col("a") > 0))
+            self._rows_acted_on(plan)
+            .filter((F.col("count") > 0) | (F.col("a") > 0))
             .groupBy("f")
             .agg(
                 F.sum(F.when(F.col("count") > 1, 1).otherwise(0)).alias("rows"),
@@ -339,121 +406,158 @@ class DeltaMergeBuilder:
                 "to update or delete the matching target row. Preprocess the source to eliminate the possibility of "
                 "multiple matches (e.g. dropDuplicates on the merge keys); nothing was committed."
             )
-        # an unconditional delete meets such a target row once per matching source row
-        overcount = multiple_matches - multiple_rows
         hit = {r["f"] for r in per_file}
-        touched = [f for f in files if f.path in hit]
-        scanned = time.perf_counter()
-        if not touched and not self._not_matched:
-            log.info("MERGE matched no rows and has no insert clause; nothing committed")
-            return None
+        return _Touched(
+            files=[f for f in plan.files if f.path in hit],
+            paths=hit,
+            # an unconditional delete meets such a target row once per matching source row
+            overcount=multiple_matches - multiple_rows,
+            scanned=time.perf_counter(),
+        )
 
-        # pass 2: rewrite the touched files, insert the unmatched source rows
-        t2 = target.filter(F.col(f"{talias}.{FILE_COLUMN}").isin(list(hit))) if hit else target.limit(0)
-        how = "full_outer" if self._not_matched else "left_outer"
-        joined = t2.join(source, cond, how)
+    def _rows_acted_on(self, plan: _MergePlan) -> DataFrame:
+        """Per target row (``f``: file, ``r``: row index): how many source rows match it
+        (``count``), and whether a ``whenNotMatchedBySource`` clause acts on it (``a``: 1 when
+        no source row matches and a clause's condition holds)."""
+        from pyspark.sql import functions as F
+
+        file_col = F.col(f"{plan.target_alias}.{FILE_COLUMN}").alias("f")
+        row_col = F.col(f"{plan.target_alias}.{ROW_INDEX_COLUMN}").alias("r")
+        if not self._not_matched_by_source:
+            return (
+                plan.target.join(plan.source, plan.condition, "inner")
+                .select(file_col, row_col)
+                .groupBy("f", "r")
+                .agg(F.count(F.lit(1)).alias("count"), F.lit(0).alias("a"))
+            )
+        acts = F.lit(False)
+        for c in self._not_matched_by_source:
+            acts = acts | _condition_holds(c)
+        return (
+            plan.target.join(plan.source, plan.condition, "left_outer")
+            .select(file_col, row_col, F.col(_S_PRESENT).alias("s"), acts.alias("a"))
+            .groupBy("f", "r")
+            .agg(F.count("s").alias("count"), F.max(F.col("a").cast("int")).alias("a"))
+            .withColumn("a", F.when(F.col("count") == 0, F.col("a")).otherwise(F.lit(0)))
+        )
+
+    def _rewrite(self, plan: _MergePlan, touched: _Touched) -> tuple[list[str], dict[str, int]]:
+        """Pass 2: every row of the touched files and of the source through the first clause
+        that acts on it, written as new files (with change data when the table records it).
+        Returns the written files' action lines and the number of rows per clause label."""
+        from pyspark.sql import functions as F
+
+        joined = self._labelled_rows(plan, touched)
+        act = F.col(_ACTION)
+        values = self._new_values(plan, act)
+        deleted = act.startswith("md") | act.startswith("sd")
+        joined = joined.cache()
+        try:
+            counts = {r[_ACTION]: r["count"] for r in joined.groupBy(_ACTION).count().collect()}
+            kept = joined.filter(~deleted & (act != "drop"))
+            out = kept.select(*values, F.lit(None).cast("string").alias(CDC_TYPE_COLUMN))
+            if plan.txn.snapshot.properties.enable_change_data_feed:
+                out = self._with_change_data(plan, joined, out, values, touched.overcount)
+            else:
+                out = out.drop(CDC_TYPE_COLUMN)
+            lines = write_dataframe(out, self._table._checked_spec(plan.txn, out))
+        finally:
+            joined.unpersist()
+        return lines, counts
+
+    def _labelled_rows(self, plan: _MergePlan, touched: _Touched) -> DataFrame:
+        """The touched files' rows joined with the source (full outer when there are insert
+        clauses), each labelled in ``_ACTION`` with the first clause that acts on it:
+        ``m`` (matched) or ``s`` (not matched by source), then ``u``/``d`` (update/delete) and
+        the clause's index; ``i`` and the index for an insert; ``copy`` for a target row no
+        clause acts on; ``drop`` for a source row no insert clause takes."""
+        from pyspark.sql import functions as F
+
+        talias = plan.target_alias
+        if touched.paths:
+            rows = plan.target.filter(F.col(f"{talias}.{FILE_COLUMN}").isin(list(touched.paths)))
+        else:
+            rows = plan.target.limit(0)
+        joined = rows.join(plan.source, plan.condition, "full_outer" if self._not_matched else "left_outer")
         t_present = F.col(f"{talias}.{_T_PRESENT}").isNotNull()
         s_present = F.col(_S_PRESENT).isNotNull()
         matched = t_present & s_present
         by_source = t_present & ~s_present
-        action: Any = None
-
-        def chain(acc: Any, when: Column, label: str) -> Any:
-            return F.when(when, F.lit(label)) if acc is None else acc.when(when, F.lit(label))
-
-        def holds(base: Column, c: _Clause) -> Column:
-            return base if c.condition is None else base & F.coalesce(_expr(c.condition), F.lit(False))
-
-        # labels: m(atched)/s(not matched by source) + u(pdate)/d(elete) + clause index; i: insert
+        action: Column | None = None
         for i, c in enumerate(self._matched):
-            action = chain(action, holds(matched, c), f"m{c.kind[0]}{i}")
+            action = chain_value(action, _holds(matched, c), F.lit(f"m{c.kind[0]}{i}"))
         for i, c in enumerate(self._not_matched_by_source):
-            action = chain(action, holds(by_source, c), f"s{c.kind[0]}{i}")
-        action = chain(action, t_present, "copy")
+            action = chain_value(action, _holds(by_source, c), F.lit(f"s{c.kind[0]}{i}"))
+        action = chain_value(action, t_present, F.lit("copy"))
         for i, c in enumerate(self._not_matched):
-            action = chain(action, holds(~t_present, c), f"i{i}")
-        joined = joined.withColumn(_ACTION, action.otherwise(F.lit("drop")))
-        act = F.col(_ACTION)
+            action = chain_value(action, _holds(~t_present, c), F.lit(f"i{i}"))
+        return joined.withColumn(_ACTION, action.otherwise(F.lit("drop")))
 
-        value_exprs = []
-        for col in columns:
-            v: Any = None
+    def _new_values(self, plan: _MergePlan, act: Column) -> list[Column]:
+        """Each output column of a labelled row: the assignment of its update or insert
+        clause, else the target row's current value."""
+        from pyspark.sql import functions as F
+
+        values = []
+        for col in plan.columns:
+            v: Column | None = None
             for prefix, clauses in (("mu", self._matched), ("su", self._not_matched_by_source)):
                 for i, c in enumerate(clauses):
-                    if c.kind == "update" and col in assignments[id(c)]:
-                        v = chain_value(v, act == f"{prefix}{i}", assignments[id(c)][col])
+                    if c.kind == "update" and col in plan.assignments[id(c)]:
+                        v = chain_value(v, act == f"{prefix}{i}", plan.assignments[id(c)][col])
             for i, c in enumerate(self._not_matched):
-                v = chain_value(v, act == f"i{i}", assignments[id(c)].get(col, F.lit(None)))
-            current = F.col(f"{talias}.`{col}`") if col not in new_columns else F.lit(None)
-            value_exprs.append((current if v is None else v.otherwise(current)).cast(types[col]).alias(col))
-        deleted_rows = act.startswith("md") | act.startswith("sd")
-        updated_rows = act.startswith("mu") | act.startswith("su")
-        joined = joined.cache()
-        try:
-            counts = {r[_ACTION]: r["count"] for r in joined.groupBy(_ACTION).count().collect()}
-            kept = joined.filter(~deleted_rows & (act != "drop"))
-            out = kept.select(*value_exprs, F.lit(None).cast("string").alias(CDC_TYPE_COLUMN))
-            if snapshot.properties.enable_change_data_feed:
-                old = [(F.col(f"{talias}.`{c}`") if c not in new_columns else F.lit(None)).alias(c) for c in columns]
-                old = [o.cast(types[c]).alias(c) for o, c in zip(old, columns)]
-                deleted = joined.filter(deleted_rows)
-                if overcount:  # one delete change row per target row (Delta's DeduplicateCDFDeletes)
-                    deleted = deleted.dropDuplicates([FILE_COLUMN, ROW_INDEX_COLUMN])
-                out = (
-                    out.unionByName(
-                        joined.filter(updated_rows).select(*old, F.lit("update_preimage").alias(CDC_TYPE_COLUMN))
-                    )
-                    .unionByName(
-                        joined.filter(updated_rows).select(
-                            *value_exprs, F.lit("update_postimage").alias(CDC_TYPE_COLUMN)
-                        )
-                    )
-                    .unionByName(deleted.select(*old, F.lit("delete").alias(CDC_TYPE_COLUMN)))
-                    .unionByName(
-                        joined.filter(act.startswith("i")).select(*value_exprs, F.lit("insert").alias(CDC_TYPE_COLUMN))
-                    )
-                )
-            else:
-                out = out.drop(CDC_TYPE_COLUMN)
-            lines = write_dataframe(out, table._checked_spec(txn, out))
-        finally:
-            joined.unpersist()
-        adds, cdcs = _file_actions(lines)
+                v = chain_value(v, act == f"i{i}", plan.assignments[id(c)].get(col, F.lit(None)))
+            current = plan.target_value(col)
+            values.append((current if v is None else v.otherwise(current)).cast(plan.types[col]).alias(col))
+        return values
+
+    def _with_change_data(
+        self, plan: _MergePlan, joined: DataFrame, out: DataFrame, values: Sequence[Column], overcount: int
+    ) -> DataFrame:
+        """``out`` plus the change data of Delta's CDF: the pre- and post-image of each updated
+        row, each deleted target row (once, however many source rows matched it) and each
+        inserted row."""
+        from pyspark.sql import functions as F
+
+        act = F.col(_ACTION)
+        updated = joined.filter(act.startswith("mu") | act.startswith("su"))
+        old = [plan.target_value(c).cast(plan.types[c]).alias(c) for c in plan.columns]
+        deleted = joined.filter(act.startswith("md") | act.startswith("sd"))
+        if overcount:  # one delete change row per target row (Delta's DeduplicateCDFDeletes)
+            deleted = deleted.dropDuplicates([FILE_COLUMN, ROW_INDEX_COLUMN])
+        return (
+            out.unionByName(updated.select(*old, F.lit("update_preimage").alias(CDC_TYPE_COLUMN)))
+            .unionByName(updated.select(*values, F.lit("update_postimage").alias(CDC_TYPE_COLUMN)))
+            .unionByName(deleted.select(*old, F.lit("delete").alias(CDC_TYPE_COLUMN)))
+            .unionByName(joined.filter(act.startswith("i")).select(*values, F.lit("insert").alias(CDC_TYPE_COLUMN)))
+        )
+
+    def _commit(self, plan: _MergePlan, touched: _Touched, lines: Sequence[str], counts: Mapping[str, int]) -> None:
+        """One ``MERGE`` commit: the touched files removed, the written files added, with
+        Delta's operation metrics."""
+        adds, cdcs = file_actions(lines)
 
         def total(prefix: str) -> int:
             return sum(n for k, n in counts.items() if k.startswith(prefix))
 
-        matched_deleted = total("md") - overcount
         metrics = _metrics(
-            source_rows=source_rows,
+            source_rows=plan.source_rows,
             inserted=total("i"),
             matched_updated=total("mu"),
             by_source_updated=total("su"),
-            matched_deleted=matched_deleted,
+            matched_deleted=total("md") - touched.overcount,
             by_source_deleted=total("sd"),
             copied=counts.get("copy", 0),
             adds=adds,
             cdcs=cdcs,
-            removed=touched,
-            started=started,
-            scanned=scanned,
+            removed=touched.files,
+            started=plan.started,
+            scanned=touched.scanned,
         )
-        version = table._commit_rewrite(txn, touched, lines, self._operation(metrics))
+        version = self._table._commit_rewrite(plan.txn, touched.files, lines, self._operation(metrics))
         log.info("MERGE committed version %d (%s)", version, metrics)
-        return None
 
-    def _insert_only(
-        self,
-        txn: Any,
-        target: DataFrame,
-        source: DataFrame,
-        cond: Column,
-        columns: list[str],
-        types: Mapping[str, Any],
-        source_rows: int,
-        assignments: Mapping[int, Mapping[str, Column]],
-        started: float,
-    ) -> None:
+    def _insert_only(self, plan: _MergePlan) -> None:
         """Only ``whenNotMatchedInsert*`` clauses: write ``source LEFT ANTI JOIN target`` through
         the first insert clause whose condition holds, and commit only adds (Delta's
         ``InsertOnlyMergeExecutor``): target rows are never rewritten, and a target row matched
@@ -462,30 +566,30 @@ class DeltaMergeBuilder:
 
         from pyspark.sql import functions as F
 
-        action: Any = None
+        action: Column | None = None
         for i, c in enumerate(self._not_matched):
-            when = F.lit(True) if c.condition is None else F.coalesce(_expr(c.condition), F.lit(False))
-            action = F.when(when, F.lit(f"i{i}")) if action is None else action.when(when, F.lit(f"i{i}"))
-        rows = source.join(target, cond, "left_anti").withColumn(_ACTION, action.otherwise(F.lit("drop")))
-        rows = rows.filter(F.col(_ACTION) != "drop")
+            action = chain_value(action, _condition_holds(c), F.lit(f"i{i}"))
+        assert action is not None  # execute() refuses a MERGE without clauses
+        rows = plan.source.join(plan.target, plan.condition, "left_anti")
+        rows = rows.withColumn(_ACTION, action.otherwise(F.lit("drop"))).filter(F.col(_ACTION) != "drop")
         values = []
-        for col in columns:
-            v: Any = None
+        for col in plan.columns:
+            v: Column | None = None
             for i, c in enumerate(self._not_matched):
-                v = chain_value(v, F.col(_ACTION) == f"i{i}", assignments[id(c)].get(col, F.lit(None)))
-            values.append(v.otherwise(F.lit(None)).cast(types[col]).alias(col))
+                v = chain_value(v, F.col(_ACTION) == f"i{i}", plan.assignments[id(c)].get(col, F.lit(None)))
+            assert v is not None
+            values.append(v.otherwise(F.lit(None)).cast(plan.types[col]).alias(col))
         out = rows.select(*values)
         scanned = time.perf_counter()
-        table = self._table
-        lines = write_dataframe(out, table._checked_spec(txn, out))
-        adds, _ = _file_actions(lines)
+        lines = write_dataframe(out, self._table._checked_spec(plan.txn, out))
+        adds, _ = file_actions(lines)
         if not adds:
             log.info("MERGE inserted no rows; nothing committed")
             return
         counted = [a.num_records() for a in adds]
         inserted = sum(n for n in counted if n is not None) if None not in counted else out.count()
         metrics = _metrics(
-            source_rows=source_rows,
+            source_rows=plan.source_rows,
             inserted=inserted,
             matched_updated=0,
             by_source_updated=0,
@@ -495,10 +599,10 @@ class DeltaMergeBuilder:
             adds=adds,
             cdcs=[],
             removed=[],
-            started=started,
+            started=plan.started,
             scanned=scanned,
         )
-        version = table._commit_rewrite(txn, [], lines, self._operation(metrics))
+        version = self._table._commit_rewrite(plan.txn, [], lines, self._operation(metrics))
         log.info("MERGE (insert only) committed version %d (%s)", version, metrics)
 
 
@@ -512,7 +616,7 @@ def _metrics(
     by_source_deleted: int,
     copied: int,
     adds: Sequence[AddFile],
-    cdcs: Sequence[Any],
+    cdcs: Sequence[AddCDCFile],
     removed: Sequence[AddFile],
     started: float,
     scanned: float,
@@ -545,7 +649,8 @@ def _metrics(
     return {k: str(v) for k, v in values.items()}
 
 
-def chain_value(acc: Any, when: Column, value: Column) -> Any:
+def chain_value(acc: Column | None, when: Column, value: Column) -> Column:
+    """``acc.when(when, value)``, or ``F.when(when, value)`` to start a chain."""
     from pyspark.sql import functions as F
 
     return F.when(when, value) if acc is None else acc.when(when, value)

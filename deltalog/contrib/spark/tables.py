@@ -32,10 +32,10 @@ from deltalog.contrib.spark.dv_dml import (
     writes_deletion_vectors,
 )
 from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
-from deltalog.contrib.spark.files import CDC_TYPE_COLUMN
+from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
-from deltalog.contrib.spark.writes import _file_actions, _spec_for, commit_files
+from deltalog.contrib.spark.writes import _spec_for, commit_files
 from deltalog.txn.protocol.actions import Action, AddFile
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def _rewrite_metrics(
     """Delta's file, byte, deletion-vector and timing metrics of a DML commit that removes
     ``removed`` and adds the files of ``lines``; and the rows of the added data files (from
     their statistics: the rewrite job counts them as it writes)."""
-    adds, cdcs = _file_actions(lines)
+    adds, cdcs = file_actions(lines)
     done = time.perf_counter()
     metrics = {
         "numRemovedFiles": str(len(removed)),
@@ -350,7 +350,7 @@ class DeltaTable:
         return [f for f in files if f.path in matched], sum(matched.values())
 
     def _commit_rewrite(self, txn: Any, removed: Sequence[AddFile], lines: Sequence[str], operation: Any) -> int:
-        adds, cdcs = _file_actions(lines)
+        adds, cdcs = file_actions(lines)
         now = _now_ms()
         actions: list[Action] = [f.remove(now) for f in removed]
         actions.extend(adds)

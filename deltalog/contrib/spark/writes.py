@@ -40,7 +40,7 @@ from deltalog.contrib.spark.errors import (
     TableAlreadyExistsError,
     WriteOutcomeUnknownError,
 )
-from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files
+from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, file_actions
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.predicates import parse_partition_predicate
 from deltalog.contrib.spark.replace_where import names_data_columns, rewrite_outside
@@ -52,7 +52,6 @@ from deltalog.txn.protocol.actions import (
     AddFile,
     Metadata,
     SetTransaction,
-    parse_line,
 )
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
 
@@ -290,18 +289,6 @@ def _dynamic_partition_overwrite(opts: WriteOptions, metadata: Metadata) -> bool
     return True
 
 
-def _file_actions(lines: Sequence[str]) -> tuple[list[AddFile], list[AddCDCFile]]:
-    adds: list[AddFile] = []
-    cdcs: list[AddCDCFile] = []
-    for line in lines:
-        action = parse_line(line)
-        if isinstance(action, AddFile):
-            adds.append(action)
-        elif isinstance(action, AddCDCFile):
-            cdcs.append(action)
-    return adds, cdcs
-
-
 def _write_metrics(adds: Sequence[AddFile], cdcs: Sequence[AddCDCFile], removed: Sequence[AddFile]) -> dict[str, str]:
     rows = sum(a.num_records() or 0 for a in adds)
     metrics = {
@@ -351,7 +338,7 @@ def commit_files(txn: Any, actions: Sequence[Action], operation: Any, spec: Writ
         if commit_certainly_failed(exc):
             delete_files(spec, lines)
             raise
-        adds, cdcs = _file_actions(lines)
+        adds, cdcs = file_actions(lines)
         num_files = len(adds) + len(cdcs)
         log.error(
             "the commit to %s (txnId %s) has an unknown outcome; keeping its %d written files",
@@ -369,7 +356,7 @@ def abort_write(plan: WritePlan, action_lines: Sequence[str]) -> int:
     landed) or the log cannot be read to find out. Returns how many files were deleted."""
     from deltalog.txn.protocol.actions import decode_path
 
-    adds, cdcs = _file_actions(action_lines)
+    adds, cdcs = file_actions(action_lines)
     paths = {decode_path(a.path) for a in adds} | {decode_path(c.path) for c in cdcs}
     if not paths:
         return 0
@@ -412,7 +399,7 @@ def _prepare_commit(
     opts = plan.options
     if plan.skip:
         return None
-    adds, cdcs = _file_actions(action_lines)
+    adds, cdcs = file_actions(action_lines)
     delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
     if streaming is None:
         txn = _open_transaction(delta_log, plan)
@@ -442,7 +429,7 @@ def _prepare_commit(
         removed, rewritten, rewrite_metrics = rewrite_outside(txn, opts.replace_where or "", plan.spec)
     else:
         removed = _read_and_remove(plan, txn, adds, streaming)
-    copies, _ = _file_actions(rewritten)
+    copies, _ = file_actions(rewritten)
     actions.extend(f.remove(now, data_change=opts.data_change) for f in removed)
     actions.extend(adds)
     actions.extend(copies)
