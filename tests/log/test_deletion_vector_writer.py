@@ -114,7 +114,12 @@ def test_second_delete_merges_with_the_existing_dv(tmp_path: Path) -> None:
     assert read_deletion_vector(log.store, uri, second.deletion_vector).to_pylist() == [1, 2, 5]
     remove = next(x for x in log.read_commit(version) if isinstance(x, RemoveFile))
     assert remove.deletion_vector == first.deletion_vector  # the old (path, DV) pair leaves
-    assert result.num_modified_rows == 1 and result.metrics()["numDeletionVectorsUpdated"] == "1"  # type: ignore[attr-defined]
+    assert result.num_modified_rows == 1  # type: ignore[attr-defined]
+    assert result.metrics() == {  # type: ignore[attr-defined]
+        "numDeletionVectorsAdded": "1",
+        "numDeletionVectorsRemoved": "1",
+        "numDeletionVectorsUpdated": "1",
+    }
     assert read_ids(log) == [0, 3, 4, 6, 7, 8, 9] == _deltars_ids(uri)
 
 

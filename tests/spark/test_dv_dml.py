@@ -170,3 +170,34 @@ def test_persistent_switch_off_rewrites_files(spark, tmp_path):
     assert [decode_path(r["path"]) for r in removes] == [target]
     assert len(adds) == 1 and decode_path(adds[0]["path"]) != target and "deletionVector" not in adds[0]
     _all_readers_agree(spark, table_path, expected[expected.id != 5])
+
+
+def test_merge_marks_updated_and_deleted_rows_and_writes_only_new_rows(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    expected = _dv_table(spark, table_path)
+    target = _file_holding(table_path, 32)
+    before = _parquet_files(table_path)
+    source = spark.createDataFrame([(32, "upd"), (33, "del"), (100, "ins")], "id long, v string")
+    (
+        DeltaTable.forPath(spark, table_path)
+        .alias("t")
+        .merge(source.alias("s"), "t.id = s.id")
+        .whenMatchedDelete("s.v = 'del'")
+        .whenMatchedUpdate(set={"v": "s.v"})
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    expected = expected[expected.id != 33]
+    expected.loc[expected.id == 32, "v"] = "upd"
+    expected = pd.concat([expected, pd.DataFrame([(100, "ins")], columns=["id", "v"])])
+    removes, adds, metrics = _last_commit(table_path)
+    assert [decode_path(r["path"]) for r in removes] == [target]
+    assert next(a for a in adds if decode_path(a["path"]) == target)["deletionVector"]["cardinality"] == 2
+    new_files = _parquet_files(table_path) - before
+    new_adds = [a for a in adds if decode_path(a["path"]) in new_files]
+    assert sum(json.loads(a["stats"])["numRecords"] for a in new_adds) == 2  # the updated and the inserted row
+    assert metrics["numTargetRowsCopied"] == "0" and metrics["numTargetRowsUpdated"] == "1"
+    assert metrics["numTargetRowsDeleted"] == "1" and metrics["numTargetRowsInserted"] == "1"
+    assert metrics["numTargetDeletionVectorsAdded"] == "1" and metrics["numTargetFilesRemoved"] == "0"
+    _all_readers_agree(spark, table_path, expected)

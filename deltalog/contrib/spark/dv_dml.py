@@ -24,14 +24,15 @@ import numpy as np
 import pyarrow as pa
 
 from deltalog.contrib.spark.dataframes import FILE_COLUMN, ROW_INDEX_COLUMN, files_dataframe
-from deltalog.contrib.spark.writes import _file_actions, commit_files
+from deltalog.contrib.spark.files import file_actions
+from deltalog.contrib.spark.writes import commit_files
 from deltalog.txn.commit.commit_errors import commit_certainly_failed
 from deltalog.txn.log.deletion_vector_writer import DeletionVectorCommit, mark_rows_deleted
 from deltalog.txn.protocol.actions import Action, AddFile
 from deltalog.txn.protocol.features import protocol_features
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from deltalog.contrib.spark.files import WriteSpec
 
@@ -41,6 +42,7 @@ __all__ = [
     "dml_metrics",
     "mark_deleted_rows",
     "matched_row_indexes",
+    "target_rows",
     "writes_deletion_vectors",
 ]
 
@@ -73,6 +75,18 @@ def matched_row_indexes(
     return group_rows(hits)
 
 
+def target_rows(rows: DataFrame, target_alias: str) -> RowMarks:
+    """The file and row positions of the target rows in ``rows`` (a MERGE's joined rows
+    that a clause updates or deletes), per file path."""
+    from pyspark.sql import functions as F
+
+    hits = rows.select(
+        F.col(f"{target_alias}.{FILE_COLUMN}").alias(FILE_COLUMN),
+        F.col(f"{target_alias}.{ROW_INDEX_COLUMN}").alias(ROW_INDEX_COLUMN),
+    ).toArrow()
+    return group_rows(hits)
+
+
 def group_rows(hits: pa.Table) -> RowMarks:
     """``(FILE_COLUMN, ROW_INDEX_COLUMN)`` rows as sorted row positions per file."""
     if not hits.num_rows:
@@ -102,7 +116,7 @@ def dml_metrics(
 ) -> tuple[dict[str, str], int]:
     """Delta's file, byte, deletion-vector and timing metrics of a DML commit that marks
     rows with ``dv`` and adds the files of ``lines``; and the rows of the added data files."""
-    adds, cdcs = _file_actions(lines)
+    adds, cdcs = file_actions(lines)
     done = time.perf_counter()
     metrics = {
         "numRemovedFiles": str(dv.num_removed_files),
@@ -123,7 +137,7 @@ def commit_with_deletion_vectors(
 ) -> int:
     """Commit the deletion-vector actions with the files written as ``lines``; when the
     commit certainly did not land, the new DV files are deleted with the data files."""
-    adds, cdcs = _file_actions(lines)
+    adds, cdcs = file_actions(lines)
     actions: list[Action] = [*dv.actions, *adds, *cdcs]
     try:
         return commit_files(txn, actions, operation, spec, lines)

@@ -200,12 +200,14 @@ class DeletionVectorCommit:
     touched: list[AddFile] = field(default_factory=list)
     fully_removed: list[AddFile] = field(default_factory=list)
 
-    def metrics(self) -> dict[str, str]:
-        """Delta's ``numDeletionVectorsAdded/Removed/Updated``."""
+    def metrics(self, prefix: str = "num") -> dict[str, str]:
+        """Delta's ``numDeletionVectorsAdded/Removed/Updated`` (``numTarget...`` for MERGE:
+        ``prefix="numTarget"``), as its history shows them: an updated DV counts as added
+        and removed too (``DeltaOperationMetrics.DELETION_VECTORS``)."""
         return {
-            "numDeletionVectorsAdded": str(self.num_dvs_added),
-            "numDeletionVectorsRemoved": str(self.num_dvs_removed),
-            "numDeletionVectorsUpdated": str(self.num_dvs_updated),
+            f"{prefix}DeletionVectorsAdded": str(self.num_dvs_added + self.num_dvs_updated),
+            f"{prefix}DeletionVectorsRemoved": str(self.num_dvs_removed + self.num_dvs_updated),
+            f"{prefix}DeletionVectorsUpdated": str(self.num_dvs_updated),
         }
 
 
