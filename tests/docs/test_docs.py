@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 #: Pages whose ```python blocks are executed, in order, one namespace per page.
-EXECUTED_PAGES = ("index.md", "concepts.md", "operations.md", "transactions.md")
+EXECUTED_PAGES = ("index.md", "concepts.md", "operations.md", "transactions.md", "features.md")
 #: Pages that must be in the site's navigation.
 REQUIRED_PAGES = (
     "index.md",

@@ -177,3 +177,28 @@ def test_widened_stats_keep_all_null_counts_true() -> None:
         "tightBounds": False,
     }
     assert json.loads(widen_stats(None, 7, 0)) == {"numRecords": 7, "tightBounds": False}
+
+
+def test_optimize_takes_files_over_the_deleted_ratio_and_purge_takes_every_dv(tmp_path: Path) -> None:
+    from deltalog.txn.commands.optimize import optimize
+
+    uri = str(tmp_path / "t")
+    log = create(uri, partitioned=False, config=DV)
+    append(log, list(range(100)), None)
+    append(log, list(range(100, 200)), None)
+    few, many = sorted(log.update().files, key=lambda f: f.path)
+    _delete(log, {few.path: [0], many.path: list(range(10))})  # 1% and 10% deleted
+    expected = read_ids(log)
+    # OPTIMIZE (no file small enough to compact by size): only the file over 5% deleted
+    result = optimize(log, min_file_size=1)
+    assert result.num_files_removed == 1 and result.num_deletion_vectors_removed == 1
+    assert sorted(f.deletion_vector is None for f in log.update().files) == [False, True]
+    # REORG ... APPLY (PURGE): every file with a DV, committed as REORG
+    result = optimize(log, min_file_size=1, purge=True)
+    assert result.num_files_removed == 1 and result.num_deletion_vectors_removed == 1
+    assert all(f.deletion_vector is None for f in log.update().files)
+    info = log.history(1)[0].commit_info
+    assert info is not None and info.operation == "REORG"
+    assert (info.operation_parameters or {}).get("applyPurge") in (True, "true")
+    assert read_ids(log) == expected == _deltars_ids(uri)
+    assert optimize(log, purge=True).version is None  # nothing left to purge

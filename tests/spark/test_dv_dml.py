@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from deltalog.txn.protocol.actions import decode_path
-from tests.spark.helpers import commits
+from tests.spark.helpers import commits, operations
 
 pytestmark = pytest.mark.spark
 
@@ -174,6 +174,7 @@ def test_persistent_switch_off_rewrites_files(spark, tmp_path):
 
 def test_merge_marks_updated_and_deleted_rows_and_writes_only_new_rows(spark, table_path):
     from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.delta_log import DeltaLog
 
     expected = _dv_table(spark, table_path)
     target = _file_holding(table_path, 32)
@@ -200,4 +201,11 @@ def test_merge_marks_updated_and_deleted_rows_and_writes_only_new_rows(spark, ta
     assert metrics["numTargetRowsCopied"] == "0" and metrics["numTargetRowsUpdated"] == "1"
     assert metrics["numTargetRowsDeleted"] == "1" and metrics["numTargetRowsInserted"] == "1"
     assert metrics["numTargetDeletionVectorsAdded"] == "1" and metrics["numTargetFilesRemoved"] == "0"
+    _all_readers_agree(spark, table_path, expected)
+
+    # REORG ... APPLY (PURGE): the file with the DV is rewritten without its deleted rows
+    result = DeltaTable.forPath(spark, table_path).optimize().executePurge().collect()[0]
+    assert result["metrics"]["numDeletionVectorsRemoved"] == "1"
+    assert not any(f.deletion_vector for f in DeltaLog.for_table(table_path).update().files)
+    assert operations(table_path)[-1] == "REORG"
     _all_readers_agree(spark, table_path, expected)

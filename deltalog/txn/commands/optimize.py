@@ -4,7 +4,9 @@ Delta's ``OptimizeExecutor`` (without Z-ordering), in the txn layer:
 
 1. the candidate files are the active files matching the partition filters ``where`` whose
    size is below ``min_file_size`` (Delta's ``spark.databricks.delta.optimize.minFileSize``;
-   default: the target size), plus every file with a deletion vector;
+   default: the target size), plus the files with a deletion vector deleting more than
+   ``max_deleted_rows_ratio`` of their rows (``purge=True``, Delta's ``REORG ... APPLY
+   (PURGE)``: exactly the files with deletion vectors);
 2. per partition, candidates sorted by size fill bins of at most the target size
    (``target_size`` argument, else ``delta.targetFileSize``, else 1 GiB as Delta's
    ``spark.databricks.delta.optimize.maxFileSize``); a bin with fewer than
@@ -48,7 +50,7 @@ import pyarrow.compute as pc
 
 from deltalog.logstores.base import LogStore, LogStoreSpec, arrow_threads_allowed
 from deltalog.txn.commit.commit_errors import DeltaConcurrentModificationError
-from deltalog.txn.commit.operations import Optimize
+from deltalog.txn.commit.operations import Optimize, Reorg
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS, open_data_file
 from deltalog.txn.log.deletion_vectors import read_deletion_vector
 from deltalog.txn.protocol.actions import Action, AddFile, decode_path, encode_path
@@ -68,12 +70,14 @@ if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
 
 __all__ = [
+    "DEFAULT_MAX_DELETED_ROWS_RATIO",
     "DEFAULT_TARGET_FILE_SIZE",
     "BinRewriter",
     "CompactionSpec",
     "OptimizeError",
     "OptimizeResult",
     "discard_bin_outputs",
+    "has_deleted_rows",
     "optimize",
     "rewrite_bin",
 ]
@@ -84,6 +88,8 @@ log = logging.getLogger(__name__)
 DEFAULT_TARGET_FILE_SIZE = 1024 * 1024 * 1024
 #: Delta's ``spark.databricks.io.skipping.mdc.rangeId.max`` default.
 DEFAULT_NUM_RANGES = 1000
+#: Delta's ``spark.databricks.delta.optimize.maxDeletedRowsRatio`` default.
+DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
 
 Progress = Callable[[int, int], None]
 _BinKey = frozenset[tuple[str, "str | None"]]
@@ -159,6 +165,23 @@ def _bins(files: Sequence[AddFile], target: int, min_files: int) -> list[list[Ad
     if current:
         bins.append(current)
     return [b for b in bins if len(b) >= min_files or any(f.deletion_vector is not None for f in b)]
+
+
+def has_deleted_rows(f: AddFile) -> bool:
+    """Whether REORG PURGE rewrites ``f`` (Delta's ``DeltaPurgeOperation``): its deletion
+    vector deletes rows, or it has one and no ``numRecords``."""
+    dv = f.deletion_vector
+    return dv is not None and (dv.cardinality > 0 or f.num_records() is None)
+
+
+def _too_many_deleted(f: AddFile, max_ratio: float) -> bool:
+    """Delta's ``shouldCompactBecauseOfDeletedRows``: a DV and no ``numRecords``, or more
+    than ``max_ratio`` of the rows deleted."""
+    dv = f.deletion_vector
+    if dv is None:
+        return False
+    n = f.num_records()
+    return n is None or (n > 0 and dv.cardinality / n > max_ratio)
 
 
 def _partition_key(f: AddFile) -> tuple[tuple[str, str | None], ...]:
@@ -469,6 +492,8 @@ def optimize(
     rewrite_bins: BinRewriter | None = None,
     z_order_by: Sequence[str] = (),
     num_ranges: int = DEFAULT_NUM_RANGES,
+    purge: bool = False,
+    max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
 ) -> OptimizeResult:
     """Compact small files; see the module docstring. Returns an :class:`OptimizeResult`.
 
@@ -479,6 +504,12 @@ def optimize(
     file of each selected partition is rewritten, rows ordered by the interleaved bits of
     the columns' range ids (``num_ranges`` of them), into ``max(1, bytes // target_size)``
     files per partition.
+
+    Files with deletion vectors are candidates when more than ``max_deleted_rows_ratio`` of
+    their rows are deleted (Delta's ``spark.databricks.delta.optimize.maxDeletedRowsRatio``)
+    or they lack ``numRecords``. ``purge=True`` is Delta's ``REORG TABLE ... APPLY (PURGE)``:
+    the candidates are exactly the files with deletion vectors, each rewritten without its
+    deleted rows (a bin of one file included), committed as a ``REORG`` operation.
     """
     if min_files_per_bin < 1:
         raise ValueError(f"min_files_per_bin must be >= 1, got {min_files_per_bin}")
@@ -501,7 +532,12 @@ def optimize(
                 raise ValueError(f"the minimum file size must be >= 0, got {smaller_than}")
             z_order = _z_order_columns(snapshot, z_order_by)
             files = txn.filter_files(list(where) if where else None)
-            candidates = [f for f in files if z_order or f.size < smaller_than or f.deletion_vector is not None]
+            if purge:
+                candidates = [f for f in files if has_deleted_rows(f)]
+            else:
+                candidates = [
+                    f for f in files if z_order or f.size < smaller_than or _too_many_deleted(f, max_deleted_rows_ratio)
+                ]
             by_partition: dict[Any, list[AddFile]] = defaultdict(list)
             for f in candidates:
                 by_partition[_partition_key(f)].append(f)
@@ -537,7 +573,11 @@ def optimize(
             removes = [f.remove(now, data_change=False) for _, b in plan for f in b]
             adds = [a for _, b in plan for a in written[frozenset(f.logical_key for f in b)]]
             _fill(result, plan, adds)
-            operation = Optimize(predicate=describe_filters(where), z_order_by=z_order, user_metrics=result.metrics)
+            operation: Optimize | Reorg = (
+                Reorg(predicate=describe_filters(where), user_metrics=result.metrics)
+                if purge
+                else Optimize(predicate=describe_filters(where), z_order_by=z_order, user_metrics=result.metrics)
+            )
             actions: list[Action] = [*removes, *adds]
             try:
                 result.version = txn.commit(actions, operation)
