@@ -202,3 +202,39 @@ def test_optimize_takes_files_over_the_deleted_ratio_and_purge_takes_every_dv(tm
     assert (info.operation_parameters or {}).get("applyPurge") in (True, "true")
     assert read_ids(log) == expected == _deltars_ids(uri)
     assert optimize(log, purge=True).version is None  # nothing left to purge
+
+
+def test_enabling_the_property_on_an_existing_table_upgrades_the_protocol(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from deltalog.txn.commit.operations import SetTableProperties
+
+    log = create(str(tmp_path / "t"), partitioned=False)
+    assert "deletionVectors" not in (log.update().protocol.writer_features or ())
+    txn = log.start_transaction()
+    metadata = log.update().metadata
+    txn.update_metadata(replace(metadata, configuration={**metadata.configuration, **DV}))
+    txn.commit([], SetTableProperties(DV))
+    proto = log.update().protocol
+    assert "deletionVectors" in (proto.reader_features or ()) and "deletionVectors" in (proto.writer_features or ())
+
+
+def test_two_deletes_marking_the_same_file_conflict(tmp_path: Path) -> None:
+    from deltalog.txn.commit.commit_errors import ConcurrentAppendError
+
+    uri = str(tmp_path / "t")
+    log = create(uri, partitioned=False, config=DV)
+    append(log, list(range(10)), None)
+    first, second = log.start_transaction(), log.start_transaction()
+    (f,) = first.filter_files()
+    (g,) = second.filter_files()
+    config = log.update().metadata.configuration
+    mine = mark_rows_deleted(log.store, uri, config, [(f, np.array([1]))], 0)
+    theirs = mark_rows_deleted(log.store, uri, config, [(g, np.array([2]))], 0)
+    second.commit(theirs.actions, Delete(["id = 2"]))
+    # the winner re-added the file this one read (with its DV): Delta checks added files
+    # first, so this is its ConcurrentAppendException, before the delete/delete check
+    with pytest.raises(ConcurrentAppendError):
+        first.commit(mine.actions, Delete(["id = 1"]))
+    mine.writer.discard()
+    assert read_ids(log) == [0, 1, *range(3, 10)] == _deltars_ids(uri)
