@@ -155,10 +155,9 @@ def test_update_writes_only_the_changed_rows(spark, table_path):
     _all_readers_agree(spark, table_path, expected)
 
 
-def test_persistent_switch_off_rewrites_files(spark, tmp_path):
+def test_persistent_switch_off_rewrites_files(spark, table_path):
     from deltalog.contrib.spark import DeltaTable
 
-    table_path = str(tmp_path / "t")  # no DV in it: the fixture's pyarrow check would refuse the feature
     expected = _dv_table(spark, table_path)
     target = _file_holding(table_path, 5)
     spark.conf.set("spark.databricks.delta.delete.deletionVectors.persistent", "false")

@@ -4,9 +4,12 @@ Delta's ``DMLWithDeletionVectorsHelper``: when the table can take deletion vecto
 (:func:`writes_deletion_vectors`: the ``deletionVectors`` feature in the protocol and
 ``delta.enableDeletionVectors=true``, and Delta's session switch
 ``spark.databricks.delta.<delete|update|merge>.deletionVectors.persistent`` not ``false``),
-DELETE, UPDATE and MERGE do not rewrite the files holding matched rows. One job reads
-the candidate files and returns, per file, the positions of the matched rows in its
-Parquet file (:func:`matched_row_indexes`; the row index the deletion vector counts);
+DELETE, UPDATE and MERGE do not rewrite the files holding matched rows. DELETE and UPDATE
+find the matched rows with one job over the candidate files: Spark's own Parquet scan
+(:func:`~deltalog.contrib.spark.native.scan_with_positions`, existing DVs applied) returns
+each matched row's ``_metadata.row_index``, the position the deletion vector counts
+(the Python reader's positions when the native path cannot read the table); MERGE takes
+the positions of the target rows its clauses act on from its own join;
 the driver merges them with the files' existing deletion vectors and commits Delta's
 ``remove``/``add`` pairs (:func:`~deltalog.txn.log.deletion_vector_writer.mark_rows_deleted`).
 UPDATE and MERGE also write the new versions of the changed rows, and only those, as new
@@ -16,6 +19,7 @@ deleted rows from the deletion vectors, as Delta's do.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -46,6 +50,8 @@ __all__ = [
     "writes_deletion_vectors",
 ]
 
+log = logging.getLogger(__name__)
+
 #: Row positions per file path: the rows a command deletes or replaces.
 RowMarks = dict[str, np.ndarray]
 
@@ -65,13 +71,32 @@ def matched_row_indexes(
     spark: SparkSession, delta_log: Any, snapshot: Any, files: Sequence[AddFile], cond: Column
 ) -> RowMarks:
     """One job over ``files``: the Parquet row positions of the live rows where ``cond`` is
-    true, per file path (files without such a row are absent)."""
+    true, per file path as in the log (files without such a row are absent). Spark's
+    Parquet scan with ``_metadata.row_index`` where it can read the table, else the Python
+    reader (:func:`~deltalog.contrib.spark.dataframes.files_dataframe`)."""
     from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark.errors import NativeReadUnsupportedError
+    from deltalog.contrib.spark.native import scan_with_positions
+    from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY
 
     if not files:
         return {}
+    matches = F.coalesce(cond, F.lit(False))
+    try:
+        native, paths = scan_with_positions(spark, delta_log, snapshot, [f.path for f in files])
+    except NativeReadUnsupportedError as exc:
+        log.info("finding the matched rows with the Python reader: %s", exc)
+    else:
+        found = native.filter(matches).select(FILE_KEY, ROW_KEY).toArrow()
+        uris = found.column(FILE_KEY).to_pylist()
+        try:
+            logged = pa.array([paths[u] for u in uris], pa.string())
+        except KeyError as exc:  # Spark named a file otherwise than we do: never guess
+            raise AssertionError(f"the native scan returned an unknown file {exc}") from None
+        return group_rows(pa.table({FILE_COLUMN: logged, ROW_INDEX_COLUMN: found.column(ROW_KEY)}))
     df = files_dataframe(spark, delta_log, snapshot, files)
-    hits = df.filter(F.coalesce(cond, F.lit(False))).select(FILE_COLUMN, ROW_INDEX_COLUMN).toArrow()
+    hits = df.filter(matches).select(FILE_COLUMN, ROW_INDEX_COLUMN).toArrow()
     return group_rows(hits)
 
 

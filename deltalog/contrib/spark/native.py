@@ -55,7 +55,7 @@ from deltalog.txn.protocol.features import READ_SUPPORTED
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["NATIVE_READER_FEATURES", "read_table", "spark_can_reach"]
+__all__ = ["NATIVE_READER_FEATURES", "read_table", "scan_with_positions", "spark_can_reach"]
 
 log = logging.getLogger(__name__)
 
@@ -389,12 +389,6 @@ def _partition_table(
 
 
 def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, check_reach: bool) -> DataFrame:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
-
-    from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY, deleted_rows, drop_deleted_rows
-    from deltalog.contrib.spark.source import _logical_schema
-
     if getattr(spark, "_jvm", None) is None:
         raise NativeReadUnsupportedError("the session has no JVM (Spark Connect)")
     if read.read_change_feed:
@@ -404,21 +398,64 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
         raise NativeReadUnsupportedError(f"Spark has no Hadoop file system for {delta_log.table_uri}")
     metadata = snapshot.metadata
     schema = json.loads(metadata.schema_string)
+    mode = snapshot.properties.column_mapping_mode
+    terms = where_terms(where)
+    table = snapshot.files_table
+    if terms:
+        import pyarrow as pa
+
+        types = schemas.top_level_types(schema)
+        physical = schemas.physical_names(schema, mode)
+        partition_columns = list(metadata.partition_columns)
+        plan = plan_files(snapshot.files, snapshot.version, terms, partition_columns, types, physical)
+        table = _only_paths(table, pa.array([a.path for a in plan.files], pa.string()))
+    return _native_scan(spark, delta_log, snapshot, table, where)
+
+
+def _only_paths(table: Any, paths: Any) -> Any:
+    import pyarrow.compute as pc
+
+    return table.filter(pc.is_in(table.column("path"), value_set=paths))
+
+
+def scan_with_positions(
+    spark: SparkSession, delta_log: Any, snapshot: Any, paths: Sequence[str]
+) -> tuple[DataFrame, dict[str, str]]:
+    """The live rows of the snapshot's files ``paths``, read natively, with ``FILE_KEY``
+    (``_metadata.file_path``) and ``ROW_KEY`` (``_metadata.row_index``: the row's position
+    in its Parquet file, what a deletion vector counts); and each ``FILE_KEY`` URI's path as
+    in the log. Raises :class:`NativeReadUnsupportedError` when the native path cannot read
+    the table."""
+    import pyarrow as pa
+
+    if getattr(spark, "_jvm", None) is None:
+        raise NativeReadUnsupportedError("the session has no JVM (Spark Connect)")
+    if not spark_can_reach(spark, delta_log.table_uri):
+        raise NativeReadUnsupportedError(f"Spark has no Hadoop file system for {delta_log.table_uri}")
+    table = _only_paths(snapshot.files_table, pa.array(list(paths), pa.string()))
+    root = _hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
+    df = _native_scan(spark, delta_log, snapshot, table, None, positions=True)
+    return df, {_file_uri(root, p): p for p in paths}
+
+
+def _native_scan(
+    spark: SparkSession, delta_log: Any, snapshot: Any, table: Any, where: str | None, positions: bool = False
+) -> DataFrame:
+    """Spark's Parquet scan of the files in ``table`` (rows of the snapshot's files table),
+    with ``FILE_KEY``/``ROW_KEY`` columns when ``positions``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY, deleted_rows, drop_deleted_rows
+    from deltalog.contrib.spark.source import _logical_schema
+
+    metadata = snapshot.metadata
+    schema = json.loads(metadata.schema_string)
     _check_supported(snapshot, schema)
     mode = snapshot.properties.column_mapping_mode
     partition_columns = list(metadata.partition_columns)
     types = schemas.top_level_types(schema)
     physical = schemas.physical_names(schema, mode)
-
-    terms = where_terms(where)
-    table = snapshot.files_table
-    if terms:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        plan = plan_files(snapshot.files, snapshot.version, terms, partition_columns, types, physical)
-        kept = pa.array([a.path for a in plan.files], pa.string())
-        table = table.filter(pc.is_in(table.column("path"), value_set=kept))
     root = _hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
     files = _file_list(table, root, {c: physical.get(c, c) for c in partition_columns})
     log.info(
@@ -444,14 +481,16 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
     for group in (g for g in groups if len(g)):
         part = _scan(spark, group, read_schema, hive)
         dvs = [(group.uris[i], dv) for i, dv in sorted(group.deletion_vectors.items())]
-        if dvs or join_partitions:
+        if dvs or join_partitions or positions:
             _check_file_names(spark, part, group)
         if join_partitions:
             part = part.withColumn(PARTITION_FILE_KEY, F.col("_metadata.file_path"))
-        if dvs:
+        if dvs or positions:
             part = part.withColumn(FILE_KEY, F.col("_metadata.file_path"))
             part = part.withColumn(ROW_KEY, F.col("_metadata.row_index"))
+        if dvs:
             part = drop_deleted_rows(spark, part, deleted_rows(delta_log.store, delta_log.table_uri, dvs))
+        if dvs and not positions:
             part = part.drop(FILE_KEY, ROW_KEY)
         scans.append(part)
     df = scans[0] if len(scans) == 1 else scans[0].unionByName(scans[1])
@@ -470,6 +509,8 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
         if mode != "none" and _nested(f.dataType):
             col = col.cast(f.dataType)
         columns.append(col.alias(f.name, metadata=f.metadata))
+    if positions:
+        columns += [F.col(FILE_KEY), F.col(ROW_KEY)]
     df = df.select(*columns)
     return df.filter(where) if where else df
 
