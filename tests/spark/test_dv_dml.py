@@ -208,3 +208,20 @@ def test_merge_marks_updated_and_deleted_rows_and_writes_only_new_rows(spark, ta
     assert not any(f.deletion_vector for f in DeltaLog.for_table(table_path).update().files)
     assert operations(table_path)[-1] == "REORG"
     _all_readers_agree(spark, table_path, expected)
+
+
+def test_the_python_reader_finds_the_same_rows_when_the_native_scan_cannot(spark, table_path, monkeypatch):
+    from deltalog.contrib.spark import DeltaTable, native
+    from deltalog.contrib.spark.errors import NativeReadUnsupportedError
+
+    expected = _dv_table(spark, table_path)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise NativeReadUnsupportedError("test: no native scan")
+
+    monkeypatch.setattr(native, "scan_with_positions", refuse)
+    DeltaTable.forPath(spark, table_path).delete("id % 7 = 3")
+    removes, adds, metrics = _last_commit(table_path)
+    assert len(removes) == len(adds) == 4 and all("deletionVector" in a for a in adds)
+    assert metrics["numDeletedRows"] == str(sum(1 for i in range(40) if i % 7 == 3))
+    _all_readers_agree(spark, table_path, expected[expected.id % 7 != 3])
