@@ -121,6 +121,11 @@ def test_second_delete_merges_with_the_existing_dv(tmp_path: Path) -> None:
         "numDeletionVectorsUpdated": "1",
     }
     assert read_ids(log) == [0, 3, 4, 6, 7, 8, 9] == _deltars_ids(uri)
+    # a checkpoint carries the DV descriptors: a fresh reader of it sees the same rows
+    log.checkpoint()
+    (from_checkpoint,) = DeltaLog.for_table(uri).update().files
+    assert from_checkpoint.deletion_vector == second.deletion_vector
+    assert read_ids(DeltaLog.for_table(uri)) == [0, 3, 4, 6, 7, 8, 9] == _deltars_ids(uri)
 
 
 def test_deleting_every_remaining_row_removes_the_file(tmp_path: Path) -> None:
