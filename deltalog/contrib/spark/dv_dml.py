@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from deltalog.contrib.spark.files import WriteSpec
 
 __all__ = [
+    "PositionScan",
     "RowMarks",
     "commit_with_deletion_vectors",
     "dml_metrics",
@@ -67,24 +68,36 @@ def writes_deletion_vectors(spark: SparkSession, snapshot: Any, command: str) ->
     return str(switch).strip().lower() != "false"
 
 
+#: ``(spark, delta_log, snapshot, paths) -> (rows with FILE_KEY/ROW_KEY, {FILE_KEY: path})``:
+#: :func:`deltalog.contrib.spark.native.scan_with_positions` (passed in by the caller, so this
+#: module does not import the native read path).
+PositionScan = Callable[[Any, Any, Any, Sequence[str]], "tuple[DataFrame, dict[str, str]]"]
+
+
 def matched_row_indexes(
-    spark: SparkSession, delta_log: Any, snapshot: Any, files: Sequence[AddFile], cond: Column
+    spark: SparkSession,
+    delta_log: Any,
+    snapshot: Any,
+    files: Sequence[AddFile],
+    cond: Column,
+    scan: PositionScan | None = None,
 ) -> RowMarks:
     """One job over ``files``: the Parquet row positions of the live rows where ``cond`` is
-    true, per file path as in the log (files without such a row are absent). Spark's
-    Parquet scan with ``_metadata.row_index`` where it can read the table, else the Python
-    reader (:func:`~deltalog.contrib.spark.dataframes.files_dataframe`)."""
+    true, per file path as in the log (files without such a row are absent). ``scan``
+    (Spark's Parquet scan with ``_metadata.row_index``) where it can read the table, else
+    the Python reader (:func:`~deltalog.contrib.spark.dataframes.files_dataframe`)."""
     from pyspark.sql import functions as F
 
     from deltalog.contrib.spark.errors import NativeReadUnsupportedError
-    from deltalog.contrib.spark.native import scan_with_positions
     from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY
 
     if not files:
         return {}
     matches = F.coalesce(cond, F.lit(False))
     try:
-        native, paths = scan_with_positions(spark, delta_log, snapshot, [f.path for f in files])
+        if scan is None:
+            raise NativeReadUnsupportedError("no native scan given")
+        native, paths = scan(spark, delta_log, snapshot, [f.path for f in files])
     except NativeReadUnsupportedError as exc:
         log.info("finding the matched rows with the Python reader: %s", exc)
     else:

@@ -441,6 +441,13 @@ class DeltaTable:
         )
         log.info("DELETE %s committed version %d (%s)", _describe(condition), version, metrics)
 
+    def _matched_rows(self, snapshot: Any, files: Sequence[AddFile], cond: Column) -> RowMarks:
+        """The Parquet positions of the rows of ``files`` matching ``cond``, found by Spark's
+        own scan (``_metadata.row_index``) where it can read the table."""
+        from deltalog.contrib.spark.native import scan_with_positions
+
+        return matched_row_indexes(self._spark, self._log, snapshot, files, cond, scan_with_positions)
+
     def _delete_marking_rows(
         self, txn: Any, candidates: Sequence[AddFile], condition: ExpressionOrColumn, started: float
     ) -> None:
@@ -449,7 +456,7 @@ class DeltaTable:
         from deltalog.txn.commit.operations import Delete
 
         snapshot = txn.snapshot
-        marks = matched_row_indexes(self._spark, self._log, snapshot, candidates, _col(condition))
+        marks = self._matched_rows(snapshot, candidates, _col(condition))
         scanned = time.perf_counter()
         touched = [f for f in candidates if f.path in marks]
         if not _report_scan("DELETE", condition, snapshot.num_files, candidates, touched):
@@ -496,7 +503,7 @@ class DeltaTable:
         if condition is None or _partition_only(condition, snapshot.metadata.partition_columns):
             touched = candidates  # every row of the pruned files matches: no finding pass
         elif writes_deletion_vectors(self._spark, snapshot, "update"):
-            marks = matched_row_indexes(self._spark, self._log, snapshot, candidates, cond)
+            marks = self._matched_rows(snapshot, candidates, cond)
             touched = [f for f in candidates if f.path in marks]
             updated = sum(len(rows) for rows in marks.values())
         else:
