@@ -224,3 +224,25 @@ def test_the_python_reader_finds_the_same_rows_when_the_native_scan_cannot(spark
     assert len(removes) == len(adds) == 4 and all("deletionVector" in a for a in adds)
     assert metrics["numDeletedRows"] == str(sum(1 for i in range(40) if i % 7 == 3))
     _all_readers_agree(spark, table_path, expected[expected.id % 7 != 3])
+
+
+def test_partitioned_table_delete_and_update_with_deletion_vectors(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.delta_log import DeltaLog
+
+    builder = DeltaTable.create(spark).location(table_path).addColumn("id", "long").addColumn("p", "string")
+    builder.addColumn("v", "string").partitionedBy("p").property("delta.enableDeletionVectors", "true").execute()
+    data = [(i, "a" if i % 2 else "b", f"v{i}") for i in range(20)]
+    spark.createDataFrame(data, "id long, p string, v string").coalesce(1).write.format("deltalog").mode("append").save(
+        table_path
+    )
+    before = _parquet_files(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("p = 'a' AND id > 10")  # partition and data terms: a DV in partition a only
+    table.update("id < 4", {"v": "'upd'"})
+    files = DeltaLog.for_table(table_path).update().files
+    cards = sorted((f.partition_values["p"] or "", f.deletion_vector.cardinality) for f in files if f.deletion_vector)
+    assert cards == [("a", 7), ("b", 2)]  # a: 11, 13, 15, 17, 19 deleted and 1, 3 updated
+    assert len(_parquet_files(table_path) - before) == 2  # the updated rows, one file per partition
+    rows = [(i, p, "upd" if i < 4 else v) for i, p, v in data if not (p == "a" and i > 10)]
+    _all_readers_agree(spark, table_path, pd.DataFrame([(i, v) for i, _, v in rows], columns=["id", "v"]))
