@@ -126,6 +126,11 @@ def _optimize_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="compact a bin only when it has at least N files (default 2)",
     )
+    parser.add_argument(
+        "--purge",
+        action="store_true",
+        help="REORG TABLE ... APPLY (PURGE): rewrite the files with deletion vectors without their deleted rows",
+    )
     _progress_argument(parser)
 
 
@@ -142,7 +147,13 @@ def optimize(ctx: CommandContext) -> int:
     bar = _bar(ctx, "optimize")
     try:
         result = run_optimize(
-            log, where or None, ctx.args.target_size, ctx.args.min_files, lock=ctx.args.lock, progress=bar
+            log,
+            where or None,
+            ctx.args.target_size,
+            ctx.args.min_files,
+            lock=ctx.args.lock,
+            progress=bar,
+            purge=ctx.args.purge,
         )
     finally:
         bar.close()

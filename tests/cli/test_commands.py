@@ -132,6 +132,27 @@ def test_optimize(table: str) -> None:
     assert bad.returncode == 1 and "q" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_optimize_purge_rewrites_the_files_with_deletion_vectors(tmp_path: Path) -> None:
+    import numpy as np
+
+    from deltalog.txn.commit.operations import Delete
+    from deltalog.txn.log.deletion_vector_writer import mark_rows_deleted
+
+    uri = str(tmp_path / "dv")
+    log = create(uri, config={"delta.enableDeletionVectors": "true"})
+    append(log, [1, 2, 3], "a")
+    append(log, [4, 5], "b")
+    txn = log.start_transaction()
+    first = next(f for f in txn.filter_files() if f.partition_values["p"] == "a")
+    marked = mark_rows_deleted(log.store, uri, log.update().metadata.configuration, [(first, np.array([0]))], 0)
+    txn.commit(marked.actions, Delete(["id = 1"]))
+    result = ok_json("optimize", uri, "--purge")
+    assert isinstance(result, dict) and result["num_deletion_vectors_removed"] == 1
+    assert result["num_files_removed"] == 1  # the file of partition b has no DV: left alone
+    assert not any(f.deletion_vector for f in DeltaLog.for_table(uri).update().files)
+    assert DeltaLog.for_table(uri).history(1)[0].operation == "REORG"
+
+
 def test_progress_bar_only_when_forced(table: str) -> None:
     quiet = deltalog("optimize", table)
     assert quiet.returncode == 0 and quiet.stderr == ""  # stderr is a pipe, not a terminal

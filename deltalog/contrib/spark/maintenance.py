@@ -45,6 +45,7 @@ OPTIMIZE_ATTEMPTS = 5
 #: Delta's OPTIMIZE settings: files smaller than minFileSize are compacted into bins of up
 #: to maxFileSize bytes (both default to the table's ``delta.targetFileSize``, else 1 GiB).
 MIN_FILE_SIZE_CONF = "spark.databricks.delta.optimize.minFileSize"
+MAX_DELETED_ROWS_RATIO_CONF = "spark.databricks.delta.optimize.maxDeletedRowsRatio"
 MAX_FILE_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
 #: Delta's number of range ids per Z-order column.
 NUM_RANGE_IDS_CONF = "spark.databricks.io.skipping.mdc.rangeId.max"
@@ -76,7 +77,13 @@ class DeltaOptimizeBuilder:
             raise DeltaAnalysisError("executeZOrderBy needs at least one column")
         return self._execute(tuple(names))
 
-    def _execute(self, z_order_by: tuple[str, ...]) -> DataFrame:
+    def executePurge(self) -> DataFrame:
+        """Delta's ``REORG TABLE ... [WHERE ...] APPLY (PURGE)``: every file with a deletion
+        vector (in the selected partitions) is rewritten without its deleted rows by Spark
+        tasks, in one ``REORG`` commit; same result DataFrame as :meth:`executeCompaction`."""
+        return self._execute((), purge=True)
+
+    def _execute(self, z_order_by: tuple[str, ...], purge: bool = False) -> DataFrame:
         from deltalog.contrib.spark.predicates import parse_partition_predicate
         from deltalog.txn.commands.optimize import DEFAULT_NUM_RANGES, OptimizeError, optimize
 
@@ -96,6 +103,8 @@ class DeltaOptimizeBuilder:
                 rewrite_bins=SparkBinRewriter(spark),
                 z_order_by=z_order_by,
                 num_ranges=num_ranges,
+                purge=purge,
+                max_deleted_rows_ratio=_ratio_conf(spark, MAX_DELETED_ROWS_RATIO_CONF),
             )
         except OptimizeError as exc:
             if z_order_by and "Z-Order" in str(exc):
@@ -103,6 +112,21 @@ class DeltaOptimizeBuilder:
             raise
         metrics = dict(result.metrics) or {"numAddedFiles": "0", "numRemovedFiles": "0"}
         return spark.createDataFrame([(table._log.table_uri, metrics)], "path string, metrics map<string,string>")
+
+
+def _ratio_conf(spark: SparkSession, key: str) -> float:
+    from deltalog.txn.commands.optimize import DEFAULT_MAX_DELETED_ROWS_RATIO
+
+    raw = spark.conf.get(key, None)
+    if raw is None or str(raw).strip() == "":
+        return DEFAULT_MAX_DELETED_ROWS_RATIO
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        raise DeltaAnalysisError(f"{key} must be a number between 0 and 1, got {raw!r}") from None
+    if not 0 <= value <= 1:
+        raise DeltaAnalysisError(f"{key} must be between 0 and 1, got {value}")
+    return value
 
 
 def _size_conf(spark: SparkSession, key: str) -> int | None:

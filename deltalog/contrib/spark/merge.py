@@ -37,6 +37,13 @@ from deltalog.contrib.spark.dataframes import (
     nullable_type,
     write_dataframe,
 )
+from deltalog.contrib.spark.dv_dml import (
+    RowMarks,
+    commit_with_deletion_vectors,
+    mark_deleted_rows,
+    target_rows,
+    writes_deletion_vectors,
+)
 from deltalog.contrib.spark.errors import DeltaAnalysisError, MergeCardinalityError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
 from deltalog.contrib.spark.generated import prepare_merge_assignments, recompute_generated
@@ -327,8 +334,8 @@ class DeltaMergeBuilder:
         if not touched.files and not self._not_matched:
             log.info("MERGE matched no rows and has no insert clause; nothing committed")
             return
-        lines, counts = self._rewrite(plan, touched)
-        self._commit(plan, touched, lines, counts)
+        lines, counts, marks = self._rewrite(plan, touched)
+        self._commit(plan, touched, lines, counts, marks)
 
     def _plan(self) -> _MergePlan:
         """Open the transaction on the latest snapshot, resolve the clauses' assignments,
@@ -447,10 +454,12 @@ class DeltaMergeBuilder:
             .withColumn("a", F.when(F.col("count") == 0, F.col("a")).otherwise(F.lit(0)))
         )
 
-    def _rewrite(self, plan: _MergePlan, touched: _Touched) -> tuple[list[str], dict[str, int]]:
+    def _rewrite(self, plan: _MergePlan, touched: _Touched) -> tuple[list[str], dict[str, int], RowMarks | None]:
         """Pass 2: every row of the touched files and of the source through the first clause
         that acts on it, written as new files (with change data when the table records it).
-        Returns the written files' action lines and the number of rows per clause label."""
+        Returns the written files' action lines, the number of rows per clause label, and on
+        a table with deletion vectors the positions of the target rows a clause updates or
+        deletes (they are marked deleted; unchanged rows are not copied)."""
         from pyspark.sql import functions as F
 
         joined = self._labelled_rows(plan, touched)
@@ -458,9 +467,13 @@ class DeltaMergeBuilder:
         values = self._new_values(plan, act)
         deleted = act.startswith("md") | act.startswith("sd")
         joined = joined.cache()
+        marks: RowMarks | None = None
         try:
             counts = {r[_ACTION]: r["count"] for r in joined.groupBy(_ACTION).count().collect()}
             kept = joined.filter(~deleted & (act != "drop"))
+            if writes_deletion_vectors(self._table._spark, plan.txn.snapshot, "merge"):
+                marks = target_rows(joined.filter(act.startswith("m") | act.startswith("s")), plan.target_alias)
+                kept = kept.filter(act != "copy")
             out = kept.select(*values, F.lit(None).cast("string").alias(CDC_TYPE_COLUMN))
             if plan.txn.snapshot.properties.enable_change_data_feed:
                 out = self._with_change_data(plan, joined, out, values, touched.overcount)
@@ -470,7 +483,7 @@ class DeltaMergeBuilder:
             lines = write_dataframe(out, self._table._checked_spec(plan.txn, out))
         finally:
             joined.unpersist()
-        return lines, counts
+        return lines, counts, marks
 
     def _labelled_rows(self, plan: _MergePlan, touched: _Touched) -> DataFrame:
         """The touched files' rows joined with the source (full outer when there are insert
@@ -539,10 +552,19 @@ class DeltaMergeBuilder:
             .unionByName(joined.filter(act.startswith("i")).select(*values, F.lit("insert").alias(CDC_TYPE_COLUMN)))
         )
 
-    def _commit(self, plan: _MergePlan, touched: _Touched, lines: Sequence[str], counts: Mapping[str, int]) -> None:
-        """One ``MERGE`` commit: the touched files removed, the written files added, with
-        Delta's operation metrics."""
+    def _commit(
+        self,
+        plan: _MergePlan,
+        touched: _Touched,
+        lines: Sequence[str],
+        counts: Mapping[str, int],
+        marks: RowMarks | None = None,
+    ) -> None:
+        """One ``MERGE`` commit: the touched files removed (or, with ``marks``, their acted-on
+        rows marked in deletion vectors), the written files added, with Delta's operation
+        metrics."""
         adds, cdcs = file_actions(lines)
+        dv = None if marks is None else mark_deleted_rows(self._table._log, plan.txn, touched.files, marks)
 
         def total(prefix: str) -> int:
             return sum(n for k, n in counts.items() if k.startswith(prefix))
@@ -554,13 +576,19 @@ class DeltaMergeBuilder:
             by_source_updated=total("su"),
             matched_deleted=total("md") - touched.overcount,
             by_source_deleted=total("sd"),
-            copied=counts.get("copy", 0),
+            copied=counts.get("copy", 0) if dv is None else 0,
             adds=adds,
             cdcs=cdcs,
-            removed=touched.files,
+            removed=touched.files if dv is None else dv.fully_removed,
             started=plan.started,
             scanned=touched.scanned,
         )
+        if dv is not None:
+            metrics.update(dv.metrics("numTarget"))
+            spec = self._table._write_spec(plan.txn.snapshot)
+            version = commit_with_deletion_vectors(plan.txn, dv, lines, self._operation(metrics), spec)
+            log.info("MERGE marked rows in deletion vectors, version %d (%s)", version, metrics)
+            return
         version = self._table._commit_rewrite(plan.txn, touched.files, lines, self._operation(metrics))
         log.info("MERGE committed version %d (%s)", version, metrics)
 

@@ -51,6 +51,7 @@ from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 from deltalog.txn.protocol.features import READ_SUPPORTED
+from deltalog.txn.protocol.generated_columns import partition_expressions
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.log.snapshot import Snapshot
 
-__all__ = ["NATIVE_READER_FEATURES", "read_table", "spark_can_reach"]
+__all__ = ["NATIVE_READER_FEATURES", "read_table", "scan_with_positions", "spark_can_reach"]
 
 log = logging.getLogger(__name__)
 
@@ -378,11 +379,6 @@ def _partition_table(
 
 
 def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, check_reach: bool) -> DataFrame:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
-
-    from deltalog.contrib.spark.logical_schema import logical_schema
-
     if getattr(spark, "_jvm", None) is None:
         raise NativeReadUnsupportedError("the session has no JVM (Spark Connect)")
     if read.read_change_feed:
@@ -390,19 +386,48 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
     delta_log, snapshot = _snapshot(read)
     if check_reach and not spark_can_reach(spark, delta_log.table_uri):
         raise NativeReadUnsupportedError(f"Spark has no Hadoop file system for {delta_log.table_uri}")
-    metadata = snapshot.metadata
-    schema = json.loads(metadata.schema_string)
+    return _native_scan(spark, delta_log, snapshot, _files_table(spark, snapshot, where_terms(where)), where)
+
+
+def scan_with_positions(
+    spark: SparkSession, delta_log: DeltaLog, snapshot: Snapshot, paths: Sequence[str]
+) -> tuple[DataFrame, dict[str, str]]:
+    """The live rows of the snapshot's files ``paths``, read natively, with ``FILE_KEY``
+    (``_metadata.file_path``) and ``ROW_KEY`` (``_metadata.row_index``: the row's position
+    in its Parquet file, what a deletion vector counts); and each ``FILE_KEY`` URI's path as
+    in the log. Raises :class:`NativeReadUnsupportedError` when the native path cannot read
+    the table."""
+    import pyarrow as pa
+
+    if getattr(spark, "_jvm", None) is None:
+        raise NativeReadUnsupportedError("the session has no JVM (Spark Connect)")
+    if not spark_can_reach(spark, delta_log.table_uri):
+        raise NativeReadUnsupportedError(f"Spark has no Hadoop file system for {delta_log.table_uri}")
+    table = _only_paths(snapshot.files_table, pa.array(list(paths), pa.string()))
+    root = _hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
+    df = _native_scan(spark, delta_log, snapshot, table, None, positions=True)
+    return df, {_file_uri(root, p): p for p in paths}
+
+
+def _native_scan(
+    spark: SparkSession, delta_log: DeltaLog, snapshot: Snapshot, table: Any, where: str | None, positions: bool = False
+) -> DataFrame:
+    """Spark's Parquet scan of the files in ``table`` (rows of the snapshot's files table),
+    with ``FILE_KEY``/``ROW_KEY`` columns when ``positions``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    from deltalog.contrib.spark.logical_schema import logical_schema
+    from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY
+
+    schema = json.loads(snapshot.metadata.schema_string)
     _check_supported(snapshot, schema)
     mode = snapshot.properties.column_mapping_mode
-    partition_columns = list(metadata.partition_columns)
+    partition_columns = list(snapshot.metadata.partition_columns)
     types = schemas.top_level_types(schema)
     physical = schemas.physical_names(schema, mode)
     root = _hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
-    files = _file_list(
-        _files_table(snapshot, where_terms(where), partition_columns, types, physical),
-        root,
-        {c: physical.get(c, c) for c in partition_columns},
-    )
+    files = _file_list(table, root, {c: physical.get(c, c) for c in partition_columns})
     log.info(
         "native scan of %s at version %d: %d of %d files",
         delta_log.table_uri,
@@ -419,39 +444,60 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
         spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
     join_partitions = bool(partition_columns) and not hive
     read_schema = _read_schema(schema, mode, partition_columns, hive)
-    df = _scan_live_rows(spark, delta_log, files, read_schema, hive, join_partitions)
+    df = _scan_live_rows(spark, delta_log, files, read_schema, hive, join_partitions, positions)
     if join_partitions:
         spark_types = {f.name: f.dataType for f in logical.fields}
         pv = spark.createDataFrame(_partition_table(files, partition_columns, types, spark_types))
         df = df.join(F.broadcast(pv), on=PARTITION_FILE_KEY, how="left")
-    df = df.select(*_logical_columns(logical, partition_columns, physical, mode))
+    columns = _logical_columns(logical, partition_columns, physical, mode)
+    if positions:
+        columns += [F.col(FILE_KEY), F.col(ROW_KEY)]
+    df = df.select(*columns)
     return df.filter(where) if where else df
 
 
-def _files_table(
-    snapshot: Snapshot,
-    terms: Sequence[Term],
-    partition_columns: Sequence[str],
-    types: Mapping[str, str],
-    physical: Mapping[str, str],
-) -> Any:
-    """The snapshot's Arrow files table, less the files ``terms`` skip."""
+def _only_paths(table: Any, paths: Any) -> Any:
+    import pyarrow.compute as pc
+
+    return table.filter(pc.is_in(table.column("path"), value_set=paths))
+
+
+def _files_table(spark: SparkSession, snapshot: Snapshot, terms: Sequence[Term]) -> Any:
+    """The snapshot's Arrow files table, less the files ``terms`` skip (also through the
+    partition filters derived from generated partition columns, in the session time zone)."""
     table = snapshot.files_table
     if not terms:
         return table
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    plan = plan_files(snapshot.files, snapshot.version, terms, partition_columns, types, physical)
-    kept = pa.array([a.path for a in plan.files], pa.string())
-    return table.filter(pc.is_in(table.column("path"), value_set=kept))
+    metadata = snapshot.metadata
+    schema = json.loads(metadata.schema_string)
+    mode = snapshot.properties.column_mapping_mode
+    plan = plan_files(
+        snapshot.files,
+        snapshot.version,
+        terms,
+        list(metadata.partition_columns),
+        schemas.top_level_types(schema),
+        schemas.physical_names(schema, mode),
+        generated=partition_expressions(metadata),
+        time_zone=spark.conf.get("spark.sql.session.timeZone"),
+    )
+    return _only_paths(table, pa.array([a.path for a in plan.files], pa.string()))
 
 
 def _scan_live_rows(
-    spark: SparkSession, delta_log: DeltaLog, files: FileList, read_schema: Any, hive: bool, join_partitions: bool
+    spark: SparkSession,
+    delta_log: DeltaLog,
+    files: FileList,
+    read_schema: Any,
+    hive: bool,
+    join_partitions: bool,
+    positions: bool = False,
 ) -> DataFrame:
-    """Spark's Parquet scan of ``files`` without the rows their deletion vectors delete (and,
-    with ``join_partitions``, each row's file path in ``PARTITION_FILE_KEY``)."""
+    """Spark's Parquet scan of ``files`` without the rows their deletion vectors delete
+    (with ``join_partitions``, each row's file path in ``PARTITION_FILE_KEY``; with
+    ``positions``, its file and row index in ``FILE_KEY`` and ``ROW_KEY``)."""
     from pyspark.sql import functions as F
 
     from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY, deleted_rows, drop_deleted_rows
@@ -463,14 +509,16 @@ def _scan_live_rows(
     for group in (g for g in groups if len(g)):
         part = _scan(spark, group, read_schema, hive)
         dvs = [(group.uris[i], dv) for i, dv in sorted(group.deletion_vectors.items())]
-        if dvs or join_partitions:
+        if dvs or join_partitions or positions:
             _check_file_names(spark, part, group)
         if join_partitions:
             part = part.withColumn(PARTITION_FILE_KEY, F.col("_metadata.file_path"))
-        if dvs:
+        if dvs or positions:
             part = part.withColumn(FILE_KEY, F.col("_metadata.file_path"))
             part = part.withColumn(ROW_KEY, F.col("_metadata.row_index"))
+        if dvs:
             part = drop_deleted_rows(spark, part, deleted_rows(delta_log.store, delta_log.table_uri, dvs))
+        if dvs and not positions:
             part = part.drop(FILE_KEY, ROW_KEY)
         scans.append(part)
     return scans[0] if len(scans) == 1 else scans[0].unionByName(scans[1])

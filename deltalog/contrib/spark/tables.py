@@ -22,6 +22,14 @@ from deltalog.contrib.spark.dataframes import (
     nullable_type,
     write_dataframe,
 )
+from deltalog.contrib.spark.dv_dml import (
+    RowMarks,
+    commit_with_deletion_vectors,
+    dml_metrics,
+    mark_deleted_rows,
+    matched_row_indexes,
+    writes_deletion_vectors,
+)
 from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
 from deltalog.contrib.spark.generated import check_updated_columns, recompute_generated
@@ -432,6 +440,9 @@ class DeltaTable(AlterTableMethods):
             return
         assert condition is not None  # handled above
         cond = _col(condition)
+        if writes_deletion_vectors(self._spark, snapshot, "delete"):
+            self._delete_marking_rows(txn, candidates, condition, started)
+            return
         touched, deleted = self._touched(snapshot, candidates, cond)
         scanned = time.perf_counter()
         if not _report_scan("DELETE", condition, snapshot.num_files, candidates, touched):
@@ -453,6 +464,34 @@ class DeltaTable(AlterTableMethods):
             txn, touched, lines, Delete(predicate=[_describe(condition)], user_metrics=metrics)
         )
         log.info("DELETE %s committed version %d (%s)", _describe(condition), version, metrics)
+
+    def _matched_rows(self, snapshot: Any, files: Sequence[AddFile], cond: Column) -> RowMarks:
+        """The Parquet positions of the rows of ``files`` matching ``cond``, found by Spark's
+        own scan (``_metadata.row_index``) where it can read the table."""
+        from deltalog.contrib.spark.native import scan_with_positions
+
+        return matched_row_indexes(self._spark, self._log, snapshot, files, cond, scan_with_positions)
+
+    def _delete_marking_rows(
+        self, txn: Any, candidates: Sequence[AddFile], condition: ExpressionOrColumn, started: float
+    ) -> None:
+        """DELETE with deletion vectors (:mod:`~deltalog.contrib.spark.dv_dml`): one job finds
+        the matched rows' positions; no data file is written."""
+        from deltalog.txn.commit.operations import Delete
+
+        snapshot = txn.snapshot
+        marks = self._matched_rows(snapshot, candidates, _col(condition))
+        scanned = time.perf_counter()
+        touched = [f for f in candidates if f.path in marks]
+        if not _report_scan("DELETE", condition, snapshot.num_files, candidates, touched):
+            return
+        dv = mark_deleted_rows(self._log, txn, touched, marks)
+        metrics, _ = dml_metrics(dv, [], started, scanned)
+        metrics["numDeletedRows"] = str(dv.num_modified_rows)
+        metrics["numCopiedRows"] = "0"
+        operation = Delete(predicate=[_describe(condition)], user_metrics=metrics)
+        version = commit_with_deletion_vectors(txn, dv, [], operation, self._write_spec(snapshot))
+        log.info("DELETE %s marked rows in deletion vectors, version %d (%s)", _describe(condition), version, metrics)
 
     def update(
         self,
@@ -478,17 +517,28 @@ class DeltaTable(AlterTableMethods):
         cond = _col(condition) if condition is not None else F.lit(True)
         candidates = self._candidates(txn, condition)
         updated: int | None = None
+        marks: RowMarks | None = None  # with deletion vectors: the matched rows' positions
         if condition is None or _partition_only(condition, snapshot.metadata.partition_columns):
             touched = candidates  # every row of the pruned files matches: no finding pass
+        elif writes_deletion_vectors(self._spark, snapshot, "update"):
+            marks = self._matched_rows(snapshot, candidates, cond)
+            touched = [f for f in candidates if f.path in marks]
+            updated = sum(len(rows) for rows in marks.values())
         else:
             touched, updated = self._touched(snapshot, candidates, cond)
         scanned = time.perf_counter()
         if not _report_scan("UPDATE", condition, snapshot.num_files, candidates, touched):
             return
         rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
-        out = _updated_rows(rows, F.coalesce(cond, F.lit(False)), assignments, schema, self._cdf(snapshot))
+        matched = F.coalesce(cond, F.lit(False))
+        if marks is not None:
+            rows = rows.filter(matched)  # the other rows stay where they are
+        out = _updated_rows(rows, matched, assignments, schema, self._cdf(snapshot))
         out = recompute_generated(out, snapshot.metadata, assignments)
         lines = write_dataframe(out, self._checked_spec(txn, out))
+        if marks is not None:
+            self._commit_update_marking_rows(txn, touched, marks, lines, condition, started, scanned)
+            return
         metrics, written = _rewrite_metrics(touched, lines, started, scanned)
         # the rewritten files hold the updated and the copied rows
         if updated is None and written is not None:
@@ -501,6 +551,28 @@ class DeltaTable(AlterTableMethods):
             txn, touched, lines, Update(predicate=_describe(condition), user_metrics=metrics)
         )
         log.info("UPDATE %s committed version %d (%s)", _describe(condition), version, metrics)
+
+    def _commit_update_marking_rows(
+        self,
+        txn: Any,
+        touched: Sequence[AddFile],
+        marks: RowMarks,
+        lines: Sequence[str],
+        condition: ExpressionOrColumn | None,
+        started: float,
+        scanned: float,
+    ) -> None:
+        """Commit an UPDATE with deletion vectors: the old versions of the updated rows are
+        marked deleted in their files, the new versions are the files of ``lines``."""
+        from deltalog.txn.commit.operations import Update
+
+        dv = mark_deleted_rows(self._log, txn, touched, marks)
+        metrics, _ = dml_metrics(dv, lines, started, scanned)
+        metrics["numUpdatedRows"] = str(dv.num_modified_rows)
+        metrics["numCopiedRows"] = "0"
+        operation = Update(predicate=_describe(condition), user_metrics=metrics)
+        version = commit_with_deletion_vectors(txn, dv, lines, operation, self._write_spec(txn.snapshot))
+        log.info("UPDATE %s marked rows in deletion vectors, version %d (%s)", _describe(condition), version, metrics)
 
     # -- merge ----------------------------------------------------------------------------
 

@@ -4,7 +4,9 @@ Delta's ``OptimizeExecutor`` (without Z-ordering), in the txn layer:
 
 1. the candidate files are the active files matching the partition filters ``where`` whose
    size is below ``min_file_size`` (Delta's ``spark.databricks.delta.optimize.minFileSize``;
-   default: the target size), plus every file with a deletion vector;
+   default: the target size), plus the files with a deletion vector deleting more than
+   ``max_deleted_rows_ratio`` of their rows (``purge=True``, Delta's ``REORG ... APPLY
+   (PURGE)``: exactly the files with deletion vectors);
 2. per partition, candidates sorted by size fill bins of at most the target size
    (``target_size`` argument, else ``delta.targetFileSize``, else 1 GiB as Delta's
    ``spark.databricks.delta.optimize.maxFileSize``); a bin with fewer than
@@ -48,7 +50,7 @@ import pyarrow.compute as pc
 
 from deltalog.logstores.base import LogStore, LogStoreSpec, arrow_threads_allowed
 from deltalog.txn.commit.commit_errors import DeltaConcurrentModificationError
-from deltalog.txn.commit.operations import Optimize
+from deltalog.txn.commit.operations import Optimize, Reorg
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS, open_data_file
 from deltalog.txn.log.deletion_vectors import read_deletion_vector
 from deltalog.txn.protocol import row_tracking
@@ -70,12 +72,14 @@ if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
 
 __all__ = [
+    "DEFAULT_MAX_DELETED_ROWS_RATIO",
     "DEFAULT_TARGET_FILE_SIZE",
     "BinRewriter",
     "CompactionSpec",
     "OptimizeError",
     "OptimizeResult",
     "discard_bin_outputs",
+    "has_deleted_rows",
     "optimize",
     "rewrite_bin",
 ]
@@ -86,6 +90,8 @@ log = logging.getLogger(__name__)
 DEFAULT_TARGET_FILE_SIZE = 1024 * 1024 * 1024
 #: Delta's ``spark.databricks.io.skipping.mdc.rangeId.max`` default.
 DEFAULT_NUM_RANGES = 1000
+#: Delta's ``spark.databricks.delta.optimize.maxDeletedRowsRatio`` default.
+DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
 
 Progress = Callable[[int, int], None]
 _BinKey = frozenset[tuple[str, "str | None"]]
@@ -161,6 +167,23 @@ def _bins(files: Sequence[AddFile], target: int, min_files: int) -> list[list[Ad
     if current:
         bins.append(current)
     return [b for b in bins if len(b) >= min_files or any(f.deletion_vector is not None for f in b)]
+
+
+def has_deleted_rows(f: AddFile) -> bool:
+    """Whether REORG PURGE rewrites ``f`` (Delta's ``DeltaPurgeOperation``): its deletion
+    vector deletes rows, or it has one and no ``numRecords``."""
+    dv = f.deletion_vector
+    return dv is not None and (dv.cardinality > 0 or f.num_records() is None)
+
+
+def _too_many_deleted(f: AddFile, max_ratio: float) -> bool:
+    """Delta's ``shouldCompactBecauseOfDeletedRows``: a DV and no ``numRecords``, or more
+    than ``max_ratio`` of the rows deleted."""
+    dv = f.deletion_vector
+    if dv is None:
+        return False
+    n = f.num_records()
+    return n is None or (n > 0 and dv.cardinality / n > max_ratio)
 
 
 def _partition_key(f: AddFile) -> tuple[tuple[str, str | None], ...]:
@@ -518,6 +541,8 @@ def optimize(
     rewrite_bins: BinRewriter | None = None,
     z_order_by: Sequence[str] = (),
     num_ranges: int = DEFAULT_NUM_RANGES,
+    purge: bool = False,
+    max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
 ) -> OptimizeResult:
     """Compact small files; see the module docstring. Returns an :class:`OptimizeResult`.
 
@@ -528,6 +553,12 @@ def optimize(
     file of each selected partition is rewritten, rows ordered by the interleaved bits of
     the columns' range ids (``num_ranges`` of them), into ``max(1, bytes // target_size)``
     files per partition.
+
+    Files with deletion vectors are candidates when more than ``max_deleted_rows_ratio`` of
+    their rows are deleted (Delta's ``spark.databricks.delta.optimize.maxDeletedRowsRatio``)
+    or they lack ``numRecords``. ``purge=True`` is Delta's ``REORG TABLE ... APPLY (PURGE)``:
+    the candidates are exactly the files with deletion vectors, each rewritten without its
+    deleted rows (a bin of one file included), committed as a ``REORG`` operation.
     """
     _check_counts(min_files_per_bin, max_attempts)
     delta_log.require_table()
@@ -540,14 +571,15 @@ def optimize(
             txn = delta_log.start_transaction(lock=lock)
             target, smaller_than = _size_limits(txn.snapshot, target_size, min_file_size)
             z_order = _z_order_columns(txn.snapshot, z_order_by)
-            plan = _plan_bins(txn, where, z_order, target, smaller_than, min_files_per_bin, result)
+            select = _Selection(z_order, target, smaller_than, min_files_per_bin, purge, max_deleted_rows_ratio)
+            plan = _plan_bins(txn, where, select, result)
             if not plan:
                 log.info("optimize %s: nothing to compact", delta_log.table_uri)
                 return result
             spec = CompactionSpec.for_snapshot(delta_log, txn.snapshot, z_order, target, num_ranges)
             adds = _rewrite_plan(spec, plan, written, rewrite_bins, progress)
             try:
-                result.version = _commit_plan(txn, plan, adds, where, z_order, result)
+                result.version = _commit_plan(txn, plan, adds, where, z_order, result, purge)
             except DeltaConcurrentModificationError as exc:
                 if attempt >= max_attempts:
                     raise
@@ -596,28 +628,43 @@ def _size_limits(snapshot: Snapshot, target_size: int | None, min_file_size: int
     return target, smaller_than
 
 
+@dataclass(frozen=True)
+class _Selection:
+    """Which files an OPTIMIZE (or REORG PURGE) rewrites, and how it bins them."""
+
+    z_order: tuple[str, ...]
+    target: int
+    smaller_than: int
+    min_files_per_bin: int
+    purge: bool
+    max_deleted_rows_ratio: float
+
+    def wants(self, f: AddFile) -> bool:
+        if self.purge:
+            return has_deleted_rows(f)
+        return bool(self.z_order) or f.size < self.smaller_than or _too_many_deleted(f, self.max_deleted_rows_ratio)
+
+
 def _plan_bins(
     txn: OptimisticTransaction,
     where: Sequence[PartitionFilter] | None,
-    z_order: tuple[str, ...],
-    target: int,
-    smaller_than: int,
-    min_files_per_bin: int,
+    select: _Selection,
     result: OptimizeResult,
 ) -> list[tuple[Any, list[AddFile]]]:
     """The bins to rewrite, per partition: the candidate files (smaller than ``smaller_than``,
-    or with a deletion vector) packed into bins of ``target`` bytes, or with Z-order every
-    file of the partition in one bin. Records the files considered and skipped in ``result``."""
+    with too many rows deleted, or with purge every file with deleted rows) packed into bins
+    of ``target`` bytes, or with Z-order every file of the partition in one bin. Records the
+    files considered and skipped in ``result``."""
     files = txn.filter_files(list(where) if where else None)
-    candidates = [f for f in files if z_order or f.size < smaller_than or f.deletion_vector is not None]
     by_partition: dict[Any, list[AddFile]] = defaultdict(list)
-    for f in candidates:
-        by_partition[_partition_key(f)].append(f)
+    for f in files:
+        if select.wants(f):
+            by_partition[_partition_key(f)].append(f)
     # Z-order (Delta's multi-dimensional clustering) rewrites each partition whole
     plan = [
         (key, b)
         for key, group in by_partition.items()
-        for b in ([group] if z_order else _bins(group, target, min_files_per_bin))
+        for b in ([group] if select.z_order else _bins(group, select.target, select.min_files_per_bin))
     ]
     result.total_considered_files = len(files)
     result.total_files_skipped = len(files) - sum(len(b) for _, b in plan)
@@ -667,12 +714,18 @@ def _commit_plan(
     where: Sequence[PartitionFilter] | None,
     z_order: tuple[str, ...],
     result: OptimizeResult,
+    purge: bool = False,
 ) -> int:
-    """Commit the removes of the planned files and ``adds`` (``dataChange=false``)."""
+    """Commit the removes of the planned files and ``adds`` (``dataChange=false``), as
+    ``OPTIMIZE`` (or ``REORG`` for a purge)."""
     now = int(time.time() * 1000)
     removes = [f.remove(now, data_change=False) for _, b in plan for f in b]
     _fill(result, plan, adds)
-    operation = Optimize(predicate=describe_filters(where), z_order_by=z_order, user_metrics=result.metrics)
+    operation: Optimize | Reorg = (
+        Reorg(predicate=describe_filters(where), user_metrics=result.metrics)
+        if purge
+        else Optimize(predicate=describe_filters(where), z_order_by=z_order, user_metrics=result.metrics)
+    )
     actions: list[Action] = [*removes, *adds]
     version: int = txn.commit(actions, operation)
     return version

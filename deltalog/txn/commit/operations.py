@@ -24,6 +24,7 @@ __all__ = [
     "Merge",
     "Operation",
     "Optimize",
+    "Reorg",
     "ReplaceTable",
     "Restore",
     "SetTableProperties",
@@ -165,6 +166,20 @@ class Optimize(Operation):
 
     def parameter_values(self) -> dict[str, Any]:
         return {"predicate": list(self.predicate), "zOrderBy": list(self.z_order_by), "auto": self.auto}
+
+
+@dataclass(frozen=True)
+class Reorg(Operation):
+    """``REORG TABLE ... APPLY (PURGE)``: files with deletion vectors rewritten without the
+    deleted rows (``dataChange=false``)."""
+
+    name: ClassVar[str] = "REORG"
+    changes_data: ClassVar[bool] = False
+    predicate: Sequence[str] = ()
+    apply_purge: bool = True
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"predicate": list(self.predicate), "applyPurge": self.apply_purge}
 
 
 @dataclass(frozen=True)

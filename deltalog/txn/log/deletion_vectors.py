@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 import uuid
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -181,43 +181,63 @@ def _deserialize_native(data: bytes) -> list[int]:
     return _sorted_rows(out)
 
 
-def _write_roaring32(values: list[int]) -> bytes:
-    """Portable 32-bit Roaring (array and bitmap containers, no runs) of sorted values."""
-    containers: dict[int, list[int]] = {}
-    for v in values:
-        containers.setdefault(v >> 16, []).append(v & 0xFFFF)
-    keys = sorted(containers)
-    parts = [struct.pack("<II", _SERIAL_COOKIE_NO_RUN, len(keys))]
-    parts += [struct.pack("<HH", k, len(containers[k]) - 1) for k in keys]
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``values`` sorted without duplicates (sort and compare neighbours: faster than
+    ``np.unique``'s hashing on millions of row indexes)."""
+    if len(values) < 2:
+        copied: np.ndarray = values.copy()
+        return copied
+    values = np.sort(values)
+    out: np.ndarray = values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return out
+
+
+def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct keys, start index, count) of the runs of equal keys in a sorted array."""
+    if not len(sorted_keys):
+        empty = np.array([], np.int64)
+        return empty, empty, empty
+    starts = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
+    counts = np.diff(np.concatenate((starts, [len(sorted_keys)])))
+    return sorted_keys[starts], starts, counts
+
+
+def _write_roaring32(values: np.ndarray) -> bytes:
+    """Portable 32-bit Roaring (array and bitmap containers, no runs) of sorted unique
+    values (``uint32``), vectorised with numpy (a million rows serialize in milliseconds)."""
+    keys_all = values >> 16
+    lows = (values & 0xFFFF).astype("<u2")
+    keys, starts, counts = _runs(keys_all)
+    header = np.empty(2 * len(keys), "<u2")
+    header[0::2] = keys
+    header[1::2] = counts - 1
     bodies = []
-    for k in keys:
-        lows = containers[k]
-        if len(lows) <= 4096:
-            bodies.append(struct.pack(f"<{len(lows)}H", *lows))
+    for start, count in zip(starts.tolist(), counts.tolist()):
+        chunk = lows[start : start + count]
+        if count <= 4096:
+            bodies.append(chunk.tobytes())
         else:
-            words = [0] * 1024
-            for low in lows:
-                words[low >> 6] |= 1 << (low & 63)
-            bodies.append(struct.pack("<1024Q", *words))
-    offset = 8 + 4 * len(keys) + 4 * len(keys)
-    for body in bodies:
-        parts.append(struct.pack("<I", offset))
-        offset += len(body)
-    return b"".join(parts + bodies)
+            bits = np.zeros(1 << 16, np.bool_)
+            bits[chunk] = True
+            bodies.append(np.packbits(bits, bitorder="little").tobytes())
+    sizes = np.fromiter((len(b) for b in bodies), np.int64, len(bodies))
+    first = 8 + 8 * len(keys)
+    offsets = (first + np.concatenate(([0], np.cumsum(sizes)[:-1]))).astype("<u4") if len(keys) else b""
+    head = struct.pack("<II", _SERIAL_COOKIE_NO_RUN, len(keys)) + header.tobytes()
+    return b"".join([head, bytes(offsets) if len(keys) else b"", *bodies])
 
 
-def serialize_bitmap(rows: Iterable[int]) -> bytes:
-    """Serialize row indexes as a ``RoaringBitmapArray`` (magic number included)."""
-    values = sorted(set(rows))
-    buckets: dict[int, list[int]] = {}
-    for v in values:
-        if v < 0:
-            raise ValueError("row indexes must be >= 0")
-        buckets.setdefault(v >> 32, []).append(v & 0xFFFFFFFF)
+def serialize_bitmap(rows: Iterable[int] | np.ndarray) -> bytes:
+    """Serialize row indexes as a ``RoaringBitmapArray`` in the portable format (magic
+    number included); duplicates are ignored."""
+    values = _sorted_unique(np.asarray(rows if isinstance(rows, np.ndarray) else list(rows), dtype=np.int64))
+    if len(values) and values[0] < 0:
+        raise ValueError("row indexes must be >= 0")
+    buckets, starts, counts = _runs(values >> 32)
     out = [struct.pack("<iq", MAGIC, len(buckets))]
-    for high in sorted(buckets):
+    for high, start, count in zip(buckets.tolist(), starts.tolist(), counts.tolist()):
         out.append(struct.pack("<i", high))
-        out.append(_write_roaring32(buckets[high]))
+        out.append(_write_roaring32((values[start : start + count] & 0xFFFFFFFF).astype(np.uint32)))
     return b"".join(out)
 
 
@@ -278,12 +298,12 @@ def read_deletion_vector(store: LogStore, table_uri: str, dv: DeletionVectorDesc
     return pa.array(rows, pa.uint64())
 
 
-def write_dv_file(rows_per_dv: list[Iterable[int]]) -> tuple[bytes, list[tuple[int, int, int]]]:
+def write_dv_file(rows_per_dv: Sequence[Iterable[int] | np.ndarray]) -> tuple[bytes, list[tuple[int, int, int]]]:
     """Bytes of a DV file holding several DVs, and (offset, sizeInBytes, cardinality) of each."""
     out = bytearray(b"\x01")
     entries = []
     for rows_iter in rows_per_dv:
-        rows = sorted(set(rows_iter))
+        rows = _sorted_unique(np.asarray(rows_iter if isinstance(rows_iter, np.ndarray) else list(rows_iter), np.int64))
         data = serialize_bitmap(rows)
         offset = len(out)
         out += struct.pack(">i", len(data)) + data + struct.pack(">I", zlib.crc32(data))

@@ -116,7 +116,8 @@ FEATURES: dict[str, FeatureInfo] = {
             None,
             "supported: descriptors parsed, files keyed by path "
             "and DV id, bitmaps decoded (`deltalog.txn.log.deletion_vectors`)",
-            "supported: a remove carries the file's DV (`AddFile.remove`); no new DVs are written",
+            "supported: DML marks rows in new DVs (`deltalog.txn.log.deletion_vector_writer`), "
+            "OPTIMIZE/REORG PURGE rewrites them away",
         ),
         FeatureInfo(
             "timestampNtz",

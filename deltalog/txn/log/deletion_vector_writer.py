@@ -1,0 +1,268 @@
+"""Writing deletion vectors: DML that marks rows deleted instead of rewriting files.
+
+Delta Spark's ``DMLWithDeletionVectorsHelper`` and ``DeletionVectorWriter`` in the
+engine. For each touched file the caller gives the row indexes (positions in the Parquet
+file) that the command deletes; :func:`mark_rows_deleted` then
+
+1. merges them with the file's existing deletion vector (their union);
+2. writes the new bitmaps, several to one file ``[<prefix>/]deletion_vector_<uuid>.bin``
+   (PROTOCOL "Deletion Vector File Storage Format": a format version byte ``1``, then per
+   DV a big-endian int32 size, the portable ``RoaringBitmapArray`` and a big-endian CRC-32
+   of it), described by ``u`` descriptors (the random prefix, when
+   ``delta.randomizeFilePrefixes`` is on, followed by the Z85-encoded UUID) with their
+   ``offset``, ``sizeInBytes`` and ``cardinality``; bitmaps no larger than
+   ``max_inline_bytes`` are stored inline in the log instead (``i``, Z85). Delta Spark's
+   DML never inlines (it always writes files), so the default is 0;
+3. returns the actions Delta commits (``AddFile.removeRows``): a ``remove`` of the old
+   ``(path, DV)`` pair and an ``add`` of the same path with the new DV, both with
+   ``dataChange=true``, the add's statistics kept but marked ``tightBounds=false``
+   (Delta's ``updateStatsToWideBounds``); a file whose every row is now deleted is just
+   removed (Delta's ``isFullyReplaced``), with no DV written for it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from deltalog.txn.log.deletion_vectors import (
+    dv_absolute_path,
+    read_deletion_vector,
+    serialize_bitmap,
+    write_dv_file,
+    z85_encode,
+)
+from deltalog.txn.protocol.actions import Action, AddFile, DeletionVectorDescriptor
+from deltalog.txn.protocol.errors import InvalidTableStateError
+
+if TYPE_CHECKING:
+    from deltalog.logstores.base import LogStore
+
+__all__ = [
+    "DeletionVectorCommit",
+    "DeletionVectorWriter",
+    "deleted_rows_of",
+    "inline_descriptor",
+    "mark_rows_deleted",
+    "random_prefix",
+    "random_prefix_length",
+    "widen_stats",
+]
+
+_ALPHANUMERIC = string.ascii_letters + string.digits
+
+
+def random_prefix_length(configuration: Mapping[str, str]) -> int:
+    """Delta's ``DeltaUtils.getRandomPrefixLength``: ``delta.randomPrefixLength`` (default 2)
+    when ``delta.randomizeFilePrefixes`` is true, else 0."""
+    if configuration.get("delta.randomizeFilePrefixes", "false").strip().lower() != "true":
+        return 0
+    raw = configuration.get("delta.randomPrefixLength", "2")
+    try:
+        length = int(raw)
+    except ValueError:
+        raise ValueError(f"delta.randomPrefixLength must be an integer, got {raw!r}") from None
+    if length <= 0:
+        raise ValueError(f"delta.randomPrefixLength must be > 0, got {length}")
+    return length
+
+
+def random_prefix(length: int) -> str:
+    """``length`` random alphanumeric characters (Delta's ``getRandomPrefix``)."""
+    return "".join(random.choices(_ALPHANUMERIC, k=length))
+
+
+def inline_descriptor(rows: np.ndarray) -> DeletionVectorDescriptor:
+    """An inline (``i``) descriptor: the serialized bitmap, Z85-encoded in the log."""
+    data = serialize_bitmap(rows)
+    return DeletionVectorDescriptor("i", z85_encode(data), len(data), len(rows))
+
+
+@dataclass
+class DeletionVectorWriter:
+    """Stores bitmaps for one command: each :meth:`write` call puts its on-disk bitmaps in one
+    new DV file (Delta packs the DVs of a task's bin in one file). :attr:`written` lists the
+    files written, so a command whose commit fails can :meth:`discard` them."""
+
+    store: LogStore
+    table_uri: str
+    prefix_length: int = 0
+    max_inline_bytes: int = 0
+    written: list[str] = field(default_factory=list)
+
+    def write(self, bitmaps: Sequence[np.ndarray]) -> list[DeletionVectorDescriptor]:
+        """Descriptors of ``bitmaps`` (sorted unique row indexes, none empty), in order."""
+        out: list[DeletionVectorDescriptor | None] = [None] * len(bitmaps)
+        on_disk: list[int] = []
+        for i, rows in enumerate(bitmaps):
+            if not len(rows):
+                raise ValueError("an empty deletion vector is never stored (the file keeps no DV)")
+            if self.max_inline_bytes > 0:
+                inline = inline_descriptor(rows)
+                if inline.size_in_bytes <= self.max_inline_bytes:
+                    out[i] = inline
+                    continue
+            on_disk.append(i)
+        if on_disk:
+            blob, entries = write_dv_file([bitmaps[i] for i in on_disk])
+            prefix = random_prefix(self.prefix_length)
+            file_id = uuid.uuid4()
+            encoded = prefix + z85_encode(file_id.bytes)
+            for i, (offset, size, cardinality) in zip(on_disk, entries):
+                out[i] = DeletionVectorDescriptor("u", encoded, size, cardinality, offset)
+            path = dv_absolute_path(self.table_uri, DeletionVectorDescriptor("u", encoded, 0, 0))
+            self._put(path, blob)
+        return [d for d in out if d is not None]
+
+    def _put(self, path: str, blob: bytes) -> None:
+        fs = self.store.filesystem()
+        target = self.store.fs_path(path)
+        fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        self.written.append(path)
+        with fs.open_output_stream(target) as sink:
+            sink.write(blob)
+
+    def discard(self) -> None:
+        """Delete the DV files this writer wrote (a commit that did not land)."""
+        fs = self.store.filesystem()
+        for path in self.written:
+            try:
+                fs.delete_file(self.store.fs_path(path))
+            except FileNotFoundError:
+                pass
+        self.written.clear()
+
+
+def deleted_rows_of(store: LogStore, table_uri: str, add: AddFile) -> np.ndarray:
+    """The rows ``add``'s deletion vector already deletes (int64, sorted; empty without one)."""
+    if add.deletion_vector is None:
+        return np.array([], np.int64)
+    return np.asarray(read_deletion_vector(store, table_uri, add.deletion_vector).to_numpy(), dtype=np.int64)
+
+
+def _physical_records(store: LogStore, table_uri: str, add: AddFile) -> int:
+    """``numRecords`` of ``add``: from its statistics, else the Parquet footer (a file
+    with a deletion vector must have it, PROTOCOL "Deletion Vectors")."""
+    n = add.num_records()
+    if n is not None:
+        return n
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.protocol.actions import decode_path
+
+    rel = decode_path(add.path)
+    path = rel if "://" in rel or rel.startswith("/") else f"{table_uri.rstrip('/')}/{rel}"
+    with store.filesystem().open_input_file(store.fs_path(path)) as f:
+        return int(pq.ParquetFile(f).metadata.num_rows)
+
+
+def widen_stats(stats: str | None, num_records: int, old_cardinality: int) -> str:
+    """``stats`` with ``tightBounds=false`` (Delta's ``updateStatsToWideBounds``): when the
+    bounds were tight, a column whose ``nullCount`` equals the logical row count (all its
+    live rows null) gets the physical row count, which stays true whatever rows the new
+    DV deletes. Stats without ``numRecords`` get it (``num_records``)."""
+    parsed: dict[str, Any] = json.loads(stats) if stats else {}
+    was_tight = parsed.get("tightBounds") is True
+    logical = num_records - old_cardinality
+    if was_tight and isinstance(parsed.get("nullCount"), dict):
+
+        def widen(node: dict[str, Any]) -> dict[str, Any]:
+            return {
+                k: widen(v) if isinstance(v, dict) else (num_records if v == logical else v) for k, v in node.items()
+            }
+
+        parsed["nullCount"] = widen(parsed["nullCount"])
+    parsed.setdefault("numRecords", num_records)
+    parsed["tightBounds"] = False
+    return json.dumps(parsed, separators=(",", ":"))
+
+
+@dataclass
+class DeletionVectorCommit:
+    """What :func:`mark_rows_deleted` decided: the actions to commit, Delta's DV metrics,
+    the rows newly deleted, and the writer (to :meth:`~DeletionVectorWriter.discard` its
+    files if the commit does not land)."""
+
+    actions: list[Action]
+    writer: DeletionVectorWriter
+    num_modified_rows: int = 0
+    num_removed_files: int = 0
+    num_dvs_added: int = 0
+    num_dvs_removed: int = 0
+    num_dvs_updated: int = 0
+    touched: list[AddFile] = field(default_factory=list)
+    fully_removed: list[AddFile] = field(default_factory=list)
+
+    def metrics(self, prefix: str = "num") -> dict[str, str]:
+        """Delta's ``numDeletionVectorsAdded/Removed/Updated`` (``numTarget...`` for MERGE:
+        ``prefix="numTarget"``), as its history shows them: an updated DV counts as added
+        and removed too (``DeltaOperationMetrics.DELETION_VECTORS``)."""
+        return {
+            f"{prefix}DeletionVectorsAdded": str(self.num_dvs_added + self.num_dvs_updated),
+            f"{prefix}DeletionVectorsRemoved": str(self.num_dvs_removed + self.num_dvs_updated),
+            f"{prefix}DeletionVectorsUpdated": str(self.num_dvs_updated),
+        }
+
+
+def mark_rows_deleted(
+    store: LogStore,
+    table_uri: str,
+    configuration: Mapping[str, str],
+    marks: Sequence[tuple[AddFile, np.ndarray]],
+    now: int,
+    *,
+    max_inline_bytes: int = 0,
+) -> DeletionVectorCommit:
+    """The actions that delete, in each ``(file, row indexes)`` of ``marks``, those rows
+    (see the module docstring). Files where no new row is deleted are left alone. Raises
+    :class:`InvalidTableStateError` for a row index past the file's ``numRecords``."""
+    writer = DeletionVectorWriter(store, table_uri, random_prefix_length(configuration), max_inline_bytes)
+    result = DeletionVectorCommit([], writer)
+    pending: list[tuple[AddFile, np.ndarray, int]] = []
+    for add, new_rows in marks:
+        new = np.asarray(new_rows, dtype=np.int64)
+        if not len(new):
+            continue
+        num_records = _physical_records(store, table_uri, add)
+        if int(new.max()) >= num_records or int(new.min()) < 0:
+            raise InvalidTableStateError(
+                f"row index {int(new.max())} is outside {add.path}, which has {num_records} rows: "
+                "the rows to delete were not read from this file"
+            )
+        old = deleted_rows_of(store, table_uri, add)
+        merged = np.union1d(old, new)
+        modified = len(merged) - len(old)
+        if not modified:
+            continue
+        result.num_modified_rows += modified
+        result.touched.append(add)
+        if len(merged) == num_records:  # every row deleted: the file goes (isFullyReplaced)
+            result.actions.append(add.remove(now))
+            result.fully_removed.append(add)
+            result.num_removed_files += 1
+            result.num_dvs_removed += add.deletion_vector is not None
+            continue
+        pending.append((add, merged, num_records))
+    descriptors = writer.write([merged for _, merged, _ in pending])
+    for (add, _, num_records), dv in zip(pending, descriptors):
+        old_card = add.deletion_vector.cardinality if add.deletion_vector is not None else 0
+        new_add = replace(
+            add,
+            deletion_vector=dv,
+            data_change=True,
+            stats=widen_stats(add.stats, num_records, old_card),
+        )
+        result.actions.append(add.remove(now))
+        result.actions.append(new_add)
+        if add.deletion_vector is None:
+            result.num_dvs_added += 1
+        else:
+            result.num_dvs_updated += 1
+    return result

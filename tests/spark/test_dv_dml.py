@@ -1,0 +1,248 @@
+"""DELETE and UPDATE with deletion vectors (merge-on-read): the touched files keep their
+data and get a deletion vector; only new versions of updated rows are written; deltalog's
+native and Python read paths and delta-rs read the same rows."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from deltalog.txn.protocol.actions import decode_path
+from tests.spark.helpers import commits, operations
+
+pytestmark = pytest.mark.spark
+
+DV = {"delta.enableDeletionVectors": "true"}
+
+
+def _dv_table(spark: Any, path: str, **properties: str) -> pd.DataFrame:
+    """A DV table of ids 0-39 in four files (0-9, 10-19, ...); the same rows in pandas."""
+    from deltalog.contrib.spark import DeltaTable
+
+    builder = DeltaTable.create(spark).location(path).addColumn("id", "long").addColumn("v", "string")
+    for k, v in {**DV, **properties}.items():
+        builder = builder.property(k, v)
+    builder.execute()
+    data = [(i, f"v{i}") for i in range(40)]
+    rdd = spark.sparkContext.parallelize(data, 4)
+    spark.createDataFrame(rdd, "id long, v string").write.format("deltalog").mode("append").save(path)
+    return pd.DataFrame(data, columns=["id", "v"])
+
+
+def _parquet_files(path: str) -> set[str]:
+    return {
+        os.path.relpath(os.path.join(d, n), path)
+        for d, _, names in os.walk(path)
+        for n in names
+        if n.endswith(".parquet") and "_delta_log" not in d and "_change_data" not in d
+    }
+
+
+def _file_holding(path: str, id_: int) -> str:
+    from deltalog.txn.delta_log import DeltaLog
+
+    for f in DeltaLog.for_table(path).update().files:
+        stats = json.loads(f.stats or "{}")
+        if stats["minValues"]["id"] <= id_ <= stats["maxValues"]["id"]:
+            return decode_path(f.path)
+    raise AssertionError(f"no file holds {id_}")
+
+
+def _last_commit(path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
+    last = commits(path)[-1]
+    removes = [a["remove"] for a in last if "remove" in a]
+    adds = [a["add"] for a in last if "add" in a]
+    info = next(a["commitInfo"] for a in last if "commitInfo" in a)
+    return removes, adds, info["operationMetrics"]
+
+
+def _all_readers_agree(spark: Any, path: str, expected: pd.DataFrame) -> None:
+    import deltalake
+
+    from deltalog.contrib.spark import DeltaTable
+
+    want = expected.sort_values("id").reset_index(drop=True)
+    native = DeltaTable.forPath(spark, path).toDF().toPandas()
+    python = spark.read.format("deltalog").load(path).toPandas()
+    result = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("select id, v from t")
+    delta_rs = pa.table(result.read_all()).to_pandas()
+    for name, got in (("native", native), ("python", python), ("delta-rs", delta_rs)):
+        got = got[["id", "v"]].sort_values("id").reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, want, check_dtype=False, obj=name)
+
+
+def test_delete_marks_rows_and_a_second_delete_merges_the_dv(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.delta_log import DeltaLog
+
+    expected = _dv_table(spark, table_path)
+    proto = DeltaLog.for_table(table_path).update().protocol
+    assert "deletionVectors" in (proto.writer_features or ())
+    target = _file_holding(table_path, 15)
+    before = _parquet_files(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+
+    table.delete("id >= 15 AND id < 18")
+    expected = expected[~expected.id.between(15, 17)]
+    removes, adds, metrics = _last_commit(table_path)
+    assert [decode_path(r["path"]) for r in removes] == [decode_path(a["path"]) for a in adds] == [target]
+    assert "deletionVector" not in removes[0] and adds[0]["dataChange"] is True
+    assert adds[0]["deletionVector"]["cardinality"] == 3
+    assert json.loads(adds[0]["stats"])["tightBounds"] is False
+    assert _parquet_files(table_path) == before  # no data file written
+    assert metrics["numDeletedRows"] == "3" and metrics["numDeletionVectorsAdded"] == "1"
+    assert metrics["numAddedFiles"] == "0" and metrics["numRemovedFiles"] == "0"
+    _all_readers_agree(spark, table_path, expected)
+
+    first_dv = adds[0]["deletionVector"]
+    table.delete("id = 11 OR id = 16")  # 16 is already deleted
+    expected = expected[expected.id != 11]
+    removes, adds, metrics = _last_commit(table_path)
+    assert removes[0]["deletionVector"] == first_dv
+    assert adds[0]["deletionVector"]["cardinality"] == 4
+    assert metrics["numDeletedRows"] == "1" and metrics["numDeletionVectorsUpdated"] == "1"
+    assert _parquet_files(table_path) == before
+    _all_readers_agree(spark, table_path, expected)
+
+
+def test_update_writes_only_the_changed_rows(spark, table_path):
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable
+
+    expected = _dv_table(spark, table_path, **{"delta.enableChangeDataFeed": "true"})
+    target = _file_holding(table_path, 25)
+    before = _parquet_files(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+
+    table.update("id >= 25 AND id <= 26", {"v": F.lit("new")})
+    expected.loc[expected.id.between(25, 26), "v"] = "new"
+    removes, adds, metrics = _last_commit(table_path)
+    assert [decode_path(r["path"]) for r in removes] == [target]
+    dv_add = next(a for a in adds if decode_path(a["path"]) == target)
+    assert dv_add["deletionVector"]["cardinality"] == 2
+    (new_file,) = _parquet_files(table_path) - before  # the two new rows, nothing copied
+    new_add = next(a for a in adds if decode_path(a["path"]) == new_file)
+    assert json.loads(new_add["stats"])["numRecords"] == 2 and "deletionVector" not in new_add
+    assert metrics["numUpdatedRows"] == "2" and metrics["numCopiedRows"] == "0"
+    assert metrics["numAddedFiles"] == "1" and metrics["numDeletionVectorsAdded"] == "1"
+
+    # the change feed: the update's pre/post images (change files), then a DV delete's rows
+    table.delete("id = 3")
+    expected = expected[expected.id != 3]
+    changes = (
+        spark.read.format("deltalog")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", 2)
+        .load(table_path)
+        .select("id", "v", "_change_type")
+        .toPandas()
+        .sort_values(["id", "_change_type"])
+    )
+    assert changes.values.tolist() == [
+        [3, "v3", "delete"],
+        [25, "new", "update_postimage"],
+        [25, "v25", "update_preimage"],
+        [26, "new", "update_postimage"],
+        [26, "v26", "update_preimage"],
+    ]
+    _all_readers_agree(spark, table_path, expected)
+
+
+def test_persistent_switch_off_rewrites_files(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    expected = _dv_table(spark, table_path)
+    target = _file_holding(table_path, 5)
+    spark.conf.set("spark.databricks.delta.delete.deletionVectors.persistent", "false")
+    try:
+        DeltaTable.forPath(spark, table_path).delete("id = 5")
+    finally:
+        spark.conf.unset("spark.databricks.delta.delete.deletionVectors.persistent")
+    removes, adds, _ = _last_commit(table_path)
+    assert [decode_path(r["path"]) for r in removes] == [target]
+    assert len(adds) == 1 and decode_path(adds[0]["path"]) != target and "deletionVector" not in adds[0]
+    _all_readers_agree(spark, table_path, expected[expected.id != 5])
+
+
+def test_merge_marks_updated_and_deleted_rows_and_writes_only_new_rows(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.delta_log import DeltaLog
+
+    expected = _dv_table(spark, table_path)
+    target = _file_holding(table_path, 32)
+    before = _parquet_files(table_path)
+    source = spark.createDataFrame([(32, "upd"), (33, "del"), (100, "ins")], "id long, v string")
+    (
+        DeltaTable.forPath(spark, table_path)
+        .alias("t")
+        .merge(source.alias("s"), "t.id = s.id")
+        .whenMatchedDelete("s.v = 'del'")
+        .whenMatchedUpdate(set={"v": "s.v"})
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    expected = expected[expected.id != 33]
+    expected.loc[expected.id == 32, "v"] = "upd"
+    expected = pd.concat([expected, pd.DataFrame([(100, "ins")], columns=["id", "v"])])
+    removes, adds, metrics = _last_commit(table_path)
+    assert [decode_path(r["path"]) for r in removes] == [target]
+    assert next(a for a in adds if decode_path(a["path"]) == target)["deletionVector"]["cardinality"] == 2
+    new_files = _parquet_files(table_path) - before
+    new_adds = [a for a in adds if decode_path(a["path"]) in new_files]
+    assert sum(json.loads(a["stats"])["numRecords"] for a in new_adds) == 2  # the updated and the inserted row
+    assert metrics["numTargetRowsCopied"] == "0" and metrics["numTargetRowsUpdated"] == "1"
+    assert metrics["numTargetRowsDeleted"] == "1" and metrics["numTargetRowsInserted"] == "1"
+    assert metrics["numTargetDeletionVectorsAdded"] == "1" and metrics["numTargetFilesRemoved"] == "0"
+    _all_readers_agree(spark, table_path, expected)
+
+    # REORG ... APPLY (PURGE): the file with the DV is rewritten without its deleted rows
+    result = DeltaTable.forPath(spark, table_path).optimize().executePurge().collect()[0]
+    assert result["metrics"]["numDeletionVectorsRemoved"] == "1"
+    assert not any(f.deletion_vector for f in DeltaLog.for_table(table_path).update().files)
+    assert operations(table_path)[-1] == "REORG"
+    _all_readers_agree(spark, table_path, expected)
+
+
+def test_the_python_reader_finds_the_same_rows_when_the_native_scan_cannot(spark, table_path, monkeypatch):
+    from deltalog.contrib.spark import DeltaTable, native
+    from deltalog.contrib.spark.errors import NativeReadUnsupportedError
+
+    expected = _dv_table(spark, table_path)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise NativeReadUnsupportedError("test: no native scan")
+
+    monkeypatch.setattr(native, "scan_with_positions", refuse)
+    DeltaTable.forPath(spark, table_path).delete("id % 7 = 3")
+    removes, adds, metrics = _last_commit(table_path)
+    assert len(removes) == len(adds) == 4 and all("deletionVector" in a for a in adds)
+    assert metrics["numDeletedRows"] == str(sum(1 for i in range(40) if i % 7 == 3))
+    _all_readers_agree(spark, table_path, expected[expected.id % 7 != 3])
+
+
+def test_partitioned_table_delete_and_update_with_deletion_vectors(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.delta_log import DeltaLog
+
+    builder = DeltaTable.create(spark).location(table_path).addColumn("id", "long").addColumn("p", "string")
+    builder.addColumn("v", "string").partitionedBy("p").property("delta.enableDeletionVectors", "true").execute()
+    data = [(i, "a" if i % 2 else "b", f"v{i}") for i in range(20)]
+    spark.createDataFrame(data, "id long, p string, v string").coalesce(1).write.format("deltalog").mode("append").save(
+        table_path
+    )
+    before = _parquet_files(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("p = 'a' AND id > 10")  # partition and data terms: a DV in partition a only
+    table.update("id < 4", {"v": "'upd'"})
+    files = DeltaLog.for_table(table_path).update().files
+    cards = sorted((f.partition_values["p"] or "", f.deletion_vector.cardinality) for f in files if f.deletion_vector)
+    assert cards == [("a", 7), ("b", 2)]  # a: 11, 13, 15, 17, 19 deleted and 1, 3 updated
+    assert len(_parquet_files(table_path) - before) == 2  # the updated rows, one file per partition
+    rows = [(i, p, "upd" if i < 4 else v) for i, p, v in data if not (p == "a" and i > 10)]
+    _all_readers_agree(spark, table_path, pd.DataFrame([(i, v) for i, _, v in rows], columns=["id", "v"]))
