@@ -99,6 +99,7 @@ if TYPE_CHECKING:
     )
     from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError
     from deltalog.txn.protocol.properties import InvalidPropertyError
+    from deltalog.txn.protocol.type_widening import UnsupportedTypeChangeError
 
 
 class DeltaError(Exception):
@@ -126,6 +127,7 @@ _HOMES: dict[str, str] = {
     "VersionNotFoundError": "deltalog.txn.protocol.errors",
     "InvalidPropertyError": "deltalog.txn.protocol.properties",
     "InvalidPartitionFilterError": "deltalog.txn.protocol.partition_filters",
+    "UnsupportedTypeChangeError": "deltalog.txn.protocol.type_widening",
     "ConstraintViolationError": "deltalog.txn.protocol.constraints",
     "NotNullConstraintViolationError": "deltalog.txn.protocol.constraints",
     "UnsupportedConstraintError": "deltalog.txn.protocol.constraint_sql",
@@ -252,6 +254,7 @@ __all__ = [
     "UnsafeCommitLockError",
     "UnsupportedConstraintError",
     "UnsupportedFeatureError",
+    "UnsupportedTypeChangeError",
     "VacuumInventoryError",
     "VacuumRetentionError",
     "VersionNotFoundError",

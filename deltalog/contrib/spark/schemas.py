@@ -91,7 +91,7 @@ def _merge_type(table: Any, new: Any, where: str) -> Any:
     if (table, new) in widen or (new, table) in widen:
         raise SchemaMismatchError(
             f"column {where} is {table} in the table and {new} in the data; cast the column to "
-            f"{table} before writing (type widening is not enabled on this table)"
+            f"{table} before writing, or widen it (delta.enableTypeWidening with mergeSchema, or alterColumnType)"
         )
     raise SchemaMismatchError(
         f"column {where} is {json.dumps(table)} in the table and {json.dumps(new)} in the data; cast it, "

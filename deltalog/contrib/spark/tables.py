@@ -600,6 +600,13 @@ class DeltaTable:
         )
         return DeltaTable(self._spark, target, options, self._logstore)
 
+    def alterColumnType(self, column: str, newType: Any) -> None:
+        """``ALTER TABLE ... ALTER COLUMN column TYPE newType``: widen a column (type widening,
+        ``delta.enableTypeWidening`` must be on); see :func:`deltalog.txn.commands.type_widening.alter_column_type`."""
+        from deltalog.txn.commands.type_widening import alter_column_type
+
+        alter_column_type(self._log, column, newType)
+
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         from deltalog.txn.commit.operations import UpgradeProtocol
         from deltalog.txn.protocol.actions import Protocol

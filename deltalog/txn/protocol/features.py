@@ -136,8 +136,9 @@ FEATURES: dict[str, FeatureInfo] = {
             True,
             None,
             None,
-            "supported: the schema holds the widened type",
-            "supported (no widening is done by deltalog itself)",
+            "supported: files written before a widening are cast to the table's type",
+            "supported: `txn.commands.type_widening.alter_column_type` (`DeltaTable.alterColumnType`) "
+            "and mergeSchema writes widen columns, recording `delta.typeChanges`",
         ),
         FeatureInfo(
             "typeWidening-preview",
