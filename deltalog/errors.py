@@ -82,6 +82,7 @@ if TYPE_CHECKING:
         UnrecoverableClaimError,
         UnsafeCommitLockError,
     )
+    from deltalog.txn.protocol.clustering import ClusteringColumnsError
     from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError
     from deltalog.txn.protocol.constraints import (
         ConstraintViolationError,
@@ -128,6 +129,7 @@ _HOMES: dict[str, str] = {
     "InvalidPropertyError": "deltalog.txn.protocol.properties",
     "InvalidPartitionFilterError": "deltalog.txn.protocol.partition_filters",
     "UnsupportedTypeChangeError": "deltalog.txn.protocol.type_widening",
+    "ClusteringColumnsError": "deltalog.txn.protocol.clustering",
     "ConstraintViolationError": "deltalog.txn.protocol.constraints",
     "NotNullConstraintViolationError": "deltalog.txn.protocol.constraints",
     "UnsupportedConstraintError": "deltalog.txn.protocol.constraint_sql",
@@ -191,6 +193,7 @@ __all__ = [
     "AmbiguousWriteError",
     "AppendOnlyViolationError",
     "CloneTargetNotEmptyError",
+    "ClusteringColumnsError",
     "CommitFailedError",
     "CommitLockConfigError",
     "CommitLockError",

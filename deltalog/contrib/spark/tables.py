@@ -629,6 +629,7 @@ class DeltaTableBuilder:
         self._comment: str | None = None
         self._name: str | None = None
         self._storage_options: dict[str, str] = {}
+        self._cluster_by: list[str] = []
 
     def tableName(self, identifier: str) -> DeltaTableBuilder:
         self._name = identifier
@@ -669,6 +670,11 @@ class DeltaTableBuilder:
         self._partitions.extend(c for group in cols for c in ([group] if isinstance(group, str) else group))
         return self
 
+    def clusterBy(self, *cols: str) -> DeltaTableBuilder:
+        """Liquid clustering columns (``CLUSTER BY``): OPTIMIZE clusters the files by them."""
+        self._cluster_by.extend(c for group in cols for c in ([group] if isinstance(group, str) else group))
+        return self
+
     def property(self, key: str, value: str) -> DeltaTableBuilder:
         self._properties[key] = value
         return self
@@ -677,6 +683,7 @@ class DeltaTableBuilder:
         import uuid
 
         from deltalog.contrib.spark import schemas
+        from deltalog.txn.commands.clustering import clustering_actions
         from deltalog.txn.commit.operations import CreateTable
         from deltalog.txn.protocol.actions import Metadata
 
@@ -713,7 +720,7 @@ class DeltaTableBuilder:
         txn = start_transaction(delta_log)
         txn.update_metadata(metadata)
         txn.commit(
-            [],
+            clustering_actions(txn, self._cluster_by) if self._cluster_by else [],
             CreateTable(description=self._comment, partition_by=tuple(self._partitions), properties=config),
         )
         return DeltaTable(spark, self._location, self._storage_options)

@@ -47,11 +47,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.logstores.base import LogStore, LogStoreSpec, arrow_threads_allowed
+from deltalog.txn.commands.clustering import clustering_plan, is_clustered
+from deltalog.txn.commands.hilbert import hilbert_order
 from deltalog.txn.commit.commit_errors import DeltaConcurrentModificationError
 from deltalog.txn.commit.operations import Optimize
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS, open_data_file
 from deltalog.txn.log.deletion_vectors import read_deletion_vector
 from deltalog.txn.protocol.actions import Action, AddFile, decode_path, encode_path
+from deltalog.txn.protocol.clustering import CLUSTERING_PROVIDER
 from deltalog.txn.protocol.column_mapping import physical_arrow_schema
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.file_stats import StatsCollector
@@ -212,6 +215,10 @@ class CompactionSpec:
     max_file_size: int = DEFAULT_TARGET_FILE_SIZE
     #: Delta's ``spark.databricks.io.skipping.mdc.rangeId.max``.
     num_ranges: int = DEFAULT_NUM_RANGES
+    #: ``zorder``, or ``hilbert`` (liquid clustering by two or more columns).
+    curve: str = "zorder"
+    #: ``clusteringProvider`` of the files written (``liquid`` when clustering).
+    clustering_provider: str | None = None
 
     @classmethod
     def for_snapshot(
@@ -221,6 +228,7 @@ class CompactionSpec:
         z_order_by: Sequence[str] = (),
         max_file_size: int = DEFAULT_TARGET_FILE_SIZE,
         num_ranges: int = DEFAULT_NUM_RANGES,
+        clustered: bool = False,
     ) -> CompactionSpec:
         schema, _ = _data_schema(snapshot)
         return cls(
@@ -234,6 +242,8 @@ class CompactionSpec:
             z_order_by=tuple(z_order_by),
             max_file_size=max_file_size,
             num_ranges=num_ranges,
+            curve="hilbert" if clustered and len(z_order_by) > 1 else "zorder",
+            clustering_provider=CLUSTERING_PROVIDER if clustered else None,
         )
 
 
@@ -328,7 +338,10 @@ class _Compactor:
             return [self._write_file(values, f"{stem}.c000", formats, itertools.chain([first], batches))]
         table = pa.Table.from_batches([first, *batches])
         physical = [self.spec.physical_names.get(c, c) for c in self.spec.z_order_by]
-        table = table.take(z_order_indices(table, physical, self.spec.num_ranges))
+        if self.spec.curve == "hilbert":
+            table = table.take(hilbert_indices(table, physical, self.spec.num_ranges))
+        else:
+            table = table.take(z_order_indices(table, physical, self.spec.num_ranges))
         n = min(self._num_outputs(files), table.num_rows)
         bounds = [table.num_rows * k // n for k in range(n + 1)]
         written: list[AddFile] = []
@@ -389,6 +402,7 @@ class _Compactor:
             modification_time=int(time.time() * 1000),
             data_change=False,
             stats=stats.to_json(tight_bounds=True),
+            clustering_provider=self.spec.clustering_provider,
         )
 
     def delete(self, rel: str) -> None:
@@ -426,6 +440,12 @@ def z_order_indices(table: pa.Table, columns: Sequence[str], num_ranges: int) ->
     packed = np.packbits(matrix, axis=1)
     order = np.lexsort(packed.T[::-1])
     return pa.array(order, pa.int64())
+
+
+def hilbert_indices(table: pa.Table, columns: Sequence[str], num_ranges: int) -> pa.Array:
+    """Row order along the Hilbert curve of the columns' range ids (Delta's ``HilbertClustering``)."""
+    bits = max(1, int(num_ranges - 1).bit_length())
+    return pa.array(hilbert_order([range_ids(table[c], num_ranges) for c in columns], bits), pa.int64())
 
 
 def rewrite_bin(spec: CompactionSpec, files: Sequence[AddFile], stem: str | None = None) -> list[AddFile]:
@@ -491,15 +511,20 @@ def optimize(
             result.attempts = attempt
             txn = delta_log.start_transaction(lock=lock)
             target, smaller_than = _size_limits(txn.snapshot, target_size, min_file_size)
-            z_order = _z_order_columns(txn.snapshot, z_order_by)
+            clustered = clustering_plan(txn.snapshot, z_order_by)
+            z_order = _z_order_columns(txn.snapshot, clustered if clustered is not None else z_order_by)
             plan = _plan_bins(txn, where, z_order, target, smaller_than, min_files_per_bin, result)
+            if clustered is not None:
+                plan = [(key, b) for key, b in plan if any(not is_clustered(f) for f in b)]
             if not plan:
                 log.info("optimize %s: nothing to compact", delta_log.table_uri)
                 return result
-            spec = CompactionSpec.for_snapshot(delta_log, txn.snapshot, z_order, target, num_ranges)
+            spec = CompactionSpec.for_snapshot(
+                delta_log, txn.snapshot, z_order, target, num_ranges, clustered=clustered is not None
+            )
             adds = _rewrite_plan(spec, plan, written, rewrite_bins, progress)
             try:
-                result.version = _commit_plan(txn, plan, adds, where, z_order, result)
+                result.version = _commit_plan(txn, plan, adds, where, z_order, result, clustered is not None)
             except DeltaConcurrentModificationError as exc:
                 if attempt >= max_attempts:
                     raise
@@ -619,12 +644,18 @@ def _commit_plan(
     where: Sequence[PartitionFilter] | None,
     z_order: tuple[str, ...],
     result: OptimizeResult,
+    clustered: bool = False,
 ) -> int:
     """Commit the removes of the planned files and ``adds`` (``dataChange=false``)."""
     now = int(time.time() * 1000)
     removes = [f.remove(now, data_change=False) for _, b in plan for f in b]
     _fill(result, plan, adds)
-    operation = Optimize(predicate=describe_filters(where), z_order_by=z_order, user_metrics=result.metrics)
+    operation = Optimize(
+        predicate=describe_filters(where),
+        z_order_by=() if clustered else z_order,
+        cluster_by=z_order if clustered else None,
+        user_metrics=result.metrics,
+    )
     actions: list[Action] = [*removes, *adds]
     version: int = txn.commit(actions, operation)
     return version

@@ -162,9 +162,18 @@ class Optimize(Operation):
     predicate: Sequence[str] = ()
     z_order_by: Sequence[str] = ()
     auto: bool = False
+    #: the clustering columns, when OPTIMIZE clusters a clustered table
+    cluster_by: Sequence[str] | None = None
 
     def parameter_values(self) -> dict[str, Any]:
-        return {"predicate": list(self.predicate), "zOrderBy": list(self.z_order_by), "auto": self.auto}
+        values: dict[str, Any] = {
+            "predicate": list(self.predicate),
+            "zOrderBy": list(self.z_order_by),
+            "auto": self.auto,
+        }
+        if self.cluster_by:
+            values.update(clusterBy=list(self.cluster_by), isFull=False)
+        return values
 
 
 @dataclass(frozen=True)
