@@ -58,3 +58,33 @@ def test_alter_column_type_and_merge_schema_widening(spark, tmp_path):
     assert fields["b"]["type"] == "integer"
     assert fields["b"]["metadata"] == {"delta.typeChanges": [{"fromType": "short", "toType": "integer"}]}
     assert _both_paths(spark, table_path) == [{"id": 1, "a": 5, "b": 2}, {"id": 2, "a": 5000000000, "b": 70000}]
+
+
+def test_clustered_table_from_the_builder_optimized_by_spark_tasks(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.delta_log import DeltaLog
+
+    table = (
+        DeltaTable.create(spark).location(table_path).addColumn("x", "long").addColumn("y", "long").clusterBy("x", "y")
+    ).execute()
+    # one append, four tasks: four unclustered files, each spanning the whole square
+    spark.range(0, 1600, numPartitions=4).selectExpr("(id * 37) % 400 as x", "(id * 91) % 400 as y").write.format(
+        "deltalog"
+    ).mode("append").save(table_path)
+    log = DeltaLog.for_table(table_path)
+    assert all(f.clustering_provider is None for f in log.update().files)
+    total = sum(f.size for f in log.update().files)
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(total // 4))
+    try:
+        table.optimize().executeCompaction()
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+    files = log.update().files
+    assert len(files) > 1 and all(f.clustering_provider == "liquid" for f in files)
+    widths = [json.loads(f.stats)["maxValues"]["x"] - json.loads(f.stats)["minValues"]["x"] for f in files]
+    assert max(widths) < 399  # no file spans the whole range of x any more
+    info = next(a["commitInfo"] for a in commits(table_path)[-1] if "commitInfo" in a)
+    assert info["operationParameters"]["clusterBy"] == '["x","y"]'
+    rows = _both_paths(spark, table_path, order=["x", "y"])
+    assert len(rows) == 1600
+    # table_path's teardown checks delta-rs reads the clustered table too
