@@ -204,3 +204,39 @@ def test_deltars_refuses_the_reader_feature_it_lacks(tmp_path: Path) -> None:
     build(uri)
     with pytest.raises(Exception, match=r"(?i)typeWidening"):
         deltalake.QueryBuilder().register("t", deltalake.DeltaTable(uri)).execute("select * from t").read_all()
+
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "type-widening"
+
+
+def golden_copy(tmp_path: Path) -> str:
+    """A writable copy of Delta's ``type-widening`` golden table (preview feature)."""
+    import shutil
+
+    target = tmp_path / "golden"
+    shutil.copytree(GOLDEN, target)
+    return str(target)
+
+
+def test_widening_a_delta_written_preview_table_keeps_its_history(tmp_path: Path) -> None:
+    from deltalog.txn.delta_log import DeltaLog
+
+    log = DeltaLog.for_table(golden_copy(tmp_path))
+    before = _field(log, "decimal_decimal_same_scale")
+    assert before["metadata"] == {
+        "delta.typeChanges": [{"toType": "decimal(20,2)", "fromType": "decimal(10,2)", "tableVersion": 2}]
+    }
+    version = alter_column_type(log, "decimal_decimal_same_scale", "decimal(22,2)")
+    assert version == 3
+    after = _field(log, "decimal_decimal_same_scale")
+    assert after["type"] == "decimal(22,2)"
+    assert after["metadata"]["delta.typeChanges"] == [  # type: ignore[index]
+        {"toType": "decimal(20,2)", "fromType": "decimal(10,2)", "tableVersion": 2},
+        {"fromType": "decimal(20,2)", "toType": "decimal(22,2)", "tableVersion": 3},  # preview readers need it
+    ]
+    assert _field(log, "int_long")["metadata"] == {
+        "delta.typeChanges": [{"toType": "long", "fromType": "integer", "tableVersion": 2}]
+    }
+    check_type_changes_readable(json.loads(log.update().metadata.schema_string))
+    with pytest.raises(UnsupportedTypeChangeError):
+        alter_column_type(log, "date_timestamp_ntz", "date")

@@ -88,3 +88,35 @@ def test_clustered_table_from_the_builder_optimized_by_spark_tasks(spark, table_
     rows = _both_paths(spark, table_path, order=["x", "y"])
     assert len(rows) == 1600
     # table_path's teardown checks delta-rs reads the clustered table too
+
+
+def test_delta_written_widened_table_reads_and_takes_appends(spark, tmp_path):
+    """Delta's golden ``type-widening`` table: the row written before the widening reads as
+    the wider types on both paths; deltalog widens further and appends."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from deltalog.contrib.spark import DeltaTable
+    from tests.features.test_type_widening import golden_copy
+
+    path = golden_copy(tmp_path)
+    old, new = _both_paths(spark, path, order="int_long")
+    assert (old["byte_long"], old["int_long"], old["int_double"]) == (1, 2, 7.0)
+    assert old["date_timestamp_ntz"] == dt.datetime(2024, 9, 9)
+    assert old["long_decimal"] == Decimal("4.0")
+    assert new["int_long"] > 2**31
+    DeltaTable.forPath(spark, path).alterColumnType("decimal_decimal_same_scale", "decimal(22,2)")
+    spark.createDataFrame([new]).selectExpr(
+        *[
+            f"cast(`{c}` as {t}) as `{c}`" if c != "int_long" else "cast(3 as long) as int_long"
+            for c, t in _types(spark, path)
+        ]
+    ).write.format("deltalog").mode("append").save(path)
+    rows = _both_paths(spark, path, order="int_long")
+    assert [r["int_long"] for r in rows] == [2, 3, new["int_long"]]
+
+
+def _types(spark, path):
+    from deltalog.contrib.spark import read_table
+
+    return [(f.name, f.dataType.simpleString()) for f in read_table(spark, path, native=False).schema.fields]

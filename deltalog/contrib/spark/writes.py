@@ -55,7 +55,7 @@ from deltalog.txn.protocol.actions import (
     parse_line,
 )
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
-from deltalog.txn.protocol.type_widening import widen_for_schema_evolution
+from deltalog.txn.protocol.type_widening import preview_table_version, widen_for_schema_evolution
 
 __all__ = ["StreamingInfo", "WritePlan", "abort_write", "commit_files", "commit_write", "plan_write"]
 
@@ -234,7 +234,8 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
             data_fields = {**data, "fields": [f for f in data["fields"] if f["name"] != CDC_TYPE_COLUMN]}
             if not schemas.schemas_equal(table_schema, data_fields):
                 if opts.merge_schema:
-                    widened = widen_for_schema_evolution(table_schema, data_fields, current.configuration)
+                    version = preview_table_version(snapshot.protocol, snapshot.version + 1)
+                    widened = widen_for_schema_evolution(table_schema, data_fields, current.configuration, version)
                     merged = schemas.merge_schemas(widened, data_fields)
                     config = dict(current.configuration)
                     mode = config.get("delta.columnMapping.mode", "none").lower()

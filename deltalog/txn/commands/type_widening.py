@@ -20,6 +20,7 @@ from deltalog.txn.protocol.type_widening import (
     TYPE_CHANGES_KEY,
     UnsupportedTypeChangeError,
     change_column_type,
+    preview_table_version,
     record_type_changes,
     type_widening_enabled,
 )
@@ -123,7 +124,7 @@ def alter_column_type(
             f"cannot change the type of {'.'.join(path)} to {target}: type widening is not enabled on "
             f"{delta_log.table_uri}. Set the table property delta.enableTypeWidening = true first."
         )
-    recorded = record_type_changes(new_schema, old_schema)
+    recorded = record_type_changes(new_schema, old_schema, preview_table_version(txn.protocol, txn.read_version + 1))
     name, field = _field_at(recorded, path)
     txn.update_metadata(replace(metadata, schema_string=json.dumps(recorded, separators=(",", ":"))))
     parameter = {

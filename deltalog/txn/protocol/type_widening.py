@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from deltalog.txn.protocol.actions import Protocol
 from deltalog.txn.protocol.errors import DeltaLogError
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "check_type_changes_readable",
     "is_type_change_supported",
     "is_type_change_supported_for_schema_evolution",
+    "preview_table_version",
     "record_type_changes",
     "type_widening_enabled",
     "widen_for_schema_evolution",
@@ -104,7 +106,7 @@ def is_type_change_supported_for_schema_evolution(from_type: Any, to_type: Any) 
 # -- the changes between two schemas ---------------------------------------------------------
 
 
-def _changes_in_field_type(old: Any, new: Any, where: str) -> list[dict[str, str]]:
+def _changes_in_field_type(old: Any, new: Any, where: str) -> list[dict[str, Any]]:
     """Delta's ``collectTypeChangesInStructField``: the primitive changes inside one struct
     field's type (through maps and arrays, not into nested structs), each with its
     ``fieldPath``. Raises on a change that is not a supported widening."""
@@ -140,7 +142,16 @@ def _show(t: Any) -> str:
     return t if isinstance(t, str) else str(t.get("type", t))
 
 
-def _record_in_struct(new: dict[str, Any], old: dict[str, Any], where: str) -> dict[str, Any]:
+def preview_table_version(protocol: Protocol | None, next_version: int) -> int | None:
+    """``next_version`` when the table uses the ``typeWidening-preview`` feature, whose
+    readers expect a ``tableVersion`` in each type change (Delta keeps writing it there), else None."""
+    if protocol is None:
+        return None
+    features = set(protocol.reader_features or ()) | set(protocol.writer_features or ())
+    return next_version if "typeWidening-preview" in features else None
+
+
+def _record_in_struct(new: dict[str, Any], old: dict[str, Any], where: str, version: int | None) -> dict[str, Any]:
     old_fields = {f["name"].lower(): f for f in old.get("fields") or []}
     fields = []
     for f in new.get("fields") or []:
@@ -150,7 +161,9 @@ def _record_in_struct(new: dict[str, Any], old: dict[str, Any], where: str) -> d
             fields.append(f)
             continue
         changes = _changes_in_field_type(before["type"], f["type"], path)
-        f = {**f, "type": _record_in_type(f["type"], before["type"], path)}
+        if version is not None:
+            changes = [{**c, "tableVersion": version} for c in changes]
+        f = {**f, "type": _record_in_type(f["type"], before["type"], path, version)}
         if changes:
             meta = dict(f.get("metadata") or {})
             meta[TYPE_CHANGES_KEY] = [*(meta.get(TYPE_CHANGES_KEY) or []), *changes]
@@ -159,31 +172,35 @@ def _record_in_struct(new: dict[str, Any], old: dict[str, Any], where: str) -> d
     return {**new, "fields": fields}
 
 
-def _record_in_type(new: Any, old: Any, where: str) -> Any:
+def _record_in_type(new: Any, old: Any, where: str, version: int | None) -> Any:
     """Recurse into the structs nested in ``new`` (directly or in maps and arrays)."""
     if not (isinstance(new, dict) and isinstance(old, dict) and new.get("type") == old.get("type")):
         return new
     kind = new.get("type")
     if kind == "struct":
-        return _record_in_struct(new, old, where)
+        return _record_in_struct(new, old, where, version)
     if kind == "array":
-        return {**new, "elementType": _record_in_type(new["elementType"], old["elementType"], f"{where}.element")}
+        element = _record_in_type(new["elementType"], old["elementType"], f"{where}.element", version)
+        return {**new, "elementType": element}
     if kind == "map":
         return {
             **new,
-            "keyType": _record_in_type(new["keyType"], old["keyType"], f"{where}.key"),
-            "valueType": _record_in_type(new["valueType"], old["valueType"], f"{where}.value"),
+            "keyType": _record_in_type(new["keyType"], old["keyType"], f"{where}.key", version),
+            "valueType": _record_in_type(new["valueType"], old["valueType"], f"{where}.value", version),
         }
     return new
 
 
-def record_type_changes(new_schema: Mapping[str, Any], old_schema: Mapping[str, Any]) -> dict[str, Any]:
+def record_type_changes(
+    new_schema: Mapping[str, Any], old_schema: Mapping[str, Any], table_version: int | None = None
+) -> dict[str, Any]:
     """Delta's ``TypeWideningMetadata.addTypeWideningMetadata``: ``new_schema`` with every
     primitive type change from ``old_schema`` appended to the ``delta.typeChanges`` of its
     nearest struct field (existing entries are kept). Fields only in ``new_schema`` are new
     columns, left alone. Raises :class:`UnsupportedTypeChangeError` on any change that is
-    not a supported widening."""
-    return _record_in_struct(copy.deepcopy(dict(new_schema)), dict(old_schema), "")
+    not a supported widening. ``table_version`` (see :func:`preview_table_version`) is
+    written as each new change's ``tableVersion``."""
+    return _record_in_struct(copy.deepcopy(dict(new_schema)), dict(old_schema), "", table_version)
 
 
 def _walk_fields(t: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -254,7 +271,10 @@ def _widen_struct(table: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]
 
 
 def widen_for_schema_evolution(
-    table_schema: Mapping[str, Any], data_schema: Mapping[str, Any], configuration: Mapping[str, str]
+    table_schema: Mapping[str, Any],
+    data_schema: Mapping[str, Any],
+    configuration: Mapping[str, str],
+    table_version: int | None = None,
 ) -> dict[str, Any]:
     """Delta's ``TypeWideningMode.TypeEvolution`` for a ``mergeSchema`` write: when the table
     has ``delta.enableTypeWidening``, every column (nested fields, map keys and values, array
@@ -264,7 +284,7 @@ def widen_for_schema_evolution(
     if not type_widening_enabled(configuration):
         return table
     widened = _widen_struct(table, dict(data_schema))
-    return table if widened == table else record_type_changes(widened, table)
+    return table if widened == table else record_type_changes(widened, table, table_version)
 
 
 def change_column_type(schema: Mapping[str, Any], path: Sequence[str], new_type: Any) -> dict[str, Any]:
