@@ -240,3 +240,39 @@ def test_widening_a_delta_written_preview_table_keeps_its_history(tmp_path: Path
     check_type_changes_readable(json.loads(log.update().metadata.schema_string))
     with pytest.raises(UnsupportedTypeChangeError):
         alter_column_type(log, "date_timestamp_ntz", "date")
+
+
+def test_columns_read_by_constraints_or_generated_columns_keep_their_type(tmp_path: Path) -> None:
+    import uuid
+
+    from deltalog.txn.commands.type_widening import _check_dependent_expressions
+    from deltalog.txn.commit.operations import CreateTable
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.actions import Metadata
+    from tests.features.widening_tables import SCHEMA
+
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    txn = log.start_transaction()
+    config = {"delta.enableTypeWidening": "true", "delta.constraints.positive": "i > 0 AND s < 100"}
+    txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=json.dumps(SCHEMA), configuration=config))
+    txn.commit([], CreateTable(properties=config))
+    with pytest.raises(UnsupportedTypeChangeError, match="CHECK constraint"):
+        alter_column_type(log, "i", "long")
+    assert log.update().version == 0
+    alter_column_type(log, "f", "double")  # not read by the constraint
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "d", "type": "date", "nullable": True, "metadata": {}},
+            {
+                "name": "y",
+                "type": "integer",
+                "nullable": True,
+                "metadata": {"delta.generationExpression": "YEAR(`d`) + 1"},
+            },
+        ],
+    }
+    metadata = Metadata(id="x", schema_string=json.dumps(schema))
+    with pytest.raises(UnsupportedTypeChangeError, match="generated column"):
+        _check_dependent_expressions(metadata, schema, ["d"])
+    _check_dependent_expressions(metadata, schema, ["y"])
