@@ -276,3 +276,17 @@ def test_columns_read_by_constraints_or_generated_columns_keep_their_type(tmp_pa
     with pytest.raises(UnsupportedTypeChangeError, match="generated column"):
         _check_dependent_expressions(metadata, schema, ["d"])
     _check_dependent_expressions(metadata, schema, ["y"])
+
+
+def test_spark_read_schemas_refuse_unreadable_type_changes() -> None:
+    """Both Spark read paths take their schema from ``_logical_schema`` (Delta checks in
+    ``DeltaParquetFileFormat``: ``TypeWidening.assertTableReadable``)."""
+    pytest.importorskip("pyspark")
+    from deltalog.contrib.spark.source import _logical_schema
+
+    change = {"fromType": "string", "toType": "long"}
+    field = {"name": "a", "type": "long", "nullable": True, "metadata": {"delta.typeChanges": [change]}}
+    with pytest.raises(UnsupportedTypeChangeError, match="string -> long"):
+        _logical_schema({"type": "struct", "fields": [field]})
+    field["metadata"] = {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}
+    assert _logical_schema({"type": "struct", "fields": [field]})["fields"][0]["type"] == "long"

@@ -418,7 +418,11 @@ class DeltaLogDataSource(DataSource):
 
 
 def _logical_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema without column-mapping metadata (what a DataFrame shows)."""
+    """The schema without column-mapping metadata (what a DataFrame shows); raises
+    ``UnsupportedTypeChangeError`` for a recorded type change no reader may convert."""
+    from deltalog.txn.protocol.type_widening import check_type_changes_readable
+
+    check_type_changes_readable(schema)
 
     def clean(t: Any) -> Any:
         if isinstance(t, dict) and t.get("type") == "struct":
