@@ -47,7 +47,7 @@ def _create(uri: str, cluster: list[str] | None, partition_by: tuple[str, ...] =
         Metadata(id=str(uuid.uuid4()), schema_string=schema or _schema(), partition_columns=partition_by)
     )
     actions = clustering_actions(txn, cluster) if cluster is not None else []
-    txn.commit(actions, CreateTable(partition_by=partition_by))
+    txn.commit(actions, CreateTable(partition_by=partition_by, cluster_by=cluster))
     return log
 
 
@@ -96,6 +96,7 @@ def test_create_writes_the_clustering_domain_and_features(tmp_path: Path) -> Non
     assert clustering_columns(snap) == ["y", "x"]
     first = log.read_commit(0)
     assert any(type(a).__name__ == "DomainMetadata" for a in first)
+    assert first[0].operation_parameters["clusterBy"] == '["y","X"]'  # type: ignore[union-attr]
 
 
 def test_column_mapping_tables_name_physical_columns() -> None:

@@ -85,6 +85,8 @@ def test_clustered_table_from_the_builder_optimized_by_spark_tasks(spark, table_
     assert max(widths) < 399  # no file spans the whole range of x any more
     info = next(a["commitInfo"] for a in commits(table_path)[-1] if "commitInfo" in a)
     assert info["operationParameters"]["clusterBy"] == '["x","y"]'
+    created = next(a["commitInfo"] for a in commits(table_path)[0] if "commitInfo" in a)
+    assert created["operationParameters"]["clusterBy"] == '["x","y"]'
     rows = _both_paths(spark, table_path, order=["x", "y"])
     assert len(rows) == 1600
     # table_path's teardown checks delta-rs reads the clustered table too

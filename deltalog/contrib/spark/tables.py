@@ -721,7 +721,12 @@ class DeltaTableBuilder:
         txn.update_metadata(metadata)
         txn.commit(
             clustering_actions(txn, self._cluster_by) if self._cluster_by else [],
-            CreateTable(description=self._comment, partition_by=tuple(self._partitions), properties=config),
+            CreateTable(
+                description=self._comment,
+                partition_by=tuple(self._partitions),
+                properties=config,
+                cluster_by=tuple(self._cluster_by) if self._cluster_by else None,
+            ),
         )
         return DeltaTable(spark, self._location, self._storage_options)
 

@@ -200,10 +200,18 @@ class CreateTable(_TableDefinition):
     """``CREATE TABLE`` (or ``CREATE TABLE AS SELECT`` when ``as_select``)."""
 
     as_select: bool = False
+    #: the clustering columns of a clustered table (Delta's ``clusterBy`` parameter)
+    cluster_by: Sequence[str] | None = None
 
     @property
     def name(self) -> str:  # type: ignore[override]
         return "CREATE TABLE AS SELECT" if self.as_select else "CREATE TABLE"
+
+    def parameter_values(self) -> dict[str, Any]:
+        values = super().parameter_values()
+        if self.cluster_by is not None:
+            values["clusterBy"] = list(self.cluster_by)
+        return values
 
 
 @dataclass(frozen=True)
