@@ -290,3 +290,19 @@ def test_spark_read_schemas_refuse_unreadable_type_changes() -> None:
         _logical_schema({"type": "struct", "fields": [field]})
     field["metadata"] = {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}
     assert _logical_schema({"type": "struct", "fields": [field]})["fields"][0]["type"] == "long"
+
+
+def test_optimize_rewrites_old_files_in_the_wider_types(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.commands.optimize import optimize
+    from tests.features.widening_tables import NEW_ARROW, expected_rows
+
+    uri = str(tmp_path / "t")
+    log = build(uri)
+    assert optimize(log).num_files_removed == 2
+    (only,) = log.update().files
+    table = pq.read_table(f"{uri}/{only.path}")
+    assert table.schema.equals(NEW_ARROW)  # no file is left in the old types
+    assert sorted(table.to_pylist(), key=lambda r: r["id"]) == expected_rows()
+    assert json.loads(only.stats or "{}")["minValues"]["d"] == "2024-01-02T00:00:00.000"
