@@ -306,3 +306,21 @@ def test_optimize_rewrites_old_files_in_the_wider_types(tmp_path: Path) -> None:
     assert table.schema.equals(NEW_ARROW)  # no file is left in the old types
     assert sorted(table.to_pylist(), key=lambda r: r["id"]) == expected_rows()
     assert json.loads(only.stats or "{}")["minValues"]["d"] == "2024-01-02T00:00:00.000"
+
+
+def test_widening_racing_an_append(tmp_path: Path) -> None:
+    """An append planned before a widening commits after it: Delta's conflict rule for a
+    metadata change (the append read the old schema) fails the append; a new append works
+    (its int32 file is read as the wider type)."""
+    from deltalog.errors import MetadataChangedError
+    from deltalog.txn.commit.operations import Write
+    from tests.features.widening_tables import OLD_ARROW, OLD_ROWS, write_file
+
+    log = create(str(tmp_path / "t"))
+    append = log.start_transaction()
+    add = write_file(log, OLD_ROWS, OLD_ARROW)
+    alter_column_type(log, "i", "long")
+    with pytest.raises(MetadataChangedError):
+        append.commit([add], Write())
+    log.start_transaction().commit([write_file(log, OLD_ROWS, OLD_ARROW)], Write())
+    assert _field(log, "i")["type"] == "long" and log.update().num_files == 1
