@@ -187,6 +187,25 @@ def test_optimize_clusters_files_along_the_clustering_columns(tmp_path: Path) ->
     assert _rows_deltars(uri) == sorted([*expected, (5, 5, "n5-5")])
 
 
+def test_full_optimize_reclusters_after_cluster_by_changed(tmp_path: Path) -> None:
+    log = _create(str(tmp_path / "t"), ["x"])
+    rng = random.Random(3)
+    for _ in range(4):
+        _append(log, [(rng.randrange(1000), rng.randrange(1000)) for _ in range(300)])
+    total = sum(f.size for f in log.update().files)
+    optimize(log, target_size=total // 4)
+    assert all(b[3] - b[2] > 900 for b in _boxes(log))  # clustered by x: every file spans y
+    cluster_by(log, ["y"])
+    assert optimize(log, target_size=total // 4).version is None  # every file is clustered already
+    version = optimize(log, target_size=total // 4, full=True).version
+    assert version is not None
+    params = log.read_commit(version)[0].operation_parameters  # type: ignore[union-attr]
+    assert (params["clusterBy"], params["isFull"]) == ('["y"]', "true")
+    by_y = sorted(_boxes(log), key=lambda b: b[2])
+    assert len(by_y) > 1
+    assert all(nxt[2] >= prev[3] for prev, nxt in itertools.pairwise(by_y))  # ranges of y at most touch
+
+
 def test_zorder_of_a_clustered_table_is_refused(tmp_path: Path) -> None:
     log = _create(str(tmp_path / "t"), ["x"])
     _append(log, [(1, 2)])

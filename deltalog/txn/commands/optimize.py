@@ -490,6 +490,7 @@ def optimize(
     rewrite_bins: BinRewriter | None = None,
     z_order_by: Sequence[str] = (),
     num_ranges: int = DEFAULT_NUM_RANGES,
+    full: bool = False,
 ) -> OptimizeResult:
     """Compact small files; see the module docstring. Returns an :class:`OptimizeResult`.
 
@@ -499,7 +500,9 @@ def optimize(
     ``progress``). ``z_order_by`` columns make it Delta's ``OPTIMIZE ... ZORDER BY``: every
     file of each selected partition is rewritten, rows ordered by the interleaved bits of
     the columns' range ids (``num_ranges`` of them), into ``max(1, bytes // target_size)``
-    files per partition.
+    files per partition. A clustered table is clustered by its clustering columns (Hilbert
+    curve, :mod:`deltalog.txn.commands.clustering`) when one of its files is not clustered yet,
+    or always with ``full`` (Delta's ``OPTIMIZE ... FULL``, e.g. after ``CLUSTER BY`` changed).
     """
     _check_counts(min_files_per_bin, max_attempts)
     delta_log.require_table()
@@ -514,7 +517,7 @@ def optimize(
             clustered = clustering_plan(txn.snapshot, z_order_by)
             z_order = _z_order_columns(txn.snapshot, clustered if clustered is not None else z_order_by)
             plan = _plan_bins(txn, where, z_order, target, smaller_than, min_files_per_bin, result)
-            if clustered is not None:
+            if clustered is not None and not full:
                 plan = [(key, b) for key, b in plan if any(not is_clustered(f) for f in b)]
             if not plan:
                 log.info("optimize %s: nothing to compact", delta_log.table_uri)
@@ -524,7 +527,8 @@ def optimize(
             )
             adds = _rewrite_plan(spec, plan, written, rewrite_bins, progress)
             try:
-                result.version = _commit_plan(txn, plan, adds, where, z_order, result, clustered is not None)
+                cluster = clustered is not None
+                result.version = _commit_plan(txn, plan, adds, where, z_order, result, cluster, full)
             except DeltaConcurrentModificationError as exc:
                 if attempt >= max_attempts:
                     raise
@@ -645,6 +649,7 @@ def _commit_plan(
     z_order: tuple[str, ...],
     result: OptimizeResult,
     clustered: bool = False,
+    full: bool = False,
 ) -> int:
     """Commit the removes of the planned files and ``adds`` (``dataChange=false``)."""
     now = int(time.time() * 1000)
@@ -654,6 +659,7 @@ def _commit_plan(
         predicate=describe_filters(where),
         z_order_by=() if clustered else z_order,
         cluster_by=z_order if clustered else None,
+        is_full=full,
         user_metrics=result.metrics,
     )
     actions: list[Action] = [*removes, *adds]

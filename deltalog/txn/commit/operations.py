@@ -164,6 +164,8 @@ class Optimize(Operation):
     auto: bool = False
     #: the clustering columns, when OPTIMIZE clusters a clustered table
     cluster_by: Sequence[str] | None = None
+    #: ``OPTIMIZE ... FULL``: every file of a clustered table reclustered
+    is_full: bool = False
 
     def parameter_values(self) -> dict[str, Any]:
         values: dict[str, Any] = {
@@ -172,7 +174,7 @@ class Optimize(Operation):
             "auto": self.auto,
         }
         if self.cluster_by:
-            values.update(clusterBy=list(self.cluster_by), isFull=False)
+            values.update(clusterBy=list(self.cluster_by), isFull=self.is_full)
         return values
 
 
