@@ -245,3 +245,17 @@ def test_hilbert_order_visits_neighbouring_cells(dims: int, bits: int) -> None:
     walk = points[order].astype(np.int64)
     assert walk[0].tolist() == [0] * dims
     assert set(np.abs(np.diff(walk, axis=0)).sum(axis=1).tolist()) == {1}  # one step at a time
+
+
+def test_overwrite_with_partition_columns_is_refused_on_a_clustered_table(tmp_path: Path) -> None:
+    pytest.importorskip("pyspark")
+    from deltalog.contrib.spark.options import WriteOptions
+    from deltalog.contrib.spark.writes import plan_write
+
+    uri = str(tmp_path / "t")
+    log = _create(uri, ["x"])
+    options = {"path": uri, "overwriteSchema": "true", "partitionBy": "name"}
+    with pytest.raises(ClusteringColumnsError, match="REPLACE_TABLE_WITH_PARTITIONED_TABLE"):
+        plan_write(WriteOptions.parse(options, overwrite=True), _schema())
+    assert log.update().version == 0
+    plan_write(WriteOptions.parse({"path": uri, "overwriteSchema": "true"}, overwrite=True), _schema())

@@ -54,6 +54,7 @@ from deltalog.txn.protocol.actions import (
     SetTransaction,
     parse_line,
 )
+from deltalog.txn.protocol.clustering import refuse_partitioning_a_clustered_table
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
 from deltalog.txn.protocol.type_widening import preview_table_version, widen_for_schema_evolution
 
@@ -216,6 +217,7 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
                 ),
                 data,
             )
+            refuse_partitioning_a_clustered_table(snapshot.domain_metadata, snapshot.protocol, fresh.partition_columns)
             new_metadata = replace(
                 fresh,
                 id=current.id,

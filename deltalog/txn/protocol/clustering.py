@@ -25,6 +25,7 @@ __all__ = [
     "clustering_protocol",
     "logical_clustering_columns",
     "physical_clustering_columns",
+    "refuse_partitioning_a_clustered_table",
 ]
 
 CLUSTERING_DOMAIN = "delta.clustering"
@@ -153,3 +154,17 @@ def logical_clustering_columns(
             t = field["type"]
         names.append(".".join(f"`{p}`" if "." in p else p for p in logical))
     return names
+
+
+def refuse_partitioning_a_clustered_table(
+    domains: Mapping[str, DomainMetadata], protocol: Protocol | None, partition_columns: Sequence[str]
+) -> None:
+    """Delta's ``DELTA_CLUSTERING_REPLACE_TABLE_WITH_PARTITIONED_TABLE``: an overwrite that
+    would give a clustered table partition columns is refused (a table is never both)."""
+    if not partition_columns or protocol is None or "clustering" not in (protocol.writer_features or ()):
+        return
+    if CLUSTERING_DOMAIN in domains and not domains[CLUSTERING_DOMAIN].removed:
+        raise ClusteringColumnsError(
+            f"replacing a clustered Delta table with a table partitioned by {list(partition_columns)} is not "
+            "allowed (Delta's DELTA_CLUSTERING_REPLACE_TABLE_WITH_PARTITIONED_TABLE); drop partitionBy"
+        )
