@@ -82,6 +82,7 @@ if TYPE_CHECKING:
         UnrecoverableClaimError,
         UnsafeCommitLockError,
     )
+    from deltalog.txn.protocol.clustering import ClusteringColumnsError
     from deltalog.txn.protocol.column_defaults import UnsupportedDefaultExpressionError
     from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError
     from deltalog.txn.protocol.constraints import (
@@ -110,6 +111,7 @@ if TYPE_CHECKING:
     from deltalog.txn.protocol.identity import IdentityColumnError
     from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError
     from deltalog.txn.protocol.properties import InvalidPropertyError
+    from deltalog.txn.protocol.type_widening import UnsupportedTypeChangeError
 
 
 class DeltaError(Exception):
@@ -143,6 +145,8 @@ _HOMES: dict[str, str] = {
     "VersionNotFoundError": "deltalog.txn.protocol.errors",
     "InvalidPropertyError": "deltalog.txn.protocol.properties",
     "InvalidPartitionFilterError": "deltalog.txn.protocol.partition_filters",
+    "UnsupportedTypeChangeError": "deltalog.txn.protocol.type_widening",
+    "ClusteringColumnsError": "deltalog.txn.protocol.clustering",
     "ConstraintViolationError": "deltalog.txn.protocol.constraints",
     "NotNullConstraintViolationError": "deltalog.txn.protocol.constraints",
     "UnsupportedConstraintError": "deltalog.txn.protocol.constraint_sql",
@@ -211,6 +215,7 @@ __all__ = [
     "AppendOnlyViolationError",
     "ChecksumMismatchError",
     "CloneTargetNotEmptyError",
+    "ClusteringColumnsError",
     "ColumnMappingRequiredError",
     "CommitFailedError",
     "CommitLockConfigError",
@@ -282,6 +287,7 @@ __all__ = [
     "UnsupportedDefaultExpressionError",
     "UnsupportedFeatureError",
     "UnsupportedGenerationExpressionError",
+    "UnsupportedTypeChangeError",
     "VacuumInventoryError",
     "VacuumRetentionError",
     "VersionNotFoundError",

@@ -45,7 +45,7 @@ def _delete(log: DeltaLog, marks: dict[str, list[int]], **kwargs: int) -> tuple[
 
 def _deltars_ids(uri: str) -> list[int]:
     """delta-rs's rows (its DataFusion reader applies deletion vectors)."""
-    deltalake = pytest.importorskip("deltalake")
+    import deltalake
     import pyarrow as pa
 
     result = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(uri)).execute("select id from t")

@@ -9,6 +9,7 @@ import json
 import os
 from typing import Any
 
+import deltalake
 import pyarrow as pa
 import pytest
 
@@ -21,8 +22,6 @@ from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import AddFile, Metadata
 from deltalog.txn.protocol.generated_columns import GeneratedColumnConstraintViolationError
 from deltalog.txn.protocol.identity import IdentityColumnError, identity_columns
-
-deltalake = pytest.importorskip("deltalake")
 
 UTC = pa.timestamp("us", tz="UTC")
 

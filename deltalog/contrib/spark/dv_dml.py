@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from deltalog.contrib.spark.files import WriteSpec
+    from deltalog.txn.commit.operations import Operation
+    from deltalog.txn.commit.transaction import OptimisticTransaction
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
 
 __all__ = [
     "PositionScan",
@@ -57,7 +61,7 @@ log = logging.getLogger(__name__)
 RowMarks = dict[str, np.ndarray]
 
 
-def writes_deletion_vectors(spark: SparkSession, snapshot: Any, command: str) -> bool:
+def writes_deletion_vectors(spark: SparkSession, snapshot: Snapshot, command: str) -> bool:
     """Whether ``command`` (``delete``, ``update``, ``merge``) marks rows in deletion
     vectors on this table (Delta's ``DeletionVectorUtils.deletionVectorsWritable`` and the
     command's ``deletionVectors.persistent`` switch)."""
@@ -76,8 +80,8 @@ PositionScan = Callable[[Any, Any, Any, Sequence[str]], "tuple[DataFrame, dict[s
 
 def matched_row_indexes(
     spark: SparkSession,
-    delta_log: Any,
-    snapshot: Any,
+    delta_log: DeltaLog,
+    snapshot: Snapshot,
     files: Sequence[AddFile],
     cond: Column,
     scan: PositionScan | None = None,
@@ -138,12 +142,14 @@ def group_rows(hits: pa.Table) -> RowMarks:
     }
 
 
-def mark_deleted_rows(delta_log: Any, txn: Any, files: Sequence[AddFile], marks: RowMarks) -> DeletionVectorCommit:
+def mark_deleted_rows(
+    delta_log: DeltaLog, txn: OptimisticTransaction, files: Sequence[AddFile], marks: RowMarks
+) -> DeletionVectorCommit:
     """The deletion-vector actions that delete ``marks`` from ``files``."""
     return mark_rows_deleted(
         delta_log.store,
         delta_log.table_uri,
-        txn.metadata.configuration,
+        txn.snapshot.metadata.configuration,
         [(f, marks[f.path]) for f in files if f.path in marks],
         int(time.time() * 1000),
     )
@@ -171,7 +177,7 @@ def dml_metrics(
 
 
 def commit_with_deletion_vectors(
-    txn: Any, dv: DeletionVectorCommit, lines: Sequence[str], operation: Any, spec: WriteSpec
+    txn: OptimisticTransaction, dv: DeletionVectorCommit, lines: Sequence[str], operation: Operation, spec: WriteSpec
 ) -> int:
     """Commit the deletion-vector actions with the files written as ``lines``; when the
     commit certainly did not land, the new DV files are deleted with the data files."""

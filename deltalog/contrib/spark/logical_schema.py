@@ -20,7 +20,11 @@ __all__ = ["arrow_schema", "logical_schema", "logical_struct"]
 
 
 def logical_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema without column-mapping metadata (what a DataFrame shows)."""
+    """The schema without column-mapping metadata (what a DataFrame shows); raises
+    ``UnsupportedTypeChangeError`` for a recorded type change no reader may convert."""
+    from deltalog.txn.protocol.type_widening import check_type_changes_readable
+
+    check_type_changes_readable(schema)
     return schemas.logical_schema(schema)
 
 

@@ -465,7 +465,7 @@ class DeltaTable(AlterTableMethods):
         )
         log.info("DELETE %s committed version %d (%s)", _describe(condition), version, metrics)
 
-    def _matched_rows(self, snapshot: Any, files: Sequence[AddFile], cond: Column) -> RowMarks:
+    def _matched_rows(self, snapshot: Snapshot, files: Sequence[AddFile], cond: Column) -> RowMarks:
         """The Parquet positions of the rows of ``files`` matching ``cond``, found by Spark's
         own scan (``_metadata.row_index``) where it can read the table."""
         from deltalog.contrib.spark.native import scan_with_positions
@@ -473,7 +473,7 @@ class DeltaTable(AlterTableMethods):
         return matched_row_indexes(self._spark, self._log, snapshot, files, cond, scan_with_positions)
 
     def _delete_marking_rows(
-        self, txn: Any, candidates: Sequence[AddFile], condition: ExpressionOrColumn, started: float
+        self, txn: OptimisticTransaction, candidates: Sequence[AddFile], condition: ExpressionOrColumn, started: float
     ) -> None:
         """DELETE with deletion vectors (:mod:`~deltalog.contrib.spark.dv_dml`): one job finds
         the matched rows' positions; no data file is written."""
@@ -554,7 +554,7 @@ class DeltaTable(AlterTableMethods):
 
     def _commit_update_marking_rows(
         self,
-        txn: Any,
+        txn: OptimisticTransaction,
         touched: Sequence[AddFile],
         marks: RowMarks,
         lines: Sequence[str],
@@ -670,6 +670,13 @@ class DeltaTable(AlterTableMethods):
         )
         return DeltaTable(self._spark, target, options, self._logstore)
 
+    def alterColumnType(self, column: str, newType: Any) -> None:
+        """``ALTER TABLE ... ALTER COLUMN column TYPE newType``: widen a column (type widening,
+        ``delta.enableTypeWidening`` must be on); see :func:`deltalog.txn.commands.type_widening.alter_column_type`."""
+        from deltalog.txn.commands.type_widening import alter_column_type
+
+        alter_column_type(self._log, column, newType)
+
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         from deltalog.txn.commit.operations import UpgradeProtocol
         from deltalog.txn.protocol.actions import Protocol
@@ -692,6 +699,7 @@ class DeltaTableBuilder:
         self._comment: str | None = None
         self._name: str | None = None
         self._storage_options: dict[str, str] = {}
+        self._cluster_by: list[str] = []
 
     def tableName(self, identifier: str) -> DeltaTableBuilder:
         self._name = identifier
@@ -741,6 +749,11 @@ class DeltaTableBuilder:
         self._partitions.extend(c for group in cols for c in ([group] if isinstance(group, str) else group))
         return self
 
+    def clusterBy(self, *cols: str) -> DeltaTableBuilder:
+        """Liquid clustering columns (``CLUSTER BY``): OPTIMIZE clusters the files by them."""
+        self._cluster_by.extend(c for group in cols for c in ([group] if isinstance(group, str) else group))
+        return self
+
     def property(self, key: str, value: str) -> DeltaTableBuilder:
         self._properties[key] = value
         return self
@@ -749,6 +762,7 @@ class DeltaTableBuilder:
         import uuid
 
         from deltalog.contrib.spark import schemas
+        from deltalog.txn.commands.clustering import clustering_actions
         from deltalog.txn.commit.operations import CreateTable
         from deltalog.txn.protocol.actions import Metadata
 
@@ -785,8 +799,13 @@ class DeltaTableBuilder:
         txn = start_transaction(delta_log)
         txn.update_metadata(metadata)
         txn.commit(
-            [],
-            CreateTable(description=self._comment, partition_by=tuple(self._partitions), properties=config),
+            clustering_actions(txn, self._cluster_by) if self._cluster_by else [],
+            CreateTable(
+                description=self._comment,
+                partition_by=tuple(self._partitions),
+                properties=config,
+                cluster_by=tuple(self._cluster_by) if self._cluster_by else None,
+            ),
         )
         return DeltaTable(spark, self._location, self._storage_options)
 

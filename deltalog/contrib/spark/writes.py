@@ -56,10 +56,12 @@ from deltalog.txn.protocol.actions import (
     Metadata,
     SetTransaction,
 )
+from deltalog.txn.protocol.clustering import refuse_partitioning_a_clustered_table
 from deltalog.txn.protocol.column_defaults import plan_default_expressions
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
 from deltalog.txn.protocol.identity import pop_high_water_marks
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
+from deltalog.txn.protocol.type_widening import preview_table_version, widen_for_schema_evolution
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.operations import Operation
@@ -207,7 +209,7 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
     else:
         read_metadata = snapshot.metadata
         skip = _skips_existing_table(opts, snapshot, delta_log.table_uri)
-        new_metadata = _metadata_change(opts, read_metadata, data)
+        new_metadata = _metadata_change(opts, snapshot, data)
     metadata = new_metadata or read_metadata
     assert metadata is not None  # a new table has new metadata
     on_data = bool(opts.replace_where) and names_data_columns(opts.replace_where or "", metadata)
@@ -254,11 +256,15 @@ def _skips_existing_table(opts: WriteOptions, snapshot: Snapshot, table_uri: str
     return skip
 
 
-def _metadata_change(opts: WriteOptions, current: Metadata, data: dict[str, Any]) -> Metadata | None:
-    """The metadata a write to an existing table commits (``overwriteSchema``, ``mergeSchema``),
-    or None to keep ``current``; raises when the data does not fit the table."""
+def _metadata_change(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any]) -> Metadata | None:
+    """The metadata a write to an existing table commits (``overwriteSchema``, ``mergeSchema``
+    with type widening when the table allows it), or None to keep the snapshot's; raises
+    when the data does not fit the table."""
+    current = snapshot.metadata
     if opts.overwrite and opts.overwrite_schema and not opts.replace_where:
-        return _overwritten_metadata(opts, current, data)
+        fresh = _overwritten_metadata(opts, current, data)
+        refuse_partitioning_a_clustered_table(snapshot.domain_metadata, snapshot.protocol, fresh.partition_columns)
+        return fresh
     if opts.partition_by is not None and [c.lower() for c in opts.partition_by] != [
         c.lower() for c in current.partition_columns
     ]:
@@ -271,7 +277,9 @@ def _metadata_change(opts: WriteOptions, current: Metadata, data: dict[str, Any]
     new_metadata = None
     if not schemas.schemas_equal(table_schema, data_fields):
         if opts.merge_schema:
-            new_metadata = _merged_metadata(current, schemas.merge_schemas(table_schema, data_fields))
+            version = preview_table_version(snapshot.protocol, snapshot.version + 1)
+            widened = widen_for_schema_evolution(table_schema, data_fields, current.configuration, version)
+            new_metadata = _merged_metadata(current, schemas.merge_schemas(widened, data_fields))
         else:
             schemas.check_write_compatible(table_schema, data_fields)
     if opts.table_properties and new_metadata is None:

@@ -32,6 +32,15 @@ metrics (``numAddedFiles``, ``numRemovedFiles``, ``numAddedBytes``, ``numRemoved
 ``minFileSize``/``p25FileSize``/``p50FileSize``/``p75FileSize``/``maxFileSize``,
 ``numBatches``, ``totalConsideredFiles``, ``totalFilesSkipped``,
 ``numDeletionVectorsRemoved``).
+
+Files with deletion vectors are candidates when more than ``max_deleted_rows_ratio`` of
+their rows are deleted (Delta's ``spark.databricks.delta.optimize.maxDeletedRowsRatio``) or
+they lack ``numRecords``. ``purge=True`` is Delta's ``REORG TABLE ... APPLY (PURGE)``: the
+candidates are exactly the files with deletion vectors, each rewritten without its deleted
+rows (a bin of one file included), committed as a ``REORG`` operation. A clustered table is
+clustered by its clustering columns (Hilbert curve, :mod:`deltalog.txn.commands.clustering`)
+when one of its files is not clustered yet, or always with ``full`` (Delta's
+``OPTIMIZE ... FULL``, e.g. after ``CLUSTER BY`` changed).
 """
 
 from __future__ import annotations
@@ -49,12 +58,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.logstores.base import LogStore, LogStoreSpec, arrow_threads_allowed
+from deltalog.txn.commands.clustering import clustering_plan, is_clustered
+from deltalog.txn.commands.hilbert import hilbert_order
 from deltalog.txn.commit.commit_errors import DeltaConcurrentModificationError
 from deltalog.txn.commit.operations import Optimize, Reorg
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS, open_data_file
 from deltalog.txn.log.deletion_vectors import read_deletion_vector
 from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import Action, AddFile, decode_path, encode_path
+from deltalog.txn.protocol.clustering import CLUSTERING_PROVIDER
 from deltalog.txn.protocol.column_mapping import physical_arrow_schema
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.file_stats import StatsCollector
@@ -239,6 +251,10 @@ class CompactionSpec:
     #: row tracking enabled: the materialized (row id, row commit version) columns the
     #: rewritten rows carry their stable ids and commit versions in, as Delta's OPTIMIZE does
     row_tracking_columns: tuple[str, str] | None = None
+    #: ``zorder``, or ``hilbert`` (liquid clustering by two or more columns).
+    curve: str = "zorder"
+    #: ``clusteringProvider`` of the files written (``liquid`` when clustering).
+    clustering_provider: str | None = None
 
     @classmethod
     def for_snapshot(
@@ -248,6 +264,7 @@ class CompactionSpec:
         z_order_by: Sequence[str] = (),
         max_file_size: int = DEFAULT_TARGET_FILE_SIZE,
         num_ranges: int = DEFAULT_NUM_RANGES,
+        clustered: bool = False,
     ) -> CompactionSpec:
         schema, _ = _data_schema(snapshot)
         return cls(
@@ -262,6 +279,8 @@ class CompactionSpec:
             max_file_size=max_file_size,
             num_ranges=num_ranges,
             row_tracking_columns=materialized_row_tracking_columns(snapshot),
+            curve="hilbert" if clustered and len(z_order_by) > 1 else "zorder",
+            clustering_provider=CLUSTERING_PROVIDER if clustered else None,
         )
 
 
@@ -399,7 +418,10 @@ class _Compactor:
             return [self._write_file(values, f"{stem}.c000", formats, itertools.chain([first], batches))]
         table = pa.Table.from_batches([first, *batches])
         physical = [self.spec.physical_names.get(c, c) for c in self.spec.z_order_by]
-        table = table.take(z_order_indices(table, physical, self.spec.num_ranges))
+        if self.spec.curve == "hilbert":
+            table = table.take(hilbert_indices(table, physical, self.spec.num_ranges))
+        else:
+            table = table.take(z_order_indices(table, physical, self.spec.num_ranges))
         n = min(self._num_outputs(files), table.num_rows)
         bounds = [table.num_rows * k // n for k in range(n + 1)]
         written: list[AddFile] = []
@@ -460,6 +482,7 @@ class _Compactor:
             modification_time=int(time.time() * 1000),
             data_change=False,
             stats=stats.to_json(tight_bounds=True),
+            clustering_provider=self.spec.clustering_provider,
         )
 
     def delete(self, rel: str) -> None:
@@ -497,6 +520,12 @@ def z_order_indices(table: pa.Table, columns: Sequence[str], num_ranges: int) ->
     packed = np.packbits(matrix, axis=1)
     order = np.lexsort(packed.T[::-1])
     return pa.array(order, pa.int64())
+
+
+def hilbert_indices(table: pa.Table, columns: Sequence[str], num_ranges: int) -> pa.Array:
+    """Row order along the Hilbert curve of the columns' range ids (Delta's ``HilbertClustering``)."""
+    bits = max(1, int(num_ranges - 1).bit_length())
+    return pa.array(hilbert_order([range_ids(table[c], num_ranges) for c in columns], bits), pa.int64())
 
 
 def rewrite_bin(spec: CompactionSpec, files: Sequence[AddFile], stem: str | None = None) -> list[AddFile]:
@@ -543,6 +572,7 @@ def optimize(
     num_ranges: int = DEFAULT_NUM_RANGES,
     purge: bool = False,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
+    full: bool = False,
 ) -> OptimizeResult:
     """Compact small files; see the module docstring. Returns an :class:`OptimizeResult`.
 
@@ -552,14 +582,8 @@ def optimize(
     ``progress``). ``z_order_by`` columns make it Delta's ``OPTIMIZE ... ZORDER BY``: every
     file of each selected partition is rewritten, rows ordered by the interleaved bits of
     the columns' range ids (``num_ranges`` of them), into ``max(1, bytes // target_size)``
-    files per partition.
-
-    Files with deletion vectors are candidates when more than ``max_deleted_rows_ratio`` of
-    their rows are deleted (Delta's ``spark.databricks.delta.optimize.maxDeletedRowsRatio``)
-    or they lack ``numRecords``. ``purge=True`` is Delta's ``REORG TABLE ... APPLY (PURGE)``:
-    the candidates are exactly the files with deletion vectors, each rewritten without its
-    deleted rows (a bin of one file included), committed as a ``REORG`` operation.
-    """
+    files per partition. Deletion vectors (``max_deleted_rows_ratio``, ``purge``), clustered
+    tables (``full``): see the module docstring."""
     _check_counts(min_files_per_bin, max_attempts)
     delta_log.require_table()
     written: dict[_BinKey, list[AddFile]] = {}
@@ -570,29 +594,25 @@ def optimize(
             result.attempts = attempt
             txn = delta_log.start_transaction(lock=lock)
             target, smaller_than = _size_limits(txn.snapshot, target_size, min_file_size)
-            z_order = _z_order_columns(txn.snapshot, z_order_by)
+            clustered = clustering_plan(txn.snapshot, z_order_by)
+            kind = _Kind(purge=purge, clustered=clustered is not None, full=full)
+            z_order = _z_order_columns(txn.snapshot, clustered if clustered is not None else z_order_by)
             select = _Selection(z_order, target, smaller_than, min_files_per_bin, purge, max_deleted_rows_ratio)
-            plan = _plan_bins(txn, where, select, result)
+            plan = _plan_bins(txn, where, select, result, only_unclustered=kind.clustered and not full)
             if not plan:
                 log.info("optimize %s: nothing to compact", delta_log.table_uri)
                 return result
-            spec = CompactionSpec.for_snapshot(delta_log, txn.snapshot, z_order, target, num_ranges)
+            spec = CompactionSpec.for_snapshot(delta_log, txn.snapshot, z_order, target, num_ranges, kind.clustered)
             adds = _rewrite_plan(spec, plan, written, rewrite_bins, progress)
             try:
-                result.version = _commit_plan(txn, plan, adds, where, z_order, result, purge)
+                result.version = _commit_plan(txn, plan, adds, where, z_order, result, kind)
             except DeltaConcurrentModificationError as exc:
                 if attempt >= max_attempts:
                     raise
                 log.info("optimize %s: attempt %d conflicted (%s); re-planning", delta_log.table_uri, attempt, exc)
                 continue
             committed = {a.path for a in adds}
-            log.info(
-                "optimize %s: version %d, %d files -> %d",
-                delta_log.table_uri,
-                result.version,
-                result.num_files_removed,
-                result.num_files_added,
-            )
+            log.info("optimize %s: version %d, %s", delta_log.table_uri, result.version, result.metrics)
             return result
         raise AssertionError("unreachable")  # pragma: no cover
     finally:
@@ -629,6 +649,16 @@ def _size_limits(snapshot: Snapshot, target_size: int | None, min_file_size: int
 
 
 @dataclass(frozen=True)
+class _Kind:
+    """What the commit records: ``REORG`` for a purge, else ``OPTIMIZE`` (clustering the
+    table by its clustering columns, or everything with ``full``)."""
+
+    purge: bool = False
+    clustered: bool = False
+    full: bool = False
+
+
+@dataclass(frozen=True)
 class _Selection:
     """Which files an OPTIMIZE (or REORG PURGE) rewrites, and how it bins them."""
 
@@ -650,6 +680,7 @@ def _plan_bins(
     where: Sequence[PartitionFilter] | None,
     select: _Selection,
     result: OptimizeResult,
+    only_unclustered: bool = False,
 ) -> list[tuple[Any, list[AddFile]]]:
     """The bins to rewrite, per partition: the candidate files (smaller than ``smaller_than``,
     with too many rows deleted, or with purge every file with deleted rows) packed into bins
@@ -666,6 +697,8 @@ def _plan_bins(
         for key, group in by_partition.items()
         for b in ([group] if select.z_order else _bins(group, select.target, select.min_files_per_bin))
     ]
+    if only_unclustered:  # a clustered table: only bins holding a file not clustered yet
+        plan = [(key, b) for key, b in plan if any(not is_clustered(f) for f in b)]
     result.total_considered_files = len(files)
     result.total_files_skipped = len(files) - sum(len(b) for _, b in plan)
     return plan
@@ -714,18 +747,24 @@ def _commit_plan(
     where: Sequence[PartitionFilter] | None,
     z_order: tuple[str, ...],
     result: OptimizeResult,
-    purge: bool = False,
+    kind: _Kind = _Kind(),
 ) -> int:
     """Commit the removes of the planned files and ``adds`` (``dataChange=false``), as
     ``OPTIMIZE`` (or ``REORG`` for a purge)."""
     now = int(time.time() * 1000)
     removes = [f.remove(now, data_change=False) for _, b in plan for f in b]
     _fill(result, plan, adds)
-    operation: Optimize | Reorg = (
-        Reorg(predicate=describe_filters(where), user_metrics=result.metrics)
-        if purge
-        else Optimize(predicate=describe_filters(where), z_order_by=z_order, user_metrics=result.metrics)
-    )
+    operation: Optimize | Reorg
+    if kind.purge:
+        operation = Reorg(predicate=describe_filters(where), user_metrics=result.metrics)
+    else:
+        operation = Optimize(
+            predicate=describe_filters(where),
+            z_order_by=() if kind.clustered else z_order,
+            cluster_by=z_order if kind.clustered else None,
+            is_full=kind.full,
+            user_metrics=result.metrics,
+        )
     actions: list[Action] = [*removes, *adds]
     version: int = txn.commit(actions, operation)
     return version

@@ -163,9 +163,20 @@ class Optimize(Operation):
     predicate: Sequence[str] = ()
     z_order_by: Sequence[str] = ()
     auto: bool = False
+    #: the clustering columns, when OPTIMIZE clusters a clustered table
+    cluster_by: Sequence[str] | None = None
+    #: ``OPTIMIZE ... FULL``: every file of a clustered table reclustered
+    is_full: bool = False
 
     def parameter_values(self) -> dict[str, Any]:
-        return {"predicate": list(self.predicate), "zOrderBy": list(self.z_order_by), "auto": self.auto}
+        values: dict[str, Any] = {
+            "predicate": list(self.predicate),
+            "zOrderBy": list(self.z_order_by),
+            "auto": self.auto,
+        }
+        if self.cluster_by:
+            values.update(clusterBy=list(self.cluster_by), isFull=self.is_full)
+        return values
 
 
 @dataclass(frozen=True)
@@ -206,10 +217,18 @@ class CreateTable(_TableDefinition):
     """``CREATE TABLE`` (or ``CREATE TABLE AS SELECT`` when ``as_select``)."""
 
     as_select: bool = False
+    #: the clustering columns of a clustered table (Delta's ``clusterBy`` parameter)
+    cluster_by: Sequence[str] | None = None
 
     @property
     def name(self) -> str:  # type: ignore[override]
         return "CREATE TABLE AS SELECT" if self.as_select else "CREATE TABLE"
+
+    def parameter_values(self) -> dict[str, Any]:
+        values = super().parameter_values()
+        if self.cluster_by is not None:
+            values["clusterBy"] = list(self.cluster_by)
+        return values
 
 
 @dataclass(frozen=True)

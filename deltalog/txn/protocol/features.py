@@ -148,8 +148,9 @@ FEATURES: dict[str, FeatureInfo] = {
             True,
             None,
             None,
-            "supported: the schema holds the widened type",
-            "supported (no widening is done by deltalog itself)",
+            "supported: files written before a widening are cast to the table's type",
+            "supported: `txn.commands.type_widening.alter_column_type` (`DeltaTable.alterColumnType`) "
+            "and mergeSchema writes widen columns, recording `delta.typeChanges`",
         ),
         FeatureInfo(
             "typeWidening-preview",
@@ -212,7 +213,15 @@ FEATURES: dict[str, FeatureInfo] = {
             "supported: every add gets `baseRowId` above the high-water mark (domain `delta.rowTracking`, "
             "reassigned on a conflict retry) and `defaultRowCommitVersion`",
         ),
-        FeatureInfo("clustering", False, None, None, "nothing to do", "refused"),
+        FeatureInfo(
+            "clustering",
+            False,
+            None,
+            None,
+            "nothing to do",
+            "supported: `delta.clustering` domain (`txn.commands.clustering`); OPTIMIZE orders rows "
+            "along a Hilbert curve of the clustering columns; appends are not clustered",
+        ),
         FeatureInfo(
             "allowColumnDefaults",
             False,
@@ -263,6 +272,7 @@ WRITE_SUPPORTED: set[str] = {
     "v2Checkpoint",
     "domainMetadata",
     "rowTracking",
+    "clustering",
     "typeWidening",
     "typeWidening-preview",
     "variantType",

@@ -350,7 +350,7 @@ def _merge_type(table: DataType, new: DataType, where: str) -> DataType:
     if pair in _WIDENINGS or pair[::-1] in _WIDENINGS:
         raise SchemaMismatchError(
             f"column {where} is {pair[0]} in the table and {pair[1]} in the data; cast the column to "
-            f"{pair[0]} before writing (type widening is not enabled on this table)"
+            f"{pair[0]} before writing, or widen it (delta.enableTypeWidening with mergeSchema, or alterColumnType)"
         )
     raise SchemaMismatchError(
         f"column {where} is {json.dumps(table.to_json_value())} in the table and "

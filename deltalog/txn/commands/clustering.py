@@ -1,0 +1,140 @@
+"""Liquid clustering: clustering columns on create (``CREATE TABLE ... CLUSTER BY``) and on
+an existing table (``ALTER TABLE ... CLUSTER BY`` / ``CLUSTER BY NONE``), Delta's
+``ClusteredTableUtils``.
+
+:func:`clustering_actions` is the building block: on a transaction that creates a table (or
+alters an unpartitioned one) it validates the columns against the transaction's metadata,
+upgrades the protocol to the ``clustering`` and ``domainMetadata`` writer features, and
+returns the ``delta.clustering`` domain metadata to commit. OPTIMIZE of a clustered table
+(:func:`deltalog.txn.commands.optimize.optimize`) then orders rows along a Hilbert curve of
+the clustering columns; appends are written unclustered, as Delta writes them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from deltalog.txn.commit.operations import Operation
+from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
+from deltalog.txn.protocol.clustering import (
+    CLUSTERING_PROVIDER,
+    ClusteringColumnsError,
+    clustering_domain,
+    clustering_protocol,
+    logical_clustering_columns,
+    physical_clustering_columns,
+)
+from deltalog.txn.protocol.column_mapping import physical_arrow_schema
+from deltalog.txn.protocol.file_stats import StatsCollector
+from deltalog.txn.protocol.properties import TableProperties
+from deltalog.txn.protocol.protocol_requirements import merge_protocols
+from deltalog.txn.protocol.schema import parse_schema
+
+if TYPE_CHECKING:
+    from deltalog.txn.commit.locks.base import CommitLock
+    from deltalog.txn.commit.transaction import OptimisticTransaction
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
+
+__all__ = ["ClusterBy", "cluster_by", "clustering_actions", "clustering_columns", "clustering_plan", "is_clustered"]
+
+
+@dataclass(frozen=True)
+class ClusterBy(Operation):
+    """``CLUSTER BY``: the clustering columns changed (JSON lists of logical names)."""
+
+    name: ClassVar[str] = "CLUSTER BY"
+    old_clustering_columns: Sequence[str] = ()
+    new_clustering_columns: Sequence[str] = ()
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {
+            "oldClusteringColumns": json.dumps(list(self.old_clustering_columns)),
+            "newClusteringColumns": json.dumps(list(self.new_clustering_columns)),
+        }
+
+
+def clustering_columns(snapshot: Snapshot) -> list[str] | None:
+    """The table's clustering columns (logical names), or None when it is not clustered."""
+    if snapshot.version < 0:
+        return None
+    schema = json.loads(snapshot.metadata.schema_string)
+    return logical_clustering_columns(snapshot.domain_metadata, schema, snapshot.protocol)
+
+
+def clustering_plan(snapshot: Snapshot, z_order_by: Sequence[str]) -> tuple[str, ...] | None:
+    """The columns OPTIMIZE clusters by (None: the table is not clustered, or clustered by
+    no column, and OPTIMIZE compacts). Z-ordering a clustered table is refused, as Delta
+    does (``DELTA_CLUSTERING_WITH_ZORDER_BY``)."""
+    columns = clustering_columns(snapshot)
+    if columns is None:
+        return None
+    if z_order_by:
+        raise ClusteringColumnsError(
+            f"the table is clustered by {columns}: OPTIMIZE clusters it by those columns; ZORDER BY cannot "
+            "be used on a clustered table (Delta's DELTA_CLUSTERING_WITH_ZORDER_BY)"
+        )
+    return tuple(columns) or None
+
+
+def is_clustered(f: AddFile) -> bool:
+    """Whether OPTIMIZE already clustered ``f`` (and no row of it was deleted since)."""
+    return f.clustering_provider == CLUSTERING_PROVIDER and f.deletion_vector is None
+
+
+def _check_statistics(schema_string: str, configuration: dict[str, str], paths: list[list[str]]) -> None:
+    """Delta's ``validateClusteringColumnsInStatsSchema``: every clustering column gets
+    min/max statistics (it is within ``delta.dataSkippingNumIndexedCols``)."""
+    num_indexed = TableProperties(configuration).data_skipping_num_indexed_cols
+    leaves = {
+        tuple(p) for p, _ in StatsCollector(physical_arrow_schema(parse_schema(schema_string)), num_indexed).leaves
+    }
+    missing = [".".join(p) for p in paths if tuple(p) not in leaves]
+    if missing:
+        raise ClusteringColumnsError(
+            f"clustering columns {missing} get no statistics (beyond delta.dataSkippingNumIndexedCols="
+            f"{num_indexed}): move them among the first columns or raise the property"
+        )
+
+
+def _domain(txn: OptimisticTransaction, columns: Sequence[str]) -> DomainMetadata:
+    metadata = txn.metadata
+    if metadata is None:
+        raise ClusteringColumnsError("set the table's metadata (schema) before its clustering columns")
+    if metadata.partition_columns:
+        raise ClusteringColumnsError(
+            f"the table is partitioned by {list(metadata.partition_columns)}: a partitioned table cannot be "
+            "clustered (Delta's DELTA_CLUSTER_BY_WITH_PARTITIONED_BY)"
+        )
+    schema = json.loads(metadata.schema_string)
+    paths = physical_clustering_columns(schema, list(columns))
+    _check_statistics(metadata.schema_string, dict(metadata.configuration), paths)
+    protocol = txn.protocol
+    if protocol is None:
+        txn.upgrade_protocol(clustering_protocol())
+    elif (merged := merge_protocols(protocol, clustering_protocol())) is not None:
+        txn.upgrade_protocol(merged)
+    return clustering_domain(paths)
+
+
+def clustering_actions(txn: OptimisticTransaction, columns: Sequence[str]) -> list[Action]:
+    """Make the table of ``txn`` (its new or current metadata) clustered by ``columns``:
+    upgrade the protocol and return the ``delta.clustering`` domain metadata to commit.
+    Raises :class:`ClusteringColumnsError` (nothing changed) on columns Delta refuses."""
+    return [_domain(txn, columns)]
+
+
+def cluster_by(delta_log: DeltaLog, columns: Sequence[str], *, lock: str | CommitLock | None = None) -> int:
+    """``ALTER TABLE ... CLUSTER BY (columns)`` (empty: ``CLUSTER BY NONE``): a metadata-only
+    commit of the new ``delta.clustering`` domain; an unclustered, unpartitioned table becomes
+    clustered (protocol upgraded). Files already clustered keep their layout until OPTIMIZE."""
+    delta_log.require_table()
+    txn = delta_log.start_transaction(lock=lock)
+    old = clustering_columns(txn.snapshot) or []
+    domain = _domain(txn, columns)
+    new = logical_clustering_columns({domain.domain: domain}, json.loads(txn.snapshot.metadata.schema_string))
+    version: int = txn.commit([domain], ClusterBy(old_clustering_columns=old, new_clustering_columns=new or []))
+    return version

@@ -1,0 +1,185 @@
+"""ALTER TABLE ... ALTER COLUMN ... TYPE: widen a column's type as a metadata-only commit
+(Delta's ``AlterTableChangeColumnDeltaCommand`` with type widening).
+
+The table must have ``delta.enableTypeWidening`` set to ``true`` (Delta refuses the change
+otherwise); the commit writes the new schema with the change appended to the column's
+``delta.typeChanges`` and, if needed, upgrades the protocol to list ``typeWidening`` (reader
+and writer feature). No data file is rewritten: readers cast the values of files written
+before the change to the wider type.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from deltalog.txn.commit.operations import Operation
+from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.constraints import table_constraints
+from deltalog.txn.protocol.type_widening import (
+    TYPE_CHANGES_KEY,
+    UnsupportedTypeChangeError,
+    change_column_type,
+    preview_table_version,
+    record_type_changes,
+    type_widening_enabled,
+)
+
+if TYPE_CHECKING:
+    from deltalog.txn.commit.locks.base import CommitLock
+    from deltalog.txn.delta_log import DeltaLog
+
+__all__ = ["ChangeColumn", "alter_column_type", "normalize_type"]
+
+
+@dataclass(frozen=True)
+class ChangeColumn(Operation):
+    """``CHANGE COLUMN``: the ``column`` parameter is the changed field as Delta's
+    ``structFieldToMap`` writes it (dotted name, type, nullable, metadata)."""
+
+    name: ClassVar[str] = "CHANGE COLUMN"
+    column: dict[str, Any] | None = None
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"column": self.column}
+
+
+def _path(column: str | Sequence[str]) -> list[str]:
+    return column.split(".") if isinstance(column, str) else list(column)
+
+
+def _field_at(schema: dict[str, Any], path: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """The struct field nearest to ``path``'s end (the one holding its type changes)."""
+    t: Any = schema
+    found: tuple[str, dict[str, Any]] | None = None
+    names: list[str] = []
+    for step in path:
+        if isinstance(t, dict) and t.get("type") == "struct":
+            f = next(x for x in t["fields"] if x["name"].lower() == step.lower())
+            names.append(f["name"])
+            found = (".".join(names), f)
+            t = f["type"]
+        elif isinstance(t, dict) and t.get("type") == "array":
+            names.append("element")
+            t = t["elementType"]
+        else:
+            names.append(step.lower())
+            t = t[f"{step.lower()}Type"]
+    assert found is not None
+    return found
+
+
+def _references(expression: str, column: Sequence[str]) -> bool:
+    """Whether a SQL expression reads ``column`` (a path), its parent or one of its fields;
+    an expression outside deltalog's SQL subset counts when it names the column's first part."""
+    from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, column_paths, parse_expression
+
+    wanted = [p.lower() for p in column]
+    try:
+        paths = column_paths(parse_expression(expression))
+    except (UnsupportedConstraintError, ValueError):
+        return (
+            re.search(rf"(?<![\w`]){re.escape(column[0])}(?![\w`])|`{re.escape(column[0])}`", expression, re.I)
+            is not None
+        )
+    for path in paths:
+        parts = [p.lower() for p in path]
+        n = min(len(parts), len(wanted))
+        if parts[:n] == wanted[:n]:
+            return True
+    return False
+
+
+def _check_dependent_expressions(metadata: Metadata, schema: dict[str, Any], path: Sequence[str]) -> None:
+    """Delta's ``checkDependentExpressions``: a column read by a CHECK constraint or by a
+    generated column's expression cannot change type."""
+    struct_path = [p for p in path if p.lower() not in ("element", "key", "value")]
+    shown = ".".join(path)
+    checks = [c for c in table_constraints(metadata) if c.kind == "check" and _references(c.expression, struct_path)]
+    if checks:
+        raise UnsupportedTypeChangeError(
+            f"cannot change the type of {shown}: the CHECK constraint(s) {', '.join(c.name for c in checks)} "
+            "read it (Delta's DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE); drop them first; the table was not changed"
+        )
+    generated = [
+        f["name"]
+        for f in schema.get("fields") or []
+        if (expr := (f.get("metadata") or {}).get("delta.generationExpression")) and _references(str(expr), struct_path)
+    ]
+    if generated:
+        raise UnsupportedTypeChangeError(
+            f"cannot change the type of {shown}: the generated column(s) {', '.join(generated)} are computed from "
+            "it (Delta's DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE); the table was not changed"
+        )
+
+
+def normalize_type(new_type: Any) -> Any:
+    """A type as Delta's schema JSON spells it: ``"int"``/``"bigint"`` and the other SQL
+    names of Spark's ``DataType.fromDDL`` become ``"integer"``/``"long"``..., decimals lose
+    their spaces; a PySpark ``DataType`` gives its ``jsonValue()``."""
+    if hasattr(new_type, "jsonValue"):
+        return new_type.jsonValue()
+    if not isinstance(new_type, str):
+        return new_type
+    text = new_type.strip().lower().replace(" ", "")
+    aliases = {
+        "int": "integer",
+        "bigint": "long",
+        "smallint": "short",
+        "tinyint": "byte",
+        "real": "float",
+        "timestamp_ntz": "timestamp_ntz",
+        "decimal": "decimal(10,0)",
+        "dec": "decimal(10,0)",
+        "numeric": "decimal(10,0)",
+    }
+    if text.startswith(("dec(", "numeric(")):
+        text = "decimal(" + text.split("(", 1)[1]
+    return aliases.get(text, text)
+
+
+def alter_column_type(
+    delta_log: DeltaLog,
+    column: str | Sequence[str],
+    new_type: Any,
+    *,
+    lock: str | CommitLock | None = None,
+) -> int | None:
+    """Widen ``column`` (a dotted path, or its parts; ``element``/``key``/``value`` step into
+    arrays and maps) to ``new_type`` (Delta's JSON type name, or a SQL name such as
+    ``bigint``). Returns the version committed, or None when the column already has that type.
+
+    Raises :class:`UnsupportedTypeChangeError` (the table untouched) for a narrowing or any
+    change that is not a supported widening, and when ``delta.enableTypeWidening`` is not
+    ``true`` on the table.
+    """
+    delta_log.require_table()
+    path = _path(column)
+    target = normalize_type(new_type)
+    txn = delta_log.start_transaction(lock=lock)
+    metadata = txn.metadata
+    assert metadata is not None
+    old_schema = json.loads(metadata.schema_string)
+    new_schema = change_column_type(old_schema, path, target)
+    if new_schema == old_schema:
+        return None
+    if not type_widening_enabled(metadata.configuration):
+        raise UnsupportedTypeChangeError(
+            f"cannot change the type of {'.'.join(path)} to {target}: type widening is not enabled on "
+            f"{delta_log.table_uri}. Set the table property delta.enableTypeWidening = true first."
+        )
+    _check_dependent_expressions(metadata, old_schema, path)
+    recorded = record_type_changes(new_schema, old_schema, preview_table_version(txn.protocol, txn.read_version + 1))
+    name, field = _field_at(recorded, path)
+    txn.update_metadata(replace(metadata, schema_string=json.dumps(recorded, separators=(",", ":"))))
+    parameter = {
+        "name": name,
+        "type": field["type"] if isinstance(field["type"], str) else field["type"].get("type"),
+        "nullable": field.get("nullable", True),
+        "metadata": {k: v for k, v in (field.get("metadata") or {}).items() if k != TYPE_CHANGES_KEY},
+    }
+    version: int = txn.commit([], ChangeColumn(column=parameter))
+    return version

@@ -1,0 +1,170 @@
+"""Clustered tables (PROTOCOL "Clustered Table", Delta's liquid clustering): the clustering
+columns live in the ``delta.clustering`` domain metadata as physical name paths,
+``{"clusteringColumns": [["col-5abe..."], ["a", "b"]]}`` (Delta's ``ClusteringMetadataDomain``).
+
+A clustered table lists the ``clustering`` and ``domainMetadata`` writer features, is never
+partitioned, and OPTIMIZE tags the files it clusters with ``clusteringProvider: "liquid"``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from deltalog.txn.protocol.actions import DomainMetadata, Protocol
+from deltalog.txn.protocol.errors import DeltaLogError
+
+__all__ = [
+    "CLUSTERING_DOMAIN",
+    "CLUSTERING_FEATURES",
+    "CLUSTERING_PROVIDER",
+    "MAX_CLUSTERING_COLUMNS",
+    "ClusteringColumnsError",
+    "clustering_domain",
+    "clustering_protocol",
+    "logical_clustering_columns",
+    "physical_clustering_columns",
+    "refuse_partitioning_a_clustered_table",
+]
+
+CLUSTERING_DOMAIN = "delta.clustering"
+#: Delta's ``ClusteredTableUtils.clusteringProvider``.
+CLUSTERING_PROVIDER = "liquid"
+CLUSTERING_FEATURES = ("clustering", "domainMetadata")
+#: Delta's ``spark.databricks.delta.clusteredTable.maxClusteringColumns`` default.
+MAX_CLUSTERING_COLUMNS = 4
+_PHYSICAL = "delta.columnMapping.physicalName"
+#: types data skipping keeps min/max for (Delta's ``SkippingEligibleDataType``)
+_SKIPPING_TYPES = frozenset(
+    {"byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz", "string"}
+)
+
+
+class ClusteringColumnsError(DeltaLogError):
+    """Clustering columns that Delta refuses: unknown, of a type without min/max statistics,
+    too many, or on a partitioned table. The table is left untouched."""
+
+
+def clustering_protocol() -> Protocol:
+    """The protocol a clustered table needs at least (writer 7 with both features)."""
+    return Protocol(1, 7, None, CLUSTERING_FEATURES)
+
+
+def _physical(field: Mapping[str, Any]) -> str:
+    return str((field.get("metadata") or {}).get(_PHYSICAL, field["name"]))
+
+
+def _split(column: str | Sequence[str]) -> list[str]:
+    if not isinstance(column, str):
+        return list(column)
+    parts, current, quoted = [], "", False
+    for ch in column:  # `a.b`.c names a top-level column "a.b" and its field c
+        if ch == "`":
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    return parts
+
+
+def physical_clustering_columns(
+    schema: Mapping[str, Any], columns: Sequence[str | Sequence[str]], partition_columns: Sequence[str] = ()
+) -> list[list[str]]:
+    """The physical name path of each clustering column (Delta's ``ClusteringColumn``):
+    top-level columns, resolved case-insensitively (backquotes quote a name with a dot), must
+    be of a type with min/max statistics, at most :data:`MAX_CLUSTERING_COLUMNS`, distinct,
+    and the table must not be partitioned."""
+    if partition_columns and columns:
+        raise ClusteringColumnsError(
+            f"a table cannot be both partitioned (by {list(partition_columns)}) and clustered: "
+            "clustering replaces partitioning (Delta's DELTA_CLUSTER_BY_WITH_PARTITIONED_BY)"
+        )
+    if len(columns) > MAX_CLUSTERING_COLUMNS:
+        raise ClusteringColumnsError(
+            f"{len(columns)} clustering columns given; Delta allows at most {MAX_CLUSTERING_COLUMNS}"
+        )
+    out: list[list[str]] = []
+    for column in columns:
+        parts = _split(column)
+        shown = ".".join(parts)
+        if len(parts) > 1:
+            raise ClusteringColumnsError(
+                f"clustering column {shown} is a nested field: deltalog clusters by top-level columns only "
+                "(quote a name holding a dot with backquotes)"
+            )
+        t: Any = schema
+        path: list[str] = []
+        for part in parts:
+            fields = t.get("fields") if isinstance(t, dict) and t.get("type") == "struct" else None
+            field = next((f for f in fields or [] if f["name"].lower() == part.lower()), None)
+            if field is None:
+                names = [f["name"] for f in schema.get("fields") or []]
+                raise ClusteringColumnsError(f"clustering column {shown} does not exist in the schema {names}")
+            path.append(_physical(field))
+            t = field["type"]
+        kind = t if isinstance(t, str) else t.get("type")
+        if not (kind in _SKIPPING_TYPES or str(kind).startswith("decimal(")):
+            raise ClusteringColumnsError(
+                f"clustering column {shown} is of type {kind}, which has no min/max statistics: cluster by "
+                "numbers, strings, dates or timestamps (Delta's DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED)"
+            )
+        if path in out:
+            raise ClusteringColumnsError(f"clustering column {shown} is given twice")
+        out.append(path)
+    return out
+
+
+def clustering_domain(physical_columns: Sequence[Sequence[str]]) -> DomainMetadata:
+    """The ``delta.clustering`` domain metadata naming ``physical_columns`` (empty: the table
+    stays clustered with no clustering column, Delta's ``CLUSTER BY NONE``)."""
+    config = json.dumps({"clusteringColumns": [list(p) for p in physical_columns]}, separators=(",", ":"))
+    return DomainMetadata(CLUSTERING_DOMAIN, config, False)
+
+
+def logical_clustering_columns(
+    domains: Mapping[str, DomainMetadata], schema: Mapping[str, Any], protocol: Protocol | None = None
+) -> list[str] | None:
+    """The clustering columns by logical (dotted) name, or None when the table is not
+    clustered (no ``clustering`` writer feature, or no ``delta.clustering`` domain)."""
+    if protocol is not None and "clustering" not in (protocol.writer_features or ()):
+        return None
+    domain = domains.get(CLUSTERING_DOMAIN)
+    if domain is None or domain.removed:
+        return None
+    try:
+        paths = json.loads(domain.configuration or "{}").get("clusteringColumns") or []
+    except ValueError:
+        return None
+    names: list[str] = []
+    for path in paths:
+        t: Any = schema
+        logical: list[str] = []
+        for part in [path] if isinstance(path, str) else path:
+            fields = t.get("fields") if isinstance(t, dict) and t.get("type") == "struct" else []
+            field = next((f for f in fields or [] if _physical(f).lower() == str(part).lower()), None)
+            if field is None:
+                raise ClusteringColumnsError(
+                    f"the {CLUSTERING_DOMAIN} domain names column {path}, which is not in the table schema"
+                )
+            logical.append(field["name"])
+            t = field["type"]
+        names.append(".".join(f"`{p}`" if "." in p else p for p in logical))
+    return names
+
+
+def refuse_partitioning_a_clustered_table(
+    domains: Mapping[str, DomainMetadata], protocol: Protocol | None, partition_columns: Sequence[str]
+) -> None:
+    """Delta's ``DELTA_CLUSTERING_REPLACE_TABLE_WITH_PARTITIONED_TABLE``: an overwrite that
+    would give a clustered table partition columns is refused (a table is never both)."""
+    if not partition_columns or protocol is None or "clustering" not in (protocol.writer_features or ()):
+        return
+    if CLUSTERING_DOMAIN in domains and not domains[CLUSTERING_DOMAIN].removed:
+        raise ClusteringColumnsError(
+            f"replacing a clustered Delta table with a table partitioned by {list(partition_columns)} is not "
+            "allowed (Delta's DELTA_CLUSTERING_REPLACE_TABLE_WITH_PARTITIONED_TABLE); drop partitionBy"
+        )

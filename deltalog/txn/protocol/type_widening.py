@@ -1,0 +1,317 @@
+"""Type widening (PROTOCOL "Type Widening"): which type changes are widenings, and the
+``delta.typeChanges`` metadata that records them (Delta's ``TypeWidening`` and
+``TypeWideningMetadata``).
+
+Schemas are handled as their JSON values (the ``schemaString`` parsed): primitive types are
+strings (``"integer"``, ``"decimal(10,2)"``), nested types objects. A type change is recorded
+in the metadata of the nearest struct field, with a ``fieldPath`` (``key``, ``value``,
+``element``, dot-separated) when it happened inside a map or an array.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from deltalog.txn.protocol.actions import Protocol
+from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.properties import TableProperties
+
+__all__ = [
+    "TYPE_CHANGES_KEY",
+    "UnsupportedTypeChangeError",
+    "all_type_changes",
+    "change_column_type",
+    "check_type_changes_readable",
+    "is_type_change_supported",
+    "is_type_change_supported_for_schema_evolution",
+    "preview_table_version",
+    "record_type_changes",
+    "type_widening_enabled",
+    "widen_for_schema_evolution",
+]
+
+TYPE_CHANGES_KEY = "delta.typeChanges"
+_INTEGRAL_SIZE = {"byte": 1, "short": 2, "integer": 4, "long": 8}
+_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+#: the decimal each integral type fits in (Delta's ``DecimalType.forType``)
+_INTEGRAL_DECIMAL = {"byte": (3, 0), "short": (5, 0), "integer": (10, 0), "long": (20, 0)}
+
+
+class UnsupportedTypeChangeError(DeltaLogError):
+    """A type change that is not a supported widening (a narrowing, an unrelated type, or a
+    widening on a table without ``delta.enableTypeWidening``); the table is left untouched."""
+
+
+def type_widening_enabled(configuration: Mapping[str, str]) -> bool:
+    """Whether ``delta.enableTypeWidening`` is ``true`` (writers widen types only then)."""
+    return TableProperties(configuration).enable_type_widening
+
+
+def _decimal(t: Any) -> tuple[int, int] | None:
+    m = _DECIMAL.match(t) if isinstance(t, str) else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _wider_decimal(to: tuple[int, int], frm: tuple[int, int]) -> bool:
+    """Spark's ``DecimalType.isWiderThan``: as many integer digits and as many fraction digits."""
+    return to[0] - to[1] >= frm[0] - frm[1] and to[1] >= frm[1]
+
+
+def is_type_change_supported(from_type: Any, to_type: Any) -> bool:
+    """Delta's ``TypeWidening.isTypeChangeSupported`` for two primitive types: byte -> short ->
+    integer -> long, float -> double, {byte, short, integer} -> double, date -> timestamp_ntz,
+    decimal -> wider decimal, {byte, short, integer} -> decimal(10 + k1, k2) and long ->
+    decimal(20 + k1, k2) (``k1 >= k2 >= 0``). Equal types count as supported."""
+    if not isinstance(from_type, str) or not isinstance(to_type, str):
+        return False
+    if from_type == to_type:
+        return True
+    if from_type in _INTEGRAL_SIZE and to_type in _INTEGRAL_SIZE:
+        return _INTEGRAL_SIZE[from_type] <= _INTEGRAL_SIZE[to_type]
+    if (from_type, to_type) in (("float", "double"), ("date", "timestamp_ntz")):
+        return True
+    if from_type in ("byte", "short", "integer") and to_type == "double":
+        return True
+    to_dec, from_dec = _decimal(to_type), _decimal(from_type)
+    if to_dec is None:
+        return False
+    if from_dec is not None:
+        return _wider_decimal(to_dec, from_dec)
+    if from_type in ("byte", "short", "integer"):
+        return _wider_decimal(to_dec, _INTEGRAL_DECIMAL["integer"])
+    if from_type == "long":
+        return _wider_decimal(to_dec, _INTEGRAL_DECIMAL["long"])
+    return False
+
+
+def is_type_change_supported_for_schema_evolution(from_type: Any, to_type: Any) -> bool:
+    """Delta's ``isTypeChangeSupportedForSchemaEvolution``: the widenings a ``mergeSchema``
+    write applies by itself (same family only: integral, float -> double, decimal -> decimal,
+    date -> timestamp_ntz; never integer -> double or integer -> decimal)."""
+    if not is_type_change_supported(from_type, to_type):
+        return False
+    if from_type == to_type:
+        return True
+    if from_type in _INTEGRAL_SIZE and to_type in _INTEGRAL_SIZE:
+        return True
+    if (from_type, to_type) in (("float", "double"), ("date", "timestamp_ntz")):
+        return True
+    return _decimal(from_type) is not None and _decimal(to_type) is not None
+
+
+# -- the changes between two schemas ---------------------------------------------------------
+
+
+def _changes_in_field_type(old: Any, new: Any, where: str) -> list[dict[str, Any]]:
+    """Delta's ``collectTypeChangesInStructField``: the primitive changes inside one struct
+    field's type (through maps and arrays, not into nested structs), each with its
+    ``fieldPath``. Raises on a change that is not a supported widening."""
+    if isinstance(old, dict) and isinstance(new, dict) and old.get("type") == new.get("type"):
+        kind = old.get("type")
+        if kind == "map":
+            out = []
+            for part, key in (("key", "keyType"), ("value", "valueType")):
+                for change in _changes_in_field_type(old[key], new[key], f"{where}.{part}"):
+                    path = change.get("fieldPath")
+                    out.append({**change, "fieldPath": f"{part}.{path}" if path else part})
+            return out
+        if kind == "array":
+            out = []
+            for change in _changes_in_field_type(old["elementType"], new["elementType"], f"{where}.element"):
+                path = change.get("fieldPath")
+                out.append({**change, "fieldPath": f"element.{path}" if path else "element"})
+            return out
+        return []  # structs: their own fields carry their changes
+    if old == new:
+        return []
+    if not is_type_change_supported(old, new):
+        raise UnsupportedTypeChangeError(
+            f"cannot change the type of {where} from {_show(old)} to {_show(new)}: only widening changes "
+            "are supported (byte -> short -> integer -> long, float -> double, integer -> double, "
+            "date -> timestamp_ntz, decimal(p, s) -> decimal(p + k1, s + k2) with k1 >= k2 >= 0, "
+            "integer -> decimal(10 + k1, k2), long -> decimal(20 + k1, k2)); the table was not changed"
+        )
+    return [{"fromType": old, "toType": new}]
+
+
+def _show(t: Any) -> str:
+    return t if isinstance(t, str) else str(t.get("type", t))
+
+
+def preview_table_version(protocol: Protocol | None, next_version: int) -> int | None:
+    """``next_version`` when the table uses the ``typeWidening-preview`` feature, whose
+    readers expect a ``tableVersion`` in each type change (Delta keeps writing it there), else None."""
+    if protocol is None:
+        return None
+    features = set(protocol.reader_features or ()) | set(protocol.writer_features or ())
+    return next_version if "typeWidening-preview" in features else None
+
+
+def _record_in_struct(new: dict[str, Any], old: dict[str, Any], where: str, version: int | None) -> dict[str, Any]:
+    old_fields = {f["name"].lower(): f for f in old.get("fields") or []}
+    fields = []
+    for f in new.get("fields") or []:
+        before = old_fields.get(f["name"].lower())
+        path = f"{where}.{f['name']}" if where else f["name"]
+        if before is None:
+            fields.append(f)
+            continue
+        changes = _changes_in_field_type(before["type"], f["type"], path)
+        if version is not None:
+            changes = [{**c, "tableVersion": version} for c in changes]
+        f = {**f, "type": _record_in_type(f["type"], before["type"], path, version)}
+        if changes:
+            meta = dict(f.get("metadata") or {})
+            meta[TYPE_CHANGES_KEY] = [*(meta.get(TYPE_CHANGES_KEY) or []), *changes]
+            f["metadata"] = meta
+        fields.append(f)
+    return {**new, "fields": fields}
+
+
+def _record_in_type(new: Any, old: Any, where: str, version: int | None) -> Any:
+    """Recurse into the structs nested in ``new`` (directly or in maps and arrays)."""
+    if not (isinstance(new, dict) and isinstance(old, dict) and new.get("type") == old.get("type")):
+        return new
+    kind = new.get("type")
+    if kind == "struct":
+        return _record_in_struct(new, old, where, version)
+    if kind == "array":
+        element = _record_in_type(new["elementType"], old["elementType"], f"{where}.element", version)
+        return {**new, "elementType": element}
+    if kind == "map":
+        return {
+            **new,
+            "keyType": _record_in_type(new["keyType"], old["keyType"], f"{where}.key", version),
+            "valueType": _record_in_type(new["valueType"], old["valueType"], f"{where}.value", version),
+        }
+    return new
+
+
+def record_type_changes(
+    new_schema: Mapping[str, Any], old_schema: Mapping[str, Any], table_version: int | None = None
+) -> dict[str, Any]:
+    """Delta's ``TypeWideningMetadata.addTypeWideningMetadata``: ``new_schema`` with every
+    primitive type change from ``old_schema`` appended to the ``delta.typeChanges`` of its
+    nearest struct field (existing entries are kept). Fields only in ``new_schema`` are new
+    columns, left alone. Raises :class:`UnsupportedTypeChangeError` on any change that is
+    not a supported widening. ``table_version`` (see :func:`preview_table_version`) is
+    written as each new change's ``tableVersion``."""
+    return _record_in_struct(copy.deepcopy(dict(new_schema)), dict(old_schema), "", table_version)
+
+
+def _walk_fields(t: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    if not isinstance(t, dict):
+        return
+    kind = t.get("type")
+    if kind == "struct":
+        for f in t.get("fields") or []:
+            path = f"{where}.{f['name']}" if where else f["name"]
+            yield path, f
+            yield from _walk_fields(f["type"], path)
+    elif kind == "array":
+        yield from _walk_fields(t["elementType"], f"{where}.element")
+    elif kind == "map":
+        yield from _walk_fields(t["keyType"], f"{where}.key")
+        yield from _walk_fields(t["valueType"], f"{where}.value")
+
+
+def all_type_changes(schema: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every recorded type change as ``(column path, change)``, in schema order."""
+    out = []
+    for path, f in _walk_fields(dict(schema), ""):
+        for change in (f.get("metadata") or {}).get(TYPE_CHANGES_KEY) or []:
+            out.append((path, dict(change)))
+    return out
+
+
+def check_type_changes_readable(schema: Mapping[str, Any]) -> None:
+    """The reader requirement: fail on a recorded type change this client cannot convert."""
+    for path, change in all_type_changes(schema):
+        if not is_type_change_supported(change.get("fromType"), change.get("toType")):
+            field_path = f".{change['fieldPath']}" if change.get("fieldPath") else ""
+            raise UnsupportedTypeChangeError(
+                f"column {path}{field_path} records the type change {change.get('fromType')} -> "
+                f"{change.get('toType')}, which is not a type widening deltalog can read"
+            )
+
+
+# -- automatic widening on a mergeSchema write -----------------------------------------------
+
+
+def _widen_type(table: Any, data: Any) -> Any:
+    if isinstance(table, dict) and isinstance(data, dict) and table.get("type") == data.get("type"):
+        kind = table.get("type")
+        if kind == "struct":
+            return _widen_struct(table, data)
+        if kind == "array":
+            return {**table, "elementType": _widen_type(table["elementType"], data["elementType"])}
+        if kind == "map":
+            return {
+                **table,
+                "keyType": _widen_type(table["keyType"], data["keyType"]),
+                "valueType": _widen_type(table["valueType"], data["valueType"]),
+            }
+        return table
+    if table != data and is_type_change_supported_for_schema_evolution(table, data):
+        return data
+    return table
+
+
+def _widen_struct(table: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    data_fields = {f["name"].lower(): f for f in data.get("fields") or []}
+    fields = []
+    for f in table.get("fields") or []:
+        other = data_fields.get(f["name"].lower())
+        fields.append(f if other is None else {**f, "type": _widen_type(f["type"], other["type"])})
+    return {**table, "fields": fields}
+
+
+def widen_for_schema_evolution(
+    table_schema: Mapping[str, Any],
+    data_schema: Mapping[str, Any],
+    configuration: Mapping[str, str],
+    table_version: int | None = None,
+) -> dict[str, Any]:
+    """Delta's ``TypeWideningMode.TypeEvolution`` for a ``mergeSchema`` write: when the table
+    has ``delta.enableTypeWidening``, every column (nested fields, map keys and values, array
+    elements too) whose data type is a same-family widening of the table's type takes the
+    data's type, recorded in ``delta.typeChanges``. Otherwise the table schema unchanged."""
+    table = dict(table_schema)
+    if not type_widening_enabled(configuration):
+        return table
+    widened = _widen_struct(table, dict(data_schema))
+    return table if widened == table else record_type_changes(widened, table, table_version)
+
+
+def change_column_type(schema: Mapping[str, Any], path: Sequence[str], new_type: Any) -> dict[str, Any]:
+    """``schema`` with the type at ``path`` replaced by ``new_type`` (struct fields by name,
+    case-insensitive; ``element``, ``key`` and ``value`` step into arrays and maps).
+    Raises :class:`UnsupportedTypeChangeError` when the path does not name a column."""
+    if not path:
+        raise UnsupportedTypeChangeError("no column given")
+
+    def replace(t: Any, rest: Sequence[str], where: str) -> Any:
+        if not rest:
+            return new_type
+        step, tail = rest[0], rest[1:]
+        kind = t.get("type") if isinstance(t, dict) else None
+        if kind == "struct":
+            for i, f in enumerate(t["fields"]):
+                if f["name"].lower() == step.lower():
+                    fields = list(t["fields"])
+                    fields[i] = {**f, "type": replace(f["type"], tail, f"{where}.{f['name']}".lstrip("."))}
+                    return {**t, "fields": fields}
+        elif kind == "array" and step.lower() == "element":
+            return {**t, "elementType": replace(t["elementType"], tail, f"{where}.element")}
+        elif kind == "map" and step.lower() in ("key", "value"):
+            key = f"{step.lower()}Type"
+            return {**t, key: replace(t[key], tail, f"{where}.{step.lower()}")}
+        raise UnsupportedTypeChangeError(
+            f"column {'.'.join(path)} does not exist in the table schema ({step!r} not found in {where or 'the table'})"
+        )
+
+    result: dict[str, Any] = replace(dict(schema), list(path), "")
+    return result

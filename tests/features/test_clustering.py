@@ -1,0 +1,260 @@
+"""Liquid clustering in the engine: the ``delta.clustering`` domain on create and ALTER,
+appends left unclustered, OPTIMIZE ordering rows along a Hilbert curve of the clustering
+columns into files whose min/max boxes barely overlap, and delta-rs reading the result."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import uuid
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from deltalog.errors import ClusteringColumnsError
+from deltalog.txn.commands.clustering import cluster_by, clustering_actions, clustering_columns
+from deltalog.txn.commands.hilbert import hilbert_order
+from deltalog.txn.commands.optimize import optimize
+from deltalog.txn.commit.operations import CreateTable, Write
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.protocol.actions import AddFile, Metadata, Protocol
+from deltalog.txn.protocol.clustering import clustering_domain, logical_clustering_columns, physical_clustering_columns
+from deltalog.txn.protocol.file_stats import StatsCollector
+
+ARROW = pa.schema([("x", pa.int64()), ("y", pa.int64()), ("name", pa.string())])
+
+
+def _schema(extra: list[dict[str, Any]] | None = None) -> str:
+    fields = [
+        {"name": "x", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "y", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "name", "type": "string", "nullable": True, "metadata": {}},
+        *(extra or []),
+    ]
+    return json.dumps({"type": "struct", "fields": fields})
+
+
+def _create(uri: str, cluster: list[str] | None, partition_by: tuple[str, ...] = (), schema: str = "") -> DeltaLog:
+    log = DeltaLog.for_table(uri)
+    txn = log.start_transaction()
+    txn.update_metadata(
+        Metadata(id=str(uuid.uuid4()), schema_string=schema or _schema(), partition_columns=partition_by)
+    )
+    actions = clustering_actions(txn, cluster) if cluster is not None else []
+    txn.commit(actions, CreateTable(partition_by=partition_by, cluster_by=cluster))
+    return log
+
+
+def _append(log: DeltaLog, rows: list[tuple[int, int]]) -> None:
+    table = pa.table(
+        {"x": [r[0] for r in rows], "y": [r[1] for r in rows], "name": [f"n{r[0]}-{r[1]}" for r in rows]},
+        schema=ARROW,
+    )
+    name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
+    path = log.store.fs_path(f"{log.table_uri}/{name}")
+    fs = log.store.filesystem()
+    with fs.open_output_stream(path) as out:
+        pq.write_table(table, out)
+    stats = StatsCollector(ARROW)
+    stats.update(table)
+    add = AddFile(name, {}, int(fs.get_file_info(path).size or 0), 1, True, stats.to_json())
+    log.start_transaction().commit([add], Write())
+
+
+def _boxes(log: DeltaLog) -> list[tuple[int, int, int, int]]:
+    out = []
+    for f in log.update().files:
+        s = json.loads(f.stats or "{}")
+        out.append((s["minValues"]["x"], s["maxValues"]["x"], s["minValues"]["y"], s["maxValues"]["y"]))
+    return out
+
+
+def _overlapping_pairs(boxes: list[tuple[int, int, int, int]]) -> float:
+    """The share of file pairs whose (x, y) min/max boxes intersect."""
+    pairs = list(itertools.combinations(boxes, 2))
+    hits = sum(1 for a, b in pairs if a[0] <= b[1] and b[0] <= a[1] and a[2] <= b[3] and b[2] <= a[3])
+    return hits / len(pairs)
+
+
+def _rows_deltars(uri: str) -> list[tuple[int, int, str]]:
+    table = deltalake.DeltaTable(uri).to_pyarrow_table()
+    return sorted(zip(table["x"].to_pylist(), table["y"].to_pylist(), table["name"].to_pylist()))
+
+
+def test_create_writes_the_clustering_domain_and_features(tmp_path: Path) -> None:
+    log = _create(str(tmp_path / "t"), ["y", "X"])
+    snap = log.update()
+    assert {"clustering", "domainMetadata"} <= set(snap.protocol.writer_features or ())
+    domain = snap.domain_metadata["delta.clustering"]
+    assert json.loads(domain.configuration) == {"clusteringColumns": [["y"], ["x"]]}
+    assert clustering_columns(snap) == ["y", "x"]
+    first = log.read_commit(0)
+    assert any(type(a).__name__ == "DomainMetadata" for a in first)
+    assert first[0].operation_parameters["clusterBy"] == '["y","X"]'  # type: ignore[union-attr]
+
+
+def test_column_mapping_tables_name_physical_columns() -> None:
+    schema = {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "x",
+                "type": "long",
+                "nullable": True,
+                "metadata": {"delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "col-abc"},
+            }
+        ],
+    }
+    paths = physical_clustering_columns(schema, ["X"])
+    assert paths == [["col-abc"]]
+    domain = clustering_domain(paths)
+    assert (domain.domain, json.loads(domain.configuration)) == (
+        "delta.clustering",
+        {"clusteringColumns": [["col-abc"]]},
+    )
+    protocol = Protocol(1, 7, None, ("clustering", "domainMetadata"))
+    assert logical_clustering_columns({domain.domain: domain}, schema, protocol) == ["x"]
+    assert (
+        logical_clustering_columns({domain.domain: domain}, schema, Protocol(1, 7, None, ("domainMetadata",))) is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("columns", "partition_by", "match"),
+    [
+        (["nope"], (), "does not exist"),
+        (["flag"], (), "no min/max statistics"),
+        (["st"], (), "no min/max statistics"),
+        (["st.a"], (), "nested field"),
+        (["x", "y", "name", "flag", "x"], (), "at most 4"),
+        (["x", "X"], (), "given twice"),
+        (["x"], ("name",), "partitioned"),
+    ],
+)
+def test_refused_clustering_columns_leave_no_table(
+    tmp_path: Path, columns: list[str], partition_by: tuple[str, ...], match: str
+) -> None:
+    extra = [
+        {"name": "flag", "type": "boolean", "nullable": True, "metadata": {}},
+        {
+            "name": "st",
+            "type": {"type": "struct", "fields": [{"name": "a", "type": "long", "nullable": True, "metadata": {}}]},
+            "nullable": True,
+            "metadata": {},
+        },
+    ]
+    uri = str(tmp_path / "t")
+    with pytest.raises(ClusteringColumnsError, match=match):
+        _create(uri, columns, partition_by, _schema(extra))
+    assert DeltaLog.for_table(uri).update().version == -1
+
+
+def test_optimize_clusters_files_along_the_clustering_columns(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    log = _create(uri, ["x", "y"])
+    rng = random.Random(7)
+    rows = [(rng.randrange(1000), rng.randrange(1000)) for _ in range(8 * 400)]
+    for k in range(8):
+        _append(log, rows[k * 400 : (k + 1) * 400])
+    before = _boxes(log)
+    assert all(f.clustering_provider is None for f in log.update().files)  # appends: unclustered
+    total = sum(f.size for f in log.update().files)
+    result = optimize(log, target_size=total // 8)
+    snap = log.update()
+    assert result.num_files_removed == 8 and snap.num_files >= 4
+    assert all(f.clustering_provider == "liquid" and not f.data_change for f in snap.files)
+    after = _boxes(log)
+    assert _overlapping_pairs(before) == 1.0
+    assert _overlapping_pairs(after) < 0.5
+    # each file covers a small part of the square, not the whole range of either column
+    assert np.mean([(b[1] - b[0]) * (b[3] - b[2]) for b in after]) < 0.5 * 1000 * 1000
+    info = log.read_commit(snap.version)[0]
+    assert info.operation_parameters["clusterBy"] == '["x","y"]'  # type: ignore[union-attr]
+    assert info.operation_parameters["zOrderBy"] == "[]"  # type: ignore[union-attr]
+    expected = sorted((x, y, f"n{x}-{y}") for x, y in rows)
+    assert _rows_deltars(uri) == expected
+    # everything is clustered: nothing to do; a new append is clustered by the next OPTIMIZE
+    assert optimize(log, target_size=total // 8).version is None
+    _append(log, [(5, 5)])
+    assert optimize(log, target_size=total // 8).version is not None
+    assert all(f.clustering_provider == "liquid" for f in log.update().files)
+    assert _rows_deltars(uri) == sorted([*expected, (5, 5, "n5-5")])
+
+
+def test_full_optimize_reclusters_after_cluster_by_changed(tmp_path: Path) -> None:
+    log = _create(str(tmp_path / "t"), ["x"])
+    rng = random.Random(3)
+    for _ in range(4):
+        _append(log, [(rng.randrange(1000), rng.randrange(1000)) for _ in range(300)])
+    total = sum(f.size for f in log.update().files)
+    optimize(log, target_size=total // 4)
+    assert all(b[3] - b[2] > 900 for b in _boxes(log))  # clustered by x: every file spans y
+    cluster_by(log, ["y"])
+    assert optimize(log, target_size=total // 4).version is None  # every file is clustered already
+    version = optimize(log, target_size=total // 4, full=True).version
+    assert version is not None
+    params = log.read_commit(version)[0].operation_parameters  # type: ignore[union-attr]
+    assert (params["clusterBy"], params["isFull"]) == ('["y"]', "true")
+    by_y = sorted(_boxes(log), key=lambda b: b[2])
+    assert len(by_y) > 1
+    assert all(nxt[2] >= prev[3] for prev, nxt in itertools.pairwise(by_y))  # ranges of y at most touch
+
+
+def test_zorder_of_a_clustered_table_is_refused(tmp_path: Path) -> None:
+    log = _create(str(tmp_path / "t"), ["x"])
+    _append(log, [(1, 2)])
+    with pytest.raises(ClusteringColumnsError, match="ZORDER BY"):
+        optimize(log, z_order_by=["y"])
+
+
+def test_alter_cluster_by_changes_and_enables_clustering(tmp_path: Path) -> None:
+    log = _create(str(tmp_path / "t"), None)
+    _append(log, [(1, 2), (3, 4)])
+    assert clustering_columns(log.update()) is None
+    version = cluster_by(log, ["name"])
+    snap = log.update()
+    assert "clustering" in (snap.protocol.writer_features or ())
+    assert clustering_columns(snap) == ["name"]
+    info = log.read_commit(version)[0]
+    assert info.operation == "CLUSTER BY"  # type: ignore[union-attr]
+    assert info.operation_parameters == {"oldClusteringColumns": "[]", "newClusteringColumns": '["name"]'}  # type: ignore[union-attr]
+    cluster_by(log, [])  # CLUSTER BY NONE: still clustered, by nothing; OPTIMIZE compacts
+    assert clustering_columns(log.update()) == []
+    assert optimize(log).num_files_removed == 0  # one file: nothing to compact
+    assert _rows_deltars(str(tmp_path / "t")) == [(1, 2, "n1-2"), (3, 4, "n3-4")]
+
+
+def test_a_partitioned_table_cannot_be_clustered(tmp_path: Path) -> None:
+    log = _create(str(tmp_path / "t"), None, ("name",))
+    with pytest.raises(ClusteringColumnsError, match="partitioned"):
+        cluster_by(log, ["x"])
+    assert log.update().version == 0
+
+
+@pytest.mark.parametrize(("dims", "bits"), [(2, 4), (3, 3), (4, 2)])
+def test_hilbert_order_visits_neighbouring_cells(dims: int, bits: int) -> None:
+    points = np.array(list(itertools.product(range(2**bits), repeat=dims)), dtype=np.uint64)
+    np.random.default_rng(0).shuffle(points)
+    order = hilbert_order([points[:, i] for i in range(dims)], bits)
+    walk = points[order].astype(np.int64)
+    assert walk[0].tolist() == [0] * dims
+    assert set(np.abs(np.diff(walk, axis=0)).sum(axis=1).tolist()) == {1}  # one step at a time
+
+
+def test_overwrite_with_partition_columns_is_refused_on_a_clustered_table(tmp_path: Path) -> None:
+    from deltalog.contrib.spark.options import WriteOptions
+    from deltalog.contrib.spark.writes import plan_write
+
+    uri = str(tmp_path / "t")
+    log = _create(uri, ["x"])
+    options = {"path": uri, "overwriteSchema": "true", "partitionBy": "name"}
+    with pytest.raises(ClusteringColumnsError, match="REPLACE_TABLE_WITH_PARTITIONED_TABLE"):
+        plan_write(WriteOptions.parse(options, overwrite=True), _schema())
+    assert log.update().version == 0
+    plan_write(WriteOptions.parse({"path": uri, "overwriteSchema": "true"}, overwrite=True), _schema())

@@ -1,0 +1,325 @@
+"""Type widening in the engine: ALTER COLUMN TYPE as a metadata-only commit recording
+``delta.typeChanges``, typed refusals that leave the table untouched, and the automatic
+widening of a ``mergeSchema`` write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import deltalake
+import pytest
+
+from deltalog.errors import UnsupportedTypeChangeError
+from deltalog.txn.commands.type_widening import alter_column_type
+from deltalog.txn.protocol.type_widening import (
+    check_type_changes_readable,
+    is_type_change_supported,
+    is_type_change_supported_for_schema_evolution,
+    record_type_changes,
+    widen_for_schema_evolution,
+)
+from tests.features.widening_tables import WIDENINGS, build, create
+
+
+def _field(log: object, name: str) -> dict[str, object]:
+    schema = json.loads(log.update().metadata.schema_string)  # type: ignore[attr-defined]
+    return next(f for f in schema["fields"] if f["name"] == name)
+
+
+@pytest.mark.parametrize(
+    ("frm", "to", "ok"),
+    [
+        ("byte", "short", True),
+        ("short", "integer", True),
+        ("integer", "long", True),
+        ("byte", "long", True),
+        ("long", "integer", False),
+        ("float", "double", True),
+        ("double", "float", False),
+        ("integer", "double", True),
+        ("long", "double", False),
+        ("date", "timestamp_ntz", True),
+        ("date", "timestamp", False),
+        ("timestamp_ntz", "date", False),
+        ("decimal(5,2)", "decimal(7,4)", True),
+        ("decimal(5,2)", "decimal(6,4)", False),  # k1 < k2: integer digits lost
+        ("decimal(5,2)", "decimal(5,1)", False),
+        ("integer", "decimal(10,0)", True),
+        ("integer", "decimal(9,0)", False),
+        ("short", "decimal(12,2)", True),
+        ("long", "decimal(20,0)", True),
+        ("long", "decimal(21,2)", False),
+        ("string", "long", False),
+        ("integer", "string", False),
+    ],
+)
+def test_supported_changes_follow_the_protocol(frm: str, to: str, ok: bool) -> None:
+    assert is_type_change_supported(frm, to) is ok
+
+
+def test_schema_evolution_widens_within_a_family_only() -> None:
+    assert is_type_change_supported_for_schema_evolution("integer", "long")
+    assert is_type_change_supported_for_schema_evolution("decimal(5,2)", "decimal(10,2)")
+    assert not is_type_change_supported_for_schema_evolution("integer", "double")
+    assert not is_type_change_supported_for_schema_evolution("integer", "decimal(12,0)")
+
+
+def test_alter_is_a_metadata_only_commit_recording_type_changes(tmp_path: Path) -> None:
+    log = build(str(tmp_path / "t"))
+    snap = log.update()
+    assert snap.version == 2 + len(WIDENINGS)
+    assert "typeWidening" in (snap.protocol.reader_features or ())
+    assert "typeWidening" in (snap.protocol.writer_features or ())
+    first = log.read_commit(2)
+    assert first[0].operation == "CHANGE COLUMN"  # type: ignore[union-attr]
+    assert json.loads(first[0].operation_parameters["column"])["type"] == "long"  # type: ignore[union-attr]
+    assert not [a for a in first if type(a).__name__ in ("AddFile", "RemoveFile")]
+    assert _field(log, "i")["metadata"] == {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}
+    assert _field(log, "d")["type"] == "timestamp_ntz"
+    assert _field(log, "m")["metadata"] == {
+        "delta.typeChanges": [{"fromType": "decimal(5,2)", "toType": "decimal(10,4)"}]
+    }
+    assert _field(log, "arr")["metadata"] == {
+        "delta.typeChanges": [{"fromType": "integer", "toType": "long", "fieldPath": "element"}]
+    }
+    assert snap.num_files == 2  # nothing rewritten
+
+
+def test_changes_accumulate_and_sql_names_are_accepted(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"))
+    alter_column_type(log, "s", "int")
+    alter_column_type(log, "s", "BIGINT")
+    assert _field(log, "s") == {
+        "name": "s",
+        "type": "long",
+        "nullable": True,
+        "metadata": {
+            "delta.typeChanges": [{"fromType": "short", "toType": "integer"}, {"fromType": "integer", "toType": "long"}]
+        },
+    }
+    assert alter_column_type(log, "s", "long") is None  # already that type: nothing committed
+
+
+@pytest.mark.parametrize(
+    ("column", "new_type"),
+    [("i", "short"), ("f", "integer"), ("d", "timestamp"), ("m", "decimal(6,4)"), ("arr.element", "string")],
+)
+def test_narrowing_or_unsupported_change_leaves_the_table_untouched(tmp_path: Path, column: str, new_type: str) -> None:
+    log = create(str(tmp_path / "t"))
+    before = log.update().metadata.schema_string
+    with pytest.raises(UnsupportedTypeChangeError, match="cannot change the type"):
+        alter_column_type(log, column, new_type)
+    snap = log.update()
+    assert snap.version == 0 and snap.metadata.schema_string == before
+
+
+def test_widening_needs_the_table_property(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"), enable=False)
+    with pytest.raises(UnsupportedTypeChangeError, match=r"delta\.enableTypeWidening"):
+        alter_column_type(log, "i", "long")
+    assert log.update().version == 0
+
+
+def test_unknown_column_is_refused(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"))
+    with pytest.raises(UnsupportedTypeChangeError, match="does not exist"):
+        alter_column_type(log, "nope", "long")
+
+
+def test_nested_changes_carry_their_field_path() -> None:
+    old = {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "e",
+                "type": {
+                    "type": "array",
+                    "elementType": {
+                        "type": "map",
+                        "keyType": "string",
+                        "valueType": "decimal(6,2)",
+                        "valueContainsNull": True,
+                    },
+                    "containsNull": True,
+                },
+                "nullable": True,
+                "metadata": {},
+            },
+            {
+                "name": "st",
+                "type": {
+                    "type": "struct",
+                    "fields": [{"name": "x", "type": "float", "nullable": True, "metadata": {}}],
+                },
+                "nullable": True,
+                "metadata": {},
+            },
+        ],
+    }
+    new = json.loads(json.dumps(old).replace("decimal(6,2)", "decimal(10,4)").replace('"float"', '"double"'))
+    recorded = record_type_changes(new, old)
+    e, st = recorded["fields"]
+    # the PROTOCOL's example: a map value nested in an array
+    assert e["metadata"]["delta.typeChanges"] == [
+        {"fromType": "decimal(6,2)", "toType": "decimal(10,4)", "fieldPath": "element.value"}
+    ]
+    assert "delta.typeChanges" not in st["metadata"]
+    assert st["type"]["fields"][0]["metadata"] == {"delta.typeChanges": [{"fromType": "float", "toType": "double"}]}
+    check_type_changes_readable(recorded)
+
+
+def test_unreadable_recorded_change_is_reported() -> None:
+    schema = {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "a",
+                "type": "integer",
+                "nullable": True,
+                "metadata": {"delta.typeChanges": [{"fromType": "long", "toType": "integer"}]},
+            }
+        ],
+    }
+    with pytest.raises(UnsupportedTypeChangeError, match="long -> integer"):
+        check_type_changes_readable(schema)
+
+
+def test_merge_schema_widening_needs_the_property() -> None:
+    table = {"type": "struct", "fields": [{"name": "a", "type": "integer", "nullable": True, "metadata": {}}]}
+    data = {"type": "struct", "fields": [{"name": "a", "type": "long", "nullable": True, "metadata": {}}]}
+    assert widen_for_schema_evolution(table, data, {}) == table
+    widened = widen_for_schema_evolution(table, data, {"delta.enableTypeWidening": "true"})
+    assert widened["fields"][0]["type"] == "long"
+    assert widened["fields"][0]["metadata"] == {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}
+    # integer -> double is an ALTER-only widening: a write leaves the table type alone
+    doubles = {"type": "struct", "fields": [{"name": "a", "type": "double", "nullable": True, "metadata": {}}]}
+    assert widen_for_schema_evolution(table, doubles, {"delta.enableTypeWidening": "true"}) == table
+
+
+def test_deltars_refuses_the_reader_feature_it_lacks(tmp_path: Path) -> None:
+    """delta-rs (1.x) does not implement the typeWidening reader feature: it refuses the
+    table rather than misreading it (our readers are checked in tests/spark)."""
+    uri = str(tmp_path / "t")
+    build(uri)
+    with pytest.raises(Exception, match=r"(?i)typeWidening"):
+        deltalake.QueryBuilder().register("t", deltalake.DeltaTable(uri)).execute("select * from t").read_all()
+
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "type-widening"
+
+
+def golden_copy(tmp_path: Path) -> str:
+    """A writable copy of Delta's ``type-widening`` golden table (preview feature)."""
+    import shutil
+
+    target = tmp_path / "golden"
+    shutil.copytree(GOLDEN, target)
+    return str(target)
+
+
+def test_widening_a_delta_written_preview_table_keeps_its_history(tmp_path: Path) -> None:
+    from deltalog.txn.delta_log import DeltaLog
+
+    log = DeltaLog.for_table(golden_copy(tmp_path))
+    before = _field(log, "decimal_decimal_same_scale")
+    assert before["metadata"] == {
+        "delta.typeChanges": [{"toType": "decimal(20,2)", "fromType": "decimal(10,2)", "tableVersion": 2}]
+    }
+    version = alter_column_type(log, "decimal_decimal_same_scale", "decimal(22,2)")
+    assert version == 3
+    after = _field(log, "decimal_decimal_same_scale")
+    assert after["type"] == "decimal(22,2)"
+    assert after["metadata"]["delta.typeChanges"] == [  # type: ignore[index]
+        {"toType": "decimal(20,2)", "fromType": "decimal(10,2)", "tableVersion": 2},
+        {"fromType": "decimal(20,2)", "toType": "decimal(22,2)", "tableVersion": 3},  # preview readers need it
+    ]
+    assert _field(log, "int_long")["metadata"] == {
+        "delta.typeChanges": [{"toType": "long", "fromType": "integer", "tableVersion": 2}]
+    }
+    check_type_changes_readable(json.loads(log.update().metadata.schema_string))
+    with pytest.raises(UnsupportedTypeChangeError):
+        alter_column_type(log, "date_timestamp_ntz", "date")
+
+
+def test_columns_read_by_constraints_or_generated_columns_keep_their_type(tmp_path: Path) -> None:
+    import uuid
+
+    from deltalog.txn.commands.type_widening import _check_dependent_expressions
+    from deltalog.txn.commit.operations import CreateTable
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.actions import Metadata
+    from tests.features.widening_tables import SCHEMA
+
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    txn = log.start_transaction()
+    config = {"delta.enableTypeWidening": "true", "delta.constraints.positive": "i > 0 AND s < 100"}
+    txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=json.dumps(SCHEMA), configuration=config))
+    txn.commit([], CreateTable(properties=config))
+    with pytest.raises(UnsupportedTypeChangeError, match="CHECK constraint"):
+        alter_column_type(log, "i", "long")
+    assert log.update().version == 0
+    alter_column_type(log, "f", "double")  # not read by the constraint
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "d", "type": "date", "nullable": True, "metadata": {}},
+            {
+                "name": "y",
+                "type": "integer",
+                "nullable": True,
+                "metadata": {"delta.generationExpression": "YEAR(`d`) + 1"},
+            },
+        ],
+    }
+    metadata = Metadata(id="x", schema_string=json.dumps(schema))
+    with pytest.raises(UnsupportedTypeChangeError, match="generated column"):
+        _check_dependent_expressions(metadata, schema, ["d"])
+    _check_dependent_expressions(metadata, schema, ["y"])
+
+
+def test_spark_read_schemas_refuse_unreadable_type_changes() -> None:
+    """Both Spark read paths take their schema from ``logical_schema`` (Delta checks in
+    ``DeltaParquetFileFormat``: ``TypeWidening.assertTableReadable``)."""
+    from deltalog.contrib.spark.logical_schema import logical_schema as _logical_schema
+
+    change = {"fromType": "string", "toType": "long"}
+    field = {"name": "a", "type": "long", "nullable": True, "metadata": {"delta.typeChanges": [change]}}
+    with pytest.raises(UnsupportedTypeChangeError, match="string -> long"):
+        _logical_schema({"type": "struct", "fields": [field]})
+    field["metadata"] = {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}
+    assert _logical_schema({"type": "struct", "fields": [field]})["fields"][0]["type"] == "long"
+
+
+def test_optimize_rewrites_old_files_in_the_wider_types(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.commands.optimize import optimize
+    from tests.features.widening_tables import NEW_ARROW, expected_rows
+
+    uri = str(tmp_path / "t")
+    log = build(uri)
+    assert optimize(log).num_files_removed == 2
+    (only,) = log.update().files
+    table = pq.read_table(f"{uri}/{only.path}")
+    assert table.schema.equals(NEW_ARROW)  # no file is left in the old types
+    assert sorted(table.to_pylist(), key=lambda r: r["id"]) == expected_rows()
+    assert json.loads(only.stats or "{}")["minValues"]["d"] == "2024-01-02T00:00:00.000"
+
+
+def test_widening_racing_an_append(tmp_path: Path) -> None:
+    """An append planned before a widening commits after it: Delta's conflict rule for a
+    metadata change (the append read the old schema) fails the append; a new append works
+    (its int32 file is read as the wider type)."""
+    from deltalog.errors import MetadataChangedError
+    from deltalog.txn.commit.operations import Write
+    from tests.features.widening_tables import OLD_ARROW, OLD_ROWS, write_file
+
+    log = create(str(tmp_path / "t"))
+    append = log.start_transaction()
+    add = write_file(log, OLD_ROWS, OLD_ARROW)
+    alter_column_type(log, "i", "long")
+    with pytest.raises(MetadataChangedError):
+        append.commit([add], Write())
+    log.start_transaction().commit([write_file(log, OLD_ROWS, OLD_ARROW)], Write())
+    assert _field(log, "i")["type"] == "long" and log.update().num_files == 1

@@ -1,0 +1,124 @@
+"""Type widening and liquid clustering from Spark: DeltaTable.alterColumnType, automatic
+widening on a mergeSchema write, and files written before a widening read by the Python
+data source and by the native scan with the same rows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.features.widening_tables import build, expected_rows
+from tests.spark.helpers import commits
+
+pytestmark = pytest.mark.spark
+
+
+def _both_paths(spark, path, order="id"):
+    from deltalog.contrib.spark import read_table
+
+    python = [r.asDict(recursive=True) for r in read_table(spark, path, native=False).orderBy(order).collect()]
+    native = [r.asDict(recursive=True) for r in read_table(spark, path, native=True).orderBy(order).collect()]
+    assert python == native
+    return python
+
+
+# (tmp_path, not table_path: delta-rs 1.x refuses the typeWidening reader feature)
+def test_files_written_before_a_widening_read_as_the_wider_type(spark, tmp_path):
+    table_path = str(tmp_path / "t")
+    build(table_path)
+    assert _both_paths(spark, table_path) == expected_rows()
+
+
+def test_alter_column_type_and_merge_schema_widening(spark, tmp_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.errors import UnsupportedTypeChangeError
+
+    table_path = str(tmp_path / "t")
+    table = (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("id", "long")
+        .addColumn("a", "int")
+        .addColumn("b", "short")
+        .property("delta.enableTypeWidening", "true")
+        .execute()
+    )
+    spark.sql("select 1L as id, 5 as a, cast(2 as short) as b").write.format("deltalog").mode("append").save(table_path)
+    table.alterColumnType("a", "bigint")
+    with pytest.raises(UnsupportedTypeChangeError):
+        table.alterColumnType("a", "int")
+    big = spark.sql("select 2L as id, 5000000000L as a, 70000 as b")
+    with pytest.raises(Exception, match="short in the table"):  # without mergeSchema: no widening
+        big.write.format("deltalog").mode("append").save(table_path)
+    big.write.format("deltalog").mode("append").option("mergeSchema", "true").save(table_path)
+    schema = json.loads(next(a["metaData"] for a in commits(table_path)[-1] if "metaData" in a)["schemaString"])
+    fields = {f["name"]: f for f in schema["fields"]}
+    assert fields["a"]["metadata"] == {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}
+    assert fields["b"]["type"] == "integer"
+    assert fields["b"]["metadata"] == {"delta.typeChanges": [{"fromType": "short", "toType": "integer"}]}
+    assert _both_paths(spark, table_path) == [{"id": 1, "a": 5, "b": 2}, {"id": 2, "a": 5000000000, "b": 70000}]
+
+
+def test_clustered_table_from_the_builder_optimized_by_spark_tasks(spark, table_path):
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.delta_log import DeltaLog
+
+    table = (
+        DeltaTable.create(spark).location(table_path).addColumn("x", "long").addColumn("y", "long").clusterBy("x", "y")
+    ).execute()
+    # one append, four tasks: four unclustered files, each spanning the whole square
+    spark.range(0, 1600, numPartitions=4).selectExpr("(id * 37) % 400 as x", "(id * 91) % 400 as y").write.format(
+        "deltalog"
+    ).mode("append").save(table_path)
+    log = DeltaLog.for_table(table_path)
+    assert all(f.clustering_provider is None for f in log.update().files)
+    total = sum(f.size for f in log.update().files)
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(total // 4))
+    try:
+        table.optimize().executeCompaction()
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+    files = log.update().files
+    assert len(files) > 1 and all(f.clustering_provider == "liquid" for f in files)
+    widths = [json.loads(f.stats)["maxValues"]["x"] - json.loads(f.stats)["minValues"]["x"] for f in files]
+    assert max(widths) < 399  # no file spans the whole range of x any more
+    info = next(a["commitInfo"] for a in commits(table_path)[-1] if "commitInfo" in a)
+    assert info["operationParameters"]["clusterBy"] == '["x","y"]'
+    created = next(a["commitInfo"] for a in commits(table_path)[0] if "commitInfo" in a)
+    assert created["operationParameters"]["clusterBy"] == '["x","y"]'
+    rows = _both_paths(spark, table_path, order=["x", "y"])
+    assert len(rows) == 1600
+    # table_path's teardown checks delta-rs reads the clustered table too
+
+
+def test_delta_written_widened_table_reads_and_takes_appends(spark, tmp_path):
+    """Delta's golden ``type-widening`` table: the row written before the widening reads as
+    the wider types on both paths; deltalog widens further and appends."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from deltalog.contrib.spark import DeltaTable
+    from tests.features.test_type_widening import golden_copy
+
+    path = golden_copy(tmp_path)
+    old, new = _both_paths(spark, path, order="int_long")
+    assert (old["byte_long"], old["int_long"], old["int_double"]) == (1, 2, 7.0)
+    assert old["date_timestamp_ntz"] == dt.datetime(2024, 9, 9)
+    assert old["long_decimal"] == Decimal("4.0")
+    assert new["int_long"] > 2**31
+    DeltaTable.forPath(spark, path).alterColumnType("decimal_decimal_same_scale", "decimal(22,2)")
+    spark.createDataFrame([new]).selectExpr(
+        *[
+            f"cast(`{c}` as {t}) as `{c}`" if c != "int_long" else "cast(3 as long) as int_long"
+            for c, t in _types(spark, path)
+        ]
+    ).write.format("deltalog").mode("append").save(path)
+    rows = _both_paths(spark, path, order="int_long")
+    assert [r["int_long"] for r in rows] == [2, 3, new["int_long"]]
+
+
+def _types(spark, path):
+    from deltalog.contrib.spark import read_table
+
+    return [(f.name, f.dataType.simpleString()) for f in read_table(spark, path, native=False).schema.fields]
