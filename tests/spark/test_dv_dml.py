@@ -246,3 +246,28 @@ def test_partitioned_table_delete_and_update_with_deletion_vectors(spark, table_
     assert len(_parquet_files(table_path) - before) == 2  # the updated rows, one file per partition
     rows = [(i, p, "upd" if i < 4 else v) for i, p, v in data if not (p == "a" and i > 10)]
     _all_readers_agree(spark, table_path, pd.DataFrame([(i, v) for i, _, v in rows], columns=["id", "v"]))
+
+
+def test_deletion_vectors_on_a_column_mapped_table(spark, table_path):
+    """Databricks' default: column mapping (name) and deletion vectors on one table. DELETE,
+    UPDATE and MERGE mark rows by their Parquet positions and write new rows with physical
+    names; every reader sees logical names and the same rows."""
+    from deltalog.contrib.spark import DeltaTable
+
+    expected = _dv_table(spark, table_path, **{"delta.columnMapping.mode": "name"})
+    fields = json.loads(next(a for a in commits(table_path)[0] if "metaData" in a)["metaData"]["schemaString"])
+    assert all(f["metadata"]["delta.columnMapping.physicalName"].startswith("col-") for f in fields["fields"])
+    table = DeltaTable.forPath(spark, table_path)
+    before = _parquet_files(table_path)
+    table.delete("id = 3 or id = 25")
+    assert _parquet_files(table_path) == before  # no data file written
+    expected = expected[~expected.id.isin([3, 25])]
+    table.update("id = 12", {"v": "'twelve'"})
+    expected.loc[expected.id == 12, "v"] = "twelve"
+    source = spark.createDataFrame([(30, "thirty"), (99, "new")], "id long, v string")
+    table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    expected.loc[expected.id == 30, "v"] = "thirty"
+    expected = pd.concat([expected, pd.DataFrame([(99, "new")], columns=["id", "v"])])
+    _all_readers_agree(spark, table_path, expected)
+    _, adds, _ = _last_commit(table_path)
+    assert any(a.get("deletionVector") for a in adds)  # the matched target row is marked, not copied
