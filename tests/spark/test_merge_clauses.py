@@ -282,3 +282,30 @@ def test_a_merge_without_clauses_is_refused_before_it_opens_a_transaction():
     # neither the table nor the source is touched: the MERGE is refused as written
     with pytest.raises(DeltaAnalysisError, match="at least one"):
         DeltaMergeBuilder(None, None, "t.id = s.id").execute()  # type: ignore[arg-type]
+
+
+def test_merge_writes_one_file_per_touched_partition(spark, table_path):
+    """Delta's ``merge.repartitionBeforeWrite`` (on by default): the MERGE's output is
+    repartitioned by the partition columns, so each touched partition gets one new file
+    rather than one per shuffle task; turned off, the shuffle tasks each write theirs."""
+    from deltalog.contrib.spark import DeltaTable
+
+    data = [(i, f"p{i % 2}", i) for i in range(40)]
+    spark.createDataFrame(spark.sparkContext.parallelize(data, 4), "id long, p string, v long").write.format(
+        "deltalog"
+    ).mode("append").option("partitionBy", "p").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame([(i, f"p{i % 2}", -i) for i in range(0, 40, 3)], "id long, p string, v long")
+
+    def merge() -> list[dict[str, Any]]:
+        table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+        return [a["add"] for a in commits(table_path)[-1] if "add" in a]
+
+    adds = merge()
+    assert sorted(a["partitionValues"]["p"] for a in adds) == ["p0", "p1"]
+    assert sorted(rows(table.toDF(), ["id"]).v) == sorted(-i if i % 3 == 0 else i for i in range(40))
+    spark.conf.set("spark.databricks.delta.merge.repartitionBeforeWrite.enabled", "false")
+    try:
+        assert len(merge()) > 2  # each shuffle task wrote its own file per partition
+    finally:
+        spark.conf.unset("spark.databricks.delta.merge.repartitionBeforeWrite.enabled")

@@ -50,7 +50,7 @@ from deltalog.contrib.spark.generated import prepare_merge_assignments, recomput
 from deltalog.contrib.spark.tablelog import start_transaction
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from deltalog.contrib.spark.tables import DeltaTable
     from deltalog.txn.commit.operations import Merge
@@ -480,7 +480,7 @@ class DeltaMergeBuilder:
             else:
                 out = out.drop(CDC_TYPE_COLUMN)
             out = recompute_generated(out, plan.txn.snapshot.metadata, plan.assigned)
-            lines = write_dataframe(out, self._table._checked_spec(plan.txn, out))
+            lines = self._write(plan, out)
         finally:
             joined.unpersist()
         return lines, counts, marks
@@ -592,6 +592,18 @@ class DeltaMergeBuilder:
         version = self._table._commit_rewrite(plan.txn, touched.files, lines, self._operation(metrics))
         log.info("MERGE committed version %d (%s)", version, metrics)
 
+    def _write(self, plan: _MergePlan, out: DataFrame) -> list[str]:
+        """Write the MERGE's rows; on a partitioned table first repartitioned by the partition
+        columns (Delta's ``merge.repartitionBeforeWrite.enabled``, on by default), so each
+        touched partition gets about one file instead of one per shuffle task."""
+        from pyspark.sql import functions as F
+
+        partitions = list(plan.txn.snapshot.metadata.partition_columns)
+        conf = _conf(self._table._spark, "spark.databricks.delta.merge.repartitionBeforeWrite.enabled", "true")
+        if partitions and conf.strip().lower() != "false":
+            out = out.repartition(*[F.col(f"`{c}`") for c in partitions])
+        return write_dataframe(out, self._table._checked_spec(plan.txn, out))
+
     def _insert_only(self, plan: _MergePlan) -> None:
         """Only ``whenNotMatchedInsert*`` clauses: write ``source LEFT ANTI JOIN target`` through
         the first insert clause whose condition holds, and commit only adds (Delta's
@@ -616,7 +628,7 @@ class DeltaMergeBuilder:
             values.append(v.otherwise(F.lit(None)).cast(plan.types[col]).alias(col))
         out = recompute_generated(rows.select(*values), plan.txn.snapshot.metadata, plan.assigned)
         scanned = time.perf_counter()
-        lines = write_dataframe(out, self._table._checked_spec(plan.txn, out))
+        lines = self._write(plan, out)
         adds, _ = file_actions(lines)
         if not adds:
             log.info("MERGE inserted no rows; nothing committed")
@@ -689,3 +701,8 @@ def chain_value(acc: Column | None, when: Column, value: Column) -> Column:
     from pyspark.sql import functions as F
 
     return F.when(when, value) if acc is None else acc.when(when, value)
+
+
+def _conf(spark: SparkSession, key: str, default: str) -> str:
+    value = spark.conf.get(key, default)
+    return default if value is None else str(value)
