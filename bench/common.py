@@ -363,3 +363,20 @@ def local_spark(**conf: str) -> Any:
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
+
+
+def run_script(path: str, *args: str) -> Any:
+    """Run the benchmark script ``path`` with ``args`` in a fresh Python process (its own
+    Spark session), with this repository on ``PYTHONPATH``, and return the JSON object it
+    prints last."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pythonpath = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    proc = subprocess.run(
+        [sys.executable, os.path.abspath(path), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=3600,
+        env={**os.environ, "PYTHONPATH": pythonpath},
+    )
+    return json.loads(proc.stdout[proc.stdout.index("{") :])

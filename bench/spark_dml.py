@@ -140,15 +140,11 @@ SIZES = {"small": (50_000, 20, 1), "full": (10_000_000, 1000, 3)}
 
 def run(size: str) -> list[object]:
     """Run this script in a fresh process (its own Spark session)."""
-    import subprocess
-
+    from bench.common import run_script
     from bench.report import Result
 
     rows, files, repeat = SIZES[size]
-    script = os.path.abspath(__file__)
-    args = [sys.executable, script, "--rows", str(rows), "--files", str(files), "--repeat", str(repeat)]
-    proc = subprocess.run(args, capture_output=True, text=True, check=True, timeout=3600)
-    data = json.loads(proc.stdout[proc.stdout.index("{") :])
+    data = run_script(__file__, "--rows", str(rows), "--files", str(files), "--repeat", str(repeat))
     merge, optimize = data["merge"], data["optimize"]
     return [
         Result(

@@ -138,19 +138,11 @@ SIZES = {"small": (200_000, 2), "full": (1_000_000, 3)}
 def run(size: str) -> list[object]:
     """Run this script in a fresh process (its own Spark session); the baseline is the
     copy-on-write DELETE on the same table (delta-rs writes no deletion vectors)."""
-    import subprocess
-
+    from bench.common import run_script
     from bench.report import Result
 
     rows, repeat = SIZES[size]
-    proc = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--rows", str(rows), "--repeat", str(repeat)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=3600,
-    )
-    data = json.loads(proc.stdout[proc.stdout.index("{") :])
+    data = run_script(__file__, "--rows", str(rows), "--repeat", str(repeat))
     return [
         Result(
             WORKLOADS[0],

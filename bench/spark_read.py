@@ -245,36 +245,11 @@ SIZES = {"small": (200_000, 1, 20_000), "full": (10_000_000, 3, 100_000)}
 def run(size: str) -> list[object]:
     """Run this script in a fresh process (its own Spark session) and report each query's
     ratio to ``spark.read.parquet`` on the same files."""
-    import subprocess
-
+    from bench.common import run_script
     from bench.report import Result
 
     rows, repeat, planning_files = SIZES[size]
-    proc = subprocess.run(
-        [
-            sys.executable,
-            os.path.abspath(__file__),
-            "--rows",
-            str(rows),
-            "--repeat",
-            str(repeat),
-            "--planning-files",
-            str(planning_files),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=3600,
-        env={
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(
-                p
-                for p in (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH"))
-                if p
-            ),
-        },
-    )
-    data = json.loads(proc.stdout[proc.stdout.index("{") :])
+    data = run_script(__file__, "--rows", str(rows), "--repeat", str(repeat), "--planning-files", str(planning_files))
     note = f"{rows:,} rows in 10 files, best of {repeat}, planning included, vs spark.read.parquet on the same files"
     out: list[object] = [
         Result(

@@ -130,19 +130,11 @@ SIZES = {"small": (200_000, 2), "full": (5_000_000, 3)}
 def run(size: str) -> list[object]:
     """Run this script in a fresh process (its own Spark session) and report the ratio to
     ``df.write.parquet`` (delta-rs has no Spark writer, so plain Parquet is the baseline)."""
-    import subprocess
-
+    from bench.common import run_script
     from bench.report import Result
 
     rows, repeat = SIZES[size]
-    proc = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--rows", str(rows), "--repeat", str(repeat)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=3600,
-    )
-    data = json.loads(proc.stdout[proc.stdout.index("{") :])
+    data = run_script(__file__, "--rows", str(rows), "--repeat", str(repeat))
     return [
         Result(
             WORKLOADS[0],
