@@ -35,7 +35,14 @@ from deltalog.txn.commit.commit_errors import commit_certainly_failed
 from deltalog.txn.commit.operations import Clone
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.log.deletion_vectors import dv_absolute_path
-from deltalog.txn.protocol.actions import AddFile, DeletionVectorDescriptor, Metadata, decode_path, encode_path
+from deltalog.txn.protocol.actions import (
+    AddFile,
+    DeletionVectorDescriptor,
+    Metadata,
+    decode_path,
+    encode_path,
+    is_absolute_path,
+)
 from deltalog.txn.protocol.errors import DeltaLogError
 
 if TYPE_CHECKING:
@@ -70,14 +77,9 @@ class CloneResult:
     metrics: dict[str, str] = field(default_factory=dict)
 
 
-def _is_absolute(path: str) -> bool:
-    decoded = decode_path(path)
-    return "://" in decoded or decoded.startswith("/")
-
-
 def _absolute_uri(table_uri: str, path: str) -> str:
     """An action path made absolute against its table, still URI-encoded as actions are."""
-    if _is_absolute(path):
+    if is_absolute_path(path):
         return path
     return f"{encode_path(table_uri.rstrip('/'))}/{path}"
 
@@ -113,7 +115,7 @@ class _Copy:
 def _deep(source_uri: str, target_uri: str, add: AddFile, copies: list[_Copy]) -> AddFile:
     """The target's add for ``add``, recording the copies it needs."""
     relative = decode_path(add.path)
-    if _is_absolute(add.path):
+    if is_absolute_path(add.path):
         relative = f"{uuid.uuid4().hex[:8]}-{relative.rstrip('/').rsplit('/', 1)[-1]}"
         source_file = decode_path(add.path)
     else:

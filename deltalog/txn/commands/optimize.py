@@ -65,7 +65,7 @@ from deltalog.txn.commit.operations import Optimize, Reorg
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS, open_data_file
 from deltalog.txn.log.deletion_vectors import read_deletion_vector
 from deltalog.txn.protocol import row_tracking
-from deltalog.txn.protocol.actions import Action, AddFile, decode_path, encode_path
+from deltalog.txn.protocol.actions import Action, AddFile, absolute_path, encode_path
 from deltalog.txn.protocol.clustering import CLUSTERING_PROVIDER
 from deltalog.txn.protocol.column_mapping import physical_arrow_schema
 from deltalog.txn.protocol.errors import DeltaLogError
@@ -156,13 +156,6 @@ def describe_filters(where: Sequence[PartitionFilter] | None) -> list[str]:
         rendered = f"'{value}'" if isinstance(value, str) else repr(value)
         out.append(f"({column} {op.upper() if op.isalpha() or ' ' in op else op} {rendered})")
     return out
-
-
-def _absolute(table_uri: str, path: str) -> str:
-    decoded = decode_path(path)
-    if "://" in decoded or decoded.startswith("/"):
-        return decoded
-    return f"{table_uri}/{decoded}"
 
 
 def _bins(files: Sequence[AddFile], target: int, min_files: int) -> list[list[AddFile]]:
@@ -352,7 +345,7 @@ class _Compactor:
         return partition_directory(self.spec.partition_columns, logical)
 
     def _batches(self, f: AddFile, formats: list[tuple[str, set[str]]]) -> Any:
-        uri = _absolute(self.spec.table_uri, f.path)
+        uri = absolute_path(self.spec.table_uri, f.path)
         deleted = None
         if f.deletion_vector is not None:
             deleted = read_deletion_vector(self.store, self.spec.table_uri, f.deletion_vector)
@@ -545,7 +538,7 @@ def discard_bin_outputs(spec: CompactionSpec, bins: Sequence[tuple[Sequence[AddF
 def _delete_data_file(store: LogStore, table_uri: str, rel: str) -> None:
     """Delete a file this run wrote (never committed)."""
     try:
-        store.filesystem().delete_file(store.fs_path(_absolute(table_uri, rel)))
+        store.filesystem().delete_file(store.fs_path(absolute_path(table_uri, rel)))
     except FileNotFoundError:
         pass
 

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.commit.operations import Restore
-from deltalog.txn.protocol.actions import Action, AddFile, decode_path
+from deltalog.txn.protocol.actions import Action, AddFile, absolute_path
 from deltalog.txn.protocol.errors import DeltaLogError
 
 if TYPE_CHECKING:
@@ -72,13 +72,6 @@ class RestoreResult:
         }
 
 
-def _absolute(table_uri: str, path: str) -> str:
-    decoded = decode_path(path)
-    if "://" in decoded or decoded.startswith("/"):
-        return decoded
-    return f"{table_uri}/{decoded}"
-
-
 def _missing(delta_log: DeltaLog, files: list[AddFile]) -> list[str]:
     import pyarrow.fs as pafs
 
@@ -86,7 +79,7 @@ def _missing(delta_log: DeltaLog, files: list[AddFile]) -> list[str]:
         return []
     store = delta_log.store
     fs = store.filesystem()
-    uris = [_absolute(delta_log.table_uri, f.path) for f in files]
+    uris = [absolute_path(delta_log.table_uri, f.path) for f in files]
     missing = []
     for start in range(0, len(uris), 1000):
         chunk = uris[start : start + 1000]

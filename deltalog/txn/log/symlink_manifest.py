@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from deltalog.txn.protocol.actions import Action, decode_path
+from deltalog.txn.protocol.actions import Action, absolute_path
 from deltalog.txn.protocol.errors import UnsupportedFeatureError
 from deltalog.txn.protocol.partition_paths import partition_directory
 
@@ -26,13 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["MANIFEST_DIR", "generate_symlink_manifest"]
 
 MANIFEST_DIR = "_symlink_format_manifest"
-
-
-def _absolute(table_uri: str, path: str) -> str:
-    decoded = decode_path(path)
-    if "://" in decoded or decoded.startswith("/"):
-        return decoded
-    return f"{table_uri}/{decoded}"
 
 
 def generate_symlink_manifest(
@@ -52,7 +45,7 @@ def generate_symlink_manifest(
     columns = tuple(snapshot.metadata.partition_columns)
     by_dir: dict[str, list[str]] = defaultdict(list)
     for f in files:
-        by_dir[partition_directory(columns, f.partition_values)].append(_absolute(delta_log.table_uri, f.path))
+        by_dir[partition_directory(columns, f.partition_values)].append(absolute_path(delta_log.table_uri, f.path))
 
     store = delta_log.store
     fs = store.filesystem()

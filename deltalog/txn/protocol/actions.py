@@ -60,6 +60,19 @@ def decode_path(path: str) -> str:
     return unquote(path)
 
 
+def is_absolute_path(path: str) -> bool:
+    """Whether an action's path names its file absolutely (a URI or a ``/`` path, as a
+    shallow clone's adds do) rather than relative to the table root."""
+    decoded = decode_path(path)
+    return "://" in decoded or decoded.startswith("/")
+
+
+def absolute_path(table_uri: str, path: str) -> str:
+    """The file an action's path names, decoded: under the table root unless absolute."""
+    decoded = decode_path(path)
+    return decoded if is_absolute_path(path) else f"{table_uri}/{decoded}"
+
+
 def _drop_none(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 

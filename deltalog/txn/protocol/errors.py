@@ -126,6 +126,8 @@ class InvalidSchemaChangeError(DeltaLogError, ValueError):
 class ColumnMappingRequiredError(InvalidSchemaChangeError):
     """Renaming or dropping a column needs column mapping (``delta.columnMapping.mode`` =
     ``name``): without it, data files find columns by name."""
+
+
 class RowTrackingError(DeltaLogError):
     """Row ids cannot be assigned or read as PROTOCOL "Row Tracking" requires (a new file
     without ``numRecords``, a hand-made high-water mark, contradictory properties)."""
