@@ -48,6 +48,7 @@ from deltalog.txn.protocol.actions import (
 )
 from deltalog.txn.protocol.arrow_build import empty_table, false_array
 from deltalog.txn.protocol.errors import CorruptLogError
+from deltalog.txn.protocol.file_names import SIDECAR_DIR
 
 __all__ = ["READ_BATCH_ROWS", "CheckpointContents", "CheckpointFiles", "read_checkpoint", "sidecar_uri"]
 
@@ -235,7 +236,7 @@ def sidecar_uri(log_uri: str, path: str) -> str:
     """Where a sidecar lives: relative names are under ``_delta_log/_sidecars/``."""
     if "://" in path or path.startswith("/"):
         return decode_path(path)
-    return f"{log_uri}/_sidecars/{decode_path(path)}"
+    return f"{log_uri}/{SIDECAR_DIR}/{decode_path(path)}"
 
 
 # a field every action of the column has: a row group whose chunk of it is all null holds

@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from deltalog.txn.log.log_segment import parse_listing
-from deltalog.txn.protocol.file_names import file_version, listing_prefix, log_path
+from deltalog.txn.protocol.file_names import SIDECAR_DIR, file_version, listing_prefix, log_path
 
 if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
@@ -117,7 +117,7 @@ def cleanup_unreferenced_sidecars(dlog: SnapshotManagement, *, now_ms: int | Non
     now = int(time.time() * 1000) if now_ms is None else now_ms
     keep_after = cleanup_cutoff(now, 24 * 3600 * 1000)
     try:
-        sidecars = list(dlog.store.list_from(f"{dlog.log_uri}/_sidecars/0"))
+        sidecars = list(dlog.store.list_from(f"{dlog.log_uri}/{SIDECAR_DIR}/0"))
     except FileNotFoundError:
         return 0
     old = [s for s in sidecars if s.modification_time < keep_after]
