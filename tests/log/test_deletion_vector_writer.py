@@ -243,3 +243,57 @@ def test_two_deletes_marking_the_same_file_conflict(tmp_path: Path) -> None:
         first.commit(mine.actions, Delete(["id = 1"]))
     mine.writer.discard()
     assert read_ids(log) == [0, 1, *range(3, 10)] == _deltars_ids(uri)
+
+
+def test_deleting_more_rows_of_a_delta_spark_dv_table(tmp_path: Path) -> None:
+    """Delta's golden table with deletion vectors written by Delta Spark (and a checkpoint):
+    deltalog merges new deleted rows into Delta Spark's DVs, and delta-rs, a fresh deltalog
+    reader and the checkpoint path all see the same rows."""
+    import shutil
+
+    import deltalake
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.protocol.actions import absolute_path
+
+    golden = Path(__file__).parent / "golden" / "dv-partitioned-with-checkpoint"
+    uri = str(tmp_path / "t")
+    shutil.copytree(golden, uri)
+    log = DeltaLog.for_table(uri)
+
+    def live_rows(log: DeltaLog) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        for f in log.update().files:
+            data = pq.read_table(log.store.fs_path(absolute_path(log.table_uri, f.path)))
+            deleted = (
+                set()
+                if f.deletion_vector is None
+                else set(read_deletion_vector(log.store, log.table_uri, f.deletion_vector).to_pylist())
+            )
+            part = int(f.partition_values["part"] or 0)
+            out += [(part, v) for i, v in enumerate(data.column("col1").to_pylist()) if i not in deleted]
+        return sorted(out)
+
+    def delta_rs_rows() -> list[tuple[int, int]]:
+        result = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(uri)).execute("select part, col1 from t")
+        table = pa.table(result.read_all())
+        return sorted(zip(table.column("part").to_pylist(), table.column("col1").to_pylist()))
+
+    before = live_rows(log)
+    assert before == delta_rs_rows()
+    with_dv = next(f for f in log.update().files if f.deletion_vector is not None)
+    data = pq.read_table(log.store.fs_path(absolute_path(log.table_uri, with_dv.path)))
+    already = set(read_deletion_vector(log.store, uri, with_dv.deletion_vector).to_pylist())  # type: ignore[arg-type]
+    victim = next(i for i in range(data.num_rows) if i not in already)
+    _delete(log, {with_dv.path: [victim]})
+
+    (after,) = [f for f in log.update().files if f.path == with_dv.path]
+    assert after.deletion_vector is not None
+    assert after.deletion_vector.cardinality == with_dv.deletion_vector.cardinality + 1  # type: ignore[union-attr]
+    part = int(with_dv.partition_values["part"] or 0)
+    expected = sorted([*before])
+    expected.remove((part, data.column("col1")[victim].as_py()))
+    assert live_rows(DeltaLog.for_table(uri)) == expected == delta_rs_rows()
+    log.checkpoint()
+    assert live_rows(DeltaLog.for_table(uri)) == expected
