@@ -193,16 +193,7 @@ def checksum_for_commit(
         counts = None
     if counts is None:
         counts = (snapshot.num_files, snapshot.size_in_bytes)
-    metadata = snapshot.metadata
-    return VersionChecksum(
-        table_size_bytes=counts[1],
-        num_files=counts[0],
-        metadata=metadata,
-        protocol=snapshot.protocol,
-        txn_id=txn_id,
-        in_commit_timestamp=_in_commit_timestamp(actions, metadata),
-        domain_metadata=_live_domains(snapshot),
-    )
+    return _checksum(snapshot, actions, counts, txn_id)
 
 
 def derive_checksum(previous: VersionChecksum, snapshot: Snapshot, actions: Sequence[Action]) -> VersionChecksum | None:
@@ -212,13 +203,20 @@ def derive_checksum(previous: VersionChecksum, snapshot: Snapshot, actions: Sequ
     if counts is None:
         return None
     info = next((a for a in actions if isinstance(a, CommitInfo)), None)
+    return _checksum(snapshot, actions, counts, None if info is None else info.txn_id)
+
+
+def _checksum(
+    snapshot: Snapshot, actions: Sequence[Action], counts: tuple[int, int], txn_id: str | None
+) -> VersionChecksum:
+    """The checksum of ``snapshot`` with its (file count, table size) ``counts``."""
     metadata = snapshot.metadata
     return VersionChecksum(
         table_size_bytes=counts[1],
         num_files=counts[0],
         metadata=metadata,
         protocol=snapshot.protocol,
-        txn_id=None if info is None else info.txn_id,
+        txn_id=txn_id,
         in_commit_timestamp=_in_commit_timestamp(actions, metadata),
         domain_metadata=_live_domains(snapshot),
     )
