@@ -304,8 +304,19 @@ def test_merge_writes_one_file_per_touched_partition(spark, table_path):
     adds = merge()
     assert sorted(a["partitionValues"]["p"] for a in adds) == ["p0", "p1"]
     assert sorted(rows(table.toDF(), ["id"]).v) == sorted(-i if i % 3 == 0 else i for i in range(40))
-    spark.conf.set("spark.databricks.delta.merge.repartitionBeforeWrite.enabled", "false")
+    # Turned off, the join's own partitioning decides: a sort-merge join over 4 shuffle partitions,
+    # none coalesced or broadcast, so the number of output tasks does not depend on file packing.
+    settings = {
+        "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.adaptive.enabled": "false",
+        "spark.sql.autoBroadcastJoinThreshold": "-1",
+    }
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     try:
         assert len(merge()) > 2  # each shuffle task wrote its own file per partition
     finally:
-        spark.conf.unset("spark.databricks.delta.merge.repartitionBeforeWrite.enabled")
+        for key, value in before.items():
+            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
