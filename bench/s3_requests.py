@@ -5,8 +5,11 @@
 Both engines append one row (one Parquet file plus one commit) to an already loaded table
 on the same moto server, through a counting proxy on 127.0.0.1. The workload's number is
 the requests on ``_delta_log`` (the commit protocol), whose floor is one LIST to learn
-the latest version plus one conditional PUT of the commit; the notes give every request
-by method, the Parquet upload included (pyarrow's S3 output stream uses a multipart
+the latest version plus one conditional PUT of the commit. deltalog's post-commit
+checksum file (``N.crc``, one PUT; Delta Spark writes it too, delta-rs does not) is a
+post-commit step like a checkpoint, counted apart in the notes (turned off with
+``deltalog.writeChecksumFile.enabled=false``). The notes give every request by method,
+the Parquet upload included (pyarrow's S3 output stream uses a multipart
 upload: POST, PUT, POST). Table setup and loading are not counted.
 """
 
@@ -39,11 +42,14 @@ def _row(i: int) -> Any:
 
 
 def _counted(proxy: Any, since: int) -> Counter[str]:
-    """Requests since ``since`` by method, and ``log`` / ``log METHOD`` for ``_delta_log``."""
+    """Requests since ``since`` by method, ``log`` / ``log METHOD`` for the commit protocol
+    on ``_delta_log``, and ``crc METHOD`` for the post-commit checksum file ``N.crc``."""
     counts: Counter[str] = Counter()
     for method, path in proxy.requests[since:]:
         counts[method] += 1
-        if "_delta_log" in path:
+        if "_delta_log" in path and path.split("?")[0].endswith(".crc"):
+            counts[f"crc {method}"] += 1
+        elif "_delta_log" in path:
             counts["log"] += 1
             counts[f"log {method}"] += 1
     return counts
@@ -102,7 +108,9 @@ def _deltars_appends(uri: str, options: dict[str, str], proxy: Any, n: int) -> l
 def _summary(per_append: list[Counter[str]]) -> dict[str, float]:
     keys = sorted({k for c in per_append for k in c})
     out = {k: float(statistics.median(c.get(k, 0) for c in per_append)) for k in keys}
-    out["total"] = float(statistics.median(sum(v for k, v in c.items() if not k.startswith("log")) for c in per_append))
+    out["total"] = float(
+        statistics.median(sum(v for k, v in c.items() if not k.startswith(("log", "crc"))) for c in per_append)
+    )
     out.setdefault("log", 0.0)
     return out
 
@@ -139,8 +147,9 @@ def run(size: str) -> list[Result]:
 
     def methods(d: dict[str, float]) -> str:
         log = ", ".join(f"{k[4:]} {v:g}" for k, v in d.items() if k.startswith("log "))
-        every = ", ".join(f"{k} {v:g}" for k, v in d.items() if not k.startswith("log") and k != "total")
-        return f"log: {log}; all: {every} (total {d['total']:g})"
+        crc = ", ".join(f"{k[4:]} {v:g}" for k, v in d.items() if k.startswith("crc ")) or "none"
+        every = ", ".join(f"{k} {v:g}" for k, v in d.items() if not k.startswith(("log", "crc")) and k != "total")
+        return f"log: {log}; post-commit .crc: {crc}; all: {every} (total {d['total']:g})"
 
     return [
         Result(

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from deltalog.logstores.local import LocalLogStore
+from deltalog.txn.commit.operations import SetTableProperties, Write
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.log.checksum import (
     VersionChecksum,
@@ -141,3 +142,55 @@ def test_protocol_feature_order_does_not_matter(tmp_path: Path) -> None:
     crc = replace(checksum_for_commit(snap, [], None), protocol=Protocol(1, 7, None, ("invariants", "appendOnly")))
     write_checksum(LocalLogStore(), f"{table}/_delta_log", 0, crc)
     assert DeltaLog.for_table(table).update().checksum_from_log
+
+
+def _table_with_checkpoint_and_no_crc(tmp_path: Path) -> str:
+    """A table whose files are read from a checkpoint and that has no ``.crc`` at all (as
+    tables written by delta-rs or by deltalog before checksums)."""
+    table = _table(tmp_path)
+    DeltaLog.for_table(table).checkpoint()
+    for crc in (Path(table) / "_delta_log").glob("*.crc"):
+        crc.unlink()
+    return table
+
+
+def test_a_commit_never_loads_the_files_to_write_its_checksum(tmp_path: Path) -> None:
+    """Without a previous checksum to derive from, a commit whose snapshot's files are not
+    in memory writes no ``.crc`` rather than reading the whole state (a 1M-file table's
+    first append in each process would pay a full state load)."""
+    table = _table_with_checkpoint_and_no_crc(tmp_path)
+    log = DeltaLog.for_table(table)
+    before = log.update()
+    assert not before.files_loaded and before.checksum is None
+    log.start_transaction().commit([add("d", size=7)], Write())
+    after = log.snapshot()
+    assert after.version == 2 and not before.files_loaded and not after.files_loaded
+    assert not _crc(table, 2).exists()
+
+
+def test_the_checkpoint_restarts_the_checksum_chain(tmp_path: Path) -> None:
+    """The checkpoint hook streams every file action anyway: it writes the ``.crc`` the
+    commit could not derive, and the commits after it derive theirs from it."""
+    table = _table_with_checkpoint_and_no_crc(tmp_path)
+    log = DeltaLog.for_table(table)
+    txn = log.start_transaction()
+    txn.update_metadata(replace(txn.metadata, configuration={"delta.checkpointInterval": "3"}))
+    txn.commit([], SetTableProperties({"delta.checkpointInterval": "3"}))
+    assert not _crc(table, 2).exists()
+    log.start_transaction().commit([add("d", size=7)], Write())  # version 3: a checkpoint is due
+    log.start_transaction().commit([add("e", size=9)], Write())
+    assert _crc(table, 3).exists() and _crc(table, 4).exists()
+    fresh = DeltaLog.for_table(table).update()
+    assert fresh.checksum is not None and (fresh.checksum.num_files, fresh.checksum.table_size_bytes) == (
+        fresh.num_files,
+        fresh.size_in_bytes,
+    )
+
+
+def test_writing_checksums_can_be_turned_off(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    log = DeltaLog.for_table(table, {"spark.databricks.delta.writeChecksumFile.enabled": "false"})
+    log.start_transaction().commit([add("d", size=7)], Write())
+    assert not _crc(table, 2).exists()
+    DeltaLog.for_table(table).start_transaction().commit([add("e", size=7)], Write())
+    assert _crc(table, 3).exists()

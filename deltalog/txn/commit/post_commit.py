@@ -1,6 +1,7 @@
 """What runs after a version is committed: Delta's ``postCommit`` and post-commit hooks.
 
-In order: a checkpoint when one is due (every ``delta.checkpointInterval`` versions, and
+In order: a checkpoint when one is due (with the version's ``.crc`` from the counts it
+streamed, when the commit could not derive one) (every ``delta.checkpointInterval`` versions, and
 on each commit while the newest checkpoint is that far behind, with a warning), the
 expired-log cleanup behind it, the symlink manifest when
 ``delta.compatibility.symlinkFormatManifest.enabled`` is on and files changed, then the
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from deltalog.txn.log.checkpoint_lag import checkpoint_due, warn_if_checkpoints_behind
 from deltalog.txn.log.checkpoint_writer import write_checkpoint
+from deltalog.txn.log.checksum import record_checkpoint_checksum
 from deltalog.txn.log.cleanup import cleanup_expired_logs
 from deltalog.txn.log.symlink_manifest import generate_symlink_manifest
 from deltalog.txn.protocol.actions import Action, AddFile, RemoveFile
@@ -46,7 +48,7 @@ def run_post_commit(
     what the commit wrote); returns the time they took in milliseconds."""
     start = time.perf_counter()
     if settings.post_commit_checkpoint and version > 0 and snapshot.version == version:
-        _checkpoint_if_due(delta_log, version, snapshot)
+        _checkpoint_if_due(delta_log, version, snapshot, actions, settings)
     all_hooks = list(hooks)
     if _symlink_manifest_enabled(snapshot) and any(isinstance(a, (AddFile, RemoveFile)) for a in actions):
         all_hooks.insert(0, generate_symlink_manifest)
@@ -56,12 +58,26 @@ def run_post_commit(
     return (time.perf_counter() - start) * 1000
 
 
-def _checkpoint_if_due(delta_log: SnapshotManagement, version: int, snapshot: Snapshot) -> None:
-    """Checkpoint when due, warn while checkpoints stay behind, then clean up expired logs."""
+def _checkpoint_if_due(
+    delta_log: SnapshotManagement,
+    version: int,
+    snapshot: Snapshot,
+    actions: Sequence[Action],
+    settings: EngineSettings,
+) -> None:
+    """Checkpoint when due (and write the version's missing ``.crc`` from what the
+    checkpoint counted), warn while checkpoints stay behind, then clean up expired logs."""
     interval = snapshot.properties.checkpoint_interval
     if interval <= 0 or not checkpoint_due(delta_log, snapshot, interval):
         return
-    _run_hook("checkpoint", lambda: write_checkpoint(delta_log, snapshot), version)
+
+    def checkpoint() -> None:
+        result = write_checkpoint(delta_log, snapshot)
+        if settings.write_checksum_file:
+            counts = (result.num_add_files, result.table_size_bytes)
+            record_checkpoint_checksum(delta_log.store, delta_log.log_uri, snapshot, actions, counts)
+
+    _run_hook("checkpoint", checkpoint, version)
     warn_if_checkpoints_behind(delta_log, snapshot, interval)
     if snapshot.properties.enable_expired_log_cleanup:
         _run_hook("expired log cleanup", lambda: cleanup_expired_logs(delta_log, snapshot), version)

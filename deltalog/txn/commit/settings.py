@@ -8,6 +8,7 @@
 | ``operation_metrics_enabled`` | ``spark.databricks.delta.history.metricsEnabled`` | true |
 | ``backoff_base_ms`` / ``backoff_max_ms`` | (deltalog) retry backoff with jitter | 2 / 500 |
 | ``post_commit_checkpoint`` | (deltalog) checkpoint every ``delta.checkpointInterval`` | true |
+| ``write_checksum_file`` | ``spark.databricks.delta.writeChecksumFile.enabled`` | true |
 
 Each can be given as an option ``deltalog.<name>`` (e.g. ``deltalog.maxCommitAttempts``) or
 under Delta's name, in the storage options of ``DeltaLog.for_table``.
@@ -45,7 +46,14 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "backoff_base_ms": ("deltalog.commit.backoffBaseMs",),
     "backoff_max_ms": ("deltalog.commit.backoffMaxMs",),
     "post_commit_checkpoint": ("deltalog.postCommitCheckpoint.enabled",),
+    "write_checksum_file": (
+        "deltalog.writeChecksumFile.enabled",
+        "spark.databricks.delta.writeChecksumFile.enabled",
+    ),
 }
+
+
+_FLAGS = ("commit_info_enabled", "operation_metrics_enabled", "post_commit_checkpoint", "write_checksum_file")
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,8 @@ class EngineSettings:
     backoff_base_ms: float = 2.0
     backoff_max_ms: float = 500.0
     post_commit_checkpoint: bool = True
+    #: write ``N.crc`` after each commit (see :mod:`deltalog.txn.log.checksum`)
+    write_checksum_file: bool = True
     engine_info: str = ""
     on_commit_stats: Callable[[CommitStats], None] | None = None
 
@@ -82,7 +92,7 @@ class EngineSettings:
                     values[attr] = int(raw)
                 elif attr in ("backoff_base_ms", "backoff_max_ms"):
                     values[attr] = float(raw)
-                elif attr in ("commit_info_enabled", "operation_metrics_enabled", "post_commit_checkpoint"):
+                elif attr in _FLAGS:
                     values[attr] = raw.strip().lower() in ("1", "true", "yes", "on")
                 else:
                     values[attr] = raw

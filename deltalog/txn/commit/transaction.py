@@ -884,7 +884,7 @@ class OptimisticTransaction:
         stats.version = result.version
         self.delta_log.install_snapshot(result.snapshot)
         self.post_commit_snapshot = result.snapshot
-        if result.pre_commit is not None:
+        if result.pre_commit is not None and self.settings.write_checksum_file:
             record_commit_checksum(
                 self.delta_log.store,
                 self.delta_log.log_uri,

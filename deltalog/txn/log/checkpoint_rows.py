@@ -110,7 +110,10 @@ class CheckpointResult:
     paths: tuple[str, ...]
     num_actions: int
     num_add_files: int
+    #: the checkpoint's own size
     size_in_bytes: int
+    #: the table's size: the sum of the add actions' sizes it holds
+    table_size_bytes: int = 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -481,6 +484,8 @@ class FileActionCounts:
     """What :func:`file_action_batches` streamed."""
 
     adds: int = 0
+    #: the sum of the adds' ``size``
+    table_size_bytes: int = 0
 
 
 def file_action_batches(
@@ -491,6 +496,7 @@ def file_action_batches(
     for adds, removes in snapshot.file_batches():
         for chunk in _slices(adds, BATCH_ROWS):
             counts.adds += chunk.num_rows
+            counts.table_size_bytes += int(pc.sum(chunk.column("size")).as_py() or 0)
             yield _file_batch(schema, "add", converter.convert(chunk))
         del adds
         if removes.num_rows:

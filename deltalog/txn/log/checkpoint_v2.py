@@ -65,8 +65,8 @@ def _stat(dlog: SnapshotManagement, uri: str) -> tuple[int, int]:
 
 def _write_sidecars(
     dlog: SnapshotManagement, snapshot: Snapshot, now: int, converter: AddConverter, rows_per_file: int | None
-) -> tuple[list[Sidecar], list[str], int, int]:
-    """Stream the file actions into sidecar files; (sidecars, their URIs, adds, actions)."""
+) -> tuple[list[Sidecar], list[str], FileActionCounts, int]:
+    """Stream the file actions into sidecar files; (sidecars, their URIs, what was streamed, actions)."""
     schema = pa.schema([pa.field("add", converter.add_type), pa.field("remove", REMOVE)])
     sidecar_dir = log_path(dlog.log_uri, SIDECAR_DIR)
     fs = dlog.store.filesystem()
@@ -105,7 +105,7 @@ def _write_sidecars(
     for uri in uris:
         size, mtime = _stat(dlog, uri)
         sidecars.append(Sidecar(uri.rsplit("/", 1)[1], size, mtime))
-    return sidecars, uris, counts.adds, written
+    return sidecars, uris, counts, written
 
 
 def write_v2_checkpoint(
@@ -121,7 +121,7 @@ def write_v2_checkpoint(
         raise ValueError(f"a V2 checkpoint is 'parquet' or 'json', not {fmt!r}")
     base_schema = checkpoint_schema(snapshot, True)
     converter = AddConverter(snapshot, base_schema)
-    sidecars, sidecar_uris, num_adds, file_actions = _write_sidecars(
+    sidecars, sidecar_uris, counts, file_actions = _write_sidecars(
         dlog, snapshot, now, converter, part_size if part_size and part_size > 0 else None
     )
     name = v2_checkpoint_file(snapshot.version, fmt)
@@ -135,7 +135,7 @@ def write_v2_checkpoint(
         version=snapshot.version,
         size=top_actions + file_actions,
         size_in_bytes=size + sum(s.size_in_bytes for s in sidecars),
-        num_of_add_files=num_adds,
+        num_of_add_files=counts.adds,
         v2_checkpoint={"path": name, "sizeInBytes": size, "modificationTime": mtime},
     )
     publish_checkpoint(dlog, snapshot, info, sidecar_uris)
@@ -147,7 +147,9 @@ def write_v2_checkpoint(
         len(sidecars),
         file_actions,
     )
-    return CheckpointResult(snapshot.version, (uri, *sidecar_uris), top_actions + file_actions, num_adds, size)
+    uris = (uri, *sidecar_uris)
+    actions = top_actions + file_actions
+    return CheckpointResult(snapshot.version, uris, actions, counts.adds, size, counts.table_size_bytes)
 
 
 def _write_json_top_level(

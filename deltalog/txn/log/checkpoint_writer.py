@@ -164,4 +164,4 @@ def _publish(
         written,
         num_parts,
     )
-    return CheckpointResult(snapshot.version, tuple(uris), written, counts.adds, size)
+    return CheckpointResult(snapshot.version, tuple(uris), written, counts.adds, size, counts.table_size_bytes)

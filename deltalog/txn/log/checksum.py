@@ -48,6 +48,7 @@ __all__ = [
     "checksum_mismatches",
     "derive_checksum",
     "read_checksum",
+    "record_checkpoint_checksum",
     "record_commit_checksum",
     "validate_checksum",
     "write_checksum",
@@ -276,21 +277,73 @@ def record_commit_checksum(
     txn_id: str | None = None,
 ) -> VersionChecksum | None:
     """Write the ``.crc`` of the version ``snapshot`` just committed with ``actions``
-    (``before``: the snapshot it was committed on, whose checksum, or else the previous
-    version's ``.crc``, seeds the counts). Never raises: a failure is logged and the
+    (``before``: the snapshot it was committed on). The counts are derived from the
+    previous version's checksum (``before``'s, or else its ``.crc``) and the actions, or
+    counted from files already in memory; a commit never reads the table's files for it:
+    without either, no ``.crc`` is written for this version (the next checkpoint writes one,
+    see :func:`record_checkpoint_checksum`). Never raises: a failure is logged and the
     commit stands. The checksum is kept on ``snapshot`` to seed the next commit's."""
     version = snapshot.version
     try:
-        previous = None
-        if version > 0:
-            if before is not None and before.version == version - 1 and before.checksum is not None:
-                previous = before.checksum
-            else:
-                previous = read_checksum(store, log_uri, version - 1)
-        checksum = checksum_for_commit(snapshot, actions, previous, txn_id)
+        counts = _commit_counts(store, log_uri, snapshot, actions, before)
     except Exception:
         log.warning("failed to compute the checksum of version %d of %s", version, log_uri, exc_info=True)
         return None
-    write_checksum(store, log_uri, version, checksum)
+    if counts is None:
+        log.info(
+            "no checksum for version %d of %s: version %d has none to derive it from and the "
+            "table's files are not in memory (the next checkpoint writes one)",
+            version,
+            log_uri,
+            version - 1,
+        )
+        return None
+    return _record(store, log_uri, snapshot, _checksum(snapshot, actions, counts, txn_id))
+
+
+def record_checkpoint_checksum(
+    store: LogStore, log_uri: str, snapshot: Snapshot, actions: Sequence[Action], counts: tuple[int, int]
+) -> VersionChecksum | None:
+    """Write the ``.crc`` of ``snapshot`` (committed with ``actions``) from the file count
+    and table size a checkpoint of it just streamed, when the commit could not derive one:
+    the commits after it derive theirs from it again. Never raises."""
+    if snapshot.checksum is not None:
+        return None
+    info = next((a for a in actions if isinstance(a, CommitInfo)), None)
+    checksum = _checksum(snapshot, actions, counts, None if info is None else info.txn_id)
+    return _record(store, log_uri, snapshot, checksum)
+
+
+def _record(store: LogStore, log_uri: str, snapshot: Snapshot, checksum: VersionChecksum) -> VersionChecksum:
+    write_checksum(store, log_uri, snapshot.version, checksum)
     snapshot.checksum = checksum
     return checksum
+
+
+def _commit_counts(
+    store: LogStore, log_uri: str, snapshot: Snapshot, actions: Sequence[Action], before: Snapshot | None
+) -> tuple[int, int] | None:
+    """(numFiles, tableSizeBytes) at ``snapshot`` without reading its files: derived from
+    the version before, else counted when the files are in memory; None otherwise."""
+    previous = _previous_counts(store, log_uri, snapshot.version, before)
+    counts = None if previous is None else _incremental_counts(previous, actions)
+    if counts is None and snapshot.files_in_memory:
+        counts = (snapshot.num_files, snapshot.size_in_bytes)
+    return counts
+
+
+def _previous_counts(store: LogStore, log_uri: str, version: int, before: Snapshot | None) -> tuple[int, int] | None:
+    """(numFiles, tableSizeBytes) of ``version - 1``, when known without reading its files:
+    ``before``'s checksum or in-memory files, else the ``.crc`` file (not read when the
+    listing ``before`` came from showed there is none)."""
+    if version == 0:
+        return 0, 0
+    if before is not None and before.version == version - 1:
+        if before.checksum is not None:
+            return before.checksum.num_files, before.checksum.table_size_bytes
+        if before.files_in_memory:
+            return before.num_files, before.size_in_bytes
+        if before.listed_without_checksum:
+            return None
+    previous = read_checksum(store, log_uri, version - 1)
+    return None if previous is None else (previous.num_files, previous.table_size_bytes)

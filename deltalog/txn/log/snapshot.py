@@ -106,6 +106,18 @@ class Snapshot:
         """Whether the file actions are in memory (else they are read on first use)."""
         return "_files" in self.__dict__ or (self._base is self._state and not self._pending)
 
+    @property
+    def files_in_memory(self) -> bool:
+        """Whether the file actions can be had without reading anything (loaded, or in-memory
+        commits still to be merged), so counting them costs no I/O."""
+        return self.files_loaded or isinstance(self._base, LogState)
+
+    @property
+    def listed_without_checksum(self) -> bool:
+        """Whether this snapshot was loaded from a listing that showed no ``.crc`` for its
+        version (so there is none to read)."""
+        return self.segment is not None and self.segment.checksum is None
+
     # -- protocol and metadata --------------------------------------------------------
 
     def _require(self) -> None:
