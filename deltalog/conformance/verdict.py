@@ -45,6 +45,7 @@ CONSEQUENCES: dict[str, str] = {
     "checkpoints": "the table would never get a checkpoint: reads replay the whole log, cleanup never runs",
     "checkpoint_v2_sidecars": "V2-checkpoint tables would never get a checkpoint",
     "log_cleanup": "the log would grow forever",
+    "checksum_files": "version checksums (N.crc) would be overwritten or fail: readers validate snapshots against them",
     "data_file_ranged_reads": "Parquet data files and checkpoints could not be read",
     "data_file_deletes": "VACUUM could not delete data files",
     "partition_value_names": "partitions whose values Delta escapes would be lost",

@@ -211,6 +211,13 @@ class LogStore(ABC):
 
     # -- beyond Delta's contract: what the engine needs for cleanup and data files -------
 
+    def write_auxiliary(self, path: str, lines: Iterable[str]) -> None:
+        """Write a log file that readers do without when it is missing, empty or unreadable
+        (the version checksum ``N.crc``), never overwriting: as :meth:`write` with
+        ``overwrite=False``, except that a store may skip work that only makes the file
+        survive a crash (the local store does not ``fsync`` it)."""
+        self.write(path, lines, overwrite=False)
+
     def delete(self, path: str) -> None:
         """Delete one file; a missing file is not an error."""
         import pyarrow.fs as pafs

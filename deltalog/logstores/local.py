@@ -81,6 +81,17 @@ class LocalLogStore(LogStore):
         return lines()
 
     def write(self, path: str, lines: Iterable[str], overwrite: bool = False) -> None:
+        self._write(path, lines, overwrite, durable=True)
+
+    def write_auxiliary(self, path: str, lines: Iterable[str]) -> None:
+        # a checksum lost or emptied by a crash is ignored by readers: no fsync for it
+        # (a subclass that replaces ``write`` keeps its own way of writing)
+        if type(self).write is not LocalLogStore.write:
+            self.write(path, lines, overwrite=False)
+            return
+        self._write(path, lines, False, durable=False)
+
+    def _write(self, path: str, lines: Iterable[str], overwrite: bool, durable: bool) -> None:
         target = local_path(path)
         directory = os.path.dirname(target)
         if not overwrite and os.path.lexists(target):
@@ -101,7 +112,8 @@ class LocalLogStore(LogStore):
                         size = 0
                 handle.write(b"".join(buffer))
                 handle.flush()
-                os.fsync(handle.fileno())
+                if durable:
+                    os.fsync(handle.fileno())
             if overwrite:
                 os.replace(temp, target)
             else:
@@ -117,7 +129,8 @@ class LocalLogStore(LogStore):
                             "with a lock instead (fsspec+file:// with lock=redis://...)"
                         ) from exc
                     raise
-            _fsync_dir(directory)
+            if durable:
+                _fsync_dir(directory)
         finally:
             try:
                 os.unlink(temp)

@@ -44,6 +44,13 @@ class CheckThenPutStore(MemoryLogStore):
         super().write(path, content, overwrite=True)
 
 
+class OverwritingChecksumStore(LocalLogStore):
+    """Commits safely, but writes checksum files with a plain overwrite."""
+
+    def write_auxiliary(self, path: str, lines: Iterable[str]) -> None:
+        self.write(path, lines, overwrite=True)
+
+
 class UnsortedStore(MemoryLogStore):
     def list_from(self, path: str) -> Iterator[FileStatus]:
         return iter(sorted(super().list_from(path), key=lambda s: s.name.lower(), reverse=True))
@@ -116,6 +123,12 @@ CASES = [
             "put_if_absent_threads": "writers all succeeded",
         },
         id="check-then-put-races",
+    ),
+    pytest.param(
+        OverwritingChecksumStore,
+        ["checksum_files", "overwrite_false_raises"],
+        {"checksum_files": "write_auxiliary overwrote an existing checksum file"},
+        id="overwriting-checksums",
     ),
     pytest.param(
         UnsortedStore,

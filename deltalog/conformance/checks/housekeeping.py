@@ -1,4 +1,4 @@
-"""Missing files, deletes and path resolution."""
+"""Missing files, deletes, path resolution and checksum files."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from deltalog.conformance.check import Check, expect
 from deltalog.conformance.context import CheckContext
 from deltalog.conformance.result import CheckFailed
 from deltalog.logstores.base import split_uri
+from deltalog.logstores.errors import FileAlreadyExistsError
 
 __all__ = ["CHECKS"]
 
@@ -60,8 +61,29 @@ def resolve_path_idempotent(ctx: CheckContext) -> str:
     return f"resolve_path gives {split_uri(resolved)[0]}://... and is idempotent; both forms name one file"
 
 
+def checksum_files(ctx: CheckContext) -> str:
+    """``write_auxiliary``, which the engine writes ``N.crc`` with after each commit."""
+    uri = ctx.uri("00000000000000000003.crc")
+    ctx.store.write_auxiliary(uri, ['{"numFiles":1}'])
+    expect(ctx.read(uri) == ['{"numFiles":1}'], f"write_auxiliary wrote {ctx.read(uri)!r}")
+    try:
+        ctx.store.write_auxiliary(uri, ['{"numFiles":2}'])
+    except FileAlreadyExistsError:
+        pass
+    except Exception as exc:
+        raise CheckFailed(
+            f"a second write_auxiliary of an existing file raised {type(exc).__name__}: {exc} "
+            "instead of FileAlreadyExistsError"
+        ) from None
+    else:
+        raise CheckFailed("write_auxiliary overwrote an existing checksum file; it must never overwrite")
+    expect(ctx.read(uri) == ['{"numFiles":1}'], f"the refused write changed the file: {ctx.read(uri)!r}")
+    return "write_auxiliary writes a checksum file and never overwrites one"
+
+
 CHECKS = (
     Check("read_missing_file", "reading a missing file raises FileNotFoundError", read_missing_file),
     Check("delete_files", "delete removes a file; deleting a missing file is not an error", delete_files),
     Check("resolve_path_idempotent", "resolve_path is fully qualified and idempotent", resolve_path_idempotent),
+    Check("checksum_files", "write_auxiliary (N.crc) writes and never overwrites", checksum_files),
 )

@@ -135,7 +135,7 @@ def write_checksum(store: LogStore, log_uri: str, version: int, checksum: Versio
     written; a failure is logged, never raised (the commit it describes stands)."""
     path = log_path(log_uri, checksum_file(version))
     try:
-        store.write(path, [checksum.to_json()], overwrite=False)
+        store.write_auxiliary(path, [checksum.to_json()])
     except FileAlreadyExistsError:
         log.info("the checksum file %s exists already; not overwriting it", path)
         return False
