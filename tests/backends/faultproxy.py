@@ -149,6 +149,11 @@ class FaultProxy:
             self.faults.append(fault)
         return fault
 
+    def withdraw(self, fault: Fault) -> None:
+        """Stop applying ``fault`` (its hits so far still count)."""
+        with self._lock:
+            fault.times = fault.hits
+
     def clear(self) -> None:
         with self._lock:
             self.faults.clear()

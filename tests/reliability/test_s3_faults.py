@@ -125,7 +125,9 @@ def _fault_menu(rng: random.Random) -> Fault:
 def test_fault_storm_every_commit_lands_exactly_once(
     table: str, proxy: FaultProxy, reliability_moto: ServerProcess, crash_seed: int
 ) -> None:
-    """Two writers, 30 commits each, a seeded fault before every commit."""
+    """Two writers, 30 commits each, a seeded fault before every commit. A writer's fault
+    that its commit did not meet is withdrawn before the next one, so faults never pile up
+    on one request beyond the retry budget (5 attempts; at most 2 x 2 failures)."""
     rng = random.Random(crash_seed)
     _create(table, reliability_moto.url)
     acked: list[tuple[int, str]] = []
@@ -135,10 +137,13 @@ def test_fault_storm_every_commit_lands_exactly_once(
     def writer(worker: int, seed: int) -> None:
         local = random.Random(seed)
         log = _log(table, proxy.url)
+        pending: Fault | None = None
         try:
             for i in range(30):
                 with faults_lock:
-                    proxy.add(_fault_menu(local))
+                    if pending is not None:
+                        proxy.withdraw(pending)
+                    pending = proxy.add(_fault_menu(local))
                 version, txn_id, _ = _commit(log, f"w{worker}-{i}")
                 with faults_lock:
                     acked.append((version, txn_id))
@@ -156,7 +161,7 @@ def test_fault_storm_every_commit_lands_exactly_once(
     _exactly_once(acked, ids)
     injected = proxy.injected()
     print(f"s3 fault storm: seed={crash_seed} faults injected={injected} commits={len(acked)} lost=0")
-    assert injected >= 60
+    assert injected >= 40  # most commits met their fault (read and list faults may go unmet)
     assert DeltaLog.for_table(table, s3_options(reliability_moto.url)).update().num_files == 60
 
 
