@@ -331,6 +331,26 @@ def test_replay_and_checkpoint_do_not_import_pandas(tmp_path):
     assert out.stdout.startswith("ok ")
 
 
+def test_json_replay_does_not_import_parquet_or_filesystems(tmp_path):
+    """Loading a table without a Parquet checkpoint needs neither ``pyarrow.parquet`` nor
+    ``pyarrow.fs`` (which loads the S3, GCS, Azure and HDFS filesystems, ~9 MB), nor
+    OpenSSL through ``hashlib``: they are imported where a checkpoint is read or written."""
+    t = str(tmp_path)
+    _random_log(t, 10, 3)
+    heavy = ["pyarrow.parquet", "pyarrow.fs", "pyarrow._s3fs", "pyarrow._gcsfs", "pyarrow._azurefs", "hashlib"]
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from deltalog.txn.delta_log import DeltaLog
+        n = DeltaLog.for_table({t!r}).update().files_table.num_rows
+        print("ok", n, [m for m in {heavy!r} if m in sys.modules])
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ok ") and out.stdout.rstrip().endswith("[]"), out.stdout
+
+
 def test_unpartitioned_checkpoint_keeps_empty_partition_values(tmp_path):
     """A map's null count also counts empty maps: empty partitionValues must not be taken
     for an all-null field and come back null."""

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from deltalog.txn.log.checkpoint_reader import CheckpointFiles
 from deltalog.txn.log.last_checkpoint import LastCheckpointInfo, write_last_checkpoint
@@ -33,6 +32,7 @@ from deltalog.txn.protocol.arrow_build import (
     false_array,
     int32_array,
     int64_array,
+    null_array,
     string_array,
     string_scalar,
 )
@@ -65,7 +65,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-BATCH_ROWS = 32_768
+# Rows per record batch, hence per row group, of a written checkpoint: the Parquet writer's
+# and the next reader's scratch memory grow with it (see checkpoint_reader.READ_BATCH_ROWS).
+BATCH_ROWS = 8_192
 
 TXN = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
 METADATA = pa.struct(
@@ -441,7 +443,9 @@ def _combine(col: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 def _file_batch(schema: pa.Schema, column: str, values: pa.Array) -> pa.RecordBatch:
     n = len(values)
-    cols = [values if f.name == column else pa.nulls(n, f.type) for f in schema]
+    # the other action columns are all null: shared zero buffers, not ``pa.nulls``'s
+    # per-child allocations (the remove and metaData structs cost ~100 bytes a row)
+    cols = [values if f.name == column else null_array(n, f.type) for f in schema]
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
@@ -536,6 +540,8 @@ class PartWriter:
     """
 
     def __init__(self, dlog: SnapshotManagement, uri: str, schema: pa.Schema) -> None:
+        import pyarrow.parquet as pq  # not at the top: it imports pyarrow.fs and every cloud filesystem
+
         self.store = dlog.store
         self.uri = uri
         self.fs = self.store.filesystem()
@@ -562,6 +568,8 @@ class PartWriter:
     def write(self, batch: pa.RecordBatch) -> None:
         self.writer.write_batch(batch)
         self.rows += batch.num_rows
+        # hand the encoder's freed pages back now (mimalloc keeps them otherwise)
+        pa.default_memory_pool().release_unused()
 
     def close(self) -> None:
         self.writer.close()

@@ -8,7 +8,6 @@ Reading is forgiving: a missing, empty, unparsable or checksum-mismatching file 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -92,6 +91,8 @@ def _loads_exact(text: str) -> dict[str, Any]:
 def json_checksum(text_or_value: str | dict[str, Any]) -> str:
     """MD5 hex digest of the canonicalized JSON (raises ValueError on duplicate keys)."""
     value = _loads_exact(text_or_value) if isinstance(text_or_value, str) else text_or_value
+    import hashlib  # here: hashlib loads OpenSSL (~3.5 MB); only a _last_checkpoint needs it
+
     return hashlib.md5(canonicalize_json(value).encode("utf-8")).hexdigest()
 
 
