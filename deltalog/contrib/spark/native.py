@@ -505,18 +505,15 @@ def _scan_live_rows(
         FILE_KEY,
         ROW_KEY,
         deleted_words,
-        distinct_size_groups,
         drop_deleted_rows,
+        scan_groups,
     )
 
-    # files without deletion vectors are scanned apart, so they pay nothing for the DVs of
-    # others; files with one in scans where no two share a size (the size names the file)
-    with_dv = sorted(files.deletion_vectors)
+    # a file with a deletion vector is named by its size in its scan (native_dv.scan_groups)
     sizes = [s or 0 for s in files.sizes]  # what the file log hands Spark (_write_file_log)
-    plain = files.subset([i for i in range(len(files)) if i not in files.deletion_vectors])
-    groups = [plain, *(files.subset(g) for g in distinct_size_groups(with_dv, sizes))]
+    groups = [files.subset(g) for g in scan_groups(sizes, files.deletion_vectors.keys())]
     scans = []
-    for group in (g for g in groups if len(g)):
+    for group in groups:
         part = _scan(spark, group, read_schema, hive)
         if join_partitions or positions:
             _check_file_names(spark, part, group)

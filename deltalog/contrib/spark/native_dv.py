@@ -18,7 +18,7 @@ vectors are scanned in groups in which no two files share a size
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from deltalog.logstores.base import LogStore
 
-__all__ = ["FILE_KEY", "ROW_KEY", "deleted_words", "distinct_size_groups", "drop_deleted_rows"]
+__all__ = ["FILE_KEY", "ROW_KEY", "deleted_words", "distinct_size_groups", "drop_deleted_rows", "scan_groups"]
 
 #: The columns a native scan with positions adds from Spark's hidden ``_metadata`` column.
 FILE_KEY = "__deltalog_file"
@@ -58,6 +58,14 @@ def distinct_size_groups(indexes: Sequence[int], sizes: Sequence[int]) -> list[l
             groups.append([])
         groups[n].append(i)
     return groups
+
+
+def scan_groups(sizes: Sequence[int], with_dv: Collection[int]) -> list[list[int]]:
+    """The files (indexes into ``sizes``) as scans: those without a deletion vector in one
+    (they pay nothing for the DVs of others: a join probe per row costs more than the
+    second scan), those with one (``with_dv``) in :func:`distinct_size_groups`."""
+    plain = [i for i in range(len(sizes)) if i not in with_dv]
+    return [g for g in (plain, *distinct_size_groups(sorted(with_dv), sizes)) if g]
 
 
 def deleted_words(store: LogStore, table_uri: str, files: Sequence[tuple[int, DeletionVectorDescriptor]]) -> pa.Table:
@@ -89,31 +97,27 @@ def deleted_words(store: LogStore, table_uri: str, files: Sequence[tuple[int, De
 
 def drop_deleted_rows(spark: SparkSession, df: DataFrame, words: pa.Table) -> DataFrame:
     """``df`` (a Parquet scan, with Spark's ``_metadata``, of files no two of one size)
-    without the rows that ``words`` (:func:`deleted_words` of its files) delete."""
+    without the rows that ``words`` (:func:`deleted_words` of its files) delete. Raises
+    :class:`NativeReadUnsupportedError` when ``size * words per file`` overflows a long."""
     from pyspark.sql import functions as F
 
-    row = F.col("_metadata.row_index")
-    word_index = F.shiftright(row, 6)
-    size = F.col("_metadata.file_size")
+    from deltalog.contrib.spark.errors import NativeReadUnsupportedError
+
     if not words.num_rows:
         return df
     span = int(max(words.column(WORD_INDEX).to_pylist())) + 1
-    largest = int(max(words.column(SIZE).to_pylist()))
-    df = df.withColumn(_BIT, row.bitwiseAND(F.lit(63)).cast("int"))
-    if largest * span + span - 1 <= _MAX_LONG:
-        # one long key (size * span + word index): a LongHashedRelation, the fastest probe;
-        # rows past the last word get no key and so no word
-        df = df.withColumn(_KEY, F.when(word_index < span, size * F.lit(span) + word_index))
-        build = pa.table({_KEY: _combined_keys(words, span), WORD: words.column(WORD)})
-        keys = [_KEY]
-    else:
-        df = df.withColumn(SIZE, size).withColumn(WORD_INDEX, word_index)
-        build = words
-        keys = [SIZE, WORD_INDEX]
-    bitmap: Any = spark.createDataFrame(build)
-    joined = df.join(F.broadcast(bitmap), on=keys, how="left")
+    if int(max(words.column(SIZE).to_pylist())) * span + span - 1 > _MAX_LONG:
+        raise NativeReadUnsupportedError("a deletion vector's (file size, row) key overflows a long")
+    row = F.col("_metadata.row_index")
+    word_index = F.shiftright(row, 6)
+    # one long key, size * span + word index (a LongHashedRelation: the fastest probe);
+    # rows past the last word of the bitmaps get no key, so no word
+    key = F.when(word_index < span, F.col("_metadata.file_size") * F.lit(span) + word_index)
+    df = df.select("*", row.bitwiseAND(F.lit(63)).cast("int").alias(_BIT), key.alias(_KEY))
+    bitmap: Any = spark.createDataFrame(pa.table({_KEY: _combined_keys(words, span), WORD: words.column(WORD)}))
+    joined = df.join(F.broadcast(bitmap), on=_KEY, how="left")
     deleted = F.expr(f"shiftright({WORD}, {_BIT}) & 1 = 1")
-    return joined.filter(F.col(WORD).isNull() | ~deleted).drop(*keys, WORD, _BIT)
+    return joined.filter(F.col(WORD).isNull() | ~deleted).drop(_KEY, WORD, _BIT)
 
 
 def _combined_keys(words: pa.Table, span: int) -> pa.Array:
