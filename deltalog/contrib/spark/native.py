@@ -22,7 +22,7 @@ Partition columns come from the log:
 - Any other layout (column mapping's random prefixes, absolute paths, other types): a
   broadcast join of ``_metadata.file_path`` with the files' typed partition values.
 
-Deletion vectors drop rows by ``(_metadata.file_path, _metadata.row_index)``
+Deletion vectors drop rows by their bitmap word, found by ``(_metadata.file_size, _metadata.row_index)``
 (:mod:`~deltalog.contrib.spark.native_dv`). Column mapping reads physical names (or
 Parquet field ids in ``id`` mode, through ``spark.sql.parquet.fieldId.read.enabled``) and
 renames to logical names after the scan. A table this path cannot read correctly falls
