@@ -115,6 +115,42 @@ def test_deletion_vectors(spark: Any, tmp_path: Path) -> None:
     assert "Union" in _plan(native)
 
 
+def test_deletion_vectors_on_files_of_one_size_and_many_bitmap_words(spark: Any, tmp_path: Path) -> None:
+    """Files with deletion vectors are found by their size: files of one size are scanned
+    apart (one without a DV too), and every row's bit (0, 63, past the last deleted row) is
+    read from its own DV."""
+    from deltalog.txn.commit.operations import Write
+    from deltalog.txn.log.deletion_vectors import write_dv_file, z85_encode
+    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
+
+    feature_tables.test_deletion_vectors_on_disk_and_inline(tmp_path)
+    table = tmp_path / "dv"
+    deletes: dict[str, list[int] | None] = {
+        "s0.parquet": [0, 63, 64, 127, 128, 191, 299],
+        "s1.parquet": list(range(0, 300, 3)),
+        "s2.parquet": [1],  # rows past its only word are all live
+        "s3.parquet": [],  # an empty deletion vector
+        "s4.parquet": None,  # no deletion vector
+    }
+    adds, expected = [], []
+    for n, (name, deleted) in enumerate(deletes.items()):
+        ids = range(1000 * (n + 1), 1000 * (n + 1) + 300)
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64())}), table / name, compression="none")
+        dv = None
+        if deleted is not None:
+            blob, [(offset, size, cardinality)] = write_dv_file([deleted])
+            file_uuid = uuid.uuid4()
+            (table / f"deletion_vector_{file_uuid}.bin").write_bytes(blob)
+            dv = DeletionVectorDescriptor("u", z85_encode(file_uuid.bytes), size, cardinality, offset)
+        adds.append(AddFile(name, {}, (table / name).stat().st_size, 1, deletion_vector=dv))
+        expected += [i for row, i in enumerate(ids) if row not in set(deleted or ())]
+    assert len({a.size for a in adds}) == 1  # one size: the scans must not mix them up
+    DeltaLog.for_table(str(table)).start_transaction().commit(adds, Write())
+    native = _same_rows(spark, str(table), ["id"])
+    assert sorted(r.id for r in native.collect()) == sorted([*expected, *({*range(10), *range(100, 109)} - {0, 3, 7})])
+    assert native.filter("id >= 1000").count() == len(expected)
+
+
 def test_column_mapping_by_name(spark: Any, tmp_path: Path) -> None:
     feature_tables.test_column_mapping_name_mode(tmp_path)
     native = _same_rows(spark, str(tmp_path / "cm"), ["id"])

@@ -22,7 +22,7 @@ Partition columns come from the log:
 - Any other layout (column mapping's random prefixes, absolute paths, other types): a
   broadcast join of ``_metadata.file_path`` with the files' typed partition values.
 
-Deletion vectors drop rows by ``(_metadata.file_path, _metadata.row_index)``
+Deletion vectors drop rows by their bitmap word, found by ``(_metadata.file_size, _metadata.row_index)``
 (:mod:`~deltalog.contrib.spark.native_dv`). Column mapping reads physical names (or
 Parquet field ids in ``id`` mode, through ``spark.sql.parquet.fieldId.read.enabled``) and
 renames to logical names after the scan. A table this path cannot read correctly falls
@@ -31,6 +31,7 @@ back to the ``deltalog`` Python data source, with the reason logged at INFO.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -500,28 +501,32 @@ def _scan_live_rows(
     ``positions``, its file and row index in ``FILE_KEY`` and ``ROW_KEY``)."""
     from pyspark.sql import functions as F
 
-    from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY, deleted_rows, drop_deleted_rows
+    from deltalog.contrib.spark.native_dv import (
+        FILE_KEY,
+        ROW_KEY,
+        deleted_words,
+        drop_deleted_rows,
+        scan_groups,
+    )
 
-    # files without deletion vectors are scanned apart, so they pay nothing for the DVs of others
-    with_dv = set(files.deletion_vectors)
-    groups = [files.subset([i for i in range(len(files)) if i not in with_dv]), files.subset(sorted(with_dv))]
+    # a file with a deletion vector is named by its size in its scan (native_dv.scan_groups)
+    sizes = [s or 0 for s in files.sizes]  # what the file log hands Spark (_write_file_log)
+    groups = [files.subset(g) for g in scan_groups(sizes, files.deletion_vectors.keys())]
     scans = []
-    for group in (g for g in groups if len(g)):
+    for group in groups:
         part = _scan(spark, group, read_schema, hive)
-        dvs = [(group.uris[i], dv) for i, dv in sorted(group.deletion_vectors.items())]
-        if dvs or join_partitions or positions:
+        if join_partitions or positions:
             _check_file_names(spark, part, group)
         if join_partitions:
             part = part.withColumn(PARTITION_FILE_KEY, F.col("_metadata.file_path"))
-        if dvs or positions:
+        if positions:
             part = part.withColumn(FILE_KEY, F.col("_metadata.file_path"))
             part = part.withColumn(ROW_KEY, F.col("_metadata.row_index"))
-        if dvs:
-            part = drop_deleted_rows(spark, part, deleted_rows(delta_log.store, delta_log.table_uri, dvs))
-        if dvs and not positions:
-            part = part.drop(FILE_KEY, ROW_KEY)
+        if group.deletion_vectors:
+            dvs = [(group.sizes[i] or 0, dv) for i, dv in sorted(group.deletion_vectors.items())]
+            part = drop_deleted_rows(spark, part, deleted_words(delta_log.store, delta_log.table_uri, dvs))
         scans.append(part)
-    return scans[0] if len(scans) == 1 else scans[0].unionByName(scans[1])
+    return functools.reduce(lambda a, b: a.unionByName(b), scans)
 
 
 def _logical_columns(
