@@ -47,6 +47,7 @@ from deltalog.contrib.spark.errors import DeltaAnalysisError, MergeCardinalityEr
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
 from deltalog.contrib.spark.generated import prepare_merge_assignments, recompute_generated
 from deltalog.contrib.spark.merge_scan import TargetRows, scan_target
+from deltalog.contrib.spark.merge_source import materialized_source
 from deltalog.contrib.spark.merge_write import write_labelled
 from deltalog.contrib.spark.tablelog import start_transaction
 
@@ -330,21 +331,24 @@ class DeltaMergeBuilder:
     def execute(self) -> None:
         """Run the MERGE as one transaction on the table's latest snapshot, in Delta's steps:
         plan (candidate files, schema evolution), pass 1 (find the touched files), pass 2
-        (rewrite them and insert the unmatched source rows), one ``MERGE`` commit."""
+        (rewrite them and insert the unmatched source rows), one ``MERGE`` commit; the source
+        is materialized for the passes (:mod:`~deltalog.contrib.spark.merge_source`)."""
         if not (self._matched or self._not_matched or self._not_matched_by_source):
             raise DeltaAnalysisError(
                 "MERGE needs at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause"
             )
-        plan = self._plan()
-        if not self._matched and not self._not_matched_by_source:
-            self._insert_only(plan)
-            return
-        touched = self._find_touched(plan)
-        if not touched.files and not self._not_matched:
-            log.info("MERGE matched no rows and has no insert clause; nothing committed")
-            return
-        lines, counts, marks = self._rewrite(plan, touched)
-        self._commit(plan, touched, lines, counts, marks)
+        insert_only = not self._matched and not self._not_matched_by_source
+        with materialized_source(self._source, insert_only):
+            plan = self._plan()
+            if insert_only:
+                self._insert_only(plan)
+                return
+            touched = self._find_touched(plan)
+            if not touched.files and not self._not_matched:
+                log.info("MERGE matched no rows and has no insert clause; nothing committed")
+                return
+            lines, counts, marks = self._rewrite(plan, touched)
+            self._commit(plan, touched, lines, counts, marks)
 
     def _plan(self) -> _MergePlan:
         """Open the transaction on the latest snapshot, resolve the clauses' assignments,
@@ -517,12 +521,14 @@ class DeltaMergeBuilder:
         from pyspark.sql import functions as F
 
         talias = plan.target_alias
-        if touched.files:  # read again: just the touched files
+        if not touched.files:
+            rows = plan.target.limit(0)
+        elif len(touched.files) == len(plan.files):  # every candidate is touched: pass 1's scan
+            rows = plan.target
+        else:  # a scan of just the touched files
             scanned = scan_target(self._table._spark, self._table._log, plan.txn.snapshot, touched.files)
             plan.scans.append(scanned)
             rows = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
-        else:
-            rows = plan.target.limit(0)
         joined = rows.join(plan.source, plan.condition, "full_outer" if self._not_matched else "left_outer")
         t_present = F.col(f"{talias}.{_T_PRESENT}").isNotNull()
         s_present = F.col(_S_PRESENT).isNotNull()
