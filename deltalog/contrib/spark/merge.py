@@ -450,10 +450,11 @@ class DeltaMergeBuilder:
 
         file_col = F.col(f"{plan.target_alias}.{FILE_COLUMN}").alias("f")
         row_col = F.col(f"{plan.target_alias}.{ROW_INDEX_COLUMN}").alias("r")
-        if not self._not_matched_by_source:
+        if not self._not_matched_by_source:  # only matched rows: one shuffle, by file, serves both groupings
             return (
                 plan.target.join(plan.source, plan.condition, "inner")
                 .select(file_col, row_col)
+                .repartition("f")
                 .groupBy("f", "r")
                 .agg(F.count(F.lit(1)).alias("count"), F.lit(0).alias("a"))
             )
