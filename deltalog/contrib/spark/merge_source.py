@@ -15,8 +15,10 @@ the source, released when the MERGE ends):
 - ``all``: materialize unless the session already caches the source;
 - ``none``: never.
 
-Where Delta differs: it materializes with ``localCheckpoint`` (it also re-materializes an
-already cached source, since a cached Delta table is not pinned to a version).
+Where Delta differs: it materializes with ``localCheckpoint``; it also re-materializes an
+already cached source (a cached Delta table is not pinned to a version); and ``auto`` skips
+a deterministic source that reads only Delta tables, where deltalog cannot tell a table's
+native scan from a Parquet one, so it materializes it.
 """
 
 from __future__ import annotations
