@@ -320,3 +320,33 @@ def test_merge_writes_one_file_per_touched_partition(spark, table_path):
     finally:
         for key, value in before.items():
             spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+
+
+def test_source_is_evaluated_once_for_all_passes(spark, table_path):
+    """Delta's materializeSource: the pruning ranges, pass 1 and pass 2 read one evaluation of
+    the source (``none`` evaluates it per pass); a cached source is left as the user cached it."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.merge_source import MATERIALIZE_SOURCE
+
+    spark.range(20).withColumn("v", F.lit(0)).write.format("deltalog").mode("append").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    evaluations = spark.sparkContext.accumulator(0)
+
+    def counted(i):  # type: ignore[no-untyped-def]  # no hints: PySpark would read them as a pandas UDF
+        evaluations.add(1)
+        return i
+
+    key = F.udf(counted, "long")
+    source = spark.range(5, 10).select(key("id").alias("id"), F.lit(1).alias("v"))
+    table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+    assert evaluations.value == 5
+    assert not source.is_cached and not source.storageLevel.useMemory  # released after the MERGE
+    spark.conf.set(MATERIALIZE_SOURCE, "none")
+    try:
+        table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+    finally:
+        spark.conf.unset(MATERIALIZE_SOURCE)
+    assert evaluations.value > 10  # once per pass
+    assert rows(table.toDF(), ["id"]).v.tolist() == [0] * 5 + [1] * 5 + [0] * 10

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 from deltalog.contrib.spark.dataframes import (
     FILE_COLUMN,
     ROW_INDEX_COLUMN,
-    files_dataframe,
     nullable_type,
     write_dataframe,
 )
@@ -47,6 +46,9 @@ from deltalog.contrib.spark.dv_dml import (
 from deltalog.contrib.spark.errors import DeltaAnalysisError, MergeCardinalityError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
 from deltalog.contrib.spark.generated import prepare_merge_assignments, recompute_generated
+from deltalog.contrib.spark.merge_scan import TargetRows, scan_target
+from deltalog.contrib.spark.merge_source import materialized_source
+from deltalog.contrib.spark.merge_write import write_labelled
 from deltalog.contrib.spark.tablelog import start_transaction
 
 if TYPE_CHECKING:
@@ -91,6 +93,14 @@ class _MergePlan:
     target: DataFrame  # the candidates' rows, with file, row index and _T_PRESENT columns
     source: DataFrame  # the source's rows, with _S_PRESENT
     condition: Column
+    scans: list[TargetRows]  # the target scans (their file names)
+
+    def log_path(self, name: str) -> str:
+        """The log's path of the file a scan names ``name`` (in its FILE_COLUMN)."""
+        for scan in self.scans:
+            if name in scan.paths:
+                return scan.log_path(name)
+        return self.scans[0].log_path(name)  # raises for an unknown file
 
     def target_value(self, column: str) -> Column:
         """The target row's value of ``column`` (null for a column schema evolution adds)."""
@@ -321,21 +331,24 @@ class DeltaMergeBuilder:
     def execute(self) -> None:
         """Run the MERGE as one transaction on the table's latest snapshot, in Delta's steps:
         plan (candidate files, schema evolution), pass 1 (find the touched files), pass 2
-        (rewrite them and insert the unmatched source rows), one ``MERGE`` commit."""
+        (rewrite them and insert the unmatched source rows), one ``MERGE`` commit; the source
+        is materialized for the passes (:mod:`~deltalog.contrib.spark.merge_source`)."""
         if not (self._matched or self._not_matched or self._not_matched_by_source):
             raise DeltaAnalysisError(
                 "MERGE needs at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause"
             )
-        plan = self._plan()
-        if not self._matched and not self._not_matched_by_source:
-            self._insert_only(plan)
-            return
-        touched = self._find_touched(plan)
-        if not touched.files and not self._not_matched:
-            log.info("MERGE matched no rows and has no insert clause; nothing committed")
-            return
-        lines, counts, marks = self._rewrite(plan, touched)
-        self._commit(plan, touched, lines, counts, marks)
+        insert_only = not self._matched and not self._not_matched_by_source
+        with materialized_source(self._source, insert_only):
+            plan = self._plan()
+            if insert_only:
+                self._insert_only(plan)
+                return
+            touched = self._find_touched(plan)
+            if not touched.files and not self._not_matched:
+                log.info("MERGE matched no rows and has no insert clause; nothing committed")
+                return
+            lines, counts, marks = self._rewrite(plan, touched)
+            self._commit(plan, touched, lines, counts, marks)
 
     def _plan(self) -> _MergePlan:
         """Open the transaction on the latest snapshot, resolve the clauses' assignments,
@@ -371,8 +384,8 @@ class DeltaMergeBuilder:
         files, source_rows = self._candidates(txn, table_columns, table_types)
         if new_columns:
             self._evolve_schema(txn, new_columns)
-        target = files_dataframe(table._spark, table._log, snapshot, files)
-        target = target.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
+        scanned = scan_target(table._spark, table._log, snapshot, files)
+        target = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
         types = {f.name: nullable_type(f.dataType) for f in target.schema.fields}
         types.update({c: nullable_type(self._source.schema[c].dataType) for c in new_columns})
         return _MergePlan(
@@ -389,6 +402,7 @@ class DeltaMergeBuilder:
             target=target,
             source=self._source.withColumn(_S_PRESENT, F.lit(True)),
             condition=_expr(self._condition),
+            scans=[scanned],
         )
 
     def _find_touched(self, plan: _MergePlan) -> _Touched:
@@ -419,7 +433,7 @@ class DeltaMergeBuilder:
                 "to update or delete the matching target row. Preprocess the source to eliminate the possibility of "
                 "multiple matches (e.g. dropDuplicates on the merge keys); nothing was committed."
             )
-        hit = {r["f"] for r in per_file}
+        hit = {plan.log_path(r["f"]) for r in per_file}
         return _Touched(
             files=[f for f in plan.files if f.path in hit],
             paths=hit,
@@ -436,10 +450,11 @@ class DeltaMergeBuilder:
 
         file_col = F.col(f"{plan.target_alias}.{FILE_COLUMN}").alias("f")
         row_col = F.col(f"{plan.target_alias}.{ROW_INDEX_COLUMN}").alias("r")
-        if not self._not_matched_by_source:
+        if not self._not_matched_by_source:  # only matched rows: one shuffle, by file, serves both groupings
             return (
                 plan.target.join(plan.source, plan.condition, "inner")
                 .select(file_col, row_col)
+                .repartition("f")
                 .groupBy("f", "r")
                 .agg(F.count(F.lit(1)).alias("count"), F.lit(0).alias("a"))
             )
@@ -459,20 +474,33 @@ class DeltaMergeBuilder:
         that acts on it, written as new files (with change data when the table records it).
         Returns the written files' action lines, the number of rows per clause label, and on
         a table with deletion vectors the positions of the target rows a clause updates or
-        deletes (they are marked deleted; unchanged rows are not copied)."""
+        deletes (they are marked deleted; unchanged rows are not copied).
+
+        Without deletion vectors and change data, one job writes the rows and counts them
+        per label (:func:`~deltalog.contrib.spark.merge_write.write_labelled`); otherwise the
+        joined rows are cached, counted, and read again for the positions and change rows."""
         from pyspark.sql import functions as F
 
         joined = self._labelled_rows(plan, touched)
         act = F.col(_ACTION)
         values = self._new_values(plan, act)
+        with_dv = writes_deletion_vectors(self._table._spark, plan.txn.snapshot, "merge")
+        if not with_dv and not plan.txn.snapshot.properties.enable_change_data_feed:
+            out = recompute_generated(joined.select(*values, act), plan.txn.snapshot.metadata, plan.assigned)
+            unwritten = frozenset(self._deleting_labels() | {"drop"})
+            out = self._repartitioned(plan, out)
+            spec = self._table._checked_spec(plan.txn, out.filter(~act.isin(*unwritten)).drop(_ACTION))
+            lines, counts = write_labelled(out, spec, _ACTION, unwritten)
+            return lines, counts, None
         deleted = act.startswith("md") | act.startswith("sd")
         joined = joined.cache()
         marks: RowMarks | None = None
         try:
             counts = {r[_ACTION]: r["count"] for r in joined.groupBy(_ACTION).count().collect()}
             kept = joined.filter(~deleted & (act != "drop"))
-            if writes_deletion_vectors(self._table._spark, plan.txn.snapshot, "merge"):
-                marks = target_rows(joined.filter(act.startswith("m") | act.startswith("s")), plan.target_alias)
+            if with_dv:
+                hits = target_rows(joined.filter(act.startswith("m") | act.startswith("s")), plan.target_alias)
+                marks = {plan.log_path(name): rows for name, rows in hits.items()}
                 kept = kept.filter(act != "copy")
             out = kept.select(*values, F.lit(None).cast("string").alias(CDC_TYPE_COLUMN))
             if plan.txn.snapshot.properties.enable_change_data_feed:
@@ -494,10 +522,14 @@ class DeltaMergeBuilder:
         from pyspark.sql import functions as F
 
         talias = plan.target_alias
-        if touched.paths:
-            rows = plan.target.filter(F.col(f"{talias}.{FILE_COLUMN}").isin(list(touched.paths)))
-        else:
+        if not touched.files:
             rows = plan.target.limit(0)
+        elif len(touched.files) == len(plan.files):  # every candidate is touched: pass 1's scan
+            rows = plan.target
+        else:  # a scan of just the touched files
+            scanned = scan_target(self._table._spark, self._table._log, plan.txn.snapshot, touched.files)
+            plan.scans.append(scanned)
+            rows = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
         joined = rows.join(plan.source, plan.condition, "full_outer" if self._not_matched else "left_outer")
         t_present = F.col(f"{talias}.{_T_PRESENT}").isNotNull()
         s_present = F.col(_S_PRESENT).isNotNull()
@@ -592,16 +624,26 @@ class DeltaMergeBuilder:
         version = self._table._commit_rewrite(plan.txn, touched.files, lines, self._operation(metrics))
         log.info("MERGE committed version %d (%s)", version, metrics)
 
-    def _write(self, plan: _MergePlan, out: DataFrame) -> list[str]:
-        """Write the MERGE's rows; on a partitioned table first repartitioned by the partition
-        columns (Delta's ``merge.repartitionBeforeWrite.enabled``, on by default), so each
-        touched partition gets about one file instead of one per shuffle task."""
+    def _deleting_labels(self) -> set[str]:
+        """The labels (see :meth:`_labelled_rows`) of the clauses that delete the row."""
+        matched = {f"md{i}" for i, c in enumerate(self._matched) if c.kind == "delete"}
+        return matched | {f"sd{i}" for i, c in enumerate(self._not_matched_by_source) if c.kind == "delete"}
+
+    def _repartitioned(self, plan: _MergePlan, out: DataFrame) -> DataFrame:
+        """On a partitioned table, ``out`` repartitioned by the partition columns (Delta's
+        ``merge.repartitionBeforeWrite.enabled``, on by default), so each touched partition
+        gets about one file instead of one per shuffle task."""
         from pyspark.sql import functions as F
 
         partitions = list(plan.txn.snapshot.metadata.partition_columns)
         conf = _conf(self._table._spark, "spark.databricks.delta.merge.repartitionBeforeWrite.enabled", "true")
         if partitions and conf.strip().lower() != "false":
             out = out.repartition(*[F.col(f"`{c}`") for c in partitions])
+        return out
+
+    def _write(self, plan: _MergePlan, out: DataFrame) -> list[str]:
+        """Write the MERGE's rows (:meth:`_repartitioned` first)."""
+        out = self._repartitioned(plan, out)
         return write_dataframe(out, self._table._checked_spec(plan.txn, out))
 
     def _insert_only(self, plan: _MergePlan) -> None:

@@ -1,0 +1,99 @@
+"""A MERGE's pass 2 in one Spark job: write the labelled rows and count them per clause.
+
+Every row of the pass-2 join carries the label of the clause that acts on it (see
+:meth:`~deltalog.contrib.spark.merge.DeltaMergeBuilder._labelled_rows`). The write tasks
+count the rows per label (Delta's MERGE metrics, which Delta counts with SQL metrics in
+the same write job), drop the rows no file keeps (deleted target rows, source rows no
+insert clause takes) and the label column, and write the rest
+(:func:`~deltalog.contrib.spark.files.write_batches`). So the joined rows are computed
+once, and neither cached nor counted by a job of their own. The counts come back with
+the action lines of the tasks that succeeded, so a retried task is counted once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.contrib.spark.files import WriteSpec, delete_files, write_batches
+
+if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
+    from pyspark.sql import DataFrame
+
+__all__ = ["write_labelled"]
+
+_OUTPUT = pa.schema([("action", pa.string()), ("label", pa.string()), ("n", pa.int64())])
+
+
+class _Lines:
+    """Accumulates the action lines of the tasks that finished (``AccumulatorParam``)."""
+
+    def zero(self, value: list[str]) -> list[str]:
+        return []
+
+    def addInPlace(self, value1: list[str], value2: list[str]) -> list[str]:
+        value1.extend(value2)
+        return value1
+
+
+def _written(
+    batches: Iterator[pa.RecordBatch], label: str, unwritten: pa.Array, counts: dict[str, int]
+) -> Iterator[pa.RecordBatch]:
+    """The rows of ``batches`` whose label is not in ``unwritten``, without the label
+    column; every row counted in ``counts`` by its label."""
+    for batch in batches:
+        labels = batch.column(label)
+        for entry in pc.value_counts(labels).to_pylist():
+            counts[entry["values"]] = counts.get(entry["values"], 0) + entry["counts"]
+        kept = batch.filter(pc.invert(pc.is_in(labels, value_set=unwritten)))
+        if kept.num_rows:
+            yield kept.drop_columns([label])
+
+
+def write_labelled(
+    df: DataFrame, spec: WriteSpec, label: str, unwritten: frozenset[str]
+) -> tuple[list[str], dict[str, int]]:
+    """Write the rows of ``df`` whose ``label`` is not in ``unwritten`` (without ``label``)
+    as files of the table; returns the add/cdc action lines and the number of rows of
+    ``df`` per label.
+
+    When the job fails, the files of its tasks are deleted (a failed task deletes its own;
+    the ones that finished report theirs through an accumulator) and the error propagates."""
+    finished: Accumulator[list[str]] = df.sparkSession.sparkContext.accumulator([], _Lines())  # type: ignore[arg-type]
+    skip = sorted(unwritten)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        counts: dict[str, int] = {}
+        lines = write_batches(
+            spec, _written(batches, label, pa.array(skip, pa.string()), counts), ctx.partitionId() if ctx else 0
+        )
+        finished.add(lines)
+        yield pa.RecordBatch.from_pydict(
+            {
+                "action": [*lines, *([None] * len(counts))],
+                "label": [*([None] * len(lines)), *counts],
+                "n": [*([None] * len(lines)), *counts.values()],
+            },
+            schema=_OUTPUT,
+        )
+
+    try:
+        rows = df.mapInArrow(run, "action string, label string, n long").collect()
+    except Exception as exc:
+        from deltalog.contrib.spark.constraints import raise_task_violation
+
+        delete_files(spec, list(finished.value))
+        raise_task_violation(exc)  # a task's constraint check failed: a typed error
+        raise
+    counts: dict[str, int] = {}
+    for r in rows:
+        if r["label"] is not None:
+            counts[r["label"]] = counts.get(r["label"], 0) + int(r["n"])
+    return [r["action"] for r in rows if r["action"] is not None], counts
