@@ -10,7 +10,7 @@ actions, which the driver commits together with the removes.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -23,7 +23,7 @@ from deltalog.txn.protocol.actions import AddFile
 
 if TYPE_CHECKING:
     from pyspark.accumulators import Accumulator
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, Row, SparkSession
     from pyspark.sql.types import StructType
 
     from deltalog.txn.log.snapshot import Snapshot
@@ -32,8 +32,10 @@ if TYPE_CHECKING:
 __all__ = [
     "FILE_COLUMN",
     "ROW_INDEX_COLUMN",
+    "WriteTask",
     "files_dataframe",
     "nullable_type",
+    "run_write_job",
     "write_dataframe",
 ]
 
@@ -135,8 +137,14 @@ class _Lines:
         return value1
 
 
-def write_dataframe(df: DataFrame, spec: WriteSpec) -> list[str]:
-    """Write ``df``'s rows as files of the table; the add/cdc action lines, collected.
+#: A write task: ``(its input batches, its partition id)`` -> ``(the action lines of the
+#: files it wrote, the batch it hands back to the driver)``.
+WriteTask = Callable[[Iterator[pa.RecordBatch], int], tuple[list[str], pa.RecordBatch]]
+
+
+def run_write_job(df: DataFrame, spec: WriteSpec, task: WriteTask, output: str) -> list[Row]:
+    """Run ``task`` over each partition of ``df`` in one Spark job; the rows of the batches
+    the tasks hand back (``output``: their DDL schema), collected.
 
     When the job fails, the files of its tasks are deleted (a failed task deletes its own;
     the ones that finished report theirs through an accumulator) and the error propagates."""
@@ -146,17 +154,26 @@ def write_dataframe(df: DataFrame, spec: WriteSpec) -> list[str]:
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
-        task = ctx.partitionId() if ctx is not None else 0
-        lines = write_batches(spec, batches, task)
+        lines, out = task(batches, ctx.partitionId() if ctx is not None else 0)
         finished.add(lines)
-        yield pa.RecordBatch.from_pydict({"action": lines}, schema=pa.schema([("action", pa.string())]))
+        yield out
 
     try:
-        rows = df.mapInArrow(run, "action string").collect()
+        return df.mapInArrow(run, output).collect()
     except Exception as exc:
         from deltalog.contrib.spark.constraints import raise_task_violation
 
         delete_files(spec, list(finished.value))
         raise_task_violation(exc)  # a task's constraint check failed: a typed error
         raise
-    return [r["action"] for r in rows]
+
+
+def write_dataframe(df: DataFrame, spec: WriteSpec) -> list[str]:
+    """Write ``df``'s rows as files of the table; the add/cdc action lines, collected
+    (a failed job leaves no file: :func:`run_write_job`)."""
+
+    def task(batches: Iterator[pa.RecordBatch], task_id: int) -> tuple[list[str], pa.RecordBatch]:
+        lines = write_batches(spec, batches, task_id)
+        return lines, pa.RecordBatch.from_pydict({"action": lines}, schema=pa.schema([("action", pa.string())]))
+
+    return [r["action"] for r in run_write_job(df, spec, task, "action string")]

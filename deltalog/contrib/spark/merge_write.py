@@ -18,26 +18,15 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.contrib.spark.files import WriteSpec, delete_files, write_batches
+from deltalog.contrib.spark.dataframes import run_write_job
+from deltalog.contrib.spark.files import WriteSpec, write_batches
 
 if TYPE_CHECKING:
-    from pyspark.accumulators import Accumulator
     from pyspark.sql import DataFrame
 
 __all__ = ["write_labelled"]
 
 _OUTPUT = pa.schema([("action", pa.string()), ("label", pa.string()), ("n", pa.int64())])
-
-
-class _Lines:
-    """Accumulates the action lines of the tasks that finished (``AccumulatorParam``)."""
-
-    def zero(self, value: list[str]) -> list[str]:
-        return []
-
-    def addInPlace(self, value1: list[str], value2: list[str]) -> list[str]:
-        value1.extend(value2)
-        return value1
 
 
 def _written(
@@ -62,20 +51,13 @@ def write_labelled(
     ``df`` per label.
 
     When the job fails, the files of its tasks are deleted (a failed task deletes its own;
-    the ones that finished report theirs through an accumulator) and the error propagates."""
-    finished: Accumulator[list[str]] = df.sparkSession.sparkContext.accumulator([], _Lines())  # type: ignore[arg-type]
+    the ones that finished report theirs: :func:`~deltalog.contrib.spark.dataframes.run_write_job`)."""
     skip = sorted(unwritten)
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
+    def task(batches: Iterator[pa.RecordBatch], task_id: int) -> tuple[list[str], pa.RecordBatch]:
         counts: dict[str, int] = {}
-        lines = write_batches(
-            spec, _written(batches, label, pa.array(skip, pa.string()), counts), ctx.partitionId() if ctx else 0
-        )
-        finished.add(lines)
-        yield pa.RecordBatch.from_pydict(
+        lines = write_batches(spec, _written(batches, label, pa.array(skip, pa.string()), counts), task_id)
+        out = pa.RecordBatch.from_pydict(
             {
                 "action": [*lines, *([None] * len(counts))],
                 "label": [*([None] * len(lines)), *counts],
@@ -83,15 +65,9 @@ def write_labelled(
             },
             schema=_OUTPUT,
         )
+        return lines, out
 
-    try:
-        rows = df.mapInArrow(run, "action string, label string, n long").collect()
-    except Exception as exc:
-        from deltalog.contrib.spark.constraints import raise_task_violation
-
-        delete_files(spec, list(finished.value))
-        raise_task_violation(exc)  # a task's constraint check failed: a typed error
-        raise
+    rows = run_write_job(df, spec, task, "action string, label string, n long")
     counts: dict[str, int] = {}
     for r in rows:
         if r["label"] is not None:
