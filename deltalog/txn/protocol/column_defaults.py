@@ -15,7 +15,6 @@ column defaults and identity values for the columns the data lacks, then generat
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,11 +29,11 @@ from deltalog.txn.protocol.constraint_sql import (
     UnsupportedConstraintError,
     column_paths,
     evaluate,
-    parse_expression,
 )
 from deltalog.txn.protocol.generated_columns import (
     GeneratedColumn,
     check_generated_columns,
+    field_expressions,
     fill_generated_columns,
 )
 from deltalog.txn.protocol.identity import TASK_RANGE, IdentityColumn, identity_columns
@@ -90,18 +89,10 @@ class ColumnDefault:
 def column_defaults(metadata: Metadata) -> list[ColumnDefault]:
     """The table's (top-level) columns with ``CURRENT_DEFAULT``, parsed."""
     out: list[ColumnDefault] = []
-    for f in json.loads(metadata.schema_string).get("fields") or []:
-        text = (f.get("metadata") or {}).get(CURRENT_DEFAULT)
-        if text is None:
-            continue
-        name = str(f["name"])
-        try:
-            expr = parse_expression(str(text))
-        except UnsupportedConstraintError as exc:
-            raise UnsupportedDefaultExpressionError(name, str(text), exc.problem) from None
-        if column_paths(expr):
-            raise UnsupportedDefaultExpressionError(name, str(text), "a default cannot name a column")
-        default = ColumnDefault(name, str(text), f["type"], expr)
+    for c in field_expressions(metadata, CURRENT_DEFAULT, UnsupportedDefaultExpressionError):
+        if column_paths(c.expr):
+            raise UnsupportedDefaultExpressionError(c.name, c.text, "a default cannot name a column")
+        default = ColumnDefault(c.name, c.text, c.type, c.expr)
         default.values(0)  # evaluate once: refuse now, not in a task
         out.append(default)
     return out

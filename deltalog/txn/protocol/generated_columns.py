@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,12 +45,14 @@ from deltalog.txn.protocol.constraints import Constraint, ConstraintViolationErr
 
 __all__ = [
     "GENERATION_EXPRESSION",
+    "FieldExpression",
     "GeneratedColumn",
     "GeneratedColumnConstraintViolationError",
     "PartitionExpression",
     "UnsupportedGenerationExpressionError",
     "check_generated_columns",
     "derived_partition_terms",
+    "field_expressions",
     "fill_generated_columns",
     "generated_column_constraints",
     "generated_columns",
@@ -99,6 +101,37 @@ def _fields(metadata: Metadata) -> list[dict[str, Any]]:
     return fields
 
 
+@dataclass(frozen=True)
+class FieldExpression:
+    """A top-level column whose metadata holds a SQL expression, parsed."""
+
+    name: str
+    text: str
+    #: the column's type as in the schema JSON
+    type: Any
+    expr: Expr
+
+
+def field_expressions(
+    metadata: Metadata, key: str, error: Callable[[str, str, str], DeltaError]
+) -> list[FieldExpression]:
+    """The table's top-level columns whose metadata holds ``key`` (a generation or default
+    expression), parsed; ``error(column, expression, reason)`` is raised for one that does
+    not parse."""
+    out: list[FieldExpression] = []
+    for f in _fields(metadata):
+        text = (f.get("metadata") or {}).get(key)
+        if text is None:
+            continue
+        name = str(f["name"])
+        try:
+            expr = parse_expression(str(text))
+        except UnsupportedConstraintError as exc:
+            raise error(name, str(text), exc.problem) from None
+        out.append(FieldExpression(name, str(text), f["type"], expr))
+    return out
+
+
 def _functions(expr: Expr) -> set[str]:
     found: set[str] = set()
 
@@ -120,22 +153,14 @@ def generated_columns(metadata: Metadata) -> list[GeneratedColumn]:
     :class:`UnsupportedGenerationExpressionError` for one deltalog cannot evaluate."""
     out: list[GeneratedColumn] = []
     names = {f["name"].lower() for f in _fields(metadata)}
-    for f in _fields(metadata):
-        text = (f.get("metadata") or {}).get(GENERATION_EXPRESSION)
-        if text is None:
-            continue
-        name = str(f["name"])
-        try:
-            expr = parse_expression(str(text))
-        except UnsupportedConstraintError as exc:
-            raise UnsupportedGenerationExpressionError(name, str(text), exc.problem) from None
-        bad = sorted(_functions(expr) & NONDETERMINISTIC)
+    for c in field_expressions(metadata, GENERATION_EXPRESSION, UnsupportedGenerationExpressionError):
+        bad = sorted(_functions(c.expr) & NONDETERMINISTIC)
         if bad:
-            raise UnsupportedGenerationExpressionError(name, str(text), f"{bad[0]}() is not deterministic")
-        unknown = [".".join(p) for p in column_paths(expr) if p[0].lower() not in names]
+            raise UnsupportedGenerationExpressionError(c.name, c.text, f"{bad[0]}() is not deterministic")
+        unknown = [".".join(p) for p in column_paths(c.expr) if p[0].lower() not in names]
         if unknown:
-            raise UnsupportedGenerationExpressionError(name, str(text), f"it names unknown columns {unknown}")
-        out.append(GeneratedColumn(name, str(text), f["type"], expr))
+            raise UnsupportedGenerationExpressionError(c.name, c.text, f"it names unknown columns {unknown}")
+        out.append(GeneratedColumn(c.name, c.text, c.type, c.expr))
     return out
 
 
