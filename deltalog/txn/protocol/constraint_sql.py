@@ -519,21 +519,15 @@ class _Parser:
             return self.parse_more_call(name, lname)
         if lname not in FUNCTIONS:
             raise self.unsupported(f"the function {name}()")
-        self.expect_op("(")
-        args: list[Expr] = []
-        if not (self.peek().kind == "op" and self.peek().text == ")"):
-            args.append(self.parse_or())
-            while self.peek().kind == "op" and self.peek().text == ",":
-                self.next()
-                args.append(self.parse_or())
-        self.expect_op(")")
+        args = self.parse_arguments()
         arity = FUNCTIONS[lname]
         if (arity >= 0 and len(args) != arity) or (arity < 0 and not args):
             want = f"{arity} argument" if arity >= 0 else "at least one argument"
             raise self.unsupported(f"{name}() with {len(args)} argument(s) (it takes {want})")
         return Call(lname, tuple(args))
 
-    def parse_more_call(self, name: str, lname: str) -> Expr:
+    def parse_arguments(self) -> list[Expr]:
+        """``(expr, ...)``: a call's arguments, parentheses included."""
         self.expect_op("(")
         args: list[Expr] = []
         if not (self.peek().kind == "op" and self.peek().text == ")"):
@@ -542,6 +536,10 @@ class _Parser:
                 self.next()
                 args.append(self.parse_or())
         self.expect_op(")")
+        return args
+
+    def parse_more_call(self, name: str, lname: str) -> Expr:
+        args = self.parse_arguments()
         low, high = MORE_FUNCTIONS[lname]
         if not low <= len(args) <= high:
             raise self.unsupported(f"{name}() with {len(args)} argument(s)")
