@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
@@ -363,6 +366,19 @@ def local_spark(**conf: str) -> Any:
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
+
+
+@contextmanager
+def spark_workspace(prefix: str, **conf: str) -> Iterator[tuple[Any, str]]:
+    """:func:`local_spark` (with ``conf``) and a fresh temporary directory named ``prefix...``;
+    the session is stopped and the directory deleted afterwards."""
+    spark = local_spark(**conf)
+    work = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield spark, work
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def run_script(path: str, *args: str) -> Any:

@@ -20,9 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from functools import partial
 from typing import Any
@@ -116,18 +114,13 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from bench.common import local_spark
+    from bench.common import spark_workspace
 
-    spark = local_spark()
-    work = tempfile.mkdtemp(prefix="deltalog-bench-dml-")
-    try:
+    with spark_workspace("deltalog-bench-dml-") as (spark, work):
         result = {
             "merge": bench_merge(spark, work, args.rows, args.repeat),
             "optimize": bench_optimize(spark, work, args.files, args.repeat),
         }
-    finally:
-        spark.stop()
-        shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(result))
     return 0
 

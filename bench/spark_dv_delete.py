@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 from typing import Any
 
@@ -90,11 +89,9 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from bench.common import local_spark
+    from bench.common import spark_workspace
 
-    spark = local_spark()
-    work = tempfile.mkdtemp(prefix="deltalog-bench-dv-")
-    try:
+    with spark_workspace("deltalog-bench-dv-") as (spark, work):
         seed = os.path.join(work, "seed")
         _seed_table(spark, seed, args.rows)
         expected = args.rows - len(range(7, args.rows, 100))
@@ -124,9 +121,6 @@ def main() -> int:
         }
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         return 0
-    finally:
-        spark.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # -- the ``python -m bench`` protocol (bench/report.py) -----------------------------------

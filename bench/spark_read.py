@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -128,12 +126,10 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import functions as F
 
-    from bench.common import local_spark, make_checkpointed_table
+    from bench.common import make_checkpointed_table, spark_workspace
     from deltalog.contrib.spark import read_table
 
-    spark = local_spark()
-    work = tempfile.mkdtemp(prefix="deltalog-bench-read-")
-    try:
+    with spark_workspace("deltalog-bench-read-") as (spark, work):
         table = os.path.join(work, "table")
         per_partition = max(1, args.rows // 10)
         data = (
@@ -226,9 +222,6 @@ def main() -> int:
         }
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         return 0
-    finally:
-        spark.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # -- the ``python -m bench`` protocol (bench/report.py) -----------------------------------

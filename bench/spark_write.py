@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 
@@ -32,11 +30,10 @@ def main() -> int:
     )
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
     from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
-    from deltalog.contrib.spark import register
+    from bench.common import spark_workspace
 
     class TransferOnly(DataSource):
         """Tasks consume the Arrow batches and write nothing."""
@@ -54,19 +51,12 @@ def main() -> int:
                 pass
             return WriterCommitMessage()
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.parquet.compression.codec", "snappy")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(args.max_records_per_batch or 10000))
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    spark.dataSource.register(TransferOnly)
-    work = tempfile.mkdtemp(prefix="deltalog-bench-")
-    try:
+    conf = {
+        "spark.sql.parquet.compression.codec": "snappy",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(args.max_records_per_batch or 10000),
+    }
+    with spark_workspace("deltalog-bench-", **conf) as (spark, work):
+        spark.dataSource.register(TransferOnly)
         df = (
             spark.range(args.rows, numPartitions=2)
             .withColumn("k", (F.col("id") % 100).cast("int"))
@@ -116,9 +106,6 @@ def main() -> int:
         }
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         return 0
-    finally:
-        spark.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # -- the ``python -m bench`` protocol (bench/report.py) -----------------------------------
