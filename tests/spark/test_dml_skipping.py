@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from deltalog.contrib.spark.native_write import STAGING_PREFIX
 from deltalog.logstores.local import LocalLogStore
 from deltalog.txn.protocol.actions import decode_path
 from tests.spark.helpers import commits, delta_rs_rows
@@ -42,13 +43,14 @@ class ReadCountingStore(LocalLogStore):
 
 
 def _reads(log_file: str, table: str) -> Counter[str]:
-    """Data files opened since the last call, by path in the table (the log is emptied)."""
+    """Data files opened since the last call, by path in the table (the log is emptied);
+    not the footers of the files a native write just made in its staging directory."""
     if not os.path.exists(log_file):
         return Counter()
     with open(log_file, encoding="utf-8") as fh:
         paths = [os.path.relpath(line.strip(), table) for line in fh if line.strip()]
     os.remove(log_file)
-    return Counter(p for p in paths if p.endswith(".parquet") and not p.startswith("_delta_log"))
+    return Counter(p for p in paths if p.endswith(".parquet") and not p.startswith(("_delta_log", STAGING_PREFIX)))
 
 
 def _last_commit(path: str) -> tuple[set[str], set[str], dict[str, str]]:

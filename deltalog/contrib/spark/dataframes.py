@@ -10,6 +10,7 @@ actions, which the driver commits together with the removes.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,8 @@ __all__ = [
     "write_dataframe",
 ]
 
+log = logging.getLogger(__name__)
+
 FILE_COLUMN = "__deltalog_file"
 ROW_INDEX_COLUMN = "__deltalog_row_index"
 
@@ -48,10 +51,12 @@ def nullable_type(data_type: Any) -> Any:
     to (Spark cannot cast to a NOT NULL field; the write tasks check NOT NULL columns)."""
     from pyspark.sql.types import _parse_datatype_json_value
 
-    from deltalog.contrib.spark.schemas import as_nullable
+    from deltalog.txn.protocol.schema import as_nullable, data_type_from_json
 
     value = data_type.jsonValue()
-    return _parse_datatype_json_value(as_nullable(value)) if isinstance(value, dict) else data_type
+    if not isinstance(value, dict):  # a primitive type
+        return data_type
+    return _parse_datatype_json_value(as_nullable(data_type_from_json(value)).to_json_value())
 
 
 def files_dataframe(
@@ -170,7 +175,15 @@ def run_write_job(df: DataFrame, spec: WriteSpec, task: WriteTask, output: str) 
 
 def write_dataframe(df: DataFrame, spec: WriteSpec) -> list[str]:
     """Write ``df``'s rows as files of the table; the add/cdc action lines, collected
-    (a failed job leaves no file: :func:`run_write_job`)."""
+    (a failed job leaves no file: :func:`run_write_job`). Spark's own Parquet writer
+    writes them where it can (:mod:`~deltalog.contrib.spark.native_write`), Python tasks
+    otherwise."""
+    from deltalog.contrib.spark.native_write import native_write_blocker, write_native
+
+    blocked = native_write_blocker(df.sparkSession, spec, df.columns)
+    if blocked is None:
+        return write_native(df, spec)
+    log.info("writing with Python tasks: %s", blocked)
 
     def task(batches: Iterator[pa.RecordBatch], task_id: int) -> tuple[list[str], pa.RecordBatch]:
         lines = write_batches(spec, batches, task_id)

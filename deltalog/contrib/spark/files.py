@@ -82,6 +82,7 @@ class WriteSpec:
     @property
     def mapped_schema(self) -> StructType | None:
         return None if self.column_mapping_schema is None else parse_schema(self.column_mapping_schema)
+
     #: Default, identity and generated columns each task fills in or checks.
     default_expressions: DefaultExpressions | None = None
 

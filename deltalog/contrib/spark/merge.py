@@ -490,7 +490,7 @@ class DeltaMergeBuilder:
             unwritten = frozenset(self._deleting_labels() | {"drop"})
             out = self._repartitioned(plan, out)
             spec = self._table._checked_spec(plan.txn, out.filter(~act.isin(*unwritten)).drop(_ACTION))
-            lines, counts = write_labelled(out, spec, _ACTION, unwritten)
+            lines, counts = write_labelled(out, spec, _ACTION, self._labels(), unwritten)
             return lines, counts, None
         deleted = act.startswith("md") | act.startswith("sd")
         joined = joined.cache()
@@ -623,6 +623,12 @@ class DeltaMergeBuilder:
             return
         version = self._table._commit_rewrite(plan.txn, touched.files, lines, self._operation(metrics))
         log.info("MERGE committed version %d (%s)", version, metrics)
+
+    def _labels(self) -> list[str]:
+        """Every label :meth:`_labelled_rows` can give a row."""
+        matched = [f"m{c.kind[0]}{i}" for i, c in enumerate(self._matched)]
+        by_source = [f"s{c.kind[0]}{i}" for i, c in enumerate(self._not_matched_by_source)]
+        return [*matched, *by_source, "copy", *(f"i{i}" for i in range(len(self._not_matched))), "drop"]
 
     def _deleting_labels(self) -> set[str]:
         """The labels (see :meth:`_labelled_rows`) of the clauses that delete the row."""

@@ -12,7 +12,9 @@ the action lines of the tasks that succeeded, so a retried task is counted once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import uuid
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = ["write_labelled"]
+
+log = logging.getLogger(__name__)
 
 _OUTPUT = pa.schema([("action", pa.string()), ("label", pa.string()), ("n", pa.int64())])
 
@@ -44,14 +48,24 @@ def _written(
 
 
 def write_labelled(
-    df: DataFrame, spec: WriteSpec, label: str, unwritten: frozenset[str]
+    df: DataFrame, spec: WriteSpec, label: str, labels: Sequence[str], unwritten: frozenset[str]
 ) -> tuple[list[str], dict[str, int]]:
-    """Write the rows of ``df`` whose ``label`` is not in ``unwritten`` (without ``label``)
-    as files of the table; returns the add/cdc action lines and the number of rows of
-    ``df`` per label.
+    """Write the rows of ``df`` whose ``label`` (one of ``labels``) is not in ``unwritten``
+    (without ``label``) as files of the table; returns the add/cdc action lines and the
+    number of rows of ``df`` per label.
 
-    When the job fails, the files of its tasks are deleted (a failed task deletes its own;
-    the ones that finished report theirs: :func:`~deltalog.contrib.spark.dataframes.run_write_job`)."""
+    Spark's own Parquet writer writes them where it can, the rows counted by an
+    ``Observation`` of the same job (Delta counts them with SQL metrics of its write job);
+    Python tasks otherwise. When the job fails, the files it wrote are deleted (Python
+    tasks: a failed task deletes its own; the ones that finished report theirs:
+    :func:`~deltalog.contrib.spark.dataframes.run_write_job`)."""
+    from deltalog.contrib.spark.native_write import native_write_blocker
+
+    kept = [c for c in df.columns if c != label]
+    blocked = native_write_blocker(df.sparkSession, spec, kept)
+    if blocked is None:
+        return _write_observed(df, spec, label, labels, unwritten)
+    log.info("MERGE writes with Python tasks: %s", blocked)
     skip = sorted(unwritten)
 
     def task(batches: Iterator[pa.RecordBatch], task_id: int) -> tuple[list[str], pa.RecordBatch]:
@@ -73,3 +87,21 @@ def write_labelled(
         if r["label"] is not None:
             counts[r["label"]] = counts.get(r["label"], 0) + int(r["n"])
     return [r["action"] for r in rows if r["action"] is not None], counts
+
+
+def _write_observed(
+    df: DataFrame, spec: WriteSpec, label: str, labels: Sequence[str], unwritten: frozenset[str]
+) -> tuple[list[str], dict[str, int]]:
+    """:func:`write_labelled` through Spark's Parquet writer, counting the labels with an
+    ``Observation`` of the write job (before the unwritten rows are dropped)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark.native_write import write_native
+
+    observation = Observation(f"deltalog_merge_{uuid.uuid4().hex}")
+    sums = [F.sum(F.when(F.col(label) == name, 1).otherwise(0)).alias(name) for name in labels]
+    observed = df.observe(observation, *sums)
+    lines = write_native(observed.filter(~F.col(label).isin(*sorted(unwritten))).drop(label), spec)
+    counts = {name: int(n) for name, n in observation.get.items() if n}
+    return lines, counts

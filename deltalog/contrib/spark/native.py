@@ -61,7 +61,14 @@ if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.log.snapshot import Snapshot
 
-__all__ = ["NATIVE_READER_FEATURES", "read_table", "scan_with_positions", "spark_can_reach"]
+__all__ = [
+    "HIVE_TYPES",
+    "NATIVE_READER_FEATURES",
+    "hadoop_root",
+    "read_table",
+    "scan_with_positions",
+    "spark_can_reach",
+]
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +77,7 @@ log = logging.getLogger(__name__)
 #: a table with any other falls back.
 NATIVE_READER_FEATURES = READ_SUPPORTED - {"variantType", "variantType-preview", "collations"}
 #: Partition column types whose Hive directory value Spark parses back to the log's value.
-_HIVE_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date"})
+HIVE_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date"})
 #: Delta's ``s3://`` URIs are read by Hadoop's S3A connector.
 _HADOOP_SCHEMES = {"s3": "s3a"}
 _URI_SAFE = "/-_.!~*'(),;:$&+=@"
@@ -133,7 +140,7 @@ def _python_read(spark: SparkSession, uri: str, options: Mapping[str, str], wher
 # -- where the files are ------------------------------------------------------------------
 
 
-def _hadoop_root(table_uri: str, fs_path: str) -> str:
+def hadoop_root(table_uri: str, fs_path: str) -> str:
     """The table root as a Hadoop URI string (``file:/abs/path``, ``s3a://bucket/key``)."""
     scheme, sep, rest = table_uri.partition("://")
     if not sep or scheme == "file":
@@ -279,7 +286,7 @@ def _is_hive_layout(files: FileList, partition_columns: Sequence[str], types: Ma
     """Whether Spark's partition discovery gives exactly the log's values for ``files``."""
     if not partition_columns:
         return False
-    if any(types.get(c, "").lower() not in _HIVE_TYPES for c in partition_columns):
+    if any(types.get(c, "").lower() not in HIVE_TYPES for c in partition_columns):
         return False
     if "=" in unquote(root.rstrip("/").rsplit("/", 1)[-1]):
         return False  # discovery would walk on above the table root
@@ -405,7 +412,7 @@ def scan_with_positions(
     if not spark_can_reach(spark, delta_log.table_uri):
         raise NativeReadUnsupportedError(f"Spark has no Hadoop file system for {delta_log.table_uri}")
     table = _only_paths(snapshot.files_table, pa.array(list(paths), pa.string()))
-    root = _hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
+    root = hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
     df = _native_scan(spark, delta_log, snapshot, table, None, positions=True)
     return df, {_file_uri(root, p): p for p in paths}
 
@@ -427,7 +434,7 @@ def _native_scan(
     partition_columns = list(snapshot.metadata.partition_columns)
     types = schemas.top_level_types(schema)
     physical = schemas.physical_names(schema, mode)
-    root = _hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
+    root = hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
     files = _file_list(table, root, {c: physical.get(c, c) for c in partition_columns})
     log.info(
         "native scan of %s at version %d: %d of %d files",

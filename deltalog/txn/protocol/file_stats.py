@@ -104,6 +104,7 @@ class StatsCollector:
         self._max: dict[_Path, Any] = {}
         self._nulls: dict[_Path, int] = dict.fromkeys((p for p, _ in self.leaves), 0)
         self._no_bounds: set[_Path] = set()
+        self._unknown_nulls: set[_Path] = set()
 
     def update(self, batch: pa.RecordBatch | pa.Table) -> None:
         if batch.num_rows == 0:
@@ -126,12 +127,49 @@ class StatsCollector:
             self._min[path] = lo if cur_lo is None or lo < cur_lo else cur_lo
             self._max[path] = hi if cur_hi is None or hi > cur_hi else cur_hi
 
+    def update_from_footer(self, footer: Any) -> None:
+        """Take the statistics of a whole file from its Parquet footer (a
+        ``pyarrow.parquet.FileMetaData`` whose Arrow schema is this collector's), not from
+        its rows: the row groups' ``min``/``max``/``null_count``, for a file another writer
+        (Spark's own) wrote. What a footer cannot vouch for is left out, never guessed: the
+        bounds of a column whose row groups lack them (INT96 timestamps, long strings) and of
+        every floating-point column (a footer's bounds skip NaN, which Spark orders last),
+        and the null count of a list or map column (its leaf counts null elements too)."""
+        self.num_records += footer.num_rows
+        columns = {footer.schema.column(i).path: i for i in range(footer.num_columns)}
+        for path, t in self.leaves:
+            index = columns.get(".".join(path))
+            if index is None:  # a list or map: its Parquet leaves are the elements
+                self._unknown_nulls.add(path)
+                self._no_bounds.add(path)
+                continue
+            for rg in range(footer.num_row_groups):
+                self._take_row_group(path, t, footer.row_group(rg).column(index).statistics)
+
+    def _take_row_group(self, path: _Path, t: pa.DataType, stats: Any) -> None:
+        if stats is None or not stats.has_null_count:
+            self._unknown_nulls.add(path)
+        else:
+            self._nulls[path] += stats.null_count
+        if not _has_min_max(t) or path in self._no_bounds:
+            return
+        if pa.types.is_floating(t) or stats is None or (stats.num_values and not stats.has_min_max):
+            self._no_bounds.add(path)
+            return
+        if not stats.has_min_max:  # only nulls in this row group
+            return
+        lo, hi = stats.min, stats.max
+        cur_lo, cur_hi = self._min.get(path), self._max.get(path)
+        self._min[path] = lo if cur_lo is None or lo < cur_lo else cur_lo
+        self._max[path] = hi if cur_hi is None or hi > cur_hi else cur_hi
+
     def to_json(self, tight_bounds: bool | None = None) -> str:
         mins: dict[str, Any] = {}
         maxs: dict[str, Any] = {}
         nulls: dict[str, Any] = {}
         for path, t in self.leaves:
-            _put(nulls, path, self._nulls[path])
+            if path not in self._unknown_nulls:
+                _put(nulls, path, self._nulls[path])
             if path in self._no_bounds:
                 continue
             lo = _json_value(self._min.get(path), t, is_max=False)

@@ -1,0 +1,214 @@
+"""Native writes: a DataFrame's rows written as files of a table by Spark's own Parquet writer.
+
+The table API (MERGE, UPDATE, DELETE) has its rows as a DataFrame in the driver. Instead of
+handing every row to Python write tasks (:func:`~deltalog.contrib.spark.dataframes.write_dataframe`),
+:func:`write_native` lets Spark write them (``df.write.partitionBy(...).parquet(...)``:
+vectorized encoding, no Arrow hand-off) and then does in the driver what Delta's
+``DelayedCommitProtocol`` does at job commit:
+
+1. Spark writes into a staging directory of its own, ``<table>/deltalog-staging-<uuid>/``,
+   so two writers never share Hadoop's ``_temporary`` directory (a job's commit cleans it
+   up, and would take another job's files with it).
+2. Each file Spark wrote is moved to where the Python writer would put it
+   (``k=v/`` directories built by :func:`~deltalog.txn.protocol.partition_paths.partition_directory`,
+   Spark's own ``part-<task>-<job uuid>.c<n>.snappy.parquet`` name), its partition values
+   parsed from Spark's directory names as Delta does, its statistics taken from its
+   Parquet footer (:meth:`~deltalog.txn.protocol.file_stats.StatsCollector.update_from_footer`).
+3. The ``add`` action lines come back to the caller, who commits them; until then no file
+   is part of the table. A failure before that deletes what this write put anywhere.
+
+Timestamps are written as ``TIMESTAMP_MICROS`` (as the Python writer writes them, so their
+footer statistics exist) instead of Spark's default INT96.
+
+What this path does not do falls back to the Python writer (:func:`native_write_blocker`
+names the reason, logged at INFO): storage Spark's file systems cannot reach, column
+mapping, constraints and NOT NULL columns, generated/identity/default columns, change
+data, ``replaceWhere`` checks, and partition columns whose directory value is not the
+log's value (the native read path's Hive types).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec
+from deltalog.contrib.spark.native import HIVE_TYPES, hadoop_root, spark_can_reach
+from deltalog.txn.protocol.actions import AddFile, action_to_line, encode_path
+from deltalog.txn.protocol.partition_paths import HIVE_DEFAULT_PARTITION, partition_directory, unescape_partition_value
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+    from pyspark.sql import DataFrame, SparkSession
+
+    from deltalog.logstores.base import LogStore
+
+__all__ = ["NATIVE_WRITE", "STAGING_PREFIX", "native_write_blocker", "write_native"]
+
+log = logging.getLogger(__name__)
+
+#: ``false`` turns native writes off (every table-API write goes through Python tasks).
+NATIVE_WRITE = "deltalog.nativeWrite.enabled"
+STAGING_PREFIX = "deltalog-staging-"
+_TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
+_conf_lock = threading.Lock()
+
+
+def native_write_blocker(spark: SparkSession, spec: WriteSpec, columns: Sequence[str]) -> str | None:
+    """Why the rows (``columns``) cannot be written natively for ``spec``; None when they can."""
+    if str(spark.conf.get(NATIVE_WRITE, "true") or "true").strip().lower() == "false":
+        return f"{NATIVE_WRITE} is false"
+    reasons = [
+        (not spark_can_reach(spark, spec.table_uri), "Spark's file systems cannot reach the table's storage"),
+        (bool(spec.column_mapping_schema or spec.physical_names or spec.field_ids), "the table uses column mapping"),
+        (bool(spec.constraints), "the write tasks check the table's constraints or NOT NULL columns"),
+        (spec.default_expressions is not None, "the write tasks fill generated, identity or default columns"),
+        (spec.replace_where is not None, "the write tasks check a replaceWhere predicate"),
+        (CDC_TYPE_COLUMN in columns, "the rows carry change data"),
+        (
+            any(spec.partition_types.get(c, "string").lower() not in HIVE_TYPES for c in spec.partition_columns),
+            "a partition column's type is not one whose directory value is the log's value",
+        ),
+    ]
+    return next((why for blocked, why in reasons if blocked), None)
+
+
+def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
+    """Write ``df``'s rows (the table's columns) as new files of the table with Spark's
+    Parquet writer; the ``add`` action lines. Call :func:`native_write_blocker` first.
+
+    On any failure the files this write made are deleted and the error propagates."""
+    store = spec.store.build()
+    fs = store.filesystem()
+    staging_uri = f"{spec.table_uri}/{STAGING_PREFIX}{uuid.uuid4()}"
+    staging = store.fs_path(staging_uri)
+    placed: list[str] = []
+    try:
+        _spark_write(df, spec, hadoop_root(staging_uri, staging))
+        lines = [line for line in _place_files(store, fs, spec, staging, placed) if line]
+    except BaseException:
+        for path in placed:
+            _delete_quietly(fs, path)
+        raise
+    finally:
+        _delete_dir_quietly(fs, staging)
+    log.info("wrote %d file(s) with Spark's Parquet writer", len(lines))
+    return lines
+
+
+def _spark_write(df: DataFrame, spec: WriteSpec, target: str) -> None:
+    writer = (
+        df.write.mode("errorifexists")
+        .option("compression", "snappy")
+        .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+    )
+    if spec.max_records_per_file > 0:
+        writer = writer.option("maxRecordsPerFile", spec.max_records_per_file)
+    if spec.partition_columns:
+        writer = writer.partitionBy(*spec.partition_columns)
+    with _micros_timestamps(df.sparkSession):
+        writer.parquet(target)
+
+
+@contextmanager
+def _micros_timestamps(spark: SparkSession) -> Iterator[None]:
+    """Spark's Parquet writer takes the timestamp type from the session only: set it to
+    ``TIMESTAMP_MICROS`` for the write, and back after it (one native write at a time
+    changes it)."""
+    with _conf_lock:
+        before = spark.conf.get(_TIMESTAMP_TYPE, None)
+        spark.conf.set(_TIMESTAMP_TYPE, "TIMESTAMP_MICROS")
+        try:
+            yield
+        finally:
+            if before is None:
+                spark.conf.unset(_TIMESTAMP_TYPE)
+            else:
+                spark.conf.set(_TIMESTAMP_TYPE, before)
+
+
+def _staged_files(fs: pafs.FileSystem, staging: str) -> list[pafs.FileInfo]:
+    """The data files Spark left in ``staging`` (not its ``_temporary``, ``.crc`` or markers)."""
+    import pyarrow.fs as pafs
+
+    infos = fs.get_file_info(pafs.FileSelector(staging, recursive=True))
+    out = []
+    for info in infos:
+        relative = info.path[len(staging) :].strip("/")
+        hidden = any(part.startswith(("_", ".")) for part in relative.split("/"))
+        if info.type == pafs.FileType.File and not hidden and relative.endswith(".parquet"):
+            out.append(info)
+    return sorted(out, key=lambda i: i.path)
+
+
+def _partition_values(spec: WriteSpec, relative: str) -> dict[str, str | None]:
+    """A staged file's partition values, from the ``k=v`` directories Spark made."""
+    values: dict[str, str | None] = {}
+    for part in relative.split("/")[:-1]:
+        name, _, raw = part.partition("=")
+        value = unescape_partition_value(raw)
+        values[unescape_partition_value(name)] = None if value in ("", HIVE_DEFAULT_PARTITION) else value
+    return {c: values.get(c) for c in spec.partition_columns}
+
+
+def _place_files(
+    store: LogStore, fs: pafs.FileSystem, spec: WriteSpec, staging: str, placed: list[str]
+) -> Iterator[str | None]:
+    """Move each staged file into the table (recorded in ``placed``) and yield its ``add``
+    line; an empty file is deleted and yields None."""
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.protocol.file_stats import StatsCollector
+
+    table_root = store.fs_path(spec.table_uri)
+    made: set[str] = set()
+    for info in _staged_files(fs, staging):
+        relative = info.path[len(staging) :].strip("/")
+        with fs.open_input_file(info.path) as f:
+            footer = pq.read_metadata(f)
+        if footer.num_rows == 0:
+            fs.delete_file(info.path)
+            yield None
+            continue
+        values = _partition_values(spec, relative)
+        directory = partition_directory(spec.partition_columns, values)
+        final = "/".join(p for p in (directory, relative.rsplit("/", 1)[-1]) if p)
+        target = f"{table_root}/{final}"
+        parent = target.rsplit("/", 1)[0]
+        if parent not in made:
+            fs.create_dir(parent, recursive=True)
+            made.add(parent)
+        fs.move(info.path, target)
+        placed.append(target)
+        stats = StatsCollector(footer.schema.to_arrow_schema(), spec.num_indexed_cols)
+        stats.update_from_footer(footer)
+        add = AddFile(
+            path=encode_path(final),
+            partition_values=values,
+            size=info.size,
+            modification_time=int(time.time() * 1000),
+            data_change=spec.data_change,
+            stats=stats.to_json(spec.tight_bounds),
+        )
+        yield action_to_line(add)
+
+
+def _delete_quietly(fs: pafs.FileSystem, path: str) -> None:
+    try:
+        fs.delete_file(path)
+    except OSError:
+        log.warning("could not delete %s after a failed native write", path, exc_info=True)
+
+
+def _delete_dir_quietly(fs: pafs.FileSystem, path: str) -> None:
+    try:
+        fs.delete_dir(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        log.warning("could not delete the staging directory %s", path, exc_info=True)
