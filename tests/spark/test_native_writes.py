@@ -143,7 +143,6 @@ def _data_files(path: str) -> list[str]:
     ("configuration", "reason"),
     [
         ({"delta.columnMapping.mode": "name"}, "column mapping"),
-        ({"delta.constraints.pos": "id >= 0"}, "constraints"),
         ({"delta.enableChangeDataFeed": "true"}, "change data"),
     ],
 )
@@ -193,3 +192,26 @@ def test_merge_metrics_match_the_python_writer(spark: Any, tmp_path: Any) -> Non
     assert results[True][0] == results[False][0]
     assert results[True][0]["numTargetRowsUpdated"] == "2" and results[True][0]["numTargetRowsDeleted"] == "3"
     pd.testing.assert_frame_equal(results[True][1], results[False][1])
+
+
+def test_constraints_are_checked_by_the_native_write_job(spark: Any, table_path: str, caplog: Any) -> None:
+    """A CHECK constraint, checked by Spark in the write job: a breaking row raises the typed
+    error and leaves the table and its directory as they were (NOT NULL columns: the table
+    API's cases in test_dml_correctness.py take the same path)."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.constraints import ConstraintViolationError
+
+    rows = spark.createDataFrame([(i, float(i)) for i in range(6)], "id long, x double")
+    rows.coalesce(1).write.format("deltalog").option("delta.constraints.x_small", "x < 100").mode("append").save(
+        table_path
+    )
+    table = DeltaTable.forPath(spark, table_path)
+    before = sorted(_data_files(table_path))
+    with pytest.raises(ConstraintViolationError, match=r"x_small \(x < 100\)"):
+        table.update(condition="id = 4", set={"x": "1000"})
+    assert sorted(_data_files(table_path)) == before and len(commits(table_path)) == 1
+    assert not [n for n in os.listdir(table_path) if n.startswith(STAGING_PREFIX)]
+    with caplog.at_level(logging.INFO, logger="deltalog.contrib.spark"):
+        table.update(condition="id = 4", set={"x": "99"})
+    assert any("Spark's Parquet writer" in r.getMessage() for r in caplog.records)
+    assert delta_rs_rows(table_path, ["id"])["x"].tolist() == [0.0, 1.0, 2.0, 3.0, 99.0, 5.0]

@@ -20,11 +20,18 @@ vectorized encoding, no Arrow hand-off) and then does in the driver what Delta's
 Timestamps are written as ``TIMESTAMP_MICROS`` (as the Python writer writes them, so their
 footer statistics exist) instead of Spark's default INT96.
 
+The table's CHECK constraints, invariants and NOT NULL columns (the write spec's
+constraints) are checked by the write job itself, as Delta's ``DeltaInvariantCheckerExec``
+does: a row breaking one makes Spark's ``raise_error`` fail the job, which is raised as
+:class:`~deltalog.contrib.spark.constraints.ConstraintViolationError`
+(:class:`~deltalog.contrib.spark.constraints.NotNullConstraintViolationError` for a NOT NULL
+column) and leaves nothing behind.
+
 What this path does not do falls back to the Python writer (:func:`native_write_blocker`
 names the reason, logged at INFO): storage Spark's file systems cannot reach, column
-mapping, constraints and NOT NULL columns, generated/identity/default columns, change
-data, ``replaceWhere`` checks, and partition columns whose directory value is not the
-log's value (the native read path's Hive types).
+mapping, generated/identity/default columns, change data, ``replaceWhere`` checks, and
+partition columns whose directory value is not the log's value (the native read path's
+Hive types).
 """
 
 from __future__ import annotations
@@ -37,14 +44,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from deltalog.contrib.spark.constraints import raise_task_violation
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec
 from deltalog.contrib.spark.native import HIVE_TYPES, hadoop_root, spark_can_reach
 from deltalog.txn.protocol.actions import AddFile, action_to_line, encode_path
+from deltalog.txn.protocol.constraints import NOT_NULL_END, NOT_NULL_MESSAGE, Constraint
 from deltalog.txn.protocol.partition_paths import HIVE_DEFAULT_PARTITION, partition_directory, unescape_partition_value
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from deltalog.logstores.base import LogStore
 
@@ -66,7 +75,6 @@ def native_write_blocker(spark: SparkSession, spec: WriteSpec, columns: Sequence
     reasons = [
         (not spark_can_reach(spark, spec.table_uri), "Spark's file systems cannot reach the table's storage"),
         (bool(spec.column_mapping_schema or spec.physical_names or spec.field_ids), "the table uses column mapping"),
-        (bool(spec.constraints), "the write tasks check the table's constraints or NOT NULL columns"),
         (spec.default_expressions is not None, "the write tasks fill generated, identity or default columns"),
         (spec.replace_where is not None, "the write tasks check a replaceWhere predicate"),
         (CDC_TYPE_COLUMN in columns, "the rows carry change data"),
@@ -89,16 +97,45 @@ def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
     staging = store.fs_path(staging_uri)
     placed: list[str] = []
     try:
-        _spark_write(df, spec, hadoop_root(staging_uri, staging))
+        _spark_write(_checked(df, spec.constraints), spec, hadoop_root(staging_uri, staging))
         lines = [line for line in _place_files(store, fs, spec, staging, placed) if line]
-    except BaseException:
+    except BaseException as exc:
         for path in placed:
             _delete_quietly(fs, path)
+        raise_task_violation(exc)  # a row broke a constraint: the typed error
         raise
     finally:
         _delete_dir_quietly(fs, staging)
     log.info("wrote %d file(s) with Spark's Parquet writer", len(lines))
     return lines
+
+
+def _checked(df: DataFrame, constraints: Sequence[Constraint]) -> DataFrame:
+    """``df`` whose first column fails the job (Spark's ``raise_error``) at a row that breaks
+    one of ``constraints`` (``false`` or ``NULL``), with the message the Python tasks raise."""
+    from pyspark.sql import functions as F
+
+    if not constraints:
+        return df
+    failing: Column | None = None
+    for c in constraints:
+        broken = ~F.coalesce(F.expr(f"({c.expression})").cast("boolean"), F.lit(False))
+        error = F.raise_error(F.lit(f"deltalog {_violation(c)}"))
+        failing = F.when(broken, error) if failing is None else failing.when(broken, error)
+    assert failing is not None
+    first, *rest = (f"`{name}`" for name in df.columns)
+    return df.select(failing.otherwise(F.col(first)).alias(df.columns[0]), *rest)
+
+
+def _violation(c: Constraint) -> str:
+    """The text :func:`~deltalog.contrib.spark.constraints.raise_task_violation` reads back."""
+    if c.kind == "not_null":
+        return f"ConstraintViolationError: {NOT_NULL_MESSAGE}{c.column}.\nNothing was written: {NOT_NULL_END}"
+    what = "CHECK constraint" if c.kind == "check" else "invariant"
+    return (
+        f"ConstraintViolationError: {what} {c.name} ({c.expression}) violated by a row (false or NULL). "
+        "Nothing was written: fix the data, or drop the constraint from the table."
+    )
 
 
 def _spark_write(df: DataFrame, spec: WriteSpec, target: str) -> None:
