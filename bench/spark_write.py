@@ -1,10 +1,11 @@
 """Benchmark: N rows (default 5 million) through the deltalog data source vs ``df.write.parquet``.
 
-Both writes run in one Spark session (local[2]) on the same cached DataFrame, alternating,
+The writes run in one Spark session (local[2]) on the same cached DataFrame, alternating,
 best of ``--repeat``; the report is the wall time of each and the ratio (target: deltalog
 <= 1.15x plain Parquet). It also times a Python data source whose tasks only consume the
 Arrow batches (``transfer_s``): the cost of Spark handing rows to Python, which every Python
-data source pays and deltalog cannot remove.
+data source pays and deltalog cannot remove; and the same write through ``write_table``
+(``write_table_s``), whose rows Spark's own Parquet writer writes (no Python hand-off).
 
     python bench/spark_write.py [--rows 5000000] [--repeat 3]
 """
@@ -34,6 +35,7 @@ def main() -> int:
     from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
     from bench.common import spark_workspace
+    from deltalog.contrib.spark import write_table
 
     class TransferOnly(DataSource):
         """Tasks consume the Arrow batches and write nothing."""
@@ -65,7 +67,7 @@ def main() -> int:
             .cache()
         )
         df.count()
-        results: dict[str, list[float]] = {"parquet": [], "deltalog": [], "transfer": []}
+        results: dict[str, list[float]] = {"parquet": [], "deltalog": [], "transfer": [], "write_table": []}
 
         def timed(name: str, target: str) -> None:
             start = time.perf_counter()
@@ -73,12 +75,16 @@ def main() -> int:
                 df.write.parquet(target)
             elif name == "deltalog":
                 df.write.format("deltalog").mode("append").save(target)
+            elif name == "write_table":
+                write_table(df, target)
             else:
                 df.write.format("deltalog_bench_transfer").mode("append").save(target)
             results[name].append(time.perf_counter() - start)
 
         for i in range(args.repeat):
-            order = ["parquet", "deltalog", "transfer"] if i % 2 == 0 else ["deltalog", "parquet", "transfer"]
+            order = ["parquet", "deltalog", "write_table", "transfer"]
+            if i % 2:
+                order = ["write_table", "deltalog", "parquet", "transfer"]
             for name in order:
                 timed(name, os.path.join(work, f"{name}-{i}"))
         best = {k: min(v) for k, v in results.items()}
@@ -89,7 +95,7 @@ def main() -> int:
                 for f in files
                 if f.endswith(".parquet")
             )
-            for name in ("parquet", "deltalog")
+            for name in ("parquet", "deltalog", "write_table")
         }
         report = {
             "rows": args.rows,
@@ -97,11 +103,14 @@ def main() -> int:
             "parquet_s": round(best["parquet"], 2),
             "deltalog_s": round(best["deltalog"], 2),
             "transfer_s": round(best["transfer"], 2),
+            "write_table_s": round(best["write_table"], 2),
             "ratio": round(best["deltalog"] / best["parquet"], 3),
+            "write_table_ratio": round(best["write_table"] / best["parquet"], 3),
             "transfer_ratio": round(best["transfer"] / best["parquet"], 3),
             "target_ratio": 1.15,
             "parquet_bytes": sizes["parquet"],
             "deltalog_bytes": sizes["deltalog"],
+            "write_table_bytes": sizes["write_table"],
             "runs": {k: [round(x, 2) for x in v] for k, v in results.items()},
         }
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
@@ -110,7 +119,10 @@ def main() -> int:
 
 # -- the ``python -m bench`` protocol (bench/report.py) -----------------------------------
 
-WORKLOADS = ("PySpark local[2] write through the deltalog data source",)
+WORKLOADS = (
+    "PySpark local[2] write through the deltalog data source",
+    "PySpark local[2] write_table (Spark's own Parquet writer)",
+)
 SIZES = {"small": (200_000, 2), "full": (5_000_000, 3)}
 
 
@@ -136,7 +148,18 @@ def run(size: str) -> list[object]:
                 f"{rows:,} rows, best of {repeat}, vs df.write.parquet in the same Spark session; "
                 f"Spark->Python transfer alone: {data['transfer_ratio']}x"
             ),
-        )
+        ),
+        Result(
+            WORKLOADS[1],
+            "s",
+            data["write_table_s"],
+            None,
+            data["parquet_s"],
+            target_ratio=1.15,
+            baseline="parquet",
+            details=data,
+            notes=f"{rows:,} rows, best of {repeat}, the same DataFrame as the row above",
+        ),
     ]
 
 

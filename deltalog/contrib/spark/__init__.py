@@ -15,7 +15,7 @@ from typing import Any
 
 from deltalog.contrib.spark.session import activate, register, use_driver_python
 
-__all__ = ["DeltaTable", "activate", "read_table", "register", "use_driver_python"]
+__all__ = ["DeltaTable", "activate", "read_table", "register", "use_driver_python", "write_table"]
 
 
 def __getattr__(name: str) -> Any:
@@ -27,4 +27,8 @@ def __getattr__(name: str) -> Any:
         from deltalog.contrib.spark.native import read_table
 
         return read_table
+    if name == "write_table":
+        from deltalog.contrib.spark.table_writes import write_table
+
+        return write_table
     raise AttributeError(name)

@@ -173,16 +173,20 @@ def run_write_job(df: DataFrame, spec: WriteSpec, task: WriteTask, output: str) 
         raise
 
 
-def write_dataframe(df: DataFrame, spec: WriteSpec) -> list[str]:
+def write_dataframe(df: DataFrame, spec: WriteSpec, native: bool | None = None) -> list[str]:
     """Write ``df``'s rows as files of the table; the add/cdc action lines, collected
     (a failed job leaves no file: :func:`run_write_job`). Spark's own Parquet writer
     writes them where it can (:mod:`~deltalog.contrib.spark.native_write`), Python tasks
-    otherwise."""
+    otherwise; ``native`` True or False forces one (True raises
+    :class:`~deltalog.contrib.spark.errors.NativeWriteUnsupportedError` where it cannot)."""
+    from deltalog.contrib.spark.errors import NativeWriteUnsupportedError
     from deltalog.contrib.spark.native_write import native_write_blocker, write_native
 
-    blocked = native_write_blocker(df.sparkSession, spec, df.columns)
+    blocked = "native=False" if native is False else native_write_blocker(df.sparkSession, spec, df.columns)
     if blocked is None:
         return write_native(df, spec)
+    if native:
+        raise NativeWriteUnsupportedError(f"cannot write natively to {spec.table_uri}: {blocked}")
     log.info("writing with Python tasks: %s", blocked)
 
     def task(batches: Iterator[pa.RecordBatch], task_id: int) -> tuple[list[str], pa.RecordBatch]:

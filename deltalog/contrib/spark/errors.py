@@ -17,6 +17,7 @@ __all__ = [
     "DeltaSparkError",
     "InvalidWriteOptionError",
     "MergeCardinalityError",
+    "NativeWriteUnsupportedError",
     "ReplaceWhereMismatchError",
     "SchemaMismatchError",
     "TableAlreadyExistsError",
@@ -173,3 +174,9 @@ class NativeReadUnsupportedError(DeltaAnalysisError):
     """The native read path (``read_table(..., native=True)``) cannot read this table
     correctly; the message names the reason. Without ``native=True`` such a read falls back
     to the Python data source."""
+
+
+class NativeWriteUnsupportedError(DeltaAnalysisError):
+    """The native write path (``write_table(..., native=True)``) cannot write these rows to
+    this table; the message names the reason. Without ``native=True`` such a write goes
+    through Python write tasks instead."""

@@ -1,0 +1,131 @@
+"""``write_table``: the data source's write (same options, same transaction) with the rows
+written by Spark's own Parquet writer."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from deltalog.txn.delta_log import DeltaLog
+from tests.spark.helpers import commits, delta_rs_rows
+
+pytestmark = pytest.mark.spark
+
+
+def _history(path: str) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for actions in commits(path):
+        info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+        out.append((info["operation"], info.get("operationParameters", {})))
+    return out
+
+
+def _layout(path: str) -> set[tuple[str, str]]:
+    return {
+        (json.dumps(f.partition_values, sort_keys=True), json.loads(f.stats or "{}").get("numRecords"))
+        for f in DeltaLog.for_table(path).update().files
+    }
+
+
+def test_write_table_writes_what_the_data_source_writes(spark: Any, tmp_path: Any, caplog: Any) -> None:
+    from deltalog.contrib.spark import write_table
+
+    first = spark.createDataFrame([(1, "a", 1.0), (2, "b", 2.0), (3, None, 3.0)], "id long, k string, x double")
+    wider = spark.createDataFrame([(4, "a", 4.0, "new")], "id long, k string, x double, extra string")
+    again = spark.createDataFrame([(5, "b", 5.0, "z")], "id long, k string, x double, extra string")
+    source, native = str(tmp_path / "source"), str(tmp_path / "native")
+    first.write.format("deltalog").mode("append").option("partitionBy", "k").save(source)
+    wider.write.format("deltalog").mode("append").option("mergeSchema", "true").save(source)
+    again.write.format("deltalog").mode("overwrite").option("replaceWhere", "k = 'b'").save(source)
+    with caplog.at_level(logging.INFO, logger="deltalog.contrib.spark"):
+        assert write_table(first, native, partitionBy=["k"]) == 0
+        assert write_table(wider, native, mergeSchema=True) == 1
+        assert write_table(again, native, mode="overwrite", replaceWhere="k = 'b'") == 2
+    assert sum("with Spark's Parquet writer" in r.getMessage() for r in caplog.records) == 3
+    assert _history(native) == _history(source)
+    assert _layout(native) == _layout(source)
+    mine, theirs = delta_rs_rows(native, ["id"]), delta_rs_rows(source, ["id"])
+    assert mine.to_dict("list") == theirs.to_dict("list")
+    assert mine["id"].tolist() == [1, 3, 4, 5]
+
+
+def test_write_table_modes_and_idempotent_writes(spark: Any, table_path: str) -> None:
+    from deltalog.contrib.spark import write_table
+    from deltalog.contrib.spark.errors import TableAlreadyExistsError
+
+    rows = spark.range(3).selectExpr("id").coalesce(1)
+    assert write_table(rows, table_path, mode="errorifexists") == 0
+    with pytest.raises(TableAlreadyExistsError):
+        write_table(rows, table_path, mode="errorifexists")
+    assert write_table(rows, table_path, mode="ignore") is None
+    assert write_table(rows, table_path, txnAppId="app", txnVersion=7) == 1
+    assert write_table(rows, table_path, txnAppId="app", txnVersion=7) is None  # done already
+    assert DeltaLog.for_table(table_path).update().num_files == 2
+
+
+def test_write_table_native_false_and_a_table_it_cannot_write_natively(spark: Any, tmp_path: Any) -> None:
+    from deltalog.contrib.spark import write_table
+    from deltalog.contrib.spark.errors import NativeWriteUnsupportedError
+
+    rows = spark.range(4).selectExpr("id", "cast(id as double) x")
+    mapped = str(tmp_path / "mapped")
+    write_table(rows, mapped, **{"delta.columnMapping.mode": "name"})  # written by Python tasks
+    with pytest.raises(NativeWriteUnsupportedError, match="column mapping"):
+        write_table(rows, mapped, native=True)
+    plain = str(tmp_path / "plain")
+    write_table(rows, plain, native=False)
+    stats = json.loads(DeltaLog.for_table(plain).update().files[0].stats or "{}")
+    assert "x" in stats["maxValues"]  # the Python tasks' statistics keep double bounds
+    assert spark.read.format("deltalog").load(mapped).count() == 4
+
+
+def test_write_table_conflicts_with_an_append_between_plan_and_commit(spark: Any, table_path: str) -> None:
+    """The write's job itself commits another writer's append to p=1, after ``write_table``
+    planned its replaceWhere: the conflict checker refuses it, and the appended row survives
+    with no file of the failed write left behind."""
+    from deltalog.contrib.spark import write_table
+    from deltalog.txn.commit.commit_errors import ConcurrentAppendError
+
+    write_table(spark.createDataFrame([(1, 10), (2, 20)], "p long, x long"), table_path, partitionBy="p")
+    marker = table_path + ".appended"
+
+    def append_concurrently(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        if not os.path.exists(marker):  # once, even if Spark retried the task
+            open(marker, "x").close()
+            rows = pa.table({"p": pa.array([1], pa.int64()), "x": pa.array([11], pa.int64())})
+            import pyarrow.parquet as pq
+
+            from deltalog.txn.commit.operations import Write
+            from deltalog.txn.delta_log import DeltaLog
+            from deltalog.txn.protocol.actions import AddFile
+
+            os.makedirs(os.path.join(table_path, "p=1"), exist_ok=True)
+            pq.write_table(rows.drop_columns(["p"]), os.path.join(table_path, "p=1", "other.parquet"))
+            size = os.path.getsize(os.path.join(table_path, "p=1", "other.parquet"))
+            add = AddFile("p=1/other.parquet", {"p": "1"}, size=size, modification_time=0)
+            DeltaLog.for_table(table_path).start_transaction().commit([add], Write())
+        yield from batches
+
+    df = (
+        spark.createDataFrame([(1, 100)], "p long, x long")
+        .coalesce(1)
+        .mapInArrow(append_concurrently, "p long, x long")
+    )
+    with pytest.raises(ConcurrentAppendError):
+        write_table(df, table_path, mode="overwrite", replaceWhere="p = 1")
+    got = delta_rs_rows(table_path, ["p", "x"])
+    assert list(zip(got["p"], got["x"])) == [(1, 10), (1, 11), (2, 20)]
+    referenced = {f.path for f in DeltaLog.for_table(table_path).update().files}
+    on_disk = {
+        os.path.relpath(os.path.join(d, n), table_path)
+        for d, _, names in os.walk(table_path)
+        for n in names
+        if n.endswith(".parquet") and "_delta_log" not in d
+    }
+    assert on_disk == referenced
