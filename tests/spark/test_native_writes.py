@@ -142,7 +142,7 @@ def _data_files(path: str) -> list[str]:
 @pytest.mark.parametrize(
     ("configuration", "reason"),
     [
-        ({"delta.columnMapping.mode": "name"}, "column mapping"),
+        ({"delta.columnMapping.mode": "name", "delta.enableChangeDataFeed": "true"}, "change data"),
         ({"delta.enableChangeDataFeed": "true"}, "change data"),
     ],
 )
@@ -215,3 +215,61 @@ def test_constraints_are_checked_by_the_native_write_job(spark: Any, table_path:
         table.update(condition="id = 4", set={"x": "99"})
     assert any("Spark's Parquet writer" in r.getMessage() for r in caplog.records)
     assert delta_rs_rows(table_path, ["id"])["x"].tolist() == [0.0, 1.0, 2.0, 3.0, 99.0, 5.0]
+
+
+@pytest.mark.parametrize("mode", ["name", "id"])
+def test_column_mapping_physical_names_field_ids_and_random_prefixes(spark: Any, tmp_path: Any, mode: str) -> None:
+    """A column-mapped table rewritten natively: physical names and field ids at every level
+    of the file, a random prefix instead of partition directories, partition values and
+    statistics keyed by physical name, as the Python writer writes them."""
+    from deltalog.contrib.spark import DeltaTable, read_table
+    from deltalog.txn.delta_log import DeltaLog
+
+    stats, layout = {}, {}
+    for native in (True, False):
+        path = str(tmp_path / f"t{native}")
+        rows = spark.createDataFrame(
+            [(i, "a" if i % 2 else "b", (i, f"n{i}")) for i in range(6)],
+            "id long, p string, st struct<a: long, b: string>",
+        )
+        rows.coalesce(1).write.format("deltalog").option("delta.columnMapping.mode", mode).option(
+            "partitionBy", "p"
+        ).mode("append").save(path)
+        spark.conf.set(NATIVE_WRITE, str(native).lower())
+        try:
+            DeltaTable.forPath(spark, path).update(condition="id > 1", set={"st": "named_struct('a', -id, 'b', 'x')"})
+        finally:
+            spark.conf.unset(NATIVE_WRITE)
+        snapshot = DeltaLog.for_table(path).update()
+        schema = json.loads(snapshot.metadata.schema_string)
+        physical = {f["name"]: f["metadata"]["delta.columnMapping.physicalName"] for f in schema["fields"]}
+        ids = {f["name"]: f["metadata"]["delta.columnMapping.id"] for f in schema["fields"]}
+        adds = _adds(path)
+        for add in adds:
+            directory, _ = decode_path(add["path"]).split("/")
+            assert len(directory) == 2 and "=" not in directory
+            assert set(add["partitionValues"]) == {physical["p"]}
+            file_schema = pq.read_schema(os.path.join(path, decode_path(add["path"])))
+            assert file_schema.names == [physical["id"], physical["st"]]
+            assert file_schema.field(physical["id"]).metadata[b"PARQUET:field_id"] == str(ids["id"]).encode()
+            nested = file_schema.field(physical["st"]).type
+            assert all(nested.field(i).metadata and b"PARQUET:field_id" in nested.field(i).metadata for i in range(2))
+        stats[native] = sorted(_logical_names(add["stats"], schema) for add in adds)
+        layout[native] = sorted(_logical_names(json.dumps(add["partitionValues"]), schema) for add in adds)
+        got = read_table(spark, path).orderBy("id").collect()
+        assert [(r.id, r.p, r.st.a, r.st.b) for r in got] == [
+            (i, "a" if i % 2 else "b", -i if i > 1 else i, "x" if i > 1 else f"n{i}") for i in range(6)
+        ]
+        python_path = spark.read.format("deltalog").load(path).orderBy("id").collect()
+        assert [tuple(r) for r in python_path] == [tuple(r) for r in got]
+    assert stats[True] == stats[False] and layout[True] == layout[False]
+
+
+def _logical_names(text: str, schema: dict[str, Any]) -> str:
+    """``text`` with every physical column name of ``schema`` (nested too) replaced by its
+    logical name: two tables' physical names differ (random), their layout must not."""
+    for f in schema["fields"]:
+        text = text.replace(f["metadata"]["delta.columnMapping.physicalName"], f["name"])
+        if isinstance(f["type"], dict) and f["type"].get("type") == "struct":
+            text = _logical_names(text, f["type"])
+    return text

@@ -14,6 +14,10 @@ vectorized encoding, no Arrow hand-off) and then does in the driver what Delta's
    Spark's own ``part-<task>-<job uuid>.c<n>.snappy.parquet`` name), its partition values
    parsed from Spark's directory names as Delta does, its statistics taken from its
    Parquet footer (:meth:`~deltalog.txn.protocol.file_stats.StatsCollector.update_from_footer`).
+   Under column mapping Spark writes physical names and Parquet field ids at every level
+   (:func:`_to_physical`), and each file goes under a random two-character prefix
+   instead of partition directories, with its partition values keyed by physical name,
+   as Delta (and the Python writer) lays such a table out.
 3. The ``add`` action lines come back to the caller, who commits them; until then no file
    is part of the table. A failure before that deletes what this write put anywhere.
 
@@ -28,8 +32,8 @@ does: a row breaking one makes Spark's ``raise_error`` fail the job, which is ra
 column) and leaves nothing behind.
 
 What this path does not do falls back to the Python writer (:func:`native_write_blocker`
-names the reason, logged at INFO): storage Spark's file systems cannot reach, column
-mapping, generated/identity/default columns, change data, ``replaceWhere`` checks, and
+names the reason, logged at INFO): storage Spark's file systems cannot reach,
+generated/identity/default columns, change data, ``replaceWhere`` checks, and
 partition columns whose directory value is not the log's value (the native read path's
 Hive types).
 """
@@ -47,6 +51,7 @@ from typing import TYPE_CHECKING
 from deltalog.contrib.spark.constraints import raise_task_violation
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec
 from deltalog.contrib.spark.native import HIVE_TYPES, hadoop_root, spark_can_reach
+from deltalog.txn.log.deletion_vector_writer import random_prefix
 from deltalog.txn.protocol.actions import AddFile, action_to_line, encode_path
 from deltalog.txn.protocol.constraints import NOT_NULL_END, NOT_NULL_MESSAGE, Constraint
 from deltalog.txn.protocol.partition_paths import HIVE_DEFAULT_PARTITION, partition_directory, unescape_partition_value
@@ -74,7 +79,6 @@ def native_write_blocker(spark: SparkSession, spec: WriteSpec, columns: Sequence
         return f"{NATIVE_WRITE} is false"
     reasons = [
         (not spark_can_reach(spark, spec.table_uri), "Spark's file systems cannot reach the table's storage"),
-        (bool(spec.column_mapping_schema or spec.physical_names or spec.field_ids), "the table uses column mapping"),
         (spec.default_expressions is not None, "the write tasks fill generated, identity or default columns"),
         (spec.replace_where is not None, "the write tasks check a replaceWhere predicate"),
         (CDC_TYPE_COLUMN in columns, "the rows carry change data"),
@@ -97,7 +101,8 @@ def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
     staging = store.fs_path(staging_uri)
     placed: list[str] = []
     try:
-        _spark_write(_checked(df, spec.constraints), spec, hadoop_root(staging_uri, staging))
+        rows = _to_physical(_checked(df, spec.constraints), spec)
+        _spark_write(rows, spec, hadoop_root(staging_uri, staging))
         lines = [line for line in _place_files(store, fs, spec, staging, placed) if line]
     except BaseException as exc:
         for path in placed:
@@ -138,6 +143,34 @@ def _violation(c: Constraint) -> str:
     )
 
 
+def _to_physical(df: DataFrame, spec: WriteSpec) -> DataFrame:
+    """Under column mapping, ``df``'s columns as the files hold them: physical names at
+    every level and each field's column mapping id as its ``parquet.field.id`` (Delta
+    writes them in both modes); ``df`` itself otherwise."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import _parse_datatype_json_value
+
+    from deltalog.txn.protocol.column_mapping import physical_schema, with_parquet_field_ids
+
+    mapped = spec.mapped_schema
+    if mapped is None:
+        return df
+    physical = physical_schema(with_parquet_field_ids(mapped))
+    by_name = {f.name.lower(): p for f, p in zip(mapped.fields, physical.fields)}
+    columns = []
+    for name in df.columns:
+        target = by_name[name.lower()]
+        spark_type = _parse_datatype_json_value(target.type.to_json_value())
+        value = F.col(f"`{name}`").cast(spark_type)
+        columns.append(value.alias(target.name, metadata=dict(target.metadata)))
+    return df.select(*columns)
+
+
+def _partition_directories(spec: WriteSpec) -> list[str]:
+    """The names Spark's partition directories have: the physical ones under column mapping."""
+    return [spec.physical_names.get(c, c) for c in spec.partition_columns]
+
+
 def _spark_write(df: DataFrame, spec: WriteSpec, target: str) -> None:
     writer = (
         df.write.mode("errorifexists")
@@ -147,7 +180,7 @@ def _spark_write(df: DataFrame, spec: WriteSpec, target: str) -> None:
     if spec.max_records_per_file > 0:
         writer = writer.option("maxRecordsPerFile", spec.max_records_per_file)
     if spec.partition_columns:
-        writer = writer.partitionBy(*spec.partition_columns)
+        writer = writer.partitionBy(*_partition_directories(spec))
     with _micros_timestamps(df.sparkSession):
         writer.parquet(target)
 
@@ -184,13 +217,28 @@ def _staged_files(fs: pafs.FileSystem, staging: str) -> list[pafs.FileInfo]:
 
 
 def _partition_values(spec: WriteSpec, relative: str) -> dict[str, str | None]:
-    """A staged file's partition values, from the ``k=v`` directories Spark made."""
+    """A staged file's partition values, from the ``k=v`` directories Spark made, keyed
+    by the names Spark gave them (:func:`_partition_directories`)."""
     values: dict[str, str | None] = {}
     for part in relative.split("/")[:-1]:
         name, _, raw = part.partition("=")
         value = unescape_partition_value(raw)
         values[unescape_partition_value(name)] = None if value in ("", HIVE_DEFAULT_PARTITION) else value
-    return {c: values.get(c) for c in spec.partition_columns}
+    return {c: values.get(c) for c in _partition_directories(spec)}
+
+
+def _final_path(spec: WriteSpec, values: dict[str, str | None], name: str, taken: set[str]) -> str:
+    """Where a file goes in the table: the partition directories of its values, or under
+    column mapping a random two-character prefix (never one this write already gave a file
+    of the same name: Spark names the files of one task alike in every partition)."""
+    if spec.mapped_schema is None:
+        logical = dict(zip(spec.partition_columns, values.values()))
+        return "/".join(p for p in (partition_directory(spec.partition_columns, logical), name) if p)
+    while True:
+        final = f"{random_prefix(2)}/{name}"
+        if final not in taken:
+            taken.add(final)
+            return final
 
 
 def _place_files(
@@ -204,6 +252,7 @@ def _place_files(
 
     table_root = store.fs_path(spec.table_uri)
     made: set[str] = set()
+    taken: set[str] = set()
     for info in _staged_files(fs, staging):
         relative = info.path[len(staging) :].strip("/")
         with fs.open_input_file(info.path) as f:
@@ -213,8 +262,7 @@ def _place_files(
             yield None
             continue
         values = _partition_values(spec, relative)
-        directory = partition_directory(spec.partition_columns, values)
-        final = "/".join(p for p in (directory, relative.rsplit("/", 1)[-1]) if p)
+        final = _final_path(spec, values, relative.rsplit("/", 1)[-1], taken)
         target = f"{table_root}/{final}"
         parent = target.rsplit("/", 1)[0]
         if parent not in made:
