@@ -20,7 +20,7 @@ def test_spark_page_samples_run(spark, capsys):
     for i, block in enumerate(blocks, 1):
         exec(compile(block, f"docs/spark.md block {i}", "exec"), namespace)
     out = capsys.readouterr().out
-    assert "CHECK constraint amount_positive (amount > 0) violated by 1 of" in out
+    assert "CHECK constraint amount_positive (amount > 0) violated by row with values:\n - amount : -1.0\n" in out
     assert "NOT NULL constraint violated for column: id." in out
     uri = str(namespace["uri"])
     from deltalog.txn.delta_log import DeltaLog

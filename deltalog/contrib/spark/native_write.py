@@ -125,22 +125,46 @@ def _checked(df: DataFrame, constraints: Sequence[Constraint]) -> DataFrame:
     failing: Column | None = None
     for c in constraints:
         broken = ~F.coalesce(F.expr(f"({c.expression})").cast("boolean"), F.lit(False))
-        error = F.raise_error(F.lit(f"deltalog {_violation(c)}"))
+        error = F.raise_error(_violation(c))
         failing = F.when(broken, error) if failing is None else failing.when(broken, error)
     assert failing is not None
     first, *rest = (f"`{name}`" for name in df.columns)
     return df.select(failing.otherwise(F.col(first)).alias(df.columns[0]), *rest)
 
 
-def _violation(c: Constraint) -> str:
-    """The text :func:`~deltalog.contrib.spark.constraints.raise_task_violation` reads back."""
+def _violation(c: Constraint) -> Column:
+    """The message of a row breaking ``c``, in the form
+    :func:`~deltalog.contrib.spark.constraints.raise_task_violation` reads back; for a CHECK
+    constraint or an invariant with the values of the columns it reads, as Delta's
+    ("violated by row with values")."""
+    from pyspark.sql import functions as F
+
     if c.kind == "not_null":
-        return f"ConstraintViolationError: {NOT_NULL_MESSAGE}{c.column}.\nNothing was written: {NOT_NULL_END}"
+        return F.lit(
+            f"deltalog ConstraintViolationError: {NOT_NULL_MESSAGE}{c.column}.\nNothing was written: {NOT_NULL_END}"
+        )
     what = "CHECK constraint" if c.kind == "check" else "invariant"
-    return (
-        f"ConstraintViolationError: {what} {c.name} ({c.expression}) violated by a row (false or NULL). "
-        "Nothing was written: fix the data, or drop the constraint from the table."
-    )
+    name = c.name if c.kind == "check" else (c.column or c.name)
+    parts: list[Column] = [
+        F.lit(f"deltalog ConstraintViolationError: {what} {name} ({c.expression}) violated by row with values:")
+    ]
+    for path in _columns_read(c):
+        column = ".".join(f"`{p}`" for p in path)
+        value = F.coalesce(F.expr(column).cast("string"), F.lit("null"))
+        parts.extend([F.lit(f"\n - {'.'.join(path)} : "), value])
+    parts.append(F.lit("\nNothing was written: fix the data, or drop the constraint from the table."))
+    return F.concat(*parts)
+
+
+def _columns_read(c: Constraint) -> list[tuple[str, ...]]:
+    """The columns ``c``'s expression reads (none when deltalog's parser cannot read it)."""
+    from deltalog.txn.protocol.constraints import UnsupportedConstraintError, compile_constraints
+
+    try:
+        (compiled,) = compile_constraints([c])
+    except UnsupportedConstraintError:
+        return []
+    return list(compiled.columns)
 
 
 def _to_physical(df: DataFrame, spec: WriteSpec) -> DataFrame:
