@@ -46,7 +46,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.constraints import raise_task_violation
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec
@@ -71,6 +71,8 @@ NATIVE_WRITE = "deltalog.nativeWrite.enabled"
 STAGING_PREFIX = "deltalog-staging-"
 _TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
 _conf_lock = threading.Lock()
+#: id(session) -> (native writes under way that set the timestamp type, the value before)
+_timestamp_users: dict[int, tuple[int, str | None]] = {}
 
 
 def native_write_blocker(spark: SparkSession, spec: WriteSpec, columns: Sequence[str]) -> str | None:
@@ -205,25 +207,41 @@ def _spark_write(df: DataFrame, spec: WriteSpec, target: str) -> None:
         writer = writer.option("maxRecordsPerFile", spec.max_records_per_file)
     if spec.partition_columns:
         writer = writer.partitionBy(*_partition_directories(spec))
-    with _micros_timestamps(df.sparkSession):
+    with _micros_timestamps(df.sparkSession, _has_timestamps(df.schema)):
         writer.parquet(target)
 
 
 @contextmanager
-def _micros_timestamps(spark: SparkSession) -> Iterator[None]:
-    """Spark's Parquet writer takes the timestamp type from the session only: set it to
-    ``TIMESTAMP_MICROS`` for the write, and back after it (one native write at a time
-    changes it)."""
+def _micros_timestamps(spark: SparkSession, needed: bool) -> Iterator[None]:
+    """Spark's Parquet writer takes the timestamp type from the session only: when the rows
+    hold timestamps (``needed``), set it to ``TIMESTAMP_MICROS`` for the write, and back
+    after the last native write of the session that needed it."""
+    if not needed:
+        yield
+        return
+    key = id(spark)
     with _conf_lock:
-        before = spark.conf.get(_TIMESTAMP_TYPE, None)
-        spark.conf.set(_TIMESTAMP_TYPE, "TIMESTAMP_MICROS")
-        try:
-            yield
-        finally:
-            if before is None:
+        if key not in _timestamp_users:
+            _timestamp_users[key] = (0, spark.conf.get(_TIMESTAMP_TYPE, None))
+            spark.conf.set(_TIMESTAMP_TYPE, "TIMESTAMP_MICROS")
+        users, before = _timestamp_users[key]
+        _timestamp_users[key] = (users + 1, before)
+    try:
+        yield
+    finally:
+        with _conf_lock:
+            users, before = _timestamp_users.pop(key)
+            if users > 1:
+                _timestamp_users[key] = (users - 1, before)
+            elif before is None:
                 spark.conf.unset(_TIMESTAMP_TYPE)
             else:
                 spark.conf.set(_TIMESTAMP_TYPE, before)
+
+
+def _has_timestamps(data_type: Any) -> bool:
+    """Whether a Spark type holds a ``timestamp`` (with time zone) anywhere."""
+    return '"timestamp"' in data_type.json()
 
 
 def _staged_files(fs: pafs.FileSystem, staging: str) -> list[pafs.FileInfo]:
