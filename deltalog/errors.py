@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         InvalidWriteOptionError,
         MergeCardinalityError,
         NativeReadUnsupportedError,
+        NativeWriteUnsupportedError,
         ReplaceWhereMismatchError,
         TableAlreadyExistsError,
         UnknownWriteOptionError,
@@ -192,6 +193,7 @@ _HOMES: dict[str, str] = {
     # PySpark integration (no pyspark import)
     "DeltaSparkError": "deltalog.contrib.spark.errors",
     "NativeReadUnsupportedError": "deltalog.contrib.spark.errors",
+    "NativeWriteUnsupportedError": "deltalog.contrib.spark.errors",
     "WriteOutcomeUnknownError": "deltalog.contrib.spark.errors",
     "UnknownWriteOptionError": "deltalog.contrib.spark.errors",
     "ReplaceWhereMismatchError": "deltalog.contrib.spark.errors",
@@ -265,6 +267,7 @@ __all__ = [
     "MissingDependencyError",
     "MissingMetadataError",
     "NativeReadUnsupportedError",
+    "NativeWriteUnsupportedError",
     "NonContiguousVersionsError",
     "NotNullConstraintViolationError",
     "OptimizeError",

@@ -70,19 +70,22 @@ def test_write_table_modes_and_idempotent_writes(spark: Any, table_path: str) ->
 
 
 def test_write_table_native_false_and_a_table_it_cannot_write_natively(spark: Any, tmp_path: Any) -> None:
-    from deltalog.contrib.spark import write_table
+    from deltalog.contrib.spark import DeltaTable, write_table
     from deltalog.contrib.spark.errors import NativeWriteUnsupportedError
 
     rows = spark.range(4).selectExpr("id", "cast(id as double) x")
-    mapped = str(tmp_path / "mapped")
-    write_table(rows, mapped, **{"delta.columnMapping.mode": "name"})  # written by Python tasks
-    with pytest.raises(NativeWriteUnsupportedError, match="column mapping"):
-        write_table(rows, mapped, native=True)
+    generated = str(tmp_path / "generated")
+    DeltaTable.create(spark).location(generated).addColumn("id", "long").addColumn("x", "double").addColumn(
+        "y", "double", generatedAlwaysAs="x * 2"
+    ).execute()
+    with pytest.raises(NativeWriteUnsupportedError, match="generated"):
+        write_table(rows, generated, native=True)
+    assert write_table(rows, generated) == 1  # Python tasks fill the generated column
+    assert sorted(r.y for r in spark.read.format("deltalog").load(generated).collect()) == [0.0, 2.0, 4.0, 6.0]
     plain = str(tmp_path / "plain")
-    write_table(rows, plain, native=False)
+    write_table(rows.coalesce(1), plain, native=False)
     stats = json.loads(DeltaLog.for_table(plain).update().files[0].stats or "{}")
     assert "x" in stats["maxValues"]  # the Python tasks' statistics keep double bounds
-    assert spark.read.format("deltalog").load(mapped).count() == 4
 
 
 def test_write_table_conflicts_with_an_append_between_plan_and_commit(spark: Any, table_path: str) -> None:
