@@ -1,19 +1,30 @@
-"""Deletion vectors on the native read path: the deleted rows as a small bitmap DataFrame.
+"""Deletion vectors on the native read path: each row's bit, found in its file's bitmap words.
 
-The driver reads each file's deletion vector (:func:`~deltalog.txn.log.deletion_vectors.read_deletion_vector`)
-and hands Spark its bitmap as 64-row words: one ``(file, word index, word)`` row per word
-that deletes a row (at most one row per deleted row, and a 64th of the file's rows when
-the deleted set is dense). The scan of the files with deletion vectors reads Spark's
-``_metadata.file_size`` and ``_metadata.row_index`` (the row's position in its Parquet
-file, which is what a deletion vector counts), finds its word with a broadcast hash join
-on one long key and drops the row when its bit is set, as Delta's Parquet reader does with
+The driver reads each file's deletion vector (:func:`~deltalog.txn.log.deletion_vectors.read_deletion_vector`,
+decoded with numpy) as 64-row words: bit ``b`` of word ``w`` deletes row ``64 * w + b``.
+The scan of the files with deletion vectors reads Spark's ``_metadata.file_size`` and
+``_metadata.row_index`` (the row's position in its Parquet file, which is what a deletion
+vector counts) and drops the row when its bit is set, as Delta's Parquet reader does with
 its ``__delta_internal_is_row_deleted`` column. No Python runs in the tasks and no string
-is hashed per row.
+is compared or hashed per row. The word is found in one of two ways:
+
+- **Lookup** (at most ``LOOKUP_MAX_FILES`` files and ``LOOKUP_MAX_WORDS`` words, counted
+  from each file's word 0 to its last deleting one: every DV of a few files, up to 4M
+  rows): the words lie end to end in one ``array<bigint>`` and a ``CASE`` on the file size
+  (a few long comparisons) gives the file's offset, so a row reads ``get(words, offset +
+  row_index >> 6)``: O(1), a filter in the scan's own stage. The array reaches the plan as
+  a scalar subquery of a one-row local relation built in the JVM from the words' bytes
+  (no Spark job; plan strings, which Spark prints for every query, name the subquery
+  rather than print thousands of words).
+- **Join** (more): one ``(file size * span + word index, word)`` row per word that
+  deletes a row, found with a broadcast hash join on that one long key (a broadcast job
+  and a second adaptive stage per query, but no limit).
 
 A file is named by its size in such a scan (the size the native scan hands Spark with the
 file list, so ``_metadata.file_size`` is exactly the log's ``size``): files with deletion
 vectors are scanned in groups in which no two files share a size
-(:func:`distinct_size_groups`).
+(:func:`distinct_size_groups`), and apart from the files without (a second scan costs
+less than reading ``_metadata`` for every row of them).
 """
 
 from __future__ import annotations
@@ -68,8 +79,9 @@ def distinct_size_groups(indexes: Sequence[int], sizes: Sequence[int]) -> list[l
 
 def scan_groups(sizes: Sequence[int], with_dv: Collection[int]) -> list[list[int]]:
     """The files (indexes into ``sizes``) as scans: those without a deletion vector in one
-    (they pay nothing for the DVs of others: a join probe per row costs more than the
-    second scan), those with one (``with_dv``) in :func:`distinct_size_groups`."""
+    (they pay nothing for the DVs of others: reading ``_metadata`` and filtering each of
+    their rows costs more than the second scan), those with one (``with_dv``) in
+    :func:`distinct_size_groups`."""
     plain = [i for i in range(len(sizes)) if i not in with_dv]
     return [g for g in (plain, *distinct_size_groups(sorted(with_dv), sizes)) if g]
 
