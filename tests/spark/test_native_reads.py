@@ -151,6 +151,56 @@ def test_deletion_vectors_on_files_of_one_size_and_many_bitmap_words(spark: Any,
     assert native.filter("id >= 1000").count() == len(expected)
 
 
+@pytest.mark.parametrize(
+    ("max_files", "max_words", "joined"),
+    [(16, 1 << 16, False), (5, 12, False), (4, 1 << 16, True), (16, 11, True)],
+    ids=["lookup", "lookup-at-both-limits", "join-above-the-file-limit", "join-above-the-word-limit"],
+)
+def test_deletion_vectors_looked_up_or_joined(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_files: int, max_words: int, joined: bool
+) -> None:
+    """Files of different sizes scanned together: their words are looked up in one array at
+    each file's offset (5 files, 5 + 4 + 1 words and one each of ``a`` and ``b``), or, above
+    either limit, joined; both drop exactly the deleted rows (bits 0 and 63, word edges,
+    rows past the last word, an empty deletion vector, a file without one)."""
+    from deltalog.contrib.spark import native_dv
+    from deltalog.txn.commit.operations import Write
+    from deltalog.txn.log.deletion_vectors import write_dv_file, z85_encode
+    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
+
+    monkeypatch.setattr(native_dv, "LOOKUP_MAX_FILES", max_files)
+    monkeypatch.setattr(native_dv, "LOOKUP_MAX_WORDS", max_words)
+    feature_tables.test_deletion_vectors_on_disk_and_inline(tmp_path)
+    table = tmp_path / "dv"
+    deletes: dict[str, tuple[int, list[int] | None]] = {
+        "f0.parquet": (300, [0, 63, 64, 127, 128, 191, 299]),
+        "f1.parquet": (200, list(range(0, 200, 3))),
+        "f2.parquet": (130, [1]),  # rows past its only word are all live
+        "f3.parquet": (100, []),  # an empty deletion vector
+        "f4.parquet": (50, None),  # no deletion vector
+    }
+    adds, expected = [], []
+    for n, (name, (count, deleted)) in enumerate(deletes.items()):
+        ids = range(1000 * (n + 1), 1000 * (n + 1) + count)
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64())}), table / name, compression="none")
+        dv = None
+        if deleted is not None:
+            blob, [(offset, size, cardinality)] = write_dv_file([deleted])
+            file_uuid = uuid.uuid4()
+            (table / f"deletion_vector_{file_uuid}.bin").write_bytes(blob)
+            dv = DeletionVectorDescriptor("u", z85_encode(file_uuid.bytes), size, cardinality, offset)
+        adds.append(AddFile(name, {}, (table / name).stat().st_size, 1, deletion_vector=dv))
+        expected += [i for row, i in enumerate(ids) if row not in set(deleted or ())]
+    sizes = {a.size for a in adds} | {(table / n).stat().st_size for n in ("a.parquet", "b.parquet")}
+    assert len(sizes) == len(adds) + 2  # one scan for all the files with DVs
+    DeltaLog.for_table(str(table)).start_transaction().commit(adds, Write())
+    native = _same_rows(spark, str(table), ["id"])
+    assert sorted(r.id for r in native.filter("id >= 1000").collect()) == expected
+    plan = _plan(native)
+    assert ("BroadcastHashJoin" in plan) == joined
+    assert ("Subquery" in plan) != joined
+
+
 def test_column_mapping_by_name(spark: Any, tmp_path: Path) -> None:
     feature_tables.test_column_mapping_name_mode(tmp_path)
     native = _same_rows(spark, str(tmp_path / "cm"), ["id"])

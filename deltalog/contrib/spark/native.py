@@ -457,9 +457,9 @@ def _native_scan(
         spark_types = {f.name: f.dataType for f in logical.fields}
         pv = spark.createDataFrame(_partition_table(files, partition_columns, types, spark_types))
         df = df.join(F.broadcast(pv), on=PARTITION_FILE_KEY, how="left")
-    columns = _logical_columns(logical, partition_columns, physical, mode)
+    columns = _logical_columns(logical, partition_columns, physical, mode, df.schema)
     if positions:
-        columns += [F.col(FILE_KEY), F.col(ROW_KEY)]
+        columns += [FILE_KEY, ROW_KEY]
     df = df.select(*columns)
     return df.filter(where) if where else df
 
@@ -537,24 +537,35 @@ def _scan_live_rows(
 
 
 def _logical_columns(
-    logical: StructType, partition_columns: Sequence[str], physical: Mapping[str, str], mode: str
-) -> list[Column]:
-    """The scan's columns as the table's logical columns (column mapping: renamed from their
-    physical names, nested types cast to their logical field names)."""
+    logical: StructType, partition_columns: Sequence[str], physical: Mapping[str, str], mode: str, scanned: StructType
+) -> list[Column | str]:
+    """The scan's columns (``scanned``) as the table's logical columns (column mapping:
+    renamed from their physical names, nested types cast to their logical field names). A
+    column the scan already names and describes as the table does is selected by its name
+    (a Column with an alias costs about ten py4j round trips, a name one)."""
     from pyspark.sql import functions as F
 
     parts = {c.lower() for c in partition_columns}
-    columns = []
+    as_scanned = {f.name: f for f in scanned.fields}
+    columns: list[Column | str] = []
     for f in logical.fields:
-        if f.name.lower() in parts:
-            columns.append(F.col(f"`{f.name}`"))
+        source = f.name if f.name.lower() in parts else physical.get(f.name, f.name)
+        nested = mode != "none" and _nested(f.dataType)
+        same = as_scanned.get(source)
+        if f.name.lower() in parts or (
+            source == f.name and not nested and same is not None and same.metadata == f.metadata
+        ):
+            columns.append(_quoted(source))
             continue
-        source = physical.get(f.name, f.name)
-        col = F.col(f"`{source}`")
-        if mode != "none" and _nested(f.dataType):
+        col = F.col(_quoted(source))
+        if nested:
             col = col.cast(f.dataType)
         columns.append(col.alias(f.name, metadata=f.metadata))
     return columns
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _nested(data_type: Any) -> bool:

@@ -1,24 +1,37 @@
-"""Deletion vectors on the native read path: the deleted rows as a small bitmap DataFrame.
+"""Deletion vectors on the native read path: each row's bit, found in its file's bitmap words.
 
-The driver reads each file's deletion vector (:func:`~deltalog.txn.log.deletion_vectors.read_deletion_vector`)
-and hands Spark its bitmap as 64-row words: one ``(file, word index, word)`` row per word
-that deletes a row (at most one row per deleted row, and a 64th of the file's rows when
-the deleted set is dense). The scan of the files with deletion vectors reads Spark's
-``_metadata.file_size`` and ``_metadata.row_index`` (the row's position in its Parquet
-file, which is what a deletion vector counts), finds its word with a broadcast hash join
-on one long key and drops the row when its bit is set, as Delta's Parquet reader does with
+The driver reads each file's deletion vector (:func:`~deltalog.txn.log.deletion_vectors.read_deletion_vector`,
+decoded with numpy) as 64-row words: bit ``b`` of word ``w`` deletes row ``64 * w + b``.
+The scan of the files with deletion vectors reads Spark's ``_metadata.file_size`` and
+``_metadata.row_index`` (the row's position in its Parquet file, which is what a deletion
+vector counts) and drops the row when its bit is set, as Delta's Parquet reader does with
 its ``__delta_internal_is_row_deleted`` column. No Python runs in the tasks and no string
-is hashed per row.
+is compared or hashed per row. The word is found in one of two ways:
+
+- **Lookup** (at most ``LOOKUP_MAX_FILES`` files and ``LOOKUP_MAX_WORDS`` words, counted
+  from each file's word 0 to its last deleting one: every DV of a few files, up to 4M
+  rows): the words lie end to end in one ``array<bigint>`` and a ``CASE`` on the file size
+  (a few long comparisons) gives the file's offset, so a row reads ``get(words, offset +
+  row_index >> 6)``: O(1), a filter in the scan's own stage. The array reaches the plan as
+  a scalar subquery of a one-row local relation built in the JVM from the words' bytes
+  (no Spark job; plan strings, which Spark prints for every query, name the subquery
+  rather than print thousands of words).
+- **Join** (more): one ``(file size * span + word index, word)`` row per word that
+  deletes a row, found with a broadcast hash join on that one long key (a broadcast job
+  and a second adaptive stage per query, but no limit).
 
 A file is named by its size in such a scan (the size the native scan hands Spark with the
 file list, so ``_metadata.file_size`` is exactly the log's ``size``): files with deletion
 vectors are scanned in groups in which no two files share a size
-(:func:`distinct_size_groups`).
+(:func:`distinct_size_groups`), and apart from the files without (a second scan costs
+less than reading ``_metadata`` for every row of them).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,7 +41,7 @@ from deltalog.txn.log.deletion_vectors import read_deletion_vector
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from deltalog.logstores.base import LogStore
 
@@ -44,6 +57,10 @@ WORD = "__deltalog_dv_word"
 _KEY = "__deltalog_dv_key"
 _BIT = "__deltalog_dv_bit"
 _MAX_LONG = 2**63 - 1
+#: The most files and words (8 bytes each, from each file's word 0 to its last deleting one)
+#: :func:`drop_deleted_rows` looks up in literal arrays; more are joined.
+LOOKUP_MAX_FILES = 16
+LOOKUP_MAX_WORDS = 1 << 16
 
 
 def distinct_size_groups(indexes: Sequence[int], sizes: Sequence[int]) -> list[list[int]]:
@@ -62,8 +79,9 @@ def distinct_size_groups(indexes: Sequence[int], sizes: Sequence[int]) -> list[l
 
 def scan_groups(sizes: Sequence[int], with_dv: Collection[int]) -> list[list[int]]:
     """The files (indexes into ``sizes``) as scans: those without a deletion vector in one
-    (they pay nothing for the DVs of others: a join probe per row costs more than the
-    second scan), those with one (``with_dv``) in :func:`distinct_size_groups`."""
+    (they pay nothing for the DVs of others: reading ``_metadata`` and filtering each of
+    their rows costs more than the second scan), those with one (``with_dv``) in
+    :func:`distinct_size_groups`."""
     plain = [i for i in range(len(sizes)) if i not in with_dv]
     return [g for g in (plain, *distinct_size_groups(sorted(with_dv), sizes)) if g]
 
@@ -76,7 +94,7 @@ def deleted_words(store: LogStore, table_uri: str, files: Sequence[tuple[int, De
     indexes: list[np.ndarray] = []
     words: list[np.ndarray] = []
     for size, dv in files:
-        rows = np.sort(read_deletion_vector(store, table_uri, dv).to_numpy(zero_copy_only=False).astype(np.uint64))
+        rows = read_deletion_vector(store, table_uri, dv).to_numpy()  # uint64, sorted
         if not len(rows):
             continue
         word_index = (rows >> np.uint64(6)).astype(np.int64)
@@ -97,14 +115,120 @@ def deleted_words(store: LogStore, table_uri: str, files: Sequence[tuple[int, De
 
 def drop_deleted_rows(spark: SparkSession, df: DataFrame, words: pa.Table) -> DataFrame:
     """``df`` (a Parquet scan, with Spark's ``_metadata``, of files no two of one size)
-    without the rows that ``words`` (:func:`deleted_words` of its files) delete. Raises
-    :class:`NativeReadUnsupportedError` when ``size * words per file`` overflows a long."""
+    without the rows that ``words`` (:func:`deleted_words` of its files) delete: by a
+    lookup into a literal array of the words when they are few (at most
+    ``LOOKUP_MAX_FILES`` files and ``LOOKUP_MAX_WORDS`` words from each file's word 0 to
+    its last deleting one), by a broadcast join otherwise. Raises :class:`NativeReadUnsupportedError`
+    when the join's ``size * words per file`` overflows a long."""
+    if not words.num_rows:
+        return df
+    lookup = dense_words(words)
+    if len(lookup.sizes) <= LOOKUP_MAX_FILES and len(lookup.words) <= LOOKUP_MAX_WORDS:
+        return _filter_by_lookup(spark, df, lookup)
+    return _join_bitmap(spark, df, words)
+
+
+@dataclass(frozen=True)
+class DenseWords:
+    """The words of :func:`deleted_words` laid end to end, each file's from word 0 to its
+    last deleting one (zeros for the others): file ``i`` (``sizes[i]``) has word
+    ``w`` at ``words[offsets[i] + w]`` for ``w < spans[i]`` and deletes no row past them."""
+
+    sizes: np.ndarray
+    spans: np.ndarray
+    offsets: np.ndarray
+    words: np.ndarray
+
+
+def dense_words(words: pa.Table) -> DenseWords:
+    """``words`` (:func:`deleted_words`: each file's words together, by word index) dense."""
+    sizes = words.column(SIZE).to_numpy()
+    indexes = words.column(WORD_INDEX).to_numpy()
+    values = words.column(WORD).to_numpy()
+    starts = np.flatnonzero(np.concatenate(([True], sizes[1:] != sizes[:-1])))
+    ends = np.concatenate((starts[1:], [len(sizes)]))
+    spans = indexes[ends - 1] + 1
+    offsets = np.concatenate(([0], np.cumsum(spans)[:-1])).astype(np.int64)
+    dense = np.zeros(int(spans.sum()), np.int64)
+    dense[np.repeat(offsets, ends - starts) + indexes] = values
+    return DenseWords(sizes[starts].astype(np.int64), spans.astype(np.int64), offsets, dense)
+
+
+def _filter_by_lookup(spark: SparkSession, df: DataFrame, lookup: DenseWords) -> DataFrame:
+    """The rows of ``df`` whose bit is clear, each found in O(1): its file by its size
+    (a ``CASE`` over the few ``lookup.sizes``), its word at the file's offset plus
+    ``row_index >> 6`` in one ``array<bigint>`` (a scalar subquery of a one-row local
+    relation, so plan strings do not print the words). One SQL text, a handful of py4j calls."""
+    row = "_metadata.row_index"
+    bit = f"CAST({row} & 63 AS INT)"
+    branches = []
+    for size, span, offset in zip(lookup.sizes.tolist(), lookup.spans.tolist(), lookup.offsets.tolist()):
+        word = f"get({WORD}, CAST(shiftright({row}, 6) AS INT) + {offset})"
+        # rows past the file's last deleting word are live; get() then never leaves the array
+        branches.append(f"WHEN {size} THEN {row} >= {64 * span} OR (shiftright({word}, {bit}) & 1) = 0")
+    keep = f"CASE _metadata.file_size {' '.join(branches)} ELSE true END"
+    return df.withColumn(WORD, _long_array_subquery(spark, lookup.words)).filter(keep).drop(WORD)
+
+
+def _long_array_subquery(spark: SparkSession, values: np.ndarray) -> Column:
+    """``values`` as an ``array<bigint>`` scalar subquery: a one-row local relation built in
+    the JVM from their bytes (a Python list would cross py4j one element at a time)."""
+    from pyspark.sql import DataFrame
+
+    jvm = _jvm_classes(spark)
+    buffer = jvm["ByteBuffer"].wrap(bytearray(values.astype("<i8").tobytes())).order(jvm["LITTLE_ENDIAN"])
+    gateway: Any = spark.sparkContext._gateway
+    array = gateway.new_array(jvm["long"], len(values))
+    buffer.asLongBuffer().get(array)
+    fields = gateway.new_array(jvm["Object"], 1)
+    fields[0] = array
+    rows = jvm["Collections"].singletonList(jvm["RowFactory"].create(fields))
+    jdf = spark._jsparkSession.createDataFrame(rows, jvm["schema"])
+    return DataFrame(jdf, spark).scalar()
+
+
+_WORDS_SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {
+                "name": WORD,
+                "type": {"type": "array", "elementType": "long", "containsNull": False},
+                "nullable": False,
+                "metadata": {},
+            }
+        ],
+    }
+)
+_JVM_CLASSES: dict[int, dict[str, Any]] = {}
+
+
+def _jvm_classes(spark: SparkSession) -> dict[str, Any]:
+    """The JVM classes :func:`_long_array_subquery` uses, looked up once per gateway (each
+    package step of ``jvm.java.nio.ByteBuffer`` is a py4j round trip)."""
+    gateway: Any = spark.sparkContext._gateway
+    classes = _JVM_CLASSES.get(id(gateway))
+    if classes is None:
+        jvm: Any = spark._jvm
+        classes = {
+            "ByteBuffer": jvm.java.nio.ByteBuffer,
+            "LITTLE_ENDIAN": jvm.java.nio.ByteOrder.LITTLE_ENDIAN,
+            "long": gateway.jvm.long,
+            "Object": jvm.java.lang.Object,
+            "Collections": jvm.java.util.Collections,
+            "RowFactory": jvm.org.apache.spark.sql.RowFactory,
+            "schema": jvm.org.apache.spark.sql.types.DataType.fromJson(_WORDS_SCHEMA),
+        }
+        _JVM_CLASSES.clear()
+        _JVM_CLASSES[id(gateway)] = classes
+    return classes
+
+
+def _join_bitmap(spark: SparkSession, df: DataFrame, words: pa.Table) -> DataFrame:
     from pyspark.sql import functions as F
 
     from deltalog.contrib.spark.errors import NativeReadUnsupportedError
 
-    if not words.num_rows:
-        return df
     span = int(max(words.column(WORD_INDEX).to_pylist())) + 1
     if int(max(words.column(SIZE).to_pylist())) * span + span - 1 > _MAX_LONG:
         raise NativeReadUnsupportedError("a deletion vector's (file size, row) key overflows a long")

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAGIC",
     "deserialize_bitmap",
+    "deserialize_bitmap_array",
     "dv_absolute_path",
     "keep_mask",
     "read_deletion_vector",
@@ -139,15 +140,20 @@ def _read_roaring32(buf: bytes, pos: int, high: int, out: list[np.ndarray]) -> i
     return pos
 
 
-def _sorted_rows(chunks: list[np.ndarray]) -> list[int]:
+def _sorted_rows(chunks: list[np.ndarray]) -> np.ndarray:
     if not chunks:
-        return []
-    rows: list[int] = np.sort(np.concatenate(chunks)).tolist()
-    return rows
+        return np.array([], np.int64)
+    return np.sort(np.concatenate(chunks))
 
 
 def deserialize_bitmap(data: bytes) -> list[int]:
     """Row indexes of a serialized ``RoaringBitmapArray`` (with the magic number), sorted."""
+    rows: list[int] = deserialize_bitmap_array(data).tolist()
+    return rows
+
+
+def deserialize_bitmap_array(data: bytes) -> np.ndarray:
+    """:func:`deserialize_bitmap` as a sorted ``int64`` array (no Python ints)."""
     if len(data) < 8:
         raise ValueError("deletion vector too short")
     if struct.unpack_from(">i", data, 0)[0] == NATIVE_MAGIC:
@@ -166,7 +172,7 @@ def deserialize_bitmap(data: bytes) -> list[int]:
     return _sorted_rows(out)
 
 
-def _deserialize_native(data: bytes) -> list[int]:
+def _deserialize_native(data: bytes) -> np.ndarray:
     """The "native" RoaringBitmapArray layout (big-endian magic 1681511376, an int32 count,
     then per bucket an int32 size and a portable 32-bit bitmap; the bucket index is the key),
     as in PROTOCOL's inline example."""
@@ -267,7 +273,7 @@ def read_deletion_vector(store: LogStore, table_uri: str, dv: DeletionVectorDesc
         where = f"inline deletion vector {dv.path_or_inline_dv[:40]!r}"
         try:
             data = z85_decode(dv.path_or_inline_dv)[: dv.size_in_bytes]
-            rows = deserialize_bitmap(data)
+            rows = deserialize_bitmap_array(data)
         except (ValueError, struct.error) as exc:
             raise CorruptLogError(where, str(exc)) from None
     else:
@@ -288,14 +294,14 @@ def read_deletion_vector(store: LogStore, table_uri: str, dv: DeletionVectorDesc
             (crc,) = struct.unpack_from(">I", blob, offset + 4 + size)
             if zlib.crc32(data) != crc:
                 raise ValueError("checksum mismatch")
-            rows = deserialize_bitmap(data)
+            rows = deserialize_bitmap_array(data)
         except (ValueError, struct.error) as exc:
             raise CorruptLogError(path, f"bad deletion vector at offset {offset}: {exc}") from None
     if len(rows) != dv.cardinality:
         raise CorruptLogError(
             where, f"the deletion vector holds {len(rows)} rows but its descriptor says {dv.cardinality}"
         )
-    return pa.array(rows, pa.uint64())
+    return pa.array(rows.astype(np.uint64), pa.uint64())
 
 
 def write_dv_file(rows_per_dv: Sequence[Iterable[int] | np.ndarray]) -> tuple[bytes, list[tuple[int, int, int]]]:
