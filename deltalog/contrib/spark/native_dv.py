@@ -123,7 +123,8 @@ def drop_deleted_rows(spark: SparkSession, df: DataFrame, words: pa.Table) -> Da
     if not words.num_rows:
         return df
     lookup = dense_words(words)
-    if len(lookup.sizes) <= LOOKUP_MAX_FILES and len(lookup.words) <= LOOKUP_MAX_WORDS:
+    few = len(lookup.sizes) <= LOOKUP_MAX_FILES and len(lookup.words) <= LOOKUP_MAX_WORDS
+    if few and getattr(spark, "_jvm", None) is not None:  # the array is built in the JVM (not Spark Connect)
         return _filter_by_lookup(spark, df, lookup)
     return _join_bitmap(spark, df, words)
 
