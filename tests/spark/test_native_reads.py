@@ -115,13 +115,35 @@ def test_deletion_vectors(spark: Any, tmp_path: Path) -> None:
     assert "Union" in _plan(native)
 
 
+def _files_with_deletion_vectors(
+    table: Path, deletes: dict[str, tuple[int, list[int] | None]]
+) -> tuple[list[AddFile], list[int]]:
+    """Write each file (``name: (rows, deleted rows or None for no DV)``) of ids
+    ``1000 * (n + 1) + row`` into ``table`` with its deletion vector file; their ``add``
+    actions and the ids that stay live."""
+    from deltalog.txn.log.deletion_vectors import write_dv_file, z85_encode
+    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
+
+    adds, expected = [], []
+    for n, (name, (count, deleted)) in enumerate(deletes.items()):
+        ids = range(1000 * (n + 1), 1000 * (n + 1) + count)
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64())}), table / name, compression="none")
+        dv = None
+        if deleted is not None:
+            blob, [(offset, size, cardinality)] = write_dv_file([deleted])
+            file_uuid = uuid.uuid4()
+            (table / f"deletion_vector_{file_uuid}.bin").write_bytes(blob)
+            dv = DeletionVectorDescriptor("u", z85_encode(file_uuid.bytes), size, cardinality, offset)
+        adds.append(AddFile(name, {}, (table / name).stat().st_size, 1, deletion_vector=dv))
+        expected += [i for row, i in enumerate(ids) if row not in set(deleted or ())]
+    return adds, expected
+
+
 def test_deletion_vectors_on_files_of_one_size_and_many_bitmap_words(spark: Any, tmp_path: Path) -> None:
     """Files with deletion vectors are found by their size: files of one size are scanned
     apart (one without a DV too), and every row's bit (0, 63, past the last deleted row) is
     read from its own DV."""
     from deltalog.txn.commit.operations import Write
-    from deltalog.txn.log.deletion_vectors import write_dv_file, z85_encode
-    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 
     feature_tables.test_deletion_vectors_on_disk_and_inline(tmp_path)
     table = tmp_path / "dv"
@@ -132,18 +154,7 @@ def test_deletion_vectors_on_files_of_one_size_and_many_bitmap_words(spark: Any,
         "s3.parquet": [],  # an empty deletion vector
         "s4.parquet": None,  # no deletion vector
     }
-    adds, expected = [], []
-    for n, (name, deleted) in enumerate(deletes.items()):
-        ids = range(1000 * (n + 1), 1000 * (n + 1) + 300)
-        pq.write_table(pa.table({"id": pa.array(ids, pa.int64())}), table / name, compression="none")
-        dv = None
-        if deleted is not None:
-            blob, [(offset, size, cardinality)] = write_dv_file([deleted])
-            file_uuid = uuid.uuid4()
-            (table / f"deletion_vector_{file_uuid}.bin").write_bytes(blob)
-            dv = DeletionVectorDescriptor("u", z85_encode(file_uuid.bytes), size, cardinality, offset)
-        adds.append(AddFile(name, {}, (table / name).stat().st_size, 1, deletion_vector=dv))
-        expected += [i for row, i in enumerate(ids) if row not in set(deleted or ())]
+    adds, expected = _files_with_deletion_vectors(table, {name: (300, rows) for name, rows in deletes.items()})
     assert len({a.size for a in adds}) == 1  # one size: the scans must not mix them up
     DeltaLog.for_table(str(table)).start_transaction().commit(adds, Write())
     native = _same_rows(spark, str(table), ["id"])
@@ -165,8 +176,6 @@ def test_deletion_vectors_looked_up_or_joined(
     rows past the last word, an empty deletion vector, a file without one)."""
     from deltalog.contrib.spark import native_dv
     from deltalog.txn.commit.operations import Write
-    from deltalog.txn.log.deletion_vectors import write_dv_file, z85_encode
-    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 
     monkeypatch.setattr(native_dv, "LOOKUP_MAX_FILES", max_files)
     monkeypatch.setattr(native_dv, "LOOKUP_MAX_WORDS", max_words)
@@ -179,18 +188,7 @@ def test_deletion_vectors_looked_up_or_joined(
         "f3.parquet": (100, []),  # an empty deletion vector
         "f4.parquet": (50, None),  # no deletion vector
     }
-    adds, expected = [], []
-    for n, (name, (count, deleted)) in enumerate(deletes.items()):
-        ids = range(1000 * (n + 1), 1000 * (n + 1) + count)
-        pq.write_table(pa.table({"id": pa.array(ids, pa.int64())}), table / name, compression="none")
-        dv = None
-        if deleted is not None:
-            blob, [(offset, size, cardinality)] = write_dv_file([deleted])
-            file_uuid = uuid.uuid4()
-            (table / f"deletion_vector_{file_uuid}.bin").write_bytes(blob)
-            dv = DeletionVectorDescriptor("u", z85_encode(file_uuid.bytes), size, cardinality, offset)
-        adds.append(AddFile(name, {}, (table / name).stat().st_size, 1, deletion_vector=dv))
-        expected += [i for row, i in enumerate(ids) if row not in set(deleted or ())]
+    adds, expected = _files_with_deletion_vectors(table, deletes)
     sizes = {a.size for a in adds} | {(table / n).stat().st_size for n in ("a.parquet", "b.parquet")}
     assert len(sizes) == len(adds) + 2  # one scan for all the files with DVs
     DeltaLog.for_table(str(table)).start_transaction().commit(adds, Write())
