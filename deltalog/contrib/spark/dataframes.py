@@ -3,8 +3,9 @@
 The table API (delete, update, merge, optimize) runs in the user's driver process, so it
 keeps the transaction there and uses Spark only to move rows: :func:`files_dataframe`
 reads exactly the files it is given (each row tagged with its file and row index), and
-:func:`write_dataframe` writes rows as files on the executors and brings back their
-actions, which the driver commits together with the removes.
+:func:`write_dataframe` writes rows as files (with Spark's own Parquet writer where it
+can, else Python tasks on the executors) and brings back their actions, which the driver
+commits together with the removes.
 """
 
 from __future__ import annotations

@@ -1,13 +1,18 @@
 """A MERGE's pass 2 in one Spark job: write the labelled rows and count them per clause.
 
 Every row of the pass-2 join carries the label of the clause that acts on it (see
-:meth:`~deltalog.contrib.spark.merge.DeltaMergeBuilder._labelled_rows`). The write tasks
-count the rows per label (Delta's MERGE metrics, which Delta counts with SQL metrics in
-the same write job), drop the rows no file keeps (deleted target rows, source rows no
-insert clause takes) and the label column, and write the rest
-(:func:`~deltalog.contrib.spark.files.write_batches`). So the joined rows are computed
-once, and neither cached nor counted by a job of their own. The counts come back with
-the action lines of the tasks that succeeded, so a retried task is counted once.
+:meth:`~deltalog.contrib.spark.merge.DeltaMergeBuilder._labelled_rows`). The job counts the
+rows per label (Delta's MERGE metrics, which Delta counts with SQL metrics in the same
+write job), drops the rows no file keeps (deleted target rows, source rows no insert
+clause takes) and the label column, and writes the rest. So the joined rows are computed
+once, and neither cached nor counted by a job of their own.
+
+- Spark's own Parquet writer (:mod:`~deltalog.contrib.spark.native_write`), where it can
+  write the rows: the counts come from an ``Observation`` of the write job (Spark merges
+  the metrics of successful task attempts only).
+- Python tasks otherwise (:func:`~deltalog.contrib.spark.files.write_batches`): the counts
+  come back with the action lines of the tasks that succeeded, so a retried task is
+  counted once.
 """
 
 from __future__ import annotations

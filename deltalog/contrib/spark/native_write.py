@@ -105,7 +105,7 @@ def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
     try:
         rows = _to_physical(_checked(df, spec.constraints), spec)
         _spark_write(rows, spec, hadoop_root(staging_uri, staging))
-        lines = [line for line in _place_files(store, fs, spec, staging, placed) if line]
+        lines = list(_place_files(store, fs, spec, staging, placed))
     except BaseException as exc:
         for path in placed:
             _delete_quietly(fs, path)
@@ -285,9 +285,9 @@ def _final_path(spec: WriteSpec, values: dict[str, str | None], name: str, taken
 
 def _place_files(
     store: LogStore, fs: pafs.FileSystem, spec: WriteSpec, staging: str, placed: list[str]
-) -> Iterator[str | None]:
+) -> Iterator[str]:
     """Move each staged file into the table (recorded in ``placed``) and yield its ``add``
-    line; an empty file is deleted and yields None."""
+    line; an empty file (Spark writes one for a write without rows) is deleted instead."""
     import pyarrow.parquet as pq
 
     from deltalog.txn.protocol.file_stats import StatsCollector
@@ -301,7 +301,6 @@ def _place_files(
             footer = pq.read_metadata(f)
         if footer.num_rows == 0:
             fs.delete_file(info.path)
-            yield None
             continue
         values = _partition_values(spec, relative)
         final = _final_path(spec, values, relative.rsplit("/", 1)[-1], taken)
