@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from deltalog.txn.commands.vacuum import VacuumRetentionError, is_hidden, vacuum
+from deltalog.txn.commands.vacuum_listing import STAGING_PREFIX
 from deltalog.txn.commit.operations import Delete, Write
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.log.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
@@ -216,3 +217,35 @@ def test_absolute_paths_inside_the_root_are_protected(tmp_path: Path) -> None:
     log.start_transaction().commit([absolute], Write())
     _age(_local(log, add.path), hours_old=24 * 30)
     assert vacuum(log, retention_hours=0, enforce_retention=False, dry_run=True).files == []
+
+
+def test_an_abandoned_native_write_staging_directory_is_removed_whole(tmp_path: Path) -> None:
+    """A driver killed during a native Spark write leaves ``deltalog-staging-<uuid>/`` with
+    Hadoop's hidden ``_temporary`` attempt directories inside. Nothing under it is ever in
+    the log, so VACUUM looks inside it (hidden names included) and removes what is older
+    than the retention, and the directories it empties; a write still under way (young
+    files) keeps its files."""
+    log = create(str(tmp_path / "t"))
+    append(log, [1, 2])
+    stale = f"{STAGING_PREFIX}{uuid.uuid4()}"
+    attempt = f"{stale}/_temporary/0/_temporary/attempt_202611270000_0001_m_000000_0"
+    old = [f"{attempt}/part-00000-a.snappy.parquet", f"{stale}/_temporary/0/task_0/part-00001-b.snappy.parquet"]
+    old.append(f"{stale}/k=1/part-00002-c.snappy.parquet")
+    for rel in old:
+        _touch(_local(log, rel), hours_old=24 * 10)
+    running = f"{STAGING_PREFIX}{uuid.uuid4()}/_temporary/0/_temporary/attempt_x/part-00000-d.snappy.parquet"
+    _touch(_local(log, running), hours_old=0)
+    assert sorted(vacuum(log, dry_run=True).files) == sorted(old)
+    vacuum(log)
+    assert not os.path.exists(_local(log, stale))  # the whole directory, hidden parts included
+    assert os.path.exists(_local(log, running))
+    assert read_ids(log) == [1, 2]
+
+
+def test_an_inventory_row_inside_a_staging_directory_is_seen(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"))
+    rel = f"{STAGING_PREFIX}{uuid.uuid4()}/_temporary/0/part-00000-a.snappy.parquet"
+    _touch(_local(log, rel), hours_old=24 * 10)
+    old_ms = int(time.time() * 1000) - 10 * 24 * HOUR_MS
+    inventory = [(_local(log, rel), 1, False, old_ms), (_local(log, "_hidden/part-0.parquet"), 1, False, old_ms)]
+    assert vacuum(log, dry_run=True, inventory=inventory).files == [rel]

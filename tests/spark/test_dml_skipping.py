@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from deltalog.contrib.spark.native_write import STAGING_PREFIX
 from deltalog.logstores.local import LocalLogStore
+from deltalog.txn.commands.vacuum_listing import STAGING_PREFIX
 from deltalog.txn.protocol.actions import decode_path
 from tests.spark.helpers import commits, delta_rs_rows
 

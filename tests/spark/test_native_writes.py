@@ -13,7 +13,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from deltalog.contrib.spark.native_write import NATIVE_WRITE, STAGING_PREFIX
+from deltalog.contrib.spark.native_write import NATIVE_WRITE
+from deltalog.txn.commands.vacuum_listing import STAGING_PREFIX
 from deltalog.txn.protocol.actions import decode_path
 from tests.spark.helpers import commits, delta_rs_rows
 

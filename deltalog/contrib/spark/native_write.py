@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog.contrib.spark.constraints import raise_task_violation
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec
 from deltalog.contrib.spark.native import HIVE_TYPES, hadoop_root, spark_can_reach
+from deltalog.txn.commands.vacuum_listing import STAGING_PREFIX
 from deltalog.txn.log.deletion_vector_writer import random_prefix
 from deltalog.txn.protocol.actions import AddFile, action_to_line, encode_path
 from deltalog.txn.protocol.constraints import NOT_NULL_END, NOT_NULL_MESSAGE, Constraint
@@ -62,13 +63,12 @@ if TYPE_CHECKING:
 
     from deltalog.logstores.base import LogStore
 
-__all__ = ["NATIVE_WRITE", "STAGING_PREFIX", "native_write_blocker", "write_native"]
+__all__ = ["NATIVE_WRITE", "native_write_blocker", "write_native"]
 
 log = logging.getLogger(__name__)
 
 #: ``false`` turns native writes off (every table-API write goes through Python tasks).
 NATIVE_WRITE = "deltalog.nativeWrite.enabled"
-STAGING_PREFIX = "deltalog-staging-"
 _TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
 _conf_lock = threading.Lock()
 #: id(session) -> (native writes under way that set the timestamp type, the value before)

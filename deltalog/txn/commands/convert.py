@@ -25,7 +25,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
@@ -38,11 +38,9 @@ from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError, PartitionPredicate
 from deltalog.txn.protocol.partition_paths import HIVE_DEFAULT_PARTITION, unescape_partition_value
 from deltalog.txn.protocol.schema import (
-    ArrayType,
-    DataType,
-    MapType,
     StructField,
     StructType,
+    as_nullable,
     data_type_from_json,
     from_arrow,
 )
@@ -151,7 +149,7 @@ def plan_convert(delta_log: DeltaLog, partition_schema: PartitionSchema = None) 
             rows = pf.metadata.num_rows
         mtime = int(info.mtime.timestamp() * 1000) if info.mtime else int(time.time() * 1000)
         files.append(ParquetFile(rel, int(info.size or 0), mtime, values, rows))
-    schema = _as_nullable(StructType((*data_schema.fields, *partitions.fields)))
+    schema = as_nullable(StructType((*data_schema.fields, *partitions.fields)))
     assert isinstance(schema, StructType)
     metadata = Metadata(
         id=str(uuid.uuid4()),
@@ -232,14 +230,3 @@ def _partition_values(rel: str, partitions: StructType) -> dict[str, str | None]
         except InvalidPartitionFilterError:
             raise ConvertToDeltaError(f"partition value {values[f.name]!r} of {rel} is not a {type_name}") from None
     return values
-
-
-def _as_nullable(data_type: DataType) -> DataType:
-    """Every field and element nullable (Delta's ``asNullable``)."""
-    if isinstance(data_type, StructType):
-        return StructType(tuple(replace(f, type=_as_nullable(f.type), nullable=True) for f in data_type.fields))
-    if isinstance(data_type, ArrayType):
-        return ArrayType(_as_nullable(data_type.element_type), True)
-    if isinstance(data_type, MapType):
-        return MapType(_as_nullable(data_type.key_type), _as_nullable(data_type.value_type), True)
-    return data_type

@@ -11,7 +11,12 @@ Two sources, as Delta's ``VacuumCommand``:
   outside the table root are ignored.
 
 Both skip hidden names (``_delta_log``, ``.crc`` files, ...) by Delta's ``isHiddenDirectory``
-rules, applied to every component of a path.
+rules, applied to every component of a path, except inside a native Spark write's staging
+directory (``deltalog-staging-<uuid>/``, :data:`STAGING_PREFIX`): nothing under it is ever
+in the log, and a driver killed during the write leaves Hadoop's hidden ``_temporary``
+attempt directories in it, which VACUUM must see to remove the abandoned write whole.
+Delta's own writer needs no such rule: its ``DelayedCommitProtocol`` writes straight into
+the table's directories.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INVENTORY_COLUMNS",
+    "STAGING_PREFIX",
     "InventoryEntry",
     "VacuumInventoryError",
     "files_from_inventory",
@@ -40,6 +46,11 @@ __all__ = [
 
 #: Delta's ``VacuumCommand.INVENTORY_SCHEMA``: column name -> Delta type.
 INVENTORY_COLUMNS = {"path": "string", "length": "long", "isDir": "boolean", "modificationTime": "long"}
+
+#: The name of a native Spark write's staging directory at the table root starts with this
+#: (``deltalog.contrib.spark.native_write``): the write's files, moved into the table's
+#: layout before the commit, so none is ever referenced by the log.
+STAGING_PREFIX = "deltalog-staging-"
 
 #: Files and directories under the root: ``[(relative path, size, mtime ms)]``, ``[relative dir]``.
 Listing = tuple[list[tuple[str, int, int]], list[str]]
@@ -71,6 +82,12 @@ def is_hidden(name: str, partition_columns: Sequence[str]) -> bool:
     return not any(name.startswith(f"{c}=") for c in partition_columns)
 
 
+def _hidden_below(rel_dir: str, name: str, partition_columns: Sequence[str]) -> bool:
+    """Whether ``name`` in the table-relative directory ``rel_dir`` is hidden from VACUUM:
+    by :func:`is_hidden`, except anywhere inside a staging directory."""
+    return not rel_dir.startswith(STAGING_PREFIX) and is_hidden(name, partition_columns)
+
+
 def _list_directory(
     delta_log: DeltaLog, fs: pafs.FileSystem, root: str, rel_dir: str, partition_columns: Sequence[str]
 ) -> tuple[list[tuple[str, int, int]], list[str]]:
@@ -84,7 +101,7 @@ def _list_directory(
     store_mtimes: dict[str, int] | None = None
     for info in fs.get_file_info(pafs.FileSelector(where, recursive=False, allow_not_found=True)):
         name = info.base_name
-        if is_hidden(name, partition_columns):
+        if _hidden_below(rel_dir, name, partition_columns):
             continue
         rel = f"{rel_dir}/{name}" if rel_dir else name
         if info.type == pafs.FileType.Directory:
@@ -154,7 +171,8 @@ def files_from_inventory(
     newest: dict[str, InventoryEntry] = {}
     for entry in _entries(inventory):
         rel = _relative_to(table_uri, entry.path)
-        if not rel or any(is_hidden(part, partition_columns) for part in rel.split("/")):
+        parts = rel.split("/") if rel else []
+        if not rel or any(_hidden_below("/".join(parts[:i]), p, partition_columns) for i, p in enumerate(parts)):
             continue
         seen = newest.get(rel)
         if seen is None or entry.modification_time > seen.modification_time:
