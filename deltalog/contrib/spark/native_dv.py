@@ -159,16 +159,22 @@ def _filter_by_lookup(spark: SparkSession, df: DataFrame, lookup: DenseWords) ->
     """The rows of ``df`` whose bit is clear, each found in O(1): its file by its size
     (a ``CASE`` over the few ``lookup.sizes``), its word at the file's offset plus
     ``row_index >> 6`` in one ``array<bigint>`` (a scalar subquery of a one-row local
-    relation, so plan strings do not print the words). One SQL text, a handful of py4j calls."""
+    relation, so plan strings do not print the words). One ``filter``: Spark analyses the
+    plan once (a projection of the words, then a filter and a drop, cost three analyses,
+    about 40 ms a read)."""
+    from pyspark.sql import functions as F
+
     row = "_metadata.row_index"
-    bit = f"CAST({row} & 63 AS INT)"
-    branches = []
+    offsets, past = [], []
     for size, span, offset in zip(lookup.sizes.tolist(), lookup.spans.tolist(), lookup.offsets.tolist()):
-        word = f"get({WORD}, CAST(shiftright({row}, 6) AS INT) + {offset})"
-        # rows past the file's last deleting word are live; get() then never leaves the array
-        branches.append(f"WHEN {size} THEN {row} >= {64 * span} OR (shiftright({word}, {bit}) & 1) = 0")
-    keep = f"CASE _metadata.file_size {' '.join(branches)} ELSE true END"
-    return df.withColumn(WORD, _long_array_subquery(spark, lookup.words)).filter(keep).drop(WORD)
+        offsets.append(f"WHEN {size} THEN {offset}")
+        past.append(f"WHEN {size} THEN {row} >= {64 * span}")
+    # a row of another file, or past its file's last deleting word, is live (true OR null)
+    live = F.expr(f"CASE _metadata.file_size {' '.join(past)} ELSE true END")
+    index = F.expr(f"CASE _metadata.file_size {' '.join(offsets)} END + CAST(shiftright({row}, 6) AS INT)")
+    mask = F.expr(f"shiftleft(CAST(1 AS BIGINT), CAST({row} & 63 AS INT))")
+    word = F.get(_long_array_subquery(spark, lookup.words), index)
+    return df.filter(live | (word.bitwiseAND(mask) == 0))
 
 
 def _long_array_subquery(spark: SparkSession, values: np.ndarray) -> Column:
