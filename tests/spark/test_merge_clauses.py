@@ -235,6 +235,34 @@ def test_merge_reads_and_rewrites_only_files_that_can_match(spark, table_path):
     assert got.values.tolist() == expected
 
 
+def test_matched_only_merge_rewrites_only_files_where_a_clause_acts(spark, table_path):
+    """Delta's ``findTouchedFiles`` with only matched clauses: a file whose matched rows meet
+    no clause condition is not touched; several source rows matching one target row are
+    still refused whatever the clause conditions."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import MergeCardinalityError
+
+    data = spark.sparkContext.parallelize([(i, i * 10) for i in range(4)], 2)  # files {0, 1} and {2, 3}
+    spark.createDataFrame(data, "id long, v long").write.format("deltalog").mode("append").save(table_path)
+    log = DeltaLog.for_table(table_path)
+    by_min = {json.loads(f.stats or "{}")["minValues"]["id"]: f.path for f in log.update().files}
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame([(0, 1), (2, 500)], "id long, v long").alias("s")
+    table.alias("t").merge(source, "t.id = s.id").whenMatchedUpdate("s.v > 100", {"v": "s.v"}).execute()
+    assert [a["remove"]["path"] for a in commits(table_path)[-1] if "remove" in a] == [by_min[2]]
+    metrics = log.history(1)[0].operation_metrics or {}
+    assert (metrics["numTargetFilesRemoved"], metrics["numTargetRowsCopied"]) == ("1", "1")
+    assert rows(table.toDF(), ["id"]).values.tolist() == [[0, 0], [1, 10], [2, 500], [3, 30]]
+
+    version = log.update().version
+    table.alias("t").merge(source, "t.id = s.id").whenMatchedDelete("s.v < 0").execute()
+    assert log.update().version == version  # no row is acted on: no file is rewritten
+
+    twice = spark.createDataFrame([(1, 1), (1, 2)], "id long, v long").alias("s")
+    with pytest.raises(MergeCardinalityError):
+        table.alias("t").merge(twice, "t.id = s.id").whenMatchedUpdate("s.v > 100", {"v": "s.v"}).execute()
+
+
 def test_merge_prunes_partitions_by_the_source_keys(spark, table_path):
     from deltalog.contrib.spark import DeltaTable
 

@@ -407,18 +407,19 @@ class DeltaMergeBuilder:
 
     def _find_touched(self, plan: _MergePlan) -> _Touched:
         """Pass 1: the candidate files holding a row some clause acts on, and Delta's check
-        that no target row is matched by several source rows."""
+        that no target row is matched by several source rows (whatever the clause conditions)."""
         import time
 
         from pyspark.sql import functions as F
 
         per_file = (
             self._rows_acted_on(plan)
-            .filter((F.col("count") > 0) | (F.col("a") > 0))
+            .filter((F.col("count") > 1) | (F.col("a") > 0))
             .groupBy("f")
             .agg(
                 F.sum(F.when(F.col("count") > 1, 1).otherwise(0)).alias("rows"),
                 F.sum(F.when(F.col("count") > 1, F.col("count")).otherwise(0)).alias("matches"),
+                F.max("a").alias("a"),
             )
             .collect()
         )
@@ -433,7 +434,7 @@ class DeltaMergeBuilder:
                 "to update or delete the matching target row. Preprocess the source to eliminate the possibility of "
                 "multiple matches (e.g. dropDuplicates on the merge keys); nothing was committed."
             )
-        hit = {plan.log_path(r["f"]) for r in per_file}
+        hit = {plan.log_path(r["f"]) for r in per_file if r["a"] > 0}
         return _Touched(
             files=[f for f in plan.files if f.path in hit],
             paths=hit,
@@ -442,31 +443,48 @@ class DeltaMergeBuilder:
             scanned=time.perf_counter(),
         )
 
+    def _matched_acts(self) -> Column:
+        """Whether pass 2 must see a matched row's file: without insert clauses, when some
+        matched clause's condition holds (Delta's ``matchedPredicate`` of a matched-only
+        MERGE); with them always, or pass 2's join would take a source row matching a row
+        of an untouched file for an unmatched one and insert it."""
+        from pyspark.sql import functions as F
+
+        if self._not_matched:
+            return F.lit(True)
+        acts = F.lit(False)
+        for c in self._matched:
+            acts = acts | _condition_holds(c)
+        return acts
+
     def _rows_acted_on(self, plan: _MergePlan) -> DataFrame:
         """Per target row (``f``: file, ``r``: row index): how many source rows match it
-        (``count``), and whether a ``whenNotMatchedBySource`` clause acts on it (``a``: 1 when
-        no source row matches and a clause's condition holds)."""
+        (``count``), and whether a clause acts on it (``a``: 1 when a matched row meets
+        :meth:`_matched_acts`, or no source row matches and a ``whenNotMatchedBySource``
+        clause's condition holds)."""
         from pyspark.sql import functions as F
 
         file_col = F.col(f"{plan.target_alias}.{FILE_COLUMN}").alias("f")
         row_col = F.col(f"{plan.target_alias}.{ROW_INDEX_COLUMN}").alias("r")
+        matched_acts = self._matched_acts().cast("int").alias("a")
         if not self._not_matched_by_source:  # only matched rows: one shuffle, by file, serves both groupings
             return (
                 plan.target.join(plan.source, plan.condition, "inner")
-                .select(file_col, row_col)
+                .select(file_col, row_col, matched_acts)
                 .repartition("f")
                 .groupBy("f", "r")
-                .agg(F.count(F.lit(1)).alias("count"), F.lit(0).alias("a"))
+                .agg(F.count(F.lit(1)).alias("count"), F.max("a").alias("a"))
             )
-        acts = F.lit(False)
+        by_source_acts = F.lit(False)
         for c in self._not_matched_by_source:
-            acts = acts | _condition_holds(c)
+            by_source_acts = by_source_acts | _condition_holds(c)
+        s_present = F.col(_S_PRESENT).isNotNull()
+        acts = F.when(s_present, self._matched_acts()).otherwise(by_source_acts)
         return (
             plan.target.join(plan.source, plan.condition, "left_outer")
-            .select(file_col, row_col, F.col(_S_PRESENT).alias("s"), acts.alias("a"))
+            .select(file_col, row_col, F.col(_S_PRESENT).alias("s"), acts.cast("int").alias("a"))
             .groupBy("f", "r")
-            .agg(F.count("s").alias("count"), F.max(F.col("a").cast("int")).alias("a"))
-            .withColumn("a", F.when(F.col("count") == 0, F.col("a")).otherwise(F.lit(0)))
+            .agg(F.count("s").alias("count"), F.max("a").alias("a"))
         )
 
     def _rewrite(self, plan: _MergePlan, touched: _Touched) -> tuple[list[str], dict[str, int], RowMarks | None]:
