@@ -181,6 +181,44 @@ def test_schema_evolution_adds_source_columns(spark, table_path):
     assert rows(table.toDF(), ["id"]).iloc[-1].tolist()[:2] == [4, None]
 
 
+@pytest.mark.parametrize("mapping", ["none", "name"])
+def test_struct_values_are_matched_by_field_name_and_evolve_nested_fields(spark, table_path, mapping):
+    """Delta's ``castIfNeeded`` by name: a source struct with its fields in another order
+    writes each value into the field of its name; with schema evolution a source struct's
+    extra nested field is added to the table's struct (null in the copied rows), and
+    ``updateAll`` keeps the target's value of a field the source struct lacks."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    spark.createDataFrame([(1, ("a", "b")), (2, ("c", "d"))], "id long, s struct<x:string,y:string>").write.format(
+        "deltalog"
+    ).mode("append").option("delta.columnMapping.mode", mapping).save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    swapped = spark.createDataFrame([(2, ("Y2", "X2")), (3, ("Y3", None))], "id long, s struct<y:string,x:string>")
+    table.alias("t").merge(
+        swapped.alias("src"), "t.id = src.id"
+    ).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    got = [(r.id, r.s.asDict()) for r in sorted(table.toDF().collect())]
+    assert got == [(1, {"x": "a", "y": "b"}), (2, {"x": "X2", "y": "Y2"}), (3, {"x": None, "y": "Y3"})]
+
+    wider = spark.createDataFrame([(3, ("X3", 3.5), None)], "id long, s struct<x:string,z:double>, n long")
+    with pytest.raises(DeltaAnalysisError, match="withSchemaEvolution"):
+        table.alias("t").merge(wider.alias("src"), "t.id = src.id").whenMatchedUpdateAll().execute()
+    table.alias("t").merge(wider.alias("src"), "t.id = src.id").withSchemaEvolution().whenMatchedUpdateAll().execute()
+    struct = json.loads(DeltaLog.for_table(table_path).update().metadata.schema_string)["fields"][1]["type"]
+    assert [f["name"] for f in struct["fields"]] == ["x", "y", "z"]
+    assert ("delta.columnMapping.id" in struct["fields"][2]["metadata"]) == (mapping == "name")
+    got = [(r.id, r.s.asDict(), r.n) for r in sorted(table.toDF().collect())]
+    assert got == [
+        (1, {"x": "a", "y": "b", "z": None}, None),
+        (2, {"x": "X2", "y": "Y2", "z": None}, None),
+        (3, {"x": "X3", "y": "Y3", "z": 3.5}, None),  # updateAll keeps the field the source lacks
+    ]
+    narrow = spark.createDataFrame([(1, ("X1",), 1)], "id long, s struct<x:string>, n long")
+    with pytest.raises(DeltaAnalysisError, match="lacks"):  # without evolution, a missing field is an error
+        table.alias("t").merge(narrow.alias("src"), "t.id = src.id").whenMatchedUpdateAll().execute()
+
+
 def _damage(path: str, files: list[str]) -> dict[str, bytes]:
     """Overwrite data files with bytes that are not Parquet; returns the originals."""
     saved = {}

@@ -53,6 +53,7 @@ from deltalog.contrib.spark.tablelog import start_transaction
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import DataType, StructType
 
     from deltalog.contrib.spark.tables import DeltaTable
     from deltalog.txn.commit.operations import Merge
@@ -85,7 +86,8 @@ class _MergePlan:
     target_alias: str
     columns: list[str]  # the table's columns, then those schema evolution adds
     new_columns: list[str]
-    types: dict[str, Any]  # column -> the (nullable) Spark type it is written as
+    evolve: bool  # schema evolution is on (a struct value may lack table fields)
+    types: dict[str, DataType]  # column -> the (nullable) Spark type it is written as
     assignments: dict[int, dict[str, Column]]  # id(clause) -> {column: value} of an update or insert
     assigned: set[str]  # the columns some clause assigns (generated ones are checked, others recomputed)
     files: list[AddFile]  # the candidate target files (recorded as read)
@@ -269,8 +271,31 @@ class DeltaMergeBuilder:
             user_metrics=metrics,
         )
 
-    def _evolve_schema(self, txn: OptimisticTransaction, new_columns: list[str]) -> None:
-        """Add ``new_columns`` (nullable, typed as in the source) to the table's schema in ``txn``."""
+    def _evolved_structs(self, table_schema: StructType, evolve: bool) -> dict[str, StructType]:
+        """With schema evolution, the table's struct columns that an ``updateAll``/``insertAll``
+        writes from a source struct with fields they lack, with those fields added
+        (:func:`~deltalog.contrib.spark.cast_by_name.evolve_struct`)."""
+        from pyspark.sql.types import StructType
+
+        from deltalog.contrib.spark.cast_by_name import evolve_struct
+
+        if not evolve or not any(c.assignments is None for c in [*self._matched, *self._not_matched]):
+            return {}
+        source = {f.name.lower(): f.dataType for f in self._source.schema.fields}
+        out: dict[str, StructType] = {}
+        for f in table_schema.fields:
+            other = source.get(f.name.lower())
+            if isinstance(f.dataType, StructType) and isinstance(other, StructType):
+                evolved = evolve_struct(f.dataType, other)
+                if evolved != f.dataType:
+                    out[f.name] = evolved
+        return out
+
+    def _evolve_schema(
+        self, txn: OptimisticTransaction, new_columns: list[str], structs: Mapping[str, StructType]
+    ) -> None:
+        """Add ``new_columns`` (nullable, typed as in the source) to the table's schema in
+        ``txn``, and give the struct columns of ``structs`` their evolved types."""
         import json
         from dataclasses import replace
 
@@ -278,7 +303,11 @@ class DeltaMergeBuilder:
 
         current = txn.snapshot.metadata
         fields = [json.loads(self._source.schema[c].json()) for c in new_columns]
-        merged = schemas.merge_schemas(json.loads(current.schema_string), {"type": "struct", "fields": fields})
+        table = json.loads(current.schema_string)
+        for f in table["fields"]:
+            if f["name"] in structs:
+                f["type"] = structs[f["name"]].jsonValue()
+        merged = schemas.merge_schemas(table, {"type": "struct", "fields": fields})
         config = dict(current.configuration)
         if current.properties.column_mapping_mode != "none":
             merged, max_id = schemas.assign_column_mapping(merged, current.properties.column_mapping_max_id)
@@ -286,7 +315,7 @@ class DeltaMergeBuilder:
         txn.update_metadata(
             replace(current, schema_string=json.dumps(merged, separators=(",", ":")), configuration=config)
         )
-        log.info("MERGE adds column(s) %s to the table schema", new_columns)
+        log.info("MERGE adds column(s) %s and evolves struct column(s) %s", new_columns, sorted(structs))
 
     def _candidates(
         self, txn: OptimisticTransaction, columns: list[str], types: Mapping[str, str]
@@ -358,6 +387,7 @@ class DeltaMergeBuilder:
         import time
 
         from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType
 
         from deltalog.contrib.spark.schemas import top_level_types
 
@@ -370,6 +400,8 @@ class DeltaMergeBuilder:
         table_types = top_level_types(json.loads(snapshot.metadata.schema_string))
         table_columns = list(table_types)
         new_columns = self._new_columns(table_columns, evolve)
+        # the schema as stored: an evolved struct keeps its fields' column mapping metadata
+        structs = self._evolved_structs(StructType.fromJson(json.loads(snapshot.metadata.schema_string)), evolve)
         columns = table_columns + new_columns
         assignments = {
             id(c): self._assignment(c, columns, evolve)
@@ -382,18 +414,20 @@ class DeltaMergeBuilder:
             [assignments[id(c)] for c in self._not_matched],
         )
         files, source_rows = self._candidates(txn, table_columns, table_types)
-        if new_columns:
-            self._evolve_schema(txn, new_columns)
+        if new_columns or structs:
+            self._evolve_schema(txn, new_columns, structs)
         scanned = scan_target(table._spark, table._log, snapshot, files)
         target = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
         types = {f.name: nullable_type(f.dataType) for f in target.schema.fields}
         types.update({c: nullable_type(self._source.schema[c].dataType) for c in new_columns})
+        types.update({c: nullable_type(t) for c, t in structs.items()})
         return _MergePlan(
             txn=txn,
             started=started,
             target_alias=talias,
             columns=columns,
             new_columns=new_columns,
+            evolve=evolve,
             types=types,
             assignments=assignments,
             assigned=assigned,
@@ -501,7 +535,7 @@ class DeltaMergeBuilder:
 
         joined = self._labelled_rows(plan, touched)
         act = F.col(_ACTION)
-        values = self._new_values(plan, act)
+        values = self._new_values(plan, joined)
         with_dv = writes_deletion_vectors(self._table._spark, plan.txn.snapshot, "merge")
         if not with_dv and not plan.txn.snapshot.properties.enable_change_data_feed:
             out = recompute_generated(joined.select(*values, act), plan.txn.snapshot.metadata, plan.assigned)
@@ -563,23 +597,27 @@ class DeltaMergeBuilder:
             action = chain_value(action, _holds(~t_present, c), F.lit(f"i{i}"))
         return joined.withColumn(_ACTION, action.otherwise(F.lit("drop")))
 
-    def _new_values(self, plan: _MergePlan, act: Column) -> list[Column]:
-        """Each output column of a labelled row: the assignment of its update or insert
-        clause, else the target row's current value."""
+    def _new_values(self, plan: _MergePlan, joined: DataFrame) -> list[Column]:
+        """Each output column of a labelled row of ``joined``: the assignment of its update or
+        insert clause, else the target row's current value; each cast to the column's type
+        by name (:mod:`~deltalog.contrib.spark.cast_by_name`)."""
         from pyspark.sql import functions as F
 
-        values = []
+        act = F.col(_ACTION)
+        branches: dict[str, list[Branch]] = {}
         for col in plan.columns:
-            v: Column | None = None
+            pairs = branches.setdefault(col, [])
+            current = plan.target_value(col)
             for prefix, clauses in (("mu", self._matched), ("su", self._not_matched_by_source)):
                 for i, c in enumerate(clauses):
                     if c.kind == "update" and col in plan.assignments[id(c)]:
-                        v = chain_value(v, act == f"{prefix}{i}", plan.assignments[id(c)][col])
+                        # updateAll under schema evolution keeps the target's struct fields the source lacks
+                        kept = current if plan.evolve and c.assignments is None else None
+                        pairs.append((act == f"{prefix}{i}", plan.assignments[id(c)][col], kept))
             for i, c in enumerate(self._not_matched):
-                v = chain_value(v, act == f"i{i}", plan.assignments[id(c)].get(col, F.lit(None)))
-            current = plan.target_value(col)
-            values.append((current if v is None else v.otherwise(current)).cast(plan.types[col]).alias(col))
-        return values
+                pairs.append((act == f"i{i}", plan.assignments[id(c)].get(col, F.lit(None)), None))
+        current_values = {col: plan.target_value(col) for col in plan.columns}
+        return _chained(joined, plan.columns, branches, current_values, plan.types, plan.evolve)
 
     def _with_change_data(
         self, plan: _MergePlan, joined: DataFrame, out: DataFrame, values: Sequence[Column], overcount: int
@@ -591,7 +629,8 @@ class DeltaMergeBuilder:
 
         act = F.col(_ACTION)
         updated = joined.filter(act.startswith("mu") | act.startswith("su"))
-        old = [plan.target_value(c).cast(plan.types[c]).alias(c) for c in plan.columns]
+        current = {c: plan.target_value(c) for c in plan.columns}
+        old = _chained(joined, plan.columns, {}, current, plan.types, plan.evolve)
         deleted = joined.filter(act.startswith("md") | act.startswith("sd"))
         if overcount:  # one delete change row per target row (Delta's DeduplicateCDFDeletes)
             deleted = deleted.dropDuplicates([FILE_COLUMN, ROW_INDEX_COLUMN])
@@ -685,13 +724,15 @@ class DeltaMergeBuilder:
         assert action is not None  # execute() refuses a MERGE without clauses
         rows = plan.source.join(plan.target, plan.condition, "left_anti")
         rows = rows.withColumn(_ACTION, action.otherwise(F.lit("drop"))).filter(F.col(_ACTION) != "drop")
-        values = []
-        for col in plan.columns:
-            v: Column | None = None
-            for i, c in enumerate(self._not_matched):
-                v = chain_value(v, F.col(_ACTION) == f"i{i}", plan.assignments[id(c)].get(col, F.lit(None)))
-            assert v is not None
-            values.append(v.otherwise(F.lit(None)).cast(plan.types[col]).alias(col))
+        branches: dict[str, list[Branch]] = {
+            col: [
+                (F.col(_ACTION) == f"i{i}", plan.assignments[id(c)].get(col, F.lit(None)), None)
+                for i, c in enumerate(self._not_matched)
+            ]
+            for col in plan.columns
+        }
+        nulls = {col: F.lit(None) for col in plan.columns}
+        values = _chained(rows, plan.columns, branches, nulls, plan.types, plan.evolve)
         out = recompute_generated(rows.select(*values), plan.txn.snapshot.metadata, plan.assigned)
         scanned = time.perf_counter()
         lines = self._write(plan, out)
@@ -760,6 +801,49 @@ def _metrics(
         "rewriteTimeMs": int((now - scanned) * 1000),
     }
     return {k: str(v) for k, v in values.items()}
+
+
+#: ``(when, value, original)``: a branch of a column's value; ``original`` is the target
+#: row's value whose struct fields the value lacks are kept (``updateAll`` under schema evolution)
+Branch = tuple["Column", "Column", "Column | None"]
+
+
+def _chained(
+    df: DataFrame,
+    columns: Sequence[str],
+    branches: Mapping[str, Sequence[Branch]],
+    otherwise: Mapping[str, Column],
+    types: Mapping[str, DataType],
+    evolve: bool,
+) -> list[Column]:
+    """Per column of ``columns``: the value of its first branch whose condition holds, else
+    ``otherwise``; every value cast to the column's type by name (its own type resolved
+    against ``df``, in one analysis for all of them; see
+    :mod:`~deltalog.contrib.spark.cast_by_name`)."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark.cast_by_name import StructCast, cast_if_needed
+
+    flat: list[tuple[str, Column, Column | None]] = []
+    for col in columns:
+        flat.extend((col, v, original) for _, v, original in branches.get(col, ()))
+        flat.append((col, otherwise[col], None))
+    probes = [v for _, v, original in flat for v in (v, F.lit(None) if original is None else original)]
+    resolved = df.select(*[v.alias(f"_{i}") for i, v in enumerate(probes)]).schema.fields
+    cast = iter(
+        cast_if_needed(
+            v, resolved[2 * i].dataType, types[col], col, StructCast(evolve, o, resolved[2 * i + 1].dataType)
+        )
+        for i, (col, v, o) in enumerate(flat)
+    )
+    out = []
+    for col in columns:
+        acc: Column | None = None
+        for when, _, _ in branches.get(col, ()):
+            acc = chain_value(acc, when, next(cast))
+        last = next(cast)
+        out.append((last if acc is None else acc.otherwise(last)).alias(col))
+    return out
 
 
 def chain_value(acc: Column | None, when: Column, value: Column) -> Column:
