@@ -223,8 +223,9 @@ class DeltaMergeBuilder:
                     new.update({k: v for k, v in src_cols.items() if k not in table_cols})
                 continue
             for name in c.assignments:
-                key = name.split(".")[-1].strip("`").lower()
-                if key in table_cols:
+                parts = self._target_name(name)
+                key = parts[0].lower()
+                if key in table_cols or len(parts) > 1:  # a nested name must be in the table (_assignment)
                     continue
                 if evolve and key in src_cols:
                     new[key] = src_cols[key]
@@ -233,11 +234,18 @@ class DeltaMergeBuilder:
                     raise DeltaAnalysisError(f"MERGE assigns {name!r}, which is not a table column ({columns}){hint}")
         return list(new.values())
 
-    def _assignment(self, clause: _Clause, columns: list[str], evolve: bool) -> dict[str, Column]:
+    def _assignment(
+        self, clause: _Clause, columns: list[str], evolve: bool, table: StructType, talias: str
+    ) -> dict[str, Column]:
         """``{table column: value}`` of an update or insert clause (``*All``: by name). Without
         schema evolution ``*All`` needs every table column in the source (extra source columns
         are ignored), as Delta's ``resolveStar``; with it, a table column the source lacks is
-        null on insert and kept on update."""
+        null on insert and kept on update. A nested name (``s.a``) in an update sets that
+        field of the struct column, the others kept (Delta's ``generateUpdateExpressions``)."""
+        from pyspark.sql import functions as F
+
+        from deltalog.contrib.spark.update_expressions import assign_fields
+
         if clause.assignments is None:
             src_cols = {c.lower(): c for c in self._source.columns}
             missing = [c for c in columns if c.lower() not in src_cols]
@@ -249,13 +257,34 @@ class DeltaMergeBuilder:
                 )
             return {c: self._source[src_cols[c.lower()]] for c in columns if c.lower() in src_cols}
         lowered = {c.lower(): c for c in columns}
-        out = {}
+        out: dict[str, Column] = {}
+        nested: dict[str, dict[tuple[str, ...], Column]] = {}
         for name, e in clause.assignments.items():
-            key = lowered.get(name.split(".")[-1].strip("`").lower())
+            parts = self._target_name(name)
+            key = lowered.get(parts[0].lower())
             if key is None:
                 raise DeltaAnalysisError(f"MERGE assigns {name!r}, which is not a table column ({columns})")
-            out[key] = _expr(e)
+            if len(parts) == 1:
+                out[key] = _expr(e)
+            elif clause.kind == "insert":
+                raise DeltaAnalysisError(f"MERGE inserts {name!r}: a nested field cannot be set in an insert clause")
+            else:
+                nested.setdefault(key, {})[tuple(parts[1:])] = _expr(e)
+        for key, paths in nested.items():
+            if key in out or key not in table.fieldNames():
+                raise DeltaAnalysisError(f"MERGE sets {key!r} and a field of it, or a field of a new column")
+            out[key] = assign_fields(F.col(f"{talias}.`{key}`"), table[key].dataType, paths, key)
         return out
+
+    def _target_name(self, name: str) -> list[str]:
+        """The parts of an assigned column name, without a leading target alias (``t.v``)."""
+        from deltalog.contrib.spark.update_expressions import split_name
+
+        parts = split_name(name)
+        alias = (self._table._alias or "target").lower()
+        if len(parts) > 1 and parts[0].lower() == alias:
+            parts = parts[1:]
+        return parts
 
     def _operation(self, metrics: dict[str, str]) -> Merge:
         from deltalog.txn.commit.operations import Merge
@@ -274,10 +303,10 @@ class DeltaMergeBuilder:
     def _evolved_structs(self, table_schema: StructType, evolve: bool) -> dict[str, StructType]:
         """With schema evolution, the table's struct columns that an ``updateAll``/``insertAll``
         writes from a source struct with fields they lack, with those fields added
-        (:func:`~deltalog.contrib.spark.cast_by_name.evolve_struct`)."""
+        (:func:`~deltalog.contrib.spark.update_expressions.evolve_struct`)."""
         from pyspark.sql.types import StructType
 
-        from deltalog.contrib.spark.cast_by_name import evolve_struct
+        from deltalog.contrib.spark.update_expressions import evolve_struct
 
         if not evolve or not any(c.assignments is None for c in [*self._matched, *self._not_matched]):
             return {}
@@ -389,6 +418,7 @@ class DeltaMergeBuilder:
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
+        from deltalog.contrib.spark.logical_schema import logical_struct
         from deltalog.contrib.spark.schemas import top_level_types
 
         started = time.perf_counter()
@@ -402,9 +432,10 @@ class DeltaMergeBuilder:
         new_columns = self._new_columns(table_columns, evolve)
         # the schema as stored: an evolved struct keeps its fields' column mapping metadata
         structs = self._evolved_structs(StructType.fromJson(json.loads(snapshot.metadata.schema_string)), evolve)
+        table_struct = logical_struct(snapshot.metadata.schema_string)
         columns = table_columns + new_columns
         assignments = {
-            id(c): self._assignment(c, columns, evolve)
+            id(c): self._assignment(c, columns, evolve, table_struct, talias)
             for c in [*self._matched, *self._not_matched, *self._not_matched_by_source]
             if c.kind != "delete"
         }
@@ -600,7 +631,7 @@ class DeltaMergeBuilder:
     def _new_values(self, plan: _MergePlan, joined: DataFrame) -> list[Column]:
         """Each output column of a labelled row of ``joined``: the assignment of its update or
         insert clause, else the target row's current value; each cast to the column's type
-        by name (:mod:`~deltalog.contrib.spark.cast_by_name`)."""
+        by name (:mod:`~deltalog.contrib.spark.update_expressions`)."""
         from pyspark.sql import functions as F
 
         act = F.col(_ACTION)
@@ -819,10 +850,10 @@ def _chained(
     """Per column of ``columns``: the value of its first branch whose condition holds, else
     ``otherwise``; every value cast to the column's type by name (its own type resolved
     against ``df``, in one analysis for all of them; see
-    :mod:`~deltalog.contrib.spark.cast_by_name`)."""
+    :mod:`~deltalog.contrib.spark.update_expressions`)."""
     from pyspark.sql import functions as F
 
-    from deltalog.contrib.spark.cast_by_name import StructCast, cast_if_needed
+    from deltalog.contrib.spark.update_expressions import StructCast, cast_if_needed
 
     flat: list[tuple[str, Column, Column | None]] = []
     for col in columns:

@@ -1,16 +1,18 @@
-"""A MERGE value cast to its table column's type, struct fields matched by name.
+"""Values that UPDATE and MERGE assign, as Delta's ``UpdateExpressionsSupport``.
 
-Delta's ``UpdateExpressionsSupport.castIfNeeded`` (with
-``spark.databricks.delta.resolveMergeUpdateStructsByName.enabled``, on by default): a value
-assigned to a struct column is rebuilt field by field, each field taken from the value's
-field of the same name (case-insensitive) and cast recursively, a table field the value
-lacks is null, and a null struct stays null. Spark's own ``cast`` between structs pairs the
-fields by position: a source struct with its fields in another order would be written with
-values in the wrong fields, or refused. Arrays of structs are rebuilt element by element;
-other types go through Spark's ``cast``.
+:func:`cast_if_needed` casts a value to its table column's type as Delta's ``castIfNeeded``
+(with ``spark.databricks.delta.resolveMergeUpdateStructsByName.enabled``, on by default): a
+value assigned to a struct column is rebuilt field by field, each field taken from the
+value's field of the same name (case-insensitive) and cast recursively; a null struct stays
+null. Spark's own ``cast`` between structs pairs the fields by position: a struct with its
+fields in another order would be written with values in the wrong fields, or refused.
+Arrays of structs are rebuilt element by element; other types go through Spark's ``cast``.
 
-:func:`evolve_struct` is the other half, for schema evolution: a table struct with the
-nested fields a source struct adds, appended nullable (Delta's ``SchemaMergingUtils``).
+:func:`assign_fields` is ``SET s.a.b = value``: the struct rebuilt with the assigned nested
+fields replaced (Delta's ``generateUpdateExpressions`` for a nested name).
+
+:func:`evolve_struct` is the schema evolution side: a table struct with the nested fields
+a source struct adds, appended nullable (Delta's ``SchemaMergingUtils``).
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from typing import TYPE_CHECKING
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pyspark.sql import Column
     from pyspark.sql.types import DataType, StructType
 
-__all__ = ["StructCast", "cast_if_needed", "evolve_struct", "has_struct"]
+__all__ = ["StructCast", "assign_fields", "cast_if_needed", "evolve_struct", "has_struct", "split_name"]
 
 
 def has_struct(data_type: DataType) -> bool:
@@ -124,3 +128,50 @@ def evolve_struct(table: StructType, source: StructType) -> StructType:
         fields.append(f)
     fields.extend(StructField(f.name, f.dataType, True) for f in by_name.values())
     return StructType(fields)
+
+
+def split_name(name: str) -> list[str]:
+    """``a.b.c`` (backquotes allowed: ``a.`b.c```) as its name parts."""
+    parts, part, quoted = [], "", False
+    for ch in name:
+        if ch == "`":
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append(part)
+            part = ""
+        else:
+            part += ch
+    parts.append(part)
+    return [p.strip() for p in parts]
+
+
+def assign_fields(
+    current: Column, struct: DataType, assignments: Mapping[tuple[str, ...], Column], where: str
+) -> Column:
+    """``current`` (a struct of type ``struct``) with the nested fields at the paths of
+    ``assignments`` (relative to it) set to their values, rebuilt field by field (a null
+    struct becomes a struct of nulls with the assigned fields, as in Delta). A path naming
+    no field is a :class:`DeltaAnalysisError`."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    if not isinstance(struct, StructType):
+        raise DeltaAnalysisError(f"cannot set a nested field of {where}: it is {struct.simpleString()}, not a struct")
+    names = {f.name.lower() for f in struct.fields}
+    unknown = sorted({path[0] for path in assignments if path[0].lower() not in names})
+    if unknown:
+        raise DeltaAnalysisError(f"{where} has no field(s) {unknown} (fields: {[f.name for f in struct.fields]})")
+    fields = []
+    for f in struct.fields:
+        mine = {path: v for path, v in assignments.items() if path[0].lower() == f.name.lower()}
+        whole = next((v for path, v in mine.items() if len(path) == 1), None)
+        if whole is not None:
+            fields.append(whole.alias(f.name))
+        elif mine:
+            deeper = {path[1:]: v for path, v in mine.items()}
+            fields.append(
+                assign_fields(current.getField(f.name), f.dataType, deeper, f"{where}.{f.name}").alias(f.name)
+            )
+        else:
+            fields.append(current.getField(f.name).alias(f.name))
+    return F.struct(*fields)
