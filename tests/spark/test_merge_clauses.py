@@ -350,6 +350,24 @@ def test_a_merge_without_clauses_is_refused_before_it_opens_a_transaction():
         DeltaMergeBuilder(None, None, "t.id = s.id").execute()  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda m: m.whenMatchedDelete().whenMatchedUpdate("s.v > 0", {"v": "s.v"}),
+        lambda m: m.whenNotMatchedInsertAll().whenNotMatchedInsertAll("s.v > 0"),
+        lambda m: m.whenNotMatchedBySourceDelete().whenNotMatchedBySourceDelete("t.v > 0"),
+    ],
+)
+def test_only_the_last_clause_of_a_kind_may_omit_its_condition(build):
+    """Delta's ``DELTA_NON_LAST_*_CLAUSE_OMIT_CONDITION``: a clause after an unconditional one
+    of its kind could never act; the MERGE is refused before it opens a transaction."""
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.contrib.spark.merge import DeltaMergeBuilder
+
+    with pytest.raises(DeltaAnalysisError, match="only the last"):
+        build(DeltaMergeBuilder(None, None, "t.id = s.id")).execute()  # type: ignore[arg-type]
+
+
 def test_merge_writes_one_file_per_touched_partition(spark, table_path):
     """Delta's ``merge.repartitionBeforeWrite`` (on by default): the MERGE's output is
     repartitioned by the partition columns, so each touched partition gets one new file

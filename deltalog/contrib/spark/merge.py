@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from deltalog.contrib.spark.tables import DeltaTable
     from deltalog.txn.commit.operations import Merge
     from deltalog.txn.commit.transaction import OptimisticTransaction
-    from deltalog.txn.protocol.actions import AddCDCFile, AddFile
+    from deltalog.txn.protocol.actions import AddCDCFile, AddFile, Metadata
 
 __all__ = ["DeltaMergeBuilder"]
 
@@ -395,6 +395,16 @@ class DeltaMergeBuilder:
             raise DeltaAnalysisError(
                 "MERGE needs at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause"
             )
+        for kind, clauses in (
+            ("MATCHED", self._matched),
+            ("NOT MATCHED", self._not_matched),
+            ("NOT MATCHED BY SOURCE", self._not_matched_by_source),
+        ):
+            if any(c.condition is None for c in clauses[:-1]):  # Delta's DELTA_NON_LAST_*_CLAUSE_OMIT_CONDITION
+                raise DeltaAnalysisError(
+                    f"When there are more than one {kind} clauses in a MERGE statement, only the last {kind} "
+                    "clause can omit the condition (a clause after an unconditional one could never act)"
+                )
         insert_only = not self._matched and not self._not_matched_by_source
         with materialized_source(self._source, insert_only):
             plan = self._plan()
@@ -418,7 +428,6 @@ class DeltaMergeBuilder:
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
-        from deltalog.contrib.spark.logical_schema import logical_struct
         from deltalog.contrib.spark.schemas import top_level_types
 
         started = time.perf_counter()
@@ -432,18 +441,8 @@ class DeltaMergeBuilder:
         new_columns = self._new_columns(table_columns, evolve)
         # the schema as stored: an evolved struct keeps its fields' column mapping metadata
         structs = self._evolved_structs(StructType.fromJson(json.loads(snapshot.metadata.schema_string)), evolve)
-        table_struct = logical_struct(snapshot.metadata.schema_string)
         columns = table_columns + new_columns
-        assignments = {
-            id(c): self._assignment(c, columns, evolve, table_struct, talias)
-            for c in [*self._matched, *self._not_matched, *self._not_matched_by_source]
-            if c.kind != "delete"
-        }
-        assigned = prepare_merge_assignments(
-            snapshot.metadata,
-            [assignments[id(c)] for c in [*self._matched, *self._not_matched_by_source] if c.kind != "delete"],
-            [assignments[id(c)] for c in self._not_matched],
-        )
+        assignments, assigned = self._resolve_assignments(snapshot.metadata, columns, evolve, talias)
         files, source_rows = self._candidates(txn, table_columns, table_types)
         if new_columns or structs:
             self._evolve_schema(txn, new_columns, structs)
@@ -469,6 +468,26 @@ class DeltaMergeBuilder:
             condition=_expr(self._condition),
             scans=[scanned],
         )
+
+    def _resolve_assignments(
+        self, metadata: Metadata, columns: list[str], evolve: bool, talias: str
+    ) -> tuple[dict[int, dict[str, Column]], set[str]]:
+        """``({id(clause): {column: value}}, assigned columns)`` of the update and insert
+        clauses (generated columns checked: :func:`prepare_merge_assignments`)."""
+        from deltalog.contrib.spark.logical_schema import logical_struct
+
+        table = logical_struct(metadata.schema_string)
+        assignments = {
+            id(c): self._assignment(c, columns, evolve, table, talias)
+            for c in [*self._matched, *self._not_matched, *self._not_matched_by_source]
+            if c.kind != "delete"
+        }
+        assigned = prepare_merge_assignments(
+            metadata,
+            [assignments[id(c)] for c in [*self._matched, *self._not_matched_by_source] if c.kind != "delete"],
+            [assignments[id(c)] for c in self._not_matched],
+        )
+        return assignments, assigned
 
     def _find_touched(self, plan: _MergePlan) -> _Touched:
         """Pass 1: the candidate files holding a row some clause acts on, and Delta's check
