@@ -368,6 +368,27 @@ def test_only_the_last_clause_of_a_kind_may_omit_its_condition(build):
         build(DeltaMergeBuilder(None, None, "t.id = s.id")).execute()  # type: ignore[arg-type]
 
 
+def test_not_matched_by_source_clauses_may_use_only_target_columns(spark, table_path):
+    """Delta resolves a ``whenNotMatchedBySource*`` clause against the target only: a
+    source column there is an analysis error, not a null (the row has no source row)."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    spark.createDataFrame([(1, 10), (2, 20)], "id long, v long").write.format("deltalog").mode("append").save(
+        table_path
+    )
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame([(1, 5)], "id long, w long").alias("s")
+    for build in (
+        lambda m: m.whenNotMatchedBySourceUpdate(set={"v": "s.w"}),
+        lambda m: m.whenNotMatchedBySourceDelete("s.w > 0"),
+    ):
+        with pytest.raises(DeltaAnalysisError, match="target"):
+            build(table.alias("t").merge(source, "t.id = s.id")).execute()
+    table.alias("t").merge(source, "t.id = s.id").whenNotMatchedBySourceUpdate("v > 15", {"v": "t.v + 1"}).execute()
+    assert rows(table.toDF(), ["id"]).values.tolist() == [[1, 10], [2, 21]]
+
+
 def test_merge_writes_one_file_per_touched_partition(spark, table_path):
     """Delta's ``merge.repartitionBeforeWrite`` (on by default): the MERGE's output is
     repartitioned by the partition columns, so each touched partition gets one new file

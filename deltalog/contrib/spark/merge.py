@@ -448,6 +448,7 @@ class DeltaMergeBuilder:
             self._evolve_schema(txn, new_columns, structs)
         scanned = scan_target(table._spark, table._log, snapshot, files)
         target = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
+        self._check_by_source_references(target, assignments)
         types = {f.name: nullable_type(f.dataType) for f in target.schema.fields}
         types.update({c: nullable_type(self._source.schema[c].dataType) for c in new_columns})
         types.update({c: nullable_type(t) for c, t in structs.items()})
@@ -468,6 +469,22 @@ class DeltaMergeBuilder:
             condition=_expr(self._condition),
             scans=[scanned],
         )
+
+    def _check_by_source_references(self, target: DataFrame, assignments: Mapping[int, Mapping[str, Column]]) -> None:
+        """Delta resolves a ``whenNotMatchedBySource*`` clause's condition and values against
+        the target only: a source column there is an error (the row has no source row)."""
+        from pyspark.errors import AnalysisException
+
+        for c in self._not_matched_by_source:
+            exprs = [] if c.condition is None else [_expr(c.condition)]
+            for e in [*exprs, *assignments.get(id(c), {}).values()]:
+                try:
+                    target.select(e).schema  # noqa: B018 - resolves the expression
+                except AnalysisException as exc:
+                    raise DeltaAnalysisError(
+                        "a whenNotMatchedBySource clause can use only target columns (no source row matches "
+                        f"the rows it acts on): {str(exc).splitlines()[0]}"
+                    ) from None
 
     def _resolve_assignments(
         self, metadata: Metadata, columns: list[str], evolve: bool, talias: str
