@@ -260,3 +260,26 @@ def test_not_null_constraints_follow_deltas_invariants():
     check_constraints(rows.filter(pa.array([True, False, True])), constraints)
     with pytest.raises(NotNullConstraintViolationError, match="column: id"):
         check_constraints(rows.drop_columns(["id"]), constraints)  # a missing column is NULL
+
+
+def test_update_and_merge_set_structs_by_field_name_and_nested_fields(spark, table_path):
+    """Delta's ``generateUpdateExpressions``: a struct value goes into the fields of its names
+    (not by position), and ``s.x`` sets one field of a struct column, the others kept."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    schema = "id long, s struct<x:string,y:string>"
+    spark.createDataFrame([(1, ("a", "b")), (2, ("c", "d")), (3, None)], schema).write.format("deltalog").mode(
+        "append"
+    ).save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.update("id = 1", {"s": "named_struct('y', 'Y1', 'x', 'X1')"})
+    table.update("id >= 2", {"s.x": "'new'"})
+    source = spark.createDataFrame([(2, "m")], "id long, v string").alias("src")
+    table.alias("t").merge(source, "t.id = src.id").whenMatchedUpdate(set={"t.s.y": "src.v"}).execute()
+    got = [(r.id, None if r.s is None else r.s.asDict()) for r in sorted(table.toDF().collect())]
+    assert got == [(1, {"x": "X1", "y": "Y1"}), (2, {"x": "new", "y": "m"}), (3, {"x": "new", "y": None})]
+    with pytest.raises(DeltaAnalysisError, match="no field"):
+        table.update("id = 1", {"s.z": "'z'"})
+    with pytest.raises(DeltaAnalysisError, match="nested field"):
+        table.alias("t").merge(source, "t.id = src.id").whenNotMatchedInsert(values={"id": "1", "s.x": "'a'"}).execute()

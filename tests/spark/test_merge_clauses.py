@@ -181,6 +181,44 @@ def test_schema_evolution_adds_source_columns(spark, table_path):
     assert rows(table.toDF(), ["id"]).iloc[-1].tolist()[:2] == [4, None]
 
 
+@pytest.mark.parametrize("mapping", ["none", "name"])
+def test_struct_values_are_matched_by_field_name_and_evolve_nested_fields(spark, table_path, mapping):
+    """Delta's ``castIfNeeded`` by name: a source struct with its fields in another order
+    writes each value into the field of its name; with schema evolution a source struct's
+    extra nested field is added to the table's struct (null in the copied rows), and
+    ``updateAll`` keeps the target's value of a field the source struct lacks."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    spark.createDataFrame([(1, ("a", "b")), (2, ("c", "d"))], "id long, s struct<x:string,y:string>").write.format(
+        "deltalog"
+    ).mode("append").option("delta.columnMapping.mode", mapping).save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    swapped = spark.createDataFrame([(2, ("Y2", "X2")), (3, ("Y3", None))], "id long, s struct<y:string,x:string>")
+    table.alias("t").merge(
+        swapped.alias("src"), "t.id = src.id"
+    ).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    got = [(r.id, r.s.asDict()) for r in sorted(table.toDF().collect())]
+    assert got == [(1, {"x": "a", "y": "b"}), (2, {"x": "X2", "y": "Y2"}), (3, {"x": None, "y": "Y3"})]
+
+    wider = spark.createDataFrame([(3, ("X3", 3.5), None)], "id long, s struct<x:string,z:double>, n long")
+    with pytest.raises(DeltaAnalysisError, match="withSchemaEvolution"):
+        table.alias("t").merge(wider.alias("src"), "t.id = src.id").whenMatchedUpdateAll().execute()
+    table.alias("t").merge(wider.alias("src"), "t.id = src.id").withSchemaEvolution().whenMatchedUpdateAll().execute()
+    struct = json.loads(DeltaLog.for_table(table_path).update().metadata.schema_string)["fields"][1]["type"]
+    assert [f["name"] for f in struct["fields"]] == ["x", "y", "z"]
+    assert ("delta.columnMapping.id" in struct["fields"][2]["metadata"]) == (mapping == "name")
+    got = [(r.id, r.s.asDict(), r.n) for r in sorted(table.toDF().collect())]
+    assert got == [
+        (1, {"x": "a", "y": "b", "z": None}, None),
+        (2, {"x": "X2", "y": "Y2", "z": None}, None),
+        (3, {"x": "X3", "y": "Y3", "z": 3.5}, None),  # updateAll keeps the field the source lacks
+    ]
+    narrow = spark.createDataFrame([(1, ("X1",), 1)], "id long, s struct<x:string>, n long")
+    with pytest.raises(DeltaAnalysisError, match="lacks"):  # without evolution, a missing field is an error
+        table.alias("t").merge(narrow.alias("src"), "t.id = src.id").whenMatchedUpdateAll().execute()
+
+
 def _damage(path: str, files: list[str]) -> dict[str, bytes]:
     """Overwrite data files with bytes that are not Parquet; returns the originals."""
     saved = {}
@@ -235,6 +273,34 @@ def test_merge_reads_and_rewrites_only_files_that_can_match(spark, table_path):
     assert got.values.tolist() == expected
 
 
+def test_matched_only_merge_rewrites_only_files_where_a_clause_acts(spark, table_path):
+    """Delta's ``findTouchedFiles`` with only matched clauses: a file whose matched rows meet
+    no clause condition is not touched; several source rows matching one target row are
+    still refused whatever the clause conditions."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import MergeCardinalityError
+
+    data = spark.sparkContext.parallelize([(i, i * 10) for i in range(4)], 2)  # files {0, 1} and {2, 3}
+    spark.createDataFrame(data, "id long, v long").write.format("deltalog").mode("append").save(table_path)
+    log = DeltaLog.for_table(table_path)
+    by_min = {json.loads(f.stats or "{}")["minValues"]["id"]: f.path for f in log.update().files}
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame([(0, 1), (2, 500)], "id long, v long").alias("s")
+    table.alias("t").merge(source, "t.id = s.id").whenMatchedUpdate("s.v > 100", {"v": "s.v"}).execute()
+    assert [a["remove"]["path"] for a in commits(table_path)[-1] if "remove" in a] == [by_min[2]]
+    metrics = log.history(1)[0].operation_metrics or {}
+    assert (metrics["numTargetFilesRemoved"], metrics["numTargetRowsCopied"]) == ("1", "1")
+    assert rows(table.toDF(), ["id"]).values.tolist() == [[0, 0], [1, 10], [2, 500], [3, 30]]
+
+    version = log.update().version
+    table.alias("t").merge(source, "t.id = s.id").whenMatchedDelete("s.v < 0").execute()
+    assert log.update().version == version  # no row is acted on: no file is rewritten
+
+    twice = spark.createDataFrame([(1, 1), (1, 2)], "id long, v long").alias("s")
+    with pytest.raises(MergeCardinalityError):
+        table.alias("t").merge(twice, "t.id = s.id").whenMatchedUpdate("s.v > 100", {"v": "s.v"}).execute()
+
+
 def test_merge_prunes_partitions_by_the_source_keys(spark, table_path):
     from deltalog.contrib.spark import DeltaTable
 
@@ -282,6 +348,45 @@ def test_a_merge_without_clauses_is_refused_before_it_opens_a_transaction():
     # neither the table nor the source is touched: the MERGE is refused as written
     with pytest.raises(DeltaAnalysisError, match="at least one"):
         DeltaMergeBuilder(None, None, "t.id = s.id").execute()  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda m: m.whenMatchedDelete().whenMatchedUpdate("s.v > 0", {"v": "s.v"}),
+        lambda m: m.whenNotMatchedInsertAll().whenNotMatchedInsertAll("s.v > 0"),
+        lambda m: m.whenNotMatchedBySourceDelete().whenNotMatchedBySourceDelete("t.v > 0"),
+    ],
+)
+def test_only_the_last_clause_of_a_kind_may_omit_its_condition(build):
+    """Delta's ``DELTA_NON_LAST_*_CLAUSE_OMIT_CONDITION``: a clause after an unconditional one
+    of its kind could never act; the MERGE is refused before it opens a transaction."""
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.contrib.spark.merge import DeltaMergeBuilder
+
+    with pytest.raises(DeltaAnalysisError, match="only the last"):
+        build(DeltaMergeBuilder(None, None, "t.id = s.id")).execute()  # type: ignore[arg-type]
+
+
+def test_not_matched_by_source_clauses_may_use_only_target_columns(spark, table_path):
+    """Delta resolves a ``whenNotMatchedBySource*`` clause against the target only: a
+    source column there is an analysis error, not a null (the row has no source row)."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    spark.createDataFrame([(1, 10), (2, 20)], "id long, v long").write.format("deltalog").mode("append").save(
+        table_path
+    )
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame([(1, 5)], "id long, w long").alias("s")
+    for build in (
+        lambda m: m.whenNotMatchedBySourceUpdate(set={"v": "s.w"}),
+        lambda m: m.whenNotMatchedBySourceDelete("s.w > 0"),
+    ):
+        with pytest.raises(DeltaAnalysisError, match="target"):
+            build(table.alias("t").merge(source, "t.id = s.id")).execute()
+    table.alias("t").merge(source, "t.id = s.id").whenNotMatchedBySourceUpdate("v > 15", {"v": "t.v + 1"}).execute()
+    assert rows(table.toDF(), ["id"]).values.tolist() == [[1, 10], [2, 21]]
 
 
 def test_merge_writes_one_file_per_touched_partition(spark, table_path):

@@ -53,11 +53,12 @@ from deltalog.contrib.spark.tablelog import start_transaction
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import DataType, StructType
 
     from deltalog.contrib.spark.tables import DeltaTable
     from deltalog.txn.commit.operations import Merge
     from deltalog.txn.commit.transaction import OptimisticTransaction
-    from deltalog.txn.protocol.actions import AddCDCFile, AddFile
+    from deltalog.txn.protocol.actions import AddCDCFile, AddFile, Metadata
 
 __all__ = ["DeltaMergeBuilder"]
 
@@ -85,7 +86,8 @@ class _MergePlan:
     target_alias: str
     columns: list[str]  # the table's columns, then those schema evolution adds
     new_columns: list[str]
-    types: dict[str, Any]  # column -> the (nullable) Spark type it is written as
+    evolve: bool  # schema evolution is on (a struct value may lack table fields)
+    types: dict[str, DataType]  # column -> the (nullable) Spark type it is written as
     assignments: dict[int, dict[str, Column]]  # id(clause) -> {column: value} of an update or insert
     assigned: set[str]  # the columns some clause assigns (generated ones are checked, others recomputed)
     files: list[AddFile]  # the candidate target files (recorded as read)
@@ -221,8 +223,9 @@ class DeltaMergeBuilder:
                     new.update({k: v for k, v in src_cols.items() if k not in table_cols})
                 continue
             for name in c.assignments:
-                key = name.split(".")[-1].strip("`").lower()
-                if key in table_cols:
+                parts = self._target_name(name)
+                key = parts[0].lower()
+                if key in table_cols or len(parts) > 1:  # a nested name must be in the table (_assignment)
                     continue
                 if evolve and key in src_cols:
                     new[key] = src_cols[key]
@@ -231,11 +234,18 @@ class DeltaMergeBuilder:
                     raise DeltaAnalysisError(f"MERGE assigns {name!r}, which is not a table column ({columns}){hint}")
         return list(new.values())
 
-    def _assignment(self, clause: _Clause, columns: list[str], evolve: bool) -> dict[str, Column]:
+    def _assignment(
+        self, clause: _Clause, columns: list[str], evolve: bool, table: StructType, talias: str
+    ) -> dict[str, Column]:
         """``{table column: value}`` of an update or insert clause (``*All``: by name). Without
         schema evolution ``*All`` needs every table column in the source (extra source columns
         are ignored), as Delta's ``resolveStar``; with it, a table column the source lacks is
-        null on insert and kept on update."""
+        null on insert and kept on update. A nested name (``s.a``) in an update sets that
+        field of the struct column, the others kept (Delta's ``generateUpdateExpressions``)."""
+        from pyspark.sql import functions as F
+
+        from deltalog.contrib.spark.update_expressions import assign_fields
+
         if clause.assignments is None:
             src_cols = {c.lower(): c for c in self._source.columns}
             missing = [c for c in columns if c.lower() not in src_cols]
@@ -247,13 +257,34 @@ class DeltaMergeBuilder:
                 )
             return {c: self._source[src_cols[c.lower()]] for c in columns if c.lower() in src_cols}
         lowered = {c.lower(): c for c in columns}
-        out = {}
+        out: dict[str, Column] = {}
+        nested: dict[str, dict[tuple[str, ...], Column]] = {}
         for name, e in clause.assignments.items():
-            key = lowered.get(name.split(".")[-1].strip("`").lower())
+            parts = self._target_name(name)
+            key = lowered.get(parts[0].lower())
             if key is None:
                 raise DeltaAnalysisError(f"MERGE assigns {name!r}, which is not a table column ({columns})")
-            out[key] = _expr(e)
+            if len(parts) == 1:
+                out[key] = _expr(e)
+            elif clause.kind == "insert":
+                raise DeltaAnalysisError(f"MERGE inserts {name!r}: a nested field cannot be set in an insert clause")
+            else:
+                nested.setdefault(key, {})[tuple(parts[1:])] = _expr(e)
+        for key, paths in nested.items():
+            if key in out or key not in table.fieldNames():
+                raise DeltaAnalysisError(f"MERGE sets {key!r} and a field of it, or a field of a new column")
+            out[key] = assign_fields(F.col(f"{talias}.`{key}`"), table[key].dataType, paths, key)
         return out
+
+    def _target_name(self, name: str) -> list[str]:
+        """The parts of an assigned column name, without a leading target alias (``t.v``)."""
+        from deltalog.contrib.spark.update_expressions import split_name
+
+        parts = split_name(name)
+        alias = (self._table._alias or "target").lower()
+        if len(parts) > 1 and parts[0].lower() == alias:
+            parts = parts[1:]
+        return parts
 
     def _operation(self, metrics: dict[str, str]) -> Merge:
         from deltalog.txn.commit.operations import Merge
@@ -269,8 +300,31 @@ class DeltaMergeBuilder:
             user_metrics=metrics,
         )
 
-    def _evolve_schema(self, txn: OptimisticTransaction, new_columns: list[str]) -> None:
-        """Add ``new_columns`` (nullable, typed as in the source) to the table's schema in ``txn``."""
+    def _evolved_structs(self, table_schema: StructType, evolve: bool) -> dict[str, StructType]:
+        """With schema evolution, the table's struct columns that an ``updateAll``/``insertAll``
+        writes from a source struct with fields they lack, with those fields added
+        (:func:`~deltalog.contrib.spark.update_expressions.evolve_struct`)."""
+        from pyspark.sql.types import StructType
+
+        from deltalog.contrib.spark.update_expressions import evolve_struct
+
+        if not evolve or not any(c.assignments is None for c in [*self._matched, *self._not_matched]):
+            return {}
+        source = {f.name.lower(): f.dataType for f in self._source.schema.fields}
+        out: dict[str, StructType] = {}
+        for f in table_schema.fields:
+            other = source.get(f.name.lower())
+            if isinstance(f.dataType, StructType) and isinstance(other, StructType):
+                evolved = evolve_struct(f.dataType, other)
+                if evolved != f.dataType:
+                    out[f.name] = evolved
+        return out
+
+    def _evolve_schema(
+        self, txn: OptimisticTransaction, new_columns: list[str], structs: Mapping[str, StructType]
+    ) -> None:
+        """Add ``new_columns`` (nullable, typed as in the source) to the table's schema in
+        ``txn``, and give the struct columns of ``structs`` their evolved types."""
         import json
         from dataclasses import replace
 
@@ -278,7 +332,11 @@ class DeltaMergeBuilder:
 
         current = txn.snapshot.metadata
         fields = [json.loads(self._source.schema[c].json()) for c in new_columns]
-        merged = schemas.merge_schemas(json.loads(current.schema_string), {"type": "struct", "fields": fields})
+        table = json.loads(current.schema_string)
+        for f in table["fields"]:
+            if f["name"] in structs:
+                f["type"] = structs[f["name"]].jsonValue()
+        merged = schemas.merge_schemas(table, {"type": "struct", "fields": fields})
         config = dict(current.configuration)
         if current.properties.column_mapping_mode != "none":
             merged, max_id = schemas.assign_column_mapping(merged, current.properties.column_mapping_max_id)
@@ -286,7 +344,7 @@ class DeltaMergeBuilder:
         txn.update_metadata(
             replace(current, schema_string=json.dumps(merged, separators=(",", ":")), configuration=config)
         )
-        log.info("MERGE adds column(s) %s to the table schema", new_columns)
+        log.info("MERGE adds column(s) %s and evolves struct column(s) %s", new_columns, sorted(structs))
 
     def _candidates(
         self, txn: OptimisticTransaction, columns: list[str], types: Mapping[str, str]
@@ -337,6 +395,16 @@ class DeltaMergeBuilder:
             raise DeltaAnalysisError(
                 "MERGE needs at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause"
             )
+        for kind, clauses in (
+            ("MATCHED", self._matched),
+            ("NOT MATCHED", self._not_matched),
+            ("NOT MATCHED BY SOURCE", self._not_matched_by_source),
+        ):
+            if any(c.condition is None for c in clauses[:-1]):  # Delta's DELTA_NON_LAST_*_CLAUSE_OMIT_CONDITION
+                raise DeltaAnalysisError(
+                    f"When there are more than one {kind} clauses in a MERGE statement, only the last {kind} "
+                    "clause can omit the condition (a clause after an unconditional one could never act)"
+                )
         insert_only = not self._matched and not self._not_matched_by_source
         with materialized_source(self._source, insert_only):
             plan = self._plan()
@@ -358,6 +426,7 @@ class DeltaMergeBuilder:
         import time
 
         from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType
 
         from deltalog.contrib.spark.schemas import top_level_types
 
@@ -370,30 +439,26 @@ class DeltaMergeBuilder:
         table_types = top_level_types(json.loads(snapshot.metadata.schema_string))
         table_columns = list(table_types)
         new_columns = self._new_columns(table_columns, evolve)
+        # the schema as stored: an evolved struct keeps its fields' column mapping metadata
+        structs = self._evolved_structs(StructType.fromJson(json.loads(snapshot.metadata.schema_string)), evolve)
         columns = table_columns + new_columns
-        assignments = {
-            id(c): self._assignment(c, columns, evolve)
-            for c in [*self._matched, *self._not_matched, *self._not_matched_by_source]
-            if c.kind != "delete"
-        }
-        assigned = prepare_merge_assignments(
-            snapshot.metadata,
-            [assignments[id(c)] for c in [*self._matched, *self._not_matched_by_source] if c.kind != "delete"],
-            [assignments[id(c)] for c in self._not_matched],
-        )
+        assignments, assigned = self._resolve_assignments(snapshot.metadata, columns, evolve, talias)
         files, source_rows = self._candidates(txn, table_columns, table_types)
-        if new_columns:
-            self._evolve_schema(txn, new_columns)
+        if new_columns or structs:
+            self._evolve_schema(txn, new_columns, structs)
         scanned = scan_target(table._spark, table._log, snapshot, files)
         target = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
+        self._check_by_source_references(target, assignments)
         types = {f.name: nullable_type(f.dataType) for f in target.schema.fields}
         types.update({c: nullable_type(self._source.schema[c].dataType) for c in new_columns})
+        types.update({c: nullable_type(t) for c, t in structs.items()})
         return _MergePlan(
             txn=txn,
             started=started,
             target_alias=talias,
             columns=columns,
             new_columns=new_columns,
+            evolve=evolve,
             types=types,
             assignments=assignments,
             assigned=assigned,
@@ -405,20 +470,57 @@ class DeltaMergeBuilder:
             scans=[scanned],
         )
 
+    def _check_by_source_references(self, target: DataFrame, assignments: Mapping[int, Mapping[str, Column]]) -> None:
+        """Delta resolves a ``whenNotMatchedBySource*`` clause's condition and values against
+        the target only: a source column there is an error (the row has no source row)."""
+        from pyspark.errors import AnalysisException
+
+        for c in self._not_matched_by_source:
+            exprs = [] if c.condition is None else [_expr(c.condition)]
+            for e in [*exprs, *assignments.get(id(c), {}).values()]:
+                try:
+                    target.select(e).schema  # noqa: B018 - resolves the expression
+                except AnalysisException as exc:
+                    raise DeltaAnalysisError(
+                        "a whenNotMatchedBySource clause can use only target columns (no source row matches "
+                        f"the rows it acts on): {str(exc).splitlines()[0]}"
+                    ) from None
+
+    def _resolve_assignments(
+        self, metadata: Metadata, columns: list[str], evolve: bool, talias: str
+    ) -> tuple[dict[int, dict[str, Column]], set[str]]:
+        """``({id(clause): {column: value}}, assigned columns)`` of the update and insert
+        clauses (generated columns checked: :func:`prepare_merge_assignments`)."""
+        from deltalog.contrib.spark.logical_schema import logical_struct
+
+        table = logical_struct(metadata.schema_string)
+        assignments = {
+            id(c): self._assignment(c, columns, evolve, table, talias)
+            for c in [*self._matched, *self._not_matched, *self._not_matched_by_source]
+            if c.kind != "delete"
+        }
+        assigned = prepare_merge_assignments(
+            metadata,
+            [assignments[id(c)] for c in [*self._matched, *self._not_matched_by_source] if c.kind != "delete"],
+            [assignments[id(c)] for c in self._not_matched],
+        )
+        return assignments, assigned
+
     def _find_touched(self, plan: _MergePlan) -> _Touched:
         """Pass 1: the candidate files holding a row some clause acts on, and Delta's check
-        that no target row is matched by several source rows."""
+        that no target row is matched by several source rows (whatever the clause conditions)."""
         import time
 
         from pyspark.sql import functions as F
 
         per_file = (
             self._rows_acted_on(plan)
-            .filter((F.col("count") > 0) | (F.col("a") > 0))
+            .filter((F.col("count") > 1) | (F.col("a") > 0))
             .groupBy("f")
             .agg(
                 F.sum(F.when(F.col("count") > 1, 1).otherwise(0)).alias("rows"),
                 F.sum(F.when(F.col("count") > 1, F.col("count")).otherwise(0)).alias("matches"),
+                F.max("a").alias("a"),
             )
             .collect()
         )
@@ -433,7 +535,7 @@ class DeltaMergeBuilder:
                 "to update or delete the matching target row. Preprocess the source to eliminate the possibility of "
                 "multiple matches (e.g. dropDuplicates on the merge keys); nothing was committed."
             )
-        hit = {plan.log_path(r["f"]) for r in per_file}
+        hit = {plan.log_path(r["f"]) for r in per_file if r["a"] > 0}
         return _Touched(
             files=[f for f in plan.files if f.path in hit],
             paths=hit,
@@ -442,31 +544,48 @@ class DeltaMergeBuilder:
             scanned=time.perf_counter(),
         )
 
+    def _matched_acts(self) -> Column:
+        """Whether pass 2 must see a matched row's file: without insert clauses, when some
+        matched clause's condition holds (Delta's ``matchedPredicate`` of a matched-only
+        MERGE); with them always, or pass 2's join would take a source row matching a row
+        of an untouched file for an unmatched one and insert it."""
+        from pyspark.sql import functions as F
+
+        if self._not_matched:
+            return F.lit(True)
+        acts = F.lit(False)
+        for c in self._matched:
+            acts = acts | _condition_holds(c)
+        return acts
+
     def _rows_acted_on(self, plan: _MergePlan) -> DataFrame:
         """Per target row (``f``: file, ``r``: row index): how many source rows match it
-        (``count``), and whether a ``whenNotMatchedBySource`` clause acts on it (``a``: 1 when
-        no source row matches and a clause's condition holds)."""
+        (``count``), and whether a clause acts on it (``a``: 1 when a matched row meets
+        :meth:`_matched_acts`, or no source row matches and a ``whenNotMatchedBySource``
+        clause's condition holds)."""
         from pyspark.sql import functions as F
 
         file_col = F.col(f"{plan.target_alias}.{FILE_COLUMN}").alias("f")
         row_col = F.col(f"{plan.target_alias}.{ROW_INDEX_COLUMN}").alias("r")
+        matched_acts = self._matched_acts().cast("int").alias("a")
         if not self._not_matched_by_source:  # only matched rows: one shuffle, by file, serves both groupings
             return (
                 plan.target.join(plan.source, plan.condition, "inner")
-                .select(file_col, row_col)
+                .select(file_col, row_col, matched_acts)
                 .repartition("f")
                 .groupBy("f", "r")
-                .agg(F.count(F.lit(1)).alias("count"), F.lit(0).alias("a"))
+                .agg(F.count(F.lit(1)).alias("count"), F.max("a").alias("a"))
             )
-        acts = F.lit(False)
+        by_source_acts = F.lit(False)
         for c in self._not_matched_by_source:
-            acts = acts | _condition_holds(c)
+            by_source_acts = by_source_acts | _condition_holds(c)
+        s_present = F.col(_S_PRESENT).isNotNull()
+        acts = F.when(s_present, self._matched_acts()).otherwise(by_source_acts)
         return (
             plan.target.join(plan.source, plan.condition, "left_outer")
-            .select(file_col, row_col, F.col(_S_PRESENT).alias("s"), acts.alias("a"))
+            .select(file_col, row_col, F.col(_S_PRESENT).alias("s"), acts.cast("int").alias("a"))
             .groupBy("f", "r")
-            .agg(F.count("s").alias("count"), F.max(F.col("a").cast("int")).alias("a"))
-            .withColumn("a", F.when(F.col("count") == 0, F.col("a")).otherwise(F.lit(0)))
+            .agg(F.count("s").alias("count"), F.max("a").alias("a"))
         )
 
     def _rewrite(self, plan: _MergePlan, touched: _Touched) -> tuple[list[str], dict[str, int], RowMarks | None]:
@@ -483,7 +602,7 @@ class DeltaMergeBuilder:
 
         joined = self._labelled_rows(plan, touched)
         act = F.col(_ACTION)
-        values = self._new_values(plan, act)
+        values = self._new_values(plan, joined)
         with_dv = writes_deletion_vectors(self._table._spark, plan.txn.snapshot, "merge")
         if not with_dv and not plan.txn.snapshot.properties.enable_change_data_feed:
             out = recompute_generated(joined.select(*values, act), plan.txn.snapshot.metadata, plan.assigned)
@@ -545,23 +664,27 @@ class DeltaMergeBuilder:
             action = chain_value(action, _holds(~t_present, c), F.lit(f"i{i}"))
         return joined.withColumn(_ACTION, action.otherwise(F.lit("drop")))
 
-    def _new_values(self, plan: _MergePlan, act: Column) -> list[Column]:
-        """Each output column of a labelled row: the assignment of its update or insert
-        clause, else the target row's current value."""
+    def _new_values(self, plan: _MergePlan, joined: DataFrame) -> list[Column]:
+        """Each output column of a labelled row of ``joined``: the assignment of its update or
+        insert clause, else the target row's current value; each cast to the column's type
+        by name (:mod:`~deltalog.contrib.spark.update_expressions`)."""
         from pyspark.sql import functions as F
 
-        values = []
+        act = F.col(_ACTION)
+        branches: dict[str, list[Branch]] = {}
         for col in plan.columns:
-            v: Column | None = None
+            pairs = branches.setdefault(col, [])
+            current = plan.target_value(col)
             for prefix, clauses in (("mu", self._matched), ("su", self._not_matched_by_source)):
                 for i, c in enumerate(clauses):
                     if c.kind == "update" and col in plan.assignments[id(c)]:
-                        v = chain_value(v, act == f"{prefix}{i}", plan.assignments[id(c)][col])
+                        # updateAll under schema evolution keeps the target's struct fields the source lacks
+                        kept = current if plan.evolve and c.assignments is None else None
+                        pairs.append((act == f"{prefix}{i}", plan.assignments[id(c)][col], kept))
             for i, c in enumerate(self._not_matched):
-                v = chain_value(v, act == f"i{i}", plan.assignments[id(c)].get(col, F.lit(None)))
-            current = plan.target_value(col)
-            values.append((current if v is None else v.otherwise(current)).cast(plan.types[col]).alias(col))
-        return values
+                pairs.append((act == f"i{i}", plan.assignments[id(c)].get(col, F.lit(None)), None))
+        current_values = {col: plan.target_value(col) for col in plan.columns}
+        return _chained(joined, plan.columns, branches, current_values, plan.types, plan.evolve)
 
     def _with_change_data(
         self, plan: _MergePlan, joined: DataFrame, out: DataFrame, values: Sequence[Column], overcount: int
@@ -573,7 +696,8 @@ class DeltaMergeBuilder:
 
         act = F.col(_ACTION)
         updated = joined.filter(act.startswith("mu") | act.startswith("su"))
-        old = [plan.target_value(c).cast(plan.types[c]).alias(c) for c in plan.columns]
+        current = {c: plan.target_value(c) for c in plan.columns}
+        old = _chained(joined, plan.columns, {}, current, plan.types, plan.evolve)
         deleted = joined.filter(act.startswith("md") | act.startswith("sd"))
         if overcount:  # one delete change row per target row (Delta's DeduplicateCDFDeletes)
             deleted = deleted.dropDuplicates([FILE_COLUMN, ROW_INDEX_COLUMN])
@@ -667,13 +791,15 @@ class DeltaMergeBuilder:
         assert action is not None  # execute() refuses a MERGE without clauses
         rows = plan.source.join(plan.target, plan.condition, "left_anti")
         rows = rows.withColumn(_ACTION, action.otherwise(F.lit("drop"))).filter(F.col(_ACTION) != "drop")
-        values = []
-        for col in plan.columns:
-            v: Column | None = None
-            for i, c in enumerate(self._not_matched):
-                v = chain_value(v, F.col(_ACTION) == f"i{i}", plan.assignments[id(c)].get(col, F.lit(None)))
-            assert v is not None
-            values.append(v.otherwise(F.lit(None)).cast(plan.types[col]).alias(col))
+        branches: dict[str, list[Branch]] = {
+            col: [
+                (F.col(_ACTION) == f"i{i}", plan.assignments[id(c)].get(col, F.lit(None)), None)
+                for i, c in enumerate(self._not_matched)
+            ]
+            for col in plan.columns
+        }
+        nulls = {col: F.lit(None) for col in plan.columns}
+        values = _chained(rows, plan.columns, branches, nulls, plan.types, plan.evolve)
         out = recompute_generated(rows.select(*values), plan.txn.snapshot.metadata, plan.assigned)
         scanned = time.perf_counter()
         lines = self._write(plan, out)
@@ -742,6 +868,49 @@ def _metrics(
         "rewriteTimeMs": int((now - scanned) * 1000),
     }
     return {k: str(v) for k, v in values.items()}
+
+
+#: ``(when, value, original)``: a branch of a column's value; ``original`` is the target
+#: row's value whose struct fields the value lacks are kept (``updateAll`` under schema evolution)
+Branch = tuple["Column", "Column", "Column | None"]
+
+
+def _chained(
+    df: DataFrame,
+    columns: Sequence[str],
+    branches: Mapping[str, Sequence[Branch]],
+    otherwise: Mapping[str, Column],
+    types: Mapping[str, DataType],
+    evolve: bool,
+) -> list[Column]:
+    """Per column of ``columns``: the value of its first branch whose condition holds, else
+    ``otherwise``; every value cast to the column's type by name (its own type resolved
+    against ``df``, in one analysis for all of them; see
+    :mod:`~deltalog.contrib.spark.update_expressions`)."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark.update_expressions import StructCast, cast_if_needed
+
+    flat: list[tuple[str, Column, Column | None]] = []
+    for col in columns:
+        flat.extend((col, v, original) for _, v, original in branches.get(col, ()))
+        flat.append((col, otherwise[col], None))
+    probes = [v for _, v, original in flat for v in (v, F.lit(None) if original is None else original)]
+    resolved = df.select(*[v.alias(f"_{i}") for i, v in enumerate(probes)]).schema.fields
+    cast = iter(
+        cast_if_needed(
+            v, resolved[2 * i].dataType, types[col], col, StructCast(evolve, o, resolved[2 * i + 1].dataType)
+        )
+        for i, (col, v, o) in enumerate(flat)
+    )
+    out = []
+    for col in columns:
+        acc: Column | None = None
+        for when, _, _ in branches.get(col, ()):
+            acc = chain_value(acc, when, next(cast))
+        last = next(cast)
+        out.append((last if acc is None else acc.otherwise(last)).alias(col))
+    return out
 
 
 def chain_value(acc: Column | None, when: Column, value: Column) -> Column:

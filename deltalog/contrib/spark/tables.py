@@ -512,7 +512,7 @@ class DeltaTable(AlterTableMethods):
         txn = start_transaction(self._log)
         snapshot = txn.snapshot
         schema = logical_struct(snapshot.metadata.schema_string)
-        assignments = _update_assignments([f.name for f in schema.fields], set)
+        assignments = _update_assignments(schema, set)
         check_updated_columns(snapshot.metadata, assignments)
         cond = _col(condition) if condition is not None else F.lit(True)
         candidates = self._candidates(txn, condition)
@@ -810,15 +810,33 @@ class DeltaTableBuilder:
         return DeltaTable(spark, self._location, self._storage_options)
 
 
-def _update_assignments(data_cols: Sequence[str], set: Mapping[str, ExpressionOrColumn]) -> dict[str, Column]:
-    """UPDATE's ``{table column: new value}``: names matched case-insensitively."""
-    lowered = {c.lower(): c for c in data_cols}
+def _update_assignments(schema: StructType, set: Mapping[str, ExpressionOrColumn]) -> dict[str, Column]:
+    """UPDATE's ``{table column: new value}``: names matched case-insensitively; a nested
+    name (``s.a``) sets that field of the struct column, the others kept
+    (:func:`~deltalog.contrib.spark.update_expressions.assign_fields`)."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark.update_expressions import assign_fields, split_name
+
+    fields = {f.name.lower(): f for f in schema.fields}
+    data_cols = [f.name for f in schema.fields]
     assignments: dict[str, Column] = {}
+    nested: dict[str, dict[tuple[str, ...], Column]] = {}
     for name, expr in set.items():
-        target = lowered.get(name.lower())
-        if target is None:
+        parts = [name] if name.lower() in fields else split_name(name)
+        field = fields.get(parts[0].lower())
+        if field is None:
             raise DeltaAnalysisError(f"update sets {name!r}, which is not a column of the table ({data_cols})")
-        assignments[target] = _col(expr)
+        if len(parts) == 1:
+            assignments[field.name] = _col(expr)
+        else:
+            nested.setdefault(field.name, {})[tuple(parts[1:])] = _col(expr)
+    for column, paths in nested.items():
+        if column in assignments:
+            raise DeltaAnalysisError(
+                f"update sets {column!r} and a field of it: there is a conflict in these SET columns"
+            )
+        assignments[column] = assign_fields(F.col(f"`{column}`"), schema[column].dataType, paths, column)
     return assignments
 
 
@@ -829,12 +847,20 @@ def _updated_rows(
     the change data feed on, also the pre- and post-image of each updated row."""
     from pyspark.sql import functions as F
 
+    from deltalog.contrib.spark.update_expressions import StructCast, cast_if_needed
+
     data_cols = [f.name for f in schema.fields]
+    schema_types = {f.name: nullable_type(f.dataType) for f in schema.fields}
+    # each value cast to its column's type with struct fields by name (Delta's castIfNeeded)
+    resolved = rows.select(*[v.alias(f"_{i}") for i, v in enumerate(assignments.values())]).schema.fields
+    values = {
+        c: cast_if_needed(v, resolved[i].dataType, schema_types[c], c, StructCast(allow_missing=False))
+        for i, (c, v) in enumerate(assignments.items())
+    }
     new_values = [
-        (F.when(matched, assignments[c]).otherwise(F.col(c)) if c in assignments else F.col(c)).alias(c)
+        (F.when(matched, values[c]).otherwise(F.col(f"`{c}`")) if c in values else F.col(f"`{c}`")).alias(c)
         for c in data_cols
     ]
-    schema_types = {f.name: nullable_type(f.dataType) for f in schema.fields}
     new_values = [v.cast(schema_types[c]).alias(c) for v, c in zip(new_values, data_cols)]
     if not cdf:
         return rows.select(*new_values)
