@@ -18,7 +18,7 @@ import random
 import string
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -241,16 +241,7 @@ class _TaskWriter:
         if not cols:
             self._append((cdc, ()), table)
             return
-        groups = table.select(list(cols)).group_by(list(cols), use_threads=False).aggregate([])
-        for combo in groups.to_pylist():
-            mask = None
-            for column in cols:
-                value = combo[column]
-                term = pc.is_null(table[column]) if value is None else pc.equal(table[column], value)
-                if value is not None:
-                    term = pc.fill_null(term, False)
-                mask = term if mask is None else pc.and_(mask, term)
-            part = table.filter(mask)
+        for combo, part in _partition_groups(table, cols):
             key = tuple(
                 partition_value_to_string(combo[c], self.spec.partition_types.get(c, "string")) or None for c in cols
             )
@@ -298,6 +289,20 @@ class _TaskWriter:
             self.done.append(action_to_line(AddCDCFile(path=encode_path(handle.relative), partition_values={}, size=0)))
         self.open.clear()
         delete_files(self.spec, self.done)
+
+
+_ROW = "__deltalog_row"
+
+
+def _partition_groups(table: pa.Table, columns: Sequence[str]) -> Iterator[tuple[dict[str, Any], pa.Table]]:
+    """``table``'s rows grouped by their values of ``columns``: each group's values and its
+    rows, taken by the row numbers the grouping itself collected (comparing values again
+    would lose NaN rows, which equal nothing, and take -0.0 rows into 0.0's group too)."""
+    numbered = table.select(list(columns)).append_column(_ROW, pa.array(range(table.num_rows), pa.int64()))
+    groups = numbered.group_by(list(columns), use_threads=False).aggregate([(_ROW, "list")])
+    rows = groups.column(f"{_ROW}_list")
+    for i, combo in enumerate(groups.select(list(columns)).to_pylist()):
+        yield combo, table.take(rows[i].values)
 
 
 def _both(first: Callable[[Any], None] | None, second: Callable[[Any], None]) -> Callable[[Any], None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,8 +56,13 @@ def partition_value_to_string(value: Any, type_name: str) -> str | None:
         return value.isoformat()
     if isinstance(value, bytes):
         return value.decode("latin-1")
-    if isinstance(value, float) and value.is_integer() and t in ("float", "double"):
-        return repr(value)
+    if isinstance(value, float) and t in ("float", "double"):
+        if math.isnan(value):
+            return "NaN"  # Spark's (Java's) spelling, not Python's nan / inf
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        if value.is_integer():
+            return repr(value)
     return str(value)
 
 
