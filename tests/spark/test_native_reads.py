@@ -98,6 +98,18 @@ def test_partition_values_from_the_log_when_not_hive_style(spark: Any, table_pat
     assert "BroadcastHashJoin" in _plan(native)
 
 
+def test_partition_values_joined_by_paths_with_non_ascii_characters(spark: Any, tmp_path: Path) -> None:
+    """Spark names a file in ``_metadata.file_path`` as ``java.net.URI`` does: non-ASCII
+    characters as they are, not percent-encoded. A double partition column makes the scan
+    join the log's partition values by that name (under a table root with an accent)."""
+    path = str(tmp_path / "données")
+    df = spark.createDataFrame([(1, "ü€", 1.0), (2, "a b", 2.0), (3, "é", None)], "id long, k string, d double")
+    df.write.format("deltalog").mode("append").option("partitionBy", "k,d").save(path)
+    native = _same_rows(spark, path, ["id"])
+    assert "BroadcastHashJoin" in _plan(native)
+    assert sorted(tuple(r) for r in native.collect()) == [(1, "ü€", 1.0), (2, "a b", 2.0), (3, "é", None)]
+
+
 def test_deletion_vectors(spark: Any, tmp_path: Path) -> None:
     from deltalog.txn.commit.operations import Write
 

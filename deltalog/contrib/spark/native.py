@@ -38,6 +38,7 @@ import os
 import re
 import shutil
 import tempfile
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,8 @@ HIVE_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date"})
 #: Delta's ``s3://`` URIs are read by Hadoop's S3A connector.
 _HADOOP_SCHEMES = {"s3": "s3a"}
 _URI_SAFE = "/-_.!~*'(),;:$&+=@"
+#: Unicode categories java.net.URI percent-encodes outside ASCII (controls, spaces, separators).
+_JAVA_QUOTED = frozenset({"Cc", "Zs", "Zl", "Zp"})
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9/\-_.!~*'(),;:$&+=@]*\Z")
 _BLOCK_SIZE = 128 * 1024 * 1024
 PARTITION_FILE_KEY = "__deltalog_pfile"
@@ -144,10 +147,22 @@ def hadoop_root(table_uri: str, fs_path: str) -> str:
     """The table root as a Hadoop URI string (``file:/abs/path``, ``s3a://bucket/key``)."""
     scheme, sep, rest = table_uri.partition("://")
     if not sep or scheme == "file":
-        return "file:" + quote(os.path.normpath(os.path.abspath(fs_path)), safe=_URI_SAFE)
+        return "file:" + _uri_path(os.path.normpath(os.path.abspath(fs_path)))
     scheme = _HADOOP_SCHEMES.get(scheme, scheme)
     authority, _, path = rest.partition("/")
-    return f"{scheme}://{authority}/" + quote(unquote(path).rstrip("/"), safe=_URI_SAFE)
+    return f"{scheme}://{authority}/" + _uri_path(unquote(path).rstrip("/"))
+
+
+def _uri_path(path: str) -> str:
+    """``path`` escaped as ``java.net.URI`` escapes a path, so it reads as Spark names files
+    (``_metadata.file_path``, Hadoop's ``Path.toUri``): ASCII outside the URI's path
+    characters percent-encoded, other characters kept as they are except controls and
+    spaces (``Character.isISOControl``/``isSpaceChar``)."""
+    if path.isascii():
+        return quote(path, safe=_URI_SAFE)
+    return "".join(
+        c if not c.isascii() and unicodedata.category(c) not in _JAVA_QUOTED else quote(c, safe=_URI_SAFE) for c in path
+    )
 
 
 def _file_uri(root: str, path: str) -> str:
@@ -156,11 +171,11 @@ def _file_uri(root: str, path: str) -> str:
         return f"{root}/{path}"
     if path.startswith(("file:", "/")):
         raw = unquote(path[5:] if path.startswith("file:") else path)
-        return "file:" + quote(os.path.normpath("/" + raw.lstrip("/")), safe=_URI_SAFE)
+        return "file:" + _uri_path(os.path.normpath("/" + raw.lstrip("/")))
     if "://" in path:
         scheme, _, rest = path.partition("://")
-        return f"{_HADOOP_SCHEMES.get(scheme, scheme)}://" + quote(unquote(rest), safe=_URI_SAFE)
-    return root + "/" + quote(unquote(path), safe=_URI_SAFE)
+        return f"{_HADOOP_SCHEMES.get(scheme, scheme)}://" + _uri_path(unquote(rest))
+    return root + "/" + _uri_path(unquote(path))
 
 
 def spark_can_reach(spark: SparkSession, table_uri: str) -> bool:
@@ -355,7 +370,7 @@ def _scan(spark: SparkSession, files: FileList, read_schema: Any, hive: bool) ->
         reader = spark.read.schema(read_schema)
         if not hive:
             reader = reader.option("recursiveFileLookup", "true")  # no partition discovery
-        return reader.parquet("file:" + quote(directory, safe=_URI_SAFE))
+        return reader.parquet("file:" + _uri_path(directory))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
