@@ -110,6 +110,21 @@ def test_partition_values_joined_by_paths_with_non_ascii_characters(spark: Any, 
     assert sorted(tuple(r) for r in native.collect()) == [(1, "ü€", 1.0), (2, "a b", 2.0), (3, "é", None)]
 
 
+def test_where_on_a_timestamp_partition_in_the_session_time_zone(spark: Any, table_path: str) -> None:
+    """``where`` skips files with its timestamp literals read as Spark reads them: local
+    times of the session (the log holds UTC instants)."""
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        rows = "select * from values (1, timestamp'2024-01-01 00:00:00'), (2, timestamp'2024-01-01 08:00:00') t(id, ts)"
+        spark.sql(rows).write.format("deltalog").mode("append").option("partitionBy", "ts").save(table_path)
+        got = read_table(spark, table_path, where="ts = '2024-01-01 00:00:00'").collect()
+        later = read_table(spark, table_path, where="ts > '2024-01-01 00:00:00-08:00'").collect()
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert [r.id for r in got] == [1]
+    assert [r.id for r in later] == [2]
+
+
 def test_deletion_vectors(spark: Any, tmp_path: Path) -> None:
     from deltalog.txn.commit.operations import Write
 

@@ -48,7 +48,7 @@ from deltalog.contrib.spark import schemas
 from deltalog.contrib.spark.errors import DeltaAnalysisError, NativeReadUnsupportedError
 from deltalog.contrib.spark.options import ReadOptions
 from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partition_directory, typed_partition_value
-from deltalog.contrib.spark.predicates import parse_partition_predicate
+from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor
@@ -496,15 +496,17 @@ def _files_table(spark: SparkSession, snapshot: Snapshot, terms: Sequence[Term])
     metadata = snapshot.metadata
     schema = json.loads(metadata.schema_string)
     mode = snapshot.properties.column_mapping_mode
+    types = schemas.top_level_types(schema)
+    time_zone = spark.conf.get("spark.sql.session.timeZone")
     plan = plan_files(
         snapshot.files,
         snapshot.version,
-        terms,
+        at_session_time_zone(terms, types, time_zone),
         list(metadata.partition_columns),
-        schemas.top_level_types(schema),
+        types,
         schemas.physical_names(schema, mode),
         generated=partition_expressions(metadata),
-        time_zone=spark.conf.get("spark.sql.session.timeZone"),
+        time_zone=time_zone,
     )
     return _only_paths(table, pa.array([a.path for a in plan.files], pa.string()))
 

@@ -43,7 +43,7 @@ from deltalog.contrib.spark.errors import (
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, file_actions
 from deltalog.contrib.spark.generated import check_data_for_default_columns, with_high_water_marks
 from deltalog.contrib.spark.options import WriteOptions
-from deltalog.contrib.spark.predicates import parse_partition_predicate
+from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 from deltalog.contrib.spark.replace_where import names_data_columns
 from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
@@ -539,7 +539,9 @@ def _read_and_remove(
     if not opts.overwrite:
         return []
     if opts.replace_where:
-        filters = parse_partition_predicate(opts.replace_where)
+        metadata = plan.new_metadata or txn.snapshot.metadata
+        types = schemas.top_level_types(json.loads(metadata.schema_string))
+        filters = at_session_time_zone(parse_partition_predicate(opts.replace_where), types, opts.session_time_zone)
         _check_replace_where(adds, filters, plan, txn)
         replaced: list[AddFile] = txn.filter_files(filters)
         return replaced
