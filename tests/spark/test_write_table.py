@@ -173,3 +173,21 @@ def test_write_table_reads_replace_where_timestamps_in_the_session_time_zone(spa
         table = spark.read.format("deltalog").load(table_path).selectExpr("id", "cast(ts as string) ts")
         got = sorted((r.id, r.ts) for r in table.collect())
     assert got == [(2, "2024-01-01 08:00:00"), (3, "2024-01-01 00:00:00")]
+
+
+def test_columns_named_in_another_case_are_written_as_the_table_names_them(spark: Any, tmp_path: Any) -> None:
+    """Delta's column names are case-insensitive and a write takes the table's spelling
+    (``SchemaUtils.normalizeColumnNames``): the files hold ``id``, never ``ID``."""
+    from deltalog.contrib.spark import write_table
+
+    first = spark.createDataFrame([(1, "p1", "x")], "id long, k string, v string")
+    shouty = spark.createDataFrame([("p2", 2, "y")], "K string, ID long, V string")
+    for how in ("native", "python", "source"):
+        path = str(tmp_path / how)
+        write_table(first, path, partitionBy="k")
+        if how == "source":
+            shouty.write.format("deltalog").mode("append").save(path)
+        else:
+            write_table(shouty, path, native=how == "native")
+        got = delta_rs_rows(path, ["id"])
+        assert list(zip(got["id"], got["k"], got["v"])) == [(1, "p1", "x"), (2, "p2", "y")], how

@@ -85,6 +85,14 @@ class WriteSpec:
 
     #: Default, identity and generated columns each task fills in or checks.
     default_expressions: DefaultExpressions | None = None
+    #: The table's top-level column names: a data column named in another case is written
+    #: under the table's name (Delta's ``SchemaUtils.normalizeColumnNames``).
+    column_names: tuple[str, ...] = ()
+
+    def table_cased(self, names: Sequence[str]) -> list[str]:
+        """``names`` (the data's columns) as the table spells them; others unchanged."""
+        by_lower = {n.lower(): n for n in self.column_names}
+        return [by_lower.get(n.lower(), n) for n in names]
 
 
 @dataclass
@@ -329,6 +337,7 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
     try:
         for batch in batches:
             table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+            table = table.rename_columns(spec.table_cased(table.column_names))
             if fill is not None:
                 table = fill(table)
             if CDC_TYPE_COLUMN in table.column_names:

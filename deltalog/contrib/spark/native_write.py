@@ -103,7 +103,7 @@ def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
     staging = store.fs_path(staging_uri)
     placed: list[str] = []
     try:
-        rows = _to_physical(_checked(df, spec.constraints), spec)
+        rows = _to_physical(_checked(df.toDF(*spec.table_cased(df.columns)), spec.constraints), spec)
         _spark_write(rows, spec, hadoop_root(staging_uri, staging))
         lines = list(_place_files(store, fs, spec, staging, placed))
     except BaseException as exc:

@@ -194,6 +194,7 @@ def write_spec(
         constraints=constraints,
         column_mapping_schema=None if mode == "none" else metadata.schema_string,
         default_expressions=plan_default_expressions(metadata) or None,
+        column_names=tuple(f["name"] for f in schema["fields"]),
     )
 
 
