@@ -307,6 +307,22 @@ def test_a_table_written_by_delta_rs(spark: Any, tmp_path: Path) -> None:
     assert native.count() == 25
 
 
+def test_an_empty_partition_value_in_the_log_is_null(spark: Any, tmp_path: Path) -> None:
+    """PROTOCOL: "An empty string for any type translates to a null partition value"
+    (delta-rs logs ``"k": ""`` for an empty string); both read paths and their filters."""
+    import deltalake
+
+    path = str(tmp_path / "rs")
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "k": ["", "a", None]})
+    deltalake.write_deltalake(path, data, partition_by=["k"])
+    assert "" in {f.partition_values["k"] for f in DeltaLog.for_table(path).update().files}
+    native = _same_rows(spark, path, ["id"])
+    assert sorted((r.id, r.k) for r in native.collect()) == [(1, None), (2, "a"), (3, None)]
+    assert sorted(r.id for r in read_table(spark, path, where="k is null").collect()) == [1, 3]
+    python = spark.read.format("deltalog").load(path).filter("k is null")
+    assert sorted(r.id for r in python.collect()) == [1, 3]
+
+
 def test_unsupported_feature_falls_back_with_the_reason_logged(
     spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

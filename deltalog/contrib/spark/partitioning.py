@@ -67,8 +67,9 @@ def partition_value_to_string(value: Any, type_name: str) -> str | None:
 
 
 def typed_partition_value(text: str | None, type_name: str) -> Any:
-    """A partition value string as a Python value of the column's Spark type."""
-    if text is None:
+    """A partition value string as a Python value of the column's Spark type (PROTOCOL: an
+    empty string, of any type, is null)."""
+    if text is None or text == "":
         return None
     t = type_name.lower()
     if t in ("byte", "short", "integer", "long"):

@@ -106,6 +106,8 @@ class _Term:
         raw = partition_values.get(self.column)
         if raw is None:
             raw = _lookup_case_insensitive(partition_values, self.column)
+        if raw == "":
+            raw = None  # PROTOCOL: an empty string, of any type, is a null partition value
         if self.op in ("=", "==") and self.value is None:
             return raw is None
         if self.op in ("!=", "<>") and self.value is None:
