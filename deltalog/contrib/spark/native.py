@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HIVE_TYPES",
     "NATIVE_READER_FEATURES",
+    "hadoop_path",
     "hadoop_root",
     "read_table",
     "scan_with_positions",
@@ -141,6 +142,16 @@ def _python_read(spark: SparkSession, uri: str, options: Mapping[str, str], wher
 
 
 # -- where the files are ------------------------------------------------------------------
+
+
+def hadoop_path(table_uri: str, fs_path: str) -> str:
+    """The table root as a Hadoop *path string*, what ``DataFrameReader/Writer.parquet``
+    take (``new Path(String)`` escapes it itself: a ``%20`` in it is three characters)."""
+    scheme, sep, rest = table_uri.partition("://")
+    if not sep or scheme == "file":
+        return "file:" + os.path.normpath(os.path.abspath(fs_path))
+    authority, _, path = rest.partition("/")
+    return f"{_HADOOP_SCHEMES.get(scheme, scheme)}://{authority}/" + unquote(path).rstrip("/")
 
 
 def hadoop_root(table_uri: str, fs_path: str) -> str:
@@ -370,7 +381,7 @@ def _scan(spark: SparkSession, files: FileList, read_schema: Any, hive: bool) ->
         reader = spark.read.schema(read_schema)
         if not hive:
             reader = reader.option("recursiveFileLookup", "true")  # no partition discovery
-        return reader.parquet("file:" + _uri_path(directory))
+        return reader.parquet(hadoop_path("file://", directory))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
