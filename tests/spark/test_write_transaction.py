@@ -197,6 +197,18 @@ def test_merge_schema_append_conflicts_with_a_concurrent_metadata_change(
     assert all(config.get(k) == v for k, v in props.items())
 
 
+def test_overwrite_schema_takes_the_writes_partitioning_none_without_partition_by(table_path: str) -> None:
+    """Delta's ``ImplicitMetadataOperation``: an ``overwriteSchema`` overwrite defines the
+    table's partitioning anew; without ``partitionBy`` the table is no longer partitioned."""
+    _partitioned_table(table_path)
+    assert _write(table_path, _rows([1], [5]), overwrite=True, overwriteSchema="true", partitionBy="x") == 1
+    assert DeltaLog.for_table(table_path).update().metadata.partition_columns == ("x",)
+    assert _write(table_path, _rows([2], [6]), overwrite=True, overwriteSchema="true") == 2
+    snapshot = DeltaLog.for_table(table_path).update()
+    assert snapshot.metadata.partition_columns == ()
+    assert [f.partition_values for f in snapshot.files] == [{}]
+
+
 # -- 3c. an append planned before a concurrent overwriteSchema --------------------------------
 
 
@@ -366,7 +378,10 @@ def test_dynamic_mode_on_an_unpartitioned_table_overwrites_it(tmp_path: Any) -> 
     ("options", "message"),
     [
         ({"replaceWhere": "p = 1"}, "replaceWhere cannot be used with partitionOverwriteMode=dynamic"),
-        ({"overwriteSchema": "true"}, "overwriteSchema cannot be used with partitionOverwriteMode=dynamic"),
+        (
+            {"overwriteSchema": "true", "partitionBy": "p"},
+            "overwriteSchema cannot be used with partitionOverwriteMode=dynamic",
+        ),
     ],
 )
 def test_dynamic_mode_refuses_replace_where_and_overwrite_schema(

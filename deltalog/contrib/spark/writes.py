@@ -291,14 +291,12 @@ def _metadata_change(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any
 
 
 def _overwritten_metadata(opts: WriteOptions, current: Metadata, data: dict[str, Any]) -> Metadata:
-    """``overwriteSchema``: the data's schema (and partitioning, when given) as a new table's,
-    keeping the table's id, creation time, name, description and properties."""
+    """``overwriteSchema``: the data's schema and partitioning as a new table's (no
+    ``partitionBy``: unpartitioned, as Delta's ``ImplicitMetadataOperation`` takes the
+    writer's partition columns), keeping the table's id, creation time, name, description
+    and properties."""
     fresh = _new_table_metadata(
-        replace(
-            opts,
-            partition_by=opts.partition_by if opts.partition_by is not None else tuple(current.partition_columns),
-            table_properties={**current.configuration, **opts.table_properties},
-        ),
+        replace(opts, table_properties={**current.configuration, **opts.table_properties}),
         data,
     )
     return replace(
