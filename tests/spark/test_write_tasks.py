@@ -12,7 +12,9 @@ import pyarrow.parquet as pq
 from deltalog.contrib.spark.files import file_actions, write_batches
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.writes import commit_write, plan_write
+from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import decode_path
+from deltalog.txn.protocol.partition_filters import PartitionPredicate
 
 DOUBLE_PARTITIONS = (
     '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},'
@@ -34,3 +36,19 @@ def test_floating_partition_values_nan_and_signed_zero_each_row_once(tmp_path: s
         ids = pq.read_table(os.path.join(path, decode_path(add.path))).column("id").to_pylist()
         got.extend((i, add.partition_values["d"]) for i in ids)
     assert sorted(got) == [(0, "NaN"), (1, "1.0"), (2, None), (3, "NaN"), (4, "-0.0"), (5, "0.0"), (6, "-Infinity")]
+
+
+def test_dynamic_partition_overwrite_replaces_the_nan_partition(tmp_path: str) -> None:
+    """Spark SQL orders NaN above every number and equal to itself, so the partition
+    ``d = NaN`` is replaced like any other (its old rows were kept next to the new ones)."""
+    path = str(tmp_path)
+    first = plan_write(WriteOptions.parse({"path": path, "partitionBy": "d"}, False), DOUBLE_PARTITIONS)
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "d": pa.array([math.nan, 1.0], pa.float64())})
+    commit_write(first, write_batches(first.spec, rows.to_batches(), 0))
+    options = {"path": path, "partitionOverwriteMode": "dynamic"}
+    again = plan_write(WriteOptions.parse(options, True), DOUBLE_PARTITIONS)
+    rows = pa.table({"id": pa.array([3], pa.int64()), "d": pa.array([math.nan], pa.float64())})
+    commit_write(again, write_batches(again.spec, rows.to_batches(), 0))
+    snapshot = DeltaLog.for_table(path).update()
+    assert sorted(str(f.partition_values["d"]) for f in snapshot.files) == ["1.0", "NaN"]
+    assert PartitionPredicate([("d", ">", 1e308)], {"d": "double"}).matches({"d": "NaN"})
