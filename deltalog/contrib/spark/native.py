@@ -48,7 +48,7 @@ from deltalog.contrib.spark import schemas
 from deltalog.contrib.spark.errors import DeltaAnalysisError, NativeReadUnsupportedError
 from deltalog.contrib.spark.options import ReadOptions
 from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partition_directory, typed_partition_value
-from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
+from deltalog.contrib.spark.predicates import at_session_time_zone, in_session_time_zone, parse_partition_predicate
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor
@@ -88,6 +88,7 @@ _JAVA_QUOTED = frozenset({"Cc", "Zs", "Zl", "Zp"})
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9/\-_.!~*'(),;:$&+=@]*\Z")
 _BLOCK_SIZE = 128 * 1024 * 1024
 PARTITION_FILE_KEY = "__deltalog_pfile"
+_TIMESTAMP_OPTIONS = frozenset({"timestampasof", "startingtimestamp", "endingtimestamp"})
 
 
 def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
@@ -107,7 +108,7 @@ def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
     opts = {k: v for k, v in options.items() if v is not None}
     where = opts.pop("where", None)
     native = _native_flag(opts.pop("native", None))
-    raw = {k: str(v) for k, v in opts.items()}
+    raw = _session_timestamps(spark, {k: str(v) for k, v in opts.items()})
     read = ReadOptions.parse({**raw, "path": uri})
     if native is False:
         return _python_read(spark, uri, raw, where)
@@ -118,6 +119,13 @@ def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
             raise
         log.info("reading %s through the deltalog Python data source: %s", uri, exc)
         return _python_read(spark, uri, raw, where)
+
+
+def _session_timestamps(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` with their timestamps (``timestampAsOf``, the change feed's bounds) as
+    local times of the session time zone when they name no offset, as Delta reads them."""
+    time_zone = spark.conf.get("spark.sql.session.timeZone")
+    return {k: in_session_time_zone(v, time_zone) if k.lower() in _TIMESTAMP_OPTIONS else v for k, v in options.items()}
 
 
 def _native_flag(value: Any) -> bool | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 
-__all__ = ["at_session_time_zone", "parse_partition_predicate", "tokenize"]
+__all__ = ["at_session_time_zone", "in_session_time_zone", "parse_partition_predicate", "tokenize"]
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -194,3 +194,12 @@ def _in_zone(value: Any, zone: dt.tzinfo) -> Any:
     except ValueError:
         return value
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=zone)
+
+
+def in_session_time_zone(text: str, time_zone: str | None) -> str:
+    """A timestamp option (``timestampAsOf``) as Spark casts it: text without an offset is a
+    local time of the session ``time_zone``; returned as ISO text with its offset (other
+    text, or no readable zone: unchanged)."""
+    zone = _zone(time_zone)
+    value = _in_zone(text, zone) if zone is not None else text
+    return value.isoformat() if isinstance(value, dt.datetime) else text
