@@ -191,3 +191,13 @@ def test_columns_named_in_another_case_are_written_as_the_table_names_them(spark
             write_table(shouty, path, native=how == "native")
         got = delta_rs_rows(path, ["id"])
         assert list(zip(got["id"], got["k"], got["v"])) == [(1, "p1", "x"), (2, "p2", "y")], how
+
+
+def test_python_tasks_write_columns_with_dots_in_their_names(spark: Any, table_path: str) -> None:
+    """PySpark's ``mapInArrow`` reads ``a.b`` as a field of a struct ``a``."""
+    from deltalog.contrib.spark import write_table
+
+    df = spark.createDataFrame([(1, "x", 1.5), (2, None, 2.5)], "`id.v` long, `p.k` string, `x-y` double")
+    write_table(df, table_path, partitionBy=["p.k"], native=False)
+    got = delta_rs_rows(table_path, ["id.v"])
+    assert list(zip(got["id.v"], got["p.k"], got["x-y"])) == [(1, "x", 1.5), (2, None, 2.5)]
