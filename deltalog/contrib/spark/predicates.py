@@ -182,7 +182,7 @@ def _zone(time_zone: str | None) -> dt.tzinfo | None:
         return dt.timezone.utc
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         return None
 
 

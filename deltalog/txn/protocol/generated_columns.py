@@ -330,7 +330,7 @@ def _zone_info(time_zone: str | None) -> dt.tzinfo | None:
         return None
     try:
         return ZoneInfo(time_zone)
-    except (KeyError, ValueError):  # ZoneInfoNotFoundError is a KeyError
+    except (KeyError, ValueError, OSError):  # not found; a path-like name fails to open
         return None
 
 
