@@ -353,7 +353,8 @@ class DeltaTable(AlterTableMethods):
             return list(txn.filter_files())
         metadata = txn.snapshot.metadata
         types = schemas.top_level_types(json.loads(metadata.schema_string))
-        filters = at_session_time_zone(filters, types, self._spark.conf.get("spark.sql.session.timeZone"))
+        time_zone = None if self._spark is None else self._spark.conf.get("spark.sql.session.timeZone")
+        filters = at_session_time_zone(filters, types, time_zone)
         parts = {c.lower(): c for c in metadata.partition_columns}
         files = list(txn.filter_files([(parts[c.lower()], op, v) for c, op, v in filters if c.lower() in parts]))
         return _stats_skipped(txn.snapshot, files, condition)
