@@ -485,6 +485,17 @@ def test_replace_where_on_a_data_column_refuses_rows_outside_it(table_path: str)
         _plan(table_path, overwrite=True, replaceWhere="nope > 1")
 
 
+def test_replace_where_on_partitions_refuses_rows_outside_it_as_delta_does(table_path: str) -> None:
+    """Delta raises ``DELTA_REPLACE_WHERE_MISMATCH`` for a partition predicate too."""
+    _partitioned_table(table_path)
+    plan = _plan(table_path, overwrite=True, replaceWhere="p = 1")
+    files = _task_files(plan, _rows([1, 2], [11, 21]))
+    with pytest.raises(ReplaceWhereMismatchError, match="DELTA_REPLACE_WHERE_MISMATCH.*p='2'"):
+        commit_write(plan, files)
+    assert _data_files(table_path) == {f.path for f in DeltaLog.for_table(table_path).update().files}
+    assert _table_rows(table_path) == [(1, 10), (2, 20)]
+
+
 def test_replace_where_on_a_data_column_conflicts_and_cleans_up_its_rewrites(table_path: str) -> None:
     _write(table_path, _rows([1, 1], [10, 15]), partitionBy="p")
     plan = _plan(table_path, overwrite=True, replaceWhere="x >= 15")

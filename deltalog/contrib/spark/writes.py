@@ -36,6 +36,7 @@ from deltalog.contrib.spark import schemas
 from deltalog.contrib.spark.constraints import plan_constraints
 from deltalog.contrib.spark.errors import (
     InvalidWriteOptionError,
+    ReplaceWhereMismatchError,
     SchemaMismatchError,
     TableAlreadyExistsError,
     WriteOutcomeUnknownError,
@@ -636,10 +637,7 @@ def _check_replace_where(
     metadata = plan.new_metadata or txn.snapshot.metadata
     types = partition_column_types(metadata.schema_string, metadata.partition_columns)
     predicate = PartitionPredicate(*physical_partition_filters(metadata, filters, types))
-    for add in adds:
-        if not predicate.matches(add.partition_values):
-            raise InvalidWriteOptionError(
-                f"data written with replaceWhere={plan.options.replace_where!r} does not match it: "
-                "a file has "
-                f"partition values {add.partition_values}; filter the DataFrame by the same predicate"
-            )
+    outside = [add for add in adds if not predicate.matches(add.partition_values)]
+    if outside:  # Delta's DELTA_REPLACE_WHERE_MISMATCH, for the rows of those files
+        rows = sum(add.num_records() or 0 for add in outside)
+        raise ReplaceWhereMismatchError(plan.options.replace_where or "", rows, dict(outside[0].partition_values))
