@@ -490,7 +490,7 @@ def test_replace_where_on_partitions_refuses_rows_outside_it_as_delta_does(table
     _partitioned_table(table_path)
     plan = _plan(table_path, overwrite=True, replaceWhere="p = 1")
     files = _task_files(plan, _rows([1, 2], [11, 21]))
-    with pytest.raises(ReplaceWhereMismatchError, match="DELTA_REPLACE_WHERE_MISMATCH.*p='2'"):
+    with pytest.raises(ReplaceWhereMismatchError, match=r"DELTA_REPLACE_WHERE_MISMATCH.*p='2'"):
         commit_write(plan, files)
     assert _data_files(table_path) == {f.path for f in DeltaLog.for_table(table_path).update().files}
     assert _table_rows(table_path) == [(1, 10), (2, 20)]
