@@ -53,3 +53,18 @@ def test_partition_only_delete_reads_no_data_file(spark, table_path):
     left = sorted(r["id"] for r in spark.read.format("deltalog").load(table_path).collect())
     assert left == [3, 5]
     assert json.loads(log.history(1)[0].operation_parameters["predicate"]) == ["p IS NULL"]
+
+
+def test_a_timestamp_literal_is_a_local_time_of_the_session(spark, table_path):
+    """``ts = '2024-01-01 00:00:00'`` in a Los Angeles session is 08:00 UTC, as Spark casts
+    it; the partition at 00:00 UTC (16:00 the day before, local) is not deleted."""
+    from deltalog.contrib.spark import DeltaTable
+
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        rows = "select * from values (1, timestamp'2024-01-01 00:00:00'), (2, timestamp'2023-12-31 16:00:00') t(id, ts)"
+        spark.sql(rows).write.format("deltalog").mode("append").option("partitionBy", "ts").save(table_path)
+        DeltaTable.forPath(spark, table_path).delete("ts = '2024-01-01 00:00:00'")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert [r.id for r in spark.read.format("deltalog").load(table_path).collect()] == [2]

@@ -98,6 +98,49 @@ def test_partition_values_from_the_log_when_not_hive_style(spark: Any, table_pat
     assert "BroadcastHashJoin" in _plan(native)
 
 
+def test_partition_values_joined_by_paths_with_non_ascii_characters(spark: Any, tmp_path: Path) -> None:
+    """Spark names a file in ``_metadata.file_path`` as ``java.net.URI`` does: non-ASCII
+    characters as they are, not percent-encoded. A double partition column makes the scan
+    join the log's partition values by that name (under a table root with an accent)."""
+    path = str(tmp_path / "données")
+    df = spark.createDataFrame([(1, "ü€", 1.0), (2, "a b", 2.0), (3, "é", None)], "id long, k string, d double")
+    df.write.format("deltalog").mode("append").option("partitionBy", "k,d").save(path)
+    native = _same_rows(spark, path, ["id"])
+    assert "BroadcastHashJoin" in _plan(native)
+    assert sorted(tuple(r) for r in native.collect()) == [(1, "ü€", 1.0), (2, "a b", 2.0), (3, "é", None)]
+
+
+def test_where_on_a_timestamp_partition_in_the_session_time_zone(spark: Any, table_path: str) -> None:
+    """``where`` skips files with its timestamp literals read as Spark reads them: local
+    times of the session (the log holds UTC instants)."""
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        rows = "select * from values (1, timestamp'2024-01-01 00:00:00'), (2, timestamp'2024-01-01 08:00:00') t(id, ts)"
+        spark.sql(rows).write.format("deltalog").mode("append").option("partitionBy", "ts").save(table_path)
+        got = read_table(spark, table_path, where="ts = '2024-01-01 00:00:00'").collect()
+        later = read_table(spark, table_path, where="ts > '2024-01-01 00:00:00-08:00'").collect()
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert [r.id for r in got] == [1]
+    assert [r.id for r in later] == [2]
+
+
+def test_timestamp_as_of_is_a_local_time_of_the_session(spark: Any, table_path: str) -> None:
+    """Delta casts ``timestampAsOf`` text in the session time zone: 8 hours before the
+    instant in Los Angeles names the same version (UTC would be before the first one)."""
+    for i in range(2):
+        spark.createDataFrame([(i,)], "id long").write.format("deltalog").mode("append").save(table_path)
+    instant = dt.datetime.fromtimestamp(DeltaLog.for_table(table_path).snapshot(1).timestamp / 1000, dt.timezone.utc)
+    local = (instant - dt.timedelta(hours=8)).strftime("%Y-%m-%d %H:%M:%S.%f")
+    spark.conf.set("spark.sql.session.timeZone", "-08:00")
+    try:
+        native = read_table(spark, table_path, timestampAsOf=local).count()
+        python = read_table(spark, table_path, timestampAsOf=local, native=False).count()
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert (native, python) == (2, 2)
+
+
 def test_deletion_vectors(spark: Any, tmp_path: Path) -> None:
     from deltalog.txn.commit.operations import Write
 
@@ -278,6 +321,22 @@ def test_a_table_written_by_delta_rs(spark: Any, tmp_path: Path) -> None:
     deltalake.write_deltalake(path, data.slice(0, 5), mode="append", partition_by=["p"])
     native = _same_rows(spark, path, ["id", "ts"])
     assert native.count() == 25
+
+
+def test_an_empty_partition_value_in_the_log_is_null(spark: Any, tmp_path: Path) -> None:
+    """PROTOCOL: "An empty string for any type translates to a null partition value"
+    (delta-rs logs ``"k": ""`` for an empty string); both read paths and their filters."""
+    import deltalake
+
+    path = str(tmp_path / "rs")
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "k": ["", "a", None]})
+    deltalake.write_deltalake(path, data, partition_by=["k"])
+    assert "" in {f.partition_values["k"] for f in DeltaLog.for_table(path).update().files}
+    native = _same_rows(spark, path, ["id"])
+    assert sorted((r.id, r.k) for r in native.collect()) == [(1, None), (2, "a"), (3, None)]
+    assert sorted(r.id for r in read_table(spark, path, where="k is null").collect()) == [1, 3]
+    python = spark.read.format("deltalog").load(path).filter("k is null")
+    assert sorted(r.id for r in python.collect()) == [1, 3]
 
 
 def test_unsupported_feature_falls_back_with_the_reason_logged(

@@ -131,6 +131,19 @@ def test_a_failed_native_write_leaves_nothing(spark: Any, table_path: str) -> No
     assert not [n for n in os.listdir(table_path) if n.startswith(STAGING_PREFIX)]
 
 
+def test_a_table_path_with_a_space_and_a_percent_sign(spark: Any, tmp_path: Any) -> None:
+    """Spark's writer takes a Hadoop path string, not a URI: ``my%20table`` would be a
+    directory of its own, next to the table."""
+    from deltalog.contrib.spark import read_table, write_table
+
+    path = str(tmp_path / "my table %41")
+    write_table(spark.createDataFrame([(1, "a"), (2, None)], "id long, k string"), path, partitionBy="k", native=True)
+    for df in (read_table(spark, path), spark.read.format("deltalog").load(path)):
+        assert sorted((r.id, r.k) for r in df.collect()) == [(1, "a"), (2, None)]
+    assert os.listdir(tmp_path) == ["my table %41"]
+    assert not [n for n in os.listdir(path) if n.startswith(STAGING_PREFIX)]
+
+
 def _data_files(path: str) -> list[str]:
     return [
         os.path.relpath(os.path.join(d, n), path)

@@ -81,7 +81,7 @@ def test_replace_where(spark, table_path):
     assert sorted(got[got.day == "d1"].id.tolist()) == [100, 101]
     assert sorted(got[got.day != "d1"].id.tolist()) == [0, 2, 3, 5, 6, 8]
     bad = spark.createDataFrame([(7, "d2")], "id int, day string")
-    with pytest.raises(Exception, match="does not match"):
+    with pytest.raises(Exception, match="DELTA_REPLACE_WHERE_MISMATCH"):
         bad.write.format("deltalog").mode("overwrite").option("replaceWhere", "day = 'd1'").save(table_path)
     assert len(commits(table_path)) == 2  # the refused write committed nothing
     assert sorted(delta_rs_rows(table_path, ["id"]).id.tolist()) == sorted(got.id.tolist())

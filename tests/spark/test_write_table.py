@@ -7,6 +7,7 @@ import json
 import logging
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -132,3 +133,71 @@ def test_write_table_conflicts_with_an_append_between_plan_and_commit(spark: Any
         if n.endswith(".parquet") and "_delta_log" not in d
     }
     assert on_disk == referenced
+
+
+@contextmanager
+def _session_conf(spark: Any, key: str, value: str) -> Iterator[None]:
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
+def test_write_table_honours_the_session_partition_overwrite_mode(spark: Any, table_path: str) -> None:
+    """As Delta's ``DeltaOptions``: without the option, ``spark.sql.sources.partitionOverwriteMode``
+    decides; a ``replaceWhere`` takes precedence over the session's ``dynamic``."""
+    from deltalog.contrib.spark import write_table
+
+    write_table(spark.createDataFrame([(1, 10), (2, 20), (3, 30)], "p long, x long"), table_path, partitionBy="p")
+    with _session_conf(spark, "spark.sql.sources.partitionOverwriteMode", "dynamic"):
+        write_table(spark.createDataFrame([(1, 11)], "p long, x long"), table_path, mode="overwrite")
+        write_table(spark.createDataFrame([(2, 21)], "p long, x long"), table_path, "overwrite", replaceWhere="p = 2")
+    got = delta_rs_rows(table_path, ["p"])
+    assert list(zip(got["p"], got["x"])) == [(1, 11), (2, 21), (3, 30)]
+
+
+def test_write_table_reads_replace_where_timestamps_in_the_session_time_zone(spark: Any, table_path: str) -> None:
+    """A timestamp literal without an offset is a local time of the session, as Spark casts it."""
+    from deltalog.contrib.spark import write_table
+
+    with _session_conf(spark, "spark.sql.session.timeZone", "America/Los_Angeles"):
+        rows = "select * from values (1, timestamp'2024-01-01 00:00:00'), (2, timestamp'2024-01-01 08:00:00') t(id, ts)"
+        write_table(spark.sql(rows), table_path, partitionBy="ts")
+        new = spark.sql("select 3 id, timestamp'2024-01-01 00:00:00' ts")
+        write_table(new, table_path, "overwrite", replaceWhere="ts = '2024-01-01 00:00:00'")
+        table = spark.read.format("deltalog").load(table_path).selectExpr("id", "cast(ts as string) ts")
+        got = sorted((r.id, r.ts) for r in table.collect())
+    assert got == [(2, "2024-01-01 08:00:00"), (3, "2024-01-01 00:00:00")]
+
+
+def test_columns_named_in_another_case_are_written_as_the_table_names_them(spark: Any, tmp_path: Any) -> None:
+    """Delta's column names are case-insensitive and a write takes the table's spelling
+    (``SchemaUtils.normalizeColumnNames``): the files hold ``id``, never ``ID``."""
+    from deltalog.contrib.spark import write_table
+
+    first = spark.createDataFrame([(1, "p1", "x")], "id long, k string, v string")
+    shouty = spark.createDataFrame([("p2", 2, "y")], "K string, ID long, V string")
+    for how in ("native", "python", "source"):
+        path = str(tmp_path / how)
+        write_table(first, path, partitionBy="k")
+        if how == "source":
+            shouty.write.format("deltalog").mode("append").save(path)
+        else:
+            write_table(shouty, path, native=how == "native")
+        got = delta_rs_rows(path, ["id"])
+        assert list(zip(got["id"], got["k"], got["v"])) == [(1, "p1", "x"), (2, "p2", "y")], how
+
+
+def test_python_tasks_write_columns_with_dots_in_their_names(spark: Any, table_path: str) -> None:
+    """PySpark's ``mapInArrow`` reads ``a.b`` as a field of a struct ``a``."""
+    from deltalog.contrib.spark import write_table
+
+    df = spark.createDataFrame([(1, "x", 1.5), (2, None, 2.5)], "`id.v` long, `p.k` string, `x-y` double")
+    write_table(df, table_path, partitionBy=["p.k"], native=False)
+    got = delta_rs_rows(table_path, ["id.v"])
+    assert list(zip(got["id.v"], got["p.k"], got["x-y"])) == [(1, "x", 1.5), (2, None, 2.5)]

@@ -197,6 +197,18 @@ def test_merge_schema_append_conflicts_with_a_concurrent_metadata_change(
     assert all(config.get(k) == v for k, v in props.items())
 
 
+def test_overwrite_schema_takes_the_writes_partitioning_none_without_partition_by(table_path: str) -> None:
+    """Delta's ``ImplicitMetadataOperation``: an ``overwriteSchema`` overwrite defines the
+    table's partitioning anew; without ``partitionBy`` the table is no longer partitioned."""
+    _partitioned_table(table_path)
+    assert _write(table_path, _rows([1], [5]), overwrite=True, overwriteSchema="true", partitionBy="x") == 1
+    assert DeltaLog.for_table(table_path).update().metadata.partition_columns == ("x",)
+    assert _write(table_path, _rows([2], [6]), overwrite=True, overwriteSchema="true") == 2
+    snapshot = DeltaLog.for_table(table_path).update()
+    assert snapshot.metadata.partition_columns == ()
+    assert [f.partition_values for f in snapshot.files] == [{}]
+
+
 # -- 3c. an append planned before a concurrent overwriteSchema --------------------------------
 
 
@@ -366,7 +378,10 @@ def test_dynamic_mode_on_an_unpartitioned_table_overwrites_it(tmp_path: Any) -> 
     ("options", "message"),
     [
         ({"replaceWhere": "p = 1"}, "replaceWhere cannot be used with partitionOverwriteMode=dynamic"),
-        ({"overwriteSchema": "true"}, "overwriteSchema cannot be used with partitionOverwriteMode=dynamic"),
+        (
+            {"overwriteSchema": "true", "partitionBy": "p"},
+            "overwriteSchema cannot be used with partitionOverwriteMode=dynamic",
+        ),
     ],
 )
 def test_dynamic_mode_refuses_replace_where_and_overwrite_schema(
@@ -468,6 +483,17 @@ def test_replace_where_on_a_data_column_refuses_rows_outside_it(table_path: str)
     assert _table_rows(table_path) == [(1, 10), (2, 20)]
     with pytest.raises(InvalidWriteOptionError, match="not a column"):
         _plan(table_path, overwrite=True, replaceWhere="nope > 1")
+
+
+def test_replace_where_on_partitions_refuses_rows_outside_it_as_delta_does(table_path: str) -> None:
+    """Delta raises ``DELTA_REPLACE_WHERE_MISMATCH`` for a partition predicate too."""
+    _partitioned_table(table_path)
+    plan = _plan(table_path, overwrite=True, replaceWhere="p = 1")
+    files = _task_files(plan, _rows([1, 2], [11, 21]))
+    with pytest.raises(ReplaceWhereMismatchError, match=r"DELTA_REPLACE_WHERE_MISMATCH.*p='2'"):
+        commit_write(plan, files)
+    assert _data_files(table_path) == {f.path for f in DeltaLog.for_table(table_path).update().files}
+    assert _table_rows(table_path) == [(1, 10), (2, 20)]
 
 
 def test_replace_where_on_a_data_column_conflicts_and_cleans_up_its_rewrites(table_path: str) -> None:

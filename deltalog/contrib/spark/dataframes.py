@@ -155,17 +155,24 @@ def run_write_job(df: DataFrame, spec: WriteSpec, task: WriteTask, output: str) 
     When the job fails, the files of its tasks are deleted (a failed task deletes its own;
     the ones that finished report theirs through an accumulator) and the error propagates."""
     finished: Accumulator[list[str]] = df.sparkSession.sparkContext.accumulator([], _Lines())  # type: ignore[arg-type]
+    names = df.columns
+    # PySpark's mapInArrow selects each column by df[name], which reads a dot as a field of
+    # a struct: the job sees positional names and the tasks get the real ones back
+    positional = any("." in n for n in names)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
+        if positional:
+            batches = (pa.RecordBatch.from_arrays(b.columns, names=names) for b in batches)
         ctx = TaskContext.get()
         lines, out = task(batches, ctx.partitionId() if ctx is not None else 0)
         finished.add(lines)
         yield out
 
     try:
-        return df.mapInArrow(run, output).collect()
+        source = df.toDF(*(f"_{i}" for i in range(len(names)))) if positional else df
+        return source.mapInArrow(run, output).collect()
     except Exception as exc:
         from deltalog.contrib.spark.constraints import raise_task_violation
 

@@ -18,7 +18,7 @@ import random
 import string
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +85,14 @@ class WriteSpec:
 
     #: Default, identity and generated columns each task fills in or checks.
     default_expressions: DefaultExpressions | None = None
+    #: The table's top-level column names: a data column named in another case is written
+    #: under the table's name (Delta's ``SchemaUtils.normalizeColumnNames``).
+    column_names: tuple[str, ...] = ()
+
+    def table_cased(self, names: Sequence[str]) -> list[str]:
+        """``names`` (the data's columns) as the table spells them; others unchanged."""
+        by_lower = {n.lower(): n for n in self.column_names}
+        return [by_lower.get(n.lower(), n) for n in names]
 
 
 @dataclass
@@ -241,16 +249,7 @@ class _TaskWriter:
         if not cols:
             self._append((cdc, ()), table)
             return
-        groups = table.select(list(cols)).group_by(list(cols), use_threads=False).aggregate([])
-        for combo in groups.to_pylist():
-            mask = None
-            for column in cols:
-                value = combo[column]
-                term = pc.is_null(table[column]) if value is None else pc.equal(table[column], value)
-                if value is not None:
-                    term = pc.fill_null(term, False)
-                mask = term if mask is None else pc.and_(mask, term)
-            part = table.filter(mask)
+        for combo, part in _partition_groups(table, cols):
             key = tuple(
                 partition_value_to_string(combo[c], self.spec.partition_types.get(c, "string")) or None for c in cols
             )
@@ -300,6 +299,20 @@ class _TaskWriter:
         delete_files(self.spec, self.done)
 
 
+_ROW = "__deltalog_row"
+
+
+def _partition_groups(table: pa.Table, columns: Sequence[str]) -> Iterator[tuple[dict[str, Any], pa.Table]]:
+    """``table``'s rows grouped by their values of ``columns``: each group's values and its
+    rows, taken by the row numbers the grouping itself collected (comparing values again
+    would lose NaN rows, which equal nothing, and take -0.0 rows into 0.0's group too)."""
+    numbered = table.select(list(columns)).append_column(_ROW, pa.array(range(table.num_rows), pa.int64()))
+    groups = numbered.group_by(list(columns), use_threads=False).aggregate([(_ROW, "list")])
+    rows = groups.column(f"{_ROW}_list")
+    for i, combo in enumerate(groups.select(list(columns)).to_pylist()):
+        yield combo, table.take(rows[i].values)
+
+
 def _both(first: Callable[[Any], None] | None, second: Callable[[Any], None]) -> Callable[[Any], None]:
     if first is None:
         return second
@@ -324,6 +337,7 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
     try:
         for batch in batches:
             table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+            table = table.rename_columns(spec.table_cased(table.column_names))
             if fill is not None:
                 table = fill(table)
             if CDC_TYPE_COLUMN in table.column_names:

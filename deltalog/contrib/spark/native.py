@@ -38,6 +38,7 @@ import os
 import re
 import shutil
 import tempfile
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,7 +48,7 @@ from deltalog.contrib.spark import schemas
 from deltalog.contrib.spark.errors import DeltaAnalysisError, NativeReadUnsupportedError
 from deltalog.contrib.spark.options import ReadOptions
 from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partition_directory, typed_partition_value
-from deltalog.contrib.spark.predicates import parse_partition_predicate
+from deltalog.contrib.spark.predicates import at_session_time_zone, in_session_time_zone, parse_partition_predicate
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HIVE_TYPES",
     "NATIVE_READER_FEATURES",
+    "hadoop_path",
     "hadoop_root",
     "read_table",
     "scan_with_positions",
@@ -81,9 +83,12 @@ HIVE_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date"})
 #: Delta's ``s3://`` URIs are read by Hadoop's S3A connector.
 _HADOOP_SCHEMES = {"s3": "s3a"}
 _URI_SAFE = "/-_.!~*'(),;:$&+=@"
+#: Unicode categories java.net.URI percent-encodes outside ASCII (controls, spaces, separators).
+_JAVA_QUOTED = frozenset({"Cc", "Zs", "Zl", "Zp"})
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9/\-_.!~*'(),;:$&+=@]*\Z")
 _BLOCK_SIZE = 128 * 1024 * 1024
 PARTITION_FILE_KEY = "__deltalog_pfile"
+_TIMESTAMP_OPTIONS = frozenset({"timestampasof", "startingtimestamp", "endingtimestamp"})
 
 
 def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
@@ -103,7 +108,7 @@ def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
     opts = {k: v for k, v in options.items() if v is not None}
     where = opts.pop("where", None)
     native = _native_flag(opts.pop("native", None))
-    raw = {k: str(v) for k, v in opts.items()}
+    raw = _session_timestamps(spark, {k: str(v) for k, v in opts.items()})
     read = ReadOptions.parse({**raw, "path": uri})
     if native is False:
         return _python_read(spark, uri, raw, where)
@@ -114,6 +119,13 @@ def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
             raise
         log.info("reading %s through the deltalog Python data source: %s", uri, exc)
         return _python_read(spark, uri, raw, where)
+
+
+def _session_timestamps(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` with their timestamps (``timestampAsOf``, the change feed's bounds) as
+    local times of the session time zone when they name no offset, as Delta reads them."""
+    time_zone = spark.conf.get("spark.sql.session.timeZone")
+    return {k: in_session_time_zone(v, time_zone) if k.lower() in _TIMESTAMP_OPTIONS else v for k, v in options.items()}
 
 
 def _native_flag(value: Any) -> bool | None:
@@ -140,14 +152,36 @@ def _python_read(spark: SparkSession, uri: str, options: Mapping[str, str], wher
 # -- where the files are ------------------------------------------------------------------
 
 
+def hadoop_path(table_uri: str, fs_path: str) -> str:
+    """The table root as a Hadoop *path string*, what ``DataFrameReader/Writer.parquet``
+    take (``new Path(String)`` escapes it itself: a ``%20`` in it is three characters)."""
+    scheme, sep, rest = table_uri.partition("://")
+    if not sep or scheme == "file":
+        return "file:" + os.path.normpath(os.path.abspath(fs_path))
+    authority, _, path = rest.partition("/")
+    return f"{_HADOOP_SCHEMES.get(scheme, scheme)}://{authority}/" + unquote(path).rstrip("/")
+
+
 def hadoop_root(table_uri: str, fs_path: str) -> str:
     """The table root as a Hadoop URI string (``file:/abs/path``, ``s3a://bucket/key``)."""
     scheme, sep, rest = table_uri.partition("://")
     if not sep or scheme == "file":
-        return "file:" + quote(os.path.normpath(os.path.abspath(fs_path)), safe=_URI_SAFE)
+        return "file:" + _uri_path(os.path.normpath(os.path.abspath(fs_path)))
     scheme = _HADOOP_SCHEMES.get(scheme, scheme)
     authority, _, path = rest.partition("/")
-    return f"{scheme}://{authority}/" + quote(unquote(path).rstrip("/"), safe=_URI_SAFE)
+    return f"{scheme}://{authority}/" + _uri_path(unquote(path).rstrip("/"))
+
+
+def _uri_path(path: str) -> str:
+    """``path`` escaped as ``java.net.URI`` escapes a path, so it reads as Spark names files
+    (``_metadata.file_path``, Hadoop's ``Path.toUri``): ASCII outside the URI's path
+    characters percent-encoded, other characters kept as they are except controls and
+    spaces (``Character.isISOControl``/``isSpaceChar``)."""
+    if path.isascii():
+        return quote(path, safe=_URI_SAFE)
+    return "".join(
+        c if not c.isascii() and unicodedata.category(c) not in _JAVA_QUOTED else quote(c, safe=_URI_SAFE) for c in path
+    )
 
 
 def _file_uri(root: str, path: str) -> str:
@@ -156,11 +190,11 @@ def _file_uri(root: str, path: str) -> str:
         return f"{root}/{path}"
     if path.startswith(("file:", "/")):
         raw = unquote(path[5:] if path.startswith("file:") else path)
-        return "file:" + quote(os.path.normpath("/" + raw.lstrip("/")), safe=_URI_SAFE)
+        return "file:" + _uri_path(os.path.normpath("/" + raw.lstrip("/")))
     if "://" in path:
         scheme, _, rest = path.partition("://")
-        return f"{_HADOOP_SCHEMES.get(scheme, scheme)}://" + quote(unquote(rest), safe=_URI_SAFE)
-    return root + "/" + quote(unquote(path), safe=_URI_SAFE)
+        return f"{_HADOOP_SCHEMES.get(scheme, scheme)}://" + _uri_path(unquote(rest))
+    return root + "/" + _uri_path(unquote(path))
 
 
 def spark_can_reach(spark: SparkSession, table_uri: str) -> bool:
@@ -355,7 +389,7 @@ def _scan(spark: SparkSession, files: FileList, read_schema: Any, hive: bool) ->
         reader = spark.read.schema(read_schema)
         if not hive:
             reader = reader.option("recursiveFileLookup", "true")  # no partition discovery
-        return reader.parquet("file:" + quote(directory, safe=_URI_SAFE))
+        return reader.parquet(hadoop_path("file://", directory))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -481,15 +515,17 @@ def _files_table(spark: SparkSession, snapshot: Snapshot, terms: Sequence[Term])
     metadata = snapshot.metadata
     schema = json.loads(metadata.schema_string)
     mode = snapshot.properties.column_mapping_mode
+    types = schemas.top_level_types(schema)
+    time_zone = spark.conf.get("spark.sql.session.timeZone")
     plan = plan_files(
         snapshot.files,
         snapshot.version,
-        terms,
+        at_session_time_zone(terms, types, time_zone),
         list(metadata.partition_columns),
-        schemas.top_level_types(schema),
+        types,
         schemas.physical_names(schema, mode),
         generated=partition_expressions(metadata),
-        time_zone=spark.conf.get("spark.sql.session.timeZone"),
+        time_zone=time_zone,
     )
     return _only_paths(table, pa.array([a.path for a in plan.files], pa.string()))
 

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.constraints import raise_task_violation
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec
-from deltalog.contrib.spark.native import HIVE_TYPES, hadoop_root, spark_can_reach
+from deltalog.contrib.spark.native import HIVE_TYPES, hadoop_path, spark_can_reach
 from deltalog.txn.commands.vacuum_listing import STAGING_PREFIX
 from deltalog.txn.log.deletion_vector_writer import random_prefix
 from deltalog.txn.protocol.actions import AddFile, action_to_line, encode_path
@@ -103,8 +103,8 @@ def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
     staging = store.fs_path(staging_uri)
     placed: list[str] = []
     try:
-        rows = _to_physical(_checked(df, spec.constraints), spec)
-        _spark_write(rows, spec, hadoop_root(staging_uri, staging))
+        rows = _to_physical(_checked(df.toDF(*spec.table_cased(df.columns)), spec.constraints), spec)
+        _spark_write(rows, spec, hadoop_path(staging_uri, staging))
         lines = list(_place_files(store, fs, spec, staging, placed))
     except BaseException as exc:
         for path in placed:

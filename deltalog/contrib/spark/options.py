@@ -237,6 +237,10 @@ class WriteOptions:
     data_change: bool = True
     #: ``partitionOverwriteMode``: "static" or "dynamic" (None: not given).
     partition_overwrite_mode: str | None = None
+    #: The session's ``spark.sql.session.timeZone`` when the write is planned where the
+    #: session is (``write_table``): timestamp literals of ``replaceWhere`` are its local
+    #: times. None: read as UTC (the data source's ``writer()`` runs without a session).
+    session_time_zone: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], overwrite: bool) -> WriteOptions:

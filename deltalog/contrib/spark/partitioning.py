@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,14 +56,20 @@ def partition_value_to_string(value: Any, type_name: str) -> str | None:
         return value.isoformat()
     if isinstance(value, bytes):
         return value.decode("latin-1")
-    if isinstance(value, float) and value.is_integer() and t in ("float", "double"):
-        return repr(value)
+    if isinstance(value, float) and t in ("float", "double"):
+        if math.isnan(value):
+            return "NaN"  # Spark's (Java's) spelling, not Python's nan / inf
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        if value.is_integer():
+            return repr(value)
     return str(value)
 
 
 def typed_partition_value(text: str | None, type_name: str) -> Any:
-    """A partition value string as a Python value of the column's Spark type."""
-    if text is None:
+    """A partition value string as a Python value of the column's Spark type (PROTOCOL: an
+    empty string, of any type, is null)."""
+    if text is None or text == "":
         return None
     t = type_name.lower()
     if t in ("byte", "short", "integer", "long"):

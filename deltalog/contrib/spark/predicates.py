@@ -9,12 +9,14 @@ Columns may be quoted with backticks. The result is the engine's partition filte
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 
-__all__ = ["parse_partition_predicate", "tokenize"]
+__all__ = ["at_session_time_zone", "in_session_time_zone", "parse_partition_predicate", "tokenize"]
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -144,3 +146,60 @@ class _PredicateParser:
             raise DeltaAnalysisError(f"missing ')' in {self.text!r}")
         self.i += 1
         return column, "not in" if negate else "in", values
+
+
+def at_session_time_zone(
+    filters: Sequence[tuple[str, str, Any]], column_types: Mapping[str, str], time_zone: str | None
+) -> list[tuple[str, str, Any]]:
+    """``filters`` with each string literal compared with a ``timestamp`` column read as Spark
+    casts it: a local time of the session ``time_zone`` unless the text names an offset (the
+    engine reads a bare text as UTC). Unchanged without a time zone, or one Python cannot read."""
+    zone = _zone(time_zone)
+    if zone is None:
+        return list(filters)
+    types = {c.lower(): t.lower() for c, t in column_types.items()}
+    out: list[tuple[str, str, Any]] = []
+    for column, op, value in filters:
+        if types.get(column.lower()) == "timestamp":
+            value = [_in_zone(v, zone) for v in value] if isinstance(value, (list, tuple)) else _in_zone(value, zone)
+        out.append((column, op, value))
+    return out
+
+
+def _zone(time_zone: str | None) -> dt.tzinfo | None:
+    """A session time zone (a region id, or an offset ``+08:00``) as a tzinfo."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if not time_zone:
+        return None
+    name = time_zone.strip()
+    offset = re.fullmatch(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?", name)
+    if offset:
+        sign = -1 if offset.group(1) == "-" else 1
+        delta = dt.timedelta(hours=int(offset.group(2)), minutes=int(offset.group(3) or 0))
+        return dt.timezone(sign * delta)
+    if name.upper() == "Z":
+        return dt.timezone.utc
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return None
+
+
+def _in_zone(value: Any, zone: dt.tzinfo) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=zone)
+
+
+def in_session_time_zone(text: str, time_zone: str | None) -> str:
+    """A timestamp option (``timestampAsOf``) as Spark casts it: text without an offset is a
+    local time of the session ``time_zone``; returned as ISO text with its offset (other
+    text, or no readable zone: unchanged)."""
+    zone = _zone(time_zone)
+    value = _in_zone(text, zone) if zone is not None else text
+    return value.isoformat() if isinstance(value, dt.datetime) else text

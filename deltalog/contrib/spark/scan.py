@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from deltalog.contrib.spark.partitioning import partition_value, typed_partition_value
 from deltalog.txn.protocol.actions import AddFile
 from deltalog.txn.protocol.generated_columns import PartitionExpression, derived_partition_terms
+from deltalog.txn.protocol.partition_filters import SparkFloat
 
 __all__ = ["ScanPlan", "Term", "bounds_may_match", "physical_column", "plan_files"]
 
@@ -81,34 +81,8 @@ def _comparable(value: Any, type_name: str) -> Any:
     if isinstance(value, dt.datetime) and type_name == "timestamp" and value.tzinfo is None:
         return value.replace(tzinfo=dt.timezone.utc)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and type_name in ("float", "double"):
-        return _SparkFloat(value)
+        return SparkFloat(value)
     return value
-
-
-class _SparkFloat(float):
-    """A float ordered as Spark orders them: NaN equals NaN and is above every other value
-    (so a NaN max keeps ``x > 1`` and a NaN value matches a NaN max, as in Delta)."""
-
-    def _key(self) -> tuple[int, float]:
-        return (1, 0.0) if math.isnan(self) else (0, float(self))
-
-    def __lt__(self, other: object) -> bool:
-        return self._key() < _SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
-
-    def __le__(self, other: object) -> bool:
-        return self._key() <= _SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
-
-    def __gt__(self, other: object) -> bool:
-        return self._key() > _SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
-
-    def __ge__(self, other: object) -> bool:
-        return self._key() >= _SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
-
-    def __eq__(self, other: object) -> bool:
-        return self._key() == _SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._key())
 
 
 def _max_stat(hi: Any, type_name: str) -> Any:

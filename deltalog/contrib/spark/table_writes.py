@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.dataframes import write_dataframe
@@ -23,11 +24,14 @@ from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.writes import commit_write, plan_write
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["write_table"]
 
 log = logging.getLogger(__name__)
+
+_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
+_TIME_ZONE = "spark.sql.session.timeZone"
 
 
 def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -> int | None:
@@ -44,7 +48,10 @@ def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -
     where it can write the rows."""
     raw = _option_strings(options)
     native = raw.pop("native", None)
+    spark = df.sparkSession
+    raw = {**_session_defaults(spark, raw), **raw}
     opts = WriteOptions.parse({**raw, "path": uri, "saveMode": mode}, overwrite=mode.strip().lower() == "overwrite")
+    opts = replace(opts, session_time_zone=spark.conf.get(_TIME_ZONE, None))
     plan = plan_write(opts, df.schema.json())
     if plan.skip:
         log.info("write to %s skipped (%s mode, or an idempotent write already committed)", uri, mode)
@@ -52,6 +59,17 @@ def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -
     forced = None if native is None else native.strip().lower() == "true"
     lines = write_dataframe(df, plan.spec, native=forced)
     return commit_write(plan, lines)
+
+
+def _session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
+    """What the session says where the options are silent, as Delta's ``DeltaOptions`` reads
+    it (the data source's ``writer()`` has no session, see docs/spark.md): the session's
+    ``partitionOverwriteMode``, unless a ``replaceWhere`` says what to overwrite."""
+    lowered = {k.lower() for k in options}
+    mode = spark.conf.get(_OVERWRITE_MODE, None)
+    if mode is None or "partitionoverwritemode" in lowered or "replacewhere" in lowered:
+        return {}
+    return {"partitionOverwriteMode": mode}
 
 
 def _option_strings(options: Mapping[str, Any]) -> dict[str, str]:

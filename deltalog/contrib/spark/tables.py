@@ -342,7 +342,8 @@ class DeltaTable(AlterTableMethods):
         (a Column, ``OR``, functions) skips nothing. The transaction records the
         partition-level read, a superset of the files kept, so a concurrent commit that adds
         or removes a file in those partitions still conflicts."""
-        from deltalog.contrib.spark.predicates import parse_partition_predicate
+        from deltalog.contrib.spark import schemas
+        from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 
         if not isinstance(condition, str):
             return list(txn.filter_files())
@@ -351,6 +352,9 @@ class DeltaTable(AlterTableMethods):
         except DeltaAnalysisError:
             return list(txn.filter_files())
         metadata = txn.snapshot.metadata
+        types = schemas.top_level_types(json.loads(metadata.schema_string))
+        time_zone = None if self._spark is None else self._spark.conf.get("spark.sql.session.timeZone")
+        filters = at_session_time_zone(filters, types, time_zone)
         parts = {c.lower(): c for c in metadata.partition_columns}
         files = list(txn.filter_files([(parts[c.lower()], op, v) for c, op, v in filters if c.lower() in parts]))
         return _stats_skipped(txn.snapshot, files, condition)

@@ -36,6 +36,7 @@ from deltalog.contrib.spark import schemas
 from deltalog.contrib.spark.constraints import plan_constraints
 from deltalog.contrib.spark.errors import (
     InvalidWriteOptionError,
+    ReplaceWhereMismatchError,
     SchemaMismatchError,
     TableAlreadyExistsError,
     WriteOutcomeUnknownError,
@@ -43,7 +44,7 @@ from deltalog.contrib.spark.errors import (
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, file_actions
 from deltalog.contrib.spark.generated import check_data_for_default_columns, with_high_water_marks
 from deltalog.contrib.spark.options import WriteOptions
-from deltalog.contrib.spark.predicates import parse_partition_predicate
+from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 from deltalog.contrib.spark.replace_where import names_data_columns
 from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
@@ -194,6 +195,7 @@ def write_spec(
         constraints=constraints,
         column_mapping_schema=None if mode == "none" else metadata.schema_string,
         default_expressions=plan_default_expressions(metadata) or None,
+        column_names=tuple(f["name"] for f in schema["fields"]),
     )
 
 
@@ -290,14 +292,12 @@ def _metadata_change(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any
 
 
 def _overwritten_metadata(opts: WriteOptions, current: Metadata, data: dict[str, Any]) -> Metadata:
-    """``overwriteSchema``: the data's schema (and partitioning, when given) as a new table's,
-    keeping the table's id, creation time, name, description and properties."""
+    """``overwriteSchema``: the data's schema and partitioning as a new table's (no
+    ``partitionBy``: unpartitioned, as Delta's ``ImplicitMetadataOperation`` takes the
+    writer's partition columns), keeping the table's id, creation time, name, description
+    and properties."""
     fresh = _new_table_metadata(
-        replace(
-            opts,
-            partition_by=opts.partition_by if opts.partition_by is not None else tuple(current.partition_columns),
-            table_properties={**current.configuration, **opts.table_properties},
-        ),
+        replace(opts, table_properties={**current.configuration, **opts.table_properties}),
         data,
     )
     return replace(
@@ -539,7 +539,9 @@ def _read_and_remove(
     if not opts.overwrite:
         return []
     if opts.replace_where:
-        filters = parse_partition_predicate(opts.replace_where)
+        metadata = plan.new_metadata or txn.snapshot.metadata
+        types = schemas.top_level_types(json.loads(metadata.schema_string))
+        filters = at_session_time_zone(parse_partition_predicate(opts.replace_where), types, opts.session_time_zone)
         _check_replace_where(adds, filters, plan, txn)
         replaced: list[AddFile] = txn.filter_files(filters)
         return replaced
@@ -635,10 +637,7 @@ def _check_replace_where(
     metadata = plan.new_metadata or txn.snapshot.metadata
     types = partition_column_types(metadata.schema_string, metadata.partition_columns)
     predicate = PartitionPredicate(*physical_partition_filters(metadata, filters, types))
-    for add in adds:
-        if not predicate.matches(add.partition_values):
-            raise InvalidWriteOptionError(
-                f"data written with replaceWhere={plan.options.replace_where!r} does not match it: "
-                "a file has "
-                f"partition values {add.partition_values}; filter the DataFrame by the same predicate"
-            )
+    outside = [add for add in adds if not predicate.matches(add.partition_values)]
+    if outside:  # Delta's DELTA_REPLACE_WHERE_MISMATCH, for the rows of those files
+        rows = sum(add.num_records() or 0 for add in outside)
+        raise ReplaceWhereMismatchError(plan.options.replace_where or "", rows, dict(outside[0].partition_values))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import math
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ __all__ = [
     "InvalidPartitionFilterError",
     "PartitionFilter",
     "PartitionPredicate",
+    "SparkFloat",
     "partition_column_types",
 ]
 
@@ -70,12 +72,38 @@ def _parse_timestamp(text: str) -> dt.datetime:
     return parsed
 
 
+class SparkFloat(float):
+    """A float ordered as Spark orders them: NaN equals NaN and is above every other value
+    (so a NaN max keeps ``x > 1`` and a NaN value matches a NaN max, as in Delta)."""
+
+    def _key(self) -> tuple[int, float]:
+        return (1, 0.0) if math.isnan(self) else (0, float(self))
+
+    def __lt__(self, other: object) -> bool:
+        return self._key() < SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        return self._key() <= SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        return self._key() > SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        return self._key() >= SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
+
+    def __eq__(self, other: object) -> bool:
+        return self._key() == SparkFloat(other)._key() if isinstance(other, float) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
 def _converter(type_name: str) -> Callable[[Any], Any]:
     t = type_name.lower()
     if t in ("byte", "short", "integer", "int", "long", "bigint", "tinyint", "smallint"):
         return lambda v: int(v)
     if t in ("float", "double"):
-        return lambda v: float(v)
+        return lambda v: SparkFloat(v)
     if t.startswith("decimal"):
         return lambda v: decimal.Decimal(str(v))
     if t == "boolean":
@@ -106,6 +134,8 @@ class _Term:
         raw = partition_values.get(self.column)
         if raw is None:
             raw = _lookup_case_insensitive(partition_values, self.column)
+        if raw == "":
+            raw = None  # PROTOCOL: an empty string, of any type, is a null partition value
         if self.op in ("=", "==") and self.value is None:
             return raw is None
         if self.op in ("!=", "<>") and self.value is None:
