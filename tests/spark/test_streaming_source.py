@@ -232,3 +232,25 @@ def test_change_feed_as_a_stream(spark, table_path):
     first = reader.latestOffset(start, ReadMaxFiles(1))
     assert (first["reservoirVersion"], first["index"]) == (1, -1)
     assert sum(len(p.files) for p in reader.partitions(start, first)) == 2
+
+
+def test_change_feed_stream_into_a_table(spark, table_path, tmp_path):
+    """The change feed archived into a table without the change feed (a Delta pattern): its
+    ``_change_type``, ``_commit_version`` and ``_commit_timestamp`` are ordinary columns there,
+    so every change is a row of the sink, exactly once across a restart."""
+    _append(spark, table_path, [0, 1, 2], partitionBy="p", **{"delta.enableChangeDataFeed": "true"})
+    DeltaTable.forPath(spark, table_path).delete("id = 1")
+    sink, checkpoint = str(tmp_path / "sink"), str(tmp_path / "ck")
+    _pipe(spark, table_path, sink, checkpoint, readChangeFeed="true", startingVersion="0")
+    _append(spark, table_path, [5])
+    _pipe(spark, table_path, sink, checkpoint, readChangeFeed="true", startingVersion="0")
+    got = spark.read.format("deltalog").load(sink).collect()
+    assert sorted((r.id, r._change_type, r._commit_version) for r in got) == [
+        (0, "insert", 0),
+        (1, "delete", 1),
+        (1, "insert", 0),
+        (2, "insert", 0),
+        (5, "insert", 2),
+    ]
+    assert all(r._commit_timestamp is not None for r in got)
+    assert not os.path.exists(os.path.join(sink, "_change_data"))
