@@ -254,3 +254,35 @@ def test_change_feed_stream_into_a_table(spark, table_path, tmp_path):
     ]
     assert all(r._commit_timestamp is not None for r in got)
     assert not os.path.exists(os.path.join(sink, "_change_data"))
+
+
+def test_exclude_regex_and_options_not_implemented(spark, table_path):
+    """``excludeRegex`` leaves out the files whose path it matches (Delta applies it to the
+    batch's files, after admission); Delta source options deltalog does not implement are
+    refused by name instead of being taken as storage options and ignored."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
+
+    from deltalog.contrib.spark.errors import InvalidWriteOptionError
+
+    _append(spark, table_path, [0, 1], partitionBy="p")
+    _append(spark, table_path, [2, 3])
+    paths = [a["add"]["path"] for v in (0, 1) for a in _commit(table_path, v) if "add" in a]
+    kept = [p for p in paths if "p=1/" not in p]
+    assert len(kept) == 2 and len(paths) == 4
+    for limit in (ReadAllAvailable(), ReadMaxFiles(1)):
+        reader = _reader(table_path, startingVersion="0", excludeRegex="p=1/", maxFilesPerTrigger="1")
+        start, got = reader.initialOffset(), []
+        while (end := reader.latestOffset(start, limit)) != start:
+            got += [f.path for p in reader.partitions(start, end) for f in p.files]
+            start = end
+        assert sorted(got) == sorted(kept)
+    for options in (
+        {"excludeRegex": "("},
+        {"failOnDataLoss": "false"},
+        {"schemaTrackingLocation": "/tmp/schemas"},
+        {"ignoreFileDeletion": "true"},
+        {"withEventTimeOrder": "true"},
+    ):
+        with pytest.raises(InvalidWriteOptionError, match=next(iter(options))):
+            _reader(table_path, **options)
+    _reader(table_path, failOnDataLoss="true")  # Delta's default

@@ -7,7 +7,8 @@ files at the version the stream starts from (the *initial snapshot*, ordered by
 an offset ``(reservoirVersion, index, isStartingVersion)`` names the last file a batch read
 (Delta's ``DeltaSourceOffset``, serialised with Delta's field names, ``sourceVersion`` 1).
 A batch reads the files after its start offset up to and including its end offset, so a
-query restarted from its checkpoint plans exactly the batches it had not finished.
+query restarted from its checkpoint plans exactly the batches it had not finished. A
+batch leaves out the files ``excludeRegex`` matches (after admission, as Delta).
 
 Commits are checked as Delta checks them: a commit that removes data (``remove`` with
 ``dataChange=true``) fails the stream unless ``ignoreDeletes`` (commits that only delete),
@@ -24,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -470,7 +472,12 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from_version, from_index, initial = version, BASE_INDEX, True
         else:
             from_version, from_index, initial = self._start_point(first)
-        items = [f.file for f in self._changes(from_version, from_index, initial, last) if f.file is not None]
+        excluded = re.compile(self.options.exclude_regex).search if self.options.exclude_regex else None
+        items = [
+            f.file
+            for f in self._changes(from_version, from_index, initial, last)
+            if f.file is not None and not (excluded and excluded(f.file.path))
+        ]
         return files_partitions(self._init().spec, last.reservoir_version, items)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
