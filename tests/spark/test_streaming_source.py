@@ -166,9 +166,11 @@ def _commit(path: str, version: int) -> list[dict[str, Any]]:
 
 
 def _reader(path: str, **options: str) -> DeltaSourceReader:
-    from pyspark.sql.types import StructType
+    """The source alone, reading the table's columns (as Spark creates it for a query)."""
+    from deltalog.contrib.spark.logical_schema import logical_struct
+    from deltalog.txn.delta_log import DeltaLog
 
-    schema = StructType.fromJson({"type": "struct", "fields": []})
+    schema = logical_struct(DeltaLog.for_table(path).update().metadata.schema_string)
     return DeltaSourceReader(StreamReadOptions.parse({"path": path, **options}), schema)
 
 
@@ -286,3 +288,55 @@ def test_exclude_regex_and_options_not_implemented(spark, table_path):
         with pytest.raises(InvalidWriteOptionError, match=next(iter(options))):
             _reader(table_path, **options)
     _reader(table_path, failOnDataLoss="true")  # Delta's default
+
+
+def _run_batches(reader: DeltaSourceReader, start: dict[str, Any], limit: Any, stop_after: int | None = None) -> Any:
+    """Spark's micro-batch loop over ``reader`` alone: (last offset, ids read, planned batch).
+    ``stop_after``: stop once that many batches were planned, the last one read but not
+    recorded (as after a crash before Spark's commit), and return it as the planned batch."""
+    ids: list[int] = []
+    done = 0
+    while (end := json.loads(json.dumps(reader.latestOffset(start, limit)))) != start:
+        ids += [i for p in reader.partitions(start, end) for b in reader.read(p) for i in b.column("id").to_pylist()]
+        done += 1
+        if done == stop_after:
+            return start, ids, end
+        start = end
+    return start, ids, None
+
+
+def test_delta_rs_table_restart_mid_commit(table_path):
+    """A table written by delta-rs, one file a batch (maxBytesPerTrigger) so that a commit of
+    several files spans batches; the query stops in the middle of a commit, a new reader
+    replays the unrecorded batch and goes on across OPTIMIZE (dataChange=false), a
+    checkpoint and a delete-only commit (ignoreDeletes): every id exactly once."""
+    import deltalake
+    import pyarrow as pa
+    from pyspark.sql.streaming.datasource import ReadMaxBytes
+
+    def write(ids: list[int]) -> None:
+        data = pa.table({"id": pa.array(ids, pa.int64()), "p": pa.array([i % 3 for i in ids], pa.int64())})
+        deltalake.write_deltalake(table_path, data, mode="append", partition_by=["p"])
+
+    write([0, 1])
+    options = {"maxBytesPerTrigger": "1", "ignoreDeletes": "true"}
+    limit = ReadMaxBytes(1)
+    reader = _reader(table_path, **options)
+    start = reader.initialOffset()
+    start, ids, _ = _run_batches(reader, start, limit)
+    write([2, 3, 4])  # three files
+    committed, got, planned = _run_batches(reader, start, limit, stop_after=2)
+    ids += got
+    assert planned is not None and planned["index"] >= 0  # stopped inside the commit
+    table = deltalake.DeltaTable(table_path)
+    table.optimize.compact()
+    table.create_checkpoint()
+    write([5, 6])
+    deltalake.DeltaTable(table_path).delete("p = 2")  # 2 and 5 stay streamed
+    reader = _reader(table_path, **options)  # restarted: the planned batch again, then on
+    replayed = [
+        i for p in reader.partitions(committed, planned) for b in reader.read(p) for i in b.column("id").to_pylist()
+    ]
+    assert replayed == got[-len(replayed) :]
+    _, rest, _ = _run_batches(reader, planned, limit)
+    assert sorted(ids + rest) == list(range(7))
