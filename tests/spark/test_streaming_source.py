@@ -340,3 +340,25 @@ def test_delta_rs_table_restart_mid_commit(table_path):
     assert replayed == got[-len(replayed) :]
     _, rest, _ = _run_batches(reader, planned, limit)
     assert sorted(ids + rest) == list(range(7))
+
+
+def test_column_mapping_enabled_mid_stream(spark, table_path):
+    """Enabling column mapping on an existing table keeps every column's name as its
+    physical name: the stream goes on through it (Delta's
+    ``hasNoColumnMappingSchemaChanges``), and a stream from before it reads the old files."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    _append(spark, table_path, [0, 1])
+    reader = _reader(table_path)
+    start, ids, _ = _run_batches(reader, reader.initialOffset(), ReadAllAvailable())
+    table = DeltaTable.forPath(spark, table_path)
+    table.setProperties({"delta.columnMapping.mode": "name"})
+    _append(spark, table_path, [2])
+    _, more, _ = _run_batches(reader, start, ReadAllAvailable())
+    assert sorted(ids + more) == [0, 1, 2]
+    from_zero = _reader(table_path, startingVersion="0")
+    _, ids, _ = _run_batches(from_zero, from_zero.initialOffset(), ReadAllAvailable())
+    assert sorted(ids) == [0, 1, 2]
+    table.renameColumn("p", "q")  # a real change of the schema still stops it
+    with pytest.raises(DeltaSourceSchemaChangedError):
+        reader.latestOffset(start, ReadAllAvailable())

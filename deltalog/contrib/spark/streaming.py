@@ -184,12 +184,15 @@ class _Admission:
 
 
 def _shape(t: Any) -> Any:
-    """A schema type without field metadata, except the column-mapping physical name (a
-    column dropped and added again under column mapping is another column)."""
+    """A schema type without field metadata, except the name each column is stored under:
+    its column-mapping physical name (a column dropped and added again under column mapping
+    is another column), else its name (enabling column mapping on a table keeps the names
+    as physical names, so the upgrade changes nothing: Delta's
+    ``hasNoColumnMappingSchemaChanges``)."""
     if isinstance(t, dict) and t.get("type") == "struct":
         fields = []
         for f in t["fields"]:
-            physical = (f.get("metadata") or {}).get("delta.columnMapping.physicalName")
+            physical = (f.get("metadata") or {}).get("delta.columnMapping.physicalName", f["name"])
             fields.append((f["name"], _shape(f["type"]), bool(f.get("nullable", True)), physical))
         return ("struct", tuple(fields))
     if isinstance(t, dict) and t.get("type") == "array":
