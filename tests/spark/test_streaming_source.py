@@ -284,6 +284,7 @@ def test_exclude_regex_and_options_not_implemented(spark, table_path):
         {"schemaTrackingLocation": "/tmp/schemas"},
         {"ignoreFileDeletion": "true"},
         {"withEventTimeOrder": "true"},
+        {"versionAsOf": "0"},
     ):
         with pytest.raises(InvalidWriteOptionError, match=next(iter(options))):
             _reader(table_path, **options)
@@ -362,3 +363,20 @@ def test_column_mapping_enabled_mid_stream(spark, table_path):
     table.renameColumn("p", "q")  # a real change of the schema still stops it
     with pytest.raises(DeltaSourceSchemaChangedError):
         reader.latestOffset(start, ReadAllAvailable())
+
+
+def test_a_schema_given_to_the_stream_must_be_the_tables(spark, table_path):
+    """``readStream.schema(...)`` naming a column the table does not have, or another type,
+    is refused (Delta's ``DELTA_READ_SOURCE_SCHEMA_CONFLICT``) instead of streaming nulls."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    _append(spark, table_path, [0, 1])
+    source = DeltaLogDataSource({"path": table_path})
+    for fields in ([("id", LongType()), ("q", LongType())], [("id", StringType()), ("p", LongType())]):
+        with pytest.raises(DeltaAnalysisError, match="DELTA_READ_SOURCE_SCHEMA_CONFLICT"):
+            source.streamReader(StructType([StructField(n, t) for n, t in fields]))
+    same = StructType([StructField("p", LongType(), False), StructField("id", LongType())])
+    assert source.streamReader(same).schema == same  # order and nullability do not matter

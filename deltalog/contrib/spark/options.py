@@ -394,6 +394,11 @@ class StreamReadOptions:
     def parse(cls, options: Mapping[str, str]) -> StreamReadOptions:
         _refuse_unimplemented_source_options(options)
         read = ReadOptions.parse(options)
+        if read.version_as_of is not None or read.timestamp_as_of is not None:
+            raise InvalidWriteOptionError(
+                "DELTA_UNSUPPORTED_TIME_TRAVEL_VIEWS: a stream cannot time travel (versionAsOf/timestampAsOf); "
+                "start it at a version with startingVersion or startingTimestamp"
+            )
         if read.starting_version is not None and read.starting_version < 0:
             raise InvalidWriteOptionError(f"startingVersion must be >= 0 or 'latest', got {read.starting_version}")
         if (read.starting_version is not None or read.starting_version_latest) and read.starting_timestamp:

@@ -351,7 +351,9 @@ class DeltaLogDataSource(DataSource):
         from deltalog.contrib.spark.options import StreamReadOptions
         from deltalog.contrib.spark.streaming import DeltaSourceReader
 
-        return DeltaSourceReader(StreamReadOptions.parse(self.options), schema)
+        options = StreamReadOptions.parse(self.options)
+        _check_read_schema(options.read.path, self.schema(), schema)
+        return DeltaSourceReader(options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DeltaWriter:
         opts = WriteOptions.parse(self.options, overwrite)
@@ -361,6 +363,23 @@ class DeltaLogDataSource(DataSource):
         opts = WriteOptions.parse(self.options, False)
         app_id = _query_app_id(opts, self.options)
         return DeltaStreamWriter(plan_write(opts, schema.json(), streaming=True), app_id, overwrite)
+
+
+def _check_read_schema(table: str, table_schema: StructType, given: StructType) -> None:
+    """A schema given to ``readStream.schema(...)`` must be the table's (Delta's
+    ``DELTA_READ_SOURCE_SCHEMA_CONFLICT``; column order and nullability aside): files are
+    read by column name, so another name would stream nulls."""
+    from deltalog.contrib.spark import schemas
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    ours, theirs = table_schema.jsonValue(), given.jsonValue()
+    same_names = {f["name"] for f in ours["fields"]} == {f["name"] for f in theirs["fields"]}
+    if not (same_names and schemas.schemas_equal(ours, theirs)):
+        raise DeltaAnalysisError(
+            f"DELTA_READ_SOURCE_SCHEMA_CONFLICT: the schema given to the stream of {table} is not the table's: "
+            f"given {given.simpleString()}, table {table_schema.simpleString()}. Drop .schema(...): the stream's "
+            "schema is the table's"
+        )
 
 
 def row_tracking_columns(snapshot: Snapshot) -> tuple[str, str]:
