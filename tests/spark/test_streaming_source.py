@@ -380,3 +380,21 @@ def test_a_schema_given_to_the_stream_must_be_the_tables(spark, table_path):
             source.streamReader(StructType([StructField(n, t) for n, t in fields]))
     same = StructType([StructField("p", LongType(), False), StructField("id", LongType())])
     assert source.streamReader(same).schema == same  # order and nullability do not matter
+
+
+def test_type_widening_before_the_stream_schema(spark, tmp_path):
+    """Commits from before a type widening are read with the wider type (Delta lets a stream
+    backfill through a widening when the table supports it), so a stream started, or
+    restarted, before the widening gets past it."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    table_path = str(tmp_path / "widened")  # delta-rs does not read typeWidening tables
+    df = spark.createDataFrame([(0, 1)], "id long, n int").coalesce(1)
+    df.write.format("deltalog").mode("append").option("delta.enableTypeWidening", "true").save(table_path)
+    DeltaTable.forPath(spark, table_path).alterColumnType("n", "long")
+    spark.createDataFrame([(1, 1 << 40)], "id long, n long").write.format("deltalog").mode("append").save(table_path)
+    reader = _reader(table_path, startingVersion="0")
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    rows = [r for p in reader.partitions(start, end) for b in reader.read(p) for r in b.to_pylist()]
+    assert sorted((r["id"], r["n"]) for r in rows) == [(0, 1), (1, 1 << 40)]

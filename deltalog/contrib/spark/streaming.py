@@ -57,6 +57,7 @@ from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
 from deltalog.txn.protocol.features import check_read_supported
+from deltalog.txn.protocol.type_widening import is_type_change_supported
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
@@ -202,16 +203,40 @@ def _shape(t: Any) -> Any:
     return t
 
 
-def _readable_with(old: Any, read: Any) -> bool:
-    """Whether files written with top-level schema ``old`` can be read with ``read``: every
-    old column is in ``read`` with the same type, and columns ``read`` adds are nullable."""
+def _readable_with(old: Any, read: Any, widening: bool) -> bool:
+    """Whether files written with struct ``old`` (a :func:`_shape`) can be read with ``read``:
+    every old field is in ``read``, stored under the same name, no less nullable, with a type
+    it reads (:func:`_type_readable`); fields ``read`` adds are nullable."""
     old_fields = {f[0]: f for f in old[1]}
     read_fields = {f[0]: f for f in read[1]}
     for name, field in old_fields.items():
         other = read_fields.get(name)
-        if other is None or other[1] != field[1] or other[3] != field[3] or (field[2] and not other[2]):
+        if other is None or other[3] != field[3] or (field[2] and not other[2]):
+            return False
+        if not _type_readable(field[1], other[1], widening):
             return False
     return all(f[2] for name, f in read_fields.items() if name not in old_fields)
+
+
+def _type_readable(old: Any, read: Any, widening: bool) -> bool:
+    """Whether values of type ``old`` read as ``read``: the same type or, in a table that
+    supports type widening (``widening``), a type Delta widens it to (Delta lets a stream
+    backfill through a widening with the wider type)."""
+    if old == read:
+        return True
+    if not widening or not isinstance(old, tuple) or not isinstance(read, tuple):
+        return widening and is_type_change_supported(old, read)
+    if old[0] != read[0]:
+        return False
+    if old[0] == "struct":
+        return _readable_with(old, read, widening)
+    if old[0] == "array":
+        return _type_readable(old[1], read[1], widening) and (read[2] or not old[2])
+    return (
+        _type_readable(old[1], read[1], widening)
+        and _type_readable(old[2], read[2], widening)
+        and (read[3] or not old[3])
+    )
 
 
 @dataclass
@@ -225,6 +250,8 @@ class _State:
     read_shape: Any
     partition_columns: tuple[str, ...]
     spec: ReadSpec
+    #: the table supports type widening: older commits may hold narrower types
+    type_widening: bool
 
 
 class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -265,6 +292,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 _shape(json.loads(metadata.schema_string)),
                 tuple(metadata.partition_columns),
                 spec,
+                bool({"typeWidening", "typeWidening-preview"} & set(snapshot.protocol.reader_features or ())),
             )
         return self._state
 
@@ -300,7 +328,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         shape = _shape(json.loads(metadata.schema_string))
         same_partitions = tuple(metadata.partition_columns) == state.partition_columns
         if version < state.snapshot.version:
-            ok = same_partitions and _readable_with(shape, state.read_shape)
+            ok = same_partitions and _readable_with(shape, state.read_shape, state.type_widening)
         else:
             ok = same_partitions and shape == state.read_shape
         if not ok:
