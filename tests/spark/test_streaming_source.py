@@ -398,3 +398,28 @@ def test_type_widening_before_the_stream_schema(spark, tmp_path):
     end = reader.latestOffset(start, ReadAllAvailable())
     rows = [r for p in reader.partitions(start, end) for b in reader.read(p) for r in b.to_pylist()]
     assert sorted((r["id"], r["n"]) for r in rows) == [(0, 1), (1, 1 << 40)]
+
+
+def test_read_row_tracking_as_a_stream(spark, table_path):
+    """``readRowTracking`` in a stream gives each row its ``_metadata`` row id and row commit
+    version, as the batch read does (it streamed nulls)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    _append(spark, table_path, [0, 1], **{"delta.enableRowTracking": "true"})
+    _append(spark, table_path, [2])
+    options = {"path": table_path, "readRowTracking": "true", "startingVersion": "0"}
+    source = DeltaLogDataSource(options)
+    reader = source.streamReader(source.schema())
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    got = sorted(
+        (r["id"], r["_metadata"]["row_id"], r["_metadata"]["row_commit_version"])
+        for p in reader.partitions(start, end)
+        for b in reader.read(p)
+        for r in b.to_pylist()
+    )
+    batch = spark.read.format("deltalog").option("readRowTracking", "true").load(table_path)
+    assert got == sorted((r.id, r._metadata.row_id, r._metadata.row_commit_version) for r in batch.collect())
+    assert [v for _, _, v in got] == [0, 0, 1]

@@ -48,7 +48,7 @@ from deltalog.contrib.spark.files import write_batches
 from deltalog.contrib.spark.input_partitions import TARGET_SPLIT_BYTES, FilesPartition, files_partitions
 from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
 from deltalog.contrib.spark.options import ReadOptions, WriteOptions
-from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN, FileToRead, ReadSpec, read_files
+from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN, FileToRead, ReadSpec, read_files, row_tracking_columns
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.contrib.spark.writes import StreamingInfo, WritePlan, abort_write, commit_write, plan_write
@@ -380,22 +380,3 @@ def _check_read_schema(table: str, table_schema: StructType, given: StructType) 
             f"given {given.simpleString()}, table {table_schema.simpleString()}. Drop .schema(...): the stream's "
             "schema is the table's"
         )
-
-
-def row_tracking_columns(snapshot: Snapshot) -> tuple[str, str]:
-    """The materialized row id and row commit version column names of a table with row
-    tracking enabled (``readRowTracking``); raises on any other table."""
-    from deltalog.txn.protocol import row_tracking
-
-    if not row_tracking.is_enabled(snapshot.protocol, snapshot.metadata):
-        from deltalog.contrib.spark.errors import DeltaAnalysisError
-
-        raise DeltaAnalysisError(
-            f"readRowTracking: row tracking is not enabled on {snapshot.table_uri} "
-            "(set delta.enableRowTracking=true first)"
-        )
-    config = snapshot.metadata.configuration
-    return (
-        config.get(row_tracking.MATERIALIZED_ROW_ID_KEY, ""),
-        config.get(row_tracking.MATERIALIZED_ROW_COMMIT_VERSION_KEY, ""),
-    )

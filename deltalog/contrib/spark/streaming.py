@@ -53,7 +53,7 @@ from deltalog.contrib.spark.errors import (
 from deltalog.contrib.spark.input_partitions import FilesPartition, files_partitions
 from deltalog.contrib.spark.logical_schema import arrow_schema
 from deltalog.contrib.spark.options import StreamReadOptions
-from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
+from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files, row_tracking_columns
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
 from deltalog.txn.protocol.features import check_read_supported
@@ -128,7 +128,15 @@ class IndexedFile:
 
 def _to_read(add: AddFile, constants: dict[str, Any] | None = None) -> FileToRead:
     dv = None if add.deletion_vector is None else add.deletion_vector.to_dict()
-    return FileToRead(add.path, add.partition_values, add.size, dv, constants or {})
+    return FileToRead(
+        add.path,
+        add.partition_values,
+        add.size,
+        dv,
+        constants or {},
+        base_row_id=add.base_row_id,
+        default_row_commit_version=add.default_row_commit_version,
+    )
 
 
 class _Admission:
@@ -284,7 +292,8 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             delta_log = open_log(o.path, o.storage_options, o.logstore)
             snapshot = delta_log.require_table()
             metadata = snapshot.metadata
-            spec = ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(self.schema))
+            tracking = row_tracking_columns(snapshot) if o.read_row_tracking else None
+            spec = ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(self.schema), tracking)
             self._state = _State(
                 delta_log,
                 snapshot,
