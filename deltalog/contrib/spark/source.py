@@ -366,9 +366,10 @@ class DeltaLogDataSource(DataSource):
 
 
 def _check_read_schema(table: str, table_schema: StructType, given: StructType) -> None:
-    """A schema given to ``readStream.schema(...)`` must be the table's (Delta's
-    ``DELTA_READ_SOURCE_SCHEMA_CONFLICT``; column order and nullability aside): files are
-    read by column name, so another name would stream nulls."""
+    """The stream's schema (given to ``readStream.schema(...)``, or the table's when its
+    DataFrame was created) must be the table's (Delta's ``DELTA_READ_SOURCE_SCHEMA_CONFLICT``;
+    column order and nullability aside): files are read by column name, so another name would
+    stream nulls, and a column added since would be dropped."""
     from deltalog.contrib.spark import schemas
     from deltalog.contrib.spark.errors import DeltaAnalysisError
 
@@ -376,7 +377,8 @@ def _check_read_schema(table: str, table_schema: StructType, given: StructType) 
     same_names = {f["name"] for f in ours["fields"]} == {f["name"] for f in theirs["fields"]}
     if not (same_names and schemas.schemas_equal(ours, theirs)):
         raise DeltaAnalysisError(
-            f"DELTA_READ_SOURCE_SCHEMA_CONFLICT: the schema given to the stream of {table} is not the table's: "
-            f"given {given.simpleString()}, table {table_schema.simpleString()}. Drop .schema(...): the stream's "
-            "schema is the table's"
+            f"DELTA_READ_SOURCE_SCHEMA_CONFLICT: the schema of the stream of {table} is not the table's: "
+            f"stream {given.simpleString()}, table {table_schema.simpleString()}. The stream's schema is the "
+            "table's: drop .schema(...), or, when the table's schema changed since the streaming DataFrame was "
+            "created, create it again"
         )
