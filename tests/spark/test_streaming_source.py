@@ -423,3 +423,24 @@ def test_read_row_tracking_as_a_stream(spark, table_path):
     batch = spark.read.format("deltalog").option("readRowTracking", "true").load(table_path)
     assert got == sorted((r.id, r._metadata.row_id, r._metadata.row_commit_version) for r in batch.collect())
     assert [v for _, _, v in got] == [0, 0, 1]
+
+
+def test_change_feed_commit_timestamp_is_the_commits(spark, table_path):
+    """``_commit_timestamp`` is the commit's timestamp as Delta's change feed has it (its
+    in-commit timestamp, else the commit file's modification time, as the history and
+    ``startingTimestamp`` count it), not the writer's clock in ``commitInfo``."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    _append(spark, table_path, [0], **{"delta.enableChangeDataFeed": "true"})
+    _append(spark, table_path, [1])
+    later = _commit(table_path, 1)[0]["commitInfo"]["timestamp"] + 86_400_000  # a day after its commitInfo
+    os.utime(os.path.join(table_path, "_delta_log", f"{1:020d}.json"), (later / 1000, later / 1000))
+    source = DeltaLogDataSource({"path": table_path, "readChangeFeed": "true", "startingVersion": "0"})
+    reader = source.streamReader(source.schema())
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    rows = [r for p in reader.partitions(start, end) for b in reader.read(p) for r in b.to_pylist()]
+    stamps = {r["id"]: int(r["_commit_timestamp"].timestamp() * 1000) for r in rows}
+    assert stamps[1] == later
