@@ -436,11 +436,11 @@ def test_change_feed_commit_timestamp_is_the_commits(spark, table_path):
     _append(spark, table_path, [0], **{"delta.enableChangeDataFeed": "true"})
     _append(spark, table_path, [1])
     later = _commit(table_path, 1)[0]["commitInfo"]["timestamp"] + 86_400_000  # a day after its commitInfo
-    os.utime(os.path.join(table_path, "_delta_log", f"{1:020d}.json"), (later / 1000, later / 1000))
+    os.utime(os.path.join(table_path, "_delta_log", f"{1:020d}.json"), ns=(later * 1_000_000, later * 1_000_000))
     source = DeltaLogDataSource({"path": table_path, "readChangeFeed": "true", "startingVersion": "0"})
     reader = source.streamReader(source.schema())
     start = reader.initialOffset()
     end = reader.latestOffset(start, ReadAllAvailable())
     rows = [r for p in reader.partitions(start, end) for b in reader.read(p) for r in b.to_pylist()]
-    stamps = {r["id"]: int(r["_commit_timestamp"].timestamp() * 1000) for r in rows}
+    stamps = {r["id"]: round(r["_commit_timestamp"].timestamp() * 1000) for r in rows}
     assert stamps[1] == later
