@@ -166,9 +166,11 @@ def _commit(path: str, version: int) -> list[dict[str, Any]]:
 
 
 def _reader(path: str, **options: str) -> DeltaSourceReader:
-    from pyspark.sql.types import StructType
+    """The source alone, reading the table's columns (as Spark creates it for a query)."""
+    from deltalog.contrib.spark.logical_schema import logical_struct
+    from deltalog.txn.delta_log import DeltaLog
 
-    schema = StructType.fromJson({"type": "struct", "fields": []})
+    schema = logical_struct(DeltaLog.for_table(path).update().metadata.schema_string)
     return DeltaSourceReader(StreamReadOptions.parse({"path": path, **options}), schema)
 
 
@@ -232,3 +234,213 @@ def test_change_feed_as_a_stream(spark, table_path):
     first = reader.latestOffset(start, ReadMaxFiles(1))
     assert (first["reservoirVersion"], first["index"]) == (1, -1)
     assert sum(len(p.files) for p in reader.partitions(start, first)) == 2
+
+
+def test_change_feed_stream_into_a_table(spark, table_path, tmp_path):
+    """The change feed archived into a table without the change feed (a Delta pattern): its
+    ``_change_type``, ``_commit_version`` and ``_commit_timestamp`` are ordinary columns there,
+    so every change is a row of the sink, exactly once across a restart."""
+    _append(spark, table_path, [0, 1, 2], partitionBy="p", **{"delta.enableChangeDataFeed": "true"})
+    DeltaTable.forPath(spark, table_path).delete("id = 1")
+    sink, checkpoint = str(tmp_path / "sink"), str(tmp_path / "ck")
+    _pipe(spark, table_path, sink, checkpoint, readChangeFeed="true", startingVersion="0")
+    _append(spark, table_path, [5])
+    _pipe(spark, table_path, sink, checkpoint, readChangeFeed="true", startingVersion="0")
+    got = spark.read.format("deltalog").load(sink).collect()
+    assert sorted((r.id, r._change_type, r._commit_version) for r in got) == [
+        (0, "insert", 0),
+        (1, "delete", 1),
+        (1, "insert", 0),
+        (2, "insert", 0),
+        (5, "insert", 2),
+    ]
+    assert all(r._commit_timestamp is not None for r in got)
+    assert not os.path.exists(os.path.join(sink, "_change_data"))
+
+
+def test_exclude_regex_and_options_not_implemented(spark, table_path):
+    """``excludeRegex`` leaves out the files whose path it matches (Delta applies it to the
+    batch's files, after admission); Delta source options deltalog does not implement are
+    refused by name instead of being taken as storage options and ignored."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
+
+    from deltalog.contrib.spark.errors import InvalidWriteOptionError
+
+    _append(spark, table_path, [0, 1], partitionBy="p")
+    _append(spark, table_path, [2, 3])
+    paths = [a["add"]["path"] for v in (0, 1) for a in _commit(table_path, v) if "add" in a]
+    kept = [p for p in paths if "p=1/" not in p]
+    assert len(kept) == 2 and len(paths) == 4
+    for limit in (ReadAllAvailable(), ReadMaxFiles(1)):
+        reader = _reader(table_path, startingVersion="0", excludeRegex="p=1/", maxFilesPerTrigger="1")
+        start, got = reader.initialOffset(), []
+        while (end := reader.latestOffset(start, limit)) != start:
+            got += [f.path for p in reader.partitions(start, end) for f in p.files]
+            start = end
+        assert sorted(got) == sorted(kept)
+    for options in (
+        {"excludeRegex": "("},
+        {"failOnDataLoss": "false"},
+        {"schemaTrackingLocation": "/tmp/schemas"},
+        {"ignoreFileDeletion": "true"},
+        {"withEventTimeOrder": "true"},
+        {"versionAsOf": "0"},
+    ):
+        with pytest.raises(InvalidWriteOptionError, match=next(iter(options))):
+            _reader(table_path, **options)
+    _reader(table_path, failOnDataLoss="true")  # Delta's default
+
+
+def _run_batches(reader: DeltaSourceReader, start: dict[str, Any], limit: Any, stop_after: int | None = None) -> Any:
+    """Spark's micro-batch loop over ``reader`` alone: (last offset, ids read, planned batch).
+    ``stop_after``: stop once that many batches were planned, the last one read but not
+    recorded (as after a crash before Spark's commit), and return it as the planned batch."""
+    ids: list[int] = []
+    done = 0
+    while (end := json.loads(json.dumps(reader.latestOffset(start, limit)))) != start:
+        ids += [i for p in reader.partitions(start, end) for b in reader.read(p) for i in b.column("id").to_pylist()]
+        done += 1
+        if done == stop_after:
+            return start, ids, end
+        start = end
+    return start, ids, None
+
+
+def test_delta_rs_table_restart_mid_commit(table_path):
+    """A table written by delta-rs, one file a batch (maxBytesPerTrigger) so that a commit of
+    several files spans batches; the query stops in the middle of a commit, a new reader
+    replays the unrecorded batch and goes on across OPTIMIZE (dataChange=false), a
+    checkpoint and a delete-only commit (ignoreDeletes): every id exactly once."""
+    import deltalake
+    import pyarrow as pa
+    from pyspark.sql.streaming.datasource import ReadMaxBytes
+
+    def write(ids: list[int]) -> None:
+        data = pa.table({"id": pa.array(ids, pa.int64()), "p": pa.array([i % 3 for i in ids], pa.int64())})
+        deltalake.write_deltalake(table_path, data, mode="append", partition_by=["p"])
+
+    write([0, 1])
+    options = {"maxBytesPerTrigger": "1", "ignoreDeletes": "true"}
+    limit = ReadMaxBytes(1)
+    reader = _reader(table_path, **options)
+    start = reader.initialOffset()
+    start, ids, _ = _run_batches(reader, start, limit)
+    write([2, 3, 4])  # three files
+    committed, got, planned = _run_batches(reader, start, limit, stop_after=2)
+    ids += got
+    assert planned is not None and planned["index"] >= 0  # stopped inside the commit
+    table = deltalake.DeltaTable(table_path)
+    table.optimize.compact()
+    table.create_checkpoint()
+    write([5, 6])
+    deltalake.DeltaTable(table_path).delete("p = 2")  # 2 and 5 stay streamed
+    reader = _reader(table_path, **options)  # restarted: the planned batch again, then on
+    replayed = [
+        i for p in reader.partitions(committed, planned) for b in reader.read(p) for i in b.column("id").to_pylist()
+    ]
+    assert replayed == got[-len(replayed) :]
+    _, rest, _ = _run_batches(reader, planned, limit)
+    assert sorted(ids + rest) == list(range(7))
+
+
+def test_column_mapping_enabled_mid_stream(spark, table_path):
+    """Enabling column mapping on an existing table keeps every column's name as its
+    physical name: the stream goes on through it (Delta's
+    ``hasNoColumnMappingSchemaChanges``), and a stream from before it reads the old files."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    _append(spark, table_path, [0, 1])
+    reader = _reader(table_path)
+    start, ids, _ = _run_batches(reader, reader.initialOffset(), ReadAllAvailable())
+    table = DeltaTable.forPath(spark, table_path)
+    table.setProperties({"delta.columnMapping.mode": "name"})
+    _append(spark, table_path, [2])
+    _, more, _ = _run_batches(reader, start, ReadAllAvailable())
+    assert sorted(ids + more) == [0, 1, 2]
+    from_zero = _reader(table_path, startingVersion="0")
+    _, ids, _ = _run_batches(from_zero, from_zero.initialOffset(), ReadAllAvailable())
+    assert sorted(ids) == [0, 1, 2]
+    table.renameColumn("p", "q")  # a real change of the schema still stops it
+    with pytest.raises(DeltaSourceSchemaChangedError):
+        reader.latestOffset(start, ReadAllAvailable())
+
+
+def test_a_schema_given_to_the_stream_must_be_the_tables(spark, table_path):
+    """``readStream.schema(...)`` naming a column the table does not have, or another type,
+    is refused (Delta's ``DELTA_READ_SOURCE_SCHEMA_CONFLICT``) instead of streaming nulls."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    _append(spark, table_path, [0, 1])
+    source = DeltaLogDataSource({"path": table_path})
+    for fields in ([("id", LongType()), ("q", LongType())], [("id", StringType()), ("p", LongType())]):
+        with pytest.raises(DeltaAnalysisError, match="DELTA_READ_SOURCE_SCHEMA_CONFLICT"):
+            source.streamReader(StructType([StructField(n, t) for n, t in fields]))
+    same = StructType([StructField("p", LongType(), False), StructField("id", LongType())])
+    assert source.streamReader(same).schema == same  # order and nullability do not matter
+
+
+def test_type_widening_before_the_stream_schema(spark, tmp_path):
+    """Commits from before a type widening are read with the wider type (Delta lets a stream
+    backfill through a widening when the table supports it), so a stream started, or
+    restarted, before the widening gets past it."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    table_path = str(tmp_path / "widened")  # delta-rs does not read typeWidening tables
+    df = spark.createDataFrame([(0, 1)], "id long, n int").coalesce(1)
+    df.write.format("deltalog").mode("append").option("delta.enableTypeWidening", "true").save(table_path)
+    DeltaTable.forPath(spark, table_path).alterColumnType("n", "long")
+    spark.createDataFrame([(1, 1 << 40)], "id long, n long").write.format("deltalog").mode("append").save(table_path)
+    reader = _reader(table_path, startingVersion="0")
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    rows = [r for p in reader.partitions(start, end) for b in reader.read(p) for r in b.to_pylist()]
+    assert sorted((r["id"], r["n"]) for r in rows) == [(0, 1), (1, 1 << 40)]
+
+
+def test_read_row_tracking_as_a_stream(spark, table_path):
+    """``readRowTracking`` in a stream gives each row its ``_metadata`` row id and row commit
+    version, as the batch read does (it streamed nulls)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    _append(spark, table_path, [0, 1], **{"delta.enableRowTracking": "true"})
+    _append(spark, table_path, [2])
+    options = {"path": table_path, "readRowTracking": "true", "startingVersion": "0"}
+    source = DeltaLogDataSource(options)
+    reader = source.streamReader(source.schema())
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    got = sorted(
+        (r["id"], r["_metadata"]["row_id"], r["_metadata"]["row_commit_version"])
+        for p in reader.partitions(start, end)
+        for b in reader.read(p)
+        for r in b.to_pylist()
+    )
+    batch = spark.read.format("deltalog").option("readRowTracking", "true").load(table_path)
+    assert got == sorted((r.id, r._metadata.row_id, r._metadata.row_commit_version) for r in batch.collect())
+    assert [v for _, _, v in got] == [0, 0, 1]
+
+
+def test_change_feed_commit_timestamp_is_the_commits(spark, table_path):
+    """``_commit_timestamp`` is the commit's timestamp as Delta's change feed has it (its
+    in-commit timestamp, else the commit file's modification time, as the history and
+    ``startingTimestamp`` count it), not the writer's clock in ``commitInfo``."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    _append(spark, table_path, [0], **{"delta.enableChangeDataFeed": "true"})
+    _append(spark, table_path, [1])
+    later = _commit(table_path, 1)[0]["commitInfo"]["timestamp"] + 86_400_000  # a day after its commitInfo
+    os.utime(os.path.join(table_path, "_delta_log", f"{1:020d}.json"), ns=(later * 1_000_000, later * 1_000_000))
+    source = DeltaLogDataSource({"path": table_path, "readChangeFeed": "true", "startingVersion": "0"})
+    reader = source.streamReader(source.schema())
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    rows = [r for p in reader.partitions(start, end) for b in reader.read(p) for r in b.to_pylist()]
+    stamps = {r["id"]: round(r["_commit_timestamp"].timestamp() * 1000) for r in rows}
+    assert stamps[1] == later

@@ -6,7 +6,8 @@ the commit's ``add`` files (``dataChange=true``) are inserts and its ``remove`` 
 deletes, as Delta's ``CDCReader`` does; a file removed and re-added with another deletion
 vector (DELETE, UPDATE or MERGE with deletion vectors) changes only the rows the two
 deletion vectors differ by. Every row gets ``_commit_version`` and
-``_commit_timestamp``.
+``_commit_timestamp`` (the commit's in-commit timestamp, else its file's modification time,
+as Delta's).
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ if TYPE_CHECKING:
 __all__ = ["change_files"]
 
 
-def _timestamp(delta_log: DeltaLog, version: int, info: CommitInfo | None) -> dt.datetime:
-    ms: int | None = None
-    if info is not None:
+def _timestamp(stamps: dict[int, int], version: int, info: CommitInfo | None) -> dt.datetime:
+    """The commit's timestamp as Delta's change feed has it: its in-commit timestamp, else
+    its commit file's modification time (made monotonic, as the history and
+    ``startingTimestamp`` count it); ``commitInfo.timestamp`` only when the file is not listed."""
+    ms = stamps.get(version)
+    if ms is None and info is not None:
         ms = info.in_commit_timestamp or info.timestamp
-    if ms is None:
-        ms = delta_log.snapshot(version).timestamp
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+    return dt.datetime.fromtimestamp((ms or 0) / 1000, tz=dt.timezone.utc)
 
 
 def change_files(delta_log: DeltaLog, start: int, end: int | None) -> list[FileToRead]:
@@ -48,11 +50,14 @@ def change_files(delta_log: DeltaLog, start: int, end: int | None) -> list[FileT
         raise DeltaAnalysisError(
             f"change data feed is not enabled on {delta_log.table_uri}; set delta.enableChangeDataFeed=true"
         )
+    from deltalog.txn.log.history import commit_timestamps
+
+    stamps = dict(commit_timestamps(delta_log, start))
     out: list[FileToRead] = []
     for version in range(start, end + 1):
         actions = delta_log.read_commit(version)
         info = next((a for a in actions if isinstance(a, CommitInfo)), None)
-        ts = _timestamp(delta_log, version, info)
+        ts = _timestamp(stamps, version, info)
         consts = {"_commit_version": version, "_commit_timestamp": ts}
         cdcs = [a for a in actions if isinstance(a, AddCDCFile)]
         if cdcs:

@@ -7,8 +7,10 @@ in the executor from the picklable :class:`~deltalog.logstores.base.LogStoreSpec
 returns the actions that add them. Nothing is visible in the table until the driver
 commits those actions; files of a failed job are never referenced.
 
-Rows with a non-null ``_change_type`` column are change data: they go to
-``_change_data/`` and come back as ``cdc`` actions (Delta's CDC_TYPE_COLUMN_NAME).
+In a table that records the change data feed, rows with a non-null ``_change_type``
+column are change data: they go to ``_change_data/`` and come back as ``cdc`` actions
+(Delta's CDC_TYPE_COLUMN_NAME). In any other table ``_change_type`` is an ordinary column, as
+in Delta (a change feed streamed into a table keeps it).
 """
 
 from __future__ import annotations
@@ -88,6 +90,9 @@ class WriteSpec:
     #: The table's top-level column names: a data column named in another case is written
     #: under the table's name (Delta's ``SchemaUtils.normalizeColumnNames``).
     column_names: tuple[str, ...] = ()
+    #: The table records the change data feed: a ``_change_type`` column marks change data
+    #: (Delta routes rows by it only then); otherwise it is an ordinary column.
+    change_data: bool = False
 
     def table_cased(self, names: Sequence[str]) -> list[str]:
         """``names`` (the data's columns) as the table spells them; others unchanged."""
@@ -155,7 +160,7 @@ class _TaskWriter:
         drop = set(self.spec.partition_columns)
         fields = []
         for f in schema:
-            if f.name in drop or (f.name == CDC_TYPE_COLUMN and not cdc):
+            if f.name in drop or (f.name == CDC_TYPE_COLUMN and self.spec.change_data and not cdc):
                 continue
             fields.append(self._physical_field(f))
         return pa.schema(fields)
@@ -195,7 +200,7 @@ class _TaskWriter:
         writer = pq.ParquetWriter(
             sink, file_schema, compression="snappy", use_dictionary=_dictionary_columns(file_schema)
         )
-        stats_schema = pa.schema([f for f in file_schema if f.name != CDC_TYPE_COLUMN])
+        stats_schema = pa.schema([f for f in file_schema if not (cdc and f.name == CDC_TYPE_COLUMN)])
         handle = _OpenFile(
             writer,
             sink,
@@ -234,7 +239,12 @@ class _TaskWriter:
     # -- rows ------------------------------------------------------------------------
 
     def _to_file_columns(self, table: pa.Table, cdc: bool) -> pa.Table:
-        keep = [n for n in table.column_names if n not in self.spec.partition_columns and (cdc or n != CDC_TYPE_COLUMN)]
+        marker = self.spec.change_data and not cdc
+        keep = [
+            n
+            for n in table.column_names
+            if n not in self.spec.partition_columns and not (marker and n == CDC_TYPE_COLUMN)
+        ]
         table = table.select(keep)
         if self.mapped is not None:
             return rename_to_physical(table, self.mapped)
@@ -340,7 +350,7 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
             table = table.rename_columns(spec.table_cased(table.column_names))
             if fill is not None:
                 table = fill(table)
-            if CDC_TYPE_COLUMN in table.column_names:
+            if spec.change_data and CDC_TYPE_COLUMN in table.column_names:
                 flag = table[CDC_TYPE_COLUMN]
                 is_cdc = pc.is_valid(flag)
                 rows = table.filter(pc.invert(is_cdc))

@@ -14,6 +14,7 @@ refuses any other option by name (:class:`UnknownWriteOptionError`), never ignor
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -132,6 +133,7 @@ _READ_KEYS = {
     "ignoredeletes",
     "ignorechanges",
     "skipchangecommits",
+    "excluderegex",
     "maxsplitbytes",
     "readrowtracking",
 }
@@ -389,10 +391,18 @@ class StreamReadOptions:
     #: deprecated in Delta for ``skipChangeCommits``: re-emits the files of changed commits
     ignore_changes: bool = False
     skip_change_commits: bool = False
+    #: ``excludeRegex``: files whose path this matches (``re.search``) are not read
+    exclude_regex: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamReadOptions:
+        _refuse_unimplemented_source_options(options)
         read = ReadOptions.parse(options)
+        if read.version_as_of is not None or read.timestamp_as_of is not None:
+            raise InvalidWriteOptionError(
+                "DELTA_UNSUPPORTED_TIME_TRAVEL_VIEWS: a stream cannot time travel (versionAsOf/timestampAsOf); "
+                "start it at a version with startingVersion or startingTimestamp"
+            )
         if read.starting_version is not None and read.starting_version < 0:
             raise InvalidWriteOptionError(f"startingVersion must be >= 0 or 'latest', got {read.starting_version}")
         if (read.starting_version is not None or read.starting_version_latest) and read.starting_timestamp:
@@ -407,4 +417,38 @@ class StreamReadOptions:
             ignore_deletes=_flag(options, "ignoreDeletes"),
             ignore_changes=_flag(options, "ignoreChanges"),
             skip_change_commits=_flag(options, "skipChangeCommits"),
+            exclude_regex=_regex(options, "excludeRegex"),
         )
+
+
+#: Delta streaming source options deltalog does not implement, with the value that asks for
+#: nothing (None: any value asks for something). Taken as storage options they would be
+#: ignored, and the stream would read what Delta would not (or fail where Delta would not).
+_UNIMPLEMENTED_SOURCE_OPTIONS = {
+    "failOnDataLoss": "true",
+    "schemaTrackingLocation": None,
+    "schemaLocation": None,
+    "ignoreFileDeletion": "false",
+    "withEventTimeOrder": "false",
+}
+
+
+def _refuse_unimplemented_source_options(options: Mapping[str, str]) -> None:
+    for key, harmless in _UNIMPLEMENTED_SOURCE_OPTIONS.items():
+        value = _get(options, key)
+        if value is not None and (harmless is None or value.strip().lower() != harmless):
+            raise InvalidWriteOptionError(
+                f"option {key}={value!r} of Delta's streaming source is not implemented by deltalog; "
+                "remove it (docs/spark.md lists the source's options)"
+            )
+
+
+def _regex(options: Mapping[str, str], key: str) -> str | None:
+    value = _get(options, key)
+    if value is None:
+        return None
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise InvalidWriteOptionError(f"option {key} must be a regular expression, got {value!r}: {exc}") from None
+    return value

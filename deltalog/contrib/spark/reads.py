@@ -41,6 +41,7 @@ __all__ = [
     "partition_value",
     "read_file",
     "read_files",
+    "row_tracking_columns",
 ]
 
 _PHYS = "delta.columnMapping.physicalName"
@@ -303,3 +304,22 @@ def read_files(spec: ReadSpec, items: Sequence[FileToRead]) -> Iterator[pa.Recor
     for item in items:
         table = read_file(spec, store, item)
         yield from table.to_batches(max_chunksize=65536)
+
+
+def row_tracking_columns(snapshot: Snapshot) -> tuple[str, str]:
+    """The materialized row id and row commit version column names of a table with row
+    tracking enabled (``readRowTracking``); raises on any other table."""
+    from deltalog.txn.protocol import row_tracking
+
+    if not row_tracking.is_enabled(snapshot.protocol, snapshot.metadata):
+        from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+        raise DeltaAnalysisError(
+            f"readRowTracking: row tracking is not enabled on {snapshot.table_uri} "
+            "(set delta.enableRowTracking=true first)"
+        )
+    config = snapshot.metadata.configuration
+    return (
+        config.get(row_tracking.MATERIALIZED_ROW_ID_KEY, ""),
+        config.get(row_tracking.MATERIALIZED_ROW_COMMIT_VERSION_KEY, ""),
+    )

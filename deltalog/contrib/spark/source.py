@@ -48,7 +48,7 @@ from deltalog.contrib.spark.files import write_batches
 from deltalog.contrib.spark.input_partitions import TARGET_SPLIT_BYTES, FilesPartition, files_partitions
 from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
 from deltalog.contrib.spark.options import ReadOptions, WriteOptions
-from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN, FileToRead, ReadSpec, read_files
+from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN, FileToRead, ReadSpec, read_files, row_tracking_columns
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.contrib.spark.writes import StreamingInfo, WritePlan, abort_write, commit_write, plan_write
@@ -351,7 +351,9 @@ class DeltaLogDataSource(DataSource):
         from deltalog.contrib.spark.options import StreamReadOptions
         from deltalog.contrib.spark.streaming import DeltaSourceReader
 
-        return DeltaSourceReader(StreamReadOptions.parse(self.options), schema)
+        options = StreamReadOptions.parse(self.options)
+        _check_read_schema(options.read.path, self.schema(), schema)
+        return DeltaSourceReader(options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DeltaWriter:
         opts = WriteOptions.parse(self.options, overwrite)
@@ -363,20 +365,20 @@ class DeltaLogDataSource(DataSource):
         return DeltaStreamWriter(plan_write(opts, schema.json(), streaming=True), app_id, overwrite)
 
 
-def row_tracking_columns(snapshot: Snapshot) -> tuple[str, str]:
-    """The materialized row id and row commit version column names of a table with row
-    tracking enabled (``readRowTracking``); raises on any other table."""
-    from deltalog.txn.protocol import row_tracking
+def _check_read_schema(table: str, table_schema: StructType, given: StructType) -> None:
+    """The stream's schema (given to ``readStream.schema(...)``, or the table's when its
+    DataFrame was created) must be the table's (Delta's ``DELTA_READ_SOURCE_SCHEMA_CONFLICT``;
+    column order and nullability aside): files are read by column name, so another name would
+    stream nulls, and a column added since would be dropped."""
+    from deltalog.contrib.spark import schemas
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
 
-    if not row_tracking.is_enabled(snapshot.protocol, snapshot.metadata):
-        from deltalog.contrib.spark.errors import DeltaAnalysisError
-
+    ours, theirs = table_schema.jsonValue(), given.jsonValue()
+    same_names = {f["name"] for f in ours["fields"]} == {f["name"] for f in theirs["fields"]}
+    if not (same_names and schemas.schemas_equal(ours, theirs)):
         raise DeltaAnalysisError(
-            f"readRowTracking: row tracking is not enabled on {snapshot.table_uri} "
-            "(set delta.enableRowTracking=true first)"
+            f"DELTA_READ_SOURCE_SCHEMA_CONFLICT: the schema of the stream of {table} is not the table's: "
+            f"stream {given.simpleString()}, table {table_schema.simpleString()}. The stream's schema is the "
+            "table's: drop .schema(...), or, when the table's schema changed since the streaming DataFrame was "
+            "created, create it again"
         )
-    config = snapshot.metadata.configuration
-    return (
-        config.get(row_tracking.MATERIALIZED_ROW_ID_KEY, ""),
-        config.get(row_tracking.MATERIALIZED_ROW_COMMIT_VERSION_KEY, ""),
-    )

@@ -7,7 +7,8 @@ files at the version the stream starts from (the *initial snapshot*, ordered by
 an offset ``(reservoirVersion, index, isStartingVersion)`` names the last file a batch read
 (Delta's ``DeltaSourceOffset``, serialised with Delta's field names, ``sourceVersion`` 1).
 A batch reads the files after its start offset up to and including its end offset, so a
-query restarted from its checkpoint plans exactly the batches it had not finished.
+query restarted from its checkpoint plans exactly the batches it had not finished. A
+batch leaves out the files ``excludeRegex`` matches (after admission, as Delta).
 
 Commits are checked as Delta checks them: a commit that removes data (``remove`` with
 ``dataChange=true``) fails the stream unless ``ignoreDeletes`` (commits that only delete),
@@ -24,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -51,10 +53,11 @@ from deltalog.contrib.spark.errors import (
 from deltalog.contrib.spark.input_partitions import FilesPartition, files_partitions
 from deltalog.contrib.spark.logical_schema import arrow_schema
 from deltalog.contrib.spark.options import StreamReadOptions
-from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files
+from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files, row_tracking_columns
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
 from deltalog.txn.protocol.features import check_read_supported
+from deltalog.txn.protocol.type_widening import is_type_change_supported
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
@@ -125,7 +128,15 @@ class IndexedFile:
 
 def _to_read(add: AddFile, constants: dict[str, Any] | None = None) -> FileToRead:
     dv = None if add.deletion_vector is None else add.deletion_vector.to_dict()
-    return FileToRead(add.path, add.partition_values, add.size, dv, constants or {})
+    return FileToRead(
+        add.path,
+        add.partition_values,
+        add.size,
+        dv,
+        constants or {},
+        base_row_id=add.base_row_id,
+        default_row_commit_version=add.default_row_commit_version,
+    )
 
 
 class _Admission:
@@ -182,12 +193,15 @@ class _Admission:
 
 
 def _shape(t: Any) -> Any:
-    """A schema type without field metadata, except the column-mapping physical name (a
-    column dropped and added again under column mapping is another column)."""
+    """A schema type without field metadata, except the name each column is stored under:
+    its column-mapping physical name (a column dropped and added again under column mapping
+    is another column), else its name (enabling column mapping on a table keeps the names
+    as physical names, so the upgrade changes nothing: Delta's
+    ``hasNoColumnMappingSchemaChanges``)."""
     if isinstance(t, dict) and t.get("type") == "struct":
         fields = []
         for f in t["fields"]:
-            physical = (f.get("metadata") or {}).get("delta.columnMapping.physicalName")
+            physical = (f.get("metadata") or {}).get("delta.columnMapping.physicalName", f["name"])
             fields.append((f["name"], _shape(f["type"]), bool(f.get("nullable", True)), physical))
         return ("struct", tuple(fields))
     if isinstance(t, dict) and t.get("type") == "array":
@@ -197,16 +211,40 @@ def _shape(t: Any) -> Any:
     return t
 
 
-def _readable_with(old: Any, read: Any) -> bool:
-    """Whether files written with top-level schema ``old`` can be read with ``read``: every
-    old column is in ``read`` with the same type, and columns ``read`` adds are nullable."""
+def _readable_with(old: Any, read: Any, widening: bool) -> bool:
+    """Whether files written with struct ``old`` (a :func:`_shape`) can be read with ``read``:
+    every old field is in ``read``, stored under the same name, no less nullable, with a type
+    it reads (:func:`_type_readable`); fields ``read`` adds are nullable."""
     old_fields = {f[0]: f for f in old[1]}
     read_fields = {f[0]: f for f in read[1]}
     for name, field in old_fields.items():
         other = read_fields.get(name)
-        if other is None or other[1] != field[1] or other[3] != field[3] or (field[2] and not other[2]):
+        if other is None or other[3] != field[3] or (field[2] and not other[2]):
+            return False
+        if not _type_readable(field[1], other[1], widening):
             return False
     return all(f[2] for name, f in read_fields.items() if name not in old_fields)
+
+
+def _type_readable(old: Any, read: Any, widening: bool) -> bool:
+    """Whether values of type ``old`` read as ``read``: the same type or, in a table that
+    supports type widening (``widening``), a type Delta widens it to (Delta lets a stream
+    backfill through a widening with the wider type)."""
+    if old == read:
+        return True
+    if not widening or not isinstance(old, tuple) or not isinstance(read, tuple):
+        return widening and is_type_change_supported(old, read)
+    if old[0] != read[0]:
+        return False
+    if old[0] == "struct":
+        return _readable_with(old, read, widening)
+    if old[0] == "array":
+        return _type_readable(old[1], read[1], widening) and (read[2] or not old[2])
+    return (
+        _type_readable(old[1], read[1], widening)
+        and _type_readable(old[2], read[2], widening)
+        and (read[3] or not old[3])
+    )
 
 
 @dataclass
@@ -220,6 +258,8 @@ class _State:
     read_shape: Any
     partition_columns: tuple[str, ...]
     spec: ReadSpec
+    #: the table supports type widening: older commits may hold narrower types
+    type_widening: bool
 
 
 class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -252,7 +292,8 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             delta_log = open_log(o.path, o.storage_options, o.logstore)
             snapshot = delta_log.require_table()
             metadata = snapshot.metadata
-            spec = ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(self.schema))
+            tracking = row_tracking_columns(snapshot) if o.read_row_tracking else None
+            spec = ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(self.schema), tracking)
             self._state = _State(
                 delta_log,
                 snapshot,
@@ -260,6 +301,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 _shape(json.loads(metadata.schema_string)),
                 tuple(metadata.partition_columns),
                 spec,
+                bool({"typeWidening", "typeWidening-preview"} & set(snapshot.protocol.reader_features or ())),
             )
         return self._state
 
@@ -295,7 +337,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         shape = _shape(json.loads(metadata.schema_string))
         same_partitions = tuple(metadata.partition_columns) == state.partition_columns
         if version < state.snapshot.version:
-            ok = same_partitions and _readable_with(shape, state.read_shape)
+            ok = same_partitions and _readable_with(shape, state.read_shape, state.type_widening)
         else:
             ok = same_partitions and shape == state.read_shape
         if not ok:
@@ -470,7 +512,12 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from_version, from_index, initial = version, BASE_INDEX, True
         else:
             from_version, from_index, initial = self._start_point(first)
-        items = [f.file for f in self._changes(from_version, from_index, initial, last) if f.file is not None]
+        excluded = re.compile(self.options.exclude_regex).search if self.options.exclude_regex else None
+        items = [
+            f.file
+            for f in self._changes(from_version, from_index, initial, last)
+            if f.file is not None and not (excluded and excluded(f.file.path))
+        ]
         return files_partitions(self._init().spec, last.reservoir_version, items)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

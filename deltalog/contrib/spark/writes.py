@@ -120,22 +120,33 @@ def _spark_schema_dict(schema_json: str) -> dict[str, Any]:
     return value
 
 
-def _check_names(data: dict[str, Any], partition_by: Sequence[str]) -> None:
+def _table_fields(data: dict[str, Any], change_data: bool) -> dict[str, Any]:
+    """The data's schema as the table's: without ``_change_type`` when the table records the
+    change data feed (the column then marks change data rows, Delta's CDC_TYPE_COLUMN_NAME);
+    in any other table it is an ordinary column."""
+    if not change_data:
+        return data
+    return {**data, "fields": [f for f in data["fields"] if f["name"] != CDC_TYPE_COLUMN]}
+
+
+def _check_names(data: dict[str, Any], partition_by: Sequence[str], change_data: bool) -> None:
     names = [f["name"] for f in data["fields"]]
     lowered = [n.lower() for n in names]
     dupes = sorted({n for n in names if lowered.count(n.lower()) > 1})
     if dupes:
         raise SchemaMismatchError(f"duplicate column names in the data: {', '.join(dupes)}")
-    for reserved in schemas.CDF_RESERVED_COLUMNS[1:]:
+    for reserved in schemas.CDF_RESERVED_COLUMNS[1:] if change_data else ():
         if reserved in lowered:
-            raise SchemaMismatchError(f"{reserved} is a reserved column name (change data feed); rename it")
+            raise SchemaMismatchError(
+                f"{reserved} is a reserved column name while delta.enableChangeDataFeed is true; rename it"
+            )
     missing = [c for c in partition_by if c.lower() not in lowered]
     if missing:
         raise InvalidWriteOptionError(
             f"partitionBy names columns that are not in the data: {', '.join(missing)}; data columns are "
             f"{', '.join(names)}"
         )
-    if partition_by and len(partition_by) >= len([n for n in lowered if n != CDC_TYPE_COLUMN]):
+    if partition_by and len(partition_by) >= len(_table_fields(data, change_data)["fields"]):
         raise InvalidWriteOptionError("cannot partition by every column: at least one data column must remain")
 
 
@@ -146,14 +157,14 @@ def _canonical_partitions(data: dict[str, Any], partition_by: Sequence[str]) -> 
 
 def _new_table_metadata(opts: WriteOptions, data: dict[str, Any]) -> Metadata:
     partition_by = opts.partition_by or ()
-    _check_names(data, partition_by)
-    fields = [f for f in data["fields"] if f["name"] != CDC_TYPE_COLUMN]
-    schema = schemas.as_nullable({**data, "fields": fields})
     config = dict(opts.table_properties)
     try:
         mode = TableProperties(config).column_mapping_mode
+        change_data = TableProperties(config).enable_change_data_feed
     except InvalidPropertyError as exc:
         raise InvalidWriteOptionError(str(exc)) from exc
+    _check_names(data, partition_by, change_data)
+    schema = schemas.as_nullable(_table_fields(data, change_data))
     if mode != "none":
         schema, max_id = schemas.assign_column_mapping(schema, 0)
         config["delta.columnMapping.maxColumnId"] = str(max_id)
@@ -196,6 +207,7 @@ def write_spec(
         column_mapping_schema=None if mode == "none" else metadata.schema_string,
         default_expressions=plan_default_expressions(metadata) or None,
         column_names=tuple(f["name"] for f in schema["fields"]),
+        change_data=props.enable_change_data_feed,
     )
 
 
@@ -275,7 +287,7 @@ def _metadata_change(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any
             f"{list(opts.partition_by)}; drop partitionBy, or overwrite with overwriteSchema=true"
         )
     table_schema = json.loads(current.schema_string)
-    data_fields = {**data, "fields": [f for f in data["fields"] if f["name"] != CDC_TYPE_COLUMN]}
+    data_fields = _table_fields(data, current.properties.enable_change_data_feed)
     new_metadata = None
     if not schemas.schemas_equal(table_schema, data_fields):
         if opts.merge_schema:
