@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
+from deltalog.txn.protocol.schema import split_column_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -131,18 +132,8 @@ def evolve_struct(table: StructType, source: StructType) -> StructType:
 
 
 def split_name(name: str) -> list[str]:
-    """``a.b.c`` (backquotes allowed: ``a.`b.c```) as its name parts."""
-    parts, part, quoted = [], "", False
-    for ch in name:
-        if ch == "`":
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append(part)
-            part = ""
-        else:
-            part += ch
-    parts.append(part)
-    return [p.strip() for p in parts]
+    """``a.b.c`` (backquotes allowed: ``a.`b.c```) as its name parts, each stripped."""
+    return [p.strip() for p in split_column_name(name)]
 
 
 def assign_fields(

@@ -14,6 +14,7 @@ from typing import Any
 
 from deltalog.txn.protocol.actions import DomainMetadata, Protocol
 from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.schema import split_column_name
 
 __all__ = [
     "CLUSTERING_DOMAIN",
@@ -56,19 +57,7 @@ def _physical(field: Mapping[str, Any]) -> str:
 
 
 def _split(column: str | Sequence[str]) -> list[str]:
-    if not isinstance(column, str):
-        return list(column)
-    parts, current, quoted = [], "", False
-    for ch in column:  # `a.b`.c names a top-level column "a.b" and its field c
-        if ch == "`":
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    parts.append(current)
-    return parts
+    return split_column_name(column) if isinstance(column, str) else list(column)
 
 
 def physical_clustering_columns(

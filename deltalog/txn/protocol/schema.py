@@ -35,6 +35,7 @@ __all__ = [
     "merge_schemas",
     "parse_schema",
     "same_columns",
+    "split_column_name",
 ]
 
 PRIMITIVE_NAMES = frozenset(
@@ -296,6 +297,22 @@ def parse_schema(text: str) -> StructType:
 
 # ---------------------------------------------------------------------------------------
 # What writes do with schemas (Delta's SchemaUtils / SchemaMergingUtils)
+
+
+def split_column_name(name: str) -> list[str]:
+    """A column name with dots as its name parts: ``a.b.c`` is field ``c`` of field ``b`` of
+    column ``a``; backquotes keep dots in a part (```a.b`.c`` is field ``c`` of column ``a.b``)."""
+    parts, part, quoted = [], "", False
+    for ch in name:
+        if ch == "`":
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append(part)
+            part = ""
+        else:
+            part += ch
+    parts.append(part)
+    return parts
 
 
 def as_nullable(dt: DataType) -> DataType:
