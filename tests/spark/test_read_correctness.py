@@ -65,6 +65,26 @@ def test_a_dataframe_reads_the_latest_version_at_each_filtered_action(spark, tab
     assert pinned.where("p = 1").count() == 2 and pinned.count() == 4
 
 
+def test_a_read_schema_the_table_cannot_give_is_refused(spark, table_path):
+    """A schema given with ``.schema(...)`` names a column the table lacks, or types one
+    differently: the files would give nulls for it, so the read is refused (Spark refuses
+    Delta's DSv1 relation whose schema is not the one given); the table's own schema, or a
+    column it gained since the DataFrame was made, reads as before."""
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    _write(spark, table_path, [(i, i % 2) for i in range(4)])
+    for wrong in ("id long, p long, extra string", "id string, p long", "ident long, p long"):
+        with pytest.raises(Exception, match="DELTA_READ_SOURCE_SCHEMA_CONFLICT") as info:
+            spark.read.format("deltalog").schema(wrong).load(table_path).collect()
+        assert "DeltaAnalysisError" in str(info.value) or isinstance(info.value, DeltaAnalysisError)
+    same = spark.read.format("deltalog").schema("p long, id long").load(table_path)
+    assert sorted(r.id for r in same.collect()) == [0, 1, 2, 3]
+    before = spark.read.format("deltalog").load(table_path)
+    more = spark.createDataFrame([(9, 1, "x")], "id long, p long, extra string")
+    more.write.format("deltalog").mode("append").option("mergeSchema", "true").save(table_path)
+    assert sorted(r.id for r in before.where("p = 1").collect()) == [1, 3, 9]
+
+
 @pytest.mark.xfail(
     not READ_PLANS_PER_SCAN,
     strict=True,
@@ -251,3 +271,21 @@ def test_change_feed_diffs_deletion_vectors(spark, table_path):
     got = sorted((r._commit_version, r._change_type, r.id) for r in cdf.collect())
     assert got == [(1, "delete", 2), (1, "delete", 5), (2, "delete", 7), (2, "insert", 2)]
     assert sorted(r.id for r in spark.read.format("deltalog").load(table_path).collect()) == [0, 1, 2, 3, 4, 6, 8, 9]
+
+
+def test_a_struct_that_gained_fields_still_reads_as_before():
+    from deltalog.contrib.spark.source import _reads_as
+
+    def struct(*fields):
+        return {
+            "type": "struct",
+            "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in fields],
+        }
+
+    before, after = struct(("x", "long")), struct(("x", "long"), ("y", "string"))
+    assert _reads_as(before, after) and not _reads_as(after, before)
+    assert _reads_as(
+        {"type": "array", "elementType": before, "containsNull": True},
+        {"type": "array", "elementType": after, "containsNull": False},
+    )
+    assert not _reads_as(struct(("x", "integer")), before) and not _reads_as("decimal(10,2)", "decimal(12,2)")

@@ -241,6 +241,7 @@ class DeltaReader(DataSourceReader):
         delta_log, snapshot = self._snapshot()
         metadata = snapshot.metadata
         schema = json.loads(metadata.schema_string)
+        _check_read_compatible(delta_log.table_uri, snapshot, self.schema)
         plan = plan_files(
             snapshot.files,
             snapshot.version,
@@ -363,6 +364,44 @@ class DeltaLogDataSource(DataSource):
         opts = WriteOptions.parse(self.options, False)
         app_id = _query_app_id(opts, self.options)
         return DeltaStreamWriter(plan_write(opts, schema.json(), streaming=True), app_id, overwrite)
+
+
+def _check_read_compatible(table: str, snapshot: Snapshot, read: StructType) -> None:
+    """Every column the read returns (a schema given with ``.schema(...)``, or the table's
+    when its DataFrame was made) is one the snapshot has, of the same type (nullability
+    aside): the files would give nulls for any other. Columns the table gained since are
+    fine (Delta's ``checkSchemaOnRead`` lets a DataFrame read a table that only added
+    columns). Raises :class:`DeltaAnalysisError` (``DELTA_READ_SOURCE_SCHEMA_CONFLICT``)."""
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    table_fields = {f.name.lower(): f for f in logical_struct(snapshot.metadata.schema_string).fields}
+    for field in read.fields:
+        if field.name == ROW_TRACKING_COLUMN:
+            continue
+        ours = table_fields.get(field.name.lower())
+        if ours is None or not _reads_as(field.dataType.jsonValue(), ours.dataType.jsonValue()):
+            raise DeltaAnalysisError(
+                f"DELTA_READ_SOURCE_SCHEMA_CONFLICT: the read of {table} at version {snapshot.version} returns "
+                f"{field.simpleString()}, which the table "
+                + ("does not have" if ours is None else f"has as {ours.simpleString()}")
+                + ". Drop .schema(...), or, when the table's schema changed since the DataFrame was created, "
+                "create it again"
+            )
+
+
+def _reads_as(read: Any, table: Any) -> bool:
+    """Whether a column of the table's type ``table`` (Spark JSON) reads as ``read``: the
+    same type, where a struct may have fields the read does not ask for (added since)."""
+    if isinstance(read, dict) and isinstance(table, dict) and read.get("type") == table.get("type"):
+        kind = read["type"]
+        if kind == "struct":
+            fields = {f["name"].lower(): f["type"] for f in table["fields"]}
+            return all(_reads_as(f["type"], fields.get(f["name"].lower())) for f in read["fields"])
+        if kind == "array":
+            return _reads_as(read["elementType"], table["elementType"])
+        if kind == "map":
+            return _reads_as(read["keyType"], table["keyType"]) and _reads_as(read["valueType"], table["valueType"])
+    return bool(read == table)
 
 
 def _check_read_schema(table: str, table_schema: StructType, given: StructType) -> None:
