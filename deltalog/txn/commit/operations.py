@@ -49,6 +49,10 @@ class Operation:
 
     name: ClassVar[str] = "Manual Update"
     changes_data: ClassVar[bool] = False
+    #: Whether the engine adds the file counts and sizes it sees in the commit (``numFiles``,
+    #: ``numAddedFiles``, ...) to the metrics; an operation whose metrics Delta names
+    #: differently (MERGE's ``numTargetFilesAdded``, ...) reports only its own.
+    engine_metrics: ClassVar[bool] = True
     #: Metrics the caller knows (``numOutputRows``, ``numDeletedRows``, ...); the engine
     #: adds the file counts and sizes it sees in the commit.
     user_metrics: Mapping[str, str] = field(default_factory=dict, kw_only=True)
@@ -140,6 +144,7 @@ class Merge(Operation):
 
     name: ClassVar[str] = "MERGE"
     changes_data: ClassVar[bool] = True
+    engine_metrics: ClassVar[bool] = False  # Delta's MERGE metrics name target files themselves
     predicate: str | None = None
     matched_predicates: Sequence[Mapping[str, str]] = ()
     not_matched_predicates: Sequence[Mapping[str, str]] = ()

@@ -603,7 +603,7 @@ class OptimisticTransaction:
         if not self.settings.operation_metrics_enabled:
             return {}
         metrics: dict[str, str] = {}
-        if stats is not None and (stats.num_adds or stats.num_removes):
+        if operation.engine_metrics and stats is not None and (stats.num_adds or stats.num_removes):
             metrics["numFiles"] = str(stats.num_adds)
             metrics["numOutputBytes"] = str(stats.bytes_added)
             metrics["numAddedFiles"] = str(stats.num_adds)
