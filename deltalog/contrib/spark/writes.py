@@ -159,8 +159,8 @@ def _new_table_metadata(opts: WriteOptions, data: dict[str, Any]) -> Metadata:
     partition_by = opts.partition_by or ()
     config = dict(opts.table_properties)
     try:
-        mode = TableProperties(config).column_mapping_mode
-        change_data = TableProperties(config).enable_change_data_feed
+        props = TableProperties(config)
+        mode, change_data = props.column_mapping_mode, props.enable_change_data_feed
     except InvalidPropertyError as exc:
         raise InvalidWriteOptionError(str(exc)) from exc
     _check_names(data, partition_by, change_data)
