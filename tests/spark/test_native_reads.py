@@ -304,6 +304,60 @@ def test_column_mapping_by_id_and_type_widening_and_missing_columns(spark: Any, 
     ]
 
 
+def test_deletion_vectors_by_field_id_across_row_groups_splits_and_both_parquet_readers(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A row's position comes from Spark's Parquet reader (``native_dv.ROW_INDEX`` in the
+    read schema): right in id mode (a column without a field id), in files of many row
+    groups split into many tasks, and in the vectorized and the parquet-mr reader (a struct
+    column), for a scan of one file and of two."""
+    from deltalog.txn.commit.operations import Write
+    from deltalog.txn.log.deletion_vectors import write_dv_file, z85_encode
+    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
+
+    table = tmp_path / "iddv"
+    table.mkdir()
+    fields = [
+        pa.field("col-a", pa.int64(), metadata={b"PARQUET:field_id": b"1"}),
+        pa.field(
+            "col-s",
+            pa.struct([pa.field("col-x", pa.int64(), metadata={b"PARQUET:field_id": b"3"})]),
+            metadata={b"PARQUET:field_id": b"2"},
+        ),
+    ]
+    adds, live = [], []
+    for n, (count, deleted) in enumerate([(500, [0, 1, 63, 64, 299, 300, 499]), (400, list(range(5, 400, 7)))]):
+        ids = list(range(1000 * n, 1000 * n + count))
+        data = pa.table([pa.array(ids), pa.array([{"col-x": i} for i in ids])], schema=pa.schema(fields))
+        pq.write_table(data, table / f"f{n}.parquet", row_group_size=60)
+        blob, [(offset, size, cardinality)] = write_dv_file([deleted])
+        file_uuid = uuid.uuid4()
+        (table / f"deletion_vector_{file_uuid}.bin").write_bytes(blob)
+        dv = DeletionVectorDescriptor("u", z85_encode(file_uuid.bytes), size, cardinality, offset)
+        adds.append(AddFile(f"f{n}.parquet", {}, (table / f"f{n}.parquet").stat().st_size, 1, deletion_vector=dv))
+        live.append(sorted(set(ids) - {ids[r] for r in deleted}))
+    struct = {"type": "struct", "fields": [feature_tables._field("x", "long", 3, "col-x")]}
+    schema = [feature_tables._field("id", "long", 1, "col-a"), feature_tables._field("s", struct, 2, "col-s")]
+    features = ("columnMapping", "deletionVectors")
+    mapping = {"delta.columnMapping.mode": "id", "delta.columnMapping.maxColumnId": "3"}
+    _write_log(table, Protocol(3, 7, features, features), schema, adds[:1], **mapping)
+    DeltaLog.for_table(str(table)).start_transaction().commit(adds[1:], Write())
+    conf = ("spark.sql.parquet.enableVectorizedReader", "spark.sql.files.maxPartitionBytes")
+    saved = [spark.conf.get(k) for k in conf]
+    try:
+        for vectorized in ("true", "false"):
+            spark.conf.set(conf[0], vectorized)
+            spark.conf.set(conf[1], "2000")  # many splits of each file
+            for version, expected in ((0, live[0]), (1, live[0] + live[1])):
+                native = _same_rows(spark, str(table), ["id"], versionAsOf=version)
+                assert native.rdd.getNumPartitions() > 2
+                got = [(r.id, r.s.x) for r in native.orderBy("id").collect()]
+                assert got == [(i, i) for i in expected], vectorized
+    finally:
+        for k, v in zip(conf, saved):
+            spark.conf.set(k, v)
+
+
 def test_a_table_written_by_delta_rs(spark: Any, tmp_path: Path) -> None:
     import deltalake
 

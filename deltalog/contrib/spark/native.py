@@ -22,7 +22,8 @@ Partition columns come from the log:
 - Any other layout (column mapping's random prefixes, absolute paths, other types): a
   broadcast join of ``_metadata.file_path`` with the files' typed partition values.
 
-Deletion vectors drop rows by their bitmap word, found by ``(_metadata.file_size, _metadata.row_index)``
+Deletion vectors drop rows by their bitmap word, found by the row's file
+(``_metadata.file_size``) and its position in it, which Spark's Parquet reader fills in
 (:mod:`~deltalog.contrib.spark.native_dv`). Column mapping reads physical names (or
 Parquet field ids in ``id`` mode, through ``spark.sql.parquet.fieldId.read.enabled``) and
 renames to logical names after the scan. A table this path cannot read correctly falls
@@ -305,6 +306,7 @@ def _snapshot(read: ReadOptions) -> tuple[DeltaLog, Snapshot]:
 
 
 def _check_supported(snapshot: Snapshot, schema: Mapping[str, Any]) -> None:
+    from deltalog.contrib.spark.native_dv import ROW_INDEX
     from deltalog.txn.protocol.features import protocol_features
 
     reader, _ = protocol_features(snapshot.protocol)
@@ -312,7 +314,7 @@ def _check_supported(snapshot: Snapshot, schema: Mapping[str, Any]) -> None:
     if unsupported:
         raise NativeReadUnsupportedError(f"the native path does not read the reader features {', '.join(unsupported)}")
     for f in schema["fields"]:
-        if f["name"].lower().startswith("__deltalog_") or f["name"].lower() == "_metadata":
+        if f["name"].lower().startswith("__deltalog_") or f["name"].lower() in ("_metadata", ROW_INDEX):
             raise NativeReadUnsupportedError(f"column {f['name']!r} collides with a column the native scan uses")
 
 
@@ -382,7 +384,15 @@ def _write_file_log(directory: str, files: FileList) -> None:
         out.write("\n".join(lines.to_pylist()))
 
 
-def _scan(spark: SparkSession, files: FileList, read_schema: Any, hive: bool) -> DataFrame:
+def _scan(spark: SparkSession, files: FileList, read_schema: Any, hive: bool, row_index: bool = False) -> DataFrame:
+    """Spark's Parquet scan of exactly ``files``; with ``row_index``, each row's position in
+    its file in the column ``native_dv.ROW_INDEX`` (filled in by Spark's Parquet reader)."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from deltalog.contrib.spark.native_dv import ROW_INDEX
+
+    if row_index:
+        read_schema = StructType([*read_schema.fields, StructField(ROW_INDEX, LongType())])
     directory = tempfile.mkdtemp(prefix="deltalog-native-")
     try:
         _write_file_log(directory, files)
@@ -435,7 +445,7 @@ def scan_with_positions(
     spark: SparkSession, delta_log: DeltaLog, snapshot: Snapshot, paths: Sequence[str]
 ) -> tuple[DataFrame, dict[str, str]]:
     """The live rows of the snapshot's files ``paths``, read natively, with ``FILE_KEY``
-    (``_metadata.file_path``) and ``ROW_KEY`` (``_metadata.row_index``: the row's position
+    (``_metadata.file_path``) and ``ROW_KEY`` (``native_dv.ROW_INDEX``: the row's position
     in its Parquet file, what a deletion vector counts); and each ``FILE_KEY`` URI's path as
     in the log. Raises :class:`NativeReadUnsupportedError` when the native path cannot read
     the table."""
@@ -546,6 +556,7 @@ def _scan_live_rows(
 
     from deltalog.contrib.spark.native_dv import (
         FILE_KEY,
+        ROW_INDEX,
         ROW_KEY,
         deleted_words,
         drop_deleted_rows,
@@ -557,17 +568,20 @@ def _scan_live_rows(
     groups = [files.subset(g) for g in scan_groups(sizes, files.deletion_vectors.keys())]
     scans = []
     for group in groups:
-        part = _scan(spark, group, read_schema, hive)
+        row_index = positions or bool(group.deletion_vectors)
+        part = _scan(spark, group, read_schema, hive, row_index)
         if join_partitions or positions:
             _check_file_names(spark, part, group)
         if join_partitions:
             part = part.withColumn(PARTITION_FILE_KEY, F.col("_metadata.file_path"))
-        if positions:
-            part = part.withColumn(FILE_KEY, F.col("_metadata.file_path"))
-            part = part.withColumn(ROW_KEY, F.col("_metadata.row_index"))
         if group.deletion_vectors:
             dvs = [(group.sizes[i] or 0, dv) for i, dv in sorted(group.deletion_vectors.items())]
-            part = drop_deleted_rows(spark, part, deleted_words(delta_log.store, delta_log.table_uri, dvs))
+            words = deleted_words(delta_log.store, delta_log.table_uri, dvs)
+            part = drop_deleted_rows(spark, part, words, one_file=len(group) == 1)
+        if positions:
+            part = part.withColumn(FILE_KEY, F.col("_metadata.file_path")).withColumnRenamed(ROW_INDEX, ROW_KEY)
+        elif row_index:
+            part = part.drop(ROW_INDEX)
         scans.append(part)
     return functools.reduce(lambda a, b: a.unionByName(b), scans)
 

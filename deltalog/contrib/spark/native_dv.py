@@ -2,11 +2,15 @@
 
 The driver reads each file's deletion vector (:func:`~deltalog.txn.log.deletion_vectors.read_deletion_vector`,
 decoded with numpy) as 64-row words: bit ``b`` of word ``w`` deletes row ``64 * w + b``.
-The scan of the files with deletion vectors reads Spark's ``_metadata.file_size`` and
-``_metadata.row_index`` (the row's position in its Parquet file, which is what a deletion
-vector counts) and drops the row when its bit is set, as Delta's Parquet reader does with
-its ``__delta_internal_is_row_deleted`` column. No Python runs in the tasks and no string
-is compared or hashed per row. The word is found in one of two ways:
+The scan of the files with deletion vectors reads each row's position in its Parquet file
+(what a deletion vector counts) as the column ``ROW_INDEX``, Spark's own name for it
+(``FileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME``): a read schema that names it gets it
+filled in by the Parquet reader, as Delta's ``DeltaParquetFileFormat`` asks for it, as a
+plain long column (``_metadata.row_index`` builds a struct for every row, which costs
+more than reading a data column). Its file is told by ``_metadata.file_size`` when the scan
+has more than one file. The row is dropped when its bit is set, as Delta's Parquet reader
+does with its ``__delta_internal_is_row_deleted`` column. No Python runs in the tasks and
+no string is compared or hashed per row. The word is found in one of two ways:
 
 - **Lookup** (at most ``LOOKUP_MAX_FILES`` files and ``LOOKUP_MAX_WORDS`` words, counted
   from each file's word 0 to its last deleting one: every DV of a few files, up to 4M
@@ -20,7 +24,7 @@ is compared or hashed per row. The word is found in one of two ways:
   deletes a row, found with a broadcast hash join on that one long key (a broadcast job
   and a second adaptive stage per query, but no limit).
 
-A file is named by its size in such a scan (the size the native scan hands Spark with the
+A file is named by its size in a scan of several (the size the native scan hands Spark with the
 file list, so ``_metadata.file_size`` is exactly the log's ``size``): files with deletion
 vectors are scanned in groups in which no two files share a size
 (:func:`distinct_size_groups`), and apart from the files without (a second scan costs
@@ -45,11 +49,24 @@ if TYPE_CHECKING:
 
     from deltalog.logstores.base import LogStore
 
-__all__ = ["FILE_KEY", "ROW_KEY", "deleted_words", "distinct_size_groups", "drop_deleted_rows", "scan_groups"]
+__all__ = [
+    "FILE_KEY",
+    "ROW_INDEX",
+    "ROW_KEY",
+    "deleted_words",
+    "distinct_size_groups",
+    "drop_deleted_rows",
+    "scan_groups",
+]
 
-#: The columns a native scan with positions adds from Spark's hidden ``_metadata`` column.
+#: The columns a native scan with positions adds: each row's file (``_metadata.file_path``)
+#: and its position in the file (``ROW_INDEX``).
 FILE_KEY = "__deltalog_file"
 ROW_KEY = "__deltalog_row"
+#: The column Spark's Parquet reader fills with each row's position in its file when a read
+#: schema names it (``FileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME``; what ``_metadata.row_index``
+#: is built from).
+ROW_INDEX = "_tmp_metadata_row_index"
 
 SIZE = "__deltalog_dv_size"
 WORD_INDEX = "__deltalog_dv_word_index"
@@ -113,9 +130,10 @@ def deleted_words(store: LogStore, table_uri: str, files: Sequence[tuple[int, De
     )
 
 
-def drop_deleted_rows(spark: SparkSession, df: DataFrame, words: pa.Table) -> DataFrame:
-    """``df`` (a Parquet scan, with Spark's ``_metadata``, of files no two of one size)
-    without the rows that ``words`` (:func:`deleted_words` of its files) delete: by a
+def drop_deleted_rows(spark: SparkSession, df: DataFrame, words: pa.Table, one_file: bool) -> DataFrame:
+    """``df`` (a Parquet scan with ``ROW_INDEX``, of files no two of one size; ``one_file``:
+    of one file, so no row needs its file told by ``_metadata.file_size``) without the rows
+    that ``words`` (:func:`deleted_words` of its files) delete: by a
     lookup into a literal array of the words when they are few (at most
     ``LOOKUP_MAX_FILES`` files and ``LOOKUP_MAX_WORDS`` words from each file's word 0 to
     its last deleting one), by a broadcast join otherwise. Raises :class:`NativeReadUnsupportedError`
@@ -125,8 +143,8 @@ def drop_deleted_rows(spark: SparkSession, df: DataFrame, words: pa.Table) -> Da
     lookup = dense_words(words)
     few = len(lookup.sizes) <= LOOKUP_MAX_FILES and len(lookup.words) <= LOOKUP_MAX_WORDS
     if few and getattr(spark, "_jvm", None) is not None:  # the array is built in the JVM (not Spark Connect)
-        return _filter_by_lookup(spark, df, lookup)
-    return _join_bitmap(spark, df, words)
+        return _filter_by_lookup(spark, df, lookup, one_file)
+    return _join_bitmap(spark, df, words, one_file)
 
 
 @dataclass(frozen=True)
@@ -155,23 +173,28 @@ def dense_words(words: pa.Table) -> DenseWords:
     return DenseWords(sizes[starts].astype(np.int64), spans.astype(np.int64), offsets, dense)
 
 
-def _filter_by_lookup(spark: SparkSession, df: DataFrame, lookup: DenseWords) -> DataFrame:
+def _filter_by_lookup(spark: SparkSession, df: DataFrame, lookup: DenseWords, one_file: bool) -> DataFrame:
     """The rows of ``df`` whose bit is clear, each found in O(1): its file by its size
-    (a ``CASE`` over the few ``lookup.sizes``), its word at the file's offset plus
-    ``row_index >> 6`` in one ``array<bigint>`` (a scalar subquery of a one-row local
-    relation, so plan strings do not print the words). One ``filter``: Spark analyses the
-    plan once (a projection of the words, then a filter and a drop, cost three analyses,
+    (a ``CASE`` over the few ``lookup.sizes``, unless ``one_file``), its word at the file's
+    offset plus ``row_index >> 6`` in one ``array<bigint>`` (a scalar subquery of a one-row
+    local relation, so plan strings do not print the words). One ``filter``: Spark analyses
+    the plan once (a projection of the words, then a filter and a drop, cost three analyses,
     about 40 ms a read)."""
     from pyspark.sql import functions as F
 
-    row = "_metadata.row_index"
-    offsets, past = [], []
-    for size, span, offset in zip(lookup.sizes.tolist(), lookup.spans.tolist(), lookup.offsets.tolist()):
-        offsets.append(f"WHEN {size} THEN {offset}")
-        past.append(f"WHEN {size} THEN {row} >= {64 * span}")
-    # a row of another file, or past its file's last deleting word, is live (true OR null)
-    live = F.expr(f"CASE _metadata.file_size {' '.join(past)} ELSE true END")
-    index = F.expr(f"CASE _metadata.file_size {' '.join(offsets)} END + CAST(shiftright({row}, 6) AS INT)")
+    row = ROW_INDEX
+    if one_file:
+        # a row past the file's last deleting word is live (true OR null)
+        live = F.expr(f"{row} >= {64 * int(lookup.spans[0])}")
+        index = F.expr(f"CAST(shiftright({row}, 6) AS INT)")
+    else:
+        offsets, past = [], []
+        for size, span, offset in zip(lookup.sizes.tolist(), lookup.spans.tolist(), lookup.offsets.tolist()):
+            offsets.append(f"WHEN {size} THEN {offset}")
+            past.append(f"WHEN {size} THEN {row} >= {64 * span}")
+        # a row of another file, or past its file's last deleting word, is live (true OR null)
+        live = F.expr(f"CASE _metadata.file_size {' '.join(past)} ELSE true END")
+        index = F.expr(f"CASE _metadata.file_size {' '.join(offsets)} END + CAST(shiftright({row}, 6) AS INT)")
     mask = F.expr(f"shiftleft(CAST(1 AS BIGINT), CAST({row} & 63 AS INT))")
     word = F.get(_long_array_subquery(spark, lookup.words), index)
     return df.filter(live | (word.bitwiseAND(mask) == 0))
@@ -231,7 +254,7 @@ def _jvm_classes(spark: SparkSession) -> dict[str, Any]:
     return classes
 
 
-def _join_bitmap(spark: SparkSession, df: DataFrame, words: pa.Table) -> DataFrame:
+def _join_bitmap(spark: SparkSession, df: DataFrame, words: pa.Table, one_file: bool) -> DataFrame:
     from pyspark.sql import functions as F
 
     from deltalog.contrib.spark.errors import NativeReadUnsupportedError
@@ -239,11 +262,12 @@ def _join_bitmap(spark: SparkSession, df: DataFrame, words: pa.Table) -> DataFra
     span = int(max(words.column(WORD_INDEX).to_pylist())) + 1
     if int(max(words.column(SIZE).to_pylist())) * span + span - 1 > _MAX_LONG:
         raise NativeReadUnsupportedError("a deletion vector's (file size, row) key overflows a long")
-    row = F.col("_metadata.row_index")
+    row = F.col(ROW_INDEX)
     word_index = F.shiftright(row, 6)
+    size = F.lit(int(words.column(SIZE)[0].as_py())) if one_file else F.col("_metadata.file_size")
     # one long key, size * span + word index (a LongHashedRelation: the fastest probe);
     # rows past the last word of the bitmaps get no key, so no word
-    key = F.when(word_index < span, F.col("_metadata.file_size") * F.lit(span) + word_index)
+    key = F.when(word_index < span, size * F.lit(span) + word_index)
     df = df.select("*", row.bitwiseAND(F.lit(63)).cast("int").alias(_BIT), key.alias(_KEY))
     bitmap: Any = spark.createDataFrame(pa.table({_KEY: _combined_keys(words, span), WORD: words.column(WORD)}))
     joined = df.join(F.broadcast(bitmap), on=_KEY, how="left")
