@@ -233,8 +233,12 @@ def test_with_the_session_time_zone_the_derived_filters_are_exact() -> None:
     assert derived_partition_terms([("ts", ">=", text)], ltz, "UTC") == [("p", ">=", dt.date(2024, 1, 2))]
     aware = dt.datetime(2024, 1, 2, 3, tzinfo=dt.timezone.utc)  # Jan 1st, 22:00 in New York
     assert derived_partition_terms([("ts", "<", aware)], ltz, "America/New_York") == [("p", "<=", dt.date(2024, 1, 1))]
-    # a session zone given as an offset: not a ZoneInfo name, the bounds widen as for no zone
-    assert derived_partition_terms([("ts", "=", aware)], ltz, "-08:00") == [
+    # a session zone given as an offset (Spark takes "-08:00" as ZoneId.of does): exact too,
+    # 03:00 UTC is the 1st, 19:00 at -08:00
+    assert derived_partition_terms([("ts", "=", aware)], ltz, "-08:00") == [("p", "=", dt.date(2024, 1, 1))]
+    assert derived_partition_terms([("ts", "=", aware)], ltz, "GMT+05:30") == [("p", "=", dt.date(2024, 1, 2))]
+    # a name no zone database knows: the bounds widen as for no zone
+    assert derived_partition_terms([("ts", "=", aware)], ltz, "Mars/Olympus") == [
         ("p", ">=", dt.date(2024, 1, 1)),
         ("p", "<=", dt.date(2024, 1, 2)),
     ]

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
+from deltalog.txn.protocol.time_zones import session_time_zone
 
 __all__ = ["at_session_time_zone", "in_session_time_zone", "parse_partition_predicate", "tokenize"]
 
@@ -154,7 +155,7 @@ def at_session_time_zone(
     """``filters`` with each string literal compared with a ``timestamp`` column read as Spark
     casts it: a local time of the session ``time_zone`` unless the text names an offset (the
     engine reads a bare text as UTC). Unchanged without a time zone, or one Python cannot read."""
-    zone = _zone(time_zone)
+    zone = session_time_zone(time_zone)
     if zone is None:
         return list(filters)
     types = {c.lower(): t.lower() for c, t in column_types.items()}
@@ -164,26 +165,6 @@ def at_session_time_zone(
             value = [_in_zone(v, zone) for v in value] if isinstance(value, (list, tuple)) else _in_zone(value, zone)
         out.append((column, op, value))
     return out
-
-
-def _zone(time_zone: str | None) -> dt.tzinfo | None:
-    """A session time zone (a region id, or an offset ``+08:00``) as a tzinfo."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    if not time_zone:
-        return None
-    name = time_zone.strip()
-    offset = re.fullmatch(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?", name)
-    if offset:
-        sign = -1 if offset.group(1) == "-" else 1
-        delta = dt.timedelta(hours=int(offset.group(2)), minutes=int(offset.group(3) or 0))
-        return dt.timezone(sign * delta)
-    if name.upper() == "Z":
-        return dt.timezone.utc
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        return None
 
 
 def _in_zone(value: Any, zone: dt.tzinfo) -> Any:
@@ -200,6 +181,6 @@ def in_session_time_zone(text: str, time_zone: str | None) -> str:
     """A timestamp option (``timestampAsOf``) as Spark casts it: text without an offset is a
     local time of the session ``time_zone``; returned as ISO text with its offset (other
     text, or no readable zone: unchanged)."""
-    zone = _zone(time_zone)
+    zone = session_time_zone(time_zone)
     value = _in_zone(text, zone) if zone is not None else text
     return value.isoformat() if isinstance(value, dt.datetime) else text

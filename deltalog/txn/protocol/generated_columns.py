@@ -42,6 +42,7 @@ from deltalog.txn.protocol.constraint_sql import (
     parse_expression,
 )
 from deltalog.txn.protocol.constraints import Constraint, ConstraintViolationError
+from deltalog.txn.protocol.time_zones import session_time_zone
 
 __all__ = [
     "GENERATION_EXPRESSION",
@@ -321,19 +322,6 @@ def partition_expressions(metadata: Metadata) -> list[PartitionExpression]:
     return out
 
 
-def _zone_info(time_zone: str | None) -> dt.tzinfo | None:
-    """A region time zone (``America/Los_Angeles``); None for an offset or unknown name
-    (the filter then allows for any zone)."""
-    from zoneinfo import ZoneInfo
-
-    if not time_zone:
-        return None
-    try:
-        return ZoneInfo(time_zone)
-    except (KeyError, ValueError, OSError):  # not found; a path-like name fails to open
-        return None
-
-
 def _source_value(value: Any, source_type: str, time_zone: str | None) -> tuple[Any, dt.timedelta] | None:
     """The filter literal as a source-column value (for ``timestamp``: its local time), and
     how far the partition's local time may be from it (an unknown time zone)."""
@@ -345,7 +333,7 @@ def _source_value(value: Any, source_type: str, time_zone: str | None) -> tuple[
     if time_zone is not None and source_type == "timestamp" and isinstance(value, dt.datetime):
         if value.tzinfo is None:  # text or a naive value: local time of the session, as Spark reads it
             return value, dt.timedelta(0)
-        zone = _zone_info(time_zone)
+        zone = session_time_zone(time_zone)
         if zone is not None:
             return value.astimezone(zone).replace(tzinfo=None), dt.timedelta(0)
     if source_type == "date":
