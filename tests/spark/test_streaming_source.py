@@ -236,6 +236,39 @@ def test_change_feed_as_a_stream(spark, table_path):
     assert sum(len(p.files) for p in reader.partitions(start, first)) == 2
 
 
+def test_a_change_feed_stream_far_behind_reads_each_commit_a_few_times(spark, table_path, monkeypatch):
+    """A change-feed stream 20 commits behind, one commit a batch: each batch finds the
+    changes of the commits it reaches, not of every commit up to the latest (which made
+    catching up quadratic in the commits behind)."""
+    import shutil
+
+    from pyspark.sql.streaming.datasource import ReadMaxFiles
+
+    from deltalog.txn.commit.operations import Write
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot_management import SnapshotManagement
+    from deltalog.txn.protocol.actions import AddFile
+
+    _append(spark, table_path, [0], **{"delta.enableChangeDataFeed": "true"})
+    log = DeltaLog.for_table(table_path)
+    (first,) = log.update().files
+    behind = 20
+    for n in range(behind):
+        shutil.copy(os.path.join(table_path, first.path), os.path.join(table_path, f"copy-{n}.parquet"))
+        add = AddFile(f"copy-{n}.parquet", {}, first.size, first.modification_time, data_change=True)
+        log.start_transaction().commit([add], Write())
+    reads = []
+    real = SnapshotManagement.read_commit
+    monkeypatch.setattr(SnapshotManagement, "read_commit", lambda self, v: reads.append(v) or real(self, v))
+    reader = _reader(table_path, readChangeFeed="true", startingVersion="1", maxFilesPerTrigger="1")
+    start, versions = reader.initialOffset(), []
+    while (end := reader.latestOffset(start, ReadMaxFiles(1))) != start:
+        versions += [f.constants["_commit_version"] for p in reader.partitions(start, end) for f in p.files]
+        start = end
+    assert versions == list(range(1, behind + 1))
+    assert len(reads) <= 6 * behind, len(reads)  # a few reads per commit, not ~behind per batch
+
+
 def test_change_feed_stream_into_a_table(spark, table_path, tmp_path):
     """The change feed archived into a table without the change feed (a Delta pattern): its
     ``_change_type``, ``_commit_version`` and ``_commit_timestamp`` are ordinary columns there,

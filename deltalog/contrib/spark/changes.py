@@ -13,6 +13,8 @@ as Delta's).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
@@ -21,11 +23,12 @@ from deltalog.txn.protocol.actions import AddCDCFile, AddFile, CommitInfo, Delet
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.actions import Action
 
-__all__ = ["change_files"]
+__all__ = ["ChangeFeed", "change_files"]
 
 
-def _timestamp(stamps: dict[int, int], version: int, info: CommitInfo | None) -> dt.datetime:
+def _timestamp(stamps: Mapping[int, int], version: int, info: CommitInfo | None) -> dt.datetime:
     """The commit's timestamp as Delta's change feed has it: its in-commit timestamp, else
     its commit file's modification time (made monotonic, as the history and
     ``startingTimestamp`` count it); ``commitInfo.timestamp`` only when the file is not listed."""
@@ -35,40 +38,42 @@ def _timestamp(stamps: dict[int, int], version: int, info: CommitInfo | None) ->
     return dt.datetime.fromtimestamp((ms or 0) / 1000, tz=dt.timezone.utc)
 
 
-def change_files(delta_log: DeltaLog, start: int, end: int | None) -> list[FileToRead]:
-    """The files holding the changes of versions ``start..end`` (``end`` None: latest)."""
-    latest = delta_log.update().version
-    if latest < 0:
-        raise DeltaAnalysisError(f"no Delta table at {delta_log.table_uri}")
-    end = latest if end is None else min(end, latest)
-    if start < 0 or start > end:
-        raise DeltaAnalysisError(
-            f"startingVersion {start} is after endingVersion/latest version {end}; choose versions in 0..{latest}"
-        )
-    snap = delta_log.snapshot(end)
-    if not snap.properties.enable_change_data_feed:
-        raise DeltaAnalysisError(
-            f"change data feed is not enabled on {delta_log.table_uri}; set delta.enableChangeDataFeed=true"
-        )
-    from deltalog.txn.log.history import commit_timestamps
+@dataclass(frozen=True)
+class ChangeFeed:
+    """The change data of the commits of a table with the change data feed on, one commit at
+    a time (a stream reads only the commits its batch admits). ``stamps`` are the commits'
+    file times (made monotonic) for those without an in-commit timestamp."""
 
-    stamps = dict(commit_timestamps(delta_log, start))
-    out: list[FileToRead] = []
-    for version in range(start, end + 1):
-        actions = delta_log.read_commit(version)
+    delta_log: DeltaLog
+    stamps: Mapping[int, int]
+
+    @classmethod
+    def open(cls, delta_log: DeltaLog, start: int, end: int) -> ChangeFeed:
+        """The feed of versions ``start..end`` (``end`` at most the latest); raises
+        :class:`DeltaAnalysisError` when the table does not record change data."""
+        from deltalog.txn.log.history import commit_timestamps
+
+        snap = delta_log.snapshot(end)
+        if not snap.properties.enable_change_data_feed:
+            raise DeltaAnalysisError(
+                f"change data feed is not enabled on {delta_log.table_uri}; set delta.enableChangeDataFeed=true"
+            )
+        return cls(delta_log, dict(commit_timestamps(delta_log, start, read_in_commit_timestamps=False)))
+
+    def commit_changes(self, version: int, actions: Sequence[Action]) -> list[FileToRead]:
+        """The files holding the changes of commit ``version`` (its ``actions``)."""
         info = next((a for a in actions if isinstance(a, CommitInfo)), None)
-        ts = _timestamp(stamps, version, info)
-        consts = {"_commit_version": version, "_commit_timestamp": ts}
+        consts = {"_commit_version": version, "_commit_timestamp": _timestamp(self.stamps, version, info)}
         cdcs = [a for a in actions if isinstance(a, AddCDCFile)]
         if cdcs:
-            out.extend(FileToRead(c.path, c.partition_values, c.size, None, {**consts}) for c in cdcs)
-            continue
+            return [FileToRead(c.path, c.partition_values, c.size, None, {**consts}) for c in cdcs]
+        out: list[FileToRead] = []
         adds = {a.path: a for a in actions if isinstance(a, AddFile) and a.data_change}
         removes = {r.path: r for r in actions if isinstance(r, RemoveFile) and r.data_change}
         for path, add in adds.items():
             remove = removes.get(path)
             if remove is not None and (add.deletion_vector or remove.deletion_vector):
-                out.extend(_deletion_vector_changes(delta_log, add, remove, consts))
+                out.extend(_deletion_vector_changes(self.delta_log, add, remove, consts))
                 continue
             out.append(
                 FileToRead(add.path, add.partition_values, add.size, _dv(add), {**consts, "_change_type": "insert"})
@@ -86,7 +91,23 @@ def change_files(delta_log: DeltaLog, start: int, end: int | None) -> list[FileT
                     {**consts, "_change_type": "delete"},
                 )
             )
-    return out
+        return out
+
+
+def change_files(delta_log: DeltaLog, start: int, end: int | None) -> list[FileToRead]:
+    """The files holding the changes of versions ``start..end`` (``end`` None: latest)."""
+    latest = delta_log.update().version
+    if latest < 0:
+        raise DeltaAnalysisError(f"no Delta table at {delta_log.table_uri}")
+    end = latest if end is None else min(end, latest)
+    if start < 0 or start > end:
+        raise DeltaAnalysisError(
+            f"startingVersion {start} is after endingVersion/latest version {end}; choose versions in 0..{latest}"
+        )
+    feed = ChangeFeed.open(delta_log, start, end)
+    return [
+        f for version in range(start, end + 1) for f in feed.commit_changes(version, delta_log.read_commit(version))
+    ]
 
 
 def _dv(action: AddFile | RemoveFile) -> dict[str, Any] | None:

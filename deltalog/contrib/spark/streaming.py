@@ -42,7 +42,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from deltalog.contrib.spark.changes import change_files
+from deltalog.contrib.spark.changes import ChangeFeed
 from deltalog.contrib.spark.errors import (
     DeltaAnalysisError,
     DeltaSourceIgnoreChangesError,
@@ -391,11 +391,12 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _commits(self, start: int, end: SourceOffset | None) -> Iterator[IndexedFile]:
         delta_log = self._init().delta_log
         latest = delta_log.update().version
-        changes: dict[int, list[FileToRead]] = {}
+        feed: ChangeFeed | None = None
         if self.options.read.read_change_feed and start <= latest:
             last = latest if end is None else min(latest, end.reservoir_version)
-            for item in change_files(delta_log, start, last) if start <= last else []:
-                changes.setdefault(int(item.constants["_commit_version"]), []).append(item)
+            # each commit's changes are found when the batch reaches it (a stream far behind
+            # does not read every later commit for every batch)
+            feed = ChangeFeed.open(delta_log, start, last) if start <= last else None
         for version in range(start, latest + 1):
             if end is not None and version > end.reservoir_version:
                 return
@@ -410,7 +411,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 elif isinstance(action, Protocol):
                     check_read_supported(action, self._table)
             if self.options.read.read_change_feed:  # the change feed streams removes too
-                files = changes.get(version, [])
+                files = [] if feed is None else feed.commit_changes(version, actions)
             elif self._skip_commit(actions, version):
                 files = []
             else:

@@ -81,8 +81,12 @@ def _ict_start(log: SnapshotManagement) -> int | None:
     return 0 if start is None else start
 
 
-def commit_timestamps(log: SnapshotManagement, start: int = 0) -> list[tuple[int, int]]:
-    """(version, timestamp ms) of every listed commit from ``start``, monotonic."""
+def commit_timestamps(
+    log: SnapshotManagement, start: int = 0, read_in_commit_timestamps: bool = True
+) -> list[tuple[int, int]]:
+    """(version, timestamp ms) of every listed commit from ``start``, monotonic. A commit
+    with an in-commit timestamp is read for it; with ``read_in_commit_timestamps`` False it
+    is left out instead (a caller that reads the commit anyway takes it from there)."""
     listing = log.listing(0)
     ict_from = _ict_start(log)
     out: list[tuple[int, int]] = []
@@ -91,6 +95,8 @@ def commit_timestamps(log: SnapshotManagement, start: int = 0) -> list[tuple[int
         status = listing.commits[version]
         ts = status.modification_time
         if ict_from is not None and version >= ict_from:
+            if version < start or not read_in_commit_timestamps:
+                continue  # its own timestamp, whatever came before: nothing to carry forward
             for obj in log.read_commit_raw(version, status.path):
                 info = obj.get("commitInfo")
                 if isinstance(info, dict) and info.get("inCommitTimestamp") is not None:
