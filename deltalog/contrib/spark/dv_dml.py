@@ -7,7 +7,7 @@ Delta's ``DMLWithDeletionVectorsHelper``: when the table can take deletion vecto
 DELETE, UPDATE and MERGE do not rewrite the files holding matched rows. DELETE and UPDATE
 find the matched rows with one job over the candidate files: Spark's own Parquet scan
 (:func:`~deltalog.contrib.spark.native.scan_with_positions`, existing DVs applied) returns
-each matched row's ``_metadata.row_index``, the position the deletion vector counts
+each matched row's position in its Parquet file (Spark's row index), what the deletion vector counts
 (the Python reader's positions when the native path cannot read the table); MERGE takes
 the positions of the target rows its clauses act on from its own join;
 the driver merges them with the files' existing deletion vectors and commits Delta's
@@ -88,7 +88,7 @@ def matched_row_indexes(
 ) -> RowMarks:
     """One job over ``files``: the Parquet row positions of the live rows where ``cond`` is
     true, per file path as in the log (files without such a row are absent). ``scan``
-    (Spark's Parquet scan with ``_metadata.row_index``) where it can read the table, else
+    (Spark's Parquet scan with each row's position) where it can read the table, else
     the Python reader (:func:`~deltalog.contrib.spark.dataframes.files_dataframe`)."""
     from pyspark.sql import functions as F
 

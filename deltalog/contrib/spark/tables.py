@@ -471,7 +471,7 @@ class DeltaTable(AlterTableMethods):
 
     def _matched_rows(self, snapshot: Snapshot, files: Sequence[AddFile], cond: Column) -> RowMarks:
         """The Parquet positions of the rows of ``files`` matching ``cond``, found by Spark's
-        own scan (``_metadata.row_index``) where it can read the table."""
+        own scan (Spark's row index) where it can read the table."""
         from deltalog.contrib.spark.native import scan_with_positions
 
         return matched_row_indexes(self._spark, self._log, snapshot, files, cond, scan_with_positions)
