@@ -33,6 +33,7 @@ from deltalog.contrib.spark.dv_dml import (
 from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
 from deltalog.contrib.spark.generated import check_updated_columns, recompute_generated
+from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_set_transaction_only
 from deltalog.contrib.spark.logical_schema import logical_struct
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.table_alter import AlterTableMethods
@@ -418,6 +419,8 @@ class DeltaTable(AlterTableMethods):
 
         started = time.perf_counter()
         txn = start_transaction(self._log)
+        if begin_idempotent_command(self._spark, txn):
+            return
         snapshot = txn.snapshot
         candidates = self._candidates(txn, condition)
         whole_files = condition is None or _partition_only(condition, snapshot.metadata.partition_columns)
@@ -514,6 +517,8 @@ class DeltaTable(AlterTableMethods):
             raise DeltaAnalysisError("update needs set={column: expression}")
         started = time.perf_counter()
         txn = start_transaction(self._log)
+        if begin_idempotent_command(self._spark, txn):
+            return
         snapshot = txn.snapshot
         schema = logical_struct(snapshot.metadata.schema_string)
         assignments = _update_assignments(schema, set)
@@ -532,6 +537,9 @@ class DeltaTable(AlterTableMethods):
             touched, updated = self._touched(snapshot, candidates, cond)
         scanned = time.perf_counter()
         if not _report_scan("UPDATE", condition, snapshot.num_files, candidates, touched):
+            metrics, _ = _rewrite_metrics([], [], started, scanned)
+            metrics.update(numUpdatedRows="0", numCopiedRows="0")
+            commit_set_transaction_only(txn, Update(predicate=_describe(condition), user_metrics=metrics))
             return
         rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
         matched = F.coalesce(cond, F.lit(False))

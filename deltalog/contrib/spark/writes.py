@@ -43,6 +43,7 @@ from deltalog.contrib.spark.errors import (
 )
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, file_actions
 from deltalog.contrib.spark.generated import check_data_for_default_columns, with_high_water_marks
+from deltalog.contrib.spark.idempotent import pending_set_transactions
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 from deltalog.contrib.spark.replace_where import names_data_columns
@@ -396,9 +397,10 @@ def commit_files(
     The files are deleted only when the commit certainly did not land
     (:func:`~deltalog.txn.commit.commit_errors.commit_certainly_failed`); on an unknown outcome they
     are kept, since the version may exist and name them, and :class:`WriteOutcomeUnknownError`
-    is raised from the engine's error."""
+    is raised from the engine's error. A DML command made idempotent by the session's
+    ``txnAppId``/``txnVersion`` commits its ``SetTransaction`` with them."""
     try:
-        version = txn.commit(actions, operation)
+        version = txn.commit([*pending_set_transactions(txn), *actions], operation)
     except BaseException as exc:
         if commit_certainly_failed(exc):
             delete_files(spec, lines)
