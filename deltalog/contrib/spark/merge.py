@@ -351,7 +351,8 @@ class DeltaMergeBuilder:
         self, txn: OptimisticTransaction, columns: list[str], types: Mapping[str, str]
     ) -> tuple[list[AddFile], int]:
         """``(target files that may hold rows the MERGE touches, source row count)``; the read
-        is recorded in ``txn``: the partitions the terms select, or the whole table."""
+        is recorded in ``txn``: the partitions the terms select (or the whole table) and the
+        files statistics did not skip."""
         from deltalog.contrib.spark.merge_pruning import condition_terms, source_range_terms
         from deltalog.contrib.spark.scan import plan_files
         from deltalog.contrib.spark.schemas import physical_names
@@ -371,21 +372,19 @@ class DeltaMergeBuilder:
         ]
         mode = snapshot.properties.column_mapping_mode
         partition_filters = [t for t in terms if t[0].lower() in parts] if mode == "none" else []
-        files = list(txn.filter_files(partition_filters) if partition_filters else txn.filter_files())
         if not terms:
-            return files, source_rows
+            return txn.filter_files(partition_filters), source_rows
         import json
 
-        plan = plan_files(
-            files,
-            snapshot.version,
-            terms,
-            partitions,
-            types,
-            physical_names(json.loads(metadata.schema_string), mode),
-        )
-        log.info("MERGE reads %d of %d target files (terms %s)", len(plan.files), len(snapshot.files), terms)
-        return plan.files, source_rows
+        physical = physical_names(json.loads(metadata.schema_string), mode)
+
+        def skipped(files: list[AddFile]) -> list[AddFile]:
+            return plan_files(files, snapshot.version, terms, partitions, types, physical).files
+
+        # as Delta's filterFiles: the files kept are the files read (conflict checks)
+        files = txn.filter_files(partition_filters, data_skipping=skipped)
+        log.info("MERGE reads %d of %d target files (terms %s)", len(files), len(snapshot.files), terms)
+        return files, source_rows
 
     def execute(self) -> None:
         """Run the MERGE as one transaction on the table's latest snapshot, in Delta's steps:

@@ -340,9 +340,10 @@ class DeltaTable(AlterTableMethods):
         columns prune by partition values, and its terms on data columns skip the files whose
         ``minValues``/``maxValues``/``nullCount`` statistics prove no row matches (the read
         path's rules, :func:`~deltalog.contrib.spark.scan.plan_files`). Any other condition
-        (a Column, ``OR``, functions) skips nothing. The transaction records the
-        partition-level read, a superset of the files kept, so a concurrent commit that adds
-        or removes a file in those partitions still conflicts."""
+        (a Column, ``OR``, functions) skips nothing. As Delta's ``filterFiles``, the
+        transaction records the partition predicate (a concurrent add into those partitions
+        conflicts) and the files kept as read (a concurrent removal of one of them
+        conflicts; of a file the statistics skipped, not)."""
         from deltalog.contrib.spark import schemas
         from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 
@@ -357,8 +358,11 @@ class DeltaTable(AlterTableMethods):
         time_zone = None if self._spark is None else self._spark.conf.get("spark.sql.session.timeZone")
         filters = at_session_time_zone(filters, types, time_zone)
         parts = {c.lower(): c for c in metadata.partition_columns}
-        files = list(txn.filter_files([(parts[c.lower()], op, v) for c, op, v in filters if c.lower() in parts]))
-        return _stats_skipped(txn.snapshot, files, condition)
+        snapshot = txn.snapshot
+        return txn.filter_files(
+            [(parts[c.lower()], op, v) for c, op, v in filters if c.lower() in parts],
+            data_skipping=lambda files: _stats_skipped(snapshot, files, condition),
+        )
 
     def _touched(self, snapshot: Snapshot, files: Sequence[AddFile], cond: Column) -> tuple[list[AddFile], int]:
         """Delta's first pass ("finding touched files"): one job reads each candidate once

@@ -28,7 +28,7 @@ import random
 import time
 import uuid
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -325,8 +325,18 @@ class OptimisticTransaction:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def filter_files(self, partition_filters: Sequence[PartitionFilter] | None = None) -> list[AddFile]:
-        """Active files matching the partition filters; records the read for conflict checks."""
+    def filter_files(
+        self,
+        partition_filters: Sequence[PartitionFilter] | None = None,
+        data_skipping: Callable[[list[AddFile]], list[AddFile]] | None = None,
+    ) -> list[AddFile]:
+        """Active files matching the partition filters; records the read for conflict checks.
+
+        ``data_skipping`` drops the files whose statistics rule out the reader's data
+        predicate; as Delta's ``filterFiles``, the partition predicate is recorded (a
+        concurrent add into those partitions conflicts whatever its statistics) and only
+        the files kept are recorded as read (a concurrent removal of a skipped file does
+        not)."""
         self._check_open()
         if not self.table_exists:
             self._read_whole_table = True
@@ -339,6 +349,8 @@ class OptimisticTransaction:
             files = list(self.snapshot.files)
         else:
             files = [f for f in self.snapshot.files if predicate.matches(f.partition_values)]
+        if data_skipping is not None:
+            files = data_skipping(files)
         self._read_predicates.append(predicate)
         self._read_file_paths.update(decode_path(f.path) for f in files)
         return files
