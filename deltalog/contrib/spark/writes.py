@@ -51,6 +51,7 @@ from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.logstores.base import LogStoreSpec
 from deltalog.txn.commit.commit_errors import MetadataChangedError, commit_certainly_failed
+from deltalog.txn.commit.metadata_checks import verify_metadata
 from deltalog.txn.protocol.actions import (
     Action,
     AddCDCFile,
@@ -225,6 +226,8 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
         read_metadata = snapshot.metadata
         skip = _skips_existing_table(opts, snapshot, delta_log.table_uri)
         new_metadata = _metadata_change(opts, snapshot, data)
+    if new_metadata is not None:
+        verify_metadata(new_metadata)  # what the commit would refuse, refused before any file is written
     metadata = new_metadata or read_metadata
     assert metadata is not None  # a new table has new metadata
     on_data = bool(opts.replace_where) and names_data_columns(opts.replace_where or "", metadata)

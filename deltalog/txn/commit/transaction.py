@@ -73,6 +73,7 @@ from deltalog.txn.protocol.column_mapping import (
 )
 from deltalog.txn.protocol.identity import identity_commit_tags
 from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPredicate, partition_column_types
+from deltalog.txn.protocol.properties import InvalidPropertyError
 from deltalog.txn.protocol.protocol_requirements import merge_protocols, required_protocol
 
 if TYPE_CHECKING:
@@ -240,7 +241,10 @@ class OptimisticTransaction:
             return self._isolation_override
         if not self.table_exists:
             return IsolationLevel.SERIALIZABLE
-        return IsolationLevel.parse(self.snapshot.properties.isolation_level)
+        try:
+            return IsolationLevel.parse(self.snapshot.properties.isolation_level)
+        except InvalidPropertyError as exc:  # written by another engine: refuse before writing
+            raise InvalidTransactionError(f"cannot commit to {self.delta_log.table_uri}: {exc}") from exc
 
     # -- metadata and protocol -----------------------------------------------------------
 
