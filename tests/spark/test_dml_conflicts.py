@@ -71,3 +71,20 @@ def test_a_concurrent_add_into_the_read_partitions_still_conflicts_whatever_its_
     with pytest.raises(ConcurrentAppendError):
         _delete_around(uri, "p = 'a' AND id = 15", ["a2"], [_add("a3", 100, 200, "a")])
     assert _delete_around(uri, "p = 'a' AND id = 15", ["a2"], [_add("b1", 15, 15, "b")]) == 3
+
+
+def test_replace_where_on_data_columns_reads_only_the_files_statistics_keep(table_path: str) -> None:
+    """``replaceWhere`` on data columns is a DELETE of the rows it selects (Delta's
+    ``filterFiles(condition)``): a file whose statistics exclude the predicate is not read,
+    so a concurrent removal of it is no conflict, and its rows are not rewritten."""
+    from deltalog.contrib.spark.writes import commit_write
+    from tests.spark.test_write_transaction import _plan, _rows, _table_rows, _task_files, _write
+
+    _write(table_path, _rows([1, 1], [1, 5]))  # file 1: x in [1, 5]
+    _write(table_path, _rows([1, 1], [20, 30]))  # file 2: x in [20, 30]
+    low = next(f for f in DeltaLog.for_table(table_path).update().files if f.num_records() and "20" not in f.stats)
+    plan = _plan(table_path, overwrite=True, replaceWhere="x >= 15")
+    files = _task_files(plan, _rows([1], [25]))
+    DeltaLog.for_table(table_path).start_transaction().commit([low.remove(1)], Delete(predicate=["x < 10"]))
+    assert commit_write(plan, files) == 3
+    assert _table_rows(table_path) == [(1, 25)]

@@ -52,7 +52,7 @@ from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partitio
 from deltalog.contrib.spark.predicates import at_session_time_zone, in_session_time_zone, parse_partition_predicate
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
-from deltalog.txn.protocol.actions import DeletionVectorDescriptor
+from deltalog.txn.protocol.actions import AddFile, DeletionVectorDescriptor
 from deltalog.txn.protocol.features import READ_SUPPORTED
 from deltalog.txn.protocol.generated_columns import partition_expressions
 
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HIVE_TYPES",
     "NATIVE_READER_FEATURES",
+    "data_skipped_files",
     "hadoop_path",
     "hadoop_root",
     "read_table",
@@ -290,6 +291,26 @@ def where_terms(where: str | None) -> list[Term]:
         elif op in ("=", "<", "<=", ">", ">="):
             terms.append((column, op, value))
     return terms
+
+
+def data_skipped_files(snapshot: Snapshot, files: list[AddFile], condition: str) -> list[AddFile]:
+    """``files`` less those whose statistics prove that no row matches the terms of
+    ``condition`` on top-level data columns (terms that cannot skip are ignored): Delta's
+    data skipping in ``filterFiles``, for DML and ``replaceWhere`` on data columns."""
+    metadata = snapshot.metadata
+    parts = {c.lower() for c in metadata.partition_columns}
+    schema = json.loads(metadata.schema_string)
+    types = schemas.top_level_types(schema)
+    names = {n.lower(): n for n in types}
+    terms: list[Term] = [
+        (names[column.lower()], op, value)
+        for column, op, value in where_terms(condition)
+        if column.lower() in names and column.lower() not in parts
+    ]
+    if not terms or not files:
+        return files
+    physical = schemas.physical_names(schema, snapshot.properties.column_mapping_mode)
+    return plan_files(files, snapshot.version, terms, (), types, physical).files
 
 
 def _snapshot(read: ReadOptions) -> tuple[DeltaLog, Snapshot]:

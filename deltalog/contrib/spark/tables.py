@@ -109,29 +109,6 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _stats_skipped(snapshot: Snapshot, files: list[AddFile], condition: str) -> list[AddFile]:
-    """``files`` less those whose statistics prove that no row matches the terms of
-    ``condition`` on top-level data columns (terms that cannot skip are ignored)."""
-    from deltalog.contrib.spark import schemas
-    from deltalog.contrib.spark.native import where_terms
-    from deltalog.contrib.spark.scan import Term, plan_files
-
-    metadata = snapshot.metadata
-    parts = {c.lower() for c in metadata.partition_columns}
-    schema = json.loads(metadata.schema_string)
-    types = schemas.top_level_types(schema)
-    names = {n.lower(): n for n in types}
-    terms: list[Term] = [
-        (names[column.lower()], op, value)
-        for column, op, value in where_terms(condition)
-        if column.lower() in names and column.lower() not in parts
-    ]
-    if not terms or not files:
-        return files
-    physical = schemas.physical_names(schema, snapshot.properties.column_mapping_mode)
-    return plan_files(files, snapshot.version, terms, (), types, physical).files
-
-
 def _rewrite_metrics(
     removed: Sequence[AddFile], lines: Sequence[str], started: float, scanned: float
 ) -> tuple[dict[str, str], int | None]:
@@ -345,6 +322,7 @@ class DeltaTable(AlterTableMethods):
         conflicts) and the files kept as read (a concurrent removal of one of them
         conflicts; of a file the statistics skipped, not)."""
         from deltalog.contrib.spark import schemas
+        from deltalog.contrib.spark.native import data_skipped_files
         from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 
         if not isinstance(condition, str):
@@ -361,7 +339,7 @@ class DeltaTable(AlterTableMethods):
         snapshot = txn.snapshot
         return txn.filter_files(
             [(parts[c.lower()], op, v) for c, op, v in filters if c.lower() in parts],
-            data_skipping=lambda files: _stats_skipped(snapshot, files, condition),
+            data_skipping=lambda files: data_skipped_files(snapshot, files, condition),
         )
 
     def _touched(self, snapshot: Snapshot, files: Sequence[AddFile], cond: Column) -> tuple[list[AddFile], int]:
