@@ -26,7 +26,8 @@ def test_a_write_creating_a_table_refuses_an_isolation_level_that_is_not_a_table
     assert not os.path.exists(table_path)
 
 
-def test_a_table_carrying_snapshot_isolation_fails_writes_and_keeps_nothing(table_path: str) -> None:
+def _carry_snapshot_isolation(table_path: str) -> None:
+    """A table whose metadata says SnapshotIsolation, as another engine could write it."""
     assert _write(table_path, _rows([1], [10]), partitionBy="p") == 0
     commit = os.path.join(table_path, "_delta_log", f"{0:020d}.json")
     with open(commit, encoding="utf-8") as f:
@@ -37,8 +38,29 @@ def test_a_table_carrying_snapshot_isolation_fails_writes_and_keeps_nothing(tabl
     with open(commit, "w", encoding="utf-8") as f:
         f.write("\n".join(json.dumps(a) for a in lines) + "\n")
     os.remove(commit.replace(".json", ".crc"))
+
+
+def test_a_table_carrying_snapshot_isolation_fails_writes_and_keeps_nothing(table_path: str) -> None:
+    _carry_snapshot_isolation(table_path)
     plan = _plan(table_path, overwrite=True, replaceWhere="p = 1")
     files = _task_files(plan, _rows([1], [100]))
     with pytest.raises(InvalidTransactionError, match=r"delta\.isolationLevel"):
         commit_write(plan, files)
     assert len(_data_files(table_path)) == 1  # the table's file; the write's file is gone
+
+
+def test_a_table_carrying_a_bad_level_can_be_repaired_by_setting_a_valid_one(table_path: str) -> None:
+    """The commit that sets a valid level runs at it (Delta takes the level from the
+    transaction's metadata), so the table is not locked by the bad value."""
+    from dataclasses import replace
+
+    from deltalog.txn.commit.operations import SetTableProperties
+    from deltalog.txn.delta_log import DeltaLog
+
+    _carry_snapshot_isolation(table_path)
+    txn = DeltaLog.for_table(table_path).start_transaction()
+    metadata = txn.snapshot.metadata
+    props = {"delta.isolationLevel": "Serializable"}
+    txn.update_metadata(replace(metadata, configuration={**metadata.configuration, **props}))
+    assert txn.commit([], SetTableProperties(properties=props)) == 1
+    assert _write(table_path, _rows([2], [20])) == 2

@@ -236,13 +236,16 @@ class OptimisticTransaction:
 
     @property
     def isolation_level(self) -> IsolationLevel:
-        """The table's isolation level (or the override given at start)."""
+        """The table's isolation level (or the override given at start), from the metadata
+        this transaction commits with (Delta's ``getDefaultIsolationLevel``): a commit that
+        sets ``delta.isolationLevel`` runs at the level it sets."""
         if self._isolation_override is not None:
             return self._isolation_override
-        if not self.table_exists:
+        metadata = self.metadata
+        if not self.table_exists or metadata is None:
             return IsolationLevel.SERIALIZABLE
         try:
-            return IsolationLevel.parse(self.snapshot.properties.isolation_level)
+            return IsolationLevel.parse(metadata.properties.isolation_level)
         except InvalidPropertyError as exc:  # written by another engine: refuse before writing
             raise InvalidTransactionError(f"cannot commit to {self.delta_log.table_uri}: {exc}") from exc
 
