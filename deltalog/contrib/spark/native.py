@@ -46,13 +46,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from deltalog.contrib.spark import schemas
+from deltalog.contrib.spark.data_skipping import where_terms
 from deltalog.contrib.spark.errors import DeltaAnalysisError, NativeReadUnsupportedError
 from deltalog.contrib.spark.options import ReadOptions
 from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partition_directory, typed_partition_value
-from deltalog.contrib.spark.predicates import at_session_time_zone, in_session_time_zone, parse_partition_predicate
+from deltalog.contrib.spark.predicates import at_session_time_zone, in_session_time_zone
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
-from deltalog.txn.protocol.actions import AddFile, DeletionVectorDescriptor
+from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 from deltalog.txn.protocol.features import READ_SUPPORTED
 from deltalog.txn.protocol.generated_columns import partition_expressions
 
@@ -66,7 +67,6 @@ if TYPE_CHECKING:
 __all__ = [
     "HIVE_TYPES",
     "NATIVE_READER_FEATURES",
-    "data_skipped_files",
     "hadoop_path",
     "hadoop_root",
     "read_table",
@@ -270,47 +270,6 @@ def _file_list(files: Any, root: str, partition_keys: Mapping[str, str]) -> File
         values,
         dvs,
     )
-
-
-def where_terms(where: str | None) -> list[Term]:
-    """The file-skipping terms of a ``where`` predicate (terms that cannot skip are dropped)."""
-    if not where:
-        return []
-    try:
-        filters = parse_partition_predicate(where)
-    except DeltaAnalysisError:
-        return []  # not a simple conjunction: Spark still filters the rows, nothing is skipped
-    terms: list[Term] = []
-    for column, op, value in filters:
-        if op == "=" and value is None:
-            terms.append((column, "isnull", None))
-        elif op == "!=" and value is None:
-            terms.append((column, "notnull", None))
-        elif op == "in":
-            terms.append((column, "in", tuple(value)))
-        elif op in ("=", "<", "<=", ">", ">="):
-            terms.append((column, op, value))
-    return terms
-
-
-def data_skipped_files(snapshot: Snapshot, files: list[AddFile], condition: str) -> list[AddFile]:
-    """``files`` less those whose statistics prove that no row matches the terms of
-    ``condition`` on top-level data columns (terms that cannot skip are ignored): Delta's
-    data skipping in ``filterFiles``, for DML and ``replaceWhere`` on data columns."""
-    metadata = snapshot.metadata
-    parts = {c.lower() for c in metadata.partition_columns}
-    schema = json.loads(metadata.schema_string)
-    types = schemas.top_level_types(schema)
-    names = {n.lower(): n for n in types}
-    terms: list[Term] = [
-        (names[column.lower()], op, value)
-        for column, op, value in where_terms(condition)
-        if column.lower() in names and column.lower() not in parts
-    ]
-    if not terms or not files:
-        return files
-    physical = schemas.physical_names(schema, snapshot.properties.column_mapping_mode)
-    return plan_files(files, snapshot.version, terms, (), types, physical).files
 
 
 def _snapshot(read: ReadOptions) -> tuple[DeltaLog, Snapshot]:

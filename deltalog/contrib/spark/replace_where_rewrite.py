@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow.compute as pc
 
+from deltalog.contrib.spark.data_skipping import data_skipped_files
 from deltalog.contrib.spark.files import WriteSpec, delete_files, write_batches
 from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
-from deltalog.contrib.spark.native import data_skipped_files
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_file
 from deltalog.contrib.spark.replace_where import compiled_predicate, partition_filters
 from deltalog.txn.protocol.actions import AddFile

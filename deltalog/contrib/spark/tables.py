@@ -322,7 +322,7 @@ class DeltaTable(AlterTableMethods):
         conflicts) and the files kept as read (a concurrent removal of one of them
         conflicts; of a file the statistics skipped, not)."""
         from deltalog.contrib.spark import schemas
-        from deltalog.contrib.spark.native import data_skipped_files
+        from deltalog.contrib.spark.data_skipping import data_skipped_files
         from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 
         if not isinstance(condition, str):
@@ -407,25 +407,7 @@ class DeltaTable(AlterTableMethods):
         candidates = self._candidates(txn, condition)
         whole_files = condition is None or _partition_only(condition, snapshot.metadata.partition_columns)
         if whole_files:
-            # Delta's metadata-only delete: the condition holds for every row of the pruned
-            # files, so they are removed without being read (with CDF on, their rows are
-            # written as change data, which reads them)
-            if condition is not None and not candidates:
-                log.info("DELETE %s matched no file; nothing committed", _describe(condition))
-                return
-            scanned = time.perf_counter()
-            lines: list[str] = []
-            if self._cdf(snapshot) and candidates:
-                rows = files_dataframe(self._spark, self._log, snapshot, candidates, with_file=False)
-                lines = write_dataframe(rows.withColumn(CDC_TYPE_COLUMN, F.lit("delete")), self._write_spec(snapshot))
-            metrics, _ = _rewrite_metrics(candidates, lines, started, scanned)
-            metrics["numCopiedRows"] = "0"
-            deleted = _logical_records(candidates)
-            if deleted is not None:
-                metrics["numDeletedRows"] = str(deleted)
-            predicate = [] if condition is None else [_describe(condition)]
-            version = self._commit_rewrite(txn, candidates, lines, Delete(predicate=predicate, user_metrics=metrics))
-            log.info("DELETE %s (whole files, none read) committed version %d", _describe(condition), version)
+            self._delete_whole_files(txn, candidates, condition, started)
             return
         assert condition is not None  # handled above
         cond = _col(condition)
@@ -453,6 +435,38 @@ class DeltaTable(AlterTableMethods):
             txn, touched, lines, Delete(predicate=[_describe(condition)], user_metrics=metrics)
         )
         log.info("DELETE %s committed version %d (%s)", _describe(condition), version, metrics)
+
+    def _delete_whole_files(
+        self,
+        txn: OptimisticTransaction,
+        candidates: list[AddFile],
+        condition: ExpressionOrColumn | None,
+        started: float,
+    ) -> None:
+        """Delta's metadata-only delete: the condition holds for every row of the pruned
+        files, so they are removed without being read (with CDF on, their rows are written
+        as change data, which reads them)."""
+        from pyspark.sql import functions as F
+
+        from deltalog.txn.commit.operations import Delete
+
+        snapshot = txn.snapshot
+        if condition is not None and not candidates:
+            log.info("DELETE %s matched no file; nothing committed", _describe(condition))
+            return
+        scanned = time.perf_counter()
+        lines: list[str] = []
+        if self._cdf(snapshot) and candidates:
+            rows = files_dataframe(self._spark, self._log, snapshot, candidates, with_file=False)
+            lines = write_dataframe(rows.withColumn(CDC_TYPE_COLUMN, F.lit("delete")), self._write_spec(snapshot))
+        metrics, _ = _rewrite_metrics(candidates, lines, started, scanned)
+        metrics["numCopiedRows"] = "0"
+        deleted = _logical_records(candidates)
+        if deleted is not None:
+            metrics["numDeletedRows"] = str(deleted)
+        predicate = [] if condition is None else [_describe(condition)]
+        version = self._commit_rewrite(txn, candidates, lines, Delete(predicate=predicate, user_metrics=metrics))
+        log.info("DELETE %s (whole files, none read) committed version %d", _describe(condition), version)
 
     def _matched_rows(self, snapshot: Snapshot, files: Sequence[AddFile], cond: Column) -> RowMarks:
         """The Parquet positions of the rows of ``files`` matching ``cond``, found by Spark's
@@ -519,8 +533,7 @@ class DeltaTable(AlterTableMethods):
             touched, updated = self._touched(snapshot, candidates, cond)
         scanned = time.perf_counter()
         if not _report_scan("UPDATE", condition, snapshot.num_files, candidates, touched):
-            metrics, _ = _rewrite_metrics([], [], started, scanned)
-            metrics.update(numUpdatedRows="0", numCopiedRows="0")
+            metrics = {**_rewrite_metrics([], [], started, scanned)[0], "numUpdatedRows": "0", "numCopiedRows": "0"}
             commit_set_transaction_only(txn, Update(predicate=_describe(condition), user_metrics=metrics))
             return
         rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
@@ -533,6 +546,21 @@ class DeltaTable(AlterTableMethods):
         if marks is not None:
             self._commit_update_marking_rows(txn, touched, marks, lines, condition, started, scanned)
             return
+        self._commit_update_rewrite(txn, touched, lines, updated, condition, started, scanned)
+
+    def _commit_update_rewrite(
+        self,
+        txn: OptimisticTransaction,
+        touched: Sequence[AddFile],
+        lines: Sequence[str],
+        updated: int | None,
+        condition: ExpressionOrColumn | None,
+        started: float,
+        scanned: float,
+    ) -> None:
+        """Commit an UPDATE that rewrote the ``touched`` files as the files of ``lines``."""
+        from deltalog.txn.commit.operations import Update
+
         metrics, written = _rewrite_metrics(touched, lines, started, scanned)
         # the rewritten files hold the updated and the copied rows
         if updated is None and written is not None:
