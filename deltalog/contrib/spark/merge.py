@@ -46,6 +46,7 @@ from deltalog.contrib.spark.dv_dml import (
 from deltalog.contrib.spark.errors import DeltaAnalysisError, MergeCardinalityError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
 from deltalog.contrib.spark.generated import prepare_merge_assignments, recompute_generated
+from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_set_transaction_only
 from deltalog.contrib.spark.merge_scan import TargetRows, scan_target
 from deltalog.contrib.spark.merge_source import materialized_source
 from deltalog.contrib.spark.merge_write import write_labelled
@@ -350,7 +351,8 @@ class DeltaMergeBuilder:
         self, txn: OptimisticTransaction, columns: list[str], types: Mapping[str, str]
     ) -> tuple[list[AddFile], int]:
         """``(target files that may hold rows the MERGE touches, source row count)``; the read
-        is recorded in ``txn``: the partitions the terms select, or the whole table."""
+        is recorded in ``txn``: the partitions the terms select (or the whole table) and the
+        files statistics did not skip."""
         from deltalog.contrib.spark.merge_pruning import condition_terms, source_range_terms
         from deltalog.contrib.spark.scan import plan_files
         from deltalog.contrib.spark.schemas import physical_names
@@ -370,21 +372,19 @@ class DeltaMergeBuilder:
         ]
         mode = snapshot.properties.column_mapping_mode
         partition_filters = [t for t in terms if t[0].lower() in parts] if mode == "none" else []
-        files = list(txn.filter_files(partition_filters) if partition_filters else txn.filter_files())
         if not terms:
-            return files, source_rows
+            return txn.filter_files(partition_filters), source_rows
         import json
 
-        plan = plan_files(
-            files,
-            snapshot.version,
-            terms,
-            partitions,
-            types,
-            physical_names(json.loads(metadata.schema_string), mode),
-        )
-        log.info("MERGE reads %d of %d target files (terms %s)", len(plan.files), len(snapshot.files), terms)
-        return plan.files, source_rows
+        physical = physical_names(json.loads(metadata.schema_string), mode)
+
+        def skipped(files: list[AddFile]) -> list[AddFile]:
+            return plan_files(files, snapshot.version, terms, partitions, types, physical).files
+
+        # as Delta's filterFiles: the files kept are the files read (conflict checks)
+        files = txn.filter_files(partition_filters, data_skipping=skipped)
+        log.info("MERGE reads %d of %d target files (terms %s)", len(files), len(snapshot.files), terms)
+        return files, source_rows
 
     def execute(self) -> None:
         """Run the MERGE as one transaction on the table's latest snapshot, in Delta's steps:
@@ -405,23 +405,27 @@ class DeltaMergeBuilder:
                     f"When there are more than one {kind} clauses in a MERGE statement, only the last {kind} "
                     "clause can omit the condition (a clause after an unconditional one could never act)"
                 )
+        txn = start_transaction(self._table._log)
+        if begin_idempotent_command(self._table._spark, txn):
+            return
         insert_only = not self._matched and not self._not_matched_by_source
         with materialized_source(self._source, insert_only):
-            plan = self._plan()
+            plan = self._plan(txn)
             if insert_only:
                 self._insert_only(plan)
                 return
             touched = self._find_touched(plan)
             if not touched.files and not self._not_matched:
-                log.info("MERGE matched no rows and has no insert clause; nothing committed")
+                log.info("MERGE matched no rows and has no insert clause; nothing to rewrite")
+                self._commit_no_change(plan, touched.scanned)
                 return
             lines, counts, marks = self._rewrite(plan, touched)
             self._commit(plan, touched, lines, counts, marks)
 
-    def _plan(self) -> _MergePlan:
-        """Open the transaction on the latest snapshot, resolve the clauses' assignments,
-        choose the candidate target files (recorded as read) and add the source columns the
-        table lacks (schema evolution)."""
+    def _plan(self, txn: OptimisticTransaction) -> _MergePlan:
+        """On the transaction (opened on the latest snapshot), resolve the clauses'
+        assignments, choose the candidate target files (recorded as read) and add the source
+        columns the table lacks (schema evolution)."""
         import json
         import time
 
@@ -432,7 +436,6 @@ class DeltaMergeBuilder:
 
         started = time.perf_counter()
         table = self._table
-        txn = start_transaction(table._log)
         snapshot = txn.snapshot
         talias = table._alias or "target"
         evolve = self._can_evolve()
@@ -748,6 +751,25 @@ class DeltaMergeBuilder:
         version = self._table._commit_rewrite(plan.txn, touched.files, lines, self._operation(metrics))
         log.info("MERGE committed version %d (%s)", version, metrics)
 
+    def _commit_no_change(self, plan: _MergePlan, scanned: float) -> None:
+        """A MERGE that changed no row commits only the session's ``SetTransaction`` of an
+        idempotent MERGE (as Delta), else nothing."""
+        metrics = _metrics(
+            source_rows=plan.source_rows,
+            inserted=0,
+            matched_updated=0,
+            by_source_updated=0,
+            matched_deleted=0,
+            by_source_deleted=0,
+            copied=0,
+            adds=[],
+            cdcs=[],
+            removed=[],
+            started=plan.started,
+            scanned=scanned,
+        )
+        commit_set_transaction_only(plan.txn, self._operation(metrics))
+
     def _labels(self) -> list[str]:
         """Every label :meth:`_labelled_rows` can give a row."""
         matched = [f"m{c.kind[0]}{i}" for i, c in enumerate(self._matched)]
@@ -805,7 +827,8 @@ class DeltaMergeBuilder:
         lines = self._write(plan, out)
         adds, _ = file_actions(lines)
         if not adds:
-            log.info("MERGE inserted no rows; nothing committed")
+            log.info("MERGE inserted no rows; nothing to commit")
+            self._commit_no_change(plan, scanned)
             return
         counted = [a.num_records() for a in adds]
         inserted = sum(n for n in counted if n is not None) if None not in counted else out.count()

@@ -46,10 +46,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from deltalog.contrib.spark import schemas
+from deltalog.contrib.spark.data_skipping import where_terms
 from deltalog.contrib.spark.errors import DeltaAnalysisError, NativeReadUnsupportedError
 from deltalog.contrib.spark.options import ReadOptions
 from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partition_directory, typed_partition_value
-from deltalog.contrib.spark.predicates import at_session_time_zone, in_session_time_zone, parse_partition_predicate
+from deltalog.contrib.spark.predicates import at_session_time_zone, in_session_time_zone
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor
@@ -269,27 +270,6 @@ def _file_list(files: Any, root: str, partition_keys: Mapping[str, str]) -> File
         values,
         dvs,
     )
-
-
-def where_terms(where: str | None) -> list[Term]:
-    """The file-skipping terms of a ``where`` predicate (terms that cannot skip are dropped)."""
-    if not where:
-        return []
-    try:
-        filters = parse_partition_predicate(where)
-    except DeltaAnalysisError:
-        return []  # not a simple conjunction: Spark still filters the rows, nothing is skipped
-    terms: list[Term] = []
-    for column, op, value in filters:
-        if op == "=" and value is None:
-            terms.append((column, "isnull", None))
-        elif op == "!=" and value is None:
-            terms.append((column, "notnull", None))
-        elif op == "in":
-            terms.append((column, "in", tuple(value)))
-        elif op in ("=", "<", "<=", ">", ">="):
-            terms.append((column, op, value))
-    return terms
 
 
 def _snapshot(read: ReadOptions) -> tuple[DeltaLog, Snapshot]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow.compute as pc
 
+from deltalog.contrib.spark.data_skipping import data_skipped_files
 from deltalog.contrib.spark.files import WriteSpec, delete_files, write_batches
 from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_file
@@ -29,11 +30,16 @@ def rewrite_outside(
     txn: OptimisticTransaction, predicate: str, spec: WriteSpec
 ) -> tuple[list[AddFile], list[str], dict[str, str]]:
     """The DELETE half: read the files of the transaction's snapshot the predicate's
-    partition terms select (:func:`partition_filters`; recorded as read), remove those
+    partition terms select (:func:`partition_filters`) less those whose statistics rule it
+    out (the files kept are recorded as read, as Delta's ``filterFiles``), remove those
     holding rows that match ``predicate`` and write their other rows again. Returns the
     removed files, the action lines of the rewritten files and the metrics."""
     metadata = txn.metadata
-    files = txn.filter_files(partition_filters(predicate, metadata) if metadata is not None else None)
+    snapshot = txn.snapshot
+    files = txn.filter_files(
+        partition_filters(predicate, metadata) if metadata is not None else None,
+        data_skipping=lambda candidates: data_skipped_files(snapshot, candidates, predicate),
+    )
     if not files:
         return [], [], {}
     snapshot = txn.snapshot

@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.dataframes import write_dataframe
+from deltalog.contrib.spark.idempotent import reset_session_version, session_application_transaction
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.writes import commit_write, plan_write
 
@@ -49,16 +50,31 @@ def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -
     raw = _option_strings(options)
     native = raw.pop("native", None)
     spark = df.sparkSession
-    raw = {**_session_defaults(spark, raw), **raw}
+    from_session = _session_application_transaction(spark, raw)
+    raw = {**_session_defaults(spark, raw), **from_session, **raw}
     opts = WriteOptions.parse({**raw, "path": uri, "saveMode": mode}, overwrite=mode.strip().lower() == "overwrite")
     opts = replace(opts, session_time_zone=spark.conf.get(_TIME_ZONE, None))
     plan = plan_write(opts, df.schema.json())
     if plan.skip:
+        if from_session:
+            reset_session_version(spark)
         log.info("write to %s skipped (%s mode, or an idempotent write already committed)", uri, mode)
         return None
     forced = None if native is None else native.strip().lower() == "true"
     lines = write_dataframe(df, plan.spec, native=forced)
+    if from_session:
+        reset_session_version(spark)  # as Delta's createSetTransaction, before the commit
     return commit_write(plan, lines)
+
+
+def _session_application_transaction(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
+    """``txnAppId``/``txnVersion`` from the session confs when the options give neither
+    (Delta's ``getTxnVersionAndAppId``): an idempotent write without options."""
+    lowered = {k.lower() for k in options}
+    if "txnappid" in lowered or "txnversion" in lowered:
+        return {}
+    app = session_application_transaction(spark)
+    return {} if app is None else {"txnAppId": app.app_id, "txnVersion": str(app.version)}
 
 
 def _session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:

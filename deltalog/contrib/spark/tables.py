@@ -33,6 +33,7 @@ from deltalog.contrib.spark.dv_dml import (
 from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
 from deltalog.contrib.spark.generated import check_updated_columns, recompute_generated
+from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_set_transaction_only
 from deltalog.contrib.spark.logical_schema import logical_struct
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.table_alter import AlterTableMethods
@@ -106,29 +107,6 @@ def _logical_records(files: Sequence[AddFile]) -> int | None:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _stats_skipped(snapshot: Snapshot, files: list[AddFile], condition: str) -> list[AddFile]:
-    """``files`` less those whose statistics prove that no row matches the terms of
-    ``condition`` on top-level data columns (terms that cannot skip are ignored)."""
-    from deltalog.contrib.spark import schemas
-    from deltalog.contrib.spark.native import where_terms
-    from deltalog.contrib.spark.scan import Term, plan_files
-
-    metadata = snapshot.metadata
-    parts = {c.lower() for c in metadata.partition_columns}
-    schema = json.loads(metadata.schema_string)
-    types = schemas.top_level_types(schema)
-    names = {n.lower(): n for n in types}
-    terms: list[Term] = [
-        (names[column.lower()], op, value)
-        for column, op, value in where_terms(condition)
-        if column.lower() in names and column.lower() not in parts
-    ]
-    if not terms or not files:
-        return files
-    physical = schemas.physical_names(schema, snapshot.properties.column_mapping_mode)
-    return plan_files(files, snapshot.version, terms, (), types, physical).files
 
 
 def _rewrite_metrics(
@@ -339,10 +317,12 @@ class DeltaTable(AlterTableMethods):
         columns prune by partition values, and its terms on data columns skip the files whose
         ``minValues``/``maxValues``/``nullCount`` statistics prove no row matches (the read
         path's rules, :func:`~deltalog.contrib.spark.scan.plan_files`). Any other condition
-        (a Column, ``OR``, functions) skips nothing. The transaction records the
-        partition-level read, a superset of the files kept, so a concurrent commit that adds
-        or removes a file in those partitions still conflicts."""
+        (a Column, ``OR``, functions) skips nothing. As Delta's ``filterFiles``, the
+        transaction records the partition predicate (a concurrent add into those partitions
+        conflicts) and the files kept as read (a concurrent removal of one of them
+        conflicts; of a file the statistics skipped, not)."""
         from deltalog.contrib.spark import schemas
+        from deltalog.contrib.spark.data_skipping import data_skipped_files
         from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 
         if not isinstance(condition, str):
@@ -356,8 +336,11 @@ class DeltaTable(AlterTableMethods):
         time_zone = None if self._spark is None else self._spark.conf.get("spark.sql.session.timeZone")
         filters = at_session_time_zone(filters, types, time_zone)
         parts = {c.lower(): c for c in metadata.partition_columns}
-        files = list(txn.filter_files([(parts[c.lower()], op, v) for c, op, v in filters if c.lower() in parts]))
-        return _stats_skipped(txn.snapshot, files, condition)
+        snapshot = txn.snapshot
+        return txn.filter_files(
+            [(parts[c.lower()], op, v) for c, op, v in filters if c.lower() in parts],
+            data_skipping=lambda files: data_skipped_files(snapshot, files, condition),
+        )
 
     def _touched(self, snapshot: Snapshot, files: Sequence[AddFile], cond: Column) -> tuple[list[AddFile], int]:
         """Delta's first pass ("finding touched files"): one job reads each candidate once
@@ -418,29 +401,13 @@ class DeltaTable(AlterTableMethods):
 
         started = time.perf_counter()
         txn = start_transaction(self._log)
+        if begin_idempotent_command(self._spark, txn):
+            return
         snapshot = txn.snapshot
         candidates = self._candidates(txn, condition)
         whole_files = condition is None or _partition_only(condition, snapshot.metadata.partition_columns)
         if whole_files:
-            # Delta's metadata-only delete: the condition holds for every row of the pruned
-            # files, so they are removed without being read (with CDF on, their rows are
-            # written as change data, which reads them)
-            if condition is not None and not candidates:
-                log.info("DELETE %s matched no file; nothing committed", _describe(condition))
-                return
-            scanned = time.perf_counter()
-            lines: list[str] = []
-            if self._cdf(snapshot) and candidates:
-                rows = files_dataframe(self._spark, self._log, snapshot, candidates, with_file=False)
-                lines = write_dataframe(rows.withColumn(CDC_TYPE_COLUMN, F.lit("delete")), self._write_spec(snapshot))
-            metrics, _ = _rewrite_metrics(candidates, lines, started, scanned)
-            metrics["numCopiedRows"] = "0"
-            deleted = _logical_records(candidates)
-            if deleted is not None:
-                metrics["numDeletedRows"] = str(deleted)
-            predicate = [] if condition is None else [_describe(condition)]
-            version = self._commit_rewrite(txn, candidates, lines, Delete(predicate=predicate, user_metrics=metrics))
-            log.info("DELETE %s (whole files, none read) committed version %d", _describe(condition), version)
+            self._delete_whole_files(txn, candidates, condition, started)
             return
         assert condition is not None  # handled above
         cond = _col(condition)
@@ -468,6 +435,38 @@ class DeltaTable(AlterTableMethods):
             txn, touched, lines, Delete(predicate=[_describe(condition)], user_metrics=metrics)
         )
         log.info("DELETE %s committed version %d (%s)", _describe(condition), version, metrics)
+
+    def _delete_whole_files(
+        self,
+        txn: OptimisticTransaction,
+        candidates: list[AddFile],
+        condition: ExpressionOrColumn | None,
+        started: float,
+    ) -> None:
+        """Delta's metadata-only delete: the condition holds for every row of the pruned
+        files, so they are removed without being read (with CDF on, their rows are written
+        as change data, which reads them)."""
+        from pyspark.sql import functions as F
+
+        from deltalog.txn.commit.operations import Delete
+
+        snapshot = txn.snapshot
+        if condition is not None and not candidates:
+            log.info("DELETE %s matched no file; nothing committed", _describe(condition))
+            return
+        scanned = time.perf_counter()
+        lines: list[str] = []
+        if self._cdf(snapshot) and candidates:
+            rows = files_dataframe(self._spark, self._log, snapshot, candidates, with_file=False)
+            lines = write_dataframe(rows.withColumn(CDC_TYPE_COLUMN, F.lit("delete")), self._write_spec(snapshot))
+        metrics, _ = _rewrite_metrics(candidates, lines, started, scanned)
+        metrics["numCopiedRows"] = "0"
+        deleted = _logical_records(candidates)
+        if deleted is not None:
+            metrics["numDeletedRows"] = str(deleted)
+        predicate = [] if condition is None else [_describe(condition)]
+        version = self._commit_rewrite(txn, candidates, lines, Delete(predicate=predicate, user_metrics=metrics))
+        log.info("DELETE %s (whole files, none read) committed version %d", _describe(condition), version)
 
     def _matched_rows(self, snapshot: Snapshot, files: Sequence[AddFile], cond: Column) -> RowMarks:
         """The Parquet positions of the rows of ``files`` matching ``cond``, found by Spark's
@@ -514,6 +513,8 @@ class DeltaTable(AlterTableMethods):
             raise DeltaAnalysisError("update needs set={column: expression}")
         started = time.perf_counter()
         txn = start_transaction(self._log)
+        if begin_idempotent_command(self._spark, txn):
+            return
         snapshot = txn.snapshot
         schema = logical_struct(snapshot.metadata.schema_string)
         assignments = _update_assignments(schema, set)
@@ -532,6 +533,8 @@ class DeltaTable(AlterTableMethods):
             touched, updated = self._touched(snapshot, candidates, cond)
         scanned = time.perf_counter()
         if not _report_scan("UPDATE", condition, snapshot.num_files, candidates, touched):
+            metrics = {**_rewrite_metrics([], [], started, scanned)[0], "numUpdatedRows": "0", "numCopiedRows": "0"}
+            commit_set_transaction_only(txn, Update(predicate=_describe(condition), user_metrics=metrics))
             return
         rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
         matched = F.coalesce(cond, F.lit(False))
@@ -543,6 +546,21 @@ class DeltaTable(AlterTableMethods):
         if marks is not None:
             self._commit_update_marking_rows(txn, touched, marks, lines, condition, started, scanned)
             return
+        self._commit_update_rewrite(txn, touched, lines, updated, condition, started, scanned)
+
+    def _commit_update_rewrite(
+        self,
+        txn: OptimisticTransaction,
+        touched: Sequence[AddFile],
+        lines: Sequence[str],
+        updated: int | None,
+        condition: ExpressionOrColumn | None,
+        started: float,
+        scanned: float,
+    ) -> None:
+        """Commit an UPDATE that rewrote the ``touched`` files as the files of ``lines``."""
+        from deltalog.txn.commit.operations import Update
+
         metrics, written = _rewrite_metrics(touched, lines, started, scanned)
         # the rewritten files hold the updated and the copied rows
         if updated is None and written is not None:

@@ -43,6 +43,7 @@ from deltalog.contrib.spark.errors import (
 )
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, file_actions
 from deltalog.contrib.spark.generated import check_data_for_default_columns, with_high_water_marks
+from deltalog.contrib.spark.idempotent import pending_set_transactions
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 from deltalog.contrib.spark.replace_where import names_data_columns
@@ -50,6 +51,7 @@ from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.logstores.base import LogStoreSpec
 from deltalog.txn.commit.commit_errors import MetadataChangedError, commit_certainly_failed
+from deltalog.txn.commit.metadata_checks import verify_metadata
 from deltalog.txn.protocol.actions import (
     Action,
     AddCDCFile,
@@ -224,6 +226,8 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
         read_metadata = snapshot.metadata
         skip = _skips_existing_table(opts, snapshot, delta_log.table_uri)
         new_metadata = _metadata_change(opts, snapshot, data)
+    if new_metadata is not None:
+        verify_metadata(new_metadata)  # what the commit would refuse, refused before any file is written
     metadata = new_metadata or read_metadata
     assert metadata is not None  # a new table has new metadata
     on_data = bool(opts.replace_where) and names_data_columns(opts.replace_where or "", metadata)
@@ -396,9 +400,10 @@ def commit_files(
     The files are deleted only when the commit certainly did not land
     (:func:`~deltalog.txn.commit.commit_errors.commit_certainly_failed`); on an unknown outcome they
     are kept, since the version may exist and name them, and :class:`WriteOutcomeUnknownError`
-    is raised from the engine's error."""
+    is raised from the engine's error. A DML command made idempotent by the session's
+    ``txnAppId``/``txnVersion`` commits its ``SetTransaction`` with them."""
     try:
-        version = txn.commit(actions, operation)
+        version = txn.commit([*pending_set_transactions(txn), *actions], operation)
     except BaseException as exc:
         if commit_certainly_failed(exc):
             delete_files(spec, lines)

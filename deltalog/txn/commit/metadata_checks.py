@@ -95,6 +95,7 @@ def verify_metadata(metadata: Metadata) -> None:
     try:
         cdf_on = metadata.properties.enable_change_data_feed
         _ = metadata.properties.checkpoint_interval  # a bad value is refused here, not at the next checkpoint
+        _ = metadata.properties.isolation_level  # not at the next commit's conflict checks
     except InvalidPropertyError as exc:
         raise InvalidMetadataError(str(exc)) from exc
     if cdf_on:

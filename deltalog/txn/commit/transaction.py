@@ -28,7 +28,7 @@ import random
 import time
 import uuid
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +73,7 @@ from deltalog.txn.protocol.column_mapping import (
 )
 from deltalog.txn.protocol.identity import identity_commit_tags
 from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPredicate, partition_column_types
+from deltalog.txn.protocol.properties import InvalidPropertyError
 from deltalog.txn.protocol.protocol_requirements import merge_protocols, required_protocol
 
 if TYPE_CHECKING:
@@ -235,12 +236,18 @@ class OptimisticTransaction:
 
     @property
     def isolation_level(self) -> IsolationLevel:
-        """The table's isolation level (or the override given at start)."""
+        """The table's isolation level (or the override given at start), from the metadata
+        this transaction commits with (Delta's ``getDefaultIsolationLevel``): a commit that
+        sets ``delta.isolationLevel`` runs at the level it sets."""
         if self._isolation_override is not None:
             return self._isolation_override
-        if not self.table_exists:
+        metadata = self.metadata
+        if not self.table_exists or metadata is None:
             return IsolationLevel.SERIALIZABLE
-        return IsolationLevel.parse(self.snapshot.properties.isolation_level)
+        try:
+            return IsolationLevel.parse(metadata.properties.isolation_level)
+        except InvalidPropertyError as exc:  # written by another engine: refuse before writing
+            raise InvalidTransactionError(f"cannot commit to {self.delta_log.table_uri}: {exc}") from exc
 
     # -- metadata and protocol -----------------------------------------------------------
 
@@ -325,8 +332,18 @@ class OptimisticTransaction:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def filter_files(self, partition_filters: Sequence[PartitionFilter] | None = None) -> list[AddFile]:
-        """Active files matching the partition filters; records the read for conflict checks."""
+    def filter_files(
+        self,
+        partition_filters: Sequence[PartitionFilter] | None = None,
+        data_skipping: Callable[[list[AddFile]], list[AddFile]] | None = None,
+    ) -> list[AddFile]:
+        """Active files matching the partition filters; records the read for conflict checks.
+
+        ``data_skipping`` drops the files whose statistics rule out the reader's data
+        predicate; as Delta's ``filterFiles``, the partition predicate is recorded (a
+        concurrent add into those partitions conflicts whatever its statistics) and only
+        the files kept are recorded as read (a concurrent removal of a skipped file does
+        not)."""
         self._check_open()
         if not self.table_exists:
             self._read_whole_table = True
@@ -339,6 +356,8 @@ class OptimisticTransaction:
             files = list(self.snapshot.files)
         else:
             files = [f for f in self.snapshot.files if predicate.matches(f.partition_values)]
+        if data_skipping is not None:
+            files = data_skipping(files)
         self._read_predicates.append(predicate)
         self._read_file_paths.update(decode_path(f.path) for f in files)
         return files

@@ -135,14 +135,18 @@ class TableProperties:
 
     @property
     def isolation_level(self) -> str:
+        """``delta.isolationLevel``: ``Serializable`` (default) or ``WriteSerializable``, Delta's
+        ``validTableIsolationLevels``. ``SnapshotIsolation`` is refused: it is only the level
+        a commit of ``dataChange=false`` file actions is downgraded to, and as a table level
+        it would switch off the check for concurrent appends into data a transaction read."""
         raw = self.get("delta.isolationLevel", "Serializable") or "Serializable"
-        valid = {
-            "serializable": "Serializable",
-            "writeserializable": "WriteSerializable",
-            "snapshotisolation": "SnapshotIsolation",
-        }
+        valid = {"serializable": "Serializable", "writeserializable": "WriteSerializable"}
         if raw.strip().lower() not in valid:
-            raise InvalidPropertyError(f"delta.isolationLevel={raw!r} must be Serializable or WriteSerializable")
+            raise InvalidPropertyError(
+                f"delta.isolationLevel={raw!r} is not a table isolation level: it must be Serializable or "
+                "WriteSerializable; set it to one of them (SnapshotIsolation is only chosen by the engine "
+                "for commits that change no data)"
+            )
         return valid[raw.strip().lower()]
 
     @property
