@@ -283,3 +283,27 @@ def test_update_and_merge_set_structs_by_field_name_and_nested_fields(spark, tab
         table.update("id = 1", {"s.z": "'z'"})
     with pytest.raises(DeltaAnalysisError, match="nested field"):
         table.alias("t").merge(source, "t.id = src.id").whenNotMatchedInsert(values={"id": "1", "s.x": "'a'"}).execute()
+
+
+@pytest.mark.parametrize("level", ["Serializable", "WriteSerializable"])
+def test_dml_that_changes_nothing_records_an_empty_commit_only_under_write_serializable(spark, table_path, level):
+    """Delta's DELETE, UPDATE and MERGE commit with ``commitIfNeeded``: a command that changed
+    nothing is recorded as an empty commit (its commitInfo alone) on a ``WriteSerializable``
+    table, and skipped on a ``Serializable`` one (deleted rows, pruned files and both kinds of
+    deletion-vector table alike)."""
+    from deltalog.contrib.spark import DeltaTable
+    from tests.spark.helpers import operations
+
+    spark.createDataFrame([(1, "a"), (2, "b")], "id long, v string").write.format("deltalog").mode("append").option(
+        "delta.isolationLevel", level
+    ).option("partitionBy", "v").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("v = 'zzz'")  # no file after partition pruning
+    table.delete("id = 99")  # files read, no row matched
+    table.update("id = 99", {"v": "'c'"})
+    source = spark.createDataFrame([(99, "x")], "id long, v string")
+    table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedDelete().execute()
+    recorded = operations(table_path)[1:]
+    assert recorded == ([] if level == "Serializable" else ["DELETE", "DELETE", "UPDATE", "MERGE"])
+    for commit in commits(table_path)[1:]:
+        assert [next(iter(a)) for a in commit] == ["commitInfo"]

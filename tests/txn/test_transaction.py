@@ -296,6 +296,21 @@ def test_commit_if_needed_skips_empty_commits() -> None:
     assert log.start_transaction().commit_if_needed([add("f")], Write()) == 1
 
 
+def test_commit_if_needed_records_an_empty_data_change_under_write_serializable() -> None:
+    """Delta's ``commitIfNeeded``: only ``Serializable`` and ``SnapshotIsolation`` may skip an
+    empty commit, and an empty commit of a data-changing operation on a ``WriteSerializable``
+    table cannot be downgraded to ``SnapshotIsolation``: it is recorded (with its
+    commitInfo); one of an operation that changes no data is still skipped."""
+    from deltalog.txn.commit.operations import SetTableProperties
+
+    log = new_log()
+    create(log, **{"delta.isolationLevel": "WriteSerializable"})
+    assert log.start_transaction().commit_if_needed([], Write()) == 1
+    assert [type(a).__name__ for a in log.read_commit(1)] == ["CommitInfo"]
+    assert log.start_transaction().commit_if_needed([], SetTableProperties({})) is None
+    assert log.update().version == 1
+
+
 # -- isolation and commitInfo ------------------------------------------------------------------
 
 

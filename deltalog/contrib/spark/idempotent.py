@@ -120,12 +120,15 @@ def pending_set_transactions(txn: OptimisticTransaction) -> list[SetTransaction]
 
 
 def commit_set_transaction_only(txn: OptimisticTransaction, operation: Operation) -> int | None:
-    """Delta's UPDATE and MERGE commit their ``SetTransaction`` even when they change no row
-    (so running the command again with that version is skipped); None when the command is
-    not idempotent, and then nothing is committed."""
+    """A DML command that changed no row: Delta's ``commitIfNeeded`` of its ``SetTransaction``
+    alone. UPDATE and MERGE commit it even then (so running the command again with that
+    version is skipped); without one the commit is empty, which Delta records only for a
+    data-changing command on a ``WriteSerializable`` table
+    (:meth:`~deltalog.txn.commit.transaction.OptimisticTransaction.commit_if_needed`). The
+    version, or None when nothing was committed."""
     pending = pending_set_transactions(txn)
-    if not pending:
-        return None
-    version = txn.commit(pending, operation)
-    log.info("%s changed no row; committed version %d for application %s", operation.name, version, pending[0].app_id)
+    version = txn.commit_if_needed(pending, operation)
+    if version is not None:
+        app = f" for application {pending[0].app_id}" if pending else ""
+        log.info("%s changed no row; committed version %d%s", operation.name, version, app)
     return version

@@ -753,7 +753,8 @@ class DeltaMergeBuilder:
 
     def _commit_no_change(self, plan: _MergePlan, scanned: float) -> None:
         """A MERGE that changed no row commits only the session's ``SetTransaction`` of an
-        idempotent MERGE (as Delta), else nothing."""
+        idempotent MERGE (as Delta), else nothing but what Delta's ``commitIfNeeded`` records
+        (an empty commit on a ``WriteSerializable`` table)."""
         metrics = _metrics(
             source_rows=plan.source_rows,
             inserted=0,

@@ -417,6 +417,7 @@ class DeltaTable(AlterTableMethods):
         touched, deleted = self._touched(snapshot, candidates, cond)
         scanned = time.perf_counter()
         if not _report_scan("DELETE", condition, snapshot.num_files, candidates, touched):
+            _commit_no_delete(txn, condition, started, scanned)
             return
         rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
         matched = F.coalesce(cond, F.lit(False))
@@ -452,7 +453,8 @@ class DeltaTable(AlterTableMethods):
 
         snapshot = txn.snapshot
         if condition is not None and not candidates:
-            log.info("DELETE %s matched no file; nothing committed", _describe(condition))
+            log.info("DELETE %s matched no file", _describe(condition))
+            _commit_no_delete(txn, condition, started, time.perf_counter())
             return
         scanned = time.perf_counter()
         lines: list[str] = []
@@ -487,6 +489,7 @@ class DeltaTable(AlterTableMethods):
         scanned = time.perf_counter()
         touched = [f for f in candidates if f.path in marks]
         if not _report_scan("DELETE", condition, snapshot.num_files, candidates, touched):
+            _commit_no_delete(txn, condition, started, scanned)
             return
         dv = mark_deleted_rows(self._log, txn, touched, marks)
         metrics, _ = dml_metrics(dv, [], started, scanned)
@@ -901,6 +904,18 @@ def _updated_rows(
     return rows.select(F.explode(images).alias("image")).select("image.*")
 
 
+def _commit_no_delete(
+    txn: OptimisticTransaction, condition: ExpressionOrColumn | None, started: float, scanned: float
+) -> None:
+    """A DELETE that matched no row commits nothing but Delta's ``commitIfNeeded`` of no
+    action (recorded on a ``WriteSerializable`` table; Delta's DELETE adds no
+    ``SetTransaction`` when it deletes nothing)."""
+    from deltalog.txn.commit.operations import Delete
+
+    metrics = {**_rewrite_metrics([], [], started, scanned)[0], "numDeletedRows": "0", "numCopiedRows": "0"}
+    txn.commit_if_needed([], Delete(predicate=[_describe(condition)], user_metrics=metrics))
+
+
 def _report_scan(
     command: str,
     condition: ExpressionOrColumn | None,
@@ -918,5 +933,5 @@ def _report_scan(
         len(touched),
     )
     if not touched:
-        log.info("%s %s matched no rows; nothing committed", command, _describe(condition))
+        log.info("%s %s matched no rows", command, _describe(condition))
     return bool(touched)

@@ -389,8 +389,14 @@ class OptimisticTransaction:
     # -- commit ----------------------------------------------------------------------------
 
     def commit_if_needed(self, actions: Sequence[Action], operation: Operation) -> int | None:
-        """Commit unless there is nothing to commit (no actions, no metadata/protocol change)."""
-        if not actions and self._new_metadata is None and self._new_protocol is None:
+        """Commit unless Delta's ``commitIfNeeded`` would skip it: nothing to commit (no
+        actions, no metadata/protocol change) at an isolation level that need not record
+        it. An empty commit is skipped under ``Serializable`` and for an operation that does
+        not change data; a data-changing operation (WRITE, DELETE, UPDATE, MERGE) that
+        changed nothing on a ``WriteSerializable`` table is recorded, as Delta does (it
+        cannot be downgraded to ``SnapshotIsolation``, which alone may skip it there)."""
+        empty = not actions and self._new_metadata is None and self._new_protocol is None
+        if empty and (self.isolation_level is not IsolationLevel.WRITE_SERIALIZABLE or not operation.changes_data):
             self._check_open()
             self._committed = True
             return None
