@@ -297,3 +297,42 @@ def test_the_engine_refuses_data_from_a_writer_that_did_not_enforce_generated_co
     txn = log.start_transaction()
     txn.mark_constraints_checked()
     assert txn.commit([add], Write(mode="Append")) == 1
+
+
+def test_a_column_a_generated_column_reads_cannot_be_renamed_or_dropped(spark: Any, table_path: str) -> None:
+    """Delta's checkDependentExpressions (DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE):
+    renaming or dropping ``a`` would leave ``b``'s expression naming a column the table no
+    longer has, and every later write would fail. Dropping the generated column first
+    frees ``a``."""
+    from deltalog.contrib.spark import DeltaTable, read_table
+    from deltalog.txn.protocol.errors import InvalidSchemaChangeError
+
+    table = (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("a", "long")
+        .addColumn("s", "struct<x: long, y: long>")
+        .addColumn("b", "long", generatedAlwaysAs="a + 1")
+        .addColumn("c", "long", generatedAlwaysAs="s.x * 2")
+        .property("delta.columnMapping.mode", "name")
+        .execute()
+    )
+    log = DeltaLog.for_table(table_path)
+    for change in (
+        lambda: table.renameColumn("a", "z"),
+        lambda: table.dropColumn("A"),
+        lambda: table.renameColumn("s.x", "w"),
+        lambda: table.dropColumns(["s", "c"]),
+    ):
+        with pytest.raises(InvalidSchemaChangeError, match="DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE"):
+            change()
+    assert log.update().version == 0
+    table.renameColumn("s.y", "v")  # no generated column reads s.y
+    table.dropColumns(["b", "c"])
+    table.renameColumn("a", "z")
+    spark.createDataFrame([(1, (2, 3))], "z long, s struct<x: long, v: long>").write.format("deltalog").mode(
+        "append"
+    ).save(table_path)
+    assert [r.asDict(recursive=True) for r in read_table(spark, table_path).collect()] == [
+        {"z": 1, "s": {"x": 2, "v": 3}}
+    ]

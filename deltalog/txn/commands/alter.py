@@ -13,7 +13,7 @@ longer in the schema. Bad input raises before anything is committed:
   column of a table without column mapping (``delta.columnMapping.mode`` = ``name``/``id``);
 - :class:`~deltalog.txn.protocol.errors.InvalidSchemaChangeError`: an unknown column, a
   name already taken, dropping a partition column or every data column, adding a NOT NULL
-  column, a column a CHECK constraint uses, a column mapping mode change Delta refuses;
+  column, a column a CHECK constraint or a generated column reads, a column mapping mode change Delta refuses;
 - :class:`~deltalog.txn.protocol.properties.InvalidPropertyError`: unsetting a property the
   table does not have (without ``if_exists``).
 
@@ -24,11 +24,11 @@ case-insensitive, as in Delta.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from deltalog.txn.commands.dependent_expressions import dependent_expressions
 from deltalog.txn.commit.operations import AddColumns, Operation, SetTableProperties, UnsetTableProperties
 from deltalog.txn.protocol.column_mapping import column_mapping_mode
 from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
@@ -159,16 +159,10 @@ def _field_for_log(path: tuple[str, ...], f: StructField) -> dict[str, Any]:
     return {"name": ".".join(path), "type": _type_name(f.type), "nullable": f.nullable, "metadata": dict(f.metadata)}
 
 
-def _check_not_used_by_constraints(metadata: Metadata, path: tuple[str, ...], action: str) -> None:
-    name = path[-1] if len(path) == 1 else ".".join(path)
-    pattern = re.compile(r"(?<![\w.`])`?" + re.escape(name) + r"`?(?![\w`])", re.IGNORECASE)
-    for constraint, expression in metadata.properties.check_constraints.items():
-        if pattern.search(expression):
-            raise InvalidSchemaChangeError(
-                f"cannot {action} column {'.'.join(path)!r}: the CHECK constraint "
-                f"{constraint!r} uses it ({expression}); drop the constraint first "
-                "(Delta's DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE)"
-            )
+def _check_no_dependent_expressions(metadata: Metadata, path: tuple[str, ...], action: str) -> None:
+    reason = dependent_expressions(metadata, path).describe(".".join(path))
+    if reason is not None:
+        raise InvalidSchemaChangeError(f"cannot {action} column {'.'.join(path)!r}: {reason}")
 
 
 def _require_column_mapping(metadata: Metadata, action: str) -> None:
@@ -252,7 +246,7 @@ def rename_column(delta_log: DeltaLog, old: str, new: str) -> int:
             raise InvalidSchemaChangeError(
                 f"cannot rename {'.'.join(path)!r} to {new_name!r}: a column of that name already exists"
             )
-        _check_not_used_by_constraints(metadata, path, "rename")
+        _check_no_dependent_expressions(metadata, path, "rename")
         renamed = _replace_struct(
             schema,
             path[:-1],
@@ -295,7 +289,7 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
                 raise InvalidSchemaChangeError(
                     f"cannot drop the partition column {path[0]!r} (Delta's DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN)"
                 )
-            _check_not_used_by_constraints(metadata, path, "drop")
+            _check_no_dependent_expressions(metadata, path, "drop")
             schema = _replace_struct(schema, path[:-1], _without(path[-1]))
             if len(path) > 1 and not _struct_at(schema, path[:-1], ".".join(path)).fields:
                 raise InvalidSchemaChangeError(
