@@ -122,3 +122,36 @@ def _types(spark, path):
     from deltalog.contrib.spark import read_table
 
     return [(f.name, f.dataType.simpleString()) for f in read_table(spark, path, native=False).schema.fields]
+
+
+def test_a_clustering_column_cannot_be_dropped(spark, tmp_path):
+    """Delta's DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN: the ``delta.clustering`` domain
+    would name a column the schema no longer has, and OPTIMIZE (and every reader of the
+    clustering columns) would fail. A renamed clustering column stays clustered."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.errors import InvalidSchemaChangeError
+
+    path = str(tmp_path / "t")
+    table = (
+        DeltaTable.create(spark)
+        .location(path)
+        .addColumn("x", "long")
+        .addColumn("s", "struct<a: long, b: long>")
+        .addColumn("y", "long")
+        .clusterBy("x", "y")
+        .property("delta.columnMapping.mode", "name")
+        .execute()
+    )
+    for drop in (lambda: table.dropColumn("X"), lambda: table.dropColumns(["s", "y"])):
+        with pytest.raises(InvalidSchemaChangeError, match="DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN"):
+            drop()
+    log = DeltaLog.for_table(path)
+    assert log.update().version == 0
+    table.dropColumns(["s.b"])
+    table.renameColumn("x", "z")
+    spark.sql("select 1L as z, named_struct('a', 2L) as s, 3L as y").write.format("deltalog").mode("append").save(path)
+    table.optimize().executeCompaction()
+    info = next(a["commitInfo"] for a in commits(path)[-1] if "commitInfo" in a)
+    assert info["operationParameters"]["clusterBy"] == '["z","y"]'
+    assert _both_paths(spark, path, order="z") == [{"z": 1, "s": {"a": 2}, "y": 3}]

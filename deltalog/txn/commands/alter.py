@@ -12,7 +12,7 @@ longer in the schema. Bad input raises before anything is committed:
 - :class:`~deltalog.txn.protocol.errors.ColumnMappingRequiredError`: renaming or dropping a
   column of a table without column mapping (``delta.columnMapping.mode`` = ``name``/``id``);
 - :class:`~deltalog.txn.protocol.errors.InvalidSchemaChangeError`: an unknown column, a
-  name already taken, dropping a partition column or every data column, adding a NOT NULL
+  name already taken, dropping a partition column, a clustering column or every data column, adding a NOT NULL
   column, a column a CHECK constraint or a generated column reads, a column mapping mode change Delta refuses;
 - :class:`~deltalog.txn.protocol.properties.InvalidPropertyError`: unsetting a property the
   table does not have (without ``if_exists``).
@@ -24,12 +24,14 @@ case-insensitive, as in Delta.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from deltalog.txn.commands.dependent_expressions import dependent_expressions
 from deltalog.txn.commit.operations import AddColumns, Operation, SetTableProperties, UnsetTableProperties
+from deltalog.txn.protocol.clustering import logical_clustering_columns
 from deltalog.txn.protocol.column_mapping import column_mapping_mode
 from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
@@ -37,6 +39,7 @@ from deltalog.txn.protocol.schema import DataType, StructField, StructType
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.protocol.actions import Metadata
 
 __all__ = [
@@ -174,12 +177,19 @@ def _require_column_mapping(metadata: Metadata, action: str) -> None:
         )
 
 
-def _commit(delta_log: DeltaLog, change: Callable[[Metadata], tuple[Metadata, Operation]]) -> int:
+def _commit(
+    delta_log: DeltaLog,
+    change: Callable[[Metadata], tuple[Metadata, Operation]],
+    check: Callable[[Snapshot], None] | None = None,
+) -> int:
+    """One ALTER commit: ``check`` (the snapshot read) then ``change`` (its metadata)."""
     txn = delta_log.start_transaction()
     if not txn.table_exists:
         from deltalog.txn.protocol.errors import TableNotFoundError
 
         raise TableNotFoundError(delta_log.table_uri, "ALTER needs an existing table")
+    if check is not None:
+        check(txn.snapshot)
     metadata, operation = change(txn.snapshot.metadata)
     txn.update_metadata(metadata)
     return txn.commit([], operation)
@@ -300,8 +310,20 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
             raise InvalidSchemaChangeError("cannot drop every data column of the table: at least one must remain")
         return _with_schema(metadata, schema), DropColumns(columns=[".".join(p) for p in paths])
 
+    def not_clustering(snapshot: Snapshot) -> None:
+        clustering = logical_clustering_columns(
+            snapshot.domain_metadata, json.loads(snapshot.metadata.schema_string), snapshot.protocol
+        )
+        dropped = [n.lower() for n in names]
+        used = [c for c in clustering or () if any(c.lower() == d or c.lower().startswith(d + ".") for d in dropped)]
+        if used:
+            raise InvalidSchemaChangeError(
+                f"cannot drop the clustering column(s) {used} (Delta's DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN); "
+                "change the clustering columns first (ALTER TABLE ... CLUSTER BY)"
+            )
+
     try:
-        return _commit(delta_log, change)
+        return _commit(delta_log, change, not_clustering)
     except _NothingToDrop:
         return None
 
