@@ -155,3 +155,26 @@ def test_a_clustering_column_cannot_be_dropped(spark, tmp_path):
     info = next(a["commitInfo"] for a in commits(path)[-1] if "commitInfo" in a)
     assert info["operationParameters"]["clusterBy"] == '["z","y"]'
     assert _both_paths(spark, path, order="z") == [{"z": 1, "s": {"a": 2}, "y": 3}]
+
+
+def test_a_check_constraint_the_rows_break_cannot_be_added(spark, table_path):
+    """Delta's ADD CONSTRAINT (DELTA_NEW_CHECK_CONSTRAINT_VIOLATION): a CHECK constraint set
+    on an existing table is checked against its rows first; one that a row breaks (false or
+    NULL) is refused and the table keeps its properties."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.constraints import ConstraintViolationError
+    from deltalog.txn.delta_log import DeltaLog
+
+    spark.createDataFrame([(1, 5), (2, None), (-3, 7)], "x long, y long").write.format("deltalog").mode("append").save(
+        table_path
+    )
+    table = DeltaTable.forPath(spark, table_path)
+    for constraint in ("x > 0", "y > 0"):
+        with pytest.raises(ConstraintViolationError, match=r"1 row\(s\) .* violate the new CHECK constraint c") as err:
+            table.setProperties({"team": "a", "delta.constraints.c": constraint})
+        assert err.value.violations == 1
+    log = DeltaLog.for_table(table_path)
+    assert log.update().version == 0 and "team" not in log.update().metadata.configuration
+    table.delete("x < 0 OR y IS NULL")
+    table.setProperties({"delta.constraints.c": "x > 0 AND y > 0"})
+    assert log.update().metadata.configuration["delta.constraints.c"] == "x > 0 AND y > 0"

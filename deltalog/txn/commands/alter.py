@@ -38,12 +38,17 @@ from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperti
 from deltalog.txn.protocol.schema import DataType, StructField, StructType
 
 if TYPE_CHECKING:
+    from deltalog.txn.commit.transaction import OptimisticTransaction
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.protocol.actions import Metadata
 
+#: checks a snapshot's rows against new CHECK constraints ``{name: expression}``; raises on a violation
+ConstraintVerifier = Callable[["Snapshot", Mapping[str, str]], None]
+
 __all__ = [
     "ChangeColumn",
+    "ConstraintVerifier",
     "DropColumns",
     "RenameColumn",
     "add_columns",
@@ -180,16 +185,16 @@ def _require_column_mapping(metadata: Metadata, action: str) -> None:
 def _commit(
     delta_log: DeltaLog,
     change: Callable[[Metadata], tuple[Metadata, Operation]],
-    check: Callable[[Snapshot], None] | None = None,
+    check: Callable[[OptimisticTransaction], None] | None = None,
 ) -> int:
-    """One ALTER commit: ``check`` (the snapshot read) then ``change`` (its metadata)."""
+    """One ALTER commit: ``check`` (given the transaction) then ``change`` (its metadata)."""
     txn = delta_log.start_transaction()
     if not txn.table_exists:
         from deltalog.txn.protocol.errors import TableNotFoundError
 
         raise TableNotFoundError(delta_log.table_uri, "ALTER needs an existing table")
     if check is not None:
-        check(txn.snapshot)
+        check(txn)
     metadata, operation = change(txn.snapshot.metadata)
     txn.update_metadata(metadata)
     return txn.commit([], operation)
@@ -310,7 +315,8 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
             raise InvalidSchemaChangeError("cannot drop every data column of the table: at least one must remain")
         return _with_schema(metadata, schema), DropColumns(columns=[".".join(p) for p in paths])
 
-    def not_clustering(snapshot: Snapshot) -> None:
+    def not_clustering(txn: OptimisticTransaction) -> None:
+        snapshot = txn.snapshot
         clustering = logical_clustering_columns(
             snapshot.domain_metadata, json.loads(snapshot.metadata.schema_string), snapshot.protocol
         )
@@ -351,11 +357,19 @@ def change_column_comment(delta_log: DeltaLog, column: str, comment: str | None)
     return _commit(delta_log, change)
 
 
-def set_table_properties(delta_log: DeltaLog, properties: Mapping[str, str]) -> int:
+def set_table_properties(
+    delta_log: DeltaLog, properties: Mapping[str, str], verify_constraints: ConstraintVerifier | None = None
+) -> int:
     """``ALTER TABLE SET TBLPROPERTIES`` (a value deltalog knows and cannot parse raises
     :class:`InvalidPropertyError`); the protocol is upgraded when a property needs it
     (``delta.columnMapping.mode`` = ``name`` on an existing table: existing columns keep
-    their names as physical names). Returns the version committed."""
+    their names as physical names). Returns the version committed.
+
+    A CHECK constraint (``delta.constraints.<name>``) that is new or changed is Delta's
+    ``ADD CONSTRAINT``: ``verify_constraints(snapshot, {name: expression})`` must check the
+    snapshot's rows and raise when one breaks it; the transaction then counts as having read
+    the whole table, so a concurrent append fails it. This layer reads no data: without a
+    verifier the rows are not checked (the Spark ``DeltaTable.setProperties`` passes one)."""
     if not properties:
         raise InvalidPropertyError("set_table_properties needs at least one property")
     values = {str(k): str(v) for k, v in properties.items()}
@@ -365,7 +379,14 @@ def set_table_properties(delta_log: DeltaLog, properties: Mapping[str, str]) -> 
         TableProperties(config).validate()
         return dataclasses.replace(metadata, configuration=config), SetTableProperties(properties=values)
 
-    return _commit(delta_log, change)
+    def verify(txn: OptimisticTransaction) -> None:
+        current = txn.snapshot.metadata.properties.check_constraints
+        added = {k: v for k, v in TableProperties(values).check_constraints.items() if current.get(k) != v}
+        if added and verify_constraints is not None:
+            txn.read_whole_table()
+            verify_constraints(txn.snapshot, added)
+
+    return _commit(delta_log, change, verify)
 
 
 def unset_table_properties(delta_log: DeltaLog, keys: Sequence[str], if_exists: bool = True) -> int:
