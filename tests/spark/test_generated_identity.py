@@ -336,3 +336,31 @@ def test_a_column_a_generated_column_reads_cannot_be_renamed_or_dropped(spark: A
     assert [r.asDict(recursive=True) for r in read_table(spark, table_path).collect()] == [
         {"z": 1, "s": {"x": 2, "v": 3}}
     ]
+
+
+@pytest.mark.parametrize(
+    ("column", "expression", "message"),
+    [
+        ("int", "CAST(ts AS DATE)", "DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH.*DATE.*INT"),
+        ("int", "a * 1000000000", "DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH.*BIGINT"),
+        ("long", "zz + 1", "DELTA_INVALID_GENERATED_COLUMN_REFERENCES"),
+        ("long", "g + 1", "DELTA_INVALID_GENERATED_COLUMN_REFERENCES"),  # another generated column
+    ],
+)
+def test_the_builder_refuses_a_generation_expression_delta_would_refuse(
+    spark: Any, tmp_path: Any, column: str, expression: str, message: str
+) -> None:
+    """Delta's GeneratedColumn.validateGeneratedColumns at CREATE TABLE: the expression is
+    analysed over the table's other columns and its type must be the column's. Without it
+    ``CAST(ts AS DATE)`` into an int column wrote 19723 for 2024-01-01."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    path = str(tmp_path / "t")
+    builder = DeltaTable.create(spark).location(path).addColumn("ts", "timestamp").addColumn("a", "long")
+    builder = builder.addColumn("g", "int", generatedAlwaysAs="year(ts)").addColumn(
+        "x", column, generatedAlwaysAs=expression
+    )
+    with pytest.raises(DeltaAnalysisError, match=message):
+        builder.execute()
+    assert not os.path.exists(os.path.join(path, "_delta_log"))

@@ -766,6 +766,7 @@ class DeltaTableBuilder:
         import uuid
 
         from deltalog.contrib.spark import schemas
+        from deltalog.contrib.spark.table_builder import validate_generated_columns
         from deltalog.txn.commands.clustering import clustering_actions
         from deltalog.txn.commit.operations import CreateTable
         from deltalog.txn.protocol.actions import Metadata
@@ -786,6 +787,7 @@ class DeltaTableBuilder:
             if self._if_not_exists:
                 return DeltaTable(spark, self._location, self._storage_options)
             raise TableAlreadyExistsError(f"a Delta table already exists at {delta_log.table_uri}")
+        validate_generated_columns(spark, self._fields)
         schema: dict[str, Any] = {"type": "struct", "fields": self._fields}
         config = dict(self._properties)
         if TableProperties(config).column_mapping_mode != "none":
