@@ -364,3 +364,20 @@ def test_the_builder_refuses_a_generation_expression_delta_would_refuse(
     with pytest.raises(DeltaAnalysisError, match=message):
         builder.execute()
     assert not os.path.exists(os.path.join(path, "_delta_log"))
+
+
+@pytest.mark.parametrize(
+    ("default", "reason"), [("'abc'", "does not cast to int32"), ("a + 1", "cannot name a column")]
+)
+def test_the_builder_refuses_a_default_no_write_could_compute(
+    spark: Any, tmp_path: Any, default: str, reason: str
+) -> None:
+    """The table was created, then every write that needed the default failed."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.protocol.column_defaults import UnsupportedDefaultExpressionError
+
+    path = str(tmp_path / "t")
+    builder = DeltaTable.create(spark).location(path).addColumn("a", "long").addColumn("d", "int", default=default)
+    with pytest.raises(UnsupportedDefaultExpressionError, match=reason):
+        builder.execute()
+    assert not os.path.exists(os.path.join(path, "_delta_log"))

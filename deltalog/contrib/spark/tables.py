@@ -770,6 +770,7 @@ class DeltaTableBuilder:
         from deltalog.txn.commands.clustering import clustering_actions
         from deltalog.txn.commit.operations import CreateTable
         from deltalog.txn.protocol.actions import Metadata
+        from deltalog.txn.protocol.column_defaults import column_defaults
 
         if self._location is None:
             raise DeltaAnalysisError("deltalog tables are path-based: call .location(uri) before execute()")
@@ -802,6 +803,7 @@ class DeltaTableBuilder:
             description=self._comment,
             created_time=_now_ms(),
         )
+        column_defaults(metadata)  # a default no write could compute is refused now
         txn = start_transaction(delta_log)
         txn.update_metadata(metadata)
         txn.commit(
