@@ -154,6 +154,7 @@ def test_a_clustering_column_cannot_be_dropped(spark, tmp_path):
     table.optimize().executeCompaction()
     info = next(a["commitInfo"] for a in commits(path)[-1] if "commitInfo" in a)
     assert info["operationParameters"]["clusterBy"] == '["z","y"]'
+    assert table.detail().collect()[0].clusteringColumns == ["z", "y"]  # DESCRIBE DETAIL, as Delta
     assert _both_paths(spark, path, order="z") == [{"z": 1, "s": {"a": 2}, "y": 3}]
 
 

@@ -289,6 +289,9 @@ class DeltaTable(AlterTableMethods):
         return self._spark.createDataFrame(rows, schema)
 
     def detail(self) -> DataFrame:
+        """``DESCRIBE DETAIL``: one row with Delta's ``TableDetail`` columns."""
+        from deltalog.txn.commands.clustering import clustering_columns
+
         snap = self._log.update()
         md, proto = snap.metadata, snap.protocol
         features = sorted(set(proto.reader_features or ()) | set(proto.writer_features or ()))
@@ -301,6 +304,7 @@ class DeltaTable(AlterTableMethods):
             None if md.created_time is None else dt.datetime.fromtimestamp(md.created_time / 1000, dt.timezone.utc),
             dt.datetime.fromtimestamp(snap.timestamp / 1000, dt.timezone.utc),
             list(md.partition_columns),
+            clustering_columns(snap) or [],
             snap.num_files,
             snap.size_in_bytes,
             dict(md.configuration),
@@ -311,7 +315,8 @@ class DeltaTable(AlterTableMethods):
         schema = (
             "format string, id string, name string, description string, location string, "
             "createdAt timestamp, "
-            "lastModified timestamp, partitionColumns array<string>, numFiles long, sizeInBytes long, "
+            "lastModified timestamp, partitionColumns array<string>, clusteringColumns array<string>, "
+            "numFiles long, sizeInBytes long, "
             "properties map<string,string>, minReaderVersion int, minWriterVersion int, "
             "tableFeatures array<string>"
         )
