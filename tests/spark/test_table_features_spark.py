@@ -179,3 +179,28 @@ def test_a_check_constraint_the_rows_break_cannot_be_added(spark, table_path):
     table.delete("x < 0 OR y IS NULL")
     table.setProperties({"delta.constraints.c": "x > 0 AND y > 0"})
     assert log.update().metadata.configuration["delta.constraints.c"] == "x > 0 AND y > 0"
+
+
+def test_merge_with_schema_evolution_widens_a_column(spark, tmp_path):
+    """Delta's MERGE with schema evolution on a table with type widening: a source column of
+    a wider type (long into int) widens the table column, recorded in delta.typeChanges, as a
+    mergeSchema append does; before, the values were cast down and overflowed."""
+    from deltalog.contrib.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    table = (
+        DeltaTable.create(spark)
+        .location(path)
+        .addColumn("id", "long")
+        .addColumn("v", "int")
+        .property("delta.enableTypeWidening", "true")
+        .execute()
+    )
+    spark.sql("select 1L as id, 1 as v").write.format("deltalog").mode("append").save(path)
+    source = spark.sql("select 1L as id, 6000000000L as v union all select 2L, 7L")
+    merge = table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll()
+    merge.withSchemaEvolution().execute()
+    schema = json.loads(next(a["metaData"] for a in commits(path)[-1] if "metaData" in a)["schemaString"])
+    v = next(f for f in schema["fields"] if f["name"] == "v")
+    assert v["type"] == "long" and v["metadata"] == {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}
+    assert _both_paths(spark, path) == [{"id": 1, "v": 6000000000}, {"id": 2, "v": 7}]
