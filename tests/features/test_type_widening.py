@@ -274,8 +274,8 @@ def test_columns_read_by_constraints_or_generated_columns_keep_their_type(tmp_pa
     }
     metadata = Metadata(id="x", schema_string=json.dumps(schema))
     with pytest.raises(UnsupportedTypeChangeError, match="generated column"):
-        _check_dependent_expressions(metadata, schema, ["d"])
-    _check_dependent_expressions(metadata, schema, ["y"])
+        _check_dependent_expressions(metadata, ["d"])
+    _check_dependent_expressions(metadata, ["y"])
 
 
 def test_spark_read_schemas_refuse_unreadable_type_changes() -> None:

@@ -290,3 +290,38 @@ def test_on_a_table_features_protocol_column_mapping_is_listed_as_a_feature(tmp_
     assert next(a for a in _commit(tmp_path / "enabled", 1) if "commitInfo" in a)["commitInfo"][
         "operationParameters"
     ] == {"properties": '{"delta.columnMapping.mode":"name"}'}
+
+
+def test_a_new_check_constraint_is_verified_and_conflicts_with_an_append_made_meanwhile(tmp_path: Path) -> None:
+    """``set_table_properties`` hands a new or changed CHECK constraint (not other properties,
+    not an unchanged one) to the verifier with the snapshot it checks; the change read the
+    whole table, so a row appended after the check fails it and nothing is committed."""
+    from deltalog.txn.commit.commit_errors import ConcurrentAppendError
+
+    log = _create(tmp_path, {"delta.constraints.old": "id > 0"})
+
+    def append(rows: list[dict[str, Any]]) -> None:  # _write, as a writer that checked the rows
+        spec = write_spec(
+            WriteOptions(path=log.table_uri, overwrite=False), log.table_uri, log.store.spec(), log.update().metadata
+        )
+        txn = log.start_transaction()
+        txn.mark_constraints_checked()
+        txn.commit([parse_line(line) for line in write_batches(spec, [pa.Table.from_pylist(rows)], 0)], Write())
+
+    append([{"id": 1, "part": "a", "s": None}])
+    seen: list[tuple[int, dict[str, str]]] = []
+
+    def verify(snapshot: Any, constraints: Any) -> None:
+        seen.append((snapshot.version, dict(constraints)))
+
+    alter.set_table_properties(log, {"delta.constraints.old": "id > 0", "team": "a"}, verify)
+    assert seen == []
+    alter.set_table_properties(log, {"delta.constraints.old": "id > 0", "delta.constraints.new": "id < 9"}, verify)
+    assert seen == [(2, {"new": "id < 9"})]
+
+    def append_meanwhile(snapshot: Any, constraints: Any) -> None:
+        append([{"id": 10, "part": "b", "s": None}])  # breaks the new constraint: the check missed it
+
+    with pytest.raises(ConcurrentAppendError):
+        alter.set_table_properties(log, {"delta.constraints.new": "id < 5"}, append_meanwhile)
+    assert log.update().metadata.configuration["delta.constraints.new"] == "id < 9"

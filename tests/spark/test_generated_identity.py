@@ -297,3 +297,87 @@ def test_the_engine_refuses_data_from_a_writer_that_did_not_enforce_generated_co
     txn = log.start_transaction()
     txn.mark_constraints_checked()
     assert txn.commit([add], Write(mode="Append")) == 1
+
+
+def test_a_column_a_generated_column_reads_cannot_be_renamed_or_dropped(spark: Any, table_path: str) -> None:
+    """Delta's checkDependentExpressions (DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE):
+    renaming or dropping ``a`` would leave ``b``'s expression naming a column the table no
+    longer has, and every later write would fail. Dropping the generated column first
+    frees ``a``."""
+    from deltalog.contrib.spark import DeltaTable, read_table
+    from deltalog.txn.protocol.errors import InvalidSchemaChangeError
+
+    table = (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("a", "long")
+        .addColumn("s", "struct<x: long, y: long>")
+        .addColumn("b", "long", generatedAlwaysAs="a + 1")
+        .addColumn("c", "long", generatedAlwaysAs="s.x * 2")
+        .property("delta.columnMapping.mode", "name")
+        .execute()
+    )
+    log = DeltaLog.for_table(table_path)
+    for change in (
+        lambda: table.renameColumn("a", "z"),
+        lambda: table.dropColumn("A"),
+        lambda: table.renameColumn("s.x", "w"),
+        lambda: table.dropColumns(["s", "c"]),
+    ):
+        with pytest.raises(InvalidSchemaChangeError, match="DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE"):
+            change()
+    assert log.update().version == 0
+    table.renameColumn("s.y", "v")  # no generated column reads s.y
+    table.dropColumns(["b", "c"])
+    table.renameColumn("a", "z")
+    spark.createDataFrame([(1, (2, 3))], "z long, s struct<x: long, v: long>").write.format("deltalog").mode(
+        "append"
+    ).save(table_path)
+    assert [r.asDict(recursive=True) for r in read_table(spark, table_path).collect()] == [
+        {"z": 1, "s": {"x": 2, "v": 3}}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("column", "expression", "message"),
+    [
+        ("int", "CAST(ts AS DATE)", "DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH.*DATE.*INT"),
+        ("int", "a * 1000000000", "DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH.*BIGINT"),
+        ("long", "zz + 1", "DELTA_INVALID_GENERATED_COLUMN_REFERENCES"),
+        ("long", "g + 1", "DELTA_INVALID_GENERATED_COLUMN_REFERENCES"),  # another generated column
+    ],
+)
+def test_the_builder_refuses_a_generation_expression_delta_would_refuse(
+    spark: Any, tmp_path: Any, column: str, expression: str, message: str
+) -> None:
+    """Delta's GeneratedColumn.validateGeneratedColumns at CREATE TABLE: the expression is
+    analysed over the table's other columns and its type must be the column's. Without it
+    ``CAST(ts AS DATE)`` into an int column wrote 19723 for 2024-01-01."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    path = str(tmp_path / "t")
+    builder = DeltaTable.create(spark).location(path).addColumn("ts", "timestamp").addColumn("a", "long")
+    builder = builder.addColumn("g", "int", generatedAlwaysAs="year(ts)").addColumn(
+        "x", column, generatedAlwaysAs=expression
+    )
+    with pytest.raises(DeltaAnalysisError, match=message):
+        builder.execute()
+    assert not os.path.exists(os.path.join(path, "_delta_log"))
+
+
+@pytest.mark.parametrize(
+    ("default", "reason"), [("'abc'", "does not cast to int32"), ("a + 1", "cannot name a column")]
+)
+def test_the_builder_refuses_a_default_no_write_could_compute(
+    spark: Any, tmp_path: Any, default: str, reason: str
+) -> None:
+    """The table was created, then every write that needed the default failed."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.protocol.column_defaults import UnsupportedDefaultExpressionError
+
+    path = str(tmp_path / "t")
+    builder = DeltaTable.create(spark).location(path).addColumn("a", "long").addColumn("d", "int", default=default)
+    with pytest.raises(UnsupportedDefaultExpressionError, match=reason):
+        builder.execute()
+    assert not os.path.exists(os.path.join(path, "_delta_log"))

@@ -122,3 +122,85 @@ def _types(spark, path):
     from deltalog.contrib.spark import read_table
 
     return [(f.name, f.dataType.simpleString()) for f in read_table(spark, path, native=False).schema.fields]
+
+
+def test_a_clustering_column_cannot_be_dropped(spark, tmp_path):
+    """Delta's DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN: the ``delta.clustering`` domain
+    would name a column the schema no longer has, and OPTIMIZE (and every reader of the
+    clustering columns) would fail. A renamed clustering column stays clustered."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.errors import InvalidSchemaChangeError
+
+    path = str(tmp_path / "t")
+    table = (
+        DeltaTable.create(spark)
+        .location(path)
+        .addColumn("x", "long")
+        .addColumn("s", "struct<a: long, b: long>")
+        .addColumn("y", "long")
+        .clusterBy("x", "y")
+        .property("delta.columnMapping.mode", "name")
+        .execute()
+    )
+    for drop in (lambda: table.dropColumn("X"), lambda: table.dropColumns(["s", "y"])):
+        with pytest.raises(InvalidSchemaChangeError, match="DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN"):
+            drop()
+    log = DeltaLog.for_table(path)
+    assert log.update().version == 0
+    table.dropColumns(["s.b"])
+    table.renameColumn("x", "z")
+    spark.sql("select 1L as z, named_struct('a', 2L) as s, 3L as y").write.format("deltalog").mode("append").save(path)
+    table.optimize().executeCompaction()
+    info = next(a["commitInfo"] for a in commits(path)[-1] if "commitInfo" in a)
+    assert info["operationParameters"]["clusterBy"] == '["z","y"]'
+    assert table.detail().collect()[0].clusteringColumns == ["z", "y"]  # DESCRIBE DETAIL, as Delta
+    assert _both_paths(spark, path, order="z") == [{"z": 1, "s": {"a": 2}, "y": 3}]
+
+
+def test_a_check_constraint_the_rows_break_cannot_be_added(spark, table_path):
+    """Delta's ADD CONSTRAINT (DELTA_NEW_CHECK_CONSTRAINT_VIOLATION): a CHECK constraint set
+    on an existing table is checked against its rows first; one that a row breaks (false or
+    NULL) is refused and the table keeps its properties."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.constraints import ConstraintViolationError
+    from deltalog.txn.delta_log import DeltaLog
+
+    spark.createDataFrame([(1, 5), (2, None), (-3, 7)], "x long, y long").write.format("deltalog").mode("append").save(
+        table_path
+    )
+    table = DeltaTable.forPath(spark, table_path)
+    for constraint in ("x > 0", "y > 0"):
+        with pytest.raises(ConstraintViolationError, match=r"1 row\(s\) .* violate the new CHECK constraint c") as err:
+            table.setProperties({"team": "a", "delta.constraints.c": constraint})
+        assert err.value.violations == 1
+    log = DeltaLog.for_table(table_path)
+    assert log.update().version == 0 and "team" not in log.update().metadata.configuration
+    table.delete("x < 0 OR y IS NULL")
+    table.setProperties({"delta.constraints.c": "x > 0 AND y > 0"})
+    assert log.update().metadata.configuration["delta.constraints.c"] == "x > 0 AND y > 0"
+
+
+def test_merge_with_schema_evolution_widens_a_column(spark, tmp_path):
+    """Delta's MERGE with schema evolution on a table with type widening: a source column of
+    a wider type (long into int) widens the table column, recorded in delta.typeChanges, as a
+    mergeSchema append does; before, the values were cast down and overflowed."""
+    from deltalog.contrib.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    table = (
+        DeltaTable.create(spark)
+        .location(path)
+        .addColumn("id", "long")
+        .addColumn("v", "int")
+        .property("delta.enableTypeWidening", "true")
+        .execute()
+    )
+    spark.sql("select 1L as id, 1 as v").write.format("deltalog").mode("append").save(path)
+    source = spark.sql("select 1L as id, 6000000000L as v union all select 2L, 7L")
+    merge = table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll()
+    merge.withSchemaEvolution().execute()
+    schema = json.loads(next(a["metaData"] for a in commits(path)[-1] if "metaData" in a)["schemaString"])
+    v = next(f for f in schema["fields"] if f["name"] == "v")
+    assert v["type"] == "long" and v["metadata"] == {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}
+    assert _both_paths(spark, path) == [{"id": 1, "v": 6000000000}, {"id": 2, "v": 7}]

@@ -27,7 +27,7 @@ on every write path, always with the pyarrow evaluator; a violation raises
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaSparkError
@@ -44,6 +44,7 @@ __all__ = [
     "NotNullConstraintViolationError",
     "UncheckableConstraintsError",
     "check_dataframe",
+    "check_new_constraints",
     "plan_constraints",
     "raise_task_violation",
     "task_checker",
@@ -162,3 +163,24 @@ def check_dataframe(df: DataFrame, metadata: Metadata) -> bool:
                 int(n),
             )
     return True
+
+
+def check_new_constraints(rows: DataFrame, constraints: Mapping[str, str], table: str) -> None:
+    """Delta's ``ADD CONSTRAINT``: the table's ``rows`` must all satisfy each new CHECK
+    constraint ``{name: expression}`` (one Spark job); a row for which one is false or NULL
+    raises :class:`ConstraintViolationError` (Delta's DELTA_NEW_CHECK_CONSTRAINT_VIOLATION)."""
+    from pyspark.sql import functions as F
+
+    named = sorted(constraints.items())
+    bad = [~F.coalesce(F.expr(f"({expression})").cast("boolean"), F.lit(False)) for _, expression in named]
+    counts = rows.select(*[F.sum(F.when(b, 1).otherwise(0)).alias(f"c{i}") for i, b in enumerate(bad)]).collect()[0]
+    for i, (name, expression) in enumerate(named):
+        n = int(counts[f"c{i}"] or 0)
+        if n:
+            raise ConstraintViolationError(
+                f"{n} row(s) in {table} violate the new CHECK constraint {name} ({expression}) "
+                "(false or NULL; Delta's DELTA_NEW_CHECK_CONSTRAINT_VIOLATION). The table was not changed: "
+                "fix or delete those rows first.",
+                Constraint(name, expression, "check"),
+                n,
+            )

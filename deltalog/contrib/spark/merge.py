@@ -17,7 +17,8 @@ may be affected, so every file is a candidate, as in Delta.
 
 Schema evolution (``withSchemaEvolution()`` or ``spark.databricks.delta.schema.autoMerge.enabled``):
 ``updateAll``/``insertAll`` and explicit assignments to a source column add the source
-columns the table lacks, nullable, in the same commit.
+columns the table lacks, nullable, in the same commit; on a table with type widening,
+``updateAll``/``insertAll`` also widen a column the source gives a wider type.
 
 A MERGE with only insert clauses writes ``source LEFT ANTI JOIN target`` and commits only
 adds, as Delta's ``InsertOnlyMergeExecutor``.
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from deltalog.contrib.spark.tables import DeltaTable
     from deltalog.txn.commit.operations import Merge
     from deltalog.txn.commit.transaction import OptimisticTransaction
+    from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.protocol.actions import AddCDCFile, AddFile, Metadata
 
 __all__ = ["DeltaMergeBuilder"]
@@ -321,15 +323,43 @@ class DeltaMergeBuilder:
                     out[f.name] = evolved
         return out
 
+    def _widened_columns(self, snapshot: Snapshot, evolve: bool) -> dict[str, DataType]:
+        """With schema evolution on a table with type widening, the table columns an
+        ``updateAll``/``insertAll`` writes from a source column of a wider type of the same
+        family (int into long, float into double, date into timestamp_ntz, ...), with their
+        new types: Delta's MERGE merges the schemas with ``TypeWideningMode.TypeEvolution``,
+        as a ``mergeSchema`` write does (:func:`widen_for_schema_evolution`)."""
+        import json
+
+        from pyspark.sql.types import StructType
+
+        from deltalog.txn.protocol.type_widening import widen_for_schema_evolution
+
+        if not evolve or not any(c.assignments is None for c in [*self._matched, *self._not_matched]):
+            return {}
+        table = json.loads(snapshot.metadata.schema_string)
+        widened = widen_for_schema_evolution(table, self._source.schema.jsonValue(), snapshot.metadata.configuration)
+        if widened == table:
+            return {}
+        before = {f["name"]: f["type"] for f in table["fields"]}
+        evolved = StructType.fromJson(widened)
+        return {f.name: f.dataType for f in evolved.fields if f.dataType.jsonValue() != before[f.name]}
+
     def _evolve_schema(
-        self, txn: OptimisticTransaction, new_columns: list[str], structs: Mapping[str, StructType]
+        self,
+        txn: OptimisticTransaction,
+        new_columns: list[str],
+        structs: Mapping[str, StructType],
+        widened: Mapping[str, DataType],
     ) -> None:
         """Add ``new_columns`` (nullable, typed as in the source) to the table's schema in
-        ``txn``, and give the struct columns of ``structs`` their evolved types."""
+        ``txn``, give the struct columns of ``structs`` their evolved types and the columns
+        of ``widened`` their wider ones (recorded in ``delta.typeChanges``)."""
         import json
         from dataclasses import replace
 
         from deltalog.contrib.spark import schemas
+        from deltalog.txn.protocol.type_widening import preview_table_version, record_type_changes
 
         current = txn.snapshot.metadata
         fields = [json.loads(self._source.schema[c].json()) for c in new_columns]
@@ -337,6 +367,13 @@ class DeltaMergeBuilder:
         for f in table["fields"]:
             if f["name"] in structs:
                 f["type"] = structs[f["name"]].jsonValue()
+        if widened:
+            before = json.loads(current.schema_string)
+            for f in table["fields"]:
+                if f["name"] in widened:
+                    f["type"] = widened[f["name"]].jsonValue()
+            version = preview_table_version(txn.snapshot.protocol, txn.snapshot.version + 1)
+            table = record_type_changes(table, before, version)
         merged = schemas.merge_schemas(table, {"type": "struct", "fields": fields})
         config = dict(current.configuration)
         if current.properties.column_mapping_mode != "none":
@@ -444,17 +481,20 @@ class DeltaMergeBuilder:
         new_columns = self._new_columns(table_columns, evolve)
         # the schema as stored: an evolved struct keeps its fields' column mapping metadata
         structs = self._evolved_structs(StructType.fromJson(json.loads(snapshot.metadata.schema_string)), evolve)
+        # a struct column that gains fields keeps its fields' types (evolve_struct)
+        widened = {c: t for c, t in self._widened_columns(snapshot, evolve).items() if c not in structs}
         columns = table_columns + new_columns
         assignments, assigned = self._resolve_assignments(snapshot.metadata, columns, evolve, talias)
         files, source_rows = self._candidates(txn, table_columns, table_types)
-        if new_columns or structs:
-            self._evolve_schema(txn, new_columns, structs)
+        if new_columns or structs or widened:
+            self._evolve_schema(txn, new_columns, structs, widened)
         scanned = scan_target(table._spark, table._log, snapshot, files)
         target = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
         self._check_by_source_references(target, assignments)
         types = {f.name: nullable_type(f.dataType) for f in target.schema.fields}
         types.update({c: nullable_type(self._source.schema[c].dataType) for c in new_columns})
         types.update({c: nullable_type(t) for c, t in structs.items()})
+        types.update({c: nullable_type(t) for c, t in widened.items()})
         return _MergePlan(
             txn=txn,
             started=started,

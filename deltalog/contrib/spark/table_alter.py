@@ -4,7 +4,7 @@ names and parameters)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.schemas import to_model
@@ -12,7 +12,10 @@ from deltalog.txn.commands import alter
 from deltalog.txn.protocol.schema import StructField
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
 
 __all__ = ["AlterTableMethods"]
 
@@ -24,9 +27,13 @@ def _field(spark_field: Any) -> StructField:
 
 
 class AlterTableMethods:
-    """Mixed into :class:`~deltalog.contrib.spark.tables.DeltaTable` (which sets ``_log``)."""
+    """Mixed into :class:`~deltalog.contrib.spark.tables.DeltaTable` (which sets ``_log``,
+    ``_spark``, ``_path`` and ``_reader``)."""
 
     _log: DeltaLog
+    _spark: SparkSession
+    _path: str
+    _reader: Callable[[], dict[str, str]]
 
     def addColumn(self, colName: str, dataType: Any, nullable: bool = True, comment: str | None = None) -> None:
         """``ALTER TABLE ADD COLUMNS (colName dataType [COMMENT comment])``; a dotted
@@ -61,8 +68,20 @@ class AlterTableMethods:
 
     def setProperties(self, properties: Mapping[str, str]) -> None:
         """``ALTER TABLE SET TBLPROPERTIES``; ``{'delta.columnMapping.mode': 'name'}``
-        enables column mapping (and upgrades the protocol), as Delta does."""
-        alter.set_table_properties(self._log, properties)
+        enables column mapping (and upgrades the protocol), as Delta does. A new CHECK
+        constraint (``delta.constraints.<name>``) is first checked against the table's rows,
+        as Delta's ``ADD CONSTRAINT``: a row breaking it raises
+        :class:`~deltalog.contrib.spark.constraints.ConstraintViolationError`."""
+        alter.set_table_properties(self._log, properties, self._check_rows)
+
+    def _check_rows(self, snapshot: Snapshot, constraints: Mapping[str, str]) -> None:
+        from deltalog.contrib.spark.constraints import check_new_constraints
+        from deltalog.contrib.spark.native import read_table
+
+        if not snapshot.files:
+            return
+        rows = read_table(self._spark, self._path, versionAsOf=str(snapshot.version), **self._reader())
+        check_new_constraints(rows, constraints, self._log.table_uri)
 
     def unsetProperties(self, keys: Iterable[str], ifExists: bool = True) -> None:
         """``ALTER TABLE UNSET TBLPROPERTIES [IF EXISTS]``."""

@@ -15,7 +15,7 @@ addition: delta-spark sets defaults with SQL (``DEFAULT`` in ``CREATE TABLE``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.txn.protocol.column_defaults import CURRENT_DEFAULT
@@ -23,7 +23,10 @@ from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, par
 from deltalog.txn.protocol.generated_columns import GENERATION_EXPRESSION
 from deltalog.txn.protocol.identity import ALLOW_EXPLICIT_INSERT, START, STEP
 
-__all__ = ["IdentityGenerator", "column_metadata"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["IdentityGenerator", "column_metadata", "validate_generated_columns"]
 
 
 @dataclass(frozen=True)
@@ -64,3 +67,47 @@ def column_metadata(
             raise DeltaAnalysisError(f"column {name}: cannot use the default {default!r}: {exc}") from None
         return {CURRENT_DEFAULT: default}
     return {}
+
+
+def validate_generated_columns(spark: SparkSession, fields: list[dict[str, Any]]) -> None:
+    """Delta's ``GeneratedColumn.validateGeneratedColumns`` (CREATE TABLE): each generation
+    expression is analysed by Spark over the table's other, non-generated columns (so it
+    cannot name an unknown column or another generated column:
+    DELTA_INVALID_GENERATED_COLUMN_REFERENCES), and its type must be the column's, nullability
+    aside (DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH). Raises :class:`DeltaAnalysisError`."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    generated = [f for f in fields if GENERATION_EXPRESSION in (f.get("metadata") or {})]
+    if not generated:
+        return
+    others = [f for f in fields if f not in generated]
+    rows = spark.createDataFrame([], StructType.fromJson({"type": "struct", "fields": others}))
+    for f in generated:
+        expression = str(f["metadata"][GENERATION_EXPRESSION])
+        try:
+            got = rows.select(F.expr(expression).alias("g")).schema["g"].dataType
+        except AnalysisException as exc:
+            raise DeltaAnalysisError(
+                f"DELTA_INVALID_GENERATED_COLUMN_REFERENCES: the expression {expression} of the generated column "
+                f"{f['name']} may only read the table's other, non-generated columns "
+                f"{[o['name'] for o in others]}: {exc.getMessage()}"
+            ) from None
+        declared = StructType.fromJson({"type": "struct", "fields": [f]}).fields[0].dataType
+        if not _same_type_ignoring_nullability(got.jsonValue(), declared.jsonValue()):
+            raise DeltaAnalysisError(
+                f"DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH: the expression {expression} of the generated "
+                f"column {f['name']} is {got.simpleString().upper()}, the column is "
+                f"{declared.simpleString().upper()}; cast the expression to the column's type"
+            )
+
+
+def _same_type_ignoring_nullability(a: Any, b: Any) -> bool:
+    """Spark's ``DataType.equalsIgnoreNullability`` on two types' JSON values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = (set(a) | set(b)) - {"nullable", "containsNull", "valueContainsNull", "metadata"}
+        return all(_same_type_ignoring_nullability(a.get(k), b.get(k)) for k in keys)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_type_ignoring_nullability(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)

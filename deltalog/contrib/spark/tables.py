@@ -267,6 +267,9 @@ class DeltaTable(AlterTableMethods):
         return self._spark.createDataFrame(rows, schema)
 
     def detail(self) -> DataFrame:
+        """``DESCRIBE DETAIL``: one row with Delta's ``TableDetail`` columns."""
+        from deltalog.txn.commands.clustering import clustering_columns
+
         snap = self._log.update()
         md, proto = snap.metadata, snap.protocol
         features = sorted(set(proto.reader_features or ()) | set(proto.writer_features or ()))
@@ -279,6 +282,7 @@ class DeltaTable(AlterTableMethods):
             None if md.created_time is None else dt.datetime.fromtimestamp(md.created_time / 1000, dt.timezone.utc),
             dt.datetime.fromtimestamp(snap.timestamp / 1000, dt.timezone.utc),
             list(md.partition_columns),
+            clustering_columns(snap) or [],
             snap.num_files,
             snap.size_in_bytes,
             dict(md.configuration),
@@ -289,7 +293,8 @@ class DeltaTable(AlterTableMethods):
         schema = (
             "format string, id string, name string, description string, location string, "
             "createdAt timestamp, "
-            "lastModified timestamp, partitionColumns array<string>, numFiles long, sizeInBytes long, "
+            "lastModified timestamp, partitionColumns array<string>, clusteringColumns array<string>, "
+            "numFiles long, sizeInBytes long, "
             "properties map<string,string>, minReaderVersion int, minWriterVersion int, "
             "tableFeatures array<string>"
         )
@@ -787,9 +792,11 @@ class DeltaTableBuilder:
         import uuid
 
         from deltalog.contrib.spark import schemas
+        from deltalog.contrib.spark.table_builder import validate_generated_columns
         from deltalog.txn.commands.clustering import clustering_actions
         from deltalog.txn.commit.operations import CreateTable
         from deltalog.txn.protocol.actions import Metadata
+        from deltalog.txn.protocol.column_defaults import column_defaults
 
         if self._location is None:
             raise DeltaAnalysisError("deltalog tables are path-based: call .location(uri) before execute()")
@@ -807,6 +814,7 @@ class DeltaTableBuilder:
             if self._if_not_exists:
                 return DeltaTable(spark, self._location, self._storage_options)
             raise TableAlreadyExistsError(f"a Delta table already exists at {delta_log.table_uri}")
+        validate_generated_columns(spark, self._fields)
         schema: dict[str, Any] = {"type": "struct", "fields": self._fields}
         config = dict(self._properties)
         if TableProperties(config).column_mapping_mode != "none":
@@ -821,6 +829,7 @@ class DeltaTableBuilder:
             description=self._comment,
             created_time=_now_ms(),
         )
+        column_defaults(metadata)  # a default no write could compute is refused now
         txn = start_transaction(delta_log)
         txn.update_metadata(metadata)
         txn.commit(

@@ -12,8 +12,8 @@ longer in the schema. Bad input raises before anything is committed:
 - :class:`~deltalog.txn.protocol.errors.ColumnMappingRequiredError`: renaming or dropping a
   column of a table without column mapping (``delta.columnMapping.mode`` = ``name``/``id``);
 - :class:`~deltalog.txn.protocol.errors.InvalidSchemaChangeError`: an unknown column, a
-  name already taken, dropping a partition column or every data column, adding a NOT NULL
-  column, a column a CHECK constraint uses, a column mapping mode change Delta refuses;
+  name already taken, dropping a partition column, a clustering column or every data column, adding a NOT NULL
+  column, a column a CHECK constraint or a generated column reads, a column mapping mode change Delta refuses;
 - :class:`~deltalog.txn.protocol.properties.InvalidPropertyError`: unsetting a property the
   table does not have (without ``if_exists``).
 
@@ -24,23 +24,31 @@ case-insensitive, as in Delta.
 from __future__ import annotations
 
 import dataclasses
-import re
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from deltalog.txn.commands.dependent_expressions import dependent_expressions
 from deltalog.txn.commit.operations import AddColumns, Operation, SetTableProperties, UnsetTableProperties
+from deltalog.txn.protocol.clustering import logical_clustering_columns
 from deltalog.txn.protocol.column_mapping import column_mapping_mode
 from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
 from deltalog.txn.protocol.schema import DataType, StructField, StructType
 
 if TYPE_CHECKING:
+    from deltalog.txn.commit.transaction import OptimisticTransaction
     from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.protocol.actions import Metadata
+
+#: checks a snapshot's rows against new CHECK constraints ``{name: expression}``; raises on a violation
+ConstraintVerifier = Callable[["Snapshot", Mapping[str, str]], None]
 
 __all__ = [
     "ChangeColumn",
+    "ConstraintVerifier",
     "DropColumns",
     "RenameColumn",
     "add_columns",
@@ -159,16 +167,10 @@ def _field_for_log(path: tuple[str, ...], f: StructField) -> dict[str, Any]:
     return {"name": ".".join(path), "type": _type_name(f.type), "nullable": f.nullable, "metadata": dict(f.metadata)}
 
 
-def _check_not_used_by_constraints(metadata: Metadata, path: tuple[str, ...], action: str) -> None:
-    name = path[-1] if len(path) == 1 else ".".join(path)
-    pattern = re.compile(r"(?<![\w.`])`?" + re.escape(name) + r"`?(?![\w`])", re.IGNORECASE)
-    for constraint, expression in metadata.properties.check_constraints.items():
-        if pattern.search(expression):
-            raise InvalidSchemaChangeError(
-                f"cannot {action} column {'.'.join(path)!r}: the CHECK constraint "
-                f"{constraint!r} uses it ({expression}); drop the constraint first "
-                "(Delta's DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE)"
-            )
+def _check_no_dependent_expressions(metadata: Metadata, path: tuple[str, ...], action: str) -> None:
+    reason = dependent_expressions(metadata, path).describe(".".join(path))
+    if reason is not None:
+        raise InvalidSchemaChangeError(f"cannot {action} column {'.'.join(path)!r}: {reason}")
 
 
 def _require_column_mapping(metadata: Metadata, action: str) -> None:
@@ -180,12 +182,19 @@ def _require_column_mapping(metadata: Metadata, action: str) -> None:
         )
 
 
-def _commit(delta_log: DeltaLog, change: Callable[[Metadata], tuple[Metadata, Operation]]) -> int:
+def _commit(
+    delta_log: DeltaLog,
+    change: Callable[[Metadata], tuple[Metadata, Operation]],
+    check: Callable[[OptimisticTransaction], None] | None = None,
+) -> int:
+    """One ALTER commit: ``check`` (given the transaction) then ``change`` (its metadata)."""
     txn = delta_log.start_transaction()
     if not txn.table_exists:
         from deltalog.txn.protocol.errors import TableNotFoundError
 
         raise TableNotFoundError(delta_log.table_uri, "ALTER needs an existing table")
+    if check is not None:
+        check(txn)
     metadata, operation = change(txn.snapshot.metadata)
     txn.update_metadata(metadata)
     return txn.commit([], operation)
@@ -252,7 +261,7 @@ def rename_column(delta_log: DeltaLog, old: str, new: str) -> int:
             raise InvalidSchemaChangeError(
                 f"cannot rename {'.'.join(path)!r} to {new_name!r}: a column of that name already exists"
             )
-        _check_not_used_by_constraints(metadata, path, "rename")
+        _check_no_dependent_expressions(metadata, path, "rename")
         renamed = _replace_struct(
             schema,
             path[:-1],
@@ -295,7 +304,7 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
                 raise InvalidSchemaChangeError(
                     f"cannot drop the partition column {path[0]!r} (Delta's DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN)"
                 )
-            _check_not_used_by_constraints(metadata, path, "drop")
+            _check_no_dependent_expressions(metadata, path, "drop")
             schema = _replace_struct(schema, path[:-1], _without(path[-1]))
             if len(path) > 1 and not _struct_at(schema, path[:-1], ".".join(path)).fields:
                 raise InvalidSchemaChangeError(
@@ -306,8 +315,21 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
             raise InvalidSchemaChangeError("cannot drop every data column of the table: at least one must remain")
         return _with_schema(metadata, schema), DropColumns(columns=[".".join(p) for p in paths])
 
+    def not_clustering(txn: OptimisticTransaction) -> None:
+        snapshot = txn.snapshot
+        clustering = logical_clustering_columns(
+            snapshot.domain_metadata, json.loads(snapshot.metadata.schema_string), snapshot.protocol
+        )
+        dropped = [n.lower() for n in names]
+        used = [c for c in clustering or () if any(c.lower() == d or c.lower().startswith(d + ".") for d in dropped)]
+        if used:
+            raise InvalidSchemaChangeError(
+                f"cannot drop the clustering column(s) {used} (Delta's DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN); "
+                "change the clustering columns first (ALTER TABLE ... CLUSTER BY)"
+            )
+
     try:
-        return _commit(delta_log, change)
+        return _commit(delta_log, change, not_clustering)
     except _NothingToDrop:
         return None
 
@@ -335,11 +357,19 @@ def change_column_comment(delta_log: DeltaLog, column: str, comment: str | None)
     return _commit(delta_log, change)
 
 
-def set_table_properties(delta_log: DeltaLog, properties: Mapping[str, str]) -> int:
+def set_table_properties(
+    delta_log: DeltaLog, properties: Mapping[str, str], verify_constraints: ConstraintVerifier | None = None
+) -> int:
     """``ALTER TABLE SET TBLPROPERTIES`` (a value deltalog knows and cannot parse raises
     :class:`InvalidPropertyError`); the protocol is upgraded when a property needs it
     (``delta.columnMapping.mode`` = ``name`` on an existing table: existing columns keep
-    their names as physical names). Returns the version committed."""
+    their names as physical names). Returns the version committed.
+
+    A CHECK constraint (``delta.constraints.<name>``) that is new or changed is Delta's
+    ``ADD CONSTRAINT``: ``verify_constraints(snapshot, {name: expression})`` must check the
+    snapshot's rows and raise when one breaks it; the transaction then counts as having read
+    the whole table, so a concurrent append fails it. This layer reads no data: without a
+    verifier the rows are not checked (the Spark ``DeltaTable.setProperties`` passes one)."""
     if not properties:
         raise InvalidPropertyError("set_table_properties needs at least one property")
     values = {str(k): str(v) for k, v in properties.items()}
@@ -349,7 +379,14 @@ def set_table_properties(delta_log: DeltaLog, properties: Mapping[str, str]) -> 
         TableProperties(config).validate()
         return dataclasses.replace(metadata, configuration=config), SetTableProperties(properties=values)
 
-    return _commit(delta_log, change)
+    def verify(txn: OptimisticTransaction) -> None:
+        current = txn.snapshot.metadata.properties.check_constraints
+        added = {k: v for k, v in TableProperties(values).check_constraints.items() if current.get(k) != v}
+        if added and verify_constraints is not None:
+            txn.read_whole_table()
+            verify_constraints(txn.snapshot, added)
+
+    return _commit(delta_log, change, verify)
 
 
 def unset_table_properties(delta_log: DeltaLog, keys: Sequence[str], if_exists: bool = True) -> int:

@@ -11,14 +11,13 @@ before the change to the wider type.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from deltalog.txn.commands.dependent_expressions import dependent_expressions
 from deltalog.txn.commit.operations import Operation
 from deltalog.txn.protocol.actions import Metadata
-from deltalog.txn.protocol.constraints import table_constraints
 from deltalog.txn.protocol.type_widening import (
     TYPE_CHANGES_KEY,
     UnsupportedTypeChangeError,
@@ -72,48 +71,14 @@ def _field_at(schema: dict[str, Any], path: Sequence[str]) -> tuple[str, dict[st
     return found
 
 
-def _references(expression: str, column: Sequence[str]) -> bool:
-    """Whether a SQL expression reads ``column`` (a path), its parent or one of its fields;
-    an expression outside deltalog's SQL subset counts when it names the column's first part."""
-    from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, column_paths, parse_expression
-
-    wanted = [p.lower() for p in column]
-    try:
-        paths = column_paths(parse_expression(expression))
-    except (UnsupportedConstraintError, ValueError):
-        return (
-            re.search(rf"(?<![\w`]){re.escape(column[0])}(?![\w`])|`{re.escape(column[0])}`", expression, re.I)
-            is not None
-        )
-    for path in paths:
-        parts = [p.lower() for p in path]
-        n = min(len(parts), len(wanted))
-        if parts[:n] == wanted[:n]:
-            return True
-    return False
-
-
-def _check_dependent_expressions(metadata: Metadata, schema: dict[str, Any], path: Sequence[str]) -> None:
+def _check_dependent_expressions(metadata: Metadata, path: Sequence[str]) -> None:
     """Delta's ``checkDependentExpressions``: a column read by a CHECK constraint or by a
     generated column's expression cannot change type."""
     struct_path = [p for p in path if p.lower() not in ("element", "key", "value")]
     shown = ".".join(path)
-    checks = [c for c in table_constraints(metadata) if c.kind == "check" and _references(c.expression, struct_path)]
-    if checks:
-        raise UnsupportedTypeChangeError(
-            f"cannot change the type of {shown}: the CHECK constraint(s) {', '.join(c.name for c in checks)} "
-            "read it (Delta's DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE); drop them first; the table was not changed"
-        )
-    generated = [
-        f["name"]
-        for f in schema.get("fields") or []
-        if (expr := (f.get("metadata") or {}).get("delta.generationExpression")) and _references(str(expr), struct_path)
-    ]
-    if generated:
-        raise UnsupportedTypeChangeError(
-            f"cannot change the type of {shown}: the generated column(s) {', '.join(generated)} are computed from "
-            "it (Delta's DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE); the table was not changed"
-        )
+    reason = dependent_expressions(metadata, struct_path).describe(shown)
+    if reason is not None:
+        raise UnsupportedTypeChangeError(f"cannot change the type of {shown}: {reason}; the table was not changed")
 
 
 def normalize_type(new_type: Any) -> Any:
@@ -171,7 +136,7 @@ def alter_column_type(
             f"cannot change the type of {'.'.join(path)} to {target}: type widening is not enabled on "
             f"{delta_log.table_uri}. Set the table property delta.enableTypeWidening = true first."
         )
-    _check_dependent_expressions(metadata, old_schema, path)
+    _check_dependent_expressions(metadata, path)
     recorded = record_type_changes(new_schema, old_schema, preview_table_version(txn.protocol, txn.read_version + 1))
     name, field = _field_at(recorded, path)
     txn.update_metadata(replace(metadata, schema_string=json.dumps(recorded, separators=(",", ":"))))
