@@ -4,8 +4,10 @@ Delta's ``RestoreTableCommand`` in the txn layer: one commit that
 
 - removes (``dataChange=true``) every active file that is not in the target version,
 - re-adds (``dataChange=true``) every file of the target version that is not active now,
-  after checking that each still exists in storage: files deleted by VACUUM cannot come
-  back, and the restore is refused with :class:`RestoreMissingFilesError` naming them;
+  after checking that each still exists in storage, and its deletion-vector file too:
+  files deleted by VACUUM cannot come back, and the restore is refused with
+  :class:`RestoreMissingFilesError` naming them (Delta checks only the data files, and would
+  commit a version no reader can read when just the deletion vector was vacuumed);
 - brings back the target's metadata (schema, partitioning, properties) when it differs,
   and keeps the protocol (a restore never downgrades it).
 
@@ -25,6 +27,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.commit.operations import Restore
+from deltalog.txn.log.deletion_vectors import dv_absolute_path
 from deltalog.txn.protocol.actions import Action, AddFile, absolute_path
 from deltalog.txn.protocol.errors import DeltaLogError
 
@@ -39,14 +42,15 @@ log = logging.getLogger(__name__)
 
 
 class RestoreMissingFilesError(DeltaLogError):
-    """Files of the target version are gone from storage (vacuumed): the restore cannot
-    bring them back."""
+    """Data or deletion-vector files of the target version are gone from storage (vacuumed):
+    the restore cannot bring them back."""
 
     def __init__(self, table_uri: str, version: int, missing: list[str]) -> None:
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
         super().__init__(
-            f"cannot restore {table_uri} to version {version}: {len(missing)} of its data files no longer "
-            f"exist (removed by VACUUM?): {shown}. Restore to a later version whose files still exist; "
+            f"cannot restore {table_uri} to version {version}: {len(missing)} of its data or "
+            f"deletion-vector files no longer exist (removed by VACUUM?): {shown}. Restore to a later "
+            "version whose files still exist; "
             "nothing was committed."
         )
         self.table_uri = table_uri
@@ -72,6 +76,17 @@ class RestoreResult:
         }
 
 
+def _needed_uris(table_uri: str, files: list[AddFile]) -> list[str]:
+    """The storage objects ``files`` read: each data file and its deletion-vector file."""
+    uris: list[str] = []
+    for f in files:
+        uris.append(absolute_path(table_uri, f.path))
+        dv = f.deletion_vector
+        if dv is not None and dv.storage_type in ("u", "p"):
+            uris.append(dv_absolute_path(table_uri, dv))
+    return list(dict.fromkeys(uris))
+
+
 def _missing(delta_log: DeltaLog, files: list[AddFile]) -> list[str]:
     import pyarrow.fs as pafs
 
@@ -79,7 +94,7 @@ def _missing(delta_log: DeltaLog, files: list[AddFile]) -> list[str]:
         return []
     store = delta_log.store
     fs = store.filesystem()
-    uris = [absolute_path(delta_log.table_uri, f.path) for f in files]
+    uris = _needed_uris(delta_log.table_uri, files)
     missing = []
     for start in range(0, len(uris), 1000):
         chunk = uris[start : start + 1000]

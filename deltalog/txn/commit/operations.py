@@ -298,6 +298,7 @@ class Restore(Operation):
 
     name: ClassVar[str] = "RESTORE"
     changes_data: ClassVar[bool] = True
+    engine_metrics: ClassVar[bool] = False  # Delta's RESTORE metrics only (numRestoredFiles, ...)
     version: int | None = None
     timestamp: str | None = None
 
@@ -340,6 +341,7 @@ class Clone(Operation):
 
     name: ClassVar[str] = "CLONE"
     changes_data: ClassVar[bool] = True
+    engine_metrics: ClassVar[bool] = False  # Delta's CLONE metrics only (numCopiedFiles, ...)
     source: str = ""
     source_version: int = -1
 
