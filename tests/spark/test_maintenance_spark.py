@@ -183,3 +183,30 @@ def test_history_and_detail_have_deltas_columns(spark, tmp_path):
     got = detail.collect()[0]
     assert (got.partitionColumns, got.clusteringColumns, got.numFiles) == (["p"], [], 1)
     assert got.tableFeatures == ["appendOnly", "invariants"]  # implied by (1, 2)
+
+
+def test_restore_keeps_identity_high_water_marks(spark, table_path):
+    """RESTORE brings back the older schema but not its identity high-water mark (Delta's
+    ``copySchemaWithMergedHighWaterMarks``): a value generated after the restored version is
+    never generated again."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.table_builder import IdentityGenerator
+
+    (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("id", "long", generatedAlwaysAs=IdentityGenerator(start=1, step=1))
+        .addColumn("v", "string")
+        .execute()
+    )
+
+    def append(*values: str) -> None:
+        rows = spark.createDataFrame([(v,) for v in values], "v string").coalesce(1)
+        rows.write.format("deltalog").mode("append").save(table_path)
+
+    append("a", "b")  # version 1: ids 1, 2
+    append("c")  # version 2: id 3
+    table = DeltaTable.forPath(spark, table_path)
+    table.restoreToVersion(1)
+    append("d")
+    assert sorted(tuple(r) for r in table.toDF().collect()) == [(1, "a"), (2, "b"), (4, "d")]

@@ -9,7 +9,8 @@ Delta's ``RestoreTableCommand`` in the txn layer: one commit that
   :class:`RestoreMissingFilesError` naming them (Delta checks only the data files, and would
   commit a version no reader can read when just the deletion vector was vacuumed);
 - brings back the target's metadata (schema, partitioning, properties) when it differs,
-  and keeps the protocol (a restore never downgrades it).
+  except identity columns' high-water marks, which stay at the latest (as in Delta), and
+  keeps the protocol (a restore never downgrades it).
 
 The transaction reads the whole table (serializable: a concurrent write makes it fail
 rather than be silently undone). The commit carries Delta's ``RESTORE`` parameters
@@ -30,6 +31,7 @@ from deltalog.txn.commit.operations import Restore
 from deltalog.txn.log.deletion_vectors import dv_absolute_path
 from deltalog.txn.protocol.actions import Action, AddFile, absolute_path
 from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.identity import with_merged_high_water_marks
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
@@ -135,8 +137,11 @@ def restore(
     now = int(time.time() * 1000)
     actions: list[Action] = [f.remove(now, data_change=True) for f in to_remove]
     actions.extend(replace(f, data_change=True) for f in to_add)
-    if target.metadata != latest.metadata:
-        txn.update_metadata(target.metadata)
+    # the target's metadata, but identity columns keep the latest high-water marks (Delta's
+    # copySchemaWithMergedHighWaterMarks): values generated since are never generated again
+    restored_metadata = with_merged_high_water_marks(target.metadata, latest.metadata)
+    if restored_metadata != latest.metadata:
+        txn.update_metadata(restored_metadata)
     # The re-added files are the target version's own, checked against the table's
     # constraints when they were written; like Delta's RESTORE, do not check them again.
     txn.mark_constraints_checked()
