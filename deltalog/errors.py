@@ -94,6 +94,7 @@ if TYPE_CHECKING:
         ChecksumMismatchError,
         ColumnMappingRequiredError,
         CorruptLogError,
+        DataFileNotFoundError,
         DeltaLogError,
         InvalidSchemaChangeError,
         InvalidSchemaError,
@@ -134,6 +135,7 @@ _HOMES: dict[str, str] = {
     # the log and its tables
     "DeltaLogError": "deltalog.txn.protocol.errors",
     "CorruptLogError": "deltalog.txn.protocol.errors",
+    "DataFileNotFoundError": "deltalog.txn.protocol.errors",
     "ChecksumMismatchError": "deltalog.txn.protocol.errors",
     "RowTrackingError": "deltalog.txn.protocol.errors",
     "InvalidSchemaError": "deltalog.txn.protocol.errors",
@@ -232,6 +234,7 @@ __all__ = [
     "ConstraintsNotCheckedError",
     "ConvertToDeltaError",
     "CorruptLogError",
+    "DataFileNotFoundError",
     "DeltaAnalysisError",
     "DeltaConcurrentModificationError",
     "DeltaError",

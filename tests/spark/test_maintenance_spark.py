@@ -27,11 +27,13 @@ def _age_data_files(path: str, seconds: int = 30 * 24 * 3600) -> None:
             os.utime(name, (st.st_atime - seconds, st.st_mtime - seconds))
 
 
-def test_restore_refuses_a_version_whose_deletion_vector_was_vacuumed(spark, table_path):
+def test_a_vacuumed_deletion_vector_refuses_restore_and_time_travel_clearly(spark, table_path):
     """The data file is still live (only its deletion vector changed), but the deletion
     vector of the target version was vacuumed: committing the restore would make every read
-    fail, so it is refused like a vacuumed data file and nothing is committed."""
-    from deltalog.contrib.spark import DeltaTable
+    fail, so it is refused like a vacuumed data file and nothing is committed; reading that
+    version fails with Delta's DELTA_FILE_NOT_FOUND_DETAILED, not as a corrupt log."""
+    from deltalog.contrib.spark import DeltaTable, read_table
+    from deltalog.errors import DataFileNotFoundError
     from deltalog.txn.commands.restore import RestoreMissingFilesError
 
     df = spark.createDataFrame([(i,) for i in range(6)], "id long").coalesce(1)
@@ -52,6 +54,10 @@ def test_restore_refuses_a_version_whose_deletion_vector_was_vacuumed(spark, tab
     assert len(err.value.missing) == 1
     assert len(commits(table_path)) == before  # nothing committed
     assert sorted(r.id for r in table.toDF().collect()) == [0, 3, 4, 5]
+    with pytest.raises(DataFileNotFoundError, match=r"deletion vector file .*deletion_vector_"):
+        read_table(spark, table_path, versionAsOf=1)
+    with pytest.raises(Exception, match="DELTA_FILE_NOT_FOUND_DETAILED"):
+        spark.read.format("deltalog").option("versionAsOf", 1).load(table_path).collect()
 
 
 def test_restore_and_clone_at_timestamp_read_the_session_time_zone(spark, tmp_path):

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from deltalog.txn.protocol.errors import DataFileNotFoundError
+
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
@@ -38,10 +40,15 @@ ROW_GROUP_BYTES = 64 << 20
 @contextmanager
 def open_data_file(fs: pafs.FileSystem, path: str, *, pre_buffer: bool = True) -> Iterator[pq.ParquetFile]:
     """``path`` on ``fs`` as a :class:`pyarrow.parquet.ParquetFile` whose INT96 columns read
-    as ``timestamp[us]`` (closed on exit)."""
+    as ``timestamp[us]`` (closed on exit); :class:`DataFileNotFoundError` (a
+    ``FileNotFoundError``) when the file is gone, e.g. vacuumed."""
     import pyarrow.parquet as pq
 
-    with fs.open_input_file(path) as handle:
+    try:
+        opened = fs.open_input_file(path)
+    except FileNotFoundError:
+        raise DataFileNotFoundError(path) from None
+    with opened as handle:
         yield pq.ParquetFile(handle, pre_buffer=pre_buffer, coerce_int96_timestamp_unit=TIMESTAMP_UNIT)
 
 
