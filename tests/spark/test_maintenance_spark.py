@@ -216,3 +216,31 @@ def test_restore_keeps_identity_high_water_marks(spark, table_path):
     table.restoreToVersion(1)
     append("d")
     assert sorted(tuple(r) for r in table.toDF().collect()) == [(1, "a"), (2, "b"), (4, "d")]
+
+
+def test_convert_to_delta_merges_every_files_schema(spark, tmp_path):
+    """CONVERT takes the schema of every footer, as Delta's ``mergeSchemasInParallel``: a
+    column only a later file has is read, not dropped; a column two files type differently
+    is refused before anything is written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    plain = tmp_path / "plain"
+    (plain / "p=a").mkdir(parents=True)
+    (plain / "p=b").mkdir()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), plain / "p=a" / "part-0.parquet")
+    pq.write_table(pa.table({"id": pa.array([2], pa.int64()), "note": ["x"]}), plain / "p=b" / "part-0.parquet")
+    table = DeltaTable.convertToDelta(spark, f"parquet.`{plain}`", "p string")
+    assert sorted(tuple(r) for r in table.toDF().collect()) == [(1, None, "a"), (2, "x", "b")]
+
+    clash = tmp_path / "clash"
+    (clash / "a").mkdir(parents=True)
+    (clash / "b").mkdir()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), clash / "a" / "part-0.parquet")
+    pq.write_table(pa.table({"id": ["one"]}), clash / "b" / "part-0.parquet")
+    with pytest.raises(DeltaAnalysisError, match=r"b/part-0\.parquet"):
+        DeltaTable.convertToDelta(spark, f"parquet.`{clash}`")
+    assert not (clash / "_delta_log").exists()
