@@ -244,3 +244,23 @@ def test_convert_to_delta_merges_every_files_schema(spark, tmp_path):
     with pytest.raises(DeltaAnalysisError, match=r"b/part-0\.parquet"):
         DeltaTable.convertToDelta(spark, f"parquet.`{clash}`")
     assert not (clash / "_delta_log").exists()
+
+
+def test_generate_symlink_format_manifest(spark, tmp_path):
+    """``generate("symlink_format_manifest")`` writes one manifest per partition listing the
+    latest version's data files, as Delta's GENERATE does; another mode is refused."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    append(log, [1], "a")
+    append(log, [2], "b")
+    table = DeltaTable.forPath(spark, path)
+    table.generate("symlink_format_manifest")
+    for f in log.update().files:
+        part = f.path.split("/")[0]
+        with open(os.path.join(path, "_symlink_format_manifest", part, "manifest"), encoding="utf-8") as manifest:
+            assert manifest.read().split() == [f"{log.table_uri}/{f.path}"]
+    with pytest.raises(DeltaAnalysisError, match="DELTA_MODE_NOT_SUPPORTED"):
+        table.generate("hive_manifest")

@@ -637,6 +637,20 @@ class DeltaTable(AlterTableMethods):
         )
         return DeltaTable(self._spark, target, options, self._logstore)
 
+    def generate(self, mode: str) -> None:
+        """Delta's ``GENERATE symlink_format_manifest``: write ``_symlink_format_manifest/``
+        (one ``manifest`` per partition listing the data files) of the latest version, for
+        Presto, Trino and Athena; a table with deletion vectors is refused, as in Delta."""
+        from deltalog.txn.log.symlink_manifest import generate_symlink_manifest
+
+        if mode.strip().lower() != "symlink_format_manifest":
+            raise DeltaAnalysisError(
+                f"DELTA_MODE_NOT_SUPPORTED: specified mode {mode!r} is not supported; "
+                "supported modes are: symlink_format_manifest"
+            )
+        snapshot = self._log.require_table()
+        generate_symlink_manifest(self._log, snapshot.version, snapshot, ())
+
     def alterColumnType(self, column: str, newType: Any) -> None:
         """``ALTER TABLE ... ALTER COLUMN column TYPE newType``: widen a column (type widening,
         ``delta.enableTypeWidening`` must be on); see :func:`deltalog.txn.commands.type_widening.alter_column_type`."""
