@@ -264,3 +264,19 @@ def test_generate_symlink_format_manifest(spark, tmp_path):
             assert manifest.read().split() == [f"{log.table_uri}/{f.path}"]
     with pytest.raises(DeltaAnalysisError, match="DELTA_MODE_NOT_SUPPORTED"):
         table.generate("hive_manifest")
+
+
+def test_restore_brings_back_the_clustering_columns(spark, tmp_path):
+    """RESTORE of a liquid-clustered table brings back the version's clustering columns
+    (Delta's ``handleDomainMetadataForRestoreTable``), so OPTIMIZE clusters by them again."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.commands.clustering import cluster_by
+
+    path = str(tmp_path / "t")
+    table = (
+        DeltaTable.create(spark).location(path).addColumn("id", "long").addColumn("v", "string").clusterBy("id")
+    ).execute()
+    cluster_by(table._log, ["v"])  # version 1: ALTER TABLE ... CLUSTER BY (v)
+    assert table.detail().collect()[0].clusteringColumns == ["v"]
+    table.restoreToVersion(0)
+    assert table.detail().collect()[0].clusteringColumns == ["id"]

@@ -9,8 +9,9 @@ Delta's ``RestoreTableCommand`` in the txn layer: one commit that
   :class:`RestoreMissingFilesError` naming them (Delta checks only the data files, and would
   commit a version no reader can read when just the deletion vector was vacuumed);
 - brings back the target's metadata (schema, partitioning, properties) when it differs,
-  except identity columns' high-water marks, which stay at the latest (as in Delta), and
-  keeps the protocol (a restore never downgrades it).
+  except identity columns' high-water marks, which stay at the latest (as in Delta), brings
+  back the target's clustering columns (none if it was not clustered), and keeps the
+  protocol (a restore never downgrades it).
 
 The transaction reads the whole table (serializable: a concurrent write makes it fail
 rather than be silently undone). The commit carries Delta's ``RESTORE`` parameters
@@ -29,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.commit.operations import Restore
 from deltalog.txn.log.deletion_vectors import dv_absolute_path
-from deltalog.txn.protocol.actions import Action, AddFile, absolute_path
+from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata, absolute_path
+from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN, clustering_domain
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.identity import with_merged_high_water_marks
 
@@ -137,6 +139,7 @@ def restore(
     now = int(time.time() * 1000)
     actions: list[Action] = [f.remove(now, data_change=True) for f in to_remove]
     actions.extend(replace(f, data_change=True) for f in to_add)
+    actions.extend(_restored_clustering(target, latest))
     # the target's metadata, but identity columns keep the latest high-water marks (Delta's
     # copySchemaWithMergedHighWaterMarks): values generated since are never generated again
     restored_metadata = with_merged_high_water_marks(target.metadata, latest.metadata)
@@ -161,6 +164,21 @@ def restore(
         len(to_remove),
     )
     return RestoreResult(delta_log.table_uri, committed, target.version, metrics)
+
+
+def _restored_clustering(target: Snapshot, latest: Snapshot) -> list[DomainMetadata]:
+    """The ``delta.clustering`` domain the restore commits (Delta's
+    ``handleDomainMetadataForRestoreTable``): the target version's clustering columns, or
+    none (``CLUSTER BY NONE``) when the target was not clustered; nothing when it is unchanged."""
+    current = latest.domain_metadata.get(CLUSTERING_DOMAIN)
+    wanted = target.domain_metadata.get(CLUSTERING_DOMAIN)
+    if wanted is not None and not wanted.removed:
+        restored = DomainMetadata(CLUSTERING_DOMAIN, wanted.configuration, False)
+    elif current is not None and not current.removed:
+        restored = clustering_domain([])
+    else:
+        return []
+    return [] if restored == current else [restored]
 
 
 def _restore_metrics(target: Snapshot, to_add: list[AddFile], to_remove: list[AddFile]) -> dict[str, str]:
