@@ -106,14 +106,14 @@ def test_concurrent_append_fails_the_restore(tmp_path: Path, monkeypatch: pytest
     log = create(uri)
     append(log, [1])
     append(log, [2])
-    real = restore_module._missing
+    real = restore_module.missing_files
     other = DeltaLog.for_table(uri)
 
-    def append_meanwhile(delta_log: DeltaLog, files: list) -> list[str]:  # type: ignore[type-arg]
+    def append_meanwhile(store: object, table_uri: str, files: list) -> list[str]:  # type: ignore[type-arg]
         append(other, [3])
-        return real(delta_log, files)
+        return real(store, table_uri, files)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(restore_module, "_missing", append_meanwhile)
+    monkeypatch.setattr(restore_module, "missing_files", append_meanwhile)
     with pytest.raises(ConcurrentAppendError):
         restore(log, version=1)
     assert read_ids(DeltaLog.for_table(uri)) == [1, 2, 3]

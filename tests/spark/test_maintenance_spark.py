@@ -280,3 +280,29 @@ def test_restore_brings_back_the_clustering_columns(spark, tmp_path):
     assert table.detail().collect()[0].clusteringColumns == ["v"]
     table.restoreToVersion(0)
     assert table.detail().collect()[0].clusteringColumns == ["id"]
+
+
+def test_clone_of_a_vacuumed_version_is_refused_and_writes_nothing(spark, tmp_path):
+    """A shallow clone of a version whose files were vacuumed could not be read and a deep
+    one failed half-way, leaving directories that made the location "not empty" for the
+    next try; both are refused before anything is written."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.errors import CloneSourceFilesMissingError
+    from deltalog.txn.commit.operations import Delete
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    append(log, [1], "a")
+    append(log, [2], "b")
+    txn = log.start_transaction()
+    gone = txn.filter_files([("p", "=", "a")])[0]
+    txn.commit([gone.remove(1)], Delete(["p = 'a'"]))
+    os.remove(os.path.join(path, gone.path))  # what VACUUM does once the tombstone expired
+    table = DeltaTable.forPath(spark, path)
+    target = tmp_path / "clone"
+    for shallow in (True, False):
+        with pytest.raises(CloneSourceFilesMissingError, match="p=a/") as err:
+            table.cloneAtVersion(2, str(target), isShallow=shallow)
+        assert len(err.value.missing) == 1
+        assert not target.exists() or not any(target.iterdir())
+    assert table.clone(str(target), isShallow=False).toDF().count() == 1  # the latest version

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from deltalog.txn.commit.commit_errors import commit_certainly_failed
 from deltalog.txn.commit.operations import Clone
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.log.data_files import missing_files
 from deltalog.txn.log.deletion_vectors import dv_absolute_path
 from deltalog.txn.protocol.actions import (
     AddFile,
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
     from deltalog.txn.log.snapshot import Snapshot
 
-__all__ = ["CloneResult", "CloneTargetNotEmptyError", "clone"]
+__all__ = ["CloneResult", "CloneSourceFilesMissingError", "CloneTargetNotEmptyError", "clone"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,22 @@ class CloneTargetNotEmptyError(DeltaLogError, FileExistsError):
             "location; nothing was written."
         )
         self.target_uri = target_uri
+
+
+class CloneSourceFilesMissingError(DeltaLogError, FileNotFoundError):
+    """Data or deletion-vector files of the source version are gone (vacuumed): a clone of it
+    could not be read (shallow) or copied (deep); nothing was written."""
+
+    def __init__(self, source_uri: str, version: int, missing: list[str]) -> None:
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        super().__init__(
+            f"cannot clone version {version} of {source_uri}: {len(missing)} of its data or deletion-vector "
+            f"files no longer exist (removed by VACUUM?): {shown}. Clone a later version whose files still "
+            "exist; nothing was written."
+        )
+        self.source_uri = source_uri
+        self.version = version
+        self.missing = missing
 
 
 @dataclass
@@ -186,15 +203,20 @@ def clone(
     table at ``target_uri``: shallow (absolute paths to the source's files) or deep (copies).
 
     ``properties`` are set on the target on top of the source's. Raises
-    :class:`CloneTargetNotEmptyError` when the target location holds anything.
+    :class:`CloneTargetNotEmptyError` when the target location holds anything, and
+    :class:`CloneSourceFilesMissingError` when files of the version were vacuumed (Delta
+    checks nothing for a shallow clone, which then cannot be read); nothing is written.
     """
     snapshot = source.snapshot(version=version, timestamp=timestamp)
     if snapshot.version < 0:
         source.require_table()
     target = DeltaLog.for_table(target_uri, storage_options)
     _require_empty_target(target)
-    copies: list[_Copy] = []
     files = snapshot.files
+    missing = missing_files(source.store, source.table_uri, files)
+    if missing:
+        raise CloneSourceFilesMissingError(source.table_uri, snapshot.version, missing)
+    copies: list[_Copy] = []
     adds = [
         _shallow(source.table_uri, f) if shallow else _deep(source.table_uri, target.table_uri, f, copies)
         for f in files

@@ -29,8 +29,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.commit.operations import Restore
-from deltalog.txn.log.deletion_vectors import dv_absolute_path
-from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata, absolute_path
+from deltalog.txn.log.data_files import missing_files
+from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN, clustering_domain
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.identity import with_merged_high_water_marks
@@ -80,33 +80,6 @@ class RestoreResult:
         }
 
 
-def _needed_uris(table_uri: str, files: list[AddFile]) -> list[str]:
-    """The storage objects ``files`` read: each data file and its deletion-vector file."""
-    uris: list[str] = []
-    for f in files:
-        uris.append(absolute_path(table_uri, f.path))
-        dv = f.deletion_vector
-        if dv is not None and dv.storage_type in ("u", "p"):
-            uris.append(dv_absolute_path(table_uri, dv))
-    return list(dict.fromkeys(uris))
-
-
-def _missing(delta_log: DeltaLog, files: list[AddFile]) -> list[str]:
-    import pyarrow.fs as pafs
-
-    if not files:
-        return []
-    store = delta_log.store
-    fs = store.filesystem()
-    uris = _needed_uris(delta_log.table_uri, files)
-    missing = []
-    for start in range(0, len(uris), 1000):
-        chunk = uris[start : start + 1000]
-        infos = fs.get_file_info([store.fs_path(u) for u in chunk])
-        missing += [u for u, info in zip(chunk, infos) if info.type == pafs.FileType.NotFound]
-    return missing
-
-
 def restore(
     delta_log: DeltaLog,
     version: int | None = None,
@@ -132,7 +105,7 @@ def restore(
     latest_files = {f.logical_key: f for f in latest.files}
     to_add = [f for key, f in target_files.items() if key not in latest_files]
     to_remove = [f for key, f in latest_files.items() if key not in target_files]
-    missing = _missing(delta_log, to_add)
+    missing = missing_files(delta_log.store, delta_log.table_uri, to_add)
     if missing:
         raise RestoreMissingFilesError(delta_log.table_uri, target.version, missing)
 
