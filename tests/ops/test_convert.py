@@ -55,6 +55,19 @@ def test_convert_a_partitioned_parquet_directory(tmp_path: Path) -> None:
     assert stats == [1, 1, 2]
 
 
+def test_a_partition_column_the_files_also_hold_is_the_partitions(tmp_path: Path) -> None:
+    """Files that also carry the partition column (written by a tool that keeps it) convert
+    with the partition schema's column, as Delta's ``mergeDataAndPartitionSchema`` makes it,
+    instead of failing on a duplicate column."""
+    root = tmp_path / "plain"
+    (root / "p=a").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1], "p": ["a"]}), root / "p=a" / "part-0.parquet")
+    assert convert_to_delta(str(root), "p string") == 0
+    snapshot = DeltaLog.for_table(str(root)).update()
+    assert [f.name for f in snapshot.schema.fields] == ["id", "p"]
+    assert snapshot.metadata.partition_columns == ("p",)
+
+
 def test_convert_unpartitioned_with_a_struct_type_schema_and_storage_options(tmp_path: Path) -> None:
     root = tmp_path / "flat"
     _write(root, "a.parquet", [1])

@@ -152,7 +152,10 @@ def plan_convert(delta_log: DeltaLog, partition_schema: PartitionSchema = None) 
             rows = pf.metadata.num_rows
         mtime = int(info.mtime.timestamp() * 1000) if info.mtime else int(time.time() * 1000)
         files.append(ParquetFile(rel, int(info.size or 0), mtime, values, rows))
-    schema = as_nullable(StructType((*data_schema.fields, *partitions.fields)))
+    # a partition column the files also hold is the partition's (Delta's mergeDataAndPartitionSchema)
+    parts = {name.lower() for name in partitions.names}
+    data_fields = [f for f in data_schema.fields if f.name.lower() not in parts]
+    schema = as_nullable(StructType((*data_fields, *partitions.fields)))
     assert isinstance(schema, StructType)
     metadata = Metadata(
         id=str(uuid.uuid4()),
