@@ -27,39 +27,6 @@ def _age_data_files(path: str, seconds: int = 30 * 24 * 3600) -> None:
             os.utime(name, (st.st_atime - seconds, st.st_mtime - seconds))
 
 
-def test_a_vacuumed_deletion_vector_refuses_restore_and_time_travel_clearly(spark, table_path):
-    """The data file is still live (only its deletion vector changed), but the deletion
-    vector of the target version was vacuumed: committing the restore would make every read
-    fail, so it is refused like a vacuumed data file and nothing is committed; reading that
-    version fails with Delta's DELTA_FILE_NOT_FOUND_DETAILED, not as a corrupt log."""
-    from deltalog.contrib.spark import DeltaTable, read_table
-    from deltalog.errors import DataFileNotFoundError
-    from deltalog.txn.commands.restore import RestoreMissingFilesError
-
-    df = spark.createDataFrame([(i,) for i in range(6)], "id long").coalesce(1)
-    df.write.format("deltalog").mode("append").option("delta.enableDeletionVectors", "true").save(table_path)
-    table = DeltaTable.forPath(spark, table_path)
-    table.delete("id = 1")  # version 1: deletion vector A
-    table.delete("id = 2")  # version 2: deletion vector B replaces A on the same file
-    _age_data_files(table_path)
-    spark.conf.set(RETENTION_CHECK, "false")
-    try:
-        vacuumed = [r.path for r in table.vacuum(0).collect()]
-    finally:
-        spark.conf.unset(RETENTION_CHECK)
-    assert len(vacuumed) == 1 and vacuumed[0].startswith("deletion_vector_")
-    before = len(commits(table_path))
-    with pytest.raises(RestoreMissingFilesError, match="deletion_vector_") as err:
-        table.restoreToVersion(1)
-    assert len(err.value.missing) == 1
-    assert len(commits(table_path)) == before  # nothing committed
-    assert sorted(r.id for r in table.toDF().collect()) == [0, 3, 4, 5]
-    with pytest.raises(DataFileNotFoundError, match=r"deletion vector file .*deletion_vector_"):
-        read_table(spark, table_path, versionAsOf=1)
-    with pytest.raises(Exception, match="DELTA_FILE_NOT_FOUND_DETAILED"):
-        spark.read.format("deltalog").option("versionAsOf", 1).load(table_path).collect()
-
-
 def test_restore_and_clone_at_timestamp_read_the_session_time_zone(spark, tmp_path):
     """``restoreToTimestamp("2023-11-14 14:14:00")`` is a local time of
     ``spark.sql.session.timeZone``, as Delta casts it (and as ``timestampAsOf`` reads)."""
@@ -306,3 +273,36 @@ def test_clone_of_a_vacuumed_version_is_refused_and_writes_nothing(spark, tmp_pa
         assert len(err.value.missing) == 1
         assert not target.exists() or not any(target.iterdir())
     assert table.clone(str(target), isShallow=False).toDF().count() == 1  # the latest version
+
+
+def test_a_vacuumed_deletion_vector_refuses_restore_and_time_travel_clearly(spark, table_path):
+    """The data file is still live (only its deletion vector changed), but the deletion
+    vector of the target version was vacuumed: committing the restore would make every read
+    fail, so it is refused like a vacuumed data file and nothing is committed; reading that
+    version fails with Delta's DELTA_FILE_NOT_FOUND_DETAILED, not as a corrupt log."""
+    from deltalog.contrib.spark import DeltaTable, read_table
+    from deltalog.errors import DataFileNotFoundError
+    from deltalog.txn.commands.restore import RestoreMissingFilesError
+
+    df = spark.createDataFrame([(i,) for i in range(6)], "id long").coalesce(1)
+    df.write.format("deltalog").mode("append").option("delta.enableDeletionVectors", "true").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("id = 1")  # version 1: deletion vector A
+    table.delete("id = 2")  # version 2: deletion vector B replaces A on the same file
+    _age_data_files(table_path)
+    spark.conf.set(RETENTION_CHECK, "false")
+    try:
+        vacuumed = [r.path for r in table.vacuum(0).collect()]
+    finally:
+        spark.conf.unset(RETENTION_CHECK)
+    assert len(vacuumed) == 1 and vacuumed[0].startswith("deletion_vector_")
+    before = len(commits(table_path))
+    with pytest.raises(RestoreMissingFilesError, match="deletion_vector_") as err:
+        table.restoreToVersion(1)
+    assert len(err.value.missing) == 1
+    assert len(commits(table_path)) == before  # nothing committed
+    assert sorted(r.id for r in table.toDF().collect()) == [0, 3, 4, 5]
+    with pytest.raises(DataFileNotFoundError, match=r"deletion vector file .*deletion_vector_"):
+        read_table(spark, table_path, versionAsOf=1)
+    with pytest.raises(Exception, match="DELTA_FILE_NOT_FOUND_DETAILED"):
+        spark.read.format("deltalog").option("versionAsOf", 1).load(table_path).collect()
