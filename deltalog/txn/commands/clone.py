@@ -188,6 +188,16 @@ def _target_metadata(snapshot: Snapshot, properties: Mapping[str, str] | None) -
     return replace(snapshot.metadata, id=str(uuid.uuid4()), configuration=config, created_time=None)
 
 
+def _check_clonable(source: DeltaLog, snapshot: Snapshot, target: DeltaLog) -> None:
+    """Refuse, before anything is written, a target that is not empty and a source version
+    whose files were vacuumed (Delta checks nothing for a shallow clone, which then cannot
+    be read)."""
+    _require_empty_target(target)
+    missing = missing_files(source.store, source.table_uri, snapshot.files)
+    if missing:
+        raise CloneSourceFilesMissingError(source.table_uri, snapshot.version, missing)
+
+
 def clone(
     source: DeltaLog,
     target_uri: str,
@@ -202,20 +212,15 @@ def clone(
     """Clone ``source`` (at ``version``/``timestamp``, the latest by default) to the new
     table at ``target_uri``: shallow (absolute paths to the source's files) or deep (copies).
 
-    ``properties`` are set on the target on top of the source's. Raises
-    :class:`CloneTargetNotEmptyError` when the target location holds anything, and
-    :class:`CloneSourceFilesMissingError` when files of the version were vacuumed (Delta
-    checks nothing for a shallow clone, which then cannot be read); nothing is written.
+    ``properties`` are set on the target on top of the source's. Raises (writing nothing)
+    :class:`CloneTargetNotEmptyError` or :class:`CloneSourceFilesMissingError` (vacuumed files).
     """
     snapshot = source.snapshot(version=version, timestamp=timestamp)
     if snapshot.version < 0:
         source.require_table()
     target = DeltaLog.for_table(target_uri, storage_options)
-    _require_empty_target(target)
+    _check_clonable(source, snapshot, target)
     files = snapshot.files
-    missing = missing_files(source.store, source.table_uri, files)
-    if missing:
-        raise CloneSourceFilesMissingError(source.table_uri, snapshot.version, missing)
     copies: list[_Copy] = []
     adds = [
         _shallow(source.table_uri, f) if shallow else _deep(source.table_uri, target.table_uri, f, copies)
