@@ -261,8 +261,32 @@ def clone(
 
 
 def _delete_copies(target: DeltaLog, copies: list[_Copy]) -> None:
+    """Delete what a failed deep clone copied, and the directories it made for them (the
+    target was empty before), so the clone can be tried again at that location."""
     for item in copies:
         try:
             target.store.delete(item.target)
         except OSError:
             log.warning("could not delete %s copied by a failed clone", item.target)
+    _delete_empty_dirs(target, {item.target.rsplit("/", 1)[0] for item in copies})
+
+
+def _delete_empty_dirs(target: DeltaLog, directories: set[str]) -> None:
+    """Delete ``directories`` (URIs under the target) and their parents below the target's
+    root (which is left as it was), deepest first, each only when empty."""
+    import pyarrow.fs as pafs
+
+    fs = target.store.filesystem()
+    root = target.table_uri.rstrip("/")
+    chain: set[str] = set()
+    for directory in directories:
+        while directory.startswith(root + "/"):
+            chain.add(directory)
+            directory = directory.rsplit("/", 1)[0]
+    for directory in sorted(chain, key=len, reverse=True):
+        path = target.store.fs_path(directory)
+        try:
+            if not fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
+                fs.delete_dir(path)
+        except OSError:
+            pass  # not empty, gone, or an object store without directories
