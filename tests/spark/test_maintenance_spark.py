@@ -135,6 +135,8 @@ def test_history_and_detail_have_deltas_columns(spark, tmp_path):
     ]
     row = history.collect()[0]
     assert (row.version, row.operation, row.userName, row.job) == (1, "WRITE", None, None)
+    created = table.history().collect()[-1]
+    assert (created.version, created.operationMetrics) == (0, None)  # no metrics: null, as in Delta
     detail = table.detail()
     assert detail.columns == [
         "format",

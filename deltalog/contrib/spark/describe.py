@@ -5,7 +5,8 @@ The columns, their order and types are those of Delta Spark's ``DeltaHistory`` a
 ``detail()`` selects the same names:
 
 - history: ``userId``, ``userName``, ``job``, ``notebook`` and ``clusterId`` are null unless
-  the commit's writer recorded them (deltalog records none; Databricks does);
+  the commit's writer recorded them (deltalog records none; Databricks does), and so is
+  ``operationMetrics`` for a commit without metrics (``Option`` in Delta);
 - detail: ``clusteringColumns`` (logical names, empty unless liquid-clustered), and
   ``tableFeatures`` naming every feature the protocol supports, those its legacy versions
   imply included (``(1, 2)`` is ``appendOnly`` and ``invariants``), as Delta lists them.
@@ -79,7 +80,9 @@ def _history_row(version: int, timestamp: int, info: CommitInfo | None) -> tuple
         None if info is None else info.read_version,
         None if info is None else info.isolation_level,
         None if info is None else info.is_blind_append,
-        {k: str(v) for k, v in ((info and info.operation_metrics) or {}).items()},
+        None
+        if info is None or info.operation_metrics is None
+        else {k: str(v) for k, v in info.operation_metrics.items()},
         None if info is None else info.user_metadata,
         None if info is None else info.engine_info,
     )
