@@ -47,7 +47,7 @@ if TYPE_CHECKING:
         TransientStorageError,
         UnknownLogStoreError,
     )
-    from deltalog.txn.commands.clone import CloneTargetNotEmptyError
+    from deltalog.txn.commands.clone import CloneSourceFilesMissingError, CloneTargetNotEmptyError
     from deltalog.txn.commands.convert import ConvertToDeltaError
     from deltalog.txn.commands.optimize import OptimizeError
     from deltalog.txn.commands.restore import RestoreMissingFilesError
@@ -94,6 +94,7 @@ if TYPE_CHECKING:
         ChecksumMismatchError,
         ColumnMappingRequiredError,
         CorruptLogError,
+        DataFileNotFoundError,
         DeltaLogError,
         InvalidSchemaChangeError,
         InvalidSchemaError,
@@ -134,6 +135,7 @@ _HOMES: dict[str, str] = {
     # the log and its tables
     "DeltaLogError": "deltalog.txn.protocol.errors",
     "CorruptLogError": "deltalog.txn.protocol.errors",
+    "DataFileNotFoundError": "deltalog.txn.protocol.errors",
     "ChecksumMismatchError": "deltalog.txn.protocol.errors",
     "RowTrackingError": "deltalog.txn.protocol.errors",
     "InvalidSchemaError": "deltalog.txn.protocol.errors",
@@ -188,6 +190,7 @@ _HOMES: dict[str, str] = {
     "OptimizeError": "deltalog.txn.commands.optimize",
     "RestoreMissingFilesError": "deltalog.txn.commands.restore",
     "CloneTargetNotEmptyError": "deltalog.txn.commands.clone",
+    "CloneSourceFilesMissingError": "deltalog.txn.commands.clone",
     "VacuumRetentionError": "deltalog.txn.commands.vacuum",
     "VacuumInventoryError": "deltalog.txn.commands.vacuum_listing",
     # PySpark integration (no pyspark import)
@@ -216,6 +219,7 @@ __all__ = [
     "AmbiguousWriteError",
     "AppendOnlyViolationError",
     "ChecksumMismatchError",
+    "CloneSourceFilesMissingError",
     "CloneTargetNotEmptyError",
     "ClusteringColumnsError",
     "ColumnMappingRequiredError",
@@ -232,6 +236,7 @@ __all__ = [
     "ConstraintsNotCheckedError",
     "ConvertToDeltaError",
     "CorruptLogError",
+    "DataFileNotFoundError",
     "DeltaAnalysisError",
     "DeltaConcurrentModificationError",
     "DeltaError",

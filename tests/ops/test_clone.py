@@ -108,3 +108,23 @@ def test_clone_into_a_non_empty_location_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CloneTargetNotEmptyError, match="not empty"):
         clone(source, str(stray), shallow=False)
     assert sorted(p.name for p in stray.iterdir()) == ["notes.txt"]
+
+
+def test_a_deep_clone_that_fails_copying_leaves_the_target_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy failing half-way (here a source file vanishing after the check) removes the
+    copies and the directories it made, so the clone can be tried again at that location."""
+    from deltalog.txn.commands import clone as clone_module
+
+    source = _source(tmp_path)
+    doomed = next(f for f in source.update().files if f.partition_values["p"] == "b c%")
+    shutil.move(str(tmp_path / "source" / clone_module.decode_path(doomed.path)), str(tmp_path / "aside"))
+    monkeypatch.setattr(clone_module, "missing_files", lambda *args: [])
+    target = tmp_path / "deep"
+    with pytest.raises(FileNotFoundError):
+        clone(source, str(target), shallow=False)
+    assert not target.exists() or not any(target.iterdir())
+    monkeypatch.undo()
+    shutil.move(str(tmp_path / "aside"), str(tmp_path / "source" / clone_module.decode_path(doomed.path)))
+    assert clone(source, str(target), shallow=False).version == 0

@@ -51,8 +51,23 @@ def test_convert_a_partitioned_parquet_directory(tmp_path: Path) -> None:
     assert all(f.nullable for f in snapshot.schema.fields)  # asNullable, as Delta
     lines = _log_lines(root)
     assert lines[0]["commitInfo"]["operation"] == "CONVERT"  # type: ignore[index]
+    assert lines[0]["commitInfo"]["operationParameters"]["sourceFormat"] == "parquet"  # type: ignore[index]
+    assert lines[0]["commitInfo"]["operationMetrics"] == {"numConvertedFiles": "3"}  # type: ignore[index]
     stats = sorted(json.loads(a["add"]["stats"])["numRecords"] for a in lines if "add" in a)  # type: ignore[index]
     assert stats == [1, 1, 2]
+
+
+def test_a_partition_column_the_files_also_hold_is_the_partitions(tmp_path: Path) -> None:
+    """Files that also carry the partition column (written by a tool that keeps it) convert
+    with the partition schema's column, as Delta's ``mergeDataAndPartitionSchema`` makes it,
+    instead of failing on a duplicate column."""
+    root = tmp_path / "plain"
+    (root / "p=a").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1], "p": ["a"]}), root / "p=a" / "part-0.parquet")
+    assert convert_to_delta(str(root), "p string") == 0
+    snapshot = DeltaLog.for_table(str(root)).update()
+    assert [f.name for f in snapshot.schema.fields] == ["id", "p"]
+    assert snapshot.metadata.partition_columns == ("p",)
 
 
 def test_convert_unpartitioned_with_a_struct_type_schema_and_storage_options(tmp_path: Path) -> None:

@@ -106,14 +106,14 @@ def test_concurrent_append_fails_the_restore(tmp_path: Path, monkeypatch: pytest
     log = create(uri)
     append(log, [1])
     append(log, [2])
-    real = restore_module._missing
+    real = restore_module.missing_files
     other = DeltaLog.for_table(uri)
 
-    def append_meanwhile(delta_log: DeltaLog, files: list) -> list[str]:  # type: ignore[type-arg]
+    def append_meanwhile(store: object, table_uri: str, files: list) -> list[str]:  # type: ignore[type-arg]
         append(other, [3])
-        return real(delta_log, files)
+        return real(store, table_uri, files)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(restore_module, "_missing", append_meanwhile)
+    monkeypatch.setattr(restore_module, "missing_files", append_meanwhile)
     with pytest.raises(ConcurrentAppendError):
         restore(log, version=1)
     assert read_ids(DeltaLog.for_table(uri)) == [1, 2, 3]
@@ -128,3 +128,21 @@ def test_delta_rs_reads_the_restored_table(tmp_path: Path) -> None:
     append(log, [2])
     restore(log, version=1)
     assert DeltaTable(uri).to_pyarrow_table().column("id").to_pylist() == [1]
+
+
+def test_an_append_only_table_cannot_be_restored_to_fewer_rows(tmp_path: Path) -> None:
+    """Delta's ``assertRemovable(snapshot)``: the table read is append-only, so RESTORE to a
+    version from before ``delta.appendOnly`` was set cannot remove its files (it turned the
+    property off and deleted the rows in the same commit); nothing is committed."""
+    from deltalog.txn.commands.alter import set_table_properties
+    from deltalog.txn.commit.commit_errors import AppendOnlyViolationError
+
+    log = create(str(tmp_path / "t"))
+    append(log, [1])
+    append(log, [2])
+    set_table_properties(log, {"delta.appendOnly": "true"})
+    version = log.update().version
+    with pytest.raises(AppendOnlyViolationError, match=r"delta\.appendOnly=true"):
+        restore(log, version=1)
+    assert log.update().version == version
+    assert read_ids(log) == [1, 2]

@@ -186,8 +186,11 @@ def test_empty_partition_directories_are_removed(tmp_path: Path) -> None:
     assert os.path.isdir(_local(log, "p=a"))
 
 
-def test_deletion_vector_files_of_active_files_are_kept(tmp_path: Path) -> None:
-    log = create(str(tmp_path / "t"), config={"delta.enableDeletionVectors": "true"})
+@pytest.mark.parametrize("directory", ["t", "odd%20name/t"])
+def test_deletion_vector_files_of_active_files_are_kept(tmp_path: Path, directory: str) -> None:
+    """Also under a directory whose name holds a ``%``: the DV file's path is not decoded
+    twice (which named another file and left the live DV unprotected)."""
+    log = create(str(tmp_path / directory), config={"delta.enableDeletionVectors": "true"})
     add = write_file(log, [1, 2, 3], "a")
     log.start_transaction().commit([add], Write())
     blob, [(offset, size, card)] = write_dv_file([[1]])

@@ -8,7 +8,6 @@ ones in one commit.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import re
@@ -237,68 +236,16 @@ class DeltaTable(AlterTableMethods):
         return df.alias(self._alias) if self._alias else df
 
     def history(self, limit: int | None = None) -> DataFrame:
-        from pyspark.sql import Row
+        """``DESCRIBE HISTORY``: one row per commit, newest first, with Delta's columns."""
+        from deltalog.contrib.spark.describe import history_dataframe
 
-        rows = []
-        for rec in self._log.history(limit):
-            info = rec.commit_info
-            rows.append(
-                Row(
-                    version=rec.version,
-                    timestamp=dt.datetime.fromtimestamp(rec.timestamp / 1000, tz=dt.timezone.utc),
-                    operation=None if info is None else info.operation,
-                    operationParameters={
-                        k: v if isinstance(v, str) else json.dumps(v)
-                        for k, v in ((info and info.operation_parameters) or {}).items()
-                    },
-                    readVersion=None if info is None else info.read_version,
-                    isolationLevel=None if info is None else info.isolation_level,
-                    isBlindAppend=None if info is None else info.is_blind_append,
-                    operationMetrics={k: str(v) for k, v in ((info and info.operation_metrics) or {}).items()},
-                    userMetadata=None if info is None else info.user_metadata,
-                    engineInfo=None if info is None else info.engine_info,
-                )
-            )
-        schema = (
-            "version long, timestamp timestamp, operation string, operationParameters map<string,string>, "
-            "readVersion long, isolationLevel string, isBlindAppend boolean, "
-            "operationMetrics map<string,string>, userMetadata string, engineInfo string"
-        )
-        return self._spark.createDataFrame(rows, schema)
+        return history_dataframe(self._spark, self._log, limit)
 
     def detail(self) -> DataFrame:
-        """``DESCRIBE DETAIL``: one row with Delta's ``TableDetail`` columns."""
-        from deltalog.txn.commands.clustering import clustering_columns
+        """``DESCRIBE DETAIL``: one row with Delta's columns."""
+        from deltalog.contrib.spark.describe import detail_dataframe
 
-        snap = self._log.update()
-        md, proto = snap.metadata, snap.protocol
-        features = sorted(set(proto.reader_features or ()) | set(proto.writer_features or ()))
-        row = (
-            "delta",
-            md.id,
-            md.name,
-            md.description,
-            self._log.table_uri,
-            None if md.created_time is None else dt.datetime.fromtimestamp(md.created_time / 1000, dt.timezone.utc),
-            dt.datetime.fromtimestamp(snap.timestamp / 1000, dt.timezone.utc),
-            list(md.partition_columns),
-            clustering_columns(snap) or [],
-            snap.num_files,
-            snap.size_in_bytes,
-            dict(md.configuration),
-            proto.min_reader_version,
-            proto.min_writer_version,
-            features,
-        )
-        schema = (
-            "format string, id string, name string, description string, location string, "
-            "createdAt timestamp, "
-            "lastModified timestamp, partitionColumns array<string>, clusteringColumns array<string>, "
-            "numFiles long, sizeInBytes long, "
-            "properties map<string,string>, minReaderVersion int, minWriterVersion int, "
-            "tableFeatures array<string>"
-        )
-        return self._spark.createDataFrame([row], schema)
+        return detail_dataframe(self._spark, self._log)
 
     # -- helpers for rewrites ---------------------------------------------------------------
 
@@ -640,10 +587,20 @@ class DeltaTable(AlterTableMethods):
         return restore_dataframe(self._spark, restore(self._log, version=version))
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
-        """Restore the table to the version current at ``timestamp``; its metrics."""
+        """Restore the table to the version current at ``timestamp`` (text without an offset
+        is a local time of the session time zone, as in Delta); its metrics."""
         from deltalog.contrib.spark.maintenance import restore, restore_dataframe
 
-        return restore_dataframe(self._spark, restore(self._log, timestamp=timestamp))
+        return restore_dataframe(self._spark, restore(self._log, timestamp=self._session_timestamp(timestamp)))
+
+    def _session_timestamp(self, timestamp: str) -> str:
+        """A time-travel timestamp as Spark casts it: text naming no offset is a local time
+        of ``spark.sql.session.timeZone``."""
+        from deltalog.contrib.spark.predicates import in_session_time_zone
+
+        if not isinstance(timestamp, str):
+            return timestamp
+        return in_session_time_zone(timestamp, self._spark.conf.get("spark.sql.session.timeZone"))
 
     def clone(
         self, target: str, isShallow: bool, replace: bool = False, properties: Mapping[str, str] | None = None
@@ -671,8 +628,9 @@ class DeltaTable(AlterTableMethods):
         replace: bool = False,
         properties: Mapping[str, str] | None = None,
     ) -> DeltaTable:
-        """CLONE the version current at ``timestamp`` to the new table at ``target``."""
-        return self._clone(target, isShallow, replace, properties, timestamp=timestamp)
+        """CLONE the version current at ``timestamp`` (a local time of the session time zone
+        when it names no offset) to the new table at ``target``."""
+        return self._clone(target, isShallow, replace, properties, timestamp=self._session_timestamp(timestamp))
 
     def _clone(
         self,
@@ -700,6 +658,20 @@ class DeltaTable(AlterTableMethods):
         )
         return DeltaTable(self._spark, target, options, self._logstore)
 
+    def generate(self, mode: str) -> None:
+        """Delta's ``GENERATE symlink_format_manifest``: write ``_symlink_format_manifest/``
+        (one ``manifest`` per partition listing the data files) of the latest version, for
+        Presto, Trino and Athena; a table with deletion vectors is refused, as in Delta."""
+        from deltalog.txn.log.symlink_manifest import generate_symlink_manifest
+
+        if mode.strip().lower() != "symlink_format_manifest":
+            raise DeltaAnalysisError(
+                f"DELTA_MODE_NOT_SUPPORTED: specified mode {mode!r} is not supported; "
+                "supported modes are: symlink_format_manifest"
+            )
+        snapshot = self._log.require_table()
+        generate_symlink_manifest(self._log, snapshot.version, snapshot, ())
+
     def alterColumnType(self, column: str, newType: Any) -> None:
         """``ALTER TABLE ... ALTER COLUMN column TYPE newType``: widen a column (type widening,
         ``delta.enableTypeWidening`` must be on); see :func:`deltalog.txn.commands.type_widening.alter_column_type`."""
@@ -708,12 +680,20 @@ class DeltaTable(AlterTableMethods):
         alter_column_type(self._log, column, newType)
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
+        """Raise the protocol to ``(readerVersion, writerVersion)``; the features the table
+        supports are kept (listed explicitly from writer version 7 on). Nothing is committed
+        when the table is already there; a downgrade is refused."""
         from deltalog.txn.commit.operations import UpgradeProtocol
         from deltalog.txn.protocol.actions import Protocol
 
         txn = start_transaction(self._log)
+        before = txn.protocol
         txn.upgrade_protocol(Protocol(readerVersion, writerVersion))
-        txn.commit([], UpgradeProtocol())
+        after = txn.protocol
+        if after is None or after == before:
+            log.info("%s is already at protocol %s", self._log.table_uri, before)
+            return
+        txn.commit([], UpgradeProtocol(new_protocol=after.to_dict()))
 
 
 class DeltaTableBuilder:

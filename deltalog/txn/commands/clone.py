@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from deltalog.txn.commit.commit_errors import commit_certainly_failed
 from deltalog.txn.commit.operations import Clone
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.log.data_files import missing_files
 from deltalog.txn.log.deletion_vectors import dv_absolute_path
 from deltalog.txn.protocol.actions import (
     AddFile,
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
     from deltalog.txn.log.snapshot import Snapshot
 
-__all__ = ["CloneResult", "CloneTargetNotEmptyError", "clone"]
+__all__ = ["CloneResult", "CloneSourceFilesMissingError", "CloneTargetNotEmptyError", "clone"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,22 @@ class CloneTargetNotEmptyError(DeltaLogError, FileExistsError):
             "location; nothing was written."
         )
         self.target_uri = target_uri
+
+
+class CloneSourceFilesMissingError(DeltaLogError, FileNotFoundError):
+    """Data or deletion-vector files of the source version are gone (vacuumed): a clone of it
+    could not be read (shallow) or copied (deep); nothing was written."""
+
+    def __init__(self, source_uri: str, version: int, missing: list[str]) -> None:
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        super().__init__(
+            f"cannot clone version {version} of {source_uri}: {len(missing)} of its data or deletion-vector "
+            f"files no longer exist (removed by VACUUM?): {shown}. Clone a later version whose files still "
+            "exist; nothing was written."
+        )
+        self.source_uri = source_uri
+        self.version = version
+        self.missing = missing
 
 
 @dataclass
@@ -171,6 +188,16 @@ def _target_metadata(snapshot: Snapshot, properties: Mapping[str, str] | None) -
     return replace(snapshot.metadata, id=str(uuid.uuid4()), configuration=config, created_time=None)
 
 
+def _check_clonable(source: DeltaLog, snapshot: Snapshot, target: DeltaLog) -> None:
+    """Refuse, before anything is written, a target that is not empty and a source version
+    whose files were vacuumed (Delta checks nothing for a shallow clone, which then cannot
+    be read)."""
+    _require_empty_target(target)
+    missing = missing_files(source.store, source.table_uri, snapshot.files)
+    if missing:
+        raise CloneSourceFilesMissingError(source.table_uri, snapshot.version, missing)
+
+
 def clone(
     source: DeltaLog,
     target_uri: str,
@@ -185,16 +212,16 @@ def clone(
     """Clone ``source`` (at ``version``/``timestamp``, the latest by default) to the new
     table at ``target_uri``: shallow (absolute paths to the source's files) or deep (copies).
 
-    ``properties`` are set on the target on top of the source's. Raises
-    :class:`CloneTargetNotEmptyError` when the target location holds anything.
+    ``properties`` are set on the target on top of the source's. Raises (writing nothing)
+    :class:`CloneTargetNotEmptyError` or :class:`CloneSourceFilesMissingError` (vacuumed files).
     """
     snapshot = source.snapshot(version=version, timestamp=timestamp)
     if snapshot.version < 0:
         source.require_table()
     target = DeltaLog.for_table(target_uri, storage_options)
-    _require_empty_target(target)
-    copies: list[_Copy] = []
+    _check_clonable(source, snapshot, target)
     files = snapshot.files
+    copies: list[_Copy] = []
     adds = [
         _shallow(source.table_uri, f) if shallow else _deep(source.table_uri, target.table_uri, f, copies)
         for f in files
@@ -234,8 +261,32 @@ def clone(
 
 
 def _delete_copies(target: DeltaLog, copies: list[_Copy]) -> None:
+    """Delete what a failed deep clone copied, and the directories it made for them (the
+    target was empty before), so the clone can be tried again at that location."""
     for item in copies:
         try:
             target.store.delete(item.target)
         except OSError:
             log.warning("could not delete %s copied by a failed clone", item.target)
+    _delete_empty_dirs(target, {item.target.rsplit("/", 1)[0] for item in copies})
+
+
+def _delete_empty_dirs(target: DeltaLog, directories: set[str]) -> None:
+    """Delete ``directories`` (URIs under the target) and their parents below the target's
+    root (which is left as it was), deepest first, each only when empty."""
+    import pyarrow.fs as pafs
+
+    fs = target.store.filesystem()
+    root = target.table_uri.rstrip("/")
+    chain: set[str] = set()
+    for directory in directories:
+        while directory.startswith(root + "/"):
+            chain.add(directory)
+            directory = directory.rsplit("/", 1)[0]
+    for directory in sorted(chain, key=len, reverse=True):
+        path = target.store.fs_path(directory)
+        try:
+            if not fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
+                fs.delete_dir(path)
+        except OSError:
+            pass  # not empty, gone, or an object store without directories

@@ -4,13 +4,11 @@ As Delta's ``ConvertToDeltaCommand``: list the Parquet files under the directory
 with a component starting with ``.`` or ``_`` are skipped), take each file's partition
 values from its Hive-style ``column=value`` directories (they must name exactly the
 partition schema's columns, and each value must parse as its column's type), take the
-data schema from the footer, then commit the metadata and one ``add`` per file
+data schema from the footers (merged: a column one file lacks is added, one two files type
+differently is refused), then commit the metadata and one ``add`` per file
 (``numRecords`` from the footer, no column statistics) with ``commit_large``, so the
-actions are streamed rather than held. Only footers are read, never the rows.
-
-Where deltalog differs: the data schema is the footer of the first file (in path order);
-Delta merges the schemas of all footers. Every column is nullable, as Delta's
-``asNullable`` makes it.
+actions are streamed rather than held. Only footers are read, never the rows. Every
+column is nullable, as Delta's ``asNullable`` makes it.
 
 :func:`plan_convert` reads the directory (nothing is written), :func:`commit_convert`
 commits a plan in a transaction the caller opened (the Spark layer opens its own, to name
@@ -28,13 +26,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from deltalog.txn.commit.operations import Convert
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.log.data_files import data_file_arrow_schema, open_data_file
 from deltalog.txn.protocol.actions import AddFile, Metadata, encode_path
-from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.errors import DeltaLogError, SchemaMismatchError
 from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError, PartitionPredicate
 from deltalog.txn.protocol.partition_paths import HIVE_DEFAULT_PARTITION, unescape_partition_value
 from deltalog.txn.protocol.schema import (
@@ -43,6 +42,7 @@ from deltalog.txn.protocol.schema import (
     as_nullable,
     data_type_from_json,
     from_arrow,
+    merge_schemas,
 )
 
 if TYPE_CHECKING:
@@ -141,15 +141,21 @@ def plan_convert(delta_log: DeltaLog, partition_schema: PartitionSchema = None) 
         raise ConvertToDeltaError(f"no Parquet files under {delta_log.table_uri} to convert")
     files: list[ParquetFile] = []
     data_schema = StructType(())
+    seen: list[pa.Schema] = []  # footer schemas already merged
     for rel, info in listed:
         values = _partition_values(rel, partitions)
         with open_data_file(fs, info.path) as pf:
-            if not files:
-                data_schema = from_arrow(data_file_arrow_schema(pf))
+            footer = data_file_arrow_schema(pf)
+            if not any(footer.equals(s) for s in seen):
+                data_schema = _merged_footer(data_schema, footer, rel)
+                seen.append(footer)
             rows = pf.metadata.num_rows
         mtime = int(info.mtime.timestamp() * 1000) if info.mtime else int(time.time() * 1000)
         files.append(ParquetFile(rel, int(info.size or 0), mtime, values, rows))
-    schema = as_nullable(StructType((*data_schema.fields, *partitions.fields)))
+    # a partition column the files also hold is the partition's (Delta's mergeDataAndPartitionSchema)
+    parts = {name.lower() for name in partitions.names}
+    data_fields = [f for f in data_schema.fields if f.name.lower() not in parts]
+    schema = as_nullable(StructType((*data_fields, *partitions.fields)))
     assert isinstance(schema, StructType)
     metadata = Metadata(
         id=str(uuid.uuid4()),
@@ -159,6 +165,20 @@ def plan_convert(delta_log: DeltaLog, partition_schema: PartitionSchema = None) 
         created_time=int(time.time() * 1000),
     )
     return ConvertPlan(delta_log.table_uri, metadata, tuple(files))
+
+
+def _merged_footer(data_schema: StructType, footer: pa.Schema, rel: str) -> StructType:
+    """``data_schema`` merged with one more file's footer, as Delta's
+    ``mergeSchemasInParallel`` merges them: new columns are added, a column another file
+    types differently is refused (:class:`ConvertToDeltaError`, Delta's
+    ``failedMergeSchemaFile``)."""
+    try:
+        return merge_schemas(data_schema, from_arrow(footer))
+    except SchemaMismatchError as exc:
+        raise ConvertToDeltaError(
+            f"failed to merge the schema of {rel} with the other files': {exc}. Rewrite the files to one "
+            "type, or convert the directories separately; nothing was written"
+        ) from None
 
 
 def commit_convert(txn: OptimisticTransaction, plan: ConvertPlan) -> int:

@@ -4,10 +4,14 @@ Delta's ``RestoreTableCommand`` in the txn layer: one commit that
 
 - removes (``dataChange=true``) every active file that is not in the target version,
 - re-adds (``dataChange=true``) every file of the target version that is not active now,
-  after checking that each still exists in storage: files deleted by VACUUM cannot come
-  back, and the restore is refused with :class:`RestoreMissingFilesError` naming them;
+  after checking that each still exists in storage, and its deletion-vector file too:
+  files deleted by VACUUM cannot come back, and the restore is refused with
+  :class:`RestoreMissingFilesError` naming them (Delta checks only the data files, and would
+  commit a version no reader can read when just the deletion vector was vacuumed);
 - brings back the target's metadata (schema, partitioning, properties) when it differs,
-  and keeps the protocol (a restore never downgrades it).
+  except identity columns' high-water marks, which stay at the latest (as in Delta), brings
+  back the target's clustering columns (none if it was not clustered), and keeps the
+  protocol (a restore never downgrades it).
 
 The transaction reads the whole table (serializable: a concurrent write makes it fail
 rather than be silently undone). The commit carries Delta's ``RESTORE`` parameters
@@ -25,8 +29,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.commit.operations import Restore
-from deltalog.txn.protocol.actions import Action, AddFile, absolute_path
+from deltalog.txn.log.data_files import missing_files
+from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
+from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN, clustering_domain
 from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.identity import with_merged_high_water_marks
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
@@ -39,14 +46,15 @@ log = logging.getLogger(__name__)
 
 
 class RestoreMissingFilesError(DeltaLogError):
-    """Files of the target version are gone from storage (vacuumed): the restore cannot
-    bring them back."""
+    """Data or deletion-vector files of the target version are gone from storage (vacuumed):
+    the restore cannot bring them back."""
 
     def __init__(self, table_uri: str, version: int, missing: list[str]) -> None:
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
         super().__init__(
-            f"cannot restore {table_uri} to version {version}: {len(missing)} of its data files no longer "
-            f"exist (removed by VACUUM?): {shown}. Restore to a later version whose files still exist; "
+            f"cannot restore {table_uri} to version {version}: {len(missing)} of its data or "
+            f"deletion-vector files no longer exist (removed by VACUUM?): {shown}. Restore to a later "
+            "version whose files still exist; "
             "nothing was committed."
         )
         self.table_uri = table_uri
@@ -70,22 +78,6 @@ class RestoreResult:
             "restored_version": self.restored_version,
             "metrics": dict(self.metrics),
         }
-
-
-def _missing(delta_log: DeltaLog, files: list[AddFile]) -> list[str]:
-    import pyarrow.fs as pafs
-
-    if not files:
-        return []
-    store = delta_log.store
-    fs = store.filesystem()
-    uris = [absolute_path(delta_log.table_uri, f.path) for f in files]
-    missing = []
-    for start in range(0, len(uris), 1000):
-        chunk = uris[start : start + 1000]
-        infos = fs.get_file_info([store.fs_path(u) for u in chunk])
-        missing += [u for u, info in zip(chunk, infos) if info.type == pafs.FileType.NotFound]
-    return missing
 
 
 def restore(
@@ -113,15 +105,19 @@ def restore(
     latest_files = {f.logical_key: f for f in latest.files}
     to_add = [f for key, f in target_files.items() if key not in latest_files]
     to_remove = [f for key, f in latest_files.items() if key not in target_files]
-    missing = _missing(delta_log, to_add)
+    missing = missing_files(delta_log.store, delta_log.table_uri, to_add)
     if missing:
         raise RestoreMissingFilesError(delta_log.table_uri, target.version, missing)
 
     now = int(time.time() * 1000)
     actions: list[Action] = [f.remove(now, data_change=True) for f in to_remove]
     actions.extend(replace(f, data_change=True) for f in to_add)
-    if target.metadata != latest.metadata:
-        txn.update_metadata(target.metadata)
+    actions.extend(_restored_clustering(target, latest))
+    # the target's metadata, but identity columns keep the latest high-water marks (Delta's
+    # copySchemaWithMergedHighWaterMarks): values generated since are never generated again
+    restored_metadata = with_merged_high_water_marks(target.metadata, latest.metadata)
+    if restored_metadata != latest.metadata:
+        txn.update_metadata(restored_metadata)
     # The re-added files are the target version's own, checked against the table's
     # constraints when they were written; like Delta's RESTORE, do not check them again.
     txn.mark_constraints_checked()
@@ -141,6 +137,21 @@ def restore(
         len(to_remove),
     )
     return RestoreResult(delta_log.table_uri, committed, target.version, metrics)
+
+
+def _restored_clustering(target: Snapshot, latest: Snapshot) -> list[DomainMetadata]:
+    """The ``delta.clustering`` domain the restore commits (Delta's
+    ``handleDomainMetadataForRestoreTable``): the target version's clustering columns, or
+    none (``CLUSTER BY NONE``) when the target was not clustered; nothing when it is unchanged."""
+    current = latest.domain_metadata.get(CLUSTERING_DOMAIN)
+    wanted = target.domain_metadata.get(CLUSTERING_DOMAIN)
+    if wanted is not None and not wanted.removed:
+        restored = DomainMetadata(CLUSTERING_DOMAIN, wanted.configuration, False)
+    elif current is not None and not current.removed:
+        restored = clustering_domain([])
+    else:
+        return []
+    return [] if restored == current else [restored]
 
 
 def _restore_metrics(target: Snapshot, to_add: list[AddFile], to_remove: list[AddFile]) -> dict[str, str]:

@@ -145,7 +145,7 @@ def _valid_paths(delta_log: DeltaLog, snapshot: Any, root: str, delete_before: i
 
     def keep_dv(dv: DeletionVectorDescriptor | None) -> None:
         if dv is not None and dv.storage_type in ("u", "p"):
-            keep(decode_path(dv_absolute_path(uri, dv)))
+            keep(dv_absolute_path(uri, dv))  # already decoded: decoding again names another file
 
     for add in snapshot.files:
         keep(decode_path(add.path))

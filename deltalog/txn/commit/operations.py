@@ -298,6 +298,7 @@ class Restore(Operation):
 
     name: ClassVar[str] = "RESTORE"
     changes_data: ClassVar[bool] = True
+    engine_metrics: ClassVar[bool] = False  # Delta's RESTORE metrics only (numRestoredFiles, ...)
     version: int | None = None
     timestamp: str | None = None
 
@@ -340,6 +341,7 @@ class Clone(Operation):
 
     name: ClassVar[str] = "CLONE"
     changes_data: ClassVar[bool] = True
+    engine_metrics: ClassVar[bool] = False  # Delta's CLONE metrics only (numCopiedFiles, ...)
     source: str = ""
     source_version: int = -1
 
@@ -353,16 +355,22 @@ class Convert(Operation):
 
     name: ClassVar[str] = "CONVERT"
     changes_data: ClassVar[bool] = True
+    engine_metrics: ClassVar[bool] = False  # Delta's CONVERT reports numConvertedFiles only
     num_files: int = 0
     partition_by: Sequence[str] = ()
     collect_stats: bool = False
+    source_format: str = "parquet"
 
     def parameter_values(self) -> dict[str, Any]:
         return {
             "numFiles": self.num_files,
             "partitionedBy": list(self.partition_by),
             "collectStats": self.collect_stats,
+            "sourceFormat": self.source_format,
         }
+
+    def metrics(self) -> dict[str, str]:
+        return {"numConvertedFiles": str(self.num_files), **self.user_metrics}
 
 
 @dataclass(frozen=True)

@@ -586,8 +586,10 @@ class OptimisticTransaction:
         return metadata is not None and metadata.properties.enable_in_commit_timestamps
 
     def _append_only(self) -> bool:
-        metadata = self.metadata
-        return metadata is not None and metadata.properties.append_only
+        """Whether the table read is append-only (Delta's ``assertRemovable(snapshot)``): the
+        read snapshot decides, so a commit that also turns ``delta.appendOnly`` off (a RESTORE
+        to a version before it was set) cannot remove files with it."""
+        return self.table_exists and self.snapshot.metadata.properties.append_only
 
     def _check_write_supported(self, protocol: Protocol) -> None:
         from deltalog.txn.protocol.features import check_write_supported

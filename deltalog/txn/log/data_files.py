@@ -14,17 +14,23 @@ inferred from a file (:func:`data_file_arrow_schema`) says so.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from deltalog.txn.log.deletion_vectors import dv_absolute_path
+from deltalog.txn.protocol.actions import AddFile, absolute_path
+from deltalog.txn.protocol.errors import DataFileNotFoundError
+
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
 
-__all__ = ["ROW_GROUP_BYTES", "ROW_GROUP_ROWS", "data_file_arrow_schema", "open_data_file"]
+    from deltalog.logstores.base import LogStore
+
+__all__ = ["ROW_GROUP_BYTES", "ROW_GROUP_ROWS", "data_file_arrow_schema", "missing_files", "open_data_file"]
 
 #: the unit Delta stores timestamps in (and INT96 is read as)
 TIMESTAMP_UNIT = "us"
@@ -38,11 +44,38 @@ ROW_GROUP_BYTES = 64 << 20
 @contextmanager
 def open_data_file(fs: pafs.FileSystem, path: str, *, pre_buffer: bool = True) -> Iterator[pq.ParquetFile]:
     """``path`` on ``fs`` as a :class:`pyarrow.parquet.ParquetFile` whose INT96 columns read
-    as ``timestamp[us]`` (closed on exit)."""
+    as ``timestamp[us]`` (closed on exit); :class:`DataFileNotFoundError` (a
+    ``FileNotFoundError``) when the file is gone, e.g. vacuumed."""
     import pyarrow.parquet as pq
 
-    with fs.open_input_file(path) as handle:
+    try:
+        opened = fs.open_input_file(path)
+    except FileNotFoundError:
+        raise DataFileNotFoundError(path) from None
+    with opened as handle:
         yield pq.ParquetFile(handle, pre_buffer=pre_buffer, coerce_int96_timestamp_unit=TIMESTAMP_UNIT)
+
+
+def missing_files(store: LogStore, table_uri: str, files: Sequence[AddFile]) -> list[str]:
+    """The storage objects ``files`` read (each data file and its deletion-vector file, as
+    URIs) that no longer exist, e.g. vacuumed: what RESTORE and CLONE check before they commit
+    a version made of ``files``."""
+    import pyarrow.fs as pafs
+
+    uris: list[str] = []
+    for f in files:
+        uris.append(absolute_path(table_uri, f.path))
+        dv = f.deletion_vector
+        if dv is not None and dv.storage_type in ("u", "p"):
+            uris.append(dv_absolute_path(table_uri, dv))
+    uris = list(dict.fromkeys(uris))
+    fs = store.filesystem()
+    missing: list[str] = []
+    for start in range(0, len(uris), 1000):
+        chunk = uris[start : start + 1000]
+        infos = fs.get_file_info([store.fs_path(u) for u in chunk])
+        missing += [u for u, info in zip(chunk, infos) if info.type == pafs.FileType.NotFound]
+    return missing
 
 
 def data_file_arrow_schema(pf: pq.ParquetFile) -> pa.Schema:

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor, decode_path
-from deltalog.txn.protocol.errors import CorruptLogError
+from deltalog.txn.protocol.errors import CorruptLogError, DataFileNotFoundError
 
 if TYPE_CHECKING:
     from deltalog.logstores.base import LogStore
@@ -282,7 +282,7 @@ def read_deletion_vector(store: LogStore, table_uri: str, dv: DeletionVectorDesc
         try:
             blob = store.read_bytes(path)
         except FileNotFoundError:
-            raise CorruptLogError(path, "the deletion vector file is missing") from None
+            raise DataFileNotFoundError(path, "deletion vector file") from None
         offset = 1 if dv.offset is None else dv.offset
         try:
             if blob[:1] != b"\x01":

@@ -88,6 +88,24 @@ class CorruptLogError(DeltaLogError):
         self.problem = problem
 
 
+class DataFileNotFoundError(DeltaLogError, FileNotFoundError):
+    """A data or deletion-vector file the log references is gone from storage (Delta's
+    ``DELTA_FILE_NOT_FOUND_DETAILED``): VACUUM removed it because the version read is older
+    than the retention, or it was deleted by hand."""
+
+    error_class = "DELTA_FILE_NOT_FOUND_DETAILED"
+
+    def __init__(self, path: str, kind: str = "data file") -> None:
+        super().__init__(
+            f"DELTA_FILE_NOT_FOUND_DETAILED: the {kind} {path}, referenced in the transaction log, cannot be "
+            "found. VACUUM deletes the files that only versions older than delta.deletedFileRetentionDuration "
+            "need, so time travel (or a change feed) to such a version cannot read them: read a later version. "
+            "A file deleted by hand rather than with DELETE is lost the same way."
+        )
+        self.path = path
+        self.kind = kind
+
+
 class InvalidTableStateError(DeltaLogError):
     """The reconstructed state lacks a protocol or metadata, or is otherwise unusable."""
 

@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from deltalog.errors import DeltaError
 from deltalog.txn.protocol.actions import AddFile, Metadata, action_to_line, parse_line
+from deltalog.txn.protocol.column_mapping import PHYSICAL_NAME
 
 __all__ = [
     "ALLOW_EXPLICIT_INSERT",
@@ -55,6 +56,7 @@ __all__ = [
     "tag_high_water_marks",
     "update_high_water_marks",
     "winner_is_identity_only",
+    "with_merged_high_water_marks",
 ]
 
 START = "delta.identity.start"
@@ -208,6 +210,28 @@ def update_high_water_marks(metadata: Metadata, candidates: Mapping[str, Sequenc
     if not changed:
         return metadata
     return replace(metadata, schema_string=json.dumps(schema, separators=(",", ":")))
+
+
+def with_merged_high_water_marks(metadata: Metadata, other: Metadata) -> Metadata:
+    """``metadata`` with each identity column's high-water mark raised to ``other``'s for the
+    same column (matched by physical name), as Delta's ``copySchemaWithMergedHighWaterMarks``
+    does when RESTORE brings back an older schema: values generated after the restored
+    version are never generated again."""
+
+    def fields(md: Metadata) -> list[dict[str, Any]]:
+        return list(json.loads(md.schema_string).get("fields") or [])
+
+    def physical(f: dict[str, Any]) -> str:
+        return str((f.get("metadata") or {}).get(PHYSICAL_NAME, f["name"]))
+
+    names = {physical(f): str(f["name"]) for f in fields(metadata)}
+    candidates: dict[str, list[int]] = {}
+    for f in fields(other):
+        mark = (f.get("metadata") or {}).get(HIGH_WATER_MARK)
+        name = names.get(physical(f))
+        if mark is not None and name is not None:
+            candidates[name] = [_as_int(mark, name, HIGH_WATER_MARK)]
+    return update_high_water_marks(metadata, candidates)
 
 
 def _without_marks(metadata: Metadata) -> Any:

@@ -130,13 +130,14 @@ def required_protocol(metadata: Metadata) -> Protocol:
 
 
 def _features_of(protocol: Protocol) -> tuple[set[str], set[str]]:
-    """(reader features, writer features) a protocol supports, legacy versions expanded."""
-    if protocol.writer_features is not None:
-        writer = set(protocol.writer_features)
+    """(reader features, writer features) a protocol supports, legacy versions expanded (a
+    table-features version, writer 7 or reader 3, supports only the features it lists)."""
+    if protocol.writer_features is not None or protocol.min_writer_version >= 7:
+        writer = set(protocol.writer_features or ())
     else:
         writer = {f for f, (_, w) in _LEGACY.items() if protocol.min_writer_version >= w}
-    if protocol.reader_features is not None:
-        reader = set(protocol.reader_features)
+    if protocol.reader_features is not None or protocol.min_reader_version >= 3:
+        reader = set(protocol.reader_features or ())
     else:
         reader = {"columnMapping"} if protocol.min_reader_version >= 2 else set()
     return reader, writer
@@ -156,15 +157,15 @@ def merge_protocols(current: Protocol, required: Protocol) -> Protocol | None:
         and current.min_writer_version >= required.min_writer_version
     ):
         return None
-    if current.writer_features is None and required.writer_features is None:
-        return Protocol(
-            max(current.min_reader_version, required.min_reader_version),
-            max(current.min_writer_version, required.min_writer_version),
-        )
-    # Table features: list everything either protocol supports.
+    reader_version = max(current.min_reader_version, required.min_reader_version)
+    writer_version = max(current.min_writer_version, required.min_writer_version)
+    legacy = current.writer_features is None and required.writer_features is None
+    if legacy and writer_version < 7 and reader_version < 3:
+        return Protocol(reader_version, writer_version)
+    # Table features (also when only the versions ask for them, e.g. an upgrade to (3, 7)):
+    # list everything either protocol supports, the legacy versions' features made explicit.
     writer = sorted(cur_writer | req_writer)
     reader = sorted((cur_reader | req_reader) & READER_WRITER_FEATURES)
-    reader_version = max(current.min_reader_version, required.min_reader_version)
     if reader or reader_version >= 3:
         return Protocol(3, 7, tuple(reader), tuple(writer))
     return Protocol(reader_version, 7, None, tuple(writer))

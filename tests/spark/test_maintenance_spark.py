@@ -1,0 +1,310 @@
+"""Table maintenance, history and time travel through the Spark ``DeltaTable`` API, checked
+against what Delta Spark does (RESTORE, CLONE, UPGRADE PROTOCOL, DESCRIBE HISTORY/DETAIL)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import json
+import os
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from tests.log.helpers import set_mtime
+from tests.ops.tables import append, create
+from tests.spark.helpers import commits
+
+pytestmark = pytest.mark.spark
+
+RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+
+
+def _age_data_files(path: str, seconds: int = 30 * 24 * 3600) -> None:
+    for name in glob.glob(os.path.join(path, "**"), recursive=True):
+        if os.path.isfile(name) and "_delta_log" not in name:
+            st = os.stat(name)
+            os.utime(name, (st.st_atime - seconds, st.st_mtime - seconds))
+
+
+def test_restore_and_clone_at_timestamp_read_the_session_time_zone(spark, tmp_path):
+    """``restoreToTimestamp("2023-11-14 14:14:00")`` is a local time of
+    ``spark.sql.session.timeZone``, as Delta casts it (and as ``timestampAsOf`` reads)."""
+    from deltalog.contrib.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    append(log, [1])
+    append(log, [2])
+    start = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
+    for version in (0, 1, 2):
+        set_mtime(os.path.join(path, "_delta_log", f"{version:020d}.json"), start + version * 3_600_000)
+    zone = ZoneInfo("America/Los_Angeles")
+    at_v1 = dt.datetime.fromtimestamp((start + 3_600_000) / 1000, zone).replace(tzinfo=None) + dt.timedelta(minutes=1)
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        table = DeltaTable.forPath(spark, path)
+        clone = table.cloneAtTimestamp(str(at_v1), str(tmp_path / "clone"), isShallow=True)
+        restored = table.restoreToTimestamp(str(at_v1)).collect()[0]
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert clone._log.history(1)[0].operation_parameters["sourceVersion"] == "1"
+    assert restored.num_of_files_after_restore == 1
+    assert log.history(1)[0].operation == "RESTORE" and len(log.update().files) == 1
+
+
+def test_upgrade_table_protocol_keeps_the_features_the_table_had(spark, tmp_path):
+    """An upgrade to table features (writer 7) lists the features the old versions implied,
+    as Delta does; ``newProtocol`` records the protocol committed; a no-op commits nothing."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.protocol.actions import Protocol
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    table = DeltaTable.forPath(spark, path)
+    table.upgradeTableProtocol(1, 3)
+    assert log.update().protocol == Protocol(1, 3)
+    table.upgradeTableProtocol(3, 7)
+    expected = Protocol(3, 7, (), ("appendOnly", "checkConstraints", "invariants"))
+    assert log.update().protocol == expected
+    info = log.history(1)[0]
+    assert info.operation == "UPGRADE PROTOCOL"
+    assert Protocol.from_dict(json.loads(info.operation_parameters["newProtocol"])) == expected
+    version = log.update().version
+    table.upgradeTableProtocol(3, 7)
+    assert log.update().version == version
+    assert table.detail().collect()[0].tableFeatures == ["appendOnly", "checkConstraints", "invariants"]
+
+
+def test_restore_and_clone_record_only_deltas_metrics(spark, tmp_path):
+    """RESTORE and CLONE commit Delta's metrics, not the engine's generic file counts
+    (``numFiles``, ``numOutputBytes``, ``numAddedFiles``, ``numRemovedBytes``)."""
+    from deltalog.contrib.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    append(log, [1])
+    append(log, [2])
+    table = DeltaTable.forPath(spark, path)
+    table.restoreToVersion(1)
+    assert set(log.history(1)[0].operation_metrics) == {
+        "tableSizeAfterRestore",
+        "numOfFilesAfterRestore",
+        "numRemovedFiles",
+        "numRestoredFiles",
+        "removedFilesSize",
+        "restoredFilesSize",
+    }
+    clone = table.clone(str(tmp_path / "clone"), isShallow=False)
+    assert set(clone._log.history(1)[0].operation_metrics) == {
+        "sourceTableSize",
+        "sourceNumOfFiles",
+        "numRemovedFiles",
+        "numCopiedFiles",
+        "removedFilesSize",
+        "copiedFilesSize",
+    }
+
+
+def test_history_and_detail_have_deltas_columns(spark, tmp_path):
+    """``history()`` and ``detail()`` return Delta's ``DeltaHistory`` / ``TableDetail``
+    columns, in order; a legacy protocol's implied features are listed."""
+    from deltalog.contrib.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    append(log, [1])
+    table = DeltaTable.forPath(spark, path)
+    history = table.history(1)
+    assert history.columns == [
+        "version",
+        "timestamp",
+        "userId",
+        "userName",
+        "operation",
+        "operationParameters",
+        "job",
+        "notebook",
+        "clusterId",
+        "readVersion",
+        "isolationLevel",
+        "isBlindAppend",
+        "operationMetrics",
+        "userMetadata",
+        "engineInfo",
+    ]
+    row = history.collect()[0]
+    assert (row.version, row.operation, row.userName, row.job) == (1, "WRITE", None, None)
+    created = table.history().collect()[-1]
+    assert (created.version, created.operationMetrics) == (0, None)  # no metrics: null, as in Delta
+    detail = table.detail()
+    assert detail.columns == [
+        "format",
+        "id",
+        "name",
+        "description",
+        "location",
+        "createdAt",
+        "lastModified",
+        "partitionColumns",
+        "clusteringColumns",
+        "numFiles",
+        "sizeInBytes",
+        "properties",
+        "minReaderVersion",
+        "minWriterVersion",
+        "tableFeatures",
+    ]
+    got = detail.collect()[0]
+    assert (got.partitionColumns, got.clusteringColumns, got.numFiles) == (["p"], [], 1)
+    assert got.tableFeatures == ["appendOnly", "invariants"]  # implied by (1, 2)
+
+
+def test_restore_keeps_identity_high_water_marks(spark, table_path):
+    """RESTORE brings back the older schema but not its identity high-water mark (Delta's
+    ``copySchemaWithMergedHighWaterMarks``): a value generated after the restored version is
+    never generated again."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.table_builder import IdentityGenerator
+
+    (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("id", "long", generatedAlwaysAs=IdentityGenerator(start=1, step=1))
+        .addColumn("v", "string")
+        .execute()
+    )
+
+    def append(*values: str) -> None:
+        rows = spark.createDataFrame([(v,) for v in values], "v string").coalesce(1)
+        rows.write.format("deltalog").mode("append").save(table_path)
+
+    append("a", "b")  # version 1: ids 1, 2
+    append("c")  # version 2: id 3
+    table = DeltaTable.forPath(spark, table_path)
+    table.restoreToVersion(1)
+    append("d")
+    assert sorted(tuple(r) for r in table.toDF().collect()) == [(1, "a"), (2, "b"), (4, "d")]
+
+
+def test_convert_to_delta_merges_every_files_schema(spark, tmp_path):
+    """CONVERT takes the schema of every footer, as Delta's ``mergeSchemasInParallel``: a
+    column only a later file has is read, not dropped; a column two files type differently
+    is refused before anything is written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    plain = tmp_path / "plain"
+    (plain / "p=a").mkdir(parents=True)
+    (plain / "p=b").mkdir()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), plain / "p=a" / "part-0.parquet")
+    pq.write_table(pa.table({"id": pa.array([2], pa.int64()), "note": ["x"]}), plain / "p=b" / "part-0.parquet")
+    table = DeltaTable.convertToDelta(spark, f"parquet.`{plain}`", "p string")
+    assert sorted(tuple(r) for r in table.toDF().collect()) == [(1, None, "a"), (2, "x", "b")]
+
+    clash = tmp_path / "clash"
+    (clash / "a").mkdir(parents=True)
+    (clash / "b").mkdir()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), clash / "a" / "part-0.parquet")
+    pq.write_table(pa.table({"id": ["one"]}), clash / "b" / "part-0.parquet")
+    with pytest.raises(DeltaAnalysisError, match=r"b/part-0\.parquet"):
+        DeltaTable.convertToDelta(spark, f"parquet.`{clash}`")
+    assert not (clash / "_delta_log").exists()
+
+
+def test_generate_symlink_format_manifest(spark, tmp_path):
+    """``generate("symlink_format_manifest")`` writes one manifest per partition listing the
+    latest version's data files, as Delta's GENERATE does; another mode is refused."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    append(log, [1], "a")
+    append(log, [2], "b")
+    table = DeltaTable.forPath(spark, path)
+    table.generate("symlink_format_manifest")
+    for f in log.update().files:
+        part = f.path.split("/")[0]
+        with open(os.path.join(path, "_symlink_format_manifest", part, "manifest"), encoding="utf-8") as manifest:
+            assert manifest.read().split() == [f"{log.table_uri}/{f.path}"]
+    with pytest.raises(DeltaAnalysisError, match="DELTA_MODE_NOT_SUPPORTED"):
+        table.generate("hive_manifest")
+
+
+def test_restore_brings_back_the_clustering_columns(spark, tmp_path):
+    """RESTORE of a liquid-clustered table brings back the version's clustering columns
+    (Delta's ``handleDomainMetadataForRestoreTable``), so OPTIMIZE clusters by them again."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.commands.clustering import cluster_by
+
+    path = str(tmp_path / "t")
+    table = (
+        DeltaTable.create(spark).location(path).addColumn("id", "long").addColumn("v", "string").clusterBy("id")
+    ).execute()
+    cluster_by(table._log, ["v"])  # version 1: ALTER TABLE ... CLUSTER BY (v)
+    assert table.detail().collect()[0].clusteringColumns == ["v"]
+    table.restoreToVersion(0)
+    assert table.detail().collect()[0].clusteringColumns == ["id"]
+
+
+def test_clone_of_a_vacuumed_version_is_refused_and_writes_nothing(spark, tmp_path):
+    """A shallow clone of a version whose files were vacuumed could not be read and a deep
+    one failed half-way, leaving directories that made the location "not empty" for the
+    next try; both are refused before anything is written."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.errors import CloneSourceFilesMissingError
+    from deltalog.txn.commit.operations import Delete
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    append(log, [1], "a")
+    append(log, [2], "b")
+    txn = log.start_transaction()
+    gone = txn.filter_files([("p", "=", "a")])[0]
+    txn.commit([gone.remove(1)], Delete(["p = 'a'"]))
+    os.remove(os.path.join(path, gone.path))  # what VACUUM does once the tombstone expired
+    table = DeltaTable.forPath(spark, path)
+    target = tmp_path / "clone"
+    for shallow in (True, False):
+        with pytest.raises(CloneSourceFilesMissingError, match="p=a/") as err:
+            table.cloneAtVersion(2, str(target), isShallow=shallow)
+        assert len(err.value.missing) == 1
+        assert not target.exists() or not any(target.iterdir())
+    assert table.clone(str(target), isShallow=False).toDF().count() == 1  # the latest version
+
+
+def test_a_vacuumed_deletion_vector_refuses_restore_and_time_travel_clearly(spark, table_path):
+    """The data file is still live (only its deletion vector changed), but the deletion
+    vector of the target version was vacuumed: committing the restore would make every read
+    fail, so it is refused like a vacuumed data file and nothing is committed; reading that
+    version fails with Delta's DELTA_FILE_NOT_FOUND_DETAILED, not as a corrupt log."""
+    from deltalog.contrib.spark import DeltaTable, read_table
+    from deltalog.errors import DataFileNotFoundError
+    from deltalog.txn.commands.restore import RestoreMissingFilesError
+
+    df = spark.createDataFrame([(i,) for i in range(6)], "id long").coalesce(1)
+    df.write.format("deltalog").mode("append").option("delta.enableDeletionVectors", "true").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("id = 1")  # version 1: deletion vector A
+    table.delete("id = 2")  # version 2: deletion vector B replaces A on the same file
+    _age_data_files(table_path)
+    spark.conf.set(RETENTION_CHECK, "false")
+    try:
+        vacuumed = [r.path for r in table.vacuum(0).collect()]
+    finally:
+        spark.conf.unset(RETENTION_CHECK)
+    assert len(vacuumed) == 1 and vacuumed[0].startswith("deletion_vector_")
+    before = len(commits(table_path))
+    with pytest.raises(RestoreMissingFilesError, match="deletion_vector_") as err:
+        table.restoreToVersion(1)
+    assert len(err.value.missing) == 1
+    assert len(commits(table_path)) == before  # nothing committed
+    assert sorted(r.id for r in table.toDF().collect()) == [0, 3, 4, 5]
+    with pytest.raises(DataFileNotFoundError, match=r"deletion vector file .*deletion_vector_"):
+        read_table(spark, table_path, versionAsOf=1)
+    with pytest.raises(Exception, match="DELTA_FILE_NOT_FOUND_DETAILED"):
+        spark.read.format("deltalog").option("versionAsOf", 1).load(table_path).collect()
