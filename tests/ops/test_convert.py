@@ -51,6 +51,7 @@ def test_convert_a_partitioned_parquet_directory(tmp_path: Path) -> None:
     assert all(f.nullable for f in snapshot.schema.fields)  # asNullable, as Delta
     lines = _log_lines(root)
     assert lines[0]["commitInfo"]["operation"] == "CONVERT"  # type: ignore[index]
+    assert lines[0]["commitInfo"]["operationMetrics"] == {"numConvertedFiles": "3"}  # type: ignore[index]
     stats = sorted(json.loads(a["add"]["stats"])["numRecords"] for a in lines if "add" in a)  # type: ignore[index]
     assert stats == [1, 1, 2]
 

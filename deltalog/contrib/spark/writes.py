@@ -537,6 +537,7 @@ def _operation(
         mode="Overwrite" if opts.overwrite else "Append",
         partition_by=list(plan.spec.partition_columns) if opts.partition_by is not None else None,
         predicate=predicate,
+        dynamic_partition_overwrite=plan.dynamic_partition_overwrite,
         user_metrics=metrics,
     )
 
