@@ -40,3 +40,14 @@ def test_write_and_dv_delete_report_delta_metric_names(spark: Any, table_path: s
     metrics = _last_metrics(table_path)
     assert set(metrics) == delta_metrics.WRITE | delta_metrics.OVERWRITE_REMOVES
     assert metrics["numRemovedFiles"] == "2" and metrics["numOutputRows"] == "3"
+
+
+def test_a_partition_replace_where_reports_delta_replace_where_metrics(spark: Any, table_path: str) -> None:
+    df = spark.createDataFrame([(1, "a"), (2, "a"), (3, "b")], "id long, p string")
+    df.coalesce(1).write.format("deltalog").mode("append").option("partitionBy", "p").save(table_path)
+    new = spark.createDataFrame([(4, "a")], "id long, p string").coalesce(1)
+    new.write.format("deltalog").mode("overwrite").option("replaceWhere", "p = 'a'").save(table_path)
+    metrics = _last_metrics(table_path)
+    assert set(metrics) == delta_metrics.WRITE_REPLACE_WHERE
+    assert metrics["numDeletedRows"] == "2" and metrics["numCopiedRows"] == "0"
+    assert metrics["numRemovedFiles"] == "1" and metrics["numOutputRows"] == "1"
