@@ -321,6 +321,21 @@ def test_merge_prunes_partitions_by_the_source_keys(spark, table_path):
     assert got.id.tolist() == [0, 2, 3, 5, 6, 7, 8]
 
 
+def test_merge_with_not_matched_by_source_clauses_reads_every_partition(spark, table_path):
+    """No pruning by the source's key ranges: a by-source clause acts on target rows in
+    partitions no source key reaches, so every file is read (and recorded as read)."""
+    from deltalog.contrib.spark import DeltaTable
+
+    df = spark.createDataFrame([(i, f"p{i % 3}") for i in range(6)], "id long, p string")
+    df.repartition(1).write.format("deltalog").mode("append").option("partitionBy", "p").save(table_path)
+    source = spark.createDataFrame([(1, "p1")], "id long, p string")
+    DeltaTable.forPath(spark, table_path).alias("t").merge(
+        source.alias("s"), "t.p = s.p AND t.id = s.id"
+    ).whenNotMatchedBySourceDelete().execute()
+    assert rows(spark.read.format("deltalog").load(table_path), ["id"]).id.tolist() == [1]
+    assert len([a for a in commits(table_path)[-1] if "remove" in a]) == 3
+
+
 def test_condition_terms_take_only_top_level_conjuncts():
     types = {"id": "long", "p": "string", "d": "date"}
     found = condition_terms("t.id = s.id AND (t.p = 'a') AND t.d >= '2024-01-02' AND 3 < t.id", "t", types, ["id"])

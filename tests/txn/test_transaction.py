@@ -323,7 +323,7 @@ def test_blind_append_and_isolation_are_recorded() -> None:
     assert info["isolationLevel"] == "Serializable"
     assert info["readVersion"] == 0
     assert info["operationParameters"] == {"mode": "Append", "partitionBy": "[]"}
-    assert info["operationMetrics"]["numAddedFiles"] == "1"
+    assert info["operationMetrics"]["numFiles"] == "1"  # WRITE reports numFiles, not numAddedFiles
 
     txn = log.start_transaction()
     files = txn.filter_files([("p", "=", "a")])

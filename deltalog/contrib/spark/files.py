@@ -41,7 +41,7 @@ from deltalog.txn.protocol.constraints import Constraint
 from deltalog.txn.protocol.file_stats import StatsCollector
 from deltalog.txn.protocol.schema import StructType, parse_schema
 
-__all__ = ["CDC_TYPE_COLUMN", "WriteSpec", "delete_files", "file_actions", "write_batches"]
+__all__ = ["CDC_TYPE_COLUMN", "WriteSpec", "delete_files", "file_actions", "logical_records", "write_batches"]
 
 log = logging.getLogger(__name__)
 
@@ -384,6 +384,17 @@ def file_actions(action_lines: Sequence[str]) -> tuple[list[AddFile], list[AddCD
         elif isinstance(action, AddCDCFile):
             cdcs.append(action)
     return adds, cdcs
+
+
+def logical_records(files: Sequence[AddFile]) -> int | None:
+    """Rows of ``files`` net of their deletion vectors (None when a file has no count)."""
+    total = 0
+    for f in files:
+        n = f.num_records()
+        if n is None:
+            return None
+        total += n - (f.deletion_vector.cardinality if f.deletion_vector is not None else 0)
+    return total
 
 
 def delete_files(spec: WriteSpec, action_lines: Sequence[str]) -> int:

@@ -30,7 +30,7 @@ from deltalog.contrib.spark.dv_dml import (
     writes_deletion_vectors,
 )
 from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
-from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions
+from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions, logical_records
 from deltalog.contrib.spark.generated import check_updated_columns, recompute_generated
 from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_set_transaction_only
 from deltalog.contrib.spark.logical_schema import logical_struct
@@ -93,17 +93,6 @@ def _partition_only(condition: ExpressionOrColumn, partition_columns: Sequence[s
     return re.search(r"\bnull\b", tests_removed, flags=re.IGNORECASE) is None
 
 
-def _logical_records(files: Sequence[AddFile]) -> int | None:
-    """Rows of ``files`` net of their deletion vectors (None when a file has no count)."""
-    total = 0
-    for f in files:
-        n = f.num_records()
-        if n is None:
-            return None
-        total += n - (f.deletion_vector.cardinality if f.deletion_vector is not None else 0)
-    return total
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -129,7 +118,7 @@ def _rewrite_metrics(
         "scanTimeMs": str(int((scanned - started) * 1000)),
         "rewriteTimeMs": str(int((done - scanned) * 1000)),
     }
-    return metrics, _logical_records(adds)
+    return metrics, logical_records(adds)
 
 
 class DeltaTable(AlterTableMethods):
@@ -415,7 +404,7 @@ class DeltaTable(AlterTableMethods):
             lines = write_dataframe(rows.withColumn(CDC_TYPE_COLUMN, F.lit("delete")), self._write_spec(snapshot))
         metrics, _ = _rewrite_metrics(candidates, lines, started, scanned)
         metrics["numCopiedRows"] = "0"
-        deleted = _logical_records(candidates)
+        deleted = logical_records(candidates)
         if deleted is not None:
             metrics["numDeletedRows"] = str(deleted)
         predicate = [] if condition is None else [_describe(condition)]

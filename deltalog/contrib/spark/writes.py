@@ -41,7 +41,7 @@ from deltalog.contrib.spark.errors import (
     TableAlreadyExistsError,
     WriteOutcomeUnknownError,
 )
-from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, file_actions
+from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, file_actions, logical_records
 from deltalog.contrib.spark.generated import check_data_for_default_columns, with_high_water_marks
 from deltalog.contrib.spark.idempotent import pending_set_transactions
 from deltalog.contrib.spark.options import WriteOptions
@@ -371,6 +371,16 @@ def _write_metrics(adds: Sequence[AddFile], cdcs: Sequence[AddCDCFile], removed:
     return metrics
 
 
+def _partition_replace_metrics(removed: Sequence[AddFile]) -> dict[str, str]:
+    """A replaceWhere on partition columns removes whole files, as Delta's metadata-only
+    delete: the deleted rows are their row counts (left out when one has none), none copied."""
+    deleted = logical_records(removed) if removed else 0
+    metrics = {"numCopiedRows": "0"}
+    if deleted is not None:
+        metrics["numDeletedRows"] = str(deleted)
+    return metrics
+
+
 def commit_write(plan: WritePlan, action_lines: Sequence[str], streaming: StreamingInfo | None = None) -> int | None:
     """Commit the tasks' files in one transaction; ``None`` when nothing was committed.
 
@@ -516,6 +526,8 @@ def _prepare_commit(
         log.info("nothing to commit to %s", delta_log.table_uri)
         return None
     metrics = {**_write_metrics([*adds, *copies], cdcs, removed), **rewrite_metrics}
+    if streaming is None and opts.overwrite and opts.replace_where and not plan.replace_where_on_data:
+        metrics.update(_partition_replace_metrics(removed))
     return _PreparedCommit(txn, actions, _operation(plan, streaming, adds, metrics), rewritten)
 
 
@@ -537,6 +549,7 @@ def _operation(
         mode="Overwrite" if opts.overwrite else "Append",
         partition_by=list(plan.spec.partition_columns) if opts.partition_by is not None else None,
         predicate=predicate,
+        dynamic_partition_overwrite=plan.dynamic_partition_overwrite,
         user_metrics=metrics,
     )
 

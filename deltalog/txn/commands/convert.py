@@ -110,7 +110,9 @@ class ConvertPlan:
 
     def operation(self) -> Convert:
         return Convert(
-            num_files=len(self.files), partition_by=tuple(self.metadata.partition_columns), collect_stats=False
+            num_files=len(self.files),
+            partition_by=tuple(self.metadata.partition_columns),
+            collect_stats=False,
         )
 
 

@@ -30,8 +30,9 @@ Delta's ``OptimizeExecutor`` (without Z-ordering), in the txn layer:
 The commit carries Delta's ``OPTIMIZE`` parameters (``predicate``, ``zOrderBy``, ``auto``) and
 metrics (``numAddedFiles``, ``numRemovedFiles``, ``numAddedBytes``, ``numRemovedBytes``,
 ``minFileSize``/``p25FileSize``/``p50FileSize``/``p75FileSize``/``maxFileSize``,
-``numBatches``, ``totalConsideredFiles``, ``totalFilesSkipped``,
-``numDeletionVectorsRemoved``).
+``numDeletionVectorsRemoved``); the result's metrics also have ``numBatches``,
+``totalConsideredFiles``, ``totalFilesSkipped`` and ``preserveInsertionOrder``, which, as in
+Delta, the commit does not carry.
 
 Files with deletion vectors are candidates when more than ``max_deleted_rows_ratio`` of
 their rows are deleted (Delta's ``spark.databricks.delta.optimize.maxDeletedRowsRatio``) or

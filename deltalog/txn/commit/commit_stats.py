@@ -24,6 +24,8 @@ class CommitStats:
     num_cdc_files: int = 0
     bytes_added: int = 0
     bytes_removed: int = 0
+    #: rows of the added files (their ``numRecords``); ``None`` when one has no row count
+    rows_added: int | None = 0
     num_actions: int = 0
     time_conflict_checking_ms: float = 0.0
     time_writing_ms: float = 0.0

@@ -2,9 +2,11 @@
 
 Each operation knows its name as Delta writes it in ``commitInfo.operation`` (``WRITE``,
 ``STREAMING UPDATE``, ``DELETE``, ...), its parameters (``commitInfo.operationParameters``,
-where a string value is written as it is and any other value JSON-encoded, as Delta does)
-and whether it changes data (which decides, under ``WriteSerializable``, whether a commit
-of only ``dataChange=false`` actions may downgrade to snapshot isolation).
+where a string value is written as it is and any other value JSON-encoded, as Delta does),
+the metrics it reports (``operation_metrics``: Delta's ``DeltaOperationMetrics`` set for
+it, :mod:`~deltalog.txn.commit.operation_metrics`) and whether it changes data (which
+decides, under ``WriteSerializable``, whether a commit of only ``dataChange=false`` actions
+may downgrade to snapshot isolation).
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from deltalog.txn.commit import operation_metrics as metric_sets
+from deltalog.txn.commit.operation_metrics import drop_unknown_row_metrics
 
 __all__ = [
     "AddColumns",
@@ -49,12 +54,9 @@ class Operation:
 
     name: ClassVar[str] = "Manual Update"
     changes_data: ClassVar[bool] = False
-    #: Whether the engine adds the file counts and sizes it sees in the commit (``numFiles``,
-    #: ``numAddedFiles``, ...) to the metrics; an operation whose metrics Delta names
-    #: differently (MERGE's ``numTargetFilesAdded``, ...) reports only its own.
-    engine_metrics: ClassVar[bool] = True
-    #: Metrics the caller knows (``numOutputRows``, ``numDeletedRows``, ...); the engine
-    #: adds the file counts and sizes it sees in the commit.
+    #: Metrics the caller knows (``numDeletedRows``, ``executionTimeMs``, ...); the engine
+    #: adds the file counts and sizes it sees in the commit (``numFiles``, ...), and only
+    #: the names in :attr:`operation_metrics` are written.
     user_metrics: Mapping[str, str] = field(default_factory=dict, kw_only=True)
 
     def parameter_values(self) -> dict[str, Any]:
@@ -66,9 +68,21 @@ class Operation:
         """``commitInfo.operationParameters``: strings as they are, other values as JSON."""
         return {k: _encode(v) for k, v in self.parameter_values().items() if v is not None}
 
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        """The names of the metrics this operation reports (Delta's ``operationMetrics``):
+        none for an operation that changes no file."""
+        return frozenset()
+
     def metrics(self) -> dict[str, str]:
         """Operation metrics known before the commit (the engine adds file counts)."""
         return dict(self.user_metrics)
+
+    def transform_metrics(self, metrics: Mapping[str, str]) -> dict[str, str]:
+        """The metrics written to ``commitInfo``: those of ``metrics`` this operation
+        declares (Delta's ``transformMetrics``)."""
+        names = self.operation_metrics
+        return {k: v for k, v in metrics.items() if k in names}
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,28 @@ class Write(Operation):
     mode: str = "Append"
     partition_by: Sequence[str] | None = None
     predicate: str | Sequence[str] | None = None
+    #: ``predicate`` lists the partitions a dynamic partition overwrite replaced (Delta's
+    #: ``isDynamicPartitionOverwrite``): its metrics are an overwrite's, not a replaceWhere's
+    dynamic_partition_overwrite: bool = False
+
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        if self.predicate is not None and not self.dynamic_partition_overwrite:
+            return metric_sets.WRITE_REPLACE_WHERE
+        if self.mode == "Overwrite":
+            return metric_sets.WRITE | metric_sets.OVERWRITE_REMOVES
+        return metric_sets.WRITE
+
+    def transform_metrics(self, metrics: Mapping[str, str]) -> dict[str, str]:
+        out = super().transform_metrics(metrics)
+        if self.operation_metrics != metric_sets.WRITE_REPLACE_WHERE:
+            return out
+        out = drop_unknown_row_metrics(out)
+        # Delta's: no row counted in written files means the row metrics are unknown
+        if out.get("numOutputRows") == "0" and "numFiles" in out:
+            for name in ("numDeletedRows", "numOutputRows", "numCopiedRows"):
+                out.pop(name, None)
+        return out
 
     def parameter_values(self) -> dict[str, Any]:
         predicate = self.predicate
@@ -102,6 +138,10 @@ class StreamingUpdate(Operation):
     query_id: str = ""
     epoch_id: int = 0
 
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.STREAMING_UPDATE
+
     def parameter_values(self) -> dict[str, Any]:
         return {"outputMode": self.output_mode, "queryId": self.query_id, "epochId": self.epoch_id}
 
@@ -114,6 +154,13 @@ class Delete(Operation):
     changes_data: ClassVar[bool] = True
     predicate: Sequence[str] = ()
 
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.DELETE
+
+    def transform_metrics(self, metrics: Mapping[str, str]) -> dict[str, str]:
+        return drop_unknown_row_metrics(super().transform_metrics(metrics))
+
     def parameter_values(self) -> dict[str, Any]:
         return {"predicate": list(self.predicate)}
 
@@ -125,6 +172,10 @@ class Truncate(Operation):
     name: ClassVar[str] = "TRUNCATE"
     changes_data: ClassVar[bool] = True
 
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.TRUNCATE
+
 
 @dataclass(frozen=True)
 class Update(Operation):
@@ -133,6 +184,10 @@ class Update(Operation):
     name: ClassVar[str] = "UPDATE"
     changes_data: ClassVar[bool] = True
     predicate: str | None = None
+
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.UPDATE
 
     def parameter_values(self) -> dict[str, Any]:
         return {"predicate": self.predicate}
@@ -144,11 +199,14 @@ class Merge(Operation):
 
     name: ClassVar[str] = "MERGE"
     changes_data: ClassVar[bool] = True
-    engine_metrics: ClassVar[bool] = False  # Delta's MERGE metrics name target files themselves
     predicate: str | None = None
     matched_predicates: Sequence[Mapping[str, str]] = ()
     not_matched_predicates: Sequence[Mapping[str, str]] = ()
     not_matched_by_source_predicates: Sequence[Mapping[str, str]] = ()
+
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.MERGE
 
     def parameter_values(self) -> dict[str, Any]:
         return {
@@ -173,6 +231,10 @@ class Optimize(Operation):
     #: ``OPTIMIZE ... FULL``: every file of a clustered table reclustered
     is_full: bool = False
 
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.OPTIMIZE
+
     def parameter_values(self) -> dict[str, Any]:
         values: dict[str, Any] = {
             "predicate": list(self.predicate),
@@ -193,6 +255,10 @@ class Reorg(Operation):
     changes_data: ClassVar[bool] = False
     predicate: Sequence[str] = ()
     apply_purge: bool = True
+
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.OPTIMIZE
 
     def parameter_values(self) -> dict[str, Any]:
         return {"predicate": list(self.predicate), "applyPurge": self.apply_purge}
@@ -229,6 +295,10 @@ class CreateTable(_TableDefinition):
     def name(self) -> str:  # type: ignore[override]
         return "CREATE TABLE AS SELECT" if self.as_select else "CREATE TABLE"
 
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.WRITE if self.as_select else frozenset()
+
     def parameter_values(self) -> dict[str, Any]:
         values = super().parameter_values()
         if self.cluster_by is not None:
@@ -241,6 +311,12 @@ class ReplaceTable(_TableDefinition):
     """``REPLACE TABLE`` / ``CREATE OR REPLACE TABLE``."""
 
     or_create: bool = False
+    #: ``REPLACE TABLE ... AS SELECT``: the new data's WRITE metrics and the removed files'
+    as_select: bool = False
+
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.WRITE | metric_sets.OVERWRITE_REMOVES if self.as_select else frozenset()
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -298,9 +374,12 @@ class Restore(Operation):
 
     name: ClassVar[str] = "RESTORE"
     changes_data: ClassVar[bool] = True
-    engine_metrics: ClassVar[bool] = False  # Delta's RESTORE metrics only (numRestoredFiles, ...)
     version: int | None = None
     timestamp: str | None = None
+
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.RESTORE
 
     def parameter_values(self) -> dict[str, Any]:
         return {"version": self.version, "timestamp": self.timestamp}
@@ -314,6 +393,10 @@ class VacuumStart(Operation):
     retention_check_enabled: bool = True
     specified_retention_millis: int | None = None
     default_retention_millis: int = 7 * 24 * 3600 * 1000
+
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.VACUUM_START
 
     def parameter_values(self) -> dict[str, Any]:
         return {
@@ -330,6 +413,10 @@ class VacuumEnd(Operation):
     name: ClassVar[str] = "VACUUM END"
     status: str = "COMPLETED"
 
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.VACUUM_END
+
     def parameter_values(self) -> dict[str, Any]:
         return {"status": self.status}
 
@@ -341,9 +428,12 @@ class Clone(Operation):
 
     name: ClassVar[str] = "CLONE"
     changes_data: ClassVar[bool] = True
-    engine_metrics: ClassVar[bool] = False  # Delta's CLONE metrics only (numCopiedFiles, ...)
     source: str = ""
     source_version: int = -1
+
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.CLONE
 
     def parameter_values(self) -> dict[str, Any]:
         return {"source": self.source, "sourceVersion": self.source_version}
@@ -355,11 +445,14 @@ class Convert(Operation):
 
     name: ClassVar[str] = "CONVERT"
     changes_data: ClassVar[bool] = True
-    engine_metrics: ClassVar[bool] = False  # Delta's CONVERT reports numConvertedFiles only
     num_files: int = 0
     partition_by: Sequence[str] = ()
     collect_stats: bool = False
     source_format: str = "parquet"
+
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.CONVERT
 
     def parameter_values(self) -> dict[str, Any]:
         return {

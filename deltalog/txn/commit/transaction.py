@@ -49,6 +49,7 @@ from deltalog.txn.commit.commit_stats import CommitStats
 from deltalog.txn.commit.conflicts import CurrentTransactionInfo, WinningCommit, check_conflicts
 from deltalog.txn.commit.isolation import IsolationLevel, choose_isolation_level
 from deltalog.txn.commit.metadata_checks import verify_metadata
+from deltalog.txn.commit.operation_metrics import file_metrics
 from deltalog.txn.commit.operations import Operation
 from deltalog.txn.commit.post_commit import PostCommitHook, run_post_commit
 from deltalog.txn.commit.settings import EngineSettings
@@ -629,15 +630,11 @@ class OptimisticTransaction:
     def _operation_metrics(self, operation: Operation, stats: CommitStats | None) -> dict[str, str]:
         if not self.settings.operation_metrics_enabled:
             return {}
-        metrics: dict[str, str] = {}
-        if operation.engine_metrics and stats is not None and (stats.num_adds or stats.num_removes):
-            metrics["numFiles"] = str(stats.num_adds)
-            metrics["numOutputBytes"] = str(stats.bytes_added)
-            metrics["numAddedFiles"] = str(stats.num_adds)
-            metrics["numRemovedFiles"] = str(stats.num_removes)
-            metrics["numRemovedBytes"] = str(stats.bytes_removed)
+        # the counts the engine knows, then the operation's own; only the names the
+        # operation declares are kept (Delta's ``transformMetrics``)
+        metrics = file_metrics(stats) if stats is not None else {}
         metrics.update(operation.metrics())
-        return metrics
+        return operation.transform_metrics(metrics)
 
     def _new_stats(
         self, operation: Operation, actions: Sequence[Action], level: IsolationLevel, blind: bool
@@ -942,6 +939,8 @@ def _count_file_action(stats: CommitStats, action: Action) -> None:
     if isinstance(action, AddFile):
         stats.num_adds += 1
         stats.bytes_added += action.size
+        rows = action.num_records()
+        stats.rows_added = None if rows is None or stats.rows_added is None else stats.rows_added + rows
     elif isinstance(action, RemoveFile):
         stats.num_removes += 1
         stats.bytes_removed += action.size or 0
