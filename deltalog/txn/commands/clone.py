@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from deltalog.txn.commit.commit_errors import commit_certainly_failed
 from deltalog.txn.commit.operations import Clone
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.log.data_files import missing_files
+from deltalog.txn.log.data_files import missing_files, name_missing
 from deltalog.txn.log.deletion_vectors import dv_absolute_path
 from deltalog.txn.protocol.actions import (
     AddFile,
@@ -73,7 +73,7 @@ class CloneSourceFilesMissingError(DeltaLogError, FileNotFoundError):
     could not be read (shallow) or copied (deep); nothing was written."""
 
     def __init__(self, source_uri: str, version: int, missing: list[str]) -> None:
-        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        shown = name_missing(missing)
         super().__init__(
             f"cannot clone version {version} of {source_uri}: {len(missing)} of its data or deletion-vector "
             f"files no longer exist (removed by VACUUM?): {shown}. Clone a later version whose files still "

@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.commit.operations import Restore
-from deltalog.txn.log.data_files import missing_files
+from deltalog.txn.log.data_files import missing_files, name_missing
 from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN, clustering_domain
 from deltalog.txn.protocol.errors import DeltaLogError
@@ -50,7 +50,7 @@ class RestoreMissingFilesError(DeltaLogError):
     the restore cannot bring them back."""
 
     def __init__(self, table_uri: str, version: int, missing: list[str]) -> None:
-        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        shown = name_missing(missing)
         super().__init__(
             f"cannot restore {table_uri} to version {version}: {len(missing)} of its data or "
             f"deletion-vector files no longer exist (removed by VACUUM?): {shown}. Restore to a later "

@@ -30,7 +30,14 @@ if TYPE_CHECKING:
 
     from deltalog.logstores.base import LogStore
 
-__all__ = ["ROW_GROUP_BYTES", "ROW_GROUP_ROWS", "data_file_arrow_schema", "missing_files", "open_data_file"]
+__all__ = [
+    "ROW_GROUP_BYTES",
+    "ROW_GROUP_ROWS",
+    "data_file_arrow_schema",
+    "missing_files",
+    "name_missing",
+    "open_data_file",
+]
 
 #: the unit Delta stores timestamps in (and INT96 is read as)
 TIMESTAMP_UNIT = "us"
@@ -76,6 +83,12 @@ def missing_files(store: LogStore, table_uri: str, files: Sequence[AddFile]) -> 
         infos = fs.get_file_info([store.fs_path(u) for u in chunk])
         missing += [u for u, info in zip(chunk, infos) if info.type == pafs.FileType.NotFound]
     return missing
+
+
+def name_missing(missing: Sequence[str], shown: int = 10) -> str:
+    """The first ``shown`` of ``missing`` (:func:`missing_files`) for an error message."""
+    more = len(missing) - shown
+    return ", ".join(missing[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def data_file_arrow_schema(pf: pq.ParquetFile) -> pa.Schema:
