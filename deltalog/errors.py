@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from deltalog.txn.commands.clone import CloneSourceFilesMissingError, CloneTargetNotEmptyError
     from deltalog.txn.commands.convert import ConvertToDeltaError
     from deltalog.txn.commands.optimize import OptimizeError
-    from deltalog.txn.commands.restore import RestoreMissingFilesError
+    from deltalog.txn.commands.restore import RestoreMissingFilesError, RestoreToLatestVersionError
     from deltalog.txn.commands.vacuum import VacuumRetentionError
     from deltalog.txn.commands.vacuum_listing import VacuumInventoryError
     from deltalog.txn.commit.commit_errors import (
@@ -189,6 +189,7 @@ _HOMES: dict[str, str] = {
     "ConvertToDeltaError": "deltalog.txn.commands.convert",
     "OptimizeError": "deltalog.txn.commands.optimize",
     "RestoreMissingFilesError": "deltalog.txn.commands.restore",
+    "RestoreToLatestVersionError": "deltalog.txn.commands.restore",
     "CloneTargetNotEmptyError": "deltalog.txn.commands.clone",
     "CloneSourceFilesMissingError": "deltalog.txn.commands.clone",
     "VacuumRetentionError": "deltalog.txn.commands.vacuum",
@@ -279,6 +280,7 @@ __all__ = [
     "ProtocolChangedError",
     "ReplaceWhereMismatchError",
     "RestoreMissingFilesError",
+    "RestoreToLatestVersionError",
     "RowTrackingError",
     "SchemaMismatchError",
     "TableAlreadyExistsError",

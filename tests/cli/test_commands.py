@@ -215,7 +215,7 @@ def test_every_command_takes_storage_options_and_lock(table: str) -> None:
         ["cleanup"],
         ["vacuum", "--dry-run"],
         ["optimize", "--min-files", "5"],
-        ["restore", "--version", "3"],
+        ["restore", "--version", "2"],
     ):
         proc = deltalog(args[0], table, *args[1:], "--storage-option", "AWS_REGION=eu-west-1", "--lock", "auto")
         assert proc.returncode == 0, (args, proc.stderr)

@@ -146,3 +146,19 @@ def test_an_append_only_table_cannot_be_restored_to_fewer_rows(tmp_path: Path) -
         restore(log, version=1)
     assert log.update().version == version
     assert read_ids(log) == [1, 2]
+
+
+def test_restore_to_the_latest_version_is_refused(tmp_path: Path) -> None:
+    """Delta's RESTORE requires the version to restore to be less than the latest one (by
+    version or by the last commit's timestamp): nothing is committed."""
+    from deltalog.txn.commands.restore import RestoreToLatestVersionError
+
+    log = create(str(tmp_path / "t"))
+    append(log, [1])
+    with pytest.raises(RestoreToLatestVersionError, match=r"to version 1: the latest version is 1") as err:
+        restore(log, version=1)
+    assert isinstance(err.value, ValueError)
+    with pytest.raises(RestoreToLatestVersionError):
+        restore(log, timestamp=log.history(limit=1)[0].timestamp)
+    assert log.update().version == 1
+    assert restore(log, version=0).version == 2

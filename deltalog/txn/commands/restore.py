@@ -45,6 +45,21 @@ __all__ = ["RestoreMissingFilesError", "RestoreResult", "restore"]
 log = logging.getLogger(__name__)
 
 
+class RestoreToLatestVersionError(DeltaLogError, ValueError):
+    """The version to restore to (given, or found by a timestamp) is the table's latest:
+    Delta requires an earlier one (``RestoreTableCommand``'s "Version to restore should be
+    less then last available version")."""
+
+    def __init__(self, table_uri: str, version: int, latest: int) -> None:
+        super().__init__(
+            f"cannot restore {table_uri} to version {version}: the latest version is {latest}; "
+            "restore to an earlier version (nothing was committed)"
+        )
+        self.table_uri = table_uri
+        self.version = version
+        self.latest = latest
+
+
 class RestoreMissingFilesError(DeltaLogError):
     """Data or deletion-vector files of the target version are gone from storage (vacuumed):
     the restore cannot bring them back."""
@@ -89,7 +104,8 @@ def restore(
 ) -> RestoreResult:
     """Restore the table to ``version`` or to the version current at ``timestamp``.
 
-    Raises :class:`RestoreMissingFilesError` when target files were vacuumed,
+    Raises :class:`RestoreToLatestVersionError` when the target is the latest version,
+    :class:`RestoreMissingFilesError` when target files were vacuumed,
     :class:`~deltalog.txn.protocol.errors.VersionNotFoundError` for a version the log cannot
     rebuild; in both cases nothing is committed.
     """
@@ -99,6 +115,8 @@ def restore(
     target = delta_log.snapshot(version=version, timestamp=timestamp)
     txn = delta_log.start_transaction(lock=lock)
     latest = txn.snapshot
+    if target.version >= latest.version:
+        raise RestoreToLatestVersionError(delta_log.table_uri, target.version, latest.version)
     txn.read_whole_table()
 
     target_files = {f.logical_key: f for f in target.files}
