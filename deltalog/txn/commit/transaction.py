@@ -430,6 +430,7 @@ class OptimisticTransaction:
         self._check_writable()
         level = self.isolation_level
         stats = CommitStats(self.delta_log.table_uri, operation.name, self.read_version, isolation_level=level.value)
+        stats.rows_added = None  # its commitInfo is written before its actions are counted
         info = None
         if self.settings.commit_info_enabled:
             metrics = self._operation_metrics(operation, None)
@@ -647,6 +648,8 @@ class OptimisticTransaction:
             is_blind_append=blind,
             num_actions=len(actions),
         )
+        if not _counts_rows(operation):
+            stats.rows_added = None
         for action in actions:
             _count_file_action(stats, action)
         return stats
@@ -935,12 +938,20 @@ class OptimisticTransaction:
                 log.exception("the commit-stats callback failed for version %d", stats.version)
 
 
+def _counts_rows(operation: Operation) -> bool:
+    """Whether the commit counts its added rows for ``numOutputRows``: only when the operation
+    reports it and does not count them itself (each count parses every add's statistics)."""
+    return "numOutputRows" in operation.operation_metrics and "numOutputRows" not in operation.metrics()
+
+
 def _count_file_action(stats: CommitStats, action: Action) -> None:
+    """Count ``action`` in ``stats``; its rows too while ``stats.rows_added`` is not None."""
     if isinstance(action, AddFile):
         stats.num_adds += 1
         stats.bytes_added += action.size
-        rows = action.num_records()
-        stats.rows_added = None if rows is None or stats.rows_added is None else stats.rows_added + rows
+        if stats.rows_added is not None:
+            rows = action.num_records()
+            stats.rows_added = None if rows is None else stats.rows_added + rows
     elif isinstance(action, RemoveFile):
         stats.num_removes += 1
         stats.bytes_removed += action.size or 0
