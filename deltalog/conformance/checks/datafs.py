@@ -25,7 +25,7 @@ def data_filesystem(ctx: CheckContext) -> str:
         fs.create_dir(parent, recursive=True)
     pq.write_table(table, path, filesystem=fs)
     threads = arrow_threads_allowed(fs)
-    back = pq.read_table(path, filesystem=fs, use_threads=threads)
+    back = pq.read_table(path, filesystem=fs, use_threads=threads, pre_buffer=threads)
     expect(back.equals(table), f"the Parquet file read back differently: {back.to_pylist()}")
     size = fs.get_file_info(path).size
     statuses = {s.name: s for s in ctx.store.list_from(ctx.uri("00000000000000000010"))}
@@ -42,7 +42,7 @@ def data_filesystem(ctx: CheckContext) -> str:
     nested_path = ctx.store.fs_path(nested)
     fs.create_dir(nested_path.rsplit("/", 1)[0], recursive=True)
     pq.write_table(table, nested_path, filesystem=fs)
-    nested_rows = pq.read_table(nested_path, filesystem=fs, use_threads=threads).num_rows
+    nested_rows = pq.read_table(nested_path, filesystem=fs, use_threads=threads, pre_buffer=threads).num_rows
     expect(nested_rows == 3, "a partition directory file is unreadable")
     ctx.store.delete(nested)
     return f"{type(fs).__name__} writes Parquet that list_from and read_bytes see ({size} bytes)"

@@ -52,8 +52,14 @@ ROW_GROUP_BYTES = 64 << 20
 def open_data_file(fs: pafs.FileSystem, path: str, *, pre_buffer: bool = True) -> Iterator[pq.ParquetFile]:
     """``path`` on ``fs`` as a :class:`pyarrow.parquet.ParquetFile` whose INT96 columns read
     as ``timestamp[us]`` (closed on exit); :class:`DataFileNotFoundError` (a
-    ``FileNotFoundError``) when the file is gone, e.g. vacuumed."""
+    ``FileNotFoundError``) when the file is gone, e.g. vacuumed. Never pre-buffered through
+    a Python-backed filesystem: pre-buffering reads on pyarrow's IO threads
+    (:func:`~deltalog.logstores.base.arrow_threads_allowed`)."""
     import pyarrow.parquet as pq
+
+    from deltalog.logstores.base import arrow_threads_allowed
+
+    pre_buffer = pre_buffer and arrow_threads_allowed(fs)
 
     try:
         opened = fs.open_input_file(path)
