@@ -143,10 +143,10 @@ def test_adds_without_record_counts_and_hand_made_marks_are_refused(tmp_path: Pa
 def _stable_ids(log: DeltaLog) -> dict[int, tuple[int, int]]:
     """n -> (stable row id, stable row commit version), read as readers must."""
     from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_file
-    from deltalog.txn.commands.optimize import materialized_row_tracking_columns
+    from deltalog.txn.protocol.row_tracking import materialized_columns
 
     snap = log.update()
-    columns = materialized_row_tracking_columns(snap)
+    columns = materialized_columns(snap.protocol, snap.metadata)
     assert columns is not None
     tracked = pa.struct([("row_id", pa.int64()), ("row_commit_version", pa.int64())])
     out = pa.schema([("n", pa.int64()), ("_metadata", tracked)])

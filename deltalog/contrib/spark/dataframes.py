@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -66,16 +67,28 @@ def files_dataframe(
     snapshot: Snapshot,
     files: Sequence[AddFile],
     with_file: bool = True,
+    row_tracking: bool = False,
 ) -> DataFrame:
-    """The rows of ``files`` (deletion vectors applied), with file and row-index columns."""
+    """The rows of ``files`` (deletion vectors applied), with file and row-index columns;
+    with ``row_tracking`` on a table that tracks rows, also each row's stable row id and
+    row commit version in the table's materialized columns (see
+    :mod:`~deltalog.contrib.spark.row_tracking`)."""
     from pyspark.sql.types import LongType, StringType, StructField
 
+    from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE, row_tracking_struct
+    from deltalog.contrib.spark.row_tracking import tracked_columns
+
     schema = logical_struct(snapshot.metadata.schema_string)
-    spec = ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(schema))
+    tracked = tracked_columns(snapshot) if row_tracking else None
+    read_schema = arrow_schema(schema)
     out_schema = schema
+    if tracked is not None:
+        read_schema = read_schema.append(pa.field(ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE))
+        out_schema = StructType_add(schema, [StructField(ROW_TRACKING_COLUMN, row_tracking_struct(), True)])
+    spec = ReadSpec.for_snapshot(delta_log, snapshot, read_schema, row_tracking_columns=tracked)
     if with_file:
         out_schema = StructType_add(
-            schema,
+            out_schema,
             [StructField(FILE_COLUMN, StringType(), False), StructField(ROW_INDEX_COLUMN, LongType(), False)],
         )
     items = [
@@ -85,6 +98,7 @@ def files_dataframe(
                 "pv": f.partition_values,
                 "size": f.size,
                 "dv": None if f.deletion_vector is None else f.deletion_vector.to_dict(),
+                "ids": [f.base_row_id, f.default_row_commit_version],
             }
         )
         for f in files
@@ -100,11 +114,28 @@ def files_dataframe(
         for batch in batches:
             for raw in batch.column(0).to_pylist():
                 d = json.loads(raw)
-                item = FileToRead(d["path"], d["pv"], d["size"], d["dv"])
+                item = FileToRead(
+                    d["path"],
+                    d["pv"],
+                    d["size"],
+                    d["dv"],
+                    base_row_id=d["ids"][0],
+                    default_row_commit_version=d["ids"][1],
+                )
                 table = _read_with_positions(spec, store, item) if with_file else read_file(spec, store, item)
                 yield from table.to_batches(max_chunksize=65536)
 
-    return seed.mapInArrow(run, out_schema)
+    rows = seed.mapInArrow(run, out_schema)
+    if tracked is None:
+        return rows
+    from pyspark.sql import functions as F
+
+    ids = F.col(ROW_TRACKING_COLUMN)
+    return (
+        rows.withColumn(tracked[0], ids.getField("row_id"))
+        .withColumn(tracked[1], ids.getField("row_commit_version"))
+        .drop(ROW_TRACKING_COLUMN)
+    )
 
 
 def StructType_add(schema: StructType, fields: Sequence[Any]) -> StructType:
@@ -120,7 +151,7 @@ def _read_with_positions(spec: ReadSpec, store: LogStore, item: FileToRead) -> p
     from deltalog.txn.log.deletion_vectors import keep_mask, read_deletion_vector
     from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 
-    plain = FileToRead(item.path, item.partition_values, item.size, None)
+    plain = replace(item, deletion_vector=None)
     table = read_file(spec, store, plain)
     positions = pa.array(range(table.num_rows), pa.int64())
     if item.deletion_vector:

@@ -93,6 +93,16 @@ class WriteSpec:
     #: The table records the change data feed: a ``_change_type`` column marks change data
     #: (Delta routes rows by it only then); otherwise it is an ordinary column.
     change_data: bool = False
+    #: Row tracking's materialized (row id, row commit version) columns, which the rows a
+    #: DELETE, UPDATE or MERGE rewrites carry: written into data files as they are, without
+    #: statistics (they are not table columns), and left out of change-data files.
+    row_tracking_columns: tuple[str, ...] = ()
+
+    def without_row_tracking(self, schema: pa.Schema) -> pa.Schema:
+        """``schema`` without the materialized row tracking columns (what statistics cover)."""
+        if not self.row_tracking_columns:
+            return schema
+        return pa.schema([f for f in schema if f.name not in self.row_tracking_columns])
 
     def table_cased(self, names: Sequence[str]) -> list[str]:
         """``names`` (the data's columns) as the table spells them; others unchanged."""
@@ -157,7 +167,7 @@ class _TaskWriter:
     def _file_schema(self, schema: pa.Schema, cdc: bool) -> pa.Schema:
         if self.mapped is not None:
             return self._to_file_columns(schema.empty_table(), cdc).schema
-        drop = set(self.spec.partition_columns)
+        drop = set(self.spec.partition_columns) | (set(self.spec.row_tracking_columns) if cdc else set())
         fields = []
         for f in schema:
             if f.name in drop or (f.name == CDC_TYPE_COLUMN and self.spec.change_data and not cdc):
@@ -200,7 +210,8 @@ class _TaskWriter:
         writer = pq.ParquetWriter(
             sink, file_schema, compression="snappy", use_dictionary=_dictionary_columns(file_schema)
         )
-        stats_schema = pa.schema([f for f in file_schema if not (cdc and f.name == CDC_TYPE_COLUMN)])
+        data_schema = self.spec.without_row_tracking(file_schema)
+        stats_schema = pa.schema([f for f in data_schema if not (cdc and f.name == CDC_TYPE_COLUMN)])
         handle = _OpenFile(
             writer,
             sink,
@@ -243,7 +254,9 @@ class _TaskWriter:
         keep = [
             n
             for n in table.column_names
-            if n not in self.spec.partition_columns and not (marker and n == CDC_TYPE_COLUMN)
+            if n not in self.spec.partition_columns
+            and not (marker and n == CDC_TYPE_COLUMN)
+            and not (cdc and n in self.spec.row_tracking_columns)
         ]
         table = table.select(keep)
         if self.mapped is not None:

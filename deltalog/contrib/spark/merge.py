@@ -51,6 +51,7 @@ from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_s
 from deltalog.contrib.spark.merge_scan import TargetRows, scan_target
 from deltalog.contrib.spark.merge_source import materialized_source
 from deltalog.contrib.spark.merge_write import write_labelled
+from deltalog.contrib.spark.row_tracking import carried_columns, stable_row_tracking, tracked_columns
 from deltalog.contrib.spark.tablelog import start_transaction
 
 if TYPE_CHECKING:
@@ -684,6 +685,7 @@ class DeltaMergeBuilder:
         from pyspark.sql import functions as F
 
         talias = plan.target_alias
+        scans = plan.scans
         if not touched.files:
             rows = plan.target.limit(0)
         elif len(touched.files) == len(plan.files):  # every candidate is touched: pass 1's scan
@@ -691,7 +693,14 @@ class DeltaMergeBuilder:
         else:  # a scan of just the touched files
             scanned = scan_target(self._table._spark, self._table._log, plan.txn.snapshot, touched.files)
             plan.scans.append(scanned)
+            scans = [scanned]
             rows = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
+        tracked = tracked_columns(plan.txn.snapshot)
+        if tracked is not None:  # each target row's stable row id and row commit version
+            plan.txn.mark_row_tracking_materialized()
+            by_path = {f.path: f for f in touched.files}
+            names = {name: by_path[path] for scan in scans for name, path in scan.paths.items() if path in by_path}
+            rows = stable_row_tracking(rows, names, tracked, FILE_COLUMN, ROW_INDEX_COLUMN).alias(talias)
         joined = rows.join(plan.source, plan.condition, "full_outer" if self._not_matched else "left_outer")
         t_present = F.col(f"{talias}.{_T_PRESENT}").isNotNull()
         s_present = F.col(_S_PRESENT).isNotNull()
@@ -727,7 +736,14 @@ class DeltaMergeBuilder:
             for i, c in enumerate(self._not_matched):
                 pairs.append((act == f"i{i}", plan.assignments[id(c)].get(col, F.lit(None)), None))
         current_values = {col: plan.target_value(col) for col in plan.columns}
-        return _chained(joined, plan.columns, branches, current_values, plan.types, plan.evolve)
+        values = _chained(joined, plan.columns, branches, current_values, plan.types, plan.evolve)
+        return values + self._carried(plan, act.startswith("mu") | act.startswith("su"))
+
+    def _carried(self, plan: _MergePlan, updated: Column | None) -> list[Column]:
+        """Row tracking's materialized columns a written row carries (none when the table
+        does not track rows): see :mod:`~deltalog.contrib.spark.row_tracking`."""
+        tracked = tracked_columns(plan.txn.snapshot)
+        return [] if tracked is None else carried_columns(tracked, updated)
 
     def _with_change_data(
         self, plan: _MergePlan, joined: DataFrame, out: DataFrame, values: Sequence[Column], overcount: int
@@ -740,7 +756,8 @@ class DeltaMergeBuilder:
         act = F.col(_ACTION)
         updated = joined.filter(act.startswith("mu") | act.startswith("su"))
         current = {c: plan.target_value(c) for c in plan.columns}
-        old = _chained(joined, plan.columns, {}, current, plan.types, plan.evolve)
+        # change data files hold no row tracking columns: carried as they are, then left out
+        old = _chained(joined, plan.columns, {}, current, plan.types, plan.evolve) + self._carried(plan, None)
         deleted = joined.filter(act.startswith("md") | act.startswith("sd"))
         if overcount:  # one delete change row per target row (Delta's DeduplicateCDFDeletes)
             deleted = deleted.dropDuplicates([FILE_COLUMN, ROW_INDEX_COLUMN])

@@ -50,17 +50,23 @@ class TargetRows:
 
 
 def scan_target(spark: SparkSession, delta_log: DeltaLog, snapshot: Snapshot, files: Sequence[AddFile]) -> TargetRows:
-    """The live rows of ``files`` (of ``snapshot``), with ``FILE_COLUMN`` and ``ROW_INDEX_COLUMN``."""
+    """The live rows of ``files`` (of ``snapshot``), with ``FILE_COLUMN`` and
+    ``ROW_INDEX_COLUMN``; on a table that tracks rows, also its materialized row tracking
+    columns (as the files hold them from Spark's scan, null where not materialized; stable
+    values from the Python reader: :func:`~deltalog.contrib.spark.row_tracking.stable_row_tracking`
+    gives both the stable values)."""
     from deltalog.contrib.spark.native import scan_with_positions
     from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY
+    from deltalog.contrib.spark.row_tracking import tracked_columns
 
+    hidden = tracked_columns(snapshot) or ()
     if files:
         try:
-            native, paths = scan_with_positions(spark, delta_log, snapshot, [f.path for f in files])
+            native, paths = scan_with_positions(spark, delta_log, snapshot, [f.path for f in files], hidden)
         except NativeReadUnsupportedError as exc:
             log.info("MERGE reads the target with the Python reader: %s", exc)
         else:
             rows = native.withColumnRenamed(FILE_KEY, FILE_COLUMN).withColumnRenamed(ROW_KEY, ROW_INDEX_COLUMN)
             return TargetRows(rows, paths)
-    rows = files_dataframe(spark, delta_log, snapshot, files)
+    rows = files_dataframe(spark, delta_log, snapshot, files, row_tracking=bool(hidden))
     return TargetRows(rows, {f.path: f.path for f in files})

@@ -422,13 +422,14 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
 
 
 def scan_with_positions(
-    spark: SparkSession, delta_log: DeltaLog, snapshot: Snapshot, paths: Sequence[str]
+    spark: SparkSession, delta_log: DeltaLog, snapshot: Snapshot, paths: Sequence[str], hidden: Sequence[str] = ()
 ) -> tuple[DataFrame, dict[str, str]]:
     """The live rows of the snapshot's files ``paths``, read natively, with ``FILE_KEY``
     (``_metadata.file_path``) and ``ROW_KEY`` (``native_dv.ROW_INDEX``: the row's position
-    in its Parquet file, what a deletion vector counts); and each ``FILE_KEY`` URI's path as
-    in the log. Raises :class:`NativeReadUnsupportedError` when the native path cannot read
-    the table."""
+    in its Parquet file, what a deletion vector counts), and the ``hidden`` long columns of
+    the files (row tracking's materialized columns; null where a file lacks one); and each
+    ``FILE_KEY`` URI's path as in the log. Raises :class:`NativeReadUnsupportedError` when
+    the native path cannot read the table."""
     import pyarrow as pa
 
     if getattr(spark, "_jvm", None) is None:
@@ -437,17 +438,24 @@ def scan_with_positions(
         raise NativeReadUnsupportedError(f"Spark has no Hadoop file system for {delta_log.table_uri}")
     table = _only_paths(snapshot.files_table, pa.array(list(paths), pa.string()))
     root = hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
-    df = _native_scan(spark, delta_log, snapshot, table, None, positions=True)
+    df = _native_scan(spark, delta_log, snapshot, table, None, positions=True, hidden=hidden)
     return df, {_file_uri(root, p): p for p in paths}
 
 
 def _native_scan(
-    spark: SparkSession, delta_log: DeltaLog, snapshot: Snapshot, table: Any, where: str | None, positions: bool = False
+    spark: SparkSession,
+    delta_log: DeltaLog,
+    snapshot: Snapshot,
+    table: Any,
+    where: str | None,
+    positions: bool = False,
+    hidden: Sequence[str] = (),
 ) -> DataFrame:
     """Spark's Parquet scan of the files in ``table`` (rows of the snapshot's files table),
-    with ``FILE_KEY``/``ROW_KEY`` columns when ``positions``."""
+    with ``FILE_KEY``/``ROW_KEY`` columns when ``positions``, and the files' ``hidden``
+    long columns (not table columns) as they are."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import LongType, StructField, StructType
 
     from deltalog.contrib.spark.logical_schema import logical_schema
     from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY
@@ -476,12 +484,15 @@ def _native_scan(
         spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
     join_partitions = bool(partition_columns) and not hive
     read_schema = _read_schema(schema, mode, partition_columns, hive)
+    for name in hidden:
+        read_schema = read_schema.add(StructField(name, LongType(), True))
     df = _scan_live_rows(spark, delta_log, files, read_schema, hive, join_partitions, positions)
     if join_partitions:
         spark_types = {f.name: f.dataType for f in logical.fields}
         pv = spark.createDataFrame(_partition_table(files, partition_columns, types, spark_types))
         df = df.join(F.broadcast(pv), on=PARTITION_FILE_KEY, how="left")
     columns = _logical_columns(logical, partition_columns, physical, mode, df.schema)
+    columns += [_quoted(name) for name in hidden]
     if positions:
         columns += [FILE_KEY, ROW_KEY]
     df = df.select(*columns)

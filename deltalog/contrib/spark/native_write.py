@@ -185,6 +185,9 @@ def _to_physical(df: DataFrame, spec: WriteSpec) -> DataFrame:
     by_name = {f.name.lower(): p for f, p in zip(mapped.fields, physical.fields)}
     columns = []
     for name in df.columns:
+        if name in spec.row_tracking_columns:  # hidden columns: no mapping
+            columns.append(F.col(f"`{name}`"))
+            continue
         target = by_name[name.lower()]
         spark_type = _parse_datatype_json_value(target.type.to_json_value())
         value = F.col(f"`{name}`").cast(spark_type)
@@ -311,7 +314,7 @@ def _place_files(
             made.add(parent)
         fs.move(info.path, target)
         placed.append(target)
-        stats = StatsCollector(footer.schema.to_arrow_schema(), spec.num_indexed_cols)
+        stats = StatsCollector(spec.without_row_tracking(footer.schema.to_arrow_schema()), spec.num_indexed_cols)
         stats.update_from_footer(footer)
         add = AddFile(
             path=encode_path(final),

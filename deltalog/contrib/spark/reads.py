@@ -42,11 +42,21 @@ __all__ = [
     "read_file",
     "read_files",
     "row_tracking_columns",
+    "row_tracking_struct",
 ]
 
 _PHYS = "delta.columnMapping.physicalName"
 #: the output column of row tracking reads: ``struct<row_id: long, row_commit_version: long>``
 ROW_TRACKING_COLUMN = "_metadata"
+#: its Arrow type (:func:`row_tracking_struct` is its Spark type)
+ROW_TRACKING_TYPE = pa.struct([("row_id", pa.int64()), ("row_commit_version", pa.int64())])
+
+
+def row_tracking_struct() -> Any:
+    """The Spark type of :data:`ROW_TRACKING_COLUMN`."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    return StructType([StructField("row_id", LongType()), StructField("row_commit_version", LongType())])
 
 
 @dataclass(frozen=True)
@@ -311,15 +321,12 @@ def row_tracking_columns(snapshot: Snapshot) -> tuple[str, str]:
     tracking enabled (``readRowTracking``); raises on any other table."""
     from deltalog.txn.protocol import row_tracking
 
-    if not row_tracking.is_enabled(snapshot.protocol, snapshot.metadata):
+    names = row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata)
+    if names is None:
         from deltalog.contrib.spark.errors import DeltaAnalysisError
 
         raise DeltaAnalysisError(
             f"readRowTracking: row tracking is not enabled on {snapshot.table_uri} "
             "(set delta.enableRowTracking=true first)"
         )
-    config = snapshot.metadata.configuration
-    return (
-        config.get(row_tracking.MATERIALIZED_ROW_ID_KEY, ""),
-        config.get(row_tracking.MATERIALIZED_ROW_COMMIT_VERSION_KEY, ""),
-    )
+    return names

@@ -11,13 +11,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.contrib.spark.data_skipping import data_skipped_files
 from deltalog.contrib.spark.files import WriteSpec, delete_files, write_batches
 from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
-from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_file
+from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE, FileToRead, ReadSpec, read_file
 from deltalog.contrib.spark.replace_where import compiled_predicate, partition_filters
+from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import AddFile
 
 if TYPE_CHECKING:
@@ -44,7 +46,11 @@ def rewrite_outside(
         return [], [], {}
     snapshot = txn.snapshot
     output_schema = arrow_schema(logical_struct(snapshot.metadata.schema_string))
-    read_spec = ReadSpec.for_snapshot(txn.delta_log, snapshot, output_schema)
+    tracked = row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata)
+    if tracked is not None:  # the copied rows keep their stable row ids (as DELETE's do)
+        output_schema = output_schema.append(pa.field(ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE))
+        txn.mark_row_tracking_materialized()
+    read_spec = ReadSpec.for_snapshot(txn.delta_log, snapshot, output_schema, row_tracking_columns=tracked)
     compiled = compiled_predicate(predicate)
     rewrite_spec = replace(spec, replace_where=None)
     removed: list[AddFile] = []
@@ -53,7 +59,15 @@ def rewrite_outside(
     try:
         for f in files:
             dv = None if f.deletion_vector is None else f.deletion_vector.to_dict()
-            table = read_file(read_spec, txn.delta_log.store, FileToRead(f.path, f.partition_values, f.size, dv))
+            item = FileToRead(
+                f.path,
+                f.partition_values,
+                f.size,
+                dv,
+                base_row_id=f.base_row_id,
+                default_row_commit_version=f.default_row_commit_version,
+            )
+            table = _materialized(read_file(read_spec, txn.delta_log.store, item), tracked)
             matched = pc.fill_null(compiled.evaluate(table), False)
             hits = int(pc.sum(matched.cast("int64")).as_py() or 0)
             if hits == 0:
@@ -68,3 +82,13 @@ def rewrite_outside(
         delete_files(rewrite_spec, lines)
         raise
     return removed, lines, {"numDeletedRows": str(deleted), "numCopiedRows": str(copied)}
+
+
+def _materialized(table: pa.Table, tracked: tuple[str, str] | None) -> pa.Table:
+    """``table`` with its ``_metadata`` row ids in the materialized columns ``tracked``."""
+    if tracked is None:
+        return table
+    ids = table.column(ROW_TRACKING_COLUMN).combine_chunks()
+    table = table.drop_columns([ROW_TRACKING_COLUMN])
+    table = table.append_column(tracked[0], ids.field("row_id"))
+    return table.append_column(tracked[1], ids.field("row_commit_version"))

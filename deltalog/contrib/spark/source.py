@@ -42,13 +42,20 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
     WriterCommitMessage,
 )
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import StructType
 
 from deltalog.contrib.spark.files import write_batches
 from deltalog.contrib.spark.input_partitions import TARGET_SPLIT_BYTES, FilesPartition, files_partitions
 from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
 from deltalog.contrib.spark.options import ReadOptions, WriteOptions
-from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN, FileToRead, ReadSpec, read_files, row_tracking_columns
+from deltalog.contrib.spark.reads import (
+    ROW_TRACKING_COLUMN,
+    FileToRead,
+    ReadSpec,
+    read_files,
+    row_tracking_columns,
+    row_tracking_struct,
+)
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.contrib.spark.writes import StreamingInfo, WritePlan, abort_write, commit_write, plan_write
@@ -341,8 +348,7 @@ class DeltaLogDataSource(DataSource):
                 schema = schema.add(name, type_name, True)
         elif opts.read_row_tracking:
             row_tracking_columns(snapshot)  # refuses a table without row tracking
-            tracked = StructType([StructField("row_id", LongType()), StructField("row_commit_version", LongType())])
-            schema = schema.add(ROW_TRACKING_COLUMN, tracked, True)
+            schema = schema.add(ROW_TRACKING_COLUMN, row_tracking_struct(), True)
         return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:

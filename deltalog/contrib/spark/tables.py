@@ -35,6 +35,7 @@ from deltalog.contrib.spark.generated import check_updated_columns, recompute_ge
 from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_set_transaction_only
 from deltalog.contrib.spark.logical_schema import logical_struct
 from deltalog.contrib.spark.options import WriteOptions
+from deltalog.contrib.spark.row_tracking import carried_columns, tracked_columns
 from deltalog.contrib.spark.table_alter import AlterTableMethods
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.contrib.spark.writes import commit_files, write_spec
@@ -360,7 +361,9 @@ class DeltaTable(AlterTableMethods):
         if not _report_scan("DELETE", condition, snapshot.num_files, candidates, touched):
             _commit_no_delete(txn, condition, started, scanned)
             return
-        rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
+        rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False, row_tracking=True)
+        if tracked_columns(snapshot) is not None:
+            txn.mark_row_tracking_materialized()
         matched = F.coalesce(cond, F.lit(False))
         if self._cdf(snapshot):
             out = rows.withColumn(
@@ -480,11 +483,14 @@ class DeltaTable(AlterTableMethods):
             metrics = {**_rewrite_metrics([], [], started, scanned)[0], "numUpdatedRows": "0", "numCopiedRows": "0"}
             commit_set_transaction_only(txn, Update(predicate=_describe(condition), user_metrics=metrics))
             return
-        rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False)
+        rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False, row_tracking=True)
         matched = F.coalesce(cond, F.lit(False))
         if marks is not None:
             rows = rows.filter(matched)  # the other rows stay where they are
-        out = _updated_rows(rows, matched, assignments, schema, self._cdf(snapshot))
+        tracked = tracked_columns(snapshot)
+        if tracked is not None:
+            txn.mark_row_tracking_materialized()
+        out = _updated_rows(rows, matched, assignments, schema, self._cdf(snapshot), tracked)
         out = recompute_generated(out, snapshot.metadata, assignments)
         lines = write_dataframe(out, self._checked_spec(txn, out))
         if marks is not None:
@@ -844,10 +850,17 @@ def _update_assignments(schema: StructType, set: Mapping[str, ExpressionOrColumn
 
 
 def _updated_rows(
-    rows: DataFrame, matched: Column, assignments: Mapping[str, Column], schema: StructType, cdf: bool
+    rows: DataFrame,
+    matched: Column,
+    assignments: Mapping[str, Column],
+    schema: StructType,
+    cdf: bool,
+    tracked: tuple[str, str] | None,
 ) -> DataFrame:
-    """UPDATE's output: every row, with the assignments applied where ``matched`` holds; with
-    the change data feed on, also the pre- and post-image of each updated row."""
+    """UPDATE's output: every row, with the assignments applied where ``matched`` holds
+    (and with ``tracked``, row tracking's materialized columns carried: an updated row
+    gets a new row commit version); with the change data feed on, also the pre- and
+    post-image of each updated row."""
     from pyspark.sql import functions as F
 
     from deltalog.contrib.spark.update_expressions import StructCast, cast_if_needed
@@ -865,6 +878,8 @@ def _updated_rows(
         for c in data_cols
     ]
     new_values = [v.cast(schema_types[c]).alias(c) for v, c in zip(new_values, data_cols)]
+    carried = [] if tracked is None else carried_columns(tracked, matched)
+    new_values += carried
     if not cdf:
         return rows.select(*new_values)
 
@@ -873,7 +888,7 @@ def _updated_rows(
     def image(values: Sequence[Column], change: str | None) -> Column:
         return F.struct(*values, F.lit(change).cast("string").alias(CDC_TYPE_COLUMN))
 
-    old_values = [F.col(c).cast(schema_types[c]).alias(c) for c in data_cols]
+    old_values = [F.col(c).cast(schema_types[c]).alias(c) for c in data_cols] + carried
     new_row = image(new_values, None)
     images = F.when(
         matched,

@@ -52,6 +52,7 @@ from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.logstores.base import LogStoreSpec
 from deltalog.txn.commit.commit_errors import MetadataChangedError, commit_certainly_failed
 from deltalog.txn.commit.metadata_checks import verify_metadata
+from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import (
     Action,
     AddCDCFile,
@@ -210,6 +211,11 @@ def write_spec(
         default_expressions=plan_default_expressions(metadata) or None,
         column_names=tuple(f["name"] for f in schema["fields"]),
         change_data=props.enable_change_data_feed,
+        row_tracking_columns=tuple(
+            name
+            for key in (row_tracking.MATERIALIZED_ROW_ID_KEY, row_tracking.MATERIALIZED_ROW_COMMIT_VERSION_KEY)
+            if (name := metadata.configuration.get(key))
+        ),
     )
 
 

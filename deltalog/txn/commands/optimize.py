@@ -272,7 +272,7 @@ class CompactionSpec:
             z_order_by=tuple(z_order_by),
             max_file_size=max_file_size,
             num_ranges=num_ranges,
-            row_tracking_columns=materialized_row_tracking_columns(snapshot),
+            row_tracking_columns=row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata),
             curve="hilbert" if clustered and len(z_order_by) > 1 else "zorder",
             clustering_provider=CLUSTERING_PROVIDER if clustered else None,
         )
@@ -307,24 +307,6 @@ _CODEC_SUFFIX = {
     "BROTLI": ".br",
     "UNCOMPRESSED": "",
 }
-
-
-def materialized_row_tracking_columns(snapshot: Snapshot) -> tuple[str, str] | None:
-    """The materialized row id and row commit version column names of a table with row
-    tracking enabled, else None."""
-    if not row_tracking.is_enabled(snapshot.protocol, snapshot.metadata):
-        return None
-    config = snapshot.metadata.configuration
-    names = (
-        config.get(row_tracking.MATERIALIZED_ROW_ID_KEY),
-        config.get(row_tracking.MATERIALIZED_ROW_COMMIT_VERSION_KEY),
-    )
-    if not names[0] or not names[1]:
-        raise OptimizeError(
-            f"row tracking is enabled on {snapshot.table_uri} but its metadata names no materialized "
-            "row id / row commit version column; the metadata is damaged"
-        )
-    return names[0], names[1]
 
 
 class _Compactor:

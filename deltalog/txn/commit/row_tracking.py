@@ -85,13 +85,18 @@ def _with_backfilled_ids(action: Action, backfilled: Mapping[str, tuple[int, int
     return replace(action, base_row_id=ids[0], default_row_commit_version=ids[1])
 
 
-def preserved_tag(actions: Sequence[Action], protocol: Protocol | None, metadata: Metadata | None) -> str | None:
+def preserved_tag(
+    actions: Sequence[Action], protocol: Protocol | None, metadata: Metadata | None, materialized: bool = False
+) -> str | None:
     """``"true"`` / ``"false"`` for ``commitInfo.tags["delta.rowTracking.preserved"]`` on a
-    table with row tracking enabled (None otherwise): deltalog materializes no row ids, so
-    a commit preserves them only when it copies no row into a new file (it removes no file,
-    or only swaps a file's deletion vector)."""
+    table with row tracking enabled (None otherwise): a commit preserves row ids when the
+    rows it copies into new files carry them in the materialized columns (``materialized``:
+    what the DML commands write), or when it copies no row into a new file (it removes no
+    file, or only swaps a file's deletion vector)."""
     if not row_tracking.is_enabled(protocol, metadata):
         return None
+    if materialized:
+        return "true"
     added = {decode_path(a.path) for a in actions if isinstance(a, AddFile)}
     removed = {decode_path(a.path) for a in actions if isinstance(a, RemoveFile) and a.data_change}
     rewrites = any(

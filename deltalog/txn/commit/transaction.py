@@ -198,6 +198,7 @@ class OptimisticTransaction:
         self._hooks: list[PostCommitHook] = []
         self._committed = False
         self._constraints_checked = False
+        self._row_tracking_materialized = False
         self.txn_id = str(uuid.uuid4())
         self.commit_stats: CommitStats | None = None
         self.committed_version: int | None = None
@@ -382,6 +383,13 @@ class OptimisticTransaction:
         with :func:`deltalog.txn.protocol.constraints.table_constraints`). Without it, a commit
         adding data to a table with constraints is refused."""
         self._constraints_checked = True
+
+    def mark_row_tracking_materialized(self) -> None:
+        """The rows this commit copies into new files carry their stable row ids and row
+        commit versions in the table's materialized columns (as every Delta command writes
+        them), so the commit preserves row tracking although it rewrites files
+        (``commitInfo.tags["delta.rowTracking.preserved"]``)."""
+        self._row_tracking_materialized = True
 
     def register_post_commit_hook(self, hook: PostCommitHook) -> None:
         if hook not in self._hooks:
@@ -748,7 +756,10 @@ class OptimisticTransaction:
         ict = self._in_commit_timestamp(snapshot)
         info = self._commit_info(prepared.operation, prepared.level, prepared.blind, metrics, ict)
         tag = row_tracking_commit.preserved_tag(
-            actions, self._attempt_protocol(snapshot), self._attempt_metadata(snapshot)
+            actions,
+            self._attempt_protocol(snapshot),
+            self._attempt_metadata(snapshot),
+            materialized=self._row_tracking_materialized,
         )
         if tag is None:
             return info

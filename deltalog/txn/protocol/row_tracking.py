@@ -49,6 +49,7 @@ __all__ = [
     "is_supported",
     "is_suspended",
     "iter_row_tracking",
+    "materialized_columns",
     "row_commit_versions",
     "row_ids",
     "with_materialized_column_names",
@@ -223,6 +224,24 @@ def with_materialized_column_names(protocol: Protocol | None, old: Metadata | No
     if config == dict(new.configuration):
         return new
     return replace(new, configuration=config)
+
+
+def materialized_columns(protocol: Protocol | None, metadata: Metadata | None) -> tuple[str, str] | None:
+    """The materialized (row id, row commit version) column names of a table with row
+    tracking enabled, else None; :class:`RowTrackingError` when an enabled table's metadata
+    names none (every writer that enables row tracking names them)."""
+    if metadata is None or not is_enabled(protocol, metadata):
+        return None
+    config = metadata.configuration
+    row_id = config.get(MATERIALIZED_ROW_ID_KEY)
+    commit_version = config.get(MATERIALIZED_ROW_COMMIT_VERSION_KEY)
+    if not row_id or not commit_version:
+        raise RowTrackingError(
+            "row tracking is enabled but the table's metadata names no materialized row id / row "
+            f"commit version column ({MATERIALIZED_ROW_ID_KEY}, {MATERIALIZED_ROW_COMMIT_VERSION_KEY}); "
+            "the metadata is damaged"
+        )
+    return row_id, commit_version
 
 
 def _check_names_unique(metadata: Metadata, config: Mapping[str, str]) -> None:

@@ -1,0 +1,174 @@
+"""DELETE, UPDATE, MERGE (and a data-column replaceWhere) keep row tracking's stable row ids, as Delta does.
+
+On a table with ``delta.enableRowTracking=true`` Delta's commands write each copied or
+updated row's row id (and each copied row's row commit version) into the materialized
+columns the table's metadata names (``RowTracking.preserveRowTrackingColumns``), so a row
+keeps its id when its file is rewritten; an updated row's commit version becomes the
+commit's. Each commit says so with ``commitInfo.tags["delta.rowTracking.preserved"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+from deltalog.txn.delta_log import DeltaLog
+
+ROWS = [(i, f"v{i}") for i in range(8)]
+
+
+def _table(spark: Any, path: str, **properties: str) -> None:
+    df = spark.createDataFrame(ROWS, "n long, v string").repartition(2, "n")
+    writer = df.write.format("deltalog").mode("append").option("delta.enableRowTracking", "true")
+    for key, value in properties.items():
+        writer = writer.option(key, value)
+    writer.save(path)
+
+
+def _tracked(spark: Any, path: str) -> dict[int, tuple[str, int, int]]:
+    """Each row's value, row id and row commit version, by ``n``."""
+    df = spark.read.format("deltalog").option("readRowTracking", "true").load(path)
+    rows = df.select("n", "v", "_metadata.row_id", "_metadata.row_commit_version").collect()
+    return {r["n"]: (r["v"], r["row_id"], r["row_commit_version"]) for r in rows}
+
+
+def _preserved_tag(path: str) -> str | None:
+    log_dir = os.path.join(path, "_delta_log")
+    last = max(n for n in os.listdir(log_dir) if n.endswith(".json") and n[:20].isdigit())
+    with open(os.path.join(log_dir, last)) as fh:
+        for line in fh:
+            info = json.loads(line).get("commitInfo")
+            if info is not None:
+                return (info.get("tags") or {}).get("delta.rowTracking.preserved")
+    return None
+
+
+PROPERTIES = {
+    "plain": {},
+    "deletion vectors": {"delta.enableDeletionVectors": "true"},
+    "column mapping": {"delta.columnMapping.mode": "name"},
+}
+
+
+@pytest.fixture(params=list(PROPERTIES), ids=list(PROPERTIES))
+def tracked_table(request: Any, spark: Any, table_path: str, tmp_path: Any) -> str:
+    # table_path: delta-rs reads the result afterwards (its pyarrow reader refuses column mapping)
+    path = str(tmp_path / "mapped") if request.param == "column mapping" else table_path
+    _table(spark, path, **PROPERTIES[request.param])
+    return path
+
+
+def test_update_keeps_row_ids_and_the_copied_rows_commit_versions(spark: Any, tracked_table: str) -> None:
+    from deltalog.contrib.spark import DeltaTable
+
+    before = _tracked(spark, tracked_table)
+    DeltaTable.forPath(spark, tracked_table).update("n = 2", {"v": "'x'"})
+    version = DeltaLog.for_table(tracked_table).update().version
+    after = _tracked(spark, tracked_table)
+    assert {n: row_id for n, (_, row_id, _) in after.items()} == {n: row_id for n, (_, row_id, _) in before.items()}
+    assert after[2] == ("x", before[2][1], version)
+    assert {n: t for n, t in after.items() if n != 2} == {n: t for n, t in before.items() if n != 2}
+    assert _preserved_tag(tracked_table) == "true"
+
+
+def test_delete_keeps_the_copied_rows_ids_and_commit_versions(spark: Any, tracked_table: str) -> None:
+    from deltalog.contrib.spark import DeltaTable
+
+    before = _tracked(spark, tracked_table)
+    DeltaTable.forPath(spark, tracked_table).delete("n = 3")
+    after = _tracked(spark, tracked_table)
+    assert after == {n: t for n, t in before.items() if n != 3}
+    assert _preserved_tag(tracked_table) == "true"
+
+
+def test_merge_keeps_row_ids_of_updated_and_copied_rows(spark: Any, tracked_table: str) -> None:
+    from deltalog.contrib.spark import DeltaTable
+
+    before = _tracked(spark, tracked_table)
+    source = spark.createDataFrame([(1, "m"), (6, "gone"), (100, "new")], "n long, v string")
+    (
+        DeltaTable.forPath(spark, tracked_table)
+        .alias("t")
+        .merge(source.alias("s"), "t.n = s.n")
+        .whenMatchedDelete("s.v = 'gone'")
+        .whenMatchedUpdate(set={"v": "s.v"})
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    version = DeltaLog.for_table(tracked_table).update().version
+    after = _tracked(spark, tracked_table)
+    assert after[1] == ("m", before[1][1], version)
+    assert 6 not in after
+    assert {n: t for n, t in after.items() if n not in (1, 100)} == {n: t for n, t in before.items() if n not in (1, 6)}
+    new_id = after[100][1]
+    assert new_id not in {row_id for _, row_id, _ in before.values()} and after[100][2] == version
+    assert _preserved_tag(tracked_table) == "true"
+
+
+def test_row_ids_survive_an_update_then_optimize(spark: Any, table_path: str) -> None:
+    from deltalog.contrib.spark import DeltaTable
+
+    _table(spark, table_path)
+    before = _tracked(spark, table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.update("n >= 4", {"v": "upper(v)"})
+    updated = _tracked(spark, table_path)
+    table.optimize().executeCompaction()
+    assert DeltaLog.for_table(table_path).update().num_files == 1
+    after = _tracked(spark, table_path)
+    assert after == updated
+    assert {n: row_id for n, (_, row_id, _) in after.items()} == {n: row_id for n, (_, row_id, _) in before.items()}
+
+
+def test_change_data_files_hold_no_row_tracking_columns(spark: Any, table_path: str) -> None:
+    """With the change data feed on, the rewritten data files carry the materialized
+    columns and the change data files do not (Delta writes them into data files only)."""
+    import pyarrow.parquet as pq
+
+    from deltalog.contrib.spark import DeltaTable
+
+    _table(spark, table_path, **{"delta.enableChangeDataFeed": "true"})
+    before = _tracked(spark, table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.update("n = 5", {"v": "'five'"})
+    source = spark.createDataFrame([(6, "six")], "n long, v string")
+    table.alias("t").merge(source.alias("s"), "t.n = s.n").whenMatchedUpdate(set={"v": "s.v"}).execute()
+    after = _tracked(spark, table_path)
+    assert {n: row_id for n, (_, row_id, _) in after.items()} == {n: row_id for n, (_, row_id, _) in before.items()}
+    snapshot = DeltaLog.for_table(table_path).update()
+    hidden = set(
+        snapshot.metadata.configuration[k]
+        for k in (
+            "delta.rowTracking.materializedRowIdColumnName",
+            "delta.rowTracking.materializedRowCommitVersionColumnName",
+        )
+    )
+    cdc_dir = os.path.join(table_path, "_change_data")
+    cdc_files = [os.path.join(cdc_dir, n) for n in os.listdir(cdc_dir) if n.endswith(".parquet")]
+    assert cdc_files and all(not hidden & set(pq.read_schema(f).names) for f in cdc_files)
+    assert any(hidden <= set(pq.read_schema(os.path.join(table_path, f.path)).names) for f in snapshot.files)
+    changes = (
+        spark.read.format("deltalog").option("readChangeFeed", "true").option("startingVersion", 1).load(table_path)
+    )
+    got = sorted((r["n"], r["v"], r["_change_type"]) for r in changes.collect())
+    assert got == [
+        (5, "five", "update_postimage"),
+        (5, "v5", "update_preimage"),
+        (6, "six", "update_postimage"),
+        (6, "v6", "update_preimage"),
+    ]
+
+
+def test_replace_where_on_data_columns_keeps_the_copied_rows_ids(spark: Any, table_path: str) -> None:
+    _table(spark, table_path)
+    before = _tracked(spark, table_path)
+    replacement = spark.createDataFrame([(6, "new6")], "n long, v string")
+    replacement.write.format("deltalog").mode("overwrite").option("replaceWhere", "n >= 6").save(table_path)
+    after = _tracked(spark, table_path)
+    assert {n: t for n, t in after.items() if n < 6} == {n: t for n, t in before.items() if n < 6}
+    assert after[6][0] == "new6" and after[6][1] not in {row_id for _, row_id, _ in before.values()}
+    assert 7 not in after
+    assert _preserved_tag(table_path) == "true"
