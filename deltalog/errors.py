@@ -83,6 +83,7 @@ if TYPE_CHECKING:
         UnrecoverableClaimError,
         UnsafeCommitLockError,
     )
+    from deltalog.txn.log.time_travel_retention import TimeTravelBeyondDeletedFileRetentionDurationError
     from deltalog.txn.protocol.clustering import ClusteringColumnsError
     from deltalog.txn.protocol.column_defaults import UnsupportedDefaultExpressionError
     from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError
@@ -146,6 +147,7 @@ _HOMES: dict[str, str] = {
     "TableNotFoundError": "deltalog.txn.protocol.errors",
     "UnsupportedFeatureError": "deltalog.txn.protocol.errors",
     "VersionNotFoundError": "deltalog.txn.protocol.errors",
+    "TimeTravelBeyondDeletedFileRetentionDurationError": "deltalog.txn.log.time_travel_retention",
     "InvalidPropertyError": "deltalog.txn.protocol.properties",
     "InvalidPartitionFilterError": "deltalog.txn.protocol.partition_filters",
     "UnsupportedTypeChangeError": "deltalog.txn.protocol.type_widening",
@@ -285,6 +287,7 @@ __all__ = [
     "SchemaMismatchError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
+    "TimeTravelBeyondDeletedFileRetentionDurationError",
     "TransactionAlreadyCommittedError",
     "TransientStorageError",
     "UncheckableConstraintsError",

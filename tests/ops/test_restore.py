@@ -51,7 +51,9 @@ def test_restore_to_a_timestamp(tmp_path: Path) -> None:
     append(log, [2])
     # A commit's timestamp is its file's modification time (no in-commit timestamps here):
     # versions 0, 1, 2 a minute apart, and the restore asks for half a minute after version 1.
-    start = 1_700_000_000_000
+    # Five days ago: within delta.deletedFileRetentionDuration (a week), which RESTORE
+    # enforces as Delta 4.1+ does (Delta's own test moved to "now - 5 days" likewise).
+    start = int(time.time() * 1000) - 5 * 24 * 3600 * 1000
     for version in (0, 1, 2):
         set_mtime(str(path / "_delta_log" / f"{version:020d}.json"), start + version * 60_000)
     stamp = datetime.fromtimestamp((start + 90_000) / 1000, tz=timezone.utc)

@@ -30,13 +30,17 @@ def _age_data_files(path: str, seconds: int = 30 * 24 * 3600) -> None:
 def test_restore_and_clone_at_timestamp_read_the_session_time_zone(spark, tmp_path):
     """``restoreToTimestamp("2023-11-14 14:14:00")`` is a local time of
     ``spark.sql.session.timeZone``, as Delta casts it (and as ``timestampAsOf`` reads)."""
+    import time
+
     from deltalog.contrib.spark import DeltaTable
 
     path = str(tmp_path / "t")
     log = create(path)
     append(log, [1])
     append(log, [2])
-    start = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
+    # five days ago, within delta.deletedFileRetentionDuration (a week), which RESTORE and
+    # CLONE enforce as Delta 4.1+ does (Delta's own tests moved to "now - 5 days" likewise)
+    start = int(time.time() * 1000) - 5 * 24 * 3_600_000
     for version in (0, 1, 2):
         set_mtime(os.path.join(path, "_delta_log", f"{version:020d}.json"), start + version * 3_600_000)
     zone = ZoneInfo("America/Los_Angeles")

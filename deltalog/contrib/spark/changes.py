@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.protocol.actions import Action
 
-__all__ = ["ChangeFeed", "change_files"]
+__all__ = ["ChangeFeed", "change_files", "enforce_start_within_retention"]
 
 
 def _timestamp(stamps: Mapping[int, int], version: int, info: CommitInfo | None) -> dt.datetime:
@@ -108,6 +108,21 @@ def change_files(delta_log: DeltaLog, start: int, end: int | None) -> list[FileT
     return [
         f for version in range(start, end + 1) for f in feed.commit_changes(version, delta_log.read_commit(version))
     ]
+
+
+def enforce_start_within_retention(delta_log: DeltaLog, start: int, end: int | None) -> None:
+    """Refuse a batch change feed starting at a version older than
+    ``delta.deletedFileRetentionDuration`` (unless it is the latest), as Delta's
+    ``CDCReader.getCDCRelation`` builds the starting snapshot with the retention check. A
+    start after the latest version or after ``end`` is left to the range checks (Delta
+    checks those first); streams do not come here (Delta's streaming source does not check)."""
+    from deltalog.txn.log.time_travel_retention import enforcement_enabled
+
+    if not enforcement_enabled(delta_log.storage_options):
+        return  # do not load the starting snapshot for nothing
+    latest = delta_log.update().version
+    if 0 <= start < latest and (end is None or start <= end):
+        delta_log.snapshot(start, enforce_retention=True)
 
 
 def _dv(action: AddFile | RemoveFile) -> dict[str, Any] | None:

@@ -235,11 +235,17 @@ RESTORE_COLUMNS = (
 )
 
 
-def restore(delta_log: DeltaLog, version: int | None = None, timestamp: str | None = None) -> RestoreResult:
-    """Core RESTORE (one commit; refused, with nothing committed, when files were vacuumed)."""
+def restore(
+    spark: SparkSession, delta_log: DeltaLog, version: int | None = None, timestamp: str | None = None
+) -> RestoreResult:
+    """Core RESTORE (one commit; refused, with nothing committed, when files were vacuumed,
+    or, unless the session conf turns it off, when the version is older than
+    ``delta.deletedFileRetentionDuration``, as Delta 4.1+)."""
+    from deltalog.contrib.spark.time_travel import enforce_time_travel_retention
     from deltalog.txn.commands.restore import restore as core_restore
 
-    return core_restore(delta_log, version=version, timestamp=timestamp)
+    enforce = enforce_time_travel_retention(spark)
+    return core_restore(delta_log, version=version, timestamp=timestamp, enforce_retention=enforce)
 
 
 def restore_dataframe(spark: SparkSession, result: RestoreResult) -> DataFrame:

@@ -53,6 +53,7 @@ from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partitio
 from deltalog.contrib.spark.predicates import at_session_time_zone, in_session_time_zone
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
+from deltalog.contrib.spark.time_travel import with_session_retention_conf
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 from deltalog.txn.protocol.features import READ_SUPPORTED
 from deltalog.txn.protocol.generated_columns import partition_expressions
@@ -110,7 +111,7 @@ def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
     opts = {k: v for k, v in options.items() if v is not None}
     where = opts.pop("where", None)
     native = _native_flag(opts.pop("native", None))
-    raw = _session_timestamps(spark, {k: str(v) for k, v in opts.items()})
+    raw = with_session_retention_conf(spark, _session_timestamps(spark, {k: str(v) for k, v in opts.items()}))
     read = ReadOptions.parse({**raw, "path": uri})
     if native is False:
         return _python_read(spark, uri, raw, where)
@@ -277,7 +278,9 @@ def _snapshot(read: ReadOptions) -> tuple[DeltaLog, Snapshot]:
 
     delta_log = open_log(read.path, read.storage_options, read.logstore)
     if read.version_as_of is not None or read.timestamp_as_of is not None:
-        snapshot = delta_log.snapshot(version=read.version_as_of, timestamp=read.timestamp_as_of)
+        snapshot = delta_log.snapshot(
+            version=read.version_as_of, timestamp=read.timestamp_as_of, enforce_retention=True
+        )
     else:
         snapshot = delta_log.update()
     if snapshot.version < 0:

@@ -226,7 +226,8 @@ class DeltaReader(DataSourceReader):
         delta_log = open_log(self.options.path, self.options.storage_options, self.options.logstore)
         o = self.options
         if o.version_as_of is not None or o.timestamp_as_of is not None:
-            return delta_log, delta_log.snapshot(version=o.version_as_of, timestamp=o.timestamp_as_of)
+            snapshot = delta_log.snapshot(version=o.version_as_of, timestamp=o.timestamp_as_of, enforce_retention=True)
+            return delta_log, snapshot
         return delta_log, delta_log.update()
 
     def _spec(self, delta_log: DeltaLog, snapshot: Snapshot) -> ReadSpec:
@@ -298,7 +299,11 @@ class DeltaReader(DataSourceReader):
 def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int | None]:
     """The change feed's first and last version (None: the latest), from
     ``startingVersion``/``endingVersion`` or ``startingTimestamp``/``endingTimestamp``
-    (Delta's rules: the first commit at or after the start, the last at or before the end)."""
+    (Delta's rules: the first commit at or after the start, the last at or before the end).
+    A first version older than ``delta.deletedFileRetentionDuration`` is refused, as Delta's
+    batch change feed does (:func:`~deltalog.contrib.spark.changes.enforce_start_within_retention`)."""
+    from deltalog.contrib.spark.changes import enforce_start_within_retention
+
     start = options.starting_version
     if options.starting_version_latest:  # after the latest commit (an empty range in a batch read)
         start = delta_log.update().version + 1
@@ -308,6 +313,7 @@ def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int | 
     end = options.ending_version
     if end is None and options.ending_timestamp is not None:
         end = delta_log.snapshot(timestamp=options.ending_timestamp).version
+    enforce_start_within_retention(delta_log, start or 0, end)
     return start or 0, end
 
 
@@ -335,7 +341,9 @@ class DeltaLogDataSource(DataSource):
             _, end = change_range(delta_log, opts)
             snapshot = delta_log.snapshot(end) if end is not None else delta_log.update()
         elif opts.version_as_of is not None or opts.timestamp_as_of is not None:
-            snapshot = delta_log.snapshot(version=opts.version_as_of, timestamp=opts.timestamp_as_of)
+            snapshot = delta_log.snapshot(
+                version=opts.version_as_of, timestamp=opts.timestamp_as_of, enforce_retention=True
+            )
         else:
             snapshot = delta_log.update()
         if snapshot.version < 0:

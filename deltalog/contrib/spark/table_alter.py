@@ -77,10 +77,13 @@ class AlterTableMethods:
     def _check_rows(self, snapshot: Snapshot, constraints: Mapping[str, str]) -> None:
         from deltalog.contrib.spark.constraints import check_new_constraints
         from deltalog.contrib.spark.native import read_table
+        from deltalog.contrib.spark.time_travel import without_retention_check
 
         if not snapshot.files:
             return
-        rows = read_table(self._spark, self._path, versionAsOf=str(snapshot.version), **self._reader())
+        # the transaction's own snapshot, not a user's time travel: never refused for its age
+        options = without_retention_check(self._reader())
+        rows = read_table(self._spark, self._path, versionAsOf=str(snapshot.version), **options)
         check_new_constraints(rows, constraints, self._log.table_uri)
 
     def unsetProperties(self, keys: Iterable[str], ifExists: bool = True) -> None:

@@ -579,14 +579,15 @@ class DeltaTable(AlterTableMethods):
         """Restore the table's files to ``version`` (one RESTORE commit); its metrics."""
         from deltalog.contrib.spark.maintenance import restore, restore_dataframe
 
-        return restore_dataframe(self._spark, restore(self._log, version=version))
+        return restore_dataframe(self._spark, restore(self._spark, self._log, version=version))
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
         """Restore the table to the version current at ``timestamp`` (text without an offset
         is a local time of the session time zone, as in Delta); its metrics."""
         from deltalog.contrib.spark.maintenance import restore, restore_dataframe
 
-        return restore_dataframe(self._spark, restore(self._log, timestamp=self._session_timestamp(timestamp)))
+        timestamp = self._session_timestamp(timestamp)
+        return restore_dataframe(self._spark, restore(self._spark, self._log, timestamp=timestamp))
 
     def _session_timestamp(self, timestamp: str) -> str:
         """A time-travel timestamp as Spark casts it: text naming no offset is a local time
@@ -637,6 +638,7 @@ class DeltaTable(AlterTableMethods):
         timestamp: str | None = None,
     ) -> DeltaTable:
         from deltalog.contrib.spark.errors import DeltaAnalysisError
+        from deltalog.contrib.spark.time_travel import enforce_time_travel_retention
         from deltalog.txn.commands.clone import clone
 
         if replace:
@@ -650,6 +652,7 @@ class DeltaTable(AlterTableMethods):
             shallow=shallow,
             properties=properties,
             storage_options=options,
+            enforce_retention=enforce_time_travel_retention(self._spark),
         )
         return DeltaTable(self._spark, target, options, self._logstore)
 

@@ -208,14 +208,19 @@ def clone(
     properties: Mapping[str, str] | None = None,
     storage_options: Mapping[str, str] | None = None,
     lock: str | CommitLock | None = None,
+    enforce_retention: bool = True,
 ) -> CloneResult:
     """Clone ``source`` (at ``version``/``timestamp``, the latest by default) to the new
     table at ``target_uri``: shallow (absolute paths to the source's files) or deep (copies).
 
     ``properties`` are set on the target on top of the source's. Raises (writing nothing)
-    :class:`CloneTargetNotEmptyError` or :class:`CloneSourceFilesMissingError` (vacuumed files).
+    :class:`CloneTargetNotEmptyError`, :class:`CloneSourceFilesMissingError` (vacuumed files),
+    or, as Delta 4.1+ does for ``CLONE ... VERSION AS OF``,
+    :class:`~deltalog.txn.log.time_travel_retention.TimeTravelBeyondDeletedFileRetentionDurationError`
+    for a version older than ``delta.deletedFileRetentionDuration`` that is not the latest
+    (``enforce_retention=False`` or the storage option turns that off, as for :func:`restore`).
     """
-    snapshot = source.snapshot(version=version, timestamp=timestamp)
+    snapshot = source.snapshot(version=version, timestamp=timestamp, enforce_retention=enforce_retention)
     if snapshot.version < 0:
         source.require_table()
     target = DeltaLog.for_table(target_uri, storage_options)
@@ -226,14 +231,7 @@ def clone(
         _shallow(source.table_uri, f) if shallow else _deep(source.table_uri, target.table_uri, f, copies)
         for f in files
     ]
-    metrics = {
-        "sourceTableSize": str(snapshot.size_in_bytes),
-        "sourceNumOfFiles": str(snapshot.num_files),
-        "numRemovedFiles": "0",
-        "numCopiedFiles": str(sum(1 for c in copies if c.is_data_file)),
-        "removedFilesSize": "0",
-        "copiedFilesSize": str(sum(c.size for c in copies if c.is_data_file)),
-    }
+    metrics = _clone_metrics(snapshot, copies)
     txn = target.start_transaction(lock=lock)
     txn.update_metadata(_target_metadata(snapshot, properties))
     txn.upgrade_protocol(snapshot.protocol)
@@ -258,6 +256,18 @@ def clone(
         len(adds),
     )
     return CloneResult(target.table_uri, committed, snapshot.version, metrics)
+
+
+def _clone_metrics(snapshot: Snapshot, copies: list[_Copy]) -> dict[str, str]:
+    """Delta's CLONE operation metrics."""
+    return {
+        "sourceTableSize": str(snapshot.size_in_bytes),
+        "sourceNumOfFiles": str(snapshot.num_files),
+        "numRemovedFiles": "0",
+        "numCopiedFiles": str(sum(1 for c in copies if c.is_data_file)),
+        "removedFilesSize": "0",
+        "copiedFilesSize": str(sum(c.size for c in copies if c.is_data_file)),
+    }
 
 
 def _delete_copies(target: DeltaLog, copies: list[_Copy]) -> None:

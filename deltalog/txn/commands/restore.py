@@ -37,6 +37,7 @@ from deltalog.txn.protocol.identity import with_merged_high_water_marks
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
+    from deltalog.txn.commit.transaction import OptimisticTransaction
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.log.snapshot import Snapshot
 
@@ -101,18 +102,24 @@ def restore(
     timestamp: datetime | int | str | None = None,
     *,
     lock: str | CommitLock | None = None,
+    enforce_retention: bool = True,
 ) -> RestoreResult:
     """Restore the table to ``version`` or to the version current at ``timestamp``.
 
     Raises :class:`RestoreToLatestVersionError` when the target is the latest version,
     :class:`RestoreMissingFilesError` when target files were vacuumed,
     :class:`~deltalog.txn.protocol.errors.VersionNotFoundError` for a version the log cannot
-    rebuild; in both cases nothing is committed.
+    rebuild, and, as Delta 4.1+ does,
+    :class:`~deltalog.txn.log.time_travel_retention.TimeTravelBeyondDeletedFileRetentionDurationError`
+    for a target older than ``delta.deletedFileRetentionDuration`` unless
+    ``enforce_retention=False`` (or the storage option
+    ``spark.databricks.delta.vacuum.enforceTimeTravelWithinDeletedFileRetentionDuration=false``);
+    in every case nothing is committed.
     """
     if (version is None) == (timestamp is None):
         raise ValueError("restore needs exactly one of version= or timestamp=")
     delta_log.require_table()
-    target = delta_log.snapshot(version=version, timestamp=timestamp)
+    target = delta_log.snapshot(version=version, timestamp=timestamp, enforce_retention=enforce_retention)
     txn = delta_log.start_transaction(lock=lock)
     latest = txn.snapshot
     if target.version >= latest.version:
@@ -131,21 +138,10 @@ def restore(
     actions: list[Action] = [f.remove(now, data_change=True) for f in to_remove]
     actions.extend(replace(f, data_change=True) for f in to_add)
     actions.extend(_restored_clustering(target, latest))
-    # the target's metadata, but identity columns keep the latest high-water marks (Delta's
-    # copySchemaWithMergedHighWaterMarks): values generated since are never generated again
-    restored_metadata = with_merged_high_water_marks(target.metadata, latest.metadata)
-    if restored_metadata != latest.metadata:
-        txn.update_metadata(restored_metadata)
-    # The re-added files are the target version's own, checked against the table's
-    # constraints when they were written; like Delta's RESTORE, do not check them again.
-    txn.mark_constraints_checked()
+    _restore_metadata(txn, target, latest)
 
     metrics = _restore_metrics(target, to_add, to_remove)
-    ts_param = None
-    if timestamp is not None:
-        ts_param = timestamp.isoformat() if isinstance(timestamp, datetime) else str(timestamp)
-    operation = Restore(version=target.version if timestamp is None else None, timestamp=ts_param, user_metrics=metrics)
-    committed = txn.commit(actions, operation)
+    committed = txn.commit(actions, _restore_operation(target, timestamp, metrics))
     log.info(
         "restored %s to version %d as version %d (%d files restored, %d removed)",
         delta_log.table_uri,
@@ -155,6 +151,25 @@ def restore(
         len(to_remove),
     )
     return RestoreResult(delta_log.table_uri, committed, target.version, metrics)
+
+
+def _restore_metadata(txn: OptimisticTransaction, target: Snapshot, latest: Snapshot) -> None:
+    """The target's metadata, but identity columns keep the latest high-water marks (Delta's
+    ``copySchemaWithMergedHighWaterMarks``): values generated since are never generated again.
+    The re-added files are the target version's own, checked against the table's constraints
+    when they were written; like Delta's RESTORE, do not check them again."""
+    restored_metadata = with_merged_high_water_marks(target.metadata, latest.metadata)
+    if restored_metadata != latest.metadata:
+        txn.update_metadata(restored_metadata)
+    txn.mark_constraints_checked()
+
+
+def _restore_operation(target: Snapshot, timestamp: datetime | int | str | None, metrics: dict[str, str]) -> Restore:
+    """Delta's RESTORE parameters: the version, or the timestamp as it was given."""
+    if timestamp is None:
+        return Restore(version=target.version, timestamp=None, user_metrics=metrics)
+    ts_param = timestamp.isoformat() if isinstance(timestamp, datetime) else str(timestamp)
+    return Restore(version=None, timestamp=ts_param, user_metrics=metrics)
 
 
 def _restored_clustering(target: Snapshot, latest: Snapshot) -> list[DomainMetadata]:

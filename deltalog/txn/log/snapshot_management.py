@@ -30,6 +30,7 @@ from deltalog.txn.log.log_segment import (
 )
 from deltalog.txn.log.replay import CommitBatch, LogState, parse_log_object, partition_keys
 from deltalog.txn.log.snapshot import Snapshot
+from deltalog.txn.log.time_travel_retention import enforce_time_travel_within_retention, enforcement_enabled
 from deltalog.txn.protocol.actions import Action, Metadata, parse_line
 from deltalog.txn.protocol.errors import (
     CorruptLogError,
@@ -293,15 +294,34 @@ class SnapshotManagement:
     def table_exists(self) -> bool:
         return self.update().version >= 0
 
-    def snapshot(self, version: int | None = None, timestamp: datetime | int | str | None = None) -> Snapshot:
+    def snapshot(
+        self,
+        version: int | None = None,
+        timestamp: datetime | int | str | None = None,
+        *,
+        enforce_retention: bool = False,
+    ) -> Snapshot:
         """The snapshot at ``version`` or at ``timestamp`` (Delta's time-travel rules), or the
-        latest. Raises :class:`TableNotFoundError` for time travel on a missing table."""
+        latest. Raises :class:`TableNotFoundError` for time travel on a missing table.
+
+        ``enforce_retention`` (Delta's ``enforceTimeTravelWithinDeletedFileRetention``, off
+        by default as in Delta's ``getSnapshotAt``): refuse a version older than the table's
+        ``delta.deletedFileRetentionDuration`` unless it is the latest, with
+        :class:`~deltalog.txn.log.time_travel_retention.TimeTravelBeyondDeletedFileRetentionDurationError`;
+        a storage option of :data:`~deltalog.txn.log.time_travel_retention.ENFORCE_KEYS` set
+        to ``false`` turns that off. Time-travel reads, RESTORE and CLONE ask for it."""
         if version is not None and timestamp is not None:
             raise ValueError("give a version or a timestamp, not both")
         if timestamp is not None:
             version = version_at_timestamp(self, timestamp)
         if version is None:
             return self.update()
+        target = self._snapshot_at(version)
+        if enforce_retention and enforcement_enabled(self.storage_options):
+            enforce_time_travel_within_retention(target, self.update())
+        return target
+
+    def _snapshot_at(self, version: int) -> Snapshot:
         if version < 0:
             raise VersionNotFoundError(
                 f"version {version} of {self.table_uri} is invalid: versions start at 0", version=version
