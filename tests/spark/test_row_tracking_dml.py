@@ -74,14 +74,17 @@ def test_update_keeps_row_ids_and_the_copied_rows_commit_versions(spark: Any, tr
     assert _preserved_tag(tracked_table) == "true"
 
 
-def test_delete_keeps_the_copied_rows_ids_and_commit_versions(spark: Any, tracked_table: str) -> None:
+def test_delete_keeps_the_copied_rows_ids_and_commit_versions(spark: Any, table_path: str) -> None:
+    """(With deletion vectors a DELETE copies no row; under column mapping the rows take
+    UPDATE's path, tested above.)"""
     from deltalog.contrib.spark import DeltaTable
 
-    before = _tracked(spark, tracked_table)
-    DeltaTable.forPath(spark, tracked_table).delete("n = 3")
-    after = _tracked(spark, tracked_table)
+    _table(spark, table_path)
+    before = _tracked(spark, table_path)
+    DeltaTable.forPath(spark, table_path).delete("n = 3")
+    after = _tracked(spark, table_path)
     assert after == {n: t for n, t in before.items() if n != 3}
-    assert _preserved_tag(tracked_table) == "true"
+    assert _preserved_tag(table_path) == "true"
 
 
 def test_merge_keeps_row_ids_of_updated_and_copied_rows(spark: Any, tracked_table: str) -> None:
