@@ -91,6 +91,22 @@ def files_dataframe(
             out_schema,
             [StructField(FILE_COLUMN, StringType(), False), StructField(ROW_INDEX_COLUMN, LongType(), False)],
         )
+    seed = _file_items(spark, files)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        store = spec.store.build()
+        for batch in batches:
+            for raw in batch.column(0).to_pylist():
+                item = _file_to_read(raw)
+                table = _read_with_positions(spec, store, item) if with_file else read_file(spec, store, item)
+                yield from table.to_batches(max_chunksize=65536)
+
+    rows = seed.mapInArrow(run, out_schema)
+    return rows if tracked is None else _in_materialized_columns(rows, tracked)
+
+
+def _file_items(spark: SparkSession, files: Sequence[AddFile]) -> DataFrame:
+    """One row per file (JSON text of what a task needs to read it), spread over tasks."""
     items = [
         json.dumps(
             {
@@ -107,28 +123,21 @@ def files_dataframe(
     seed = spark.createDataFrame([(i,) for i in items] or [("",)], "item string")
     if not items:
         seed = seed.limit(0)
-    seed = seed.repartition(parallelism)
+    return seed.repartition(parallelism)
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        store = spec.store.build()
-        for batch in batches:
-            for raw in batch.column(0).to_pylist():
-                d = json.loads(raw)
-                item = FileToRead(
-                    d["path"],
-                    d["pv"],
-                    d["size"],
-                    d["dv"],
-                    base_row_id=d["ids"][0],
-                    default_row_commit_version=d["ids"][1],
-                )
-                table = _read_with_positions(spec, store, item) if with_file else read_file(spec, store, item)
-                yield from table.to_batches(max_chunksize=65536)
 
-    rows = seed.mapInArrow(run, out_schema)
-    if tracked is None:
-        return rows
+def _file_to_read(raw: str) -> FileToRead:
+    d = json.loads(raw)
+    return FileToRead(
+        d["path"], d["pv"], d["size"], d["dv"], base_row_id=d["ids"][0], default_row_commit_version=d["ids"][1]
+    )
+
+
+def _in_materialized_columns(rows: DataFrame, tracked: tuple[str, str]) -> DataFrame:
+    """``rows`` with their ``_metadata`` row ids in the materialized columns ``tracked``."""
     from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN
 
     ids = F.col(ROW_TRACKING_COLUMN)
     return (
