@@ -260,7 +260,6 @@ def test_overwrite_with_partition_columns_is_refused_on_a_clustered_table(tmp_pa
     plan_write(WriteOptions.parse({"path": uri, "overwriteSchema": "true"}, overwrite=True), _schema())
 
 
-@pytest.mark.xfail(strict=True, reason="delta.dataSkippingStatsColumns is ignored")
 def test_clustering_columns_need_statistics_by_delta_data_skipping_stats_columns(tmp_path: Path) -> None:
     def create(uri: str, cluster: list[str]) -> None:
         log = DeltaLog.for_table(uri)

@@ -350,7 +350,6 @@ def _stats_parsed_table(t: str, config: dict[str, str]) -> pa.DataType:
     return table.schema.field("add").type.field("stats_parsed").type.field("minValues").type
 
 
-@pytest.mark.xfail(strict=True, reason="delta.dataSkippingStatsColumns is ignored")
 def test_stats_parsed_has_the_columns_of_delta_data_skipping_stats_columns(tmp_path):
     config = {"delta.dataSkippingNumIndexedCols": "1", "delta.dataSkippingStatsColumns": "name,s.y"}
     assert _stats_parsed_table(str(tmp_path), config) == pa.struct(
@@ -358,7 +357,6 @@ def test_stats_parsed_has_the_columns_of_delta_data_skipping_stats_columns(tmp_p
     )
 
 
-@pytest.mark.xfail(strict=True, reason="delta.dataSkippingNumIndexedCols counts top-level columns, not leaves")
 def test_stats_parsed_counts_leaf_columns_for_delta_data_skipping_num_indexed_cols(tmp_path):
     config = {"delta.dataSkippingNumIndexedCols": "3"}  # s.x, s.y, id: Delta counts leaves
     assert _stats_parsed_table(str(tmp_path), config) == pa.struct(

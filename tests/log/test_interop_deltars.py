@@ -6,7 +6,6 @@ import datetime as dt
 
 import deltalake
 import pyarrow as pa
-import pytest
 
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.schema import PrimitiveType
@@ -178,7 +177,6 @@ def _stats_keys(path: str) -> list[tuple[str, ...]]:
     return [tuple(json.loads(f.stats or "{}").get("nullCount", {})) for f in DeltaLog.for_table(path).update().files]
 
 
-@pytest.mark.xfail(strict=True, reason="delta.dataSkippingStatsColumns is ignored")
 def test_deltars_and_deltalog_collect_statistics_for_the_same_stats_columns(tmp_path):
     from deltalog.contrib.spark.files import write_batches
     from deltalog.contrib.spark.options import WriteOptions

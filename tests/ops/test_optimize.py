@@ -321,10 +321,6 @@ def test_z_order_rewrites_every_file_of_the_partition_in_z_order(tmp_path: Path)
     assert z_order_indices(grid, ["x", "y"], 2).to_pylist() == [3, 2, 1, 0]
 
 
-STATS_COLUMNS_IGNORED = pytest.mark.xfail(strict=True, reason="delta.dataSkippingStatsColumns is ignored")
-
-
-@STATS_COLUMNS_IGNORED
 def test_optimize_collects_statistics_for_delta_data_skipping_stats_columns(tmp_path: Path) -> None:
     log = create(str(tmp_path / "t"), config={"delta.dataSkippingStatsColumns": "name"})
     append(log, [1, 2], "a")
@@ -335,7 +331,6 @@ def test_optimize_collects_statistics_for_delta_data_skipping_stats_columns(tmp_
     assert (stats["minValues"], stats["maxValues"], stats["nullCount"]) == ({"name": "n1"}, {"name": "n3"}, {"name": 0})
 
 
-@STATS_COLUMNS_IGNORED
 def test_z_order_needs_statistics_by_delta_data_skipping_stats_columns(tmp_path: Path) -> None:
     from deltalog.txn.commands.optimize import OptimizeError
 

@@ -14,6 +14,7 @@ from deltalog.txn.commands import alter
 from deltalog.txn.commit.operations import CreateTable
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.file_stats import StatsCollector
 from deltalog.txn.protocol.properties import InvalidPropertyError
 from deltalog.txn.protocol.schema import StructType
 from deltalog.txn.protocol.stats_columns import InvalidStatsColumnsError, StatsColumns
@@ -88,6 +89,31 @@ def test_statistics_are_keyed_by_physical_names_under_column_mapping() -> None:
     assert columns.logical_paths == (("name",), ("s", "t", "u"))
     assert columns.physical_paths == (("col-2",), ("col-4", "col-9", "col-8"))
     assert columns.covers(["S"]) and columns.covers(["s", "T", "u"]) and not columns.covers(["id"])
+
+
+def test_the_python_write_path_collects_what_the_table_asks_for() -> None:
+    import pyarrow as pa
+
+    log = _create({KEY: "name, s.`y.z`", "delta.dataSkippingNumIndexedCols": "1"})
+    s_type = pa.struct(
+        [("x", pa.int64()), ("y.z", pa.string()), ("ok", pa.bool_()), ("t", pa.struct([("u", pa.int32())]))]
+    )
+    data = pa.table(
+        {
+            "id": pa.array([1, 2], pa.int64()),
+            "name": ["b", None],
+            "flag": [True, False],
+            "s": pa.array([{"x": 1, "y.z": "q", "ok": True, "t": {"u": 1}}, None], s_type),
+            "tags": [["a"], []],
+        }
+    )
+    stats = StatsCollector.for_table(log.update().metadata, data.schema)
+    stats.update(data)
+    parsed = json.loads(stats.to_json())
+    assert parsed["minValues"] == parsed["maxValues"] == {"name": "b", "s": {"y.z": "q"}}
+    assert parsed["nullCount"] == {"name": 1, "s": {"y.z": 1}}
+    # a collector for no table keeps Delta's default: the first 32 leaf columns
+    assert [p for p, _ in StatsCollector(data.schema).leaves][:2] == [("id",), ("name",)]
 
 
 def test_a_value_delta_cannot_read_fails_writes_with_a_typed_error() -> None:
