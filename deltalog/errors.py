@@ -114,6 +114,7 @@ if TYPE_CHECKING:
     from deltalog.txn.protocol.identity import IdentityColumnError
     from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError
     from deltalog.txn.protocol.properties import InvalidPropertyError
+    from deltalog.txn.protocol.stats_columns import InvalidStatsColumnsError
     from deltalog.txn.protocol.type_widening import UnsupportedTypeChangeError
 
 
@@ -149,6 +150,7 @@ _HOMES: dict[str, str] = {
     "VersionNotFoundError": "deltalog.txn.protocol.errors",
     "TimeTravelBeyondDeletedFileRetentionDurationError": "deltalog.txn.log.time_travel_retention",
     "InvalidPropertyError": "deltalog.txn.protocol.properties",
+    "InvalidStatsColumnsError": "deltalog.txn.protocol.stats_columns",
     "InvalidPartitionFilterError": "deltalog.txn.protocol.partition_filters",
     "UnsupportedTypeChangeError": "deltalog.txn.protocol.type_widening",
     "ClusteringColumnsError": "deltalog.txn.protocol.clustering",
@@ -260,6 +262,7 @@ __all__ = [
     "InvalidPropertyError",
     "InvalidSchemaChangeError",
     "InvalidSchemaError",
+    "InvalidStatsColumnsError",
     "InvalidTableStateError",
     "InvalidTransactionError",
     "InvalidWriteOptionError",

@@ -258,3 +258,17 @@ def test_overwrite_with_partition_columns_is_refused_on_a_clustered_table(tmp_pa
         plan_write(WriteOptions.parse(options, overwrite=True), _schema())
     assert log.update().version == 0
     plan_write(WriteOptions.parse({"path": uri, "overwriteSchema": "true"}, overwrite=True), _schema())
+
+
+def test_clustering_columns_need_statistics_by_delta_data_skipping_stats_columns(tmp_path: Path) -> None:
+    def create(uri: str, cluster: list[str]) -> None:
+        log = DeltaLog.for_table(uri)
+        txn = log.start_transaction()
+        config = {"delta.dataSkippingNumIndexedCols": "1", "delta.dataSkippingStatsColumns": "name,y"}
+        txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=_schema(), configuration=config))
+        txn.commit(clustering_actions(txn, cluster), CreateTable(cluster_by=cluster))
+
+    with pytest.raises(ClusteringColumnsError, match="no statistics"):
+        create(str(tmp_path / "x"), ["x"])  # the first column, but not listed
+    create(str(tmp_path / "y"), ["Y"])
+    assert clustering_columns(DeltaLog.for_table(str(tmp_path / "y")).update()) == ["y"]

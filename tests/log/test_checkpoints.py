@@ -321,3 +321,44 @@ def test_cleanup_deletes_only_unreferenced_old_sidecars(tmp_path):
     # checkpoint 0 is gone with its sidecar; checkpoint 2's sidecar and the fresh orphan stay
     assert left == second | {os.path.basename(orphan_new)}
     assert sorted(f.path for f in DeltaLog.for_table(t).update().files) == ["a", "b", "c"]
+
+
+def _stats_parsed_table(t: str, config: dict[str, str]) -> pa.DataType:
+    """A checkpoint with ``stats_parsed`` of a table (s struct<x, y>, id, name; partition p):
+    the type of its ``add.stats_parsed.minValues``."""
+    from deltalog.txn.protocol.actions import AddFile, Metadata
+
+    def field(name: str, type_: object) -> dict[str, object]:
+        return {"name": name, "type": type_, "nullable": True, "metadata": {}}
+
+    inner = {"type": "struct", "fields": [field("x", "long"), field("y", "long")]}
+    schema = {
+        "type": "struct",
+        "fields": [field("s", inner), field("id", "long"), field("name", "string"), field("p", "string")],
+    }
+    meta = Metadata(
+        id=str(uuid.uuid4()),
+        schema_string=json.dumps(schema),
+        partition_columns=("p",),
+        configuration={"delta.checkpoint.writeStatsAsStruct": "true", **config},
+    )
+    values = {"s": {"x": 1, "y": 2}, "id": 3, "name": "n"}
+    stats = json.dumps({"numRecords": 1, "minValues": values, "maxValues": values, "nullCount": {"id": 0}})
+    commit(t, 0, [protocol(), meta, AddFile("f", {"p": "a"}, 1, 1, True, stats)])
+    DeltaLog.for_table(t).checkpoint()
+    table = pq.read_table(f"{t}/_delta_log/{0:020d}.checkpoint.parquet")
+    return table.schema.field("add").type.field("stats_parsed").type.field("minValues").type
+
+
+def test_stats_parsed_has_the_columns_of_delta_data_skipping_stats_columns(tmp_path):
+    config = {"delta.dataSkippingNumIndexedCols": "1", "delta.dataSkippingStatsColumns": "name,s.y"}
+    assert _stats_parsed_table(str(tmp_path), config) == pa.struct(
+        [("s", pa.struct([("y", pa.int64())])), ("name", pa.string())]
+    )
+
+
+def test_stats_parsed_counts_leaf_columns_for_delta_data_skipping_num_indexed_cols(tmp_path):
+    config = {"delta.dataSkippingNumIndexedCols": "3"}  # s.x, s.y, id: Delta counts leaves
+    assert _stats_parsed_table(str(tmp_path), config) == pa.struct(
+        [("s", pa.struct([("x", pa.int64()), ("y", pa.int64())])), ("id", pa.int64())]
+    )

@@ -168,3 +168,32 @@ def test_v2_checkpoints_with_sidecars_read_by_deltars(tmp_path):
         assert [t.path for t in snap.tombstones] == ["f0.parquet"]
         assert _deltars_files(path) == expected
         assert deltalake.DeltaTable(path).version() == 2
+
+
+def _stats_keys(path: str) -> list[tuple[str, ...]]:
+    """The columns each file of the table has statistics for (nullCount keys), in log order."""
+    import json
+
+    return [tuple(json.loads(f.stats or "{}").get("nullCount", {})) for f in DeltaLog.for_table(path).update().files]
+
+
+def test_deltars_and_deltalog_collect_statistics_for_the_same_stats_columns(tmp_path):
+    from deltalog.contrib.spark.files import write_batches
+    from deltalog.contrib.spark.options import WriteOptions
+    from deltalog.contrib.spark.writes import write_spec
+    from deltalog.txn.commit.operations import Write
+    from deltalog.txn.protocol.actions import parse_line
+
+    path = str(tmp_path / "t")
+    data = pa.table({"id": [1, 2], "Name": ["a", "b"], "x": [1.0, None], "p": ["u", "v"]})
+    # delta-rs matches names case-sensitively and only top-level columns (Delta: any case, nested too)
+    config = {"delta.dataSkippingStatsColumns": "x, Name", "delta.dataSkippingNumIndexedCols": "1"}
+    deltalake.write_deltalake(path, data, partition_by=["p"], configuration=config)
+    log = DeltaLog.for_table(path)
+    spec = write_spec(WriteOptions(path=path, overwrite=False), path, log.store.spec(), log.update().metadata)
+    lines = write_batches(spec, [data], 0)  # the Spark task writer, in-process
+    log.start_transaction().commit([parse_line(line) for line in lines], Write())
+    deltalake.write_deltalake(path, data, partition_by=["p"], mode="append")  # delta-rs after deltalog
+    keys = _stats_keys(path)
+    assert len(keys) == 6 and all(sorted(k) == ["Name", "x"] for k in keys), keys
+    _same_state(path)

@@ -319,3 +319,24 @@ def test_z_order_rewrites_every_file_of_the_partition_in_z_order(tmp_path: Path)
     assert range_ids(pa.array([5, None, 1, 5]), 4).tolist() == [2, 0, 1, 2]  # ranks 3, 1, 2, 3 of 4
     grid = pa.table({"x": [1, 1, 0, 0], "y": [1, 0, 1, 0]})
     assert z_order_indices(grid, ["x", "y"], 2).to_pylist() == [3, 2, 1, 0]
+
+
+def test_optimize_collects_statistics_for_delta_data_skipping_stats_columns(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"), config={"delta.dataSkippingStatsColumns": "name"})
+    append(log, [1, 2], "a")
+    append(log, [3], "a")
+    optimize(log)
+    (f,) = log.update().files
+    stats = json.loads(f.stats or "{}")
+    assert (stats["minValues"], stats["maxValues"], stats["nullCount"]) == ({"name": "n1"}, {"name": "n3"}, {"name": 0})
+
+
+def test_z_order_needs_statistics_by_delta_data_skipping_stats_columns(tmp_path: Path) -> None:
+    from deltalog.txn.commands.optimize import OptimizeError
+
+    config = {"delta.dataSkippingNumIndexedCols": "1", "delta.dataSkippingStatsColumns": "name"}
+    log = create(str(tmp_path / "t"), config=config)
+    append(log, [5, 3, 1], "a")
+    with pytest.raises(OptimizeError, match="do not collect stats"):
+        optimize(log, z_order_by=["id"])  # the list, not the first column, has statistics
+    assert optimize(log, z_order_by=["NAME"]).num_files_added == 1

@@ -36,6 +36,7 @@ from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS
 from deltalog.txn.protocol.actions import AddCDCFile, AddFile, action_to_line, decode_path, encode_path, parse_line
 from deltalog.txn.protocol.column_defaults import DefaultExpressions
+from deltalog.txn.protocol.column_identifiers import ColumnPath
 from deltalog.txn.protocol.column_mapping import rename_to_physical
 from deltalog.txn.protocol.constraints import Constraint
 from deltalog.txn.protocol.file_stats import StatsCollector
@@ -63,7 +64,9 @@ class WriteSpec:
     table_uri: str
     partition_columns: tuple[str, ...] = ()
     partition_types: Mapping[str, str] = field(default_factory=dict)
-    num_indexed_cols: int = 32
+    #: the leaf columns files get statistics for, physical paths (the table's
+    #: :class:`~deltalog.txn.protocol.stats_columns.StatsColumns`); None: a file's first 32
+    stats_columns: tuple[ColumnPath, ...] | None = None
     max_records_per_file: int = 0
     #: logical -> physical column names (column mapping); empty when mapping is off.
     physical_names: Mapping[str, str] = field(default_factory=dict)
@@ -217,7 +220,7 @@ class _TaskWriter:
             sink,
             relative,
             values,
-            StatsCollector(stats_schema, self.spec.num_indexed_cols),
+            StatsCollector(stats_schema, self.spec.stats_columns),
             collect_stats=not cdc,
         )
         if self.mapped is not None:

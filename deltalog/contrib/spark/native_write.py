@@ -314,7 +314,7 @@ def _place_files(
             made.add(parent)
         fs.move(info.path, target)
         placed.append(target)
-        stats = StatsCollector(spec.without_row_tracking(footer.schema.to_arrow_schema()), spec.num_indexed_cols)
+        stats = StatsCollector(spec.without_row_tracking(footer.schema.to_arrow_schema()), spec.stats_columns)
         stats.update_from_footer(footer)
         add = AddFile(
             path=encode_path(final),

@@ -65,6 +65,7 @@ from deltalog.txn.protocol.column_defaults import plan_default_expressions
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
 from deltalog.txn.protocol.identity import pop_high_water_marks
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
+from deltalog.txn.protocol.stats_columns import StatsColumns
 from deltalog.txn.protocol.type_widening import preview_table_version, widen_for_schema_evolution
 
 if TYPE_CHECKING:
@@ -193,14 +194,13 @@ def write_spec(
     schema = json.loads(metadata.schema_string)
     mode = props.column_mapping_mode
     types = schemas.top_level_types(schema)
-    indexed = props.data_skipping_num_indexed_cols
     dv = props.enable_deletion_vectors
     return WriteSpec(
         store=store_spec,
         table_uri=table_uri,
         partition_columns=tuple(metadata.partition_columns),
         partition_types={c: types.get(c, "string") for c in metadata.partition_columns},
-        num_indexed_cols=indexed,
+        stats_columns=StatsColumns.of(metadata).physical_paths,
         max_records_per_file=opts.max_records_per_file,
         physical_names=schemas.physical_names(schema, mode),
         field_ids=schemas.field_ids(schema, mode),

@@ -18,7 +18,9 @@ longer in the schema. Bad input raises before anything is committed:
   table does not have (without ``if_exists``).
 
 Column paths name nested struct fields with dots (``address.city``); column names are
-case-insensitive, as in Delta.
+case-insensitive, as in Delta. Renaming or dropping a column that
+``delta.dataSkippingStatsColumns`` lists renames it there or drops it from the list, as
+Delta does.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from deltalog.txn.protocol.column_mapping import column_mapping_mode
 from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
 from deltalog.txn.protocol.schema import DataType, StructField, StructType
+from deltalog.txn.protocol.stats_columns import dropped_stats_columns, renamed_stats_columns
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.transaction import OptimisticTransaction
@@ -272,8 +275,10 @@ def rename_column(delta_log: DeltaLog, old: str, new: str) -> int:
         partitions = metadata.partition_columns
         if len(path) == 1:
             partitions = tuple(new_name if c.lower() == path[0].lower() else c for c in partitions)
-        op = RenameColumn(old_column_path=".".join(path), new_column_path=".".join((*path[:-1], new_name)))
-        return _with_schema(metadata, renamed, partition_columns=partitions), op
+        new_path = (*path[:-1], new_name)
+        config = renamed_stats_columns(metadata.configuration, path, new_path)
+        op = RenameColumn(old_column_path=".".join(path), new_column_path=".".join(new_path))
+        return _with_schema(metadata, renamed, partition_columns=partitions, configuration=config), op
 
     return _commit(delta_log, change)
 
@@ -313,7 +318,8 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
         partitions = {c.lower() for c in metadata.partition_columns}
         if not [f for f in schema.fields if f.name.lower() not in partitions]:
             raise InvalidSchemaChangeError("cannot drop every data column of the table: at least one must remain")
-        return _with_schema(metadata, schema), DropColumns(columns=[".".join(p) for p in paths])
+        config = dropped_stats_columns(metadata.configuration, paths)
+        return _with_schema(metadata, schema, configuration=config), DropColumns(columns=[".".join(p) for p in paths])
 
     def not_clustering(txn: OptimisticTransaction) -> None:
         snapshot = txn.snapshot

@@ -27,17 +27,15 @@ from deltalog.txn.protocol.clustering import (
     logical_clustering_columns,
     physical_clustering_columns,
 )
-from deltalog.txn.protocol.column_mapping import physical_arrow_schema
-from deltalog.txn.protocol.file_stats import StatsCollector
-from deltalog.txn.protocol.properties import TableProperties
 from deltalog.txn.protocol.protocol_requirements import merge_protocols
-from deltalog.txn.protocol.schema import parse_schema
+from deltalog.txn.protocol.stats_columns import StatsColumns
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
     from deltalog.txn.commit.transaction import OptimisticTransaction
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.protocol.actions import Metadata
 
 __all__ = ["ClusterBy", "cluster_by", "clustering_actions", "clustering_columns", "clustering_plan", "is_clustered"]
 
@@ -85,18 +83,17 @@ def is_clustered(f: AddFile) -> bool:
     return f.clustering_provider == CLUSTERING_PROVIDER and f.deletion_vector is None
 
 
-def _check_statistics(schema_string: str, configuration: dict[str, str], paths: list[list[str]]) -> None:
+def _check_statistics(metadata: Metadata, columns: Sequence[str], paths: list[list[str]]) -> None:
     """Delta's ``validateClusteringColumnsInStatsSchema``: every clustering column gets
-    min/max statistics (it is within ``delta.dataSkippingNumIndexedCols``)."""
-    num_indexed = TableProperties(configuration).data_skipping_num_indexed_cols
-    leaves = {
-        tuple(p) for p, _ in StatsCollector(physical_arrow_schema(parse_schema(schema_string)), num_indexed).leaves
-    }
-    missing = [".".join(p) for p in paths if tuple(p) not in leaves]
+    statistics (``delta.dataSkippingStatsColumns`` lists it, or, without that property, it is
+    among the first ``delta.dataSkippingNumIndexedCols`` columns)."""
+    with_stats = set(StatsColumns.of(metadata).physical_paths)
+    missing = [name for name, path in zip(columns, paths, strict=True) if tuple(path) not in with_stats]
     if missing:
         raise ClusteringColumnsError(
-            f"clustering columns {missing} get no statistics (beyond delta.dataSkippingNumIndexedCols="
-            f"{num_indexed}): move them among the first columns or raise the property"
+            f"clustering columns {missing} get no statistics (Delta's DELTA_CLUSTERING_COLUMN_MISSING_STATS): "
+            "list them in delta.dataSkippingStatsColumns, or, without that property, move them among the first "
+            "delta.dataSkippingNumIndexedCols columns or raise it"
         )
 
 
@@ -111,7 +108,7 @@ def _domain(txn: OptimisticTransaction, columns: Sequence[str]) -> DomainMetadat
         )
     schema = json.loads(metadata.schema_string)
     paths = physical_clustering_columns(schema, list(columns))
-    _check_statistics(metadata.schema_string, dict(metadata.configuration), paths)
+    _check_statistics(metadata, columns, paths)
     protocol = txn.protocol
     if protocol is None:
         txn.upgrade_protocol(clustering_protocol())

@@ -68,12 +68,14 @@ from deltalog.txn.log.deletion_vectors import read_deletion_vector
 from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import Action, AddFile, absolute_path, encode_path
 from deltalog.txn.protocol.clustering import CLUSTERING_PROVIDER
+from deltalog.txn.protocol.column_identifiers import ColumnPath
 from deltalog.txn.protocol.column_mapping import physical_arrow_schema
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.file_stats import StatsCollector
 from deltalog.txn.protocol.partition_filters import PartitionFilter
 from deltalog.txn.protocol.partition_paths import partition_directory
 from deltalog.txn.protocol.schema import StructType
+from deltalog.txn.protocol.stats_columns import StatsColumns
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -231,7 +233,8 @@ class CompactionSpec:
     table_uri: str
     schema: pa.Schema
     partition_columns: tuple[str, ...]
-    num_indexed_cols: int
+    #: the leaf columns rewritten files get statistics for (physical paths, the table's StatsColumns)
+    stats_columns: tuple[ColumnPath, ...]
     #: physical -> logical column names (partition directories use logical names).
     logical_names: Mapping[str, str]
     #: logical -> physical names of the top-level columns.
@@ -266,7 +269,7 @@ class CompactionSpec:
             table_uri=delta_log.table_uri,
             schema=schema,
             partition_columns=tuple(snapshot.partition_columns),
-            num_indexed_cols=snapshot.properties.data_skipping_num_indexed_cols,
+            stats_columns=StatsColumns.of(snapshot.metadata).physical_paths,
             logical_names={f.physical_name: f.name for f in snapshot.schema.fields},
             physical_names={f.name: f.physical_name for f in snapshot.schema.fields},
             z_order_by=tuple(z_order_by),
@@ -424,7 +427,7 @@ class _Compactor:
         path = self.store.fs_path(f"{self.spec.table_uri}/{rel}")
         if directory:
             self.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-        stats = StatsCollector(self.schema, self.spec.num_indexed_cols)
+        stats = StatsCollector(self.schema, self.spec.stats_columns)
         pending: list[pa.RecordBatch] = []
         pending_rows = pending_bytes = 0
         try:
@@ -752,9 +755,7 @@ def _z_order_columns(snapshot: Snapshot, columns: Sequence[str]) -> tuple[str, .
         return ()
     fields = {f.name.lower(): f for f in snapshot.schema.fields}
     partition = {c.lower() for c in snapshot.partition_columns}
-    schema, _ = _data_schema(snapshot)
-    num_indexed = snapshot.properties.data_skipping_num_indexed_cols
-    with_stats = {path[0] for path, _ in StatsCollector(schema, num_indexed).leaves}
+    stats_columns = StatsColumns.of(snapshot.metadata)
     out: list[str] = []
     without_stats: list[str] = []
     for name in columns:
@@ -763,13 +764,14 @@ def _z_order_columns(snapshot: Snapshot, columns: Sequence[str]) -> tuple[str, .
         f = fields.get(name.lower())
         if f is None:
             raise OptimizeError(f"Z-Ordering column {name} does not exist in the table's data schema")
-        if f.physical_name not in with_stats:
+        if not stats_columns.covers([f.name]):
             without_stats.append(f.name)
         out.append(f.name)
     if without_stats:
         raise OptimizeError(
             f"Z-Ordering on {without_stats} will be ineffective, because we currently do not collect stats "
-            "for these columns (delta.dataSkippingNumIndexedCols). Z-order by columns with statistics."
+            "for these columns (delta.dataSkippingStatsColumns, else the first delta.dataSkippingNumIndexedCols "
+            "columns). Z-order by columns with statistics, or list these in delta.dataSkippingStatsColumns."
         )
     return tuple(out)
 

@@ -2,8 +2,11 @@
 
 Checks what Delta checks when a transaction changes metadata: the schema string parses,
 no two columns share a name ignoring case (at any nesting level), partition columns
-exist, are top-level, are not repeated and have a type a partition can have, and the
-change-data-feed column names are not used while CDF is enabled.
+exist, are top-level, are not repeated and have a type a partition can have, the
+change-data-feed column names are not used while CDF is enabled, and the columns
+``delta.dataSkippingStatsColumns`` lists are ones Delta collects statistics for
+(:func:`~deltalog.txn.protocol.stats_column_checks.validate_stats_columns`, whose errors are
+raised as they are: :class:`~deltalog.txn.protocol.stats_columns.InvalidStatsColumnsError`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 from deltalog.txn.commit.commit_errors import InvalidMetadataError
 from deltalog.txn.protocol.actions import Metadata
 from deltalog.txn.protocol.properties import InvalidPropertyError
+from deltalog.txn.protocol.stats_column_checks import validate_stats_columns
 
 __all__ = ["CDF_RESERVED_COLUMNS", "verify_metadata"]
 
@@ -98,6 +102,7 @@ def verify_metadata(metadata: Metadata) -> None:
         _ = metadata.properties.isolation_level  # not at the next commit's conflict checks
     except InvalidPropertyError as exc:
         raise InvalidMetadataError(str(exc)) from exc
+    validate_stats_columns(metadata)
     if cdf_on:
         clashing = [f.get("name") for f in fields if str(f.get("name", "")).lower() in CDF_RESERVED_COLUMNS]
         if clashing:

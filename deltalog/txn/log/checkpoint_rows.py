@@ -44,6 +44,7 @@ from deltalog.txn.protocol.schema import (
     StructType,
     to_arrow_type,
 )
+from deltalog.txn.protocol.stats_columns import StatsColumns
 
 if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
@@ -156,13 +157,6 @@ def _typed(dt: Any) -> pa.DataType | None:
     return to_arrow_type(dt)
 
 
-def _stats_columns(schema: StructType, partition_columns: tuple[str, ...], num_indexed: int) -> StructType:
-    data = [f for f in schema.fields if f.name not in partition_columns]
-    if num_indexed >= 0:
-        data = data[:num_indexed]
-    return StructType(tuple(data))
-
-
 def _cast_values(arr: pa.Array, target: pa.DataType) -> pa.Array:
     if arr.type == target:
         return arr
@@ -177,13 +171,12 @@ def _cast_values(arr: pa.Array, target: pa.DataType) -> pa.Array:
     return pc.cast(arr, target, safe=False)
 
 
-def parse_stats(
-    stats: pa.Array, schema: StructType, partition_columns: tuple[str, ...], num_indexed: int
-) -> pa.StructArray:
-    """``stats_parsed`` from the ``stats`` JSON strings (nulls stay null), columnar."""
+def parse_stats(stats: pa.Array, columns: StatsColumns) -> pa.StructArray:
+    """``stats_parsed`` from the ``stats`` JSON strings (nulls stay null), columnar, for the
+    table's stats columns (Delta's ``statsSchema``)."""
     import pyarrow.json as pj
 
-    cols = _stats_columns(schema, partition_columns, num_indexed)
+    cols = columns.schema
     friendly = _json_friendly(cols)
     counts = _count_type(cols)
     typed = _typed(cols)
@@ -397,7 +390,7 @@ class AddConverter:
         self.wanted = [add_type.field(i) for i in range(add_type.num_fields)]
         props = snapshot.properties
         self.with_struct = props.checkpoint_write_stats_as_struct
-        self.num_indexed = props.data_skipping_num_indexed_cols
+        self.stats_columns = StatsColumns.of(snapshot.metadata) if self.with_struct else None
         self.physical = (
             physical_partition_names(snapshot.schema, snapshot.partition_columns)
             if props.column_mapping_mode != "none" and self.with_struct
@@ -427,9 +420,8 @@ class AddConverter:
                 )
                 children.append(pv)
                 fields.append(pa.field("partitionValues_parsed", pv.type))
-            sp = parse_stats(
-                _combine(chunk.column("stats")), snapshot.schema, snapshot.partition_columns, self.num_indexed
-            )
+            assert self.stats_columns is not None
+            sp = parse_stats(_combine(chunk.column("stats")), self.stats_columns)
             children.append(sp)
             fields.append(pa.field("stats_parsed", sp.type))
         return pa.StructArray.from_arrays(children, fields=fields)

@@ -15,6 +15,7 @@ from typing import Any
 from deltalog.txn.protocol.actions import DomainMetadata, Protocol
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.schema import split_column_name
+from deltalog.txn.protocol.stats_columns import SKIPPING_ELIGIBLE_TYPES
 
 __all__ = [
     "CLUSTERING_DOMAIN",
@@ -36,10 +37,9 @@ CLUSTERING_FEATURES = ("clustering", "domainMetadata")
 #: Delta's ``spark.databricks.delta.clusteredTable.maxClusteringColumns`` default.
 MAX_CLUSTERING_COLUMNS = 4
 _PHYSICAL = "delta.columnMapping.physicalName"
-#: types data skipping keeps min/max for (Delta's ``SkippingEligibleDataType``)
-_SKIPPING_TYPES = frozenset(
-    {"byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz", "string"}
-)
+#: types data skipping keeps min/max for (Delta's ``SkippingEligibleDataType``); deltalog's
+#: files carry no variant bounds
+_SKIPPING_TYPES = SKIPPING_ELIGIBLE_TYPES - {"variant"}
 
 
 class ClusteringColumnsError(DeltaLogError):

@@ -1,9 +1,11 @@
 """Per-file statistics (``add.stats``): numRecords, minValues, maxValues, nullCount.
 
-Pure pyarrow, shared by every writer in the txn layer (OPTIMIZE rewrites, tools). Collected
-batch by batch with pyarrow compute, for the first ``delta.dataSkippingNumIndexedCols`` leaf
-columns of the data (partition columns are not in the files, so they are not counted), as
-Delta's ``StatisticsCollection`` does. Strings keep a 32-character prefix as the minimum; a
+Pure pyarrow, shared by every writer (OPTIMIZE rewrites, the Spark tasks, Python code
+writing its own files). Collected batch by batch with pyarrow compute, for the leaf columns
+the table's :class:`~deltalog.txn.protocol.stats_columns.StatsColumns` names
+(``delta.dataSkippingStatsColumns``, else the first ``delta.dataSkippingNumIndexedCols``),
+as Delta's ``StatisticsCollection`` does: build the collector of a file of a table with
+:meth:`StatsCollector.for_table`. Strings keep a 32-character prefix as the minimum; a
 maximum longer than that is left out (a missing bound never wrongly skips a file).
 Timestamps are written with millisecond precision, the minimum rounded down and the maximum
 rounded up.
@@ -15,20 +17,27 @@ import datetime as dt
 import decimal
 import json
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from deltalog.txn.protocol.column_identifiers import ColumnPath
+from deltalog.txn.protocol.schema import from_arrow
+from deltalog.txn.protocol.stats_columns import StatsColumns
+
+if TYPE_CHECKING:
+    from deltalog.txn.protocol.actions import Metadata
 
 __all__ = ["STRING_PREFIX_LENGTH", "StatsCollector"]
 
 STRING_PREFIX_LENGTH = 32
 
-_Path = tuple[str, ...]
+_Path = ColumnPath
 
 
-def _leaf_paths(schema: pa.Schema, limit: int) -> list[tuple[_Path, pa.DataType]]:
+def _leaf_paths(schema: pa.Schema) -> list[tuple[_Path, pa.DataType]]:
     leaves: list[tuple[_Path, pa.DataType]] = []
 
     def visit(prefix: _Path, t: pa.DataType, name: str) -> None:
@@ -42,7 +51,7 @@ def _leaf_paths(schema: pa.Schema, limit: int) -> list[tuple[_Path, pa.DataType]
 
     for f in schema:
         visit((), f.type, f.name)
-    return leaves if limit < 0 else leaves[:limit]
+    return leaves
 
 
 def _has_min_max(t: pa.DataType) -> bool:
@@ -94,17 +103,29 @@ def _json_value(value: Any, t: pa.DataType, is_max: bool) -> Any:
 
 
 class StatsCollector:
-    """Accumulates the statistics of one data file over the batches written to it."""
+    """Accumulates the statistics of one data file over the batches written to it.
 
-    def __init__(self, schema: pa.Schema, num_indexed_cols: int = 32) -> None:
+    ``schema`` is the file's (physical names); ``columns`` the leaf column paths that get
+    statistics, the table's :attr:`StatsColumns.physical_paths`. Without them, those of a
+    table of ``schema`` with default properties: its first 32 leaf columns."""
+
+    def __init__(self, schema: pa.Schema, columns: Collection[ColumnPath] | None = None) -> None:
         self.schema = schema
-        self.leaves = _leaf_paths(schema, num_indexed_cols)
+        wanted = set(StatsColumns.for_schema(from_arrow(schema)).physical_paths if columns is None else columns)
+        self.leaves = [(path, t) for path, t in _leaf_paths(schema) if path in wanted]
         self.num_records = 0
         self._min: dict[_Path, Any] = {}
         self._max: dict[_Path, Any] = {}
         self._nulls: dict[_Path, int] = dict.fromkeys((p for p, _ in self.leaves), 0)
         self._no_bounds: set[_Path] = set()
         self._unknown_nulls: set[_Path] = set()
+
+    @classmethod
+    def for_table(cls, metadata: Metadata, schema: pa.Schema) -> StatsCollector:
+        """The collector of a file of the table with ``metadata`` whose columns are ``schema``
+        (physical names, partition columns left out): statistics for the columns the table's
+        properties name."""
+        return cls(schema, StatsColumns.of(metadata).physical_paths)
 
     def update(self, batch: pa.RecordBatch | pa.Table) -> None:
         if batch.num_rows == 0:

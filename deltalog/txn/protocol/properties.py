@@ -21,6 +21,7 @@ from datetime import timedelta
 
 from deltalog.durations import InvalidDurationError
 from deltalog.durations import parse_interval as _parse_calendar_interval
+from deltalog.txn.protocol.column_identifiers import ColumnList, parse_column_list
 from deltalog.txn.protocol.errors import DeltaLogError
 
 __all__ = ["ALIASES", "InvalidPropertyError", "TableProperties", "parse_bool", "parse_interval"]
@@ -164,9 +165,21 @@ class TableProperties:
         return value
 
     @property
-    def data_skipping_stats_columns(self) -> tuple[str, ...] | None:
+    def data_skipping_stats_columns(self) -> ColumnList | None:
+        """``delta.dataSkippingStatsColumns``: the column paths it lists, read as Delta reads
+        them (a Spark SQL column list: ``a, s.b, `x.y```); ``None`` when unset. Which columns
+        get statistics: :class:`~deltalog.txn.protocol.stats_columns.StatsColumns`."""
         raw = self.get("delta.dataSkippingStatsColumns")
-        return None if raw is None else tuple(c.strip() for c in raw.split(",") if c.strip())
+        if raw is None:
+            return None
+        try:
+            return parse_column_list(raw)
+        except ValueError as exc:
+            raise InvalidPropertyError(
+                f"delta.dataSkippingStatsColumns={raw!r} is not a comma-separated list of column names: {exc}. "
+                "Separate names with commas, nested fields with dots (s.x), and quote a name with spaces or "
+                "other special characters in backquotes (`my column`)"
+            ) from None
 
     @property
     def checkpoint_write_stats_as_json(self) -> bool:
@@ -258,6 +271,7 @@ class TableProperties:
             "isolation_level",
             "enable_change_data_feed",
             "data_skipping_num_indexed_cols",
+            "data_skipping_stats_columns",
             "checkpoint_write_stats_as_json",
             "checkpoint_write_stats_as_struct",
             "checkpoint_policy",

@@ -1,0 +1,196 @@
+"""``delta.dataSkippingStatsColumns``: the columns a table's files get statistics for
+(Delta's ``StatisticsCollection``), its validation when the property is set, and ALTER
+TABLE RENAME/DROP COLUMN keeping it in step with the schema."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+
+from deltalog.txn.commands import alter
+from deltalog.txn.commit.operations import CreateTable
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.file_stats import StatsCollector
+from deltalog.txn.protocol.properties import InvalidPropertyError
+from deltalog.txn.protocol.schema import StructType
+from deltalog.txn.protocol.stats_columns import InvalidStatsColumnsError, StatsColumns
+
+KEY = "delta.dataSkippingStatsColumns"
+
+
+def _field(name: str, type_: Any, physical: str | None = None, cid: int | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    if physical is not None:
+        meta = {"delta.columnMapping.id": cid, "delta.columnMapping.physicalName": physical}
+    return {"name": name, "type": type_, "nullable": True, "metadata": meta}
+
+
+def _schema(mapped: bool = False) -> str:
+    """id, name, flag boolean, s struct<x, `y.z`, ok boolean, t struct<u>>, tags array, p (partition)."""
+
+    def f(name: str, type_: Any, cid: int) -> dict[str, Any]:
+        return _field(name, type_, f"col-{cid}" if mapped else None, cid)
+
+    t = {"type": "struct", "fields": [f("u", "integer", 8)]}
+    s = {"type": "struct", "fields": [f("x", "long", 5), f("y.z", "string", 6), f("ok", "boolean", 7), f("t", t, 9)]}
+    tags = {"type": "array", "elementType": "string", "containsNull": True}
+    fields = [f("id", "long", 1), f("name", "string", 2), f("flag", "boolean", 3), f("s", s, 4), f("tags", tags, 10)]
+    return json.dumps({"type": "struct", "fields": [*fields, f("p", "string", 11)]})
+
+
+def _create(config: dict[str, str], mapped: bool = False) -> DeltaLog:
+    log = DeltaLog.for_table(f"memory://stats-{uuid.uuid4().hex}")
+    if mapped:
+        config = {**config, "delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "11"}
+    txn = log.start_transaction()
+    txn.update_metadata(Metadata(schema_string=_schema(mapped), partition_columns=("p",), configuration=config))
+    txn.commit([], CreateTable(partition_by=["p"]))
+    return log
+
+
+def _columns(config: dict[str, str], mapped: bool = False) -> StatsColumns:
+    return StatsColumns.for_schema(StructType.from_json(_schema(mapped)), ["p"], config)
+
+
+# -- which columns ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "paths"),
+    [
+        ({}, [("id",), ("name",), ("flag",), ("s", "x"), ("s", "y.z"), ("s", "ok"), ("s", "t", "u"), ("tags",)]),
+        # Delta counts leaf columns: a struct's fields one by one
+        ({"delta.dataSkippingNumIndexedCols": "4"}, [("id",), ("name",), ("flag",), ("s", "x")]),
+        ({"delta.dataSkippingNumIndexedCols": "0"}, []),
+        # the list wins over the count; the schema's order, not the list's; names in any case
+        ({KEY: "S.`Y.Z`, Id", "delta.dataSkippingNumIndexedCols": "1"}, [("id",), ("s", "y.z")]),
+        # a struct stands for all its fields
+        ({KEY: "s.t, name"}, [("name",), ("s", "t", "u")]),
+        ({KEY: "s"}, [("s", "x"), ("s", "y.z"), ("s", "ok"), ("s", "t", "u")]),
+        # a column the schema lacks (renamed by another engine, say) is skipped, as Delta skips it
+        ({KEY: "gone, name, s.gone"}, [("name",)]),
+        # partition columns are not in the files: never
+        ({KEY: "p, id", "delta.dataSkippingNumIndexedCols": "-1"}, [("id",)]),
+        ({KEY: ""}, []),
+        # as Delta's filterSchema: s listed with s.x keeps s.x only (validation refuses the pair)
+        ({KEY: "s, s.x"}, [("s", "x")]),
+    ],
+)
+def test_which_columns_get_statistics(config: dict[str, str], paths: list[tuple[str, ...]]) -> None:
+    assert list(_columns(config).logical_paths) == paths
+
+
+def test_statistics_are_keyed_by_physical_names_under_column_mapping() -> None:
+    columns = _columns({KEY: "name, s.t"}, mapped=True)
+    assert columns.logical_paths == (("name",), ("s", "t", "u"))
+    assert columns.physical_paths == (("col-2",), ("col-4", "col-9", "col-8"))
+    assert columns.covers(["S"]) and columns.covers(["s", "T", "u"]) and not columns.covers(["id"])
+
+
+def test_the_python_write_path_collects_what_the_table_asks_for() -> None:
+    import pyarrow as pa
+
+    log = _create({KEY: "name, s.`y.z`", "delta.dataSkippingNumIndexedCols": "1"})
+    s_type = pa.struct(
+        [("x", pa.int64()), ("y.z", pa.string()), ("ok", pa.bool_()), ("t", pa.struct([("u", pa.int32())]))]
+    )
+    data = pa.table(
+        {
+            "id": pa.array([1, 2], pa.int64()),
+            "name": ["b", None],
+            "flag": [True, False],
+            "s": pa.array([{"x": 1, "y.z": "q", "ok": True, "t": {"u": 1}}, None], s_type),
+            "tags": [["a"], []],
+        }
+    )
+    stats = StatsCollector.for_table(log.update().metadata, data.schema)
+    stats.update(data)
+    parsed = json.loads(stats.to_json())
+    assert parsed["minValues"] == parsed["maxValues"] == {"name": "b", "s": {"y.z": "q"}}
+    assert parsed["nullCount"] == {"name": 1, "s": {"y.z": 1}}
+    # a collector for no table keeps Delta's default: the first 32 leaf columns
+    assert [p for p, _ in StatsCollector(data.schema).leaves][:2] == [("id",), ("name",)]
+
+
+def test_a_value_delta_cannot_read_fails_writes_with_a_typed_error() -> None:
+    with pytest.raises(InvalidPropertyError, match="not a comma-separated list"):
+        _columns({KEY: "a,,b"})
+
+
+# -- validation -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ("nope", "DELTA_COLUMN_NOT_FOUND_IN_SCHEMA"),
+        ("p.x", "DELTA_COLUMN_NOT_FOUND_IN_SCHEMA"),  # partition columns are not data columns
+        ("tags.x", "DELTA_INCORRECT_ARRAY_ACCESS_BY_NAME"),
+        ("s.nope", "DELTA_COLUMN_NOT_FOUND_IN_SCHEMA"),
+        ("id.x", "DELTA_COLUMN_PATH_NOT_NESTED"),
+        ("p", "DELTA_COLUMN_DATA_SKIPPING_NOT_SUPPORTED_PARTITIONED_COLUMN"),
+        ("flag", "DELTA_COLUMN_DATA_SKIPPING_NOT_SUPPORTED_TYPE"),
+        ("tags", "DELTA_COLUMN_DATA_SKIPPING_NOT_SUPPORTED_TYPE"),
+        ("id, s, s.x", "DELTA_DUPLICATE_DATA_SKIPPING_COLUMNS"),
+        ("id,,name", "not a comma-separated list"),
+        ("id name", "not a comma-separated list"),
+    ],
+)
+def test_a_table_is_not_created_with_stats_columns_delta_refuses(value: str, match: str) -> None:
+    with pytest.raises(InvalidPropertyError, match=match):
+        _create({KEY: value})
+
+
+def test_the_error_names_delta_error_class_and_the_columns() -> None:
+    with pytest.raises(InvalidStatsColumnsError) as caught:
+        _create({KEY: "id, s.t.u, s.t"})
+    assert (caught.value.error_class, caught.value.columns) == ("DELTA_DUPLICATE_DATA_SKIPPING_COLUMNS", ("s.t.u",))
+    assert "list each column once" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "s",  # its boolean field gets a null count only
+        "s.ok",  # a nested field of a type without statistics: accepted, as Delta accepts it
+        "tags.element",  # Delta's way into an array: accepted, yields no statistics
+        "FLAG",  # Delta checks types only of names spelled as the schema spells them
+        "name, NAME",  # nor duplicates
+        "",
+        " id , `name` /* comment */",
+    ],
+)
+def test_stats_columns_delta_accepts_are_accepted(value: str) -> None:
+    assert _create({KEY: value}).update().metadata.configuration[KEY] == value
+
+
+def test_set_table_properties_refuses_a_partition_column_and_leaves_the_table_alone() -> None:
+    log = _create({KEY: "name"})
+    with pytest.raises(InvalidPropertyError, match="partition column 'p'"):
+        alter.set_table_properties(log, {KEY: "name, p"})
+    snapshot = log.update()
+    assert (snapshot.version, snapshot.metadata.configuration[KEY]) == (0, "name")
+
+
+# -- ALTER TABLE RENAME / DROP COLUMN ---------------------------------------------------------
+
+
+def test_renaming_a_listed_column_renames_it_in_the_property() -> None:
+    log = _create({KEY: "name, s.x, S.`y.z`"}, mapped=True)
+    alter.rename_column(log, "s", "r")
+    assert log.update().metadata.configuration[KEY] == "name,r.x,r.`y.z`"
+    alter.rename_column(log, "name", "full name")
+    assert log.update().metadata.configuration[KEY] == "`full name`,r.x,r.`y.z`"
+
+
+def test_dropping_a_listed_column_drops_it_from_the_property() -> None:
+    log = _create({KEY: "id, s.x, name"}, mapped=True)
+    alter.drop_columns(log, ["S"])
+    assert log.update().metadata.configuration[KEY] == "id,name"
+    alter.drop_columns(log, ["id", "name"])
+    # Delta keeps the property, empty: statistics for no column
+    assert log.update().metadata.configuration[KEY] == ""
