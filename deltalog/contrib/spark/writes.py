@@ -211,11 +211,7 @@ def write_spec(
         default_expressions=plan_default_expressions(metadata) or None,
         column_names=tuple(f["name"] for f in schema["fields"]),
         change_data=props.enable_change_data_feed,
-        row_tracking_columns=tuple(
-            name
-            for key in (row_tracking.MATERIALIZED_ROW_ID_KEY, row_tracking.MATERIALIZED_ROW_COMMIT_VERSION_KEY)
-            if (name := metadata.configuration.get(key))
-        ),
+        row_tracking_columns=row_tracking.named_materialized_columns(metadata),
     )
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "is_suspended",
     "iter_row_tracking",
     "materialized_columns",
+    "named_materialized_columns",
     "row_commit_versions",
     "row_ids",
     "with_materialized_column_names",
@@ -232,16 +233,22 @@ def materialized_columns(protocol: Protocol | None, metadata: Metadata | None) -
     names none (every writer that enables row tracking names them)."""
     if metadata is None or not is_enabled(protocol, metadata):
         return None
-    config = metadata.configuration
-    row_id = config.get(MATERIALIZED_ROW_ID_KEY)
-    commit_version = config.get(MATERIALIZED_ROW_COMMIT_VERSION_KEY)
-    if not row_id or not commit_version:
+    names = named_materialized_columns(metadata)
+    if len(names) != 2:
         raise RowTrackingError(
             "row tracking is enabled but the table's metadata names no materialized row id / row "
             f"commit version column ({MATERIALIZED_ROW_ID_KEY}, {MATERIALIZED_ROW_COMMIT_VERSION_KEY}); "
             "the metadata is damaged"
         )
-    return row_id, commit_version
+    return names[0], names[1]
+
+
+def named_materialized_columns(metadata: Metadata) -> tuple[str, ...]:
+    """The materialized columns ``metadata`` names (row id first), whether or not row
+    tracking is enabled now: files may hold them either way."""
+    config = metadata.configuration
+    keys = (MATERIALIZED_ROW_ID_KEY, MATERIALIZED_ROW_COMMIT_VERSION_KEY)
+    return tuple(name for key in keys if (name := config.get(key)))
 
 
 def _check_names_unique(metadata: Metadata, config: Mapping[str, str]) -> None:
