@@ -1,6 +1,6 @@
 """Run every benchmark in ``bench/`` and write the report.
 
-    python -m bench [--size small|full] [--out DIR] [--only NAME ...]
+    python -m bench [--size small|full] [--out DIR] [--only NAME ...] [--shared-jvm]
 
 Discovers the modules of this package that define ``run(size) -> list[Result]`` (see
 ``bench/report.py`` for the protocol), runs them one after another (each measures deltalog,
@@ -76,7 +76,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=("small", "full"), default="small")
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="output directory")
     parser.add_argument("--only", nargs="+", metavar="MODULE", help="run only these bench modules")
+    parser.add_argument(
+        "--shared-jvm",
+        action="store_true",
+        help="run the Spark scripts in this process, sharing one JVM (faster; for smoke runs, not measurements)",
+    )
     args = parser.parse_args(argv)
+    if args.shared_jvm:
+        from bench.common import SHARED_JVM_ENV
+
+        os.environ[SHARED_JVM_ENV] = "1"
+        # the JVM (started by the first script) gives its Python workers this environment
+        root = os.path.dirname(HERE)
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     logging.basicConfig(level=logging.WARNING)
     modules = discover(args.only)
     if not modules:

@@ -381,10 +381,19 @@ def spark_workspace(prefix: str, **conf: str) -> Iterator[tuple[Any, str]]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+#: Set (to ``1``) by ``python -m bench --shared-jvm``: :func:`run_script` runs each Spark
+#: script in this process, one after another, so they share one JVM (each still starts and
+#: stops its own SparkSession). Cheaper by about one JVM start per script, for smoke runs;
+#: the measured runs keep a fresh process per script.
+SHARED_JVM_ENV = "DELTALOG_BENCH_SHARED_JVM"
+
+
 def run_script(path: str, *args: str) -> Any:
     """Run the benchmark script ``path`` with ``args`` in a fresh Python process (its own
     Spark session), with this repository on ``PYTHONPATH``, and return the JSON object it
-    prints last."""
+    prints last (in this process instead when :data:`SHARED_JVM_ENV` is set)."""
+    if os.environ.get(SHARED_JVM_ENV) == "1":
+        return _run_script_here(path, *args)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     pythonpath = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     proc = subprocess.run(
@@ -396,3 +405,28 @@ def run_script(path: str, *args: str) -> Any:
         env={**os.environ, "PYTHONPATH": pythonpath},
     )
     return json.loads(proc.stdout[proc.stdout.index("{") :])
+
+
+def _run_script_here(path: str, *args: str) -> Any:
+    """:func:`run_script` in this process: the script's ``main()`` with ``args`` as its
+    command line and its printed output captured."""
+    import importlib.util
+    import io
+    from contextlib import redirect_stdout
+
+    spec = importlib.util.spec_from_file_location(f"_bench_script_{os.path.basename(path)[:-3]}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = io.StringIO()
+    saved = sys.argv
+    sys.argv = [path, *args]
+    try:
+        with redirect_stdout(out):
+            status = module.main()
+    finally:
+        sys.argv = saved
+    if status:
+        raise RuntimeError(f"{os.path.basename(path)} exited with status {status}")
+    text = out.getvalue()
+    return json.loads(text[text.index("{") :])
