@@ -148,6 +148,14 @@ def test_starting_version(spark, table_path, tmp_path):
     assert [f.path for p in reader.partitions(start, end) for f in p.files] == [
         a["add"]["path"] for a in _commit(table_path, 2) if "add" in a
     ]
+    # past the latest commit: the version or timestamp does not exist (Delta's
+    # VersionNotFoundException and DELTA_TIMESTAMP_GREATER_THAN_COMMIT), as in time travel
+    from deltalog.txn.protocol.errors import VersionNotFoundError
+
+    for options in ({"startingVersion": "3"}, {"startingTimestamp": "2999-01-01"}):
+        with pytest.raises(VersionNotFoundError, match="latest") as info:
+            _reader(table_path, **options).latestOffset(start, ReadAllAvailable())
+        assert info.value.latest == 2
     # startingVersion=latest: only commits after the query started
     reader = _reader(table_path, startingVersion="latest")
     start = reader.initialOffset()

@@ -375,7 +375,16 @@ class DeltaLogDataSource(DataSource):
         return DeltaWriter(plan_write(opts, schema.json()))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DeltaStreamWriter:
-        opts = WriteOptions.parse(self.options, False)
+        # ``overwrite`` is complete mode: each batch replaces the table, so overwriteSchema
+        # applies as in a batch overwrite (Delta's sink: ``canOverwriteSchema`` in complete mode)
+        opts = WriteOptions.parse(self.options, overwrite)
+        if opts.replace_where is not None:
+            from deltalog.contrib.spark.errors import InvalidWriteOptionError
+
+            raise InvalidWriteOptionError(
+                "replaceWhere does not apply to a streaming write: complete mode replaces the whole table, "
+                "append mode replaces nothing; drop the option"
+            )
         app_id = _query_app_id(opts, self.options)
         return DeltaStreamWriter(plan_write(opts, schema.json(), streaming=True), app_id, overwrite)
 

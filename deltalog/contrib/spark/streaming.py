@@ -56,6 +56,7 @@ from deltalog.contrib.spark.options import StreamReadOptions
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files, row_tracking_columns
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
+from deltalog.txn.protocol.errors import VersionNotFoundError
 from deltalog.txn.protocol.features import check_read_supported
 from deltalog.txn.protocol.type_widening import is_type_change_supported
 
@@ -315,11 +316,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if o.starting_version_latest:
                 version = state.delta_log.update().version + 1
             elif version is not None:
-                latest = state.delta_log.update().version
-                if version > latest:
-                    raise DeltaAnalysisError(
-                        f"startingVersion {version} is after the latest version {latest} of {self._table}"
-                    )
+                _check_version_exists(state.delta_log, version, self._table)
             elif o.starting_timestamp is not None:
                 version = _first_version_at_or_after(state.delta_log, o.starting_timestamp, self._table)
             self._starting = (version,)
@@ -529,8 +526,27 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Nothing to release: Spark keeps the offsets in the checkpoint."""
 
 
+def _check_version_exists(delta_log: DeltaLog, version: int, table: str) -> None:
+    """Delta's ``checkVersionExists(mustBeRecreatable = false)`` for ``startingVersion``: the
+    commit is in the log (a version past the latest, or cleaned up, is not; Delta's
+    ``VersionNotFoundException``, as time travel raises it)."""
+    latest = delta_log.update().version
+    versions = delta_log.list_commit_versions(0)
+    earliest = versions[0] if versions else latest
+    if version > latest or version < earliest:
+        raise VersionNotFoundError(
+            f"startingVersion {version} is not in {table}: available versions are [{earliest}, {latest}] "
+            "(the latest included); start at one of them, or startingVersion='latest'",
+            version=version,
+            earliest=earliest,
+            latest=latest,
+        )
+
+
 def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str) -> int:
-    """Delta's ``getStartingVersionFromTimestamp``: the first commit at or after ``timestamp``."""
+    """Delta's ``getStartingVersionFromTimestamp``: the first commit at or after ``timestamp``;
+    past the latest commit it raises as time travel does (Delta's
+    ``DELTA_TIMESTAMP_GREATER_THAN_COMMIT``)."""
     from deltalog.txn.log.history import commit_timestamps, to_millis
 
     target = to_millis(timestamp)
@@ -538,8 +554,10 @@ def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str) 
     for version, ts in commits:
         if ts >= target:
             return version
-    latest = commits[-1] if commits else (-1, 0)
-    raise DeltaAnalysisError(
-        f"startingTimestamp {timestamp} is after the latest commit of {table} (version {latest[0]}); "
-        "use a timestamp at or before it, or startingVersion='latest'"
+    earliest, latest = (commits[0][0], commits[-1][0]) if commits else (-1, -1)
+    raise VersionNotFoundError(
+        f"startingTimestamp {timestamp} is after the latest commit of {table} (version {latest}); "
+        "use a timestamp at or before it, or startingVersion='latest'",
+        earliest=earliest,
+        latest=latest,
     )
