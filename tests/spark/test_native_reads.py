@@ -7,6 +7,7 @@ import datetime as dt
 import io
 import json
 import logging
+import math
 import uuid
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -375,6 +376,24 @@ def test_a_table_written_by_delta_rs(spark: Any, tmp_path: Path) -> None:
     deltalake.write_deltalake(path, data.slice(0, 5), mode="append", partition_by=["p"])
     native = _same_rows(spark, path, ["id", "ts"])
     assert native.count() == 25
+
+
+def test_nan_and_negative_zero_rows_survive_parquet_filter_pushdown(spark: Any, tmp_path: Path) -> None:
+    """Parquet's min/max leave NaN out and its dictionaries and bloom filters tell -0.0 from
+    0.0, while Spark orders NaN above every number and has -0.0 = 0.0: row groups filtered
+    by them would drop matching rows (files of delta-rs and of pyarrow, which deltalog's
+    Python data source writes with)."""
+    import deltalake
+
+    path = str(tmp_path / "rs")
+    data = pa.table({"id": pa.array([0, 1, 2], pa.int64()), "f": pa.array([math.nan, 1.0, -0.0], pa.float64())})
+    deltalake.write_deltalake(path, data)
+    deltalake.write_deltalake(path, pa.table({"id": [3, 4], "f": [2.0, None]}), mode="append")
+    native = read_table(spark, path)
+    assert "FileScan parquet" in _plan(native)
+    for condition, expected in (("f > 1.5", [0, 3]), ("f = 'NaN'", [0]), ("f = 0.0", [2]), ("f >= 'NaN'", [0])):
+        assert sorted(r.id for r in native.filter(condition).collect()) == expected, condition
+        assert sorted(r.id for r in read_table(spark, path, where=condition).collect()) == expected, condition
 
 
 def test_an_empty_partition_value_in_the_log_is_null(spark: Any, tmp_path: Path) -> None:

@@ -92,6 +92,14 @@ _PLAIN_PATH = re.compile(r"[A-Za-z0-9/\-_.!~*'(),;:$&+=@]*\Z")
 _BLOCK_SIZE = 128 * 1024 * 1024
 PARTITION_FILE_KEY = "__deltalog_pfile"
 _TIMESTAMP_OPTIONS = frozenset({"timestampasof", "startingtimestamp", "endingtimestamp"})
+#: Hadoop options of a scan (Spark passes a read's options to the Parquet reader) that stop
+#: it from dropping row groups by their statistics, dictionaries, page indexes or bloom
+#: filters: Parquet's min/max leave NaN out and its dictionaries and bloom filters tell -0.0
+#: from 0.0, while Spark orders NaN above every number and has -0.0 = 0.0, so a pushed filter
+#: on a float column would drop matching rows (pyarrow's and delta-rs's files)
+_NO_ROW_GROUP_FILTERS = {
+    f"parquet.filter.{kind}.enabled": "false" for kind in ("stats", "dictionary", "columnindex", "bloom")
+}
 
 
 def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
@@ -380,11 +388,28 @@ def _scan(spark: SparkSession, files: FileList, read_schema: Any, hive: bool, ro
     try:
         _write_file_log(directory, files)
         reader = spark.read.schema(read_schema)
+        if _has_floats(read_schema):
+            reader = reader.options(**_NO_ROW_GROUP_FILTERS)
         if not hive:
             reader = reader.option("recursiveFileLookup", "true")  # no partition discovery
         return reader.parquet(hadoop_path("file://", directory))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _has_floats(data_type: Any) -> bool:
+    """Whether ``data_type`` holds a float or double at any depth."""
+    from pyspark.sql.types import ArrayType, DoubleType, FloatType, MapType, StructType
+
+    if isinstance(data_type, (FloatType, DoubleType)):
+        return True
+    if isinstance(data_type, StructType):
+        return any(_has_floats(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, ArrayType):
+        return _has_floats(data_type.elementType)
+    if isinstance(data_type, MapType):
+        return _has_floats(data_type.keyType) or _has_floats(data_type.valueType)
+    return False
 
 
 def _check_file_names(spark: SparkSession, df: DataFrame, files: FileList) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,7 +100,7 @@ def _max_stat(hi: Any, type_name: str) -> Any:
 
 def _may_match(add: AddFile, stats: Mapping[str, Any], term: Term, type_name: str | None) -> bool:
     column, _, _ = term
-    if type_name is None:
+    if type_name is None or (type_name in ("float", "double") and _nan_matches(term)):
         return True
     return bounds_may_match(
         term,
@@ -111,6 +112,18 @@ def _may_match(add: AddFile, stats: Mapping[str, Any], term: Term, type_name: st
         # numRecords counts the rows a deletion vector deletes; nullCount may not
         all_null_is_exact=add.deletion_vector is None,
     )
+
+
+def _nan_matches(term: Term) -> bool:
+    """Whether a NaN row may match ``term``: a float column's max statistic does not bound
+    NaN, which Spark orders above every number, because writers that take it from Parquet
+    (delta-rs) leave NaN out of it as Parquet does (Delta Spark writes NaN; deltalog no
+    bounds)."""
+    _, op, value = term
+    if op in (">", ">="):
+        return True
+    values = value if op == "in" else (value,) if op == "=" else ()
+    return any(isinstance(v, float) and math.isnan(v) for v in values)
 
 
 def bounds_may_match(
