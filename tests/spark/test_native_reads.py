@@ -433,6 +433,27 @@ def test_unsupported_feature_falls_back_with_the_reason_logged(
         read_table(spark, str(table), native=True)
 
 
+def test_the_variant_feature_without_a_variant_column_reads_natively(spark: Any, tmp_path: Path) -> None:
+    """delta-rs names ``variantType`` among the reader features of a table with deletion
+    vectors whatever its columns: with no variant column there is nothing the scan cannot
+    apply, so the table is read natively; a variant column still falls back."""
+    table = tmp_path / "rs-features"
+    table.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), table / "f.parquet")
+    features = ("variantType", "timestampNtz", "deletionVectors")
+    add = AddFile("f.parquet", {}, (table / "f.parquet").stat().st_size, 1)
+    _write_log(table, Protocol(3, 7, features, features), [feature_tables._field("id", "long")], [add])
+    df = read_table(spark, str(table), native=True)
+    assert "FileScan parquet" in _plan(df)
+    assert sorted(r.id for r in df.collect()) == [1, 2]
+    with_variant = tmp_path / "variant"
+    with_variant.mkdir()
+    fields = [feature_tables._field("id", "long"), feature_tables._field("v", "variant")]
+    _write_log(with_variant, Protocol(3, 7, features, features), fields, [])
+    with pytest.raises(NativeReadUnsupportedError, match="variantType"):
+        read_table(spark, str(with_variant), native=True)
+
+
 def test_delta_table_to_df_is_native_and_bound_to_its_snapshot(spark: Any, table_path: str) -> None:
     from deltalog.contrib.spark import DeltaTable
 

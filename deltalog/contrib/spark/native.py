@@ -80,7 +80,8 @@ log = logging.getLogger(__name__)
 #: Reader features the native path honours: every feature deltalog reads except those
 #: Spark's Parquet scan cannot apply as the log says (variant values, collated strings);
 #: a table with any other falls back.
-NATIVE_READER_FEATURES = READ_SUPPORTED - {"variantType", "variantType-preview", "collations"}
+_VARIANT_FEATURES = frozenset({"variantType", "variantType-preview"})
+NATIVE_READER_FEATURES = READ_SUPPORTED - _VARIANT_FEATURES - {"collations"}
 #: Partition column types whose Hive directory value Spark parses back to the log's value.
 HIVE_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date"})
 #: Delta's ``s3://`` URIs are read by Hadoop's S3A connector.
@@ -299,9 +300,13 @@ def _snapshot(read: ReadOptions) -> tuple[DeltaLog, Snapshot]:
 def _check_supported(snapshot: Snapshot, schema: Mapping[str, Any]) -> None:
     from deltalog.contrib.spark.native_dv import ROW_INDEX
     from deltalog.txn.protocol.features import protocol_features
+    from deltalog.txn.protocol.protocol_requirements import active_features
 
     reader, _ = protocol_features(snapshot.protocol)
-    unsupported = sorted(set(reader) - NATIVE_READER_FEATURES)
+    # a variant feature with no variant column (delta-rs names it on tables with deletion
+    # vectors) leaves nothing the scan cannot apply
+    variants = _VARIANT_FEATURES if "variantType" in active_features(snapshot.metadata) else frozenset()
+    unsupported = sorted(f for f in set(reader) - NATIVE_READER_FEATURES if f not in _VARIANT_FEATURES or f in variants)
     if unsupported:
         raise NativeReadUnsupportedError(f"the native path does not read the reader features {', '.join(unsupported)}")
     for f in schema["fields"]:
