@@ -99,3 +99,24 @@ def test_string_literals_are_unescaped_as_spark_reads_them(spark, table_path):
     table.delete(r"s = 'a\\b'")
     table.delete(r"s = '\u00fc'")
     assert sorted(r.id for r in spark.read.format("deltalog").load(table_path).collect()) == [2, 4]
+
+
+def test_literals_spark_casts_otherwise_prune_no_partition(spark, table_path):
+    """Spark reads ``b = 't'`` as ``b = true``, ``k < 1.5`` as a comparison of fractions
+    (true for k = 1) and ``'2024-1-2'`` as a date: partition pruning, DML's candidate files
+    and the metadata-only shortcut must not read them another way."""
+    from deltalog.contrib.spark import DeltaTable, read_table
+
+    rows = "select * from values (1, 1, true, date'2024-01-02'), (2, 2, false, date'2024-01-03') t(id, k, b, d)"
+    df = spark.sql(rows).repartition(1)
+    df.write.format("deltalog").mode("append").option("partitionBy", "k,b,d").save(table_path)
+
+    def ids(where):
+        return sorted(r.id for r in read_table(spark, table_path, where=where).collect())
+
+    assert ids("b = 't'") == ids("b = 'yes'") == ids("k < 1.5") == ids("d = '2024-1-2'") == [1]
+    assert ids("b IN ('1', 'true')") == [1]
+    table = DeltaTable.forPath(spark, table_path)
+    table.update("b = 'y'", {"id": "id + 10"})
+    table.delete("b = 'f'")
+    assert sorted(r.id for r in spark.read.format("deltalog").load(table_path).collect()) == [11]

@@ -19,6 +19,7 @@ from deltalog.txn.protocol.time_zones import session_time_zone
 
 __all__ = [
     "at_session_time_zone",
+    "exact_partition_filter",
     "in_session_time_zone",
     "parse_partition_predicate",
     "tokenize",
@@ -237,3 +238,43 @@ def in_session_time_zone(text: str, time_zone: str | None) -> str:
     zone = session_time_zone(time_zone)
     value = _in_zone(text, zone) if zone is not None else text
     return value.isoformat() if isinstance(value, dt.datetime) else text
+
+
+_INTEGRAL = frozenset({"byte", "short", "integer", "long"})
+
+
+def exact_partition_filter(column_type: str, op: str, value: Any) -> bool:
+    """Whether the partition filters compare ``value`` with a column of ``column_type`` as
+    Spark does. Spark casts a string column to the type of a number or boolean it is
+    compared with (``s = 1`` matches ``'01'``), an integral column and a fraction to a
+    fraction (``k < 1.5`` holds for 1), and reads text as a boolean or a date by its own
+    rules (``'t'``, ``'2024-1-2'``), so those terms must prune nothing."""
+    if value is None and op in ("=", "!="):
+        return True  # IS [NOT] NULL
+    values = value if op in ("in", "not in") and isinstance(value, (list, tuple, set, frozenset)) else [value]
+    return all(_exact_literal(column_type.lower(), v) for v in values if v is not None)
+
+
+def _exact_literal(t: str, v: Any) -> bool:
+    if t == "string":
+        return isinstance(v, str)
+    if t == "boolean":
+        return isinstance(v, bool)
+    if isinstance(v, bool):
+        return False
+    if t in _INTEGRAL:
+        return isinstance(v, int)
+    if t in ("float", "double") or t.startswith("decimal"):
+        return isinstance(v, (int, float))
+    if isinstance(v, (dt.date, dt.datetime)) or not isinstance(v, str):
+        return isinstance(v, dt.datetime) if t.startswith("timestamp") else isinstance(v, dt.date)
+    try:
+        if t == "date":
+            dt.date.fromisoformat(v.strip())
+        elif t in ("timestamp", "timestamp_ntz"):
+            dt.datetime.fromisoformat(v.strip().replace("Z", "+00:00"))
+        else:
+            return False
+    except ValueError:
+        return False
+    return True

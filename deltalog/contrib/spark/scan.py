@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.contrib.spark.partitioning import partition_value, typed_partition_value
+from deltalog.contrib.spark.predicates import exact_partition_filter
 from deltalog.txn.protocol.actions import AddFile
 from deltalog.txn.protocol.generated_columns import PartitionExpression, derived_partition_terms
 from deltalog.txn.protocol.partition_filters import SparkFloat
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 
 Term = tuple[str, str, Any]  # (column, op, value); op in = < <= > >= in isnull notnull
 _PHYSICAL = "delta.columnMapping.physicalName"
+#: a term's operator as the engine's partition filter spells it (:func:`_engine_filters`)
+_ENGINE_OPS = {"isnull": "=", "notnull": "!="}
 
 
 @dataclass
@@ -207,7 +210,9 @@ def plan_files(
     data_terms: list[Term] = []
     for column, op, value in terms:
         if column.lower() in part_lower:
-            partition_terms.append((part_lower[column.lower()], op, value))
+            name = part_lower[column.lower()]
+            if exact_partition_filter(column_types.get(name, "string"), _ENGINE_OPS.get(op, op), value):
+                partition_terms.append((name, op, value))
         else:
             data_terms.append((column, op, value))
     engine_filters = _engine_filters(partition_terms)
