@@ -68,3 +68,55 @@ def test_a_timestamp_literal_is_a_local_time_of_the_session(spark, table_path):
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
     assert [r.id for r in spark.read.format("deltalog").load(table_path).collect()] == [2]
+
+
+def test_string_literals_are_unescaped_as_spark_reads_them(spark, table_path):
+    """``s = 'a\\\\b'`` names the value ``a\\b`` (one backslash) to Spark: the partition
+    filters must read the literal as Spark does, or a metadata-only DELETE removes another
+    partition than the one Spark would match."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.predicates import parse_partition_predicate
+
+    literals = [
+        r"'a\\b'",
+        r"'\u00fc'",
+        r"'\U0001F600'",
+        r"'tab\there'",
+        r"'\101\0\Z'",
+        r"'\q\%\_'",
+        "'it''s'",
+        r"'a\'b'",
+        '"d""q\\"x"',
+        r"'end\\'",
+    ]
+    spark_values = spark.sql("select " + ", ".join(literals)).collect()[0]
+    assert [parse_partition_predicate(f"s = {lit}")[0][2] for lit in literals] == list(spark_values)
+
+    rows = [(1, "a\\b"), (2, "a\\\\b"), (3, "ü"), (4, "\\u00fc")]
+    df = spark.createDataFrame(rows, "id long, s string").repartition(1)
+    df.write.format("deltalog").mode("append").option("partitionBy", "s").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete(r"s = 'a\\b'")
+    table.delete(r"s = '\u00fc'")
+    assert sorted(r.id for r in spark.read.format("deltalog").load(table_path).collect()) == [2, 4]
+
+
+def test_literals_spark_casts_otherwise_prune_no_partition(spark, table_path):
+    """Spark reads ``b = 't'`` as ``b = true``, ``k < 1.5`` as a comparison of fractions
+    (true for k = 1) and ``'2024-1-2'`` as a date: partition pruning, DML's candidate files
+    and the metadata-only shortcut must not read them another way."""
+    from deltalog.contrib.spark import DeltaTable, read_table
+
+    rows = "select * from values (1, 1, true, date'2024-01-02'), (2, 2, false, date'2024-01-03') t(id, k, b, d)"
+    df = spark.sql(rows).repartition(1)
+    df.write.format("deltalog").mode("append").option("partitionBy", "k,b,d").save(table_path)
+
+    def ids(where):
+        return sorted(r.id for r in read_table(spark, table_path, where=where).collect())
+
+    assert ids("b = 't'") == ids("b = 'yes'") == ids("k < 1.5") == ids("d = '2024-1-2'") == [1]
+    assert ids("b IN ('1', 'true')") == [1]
+    table = DeltaTable.forPath(spark, table_path)
+    table.update("b = 'y'", {"id": "id + 10"})
+    table.delete("b = 'f'")
+    assert sorted(r.id for r in spark.read.format("deltalog").load(table_path).collect()) == [11]

@@ -7,6 +7,7 @@ import datetime as dt
 import io
 import json
 import logging
+import math
 import uuid
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -377,6 +378,24 @@ def test_a_table_written_by_delta_rs(spark: Any, tmp_path: Path) -> None:
     assert native.count() == 25
 
 
+def test_nan_and_negative_zero_rows_survive_parquet_filter_pushdown(spark: Any, tmp_path: Path) -> None:
+    """Parquet's min/max leave NaN out and its dictionaries and bloom filters tell -0.0 from
+    0.0, while Spark orders NaN above every number and has -0.0 = 0.0: row groups filtered
+    by them would drop matching rows (files of delta-rs and of pyarrow, which deltalog's
+    Python data source writes with)."""
+    import deltalake
+
+    path = str(tmp_path / "rs")
+    data = pa.table({"id": pa.array([0, 1, 2], pa.int64()), "f": pa.array([math.nan, 1.0, -0.0], pa.float64())})
+    deltalake.write_deltalake(path, data)
+    deltalake.write_deltalake(path, pa.table({"id": [3, 4], "f": [2.0, None]}), mode="append")
+    native = read_table(spark, path)
+    assert "FileScan parquet" in _plan(native)
+    for condition, expected in (("f > 1.5", [0, 3]), ("f = 'NaN'", [0]), ("f = 0.0", [2]), ("f >= 'NaN'", [0])):
+        assert sorted(r.id for r in native.filter(condition).collect()) == expected, condition
+        assert sorted(r.id for r in read_table(spark, path, where=condition).collect()) == expected, condition
+
+
 def test_an_empty_partition_value_in_the_log_is_null(spark: Any, tmp_path: Path) -> None:
     """PROTOCOL: "An empty string for any type translates to a null partition value"
     (delta-rs logs ``"k": ""`` for an empty string); both read paths and their filters."""
@@ -412,6 +431,27 @@ def test_unsupported_feature_falls_back_with_the_reason_logged(
     assert any("collations" in r.getMessage() and "Python data source" in r.getMessage() for r in caplog.records)
     with pytest.raises(NativeReadUnsupportedError, match="collations"):
         read_table(spark, str(table), native=True)
+
+
+def test_the_variant_feature_without_a_variant_column_reads_natively(spark: Any, tmp_path: Path) -> None:
+    """delta-rs names ``variantType`` among the reader features of a table with deletion
+    vectors whatever its columns: with no variant column there is nothing the scan cannot
+    apply, so the table is read natively; a variant column still falls back."""
+    table = tmp_path / "rs-features"
+    table.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), table / "f.parquet")
+    features = ("variantType", "timestampNtz", "deletionVectors")
+    add = AddFile("f.parquet", {}, (table / "f.parquet").stat().st_size, 1)
+    _write_log(table, Protocol(3, 7, features, features), [feature_tables._field("id", "long")], [add])
+    df = read_table(spark, str(table), native=True)
+    assert "FileScan parquet" in _plan(df)
+    assert sorted(r.id for r in df.collect()) == [1, 2]
+    with_variant = tmp_path / "variant"
+    with_variant.mkdir()
+    fields = [feature_tables._field("id", "long"), feature_tables._field("v", "variant")]
+    _write_log(with_variant, Protocol(3, 7, features, features), fields, [])
+    with pytest.raises(NativeReadUnsupportedError, match="variantType"):
+        read_table(spark, str(with_variant), native=True)
 
 
 def test_delta_table_to_df_is_native_and_bound_to_its_snapshot(spark: Any, table_path: str) -> None:

@@ -199,13 +199,17 @@ def test_nan_statistics_never_skip_a_file_with_matching_rows():
         _add("all-nan.parquet", "x", nan, nan),
         _add("small.parquet", "x", 0.0, 2.0),
     ]
-    # Spark orders NaN above every number: NaN > 5 holds, so NaN-max files match
-    assert _kept(files, ("x", ">", 5.0), "double") == ["all-nan.parquet", "nan-max.parquet", "nan-string.parquet"]
-    assert _kept(files, ("x", "=", nan), "double") == ["all-nan.parquet", "nan-max.parquet", "nan-string.parquet"]
-    assert _kept(files, ("x", ">=", 3), "double") == ["all-nan.parquet", "nan-max.parquet", "nan-string.parquet"]
+    every = ["all-nan.parquet", "nan-max.parquet", "nan-string.parquet", "small.parquet"]
+    # Spark orders NaN above every number: NaN > 5 holds, so NaN-max files match; and a max
+    # without NaN does not rule out NaN rows (delta-rs leaves NaN out of it, as Parquet does)
+    assert _kept(files, ("x", ">", 5.0), "double") == every
+    assert _kept(files, ("x", "=", nan), "double") == every
+    assert _kept(files, ("x", ">=", 3), "double") == every
+    assert _kept(files, ("x", "in", (7.0, nan)), "double") == every
+    # a NaN row never equals a number nor is below one: the bounds skip
     assert _kept(files, ("x", "<", 1.0), "double") == ["small.parquet"]
-    assert _kept(files, ("x", "in", (7.0, nan)), "double") == [
-        "all-nan.parquet",
+    assert _kept(files, ("x", "=", 7.0), "double") == ["nan-max.parquet", "nan-string.parquet"]
+    assert _kept(files, ("x", "in", (7.0, 8.0)), "double") == [
         "nan-max.parquet",
         "nan-string.parquet",
     ]
@@ -229,6 +233,47 @@ def test_timestamp_max_statistics_are_widened_by_one_millisecond(type_name, max_
     assert _kept(files, ("t", ">=", value.replace(year=9999, month=12, day=31, hour=23, minute=59)), type_name) == [
         "top.parquet"
     ]
+
+
+def test_nested_and_case_insensitive_columns_skip_by_their_own_type():
+    """A term on a nested field is compared as the field's type, never as text: ``st.i >
+    '9'`` is a number comparison in Spark (text would put '9' above '11' and skip the file)."""
+    struct = {
+        "type": "struct",
+        "fields": [
+            {"name": n, "type": t, "nullable": True, "metadata": {"delta.columnMapping.physicalName": f"col-{n}"}}
+            for n, t in (("i", "integer"), ("f", "double"), ("ts", "timestamp"))
+        ],
+    }
+    stats = {
+        "numRecords": 3,
+        "minValues": {"col-st": {"col-i": 9, "col-f": 9.0, "col-ts": "2024-01-01T00:00:00.000Z"}, "id": 1},
+        "maxValues": {"col-st": {"col-i": 11, "col-f": 10.0, "col-ts": "2024-01-02T00:00:00.000Z"}, "id": 3},
+        "nullCount": {"col-st": {"col-i": 0, "col-f": 0, "col-ts": 0}, "id": 0},
+    }
+    files = [AddFile("f.parquet", {}, 1, 0, stats=json.dumps(stats))]
+    types = {"id": "long", "st": json.dumps(struct)}
+
+    # compared as text ('9' > '11'), the first would skip the file holding the matching rows
+    unmapped = [
+        AddFile(
+            "g.parquet", {}, 1, 0, stats=json.dumps({"minValues": {"st": {"i": 9}}, "maxValues": {"st": {"i": 11}}})
+        )
+    ]
+    assert len(plan_files(unmapped, 0, [("st.i", ">", "9")], [], types, {}).files) == 1
+    assert len(plan_files(unmapped, 0, [("st.i", ">", 11)], [], types, {}).files) == 0
+
+    def kept(*terms, physical=None):
+        return len(plan_files(files, 0, list(terms), [], types, physical or {"st": "col-st"}).files)
+
+    # column mapping: the statistics name nested fields by their physical names too
+    assert kept(("st.i", ">", "9")) == kept(("st.i", "=", "10")) == kept(("st.f", "=", "9.5")) == 1
+    assert kept(("st.ts", "=", "2024-01-01 00:00:00")) == 1
+    # typed values skip by the nested statistics (physical names under column mapping), and
+    # column names resolve case-insensitively as in Spark
+    assert kept(("st.i", ">", 11)) == kept(("ST.I", "<", 9)) == kept(("ID", ">", 3)) == 0
+    assert kept(("st.f", "=", 9.5)) == kept(("St.i", "=", 10)) == 1
+    assert kept(("st.missing", "=", 1)) == kept(("nope", "=", 1)) == 1
 
 
 # -- change data feed over deletion vectors ------------------------------------------------------

@@ -80,7 +80,8 @@ log = logging.getLogger(__name__)
 #: Reader features the native path honours: every feature deltalog reads except those
 #: Spark's Parquet scan cannot apply as the log says (variant values, collated strings);
 #: a table with any other falls back.
-NATIVE_READER_FEATURES = READ_SUPPORTED - {"variantType", "variantType-preview", "collations"}
+_VARIANT_FEATURES = frozenset({"variantType", "variantType-preview"})
+NATIVE_READER_FEATURES = READ_SUPPORTED - _VARIANT_FEATURES - {"collations"}
 #: Partition column types whose Hive directory value Spark parses back to the log's value.
 HIVE_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date"})
 #: Delta's ``s3://`` URIs are read by Hadoop's S3A connector.
@@ -92,6 +93,14 @@ _PLAIN_PATH = re.compile(r"[A-Za-z0-9/\-_.!~*'(),;:$&+=@]*\Z")
 _BLOCK_SIZE = 128 * 1024 * 1024
 PARTITION_FILE_KEY = "__deltalog_pfile"
 _TIMESTAMP_OPTIONS = frozenset({"timestampasof", "startingtimestamp", "endingtimestamp"})
+#: Hadoop options of a scan (Spark passes a read's options to the Parquet reader) that stop
+#: it from dropping row groups by their statistics, dictionaries, page indexes or bloom
+#: filters: Parquet's min/max leave NaN out and its dictionaries and bloom filters tell -0.0
+#: from 0.0, while Spark orders NaN above every number and has -0.0 = 0.0, so a pushed filter
+#: on a float column would drop matching rows (pyarrow's and delta-rs's files)
+_NO_ROW_GROUP_FILTERS = {
+    f"parquet.filter.{kind}.enabled": "false" for kind in ("stats", "dictionary", "columnindex", "bloom")
+}
 
 
 def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
@@ -291,9 +300,13 @@ def _snapshot(read: ReadOptions) -> tuple[DeltaLog, Snapshot]:
 def _check_supported(snapshot: Snapshot, schema: Mapping[str, Any]) -> None:
     from deltalog.contrib.spark.native_dv import ROW_INDEX
     from deltalog.txn.protocol.features import protocol_features
+    from deltalog.txn.protocol.protocol_requirements import active_features
 
     reader, _ = protocol_features(snapshot.protocol)
-    unsupported = sorted(set(reader) - NATIVE_READER_FEATURES)
+    # a variant feature with no variant column (delta-rs names it on tables with deletion
+    # vectors) leaves nothing the scan cannot apply
+    variants = _VARIANT_FEATURES if "variantType" in active_features(snapshot.metadata) else frozenset()
+    unsupported = sorted(f for f in set(reader) - NATIVE_READER_FEATURES if f not in _VARIANT_FEATURES or f in variants)
     if unsupported:
         raise NativeReadUnsupportedError(f"the native path does not read the reader features {', '.join(unsupported)}")
     for f in schema["fields"]:
@@ -380,11 +393,28 @@ def _scan(spark: SparkSession, files: FileList, read_schema: Any, hive: bool, ro
     try:
         _write_file_log(directory, files)
         reader = spark.read.schema(read_schema)
+        if _has_floats(read_schema):
+            reader = reader.options(**_NO_ROW_GROUP_FILTERS)
         if not hive:
             reader = reader.option("recursiveFileLookup", "true")  # no partition discovery
         return reader.parquet(hadoop_path("file://", directory))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _has_floats(data_type: Any) -> bool:
+    """Whether ``data_type`` holds a float or double at any depth."""
+    from pyspark.sql.types import ArrayType, DoubleType, FloatType, MapType, StructType
+
+    if isinstance(data_type, (FloatType, DoubleType)):
+        return True
+    if isinstance(data_type, StructType):
+        return any(_has_floats(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, ArrayType):
+        return _has_floats(data_type.elementType)
+    if isinstance(data_type, MapType):
+        return _has_floats(data_type.keyType) or _has_floats(data_type.valueType)
+    return False
 
 
 def _check_file_names(spark: SparkSession, df: DataFrame, files: FileList) -> None:

@@ -17,11 +17,18 @@ from typing import Any
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.txn.protocol.time_zones import session_time_zone
 
-__all__ = ["at_session_time_zone", "in_session_time_zone", "parse_partition_predicate", "tokenize"]
+__all__ = [
+    "at_session_time_zone",
+    "exact_partition_filter",
+    "in_session_time_zone",
+    "parse_partition_predicate",
+    "tokenize",
+    "unescape_sql_string",
+]
 
 _TOKEN = re.compile(
     r"""\s*(?:
-        (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*")
+        (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
       | (?P<num>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)
       | (?P<op><=|>=|<>|!=|==|=|<|>)
       | (?P<punct>[(),])
@@ -51,8 +58,7 @@ def tokenize(text: str) -> list[tuple[str, str]]:
 
 def _literal(kind: str, value: str) -> Any:
     if kind == "str":
-        body = value[1:-1]
-        return body.replace("''", "'").replace("\\'", "'").replace('\\"', '"')
+        return unescape_sql_string(value)
     if kind == "num":
         return float(value) if any(c in value for c in ".eE") else int(value)
     if kind == "ident" and value.lower() in ("true", "false"):
@@ -60,6 +66,54 @@ def _literal(kind: str, value: str) -> Any:
     if kind == "ident" and value.lower() == "null":
         return None
     raise DeltaAnalysisError(f"expected a literal value, got {value!r}")
+
+
+#: what a backslash and the character after it stand for in a Spark SQL string literal
+#: (any other character stands for itself; ``\\%`` and ``\\_`` keep their backslash)
+_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%", "_": "\\_"}
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def unescape_sql_string(literal: str) -> str:
+    """A quoted string literal's value as Spark's parser reads it (``unescapeSQLString``):
+    a doubled quote stands for one; ``\\uXXXX``, ``\\UXXXXXXXX``, three octal digits from
+    ``\\000`` to ``\\177``, and the escapes of :data:`_ESCAPES`; a backslash before any other
+    character (or last) is dropped (kept)."""
+    quote, body = literal[0], literal[1:-1]
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == quote and body[i + 1 : i + 2] == quote:
+            out.append(quote)
+            i += 2
+        elif c != "\\" or i + 1 == len(body):
+            out.append(c)
+            i += 1
+        else:
+            out_char, i = _escape(body, i + 1)
+            out.append(out_char)
+    try:  # \\uD83D\\uDE00 is one character, as in Java's UTF-16 strings
+        return "".join(out).encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    except UnicodeDecodeError:
+        raise DeltaAnalysisError(f"the string literal {literal} is not valid Unicode") from None
+
+
+def _escape(body: str, i: int) -> tuple[str, int]:
+    """The character the escape at ``body[i]`` (after its backslash) stands for, and the
+    index after the escape."""
+    c = body[i]
+    for mark, digits in (("u", 4), ("U", 8)):
+        code = body[i + 1 : i + 1 + digits]
+        if c == mark and len(code) == digits and set(code) <= _HEX:
+            point = int(code, 16)
+            if point > 0x10FFFF:
+                raise DeltaAnalysisError(f"\\{c}{code} is not a Unicode character")
+            return chr(point), i + 1 + digits
+    octal = body[i : i + 3]
+    if len(octal) == 3 and octal[0] in "01" and all(d in "01234567" for d in octal[1:]):
+        return chr(int(octal, 8)), i + 3
+    return _ESCAPES.get(c, c), i + 1
 
 
 def parse_partition_predicate(text: str) -> list[tuple[str, str, Any]]:
@@ -184,3 +238,43 @@ def in_session_time_zone(text: str, time_zone: str | None) -> str:
     zone = session_time_zone(time_zone)
     value = _in_zone(text, zone) if zone is not None else text
     return value.isoformat() if isinstance(value, dt.datetime) else text
+
+
+_INTEGRAL = frozenset({"byte", "short", "integer", "long"})
+
+
+def exact_partition_filter(column_type: str, op: str, value: Any) -> bool:
+    """Whether the partition filters compare ``value`` with a column of ``column_type`` as
+    Spark does. Spark casts a string column to the type of a number or boolean it is
+    compared with (``s = 1`` matches ``'01'``), an integral column and a fraction to a
+    fraction (``k < 1.5`` holds for 1), and reads text as a boolean or a date by its own
+    rules (``'t'``, ``'2024-1-2'``), so those terms must prune nothing."""
+    if value is None and op in ("=", "!="):
+        return True  # IS [NOT] NULL
+    values = value if op in ("in", "not in") and isinstance(value, (list, tuple, set, frozenset)) else [value]
+    return all(_exact_literal(column_type.lower(), v) for v in values if v is not None)
+
+
+def _exact_literal(t: str, v: Any) -> bool:
+    if t == "string":
+        return isinstance(v, str)
+    if t == "boolean":
+        return isinstance(v, bool)
+    if isinstance(v, bool):
+        return False
+    if t in _INTEGRAL:
+        return isinstance(v, int)
+    if t in ("float", "double") or t.startswith("decimal"):
+        return isinstance(v, (int, float))
+    if isinstance(v, (dt.date, dt.datetime)) or not isinstance(v, str):
+        return isinstance(v, dt.datetime) if t.startswith("timestamp") else isinstance(v, dt.date)
+    try:
+        if t == "date":
+            dt.date.fromisoformat(v.strip())
+        elif t in ("timestamp", "timestamp_ntz"):
+            dt.datetime.fromisoformat(v.strip().replace("Z", "+00:00"))
+        else:
+            return False
+    except ValueError:
+        return False
+    return True

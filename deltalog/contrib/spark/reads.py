@@ -134,27 +134,58 @@ def _absolute(table_uri: str, path: str) -> str:
 
 
 def _logical_column(arr: pa.ChunkedArray | pa.Array, delta_type: Any, target: pa.DataType, mode: str) -> Any:
-    """Rename nested struct fields from physical to logical names and cast to ``target``."""
-    if isinstance(delta_type, dict) and delta_type.get("type") == "struct" and pa.types.is_struct(target):
-        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
-        out_chunks = []
-        for chunk in chunks:
-            children = []
-            for i, f in enumerate(delta_type["fields"]):
-                physical = (f.get("metadata") or {}).get(_PHYS, f["name"]) if mode != "none" else f["name"]
-                target_field = target.field(i)
-                try:
-                    child = pc.struct_field(chunk, physical)
-                except (KeyError, pa.ArrowInvalid):
-                    child = pa.nulls(len(chunk), target_field.type)
-                children.append(_logical_column(child, f["type"], target_field.type, mode))
-            mask = chunk.is_null() if chunk.null_count else None
-            # the target's fields, so a NOT NULL nested field keeps its nullability
-            out_chunks.append(pa.StructArray.from_arrays(children, fields=list(target), mask=mask))
-        return pa.chunked_array(out_chunks, type=target) if isinstance(arr, pa.ChunkedArray) else out_chunks[0]
-    if arr.type != target:
-        return arr.cast(target, safe=False)
-    return arr
+    """Rename struct fields from physical to logical names, at any depth (in structs,
+    arrays and maps), and cast to ``target``."""
+    if isinstance(arr, pa.ChunkedArray):
+        chunks = [_logical_chunk(c, delta_type, target, mode) for c in arr.chunks]
+        return pa.chunked_array(chunks, type=target)
+    return _logical_chunk(arr, delta_type, target, mode)
+
+
+def _logical_chunk(chunk: pa.Array, delta_type: Any, target: pa.DataType, mode: str) -> pa.Array:
+    kind = delta_type.get("type") if isinstance(delta_type, dict) else None
+    mask = chunk.is_null() if chunk.null_count else None
+    if kind == "struct" and pa.types.is_struct(target) and pa.types.is_struct(chunk.type):
+        children = []
+        for i, f in enumerate(delta_type["fields"]):
+            physical = (f.get("metadata") or {}).get(_PHYS, f["name"]) if mode != "none" else f["name"]
+            target_field = target.field(i)
+            try:
+                child = pc.struct_field(chunk, physical)
+            except (KeyError, pa.ArrowInvalid):
+                child = pa.nulls(len(chunk), target_field.type)
+            children.append(_logical_chunk(child, f["type"], target_field.type, mode))
+        # the target's fields, so a NOT NULL nested field keeps its nullability
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if kind == "array" and _is_list(target) and _is_list(chunk.type):
+        offsets, values = _entries(chunk, pa.int64() if pa.types.is_large_list(target) else pa.int32())
+        values = _logical_chunk(values, delta_type["elementType"], target.value_type, mode)
+        lists = pa.LargeListArray if pa.types.is_large_list(target) else pa.ListArray
+        return lists.from_arrays(offsets, values, type=target, mask=mask)
+    if kind == "map" and pa.types.is_map(target) and pa.types.is_map(chunk.type):
+        offsets, entries = _entries(chunk, pa.int32())
+        keys = _logical_chunk(entries.field(0), delta_type["keyType"], target.key_type, mode)
+        items = _logical_chunk(entries.field(1), delta_type["valueType"], target.item_type, mode)
+        return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
+    if chunk.type != target:
+        return chunk.cast(target, safe=False)
+    return chunk
+
+
+def _is_list(type_: pa.DataType) -> bool:
+    return bool(pa.types.is_list(type_) or pa.types.is_large_list(type_))
+
+
+def _entries(chunk: pa.Array, offset_type: pa.DataType) -> tuple[pa.Array, pa.Array]:
+    """A list or map array's offsets, from 0, and the values they index (a slice's
+    offsets index its parent's values, and Arrow builds no list from them with a mask)."""
+    offsets = chunk.offsets
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    values = chunk.values
+    if first or len(values) != last:
+        values = values.slice(first, last - first)
+        offsets = pc.subtract(offsets, pa.scalar(first, offsets.type))
+    return offsets.cast(offset_type), values
 
 
 def _keep_mask(spec: ReadSpec, store: LogStore, item: FileToRead, positions: pa.Array) -> pa.Array | None:

@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from deltalog.contrib.spark.scan import Term, bounds_may_match, physical_column
+from deltalog.contrib.spark.scan import Term, bounds_may_match, stats_column
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
@@ -94,10 +94,10 @@ def row_groups_may_match(
     leaves = {schema.column(j).path: j for j in range(len(schema))}
     located = []
     for term in terms:
-        column = term[0]
-        index = leaves.get(physical_column(column, physical_names or {}))
-        if index is not None:  # a column not in the file, or not a leaf: no statistics
-            type_name = column_types.get(column, "string") if "." not in column else "string"
+        name, type_name = stats_column(term[0], column_types, physical_names or {})
+        index = leaves.get(name)
+        # a column not in the file, not a leaf or not in the schema: no statistics
+        if index is not None and type_name is not None:
             located.append((term, index, schema.column(index).physical_type, type_name))
     selected = []
     for i in row_groups:

@@ -15,20 +15,25 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.contrib.spark.partitioning import partition_value, typed_partition_value
+from deltalog.contrib.spark.predicates import exact_partition_filter
 from deltalog.txn.protocol.actions import AddFile
 from deltalog.txn.protocol.generated_columns import PartitionExpression, derived_partition_terms
 from deltalog.txn.protocol.partition_filters import SparkFloat
 
-__all__ = ["ScanPlan", "Term", "bounds_may_match", "physical_column", "plan_files"]
+__all__ = ["ScanPlan", "Term", "bounds_may_match", "physical_column", "plan_files", "stats_column"]
 
 log = logging.getLogger(__name__)
 
 Term = tuple[str, str, Any]  # (column, op, value); op in = < <= > >= in isnull notnull
+_PHYSICAL = "delta.columnMapping.physicalName"
+#: a term's operator as the engine's partition filter spells it (:func:`_engine_filters`)
+_ENGINE_OPS = {"isnull": "=", "notnull": "!="}
 
 
 @dataclass
@@ -96,8 +101,10 @@ def _max_stat(hi: Any, type_name: str) -> Any:
     return hi
 
 
-def _may_match(add: AddFile, stats: Mapping[str, Any], term: Term, type_name: str) -> bool:
+def _may_match(add: AddFile, stats: Mapping[str, Any], term: Term, type_name: str | None) -> bool:
     column, _, _ = term
+    if type_name is None or (type_name in ("float", "double") and _nan_matches(term)):
+        return True
     return bounds_may_match(
         term,
         _typed(_stat(stats, "minValues", column), type_name),
@@ -108,6 +115,18 @@ def _may_match(add: AddFile, stats: Mapping[str, Any], term: Term, type_name: st
         # numRecords counts the rows a deletion vector deletes; nullCount may not
         all_null_is_exact=add.deletion_vector is None,
     )
+
+
+def _nan_matches(term: Term) -> bool:
+    """Whether a NaN row may match ``term``: a float column's max statistic does not bound
+    NaN, which Spark orders above every number, because writers that take it from Parquet
+    (delta-rs) leave NaN out of it as Parquet does (Delta Spark writes NaN; deltalog no
+    bounds)."""
+    _, op, value = term
+    if op in (">", ">="):
+        return True
+    values = value if op == "in" else (value,) if op == "=" else ()
+    return any(isinstance(v, float) and math.isnan(v) for v in values)
 
 
 def bounds_may_match(
@@ -191,7 +210,9 @@ def plan_files(
     data_terms: list[Term] = []
     for column, op, value in terms:
         if column.lower() in part_lower:
-            partition_terms.append((part_lower[column.lower()], op, value))
+            name = part_lower[column.lower()]
+            if exact_partition_filter(column_types.get(name, "string"), _ENGINE_OPS.get(op, op), value):
+                partition_terms.append((name, op, value))
         else:
             data_terms.append((column, op, value))
     engine_filters = _engine_filters(partition_terms)
@@ -199,6 +220,11 @@ def plan_files(
     physical = physical_names or {}
     # partitionValues are keyed by physical name under column mapping
     partition_keys = {c: physical.get(c, c) for c in partition_columns}
+    # each data term by the name its column has in the statistics, with the column's type
+    stats_terms: list[tuple[Term, str | None]] = []
+    for column, op, value in data_terms:
+        name, type_name = stats_column(column, column_types, physical)
+        stats_terms.append(((name, op, value), type_name))
     selected: list[AddFile] = []
     for add in files:
         if engine_filters:
@@ -210,18 +236,36 @@ def plan_files(
                 stats = json.loads(add.stats)
             except ValueError:
                 stats = {}
-            if not all(
-                _may_match(
-                    add,
-                    stats,
-                    (physical_column(t[0], physical), t[1], t[2]),
-                    column_types.get(t[0].split(".")[0], "string") if "." not in t[0] else "string",
-                )
-                for t in data_terms
-            ):
+            if not all(_may_match(add, stats, term, type_name) for term, type_name in stats_terms):
                 continue
         selected.append(add)
     return ScanPlan(version, selected, len(files), partition_terms, data_terms)
+
+
+def stats_column(column: str, column_types: Mapping[str, str], physical: Mapping[str, str]) -> tuple[str, str | None]:
+    """A (dotted, case-insensitive) column as the statistics name it (physical names under
+    column mapping, nested fields too) and its Spark type name; None for the type when the
+    column is not a primitive field of the schema (a term on it skips no file)."""
+    top = column if column in column_types else None
+    rest: list[str] = []
+    if top is None:
+        head, *rest = column.split(".")
+        top = next((c for c in column_types if c.lower() == head.lower()), None)
+    if top is None:
+        return physical_column(column, physical), None
+    mapped = top in physical
+    path = [physical.get(top, top)]
+    node: Any = column_types[top]
+    if isinstance(node, str) and node.startswith("{"):
+        node = json.loads(node)
+    for part in rest:
+        fields = node.get("fields", []) if isinstance(node, dict) and node.get("type") == "struct" else []
+        field = next((f for f in fields if f["name"].lower() == part.lower()), None)
+        if field is None:
+            return ".".join([*path, part]), None
+        path.append((field.get("metadata") or {}).get(_PHYSICAL, field["name"]) if mapped else field["name"])
+        node = field["type"]
+    return ".".join(path), node if isinstance(node, str) else None
 
 
 def physical_column(column: str, physical: Mapping[str, str]) -> str:

@@ -74,20 +74,23 @@ def _describe(expr: ExpressionOrColumn | None) -> str:
     return expr if isinstance(expr, str) else str(expr)
 
 
-def _partition_only(condition: ExpressionOrColumn, partition_columns: Sequence[str]) -> bool:
+def _partition_only(condition: ExpressionOrColumn, metadata: Metadata) -> bool:
     """Whether ``condition`` (SQL text) is a conjunction of terms on partition columns only,
     which the partition filters evaluate exactly as Spark would. A literal NULL compared
-    with ``=``/``IN`` (never true in SQL, but read as ``IS NULL`` by the filters) is not."""
-    from deltalog.contrib.spark.predicates import parse_partition_predicate
+    with ``=``/``IN`` (never true in SQL, but read as ``IS NULL`` by the filters) is not, nor
+    a literal Spark casts otherwise (:func:`~deltalog.contrib.spark.predicates.exact_partition_filter`)."""
+    from deltalog.contrib.spark import schemas
+    from deltalog.contrib.spark.predicates import exact_partition_filter, parse_partition_predicate
 
-    if not isinstance(condition, str) or not partition_columns:
+    if not isinstance(condition, str) or not metadata.partition_columns:
         return False
     try:
         filters = parse_partition_predicate(condition)
     except DeltaAnalysisError:
         return False
-    parts = {c.lower() for c in partition_columns}
-    if not all(c.lower() in parts for c, _, _ in filters):
+    types = {c.lower(): t for c, t in schemas.top_level_types(json.loads(metadata.schema_string)).items()}
+    parts = {c.lower() for c in metadata.partition_columns}
+    if not all(c.lower() in parts and exact_partition_filter(types.get(c.lower(), ""), op, v) for c, op, v in filters):
         return False
     unquoted = re.sub(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"", "''", condition)
     tests_removed = re.sub(r"\bis\s+(?:not\s+)?null\b", " ", unquoted, flags=re.IGNORECASE)
@@ -265,7 +268,11 @@ class DeltaTable(AlterTableMethods):
         conflicts; of a file the statistics skipped, not)."""
         from deltalog.contrib.spark import schemas
         from deltalog.contrib.spark.data_skipping import data_skipped_files
-        from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
+        from deltalog.contrib.spark.predicates import (
+            at_session_time_zone,
+            exact_partition_filter,
+            parse_partition_predicate,
+        )
 
         if not isinstance(condition, str):
             return list(txn.filter_files())
@@ -278,9 +285,14 @@ class DeltaTable(AlterTableMethods):
         time_zone = None if self._spark is None else self._spark.conf.get("spark.sql.session.timeZone")
         filters = at_session_time_zone(filters, types, time_zone)
         parts = {c.lower(): c for c in metadata.partition_columns}
+        lowered = {c.lower(): t for c, t in types.items()}
         snapshot = txn.snapshot
         return txn.filter_files(
-            [(parts[c.lower()], op, v) for c, op, v in filters if c.lower() in parts],
+            [
+                (parts[c.lower()], op, v)
+                for c, op, v in filters
+                if c.lower() in parts and exact_partition_filter(lowered.get(c.lower(), ""), op, v)
+            ],
             data_skipping=lambda files: data_skipped_files(snapshot, files, condition),
         )
 
@@ -347,7 +359,7 @@ class DeltaTable(AlterTableMethods):
             return
         snapshot = txn.snapshot
         candidates = self._candidates(txn, condition)
-        whole_files = condition is None or _partition_only(condition, snapshot.metadata.partition_columns)
+        whole_files = condition is None or _partition_only(condition, snapshot.metadata)
         if whole_files:
             self._delete_whole_files(txn, candidates, condition, started)
             return
@@ -470,7 +482,7 @@ class DeltaTable(AlterTableMethods):
         candidates = self._candidates(txn, condition)
         updated: int | None = None
         marks: RowMarks | None = None  # with deletion vectors: the matched rows' positions
-        if condition is None or _partition_only(condition, snapshot.metadata.partition_columns):
+        if condition is None or _partition_only(condition, snapshot.metadata):
             touched = candidates  # every row of the pruned files matches: no finding pass
         elif writes_deletion_vectors(self._spark, snapshot, "update"):
             marks = self._matched_rows(snapshot, candidates, cond)
