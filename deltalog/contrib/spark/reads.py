@@ -152,9 +152,29 @@ def _logical_column(arr: pa.ChunkedArray | pa.Array, delta_type: Any, target: pa
             # the target's fields, so a NOT NULL nested field keeps its nullability
             out_chunks.append(pa.StructArray.from_arrays(children, fields=list(target), mask=mask))
         return pa.chunked_array(out_chunks, type=target) if isinstance(arr, pa.ChunkedArray) else out_chunks[0]
+    if isinstance(delta_type, dict) and delta_type.get("type") in ("array", "map"):
+        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+        out = [_logical_nested(chunk, delta_type, target, mode) for chunk in chunks]
+        return pa.chunked_array(out, type=target) if isinstance(arr, pa.ChunkedArray) else out[0]
     if arr.type != target:
         return arr.cast(target, safe=False)
     return arr
+
+
+def _logical_nested(chunk: pa.Array, delta_type: dict[str, Any], target: pa.DataType, mode: str) -> pa.Array:
+    """An array or map chunk with the structs it holds renamed as :func:`_logical_column` does
+    (an Arrow cast would pair struct fields by name and leave physically named ones null)."""
+    if chunk.offset:  # Arrow builds a list or map with nulls only from unsliced offsets
+        chunk = pa.concat_arrays([chunk])
+    mask = chunk.is_null() if chunk.null_count else None
+    if delta_type["type"] == "array" and pa.types.is_list(chunk.type) and pa.types.is_list(target):
+        inner = _logical_column(chunk.values, delta_type["elementType"], target.value_type, mode)
+        return pa.ListArray.from_arrays(chunk.offsets, inner, type=target, mask=mask)
+    if delta_type["type"] == "map" and pa.types.is_map(chunk.type) and pa.types.is_map(target):
+        keys = _logical_column(chunk.keys, delta_type["keyType"], target.key_type, mode)
+        items = _logical_column(chunk.items, delta_type["valueType"], target.item_type, mode)
+        return pa.MapArray.from_arrays(chunk.offsets, keys, items, type=target, mask=mask)
+    return chunk.cast(target, safe=False) if chunk.type != target else chunk
 
 
 def _keep_mask(spec: ReadSpec, store: LogStore, item: FileToRead, positions: pa.Array) -> pa.Array | None:

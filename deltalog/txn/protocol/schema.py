@@ -359,8 +359,18 @@ def _describe(dt: DataType) -> str:
 
 
 def _merge_type(table: DataType, new: DataType, where: str) -> DataType:
+    """``table`` with what ``new`` adds: struct fields at any depth, inside arrays and maps
+    too (Delta's ``SchemaMergingUtils.mergeSchemas``); the table's nullability is kept."""
     if isinstance(table, StructType) and isinstance(new, StructType):
         return _merge_struct(table, new, where)
+    if isinstance(table, ArrayType) and isinstance(new, ArrayType):
+        return ArrayType(_merge_type(table.element_type, new.element_type, f"{where}.element"), table.contains_null)
+    if isinstance(table, MapType) and isinstance(new, MapType):
+        return MapType(
+            _merge_type(table.key_type, new.key_type, f"{where}.key"),
+            _merge_type(table.value_type, new.value_type, f"{where}.value"),
+            table.value_contains_null,
+        )
     if _shape(table) == _shape(new):
         return table
     pair = (_describe(table), _describe(new))
@@ -404,8 +414,38 @@ def check_write_compatible(table: StructType, data: StructType) -> None:
             f"the data has columns the table does not: {', '.join(extra)}; write with "
             "option('mergeSchema', 'true') to add them, or overwrite with overwriteSchema=true"
         )
-    for f in data.fields:
-        _merge_type(table.field(f.name).type, f.type, f.name)
+    nested = [
+        path
+        for f in data.fields
+        for path in _added_fields(
+            table.field(f.name).type, _merge_type(table.field(f.name).type, f.type, f.name), f.name
+        )
+    ]
+    if nested:
+        raise SchemaMismatchError(
+            f"the data has nested fields the table does not: {', '.join(nested)}; write with "
+            "option('mergeSchema', 'true') to add them, or overwrite with overwriteSchema=true"
+        )
+
+
+def _added_fields(table: DataType, merged: DataType, where: str) -> list[str]:
+    """The paths of the fields ``merged`` (``table`` merged with data) has and ``table`` lacks."""
+    if isinstance(table, StructType) and isinstance(merged, StructType):
+        known = {f.name.lower(): f for f in table.fields}
+        out: list[str] = []
+        for f in merged.fields:
+            old = known.get(f.name.lower())
+            path = f"{where}.{f.name}"
+            out.extend([path] if old is None else _added_fields(old.type, f.type, path))
+        return out
+    if isinstance(table, ArrayType) and isinstance(merged, ArrayType):
+        return _added_fields(table.element_type, merged.element_type, f"{where}.element")
+    if isinstance(table, MapType) and isinstance(merged, MapType):
+        return [
+            *_added_fields(table.key_type, merged.key_type, f"{where}.key"),
+            *_added_fields(table.value_type, merged.value_type, f"{where}.value"),
+        ]
+    return []
 
 
 # ---------------------------------------------------------------------------------------
