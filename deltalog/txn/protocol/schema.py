@@ -35,6 +35,7 @@ __all__ = [
     "merge_schemas",
     "parse_schema",
     "same_columns",
+    "same_type",
     "split_column_name",
 ]
 
@@ -335,6 +336,11 @@ def _shape(dt: DataType) -> Any:
     if isinstance(dt, MapType):
         return ("map", _shape(dt.key_type), _shape(dt.value_type))
     return dt.to_json_value()
+
+
+def same_type(a: DataType, b: DataType) -> bool:
+    """Same type, nullability, metadata and name case aside."""
+    return bool(_shape(a) == _shape(b))
 
 
 def same_columns(a: StructType, b: StructType) -> bool:
