@@ -307,3 +307,34 @@ def test_dml_that_changes_nothing_records_an_empty_commit_only_under_write_seria
     assert recorded == ([] if level == "Serializable" else ["DELETE", "DELETE", "UPDATE", "MERGE"])
     for commit in commits(table_path)[1:]:
         assert [next(iter(a)) for a in commit] == ["commitInfo"]
+
+
+def test_char_and_varchar_columns_are_strings_whose_length_every_write_checks(spark, table_path):
+    """As Spark and Delta store them: ``varchar(n)`` / ``char(n)`` are ``string`` columns
+    whose metadata keeps the declared type (Delta has no such type name: a schema holding
+    one could not be read); every write checks the length (Delta's ``CharVarcharConstraint``)
+    and a longer value commits nothing."""
+    from deltalog.contrib.spark import DeltaTable, read_table, write_table
+    from deltalog.txn.protocol.constraints import ConstraintViolationError
+
+    table = (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("id", "long")
+        .addColumn("code", "varchar(3)")
+        .addColumn("flag", "char(1)")
+        .execute()
+    )
+    (code, flag) = json.loads(commits(table_path)[0][-1]["metaData"]["schemaString"])["fields"][1:]
+    assert (code["type"], code["metadata"]) == ("string", {"__CHAR_VARCHAR_TYPE_STRING": "varchar(3)"})
+    assert (flag["type"], flag["metadata"]) == ("string", {"__CHAR_VARCHAR_TYPE_STRING": "char(1)"})
+    ok = spark.createDataFrame([(1, "abc", "y"), (2, None, None)], "id long, code string, flag string")
+    write_table(ok, table_path)
+    too_long = spark.createDataFrame([(3, "abcd", "n")], "id long, code string, flag string")
+    for native in (True, False):
+        with pytest.raises(ConstraintViolationError, match=r"length\(`code`\) <= 3"):
+            write_table(too_long, table_path, native=native)
+    with pytest.raises(ConstraintViolationError, match=r"length\(`flag`\) <= 1"):
+        table.update("id = 1", {"flag": "'no'"})
+    assert _version(table_path) == 1
+    assert sorted(tuple(r) for r in read_table(spark, table_path).collect()) == [(1, "abc", "y"), (2, None, None)]

@@ -32,7 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaSparkError
 from deltalog.txn.protocol import constraints as core
-from deltalog.txn.protocol.constraints import NOT_NULL_MESSAGE, Constraint, not_null_constraints, table_constraints
+from deltalog.txn.protocol.constraints import (
+    NOT_NULL_MESSAGE,
+    Constraint,
+    char_varchar_constraints,
+    not_null_constraints,
+    table_constraints,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -82,12 +88,13 @@ class UncheckableConstraintsError(DeltaSparkError):
 
 def plan_constraints(metadata: Metadata, where: str, *, spark_fallback: bool = False) -> tuple[Constraint, ...]:
     """The constraints the write tasks check: the table's CHECK constraints and invariants
-    (none when they are checked with Spark SQL instead), then its NOT NULL columns.
+    (none when they are checked with Spark SQL instead), then its NOT NULL columns and the
+    lengths of its char/varchar columns.
 
     Parses every constraint now, so an expression outside the evaluator's SQL subset is
     refused before anything is written, unless ``spark_fallback`` (the table API, which
     then checks the CHECK constraints and invariants with :func:`check_dataframe`)."""
-    not_null = tuple(not_null_constraints(metadata))
+    not_null = (*not_null_constraints(metadata), *char_varchar_constraints(metadata))
     constraints = tuple(table_constraints(metadata))
     if not constraints:
         return not_null

@@ -740,17 +740,20 @@ class DeltaTableBuilder:
         (:mod:`~deltalog.contrib.spark.table_builder`)."""
         from pyspark.sql.types import DataType, _parse_datatype_string
 
-        from deltalog.contrib.spark.table_builder import column_metadata
+        from deltalog.contrib.spark.table_builder import char_varchar_as_string, column_metadata
 
         dtype = dataType if isinstance(dataType, DataType) else _parse_datatype_string(dataType)
         meta: dict[str, Any] = {"comment": comment} if comment else {}
         meta.update(column_metadata(colName, dtype.typeName(), generatedAlwaysAs, generatedByDefaultAs, default))
-        self._fields.append({"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": meta})
+        field = {"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": meta}
+        self._fields.append(char_varchar_as_string(field, dtype))
         return self
 
     def addColumns(self, cols: Any) -> DeltaTableBuilder:
+        from deltalog.contrib.spark.table_builder import char_varchar_as_string
+
         for f in cols.fields:
-            self._fields.append(f.jsonValue())
+            self._fields.append(char_varchar_as_string(f.jsonValue(), f.dataType))
         return self
 
     def partitionedBy(self, *cols: str) -> DeltaTableBuilder:
