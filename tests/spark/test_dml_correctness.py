@@ -338,3 +338,40 @@ def test_char_and_varchar_columns_are_strings_whose_length_every_write_checks(sp
         table.update("id = 1", {"flag": "'no'"})
     assert _version(table_path) == 1
     assert sorted(tuple(r) for r in read_table(spark, table_path).collect()) == [(1, "abc", "y"), (2, None, None)]
+
+
+def test_subqueries_and_non_deterministic_merge_conditions_are_refused_as_delta_does(spark, table_path):
+    """Delta's ``PreprocessTable{Delete,Update,Merge}``: a subquery in any DML condition
+    (``DELTA_UNSUPPORTED_SUBQUERY``) and a non-deterministic MERGE condition
+    (``DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED``, MERGE decides matches in more than
+    one pass) are refused before anything runs; DELETE and UPDATE take ``rand()``."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable, write_table
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    write_table(spark.createDataFrame([(1, 1.0), (2, 2.0)], "id long, v double"), table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame([(1, 10.0), (3, 30.0)], "id long, v double").alias("s")
+    refused = {
+        "UNSUPPORTED_SUBQUERY.*DELETE": lambda: table.delete("id IN (SELECT 1)"),
+        "UNSUPPORTED_SUBQUERY.*UPDATE": lambda: table.update("id = (SELECT 2)", {"v": "0"}),
+        "NON_DETERMINISTIC.*search condition": lambda: (
+            table.alias("t").merge(source, F.expr("t.id = s.id") & (F.rand() < 2)).whenMatchedDelete().execute()
+        ),
+        "NON_DETERMINISTIC.*MATCHED clause": lambda: (
+            table.alias("t").merge(source, "t.id = s.id").whenMatchedUpdate("rand() < 2", {"v": "s.v"}).execute()
+        ),
+        "UNSUPPORTED_SUBQUERY.*NOT MATCHED clause": lambda: (
+            table.alias("t")
+            .merge(source, "t.id = s.id")
+            .whenNotMatchedInsert("s.id IN (SELECT 3)", {"id": "s.id", "v": "s.v"})
+            .execute()
+        ),
+    }
+    for message, run in refused.items():
+        with pytest.raises(DeltaAnalysisError, match=message):
+            run()
+    assert _version(table_path) == 0
+    DeltaTable.forPath(spark, table_path).update("rand() < 2", {"v": "v + 1"})
+    assert _version(table_path) == 1

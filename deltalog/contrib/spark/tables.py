@@ -328,6 +328,15 @@ class DeltaTable(AlterTableMethods):
             txn.mark_constraints_checked()
         return spec
 
+    def _refuse_unsupported(self, snapshot: Snapshot, condition: ExpressionOrColumn, command: str) -> None:
+        """Delta refuses a subquery in a DELETE or UPDATE condition
+        (:mod:`~deltalog.contrib.spark.dml_conditions`); checked over no rows, before any job."""
+        from deltalog.contrib.spark.dml_conditions import refuse_unsupported_condition
+
+        rows = self._spark.createDataFrame([], logical_struct(snapshot.metadata.schema_string))
+        rows = rows.alias(self._alias) if self._alias else rows
+        refuse_unsupported_condition(rows, _col(condition), command, deterministic=False)
+
     def _cdf(self, snapshot: Snapshot) -> bool:
         return bool(snapshot.properties.enable_change_data_feed)
 
@@ -346,6 +355,8 @@ class DeltaTable(AlterTableMethods):
         if begin_idempotent_command(self._spark, txn):
             return
         snapshot = txn.snapshot
+        if condition is not None:
+            self._refuse_unsupported(snapshot, condition, "DELETE")
         candidates = self._candidates(txn, condition)
         whole_files = condition is None or _partition_only(condition, snapshot.metadata.partition_columns)
         if whole_files:
@@ -466,6 +477,8 @@ class DeltaTable(AlterTableMethods):
         schema = logical_struct(snapshot.metadata.schema_string)
         assignments = _update_assignments(schema, set)
         check_updated_columns(snapshot.metadata, assignments)
+        if condition is not None:
+            self._refuse_unsupported(snapshot, condition, "UPDATE")
         cond = _col(condition) if condition is not None else F.lit(True)
         candidates = self._candidates(txn, condition)
         updated: int | None = None
