@@ -234,7 +234,7 @@ def test_nested_fields_by_name_and_merge_schema_inside_arrays_and_maps(spark: An
         got = [
             (
                 r.id,
-                tuple(r.s),
+                r.s and tuple(r.s),
                 [tuple(e) for e in r.arr],
                 None if r.m is None else {k: tuple(v) for k, v in r.m.items()},
             )
