@@ -120,7 +120,8 @@ def test_update_writes_only_the_changed_rows(spark, table_path):
     before = _parquet_files(table_path)
     table = DeltaTable.forPath(spark, table_path)
 
-    table.update("id >= 25 AND id <= 26", {"v": F.lit("new")})
+    # an aliased table's conditions and values name its columns through the alias, as Delta's
+    table.alias("t").update("t.id >= 25 AND t.id <= 26", {"v": F.lit("new")})
     expected.loc[expected.id.between(25, 26), "v"] = "new"
     removes, adds, metrics = _last_commit(table_path)
     assert [decode_path(r["path"]) for r in removes] == [target]

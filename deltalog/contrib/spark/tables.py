@@ -222,7 +222,11 @@ class DeltaTable(AlterTableMethods):
         """
         from deltalog.contrib.spark.native import read_table
 
-        df = read_table(self._spark, self._path, **self._reader())
+        return self._aliased(read_table(self._spark, self._path, **self._reader()))
+
+    def _aliased(self, df: DataFrame) -> DataFrame:
+        """``df`` under the table's alias (``alias("t")``), so conditions and values may name
+        its columns ``t.c``, as in Delta, whose commands resolve them over the aliased table."""
         return df.alias(self._alias) if self._alias else df
 
     def history(self, limit: int | None = None) -> DataFrame:
@@ -291,7 +295,7 @@ class DeltaTable(AlterTableMethods):
 
         if not files:
             return [], 0
-        df = files_dataframe(self._spark, self._log, snapshot, files)
+        df = self._aliased(files_dataframe(self._spark, self._log, snapshot, files))
         hits = df.filter(F.coalesce(cond, F.lit(False))).groupBy(FILE_COLUMN).count().collect()
         matched = {r[0]: int(r[1]) for r in hits}
         return [f for f in files if f.path in matched], sum(matched.values())
@@ -372,7 +376,9 @@ class DeltaTable(AlterTableMethods):
         if not _report_scan("DELETE", condition, snapshot.num_files, candidates, touched):
             _commit_no_delete(txn, condition, started, scanned)
             return
-        rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False, row_tracking=True)
+        rows = self._aliased(
+            files_dataframe(self._spark, self._log, snapshot, touched, with_file=False, row_tracking=True)
+        )
         if tracked_columns(snapshot) is not None:
             txn.mark_row_tracking_materialized()
         matched = F.coalesce(cond, F.lit(False))
@@ -430,7 +436,7 @@ class DeltaTable(AlterTableMethods):
         own scan (Spark's row index) where it can read the table."""
         from deltalog.contrib.spark.native import scan_with_positions
 
-        return matched_row_indexes(self._spark, self._log, snapshot, files, cond, scan_with_positions)
+        return matched_row_indexes(self._spark, self._log, snapshot, files, cond, scan_with_positions, self._alias)
 
     def _delete_marking_rows(
         self, txn: OptimisticTransaction, candidates: Sequence[AddFile], condition: ExpressionOrColumn, started: float
@@ -496,7 +502,9 @@ class DeltaTable(AlterTableMethods):
             metrics = {**_rewrite_metrics([], [], started, scanned)[0], "numUpdatedRows": "0", "numCopiedRows": "0"}
             commit_set_transaction_only(txn, Update(predicate=_describe(condition), user_metrics=metrics))
             return
-        rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False, row_tracking=True)
+        rows = self._aliased(
+            files_dataframe(self._spark, self._log, snapshot, touched, with_file=False, row_tracking=True)
+        )
         matched = F.coalesce(cond, F.lit(False))
         if marks is not None:
             rows = rows.filter(matched)  # the other rows stay where they are
