@@ -241,3 +241,29 @@ def test_nested_fields_by_name_and_merge_schema_inside_arrays_and_maps(spark: An
             for r in df.orderBy("id").collect()
         ]
         assert got == expected
+
+
+def test_null_type_columns_are_left_out_of_files_and_merge_with_any_type(spark: Any, table_path: str) -> None:
+    """Delta's ``dropNullTypeColumns`` and ``SchemaMergingUtils``: a column of nulls
+    (``lit(None)``, NullType) is in the schema (``void``) but not in the files; data of nulls
+    fits a column of any type (a common ``withColumn(c, lit(None))`` append); a ``void``
+    column takes the type of data written with ``mergeSchema``, and without it refuses."""
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import read_table, write_table
+    from deltalog.contrib.spark.errors import SchemaMismatchError
+
+    write_table(spark.range(1).withColumn("n", F.lit(None)), table_path)
+    (first,) = DeltaLog.for_table(table_path).update().files
+    assert pq.read_schema(os.path.join(table_path, first.path)).names == ["id"]
+    typed = spark.createDataFrame([(1, 10)], "id long, n long")
+    with pytest.raises(SchemaMismatchError, match="n is void"):
+        write_table(typed, table_path)
+    write_table(typed, table_path, mergeSchema="true")
+    nulls = spark.range(2, 3).withColumn("n", F.lit(None))
+    write_table(nulls, table_path)
+    nulls.withColumn("id", F.lit(3).cast("long")).write.format("deltalog").mode("append").save(table_path)
+    got = sorted(tuple(r) for r in read_table(spark, table_path).collect())
+    assert got == [(0, None), (1, 10), (2, None), (3, None)]
+    assert json.loads(DeltaLog.for_table(table_path).update().metadata.schema_string)["fields"][1]["type"] == "long"

@@ -103,7 +103,8 @@ def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
     staging = store.fs_path(staging_uri)
     placed: list[str] = []
     try:
-        rows = _to_physical(_checked(df.toDF(*spec.table_cased(df.columns)), spec.constraints), spec)
+        checked = _checked(df.toDF(*spec.table_cased(df.columns)), spec.constraints)
+        rows = _to_physical(_without_null_columns(checked, spec), spec)
         _spark_write(rows, spec, hadoop_path(staging_uri, staging))
         lines = list(_place_files(store, fs, spec, staging, placed))
     except BaseException as exc:
@@ -115,6 +116,17 @@ def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
         _delete_dir_quietly(fs, staging)
     log.info("wrote %d file(s) with Spark's Parquet writer", len(lines))
     return lines
+
+
+def _without_null_columns(df: DataFrame, spec: WriteSpec) -> DataFrame:
+    """``df`` without its data columns of NullType: they are left out of the files, as Delta's
+    ``dropNullTypeColumns`` (a reader finds the column missing and reads nulls)."""
+    from pyspark.sql.types import NullType
+
+    void = [
+        f.name for f in df.schema.fields if isinstance(f.dataType, NullType) and f.name not in spec.partition_columns
+    ]
+    return df.drop(*void) if void else df
 
 
 def _checked(df: DataFrame, constraints: Sequence[Constraint]) -> DataFrame:

@@ -366,7 +366,13 @@ def _describe(dt: DataType) -> str:
 
 def _merge_type(table: DataType, new: DataType, where: str) -> DataType:
     """``table`` with what ``new`` adds: struct fields at any depth, inside arrays and maps
-    too (Delta's ``SchemaMergingUtils.mergeSchemas``); the table's nullability is kept."""
+    too (Delta's ``SchemaMergingUtils.mergeSchemas``); the table's nullability is kept. A
+    ``void`` (NullType) column takes the other side's type: data of nulls fits any column,
+    and a column of nulls becomes the data's type."""
+    if _is_void(new):
+        return table
+    if _is_void(table):
+        return as_nullable(new)
     if isinstance(table, StructType) and isinstance(new, StructType):
         return _merge_struct(table, new, where)
     if isinstance(table, ArrayType) and isinstance(new, ArrayType):
@@ -420,18 +426,25 @@ def check_write_compatible(table: StructType, data: StructType) -> None:
             f"the data has columns the table does not: {', '.join(extra)}; write with "
             "option('mergeSchema', 'true') to add them, or overwrite with overwriteSchema=true"
         )
-    nested = [
-        path
-        for f in data.fields
-        for path in _added_fields(
-            table.field(f.name).type, _merge_type(table.field(f.name).type, f.type, f.name), f.name
-        )
-    ]
+    nested: list[str] = []
+    for f in data.fields:
+        old = table.field(f.name).type
+        merged = _merge_type(old, f.type, f.name)
+        if _shape(merged) != _shape(old) and _is_void(old):
+            raise SchemaMismatchError(
+                f"column {f.name} is void (NullType) in the table and {_describe(f.type)} in the data; write with "
+                "option('mergeSchema', 'true') to give it the data's type"
+            )
+        nested.extend(_added_fields(old, merged, f.name))
     if nested:
         raise SchemaMismatchError(
             f"the data has nested fields the table does not: {', '.join(nested)}; write with "
             "option('mergeSchema', 'true') to add them, or overwrite with overwriteSchema=true"
         )
+
+
+def _is_void(dt: DataType) -> bool:
+    return isinstance(dt, PrimitiveType) and dt.name == "void"
 
 
 def _added_fields(table: DataType, merged: DataType, where: str) -> list[str]:
