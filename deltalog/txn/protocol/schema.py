@@ -430,12 +430,15 @@ def check_write_compatible(table: StructType, data: StructType) -> None:
     for f in data.fields:
         old = table.field(f.name).type
         merged = _merge_type(old, f.type, f.name)
-        if _shape(merged) != _shape(old) and _is_void(old):
+        if _shape(merged) == _shape(old):
+            continue
+        added = _added_fields(old, merged, f.name)
+        if not added:  # only a void (NullType) column or field would take the data's type
             raise SchemaMismatchError(
-                f"column {f.name} is void (NullType) in the table and {_describe(f.type)} in the data; write with "
-                "option('mergeSchema', 'true') to give it the data's type"
+                f"column {f.name} is {_describe(old)} in the table and {_describe(f.type)} in the data: its void "
+                "(NullType) part would take the data's type; write with option('mergeSchema', 'true') to change it"
             )
-        nested.extend(_added_fields(old, merged, f.name))
+        nested.extend(added)
     if nested:
         raise SchemaMismatchError(
             f"the data has nested fields the table does not: {', '.join(nested)}; write with "
