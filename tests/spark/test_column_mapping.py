@@ -73,3 +73,32 @@ def test_spark_enables_name_mode_on_an_existing_table(spark: Any, tmp_path: Path
     expected = [{"id": 1, "value": "x"}, {"id": 2, "value": "y"}]
     assert _rows(read_table(spark, path)) == expected
     assert _delta_rs_rows(Path(path)) == expected
+
+
+def test_overwrite_schema_keeps_ids_growing_and_reuses_those_of_unchanged_columns(spark: Any, tmp_path: Path) -> None:
+    """As Delta (``columnMapping.reuseColumnMetadataDuringOverwrite``, on by default): a
+    column the new schema keeps with its type keeps its id and physical name; every other
+    one gets an id above ``delta.columnMapping.maxColumnId``, which never goes down (the
+    protocol), so no id means two columns across the table's versions."""
+    path = str(tmp_path / "t")
+    first = spark.createDataFrame([(1, "a", "p")], "id long, name string, day string")
+    first.write.format("deltalog").mode("append").option("delta.columnMapping.mode", "id").option(
+        "partitionBy", "day"
+    ).save(path)
+    before = {f.name: (f.column_mapping_id, f.physical_name) for f in DeltaLog.for_table(path).update().schema.fields}
+    second = spark.createDataFrame([(2, 2.5, 7)], "id long, name double, v int")
+    second.write.format("deltalog").mode("overwrite").option("overwriteSchema", "true").save(path)
+    snapshot = DeltaLog.for_table(path).update()
+    after = {f.name: (f.column_mapping_id, f.physical_name) for f in snapshot.schema.fields}
+    assert after["id"] == before["id"]
+    assert sorted(after[c][0] for c in ("name", "v")) == [4, 5]
+    assert after["name"][1] != before["name"][1]
+    assert snapshot.metadata.configuration["delta.columnMapping.maxColumnId"] == "5"
+    assert (
+        _rows(read_table(spark, path))
+        == _rows(read_table(spark, path, native=False))
+        == [{"id": 2, "name": 2.5, "v": 7}]
+    )
+    assert _rows(spark.read.format("deltalog").option("versionAsOf", 0).load(path)) == [
+        {"id": 1, "name": "a", "day": "p"}
+    ]

@@ -307,3 +307,71 @@ def test_dml_that_changes_nothing_records_an_empty_commit_only_under_write_seria
     assert recorded == ([] if level == "Serializable" else ["DELETE", "DELETE", "UPDATE", "MERGE"])
     for commit in commits(table_path)[1:]:
         assert [next(iter(a)) for a in commit] == ["commitInfo"]
+
+
+def test_char_and_varchar_columns_are_strings_whose_length_every_write_checks(spark, table_path):
+    """As Spark and Delta store them: ``varchar(n)`` / ``char(n)`` are ``string`` columns
+    whose metadata keeps the declared type (Delta has no such type name: a schema holding
+    one could not be read); every write checks the length (Delta's ``CharVarcharConstraint``)
+    and a longer value commits nothing."""
+    from deltalog.contrib.spark import DeltaTable, read_table, write_table
+    from deltalog.txn.protocol.constraints import ConstraintViolationError
+
+    table = (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("id", "long")
+        .addColumn("code", "varchar(3)")
+        .addColumn("flag", "char(1)")
+        .execute()
+    )
+    (code, flag) = json.loads(commits(table_path)[0][-1]["metaData"]["schemaString"])["fields"][1:]
+    assert (code["type"], code["metadata"]) == ("string", {"__CHAR_VARCHAR_TYPE_STRING": "varchar(3)"})
+    assert (flag["type"], flag["metadata"]) == ("string", {"__CHAR_VARCHAR_TYPE_STRING": "char(1)"})
+    ok = spark.createDataFrame([(1, "abc", "y"), (2, None, None)], "id long, code string, flag string")
+    write_table(ok, table_path)
+    too_long = spark.createDataFrame([(3, "abcd", "n")], "id long, code string, flag string")
+    for native in (True, False):
+        with pytest.raises(ConstraintViolationError, match=r"length\(`code`\) <= 3"):
+            write_table(too_long, table_path, native=native)
+    with pytest.raises(ConstraintViolationError, match=r"length\(`flag`\) <= 1"):
+        table.update("id = 1", {"flag": "'no'"})
+    assert _version(table_path) == 1
+    assert sorted(tuple(r) for r in read_table(spark, table_path).collect()) == [(1, "abc", "y"), (2, None, None)]
+
+
+def test_subqueries_and_non_deterministic_merge_conditions_are_refused_as_delta_does(spark, table_path):
+    """Delta's ``PreprocessTable{Delete,Update,Merge}``: a subquery in any DML condition
+    (``DELTA_UNSUPPORTED_SUBQUERY``) and a non-deterministic MERGE condition
+    (``DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED``, MERGE decides matches in more than
+    one pass) are refused before anything runs; DELETE and UPDATE take ``rand()``."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable, write_table
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    write_table(spark.createDataFrame([(1, 1.0), (2, 2.0)], "id long, v double"), table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame([(1, 10.0), (3, 30.0)], "id long, v double").alias("s")
+    refused = {
+        "UNSUPPORTED_SUBQUERY.*DELETE": lambda: table.delete("id IN (SELECT 1)"),
+        "UNSUPPORTED_SUBQUERY.*UPDATE": lambda: table.update("id = (SELECT 2)", {"v": "0"}),
+        "NON_DETERMINISTIC.*search condition": lambda: (
+            table.alias("t").merge(source, F.expr("t.id = s.id") & (F.rand() < 2)).whenMatchedDelete().execute()
+        ),
+        "NON_DETERMINISTIC.*MATCHED clause": lambda: (
+            table.alias("t").merge(source, "t.id = s.id").whenMatchedUpdate("rand() < 2", {"v": "s.v"}).execute()
+        ),
+        "UNSUPPORTED_SUBQUERY.*NOT MATCHED clause": lambda: (
+            table.alias("t")
+            .merge(source, "t.id = s.id")
+            .whenNotMatchedInsert("s.id IN (SELECT 3)", {"id": "s.id", "v": "s.v"})
+            .execute()
+        ),
+    }
+    for message, run in refused.items():
+        with pytest.raises(DeltaAnalysisError, match=message):
+            run()
+    assert _version(table_path) == 0
+    DeltaTable.forPath(spark, table_path).update("rand() < 2", {"v": "v + 1"})
+    assert _version(table_path) == 1

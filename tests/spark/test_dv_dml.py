@@ -120,7 +120,8 @@ def test_update_writes_only_the_changed_rows(spark, table_path):
     before = _parquet_files(table_path)
     table = DeltaTable.forPath(spark, table_path)
 
-    table.update("id >= 25 AND id <= 26", {"v": F.lit("new")})
+    # an aliased table's conditions and values name its columns through the alias, as Delta's
+    table.alias("t").update("t.id >= 25 AND t.id <= 26", {"v": F.lit("new")})
     expected.loc[expected.id.between(25, 26), "v"] = "new"
     removes, adds, metrics = _last_commit(table_path)
     assert [decode_path(r["path"]) for r in removes] == [target]
@@ -271,3 +272,31 @@ def test_deletion_vectors_on_a_column_mapped_table(spark, table_path):
     _all_readers_agree(spark, table_path, expected)
     _, adds, _ = _last_commit(table_path)
     assert any(a.get("deletionVector") for a in adds)  # the matched target row is marked, not copied
+
+
+def test_dv_dml_on_a_table_with_a_check_constraint_and_a_generated_column(spark, table_path):
+    """A DELETE (or a delete-only MERGE) that only marks rows writes no row, so the table's
+    CHECK constraints and generated columns have nothing to check: it commits (the engine
+    used to take the file re-added with its new deletion vector for new data and refuse)."""
+    from deltalog.contrib.spark import DeltaTable
+
+    table = (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("id", "long")
+        .addColumn("v", "string")
+        .addColumn("twice", "long", generatedAlwaysAs="id * 2")
+        .property("delta.enableDeletionVectors", "true")
+        .property("delta.constraints.id_positive", "id >= 0")
+        .execute()
+    )
+    rows = spark.createDataFrame([(i, f"v{i}") for i in range(6)], "id long, v string")
+    rows.coalesce(1).write.format("deltalog").mode("append").save(table_path)
+    table.delete("id = 1")
+    source = spark.createDataFrame([(2,)], "id long")
+    table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedDelete().execute()
+    assert [op for op in operations(table_path)][-2:] == ["DELETE", "MERGE"]
+    removes, adds, _ = _last_commit(table_path)
+    assert [a["path"] for a in adds] == [r["path"] for r in removes] and adds[0]["deletionVector"]
+    expected = pd.DataFrame([(i, f"v{i}") for i in (0, 3, 4, 5)], columns=["id", "v"])
+    _all_readers_agree(spark, table_path, expected)

@@ -26,7 +26,8 @@ def test_delete_update_merge_match_pandas(spark, table_path):
     table = DeltaTable.forPath(spark, table_path)
     table.delete("v > 150")
     pdf = pdf[~(pdf.v > 150)]
-    table.update("id % 3 = 0", {"v": "v + 1"})
+    # an aliased table's condition and values name its columns through the alias, as Delta's
+    table.alias("t").update("t.id % 3 = 0", {"v": "t.v + 1"})
     pdf.loc[pdf.id % 3 == 0, "v"] += 1
     source = pd.DataFrame({"id": [1, 2, 50, 51], "g": ["g1", "g0", "g0", "g1"], "v": [-1, -2, -50, -51]})
     (

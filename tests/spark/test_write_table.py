@@ -201,3 +201,69 @@ def test_python_tasks_write_columns_with_dots_in_their_names(spark: Any, table_p
     write_table(df, table_path, partitionBy=["p.k"], native=False)
     got = delta_rs_rows(table_path, ["id.v"])
     assert list(zip(got["id.v"], got["p.k"], got["x-y"])) == [(1, "x", 1.5), (2, None, 2.5)]
+
+
+def test_nested_fields_by_name_and_merge_schema_inside_arrays_and_maps(spark: Any, table_path: str) -> None:
+    """As Delta's ``SchemaMergingUtils``: a struct field the table lacks, at any depth, is a
+    schema change (refused without ``mergeSchema``, never silently dropped); ``mergeSchema``
+    adds it inside arrays and maps too; struct fields are matched by name, so data with them
+    in another order is written right under column mapping (physical names by position
+    would swap them) and both read paths rename the structs inside arrays and maps."""
+    from deltalog.contrib.spark import read_table, write_table
+    from deltalog.contrib.spark.errors import SchemaMismatchError
+
+    kinds = "id long, s struct<a:string,b:string>, arr array<struct<x:int,y:string>>, m map<string,struct<p:int>>"
+    first = spark.createDataFrame([(1, ("a1", "b1"), [(1, "y1")], {"k": (1,)})], kinds)
+    write_table(first, table_path, **{"delta.columnMapping.mode": "name"})
+    extra = spark.createDataFrame([(9, ("a9", "b9", 9))], "id long, s struct<a:string,b:string,c:int>")
+    with pytest.raises(SchemaMismatchError, match=r"nested fields the table does not: s\.c;"):
+        write_table(extra, table_path)
+    wider = "id long, arr array<struct<x:int,y:string,z:int>>, m map<string,struct<p:int,q:int>>"
+    rows = spark.createDataFrame([(2, [(2, "y2", 20)], {"k": (2, 22)})], wider)
+    with pytest.raises(SchemaMismatchError, match=r"nested fields the table does not: arr\.element\.z, m\.value\.q"):
+        write_table(rows, table_path)
+    write_table(rows, table_path, mergeSchema="true")
+    swapped = "id long, s struct<b:string,a:string>, arr array<struct<y:string,x:int>>"
+    write_table(spark.createDataFrame([(3, ("b3", "a3"), [("y3", 3)])], swapped), table_path)
+    expected = [
+        (1, ("a1", "b1"), [(1, "y1", None)], {"k": (1, None)}),
+        (2, None, [(2, "y2", 20)], {"k": (2, 22)}),
+        (3, ("a3", "b3"), [(3, "y3", None)], None),
+    ]
+    for df in (read_table(spark, table_path), spark.read.format("deltalog").load(table_path)):
+        got = [
+            (
+                r.id,
+                r.s and tuple(r.s),
+                [tuple(e) for e in r.arr],
+                None if r.m is None else {k: tuple(v) for k, v in r.m.items()},
+            )
+            for r in df.orderBy("id").collect()
+        ]
+        assert got == expected
+
+
+def test_null_type_columns_are_left_out_of_files_and_merge_with_any_type(spark: Any, table_path: str) -> None:
+    """Delta's ``dropNullTypeColumns`` and ``SchemaMergingUtils``: a column of nulls
+    (``lit(None)``, NullType) is in the schema (``void``) but not in the files; data of nulls
+    fits a column of any type (a common ``withColumn(c, lit(None))`` append); a ``void``
+    column takes the type of data written with ``mergeSchema``, and without it refuses."""
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import read_table, write_table
+    from deltalog.contrib.spark.errors import SchemaMismatchError
+
+    write_table(spark.range(1).withColumn("n", F.lit(None)), table_path)
+    (first,) = DeltaLog.for_table(table_path).update().files
+    assert pq.read_schema(os.path.join(table_path, first.path)).names == ["id"]
+    typed = spark.createDataFrame([(1, 10)], "id long, n long")
+    with pytest.raises(SchemaMismatchError, match="n is void"):
+        write_table(typed, table_path)
+    write_table(typed, table_path, mergeSchema="true")
+    nulls = spark.range(2, 3).withColumn("n", F.lit(None))
+    write_table(nulls, table_path)
+    nulls.withColumn("id", F.lit(3).cast("long")).write.format("deltalog").mode("append").save(table_path)
+    got = sorted(tuple(r) for r in read_table(spark, table_path).collect())
+    assert got == [(0, None), (1, 10), (2, None), (3, None)]
+    assert json.loads(DeltaLog.for_table(table_path).update().metadata.schema_string)["fields"][1]["type"] == "long"

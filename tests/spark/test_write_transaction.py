@@ -209,6 +209,18 @@ def test_overwrite_schema_takes_the_writes_partitioning_none_without_partition_b
     assert [f.partition_values for f in snapshot.files] == [{}]
 
 
+def test_overwrite_schema_dropping_a_column_a_constraint_names_is_refused_when_planned(table_path: str) -> None:
+    """Delta's ``Constraints.validateCheckConstraints``: the table's CHECK constraints must
+    resolve against the schema a write commits; refused before any file is written."""
+    from deltalog.contrib.spark.constraints import UncheckableConstraintsError
+
+    _partitioned_table(table_path)
+    _set_properties(table_path, **{"delta.constraints.x_positive": "x > 0"})
+    only_p = {"type": "struct", "fields": [LONG_SCHEMA["fields"][0]]}
+    with pytest.raises(UncheckableConstraintsError, match=r"INVALID_CHECK_CONSTRAINT_REFERENCES.*x_positive.*names x,"):
+        _plan(table_path, True, only_p, overwriteSchema="true")
+
+
 # -- 3c. an append planned before a concurrent overwriteSchema --------------------------------
 
 

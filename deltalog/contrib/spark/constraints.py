@@ -32,7 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaSparkError
 from deltalog.txn.protocol import constraints as core
-from deltalog.txn.protocol.constraints import NOT_NULL_MESSAGE, Constraint, not_null_constraints, table_constraints
+from deltalog.txn.protocol.constraints import (
+    NOT_NULL_MESSAGE,
+    Constraint,
+    char_varchar_constraints,
+    not_null_constraints,
+    table_constraints,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -82,17 +88,18 @@ class UncheckableConstraintsError(DeltaSparkError):
 
 def plan_constraints(metadata: Metadata, where: str, *, spark_fallback: bool = False) -> tuple[Constraint, ...]:
     """The constraints the write tasks check: the table's CHECK constraints and invariants
-    (none when they are checked with Spark SQL instead), then its NOT NULL columns.
+    (none when they are checked with Spark SQL instead), then its NOT NULL columns and the
+    lengths of its char/varchar columns.
 
     Parses every constraint now, so an expression outside the evaluator's SQL subset is
     refused before anything is written, unless ``spark_fallback`` (the table API, which
     then checks the CHECK constraints and invariants with :func:`check_dataframe`)."""
-    not_null = tuple(not_null_constraints(metadata))
+    not_null = (*not_null_constraints(metadata), *char_varchar_constraints(metadata))
     constraints = tuple(table_constraints(metadata))
     if not constraints:
         return not_null
     try:
-        core.compile_constraints(constraints)
+        compiled = core.compile_constraints(constraints)
     except core.UnsupportedConstraintError as exc:
         if spark_fallback:
             return not_null
@@ -101,7 +108,37 @@ def plan_constraints(metadata: Metadata, where: str, *, spark_fallback: bool = F
             "nothing was written. Write through the table API (DeltaTable.merge(...).whenNotMatchedInsertAll(), "
             "which checks constraints with Spark SQL), or drop or rewrite the constraint."
         ) from None
+    _refuse_unknown_columns(compiled, metadata, where)
     return constraints + not_null
+
+
+def _refuse_unknown_columns(compiled: Sequence[core.CompiledConstraint], metadata: Metadata, where: str) -> None:
+    """A constraint naming a column the schema lacks (an ``overwriteSchema`` that dropped it)
+    could not be checked: refused before anything is written, as Delta's
+    ``Constraints.validateCheckConstraints`` (``DELTA_INVALID_CHECK_CONSTRAINT_REFERENCES``)."""
+    from deltalog.txn.protocol.schema import parse_schema
+
+    schema = parse_schema(metadata.schema_string)
+    for c in compiled:
+        for path in c.columns:
+            if not _has_column(schema, path):
+                raise UncheckableConstraintsError(
+                    f"DELTA_INVALID_CHECK_CONSTRAINT_REFERENCES: the constraint {c.constraint.name} "
+                    f"({c.constraint.expression}) of the table at {where} names {'.'.join(path)}, which the "
+                    "table's schema does not have; nothing was written. Keep the column, or drop the "
+                    "constraint first (DeltaTable.unsetProperties)."
+                )
+
+
+def _has_column(schema: Any, path: tuple[str, ...]) -> bool:
+    from deltalog.txn.protocol.schema import StructType
+
+    dt = schema
+    for name in path:
+        if not isinstance(dt, StructType) or name not in dt:
+            return False
+        dt = dt.field(name).type
+    return True
 
 
 def task_checker(constraints: Sequence[Constraint]) -> Callable[[Any], None] | None:

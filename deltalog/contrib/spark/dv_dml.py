@@ -85,11 +85,13 @@ def matched_row_indexes(
     files: Sequence[AddFile],
     cond: Column,
     scan: PositionScan | None = None,
+    alias: str | None = None,
 ) -> RowMarks:
     """One job over ``files``: the Parquet row positions of the live rows where ``cond`` is
     true, per file path as in the log (files without such a row are absent). ``scan``
     (Spark's Parquet scan with each row's position) where it can read the table, else
-    the Python reader (:func:`~deltalog.contrib.spark.dataframes.files_dataframe`)."""
+    the Python reader (:func:`~deltalog.contrib.spark.dataframes.files_dataframe`); the
+    rows are named ``alias`` (the table's, which ``cond`` may use)."""
     from pyspark.sql import functions as F
 
     from deltalog.contrib.spark.errors import NativeReadUnsupportedError
@@ -105,7 +107,7 @@ def matched_row_indexes(
     except NativeReadUnsupportedError as exc:
         log.info("finding the matched rows with the Python reader: %s", exc)
     else:
-        found = native.filter(matches).select(FILE_KEY, ROW_KEY).toArrow()
+        found = (native.alias(alias) if alias else native).filter(matches).select(FILE_KEY, ROW_KEY).toArrow()
         uris = found.column(FILE_KEY).to_pylist()
         try:
             logged = pa.array([paths[u] for u in uris], pa.string())
@@ -113,7 +115,7 @@ def matched_row_indexes(
             raise AssertionError(f"the native scan returned an unknown file {exc}") from None
         return group_rows(pa.table({FILE_COLUMN: logged, ROW_INDEX_COLUMN: found.column(ROW_KEY)}))
     df = files_dataframe(spark, delta_log, snapshot, files)
-    hits = df.filter(matches).select(FILE_COLUMN, ROW_INDEX_COLUMN).toArrow()
+    hits = (df.alias(alias) if alias else df).filter(matches).select(FILE_COLUMN, ROW_INDEX_COLUMN).toArrow()
     return group_rows(hits)
 
 

@@ -175,6 +175,8 @@ class _TaskWriter:
         for f in schema:
             if f.name in drop or (f.name == CDC_TYPE_COLUMN and self.spec.change_data and not cdc):
                 continue
+            if pa.types.is_null(f.type):  # left out of the file (_to_file_columns)
+                continue
             fields.append(self._physical_field(f))
         return pa.schema(fields)
 
@@ -260,6 +262,8 @@ class _TaskWriter:
             if n not in self.spec.partition_columns
             and not (marker and n == CDC_TYPE_COLUMN)
             and not (cdc and n in self.spec.row_tracking_columns)
+            # a column of NullType is left out of the file, as Delta's dropNullTypeColumns
+            and not pa.types.is_null(table.schema.field(n).type)
         ]
         table = table.select(keep)
         if self.mapped is not None:

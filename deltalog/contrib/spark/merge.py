@@ -492,6 +492,7 @@ class DeltaMergeBuilder:
         scanned = scan_target(table._spark, table._log, snapshot, files)
         target = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
         self._check_by_source_references(target, assignments)
+        self._refuse_unsupported_conditions(target)
         types = {f.name: nullable_type(f.dataType) for f in target.schema.fields}
         types.update({c: nullable_type(self._source.schema[c].dataType) for c in new_columns})
         types.update({c: nullable_type(t) for c, t in structs.items()})
@@ -513,6 +514,26 @@ class DeltaMergeBuilder:
             condition=_expr(self._condition),
             scans=[scanned],
         )
+
+    def _refuse_unsupported_conditions(self, target: DataFrame) -> None:
+        """Delta refuses a subquery or a non-deterministic expression in the search condition
+        and in every clause condition (:mod:`~deltalog.contrib.spark.dml_conditions`);
+        resolved over the source beside the target, no job runs."""
+        from deltalog.contrib.spark.dml_conditions import refuse_unsupported_condition
+
+        both = self._source.crossJoin(target)
+        refuse_unsupported_condition(
+            both, _expr(self._condition), "search condition of MERGE operation", deterministic=True
+        )
+        for kind, clauses in (
+            ("MATCHED", self._matched),
+            ("NOT MATCHED", self._not_matched),
+            ("NOT MATCHED BY SOURCE", self._not_matched_by_source),
+        ):
+            for c in clauses:
+                if c.condition is not None:
+                    where = f"{kind} clause condition of MERGE operation"
+                    refuse_unsupported_condition(both, _expr(c.condition), where, deterministic=True)
 
     def _check_by_source_references(self, target: DataFrame, assignments: Mapping[int, Mapping[str, Column]]) -> None:
         """Delta resolves a ``whenNotMatchedBySource*`` clause's condition and values against

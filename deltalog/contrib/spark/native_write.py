@@ -103,7 +103,8 @@ def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
     staging = store.fs_path(staging_uri)
     placed: list[str] = []
     try:
-        rows = _to_physical(_checked(df.toDF(*spec.table_cased(df.columns)), spec.constraints), spec)
+        checked = _checked(df.toDF(*spec.table_cased(df.columns)), spec.constraints)
+        rows = _to_physical(_without_null_columns(checked, spec), spec)
         _spark_write(rows, spec, hadoop_path(staging_uri, staging))
         lines = list(_place_files(store, fs, spec, staging, placed))
     except BaseException as exc:
@@ -115,6 +116,17 @@ def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
         _delete_dir_quietly(fs, staging)
     log.info("wrote %d file(s) with Spark's Parquet writer", len(lines))
     return lines
+
+
+def _without_null_columns(df: DataFrame, spec: WriteSpec) -> DataFrame:
+    """``df`` without its data columns of NullType: they are left out of the files, as Delta's
+    ``dropNullTypeColumns`` (a reader finds the column missing and reads nulls)."""
+    from pyspark.sql.types import NullType
+
+    void = [
+        f.name for f in df.schema.fields if isinstance(f.dataType, NullType) and f.name not in spec.partition_columns
+    ]
+    return df.drop(*void) if void else df
 
 
 def _checked(df: DataFrame, constraints: Sequence[Constraint]) -> DataFrame:
@@ -176,21 +188,30 @@ def _to_physical(df: DataFrame, spec: WriteSpec) -> DataFrame:
     from pyspark.sql import functions as F
     from pyspark.sql.types import _parse_datatype_json_value
 
+    from deltalog.contrib.spark.update_expressions import StructCast, cast_if_needed
     from deltalog.txn.protocol.column_mapping import physical_schema, with_parquet_field_ids
 
     mapped = spec.mapped_schema
     if mapped is None:
         return df
     physical = physical_schema(with_parquet_field_ids(mapped))
-    by_name = {f.name.lower(): p for f, p in zip(mapped.fields, physical.fields)}
+    by_name = {f.name.lower(): (f, p) for f, p in zip(mapped.fields, physical.fields)}
     columns = []
     for name in df.columns:
         if name in spec.row_tracking_columns:  # hidden columns: no mapping
             columns.append(F.col(f"`{name}`"))
             continue
-        target = by_name[name.lower()]
-        spark_type = _parse_datatype_json_value(target.type.to_json_value())
-        value = F.col(f"`{name}`").cast(spark_type)
+        logical, target = by_name[name.lower()]
+        # struct fields matched by name to the table's (the data's may come in another order,
+        # or lack some); then renamed to the physical names, which Spark's cast does by position
+        by_field_name = cast_if_needed(
+            F.col(f"`{name}`"),
+            df.schema[name].dataType,
+            _parse_datatype_json_value(logical.type.to_json_value()),
+            name,
+            StructCast(allow_missing=True),
+        )
+        value = by_field_name.cast(_parse_datatype_json_value(target.type.to_json_value()))
         columns.append(value.alias(target.name, metadata=dict(target.metadata)))
     return df.select(*columns)
 

@@ -90,9 +90,16 @@ def top_level_types(spark_schema: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def assign_column_mapping(spark_schema: dict[str, Any], max_id: int) -> tuple[dict[str, Any], int]:
-    """Give every field without one a column mapping id and physical name; returns the new max id."""
-    assigned, new_max = column_mapping.assign_column_mapping(to_model(spark_schema), max_id)
+def assign_column_mapping(
+    spark_schema: dict[str, Any], max_id: int, replacing: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], int]:
+    """Give every field without one a column mapping id and physical name; returns the new max
+    id. ``replacing``: the schema this one overwrites, whose fields' ids and physical names
+    are reused where a field keeps its path and type (Delta's overwrite)."""
+    old = None if replacing is None else to_model(replacing)
+    assigned, new_max = column_mapping.assign_column_mapping(
+        to_model(spark_schema), max_id, old, overwriting=old is not None
+    )
     return from_model(assigned), new_max
 
 

@@ -14,19 +14,25 @@ addition: delta-spark sets defaults with SQL (``DEFAULT`` in ``CREATE TABLE``).
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.txn.protocol.column_defaults import CURRENT_DEFAULT
 from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, parse_expression
+from deltalog.txn.protocol.constraints import CHAR_VARCHAR_TYPE_STRING
 from deltalog.txn.protocol.generated_columns import GENERATION_EXPRESSION
 from deltalog.txn.protocol.identity import ALLOW_EXPLICIT_INSERT, START, STEP
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["IdentityGenerator", "column_metadata", "validate_generated_columns"]
+__all__ = ["IdentityGenerator", "char_varchar_as_string", "column_metadata", "validate_generated_columns"]
+
+
+_CHAR_VARCHAR_JSON = re.compile(r'"(?:var)?char\(\d+\)"')
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,18 @@ def column_metadata(
             raise DeltaAnalysisError(f"column {name}: cannot use the default {default!r}: {exc}") from None
         return {CURRENT_DEFAULT: default}
     return {}
+
+
+def char_varchar_as_string(field: dict[str, Any], spark_type: Any) -> dict[str, Any]:
+    """A column defined as ``char(n)`` / ``varchar(n)`` (or holding one) as Spark and Delta
+    store it: ``string`` in the schema, the declared type in the field's metadata
+    (``__CHAR_VARCHAR_TYPE_STRING``, Spark's ``replaceCharVarcharWithStringInSchema``); the
+    writes check the length of a top-level one. Delta's type names have no char/varchar."""
+    text = json.dumps(field["type"])
+    if not _CHAR_VARCHAR_JSON.search(text):
+        return field
+    metadata = {**(field.get("metadata") or {}), CHAR_VARCHAR_TYPE_STRING: spark_type.simpleString()}
+    return {**field, "type": json.loads(_CHAR_VARCHAR_JSON.sub('"string"', text)), "metadata": metadata}
 
 
 def validate_generated_columns(spark: SparkSession, fields: list[dict[str, Any]]) -> None:

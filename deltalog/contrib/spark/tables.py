@@ -225,7 +225,11 @@ class DeltaTable(AlterTableMethods):
         """
         from deltalog.contrib.spark.native import read_table
 
-        df = read_table(self._spark, self._path, **self._reader())
+        return self._aliased(read_table(self._spark, self._path, **self._reader()))
+
+    def _aliased(self, df: DataFrame) -> DataFrame:
+        """``df`` under the table's alias (``alias("t")``), so conditions and values may name
+        its columns ``t.c``, as in Delta, whose commands resolve them over the aliased table."""
         return df.alias(self._alias) if self._alias else df
 
     def history(self, limit: int | None = None) -> DataFrame:
@@ -303,7 +307,7 @@ class DeltaTable(AlterTableMethods):
 
         if not files:
             return [], 0
-        df = files_dataframe(self._spark, self._log, snapshot, files)
+        df = self._aliased(files_dataframe(self._spark, self._log, snapshot, files))
         hits = df.filter(F.coalesce(cond, F.lit(False))).groupBy(FILE_COLUMN).count().collect()
         matched = {r[0]: int(r[1]) for r in hits}
         return [f for f in files if f.path in matched], sum(matched.values())
@@ -340,6 +344,15 @@ class DeltaTable(AlterTableMethods):
             txn.mark_constraints_checked()
         return spec
 
+    def _refuse_unsupported(self, snapshot: Snapshot, condition: ExpressionOrColumn, command: str) -> None:
+        """Delta refuses a subquery in a DELETE or UPDATE condition
+        (:mod:`~deltalog.contrib.spark.dml_conditions`); checked over no rows, before any job."""
+        from deltalog.contrib.spark.dml_conditions import refuse_unsupported_condition
+
+        rows = self._spark.createDataFrame([], logical_struct(snapshot.metadata.schema_string))
+        rows = rows.alias(self._alias) if self._alias else rows
+        refuse_unsupported_condition(rows, _col(condition), command, deterministic=False)
+
     def _cdf(self, snapshot: Snapshot) -> bool:
         return bool(snapshot.properties.enable_change_data_feed)
 
@@ -358,6 +371,8 @@ class DeltaTable(AlterTableMethods):
         if begin_idempotent_command(self._spark, txn):
             return
         snapshot = txn.snapshot
+        if condition is not None:
+            self._refuse_unsupported(snapshot, condition, "DELETE")
         candidates = self._candidates(txn, condition)
         whole_files = condition is None or _partition_only(condition, snapshot.metadata)
         if whole_files:
@@ -373,7 +388,9 @@ class DeltaTable(AlterTableMethods):
         if not _report_scan("DELETE", condition, snapshot.num_files, candidates, touched):
             _commit_no_delete(txn, condition, started, scanned)
             return
-        rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False, row_tracking=True)
+        rows = self._aliased(
+            files_dataframe(self._spark, self._log, snapshot, touched, with_file=False, row_tracking=True)
+        )
         if tracked_columns(snapshot) is not None:
             txn.mark_row_tracking_materialized()
         matched = F.coalesce(cond, F.lit(False))
@@ -431,7 +448,7 @@ class DeltaTable(AlterTableMethods):
         own scan (Spark's row index) where it can read the table."""
         from deltalog.contrib.spark.native import scan_with_positions
 
-        return matched_row_indexes(self._spark, self._log, snapshot, files, cond, scan_with_positions)
+        return matched_row_indexes(self._spark, self._log, snapshot, files, cond, scan_with_positions, self._alias)
 
     def _delete_marking_rows(
         self, txn: OptimisticTransaction, candidates: Sequence[AddFile], condition: ExpressionOrColumn, started: float
@@ -478,6 +495,8 @@ class DeltaTable(AlterTableMethods):
         schema = logical_struct(snapshot.metadata.schema_string)
         assignments = _update_assignments(schema, set)
         check_updated_columns(snapshot.metadata, assignments)
+        if condition is not None:
+            self._refuse_unsupported(snapshot, condition, "UPDATE")
         cond = _col(condition) if condition is not None else F.lit(True)
         candidates = self._candidates(txn, condition)
         updated: int | None = None
@@ -495,7 +514,9 @@ class DeltaTable(AlterTableMethods):
             metrics = {**_rewrite_metrics([], [], started, scanned)[0], "numUpdatedRows": "0", "numCopiedRows": "0"}
             commit_set_transaction_only(txn, Update(predicate=_describe(condition), user_metrics=metrics))
             return
-        rows = files_dataframe(self._spark, self._log, snapshot, touched, with_file=False, row_tracking=True)
+        rows = self._aliased(
+            files_dataframe(self._spark, self._log, snapshot, touched, with_file=False, row_tracking=True)
+        )
         matched = F.coalesce(cond, F.lit(False))
         if marks is not None:
             rows = rows.filter(matched)  # the other rows stay where they are
@@ -752,17 +773,20 @@ class DeltaTableBuilder:
         (:mod:`~deltalog.contrib.spark.table_builder`)."""
         from pyspark.sql.types import DataType, _parse_datatype_string
 
-        from deltalog.contrib.spark.table_builder import column_metadata
+        from deltalog.contrib.spark.table_builder import char_varchar_as_string, column_metadata
 
         dtype = dataType if isinstance(dataType, DataType) else _parse_datatype_string(dataType)
         meta: dict[str, Any] = {"comment": comment} if comment else {}
         meta.update(column_metadata(colName, dtype.typeName(), generatedAlwaysAs, generatedByDefaultAs, default))
-        self._fields.append({"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": meta})
+        field = {"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": meta}
+        self._fields.append(char_varchar_as_string(field, dtype))
         return self
 
     def addColumns(self, cols: Any) -> DeltaTableBuilder:
+        from deltalog.contrib.spark.table_builder import char_varchar_as_string
+
         for f in cols.fields:
-            self._fields.append(f.jsonValue())
+            self._fields.append(char_varchar_as_string(f.jsonValue(), f.dataType))
         return self
 
     def partitionedBy(self, *cols: str) -> DeltaTableBuilder:

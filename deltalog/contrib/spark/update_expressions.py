@@ -73,7 +73,7 @@ def cast_if_needed(value: Column, from_type: DataType, to_type: DataType, where:
     the column in errors. A value struct's field the table struct lacks is an error (Delta's
     "cannot cast": add it with schema evolution)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, StructType
+    from pyspark.sql.types import ArrayType, MapType, StructType
 
     if from_type == to_type:
         return value
@@ -85,6 +85,20 @@ def cast_if_needed(value: Column, from_type: DataType, to_type: DataType, where:
         return F.transform(
             value, lambda e: cast_if_needed(e, element_from, element_to, f"{where}.element", per_element)
         )
+    if isinstance(from_type, MapType) and isinstance(to_type, MapType) and has_struct(to_type):
+        per_entry = StructCast(how.allow_missing)
+        key_from, key_to, value_from, value_to = (
+            from_type.keyType,
+            to_type.keyType,
+            from_type.valueType,
+            to_type.valueType,
+        )
+        values = F.transform_values(
+            value, lambda _, v: cast_if_needed(v, value_from, value_to, f"{where}.value", per_entry)
+        )
+        if not has_struct(key_to):
+            return values
+        return F.transform_keys(values, lambda k, _: cast_if_needed(k, key_from, key_to, f"{where}.key", per_entry))
     return value.cast(to_type)
 
 

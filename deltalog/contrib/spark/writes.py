@@ -159,7 +159,10 @@ def _canonical_partitions(data: dict[str, Any], partition_by: Sequence[str]) -> 
     return tuple(by_lower[c.lower()] for c in partition_by)
 
 
-def _new_table_metadata(opts: WriteOptions, data: dict[str, Any]) -> Metadata:
+def _new_table_metadata(opts: WriteOptions, data: dict[str, Any], replacing: Metadata | None = None) -> Metadata:
+    """The metadata of a table the write creates, or (``replacing``: ``overwriteSchema``)
+    re-creates over the table's old metadata, whose column mapping ids it keeps growing and
+    whose ids and physical names it reuses for columns that keep their type."""
     partition_by = opts.partition_by or ()
     config = dict(opts.table_properties)
     try:
@@ -170,7 +173,12 @@ def _new_table_metadata(opts: WriteOptions, data: dict[str, Any]) -> Metadata:
     _check_names(data, partition_by, change_data)
     schema = schemas.as_nullable(_table_fields(data, change_data))
     if mode != "none":
-        schema, max_id = schemas.assign_column_mapping(schema, 0)
+        if replacing is None:
+            schema, max_id = schemas.assign_column_mapping(schema, 0)
+        else:
+            old_schema = json.loads(replacing.schema_string)
+            old_max = replacing.properties.column_mapping_max_id
+            schema, max_id = schemas.assign_column_mapping(schema, old_max, replacing=old_schema)
         config["delta.columnMapping.maxColumnId"] = str(max_id)
     return Metadata(
         id=str(uuid.uuid4()),
@@ -317,6 +325,7 @@ def _overwritten_metadata(opts: WriteOptions, current: Metadata, data: dict[str,
     fresh = _new_table_metadata(
         replace(opts, table_properties={**current.configuration, **opts.table_properties}),
         data,
+        replacing=current,
     )
     return replace(
         fresh,

@@ -577,7 +577,12 @@ class OptimisticTransaction:
         if self._constraints_checked:
             return
         metadata = self.metadata
-        if metadata is None or not any(isinstance(a, AddFile) and a.data_change for a in body):
+        # a file removed and added again in one commit is the same file with a new deletion
+        # vector (a DML that only marks rows): it holds no row that was not there before
+        readded = {a.path for a in body if isinstance(a, RemoveFile)}
+        if metadata is None or not any(
+            isinstance(a, AddFile) and a.data_change and a.path not in readded for a in body
+        ):
             return
         from deltalog.txn.protocol.constraints import table_constraints
         from deltalog.txn.protocol.generated_columns import generated_column_constraints

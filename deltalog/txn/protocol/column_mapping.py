@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.protocol.errors import InvalidSchemaChangeError, InvalidSchemaError
 from deltalog.txn.protocol.properties import TableProperties
-from deltalog.txn.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, parse_schema
+from deltalog.txn.protocol.schema import (
+    ArrayType,
+    DataType,
+    MapType,
+    StructField,
+    StructType,
+    parse_schema,
+    same_type,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -105,18 +113,30 @@ def _find(schema: StructType, path: tuple[str, ...]) -> StructField | None:
 
 
 def assign_column_mapping(
-    schema: StructType, max_id: int, old_schema: StructType | None = None, changing_mode: bool = False
+    schema: StructType,
+    max_id: int,
+    old_schema: StructType | None = None,
+    changing_mode: bool = False,
+    overwriting: bool = False,
 ) -> tuple[StructType, int]:
     """Give every field without them an id (``max_id + 1``, ...) and a physical name; returns
     the schema and the new max id (Delta's ``assignColumnIdAndPhysicalName``).
 
     New physical names are ``col-<uuid>``; when column mapping is being enabled on an
     existing table (``changing_mode``) the existing columns keep their names as physical
-    names, so no data file has to be rewritten."""
+    names, so no data file has to be rewritten. When the schema replaces ``old_schema``
+    (``overwriting``: ``overwriteSchema``), a field at the path of an old field of the same
+    type keeps that field's id and physical name, as Delta's
+    ``columnMapping.reuseColumnMetadataDuringOverwrite`` (on by default); other fields get
+    ids above ``max_id``, which only grows (the protocol's ``maxColumnId``)."""
     counter = [max(max_id, find_max_column_id(schema))]
 
     def assign(path: tuple[str, ...], f: StructField) -> StructField:
         meta = dict(f.metadata)
+        reused = _reusable(old_schema, (*path, f.name), f) if overwriting else None
+        if reused is not None and COLUMN_MAPPING_ID not in meta and PHYSICAL_NAME not in meta:
+            meta[COLUMN_MAPPING_ID] = reused.column_mapping_id
+            meta[PHYSICAL_NAME] = reused.physical_name
         if COLUMN_MAPPING_ID not in meta:
             counter[0] += 1
             meta[COLUMN_MAPPING_ID] = counter[0]
@@ -135,6 +155,15 @@ def assign_column_mapping(
 
     result: StructType = _map_fields(schema, assign, ())
     return result, counter[0]
+
+
+def _reusable(old_schema: StructType | None, path: tuple[str, ...], f: StructField) -> StructField | None:
+    """The old field at ``path`` when it has the type of ``f`` (nullability, metadata and
+    name case aside) and column mapping metadata to give."""
+    old = None if old_schema is None else _find(old_schema, path)
+    if old is None or old.column_mapping_id is None or PHYSICAL_NAME not in old.metadata:
+        return None
+    return old if same_type(old.type, f.type) else None
 
 
 def update_column_mapping(old: Metadata | None, new: Metadata) -> Metadata:

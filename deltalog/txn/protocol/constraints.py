@@ -26,6 +26,7 @@ data lacks is ``NULL``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
@@ -50,6 +51,7 @@ __all__ = [
     "ConstraintViolationError",
     "NotNullConstraintViolationError",
     "UnsupportedConstraintError",
+    "char_varchar_constraints",
     "check_constraints",
     "compile_constraints",
     "not_null_constraints",
@@ -57,6 +59,11 @@ __all__ = [
 ]
 
 NOT_NULL = "NOT NULL"
+#: Where Spark keeps a char/varchar column's declared type (its Delta type is ``string``).
+CHAR_VARCHAR_TYPE_STRING = "__CHAR_VARCHAR_TYPE_STRING"
+#: Delta's name for the length check of such a column (``CharVarcharConstraint``).
+CHAR_VARCHAR_CHECK = "__CHAR_VARCHAR_STRING_LENGTH_CHECK__"
+_CHAR_VARCHAR = re.compile(r"\s*(?:var)?char\s*\(\s*(\d+)\s*\)\s*", re.IGNORECASE)
 #: The first words of :class:`NotNullConstraintViolationError` (Delta's
 #: ``DELTA_NOT_NULL_CONSTRAINT_VIOLATED`` message).
 NOT_NULL_MESSAGE = "NOT NULL constraint violated for column: "
@@ -119,6 +126,28 @@ def not_null_constraints(metadata: Metadata) -> list[Constraint]:
         for parts, f in _field_paths(schema, ())
         if f.get("nullable", True) is False
     ]
+
+
+def char_varchar_constraints(metadata: Metadata) -> list[Constraint]:
+    """The length check of every top-level ``char(n)`` / ``varchar(n)`` column (a ``string``
+    whose metadata keeps the declared type, as Spark and Delta store it): ``c IS NULL OR
+    length(c) <= n``, Delta's ``CharVarcharConstraint`` (``char`` is not padded on write)."""
+    try:
+        schema = json.loads(metadata.schema_string)
+    except ValueError:
+        return []
+    found = []
+    for f in schema.get("fields") or []:
+        declared = (f.get("metadata") or {}).get(CHAR_VARCHAR_TYPE_STRING)
+        match = _CHAR_VARCHAR.fullmatch(declared) if isinstance(declared, str) else None
+        if match is not None and f.get("type") == "string":
+            q = _quoted(str(f["name"]))
+            found.append(
+                Constraint(
+                    CHAR_VARCHAR_CHECK, f"{q} IS NULL OR length({q}) <= {match.group(1)}", "invariant", f["name"]
+                )
+            )
+    return found
 
 
 def _display(parts: tuple[str, ...]) -> str:

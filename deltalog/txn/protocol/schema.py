@@ -35,6 +35,7 @@ __all__ = [
     "merge_schemas",
     "parse_schema",
     "same_columns",
+    "same_type",
     "split_column_name",
 ]
 
@@ -337,6 +338,11 @@ def _shape(dt: DataType) -> Any:
     return dt.to_json_value()
 
 
+def same_type(a: DataType, b: DataType) -> bool:
+    """Same type, nullability, metadata and name case aside."""
+    return bool(_shape(a) == _shape(b))
+
+
 def same_columns(a: StructType, b: StructType) -> bool:
     """Same columns (case-insensitive, any order at the top level) and types; nullability ignored."""
     return {f.name.lower(): _shape(f.type) for f in a.fields} == {f.name.lower(): _shape(f.type) for f in b.fields}
@@ -359,8 +365,24 @@ def _describe(dt: DataType) -> str:
 
 
 def _merge_type(table: DataType, new: DataType, where: str) -> DataType:
+    """``table`` with what ``new`` adds: struct fields at any depth, inside arrays and maps
+    too (Delta's ``SchemaMergingUtils.mergeSchemas``); the table's nullability is kept. A
+    ``void`` (NullType) column takes the other side's type: data of nulls fits any column,
+    and a column of nulls becomes the data's type."""
+    if _is_void(new):
+        return table
+    if _is_void(table):
+        return as_nullable(new)
     if isinstance(table, StructType) and isinstance(new, StructType):
         return _merge_struct(table, new, where)
+    if isinstance(table, ArrayType) and isinstance(new, ArrayType):
+        return ArrayType(_merge_type(table.element_type, new.element_type, f"{where}.element"), table.contains_null)
+    if isinstance(table, MapType) and isinstance(new, MapType):
+        return MapType(
+            _merge_type(table.key_type, new.key_type, f"{where}.key"),
+            _merge_type(table.value_type, new.value_type, f"{where}.value"),
+            table.value_contains_null,
+        )
     if _shape(table) == _shape(new):
         return table
     pair = (_describe(table), _describe(new))
@@ -404,8 +426,48 @@ def check_write_compatible(table: StructType, data: StructType) -> None:
             f"the data has columns the table does not: {', '.join(extra)}; write with "
             "option('mergeSchema', 'true') to add them, or overwrite with overwriteSchema=true"
         )
+    nested: list[str] = []
     for f in data.fields:
-        _merge_type(table.field(f.name).type, f.type, f.name)
+        old = table.field(f.name).type
+        merged = _merge_type(old, f.type, f.name)
+        if _shape(merged) == _shape(old):
+            continue
+        added = _added_fields(old, merged, f.name)
+        if not added:  # only a void (NullType) column or field would take the data's type
+            raise SchemaMismatchError(
+                f"column {f.name} is {_describe(old)} in the table and {_describe(f.type)} in the data: its void "
+                "(NullType) part would take the data's type; write with option('mergeSchema', 'true') to change it"
+            )
+        nested.extend(added)
+    if nested:
+        raise SchemaMismatchError(
+            f"the data has nested fields the table does not: {', '.join(nested)}; write with "
+            "option('mergeSchema', 'true') to add them, or overwrite with overwriteSchema=true"
+        )
+
+
+def _is_void(dt: DataType) -> bool:
+    return isinstance(dt, PrimitiveType) and dt.name == "void"
+
+
+def _added_fields(table: DataType, merged: DataType, where: str) -> list[str]:
+    """The paths of the fields ``merged`` (``table`` merged with data) has and ``table`` lacks."""
+    if isinstance(table, StructType) and isinstance(merged, StructType):
+        known = {f.name.lower(): f for f in table.fields}
+        out: list[str] = []
+        for f in merged.fields:
+            old = known.get(f.name.lower())
+            path = f"{where}.{f.name}"
+            out.extend([path] if old is None else _added_fields(old.type, f.type, path))
+        return out
+    if isinstance(table, ArrayType) and isinstance(merged, ArrayType):
+        return _added_fields(table.element_type, merged.element_type, f"{where}.element")
+    if isinstance(table, MapType) and isinstance(merged, MapType):
+        return [
+            *_added_fields(table.key_type, merged.key_type, f"{where}.key"),
+            *_added_fields(table.value_type, merged.value_type, f"{where}.value"),
+        ]
+    return []
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,46 @@
+"""What Delta refuses in the conditions of DELETE, UPDATE and MERGE, refused before anything
+is read or written (Delta's ``PreprocessTableDelete`` / ``PreprocessTableUpdate`` /
+``PreprocessTableMerge``):
+
+- a subquery, in any of them (``DELTA_UNSUPPORTED_SUBQUERY``): the command would run it
+  once per pass, and against a table it may be changing;
+- a non-deterministic expression (``rand()``, ``uuid()``, ...) in MERGE's search or clause
+  conditions (``DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED``): MERGE evaluates them in
+  more than one pass, which could disagree about which rows match. DELETE and UPDATE, which
+  decide each row once, accept them, as Delta does.
+
+The condition is analysed by Spark over a DataFrame holding the columns it may name (no job
+runs) and its resolved expression inspected.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["refuse_unsupported_condition"]
+
+
+def refuse_unsupported_condition(rows: DataFrame, condition: Column, where: str, *, deterministic: bool) -> None:
+    """Raise :class:`DeltaAnalysisError` when ``condition`` (resolved over ``rows``) holds a
+    subquery, or, with ``deterministic``, a non-deterministic expression; ``where`` names it
+    in the message (``"DELETE"``, ``"search condition of MERGE operation"``, ...)."""
+    analyzed = rows.filter(condition)._jdf.queryExecution().analyzed()
+    expression = analyzed.condition()
+    jvm = rows.sparkSession._jvm
+    assert jvm is not None  # a classic session: the table API runs Spark jobs from the driver
+    text = expression.sql()
+    if jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(expression):
+        raise DeltaAnalysisError(
+            f"DELTA_UNSUPPORTED_SUBQUERY: Subqueries are not supported in the {where} (condition = {text}); "
+            "join the subquery's rows into the source, or collect its values into a literal list first"
+        )
+    if deterministic and not expression.deterministic():
+        raise DeltaAnalysisError(
+            f"DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED: Non-deterministic functions are not supported in "
+            f"the {where} (condition = {text}); compute the value once into a column of the source"
+        )
