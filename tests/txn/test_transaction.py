@@ -94,6 +94,7 @@ def test_create_table_writes_protocol_metadata_and_commit_info_first() -> None:
     assert lines[1]["protocol"] == {"minReaderVersion": 1, "minWriterVersion": 2}
     info = lines[0]["commitInfo"]
     assert info["operation"] == "CREATE TABLE"
+    assert info["operationParameters"]["clusterBy"] == "[]"  # Delta 3.2+: always, as partitionBy
     assert "readVersion" not in info
     assert info["isolationLevel"] == "Serializable"
     assert info["engineInfo"].startswith("deltalog/")
