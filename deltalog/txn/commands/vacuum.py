@@ -39,6 +39,7 @@ from deltalog.txn.commit.operations import VacuumEnd, VacuumStart
 from deltalog.txn.log.deletion_vectors import dv_absolute_path
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor, decode_path
 from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.features import check_write_supported
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -183,9 +184,13 @@ def vacuum(
 
     Returns a :class:`VacuumResult` (iterable over the table-relative paths deleted, or
     that would be deleted with ``dry_run``). Raises :class:`VacuumRetentionError` for an
-    unsafe retention, leaving the table untouched.
+    unsafe retention, and :class:`~deltalog.errors.UnsupportedFeatureError` for a table this
+    client cannot write (dry run included, as Delta), leaving the table untouched.
     """
     snapshot = delta_log.require_table()
+    # Delta's ``protocolWrite`` check, dry run included: a client that does not know a
+    # writer feature cannot tell which files the table still needs.
+    check_write_supported(snapshot.protocol, snapshot.metadata, table=delta_log.table_uri)
     now = int(time.time() * 1000) if now_ms is None else now_ms
     table_retention_ms = int(snapshot.properties.deleted_file_retention.total_seconds() * 1000)
     retention_ms, check = _checked_retention(delta_log, retention_hours, table_retention_ms, enforce_retention)
