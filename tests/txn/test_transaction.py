@@ -767,6 +767,6 @@ def test_protocol_properties_upgrade_the_protocol_and_are_not_kept_in_the_config
     assert snapshot.metadata.configuration == {"team": "data", "owner": "ops"}
 
     for bad in ({"delta.feature.noSuchFeature": "supported"}, {"delta.feature.deletionVectors": "disabled"}):
-        with pytest.raises(InvalidPropertyError, match="delta.feature"):
+        with pytest.raises(InvalidPropertyError, match=r"delta\.feature"):
             set_table_properties(log, bad)
     assert log.update().version == snapshot.version

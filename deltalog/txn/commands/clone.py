@@ -17,9 +17,10 @@ parameters ``source`` and ``sourceVersion``, Delta's metrics ``sourceTableSize``
 The target keeps the source's schema, partitioning, properties (plus ``properties``) and
 protocol, under a new table id, and its liquid-clustering columns (the ``delta.clustering``
 domain, the only domain Delta's ``handleDomainMetadataForCloneTable`` copies); row IDs and
-commit versions are not carried over (Delta neither). The target location must not hold anything yet (Delta refuses to clone into a
-non-empty location unless clone-replace is enabled; deltalog has no replace). Files a deep
-clone copied are deleted only when the commit certainly did not land.
+commit versions are not carried over (Delta neither). The target location must not hold
+anything yet (Delta refuses to clone into a non-empty location unless clone-replace is
+enabled; deltalog has no replace). Files a deep clone copied are deleted only when the
+commit certainly did not land.
 """
 
 from __future__ import annotations
