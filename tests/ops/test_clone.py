@@ -12,6 +12,8 @@ import pyarrow as pa
 import pytest
 
 from deltalog.txn.commands.clone import CloneTargetNotEmptyError, clone
+from deltalog.txn.commands.clustering import clustering_columns
+from deltalog.txn.commands.optimize import optimize
 from deltalog.txn.commands.vacuum import vacuum
 from deltalog.txn.delta_log import DeltaLog
 from tests.log.test_feature_tables import test_deletion_vectors_on_disk_and_inline as build_dv_table
@@ -128,3 +130,22 @@ def test_a_deep_clone_that_fails_copying_leaves_the_target_empty(
     monkeypatch.undo()
     shutil.move(str(tmp_path / "aside"), str(tmp_path / "source" / clone_module.decode_path(doomed.path)))
     assert clone(source, str(target), shallow=False).version == 0
+
+
+@pytest.mark.parametrize("shallow", [True, False])
+def test_clone_of_a_clustered_table_keeps_its_clustering_columns(tmp_path: Path, shallow: bool) -> None:
+    """Delta's CLONE copies the ``delta.clustering`` domain (``handleDomainMetadataForCloneTable``):
+    the clone is clustered by the source's columns, and OPTIMIZE of the clone clusters, not
+    just compacts."""
+    from tests.features.test_clustering import _append
+    from tests.features.test_clustering import _create as create_clustered
+
+    source = create_clustered(str(tmp_path / "source"), ["y", "x"])
+    _append(source, [(1, 2), (3, 4)])
+    _append(source, [(5, 6)])
+    target_uri = str(tmp_path / "clone")
+    clone(source, target_uri, shallow=shallow)
+    target = DeltaLog.for_table(target_uri)
+    assert clustering_columns(target.update()) == ["y", "x"]
+    params = _commit_info(target_uri, optimize(target).version or 0)["operationParameters"]
+    assert isinstance(params, dict) and params["clusterBy"] == '["y","x"]'

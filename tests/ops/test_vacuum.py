@@ -156,7 +156,9 @@ def test_records_vacuum_start_and_end(table_uri: str) -> None:
     }
     assert start.operation_metrics["numFilesToDelete"] == "0"
     assert end.operation_parameters == {"status": "COMPLETED"}
-    assert end.operation_metrics == {"numDeletedFiles": "0", "numVacuumedDirectories": "0"}
+    # Delta's numVacuumedDirectories counts the directories VACUUM looked at, the root included
+    # (VacuumCommand's dirCounts): here the root and p=a
+    assert end.operation_metrics == {"numDeletedFiles": "0", "numVacuumedDirectories": "2"}
 
 
 def test_memory_store_orphans_are_deleted() -> None:
@@ -252,3 +254,23 @@ def test_an_inventory_row_inside_a_staging_directory_is_seen(tmp_path: Path) -> 
     old_ms = int(time.time() * 1000) - 10 * 24 * HOUR_MS
     inventory = [(_local(log, rel), 1, False, old_ms), (_local(log, "_hidden/part-0.parquet"), 1, False, old_ms)]
     assert vacuum(log, dry_run=True, inventory=inventory).files == [rel]
+
+
+def test_a_table_this_client_cannot_write_is_refused_even_for_a_dry_run(tmp_path: Path) -> None:
+    """Delta's VACUUM checks the write protocol first (``deltaLog.protocolWrite``), dry run
+    included: a client that does not know a writer feature must not decide which files are
+    unreferenced (the feature may reference files in ways it cannot see)."""
+    import json
+
+    from deltalog.errors import UnsupportedFeatureError
+
+    log = create(str(tmp_path / "t"))
+    append(log, [1], "a")
+    protocol = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["appendOnly", "someFutureFeature"]}
+    (tmp_path / "t" / "_delta_log" / f"{2:020d}.json").write_text(json.dumps({"protocol": protocol}) + "\n")
+    orphan = _local(log, "orphan.parquet")
+    _touch(orphan, hours_old=1000)
+    for dry_run in (True, False):
+        with pytest.raises(UnsupportedFeatureError, match="someFutureFeature"):
+            vacuum(log, dry_run=dry_run)
+    assert os.path.exists(orphan) and log.update().version == 2

@@ -94,6 +94,7 @@ def test_create_table_writes_protocol_metadata_and_commit_info_first() -> None:
     assert lines[1]["protocol"] == {"minReaderVersion": 1, "minWriterVersion": 2}
     info = lines[0]["commitInfo"]
     assert info["operation"] == "CREATE TABLE"
+    assert info["operationParameters"]["clusterBy"] == "[]"  # Delta 3.2+: always, as partitionBy
     assert "readVersion" not in info
     assert info["isolationLevel"] == "Serializable"
     assert info["engineInfo"].startswith("deltalog/")
@@ -741,3 +742,31 @@ def test_a_failure_after_an_unresolved_attempt_is_reported_as_unknown_outcome() 
     txn = log.start_transaction(settings=EngineSettings(backoff_base_ms=0.1))
     with pytest.raises(AmbiguousWriteError, match=rf"txnId {txn.txn_id}.*look for this txnId"):
         txn.commit([add("f")], Write())
+
+
+def test_protocol_properties_upgrade_the_protocol_and_are_not_kept_in_the_configuration(tmp_path: Any) -> None:
+    """``delta.minReaderVersion`` / ``delta.minWriterVersion`` / ``delta.feature.<name>``
+    ask for a protocol; Delta applies them to the protocol and strips them from the
+    metadata (``Protocol.filterProtocolPropsFromTableProps``), on create and on ALTER. A
+    feature Delta does not know, or a status other than ``supported``/``enabled``, is refused
+    with nothing committed."""
+    from deltalog.txn.commands.alter import set_table_properties
+    from deltalog.txn.protocol.properties import InvalidPropertyError
+
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    create(log, **{"delta.minReaderVersion": "2", "delta.minWriterVersion": "5", "team": "data"})
+    snapshot = log.update()
+    assert (snapshot.protocol.min_reader_version, snapshot.protocol.min_writer_version) == (2, 5)
+    assert snapshot.metadata.configuration == {"team": "data"}
+
+    set_table_properties(log, {"delta.feature.deletionVectors": "supported", "owner": "ops"})
+    snapshot = log.update()
+    assert "deletionVectors" in (snapshot.protocol.reader_features or ())
+    assert "deletionVectors" in (snapshot.protocol.writer_features or ())
+    assert "columnMapping" in (snapshot.protocol.writer_features or ())  # the legacy (2, 5) kept
+    assert snapshot.metadata.configuration == {"team": "data", "owner": "ops"}
+
+    for bad in ({"delta.feature.noSuchFeature": "supported"}, {"delta.feature.deletionVectors": "disabled"}):
+        with pytest.raises(InvalidPropertyError, match=r"delta\.feature"):
+            set_table_properties(log, bad)
+    assert log.update().version == snapshot.version

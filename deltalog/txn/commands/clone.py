@@ -15,10 +15,12 @@ parameters ``source`` and ``sourceVersion``, Delta's metrics ``sourceTableSize``
   depends on nothing of the source.
 
 The target keeps the source's schema, partitioning, properties (plus ``properties``) and
-protocol, under a new table id; row IDs and commit versions are not carried over (Delta
-neither). The target location must not hold anything yet (Delta refuses to clone into a
-non-empty location unless clone-replace is enabled; deltalog has no replace). Files a deep
-clone copied are deleted only when the commit certainly did not land.
+protocol, under a new table id, and its liquid-clustering columns (the ``delta.clustering``
+domain, the only domain Delta's ``handleDomainMetadataForCloneTable`` copies); row IDs and
+commit versions are not carried over (Delta neither). The target location must not hold
+anything yet (Delta refuses to clone into a non-empty location unless clone-replace is
+enabled; deltalog has no replace). Files a deep clone copied are deleted only when the
+commit certainly did not land.
 """
 
 from __future__ import annotations
@@ -37,13 +39,16 @@ from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.log.data_files import missing_files, name_missing
 from deltalog.txn.log.deletion_vectors import dv_absolute_path
 from deltalog.txn.protocol.actions import (
+    Action,
     AddFile,
     DeletionVectorDescriptor,
+    DomainMetadata,
     Metadata,
     decode_path,
     encode_path,
     is_absolute_path,
 )
+from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN
 from deltalog.txn.protocol.errors import DeltaLogError
 
 if TYPE_CHECKING:
@@ -227,7 +232,8 @@ def clone(
     _check_clonable(source, snapshot, target)
     files = snapshot.files
     copies: list[_Copy] = []
-    adds = [
+    adds: list[Action] = [*_cloned_domains(snapshot)]
+    adds += [
         _shallow(source.table_uri, f) if shallow else _deep(source.table_uri, target.table_uri, f, copies)
         for f in files
     ]
@@ -256,6 +262,15 @@ def clone(
         len(adds),
     )
     return CloneResult(target.table_uri, committed, snapshot.version, metrics)
+
+
+def _cloned_domains(snapshot: Snapshot) -> list[DomainMetadata]:
+    """The source's domains a clone carries over: only ``delta.clustering``, as Delta's
+    ``METADATA_DOMAIN_TO_COPY_FOR_CLONE_TABLE`` (the target is new, so nothing to remove)."""
+    domain = snapshot.domain_metadata.get(CLUSTERING_DOMAIN)
+    if domain is None or domain.removed:
+        return []
+    return [DomainMetadata(CLUSTERING_DOMAIN, domain.configuration, False)]
 
 
 def _clone_metrics(snapshot: Snapshot, copies: list[_Copy]) -> dict[str, str]:

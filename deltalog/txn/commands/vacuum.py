@@ -19,7 +19,9 @@ commits, so they go once they are older than the retention), as Delta's
 
 Unless ``dry_run``, the run is recorded as ``VACUUM START`` and ``VACUUM END`` commits with
 Delta's parameters and metrics (``numFilesToDelete``, ``sizeOfDataToDelete``,
-``numDeletedFiles``, ``numVacuumedDirectories``).
+``numDeletedFiles``, and ``numVacuumedDirectories``: as Delta, the number of directories
+VACUUM looked at, the root included, not of those it deleted, which is
+:attr:`VacuumResult.num_dirs`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from deltalog.txn.commit.operations import VacuumEnd, VacuumStart
 from deltalog.txn.log.deletion_vectors import dv_absolute_path
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor, decode_path
 from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.features import check_write_supported
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -79,7 +82,7 @@ class VacuumResult:
     table_uri: str
     files: list[str] = field(default_factory=list)
     size_in_bytes: int = 0
-    num_dirs: int = 0
+    num_dirs: int = 0  #: empty directories deleted (not Delta's numVacuumedDirectories)
     dry_run: bool = False
     retention_hours: float = 0.0
     start_version: int | None = None
@@ -183,9 +186,13 @@ def vacuum(
 
     Returns a :class:`VacuumResult` (iterable over the table-relative paths deleted, or
     that would be deleted with ``dry_run``). Raises :class:`VacuumRetentionError` for an
-    unsafe retention, leaving the table untouched.
+    unsafe retention, and :class:`~deltalog.errors.UnsupportedFeatureError` for a table this
+    client cannot write (dry run included, as Delta), leaving the table untouched.
     """
     snapshot = delta_log.require_table()
+    # Delta's ``protocolWrite`` check, dry run included: a client that does not know a
+    # writer feature cannot tell which files the table still needs.
+    check_write_supported(snapshot.protocol, snapshot.metadata, table=delta_log.table_uri)
     now = int(time.time() * 1000) if now_ms is None else now_ms
     table_retention_ms = int(snapshot.properties.deleted_file_retention.total_seconds() * 1000)
     retention_ms, check = _checked_retention(delta_log, retention_hours, table_retention_ms, enforce_retention)
@@ -267,16 +274,18 @@ def _delete_between_start_and_end(
     max_workers: int,
 ) -> None:
     """Commit ``VACUUM START``, delete ``result.files`` and the directories left empty, then
-    commit ``VACUUM END`` (``FAILED`` when the deletion raised); the versions go in ``result``."""
+    commit ``VACUUM END`` (``FAILED`` when the deletion raised); the versions go in ``result``
+    and the number of empty directories deleted in ``result.num_dirs``."""
     result.start_version = delta_log.start_transaction(lock=lock).commit([], start)
     deleted = 0
+    looked_at = len(dirs) + 1  # Delta's dirCounts: the directories listed, and the root
     try:
         deleted = _delete_all(fs, root, result.files, progress, max_workers)
         result.num_dirs = _delete_empty_dirs(fs, root, dirs, valid)
     except BaseException:
-        _end(delta_log, lock, "FAILED", deleted, result.num_dirs)
+        _end(delta_log, lock, "FAILED", deleted, looked_at)
         raise
-    result.end_version = _end(delta_log, lock, "COMPLETED", deleted, result.num_dirs)
+    result.end_version = _end(delta_log, lock, "COMPLETED", deleted, looked_at)
 
 
 def _end(delta_log: DeltaLog, lock: str | CommitLock | None, status: str, deleted: int, dirs: int) -> int:

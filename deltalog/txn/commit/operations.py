@@ -239,10 +239,11 @@ class Optimize(Operation):
         values: dict[str, Any] = {
             "predicate": list(self.predicate),
             "zOrderBy": list(self.z_order_by),
+            "clusterBy": list(self.cluster_by or ()),  # Delta 3.2+: always, "[]" when not clustered
             "auto": self.auto,
         }
         if self.cluster_by:
-            values.update(clusterBy=list(self.cluster_by), isFull=self.is_full)
+            values["isFull"] = self.is_full
         return values
 
 
@@ -266,19 +267,23 @@ class Reorg(Operation):
 
 @dataclass(frozen=True)
 class _TableDefinition(Operation):
-    """What CREATE and REPLACE TABLE record: the table's description, partitioning and
-    properties."""
+    """What CREATE and REPLACE TABLE record: the table's description, partitioning,
+    clustering columns (Delta 3.2+ records ``clusterBy`` always, ``[]`` for a table that is
+    not clustered, as ``partitionBy``) and properties."""
 
     changes_data: ClassVar[bool] = True
     description: str | None = None
     partition_by: Sequence[str] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
+    #: the clustering columns of a clustered table (Delta's ``clusterBy`` parameter)
+    cluster_by: Sequence[str] | None = None
 
     def parameter_values(self) -> dict[str, Any]:
         return {
             "isManaged": "false",
             "description": self.description,
             "partitionBy": list(self.partition_by),
+            "clusterBy": list(self.cluster_by or ()),
             "properties": dict(self.properties),
         }
 
@@ -288,8 +293,6 @@ class CreateTable(_TableDefinition):
     """``CREATE TABLE`` (or ``CREATE TABLE AS SELECT`` when ``as_select``)."""
 
     as_select: bool = False
-    #: the clustering columns of a clustered table (Delta's ``clusterBy`` parameter)
-    cluster_by: Sequence[str] | None = None
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -298,12 +301,6 @@ class CreateTable(_TableDefinition):
     @property
     def operation_metrics(self) -> frozenset[str]:
         return metric_sets.WRITE if self.as_select else frozenset()
-
-    def parameter_values(self) -> dict[str, Any]:
-        values = super().parameter_values()
-        if self.cluster_by is not None:
-            values["clusterBy"] = list(self.cluster_by)
-        return values
 
 
 @dataclass(frozen=True)

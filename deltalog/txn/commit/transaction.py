@@ -75,7 +75,11 @@ from deltalog.txn.protocol.column_mapping import (
 from deltalog.txn.protocol.identity import identity_commit_tags
 from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPredicate, partition_column_types
 from deltalog.txn.protocol.properties import InvalidPropertyError
-from deltalog.txn.protocol.protocol_requirements import merge_protocols, required_protocol
+from deltalog.txn.protocol.protocol_requirements import (
+    merge_protocols,
+    required_protocol,
+    without_protocol_properties,
+)
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
@@ -272,6 +276,8 @@ class OptimisticTransaction:
         metadata = self._with_ict_enablement(metadata)
         self._new_metadata = metadata
         self._upgrade_protocol_for(metadata)
+        # the protocol properties went into the protocol; Delta never stores them
+        metadata = without_protocol_properties(metadata)
         self._new_metadata = row_tracking.with_materialized_column_names(
             self.protocol, self.snapshot.metadata if self.table_exists else None, metadata
         )

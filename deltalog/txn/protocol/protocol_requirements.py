@@ -6,17 +6,77 @@ generatedColumns 4, columnMapping reader 2 / writer 5, identityColumns 6. Featur
 only exist as table features (deletionVectors, timestampNtz, inCommitTimestamp,
 v2Checkpoint, domainMetadata, ...) need writer 7 (and reader 3 for reader-writer
 features), with every active feature listed by name.
+
+A table's properties can also ask for a protocol: ``delta.minReaderVersion``,
+``delta.minWriterVersion`` and ``delta.feature.<name>`` = ``supported`` (or ``enabled``).
+As Delta (``Protocol.filterProtocolPropsFromTableProps``), they go into the protocol and are
+not kept in the metadata's configuration (:func:`without_protocol_properties`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from deltalog.txn.protocol.actions import Metadata, Protocol
 
-__all__ = ["active_features", "merge_protocols", "required_protocol"]
+__all__ = [
+    "active_features",
+    "is_protocol_property",
+    "merge_protocols",
+    "required_protocol",
+    "without_protocol_properties",
+]
+
+#: ``delta.feature.<name>``: a table property that adds the feature to the protocol.
+FEATURE_PROPERTY_PREFIX = "delta.feature."
+_FEATURE_STATUSES = ("supported", "enabled")
+
+
+def is_protocol_property(key: str) -> bool:
+    """Delta's ``TableFeatureProtocolUtils.isTableProtocolProperty``: a property that asks
+    for a protocol and is never stored in the metadata."""
+    return key in (
+        "delta.minReaderVersion",
+        "delta.minWriterVersion",
+        "delta.ignoreProtocolDefaults",
+    ) or key.startswith(FEATURE_PROPERTY_PREFIX)
+
+
+def without_protocol_properties(metadata: Metadata) -> Metadata:
+    """``metadata`` without the protocol properties (:func:`is_protocol_property`)."""
+    if not any(is_protocol_property(k) for k in metadata.configuration):
+        return metadata
+    config = {k: v for k, v in metadata.configuration.items() if not is_protocol_property(k)}
+    return replace(metadata, configuration=config)
+
+
+def _requested_features(metadata: Metadata) -> set[str]:
+    """The features ``delta.feature.<name>`` properties ask for; raises
+    :class:`~deltalog.txn.protocol.properties.InvalidPropertyError` for a feature Delta does
+    not know or a status other than ``supported``/``enabled``."""
+    from deltalog.txn.protocol.features import FEATURES
+    from deltalog.txn.protocol.properties import InvalidPropertyError
+
+    requested: set[str] = set()
+    for key, value in metadata.configuration.items():
+        if not key.startswith(FEATURE_PROPERTY_PREFIX):
+            continue
+        name = key[len(FEATURE_PROPERTY_PREFIX) :]
+        if name not in FEATURES:
+            raise InvalidPropertyError(
+                f"{key}: {name!r} is not a table feature Delta knows; known features: {', '.join(sorted(FEATURES))}"
+            )
+        if str(value).strip().lower() not in _FEATURE_STATUSES:
+            raise InvalidPropertyError(
+                f"{key}={value!r}: a feature property takes 'supported' (or 'enabled'); a feature is "
+                "removed with DROP FEATURE, not by a property"
+            )
+        requested.add(name)
+    return requested
+
 
 # feature name -> (min reader version, min writer version) when it is a legacy feature
 _LEGACY: dict[str, tuple[int, int]] = {
@@ -109,15 +169,17 @@ def active_features(metadata: Metadata) -> set[str]:
 
 def required_protocol(metadata: Metadata) -> Protocol:
     """The smallest protocol that supports every feature ``metadata`` makes active,
-    honouring ``delta.minReaderVersion`` / ``delta.minWriterVersion`` when set."""
-    features = active_features(metadata)
+    honouring ``delta.minReaderVersion`` / ``delta.minWriterVersion`` and the features
+    ``delta.feature.<name>`` properties ask for (listed by name, so with writer 7)."""
+    requested = _requested_features(metadata)
+    features = active_features(metadata) | requested
     reader, writer = 1, 2
     try:
         reader = max(reader, metadata.properties.min_reader_version or 1)
         writer = max(writer, metadata.properties.min_writer_version or 2)
     except ValueError:  # InvalidPropertyError: a version that is not a number is ignored
         pass
-    needs_table_features = writer >= 7 or any(f not in _LEGACY for f in features)
+    needs_table_features = writer >= 7 or bool(requested) or any(f not in _LEGACY for f in features)
     if not needs_table_features:
         for feature in features:
             r, w = _LEGACY[feature]
