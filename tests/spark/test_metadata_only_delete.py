@@ -120,3 +120,33 @@ def test_literals_spark_casts_otherwise_prune_no_partition(spark, table_path):
     table.update("b = 'y'", {"id": "id + 10"})
     table.delete("b = 'f'")
     assert sorted(r.id for r in spark.read.format("deltalog").load(table_path).collect()) == [11]
+
+
+def test_merge_condition_literals_prune_as_spark_reads_them(spark, table_path):
+    """A MERGE condition's literal terms prune the target's partitions: ``t.s = 'a\\\\b'`` is
+    the value ``a\\b`` to Spark, so the target rows of partition ``a\\b`` are candidates
+    (pruned to partition ``a\\\\b`` instead, they went unmatched and the source rows were
+    inserted again beside them); on an aliased table, DELETE and UPDATE terms qualified
+    with the alias prune as unqualified ones do."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.merge_pruning import condition_terms
+
+    terms = condition_terms(r"t.id = s.id AND t.s = 'a\\b'", "t", {"id": "long", "s": "string"}, ["id", "v"])
+    assert terms.literal_terms == [("s", "=", "a\\b")]
+
+    rows = [(1, "a\\b", "old"), (2, "a\\\\b", "old")]
+    df = spark.createDataFrame(rows, "id long, s string, v string").repartition(1)
+    df.write.format("deltalog").mode("append").option("partitionBy", "s").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame([(1, "a\\b", "new")], "id long, s string, v string")
+    (
+        table.alias("t")
+        .merge(source.alias("src"), r"t.id = src.id AND t.s = 'a\\b'")
+        .whenMatchedUpdate(set={"v": "src.v"})
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    assert sorted(tuple(r) for r in table.toDF().collect()) == [(1, "a\\b", "new"), (2, "a\\\\b", "old")]
+
+    aliased = DeltaTable.forPath(spark, table_path).alias("t")
+    assert [f.partition_values["s"] for f in aliased._candidates(aliased._log.start_transaction(), "t.s = 'x'")] == []

@@ -18,12 +18,13 @@ if TYPE_CHECKING:
 __all__ = ["data_skipped_files", "where_terms"]
 
 
-def where_terms(where: str | None) -> list[Term]:
-    """The file-skipping terms of a ``where`` predicate (terms that cannot skip are dropped)."""
+def where_terms(where: str | None, qualifier: str | None = None) -> list[Term]:
+    """The file-skipping terms of a ``where`` predicate (terms that cannot skip are dropped;
+    ``qualifier``: the alias columns may be qualified with)."""
     if not where:
         return []
     try:
-        filters = parse_partition_predicate(where)
+        filters = parse_partition_predicate(where, qualifier)
     except DeltaAnalysisError:
         return []  # not a simple conjunction: Spark still filters the rows, nothing is skipped
     terms: list[Term] = []
@@ -39,10 +40,13 @@ def where_terms(where: str | None) -> list[Term]:
     return terms
 
 
-def data_skipped_files(snapshot: Snapshot, files: list[AddFile], condition: str) -> list[AddFile]:
+def data_skipped_files(
+    snapshot: Snapshot, files: list[AddFile], condition: str, qualifier: str | None = None
+) -> list[AddFile]:
     """``files`` less those whose statistics prove that no row matches the terms of
-    ``condition`` on top-level data columns (terms that cannot skip are ignored): Delta's
-    data skipping in ``filterFiles``, for DML and ``replaceWhere`` on data columns."""
+    ``condition`` on top-level data columns (terms that cannot skip are ignored; columns may
+    be qualified with ``qualifier``): Delta's data skipping in ``filterFiles``, for DML and
+    ``replaceWhere`` on data columns."""
     metadata = snapshot.metadata
     parts = {c.lower() for c in metadata.partition_columns}
     schema = json.loads(metadata.schema_string)
@@ -50,7 +54,7 @@ def data_skipped_files(snapshot: Snapshot, files: list[AddFile], condition: str)
     names = {n.lower(): n for n in types}
     terms: list[Term] = [
         (names[column.lower()], op, value)
-        for column, op, value in where_terms(condition)
+        for column, op, value in where_terms(condition, qualifier)
         if column.lower() in names and column.lower() not in parts
     ]
     if not terms or not files:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
-from deltalog.contrib.spark.predicates import tokenize
+from deltalog.contrib.spark.predicates import tokenize, unescape_sql_string
 from deltalog.contrib.spark.scan import Term
 
 if TYPE_CHECKING:
@@ -80,8 +80,8 @@ def _conjuncts(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
 
 
 def _literal(kind: str, value: str) -> tuple[bool, Any]:
-    if kind == "str":
-        return True, value[1:-1].replace("''", "'").replace("\\'", "'").replace('\\"', '"')
+    if kind == "str":  # as Spark's parser reads it: r"'a\\b'" is a, one backslash, b
+        return True, unescape_sql_string(value)
     if kind == "num":
         return True, float(value) if any(c in value for c in ".eE") else int(value)
     return False, None

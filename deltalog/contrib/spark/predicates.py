@@ -116,19 +116,22 @@ def _escape(body: str, i: int) -> tuple[str, int]:
     return _ESCAPES.get(c, c), i + 1
 
 
-def parse_partition_predicate(text: str) -> list[tuple[str, str, Any]]:
-    """Parse ``text`` into partition filters; raises :class:`DeltaAnalysisError` on bad input."""
-    return _PredicateParser(text).parse()
+def parse_partition_predicate(text: str, qualifier: str | None = None) -> list[tuple[str, str, Any]]:
+    """Parse ``text`` into partition filters; raises :class:`DeltaAnalysisError` on bad input.
+    A column qualified with ``qualifier`` (a DataFrame alias: ``t.day``) names the column
+    ``day``, as Spark resolves it."""
+    return _PredicateParser(text, qualifier).parse()
 
 
 class _PredicateParser:
     """``column <op> literal``, ``column IS [NOT] NULL`` and ``column [NOT] IN (...)`` terms
     joined by ``AND``, one token at a time."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, qualifier: str | None = None) -> None:
         self.text = text
         self.tokens = tokenize(text)
         self.i = 0
+        self.prefix = f"{qualifier.lower()}." if qualifier else None
 
     def parse(self) -> list[tuple[str, str, Any]]:
         filters: list[tuple[str, str, Any]] = []
@@ -154,6 +157,8 @@ class _PredicateParser:
             raise DeltaAnalysisError(f"expected a column name in {self.text!r}")
         name = self.tokens[self.i][1].strip("`")
         self.i += 1
+        if self.prefix and name.lower().startswith(self.prefix):
+            return name[len(self.prefix) :]
         return name
 
     def _term(self, column: str) -> tuple[str, str, Any]:

@@ -74,7 +74,7 @@ def _describe(expr: ExpressionOrColumn | None) -> str:
     return expr if isinstance(expr, str) else str(expr)
 
 
-def _partition_only(condition: ExpressionOrColumn, metadata: Metadata) -> bool:
+def _partition_only(condition: ExpressionOrColumn, metadata: Metadata, qualifier: str | None = None) -> bool:
     """Whether ``condition`` (SQL text) is a conjunction of terms on partition columns only,
     which the partition filters evaluate exactly as Spark would. A literal NULL compared
     with ``=``/``IN`` (never true in SQL, but read as ``IS NULL`` by the filters) is not, nor
@@ -85,7 +85,7 @@ def _partition_only(condition: ExpressionOrColumn, metadata: Metadata) -> bool:
     if not isinstance(condition, str) or not metadata.partition_columns:
         return False
     try:
-        filters = parse_partition_predicate(condition)
+        filters = parse_partition_predicate(condition, qualifier)
     except DeltaAnalysisError:
         return False
     types = {c.lower(): t for c, t in schemas.top_level_types(json.loads(metadata.schema_string)).items()}
@@ -227,6 +227,14 @@ class DeltaTable(AlterTableMethods):
 
         return self._aliased(read_table(self._spark, self._path, **self._reader()))
 
+    def _qualifier(self, snapshot: Snapshot) -> str | None:
+        """The alias a condition's columns may be qualified with (``t.day``), for pruning;
+        none when a top-level column has the alias's name (``t.x`` could be its field)."""
+        if not self._alias:
+            return None
+        columns = {f["name"].lower() for f in json.loads(snapshot.metadata.schema_string)["fields"]}
+        return None if self._alias.lower() in columns else self._alias
+
     def _aliased(self, df: DataFrame) -> DataFrame:
         """``df`` under the table's alias (``alias("t")``), so conditions and values may name
         its columns ``t.c``, as in Delta, whose commands resolve them over the aliased table."""
@@ -280,8 +288,9 @@ class DeltaTable(AlterTableMethods):
 
         if not isinstance(condition, str):
             return list(txn.filter_files())
+        qualifier = self._qualifier(txn.snapshot)
         try:
-            filters = parse_partition_predicate(condition)
+            filters = parse_partition_predicate(condition, qualifier)
         except DeltaAnalysisError:
             return list(txn.filter_files())
         metadata = txn.snapshot.metadata
@@ -297,7 +306,7 @@ class DeltaTable(AlterTableMethods):
                 for c, op, v in filters
                 if c.lower() in parts and exact_partition_filter(lowered.get(c.lower(), ""), op, v)
             ],
-            data_skipping=lambda files: data_skipped_files(snapshot, files, condition),
+            data_skipping=lambda files: data_skipped_files(snapshot, files, condition, qualifier),
         )
 
     def _touched(self, snapshot: Snapshot, files: Sequence[AddFile], cond: Column) -> tuple[list[AddFile], int]:
@@ -374,7 +383,7 @@ class DeltaTable(AlterTableMethods):
         if condition is not None:
             self._refuse_unsupported(snapshot, condition, "DELETE")
         candidates = self._candidates(txn, condition)
-        whole_files = condition is None or _partition_only(condition, snapshot.metadata)
+        whole_files = condition is None or _partition_only(condition, snapshot.metadata, self._qualifier(snapshot))
         if whole_files:
             self._delete_whole_files(txn, candidates, condition, started)
             return
@@ -501,7 +510,7 @@ class DeltaTable(AlterTableMethods):
         candidates = self._candidates(txn, condition)
         updated: int | None = None
         marks: RowMarks | None = None  # with deletion vectors: the matched rows' positions
-        if condition is None or _partition_only(condition, snapshot.metadata):
+        if condition is None or _partition_only(condition, snapshot.metadata, self._qualifier(snapshot)):
             touched = candidates  # every row of the pruned files matches: no finding pass
         elif writes_deletion_vectors(self._spark, snapshot, "update"):
             marks = self._matched_rows(snapshot, candidates, cond)
