@@ -277,6 +277,37 @@ def test_in_commit_timestamps_are_used(tmp_path):
     assert log.snapshot(timestamp=8_000).version == 0
 
 
+def test_time_travel_splits_the_log_at_the_in_commit_timestamp_enablement(tmp_path):
+    """PROTOCOL "In-Commit Timestamps": a timestamp at or after the enablement timestamp
+    reads only versions from the enablement version on, an earlier one only versions before
+    it, whatever the file times of the commits before enablement say (clock skew)."""
+    t = str(tmp_path)
+    from deltalog.txn.protocol.actions import CommitInfo
+
+    store = LocalLogStore()
+    create(t)
+    set_mtime(f"{t}/_delta_log/{0:020d}.json", 1_000)
+    commit(t, 1, [add("a")], mtime_ms=50_000)  # its file time is after the enablement (skew)
+    on = metadata(
+        {
+            "delta.enableInCommitTimestamps": "true",
+            "delta.inCommitTimestampEnablementVersion": "2",
+            "delta.inCommitTimestampEnablementTimestamp": "20000",
+        }
+    )
+    for v, ict in ((2, 20_000), (3, 30_000)):
+        acts = [CommitInfo(timestamp=1, in_commit_timestamp=ict, operation="WRITE")]
+        acts += [Protocol(1, 7, None, ("inCommitTimestamp",)), on] if v == 2 else [add("b")]
+        store.write(f"{t}/_delta_log/{v:020d}.json", [action_to_line(a) for a in acts])
+    log = DeltaLog.for_table(t)
+    assert log.snapshot(timestamp=20_000).version == 2
+    assert log.snapshot(timestamp=29_999).version == 2
+    assert log.snapshot(timestamp=30_000).version == 3
+    assert log.snapshot(timestamp=19_999).version == 0  # before enablement: versions 0 and 1 only
+    with pytest.raises(VersionNotFoundError, match="after the latest commit"):
+        log.snapshot(timestamp=30_001)
+
+
 def test_last_checkpoint_info_roundtrip():
     info = LastCheckpointInfo(version=10, size=13, parts=2, size_in_bytes=14800, num_of_add_files=1)
     again = LastCheckpointInfo.from_json(info.to_json())

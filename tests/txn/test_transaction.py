@@ -770,3 +770,39 @@ def test_protocol_properties_upgrade_the_protocol_and_are_not_kept_in_the_config
         with pytest.raises(InvalidPropertyError, match=r"delta\.feature"):
             set_table_properties(log, bad)
     assert log.update().version == snapshot.version
+
+
+def test_in_commit_timestamp_enablement_names_the_commit_that_landed() -> None:
+    """PROTOCOL "In-Commit Timestamps": the enablement version is the commit that turned
+    them on and the enablement timestamp is that commit's ``inCommitTimestamp``, also when
+    a concurrent append made the transaction retry at a later version (Delta's
+    ``ConflictChecker`` re-stamps both)."""
+    from dataclasses import replace
+
+    log = new_log()
+    create(log)
+    txn = log.start_transaction()
+    assert txn.metadata is not None
+    txn.update_metadata(replace(txn.metadata, configuration={"delta.enableInCommitTimestamps": "true"}))
+    log.start_transaction().commit([add("winner")], Write())  # wins version 1
+    v = txn.commit([], ManualUpdate())
+    config = log.update().metadata.configuration
+    ict = commit_lines(log, v)[0]["commitInfo"]["inCommitTimestamp"]
+    assert (v, config["delta.inCommitTimestampEnablementVersion"]) == (2, "2")
+    assert config["delta.inCommitTimestampEnablementTimestamp"] == str(ict)
+    assert log.snapshot(timestamp=ict).version == 2
+    # a large commit stamps its enablement with its own timestamp too
+    large = log.start_transaction()
+    assert large.metadata is not None
+    large.update_metadata(replace(large.metadata, configuration={"delta.enableInCommitTimestamps": "false"}))
+    large.commit([], ManualUpdate())
+    large = log.start_transaction()
+    assert large.metadata is not None
+    conf = {k: v for k, v in large.metadata.configuration.items() if "inCommitTimestamp" not in k}
+    large.update_metadata(replace(large.metadata, configuration={**conf, "delta.enableInCommitTimestamps": "true"}))
+    time.sleep(0.002)
+    v = large.commit_large(iter([add("big")]), Write())
+    config = log.update().metadata.configuration
+    ict = commit_lines(log, v)[0]["commitInfo"]["inCommitTimestamp"]
+    assert config["delta.inCommitTimestampEnablementVersion"] == str(v)
+    assert config["delta.inCommitTimestampEnablementTimestamp"] == str(ict)

@@ -193,6 +193,8 @@ class OptimisticTransaction:
             )
         self._isolation_override = isolation_level
         self._new_metadata: Metadata | None = None
+        #: this transaction turns in-commit timestamps on: each attempt stamps its metadata
+        self._enables_ict = False
         self._new_protocol: Protocol | None = None
         self._protocol_set_explicitly = False
         self._read_predicates: list[PartitionPredicate] = []
@@ -291,16 +293,21 @@ class OptimisticTransaction:
             return metadata
         if self.snapshot.properties.enable_in_commit_timestamps:
             return metadata
-        if metadata.properties.in_commit_timestamp_enablement_version is not None:
-            return metadata
-        from dataclasses import replace
-
-        config = dict(metadata.configuration)
-        config["delta.inCommitTimestampEnablementVersion"] = str(self.read_version + 1)
-        config["delta.inCommitTimestampEnablementTimestamp"] = str(
-            max(int(time.time() * 1000), self.snapshot.timestamp + 1)
+        self._enables_ict = True
+        # provisional: every attempt re-stamps them with its own version and timestamp
+        return _ict_enabled_at(
+            metadata, self.read_version + 1, max(int(time.time() * 1000), self.snapshot.timestamp + 1)
         )
-        return replace(metadata, configuration=config)
+
+    def _stamp_ict_enablement(self, actions: Sequence[Action], version: int, ict: int | None) -> list[Action] | None:
+        """``actions`` with the metadata that turns in-commit timestamps on naming the
+        attempt's ``version`` and in-commit timestamp (PROTOCOL: the enablement timestamp is
+        the ``inCommitTimestamp`` of the enabling commit; Delta's
+        ``getUpdatedMetadataWithICTEnablementInfo``, re-run after each conflict), or None
+        when this transaction does not turn them on."""
+        if not self._enables_ict or ict is None:
+            return None
+        return [_ict_enabled_at(a, version, ict) if isinstance(a, Metadata) else a for a in actions]
 
     def _upgrade_protocol_for(self, metadata: Metadata) -> None:
         needed = required_protocol(metadata)
@@ -480,7 +487,9 @@ class OptimisticTransaction:
         counted as it streams past."""
         if info is not None:
             yield action_to_line(info)
-        for action in self._protocol_and_metadata():
+        head = self._protocol_and_metadata()
+        ict = None if info is None else info.in_commit_timestamp
+        for action in self._stamp_ict_enablement(head, self.read_version + 1, ict) or head:
             yield action_to_line(action)
         checks = self._action_checks()
         protocol = self._attempt_protocol(self.snapshot)
@@ -707,14 +716,21 @@ class OptimisticTransaction:
             return self._new_protocol
         return snapshot.protocol if snapshot.exists else None
 
-    def _attempt_actions(self, prepared: _PreparedCommit, loop: _LoopState) -> tuple[list[Action], list[str]]:
-        """The actions of the attempt at ``loop.version`` and their lines: row ids and row
+    def _attempt_actions(
+        self, prepared: _PreparedCommit, loop: _LoopState, ict: int | None
+    ) -> tuple[list[Action], list[str]]:
+        """The actions of the attempt at ``loop.version`` and their lines: the in-commit
+        timestamp enablement stamped with the attempt's version and ``ict``; row ids and row
         commit versions assigned on top of ``loop.snapshot`` when the table tracks rows."""
+        base, lines = prepared.actions, prepared.lines
+        stamped = self._stamp_ict_enablement(base, loop.version, ict)
+        if stamped is not None:
+            base, lines = stamped, [action_to_line(a) for a in stamped]
         protocol = self._attempt_protocol(loop.snapshot)
         if not row_tracking.is_supported(protocol):
-            return prepared.actions, prepared.lines
+            return base, lines
         actions = row_tracking_commit.assign_for_attempt(
-            prepared.actions,
+            base,
             protocol=protocol,
             metadata=self._attempt_metadata(loop.snapshot),
             snapshot=loop.snapshot,
@@ -742,8 +758,9 @@ class OptimisticTransaction:
         metrics = self._operation_metrics(prepared.operation, stats)
         while True:
             stats.attempts += 1
-            actions, action_lines = self._attempt_actions(prepared, loop)
-            info = self._attempt_commit_info(prepared, metrics, loop, actions)
+            ict = self._in_commit_timestamp(loop.snapshot)
+            actions, action_lines = self._attempt_actions(prepared, loop, ict)
+            info = self._attempt_commit_info(prepared, metrics, loop, actions, ict)
             lines = action_lines if info is None else [action_to_line(info), *action_lines]
             written = self._write_attempt(lock, loop, lines, stats)
             if written is _Written.OURS:
@@ -757,14 +774,18 @@ class OptimisticTransaction:
                 return own
 
     def _attempt_commit_info(
-        self, prepared: _PreparedCommit, metrics: dict[str, str], loop: _LoopState, actions: Sequence[Action]
+        self,
+        prepared: _PreparedCommit,
+        metrics: dict[str, str],
+        loop: _LoopState,
+        actions: Sequence[Action],
+        ict: int | None,
     ) -> CommitInfo | None:
         """The ``commitInfo`` of one attempt (its in-commit timestamp follows
         ``loop.snapshot``; on a row-tracking table, the ``delta.rowTracking.preserved`` tag)."""
         if not self.settings.commit_info_enabled:
             return None
         snapshot = loop.snapshot
-        ict = self._in_commit_timestamp(snapshot)
         info = self._commit_info(prepared.operation, prepared.level, prepared.blind, metrics, ict)
         tag = row_tracking_commit.preserved_tag(
             actions,
@@ -990,7 +1011,16 @@ def _commit_time(winner: WinningCommit) -> int:
     return int(time.time() * 1000)
 
 
-def _with_created_time(metadata: Metadata) -> Metadata:
-    from dataclasses import replace
+def _ict_enabled_at(metadata: Metadata, version: int, timestamp: int) -> Metadata:
+    """``metadata`` recording that in-commit timestamps were turned on at ``version``, whose
+    in-commit timestamp is ``timestamp`` (values carried from an earlier enablement are replaced)."""
+    config = {
+        **metadata.configuration,
+        "delta.inCommitTimestampEnablementVersion": str(version),
+        "delta.inCommitTimestampEnablementTimestamp": str(timestamp),
+    }
+    return replace(metadata, configuration=config)
 
+
+def _with_created_time(metadata: Metadata) -> Metadata:
     return replace(metadata, created_time=int(time.time() * 1000))

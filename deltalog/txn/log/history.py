@@ -118,26 +118,44 @@ def _earliest_recreatable(log: SnapshotManagement) -> int:
     return cps[0].version if cps else min(listing.commits, default=0)
 
 
+def _ict_window(log: SnapshotManagement, commits: list[tuple[int, int]], target: int) -> list[tuple[int, int]]:
+    """The commits a time travel to ``target`` searches (PROTOCOL "In-Commit Timestamps"):
+    once in-commit timestamps were turned on at a version after the first, a timestamp at or
+    after the enablement timestamp searches only the versions from the enablement version
+    on, an earlier one only the versions before it (Delta's ``getActiveCommitAtTime``)."""
+    props = log.update().properties
+    enabled_at = props.in_commit_timestamp_enablement_version
+    enabled_ts = props.in_commit_timestamp_enablement_timestamp
+    if not props.enable_in_commit_timestamps or enabled_at is None or enabled_ts is None:
+        return commits
+    if not commits or enabled_at <= commits[0][0]:
+        return commits
+    if target >= enabled_ts:
+        return [c for c in commits if c[0] >= enabled_at]
+    return [c for c in commits if c[0] < enabled_at]
+
+
 def version_at_timestamp(log: SnapshotManagement, timestamp: datetime | int | str) -> int:
     """The version time travel to ``timestamp`` reads (Delta's rules)."""
     target = to_millis(timestamp)
     earliest = _earliest_recreatable(log)
-    commits = [c for c in commit_timestamps(log) if c[0] >= earliest]
-    if not commits:
+    every = [c for c in commit_timestamps(log) if c[0] >= earliest]
+    if not every:
         raise TableNotFoundError(log.table_uri)
+    commits = _ict_window(log, every, target) or every
     if target < commits[0][1]:
         raise VersionNotFoundError(
             f"the timestamp {_fmt(target)} is before the earliest version available in {log.table_uri} "
             f"(version {commits[0][0]} at {_fmt(commits[0][1])}); use a later timestamp",
-            earliest=commits[0][0],
-            latest=commits[-1][0],
+            earliest=every[0][0],
+            latest=every[-1][0],
         )
-    if target > commits[-1][1]:
+    if commits[-1] == every[-1] and target > commits[-1][1]:
         raise VersionNotFoundError(
             f"the timestamp {_fmt(target)} is after the latest commit of {log.table_uri} "
             f"(version {commits[-1][0]} at {_fmt(commits[-1][1])}); use a timestamp at or before it",
-            earliest=commits[0][0],
-            latest=commits[-1][0],
+            earliest=every[0][0],
+            latest=every[-1][0],
         )
     chosen = commits[0][0]
     for version, ts in commits:
