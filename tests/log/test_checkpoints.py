@@ -308,6 +308,37 @@ def test_time_travel_splits_the_log_at_the_in_commit_timestamp_enablement(tmp_pa
         log.snapshot(timestamp=30_001)
 
 
+def test_a_starting_timestamp_finds_the_first_commit_at_or_after_it_within_the_enablement_split(tmp_path):
+    """Delta's ``getStartingVersionFromTimestamp`` (a stream's and the change feed's
+    ``startingTimestamp``): the commit active at the time, searched on the same side of the
+    in-commit timestamp enablement as time travel, then the next version unless it was
+    committed exactly then; the earliest commit for a time before every commit."""
+    t = str(tmp_path)
+    from deltalog.txn.log.history import starting_version_at
+    from deltalog.txn.protocol.actions import CommitInfo
+
+    store = LocalLogStore()
+    create(t)
+    set_mtime(f"{t}/_delta_log/{0:020d}.json", 1_000)
+    commit(t, 1, [add("a")], mtime_ms=50_000)  # its file time is after the enablement (skew)
+    on = metadata(
+        {
+            "delta.enableInCommitTimestamps": "true",
+            "delta.inCommitTimestampEnablementVersion": "2",
+            "delta.inCommitTimestampEnablementTimestamp": "20000",
+        }
+    )
+    for v, ict in ((2, 20_000), (3, 30_000)):
+        acts = [CommitInfo(timestamp=1, in_commit_timestamp=ict, operation="WRITE")]
+        acts += [Protocol(1, 7, None, ("inCommitTimestamp",)), on] if v == 2 else [add("b")]
+        store.write(f"{t}/_delta_log/{v:020d}.json", [action_to_line(a) for a in acts])
+    log = DeltaLog.for_table(t)
+    found = {ts: starting_version_at(log, ts) for ts in (500, 1_000, 19_999, 20_000, 25_000, 30_000)}
+    assert found == {500: 0, 1_000: 0, 19_999: 1, 20_000: 2, 25_000: 3, 30_000: 3}
+    with pytest.raises(VersionNotFoundError, match="after the latest commit"):
+        starting_version_at(log, 30_001)
+
+
 def test_last_checkpoint_info_roundtrip():
     info = LastCheckpointInfo(version=10, size=13, parts=2, size_in_bytes=14800, num_of_add_files=1)
     again = LastCheckpointInfo.from_json(info.to_json())

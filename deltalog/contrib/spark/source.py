@@ -299,29 +299,23 @@ class DeltaReader(DataSourceReader):
 def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int | None]:
     """The change feed's first and last version (None: the latest), from
     ``startingVersion``/``endingVersion`` or ``startingTimestamp``/``endingTimestamp``
-    (Delta's rules: the first commit at or after the start, the last at or before the end).
+    (Delta's rules: the first commit at or after the start, the earliest for a time before
+    every commit, as a stream starts; the last at or before the end).
     A first version older than ``delta.deletedFileRetentionDuration`` is refused, as Delta's
     batch change feed does (:func:`~deltalog.contrib.spark.changes.enforce_start_within_retention`)."""
     from deltalog.contrib.spark.changes import enforce_start_within_retention
+    from deltalog.txn.log.history import starting_version_at
 
     start = options.starting_version
     if options.starting_version_latest:  # after the latest commit (an empty range in a batch read)
         start = delta_log.update().version + 1
     if start is None and options.starting_timestamp is not None:
-        at = delta_log.snapshot(timestamp=options.starting_timestamp)
-        start = at.version if _commit_at_or_after(delta_log, at, options.starting_timestamp) else at.version + 1
+        start = starting_version_at(delta_log, options.starting_timestamp)
     end = options.ending_version
     if end is None and options.ending_timestamp is not None:
         end = delta_log.snapshot(timestamp=options.ending_timestamp).version
     enforce_start_within_retention(delta_log, start or 0, end)
     return start or 0, end
-
-
-def _commit_at_or_after(delta_log: DeltaLog, snapshot: Snapshot, timestamp: str) -> bool:
-    """Whether ``snapshot`` (the last commit at or before ``timestamp``) was committed exactly then."""
-    from deltalog.txn.log.history import to_millis
-
-    return bool(snapshot.timestamp >= to_millis(timestamp))
 
 
 # -- the source -----------------------------------------------------------------------------

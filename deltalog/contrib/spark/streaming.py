@@ -544,20 +544,17 @@ def _check_version_exists(delta_log: DeltaLog, version: int, table: str) -> None
 
 
 def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str) -> int:
-    """Delta's ``getStartingVersionFromTimestamp``: the first commit at or after ``timestamp``;
-    past the latest commit it raises as time travel does (Delta's
-    ``DELTA_TIMESTAMP_GREATER_THAN_COMMIT``)."""
-    from deltalog.txn.log.history import commit_timestamps, to_millis
+    """Delta's ``getStartingVersionFromTimestamp``: the first commit at or after ``timestamp``
+    (:func:`~deltalog.txn.log.history.starting_version_at`); past the latest commit it raises
+    as time travel does (Delta's ``DELTA_TIMESTAMP_GREATER_THAN_COMMIT``)."""
+    from deltalog.txn.log.history import starting_version_at
 
-    target = to_millis(timestamp)
-    commits = commit_timestamps(delta_log)
-    for version, ts in commits:
-        if ts >= target:
-            return version
-    earliest, latest = (commits[0][0], commits[-1][0]) if commits else (-1, -1)
-    raise VersionNotFoundError(
-        f"startingTimestamp {timestamp} is after the latest commit of {table} (version {latest}); "
-        "use a timestamp at or before it, or startingVersion='latest'",
-        earliest=earliest,
-        latest=latest,
-    )
+    try:
+        return starting_version_at(delta_log, timestamp)
+    except VersionNotFoundError as exc:
+        raise VersionNotFoundError(
+            f"startingTimestamp {timestamp} is after the latest commit of {table} (version {exc.latest}); "
+            "use a timestamp at or before it, or startingVersion='latest'",
+            earliest=exc.earliest,
+            latest=exc.latest,
+        ) from None

@@ -20,7 +20,7 @@ from deltalog.txn.protocol.errors import TableNotFoundError, VersionNotFoundErro
 if TYPE_CHECKING:
     from deltalog.txn.log.snapshot_management import SnapshotManagement
 
-__all__ = ["CommitRecord", "commit_timestamps", "history", "to_millis", "version_at_timestamp"]
+__all__ = ["CommitRecord", "commit_timestamps", "history", "starting_version_at", "to_millis", "version_at_timestamp"]
 
 
 @dataclass(frozen=True)
@@ -164,6 +164,35 @@ def version_at_timestamp(log: SnapshotManagement, timestamp: datetime | int | st
         else:
             break
     return chosen
+
+
+def starting_version_at(log: SnapshotManagement, timestamp: datetime | int | str) -> int:
+    """The first version committed at or after ``timestamp``, where a stream or the change
+    feed starts (Delta's ``getStartingVersionFromTimestamp``): the commit active at that time
+    among every listed commit (recreatable or not), searched on the same side of the
+    in-commit timestamp enablement as time travel; that version when it was committed at
+    ``timestamp`` or later (the earliest commit, for a time before every commit), else the
+    next one. A time after the latest commit is an error."""
+    target = to_millis(timestamp)
+    every = commit_timestamps(log)
+    if not every:
+        raise TableNotFoundError(log.table_uri)
+    commits = _ict_window(log, every, target) or every
+    version, ts = commits[0]
+    for v, t in commits:
+        if t > target:
+            break
+        version, ts = v, t
+    if ts >= target:
+        return version
+    if version + 1 > every[-1][0]:
+        raise VersionNotFoundError(
+            f"the timestamp {_fmt(target)} is after the latest commit of {log.table_uri} "
+            f"(version {version} at {_fmt(ts)}); use a timestamp at or before it",
+            earliest=every[0][0],
+            latest=every[-1][0],
+        )
+    return version + 1
 
 
 def _fmt(ms: int) -> str:
