@@ -10,7 +10,7 @@ from typing import Any
 
 from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError, PartitionFilter
 
-__all__ = ["add_table_arguments", "format_ms", "parse_where", "with_arguments"]
+__all__ = ["add_table_arguments", "at_least", "format_ms", "parse_where", "with_arguments"]
 
 _COMPARISON = re.compile(r"^\s*([^\s=!<>]+)\s*(==|=|!=|<>|<=|>=|<|>)\s*(.*?)\s*$")
 _MEMBERSHIP = re.compile(r"^\s*([^\s=!<>]+)\s+(not\s+in|in)\s*\((.*)\)\s*$", re.IGNORECASE)
@@ -24,6 +24,22 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="LOCK",
         help="commit lock for commands that commit: auto (default), none, in-process, redis://HOST:PORT/DB",
     )
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer of at least ``minimum`` (a version, a count, a size),
+    so a bad one is refused with the usage (exit 2) rather than taken."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
 
 
 def with_arguments(

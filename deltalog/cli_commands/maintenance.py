@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from deltalog.cli import EXIT_OK, CommandContext, command
-from deltalog.cli_commands.arguments import human_bytes, parse_where, with_arguments
+from deltalog.cli_commands.arguments import at_least, human_bytes, parse_where, with_arguments
 from deltalog.cli_commands.progress import ProgressBar, progress_enabled
 
 __all__ = ["checkpoint", "cleanup", "clone", "convert", "optimize", "restore", "vacuum"]
@@ -117,11 +117,14 @@ def _optimize_arguments(parser: argparse.ArgumentParser) -> None:
         help='partition filter, e.g. "date >= 2024-01-01" or "p in (a, b)" (repeatable: AND)',
     )
     parser.add_argument(
-        "--target-size", type=int, metavar="BYTES", help="target file size (default: delta.targetFileSize, else 1 GiB)"
+        "--target-size",
+        type=at_least(1),
+        metavar="BYTES",
+        help="target file size (default: delta.targetFileSize, else 1 GiB)",
     )
     parser.add_argument(
         "--min-files",
-        type=int,
+        type=at_least(1),
         default=2,
         metavar="N",
         help="compact a bin only when it has at least N files (default 2)",
@@ -172,7 +175,7 @@ def optimize(ctx: CommandContext) -> int:
 
 def _restore_arguments(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--version", type=int, metavar="N", help="restore to version N")
+    target.add_argument("--version", type=at_least(0), metavar="N", help="restore to version N")
     target.add_argument("--timestamp", metavar="TS", help="restore to the version current at TS (ISO-8601, UTC)")
 
 
@@ -202,7 +205,7 @@ def _clone_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", help="the new table's location (must be empty)")
     parser.add_argument("--deep", action="store_true", help="copy the data files (default: shallow, point at them)")
     version = parser.add_mutually_exclusive_group()
-    version.add_argument("--version", type=int, metavar="N", help="clone version N (default: the latest)")
+    version.add_argument("--version", type=at_least(0), metavar="N", help="clone version N (default: the latest)")
     version.add_argument("--timestamp", metavar="TS", help="clone the version current at TS (ISO-8601, UTC)")
     parser.add_argument(
         "--property", action="append", default=[], metavar="KEY=VALUE", help="a table property to set on the clone"

@@ -7,13 +7,13 @@ import json
 from typing import Any
 
 from deltalog.cli import EXIT_OK, CommandContext, command
-from deltalog.cli_commands.arguments import format_ms, human_bytes, with_arguments
+from deltalog.cli_commands.arguments import at_least, format_ms, human_bytes, with_arguments
 
 __all__ = ["describe", "files", "history"]
 
 
 def _version_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--version", type=int, metavar="N", help="describe version N (time travel)")
+    parser.add_argument("--version", type=at_least(0), metavar="N", help="describe version N (time travel)")
 
 
 def describe_table(snapshot: Any) -> dict[str, Any]:
@@ -100,7 +100,7 @@ def describe(ctx: CommandContext) -> int:
 
 
 def _limit_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--limit", type=int, metavar="N", help="only the N latest commits")
+    parser.add_argument("--limit", type=at_least(1), metavar="N", help="only the N latest commits")
 
 
 @command(

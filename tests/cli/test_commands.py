@@ -69,6 +69,10 @@ def test_history(table: str) -> None:
     assert all(r["operation"] == "WRITE" for r in records)
     text = deltalog("history", table).stdout
     assert "CREATE TABLE" in text and text.count("WRITE") == 3
+    # a count below its least meaningful value is refused by argparse (exit 2), not taken
+    for args in (("history", table, "--limit", "0"), ("describe", table, "--version", "-1")):
+        refused = deltalog(*args)
+        assert refused.returncode == 2 and "must be at least" in refused.stderr, refused
 
 
 def test_files(table: str) -> None:
