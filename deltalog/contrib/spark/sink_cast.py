@@ -66,13 +66,13 @@ def _deltalog_casts(data: Any, table: Any) -> bool:
     if d in _NULL or (d, t) in (("date", "timestamp"), ("timestamp", "date")):
         return True
     if t == "string":
-        return d in _TO_STRING or d == "decimal"
+        return d in _TO_STRING
     return _numeric(data) and _numeric(table) and not (d in _FRACTIONAL and t == "decimal")
 
 
 def _write_type(data: Any, table: Any, where: str) -> Any:
     """``data`` (a Spark JSON type) as the sink writes it into a column of type ``table``."""
-    if data == table:
+    if data == table or table in _NULL:  # a void column takes the data's type (with mergeSchema)
         return data
     if isinstance(data, dict) and isinstance(table, dict) and data["type"] == table["type"]:
         if data["type"] == "struct":

@@ -231,7 +231,7 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
     data = _spark_schema_dict(data_schema_json)
     casts: tuple[tuple[str, str, str], ...] = ()
     if streaming and snapshot.version >= 0 and not (opts.overwrite and opts.overwrite_schema):
-        data, casts = _stream_write_types(snapshot.metadata, data)
+        data, casts = _stream_write_types(opts, snapshot, data)
     skip = False
     read_metadata: Metadata | None = None
     if snapshot.version < 0:
@@ -267,12 +267,18 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
 
 
 def _stream_write_types(
-    metadata: Metadata, data: dict[str, Any]
+    opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any]
 ) -> tuple[dict[str, Any], tuple[tuple[str, str, str], ...]]:
     """A stream's schema with the table's types where Delta's sink casts implicitly
     (``getWriteSchema``; not in complete mode with ``overwriteSchema``), and the top-level
-    columns its tasks cast (name, batch type, table type)."""
-    written = write_types(schemas.logical_schema(json.loads(metadata.schema_string)), data)
+    columns its tasks cast (name, batch type, table type). With ``mergeSchema`` a type the
+    table may widen to (type widening) is widened, not cast, as in Delta."""
+    metadata = snapshot.metadata
+    table = schemas.logical_schema(json.loads(metadata.schema_string))
+    if opts.merge_schema:
+        version = preview_table_version(snapshot.protocol, snapshot.version + 1)
+        table = widen_for_schema_evolution(table, data, metadata.configuration, version)
+    written = write_types(table, data)
     casts = tuple(
         (new["name"], json.dumps(old["type"]), json.dumps(new["type"]))
         for old, new in zip(data["fields"], written["fields"], strict=True)
