@@ -43,3 +43,59 @@ def test_complete_mode_overwrite_schema(spark, table_path, tmp_path):
     sink = DeltaLogDataSource({"path": table_path, "queryId": "q", "replaceWhere": "p = 0"})
     with pytest.raises(InvalidWriteOptionError, match="replaceWhere"):
         sink.streamWriter(table.schema, True)
+
+
+def test_stream_casts_batch_to_table_types(spark, table_path, tmp_path):
+    """As Delta's sink (``getWriteSchema`` with implicit conversions, ``castDataIfNeeded``):
+    a batch's columns land with the table's types, struct fields cast by name; a value that
+    does not fit fails the batch (ANSI cast) and commits nothing; a cast Spark does not make
+    implicitly is refused when the query starts. A batch append still refuses other types."""
+    import datetime as dt
+
+    from pyspark.errors import StreamingQueryException
+
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    table_schema = "a long, f double, n int, t timestamp, s struct<x: long, y: string>"
+    spark.createDataFrame([], table_schema).write.format("deltalog").mode("append").save(table_path)
+    batch_schema = "a int, f float, n long, t date, s struct<y: string, x: int>"
+
+    def stream(name, data):
+        incoming = str(tmp_path / name)
+        spark.createDataFrame(data, batch_schema).write.parquet(incoming)
+        return (
+            spark.readStream.schema(batch_schema)
+            .parquet(incoming)
+            .writeStream.format("deltalog")
+            .option("checkpointLocation", str(tmp_path / f"ck-{name}"))
+            .trigger(availableNow=True)
+            .start(table_path)
+        )
+
+    day = dt.date(2024, 7, 25)
+    stream("fits", [(1, 0.5, 2**31 - 1, day, ("y", 3)), (None, None, None, None, None)]).awaitTermination()
+    table = spark.read.format("deltalog").load(table_path)
+    assert [f.dataType.simpleString() for f in table.schema.fields] == [
+        "bigint",
+        "double",
+        "int",
+        "timestamp",
+        "struct<x:bigint,y:string>",
+    ]
+    assert sorted(table.collect(), key=lambda r: r.a is None) == [
+        (1, 0.5, 2**31 - 1, dt.datetime(2024, 7, 25), (3, "y")),
+        (None, None, None, None, None),
+    ]
+    assert operations(table_path) == ["WRITE", "STREAMING UPDATE"]
+
+    query = stream("overflow", [(2, 1.5, 2**31, day, None)])
+    with pytest.raises(StreamingQueryException, match="CAST_OVERFLOW_IN_TABLE_INSERT"):
+        query.awaitTermination()
+    assert operations(table_path) == ["WRITE", "STREAMING UPDATE"]
+
+    for refused in ("a boolean", "s array<int>", "a string"):
+        sink = DeltaLogDataSource({"path": table_path, "queryId": "q"})
+        with pytest.raises(SchemaMismatchError, match=refused.split()[0]):
+            sink.streamWriter(spark.createDataFrame([], refused).schema, False)
+    with pytest.raises(SchemaMismatchError):
+        DeltaLogDataSource({"path": table_path}).writer(spark.createDataFrame([], "a int").schema, False)

@@ -8,6 +8,7 @@ from deltalog.txn.commands.vacuum import VacuumRetentionError
 from deltalog.txn.protocol.errors import SchemaMismatchError as ProtocolSchemaMismatchError
 
 __all__ = [
+    "CastOverflowError",
     "DeltaAnalysisError",
     "DeltaSourceChangedDataError",
     "DeltaSourceIgnoreChangesError",
@@ -180,3 +181,8 @@ class NativeWriteUnsupportedError(DeltaAnalysisError):
     """The native write path (``write_table(..., native=True)``) cannot write these rows to
     this table; the message names the reason. Without ``native=True`` such a write goes
     through Python write tasks instead."""
+
+
+class CastOverflowError(DeltaSparkError, ArithmeticError):
+    """A value of a streamed batch does not fit the table column's type it is cast to (Spark's
+    ``CAST_OVERFLOW_IN_TABLE_INSERT`` under ANSI store assignment): the batch commits nothing."""

@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from deltalog.contrib.spark.constraints import task_checker
 from deltalog.contrib.spark.partitioning import partition_directory, partition_value_to_string
 from deltalog.contrib.spark.replace_where import row_checker
+from deltalog.contrib.spark.sink_cast import cast_columns
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS
 from deltalog.txn.protocol.actions import AddCDCFile, AddFile, action_to_line, decode_path, encode_path, parse_line
@@ -100,6 +101,9 @@ class WriteSpec:
     #: DELETE, UPDATE or MERGE rewrites carry: written into data files as they are, without
     #: statistics (they are not table columns), and left out of change-data files.
     row_tracking_columns: tuple[str, ...] = ()
+    #: A stream's columns cast to the table's types (name, batch type, table type; Spark
+    #: JSON), as Delta's sink casts them (:mod:`~deltalog.contrib.spark.sink_cast`).
+    casts: tuple[tuple[str, str, str], ...] = ()
 
     def without_row_tracking(self, schema: pa.Schema) -> pa.Schema:
         """``schema`` without the materialized row tracking columns (what statistics cover)."""
@@ -368,6 +372,8 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
         for batch in batches:
             table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
             table = table.rename_columns(spec.table_cased(table.column_names))
+            if spec.casts:
+                table = cast_columns(table, spec.casts)
             if fill is not None:
                 table = fill(table)
             if spec.change_data and CDC_TYPE_COLUMN in table.column_names:

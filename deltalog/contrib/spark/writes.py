@@ -48,6 +48,7 @@ from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 from deltalog.contrib.spark.replace_where import names_data_columns
 from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
+from deltalog.contrib.spark.sink_cast import write_types
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.logstores.base import LogStoreSpec
 from deltalog.txn.commit.commit_errors import MetadataChangedError, commit_certainly_failed
@@ -228,6 +229,9 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
     delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
     snapshot = delta_log.update()
     data = _spark_schema_dict(data_schema_json)
+    casts: tuple[tuple[str, str, str], ...] = ()
+    if streaming and snapshot.version >= 0 and not (opts.overwrite and opts.overwrite_schema):
+        data, casts = _stream_write_types(opts, snapshot, data)
     skip = False
     read_metadata: Metadata | None = None
     if snapshot.version < 0:
@@ -247,6 +251,8 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
     spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints)
     if on_data:
         spec = replace(spec, replace_where=opts.replace_where)
+    if casts:
+        spec = replace(spec, casts=casts)
     return WritePlan(
         options=opts,
         spec=spec,
@@ -258,6 +264,27 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
         dynamic_partition_overwrite=dynamic,
         replace_where_on_data=on_data,
     )
+
+
+def _stream_write_types(
+    opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any]
+) -> tuple[dict[str, Any], tuple[tuple[str, str, str], ...]]:
+    """A stream's schema with the table's types where Delta's sink casts implicitly
+    (``getWriteSchema``; not in complete mode with ``overwriteSchema``), and the top-level
+    columns its tasks cast (name, batch type, table type). With ``mergeSchema`` a type the
+    table may widen to (type widening) is widened, not cast, as in Delta."""
+    metadata = snapshot.metadata
+    table = schemas.logical_schema(json.loads(metadata.schema_string))
+    if opts.merge_schema:
+        version = preview_table_version(snapshot.protocol, snapshot.version + 1)
+        table = widen_for_schema_evolution(table, data, metadata.configuration, version)
+    written = write_types(table, data)
+    casts = tuple(
+        (new["name"], json.dumps(old["type"]), json.dumps(new["type"]))
+        for old, new in zip(data["fields"], written["fields"], strict=True)
+        if old["type"] != new["type"]
+    )
+    return written, casts
 
 
 def _skips_existing_table(opts: WriteOptions, snapshot: Snapshot, table_uri: str) -> bool:

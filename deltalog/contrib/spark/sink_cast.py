@@ -1,0 +1,196 @@
+"""The streaming sink's implicit casts, as Delta's ``DeltaSink``.
+
+Delta's sink writes a batch whose column types differ from the table's when Spark's
+``TypeCoercion.implicitCast`` converts them (``SchemaMergingUtils.mergeSchemas`` with
+``allowImplicitConversions``: the table keeps its type) and casts each column to the table's
+type by name (``castIfNeeded`` with ``CastByName(allowMissingStructField = true)``: struct
+fields by name, arrays and maps element by element), with ANSI casts: a value that does not
+fit is an error.
+
+:func:`write_types` runs when the query starts: it gives the batch's schema with the table's
+types where a cast applies and refuses the columns no cast converts.
+:func:`cast_columns` runs in the write tasks on Arrow data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.contrib.spark.errors import CastOverflowError, SchemaMismatchError
+
+__all__ = ["cast_columns", "write_types"]
+
+_INTEGRAL = {"byte": pa.int8(), "short": pa.int16(), "integer": pa.int32(), "long": pa.int64()}
+_FRACTIONAL = {"float": pa.float32(), "double": pa.float64()}
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+_NULL = ("null", "void")
+#: Types Spark's implicit cast turns into a string whose text deltalog writes as Spark does.
+_TO_STRING = {*_INTEGRAL, "boolean", "date"}
+
+
+def _kind(t: Any) -> str:
+    if isinstance(t, dict):
+        return str(t["type"])
+    name = str(t)
+    if name.startswith("decimal"):
+        return "decimal"
+    if name.startswith("string") or name.startswith("varchar") or name.startswith("char"):
+        return "string"
+    return name
+
+
+def _numeric(t: Any) -> bool:
+    return _kind(t) in ("decimal", *_INTEGRAL, *_FRACTIONAL)
+
+
+def _spark_casts(data: Any, table: Any) -> bool:
+    """Whether Spark's ``TypeCoercion.implicitCast`` converts ``data`` to ``table`` (atomic)."""
+    d, t = _kind(data), _kind(table)
+    if d in _NULL or (_numeric(data) and _numeric(table)):
+        return True
+    if (d, t) in (("date", "timestamp"), ("timestamp", "date"), ("timestamp_ntz", "date")):
+        return True
+    if d == "string" and (_numeric(table) or t in ("date", "timestamp", "binary")):
+        return True
+    return t == "string" and d not in ("struct", "array", "map")
+
+
+def _deltalog_casts(data: Any, table: Any) -> bool:
+    """Whether :func:`cast_columns` casts ``data`` to ``table`` as Spark does (atomic)."""
+    d, t = _kind(data), _kind(table)
+    if d in _NULL or (d, t) in (("date", "timestamp"), ("timestamp", "date")):
+        return True
+    if t == "string":
+        return d in _TO_STRING
+    return _numeric(data) and _numeric(table) and not (d in _FRACTIONAL and t == "decimal")
+
+
+def _write_type(data: Any, table: Any, where: str) -> Any:
+    """``data`` (a Spark JSON type) as the sink writes it into a column of type ``table``."""
+    if data == table or table in _NULL:  # a void column takes the data's type (with mergeSchema)
+        return data
+    if isinstance(data, dict) and isinstance(table, dict) and data["type"] == table["type"]:
+        if data["type"] == "struct":
+            fields = {f["name"].lower(): f for f in table["fields"]}
+            out = []
+            for f in data["fields"]:
+                ours = fields.get(f["name"].lower())
+                typ = f["type"] if ours is None else _write_type(f["type"], ours["type"], f"{where}.{f['name']}")
+                out.append({**f, "type": typ})
+            return {**data, "fields": out}
+        if data["type"] == "array":
+            return {**data, "elementType": _write_type(data["elementType"], table["elementType"], f"{where}.element")}
+        if data["type"] == "map":
+            key = _write_type(data["keyType"], table["keyType"], f"{where}.key")
+            return {**data, "keyType": key, "valueType": _write_type(data["valueType"], table["valueType"], where)}
+    if isinstance(data, dict) or isinstance(table, dict) or not _spark_casts(data, table):
+        raise SchemaMismatchError(
+            f"the stream writes {where} as {_name(data)} into a table column of type {_name(table)}, which Spark "
+            "does not cast implicitly (Delta's DELTA_FAILED_TO_MERGE_FIELDS); cast it in the query"
+        )
+    if not _deltalog_casts(data, table):
+        raise SchemaMismatchError(
+            f"the stream writes {where} as {_name(data)} into a table column of type {_name(table)}: Delta's sink "
+            "casts it, deltalog's does not (its text or rounding would differ from Spark's); cast it in the query"
+        )
+    return table
+
+
+def _name(t: Any) -> str:
+    return str(t["type"]) if isinstance(t, dict) else str(t)
+
+
+def write_types(table: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """The batch's schema ``data`` with the table's type in every (nested) column the sink
+    casts; columns the table lacks are kept. Raises :class:`SchemaMismatchError` for a
+    column no implicit cast converts."""
+    fields = {f["name"].lower(): f for f in table["fields"]}
+    out = []
+    for f in data["fields"]:
+        ours = fields.get(f["name"].lower())
+        out.append(f if ours is None else {**f, "type": _write_type(f["type"], ours["type"], f["name"])})
+    return {**data, "fields": out}
+
+
+def _arrow_type(t: Any) -> pa.DataType:
+    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.types import _parse_datatype_json_value
+
+    return to_arrow_type(_parse_datatype_json_value(t), timezone="UTC")
+
+
+def _cast_atomic(values: pa.Array, data: Any, table: Any) -> pa.Array:
+    d, t = _kind(data), _kind(table)
+    target = _arrow_type(table)
+    if d in _NULL:
+        return pa.nulls(len(values), target)
+    if d == "timestamp":  # the date in the session time zone (the zone of Spark's Arrow data)
+        local = pc.local_timestamp(values) if values.type.tz else values
+        return pc.floor_temporal(local, unit="day").cast(pa.date32())
+    if t in _FRACTIONAL or (d in _FRACTIONAL and t in _FRACTIONAL) or d == "date":
+        return values.cast(target, safe=False)
+    if d in _FRACTIONAL:  # toward zero; NaN and values out of range fail the safe cast
+        return pc.trunc(values).cast(target)
+    if d == "decimal" and t != "string":
+        match = _DECIMAL.fullmatch(str(table))
+        digits = int(match.group(2)) if match else 0
+        return pc.round(values, ndigits=digits, round_mode="half_up" if match else "towards_zero").cast(target)
+    return values.cast(target)
+
+
+def _cast(values: pa.Array, data: Any, table: Any) -> pa.Array:
+    if data == table:
+        return values
+    kind = _kind(table)
+    mask = pc.is_null(values) if values.null_count else None
+    if kind == "struct" and isinstance(values, pa.StructArray):
+        have = {f["name"].lower(): (i, f) for i, f in enumerate(data["fields"])}
+        children, fields = [], []
+        for f in table["fields"]:
+            found = have.get(f["name"].lower())
+            child_type = _arrow_type(f["type"])
+            if found is None:
+                children.append(pa.nulls(len(values), child_type))
+            else:
+                children.append(_cast(values.field(found[0]), found[1]["type"], f["type"]))
+            fields.append(pa.field(f["name"], children[-1].type))
+        return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    if kind == "array" and isinstance(values, pa.ListArray):
+        items = _cast(values.values, data["elementType"], table["elementType"])
+        return pa.ListArray.from_arrays(values.offsets, items, mask=mask)
+    if kind == "map" and isinstance(values, pa.MapArray):
+        keys = _cast(values.keys, data["keyType"], table["keyType"])
+        items = _cast(values.items, data["valueType"], table["valueType"])
+        return pa.MapArray.from_arrays(values.offsets, keys, items, mask=mask)
+    return _cast_atomic(values, data, table)
+
+
+def cast_columns(table: pa.Table, casts: Sequence[tuple[str, str, str]]) -> pa.Table:
+    """``table`` with each column of ``casts`` (name, batch type, table type; Spark JSON)
+    cast to the table's type. Raises :class:`CastOverflowError` for a value that does not fit."""
+    import json
+
+    names = {n.lower(): i for i, n in enumerate(table.column_names)}
+    for name, data, target in casts:
+        i = names.get(name.lower())
+        if i is None:
+            continue
+        data_type, table_type = json.loads(data), json.loads(target)
+        try:
+            column = pa.chunked_array(
+                [_cast(chunk, data_type, table_type) for chunk in table.column(i).chunks],
+                type=_arrow_type(table_type) if table.column(i).num_chunks == 0 else None,
+            )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise CastOverflowError(
+                f"a value of column {name} ({_name(data_type)}) does not fit the table's type {_name(table_type)} "
+                f"(Spark's CAST_OVERFLOW_IN_TABLE_INSERT): {exc}. Nothing of this batch was committed; filter or "
+                "cast the values in the query"
+            ) from None
+        table = table.set_column(i, pa.field(table.column_names[i], column.type), column)
+    return table
