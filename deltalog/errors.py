@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from deltalog.conformance.catalog import UnknownCheckError
     from deltalog.contrib.spark.constraints import UncheckableConstraintsError
     from deltalog.contrib.spark.errors import (
+        CastOverflowError,
         DeltaAnalysisError,
         DeltaSourceChangedDataError,
         DeltaSourceIgnoreChangesError,
@@ -200,6 +201,7 @@ _HOMES: dict[str, str] = {
     "VacuumInventoryError": "deltalog.txn.commands.vacuum_listing",
     # PySpark integration (no pyspark import)
     "DeltaSparkError": "deltalog.contrib.spark.errors",
+    "CastOverflowError": "deltalog.contrib.spark.errors",
     "NativeReadUnsupportedError": "deltalog.contrib.spark.errors",
     "NativeWriteUnsupportedError": "deltalog.contrib.spark.errors",
     "WriteOutcomeUnknownError": "deltalog.contrib.spark.errors",
@@ -223,6 +225,7 @@ _HOMES: dict[str, str] = {
 __all__ = [
     "AmbiguousWriteError",
     "AppendOnlyViolationError",
+    "CastOverflowError",
     "ChecksumMismatchError",
     "CloneSourceFilesMissingError",
     "CloneTargetNotEmptyError",
