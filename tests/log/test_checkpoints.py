@@ -277,11 +277,10 @@ def test_in_commit_timestamps_are_used(tmp_path):
     assert log.snapshot(timestamp=8_000).version == 0
 
 
-def test_time_travel_splits_the_log_at_the_in_commit_timestamp_enablement(tmp_path):
-    """PROTOCOL "In-Commit Timestamps": a timestamp at or after the enablement timestamp
-    reads only versions from the enablement version on, an earlier one only versions before
-    it, whatever the file times of the commits before enablement say (clock skew)."""
-    t = str(tmp_path)
+def _enabling_ict_at_version_2(t: str) -> DeltaLog:
+    """A table whose commits 0 and 1 have file times 1 s and 50 s, and which turns in-commit
+    timestamps on at version 2 (enablement timestamp 20 s; versions 2 and 3 at 20 s and 30 s):
+    commit 1's file time is after the enablement (clock skew)."""
     from deltalog.txn.protocol.actions import CommitInfo
 
     store = LocalLogStore()
@@ -300,6 +299,15 @@ def test_time_travel_splits_the_log_at_the_in_commit_timestamp_enablement(tmp_pa
         acts += [Protocol(1, 7, None, ("inCommitTimestamp",)), on] if v == 2 else [add("b")]
         store.write(f"{t}/_delta_log/{v:020d}.json", [action_to_line(a) for a in acts])
     log = DeltaLog.for_table(t)
+    return log
+
+
+def test_time_travel_splits_the_log_at_the_in_commit_timestamp_enablement(tmp_path):
+    """PROTOCOL "In-Commit Timestamps": a timestamp at or after the enablement timestamp
+    reads only versions from the enablement version on, an earlier one only versions before
+    it, whatever the file times of the commits before enablement say (clock skew)."""
+    t = str(tmp_path)
+    log = _enabling_ict_at_version_2(t)
     assert log.snapshot(timestamp=20_000).version == 2
     assert log.snapshot(timestamp=29_999).version == 2
     assert log.snapshot(timestamp=30_000).version == 3
@@ -315,24 +323,8 @@ def test_a_starting_timestamp_finds_the_first_commit_at_or_after_it_within_the_e
     committed exactly then; the earliest commit for a time before every commit."""
     t = str(tmp_path)
     from deltalog.txn.log.history import starting_version_at
-    from deltalog.txn.protocol.actions import CommitInfo
 
-    store = LocalLogStore()
-    create(t)
-    set_mtime(f"{t}/_delta_log/{0:020d}.json", 1_000)
-    commit(t, 1, [add("a")], mtime_ms=50_000)  # its file time is after the enablement (skew)
-    on = metadata(
-        {
-            "delta.enableInCommitTimestamps": "true",
-            "delta.inCommitTimestampEnablementVersion": "2",
-            "delta.inCommitTimestampEnablementTimestamp": "20000",
-        }
-    )
-    for v, ict in ((2, 20_000), (3, 30_000)):
-        acts = [CommitInfo(timestamp=1, in_commit_timestamp=ict, operation="WRITE")]
-        acts += [Protocol(1, 7, None, ("inCommitTimestamp",)), on] if v == 2 else [add("b")]
-        store.write(f"{t}/_delta_log/{v:020d}.json", [action_to_line(a) for a in acts])
-    log = DeltaLog.for_table(t)
+    log = _enabling_ict_at_version_2(t)
     found = {ts: starting_version_at(log, ts) for ts in (500, 1_000, 19_999, 20_000, 25_000, 30_000)}
     assert found == {500: 0, 1_000: 0, 19_999: 1, 20_000: 2, 25_000: 3, 30_000: 3}
     with pytest.raises(VersionNotFoundError, match="after the latest commit"):

@@ -76,7 +76,7 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 
 def unescape_sql_string(literal: str) -> str:
     """A quoted string literal's value as Spark's parser reads it (``unescapeSQLString``):
-    a doubled quote stands for one; ``\\uXXXX``, ``\\UXXXXXXXX``, three octal digits from
+    a doubled quote stands for one; ``\\u`` and four hex digits, ``\\U`` and eight, three octal digits from
     ``\\000`` to ``\\177``, and the escapes of :data:`_ESCAPES`; a backslash before any other
     character (or last) is dropped (kept)."""
     quote, body = literal[0], literal[1:-1]
