@@ -402,19 +402,11 @@ def _scan(spark: SparkSession, files: FileList, read_schema: Any, hive: bool, ro
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _has_floats(data_type: Any) -> bool:
-    """Whether ``data_type`` holds a float or double at any depth."""
-    from pyspark.sql.types import ArrayType, DoubleType, FloatType, MapType, StructType
+def _has_floats(schema: Any) -> bool:
+    """Whether the Spark ``schema`` holds a float or double at any depth."""
+    from deltalog.txn.protocol.protocol_requirements import walk_types
 
-    if isinstance(data_type, (FloatType, DoubleType)):
-        return True
-    if isinstance(data_type, StructType):
-        return any(_has_floats(f.dataType) for f in data_type.fields)
-    if isinstance(data_type, ArrayType):
-        return _has_floats(data_type.elementType)
-    if isinstance(data_type, MapType):
-        return _has_floats(data_type.keyType) or _has_floats(data_type.valueType)
-    return False
+    return any(t in ("float", "double") for t in walk_types(schema.jsonValue()))
 
 
 def _check_file_names(spark: SparkSession, df: DataFrame, files: FileList) -> None:

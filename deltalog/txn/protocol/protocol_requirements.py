@@ -27,6 +27,7 @@ __all__ = [
     "is_protocol_property",
     "merge_protocols",
     "required_protocol",
+    "walk_types",
     "without_protocol_properties",
 ]
 
@@ -103,7 +104,9 @@ READER_WRITER_FEATURES = frozenset(
 )
 
 
-def _walk_types(data_type: Any) -> Iterator[Any]:
+def walk_types(data_type: Any) -> Iterator[Any]:
+    """``data_type`` (a schema's JSON form) and every type and field inside it, at any depth
+    (struct fields, array elements, map keys and values)."""
     yield data_type
     if isinstance(data_type, dict):
         kind = data_type.get("type")
@@ -111,15 +114,15 @@ def _walk_types(data_type: Any) -> Iterator[Any]:
             for f in data_type.get("fields") or []:
                 yield from _walk_fields(f)
         elif kind == "array":
-            yield from _walk_types(data_type.get("elementType"))
+            yield from walk_types(data_type.get("elementType"))
         elif kind == "map":
-            yield from _walk_types(data_type.get("keyType"))
-            yield from _walk_types(data_type.get("valueType"))
+            yield from walk_types(data_type.get("keyType"))
+            yield from walk_types(data_type.get("valueType"))
 
 
 def _walk_fields(field: dict[str, Any]) -> Iterator[Any]:
     yield field
-    yield from _walk_types(field.get("type"))
+    yield from walk_types(field.get("type"))
 
 
 def active_features(metadata: Metadata) -> set[str]:
@@ -149,7 +152,7 @@ def active_features(metadata: Metadata) -> set[str]:
         schema = json.loads(metadata.schema_string)
     except ValueError:
         return features
-    for item in _walk_types(schema):
+    for item in walk_types(schema):
         if item == "timestamp_ntz":
             features.add("timestampNtz")
         elif item == "variant":
