@@ -31,6 +31,7 @@ __all__ = [
     "record_type_changes",
     "type_widening_enabled",
     "widen_for_schema_evolution",
+    "with_type_change_version",
 ]
 
 TYPE_CHANGES_KEY = "delta.typeChanges"
@@ -200,6 +201,20 @@ def record_type_changes(
     not a supported widening. ``table_version`` (see :func:`preview_table_version`) is
     written as each new change's ``tableVersion``."""
     return _record_in_struct(copy.deepcopy(dict(new_schema)), dict(old_schema), "", table_version)
+
+
+def with_type_change_version(schema: Mapping[str, Any], from_version: int, to_version: int) -> dict[str, Any] | None:
+    """``schema`` with every type change recorded at ``tableVersion`` ``from_version`` moved
+    to ``to_version`` (Delta's ``TypeWideningMetadata.updateTypeChangeVersion``, run when a
+    commit is retried at a later version), or None when it records none there."""
+    moved = copy.deepcopy(dict(schema))
+    found = False
+    for _, f in _walk_fields(moved, ""):
+        for change in (f.get("metadata") or {}).get(TYPE_CHANGES_KEY) or []:
+            if isinstance(change, dict) and change.get("tableVersion") == from_version:
+                change["tableVersion"] = to_version
+                found = True
+    return moved if found else None
 
 
 def _walk_fields(t: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
