@@ -625,3 +625,30 @@ def test_a_write_from_its_own_table_opens_on_the_snapshot_its_source_read(spark:
     with pytest.raises(ConcurrentDeleteReadError):
         write_table(source, table_path, mode="overwrite")
     assert ids() == [110, 111, 120]
+
+
+def test_a_micro_batch_widening_a_type_records_the_version_it_lands_at(tmp_path: Any) -> None:
+    """On a ``typeWidening-preview`` table a stream with ``mergeSchema`` plans its widening
+    when the query starts; the batch commits later, on the latest snapshot: the type change
+    records the version the batch landed at (it recorded the query's start version + 1).
+    (delta-rs reads no type widening: not the ``table_path`` fixture.)"""
+    table_path = str(tmp_path / "table")
+    from deltalog.contrib.spark.writes import StreamingInfo
+    from deltalog.txn.commit.operations import CreateTable
+    from deltalog.txn.protocol.actions import Metadata, Protocol
+    from deltalog.txn.protocol.type_widening import all_type_changes
+
+    int_x = {"type": "struct", "fields": [LONG_SCHEMA["fields"][0], {**LONG_SCHEMA["fields"][1], "type": "integer"}]}
+    txn = DeltaLog.for_table(table_path).start_transaction()
+    txn.upgrade_protocol(Protocol(3, 7, ["typeWidening-preview"], ["typeWidening-preview"]))
+    txn.update_metadata(Metadata(schema_string=_schema_json(int_x), configuration={"delta.enableTypeWidening": "true"}))
+    txn.commit([], CreateTable())
+    options = {"path": table_path, "queryId": "q", "mergeSchema": "true"}
+    plan = plan_write(WriteOptions.parse(options, False), _schema_json(), streaming=True)  # x: long
+    append = _plan(table_path, schema=int_x)
+    commit_write(
+        append, _task_files(append, pa.table({"p": pa.array([1], pa.int64()), "x": pa.array([1], pa.int32())}))
+    )
+    assert commit_write(plan, _task_files(plan, _rows([1], [2])), StreamingInfo("q", 0, "Append")) == 2
+    changes = all_type_changes(json.loads(DeltaLog.for_table(table_path).update().metadata.schema_string))
+    assert changes == [("x", {"fromType": "integer", "toType": "long", "tableVersion": 2})]

@@ -81,7 +81,7 @@ from deltalog.txn.protocol.protocol_requirements import (
     required_protocol,
     without_protocol_properties,
 )
-from deltalog.txn.protocol.type_widening import with_type_change_version
+from deltalog.txn.protocol.type_widening import stamp_new_type_changes
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
@@ -312,17 +312,18 @@ class OptimisticTransaction:
         return [_ict_enabled_at(a, version, ict) if isinstance(a, Metadata) else a for a in actions]
 
     def _stamp_type_changes(self, actions: Sequence[Action], version: int) -> list[Action] | None:
-        """``actions`` with the type changes this commit's metadata records at ``tableVersion``
-        ``read_version + 1`` (``typeWidening-preview`` tables) moved to the attempt's
-        ``version`` (Delta's ``updateTypeWideningMetadata``, run on each winner), or None when
-        there are none to move."""
-        if self._new_metadata is None or version == self.read_version + 1:
+        """``actions`` with the type changes this commit's metadata adds (``typeWidening-preview``
+        tables record their ``tableVersion``) naming the attempt's ``version``, whatever
+        version they were planned for (Delta's ``updateTypeWideningMetadata``, run on each
+        winner), or None when there are none to move."""
+        if self._new_metadata is None:
             return None
+        old = json.loads(self.snapshot.metadata.schema_string) if self.table_exists else None
         out: list[Action] = []
         moved = False
         for action in actions:
             if isinstance(action, Metadata):
-                schema = with_type_change_version(json.loads(action.schema_string), self.read_version + 1, version)
+                schema = stamp_new_type_changes(json.loads(action.schema_string), old, version)
                 if schema is not None:
                     action = replace(action, schema_string=json.dumps(schema, separators=(",", ":")))
                     moved = True
