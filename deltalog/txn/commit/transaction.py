@@ -316,7 +316,7 @@ class OptimisticTransaction:
         tables record their ``tableVersion``) naming the attempt's ``version``, whatever
         version they were planned for (Delta's ``updateTypeWideningMetadata``, run on each
         winner), or None when there are none to move."""
-        if self._new_metadata is None:
+        if self._new_metadata is None or '"tableVersion"' not in self._new_metadata.schema_string:
             return None
         old = json.loads(self.snapshot.metadata.schema_string) if self.table_exists else None
         out: list[Action] = []
