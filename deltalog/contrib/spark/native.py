@@ -443,7 +443,13 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
     delta_log, snapshot = _snapshot(read)
     if check_reach and not spark_can_reach(spark, delta_log.table_uri):
         raise NativeReadUnsupportedError(f"Spark has no Hadoop file system for {delta_log.table_uri}")
-    return _native_scan(spark, delta_log, snapshot, _files_table(spark, snapshot, where_terms(where)), where)
+    df = _native_scan(spark, delta_log, snapshot, _files_table(spark, snapshot, where_terms(where)), where)
+    if read.version_as_of is None and read.timestamp_as_of is None:
+        from deltalog.contrib.spark.source_reads import register_bound_read
+
+        # a write of this DataFrame (or a MERGE from it) into the same table opens on this snapshot
+        register_bound_read(df, delta_log.table_uri, snapshot.version)
+    return df
 
 
 def scan_with_positions(
