@@ -14,7 +14,7 @@ import pytest
 from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import AddFile, Metadata
-from deltalog.txn.protocol.errors import CorruptLogError
+from deltalog.txn.protocol.errors import CorruptLogError, InvalidTableStateError
 
 SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "v", "type": "long", "nullable": True, "metadata": {}}]})
 
@@ -58,3 +58,30 @@ def test_without_the_commits_to_fall_back_on_the_error_stands(tmp_path: Path) ->
         (tmp_path / "_delta_log" / f"{v:020d}.json").unlink()
     with pytest.raises(CorruptLogError, match=r"00000000000000000010\.checkpoint\.parquet"):
         DeltaLog.for_table(str(tmp_path)).update()
+
+
+@pytest.mark.parametrize("action", ["metaData", "protocol"])
+def test_a_checkpoint_without_protocol_or_metadata_is_refused(tmp_path: Path, action: str) -> None:
+    """A readable checkpoint that lacks an action is a state Delta refuses to reconstruct
+    (``DELTA_STATE_RECOVER_ERROR``; golden ``deltalog-state-reconstruction-from-checkpoint-missing-*``),
+    not an unreadable file to fall back from: every earlier commit is there, and still the
+    read fails. A later commit that holds the action completes the state, as in Delta."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    _table(tmp_path, 4)
+    log = DeltaLog.for_table(str(tmp_path))
+    log.checkpoint()
+    cp = _checkpoint(tmp_path, 4)
+    data = pq.read_table(cp)
+    pq.write_table(data.filter(pc.is_null(data.column(action))), cp)
+    with pytest.raises(
+        InvalidTableStateError, match=rf"has no {action} action; .*the checkpoint at version 4 lacks it"
+    ):
+        DeltaLog.for_table(str(tmp_path)).update()
+    assert DeltaLog.for_table(str(tmp_path)).snapshot(3).num_files == 3  # before the checkpoint
+    restated = log.update().metadata if action == "metaData" else log.update().protocol
+    later = DeltaLog.for_table(str(tmp_path))
+    with open(tmp_path / "_delta_log" / f"{5:020d}.json", "w") as fh:
+        fh.write(json.dumps({action: restated.to_dict()}) + "\n")
+    assert later.update().version == 5 and later.update().num_files == 4

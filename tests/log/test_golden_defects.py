@@ -1,4 +1,4 @@
-"""Two shapes of log found in Delta's golden tables that replay must take as Delta does.
+"""Shapes of log found in Delta's golden tables that replay must take as Delta does.
 
 - ``partitionValues`` is a map: each file action keeps exactly the keys its own line had,
   even when other lines of the same commit (parsed together) carry more keys.
@@ -6,6 +6,8 @@
   ``corrupted-last-checkpoint``, ``versions-not-contiguous``): Delta's ``Metadata.schema``
   is then the empty struct, at every version, whether the action is read from a JSON
   commit or from a checkpoint.
+- an absolute path spelled ``/x``, ``file:/x`` or ``file:///x`` (golden
+  ``canonicalized-paths-*``) names one file: a remove in one spelling removes an add in another.
 
 And ``Metadata.id`` defaults to a fresh UUID, as Delta's ``Metadata`` does.
 """
@@ -137,3 +139,24 @@ def test_metadata_id_defaults_to_a_fresh_uuid() -> None:
     assert str(uuid.UUID(first.id)) == first.id
     assert first.id != second.id
     assert Metadata.from_dict(first.to_dict()).id == first.id
+
+
+@pytest.mark.parametrize("scheme", ["file:", "file://"])
+@pytest.mark.parametrize("path", ["/some/unqualified/absolute/path", "/some/unqualified/with%20space/p@%23h"])
+def test_an_absolute_path_and_its_file_uri_are_one_file(tmp_path: object, scheme: str, path: str) -> None:
+    """Golden ``canonicalized-paths-{normal,special}-{a,b}``: an add of ``/x`` is removed by a
+    remove of ``file:/x`` or ``file:///x`` (Delta Spark canonicalizes paths in replay, with
+    the default file system); in JSON commits, and against a checkpoint."""
+    from deltalog.txn.protocol.actions import absolute_path, is_absolute_path
+
+    table = str(tmp_path)
+    remove = {"remove": {"path": f"{scheme}{path}", "deletionTimestamp": 200, "dataChange": False}}
+    _write(table, 0, [PROTOCOL, _metadata(SCHEMA, []), _add(path, {})])
+    _write(table, 1, [remove])
+    log = DeltaLog.for_table(table)
+    assert log.update().num_files == 0 and log.snapshot(0).num_files == 1
+    log.checkpoint(log.snapshot(0))
+    assert DeltaLog.for_table(table).update().num_files == 0  # the remove against the checkpoint's add
+    assert is_absolute_path(f"{scheme}{path}") and absolute_path("s3://b/t", f"{scheme}{path}") == path.replace(
+        "%20", " "
+    ).replace("%23", "#")

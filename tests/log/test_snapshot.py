@@ -124,7 +124,7 @@ def test_update_is_incremental_and_apply_matches_replay(tmp_path, monkeypatch):
     real = log.store.list_from
     monkeypatch.setattr(log.store, "list_from", lambda p: (listed.append(p), real(p))[1])
     s2 = log.update()
-    assert listed == [f"{log.log_uri}/{1:020d}"]  # lists only from cached version + 1
+    assert listed == [f"{log.log_uri}/{0:020d}"]  # one listing, from the cached version
     assert s2.version == 2 and sorted(f.path for f in s2.files) == ["b", "c"]
     assert s2.txn_version("app") == 3 and "d" in s2.domain_metadata
     assert log.update() is s2  # nothing new: the cached snapshot
@@ -184,3 +184,20 @@ def test_tombstone_and_txn_expiry(tmp_path):
     snap = DeltaLog.for_table(t).update()
     assert [r["path"] for r in snap.tombstones_table(now).to_pylist()] == ["b"]
     assert set(snap.set_transactions_at(now)) == {"new"}
+
+
+def test_update_sees_a_deleted_or_shorter_log(tmp_path):
+    """Golden ``update-deleted-directory``: once the table's directory is gone, ``update()``
+    is the empty snapshot (version -1), as Delta's; a table made again at the path with fewer
+    versions is read afresh, not the cached state of the one before."""
+    import shutil
+
+    t = str(tmp_path / "t")
+    create(t, files=["a"])
+    commit(t, 1, [add("b")])
+    log = DeltaLog.for_table(t)
+    assert log.update().version == 1
+    shutil.rmtree(t)
+    assert log.update().version == -1 and not log.table_exists()
+    create(t, files=["c"])
+    assert log.update().version == 0 and [f.path for f in log.update().files] == ["c"]

@@ -215,10 +215,12 @@ def test_deletion_vector_files_of_active_files_are_kept(tmp_path: Path, director
     assert read_ids(log) == [1, 3]
 
 
-def test_absolute_paths_inside_the_root_are_protected(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spelling", ["file:///", "file:/", "/"])
+def test_absolute_paths_inside_the_root_are_protected(tmp_path: Path, spelling: str) -> None:
+    """``file:///x``, ``file:/x`` (as Delta Spark spells a local path) and ``/x`` alike."""
     log = create(str(tmp_path / "t"))
     add = write_file(log, [7], "a")
-    absolute = replace(add, path=f"{log.table_uri}/{add.path}")
+    absolute = replace(add, path=spelling + _local(log, add.path).lstrip("/"))
     log.start_transaction().commit([absolute], Write())
     _age(_local(log, add.path), hours_old=24 * 30)
     assert vacuum(log, retention_hours=0, enforce_retention=False, dry_run=True).files == []

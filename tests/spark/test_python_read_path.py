@@ -157,6 +157,20 @@ def test_materialized_row_ids_win_over_the_default_ones(tmp_path: Any) -> None:
     ]
 
 
+def test_absolute_paths_are_read_decoded_in_every_spelling(tmp_path: Any) -> None:
+    """An add's absolute path (a shallow clone's, or Delta's ``file:/x``) names the decoded
+    file whether it is a bare path, ``file:/x`` or ``file:///x``; never a path under the table."""
+    path = str(tmp_path / "t")
+    os.makedirs(path)
+    outside = tmp_path / "source" / "g=a b"
+    os.makedirs(outside)
+    pq.write_table(_data(3), outside / "f#1.parquet")
+    encoded = f"{tmp_path}/source/g=a%20b/f%231.parquet"
+    spec, store = _spec(path), DeltaLog.for_table(path).store
+    for spelling in (encoded, f"file:{encoded}", f"file://{encoded}"):
+        assert _ids([read_file(spec, store, FileToRead(spelling, {}, 1))]) == [0, 1, 2], spelling
+
+
 # -- row-group skipping by footer statistics, without Spark -----------------------------
 
 

@@ -27,7 +27,7 @@ from deltalog.contrib.spark.scan import Term
 from deltalog.contrib.spark.schemas import physical_names, top_level_types
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.log.data_files import open_data_file
-from deltalog.txn.protocol.actions import DeletionVectorDescriptor, decode_path
+from deltalog.txn.protocol.actions import DeletionVectorDescriptor, absolute_path
 
 if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
@@ -124,13 +124,6 @@ class ReadSpec:
             output_schema=output_schema,
             row_tracking_columns=row_tracking_columns,
         )
-
-
-def _absolute(table_uri: str, path: str) -> str:
-    raw = decode_path(path)
-    if "://" in path or raw.startswith("/"):
-        return raw if "://" not in path else path
-    return f"{table_uri}/{raw}"
 
 
 def _logical_column(arr: pa.ChunkedArray | pa.Array, delta_type: Any, target: pa.DataType, mode: str) -> Any:
@@ -245,7 +238,7 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
     schema = json.loads(spec.schema_json)
     fields_by_name = {f["name"]: f for f in schema["fields"]}
     fs = store.filesystem()
-    uri = _absolute(spec.table_uri, item.path)
+    uri = absolute_path(spec.table_uri, item.path)
     wanted = [f.name for f in spec.output_schema]
     data_cols = [n for n in wanted if n in fields_by_name and n not in spec.partition_columns]
     # top-level names in data files and in partitionValues (physical under column mapping)

@@ -362,11 +362,9 @@ def read_checkpoint(store: LogStore, log_uri: str, checkpoint: CheckpointInstanc
             _read_small_parquet(store, status.path, contents)
             parquet.append(status.path)
     parquet += [sidecar_uri(log_uri, s.path) for s in contents.sidecars]
-    if contents.protocol is None or contents.metadata is None:
-        missing = " and ".join(
-            n for n, v in (("protocol", contents.protocol), ("metaData", contents.metadata)) if v is None
-        )
-        raise CorruptLogError(checkpoint.files[0].path, f"the checkpoint has no {missing} action")
+    # A checkpoint without protocol or metaData is read as it is: the snapshot refuses the
+    # state unless a later commit holds them (Delta's DELTA_STATE_RECOVER_ERROR), rather
+    # than falling back to an earlier checkpoint as for a file that cannot be read.
     contents.files = CheckpointFiles(
         store, checkpoint.version, tuple(parquet), tuple(json_lines), partition_keys(contents.metadata)
     )

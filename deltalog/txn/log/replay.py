@@ -31,7 +31,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 from typing import Protocol as TypingProtocol
-from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +47,7 @@ from deltalog.txn.protocol.actions import (
     SetTransaction,
     action_to_dict,
     action_to_line,
+    decode_path,
 )
 from deltalog.txn.protocol.arrow_build import (
     empty_table,
@@ -250,14 +250,19 @@ def normalize_struct(column: pa.Array | pa.ChunkedArray, schema: pa.Schema) -> p
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+def _to_decode(paths: pa.Array) -> pa.Array:
+    """The rows of a path column that :func:`decode_path` changes: escaped, or ``file:`` URIs."""
+    return pc.or_(pc.match_substring(paths, "%"), pc.starts_with(paths, pattern="file:"))
+
+
 def _decode_paths(paths: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """URI-decode a path column; only the rows holding '%' go through Python."""
+    """A path column through :func:`decode_path`; only the rows it changes go through Python."""
     paths = _combine(paths)
-    mask = pc.match_substring(paths, "%")
+    mask = _to_decode(paths)
     if not pc.any(mask).as_py():
         return paths
     idx = pc.indices_nonzero(mask)
-    decoded = string_array([unquote(p) for p in paths.take(idx).to_pylist()])
+    decoded = string_array([decode_path(p) for p in paths.take(idx).to_pylist()])
     return pc.replace_with_mask(paths, mask, decoded)
 
 
@@ -653,7 +658,7 @@ def _drop_touched(table: pa.Table, keys: pa.Array, paths: pa.Array) -> pa.Table:
         return table
     path = _combine(table.column("path"))
     cand = pc.is_in(path, value_set=paths)
-    if pc.any(pc.match_substring(path, "%")).as_py():
+    if pc.any(_to_decode(path)).as_py():
         cand = pc.or_(cand, pc.is_in(_decode_paths(path), value_set=paths))
     if not pc.any(cand).as_py():
         return table

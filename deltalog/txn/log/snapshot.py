@@ -87,15 +87,8 @@ class Snapshot:
         #: whether :attr:`checksum` was read from the ``.crc`` file (then it is validated)
         self.checksum_from_log = False
         if version >= 0:
-            if state.protocol is None or state.metadata is None:
-                missing = " and ".join(
-                    n for n, v in (("protocol", state.protocol), ("metaData", state.metadata)) if v is None
-                )
-                raise InvalidTableStateError(
-                    f"the Delta log of {table_uri} at version {version} has no {missing} action; "
-                    "the log is damaged (version 0 must hold both). Restore the missing commit files."
-                )
-            check_read_supported(state.protocol, table_uri)
+            protocol = _require_protocol_and_metadata(table_uri, version, state, self.checkpoint_version)
+            check_read_supported(protocol, table_uri)
 
     def __repr__(self) -> str:
         files = f", files={self.num_files}" if self.files_loaded else ""
@@ -316,3 +309,24 @@ class Snapshot:
         return Snapshot(
             self.table_uri, version, state, commit_timestamp, None, self.checkpoint_version, pending, queued, base
         )
+
+
+def _require_protocol_and_metadata(
+    table_uri: str, version: int, state: LogState, checkpoint_version: int | None
+) -> Protocol:
+    """The state's protocol; a state without protocol or metaData is refused (Delta's
+    ``DELTA_STATE_RECOVER_ERROR``)."""
+    if state.protocol is not None and state.metadata is not None:
+        return state.protocol
+    missing = " and ".join(n for n, v in (("protocol", state.protocol), ("metaData", state.metadata)) if v is None)
+    if checkpoint_version is not None:
+        why = (
+            f"the checkpoint at version {checkpoint_version} lacks it and no later commit holds it; "
+            "every checkpoint must hold both. Delete that checkpoint (and _last_checkpoint) to read "
+            "the table from its commits"
+        )
+    else:
+        why = "version 0 must hold both. Restore the missing commit files"
+    raise InvalidTableStateError(
+        f"the Delta log of {table_uri} at version {version} has no {missing} action; the log is damaged ({why})."
+    )

@@ -252,24 +252,24 @@ class SnapshotManagement:
         with self._lock:
             cached = self._current
             if cached is None or cached.version < 0:
-                segment = self._segment(None)
-                snap = self._empty() if segment is None else self._load(segment)
+                snap = self._reload()
             else:
                 snap = self._advance(cached)
             self._current = snap
             return snap
 
     def _advance(self, cached: Snapshot) -> Snapshot:
-        statuses = self._list(cached.version + 1)
-        listing = parse_listing(statuses)
+        # listed from the cached version itself (the same one request): when nothing is left
+        # at or after it, the log it came from was deleted or replaced by a shorter one
+        listing = parse_listing(self._list(cached.version))
         new_versions = sorted(v for v in listing.commits if v > cached.version)
+        if listing.max_version < cached.version:
+            return self._reload()  # as Delta: an empty directory is version -1
         if not new_versions:
             return cached
         expected = list(range(cached.version + 1, new_versions[-1] + 1))
         if new_versions != expected:
-            # commits were cleaned up behind a newer checkpoint: load afresh
-            segment = self._segment(None)
-            return self._empty() if segment is None else self._load(segment)
+            return self._reload()  # commits were cleaned up behind a newer checkpoint
         batch = CommitBatch()
         commits = [listing.commits[v] for v in new_versions]
         self._collect(commits, batch, cached.non_file_state.metadata)
@@ -277,6 +277,11 @@ class SnapshotManagement:
         probe = cached.non_file_state.with_non_file_actions(batch)
         ts = self._commit_timestamp(last, probe, batch, commits[-1].modification_time)
         return cached.apply_batch(last, batch, ts)
+
+    def _reload(self) -> Snapshot:
+        """The latest snapshot, loaded afresh (the empty one when the log holds nothing)."""
+        segment = self._segment(None)
+        return self._empty() if segment is None else self._load(segment)
 
     @property
     def current(self) -> Snapshot:

@@ -56,8 +56,18 @@ def encode_path(relative: str) -> str:
 
 
 def decode_path(path: str) -> str:
-    """Decode an action's path (a URI string) to the raw path it names."""
-    return unquote(path)
+    """Decode an action's path (a URI string) to the raw path it names, canonical: a
+    ``file:`` URI without an authority (``file:/x``, ``file:///x``) names the same file as
+    the bare absolute path ``/x``, as Delta Spark's replay finds (it qualifies both with the
+    default file system; golden ``canonicalized-paths-*``)."""
+    decoded = unquote(path)
+    if decoded.startswith("file:/"):
+        rest = decoded[5:]
+        if rest.startswith("///"):
+            return rest[2:]
+        if not rest.startswith("//"):
+            return rest
+    return decoded
 
 
 def is_absolute_path(path: str) -> bool:
