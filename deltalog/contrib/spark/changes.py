@@ -8,6 +8,10 @@ vector (DELETE, UPDATE or MERGE with deletion vectors) changes only the rows the
 deletion vectors differ by. Every row gets ``_commit_version`` and
 ``_commit_timestamp`` (the commit's in-commit timestamp, else its file's modification time,
 as Delta's).
+
+As Delta's ``CDCReader.changesToDF``, a feed refuses a range whose first version, or a
+commit in it, has the change data feed off (``DELTA_MISSING_CHANGE_DATA``): such commits
+wrote no ``cdc`` files, so their updates would read as plain inserts and deletes.
 """
 
 from __future__ import annotations
@@ -19,13 +23,20 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.reads import FileToRead
-from deltalog.txn.protocol.actions import AddCDCFile, AddFile, CommitInfo, DeletionVectorDescriptor, RemoveFile
+from deltalog.txn.protocol.actions import (
+    AddCDCFile,
+    AddFile,
+    CommitInfo,
+    DeletionVectorDescriptor,
+    Metadata,
+    RemoveFile,
+)
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.protocol.actions import Action
 
-__all__ = ["ChangeFeed", "change_files", "enforce_start_within_retention"]
+__all__ = ["ChangeFeed", "change_files", "enforce_start_within_retention", "invalid_range"]
 
 
 def _timestamp(stamps: Mapping[int, int], version: int, info: CommitInfo | None) -> dt.datetime:
@@ -46,22 +57,33 @@ class ChangeFeed:
 
     delta_log: DeltaLog
     stamps: Mapping[int, int]
+    start: int
+    end: int
 
     @classmethod
     def open(cls, delta_log: DeltaLog, start: int, end: int) -> ChangeFeed:
         """The feed of versions ``start..end`` (``end`` at most the latest); raises
-        :class:`DeltaAnalysisError` when the table does not record change data."""
+        :class:`DeltaAnalysisError` when version ``start`` does not record change data."""
         from deltalog.txn.log.history import commit_timestamps
 
-        snap = delta_log.snapshot(end)
-        if not snap.properties.enable_change_data_feed:
-            raise DeltaAnalysisError(
-                f"change data feed is not enabled on {delta_log.table_uri}; set delta.enableChangeDataFeed=true"
-            )
-        return cls(delta_log, dict(commit_timestamps(delta_log, start, read_in_commit_timestamps=False)))
+        feed = cls(delta_log, dict(commit_timestamps(delta_log, start, read_in_commit_timestamps=False)), start, end)
+        if not delta_log.snapshot(start).properties.enable_change_data_feed:
+            feed._not_recorded(start)
+        return feed
+
+    def _not_recorded(self, version: int) -> None:
+        raise DeltaAnalysisError(
+            f"DELTA_MISSING_CHANGE_DATA: error getting change data for range [{self.start} , {self.end}] of "
+            f"{self.delta_log.table_uri} as change data was not recorded for version [{version}]. If you have "
+            "enabled the change data feed on this table, use history() to see when it was first enabled and "
+            "read from there; otherwise, to start recording change data, set delta.enableChangeDataFeed=true"
+        )
 
     def commit_changes(self, version: int, actions: Sequence[Action]) -> list[FileToRead]:
-        """The files holding the changes of commit ``version`` (its ``actions``)."""
+        """The files holding the changes of commit ``version`` (its ``actions``); raises
+        :class:`DeltaAnalysisError` when the commit turns the change data feed off."""
+        if any(isinstance(a, Metadata) and not a.properties.enable_change_data_feed for a in actions):
+            self._not_recorded(version)
         info = next((a for a in actions if isinstance(a, CommitInfo)), None)
         consts = {"_commit_version": version, "_commit_timestamp": _timestamp(self.stamps, version, info)}
         cdcs = [a for a in actions if isinstance(a, AddCDCFile)]
@@ -94,20 +116,22 @@ class ChangeFeed:
         return out
 
 
-def change_files(delta_log: DeltaLog, start: int, end: int | None) -> list[FileToRead]:
-    """The files holding the changes of versions ``start..end`` (``end`` None: latest)."""
-    latest = delta_log.update().version
-    if latest < 0:
-        raise DeltaAnalysisError(f"no Delta table at {delta_log.table_uri}")
-    end = latest if end is None else min(end, latest)
+def change_files(delta_log: DeltaLog, start: int, end: int) -> list[FileToRead]:
+    """The files holding the changes of versions ``start..end`` (both existing versions)."""
     if start < 0 or start > end:
-        raise DeltaAnalysisError(
-            f"startingVersion {start} is after endingVersion/latest version {end}; choose versions in 0..{latest}"
-        )
+        raise invalid_range(start, end)
     feed = ChangeFeed.open(delta_log, start, end)
     return [
         f for version in range(start, end + 1) for f in feed.commit_changes(version, delta_log.read_commit(version))
     ]
+
+
+def invalid_range(start: int, end: int) -> DeltaAnalysisError:
+    """Delta's ``DELTA_INVALID_CDC_RANGE``: an end before the start."""
+    return DeltaAnalysisError(
+        f"DELTA_INVALID_CDC_RANGE: CDC range from start {start} to end {end} was invalid. End cannot be before "
+        "start; choose a startingVersion/startingTimestamp at or before the end"
+    )
 
 
 def enforce_start_within_retention(delta_log: DeltaLog, start: int, end: int | None) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError
 
 __all__ = [
+    "CDF_OUT_OF_RANGE_CONF",
     "ReadOptions",
     "StreamReadOptions",
     "WriteOptions",
@@ -118,6 +119,8 @@ _STORAGE_ALIASES = {
     "use_emulator",
     "virtual_hosted_style_request",
 }
+#: Delta's session conf, a read option of ``format("deltalog")`` (planned without the session)
+CDF_OUT_OF_RANGE_CONF = "spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled"
 _READ_KEYS = {
     "versionasof",
     "timestampasof",
@@ -136,6 +139,7 @@ _READ_KEYS = {
     "excluderegex",
     "maxsplitbytes",
     "readrowtracking",
+    "spark.databricks.delta.changedatafeed.timestampoutofrange.enabled",
 }
 
 
@@ -338,6 +342,9 @@ class ReadOptions:
     max_split_bytes: int | None = None
     #: ``readRowTracking``: add ``_metadata`` (``row_id``, ``row_commit_version``)
     read_row_tracking: bool = False
+    #: Delta's ``spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled``: a change
+    #: feed starting after the latest commit is empty, one ending after it ends at the latest
+    cdf_out_of_range: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -358,6 +365,7 @@ class ReadOptions:
             logstore=_get(options, "logStore"),
             max_split_bytes=_byte_size(options, "maxSplitBytes"),
             read_row_tracking=_flag(options, "readRowTracking"),
+            cdf_out_of_range=_flag(options, CDF_OUT_OF_RANGE_CONF),
         )
 
 

@@ -241,9 +241,9 @@ class DeltaReader(DataSourceReader):
             from deltalog.contrib.spark.changes import change_files
 
             delta_log = open_log(self.options.path, self.options.storage_options, self.options.logstore)
-            start, end = change_range(delta_log, self.options)
-            end_snapshot = delta_log.snapshot(end) if end is not None else delta_log.update()
-            items = change_files(delta_log, start, end_snapshot.version)
+            bounds = change_range(delta_log, self.options)
+            end_snapshot = delta_log.update() if bounds is None else delta_log.snapshot(bounds[1])
+            items = [] if bounds is None else change_files(delta_log, *bounds)
             spec = self._spec(delta_log, end_snapshot)
             return files_partitions(spec, end_snapshot.version, items, self._split_target)
         delta_log, snapshot = self._snapshot()
@@ -296,26 +296,51 @@ class DeltaReader(DataSourceReader):
         yield from read_files(partition.spec, partition.files)
 
 
-def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int | None]:
-    """The change feed's first and last version (None: the latest), from
-    ``startingVersion``/``endingVersion`` or ``startingTimestamp``/``endingTimestamp``
-    (Delta's rules: the first commit at or after the start, the earliest for a time before
-    every commit, as a stream starts; the last at or before the end).
-    A first version older than ``delta.deletedFileRetentionDuration`` is refused, as Delta's
-    batch change feed does (:func:`~deltalog.contrib.spark.changes.enforce_start_within_retention`)."""
-    from deltalog.contrib.spark.changes import enforce_start_within_retention
-    from deltalog.txn.log.history import starting_version_at
+def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int] | None:
+    """The change feed's first and last version, or None for an empty feed, as Delta's
+    ``CDCReaderBase.getCDCRelation`` resolves them: ``startingVersion``, or
+    ``startingTimestamp`` as the first commit at or after it (the earliest for a time before
+    every commit, as a stream starts); ``endingVersion`` (at most the latest), or
+    ``endingTimestamp`` as the last commit at or before it; the latest by default. Two
+    times between the same two commits are an empty feed. A start after the latest version
+    or a time after the latest commit is an error, unless
+    ``spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled`` (then an empty feed
+    or, for the end, the latest version). A first version older than
+    ``delta.deletedFileRetentionDuration`` is refused, as Delta's batch change feed does
+    (:func:`~deltalog.contrib.spark.changes.enforce_start_within_retention`). Raises
+    :class:`DeltaAnalysisError` for a range Delta refuses."""
+    from deltalog.contrib.spark.changes import enforce_start_within_retention, invalid_range
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.log.history import starting_version_at, to_millis, version_at_timestamp
 
-    start = options.starting_version
+    latest = delta_log.update().version
+    if latest < 0:
+        raise DeltaAnalysisError(f"no Delta table at {delta_log.table_uri}")
+    lenient = options.cdf_out_of_range
+    start = 0 if options.starting_version is None else options.starting_version
     if options.starting_version_latest:  # after the latest commit (an empty range in a batch read)
-        start = delta_log.update().version + 1
-    if start is None and options.starting_timestamp is not None:
-        start = starting_version_at(delta_log, options.starting_timestamp)
-    end = options.ending_version
-    if end is None and options.ending_timestamp is not None:
-        end = delta_log.snapshot(timestamp=options.ending_timestamp).version
-    enforce_start_within_retention(delta_log, start or 0, end)
-    return start or 0, end
+        return None
+    if options.starting_version is None and options.starting_timestamp is not None:
+        start = starting_version_at(delta_log, options.starting_timestamp, can_exceed_latest=lenient)
+    if start > latest:
+        if lenient:
+            return None
+        raise DeltaAnalysisError(
+            f"DELTA_CDC_START_VERSION_AFTER_LATEST: start version {start} for change data feed exceeds the latest "
+            f"version {latest} of {delta_log.table_uri}"
+        )
+    end = latest if options.ending_version is None else min(options.ending_version, latest)
+    if options.ending_version is None and options.ending_timestamp is not None:
+        end = version_at_timestamp(delta_log, options.ending_timestamp, can_return_last_commit=lenient)
+        if options.starting_version is None and options.starting_timestamp is not None:
+            if to_millis(options.starting_timestamp) > to_millis(options.ending_timestamp):
+                raise invalid_range(start, end)
+            if end == start - 1:  # both times fall between the same two commits
+                return None
+    if end < start:
+        raise invalid_range(start, end)
+    enforce_start_within_retention(delta_log, start, end)
+    return start, end
 
 
 # -- the source -----------------------------------------------------------------------------
@@ -332,8 +357,8 @@ class DeltaLogDataSource(DataSource):
         opts = ReadOptions.parse(self.options)
         delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
         if opts.read_change_feed:
-            _, end = change_range(delta_log, opts)
-            snapshot = delta_log.snapshot(end) if end is not None else delta_log.update()
+            bounds = change_range(delta_log, opts)
+            snapshot = delta_log.update() if bounds is None else delta_log.snapshot(bounds[1])
         elif opts.version_as_of is not None or opts.timestamp_as_of is not None:
             snapshot = delta_log.snapshot(
                 version=opts.version_as_of, timestamp=opts.timestamp_as_of, enforce_retention=True

@@ -1,0 +1,93 @@
+"""The change data feed's version range as Delta's ``CDCReader`` resolves and checks it."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import time
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from deltalog.contrib.spark.changes import change_files
+from deltalog.contrib.spark.errors import DeltaAnalysisError
+from deltalog.contrib.spark.options import CDF_OUT_OF_RANGE_CONF, ReadOptions
+from deltalog.contrib.spark.source import change_range
+from deltalog.txn.commit.operations import SetTableProperties, Write
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.protocol.actions import AddFile, Metadata
+
+
+def _table_switching_the_feed(path: str) -> DeltaLog:
+    """v0 one row without the feed, v1 feed on, v2 one row, v3 feed off, v4 one row, v5 feed
+    on, v6 one row; commit v at ``base + 100 v`` seconds (returned as ``log.base``)."""
+    os.makedirs(path)
+    log = DeltaLog.for_table(path)
+    schema = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+
+    def add(i: int) -> AddFile:
+        pq.write_table(pa.table({"id": pa.array([i], pa.int64())}), os.path.join(path, f"{i}.parquet"))
+        size = os.path.getsize(os.path.join(path, f"{i}.parquet"))
+        return AddFile(f"{i}.parquet", {}, size, 1, stats='{"numRecords":1}')
+
+    def feed(on: bool) -> None:
+        txn = log.start_transaction()
+        props = {"delta.enableChangeDataFeed": str(on).lower()}
+        txn.update_metadata(dataclasses.replace(log.update().metadata, configuration=props))
+        txn.commit([], SetTableProperties(props))
+
+    txn = log.start_transaction()
+    txn.update_metadata(Metadata(schema_string=json.dumps(schema)))
+    txn.commit([add(0)], Write())
+    for i in (1, 3, 5):
+        feed(i != 3)
+        log.start_transaction().commit([add(i + 1)], Write())
+    base = int(time.time()) - 3600
+    for version in range(7):
+        os.utime(log.commit_uri(version).removeprefix("file://"), (base + 100 * version,) * 2)
+    return log
+
+
+def test_change_feed_range_is_checked_and_resolved_as_delta(spark: Any, table_path: str) -> None:
+    log = _table_switching_the_feed(table_path)
+    base = int(os.path.getmtime(log.commit_uri(0).removeprefix("file://")))
+
+    def at(seconds: int) -> str:
+        return dt.datetime.fromtimestamp(base + seconds, tz=dt.timezone.utc).isoformat()
+
+    def bounds(**options: Any) -> tuple[int, int] | None:
+        return change_range(log, ReadOptions.parse({"path": table_path, **{k: str(v) for k, v in options.items()}}))
+
+    def versions(start: int, end: int) -> list[tuple[int, str]]:
+        return [(f.constants["_commit_version"], f.constants["_change_type"]) for f in change_files(log, start, end)]
+
+    # Delta refuses a range whose first version, or a version in it, records no change data
+    with pytest.raises(DeltaAnalysisError, match=r"DELTA_MISSING_CHANGE_DATA.*version \[0\]"):
+        versions(0, 2)
+    with pytest.raises(DeltaAnalysisError, match=r"DELTA_MISSING_CHANGE_DATA.*version \[3\]"):
+        versions(1, 6)
+    assert versions(1, 2) == [(2, "insert")]
+    # an ending version after the latest ends at the latest
+    assert bounds(startingVersion=5, endingVersion=99) == (5, 6)
+    # two times between the same two commits: an empty feed; a start after the end: an error
+    assert bounds(startingTimestamp=at(510), endingTimestamp=at(520)) is None
+    with pytest.raises(DeltaAnalysisError, match="DELTA_INVALID_CDC_RANGE"):
+        bounds(startingTimestamp=at(520), endingTimestamp=at(510))
+    with pytest.raises(DeltaAnalysisError, match="DELTA_INVALID_CDC_RANGE"):
+        bounds(startingVersion=6, endingVersion=5)
+    # past the latest commit: an error, or with timestampOutOfRange an empty feed / the latest
+    with pytest.raises(DeltaAnalysisError, match="DELTA_CDC_START_VERSION_AFTER_LATEST"):
+        bounds(startingVersion=7)
+    with pytest.raises(Exception, match="after the latest commit"):
+        bounds(startingTimestamp=at(700))
+    lenient = {CDF_OUT_OF_RANGE_CONF: "true"}
+    assert bounds(startingVersion=7, **lenient) is None
+    assert bounds(startingTimestamp=at(700), **lenient) is None
+    assert bounds(startingTimestamp=at(550), endingTimestamp=at(900), **lenient) == (6, 6)
+    reader = spark.read.format("deltalog").option("readChangeFeed", "true").options(**lenient)
+    got = reader.option("startingTimestamp", at(550)).option("endingTimestamp", at(900)).load(table_path)
+    assert [(r.id, r._change_type, r._commit_version) for r in got.collect()] == [(6, "insert", 6)]
