@@ -88,6 +88,12 @@ def test_change_feed_range_is_checked_and_resolved_as_delta(spark: Any, table_pa
     assert bounds(startingVersion=7, **lenient) is None
     assert bounds(startingTimestamp=at(700), **lenient) is None
     assert bounds(startingTimestamp=at(550), endingTimestamp=at(900), **lenient) == (6, 6)
-    reader = spark.read.format("deltalog").option("readChangeFeed", "true").options(**lenient)
-    got = reader.option("startingTimestamp", at(550)).option("endingTimestamp", at(900)).load(table_path)
-    assert [(r.id, r._change_type, r._commit_version) for r in got.collect()] == [(6, "insert", 6)]
+    # through Spark, with the session's conf (read_table hands it to the data source)
+    from deltalog.contrib.spark import read_table
+
+    spark.conf.set(CDF_OUT_OF_RANGE_CONF, "true")
+    try:
+        got = read_table(spark, table_path, readChangeFeed=True, startingTimestamp=at(550), endingTimestamp=at(900))
+        assert [(r.id, r._change_type, r._commit_version) for r in got.collect()] == [(6, "insert", 6)]
+    finally:
+        spark.conf.unset(CDF_OUT_OF_RANGE_CONF)
