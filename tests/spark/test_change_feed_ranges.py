@@ -19,7 +19,7 @@ from deltalog.contrib.spark.options import CDF_OUT_OF_RANGE_CONF, ReadOptions
 from deltalog.contrib.spark.source import change_range
 from deltalog.txn.commit.operations import SetTableProperties, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.protocol.actions import AddFile, Metadata
+from deltalog.txn.protocol.actions import AddFile, Metadata, Protocol, action_to_line
 
 
 def _table_switching_the_feed(path: str) -> DeltaLog:
@@ -97,3 +97,70 @@ def test_change_feed_range_is_checked_and_resolved_as_delta(spark: Any, table_pa
         assert [(r.id, r._change_type, r._commit_version) for r in got.collect()] == [(6, "insert", 6)]
     finally:
         spark.conf.unset(CDF_OUT_OF_RANGE_CONF)
+
+
+def _field(name: str, type_: Any, physical: str | None = None, nullable: bool = True) -> dict[str, Any]:
+    meta = (
+        {}
+        if physical is None
+        else {"delta.columnMapping.id": int(physical[4:]), "delta.columnMapping.physicalName": physical}
+    )
+    return {"name": name, "type": type_, "nullable": nullable, "metadata": meta}
+
+
+def test_change_feed_refuses_schema_changes_it_cannot_read_across(spark: Any, tmp_path: Any) -> None:
+    """Delta's ``checkBatchCdfReadSchemaIncompatibility``: every schema the range's data was
+    written with must read correctly with the read schema (the end version's)."""
+    path = str(tmp_path / "mapped")
+    os.makedirs(path)
+    log = DeltaLog.for_table(path)
+    config = {"delta.enableChangeDataFeed": "true", "delta.columnMapping.mode": "name"}
+    meta = Metadata(id="t", configuration={**config, "delta.columnMapping.maxColumnId": "3"})
+
+    def schema(*fields: dict[str, Any]) -> Metadata:
+        return dataclasses.replace(meta, schema_string=json.dumps({"type": "struct", "fields": list(fields)}))
+
+    def add(name: str, ids: list[int], texts: list[str]) -> AddFile:
+        table = pa.table({"col-1": pa.array(ids, pa.int64()), "col-2": pa.array(texts)})
+        pq.write_table(table, os.path.join(path, name))
+        return AddFile(name, {}, os.path.getsize(os.path.join(path, name)), 1, stats=f'{{"numRecords":{len(ids)}}}')
+
+    point = {"type": "struct", "fields": [_field("x", "long", "col-3")]}
+    wider = {"type": "struct", "fields": [_field("x", "long", "col-3"), _field("y", "long", "col-4")]}
+    commits = [
+        [
+            Protocol(3, 7, ("columnMapping",), ("columnMapping", "changeDataFeed")),
+            schema(_field("id", "long", "col-1"), _field("s", "string", "col-2")),
+        ],
+        [add("a.parquet", [1], ["a"])],
+        [schema(_field("id", "long", "col-1"), _field("t", "string", "col-2"))],  # v2: RENAME s TO t
+        [add("b.parquet", [2], ["b"])],
+        [schema(_field("id", "long", "col-1"), _field("t", "string", "col-2"), _field("p", point, "col-3"))],  # v4
+        [schema(_field("id", "long", "col-1"), _field("t", "string", "col-2"), _field("p", wider, "col-3"))],  # v5
+        [schema(_field("id", "long", "col-1"), _field("t", "string", "col-2"))],  # v6: DROP COLUMN p
+    ]
+    for version, actions in enumerate(commits):
+        log.store.write(log.commit_uri(version), [action_to_line(a) for a in actions])
+
+    def changes(start: int, end: int) -> list[tuple[int, str]]:
+        return [(f.constants["_commit_version"], f.path) for f in change_files(log, start, end)]
+
+    # the rename between the data of version 1 and the read schema of version 3
+    with pytest.raises(DeltaAnalysisError, match=r"INCOMPATIBLE_DATA_SCHEMA.*version 0 has"):
+        changes(0, 3)
+    assert changes(0, 1) == [(1, "a.parquet")] and changes(2, 3) == [(3, "b.parquet")]
+    # a nested field added (v5) reads; a column dropped at the end does not (v4 and v5 have it)
+    assert changes(2, 5) == [(3, "b.parquet")]
+    with pytest.raises(DeltaAnalysisError, match=r"INCOMPATIBLE_SCHEMA_CHANGE.*version 4 has"):
+        changes(2, 6)
+    # Delta's unsafe conf reads anyway: by physical name, the renamed column keeps its values
+    unsafe = "spark.databricks.delta.changeDataFeed.unsafeBatchReadOnIncompatibleSchemaChanges.enabled"
+    got = (
+        spark.read.format("deltalog")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", 0)
+        .option("endingVersion", 3)
+        .option(unsafe, "true")
+        .load(path)
+    )
+    assert sorted((r.id, r.t, r._commit_version) for r in got.collect()) == [(1, "a", 1), (2, "b", 3)]

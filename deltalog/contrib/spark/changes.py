@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
+from deltalog.contrib.spark.options import CDF_UNSAFE_SCHEMA_CONF
 from deltalog.contrib.spark.reads import FileToRead
 from deltalog.txn.protocol.actions import (
     AddCDCFile,
@@ -34,6 +35,7 @@ from deltalog.txn.protocol.actions import (
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.protocol.actions import Action
 
 __all__ = ["ChangeFeed", "change_files", "enforce_start_within_retention", "invalid_range"]
@@ -59,6 +61,8 @@ class ChangeFeed:
     stamps: Mapping[int, int]
     start: int
     end: int
+    #: the table's metadata at version ``start``
+    start_metadata: Metadata
 
     @classmethod
     def open(cls, delta_log: DeltaLog, start: int, end: int) -> ChangeFeed:
@@ -66,8 +70,9 @@ class ChangeFeed:
         :class:`DeltaAnalysisError` when version ``start`` does not record change data."""
         from deltalog.txn.log.history import commit_timestamps
 
-        feed = cls(delta_log, dict(commit_timestamps(delta_log, start, read_in_commit_timestamps=False)), start, end)
-        if not delta_log.snapshot(start).properties.enable_change_data_feed:
+        stamps = dict(commit_timestamps(delta_log, start, read_in_commit_timestamps=False))
+        feed = cls(delta_log, stamps, start, end, delta_log.snapshot(start).metadata)
+        if not feed.start_metadata.properties.enable_change_data_feed:
             feed._not_recorded(start)
         return feed
 
@@ -116,14 +121,60 @@ class ChangeFeed:
         return out
 
 
-def change_files(delta_log: DeltaLog, start: int, end: int) -> list[FileToRead]:
-    """The files holding the changes of versions ``start..end`` (both existing versions)."""
+def change_files(
+    delta_log: DeltaLog, start: int, end: int, read: Snapshot | None = None, check_schemas: bool = True
+) -> list[FileToRead]:
+    """The files holding the changes of versions ``start..end`` (both existing versions),
+    to be read with the schema of ``read`` (default: version ``end``'s). As Delta's batch
+    ``CDCReader.changesToDF``, with ``check_schemas`` every schema the range's data was
+    written with (version ``start``'s and each schema change after it) must read correctly
+    with that schema (:mod:`~deltalog.contrib.spark.read_compatibility`): a column renamed
+    or dropped (under column mapping), a type changed, a column dropped by an overwrite, a
+    new non-nullable column or other partition columns raise :class:`DeltaAnalysisError`."""
     if start < 0 or start > end:
         raise invalid_range(start, end)
     feed = ChangeFeed.open(delta_log, start, end)
-    return [
-        f for version in range(start, end + 1) for f in feed.commit_changes(version, delta_log.read_commit(version))
-    ]
+    read = read or delta_log.snapshot(end)
+    out: list[FileToRead] = []
+    for version in range(start, end + 1):
+        actions = delta_log.read_commit(version)
+        for metadata in (a for a in actions if isinstance(a, Metadata)):
+            if check_schemas and version > start:
+                _check_read_schema(feed, read, metadata, version, schema_change=True)
+        out.extend(feed.commit_changes(version, actions))
+    if check_schemas:
+        _check_read_schema(feed, read, feed.start_metadata, start, schema_change=False)
+    return out
+
+
+def _check_read_schema(feed: ChangeFeed, read: Snapshot, metadata: Metadata, version: int, schema_change: bool) -> None:
+    """Delta's ``checkBatchCdfReadSchemaIncompatibility`` (the read schema's version is the
+    range's end, so data schemas are always older or the same)."""
+    import json
+
+    from deltalog.contrib.spark.read_compatibility import read_shape, readable_with
+
+    ours = read.metadata
+    same_partitions = tuple(metadata.partition_columns) == tuple(ours.partition_columns)
+    old, new = read_shape(json.loads(metadata.schema_string)), read_shape(json.loads(ours.schema_string))
+    if same_partitions and readable_with(old, new, widening=False):
+        return
+    what, advice = (
+        (
+            "an incompatible schema change",
+            f"read versions {feed.start} to {version - 1} and {version} to {feed.end} apart",
+        )
+        if schema_change
+        else ("an incompatible data schema", "start the read at or after the version that changed it")
+    )
+    raise DeltaAnalysisError(
+        f"DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_{'SCHEMA_CHANGE' if schema_change else 'DATA_SCHEMA'}: retrieving "
+        f"table changes of {feed.delta_log.table_uri} between version {feed.start} and {feed.end} failed because "
+        f"of {what}: the read schema is {ours.schema_string} at version {read.version}, but version {version} "
+        f"has {metadata.schema_string} (partitioned by {list(metadata.partition_columns)}). A column renamed or "
+        f"dropped, a type changed or other partition columns would read wrongly; {advice}, or set "
+        f"{CDF_UNSAFE_SCHEMA_CONF}=true to read with the read schema anyway"
+    )
 
 
 def invalid_range(start: int, end: int) -> DeltaAnalysisError:

@@ -22,6 +22,7 @@ from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteO
 
 __all__ = [
     "CDF_OUT_OF_RANGE_CONF",
+    "CDF_UNSAFE_SCHEMA_CONF",
     "ReadOptions",
     "StreamReadOptions",
     "WriteOptions",
@@ -121,6 +122,8 @@ _STORAGE_ALIASES = {
 }
 #: Delta's session conf, a read option of ``format("deltalog")`` (planned without the session)
 CDF_OUT_OF_RANGE_CONF = "spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled"
+#: Delta's session conf, a read option: read a batch change feed across incompatible schema changes
+CDF_UNSAFE_SCHEMA_CONF = "spark.databricks.delta.changeDataFeed.unsafeBatchReadOnIncompatibleSchemaChanges.enabled"
 _READ_KEYS = {
     "versionasof",
     "timestampasof",
@@ -140,6 +143,7 @@ _READ_KEYS = {
     "maxsplitbytes",
     "readrowtracking",
     "spark.databricks.delta.changedatafeed.timestampoutofrange.enabled",
+    "spark.databricks.delta.changedatafeed.unsafebatchreadonincompatibleschemachanges.enabled",
 }
 
 
@@ -345,6 +349,8 @@ class ReadOptions:
     #: Delta's ``spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled``: a change
     #: feed starting after the latest commit is empty, one ending after it ends at the latest
     cdf_out_of_range: bool = False
+    #: Delta's ``...changeDataFeed.unsafeBatchReadOnIncompatibleSchemaChanges.enabled``
+    cdf_unsafe_schema_reads: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -366,6 +372,7 @@ class ReadOptions:
             max_split_bytes=_byte_size(options, "maxSplitBytes"),
             read_row_tracking=_flag(options, "readRowTracking"),
             cdf_out_of_range=_flag(options, CDF_OUT_OF_RANGE_CONF),
+            cdf_unsafe_schema_reads=_flag(options, CDF_UNSAFE_SCHEMA_CONF),
         )
 
 

@@ -243,7 +243,8 @@ class DeltaReader(DataSourceReader):
             delta_log = open_log(self.options.path, self.options.storage_options, self.options.logstore)
             bounds = change_range(delta_log, self.options)
             end_snapshot = delta_log.update() if bounds is None else delta_log.snapshot(bounds[1])
-            items = [] if bounds is None else change_files(delta_log, *bounds)
+            unsafe = self.options.cdf_unsafe_schema_reads
+            items = [] if bounds is None else change_files(delta_log, *bounds, end_snapshot, not unsafe)
             spec = self._spec(delta_log, end_snapshot)
             return files_partitions(spec, end_snapshot.version, items, self._split_target)
         delta_log, snapshot = self._snapshot()

@@ -7,9 +7,9 @@ with the session conf
 reads it where a session is at hand (``read_table``, ``DeltaTable``) and hands it on as the
 read option of the same name, which the log reads from its storage options. The
 ``format("deltalog")`` data source is planned in Python workers without the session, so
-there the option must be given on the read. So with Delta's
-``spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled``
-(:func:`with_session_change_feed_conf`).
+there the option must be given on the read. So with Delta's change feed confs
+``spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled`` and
+``...unsafeBatchReadOnIncompatibleSchemaChanges.enabled`` (:func:`with_session_change_feed_conf`).
 """
 
 from __future__ import annotations
@@ -54,14 +54,16 @@ def with_session_retention_conf(spark: SparkSession, options: Mapping[str, str])
 
 def with_session_change_feed_conf(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
     """Read ``options`` carrying the session's
-    ``spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled`` when it is on (an
-    option the read gives itself wins)."""
-    from deltalog.contrib.spark.options import CDF_OUT_OF_RANGE_CONF
+    ``spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled`` and
+    ``...unsafeBatchReadOnIncompatibleSchemaChanges.enabled`` when they are on (an option the
+    read gives itself wins)."""
+    from deltalog.contrib.spark.options import CDF_OUT_OF_RANGE_CONF, CDF_UNSAFE_SCHEMA_CONF
 
     out = dict(options)
-    given = any(name.lower() == CDF_OUT_OF_RANGE_CONF.lower() for name in out)
-    if not given and str(spark.conf.get(CDF_OUT_OF_RANGE_CONF, "false")).strip().lower() == "true":
-        out[CDF_OUT_OF_RANGE_CONF] = "true"
+    for conf in (CDF_OUT_OF_RANGE_CONF, CDF_UNSAFE_SCHEMA_CONF):
+        given = any(name.lower() == conf.lower() for name in out)
+        if not given and str(spark.conf.get(conf, "false")).strip().lower() == "true":
+            out[conf] = "true"
     return out
 
 
