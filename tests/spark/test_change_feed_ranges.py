@@ -164,3 +164,18 @@ def test_change_feed_refuses_schema_changes_it_cannot_read_across(spark: Any, tm
         .load(path)
     )
     assert sorted((r.id, r.t, r._commit_version) for r in got.collect()) == [(1, "a", 1), (2, "b", 3)]
+
+
+def test_commit_timestamp_is_the_in_commit_timestamp_whenever_the_commit_has_one() -> None:
+    """Delta's ``changesToDF`` takes ``commitInfo.inCommitTimestamp`` when present, whatever
+    the latest version says (a table that turned in-commit timestamps off keeps them in the
+    commits made while they were on), else the commit file's (monotonic) time."""
+    from deltalog.contrib.spark.changes import _timestamp
+    from deltalog.txn.protocol.actions import CommitInfo
+
+    def ms(stamp: dt.datetime) -> int:
+        return round(stamp.timestamp() * 1000)
+
+    assert ms(_timestamp({1: 5_000}, 1, CommitInfo(timestamp=7_000, in_commit_timestamp=9_000))) == 9_000
+    assert ms(_timestamp({1: 5_000}, 1, CommitInfo(timestamp=7_000))) == 5_000
+    assert ms(_timestamp({}, 1, CommitInfo(timestamp=7_000))) == 7_000

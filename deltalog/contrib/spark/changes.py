@@ -42,12 +42,15 @@ __all__ = ["ChangeFeed", "change_files", "enforce_start_within_retention", "inva
 
 
 def _timestamp(stamps: Mapping[int, int], version: int, info: CommitInfo | None) -> dt.datetime:
-    """The commit's timestamp as Delta's change feed has it: its in-commit timestamp, else
-    its commit file's modification time (made monotonic, as the history and
-    ``startingTimestamp`` count it); ``commitInfo.timestamp`` only when the file is not listed."""
-    ms = stamps.get(version)
+    """The commit's timestamp as Delta's change feed has it: its in-commit timestamp when
+    its ``commitInfo`` has one (also on a table that turned them off since), else its commit
+    file's modification time (made monotonic, as the history and ``startingTimestamp`` count
+    it); ``commitInfo.timestamp`` only when the file is not listed."""
+    ms = None if info is None else info.in_commit_timestamp
+    if ms is None:
+        ms = stamps.get(version)
     if ms is None and info is not None:
-        ms = info.in_commit_timestamp or info.timestamp
+        ms = info.timestamp
     return dt.datetime.fromtimestamp((ms or 0) / 1000, tz=dt.timezone.utc)
 
 
