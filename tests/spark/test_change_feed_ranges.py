@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from deltalog.contrib.spark.changes import change_files
-from deltalog.contrib.spark.errors import DeltaAnalysisError
+from deltalog.contrib.spark.errors import DeltaAnalysisError, InvalidWriteOptionError
 from deltalog.contrib.spark.options import CDF_OUT_OF_RANGE_CONF, ReadOptions
 from deltalog.contrib.spark.source import change_range
 from deltalog.txn.commit.operations import SetTableProperties, Write
@@ -79,6 +79,8 @@ def test_change_feed_range_is_checked_and_resolved_as_delta(spark: Any, table_pa
         bounds(startingTimestamp=at(520), endingTimestamp=at(510))
     with pytest.raises(DeltaAnalysisError, match="DELTA_INVALID_CDC_RANGE"):
         bounds(startingVersion=6, endingVersion=5)
+    with pytest.raises(InvalidWriteOptionError, match="readRowTracking cannot be combined"):
+        bounds(readChangeFeed=True, readRowTracking=True)  # Delta has no row ids in a change feed
     # past the latest commit: an error, or with timestampOutOfRange an empty feed / the latest
     with pytest.raises(DeltaAnalysisError, match="DELTA_CDC_START_VERSION_AFTER_LATEST"):
         bounds(startingVersion=7)

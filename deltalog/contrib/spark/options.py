@@ -355,6 +355,11 @@ class ReadOptions:
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
         cdf = _flag(options, "readChangeFeed") or _flag(options, "readChangeData")
+        if cdf and _flag(options, "readRowTracking"):
+            raise InvalidWriteOptionError(
+                "readRowTracking cannot be combined with readChangeFeed: as in Delta, a change feed read has no "
+                "_metadata.row_id / row_commit_version (read the table with readRowTracking instead)"
+            )
         latest = (_get(options, "startingVersion") or "").strip().lower() == "latest"
         return cls(
             path=table_path(options),
