@@ -181,3 +181,23 @@ def test_commit_timestamp_is_the_in_commit_timestamp_whenever_the_commit_has_one
     assert ms(_timestamp({1: 5_000}, 1, CommitInfo(timestamp=7_000, in_commit_timestamp=9_000))) == 9_000
     assert ms(_timestamp({1: 5_000}, 1, CommitInfo(timestamp=7_000))) == 5_000
     assert ms(_timestamp({}, 1, CommitInfo(timestamp=7_000))) == 7_000
+
+
+def test_a_merge_that_changed_no_row_has_no_changes() -> None:
+    """Delta's ``shouldSkipFileActionsInCommit``: a MERGE commit without change files whose
+    metrics say it inserted, updated and deleted nothing rewrote files without changing a
+    row, so its adds and removes are not change data (with a metric missing they are)."""
+    from deltalog.contrib.spark.changes import ChangeFeed
+    from deltalog.txn.protocol.actions import CommitInfo, RemoveFile
+
+    feed = ChangeFeed(DeltaLog.for_table("memory://unused"), {}, 0, 1, Metadata())
+    noop = {"numTargetRowsInserted": "0", "numTargetRowsUpdated": "0", "numTargetRowsDeleted": "0"}
+    files = [RemoveFile("a.parquet", 1, True, size=10), AddFile("b.parquet", {}, 10, 1)]
+    assert feed.commit_changes(1, [CommitInfo(operation="MERGE", operation_metrics=noop), *files]) == []
+    partial = {k: v for k, v in noop.items() if k != "numTargetRowsDeleted"}
+    changed = feed.commit_changes(1, [CommitInfo(operation="MERGE", operation_metrics=partial), *files])
+    assert sorted((f.path, f.constants["_change_type"]) for f in changed) == [
+        ("a.parquet", "delete"),
+        ("b.parquet", "insert"),
+    ]
+    assert len(feed.commit_changes(1, [CommitInfo(operation="UPDATE", operation_metrics=noop), *files])) == 2

@@ -5,9 +5,9 @@ they are the change data (their ``_change_type`` column says what each row is); 
 the commit's ``add`` files (``dataChange=true``) are inserts and its ``remove`` files are
 deletes, as Delta's ``CDCReader`` does; a file removed and re-added with another deletion
 vector (DELETE, UPDATE or MERGE with deletion vectors) changes only the rows the two
-deletion vectors differ by. Every row gets ``_commit_version`` and
-``_commit_timestamp`` (the commit's in-commit timestamp, else its file's modification time,
-as Delta's).
+deletion vectors differ by; a MERGE whose metrics say it changed no row has no changes.
+Every row gets ``_commit_version`` and ``_commit_timestamp`` (the commit's in-commit
+timestamp, else its file's modification time, as Delta's).
 
 As Delta's ``CDCReader.changesToDF``, a feed refuses a range whose first version, or a
 commit in it, has the change data feed off (``DELTA_MISSING_CHANGE_DATA``): such commits
@@ -97,6 +97,8 @@ class ChangeFeed:
         cdcs = [a for a in actions if isinstance(a, AddCDCFile)]
         if cdcs:
             return [FileToRead(c.path, c.partition_values, c.size, None, {**consts}) for c in cdcs]
+        if info is not None and _merge_changed_nothing(info):
+            return []
         out: list[FileToRead] = []
         adds = {a.path: a for a in actions if isinstance(a, AddFile) and a.data_change}
         removes = {r.path: r for r in actions if isinstance(r, RemoveFile) and r.data_change}
@@ -122,6 +124,18 @@ class ChangeFeed:
                 )
             )
         return out
+
+
+#: the MERGE metrics that say it changed no row
+_MERGE_CHANGE_METRICS = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
+
+
+def _merge_changed_nothing(info: CommitInfo) -> bool:
+    """Delta's ``CDCReader.shouldSkipFileActionsInCommit``: a MERGE whose metrics say it
+    inserted, updated and deleted no row (a metric missing: unknown, not skipped) may still
+    have rewritten files; their adds and removes are no change data."""
+    metrics = info.operation_metrics or {}
+    return info.operation == "MERGE" and all(metrics.get(name) == "0" for name in _MERGE_CHANGE_METRICS)
 
 
 def change_files(
