@@ -201,3 +201,33 @@ def test_a_merge_that_changed_no_row_has_no_changes() -> None:
         ("b.parquet", "insert"),
     ]
     assert len(feed.commit_changes(1, [CommitInfo(operation="UPDATE", operation_metrics=noop), *files])) == 2
+
+
+def test_without_column_mapping_the_feed_reads_with_the_latest_schema(tmp_path: Any) -> None:
+    """Delta's batch change feed reads a table without column mapping with the latest
+    version's schema (its ``legacy`` schema mode), also for an earlier ``endingVersion``: a
+    column added after the range is there, null."""
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    path = str(tmp_path / "table")
+    os.makedirs(path)
+    log = DeltaLog.for_table(path)
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), os.path.join(path, "a.parquet"))
+    size = os.path.getsize(os.path.join(path, "a.parquet"))
+    meta = Metadata(id="t", configuration={"delta.enableChangeDataFeed": "true"})
+
+    def schema(*fields: dict[str, Any]) -> Metadata:
+        return dataclasses.replace(meta, schema_string=json.dumps({"type": "struct", "fields": list(fields)}))
+
+    commits = [
+        [Protocol(1, 4), schema(_field("id", "long")), AddFile("a.parquet", {}, size, 1, stats='{"numRecords":1}')],
+        [schema(_field("id", "long"), _field("x", "string"))],  # v1: ADD COLUMN x
+    ]
+    for version, actions in enumerate(commits):
+        log.store.write(log.commit_uri(version), [action_to_line(a) for a in actions])
+    source = DeltaLogDataSource({"path": path, "readChangeFeed": "true", "startingVersion": "0", "endingVersion": "0"})
+    read_schema = source.schema()
+    assert read_schema.fieldNames() == ["id", "x", "_change_type", "_commit_version", "_commit_timestamp"]
+    reader = source.reader(read_schema)
+    got = [row for part in reader.partitions() for batch in reader.read(part) for row in batch.to_pylist()]
+    assert [(r["id"], r["x"], r["_change_type"], r["_commit_version"]) for r in got] == [(1, None, "insert", 0)]

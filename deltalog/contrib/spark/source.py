@@ -242,11 +242,11 @@ class DeltaReader(DataSourceReader):
 
             delta_log = open_log(self.options.path, self.options.storage_options, self.options.logstore)
             bounds = change_range(delta_log, self.options)
-            end_snapshot = delta_log.update() if bounds is None else delta_log.snapshot(bounds[1])
+            read = change_read_snapshot(delta_log, bounds)
             unsafe = self.options.cdf_unsafe_schema_reads
-            items = [] if bounds is None else change_files(delta_log, *bounds, end_snapshot, not unsafe)
-            spec = self._spec(delta_log, end_snapshot)
-            return files_partitions(spec, end_snapshot.version, items, self._split_target)
+            items = [] if bounds is None else change_files(delta_log, *bounds, read, not unsafe)
+            spec = self._spec(delta_log, read)
+            return files_partitions(spec, read.version, items, self._split_target)
         delta_log, snapshot = self._snapshot()
         metadata = snapshot.metadata
         schema = json.loads(metadata.schema_string)
@@ -344,6 +344,22 @@ def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int] |
     return start, end
 
 
+def change_read_snapshot(delta_log: DeltaLog, bounds: tuple[int, int] | None) -> Snapshot:
+    """The snapshot whose schema a batch change feed of versions ``bounds`` (None: an empty
+    feed) is read with, Delta's ``DeltaCDFRelationBase.snapshotForBatchSchema``: the last
+    version's when column mapping is on at the latest, last or first version (Delta's default
+    ``endVersion`` schema mode for such tables), else the latest version's (its ``legacy``
+    mode: a column added after the range reads as null)."""
+    latest = delta_log.update()
+    if bounds is None or bounds[1] >= latest.version:
+        return latest
+    end = delta_log.snapshot(bounds[1])
+    if latest.properties.column_mapping_mode != "none" or end.properties.column_mapping_mode != "none":
+        return end
+    first = delta_log.snapshot(bounds[0]).properties.column_mapping_mode
+    return latest if first == "none" else end
+
+
 # -- the source -----------------------------------------------------------------------------
 
 
@@ -358,8 +374,7 @@ class DeltaLogDataSource(DataSource):
         opts = ReadOptions.parse(self.options)
         delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
         if opts.read_change_feed:
-            bounds = change_range(delta_log, opts)
-            snapshot = delta_log.update() if bounds is None else delta_log.snapshot(bounds[1])
+            snapshot = change_read_snapshot(delta_log, change_range(delta_log, opts))
         elif opts.version_as_of is not None or opts.timestamp_as_of is not None:
             snapshot = delta_log.snapshot(
                 version=opts.version_as_of, timestamp=opts.timestamp_as_of, enforce_retention=True
