@@ -166,7 +166,7 @@ def change_files(
 
 def _check_read_schema(feed: ChangeFeed, read: Snapshot, metadata: Metadata, version: int, schema_change: bool) -> None:
     """Delta's ``checkBatchCdfReadSchemaIncompatibility`` (the read schema's version is the
-    range's end, so data schemas are always older or the same)."""
+    range's end or the latest, so the data schemas are never newer than it)."""
     import json
 
     from deltalog.contrib.spark.read_compatibility import read_shape, readable_with
