@@ -79,6 +79,8 @@ def test_change_feed_range_is_checked_and_resolved_as_delta(spark: Any, table_pa
         bounds(startingTimestamp=at(520), endingTimestamp=at(510))
     with pytest.raises(DeltaAnalysisError, match="DELTA_INVALID_CDC_RANGE"):
         bounds(startingVersion=6, endingVersion=5)
+    with pytest.raises(DeltaAnalysisError, match="DELTA_NO_START_FOR_CDC_READ"):
+        bounds(endingVersion=6)
     with pytest.raises(InvalidWriteOptionError, match="readRowTracking cannot be combined"):
         bounds(readChangeFeed=True, readRowTracking=True)  # Delta has no row ids in a change feed
     # past the latest commit: an error, or with timestampOutOfRange an empty feed / the latest

@@ -300,7 +300,7 @@ class DeltaReader(DataSourceReader):
 def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int] | None:
     """The change feed's first and last version, or None for an empty feed, as Delta's
     ``CDCReaderBase.getCDCRelation`` resolves them: ``startingVersion``, or
-    ``startingTimestamp`` as the first commit at or after it (the earliest for a time before
+    ``startingTimestamp`` as the first commit at or after it (one of them is required) (the earliest for a time before
     every commit, as a stream starts); ``endingVersion`` (at most the latest), or
     ``endingTimestamp`` as the last commit at or before it; the latest by default. Two
     times between the same two commits are an empty feed. A start after the latest version
@@ -318,9 +318,14 @@ def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int] |
     if latest < 0:
         raise DeltaAnalysisError(f"no Delta table at {delta_log.table_uri}")
     lenient = options.cdf_out_of_range
-    start = 0 if options.starting_version is None else options.starting_version
     if options.starting_version_latest:  # after the latest commit (an empty range in a batch read)
         return None
+    if options.starting_version is None and options.starting_timestamp is None:
+        raise DeltaAnalysisError(
+            "DELTA_NO_START_FOR_CDC_READ: no startingVersion or startingTimestamp provided for the change data "
+            f"feed read of {delta_log.table_uri}; give one (startingVersion 0 reads every change the table recorded)"
+        )
+    start = 0 if options.starting_version is None else options.starting_version
     if options.starting_version is None and options.starting_timestamp is not None:
         start = starting_version_at(delta_log, options.starting_timestamp, can_exceed_latest=lenient)
     if start > latest:
