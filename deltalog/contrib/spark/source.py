@@ -365,6 +365,21 @@ def change_read_snapshot(delta_log: DeltaLog, bounds: tuple[int, int] | None) ->
     return latest if first == "none" else end
 
 
+def _change_schema_snapshot(delta_log: DeltaLog, options: ReadOptions) -> Snapshot:
+    """The snapshot whose schema a change feed has. Spark asks the data source for it for a
+    batch read and a stream alike, and a stream's options need not make a range a batch read
+    accepts (Delta's streams need no start, and check no retention): for a range the batch
+    read refuses, the latest version's schema, and the batch read raises when it is planned
+    (:meth:`DeltaReader.partitions` resolves the range again)."""
+    from deltalog.errors import DeltaError
+
+    try:
+        bounds = change_range(delta_log, options)
+    except DeltaError:
+        return delta_log.update()
+    return change_read_snapshot(delta_log, bounds)
+
+
 # -- the source -----------------------------------------------------------------------------
 
 
@@ -379,7 +394,7 @@ class DeltaLogDataSource(DataSource):
         opts = ReadOptions.parse(self.options)
         delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
         if opts.read_change_feed:
-            snapshot = change_read_snapshot(delta_log, change_range(delta_log, opts))
+            snapshot = _change_schema_snapshot(delta_log, opts)
         elif opts.version_as_of is not None or opts.timestamp_as_of is not None:
             snapshot = delta_log.snapshot(
                 version=opts.version_as_of, timestamp=opts.timestamp_as_of, enforce_retention=True
