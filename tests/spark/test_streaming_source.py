@@ -321,7 +321,7 @@ def test_exclude_regex_and_options_not_implemented(spark, table_path):
         assert sorted(got) == sorted(kept)
     for options in (
         {"excludeRegex": "("},
-        {"failOnDataLoss": "false"},
+        {"failOnDataLoss": "maybe"},
         {"schemaTrackingLocation": "/tmp/schemas"},
         {"ignoreFileDeletion": "true"},
         {"withEventTimeOrder": "true"},
@@ -485,3 +485,45 @@ def test_change_feed_commit_timestamp_is_the_commits(spark, table_path):
     rows = [r for p in reader.partitions(start, end) for b in reader.read(p) for r in b.to_pylist()]
     stamps = {r["id"]: round(r["_commit_timestamp"].timestamp() * 1000) for r in rows}
     assert stamps[1] == later
+
+
+def test_stream_behind_log_cleanup_fail_on_data_loss(table_path):
+    """A stream whose next commit was deleted by log cleanup: Delta's
+    ``DELTA_MISSING_FILES_UNEXPECTED_VERSION`` by default (``failOnDataLoss=true``); with
+    ``failOnDataLoss=false`` it goes on from the earliest commit left, as Delta's
+    ``getChangesIterator`` does (the lost commits' rows are skipped, the later ones read once)."""
+    import deltalake
+    import pyarrow as pa
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.contrib.spark.errors import DeltaSourceDataLossError
+    from deltalog.txn.delta_log import DeltaLog
+
+    def write(ids: list[int]) -> None:
+        data = pa.table({"id": pa.array(ids, pa.int64()), "p": pa.array([i % 2 for i in ids], pa.int64())})
+        deltalake.write_deltalake(table_path, data, mode="append", configuration={"delta.enableChangeDataFeed": "true"})
+
+    write([0])
+    reader = _reader(table_path)
+    start, ids, _ = _run_batches(reader, reader.initialOffset(), ReadAllAvailable())
+    assert ids == [0] and start["reservoirVersion"] == 1
+    for i in (1, 2, 3):
+        write([i])
+    log = DeltaLog.for_table(table_path)
+    log.checkpoint()  # at version 3
+    write([4])
+    assert log.cleanup_expired_logs(now_ms=32_503_680_000_000) >= 3  # commits 0-2 are gone
+    with pytest.raises(
+        DeltaSourceDataLossError, match="cannot resume from version 1; transaction log starts at 3"
+    ) as info:
+        _reader(table_path).latestOffset(start, ReadAllAvailable())
+    assert info.value.expected == 1 and info.value.earliest == 3
+    lenient = _reader(table_path, failOnDataLoss="false")
+    _, more, _ = _run_batches(lenient, start, ReadAllAvailable())
+    assert sorted(more) == [3, 4]
+    with pytest.raises(DeltaSourceDataLossError):  # the change feed as a stream: the same rule
+        _reader(table_path, readChangeFeed="true").latestOffset(start, ReadAllAvailable())
+    _, changed, _ = _run_batches(
+        _reader(table_path, readChangeFeed="true", failOnDataLoss="false"), start, ReadAllAvailable()
+    )
+    assert sorted(changed) == [3, 4]

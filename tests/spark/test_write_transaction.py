@@ -574,3 +574,81 @@ def test_spark_write_of_unknown_outcome_keeps_its_files_through_abort(spark: Any
         )
     assert DeltaLog.for_table(table_path).update().version == 1
     assert _table_rows(table_path) == [(1, 5), (1, 10), (2, 20)]
+
+
+def test_a_write_from_its_own_table_opens_on_the_snapshot_its_source_read(spark: Any, table_path: str) -> None:
+    """Delta runs a write's query inside its transaction: a scan of the same table reads the
+    transaction's snapshot and counts as reading the whole table. A ``read_table`` source is
+    bound to the snapshot it was made on, so the write opens there: a commit made since is a
+    concurrent commit (a conflict, or a blind append kept under WriteSerializable), never
+    silently overwritten. (It replaced the latest files with the source's rows: the
+    appended rows were lost.)"""
+    from deltalog.contrib.spark import DeltaTable, read_table, write_table
+    from deltalog.contrib.spark.source_reads import TargetReads, target_reads
+    from deltalog.txn.commit.commit_errors import ConcurrentDeleteReadError
+    from deltalog.txn.commit.operations import Delete
+
+    def ids() -> list[int]:
+        return [r[1] for r in _table_rows(table_path)]
+
+    _partitioned_table(table_path)  # Serializable: (1, 10), (2, 20)
+    source = read_table(spark, table_path)
+    _write(table_path, _rows([1], [11]))  # lands after the source read the table
+    with pytest.raises(ConcurrentAppendError):
+        write_table(source.withColumn("x", source.x + 1), table_path, mode="overwrite")
+    assert ids() == [10, 11, 20]
+
+    _set_properties(table_path, **{"delta.isolationLevel": "WriteSerializable"})
+    source = read_table(spark, table_path)
+    _write(table_path, _rows([2], [21]))  # a blind append: kept, ordered after the rewrite
+    write_table(source.withColumn("x", source.x + 100), table_path, mode="overwrite")
+    assert ids() == [110, 111, 21, 120]
+    assert _commit_infos(table_path)[-1]["readVersion"] == 2  # the source's snapshot
+
+    # a MERGE whose source is its own table: the row appended since is not "not matched by
+    # source" (it was not there when the source read the table): kept, not deleted
+    source = DeltaTable.forPath(spark, table_path).toDF()
+    _write(table_path, _rows([2], [22]))
+    target = DeltaTable.forPath(spark, table_path)
+    (target.alias("t").merge(source.where("x > 100").alias("s"), "t.x = s.x").whenNotMatchedBySourceDelete().execute())
+    assert ids() == [110, 111, 22, 120]
+    # a format("deltalog") scan reads the latest version (a time travel is no read of it)
+    log = DeltaLog.for_table(table_path)
+    latest = spark.read.format("deltalog").load(table_path)
+    assert target_reads(latest.where("x > 0"), log) == TargetReads(frozenset(), latest=True)
+    pinned = spark.read.format("deltalog").option("versionAsOf", 0).load(table_path)
+    assert not target_reads(pinned, log).reads_table
+    # a concurrent DELETE of a file the source read is a conflict
+    source = read_table(spark, table_path)
+    appended = next(f for f in log.update().files if json.loads(f.stats or "{}")["minValues"]["x"] == 22)
+    log.start_transaction().commit([appended.remove(1)], Delete(predicate=["x = 22"]))
+    with pytest.raises(ConcurrentDeleteReadError):
+        write_table(source, table_path, mode="overwrite")
+    assert ids() == [110, 111, 120]
+
+
+def test_a_micro_batch_widening_a_type_records_the_version_it_lands_at(tmp_path: Any) -> None:
+    """On a ``typeWidening-preview`` table a stream with ``mergeSchema`` plans its widening
+    when the query starts; the batch commits later, on the latest snapshot: the type change
+    records the version the batch landed at (it recorded the query's start version + 1).
+    (delta-rs reads no type widening: not the ``table_path`` fixture.)"""
+    table_path = str(tmp_path / "table")
+    from deltalog.contrib.spark.writes import StreamingInfo
+    from deltalog.txn.commit.operations import CreateTable
+    from deltalog.txn.protocol.actions import Metadata, Protocol
+    from deltalog.txn.protocol.type_widening import all_type_changes
+
+    int_x = {"type": "struct", "fields": [LONG_SCHEMA["fields"][0], {**LONG_SCHEMA["fields"][1], "type": "integer"}]}
+    txn = DeltaLog.for_table(table_path).start_transaction()
+    txn.upgrade_protocol(Protocol(3, 7, ["typeWidening-preview"], ["typeWidening-preview"]))
+    txn.update_metadata(Metadata(schema_string=_schema_json(int_x), configuration={"delta.enableTypeWidening": "true"}))
+    txn.commit([], CreateTable())
+    options = {"path": table_path, "queryId": "q", "mergeSchema": "true"}
+    plan = plan_write(WriteOptions.parse(options, False), _schema_json(), streaming=True)  # x: long
+    append = _plan(table_path, schema=int_x)
+    commit_write(
+        append, _task_files(append, pa.table({"p": pa.array([1], pa.int64()), "x": pa.array([1], pa.int32())}))
+    )
+    assert commit_write(plan, _task_files(plan, _rows([1], [2])), StreamingInfo("q", 0, "Append")) == 2
+    changes = all_type_changes(json.loads(DeltaLog.for_table(table_path).update().metadata.schema_string))
+    assert changes == [("x", {"fromType": "integer", "toType": "long", "tableVersion": 2})]

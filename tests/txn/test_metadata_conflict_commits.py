@@ -130,3 +130,31 @@ def test_a_delete_racing_row_tracking_enablement_carries_the_backfilled_row_ids(
         backfilled["a"].default_row_commit_version,
     )
     assert [f.path for f in log.update().files] == ["b"]
+
+
+def test_a_retried_type_change_records_the_version_it_lands_at() -> None:
+    """On a ``typeWidening-preview`` table each type change records its ``tableVersion``:
+    a commit retried after a concurrent append records the version it committed, as
+    Delta's ``updateTypeWideningMetadata`` moves it on each winner (it kept the first
+    attempt's version)."""
+    from deltalog.txn.protocol.type_widening import all_type_changes, preview_table_version, record_type_changes
+
+    int_schema = {"type": "struct", "fields": [{"name": "n", "type": "integer", "nullable": True, "metadata": {}}]}
+    log = DeltaLog.for_table(f"memory://mc-{uuid.uuid4().hex}")
+    txn = log.start_transaction()
+    preview = ["typeWidening-preview"]
+    txn.upgrade_protocol(Protocol(3, 7, reader_features=preview, writer_features=preview))
+    metadata = Metadata(schema_string=json.dumps(int_schema), configuration={"delta.enableTypeWidening": "true"})
+    txn.update_metadata(metadata)
+    txn.commit([], CreateTable())
+    widen = log.start_transaction()
+    version = preview_table_version(widen.snapshot.protocol, widen.read_version + 1)
+    assert version == 1
+    long_schema = {"type": "struct", "fields": [{**int_schema["fields"][0], "type": "long"}]}
+    widen.update_metadata(
+        replace(metadata, schema_string=json.dumps(record_type_changes(long_schema, int_schema, version)))
+    )
+    log.start_transaction().commit([add("a")], Write(mode="Append"))  # version 1
+    assert widen.commit([add("b")], Write(mode="Append")) == 2
+    changes = all_type_changes(json.loads(log.update().metadata.schema_string))
+    assert changes == [("n", {"fromType": "integer", "toType": "long", "tableVersion": 2})]

@@ -6,11 +6,13 @@ from deltalog.errors import DeltaError
 from deltalog.logstores.errors import AmbiguousWriteError
 from deltalog.txn.commands.vacuum import VacuumRetentionError
 from deltalog.txn.protocol.errors import SchemaMismatchError as ProtocolSchemaMismatchError
+from deltalog.txn.protocol.errors import VersionNotFoundError
 
 __all__ = [
     "CastOverflowError",
     "DeltaAnalysisError",
     "DeltaSourceChangedDataError",
+    "DeltaSourceDataLossError",
     "DeltaSourceIgnoreChangesError",
     "DeltaSourceIgnoreDeleteError",
     "DeltaSourceSchemaChangedError",
@@ -137,6 +139,25 @@ class DeltaSourceIgnoreChangesError(DeltaSourceChangedDataError):
             version,
             change,
         )
+
+
+class DeltaSourceDataLossError(DeltaSparkError, VersionNotFoundError):
+    """Delta's ``DELTA_MISSING_FILES_UNEXPECTED_VERSION``: the commit a stream must read next
+    was deleted by log cleanup (``delta.logRetentionDuration``), so its changes are lost to
+    the stream. ``failOnDataLoss=false`` goes on from the earliest commit left instead."""
+
+    def __init__(self, table: str, expected: int, earliest: int) -> None:
+        VersionNotFoundError.__init__(
+            self,
+            f"DELTA_MISSING_FILES_UNEXPECTED_VERSION: Delta stream cannot resume from version {expected}; "
+            f"transaction log starts at {earliest}. Log files may have been deleted by log retention. Restart the "
+            "stream with a new checkpoint location and consider increasing delta.logRetentionDuration. To skip "
+            f'missing data instead, set .option("failOnDataLoss", "false"). The source table is at {table}.',
+            version=expected,
+            earliest=earliest,
+        )
+        self.table = table
+        self.expected = expected
 
 
 class DeltaSourceTableChangedError(DeltaSparkError):

@@ -443,7 +443,7 @@ class DeltaMergeBuilder:
                     f"When there are more than one {kind} clauses in a MERGE statement, only the last {kind} "
                     "clause can omit the condition (a clause after an unconditional one could never act)"
                 )
-        txn = start_transaction(self._table._log)
+        txn = self._start_transaction()
         if begin_idempotent_command(self._table._spark, txn):
             return
         insert_only = not self._matched and not self._not_matched_by_source
@@ -459,6 +459,20 @@ class DeltaMergeBuilder:
                 return
             lines, counts, marks = self._rewrite(plan, touched)
             self._commit(plan, touched, lines, counts, marks)
+
+    def _start_transaction(self) -> OptimisticTransaction:
+        """The MERGE's transaction, on the latest snapshot; when the source reads the target
+        table (:mod:`~deltalog.contrib.spark.source_reads`), on the snapshot a bound read of
+        it was made on, reading the whole table (Delta's scan of the target inside the
+        MERGE's transaction)."""
+        from deltalog.contrib.spark.source_reads import target_reads
+
+        delta_log = self._table._log
+        reads = target_reads(self._source, delta_log)
+        txn = start_transaction(delta_log, snapshot=reads.snapshot(delta_log))
+        if reads.reads_table:
+            txn.read_whole_table()
+        return txn
 
     def _plan(self, txn: OptimisticTransaction) -> _MergePlan:
         """On the transaction (opened on the latest snapshot), resolve the clauses'

@@ -446,8 +446,15 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
         raise NativeReadUnsupportedError(f"Spark has no Hadoop file system for {delta_log.table_uri}")
     table = _files_table(spark, snapshot, where_terms(where))
     if read.read_row_tracking:
-        return _scan_with_row_tracking(spark, delta_log, snapshot, table, where)
-    return _native_scan(spark, delta_log, snapshot, table, where)
+        df = _scan_with_row_tracking(spark, delta_log, snapshot, table, where)
+    else:
+        df = _native_scan(spark, delta_log, snapshot, table, where)
+    if read.version_as_of is None and read.timestamp_as_of is None:
+        from deltalog.contrib.spark.source_reads import register_bound_read
+
+        # a write of this DataFrame (or a MERGE from it) into the same table opens on this snapshot
+        register_bound_read(df, delta_log.table_uri, snapshot.version)
+    return df
 
 
 def _scan_with_row_tracking(

@@ -413,6 +413,9 @@ class StreamReadOptions:
     skip_change_commits: bool = False
     #: ``excludeRegex``: files whose path this matches (``re.search``) are not read
     exclude_regex: str | None = None
+    #: ``failOnDataLoss``: a stream whose next commit was cleaned up from the log fails
+    #: (Delta's default); False goes on from the earliest commit left
+    fail_on_data_loss: bool = True
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamReadOptions:
@@ -438,6 +441,7 @@ class StreamReadOptions:
             ignore_changes=_flag(options, "ignoreChanges"),
             skip_change_commits=_flag(options, "skipChangeCommits"),
             exclude_regex=_regex(options, "excludeRegex"),
+            fail_on_data_loss=_flag(options, "failOnDataLoss", default=True),
         )
 
 
@@ -445,7 +449,6 @@ class StreamReadOptions:
 #: nothing (None: any value asks for something). Taken as storage options they would be
 #: ignored, and the stream would read what Delta would not (or fail where Delta would not).
 _UNIMPLEMENTED_SOURCE_OPTIONS = {
-    "failOnDataLoss": "true",
     "schemaTrackingLocation": None,
     "schemaLocation": None,
     "ignoreFileDeletion": "false",

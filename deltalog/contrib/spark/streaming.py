@@ -45,6 +45,7 @@ from pyspark.sql.types import StructType
 from deltalog.contrib.spark.changes import ChangeFeed
 from deltalog.contrib.spark.errors import (
     DeltaAnalysisError,
+    DeltaSourceDataLossError,
     DeltaSourceIgnoreChangesError,
     DeltaSourceIgnoreDeleteError,
     DeltaSourceSchemaChangedError,
@@ -332,7 +333,9 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _commits(self, start: int, end: SourceOffset | None) -> Iterator[IndexedFile]:
         delta_log = self._init().delta_log
-        latest = delta_log.update().version
+        latest_snapshot = delta_log.update()
+        latest = latest_snapshot.version
+        start = self._first_commit_left(start, latest_snapshot)
         feed: ChangeFeed | None = None
         if self.options.read.read_change_feed and start <= latest:
             last = latest if end is None else min(latest, end.reservoir_version)
@@ -362,6 +365,21 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for i, item in enumerate(files):
                 yield IndexedFile(version, i, item)
             yield IndexedFile(version, END_INDEX)
+
+    def _first_commit_left(self, start: int, latest: Snapshot) -> int:
+        """Delta's ``getChangesIterator(start, failOnDataLoss)``: the first commit to read from
+        ``start`` on. Commits after the latest checkpoint are all in the log; one at or before
+        it may have been deleted by log cleanup, which fails the stream
+        (:class:`DeltaSourceDataLossError`) unless ``failOnDataLoss=false``, which goes on
+        from the earliest commit left."""
+        checkpoint = latest.checkpoint_version
+        if start > latest.version or checkpoint is None or start > checkpoint:
+            return start
+        left = self._init().delta_log.list_commit_versions(start)
+        first = left[0] if left else latest.version + 1
+        if first > start and self.options.fail_on_data_loss:
+            raise DeltaSourceDataLossError(self._table, start, first)
+        return first
 
     def _changes(
         self, from_version: int, from_index: int, initial: bool, end: SourceOffset | None

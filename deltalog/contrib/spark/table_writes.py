@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog.contrib.spark.dataframes import write_dataframe
 from deltalog.contrib.spark.idempotent import reset_session_version, session_application_transaction
 from deltalog.contrib.spark.options import WriteOptions
+from deltalog.contrib.spark.source_reads import TargetReads, target_reads
 from deltalog.contrib.spark.writes import commit_write, plan_write
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -
     raw = {**_session_defaults(spark, raw), **from_session, **raw}
     opts = WriteOptions.parse({**raw, "path": uri, "saveMode": mode}, overwrite=mode.strip().lower() == "overwrite")
     opts = replace(opts, session_time_zone=spark.conf.get(_TIME_ZONE, None))
-    plan = plan_write(opts, df.schema.json())
+    plan = plan_write(opts, df.schema.json(), source=_target_reads(df, opts))
     if plan.skip:
         if from_session:
             reset_session_version(spark)
@@ -65,6 +66,13 @@ def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -
     if from_session:
         reset_session_version(spark)  # as Delta's createSetTransaction, before the commit
     return commit_write(plan, lines)
+
+
+def _target_reads(df: DataFrame, opts: WriteOptions) -> TargetReads:
+    """The scans of the written table in ``df`` (:mod:`~deltalog.contrib.spark.source_reads`)."""
+    from deltalog.contrib.spark.tablelog import open_log
+
+    return target_reads(df, open_log(opts.path, opts.storage_options, opts.logstore))
 
 
 def _session_application_transaction(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:

@@ -70,6 +70,7 @@ from deltalog.txn.protocol.stats_columns import StatsColumns
 from deltalog.txn.protocol.type_widening import preview_table_version, widen_for_schema_evolution
 
 if TYPE_CHECKING:
+    from deltalog.contrib.spark.source_reads import TargetReads
     from deltalog.txn.commit.operations import Operation
     from deltalog.txn.commit.transaction import OptimisticTransaction
     from deltalog.txn.delta_log import DeltaLog
@@ -118,6 +119,9 @@ class WritePlan:
     #: ``replaceWhere`` names data columns: the rows it selects are replaced, the other rows
     #: of the files holding them are kept (:mod:`~deltalog.contrib.spark.replace_where`).
     replace_where_on_data: bool = False
+    #: The data written is computed from this table (a scan of it in the written DataFrame,
+    #: :mod:`~deltalog.contrib.spark.source_reads`): the transaction reads the whole table.
+    reads_whole_table: bool = False
 
 
 def _spark_schema_dict(schema_json: str) -> dict[str, Any]:
@@ -224,10 +228,16 @@ def write_spec(
     )
 
 
-def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = False) -> WritePlan:
-    """Decide what the write does; raises before any file is written when it cannot work."""
+def plan_write(
+    opts: WriteOptions, data_schema_json: str, streaming: bool = False, source: TargetReads | None = None
+) -> WritePlan:
+    """Decide what the write does; raises before any file is written when it cannot work.
+
+    ``source``: the written DataFrame's scans of this table, when known (``write_table``):
+    the transaction then opens on the snapshot a bound scan read, and reads the whole table."""
     delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
-    snapshot = delta_log.update()
+    bound = None if source is None else source.snapshot(delta_log)
+    snapshot = bound if bound is not None else delta_log.update()
     data = _spark_schema_dict(data_schema_json)
     casts: tuple[tuple[str, str, str], ...] = ()
     if streaming and snapshot.version >= 0 and not (opts.overwrite and opts.overwrite_schema):
@@ -263,6 +273,7 @@ def plan_write(opts: WriteOptions, data_schema_json: str, streaming: bool = Fals
         data_schema=data_schema_json,
         dynamic_partition_overwrite=dynamic,
         replace_where_on_data=on_data,
+        reads_whole_table=source is not None and source.reads_table,
     )
 
 
@@ -530,6 +541,8 @@ def _prepare_commit(
     delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
     if streaming is None:
         txn = _open_transaction(delta_log, plan)
+        if plan.reads_whole_table:
+            txn.read_whole_table()
     else:
         txn = start_transaction(delta_log, user_metadata=opts.user_metadata)
     now = int(time.time() * 1000)

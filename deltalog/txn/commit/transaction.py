@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import enum
+import json
 import logging
 import random
 import time
@@ -80,6 +81,7 @@ from deltalog.txn.protocol.protocol_requirements import (
     required_protocol,
     without_protocol_properties,
 )
+from deltalog.txn.protocol.type_widening import stamp_new_type_changes
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
@@ -308,6 +310,25 @@ class OptimisticTransaction:
         if not self._enables_ict or ict is None:
             return None
         return [_ict_enabled_at(a, version, ict) if isinstance(a, Metadata) else a for a in actions]
+
+    def _stamp_type_changes(self, actions: Sequence[Action], version: int) -> list[Action] | None:
+        """``actions`` with the type changes this commit's metadata adds (``typeWidening-preview``
+        tables record their ``tableVersion``) naming the attempt's ``version``, whatever
+        version they were planned for (Delta's ``updateTypeWideningMetadata``, run on each
+        winner), or None when there are none to move."""
+        if self._new_metadata is None or '"tableVersion"' not in self._new_metadata.schema_string:
+            return None
+        old = json.loads(self.snapshot.metadata.schema_string) if self.table_exists else None
+        out: list[Action] = []
+        moved = False
+        for action in actions:
+            if isinstance(action, Metadata):
+                schema = stamp_new_type_changes(json.loads(action.schema_string), old, version)
+                if schema is not None:
+                    action = replace(action, schema_string=json.dumps(schema, separators=(",", ":")))
+                    moved = True
+            out.append(action)
+        return out if moved else None
 
     def _upgrade_protocol_for(self, metadata: Metadata) -> None:
         needed = required_protocol(metadata)
@@ -720,10 +741,12 @@ class OptimisticTransaction:
         self, prepared: _PreparedCommit, loop: _LoopState, ict: int | None
     ) -> tuple[list[Action], list[str]]:
         """The actions of the attempt at ``loop.version`` and their lines: the in-commit
-        timestamp enablement stamped with the attempt's version and ``ict``; row ids and row
-        commit versions assigned on top of ``loop.snapshot`` when the table tracks rows."""
+        timestamp enablement and the type changes of this commit stamped with the attempt's
+        version (and ``ict``); row ids and row commit versions assigned on top of
+        ``loop.snapshot`` when the table tracks rows."""
         base, lines = prepared.actions, prepared.lines
         stamped = self._stamp_ict_enablement(base, loop.version, ict)
+        stamped = self._stamp_type_changes(stamped or base, loop.version) or stamped
         if stamped is not None:
             base, lines = stamped, [action_to_line(a) for a in stamped]
         protocol = self._attempt_protocol(loop.snapshot)

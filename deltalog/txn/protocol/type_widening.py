@@ -11,7 +11,9 @@ in the metadata of the nearest struct field, with a ``fieldPath`` (``key``, ``va
 from __future__ import annotations
 
 import copy
+import json
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +31,7 @@ __all__ = [
     "is_type_change_supported_for_schema_evolution",
     "preview_table_version",
     "record_type_changes",
+    "stamp_new_type_changes",
     "type_widening_enabled",
     "widen_for_schema_evolution",
 ]
@@ -200,6 +203,32 @@ def record_type_changes(
     not a supported widening. ``table_version`` (see :func:`preview_table_version`) is
     written as each new change's ``tableVersion``."""
     return _record_in_struct(copy.deepcopy(dict(new_schema)), dict(old_schema), "", table_version)
+
+
+def stamp_new_type_changes(
+    new_schema: Mapping[str, Any], old_schema: Mapping[str, Any] | None, version: int
+) -> dict[str, Any] | None:
+    """``new_schema`` with the type changes it records that ``old_schema`` (the schema the
+    commit was made on) does not, the commit's own, at ``tableVersion`` ``version``: the
+    version the commit lands at, whatever version it was planned for (Delta's
+    ``updateTypeWideningMetadata`` moves it on each conflict retry). Only changes that carry a
+    ``tableVersion`` (``typeWidening-preview`` tables) are stamped; None when none moved."""
+    old = Counter(_change_key(c) for _, c in all_type_changes(old_schema or {}))
+    stamped = copy.deepcopy(dict(new_schema))
+    moved = False
+    for _, f in _walk_fields(stamped, ""):
+        for change in (f.get("metadata") or {}).get(TYPE_CHANGES_KEY) or []:
+            key = _change_key(change)
+            if old[key] > 0:  # recorded by an earlier commit (renamed columns keep theirs)
+                old[key] -= 1
+            elif isinstance(change, dict) and "tableVersion" in change and change["tableVersion"] != version:
+                change["tableVersion"] = version
+                moved = True
+    return stamped if moved else None
+
+
+def _change_key(change: Any) -> str:
+    return json.dumps(change, sort_keys=True, default=str)
 
 
 def _walk_fields(t: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
