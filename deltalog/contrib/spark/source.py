@@ -300,8 +300,8 @@ class DeltaReader(DataSourceReader):
 def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int] | None:
     """The change feed's first and last version, or None for an empty feed, as Delta's
     ``CDCReaderBase.getCDCRelation`` resolves them: ``startingVersion``, or
-    ``startingTimestamp`` as the first commit at or after it (one of them is required) (the earliest for a time before
-    every commit, as a stream starts); ``endingVersion`` (at most the latest), or
+    ``startingTimestamp`` as the first commit at or after it (the earliest for a time before
+    every commit, as a stream starts), one of them required; ``endingVersion`` (at most the latest), or
     ``endingTimestamp`` as the last commit at or before it; the latest by default. Two
     times between the same two commits are an empty feed. A start after the latest version
     or a time after the latest commit is an error, unless
@@ -320,13 +320,13 @@ def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int] |
     lenient = options.cdf_out_of_range
     if options.starting_version_latest:  # after the latest commit (an empty range in a batch read)
         return None
-    if options.starting_version is None and options.starting_timestamp is None:
-        raise DeltaAnalysisError(
-            "DELTA_NO_START_FOR_CDC_READ: no startingVersion or startingTimestamp provided for the change data "
-            f"feed read of {delta_log.table_uri}; give one (startingVersion 0 reads every change the table recorded)"
-        )
-    start = 0 if options.starting_version is None else options.starting_version
-    if options.starting_version is None and options.starting_timestamp is not None:
+    start = options.starting_version
+    if start is None:
+        if options.starting_timestamp is None:
+            raise DeltaAnalysisError(
+                "DELTA_NO_START_FOR_CDC_READ: no startingVersion or startingTimestamp provided for the change data "
+                f"feed read of {delta_log.table_uri}; give one (startingVersion 0 reads every change recorded)"
+            )
         start = starting_version_at(delta_log, options.starting_timestamp, can_exceed_latest=lenient)
     if start > latest:
         if lenient:
