@@ -35,6 +35,16 @@ def _tracked(spark: Any, path: str) -> dict[int, tuple[str, int, int]]:
     return {r["n"]: (r["v"], r["row_id"], r["row_commit_version"]) for r in rows}
 
 
+def _tracked_natively(spark: Any, path: str) -> dict[int, tuple[str, int, int]]:
+    """:func:`_tracked` through ``read_table``'s native scan (Spark's Parquet reader)."""
+    from deltalog.contrib.spark import read_table
+
+    df = read_table(spark, path, readRowTracking=True, native=True)
+    assert "FileScan parquet" in df._jdf.queryExecution().executedPlan().toString()
+    rows = df.select("n", "v", "_metadata.row_id", "_metadata.row_commit_version").collect()
+    return {r["n"]: (r["v"], r["row_id"], r["row_commit_version"]) for r in rows}
+
+
 def _preserved_tag(path: str) -> str | None:
     log_dir = os.path.join(path, "_delta_log")
     last = max(n for n in os.listdir(log_dir) if n.endswith(".json") and n[:20].isdigit())
@@ -72,6 +82,7 @@ def test_update_keeps_row_ids_and_the_copied_rows_commit_versions(spark: Any, tr
     assert after[2] == ("x", before[2][1], version)
     assert {n: t for n, t in after.items() if n != 2} == {n: t for n, t in before.items() if n != 2}
     assert _preserved_tag(tracked_table) == "true"
+    assert _tracked_natively(spark, tracked_table) == after
 
 
 def test_delete_keeps_the_copied_rows_ids_and_commit_versions(spark: Any, table_path: str) -> None:
@@ -122,7 +133,7 @@ def test_row_ids_survive_an_update_then_optimize(spark: Any, table_path: str) ->
     table.optimize().executeCompaction()
     assert DeltaLog.for_table(table_path).update().num_files == 1
     after = _tracked(spark, table_path)
-    assert after == updated
+    assert after == updated == _tracked_natively(spark, table_path)
     assert {n: row_id for n, (_, row_id, _) in after.items()} == {n: row_id for n, (_, row_id, _) in before.items()}
 
 

@@ -115,6 +115,7 @@ def test_the_change_feed_checks_its_start_streams_and_history_do_not(spark, tmp_
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
     from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.source import DeltaLogDataSource
     from tests.spark.test_streaming_source import _reader
 
     path = str(tmp_path / "t")
@@ -128,6 +129,7 @@ def test_the_change_feed_checks_its_start_streams_and_history_do_not(spark, tmp_
     assert _ids(feed(2)) == [2, 3]
     assert _ids(feed(3)) == [3]  # the latest
     for options in ({"startingVersion": "1"}, {"startingVersion": "1", "readChangeFeed": "true"}):
+        DeltaLogDataSource({"path": path, **options}).schema()  # Spark asks a stream's schema too
         reader = _reader(path, **options)
         start = reader.initialOffset()
         assert sum(len(p.files) for p in reader.partitions(start, reader.latestOffset(start, ReadAllAvailable()))) == 3

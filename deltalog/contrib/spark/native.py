@@ -53,7 +53,7 @@ from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partitio
 from deltalog.contrib.spark.predicates import at_session_time_zone, in_session_time_zone
 from deltalog.contrib.spark.scan import Term, plan_files
 from deltalog.contrib.spark.tablelog import open_log
-from deltalog.contrib.spark.time_travel import with_session_retention_conf
+from deltalog.contrib.spark.time_travel import with_session_change_feed_conf, with_session_retention_conf
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 from deltalog.txn.protocol.features import READ_SUPPORTED
 from deltalog.txn.protocol.generated_columns import partition_expressions
@@ -121,6 +121,7 @@ def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
     where = opts.pop("where", None)
     native = _native_flag(opts.pop("native", None))
     raw = with_session_retention_conf(spark, _session_timestamps(spark, {k: str(v) for k, v in opts.items()}))
+    raw = with_session_change_feed_conf(spark, raw)
     read = ReadOptions.parse({**raw, "path": uri})
     if native is False:
         return _python_read(spark, uri, raw, where)
@@ -443,13 +444,47 @@ def _native_read(spark: SparkSession, read: ReadOptions, where: str | None, chec
     delta_log, snapshot = _snapshot(read)
     if check_reach and not spark_can_reach(spark, delta_log.table_uri):
         raise NativeReadUnsupportedError(f"Spark has no Hadoop file system for {delta_log.table_uri}")
-    df = _native_scan(spark, delta_log, snapshot, _files_table(spark, snapshot, where_terms(where)), where)
+    table = _files_table(spark, snapshot, where_terms(where))
+    if read.read_row_tracking:
+        df = _scan_with_row_tracking(spark, delta_log, snapshot, table, where)
+    else:
+        df = _native_scan(spark, delta_log, snapshot, table, where)
     if read.version_as_of is None and read.timestamp_as_of is None:
         from deltalog.contrib.spark.source_reads import register_bound_read
 
         # a write of this DataFrame (or a MERGE from it) into the same table opens on this snapshot
         register_bound_read(df, delta_log.table_uri, snapshot.version)
     return df
+
+
+def _scan_with_row_tracking(
+    spark: SparkSession, delta_log: DeltaLog, snapshot: Snapshot, table: Any, where: str | None
+) -> DataFrame:
+    """The native scan of the files in ``table`` with ``readRowTracking``'s ``_metadata``
+    column (``struct<row_id, row_commit_version>``, as the Python path gives it): each row's
+    materialized values where its file has them, else its file's ``baseRowId`` + its
+    position in the file and the file's ``defaultRowCommitVersion`` (Delta's
+    ``RowId``/``RowCommitVersion`` columns)."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY
+    from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN, row_tracking_columns, row_tracking_struct
+    from deltalog.contrib.spark.row_tracking import stable_row_tracking
+
+    row_id, commit_version = columns = row_tracking_columns(snapshot)  # refuses a table without row tracking
+    paths = table.column("path").to_pylist()
+    if not paths:
+        df = _native_scan(spark, delta_log, snapshot, table, None)
+        df = df.withColumn(ROW_TRACKING_COLUMN, F.lit(None).cast(row_tracking_struct()))
+        return df.filter(where) if where else df
+    df, uris = scan_with_positions(spark, delta_log, snapshot, paths, hidden=columns)
+    adds = {a.path: a for a in snapshot.files}
+    df = stable_row_tracking(df, {uri: adds[path] for uri, path in uris.items()}, columns, FILE_KEY, ROW_KEY)
+    tracking = F.struct(
+        F.col(_quoted(row_id)).alias("row_id"), F.col(_quoted(commit_version)).alias("row_commit_version")
+    )
+    df = df.withColumn(ROW_TRACKING_COLUMN, tracking).drop(row_id, commit_version, FILE_KEY, ROW_KEY)
+    return df.filter(where) if where else df
 
 
 def scan_with_positions(

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError
 
 __all__ = [
+    "CDF_OUT_OF_RANGE_CONF",
+    "CDF_UNSAFE_SCHEMA_CONF",
     "ReadOptions",
     "StreamReadOptions",
     "WriteOptions",
@@ -118,6 +120,10 @@ _STORAGE_ALIASES = {
     "use_emulator",
     "virtual_hosted_style_request",
 }
+#: Delta's session conf, a read option of ``format("deltalog")`` (planned without the session)
+CDF_OUT_OF_RANGE_CONF = "spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled"
+#: Delta's session conf, a read option: read a batch change feed across incompatible schema changes
+CDF_UNSAFE_SCHEMA_CONF = "spark.databricks.delta.changeDataFeed.unsafeBatchReadOnIncompatibleSchemaChanges.enabled"
 _READ_KEYS = {
     "versionasof",
     "timestampasof",
@@ -136,6 +142,8 @@ _READ_KEYS = {
     "excluderegex",
     "maxsplitbytes",
     "readrowtracking",
+    "spark.databricks.delta.changedatafeed.timestampoutofrange.enabled",
+    "spark.databricks.delta.changedatafeed.unsafebatchreadonincompatibleschemachanges.enabled",
 }
 
 
@@ -338,10 +346,20 @@ class ReadOptions:
     max_split_bytes: int | None = None
     #: ``readRowTracking``: add ``_metadata`` (``row_id``, ``row_commit_version``)
     read_row_tracking: bool = False
+    #: Delta's ``spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled``: a change
+    #: feed starting after the latest commit is empty, one ending after it ends at the latest
+    cdf_out_of_range: bool = False
+    #: Delta's ``...changeDataFeed.unsafeBatchReadOnIncompatibleSchemaChanges.enabled``
+    cdf_unsafe_schema_reads: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
         cdf = _flag(options, "readChangeFeed") or _flag(options, "readChangeData")
+        if cdf and _flag(options, "readRowTracking"):
+            raise InvalidWriteOptionError(
+                "readRowTracking cannot be combined with readChangeFeed: as in Delta, a change feed read has no "
+                "_metadata.row_id / row_commit_version (read the table with readRowTracking instead)"
+            )
         latest = (_get(options, "startingVersion") or "").strip().lower() == "latest"
         return cls(
             path=table_path(options),
@@ -358,6 +376,8 @@ class ReadOptions:
             logstore=_get(options, "logStore"),
             max_split_bytes=_byte_size(options, "maxSplitBytes"),
             read_row_tracking=_flag(options, "readRowTracking"),
+            cdf_out_of_range=_flag(options, CDF_OUT_OF_RANGE_CONF),
+            cdf_unsafe_schema_reads=_flag(options, CDF_UNSAFE_SCHEMA_CONF),
         )
 
 

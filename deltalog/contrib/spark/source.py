@@ -241,11 +241,12 @@ class DeltaReader(DataSourceReader):
             from deltalog.contrib.spark.changes import change_files
 
             delta_log = open_log(self.options.path, self.options.storage_options, self.options.logstore)
-            start, end = change_range(delta_log, self.options)
-            end_snapshot = delta_log.snapshot(end) if end is not None else delta_log.update()
-            items = change_files(delta_log, start, end_snapshot.version)
-            spec = self._spec(delta_log, end_snapshot)
-            return files_partitions(spec, end_snapshot.version, items, self._split_target)
+            bounds = change_range(delta_log, self.options)
+            read = change_read_snapshot(delta_log, bounds)
+            unsafe = self.options.cdf_unsafe_schema_reads
+            items = [] if bounds is None else change_files(delta_log, *bounds, read, not unsafe)
+            spec = self._spec(delta_log, read)
+            return files_partitions(spec, read.version, items, self._split_target)
         delta_log, snapshot = self._snapshot()
         metadata = snapshot.metadata
         schema = json.loads(metadata.schema_string)
@@ -296,26 +297,87 @@ class DeltaReader(DataSourceReader):
         yield from read_files(partition.spec, partition.files)
 
 
-def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int | None]:
-    """The change feed's first and last version (None: the latest), from
-    ``startingVersion``/``endingVersion`` or ``startingTimestamp``/``endingTimestamp``
-    (Delta's rules: the first commit at or after the start, the earliest for a time before
-    every commit, as a stream starts; the last at or before the end).
-    A first version older than ``delta.deletedFileRetentionDuration`` is refused, as Delta's
-    batch change feed does (:func:`~deltalog.contrib.spark.changes.enforce_start_within_retention`)."""
-    from deltalog.contrib.spark.changes import enforce_start_within_retention
-    from deltalog.txn.log.history import starting_version_at
+def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int] | None:
+    """The change feed's first and last version, or None for an empty feed, as Delta's
+    ``CDCReaderBase.getCDCRelation`` resolves them: ``startingVersion``, or
+    ``startingTimestamp`` as the first commit at or after it (the earliest for a time before
+    every commit, as a stream starts), one of them required; ``endingVersion`` (at most the latest), or
+    ``endingTimestamp`` as the last commit at or before it; the latest by default. Two
+    times between the same two commits are an empty feed. A start after the latest version
+    or a time after the latest commit is an error, unless
+    ``spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled`` (then an empty feed
+    or, for the end, the latest version). A first version older than
+    ``delta.deletedFileRetentionDuration`` is refused, as Delta's batch change feed does
+    (:func:`~deltalog.contrib.spark.changes.enforce_start_within_retention`). Raises
+    :class:`DeltaAnalysisError` for a range Delta refuses."""
+    from deltalog.contrib.spark.changes import enforce_start_within_retention, invalid_range
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.log.history import starting_version_at, to_millis, version_at_timestamp
 
-    start = options.starting_version
+    latest = delta_log.update().version
+    if latest < 0:
+        raise DeltaAnalysisError(f"no Delta table at {delta_log.table_uri}")
+    lenient = options.cdf_out_of_range
     if options.starting_version_latest:  # after the latest commit (an empty range in a batch read)
-        start = delta_log.update().version + 1
-    if start is None and options.starting_timestamp is not None:
-        start = starting_version_at(delta_log, options.starting_timestamp)
-    end = options.ending_version
-    if end is None and options.ending_timestamp is not None:
-        end = delta_log.snapshot(timestamp=options.ending_timestamp).version
-    enforce_start_within_retention(delta_log, start or 0, end)
-    return start or 0, end
+        return None
+    start = options.starting_version
+    if start is None:
+        if options.starting_timestamp is None:
+            raise DeltaAnalysisError(
+                "DELTA_NO_START_FOR_CDC_READ: no startingVersion or startingTimestamp provided for the change data "
+                f"feed read of {delta_log.table_uri}; give one (startingVersion 0 reads every change recorded)"
+            )
+        start = starting_version_at(delta_log, options.starting_timestamp, can_exceed_latest=lenient)
+    if start > latest:
+        if lenient:
+            return None
+        raise DeltaAnalysisError(
+            f"DELTA_CDC_START_VERSION_AFTER_LATEST: start version {start} for change data feed exceeds the latest "
+            f"version {latest} of {delta_log.table_uri}"
+        )
+    end = latest if options.ending_version is None else min(options.ending_version, latest)
+    if options.ending_version is None and options.ending_timestamp is not None:
+        end = version_at_timestamp(delta_log, options.ending_timestamp, can_return_last_commit=lenient)
+        if options.starting_version is None and options.starting_timestamp is not None:
+            if to_millis(options.starting_timestamp) > to_millis(options.ending_timestamp):
+                raise invalid_range(start, end)
+            if end == start - 1:  # both times fall between the same two commits
+                return None
+    if end < start:
+        raise invalid_range(start, end)
+    enforce_start_within_retention(delta_log, start, end)
+    return start, end
+
+
+def change_read_snapshot(delta_log: DeltaLog, bounds: tuple[int, int] | None) -> Snapshot:
+    """The snapshot whose schema a batch change feed of versions ``bounds`` (None: an empty
+    feed) is read with, Delta's ``DeltaCDFRelationBase.snapshotForBatchSchema``: the last
+    version's when column mapping is on at the latest, last or first version (Delta's default
+    ``endVersion`` schema mode for such tables), else the latest version's (its ``legacy``
+    mode: a column added after the range reads as null)."""
+    latest = delta_log.update()
+    if bounds is None or bounds[1] >= latest.version:
+        return latest
+    end = delta_log.snapshot(bounds[1])
+    if latest.properties.column_mapping_mode != "none" or end.properties.column_mapping_mode != "none":
+        return end
+    first = delta_log.snapshot(bounds[0]).properties.column_mapping_mode
+    return latest if first == "none" else end
+
+
+def _change_schema_snapshot(delta_log: DeltaLog, options: ReadOptions) -> Snapshot:
+    """The snapshot whose schema a change feed has. Spark asks the data source for it for a
+    batch read and a stream alike, and a stream's options need not make a range a batch read
+    accepts (Delta's streams need no start, and check no retention): for a range the batch
+    read refuses, the latest version's schema, and the batch read raises when it is planned
+    (:meth:`DeltaReader.partitions` resolves the range again)."""
+    from deltalog.errors import DeltaError
+
+    try:
+        bounds = change_range(delta_log, options)
+    except DeltaError:
+        return delta_log.update()
+    return change_read_snapshot(delta_log, bounds)
 
 
 # -- the source -----------------------------------------------------------------------------
@@ -332,8 +394,7 @@ class DeltaLogDataSource(DataSource):
         opts = ReadOptions.parse(self.options)
         delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
         if opts.read_change_feed:
-            _, end = change_range(delta_log, opts)
-            snapshot = delta_log.snapshot(end) if end is not None else delta_log.update()
+            snapshot = _change_schema_snapshot(delta_log, opts)
         elif opts.version_as_of is not None or opts.timestamp_as_of is not None:
             snapshot = delta_log.snapshot(
                 version=opts.version_as_of, timestamp=opts.timestamp_as_of, enforce_retention=True

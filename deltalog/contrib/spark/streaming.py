@@ -54,12 +54,12 @@ from deltalog.contrib.spark.errors import (
 from deltalog.contrib.spark.input_partitions import FilesPartition, files_partitions
 from deltalog.contrib.spark.logical_schema import arrow_schema
 from deltalog.contrib.spark.options import StreamReadOptions
+from deltalog.contrib.spark.read_compatibility import read_shape, readable_with
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files, row_tracking_columns
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
 from deltalog.txn.protocol.errors import VersionNotFoundError
 from deltalog.txn.protocol.features import check_read_supported
-from deltalog.txn.protocol.type_widening import is_type_change_supported
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
@@ -194,61 +194,6 @@ class _Admission:
             yield from pending
 
 
-def _shape(t: Any) -> Any:
-    """A schema type without field metadata, except the name each column is stored under:
-    its column-mapping physical name (a column dropped and added again under column mapping
-    is another column), else its name (enabling column mapping on a table keeps the names
-    as physical names, so the upgrade changes nothing: Delta's
-    ``hasNoColumnMappingSchemaChanges``)."""
-    if isinstance(t, dict) and t.get("type") == "struct":
-        fields = []
-        for f in t["fields"]:
-            physical = (f.get("metadata") or {}).get("delta.columnMapping.physicalName", f["name"])
-            fields.append((f["name"], _shape(f["type"]), bool(f.get("nullable", True)), physical))
-        return ("struct", tuple(fields))
-    if isinstance(t, dict) and t.get("type") == "array":
-        return ("array", _shape(t["elementType"]), bool(t.get("containsNull", True)))
-    if isinstance(t, dict) and t.get("type") == "map":
-        return ("map", _shape(t["keyType"]), _shape(t["valueType"]), bool(t.get("valueContainsNull", True)))
-    return t
-
-
-def _readable_with(old: Any, read: Any, widening: bool) -> bool:
-    """Whether files written with struct ``old`` (a :func:`_shape`) can be read with ``read``:
-    every old field is in ``read``, stored under the same name, no less nullable, with a type
-    it reads (:func:`_type_readable`); fields ``read`` adds are nullable."""
-    old_fields = {f[0]: f for f in old[1]}
-    read_fields = {f[0]: f for f in read[1]}
-    for name, field in old_fields.items():
-        other = read_fields.get(name)
-        if other is None or other[3] != field[3] or (field[2] and not other[2]):
-            return False
-        if not _type_readable(field[1], other[1], widening):
-            return False
-    return all(f[2] for name, f in read_fields.items() if name not in old_fields)
-
-
-def _type_readable(old: Any, read: Any, widening: bool) -> bool:
-    """Whether values of type ``old`` read as ``read``: the same type or, in a table that
-    supports type widening (``widening``), a type Delta widens it to (Delta lets a stream
-    backfill through a widening with the wider type)."""
-    if old == read:
-        return True
-    if not widening or not isinstance(old, tuple) or not isinstance(read, tuple):
-        return widening and is_type_change_supported(old, read)
-    if old[0] != read[0]:
-        return False
-    if old[0] == "struct":
-        return _readable_with(old, read, widening)
-    if old[0] == "array":
-        return _type_readable(old[1], read[1], widening) and (read[2] or not old[2])
-    return (
-        _type_readable(old[1], read[1], widening)
-        and _type_readable(old[2], read[2], widening)
-        and (read[3] or not old[3])
-    )
-
-
 @dataclass
 class _State:
     """What the reader learns from the log on first use (in the process that plans batches)."""
@@ -300,7 +245,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 delta_log,
                 snapshot,
                 metadata.id,
-                _shape(json.loads(metadata.schema_string)),
+                read_shape(json.loads(metadata.schema_string)),
                 tuple(metadata.partition_columns),
                 spec,
                 bool({"typeWidening", "typeWidening-preview"} & set(snapshot.protocol.reader_features or ())),
@@ -332,10 +277,10 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         state = self._init()
         if metadata.id != state.table_id:
             raise DeltaSourceTableChangedError(self._table, metadata.id, state.table_id)
-        shape = _shape(json.loads(metadata.schema_string))
+        shape = read_shape(json.loads(metadata.schema_string))
         same_partitions = tuple(metadata.partition_columns) == state.partition_columns
         if version < state.snapshot.version:
-            ok = same_partitions and _readable_with(shape, state.read_shape, state.type_widening)
+            ok = same_partitions and readable_with(shape, state.read_shape, state.type_widening)
         else:
             ok = same_partitions and shape == state.read_shape
         if not ok:

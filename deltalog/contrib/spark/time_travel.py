@@ -7,7 +7,9 @@ with the session conf
 reads it where a session is at hand (``read_table``, ``DeltaTable``) and hands it on as the
 read option of the same name, which the log reads from its storage options. The
 ``format("deltalog")`` data source is planned in Python workers without the session, so
-there the option must be given on the read.
+there the option must be given on the read. So with Delta's change feed confs
+``spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled`` and
+``...unsafeBatchReadOnIncompatibleSchemaChanges.enabled`` (:func:`with_session_change_feed_conf`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ from deltalog.txn.log.time_travel_retention import ENFORCE_CONF, ENFORCE_KEYS
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["ENFORCE_CONF", "enforce_time_travel_retention", "with_session_retention_conf", "without_retention_check"]
+__all__ = [
+    "ENFORCE_CONF",
+    "enforce_time_travel_retention",
+    "with_session_change_feed_conf",
+    "with_session_retention_conf",
+    "without_retention_check",
+]
 
 
 def enforce_time_travel_retention(spark: SparkSession) -> bool:
@@ -41,6 +49,21 @@ def with_session_retention_conf(spark: SparkSession, options: Mapping[str, str])
     out = dict(options)
     if not _sets_the_check(out) and not enforce_time_travel_retention(spark):
         out[ENFORCE_CONF] = "false"
+    return out
+
+
+def with_session_change_feed_conf(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
+    """Read ``options`` carrying the session's
+    ``spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled`` and
+    ``...unsafeBatchReadOnIncompatibleSchemaChanges.enabled`` when they are on (an option the
+    read gives itself wins)."""
+    from deltalog.contrib.spark.options import CDF_OUT_OF_RANGE_CONF, CDF_UNSAFE_SCHEMA_CONF
+
+    out = dict(options)
+    for conf in (CDF_OUT_OF_RANGE_CONF, CDF_UNSAFE_SCHEMA_CONF):
+        given = any(name.lower() == conf.lower() for name in out)
+        if not given and str(spark.conf.get(conf, "false")).strip().lower() == "true":
+            out[conf] = "true"
     return out
 
 

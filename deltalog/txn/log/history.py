@@ -135,8 +135,13 @@ def _ict_window(log: SnapshotManagement, commits: list[tuple[int, int]], target:
     return [c for c in commits if c[0] < enabled_at]
 
 
-def version_at_timestamp(log: SnapshotManagement, timestamp: datetime | int | str) -> int:
-    """The version time travel to ``timestamp`` reads (Delta's rules)."""
+def version_at_timestamp(
+    log: SnapshotManagement, timestamp: datetime | int | str, can_return_last_commit: bool = False
+) -> int:
+    """The version time travel to ``timestamp`` reads (Delta's rules). A time after the
+    latest commit is an error, or with ``can_return_last_commit`` the latest version (Delta's
+    ``getActiveCommitAtTime(canReturnLastCommit)``, as a change feed's ``endingTimestamp``
+    with ``timestampOutOfRange.enabled``)."""
     target = to_millis(timestamp)
     earliest = _earliest_recreatable(log)
     every = [c for c in commit_timestamps(log) if c[0] >= earliest]
@@ -150,7 +155,7 @@ def version_at_timestamp(log: SnapshotManagement, timestamp: datetime | int | st
             earliest=every[0][0],
             latest=every[-1][0],
         )
-    if commits[-1] == every[-1] and target > commits[-1][1]:
+    if commits[-1] == every[-1] and target > commits[-1][1] and not can_return_last_commit:
         raise VersionNotFoundError(
             f"the timestamp {_fmt(target)} is after the latest commit of {log.table_uri} "
             f"(version {commits[-1][0]} at {_fmt(commits[-1][1])}); use a timestamp at or before it",
@@ -166,13 +171,16 @@ def version_at_timestamp(log: SnapshotManagement, timestamp: datetime | int | st
     return chosen
 
 
-def starting_version_at(log: SnapshotManagement, timestamp: datetime | int | str) -> int:
+def starting_version_at(
+    log: SnapshotManagement, timestamp: datetime | int | str, can_exceed_latest: bool = False
+) -> int:
     """The first version committed at or after ``timestamp``, where a stream or the change
     feed starts (Delta's ``getStartingVersionFromTimestamp``): the commit active at that time
     among every listed commit (recreatable or not), searched on the same side of the
     in-commit timestamp enablement as time travel; that version when it was committed at
     ``timestamp`` or later (the earliest commit, for a time before every commit), else the
-    next one. A time after the latest commit is an error."""
+    next one. A time after the latest commit is an error, or with ``can_exceed_latest`` the
+    version after the latest (Delta's ``canExceedLatest``: an empty change feed)."""
     target = to_millis(timestamp)
     every = commit_timestamps(log)
     if not every:
@@ -185,7 +193,7 @@ def starting_version_at(log: SnapshotManagement, timestamp: datetime | int | str
         version, ts = v, t
     if ts >= target:
         return version
-    if version + 1 > every[-1][0]:
+    if version + 1 > every[-1][0] and not can_exceed_latest:
         raise VersionNotFoundError(
             f"the timestamp {_fmt(target)} is after the latest commit of {log.table_uri} "
             f"(version {version} at {_fmt(ts)}); use a timestamp at or before it",

@@ -1,0 +1,75 @@
+"""Whether files written under one schema of a table read correctly with another.
+
+Delta's ``SchemaUtils.isReadCompatible`` together with
+``DeltaColumnMapping.hasNoColumnMappingSchemaChanges``: a column is the same column when it
+has the same name and, under column mapping, the same physical name (a rename or a drop
+and add again is another column); files written with an older schema read with a newer
+one when every old column is still there, no less nullable, with the same type (or, where
+allowed, one type widening widens it to), and the columns added since are nullable. The
+streaming source checks each schema change against the stream's schema with it, and the
+batch change feed every schema in its range against its read schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deltalog.txn.protocol.type_widening import is_type_change_supported
+
+__all__ = ["read_shape", "readable_with"]
+
+
+def read_shape(t: Any) -> Any:
+    """A schema type without field metadata, except the name each column is stored under:
+    its column-mapping physical name (a column dropped and added again under column mapping
+    is another column), else its name (enabling column mapping on a table keeps the names
+    as physical names, so the upgrade changes nothing: Delta's
+    ``hasNoColumnMappingSchemaChanges``)."""
+    if isinstance(t, dict) and t.get("type") == "struct":
+        fields = []
+        for f in t["fields"]:
+            physical = (f.get("metadata") or {}).get("delta.columnMapping.physicalName", f["name"])
+            fields.append((f["name"], read_shape(f["type"]), bool(f.get("nullable", True)), physical))
+        return ("struct", tuple(fields))
+    if isinstance(t, dict) and t.get("type") == "array":
+        return ("array", read_shape(t["elementType"]), bool(t.get("containsNull", True)))
+    if isinstance(t, dict) and t.get("type") == "map":
+        return ("map", read_shape(t["keyType"]), read_shape(t["valueType"]), bool(t.get("valueContainsNull", True)))
+    return t
+
+
+def readable_with(old: Any, read: Any, widening: bool) -> bool:
+    """Whether files written with struct ``old`` (a :func:`read_shape`) can be read with ``read``:
+    every old field is in ``read``, stored under the same name, no less nullable, with a type
+    it reads (:func:`_type_readable`); fields ``read`` adds are nullable."""
+    old_fields = {f[0]: f for f in old[1]}
+    read_fields = {f[0]: f for f in read[1]}
+    for name, field in old_fields.items():
+        other = read_fields.get(name)
+        if other is None or other[3] != field[3] or (field[2] and not other[2]):
+            return False
+        if not _type_readable(field[1], other[1], widening):
+            return False
+    return all(f[2] for name, f in read_fields.items() if name not in old_fields)
+
+
+def _type_readable(old: Any, read: Any, widening: bool) -> bool:
+    """Whether values of type ``old`` read as ``read``: the same type, a struct that only
+    gained nullable fields (at any depth), or, in a table that supports type widening
+    (``widening``), a type Delta widens it to (Delta lets a stream backfill through a
+    widening with the wider type)."""
+    if old == read:
+        return True
+    if not isinstance(old, tuple) or not isinstance(read, tuple):
+        return widening and is_type_change_supported(old, read)
+    if old[0] != read[0]:
+        return False
+    if old[0] == "struct":
+        return readable_with(old, read, widening)
+    if old[0] == "array":
+        return _type_readable(old[1], read[1], widening) and (read[2] or not old[2])
+    return (
+        _type_readable(old[1], read[1], widening)
+        and _type_readable(old[2], read[2], widening)
+        and (read[3] or not old[3])
+    )
