@@ -313,7 +313,7 @@ def _truncated_cp(d: Path, uri: str) -> None:
     (d / CP2).write_bytes(data[: len(data) // 2])
 
 
-@case("checkpoint without metadata", fails(CorruptLogError, CP2, "metaData"))
+@case("checkpoint without metadata", fails(InvalidTableStateError, CP2, "metaData"))
 def _cp_no_md(d: Path, uri: str) -> None:
     base(d)
     checkpoint(d, 2, uri)
@@ -322,7 +322,7 @@ def _cp_no_md(d: Path, uri: str) -> None:
         (d / f"{v:020d}.json").unlink()
 
 
-@case("checkpoint without protocol", fails(CorruptLogError, CP2, "protocol"))
+@case("checkpoint without protocol", fails(InvalidTableStateError, CP2, "protocol"))
 def _cp_no_protocol(d: Path, uri: str) -> None:
     base(d)
     checkpoint(d, 2, uri)

@@ -87,7 +87,9 @@ class Snapshot:
         #: whether :attr:`checksum` was read from the ``.crc`` file (then it is validated)
         self.checksum_from_log = False
         if version >= 0:
-            protocol = _require_protocol_and_metadata(table_uri, version, state, self.checkpoint_version)
+            checkpoint = None if segment is None else segment.checkpoint
+            where = checkpoint.files[0].path if checkpoint is not None else None
+            protocol = _require_protocol_and_metadata(table_uri, version, state, self.checkpoint_version, where)
             check_read_supported(protocol, table_uri)
 
     def __repr__(self) -> str:
@@ -312,17 +314,18 @@ class Snapshot:
 
 
 def _require_protocol_and_metadata(
-    table_uri: str, version: int, state: LogState, checkpoint_version: int | None
+    table_uri: str, version: int, state: LogState, checkpoint_version: int | None, checkpoint_file: str | None
 ) -> Protocol:
     """The state's protocol; a state without protocol or metaData is refused (Delta's
-    ``DELTA_STATE_RECOVER_ERROR``)."""
+    ``DELTA_STATE_RECOVER_ERROR``), naming the checkpoint file it was read from, if any."""
     if state.protocol is not None and state.metadata is not None:
         return state.protocol
     missing = " and ".join(n for n, v in (("protocol", state.protocol), ("metaData", state.metadata)) if v is None)
     if checkpoint_version is not None:
         why = (
-            f"the checkpoint at version {checkpoint_version} lacks it and no later commit holds it; "
-            "every checkpoint must hold both. Delete that checkpoint (and _last_checkpoint) to read "
+            f"the checkpoint at version {checkpoint_version}{f' ({checkpoint_file})' if checkpoint_file else ''} "
+            "lacks it and no later commit holds it; every checkpoint must hold both. Delete that checkpoint "
+            "(and _last_checkpoint) to read "
             "the table from its commits"
         )
     else:
