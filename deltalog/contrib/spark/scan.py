@@ -13,6 +13,7 @@ Spark evaluates every filter again on the rows, so pruning only ever saves work.
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import json
 import logging
 import math
@@ -233,7 +234,8 @@ def plan_files(
                 continue
         if data_terms and add.stats:
             try:
-                stats = json.loads(add.stats)
+                # decimals exactly: a double can round a max below the file's largest value
+                stats = json.loads(add.stats, parse_float=decimal.Decimal)
             except ValueError:
                 stats = {}
             if not all(_may_match(add, stats, term, type_name) for term, type_name in stats_terms):

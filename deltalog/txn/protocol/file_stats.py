@@ -30,7 +30,7 @@ from deltalog.txn.protocol.stats_columns import StatsColumns
 if TYPE_CHECKING:
     from deltalog.txn.protocol.actions import Metadata
 
-__all__ = ["STRING_PREFIX_LENGTH", "StatsCollector"]
+__all__ = ["STRING_PREFIX_LENGTH", "StatsCollector", "stats_json"]
 
 STRING_PREFIX_LENGTH = 32
 
@@ -92,7 +92,7 @@ def _json_value(value: Any, t: pa.DataType, is_max: bool) -> Any:
     if pa.types.is_date(t):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
-        return float(value) if value != value.to_integral_value() else int(value)
+        return value  # every digit, as Delta writes it (a double rounds a max below the values)
     if isinstance(value, float):
         return None if math.isnan(value) or math.isinf(value) else value
     if isinstance(value, str):
@@ -207,7 +207,18 @@ class StatsCollector:
         }
         if tight_bounds is not None:
             stats["tightBounds"] = tight_bounds
-        return json.dumps(stats, separators=(",", ":"), ensure_ascii=False)
+        return stats_json(stats)
+
+
+def stats_json(value: Any) -> str:
+    """Statistics ``value`` as compact JSON, decimals as exact JSON numbers (``json`` writes them only
+    through ``float``): ``str`` of a :class:`~decimal.Decimal` is Java's
+    ``BigDecimal.toString``, the text Delta's statistics hold."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{stats_json(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _put(target: dict[str, Any], path: Sequence[str], value: Any) -> None:
