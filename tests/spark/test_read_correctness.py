@@ -344,7 +344,7 @@ def test_decimal_statistics_keep_every_digit():
     from deltalog.txn.log.checkpoint_rows import parse_stats
     from deltalog.txn.log.deletion_vector_writer import widen_stats
     from deltalog.txn.protocol.file_stats import StatsCollector
-    from deltalog.txn.protocol.schema import StructField, StructType, DecimalType
+    from deltalog.txn.protocol.schema import DecimalType, StructField, StructType
     from deltalog.txn.protocol.stats_columns import StatsColumns
 
     lo, hi = (
