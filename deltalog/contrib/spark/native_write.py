@@ -269,11 +269,11 @@ def _datetime_encoding(spark: SparkSession, needed: bool) -> Iterator[None]:
             if users > 1:
                 _datetime_users[key] = (users - 1, before)
             else:
-                for k, v in before.items():
-                    if v is None:
+                for k, previous in before.items():
+                    if previous is None:
                         spark.conf.unset(k)
                     else:
-                        spark.conf.set(k, v)
+                        spark.conf.set(k, previous)
 
 
 def _has_datetimes(data_type: Any) -> bool:
