@@ -367,3 +367,14 @@ def test_decimal_statistics_keep_every_digit():
     columns = StatsColumns.for_schema(StructType([StructField("d", DecimalType(38, 18))]))
     parsed = parse_stats(pa.array([written]), columns).to_pylist()[0]
     assert (parsed["minValues"]["d"], parsed["maxValues"]["d"]) == (lo, hi)
+
+
+def test_fraction_literals_are_compared_with_decimals_as_decimals():
+    """Spark reads ``0.1`` as the decimal 0.1, not as the double nearest to it: compared
+    with a decimal column's bounds as that double, ``dec = 0.1`` skipped the file holding
+    0.1 (``read_table`` returned nothing, DELETE deleted nothing)."""
+    files = [_add("f.parquet", "x", 0.1, 0.1)]
+    for op in ("=", "<=", "in"):
+        assert _kept(files, ("x", op, (0.1,) if op == "in" else 0.1), "decimal(10,2)") == ["f.parquet"]
+    assert _kept(files, ("x", "<", 0.1), "decimal(10,2)") == []
+    assert _kept(files, ("x", ">", 0.1), "decimal(10,2)") == []
