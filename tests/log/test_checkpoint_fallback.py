@@ -76,7 +76,8 @@ def test_a_checkpoint_without_protocol_or_metadata_is_refused(tmp_path: Path, ac
     data = pq.read_table(cp)
     pq.write_table(data.filter(pc.is_null(data.column(action))), cp)
     with pytest.raises(
-        InvalidTableStateError, match=rf"has no {action} action; .*the checkpoint at version 4 \(.*04\.checkpoint\.parquet\) lacks it"
+        InvalidTableStateError,
+        match=rf"has no {action} action; .*the checkpoint at version 4 \(.*04\.checkpoint\.parquet\) lacks it",
     ):
         DeltaLog.for_table(str(tmp_path)).update()
     assert DeltaLog.for_table(str(tmp_path)).snapshot(3).num_files == 3  # before the checkpoint

@@ -113,17 +113,23 @@ def test_partition_values_joined_by_paths_with_non_ascii_characters(spark: Any, 
 
 def test_where_on_a_timestamp_partition_in_the_session_time_zone(spark: Any, table_path: str) -> None:
     """``where`` skips files with its timestamp literals read as Spark reads them: local
-    times of the session (the log holds UTC instants)."""
+    times of the session (the log holds UTC instants). A ``timestamp_ntz`` partition value
+    is the same wall-clock time in every session."""
     spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
     try:
-        rows = "select * from values (1, timestamp'2024-01-01 00:00:00'), (2, timestamp'2024-01-01 08:00:00') t(id, ts)"
-        spark.sql(rows).write.format("deltalog").mode("append").option("partitionBy", "ts").save(table_path)
+        rows = (
+            "select *, timestamp_ntz'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, id) as nz from values"
+            " (1, timestamp'2024-01-01 00:00:00'), (2, timestamp'2024-01-01 08:00:00') t(id, ts)"
+        )
+        spark.sql(rows).write.format("deltalog").mode("append").option("partitionBy", "ts,nz").save(table_path)
         got = read_table(spark, table_path, where="ts = '2024-01-01 00:00:00'").collect()
         later = read_table(spark, table_path, where="ts > '2024-01-01 00:00:00-08:00'").collect()
+        wall = read_table(spark, table_path).select("id", "nz").collect()
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
     assert [r.id for r in got] == [1]
     assert [r.id for r in later] == [2]
+    assert sorted((r.id, r.nz) for r in wall) == [(1, dt.datetime(2024, 1, 1, 1)), (2, dt.datetime(2024, 1, 1, 2))]
 
 
 def test_timestamp_as_of_is_a_local_time_of_the_session(spark: Any, table_path: str) -> None:

@@ -4,6 +4,7 @@ what the native path does not do, and nothing left behind by a failed write."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import os
@@ -72,7 +73,8 @@ def test_statistics_from_the_footer_match_the_python_writer(spark: Any, tmp_path
     assert python["minValues"].pop("f") == 0.0 and python["maxValues"].pop("f") == 11.0
     assert python["nullCount"].pop("arr") == 1
     assert native_stats == python
-    assert native_stats["maxValues"]["ts"] == "2024-01-01T00:00:11.124Z" and "s" not in native_stats["maxValues"]
+    assert native_stats["maxValues"]["ts"] == "2024-01-01T00:00:11.124Z"
+    assert native_stats["maxValues"]["s"] == "x" * 32 + "\x7f"  # Delta's tie-breaker after 32 characters
 
 
 def test_layout_partition_values_and_rows_as_the_python_writer(spark: Any, tmp_path: Any) -> None:
@@ -115,6 +117,27 @@ def test_timestamps_are_written_as_micros_and_the_session_setting_is_restored(sp
     (add,) = _adds(path)
     column = pq.read_metadata(os.path.join(path, decode_path(add["path"]))).schema.column(4)
     assert column.name == "ts" and column.physical_type == "INT64"
+
+
+def test_old_dates_are_written_proleptic_whatever_the_session_rebase_mode(spark: Any, table_path: str) -> None:
+    """A session writing Parquet in Spark's LEGACY (Julian) calendar would give files whose
+    footer statistics, and whose values to every reader but Spark, are days off: the native
+    write always writes proleptic Gregorian dates and timestamps, as every Delta reader
+    expects, and restores the session's setting."""
+    from deltalog.contrib.spark import write_table
+
+    key = "spark.sql.parquet.datetimeRebaseModeInWrite"
+    spark.conf.set(key, "LEGACY")
+    try:
+        df = spark.createDataFrame([(dt.date(1000, 1, 1), dt.datetime(1000, 1, 1, 12))], "d date, t timestamp")
+        write_table(df, table_path, native=True)
+        assert spark.conf.get(key) == "LEGACY"
+    finally:
+        spark.conf.unset(key)
+    (add,) = _adds(table_path)
+    assert json.loads(add["stats"])["minValues"] == {"d": "1000-01-01", "t": "1000-01-01T12:00:00.000Z"}
+    rows = pq.read_table(os.path.join(table_path, decode_path(add["path"]))).to_pylist()
+    assert rows == [{"d": dt.date(1000, 1, 1), "t": dt.datetime(1000, 1, 1, 12, tzinfo=dt.timezone.utc)}]
 
 
 def test_a_failed_native_write_leaves_nothing(spark: Any, table_path: str) -> None:

@@ -5,6 +5,7 @@ read the planned snapshot, column-mapped partition values, Delta's data-skipping
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import json
 import os
 import pickle
@@ -334,3 +335,46 @@ def test_a_struct_that_gained_fields_still_reads_as_before():
         {"type": "array", "elementType": after, "containsNull": False},
     )
     assert not _reads_as(struct(("x", "integer")), before) and not _reads_as("decimal(10,2)", "decimal(12,2)")
+
+
+def test_decimal_statistics_keep_every_digit():
+    """A decimal(38, 18) bound written or read as a double loses digits: the max rounds
+    below the largest value and the file holding it is skipped. Delta writes (and reads)
+    the exact number."""
+    from deltalog.txn.log.checkpoint_rows import parse_stats
+    from deltalog.txn.log.deletion_vector_writer import widen_stats
+    from deltalog.txn.protocol.file_stats import StatsCollector
+    from deltalog.txn.protocol.schema import DecimalType, StructField, StructType
+    from deltalog.txn.protocol.stats_columns import StatsColumns
+
+    lo, hi = (
+        decimal.Decimal("12345678901234567890.123456789012345678"),
+        decimal.Decimal("12345678901234567890.123456789012345679"),
+    )
+    collector = StatsCollector(pa.schema([pa.field("d", pa.decimal128(38, 18))]))
+    collector.update(pa.table({"d": pa.array([lo, hi], pa.decimal128(38, 18))}))
+    written = collector.to_json()
+    assert '"minValues":{"d":12345678901234567890.123456789012345678}' in written
+    assert '"maxValues":{"d":12345678901234567890.123456789012345679}' in written
+    delta = f'{{"numRecords":1,"minValues":{{"d":0}},"maxValues":{{"d":{hi}}},"nullCount":{{"d":0}}}}'
+    # ours, and Delta Spark's spelling of the same bounds: both read exactly
+    files = [AddFile("ours.parquet", {}, 1, 1, stats=written), AddFile("delta.parquet", {}, 1, 1, stats=delta)]
+    assert _kept(files, ("d", "=", hi), "decimal(38,18)") == ["delta.parquet", "ours.parquet"]
+    assert _kept(files, ("d", ">", lo), "decimal(38,18)") == ["delta.parquet", "ours.parquet"]
+    assert _kept(files, ("d", ">", hi), "decimal(38,18)") == []
+    # so do the wide bounds a deletion vector leaves, and a checkpoint's stats_parsed
+    assert widen_stats(written, 2, 0).startswith(written[:-1])
+    columns = StatsColumns.for_schema(StructType([StructField("d", DecimalType(38, 18))]))
+    parsed = parse_stats(pa.array([written]), columns).to_pylist()[0]
+    assert (parsed["minValues"]["d"], parsed["maxValues"]["d"]) == (lo, hi)
+
+
+def test_fraction_literals_are_compared_with_decimals_as_decimals():
+    """Spark reads ``0.1`` as the decimal 0.1, not as the double nearest to it: compared
+    with a decimal column's bounds as that double, ``dec = 0.1`` skipped the file holding
+    0.1 (``read_table`` returned nothing, DELETE deleted nothing)."""
+    files = [_add("f.parquet", "x", 0.1, 0.1)]
+    for op in ("=", "<=", "in"):
+        assert _kept(files, ("x", op, (0.1,) if op == "in" else 0.1), "decimal(10,2)") == ["f.parquet"]
+    assert _kept(files, ("x", "<", 0.1), "decimal(10,2)") == []
+    assert _kept(files, ("x", ">", 0.1), "decimal(10,2)") == []

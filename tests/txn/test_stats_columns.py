@@ -4,17 +4,19 @@ TABLE RENAME/DROP COLUMN keeping it in step with the schema."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import uuid
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from deltalog.txn.commands import alter
 from deltalog.txn.commit.operations import CreateTable
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import Metadata
-from deltalog.txn.protocol.file_stats import StatsCollector
+from deltalog.txn.protocol.file_stats import StatsCollector, truncated_max_string
 from deltalog.txn.protocol.properties import InvalidPropertyError
 from deltalog.txn.protocol.schema import StructType
 from deltalog.txn.protocol.stats_columns import InvalidStatsColumnsError, StatsColumns
@@ -194,3 +196,50 @@ def test_dropping_a_listed_column_drops_it_from_the_property() -> None:
     alter.drop_columns(log, ["id", "name"])
     # Delta keeps the property, empty: statistics for no column
     assert log.update().metadata.configuration[KEY] == ""
+
+
+# Delta's StatsCollectionSuite "Truncate max string" (lengths count UTF-16 units, as Java's)
+_MAX, _ASCII = "\U0010ffff", "\x7f"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected", "prefix"),
+    [
+        ("abcd", None, 0),
+        (f"a{_MAX}d", f"a{_MAX}{_ASCII}", 2),
+        ("abcd", "abcd", 6),
+        ("abcd\ufffdabcd", f"abcd\ufffda{_ASCII}", 6),
+        ("abcdef\ufffd", f"abcdef{_MAX}", 6),
+        ("abcdef-abcdef\ufffd", f"abcdef{_ASCII}", 6),
+        ("abcde\ufffdabcdef\ufffdabcdef\ufffdabcdef", f"abcde\ufffd{_ASCII}", 6),
+        ("\u6f22\u5b57\u4eee\u540d\ud55c\uae00\u0ba4\u0bae\u0bbf", f"\u6f22\u5b57\u4eee\u540d\ud55c\uae00{_MAX}", 6),
+        ("abcdef\U0001f680", f"abcdef{_MAX}", 6),
+        (_MAX * 4, None, 1),
+        (_MAX * 4, _MAX * 4, 4),
+        ("\ufffd" * 3, f"\ufffd{_MAX}", 1),
+        (
+            "abcdefghijklm\U0001f49e\U0001f609\U0001f495\n\U0001f940\U0001f339\U0001f490\U0001f33a\U0001f337"
+            "\U0001f33c\U0001f33b\U0001f337\U0001f940",
+            "abcdefghijklm\U0001f49e\U0001f609\U0001f495\n\U0001f940\U0001f339\U0001f490\U0001f33a\U0001f337"
+            f"\U0001f33c{_MAX}",
+            32,
+        ),
+    ],
+)
+def test_string_max_statistics_are_truncated_as_delta_truncates_them(value, expected, prefix):
+    assert truncated_max_string(value, prefix) == expected
+
+
+def test_long_string_and_far_future_maxima_are_written_as_delta_writes_them():
+    """A max Delta would write is never left out: readers that take a missing max for no
+    rows (delta-rs's pyarrow dataset) would drop the file. The max of a long string gets a
+    tie-breaker; a timestamp max whose millisecond rounding would leave year 9999 is written
+    truncated (Delta's readers widen it by 1 ms, saturating)."""
+    long = "p" * 32
+    top = dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=dt.timezone.utc)
+    table = pa.table({"s": [long + "\U0001f600", long + "a"], "t": pa.array([top, top], pa.timestamp("us", tz="UTC"))})
+    collector = StatsCollector(table.schema)
+    collector.update(table)
+    stats = json.loads(collector.to_json())
+    assert stats["minValues"] == {"s": "p" * 32, "t": "9999-12-31T23:59:59.999Z"}
+    assert stats["maxValues"] == {"s": "p" * 32 + _MAX, "t": "9999-12-31T23:59:59.999Z"}

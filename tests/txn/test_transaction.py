@@ -391,6 +391,9 @@ def test_partition_filters_are_typed_and_validated() -> None:
     assert sorted(f.path for f in t.filter_files([("YEAR", "in", [9, "2020"])])) == ["y2020", "y9"]
     assert [f.path for f in t.filter_files([("year", "=", None)])] == ["yn"]
     assert sorted(f.path for f in t.filter_files([("year", "not in", [9])])) == ["y10", "y2020"]
+    # SQL: x NOT IN (9, NULL) is never true (null or false), x IN (9, NULL) only for 9
+    assert t.filter_files([("year", "not in", [9, None])]) == []
+    assert [f.path for f in t.filter_files([("year", "in", [9, None])])] == ["y9"]
     with pytest.raises(InvalidPartitionFilterError, match="'v' is not a partition column"):
         t.filter_files([("v", "=", 1)])
     with pytest.raises(InvalidPartitionFilterError, match="unknown operator"):

@@ -419,6 +419,21 @@ def _check_file_names(spark: SparkSession, df: DataFrame, files: FileList) -> No
         raise NativeReadUnsupportedError("Spark names the table's files differently than deltalog does")
 
 
+def _partition_frame(
+    spark: SparkSession, files: FileList, partition_columns: Sequence[str], types: Mapping[str, str], logical: Any
+) -> DataFrame:
+    """:func:`_partition_table` as a DataFrame typed as the table's columns (``logical``):
+    inferred from Arrow, a ``timestamp_ntz`` value would be read as a local time of the
+    session and shift by its offset."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    spark_types = {f.name: f.dataType for f in logical.fields}
+    schema = StructType(
+        [StructField(PARTITION_FILE_KEY, StringType()), *(StructField(c, spark_types[c]) for c in partition_columns)]
+    )
+    return spark.createDataFrame(_partition_table(files, partition_columns, types, spark_types), schema)
+
+
 def _partition_table(
     files: FileList,
     partition_columns: Sequence[str],
@@ -554,8 +569,7 @@ def _native_scan(
         read_schema = read_schema.add(StructField(name, LongType(), True))
     df = _scan_live_rows(spark, delta_log, files, read_schema, hive, join_partitions, positions)
     if join_partitions:
-        spark_types = {f.name: f.dataType for f in logical.fields}
-        pv = spark.createDataFrame(_partition_table(files, partition_columns, types, spark_types))
+        pv = _partition_frame(spark, files, partition_columns, types, logical)
         df = df.join(F.broadcast(pv), on=PARTITION_FILE_KEY, how="left")
     columns = _logical_columns(logical, partition_columns, physical, mode, df.schema)
     columns += [_quoted(name) for name in hidden]

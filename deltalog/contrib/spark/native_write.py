@@ -22,7 +22,8 @@ vectorized encoding, no Arrow hand-off) and then does in the driver what Delta's
    is part of the table. A failure before that deletes what this write put anywhere.
 
 Timestamps are written as ``TIMESTAMP_MICROS`` (as the Python writer writes them, so their
-footer statistics exist) instead of Spark's default INT96.
+footer statistics exist) instead of Spark's default INT96, and dates and timestamps in the
+proleptic Gregorian calendar whatever the session's ``datetimeRebaseModeInWrite``.
 
 The table's CHECK constraints, invariants and NOT NULL columns (the write spec's
 constraints) are checked by the write job itself, as Delta's ``DeltaInvariantCheckerExec``
@@ -70,9 +71,10 @@ log = logging.getLogger(__name__)
 #: ``false`` turns native writes off (every table-API write goes through Python tasks).
 NATIVE_WRITE = "deltalog.nativeWrite.enabled"
 _TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
+_REBASE_MODE = "spark.sql.parquet.datetimeRebaseModeInWrite"
 _conf_lock = threading.Lock()
-#: id(session) -> (native writes under way that set the timestamp type, the value before)
-_timestamp_users: dict[int, tuple[int, str | None]] = {}
+#: id(session) -> (native writes under way that set the datetime settings, their values before)
+_datetime_users: dict[int, tuple[int, dict[str, str | None]]] = {}
 
 
 def native_write_blocker(spark: SparkSession, spec: WriteSpec, columns: Sequence[str]) -> str | None:
@@ -231,41 +233,53 @@ def _spark_write(df: DataFrame, spec: WriteSpec, target: str) -> None:
         writer = writer.option("maxRecordsPerFile", spec.max_records_per_file)
     if spec.partition_columns:
         writer = writer.partitionBy(*_partition_directories(spec))
-    with _micros_timestamps(df.sparkSession, _has_timestamps(df.schema)):
+    with _datetime_encoding(df.sparkSession, _has_datetimes(df.schema)):
         writer.parquet(target)
 
 
+#: the session settings Spark's Parquet writer takes its timestamp encoding from, as every
+#: Delta reader expects them: microseconds (footer statistics exist, unlike INT96's), in the
+#: proleptic Gregorian calendar (a LEGACY session writes dates and timestamps before 1582
+#: rebased to the Julian calendar, which only Spark undoes: footer statistics, pyarrow and
+#: delta-rs would read them days off)
+_DATETIME_CONFS = {_TIMESTAMP_TYPE: "TIMESTAMP_MICROS", _REBASE_MODE: "CORRECTED"}
+
+
 @contextmanager
-def _micros_timestamps(spark: SparkSession, needed: bool) -> Iterator[None]:
-    """Spark's Parquet writer takes the timestamp type from the session only: when the rows
-    hold timestamps (``needed``), set it to ``TIMESTAMP_MICROS`` for the write, and back
-    after the last native write of the session that needed it."""
+def _datetime_encoding(spark: SparkSession, needed: bool) -> Iterator[None]:
+    """Spark's Parquet writer takes the timestamp type and calendar from the session only:
+    when the rows hold dates or timestamps (``needed``), set :data:`_DATETIME_CONFS` for
+    the write, and back after the last native write of the session that needed them."""
     if not needed:
         yield
         return
     key = id(spark)
     with _conf_lock:
-        if key not in _timestamp_users:
-            _timestamp_users[key] = (0, spark.conf.get(_TIMESTAMP_TYPE, None))
-            spark.conf.set(_TIMESTAMP_TYPE, "TIMESTAMP_MICROS")
-        users, before = _timestamp_users[key]
-        _timestamp_users[key] = (users + 1, before)
+        if key not in _datetime_users:
+            _datetime_users[key] = (0, {k: spark.conf.get(k, None) for k in _DATETIME_CONFS})
+            for k, v in _DATETIME_CONFS.items():
+                spark.conf.set(k, v)
+        users, before = _datetime_users[key]
+        _datetime_users[key] = (users + 1, before)
     try:
         yield
     finally:
         with _conf_lock:
-            users, before = _timestamp_users.pop(key)
+            users, before = _datetime_users.pop(key)
             if users > 1:
-                _timestamp_users[key] = (users - 1, before)
-            elif before is None:
-                spark.conf.unset(_TIMESTAMP_TYPE)
+                _datetime_users[key] = (users - 1, before)
             else:
-                spark.conf.set(_TIMESTAMP_TYPE, before)
+                for k, previous in before.items():
+                    if previous is None:
+                        spark.conf.unset(k)
+                    else:
+                        spark.conf.set(k, previous)
 
 
-def _has_timestamps(data_type: Any) -> bool:
-    """Whether a Spark type holds a ``timestamp`` (with time zone) anywhere."""
-    return '"timestamp"' in data_type.json()
+def _has_datetimes(data_type: Any) -> bool:
+    """Whether a Spark type holds a ``date`` or a ``timestamp`` (with time zone) anywhere."""
+    text = data_type.json()
+    return '"timestamp"' in text or '"date"' in text
 
 
 def _staged_files(fs: pafs.FileSystem, staging: str) -> list[pafs.FileInfo]:

@@ -13,6 +13,7 @@ Spark evaluates every filter again on the rows, so pruning only ever saves work.
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import json
 import logging
 import math
@@ -90,6 +91,15 @@ def _comparable(value: Any, type_name: str) -> Any:
     return value
 
 
+def _literal(value: Any, type_name: str) -> Any:
+    """A term's literal as Spark compares it with a column of ``type_name``: a fraction
+    written as ``0.1`` is the decimal 0.1 (the parser hands it over as the double nearest
+    to it). (Spark compares a float column with an integer as doubles, as the bounds are.)"""
+    if isinstance(value, float) and math.isfinite(value) and type_name.startswith("decimal"):
+        return decimal.Decimal(repr(value))
+    return _comparable(value, type_name)
+
+
 def _max_stat(hi: Any, type_name: str) -> Any:
     """The max statistic as an upper bound: timestamps are written truncated to
     milliseconds, so Delta's ``DataSkippingReader`` widens their max by 1 ms (saturating)."""
@@ -151,11 +161,11 @@ def bounds_may_match(
     hi = _comparable(hi, type_name)
     try:
         if op == "in":
-            candidates = [_comparable(v, type_name) for v in value if v is not None]
+            candidates = [_literal(v, type_name) for v in value if v is not None]
             if not candidates:
                 return False
             return any((lo is None or c >= lo) and (hi is None or c <= hi) for c in candidates)
-        v = _comparable(value, type_name)
+        v = _literal(value, type_name)
         if v is None:
             return True
         if op == "=":
@@ -233,7 +243,8 @@ def plan_files(
                 continue
         if data_terms and add.stats:
             try:
-                stats = json.loads(add.stats)
+                # decimals exactly: a double can round a max below the file's largest value
+                stats = json.loads(add.stats, parse_float=decimal.Decimal)
             except ValueError:
                 stats = {}
             if not all(_may_match(add, stats, term, type_name) for term, type_name in stats_terms):

@@ -132,7 +132,7 @@ def _json_friendly(dt: Any) -> pa.DataType | None:
     if isinstance(dt, (ArrayType, MapType)):
         return None
     if isinstance(dt, DecimalType):
-        return pa.float64()
+        return to_arrow_type(dt)  # read from the JSON number exactly, never through a double
     assert isinstance(dt, PrimitiveType)
     if dt.name in ("date", "timestamp", "timestamp_ntz"):
         return pa.string()

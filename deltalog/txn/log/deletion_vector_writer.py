@@ -22,6 +22,7 @@ file) that the command deletes; :func:`mark_rows_deleted` then
 
 from __future__ import annotations
 
+import decimal
 import json
 import random
 import string
@@ -41,6 +42,7 @@ from deltalog.txn.log.deletion_vectors import (
 )
 from deltalog.txn.protocol.actions import Action, AddFile, DeletionVectorDescriptor
 from deltalog.txn.protocol.errors import InvalidTableStateError
+from deltalog.txn.protocol.file_stats import stats_json
 
 if TYPE_CHECKING:
     from deltalog.logstores.base import LogStore
@@ -168,7 +170,8 @@ def widen_stats(stats: str | None, num_records: int, old_cardinality: int) -> st
     bounds were tight, a column whose ``nullCount`` equals the logical row count (all its
     live rows null) gets the physical row count, which stays true whatever rows the new
     DV deletes. Stats without ``numRecords`` get it (``num_records``)."""
-    parsed: dict[str, Any] = json.loads(stats) if stats else {}
+    # decimals stay exact: a double would round their bounds
+    parsed: dict[str, Any] = json.loads(stats, parse_float=decimal.Decimal) if stats else {}
     was_tight = parsed.get("tightBounds") is True
     logical = num_records - old_cardinality
     if was_tight and isinstance(parsed.get("nullCount"), dict):
@@ -181,7 +184,7 @@ def widen_stats(stats: str | None, num_records: int, old_cardinality: int) -> st
         parsed["nullCount"] = widen(parsed["nullCount"])
     parsed.setdefault("numRecords", num_records)
     parsed["tightBounds"] = False
-    return json.dumps(parsed, separators=(",", ":"))
+    return stats_json(parsed)
 
 
 @dataclass

@@ -5,10 +5,11 @@ writing its own files). Collected batch by batch with pyarrow compute, for the l
 the table's :class:`~deltalog.txn.protocol.stats_columns.StatsColumns` names
 (``delta.dataSkippingStatsColumns``, else the first ``delta.dataSkippingNumIndexedCols``),
 as Delta's ``StatisticsCollection`` does: build the collector of a file of a table with
-:meth:`StatsCollector.for_table`. Strings keep a 32-character prefix as the minimum; a
-maximum longer than that is left out (a missing bound never wrongly skips a file).
-Timestamps are written with millisecond precision, the minimum rounded down and the maximum
-rounded up.
+:meth:`StatsCollector.for_table`. Strings keep a 32-character prefix as the minimum and a
+longer maximum is truncated with a tie-breaker above every string of its prefix
+(:func:`truncated_max_string`, Delta's ``truncateMaxStringAgg``). Timestamps are written
+with millisecond precision, the minimum rounded down and the maximum rounded up (truncated
+where rounding up would leave year 9999: readers widen it by 1 ms, as Delta's do).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from deltalog.txn.protocol.stats_columns import StatsColumns
 if TYPE_CHECKING:
     from deltalog.txn.protocol.actions import Metadata
 
-__all__ = ["STRING_PREFIX_LENGTH", "StatsCollector"]
+__all__ = ["STRING_PREFIX_LENGTH", "StatsCollector", "stats_json", "truncated_max_string"]
 
 STRING_PREFIX_LENGTH = 32
 
@@ -82,9 +83,10 @@ def _json_value(value: Any, t: pa.DataType, is_max: bool) -> Any:
                 value = value.astimezone(dt.timezone.utc)
             micros = value.microsecond
             value = value.replace(microsecond=(micros // 1000) * 1000)
-            if is_max and micros % 1000:
-                if value > dt.datetime.max.replace(tzinfo=value.tzinfo) - dt.timedelta(milliseconds=1):
-                    return None  # rounding up leaves year 9999: no upper bound (never skips)
+            top = dt.datetime.max.replace(tzinfo=value.tzinfo) - dt.timedelta(milliseconds=1)
+            if is_max and micros % 1000 and value <= top:
+                # rounded up; in the last millisecond of 9999 truncated as Delta writes every
+                # max, which readers widen by 1 ms (saturating)
                 value = value + dt.timedelta(milliseconds=1)
             text = value.replace(tzinfo=None).isoformat(timespec="milliseconds")
             return text + ("Z" if t.tz is not None else "")
@@ -92,14 +94,48 @@ def _json_value(value: Any, t: pa.DataType, is_max: bool) -> Any:
     if pa.types.is_date(t):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
-        return float(value) if value != value.to_integral_value() else int(value)
+        return value  # every digit, as Delta writes it (a double rounds a max below the values)
     if isinstance(value, float):
         return None if math.isnan(value) or math.isinf(value) else value
     if isinstance(value, str):
-        if len(value) > STRING_PREFIX_LENGTH:
-            return None if is_max else value[:STRING_PREFIX_LENGTH]
-        return value
+        if is_max:
+            return truncated_max_string(value, STRING_PREFIX_LENGTH)
+        return value[:STRING_PREFIX_LENGTH]  # code points, as Spark's ``substring``
     return value
+
+
+#: Delta's tie-breakers: the largest code point, and DEL when the truncated character is ASCII
+_MAX_CHARACTER, _ASCII_MAX_CHARACTER = "\U0010ffff", "\x7f"
+
+
+def truncated_max_string(value: str, prefix_length: int) -> str | None:
+    """Delta's ``truncateMaxStringAgg``: ``value`` cut to ``prefix_length`` UTF-16 units (a
+    surrogate pair kept whole) plus a tie-breaker above the first character cut off, so the
+    result bounds every string the prefix starts (UTF-8 order, as Spark compares); None
+    (no bound) when no such string of at most twice the prefix exists. Lengths count
+    UTF-16 units, as in Delta's Java strings."""
+    units = value.encode("utf-16-le", "surrogatepass")
+    count = len(units) // 2
+    if count <= prefix_length:
+        return value
+    if prefix_length <= 0:
+        return None
+
+    def unit(i: int) -> int:
+        return int.from_bytes(units[2 * i : 2 * i + 2], "little")
+
+    length = prefix_length + (0xD800 <= unit(prefix_length - 1) < 0xDC00 <= unit(prefix_length) < 0xE000)
+    while length <= 2 * prefix_length:
+        if length >= count:
+            return value
+        prefix = units[: 2 * length].decode("utf-16-le")
+        if value[len(prefix) :].startswith(_MAX_CHARACTER):
+            length += 2  # the largest character cannot be bounded by a tie-breaker: keep it
+        elif unit(length) < ord(_ASCII_MAX_CHARACTER):
+            return prefix + _ASCII_MAX_CHARACTER
+        else:
+            return prefix + _MAX_CHARACTER
+    return None
 
 
 class StatsCollector:
@@ -207,7 +243,18 @@ class StatsCollector:
         }
         if tight_bounds is not None:
             stats["tightBounds"] = tight_bounds
-        return json.dumps(stats, separators=(",", ":"), ensure_ascii=False)
+        return stats_json(stats)
+
+
+def stats_json(value: Any) -> str:
+    """Statistics ``value`` as compact JSON, decimals as exact JSON numbers (``json`` writes them only
+    through ``float``): ``str`` of a :class:`~decimal.Decimal` is Java's
+    ``BigDecimal.toString``, the text Delta's statistics hold."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{stats_json(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _put(target: dict[str, Any], path: Sequence[str], value: Any) -> None:

@@ -129,6 +129,8 @@ class _Term:
     op: str
     value: Any  # converted; a frozenset/tuple for in / not in; None for null tests
     convert: Callable[[Any], Any]
+    #: a NULL among the values of ``not in``: SQL's ``x NOT IN (.., NULL)`` is never true
+    null_listed: bool = False
 
     def holds(self, partition_values: Mapping[str, str | None]) -> bool:
         raw = partition_values.get(self.column)
@@ -149,7 +151,7 @@ class _Term:
         if self.op == "in":
             return current in self.value
         if self.op == "not in":
-            return current not in self.value
+            return not self.null_listed and current not in self.value
         return _COMPARE[self.op](current, self.value)
 
 
@@ -201,7 +203,8 @@ class PartitionPredicate:
                 raise InvalidPartitionFilterError(
                     f"cannot compare {value!r} with partition column {column!r} of type {column_types[column]}: {exc}"
                 ) from exc
-            terms.append(_Term(column, op, converted, convert))
+            null_listed = op == "not in" and any(v is None for v in value)
+            terms.append(_Term(column, op, converted, convert, null_listed))
         self._terms = tuple(terms)
 
     @property
