@@ -30,7 +30,7 @@ from typing import Any
 from bench.report import Result
 
 WORKLOADS = ("1-row append incl. Parquet write (median)", "1-row append incl. Parquet write (p95)")
-ITERATIONS = {"small": 40, "full": 300}
+ITERATIONS = {"small": 15, "full": 300}
 WARMUP = 5
 #: Each side runs in this many alternating rounds (fresh process each, same table), so both
 #: see the same machine load over time.

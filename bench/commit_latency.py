@@ -39,7 +39,7 @@ from bench.append_1row import (
 from bench.report import Result
 
 WORKLOADS = ("blind-append commit, file pre-written (median)", "blind-append commit, file pre-written (p95)")
-ITERATIONS = {"small": 60, "full": 500}
+ITERATIONS = {"small": 20, "full": 500}
 
 
 def _worker(side: str, path: str, n: int) -> dict[str, Any]:

@@ -126,7 +126,7 @@ def main() -> int:
 # -- the ``python -m bench`` protocol (bench/report.py) -----------------------------------
 
 WORKLOADS = ("PySpark DELETE 1% of a 1M-row file: deletion vectors vs copy-on-write",)
-SIZES = {"small": (200_000, 2), "full": (1_000_000, 3)}
+SIZES = {"small": (50_000, 1), "full": (1_000_000, 3)}
 
 
 def run(size: str) -> list[object]:

@@ -232,7 +232,7 @@ WORKLOADS = (
     "PySpark native read: column-mapped table",
     "PySpark native read: planning a many-file table (100k files at size full)",
 )
-SIZES = {"small": (200_000, 1, 20_000), "full": (10_000_000, 3, 100_000)}
+SIZES = {"small": (50_000, 1, 2_000), "full": (10_000_000, 3, 100_000)}
 
 
 def run(size: str) -> list[object]:

@@ -123,7 +123,7 @@ WORKLOADS = (
     "PySpark local[2] write through the deltalog data source",
     "PySpark local[2] write_table (Spark's own Parquet writer)",
 )
-SIZES = {"small": (200_000, 2), "full": (5_000_000, 3)}
+SIZES = {"small": (50_000, 1), "full": (5_000_000, 3)}
 
 
 def run(size: str) -> list[object]:
