@@ -26,6 +26,7 @@ from deltalog.contrib.spark.row_groups import row_group_offsets, row_groups_in_r
 from deltalog.contrib.spark.scan import Term
 from deltalog.contrib.spark.schemas import physical_names, top_level_types
 from deltalog.logstores.base import LogStore, LogStoreSpec
+from deltalog.txn.log.calendar_rebase import rebase_spec, rebase_table
 from deltalog.txn.log.data_files import open_data_file
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor, absolute_path
 
@@ -260,6 +261,9 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
             table = pf.read_row_groups(groups, columns=read_cols, use_threads=False)
         else:
             table = pf.schema_arrow.empty_table().select(read_cols)
+        rebase = rebase_spec(metadata.metadata)
+        if rebase is not None:
+            table = rebase_table(table, pf, rebase, uri)
     offsets = row_group_offsets(metadata)
     num_rows = table.num_rows if read_cols else sum(offsets[g + 1] - offsets[g] for g in groups)
     tracking = None

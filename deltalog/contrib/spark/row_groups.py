@@ -11,7 +11,9 @@ every row group is read by exactly one task.
 row can match, with the test file skipping uses (:func:`~deltalog.contrib.spark.scan.bounds_may_match`).
 Parquet writers leave NaN out of a float column's min/max, and Spark orders NaN above
 every number, so a float max never bounds a row group; INT96 statistics (no defined
-order) are never used. A row group is kept whenever its statistics are missing.
+order) are never used, nor are date and timestamp statistics of a file written in Spark's legacy
+hybrid calendar (:mod:`~deltalog.txn.log.calendar_rebase`). A row group is kept whenever its
+statistics are missing.
 """
 
 from __future__ import annotations
@@ -21,11 +23,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.scan import Term, bounds_may_match, stats_column
+from deltalog.txn.log.calendar_rebase import rebase_spec
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
 __all__ = ["row_group_offsets", "row_groups_in_range", "row_groups_may_match"]
+
+#: Types whose footer bounds a file in Spark's legacy hybrid calendar holds in that calendar.
+_REBASED_TYPES = frozenset({"date", "timestamp"})
 
 
 def _starting_position(rg: pq.RowGroupMetaData) -> int:
@@ -92,10 +98,13 @@ def row_groups_may_match(
         return list(row_groups)
     schema = metadata.schema
     leaves = {schema.column(j).path: j for j in range(len(schema))}
+    rebase = rebase_spec(metadata.metadata)
     located = []
     for term in terms:
         name, type_name = stats_column(term[0], column_types, physical_names or {})
         index = leaves.get(name)
+        if rebase is not None and rebase.datetime and type_name in _REBASED_TYPES:
+            continue  # bounds in the legacy calendar: not the values Spark reads
         # a column not in the file, not a leaf or not in the schema: no statistics
         if index is not None and type_name is not None:
             located.append((term, index, schema.column(index).physical_type, type_name))

@@ -63,6 +63,7 @@ from deltalog.txn.commands.clustering import clustering_plan, is_clustered
 from deltalog.txn.commands.hilbert import hilbert_order
 from deltalog.txn.commit.commit_errors import DeltaConcurrentModificationError
 from deltalog.txn.commit.operations import Optimize, Reorg
+from deltalog.txn.log.calendar_rebase import rebase_batch, rebase_spec
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS, open_data_file
 from deltalog.txn.log.deletion_vectors import read_deletion_vector
 from deltalog.txn.protocol import row_tracking
@@ -338,8 +339,11 @@ class _Compactor:
         try:
             with open_data_file(self.fs, self.store.fs_path(uri)) as reader:
                 formats.append(_input_format(reader.metadata))
+                rebase = rebase_spec(reader.metadata.metadata)
                 offset = 0
                 for raw in reader.iter_batches(batch_size=65536, use_threads=arrow_threads_allowed(self.fs)):
+                    if rebase is not None:
+                        raw = rebase_batch(raw, reader, rebase, uri)
                     n = raw.num_rows
                     batch = self._with_row_tracking(f, raw, _conform(raw, self.schema, uri), offset)
                     if deleted is not None and len(deleted):

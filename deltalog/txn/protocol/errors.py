@@ -21,6 +21,7 @@ __all__ = [
     "InvalidSchemaChangeError",
     "InvalidSchemaError",
     "InvalidTableStateError",
+    "LegacyCalendarRebaseError",
     "NonContiguousVersionsError",
     "RowTrackingError",
     "SchemaMismatchError",
@@ -86,6 +87,22 @@ class CorruptLogError(DeltaLogError):
         super().__init__(f"corrupt Delta log file {path}: {problem}")
         self.path = path
         self.problem = problem
+
+
+class LegacyCalendarRebaseError(DeltaLogError):
+    """A data file written in Spark's legacy hybrid calendar holds timestamps deltalog cannot
+    rebase exactly as Spark does (a region time zone before 1900 without PySpark installed,
+    whose rebase table deltalog reads): read the table through Spark's own reader."""
+
+    def __init__(self, path: str, zone: str, detail: str) -> None:
+        super().__init__(
+            f"the data file {path} was written by Spark in its legacy hybrid calendar (time zone {zone!r}) and "
+            f"{detail}; Spark rebases such values with its own rebase table, which deltalog reads from an "
+            "installed PySpark. Install pyspark, or read the table with Spark's reader "
+            "(read_table(..., native=True))."
+        )
+        self.path = path
+        self.zone = zone
 
 
 class DataFileNotFoundError(DeltaLogError, FileNotFoundError):
