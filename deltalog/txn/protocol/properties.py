@@ -234,6 +234,19 @@ class TableProperties:
         return self._bool("delta.enableTypeWidening", False)
 
     @property
+    def require_checkpoint_protection_before_version(self) -> int:
+        """``delta.requireCheckpointProtectionBeforeVersion`` (0 when unset): the version the
+        ``checkpointProtection`` feature protects the checkpoints before."""
+        value = self._int("delta.requireCheckpointProtectionBeforeVersion")
+        if value is None:
+            return 0
+        if value < 0:
+            raise InvalidPropertyError(
+                f"delta.requireCheckpointProtectionBeforeVersion={value} needs to be greater or equal to zero"
+            )
+        return value
+
+    @property
     def symlink_format_manifest_enabled(self) -> bool:
         """``delta.compatibility.symlinkFormatManifest.enabled``: keep the manifests up to date."""
         return self._bool("delta.compatibility.symlinkFormatManifest.enabled", False)
@@ -278,5 +291,6 @@ class TableProperties:
             "column_mapping_mode",
             "enable_deletion_vectors",
             "enable_in_commit_timestamps",
+            "require_checkpoint_protection_before_version",
         ):
             getattr(self, name)
