@@ -46,7 +46,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from deltalog.durations import parse_interval
 from deltalog.txn.commit.operations import (
     AddDeletionVectorsTombstones,
     DropTableFeature,
@@ -69,6 +68,7 @@ from deltalog.txn.protocol.checkpoint_protection import PROPERTY, checkpoint_pro
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.feature_removal import REMOVABLE, dependent_features, protocol_without
 from deltalog.txn.protocol.features import FEATURES, protocol_features
+from deltalog.txn.protocol.properties import ALIASES
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
@@ -90,7 +90,6 @@ log = logging.getLogger(__name__)
 
 #: Delta's ``NUMBER_OF_BARRIER_CHECKPOINTS``
 BARRIER_CHECKPOINTS = 3
-TRUNCATE_RETENTION_KEY = "delta.dropFeatureTruncateHistory.retentionDuration"
 
 #: rewrites the files with deletion vectors of the latest version (REORG ... APPLY (PURGE))
 Purge = Callable[["DeltaLog"], object]
@@ -208,13 +207,12 @@ def drop_invariants_hold(name: str, snapshot: Snapshot) -> bool:
         checkpoint = None if snapshot.segment is None else snapshot.segment.checkpoint
         return props.checkpoint_policy != "v2" and (checkpoint is None or checkpoint.kind != "v2")
     if name == "inCommitTimestamp":
-        config = snapshot.metadata.configuration
-        provenance = ("delta.inCommitTimestampEnablementVersion", "delta.inCommitTimestampEnablementTimestamp")
-        return not props.enable_in_commit_timestamps and not any(k in config for k in provenance)
+        provenance = (props.in_commit_timestamp_enablement_version, props.in_commit_timestamp_enablement_timestamp)
+        return not props.enable_in_commit_timestamps and provenance == (None, None)
     if name == "checkConstraints":
         return not props.check_constraints
     if name == "checkpointProtection":
-        return PROPERTY not in snapshot.metadata.configuration
+        return props.get(PROPERTY) is None
     return True  # vacuumProtocolCheck leaves no trace
 
 
@@ -305,12 +303,9 @@ def _drop_in_commit_timestamps(delta_log: DeltaLog) -> bool:
     snapshot = delta_log.update()
     if drop_invariants_hold("inCommitTimestamp", snapshot):
         return False
-    config = snapshot.metadata.configuration
-    changes: dict[str, str | None] = {
-        k: None
-        for k in ("delta.inCommitTimestampEnablementTimestamp", "delta.inCommitTimestampEnablementVersion")
-        if k in config
-    }
+    provenance = ("delta.inCommitTimestampEnablementTimestamp", "delta.inCommitTimestampEnablementVersion")
+    names = [name for key in provenance for name in (key, *ALIASES.get(key, ()))]
+    changes: dict[str, str | None] = {name: None for name in names if name in snapshot.metadata.configuration}
     if snapshot.properties.enable_in_commit_timestamps:
         changes["delta.enableInCommitTimestamps"] = "false"
     _set_properties(delta_log, changes, unset=True)
@@ -345,14 +340,14 @@ def _pre_downgrade(delta_log: DeltaLog, name: str, purge: Purge | None, now_ms: 
 
 
 def _truncate_retention_ms(snapshot: Snapshot) -> int:
-    raw = snapshot.properties.get(TRUNCATE_RETENTION_KEY, "interval 24 hours") or "interval 24 hours"
-    return int(parse_interval(raw).total_seconds() * 1000)
+    return int(snapshot.properties.drop_feature_truncate_history_retention.total_seconds() * 1000)
 
 
 def _retention_text(snapshot: Snapshot) -> str:
-    retention = snapshot.properties.get(TRUNCATE_RETENTION_KEY) or "24 hours"
+    retention = snapshot.properties.drop_feature_truncate_history_retention
+    hours = retention.total_seconds() / 3600
     return (
-        f"Please wait for the TRUNCATE HISTORY retention period to expire ({retention}) and then run "
+        f"Please wait for the TRUNCATE HISTORY retention period to expire ({hours:g} hours) and then run "
         "the command again with truncateHistory=True (ALTER TABLE ... DROP FEATURE ... TRUNCATE HISTORY)."
     )
 
@@ -405,7 +400,7 @@ def _truncate_protected_history(delta_log: DeltaLog, now_ms: int) -> None:
                 msg,
                 "checkpointProtection",
             )
-    if PROPERTY in delta_log.update().metadata.configuration:
+    if delta_log.update().properties.get(PROPERTY) is not None:
         _set_properties(delta_log, {PROPERTY: None}, unset=True)
 
 

@@ -20,6 +20,7 @@ import dataclasses
 
 from deltalog.txn.protocol.actions import Metadata, Protocol
 from deltalog.txn.protocol.features import check_write_supported, protocol_features
+from deltalog.txn.protocol.properties import REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION
 
 __all__ = [
     "FEATURE",
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 FEATURE = "checkpointProtection"
-PROPERTY = "delta.requireCheckpointProtectionBeforeVersion"
+PROPERTY = REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION
 
 
 def checkpoint_protection_version(protocol: Protocol, metadata: Metadata) -> int:

@@ -24,7 +24,17 @@ from deltalog.durations import parse_interval as _parse_calendar_interval
 from deltalog.txn.protocol.column_identifiers import ColumnList, parse_column_list
 from deltalog.txn.protocol.errors import DeltaLogError
 
-__all__ = ["ALIASES", "InvalidPropertyError", "TableProperties", "parse_bool", "parse_interval"]
+__all__ = [
+    "ALIASES",
+    "REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION",
+    "InvalidPropertyError",
+    "TableProperties",
+    "parse_bool",
+    "parse_interval",
+]
+
+#: ``checkpointProtection``'s property (Delta's ``REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION``)
+REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION = "delta.requireCheckpointProtectionBeforeVersion"
 
 
 class InvalidPropertyError(DeltaLogError, ValueError):
@@ -237,13 +247,21 @@ class TableProperties:
     def require_checkpoint_protection_before_version(self) -> int:
         """``delta.requireCheckpointProtectionBeforeVersion`` (0 when unset): the version the
         ``checkpointProtection`` feature protects the checkpoints before."""
-        value = self._int("delta.requireCheckpointProtectionBeforeVersion")
+        value = self._int(REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION)
         if value is None:
             return 0
         if value < 0:
             raise InvalidPropertyError(
-                f"delta.requireCheckpointProtectionBeforeVersion={value} needs to be greater or equal to zero"
+                f"{REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION}={value} needs to be greater or equal to zero"
             )
+        return value
+
+    @property
+    def drop_feature_truncate_history_retention(self) -> timedelta:
+        """``delta.dropFeatureTruncateHistory.retentionDuration`` (24 hours): the log retention
+        of ``DROP FEATURE ... TRUNCATE HISTORY``."""
+        value = self._interval("delta.dropFeatureTruncateHistory.retentionDuration", "interval 24 hours")
+        assert value is not None
         return value
 
     @property
