@@ -10,6 +10,7 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
+import deltalake
 import pytest
 
 from deltalog.errors import UnsupportedFeatureError
@@ -89,6 +90,7 @@ def test_fast_drop_of_deletion_vectors_then_writes_checkpoints_and_cleanup(
     assert _log_files(log, ".json")[0] == 7 and _log_files(log, ".checkpoint") == [7, 8, 9, 10]
     for v in range(7, 11):
         assert read_ids(log, v) == ([2, 4, 9] if v == 10 else [2, 4])
+    assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("id").to_pylist()) == [2, 4, 9]
 
 
 def test_checkpoint_of_a_protected_version_needs_its_protocol(tmp_path: Path) -> None:
@@ -185,3 +187,4 @@ def test_writer_feature_drop_and_truncate_history_paths(tmp_path: Path) -> None:
     snap = log.update()
     assert snap.protocol.writer_features is None and PROPERTY not in snap.metadata.configuration
     assert _log_files(log, ".json")[0] >= boundary and read_ids(log) == [2, 4]
+    assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("id").to_pylist()) == [2, 4]

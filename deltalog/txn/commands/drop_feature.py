@@ -320,7 +320,7 @@ def _pre_downgrade(delta_log: DeltaLog, name: str, purge: Purge | None, now_ms: 
     if name == "inCommitTimestamp":
         return _drop_in_commit_timestamps(delta_log)
     if name == "v2Checkpoint":
-        if snapshot.properties.checkpoint_policy != "v2":
+        if drop_invariants_hold(name, snapshot):
             return False
         _set_properties(delta_log, {"delta.checkpointPolicy": "classic"}, unset=False)
         return True
