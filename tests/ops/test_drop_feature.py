@@ -14,6 +14,7 @@ import deltalake
 import pytest
 
 from deltalog.errors import UnsupportedFeatureError
+from deltalog.txn.commands.alter import set_table_properties
 from deltalog.txn.commands.drop_feature import (
     DropFeatureUnsupportedError,
     DropFeatureWaitForRetentionError,
@@ -129,6 +130,14 @@ def test_drop_commit_moves_its_protected_version_past_winners(tmp_path: Path) ->
     txn.downgrade_protocol(protocol_without(txn.snapshot.protocol, "checkpointProtection"), lambda s: s.num_files < 2)
     append(log, [2], "a")
     with pytest.raises(DropFeatureConflictError, match="version 3"):
+        txn.commit([], Write())
+    # the re-check comes before the metadata check, as in Delta's checkProtocolCompatibility
+    log = create(str(tmp_path / "u"))
+    txn = log.start_transaction()
+    txn.update_metadata(txn.snapshot.metadata)
+    txn.downgrade_protocol(Protocol(1, 1), lambda s: s.properties.checkpoint_interval == 10)
+    set_table_properties(log, {"delta.checkpointInterval": "5"})
+    with pytest.raises(DropFeatureConflictError, match="version 1"):
         txn.commit([], Write())
 
 

@@ -399,14 +399,22 @@ class OptimisticTransaction:
 
         return [with_checkpoint_protection(a, version) if isinstance(a, Metadata) else a for a in actions]
 
-    def _revalidate_drop(self, snapshot: Snapshot, winner: WinningCommit) -> None:
-        if self._drop_revalidation is not None and not self._drop_revalidation(snapshot):
+    def _revalidate_drop(self, snapshot: Snapshot, winner: WinningCommit) -> Snapshot | None:
+        """A feature drop re-checks the state after ``winner`` (on top of ``snapshot``) right
+        after the protocol step of conflict checking, before the metadata one (Delta's
+        ``checkProtocolCompatibility``); a winner that changes the protocol fails the drop
+        there anyway. Returns that state, or None when nothing was checked."""
+        if self._drop_revalidation is None or winner.protocol is not None:
+            return None
+        after = snapshot.apply(winner.version, winner.actions, _commit_time(winner))
+        if not self._drop_revalidation(after):
             raise DropFeatureConflictError(
                 "the table uses the dropped feature again",
                 winning_version=winner.version,
                 winning_operation=winner.operation,
                 table=self.delta_log.table_uri,
             )
+        return after
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -923,10 +931,10 @@ class OptimisticTransaction:
                 stats.resolved_by_txn_id = True
                 stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
                 return self._result(version, winner_actions, loop.snapshot, stats)
+            after = self._revalidate_drop(loop.snapshot, winner)
             check_conflicts(loop.conflict_info, winner)
             stats.winning_versions_checked.append(version)
-            loop.snapshot = loop.snapshot.apply(version, winner_actions, _commit_time(winner))
-            self._revalidate_drop(loop.snapshot, winner)
+            loop.snapshot = after or loop.snapshot.apply(version, winner_actions, _commit_time(winner))
         self.delta_log.install_snapshot(loop.snapshot)
         stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
         loop.version = winners[-1] + 1
