@@ -4,14 +4,14 @@ RFC ``protocol_rfcs/checkpoint-protection.md``).
 Delta adds it when a feature is dropped without truncating history: the checkpoints written
 just before the drop hide the commits that still use the dropped feature from older
 readers, and ``delta.requireCheckpointProtectionBeforeVersion`` (the version of the drop
-commit) keeps them in place. A writer of such a table
+commit) keeps them in place. A writer of such a table, by the RFC's requirements:
 
-a) never removes a checkpoint before that version unless the cleanup removes the commits
-   behind it too (deltalog's cleanup only ever truncates up to a complete checkpoint it
-   keeps, Delta's ``checkpointExistsAtCleanupBoundary``);
+a, c) removes checkpoints and commits before that version only together, up to a complete
+   checkpoint it keeps (deltalog's cleanup never ends anywhere else: Delta's
+   ``checkpointExistsAtCleanupBoundary`` case of ``metadataCleanupAllowed``);
 b) never writes a checkpoint of a version before it whose protocol it cannot write
    (:func:`check_checkpoint_allowed`);
-c) removes commits before the checkpoints of the same version (``txn.log.cleanup``).
+d) deletes the commits before the checkpoints (``deltalog.txn.log.cleanup``).
 """
 
 from __future__ import annotations
