@@ -51,6 +51,15 @@ if TYPE_CHECKING:
     )
     from deltalog.txn.commands.clone import CloneSourceFilesMissingError, CloneTargetNotEmptyError
     from deltalog.txn.commands.convert import ConvertToDeltaError
+    from deltalog.txn.commands.drop_feature import (
+        DropFeatureError,
+        DropFeatureHistoricalVersionsExistError,
+        DropFeatureUnsupportedError,
+        DropFeatureWaitForRetentionError,
+        FeatureNotPresentError,
+        FeatureNotRemovableError,
+        FeatureStillInUseError,
+    )
     from deltalog.txn.commands.optimize import OptimizeError
     from deltalog.txn.commands.restore import RestoreMissingFilesError, RestoreToLatestVersionError
     from deltalog.txn.commands.vacuum import VacuumRetentionError
@@ -65,6 +74,7 @@ if TYPE_CHECKING:
         ConcurrentWriteError,
         ConstraintsNotCheckedError,
         DeltaConcurrentModificationError,
+        DropFeatureConflictError,
         DuplicateFileActionError,
         InvalidMetadataError,
         InvalidTransactionError,
@@ -183,6 +193,7 @@ _HOMES: dict[str, str] = {
     "ConcurrentWriteError": "deltalog.txn.commit.commit_errors",
     "MetadataChangedError": "deltalog.txn.commit.commit_errors",
     "ProtocolChangedError": "deltalog.txn.commit.commit_errors",
+    "DropFeatureConflictError": "deltalog.txn.commit.commit_errors",
     # commit locks
     "CommitLockError": "deltalog.txn.commit.locks.errors",
     "CommitLockConfigError": "deltalog.txn.commit.locks.errors",
@@ -202,6 +213,13 @@ _HOMES: dict[str, str] = {
     "CloneSourceFilesMissingError": "deltalog.txn.commands.clone",
     "VacuumRetentionError": "deltalog.txn.commands.vacuum",
     "VacuumInventoryError": "deltalog.txn.commands.vacuum_listing",
+    "DropFeatureError": "deltalog.txn.commands.drop_feature",
+    "DropFeatureHistoricalVersionsExistError": "deltalog.txn.commands.drop_feature",
+    "DropFeatureUnsupportedError": "deltalog.txn.commands.drop_feature",
+    "DropFeatureWaitForRetentionError": "deltalog.txn.commands.drop_feature",
+    "FeatureNotPresentError": "deltalog.txn.commands.drop_feature",
+    "FeatureNotRemovableError": "deltalog.txn.commands.drop_feature",
+    "FeatureStillInUseError": "deltalog.txn.commands.drop_feature",
     # PySpark integration (no pyspark import)
     "DeltaSparkError": "deltalog.contrib.spark.errors",
     "CastOverflowError": "deltalog.contrib.spark.errors",
@@ -260,7 +278,15 @@ __all__ = [
     "DeltaSourceSchemaChangedError",
     "DeltaSourceTableChangedError",
     "DeltaSparkError",
+    "DropFeatureConflictError",
+    "DropFeatureError",
+    "DropFeatureHistoricalVersionsExistError",
+    "DropFeatureUnsupportedError",
+    "DropFeatureWaitForRetentionError",
     "DuplicateFileActionError",
+    "FeatureNotPresentError",
+    "FeatureNotRemovableError",
+    "FeatureStillInUseError",
     "FileAlreadyExistsError",
     "GeneratedColumnConstraintViolationError",
     "IdentityColumnError",

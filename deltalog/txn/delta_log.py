@@ -35,9 +35,12 @@ class DeltaLog(SnapshotManagement):
         (a UUID-named V2 checkpoint in ``v2_format`` when ``delta.checkpointPolicy=v2``)."""
         return write_checkpoint(self, snapshot or self.require_table(), part_size=part_size, v2_format=v2_format)
 
-    def cleanup_expired_logs(self, snapshot: Snapshot | None = None, *, now_ms: int | None = None) -> int:
-        """Delete log files as the protocol's metadata-cleanup rules allow; the count deleted."""
-        return cleanup_expired_logs(self, snapshot or self.require_table(), now_ms=now_ms)
+    def cleanup_expired_logs(
+        self, snapshot: Snapshot | None = None, *, now_ms: int | None = None, retention_ms: int | None = None
+    ) -> int:
+        """Delete log files as the protocol's metadata-cleanup rules allow; the count deleted
+        (``retention_ms``: see :func:`~deltalog.txn.log.cleanup.cleanup_expired_logs`)."""
+        return cleanup_expired_logs(self, snapshot or self.require_table(), now_ms=now_ms, retention_ms=retention_ms)
 
     def start_transaction(
         self,

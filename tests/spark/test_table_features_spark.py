@@ -204,3 +204,33 @@ def test_merge_with_schema_evolution_widens_a_column(spark, tmp_path):
     v = next(f for f in schema["fields"] if f["name"] == "v")
     assert v["type"] == "long" and v["metadata"] == {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}
     assert _both_paths(spark, path) == [{"id": 1, "v": 6000000000}, {"id": 2, "v": 7}]
+
+
+def test_drop_deletion_vectors_then_write_the_protected_table(spark, table_path):
+    """DeltaTable.dropFeatureSupport: DVs purged by Spark tasks, barrier checkpoints,
+    checkpointProtection; then deltalog keeps writing the table, and deltalog and delta-rs
+    (the table_path fixture too) read it."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.errors import FeatureNotPresentError
+    from deltalog.txn.delta_log import DeltaLog
+    from tests.spark.helpers import delta_rs_rows, operations
+
+    table = DeltaTable.create(spark).location(table_path).addColumn("id", "long")
+    table = table.property("delta.enableDeletionVectors", "true").execute()
+    spark.range(0, 20).write.format("deltalog").mode("append").save(table_path)
+    table.delete("id % 5 = 0")
+    assert any(a["add"].get("deletionVector") for a in commits(table_path)[-1] if "add" in a)
+    table.dropFeatureSupport("deletionVectors")
+    log = DeltaLog.for_table(table_path)
+    snap = log.update()
+    assert "deletionVectors" not in (snap.protocol.writer_features or ())
+    assert "checkpointProtection" in (snap.protocol.writer_features or ())
+    assert operations(table_path)[-4:] == ["Empty Commit"] * 3 + ["DROP FEATURE"]
+    with pytest.raises(FeatureNotPresentError):
+        table.dropFeatureSupport("deletionVectors")
+    spark.range(20, 23).write.format("deltalog").mode("append").save(table_path)
+    want = [i for i in range(23) if i >= 20 or i % 5]
+    assert sorted(r.id for r in table.toDF().collect()) == want
+    assert sorted(delta_rs_rows(table_path, ["id"])["id"]) == want
+    for version in range(log.update().version + 1):  # every version reads (DV versions included)
+        assert bool(log.snapshot(version).files) == (version > 0)

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from deltalog.contrib.spark.merge import DeltaMergeBuilder
     from deltalog.txn.commit.operations import Operation
     from deltalog.txn.commit.transaction import OptimisticTransaction
+    from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.protocol.actions import Metadata
     from deltalog.txn.protocol.constraints import Constraint
@@ -734,6 +735,25 @@ class DeltaTable(AlterTableMethods):
             log.info("%s is already at protocol %s", self._log.table_uri, before)
             return
         txn.commit([], UpgradeProtocol(new_protocol=after.to_dict()))
+
+    def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
+        """delta-spark's ``dropFeatureSupport``: ``ALTER TABLE ... DROP FEATURE featureName
+        [TRUNCATE HISTORY]`` (:func:`deltalog.txn.commands.drop_feature.drop_feature`; the
+        files with deletion vectors are purged by Spark tasks). The protocol is normalized."""
+        from deltalog.contrib.spark.maintenance import SparkBinRewriter
+        from deltalog.txn.commands.drop_feature import drop_feature
+        from deltalog.txn.commands.optimize import optimize
+
+        if not isinstance(featureName, str):
+            raise DeltaAnalysisError(f"featureName must be a string, got {type(featureName).__name__}")
+        if truncateHistory is not None and not isinstance(truncateHistory, bool):
+            raise DeltaAnalysisError(f"truncateHistory must be a bool, got {type(truncateHistory).__name__}")
+        spark = self._spark
+
+        def purge(log: DeltaLog) -> object:
+            return optimize(log, purge=True, rewrite_bins=SparkBinRewriter(spark))
+
+        drop_feature(self._log, featureName, truncate_history=bool(truncateHistory), purge=purge)
 
 
 class DeltaTableBuilder:

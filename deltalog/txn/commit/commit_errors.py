@@ -126,6 +126,14 @@ class ConcurrentTransactionError(DeltaConcurrentModificationError):
     advice = "Make sure only one instance of the query or job writes with this application id."
 
 
+class DropFeatureConflictError(DeltaConcurrentModificationError):
+    """A feature drop's protocol downgrade no longer holds after a concurrent commit (it
+    used the feature again); Delta's ``DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL``."""
+
+    conflict: str = "Cannot drop feature because a concurrent transaction modified the table"
+    advice: str = "Please try the operation again."
+
+
 class CommitFailedError(DeltaConcurrentModificationError):
     """The commit did not succeed within the allowed number of attempts."""
 

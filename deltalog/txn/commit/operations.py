@@ -21,10 +21,13 @@ from deltalog.txn.commit.operation_metrics import drop_unknown_row_metrics
 
 __all__ = [
     "AddColumns",
+    "AddDeletionVectorsTombstones",
     "Clone",
     "Convert",
     "CreateTable",
     "Delete",
+    "DropTableFeature",
+    "EmptyCommit",
     "ManualUpdate",
     "Merge",
     "Operation",
@@ -352,6 +355,33 @@ class AddColumns(Operation):
 
     def parameter_values(self) -> dict[str, Any]:
         return {"columns": [dict(c) for c in self.columns]}
+
+
+@dataclass(frozen=True)
+class DropTableFeature(Operation):
+    """``DROP FEATURE``: the protocol downgrade commit."""
+
+    name: ClassVar[str] = "DROP FEATURE"
+    feature_name: str = ""
+    truncate_history: bool = False
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"featureName": self.feature_name, "truncateHistory": self.truncate_history}
+
+
+@dataclass(frozen=True)
+class EmptyCommit(Operation):
+    """A commit with no action, under which ``DROP FEATURE`` writes a barrier checkpoint."""
+
+    name: ClassVar[str] = "Empty Commit"
+
+
+@dataclass(frozen=True)
+class AddDeletionVectorsTombstones(Operation):
+    """``DROP FEATURE deletionVectors``: removes naming the deletion vector files still in
+    the retention period, so that VACUUM of a client without deletion vectors keeps them."""
+
+    name: ClassVar[str] = "Deletion Vector Tombstones"
 
 
 @dataclass(frozen=True)

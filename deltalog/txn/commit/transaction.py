@@ -40,6 +40,7 @@ from deltalog.txn.commit.commit_errors import (
     CommitFailedError,
     ConcurrentWriteError,
     ConstraintsNotCheckedError,
+    DropFeatureConflictError,
     DuplicateFileActionError,
     InvalidTransactionError,
     MetadataAlreadyChangedError,
@@ -199,6 +200,10 @@ class OptimisticTransaction:
         self._enables_ict = False
         self._new_protocol: Protocol | None = None
         self._protocol_set_explicitly = False
+        #: a feature drop: re-checks that the table is still clean after each winning commit
+        self._drop_revalidation: Callable[[Snapshot], bool] | None = None
+        #: a feature drop that protects checkpoints: each attempt names its own version
+        self._protects_checkpoints = False
         self._read_predicates: list[PartitionPredicate] = []
         self._read_file_paths: set[str] = set()
         self._read_whole_table = False
@@ -365,6 +370,51 @@ class OptimisticTransaction:
             )
         merged = merge_protocols(current, protocol)
         self._new_protocol = merged if merged is not None else self._new_protocol
+
+    def downgrade_protocol(
+        self, protocol: Protocol, revalidate: Callable[[Snapshot], bool], *, protect_checkpoints: bool = False
+    ) -> None:
+        """Commit ``protocol``, which drops a feature (``DROP FEATURE``'s downgrade commit).
+        ``revalidate(snapshot)`` must say whether the table still meets the dropped feature's
+        invariants; it runs on the state after each winning commit, and a false answer fails
+        the commit with :class:`DropFeatureConflictError` (Delta's
+        ``validateFeatureRemovalAtSnapshot``). With ``protect_checkpoints`` the new metadata's
+        ``delta.requireCheckpointProtectionBeforeVersion`` is set to the version each attempt
+        writes (Delta moves it past the winners)."""
+        self._check_open()
+        if self._protocol_set_explicitly or not self.table_exists:
+            raise InvalidTransactionError("a protocol downgrade needs an existing table and no other protocol change")
+        self._protocol_set_explicitly = True
+        self._new_protocol = protocol
+        self._drop_revalidation = revalidate
+        self._protects_checkpoints = protect_checkpoints
+
+    def _stamp_checkpoint_protection(self, actions: Sequence[Action], version: int) -> list[Action] | None:
+        """``actions`` with the metadata protecting the checkpoints before ``version`` (Delta's
+        ``metadataWithCheckpointProtection`` in ``ConflictChecker``), or None when this
+        transaction does not protect checkpoints."""
+        if not self._protects_checkpoints:
+            return None
+        from deltalog.txn.protocol.checkpoint_protection import with_checkpoint_protection
+
+        return [with_checkpoint_protection(a, version) if isinstance(a, Metadata) else a for a in actions]
+
+    def _revalidate_drop(self, snapshot: Snapshot, winner: WinningCommit) -> Snapshot | None:
+        """A feature drop re-checks the state after ``winner`` (on top of ``snapshot``) right
+        after the protocol step of conflict checking, before the metadata one (Delta's
+        ``checkProtocolCompatibility``); a winner that changes the protocol fails the drop
+        there anyway. Returns that state, or None when nothing was checked."""
+        if self._drop_revalidation is None or winner.protocol is not None:
+            return None
+        after = snapshot.apply(winner.version, winner.actions, _commit_time(winner))
+        if not self._drop_revalidation(after):
+            raise DropFeatureConflictError(
+                "the table uses the dropped feature again",
+                winning_version=winner.version,
+                winning_operation=winner.operation,
+                table=self.delta_log.table_uri,
+            )
+        return after
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -747,6 +797,7 @@ class OptimisticTransaction:
         base, lines = prepared.actions, prepared.lines
         stamped = self._stamp_ict_enablement(base, loop.version, ict)
         stamped = self._stamp_type_changes(stamped or base, loop.version) or stamped
+        stamped = self._stamp_checkpoint_protection(stamped or base, loop.version) or stamped
         if stamped is not None:
             base, lines = stamped, [action_to_line(a) for a in stamped]
         protocol = self._attempt_protocol(loop.snapshot)
@@ -880,9 +931,10 @@ class OptimisticTransaction:
                 stats.resolved_by_txn_id = True
                 stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
                 return self._result(version, winner_actions, loop.snapshot, stats)
+            after = self._revalidate_drop(loop.snapshot, winner)
             check_conflicts(loop.conflict_info, winner)
             stats.winning_versions_checked.append(version)
-            loop.snapshot = loop.snapshot.apply(version, winner_actions, _commit_time(winner))
+            loop.snapshot = after or loop.snapshot.apply(version, winner_actions, _commit_time(winner))
         self.delta_log.install_snapshot(loop.snapshot)
         stats.time_conflict_checking_ms += (time.perf_counter() - check_start) * 1000
         loop.version = winners[-1] + 1

@@ -29,6 +29,7 @@ from deltalog.txn.log.checkpoint_rows import (
 )
 from deltalog.txn.log.checkpoint_v2 import write_v2_checkpoint
 from deltalog.txn.log.last_checkpoint import LastCheckpointInfo
+from deltalog.txn.protocol.checkpoint_protection import check_checkpoint_allowed
 from deltalog.txn.protocol.features import protocol_features
 from deltalog.txn.protocol.file_names import checkpoint_file_singular, checkpoint_file_with_parts, log_path
 
@@ -62,6 +63,7 @@ def write_checkpoint(
     (``v2_format``: ``parquet`` or ``json``; see :mod:`deltalog.txn.log.checkpoint_v2`).
     """
     now = int(time.time() * 1000) if now_ms is None else now_ms
+    _check_protection(dlog, snapshot)
     reader, _ = protocol_features(snapshot.protocol)
     with_cm = "v2Checkpoint" in reader
     if with_cm and snapshot.properties.checkpoint_policy == "v2":
@@ -83,6 +85,16 @@ def write_checkpoint(
 
     written = _write_parts(dlog, uris, schema, batches(), part_size)
     return _publish(dlog, snapshot, uris, written, counts)
+
+
+def _check_protection(dlog: SnapshotManagement, snapshot: Snapshot) -> None:
+    """A checkpoint of a version the latest state protects (``checkpointProtection``) needs a
+    protocol at that version this client can write (the RFC's requirement b). A snapshot at
+    least as new as the cached latest one carries the newest boundary itself."""
+    latest = dlog.update() if dlog.current.version > snapshot.version else snapshot
+    check_checkpoint_allowed(
+        snapshot.version, snapshot.protocol, snapshot.metadata, latest.protocol, latest.metadata, dlog.table_uri
+    )
 
 
 def _checkpoint_uris(

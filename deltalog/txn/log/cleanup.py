@@ -14,6 +14,13 @@ After deleting expired files it deletes the V2 checkpoint sidecars no remaining 
 references (PROTOCOL "Metadata Cleanup", steps 4 and 5), keeping any written since midnight
 UTC of the day before (an in-progress checkpoint's).
 
+On a table with ``checkpointProtection`` (:mod:`deltalog.txn.protocol.checkpoint_protection`)
+these rules already meet the feature's: the files removed always end at a complete
+checkpoint ``c`` that stays, no checkpoint is created during cleanup, and commits are deleted
+before checkpoints. This is Delta's ``metadataCleanupAllowed`` (its check for a checkpoint at
+the cleanup boundary), so checkpoints before ``delta.requireCheckpointProtectionBeforeVersion``
+go only with every commit behind them.
+
 The same pass removes temp files a killed writer left behind, once they are older than
 :data:`STALE_TEMP_AGE_MS` (an hour; no live writer holds a temp file that long):
 ``_delta_log/.<name>.<hex>.tmp`` (local publishes, checkpoints through a rename) and the
@@ -53,11 +60,15 @@ _TEMP_RE = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
 _LOCK_TEMP_RE = re.compile(r"^(\d{20})\.json\.[0-9a-f-]{32,36}$")
 
 
-def cleanup_cutoff(now_ms: int, retention_ms: int) -> int:
-    """``now - retention`` truncated to midnight UTC, in ms."""
+def cleanup_cutoff(now_ms: int, retention_ms: int, granularity: str = "day") -> int:
+    """``now - retention`` truncated to midnight UTC (``granularity`` ``"minute"``: to the
+    minute, as Delta's ``DROP FEATURE ... TRUNCATE HISTORY``), in ms."""
     moment = datetime.fromtimestamp((now_ms - retention_ms) / 1000, tz=timezone.utc)
-    midnight = moment.replace(hour=0, minute=0, second=0, microsecond=0)
-    return int(midnight.timestamp() * 1000)
+    if granularity == "minute":
+        truncated = moment.replace(second=0, microsecond=0)
+    else:
+        truncated = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    return int(truncated.timestamp() * 1000)
 
 
 def expired_versions_before(dlog: SnapshotManagement, snapshot: Snapshot, cutoff_ms: int) -> int:
@@ -138,24 +149,37 @@ def cleanup_unreferenced_sidecars(dlog: SnapshotManagement, *, now_ms: int | Non
     return len(doomed)
 
 
-def cleanup_expired_logs(dlog: SnapshotManagement, snapshot: Snapshot, *, now_ms: int | None = None) -> int:
-    """Delete expired log files and stale temp files; returns how many were deleted."""
+def cleanup_expired_logs(
+    dlog: SnapshotManagement, snapshot: Snapshot, *, now_ms: int | None = None, retention_ms: int | None = None
+) -> int:
+    """Delete expired log files and stale temp files; returns how many were deleted.
+
+    ``retention_ms`` replaces ``delta.logRetentionDuration`` with a cutoff truncated to the
+    minute and runs even when ``delta.enableExpiredLogCleanup`` is off: Delta's explicit
+    ``cleanUpExpiredLogs`` of ``DROP FEATURE ... TRUNCATE HISTORY``."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     temps = cleanup_stale_temp_files(dlog, snapshot, now_ms=now)
     props = snapshot.properties
-    if not props.enable_expired_log_cleanup:
+    if retention_ms is not None:
+        cutoff = cleanup_cutoff(now, retention_ms, "minute")
+    elif not props.enable_expired_log_cleanup:
         log.debug("expired-log cleanup disabled for %s", dlog.table_uri)
         return temps
-    cutoff = cleanup_cutoff(now, int(props.log_retention.total_seconds() * 1000))
+    else:
+        cutoff = cleanup_cutoff(now, int(props.log_retention.total_seconds() * 1000))
     before = expired_versions_before(dlog, snapshot, cutoff)
     if before <= 0:
         return temps
-    deleted = 0
-    for status in list(dlog.store.list_from(log_path(dlog.log_uri, listing_prefix(0)))):
-        version = file_version(status.name)
-        if version is None or version >= before:
-            continue
+    doomed = [
+        status
+        for status in dlog.store.list_from(log_path(dlog.log_uri, listing_prefix(0)))
+        if (version := file_version(status.name)) is not None and version < before
+    ]
+    # commits (and their .crc) go before any checkpoint: a cleanup cut short never leaves
+    # commits that a removed checkpoint hid (checkpointProtection's requirement d)
+    doomed.sort(key=lambda s: ".checkpoint." in s.name)
+    for status in doomed:
         dlog.store.delete(status.path)
-        deleted += 1
+    deleted = len(doomed)
     log.info("deleted %d expired log file(s) of %s before version %d", deleted, dlog.table_uri, before)
     return deleted + temps + cleanup_unreferenced_sidecars(dlog, now_ms=now)

@@ -231,7 +231,16 @@ FEATURES: dict[str, FeatureInfo] = {
             "supported: `CURRENT_DEFAULT` filled in when the data lacks the column "
             "(`deltalog.txn.protocol.column_defaults`)",
         ),
-        FeatureInfo("checkpointProtection", False, None, None, "nothing to do", "refused"),
+        FeatureInfo(
+            "checkpointProtection",
+            False,
+            None,
+            None,
+            "nothing to do",
+            "supported: checkpoints before `delta.requireCheckpointProtectionBeforeVersion` are removed only "
+            "with the commits behind them, and written only for versions whose protocol deltalog can write "
+            "(`deltalog.txn.protocol.checkpoint_protection`); `DROP FEATURE` adds it",
+        ),
         FeatureInfo("variantShredding-preview", True, None, None, "refused", "refused"),
         FeatureInfo("catalogManaged", True, None, None, "refused", "refused"),
         FeatureInfo("catalogOwned-preview", True, None, None, "refused", "refused"),
@@ -278,6 +287,7 @@ WRITE_SUPPORTED: set[str] = {
     "variantType",
     "variantType-preview",
     "vacuumProtocolCheck",
+    "checkpointProtection",
 }
 
 

@@ -24,7 +24,17 @@ from deltalog.durations import parse_interval as _parse_calendar_interval
 from deltalog.txn.protocol.column_identifiers import ColumnList, parse_column_list
 from deltalog.txn.protocol.errors import DeltaLogError
 
-__all__ = ["ALIASES", "InvalidPropertyError", "TableProperties", "parse_bool", "parse_interval"]
+__all__ = [
+    "ALIASES",
+    "REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION",
+    "InvalidPropertyError",
+    "TableProperties",
+    "parse_bool",
+    "parse_interval",
+]
+
+#: ``checkpointProtection``'s property (Delta's ``REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION``)
+REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION = "delta.requireCheckpointProtectionBeforeVersion"
 
 
 class InvalidPropertyError(DeltaLogError, ValueError):
@@ -234,6 +244,27 @@ class TableProperties:
         return self._bool("delta.enableTypeWidening", False)
 
     @property
+    def require_checkpoint_protection_before_version(self) -> int:
+        """``delta.requireCheckpointProtectionBeforeVersion`` (0 when unset): the version the
+        ``checkpointProtection`` feature protects the checkpoints before."""
+        value = self._int(REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION)
+        if value is None:
+            return 0
+        if value < 0:
+            raise InvalidPropertyError(
+                f"{REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION}={value} needs to be greater or equal to zero"
+            )
+        return value
+
+    @property
+    def drop_feature_truncate_history_retention(self) -> timedelta:
+        """``delta.dropFeatureTruncateHistory.retentionDuration`` (24 hours): the log retention
+        of ``DROP FEATURE ... TRUNCATE HISTORY``."""
+        value = self._interval("delta.dropFeatureTruncateHistory.retentionDuration", "interval 24 hours")
+        assert value is not None
+        return value
+
+    @property
     def symlink_format_manifest_enabled(self) -> bool:
         """``delta.compatibility.symlinkFormatManifest.enabled``: keep the manifests up to date."""
         return self._bool("delta.compatibility.symlinkFormatManifest.enabled", False)
@@ -278,5 +309,6 @@ class TableProperties:
             "column_mapping_mode",
             "enable_deletion_vectors",
             "enable_in_commit_timestamps",
+            "require_checkpoint_protection_before_version",
         ):
             getattr(self, name)

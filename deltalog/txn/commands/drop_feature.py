@@ -1,0 +1,477 @@
+"""``ALTER TABLE ... DROP FEATURE name [TRUNCATE HISTORY]`` (Delta 4's
+``AlterTableDropFeatureDeltaCommand``).
+
+The command first removes the feature's traces from the latest version (its
+*pre-downgrade* work, below), then commits a protocol without it:
+
+- **fast drop** (the default): for a reader+writer feature (Delta's
+  ``requiresHistoryProtection``) three empty commits, each checkpointed, are written after
+  the pre-downgrade work; the downgrade commit adds the ``checkpointProtection`` writer
+  feature and ``delta.requireCheckpointProtectionBeforeVersion`` = its own version (moved
+  past any concurrent commit), and is checkpointed too. Readers without the dropped feature
+  read every version from those checkpoints on; the older ones stay refused. A writer-only
+  feature is simply removed.
+- ``truncate_history=True``: allowed only for a reader+writer feature (and
+  ``checkpointProtection``). The first run does the pre-downgrade work, writes a checkpoint
+  on an empty commit and, when it changed anything, fails with
+  :class:`DropFeatureWaitForRetentionError`; once the commits that used the feature are
+  older than ``delta.dropFeatureTruncateHistory.retentionDuration`` (24 hours) a rerun cleans
+  them up and downgrades without ``checkpointProtection``
+  (:class:`DropFeatureHistoricalVersionsExistError` while some remain).
+
+Pre-downgrade work deltalog does (Delta's ``PreDowngradeTableFeatureCommand`` of each):
+
+- ``deletionVectors``: unset ``delta.enableDeletionVectors``, REORG ... APPLY (PURGE),
+  then remove tombstones naming the deletion vector files still referenced by tombstones;
+- ``v2Checkpoint``: ``delta.checkpointPolicy`` = ``classic`` (the barrier checkpoints are
+  classic ones);
+- ``inCommitTimestamp``: ``delta.enableInCommitTimestamps`` = ``false`` and its enablement
+  properties removed;
+- ``checkConstraints``: none; refused (:class:`FeatureStillInUseError`) while the table has
+  CHECK constraints (drop them first);
+- ``vacuumProtocolCheck``: none;
+- ``checkpointProtection`` (``truncate_history=True`` only): the history before
+  ``delta.requireCheckpointProtectionBeforeVersion`` is truncated (24-hour retention), the
+  property unset.
+
+The other features Delta can drop (``columnMapping``, ``typeWidening``, ``rowTracking``,
+``domainMetadata``, ...) are refused by name (:class:`DropFeatureUnsupportedError`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from deltalog.txn.commit.operations import (
+    AddDeletionVectorsTombstones,
+    DropTableFeature,
+    EmptyCommit,
+    SetTableProperties,
+    UnsetTableProperties,
+)
+from deltalog.txn.log.deletion_vectors import dv_absolute_path
+from deltalog.txn.protocol.actions import (
+    Action,
+    AddFile,
+    CheckpointMetadata,
+    DeletionVectorDescriptor,
+    Metadata,
+    RemoveFile,
+    decode_path,
+    encode_path,
+)
+from deltalog.txn.protocol.checkpoint_protection import PROPERTY, checkpoint_protection_version
+from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.feature_removal import REMOVABLE, dependent_features, protocol_without
+from deltalog.txn.protocol.features import FEATURES, protocol_features
+from deltalog.txn.protocol.properties import ALIASES
+
+if TYPE_CHECKING:
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
+
+__all__ = [
+    "BARRIER_CHECKPOINTS",
+    "DropFeatureError",
+    "DropFeatureHistoricalVersionsExistError",
+    "DropFeatureUnsupportedError",
+    "DropFeatureWaitForRetentionError",
+    "FeatureNotPresentError",
+    "FeatureNotRemovableError",
+    "FeatureStillInUseError",
+    "drop_feature",
+]
+
+log = logging.getLogger(__name__)
+
+#: Delta's ``NUMBER_OF_BARRIER_CHECKPOINTS``
+BARRIER_CHECKPOINTS = 3
+
+#: rewrites the files with deletion vectors of the latest version (REORG ... APPLY (PURGE))
+Purge = Callable[["DeltaLog"], object]
+
+
+class DropFeatureError(DeltaLogError):
+    """``DROP FEATURE`` cannot go ahead; nothing was dropped. ``error_class`` is Delta's."""
+
+    error_class: str = "DELTA_FEATURE_DROP"
+
+    def __init__(self, message: str, feature: str) -> None:
+        super().__init__(f"[{self.error_class}] {message}")
+        self.feature = feature
+
+
+class FeatureNotPresentError(DropFeatureError):
+    """The feature is not in the table's protocol."""
+
+    error_class = "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT"
+
+
+class FeatureNotRemovableError(DropFeatureError):
+    """Delta cannot drop this feature (or this way): not removable, unknown, a table
+    property, needed by another feature, or TRUNCATE HISTORY where it does not apply."""
+
+
+class DropFeatureUnsupportedError(FeatureNotRemovableError):
+    """Delta can drop the feature but deltalog does not do its pre-downgrade work."""
+
+    error_class = "DELTALOG_FEATURE_DROP_NOT_IMPLEMENTED"
+
+
+class FeatureStillInUseError(DropFeatureError):
+    """The table still uses the feature in a way the drop will not undo for you."""
+
+
+class DropFeatureWaitForRetentionError(DropFeatureError):
+    """The feature is gone from the latest version but older versions still use it."""
+
+    error_class = "DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD"
+
+
+class DropFeatureHistoricalVersionsExistError(DropFeatureWaitForRetentionError):
+    """History truncation left versions that use the feature."""
+
+    error_class = "DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST"
+
+
+def _refuse(cls: type[DropFeatureError], error_class: str, message: str, feature: str) -> DropFeatureError:
+    err = cls(message, feature)
+    err.error_class = error_class
+    err.args = (f"[{error_class}] {message}",)
+    return err
+
+
+def _check_droppable(name: str, snapshot: Snapshot, truncate_history: bool) -> None:
+    """Delta's checks before any work, in its order."""
+    reader, writer = protocol_features(snapshot.protocol)
+    present = name in reader | writer
+    if not present and name.lower().startswith("delta.") and name not in FEATURES:
+        msg = f"Cannot drop `{name}` from this table because this is a delta table property and not a table feature."
+        raise _refuse(FeatureNotRemovableError, "DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY", msg, name)
+    if not present and name in FEATURES:
+        msg = f"Cannot drop {name} from this table because it is not currently present in the table's protocol."
+        raise FeatureNotPresentError(msg, name)
+    removable = REMOVABLE.get(name)
+    if removable is None and name in FEATURES:
+        msg = f"Cannot drop {name} because dropping this feature is not supported."
+        raise _refuse(FeatureNotRemovableError, "DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE", msg, name)
+    if removable is None:
+        msg = f"Cannot drop {name} because it is not supported by this Delta version."
+        raise _refuse(FeatureNotRemovableError, "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE", msg, name)
+    if truncate_history and not (removable.history_protection or name == "checkpointProtection"):
+        msg = "The particular feature does not require history truncation."
+        raise _refuse(FeatureNotRemovableError, "DELTA_FEATURE_DROP_HISTORY_TRUNCATION_NOT_ALLOWED", msg, name)
+    if name == "checkpointProtection" and not truncate_history:
+        msg = (
+            "Could not drop the Checkpoint Protection feature. This feature can only be dropped by truncating "
+            "history. Please try again with the TRUNCATE HISTORY option (truncateHistory=True)."
+        )
+        raise _refuse(
+            FeatureNotRemovableError,
+            "DELTA_FEATURE_CAN_ONLY_DROP_CHECKPOINT_PROTECTION_WITH_HISTORY_TRUNCATION",
+            msg,
+            name,
+        )
+    if dependents := dependent_features(name, snapshot.protocol):
+        msg = (
+            f"Cannot drop table feature `{name}` because some other features ({', '.join(dependents)}) in this "
+            f"table depends on `{name}`. Consider dropping them first before dropping this feature."
+        )
+        raise _refuse(FeatureNotRemovableError, "DELTA_FEATURE_DROP_DEPENDENT_FEATURE", msg, name)
+    if not removable.implemented:
+        msg = (
+            f"deltalog cannot drop {name}: it does not implement the work that removes the feature's traces "
+            "(Delta's pre-downgrade command). Drop it with Delta Spark."
+        )
+        raise DropFeatureUnsupportedError(msg, name)
+
+
+# -- what uses a feature -------------------------------------------------------------------
+
+
+def _dv_count(snapshot: Snapshot) -> int:
+    column = snapshot.files_table.column("deletionVector")
+    return int(len(column) - column.null_count)
+
+
+def drop_invariants_hold(name: str, snapshot: Snapshot) -> bool:
+    """Delta's ``validateDropInvariants``: the latest state has no trace of ``name``."""
+    props = snapshot.properties
+    if name == "deletionVectors":
+        return not props.enable_deletion_vectors and _dv_count(snapshot) == 0
+    if name == "v2Checkpoint":
+        checkpoint = None if snapshot.segment is None else snapshot.segment.checkpoint
+        return props.checkpoint_policy != "v2" and (checkpoint is None or checkpoint.kind != "v2")
+    if name == "inCommitTimestamp":
+        provenance = (props.in_commit_timestamp_enablement_version, props.in_commit_timestamp_enablement_timestamp)
+        return not props.enable_in_commit_timestamps and provenance == (None, None)
+    if name == "checkConstraints":
+        return not props.check_constraints
+    if name == "checkpointProtection":
+        return props.get(PROPERTY) is None
+    return True  # vacuumProtocolCheck leaves no trace
+
+
+def _action_uses(name: str, action: Action) -> bool:
+    """Delta's ``actionUsesFeature`` (history check of a reader+writer feature)."""
+    if name == "deletionVectors":
+        if isinstance(action, Metadata):
+            return action.properties.enable_deletion_vectors
+        return isinstance(action, (AddFile, RemoveFile)) and action.deletion_vector is not None
+    if name == "v2Checkpoint":
+        if isinstance(action, Metadata):
+            return action.properties.checkpoint_policy == "v2"
+        return isinstance(action, CheckpointMetadata)
+    return False
+
+
+def _history_uses(delta_log: DeltaLog, name: str, snapshot: Snapshot) -> bool:
+    """Delta's ``historyContainsFeature``: the earliest reconstructable state or any commit
+    still in the log uses ``name``."""
+    listing = delta_log.listing()
+    checkpoints = listing.complete_checkpoints(snapshot.version)
+    earliest = checkpoints[0].version if checkpoints and 0 not in listing.commits else 0
+    if not drop_invariants_hold(name, delta_log.snapshot(earliest)):
+        return True
+    for version in sorted(v for v in listing.commits if v <= snapshot.version):
+        if any(_action_uses(name, a) for a in delta_log.read_commit(version)):
+            return True
+    return False
+
+
+# -- the pre-downgrade work ------------------------------------------------------------------
+
+
+def _set_properties(delta_log: DeltaLog, changes: dict[str, str | None], unset: bool) -> None:
+    """One metadata commit setting (value) or removing (``None``) properties."""
+    txn = delta_log.start_transaction()
+    metadata = txn.snapshot.metadata
+    config = {k: v for k, v in metadata.configuration.items() if k not in changes}
+    config.update({k: v for k, v in changes.items() if v is not None})
+    txn.update_metadata(dataclasses.replace(metadata, configuration=config))
+    if unset:
+        txn.commit([], UnsetTableProperties(keys=list(changes), if_exists=True))
+    else:
+        txn.commit([], SetTableProperties(properties={k: v for k, v in changes.items() if v is not None}))
+
+
+def _dv_tombstones(delta_log: DeltaLog, now_ms: int) -> None:
+    """Removes naming each deletion vector file a tombstone still references (Delta's
+    ``generateDVTombstones``), so that a client without deletion vectors never vacuums one
+    while a time travel within the retention period can need it."""
+    txn = delta_log.start_transaction()
+    snapshot = txn.snapshot
+    root = delta_log.table_uri.rstrip("/") + "/"
+    tombstones = snapshot.tombstones_table(now_ms)
+    plain = {
+        decode_path(p)
+        for p, dv in zip(*(tombstones.column(c).to_pylist() for c in ("path", "deletionVector")))
+        if not dv
+    }
+    wanted: set[str] = set()
+    for dv in tombstones.column("deletionVector").to_pylist():
+        if dv and dv.get("storageType") in ("u", "p"):
+            path = dv_absolute_path(delta_log.table_uri, DeletionVectorDescriptor.from_dict(dv))
+            if path.startswith(root) and path[len(root) :] not in plain:
+                wanted.add(path[len(root) :])
+    if wanted:
+        removes = [RemoveFile(encode_path(p), deletion_timestamp=now_ms, data_change=False) for p in sorted(wanted)]
+        txn.commit(removes, AddDeletionVectorsTombstones())
+
+
+def _drop_deletion_vectors(delta_log: DeltaLog, purge: Purge | None, now_ms: int) -> bool:
+    snapshot = delta_log.update()
+    traces = not drop_invariants_hold("deletionVectors", snapshot)
+    if snapshot.properties.enable_deletion_vectors:
+        _set_properties(delta_log, {"delta.enableDeletionVectors": None}, unset=True)
+    if _dv_count(delta_log.update()) > 0:
+        if purge is not None:
+            purge(delta_log)
+        else:
+            from deltalog.txn.commands.optimize import optimize
+
+            optimize(delta_log, purge=True)
+    _dv_tombstones(delta_log, now_ms)
+    return traces
+
+
+def _drop_in_commit_timestamps(delta_log: DeltaLog) -> bool:
+    snapshot = delta_log.update()
+    if drop_invariants_hold("inCommitTimestamp", snapshot):
+        return False
+    provenance = ("delta.inCommitTimestampEnablementTimestamp", "delta.inCommitTimestampEnablementVersion")
+    names = [name for key in provenance for name in (key, *ALIASES.get(key, ()))]
+    changes: dict[str, str | None] = {name: None for name in names if name in snapshot.metadata.configuration}
+    if snapshot.properties.enable_in_commit_timestamps:
+        changes["delta.enableInCommitTimestamps"] = "false"
+    _set_properties(delta_log, changes, unset=True)
+    return True
+
+
+def _pre_downgrade(delta_log: DeltaLog, name: str, purge: Purge | None, now_ms: int) -> bool:
+    """Remove the feature's traces from the latest version; whether anything changed."""
+    snapshot = delta_log.update()
+    if name == "deletionVectors":
+        return _drop_deletion_vectors(delta_log, purge, now_ms)
+    if name == "inCommitTimestamp":
+        return _drop_in_commit_timestamps(delta_log)
+    if name == "v2Checkpoint":
+        if drop_invariants_hold(name, snapshot):
+            return False
+        _set_properties(delta_log, {"delta.checkpointPolicy": "classic"}, unset=False)
+        return True
+    if name == "checkConstraints" and snapshot.properties.check_constraints:
+        names = ", ".join(sorted(snapshot.properties.check_constraints))
+        msg = (
+            "Cannot drop the CHECK constraints table feature. "
+            f"The following constraints must be dropped first: {names}."
+        )
+        raise _refuse(FeatureStillInUseError, "DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE", msg, name)
+    if name == "checkpointProtection":
+        _truncate_protected_history(delta_log, now_ms)
+    return False
+
+
+# -- history -------------------------------------------------------------------------------
+
+
+def _truncate_retention_ms(snapshot: Snapshot) -> int:
+    return int(snapshot.properties.drop_feature_truncate_history_retention.total_seconds() * 1000)
+
+
+def _retention_text(snapshot: Snapshot) -> str:
+    retention = snapshot.properties.drop_feature_truncate_history_retention
+    hours = retention.total_seconds() / 3600
+    return (
+        f"Please wait for the TRUNCATE HISTORY retention period to expire ({hours:g} hours) and then run "
+        "the command again with truncateHistory=True (ALTER TABLE ... DROP FEATURE ... TRUNCATE HISTORY)."
+    )
+
+
+def _checkpoint_and_clean(delta_log: DeltaLog, version: int) -> None:
+    """Checkpoint ``version`` and clean up expired logs, as Delta's ``checkpoint``."""
+    snapshot = delta_log.snapshot(version)
+    delta_log.checkpoint(snapshot)
+    if snapshot.properties.enable_expired_log_cleanup:
+        delta_log.cleanup_expired_logs(delta_log.update())
+
+
+def _empty_commit_and_checkpoint(delta_log: DeltaLog) -> int:
+    """Delta's ``createEmptyCommitAndCheckpoint``: a checkpoint on a commit after the
+    pre-downgrade work (another writer's commit may land first: that is fine)."""
+    version = delta_log.start_transaction().commit([], EmptyCommit())
+    _checkpoint_and_clean(delta_log, version)
+    return version
+
+
+def _history_truncated_before(delta_log: DeltaLog, boundary: int) -> bool:
+    """No commit before ``boundary`` is left and a checkpoint at or after it exists (Delta's
+    ``historyPriorToCheckpointProtectionVersionIsTruncated``)."""
+    if boundary <= 0:
+        return True
+    listing = delta_log.listing()
+    if any(v < boundary for v in listing.commits):
+        return False
+    return any(c.version >= boundary for c in listing.complete_checkpoints())
+
+
+def _truncate_protected_history(delta_log: DeltaLog, now_ms: int) -> None:
+    """``checkpointProtection``'s pre-downgrade work: truncate the history before the
+    protected version (24-hour retention), then unset the property."""
+    snapshot = delta_log.update()
+    boundary = checkpoint_protection_version(snapshot.protocol, snapshot.metadata)
+    if not _history_truncated_before(delta_log, boundary):
+        _empty_commit_and_checkpoint(delta_log)
+        latest = delta_log.update()
+        delta_log.cleanup_expired_logs(latest, now_ms=now_ms, retention_ms=_truncate_retention_ms(latest))
+        if not _history_truncated_before(delta_log, boundary):
+            msg = (
+                "The operation did not succeed because there are still traces of dropped features in the table "
+                "history. CheckpointProtection cannot be dropped until these historical versions have expired. "
+                + _retention_text(snapshot)
+            )
+            raise _refuse(
+                DropFeatureWaitForRetentionError,
+                "DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD",
+                msg,
+                "checkpointProtection",
+            )
+    if delta_log.update().properties.get(PROPERTY) is not None:
+        _set_properties(delta_log, {PROPERTY: None}, unset=True)
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def _downgrade(delta_log: DeltaLog, name: str, *, protect: bool, truncate: bool) -> int:
+    """The protocol downgrade commit; with ``protect`` it adds ``checkpointProtection``."""
+    from deltalog.txn.commit.commit_errors import DropFeatureConflictError
+    from deltalog.txn.protocol.checkpoint_protection import FEATURE, with_checkpoint_protection
+
+    txn = delta_log.start_transaction()
+    snapshot = txn.snapshot
+    if not drop_invariants_hold(name, snapshot):
+        raise DropFeatureConflictError(f"the table uses {name} again", table=delta_log.table_uri)
+    metadata = snapshot.metadata
+    if protect:
+        metadata = with_checkpoint_protection(metadata, txn.read_version + 1)
+    txn.update_metadata(metadata)
+    protocol = protocol_without(snapshot.protocol, name, (FEATURE,) if protect else ())
+    txn.downgrade_protocol(protocol, lambda s: drop_invariants_hold(name, s), protect_checkpoints=protect)
+    return txn.commit([], DropTableFeature(feature_name=name, truncate_history=truncate))
+
+
+def _drop_with_history_truncation(delta_log: DeltaLog, name: str, purge: Purge | None, now_ms: int) -> int:
+    """Delta's ``executeDropFeatureWithHistoryTruncation``."""
+    changed = _pre_downgrade(delta_log, name, purge, now_ms)
+    if REMOVABLE[name].history_protection:
+        _empty_commit_and_checkpoint(delta_log)
+        if changed:
+            msg = (
+                f"Dropping {name} was partially successful. The feature is now no longer used in the current "
+                "version of the table. However, the feature is still present in historical versions of the "
+                "table. The table feature cannot be dropped from the table protocol until these historical "
+                "versions have expired. " + _retention_text(delta_log.update())
+            )
+            raise DropFeatureWaitForRetentionError(msg, name)
+        latest = delta_log.update()
+        delta_log.cleanup_expired_logs(latest, now_ms=now_ms, retention_ms=_truncate_retention_ms(latest))
+        if _history_uses(delta_log, name, delta_log.update()):
+            msg = (
+                f"Cannot drop {name} because the Delta log contains historical versions that use the feature. "
+                + _retention_text(latest)
+            )
+            raise DropFeatureHistoricalVersionsExistError(msg, name)
+    return _downgrade(delta_log, name, protect=False, truncate=True)
+
+
+def drop_feature(
+    delta_log: DeltaLog,
+    feature: str,
+    *,
+    truncate_history: bool = False,
+    purge: Purge | None = None,
+    now_ms: int | None = None,
+) -> int:
+    """Drop ``feature`` from the table's protocol (see the module docstring); returns the
+    version of the downgrade commit. ``purge`` rewrites the files with deletion vectors
+    (default: :func:`deltalog.txn.commands.optimize.optimize` with ``purge=True`` in this
+    process); ``now_ms`` is the clock of the history truncation."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    _check_droppable(feature, delta_log.require_table(), truncate_history)
+    if truncate_history:
+        return _drop_with_history_truncation(delta_log, feature, purge, now)
+    _pre_downgrade(delta_log, feature, purge, now)
+    protect = REMOVABLE[feature].history_protection
+    if protect:
+        for _ in range(BARRIER_CHECKPOINTS):
+            _empty_commit_and_checkpoint(delta_log)
+    version = _downgrade(delta_log, feature, protect=protect, truncate=False)
+    if protect:
+        _checkpoint_and_clean(delta_log, version)  # a protected checkpoint
+    log.info("dropped table feature %s of %s at version %d", feature, delta_log.table_uri, version)
+    return version

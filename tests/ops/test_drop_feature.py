@@ -1,0 +1,199 @@
+"""``checkpointProtection`` writes and ``DROP FEATURE`` (Delta's ``DeltaFastDropFeatureSuite``),
+through the engine on tiny tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import deltalake
+import pytest
+
+from deltalog.errors import UnsupportedFeatureError
+from deltalog.txn.commands.alter import set_table_properties
+from deltalog.txn.commands.drop_feature import (
+    DropFeatureUnsupportedError,
+    DropFeatureWaitForRetentionError,
+    FeatureNotPresentError,
+    FeatureNotRemovableError,
+    FeatureStillInUseError,
+    drop_feature,
+)
+from deltalog.txn.commit.commit_errors import DropFeatureConflictError
+from deltalog.txn.commit.operations import Delete, Write
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.log.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
+from deltalog.txn.protocol.actions import DeletionVectorDescriptor, Protocol
+from deltalog.txn.protocol.checkpoint_protection import PROPERTY, with_checkpoint_protection
+from deltalog.txn.protocol.feature_removal import protocol_without
+from tests.ops.tables import append, create, read_ids, write_file
+
+DAY_MS = 24 * 3600 * 1000
+
+
+def _dv_table(uri: str) -> DeltaLog:
+    """Versions 0 (create, DVs on), 1 (write 1..4), 2 (DELETE rows 1 and 3 with a DV)."""
+    log = create(uri, config={"delta.enableDeletionVectors": "true"})
+    add = write_file(log, [1, 2, 3, 4], "a")
+    log.start_transaction().commit([add], Write())
+    blob, [(offset, size, card)] = write_dv_file([[0, 2]])
+    dv = DeletionVectorDescriptor("u", z85_encode(uuid.uuid4().bytes), size, card, offset)
+    with open(log.store.fs_path(dv_absolute_path(log.table_uri, dv)), "wb") as fh:
+        fh.write(blob)
+    txn = log.start_transaction()
+    txn.filter_files()
+    txn.commit([add.remove(int(time.time() * 1000)), replace(add, deletion_vector=dv)], Delete(["x"]))
+    return log
+
+
+def _log_files(log: DeltaLog, kind: str) -> list[int]:
+    names = os.listdir(log.store.fs_path(log.log_uri))
+    return sorted(int(n[:20]) for n in names if n[:20].isdigit() and n[20:].startswith(kind))
+
+
+def _age(log: DeltaLog, versions: range, days: int) -> None:
+    """Make the log files of ``versions`` ``days`` old (Delta's ``setModificationTimes``)."""
+    old = time.time() - days * 86400
+    for name in os.listdir(log.store.fs_path(log.log_uri)):
+        if name[:20].isdigit() and int(name[:20]) in versions:
+            os.utime(os.path.join(log.store.fs_path(log.log_uri), name), (old, old))
+
+
+def test_fast_drop_of_deletion_vectors_then_writes_checkpoints_and_cleanup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = _dv_table(str(tmp_path / "t"))
+    version = drop_feature(log, "deletionVectors")
+    snap = log.update()
+    ops = [r.operation for r in reversed(log.history())][3:]
+    assert ops == ["UNSET TBLPROPERTIES", "REORG", "Deletion Vector Tombstones", *["Empty Commit"] * 3, "DROP FEATURE"]
+    assert version == 9 and snap.protocol.writer_features == ("appendOnly", "checkpointProtection", "invariants")
+    assert snap.protocol.min_reader_version == 1 and snap.metadata.configuration[PROPERTY] == "9"
+    assert _log_files(log, ".checkpoint") == [6, 7, 8, 9]  # three barriers and the protected one
+    tombstone = log.read_commit(5)[-1]
+    assert tombstone.path.startswith("deletion_vector_") and not tombstone.data_change  # type: ignore[union-attr]
+    # the table is written, checkpointed (the post-commit checkpoint at 10) and read by deltalog
+    append(log, [9], "a")
+    assert read_ids(log) == [2, 4, 9] and _log_files(log, ".checkpoint")[-1] == 10
+    # cleanup: commits 0..6 expired; everything before the barrier checkpoint 7 goes, commits
+    # before checkpoints, and the barriers stay (Delta's BufferingLogDeletionIterator)
+    _age(log, range(0, 7), days=40)
+    deleted: list[str] = []
+    real_delete = log.store.delete
+    monkeypatch.setattr(log.store, "delete", lambda p: (deleted.append(p.rsplit("/", 1)[1]), real_delete(p))[1])
+    log.cleanup_expired_logs(log.update())
+    first_checkpoint = min(i for i, n in enumerate(deleted) if ".checkpoint." in n)
+    assert all(".checkpoint." in n for n in deleted[first_checkpoint:]) and deleted[first_checkpoint][:20].endswith("6")
+    assert _log_files(log, ".json")[0] == 7 and _log_files(log, ".checkpoint") == [7, 8, 9, 10]
+    for v in range(7, 11):
+        assert read_ids(log, v) == ([2, 4, 9] if v == 10 else [2, 4])
+    assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("id").to_pylist()) == [2, 4, 9]
+
+
+def test_checkpoint_of_a_protected_version_needs_its_protocol(tmp_path: Path) -> None:
+    """RFC requirement b: below the boundary, a checkpoint only of a protocol deltalog writes."""
+    root = tmp_path / "t" / "_delta_log"
+    root.mkdir(parents=True)
+    schema = json.dumps(
+        {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+    )
+    meta = {"id": "x", "format": {"provider": "parquet", "options": {}}, "schemaString": schema, "partitionColumns": []}
+    old = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["icebergCompatV1"]}
+    new = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["checkpointProtection"]}
+    conf = {"configuration": {PROPERTY: "1"}}
+    (root / f"{0:020}.json").write_text(json.dumps({"protocol": old}) + "\n" + json.dumps({"metaData": meta}))
+    (root / f"{1:020}.json").write_text(json.dumps({"protocol": new}) + "\n" + json.dumps({"metaData": meta | conf}))
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
+        log.checkpoint(log.snapshot(0))
+    assert _log_files(log, ".checkpoint") == []
+    log.checkpoint(log.snapshot(1))
+    assert _log_files(log, ".checkpoint") == [1]
+
+
+def test_drop_commit_moves_its_protected_version_past_winners(tmp_path: Path) -> None:
+    """Delta's ConflictChecker: the downgrade re-validates the dropped feature on each winner
+    and protects the checkpoints before the version it finally lands at."""
+    log = create(str(tmp_path / "t"), config={"delta.feature.vacuumProtocolCheck": "supported"})
+    txn = log.start_transaction()
+    txn.update_metadata(with_checkpoint_protection(txn.snapshot.metadata, txn.read_version + 1))
+    protocol = protocol_without(txn.snapshot.protocol, "vacuumProtocolCheck", ("checkpointProtection",))
+    txn.downgrade_protocol(protocol, lambda s: s.num_files < 2, protect_checkpoints=True)
+    append(log, [1], "a")
+    assert txn.commit([], Write()) == 2
+    assert log.update().metadata.configuration[PROPERTY] == "2"
+    txn = log.start_transaction()
+    txn.downgrade_protocol(protocol_without(txn.snapshot.protocol, "checkpointProtection"), lambda s: s.num_files < 2)
+    append(log, [2], "a")
+    with pytest.raises(DropFeatureConflictError, match="version 3"):
+        txn.commit([], Write())
+    # the re-check comes before the metadata check, as in Delta's checkProtocolCompatibility
+    log = create(str(tmp_path / "u"))
+    txn = log.start_transaction()
+    txn.update_metadata(txn.snapshot.metadata)
+    txn.downgrade_protocol(Protocol(1, 1), lambda s: s.properties.checkpoint_interval == 10)
+    set_table_properties(log, {"delta.checkpointInterval": "5"})
+    with pytest.raises(DropFeatureConflictError, match="version 1"):
+        txn.commit([], Write())
+
+
+def test_drop_feature_errors_leave_the_table_alone(tmp_path: Path) -> None:
+    log = create(
+        str(tmp_path / "t"),
+        config={
+            "delta.constraints.pos": "id > 0",
+            "delta.feature.domainMetadata": "supported",
+            "delta.feature.appendOnly": "supported",
+        },
+    )
+    before = log.update().version
+    cases: list[tuple[str, type[Exception], str]] = [
+        ("deletionVectors", FeatureNotPresentError, "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT"),
+        ("appendOnly", FeatureNotRemovableError, "DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE"),
+        ("fancyFeature", FeatureNotRemovableError, "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE"),
+        ("delta.appendOnly", FeatureNotRemovableError, "DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY"),
+        ("domainMetadata", DropFeatureUnsupportedError, "DELTALOG_FEATURE_DROP_NOT_IMPLEMENTED"),
+        ("checkConstraints", FeatureStillInUseError, "DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE"),
+    ]
+    for name, error, error_class in cases:
+        with pytest.raises(error, match=error_class):
+            drop_feature(log, name)
+    with pytest.raises(FeatureNotRemovableError, match="DELTA_FEATURE_DROP_HISTORY_TRUNCATION_NOT_ALLOWED"):
+        drop_feature(log, "checkConstraints", truncate_history=True)
+    assert log.update().version == before
+
+
+def test_writer_feature_drop_and_truncate_history_paths(tmp_path: Path) -> None:
+    # a writer feature: no barrier, no checkpointProtection (Delta's "Dropping writer feature")
+    log = create(str(tmp_path / "ict"), config={"delta.enableInCommitTimestamps": "true"})
+    append(log, [1], "a")
+    drop_feature(log, "inCommitTimestamp")
+    snap = log.update()
+    assert snap.protocol == Protocol(1, 2)  # normalized, as Delta's removeFeature
+    assert snap.metadata.configuration == {"delta.enableInCommitTimestamps": "false"}
+    assert _log_files(log, ".checkpoint") == []
+    # TRUNCATE HISTORY: the first run cleans the latest version and asks to wait 24 hours
+    log = _dv_table(str(tmp_path / "dv"))
+    with pytest.raises(DropFeatureWaitForRetentionError, match="24 hours"):
+        drop_feature(log, "deletionVectors", truncate_history=True)
+    assert "deletionVectors" in log.update().protocol.writer_features
+    drop_feature(log, "deletionVectors", truncate_history=True, now_ms=int(time.time() * 1000) + 2 * DAY_MS)
+    snap = log.update()
+    assert snap.protocol == Protocol(1, 2)  # no checkpointProtection after a truncation
+    assert _log_files(log, ".json")[0] == 7 and read_ids(log) == [2, 4]
+    # checkpointProtection: TRUNCATE HISTORY only, once the history before it is gone
+    log = _dv_table(str(tmp_path / "cp"))
+    boundary = drop_feature(log, "deletionVectors")
+    with pytest.raises(FeatureNotRemovableError, match="WITH_HISTORY_TRUNCATION"):
+        drop_feature(log, "checkpointProtection")
+    with pytest.raises(DropFeatureWaitForRetentionError, match="CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD"):
+        drop_feature(log, "checkpointProtection", truncate_history=True)
+    drop_feature(log, "checkpointProtection", truncate_history=True, now_ms=int(time.time() * 1000) + 2 * DAY_MS)
+    snap = log.update()
+    assert snap.protocol.writer_features is None and PROPERTY not in snap.metadata.configuration
+    assert _log_files(log, ".json")[0] >= boundary and read_ids(log) == [2, 4]
+    assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("id").to_pylist()) == [2, 4]
