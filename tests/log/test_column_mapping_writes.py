@@ -282,11 +282,12 @@ def test_a_schema_with_a_duplicate_column_mapping_id_is_refused(tmp_path: Path) 
 
 def test_on_a_table_features_protocol_column_mapping_is_listed_as_a_feature(tmp_path: Path) -> None:
     both = ("columnMapping", "deletionVectors")
+    writer = ("appendOnly", "columnMapping", "deletionVectors", "invariants")  # with (1, 2)'s, as Delta's new tables
     log = _create(tmp_path / "new", {"delta.columnMapping.mode": "id", "delta.enableDeletionVectors": "true"})
-    assert log.update().protocol == Protocol(3, 7, both, both)
+    assert log.update().protocol == Protocol(3, 7, both, writer)
     log = _create(tmp_path / "enabled", {"delta.enableDeletionVectors": "true"})
     alter.set_table_properties(log, {"delta.columnMapping.mode": "name"})
-    assert log.update().protocol == Protocol(3, 7, both, both)
+    assert log.update().protocol == Protocol(3, 7, both, writer)
     assert next(a for a in _commit(tmp_path / "enabled", 1) if "commitInfo" in a)["commitInfo"][
         "operationParameters"
     ] == {"properties": '{"delta.columnMapping.mode":"name"}'}

@@ -66,7 +66,7 @@ def test_deletion_vectors_on_disk_and_inline(tmp_path: Path) -> None:
     )
 
     snap = DeltaLog.for_table(str(table)).update()
-    assert snap.protocol == Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))
+    assert snap.protocol == Protocol(3, 7, ("deletionVectors",), ("appendOnly", "deletionVectors", "invariants"))
     by_path = {f.path: f for f in snap.files}
     assert by_path["a.parquet"].deletion_vector == on_disk
     assert by_path["b.parquet"].deletion_vector == inline

@@ -212,6 +212,26 @@ def test_metadata_needing_features_upgrades_the_protocol() -> None:
     assert log.update().protocol == Protocol(1, 4)
 
 
+def test_a_property_change_upgrades_nothing_the_metadata_does_not_use() -> None:
+    """Delta's ``upgradeProtocolFromMetadataForExistingTable``: an existing table's protocol
+    grows only by the features its new metadata uses, never toward the (1, 2) a new table
+    starts at (that would list appendOnly and invariants on a table-features protocol: a
+    protocol change that fails every concurrent transaction)."""
+    from dataclasses import replace
+
+    for features, expected in (({"delta.feature.v2Checkpoint": "supported"}, None), ({}, None)):
+        log = new_log()
+        create(log, **features)
+        before = log.update().protocol
+        txn = log.start_transaction()
+        assert txn.metadata is not None
+        config = {**txn.metadata.configuration, "delta.logRetentionDuration": "interval 60 days"}
+        txn.update_metadata(replace(txn.metadata, configuration=config))
+        version = txn.commit([], ManualUpdate())
+        assert [line for line in commit_lines(log, version) if "protocol" in line] == (expected or [])
+        assert log.update().protocol == before
+
+
 def test_deletion_vectors_need_table_features() -> None:
     log = new_log()
     create(log, **{"delta.enableDeletionVectors": "true"})

@@ -336,8 +336,8 @@ class OptimisticTransaction:
         return out if moved else None
 
     def _upgrade_protocol_for(self, metadata: Metadata) -> None:
-        needed = required_protocol(metadata)
         current = self.protocol
+        needed = required_protocol(metadata, new_table=current is None)
         if current is None:
             if not self._protocol_set_explicitly:
                 self._new_protocol = needed

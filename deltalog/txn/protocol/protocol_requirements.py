@@ -170,16 +170,18 @@ def active_features(metadata: Metadata) -> set[str]:
     return features
 
 
-def required_protocol(metadata: Metadata) -> Protocol:
+def required_protocol(metadata: Metadata, *, new_table: bool = True) -> Protocol:
     """The smallest protocol that supports every feature ``metadata`` makes active,
     honouring ``delta.minReaderVersion`` / ``delta.minWriterVersion`` and the features
-    ``delta.feature.<name>`` properties ask for (listed by name, so with writer 7)."""
+    ``delta.feature.<name>`` properties ask for (listed by name, so with writer 7). A new
+    table starts at Delta's default (1, 2); an existing one at nothing, so its protocol grows
+    only by what the metadata uses (Delta's ``upgradeProtocolFromMetadataForExistingTable``)."""
     requested = _requested_features(metadata)
     features = active_features(metadata) | requested
-    reader, writer = 1, 2
+    reader, writer = 1, 2 if new_table else 1
     try:
         reader = max(reader, metadata.properties.min_reader_version or 1)
-        writer = max(writer, metadata.properties.min_writer_version or 2)
+        writer = max(writer, metadata.properties.min_writer_version or 1)
     except ValueError:  # InvalidPropertyError: a version that is not a number is ignored
         pass
     needs_table_features = writer >= 7 or bool(requested) or any(f not in _LEGACY for f in features)
@@ -188,6 +190,10 @@ def required_protocol(metadata: Metadata) -> Protocol:
             r, w = _LEGACY[feature]
             reader, writer = max(reader, r), max(writer, w)
         return Protocol(reader, writer)
+    if new_table and writer < 7:
+        # Delta's forNewTable: the new table's versions (its properties or the defaults)
+        # count with the features they imply, listed by name on a table-features protocol
+        features |= {f for f, (r, w) in _LEGACY.items() if r <= min(reader, 2) and w <= writer}
     reader_features = sorted(f for f in features if f in READER_WRITER_FEATURES)
     if reader_features or reader >= 3:
         return Protocol(3, 7, tuple(reader_features), tuple(sorted(features)))
