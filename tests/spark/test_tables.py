@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 
@@ -145,6 +146,45 @@ def test_restore_convert_create(spark, table_path, tmp_path):
     again = DeltaTable.createIfNotExists(spark).location(created).addColumn("id", "long").execute()
     assert again.detail().collect()[0].partitionColumns == ["day"]
     assert DeltaTable.isDeltaTable(spark, created) and not DeltaTable.isDeltaTable(spark, str(tmp_path / "no"))
+
+
+def test_replace_create_or_replace_and_add_feature_support(spark, table_path, tmp_path):
+    """delta-spark's ``replace``/``createOrReplace`` builders (Delta's REPLACE TABLE: new
+    schema, partitioning, properties and table id, every file removed, history kept, column
+    mapping ids going on) and ``addFeatureSupport``."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.errors import InvalidPropertyError, TableNotFoundError
+
+    with pytest.raises(TableNotFoundError, match="DELTA_CANNOT_REPLACE_MISSING_TABLE"):
+        DeltaTable.replace(spark).location(table_path).addColumn("id", "long").execute()
+    mapped = {"delta.columnMapping.mode": "name"}
+    DeltaTable.createOrReplace(spark).location(table_path).addColumn("a", "long").addColumn("b", "string").property(
+        "delta.columnMapping.mode", "name"
+    ).execute()
+    spark.createDataFrame([(1, "x")], "a long, b string").write.format("deltalog").mode("append").save(table_path)
+    before = DeltaTable.forPath(spark, table_path)._log.update()
+    builder = DeltaTable.replace(spark).location(table_path).addColumn("a", "long").addColumn("c", "int")
+    for key, value in mapped.items():
+        builder = builder.property(key, value)
+    table = builder.partitionedBy("c").comment("replaced").execute()
+    after = table._log.update()
+    assert table.toDF().count() == 0 and after.metadata.id != before.metadata.id
+    assert after.metadata.partition_columns == ("c",) and after.metadata.description == "replaced"
+    ids = {
+        f["name"]: f["metadata"]["delta.columnMapping.id"] for f in json.loads(after.metadata.schema_string)["fields"]
+    }
+    assert ids == {"a": 1, "c": 3} and after.properties.column_mapping_max_id == 3  # a kept, b's id never reused
+    assert [op for op in operations(table_path)] == ["CREATE OR REPLACE TABLE", "WRITE", "REPLACE TABLE"]
+    assert table.history(1).collect()[0].operationParameters["partitionBy"] == '["c"]'
+    assert len(delta_rs_rows(table_path, ["a"])) == 0
+
+    table.addFeatureSupport("deletionVectors")
+    protocol = table._log.update().protocol
+    assert "deletionVectors" in (protocol.reader_features or ()) and "deletionVectors" in protocol.writer_features
+    assert "delta.feature.deletionVectors" not in table._log.update().metadata.configuration
+    with pytest.raises(InvalidPropertyError, match="noSuchFeature"):
+        table.addFeatureSupport("noSuchFeature")
+    assert operations(table_path)[-1] == "SET TBLPROPERTIES" and len(operations(table_path)) == 4
 
 
 def test_streaming_restart_no_duplicates(spark, table_path, tmp_path):

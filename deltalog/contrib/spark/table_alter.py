@@ -74,6 +74,15 @@ class AlterTableMethods:
         :class:`~deltalog.contrib.spark.constraints.ConstraintViolationError`."""
         alter.set_table_properties(self._log, properties, self._check_rows)
 
+    def addFeatureSupport(self, featureName: str) -> None:
+        """delta-spark's ``addFeatureSupport``: ``ALTER TABLE SET TBLPROPERTIES
+        ('delta.feature.<featureName>' = 'supported')``. The feature joins the protocol, which
+        moves to table features (writer 7; reader 3 for a reader-writer feature) when it is
+        not there yet; an unknown name is refused and nothing is committed."""
+        from deltalog.txn.protocol.protocol_requirements import FEATURE_PROPERTY_PREFIX
+
+        alter.set_table_properties(self._log, {f"{FEATURE_PROPERTY_PREFIX}{featureName}": "supported"})
+
     def _check_rows(self, snapshot: Snapshot, constraints: Mapping[str, str]) -> None:
         from deltalog.contrib.spark.constraints import check_new_constraints
         from deltalog.contrib.spark.native import read_table

@@ -8,6 +8,7 @@ ones in one commit.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -39,7 +40,9 @@ from deltalog.contrib.spark.row_tracking import carried_columns, tracked_columns
 from deltalog.contrib.spark.table_alter import AlterTableMethods
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.contrib.spark.writes import commit_files, write_spec
-from deltalog.txn.protocol.actions import Action, AddFile
+from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
+from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN
+from deltalog.txn.protocol.errors import TableNotFoundError
 from deltalog.txn.protocol.properties import TableProperties
 
 if TYPE_CHECKING:
@@ -175,11 +178,22 @@ class DeltaTable(AlterTableMethods):
 
     @classmethod
     def create(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
-        return DeltaTableBuilder(sparkSession, if_not_exists=False)
+        return DeltaTableBuilder(sparkSession, "create")
 
     @classmethod
     def createIfNotExists(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
-        return DeltaTableBuilder(sparkSession, if_not_exists=True)
+        return DeltaTableBuilder(sparkSession, "createIfNotExists")
+
+    @classmethod
+    def replace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        """``REPLACE TABLE``: a builder whose ``execute()`` replaces the table at its location
+        (new schema, partitioning and properties, every file removed, history kept)."""
+        return DeltaTableBuilder(sparkSession, "replace")
+
+    @classmethod
+    def createOrReplace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        """``CREATE OR REPLACE TABLE``: replaces the table, or creates it when none is there."""
+        return DeltaTableBuilder(sparkSession, "createOrReplace")
 
     @classmethod
     def convertToDelta(
@@ -759,9 +773,10 @@ class DeltaTable(AlterTableMethods):
 class DeltaTableBuilder:
     """``DeltaTable.create(spark).location(path).addColumn(...).partitionedBy(...).execute()``."""
 
-    def __init__(self, spark: SparkSession | None, if_not_exists: bool) -> None:
+    def __init__(self, spark: SparkSession | None, mode: str) -> None:
         self._spark = spark
-        self._if_not_exists = if_not_exists
+        #: ``create``, ``createIfNotExists``, ``replace`` or ``createOrReplace``
+        self._mode = mode
         self._location: str | None = None
         self._fields: list[dict[str, Any]] = []
         self._partitions: list[str] = []
@@ -832,14 +847,11 @@ class DeltaTableBuilder:
         return self
 
     def execute(self) -> DeltaTable:
-        import uuid
-
-        from deltalog.contrib.spark import schemas
+        """Create (or replace) the table and return it. ``create``: refused when a table is
+        there (:class:`TableAlreadyExistsError`); ``createIfNotExists``: a table there is
+        returned as it is; ``replace``: refused when no table is there; ``createOrReplace``:
+        either."""
         from deltalog.contrib.spark.table_builder import validate_generated_columns
-        from deltalog.txn.commands.clustering import clustering_actions
-        from deltalog.txn.commit.operations import CreateTable
-        from deltalog.txn.protocol.actions import Metadata
-        from deltalog.txn.protocol.column_defaults import column_defaults
 
         if self._location is None:
             raise DeltaAnalysisError("deltalog tables are path-based: call .location(uri) before execute()")
@@ -853,17 +865,66 @@ class DeltaTableBuilder:
             spark = SparkSession.getActiveSession()
             if spark is None:
                 raise DeltaAnalysisError("no active SparkSession: pass one to DeltaTable.create(spark)")
-        if delta_log.table_exists():
-            if self._if_not_exists:
-                return DeltaTable(spark, self._location, self._storage_options)
+        exists = delta_log.table_exists()
+        if exists and self._mode == "createIfNotExists":
+            return DeltaTable(spark, self._location, self._storage_options)
+        if exists and self._mode == "create":
             raise TableAlreadyExistsError(f"a Delta table already exists at {delta_log.table_uri}")
+        if not exists and self._mode == "replace":
+            raise TableNotFoundError(
+                delta_log.table_uri,
+                "DELTA_CANNOT_REPLACE_MISSING_TABLE: it cannot be replaced as it does not exist; "
+                "use DeltaTable.createOrReplace to create it",
+            )
         validate_generated_columns(spark, self._fields)
+        self._commit(delta_log, replacing=exists)
+        return DeltaTable(spark, self._location, self._storage_options)
+
+    def _commit(self, delta_log: DeltaLog, replacing: bool) -> None:
+        """CREATE TABLE, or REPLACE TABLE as Delta's ``CreateDeltaTableCommand``: the new
+        metadata (a new table id; column mapping ids go on from the old table's), every file
+        removed, the clustering domain replaced, one commit."""
+        from deltalog.txn.commands.clustering import clustering_actions
+        from deltalog.txn.commit.operations import CreateTable, ReplaceTable
+        from deltalog.txn.protocol.column_defaults import column_defaults
+
+        txn = start_transaction(delta_log)
+        metadata = self._metadata(txn.metadata if replacing else None)
+        column_defaults(metadata)  # a default no write could compute is refused now
+        txn.update_metadata(metadata)
+        actions: list[Any] = clustering_actions(txn, self._cluster_by) if self._cluster_by else []
+        definition: dict[str, Any] = {
+            "description": self._comment,
+            "partition_by": tuple(self._partitions),
+            "properties": dict(metadata.configuration),
+            "cluster_by": tuple(self._cluster_by) if self._cluster_by else None,
+        }
+        if replacing:
+            now = _now_ms()
+            actions += [f.remove(now) for f in txn.filter_files()]
+            actions += _clustering_removed(txn.snapshot.domain_metadata, actions)
+        if self._mode in ("replace", "createOrReplace"):  # the operation Delta records, table there or not
+            txn.commit(actions, ReplaceTable(**definition, or_create=self._mode == "createOrReplace"))
+        else:
+            txn.commit(actions, CreateTable(**definition))
+
+    def _metadata(self, old: Metadata | None) -> Metadata:
+        """The table's metadata from the builder (``old``: the metadata REPLACE replaces)."""
+        import uuid
+
+        from deltalog.contrib.spark import schemas
+        from deltalog.txn.protocol.actions import Metadata
+
         schema: dict[str, Any] = {"type": "struct", "fields": self._fields}
         config = dict(self._properties)
         if TableProperties(config).column_mapping_mode != "none":
-            schema, max_id = schemas.assign_column_mapping(schema, 0)
+            if old is None:
+                schema, max_id = schemas.assign_column_mapping(schema, 0)
+            else:
+                old_max = old.properties.column_mapping_max_id
+                schema, max_id = schemas.assign_column_mapping(schema, old_max, replacing=json.loads(old.schema_string))
             config["delta.columnMapping.maxColumnId"] = str(max_id)
-        metadata = Metadata(
+        return Metadata(
             id=str(uuid.uuid4()),
             schema_string=json.dumps(schema, separators=(",", ":")),
             partition_columns=tuple(self._partitions),
@@ -872,19 +933,15 @@ class DeltaTableBuilder:
             description=self._comment,
             created_time=_now_ms(),
         )
-        column_defaults(metadata)  # a default no write could compute is refused now
-        txn = start_transaction(delta_log)
-        txn.update_metadata(metadata)
-        txn.commit(
-            clustering_actions(txn, self._cluster_by) if self._cluster_by else [],
-            CreateTable(
-                description=self._comment,
-                partition_by=tuple(self._partitions),
-                properties=config,
-                cluster_by=tuple(self._cluster_by) if self._cluster_by else None,
-            ),
-        )
-        return DeltaTable(spark, self._location, self._storage_options)
+
+
+def _clustering_removed(domains: Mapping[str, DomainMetadata], actions: Sequence[Any]) -> list[DomainMetadata]:
+    """The old table's ``delta.clustering`` domain, removed, unless ``actions`` set a new one
+    (Delta's ``handleDomainMetadataForReplaceTable``: other domains survive a REPLACE)."""
+    old = domains.get(CLUSTERING_DOMAIN)
+    if old is None or any(isinstance(a, DomainMetadata) and a.domain == CLUSTERING_DOMAIN for a in actions):
+        return []
+    return [dataclasses.replace(old, removed=True)]
 
 
 def _update_assignments(schema: StructType, set: Mapping[str, ExpressionOrColumn]) -> dict[str, Column]:
