@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from deltalog.txn.commands.restore import RestoreMissingFilesError, RestoreToLatestVersionError
     from deltalog.txn.commands.vacuum import VacuumRetentionError
     from deltalog.txn.commands.vacuum_listing import VacuumInventoryError
+    from deltalog.txn.commands.vacuum_lite import VacuumLiteError
     from deltalog.txn.commit.commit_errors import (
         AppendOnlyViolationError,
         CommitFailedError,
@@ -213,6 +214,7 @@ _HOMES: dict[str, str] = {
     "CloneSourceFilesMissingError": "deltalog.txn.commands.clone",
     "VacuumRetentionError": "deltalog.txn.commands.vacuum",
     "VacuumInventoryError": "deltalog.txn.commands.vacuum_listing",
+    "VacuumLiteError": "deltalog.txn.commands.vacuum_lite",
     "DropFeatureError": "deltalog.txn.commands.drop_feature",
     "DropFeatureHistoricalVersionsExistError": "deltalog.txn.commands.drop_feature",
     "DropFeatureUnsupportedError": "deltalog.txn.commands.drop_feature",
@@ -340,6 +342,7 @@ __all__ = [
     "UnsupportedGenerationExpressionError",
     "UnsupportedTypeChangeError",
     "VacuumInventoryError",
+    "VacuumLiteError",
     "VacuumRetentionError",
     "VersionNotFoundError",
     "WriteOutcomeUnknownError",

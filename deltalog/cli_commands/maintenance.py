@@ -66,6 +66,11 @@ def _vacuum_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dry-run", action="store_true", help="list the files that would be deleted")
     parser.add_argument(
+        "--lite",
+        action="store_true",
+        help="find the files in the log's removes instead of listing the table (VACUUM LITE)",
+    )
+    parser.add_argument(
         "--no-retention-check",
         action="store_true",
         help="allow a retention below delta.deletedFileRetentionDuration (only when no writer is running)",
@@ -91,6 +96,7 @@ def vacuum(ctx: CommandContext) -> int:
             enforce_retention=not ctx.args.no_retention_check,
             lock=ctx.args.lock,
             progress=bar,
+            lite=ctx.args.lite,
         )
     finally:
         bar.close()

@@ -104,6 +104,8 @@ def test_vacuum(table: str) -> None:
     assert "Traceback" not in refused.stderr
     dry = ok_json("vacuum", table, "--retain-hours", "0", "--no-retention-check", "--dry-run")
     assert isinstance(dry, dict) and dry["files"] == [orphan.path] and dry["dry_run"]
+    lite = ok_json("vacuum", table, "--retain-hours", "0", "--no-retention-check", "--dry-run", "--lite")
+    assert isinstance(lite, dict) and lite["files"] == []  # LITE reads the log: no commit names the orphan
     assert (Path(table) / orphan.path).exists()
     done = deltalog(
         "vacuum",

@@ -194,15 +194,30 @@ def retention_check_enabled(spark: SparkSession) -> bool:
     return str(value).strip().lower() != "false"
 
 
+#: Delta's session conf that makes VACUUM ``LITE`` unless the call says ``FULL``.
+LITE_VACUUM_CONF = "spark.databricks.delta.vacuum.lite.enabled"
+
+
 def vacuum(
-    spark: SparkSession, delta_log: DeltaLog, retention_hours: float | None, inventory: DataFrame | None = None
+    spark: SparkSession,
+    delta_log: DeltaLog,
+    retention_hours: float | None,
+    inventory: DataFrame | None = None,
+    vacuum_type: str | None = None,
 ) -> VacuumResult:
     """Core VACUUM, with the retention check taken from the Spark configuration; with an
-    ``inventory`` DataFrame (Delta's ``VACUUM ... USING INVENTORY``) instead of a listing."""
+    ``inventory`` DataFrame (Delta's ``VACUUM ... USING INVENTORY``) instead of a listing;
+    ``vacuum_type`` ``LITE`` or ``FULL`` (default: ``LITE`` when :data:`LITE_VACUUM_CONF` is on)."""
     from deltalog.txn.commands.vacuum import vacuum as core_vacuum
 
+    if vacuum_type is None:
+        vacuum_type = "LITE" if (spark.conf.get(LITE_VACUUM_CONF, "false") or "").strip().lower() == "true" else "FULL"
+    if vacuum_type.upper() not in ("LITE", "FULL"):
+        raise DeltaAnalysisError(f"vacuumType must be LITE or FULL, got {vacuum_type!r}")
     table = None if inventory is None else inventory_table(inventory)
-    return core_vacuum(delta_log, retention_hours, enforce_retention=retention_check_enabled(spark), inventory=table)
+    check = retention_check_enabled(spark)
+    lite = vacuum_type.upper() == "LITE"
+    return core_vacuum(delta_log, retention_hours, enforce_retention=check, inventory=table, lite=lite)
 
 
 def inventory_table(inventory: DataFrame) -> pa.Table:

@@ -617,19 +617,24 @@ class DeltaTable(AlterTableMethods):
 
         return DeltaOptimizeBuilder(self)
 
-    def vacuum(self, retentionHours: float | None = None, inventory: DataFrame | None = None) -> DataFrame:
+    def vacuum(
+        self, retentionHours: float | None = None, inventory: DataFrame | None = None, vacuumType: str | None = None
+    ) -> DataFrame:
         """Delete unreferenced files older than the retention (default
         ``delta.deletedFileRetentionDuration``, 7 days); a DataFrame of the deleted paths.
 
         ``inventory`` (a deltalog addition, Delta's SQL ``VACUUM ... USING INVENTORY``): a
         DataFrame of ``path, length, isDir, modificationTime`` rows, such as a storage
-        inventory report, used instead of listing the table's directory.
+        inventory report, used instead of listing the table's directory. ``vacuumType`` (a
+        deltalog addition, Delta's SQL ``VACUUM ... LITE | FULL``): ``LITE`` finds the files in
+        the log instead (see :mod:`deltalog.txn.commands.vacuum_lite`); the default is ``FULL``
+        unless ``spark.databricks.delta.vacuum.lite.enabled`` is ``true``.
 
         A retention shorter than the table's is refused (``VacuumRetentionError``) unless
         ``spark.databricks.delta.retentionDurationCheck.enabled`` is ``false``."""
         from deltalog.contrib.spark.maintenance import vacuum
 
-        result = vacuum(self._spark, self._log, retentionHours, inventory)
+        result = vacuum(self._spark, self._log, retentionHours, inventory, vacuumType)
         return self._spark.createDataFrame([(p,) for p in result.files], "path string")
 
     def restoreToVersion(self, version: int) -> DataFrame:

@@ -26,6 +26,7 @@ VACUUM looked at, the root included, not of those it deleted, which is
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -37,6 +38,7 @@ from urllib.parse import urlsplit
 import pyarrow.compute as pc
 
 from deltalog.txn.commands.vacuum_listing import InventoryEntry, files_from_inventory, is_hidden, list_table
+from deltalog.txn.commands.vacuum_lite import files_from_log, latest_commit_outside_retention, write_last_vacuum_info
 from deltalog.txn.commit.operations import VacuumEnd, VacuumStart
 from deltalog.txn.log.deletion_vectors import dv_absolute_path
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor, decode_path
@@ -177,12 +179,14 @@ def vacuum(
     progress: Progress | None = None,
     max_workers: int = 8,
     inventory: pa.Table | Iterable[InventoryEntry] | None = None,
+    lite: bool = False,
 ) -> VacuumResult:
     """Delete unreferenced files older than the retention; see the module docstring.
 
     The table's directory is listed (``max_workers`` directories at once) unless an
     ``inventory`` of its files is given (Delta's ``VACUUM ... USING INVENTORY``; see
-    :mod:`~deltalog.txn.commands.vacuum_listing`).
+    :mod:`~deltalog.txn.commands.vacuum_listing`), or with ``lite`` the files are found in the
+    log (Delta's ``VACUUM ... LITE``; see :mod:`~deltalog.txn.commands.vacuum_lite`).
 
     Returns a :class:`VacuumResult` (iterable over the table-relative paths deleted, or
     that would be deleted with ``dry_run``). Raises :class:`VacuumRetentionError` for an
@@ -198,10 +202,15 @@ def vacuum(
     retention_ms, check = _checked_retention(delta_log, retention_hours, table_retention_ms, enforce_retention)
     fs = delta_log.store.filesystem()
     root = delta_log.store.fs_path(delta_log.table_uri).rstrip("/")
-    if inventory is None:
-        files, dirs = list_table(delta_log, fs, root, snapshot.partition_columns, max_workers)
-    else:
+    outside = None
+    if inventory is not None:
         files, dirs = files_from_inventory(delta_log.table_uri, inventory, snapshot.partition_columns)
+    elif lite:
+        outside = latest_commit_outside_retention(delta_log, now - retention_ms)
+        relative = functools.partial(_relative, delta_log.table_uri, root)
+        files, dirs = files_from_log(delta_log, snapshot.version, outside, relative), []
+    else:
+        files, dirs = list_table(delta_log, fs, root, snapshot.partition_columns, max_workers)
     valid = _valid_paths(delta_log, snapshot, root, now - retention_ms, now)
     result = _unreferenced(delta_log.table_uri, files, valid, now - retention_ms)
     result.dry_run, result.retention_hours = dry_run, retention_ms / 3_600_000
@@ -217,6 +226,7 @@ def vacuum(
         },
     )
     _delete_between_start_and_end(delta_log, lock, start, result, fs, root, dirs, valid, progress, max_workers)
+    write_last_vacuum_info(delta_log, outside)
     return result
 
 
