@@ -71,8 +71,9 @@ from deltalog.txn.protocol.actions import (
 from deltalog.txn.protocol.column_mapping import (
     partition_value_keys,
     physical_partition_filters,
-    update_column_mapping,
 )
+from deltalog.txn.protocol import iceberg_compat
+from deltalog.txn.protocol.iceberg_compat import complete_metadata
 from deltalog.txn.protocol.identity import identity_commit_tags
 from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPredicate, partition_column_types
 from deltalog.txn.protocol.properties import InvalidPropertyError
@@ -274,7 +275,7 @@ class OptimisticTransaction:
         if self._new_metadata is not None:
             raise MetadataAlreadyChangedError("cannot change the metadata more than once in a transaction")
         verify_metadata(metadata)
-        metadata = update_column_mapping(self.snapshot.metadata if self.table_exists else None, metadata)
+        metadata = complete_metadata(self.snapshot.metadata if self.table_exists else None, metadata)
         if metadata.created_time is None and not self.table_exists:
             metadata = _with_created_time(metadata)
         metadata = self._with_ict_enablement(metadata)
@@ -541,6 +542,7 @@ class OptimisticTransaction:
         table can take this commit and every action, then choose the isolation level."""
         body = self._take_metadata_and_protocol(actions)
         self._check_writable()
+        self._check_iceberg_compat(body)
         body = self._with_row_tracking_backfill(body)
         self._check_constraints_declared(body)
         self._action_checks().check_all(body)
@@ -595,6 +597,17 @@ class OptimisticTransaction:
                 "delta.enableInCommitTimestamps is on, which needs commitInfo in every commit; "
                 "do not disable commit_info_enabled on this table"
             )
+
+    def _check_iceberg_compat(self, body: Sequence[Action]) -> None:
+        """IcebergCompatV1/V2's checks on the commit's final protocol, metadata and adds
+        (Delta runs them in every ``prepareCommit``)."""
+        protocol, metadata = self.protocol, self.metadata
+        if protocol is None or metadata is None:
+            return
+        prev_protocol = self.snapshot.protocol if self.table_exists else None
+        prev_metadata = self.snapshot.metadata if self.table_exists else None
+        adds = [a for a in body if isinstance(a, AddFile)]
+        iceberg_compat.check_commit(prev_protocol, prev_metadata, protocol, metadata, adds)
 
     def _action_checks(self) -> CommitActionChecks:
         keys = partition_value_keys(self.metadata) if self.metadata is not None else ()

@@ -145,6 +145,12 @@ def active_features(metadata: Metadata) -> set[str]:
         features.add("v2Checkpoint")
     if props.enable_type_widening:
         features.add("typeWidening")
+    config = metadata.configuration
+    for version in (1, 2):
+        if str(config.get(f"delta.enableIcebergCompatV{version}", "")).strip().lower() == "true":
+            features.add(f"icebergCompatV{version}")
+    if str(config.get("delta.enableMaterializePartitionColumnsFeature", "")).strip().lower() == "true":
+        features.add("materializePartitionColumns")
     if props.enable_row_tracking:
         # rowTracking requires domainMetadata (its high-water mark is a domain)
         features.update(("rowTracking", "domainMetadata"))
