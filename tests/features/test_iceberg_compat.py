@@ -165,7 +165,7 @@ def test_enabling_on_an_existing_table(tmp_path: Path) -> None:
     log = _create(tmp_path / "t", {}, plain)
     snap = log.update()
     txn = log.start_transaction()
-    with pytest.raises(IcebergCompatViolationError, match="WRONG_REQUIRED_TABLE_PROPERTY.*columnMapping.mode"):
+    with pytest.raises(IcebergCompatViolationError, match=r"WRONG_REQUIRED_TABLE_PROPERTY.*columnMapping\.mode"):
         txn.commit([dataclasses.replace(snap.metadata, configuration=V2)], SetTableProperties(properties=V2))
     assert log.update().version == snap.version
 

@@ -59,6 +59,7 @@ from deltalog.txn.protocol.actions import (
     AddCDCFile,
     AddFile,
     Metadata,
+    Protocol,
     SetTransaction,
 )
 from deltalog.txn.protocol.clustering import refuse_partitioning_a_clustered_table

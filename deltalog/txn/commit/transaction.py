@@ -55,7 +55,7 @@ from deltalog.txn.commit.operations import Operation
 from deltalog.txn.commit.post_commit import PostCommitHook, run_post_commit
 from deltalog.txn.commit.settings import EngineSettings
 from deltalog.txn.log.checksum import record_commit_checksum
-from deltalog.txn.protocol import row_tracking
+from deltalog.txn.protocol import iceberg_compat, row_tracking
 from deltalog.txn.protocol.actions import (
     Action,
     AddCDCFile,
@@ -72,7 +72,6 @@ from deltalog.txn.protocol.column_mapping import (
     partition_value_keys,
     physical_partition_filters,
 )
-from deltalog.txn.protocol import iceberg_compat
 from deltalog.txn.protocol.iceberg_compat import complete_metadata
 from deltalog.txn.protocol.identity import identity_commit_tags
 from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPredicate, partition_column_types

@@ -38,9 +38,9 @@ __all__ = [
     "COLUMN_MAPPING_ID",
     "COLUMN_MAPPING_KEYS",
     "NESTED_IDS",
-    "assign_nested_ids",
     "PHYSICAL_NAME",
     "assign_column_mapping",
+    "assign_nested_ids",
     "column_mapping_mode",
     "field_ids",
     "find_max_column_id",
@@ -209,8 +209,9 @@ def _reusable(old_schema: StructType | None, path: tuple[str, ...], f: StructFie
 
 def update_column_mapping(old: Metadata | None, new: Metadata) -> Metadata:
     """``new`` with column mapping ids, physical names and ``maxColumnId`` assigned (and
-    IcebergCompatV2's nested ids, :func:`assign_nested_ids`), after checking the mode change (Delta's ``verifyAndUpdateMetadataChange``): a new table may use
-    any mode; an existing one may only go from ``none`` to ``name``."""
+    IcebergCompatV2's nested ids, :func:`assign_nested_ids`), after checking the mode
+    change (Delta's ``verifyAndUpdateMetadataChange``): a new table may use any mode; an
+    existing one may only go from ``none`` to ``name``."""
     new_mode = column_mapping_mode(new.configuration)
     old_mode = "none" if old is None else column_mapping_mode(old.configuration)
     changing = old is not None and old_mode != new_mode
