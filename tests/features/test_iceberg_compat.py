@@ -16,6 +16,8 @@ from deltalog.errors import IcebergCompatViolationError, UniFormIcebergRequiresC
 from deltalog.txn.commit.operations import CreateTable, SetTableProperties, Write
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import AddFile, Metadata
+from deltalog.txn.protocol.column_mapping import assign_column_mapping, assign_nested_ids
+from deltalog.txn.protocol.schema import parse_schema
 
 V2 = {"delta.enableIcebergCompatV2": "true", "delta.universalFormat.enabledFormats": "iceberg"}
 
@@ -187,3 +189,14 @@ def test_enabling_on_an_existing_table(tmp_path: Path) -> None:
     txn.update_metadata(dataclasses.replace(after.metadata, configuration=off))
     txn.commit([], SetTableProperties(properties={"delta.enableIcebergCompatV2": "false"}))
     assert "delta.universalFormat.enabledFormats" not in mapped.update().metadata.configuration
+
+
+def test_an_overwrite_keeps_the_nested_ids_of_the_columns_it_keeps() -> None:
+    """Delta's ``reuseColumnMetadataDuringOverwrite`` carries the nested ids over with the
+    column id and physical name (no Iceberg field-id churn on a schema-unchanged overwrite)."""
+    first, max_id = assign_column_mapping(parse_schema(EXAMPLE), 0)
+    first, max_id = assign_nested_ids(first, max_id)
+    again, again_max = assign_column_mapping(parse_schema(EXAMPLE), max_id, first, overwriting=True)
+    again, again_max = assign_nested_ids(again, again_max)
+    assert again == first
+    assert again_max == max_id == 13

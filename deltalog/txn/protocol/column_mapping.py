@@ -130,7 +130,7 @@ def assign_column_mapping(
     existing table (``changing_mode``) the existing columns keep their names as physical
     names, so no data file has to be rewritten. When the schema replaces ``old_schema``
     (``overwriting``: ``overwriteSchema``), a field at the path of an old field of the same
-    type keeps that field's id and physical name, as Delta's
+    type keeps that field's id and physical name (and IcebergCompatV2's nested ids), as Delta's
     ``columnMapping.reuseColumnMetadataDuringOverwrite`` (on by default); other fields get
     ids above ``max_id``, which only grows (the protocol's ``maxColumnId``)."""
     counter = [max(max_id, find_max_column_id(schema))]
@@ -141,6 +141,8 @@ def assign_column_mapping(
         if reused is not None and COLUMN_MAPPING_ID not in meta and PHYSICAL_NAME not in meta:
             meta[COLUMN_MAPPING_ID] = reused.column_mapping_id
             meta[PHYSICAL_NAME] = reused.physical_name
+            if NESTED_IDS in reused.metadata and NESTED_IDS not in meta:  # keyed by the physical name reused
+                meta[NESTED_IDS] = reused.metadata[NESTED_IDS]
         if COLUMN_MAPPING_ID not in meta:
             counter[0] += 1
             meta[COLUMN_MAPPING_ID] = counter[0]
