@@ -230,7 +230,7 @@ def update_column_mapping(old: Metadata | None, new: Metadata) -> Metadata:
     assigned, max_id = assign_column_mapping(
         schema, max(old_max, new.properties.column_mapping_max_id), old_schema, changing
     )
-    if str(new.configuration.get("delta.enableIcebergCompatV2", "")).strip().lower() == "true":
+    if new.properties.enable_iceberg_compat_v2:
         assigned, max_id = assign_nested_ids(assigned, max_id)
     _check_unique(assigned, new_mode)
     config = {**new.configuration, "delta.columnMapping.maxColumnId": str(max_id)}

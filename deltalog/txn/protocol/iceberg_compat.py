@@ -28,12 +28,9 @@ from typing import Any
 
 from deltalog.txn.protocol.actions import AddFile, Metadata, Protocol
 from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.properties import TableProperties
 
 __all__ = [
-    "ATOMIC_CONVERSION",
-    "ICEBERG_COMPAT_V1",
-    "ICEBERG_COMPAT_V2",
-    "UNIVERSAL_FORMATS",
     "IcebergCompatError",
     "IcebergCompatViolationError",
     "UniFormIcebergRequiresCompatError",
@@ -44,15 +41,9 @@ __all__ = [
     "with_required_properties",
 ]
 
-ICEBERG_COMPAT_V1 = "delta.enableIcebergCompatV1"
-ICEBERG_COMPAT_V2 = "delta.enableIcebergCompatV2"
-UNIVERSAL_FORMATS = "delta.universalFormat.enabledFormats"
-ATOMIC_CONVERSION = "delta.universalFormat.iceberg.atomicConversion.supported"
 MATERIALIZE_FEATURE = "materializePartitionColumns"
-MATERIALIZE_PROPERTY = "delta.enableMaterializePartitionColumnsFeature"
-WRITE_PARTITION_COLUMNS = "delta.writePartitionColumnsToParquet"
-_COLUMN_MAPPING = "delta.columnMapping.mode"
-_VERSIONS = {1: ICEBERG_COMPAT_V1, 2: ICEBERG_COMPAT_V2}
+#: the property UniForm lists its formats in (read through TableProperties)
+_FORMATS_KEY = {"delta.universalFormat.enabledFormats"}
 
 #: IcebergCompatV2's type allow-list (Delta's ``CheckTypeInV2AllowList``); decimals too.
 _V2_TYPES = frozenset(
@@ -96,37 +87,32 @@ class UniFormIcebergRequiresCompatError(IcebergCompatError):
         )
 
 
-def _true(configuration: Mapping[str, str], key: str) -> bool:
-    return str(configuration.get(key, "")).strip().lower() == "true"
-
-
 def enabled_versions(configuration: Mapping[str, str]) -> list[int]:
     """The IcebergCompat versions the properties enable (more than one is refused)."""
-    return [v for v, key in _VERSIONS.items() if _true(configuration, key)]
-
-
-def _iceberg_format(configuration: Mapping[str, str]) -> bool:
-    formats = str(configuration.get(UNIVERSAL_FORMATS, "") or "")
-    return "iceberg" in [f.strip() for f in formats.split(",")]
+    props = TableProperties(configuration)
+    return [v for v, on in ((1, props.enable_iceberg_compat_v1), (2, props.enable_iceberg_compat_v2)) if on]
 
 
 def materializes_partition_columns(protocol: Protocol | None, metadata: Metadata) -> bool:
-    """Whether data files of the table hold its partition columns (after the data columns):
-    an IcebergCompat version is enabled, the protocol lists ``materializePartitionColumns``
-    (or the metadata asks for it), or ``delta.writePartitionColumnsToParquet`` is true."""
-    config = metadata.configuration
-    if enabled_versions(config) or _true(config, MATERIALIZE_PROPERTY) or _true(config, WRITE_PARTITION_COLUMNS):
+    """Whether data files of the table hold its partition columns (after the data columns),
+    as Delta's ``TransactionalWrite`` decides: an IcebergCompat version is enabled, the
+    protocol (``protocol``, or what ``metadata`` asks for) has ``materializePartitionColumns``,
+    or ``delta.writePartitionColumnsToParquet`` is true."""
+    from deltalog.txn.protocol.protocol_requirements import required_protocol
+
+    if enabled_versions(metadata.configuration) or metadata.properties.write_partition_columns_to_parquet:
         return True
-    if str(config.get(f"delta.feature.{MATERIALIZE_FEATURE}", "")).strip().lower() in ("supported", "enabled"):
-        return True
-    return protocol is not None and MATERIALIZE_FEATURE in (protocol.writer_features or ())
+    features = set(required_protocol(metadata).writer_features or ())
+    if protocol is not None:
+        features |= set(protocol.writer_features or ())
+    return MATERIALIZE_FEATURE in features
 
 
 def _without_iceberg_format(config: dict[str, str]) -> dict[str, str]:
-    remaining = [f.strip() for f in str(config.get(UNIVERSAL_FORMATS, "")).split(",") if f.strip() != "iceberg"]
-    out = {k: v for k, v in config.items() if k != UNIVERSAL_FORMATS}
-    if any(remaining):
-        out[UNIVERSAL_FORMATS] = ",".join(f for f in remaining if f)
+    remaining = [f for f in TableProperties(config).universal_format_enabled_formats if f != "iceberg"]
+    out = {k: v for k, v in config.items() if k not in _FORMATS_KEY}
+    if remaining:
+        out["delta.universalFormat.enabledFormats"] = ",".join(remaining)
     return out
 
 
@@ -141,25 +127,25 @@ def with_required_properties(old: Metadata | None, new: Metadata) -> Metadata:
     - a new table gets ``delta.universalFormat.iceberg.atomicConversion.supported`` = true
       unless it sets it."""
     config = dict(new.configuration)
-    old_config: Mapping[str, str] = {} if old is None else old.configuration
+    props = new.properties
     versions = enabled_versions(config)
-    if _iceberg_format(config) and not versions:
-        if not enabled_versions(old_config):
+    if "iceberg" in props.universal_format_enabled_formats and not versions:
+        if old is None or not enabled_versions(old.configuration):
             raise UniFormIcebergRequiresCompatError()
         config = _without_iceberg_format(config)
     if versions:
-        mode = str(config.get(_COLUMN_MAPPING, "none")).strip().lower()
+        mode = props.column_mapping_mode
         if mode not in ("name", "id"):
-            if old is not None or _COLUMN_MAPPING in config:
+            if old is not None or props.column_mapping_mode_given:
                 raise IcebergCompatViolationError(
                     versions[-1],
                     "WRONG_REQUIRED_TABLE_PROPERTY",
-                    f"IcebergCompatV{versions[-1]} requires table property '{_COLUMN_MAPPING}' to be set to "
+                    f"IcebergCompatV{versions[-1]} requires table property 'delta.columnMapping.mode' to be set to "
                     f"'name'. Current value: '{mode}'. Enable column mapping first.",
                 )
-            config[_COLUMN_MAPPING] = "name"
-        if old is None and ATOMIC_CONVERSION not in config:
-            config[ATOMIC_CONVERSION] = "true"
+            config["delta.columnMapping.mode"] = "name"
+        if old is None and not props.iceberg_atomic_conversion_given:
+            config["delta.universalFormat.iceberg.atomicConversion.supported"] = "true"
     if config == dict(new.configuration):
         return new
     return dataclasses.replace(new, configuration=config)
@@ -259,7 +245,7 @@ def _deletion_vectors_writable(protocol: Protocol | None, metadata: Metadata | N
     if protocol is None or metadata is None:
         return False
     reader, writer = protocol_features(protocol)
-    return "deletionVectors" in (reader | writer) and _true(metadata.configuration, "delta.enableDeletionVectors")
+    return "deletionVectors" in (reader | writer) and metadata.properties.enable_deletion_vectors
 
 
 def check_commit(
@@ -282,12 +268,12 @@ def check_commit(
             "Only one IcebergCompat version can be enabled, please explicitly disable all other "
             "IcebergCompat versions that are not needed.",
         )
-    mode = str(metadata.configuration.get(_COLUMN_MAPPING, "none")).strip().lower()
+    mode = metadata.properties.column_mapping_mode
     if mode not in ("name", "id"):
         raise IcebergCompatViolationError(
             version,
             "WRONG_REQUIRED_TABLE_PROPERTY",
-            f"IcebergCompatV{version} requires table property '{_COLUMN_MAPPING}' to be set to 'name'. "
+            f"IcebergCompatV{version} requires table property 'delta.columnMapping.mode' to be set to 'name'. "
             f"Current value: '{mode}'.",
         )
     for add in adds:

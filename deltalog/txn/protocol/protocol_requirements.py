@@ -145,11 +145,11 @@ def active_features(metadata: Metadata) -> set[str]:
         features.add("v2Checkpoint")
     if props.enable_type_widening:
         features.add("typeWidening")
-    config = metadata.configuration
-    for version in (1, 2):
-        if str(config.get(f"delta.enableIcebergCompatV{version}", "")).strip().lower() == "true":
-            features.add(f"icebergCompatV{version}")
-    if str(config.get("delta.enableMaterializePartitionColumnsFeature", "")).strip().lower() == "true":
+    if props.enable_iceberg_compat_v1:
+        features.add("icebergCompatV1")
+    if props.enable_iceberg_compat_v2:
+        features.add("icebergCompatV2")
+    if props.enable_materialize_partition_columns_feature:
         features.add("materializePartitionColumns")
     if props.enable_row_tracking:
         # rowTracking requires domainMetadata (its high-water mark is a domain)
