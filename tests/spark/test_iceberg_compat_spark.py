@@ -69,6 +69,7 @@ def test_a_uniform_table_written_through_every_spark_path(spark: Any, tmp_path: 
 
     _check_files(path)
     snap = DeltaLog.for_table(path).update()
+    before = snap.files
     assert "deletionVectors" not in (snap.protocol.writer_features or ())
     assert [c.operation for c in DeltaLog.for_table(path).history()][:3] == ["OPTIMIZE", "MERGE", "UPDATE"]
     expected = [
@@ -78,8 +79,20 @@ def test_a_uniform_table_written_through_every_spark_path(spark: Any, tmp_path: 
         {"id": 5, "tags": None, "m": None, "ts": t0, "p": "c"},
     ]
     assert _rows(read_table(spark, path)) == expected
+    assert _rows(read_table(spark, path, native=False)) == expected  # files that hold the partition column too
     rs = _delta_rs_rows(Path(path))
     assert [r["id"] for r in sorted(rs, key=lambda r: r["id"])] == [1, 2, 3, 5]
+
+    # schema evolution: the new array column gets a nested id, which its file carries
+    evolved = spark.createDataFrame([(6, None, None, None, "a", [7])], f"{SCHEMA}, more array<int>")
+    evolved.write.format("deltalog").mode("append").option("mergeSchema", "true").save(path)
+    snap = DeltaLog.for_table(path).update()
+    more = json.loads(snap.metadata.schema_string)["fields"][-1]["metadata"]
+    (nested_id,) = more["delta.columnMapping.nested.ids"].values()
+    assert nested_id == int(snap.metadata.configuration["delta.columnMapping.maxColumnId"])
+    (newest,) = [a for a in snap.files if a.path not in {f.path for f in before}]
+    element = pq.read_schema(f"{path}/{newest.path}").field(more["delta.columnMapping.physicalName"]).type.value_field
+    assert element.metadata[b"PARQUET:field_id"] == str(nested_id).encode()
 
 
 def test_the_native_write_of_a_uniform_table_writes_int64_timestamps(spark: Any, tmp_path: Path) -> None:
