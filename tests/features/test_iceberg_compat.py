@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from deltalog.errors import IcebergCompatViolationError, UniFormIcebergRequiresCompatError
+from deltalog.txn.commands.clone import clone
 from deltalog.txn.commit.operations import CreateTable, SetTableProperties, Write
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import AddFile, Metadata
@@ -200,3 +201,13 @@ def test_an_overwrite_keeps_the_nested_ids_of_the_columns_it_keeps() -> None:
     again, again_max = assign_nested_ids(again, again_max)
     assert again == first
     assert again_max == max_id == 13
+
+
+def test_clone_does_not_turn_column_mapping_on_to_enable_uniform(tmp_path: Path) -> None:
+    """A clone keeps the source's files and their column names: as in Delta (CLONE is not a
+    table creation for IcebergCompat), UniForm on a clone of a table without column mapping
+    is refused instead of mapping the columns to physical names the files do not have."""
+    source = _create(tmp_path / "s", {}, _schema(_field("id", "long"), _field("p", "string")))
+    with pytest.raises(IcebergCompatViolationError, match="WRONG_REQUIRED_TABLE_PROPERTY"):
+        clone(source, str(tmp_path / "c"), properties=V2)
+    assert DeltaLog.for_table(str(tmp_path / "c")).update().version < 0

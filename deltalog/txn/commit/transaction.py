@@ -268,13 +268,16 @@ class OptimisticTransaction:
                 "start a new transaction for another commit"
             )
 
-    def update_metadata(self, metadata: Metadata) -> None:
-        """Change the table's metadata in this transaction (at most once)."""
+    def update_metadata(self, metadata: Metadata, *, creating_table: bool | None = None) -> None:
+        """Change the table's metadata in this transaction (at most once). ``creating_table``:
+        whether the commit creates the table (by default when it does not exist yet; a CLONE
+        passes False: Delta then sets no property for IcebergCompat)."""
         self._check_open()
         if self._new_metadata is not None:
             raise MetadataAlreadyChangedError("cannot change the metadata more than once in a transaction")
         verify_metadata(metadata)
-        metadata = complete_metadata(self.snapshot.metadata if self.table_exists else None, metadata)
+        old = self.snapshot.metadata if self.table_exists else None
+        metadata = complete_metadata(old, metadata, creating_table)
         if metadata.created_time is None and not self.table_exists:
             metadata = _with_created_time(metadata)
         metadata = self._with_ict_enablement(metadata)

@@ -116,16 +116,19 @@ def _without_iceberg_format(config: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def with_required_properties(old: Metadata | None, new: Metadata) -> Metadata:
+def with_required_properties(old: Metadata | None, new: Metadata, creating: bool | None = None) -> Metadata:
     """``new`` with what UniForm and IcebergCompat ask of the properties (Delta's
-    ``enforceIcebergInvariantsAndDependencies``; ``old`` is None for a new table):
+    ``enforceIcebergInvariantsAndDependencies``; ``old`` is None for a new table, and
+    ``creating`` says whether the commit creates the table: by default when ``old`` is None;
+    a CLONE does not, as Delta's ``isCreatingOrReorgTable``):
 
     - UniForm (Iceberg) without a compat version is refused, unless the commit disables the
       version that was on: then ``iceberg`` leaves ``enabledFormats`` too;
-    - an enabled version needs column mapping ``name`` or ``id``: a new table that does not
-      set the mode gets ``name``; otherwise a wrong mode is refused;
-    - a new table gets ``delta.universalFormat.iceberg.atomicConversion.supported`` = true
-      unless it sets it."""
+    - an enabled version needs column mapping ``name`` or ``id``: a table being created that
+      does not set the mode gets ``name``; otherwise a wrong mode is refused;
+    - a table being created gets ``delta.universalFormat.iceberg.atomicConversion.supported``
+      = true unless it sets it."""
+    creating = old is None if creating is None else creating
     config = dict(new.configuration)
     props = new.properties
     versions = enabled_versions(config)
@@ -136,7 +139,7 @@ def with_required_properties(old: Metadata | None, new: Metadata) -> Metadata:
     if versions:
         mode = props.column_mapping_mode
         if mode not in ("name", "id"):
-            if old is not None or props.column_mapping_mode_given:
+            if not creating or props.column_mapping_mode_given:
                 raise IcebergCompatViolationError(
                     versions[-1],
                     "WRONG_REQUIRED_TABLE_PROPERTY",
@@ -144,14 +147,14 @@ def with_required_properties(old: Metadata | None, new: Metadata) -> Metadata:
                     f"'name'. Current value: '{mode}'. Enable column mapping first.",
                 )
             config["delta.columnMapping.mode"] = "name"
-        if old is None and not props.iceberg_atomic_conversion_given:
+        if creating and not props.iceberg_atomic_conversion_given:
             config["delta.universalFormat.iceberg.atomicConversion.supported"] = "true"
     if config == dict(new.configuration):
         return new
     return dataclasses.replace(new, configuration=config)
 
 
-def complete_metadata(old: Metadata | None, new: Metadata) -> Metadata:
+def complete_metadata(old: Metadata | None, new: Metadata, creating: bool | None = None) -> Metadata:
     """``new`` as a commit records it: what IcebergCompat asks of the properties
     (:func:`with_required_properties`), then column mapping ids, physical names and nested
     ids assigned (:func:`~deltalog.txn.protocol.column_mapping.update_column_mapping`). The
@@ -159,7 +162,7 @@ def complete_metadata(old: Metadata | None, new: Metadata) -> Metadata:
     runs it too, so the files match the metadata committed (it is idempotent)."""
     from deltalog.txn.protocol.column_mapping import update_column_mapping
 
-    return update_column_mapping(old, with_required_properties(old, new))
+    return update_column_mapping(old, with_required_properties(old, new, creating))
 
 
 def _type_names(data_type: Any) -> Iterable[tuple[str, Any]]:
