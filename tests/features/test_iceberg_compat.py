@@ -19,6 +19,7 @@ from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import AddFile, Metadata
 from deltalog.txn.protocol.column_mapping import assign_column_mapping, assign_nested_ids
 from deltalog.txn.protocol.schema import parse_schema
+from deltalog.txn.protocol.type_widening import widen_for_schema_evolution
 
 V2 = {"delta.enableIcebergCompatV2": "true", "delta.universalFormat.enabledFormats": "iceberg"}
 
@@ -211,3 +212,18 @@ def test_clone_does_not_turn_column_mapping_on_to_enable_uniform(tmp_path: Path)
     with pytest.raises(IcebergCompatViolationError, match="WRONG_REQUIRED_TABLE_PROPERTY"):
         clone(source, str(tmp_path / "c"), properties=V2)
     assert DeltaLog.for_table(str(tmp_path / "c")).update().version < 0
+
+
+def test_schema_evolution_of_a_uniform_table_widens_only_what_iceberg_can() -> None:
+    """Delta's ``TypeEvolution(uniformIcebergCompatibleOnly = icebergEnabled)``: a mergeSchema
+    write does not apply a widening Iceberg cannot follow (a decimal's scale, date to
+    timestamp_ntz), which the commit would refuse; integer widening still applies."""
+    table = json.loads(_schema(_field("d", "decimal(5,2)"), _field("t", "date"), _field("i", "integer")))
+    data = json.loads(_schema(_field("d", "decimal(10,4)"), _field("t", "timestamp_ntz"), _field("i", "long")))
+    config = {"delta.enableTypeWidening": "true"}
+
+    def types(configuration: dict[str, str]) -> list[Any]:
+        return [f["type"] for f in widen_for_schema_evolution(table, data, configuration)["fields"]]
+
+    assert types(config) == ["decimal(10,4)", "timestamp_ntz", "long"]
+    assert types({**config, **V2}) == ["decimal(5,2)", "date", "long"]

@@ -214,26 +214,21 @@ def _check_types(version: int, schema: dict[str, Any], metadata: Metadata) -> No
 
 
 def _check_type_widening(version: int, schema: dict[str, Any], protocol: Protocol) -> None:
-    """Only type changes Iceberg supports (Delta's ``isTypeChangeSupportedByIceberg``):
-    integers to wider integers, float to double, decimals that keep their scale."""
+    """Only type changes Iceberg supports (Delta's ``CheckTypeWideningSupported``): of the
+    recorded changes Delta supports, those ``isTypeChangeSupportedByIceberg`` refuses fail."""
     from deltalog.txn.protocol.features import protocol_features
-    from deltalog.txn.protocol.type_widening import all_type_changes, is_type_change_supported
+    from deltalog.txn.protocol.type_widening import (
+        all_type_changes,
+        is_type_change_supported,
+        is_type_change_supported_by_iceberg,
+    )
 
     _, writer = protocol_features(protocol)
     if not writer & {"typeWidening", "typeWidening-preview"}:
         return
-    integers = ["byte", "short", "integer", "long"]
     for path, change in all_type_changes(schema):
         old, new = change.get("fromType"), change.get("toType")
-        if old == new or not is_type_change_supported(old, new):
-            continue
-        ok = (old in integers and new in integers and integers.index(old) <= integers.index(new)) or (
-            (old, new) == ("float", "double")
-        )
-        if isinstance(old, str) and isinstance(new, str) and old.startswith("decimal") and new.startswith("decimal"):
-            (p1, s1), (p2, s2) = (tuple(int(x) for x in t[8:-1].split(",")) for t in (old, new))
-            ok = s1 == s2 and p1 <= p2
-        if not ok:
+        if is_type_change_supported(old, new) and not is_type_change_supported_by_iceberg(old, new):
             raise IcebergCompatViolationError(
                 version,
                 "UNSUPPORTED_TYPE_WIDENING",
