@@ -14,6 +14,7 @@ import pytest
 
 from deltalog.errors import IcebergCompatViolationError, UniFormIcebergRequiresCompatError
 from deltalog.txn.commands.clone import clone
+from deltalog.txn.commit.commit_errors import commit_certainly_failed
 from deltalog.txn.commit.operations import CreateTable, SetTableProperties, Write
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import AddFile, Metadata
@@ -227,3 +228,22 @@ def test_schema_evolution_of_a_uniform_table_widens_only_what_iceberg_can() -> N
 
     assert types(config) == ["decimal(10,4)", "timestamp_ntz", "long"]
     assert types({**config, **V2}) == ["decimal(5,2)", "date", "long"]
+
+
+def test_a_large_commit_is_checked_too(tmp_path: Path) -> None:
+    """CLONE, CONVERT and RESTORE stream their actions (``commit_large``): an ``add`` without
+    ``numRecords`` cloned into a UniForm table is refused as in a plain commit."""
+    source = _create(tmp_path / "s", {"delta.columnMapping.mode": "name"}, _schema(_field("id", "long")))
+    add = _add(None, {})
+    (tmp_path / "s" / add.path).write_bytes(b"")  # the clone checks that the file exists, not what it holds
+    source.start_transaction().commit([add], Write())
+    with pytest.raises(IcebergCompatViolationError, match="MISSING_NUM_RECORDS"):
+        clone(source, str(tmp_path / "c"), properties=V2)
+    assert DeltaLog.for_table(str(tmp_path / "c")).update().version < 0
+
+
+def test_a_refused_commit_is_known_not_to_have_landed() -> None:
+    """The checks run before ``N.json`` is written (or while a large commit streams, which
+    then writes nothing), so a writer deletes the data files it made for the commit."""
+    assert commit_certainly_failed(IcebergCompatViolationError(2, "MISSING_NUM_RECORDS", "an add without it."))
+    assert commit_certainly_failed(UniFormIcebergRequiresCompatError())

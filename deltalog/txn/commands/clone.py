@@ -239,11 +239,8 @@ def clone(
     ]
     metrics = _clone_metrics(snapshot, copies)
     txn = target.start_transaction(lock=lock)
-    # the source's protocol first: the metadata then adds what the cloned properties need
-    # (upgrading it afterwards to the source's would be refused as a downgrade)
-    txn.upgrade_protocol(snapshot.protocol)
-    # not a table creation for IcebergCompat (Delta's isCreatingOrReorgTable): the files keep
-    # their column names, so UniForm is not turned on by mapping them to new physical names
+    txn.upgrade_protocol(snapshot.protocol)  # first: the metadata adds what the properties need
+    # no table creation for IcebergCompat (Delta's isCreatingOrReorgTable): files keep their names
     txn.update_metadata(_target_metadata(snapshot, properties), creating_table=False)
     txn.mark_constraints_checked()  # the source's own files, checked when they were written
     operation = Clone(source=source.table_uri, source_version=snapshot.version, user_metrics=metrics)

@@ -473,6 +473,7 @@ class OptimisticTransaction:
         start = time.perf_counter()
         self._check_open()
         self._check_writable()
+        self._check_iceberg_compat([])  # and each streamed add in _large_commit_lines
         level = self.isolation_level
         stats = CommitStats(self.delta_log.table_uri, operation.name, self.read_version, isolation_level=level.value)
         stats.rows_added = None  # its commitInfo is written before its actions are counted
@@ -533,6 +534,8 @@ class OptimisticTransaction:
                     f"commit_large takes file and txn actions only, got a {action.key} action"
                 )
             checks.check(action)
+            if isinstance(action, AddFile) and self.metadata is not None:
+                iceberg_compat.check_add(self.metadata, action)
             _count_file_action(stats, action)
             stats.num_actions += 1
             yield action_to_line(action)

@@ -34,6 +34,7 @@ __all__ = [
     "IcebergCompatError",
     "IcebergCompatViolationError",
     "UniFormIcebergRequiresCompatError",
+    "check_add",
     "check_commit",
     "complete_metadata",
     "enabled_versions",
@@ -275,13 +276,7 @@ def check_commit(
             f"Current value: '{mode}'.",
         )
     for add in adds:
-        if add.num_records() is None:
-            raise IcebergCompatViolationError(
-                version,
-                "MISSING_NUM_RECORDS",
-                f"IcebergCompatV{version} requires all AddFiles to contain the numRecords statistic. "
-                f"AddFile {add.path} is missing this statistic.",
-            )
+        check_add(metadata, add)
     schema = json.loads(metadata.schema_string)
     _check_types(version, schema, metadata)
     _check_partition_spec(version, prev_metadata, metadata)
@@ -293,6 +288,19 @@ def check_commit(
             "('delta.enableDeletionVectors' = 'false'), then run REORG TABLE ... APPLY (PURGE) to purge them.",
         )
     _check_type_widening(version, schema, protocol)
+
+
+def check_add(metadata: Metadata, add: AddFile) -> None:
+    """Delta's ``CheckAddFileHasStats``: an ``add`` of an IcebergCompat table has ``numRecords``
+    (also for the actions a large commit streams, which :func:`check_commit` does not see)."""
+    versions = enabled_versions(metadata.configuration)
+    if versions and add.num_records() is None:
+        raise IcebergCompatViolationError(
+            versions[-1],
+            "MISSING_NUM_RECORDS",
+            f"IcebergCompatV{versions[-1]} requires all AddFiles to contain the numRecords statistic. "
+            f"AddFile {add.path} is missing this statistic.",
+        )
 
 
 def _check_partition_spec(version: int, prev: Metadata | None, new: Metadata) -> None:
