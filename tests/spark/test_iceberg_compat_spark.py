@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from deltalog.contrib.spark import read_table
+from deltalog.contrib.spark.options import canonical_property
 from deltalog.contrib.spark.table_writes import write_table
 from deltalog.contrib.spark.tables import DeltaTable
 from deltalog.txn.delta_log import DeltaLog
@@ -104,3 +105,12 @@ def test_the_native_write_of_a_uniform_table_writes_int64_timestamps(spark: Any,
     assert add.num_records() == 1
     parquet = pq.ParquetFile(f"{path}/{add.path}")
     assert [parquet.schema.column(i).physical_type for i in range(2)] == ["INT64", "INT64"]
+
+
+def test_spark_option_names_of_uniform_properties_keep_their_case() -> None:
+    """Spark lower-cases option names; the table properties go back to Delta's spelling."""
+    assert canonical_property("delta.enableicebergcompatv2") == "delta.enableIcebergCompatV2"
+    assert canonical_property("delta.universalformat.enabledformats") == "delta.universalFormat.enabledFormats"
+    feature = canonical_property("delta.feature.materializepartitioncolumns")
+    assert feature == "delta.feature.materializePartitionColumns"
+    assert canonical_property("delta.feature.deletionvectors") == "delta.feature.deletionVectors"
