@@ -125,6 +125,11 @@ if TYPE_CHECKING:
         GeneratedColumnConstraintViolationError,
         UnsupportedGenerationExpressionError,
     )
+    from deltalog.txn.protocol.iceberg_compat import (
+        IcebergCompatError,
+        IcebergCompatViolationError,
+        UniFormIcebergRequiresCompatError,
+    )
     from deltalog.txn.protocol.identity import IdentityColumnError
     from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError
     from deltalog.txn.protocol.properties import InvalidPropertyError
@@ -168,6 +173,9 @@ _HOMES: dict[str, str] = {
     "InvalidStatsColumnsError": "deltalog.txn.protocol.stats_columns",
     "InvalidPartitionFilterError": "deltalog.txn.protocol.partition_filters",
     "UnsupportedTypeChangeError": "deltalog.txn.protocol.type_widening",
+    "IcebergCompatError": "deltalog.txn.protocol.iceberg_compat",
+    "IcebergCompatViolationError": "deltalog.txn.protocol.iceberg_compat",
+    "UniFormIcebergRequiresCompatError": "deltalog.txn.protocol.iceberg_compat",
     "ClusteringColumnsError": "deltalog.txn.protocol.clustering",
     "ConstraintViolationError": "deltalog.txn.protocol.constraints",
     "NotNullConstraintViolationError": "deltalog.txn.protocol.constraints",
@@ -291,6 +299,8 @@ __all__ = [
     "FeatureStillInUseError",
     "FileAlreadyExistsError",
     "GeneratedColumnConstraintViolationError",
+    "IcebergCompatError",
+    "IcebergCompatViolationError",
     "IdentityColumnError",
     "InvalidDurationError",
     "InvalidMetadataError",
@@ -331,6 +341,7 @@ __all__ = [
     "TransactionAlreadyCommittedError",
     "TransientStorageError",
     "UncheckableConstraintsError",
+    "UniFormIcebergRequiresCompatError",
     "UnknownCheckError",
     "UnknownLogStoreError",
     "UnknownWriteOptionError",

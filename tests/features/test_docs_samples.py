@@ -1,4 +1,4 @@
-"""The samples of docs/features.md "Type widening" and "Liquid clustering" run."""
+"""The samples of docs/features.md "Type widening", "Liquid clustering" and "UniForm" run."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ def _section(title: str) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", body, re.MULTILINE | re.DOTALL)
 
 
-@pytest.mark.parametrize("title", ["Type widening", "Liquid clustering"])
+@pytest.mark.parametrize(
+    "title", ["Type widening", "Liquid clustering", "UniForm (IcebergCompat) and materialized partition columns"]
+)
 def test_section_samples_run(title: str) -> None:
     blocks = _section(title)
     assert blocks

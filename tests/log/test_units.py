@@ -102,8 +102,8 @@ def test_feature_checks_name_features():
     with pytest.raises(UnsupportedFeatureError, match="readerVersion 4"):
         check_read_supported(Protocol(4, 7))
     check_write_supported(Protocol(3, 7, ("columnMapping",), ("columnMapping",)))
-    with pytest.raises(UnsupportedFeatureError, match=r"cannot write .* icebergCompatV1"):
-        check_write_supported(Protocol(1, 7, None, ("icebergCompatV1",)))
+    with pytest.raises(UnsupportedFeatureError, match=r"cannot write .* coordinatedCommits-preview"):
+        check_write_supported(Protocol(1, 7, None, ("coordinatedCommits-preview",)))
     check_write_supported(Protocol(1, 4), Metadata("i", '{"type":"struct","fields":[]}'))
     gen = Metadata(
         "i",
@@ -111,8 +111,8 @@ def test_feature_checks_name_features():
         '"metadata":{"delta.generationExpression":"1"}}]}',
     )
     check_write_supported(Protocol(1, 4), gen)  # generated columns are written (txn/protocol/generated_columns.py)
-    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
-        check_write_supported(Protocol(1, 7, None, ("icebergCompatV1",)), gen)
+    with pytest.raises(UnsupportedFeatureError, match="coordinatedCommits-preview"):
+        check_write_supported(Protocol(1, 7, None, ("coordinatedCommits-preview",)), gen)
 
 
 def test_deletion_vectors_inline_and_on_disk(tmp_path):

@@ -149,3 +149,15 @@ def test_clone_of_a_clustered_table_keeps_its_clustering_columns(tmp_path: Path,
     assert clustering_columns(target.update()) == ["y", "x"]
     params = _commit_info(target_uri, optimize(target).version or 0)["operationParameters"]
     assert isinstance(params, dict) and params["clusterBy"] == '["y","x"]'
+
+
+def test_clone_properties_that_need_table_features_upgrade_the_protocol(tmp_path: Path) -> None:
+    """The target's protocol is the source's merged with what the cloned properties need
+    (here the deletionVectors table feature, on a (1, 2) source), not a downgrade error."""
+    source = _source(tmp_path)
+    assert source.update().protocol.min_writer_version < 7
+    target_uri = str(tmp_path / "dv")
+    clone(source, target_uri, properties={"delta.enableDeletionVectors": "true"})
+    target = DeltaLog.for_table(target_uri).update()
+    assert "deletionVectors" in (target.protocol.writer_features or ())
+    assert _rows(target_uri) == _rows(source.table_uri)

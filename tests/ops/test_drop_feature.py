@@ -102,13 +102,13 @@ def test_checkpoint_of_a_protected_version_needs_its_protocol(tmp_path: Path) ->
         {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
     )
     meta = {"id": "x", "format": {"provider": "parquet", "options": {}}, "schemaString": schema, "partitionColumns": []}
-    old = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["icebergCompatV1"]}
+    old = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["coordinatedCommits-preview"]}
     new = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["checkpointProtection"]}
     conf = {"configuration": {PROPERTY: "1"}}
     (root / f"{0:020}.json").write_text(json.dumps({"protocol": old}) + "\n" + json.dumps({"metaData": meta}))
     (root / f"{1:020}.json").write_text(json.dumps({"protocol": new}) + "\n" + json.dumps({"metaData": meta | conf}))
     log = DeltaLog.for_table(str(tmp_path / "t"))
-    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
+    with pytest.raises(UnsupportedFeatureError, match="coordinatedCommits-preview"):
         log.checkpoint(log.snapshot(0))
     assert _log_files(log, ".checkpoint") == []
     log.checkpoint(log.snapshot(1))

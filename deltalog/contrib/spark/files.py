@@ -104,6 +104,14 @@ class WriteSpec:
     #: A stream's columns cast to the table's types (name, batch type, table type; Spark
     #: JSON), as Delta's sink casts them (:mod:`~deltalog.contrib.spark.sink_cast`).
     casts: tuple[tuple[str, str, str], ...] = ()
+    #: Data files hold the partition columns too, after the data columns (IcebergCompat,
+    #: ``materializePartitionColumns``; :func:`~deltalog.txn.protocol.iceberg_compat.materializes_partition_columns`),
+    #: without statistics (``partitionValues`` has them).
+    materialize_partitions: bool = False
+
+    def file_partition_names(self) -> set[str]:
+        """The names the partition columns have in a data file that holds them."""
+        return {self.physical_names.get(c, c) for c in self.partition_columns} if self.materialize_partitions else set()
 
     def without_row_tracking(self, schema: pa.Schema) -> pa.Schema:
         """``schema`` without the materialized row tracking columns (what statistics cover)."""
@@ -174,9 +182,10 @@ class _TaskWriter:
     def _file_schema(self, schema: pa.Schema, cdc: bool) -> pa.Schema:
         if self.mapped is not None:
             return self._to_file_columns(schema.empty_table(), cdc).schema
-        drop = set(self.spec.partition_columns) | (set(self.spec.row_tracking_columns) if cdc else set())
+        drop = set() if self.spec.materialize_partitions else set(self.spec.partition_columns)
+        drop |= set(self.spec.row_tracking_columns) if cdc else set()
         fields = []
-        for f in schema:
+        for f in _partitions_last(schema, self.spec):
             if f.name in drop or (f.name == CDC_TYPE_COLUMN and self.spec.change_data and not cdc):
                 continue
             if pa.types.is_null(f.type):  # left out of the file (_to_file_columns)
@@ -220,7 +229,10 @@ class _TaskWriter:
             sink, file_schema, compression="snappy", use_dictionary=_dictionary_columns(file_schema)
         )
         data_schema = self.spec.without_row_tracking(file_schema)
-        stats_schema = pa.schema([f for f in data_schema if not (cdc and f.name == CDC_TYPE_COLUMN)])
+        materialized = self.spec.file_partition_names()
+        stats_schema = pa.schema(
+            [f for f in data_schema if not (cdc and f.name == CDC_TYPE_COLUMN) and f.name not in materialized]
+        )
         handle = _OpenFile(
             writer,
             sink,
@@ -262,8 +274,8 @@ class _TaskWriter:
         marker = self.spec.change_data and not cdc
         keep = [
             n
-            for n in table.column_names
-            if n not in self.spec.partition_columns
+            for n in _partitions_last(table.schema, self.spec).names
+            if (self.spec.materialize_partitions or n not in self.spec.partition_columns)
             and not (marker and n == CDC_TYPE_COLUMN)
             and not (cdc and n in self.spec.row_tracking_columns)
             # a column of NullType is left out of the file, as Delta's dropNullTypeColumns
@@ -334,6 +346,15 @@ class _TaskWriter:
 
 
 _ROW = "__deltalog_row"
+
+
+def _partitions_last(schema: pa.Schema, spec: WriteSpec) -> pa.Schema:
+    """``schema`` with the partition columns after the others (where a data file that holds
+    them has them: IcebergCompatV1 requires it, and Delta's writer puts them there)."""
+    if not spec.materialize_partitions:
+        return schema
+    parts = set(spec.partition_columns)
+    return pa.schema([f for f in schema if f.name not in parts] + [f for f in schema if f.name in parts])
 
 
 def _partition_groups(table: pa.Table, columns: Sequence[str]) -> Iterator[tuple[dict[str, Any], pa.Table]]:

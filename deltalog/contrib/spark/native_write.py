@@ -34,13 +34,17 @@ column) and leaves nothing behind.
 
 What this path does not do falls back to the Python writer (:func:`native_write_blocker`
 names the reason, logged at INFO): storage Spark's file systems cannot reach,
-generated/identity/default columns, change data, ``replaceWhere`` checks, and
+generated/identity/default columns, change data, ``replaceWhere`` checks,
 partition columns whose directory value is not the log's value (the native read path's
-Hive types).
+Hive types), partition columns the files must hold (IcebergCompat,
+``materializePartitionColumns``: Spark's partitioned writer leaves them out) and
+IcebergCompatV2's nested field ids of arrays and maps (Spark writes field ids of struct
+fields only; Delta has its own ``DeltaParquetWriteSupport`` for them).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -90,8 +94,26 @@ def native_write_blocker(spark: SparkSession, spec: WriteSpec, columns: Sequence
             any(spec.partition_types.get(c, "string").lower() not in HIVE_TYPES for c in spec.partition_columns),
             "a partition column's type is not one whose directory value is the log's value",
         ),
+        (
+            spec.materialize_partitions and bool(spec.partition_columns),
+            "the files must hold the partition columns (IcebergCompat, materializePartitionColumns), "
+            "which Spark's partitioned writer leaves out",
+        ),
+        (_has_nested_ids(spec), "arrays and maps need IcebergCompatV2's nested field ids, which Spark cannot write"),
     ]
     return next((why for blocked, why in reasons if blocked), None)
+
+
+def _has_nested_ids(spec: WriteSpec) -> bool:
+    """Whether the table gives an array element or a map key or value a nested field id
+    (IcebergCompatV2): Spark's Parquet writer writes field ids of struct fields only."""
+    from deltalog.txn.protocol.column_mapping import NESTED_IDS
+    from deltalog.txn.protocol.protocol_requirements import walk_types
+
+    if spec.column_mapping_schema is None or NESTED_IDS not in spec.column_mapping_schema:
+        return False
+    schema = json.loads(spec.column_mapping_schema)
+    return any(isinstance(t, dict) and (t.get("metadata") or {}).get(NESTED_IDS) for t in walk_types(schema))
 
 
 def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:

@@ -48,6 +48,9 @@ _KNOWN_PROPERTIES = [
     "delta.enableChangeDataFeed",
     "delta.enableDeletionVectors",
     "delta.enableExpiredLogCleanup",
+    "delta.enableIcebergCompatV1",
+    "delta.enableIcebergCompatV2",
+    "delta.enableMaterializePartitionColumnsFeature",
     "delta.enableInCommitTimestamps",
     "delta.enableRowTracking",
     "delta.enableTypeWidening",
@@ -59,6 +62,9 @@ _KNOWN_PROPERTIES = [
     "delta.setTransactionRetentionDuration",
     "delta.targetFileSize",
     "delta.tuneFileSizesForRewrites",
+    "delta.universalFormat.enabledFormats",
+    "delta.universalFormat.iceberg.atomicConversion.supported",
+    "delta.writePartitionColumnsToParquet",
 ]
 _CANONICAL = {k.lower(): k for k in _KNOWN_PROPERTIES}
 
@@ -148,8 +154,15 @@ _READ_KEYS = {
 
 
 def canonical_property(key: str) -> str:
-    """``delta.enablechangedatafeed`` -> ``delta.enableChangeDataFeed``."""
-    return _CANONICAL.get(key.lower(), key)
+    """``delta.enablechangedatafeed`` -> ``delta.enableChangeDataFeed``;
+    ``delta.feature.materializepartitioncolumns`` -> ``delta.feature.materializePartitionColumns``."""
+    lowered = key.lower()
+    if lowered.startswith("delta.feature."):
+        from deltalog.txn.protocol.features import FEATURES
+
+        by_lower = {name.lower(): name for name in FEATURES}
+        return "delta.feature." + by_lower.get(lowered[len("delta.feature.") :], key[len("delta.feature.") :])
+    return _CANONICAL.get(lowered, key)
 
 
 def _flag(options: Mapping[str, str], key: str, default: bool = False) -> bool:

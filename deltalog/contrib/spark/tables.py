@@ -280,7 +280,7 @@ class DeltaTable(AlterTableMethods):
             path=self._path, overwrite=False, storage_options=self._storage_options, data_change=data_change
         )
         chosen = snapshot.metadata if metadata is None else metadata
-        return write_spec(opts, self._log.table_uri, self._log.store.spec(), chosen, constraints)
+        return write_spec(opts, self._log.table_uri, self._log.store.spec(), chosen, constraints, snapshot.protocol)
 
     def _candidates(self, txn: OptimisticTransaction, condition: ExpressionOrColumn | None) -> list[AddFile]:
         """Files that may hold rows matching ``condition``, as Delta's ``filterFiles(condition)``.

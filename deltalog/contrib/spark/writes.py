@@ -59,11 +59,13 @@ from deltalog.txn.protocol.actions import (
     AddCDCFile,
     AddFile,
     Metadata,
+    Protocol,
     SetTransaction,
 )
 from deltalog.txn.protocol.clustering import refuse_partitioning_a_clustered_table
 from deltalog.txn.protocol.column_defaults import plan_default_expressions
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
+from deltalog.txn.protocol.iceberg_compat import complete_metadata, materializes_partition_columns
 from deltalog.txn.protocol.identity import pop_high_water_marks
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
 from deltalog.txn.protocol.stats_columns import StatsColumns
@@ -200,9 +202,11 @@ def write_spec(
     store_spec: LogStoreSpec,
     metadata: Metadata,
     constraints: tuple[Constraint, ...] = (),
+    protocol: Protocol | None = None,
 ) -> WriteSpec:
-    """What the write tasks need to write files of a table with ``metadata``: its layout
-    (partitioning, column mapping), statistics settings and the constraints they check."""
+    """What the write tasks need to write files of a table with ``metadata`` (and ``protocol``;
+    None for a new table): its layout (partitioning, column mapping, partition columns in
+    the files), statistics settings and the constraints they check."""
     props = metadata.properties
     schema = json.loads(metadata.schema_string)
     mode = props.column_mapping_mode
@@ -225,6 +229,7 @@ def write_spec(
         column_names=tuple(f["name"] for f in schema["fields"]),
         change_data=props.enable_change_data_feed,
         row_tracking_columns=row_tracking.named_materialized_columns(metadata),
+        materialize_partitions=materializes_partition_columns(protocol, metadata),
     )
 
 
@@ -252,13 +257,17 @@ def plan_write(
         new_metadata = _metadata_change(opts, snapshot, data)
     if new_metadata is not None:
         verify_metadata(new_metadata)  # what the commit would refuse, refused before any file is written
+        # the metadata the commit records (column mapping ids, IcebergCompat's properties and
+        # nested ids), so the files carry what it names
+        new_metadata = complete_metadata(read_metadata, new_metadata)
     metadata = new_metadata or read_metadata
     assert metadata is not None  # a new table has new metadata
     on_data = bool(opts.replace_where) and names_data_columns(opts.replace_where or "", metadata)
     dynamic = not streaming and _dynamic_partition_overwrite(opts, metadata)
     constraints = () if skip else plan_constraints(metadata, delta_log.table_uri)
     check_data_for_default_columns(metadata, data, streaming)
-    spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints)
+    protocol = snapshot.protocol if snapshot.version >= 0 else None
+    spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints, protocol)
     if on_data:
         spec = replace(spec, replace_where=opts.replace_where)
     if casts:

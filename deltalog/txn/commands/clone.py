@@ -239,8 +239,9 @@ def clone(
     ]
     metrics = _clone_metrics(snapshot, copies)
     txn = target.start_transaction(lock=lock)
-    txn.update_metadata(_target_metadata(snapshot, properties))
-    txn.upgrade_protocol(snapshot.protocol)
+    txn.upgrade_protocol(snapshot.protocol)  # first: the metadata adds what the properties need
+    # no table creation for IcebergCompat (Delta's isCreatingOrReorgTable): files keep their names
+    txn.update_metadata(_target_metadata(snapshot, properties), creating_table=False)
     txn.mark_constraints_checked()  # the source's own files, checked when they were written
     operation = Clone(source=source.table_uri, source_version=snapshot.version, user_metrics=metrics)
     committing = False

@@ -64,6 +64,7 @@ from deltalog.txn.commands.hilbert import hilbert_order
 from deltalog.txn.commit.commit_errors import DeltaConcurrentModificationError
 from deltalog.txn.commit.operations import Optimize, Reorg
 from deltalog.txn.log.calendar_rebase import rebase_batch, rebase_spec
+from deltalog.txn.log.checkpoint_rows import parse_partition_values
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS, open_data_file
 from deltalog.txn.log.deletion_vectors import read_deletion_vector
 from deltalog.txn.protocol import row_tracking
@@ -73,6 +74,7 @@ from deltalog.txn.protocol.column_identifiers import ColumnPath
 from deltalog.txn.protocol.column_mapping import physical_arrow_schema
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.file_stats import StatsCollector
+from deltalog.txn.protocol.iceberg_compat import materializes_partition_columns
 from deltalog.txn.protocol.partition_filters import PartitionFilter
 from deltalog.txn.protocol.partition_paths import partition_directory
 from deltalog.txn.protocol.schema import StructType
@@ -253,6 +255,9 @@ class CompactionSpec:
     curve: str = "zorder"
     #: ``clusteringProvider`` of the files written (``liquid`` when clustering).
     clustering_provider: str | None = None
+    #: the partition columns (logical schema) when the files hold them after the other
+    #: columns (IcebergCompat, ``materializePartitionColumns``); None when they do not
+    materialized_partitions: StructType | None = None
 
     @classmethod
     def for_snapshot(
@@ -279,7 +284,15 @@ class CompactionSpec:
             row_tracking_columns=row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata),
             curve="hilbert" if clustered and len(z_order_by) > 1 else "zorder",
             clustering_provider=CLUSTERING_PROVIDER if clustered else None,
+            materialized_partitions=_materialized_partitions(snapshot),
         )
+
+
+def _materialized_partitions(snapshot: Snapshot) -> StructType | None:
+    """The partition columns, when the table's data files must hold them."""
+    if not snapshot.partition_columns or not materializes_partition_columns(snapshot.protocol, snapshot.metadata):
+        return None
+    return StructType(tuple(snapshot.schema.field(c) for c in snapshot.partition_columns))
 
 
 #: Rewrites bins (each a list of files of one partition), in order, returning the files
@@ -321,11 +334,16 @@ class _Compactor:
         self.schema = spec.schema
         #: what the rewritten files hold: the data columns, plus the materialized row
         #: tracking columns (not in the table's schema, so without statistics)
-        self.file_schema = spec.schema
+        self.row_schema = spec.schema
         if spec.row_tracking_columns is not None:
-            self.file_schema = spec.schema.append(pa.field(spec.row_tracking_columns[0], pa.int64())).append(
+            self.row_schema = spec.schema.append(pa.field(spec.row_tracking_columns[0], pa.int64())).append(
                 pa.field(spec.row_tracking_columns[1], pa.int64())
             )
+        #: ... and, last, the partition columns when the files hold them (no statistics either)
+        self.file_schema = self.row_schema
+        if spec.materialized_partitions is not None:
+            partitions = physical_arrow_schema(spec.materialized_partitions)
+            self.file_schema = pa.schema([*self.row_schema, *partitions])
 
     def _directory(self, values: dict[str, str | None]) -> str:
         logical = {self.spec.logical_names.get(k, k): v for k, v in values.items()}
@@ -346,6 +364,7 @@ class _Compactor:
                         raw = rebase_batch(raw, reader, rebase, uri)
                     n = raw.num_rows
                     batch = self._with_row_tracking(f, raw, _conform(raw, self.schema, uri), offset)
+                    batch = self._with_partition_values(f, batch)
                     if deleted is not None and len(deleted):
                         rows = pa.array(range(offset, offset + n), pa.uint64())
                         batch = batch.filter(pc.invert(pc.is_in(rows, value_set=deleted)))
@@ -372,7 +391,20 @@ class _Compactor:
         versions = row_tracking.row_commit_versions(
             f.default_row_commit_version, raw.num_rows, materialized(columns[1])
         )
-        return pa.RecordBatch.from_arrays([*batch.columns, ids, versions], schema=self.file_schema)
+        return pa.RecordBatch.from_arrays([*batch.columns, ids, versions], schema=self.row_schema)
+
+    def _with_partition_values(self, f: AddFile, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` plus ``f``'s partition values as columns, when the files hold them."""
+        partitions = self.spec.materialized_partitions
+        if partitions is None:
+            return batch
+        names = tuple(p.name for p in partitions.fields)
+        physical = {p.name: p.physical_name for p in partitions.fields}
+        values = pa.array([list(f.partition_values.items())], pa.map_(pa.string(), pa.string()))
+        parsed = parse_partition_values(values, partitions, names, physical)
+        zeros = pa.array([0] * batch.num_rows, pa.int32())
+        columns = [parsed.field(i).take(zeros) for i in range(len(names))]
+        return pa.RecordBatch.from_arrays([*batch.columns, *columns], schema=self.file_schema)
 
     def output_paths(self, files: Sequence[AddFile], stem: str) -> list[str]:
         """Every relative path :meth:`write_bin` may give the files named ``stem``."""

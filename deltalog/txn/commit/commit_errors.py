@@ -203,7 +203,11 @@ def commit_certainly_failed(exc: BaseException) -> bool:
     was written: a conflict, or an invalid transaction (both raised before or instead of
     writing ``N.json``), but not a :class:`CommitFailedError` after an attempt of unknown
     outcome. Anything else (an ``AmbiguousWriteError``, a failed read-back, an I/O error)
-    means the commit may have landed: its data files must be kept."""
+    means the commit may have landed: its data files must be kept. IcebergCompat's checks
+    (:class:`~deltalog.txn.protocol.iceberg_compat.IcebergCompatError`) refuse a commit before
+    anything is written too."""
+    from deltalog.txn.protocol.iceberg_compat import IcebergCompatError
+
     if isinstance(exc, CommitFailedError):
         return not exc.outcome_unknown
-    return isinstance(exc, (DeltaConcurrentModificationError, InvalidTransactionError))
+    return isinstance(exc, (DeltaConcurrentModificationError, InvalidTransactionError, IcebergCompatError))

@@ -56,7 +56,7 @@ from deltalog.txn.commit.operations import Operation
 from deltalog.txn.commit.post_commit import PostCommitHook, run_post_commit
 from deltalog.txn.commit.settings import EngineSettings
 from deltalog.txn.log.checksum import record_commit_checksum
-from deltalog.txn.protocol import row_tracking
+from deltalog.txn.protocol import iceberg_compat, row_tracking
 from deltalog.txn.protocol.actions import (
     Action,
     AddCDCFile,
@@ -72,8 +72,8 @@ from deltalog.txn.protocol.actions import (
 from deltalog.txn.protocol.column_mapping import (
     partition_value_keys,
     physical_partition_filters,
-    update_column_mapping,
 )
+from deltalog.txn.protocol.iceberg_compat import complete_metadata
 from deltalog.txn.protocol.identity import identity_commit_tags
 from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPredicate, partition_column_types
 from deltalog.txn.protocol.properties import InvalidPropertyError
@@ -273,13 +273,16 @@ class OptimisticTransaction:
                 "start a new transaction for another commit"
             )
 
-    def update_metadata(self, metadata: Metadata) -> None:
-        """Change the table's metadata in this transaction (at most once)."""
+    def update_metadata(self, metadata: Metadata, *, creating_table: bool | None = None) -> None:
+        """Change the table's metadata in this transaction (at most once). ``creating_table``:
+        whether the commit creates the table (by default when it does not exist yet; a CLONE
+        passes False: Delta then sets no property for IcebergCompat)."""
         self._check_open()
         if self._new_metadata is not None:
             raise MetadataAlreadyChangedError("cannot change the metadata more than once in a transaction")
         verify_metadata(metadata)
-        metadata = update_column_mapping(self.snapshot.metadata if self.table_exists else None, metadata)
+        old = self.snapshot.metadata if self.table_exists else None
+        metadata = complete_metadata(old, metadata, creating_table)
         if metadata.created_time is None and not self.table_exists:
             metadata = _with_created_time(metadata)
         metadata = self._with_ict_enablement(metadata)
@@ -520,6 +523,7 @@ class OptimisticTransaction:
         start = time.perf_counter()
         self._check_open()
         self._check_writable()
+        self._check_iceberg_compat([])  # and each streamed add in _large_commit_lines
         level = self.isolation_level
         stats = CommitStats(self.delta_log.table_uri, operation.name, self.read_version, isolation_level=level.value)
         stats.rows_added = None  # its commitInfo is written before its actions are counted
@@ -580,6 +584,8 @@ class OptimisticTransaction:
                     f"commit_large takes file and txn actions only, got a {action.key} action"
                 )
             checks.check(action)
+            if isinstance(action, AddFile) and self.metadata is not None:
+                iceberg_compat.check_add(self.metadata, action)
             _count_file_action(stats, action)
             stats.num_actions += 1
             yield action_to_line(action)
@@ -591,6 +597,7 @@ class OptimisticTransaction:
         table can take this commit and every action, then choose the isolation level."""
         body = self._take_metadata_and_protocol(actions)
         self._check_writable()
+        self._check_iceberg_compat(body)
         body = self._with_row_tracking_backfill(body)
         self._check_constraints_declared(body)
         self._action_checks().check_all(body)
@@ -645,6 +652,17 @@ class OptimisticTransaction:
                 "delta.enableInCommitTimestamps is on, which needs commitInfo in every commit; "
                 "do not disable commit_info_enabled on this table"
             )
+
+    def _check_iceberg_compat(self, body: Sequence[Action]) -> None:
+        """IcebergCompatV1/V2's checks on the commit's final protocol, metadata and adds
+        (Delta runs them in every ``prepareCommit``)."""
+        protocol, metadata = self.protocol, self.metadata
+        if protocol is None or metadata is None:
+            return
+        prev_protocol = self.snapshot.protocol if self.table_exists else None
+        prev_metadata = self.snapshot.metadata if self.table_exists else None
+        adds = [a for a in body if isinstance(a, AddFile)]
+        iceberg_compat.check_commit(prev_protocol, prev_metadata, protocol, metadata, adds)
 
     def _action_checks(self) -> CommitActionChecks:
         keys = partition_value_keys(self.metadata) if self.metadata is not None else ()

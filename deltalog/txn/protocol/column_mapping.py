@@ -37,8 +37,10 @@ if TYPE_CHECKING:
 __all__ = [
     "COLUMN_MAPPING_ID",
     "COLUMN_MAPPING_KEYS",
+    "NESTED_IDS",
     "PHYSICAL_NAME",
     "assign_column_mapping",
+    "assign_nested_ids",
     "column_mapping_mode",
     "field_ids",
     "find_max_column_id",
@@ -60,7 +62,9 @@ __all__ = [
 COLUMN_MAPPING_ID = "delta.columnMapping.id"
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 #: Field metadata keys of column mapping (``nested.ids`` is IcebergCompatV2's).
-COLUMN_MAPPING_KEYS = (COLUMN_MAPPING_ID, PHYSICAL_NAME, "delta.columnMapping.nested.ids")
+NESTED_IDS = "delta.columnMapping.nested.ids"
+COLUMN_MAPPING_KEYS = (COLUMN_MAPPING_ID, PHYSICAL_NAME, NESTED_IDS)
+_FIELD_ID = b"PARQUET:field_id"
 
 
 def column_mapping_mode(configuration: Mapping[str, str]) -> str:
@@ -126,7 +130,7 @@ def assign_column_mapping(
     existing table (``changing_mode``) the existing columns keep their names as physical
     names, so no data file has to be rewritten. When the schema replaces ``old_schema``
     (``overwriting``: ``overwriteSchema``), a field at the path of an old field of the same
-    type keeps that field's id and physical name, as Delta's
+    type keeps that field's id and physical name (and IcebergCompatV2's nested ids), as Delta's
     ``columnMapping.reuseColumnMetadataDuringOverwrite`` (on by default); other fields get
     ids above ``max_id``, which only grows (the protocol's ``maxColumnId``)."""
     counter = [max(max_id, find_max_column_id(schema))]
@@ -137,6 +141,8 @@ def assign_column_mapping(
         if reused is not None and COLUMN_MAPPING_ID not in meta and PHYSICAL_NAME not in meta:
             meta[COLUMN_MAPPING_ID] = reused.column_mapping_id
             meta[PHYSICAL_NAME] = reused.physical_name
+            if NESTED_IDS in reused.metadata and NESTED_IDS not in meta:  # keyed by the physical name reused
+                meta[NESTED_IDS] = reused.metadata[NESTED_IDS]
         if COLUMN_MAPPING_ID not in meta:
             counter[0] += 1
             meta[COLUMN_MAPPING_ID] = counter[0]
@@ -157,6 +163,43 @@ def assign_column_mapping(
     return result, counter[0]
 
 
+def assign_nested_ids(schema: StructType, max_id: int) -> tuple[StructType, int]:
+    """IcebergCompatV2's nested ids (Delta's ``rewriteFieldIdsForIceberg``): every struct field
+    gets ``delta.columnMapping.nested.ids``, a map from ``<physical name>.element`` /
+    ``.key`` / ``.value`` (nested arrays and maps extend their parent's key) to an id above
+    ``max_id``, given in pre-order to the arrays' elements and the maps' keys and values
+    below it that have none yet (a struct inside them keeps its own map). Returns the schema
+    and the new max id, which ``delta.columnMapping.maxColumnId`` records."""
+    counter = [max_id]
+
+    def walk(dt: DataType, ids: dict[str, Any], path: tuple[str, ...]) -> DataType:
+        if isinstance(dt, StructType):
+            return StructType(tuple(field(f) for f in dt.fields))
+        steps: tuple[str, ...] = ("element",) if isinstance(dt, ArrayType) else ("key", "value")
+        if not isinstance(dt, (ArrayType, MapType)):
+            return dt
+        children = [dt.element_type] if isinstance(dt, ArrayType) else [dt.key_type, dt.value_type]
+        out = []
+        for step, child in zip(steps, children):
+            key = ".".join((*path, step))
+            if key not in ids:
+                counter[0] += 1
+                ids[key] = counter[0]
+            out.append(walk(child, ids, (*path, step)))
+        if isinstance(dt, ArrayType):
+            return ArrayType(out[0], dt.contains_null)
+        return MapType(out[0], out[1], dt.value_contains_null)
+
+    def field(f: StructField) -> StructField:
+        ids = dict(f.metadata.get(NESTED_IDS) or {})
+        kind = walk(f.type, ids, (f.physical_name,))
+        return dataclasses.replace(f, type=kind, metadata={**f.metadata, NESTED_IDS: ids})
+
+    result = walk(schema, {}, ())
+    assert isinstance(result, StructType)
+    return result, counter[0]
+
+
 def _reusable(old_schema: StructType | None, path: tuple[str, ...], f: StructField) -> StructField | None:
     """The old field at ``path`` when it has the type of ``f`` (nullability, metadata and
     name case aside) and column mapping metadata to give."""
@@ -167,9 +210,10 @@ def _reusable(old_schema: StructType | None, path: tuple[str, ...], f: StructFie
 
 
 def update_column_mapping(old: Metadata | None, new: Metadata) -> Metadata:
-    """``new`` with column mapping ids, physical names and ``maxColumnId`` assigned, after
-    checking the mode change (Delta's ``verifyAndUpdateMetadataChange``): a new table may use
-    any mode; an existing one may only go from ``none`` to ``name``."""
+    """``new`` with column mapping ids, physical names and ``maxColumnId`` assigned (and
+    IcebergCompatV2's nested ids, :func:`assign_nested_ids`), after checking the mode
+    change (Delta's ``verifyAndUpdateMetadataChange``): a new table may use any mode; an
+    existing one may only go from ``none`` to ``name``."""
     new_mode = column_mapping_mode(new.configuration)
     old_mode = "none" if old is None else column_mapping_mode(old.configuration)
     changing = old is not None and old_mode != new_mode
@@ -186,6 +230,8 @@ def update_column_mapping(old: Metadata | None, new: Metadata) -> Metadata:
     assigned, max_id = assign_column_mapping(
         schema, max(old_max, new.properties.column_mapping_max_id), old_schema, changing
     )
+    if new.properties.enable_iceberg_compat_v2:
+        assigned, max_id = assign_nested_ids(assigned, max_id)
     _check_unique(assigned, new_mode)
     config = {**new.configuration, "delta.columnMapping.maxColumnId": str(max_id)}
     if assigned == schema and config == new.configuration:
@@ -348,19 +394,35 @@ def physical_schema(schema: StructType) -> StructType:
     )
 
 
-def _physical_arrow_type(dt: DataType) -> pa.DataType:
+def _nested_field(
+    name: str, kind: pa.DataType, nullable: bool, ids: Mapping[str, Any], path: tuple[str, ...]
+) -> pa.Field:
+    """An array's element or a map's key/value field, with its nested id (IcebergCompatV2's
+    ``delta.columnMapping.nested.ids`` of the nearest struct field) as its Parquet field id."""
+    import pyarrow as pa
+
+    nested = ids.get(".".join(path))
+    meta = None if nested is None else {_FIELD_ID: str(int(nested)).encode()}
+    return pa.field(name, kind, nullable=nullable, metadata=meta)
+
+
+def _physical_arrow_type(dt: DataType, ids: Mapping[str, Any] | None = None, path: tuple[str, ...] = ()) -> pa.DataType:
     import pyarrow as pa
 
     from deltalog.txn.protocol.schema import to_arrow_type
 
+    ids = ids or {}
     if isinstance(dt, StructType):
         return pa.struct([_physical_arrow_field(f) for f in dt.fields])
     if isinstance(dt, ArrayType):
-        return pa.list_(pa.field("element", _physical_arrow_type(dt.element_type), nullable=dt.contains_null))
+        element = _physical_arrow_type(dt.element_type, ids, (*path, "element"))
+        return pa.list_(_nested_field("element", element, dt.contains_null, ids, (*path, "element")))
     if isinstance(dt, MapType):
+        key = _physical_arrow_type(dt.key_type, ids, (*path, "key"))
+        value = _physical_arrow_type(dt.value_type, ids, (*path, "value"))
         return pa.map_(
-            pa.field("key", _physical_arrow_type(dt.key_type), nullable=False),
-            pa.field("value", _physical_arrow_type(dt.value_type), nullable=dt.value_contains_null),
+            _nested_field("key", key, False, ids, (*path, "key")),
+            _nested_field("value", value, dt.value_contains_null, ids, (*path, "value")),
         )
     return to_arrow_type(dt)
 
@@ -368,8 +430,9 @@ def _physical_arrow_type(dt: DataType) -> pa.DataType:
 def _physical_arrow_field(f: StructField) -> pa.Field:
     import pyarrow as pa
 
-    meta = None if f.column_mapping_id is None else {b"PARQUET:field_id": str(f.column_mapping_id).encode()}
-    return pa.field(f.physical_name, _physical_arrow_type(f.type), nullable=f.nullable, metadata=meta)
+    meta = None if f.column_mapping_id is None else {_FIELD_ID: str(f.column_mapping_id).encode()}
+    kind = _physical_arrow_type(f.type, f.metadata.get(NESTED_IDS), (f.physical_name,))
+    return pa.field(f.physical_name, kind, nullable=f.nullable, metadata=meta)
 
 
 def physical_arrow_schema(schema: StructType) -> pa.Schema:
@@ -388,37 +451,50 @@ def _field_id(f: StructField) -> dict[bytes, bytes] | None:
     return None if f.column_mapping_id is None else {b"PARQUET:field_id": str(f.column_mapping_id).encode()}
 
 
-def _rename(values: Any, dt: DataType, to_physical: bool) -> Any:
+def _rename(
+    values: Any, dt: DataType, to_physical: bool, ids: Mapping[str, Any] | None = None, path: tuple[str, ...] = ()
+) -> Any:
     """One Arrow array of type ``dt`` with its nested field names switched between logical
-    and physical (and, towards physical, each field's id as ``PARQUET:field_id``). Fields
-    the array does not have are left out; fields the schema does not name are dropped."""
+    and physical (and, towards physical, each field's id as ``PARQUET:field_id``, and an
+    array's element or a map's key and value their nested id: ``ids`` are the nearest struct
+    field's ``delta.columnMapping.nested.ids``, ``path`` the key prefix there). Fields the
+    array does not have are left out; fields the schema does not name are dropped."""
     import pyarrow as pa
 
     kind = values.type
+    ids = (ids or {}) if to_physical else {}
     if isinstance(dt, StructType) and pa.types.is_struct(kind):
         children, fields = [], []
         for f in dt.fields:
             index = kind.get_field_index(f.name if to_physical else f.physical_name)
             if index < 0:
                 continue
-            child = _rename(values.field(index), f.type, to_physical)
+            child = _rename(values.field(index), f.type, to_physical, f.metadata.get(NESTED_IDS), (f.physical_name,))
             name = f.physical_name if to_physical else f.name
             meta = _field_id(f) if to_physical else None
             children.append(child)
             fields.append(pa.field(name, child.type, kind.field(index).nullable, metadata=meta))
         return pa.StructArray.from_arrays(children, fields=fields, mask=_nulls(values))
     if isinstance(dt, ArrayType) and (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
-        inner = _rename(values.values, dt.element_type, to_physical)
-        element = kind.value_field.with_type(inner.type)
+        inner = _rename(values.values, dt.element_type, to_physical, ids, (*path, "element"))
+        element = _with_nested_id(kind.value_field.with_type(inner.type), ids, (*path, "element"))
         list_type = pa.large_list(element) if pa.types.is_large_list(kind) else pa.list_(element)
         array_class = pa.LargeListArray if pa.types.is_large_list(kind) else pa.ListArray
         return array_class.from_arrays(values.offsets, inner, type=list_type, mask=_nulls(values))
     if isinstance(dt, MapType) and pa.types.is_map(kind):
-        keys = _rename(values.keys, dt.key_type, to_physical)
-        items = _rename(values.items, dt.value_type, to_physical)
-        map_type = pa.map_(kind.key_field.with_type(keys.type), kind.item_field.with_type(items.type))
+        keys = _rename(values.keys, dt.key_type, to_physical, ids, (*path, "key"))
+        items = _rename(values.items, dt.value_type, to_physical, ids, (*path, "value"))
+        map_type = pa.map_(
+            _with_nested_id(kind.key_field.with_type(keys.type), ids, (*path, "key")),
+            _with_nested_id(kind.item_field.with_type(items.type), ids, (*path, "value")),
+        )
         return pa.MapArray.from_arrays(values.offsets, keys, items, type=map_type, mask=_nulls(values))
     return values
+
+
+def _with_nested_id(f: pa.Field, ids: Mapping[str, Any], path: tuple[str, ...]) -> pa.Field:
+    nested = ids.get(".".join(path))
+    return f if nested is None else f.with_metadata({_FIELD_ID: str(int(nested)).encode()})
 
 
 def _rename_table(table: pa.Table, schema: StructType, to_physical: bool) -> pa.Table:
@@ -434,8 +510,9 @@ def _rename_table(table: pa.Table, schema: StructType, to_physical: bool) -> pa.
                 fields.append(source)
                 columns.append(table.column(index))
             continue
-        chunks = [_rename(c, f.type, to_physical) for c in table.column(index).chunks]
-        kind = chunks[0].type if chunks else _rename(pa.array([], source.type), f.type, to_physical).type
+        ids, path = f.metadata.get(NESTED_IDS), (f.physical_name,)
+        chunks = [_rename(c, f.type, to_physical, ids, path) for c in table.column(index).chunks]
+        kind = chunks[0].type if chunks else _rename(pa.array([], source.type), f.type, to_physical, ids, path).type
         meta = _field_id(f) if to_physical else None
         fields.append(pa.field(f.physical_name if to_physical else f.name, kind, source.nullable, metadata=meta))
         columns.append(pa.chunked_array(chunks, type=kind))

@@ -193,8 +193,32 @@ FEATURES: dict[str, FeatureInfo] = {
             "supported: the engine writes commitInfo first with a monotonic `inCommitTimestamp`, "
             "and records the enablement version and timestamp when it is switched on",
         ),
-        FeatureInfo("icebergCompatV1", False, None, None, "nothing to do", "refused"),
-        FeatureInfo("icebergCompatV2", False, None, None, "nothing to do", "refused"),
+        FeatureInfo(
+            "icebergCompatV1",
+            False,
+            None,
+            None,
+            "nothing to do",
+            "supported: the engine checks every commit (`deltalog.txn.protocol.iceberg_compat`); data "
+            "files hold the partition columns after the data columns; no Iceberg metadata is generated",
+        ),
+        FeatureInfo(
+            "icebergCompatV2",
+            False,
+            None,
+            None,
+            "nothing to do",
+            "supported: as icebergCompatV1, plus nested ids for arrays and maps "
+            "(`delta.columnMapping.nested.ids`) written as Parquet field ids",
+        ),
+        FeatureInfo(
+            "materializePartitionColumns",
+            False,
+            None,
+            None,
+            "nothing to do",
+            "supported: data files hold the partition columns after the data columns",
+        ),
         FeatureInfo(
             "collations",
             True,
@@ -288,6 +312,9 @@ WRITE_SUPPORTED: set[str] = {
     "variantType-preview",
     "vacuumProtocolCheck",
     "checkpointProtection",
+    "icebergCompatV1",
+    "icebergCompatV2",
+    "materializePartitionColumns",
 }
 
 

@@ -223,6 +223,42 @@ class TableProperties:
         return self._bool("delta.enableDeletionVectors", False)
 
     @property
+    def enable_iceberg_compat_v1(self) -> bool:
+        return self._bool("delta.enableIcebergCompatV1", False)
+
+    @property
+    def enable_iceberg_compat_v2(self) -> bool:
+        """``delta.enableIcebergCompatV2``: IcebergCompatV2's writer requirements apply."""
+        return self._bool("delta.enableIcebergCompatV2", False)
+
+    @property
+    def universal_format_enabled_formats(self) -> tuple[str, ...]:
+        """``delta.universalFormat.enabledFormats``: ``iceberg`` / ``hudi``, comma-separated."""
+        raw = self.get("delta.universalFormat.enabledFormats") or ""
+        return tuple(f.strip() for f in raw.split(",") if f.strip())
+
+    @property
+    def iceberg_atomic_conversion_given(self) -> bool:
+        """Whether ``delta.universalFormat.iceberg.atomicConversion.supported`` is set."""
+        return self.get("delta.universalFormat.iceberg.atomicConversion.supported") is not None
+
+    @property
+    def column_mapping_mode_given(self) -> bool:
+        """Whether ``delta.columnMapping.mode`` is set explicitly (``none`` is its default)."""
+        return self.get("delta.columnMapping.mode") is not None
+
+    @property
+    def enable_materialize_partition_columns_feature(self) -> bool:
+        """``delta.enableMaterializePartitionColumnsFeature``: adds ``materializePartitionColumns``."""
+        return self._bool("delta.enableMaterializePartitionColumnsFeature", False)
+
+    @property
+    def write_partition_columns_to_parquet(self) -> bool | None:
+        """``delta.writePartitionColumnsToParquet`` (None when unset)."""
+        raw = self.get("delta.writePartitionColumnsToParquet")
+        return None if raw is None else parse_bool(raw, "delta.writePartitionColumnsToParquet")
+
+    @property
     def enable_in_commit_timestamps(self) -> bool:
         """``delta.enableInCommitTimestamps`` (or Delta 3.2's ``...-preview`` name)."""
         return self._bool("delta.enableInCommitTimestamps", False)

@@ -145,6 +145,12 @@ def active_features(metadata: Metadata) -> set[str]:
         features.add("v2Checkpoint")
     if props.enable_type_widening:
         features.add("typeWidening")
+    if props.enable_iceberg_compat_v1:
+        features.add("icebergCompatV1")
+    if props.enable_iceberg_compat_v2:
+        features.add("icebergCompatV2")
+    if props.enable_materialize_partition_columns_feature:
+        features.add("materializePartitionColumns")
     if props.enable_row_tracking:
         # rowTracking requires domainMetadata (its high-water mark is a domain)
         features.update(("rowTracking", "domainMetadata"))

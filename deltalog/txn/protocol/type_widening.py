@@ -28,6 +28,7 @@ __all__ = [
     "change_column_type",
     "check_type_changes_readable",
     "is_type_change_supported",
+    "is_type_change_supported_by_iceberg",
     "is_type_change_supported_for_schema_evolution",
     "preview_table_version",
     "record_type_changes",
@@ -103,6 +104,22 @@ def is_type_change_supported_for_schema_evolution(from_type: Any, to_type: Any) 
     if (from_type, to_type) in (("float", "double"), ("date", "timestamp_ntz")):
         return True
     return _decimal(from_type) is not None and _decimal(to_type) is not None
+
+
+def is_type_change_supported_by_iceberg(from_type: Any, to_type: Any) -> bool:
+    """Delta's ``isTypeChangeSupportedByIceberg``: the supported widenings Iceberg V2's schema
+    evolution can follow (integers to wider integers, float to double, a decimal's precision
+    with its scale kept); what UniForm (IcebergCompat) tables allow."""
+    if from_type == to_type:
+        return True
+    if not is_type_change_supported(from_type, to_type):
+        return False
+    if from_type in _INTEGRAL_SIZE and to_type in _INTEGRAL_SIZE:
+        return bool(_INTEGRAL_SIZE[from_type] <= _INTEGRAL_SIZE[to_type])
+    if (from_type, to_type) == ("float", "double"):
+        return True
+    old, new = _decimal(from_type), _decimal(to_type)
+    return old is not None and new is not None and old[1] == new[1] and old[0] <= new[0]
 
 
 # -- the changes between two schemas ---------------------------------------------------------
@@ -270,31 +287,32 @@ def check_type_changes_readable(schema: Mapping[str, Any]) -> None:
 # -- automatic widening on a mergeSchema write -----------------------------------------------
 
 
-def _widen_type(table: Any, data: Any) -> Any:
+def _widen_type(table: Any, data: Any, iceberg: bool) -> Any:
     if isinstance(table, dict) and isinstance(data, dict) and table.get("type") == data.get("type"):
         kind = table.get("type")
         if kind == "struct":
-            return _widen_struct(table, data)
+            return _widen_struct(table, data, iceberg)
         if kind == "array":
-            return {**table, "elementType": _widen_type(table["elementType"], data["elementType"])}
+            return {**table, "elementType": _widen_type(table["elementType"], data["elementType"], iceberg)}
         if kind == "map":
             return {
                 **table,
-                "keyType": _widen_type(table["keyType"], data["keyType"]),
-                "valueType": _widen_type(table["valueType"], data["valueType"]),
+                "keyType": _widen_type(table["keyType"], data["keyType"], iceberg),
+                "valueType": _widen_type(table["valueType"], data["valueType"], iceberg),
             }
         return table
     if table != data and is_type_change_supported_for_schema_evolution(table, data):
-        return data
+        if not iceberg or is_type_change_supported_by_iceberg(table, data):
+            return data
     return table
 
 
-def _widen_struct(table: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+def _widen_struct(table: dict[str, Any], data: dict[str, Any], iceberg: bool) -> dict[str, Any]:
     data_fields = {f["name"].lower(): f for f in data.get("fields") or []}
     fields = []
     for f in table.get("fields") or []:
         other = data_fields.get(f["name"].lower())
-        fields.append(f if other is None else {**f, "type": _widen_type(f["type"], other["type"])})
+        fields.append(f if other is None else {**f, "type": _widen_type(f["type"], other["type"], iceberg)})
     return {**table, "fields": fields}
 
 
@@ -307,11 +325,14 @@ def widen_for_schema_evolution(
     """Delta's ``TypeWideningMode.TypeEvolution`` for a ``mergeSchema`` write: when the table
     has ``delta.enableTypeWidening``, every column (nested fields, map keys and values, array
     elements too) whose data type is a same-family widening of the table's type takes the
-    data's type, recorded in ``delta.typeChanges``. Otherwise the table schema unchanged."""
+    data's type, recorded in ``delta.typeChanges``; in a UniForm (Iceberg) table only the
+    widenings Iceberg can follow (:func:`is_type_change_supported_by_iceberg`), as Delta's
+    ``uniformIcebergCompatibleOnly``. Otherwise the table schema unchanged."""
     table = dict(table_schema)
     if not type_widening_enabled(configuration):
         return table
-    widened = _widen_struct(table, dict(data_schema))
+    iceberg = "iceberg" in TableProperties(configuration).universal_format_enabled_formats
+    widened = _widen_struct(table, dict(data_schema), iceberg)
     return table if widened == table else record_type_changes(widened, table, table_version)
 
 
