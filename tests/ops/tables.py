@@ -85,3 +85,26 @@ def read_ids(log: DeltaLog, version: int | None = None) -> list[int]:
             ids = [v for i, v in enumerate(ids) if i not in deleted]
         out += ids
     return sorted(out)
+
+
+def deletion_vector_table(uri: str) -> DeltaLog:
+    """Versions 0 (create, deletion vectors on), 1 (write ids 1..4), 2 (DELETE ids 1 and 3
+    through a deletion vector on disk)."""
+    import time
+    from dataclasses import replace
+
+    from deltalog.txn.commit.operations import Delete
+    from deltalog.txn.log.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
+    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
+
+    log = create(uri, config={"delta.enableDeletionVectors": "true"})
+    add = write_file(log, [1, 2, 3, 4], "a")
+    log.start_transaction().commit([add], Write())
+    blob, [(offset, size, card)] = write_dv_file([[0, 2]])
+    dv = DeletionVectorDescriptor("u", z85_encode(uuid.uuid4().bytes), size, card, offset)
+    with open(log.store.fs_path(dv_absolute_path(log.table_uri, dv)), "wb") as fh:
+        fh.write(blob)
+    txn = log.start_transaction()
+    txn.filter_files()
+    txn.commit([add.remove(int(time.time() * 1000)), replace(add, deletion_vector=dv)], Delete(["x"]))
+    return log

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import uuid
-from dataclasses import replace
 from pathlib import Path
 
 import deltalake
@@ -24,30 +22,14 @@ from deltalog.txn.commands.drop_feature import (
     drop_feature,
 )
 from deltalog.txn.commit.commit_errors import DropFeatureConflictError
-from deltalog.txn.commit.operations import Delete, Write
+from deltalog.txn.commit.operations import Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.log.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
-from deltalog.txn.protocol.actions import DeletionVectorDescriptor, Protocol
+from deltalog.txn.protocol.actions import Protocol
 from deltalog.txn.protocol.checkpoint_protection import PROPERTY, with_checkpoint_protection
 from deltalog.txn.protocol.feature_removal import protocol_without
-from tests.ops.tables import append, create, read_ids, write_file
+from tests.ops.tables import append, create, deletion_vector_table, read_ids
 
 DAY_MS = 24 * 3600 * 1000
-
-
-def _dv_table(uri: str) -> DeltaLog:
-    """Versions 0 (create, DVs on), 1 (write 1..4), 2 (DELETE rows 1 and 3 with a DV)."""
-    log = create(uri, config={"delta.enableDeletionVectors": "true"})
-    add = write_file(log, [1, 2, 3, 4], "a")
-    log.start_transaction().commit([add], Write())
-    blob, [(offset, size, card)] = write_dv_file([[0, 2]])
-    dv = DeletionVectorDescriptor("u", z85_encode(uuid.uuid4().bytes), size, card, offset)
-    with open(log.store.fs_path(dv_absolute_path(log.table_uri, dv)), "wb") as fh:
-        fh.write(blob)
-    txn = log.start_transaction()
-    txn.filter_files()
-    txn.commit([add.remove(int(time.time() * 1000)), replace(add, deletion_vector=dv)], Delete(["x"]))
-    return log
 
 
 def _log_files(log: DeltaLog, kind: str) -> list[int]:
@@ -66,7 +48,7 @@ def _age(log: DeltaLog, versions: range, days: int) -> None:
 def test_fast_drop_of_deletion_vectors_then_writes_checkpoints_and_cleanup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = _dv_table(str(tmp_path / "t"))
+    log = deletion_vector_table(str(tmp_path / "t"))
     version = drop_feature(log, "deletionVectors")
     snap = log.update()
     ops = [r.operation for r in reversed(log.history())][3:]
@@ -177,7 +159,7 @@ def test_writer_feature_drop_and_truncate_history_paths(tmp_path: Path) -> None:
     assert snap.metadata.configuration == {"delta.enableInCommitTimestamps": "false"}
     assert _log_files(log, ".checkpoint") == []
     # TRUNCATE HISTORY: the first run cleans the latest version and asks to wait 24 hours
-    log = _dv_table(str(tmp_path / "dv"))
+    log = deletion_vector_table(str(tmp_path / "dv"))
     with pytest.raises(DropFeatureWaitForRetentionError, match="24 hours"):
         drop_feature(log, "deletionVectors", truncate_history=True)
     assert "deletionVectors" in log.update().protocol.writer_features
@@ -186,7 +168,7 @@ def test_writer_feature_drop_and_truncate_history_paths(tmp_path: Path) -> None:
     assert snap.protocol == Protocol(1, 2)  # no checkpointProtection after a truncation
     assert _log_files(log, ".json")[0] == 7 and read_ids(log) == [2, 4]
     # checkpointProtection: TRUNCATE HISTORY only, once the history before it is gone
-    log = _dv_table(str(tmp_path / "cp"))
+    log = deletion_vector_table(str(tmp_path / "cp"))
     boundary = drop_feature(log, "deletionVectors")
     with pytest.raises(FeatureNotRemovableError, match="WITH_HISTORY_TRUNCATION"):
         drop_feature(log, "checkpointProtection")

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,8 @@ from deltalog.txn.commands.optimize import optimize
 from deltalog.txn.commit.commit_errors import ConcurrentDeleteReadError
 from deltalog.txn.commit.operations import Delete, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.log.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
-from deltalog.txn.protocol.actions import AddFile, DeletionVectorDescriptor
-from tests.ops.tables import append, create, read_ids, write_file
+from deltalog.txn.protocol.actions import AddFile
+from tests.ops.tables import append, create, deletion_vector_table, read_ids
 
 NAME = re.compile(r"^(p=[ab]/)?part-00000-[0-9a-f-]{36}\.c000\.snappy\.parquet$")
 
@@ -103,16 +101,7 @@ def test_target_size_from_table_property(tmp_path: Path) -> None:
 
 
 def test_deletion_vector_rows_are_dropped(tmp_path: Path) -> None:
-    log = create(str(tmp_path / "t"), config={"delta.enableDeletionVectors": "true"})
-    add = write_file(log, [1, 2, 3, 4], "a")
-    log.start_transaction().commit([add], Write())
-    blob, [(offset, size, card)] = write_dv_file([[0, 2]])
-    dv = DeletionVectorDescriptor("u", z85_encode(uuid.uuid4().bytes), size, card, offset)
-    with open(log.store.fs_path(dv_absolute_path(log.table_uri, dv)), "wb") as fh:
-        fh.write(blob)
-    txn = log.start_transaction()
-    txn.filter_files()
-    txn.commit([add.remove(int(time.time() * 1000)), replace(add, deletion_vector=dv)], Delete(["x"]))
+    log = deletion_vector_table(str(tmp_path / "t"))
     assert read_ids(log) == [2, 4]
     # a single file with a deletion vector is rewritten on its own
     result = optimize(log)
@@ -259,8 +248,6 @@ def test_output_keeps_the_input_codec_and_encoding_and_is_not_bigger(tmp_path: P
     and is no bigger than its inputs."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from deltalog.txn.commit.operations import Write
 
     log = create(str(tmp_path / "t"), partitioned=False)
     fs = log.store.filesystem()
