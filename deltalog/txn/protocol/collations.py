@@ -20,6 +20,7 @@ from typing import Any
 
 __all__ = [
     "COLLATIONS_KEY",
+    "collated_map_keys",
     "collated_type_name",
     "field_collation",
     "has_collated_string",
@@ -81,3 +82,31 @@ def _has_nested(dt: Any) -> bool:
     if kind == "map":
         return _has_nested(dt.get("keyType")) or _has_nested(dt.get("valueType"))
     return False
+
+
+def collated_map_keys(fields: Any, prefix: str = "") -> list[str]:
+    """The paths of the collated map keys in a schema's ``fields`` JSON, at any depth: Delta
+    (Databricks, Delta Kernel) refuses a collated string as a map key."""
+    out: list[str] = []
+    for f in fields or ():
+        collations = (f.get("metadata") or {}).get(COLLATIONS_KEY) or {}
+        for key in collations:
+            if "key" in str(key).split(".")[1:] and field_collation(f, key):
+                out.append(prefix + str(key))
+        out.extend(_nested_map_keys(f.get("type"), f"{prefix}{f.get('name')}."))
+    return out
+
+
+def _nested_map_keys(dt: Any, prefix: str) -> list[str]:
+    if not isinstance(dt, Mapping):
+        return []
+    kind = dt.get("type")
+    if kind == "struct":
+        return collated_map_keys(dt.get("fields"), prefix)
+    if kind == "array":
+        return _nested_map_keys(dt.get("elementType"), prefix + "element.")
+    if kind == "map":
+        return _nested_map_keys(dt.get("keyType"), prefix + "key.") + _nested_map_keys(
+            dt.get("valueType"), prefix + "value."
+        )
+    return []
