@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from deltalog.contrib.spark import DeltaTable, read_table
 from deltalog.txn.delta_log import DeltaLog
@@ -127,6 +128,9 @@ def test_collated_columns_are_written_as_delta_writes_them(spark: Any, tmp_path:
     plain.write.format("deltalog").mode("append").save(path)
     assert DeltaLog.for_table(path).update().metadata.schema_string == snapshot.metadata.schema_string
     assert _ids(read_table(spark, path).where("name = 'd' or u = 'Y' or array_contains(tags, 'a')")) == [1, 3, 4]
+    for replace_where in ("name = 'd'", "id > 3 and u = 'Z'"):  # deltalog's checks would compare binary
+        with pytest.raises(Exception, match="InvalidWriteOptionError.*collated column"):
+            plain.write.format("deltalog").mode("overwrite").option("replaceWhere", replace_where).save(path)
     by_rs = deltalake.DeltaTable(path).to_pyarrow_table().to_pylist()
     assert sorted((r["id"], r["name"]) for r in by_rs) == [(1, "abc"), (2, "ABC"), (3, "b"), (4, "D")]
 
