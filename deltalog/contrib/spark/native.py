@@ -78,10 +78,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Reader features the native path honours: every feature deltalog reads except those
-#: Spark's Parquet scan cannot apply as the log says (variant values, collated strings);
-#: a table with any other falls back.
+#: Spark's Parquet scan cannot apply as the log says (variant values); a table with any
+#: other falls back. (Collated strings are read natively: the scan schema carries them.)
 _VARIANT_FEATURES = frozenset({"variantType", "variantType-preview"})
-NATIVE_READER_FEATURES = READ_SUPPORTED - _VARIANT_FEATURES - {"collations"}
+NATIVE_READER_FEATURES = READ_SUPPORTED - _VARIANT_FEATURES
 #: Partition column types whose Hive directory value Spark parses back to the log's value.
 HIVE_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date"})
 #: Delta's ``s3://`` URIs are read by Hadoop's S3A connector.
