@@ -15,16 +15,20 @@ statistics of the collation the comparison uses.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
     "COLLATIONS_KEY",
     "collated_map_keys",
     "collated_type_name",
+    "collation_identifier",
     "field_collation",
     "has_collated_string",
     "is_collated_type",
+    "string_collation",
+    "with_collation",
 ]
 
 COLLATIONS_KEY = "__COLLATIONS"
@@ -110,3 +114,61 @@ def _nested_map_keys(dt: Any, prefix: str) -> list[str]:
             dt.get("valueType"), prefix + "value."
         )
     return []
+
+
+def collation_identifier(name: str) -> str | None:
+    """The schema identifier of a Spark collation name, with Spark's provider (``spark`` for
+    the ``UTF8_*`` collations, ``icu`` for the others): ``UTF8_LCASE`` ->
+    ``spark.UTF8_LCASE``, ``unicode_ci`` -> ``icu.UNICODE_CI``; None for ``UTF8_BINARY``."""
+    upper = name.strip().upper()
+    if upper == _BINARY:
+        return None
+    if upper.startswith("UTF8_"):
+        return f"spark.{upper}"
+    return f"icu.{upper if upper.startswith('UNICODE') else name.strip()}"
+
+
+def string_collation(type_name: Any) -> tuple[bool, str | None]:
+    """``(is a string type, its collation identifier)`` of a type as Spark names it
+    (``string``, ``STRING COLLATE UTF8_LCASE``); ``(False, None)`` for any other type."""
+    if not isinstance(type_name, str):
+        return False, None
+    words = type_name.split()
+    if len(words) == 1 and words[0].lower() == "string":
+        return True, None
+    if len(words) == 3 and words[0].lower() == "string" and words[1].lower() == "collate":
+        return True, collation_identifier(words[2])
+    return False, None
+
+
+def with_collation(schema: Mapping[str, Any], path: Sequence[str], identifier: str | None) -> dict[str, Any]:
+    """``schema`` with the string at ``path`` (struct fields by name, case-insensitive;
+    ``element``/``key``/``value`` step into arrays and maps) given ``identifier`` (None: the
+    default binary collation, whose key is removed). Raises ``KeyError`` when ``path`` names
+    no column and ``TypeError`` when it is not a string."""
+    out = copy.deepcopy(dict(schema))
+    t: Any = out
+    holder: dict[str, Any] | None = None
+    key: list[str] = []
+    for step in path:
+        kind = t.get("type") if isinstance(t, dict) else None
+        if kind == "struct":
+            holder = next((f for f in t["fields"] if f["name"].lower() == step.lower()), None)
+            if holder is None:
+                raise KeyError(step)
+            key, t = [holder["name"]], holder["type"]
+        elif kind == "array" and step.lower() == "element":
+            key, t = [*key, "element"], t["elementType"]
+        elif kind == "map" and step.lower() in ("key", "value"):
+            key, t = [*key, step.lower()], t[f"{step.lower()}Type"]
+        else:
+            raise KeyError(step)
+    if t != "string" or holder is None:
+        raise TypeError(f"{'.'.join(path)} is not a string")
+    metadata = dict(holder.get("metadata") or {})
+    collations = {k: v for k, v in (metadata.get(COLLATIONS_KEY) or {}).items() if k != ".".join(key)}
+    if identifier is not None:
+        collations[".".join(key)] = identifier
+    metadata.pop(COLLATIONS_KEY, None)
+    holder["metadata"] = {**metadata, COLLATIONS_KEY: collations} if collations else metadata
+    return out
