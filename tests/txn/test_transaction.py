@@ -198,6 +198,7 @@ def test_two_metadata_or_protocol_actions_are_refused() -> None:
             {},
             "map key",
         ),
+        (schema(a="string collate UTF8_LCASE"), (), {}, "unknown data type"),
         (schema(a="long"), (), {"delta.checkpointInterval": "0"}, "checkpointInterval must be a positive"),
     ],
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import SchemaMismatchError
 from deltalog.txn.protocol import column_mapping, schema
@@ -40,6 +40,9 @@ __all__ = [
     "with_parquet_field_ids",
 ]
 
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType as SparkStructType
+
 CDF_RESERVED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
 
@@ -51,7 +54,7 @@ def to_model(spark_schema: Mapping[str, Any]) -> StructType:
     return model
 
 
-def spark_struct(spark_schema: Mapping[str, Any]) -> Any:
+def spark_struct(spark_schema: Mapping[str, Any]) -> SparkStructType:
     """The PySpark ``StructType`` of a schema's JSON. PySpark's ``StructField.fromJson``
     rewrites a field's ``__COLLATIONS`` map in place (``spark.UTF8_LCASE`` becomes
     ``UTF8_LCASE``), which corrupts a schema dict still in use and fails a second parse of

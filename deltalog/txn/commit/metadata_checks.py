@@ -18,7 +18,9 @@ from typing import Any
 from deltalog.txn.commit.commit_errors import InvalidMetadataError
 from deltalog.txn.protocol.actions import Metadata
 from deltalog.txn.protocol.collations import collated_map_keys
+from deltalog.txn.protocol.errors import InvalidSchemaError
 from deltalog.txn.protocol.properties import InvalidPropertyError
+from deltalog.txn.protocol.schema import parse_schema
 from deltalog.txn.protocol.stats_column_checks import validate_stats_columns
 
 __all__ = ["CDF_RESERVED_COLUMNS", "verify_metadata"]
@@ -73,6 +75,10 @@ def verify_metadata(metadata: Metadata) -> None:
         raise InvalidMetadataError('the schema string must be a JSON struct type ({"type": "struct", ...})')
     fields = list(schema.get("fields") or [])
     _check_duplicates(fields, "the schema")
+    try:  # every type one Delta knows (a reader could not parse the schema otherwise)
+        parse_schema(metadata.schema_string)
+    except InvalidSchemaError as exc:
+        raise InvalidMetadataError(str(exc)) from exc
     keys = collated_map_keys(fields)
     if keys:
         raise InvalidMetadataError(
