@@ -26,9 +26,11 @@ def test_alter_column_type_changes_a_collation(tmp_path: Path) -> None:
         _field("n", "string"),
         _field("tags", {"type": "array", "elementType": "string", "containsNull": True}),
         _field("s", {"type": "struct", "fields": [_field("a", "string")]}),
+        _field("c", "string"),
     ]
     txn = log.start_transaction()
-    txn.update_metadata(Metadata(id="x", schema_string=json.dumps({"type": "struct", "fields": fields})))
+    schema = json.dumps({"type": "struct", "fields": fields})
+    txn.update_metadata(Metadata(id="x", schema_string=schema, configuration={"delta.constraints.k": "c <> ''"}))
     txn.commit([], CreateTable())
 
     def metadata() -> dict[str, object]:
@@ -51,4 +53,6 @@ def test_alter_column_type_changes_a_collation(tmp_path: Path) -> None:
     assert alter_column_type(log, "n", "string collate UTF8_BINARY") is None
     with pytest.raises(UnsupportedTypeChangeError):
         alter_column_type(log, "id", "string collate UTF8_LCASE")
+    with pytest.raises(UnsupportedTypeChangeError, match="constraint"):  # Delta's checkDependentExpressions
+        alter_column_type(log, "c", "string collate UTF8_LCASE")
     assert log.update().version == 4

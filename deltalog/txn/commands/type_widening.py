@@ -100,6 +100,7 @@ def _alter_collation(
     new_schema = with_collation(schema, path, collation)
     if new_schema == schema:
         return None
+    _check_dependent_expressions(metadata, path)  # Delta checks them on any change of data type
     name, field = _field_at(new_schema, path)
     txn.update_metadata(replace(metadata, schema_string=json.dumps(new_schema, separators=(",", ":"))))
     parameter = {
