@@ -130,9 +130,8 @@ def test_collated_columns_are_written_as_delta_writes_them(spark: Any, tmp_path:
     plain = spark.createDataFrame([(4, "D", "z", None)], "id int, name string, u string, tags array<string>")
     plain.write.format("deltalog").mode("append").save(path)
     assert DeltaLog.for_table(path).update().metadata.schema_string == snapshot.metadata.schema_string
-    for replace_where in ("name = 'd'", "id > 3 and u = 'Z'"):  # deltalog's checks would compare binary
-        with pytest.raises(Exception, match=r"InvalidWriteOptionError.*collated column"):
-            plain.write.format("deltalog").mode("overwrite").option("replaceWhere", replace_where).save(path)
+    with pytest.raises(Exception, match=r"InvalidWriteOptionError.*collated column"):  # it would compare binary
+        plain.write.format("deltalog").mode("overwrite").option("replaceWhere", "id > 3 and u = 'Z'").save(path)
     by_rs = deltalake.DeltaTable(path).to_pyarrow_table().to_pylist()
     assert sorted((r["id"], r["name"]) for r in by_rs) == [(1, "abc"), (2, "ABC"), (3, "b"), (4, "D")]
 
