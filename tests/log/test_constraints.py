@@ -282,3 +282,26 @@ def test_compile_once_evaluate_many():
     for start in range(4):
         check_constraints(ROWS.slice(start, 1), compiled)
     assert compiled[0].columns == (("id",),)
+
+
+def test_a_comparison_of_a_collated_column_is_refused():
+    from deltalog.contrib.spark.constraints import UncheckableConstraintsError, plan_constraints
+
+    """Delta compares a collated string by its collation (``'BAD' <> 'bad'`` is false under
+    UTF8_LCASE); the evaluator compares binary, so a constraint that compares such a column is
+    refused up front rather than letting 'BAD' in. A null test does not compare."""
+    lcase = {"__COLLATIONS": {"name": "spark.UTF8_LCASE"}}
+    schema = {"type": "struct", "fields": [{"name": "name", "type": "string", "nullable": True, "metadata": lcase}]}
+    rows = pa.table({"name": ["BAD"]})
+    for expression in ("name <> 'bad'", "upper(name) = 'BAD' or name is null"):
+        metadata = Metadata(id="x", schema_string=json.dumps(schema), configuration={"delta.constraints.c": expression})
+        with pytest.raises(UnsupportedConstraintError, match="collat"):
+            check_constraints(rows, metadata)
+        # the Spark data source's write plan refuses it (the table API checks with Spark SQL)
+        with pytest.raises(UncheckableConstraintsError, match="collated column name"):
+            plan_constraints(metadata, "t")
+        assert plan_constraints(metadata, "t", spark_fallback=True) == ()
+    metadata = Metadata(
+        id="x", schema_string=json.dumps(schema), configuration={"delta.constraints.c": "name is not null"}
+    )
+    check_constraints(rows, metadata)

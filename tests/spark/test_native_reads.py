@@ -421,21 +421,21 @@ def test_an_empty_partition_value_in_the_log_is_null(spark: Any, tmp_path: Path)
 def test_unsupported_feature_falls_back_with_the_reason_logged(
     spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    table = tmp_path / "collations"
+    table = tmp_path / "variant"
     table.mkdir()
     pq.write_table(pa.table({"s": ["a", "b"]}), table / "f.parquet")
     _write_log(
         table,
-        Protocol(3, 7, ("collations",), ("collations",)),
-        [feature_tables._field("s", "string")],
+        Protocol(3, 7, ("variantType",), ("variantType",)),
+        [feature_tables._field("s", "string"), feature_tables._field("v", "variant")],
         [AddFile("f.parquet", {}, (table / "f.parquet").stat().st_size, 1)],
     )
     with caplog.at_level(logging.INFO, logger="deltalog.contrib.spark.native"):
         df = read_table(spark, str(table))
     assert "FileScan parquet" not in _plan(df)
-    assert sorted(r.s for r in df.collect()) == ["a", "b"]
-    assert any("collations" in r.getMessage() and "Python data source" in r.getMessage() for r in caplog.records)
-    with pytest.raises(NativeReadUnsupportedError, match="collations"):
+    assert sorted((r.s, r.v) for r in df.collect()) == [("a", None), ("b", None)]
+    assert any("variantType" in r.getMessage() and "Python data source" in r.getMessage() for r in caplog.records)
+    with pytest.raises(NativeReadUnsupportedError, match="variantType"):
         read_table(spark, str(table), native=True)
 
 

@@ -175,6 +175,30 @@ def test_two_metadata_or_protocol_actions_are_refused() -> None:
             "reserved for the change data feed",
         ),
         ("{not json", (), {}, "not valid JSON"),
+        (
+            json.dumps(
+                {
+                    "type": "struct",
+                    "fields": [
+                        {
+                            "name": "m",
+                            "type": {
+                                "type": "map",
+                                "keyType": "string",
+                                "valueType": "long",
+                                "valueContainsNull": True,
+                            },
+                            "nullable": True,
+                            "metadata": {"__COLLATIONS": {"m.key": "spark.UTF8_LCASE"}},
+                        }
+                    ],
+                }
+            ),
+            (),
+            {},
+            "map key",
+        ),
+        (schema(a="string collate UTF8_LCASE"), (), {}, "unknown data type"),
         (schema(a="long"), (), {"delta.checkpointInterval": "0"}, "checkpointInterval must be a positive"),
     ],
 )

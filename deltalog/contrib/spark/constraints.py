@@ -99,7 +99,7 @@ def plan_constraints(metadata: Metadata, where: str, *, spark_fallback: bool = F
     if not constraints:
         return not_null
     try:
-        compiled = core.compile_constraints(constraints)
+        compiled = core.compile_constraints(metadata)  # the table's: a collated comparison is refused
     except core.UnsupportedConstraintError as exc:
         if spark_fallback:
             return not_null

@@ -30,9 +30,7 @@ def logical_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def logical_struct(schema_string: str) -> StructType:
     """The table's schema string (Delta JSON) as the Spark ``StructType`` a DataFrame shows."""
-    from pyspark.sql.types import StructType
-
-    return StructType.fromJson(logical_schema(json.loads(schema_string)))
+    return schemas.spark_struct(logical_schema(json.loads(schema_string)))
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:

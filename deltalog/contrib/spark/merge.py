@@ -52,6 +52,7 @@ from deltalog.contrib.spark.merge_scan import TargetRows, scan_target
 from deltalog.contrib.spark.merge_source import materialized_source
 from deltalog.contrib.spark.merge_write import write_labelled
 from deltalog.contrib.spark.row_tracking import carried_columns, stable_row_tracking, tracked_columns
+from deltalog.contrib.spark.schemas import spark_struct
 from deltalog.contrib.spark.tablelog import start_transaction
 
 if TYPE_CHECKING:
@@ -332,8 +333,6 @@ class DeltaMergeBuilder:
         as a ``mergeSchema`` write does (:func:`widen_for_schema_evolution`)."""
         import json
 
-        from pyspark.sql.types import StructType
-
         from deltalog.txn.protocol.type_widening import widen_for_schema_evolution
 
         if not evolve or not any(c.assignments is None for c in [*self._matched, *self._not_matched]):
@@ -343,7 +342,7 @@ class DeltaMergeBuilder:
         if widened == table:
             return {}
         before = {f["name"]: f["type"] for f in table["fields"]}
-        evolved = StructType.fromJson(widened)
+        evolved = spark_struct(widened)
         return {f.name: f.dataType for f in evolved.fields if f.dataType.jsonValue() != before[f.name]}
 
     def _evolve_schema(
@@ -482,7 +481,6 @@ class DeltaMergeBuilder:
         import time
 
         from pyspark.sql import functions as F
-        from pyspark.sql.types import StructType
 
         from deltalog.contrib.spark.schemas import top_level_types
 
@@ -495,7 +493,7 @@ class DeltaMergeBuilder:
         table_columns = list(table_types)
         new_columns = self._new_columns(table_columns, evolve)
         # the schema as stored: an evolved struct keeps its fields' column mapping metadata
-        structs = self._evolved_structs(StructType.fromJson(json.loads(snapshot.metadata.schema_string)), evolve)
+        structs = self._evolved_structs(spark_struct(json.loads(snapshot.metadata.schema_string)), evolve)
         # a struct column that gains fields keeps its fields' types (evolve_struct)
         widened = {c: t for c, t in self._widened_columns(snapshot, evolve).items() if c not in structs}
         columns = table_columns + new_columns

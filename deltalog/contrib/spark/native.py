@@ -78,10 +78,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Reader features the native path honours: every feature deltalog reads except those
-#: Spark's Parquet scan cannot apply as the log says (variant values, collated strings);
-#: a table with any other falls back.
+#: Spark's Parquet scan cannot apply as the log says (variant values); a table with any
+#: other falls back. (Collated strings are read natively: the scan schema carries them.)
 _VARIANT_FEATURES = frozenset({"variantType", "variantType-preview"})
-NATIVE_READER_FEATURES = READ_SUPPORTED - _VARIANT_FEATURES - {"collations"}
+NATIVE_READER_FEATURES = READ_SUPPORTED - _VARIANT_FEATURES
 #: Partition column types whose Hive directory value Spark parses back to the log's value.
 HIVE_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date"})
 #: Delta's ``s3://`` URIs are read by Hadoop's S3A connector.
@@ -343,7 +343,6 @@ def _is_hive_layout(files: FileList, partition_columns: Sequence[str], types: Ma
 def _read_schema(schema: Mapping[str, Any], mode: str, partition_columns: Sequence[str], hive: bool) -> Any:
     """The Spark schema to scan: physical names (and field ids in id mode) for data
     columns; partition columns only when Spark discovers them from Hive directories."""
-    from pyspark.sql.types import StructType
 
     physical = schemas.physical_schema(dict(schema), mode)
     parts = {c.lower() for c in partition_columns}
@@ -352,7 +351,7 @@ def _read_schema(schema: Mapping[str, Any], mode: str, partition_columns: Sequen
         physical = schemas.with_parquet_field_ids(physical)
     logical_names = [f["name"] for f in schema["fields"]]
     fields = [f for logical, f in zip(logical_names, physical["fields"]) if hive or logical.lower() not in parts]
-    return StructType.fromJson({"type": "struct", "fields": fields})
+    return schemas.spark_struct({"fields": fields})
 
 
 def _write_file_log(directory: str, files: FileList) -> None:
@@ -536,7 +535,7 @@ def _native_scan(
     with ``FILE_KEY``/``ROW_KEY`` columns when ``positions``, and the files' ``hidden``
     long columns (not table columns) as they are."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StructField, StructType
+    from pyspark.sql.types import LongType, StructField
 
     from deltalog.contrib.spark.logical_schema import logical_schema
     from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY
@@ -556,7 +555,7 @@ def _native_scan(
         len(files),
         snapshot.num_files,
     )
-    logical = StructType.fromJson(logical_schema(schema))
+    logical = schemas.spark_struct(logical_schema(schema))
     if not len(files):
         df = spark.createDataFrame([], logical)
         return df.filter(where) if where else df

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
+from deltalog.txn.protocol.collations import is_collated_type
 from deltalog.txn.protocol.time_zones import session_time_zone
 
 __all__ = [
@@ -256,6 +257,8 @@ def exact_partition_filter(column_type: str, op: str, value: Any) -> bool:
     rules (``'t'``, ``'2024-1-2'``), so those terms must prune nothing."""
     if value is None and op in ("=", "!="):
         return True  # IS [NOT] NULL
+    if is_collated_type(column_type):
+        return False  # the partition values compare binary; Spark compares by the collation
     values = value if op in ("in", "not in") and isinstance(value, (list, tuple, set, frozenset)) else [value]
     return all(_exact_literal(column_type.lower(), v) for v in values if v is not None)
 

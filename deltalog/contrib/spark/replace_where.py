@@ -27,6 +27,7 @@ import pyarrow as pa
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, ReplaceWhereMismatchError
 from deltalog.contrib.spark.predicates import parse_partition_predicate
 from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.collations import has_collated_string
 from deltalog.txn.protocol.constraints import (
     CompiledConstraint,
     Constraint,
@@ -54,8 +55,10 @@ def names_data_columns(predicate: str, metadata: Metadata) -> bool:
         filters = parse_partition_predicate(predicate)
     except DeltaAnalysisError:
         filters = None
-    if filters is not None and all(c.lower() in partitions for c, _, _ in filters):
-        return False
+    if filters is not None:
+        _refuse_collated(predicate, {c.lower() for c, _, _ in filters}, metadata)
+        if all(c.lower() in partitions for c, _, _ in filters):
+            return False
     try:
         compiled = compiled_predicate(predicate)
     except (UnsupportedConstraintError, ValueError) as exc:
@@ -63,6 +66,7 @@ def names_data_columns(predicate: str, metadata: Metadata) -> bool:
             f"replaceWhere {predicate!r} cannot be evaluated: {exc}. Use a partition predicate, or a predicate "
             "on columns in deltalog's SQL subset (comparisons, AND/OR/NOT, IN, BETWEEN, LIKE, IS NULL)"
         ) from None
+    _refuse_collated(predicate, {p[0].lower() for p in column_paths(compiled.expr)}, metadata)
     columns = {f["name"].lower() for f in json.loads(metadata.schema_string)["fields"]}
     missing = sorted({".".join(p) for p in column_paths(compiled.expr) if p[0].lower() not in columns})
     if missing:
@@ -77,6 +81,20 @@ def names_data_columns(predicate: str, metadata: Metadata) -> bool:
             "or DeltaTable.delete followed by an append"
         )
     return True
+
+
+def _refuse_collated(predicate: str, columns: set[str], metadata: Metadata) -> None:
+    """Raise :class:`InvalidWriteOptionError` when ``predicate`` names a column holding a
+    collated string: deltalog checks the written rows and selects the replaced files by
+    comparing values binary, where Delta compares by the column's collation."""
+    fields = json.loads(metadata.schema_string)["fields"]
+    collated = sorted(f["name"] for f in fields if f["name"].lower() in columns and has_collated_string([f]))
+    if collated:
+        raise InvalidWriteOptionError(
+            f"replaceWhere {predicate!r} names the collated column(s) {', '.join(collated)}, which deltalog "
+            "would compare binary (Delta compares by the collation); use DeltaTable.delete with the predicate, "
+            "then an append"
+        )
 
 
 _KINDS = {

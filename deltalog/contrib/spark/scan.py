@@ -24,6 +24,7 @@ from typing import Any
 from deltalog.contrib.spark.partitioning import partition_value, typed_partition_value
 from deltalog.contrib.spark.predicates import exact_partition_filter
 from deltalog.txn.protocol.actions import AddFile
+from deltalog.txn.protocol.collations import collated_type_name, field_collation, is_collated_type
 from deltalog.txn.protocol.generated_columns import PartitionExpression, derived_partition_terms
 from deltalog.txn.protocol.partition_filters import SparkFloat
 
@@ -256,7 +257,8 @@ def plan_files(
 def stats_column(column: str, column_types: Mapping[str, str], physical: Mapping[str, str]) -> tuple[str, str | None]:
     """A (dotted, case-insensitive) column as the statistics name it (physical names under
     column mapping, nested fields too) and its Spark type name; None for the type when the
-    column is not a primitive field of the schema (a term on it skips no file)."""
+    column is not a primitive field of the schema or is a collated string (a term on it
+    skips no file)."""
     top = column if column in column_types else None
     rest: list[str] = []
     if top is None:
@@ -276,7 +278,10 @@ def stats_column(column: str, column_types: Mapping[str, str], physical: Mapping
             return ".".join([*path, part]), None
         path.append((field.get("metadata") or {}).get(_PHYSICAL, field["name"]) if mapped else field["name"])
         node = field["type"]
-    return ".".join(path), node if isinstance(node, str) else None
+        if field_collation(field):
+            node = collated_type_name(str(field_collation(field)))
+    # statistics order strings binary: a collated string's bounds do not bound its values
+    return ".".join(path), node if isinstance(node, str) and not is_collated_type(node) else None
 
 
 def physical_column(column: str, physical: Mapping[str, str]) -> str:

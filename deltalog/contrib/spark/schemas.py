@@ -10,12 +10,14 @@ lives in :mod:`deltalog.txn.protocol.schema`, and column mapping (ids, physical 
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import SchemaMismatchError
 from deltalog.txn.protocol import column_mapping, schema
+from deltalog.txn.protocol.collations import collated_type_name, field_collation
 from deltalog.txn.protocol.errors import SchemaMismatchError as ProtocolSchemaMismatchError
 from deltalog.txn.protocol.schema import StructType, data_type_from_json
 
@@ -32,10 +34,14 @@ __all__ = [
     "physical_names",
     "physical_schema",
     "schemas_equal",
+    "spark_struct",
     "to_model",
     "top_level_types",
     "with_parquet_field_ids",
 ]
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType as SparkStructType
 
 CDF_RESERVED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
@@ -46,6 +52,16 @@ def to_model(spark_schema: Mapping[str, Any]) -> StructType:
     if not isinstance(model, StructType):
         raise SchemaMismatchError(f"a table schema must be a struct, got {model.simple_string()}")
     return model
+
+
+def spark_struct(spark_schema: Mapping[str, Any]) -> SparkStructType:
+    """The PySpark ``StructType`` of a schema's JSON. PySpark's ``StructField.fromJson``
+    rewrites a field's ``__COLLATIONS`` map in place (``spark.UTF8_LCASE`` becomes
+    ``UTF8_LCASE``), which corrupts a schema dict still in use and fails a second parse of
+    it: every parse goes through here, on a copy."""
+    from pyspark.sql.types import StructType as SparkStructType
+
+    return SparkStructType.fromJson(copy.deepcopy({"type": "struct", **spark_schema}))
 
 
 def from_model(model: StructType) -> dict[str, Any]:
@@ -82,11 +98,15 @@ def check_write_compatible(table: dict[str, Any], data: dict[str, Any]) -> None:
 
 
 def top_level_types(spark_schema: Mapping[str, Any]) -> dict[str, str]:
-    """``{column: Spark type name}`` (a JSON string for complex types)."""
+    """``{column: Spark type name}`` (a JSON string for complex types; a collated string is
+    ``string collate <name>``, as Spark names it)."""
     out: dict[str, str] = {}
     for f in to_model(spark_schema).fields:
         value = f.type.to_json_value()
-        out[f.name] = value if isinstance(value, str) else json.dumps(value)
+        collation = field_collation(f.to_json_value()) if value == "string" else None
+        out[f.name] = (
+            collated_type_name(collation) if collation else value if isinstance(value, str) else json.dumps(value)
+        )
     return out
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
+from deltalog.contrib.spark.schemas import spark_struct
 from deltalog.txn.protocol.column_defaults import CURRENT_DEFAULT
 from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, parse_expression
 from deltalog.txn.protocol.constraints import CHAR_VARCHAR_TYPE_STRING
@@ -95,13 +96,12 @@ def validate_generated_columns(spark: SparkSession, fields: list[dict[str, Any]]
     aside (DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH). Raises :class:`DeltaAnalysisError`."""
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
 
     generated = [f for f in fields if GENERATION_EXPRESSION in (f.get("metadata") or {})]
     if not generated:
         return
     others = [f for f in fields if f not in generated]
-    rows = spark.createDataFrame([], StructType.fromJson({"type": "struct", "fields": others}))
+    rows = spark.createDataFrame([], spark_struct({"fields": others}))
     for f in generated:
         expression = str(f["metadata"][GENERATION_EXPRESSION])
         try:
@@ -112,7 +112,7 @@ def validate_generated_columns(spark: SparkSession, fields: list[dict[str, Any]]
                 f"{f['name']} may only read the table's other, non-generated columns "
                 f"{[o['name'] for o in others]}: {exc.getMessage()}"
             ) from None
-        declared = StructType.fromJson({"type": "struct", "fields": [f]}).fields[0].dataType
+        declared = spark_struct({"fields": [f]}).fields[0].dataType
         if not _same_type_ignoring_nullability(got.jsonValue(), declared.jsonValue()):
             raise DeltaAnalysisError(
                 f"DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH: the expression {expression} of the generated "

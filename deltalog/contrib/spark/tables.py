@@ -820,14 +820,15 @@ class DeltaTableBuilder:
         """delta-spark's ``addColumn``; ``generatedAlwaysAs`` is an expression or an
         ``IdentityGenerator``, ``default`` a ``CURRENT_DEFAULT`` expression
         (:mod:`~deltalog.contrib.spark.table_builder`)."""
-        from pyspark.sql.types import DataType, _parse_datatype_string
+        from pyspark.sql.types import DataType, StructField, _parse_datatype_string
 
         from deltalog.contrib.spark.table_builder import char_varchar_as_string, column_metadata
 
         dtype = dataType if isinstance(dataType, DataType) else _parse_datatype_string(dataType)
         meta: dict[str, Any] = {"comment": comment} if comment else {}
         meta.update(column_metadata(colName, dtype.typeName(), generatedAlwaysAs, generatedByDefaultAs, default))
-        field = {"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": meta}
+        # as the field's JSON: a collated string's collation goes into __COLLATIONS metadata
+        field = StructField(colName, dtype, nullable, meta).jsonValue()
         self._fields.append(char_varchar_as_string(field, dtype))
         return self
 

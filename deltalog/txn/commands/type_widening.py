@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from deltalog.txn.commands.dependent_expressions import dependent_expressions
 from deltalog.txn.commit.operations import Operation
 from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.collations import string_collation, with_collation
 from deltalog.txn.protocol.type_widening import (
     TYPE_CHANGES_KEY,
     UnsupportedTypeChangeError,
@@ -29,6 +30,7 @@ from deltalog.txn.protocol.type_widening import (
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
+    from deltalog.txn.commit.transaction import OptimisticTransaction
     from deltalog.txn.delta_log import DeltaLog
 
 __all__ = ["ChangeColumn", "alter_column_type", "normalize_type"]
@@ -81,6 +83,36 @@ def _check_dependent_expressions(metadata: Metadata, path: Sequence[str]) -> Non
         raise UnsupportedTypeChangeError(f"cannot change the type of {shown}: {reason}; the table was not changed")
 
 
+def _is_string_at(schema: dict[str, Any], path: Sequence[str]) -> bool:
+    try:
+        with_collation(schema, path, None)
+    except (KeyError, TypeError):
+        return False
+    return True
+
+
+def _alter_collation(
+    txn: OptimisticTransaction, metadata: Metadata, schema: dict[str, Any], path: Sequence[str], collation: str | None
+) -> int | None:
+    """``ALTER COLUMN ... TYPE STRING [COLLATE c]`` on a string: a collation change, which
+    Delta makes without type widening (no data file changes, no ``delta.typeChanges``); the
+    first collated column adds the ``collations`` feature. None when nothing changes."""
+    new_schema = with_collation(schema, path, collation)
+    if new_schema == schema:
+        return None
+    _check_dependent_expressions(metadata, path)  # Delta checks them on any change of data type
+    name, field = _field_at(new_schema, path)
+    txn.update_metadata(replace(metadata, schema_string=json.dumps(new_schema, separators=(",", ":"))))
+    parameter = {
+        "name": name,
+        "type": field["type"] if isinstance(field["type"], str) else field["type"].get("type"),
+        "nullable": field.get("nullable", True),
+        "metadata": field.get("metadata") or {},
+    }
+    version: int = txn.commit([], ChangeColumn(column=parameter))
+    return version
+
+
 def normalize_type(new_type: Any) -> Any:
     """A type as Delta's schema JSON spells it: ``"int"``/``"bigint"`` and the other SQL
     names of Spark's ``DataType.fromDDL`` become ``"integer"``/``"long"``..., decimals lose
@@ -89,6 +121,8 @@ def normalize_type(new_type: Any) -> Any:
         return new_type.jsonValue()
     if not isinstance(new_type, str):
         return new_type
+    if string_collation(new_type)[0]:
+        return " ".join(new_type.split())  # STRING COLLATE <name>: the name keeps its case
     text = new_type.strip().lower().replace(" ", "")
     aliases = {
         "int": "integer",
@@ -119,7 +153,8 @@ def alter_column_type(
 
     Raises :class:`UnsupportedTypeChangeError` (the table untouched) for a narrowing or any
     change that is not a supported widening, and when ``delta.enableTypeWidening`` is not
-    ``true`` on the table.
+    ``true`` on the table. A string given ``string`` or ``STRING COLLATE <name>`` (a PySpark
+    ``StringType(<name>)``) changes its collation instead, as Delta does, with no widening.
     """
     delta_log.require_table()
     path = _path(column)
@@ -128,6 +163,9 @@ def alter_column_type(
     metadata = txn.metadata
     assert metadata is not None
     old_schema = json.loads(metadata.schema_string)
+    is_string, collation = string_collation(target)
+    if is_string and _is_string_at(old_schema, path):
+        return _alter_collation(txn, metadata, old_schema, path, collation)
     new_schema = change_column_type(old_schema, path, target)
     if new_schema == old_schema:
         return None

@@ -2,7 +2,8 @@
 
 Checks what Delta checks when a transaction changes metadata: the schema string parses,
 no two columns share a name ignoring case (at any nesting level), partition columns
-exist, are top-level, are not repeated and have a type a partition can have, the
+exist, are top-level, are not repeated and have a type a partition can have, no map key
+is a collated string, the
 change-data-feed column names are not used while CDF is enabled, and the columns
 ``delta.dataSkippingStatsColumns`` lists are ones Delta collects statistics for
 (:func:`~deltalog.txn.protocol.stats_column_checks.validate_stats_columns`, whose errors are
@@ -16,7 +17,10 @@ from typing import Any
 
 from deltalog.txn.commit.commit_errors import InvalidMetadataError
 from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.collations import collated_map_keys
+from deltalog.txn.protocol.errors import InvalidSchemaError
 from deltalog.txn.protocol.properties import InvalidPropertyError
+from deltalog.txn.protocol.schema import parse_schema
 from deltalog.txn.protocol.stats_column_checks import validate_stats_columns
 
 __all__ = ["CDF_RESERVED_COLUMNS", "verify_metadata"]
@@ -71,6 +75,16 @@ def verify_metadata(metadata: Metadata) -> None:
         raise InvalidMetadataError('the schema string must be a JSON struct type ({"type": "struct", ...})')
     fields = list(schema.get("fields") or [])
     _check_duplicates(fields, "the schema")
+    try:  # every type one Delta knows (a reader could not parse the schema otherwise)
+        parse_schema(metadata.schema_string)
+    except InvalidSchemaError as exc:
+        raise InvalidMetadataError(str(exc)) from exc
+    keys = collated_map_keys(fields)
+    if keys:
+        raise InvalidMetadataError(
+            f"map key(s) {', '.join(keys)} have a collation; a map key cannot be a collated string (as in "
+            "Delta): give the keys the default collation (UTF8_BINARY)"
+        )
 
     by_lower = {str(f.get("name", "")).lower(): f for f in fields}
     seen_partitions: set[str] = set()

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from deltalog.txn.protocol.collations import COLLATIONS_KEY
 from deltalog.txn.protocol.errors import InvalidSchemaChangeError, InvalidSchemaError
 from deltalog.txn.protocol.properties import TableProperties
 from deltalog.txn.protocol.schema import (
@@ -390,8 +391,21 @@ def _physical_type(dt: DataType) -> DataType:
 def physical_schema(schema: StructType) -> StructType:
     """The schema as stored in data files: physical names at every level."""
     return StructType(
-        tuple(StructField(f.physical_name, _physical_type(f.type), f.nullable, f.metadata) for f in schema.fields)
+        tuple(
+            StructField(f.physical_name, _physical_type(f.type), f.nullable, _physical_metadata(f))
+            for f in schema.fields
+        )
     )
+
+
+def _physical_metadata(f: StructField) -> Mapping[str, Any]:
+    """The field's metadata under its physical name: ``__COLLATIONS`` is keyed by the field's
+    name (``name``, ``name.element``, ...), so its keys follow the rename."""
+    collations = f.metadata.get(COLLATIONS_KEY)
+    if not isinstance(collations, Mapping) or f.physical_name == f.name:
+        return f.metadata
+    renamed = {f.physical_name + str(k)[len(f.name) :]: v for k, v in collations.items()}
+    return {**f.metadata, COLLATIONS_KEY: renamed}
 
 
 def _nested_field(

@@ -25,6 +25,7 @@ data lacks is ``NULL``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -37,8 +38,11 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.collations import has_collated_string
 from deltalog.txn.protocol.constraint_sql import (
+    Column,
     Expr,
+    Unary,
     UnsupportedConstraintError,
     column_paths,
     evaluate,
@@ -243,8 +247,47 @@ def compile_constraints(constraints: Iterable[ConstraintLike] | Metadata) -> lis
     """Parse every constraint (of a table's ``Metadata``, or given); raises
     :class:`UnsupportedConstraintError` for one outside the SQL subset. Writers call this
     when they plan a write, so an unsupported constraint refuses the write up front."""
-    items = table_constraints(constraints) if isinstance(constraints, Metadata) else constraints
-    return [_compile(c) for c in items]
+    if not isinstance(constraints, Metadata):
+        return [_compile(c) for c in constraints]
+    compiled = [_compile(c) for c in table_constraints(constraints)]
+    if compiled:
+        _refuse_collated_comparisons(compiled, constraints)
+    return compiled
+
+
+def _refuse_collated_comparisons(compiled: Sequence[CompiledConstraint], metadata: Metadata) -> None:
+    """Raise :class:`UnsupportedConstraintError` for a constraint that reads a column holding
+    a collated string other than in a null test: Delta compares it by its collation, the
+    evaluator binary."""
+    try:
+        fields = json.loads(metadata.schema_string).get("fields") or []
+    except ValueError:
+        return
+    collated = {f["name"].lower() for f in fields if has_collated_string([f])}
+    for cc in compiled:
+        hit = next((p for p in _compared_paths(cc.expr) if p[0].lower() in collated), None)
+        if hit is not None:
+            raise UnsupportedConstraintError(
+                cc.constraint.expression,
+                "collated string",
+                problem=f"it compares the collated column {'.'.join(hit)}, which deltalog would compare binary "
+                "(Delta compares by the collation)",
+            )
+
+
+def _compared_paths(e: Any) -> list[tuple[str, ...]]:
+    """The column paths an expression reads other than in ``IS [NOT] NULL``."""
+    if isinstance(e, Unary) and e.op in ("is_null", "is_not_null"):
+        return []
+    if isinstance(e, Column):
+        return [e.path]
+    out: list[tuple[str, ...]] = []
+    for f in dataclasses.fields(e) if dataclasses.is_dataclass(e) else ():
+        value = getattr(e, f.name)
+        for item in value if isinstance(value, tuple) else (value,):
+            if dataclasses.is_dataclass(item):
+                out.extend(_compared_paths(item))
+    return out
 
 
 def _row_values(data: pa.Table | pa.RecordBatch, paths: Sequence[tuple[str, ...]], index: int) -> dict[str, Any]:

@@ -221,11 +221,21 @@ FEATURES: dict[str, FeatureInfo] = {
         ),
         FeatureInfo(
             "collations",
-            True,
+            False,
             None,
             None,
-            "supported: collation metadata is ignored (strings compare binary)",
-            "refused",
+            "supported: Spark reads each string column with its collation; file skipping and "
+            "partition pruning leave collated columns alone",
+            "supported: the schema keeps each column's collation; enabled (with domainMetadata) "
+            "when a collated column appears; binary statistics",
+        ),
+        FeatureInfo(
+            "collations-preview",
+            False,
+            None,
+            None,
+            "supported (as collations)",
+            "supported (as collations); the stable feature is not added to a table that has it",
         ),
         FeatureInfo(
             "rowTracking",
@@ -315,6 +325,8 @@ WRITE_SUPPORTED: set[str] = {
     "icebergCompatV1",
     "icebergCompatV2",
     "materializePartitionColumns",
+    "collations",
+    "collations-preview",
 }
 
 

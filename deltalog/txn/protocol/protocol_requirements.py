@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from deltalog.txn.protocol.actions import Metadata, Protocol
+from deltalog.txn.protocol.collations import has_collated_string
 
 __all__ = [
     "active_features",
@@ -158,6 +159,9 @@ def active_features(metadata: Metadata) -> set[str]:
         schema = json.loads(metadata.schema_string)
     except ValueError:
         return features
+    if has_collated_string(schema.get("fields")):
+        # the collated-string RFC: collations needs domainMetadata
+        features.update(("collations", "domainMetadata"))
     for item in walk_types(schema):
         if item == "timestamp_ntz":
             features.add("timestampNtz")
@@ -227,6 +231,10 @@ def merge_protocols(current: Protocol, required: Protocol) -> Protocol | None:
     """
     cur_reader, cur_writer = _features_of(current)
     req_reader, req_writer = _features_of(required)
+    if "collations-preview" in cur_writer:
+        # as Delta Kernel: a table with the preview feature does not get the stable one
+        # added, which would lock out the clients that know only the preview
+        req_writer.discard("collations")
     if (
         req_reader <= cur_reader
         and req_writer <= cur_writer
