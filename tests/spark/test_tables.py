@@ -100,7 +100,7 @@ def test_optimize_with_concurrent_append_both_succeed(spark, table_path):
 
 def test_vacuum_keeps_what_retention_requires(spark, table_path):
     from deltalog.contrib.spark import DeltaTable
-    from deltalog.contrib.spark.errors import VacuumRetentionError
+    from deltalog.contrib.spark.errors import DeltaAnalysisError, VacuumRetentionError
 
     _base(spark, table_path)
     table = DeltaTable.forPath(spark, table_path)
@@ -116,6 +116,20 @@ def test_vacuum_keeps_what_retention_requires(spark, table_path):
     # the removed g1 files are younger than the retention: kept for time travel
     assert spark.read.format("deltalog").option("versionAsOf", 0).load(table_path).count() == 20
     assert "VACUUM START" in operations(table_path) and "VACUUM END" in operations(table_path)
+    # LITE (Delta's VACUUM ... LITE, or its session conf) reads the log: no commit names an orphan
+    orphan2 = os.path.join(table_path, "g=g0", "part-orphan2.parquet")
+    with open(orphan2, "wb") as f:
+        f.write(b"x")
+    os.utime(orphan2, (1, 1))
+    assert table.vacuum(vacuumType="LITE").collect() == [] and os.path.exists(orphan2)
+    with pytest.raises(DeltaAnalysisError, match="LITE or FULL"):
+        table.vacuum(vacuumType="QUICK")
+    spark.conf.set("spark.databricks.delta.vacuum.lite.enabled", "true")
+    try:
+        assert table.vacuum().collect() == [] and os.path.exists(orphan2)
+    finally:
+        spark.conf.unset("spark.databricks.delta.vacuum.lite.enabled")
+    assert [r.path for r in table.vacuum(vacuumType="FULL").collect()] == ["g=g0/part-orphan2.parquet"]
 
 
 def test_restore_convert_create(spark, table_path, tmp_path):
