@@ -34,7 +34,7 @@ ITERATIONS = {"small": 15, "full": 300}
 WARMUP = 5
 #: Each side runs in this many alternating rounds (fresh process each, same table), so both
 #: see the same machine load over time.
-ROUNDS = 5
+ROUNDS = {"small": 1, "full": 5}
 #: Both engines' tables use this, so their checkpoint policies are the same.
 CONFIG = {"delta.checkpointInterval": "100"}
 
@@ -103,14 +103,14 @@ def exists(path: str) -> bool:
     return os.path.isdir(os.path.join(path, "_delta_log"))
 
 
-def run_rounds(module: str, sides: tuple[str, ...], n: int) -> dict[str, dict[str, Any]]:
-    """Run each side's worker ``ROUNDS`` times, alternating sides, ``n / ROUNDS`` operations
+def run_rounds(module: str, sides: tuple[str, ...], n: int, rounds: int) -> dict[str, dict[str, Any]]:
+    """Run each side's worker ``rounds`` times, alternating sides, ``n / rounds`` operations
     each, on one table per side; the summaries of all the times of each side."""
     bases = {side: tempfile.mkdtemp(prefix="deltalog-bench-") for side in sides}
     times: dict[str, list[float]] = {side: [] for side in sides}
-    per_round = max(1, n // ROUNDS)
+    per_round = max(1, n // rounds)
     try:
-        for _ in range(ROUNDS):
+        for _ in range(rounds):
             for side in sides:
                 times[side] += run_worker(module, side, os.path.join(bases[side], "t"), per_round)["times"]
     finally:
@@ -174,7 +174,7 @@ def _worker(side: str, path: str, n: int) -> dict[str, Any]:
 
 def run(size: str = "small") -> list[Result]:
     n = ITERATIONS[size]
-    sides = run_rounds("bench.append_1row", ("deltalog", "delta-rs", "parquet"), n)
+    sides = run_rounds("bench.append_1row", ("deltalog", "delta-rs", "parquet"), n, ROUNDS[size])
     ours, theirs, plain = sides["deltalog"], sides["delta-rs"], sides["parquet"]
     details = {"iterations": n, "deltalog": ours, "delta_rs": theirs, "parquet": plain}
     return [
@@ -185,7 +185,7 @@ def run(size: str = "small") -> list[Result]:
             theirs["median"],
             plain["median"],
             target_ratio=0.5,
-            notes=f"{n} appends per engine in {ROUNDS} alternating rounds (fresh process each, {WARMUP} "
+            notes=f"{n} appends per engine in {ROUNDS[size]} alternating rounds (fresh process each, {WARMUP} "
             "warm-up appends per round not counted); tables loaded beforehand.",
             details=details,
         ),

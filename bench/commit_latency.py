@@ -97,7 +97,7 @@ def _worker(side: str, path: str, n: int) -> dict[str, Any]:
 
 def run(size: str = "small") -> list[Result]:
     n = ITERATIONS[size]
-    sides = run_rounds("bench.commit_latency", ("deltalog", "delta-rs", "floor"), n)
+    sides = run_rounds("bench.commit_latency", ("deltalog", "delta-rs", "floor"), n, ROUNDS[size])
     ours, theirs, floor = sides["deltalog"], sides["delta-rs"], sides["floor"]
     details = {"commits": n, "deltalog": ours, "delta_rs": theirs, "fsync_floor": floor}
     return [
@@ -107,7 +107,7 @@ def run(size: str = "small") -> list[Result]:
             ours["median"],
             theirs["median"],
             target_ratio=0.4,
-            notes=f"{n} commits per engine in {ROUNDS} alternating rounds ({WARMUP} warm-up commits per "
+            notes=f"{n} commits per engine in {ROUNDS[size]} alternating rounds ({WARMUP} warm-up commits per "
             "round not counted); delta-rs through "
             "create_write_transaction with pre-written add actions, then update_incremental(). "
             "deltalog's local store fsyncs the "
