@@ -103,13 +103,7 @@ def _alter_collation(
     _check_dependent_expressions(metadata, path)  # Delta checks them on any change of data type
     name, field = _field_at(new_schema, path)
     txn.update_metadata(replace(metadata, schema_string=json.dumps(new_schema, separators=(",", ":"))))
-    parameter = {
-        "name": name,
-        "type": field["type"] if isinstance(field["type"], str) else field["type"].get("type"),
-        "nullable": field.get("nullable", True),
-        "metadata": field.get("metadata") or {},
-    }
-    version: int = txn.commit([], ChangeColumn(column=parameter))
+    version: int = txn.commit([], ChangeColumn(column=_change_column_parameter(name, field)))
     return version
 
 
@@ -178,11 +172,16 @@ def alter_column_type(
     recorded = record_type_changes(new_schema, old_schema, preview_table_version(txn.protocol, txn.read_version + 1))
     name, field = _field_at(recorded, path)
     txn.update_metadata(replace(metadata, schema_string=json.dumps(recorded, separators=(",", ":"))))
-    parameter = {
+    version: int = txn.commit([], ChangeColumn(column=_change_column_parameter(name, field)))
+    return version
+
+
+def _change_column_parameter(name: str, field: dict[str, Any]) -> dict[str, Any]:
+    """The ``column`` parameter of the CHANGE COLUMN commit: the field as changed, without
+    its ``delta.typeChanges`` record."""
+    return {
         "name": name,
         "type": field["type"] if isinstance(field["type"], str) else field["type"].get("type"),
         "nullable": field.get("nullable", True),
         "metadata": {k: v for k, v in (field.get("metadata") or {}).items() if k != TYPE_CHANGES_KEY},
     }
-    version: int = txn.commit([], ChangeColumn(column=parameter))
-    return version
