@@ -50,7 +50,15 @@ def describe_table(snapshot: Any) -> dict[str, Any]:
 
 
 def _type_text(t: Any) -> str:
-    return t if isinstance(t, str) else json.dumps(t, separators=(",", ":"))
+    """A column's type in the compact form Spark prints, with Delta's type names
+    (``struct<a:integer,b:array<string>>``)."""
+    from deltalog.txn.protocol.errors import InvalidSchemaError
+    from deltalog.txn.protocol.schema import data_type_from_json
+
+    try:
+        return data_type_from_json(t).simple_string()
+    except InvalidSchemaError:  # a type deltalog does not know: shown as the log holds it
+        return t if isinstance(t, str) else json.dumps(t, separators=(",", ":"))
 
 
 @command(

@@ -60,6 +60,11 @@ def test_describe(table: str) -> None:
     assert text.returncode == 0
     assert "version:      3" in text.stdout and "partitioned by: p" in text.stdout
     assert "delta.appendOnly" in text.stdout and "long" in text.stdout
+    from deltalog.cli_commands.table import _type_text
+
+    nested = {"type": "struct", "fields": [{"name": "a", "type": {"type": "array", "elementType": "string"}}]}
+    assert _type_text(nested) == "struct<a:array<string>>"  # not the schema's JSON
+    assert _type_text({"type": "geography"}) == '{"type":"geography"}'  # unknown: as the log holds it
 
 
 def test_history(table: str) -> None:
