@@ -238,3 +238,41 @@ def test_fast_drop_of_type_widening_rewrites_old_files_then_readers_without_it_r
     drop_feature(log, "typeWidening")  # a rerun unsets the property again and drops
     assert "typeWidening" not in (log.update().protocol.reader_features or ())
     assert live_rows(log) == expected_rows()
+
+
+def test_drop_type_widening_rewrites_clustered_files_too(tmp_path: Path) -> None:
+    """A file already clustered by OPTIMIZE but written before int -> long is rewritten by
+    the drop's REORG like any other (OPTIMIZE of a clustered table skips clustered files)."""
+    import uuid
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.commands.clustering import clustering_actions
+    from deltalog.txn.commands.optimize import optimize
+    from deltalog.txn.commands.type_widening import alter_column_type
+    from deltalog.txn.commit.operations import CreateTable
+    from deltalog.txn.protocol.actions import AddFile, Metadata
+
+    fields = [{"name": c, "type": "integer", "nullable": True, "metadata": {}} for c in ("x", "n")]
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    txn = log.start_transaction()
+    config = {"delta.enableTypeWidening": "true"}
+    txn.update_metadata(
+        Metadata(
+            id=str(uuid.uuid4()), schema_string=json.dumps({"type": "struct", "fields": fields}), configuration=config
+        )
+    )
+    txn.commit(clustering_actions(txn, ["x"]), CreateTable(cluster_by=["x"]))
+    pq.write_table(
+        pa.table({"x": pa.array([2, 1], pa.int32()), "n": pa.array([5, 6], pa.int32())}), f"{log.table_uri}/a.parquet"
+    )
+    stats = '{"numRecords": 2, "minValues": {"x": 1}, "maxValues": {"x": 2}, "nullCount": {"x": 0}}'
+    log.start_transaction().commit([AddFile("a.parquet", {}, 500, 1, stats=stats)], Write())
+    optimize(log)
+    assert all(f.clustering_provider == "liquid" for f in log.update().files)
+    alter_column_type(log, "n", "long")
+    drop_feature(log, "typeWidening")
+    files = log.update().files
+    assert [pq.read_schema(f"{log.table_uri}/{f.path}").field("n").type for f in files] == [pa.int64()]
+    assert deltalake.DeltaTable(log.table_uri).to_pyarrow_table().sort_by("x").to_pydict() == {"x": [1, 2], "n": [6, 5]}

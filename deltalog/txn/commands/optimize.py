@@ -45,7 +45,7 @@ when one of its files is not clustered yet, or always with ``full`` (Delta's
 Delta's internal ``REORG ... APPLY (REWRITE TYPE WIDENING)`` (``DeltaRewriteTypeWideningOperation``,
 run by ``DROP FEATURE typeWidening``): the candidates are the files whose Parquet footer
 stores a column with a narrower type than the table's (written before a type widening), each
-rewritten with the table's types, committed as a ``REORG`` operation.
+rewritten with the table's types (clustered files too), committed as a ``REORG`` operation.
 """
 
 from __future__ import annotations
@@ -664,7 +664,7 @@ def optimize(
             spec = CompactionSpec.for_snapshot(delta_log, txn.snapshot, z_order, target, num_ranges, kind.clustered)
             narrow = functools.partial(files_with_narrower_types, spec) if rewrite_type_widening else None
             select = _Selection(z_order, target, smaller_than, min_files_per_bin, purge, max_deleted_rows_ratio, narrow)
-            plan = _plan_bins(txn, where, select, result, only_unclustered=kind.clustered and not full)
+            plan = _plan_bins(txn, where, select, result, only_unclustered=kind.clustered and not (full or narrow))
             if not plan:
                 log.info("optimize %s: nothing to compact", delta_log.table_uri)
                 return result
