@@ -179,3 +179,100 @@ def test_writer_feature_drop_and_truncate_history_paths(tmp_path: Path) -> None:
     assert snap.protocol.writer_features is None and PROPERTY not in snap.metadata.configuration
     assert _log_files(log, ".json")[0] >= boundary and read_ids(log) == [2, 4]
     assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("id").to_pylist()) == [2, 4]
+
+
+def test_fast_drop_of_type_widening_rewrites_old_files_then_readers_without_it_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Delta's TypeWideningPreDowngradeCommand: unset the property, REORG the files written
+    before the widenings (int -> long, date -> timestamp_ntz, decimals, array elements), drop
+    delta.typeChanges; then delta-rs, which lacks the reader feature, reads the table."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.commit.transaction import OptimisticTransaction
+    from deltalog.txn.protocol.type_widening import all_type_changes
+    from tests.features.widening_tables import NEW_ARROW, OLD_ARROW, build, expected_rows
+
+    def live_rows(log: DeltaLog) -> list[dict[str, object]]:
+        tables = [pq.read_table(f"{log.table_uri}/{f.path}") for f in log.update().files]
+        assert all(t.schema.equals(NEW_ARROW) for t in tables)  # every footer has the wide types
+        return sorted(pa.concat_tables(tables).to_pylist(), key=lambda r: r["id"])  # type: ignore[arg-type, return-value]
+
+    log = build(str(tmp_path / "t"))
+    old_file = next(f.path for f in log.update().files if pq.read_schema(f"{log.table_uri}/{f.path}") == OLD_ARROW)
+    version = drop_feature(log, "typeWidening")
+    snap = log.update()
+    ops = [r.operation for r in log.history(7)]
+    assert ops == ["DROP FEATURE", *["Empty Commit"] * 3, "DROP FEATURE", "REORG", "UNSET TBLPROPERTIES"]
+    reorg = log.history(6)[-1]
+    assert reorg.operation_metrics["numRemovedFiles"] == "1"  # the new file is already wide
+    assert old_file not in {f.path for f in snap.files}
+    columns = json.loads(log.history(5)[-1].operation_parameters["columns"])
+    assert [c["name"] for c in columns] == ["i", "s", "f", "d", "m", "arr"]
+    assert "typeWidening" not in (snap.protocol.reader_features or ())
+    assert "checkpointProtection" in (snap.protocol.writer_features or ())
+    assert snap.metadata.configuration[PROPERTY] == str(version)
+    assert all_type_changes(json.loads(snap.metadata.schema_string)) == []
+    assert "delta.enableTypeWidening" not in snap.metadata.configuration
+    assert live_rows(log) == expected_rows()
+    got = deltalake.DeltaTable(log.table_uri).to_pyarrow_table()
+    assert got.schema.equals(NEW_ARROW, check_metadata=False)
+    assert sorted(got.to_pylist(), key=lambda r: r["id"]) == expected_rows()
+    with pytest.raises(FeatureNotPresentError):
+        drop_feature(log, "typeWidening")
+
+    # a commit that turns type widening back on while the downgrade commits fails the drop
+    log = build(str(tmp_path / "u"))
+    real = OptimisticTransaction.downgrade_protocol
+
+    def racing(txn: OptimisticTransaction, *args: object, **kwargs: object) -> None:
+        real(txn, *args, **kwargs)  # type: ignore[arg-type]
+        set_table_properties(log, {"delta.enableTypeWidening": "true"})
+
+    monkeypatch.setattr(OptimisticTransaction, "downgrade_protocol", racing)
+    with pytest.raises(DropFeatureConflictError):
+        drop_feature(log, "typeWidening")
+    assert "typeWidening" in (log.update().protocol.reader_features or ())
+    monkeypatch.undo()
+    drop_feature(log, "typeWidening")  # a rerun unsets the property again and drops
+    assert "typeWidening" not in (log.update().protocol.reader_features or ())
+    assert live_rows(log) == expected_rows()
+
+
+def test_drop_type_widening_rewrites_clustered_files_too(tmp_path: Path) -> None:
+    """A file already clustered by OPTIMIZE but written before int -> long is rewritten by
+    the drop's REORG like any other (OPTIMIZE of a clustered table skips clustered files)."""
+    import uuid
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.commands.clustering import clustering_actions
+    from deltalog.txn.commands.optimize import optimize
+    from deltalog.txn.commands.type_widening import alter_column_type
+    from deltalog.txn.commit.operations import CreateTable
+    from deltalog.txn.protocol.actions import AddFile, Metadata
+
+    fields = [{"name": c, "type": "integer", "nullable": True, "metadata": {}} for c in ("x", "n")]
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    txn = log.start_transaction()
+    config = {"delta.enableTypeWidening": "true"}
+    txn.update_metadata(
+        Metadata(
+            id=str(uuid.uuid4()), schema_string=json.dumps({"type": "struct", "fields": fields}), configuration=config
+        )
+    )
+    txn.commit(clustering_actions(txn, ["x"]), CreateTable(cluster_by=["x"]))
+    pq.write_table(
+        pa.table({"x": pa.array([2, 1], pa.int32()), "n": pa.array([5, 6], pa.int32())}), f"{log.table_uri}/a.parquet"
+    )
+    stats = '{"numRecords": 2, "minValues": {"x": 1}, "maxValues": {"x": 2}, "nullCount": {"x": 0}}'
+    log.start_transaction().commit([AddFile("a.parquet", {}, 500, 1, stats=stats)], Write())
+    optimize(log)
+    assert all(f.clustering_provider == "liquid" for f in log.update().files)
+    alter_column_type(log, "n", "long")
+    drop_feature(log, "typeWidening")
+    files = log.update().files
+    assert [pq.read_schema(f"{log.table_uri}/{f.path}").field("n").type for f in files] == [pa.int64()]
+    assert deltalake.DeltaTable(log.table_uri).to_pyarrow_table().sort_by("x").to_pydict() == {"x": [1, 2], "n": [6, 5]}

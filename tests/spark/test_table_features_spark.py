@@ -206,6 +206,37 @@ def test_merge_with_schema_evolution_widens_a_column(spark, tmp_path):
     assert _both_paths(spark, path) == [{"id": 1, "v": 6000000000}, {"id": 2, "v": 7}]
 
 
+def test_drop_type_widening_rewrites_old_files_by_spark_tasks(spark, table_path):
+    """DeltaTable.dropFeatureSupport("typeWidening"): the file written before int -> long is
+    rewritten by a Spark task (the OPTIMIZE job group), delta.typeChanges is removed; deltalog
+    and delta-rs (the table_path fixture too) read the same rows, every footer holds int64."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.maintenance import OPTIMIZE_JOB_GROUP
+    from deltalog.txn.delta_log import DeltaLog
+    from tests.spark.helpers import delta_rs_rows
+
+    table = DeltaTable.create(spark).location(table_path).addColumn("id", "long").addColumn("a", "int")
+    table = table.property("delta.enableTypeWidening", "true").execute()
+    spark.sql("select 1L as id, 5 as a").write.format("deltalog").mode("append").save(table_path)
+    table.alterColumnType("a", "bigint")
+    spark.sql("select 2L as id, 5000000000L as a").write.format("deltalog").mode("append").save(table_path)
+    tracker = spark.sparkContext.statusTracker()
+    jobs = len(tracker.getJobIdsForGroup(OPTIMIZE_JOB_GROUP))
+    table.dropFeatureSupport("typeWidening")
+    assert len(tracker.getJobIdsForGroup(OPTIMIZE_JOB_GROUP)) == jobs + 1
+    snap = DeltaLog.for_table(table_path).update()
+    assert "typeWidening" not in (snap.protocol.reader_features or ())
+    assert "delta.typeChanges" not in snap.metadata.schema_string
+    assert all(pq.read_schema(f"{table_path}/{f.path}").field("a").type == pa.int64() for f in snap.files)
+    want = [(1, 5), (2, 5000000000)]
+    assert sorted((r.id, r.a) for r in table.toDF().collect()) == want
+    theirs = delta_rs_rows(table_path, ["id", "a"])
+    assert sorted(zip(theirs["id"], theirs["a"])) == want
+
+
 def test_drop_deletion_vectors_then_write_the_protected_table(spark, table_path):
     """DeltaTable.dropFeatureSupport: DVs purged by Spark tasks, barrier checkpoints,
     checkpointProtection; then deltalog keeps writing the table, and deltalog and delta-rs

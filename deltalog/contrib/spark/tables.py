@@ -758,7 +758,8 @@ class DeltaTable(AlterTableMethods):
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
         """delta-spark's ``dropFeatureSupport``: ``ALTER TABLE ... DROP FEATURE featureName
         [TRUNCATE HISTORY]`` (:func:`deltalog.txn.commands.drop_feature.drop_feature`; the
-        files with deletion vectors are purged by Spark tasks). The protocol is normalized."""
+        files with deletion vectors, or with types narrower than the table's when dropping
+        type widening, are rewritten by Spark tasks). The protocol is normalized."""
         from deltalog.contrib.spark.maintenance import SparkBinRewriter
         from deltalog.txn.commands.drop_feature import drop_feature
         from deltalog.txn.commands.optimize import optimize
@@ -769,8 +770,10 @@ class DeltaTable(AlterTableMethods):
             raise DeltaAnalysisError(f"truncateHistory must be a bool, got {type(truncateHistory).__name__}")
         spark = self._spark
 
-        def purge(log: DeltaLog) -> object:
-            return optimize(log, purge=True, rewrite_bins=SparkBinRewriter(spark))
+        def purge(log: DeltaLog, mode: str) -> object:
+            widening = mode == "REWRITE_TYPE_WIDENING"
+            rewrite = SparkBinRewriter(spark)
+            return optimize(log, purge=not widening, rewrite_type_widening=widening, rewrite_bins=rewrite)
 
         drop_feature(self._log, featureName, truncate_history=bool(truncateHistory), purge=purge)
 

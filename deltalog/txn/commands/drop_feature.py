@@ -32,22 +32,29 @@ Pre-downgrade work deltalog does (Delta's ``PreDowngradeTableFeatureCommand`` of
 - ``vacuumProtocolCheck``: none;
 - ``checkpointProtection`` (``truncate_history=True`` only): the history before
   ``delta.requireCheckpointProtectionBeforeVersion`` is truncated (24-hour retention), the
-  property unset.
+  property unset;
+- ``typeWidening`` / ``typeWidening-preview`` (Delta's ``TypeWideningPreDowngradeCommand``):
+  unset ``delta.enableTypeWidening``; when the schema records type changes, REORG ... APPLY
+  (REWRITE TYPE WIDENING) (the files whose Parquet types are narrower than the table's
+  rewritten with the table's types) and one ``DROP FEATURE`` metadata commit removing every
+  ``delta.typeChanges`` from the schema.
 
-The other features Delta can drop (``columnMapping``, ``typeWidening``, ``rowTracking``,
-``domainMetadata``, ...) are refused by name (:class:`DropFeatureUnsupportedError`).
+The other features Delta can drop (``columnMapping``, ``rowTracking``, ``domainMetadata``,
+...) are refused by name (:class:`DropFeatureUnsupportedError`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.commit.operations import (
     AddDeletionVectorsTombstones,
+    DropFeatureColumnMetadata,
     DropTableFeature,
     EmptyCommit,
     SetTableProperties,
@@ -69,6 +76,7 @@ from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.feature_removal import REMOVABLE, dependent_features, protocol_without
 from deltalog.txn.protocol.features import FEATURES, protocol_features
 from deltalog.txn.protocol.properties import ALIASES
+from deltalog.txn.protocol.type_widening import has_type_changes, remove_type_changes
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
@@ -91,8 +99,10 @@ log = logging.getLogger(__name__)
 #: Delta's ``NUMBER_OF_BARRIER_CHECKPOINTS``
 BARRIER_CHECKPOINTS = 3
 
-#: rewrites the files with deletion vectors of the latest version (REORG ... APPLY (PURGE))
-Purge = Callable[["DeltaLog"], object]
+#: rewrites files of the latest version: REORG ... APPLY (PURGE) (the files with deletion
+#: vectors) with ``"PURGE"``, APPLY (REWRITE TYPE WIDENING) (the files with narrower Parquet
+#: types than the table's) with ``"REWRITE_TYPE_WIDENING"``
+Purge = Callable[["DeltaLog", str], object]
 
 
 class DropFeatureError(DeltaLogError):
@@ -213,6 +223,8 @@ def drop_invariants_hold(name: str, snapshot: Snapshot) -> bool:
         return not props.check_constraints
     if name == "checkpointProtection":
         return props.get(PROPERTY) is None
+    if name in ("typeWidening", "typeWidening-preview"):
+        return not props.enable_type_widening and not has_type_changes(json.loads(snapshot.metadata.schema_string))
     return True  # vacuumProtocolCheck leaves no trace
 
 
@@ -226,6 +238,8 @@ def _action_uses(name: str, action: Action) -> bool:
         if isinstance(action, Metadata):
             return action.properties.checkpoint_policy == "v2"
         return isinstance(action, CheckpointMetadata)
+    if name in ("typeWidening", "typeWidening-preview"):
+        return isinstance(action, Metadata) and has_type_changes(json.loads(action.schema_string))
     return False
 
 
@@ -289,14 +303,49 @@ def _drop_deletion_vectors(delta_log: DeltaLog, purge: Purge | None, now_ms: int
     if snapshot.properties.enable_deletion_vectors:
         _set_properties(delta_log, {"delta.enableDeletionVectors": None}, unset=True)
     if _dv_count(delta_log.update()) > 0:
-        if purge is not None:
-            purge(delta_log)
-        else:
-            from deltalog.txn.commands.optimize import optimize
-
-            optimize(delta_log, purge=True)
+        _reorg(delta_log, purge, "PURGE")
     _dv_tombstones(delta_log, now_ms)
     return traces
+
+
+def _reorg(delta_log: DeltaLog, purge: Purge | None, mode: str) -> None:
+    """REORG ... APPLY (``mode``) with ``purge``, else in this process."""
+    if purge is not None:
+        purge(delta_log, mode)
+        return
+    from deltalog.txn.commands.optimize import optimize
+
+    optimize(delta_log, purge=mode == "PURGE", rewrite_type_widening=mode == "REWRITE_TYPE_WIDENING")
+
+
+def _drop_type_widening(delta_log: DeltaLog, name: str, purge: Purge | None) -> bool:
+    """Delta's ``TypeWideningPreDowngradeCommand``: unset the property, rewrite the files
+    written before a widening, remove the ``delta.typeChanges`` metadata."""
+    snapshot = delta_log.update()
+    if drop_invariants_hold(name, snapshot):
+        return False
+    _set_properties(delta_log, {"delta.enableTypeWidening": None}, unset=True)
+    if not has_type_changes(json.loads(delta_log.update().metadata.schema_string)):
+        return True
+    _reorg(delta_log, purge, "REWRITE_TYPE_WIDENING")
+    txn = delta_log.start_transaction()
+    metadata = txn.snapshot.metadata
+    cleaned, fields = remove_type_changes(json.loads(metadata.schema_string))
+    if fields:  # a concurrent commit may have removed them
+        txn.update_metadata(dataclasses.replace(metadata, schema_string=json.dumps(cleaned, separators=(",", ":"))))
+        txn.commit([], DropFeatureColumnMetadata(columns=[_column_parameter(p, f) for p, f in fields]))
+    return True
+
+
+def _column_parameter(path: str, field: dict[str, Any]) -> dict[str, Any]:
+    """Delta's ``structFieldToMap`` of a field whose metadata the drop removes."""
+    kind = field["type"]
+    return {
+        "name": path,
+        "type": kind if isinstance(kind, str) else kind.get("type"),
+        "nullable": field.get("nullable", True),
+        "metadata": field.get("metadata") or {},
+    }
 
 
 def _drop_in_commit_timestamps(delta_log: DeltaLog) -> bool:
@@ -319,6 +368,8 @@ def _pre_downgrade(delta_log: DeltaLog, name: str, purge: Purge | None, now_ms: 
         return _drop_deletion_vectors(delta_log, purge, now_ms)
     if name == "inCommitTimestamp":
         return _drop_in_commit_timestamps(delta_log)
+    if name in ("typeWidening", "typeWidening-preview"):
+        return _drop_type_widening(delta_log, name, purge)
     if name == "v2Checkpoint":
         if drop_invariants_hold(name, snapshot):
             return False
@@ -458,9 +509,9 @@ def drop_feature(
     now_ms: int | None = None,
 ) -> int:
     """Drop ``feature`` from the table's protocol (see the module docstring); returns the
-    version of the downgrade commit. ``purge`` rewrites the files with deletion vectors
-    (default: :func:`deltalog.txn.commands.optimize.optimize` with ``purge=True`` in this
-    process); ``now_ms`` is the clock of the history truncation."""
+    version of the downgrade commit. ``purge(log, mode)`` runs a REORG (see :data:`Purge`;
+    default: :func:`deltalog.txn.commands.optimize.optimize` in this process); ``now_ms``
+    is the clock of the history truncation."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     _check_droppable(feature, delta_log.require_table(), truncate_history)
     if truncate_history:

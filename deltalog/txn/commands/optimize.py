@@ -41,11 +41,16 @@ candidates are exactly the files with deletion vectors, each rewritten without i
 rows (a bin of one file included), committed as a ``REORG`` operation. A clustered table is
 clustered by its clustering columns (Hilbert curve, :mod:`deltalog.txn.commands.clustering`)
 when one of its files is not clustered yet, or always with ``full`` (Delta's
-``OPTIMIZE ... FULL``, e.g. after ``CLUSTER BY`` changed).
+``OPTIMIZE ... FULL``, e.g. after ``CLUSTER BY`` changed). ``rewrite_type_widening=True`` is
+Delta's internal ``REORG ... APPLY (REWRITE TYPE WIDENING)`` (``DeltaRewriteTypeWideningOperation``,
+run by ``DROP FEATURE typeWidening``): the candidates are the files whose Parquet footer
+stores a column with a narrower type than the table's (written before a type widening), each
+rewritten with the table's types (clustered files too), committed as a ``REORG`` operation.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import time
@@ -77,8 +82,9 @@ from deltalog.txn.protocol.file_stats import StatsCollector
 from deltalog.txn.protocol.iceberg_compat import materializes_partition_columns
 from deltalog.txn.protocol.partition_filters import PartitionFilter
 from deltalog.txn.protocol.partition_paths import partition_directory
-from deltalog.txn.protocol.schema import StructType
+from deltalog.txn.protocol.schema import StructType, from_arrow_type
 from deltalog.txn.protocol.stats_columns import StatsColumns
+from deltalog.txn.protocol.type_widening import is_type_change_supported
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -97,6 +103,7 @@ __all__ = [
     "OptimizeError",
     "OptimizeResult",
     "discard_bin_outputs",
+    "files_with_narrower_types",
     "has_deleted_rows",
     "optimize",
     "rewrite_bin",
@@ -565,6 +572,49 @@ def _delete_data_file(store: LogStore, table_uri: str, rel: str) -> None:
         pass
 
 
+def _narrower(file_type: pa.DataType, table_type: pa.DataType) -> bool:
+    """Whether a file stores a column (or a nested field) with a type the table widened
+    (Delta's ``fileHasDifferentTypes``, on the primitive types a widening can change)."""
+    if pa.types.is_struct(file_type) and pa.types.is_struct(table_type):
+        fields = {table_type.field(i).name.lower(): table_type.field(i).type for i in range(table_type.num_fields)}
+        return any(
+            _narrower(file_type.field(i).type, fields[name])
+            for i in range(file_type.num_fields)
+            if (name := file_type.field(i).name.lower()) in fields
+        )
+    if pa.types.is_map(file_type) and pa.types.is_map(table_type):
+        return _narrower(file_type.key_type, table_type.key_type) or _narrower(
+            file_type.item_type, table_type.item_type
+        )
+    nested = (pa.types.is_list, pa.types.is_large_list)
+    if any(f(file_type) for f in nested) and any(f(table_type) for f in nested):
+        return _narrower(file_type.value_type, table_type.value_type)
+    try:
+        old, new = from_arrow_type(file_type).to_json_value(), from_arrow_type(table_type).to_json_value()
+    except DeltaLogError:
+        return False
+    return isinstance(old, str) and old != new and is_type_change_supported(old, new)
+
+
+def files_with_narrower_types(spec: CompactionSpec, files: Sequence[AddFile]) -> list[AddFile]:
+    """The files of ``files`` whose Parquet footer stores some column with a narrower type
+    than the table's (``spec.schema``): the files ``rewrite_type_widening`` rewrites."""
+    store = spec.store.build()
+    fs = store.filesystem()
+    table = pa.struct(list(spec.schema))
+    out = []
+    for f in files:
+        uri = absolute_path(spec.table_uri, f.path)
+        try:
+            with open_data_file(fs, store.fs_path(uri), pre_buffer=False) as reader:
+                stored = pa.struct(list(reader.schema_arrow))
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise OptimizeError(f"cannot read the footer of {uri} ({exc}); nothing was committed.") from None
+        if _narrower(stored, table):
+            out.append(f)
+    return out
+
+
 def _percentile(sizes: list[int], q: float) -> int:
     if not sizes:
         return 0
@@ -588,17 +638,16 @@ def optimize(
     purge: bool = False,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
     full: bool = False,
+    rewrite_type_widening: bool = False,
 ) -> OptimizeResult:
-    """Compact small files; see the module docstring. Returns an :class:`OptimizeResult`.
-
+    """Compact small files (see the module docstring); returns an :class:`OptimizeResult`.
     ``target_size`` is the bin size (Delta's ``maxFileSize``); files smaller than
     ``min_file_size`` (default: the target size) are the candidates. ``rewrite_bins``
-    rewrites the planned bins (default: in this process, one after the other, reporting
-    ``progress``). ``z_order_by`` columns make it Delta's ``OPTIMIZE ... ZORDER BY``: every
-    file of each selected partition is rewritten, rows ordered by the interleaved bits of
-    the columns' range ids (``num_ranges`` of them), into ``max(1, bytes // target_size)``
-    files per partition. Deletion vectors (``max_deleted_rows_ratio``, ``purge``), clustered
-    tables (``full``): see the module docstring."""
+    rewrites the planned bins (default: here, one after the other, reporting ``progress``).
+    ``z_order_by`` columns make it Delta's ``OPTIMIZE ... ZORDER BY``: every file of each
+    selected partition is rewritten, rows ordered by the interleaved bits of the columns'
+    range ids (``num_ranges`` of them), into ``max(1, bytes // target_size)`` files per
+    partition. ``purge``, ``max_deleted_rows_ratio``, ``full``, ``rewrite_type_widening``: see above."""
     _check_counts(min_files_per_bin, max_attempts)
     delta_log.require_table()
     written: dict[_BinKey, list[AddFile]] = {}
@@ -610,14 +659,15 @@ def optimize(
             txn = delta_log.start_transaction(lock=lock)
             target, smaller_than = _size_limits(txn.snapshot, target_size, min_file_size)
             clustered = clustering_plan(txn.snapshot, z_order_by)
-            kind = _Kind(purge=purge, clustered=clustered is not None, full=full)
+            kind = _Kind(reorg=purge or rewrite_type_widening, clustered=clustered is not None, full=full)
             z_order = _z_order_columns(txn.snapshot, clustered if clustered is not None else z_order_by)
-            select = _Selection(z_order, target, smaller_than, min_files_per_bin, purge, max_deleted_rows_ratio)
-            plan = _plan_bins(txn, where, select, result, only_unclustered=kind.clustered and not full)
+            spec = CompactionSpec.for_snapshot(delta_log, txn.snapshot, z_order, target, num_ranges, kind.clustered)
+            narrow = functools.partial(files_with_narrower_types, spec) if rewrite_type_widening else None
+            select = _Selection(z_order, target, smaller_than, min_files_per_bin, purge, max_deleted_rows_ratio, narrow)
+            plan = _plan_bins(txn, where, select, result, only_unclustered=kind.clustered and not (full or narrow))
             if not plan:
                 log.info("optimize %s: nothing to compact", delta_log.table_uri)
                 return result
-            spec = CompactionSpec.for_snapshot(delta_log, txn.snapshot, z_order, target, num_ranges, kind.clustered)
             adds = _rewrite_plan(spec, plan, written, rewrite_bins, progress)
             try:
                 result.version = _commit_plan(txn, plan, adds, where, z_order, result, kind)
@@ -665,10 +715,10 @@ def _size_limits(snapshot: Snapshot, target_size: int | None, min_file_size: int
 
 @dataclass(frozen=True)
 class _Kind:
-    """What the commit records: ``REORG`` for a purge, else ``OPTIMIZE`` (clustering the
-    table by its clustering columns, or everything with ``full``)."""
+    """What the commit records: ``REORG`` for a purge or a type widening rewrite, else
+    ``OPTIMIZE`` (clustering the table by its clustering columns, or everything with ``full``)."""
 
-    purge: bool = False
+    reorg: bool = False
     clustered: bool = False
     full: bool = False
 
@@ -683,8 +733,13 @@ class _Selection:
     min_files_per_bin: int
     purge: bool
     max_deleted_rows_ratio: float
+    #: ``rewrite_type_widening``: the files among the partitions' files to rewrite, each
+    #: even alone in its bin (Delta's reorg keeps bins of one file)
+    narrower: Callable[[Sequence[AddFile]], list[AddFile]] | None = None
 
     def wants(self, f: AddFile) -> bool:
+        if self.narrower is not None:
+            return True
         if self.purge:
             return has_deleted_rows(f)
         return bool(self.z_order) or f.size < self.smaller_than or _too_many_deleted(f, self.max_deleted_rows_ratio)
@@ -702,15 +757,18 @@ def _plan_bins(
     of ``target`` bytes, or with Z-order every file of the partition in one bin. Records the
     files considered and skipped in ``result``."""
     files = txn.filter_files(list(where) if where else None)
+    wanted = [f for f in files if select.wants(f)]
+    if select.narrower is not None:
+        wanted = select.narrower(wanted)
     by_partition: dict[Any, list[AddFile]] = defaultdict(list)
-    for f in files:
-        if select.wants(f):
-            by_partition[_partition_key(f)].append(f)
+    for f in wanted:
+        by_partition[_partition_key(f)].append(f)
+    min_files = 1 if select.narrower is not None else select.min_files_per_bin
     # Z-order (Delta's multi-dimensional clustering) rewrites each partition whole
     plan = [
         (key, b)
         for key, group in by_partition.items()
-        for b in ([group] if select.z_order else _bins(group, select.target, select.min_files_per_bin))
+        for b in ([group] if select.z_order else _bins(group, select.target, min_files))
     ]
     if only_unclustered:  # a clustered table: only bins holding a file not clustered yet
         plan = [(key, b) for key, b in plan if any(not is_clustered(f) for f in b)]
@@ -765,12 +823,12 @@ def _commit_plan(
     kind: _Kind = _Kind(),
 ) -> int:
     """Commit the removes of the planned files and ``adds`` (``dataChange=false``), as
-    ``OPTIMIZE`` (or ``REORG`` for a purge)."""
+    ``OPTIMIZE`` (or ``REORG``)."""
     now = int(time.time() * 1000)
     removes = [f.remove(now, data_change=False) for _, b in plan for f in b]
     _fill(result, plan, adds)
     operation: Optimize | Reorg
-    if kind.purge:
+    if kind.reorg:
         operation = Reorg(predicate=describe_filters(where), user_metrics=result.metrics)
     else:
         operation = Optimize(

@@ -26,6 +26,7 @@ __all__ = [
     "Convert",
     "CreateTable",
     "Delete",
+    "DropFeatureColumnMetadata",
     "DropTableFeature",
     "EmptyCommit",
     "ManualUpdate",
@@ -351,6 +352,19 @@ class AddColumns(Operation):
     """``ADD COLUMNS``."""
 
     name: ClassVar[str] = "ADD COLUMNS"
+    columns: Sequence[Mapping[str, Any]] = ()
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"columns": [dict(c) for c in self.columns]}
+
+
+@dataclass(frozen=True)
+class DropFeatureColumnMetadata(Operation):
+    """Delta's ``UpdateColumnMetadata("DROP FEATURE", columns)``: a ``DROP FEATURE``'s
+    metadata commit removing column metadata of the dropped feature (``delta.typeChanges``);
+    ``columns`` are the fields as they were (``structFieldToMap``)."""
+
+    name: ClassVar[str] = "DROP FEATURE"
     columns: Sequence[Mapping[str, Any]] = ()
 
     def parameter_values(self) -> dict[str, Any]:

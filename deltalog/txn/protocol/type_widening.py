@@ -27,11 +27,13 @@ __all__ = [
     "all_type_changes",
     "change_column_type",
     "check_type_changes_readable",
+    "has_type_changes",
     "is_type_change_supported",
     "is_type_change_supported_by_iceberg",
     "is_type_change_supported_for_schema_evolution",
     "preview_table_version",
     "record_type_changes",
+    "remove_type_changes",
     "stamp_new_type_changes",
     "type_widening_enabled",
     "widen_for_schema_evolution",
@@ -271,6 +273,24 @@ def all_type_changes(schema: Mapping[str, Any]) -> list[tuple[str, dict[str, Any
         for change in (f.get("metadata") or {}).get(TYPE_CHANGES_KEY) or []:
             out.append((path, dict(change)))
     return out
+
+
+def has_type_changes(schema: Mapping[str, Any]) -> bool:
+    """Delta's ``containsTypeWideningMetadata``: some struct field carries ``delta.typeChanges``."""
+    return any(TYPE_CHANGES_KEY in (f.get("metadata") or {}) for _, f in _walk_fields(dict(schema), ""))
+
+
+def remove_type_changes(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
+    """Delta's ``removeTypeWideningMetadata``: ``schema`` without any ``delta.typeChanges``,
+    and the fields that had some as ``(column path, field as it was)``."""
+    cleaned = copy.deepcopy(dict(schema))
+    removed = []
+    for path, f in _walk_fields(cleaned, ""):
+        meta = f.get("metadata") or {}
+        if TYPE_CHANGES_KEY in meta:
+            removed.append((path, {**f, "metadata": dict(meta)}))
+            f["metadata"] = {k: v for k, v in meta.items() if k != TYPE_CHANGES_KEY}
+    return cleaned, removed
 
 
 def check_type_changes_readable(schema: Mapping[str, Any]) -> None:
