@@ -78,7 +78,7 @@ from deltalog.txn.protocol.iceberg_compat import materializes_partition_columns
 from deltalog.txn.protocol.partition_filters import PartitionFilter
 from deltalog.txn.protocol.partition_paths import partition_directory
 from deltalog.txn.protocol.schema import StructType
-from deltalog.txn.protocol.stats_columns import StatsColumns
+from deltalog.txn.protocol.stats_columns import STRING_PREFIX_LENGTH, StatsColumns
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -238,6 +238,8 @@ class CompactionSpec:
     partition_columns: tuple[str, ...]
     #: the leaf columns rewritten files get statistics for (physical paths, the table's StatsColumns)
     stats_columns: tuple[ColumnPath, ...]
+    #: characters of a string statistics keep (the table's ``StatsColumns.string_prefix_length``)
+    string_prefix_length: int
     #: physical -> logical column names (partition directories use logical names).
     logical_names: Mapping[str, str]
     #: logical -> physical names of the top-level columns.
@@ -268,14 +270,17 @@ class CompactionSpec:
         max_file_size: int = DEFAULT_TARGET_FILE_SIZE,
         num_ranges: int = DEFAULT_NUM_RANGES,
         clustered: bool = False,
+        session_prefix_length: int = STRING_PREFIX_LENGTH,
     ) -> CompactionSpec:
         schema, _ = _data_schema(snapshot)
+        stats = StatsColumns.of(snapshot.metadata, session_prefix_length)
         return cls(
             store=delta_log.store.spec(),
             table_uri=delta_log.table_uri,
             schema=schema,
             partition_columns=tuple(snapshot.partition_columns),
-            stats_columns=StatsColumns.of(snapshot.metadata).physical_paths,
+            stats_columns=stats.physical_paths,
+            string_prefix_length=stats.string_prefix_length,
             logical_names={f.physical_name: f.name for f in snapshot.schema.fields},
             physical_names={f.name: f.physical_name for f in snapshot.schema.fields},
             z_order_by=tuple(z_order_by),
@@ -463,7 +468,7 @@ class _Compactor:
         path = self.store.fs_path(f"{self.spec.table_uri}/{rel}")
         if directory:
             self.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-        stats = StatsCollector(self.schema, self.spec.stats_columns)
+        stats = StatsCollector(self.schema, self.spec.stats_columns, self.spec.string_prefix_length)
         pending: list[pa.RecordBatch] = []
         pending_rows = pending_bytes = 0
         try:
@@ -588,6 +593,7 @@ def optimize(
     purge: bool = False,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
     full: bool = False,
+    session_prefix_length: int = STRING_PREFIX_LENGTH,
 ) -> OptimizeResult:
     """Compact small files; see the module docstring. Returns an :class:`OptimizeResult`.
 
@@ -598,7 +604,8 @@ def optimize(
     file of each selected partition is rewritten, rows ordered by the interleaved bits of
     the columns' range ids (``num_ranges`` of them), into ``max(1, bytes // target_size)``
     files per partition. Deletion vectors (``max_deleted_rows_ratio``, ``purge``), clustered
-    tables (``full``): see the module docstring."""
+    tables (``full``): see the module docstring. Rewritten files' string statistics keep the
+    table's ``delta.dataSkippingStringPrefixLength``, else ``session_prefix_length``."""
     _check_counts(min_files_per_bin, max_attempts)
     delta_log.require_table()
     written: dict[_BinKey, list[AddFile]] = {}
@@ -617,7 +624,9 @@ def optimize(
             if not plan:
                 log.info("optimize %s: nothing to compact", delta_log.table_uri)
                 return result
-            spec = CompactionSpec.for_snapshot(delta_log, txn.snapshot, z_order, target, num_ranges, kind.clustered)
+            spec = CompactionSpec.for_snapshot(
+                delta_log, txn.snapshot, z_order, target, num_ranges, kind.clustered, session_prefix_length
+            )
             adds = _rewrite_plan(spec, plan, written, rewrite_bins, progress)
             try:
                 result.version = _commit_plan(txn, plan, adds, where, z_order, result, kind)

@@ -114,6 +114,7 @@ def verify_metadata(metadata: Metadata) -> None:
         cdf_on = metadata.properties.enable_change_data_feed
         _ = metadata.properties.checkpoint_interval  # a bad value is refused here, not at the next checkpoint
         _ = metadata.properties.isolation_level  # not at the next commit's conflict checks
+        _ = metadata.properties.data_skipping_string_prefix_length  # not when a file is written
     except InvalidPropertyError as exc:
         raise InvalidMetadataError(str(exc)) from exc
     validate_stats_columns(metadata)
