@@ -41,7 +41,10 @@ candidates are exactly the files with deletion vectors, each rewritten without i
 rows (a bin of one file included), committed as a ``REORG`` operation. A clustered table is
 clustered by its clustering columns (Hilbert curve, :mod:`deltalog.txn.commands.clustering`)
 when one of its files is not clustered yet, or always with ``full`` (Delta's
-``OPTIMIZE ... FULL``, e.g. after ``CLUSTER BY`` changed).
+``OPTIMIZE ... FULL``, e.g. after ``CLUSTER BY`` changed). Rewritten files get statistics as
+every writer does (:class:`~deltalog.txn.protocol.stats_columns.StatsColumns`): strings keep the
+table's ``delta.dataSkippingStringPrefixLength``, else ``session_prefix_length`` (Delta's
+session conf, which the Spark layer passes), else 32.
 """
 
 from __future__ import annotations
@@ -595,17 +598,13 @@ def optimize(
     full: bool = False,
     session_prefix_length: int = STRING_PREFIX_LENGTH,
 ) -> OptimizeResult:
-    """Compact small files; see the module docstring. Returns an :class:`OptimizeResult`.
-
-    ``target_size`` is the bin size (Delta's ``maxFileSize``); files smaller than
-    ``min_file_size`` (default: the target size) are the candidates. ``rewrite_bins``
-    rewrites the planned bins (default: in this process, one after the other, reporting
-    ``progress``). ``z_order_by`` columns make it Delta's ``OPTIMIZE ... ZORDER BY``: every
-    file of each selected partition is rewritten, rows ordered by the interleaved bits of
-    the columns' range ids (``num_ranges`` of them), into ``max(1, bytes // target_size)``
-    files per partition. Deletion vectors (``max_deleted_rows_ratio``, ``purge``), clustered
-    tables (``full``): see the module docstring. Rewritten files' string statistics keep the
-    table's ``delta.dataSkippingStringPrefixLength``, else ``session_prefix_length``."""
+    """Compact small files (see the module docstring); returns an :class:`OptimizeResult`.
+    ``target_size`` is the bin size (Delta's ``maxFileSize``); files smaller than ``min_file_size`` (default:
+    the target size) are the candidates. ``rewrite_bins`` rewrites the planned bins (default: in this process,
+    one after the other, reporting ``progress``). ``z_order_by`` columns make it Delta's ``OPTIMIZE ... ZORDER
+    BY``: each selected partition's files are rewritten, rows ordered by the interleaved bits of the columns'
+    range ids (``num_ranges`` of them), into ``max(1, bytes // target_size)`` files per partition. Deletion
+    vectors (``max_deleted_rows_ratio``, ``purge``), ``full``, ``session_prefix_length``: the module docstring."""
     _check_counts(min_files_per_bin, max_attempts)
     delta_log.require_table()
     written: dict[_BinKey, list[AddFile]] = {}
