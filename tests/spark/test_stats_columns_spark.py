@@ -83,7 +83,7 @@ _MAX = "\U0010ffff"
 def test_spark_writes_keep_the_string_prefix_length(spark: Any, tmp_path: Any, writer: str) -> None:
     """The data source's Python tasks (``format``) and the Spark Parquet writer's footer
     statistics (``write_table``) cut strings to ``delta.dataSkippingStringPrefixLength``; where
-    the table does not set it, ``write_table`` and DML take the session's conf, as Delta does."""
+    the table does not set it, ``write_table``, DML and OPTIMIZE take the session's conf, as Delta does."""
     from deltalog.contrib.spark import DeltaTable, write_table
 
     df = spark.createDataFrame([(1, "abcdefgh"), (2, "zzzzz\u00e9\u00e9"), (3, None)], "id long, k string").coalesce(1)
@@ -106,6 +106,10 @@ def test_spark_writes_keep_the_string_prefix_length(spark: Any, tmp_path: Any, w
             DeltaTable.forPath(spark, other).update("id = 1", {"k": "'qrstuvw'"})
             (stats,) = _stats(other)  # the file UPDATE rewrote, under the session's 3 too
             assert (stats["minValues"]["k"], stats["maxValues"]["k"]) == ("qrs", "zzz\x7f")
+            write_table(df, other, native=True)
+            DeltaTable.forPath(spark, other).optimize().executeCompaction()  # OPTIMIZE too
+            (stats,) = _stats(other)
+            assert (stats["minValues"]["k"], stats["maxValues"]["k"]) == ("abc", "zzz\x7f")
     finally:
         spark.conf.unset(SESSION_PREFIX)
     if writer == "format":  # a value Delta refuses: nothing is written
