@@ -319,6 +319,17 @@ def test_optimize_collects_statistics_for_delta_data_skipping_stats_columns(tmp_
     assert (stats["minValues"], stats["maxValues"], stats["nullCount"]) == ({"name": "n1"}, {"name": "n3"}, {"name": 0})
 
 
+def test_optimize_keeps_the_string_prefix_length_of_the_table(tmp_path: Path) -> None:
+    log = create(str(tmp_path / "t"), config={"delta.dataSkippingStringPrefixLength": "5"})
+    append(log, [1234567, 1234568], "a")
+    append(log, [1234569], "a")
+    optimize(log)
+    (f,) = log.update().files
+    stats = json.loads(f.stats or "{}")
+    # the minimum cut to 5 characters, the maximum too plus Delta's ASCII tie-breaker
+    assert (stats["minValues"]["name"], stats["maxValues"]["name"]) == ("n1234", "n1234\x7f")
+
+
 def test_z_order_needs_statistics_by_delta_data_skipping_stats_columns(tmp_path: Path) -> None:
     from deltalog.txn.commands.optimize import OptimizeError
 

@@ -72,3 +72,48 @@ def test_the_builder_and_alter_methods_keep_the_property_valid(spark: Any, tmp_p
         table.setProperties({KEY: "id, p"})
     table.renameColumn("id", "key")
     assert DeltaLog.for_table(path).update().metadata.configuration[KEY] == "key"
+
+
+PREFIX = "delta.dataSkippingStringPrefixLength"
+SESSION_PREFIX = "spark.databricks.io.skipping.stringPrefixLength"
+_MAX = "\U0010ffff"
+
+
+@pytest.mark.parametrize("writer", ["format", "write_table"])
+def test_spark_writes_keep_the_string_prefix_length(spark: Any, tmp_path: Any, writer: str) -> None:
+    """The data source's Python tasks (``format``) and the Spark Parquet writer's footer
+    statistics (``write_table``) cut strings to ``delta.dataSkippingStringPrefixLength``; where
+    the table does not set it, ``write_table``, DML and OPTIMIZE take the session's conf, as Delta does."""
+    from deltalog.contrib.spark import DeltaTable, write_table
+
+    df = spark.createDataFrame([(1, "abcdefgh"), (2, "zzzzz\u00e9\u00e9"), (3, None)], "id long, k string").coalesce(1)
+    path = str(tmp_path / writer)
+    spark.conf.set(SESSION_PREFIX, "3")
+    try:
+        if writer == "format":
+            df.write.format("deltalog").mode("append").option(PREFIX, "5").save(path)
+        else:
+            write_table(
+                df, path, native=True, **{PREFIX: "5"}
+            )  # Spark's writer; the table's property wins over the session's
+        assert DeltaLog.for_table(path).update().metadata.configuration[PREFIX] == "5"
+        (stats,) = _stats(path)
+        assert (stats["minValues"]["k"], stats["maxValues"]["k"]) == ("abcde", f"zzzzz{_MAX}")
+        if writer == "write_table":
+            other = str(tmp_path / "session")
+            write_table(df, other, native=True)
+            assert [s["minValues"]["k"] for s in _stats(other)] == ["abc"]
+            DeltaTable.forPath(spark, other).update("id = 1", {"k": "'qrstuvw'"})
+            (stats,) = _stats(other)  # the file UPDATE rewrote, under the session's 3 too
+            assert (stats["minValues"]["k"], stats["maxValues"]["k"]) == ("qrs", "zzz\x7f")
+            write_table(df, other, native=True)
+            DeltaTable.forPath(spark, other).optimize().executeCompaction()  # OPTIMIZE too
+            (stats,) = _stats(other)
+            assert (stats["minValues"]["k"], stats["maxValues"]["k"]) == ("abc", "zzz\x7f")
+    finally:
+        spark.conf.unset(SESSION_PREFIX)
+    if writer == "format":  # a value Delta refuses: nothing is written
+        bad = tmp_path / "bad"
+        with pytest.raises(Exception, match=f"{PREFIX}=-1 needs to be greater or equal to zero"):
+            df.write.format("deltalog").mode("append").option(PREFIX, "-1").save(str(bad))
+        assert not bad.exists() or not any(p.suffix in (".parquet", ".json") for p in bad.rglob("*"))

@@ -243,3 +243,36 @@ def test_long_string_and_far_future_maxima_are_written_as_delta_writes_them():
     stats = json.loads(collector.to_json())
     assert stats["minValues"] == {"s": "p" * 32, "t": "9999-12-31T23:59:59.999Z"}
     assert stats["maxValues"] == {"s": "p" * 32 + _MAX, "t": "9999-12-31T23:59:59.999Z"}
+
+
+# -- delta.dataSkippingStringPrefixLength -------------------------------------------------------
+
+PREFIX = "delta.dataSkippingStringPrefixLength"
+
+
+def test_string_statistics_keep_the_table_string_prefix_length() -> None:
+    """Delta's ``substring(min, 0, n)`` and ``truncateMaxStringAgg(n)`` with the table's
+    prefix length; 0 keeps an empty minimum and no maximum, as Delta's do."""
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["abcdefgh", "zzzzz\u00e9\u00e9", None]})
+    for prefix, low, high in [("5", "abcde", f"zzzzz{_MAX}"), ("0", "", None), ("8", "abcdefgh", "zzzzz\u00e9\u00e9")]:
+        log = _create({PREFIX: prefix})
+        stats = StatsCollector.for_table(log.update().metadata, data.schema)
+        stats.update(data)
+        parsed = json.loads(stats.to_json())
+        assert (parsed["minValues"]["name"], parsed["maxValues"].get("name")) == (low, high)
+    ascii_max = StatsCollector(data.schema, string_prefix_length=3)
+    ascii_max.update(pa.table({"id": pa.array([1], pa.int64()), "name": ["abcd"]}))
+    assert json.loads(ascii_max.to_json())["maxValues"]["name"] == f"abc{_ASCII}"
+    assert StatsColumns.of(log.update().metadata, session_prefix_length=3).string_prefix_length == 8  # the table wins
+    assert _columns({}).string_prefix_length == 32
+
+
+@pytest.mark.parametrize("value", ["-1", "five", "5.0"])
+def test_a_string_prefix_length_delta_refuses_is_refused_and_the_table_left_alone(value: str) -> None:
+    with pytest.raises(InvalidPropertyError, match=PREFIX):
+        _create({PREFIX: value})
+    log = _create({PREFIX: "5"})
+    with pytest.raises(InvalidPropertyError, match="greater or equal to zero" if value == "-1" else "integer"):
+        alter.set_table_properties(log, {PREFIX: value})
+    snapshot = log.update()
+    assert (snapshot.version, snapshot.metadata.configuration[PREFIX]) == (0, "5")

@@ -42,6 +42,7 @@ from deltalog.txn.protocol.column_mapping import rename_to_physical
 from deltalog.txn.protocol.constraints import Constraint
 from deltalog.txn.protocol.file_stats import StatsCollector
 from deltalog.txn.protocol.schema import StructType, parse_schema
+from deltalog.txn.protocol.stats_columns import STRING_PREFIX_LENGTH
 
 __all__ = ["CDC_TYPE_COLUMN", "WriteSpec", "delete_files", "file_actions", "logical_records", "write_batches"]
 
@@ -68,6 +69,8 @@ class WriteSpec:
     #: the leaf columns files get statistics for, physical paths (the table's
     #: :class:`~deltalog.txn.protocol.stats_columns.StatsColumns`); None: a file's first 32
     stats_columns: tuple[ColumnPath, ...] | None = None
+    #: characters of a string statistics keep (the table's ``StatsColumns.string_prefix_length``)
+    string_prefix_length: int = STRING_PREFIX_LENGTH
     max_records_per_file: int = 0
     #: logical -> physical column names (column mapping); empty when mapping is off.
     physical_names: Mapping[str, str] = field(default_factory=dict)
@@ -238,7 +241,7 @@ class _TaskWriter:
             sink,
             relative,
             values,
-            StatsCollector(stats_schema, self.spec.stats_columns),
+            StatsCollector(stats_schema, self.spec.stats_columns, self.spec.string_prefix_length),
             collect_stats=not cdc,
         )
         if self.mapped is not None:

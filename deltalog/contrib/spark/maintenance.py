@@ -84,6 +84,7 @@ class DeltaOptimizeBuilder:
         return self._execute((), purge=True)
 
     def _execute(self, z_order_by: tuple[str, ...], purge: bool = False) -> DataFrame:
+        from deltalog.contrib.spark.options import STRING_PREFIX_LENGTH_CONF, session_string_prefix_length
         from deltalog.contrib.spark.predicates import parse_partition_predicate
         from deltalog.txn.commands.optimize import DEFAULT_NUM_RANGES, OptimizeError, optimize
 
@@ -105,6 +106,7 @@ class DeltaOptimizeBuilder:
                 num_ranges=num_ranges,
                 purge=purge,
                 max_deleted_rows_ratio=_ratio_conf(spark, MAX_DELETED_ROWS_RATIO_CONF),
+                session_prefix_length=session_string_prefix_length(spark.conf.get(STRING_PREFIX_LENGTH_CONF, None)),
             )
         except OptimizeError as exc:
             if z_order_by and "Z-Order" in str(exc):

@@ -371,7 +371,8 @@ def _place_files(
             made.add(parent)
         fs.move(info.path, target)
         placed.append(target)
-        stats = StatsCollector(spec.without_row_tracking(footer.schema.to_arrow_schema()), spec.stats_columns)
+        file_schema = spec.without_row_tracking(footer.schema.to_arrow_schema())
+        stats = StatsCollector(file_schema, spec.stats_columns, spec.string_prefix_length)
         stats.update_from_footer(footer)
         add = AddFile(
             path=encode_path(final),

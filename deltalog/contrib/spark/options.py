@@ -23,11 +23,13 @@ from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteO
 __all__ = [
     "CDF_OUT_OF_RANGE_CONF",
     "CDF_UNSAFE_SCHEMA_CONF",
+    "STRING_PREFIX_LENGTH_CONF",
     "ReadOptions",
     "StreamReadOptions",
     "WriteOptions",
     "canonical_property",
     "is_storage_option",
+    "session_string_prefix_length",
     "storage_options_of",
 ]
 
@@ -44,6 +46,7 @@ _KNOWN_PROPERTIES = [
     "delta.columnMapping.maxColumnId",
     "delta.dataSkippingNumIndexedCols",
     "delta.dataSkippingStatsColumns",
+    "delta.dataSkippingStringPrefixLength",
     "delta.deletedFileRetentionDuration",
     "delta.enableChangeDataFeed",
     "delta.enableDeletionVectors",
@@ -130,6 +133,9 @@ _STORAGE_ALIASES = {
 CDF_OUT_OF_RANGE_CONF = "spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled"
 #: Delta's session conf, a read option: read a batch change feed across incompatible schema changes
 CDF_UNSAFE_SCHEMA_CONF = "spark.databricks.delta.changeDataFeed.unsafeBatchReadOnIncompatibleSchemaChanges.enabled"
+#: Delta's session conf: the characters string statistics keep where the table does not set
+#: ``delta.dataSkippingStringPrefixLength`` (read where a write runs with the session)
+STRING_PREFIX_LENGTH_CONF = "spark.databricks.io.skipping.stringPrefixLength"
 _READ_KEYS = {
     "versionasof",
     "timestampasof",
@@ -241,6 +247,19 @@ def table_path(options: Mapping[str, str]) -> str:
     return path.rstrip("/") if len(path) > 1 else path
 
 
+def session_string_prefix_length(raw: str | None) -> int:
+    """The session's :data:`STRING_PREFIX_LENGTH_CONF` (``raw``; 32 when unset), as Delta's
+    ``getDataSkippingStringPrefixLength`` reads it when the table does not set the property.
+    Spark refuses a value that is not an integer when it is set; a negative one keeps no
+    character, as Delta's ``substring`` and ``truncateMaxStringAgg`` do with it."""
+    if raw is None or str(raw).strip() == "":
+        return 32
+    try:
+        return max(0, int(str(raw).strip()))
+    except ValueError:
+        raise InvalidWriteOptionError(f"{STRING_PREFIX_LENGTH_CONF} must be an integer, got {raw!r}") from None
+
+
 @dataclass(frozen=True)
 class WriteOptions:
     path: str
@@ -264,6 +283,10 @@ class WriteOptions:
     #: session is (``write_table``): timestamp literals of ``replaceWhere`` are its local
     #: times. None: read as UTC (the data source's ``writer()`` runs without a session).
     session_time_zone: str | None = None
+    #: The session's ``spark.databricks.io.skipping.stringPrefixLength`` where the write is
+    #: planned with the session: what string statistics keep when the table does not set
+    #: ``delta.dataSkippingStringPrefixLength`` (32 without a session, Delta's default).
+    session_string_prefix_length: int = 32
 
     @classmethod
     def parse(cls, options: Mapping[str, str], overwrite: bool) -> WriteOptions:

@@ -35,7 +35,7 @@ from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions, logical_
 from deltalog.contrib.spark.generated import check_updated_columns, recompute_generated
 from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_set_transaction_only
 from deltalog.contrib.spark.logical_schema import logical_struct
-from deltalog.contrib.spark.options import WriteOptions
+from deltalog.contrib.spark.options import STRING_PREFIX_LENGTH_CONF, WriteOptions, session_string_prefix_length
 from deltalog.contrib.spark.row_tracking import carried_columns, tracked_columns
 from deltalog.contrib.spark.table_alter import AlterTableMethods
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
@@ -276,8 +276,13 @@ class DeltaTable(AlterTableMethods):
         constraints: tuple[Constraint, ...] = (),
         metadata: Metadata | None = None,
     ) -> WriteSpec:
+        prefix = None if self._spark is None else self._spark.conf.get(STRING_PREFIX_LENGTH_CONF, None)
         opts = WriteOptions(
-            path=self._path, overwrite=False, storage_options=self._storage_options, data_change=data_change
+            path=self._path,
+            overwrite=False,
+            storage_options=self._storage_options,
+            data_change=data_change,
+            session_string_prefix_length=session_string_prefix_length(prefix),
         )
         chosen = snapshot.metadata if metadata is None else metadata
         return write_spec(opts, self._log.table_uri, self._log.store.spec(), chosen, constraints, snapshot.protocol)
@@ -773,7 +778,14 @@ class DeltaTable(AlterTableMethods):
         def purge(log: DeltaLog, mode: str) -> object:
             widening = mode == "REWRITE_TYPE_WIDENING"
             rewrite = SparkBinRewriter(spark)
-            return optimize(log, purge=not widening, rewrite_type_widening=widening, rewrite_bins=rewrite)
+            prefix = session_string_prefix_length(spark.conf.get(STRING_PREFIX_LENGTH_CONF, None))
+            return optimize(
+                log,
+                purge=not widening,
+                rewrite_type_widening=widening,
+                rewrite_bins=rewrite,
+                session_prefix_length=prefix,
+            )
 
         drop_feature(self._log, featureName, truncate_history=bool(truncateHistory), purge=purge)
 

@@ -212,12 +212,14 @@ def write_spec(
     mode = props.column_mapping_mode
     types = schemas.top_level_types(schema)
     dv = props.enable_deletion_vectors
+    stats = StatsColumns.of(metadata, opts.session_string_prefix_length)
     return WriteSpec(
         store=store_spec,
         table_uri=table_uri,
         partition_columns=tuple(metadata.partition_columns),
         partition_types={c: types.get(c, "string") for c in metadata.partition_columns},
-        stats_columns=StatsColumns.of(metadata).physical_paths,
+        stats_columns=stats.physical_paths,
+        string_prefix_length=stats.string_prefix_length,
         max_records_per_file=opts.max_records_per_file,
         physical_names=schemas.physical_names(schema, mode),
         field_ids=schemas.field_ids(schema, mode),

@@ -46,6 +46,10 @@ Delta's internal ``REORG ... APPLY (REWRITE TYPE WIDENING)`` (``DeltaRewriteType
 run by ``DROP FEATURE typeWidening``): the candidates are the files whose Parquet footer
 stores a column with a narrower type than the table's (written before a type widening), each
 rewritten with the table's types (clustered files too), committed as a ``REORG`` operation.
+Rewritten files get statistics as every writer does
+(:class:`~deltalog.txn.protocol.stats_columns.StatsColumns`): strings keep the table's
+``delta.dataSkippingStringPrefixLength``, else ``session_prefix_length`` (Delta's session
+conf, which the Spark layer passes), else 32.
 """
 
 from __future__ import annotations
@@ -83,7 +87,7 @@ from deltalog.txn.protocol.iceberg_compat import materializes_partition_columns
 from deltalog.txn.protocol.partition_filters import PartitionFilter
 from deltalog.txn.protocol.partition_paths import partition_directory
 from deltalog.txn.protocol.schema import StructType, from_arrow_type
-from deltalog.txn.protocol.stats_columns import StatsColumns
+from deltalog.txn.protocol.stats_columns import STRING_PREFIX_LENGTH, StatsColumns
 from deltalog.txn.protocol.type_widening import is_type_change_supported
 
 if TYPE_CHECKING:
@@ -245,6 +249,8 @@ class CompactionSpec:
     partition_columns: tuple[str, ...]
     #: the leaf columns rewritten files get statistics for (physical paths, the table's StatsColumns)
     stats_columns: tuple[ColumnPath, ...]
+    #: characters of a string statistics keep (the table's ``StatsColumns.string_prefix_length``)
+    string_prefix_length: int
     #: physical -> logical column names (partition directories use logical names).
     logical_names: Mapping[str, str]
     #: logical -> physical names of the top-level columns.
@@ -275,14 +281,17 @@ class CompactionSpec:
         max_file_size: int = DEFAULT_TARGET_FILE_SIZE,
         num_ranges: int = DEFAULT_NUM_RANGES,
         clustered: bool = False,
+        session_prefix_length: int = STRING_PREFIX_LENGTH,
     ) -> CompactionSpec:
         schema, _ = _data_schema(snapshot)
+        stats = StatsColumns.of(snapshot.metadata, session_prefix_length)
         return cls(
             store=delta_log.store.spec(),
             table_uri=delta_log.table_uri,
             schema=schema,
             partition_columns=tuple(snapshot.partition_columns),
-            stats_columns=StatsColumns.of(snapshot.metadata).physical_paths,
+            stats_columns=stats.physical_paths,
+            string_prefix_length=stats.string_prefix_length,
             logical_names={f.physical_name: f.name for f in snapshot.schema.fields},
             physical_names={f.name: f.physical_name for f in snapshot.schema.fields},
             z_order_by=tuple(z_order_by),
@@ -470,7 +479,7 @@ class _Compactor:
         path = self.store.fs_path(f"{self.spec.table_uri}/{rel}")
         if directory:
             self.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-        stats = StatsCollector(self.schema, self.spec.stats_columns)
+        stats = StatsCollector(self.schema, self.spec.stats_columns, self.spec.string_prefix_length)
         pending: list[pa.RecordBatch] = []
         pending_rows = pending_bytes = 0
         try:
@@ -639,15 +648,13 @@ def optimize(
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
     full: bool = False,
     rewrite_type_widening: bool = False,
+    session_prefix_length: int = STRING_PREFIX_LENGTH,
 ) -> OptimizeResult:
-    """Compact small files (see the module docstring); returns an :class:`OptimizeResult`.
-    ``target_size`` is the bin size (Delta's ``maxFileSize``); files smaller than
-    ``min_file_size`` (default: the target size) are the candidates. ``rewrite_bins``
-    rewrites the planned bins (default: here, one after the other, reporting ``progress``).
-    ``z_order_by`` columns make it Delta's ``OPTIMIZE ... ZORDER BY``: every file of each
-    selected partition is rewritten, rows ordered by the interleaved bits of the columns'
-    range ids (``num_ranges`` of them), into ``max(1, bytes // target_size)`` files per
-    partition. ``purge``, ``max_deleted_rows_ratio``, ``full``, ``rewrite_type_widening``: see above."""
+    """Compact small files (the module docstring); an :class:`OptimizeResult`. ``target_size``: the bin size
+    (Delta's ``maxFileSize``); files below ``min_file_size`` (default: the target) are candidates. ``rewrite_bins``
+    rewrites the bins (default: here, one after the other, reporting ``progress``). ``z_order_by``: Delta's ``ZORDER
+    BY``, every file of each partition rewritten, rows ordered by the interleaved bits of the columns' range ids
+    (``num_ranges``), into ``max(1, bytes // target_size)`` files per partition. The rest: the module docstring."""
     _check_counts(min_files_per_bin, max_attempts)
     delta_log.require_table()
     written: dict[_BinKey, list[AddFile]] = {}
@@ -661,7 +668,9 @@ def optimize(
             clustered = clustering_plan(txn.snapshot, z_order_by)
             kind = _Kind(reorg=purge or rewrite_type_widening, clustered=clustered is not None, full=full)
             z_order = _z_order_columns(txn.snapshot, clustered if clustered is not None else z_order_by)
-            spec = CompactionSpec.for_snapshot(delta_log, txn.snapshot, z_order, target, num_ranges, kind.clustered)
+            spec = CompactionSpec.for_snapshot(
+                delta_log, txn.snapshot, z_order, target, num_ranges, kind.clustered, session_prefix_length
+            )
             narrow = functools.partial(files_with_narrower_types, spec) if rewrite_type_widening else None
             select = _Selection(z_order, target, smaller_than, min_files_per_bin, purge, max_deleted_rows_ratio, narrow)
             plan = _plan_bins(txn, where, select, result, only_unclustered=kind.clustered and not (full or narrow))

@@ -7,7 +7,8 @@ is a collated string, the
 change-data-feed column names are not used while CDF is enabled, and the columns
 ``delta.dataSkippingStatsColumns`` lists are ones Delta collects statistics for
 (:func:`~deltalog.txn.protocol.stats_column_checks.validate_stats_columns`, whose errors are
-raised as they are: :class:`~deltalog.txn.protocol.stats_columns.InvalidStatsColumnsError`).
+raised as they are: :class:`~deltalog.txn.protocol.stats_columns.InvalidStatsColumnsError`),
+as is an ``InvalidPropertyError`` for a ``delta.dataSkippingStringPrefixLength`` below 0.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ def verify_metadata(metadata: Metadata) -> None:
     except InvalidPropertyError as exc:
         raise InvalidMetadataError(str(exc)) from exc
     validate_stats_columns(metadata)
+    _ = metadata.properties.data_skipping_string_prefix_length  # InvalidPropertyError, as the above's
     if cdf_on:
         clashing = [f.get("name") for f in fields if str(f.get("name", "")).lower() in CDF_RESERVED_COLUMNS]
         if clashing:

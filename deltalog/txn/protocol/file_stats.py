@@ -5,9 +5,11 @@ writing its own files). Collected batch by batch with pyarrow compute, for the l
 the table's :class:`~deltalog.txn.protocol.stats_columns.StatsColumns` names
 (``delta.dataSkippingStatsColumns``, else the first ``delta.dataSkippingNumIndexedCols``),
 as Delta's ``StatisticsCollection`` does: build the collector of a file of a table with
-:meth:`StatsCollector.for_table`. Strings keep a 32-character prefix as the minimum and a
-longer maximum is truncated with a tie-breaker above every string of its prefix
-(:func:`truncated_max_string`, Delta's ``truncateMaxStringAgg``). Timestamps are written
+:meth:`StatsCollector.for_table`. Strings keep a prefix as the minimum and a longer maximum
+is truncated with a tie-breaker above every string of its prefix
+(:func:`truncated_max_string`, Delta's ``truncateMaxStringAgg``): 32 characters, or the
+table's ``delta.dataSkippingStringPrefixLength`` (:attr:`StatsColumns.string_prefix_length`;
+0 keeps an empty minimum and no maximum, as Delta's ``substring`` and ``truncateMaxStringAgg``). Timestamps are written
 with millisecond precision, the minimum rounded down and the maximum rounded up (truncated
 where rounding up would leave year 9999: readers widen it by 1 ms, as Delta's do).
 """
@@ -26,14 +28,12 @@ import pyarrow.compute as pc
 
 from deltalog.txn.protocol.column_identifiers import ColumnPath
 from deltalog.txn.protocol.schema import from_arrow
-from deltalog.txn.protocol.stats_columns import StatsColumns
+from deltalog.txn.protocol.stats_columns import STRING_PREFIX_LENGTH, StatsColumns
 
 if TYPE_CHECKING:
     from deltalog.txn.protocol.actions import Metadata
 
 __all__ = ["STRING_PREFIX_LENGTH", "StatsCollector", "stats_json", "truncated_max_string"]
-
-STRING_PREFIX_LENGTH = 32
 
 _Path = ColumnPath
 
@@ -74,7 +74,7 @@ def _column(batch: pa.RecordBatch | pa.Table, path: _Path) -> pa.Array | pa.Chun
     return col
 
 
-def _json_value(value: Any, t: pa.DataType, is_max: bool) -> Any:
+def _json_value(value: Any, t: pa.DataType, is_max: bool, prefix_length: int) -> Any:
     if value is None:
         return None
     if pa.types.is_timestamp(t):
@@ -99,8 +99,8 @@ def _json_value(value: Any, t: pa.DataType, is_max: bool) -> Any:
         return None if math.isnan(value) or math.isinf(value) else value
     if isinstance(value, str):
         if is_max:
-            return truncated_max_string(value, STRING_PREFIX_LENGTH)
-        return value[:STRING_PREFIX_LENGTH]  # code points, as Spark's ``substring``
+            return truncated_max_string(value, prefix_length)
+        return value[:prefix_length]  # code points, as Spark's ``substring``
     return value
 
 
@@ -143,10 +143,17 @@ class StatsCollector:
 
     ``schema`` is the file's (physical names); ``columns`` the leaf column paths that get
     statistics, the table's :attr:`StatsColumns.physical_paths`. Without them, those of a
-    table of ``schema`` with default properties: its first 32 leaf columns."""
+    table of ``schema`` with default properties: its first 32 leaf columns.
+    ``string_prefix_length`` is the table's :attr:`StatsColumns.string_prefix_length`."""
 
-    def __init__(self, schema: pa.Schema, columns: Collection[ColumnPath] | None = None) -> None:
+    def __init__(
+        self,
+        schema: pa.Schema,
+        columns: Collection[ColumnPath] | None = None,
+        string_prefix_length: int = STRING_PREFIX_LENGTH,
+    ) -> None:
         self.schema = schema
+        self.string_prefix_length = string_prefix_length
         wanted = set(StatsColumns.for_schema(from_arrow(schema)).physical_paths if columns is None else columns)
         self.leaves = [(path, t) for path, t in _leaf_paths(schema) if path in wanted]
         self.num_records = 0
@@ -160,8 +167,9 @@ class StatsCollector:
     def for_table(cls, metadata: Metadata, schema: pa.Schema) -> StatsCollector:
         """The collector of a file of the table with ``metadata`` whose columns are ``schema``
         (physical names, partition columns left out): statistics for the columns the table's
-        properties name."""
-        return cls(schema, StatsColumns.of(metadata).physical_paths)
+        properties name, strings cut to its ``delta.dataSkippingStringPrefixLength``."""
+        columns = StatsColumns.of(metadata)
+        return cls(schema, columns.physical_paths, columns.string_prefix_length)
 
     def update(self, batch: pa.RecordBatch | pa.Table) -> None:
         if batch.num_rows == 0:
@@ -229,8 +237,8 @@ class StatsCollector:
                 _put(nulls, path, self._nulls[path])
             if path in self._no_bounds:
                 continue
-            lo = _json_value(self._min.get(path), t, is_max=False)
-            hi = _json_value(self._max.get(path), t, is_max=True)
+            lo = _json_value(self._min.get(path), t, False, self.string_prefix_length)
+            hi = _json_value(self._max.get(path), t, True, self.string_prefix_length)
             if lo is not None:
                 _put(mins, path, lo)
             if hi is not None:

@@ -192,6 +192,20 @@ class TableProperties:
             ) from None
 
     @property
+    def data_skipping_string_prefix_length(self) -> int | None:
+        """``delta.dataSkippingStringPrefixLength``: how many characters of a string column's
+        values its statistics keep (Delta's ``DATA_SKIPPING_STRING_PREFIX_LENGTH``, ``>= 0``);
+        ``None`` when unset (writers then use the session's, else 32:
+        :class:`~deltalog.txn.protocol.stats_columns.StatsColumns`)."""
+        value = self._int("delta.dataSkippingStringPrefixLength")
+        if value is not None and value < 0:
+            raise InvalidPropertyError(
+                f"delta.dataSkippingStringPrefixLength={value} needs to be greater or equal to zero; "
+                "set it to 0 or more (unset, statistics keep 32 characters)"
+            )
+        return value
+
+    @property
     def checkpoint_write_stats_as_json(self) -> bool:
         return self._bool("delta.checkpoint.writeStatsAsJson", True)
 
@@ -339,6 +353,7 @@ class TableProperties:
             "enable_change_data_feed",
             "data_skipping_num_indexed_cols",
             "data_skipping_stats_columns",
+            "data_skipping_string_prefix_length",
             "checkpoint_write_stats_as_json",
             "checkpoint_write_stats_as_struct",
             "checkpoint_policy",

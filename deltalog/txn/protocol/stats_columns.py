@@ -10,6 +10,11 @@ columns), and what checkpoints' ``stats_parsed``, Z-order and clustering checks 
 - otherwise the first ``delta.dataSkippingNumIndexedCols`` (32) leaf columns, counting the
   fields of structs (``truncateSchema``); ``-1``: all of them.
 
+It also carries how many characters of a string its statistics keep
+(:attr:`StatsColumns.string_prefix_length`): ``delta.dataSkippingStringPrefixLength``, else
+the writer's session default (Delta's ``spark.databricks.io.skipping.stringPrefixLength``),
+else 32, as Delta's ``getDataSkippingStringPrefixLength``.
+
 Every leaf has a null count; only skipping-eligible types (:func:`is_skipping_eligible`)
 have a minimum and a maximum. Statistics are keyed by physical names (column mapping);
 :attr:`StatsColumns.schema` keeps the logical names with each field's metadata.
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SKIPPING_ELIGIBLE_TYPES",
+    "STRING_PREFIX_LENGTH",
     "InvalidStatsColumnsError",
     "StatsColumns",
     "dropped_stats_columns",
@@ -50,6 +56,10 @@ __all__ = [
 SKIPPING_ELIGIBLE_TYPES = frozenset(
     {"byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz", "string", "variant"}
 )
+
+#: characters of a string statistics keep when neither the table nor the session says (Delta's
+#: ``spark.databricks.io.skipping.stringPrefixLength`` default)
+STRING_PREFIX_LENGTH = 32
 
 
 def is_skipping_eligible(data_type: DataType) -> bool:
@@ -73,30 +83,39 @@ class InvalidStatsColumnsError(InvalidPropertyError):
 @dataclass(frozen=True)
 class StatsColumns:
     """The columns of a table whose files carry statistics: :attr:`schema` is its data
-    schema pruned to them (Delta's ``statCollectionLogicalSchema``)."""
+    schema pruned to them (Delta's ``statCollectionLogicalSchema``); :attr:`string_prefix_length`
+    the characters a string's minimum keeps (and its maximum before the tie-breaker)."""
 
     schema: StructType
+    string_prefix_length: int = STRING_PREFIX_LENGTH
 
     @classmethod
-    def of(cls, metadata: Metadata) -> StatsColumns:
-        """The stats columns of a table with ``metadata``."""
+    def of(cls, metadata: Metadata, session_prefix_length: int = STRING_PREFIX_LENGTH) -> StatsColumns:
+        """The stats columns of a table with ``metadata``; strings keep the table's
+        ``delta.dataSkippingStringPrefixLength``, else ``session_prefix_length``."""
         schema = StructType.from_json(metadata.schema_string)
-        return cls.for_schema(schema, metadata.partition_columns, metadata.configuration)
+        return cls.for_schema(schema, metadata.partition_columns, metadata.configuration, session_prefix_length)
 
     @classmethod
     def for_schema(
-        cls, schema: StructType, partition_columns: Collection[str] = (), configuration: Mapping[str, str] | None = None
+        cls,
+        schema: StructType,
+        partition_columns: Collection[str] = (),
+        configuration: Mapping[str, str] | None = None,
+        session_prefix_length: int = STRING_PREFIX_LENGTH,
     ) -> StatsColumns:
         """The stats columns of a table of ``schema`` (logical) with those partition
         columns and properties; raises :class:`InvalidPropertyError` on a value Delta cannot read."""
         properties = TableProperties(configuration or {})
+        prefix = properties.data_skipping_string_prefix_length
+        prefix = session_prefix_length if prefix is None else prefix
         partitions = {c.lower() for c in partition_columns}
         data = StructType(tuple(f for f in schema.fields if f.name.lower() not in partitions))
         listed = properties.data_skipping_stats_columns
         if listed is not None:
-            return cls(_filter_schema(data, [tuple(p.lower() for p in path) for path in listed.paths]))
+            return cls(_filter_schema(data, [tuple(p.lower() for p in path) for path in listed.paths]), prefix)
         num_indexed = properties.data_skipping_num_indexed_cols
-        return cls(data if num_indexed < 0 else _truncate_schema(data, num_indexed)[0])
+        return cls(data if num_indexed < 0 else _truncate_schema(data, num_indexed)[0], prefix)
 
     def leaves(self) -> Iterator[tuple[ColumnPath, ColumnPath, StructField]]:
         """Each leaf column with statistics: its logical path, physical path and field."""
