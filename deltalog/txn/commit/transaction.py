@@ -661,7 +661,7 @@ class OptimisticTransaction:
             return
         prev_protocol = self.snapshot.protocol if self.table_exists else None
         prev_metadata = self.snapshot.metadata if self.table_exists else None
-        adds = [a for a in body if isinstance(a, AddFile)]
+        adds = (a for a in body if isinstance(a, AddFile))  # read only when IcebergCompat is on
         iceberg_compat.check_commit(prev_protocol, prev_metadata, protocol, metadata, adds)
 
     def _action_checks(self) -> CommitActionChecks:
