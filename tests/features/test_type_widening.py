@@ -121,6 +121,19 @@ def test_widening_needs_the_table_property(tmp_path: Path) -> None:
     assert log.update().version == 0
 
 
+def test_date_to_timestamp_ntz_needs_the_timestamp_ntz_feature(tmp_path: Path) -> None:
+    """Delta's ``TypeWideningAlterTableSuite``: widening a date to timestamp_ntz on a table
+    without ``timestampNtz`` is refused (``DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT``)."""
+    from deltalog.errors import FeatureRequiresManualEnablementError
+    from deltalog.txn.commands.alter import set_table_properties
+
+    log = create(str(tmp_path / "t"), enable=False)
+    set_table_properties(log, {"delta.enableTypeWidening": "true"})
+    with pytest.raises(FeatureRequiresManualEnablementError, match="timestampNtz"):
+        alter_column_type(log, "d", "timestamp_ntz")
+    assert log.update().version == 1  # nothing committed
+
+
 def test_unknown_column_is_refused(tmp_path: Path) -> None:
     log = create(str(tmp_path / "t"))
     with pytest.raises(UnsupportedTypeChangeError, match="does not exist"):

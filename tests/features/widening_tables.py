@@ -116,7 +116,8 @@ def write_file(log: DeltaLog, rows: list[dict[str, Any]], schema: pa.Schema) -> 
 def create(uri: str, enable: bool = True) -> DeltaLog:
     log = DeltaLog.for_table(uri)
     txn = log.start_transaction()
-    config = {"delta.enableTypeWidening": "true"} if enable else {}
+    # as Delta's TypeWideningTestMixin: timestampNtz supported, which date -> timestamp_ntz needs
+    config = {"delta.enableTypeWidening": "true", "delta.feature.timestampNtz": "supported"} if enable else {}
     txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=json.dumps(SCHEMA), configuration=config))
     txn.commit([], CreateTable(properties=config))
     return log

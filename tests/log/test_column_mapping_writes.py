@@ -85,7 +85,8 @@ def test_create_write_rename_drop_add_read_by_deltalog_and_delta_rs(tmp_path: Pa
     path = tmp_path / mode
     log = _create(path, {"delta.columnMapping.mode": mode})
     snap = log.update()
-    assert snap.protocol == Protocol(2, 5)
+    # as Delta: the default (1, 2) plus columnMapping is no legacy protocol's exact feature set
+    assert snap.protocol == Protocol(2, 7, None, ("appendOnly", "columnMapping", "invariants"))
     assert snap.properties.column_mapping_max_id == 4
     ids = {f.name: f.column_mapping_id for _, f in snap.schema.leaf_columns()}
     assert ids == {"id": 1, "part": 2, "x": 4}
@@ -166,7 +167,7 @@ def test_enable_name_mode_on_an_existing_table_keeps_names_as_physical_names(tmp
 
     alter.set_table_properties(log, {"delta.columnMapping.mode": "name"})
     snap = log.update()
-    assert snap.protocol == Protocol(2, 5)
+    assert snap.protocol == Protocol(2, 7, None, ("appendOnly", "columnMapping", "invariants"))
     assert [(f.name, f.physical_name, f.column_mapping_id) for f in snap.schema.fields] == [
         ("id", "id", 1),
         ("part", "part", 2),

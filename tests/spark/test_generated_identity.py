@@ -108,7 +108,12 @@ def test_generated_partition_column_is_computed_and_read_back_by_delta_rs(tmp_pa
     assert _rows(path, "x", "day") == [(1, dt.date(2024, 1, 1)), (2, dt.date(2024, 1, 2))]
     assert sorted(f.split("/")[0] for f in _data_files(path)) == ["day=2024-01-01", "day=2024-01-02"]
     protocol = DeltaLog.for_table(path).update().protocol
-    assert protocol.min_writer_version == 4 and protocol.writer_features is None  # legacy generatedColumns
+    # as Delta (DeltaProtocolTransitionsSuite): the default (1, 2) plus generatedColumns, normalized
+    assert protocol.min_writer_version == 7 and protocol.writer_features == (
+        "appendOnly",
+        "generatedColumns",
+        "invariants",
+    )
 
 
 def test_a_row_that_contradicts_its_generation_expression_is_refused_and_nothing_is_written(tmp_path: Any) -> None:
@@ -134,7 +139,11 @@ def test_identity_always_generates_values_and_refuses_explicit_ones(tmp_path: An
     with pytest.raises(IdentityColumnError, match="GENERATED ALWAYS AS IDENTITY column id"):
         _plan(path, pa.table({"id": [9], "x": [4]}))
     protocol = log.update().protocol
-    assert protocol.min_writer_version == 6 and protocol.writer_features is None  # legacy identityColumns
+    assert protocol.min_writer_version == 7 and protocol.writer_features == (
+        "appendOnly",
+        "identityColumns",
+        "invariants",
+    )
 
 
 def test_identity_by_default_keeps_given_values_without_moving_the_mark(tmp_path: Any) -> None:

@@ -1,5 +1,5 @@
 """Table maintenance, history and time travel through the Spark ``DeltaTable`` API, checked
-against what Delta Spark does (RESTORE, CLONE, UPGRADE PROTOCOL, DESCRIBE HISTORY/DETAIL)."""
+against what Delta Spark does (RESTORE, CLONE, upgradeTableProtocol, DESCRIBE HISTORY/DETAIL)."""
 
 from __future__ import annotations
 
@@ -57,9 +57,11 @@ def test_restore_and_clone_at_timestamp_read_the_session_time_zone(spark, tmp_pa
     assert log.history(1)[0].operation == "RESTORE" and len(log.update().files) == 1
 
 
-def test_upgrade_table_protocol_keeps_the_features_the_table_had(spark, tmp_path):
-    """An upgrade to table features (writer 7) lists the features the old versions implied,
-    as Delta does; ``newProtocol`` records the protocol committed; a no-op commits nothing."""
+def test_upgrade_table_protocol_is_set_tblproperties_of_the_versions(spark, tmp_path):
+    """As delta-spark's ``upgradeTableProtocol`` (an ``ALTER TABLE SET TBLPROPERTIES`` of the
+    versions): the protocol gains what the versions imply and stays normalized, so (3, 7)
+    asked of a (1, 3) table that uses no table feature changes nothing; a later table
+    feature lists the features the old versions implied; lower versions are ignored."""
     from deltalog.contrib.spark import DeltaTable
     from deltalog.txn.protocol.actions import Protocol
 
@@ -68,16 +70,25 @@ def test_upgrade_table_protocol_keeps_the_features_the_table_had(spark, tmp_path
     table = DeltaTable.forPath(spark, path)
     table.upgradeTableProtocol(1, 3)
     assert log.update().protocol == Protocol(1, 3)
-    table.upgradeTableProtocol(3, 7)
-    expected = Protocol(3, 7, (), ("appendOnly", "checkConstraints", "invariants"))
-    assert log.update().protocol == expected
     info = log.history(1)[0]
-    assert info.operation == "UPGRADE PROTOCOL"
-    assert Protocol.from_dict(json.loads(info.operation_parameters["newProtocol"])) == expected
-    version = log.update().version
+    assert info.operation == "SET TBLPROPERTIES"
+    assert json.loads(info.operation_parameters["properties"]) == {
+        "delta.minReaderVersion": "1",
+        "delta.minWriterVersion": "3",
+    }
     table.upgradeTableProtocol(3, 7)
-    assert log.update().version == version
-    assert table.detail().collect()[0].tableFeatures == ["appendOnly", "checkConstraints", "invariants"]
+    assert log.update().protocol == Protocol(1, 3)
+    table.addFeatureSupport("deletionVectors")
+    expected = Protocol(3, 7, ("deletionVectors",), ("appendOnly", "checkConstraints", "deletionVectors", "invariants"))
+    assert log.update().protocol == expected
+    table.upgradeTableProtocol(1, 2)  # Delta: downgradeIgnored
+    assert log.update().protocol == expected
+    assert table.detail().collect()[0].tableFeatures == [
+        "appendOnly",
+        "checkConstraints",
+        "deletionVectors",
+        "invariants",
+    ]
 
 
 def test_restore_and_clone_record_only_deltas_metrics(spark, tmp_path):

@@ -232,8 +232,14 @@ def test_metadata_needing_features_upgrades_the_protocol() -> None:
     txn.update_metadata(replace(old, configuration={"delta.enableChangeDataFeed": "true"}))
     version = txn.commit([], ManualUpdate())
     protocol = next(line["protocol"] for line in commit_lines(log, version) if "protocol" in line)
-    assert protocol == {"minReaderVersion": 1, "minWriterVersion": 4}
-    assert log.update().protocol == Protocol(1, 4)
+    # as Delta: (1, 2) plus change data feed is no legacy protocol's exact feature set
+    expected = {
+        "minReaderVersion": 1,
+        "minWriterVersion": 7,
+        "writerFeatures": ["appendOnly", "changeDataFeed", "invariants"],
+    }
+    assert protocol == expected
+    assert log.update().protocol == Protocol.from_dict(expected)
 
 
 def test_a_property_change_upgrades_nothing_the_metadata_does_not_use() -> None:

@@ -745,20 +745,24 @@ class DeltaTable(AlterTableMethods):
         alter_column_type(self._log, column, newType)
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
-        """Raise the protocol to ``(readerVersion, writerVersion)``; the features the table
-        supports are kept (listed explicitly from writer version 7 on). Nothing is committed
-        when the table is already there; a downgrade is refused."""
-        from deltalog.txn.commit.operations import UpgradeProtocol
-        from deltalog.txn.protocol.actions import Protocol
+        """delta-spark's ``upgradeTableProtocol``, which is ``ALTER TABLE SET TBLPROPERTIES``
+        of ``delta.minReaderVersion`` / ``delta.minWriterVersion``: the protocol gains the
+        features those versions imply and is kept normalized, so a (1, 3) table asked for
+        (3, 7) stays (1, 3) (no feature needs more); versions below the table's are ignored,
+        as Delta ignores them (``delta.protocol.downgradeIgnored``)."""
+        from deltalog.txn.commands.alter import set_table_properties
 
-        txn = start_transaction(self._log)
-        before = txn.protocol
-        txn.upgrade_protocol(Protocol(readerVersion, writerVersion))
-        after = txn.protocol
-        if after is None or after == before:
-            log.info("%s is already at protocol %s", self._log.table_uri, before)
-            return
-        txn.commit([], UpgradeProtocol(new_protocol=after.to_dict()))
+        for name, value in (("readerVersion", readerVersion), ("writerVersion", writerVersion)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise DeltaAnalysisError(f"{name} must be an int, got {type(value).__name__}")
+        before = self._log.update().protocol
+        versions = {"delta.minReaderVersion": str(readerVersion), "delta.minWriterVersion": str(writerVersion)}
+        set_table_properties(self._log, versions)
+        after = self._log.update().protocol
+        if after == before:
+            log.info(
+                "%s keeps protocol %s: it already supports every feature of %s", self._log.table_uri, before, versions
+            )
 
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
         """delta-spark's ``dropFeatureSupport``: ``ALTER TABLE ... DROP FEATURE featureName

@@ -79,7 +79,8 @@ from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPr
 from deltalog.txn.protocol.properties import InvalidPropertyError
 from deltalog.txn.protocol.protocol_requirements import (
     merge_protocols,
-    required_protocol,
+    protocol_for_existing_table,
+    protocol_for_new_table,
     without_protocol_properties,
 )
 from deltalog.txn.protocol.type_widening import stamp_new_type_changes
@@ -340,16 +341,16 @@ class OptimisticTransaction:
 
     def _upgrade_protocol_for(self, metadata: Metadata) -> None:
         current = self.protocol
-        needed = required_protocol(metadata, new_table=current is None)
         if current is None:
+            needed = protocol_for_new_table(metadata)
             if not self._protocol_set_explicitly:
                 self._new_protocol = needed
             elif (merged := merge_protocols(self._new_protocol or needed, needed)) is not None:
                 self._new_protocol = merged
             return
-        merged = merge_protocols(current, needed)
-        if merged is not None:
-            self._new_protocol = merged
+        upgraded = protocol_for_existing_table(current, metadata)
+        if upgraded is not None:
+            self._new_protocol = upgraded
 
     def upgrade_protocol(self, protocol: Protocol) -> None:
         """Commit ``protocol`` (merged with what the table has; never a downgrade)."""

@@ -18,6 +18,7 @@ __all__ = [
     "ColumnMappingRequiredError",
     "CorruptLogError",
     "DeltaLogError",
+    "FeatureRequiresManualEnablementError",
     "InvalidSchemaChangeError",
     "InvalidSchemaError",
     "InvalidTableStateError",
@@ -141,6 +142,12 @@ class UnsupportedFeatureError(DeltaLogError):
         )
         self.features = tuple(names)
         self.operation = operation
+
+
+class FeatureRequiresManualEnablementError(DeltaLogError, ValueError):
+    """A change to an existing table's schema or properties needs a table feature Delta adds
+    only when asked by name (Delta's ``DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT``, e.g. a
+    ``timestamp_ntz`` column): set ``delta.feature.<name>`` to ``supported`` first."""
 
 
 class InvalidSchemaError(DeltaLogError, ValueError):

@@ -99,11 +99,11 @@ def materializes_partition_columns(protocol: Protocol | None, metadata: Metadata
     as Delta's ``TransactionalWrite`` decides: an IcebergCompat version is enabled, the
     protocol (``protocol``, or what ``metadata`` asks for) has ``materializePartitionColumns``,
     or ``delta.writePartitionColumnsToParquet`` is true."""
-    from deltalog.txn.protocol.protocol_requirements import required_protocol
+    from deltalog.txn.protocol.protocol_requirements import protocol_for_new_table
 
     if enabled_versions(metadata.configuration) or metadata.properties.write_partition_columns_to_parquet:
         return True
-    features = set(required_protocol(metadata).writer_features or ())
+    features = set(protocol_for_new_table(metadata).writer_features or ())
     if protocol is not None:
         features |= set(protocol.writer_features or ())
     return MATERIALIZE_FEATURE in features

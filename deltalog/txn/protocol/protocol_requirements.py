@@ -22,12 +22,23 @@ from typing import Any
 
 from deltalog.txn.protocol.actions import Metadata, Protocol
 from deltalog.txn.protocol.collations import has_collated_string
+from deltalog.txn.protocol.errors import FeatureRequiresManualEnablementError
+from deltalog.txn.protocol.protocol_versions import (
+    dependency_closure,
+    implicit_features,
+    merge,
+    normalized,
+    same_protocol,
+    supported_features,
+    table_features_protocol,
+)
 
 __all__ = [
     "active_features",
     "is_protocol_property",
     "merge_protocols",
-    "required_protocol",
+    "protocol_for_existing_table",
+    "protocol_for_new_table",
     "walk_types",
     "without_protocol_properties",
 ]
@@ -80,31 +91,6 @@ def _requested_features(metadata: Metadata) -> set[str]:
     return requested
 
 
-# feature name -> (min reader version, min writer version) when it is a legacy feature
-_LEGACY: dict[str, tuple[int, int]] = {
-    "appendOnly": (1, 2),
-    "invariants": (1, 2),
-    "checkConstraints": (1, 3),
-    "changeDataFeed": (1, 4),
-    "generatedColumns": (1, 4),
-    "columnMapping": (2, 5),
-    "identityColumns": (1, 6),
-}
-READER_WRITER_FEATURES = frozenset(
-    {
-        "columnMapping",
-        "deletionVectors",
-        "timestampNtz",
-        "v2Checkpoint",
-        "vacuumProtocolCheck",
-        "typeWidening",
-        "typeWidening-preview",
-        "variantType",
-        "variantType-preview",
-    }
-)
-
-
 def walk_types(data_type: Any) -> Iterator[Any]:
     """``data_type`` (a schema's JSON form) and every type and field inside it, at any depth
     (struct fields, array elements, map keys and values)."""
@@ -153,15 +139,13 @@ def active_features(metadata: Metadata) -> set[str]:
     if props.enable_materialize_partition_columns_feature:
         features.add("materializePartitionColumns")
     if props.enable_row_tracking:
-        # rowTracking requires domainMetadata (its high-water mark is a domain)
-        features.update(("rowTracking", "domainMetadata"))
+        features.add("rowTracking")
     try:
         schema = json.loads(metadata.schema_string)
     except ValueError:
         return features
     if has_collated_string(schema.get("fields")):
-        # the collated-string RFC: collations needs domainMetadata
-        features.update(("collations", "domainMetadata"))
+        features.add("collations")
     for item in walk_types(schema):
         if item == "timestamp_ntz":
             features.add("timestampNtz")
@@ -180,77 +164,77 @@ def active_features(metadata: Metadata) -> set[str]:
     return features
 
 
-def required_protocol(metadata: Metadata, *, new_table: bool = True) -> Protocol:
-    """The smallest protocol that supports every feature ``metadata`` makes active,
-    honouring ``delta.minReaderVersion`` / ``delta.minWriterVersion`` and the features
-    ``delta.feature.<name>`` properties ask for (listed by name, so with writer 7). A new
-    table starts at Delta's default (1, 2); an existing one at nothing, so its protocol grows
-    only by what the metadata uses (Delta's ``upgradeProtocolFromMetadataForExistingTable``)."""
-    requested = _requested_features(metadata)
-    features = active_features(metadata) | requested
-    reader, writer = 1, 2 if new_table else 1
-    try:
-        reader = max(reader, metadata.properties.min_reader_version or 1)
-        writer = max(writer, metadata.properties.min_writer_version or 1)
-    except ValueError:  # InvalidPropertyError: a version that is not a number is ignored
-        pass
-    needs_table_features = writer >= 7 or bool(requested) or any(f not in _LEGACY for f in features)
-    if not needs_table_features:
-        for feature in features:
-            r, w = _LEGACY[feature]
-            reader, writer = max(reader, r), max(writer, w)
-        return Protocol(reader, writer)
-    if new_table and writer < 7:
-        # Delta's forNewTable: the new table's versions (its properties or the defaults)
-        # count with the features they imply, listed by name on a table-features protocol
-        features |= {f for f, (r, w) in _LEGACY.items() if r <= min(reader, 2) and w <= writer}
-    reader_features = sorted(f for f in features if f in READER_WRITER_FEATURES)
-    if reader_features or reader >= 3:
-        return Protocol(3, 7, tuple(reader_features), tuple(sorted(features)))
-    return Protocol(max(reader, 1), 7, None, tuple(sorted(features)))
+def _version_properties(metadata: Metadata) -> tuple[int | None, int | None]:
+    """``delta.minReaderVersion`` / ``delta.minWriterVersion`` of ``metadata``; raises
+    :class:`~deltalog.txn.protocol.properties.InvalidPropertyError` for one that is not a
+    number (Delta's ``protocolPropNotIntException``)."""
+    props = metadata.properties
+    return props.min_reader_version, props.min_writer_version
 
 
-def _features_of(protocol: Protocol) -> tuple[set[str], set[str]]:
-    """(reader features, writer features) a protocol supports, legacy versions expanded (a
-    table-features version, writer 7 or reader 3, supports only the features it lists)."""
-    if protocol.writer_features is not None or protocol.min_writer_version >= 7:
-        writer = set(protocol.writer_features or ())
-    else:
-        writer = {f for f, (_, w) in _LEGACY.items() if protocol.min_writer_version >= w}
-    if protocol.reader_features is not None or protocol.min_reader_version >= 3:
-        reader = set(protocol.reader_features or ())
-    else:
-        reader = {"columnMapping"} if protocol.min_reader_version >= 2 else set()
-    return reader, writer
+def _ignores_protocol_defaults(metadata: Metadata) -> bool:
+    return str(metadata.configuration.get("delta.ignoreProtocolDefaults", "")).strip().lower() == "true"
+
+
+def protocol_for_new_table(metadata: Metadata) -> Protocol:
+    """The protocol of a new table with ``metadata`` (Delta's ``Protocol.forNewTable``): the
+    versions its properties ask for (else Delta's defaults (1, 2), or (1, 1) with
+    ``delta.ignoreProtocolDefaults``) with the features they imply, plus every feature the
+    properties name (``delta.feature.<name>``) or the metadata uses, with their dependencies;
+    normalized."""
+    reader, writer = _version_properties(metadata)
+    reader = 1 if reader is None else reader
+    writer = (1 if _ignores_protocol_defaults(metadata) else 2) if writer is None else writer
+    implied = implicit_features(Protocol(reader if writer >= 7 else min(2, reader), writer))
+    enabled = dependency_closure(_requested_features(metadata) | active_features(metadata))
+    return normalized(table_features_protocol(3, enabled | implied))
+
+
+def protocol_for_existing_table(current: Protocol, metadata: Metadata) -> Protocol | None:
+    """The protocol an existing table with protocol ``current`` needs for its new
+    ``metadata``, or None when ``current`` serves (Delta's ``updateMetadataInternal``):
+
+    1. versions its properties ask for are merged in (so they add the features they imply);
+    2. features ``delta.feature.<name>`` names are added;
+    3. features the metadata uses are added (``upgradeProtocolFromMetadataForExistingTable``):
+       the protocol grows only by them, never toward a new table's defaults. A feature Delta
+       does not add on its own to an existing table (``timestampNtz``) raises
+       :class:`~deltalog.txn.protocol.errors.FeatureRequiresManualEnablementError`.
+    """
+    proposed = current
+    reader, writer = _version_properties(metadata)
+    if reader is not None or writer is not None:
+        asked = Protocol(current.min_reader_version if reader is None else reader, writer or current.min_writer_version)
+        proposed = merge(current, asked)
+    requested = dependency_closure(_requested_features(metadata))
+    if not requested <= supported_features(proposed):
+        proposed = merge(table_features_protocol(3, requested), proposed)
+    uses = dependency_closure(set(proposed.writer_features or ()) | active_features(metadata))
+    if "collations-preview" in uses:
+        # as Delta Kernel: a table with the preview feature does not get the stable one added,
+        # which would lock out the clients that know only the preview
+        uses.discard("collations")
+    required = normalized(table_features_protocol(3, uses))
+    missing = supported_features(required) - supported_features(proposed)
+    if missing:
+        manual = sorted(missing & _MANUAL_ON_EXISTING_TABLES)
+        if manual:
+            raise FeatureRequiresManualEnablementError(
+                f"the table's schema or properties need the table feature(s) {', '.join(manual)}, which Delta "
+                "does not add to an existing table on its own (DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT): enable "
+                "them first with " + ", ".join(f"'delta.feature.{f}' = 'supported'" for f in manual)
+            )
+        proposed = merge(required, proposed)
+    return None if same_protocol(proposed, current) else proposed
+
+
+#: features a table's metadata makes active that Delta adds to an existing table's protocol
+#: only when asked by name (``automaticallyUpdateProtocolOfExistingTables`` false)
+_MANUAL_ON_EXISTING_TABLES = frozenset({"timestampNtz"})
 
 
 def merge_protocols(current: Protocol, required: Protocol) -> Protocol | None:
-    """``current`` upgraded to also support ``required``; ``None`` when it already does.
-
-    Never downgrades: versions only go up and features are never dropped.
-    """
-    cur_reader, cur_writer = _features_of(current)
-    req_reader, req_writer = _features_of(required)
-    if "collations-preview" in cur_writer:
-        # as Delta Kernel: a table with the preview feature does not get the stable one
-        # added, which would lock out the clients that know only the preview
-        req_writer.discard("collations")
-    if (
-        req_reader <= cur_reader
-        and req_writer <= cur_writer
-        and current.min_reader_version >= required.min_reader_version
-        and current.min_writer_version >= required.min_writer_version
-    ):
-        return None
-    reader_version = max(current.min_reader_version, required.min_reader_version)
-    writer_version = max(current.min_writer_version, required.min_writer_version)
-    legacy = current.writer_features is None and required.writer_features is None
-    if legacy and writer_version < 7 and reader_version < 3:
-        return Protocol(reader_version, writer_version)
-    # Table features (also when only the versions ask for them, e.g. an upgrade to (3, 7)):
-    # list everything either protocol supports, the legacy versions' features made explicit.
-    writer = sorted(cur_writer | req_writer)
-    reader = sorted((cur_reader | req_reader) & READER_WRITER_FEATURES)
-    if reader or reader_version >= 3:
-        return Protocol(3, 7, tuple(reader), tuple(writer))
-    return Protocol(reader_version, 7, None, tuple(writer))
+    """``current`` merged with ``required`` as Delta merges protocols (every feature of both,
+    normalized); None when that is ``current`` itself."""
+    merged = merge(current, required)
+    return None if same_protocol(merged, current) else merged
