@@ -161,6 +161,39 @@ def test_write_table_honours_the_session_partition_overwrite_mode(spark: Any, ta
     assert list(zip(got["p"], got["x"])) == [(1, 11), (2, 21), (3, 30)]
 
 
+def test_tables_created_with_the_session_get_its_table_property_defaults(spark: Any, tmp_path: Any) -> None:
+    """Delta's ``mergeGlobalConfigs``: ``spark.databricks.delta.properties.defaults.<name>``
+    (and ``...defaults.feature.<f>``) set the table properties of every table the session
+    creates, under the table's own; an existing table is left as it is."""
+    from deltalog.contrib.spark import DeltaTable, read_table, write_table
+
+    prefix = "spark.databricks.delta.properties.defaults."
+    created, built, existing = (str(tmp_path / n) for n in ("created", "built", "existing"))
+    write_table(spark.createDataFrame([(1, "a")], "id long, s string"), existing)
+    with (
+        _session_conf(spark, prefix + "enableChangeDataFeed", "true"),
+        _session_conf(spark, prefix + "columnMapping.mode", "name"),
+        _session_conf(spark, prefix + "feature.v2Checkpoint", "supported"),
+        _session_conf(spark, prefix + "noSuchDeltaProperty", "x"),
+    ):
+        write_table(spark.createDataFrame([(1, "a"), (2, "b")], "id long, s string"), created, partitionBy="s")
+        DeltaTable.create(spark).location(built).addColumn("id", "long").property(
+            "delta.enableChangeDataFeed", "false"
+        ).execute()
+        write_table(spark.createDataFrame([(2, "b")], "id long, s string"), existing)
+    snapshot = DeltaLog.for_table(created).update()
+    assert snapshot.metadata.configuration["delta.enableChangeDataFeed"] == "true"
+    assert snapshot.properties.column_mapping_mode == "name"
+    # column mapping from the start: partition values by physical name, no Hive directories
+    assert all(next(iter(f.partition_values)).startswith("col-") and "s=" not in f.path for f in snapshot.files)
+    assert {"changeDataFeed", "columnMapping", "v2Checkpoint"} <= set(snapshot.protocol.writer_features or ())
+    assert "delta.noSuchDeltaProperty" not in snapshot.metadata.configuration
+    assert sorted(r.id for r in read_table(spark, created).collect()) == [1, 2]
+    built_config = DeltaLog.for_table(built).update().metadata.configuration
+    assert built_config["delta.enableChangeDataFeed"] == "false" and built_config["delta.columnMapping.mode"] == "name"
+    assert DeltaLog.for_table(existing).update().metadata.configuration == {}
+
+
 def test_write_table_reads_replace_where_timestamps_in_the_session_time_zone(spark: Any, table_path: str) -> None:
     """A timestamp literal without an offset is a local time of the session, as Spark casts it."""
     from deltalog.contrib.spark import write_table

@@ -287,6 +287,10 @@ class WriteOptions:
     #: planned with the session: what string statistics keep when the table does not set
     #: ``delta.dataSkippingStringPrefixLength`` (32 without a session, Delta's default).
     session_string_prefix_length: int = 32
+    #: The session's table property defaults (``spark.databricks.delta.properties.defaults.*``,
+    #: :func:`~deltalog.txn.protocol.protocol_requirements.session_table_defaults`) where the
+    #: write is planned with the session: a table the write creates gets them under its own.
+    session_table_defaults: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, options: Mapping[str, str], overwrite: bool) -> WriteOptions:

@@ -24,6 +24,7 @@ from deltalog.contrib.spark.idempotent import reset_session_version, session_app
 from deltalog.contrib.spark.options import STRING_PREFIX_LENGTH_CONF, WriteOptions, session_string_prefix_length
 from deltalog.contrib.spark.source_reads import TargetReads, target_reads
 from deltalog.contrib.spark.writes import commit_write, plan_write
+from deltalog.txn.protocol.protocol_requirements import session_table_defaults
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -58,6 +59,7 @@ def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -
         opts,
         session_time_zone=spark.conf.get(_TIME_ZONE, None),
         session_string_prefix_length=session_string_prefix_length(spark.conf.get(STRING_PREFIX_LENGTH_CONF, None)),
+        session_table_defaults=session_table_defaults(spark.conf.getAll),
     )
     plan = plan_write(opts, df.schema.json(), source=_target_reads(df, opts))
     if plan.skip:

@@ -44,6 +44,7 @@ from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN
 from deltalog.txn.protocol.errors import TableNotFoundError
 from deltalog.txn.protocol.properties import TableProperties
+from deltalog.txn.protocol.protocol_requirements import session_table_defaults, with_table_defaults
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -902,19 +903,20 @@ class DeltaTableBuilder:
                 "use DeltaTable.createOrReplace to create it",
             )
         validate_generated_columns(spark, self._fields)
-        self._commit(delta_log, replacing=exists)
+        self._commit(delta_log, replacing=exists, defaults=session_table_defaults(spark.conf.getAll))
         return DeltaTable(spark, self._location, self._storage_options)
 
-    def _commit(self, delta_log: DeltaLog, replacing: bool) -> None:
+    def _commit(self, delta_log: DeltaLog, replacing: bool, defaults: Mapping[str, str]) -> None:
         """CREATE TABLE, or REPLACE TABLE as Delta's ``CreateDeltaTableCommand``: the new
-        metadata (a new table id; column mapping ids go on from the old table's), every file
-        removed, the clustering domain replaced, one commit."""
+        metadata (a new table id; column mapping ids go on from the old table's; the session's
+        ``spark.databricks.delta.properties.defaults.*`` under the builder's properties), every
+        file removed, the clustering domain replaced, one commit."""
         from deltalog.txn.commands.clustering import clustering_actions
         from deltalog.txn.commit.operations import CreateTable, ReplaceTable
         from deltalog.txn.protocol.column_defaults import column_defaults
 
         txn = start_transaction(delta_log)
-        metadata = self._metadata(txn.metadata if replacing else None)
+        metadata = self._metadata(txn.metadata if replacing else None, defaults)
         column_defaults(metadata)  # a default no write could compute is refused now
         txn.update_metadata(metadata)
         actions: list[Any] = clustering_actions(txn, self._cluster_by) if self._cluster_by else []
@@ -933,15 +935,16 @@ class DeltaTableBuilder:
         else:
             txn.commit(actions, CreateTable(**definition))
 
-    def _metadata(self, old: Metadata | None) -> Metadata:
-        """The table's metadata from the builder (``old``: the metadata REPLACE replaces)."""
+    def _metadata(self, old: Metadata | None, defaults: Mapping[str, str]) -> Metadata:
+        """The table's metadata from the builder (``old``: the metadata REPLACE replaces;
+        ``defaults``: the session's table property defaults)."""
         import uuid
 
         from deltalog.contrib.spark import schemas
         from deltalog.txn.protocol.actions import Metadata
 
         schema: dict[str, Any] = {"type": "struct", "fields": self._fields}
-        config = dict(self._properties)
+        config = with_table_defaults(self._properties, defaults)
         if TableProperties(config).column_mapping_mode != "none":
             if old is None:
                 schema, max_id = schemas.assign_column_mapping(schema, 0)

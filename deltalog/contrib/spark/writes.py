@@ -68,6 +68,7 @@ from deltalog.txn.protocol.constraints import Constraint, table_constraints
 from deltalog.txn.protocol.iceberg_compat import complete_metadata, materializes_partition_columns
 from deltalog.txn.protocol.identity import pop_high_water_marks
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
+from deltalog.txn.protocol.protocol_requirements import with_table_defaults
 from deltalog.txn.protocol.stats_columns import StatsColumns
 from deltalog.txn.protocol.type_widening import preview_table_version, widen_for_schema_evolution
 
@@ -171,7 +172,11 @@ def _new_table_metadata(opts: WriteOptions, data: dict[str, Any], replacing: Met
     re-creates over the table's old metadata, whose column mapping ids it keeps growing and
     whose ids and physical names it reuses for columns that keep their type."""
     partition_by = opts.partition_by or ()
+    # a table the write creates gets the session's defaults (Delta's mergeGlobalConfigs); a
+    # re-creation by overwriteSchema is no new table
     config = dict(opts.table_properties)
+    if replacing is None:
+        config = with_table_defaults(config, opts.session_table_defaults)
     try:
         props = TableProperties(config)
         mode, change_data = props.column_mapping_mode, props.enable_change_data_feed

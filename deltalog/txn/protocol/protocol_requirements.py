@@ -16,7 +16,7 @@ not kept in the metadata's configuration (:func:`without_protocol_properties`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -39,7 +39,9 @@ __all__ = [
     "merge_protocols",
     "protocol_for_existing_table",
     "protocol_for_new_table",
+    "session_table_defaults",
     "walk_types",
+    "with_table_defaults",
     "without_protocol_properties",
 ]
 
@@ -64,6 +66,58 @@ def without_protocol_properties(metadata: Metadata) -> Metadata:
         return metadata
     config = {k: v for k, v in metadata.configuration.items() if not is_protocol_property(k)}
     return replace(metadata, configuration=config)
+
+
+#: Delta's session defaults of table properties: ``<prefix><name>`` gives a new table
+#: ``delta.<name>`` (``DeltaConfigs.sqlConfPrefix``), ``<prefix>feature.<f>`` gives ``delta.feature.<f>``
+SESSION_DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
+
+#: the table properties Delta registers (``DeltaConfigs``' entries), which alone a session
+#: default may set
+_DELTA_TABLE_PROPERTIES = frozenset(
+    f"delta.{name}"
+    for name in (
+        "appendOnly autoOptimize autoOptimize.autoCompact autoOptimize.optimizeWrite castIcebergTimeType "
+        "checkpoint.writeStatsAsJson checkpoint.writeStatsAsStruct checkpointInterval checkpointPolicy "
+        "checkpointRetentionDuration columnMapping.mode dataSkippingNumIndexedCols dataSkippingStatsColumns "
+        "dataSkippingStringPrefixLength deletedFileRetentionDuration dropFeatureTruncateHistory.retentionDuration "
+        "enableChangeDataFeed enableDeletionVectors enableExpiredLogCleanup enableFullRetentionRollback "
+        "enableIcebergCompatV1 enableIcebergCompatV2 enableInCommitTimestamps "
+        "enableMaterializePartitionColumnsFeature enableRowTracking enableTypeWidening enableVariantShredding "
+        "ignoreProtocolDefaults isolationLevel logRetentionDuration minReaderVersion minWriterVersion "
+        "parquet.format.version randomPrefixLength randomizeFilePrefixes sampleRetentionDuration "
+        "setTransactionRetentionDuration universalFormat.enabledFormats writePartitionColumnsToParquet"
+    ).split()
+)
+
+
+def session_table_defaults(confs: Mapping[str, str]) -> dict[str, str]:
+    """The table properties a Spark session's confs give every table it creates (Delta's
+    ``mergeGlobalConfigs``): ``spark.databricks.delta.properties.defaults.enableChangeDataFeed``
+    is ``delta.enableChangeDataFeed``, ``...defaults.feature.<f>`` is ``delta.feature.<f>``;
+    names Delta does not register are not table properties and are left out."""
+    out: dict[str, str] = {}
+    for key, value in confs.items():
+        if key.startswith(SESSION_DEFAULTS_PREFIX):
+            name = "delta." + key[len(SESSION_DEFAULTS_PREFIX) :]
+            if name.startswith(FEATURE_PROPERTY_PREFIX) or name in _DELTA_TABLE_PROPERTIES:
+                out[name] = str(value)
+    return out
+
+
+def with_table_defaults(configuration: Mapping[str, str], defaults: Mapping[str, str]) -> dict[str, str]:
+    """A new table's properties: ``defaults`` (:func:`session_table_defaults`) under its own,
+    without the protocol ones when ``delta.ignoreProtocolDefaults`` is true in either (Delta's
+    ``mergeGlobalConfigs``)."""
+    ignore = any(
+        str(m.get("delta.ignoreProtocolDefaults", "")).strip().lower() == "true" for m in (configuration, defaults)
+    )
+    kept = {
+        k: v
+        for k, v in defaults.items()
+        if not (ignore and is_protocol_property(k) and k != "delta.ignoreProtocolDefaults")
+    }
+    return {**kept, **configuration}
 
 
 def _requested_features(metadata: Metadata) -> set[str]:
