@@ -80,7 +80,7 @@ from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import Action, AddFile, absolute_path, encode_path
 from deltalog.txn.protocol.clustering import CLUSTERING_PROVIDER
 from deltalog.txn.protocol.column_identifiers import ColumnPath
-from deltalog.txn.protocol.column_mapping import physical_arrow_schema
+from deltalog.txn.protocol.column_mapping import physical_arrow_schema, rename_to_logical
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.file_stats import StatsCollector
 from deltalog.txn.protocol.iceberg_compat import materializes_partition_columns
@@ -271,6 +271,10 @@ class CompactionSpec:
     #: the partition columns (logical schema) when the files hold them after the other
     #: columns (IcebergCompat, ``materializePartitionColumns``); None when they do not
     materialized_partitions: StructType | None = None
+    #: the table's data schema with column mapping, when the rewrite drops it (``DROP
+    #: FEATURE columnMapping``): the files are read by its physical names and written by the
+    #: logical ones of ``schema``; None otherwise
+    rename_from: StructType | None = None
 
     @classmethod
     def for_snapshot(
@@ -379,7 +383,7 @@ class _Compactor:
                     if rebase is not None:
                         raw = rebase_batch(raw, reader, rebase, uri)
                     n = raw.num_rows
-                    batch = self._with_row_tracking(f, raw, _conform(raw, self.schema, uri), offset)
+                    batch = self._with_row_tracking(f, raw, self._conform(raw, uri), offset)
                     batch = self._with_partition_values(f, batch)
                     if deleted is not None and len(deleted):
                         rows = pa.array(range(offset, offset + n), pa.uint64())
@@ -391,6 +395,16 @@ class _Compactor:
                 f"cannot compact {uri}: the data file could not be read ({exc}). Check that it exists and "
                 "is valid Parquet (a vacuumed or damaged file); nothing was committed."
             ) from None
+
+    def _conform(self, raw: pa.RecordBatch, uri: str) -> pa.RecordBatch:
+        """The data columns of ``raw`` as the table's schema (renamed to the logical names
+        when the rewrite drops column mapping)."""
+        source = self.spec.rename_from
+        if source is None:
+            return _conform(raw, self.schema, uri)
+        table = rename_to_logical(pa.Table.from_batches([_conform(raw, physical_arrow_schema(source), uri)]), source)
+        logical = pa.RecordBatch.from_arrays([c.combine_chunks() for c in table.columns], schema=table.schema)
+        return _conform(logical, self.schema, uri)
 
     def _with_row_tracking(self, f: AddFile, raw: pa.RecordBatch, batch: pa.RecordBatch, offset: int) -> pa.RecordBatch:
         """``batch`` plus the rows' stable row ids and commit versions (the file's
