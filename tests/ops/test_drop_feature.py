@@ -341,6 +341,32 @@ def test_drop_column_mapping_rewrites_files_with_logical_names(tmp_path: Path) -
     ):
         drop_feature(log, "columnMapping")
     assert log.update().version == before
+    # row tracking: the rewritten rows keep their stable row ids (materialized, as OPTIMIZE does)
+    log = _create(tmp_path / "rows", {"delta.columnMapping.mode": "name", "delta.enableRowTracking": "true"})
+    _write(log, [{"id": 1, "part": "a", "s": None}, {"id": 2, "part": "a", "s": None}])
+    _write(log, [{"id": 3, "part": "a", "s": None}])
+    drop_feature(log, "columnMapping")
+    assert _stable_row_ids(log) == {1: 0, 2: 1, 3: 2}
+    assert all((f.base_row_id or 0) > 2 for f in log.update().files)  # fresh base ids: the columns hold them
+
+
+def _stable_row_ids(log: DeltaLog) -> dict[int, int]:
+    """id -> stable row id (the materialized column where set, else baseRowId + position)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.protocol import row_tracking
+
+    snap = log.update()
+    column = row_tracking.named_materialized_columns(snap.metadata)[0]
+    out: dict[int, int] = {}
+    for f in snap.files:
+        table = pq.read_table(f"{log.table_uri}/{f.path}")
+        materialized = table.column(column).combine_chunks() if column in table.column_names else None
+        positions = pa.array(range(table.num_rows), pa.uint64())
+        ids = row_tracking.row_ids(f.base_row_id, positions, materialized)
+        out.update(zip(table.column("id").to_pylist(), ids.to_pylist()))
+    return out
 
 
 def test_drop_row_tracking_then_domain_metadata(tmp_path: Path) -> None:
