@@ -21,7 +21,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from deltalog.txn.commands.optimize import BinRewriter, CompactionSpec, _delete_data_file, rewrite_bin
+from deltalog.txn.commands.optimize import BinRewriter, CompactionSpec, delete_data_file, rewrite_bin
 from deltalog.txn.commit.operations import RemoveColumnMapping
 from deltalog.txn.protocol.actions import Action, AddFile, Metadata
 from deltalog.txn.protocol.column_mapping import invalid_column_names, without_column_mapping
@@ -120,7 +120,7 @@ def remove_column_mapping(
         if not committed:
             for added in written:
                 for a in added:
-                    _delete_data_file(delta_log.store, delta_log.table_uri, a.path)
+                    delete_data_file(delta_log.store, delta_log.table_uri, a.path)
     log.info(
         "removed column mapping of %s at version %d (%d files rewritten)", delta_log.table_uri, version, len(files)
     )

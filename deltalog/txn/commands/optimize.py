@@ -106,6 +106,7 @@ __all__ = [
     "CompactionSpec",
     "OptimizeError",
     "OptimizeResult",
+    "delete_data_file",
     "discard_bin_outputs",
     "files_with_narrower_types",
     "has_deleted_rows",
@@ -531,7 +532,7 @@ class _Compactor:
         )
 
     def delete(self, rel: str) -> None:
-        _delete_data_file(self.store, self.spec.table_uri, rel)
+        delete_data_file(self.store, self.spec.table_uri, rel)
 
 
 def range_ids(column: pa.Array | pa.ChunkedArray, num_ranges: int) -> Any:
@@ -587,7 +588,7 @@ def discard_bin_outputs(spec: CompactionSpec, bins: Sequence[tuple[Sequence[AddF
             compactor.delete(encode_path(rel))
 
 
-def _delete_data_file(store: LogStore, table_uri: str, rel: str) -> None:
+def delete_data_file(store: LogStore, table_uri: str, rel: str) -> None:
     """Delete a file this run wrote (never committed)."""
     try:
         store.filesystem().delete_file(store.fs_path(absolute_path(table_uri, rel)))
@@ -718,7 +719,7 @@ def _delete_uncommitted(delta_log: DeltaLog, written: dict[_BinKey, list[AddFile
     """Delete the files this run wrote that no commit names (a failure, or bins re-planned)."""
     leftovers = [a for added in written.values() for a in added if a.path not in committed]
     for a in leftovers:
-        _delete_data_file(delta_log.store, delta_log.table_uri, a.path)
+        delete_data_file(delta_log.store, delta_log.table_uri, a.path)
 
 
 def _bin_key(files_in_bin: Sequence[AddFile]) -> _BinKey:
