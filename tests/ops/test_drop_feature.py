@@ -7,6 +7,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import deltalake
 import pytest
@@ -292,7 +293,7 @@ def test_drop_type_widening_rewrites_clustered_files_too(tmp_path: Path) -> None
     assert deltalake.DeltaTable(log.table_uri).to_pyarrow_table().sort_by("x").to_pydict() == {"x": [1, 2], "n": [6, 5]}
 
 
-def test_drop_column_mapping_rewrites_files_with_logical_names(tmp_path: Path) -> None:
+def test_drop_column_mapping_rewrites_files_with_logical_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Delta's ColumnMappingPreDowngradeCommand / RemoveColumnMappingCommand: one REMOVE COLUMN
     MAPPING commit rewrites every file (renamed, nested and partition columns) with logical
     names; then the fast drop; deltalog and delta-rs read the rows; names a table without
@@ -348,6 +349,27 @@ def test_drop_column_mapping_rewrites_files_with_logical_names(tmp_path: Path) -
     drop_feature(log, "columnMapping")
     assert _stable_row_ids(log) == {1: 0, 2: 1, 3: 2}
     assert all((f.base_row_id or 0) > 2 for f in log.update().files)  # fresh base ids: the columns hold them
+
+    # a file appended while the rewrite runs fails the rewrite (it read the whole table): its
+    # files are deleted and the table keeps column mapping
+    from deltalog.txn.commands import column_mapping_removal
+    from deltalog.txn.commit.commit_errors import ConcurrentAppendError
+
+    log = _create(tmp_path / "race", {"delta.columnMapping.mode": "name"})
+    _write(log, [{"id": 1, "part": "a", "s": None}])
+    real = column_mapping_removal.rewrite_bin
+
+    def racing(spec: Any, files: Any) -> Any:
+        _write(log, [{"id": 2, "part": "b", "s": None}])
+        return real(spec, files)
+
+    monkeypatch.setattr(column_mapping_removal, "rewrite_bin", racing)
+    with pytest.raises(ConcurrentAppendError):
+        drop_feature(log, "columnMapping")
+    snap = log.update()
+    assert snap.properties.column_mapping_mode == "name" and snap.version == 2
+    on_disk = {str(f.relative_to(tmp_path / "race")) for f in (tmp_path / "race").rglob("*.parquet")}
+    assert on_disk == {f.path for f in snap.files}  # the rewritten file is gone
 
 
 def _stable_row_ids(log: DeltaLog) -> dict[int, int]:
