@@ -349,6 +349,23 @@ def test_drop_column_mapping_rewrites_files_with_logical_names(tmp_path: Path, m
     drop_feature(log, "columnMapping")
     assert _stable_row_ids(log) == {1: 0, 2: 1, 3: 2}
     assert all((f.base_row_id or 0) > 2 for f in log.update().files)  # fresh base ids: the columns hold them
+    # deletion vectors: the rewritten file leaves the deleted row out
+    import numpy as np
+
+    from deltalog.txn.commit.operations import Delete
+    from deltalog.txn.log.deletion_vector_writer import mark_rows_deleted
+
+    log = _create(tmp_path / "dv", {"delta.columnMapping.mode": "name", "delta.enableDeletionVectors": "true"})
+    _write(log, [{"id": 1, "part": "a", "s": None}, {"id": 2, "part": "a", "s": {"x": 5}}])
+    txn = log.start_transaction()
+    marked = mark_rows_deleted(
+        log.store, log.table_uri, txn.snapshot.metadata.configuration, [(txn.filter_files()[0], np.array([0]))], 0
+    )
+    txn.commit(marked.actions, Delete(["id = 1"]))
+    drop_feature(log, "columnMapping")
+    assert log.history(5)[-1].operation_metrics["numDeletionVectorsRemoved"] == "1"
+    assert [f.deletion_vector for f in log.update().files] == [None]
+    assert _deltalog_rows(log) == [{"id": 2, "part": "a", "s": {"x": 5}}] == _delta_rs_rows(tmp_path / "dv")
 
     # a file appended while the rewrite runs fails the rewrite (it read the whole table): its
     # files are deleted and the table keeps column mapping
