@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         UnknownLogStoreError,
     )
     from deltalog.txn.commands.clone import CloneSourceFilesMissingError, CloneTargetNotEmptyError
+    from deltalog.txn.commands.column_mapping_removal import InvalidColumnNamesError
     from deltalog.txn.commands.convert import ConvertToDeltaError
     from deltalog.txn.commands.drop_feature import (
         DropFeatureError,
@@ -232,6 +233,7 @@ _HOMES: dict[str, str] = {
     "FeatureNotPresentError": "deltalog.txn.commands.drop_feature",
     "FeatureNotRemovableError": "deltalog.txn.commands.drop_feature",
     "FeatureStillInUseError": "deltalog.txn.commands.drop_feature",
+    "InvalidColumnNamesError": "deltalog.txn.commands.column_mapping_removal",
     # PySpark integration (no pyspark import)
     "DeltaSparkError": "deltalog.contrib.spark.errors",
     "CastOverflowError": "deltalog.contrib.spark.errors",
@@ -305,6 +307,7 @@ __all__ = [
     "IcebergCompatError",
     "IcebergCompatViolationError",
     "IdentityColumnError",
+    "InvalidColumnNamesError",
     "InvalidDurationError",
     "InvalidMetadataError",
     "InvalidPartitionFilterError",

@@ -1,4 +1,5 @@
-"""``deltalog checkpoint``, ``cleanup``, ``vacuum``, ``optimize``, ``restore``, ``clone`` and ``convert``."""
+"""``deltalog checkpoint``, ``cleanup``, ``vacuum``, ``optimize``, ``restore``, ``clone``, ``convert`` and
+``drop-feature``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from deltalog.cli import EXIT_OK, CommandContext, command
 from deltalog.cli_commands.arguments import at_least, human_bytes, parse_where, with_arguments
 from deltalog.cli_commands.progress import ProgressBar, progress_enabled
 
-__all__ = ["checkpoint", "cleanup", "clone", "convert", "optimize", "restore", "vacuum"]
+__all__ = ["checkpoint", "cleanup", "clone", "convert", "drop_feature", "optimize", "restore", "vacuum"]
 
 
 def _progress_argument(parser: argparse.ArgumentParser) -> None:
@@ -274,4 +275,46 @@ def convert(ctx: CommandContext) -> int:
         ctx.print_json({"table": log.table_uri, "version": version, "num_files": snapshot.num_files})
     else:
         ctx.print(f"converted {snapshot.num_files} Parquet file(s) into a Delta table (version {version})")
+    return EXIT_OK
+
+
+def _drop_feature_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("feature", help="the table feature to drop, e.g. deletionVectors, columnMapping")
+    parser.add_argument(
+        "--truncate-history",
+        action="store_true",
+        help="drop a reader+writer feature by truncating the history that uses it (24-hour wait) "
+        "instead of protecting checkpoints",
+    )
+
+
+@command(
+    "drop-feature",
+    "remove a table feature from the protocol (ALTER TABLE ... DROP FEATURE)",
+    arguments=with_arguments(_drop_feature_arguments),
+)
+def drop_feature(ctx: CommandContext) -> int:
+    from deltalog.txn.commands.drop_feature import drop_feature as run_drop_feature
+    from deltalog.txn.protocol.features import protocol_features
+
+    log = ctx.delta_log(ctx.args.uri)
+    feature = ctx.args.feature
+    version = run_drop_feature(log, feature, truncate_history=ctx.args.truncate_history, lock=ctx.args.lock)
+    protocol = log.update().protocol
+    reader, writer = protocol_features(protocol)
+    data = {
+        "table": log.table_uri,
+        "feature": feature,
+        "version": version,
+        "min_reader_version": protocol.min_reader_version,
+        "min_writer_version": protocol.min_writer_version,
+        "features": sorted(reader | writer),
+    }
+    if ctx.json:
+        ctx.print_json(data)
+    else:
+        ctx.print(
+            f"dropped {feature} at version {version}; protocol ({protocol.min_reader_version}, "
+            f"{protocol.min_writer_version}): {', '.join(data['features']) or 'no features'}"
+        )
     return EXIT_OK

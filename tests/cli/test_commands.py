@@ -255,3 +255,19 @@ def test_convert(tmp_path: Path) -> None:
     again = deltalog("convert", str(plain))
     assert again.returncode == 1 and again.stderr.startswith("deltalog convert: error:")
     assert "already a Delta table" in again.stderr
+
+
+def test_drop_feature(tmp_path: Path) -> None:
+    uri = str(tmp_path / "dv")
+    append(create(uri, config={"delta.enableDeletionVectors": "true"}), [1, 2], "a")
+    common = ("--storage-option", "AWS_REGION=eu-west-1", "--lock", "auto")
+    result = ok_json("drop-feature", uri, "deletionVectors", *common)
+    assert isinstance(result, dict) and result["feature"] == "deletionVectors"
+    assert result["features"] == ["appendOnly", "checkpointProtection", "invariants"]
+    assert result["version"] == DeltaLog.for_table(uri).update().version == 6  # unset, 3 barriers, the drop
+    again = deltalog("drop-feature", uri, "deletionVectors")
+    assert again.returncode == 1 and "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT" in again.stderr
+    protection = deltalog("drop-feature", uri, "checkpointProtection", "--truncate-history")
+    assert protection.returncode == 1 and "WAIT_FOR_RETENTION_PERIOD" in protection.stderr
+    text = deltalog("drop-feature", str(tmp_path / "nothing"), "appendOnly")
+    assert text.returncode == 1 and text.stderr.startswith("deltalog drop-feature: error: no Delta table at")

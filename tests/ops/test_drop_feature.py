@@ -7,6 +7,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import deltalake
 import pytest
@@ -128,7 +129,7 @@ def test_drop_feature_errors_leave_the_table_alone(tmp_path: Path) -> None:
         str(tmp_path / "t"),
         config={
             "delta.constraints.pos": "id > 0",
-            "delta.feature.domainMetadata": "supported",
+            "delta.feature.identityColumns": "supported",
             "delta.feature.appendOnly": "supported",
         },
     )
@@ -138,7 +139,7 @@ def test_drop_feature_errors_leave_the_table_alone(tmp_path: Path) -> None:
         ("appendOnly", FeatureNotRemovableError, "DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE"),
         ("fancyFeature", FeatureNotRemovableError, "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE"),
         ("delta.appendOnly", FeatureNotRemovableError, "DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY"),
-        ("domainMetadata", DropFeatureUnsupportedError, "DELTALOG_FEATURE_DROP_NOT_IMPLEMENTED"),
+        ("identityColumns", FeatureNotRemovableError, "DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE"),
         ("checkConstraints", FeatureStillInUseError, "DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE"),
     ]
     for name, error, error_class in cases:
@@ -147,6 +148,20 @@ def test_drop_feature_errors_leave_the_table_alone(tmp_path: Path) -> None:
     with pytest.raises(FeatureNotRemovableError, match="DELTA_FEATURE_DROP_HISTORY_TRUNCATION_NOT_ALLOWED"):
         drop_feature(log, "checkConstraints", truncate_history=True)
     assert log.update().version == before
+    # one Delta drops but deltalog does not (coordinated commits): refused by name
+    features = ["appendOnly", "coordinatedCommits-preview", "inCommitTimestamp", "vacuumProtocolCheck"]
+    protocol = {
+        "minReaderVersion": 3,
+        "minWriterVersion": 7,
+        "readerFeatures": features[3:],
+        "writerFeatures": features,
+    }
+    info = {"timestamp": 1, "operation": "x", "inCommitTimestamp": int(time.time() * 1000)}
+    commit = json.dumps({"commitInfo": info}) + "\n" + json.dumps({"protocol": protocol}) + "\n"
+    Path(log.store.fs_path(log.log_uri), f"{before + 1:020}.json").write_text(commit)
+    with pytest.raises(DropFeatureUnsupportedError, match="DELTALOG_FEATURE_DROP_NOT_IMPLEMENTED"):
+        drop_feature(log, "coordinatedCommits-preview")
+    assert log.update().version == before + 1
 
 
 def test_writer_feature_drop_and_truncate_history_paths(tmp_path: Path) -> None:
@@ -276,3 +291,168 @@ def test_drop_type_widening_rewrites_clustered_files_too(tmp_path: Path) -> None
     files = log.update().files
     assert [pq.read_schema(f"{log.table_uri}/{f.path}").field("n").type for f in files] == [pa.int64()]
     assert deltalake.DeltaTable(log.table_uri).to_pyarrow_table().sort_by("x").to_pydict() == {"x": [1, 2], "n": [6, 5]}
+
+
+def test_drop_column_mapping_rewrites_files_with_logical_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Delta's ColumnMappingPreDowngradeCommand / RemoveColumnMappingCommand: one REMOVE COLUMN
+    MAPPING commit rewrites every file (renamed, nested and partition columns) with logical
+    names; then the fast drop; deltalog and delta-rs read the rows; names a table without
+    column mapping cannot have are refused (Delta's DropColumnMappingFeatureSuite)."""
+    import pyarrow.parquet as pq
+
+    from deltalog.errors import InvalidColumnNamesError
+    from deltalog.txn.commands import alter
+    from tests.log.test_column_mapping_writes import _create, _delta_rs_rows, _deltalog_rows, _write
+
+    for mode in ("name", "id"):
+        log = _create(tmp_path / mode, {"delta.columnMapping.mode": mode})
+        _write(log, [{"id": 1, "part": "a", "s": {"x": 1}}, {"id": 2, "part": "b", "s": None}])
+        alter.rename_column(log, "id", "key")
+        _write(log, [{"key": 3, "part": "a", "s": {"x": 3}}])
+        rows = _deltalog_rows(log)
+        version = drop_feature(log, "columnMapping")
+        snap = log.update()
+        assert [r.operation for r in log.history(5)] == ["DROP FEATURE", *["Empty Commit"] * 3, "REMOVE COLUMN MAPPING"]
+        rewrite = log.history(5)[-1]
+        assert (
+            rewrite.operation_metrics["numRewrittenFiles"] == "3" and rewrite.operation_metrics["numCopiedRows"] == "3"
+        )
+        assert snap.protocol.reader_features is None and snap.protocol.min_reader_version == 1
+        assert "columnMapping" not in (snap.protocol.writer_features or ())
+        assert snap.metadata.configuration == {PROPERTY: str(version)}
+        assert "delta.columnMapping" not in snap.metadata.schema_string
+        assert sorted(f.partition_values["part"] for f in snap.files) == ["a", "a", "b"]
+        for f in snap.files:
+            assert pq.read_schema(f"{log.table_uri}/{f.path}").names == ["key", "s"]
+            assert '"key"' in (f.stats or "")
+        assert _deltalog_rows(log) == rows == _delta_rs_rows(tmp_path / mode)
+    # TRUNCATE HISTORY: the rewrite first, the downgrade once the mapped versions expired
+    log = _create(tmp_path / "truncate", {"delta.columnMapping.mode": "name"})
+    _write(log, [{"id": 1, "part": "a", "s": None}])
+    with pytest.raises(DropFeatureWaitForRetentionError, match="columnMapping"):
+        drop_feature(log, "columnMapping", truncate_history=True)
+    drop_feature(log, "columnMapping", truncate_history=True, now_ms=int(time.time() * 1000) + 2 * DAY_MS)
+    assert log.update().protocol == Protocol(1, 2)  # no checkpointProtection after a truncation
+    # a name that needs column mapping: refused, nothing committed
+    log = _create(tmp_path / "bad", {"delta.columnMapping.mode": "name"})
+    alter.rename_column(log, "id", "my id")
+    before = log.update().version
+    with pytest.raises(
+        InvalidColumnNamesError, match=r"DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING.*my id"
+    ):
+        drop_feature(log, "columnMapping")
+    assert log.update().version == before
+    # row tracking: the rewritten rows keep their stable row ids (materialized, as OPTIMIZE does)
+    log = _create(tmp_path / "rows", {"delta.columnMapping.mode": "name", "delta.enableRowTracking": "true"})
+    _write(log, [{"id": 1, "part": "a", "s": None}, {"id": 2, "part": "a", "s": None}])
+    _write(log, [{"id": 3, "part": "a", "s": None}])
+    drop_feature(log, "columnMapping")
+    assert _stable_row_ids(log) == {1: 0, 2: 1, 3: 2}
+    assert all((f.base_row_id or 0) > 2 for f in log.update().files)  # fresh base ids: the columns hold them
+    # deletion vectors: the rewritten file leaves the deleted row out
+    import numpy as np
+
+    from deltalog.txn.commit.operations import Delete
+    from deltalog.txn.log.deletion_vector_writer import mark_rows_deleted
+
+    log = _create(tmp_path / "dv", {"delta.columnMapping.mode": "name", "delta.enableDeletionVectors": "true"})
+    _write(log, [{"id": 1, "part": "a", "s": None}, {"id": 2, "part": "a", "s": {"x": 5}}])
+    txn = log.start_transaction()
+    marked = mark_rows_deleted(
+        log.store, log.table_uri, txn.snapshot.metadata.configuration, [(txn.filter_files()[0], np.array([0]))], 0
+    )
+    txn.commit(marked.actions, Delete(["id = 1"]))
+    drop_feature(log, "columnMapping")
+    assert log.history(5)[-1].operation_metrics["numDeletionVectorsRemoved"] == "1"
+    assert [f.deletion_vector for f in log.update().files] == [None]
+    assert _deltalog_rows(log) == [{"id": 2, "part": "a", "s": {"x": 5}}] == _delta_rs_rows(tmp_path / "dv")
+
+    # a file appended while the rewrite runs fails the rewrite (it read the whole table): its
+    # files are deleted and the table keeps column mapping
+    from deltalog.txn.commands import column_mapping_removal
+    from deltalog.txn.commit.commit_errors import ConcurrentAppendError
+
+    log = _create(tmp_path / "race", {"delta.columnMapping.mode": "name"})
+    _write(log, [{"id": 1, "part": "a", "s": None}])
+    real = column_mapping_removal.rewrite_bin
+
+    def racing(spec: Any, files: Any) -> Any:
+        _write(log, [{"id": 2, "part": "b", "s": None}])
+        return real(spec, files)
+
+    monkeypatch.setattr(column_mapping_removal, "rewrite_bin", racing)
+    with pytest.raises(ConcurrentAppendError):
+        drop_feature(log, "columnMapping")
+    snap = log.update()
+    assert snap.properties.column_mapping_mode == "name" and snap.version == 2
+    on_disk = {str(f.relative_to(tmp_path / "race")) for f in (tmp_path / "race").rglob("*.parquet")}
+    assert on_disk == {f.path for f in snap.files}  # the rewritten file is gone
+
+
+def _stable_row_ids(log: DeltaLog) -> dict[int, int]:
+    """id -> stable row id (the materialized column where set, else baseRowId + position)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.protocol import row_tracking
+
+    snap = log.update()
+    column = row_tracking.named_materialized_columns(snap.metadata)[0]
+    out: dict[int, int] = {}
+    for f in snap.files:
+        table = pq.read_table(f"{log.table_uri}/{f.path}")
+        materialized = table.column(column).combine_chunks() if column in table.column_names else None
+        positions = pa.array(range(table.num_rows), pa.uint64())
+        ids = row_tracking.row_ids(f.base_row_id, positions, materialized)
+        out.update(zip(table.column("id").to_pylist(), ids.to_pylist()))
+    return out
+
+
+def test_drop_row_tracking_then_domain_metadata(tmp_path: Path) -> None:
+    """Delta's RowTrackingPreDowngradeCommand (disable + suspend, unbackfill; the downgrade
+    commit removes the properties and the delta.rowTracking domain) and
+    DomainMetadataPreDowngradeCommand (leaked domains removed), both writer features without
+    history protection; domainMetadata is refused while rowTracking needs it."""
+    from deltalog.txn.protocol.actions import DomainMetadata
+
+    log = create(str(tmp_path / "t"), config={"delta.enableRowTracking": "true"})
+    append(log, [1, 2], "a")
+    append(log, [3], "b")
+    assert all(f.base_row_id is not None for f in log.update().files)
+    with pytest.raises(FeatureNotRemovableError, match=r"DELTA_FEATURE_DROP_DEPENDENT_FEATURE.*rowTracking"):
+        drop_feature(log, "domainMetadata")
+    with pytest.raises(FeatureNotRemovableError, match="HISTORY_TRUNCATION_NOT_ALLOWED"):
+        drop_feature(log, "rowTracking", truncate_history=True)
+    version = drop_feature(log, "rowTracking")
+    snap = log.update()
+    assert [r.operation for r in log.history(3)] == ["DROP FEATURE", "ROW TRACKING UNBACKFILL", "SET TBLPROPERTIES"]
+    assert snap.protocol.writer_features == ("appendOnly", "domainMetadata", "invariants")
+    assert snap.metadata.configuration == {} and _log_files(log, ".checkpoint") == []
+    assert [(f.base_row_id, f.default_row_commit_version) for f in snap.files] == [(None, None)] * 2
+    assert any(isinstance(a, DomainMetadata) and a.removed for a in log.read_commit(version))
+    append(log, [4], "a")  # no row ids any more
+    assert all(f.base_row_id is None for f in log.update().files)
+    log.start_transaction().commit([DomainMetadata("app.owner", '{"team":"qa"}')], Write())
+    drop_feature(log, "domainMetadata")
+    snap = log.update()
+    assert [r.operation for r in log.history(2)] == ["DROP FEATURE", "DOMAIN METADATA CLEANUP"]
+    assert snap.protocol == Protocol(1, 2) and not any(not d.removed for d in snap.domain_metadata.values())
+    assert read_ids(log) == [1, 2, 3, 4]
+    assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3, 4]
+
+
+def test_drop_materialize_partition_columns_removes_its_property(tmp_path: Path) -> None:
+    """Delta's MaterializePartitionColumnsTableFeature: no pre-downgrade work; the downgrade
+    commit removes delta.enableMaterializePartitionColumnsFeature. identityColumns is not a
+    removable feature in Delta: refused."""
+    config = {"delta.enableMaterializePartitionColumnsFeature": "true", "delta.feature.identityColumns": "supported"}
+    log = create(str(tmp_path / "t"), config=config)
+    append(log, [1], "a")
+    with pytest.raises(FeatureNotRemovableError, match="DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE"):
+        drop_feature(log, "identityColumns")
+    assert drop_feature(log, "materializePartitionColumns") == 2
+    snap = log.update()
+    assert snap.protocol.writer_features == ("appendOnly", "identityColumns", "invariants")
+    assert snap.metadata.configuration == {}
+    append(log, [2], "b")
+    assert read_ids(log) == [1, 2]

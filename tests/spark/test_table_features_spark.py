@@ -265,3 +265,31 @@ def test_drop_deletion_vectors_then_write_the_protected_table(spark, table_path)
     assert sorted(delta_rs_rows(table_path, ["id"])["id"]) == want
     for version in range(log.update().version + 1):  # every version reads (DV versions included)
         assert bool(log.snapshot(version).files) == (version > 0)
+
+
+def test_drop_column_mapping_rewrites_files_by_spark_tasks(spark, table_path):
+    """DeltaTable.dropFeatureSupport("columnMapping"): the REMOVE COLUMN MAPPING rewrite runs
+    as Spark tasks (the OPTIMIZE job group); the renamed and nested columns are stored under
+    their logical names; deltalog and delta-rs (the table_path fixture too) read the rows."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.maintenance import OPTIMIZE_JOB_GROUP
+    from deltalog.txn.delta_log import DeltaLog
+    from tests.log.test_column_mapping_writes import _create, _write
+
+    log = _create(Path(table_path), {"delta.columnMapping.mode": "name"})  # written without Spark: faster
+    _write(log, [{"id": i, "part": str(i), "s": {"x": i * 2}} for i in (0, 1)])
+    table = DeltaTable.forPath(spark, table_path)
+    table.renameColumn("id", "key")
+    tracker = spark.sparkContext.statusTracker()
+    jobs = len(tracker.getJobIdsForGroup(OPTIMIZE_JOB_GROUP))
+    table.dropFeatureSupport("columnMapping")
+    assert len(tracker.getJobIdsForGroup(OPTIMIZE_JOB_GROUP)) == jobs + 1
+    snap = DeltaLog.for_table(table_path).update()
+    assert "columnMapping" not in (snap.protocol.writer_features or ())
+    assert all(pq.read_schema(f"{table_path}/{f.path}").names == ["key", "s"] for f in snap.files)
+    rows = sorted((r.asDict(recursive=True) for r in table.toDF().collect()), key=lambda r: r["key"])
+    assert rows == [{"key": 0, "part": "0", "s": {"x": 0}}, {"key": 1, "part": "1", "s": {"x": 2}}]

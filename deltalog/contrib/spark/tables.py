@@ -769,8 +769,10 @@ class DeltaTable(AlterTableMethods):
         """delta-spark's ``dropFeatureSupport``: ``ALTER TABLE ... DROP FEATURE featureName
         [TRUNCATE HISTORY]`` (:func:`deltalog.txn.commands.drop_feature.drop_feature`; the
         files with deletion vectors, or with types narrower than the table's when dropping
-        type widening, are rewritten by Spark tasks). The protocol is normalized."""
+        type widening, or every file when dropping column mapping, are rewritten by Spark
+        tasks). The protocol is normalized."""
         from deltalog.contrib.spark.maintenance import SparkBinRewriter
+        from deltalog.txn.commands.column_mapping_removal import remove_column_mapping
         from deltalog.txn.commands.drop_feature import drop_feature
         from deltalog.txn.commands.optimize import optimize
 
@@ -784,6 +786,8 @@ class DeltaTable(AlterTableMethods):
             widening = mode == "REWRITE_TYPE_WIDENING"
             rewrite = SparkBinRewriter(spark)
             prefix = session_string_prefix_length(spark.conf.get(STRING_PREFIX_LENGTH_CONF, None))
+            if mode == "REMOVE_COLUMN_MAPPING":
+                return remove_column_mapping(log, rewrite_bins=rewrite, session_prefix_length=prefix)
             return optimize(
                 log,
                 purge=not widening,

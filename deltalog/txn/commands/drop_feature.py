@@ -39,8 +39,27 @@ Pre-downgrade work deltalog does (Delta's ``PreDowngradeTableFeatureCommand`` of
   rewritten with the table's types) and one ``DROP FEATURE`` metadata commit removing every
   ``delta.typeChanges`` from the schema.
 
-The other features Delta can drop (``columnMapping``, ``rowTracking``, ``domainMetadata``,
-...) are refused by name (:class:`DropFeatureUnsupportedError`).
+- ``columnMapping`` (Delta's ``ColumnMappingPreDowngradeCommand``): one commit
+  (``REMOVE COLUMN MAPPING``, :mod:`deltalog.txn.commands.column_mapping_removal`) rewrites
+  every file with the logical column names and removes the column mapping field metadata,
+  ``delta.columnMapping.mode`` and ``delta.columnMapping.maxColumnId``; refused
+  (``DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING``) while a column's name needs
+  column mapping;
+- ``rowTracking`` (Delta's ``RowTrackingPreDowngradeCommand``, writer feature, no history
+  protection): ``delta.enableRowTracking`` = ``false`` and ``delta.rowTrackingSuspended`` =
+  ``true``, then the files with ``baseRowId`` / ``defaultRowCommitVersion`` re-added without
+  them (``ROW TRACKING UNBACKFILL``); the downgrade commit removes the four row tracking
+  properties and the ``delta.rowTracking`` domain (refused while ``domainMetadata`` is needed
+  by ``rowTracking``: drop ``rowTracking`` first);
+- ``domainMetadata``: every domain removed (``DOMAIN METADATA CLEANUP``: they are leaked, since
+  a feature that uses domains, ``rowTracking`` or ``clustering``, refuses the drop first);
+- ``materializePartitionColumns``: none; the downgrade commit removes
+  ``delta.enableMaterializePartitionColumnsFeature``.
+
+Features Delta cannot drop (``identityColumns``, ``appendOnly``, ...) are refused
+(``DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE``); the removable ones whose pre-downgrade work
+deltalog lacks (``coordinatedCommits-preview``, ``catalogOwned-preview``) by name
+(:class:`DropFeatureUnsupportedError`).
 """
 
 from __future__ import annotations
@@ -54,31 +73,38 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.commit.operations import (
     AddDeletionVectorsTombstones,
+    DomainMetadataCleanup,
     DropFeatureColumnMetadata,
     DropTableFeature,
     EmptyCommit,
+    RowTrackingUnBackfill,
     SetTableProperties,
     UnsetTableProperties,
 )
 from deltalog.txn.log.deletion_vectors import dv_absolute_path
+from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import (
     Action,
     AddFile,
     CheckpointMetadata,
     DeletionVectorDescriptor,
+    DomainMetadata,
     Metadata,
     RemoveFile,
     decode_path,
     encode_path,
 )
 from deltalog.txn.protocol.checkpoint_protection import PROPERTY, checkpoint_protection_version
+from deltalog.txn.protocol.column_mapping import column_mapping_mode, without_column_mapping
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.feature_removal import REMOVABLE, dependent_features, protocol_without
 from deltalog.txn.protocol.features import FEATURES, protocol_features
 from deltalog.txn.protocol.properties import ALIASES
+from deltalog.txn.protocol.schema import parse_schema
 from deltalog.txn.protocol.type_widening import has_type_changes, remove_type_changes
 
 if TYPE_CHECKING:
+    from deltalog.txn.commit.locks.base import CommitLock
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.log.snapshot import Snapshot
 
@@ -101,7 +127,9 @@ BARRIER_CHECKPOINTS = 3
 
 #: rewrites files of the latest version: REORG ... APPLY (PURGE) (the files with deletion
 #: vectors) with ``"PURGE"``, APPLY (REWRITE TYPE WIDENING) (the files with narrower Parquet
-#: types than the table's) with ``"REWRITE_TYPE_WIDENING"``
+#: types than the table's) with ``"REWRITE_TYPE_WIDENING"``, every file with the logical
+#: column names and the metadata without column mapping with ``"REMOVE_COLUMN_MAPPING"``
+#: (:func:`deltalog.txn.commands.column_mapping_removal.remove_column_mapping`)
 Purge = Callable[["DeltaLog", str], object]
 
 
@@ -208,9 +236,32 @@ def _dv_count(snapshot: Snapshot) -> int:
     return int(len(column) - column.null_count)
 
 
+def _row_ids_count(snapshot: Snapshot) -> int:
+    """The live files with a ``baseRowId`` or a ``defaultRowCommitVersion``."""
+    import pyarrow.compute as pc
+
+    files = snapshot.files_table
+    base, version = (files.column(c) for c in ("baseRowId", "defaultRowCommitVersion"))
+    without = pc.sum(pc.and_(base.is_null(), version.is_null()).cast("int64")).as_py() or 0
+    return len(files) - int(without)
+
+
+def _has_column_mapping(metadata: Metadata) -> bool:
+    schema = parse_schema(metadata.schema_string)
+    return column_mapping_mode(metadata.configuration) != "none" or without_column_mapping(schema) != schema
+
+
 def drop_invariants_hold(name: str, snapshot: Snapshot) -> bool:
     """Delta's ``validateDropInvariants``: the latest state has no trace of ``name``."""
     props = snapshot.properties
+    if name == "columnMapping":
+        return not _has_column_mapping(snapshot.metadata)
+    if name == "rowTracking":  # the properties and the domain go at the downgrade commit
+        if props.enable_row_tracking or not row_tracking.is_suspended(snapshot.metadata):
+            return False
+        return _row_ids_count(snapshot) == 0
+    if name == "domainMetadata":
+        return not any(not d.removed for d in snapshot.domain_metadata.values())
     if name == "deletionVectors":
         return not props.enable_deletion_vectors and _dv_count(snapshot) == 0
     if name == "v2Checkpoint":
@@ -225,7 +276,7 @@ def drop_invariants_hold(name: str, snapshot: Snapshot) -> bool:
         return props.get(PROPERTY) is None
     if name in ("typeWidening", "typeWidening-preview"):
         return not props.enable_type_widening and not has_type_changes(json.loads(snapshot.metadata.schema_string))
-    return True  # vacuumProtocolCheck leaves no trace
+    return True  # vacuumProtocolCheck and materializePartitionColumns leave no trace
 
 
 def _action_uses(name: str, action: Action) -> bool:
@@ -240,6 +291,8 @@ def _action_uses(name: str, action: Action) -> bool:
         return isinstance(action, CheckpointMetadata)
     if name in ("typeWidening", "typeWidening-preview"):
         return isinstance(action, Metadata) and has_type_changes(json.loads(action.schema_string))
+    if name == "columnMapping":
+        return isinstance(action, Metadata) and column_mapping_mode(action.configuration) != "none"
     return False
 
 
@@ -260,9 +313,11 @@ def _history_uses(delta_log: DeltaLog, name: str, snapshot: Snapshot) -> bool:
 # -- the pre-downgrade work ------------------------------------------------------------------
 
 
-def _set_properties(delta_log: DeltaLog, changes: dict[str, str | None], unset: bool) -> None:
+def _set_properties(
+    delta_log: DeltaLog, lock: str | CommitLock | None, changes: dict[str, str | None], unset: bool
+) -> None:
     """One metadata commit setting (value) or removing (``None``) properties."""
-    txn = delta_log.start_transaction()
+    txn = delta_log.start_transaction(lock=lock)
     metadata = txn.snapshot.metadata
     config = {k: v for k, v in metadata.configuration.items() if k not in changes}
     config.update({k: v for k, v in changes.items() if v is not None})
@@ -273,11 +328,11 @@ def _set_properties(delta_log: DeltaLog, changes: dict[str, str | None], unset: 
         txn.commit([], SetTableProperties(properties={k: v for k, v in changes.items() if v is not None}))
 
 
-def _dv_tombstones(delta_log: DeltaLog, now_ms: int) -> None:
+def _dv_tombstones(delta_log: DeltaLog, lock: str | CommitLock | None, now_ms: int) -> None:
     """Removes naming each deletion vector file a tombstone still references (Delta's
     ``generateDVTombstones``), so that a client without deletion vectors never vacuums one
     while a time travel within the retention period can need it."""
-    txn = delta_log.start_transaction()
+    txn = delta_log.start_transaction(lock=lock)
     snapshot = txn.snapshot
     root = delta_log.table_uri.rstrip("/") + "/"
     tombstones = snapshot.tombstones_table(now_ms)
@@ -297,38 +352,45 @@ def _dv_tombstones(delta_log: DeltaLog, now_ms: int) -> None:
         txn.commit(removes, AddDeletionVectorsTombstones())
 
 
-def _drop_deletion_vectors(delta_log: DeltaLog, purge: Purge | None, now_ms: int) -> bool:
+def _drop_deletion_vectors(
+    delta_log: DeltaLog, lock: str | CommitLock | None, purge: Purge | None, now_ms: int
+) -> bool:
     snapshot = delta_log.update()
     traces = not drop_invariants_hold("deletionVectors", snapshot)
     if snapshot.properties.enable_deletion_vectors:
-        _set_properties(delta_log, {"delta.enableDeletionVectors": None}, unset=True)
+        _set_properties(delta_log, lock, {"delta.enableDeletionVectors": None}, unset=True)
     if _dv_count(delta_log.update()) > 0:
-        _reorg(delta_log, purge, "PURGE")
-    _dv_tombstones(delta_log, now_ms)
+        _reorg(delta_log, lock, purge, "PURGE")
+    _dv_tombstones(delta_log, lock, now_ms)
     return traces
 
 
-def _reorg(delta_log: DeltaLog, purge: Purge | None, mode: str) -> None:
+def _reorg(delta_log: DeltaLog, lock: str | CommitLock | None, purge: Purge | None, mode: str) -> None:
     """REORG ... APPLY (``mode``) with ``purge``, else in this process."""
     if purge is not None:
         purge(delta_log, mode)
         return
+    if mode == "REMOVE_COLUMN_MAPPING":
+        from deltalog.txn.commands.column_mapping_removal import remove_column_mapping
+
+        remove_column_mapping(delta_log, lock=lock)
+        return
     from deltalog.txn.commands.optimize import optimize
 
-    optimize(delta_log, purge=mode == "PURGE", rewrite_type_widening=mode == "REWRITE_TYPE_WIDENING")
+    optimize(delta_log, lock=lock, purge=mode == "PURGE", rewrite_type_widening=mode == "REWRITE_TYPE_WIDENING")
 
 
-def _drop_type_widening(delta_log: DeltaLog, name: str, purge: Purge | None) -> bool:
+def _drop_type_widening(delta_log: DeltaLog, lock: str | CommitLock | None, name: str, purge: Purge | None) -> bool:
     """Delta's ``TypeWideningPreDowngradeCommand``: unset the property, rewrite the files
     written before a widening, remove the ``delta.typeChanges`` metadata."""
     snapshot = delta_log.update()
     if drop_invariants_hold(name, snapshot):
         return False
-    _set_properties(delta_log, {"delta.enableTypeWidening": None}, unset=True)
+    _set_properties(delta_log, lock, {"delta.enableTypeWidening": None}, unset=True)
     if not has_type_changes(json.loads(delta_log.update().metadata.schema_string)):
         return True
-    _reorg(delta_log, purge, "REWRITE_TYPE_WIDENING")
-    txn = delta_log.start_transaction()
+    _reorg(delta_log, lock, purge, "REWRITE_TYPE_WIDENING")
+    txn = delta_log.start_transaction(lock=lock)
     metadata = txn.snapshot.metadata
     cleaned, fields = remove_type_changes(json.loads(metadata.schema_string))
     if fields:  # a concurrent commit may have removed them
@@ -348,7 +410,7 @@ def _column_parameter(path: str, field: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _drop_in_commit_timestamps(delta_log: DeltaLog) -> bool:
+def _drop_in_commit_timestamps(delta_log: DeltaLog, lock: str | CommitLock | None) -> bool:
     snapshot = delta_log.update()
     if drop_invariants_hold("inCommitTimestamp", snapshot):
         return False
@@ -357,23 +419,64 @@ def _drop_in_commit_timestamps(delta_log: DeltaLog) -> bool:
     changes: dict[str, str | None] = {name: None for name in names if name in snapshot.metadata.configuration}
     if snapshot.properties.enable_in_commit_timestamps:
         changes["delta.enableInCommitTimestamps"] = "false"
-    _set_properties(delta_log, changes, unset=True)
+    _set_properties(delta_log, lock, changes, unset=True)
     return True
 
 
-def _pre_downgrade(delta_log: DeltaLog, name: str, purge: Purge | None, now_ms: int) -> bool:
+def _drop_row_tracking(delta_log: DeltaLog, lock: str | CommitLock | None) -> bool:
+    """Delta's ``RowTrackingPreDowngradeCommand``: disable and suspend row tracking, then
+    re-add the files with row ids without them (``RowTrackingUnBackfillCommand``, one commit)."""
+    snapshot = delta_log.update()
+    if drop_invariants_hold("rowTracking", snapshot):
+        return False
+    _set_properties(
+        delta_log, lock, {"delta.enableRowTracking": "false", row_tracking.SUSPENDED_KEY: "true"}, unset=False
+    )
+    txn = delta_log.start_transaction(lock=lock)
+    readds = [
+        dataclasses.replace(f, data_change=False, base_row_id=None, default_row_commit_version=None)
+        for f in txn.snapshot.files
+        if f.base_row_id is not None or f.default_row_commit_version is not None
+    ]
+    if readds:
+        txn.commit(readds, RowTrackingUnBackfill())
+    return True
+
+
+def _drop_domain_metadata(delta_log: DeltaLog, lock: str | CommitLock | None) -> bool:
+    """Delta's ``DomainMetadataPreDowngradeCommand``: remove the (leaked) domains."""
+    txn = delta_log.start_transaction(lock=lock)
+    removes = [dataclasses.replace(d, removed=True) for d in txn.snapshot.domain_metadata.values() if not d.removed]
+    if not removes:
+        return False
+    txn.commit(removes, DomainMetadataCleanup(domain_metadata_removed_count=len(removes)))
+    return True
+
+
+def _pre_downgrade(
+    delta_log: DeltaLog, lock: str | CommitLock | None, name: str, purge: Purge | None, now_ms: int
+) -> bool:
     """Remove the feature's traces from the latest version; whether anything changed."""
     snapshot = delta_log.update()
+    if name == "columnMapping":
+        if drop_invariants_hold(name, snapshot):
+            return False
+        _reorg(delta_log, lock, purge, "REMOVE_COLUMN_MAPPING")
+        return True
+    if name == "rowTracking":
+        return _drop_row_tracking(delta_log, lock)
+    if name == "domainMetadata":
+        return _drop_domain_metadata(delta_log, lock)
     if name == "deletionVectors":
-        return _drop_deletion_vectors(delta_log, purge, now_ms)
+        return _drop_deletion_vectors(delta_log, lock, purge, now_ms)
     if name == "inCommitTimestamp":
-        return _drop_in_commit_timestamps(delta_log)
+        return _drop_in_commit_timestamps(delta_log, lock)
     if name in ("typeWidening", "typeWidening-preview"):
-        return _drop_type_widening(delta_log, name, purge)
+        return _drop_type_widening(delta_log, lock, name, purge)
     if name == "v2Checkpoint":
         if drop_invariants_hold(name, snapshot):
             return False
-        _set_properties(delta_log, {"delta.checkpointPolicy": "classic"}, unset=False)
+        _set_properties(delta_log, lock, {"delta.checkpointPolicy": "classic"}, unset=False)
         return True
     if name == "checkConstraints" and snapshot.properties.check_constraints:
         names = ", ".join(sorted(snapshot.properties.check_constraints))
@@ -383,7 +486,7 @@ def _pre_downgrade(delta_log: DeltaLog, name: str, purge: Purge | None, now_ms: 
         )
         raise _refuse(FeatureStillInUseError, "DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE", msg, name)
     if name == "checkpointProtection":
-        _truncate_protected_history(delta_log, now_ms)
+        _truncate_protected_history(delta_log, lock, now_ms)
     return False
 
 
@@ -411,10 +514,10 @@ def _checkpoint_and_clean(delta_log: DeltaLog, version: int) -> None:
         delta_log.cleanup_expired_logs(delta_log.update())
 
 
-def _empty_commit_and_checkpoint(delta_log: DeltaLog) -> int:
+def _empty_commit_and_checkpoint(delta_log: DeltaLog, lock: str | CommitLock | None) -> int:
     """Delta's ``createEmptyCommitAndCheckpoint``: a checkpoint on a commit after the
     pre-downgrade work (another writer's commit may land first: that is fine)."""
-    version = delta_log.start_transaction().commit([], EmptyCommit())
+    version = delta_log.start_transaction(lock=lock).commit([], EmptyCommit())
     _checkpoint_and_clean(delta_log, version)
     return version
 
@@ -430,13 +533,13 @@ def _history_truncated_before(delta_log: DeltaLog, boundary: int) -> bool:
     return any(c.version >= boundary for c in listing.complete_checkpoints())
 
 
-def _truncate_protected_history(delta_log: DeltaLog, now_ms: int) -> None:
+def _truncate_protected_history(delta_log: DeltaLog, lock: str | CommitLock | None, now_ms: int) -> None:
     """``checkpointProtection``'s pre-downgrade work: truncate the history before the
     protected version (24-hour retention), then unset the property."""
     snapshot = delta_log.update()
     boundary = checkpoint_protection_version(snapshot.protocol, snapshot.metadata)
     if not _history_truncated_before(delta_log, boundary):
-        _empty_commit_and_checkpoint(delta_log)
+        _empty_commit_and_checkpoint(delta_log, lock)
         latest = delta_log.update()
         delta_log.cleanup_expired_logs(latest, now_ms=now_ms, retention_ms=_truncate_retention_ms(latest))
         if not _history_truncated_before(delta_log, boundary):
@@ -452,35 +555,49 @@ def _truncate_protected_history(delta_log: DeltaLog, now_ms: int) -> None:
                 "checkpointProtection",
             )
     if delta_log.update().properties.get(PROPERTY) is not None:
-        _set_properties(delta_log, {PROPERTY: None}, unset=True)
+        _set_properties(delta_log, lock, {PROPERTY: None}, unset=True)
 
 
 # -- the command ---------------------------------------------------------------------------
 
 
-def _downgrade(delta_log: DeltaLog, name: str, *, protect: bool, truncate: bool) -> int:
+def _downgrade(delta_log: DeltaLog, lock: str | CommitLock | None, name: str, *, protect: bool, truncate: bool) -> int:
     """The protocol downgrade commit; with ``protect`` it adds ``checkpointProtection``."""
     from deltalog.txn.commit.commit_errors import DropFeatureConflictError
     from deltalog.txn.protocol.checkpoint_protection import FEATURE, with_checkpoint_protection
 
-    txn = delta_log.start_transaction()
+    txn = delta_log.start_transaction(lock=lock)
     snapshot = txn.snapshot
     if not drop_invariants_hold(name, snapshot):
         raise DropFeatureConflictError(f"the table uses {name} again", table=delta_log.table_uri)
-    metadata = snapshot.metadata
+    removed = {k.lower() for k in REMOVABLE[name].downgrade_removes}
+    config = {k: v for k, v in snapshot.metadata.configuration.items() if k.lower() not in removed}
+    metadata = dataclasses.replace(snapshot.metadata, configuration=config)
     if protect:
         metadata = with_checkpoint_protection(metadata, txn.read_version + 1)
     txn.update_metadata(metadata)
     protocol = protocol_without(snapshot.protocol, name, (FEATURE,) if protect else ())
     txn.downgrade_protocol(protocol, lambda s: drop_invariants_hold(name, s), protect_checkpoints=protect)
-    return txn.commit([], DropTableFeature(feature_name=name, truncate_history=truncate))
+    return txn.commit(
+        _downgrade_actions(name, snapshot), DropTableFeature(feature_name=name, truncate_history=truncate)
+    )
 
 
-def _drop_with_history_truncation(delta_log: DeltaLog, name: str, purge: Purge | None, now_ms: int) -> int:
+def _downgrade_actions(name: str, snapshot: Snapshot) -> list[Action]:
+    """Delta's ``actionsToIncludeAtDowngradeCommit``: ``rowTracking`` removes its domain."""
+    domain = snapshot.domain_metadata.get(row_tracking.ROW_TRACKING_DOMAIN)
+    if name != "rowTracking" or domain is None or domain.removed:
+        return []
+    return [DomainMetadata(domain.domain, domain.configuration, removed=True)]
+
+
+def _drop_with_history_truncation(
+    delta_log: DeltaLog, lock: str | CommitLock | None, name: str, purge: Purge | None, now_ms: int
+) -> int:
     """Delta's ``executeDropFeatureWithHistoryTruncation``."""
-    changed = _pre_downgrade(delta_log, name, purge, now_ms)
+    changed = _pre_downgrade(delta_log, lock, name, purge, now_ms)
     if REMOVABLE[name].history_protection:
-        _empty_commit_and_checkpoint(delta_log)
+        _empty_commit_and_checkpoint(delta_log, lock)
         if changed:
             msg = (
                 f"Dropping {name} was partially successful. The feature is now no longer used in the current "
@@ -497,7 +614,7 @@ def _drop_with_history_truncation(delta_log: DeltaLog, name: str, purge: Purge |
                 + _retention_text(latest)
             )
             raise DropFeatureHistoricalVersionsExistError(msg, name)
-    return _downgrade(delta_log, name, protect=False, truncate=True)
+    return _downgrade(delta_log, lock, name, protect=False, truncate=True)
 
 
 def drop_feature(
@@ -507,21 +624,23 @@ def drop_feature(
     truncate_history: bool = False,
     purge: Purge | None = None,
     now_ms: int | None = None,
+    lock: str | CommitLock | None = None,
 ) -> int:
     """Drop ``feature`` from the table's protocol (see the module docstring); returns the
     version of the downgrade commit. ``purge(log, mode)`` runs a REORG (see :data:`Purge`;
     default: :func:`deltalog.txn.commands.optimize.optimize` in this process); ``now_ms``
-    is the clock of the history truncation."""
+    is the clock of the history truncation; ``lock`` the commit lock of every commit the
+    drop makes (``docs/locks.md``)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     _check_droppable(feature, delta_log.require_table(), truncate_history)
     if truncate_history:
-        return _drop_with_history_truncation(delta_log, feature, purge, now)
-    _pre_downgrade(delta_log, feature, purge, now)
+        return _drop_with_history_truncation(delta_log, lock, feature, purge, now)
+    _pre_downgrade(delta_log, lock, feature, purge, now)
     protect = REMOVABLE[feature].history_protection
     if protect:
         for _ in range(BARRIER_CHECKPOINTS):
-            _empty_commit_and_checkpoint(delta_log)
-    version = _downgrade(delta_log, feature, protect=protect, truncate=False)
+            _empty_commit_and_checkpoint(delta_log, lock)
+    version = _downgrade(delta_log, lock, feature, protect=protect, truncate=False)
     if protect:
         _checkpoint_and_clean(delta_log, version)  # a protected checkpoint
     log.info("dropped table feature %s of %s at version %d", feature, delta_log.table_uri, version)

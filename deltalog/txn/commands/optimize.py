@@ -80,7 +80,7 @@ from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import Action, AddFile, absolute_path, encode_path
 from deltalog.txn.protocol.clustering import CLUSTERING_PROVIDER
 from deltalog.txn.protocol.column_identifiers import ColumnPath
-from deltalog.txn.protocol.column_mapping import physical_arrow_schema
+from deltalog.txn.protocol.column_mapping import physical_arrow_schema, rename_to_logical
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.file_stats import StatsCollector
 from deltalog.txn.protocol.iceberg_compat import materializes_partition_columns
@@ -106,6 +106,7 @@ __all__ = [
     "CompactionSpec",
     "OptimizeError",
     "OptimizeResult",
+    "delete_data_file",
     "discard_bin_outputs",
     "files_with_narrower_types",
     "has_deleted_rows",
@@ -271,6 +272,10 @@ class CompactionSpec:
     #: the partition columns (logical schema) when the files hold them after the other
     #: columns (IcebergCompat, ``materializePartitionColumns``); None when they do not
     materialized_partitions: StructType | None = None
+    #: the table's data schema with column mapping, when the rewrite drops it (``DROP
+    #: FEATURE columnMapping``): the files are read by its physical names and written by the
+    #: logical ones of ``schema``; None otherwise
+    rename_from: StructType | None = None
 
     @classmethod
     def for_snapshot(
@@ -379,7 +384,7 @@ class _Compactor:
                     if rebase is not None:
                         raw = rebase_batch(raw, reader, rebase, uri)
                     n = raw.num_rows
-                    batch = self._with_row_tracking(f, raw, _conform(raw, self.schema, uri), offset)
+                    batch = self._with_row_tracking(f, raw, self._conform(raw, uri), offset)
                     batch = self._with_partition_values(f, batch)
                     if deleted is not None and len(deleted):
                         rows = pa.array(range(offset, offset + n), pa.uint64())
@@ -391,6 +396,16 @@ class _Compactor:
                 f"cannot compact {uri}: the data file could not be read ({exc}). Check that it exists and "
                 "is valid Parquet (a vacuumed or damaged file); nothing was committed."
             ) from None
+
+    def _conform(self, raw: pa.RecordBatch, uri: str) -> pa.RecordBatch:
+        """The data columns of ``raw`` as the table's schema (renamed to the logical names
+        when the rewrite drops column mapping)."""
+        source = self.spec.rename_from
+        if source is None:
+            return _conform(raw, self.schema, uri)
+        table = rename_to_logical(pa.Table.from_batches([_conform(raw, physical_arrow_schema(source), uri)]), source)
+        logical = pa.RecordBatch.from_arrays([c.combine_chunks() for c in table.columns], schema=table.schema)
+        return _conform(logical, self.schema, uri)
 
     def _with_row_tracking(self, f: AddFile, raw: pa.RecordBatch, batch: pa.RecordBatch, offset: int) -> pa.RecordBatch:
         """``batch`` plus the rows' stable row ids and commit versions (the file's
@@ -517,7 +532,7 @@ class _Compactor:
         )
 
     def delete(self, rel: str) -> None:
-        _delete_data_file(self.store, self.spec.table_uri, rel)
+        delete_data_file(self.store, self.spec.table_uri, rel)
 
 
 def range_ids(column: pa.Array | pa.ChunkedArray, num_ranges: int) -> Any:
@@ -573,7 +588,7 @@ def discard_bin_outputs(spec: CompactionSpec, bins: Sequence[tuple[Sequence[AddF
             compactor.delete(encode_path(rel))
 
 
-def _delete_data_file(store: LogStore, table_uri: str, rel: str) -> None:
+def delete_data_file(store: LogStore, table_uri: str, rel: str) -> None:
     """Delete a file this run wrote (never committed)."""
     try:
         store.filesystem().delete_file(store.fs_path(absolute_path(table_uri, rel)))
@@ -704,7 +719,7 @@ def _delete_uncommitted(delta_log: DeltaLog, written: dict[_BinKey, list[AddFile
     """Delete the files this run wrote that no commit names (a failure, or bins re-planned)."""
     leftovers = [a for added in written.values() for a in added if a.path not in committed]
     for a in leftovers:
-        _delete_data_file(delta_log.store, delta_log.table_uri, a.path)
+        delete_data_file(delta_log.store, delta_log.table_uri, a.path)
 
 
 def _bin_key(files_in_bin: Sequence[AddFile]) -> _BinKey:

@@ -20,6 +20,7 @@ __all__ = [
     "MERGE",
     "OPTIMIZE",
     "OVERWRITE_REMOVES",
+    "REMOVE_COLUMN_MAPPING",
     "RESTORE",
     "STREAMING_UPDATE",
     "TRUNCATE",
@@ -132,6 +133,11 @@ OPTIMIZE = frozenset(
         "maxFileSize",
         "numDeletionVectorsRemoved",
     }
+)
+
+#: Delta's ``REMOVE_COLUMN_MAPPING``
+REMOVE_COLUMN_MAPPING = frozenset(
+    {"numRewrittenFiles", "numOutputBytes", "numRemovedBytes", "numCopiedRows", "numDeletionVectorsRemoved"}
 )
 
 RESTORE = frozenset(

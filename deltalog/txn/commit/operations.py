@@ -26,6 +26,7 @@ __all__ = [
     "Convert",
     "CreateTable",
     "Delete",
+    "DomainMetadataCleanup",
     "DropFeatureColumnMetadata",
     "DropTableFeature",
     "EmptyCommit",
@@ -33,9 +34,11 @@ __all__ = [
     "Merge",
     "Operation",
     "Optimize",
+    "RemoveColumnMapping",
     "Reorg",
     "ReplaceTable",
     "Restore",
+    "RowTrackingUnBackfill",
     "SetTableProperties",
     "StreamingUpdate",
     "Truncate",
@@ -396,6 +399,41 @@ class AddDeletionVectorsTombstones(Operation):
     the retention period, so that VACUUM of a client without deletion vectors keeps them."""
 
     name: ClassVar[str] = "Deletion Vector Tombstones"
+
+
+@dataclass(frozen=True)
+class RemoveColumnMapping(Operation):
+    """``DROP FEATURE columnMapping``: every file rewritten with the logical column names,
+    the column mapping metadata and properties removed (Delta's ``RemoveColumnMapping``)."""
+
+    name: ClassVar[str] = "REMOVE COLUMN MAPPING"
+
+    @property
+    def operation_metrics(self) -> frozenset[str]:
+        return metric_sets.REMOVE_COLUMN_MAPPING
+
+
+@dataclass(frozen=True)
+class RowTrackingUnBackfill(Operation):
+    """``DROP FEATURE rowTracking``: the live files re-added without ``baseRowId`` and
+    ``defaultRowCommitVersion`` (Delta's ``RowTrackingUnBackfill``)."""
+
+    name: ClassVar[str] = "ROW TRACKING UNBACKFILL"
+    batch_id: int = 0
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"batchId": self.batch_id}
+
+
+@dataclass(frozen=True)
+class DomainMetadataCleanup(Operation):
+    """``DROP FEATURE domainMetadata``: every domain removed (Delta's ``DomainMetadataCleanup``)."""
+
+    name: ClassVar[str] = "DOMAIN METADATA CLEANUP"
+    domain_metadata_removed_count: int = 0
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"domainMetadataRemovedCount": self.domain_metadata_removed_count}
 
 
 @dataclass(frozen=True)

@@ -274,16 +274,20 @@ class OptimisticTransaction:
                 "start a new transaction for another commit"
             )
 
-    def update_metadata(self, metadata: Metadata, *, creating_table: bool | None = None) -> None:
+    def update_metadata(
+        self, metadata: Metadata, *, creating_table: bool | None = None, removing_column_mapping: bool = False
+    ) -> None:
         """Change the table's metadata in this transaction (at most once). ``creating_table``:
         whether the commit creates the table (by default when it does not exist yet; a CLONE
-        passes False: Delta then sets no property for IcebergCompat)."""
+        passes False: Delta then sets no property for IcebergCompat). ``removing_column_mapping``:
+        the commit rewrites every file with the logical names (``DROP FEATURE columnMapping``),
+        so the metadata may turn column mapping off."""
         self._check_open()
         if self._new_metadata is not None:
             raise MetadataAlreadyChangedError("cannot change the metadata more than once in a transaction")
         verify_metadata(metadata)
         old = self.snapshot.metadata if self.table_exists else None
-        metadata = complete_metadata(old, metadata, creating_table)
+        metadata = complete_metadata(old, metadata, creating_table, removing_column_mapping)
         if metadata.created_time is None and not self.table_exists:
             metadata = _with_created_time(metadata)
         metadata = self._with_ict_enablement(metadata)
@@ -392,6 +396,10 @@ class OptimisticTransaction:
         self._new_protocol = protocol
         self._drop_revalidation = revalidate
         self._protects_checkpoints = protect_checkpoints
+        if self._new_metadata is not None:  # dropping rowTracking drops its column names
+            self._new_metadata = row_tracking.with_materialized_column_names(
+                protocol, self.snapshot.metadata, self._new_metadata
+            )
 
     def _stamp_checkpoint_protection(self, actions: Sequence[Action], version: int) -> list[Action] | None:
         """``actions`` with the metadata protecting the checkpoints before ``version`` (Delta's

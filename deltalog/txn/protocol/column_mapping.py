@@ -45,6 +45,7 @@ __all__ = [
     "column_mapping_mode",
     "field_ids",
     "find_max_column_id",
+    "invalid_column_names",
     "logical_partition_values",
     "logical_to_physical",
     "partition_value_keys",
@@ -210,15 +211,17 @@ def _reusable(old_schema: StructType | None, path: tuple[str, ...], f: StructFie
     return old if same_type(old.type, f.type) else None
 
 
-def update_column_mapping(old: Metadata | None, new: Metadata) -> Metadata:
+def update_column_mapping(old: Metadata | None, new: Metadata, removing: bool = False) -> Metadata:
     """``new`` with column mapping ids, physical names and ``maxColumnId`` assigned (and
     IcebergCompatV2's nested ids, :func:`assign_nested_ids`), after checking the mode
     change (Delta's ``verifyAndUpdateMetadataChange``): a new table may use any mode; an
-    existing one may only go from ``none`` to ``name``."""
+    existing one may only go from ``none`` to ``name``, or to ``none`` when ``removing``
+    (``DROP FEATURE columnMapping``, which rewrites the files in the same commit)."""
     new_mode = column_mapping_mode(new.configuration)
     old_mode = "none" if old is None else column_mapping_mode(old.configuration)
     changing = old is not None and old_mode != new_mode
-    if changing and not (old_mode == "none" and new_mode == "name"):
+    allowed = (old_mode == "none" and new_mode == "name") or (removing and new_mode == "none")
+    if changing and not allowed:
         raise InvalidSchemaChangeError(
             f"changing delta.columnMapping.mode from {old_mode!r} to {new_mode!r} is not supported; "
             "an existing table can only go from 'none' to 'name' (Delta's DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE)"
@@ -350,6 +353,21 @@ def _all_fields(schema: StructType) -> list[tuple[tuple[str, ...], StructField]]
             walk(prefix, dt.value_type)
 
     walk((), schema)
+    return out
+
+
+#: characters a column name cannot have without column mapping (Delta's ``findInvalidColumnNames``)
+_INVALID_NAME_CHARACTERS = frozenset(" ,;{}()\n\t=")
+
+
+def invalid_column_names(schema: StructType) -> list[str]:
+    """The columns (dotted paths, any depth) whose names a table without column mapping
+    cannot have (Delta's ``SchemaUtils.findInvalidColumnNamesInSchema``)."""
+    out = []
+    for path, _ in _all_fields(schema):
+        name = ".".join(f"`{p}`" if "." in p or "`" in p else p for p in path)
+        if any(c in _INVALID_NAME_CHARACTERS for c in name):
+            out.append(name)
     return out
 
 

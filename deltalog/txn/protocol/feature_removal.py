@@ -27,6 +27,9 @@ class RemovableFeature:
     history_protection: bool
     #: deltalog runs its pre-downgrade work (else the drop is refused by name)
     implemented: bool
+    #: Delta's ``tablePropertiesToRemoveAtDowngradeCommit``: properties concurrent writers
+    #: may use while the protocol has the feature, removed by the downgrade commit itself
+    downgrade_removes: tuple[str, ...] = ()
 
 
 #: Delta's removable features deltalog knows (``RemovableFeature`` in ``TableFeature.scala``).
@@ -39,11 +42,24 @@ REMOVABLE: dict[str, RemovableFeature] = {
         RemovableFeature("inCommitTimestamp", False, True),
         RemovableFeature("checkConstraints", False, True),
         RemovableFeature("checkpointProtection", False, True),
-        RemovableFeature("columnMapping", True, False),
+        RemovableFeature("columnMapping", True, True),
         RemovableFeature("typeWidening", True, True),
         RemovableFeature("typeWidening-preview", True, True),
-        RemovableFeature("rowTracking", False, False),
-        RemovableFeature("domainMetadata", False, False),
+        RemovableFeature(
+            "rowTracking",
+            False,
+            True,
+            (
+                "delta.enableRowTracking",
+                "delta.rowTrackingSuspended",
+                "delta.rowTracking.materializedRowIdColumnName",
+                "delta.rowTracking.materializedRowCommitVersionColumnName",
+            ),
+        ),
+        RemovableFeature("domainMetadata", False, True),
+        RemovableFeature(
+            "materializePartitionColumns", False, True, ("delta.enableMaterializePartitionColumnsFeature",)
+        ),
         RemovableFeature("coordinatedCommits-preview", False, False),
         RemovableFeature("catalogOwned-preview", True, False),
     )

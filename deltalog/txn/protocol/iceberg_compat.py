@@ -155,7 +155,9 @@ def with_required_properties(old: Metadata | None, new: Metadata, creating: bool
     return dataclasses.replace(new, configuration=config)
 
 
-def complete_metadata(old: Metadata | None, new: Metadata, creating: bool | None = None) -> Metadata:
+def complete_metadata(
+    old: Metadata | None, new: Metadata, creating: bool | None = None, removing_column_mapping: bool = False
+) -> Metadata:
     """``new`` as a commit records it: what IcebergCompat asks of the properties
     (:func:`with_required_properties`), then column mapping ids, physical names and nested
     ids assigned (:func:`~deltalog.txn.protocol.column_mapping.update_column_mapping`). The
@@ -163,7 +165,7 @@ def complete_metadata(old: Metadata | None, new: Metadata, creating: bool | None
     runs it too, so the files match the metadata committed (it is idempotent)."""
     from deltalog.txn.protocol.column_mapping import update_column_mapping
 
-    return update_column_mapping(old, with_required_properties(old, new, creating))
+    return update_column_mapping(old, with_required_properties(old, new, creating), removing_column_mapping)
 
 
 def _type_names(data_type: Any) -> Iterable[tuple[str, Any]]:
