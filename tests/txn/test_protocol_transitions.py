@@ -131,6 +131,10 @@ def test_generated_columns_and_drop_feature_transitions_are_delta_s() -> None:
     assert same_protocol(transition(versions(1, 7), generated=True), features(1, GEN))
     assert same_protocol(transition(versions(1, 3), drop=CC), Protocol(1, 2))
     assert same_protocol(transition(versions(1, 4), drop=CC), features(1, AO, INV, GEN, CDF))
+    # the fast drop of a feature that needs history protection adds checkpointProtection
+    assert same_protocol(
+        transition(versions(2, 5), drop=CM), features(1, AO, INV, CC, CDF, GEN, "checkpointProtection")
+    )
 
 
 def test_a_timestamp_ntz_column_needs_the_feature_enabled_by_name_on_an_existing_table() -> None:
