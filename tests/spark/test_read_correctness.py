@@ -378,3 +378,38 @@ def test_fraction_literals_are_compared_with_decimals_as_decimals():
         assert _kept(files, ("x", op, (0.1,) if op == "in" else 0.1), "decimal(10,2)") == ["f.parquet"]
     assert _kept(files, ("x", "<", 0.1), "decimal(10,2)") == []
     assert _kept(files, ("x", ">", 0.1), "decimal(10,2)") == []
+
+
+def test_fraction_literals_keep_every_digit():
+    """Spark reads ``9007199254740993.0`` as an exact decimal and ``1e3`` as a double: read
+    as the double nearest to it, ``id = 9007199254740993.0`` compared ``...992.0`` with the
+    bounds and skipped the file holding that id (a read or DELETE lost the row)."""
+    from deltalog.contrib.spark.merge_pruning import condition_terms
+    from deltalog.contrib.spark.predicates import parse_partition_predicate
+
+    big = 9007199254740993
+    files = [_add("f.parquet", "id", big, big)]
+    (term,) = parse_partition_predicate(f"id = {big}.0")
+    assert term[2] == decimal.Decimal(f"{big}.0")
+    assert _kept(files, term, "long") == ["f.parquet"]
+    (in_term,) = parse_partition_predicate(f"id in ({big}.0, 1.5)")
+    assert _kept(files, in_term, "long") == ["f.parquet"]
+    assert parse_partition_predicate("x > 1e3")[0][2] == 1000.0
+    assert isinstance(parse_partition_predicate("x > 1e3")[0][2], float)
+    # a merge condition's literal compared with a long target column, as Spark does
+    found = condition_terms(f"t.id = {big}.0 AND t.id = s.id", "t", {"id": "long"}, ["id"])
+    assert all(_kept(files, t, "long") == ["f.parquet"] for t in found.literal_terms)
+
+
+def test_fraction_literals_never_prune_an_integer_partition_by_truncation():
+    """``p < 1.5`` on an integer partition column holds for 1 (Spark compares as decimals):
+    a filter that truncated 1.5 to 1 pruned partition 1 away; ``p = 5.0`` is ``p = 5``."""
+    from deltalog.contrib.spark.merge_pruning import condition_terms
+    from deltalog.contrib.spark.predicates import exact_partition_filter, parse_partition_predicate
+
+    (lt,) = parse_partition_predicate("p < 1.5")
+    assert not exact_partition_filter("integer", *lt[1:])
+    (eq,) = parse_partition_predicate("p = 5.0")
+    assert exact_partition_filter("integer", *eq[1:])
+    found = condition_terms("t.p < 1.5 AND t.q = 5.0 AND t.id = s.id", "t", {"p": "integer", "q": "integer"}, ["id"])
+    assert found.literal_terms == [("q", "=", 5)]

@@ -13,12 +13,13 @@ matches no source row; the terms feed :func:`deltalog.contrib.spark.scan.plan_fi
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
-from deltalog.contrib.spark.predicates import tokenize, unescape_sql_string
+from deltalog.contrib.spark.predicates import numeric_literal, tokenize, unescape_sql_string
 from deltalog.contrib.spark.scan import Term
 
 if TYPE_CHECKING:
@@ -83,14 +84,17 @@ def _literal(kind: str, value: str) -> tuple[bool, Any]:
     if kind == "str":  # as Spark's parser reads it: r"'a\\b'" is a, one backslash, b
         return True, unescape_sql_string(value)
     if kind == "num":
-        return True, float(value) if any(c in value for c in ".eE") else int(value)
+        return True, numeric_literal(value)
     return False, None
 
 
 def _typed_literal(kind: str, value: Any, type_name: str) -> Any:
     """The literal as a value of the column's type, or None when Spark would cast the column."""
-    if type_name in ("byte", "short", "integer", "long") and kind == "num" and isinstance(value, int):
-        return value
+    whole = isinstance(value, decimal.Decimal) and value == value.to_integral_value()
+    if type_name in ("byte", "short", "integer", "long") and (isinstance(value, int) or whole):
+        return int(value)  # 5.0 is 5; 1.5 compares the column as a decimal: no partition filter
+    if type_name.startswith("decimal") and isinstance(value, (int, decimal.Decimal)):
+        return value  # Spark compares a decimal literal exactly
     if type_name in ("float", "double") and kind == "num":
         return float(value)
     if type_name == "string" and kind == "str":

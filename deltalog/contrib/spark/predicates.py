@@ -10,6 +10,7 @@ Columns may be quoted with backticks. The result is the engine's partition filte
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,6 +23,7 @@ __all__ = [
     "at_session_time_zone",
     "exact_partition_filter",
     "in_session_time_zone",
+    "numeric_literal",
     "parse_partition_predicate",
     "tokenize",
     "unescape_sql_string",
@@ -57,11 +59,19 @@ def tokenize(text: str) -> list[tuple[str, str]]:
     return out
 
 
+def numeric_literal(text: str) -> int | decimal.Decimal | float:
+    """A number literal as Spark's parser reads it: ``1`` an integer, ``1.5`` the exact
+    decimal 1.5 (so ``9007199254740993.0`` keeps its last digit), ``1e3`` a double."""
+    if "e" in text or "E" in text:
+        return float(text)
+    return decimal.Decimal(text) if "." in text else int(text)
+
+
 def _literal(kind: str, value: str) -> Any:
     if kind == "str":
         return unescape_sql_string(value)
     if kind == "num":
-        return float(value) if any(c in value for c in ".eE") else int(value)
+        return numeric_literal(value)
     if kind == "ident" and value.lower() in ("true", "false"):
         return value.lower() == "true"
     if kind == "ident" and value.lower() == "null":
@@ -270,10 +280,10 @@ def _exact_literal(t: str, v: Any) -> bool:
         return isinstance(v, bool)
     if isinstance(v, bool):
         return False
-    if t in _INTEGRAL:
-        return isinstance(v, int)
+    if t in _INTEGRAL:  # a whole decimal (5.0) is the integer; 1.5 compares the column as a decimal
+        return isinstance(v, int) or (isinstance(v, decimal.Decimal) and v == v.to_integral_value())
     if t in ("float", "double") or t.startswith("decimal"):
-        return isinstance(v, (int, float))
+        return isinstance(v, (int, float, decimal.Decimal))
     if isinstance(v, (dt.date, dt.datetime)) or not isinstance(v, str):
         return isinstance(v, dt.datetime) if t.startswith("timestamp") else isinstance(v, dt.date)
     try:

@@ -87,8 +87,12 @@ def _typed(raw: Any, type_name: str) -> Any:
 def _comparable(value: Any, type_name: str) -> Any:
     if isinstance(value, dt.datetime) and type_name == "timestamp" and value.tzinfo is None:
         return value.replace(tzinfo=dt.timezone.utc)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and type_name in ("float", "double"):
-        return SparkFloat(value)
+    if (
+        isinstance(value, (int, float, decimal.Decimal))
+        and not isinstance(value, bool)
+        and type_name in ("float", "double")
+    ):
+        return SparkFloat(float(value))
     return value
 
 
