@@ -55,7 +55,7 @@ _REQUIRES: dict[str, frozenset[str]] = {
     "clustering": frozenset({"domainMetadata"}),
     "icebergCompatV1": frozenset({"columnMapping"}),
     "icebergCompatV2": frozenset({"columnMapping"}),
-    "variantShredding-preview": frozenset({"variantType"}),
+    "variantShredding": frozenset({"variantType"}),
     "coordinatedCommits-preview": frozenset({"inCommitTimestamp", "vacuumProtocolCheck"}),
     "catalogOwned-preview": frozenset({"inCommitTimestamp", "vacuumProtocolCheck"}),
 }

@@ -101,6 +101,8 @@ READER_WRITER_FEATURES = frozenset(
         "typeWidening-preview",
         "variantType",
         "variantType-preview",
+        "variantShredding",
+        "variantShredding-preview",
     }
 )
 
@@ -146,6 +148,9 @@ def active_features(metadata: Metadata) -> set[str]:
         features.add("v2Checkpoint")
     if props.enable_type_widening:
         features.add("typeWidening")
+    if props.enable_variant_shredding:
+        # Delta's forceUsePreviewTableFeature (default true): the preview feature is added
+        features.add("variantShredding-preview")
     if props.enable_iceberg_compat_v1:
         features.add("icebergCompatV1")
     if props.enable_iceberg_compat_v2:
@@ -235,6 +240,10 @@ def merge_protocols(current: Protocol, required: Protocol) -> Protocol | None:
         # as Delta Kernel: a table with the preview feature does not get the stable one
         # added, which would lock out the clients that know only the preview
         req_writer.discard("collations")
+    if "variantShredding" in cur_writer:
+        # Delta's VariantShreddingPreviewTableFeature: not required when the stable one is there
+        req_reader.discard("variantShredding-preview")
+        req_writer.discard("variantShredding-preview")
     if (
         req_reader <= cur_reader
         and req_writer <= cur_writer
