@@ -197,7 +197,7 @@ def _python_values(column: pa.Array) -> list[Any]:
     type_ = column.type
     if pa.types.is_timestamp(type_) or pa.types.is_time64(type_):
         column = column.cast(pa.int64())
-    elif isinstance(type_, pa.ExtensionType):
+    elif isinstance(type_, pa.BaseExtensionType):
         column = column.storage
     values: list[Any] = column.to_pylist()
     return values
@@ -396,7 +396,9 @@ def _encoder(type_: pa.DataType, path: str) -> Callable[[Any], bytes]:
         return _encode_string
     if pa.types.is_binary(type_) or pa.types.is_large_binary(type_):
         return lambda v: _primitive(15, len(v).to_bytes(4, "little") + v)
-    storage = type_.storage_type if isinstance(type_, pa.ExtensionType) else type_
-    if pa.types.is_fixed_size_binary(storage) and storage.byte_width == 16 and storage is not type_:
-        return lambda v: _primitive(20, bytes(v))  # UUID, big-endian as stored
+    uuid = isinstance(type_, pa.BaseExtensionType) and type_.extension_name == "arrow.uuid"
+    if uuid or (pa.types.is_fixed_size_binary(type_) and type_.byte_width == 16):
+        # FIXED_LEN_BYTE_ARRAY(16) is UUID's alone in the spec (pyarrow drops the annotation
+        # of a file without an Arrow schema); big-endian as stored
+        return lambda v: _primitive(20, bytes(v))
     raise ShreddedVariantError(path, f"typed_value of type {type_} is not a shredded variant type")
