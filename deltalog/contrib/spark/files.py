@@ -423,7 +423,7 @@ def _filled_under_nulls(arr: pa.Array) -> pa.Array:
 def _fill_required_children(table: pa.Table) -> pa.Table:
     """``table`` with :func:`_filled_under_nulls` applied to the columns that need it."""
     for i, f in enumerate(table.schema):
-        if _has_required_child(f.type) and table.column(i).null_count:
+        if _has_required_child(f.type):  # the nulls may be nested: a struct's own count says nothing
             column = pa.chunked_array([_filled_under_nulls(c) for c in table.column(i).chunks], type=f.type)
             table = table.set_column(i, f, column)
     return table
