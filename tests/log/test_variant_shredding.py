@@ -175,7 +175,12 @@ def test_the_shredding_property_adds_the_preview_feature_as_delta_does() -> None
     assert upgraded == Protocol(
         3, 7, ("variantShredding-preview", "variantType"), ("variantShredding-preview", "variantType")
     )
-    # a table with the stable feature does not get the preview one too
+    # a table with the stable feature (asked for by name, or already there) does not get the preview one too
+    asked = {"delta.enableVariantShredding": "true", "delta.feature.variantShredding": "supported"}
+    assert required_protocol(Metadata(schema_string=schema, configuration=asked)).reader_features == (
+        "variantShredding",
+        "variantType",
+    )
     stable = Protocol(3, 7, ("variantShredding", "variantType"), ("variantShredding", "variantType"))
     assert merge_protocols(stable, required_protocol(shredding, new_table=False)) is None
     for protocol in (upgraded, stable):

@@ -193,6 +193,9 @@ def required_protocol(metadata: Metadata, *, new_table: bool = True) -> Protocol
     only by what the metadata uses (Delta's ``upgradeProtocolFromMetadataForExistingTable``)."""
     requested = _requested_features(metadata)
     features = active_features(metadata) | requested
+    if "variantShredding" in requested:
+        # Delta's VariantShreddingPreviewTableFeature: not needed beside the stable feature
+        features.discard("variantShredding-preview")
     reader, writer = 1, 2 if new_table else 1
     try:
         reader = max(reader, metadata.properties.min_reader_version or 1)
