@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         ReplaceWhereMismatchError,
         TableAlreadyExistsError,
         UnknownWriteOptionError,
+        VariantShreddingDisabledError,
         WriteOutcomeUnknownError,
     )
     from deltalog.durations import InvalidDurationError
@@ -119,6 +120,7 @@ if TYPE_CHECKING:
         NonContiguousVersionsError,
         RowTrackingError,
         SchemaMismatchError,
+        ShreddedVariantError,
         TableNotFoundError,
         UnsupportedFeatureError,
         VersionNotFoundError,
@@ -160,6 +162,7 @@ _HOMES: dict[str, str] = {
     "CorruptLogError": "deltalog.txn.protocol.errors",
     "DataFileNotFoundError": "deltalog.txn.protocol.errors",
     "LegacyCalendarRebaseError": "deltalog.txn.protocol.errors",
+    "ShreddedVariantError": "deltalog.txn.protocol.errors",
     "ChecksumMismatchError": "deltalog.txn.protocol.errors",
     "RowTrackingError": "deltalog.txn.protocol.errors",
     "InvalidSchemaError": "deltalog.txn.protocol.errors",
@@ -238,6 +241,7 @@ _HOMES: dict[str, str] = {
     "DeltaSparkError": "deltalog.contrib.spark.errors",
     "CastOverflowError": "deltalog.contrib.spark.errors",
     "NativeReadUnsupportedError": "deltalog.contrib.spark.errors",
+    "VariantShreddingDisabledError": "deltalog.contrib.spark.errors",
     "NativeWriteUnsupportedError": "deltalog.contrib.spark.errors",
     "WriteOutcomeUnknownError": "deltalog.contrib.spark.errors",
     "UnknownWriteOptionError": "deltalog.contrib.spark.errors",
@@ -341,6 +345,7 @@ __all__ = [
     "RestoreToLatestVersionError",
     "RowTrackingError",
     "SchemaMismatchError",
+    "ShreddedVariantError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "TimeTravelBeyondDeletedFileRetentionDurationError",
@@ -361,6 +366,7 @@ __all__ = [
     "VacuumInventoryError",
     "VacuumLiteError",
     "VacuumRetentionError",
+    "VariantShreddingDisabledError",
     "VersionNotFoundError",
     "WriteOutcomeUnknownError",
 ]

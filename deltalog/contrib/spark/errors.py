@@ -204,6 +204,22 @@ class NativeWriteUnsupportedError(DeltaAnalysisError):
     through Python write tasks instead."""
 
 
+class VariantShreddingDisabledError(DeltaSparkError):
+    """Delta's ``DELTA_SHREDDING_TABLE_PROPERTY_DISABLED``: the session forces Spark's
+    Parquet writer to shred variants (``spark.sql.variant.forceShreddingSchemaForTest``) but
+    the table does not set ``delta.enableVariantShredding``; nothing was written."""
+
+    error_class = "DELTA_SHREDDING_TABLE_PROPERTY_DISABLED"
+
+    def __init__(self, table: str) -> None:
+        super().__init__(
+            f"DELTA_SHREDDING_TABLE_PROPERTY_DISABLED: attempted to write shredded Variants to {table} but the "
+            "table does not support shredded writes. Consider setting the table property "
+            "delta.enableVariantShredding to true, or unset spark.sql.variant.forceShreddingSchemaForTest."
+        )
+        self.table = table
+
+
 class CastOverflowError(DeltaSparkError, ArithmeticError):
     """A value of a streamed batch does not fit the table column's type it is cast to (Spark's
     ``CAST_OVERFLOW_IN_TABLE_INSERT`` under ANSI store assignment): the batch commits nothing."""

@@ -111,6 +111,9 @@ class WriteSpec:
     #: ``materializePartitionColumns``; :func:`~deltalog.txn.protocol.iceberg_compat.materializes_partition_columns`),
     #: without statistics (``partitionValues`` has them).
     materialize_partitions: bool = False
+    #: ``delta.enableVariantShredding``: Spark's native writer shreds variant columns (its
+    #: ``spark.sql.variant.inferShreddingSchema`` write option, as Delta's TransactionalWrite)
+    shred_variants: bool = False
 
     def file_partition_names(self) -> set[str]:
         """The names the partition columns have in a data file that holds them."""
@@ -382,6 +385,50 @@ def _both(first: Callable[[Any], None] | None, second: Callable[[Any], None]) ->
     return check
 
 
+def _has_required_child(type_: pa.DataType) -> bool:
+    if pa.types.is_struct(type_):
+        return any(not f.nullable or _has_required_child(f.type) for f in type_)
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
+        return _has_required_child(type_.value_type)
+    return False
+
+
+def _filled_under_nulls(arr: pa.Array) -> pa.Array:
+    """``arr`` with the slots of its NOT NULL struct fields that sit under a null struct
+    filled with a placeholder (empty, zero), at any depth of structs and lists. Spark hands a
+    null struct (e.g. a SQL NULL ``variant``, ``struct<value, metadata>`` NOT NULL fields) with
+    null children, which Parquet's writer refuses; under a null parent no reader sees them."""
+    if pa.types.is_struct(arr.type):
+        children = []
+        parent_valid = arr.is_valid()
+        for i, f in enumerate(arr.type):
+            child = _filled_under_nulls(arr.field(i))
+            flat = pa.types.is_primitive(f.type) or pa.types.is_binary(f.type) or pa.types.is_string(f.type)
+            if not f.nullable and arr.null_count and child.null_count and flat:
+                # only under null parents: a null under a valid one is a NOT NULL violation to report
+                placeholder = b"" if pa.types.is_binary(f.type) else "" if pa.types.is_string(f.type) else 0
+                child = pc.if_else(parent_valid, child, pa.scalar(placeholder, f.type))
+            children.append(child)
+        mask = pc.invert(arr.is_valid()) if arr.null_count else None
+        return pa.StructArray.from_arrays(children, fields=list(arr.type), mask=mask)
+    if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+        offsets = arr.offsets
+        start, end = offsets[0].as_py(), offsets[-1].as_py()
+        values = _filled_under_nulls(arr.values.slice(start, end - start))
+        mask = pc.invert(arr.is_valid()) if arr.null_count else None
+        return type(arr).from_arrays(pc.subtract(offsets, offsets[0]), values, type=arr.type, mask=mask)
+    return arr
+
+
+def _fill_required_children(table: pa.Table) -> pa.Table:
+    """``table`` with :func:`_filled_under_nulls` applied to the columns that need it."""
+    for i, f in enumerate(table.schema):
+        if _has_required_child(f.type):  # the nulls may be nested: a struct's own count says nothing
+            column = pa.chunked_array([_filled_under_nulls(c) for c in table.column(i).chunks], type=f.type)
+            table = table.set_column(i, f, column)
+    return table
+
+
 def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table], task_id: int) -> list[str]:
     """Write ``batches`` as the files of one task; returns the action lines (add/cdc).
 
@@ -395,7 +442,7 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
     try:
         for batch in batches:
             table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
-            table = table.rename_columns(spec.table_cased(table.column_names))
+            table = _fill_required_children(table.rename_columns(spec.table_cased(table.column_names)))
             if spec.casts:
                 table = cast_columns(table, spec.casts)
             if fill is not None:

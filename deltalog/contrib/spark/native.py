@@ -80,7 +80,7 @@ log = logging.getLogger(__name__)
 #: Reader features the native path honours: every feature deltalog reads except those
 #: Spark's Parquet scan cannot apply as the log says (variant values); a table with any
 #: other falls back. (Collated strings are read natively: the scan schema carries them.)
-_VARIANT_FEATURES = frozenset({"variantType", "variantType-preview"})
+_VARIANT_FEATURES = frozenset({"variantType", "variantType-preview", "variantShredding", "variantShredding-preview"})
 NATIVE_READER_FEATURES = READ_SUPPORTED - _VARIANT_FEATURES
 #: Partition column types whose Hive directory value Spark parses back to the log's value.
 HIVE_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date"})

@@ -76,6 +76,9 @@ log = logging.getLogger(__name__)
 NATIVE_WRITE = "deltalog.nativeWrite.enabled"
 _TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
 _REBASE_MODE = "spark.sql.parquet.datetimeRebaseModeInWrite"
+_INFER_SHREDDING = "spark.sql.variant.inferShreddingSchema"
+#: a shredding schema Spark's Parquet writer uses whatever the write option says
+_FORCE_SHREDDING = "spark.sql.variant.forceShreddingSchemaForTest"
 _conf_lock = threading.Lock()
 #: id(session) -> (native writes under way that set the datetime settings, their values before)
 _datetime_users: dict[int, tuple[int, dict[str, str | None]]] = {}
@@ -121,6 +124,10 @@ def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
     Parquet writer; the ``add`` action lines. Call :func:`native_write_blocker` first.
 
     On any failure the files this write made are deleted and the error propagates."""
+    if not spec.shred_variants and str(df.sparkSession.conf.get(_FORCE_SHREDDING, "") or ""):
+        from deltalog.contrib.spark.errors import VariantShreddingDisabledError
+
+        raise VariantShreddingDisabledError(spec.table_uri)  # Delta's assertShreddingStateConsistent
     store = spec.store.build()
     fs = store.filesystem()
     staging_uri = f"{spec.table_uri}/{STAGING_PREFIX}{uuid.uuid4()}"
@@ -251,6 +258,9 @@ def _spark_write(df: DataFrame, spec: WriteSpec, target: str) -> None:
         .option("compression", "snappy")
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     )
+    # as Delta's TransactionalWrite: Spark (4.1+) infers a shredding schema for variant
+    # columns only on tables with delta.enableVariantShredding (Spark's default is on)
+    writer = writer.option(_INFER_SHREDDING, "true" if spec.shred_variants else "false")
     if spec.max_records_per_file > 0:
         writer = writer.option("maxRecordsPerFile", spec.max_records_per_file)
     if spec.partition_columns:

@@ -57,6 +57,7 @@ _KNOWN_PROPERTIES = [
     "delta.enableInCommitTimestamps",
     "delta.enableRowTracking",
     "delta.enableTypeWidening",
+    "delta.enableVariantShredding",
     "delta.isolationLevel",
     "delta.logRetentionDuration",
     "delta.minReaderVersion",

@@ -28,6 +28,7 @@ from deltalog.contrib.spark.schemas import physical_names, top_level_types
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.log.calendar_rebase import rebase_spec, rebase_table
 from deltalog.txn.log.data_files import open_data_file
+from deltalog.txn.log.variant_shredding import is_shredded, rebuild_variant
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor, absolute_path
 
 if TYPE_CHECKING:
@@ -127,16 +128,20 @@ class ReadSpec:
         )
 
 
-def _logical_column(arr: pa.ChunkedArray | pa.Array, delta_type: Any, target: pa.DataType, mode: str) -> Any:
+def _logical_column(
+    arr: pa.ChunkedArray | pa.Array, delta_type: Any, target: pa.DataType, mode: str, path: str = "column"
+) -> Any:
     """Rename struct fields from physical to logical names, at any depth (in structs,
-    arrays and maps), and cast to ``target``."""
+    arrays and maps), rebuild shredded variants, and cast to ``target``."""
     if isinstance(arr, pa.ChunkedArray):
-        chunks = [_logical_chunk(c, delta_type, target, mode) for c in arr.chunks]
+        chunks = [_logical_chunk(c, delta_type, target, mode, path) for c in arr.chunks]
         return pa.chunked_array(chunks, type=target)
-    return _logical_chunk(arr, delta_type, target, mode)
+    return _logical_chunk(arr, delta_type, target, mode, path)
 
 
-def _logical_chunk(chunk: pa.Array, delta_type: Any, target: pa.DataType, mode: str) -> pa.Array:
+def _logical_chunk(chunk: pa.Array, delta_type: Any, target: pa.DataType, mode: str, path: str) -> pa.Array:
+    if delta_type == "variant" and is_shredded(chunk.type):
+        chunk = rebuild_variant(chunk, path)
     kind = delta_type.get("type") if isinstance(delta_type, dict) else None
     mask = chunk.is_null() if chunk.null_count else None
     if kind == "struct" and pa.types.is_struct(target) and pa.types.is_struct(chunk.type):
@@ -148,18 +153,18 @@ def _logical_chunk(chunk: pa.Array, delta_type: Any, target: pa.DataType, mode: 
                 child = pc.struct_field(chunk, physical)
             except (KeyError, pa.ArrowInvalid):
                 child = pa.nulls(len(chunk), target_field.type)
-            children.append(_logical_chunk(child, f["type"], target_field.type, mode))
+            children.append(_logical_chunk(child, f["type"], target_field.type, mode, f"{path}.{f['name']}"))
         # the target's fields, so a NOT NULL nested field keeps its nullability
         return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
     if kind == "array" and _is_list(target) and _is_list(chunk.type):
         offsets, values = _entries(chunk, pa.int64() if pa.types.is_large_list(target) else pa.int32())
-        values = _logical_chunk(values, delta_type["elementType"], target.value_type, mode)
+        values = _logical_chunk(values, delta_type["elementType"], target.value_type, mode, f"{path}.element")
         lists = pa.LargeListArray if pa.types.is_large_list(target) else pa.ListArray
         return lists.from_arrays(offsets, values, type=target, mask=mask)
     if kind == "map" and pa.types.is_map(target) and pa.types.is_map(chunk.type):
         offsets, entries = _entries(chunk, pa.int32())
-        keys = _logical_chunk(entries.field(0), delta_type["keyType"], target.key_type, mode)
-        items = _logical_chunk(entries.field(1), delta_type["valueType"], target.item_type, mode)
+        keys = _logical_chunk(entries.field(0), delta_type["keyType"], target.key_type, mode, f"{path}.key")
+        items = _logical_chunk(entries.field(1), delta_type["valueType"], target.item_type, mode, f"{path}.value")
         return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
     if chunk.type != target:
         return chunk.cast(target, safe=False)
@@ -315,6 +320,7 @@ def _output_columns(
                     fields_by_name[name]["type"],
                     out_field.type,
                     spec.column_mapping_mode,
+                    f"{name} in {item.path}",
                 )
             )
         else:

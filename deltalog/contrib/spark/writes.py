@@ -237,6 +237,7 @@ def write_spec(
         change_data=props.enable_change_data_feed,
         row_tracking_columns=row_tracking.named_materialized_columns(metadata),
         materialize_partitions=materializes_partition_columns(protocol, metadata),
+        shred_variants=props.enable_variant_shredding,
     )
 
 

@@ -76,6 +76,7 @@ from deltalog.txn.log.calendar_rebase import rebase_batch, rebase_spec
 from deltalog.txn.log.checkpoint_rows import parse_partition_values
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS, open_data_file
 from deltalog.txn.log.deletion_vectors import read_deletion_vector
+from deltalog.txn.log.variant_shredding import rebuild_variants_in
 from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import Action, AddFile, absolute_path, encode_path
 from deltalog.txn.protocol.clustering import CLUSTERING_PROVIDER
@@ -225,7 +226,7 @@ def _conform(batch: pa.RecordBatch, target: pa.Schema, where: str) -> pa.RecordB
     names = batch.schema.names
     for f in target:
         if f.name in names:
-            col = batch.column(names.index(f.name))
+            col = rebuild_variants_in(batch.column(names.index(f.name)), f.type, f"{f.name} in {where}")
             if not col.type.equals(f.type):
                 try:
                     col = pc.cast(col, f.type, safe=not pa.types.is_timestamp(f.type))

@@ -26,6 +26,7 @@ __all__ = [
     "NonContiguousVersionsError",
     "RowTrackingError",
     "SchemaMismatchError",
+    "ShreddedVariantError",
     "TableNotFoundError",
     "UnsupportedFeatureError",
     "VersionNotFoundError",
@@ -122,6 +123,18 @@ class DataFileNotFoundError(DeltaLogError, FileNotFoundError):
         )
         self.path = path
         self.kind = kind
+
+
+class ShreddedVariantError(DeltaLogError):
+    """A shredded variant column (``variantShredding``) holds a layout deltalog cannot
+    rebuild into the variant binary: one the Parquet VariantShredding spec calls invalid,
+    or a ``typed_value`` type it does not list. Nothing is returned for it rather than a
+    wrong value; Spark's own Parquet reader may still read the file."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"cannot rebuild the shredded variant {path}: {detail}")
+        self.path = path
+        self.detail = detail
 
 
 class InvalidTableStateError(DeltaLogError):

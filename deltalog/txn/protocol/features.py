@@ -275,7 +275,24 @@ FEATURES: dict[str, FeatureInfo] = {
             "with the commits behind them, and written only for versions whose protocol deltalog can write "
             "(`deltalog.txn.protocol.checkpoint_protection`); `DROP FEATURE` adds it",
         ),
-        FeatureInfo("variantShredding-preview", True, None, None, "refused", "refused"),
+        FeatureInfo(
+            "variantShredding",
+            True,
+            None,
+            None,
+            "supported: shredded variant columns (`typed_value`) are rebuilt into the variant binary "
+            "(`deltalog.txn.log.variant_shredding`); a layout that cannot be rebuilt is refused by name",
+            "supported: Spark's native writer shreds as Delta does when `delta.enableVariantShredding` is on; "
+            "the Python writer writes unshredded variants (the protocol allows both in one table)",
+        ),
+        FeatureInfo(
+            "variantShredding-preview",
+            True,
+            None,
+            None,
+            "supported (as variantShredding)",
+            "supported (as variantShredding); added by `delta.enableVariantShredding` (Delta's default)",
+        ),
         FeatureInfo("catalogManaged", True, None, None, "refused", "refused"),
         FeatureInfo("catalogOwned-preview", True, None, None, "refused", "refused"),
         FeatureInfo("coordinatedCommits-preview", False, None, None, "refused", "refused"),
@@ -293,6 +310,8 @@ READ_SUPPORTED: frozenset[str] = frozenset(
         "typeWidening-preview",
         "variantType",
         "variantType-preview",
+        "variantShredding",
+        "variantShredding-preview",
         "vacuumProtocolCheck",
         "collations",
     }
@@ -320,6 +339,8 @@ WRITE_SUPPORTED: set[str] = {
     "typeWidening-preview",
     "variantType",
     "variantType-preview",
+    "variantShredding",
+    "variantShredding-preview",
     "vacuumProtocolCheck",
     "checkpointProtection",
     "icebergCompatV1",

@@ -294,6 +294,12 @@ class TableProperties:
         return self._bool("delta.enableTypeWidening", False)
 
     @property
+    def enable_variant_shredding(self) -> bool:
+        """``delta.enableVariantShredding``: Delta's writers shred variant columns only then
+        (and a table with it needs ``variantShredding-preview``)."""
+        return self._bool("delta.enableVariantShredding", False)
+
+    @property
     def require_checkpoint_protection_before_version(self) -> int:
         """``delta.requireCheckpointProtectionBeforeVersion`` (0 when unset): the version the
         ``checkpointProtection`` feature protects the checkpoints before."""

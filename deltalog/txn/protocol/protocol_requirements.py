@@ -186,6 +186,9 @@ def active_features(metadata: Metadata) -> set[str]:
         features.add("v2Checkpoint")
     if props.enable_type_widening:
         features.add("typeWidening")
+    if props.enable_variant_shredding:
+        # Delta's forceUsePreviewTableFeature (default true): the preview feature is added
+        features.add("variantShredding-preview")
     if props.enable_iceberg_compat_v1:
         features.add("icebergCompatV1")
     if props.enable_iceberg_compat_v2:
@@ -241,7 +244,7 @@ def protocol_for_new_table(metadata: Metadata) -> Protocol:
     writer = (1 if _ignores_protocol_defaults(metadata) else 2) if writer is None else writer
     implied = implicit_features(Protocol(reader if writer >= 7 else min(2, reader), writer))
     enabled = dependency_closure(_requested_features(metadata) | active_features(metadata))
-    return normalized(table_features_protocol(3, enabled | implied))
+    return normalized(table_features_protocol(3, _without_redundant_twins(enabled) | implied))
 
 
 def protocol_for_existing_table(current: Protocol, metadata: Metadata) -> Protocol | None:
@@ -263,11 +266,7 @@ def protocol_for_existing_table(current: Protocol, metadata: Metadata) -> Protoc
     requested = dependency_closure(_requested_features(metadata))
     if not requested <= supported_features(proposed):
         proposed = merge(table_features_protocol(3, requested), proposed)
-    uses = dependency_closure(set(proposed.writer_features or ()) | active_features(metadata))
-    if "collations-preview" in uses:
-        # as Delta Kernel: a table with the preview feature does not get the stable one added,
-        # which would lock out the clients that know only the preview
-        uses.discard("collations")
+    uses = _without_redundant_twins(dependency_closure(set(proposed.writer_features or ()) | active_features(metadata)))
     required = normalized(table_features_protocol(3, uses))
     missing = supported_features(required) - supported_features(proposed)
     if missing:
@@ -280,6 +279,20 @@ def protocol_for_existing_table(current: Protocol, metadata: Metadata) -> Protoc
             )
         proposed = merge(required, proposed)
     return None if same_protocol(proposed, current) else proposed
+
+
+def _without_redundant_twins(features: set[str]) -> set[str]:
+    """``features`` without the one of a preview/stable pair that the other makes redundant:
+    as Delta Kernel, a table with ``collations-preview`` does not get ``collations`` (it
+    would lock out the clients that know only the preview); as Delta's
+    ``VariantShreddingPreviewTableFeature``, a table with ``variantShredding`` does not need
+    ``variantShredding-preview``."""
+    out = set(features)
+    if "collations-preview" in out:
+        out.discard("collations")
+    if "variantShredding" in out:
+        out.discard("variantShredding-preview")
+    return out
 
 
 #: features a table's metadata makes active that Delta adds to an existing table's protocol

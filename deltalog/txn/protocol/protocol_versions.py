@@ -39,7 +39,6 @@ REQUIRED_FEATURES: dict[str, frozenset[str]] = {
     "icebergCompatV1": frozenset({"columnMapping"}),
     "icebergCompatV2": frozenset({"columnMapping"}),
     "variantShredding": frozenset({"variantType"}),
-    "variantShredding-preview": frozenset({"variantType"}),
     "coordinatedCommits-preview": frozenset({"inCommitTimestamp", "vacuumProtocolCheck"}),
     "catalogOwned-preview": frozenset({"inCommitTimestamp", "vacuumProtocolCheck"}),
 }
