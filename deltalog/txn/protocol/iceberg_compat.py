@@ -185,12 +185,12 @@ def with_required_properties(old: Metadata | None, new: Metadata, creating: bool
             raise UniFormIcebergRequiresCompatError()
         config = _without_iceberg_format(config)
     if 3 in versions and not props.enable_row_tracking:
-        if props.get("delta.enableRowTracking") is not None:
+        if props.enable_row_tracking_given is not None:
             raise IcebergCompatViolationError(
                 3,
                 "WRONG_REQUIRED_TABLE_PROPERTY",
                 "IcebergCompatV3 requires table property 'delta.enableRowTracking' to be set to 'true'. "
-                f"Current value: '{props.get('delta.enableRowTracking')}'.",
+                f"Current value: '{props.enable_row_tracking_given}'.",
             )
         config["delta.enableRowTracking"] = "true"
     if versions:

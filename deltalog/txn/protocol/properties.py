@@ -295,6 +295,11 @@ class TableProperties:
         return self._bool("delta.enableRowTracking", False)
 
     @property
+    def enable_row_tracking_given(self) -> str | None:
+        """The text of ``delta.enableRowTracking`` when the properties set it, else None."""
+        return self.get("delta.enableRowTracking")
+
+    @property
     def enable_type_widening(self) -> bool:
         return self._bool("delta.enableTypeWidening", False)
 
