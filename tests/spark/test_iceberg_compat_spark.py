@@ -110,6 +110,7 @@ def test_the_native_write_of_a_uniform_table_writes_int64_timestamps(spark: Any,
 def test_spark_option_names_of_uniform_properties_keep_their_case() -> None:
     """Spark lower-cases option names; the table properties go back to Delta's spelling."""
     assert canonical_property("delta.enableicebergcompatv2") == "delta.enableIcebergCompatV2"
+    assert canonical_property("delta.enableicebergcompatv3") == "delta.enableIcebergCompatV3"
     assert canonical_property("delta.universalformat.enabledformats") == "delta.universalFormat.enabledFormats"
     feature = canonical_property("delta.feature.materializepartitioncolumns")
     assert feature == "delta.feature.materializePartitionColumns"
