@@ -131,6 +131,7 @@ if TYPE_CHECKING:
     )
     from deltalog.txn.protocol.iceberg_compat import (
         IcebergCompatError,
+        IcebergCompatUnsupportedOperationError,
         IcebergCompatViolationError,
         UniFormIcebergRequiresCompatError,
     )
@@ -181,6 +182,7 @@ _HOMES: dict[str, str] = {
     "UnsupportedTypeChangeError": "deltalog.txn.protocol.type_widening",
     "IcebergCompatError": "deltalog.txn.protocol.iceberg_compat",
     "IcebergCompatViolationError": "deltalog.txn.protocol.iceberg_compat",
+    "IcebergCompatUnsupportedOperationError": "deltalog.txn.protocol.iceberg_compat",
     "UniFormIcebergRequiresCompatError": "deltalog.txn.protocol.iceberg_compat",
     "ClusteringColumnsError": "deltalog.txn.protocol.clustering",
     "ConstraintViolationError": "deltalog.txn.protocol.constraints",
@@ -309,6 +311,7 @@ __all__ = [
     "FileAlreadyExistsError",
     "GeneratedColumnConstraintViolationError",
     "IcebergCompatError",
+    "IcebergCompatUnsupportedOperationError",
     "IcebergCompatViolationError",
     "IdentityColumnError",
     "InvalidColumnNamesError",

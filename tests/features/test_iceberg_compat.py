@@ -1,4 +1,4 @@
-"""IcebergCompatV1/V2 (UniForm) in the engine: what enabling sets (column mapping, the
+"""IcebergCompatV1/V2/V3 (UniForm) in the engine: what enabling sets (column mapping, the
 atomic-conversion guard, the protocol), V2's nested ids laid out as Delta assigns them, and
 each writer requirement refused with its typed error, leaving the table as it was."""
 
@@ -12,13 +12,19 @@ from typing import Any
 
 import pytest
 
-from deltalog.errors import IcebergCompatViolationError, UniFormIcebergRequiresCompatError
+from deltalog.errors import (
+    IcebergCompatUnsupportedOperationError,
+    IcebergCompatViolationError,
+    UniFormIcebergRequiresCompatError,
+)
 from deltalog.txn.commands.clone import clone
 from deltalog.txn.commit.commit_errors import commit_certainly_failed
 from deltalog.txn.commit.operations import CreateTable, SetTableProperties, Write
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import AddFile, Metadata
+from deltalog.txn.protocol.column_defaults import is_literal_default
 from deltalog.txn.protocol.column_mapping import assign_column_mapping, assign_nested_ids
+from deltalog.txn.protocol.iceberg_compat import row_tracking_field_ids
 from deltalog.txn.protocol.schema import parse_schema
 from deltalog.txn.protocol.type_widening import widen_for_schema_evolution
 
@@ -247,3 +253,104 @@ def test_a_refused_commit_is_known_not_to_have_landed() -> None:
     then writes nothing), so a writer deletes the data files it made for the commit."""
     assert commit_certainly_failed(IcebergCompatViolationError(2, "MISSING_NUM_RECORDS", "an add without it."))
     assert commit_certainly_failed(UniFormIcebergRequiresCompatError())
+
+
+V3 = {"delta.enableIcebergCompatV3": "true", "delta.universalFormat.enabledFormats": "iceberg"}
+
+
+def test_enabling_v3_at_creation_sets_column_mapping_and_row_tracking(tmp_path: Path) -> None:
+    """Delta's IcebergCompatV3: columnMapping and rowTracking required (auto-enabled), nested
+    ids as V2, variant and deletion vectors allowed; the materialized row tracking columns get
+    Iceberg's reserved field ids."""
+    schema = _schema(_field("id", "long"), _field("v", "variant"), _field("tags", _array("string")))
+    log = _create(tmp_path / "t", {**V3, "delta.enableDeletionVectors": "true"}, schema)
+    snap = log.update()
+    assert {
+        "columnMapping",
+        "rowTracking",
+        "domainMetadata",
+        "icebergCompatV3",
+        "deletionVectors",
+        "variantType",
+    } <= set(snap.protocol.writer_features or ())
+    config = snap.metadata.configuration
+    assert config["delta.enableRowTracking"] == "true"
+    assert config["delta.columnMapping.mode"] == "name"
+    assert config["delta.universalFormat.iceberg.atomicConversion.supported"] == "true"
+    tags = json.loads(snap.metadata.schema_string)["fields"][2]["metadata"]
+    assert tags["delta.columnMapping.nested.ids"] == {f"{tags['delta.columnMapping.physicalName']}.element": 4}
+    assert row_tracking_field_ids(snap.metadata) == {
+        config["delta.rowTracking.materializedRowIdColumnName"]: 2147483540,
+        config["delta.rowTracking.materializedRowCommitVersionColumnName"]: 2147483539,
+    }
+    v2 = {**config, **V2, "delta.enableIcebergCompatV3": "false"}
+    assert row_tracking_field_ids(dataclasses.replace(snap.metadata, configuration=v2)) == {}
+
+
+def _with_default(name: str, kind: str, default: str) -> dict[str, Any]:
+    return {**_field(name, kind), "metadata": {"CURRENT_DEFAULT": default}}
+
+
+@pytest.mark.parametrize(
+    ("config", "schema", "reason"),
+    [
+        ({**V3, "delta.enableIcebergCompatV2": "true"}, None, "VERSION_MUTUAL_EXCLUSIVE"),
+        ({**V3, "delta.enableRowTracking": "false"}, None, r"WRONG_REQUIRED_TABLE_PROPERTY.*enableRowTracking"),
+        (V3, _schema(_field("id", "long"), _with_default("n", "long", "1 + 1")), "UNSUPPORTED_DATA_TYPE.*long:n"),
+        (V3, _schema(_field("id", "long"), _with_default("d", "date", "current_date()")), "UNSUPPORTED_DATA_TYPE"),
+    ],
+)
+def test_a_v3_table_that_breaks_a_requirement_is_not_created(
+    tmp_path: Path, config: dict[str, str], schema: str | None, reason: str
+) -> None:
+    with pytest.raises(IcebergCompatViolationError, match=reason):
+        _create(tmp_path / "t", config, schema or _schema(_field("id", "long")))
+    assert not (tmp_path / "t" / "_delta_log").exists() or DeltaLog.for_table(str(tmp_path / "t")).update().version < 0
+
+
+def test_literal_defaults_are_allowed_in_v3() -> None:
+    """Delta's ``hasLiteralDefault``: the text parses as a literal of the column's type."""
+    literals = [("1", "long"), ("-7L", "long"), ("'a''", "string"), ("'2024-01-02'", "date"), ("1.5", "double")]
+    literals += [("12.30", "decimal(5,2)"), ("'2024-01-02 03:04:05'", "timestamp"), ("x'0A'", "binary")]
+    assert all(is_literal_default(text, kind) for text, kind in literals)
+    others = [("1 + 1", "long"), ("a", "string"), ("current_timestamp()", "timestamp"), ("12.345", "decimal(5,2)")]
+    others += [("2147483648", "integer"), ("'x'", "date"), ("1", _array("long"))]
+    assert not any(is_literal_default(text, kind) for text, kind in others)
+
+
+def test_enabling_v3_on_an_existing_table_and_what_it_then_refuses(tmp_path: Path) -> None:
+    plain = _schema(_field("id", "long"))
+    log = _create(tmp_path / "t", {"delta.columnMapping.mode": "name"}, plain)
+    log.start_transaction().commit([_add('{"numRecords": 2}', {})], Write())
+    before = log.update()
+    txn = log.start_transaction()
+    txn.update_metadata(dataclasses.replace(before.metadata, configuration={**before.metadata.configuration, **V3}))
+    txn.commit([], SetTableProperties(properties=V3))
+    after = log.update()
+    assert {"icebergCompatV3", "rowTracking"} <= set(after.protocol.writer_features or ())
+    assert after.metadata.configuration["delta.enableRowTracking"] == "true"  # switched on with V3, as Delta
+    assert [f.base_row_id for f in after.files] == [0]  # the file written before got its row ids
+    # an existing table does not get the atomic-conversion guard (Delta sets it at creation only)
+    assert "delta.universalFormat.iceberg.atomicConversion.supported" not in after.metadata.configuration
+
+    def alter(changes: dict[str, str]) -> None:
+        configuration = {**after.metadata.configuration, **changes}
+        log.start_transaction().commit(
+            [dataclasses.replace(after.metadata, configuration=configuration)], SetTableProperties(properties=changes)
+        )
+
+    for off in ({"delta.enableIcebergCompatV3": "false"}, {"delta.enableIcebergCompatV3": "false", **V2}):
+        with pytest.raises(IcebergCompatUnsupportedOperationError, match="cannot be disabled"):
+            alter(off)
+    with pytest.raises(IcebergCompatViolationError, match="WRONG_REQUIRED_TABLE_PROPERTY"):
+        alter({"delta.enableRowTracking": "false"})
+    assert log.update().version == after.version
+
+    # Delta refuses ALTER TABLE to V3 while row tracking is already on
+    tracked = _create(tmp_path / "r", {"delta.columnMapping.mode": "name", "delta.enableRowTracking": "true"}, plain)
+    snap = tracked.update()
+    txn = tracked.start_transaction()
+    txn.update_metadata(dataclasses.replace(snap.metadata, configuration={**snap.metadata.configuration, **V3}))
+    with pytest.raises(IcebergCompatUnsupportedOperationError, match="disable RowTracking first"):
+        txn.commit([], SetTableProperties(properties=V3))
+    assert tracked.update().version == snap.version

@@ -110,7 +110,55 @@ def test_the_native_write_of_a_uniform_table_writes_int64_timestamps(spark: Any,
 def test_spark_option_names_of_uniform_properties_keep_their_case() -> None:
     """Spark lower-cases option names; the table properties go back to Delta's spelling."""
     assert canonical_property("delta.enableicebergcompatv2") == "delta.enableIcebergCompatV2"
+    assert canonical_property("delta.enableicebergcompatv3") == "delta.enableIcebergCompatV3"
     assert canonical_property("delta.universalformat.enabledformats") == "delta.universalFormat.enabledFormats"
     feature = canonical_property("delta.feature.materializepartitioncolumns")
     assert feature == "delta.feature.materializePartitionColumns"
     assert canonical_property("delta.feature.deletionvectors") == "delta.feature.deletionVectors"
+
+
+V3 = {"delta.enableIcebergCompatV3": "true", "delta.universalFormat.enabledFormats": "iceberg"}
+
+
+def _row_tracking_ids(path: str) -> dict[str, set[tuple[str, bytes | None]]]:
+    """Per data file: the materialized row tracking columns it holds, with their field ids."""
+    config = DeltaLog.for_table(path).update().metadata.configuration
+    names = {
+        config["delta.rowTracking.materializedRowIdColumnName"],
+        config["delta.rowTracking.materializedRowCommitVersionColumnName"],
+    }
+    out = {}
+    for add in DeltaLog.for_table(path).update().files:
+        schema = pq.read_schema(f"{path}/{add.path}")
+        out[add.path] = {(f.name, (f.metadata or {}).get(b"PARQUET:field_id")) for f in schema if f.name in names}
+    return out
+
+
+def test_a_v3_table_gives_the_materialized_row_tracking_columns_icebergs_field_ids(spark: Any, tmp_path: Path) -> None:
+    """IcebergCompatV3: files that hold the materialized row id / row commit version columns
+    (rows an UPDATE rewrites, natively or in the Python tasks, and OPTIMIZE's) give them the
+    Parquet field ids 2147483540 / 2147483539; stable row ids survive every rewrite."""
+    from deltalog.contrib.spark.native_write import NATIVE_WRITE
+
+    path = str(tmp_path / "t")
+    df = spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id long, v string")
+    write_table(df, path, native=True, **V3)
+    snap = DeltaLog.for_table(path).update()
+    assert {"icebergCompatV3", "rowTracking", "columnMapping"} <= set(snap.protocol.writer_features or ())
+    ids_before = {r["id"]: r["_metadata"]["row_id"] for r in read_table(spark, path, readRowTracking="true").collect()}
+    table = DeltaTable.forPath(spark, path)
+    table.update("id = 1", {"v": "'x'"})  # the native write
+    spark.conf.set(NATIVE_WRITE, "false")
+    try:
+        table.update("id = 2", {"v": "'y'"})  # the Python write tasks
+    finally:
+        spark.conf.unset(NATIVE_WRITE)
+    rewritten = {p: cols for p, cols in _row_tracking_ids(path).items() if cols}
+    assert len(rewritten) == 2
+    table.optimize().executeCompaction()
+    (compacted,) = _row_tracking_ids(path).values()
+    for columns in [*rewritten.values(), compacted]:
+        assert sorted(fid for _, fid in columns) == [b"2147483539", b"2147483540"]
+    rows = read_table(spark, path, readRowTracking="true").collect()
+    assert {r["id"]: r["_metadata"]["row_id"] for r in rows} == ids_before
+    assert sorted((r["id"], r["v"]) for r in rows) == [(1, "x"), (2, "y"), (3, "c")]

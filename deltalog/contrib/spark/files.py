@@ -104,6 +104,9 @@ class WriteSpec:
     #: DELETE, UPDATE or MERGE rewrites carry: written into data files as they are, without
     #: statistics (they are not table columns), and left out of change-data files.
     row_tracking_columns: tuple[str, ...] = ()
+    #: Their Parquet field ids (IcebergCompatV3 gives them Iceberg's reserved ones:
+    #: :func:`~deltalog.txn.protocol.iceberg_compat.row_tracking_field_ids`); empty otherwise.
+    row_tracking_field_ids: Mapping[str, int] = field(default_factory=dict)
     #: A stream's columns cast to the table's types (name, batch type, table type; Spark
     #: JSON), as Delta's sink casts them (:mod:`~deltalog.contrib.spark.sink_cast`).
     casts: tuple[tuple[str, str, str], ...] = ()
@@ -118,6 +121,18 @@ class WriteSpec:
     def file_partition_names(self) -> set[str]:
         """The names the partition columns have in a data file that holds them."""
         return {self.physical_names.get(c, c) for c in self.partition_columns} if self.materialize_partitions else set()
+
+    def with_row_tracking_field_ids(self, table: pa.Table) -> pa.Table:
+        """``table`` (file columns) with the materialized row tracking columns it holds given
+        their Parquet field ids (:attr:`row_tracking_field_ids`)."""
+        ids = self.row_tracking_field_ids
+        if not ids or not any(n in ids for n in table.column_names):
+            return table
+        fields = [
+            f if f.name not in ids else f.with_metadata({b"PARQUET:field_id": str(ids[f.name]).encode()})
+            for f in table.schema
+        ]
+        return table.cast(pa.schema(fields))
 
     def without_row_tracking(self, schema: pa.Schema) -> pa.Schema:
         """``schema`` without the materialized row tracking columns (what statistics cover)."""
@@ -289,10 +304,10 @@ class _TaskWriter:
         ]
         table = table.select(keep)
         if self.mapped is not None:
-            return rename_to_physical(table, self.mapped)
+            return self.spec.with_row_tracking_field_ids(rename_to_physical(table, self.mapped))
         if self.spec.physical_names:
             table = table.rename_columns([self.spec.physical_names.get(n, n) for n in keep])
-        return table
+        return self.spec.with_row_tracking_field_ids(table)
 
     def write_table(self, table: pa.Table, cdc: bool) -> None:
         if table.num_rows == 0:

@@ -229,8 +229,10 @@ def _to_physical(df: DataFrame, spec: WriteSpec) -> DataFrame:
     by_name = {f.name.lower(): (f, p) for f, p in zip(mapped.fields, physical.fields)}
     columns = []
     for name in df.columns:
-        if name in spec.row_tracking_columns:  # hidden columns: no mapping
-            columns.append(F.col(f"`{name}`"))
+        if name in spec.row_tracking_columns:  # hidden columns: no mapping; IcebergCompatV3's field ids
+            fid = spec.row_tracking_field_ids.get(name)
+            column = F.col(f"`{name}`")
+            columns.append(column if fid is None else column.alias(name, metadata={"parquet.field.id": fid}))
             continue
         logical, target = by_name[name.lower()]
         # struct fields matched by name to the table's (the data's may come in another order,

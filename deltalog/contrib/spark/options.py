@@ -53,6 +53,7 @@ _KNOWN_PROPERTIES = [
     "delta.enableExpiredLogCleanup",
     "delta.enableIcebergCompatV1",
     "delta.enableIcebergCompatV2",
+    "delta.enableIcebergCompatV3",
     "delta.enableMaterializePartitionColumnsFeature",
     "delta.enableInCommitTimestamps",
     "delta.enableRowTracking",

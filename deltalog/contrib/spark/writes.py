@@ -65,7 +65,11 @@ from deltalog.txn.protocol.actions import (
 from deltalog.txn.protocol.clustering import refuse_partitioning_a_clustered_table
 from deltalog.txn.protocol.column_defaults import plan_default_expressions
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
-from deltalog.txn.protocol.iceberg_compat import complete_metadata, materializes_partition_columns
+from deltalog.txn.protocol.iceberg_compat import (
+    complete_metadata,
+    materializes_partition_columns,
+    row_tracking_field_ids,
+)
 from deltalog.txn.protocol.identity import pop_high_water_marks
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
 from deltalog.txn.protocol.protocol_requirements import with_table_defaults
@@ -236,6 +240,7 @@ def write_spec(
         column_names=tuple(f["name"] for f in schema["fields"]),
         change_data=props.enable_change_data_feed,
         row_tracking_columns=row_tracking.named_materialized_columns(metadata),
+        row_tracking_field_ids=row_tracking_field_ids(metadata),
         materialize_partitions=materializes_partition_columns(protocol, metadata),
         shred_variants=props.enable_variant_shredding,
     )

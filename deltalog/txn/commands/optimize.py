@@ -84,7 +84,7 @@ from deltalog.txn.protocol.column_identifiers import ColumnPath
 from deltalog.txn.protocol.column_mapping import physical_arrow_schema, rename_to_logical
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.file_stats import StatsCollector
-from deltalog.txn.protocol.iceberg_compat import materializes_partition_columns
+from deltalog.txn.protocol.iceberg_compat import materializes_partition_columns, row_tracking_field_ids
 from deltalog.txn.protocol.partition_filters import PartitionFilter
 from deltalog.txn.protocol.partition_paths import partition_directory
 from deltalog.txn.protocol.schema import StructType, from_arrow_type
@@ -266,6 +266,8 @@ class CompactionSpec:
     #: row tracking enabled: the materialized (row id, row commit version) columns the
     #: rewritten rows carry their stable ids and commit versions in, as Delta's OPTIMIZE does
     row_tracking_columns: tuple[str, str] | None = None
+    #: their Parquet field ids (IcebergCompatV3: Iceberg's reserved ones); empty otherwise
+    row_tracking_field_ids: Mapping[str, int] = field(default_factory=dict)
     #: ``zorder``, or ``hilbert`` (liquid clustering by two or more columns).
     curve: str = "zorder"
     #: ``clusteringProvider`` of the files written (``liquid`` when clustering).
@@ -304,6 +306,7 @@ class CompactionSpec:
             max_file_size=max_file_size,
             num_ranges=num_ranges,
             row_tracking_columns=row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata),
+            row_tracking_field_ids=row_tracking_field_ids(snapshot.metadata),
             curve="hilbert" if clustered and len(z_order_by) > 1 else "zorder",
             clustering_provider=CLUSTERING_PROVIDER if clustered else None,
             materialized_partitions=_materialized_partitions(snapshot),
@@ -357,10 +360,10 @@ class _Compactor:
         #: what the rewritten files hold: the data columns, plus the materialized row
         #: tracking columns (not in the table's schema, so without statistics)
         self.row_schema = spec.schema
-        if spec.row_tracking_columns is not None:
-            self.row_schema = spec.schema.append(pa.field(spec.row_tracking_columns[0], pa.int64())).append(
-                pa.field(spec.row_tracking_columns[1], pa.int64())
-            )
+        for name in spec.row_tracking_columns or ():
+            fid = spec.row_tracking_field_ids.get(name)
+            meta = None if fid is None else {b"PARQUET:field_id": str(fid).encode()}
+            self.row_schema = self.row_schema.append(pa.field(name, pa.int64(), metadata=meta))
         #: ... and, last, the partition columns when the files hold them (no statistics either)
         self.file_schema = self.row_schema
         if spec.materialized_partitions is not None:

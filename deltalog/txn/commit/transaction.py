@@ -52,7 +52,7 @@ from deltalog.txn.commit.conflicts import CurrentTransactionInfo, WinningCommit,
 from deltalog.txn.commit.isolation import IsolationLevel, choose_isolation_level
 from deltalog.txn.commit.metadata_checks import verify_metadata
 from deltalog.txn.commit.operation_metrics import file_metrics
-from deltalog.txn.commit.operations import Operation
+from deltalog.txn.commit.operations import Operation, SetTableProperties
 from deltalog.txn.commit.post_commit import PostCommitHook, run_post_commit
 from deltalog.txn.commit.settings import EngineSettings
 from deltalog.txn.log.checksum import record_commit_checksum
@@ -606,7 +606,7 @@ class OptimisticTransaction:
         table can take this commit and every action, then choose the isolation level."""
         body = self._take_metadata_and_protocol(actions)
         self._check_writable()
-        self._check_iceberg_compat(body)
+        self._check_iceberg_compat(body, isinstance(operation, SetTableProperties))
         body = self._with_row_tracking_backfill(body)
         self._check_constraints_declared(body)
         self._action_checks().check_all(body)
@@ -662,16 +662,16 @@ class OptimisticTransaction:
                 "do not disable commit_info_enabled on this table"
             )
 
-    def _check_iceberg_compat(self, body: Sequence[Action]) -> None:
-        """IcebergCompatV1/V2's checks on the commit's final protocol, metadata and adds
-        (Delta runs them in every ``prepareCommit``)."""
+    def _check_iceberg_compat(self, body: Sequence[Action], altering_properties: bool = False) -> None:
+        """IcebergCompat's checks on the commit's final protocol, metadata and adds (Delta
+        runs them in every ``prepareCommit``); ``altering_properties``: a SET TBLPROPERTIES."""
         protocol, metadata = self.protocol, self.metadata
         if protocol is None or metadata is None:
             return
         prev_protocol = self.snapshot.protocol if self.table_exists else None
         prev_metadata = self.snapshot.metadata if self.table_exists else None
         adds = (a for a in body if isinstance(a, AddFile))  # read only when IcebergCompat is on
-        iceberg_compat.check_commit(prev_protocol, prev_metadata, protocol, metadata, adds)
+        iceberg_compat.check_commit(prev_protocol, prev_metadata, protocol, metadata, adds, altering_properties)
 
     def _action_checks(self) -> CommitActionChecks:
         keys = partition_value_keys(self.metadata) if self.metadata is not None else ()

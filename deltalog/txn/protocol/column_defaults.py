@@ -15,7 +15,10 @@ column defaults and identity values for the columns the data lacks, then generat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime
+import decimal
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +48,7 @@ __all__ = [
     "TaskColumnFiller",
     "UnsupportedDefaultExpressionError",
     "column_defaults",
+    "is_literal_default",
     "plan_default_expressions",
 ]
 
@@ -162,3 +166,93 @@ def plan_default_expressions(metadata: Metadata) -> DefaultExpressions:
     return DefaultExpressions(
         tuple(column_defaults(metadata)), tuple(identity_columns(metadata)), tuple(check_generated_columns(metadata))
     )
+
+
+_INTEGER = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"\s*[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?)\s*")
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_LOCAL_TIMESTAMP = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M")
+
+
+def _quoted(text: str) -> str:
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    raise ValueError(f"string missing quotation marks: {text}")
+
+
+def _integer(text: str, bits: int) -> None:
+    if not _INTEGER.fullmatch(text) or not -(2 ** (bits - 1)) <= int(text) < 2 ** (bits - 1):
+        raise ValueError(text)
+
+
+def _decimal(text: str, type_name: str) -> None:
+    precision, scale = (int(p) for p in type_name[len("decimal(") : -1].split(","))
+    if not _DECIMAL.fullmatch(text):
+        raise ValueError(text)
+    value = decimal.Context(prec=precision, rounding=decimal.ROUND_HALF_UP).create_decimal(text)
+    if value != value.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP):
+        raise ValueError(text)  # Java's setScale(scale) without a rounding mode refuses rounding
+
+
+def _local_timestamp(text: str) -> None:
+    value = _quoted(text)
+    for pattern in _LOCAL_TIMESTAMP:
+        try:
+            datetime.datetime.strptime(value, pattern)
+            return
+        except ValueError:
+            continue
+    raise ValueError(text)
+
+
+def _timestamp(text: str) -> None:
+    value = _quoted(text)
+    if re.search(r"([+-]\d\d:\d\d|Z)$", value):
+        datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return
+    _local_timestamp(text)
+
+
+def _floating(text: str) -> None:
+    if not _FLOAT.fullmatch(text):
+        raise ValueError(text)
+
+
+def _binary(text: str) -> None:
+    if text[:1] in ("x", "X"):
+        int(_quoted(text[1:]) or "0", 16)
+
+
+_LITERAL_PARSERS: dict[str, Callable[[str], object]] = {
+    "string": _quoted,
+    "long": lambda t: _integer(re.sub(r"[lL]$", "", t), 64),
+    "integer": lambda t: _integer(t, 32),
+    "short": lambda t: _integer(t, 32),
+    "byte": lambda t: _integer(t, 32),
+    "float": _floating,
+    "double": _floating,
+    "boolean": lambda t: None,  # Java's Boolean.valueOf takes any text
+    "binary": _binary,
+    "date": lambda t: datetime.date.fromisoformat(_quoted(t)),
+    "timestamp": _timestamp,
+    "timestamp_ntz": _local_timestamp,
+}
+
+
+def is_literal_default(expression: str, type_json: Any) -> bool:
+    """Whether a column's ``CURRENT_DEFAULT`` text is a literal of its type, as Delta's
+    ``DeltaColumnDefaults.hasLiteralDefault`` parses it: quoted strings, dates and
+    timestamps, plain numbers (a decimal that fits its scale without rounding), ``x'..'``
+    binaries; an expression (``1 + 1``, ``current_date()``) or a nested type is not."""
+    if not isinstance(type_json, str):
+        return False
+    parse = _LITERAL_PARSERS.get(type_json)
+    if parse is None and type_json.startswith("decimal("):
+        parse = lambda t: _decimal(t, type_json)  # noqa: E731
+    if parse is None:
+        return False
+    try:
+        parse(expression)
+    except (ValueError, ArithmeticError):
+        return False
+    return True

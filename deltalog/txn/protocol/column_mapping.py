@@ -234,7 +234,7 @@ def update_column_mapping(old: Metadata | None, new: Metadata, removing: bool = 
     assigned, max_id = assign_column_mapping(
         schema, max(old_max, new.properties.column_mapping_max_id), old_schema, changing
     )
-    if new.properties.enable_iceberg_compat_v2:
+    if new.properties.enable_iceberg_compat_v2 or new.properties.enable_iceberg_compat_v3:
         assigned, max_id = assign_nested_ids(assigned, max_id)
     _check_unique(assigned, new_mode)
     config = {**new.configuration, "delta.columnMapping.maxColumnId": str(max_id)}

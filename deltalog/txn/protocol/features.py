@@ -212,6 +212,15 @@ FEATURES: dict[str, FeatureInfo] = {
             "(`delta.columnMapping.nested.ids`) written as Parquet field ids",
         ),
         FeatureInfo(
+            "icebergCompatV3",
+            False,
+            None,
+            None,
+            "nothing to do",
+            "supported: as icebergCompatV2 with row tracking on (deletion vectors and variant allowed); "
+            "the materialized row tracking columns carry Iceberg's reserved Parquet field ids",
+        ),
+        FeatureInfo(
             "materializePartitionColumns",
             False,
             None,
@@ -345,6 +354,7 @@ WRITE_SUPPORTED: set[str] = {
     "checkpointProtection",
     "icebergCompatV1",
     "icebergCompatV2",
+    "icebergCompatV3",
     "materializePartitionColumns",
     "collations",
     "collations-preview",

@@ -1,6 +1,7 @@
-"""IcebergCompatV1/V2 (UniForm) and materializePartitionColumns: what they ask of writers.
+"""IcebergCompatV1/V2/V3 (UniForm) and materializePartitionColumns: what they ask of writers.
 
-PROTOCOL "Iceberg Compatibility V1/V2" and the ``materializePartitionColumns`` RFC. These
+PROTOCOL "Iceberg Compatibility V1/V2", the IcebergCompatV3 RFC and the
+``materializePartitionColumns`` RFC. These
 features only constrain writers; turning a table's log into Iceberg metadata (Delta's
 ``IcebergConverter``) is outside the protocol and outside deltalog.
 
@@ -8,15 +9,19 @@ This module is Delta's ``IcebergCompat`` / ``UniversalFormat`` enforcement, with
 
 - :func:`with_required_properties`: what enabling asks of the metadata (Delta's
   ``enforceInvariantsAndDependencies``): column mapping ``name`` set on a new table that does
-  not choose a mode, ``delta.universalFormat.iceberg.atomicConversion.supported`` set on a
-  new table, UniForm (Iceberg) refused without a compat version and switched off with it;
+  not choose a mode, row tracking switched on for V3, ``delta.universalFormat.iceberg.atomicConversion.supported``
+  set on a new table, UniForm (Iceberg) refused without a compat version and switched off with
+  it, V3 never switched off;
 - :func:`check_commit`: the checks every commit of an enabled table passes (one version,
-  column mapping, no deletion vectors, the type allow-lists, no partition-spec rename,
-  Iceberg-supported type widening only, ``numRecords`` in every ``add``);
-- :func:`materializes_partition_columns`: whether data files must hold the partition values.
+  column mapping, no deletion vectors before V3, the type allow-lists, no partition-spec
+  rename, Iceberg-supported type widening only, ``numRecords`` in every ``add``; V3: literal
+  column defaults, no ALTER to V3 of a table already tracking rows);
+- :func:`materializes_partition_columns`: whether data files must hold the partition values;
+- :func:`row_tracking_field_ids`: the Parquet field ids of V3's materialized row tracking
+  columns (Iceberg's reserved ``_row_id`` and ``_last_updated_sequence_number``).
 
-The nested ids IcebergCompatV2 requires are assigned with the other column mapping metadata
-(:func:`deltalog.txn.protocol.column_mapping.update_column_mapping`).
+The nested ids IcebergCompatV2 and V3 require are assigned with the other column mapping
+metadata (:func:`deltalog.txn.protocol.column_mapping.update_column_mapping`).
 """
 
 from __future__ import annotations
@@ -31,7 +36,10 @@ from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.properties import TableProperties
 
 __all__ = [
+    "ICEBERG_ROW_COMMIT_VERSION_FIELD_ID",
+    "ICEBERG_ROW_ID_FIELD_ID",
     "IcebergCompatError",
+    "IcebergCompatUnsupportedOperationError",
     "IcebergCompatViolationError",
     "UniFormIcebergRequiresCompatError",
     "check_add",
@@ -39,6 +47,7 @@ __all__ = [
     "complete_metadata",
     "enabled_versions",
     "materializes_partition_columns",
+    "row_tracking_field_ids",
     "with_required_properties",
 ]
 
@@ -53,6 +62,13 @@ _V2_TYPES = frozenset(
 )
 #: V2's partition types (Delta's ``CheckPartitionDataTypeInV2AllowList``): the atomic ones.
 _V2_PARTITION_TYPES = _V2_TYPES - {"array", "map", "struct"}
+#: IcebergCompatV3's (Delta's ``CheckTypeInV3AllowList``): V2's and variant. The RFC lists
+#: geometry and geography too, which deltalog's schemas do not have.
+_V3_TYPES = _V2_TYPES | {"variant"}
+#: Iceberg's reserved field ids of ``_row_id`` and ``_last_updated_sequence_number``, which
+#: V3 gives the materialized row id and row commit version columns (Delta's ``IcebergConstants``).
+ICEBERG_ROW_ID_FIELD_ID = 2147483540
+ICEBERG_ROW_COMMIT_VERSION_FIELD_ID = 2147483539
 
 
 class IcebergCompatError(DeltaLogError):
@@ -76,6 +92,16 @@ class IcebergCompatViolationError(IcebergCompatError):
         self.reason = reason
 
 
+class IcebergCompatUnsupportedOperationError(IcebergCompatError):
+    """An operation IcebergCompatV3 does not allow, which Delta refuses with a plain
+    ``UnsupportedOperationException`` (no error class): switching V3 off, or switching it on
+    by ALTER on a table that already tracks rows. Nothing was committed."""
+
+    def __init__(self, version: int, detail: str) -> None:
+        super().__init__(f"IcebergCompatV{version}: {detail} Nothing was committed.")
+        self.version = version
+
+
 class UniFormIcebergRequiresCompatError(IcebergCompatError):
     """``delta.universalFormat.enabledFormats`` names ``iceberg`` but no IcebergCompat version
     is enabled (Delta's ``DELTA_UNIVERSAL_FORMAT_VIOLATION.ICEBERG_COMPAT_REQUIRED``)."""
@@ -84,14 +110,30 @@ class UniFormIcebergRequiresCompatError(IcebergCompatError):
         super().__init__(
             "[DELTA_UNIVERSAL_FORMAT_VIOLATION.ICEBERG_COMPAT_REQUIRED] The validation of Universal Format "
             "(iceberg) has failed: it requires IcebergCompat; set 'delta.enableIcebergCompatV2' = 'true' "
-            "(or V1) with it. Nothing was committed."
+            "(or V1, V3) with it. Nothing was committed."
         )
 
 
 def enabled_versions(configuration: Mapping[str, str]) -> list[int]:
     """The IcebergCompat versions the properties enable (more than one is refused)."""
     props = TableProperties(configuration)
-    return [v for v, on in ((1, props.enable_iceberg_compat_v1), (2, props.enable_iceberg_compat_v2)) if on]
+    enabled = (props.enable_iceberg_compat_v1, props.enable_iceberg_compat_v2, props.enable_iceberg_compat_v3)
+    return [v for v, on in enumerate(enabled, start=1) if on]
+
+
+def row_tracking_field_ids(metadata: Metadata | None) -> dict[str, int]:
+    """Materialized row tracking column name -> the Parquet field id data files give it:
+    Iceberg's reserved ids when IcebergCompatV3 is on (Delta's ``shouldSetIcebergReservedFieldId``,
+    ``isGeqEnabled(metadata, 3)``), nothing otherwise."""
+    from deltalog.txn.protocol.row_tracking import MATERIALIZED_ROW_COMMIT_VERSION_KEY, MATERIALIZED_ROW_ID_KEY
+
+    if metadata is None or not any(v >= 3 for v in enabled_versions(metadata.configuration)):
+        return {}
+    ids = {
+        MATERIALIZED_ROW_ID_KEY: ICEBERG_ROW_ID_FIELD_ID,
+        MATERIALIZED_ROW_COMMIT_VERSION_KEY: ICEBERG_ROW_COMMIT_VERSION_FIELD_ID,
+    }
+    return {name: fid for key, fid in ids.items() if (name := metadata.configuration.get(key))}
 
 
 def materializes_partition_columns(protocol: Protocol | None, metadata: Metadata) -> bool:
@@ -127,16 +169,30 @@ def with_required_properties(old: Metadata | None, new: Metadata, creating: bool
       version that was on: then ``iceberg`` leaves ``enabledFormats`` too;
     - an enabled version needs column mapping ``name`` or ``id``: a table being created that
       does not set the mode gets ``name``; otherwise a wrong mode is refused;
+    - V3 needs ``delta.enableRowTracking``: set to true when not given, on any table (Delta's
+      ``RequireRowTracking``, ``autoEnableOnExistingTable``); given otherwise, refused;
     - a table being created gets ``delta.universalFormat.iceberg.atomicConversion.supported``
-      = true unless it sets it."""
+      = true unless it sets it;
+    - V3, once on, cannot be switched off (Delta's ``CheckCannotDisableCompat``)."""
     creating = old is None if creating is None else creating
     config = dict(new.configuration)
     props = new.properties
     versions = enabled_versions(config)
+    if old is not None and 3 in enabled_versions(old.configuration) and not any(v >= 3 for v in versions):
+        raise IcebergCompatUnsupportedOperationError(3, "IcebergCompat cannot be disabled.")
     if "iceberg" in props.universal_format_enabled_formats and not versions:
         if old is None or not enabled_versions(old.configuration):
             raise UniFormIcebergRequiresCompatError()
         config = _without_iceberg_format(config)
+    if 3 in versions and not props.enable_row_tracking:
+        if props.enable_row_tracking_given is not None:
+            raise IcebergCompatViolationError(
+                3,
+                "WRONG_REQUIRED_TABLE_PROPERTY",
+                "IcebergCompatV3 requires table property 'delta.enableRowTracking' to be set to 'true'. "
+                f"Current value: '{props.enable_row_tracking_given}'.",
+            )
+        config["delta.enableRowTracking"] = "true"
     if versions:
         mode = props.column_mapping_mode
         if mode not in ("name", "id"):
@@ -192,9 +248,11 @@ def _show(data_type: Any) -> str:
 
 
 def _check_types(version: int, schema: dict[str, Any], metadata: Metadata) -> None:
-    """V1: no array, map or void (``CheckNoListMapNullType``); V2: the type allow-lists."""
+    """V1: no array, map or void (``CheckNoListMapNullType``); V2, V3: the type allow-lists
+    (V3's adds variant; both keep V2's partition types)."""
+    allowed = _V3_TYPES if version >= 3 else _V2_TYPES
     for kind, data_type in _type_names(schema):
-        refused = kind in ("array", "map", "void") if version == 1 else kind not in (_V2_TYPES | {"decimal"})
+        refused = kind in ("array", "map", "void") if version == 1 else kind not in (allowed | {"decimal"})
         if refused:
             raise IcebergCompatViolationError(
                 version,
@@ -255,9 +313,12 @@ def check_commit(
     protocol: Protocol,
     metadata: Metadata,
     adds: Iterable[AddFile],
+    altering_properties: bool = False,
 ) -> None:
     """The checks of an IcebergCompat table's commit, in Delta's order; raises
-    :class:`IcebergCompatViolationError`. Nothing to check when no version is enabled."""
+    :class:`IcebergCompatViolationError` (or :class:`IcebergCompatUnsupportedOperationError`).
+    ``altering_properties``: the commit is a ``SET TBLPROPERTIES``. Nothing to check when no
+    version is enabled."""
     versions = enabled_versions(metadata.configuration)
     if not versions:
         return
@@ -282,6 +343,20 @@ def check_commit(
     schema = json.loads(metadata.schema_string)
     _check_types(version, schema, metadata)
     _check_partition_spec(version, prev_metadata, metadata)
+    if version < 3:
+        _check_deletion_vectors_disabled(version, prev_protocol, prev_metadata, protocol, metadata)
+    _check_type_widening(version, schema, protocol)
+    if version >= 3:
+        _check_defaults_are_literals(version, schema)
+        if altering_properties and prev_metadata is not None:
+            _check_no_row_tracking_before_upgrade(prev_protocol, prev_metadata)
+
+
+def _check_deletion_vectors_disabled(
+    version: int, prev_protocol: Protocol | None, prev_metadata: Metadata | None, protocol: Protocol, metadata: Metadata
+) -> None:
+    """Delta's ``CheckDeletionVectorDisabled`` (V1, V2): deletion vectors writable on the
+    table read or after this commit are refused."""
     if _deletion_vectors_writable(prev_protocol, prev_metadata) or _deletion_vectors_writable(protocol, metadata):
         raise IcebergCompatViolationError(
             version,
@@ -289,7 +364,39 @@ def check_commit(
             f"IcebergCompatV{version} requires Deletion Vectors to be disabled on the table first "
             "('delta.enableDeletionVectors' = 'false'), then run REORG TABLE ... APPLY (PURGE) to purge them.",
         )
-    _check_type_widening(version, schema, protocol)
+
+
+def _check_defaults_are_literals(version: int, schema: dict[str, Any]) -> None:
+    """Delta's ``CheckColumnDefaultIsLiteral``: a top-level column's ``CURRENT_DEFAULT`` is a
+    literal of its type (Iceberg V3 keeps write defaults as values, not expressions)."""
+    from deltalog.txn.protocol.column_defaults import is_literal_default
+
+    for f in schema.get("fields") or []:
+        default = (f.get("metadata") or {}).get("CURRENT_DEFAULT")
+        if default is not None and not is_literal_default(str(default), f.get("type")):
+            raise IcebergCompatViolationError(
+                version,
+                "UNSUPPORTED_DATA_TYPE",
+                f"IcebergCompatV{version} does not support the data type {_show(f.get('type'))}:{f.get('name')} "
+                f"in your schema: the column's default ({default}) is not a literal.",
+            )
+
+
+def _check_no_row_tracking_before_upgrade(prev_protocol: Protocol | None, prev_metadata: Metadata) -> None:
+    """Delta's ``CheckNoRowTrackingBeforeUpgradeV3``: ALTER TABLE does not switch V3 on for a
+    table whose row tracking is already on (its files' materialized row tracking columns lack
+    Iceberg's field ids)."""
+    from deltalog.txn.protocol.row_tracking import is_enabled
+
+    if any(v >= 3 for v in enabled_versions(prev_metadata.configuration)) or not is_enabled(
+        prev_protocol, prev_metadata
+    ):
+        return
+    raise IcebergCompatUnsupportedOperationError(
+        3,
+        "Alter Table enable icebergCompatV3 with RowTracking enabled is not supported. "
+        "Please disable RowTracking first.",
+    )
 
 
 def check_add(metadata: Metadata, add: AddFile) -> None:

@@ -246,6 +246,11 @@ class TableProperties:
         return self._bool("delta.enableIcebergCompatV2", False)
 
     @property
+    def enable_iceberg_compat_v3(self) -> bool:
+        """``delta.enableIcebergCompatV3``: IcebergCompatV3's writer requirements apply."""
+        return self._bool("delta.enableIcebergCompatV3", False)
+
+    @property
     def universal_format_enabled_formats(self) -> tuple[str, ...]:
         """``delta.universalFormat.enabledFormats``: ``iceberg`` / ``hudi``, comma-separated."""
         raw = self.get("delta.universalFormat.enabledFormats") or ""
@@ -288,6 +293,11 @@ class TableProperties:
     @property
     def enable_row_tracking(self) -> bool:
         return self._bool("delta.enableRowTracking", False)
+
+    @property
+    def enable_row_tracking_given(self) -> str | None:
+        """The text of ``delta.enableRowTracking`` when the properties set it, else None."""
+        return self.get("delta.enableRowTracking")
 
     @property
     def enable_type_widening(self) -> bool:

@@ -82,7 +82,7 @@ _DELTA_TABLE_PROPERTIES = frozenset(
         "checkpointRetentionDuration columnMapping.mode dataSkippingNumIndexedCols dataSkippingStatsColumns "
         "dataSkippingStringPrefixLength deletedFileRetentionDuration dropFeatureTruncateHistory.retentionDuration "
         "enableChangeDataFeed enableDeletionVectors enableExpiredLogCleanup enableFullRetentionRollback "
-        "enableIcebergCompatV1 enableIcebergCompatV2 enableInCommitTimestamps "
+        "enableIcebergCompatV1 enableIcebergCompatV2 enableIcebergCompatV3 enableInCommitTimestamps "
         "enableMaterializePartitionColumnsFeature enableRowTracking enableTypeWidening enableVariantShredding "
         "ignoreProtocolDefaults isolationLevel logRetentionDuration minReaderVersion minWriterVersion "
         "parquet.format.version randomPrefixLength randomizeFilePrefixes sampleRetentionDuration "
@@ -193,6 +193,8 @@ def active_features(metadata: Metadata) -> set[str]:
         features.add("icebergCompatV1")
     if props.enable_iceberg_compat_v2:
         features.add("icebergCompatV2")
+    if props.enable_iceberg_compat_v3:
+        features.add("icebergCompatV3")
     if props.enable_materialize_partition_columns_feature:
         features.add("materializePartitionColumns")
     if props.enable_row_tracking:

@@ -38,6 +38,7 @@ REQUIRED_FEATURES: dict[str, frozenset[str]] = {
     "collations": frozenset({"domainMetadata"}),
     "icebergCompatV1": frozenset({"columnMapping"}),
     "icebergCompatV2": frozenset({"columnMapping"}),
+    "icebergCompatV3": frozenset({"columnMapping", "rowTracking"}),
     "variantShredding": frozenset({"variantType"}),
     "coordinatedCommits-preview": frozenset({"inCommitTimestamp", "vacuumProtocolCheck"}),
     "catalogOwned-preview": frozenset({"inCommitTimestamp", "vacuumProtocolCheck"}),
