@@ -26,6 +26,7 @@ adds, as Delta's ``InsertOnlyMergeExecutor``.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -684,9 +685,9 @@ class DeltaMergeBuilder:
         if not with_dv and not plan.txn.snapshot.properties.enable_change_data_feed:
             out = recompute_generated(joined.select(*values, act), plan.txn.snapshot.metadata, plan.assigned)
             unwritten = frozenset(self._deleting_labels() | {"drop"})
-            out = self._repartitioned(plan, out)
             spec = self._table._checked_spec(plan.txn, out.filter(~act.isin(*unwritten)).drop(_ACTION))
-            lines, counts = write_labelled(out, spec, _ACTION, self._labels(), unwritten)
+            arrange = functools.partial(self._repartitioned, plan)
+            lines, counts = write_labelled(out, spec, _ACTION, self._labels(), unwritten, arrange)
             return lines, counts, None
         deleted = act.startswith("md") | act.startswith("sd")
         joined = joined.cache()
