@@ -678,11 +678,13 @@ class DeltaMergeBuilder:
         joined rows are cached, counted, and read again for the positions and change rows."""
         from pyspark.sql import functions as F
 
-        joined = self._labelled_rows(plan, touched)
+        with_dv = writes_deletion_vectors(self._table._spark, plan.txn.snapshot, "merge")
+        change_data = plan.txn.snapshot.properties.enable_change_data_feed
+        # the rows' positions: a deletion vector marks them, change data counts a deleted row once
+        joined = self._labelled_rows(plan, touched, positions=with_dv or change_data)
         act = F.col(_ACTION)
         values = self._new_values(plan, joined)
-        with_dv = writes_deletion_vectors(self._table._spark, plan.txn.snapshot, "merge")
-        if not with_dv and not plan.txn.snapshot.properties.enable_change_data_feed:
+        if not with_dv and not change_data:
             out = recompute_generated(joined.select(*values, act), plan.txn.snapshot.metadata, plan.assigned)
             unwritten = frozenset(self._deleting_labels() | {"drop"})
             spec = self._table._checked_spec(plan.txn, out.filter(~act.isin(*unwritten)).drop(_ACTION))
@@ -700,7 +702,7 @@ class DeltaMergeBuilder:
                 marks = {plan.log_path(name): rows for name, rows in hits.items()}
                 kept = kept.filter(act != "copy")
             out = kept.select(*values, F.lit(None).cast("string").alias(CDC_TYPE_COLUMN))
-            if plan.txn.snapshot.properties.enable_change_data_feed:
+            if change_data:
                 out = self._with_change_data(plan, joined, out, values, touched.overcount)
             else:
                 out = out.drop(CDC_TYPE_COLUMN)
@@ -710,26 +712,30 @@ class DeltaMergeBuilder:
             joined.unpersist()
         return lines, counts, marks
 
-    def _labelled_rows(self, plan: _MergePlan, touched: _Touched) -> DataFrame:
+    def _labelled_rows(self, plan: _MergePlan, touched: _Touched, positions: bool) -> DataFrame:
         """The touched files' rows joined with the source (full outer when there are insert
         clauses), each labelled in ``_ACTION`` with the first clause that acts on it:
         ``m`` (matched) or ``s`` (not matched by source), then ``u``/``d`` (update/delete) and
         the clause's index; ``i`` and the index for an insert; ``copy`` for a target row no
-        clause acts on; ``drop`` for a source row no insert clause takes."""
+        clause acts on; ``drop`` for a source row no insert clause takes. With ``positions``
+        (or on a table that tracks rows) each target row has its file and row index; else
+        the touched files are scanned without them (Spark's reader then skips the row index
+        and the ``_metadata`` columns)."""
         from pyspark.sql import functions as F
 
         talias = plan.target_alias
         scans = plan.scans
+        tracked = tracked_columns(plan.txn.snapshot)
         if not touched.files:
             rows = plan.target.limit(0)
-        elif len(touched.files) == len(plan.files):  # every candidate is touched: pass 1's scan
+        elif len(touched.files) == len(plan.files) and positions:  # every candidate is touched: pass 1's scan
             rows = plan.target
-        else:  # a scan of just the touched files
-            scanned = scan_target(self._table._spark, self._table._log, plan.txn.snapshot, touched.files)
+        else:  # a scan of just the touched files (with the rows' positions when they are needed)
+            spark, snapshot = self._table._spark, plan.txn.snapshot
+            scanned = scan_target(spark, self._table._log, snapshot, touched.files, positions or tracked is not None)
             plan.scans.append(scanned)
             scans = [scanned]
             rows = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
-        tracked = tracked_columns(plan.txn.snapshot)
         if tracked is not None:  # each target row's stable row id and row commit version
             plan.txn.mark_row_tracking_materialized()
             by_path = {f.path: f for f in touched.files}
