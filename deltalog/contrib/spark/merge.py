@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.dataframes import (
@@ -102,6 +102,7 @@ class _MergePlan:
     source: DataFrame  # the source's rows, with _S_PRESENT
     condition: Column
     scans: list[TargetRows]  # the target scans (their file names)
+    _target_values: dict[str, Column] = field(default_factory=dict)  # target_value's columns
 
     def log_path(self, name: str) -> str:
         """The log's path of the file a scan names ``name`` (in its FILE_COLUMN)."""
@@ -111,10 +112,16 @@ class _MergePlan:
         return self.scans[0].log_path(name)  # raises for an unknown file
 
     def target_value(self, column: str) -> Column:
-        """The target row's value of ``column`` (null for a column schema evolution adds)."""
+        """The target row's value of ``column`` (null for a column schema evolution adds);
+        built once per column (a Column costs py4j round trips)."""
         from pyspark.sql import functions as F
 
-        return F.lit(None) if column in self.new_columns else F.col(f"{self.target_alias}.`{column}`")
+        value = self._target_values.get(column)
+        if value is None:
+            quoted = ".".join(f"`{name.replace('`', '``')}`" for name in (self.target_alias, column))
+            value = F.lit(None) if column in self.new_columns else F.expr(quoted)
+            self._target_values[column] = value
+        return value
 
 
 @dataclass(frozen=True)
@@ -591,14 +598,15 @@ class DeltaMergeBuilder:
 
         from pyspark.sql import functions as F
 
+        # fixed expressions as SQL text: a Column built in Python costs a dozen py4j round trips
         per_file = (
             self._rows_acted_on(plan)
-            .filter((F.col("count") > 1) | (F.col("a") > 0))
+            .filter("`count` > 1 OR a > 0")
             .groupBy("f")
             .agg(
-                F.sum(F.when(F.col("count") > 1, 1).otherwise(0)).alias("rows"),
-                F.sum(F.when(F.col("count") > 1, F.col("count")).otherwise(0)).alias("matches"),
-                F.max("a").alias("a"),
+                F.expr("sum(CASE WHEN `count` > 1 THEN 1 ELSE 0 END) AS `rows`"),
+                F.expr("sum(CASE WHEN `count` > 1 THEN `count` ELSE 0 END) AS matches"),
+                F.expr("max(a) AS a"),
             )
             .collect()
         )
@@ -643,16 +651,17 @@ class DeltaMergeBuilder:
         clause's condition holds)."""
         from pyspark.sql import functions as F
 
-        file_col = F.col(f"{plan.target_alias}.{FILE_COLUMN}").alias("f")
-        row_col = F.col(f"{plan.target_alias}.{ROW_INDEX_COLUMN}").alias("r")
-        matched_acts = self._matched_acts().cast("int").alias("a")
+        talias = plan.target_alias.replace("`", "``")
+        file_col = F.expr(f"`{talias}`.`{FILE_COLUMN}` AS f")
+        row_col = F.expr(f"`{talias}`.`{ROW_INDEX_COLUMN}` AS r")
         if not self._not_matched_by_source:  # only matched rows: one shuffle, by file, serves both groupings
+            matched_acts = self._matched_acts().cast("int").alias("a")
             return (
                 plan.target.join(plan.source, plan.condition, "inner")
                 .select(file_col, row_col, matched_acts)
                 .repartition("f")
                 .groupBy("f", "r")
-                .agg(F.count(F.lit(1)).alias("count"), F.max("a").alias("a"))
+                .agg(F.expr("count(1) AS `count`"), F.expr("max(a) AS a"))
             )
         by_source_acts = F.lit(False)
         for c in self._not_matched_by_source:
@@ -661,9 +670,9 @@ class DeltaMergeBuilder:
         acts = F.when(s_present, self._matched_acts()).otherwise(by_source_acts)
         return (
             plan.target.join(plan.source, plan.condition, "left_outer")
-            .select(file_col, row_col, F.col(_S_PRESENT).alias("s"), acts.cast("int").alias("a"))
+            .select(file_col, row_col, F.expr(f"{_S_PRESENT} AS s"), acts.cast("int").alias("a"))
             .groupBy("f", "r")
-            .agg(F.count("s").alias("count"), F.max("a").alias("a"))
+            .agg(F.expr("count(s) AS `count`"), F.expr("max(a) AS a"))
         )
 
     def _rewrite(self, plan: _MergePlan, touched: _Touched) -> tuple[list[str], dict[str, int], RowMarks | None]:
