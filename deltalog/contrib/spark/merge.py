@@ -735,13 +735,14 @@ class DeltaMergeBuilder:
         talias = plan.target_alias
         scans = plan.scans
         tracked = tracked_columns(plan.txn.snapshot)
+        positions = positions or tracked is not None
         if not touched.files:
             rows = plan.target.limit(0)
         elif len(touched.files) == len(plan.files) and positions:  # every candidate is touched: pass 1's scan
             rows = plan.target
         else:  # a scan of just the touched files (with the rows' positions when they are needed)
             spark, snapshot = self._table._spark, plan.txn.snapshot
-            scanned = scan_target(spark, self._table._log, snapshot, touched.files, positions or tracked is not None)
+            scanned = scan_target(spark, self._table._log, snapshot, touched.files, positions)
             plan.scans.append(scanned)
             scans = [scanned]
             rows = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
