@@ -9,7 +9,10 @@ once, and neither cached nor counted by a job of their own.
 
 - Spark's own Parquet writer (:mod:`~deltalog.contrib.spark.native_write`), where it can
   write the rows: the counts come from an ``Observation`` of the write job (Spark merges
-  the metrics of successful task attempts only).
+  the metrics of successful task attempts only). With ``repartitionBeforeWrite`` the rows
+  are counted before the shuffle, in its map tasks, where Delta's SQL metrics count them
+  too: as Delta's, a map task that Spark runs again after it succeeded (a lost shuffle
+  output, speculation) counts its rows again.
 - Python tasks otherwise (:func:`~deltalog.contrib.spark.files.write_batches`): the counts
   come back with the action lines of the tasks that succeeded, so a retried task is
   counted once.
