@@ -444,6 +444,51 @@ def test_merge_writes_one_file_per_touched_partition(spark, table_path):
             spark.conf.unset(key) if value is None else spark.conf.set(key, value)
 
 
+def test_repartitioned_merge_counts_and_writes_only_the_kept_rows(spark, table_path):
+    """Pass 2 counts the rows per clause and drops the deleted target rows and the source
+    rows no insert clause takes before ``repartitionBeforeWrite``'s shuffle: the metrics
+    count every row once, the deleted and dropped rows are in no file, and each touched
+    partition still gets one file."""
+    from deltalog.contrib.spark import DeltaTable
+
+    data = [(i, f"p{i % 2}", i) for i in range(20)]
+    spark.createDataFrame(spark.sparkContext.parallelize(data, 4), "id long, p string, v long").write.format(
+        "deltalog"
+    ).mode("append").option("partitionBy", "p").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    # matched: ids 0, 2, ..., 18 (all of p0's rows); unmatched: 20..29, inserted when a multiple of 4
+    source = spark.createDataFrame(
+        [(i, "p0" if i < 20 else f"p{i % 3}", -i) for i in range(0, 30, 2)] + [(i, "p2", -i) for i in range(21, 30, 2)],
+        "id long, p string, v long",
+    )
+    (
+        table.alias("t")
+        .merge(source.alias("s"), "t.id = s.id")
+        .whenMatchedDelete(condition="t.id < 6")
+        .whenMatchedUpdate(set={"v": "s.v"})
+        .whenNotMatchedInsertAll(condition="s.id % 4 = 0")
+        .execute()
+    )
+    expected = {i: (f"p{i % 2}", i) for i in range(20) if not (i % 2 == 0 and i < 6)}
+    expected.update({i: ("p0", -i) for i in range(6, 20, 2)})
+    expected.update({i: (f"p{i % 3}", -i) for i in (20, 24, 28)})
+    got = rows(table.toDF(), ["id"])
+    assert {r.id: (r.p, r.v) for r in got.itertuples()} == expected
+    actions = commits(table_path)[-1]
+    metrics = next(a["commitInfo"]["operationMetrics"] for a in actions if "commitInfo" in a)
+    assert {k: metrics[k] for k in ("numTargetRowsDeleted", "numTargetRowsUpdated", "numTargetRowsInserted")} == {
+        "numTargetRowsDeleted": "3",
+        "numTargetRowsUpdated": "7",
+        "numTargetRowsInserted": "3",
+    }
+    assert metrics["numTargetRowsCopied"] == "0"  # only p0's file was touched, and all its rows were matched
+    assert metrics["numOutputRows"] == "10"
+    adds = [a["add"] for a in actions if "add" in a]
+    # one file per partition the output has rows in: p0 (the updates, 24), p1 (28), p2 (20)
+    assert sorted(a["partitionValues"]["p"] for a in adds) == ["p0", "p1", "p2"]
+    assert sum(json.loads(a["stats"])["numRecords"] for a in adds) == 10
+
+
 def test_source_is_evaluated_once_for_all_passes(spark, table_path):
     """Delta's materializeSource: the pruning ranges, pass 1 and pass 2 read one evaluation of
     the source (``none`` evaluates it per pass); a cached source is left as the user cached it."""

@@ -26,9 +26,10 @@ adds, as Delta's ``InsertOnlyMergeExecutor``.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.dataframes import (
@@ -101,6 +102,7 @@ class _MergePlan:
     source: DataFrame  # the source's rows, with _S_PRESENT
     condition: Column
     scans: list[TargetRows]  # the target scans (their file names)
+    _target_values: dict[str, Column] = field(default_factory=dict)  # target_value's columns
 
     def log_path(self, name: str) -> str:
         """The log's path of the file a scan names ``name`` (in its FILE_COLUMN)."""
@@ -110,10 +112,16 @@ class _MergePlan:
         return self.scans[0].log_path(name)  # raises for an unknown file
 
     def target_value(self, column: str) -> Column:
-        """The target row's value of ``column`` (null for a column schema evolution adds)."""
+        """The target row's value of ``column`` (null for a column schema evolution adds);
+        built once per column (a Column costs py4j round trips)."""
         from pyspark.sql import functions as F
 
-        return F.lit(None) if column in self.new_columns else F.col(f"{self.target_alias}.`{column}`")
+        value = self._target_values.get(column)
+        if value is None:
+            quoted = ".".join(f"`{name.replace('`', '``')}`" for name in (self.target_alias, column))
+            value = F.lit(None) if column in self.new_columns else F.expr(quoted)
+            self._target_values[column] = value
+        return value
 
 
 @dataclass(frozen=True)
@@ -590,14 +598,15 @@ class DeltaMergeBuilder:
 
         from pyspark.sql import functions as F
 
+        # fixed expressions as SQL text: a Column built in Python costs a dozen py4j round trips
         per_file = (
             self._rows_acted_on(plan)
-            .filter((F.col("count") > 1) | (F.col("a") > 0))
+            .filter("`count` > 1 OR a > 0")
             .groupBy("f")
             .agg(
-                F.sum(F.when(F.col("count") > 1, 1).otherwise(0)).alias("rows"),
-                F.sum(F.when(F.col("count") > 1, F.col("count")).otherwise(0)).alias("matches"),
-                F.max("a").alias("a"),
+                F.expr("sum(CASE WHEN `count` > 1 THEN 1 ELSE 0 END) AS `rows`"),
+                F.expr("sum(CASE WHEN `count` > 1 THEN `count` ELSE 0 END) AS matches"),
+                F.expr("max(a) AS a"),
             )
             .collect()
         )
@@ -642,16 +651,17 @@ class DeltaMergeBuilder:
         clause's condition holds)."""
         from pyspark.sql import functions as F
 
-        file_col = F.col(f"{plan.target_alias}.{FILE_COLUMN}").alias("f")
-        row_col = F.col(f"{plan.target_alias}.{ROW_INDEX_COLUMN}").alias("r")
-        matched_acts = self._matched_acts().cast("int").alias("a")
+        talias = plan.target_alias.replace("`", "``")
+        file_col = F.expr(f"`{talias}`.`{FILE_COLUMN}` AS f")
+        row_col = F.expr(f"`{talias}`.`{ROW_INDEX_COLUMN}` AS r")
         if not self._not_matched_by_source:  # only matched rows: one shuffle, by file, serves both groupings
+            matched_acts = self._matched_acts().cast("int").alias("a")
             return (
                 plan.target.join(plan.source, plan.condition, "inner")
                 .select(file_col, row_col, matched_acts)
                 .repartition("f")
                 .groupBy("f", "r")
-                .agg(F.count(F.lit(1)).alias("count"), F.max("a").alias("a"))
+                .agg(F.expr("count(1) AS `count`"), F.expr("max(a) AS a"))
             )
         by_source_acts = F.lit(False)
         for c in self._not_matched_by_source:
@@ -660,9 +670,9 @@ class DeltaMergeBuilder:
         acts = F.when(s_present, self._matched_acts()).otherwise(by_source_acts)
         return (
             plan.target.join(plan.source, plan.condition, "left_outer")
-            .select(file_col, row_col, F.col(_S_PRESENT).alias("s"), acts.cast("int").alias("a"))
+            .select(file_col, row_col, F.expr(f"{_S_PRESENT} AS s"), acts.cast("int").alias("a"))
             .groupBy("f", "r")
-            .agg(F.count("s").alias("count"), F.max("a").alias("a"))
+            .agg(F.expr("count(s) AS `count`"), F.expr("max(a) AS a"))
         )
 
     def _rewrite(self, plan: _MergePlan, touched: _Touched) -> tuple[list[str], dict[str, int], RowMarks | None]:
@@ -677,16 +687,18 @@ class DeltaMergeBuilder:
         joined rows are cached, counted, and read again for the positions and change rows."""
         from pyspark.sql import functions as F
 
-        joined = self._labelled_rows(plan, touched)
+        with_dv = writes_deletion_vectors(self._table._spark, plan.txn.snapshot, "merge")
+        change_data = plan.txn.snapshot.properties.enable_change_data_feed
+        # the rows' positions: a deletion vector marks them, change data counts a deleted row once
+        joined = self._labelled_rows(plan, touched, positions=with_dv or change_data)
         act = F.col(_ACTION)
         values = self._new_values(plan, joined)
-        with_dv = writes_deletion_vectors(self._table._spark, plan.txn.snapshot, "merge")
-        if not with_dv and not plan.txn.snapshot.properties.enable_change_data_feed:
+        if not with_dv and not change_data:
             out = recompute_generated(joined.select(*values, act), plan.txn.snapshot.metadata, plan.assigned)
             unwritten = frozenset(self._deleting_labels() | {"drop"})
-            out = self._repartitioned(plan, out)
             spec = self._table._checked_spec(plan.txn, out.filter(~act.isin(*unwritten)).drop(_ACTION))
-            lines, counts = write_labelled(out, spec, _ACTION, self._labels(), unwritten)
+            arrange = functools.partial(self._repartitioned, plan)
+            lines, counts = write_labelled(out, spec, _ACTION, self._labels(), unwritten, arrange)
             return lines, counts, None
         deleted = act.startswith("md") | act.startswith("sd")
         joined = joined.cache()
@@ -699,7 +711,7 @@ class DeltaMergeBuilder:
                 marks = {plan.log_path(name): rows for name, rows in hits.items()}
                 kept = kept.filter(act != "copy")
             out = kept.select(*values, F.lit(None).cast("string").alias(CDC_TYPE_COLUMN))
-            if plan.txn.snapshot.properties.enable_change_data_feed:
+            if change_data:
                 out = self._with_change_data(plan, joined, out, values, touched.overcount)
             else:
                 out = out.drop(CDC_TYPE_COLUMN)
@@ -709,26 +721,31 @@ class DeltaMergeBuilder:
             joined.unpersist()
         return lines, counts, marks
 
-    def _labelled_rows(self, plan: _MergePlan, touched: _Touched) -> DataFrame:
+    def _labelled_rows(self, plan: _MergePlan, touched: _Touched, positions: bool) -> DataFrame:
         """The touched files' rows joined with the source (full outer when there are insert
         clauses), each labelled in ``_ACTION`` with the first clause that acts on it:
         ``m`` (matched) or ``s`` (not matched by source), then ``u``/``d`` (update/delete) and
         the clause's index; ``i`` and the index for an insert; ``copy`` for a target row no
-        clause acts on; ``drop`` for a source row no insert clause takes."""
+        clause acts on; ``drop`` for a source row no insert clause takes. With ``positions``
+        (or on a table that tracks rows) each target row has its file and row index; else
+        the touched files are scanned without them (Spark's reader then skips the row index
+        and the ``_metadata`` columns)."""
         from pyspark.sql import functions as F
 
         talias = plan.target_alias
         scans = plan.scans
+        tracked = tracked_columns(plan.txn.snapshot)
+        positions = positions or tracked is not None
         if not touched.files:
             rows = plan.target.limit(0)
-        elif len(touched.files) == len(plan.files):  # every candidate is touched: pass 1's scan
+        elif len(touched.files) == len(plan.files) and positions:  # every candidate is touched: pass 1's scan
             rows = plan.target
-        else:  # a scan of just the touched files
-            scanned = scan_target(self._table._spark, self._table._log, plan.txn.snapshot, touched.files)
+        else:  # a scan of just the touched files (with the rows' positions when they are needed)
+            spark, snapshot = self._table._spark, plan.txn.snapshot
+            scanned = scan_target(spark, self._table._log, snapshot, touched.files, positions)
             plan.scans.append(scanned)
             scans = [scanned]
             rows = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
-        tracked = tracked_columns(plan.txn.snapshot)
         if tracked is not None:  # each target row's stable row id and row commit version
             plan.txn.mark_row_tracking_materialized()
             by_path = {f.path: f for f in touched.files}

@@ -49,19 +49,25 @@ class TargetRows:
             raise AssertionError(f"the target scan returned an unknown file {name!r}") from None
 
 
-def scan_target(spark: SparkSession, delta_log: DeltaLog, snapshot: Snapshot, files: Sequence[AddFile]) -> TargetRows:
+def scan_target(
+    spark: SparkSession, delta_log: DeltaLog, snapshot: Snapshot, files: Sequence[AddFile], positions: bool = True
+) -> TargetRows:
     """The live rows of ``files`` (of ``snapshot``), with ``FILE_COLUMN`` and
     ``ROW_INDEX_COLUMN``; on a table that tracks rows, also its materialized row tracking
     columns (as the files hold them from Spark's scan, null where not materialized; stable
     values from the Python reader: :func:`~deltalog.contrib.spark.row_tracking.stable_row_tracking`
-    gives both the stable values)."""
-    from deltalog.contrib.spark.native import scan_with_positions
+    gives both the stable values). Without ``positions`` Spark's scan gives the table's
+    columns only (no file, row index or row tracking columns; the Python reader's rows
+    still have them), and the rows name no file."""
+    from deltalog.contrib.spark.native import scan_paths, scan_with_positions
     from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY
     from deltalog.contrib.spark.row_tracking import tracked_columns
 
     hidden = tracked_columns(snapshot) or ()
     if files:
         try:
+            if not positions:
+                return TargetRows(scan_paths(spark, delta_log, snapshot, [f.path for f in files]), {})
             native, paths = scan_with_positions(spark, delta_log, snapshot, [f.path for f in files], hidden)
         except NativeReadUnsupportedError as exc:
             log.info("MERGE reads the target with the Python reader: %s", exc)

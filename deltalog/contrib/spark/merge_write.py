@@ -9,7 +9,10 @@ once, and neither cached nor counted by a job of their own.
 
 - Spark's own Parquet writer (:mod:`~deltalog.contrib.spark.native_write`), where it can
   write the rows: the counts come from an ``Observation`` of the write job (Spark merges
-  the metrics of successful task attempts only).
+  the metrics of successful task attempts only). With ``repartitionBeforeWrite`` the rows
+  are counted before the shuffle, in its map tasks, where Delta's SQL metrics count them
+  too: as Delta's, a map task that Spark runs again after it succeeded (a lost shuffle
+  output, speculation) counts its rows again.
 - Python tasks otherwise (:func:`~deltalog.contrib.spark.files.write_batches`): the counts
   come back with the action lines of the tasks that succeeded, so a retried task is
   counted once.
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -53,11 +56,17 @@ def _written(
 
 
 def write_labelled(
-    df: DataFrame, spec: WriteSpec, label: str, labels: Sequence[str], unwritten: frozenset[str]
+    df: DataFrame,
+    spec: WriteSpec,
+    label: str,
+    labels: Sequence[str],
+    unwritten: frozenset[str],
+    arrange: Callable[[DataFrame], DataFrame] = lambda rows: rows,
 ) -> tuple[list[str], dict[str, int]]:
     """Write the rows of ``df`` whose ``label`` (one of ``labels``) is not in ``unwritten``
-    (without ``label``) as files of the table; returns the add/cdc action lines and the
-    number of rows of ``df`` per label.
+    (without ``label``) as files of the table, arranged by ``arrange`` (a repartition by the
+    partition columns); returns the add/cdc action lines and the number of rows of ``df``
+    per label.
 
     Spark's own Parquet writer writes them where it can, the rows counted by an
     ``Observation`` of the same job (Delta counts them with SQL metrics of its write job);
@@ -69,7 +78,7 @@ def write_labelled(
     kept = [c for c in df.columns if c != label]
     blocked = native_write_blocker(df.sparkSession, spec, kept)
     if blocked is None:
-        return _write_observed(df, spec, label, labels, unwritten)
+        return _write_observed(df, spec, label, labels, unwritten, arrange)
     log.info("MERGE writes with Python tasks: %s", blocked)
     skip = sorted(unwritten)
 
@@ -86,7 +95,7 @@ def write_labelled(
         )
         return lines, out
 
-    rows = run_write_job(df, spec, task, "action string, label string, n long")
+    rows = run_write_job(arrange(df), spec, task, "action string, label string, n long")
     counts: dict[str, int] = {}
     for r in rows:
         if r["label"] is not None:
@@ -95,18 +104,31 @@ def write_labelled(
 
 
 def _write_observed(
-    df: DataFrame, spec: WriteSpec, label: str, labels: Sequence[str], unwritten: frozenset[str]
+    df: DataFrame,
+    spec: WriteSpec,
+    label: str,
+    labels: Sequence[str],
+    unwritten: frozenset[str],
+    arrange: Callable[[DataFrame], DataFrame],
 ) -> tuple[list[str], dict[str, int]]:
     """:func:`write_labelled` through Spark's Parquet writer, counting the labels with an
-    ``Observation`` of the write job (before the unwritten rows are dropped)."""
+    ``Observation`` of the write job. The rows are counted, the unwritten ones dropped and
+    the label column with them before ``arrange``: a repartition then shuffles only the
+    written rows and columns, and the counting runs in the tasks that compute the join
+    (as Delta's SQL metrics, counted right after its join), not in the one task a touched
+    partition's rows are shuffled to."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     from deltalog.contrib.spark.native_write import write_native
 
     observation = Observation(f"deltalog_merge_{uuid.uuid4().hex}")
-    sums = [F.sum(F.when(F.col(label) == name, 1).otherwise(0)).alias(name) for name in labels]
+    # as SQL text (the labels are the MERGE's own names): a Column built in Python costs a
+    # dozen py4j round trips per function
+    sums = [F.expr(f"sum(CASE WHEN `{label}` = '{name}' THEN 1 ELSE 0 END) AS `{name}`") for name in labels]
     observed = df.observe(observation, *sums)
-    lines = write_native(observed.filter(~F.col(label).isin(*sorted(unwritten))).drop(label), spec)
+    dropped = ", ".join(f"'{name}'" for name in sorted(unwritten))
+    kept = observed.filter(f"`{label}` NOT IN ({dropped})").drop(label)
+    lines = write_native(arrange(kept), spec)
     counts = {name: int(n) for name, n in observation.get.items() if n}
     return lines, counts

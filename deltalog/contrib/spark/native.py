@@ -71,6 +71,7 @@ __all__ = [
     "hadoop_path",
     "hadoop_root",
     "read_table",
+    "scan_paths",
     "scan_with_positions",
     "spark_can_reach",
 ]
@@ -510,16 +511,30 @@ def scan_with_positions(
     the files (row tracking's materialized columns; null where a file lacks one); and each
     ``FILE_KEY`` URI's path as in the log. Raises :class:`NativeReadUnsupportedError` when
     the native path cannot read the table."""
+    table = _scannable_paths(spark, delta_log, snapshot, paths)
+    root = hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
+    df = _native_scan(spark, delta_log, snapshot, table, None, positions=True, hidden=hidden)
+    return df, {_file_uri(root, p): p for p in paths}
+
+
+def scan_paths(spark: SparkSession, delta_log: DeltaLog, snapshot: Snapshot, paths: Sequence[str]) -> DataFrame:
+    """The live rows of the snapshot's files ``paths``, read natively: the table's columns
+    only (no file or row position columns, so Spark's reader reads no row index and builds
+    no ``_metadata`` values where no deletion vector needs them). Raises
+    :class:`NativeReadUnsupportedError` when the native path cannot read the table."""
+    return _native_scan(spark, delta_log, snapshot, _scannable_paths(spark, delta_log, snapshot, paths), None)
+
+
+def _scannable_paths(spark: SparkSession, delta_log: DeltaLog, snapshot: Snapshot, paths: Sequence[str]) -> Any:
+    """The snapshot's files table rows of ``paths``, once the session is known to reach
+    the table natively (:class:`NativeReadUnsupportedError` otherwise)."""
     import pyarrow as pa
 
     if getattr(spark, "_jvm", None) is None:
         raise NativeReadUnsupportedError("the session has no JVM (Spark Connect)")
     if not spark_can_reach(spark, delta_log.table_uri):
         raise NativeReadUnsupportedError(f"Spark has no Hadoop file system for {delta_log.table_uri}")
-    table = _only_paths(snapshot.files_table, pa.array(list(paths), pa.string()))
-    root = hadoop_root(delta_log.table_uri, delta_log.store.fs_path(delta_log.table_uri))
-    df = _native_scan(spark, delta_log, snapshot, table, None, positions=True, hidden=hidden)
-    return df, {_file_uri(root, p): p for p in paths}
+    return _only_paths(snapshot.files_table, pa.array(list(paths), pa.string()))
 
 
 def _native_scan(
