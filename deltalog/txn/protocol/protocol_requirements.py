@@ -166,39 +166,34 @@ def _walk_fields(field: dict[str, Any]) -> Iterator[Any]:
     yield from walk_types(field.get("type"))
 
 
+#: the features a table property turns on: (the property's attribute of
+#: :class:`~deltalog.txn.protocol.properties.TableProperties`, the feature); a true value
+#: turns it on (``delta.enableVariantShredding`` adds the preview feature, as Delta's
+#: ``forceUsePreviewTableFeature`` default)
+_PROPERTY_FEATURES: tuple[tuple[str, str], ...] = (
+    ("append_only", "appendOnly"),
+    ("check_constraints", "checkConstraints"),
+    ("enable_change_data_feed", "changeDataFeed"),
+    ("enable_deletion_vectors", "deletionVectors"),
+    ("enable_in_commit_timestamps", "inCommitTimestamp"),
+    ("enable_type_widening", "typeWidening"),
+    ("enable_variant_shredding", "variantShredding-preview"),
+    ("enable_iceberg_compat_v1", "icebergCompatV1"),
+    ("enable_iceberg_compat_v2", "icebergCompatV2"),
+    ("enable_iceberg_compat_v3", "icebergCompatV3"),
+    ("enable_materialize_partition_columns_feature", "materializePartitionColumns"),
+    ("enable_row_tracking", "rowTracking"),
+)
+
+
 def active_features(metadata: Metadata) -> set[str]:
     """Features the metadata makes active (by properties and schema)."""
     props = metadata.properties
-    features: set[str] = set()
-    if props.append_only:
-        features.add("appendOnly")
-    if props.check_constraints:
-        features.add("checkConstraints")
-    if props.enable_change_data_feed:
-        features.add("changeDataFeed")
+    features = {feature for attribute, feature in _PROPERTY_FEATURES if getattr(props, attribute)}
     if props.column_mapping_mode in ("name", "id"):
         features.add("columnMapping")
-    if props.enable_deletion_vectors:
-        features.add("deletionVectors")
-    if props.enable_in_commit_timestamps:
-        features.add("inCommitTimestamp")
     if props.checkpoint_policy == "v2":
         features.add("v2Checkpoint")
-    if props.enable_type_widening:
-        features.add("typeWidening")
-    if props.enable_variant_shredding:
-        # Delta's forceUsePreviewTableFeature (default true): the preview feature is added
-        features.add("variantShredding-preview")
-    if props.enable_iceberg_compat_v1:
-        features.add("icebergCompatV1")
-    if props.enable_iceberg_compat_v2:
-        features.add("icebergCompatV2")
-    if props.enable_iceberg_compat_v3:
-        features.add("icebergCompatV3")
-    if props.enable_materialize_partition_columns_feature:
-        features.add("materializePartitionColumns")
-    if props.enable_row_tracking:
-        features.add("rowTracking")
     try:
         schema = json.loads(metadata.schema_string)
     except ValueError:
