@@ -488,6 +488,16 @@ def test_repartitioned_merge_counts_and_writes_only_the_kept_rows(spark, table_p
     assert sorted(a["partitionValues"]["p"] for a in adds) == ["p0", "p1", "p2"]
     assert sum(json.loads(a["stats"])["numRecords"] for a in adds) == 10
 
+    # a MERGE that writes no row (it deletes every row of the files it touches): adaptive
+    # execution drops the empty stages after the shuffle, with the one that counted the rows
+    # (Observation.get failed); the rows are still counted
+    table.alias("t").merge(
+        spark.createDataFrame([("p1",)], "p string").alias("s"), "t.p = s.p"
+    ).whenMatchedDelete().execute()
+    metrics = next(a["commitInfo"]["operationMetrics"] for a in commits(table_path)[-1] if "commitInfo" in a)
+    assert (metrics["numTargetRowsDeleted"], metrics["numOutputRows"]) == ("11", "0")
+    assert sorted(r.p for r in rows(table.toDF(), ["id"]).itertuples()) == ["p0"] * 8 + ["p2"]
+
 
 def test_source_is_evaluated_once_for_all_passes(spark, table_path):
     """Delta's materializeSource: the pruning ranges, pass 1 and pass 2 read one evaluation of

@@ -130,5 +130,11 @@ def _write_observed(
     dropped = ", ".join(f"'{name}'" for name in sorted(unwritten))
     kept = observed.filter(f"`{label}` NOT IN ({dropped})").drop(label)
     lines = write_native(arrange(kept), spec)
+    if not lines:
+        # nothing was written: adaptive execution replaced the empty stages after the shuffle
+        # by an empty relation, and the stage that observed the counts went with them from the
+        # plan Spark reports metrics of; they are counted by a job of their own
+        rows = df.groupBy(label).count().collect()
+        return lines, {r[label]: int(r["count"]) for r in rows if r["count"]}
     counts = {name: int(n) for name, n in observation.get.items() if n}
     return lines, counts
