@@ -218,14 +218,6 @@ def active_features(metadata: Metadata) -> set[str]:
     return features
 
 
-def _version_properties(metadata: Metadata) -> tuple[int | None, int | None]:
-    """``delta.minReaderVersion`` / ``delta.minWriterVersion`` of ``metadata``; raises
-    :class:`~deltalog.txn.protocol.properties.InvalidPropertyError` for one that is not a
-    number (Delta's ``protocolPropNotIntException``)."""
-    props = metadata.properties
-    return props.min_reader_version, props.min_writer_version
-
-
 def _ignores_protocol_defaults(metadata: Metadata) -> bool:
     return str(metadata.configuration.get("delta.ignoreProtocolDefaults", "")).strip().lower() == "true"
 
@@ -236,7 +228,9 @@ def protocol_for_new_table(metadata: Metadata) -> Protocol:
     ``delta.ignoreProtocolDefaults``) with the features they imply, plus every feature the
     properties name (``delta.feature.<name>``) or the metadata uses, with their dependencies;
     normalized."""
-    reader, writer = _version_properties(metadata)
+    # delta.minReaderVersion / delta.minWriterVersion (InvalidPropertyError when not a number,
+    # Delta's protocolPropNotIntException)
+    reader, writer = metadata.properties.min_reader_version, metadata.properties.min_writer_version
     reader = 1 if reader is None else reader
     writer = (1 if _ignores_protocol_defaults(metadata) else 2) if writer is None else writer
     implied = implicit_features(Protocol(reader if writer >= 7 else min(2, reader), writer))
@@ -256,9 +250,12 @@ def protocol_for_existing_table(current: Protocol, metadata: Metadata) -> Protoc
        :class:`~deltalog.txn.protocol.errors.FeatureRequiresManualEnablementError`.
     """
     proposed = current
-    reader, writer = _version_properties(metadata)
+    reader, writer = metadata.properties.min_reader_version, metadata.properties.min_writer_version
     if reader is not None or writer is not None:
-        asked = Protocol(current.min_reader_version if reader is None else reader, writer or current.min_writer_version)
+        asked = Protocol(
+            current.min_reader_version if reader is None else reader,
+            current.min_writer_version if writer is None else writer,
+        )
         proposed = merge(current, asked)
     requested = dependency_closure(_requested_features(metadata))
     if not requested <= supported_features(proposed):
