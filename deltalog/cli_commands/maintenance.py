@@ -258,6 +258,11 @@ def _convert_arguments(parser: argparse.ArgumentParser) -> None:
         default="",
         help='the partition columns of the col=value directories, as "day date, region string"',
     )
+    parser.add_argument(
+        "--no-statistics",
+        action="store_true",
+        help="record only each file's row count, not its column statistics (Delta's NO STATISTICS)",
+    )
 
 
 @command(
@@ -269,7 +274,9 @@ def convert(ctx: CommandContext) -> int:
     from deltalog.txn.commands.convert import convert_to_delta
 
     log = ctx.delta_log(ctx.args.uri)
-    version = convert_to_delta(log, ctx.args.partition_schema, lock=ctx.args.lock)
+    version = convert_to_delta(
+        log, ctx.args.partition_schema, lock=ctx.args.lock, collect_stats=not ctx.args.no_statistics
+    )
     snapshot = log.update()
     if ctx.json:
         ctx.print_json({"table": log.table_uri, "version": version, "num_files": snapshot.num_files})

@@ -255,6 +255,12 @@ def test_convert(tmp_path: Path) -> None:
     again = deltalog("convert", str(plain))
     assert again.returncode == 1 and again.stderr.startswith("deltalog convert: error:")
     assert "already a Delta table" in again.stderr
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    pq.write_table(pa.table({"id": [1, 2]}), bare / "part-0.parquet")
+    ok_json("convert", str(bare), "--no-statistics")
+    (add,) = DeltaLog.for_table(str(bare)).update().files
+    assert add.stats == '{"numRecords":2}'
 
 
 def test_drop_feature(tmp_path: Path) -> None:

@@ -99,3 +99,33 @@ def test_a_directory_that_cannot_be_converted_is_left_untouched(
     with pytest.raises(ConvertToDeltaError, match=message):
         convert_to_delta(str(root), partitions)  # type: ignore[arg-type]
     assert not os.path.exists(root / "_delta_log")
+
+
+def test_convert_collects_statistics_from_the_footers(tmp_path: Path) -> None:
+    """As Delta's CONVERT (statistics collected unless ``NO STATISTICS``), every ``add``
+    gets ``minValues``/``maxValues``/``nullCount``, here from the Parquet footers (no row is
+    read); a float column gets no bounds (a footer's skip NaN). ``collect_stats=False`` is Delta's ``NO STATISTICS``."""
+    root = tmp_path / "plain"
+    (root / "p=a").mkdir(parents=True)
+    pq.write_table(
+        pa.table({"id": [1, 5], "name": ["x", None], "score": [0.5, float("nan")]}), root / "p=a" / "0.parquet"
+    )
+    pq.write_table(pa.table({"id": [10, 12], "name": ["y", "z"], "score": [1.0, 2.0]}), root / "p=a" / "1.parquet")
+    convert_to_delta(str(root), "p string")
+    snapshot = DeltaLog.for_table(str(root)).update()
+    stats = {f.path: json.loads(f.stats or "{}") for f in snapshot.files}
+    assert stats["p=a/0.parquet"] == {
+        "numRecords": 2,
+        "minValues": {"id": 1, "name": "x"},
+        "maxValues": {"id": 5, "name": "x"},
+        "nullCount": {"id": 0, "name": 1, "score": 0},
+    }
+    assert stats["p=a/1.parquet"]["minValues"] == {"id": 10, "name": "y"}
+    assert _log_lines(root)[0]["commitInfo"]["operationParameters"]["collectStats"] == "true"  # type: ignore[index]
+
+    bare = tmp_path / "bare"
+    _write(bare, "0.parquet", [1, 2])
+    convert_to_delta(str(bare), collect_stats=False)
+    (add,) = DeltaLog.for_table(str(bare)).update().files
+    assert json.loads(add.stats or "{}") == {"numRecords": 2}
+    assert _log_lines(bare)[0]["commitInfo"]["operationParameters"]["collectStats"] == "false"  # type: ignore[index]

@@ -230,6 +230,47 @@ def test_convert_to_delta_merges_every_files_schema(spark, tmp_path):
     assert not (clash / "_delta_log").exists()
 
 
+def test_convert_to_delta_takes_the_session_defaults_and_skips_by_statistics(spark, tmp_path):
+    """Delta's CONVERT creates its table with the session's
+    ``spark.databricks.delta.properties.defaults.*`` (``updateMetadataForNewTable``) and
+    collects statistics, so a read skips files at once; a default column mapping mode is
+    refused as Delta refuses it, with nothing written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.contrib.spark import DeltaTable, read_table
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.delta_log import DeltaLog
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), plain / "part-0.parquet")
+    pq.write_table(pa.table({"id": pa.array([10, 11], pa.int64())}), plain / "part-1.parquet")
+    prefix = "spark.databricks.delta.properties.defaults."
+    spark.conf.set(prefix + "enableChangeDataFeed", "true")
+    try:
+        DeltaTable.convertToDelta(spark, f"parquet.`{plain}`")
+    finally:
+        spark.conf.unset(prefix + "enableChangeDataFeed")
+    snapshot = DeltaLog.for_table(str(plain)).update()
+    assert snapshot.metadata.configuration == {"delta.enableChangeDataFeed": "true"}
+    assert "changeDataFeed" in (snapshot.protocol.writer_features or ())
+    df = read_table(spark, str(plain), where="id > 5")
+    assert [os.path.basename(f) for f in df.inputFiles()] == ["part-1.parquet"]
+    assert sorted(r.id for r in df.collect()) == [10, 11]
+
+    mapped = tmp_path / "mapped"
+    mapped.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), mapped / "part-0.parquet")
+    spark.conf.set(prefix + "columnMapping.mode", "name")
+    try:
+        with pytest.raises(DeltaAnalysisError, match="DELTA_CONVERSION_UNSUPPORTED_COLUMN_MAPPING"):
+            DeltaTable.convertToDelta(spark, f"parquet.`{mapped}`")
+    finally:
+        spark.conf.unset(prefix + "columnMapping.mode")
+    assert not (mapped / "_delta_log").exists()
+
+
 def test_generate_symlink_format_manifest(spark, tmp_path):
     """``generate("symlink_format_manifest")`` writes one manifest per partition listing the
     latest version's data files, as Delta's GENERATE does; another mode is refused."""

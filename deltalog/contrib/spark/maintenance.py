@@ -285,16 +285,27 @@ def _partition_schema_fields(spark: SparkSession, schema: Any) -> list[dict[str,
     return fields
 
 
+#: Delta's ``DELTA_COLLECT_STATS``: false makes CONVERT skip statistics (with a warning)
+_COLLECT_STATS_CONF = "spark.databricks.delta.stats.collect"
+
+
 def convert_to_delta(spark: SparkSession, delta_log: DeltaLog, partition_schema: Any) -> int:
     """CONVERT TO DELTA (:mod:`deltalog.txn.commands.convert`) with the partition schema as
-    Spark gives it (a ``StructType`` or a DDL string), committed with Spark's ``commitInfo``."""
+    Spark gives it (a ``StructType`` or a DDL string), committed with Spark's ``commitInfo``.
+    The new table takes the session's default table properties and collects statistics
+    unless the session turns them off, as Delta's ``ConvertToDeltaCommand``."""
     from deltalog.txn.commands.convert import ConvertToDeltaError, commit_convert, plan_convert
+    from deltalog.txn.protocol.protocol_requirements import session_table_defaults, with_table_defaults
     from deltalog.txn.protocol.schema import parse_schema
 
     fields = _partition_schema_fields(spark, partition_schema)
     partitions = parse_schema(json.dumps({"type": "struct", "fields": fields}))
+    configuration = with_table_defaults({}, session_table_defaults(spark.conf.getAll))
+    collect_stats = str(spark.conf.get(_COLLECT_STATS_CONF, "true")).strip().lower() != "false"
+    if not collect_stats:
+        log.warning("CONVERT TO DELTA collects no statistics: %s is false", _COLLECT_STATS_CONF)
     try:
-        plan = plan_convert(delta_log, partitions)
+        plan = plan_convert(delta_log, partitions, configuration=configuration, collect_stats=collect_stats)
     except ConvertToDeltaError as exc:
         raise DeltaAnalysisError(str(exc)) from exc
     return commit_convert(start_transaction(delta_log), plan)

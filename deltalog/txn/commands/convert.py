@@ -5,10 +5,17 @@ with a component starting with ``.`` or ``_`` are skipped), take each file's par
 values from its Hive-style ``column=value`` directories (they must name exactly the
 partition schema's columns, and each value must parse as its column's type), take the
 data schema from the footers (merged: a column one file lacks is added, one two files type
-differently is refused), then commit the metadata and one ``add`` per file
-(``numRecords`` from the footer, no column statistics) with ``commit_large``, so the
-actions are streamed rather than held. Only footers are read, never the rows. Every
-column is nullable, as Delta's ``asNullable`` makes it.
+differently is refused), then commit the metadata and one ``add`` per file with ``commit_large``, so the actions
+are streamed rather than held. Every column is nullable, as Delta's ``asNullable`` makes it.
+
+Statistics are collected unless asked not to (Delta's ``NO STATISTICS``), for the columns
+the table's properties name, from the footers' row-group statistics
+(:meth:`~deltalog.txn.protocol.file_stats.StatsCollector.update_from_footer`: what a footer
+cannot vouch for, such as float bounds, is left out), where Delta reads the rows. Only
+footers are read, never the rows: each twice, once for the schema and once, against the
+table's schema, for the statistics. The table's properties are the caller's (the Spark
+layer gives the session's defaults, as Delta's ``updateMetadataForNewTable``); a column
+mapping mode is refused, and row tracking without statistics, as Delta refuses them.
 
 :func:`plan_convert` reads the directory (nothing is written), :func:`commit_convert`
 commits a plan in a transaction the caller opened (the Spark layer opens its own, to name
@@ -17,13 +24,12 @@ itself in ``commitInfo``), :func:`convert_to_delta` does both.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -31,11 +37,14 @@ import pyarrow.fs as pafs
 
 from deltalog.txn.commit.operations import Convert
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.log.calendar_rebase import rebase_spec
 from deltalog.txn.log.data_files import data_file_arrow_schema, open_data_file
 from deltalog.txn.protocol.actions import AddFile, Metadata, encode_path
 from deltalog.txn.protocol.errors import DeltaLogError, SchemaMismatchError
+from deltalog.txn.protocol.file_stats import StatsCollector, stats_json
 from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError, PartitionPredicate
 from deltalog.txn.protocol.partition_paths import HIVE_DEFAULT_PARTITION, unescape_partition_value
+from deltalog.txn.protocol.protocol_requirements import protocol_for_new_table
 from deltalog.txn.protocol.schema import (
     StructField,
     StructType,
@@ -78,13 +87,15 @@ class ConvertToDeltaError(DeltaLogError, ValueError):
 @dataclass(frozen=True)
 class ParquetFile:
     """One Parquet file of the directory: its table-relative path (not URL-encoded), size,
-    modification time (ms), partition values and row count."""
+    modification time (ms), partition values, row count and, once collected, its
+    statistics (``add.stats`` JSON)."""
 
     path: str
     size: int
     modification_time: int
     partition_values: dict[str, str | None]
     num_records: int
+    stats: str | None = None
 
     def add(self) -> AddFile:
         return AddFile(
@@ -93,7 +104,7 @@ class ParquetFile:
             size=self.size,
             modification_time=self.modification_time,
             data_change=True,
-            stats=json.dumps({"numRecords": self.num_records}),
+            stats=self.stats or stats_json({"numRecords": self.num_records}),
         )
 
 
@@ -104,6 +115,7 @@ class ConvertPlan:
     table_uri: str
     metadata: Metadata
     files: tuple[ParquetFile, ...]
+    collect_stats: bool = True
 
     def adds(self) -> Iterator[AddFile]:
         return (f.add() for f in self.files)
@@ -112,7 +124,7 @@ class ConvertPlan:
         return Convert(
             num_files=len(self.files),
             partition_by=tuple(self.metadata.partition_columns),
-            collect_stats=False,
+            collect_stats=self.collect_stats,
         )
 
 
@@ -122,17 +134,27 @@ def convert_to_delta(
     *,
     storage_options: Mapping[str, str] | None = None,
     lock: str | CommitLock | None = None,
+    configuration: Mapping[str, str] | None = None,
+    collect_stats: bool = True,
 ) -> int:
-    """Make the Parquet directory ``table`` (a URI, or its :class:`DeltaLog`) a Delta table;
-    returns the version committed (0). ``storage_options`` apply to a URI. Raises
-    :class:`ConvertToDeltaError` (nothing written) when it cannot be converted."""
+    """Make the Parquet directory ``table`` (a URI, or its :class:`DeltaLog`) a Delta table
+    with the table properties ``configuration``; returns the version committed (0).
+    ``storage_options`` apply to a URI; ``collect_stats=False`` is Delta's ``NO STATISTICS``.
+    Raises :class:`ConvertToDeltaError` (nothing written) when it cannot be converted."""
     delta_log = DeltaLog.for_table(table, storage_options) if isinstance(table, str) else table
-    plan = plan_convert(delta_log, partition_schema)
+    plan = plan_convert(delta_log, partition_schema, configuration=configuration, collect_stats=collect_stats)
     return commit_convert(delta_log.start_transaction(lock=lock), plan)
 
 
-def plan_convert(delta_log: DeltaLog, partition_schema: PartitionSchema = None) -> ConvertPlan:
-    """List and check the directory's Parquet files and build the table's metadata."""
+def plan_convert(
+    delta_log: DeltaLog,
+    partition_schema: PartitionSchema = None,
+    *,
+    configuration: Mapping[str, str] | None = None,
+    collect_stats: bool = True,
+) -> ConvertPlan:
+    """List and check the directory's Parquet files, build the table's metadata and, unless
+    ``collect_stats`` is false, the files' statistics."""
     if delta_log.table_exists():
         raise ConvertToDeltaError(f"{delta_log.table_uri} is already a Delta table")
     partitions = _partition_struct(partition_schema)
@@ -163,10 +185,42 @@ def plan_convert(delta_log: DeltaLog, partition_schema: PartitionSchema = None) 
         id=str(uuid.uuid4()),
         schema_string=schema.to_json(),
         partition_columns=tuple(partitions.names),
-        configuration={},
+        configuration=dict(configuration or {}),
         created_time=int(time.time() * 1000),
     )
-    return ConvertPlan(delta_log.table_uri, metadata, tuple(files))
+    _check_conversion_is_allowed(metadata, collect_stats)
+    if collect_stats:
+        files = [_with_statistics(fs, f"{root}/{f.path}", f, metadata) for f in files]
+    return ConvertPlan(delta_log.table_uri, metadata, tuple(files), collect_stats)
+
+
+def _check_conversion_is_allowed(metadata: Metadata, collect_stats: bool) -> None:
+    """Delta's ``checkConversionIsAllowed``: no column mapping (the files hold the logical
+    names), and no row tracking without statistics (row ids need the row counts Delta takes
+    from them)."""
+    mode = metadata.properties.column_mapping_mode
+    if mode != "none":
+        raise ConvertToDeltaError(
+            f"DELTA_CONVERSION_UNSUPPORTED_COLUMN_MAPPING: the configuration 'delta.columnMapping.mode' cannot be "
+            f"set to `{mode}` when using CONVERT TO DELTA; convert, then enable column mapping with "
+            "SET TBLPROPERTIES. Nothing was written"
+        )
+    if not collect_stats and "rowTracking" in (protocol_for_new_table(metadata).writer_features or ()):
+        raise ConvertToDeltaError(
+            "DELTA_CONVERT_TO_DELTA_ROW_TRACKING_WITHOUT_STATS: cannot enable row tracking without collecting "
+            "statistics; convert with statistics, or without row tracking (unset delta.enableRowTracking and "
+            "delta.feature.rowTracking, or their session defaults). Nothing was written"
+        )
+
+
+def _with_statistics(fs: pafs.FileSystem, path: str, file: ParquetFile, metadata: Metadata) -> ParquetFile:
+    """``file`` with the statistics of its footer for the columns ``metadata``'s table
+    collects statistics for."""
+    with open_data_file(fs, path) as pf:
+        collector = StatsCollector.for_table(metadata, data_file_arrow_schema(pf))
+        # a file of Spark's legacy calendar holds numbers its readers rebase: no date bounds
+        collector.update_from_footer(pf.metadata, datetime_bounds=rebase_spec(pf.metadata.metadata) is None)
+    return replace(file, stats=collector.to_json())
 
 
 def _merged_footer(data_schema: StructType, footer: pa.Schema, rel: str) -> StructType:

@@ -192,14 +192,16 @@ class StatsCollector:
             self._min[path] = lo if cur_lo is None or lo < cur_lo else cur_lo
             self._max[path] = hi if cur_hi is None or hi > cur_hi else cur_hi
 
-    def update_from_footer(self, footer: Any) -> None:
+    def update_from_footer(self, footer: Any, *, datetime_bounds: bool = True) -> None:
         """Take the statistics of a whole file from its Parquet footer (a
         ``pyarrow.parquet.FileMetaData`` whose Arrow schema is this collector's), not from
         its rows: the row groups' ``min``/``max``/``null_count``, for a file another writer
         (Spark's own) wrote. What a footer cannot vouch for is left out, never guessed: the
         bounds of a column whose row groups lack them (INT96 timestamps, long strings) and of
         every floating-point column (a footer's bounds skip NaN, which Spark orders last),
-        and the null count of a list or map column (its leaf counts null elements too)."""
+        and the null count of a list or map column (its leaf counts null elements too).
+        ``datetime_bounds=False`` leaves out the bounds of dates and timestamps too (a file
+        in Spark's legacy hybrid calendar, whose stored numbers readers rebase)."""
         self.num_records += footer.num_rows
         columns = {footer.schema.column(i).path: i for i in range(footer.num_columns)}
         for path, t in self.leaves:
@@ -208,6 +210,8 @@ class StatsCollector:
                 self._unknown_nulls.add(path)
                 self._no_bounds.add(path)
                 continue
+            if not datetime_bounds and (pa.types.is_date(t) or pa.types.is_timestamp(t)):
+                self._no_bounds.add(path)
             for rg in range(footer.num_row_groups):
                 self._take_row_group(path, t, footer.row_group(rg).column(index).statistics)
 
@@ -223,7 +227,11 @@ class StatsCollector:
             return
         if not stats.has_min_max:  # only nulls in this row group
             return
-        lo, hi = stats.min, stats.max
+        try:
+            lo, hi = stats.min, stats.max
+        except (OverflowError, ValueError):  # a bound Python cannot hold (a date before year 1)
+            self._no_bounds.add(path)
+            return
         cur_lo, cur_hi = self._min.get(path), self._max.get(path)
         self._min[path] = lo if cur_lo is None or lo < cur_lo else cur_lo
         self._max[path] = hi if cur_hi is None or hi > cur_hi else cur_hi
