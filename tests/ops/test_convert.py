@@ -107,8 +107,10 @@ def test_convert_collects_statistics_from_the_footers(tmp_path: Path) -> None:
     read); a float column gets no bounds (a footer's skip NaN). ``collect_stats=False`` is Delta's ``NO STATISTICS``."""
     root = tmp_path / "plain"
     (root / "p=a").mkdir(parents=True)
+    big = pa.array([2**63 + 1, 3], pa.uint64())  # past a long: no bounds, never a wrong one
     pq.write_table(
-        pa.table({"id": [1, 5], "name": ["x", None], "score": [0.5, float("nan")]}), root / "p=a" / "0.parquet"
+        pa.table({"id": [1, 5], "name": ["x", None], "score": [0.5, float("nan")], "big": big}),
+        root / "p=a" / "0.parquet",
     )
     pq.write_table(pa.table({"id": [10, 12], "name": ["y", "z"], "score": [1.0, 2.0]}), root / "p=a" / "1.parquet")
     convert_to_delta(str(root), "p string")
@@ -118,7 +120,7 @@ def test_convert_collects_statistics_from_the_footers(tmp_path: Path) -> None:
         "numRecords": 2,
         "minValues": {"id": 1, "name": "x"},
         "maxValues": {"id": 5, "name": "x"},
-        "nullCount": {"id": 0, "name": 1, "score": 0},
+        "nullCount": {"id": 0, "name": 1, "score": 0, "big": 0},
     }
     assert stats["p=a/1.parquet"]["minValues"] == {"id": 10, "name": "y"}
     assert _log_lines(root)[0]["commitInfo"]["operationParameters"]["collectStats"] == "true"  # type: ignore[index]

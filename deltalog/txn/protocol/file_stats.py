@@ -56,8 +56,9 @@ def _leaf_paths(schema: pa.Schema) -> list[tuple[_Path, pa.DataType]]:
 
 
 def _has_min_max(t: pa.DataType) -> bool:
+    # an unsigned 64-bit column (a foreign Parquet file's) may hold values past a long's range
     return bool(
-        pa.types.is_integer(t)
+        (pa.types.is_integer(t) and not pa.types.is_uint64(t))
         or pa.types.is_floating(t)
         or pa.types.is_decimal(t)
         or pa.types.is_string(t)
