@@ -480,11 +480,18 @@ def test_set_or_unset_column_mapping_mode_rewrites_the_table_and_keeps_the_featu
     before = log.update().version
     bad: list[tuple[Any, type[Exception], str]] = [
         ({"delta.columnMapping.mode": "none", "delta.appendOnly": "yes"}, InvalidPropertyError, "appendOnly"),
+        (
+            {"delta.columnMapping.mode": "none", "delta.enableIcebergCompatV2": "true"},
+            IcebergCompatViolationError,
+            "requires",
+        ),
         ({"delta.columnMapping.mode": "none"}, UnsupportedColumnMappingModeChangeError, "'name' to 'none'"),
     ]
     for properties, error, message in bad:
+        allowed = error is not UnsupportedColumnMappingModeChangeError
         with pytest.raises(error, match=message):
-            alter.set_table_properties(log, properties, allow_column_mapping_removal=error is InvalidPropertyError)
+            alter.set_table_properties(log, properties, allow_column_mapping_removal=allowed)
+        assert log.update().version == before
     with pytest.raises(InvalidPropertyError, match="nope"):
         alter.unset_table_properties(log, ["delta.columnMapping.mode", "nope"], if_exists=False)
     assert log.update().version == before

@@ -385,18 +385,23 @@ def change_column_comment(delta_log: DeltaLog, column: str, comment: str | None)
 def _remove_column_mapping(
     delta_log: DeltaLog,
     change: Callable[[Metadata], tuple[Metadata, Operation]],
+    check: Callable[[OptimisticTransaction], None] | None,
     unset: bool,
     remover: ColumnMappingRemover | None,
     lock: str | CommitLock | None,
 ) -> int | None:
     """Turn column mapping off before a SET/UNSET of ``delta.columnMapping.mode`` (Delta's
     ``RemoveColumnMappingCommand``): None when the table maps no column (the property change
-    alone then), else the version of the rewrite. The names and the call's other properties
-    (``change``, the second commit's) are checked first, so bad input rewrites nothing."""
-    snapshot = delta_log.update()
-    if snapshot.version < 0 or not has_column_mapping(snapshot.metadata):
+    alone then), else the version of the rewrite. The names, and the second commit (``check``
+    and ``change``, on a transaction never committed), are checked first: bad input, such as
+    a property that needs column mapping, rewrites nothing (Delta commits the rewrite first)."""
+    txn = delta_log.start_transaction(lock=lock)
+    if not txn.table_exists or not has_column_mapping(txn.snapshot.metadata):
         return None
-    change(without_column_mapping_metadata(snapshot.metadata, unset_mode_property=unset))
+    if check is not None:
+        check(txn)
+    metadata, _ = change(without_column_mapping_metadata(txn.snapshot.metadata, unset_mode_property=unset))
+    txn.update_metadata(metadata, removing_column_mapping=True)
     if remover is not None:
         return remover(delta_log, unset)
     return remove_column_mapping(delta_log, lock=lock, unset_mode_property=unset)
@@ -445,7 +450,7 @@ def set_table_properties(
             verify_constraints(txn.snapshot, added)
 
     if allow_column_mapping_removal and values.get(_MODE, "").strip().lower() == "none":
-        removed = _remove_column_mapping(delta_log, change, False, remove_column_mapping, lock)
+        removed = _remove_column_mapping(delta_log, change, verify, False, remove_column_mapping, lock)
         if removed is not None and len(values) == 1:
             return removed
     return _commit(delta_log, change, verify, lock)
@@ -481,7 +486,7 @@ def unset_table_properties(
         return dataclasses.replace(metadata, configuration=config), op
 
     if removing:
-        removed = _remove_column_mapping(delta_log, change, True, remove_column_mapping, lock)
+        removed = _remove_column_mapping(delta_log, change, None, True, remove_column_mapping, lock)
         if removed is not None and len(keys) == 1:
             return removed
     return _commit(delta_log, change, lock=lock)
