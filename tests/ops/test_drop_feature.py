@@ -519,6 +519,8 @@ def test_set_or_unset_column_mapping_mode_rewrites_the_table_and_keeps_the_featu
     assert [c.operation for c in log.history(2)] == ["UNSET TBLPROPERTIES", "REMOVE COLUMN MAPPING"]
     assert log.update().metadata.configuration == {}
     assert _deltalog_rows(log) == [{"id": 1, "part": "a", "s": None}] == _delta_rs_rows(tmp_path / "unset")
+    with pytest.raises(InvalidPropertyError, match=r"cannot unset delta\.columnMapping\.mode"):  # gone now
+        alter.unset_table_properties(log, ["delta.columnMapping.mode"], if_exists=False)
 
     # a name a table without column mapping cannot have; IcebergCompat needs column mapping
     log = _create(tmp_path / "bad", {"delta.columnMapping.mode": "name"})

@@ -471,11 +471,10 @@ def unset_table_properties(
     absent)."""
     if not keys:
         raise InvalidPropertyError("unset_table_properties needs at least one property")
-    removing = allow_column_mapping_removal and _MODE in keys
+    removed = False  # whether the rewrite takes the mode away (it is then never "missing")
 
     def change(metadata: Metadata) -> tuple[Metadata, Operation]:
-        # the removal took the mode away already (Delta never refuses it as missing)
-        missing = [k for k in keys if k not in metadata.configuration and not (removing and k == _MODE)]
+        missing = [k for k in keys if k not in metadata.configuration and not (removed and k == _MODE)]
         if missing and not if_exists:
             raise InvalidPropertyError(
                 f"cannot unset {', '.join(missing)}: the table does not have it "
@@ -485,8 +484,10 @@ def unset_table_properties(
         op = UnsetTableProperties(keys=list(keys), if_exists=if_exists)
         return dataclasses.replace(metadata, configuration=config), op
 
-    if removing:
-        removed = _remove_column_mapping(delta_log, change, None, True, remove_column_mapping, lock)
-        if removed is not None and len(keys) == 1:
-            return removed
+    if allow_column_mapping_removal and _MODE in keys:
+        removed = True
+        version = _remove_column_mapping(delta_log, change, None, True, remove_column_mapping, lock)
+        removed = version is not None
+        if version is not None and len(keys) == 1:
+            return version
     return _commit(delta_log, change, lock=lock)
