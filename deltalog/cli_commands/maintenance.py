@@ -367,8 +367,17 @@ def _report_properties(ctx: CommandContext, log: DeltaLog, verb: str, version: i
 def set_properties(ctx: CommandContext) -> int:
     from deltalog.txn.commands.alter import set_table_properties
 
+    from deltalog.txn.protocol.properties import InvalidPropertyError
+
+    properties = dict(ctx.args.properties)
+    if constraints := [k for k in properties if k.lower().startswith("delta.constraints.")]:
+        raise InvalidPropertyError(
+            f"[DELTA_ADD_CONSTRAINTS] cannot set {', '.join(constraints)}: a new CHECK constraint must be checked "
+            "against the table's rows, which the command line does not read. Add it from Spark "
+            "(DeltaTable.setProperties, Delta's ALTER TABLE ADD CONSTRAINT); nothing was committed"
+        )
     log = ctx.delta_log(ctx.args.uri)
-    version = set_table_properties(log, dict(ctx.args.properties), lock=ctx.args.lock)
+    version = set_table_properties(log, properties, lock=ctx.args.lock)
     _report_properties(ctx, log, f"set {len(ctx.args.properties)} property(ies)", version)
     return EXIT_OK
 

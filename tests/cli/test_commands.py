@@ -293,6 +293,8 @@ def test_set_and_unset_properties(tmp_path: Path) -> None:
     assert missing.returncode == 1 and "cannot unset nope" in missing.stderr
     usage = deltalog("set-properties", uri, "owner")
     assert usage.returncode == 2 and "KEY=VALUE" in usage.stderr
+    check = deltalog("set-properties", uri, "delta.constraints.positive=id > 0")  # rows unchecked: refused
+    assert check.returncode == 1 and "DELTA_ADD_CONSTRAINTS" in check.stderr
     text = deltalog("unset-properties", uri, "owner", "nope", "--if-exists")
     assert text.returncode == 0 and text.stdout.startswith("unset 2 property(ies) at version 4; properties:")
     assert log.update().metadata.configuration == {"delta.columnMapping.mode": "none"}
