@@ -366,7 +366,6 @@ def _report_properties(ctx: CommandContext, log: DeltaLog, verb: str, version: i
 )
 def set_properties(ctx: CommandContext) -> int:
     from deltalog.txn.commands.alter import set_table_properties
-
     from deltalog.txn.protocol.properties import InvalidPropertyError
 
     properties = dict(ctx.args.properties)
