@@ -522,6 +522,11 @@ def test_set_or_unset_column_mapping_mode_rewrites_the_table_and_keeps_the_featu
     with pytest.raises(InvalidPropertyError, match=r"cannot unset delta\.columnMapping\.mode"):  # gone now
         alter.unset_table_properties(log, ["delta.columnMapping.mode"], if_exists=False)
 
+    # the value in any case ('NONE': Delta would drop the mapping without rewriting the files)
+    log = _create(tmp_path / "upper", {"delta.columnMapping.mode": "name"})
+    alter.set_table_properties(log, {"delta.columnMapping.mode": "NONE"})
+    assert log.history(1)[0].operation == "REMOVE COLUMN MAPPING"
+
     # a name a table without column mapping cannot have; IcebergCompat needs column mapping
     log = _create(tmp_path / "bad", {"delta.columnMapping.mode": "name"})
     alter.rename_column(log, "id", "my id")
