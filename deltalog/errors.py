@@ -122,6 +122,7 @@ if TYPE_CHECKING:
         SchemaMismatchError,
         ShreddedVariantError,
         TableNotFoundError,
+        UnsupportedColumnMappingModeChangeError,
         UnsupportedFeatureError,
         VersionNotFoundError,
     )
@@ -168,6 +169,7 @@ _HOMES: dict[str, str] = {
     "RowTrackingError": "deltalog.txn.protocol.errors",
     "InvalidSchemaError": "deltalog.txn.protocol.errors",
     "InvalidSchemaChangeError": "deltalog.txn.protocol.errors",
+    "UnsupportedColumnMappingModeChangeError": "deltalog.txn.protocol.errors",
     "ColumnMappingRequiredError": "deltalog.txn.protocol.errors",
     "InvalidTableStateError": "deltalog.txn.protocol.errors",
     "NonContiguousVersionsError": "deltalog.txn.protocol.errors",
@@ -361,6 +363,7 @@ __all__ = [
     "UnknownWriteOptionError",
     "UnrecoverableClaimError",
     "UnsafeCommitLockError",
+    "UnsupportedColumnMappingModeChangeError",
     "UnsupportedConstraintError",
     "UnsupportedDefaultExpressionError",
     "UnsupportedFeatureError",

@@ -1,15 +1,30 @@
-"""``deltalog checkpoint``, ``cleanup``, ``vacuum``, ``optimize``, ``restore``, ``clone``, ``convert`` and
-``drop-feature``."""
+"""``deltalog checkpoint``, ``cleanup``, ``vacuum``, ``optimize``, ``restore``, ``clone``, ``convert``,
+``drop-feature``, ``set-properties`` and ``unset-properties``."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from deltalog.cli import EXIT_OK, CommandContext, command
 from deltalog.cli_commands.arguments import at_least, human_bytes, parse_where, with_arguments
 from deltalog.cli_commands.progress import ProgressBar, progress_enabled
 
-__all__ = ["checkpoint", "cleanup", "clone", "convert", "drop_feature", "optimize", "restore", "vacuum"]
+if TYPE_CHECKING:
+    from deltalog.txn.delta_log import DeltaLog
+
+__all__ = [
+    "checkpoint",
+    "cleanup",
+    "clone",
+    "convert",
+    "drop_feature",
+    "optimize",
+    "restore",
+    "set_properties",
+    "unset_properties",
+    "vacuum",
+]
 
 
 def _progress_argument(parser: argparse.ArgumentParser) -> None:
@@ -324,4 +339,71 @@ def drop_feature(ctx: CommandContext) -> int:
             f"dropped {feature} at version {version}; protocol ({protocol.min_reader_version}, "
             f"{protocol.min_writer_version}): {', '.join(data['features']) or 'no features'}"
         )
+    return EXIT_OK
+
+
+def _property(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def _set_properties_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "properties", nargs="+", type=_property, metavar="KEY=VALUE", help="a table property and its value"
+    )
+
+
+def _report_properties(ctx: CommandContext, log: DeltaLog, verb: str, version: int) -> None:
+    """The version committed and the table's properties after it."""
+    properties = dict(log.update().metadata.configuration)
+    if ctx.json:
+        ctx.print_json({"table": log.table_uri, "version": version, "properties": properties})
+        return
+    ctx.print(f"{verb} at version {version}; properties:{'' if properties else ' -'}")
+    if properties:
+        ctx.print_table(["key", "value"], sorted(properties.items()))
+
+
+@command(
+    "set-properties",
+    "set table properties (ALTER TABLE ... SET TBLPROPERTIES)",
+    arguments=with_arguments(_set_properties_arguments),
+)
+def set_properties(ctx: CommandContext) -> int:
+    from deltalog.txn.commands.alter import set_table_properties
+    from deltalog.txn.protocol.properties import InvalidPropertyError
+
+    properties = dict(ctx.args.properties)
+    if constraints := [k for k in properties if k.lower().startswith("delta.constraints.")]:
+        raise InvalidPropertyError(
+            f"[DELTA_ADD_CONSTRAINTS] cannot set {', '.join(constraints)}: a new CHECK constraint must be checked "
+            "against the table's rows, which the command line does not read. Add it from Spark "
+            "(DeltaTable.setProperties, Delta's ALTER TABLE ADD CONSTRAINT); nothing was committed"
+        )
+    log = ctx.delta_log(ctx.args.uri)
+    version = set_table_properties(log, properties, lock=ctx.args.lock)
+    _report_properties(ctx, log, f"set {len(ctx.args.properties)} property(ies)", version)
+    return EXIT_OK
+
+
+def _unset_properties_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("keys", nargs="+", metavar="KEY", help="a table property to remove")
+    parser.add_argument(
+        "--if-exists", action="store_true", help="ignore a property the table does not have (else an error)"
+    )
+
+
+@command(
+    "unset-properties",
+    "remove table properties (ALTER TABLE ... UNSET TBLPROPERTIES [IF EXISTS])",
+    arguments=with_arguments(_unset_properties_arguments),
+)
+def unset_properties(ctx: CommandContext) -> int:
+    from deltalog.txn.commands.alter import unset_table_properties
+
+    log = ctx.delta_log(ctx.args.uri)
+    version = unset_table_properties(log, ctx.args.keys, if_exists=ctx.args.if_exists, lock=ctx.args.lock)
+    _report_properties(ctx, log, f"unset {len(ctx.args.keys)} property(ies)", version)
     return EXIT_OK

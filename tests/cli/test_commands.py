@@ -277,3 +277,30 @@ def test_drop_feature(tmp_path: Path) -> None:
     assert protection.returncode == 1 and "WAIT_FOR_RETENTION_PERIOD" in protection.stderr
     text = deltalog("drop-feature", str(tmp_path / "nothing"), "appendOnly")
     assert text.returncode == 1 and text.stderr.startswith("deltalog drop-feature: error: no Delta table at")
+
+
+def test_set_and_unset_properties(tmp_path: Path) -> None:
+    """``set-properties`` / ``unset-properties``: ALTER TABLE SET/UNSET TBLPROPERTIES through
+    the engine's path (column mapping 'none' rewrites the table first); bad input exits 1 or 2
+    and commits nothing."""
+    from tests.log.test_column_mapping_writes import _create, _write
+
+    uri = str(tmp_path / "cm")
+    log = _create(Path(uri), {"delta.columnMapping.mode": "name"})
+    _write(log, [{"id": 1, "part": "a", "s": None}])
+    result = ok_json("set-properties", uri, "owner=ops", "delta.columnMapping.mode=none", "--lock", "auto")
+    assert result == {
+        "table": log.table_uri,
+        "version": 3,
+        "properties": {"delta.columnMapping.mode": "none", "owner": "ops"},
+    }
+    assert [c.operation for c in log.history(2)] == ["SET TBLPROPERTIES", "REMOVE COLUMN MAPPING"]
+    missing = deltalog("unset-properties", uri, "owner", "nope")
+    assert missing.returncode == 1 and "cannot unset nope" in missing.stderr
+    usage = deltalog("set-properties", uri, "owner")
+    assert usage.returncode == 2 and "KEY=VALUE" in usage.stderr
+    check = deltalog("set-properties", uri, "delta.constraints.positive=id > 0")  # rows unchecked: refused
+    assert check.returncode == 1 and "DELTA_ADD_CONSTRAINTS" in check.stderr
+    text = deltalog("unset-properties", uri, "owner", "nope", "--if-exists")
+    assert text.returncode == 0 and text.stdout.startswith("unset 2 property(ies) at version 4; properties:")
+    assert log.update().metadata.configuration == {"delta.columnMapping.mode": "none"}

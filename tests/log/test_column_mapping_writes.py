@@ -180,8 +180,9 @@ def test_enable_name_mode_on_an_existing_table_keeps_names_as_physical_names(tmp
     expected = [{"ident": 1, "part": "a", "s": {"x": 1}}, {"ident": 2, "part": "b", "s": {"x": 2}}]
     assert _deltalog_rows(log) == expected
     assert _delta_rs_rows(tmp_path) == expected
+    # turning it off rewrites the table (tests/ops/test_drop_feature.py); refused when not allowed
     with pytest.raises(InvalidSchemaChangeError, match="from 'name' to 'none'"):
-        alter.unset_table_properties(log, ["delta.columnMapping.mode"])
+        alter.unset_table_properties(log, ["delta.columnMapping.mode"], allow_column_mapping_removal=False)
 
 
 def test_bad_alter_input_is_refused_and_leaves_the_table_untouched(tmp_path: Path) -> None:

@@ -456,3 +456,86 @@ def test_drop_materialize_partition_columns_removes_its_property(tmp_path: Path)
     assert snap.metadata.configuration == {}
     append(log, [2], "b")
     assert read_ids(log) == [1, 2]
+
+
+def test_set_or_unset_column_mapping_mode_rewrites_the_table_and_keeps_the_feature(tmp_path: Path) -> None:
+    """Delta's AlterTableSet/UnsetPropertiesDeltaCommand (RemoveColumnMappingSuite): SET
+    'delta.columnMapping.mode' = 'none' or UNSET it rewrites the table (one REMOVE COLUMN
+    MAPPING commit; the other properties in a second commit); the feature stays in the
+    protocol; refused without touching the table when a name needs column mapping, another
+    property is bad, IcebergCompat needs column mapping or the removal is not allowed."""
+    from deltalog.errors import (
+        IcebergCompatViolationError,
+        InvalidColumnNamesError,
+        InvalidPropertyError,
+        UnsupportedColumnMappingModeChangeError,
+    )
+    from deltalog.txn.commands import alter
+    from tests.log.test_column_mapping_writes import _create, _delta_rs_rows, _deltalog_rows, _write
+
+    log = _create(tmp_path / "set", {"delta.columnMapping.mode": "name", "team": "a"})
+    _write(log, [{"id": 1, "part": "a", "s": {"x": 1}}, {"id": 2, "part": "b", "s": None}])
+    alter.rename_column(log, "id", "key")
+    rows, protocol = _deltalog_rows(log), log.update().protocol
+    before = log.update().version
+    bad: list[tuple[Any, type[Exception], str]] = [
+        ({"delta.columnMapping.mode": "none", "delta.appendOnly": "yes"}, InvalidPropertyError, "appendOnly"),
+        (
+            {"delta.columnMapping.mode": "none", "delta.enableIcebergCompatV2": "true"},
+            IcebergCompatViolationError,
+            "requires",
+        ),
+        ({"delta.columnMapping.mode": "none"}, UnsupportedColumnMappingModeChangeError, "'name' to 'none'"),
+    ]
+    for properties, error, message in bad:
+        allowed = error is not UnsupportedColumnMappingModeChangeError
+        with pytest.raises(error, match=message):
+            alter.set_table_properties(log, properties, allow_column_mapping_removal=allowed)
+        assert log.update().version == before
+    with pytest.raises(InvalidPropertyError, match="nope"):
+        alter.unset_table_properties(log, ["delta.columnMapping.mode", "nope"], if_exists=False)
+    assert log.update().version == before
+    assert alter.set_table_properties(log, {"delta.columnMapping.mode": "none", "owner": "ops"}) == before + 2
+    assert [(c.operation, c.operation_parameters) for c in log.history(2)] == [
+        (
+            "SET TBLPROPERTIES",
+            {"properties": json.dumps({"delta.columnMapping.mode": "none", "owner": "ops"}, separators=(",", ":"))},
+        ),
+        ("REMOVE COLUMN MAPPING", {}),
+    ]
+    snap = log.update()
+    assert snap.metadata.configuration == {"delta.columnMapping.mode": "none", "team": "a", "owner": "ops"}
+    assert snap.protocol == protocol and "columnMapping" in (snap.protocol.writer_features or ())
+    assert "delta.columnMapping" not in snap.metadata.schema_string
+    assert _deltalog_rows(log) == rows == _delta_rs_rows(tmp_path / "set")
+    # SET none again, on a table without column mapping: only the property, no rewrite
+    alter.set_table_properties(log, {"delta.columnMapping.mode": "none"})
+    assert log.history(1)[0].operation == "SET TBLPROPERTIES"
+
+    # UNSET (id mode): the property removed, with the other keys in a second commit
+    log = _create(tmp_path / "unset", {"delta.columnMapping.mode": "id", "team": "a"})
+    _write(log, [{"id": 1, "part": "a", "s": None}])
+    alter.unset_table_properties(log, ["delta.columnMapping.mode", "team"], if_exists=False)
+    assert [c.operation for c in log.history(2)] == ["UNSET TBLPROPERTIES", "REMOVE COLUMN MAPPING"]
+    assert log.update().metadata.configuration == {}
+    assert _deltalog_rows(log) == [{"id": 1, "part": "a", "s": None}] == _delta_rs_rows(tmp_path / "unset")
+    with pytest.raises(InvalidPropertyError, match=r"cannot unset delta\.columnMapping\.mode"):  # gone now
+        alter.unset_table_properties(log, ["delta.columnMapping.mode"], if_exists=False)
+
+    # the value in any case ('NONE': Delta would drop the mapping without rewriting the files)
+    log = _create(tmp_path / "upper", {"delta.columnMapping.mode": "name"})
+    alter.set_table_properties(log, {"delta.columnMapping.mode": "NONE"})
+    assert log.history(1)[0].operation == "REMOVE COLUMN MAPPING"
+
+    # a name a table without column mapping cannot have; IcebergCompat needs column mapping
+    log = _create(tmp_path / "bad", {"delta.columnMapping.mode": "name"})
+    alter.rename_column(log, "id", "my id")
+    with pytest.raises(InvalidColumnNamesError, match="my id"):
+        alter.unset_table_properties(log, ["delta.columnMapping.mode"])
+    log = _create(tmp_path / "ice", {"delta.columnMapping.mode": "name", "delta.enableIcebergCompatV2": "true"})
+    with pytest.raises(IcebergCompatViolationError, match="columnMapping"):
+        alter.set_table_properties(log, {"delta.columnMapping.mode": "none"})
+    for name in ("bad", "ice"):
+        assert DeltaLog.for_table(str(tmp_path / name)).update().metadata.configuration["delta.columnMapping.mode"] == (
+            "name"
+        )

@@ -233,3 +233,24 @@ def test_without_column_mapping_the_feed_reads_with_the_latest_schema(tmp_path: 
     reader = source.reader(read_schema)
     got = [row for part in reader.partitions() for batch in reader.read(part) for row in batch.to_pylist()]
     assert [(r["id"], r["x"], r["_change_type"], r["_commit_version"]) for r in got] == [(1, None, "insert", 0)]
+
+
+def test_change_feed_refuses_reading_across_column_mapping_turned_off(tmp_path: Any) -> None:
+    """Delta's ``hasNoColumnMappingSchemaChanges`` prohibits reading across a column mapping
+    downgrade (RemoveColumnMappingCDCSuite), even when no physical name changes: data of a
+    version with column mapping is not read with a schema without it."""
+    from pathlib import Path
+
+    from deltalog.txn.commands import alter
+    from tests.log.test_column_mapping_writes import _create, _write
+
+    log = _create(Path(tmp_path / "t"), {"delta.enableChangeDataFeed": "true"})
+    _write(log, [{"id": 0, "part": "a", "s": None}])  # v1
+    alter.set_table_properties(log, {"delta.columnMapping.mode": "name"})  # v2: names kept as physical names
+    _write(log, [{"id": 1, "part": "a", "s": None}])  # v3
+    alter.set_table_properties(log, {"delta.columnMapping.mode": "none"})  # v4: the rewrite
+    _write(log, [{"id": 2, "part": "a", "s": None}])  # v5
+    assert [f.constants["_commit_version"] for f in change_files(log, 0, 3)] == [1, 3]  # across the upgrade
+    assert [f.constants["_commit_version"] for f in change_files(log, 4, 5)] == [5]
+    with pytest.raises(DeltaAnalysisError, match=r"INCOMPATIBLE_SCHEMA_CHANGE.*version 2 has"):
+        change_files(log, 0, 5)

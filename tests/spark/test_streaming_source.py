@@ -404,6 +404,14 @@ def test_column_mapping_enabled_mid_stream(spark, table_path):
     table.renameColumn("p", "q")  # a real change of the schema still stops it
     with pytest.raises(DeltaSourceSchemaChangedError):
         reader.latestOffset(start, ReadAllAvailable())
+    # turning column mapping off (the files rewritten under their names) stops a stream that
+    # started with it, even when no physical name changes (Delta prohibits reading across it)
+    table.renameColumn("q", "p")
+    reader = _reader(table_path)
+    start, _, _ = _run_batches(reader, reader.initialOffset(), ReadAllAvailable())
+    table.setProperties({"delta.columnMapping.mode": "none"})
+    with pytest.raises(DeltaSourceSchemaChangedError):
+        reader.latestOffset(start, ReadAllAvailable())
 
 
 def test_a_schema_given_to_the_stream_must_be_the_tables(spark, table_path):

@@ -293,3 +293,41 @@ def test_drop_column_mapping_rewrites_files_by_spark_tasks(spark, table_path):
     assert all(pq.read_schema(f"{table_path}/{f.path}").names == ["key", "s"] for f in snap.files)
     rows = sorted((r.asDict(recursive=True) for r in table.toDF().collect()), key=lambda r: r["key"])
     assert rows == [{"key": 0, "part": "0", "s": {"x": 0}}, {"key": 1, "part": "1", "s": {"x": 2}}]
+
+
+def test_set_column_mapping_mode_none_rewrites_by_spark_tasks(spark, table_path):
+    """DeltaTable.setProperties({'delta.columnMapping.mode': 'none'}) (Delta's ALTER TABLE SET
+    TBLPROPERTIES): refused while spark.databricks.delta.columnMapping.allowRemoval is false;
+    else the REMOVE COLUMN MAPPING rewrite runs as Spark tasks, the feature stays in the
+    protocol, and both read paths and delta-rs read the same rows under the logical names."""
+    from pathlib import Path
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.maintenance import OPTIMIZE_JOB_GROUP
+    from deltalog.errors import UnsupportedColumnMappingModeChangeError
+    from deltalog.txn.delta_log import DeltaLog
+    from tests.log.test_column_mapping_writes import _create, _write
+    from tests.spark.helpers import delta_rs_rows
+
+    log = _create(Path(table_path), {"delta.columnMapping.mode": "name"})  # written without Spark: faster
+    _write(log, [{"id": i, "part": str(i), "s": {"x": i * 2}} for i in (0, 1)])
+    table = DeltaTable.forPath(spark, table_path)
+    table.renameColumn("id", "key")
+    before = log.update().version
+    spark.conf.set("spark.databricks.delta.columnMapping.allowRemoval", "false")
+    try:
+        with pytest.raises(UnsupportedColumnMappingModeChangeError, match="'name' to 'none'"):
+            table.setProperties({"delta.columnMapping.mode": "none"})
+    finally:
+        spark.conf.unset("spark.databricks.delta.columnMapping.allowRemoval")
+    assert log.update().version == before
+    tracker = spark.sparkContext.statusTracker()
+    jobs = len(tracker.getJobIdsForGroup(OPTIMIZE_JOB_GROUP))
+    table.setProperties({"delta.columnMapping.mode": "none"})
+    assert len(tracker.getJobIdsForGroup(OPTIMIZE_JOB_GROUP)) == jobs + 1
+    snap = DeltaLog.for_table(table_path).update()
+    assert snap.version == before + 1 and snap.metadata.configuration == {"delta.columnMapping.mode": "none"}
+    assert "columnMapping" in (snap.protocol.writer_features or ())
+    want = [{"key": 0, "part": "0", "s": {"x": 0}}, {"key": 1, "part": "1", "s": {"x": 2}}]
+    assert _both_paths(spark, table_path, "key") == want
+    assert delta_rs_rows(table_path, ["key"])["key"].tolist() == [0, 1]

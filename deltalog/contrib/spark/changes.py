@@ -169,12 +169,13 @@ def _check_read_schema(feed: ChangeFeed, read: Snapshot, metadata: Metadata, ver
     range's end or the latest, so the data schemas are never newer than it)."""
     import json
 
-    from deltalog.contrib.spark.read_compatibility import read_shape, readable_with
+    from deltalog.contrib.spark.read_compatibility import read_shape, readable_with, turns_column_mapping_off
 
     ours = read.metadata
     same_partitions = tuple(metadata.partition_columns) == tuple(ours.partition_columns)
     old, new = read_shape(json.loads(metadata.schema_string)), read_shape(json.loads(ours.schema_string))
-    if same_partitions and readable_with(old, new, widening=False):
+    turned_off = turns_column_mapping_off(metadata.configuration, ours.configuration)
+    if same_partitions and readable_with(old, new, widening=False) and not turned_off:
         return
     what, advice = (
         (
@@ -189,8 +190,8 @@ def _check_read_schema(feed: ChangeFeed, read: Snapshot, metadata: Metadata, ver
         f"table changes of {feed.delta_log.table_uri} between version {feed.start} and {feed.end} failed because "
         f"of {what}: the read schema is {ours.schema_string} at version {read.version}, but version {version} "
         f"has {metadata.schema_string} (partitioned by {list(metadata.partition_columns)}). A column renamed or "
-        f"dropped, a type changed or other partition columns would read wrongly; {advice}, or set "
-        f"{CDF_UNSAFE_SCHEMA_CONF}=true to read with the read schema anyway"
+        f"dropped, a type changed, column mapping turned off or other partition columns would read wrongly; "
+        f"{advice}, or set {CDF_UNSAFE_SCHEMA_CONF}=true to read with the read schema anyway"
     )
 
 

@@ -36,7 +36,17 @@ if TYPE_CHECKING:
     from deltalog.txn.commands.vacuum import VacuumResult
     from deltalog.txn.delta_log import DeltaLog
 
-__all__ = ["DeltaOptimizeBuilder", "SparkBinRewriter", "convert_to_delta", "inventory_table", "restore", "vacuum"]
+__all__ = [
+    "ALLOW_COLUMN_MAPPING_REMOVAL_CONF",
+    "DeltaOptimizeBuilder",
+    "SparkBinRewriter",
+    "SparkColumnMappingRemover",
+    "column_mapping_removal_allowed",
+    "convert_to_delta",
+    "inventory_table",
+    "restore",
+    "vacuum",
+]
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +195,39 @@ class SparkBinRewriter:
             sc.setLocalProperty("spark.jobGroup.id", previous)  # type: ignore[arg-type]
             sc.setLocalProperty("spark.job.description", description)  # type: ignore[arg-type]
         return [[a for a in map(parse_line, lines) if isinstance(a, AddFile)] for lines in out]
+
+
+# -- column mapping removal -----------------------------------------------------------------
+
+#: Delta's (internal) session conf letting ALTER TABLE SET/UNSET TBLPROPERTIES turn column
+#: mapping off (default true)
+ALLOW_COLUMN_MAPPING_REMOVAL_CONF = "spark.databricks.delta.columnMapping.allowRemoval"
+
+
+def column_mapping_removal_allowed(spark: SparkSession) -> bool:
+    """Delta's ``spark.databricks.delta.columnMapping.allowRemoval`` (default true)."""
+    return str(spark.conf.get(ALLOW_COLUMN_MAPPING_REMOVAL_CONF, "true")).strip().lower() != "false"
+
+
+class SparkColumnMappingRemover:
+    """A :data:`~deltalog.txn.commands.alter.ColumnMappingRemover`:
+    :func:`~deltalog.txn.commands.column_mapping_removal.remove_column_mapping` with the files
+    rewritten by Spark tasks (:class:`SparkBinRewriter`) and the session's stats prefix length."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+
+    def __call__(self, delta_log: DeltaLog, unset_mode_property: bool = True) -> int | None:
+        from deltalog.contrib.spark.options import STRING_PREFIX_LENGTH_CONF, session_string_prefix_length
+        from deltalog.txn.commands.column_mapping_removal import remove_column_mapping
+
+        prefix = session_string_prefix_length(self._spark.conf.get(STRING_PREFIX_LENGTH_CONF, None))
+        return remove_column_mapping(
+            delta_log,
+            rewrite_bins=SparkBinRewriter(self._spark),
+            session_prefix_length=prefix,
+            unset_mode_property=unset_mode_property,
+        )
 
 
 # -- vacuum -------------------------------------------------------------------------------

@@ -7,16 +7,19 @@ and add again is another column); files written with an older schema read with a
 one when every old column is still there, no less nullable, with the same type (or, where
 allowed, one type widening widens it to), and the columns added since are nullable. The
 streaming source checks each schema change against the stream's schema with it, and the
-batch change feed every schema in its range against its read schema.
+batch change feed every schema in its range against its read schema. Neither reads across
+column mapping turned off (:func:`turns_column_mapping_off`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from deltalog.txn.protocol.column_mapping import column_mapping_mode
 from deltalog.txn.protocol.type_widening import is_type_change_supported
 
-__all__ = ["read_shape", "readable_with"]
+__all__ = ["read_shape", "readable_with", "turns_column_mapping_off"]
 
 
 def read_shape(t: Any) -> Any:
@@ -36,6 +39,14 @@ def read_shape(t: Any) -> Any:
     if isinstance(t, dict) and t.get("type") == "map":
         return ("map", read_shape(t["keyType"]), read_shape(t["valueType"]), bool(t.get("valueContainsNull", True)))
     return t
+
+
+def turns_column_mapping_off(earlier: Mapping[str, str], later: Mapping[str, str]) -> bool:
+    """Whether column mapping is on in the ``earlier`` configuration and off in the ``later``
+    one: Delta's ``hasNoColumnMappingSchemaChanges`` prohibits reading across that downgrade
+    (``SET``/``UNSET`` of ``delta.columnMapping.mode``, ``DROP FEATURE columnMapping``) even
+    when no physical name changes."""
+    return column_mapping_mode(earlier) != "none" and column_mapping_mode(later) == "none"
 
 
 def readable_with(old: Any, read: Any, widening: bool) -> bool:

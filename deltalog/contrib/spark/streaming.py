@@ -54,7 +54,7 @@ from deltalog.contrib.spark.errors import (
 from deltalog.contrib.spark.input_partitions import FilesPartition, files_partitions
 from deltalog.contrib.spark.logical_schema import arrow_schema
 from deltalog.contrib.spark.options import StreamReadOptions
-from deltalog.contrib.spark.read_compatibility import read_shape, readable_with
+from deltalog.contrib.spark.read_compatibility import read_shape, readable_with, turns_column_mapping_off
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files, row_tracking_columns
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
@@ -279,11 +279,14 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise DeltaSourceTableChangedError(self._table, metadata.id, state.table_id)
         shape = read_shape(json.loads(metadata.schema_string))
         same_partitions = tuple(metadata.partition_columns) == state.partition_columns
+        ours = state.snapshot.metadata
         if version < state.snapshot.version:
             ok = same_partitions and readable_with(shape, state.read_shape, state.type_widening)
+            earlier, later = metadata, ours
         else:
             ok = same_partitions and shape == state.read_shape
-        if not ok:
+            earlier, later = ours, metadata
+        if not ok or turns_column_mapping_off(earlier.configuration, later.configuration):
             raise DeltaSourceSchemaChangedError(
                 self._table, version, state.snapshot.metadata.schema_string, metadata.schema_string
             )

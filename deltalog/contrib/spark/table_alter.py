@@ -68,11 +68,22 @@ class AlterTableMethods:
 
     def setProperties(self, properties: Mapping[str, str]) -> None:
         """``ALTER TABLE SET TBLPROPERTIES``; ``{'delta.columnMapping.mode': 'name'}``
-        enables column mapping (and upgrades the protocol), as Delta does. A new CHECK
-        constraint (``delta.constraints.<name>``) is first checked against the table's rows,
-        as Delta's ``ADD CONSTRAINT``: a row breaking it raises
+        enables column mapping (and upgrades the protocol), as Delta does;
+        ``{'delta.columnMapping.mode': 'none'}`` turns it off by rewriting every file with the
+        logical names in Spark tasks (unless ``spark.databricks.delta.columnMapping.allowRemoval``
+        is ``false``). A new CHECK constraint (``delta.constraints.<name>``) is first checked
+        against the table's rows, as Delta's ``ADD CONSTRAINT``: a row breaking it raises
         :class:`~deltalog.contrib.spark.constraints.ConstraintViolationError`."""
-        alter.set_table_properties(self._log, properties, self._check_rows)
+        alter.set_table_properties(self._log, properties, self._check_rows, **self._column_mapping_removal())
+
+    def _column_mapping_removal(self) -> dict[str, Any]:
+        """How SET/UNSET of ``delta.columnMapping.mode`` may turn column mapping off here."""
+        from deltalog.contrib.spark.maintenance import SparkColumnMappingRemover, column_mapping_removal_allowed
+
+        return {
+            "allow_column_mapping_removal": column_mapping_removal_allowed(self._spark),
+            "remove_column_mapping": SparkColumnMappingRemover(self._spark),
+        }
 
     def addFeatureSupport(self, featureName: str) -> None:
         """delta-spark's ``addFeatureSupport``: ``ALTER TABLE SET TBLPROPERTIES
@@ -96,5 +107,6 @@ class AlterTableMethods:
         check_new_constraints(rows, constraints, self._log.table_uri)
 
     def unsetProperties(self, keys: Iterable[str], ifExists: bool = True) -> None:
-        """``ALTER TABLE UNSET TBLPROPERTIES [IF EXISTS]``."""
-        alter.unset_table_properties(self._log, list(keys), if_exists=ifExists)
+        """``ALTER TABLE UNSET TBLPROPERTIES [IF EXISTS]``; unsetting
+        ``delta.columnMapping.mode`` turns column mapping off as ``setProperties`` does."""
+        alter.unset_table_properties(self._log, list(keys), if_exists=ifExists, **self._column_mapping_removal())

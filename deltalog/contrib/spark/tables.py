@@ -771,8 +771,7 @@ class DeltaTable(AlterTableMethods):
         files with deletion vectors, or with types narrower than the table's when dropping
         type widening, or every file when dropping column mapping, are rewritten by Spark
         tasks). The protocol is normalized."""
-        from deltalog.contrib.spark.maintenance import SparkBinRewriter
-        from deltalog.txn.commands.column_mapping_removal import remove_column_mapping
+        from deltalog.contrib.spark.maintenance import SparkBinRewriter, SparkColumnMappingRemover
         from deltalog.txn.commands.drop_feature import drop_feature
         from deltalog.txn.commands.optimize import optimize
 
@@ -783,11 +782,11 @@ class DeltaTable(AlterTableMethods):
         spark = self._spark
 
         def purge(log: DeltaLog, mode: str) -> object:
+            if mode == "REMOVE_COLUMN_MAPPING":
+                return SparkColumnMappingRemover(spark)(log)
             widening = mode == "REWRITE_TYPE_WIDENING"
             rewrite = SparkBinRewriter(spark)
             prefix = session_string_prefix_length(spark.conf.get(STRING_PREFIX_LENGTH_CONF, None))
-            if mode == "REMOVE_COLUMN_MAPPING":
-                return remove_column_mapping(log, rewrite_bins=rewrite, session_prefix_length=prefix)
             return optimize(
                 log,
                 purge=not widening,

@@ -17,6 +17,13 @@ longer in the schema. Bad input raises before anything is committed:
 - :class:`~deltalog.txn.protocol.properties.InvalidPropertyError`: unsetting a property the
   table does not have (without ``if_exists``).
 
+One exception reads and writes data: turning column mapping off (SET
+``delta.columnMapping.mode`` = ``none``, or UNSET it) on a table that maps columns rewrites
+every file with the logical names first (one ``REMOVE COLUMN MAPPING`` commit,
+:mod:`deltalog.txn.commands.column_mapping_removal`), as Delta's
+``AlterTableSetPropertiesDeltaCommand`` / ``AlterTableUnsetPropertiesDeltaCommand`` do; the
+other properties of the call follow in a second commit, checked before any file is rewritten.
+
 Column paths name nested struct fields with dots (``address.city``); column names are
 case-insensitive, as in Delta. Renaming or dropping a column that
 ``delta.dataSkippingStatsColumns`` lists renames it there or drops it from the list, as
@@ -31,16 +38,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from deltalog.txn.commands.column_mapping_removal import remove_column_mapping, without_column_mapping_metadata
 from deltalog.txn.commands.dependent_expressions import dependent_expressions
 from deltalog.txn.commit.operations import AddColumns, Operation, SetTableProperties, UnsetTableProperties
 from deltalog.txn.protocol.clustering import logical_clustering_columns
-from deltalog.txn.protocol.column_mapping import column_mapping_mode
+from deltalog.txn.protocol.column_mapping import column_mapping_mode, has_column_mapping
 from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
 from deltalog.txn.protocol.schema import DataType, StructField, StructType
 from deltalog.txn.protocol.stats_columns import dropped_stats_columns, renamed_stats_columns
 
 if TYPE_CHECKING:
+    from deltalog.txn.commit.locks.base import CommitLock
     from deltalog.txn.commit.transaction import OptimisticTransaction
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.log.snapshot import Snapshot
@@ -49,8 +58,17 @@ if TYPE_CHECKING:
 #: checks a snapshot's rows against new CHECK constraints ``{name: expression}``; raises on a violation
 ConstraintVerifier = Callable[["Snapshot", Mapping[str, str]], None]
 
+#: rewrites a table without column mapping, ``(delta_log, unset_mode_property)`` -> the version
+#: committed or None (:func:`~deltalog.txn.commands.column_mapping_removal.remove_column_mapping`;
+#: the Spark layer passes one that rewrites the files by Spark tasks)
+ColumnMappingRemover = Callable[["DeltaLog", bool], "int | None"]
+
+#: the property whose ``none`` (or removal) turns column mapping off
+_MODE = "delta.columnMapping.mode"
+
 __all__ = [
     "ChangeColumn",
+    "ColumnMappingRemover",
     "ConstraintVerifier",
     "DropColumns",
     "RenameColumn",
@@ -189,9 +207,10 @@ def _commit(
     delta_log: DeltaLog,
     change: Callable[[Metadata], tuple[Metadata, Operation]],
     check: Callable[[OptimisticTransaction], None] | None = None,
+    lock: str | CommitLock | None = None,
 ) -> int:
     """One ALTER commit: ``check`` (given the transaction) then ``change`` (its metadata)."""
-    txn = delta_log.start_transaction()
+    txn = delta_log.start_transaction(lock=lock)
     if not txn.table_exists:
         from deltalog.txn.protocol.errors import TableNotFoundError
 
@@ -363,13 +382,51 @@ def change_column_comment(delta_log: DeltaLog, column: str, comment: str | None)
     return _commit(delta_log, change)
 
 
+def _remove_column_mapping(
+    delta_log: DeltaLog,
+    change: Callable[[Metadata], tuple[Metadata, Operation]],
+    check: Callable[[OptimisticTransaction], None] | None,
+    unset: bool,
+    remover: ColumnMappingRemover | None,
+    lock: str | CommitLock | None,
+) -> int | None:
+    """Turn column mapping off before a SET/UNSET of ``delta.columnMapping.mode`` (Delta's
+    ``RemoveColumnMappingCommand``): None when the table maps no column (the property change
+    alone then), else the version of the rewrite. The names, and the second commit (``check``
+    and ``change``, on a transaction never committed), are checked first: bad input, such as
+    a property that needs column mapping, rewrites nothing (Delta commits the rewrite first)."""
+    txn = delta_log.start_transaction(lock=lock)
+    if not txn.table_exists or not has_column_mapping(txn.snapshot.metadata):
+        return None
+    if check is not None:
+        check(txn)
+    metadata, _ = change(without_column_mapping_metadata(txn.snapshot.metadata, unset_mode_property=unset))
+    txn.update_metadata(metadata, removing_column_mapping=True)
+    if remover is not None:
+        return remover(delta_log, unset)
+    return remove_column_mapping(delta_log, lock=lock, unset_mode_property=unset)
+
+
 def set_table_properties(
-    delta_log: DeltaLog, properties: Mapping[str, str], verify_constraints: ConstraintVerifier | None = None
+    delta_log: DeltaLog,
+    properties: Mapping[str, str],
+    verify_constraints: ConstraintVerifier | None = None,
+    *,
+    allow_column_mapping_removal: bool = True,
+    remove_column_mapping: ColumnMappingRemover | None = None,
+    lock: str | CommitLock | None = None,
 ) -> int:
     """``ALTER TABLE SET TBLPROPERTIES`` (a value deltalog knows and cannot parse raises
     :class:`InvalidPropertyError`); the protocol is upgraded when a property needs it
     (``delta.columnMapping.mode`` = ``name`` on an existing table: existing columns keep
-    their names as physical names). Returns the version committed.
+    their names as physical names). Returns the version committed (``lock``: the commit lock).
+
+    ``delta.columnMapping.mode`` = ``none`` on a table that maps columns rewrites it without
+    column mapping first (the module docstring; ``remove_column_mapping`` does it, by default
+    here, one file after the other); the mode is then ``none`` and ``columnMapping`` stays in
+    the protocol. With ``allow_column_mapping_removal=False`` (Delta's
+    ``spark.databricks.delta.columnMapping.allowRemoval`` = ``false``) it is refused
+    (:class:`~deltalog.txn.protocol.errors.UnsupportedColumnMappingModeChangeError`).
 
     A CHECK constraint (``delta.constraints.<name>``) that is new or changed is Delta's
     ``ADD CONSTRAINT``: ``verify_constraints(snapshot, {name: expression})`` must check the
@@ -392,16 +449,32 @@ def set_table_properties(
             txn.read_whole_table()
             verify_constraints(txn.snapshot, added)
 
-    return _commit(delta_log, change, verify)
+    if allow_column_mapping_removal and values.get(_MODE, "").strip().lower() == "none":
+        removed = _remove_column_mapping(delta_log, change, verify, False, remove_column_mapping, lock)
+        if removed is not None and len(values) == 1:
+            return removed
+    return _commit(delta_log, change, verify, lock)
 
 
-def unset_table_properties(delta_log: DeltaLog, keys: Sequence[str], if_exists: bool = True) -> int:
-    """``ALTER TABLE UNSET TBLPROPERTIES [IF EXISTS]``. Returns the version committed."""
+def unset_table_properties(
+    delta_log: DeltaLog,
+    keys: Sequence[str],
+    if_exists: bool = True,
+    *,
+    allow_column_mapping_removal: bool = True,
+    remove_column_mapping: ColumnMappingRemover | None = None,
+    lock: str | CommitLock | None = None,
+) -> int:
+    """``ALTER TABLE UNSET TBLPROPERTIES [IF EXISTS]``. Returns the version committed.
+    Unsetting ``delta.columnMapping.mode`` of a table that maps columns rewrites it without
+    column mapping, as :func:`set_table_properties` does for ``none`` (the property is then
+    absent)."""
     if not keys:
         raise InvalidPropertyError("unset_table_properties needs at least one property")
+    removed = False  # whether the rewrite takes the mode away (it is then never "missing")
 
     def change(metadata: Metadata) -> tuple[Metadata, Operation]:
-        missing = [k for k in keys if k not in metadata.configuration]
+        missing = [k for k in keys if k not in metadata.configuration and not (removed and k == _MODE)]
         if missing and not if_exists:
             raise InvalidPropertyError(
                 f"cannot unset {', '.join(missing)}: the table does not have it "
@@ -411,4 +484,10 @@ def unset_table_properties(delta_log: DeltaLog, keys: Sequence[str], if_exists: 
         op = UnsetTableProperties(keys=list(keys), if_exists=if_exists)
         return dataclasses.replace(metadata, configuration=config), op
 
-    return _commit(delta_log, change)
+    if allow_column_mapping_removal and _MODE in keys:
+        removed = True
+        version = _remove_column_mapping(delta_log, change, None, True, remove_column_mapping, lock)
+        removed = version is not None
+        if version is not None and len(keys) == 1:
+            return version
+    return _commit(delta_log, change, lock=lock)

@@ -1,12 +1,16 @@
-"""Removing column mapping from a table: ``DROP FEATURE columnMapping``'s pre-downgrade work
-(Delta's ``RemoveColumnMappingCommand``).
+"""Removing column mapping from a table (Delta's ``RemoveColumnMappingCommand``): the
+pre-downgrade work of ``DROP FEATURE columnMapping``, and what ``ALTER TABLE SET TBLPROPERTIES
+('delta.columnMapping.mode' = 'none')`` / ``UNSET TBLPROPERTIES ('delta.columnMapping.mode')``
+do (:func:`deltalog.txn.commands.alter.set_table_properties`; the ``columnMapping`` feature
+stays in the protocol then).
 
 One transaction reads every live file, writes it again with the logical column names
 (``dataChange=false``; the rows a deletion vector deletes are left out, the stable row ids
 and commit versions of a row-tracking table kept in its materialized columns, as OPTIMIZE
 does), and commits, with the removes of the old files, the metadata without column mapping:
 the schema without ``delta.columnMapping.*`` field metadata and the configuration without
-``delta.columnMapping.mode`` and ``delta.columnMapping.maxColumnId``. A column whose name a
+``delta.columnMapping.maxColumnId`` and without ``delta.columnMapping.mode`` (or with it set
+to ``none``: ``unset_mode_property=False``, the SET TBLPROPERTIES spelling). A column whose name a
 table without column mapping cannot have (one of `` ,;{}()\\n\\t=``) refuses the removal
 (:class:`InvalidColumnNamesError`); rename it first.
 
@@ -24,7 +28,7 @@ from typing import TYPE_CHECKING
 from deltalog.txn.commands.optimize import BinRewriter, CompactionSpec, delete_data_file, rewrite_bin
 from deltalog.txn.commit.operations import RemoveColumnMapping
 from deltalog.txn.protocol.actions import Action, AddFile, Metadata
-from deltalog.txn.protocol.column_mapping import invalid_column_names, without_column_mapping
+from deltalog.txn.protocol.column_mapping import has_column_mapping, invalid_column_names, without_column_mapping
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.schema import parse_schema
 from deltalog.txn.protocol.stats_columns import STRING_PREFIX_LENGTH
@@ -56,13 +60,17 @@ class InvalidColumnNamesError(DeltaLogError):
         self.names = names
 
 
-def without_column_mapping_metadata(metadata: Metadata) -> Metadata:
+def without_column_mapping_metadata(metadata: Metadata, unset_mode_property: bool = True) -> Metadata:
     """``metadata`` without column mapping: the schema's field metadata and the two
-    properties removed (:class:`InvalidColumnNamesError` when a name needs column mapping)."""
+    properties removed, or the mode set to ``none`` when not ``unset_mode_property`` (Delta's
+    ``getConfigurationWithoutColumnMapping``); :class:`InvalidColumnNamesError` when a name
+    needs column mapping."""
     schema = without_column_mapping(parse_schema(metadata.schema_string))
     if invalid := invalid_column_names(schema):
         raise InvalidColumnNamesError(invalid)
     config = {k: v for k, v in metadata.configuration.items() if k not in _PROPERTIES}
+    if not unset_mode_property:
+        config[_PROPERTIES[0]] = "none"
     return dataclasses.replace(metadata, schema_string=schema.to_json(), configuration=config)
 
 
@@ -90,15 +98,17 @@ def remove_column_mapping(
     rewrite_bins: BinRewriter | None = None,
     session_prefix_length: int = STRING_PREFIX_LENGTH,
     lock: str | CommitLock | None = None,
+    unset_mode_property: bool = True,
 ) -> int | None:
     """Rewrite the table without column mapping (the module docstring); the version
     committed, or None when the table has no column mapping to remove. ``lock``: the
-    commit lock (``docs/locks.md``)."""
+    commit lock (``docs/locks.md``); ``unset_mode_property``: remove
+    ``delta.columnMapping.mode`` (else set it to ``none``)."""
     txn = delta_log.start_transaction(lock=lock)
     snapshot = txn.snapshot
-    metadata = without_column_mapping_metadata(snapshot.metadata)
-    if metadata == snapshot.metadata:
+    if not txn.table_exists or not has_column_mapping(snapshot.metadata):
         return None
+    metadata = without_column_mapping_metadata(snapshot.metadata, unset_mode_property)
     txn.read_whole_table()
     txn.update_metadata(metadata, removing_column_mapping=True)
     spec = _spec(delta_log, snapshot, metadata, session_prefix_length)

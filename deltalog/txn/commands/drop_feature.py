@@ -95,12 +95,11 @@ from deltalog.txn.protocol.actions import (
     encode_path,
 )
 from deltalog.txn.protocol.checkpoint_protection import PROPERTY, checkpoint_protection_version
-from deltalog.txn.protocol.column_mapping import column_mapping_mode, without_column_mapping
+from deltalog.txn.protocol.column_mapping import column_mapping_mode, has_column_mapping
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.feature_removal import REMOVABLE, dependent_features, protocol_without
 from deltalog.txn.protocol.features import FEATURES, protocol_features
 from deltalog.txn.protocol.properties import ALIASES
-from deltalog.txn.protocol.schema import parse_schema
 from deltalog.txn.protocol.type_widening import has_type_changes, remove_type_changes
 
 if TYPE_CHECKING:
@@ -246,16 +245,11 @@ def _row_ids_count(snapshot: Snapshot) -> int:
     return len(files) - int(without)
 
 
-def _has_column_mapping(metadata: Metadata) -> bool:
-    schema = parse_schema(metadata.schema_string)
-    return column_mapping_mode(metadata.configuration) != "none" or without_column_mapping(schema) != schema
-
-
 def drop_invariants_hold(name: str, snapshot: Snapshot) -> bool:
     """Delta's ``validateDropInvariants``: the latest state has no trace of ``name``."""
     props = snapshot.properties
     if name == "columnMapping":
-        return not _has_column_mapping(snapshot.metadata)
+        return not has_column_mapping(snapshot.metadata)
     if name == "rowTracking":  # the properties and the domain go at the downgrade commit
         if props.enable_row_tracking or not row_tracking.is_suspended(snapshot.metadata):
             return False

@@ -18,7 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.protocol.collations import COLLATIONS_KEY
-from deltalog.txn.protocol.errors import InvalidSchemaChangeError, InvalidSchemaError
+from deltalog.txn.protocol.errors import (
+    InvalidSchemaChangeError,
+    InvalidSchemaError,
+    UnsupportedColumnMappingModeChangeError,
+)
 from deltalog.txn.protocol.properties import TableProperties
 from deltalog.txn.protocol.schema import (
     ArrayType,
@@ -45,6 +49,7 @@ __all__ = [
     "column_mapping_mode",
     "field_ids",
     "find_max_column_id",
+    "has_column_mapping",
     "invalid_column_names",
     "logical_partition_values",
     "logical_to_physical",
@@ -222,10 +227,7 @@ def update_column_mapping(old: Metadata | None, new: Metadata, removing: bool = 
     changing = old is not None and old_mode != new_mode
     allowed = (old_mode == "none" and new_mode == "name") or (removing and new_mode == "none")
     if changing and not allowed:
-        raise InvalidSchemaChangeError(
-            f"changing delta.columnMapping.mode from {old_mode!r} to {new_mode!r} is not supported; "
-            "an existing table can only go from 'none' to 'name' (Delta's DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE)"
-        )
+        raise UnsupportedColumnMappingModeChangeError(old_mode, new_mode)
     if new_mode == "none":
         return new
     schema = parse_schema(new.schema_string)
@@ -278,6 +280,13 @@ def without_column_mapping(dt: DataType) -> Any:
         return dataclasses.replace(f, metadata={k: v for k, v in f.metadata.items() if k not in COLUMN_MAPPING_KEYS})
 
     return _map_fields(dt, strip, ())
+
+
+def has_column_mapping(metadata: Metadata) -> bool:
+    """Whether the table maps columns: its mode is ``name`` or ``id``, or its schema still
+    carries column mapping field metadata (what removing column mapping takes away)."""
+    schema = parse_schema(metadata.schema_string)
+    return column_mapping_mode(metadata.configuration) != "none" or without_column_mapping(schema) != schema
 
 
 def with_parquet_field_ids(dt: DataType) -> Any:

@@ -28,6 +28,7 @@ __all__ = [
     "SchemaMismatchError",
     "ShreddedVariantError",
     "TableNotFoundError",
+    "UnsupportedColumnMappingModeChangeError",
     "UnsupportedFeatureError",
     "VersionNotFoundError",
 ]
@@ -176,6 +177,24 @@ class InvalidSchemaChangeError(DeltaLogError, ValueError):
     """A schema or column mapping change Delta does not allow (renaming to an existing name,
     dropping a partition column or the last column, an unsupported column mapping mode
     change, an unknown column); nothing was committed."""
+
+
+class UnsupportedColumnMappingModeChangeError(InvalidSchemaChangeError):
+    """A metadata change moves ``delta.columnMapping.mode`` where Delta does not allow it
+    (Delta's ``DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE``); nothing was committed."""
+
+    error_class = "DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE"
+
+    def __init__(self, old_mode: str, new_mode: str) -> None:
+        super().__init__(
+            f"[{self.error_class}] Changing column mapping mode from {old_mode!r} to {new_mode!r} is not supported: "
+            "an existing table can only go from 'none' to 'name', or to 'none' by ALTER TABLE SET TBLPROPERTIES "
+            "('delta.columnMapping.mode' = 'none') / UNSET TBLPROPERTIES ('delta.columnMapping.mode') (which "
+            "rewrite every file; allowed unless spark.databricks.delta.columnMapping.allowRemoval is false) or "
+            "DROP FEATURE columnMapping. Nothing was committed."
+        )
+        self.old_mode = old_mode
+        self.new_mode = new_mode
 
 
 class ColumnMappingRequiredError(InvalidSchemaChangeError):
