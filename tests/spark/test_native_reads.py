@@ -421,28 +421,41 @@ def test_an_empty_partition_value_in_the_log_is_null(spark: Any, tmp_path: Path)
 def test_unsupported_feature_falls_back_with_the_reason_logged(
     spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """A table that may hold shredded variants, in a session whose
+    ``spark.sql.variant.allowReadingShredded`` is false (Spark's reader would fail on them):
+    the Python data source reads it, with the reason logged; ``native=True`` raises."""
     table = tmp_path / "variant"
     table.mkdir()
     pq.write_table(pa.table({"s": ["a", "b"]}), table / "f.parquet")
+    features = ("variantShredding-preview", "variantType")
     _write_log(
         table,
-        Protocol(3, 7, ("variantType",), ("variantType",)),
+        Protocol(3, 7, features, features),
         [feature_tables._field("s", "string"), feature_tables._field("v", "variant")],
         [AddFile("f.parquet", {}, (table / "f.parquet").stat().st_size, 1)],
     )
-    with caplog.at_level(logging.INFO, logger="deltalog.contrib.spark.native"):
-        df = read_table(spark, str(table))
-    assert "FileScan parquet" not in _plan(df)
-    assert sorted((r.s, r.v) for r in df.collect()) == [("a", None), ("b", None)]
-    assert any("variantType" in r.getMessage() and "Python data source" in r.getMessage() for r in caplog.records)
-    with pytest.raises(NativeReadUnsupportedError, match="variantType"):
-        read_table(spark, str(table), native=True)
+    spark.conf.set("spark.sql.variant.allowReadingShredded", "false")
+    try:
+        with caplog.at_level(logging.INFO, logger="deltalog.contrib.spark.native"):
+            df = read_table(spark, str(table))
+        assert "FileScan parquet" not in _plan(df)
+        assert sorted((r.s, r.v) for r in df.collect()) == [("a", None), ("b", None)]
+        assert any("allowReadingShredded" in r.getMessage() for r in caplog.records)
+        with pytest.raises(NativeReadUnsupportedError, match="allowReadingShredded=false"):
+            read_table(spark, str(table), native=True)
+    finally:
+        spark.conf.unset("spark.sql.variant.allowReadingShredded")
+    assert "FileScan parquet" in _plan(read_table(spark, str(table)))
 
 
-def test_the_variant_feature_without_a_variant_column_reads_natively(spark: Any, tmp_path: Path) -> None:
+def test_delta_rs_variant_tables_read_natively(spark: Any, tmp_path: Path) -> None:
     """delta-rs names ``variantType`` among the reader features of a table with deletion
-    vectors whatever its columns: with no variant column there is nothing the scan cannot
-    apply, so the table is read natively; a variant column still falls back."""
+    vectors whatever its columns (nothing for the scan to apply), and writes variant columns
+    unshredded (``metadata`` first, no Parquet annotation): both read natively, the
+    variants with the Python data source's very binaries."""
+    import deltalake
+    from deltalake.schema import Field, PrimitiveType, Schema, VariantType
+
     table = tmp_path / "rs-features"
     table.mkdir()
     pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), table / "f.parquet")
@@ -452,12 +465,24 @@ def test_the_variant_feature_without_a_variant_column_reads_natively(spark: Any,
     df = read_table(spark, str(table), native=True)
     assert "FileScan parquet" in _plan(df)
     assert sorted(r.id for r in df.collect()) == [1, 2]
-    with_variant = tmp_path / "variant"
-    with_variant.mkdir()
-    fields = [feature_tables._field("id", "long"), feature_tables._field("v", "variant")]
-    _write_log(with_variant, Protocol(3, 7, features, features), fields, [])
-    with pytest.raises(NativeReadUnsupportedError, match="variantType"):
-        read_table(spark, str(with_variant), native=True)
+    path = str(tmp_path / "rs-variant")
+    deltalake.DeltaTable.create(path, Schema([Field("id", PrimitiveType("long")), Field("v", VariantType())]))
+    binary = pa.field("metadata", pa.binary(), nullable=False), pa.field("value", pa.binary(), nullable=False)
+    empty = b"\x01\x00\x00"  # a metadata without names; values: the int8 1, Variant null, SQL NULL
+    v = pa.StructArray.from_arrays(
+        [pa.array([empty] * 3), pa.array([b"\x0c\x01", b"\x00", b""])],
+        fields=list(binary),
+        mask=pa.array([False, False, True]),
+    )
+    deltalake.write_deltalake(path, pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": v}), mode="append")
+    native = read_table(spark, path, native=True)
+    assert "FileScan parquet" in _plan(native)
+
+    def variants(df: Any) -> list[Any]:
+        return sorted((r.id, r.v and (r.v.toJson(), bytes(r.v.value), bytes(r.v.metadata))) for r in df.collect())
+
+    assert variants(native) == variants(read_table(spark, path, native=False))
+    assert [x[1] and x[1][0] for x in variants(native)] == ["1", "null", None]
 
 
 def test_delta_table_to_df_is_native_and_bound_to_its_snapshot(spark: Any, table_path: str) -> None:

@@ -216,6 +216,18 @@ def test_nan_statistics_never_skip_a_file_with_matching_rows():
     ]
 
 
+def test_a_variant_column_skips_by_its_null_count_only():
+    """Delta records a variant's null count; its min/max (parsed from shredded footers, Z85
+    text) bound no SQL value: ``IS NULL``/``IS NOT NULL`` skip by the count, nothing by bounds."""
+    files = [_add("no-nulls.parquet", "v", "0000", "0000")]
+    stats = {"numRecords": 2, "nullCount": {"v": 2}}
+    files.append(AddFile("all-null.parquet", {}, 1, 1, stats=json.dumps(stats)))
+    assert _kept(files, ("v", "isnull", None), "variant") == ["all-null.parquet"]
+    assert _kept(files, ("v", "notnull", None), "variant") == ["no-nulls.parquet"]
+    assert _kept(files, ("v", "=", "1111"), "variant") == ["all-null.parquet", "no-nulls.parquet"]
+    assert _kept(files, ("v", ">", "1111"), "variant") == ["all-null.parquet", "no-nulls.parquet"]
+
+
 @pytest.mark.parametrize(
     ("type_name", "max_stat", "value"),
     [

@@ -4,6 +4,7 @@ the Python data source, ``read_table`` and OPTIMIZE; refused where Delta refuses
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,7 +72,7 @@ def test_shredded_variants_are_read_exactly_and_written_as_delta_does(spark: Any
     # values compare as JSON, which renders every type (decimal scale, dates, base64 binary)
     spark_own = _json(spark.read.schema("id long, v variant").parquet(*files))
     assert spark_own == {k + 10: v for k, v in expected.items()}
-    assert _json(read_table(spark, path)) == spark_own  # falls back to the Python data source
+    assert _json(read_table(spark, path)) == spark_own  # natively (Spark 4.1+ reads shredded variants)
     # DML rewriting shredded rows into shredded files, then OPTIMIZE reading those
     # (unshredded output), keep every value
     with _forced_shredding(spark):
@@ -101,3 +102,79 @@ def test_shredding_follows_the_table_property(spark: Any, tmp_path: Any) -> None
         table.update("id = 2", {"id": "12"})
     assert log.update().version == version
     assert sorted(_json(spark.read.format("deltalog").load(path))) == [2, 3, 4, 5, 6, 7, 11]
+
+
+#: uniform objects, which Spark's writer shreds with the schema it infers
+_UNIFORM = """select id, parse_json('{"a": ' || id || ', "b": "s' || id || '"}') v from range(100, 106) t(id)"""
+
+
+def _shapes(select: str) -> str:
+    """The variants of ``select`` at the top level, in a struct, an array and a map."""
+    return f"select id, v, named_struct('w', v) s, array(v) a, map('k', v) m from ({select})"
+
+
+def _variants(df: Any, raw: bool = False) -> dict[int, Any]:
+    """Each row's variants as JSON (with ``raw``, as their value and metadata binaries)."""
+
+    def one(x: Any) -> Any:
+        return None if x is None else (bytes(x.value), bytes(x.metadata)) if raw else x.toJson()
+
+    return {
+        r.id: (one(r.v), one(r.s.w), [one(e) for e in r.a], {k: one(e) for k, e in r.m.items()}) for r in df.collect()
+    }
+
+
+def _stats(path: str) -> list[dict[str, Any]]:
+    """Each file's minValues and nullCount, keyed by logical names (column mapping)."""
+    snapshot = DeltaLog.for_table(path).update()
+
+    def logical(stats: dict[str, Any], fields: list[dict[str, Any]]) -> dict[str, Any]:
+        by_physical = {f["metadata"]["delta.columnMapping.physicalName"]: f for f in fields}
+        return {
+            by_physical[c]["name"]: logical(v, by_physical[c]["type"]["fields"]) if isinstance(v, dict) else v
+            for c, v in stats.items()
+        }
+
+    fields = json.loads(snapshot.metadata.schema_string)["fields"]
+    stats = [json.loads(f.stats or "{}") for f in snapshot.files]
+    return [{k: logical(s.get(k) or {}, fields) for k in ("minValues", "nullCount")} for s in stats]
+
+
+def test_variant_tables_are_read_natively_with_null_counts_as_delta_writes_them(spark: Any, tmp_path: Any) -> None:
+    """Spark 4.1+'s Parquet reader reads variant columns, shredded ones too: ``read_table``
+    scans the Python writer's files, Spark's shredded ones, deletion vectors, column mapping
+    and an older version natively, with the Python data source's values. Every writer
+    records a variant's null count (no bounds), as Delta does, and ``IS NULL`` skips by it."""
+    path = str(tmp_path / "t")
+    config = {
+        "delta.enableVariantShredding": "true",
+        "delta.enableDeletionVectors": "true",
+        "delta.columnMapping.mode": "name",
+    }
+    # the Python writer, SQL NULL variants inside the struct, the array and the map
+    spark.sql(_shapes(_ROWS)).write.format("deltalog").mode("append").options(**config).save(path)
+    spark.sql(_shapes(_UNIFORM)).write.format("deltalog").mode("append").save(path)
+    table = DeltaTable.forPath(spark, path)
+    table.update("id >= 100", {"id": "id + 100"})  # Spark's writer, shredding v and s.w
+    table.delete("id = 2 or id = 203")
+    snapshot = DeltaLog.for_table(path).update()
+    assert any("typed_value" in str(pq.read_schema(os.path.join(path, f.path))) for f in snapshot.files)
+    assert sum(f.deletion_vector is not None for f in snapshot.files) == 2
+    assert not any("v" in s["minValues"] or "s" in s["minValues"] for s in _stats(path))
+    counts = sorted((s["nullCount"]["v"], s["nullCount"]["s"]["w"]) for s in _stats(path))
+    assert counts == [(0, 0)] * (len(counts) - 1) + [(1, 1)]  # Spark's files, then the Python writer's
+    for options in ({}, {"versionAsOf": 1}):
+        native = read_table(spark, path, **options)
+        assert "FileScan parquet" in native._jdf.queryExecution().executedPlan().toString()
+        python = read_table(spark, path, native=False, **options)
+        assert _variants(native) == _variants(python)
+        if options:  # no shredded file: the very binaries
+            assert _variants(native, raw=True) == _variants(python, raw=True)
+    for where, ids, files in (("v is null", [4], 1), ("s.w is null", [4], 1), ("v is not null", None, len(counts))):
+        df = read_table(spark, path, where=where)
+        assert len(df.inputFiles()) == files, where
+        assert ids is None or sorted(r.id for r in df.collect()) == ids
+    optimize(DeltaLog.for_table(path), min_files_per_bin=1)
+    assert [(s["nullCount"]["v"], s["nullCount"]["s"]["w"], s["minValues"].get("v")) for s in _stats(path)] == [
+        (1, 1, None)
+    ]

@@ -118,6 +118,30 @@ def test_the_python_write_path_collects_what_the_table_asks_for() -> None:
     assert [p for p, _ in StatsCollector(data.schema).leaves][:2] == [("id",), ("name",)]
 
 
+def test_a_variant_column_gets_a_null_count_and_no_bounds_from_its_rows_and_its_footer(tmp_path: Any) -> None:
+    """Delta's ``StatisticsCollection`` counts a variant's nulls (a struct above it null
+    counts too) and keeps no bounds; a footer's count is the ``metadata`` leaf's."""
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.protocol.schema import PrimitiveType, to_arrow_type
+
+    variant = to_arrow_type(PrimitiveType("variant"))
+    value = {"value": b"\x0c\x01", "metadata": b"\x01\x00\x00"}  # the int8 1
+    s = pa.array([{"w": value}, {"w": None}, None, {"w": value}], pa.struct([("w", variant)]))
+    data = pa.table({"v": pa.array([value, None, value, value], variant), "s": s})
+    fields = [_field("v", "variant"), _field("s", {"type": "struct", "fields": [_field("w", "variant")]})]
+    schema = StructType.from_json(json.dumps({"type": "struct", "fields": fields}))
+    columns = StatsColumns.for_schema(schema).physical_paths
+    from_rows = StatsCollector(data.schema, columns)
+    from_rows.update(data)
+    pq.write_table(data, tmp_path / "f.parquet")
+    from_footer = StatsCollector(data.schema, columns)
+    from_footer.update_from_footer(pq.read_metadata(tmp_path / "f.parquet"))
+    for stats in (from_rows, from_footer):
+        parsed = json.loads(stats.to_json())
+        assert parsed == {"numRecords": 4, "minValues": {}, "maxValues": {}, "nullCount": {"v": 1, "s": {"w": 2}}}
+
+
 def test_a_value_delta_cannot_read_fails_writes_with_a_typed_error() -> None:
     with pytest.raises(InvalidPropertyError, match="not a comma-separated list"):
         _columns({KEY: "a,,b"})

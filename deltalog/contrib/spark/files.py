@@ -405,12 +405,14 @@ def _has_required_child(type_: pa.DataType) -> bool:
         return any(not f.nullable or _has_required_child(f.type) for f in type_)
     if pa.types.is_list(type_) or pa.types.is_large_list(type_):
         return _has_required_child(type_.value_type)
+    if pa.types.is_map(type_):
+        return _has_required_child(type_.key_type) or _has_required_child(type_.item_type)
     return False
 
 
 def _filled_under_nulls(arr: pa.Array) -> pa.Array:
     """``arr`` with the slots of its NOT NULL struct fields that sit under a null struct
-    filled with a placeholder (empty, zero), at any depth of structs and lists. Spark hands a
+    filled with a placeholder (empty, zero), at any depth of structs, lists and maps. Spark hands a
     null struct (e.g. a SQL NULL ``variant``, ``struct<value, metadata>`` NOT NULL fields) with
     null children, which Parquet's writer refuses; under a null parent no reader sees them."""
     if pa.types.is_struct(arr.type):
@@ -432,6 +434,13 @@ def _filled_under_nulls(arr: pa.Array) -> pa.Array:
         values = _filled_under_nulls(arr.values.slice(start, end - start))
         mask = pc.invert(arr.is_valid()) if arr.null_count else None
         return type(arr).from_arrays(pc.subtract(offsets, offsets[0]), values, type=arr.type, mask=mask)
+    if pa.types.is_map(arr.type):
+        offsets = arr.offsets
+        start, end = offsets[0].as_py(), offsets[-1].as_py()
+        keys = _filled_under_nulls(arr.keys.slice(start, end - start))
+        items = _filled_under_nulls(arr.items.slice(start, end - start))
+        mask = pc.invert(arr.is_valid()) if arr.null_count else None
+        return pa.MapArray.from_arrays(pc.subtract(offsets, offsets[0]), keys, items, type=arr.type, mask=mask)
     return arr
 
 

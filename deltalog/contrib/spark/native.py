@@ -40,7 +40,7 @@ import re
 import shutil
 import tempfile
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
@@ -78,11 +78,15 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Reader features the native path honours: every feature deltalog reads except those
-#: Spark's Parquet scan cannot apply as the log says (variant values); a table with any
-#: other falls back. (Collated strings are read natively: the scan schema carries them.)
-_VARIANT_FEATURES = frozenset({"variantType", "variantType-preview", "variantShredding", "variantShredding-preview"})
-NATIVE_READER_FEATURES = READ_SUPPORTED - _VARIANT_FEATURES
+#: Reader features the native path honours: every feature deltalog reads; a table with any
+#: other falls back. (Collated strings are read natively: the scan schema carries them;
+#: variant columns when Spark's Parquet reader reads them, :func:`_variant_unsupported`.)
+NATIVE_READER_FEATURES = READ_SUPPORTED
+#: the first Spark whose Parquet reader reads variant columns, shredded ones too
+_VARIANT_SPARK = (4, 1)
+_SHREDDING_FEATURES = frozenset({"variantShredding", "variantShredding-preview"})
+#: Spark's conf that lets its Parquet reader read shredded variants (true from Spark 4.1)
+_READ_SHREDDED = "spark.sql.variant.allowReadingShredded"
 #: Partition column types whose Hive directory value Spark parses back to the log's value.
 HIVE_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date"})
 #: Delta's ``s3://`` URIs are read by Hadoop's S3A connector.
@@ -299,21 +303,41 @@ def _snapshot(read: ReadOptions) -> tuple[DeltaLog, Snapshot]:
     return delta_log, snapshot
 
 
-def _check_supported(snapshot: Snapshot, schema: Mapping[str, Any]) -> None:
+def _check_supported(spark: SparkSession, snapshot: Snapshot, schema: Mapping[str, Any]) -> None:
     from deltalog.contrib.spark.native_dv import ROW_INDEX
     from deltalog.txn.protocol.features import protocol_features
-    from deltalog.txn.protocol.protocol_requirements import active_features
 
     reader, _ = protocol_features(snapshot.protocol)
-    # a variant feature with no variant column (delta-rs names it on tables with deletion
-    # vectors) leaves nothing the scan cannot apply
-    variants = _VARIANT_FEATURES if "variantType" in active_features(snapshot.metadata) else frozenset()
-    unsupported = sorted(f for f in set(reader) - NATIVE_READER_FEATURES if f not in _VARIANT_FEATURES or f in variants)
+    unsupported = sorted(set(reader) - NATIVE_READER_FEATURES)
     if unsupported:
         raise NativeReadUnsupportedError(f"the native path does not read the reader features {', '.join(unsupported)}")
+    variant_reason = _variant_unsupported(spark, snapshot, reader)
+    if variant_reason:
+        raise NativeReadUnsupportedError(variant_reason)
     for f in schema["fields"]:
         if f["name"].lower().startswith("__deltalog_") or f["name"].lower() in ("_metadata", ROW_INDEX):
             raise NativeReadUnsupportedError(f"column {f['name']!r} collides with a column the native scan uses")
+
+
+def _variant_unsupported(spark: SparkSession, snapshot: Snapshot, reader: Collection[str]) -> str | None:
+    """Why Spark's Parquet scan cannot read the table's variant columns (None: it can, or
+    there are none: delta-rs names ``variantType`` on tables with deletion vectors whatever
+    their columns). Spark 4.1+ reads variants written unshredded (Spark, pyarrow, delta-rs)
+    and shredded (a table with ``variantShredding`` may hold such files) when the session's
+    ``spark.sql.variant.allowReadingShredded`` lets it; a session that forbids it would fail
+    the scan of a shredded variant nested in a struct."""
+    from deltalog.txn.protocol.protocol_requirements import active_features
+
+    if "variantType" not in active_features(snapshot.metadata):
+        return None
+    version = tuple(int(p) for p in re.findall(r"\d+", spark.version)[:2])
+    if version < _VARIANT_SPARK:
+        return f"Spark {spark.version} does not read variant columns natively (Spark 4.1 and later do)"
+    if _SHREDDING_FEATURES & set(reader) and str(spark.conf.get(_READ_SHREDDED, "true")).lower() != "true":
+        return (
+            f"the table may hold shredded variants, which the session's {_READ_SHREDDED}=false keeps Spark from reading"
+        )
+    return None
 
 
 def _is_hive_layout(files: FileList, partition_columns: Sequence[str], types: Mapping[str, str], root: str) -> bool:
@@ -556,7 +580,7 @@ def _native_scan(
     from deltalog.contrib.spark.native_dv import FILE_KEY, ROW_KEY
 
     schema = json.loads(snapshot.metadata.schema_string)
-    _check_supported(snapshot, schema)
+    _check_supported(spark, snapshot, schema)
     mode = snapshot.properties.column_mapping_mode
     partition_columns = list(snapshot.metadata.partition_columns)
     types = schemas.top_level_types(schema)

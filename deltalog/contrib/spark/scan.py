@@ -117,9 +117,11 @@ def _max_stat(hi: Any, type_name: str) -> Any:
 
 
 def _may_match(add: AddFile, stats: Mapping[str, Any], term: Term, type_name: str | None) -> bool:
-    column, _, _ = term
+    column, op, _ = term
     if type_name is None or (type_name in ("float", "double") and _nan_matches(term)):
         return True
+    if type_name == "variant" and op not in ("isnull", "notnull"):
+        return True  # Delta's variant bounds (footer-parsed, Z85 text) bound no SQL value: only nullCount
     return bounds_may_match(
         term,
         _typed(_stat(stats, "minValues", column), type_name),

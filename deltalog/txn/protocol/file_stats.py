@@ -38,12 +38,14 @@ __all__ = ["STRING_PREFIX_LENGTH", "StatsCollector", "stats_json", "truncated_ma
 _Path = ColumnPath
 
 
-def _leaf_paths(schema: pa.Schema) -> list[tuple[_Path, pa.DataType]]:
+def _leaf_paths(schema: pa.Schema, columns: Collection[_Path] = ()) -> list[tuple[_Path, pa.DataType]]:
+    """The leaf columns of ``schema``; a struct named in ``columns`` is a leaf (a ``variant``,
+    Arrow's ``struct<value, metadata>`` or a shredded one, is a leaf of the table's schema)."""
     leaves: list[tuple[_Path, pa.DataType]] = []
 
     def visit(prefix: _Path, t: pa.DataType, name: str) -> None:
         path = (*prefix, name)
-        if pa.types.is_struct(t):
+        if pa.types.is_struct(t) and path not in columns:
             for i in range(t.num_fields):
                 child = t.field(i)
                 visit(path, child.type, child.name)
@@ -156,7 +158,7 @@ class StatsCollector:
         self.schema = schema
         self.string_prefix_length = string_prefix_length
         wanted = set(StatsColumns.for_schema(from_arrow(schema)).physical_paths if columns is None else columns)
-        self.leaves = [(path, t) for path, t in _leaf_paths(schema) if path in wanted]
+        self.leaves = [(path, t) for path, t in _leaf_paths(schema, wanted) if path in wanted]
         self.num_records = 0
         self._min: dict[_Path, Any] = {}
         self._max: dict[_Path, Any] = {}
@@ -200,13 +202,17 @@ class StatsCollector:
         (Spark's own) wrote. What a footer cannot vouch for is left out, never guessed: the
         bounds of a column whose row groups lack them (INT96 timestamps, long strings) and of
         every floating-point column (a footer's bounds skip NaN, which Spark orders last),
-        and the null count of a list or map column (its leaf counts null elements too).
+        and the null count of a list or map column (its leaf counts null elements too). A
+        variant's null count is its ``metadata`` leaf's: required in the variant group,
+        shredded or not, so null exactly where the variant or a struct above it is.
         ``datetime_bounds=False`` leaves out the bounds of dates and timestamps too (a file
         in Spark's legacy hybrid calendar, whose stored numbers readers rebase)."""
         self.num_records += footer.num_rows
         columns = {footer.schema.column(i).path: i for i in range(footer.num_columns)}
         for path, t in self.leaves:
             index = columns.get(".".join(path))
+            if index is None and pa.types.is_struct(t):
+                index = columns.get(".".join((*path, "metadata")))
             if index is None:  # a list or map: its Parquet leaves are the elements
                 self._unknown_nulls.add(path)
                 self._no_bounds.add(path)
