@@ -283,3 +283,45 @@ def test_vacuum_with_an_inventory(spark, table_path):
     with pytest.raises(VacuumInventoryError):
         table.vacuum(inventory=inventory.withColumnRenamed("length", "size"))
     assert table.toDF().count() == 20
+
+
+def _register_external_table(spark, name: str, location: str, provider: str) -> None:
+    """A session catalog entry as a metastore holds a table another engine registered
+    (``provider`` ``delta`` needs Delta's data source to be created by SQL): a Parquet table's
+    entry copied with another name and provider."""
+    jvm = spark._jvm
+    catalog = spark._jsparkSession.sessionState().catalog()
+    spark.sql(f"CREATE TABLE {name}_template (id bigint) USING parquet LOCATION '{location}'")
+    template = catalog.getTableMetadata(jvm.org.apache.spark.sql.catalyst.TableIdentifier(f"{name}_template"))
+    n = sum(1 for m in template.getClass().getMethods() if m.getName().startswith("copy$default$"))
+    args = [getattr(template, f"copy$default${i}")() for i in range(1, n + 1)]
+    args[0] = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Some("default"))
+    args[next(i for i, a in enumerate(args) if a.equals(template.provider()))] = jvm.scala.Some(provider)
+    catalog.createTable(template.copy(*args), False, False)
+    spark.sql(f"DROP TABLE {name}_template")
+
+
+def test_for_name_resolves_the_session_catalogs_delta_tables(spark, table_path, tmp_path):
+    """``DeltaTable.forName`` as Delta's: a table of the session catalog whose provider is
+    ``delta`` (a metastore's entry) or ``deltalog`` is the table at its location;
+    ``delta.`/path``` names a path; anything else is ``DELTA_MISSING_DELTA_TABLE``."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    spark.createDataFrame([(1,), (2,)], "id long").write.format("deltalog").mode("append").save(table_path)
+    _register_external_table(spark, "sales_orders", table_path, "delta")
+    spark.sql(f"CREATE TABLE sales_mine USING deltalog LOCATION '{table_path}'")
+    spark.sql(f"CREATE TABLE sales_plain (id bigint) USING parquet LOCATION '{tmp_path / 'plain'}'")
+    try:
+        for name in ("sales_orders", "default.sales_orders", "spark_catalog.default.sales_orders", "sales_mine"):
+            assert sorted(r.id for r in DeltaTable.forName(spark, name).toDF().collect()) == [1, 2], name
+        DeltaTable.forName(spark, "sales_orders").delete("id = 1")
+        assert [r.id for r in DeltaTable.forName(spark, f"delta.`{table_path}`").toDF().collect()] == [2]
+        assert DeltaTable.forName(spark, f"deltalog.`{table_path}`").toDF().count() == 1
+        for name in ("sales_plain", "no_such_table", f"delta.`{tmp_path / 'plain'}`"):
+            with pytest.raises(DeltaAnalysisError, match="DELTA_MISSING_DELTA_TABLE"):
+                DeltaTable.forName(spark, name)
+    finally:  # by the catalog: Spark's DROP TABLE looks the provider up
+        catalog = spark._jsparkSession.sessionState().catalog()
+        for name in ("sales_orders", "sales_mine", "sales_plain"):
+            catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(name), True, False)

@@ -169,6 +169,26 @@ class DeltaTable(AlterTableMethods):
         return table
 
     @classmethod
+    def forName(
+        cls,
+        sparkSession: SparkSession,
+        tableOrViewName: str,
+        storage_options: Mapping[str, str] | None = None,
+        logstore: str | None = None,
+    ) -> DeltaTable:
+        """The Delta table a name gives, as Delta's ``forName``: a table of the session
+        catalog whose provider is ``delta`` (a Hive metastore's or Glue's entry) or
+        ``deltalog``, at its location; or ``delta.`/path```. Anything else raises
+        ``DeltaAnalysisError`` (``DELTA_MISSING_DELTA_TABLE``)."""
+        from deltalog.contrib.spark.catalog_tables import table_location
+
+        location = table_location(sparkSession, tableOrViewName)
+        try:
+            return cls.forPath(sparkSession, location, storage_options=storage_options, logstore=logstore)
+        except TableNotFoundError:
+            raise DeltaAnalysisError(f"DELTA_MISSING_DELTA_TABLE: {tableOrViewName} is not a Delta table.") from None
+
+    @classmethod
     def isDeltaTable(
         cls,
         sparkSession: SparkSession,

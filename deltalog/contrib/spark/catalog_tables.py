@@ -1,0 +1,85 @@
+"""Delta tables by name: where ``DeltaTable.forName`` finds a table's location.
+
+As Delta's ``DeltaTable.forName`` (``getDeltaTableFromSessionCatalog``):
+
+- a table of Spark's session catalog (``t``, ``db.t``, ``spark_catalog.db.t``) whose provider
+  is ``delta`` -- the entry a Hive metastore or AWS Glue holds for a table Delta Spark,
+  Databricks or EMR registered -- or ``deltalog`` (``CREATE TABLE ... USING deltalog
+  LOCATION ...``) is the table at the entry's location;
+- ``delta.`/abs/path``` (``deltalog.`...``` too) is the table at that path;
+- anything else is not a Delta table (``DELTA_MISSING_DELTA_TABLE``).
+
+Only the catalog entry's location is used: the table's schema, properties and history are
+the log's, as in Delta. A name in another catalog (a three-part name not starting with
+``spark_catalog``) is refused by name: deltalog reads no catalog plugin's tables.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["table_location"]
+
+#: the providers of a catalog entry that is a Delta table
+_DELTA_PROVIDERS = frozenset({"delta", "deltalog"})
+_SESSION_CATALOG = "spark_catalog"
+
+
+def table_location(spark: SparkSession, name: str) -> str:
+    """The location of the Delta table ``name`` names (see the module docstring); raises
+    :class:`DeltaAnalysisError` (``DELTA_MISSING_DELTA_TABLE``) when it names none."""
+    parts = _name_parts(spark, name)
+    if len(parts) == 2 and parts[0].lower() in _DELTA_PROVIDERS and _is_absolute(parts[1]):
+        return parts[1]
+    if len(parts) == 3:
+        if parts[0].lower() != _SESSION_CATALOG:
+            raise DeltaAnalysisError(
+                f"DELTA_MISSING_DELTA_TABLE: {name} is in the catalog {parts[0]!r}; deltalog resolves names of "
+                "Spark's session catalog only: use DeltaTable.forPath with the table's location"
+            )
+        parts = parts[1:]
+    location = _session_catalog_location(spark, parts)
+    if location is None:
+        raise DeltaAnalysisError(f"DELTA_MISSING_DELTA_TABLE: {name} is not a Delta table.")
+    return location
+
+
+def _name_parts(spark: SparkSession, name: str) -> list[str]:
+    """``name`` split as Spark's parser splits a multi-part identifier (backquotes kept apart)."""
+    from pyspark.errors import ParseException
+
+    session: Any = spark._jsparkSession
+    try:
+        seq = session.sessionState().sqlParser().parseMultipartIdentifier(name)
+    except ParseException as exc:
+        raise DeltaAnalysisError(f"DELTA_MISSING_DELTA_TABLE: {name!r} is not a table name ({exc})") from None
+    return [str(seq.apply(i)) for i in range(seq.length())]
+
+
+def _is_absolute(path: str) -> bool:
+    """Hadoop's ``Path.isAbsolute``: a URI with a scheme, or a path from the root."""
+    return path.startswith("/") or "://" in path or path.startswith("file:/")
+
+
+def _session_catalog_location(spark: SparkSession, parts: list[str]) -> str | None:
+    """The location of the session catalog's table ``[db.]table`` when its provider is a
+    Delta one, else None (no such table, a view, another provider)."""
+    if len(parts) not in (1, 2):
+        return None
+    session: Any = spark._jsparkSession
+    jvm: Any = spark._jvm
+    database = jvm.scala.Some(parts[0]) if len(parts) == 2 else jvm.scala.Option.empty()
+    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(parts[-1], database)
+    catalog = session.sessionState().catalog()
+    if catalog.isTempView(ident) or not catalog.tableExists(ident):
+        return None
+    table = catalog.getTableMetadata(ident)
+    provider = table.provider()
+    if not provider.isDefined() or str(provider.get()).lower() not in _DELTA_PROVIDERS:
+        return None
+    return str(table.location().toString())
