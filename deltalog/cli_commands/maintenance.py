@@ -373,10 +373,10 @@ def _report_properties(ctx: CommandContext, log: DeltaLog, verb: str, version: i
 )
 def set_properties(ctx: CommandContext) -> int:
     from deltalog.txn.commands.alter import set_table_properties
-    from deltalog.txn.protocol.properties import InvalidPropertyError
+    from deltalog.txn.protocol.properties import CHECK_CONSTRAINT_PREFIX, InvalidPropertyError
 
     properties = dict(ctx.args.properties)
-    if constraints := [k for k in properties if k.lower().startswith("delta.constraints.")]:
+    if constraints := [k for k in properties if k.lower().startswith(CHECK_CONSTRAINT_PREFIX)]:
         raise InvalidPropertyError(
             f"[DELTA_ADD_CONSTRAINTS] cannot set {', '.join(constraints)}: a new CHECK constraint must be checked "
             "against the table's rows, which the command line does not read. Add it from Spark "

@@ -44,7 +44,7 @@ from deltalog.txn.commit.operations import AddColumns, Operation, SetTableProper
 from deltalog.txn.protocol.clustering import logical_clustering_columns
 from deltalog.txn.protocol.column_mapping import column_mapping_mode, has_column_mapping
 from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
-from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
+from deltalog.txn.protocol.properties import COLUMN_MAPPING_MODE, InvalidPropertyError, TableProperties
 from deltalog.txn.protocol.schema import DataType, StructField, StructType
 from deltalog.txn.protocol.stats_columns import dropped_stats_columns, renamed_stats_columns
 
@@ -63,8 +63,6 @@ ConstraintVerifier = Callable[["Snapshot", Mapping[str, str]], None]
 #: the Spark layer passes one that rewrites the files by Spark tasks)
 ColumnMappingRemover = Callable[["DeltaLog", bool], "int | None"]
 
-#: the property whose ``none`` (or removal) turns column mapping off
-_MODE = "delta.columnMapping.mode"
 
 __all__ = [
     "ChangeColumn",
@@ -449,7 +447,7 @@ def set_table_properties(
             txn.read_whole_table()
             verify_constraints(txn.snapshot, added)
 
-    if allow_column_mapping_removal and values.get(_MODE, "").strip().lower() == "none":
+    if allow_column_mapping_removal and values.get(COLUMN_MAPPING_MODE, "").strip().lower() == "none":
         removed = _remove_column_mapping(delta_log, change, verify, False, remove_column_mapping, lock)
         if removed is not None and len(values) == 1:
             return removed
@@ -474,7 +472,7 @@ def unset_table_properties(
     removed = False  # whether the rewrite takes the mode away (it is then never "missing")
 
     def change(metadata: Metadata) -> tuple[Metadata, Operation]:
-        missing = [k for k in keys if k not in metadata.configuration and not (removed and k == _MODE)]
+        missing = [k for k in keys if k not in metadata.configuration and not (removed and k == COLUMN_MAPPING_MODE)]
         if missing and not if_exists:
             raise InvalidPropertyError(
                 f"cannot unset {', '.join(missing)}: the table does not have it "
@@ -484,7 +482,7 @@ def unset_table_properties(
         op = UnsetTableProperties(keys=list(keys), if_exists=if_exists)
         return dataclasses.replace(metadata, configuration=config), op
 
-    if allow_column_mapping_removal and _MODE in keys:
+    if allow_column_mapping_removal and COLUMN_MAPPING_MODE in keys:
         removed = True
         version = _remove_column_mapping(delta_log, change, None, True, remove_column_mapping, lock)
         removed = version is not None

@@ -26,6 +26,8 @@ from deltalog.txn.protocol.errors import DeltaLogError
 
 __all__ = [
     "ALIASES",
+    "CHECK_CONSTRAINT_PREFIX",
+    "COLUMN_MAPPING_MODE",
     "REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION",
     "InvalidPropertyError",
     "TableProperties",
@@ -35,6 +37,10 @@ __all__ = [
 
 #: ``checkpointProtection``'s property (Delta's ``REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION``)
 REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION = "delta.requireCheckpointProtectionBeforeVersion"
+#: the column mapping mode's property, whose ``none`` (or removal) turns column mapping off
+COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
+#: the prefix of the CHECK constraints' properties, ``delta.constraints.<name>``
+CHECK_CONSTRAINT_PREFIX = "delta.constraints."
 
 
 class InvalidPropertyError(DeltaLogError, ValueError):
@@ -348,7 +354,7 @@ class TableProperties:
     @property
     def check_constraints(self) -> dict[str, str]:
         """``delta.constraints.<name>`` -> SQL expression (writers must enforce them)."""
-        prefix = "delta.constraints."
+        prefix = CHECK_CONSTRAINT_PREFIX
         return {k[len(prefix) :]: v for k, v in self.configuration.items() if k.startswith(prefix)}
 
     @property
