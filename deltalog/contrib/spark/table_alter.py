@@ -84,7 +84,8 @@ class AlterTableMethods:
             properties,
             self._check_rows,
             **self._column_mapping_removal(),
-            row_tracking_backfill=backfill_limits(self._spark),
+            # the conf is read (and checked) only when a backfill runs
+            row_tracking_backfill=backfill_limits(self._spark) if "delta.enableRowTracking" in properties else None,
         )
 
     def _column_mapping_removal(self) -> dict[str, Any]:

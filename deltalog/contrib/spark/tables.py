@@ -800,7 +800,7 @@ class DeltaTable(AlterTableMethods):
             featureName,
             truncate_history=bool(truncateHistory),
             purge=purge,
-            row_tracking_backfill=backfill_limits(spark),
+            row_tracking_backfill=backfill_limits(spark) if featureName == "rowTracking" else None,
         )
 
 
