@@ -78,14 +78,16 @@ class AlterTableMethods:
         ``ROW TRACKING BACKFILL`` commits of at most ``spark.databricks.delta.backfill.maxNumFiles``
         files (22000), as Delta does."""
         from deltalog.contrib.spark.maintenance import backfill_limits
+        from deltalog.txn.protocol.properties import TableProperties
 
+        values = {str(k): str(v) for k, v in properties.items()}
         alter.set_table_properties(
             self._log,
-            properties,
+            values,
             self._check_rows,
             **self._column_mapping_removal(),
             # the conf is read (and checked) only when a backfill runs
-            row_tracking_backfill=backfill_limits(self._spark) if "delta.enableRowTracking" in properties else None,
+            row_tracking_backfill=backfill_limits(self._spark) if TableProperties(values).enable_row_tracking else None,
         )
 
     def _column_mapping_removal(self) -> dict[str, Any]:

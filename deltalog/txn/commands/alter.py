@@ -458,7 +458,7 @@ def set_table_properties(
             txn.read_whole_table()
             verify_constraints(txn.snapshot, added)
 
-    if values.get(row_tracking.ENABLED_KEY, "").strip().lower() == "true":
+    if TableProperties(values).enable_row_tracking:
         # Delta's RowTrackingFeature.validateAndBackfill: the properties are checked, then
         # the files get row ids in batches before the property commit
         row_tracking.is_suspended(change(delta_log.require_table().metadata)[0])

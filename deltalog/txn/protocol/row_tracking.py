@@ -35,7 +35,6 @@ from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata, Metad
 from deltalog.txn.protocol.errors import RowTrackingError
 
 __all__ = [
-    "ENABLED_KEY",
     "MATERIALIZED_ROW_COMMIT_VERSION_KEY",
     "MATERIALIZED_ROW_ID_KEY",
     "MISSING_HIGH_WATER_MARK",
@@ -57,7 +56,6 @@ __all__ = [
     "with_materialized_column_names",
 ]
 
-ENABLED_KEY = "delta.enableRowTracking"
 ROW_TRACKING_DOMAIN = "delta.rowTracking"
 SUSPENDED_KEY = "delta.rowTrackingSuspended"
 MATERIALIZED_ROW_ID_KEY = "delta.rowTracking.materializedRowIdColumnName"
