@@ -14,9 +14,14 @@ Follows Delta's ``ConflictChecker.checkConflicts``; for each winning commit, in 
    row-tracking high-water mark is reassigned by the transaction instead);
 4. application transactions: the winner set an app id this transaction read
    -> :class:`ConcurrentTransactionError`;
+   then row tracking (un)backfill (Delta's ``resolveRowTrackingBackfillConflicts`` and
+   ``resolveRowTrackingUnBackfillConflicts``): a ``ROW TRACKING BACKFILL`` /
+   ``UNBACKFILL`` batch drops the files the winner added or removed (an unbackfill also
+   re-adds the winner's adds without their ids, and fails when a backfill batch won); the
+   ids a winning batch gave files are copied into this transaction's removes and re-adds;
 5. concurrent append: the winner added files this transaction should have read, by
    isolation level, blind appends, partition predicates and whole-table reads
-   -> :class:`ConcurrentAppendError`;
+   -> :class:`ConcurrentAppendError` (never when either side is a (un)backfill batch);
 6. delete-read: the winner removed a file this transaction read (or any file, after a
    whole-table read) -> :class:`ConcurrentDeleteReadError`;
 7. delete-delete: the winner removed a file this transaction removes too
