@@ -331,3 +331,38 @@ def test_set_column_mapping_mode_none_rewrites_by_spark_tasks(spark, table_path)
     want = [{"key": 0, "part": "0", "s": {"x": 0}}, {"key": 1, "part": "1", "s": {"x": 2}}]
     assert _both_paths(spark, table_path, "key") == want
     assert delta_rs_rows(table_path, ["key"])["key"].tolist() == [0, 1]
+
+
+def test_row_tracking_backfill_batches_follow_the_session_conf(spark, tmp_path):
+    """setProperties / dropFeatureSupport take the batch size from Delta's
+    ``spark.databricks.delta.backfill.maxNumFiles``; a bad value changes nothing."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.commit.operations import Write
+    from tests.txn.test_row_tracking_backfill import _operations
+    from tests.txn.test_row_tracking_commits import create, data_file
+
+    log = create(str(tmp_path / "t"))
+    log.start_transaction().commit([data_file(log.table_uri, 2, start=2 * i) for i in range(3)], Write())
+    table = DeltaTable.forPath(spark, log.table_uri)
+    key = "spark.databricks.delta.backfill.maxNumFiles"
+    try:
+        spark.conf.set(key, "0")
+        with pytest.raises(DeltaAnalysisError, match="maxNumFiles must be positive"):
+            table.setProperties({"delta.enableRowTracking": "true"})
+        assert log.update().version == 1
+        spark.conf.set(key, "2")
+        table.setProperties({"delta.enableRowTracking": "true"})
+        table.dropFeatureSupport("rowTracking")
+    finally:
+        spark.conf.unset(key)
+    backfill = [("ROW TRACKING BACKFILL", "0"), ("ROW TRACKING BACKFILL", "1")]
+    unbackfill = [("ROW TRACKING UNBACKFILL", "0"), ("ROW TRACKING UNBACKFILL", "1")]
+    assert _operations(log, 1) == [
+        ("UPGRADE PROTOCOL", None),
+        *backfill,
+        ("SET TBLPROPERTIES", None),
+        ("SET TBLPROPERTIES", None),
+        *unbackfill,
+        ("DROP FEATURE", None),
+    ]

@@ -19,11 +19,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.tablelog import start_transaction
+from deltalog.txn.commands.row_tracking_backfill import (
+    DEFAULT_MAX_FILES_FACTOR,
+    DEFAULT_MAX_FILES_PER_COMMIT,
+    BackfillLimits,
+)
 from deltalog.txn.protocol.actions import AddFile
 
 if TYPE_CHECKING:
@@ -352,3 +357,37 @@ def convert_to_delta(spark: SparkSession, delta_log: DeltaLog, partition_schema:
     except ConvertToDeltaError as exc:
         raise DeltaAnalysisError(str(exc)) from exc
     return commit_convert(start_transaction(delta_log), plan)
+
+
+# -- row tracking backfill ------------------------------------------------------------------
+
+#: Delta's session confs sizing a row tracking (un)backfill's batches (``DeltaSQLConf``
+#: ``backfill.maxNumFiles``, falling back to ``rowTracking.backfill.maxNumFiles``, and
+#: ``backfill.maxNumFilesFactor``)
+BACKFILL_MAX_NUM_FILES_CONF = "spark.databricks.delta.backfill.maxNumFiles"
+ROW_TRACKING_BACKFILL_MAX_NUM_FILES_CONF = "spark.databricks.delta.rowTracking.backfill.maxNumFiles"
+BACKFILL_MAX_NUM_FILES_FACTOR_CONF = "spark.databricks.delta.backfill.maxNumFilesFactor"
+
+
+def backfill_limits(spark: SparkSession) -> BackfillLimits:
+    """The batch size of a row tracking backfill or unbackfill from the session's confs
+    (Delta's defaults: 22000 files a commit, factor 3); a value that is not a positive
+    number raises :class:`DeltaAnalysisError`."""
+
+    def conf(key: str, parse: Callable[[str], float], default: float | None) -> float | None:
+        raw = spark.conf.get(key, None)
+        if raw is None or str(raw).strip() == "":
+            return default
+        try:
+            value = parse(str(raw).strip())
+        except ValueError:
+            raise DeltaAnalysisError(f"{key} must be a positive number, got {raw!r}") from None
+        if not value > 0:
+            raise DeltaAnalysisError(f"{key} must be positive, got {raw!r}")
+        return value
+
+    fallback = conf(ROW_TRACKING_BACKFILL_MAX_NUM_FILES_CONF, int, DEFAULT_MAX_FILES_PER_COMMIT)
+    size = conf(BACKFILL_MAX_NUM_FILES_CONF, int, fallback)
+    factor = conf(BACKFILL_MAX_NUM_FILES_FACTOR_CONF, float, DEFAULT_MAX_FILES_FACTOR)
+    assert size is not None and factor is not None
+    return BackfillLimits(max_files_per_commit=int(size), max_files_factor=factor)

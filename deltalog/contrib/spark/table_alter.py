@@ -73,8 +73,22 @@ class AlterTableMethods:
         logical names in Spark tasks (unless ``spark.databricks.delta.columnMapping.allowRemoval``
         is ``false``). A new CHECK constraint (``delta.constraints.<name>``) is first checked
         against the table's rows, as Delta's ``ADD CONSTRAINT``: a row breaking it raises
-        :class:`~deltalog.contrib.spark.constraints.ConstraintViolationError`."""
-        alter.set_table_properties(self._log, properties, self._check_rows, **self._column_mapping_removal())
+        :class:`~deltalog.contrib.spark.constraints.ConstraintViolationError`.
+        ``{'delta.enableRowTracking': 'true'}`` gives the existing files row ids first, in
+        ``ROW TRACKING BACKFILL`` commits of at most ``spark.databricks.delta.backfill.maxNumFiles``
+        files (22000), as Delta does."""
+        from deltalog.contrib.spark.maintenance import backfill_limits
+        from deltalog.txn.protocol.properties import TableProperties
+
+        values = {str(k): str(v) for k, v in properties.items()}
+        alter.set_table_properties(
+            self._log,
+            values,
+            self._check_rows,
+            **self._column_mapping_removal(),
+            # the conf is read (and checked) only when a backfill runs
+            row_tracking_backfill=backfill_limits(self._spark) if TableProperties(values).enable_row_tracking else None,
+        )
 
     def _column_mapping_removal(self) -> dict[str, Any]:
         """How SET/UNSET of ``delta.columnMapping.mode`` may turn column mapping off here."""

@@ -791,7 +791,7 @@ class DeltaTable(AlterTableMethods):
         files with deletion vectors, or with types narrower than the table's when dropping
         type widening, or every file when dropping column mapping, are rewritten by Spark
         tasks). The protocol is normalized."""
-        from deltalog.contrib.spark.maintenance import SparkBinRewriter, SparkColumnMappingRemover
+        from deltalog.contrib.spark.maintenance import SparkBinRewriter, SparkColumnMappingRemover, backfill_limits
         from deltalog.txn.commands.drop_feature import drop_feature
         from deltalog.txn.commands.optimize import optimize
 
@@ -815,7 +815,13 @@ class DeltaTable(AlterTableMethods):
                 session_prefix_length=prefix,
             )
 
-        drop_feature(self._log, featureName, truncate_history=bool(truncateHistory), purge=purge)
+        drop_feature(
+            self._log,
+            featureName,
+            truncate_history=bool(truncateHistory),
+            purge=purge,
+            row_tracking_backfill=backfill_limits(spark) if featureName == "rowTracking" else None,
+        )
 
 
 class DeltaTableBuilder:

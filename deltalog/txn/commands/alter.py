@@ -40,7 +40,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from deltalog.txn.commands.column_mapping_removal import remove_column_mapping, without_column_mapping_metadata
 from deltalog.txn.commands.dependent_expressions import dependent_expressions
+from deltalog.txn.commands.row_tracking_backfill import BackfillLimits, backfill_row_tracking
 from deltalog.txn.commit.operations import AddColumns, Operation, SetTableProperties, UnsetTableProperties
+from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.clustering import logical_clustering_columns
 from deltalog.txn.protocol.column_mapping import column_mapping_mode, has_column_mapping
 from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
@@ -413,6 +415,7 @@ def set_table_properties(
     allow_column_mapping_removal: bool = True,
     remove_column_mapping: ColumnMappingRemover | None = None,
     lock: str | CommitLock | None = None,
+    row_tracking_backfill: BackfillLimits | None = None,
 ) -> int:
     """``ALTER TABLE SET TBLPROPERTIES`` (a value deltalog knows and cannot parse raises
     :class:`InvalidPropertyError`); the protocol is upgraded when a property needs it
@@ -430,7 +433,13 @@ def set_table_properties(
     ``ADD CONSTRAINT``: ``verify_constraints(snapshot, {name: expression})`` must check the
     snapshot's rows and raise when one breaks it; the transaction then counts as having read
     the whole table, so a concurrent append fails it. This layer reads no data: without a
-    verifier the rows are not checked (the Spark ``DeltaTable.setProperties`` passes one)."""
+    verifier the rows are not checked (the Spark ``DeltaTable.setProperties`` passes one).
+
+    ``delta.enableRowTracking`` = ``true`` first runs Delta's ``RowTrackingBackfillCommand``
+    (:func:`~deltalog.txn.commands.row_tracking_backfill.backfill_row_tracking`: a protocol
+    upgrade, then ``ROW TRACKING BACKFILL`` batches of at most
+    ``row_tracking_backfill.max_files_per_commit`` files), once the new properties are known
+    to be valid; the property commit follows."""
     if not properties:
         raise InvalidPropertyError("set_table_properties needs at least one property")
     values = {str(k): str(v) for k, v in properties.items()}
@@ -447,6 +456,11 @@ def set_table_properties(
             txn.read_whole_table()
             verify_constraints(txn.snapshot, added)
 
+    if TableProperties(values).enable_row_tracking:
+        # Delta's RowTrackingFeature.validateAndBackfill: the properties are checked, then
+        # the files get row ids in batches before the property commit
+        row_tracking.is_suspended(change(delta_log.require_table().metadata)[0])
+        backfill_row_tracking(delta_log, row_tracking_backfill, lock=lock)
     if allow_column_mapping_removal and values.get(COLUMN_MAPPING_MODE, "").strip().lower() == "none":
         removed = _remove_column_mapping(delta_log, change, verify, False, remove_column_mapping, lock)
         if removed is not None and len(values) == 1:

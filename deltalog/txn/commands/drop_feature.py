@@ -48,7 +48,8 @@ Pre-downgrade work deltalog does (Delta's ``PreDowngradeTableFeatureCommand`` of
 - ``rowTracking`` (Delta's ``RowTrackingPreDowngradeCommand``, writer feature, no history
   protection): ``delta.enableRowTracking`` = ``false`` and ``delta.rowTrackingSuspended`` =
   ``true``, then the files with ``baseRowId`` / ``defaultRowCommitVersion`` re-added without
-  them (``ROW TRACKING UNBACKFILL``); the downgrade commit removes the four row tracking
+  them (``ROW TRACKING UNBACKFILL`` batches, :mod:`deltalog.txn.commands.row_tracking_backfill`);
+  the downgrade commit removes the four row tracking
   properties and the ``delta.rowTracking`` domain (refused while ``domainMetadata`` is needed
   by ``rowTracking``: drop ``rowTracking`` first);
 - ``domainMetadata``: every domain removed (``DOMAIN METADATA CLEANUP``: they are leaked, since
@@ -71,13 +72,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from deltalog.txn.commands.row_tracking_backfill import BackfillLimits, unbackfill_row_tracking
 from deltalog.txn.commit.operations import (
     AddDeletionVectorsTombstones,
     DomainMetadataCleanup,
     DropFeatureColumnMetadata,
     DropTableFeature,
     EmptyCommit,
-    RowTrackingUnBackfill,
     SetTableProperties,
     UnsetTableProperties,
 )
@@ -417,23 +418,17 @@ def _drop_in_commit_timestamps(delta_log: DeltaLog, lock: str | CommitLock | Non
     return True
 
 
-def _drop_row_tracking(delta_log: DeltaLog, lock: str | CommitLock | None) -> bool:
+def _drop_row_tracking(delta_log: DeltaLog, lock: str | CommitLock | None, limits: BackfillLimits | None) -> bool:
     """Delta's ``RowTrackingPreDowngradeCommand``: disable and suspend row tracking, then
-    re-add the files with row ids without them (``RowTrackingUnBackfillCommand``, one commit)."""
+    re-add the files with row ids without them (``RowTrackingUnBackfillCommand``: batches of
+    at most ``limits.max_files_per_commit`` files)."""
     snapshot = delta_log.update()
     if drop_invariants_hold("rowTracking", snapshot):
         return False
     _set_properties(
         delta_log, lock, {"delta.enableRowTracking": "false", row_tracking.SUSPENDED_KEY: "true"}, unset=False
     )
-    txn = delta_log.start_transaction(lock=lock)
-    readds = [
-        dataclasses.replace(f, data_change=False, base_row_id=None, default_row_commit_version=None)
-        for f in txn.snapshot.files
-        if f.base_row_id is not None or f.default_row_commit_version is not None
-    ]
-    if readds:
-        txn.commit(readds, RowTrackingUnBackfill())
+    unbackfill_row_tracking(delta_log, limits, lock=lock)
     return True
 
 
@@ -448,7 +443,12 @@ def _drop_domain_metadata(delta_log: DeltaLog, lock: str | CommitLock | None) ->
 
 
 def _pre_downgrade(
-    delta_log: DeltaLog, lock: str | CommitLock | None, name: str, purge: Purge | None, now_ms: int
+    delta_log: DeltaLog,
+    lock: str | CommitLock | None,
+    name: str,
+    purge: Purge | None,
+    now_ms: int,
+    limits: BackfillLimits | None = None,
 ) -> bool:
     """Remove the feature's traces from the latest version; whether anything changed."""
     snapshot = delta_log.update()
@@ -458,7 +458,7 @@ def _pre_downgrade(
         _reorg(delta_log, lock, purge, "REMOVE_COLUMN_MAPPING")
         return True
     if name == "rowTracking":
-        return _drop_row_tracking(delta_log, lock)
+        return _drop_row_tracking(delta_log, lock, limits)
     if name == "domainMetadata":
         return _drop_domain_metadata(delta_log, lock)
     if name == "deletionVectors":
@@ -619,17 +619,19 @@ def drop_feature(
     purge: Purge | None = None,
     now_ms: int | None = None,
     lock: str | CommitLock | None = None,
+    row_tracking_backfill: BackfillLimits | None = None,
 ) -> int:
     """Drop ``feature`` from the table's protocol (see the module docstring); returns the
     version of the downgrade commit. ``purge(log, mode)`` runs a REORG (see :data:`Purge`;
     default: :func:`deltalog.txn.commands.optimize.optimize` in this process); ``now_ms``
     is the clock of the history truncation; ``lock`` the commit lock of every commit the
-    drop makes (``docs/locks.md``)."""
+    drop makes (``docs/locks.md``); ``row_tracking_backfill`` the batch size of
+    ``rowTracking``'s unbackfill (Delta's ``spark.databricks.delta.backfill.maxNumFiles``)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     _check_droppable(feature, delta_log.require_table(), truncate_history)
     if truncate_history:
         return _drop_with_history_truncation(delta_log, lock, feature, purge, now)
-    _pre_downgrade(delta_log, lock, feature, purge, now)
+    _pre_downgrade(delta_log, lock, feature, purge, now, row_tracking_backfill)
     protect = REMOVABLE[feature].history_protection
     if protect:
         for _ in range(BARRIER_CHECKPOINTS):

@@ -14,9 +14,14 @@ Follows Delta's ``ConflictChecker.checkConflicts``; for each winning commit, in 
    row-tracking high-water mark is reassigned by the transaction instead);
 4. application transactions: the winner set an app id this transaction read
    -> :class:`ConcurrentTransactionError`;
+   then row tracking (un)backfill (Delta's ``resolveRowTrackingBackfillConflicts`` and
+   ``resolveRowTrackingUnBackfillConflicts``): a ``ROW TRACKING BACKFILL`` /
+   ``UNBACKFILL`` batch drops the files the winner added or removed (an unbackfill also
+   re-adds the winner's adds without their ids, and fails when a backfill batch won); the
+   ids a winning batch gave files are copied into this transaction's removes and re-adds;
 5. concurrent append: the winner added files this transaction should have read, by
    isolation level, blind appends, partition predicates and whole-table reads
-   -> :class:`ConcurrentAppendError`;
+   -> :class:`ConcurrentAppendError` (never when either side is a (un)backfill batch);
 6. delete-read: the winner removed a file this transaction read (or any file, after a
    whole-table read) -> :class:`ConcurrentDeleteReadError`;
 7. delete-delete: the winner removed a file this transaction removes too
@@ -26,7 +31,7 @@ Follows Delta's ``ConflictChecker.checkConflicts``; for each winning commit, in 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import NoReturn
 
@@ -41,6 +46,7 @@ from deltalog.txn.commit.commit_errors import (
 )
 from deltalog.txn.commit.isolation import IsolationLevel
 from deltalog.txn.commit.metadata_conflicts import dropped_features, resolve_metadata_conflict
+from deltalog.txn.commit.operations import RowTrackingBackfill, RowTrackingUnBackfill
 from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import (
     Action,
@@ -57,6 +63,9 @@ from deltalog.txn.protocol.identity import winner_is_identity_only
 from deltalog.txn.protocol.partition_filters import PartitionPredicate
 
 __all__ = ["CurrentTransactionInfo", "WinningCommit", "check_conflicts"]
+
+ROW_TRACKING_BACKFILL = RowTrackingBackfill.name
+ROW_TRACKING_UNBACKFILL = RowTrackingUnBackfill.name
 
 
 @dataclass
@@ -137,6 +146,13 @@ class CurrentTransactionInfo:
     #: files a winner re-added to give them row ids (decoded path -> baseRowId,
     #: defaultRowCommitVersion): this transaction's removes and re-adds of them copy those
     backfilled_row_ids: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    #: ``commitInfo.operation`` of this transaction (a row tracking (un)backfill batch is
+    #: resolved differently, as Delta's ``isRowTrackingBackfillTxn``)
+    operation: str | None = None
+    #: a (un)backfill batch: paths of its re-adds a winner added or removed (dropped from it)
+    backfill_dropped: set[str] = field(default_factory=set)
+    #: an unbackfill batch: a winner's adds with row ids, to re-add without them
+    unbackfilled: dict[str, AddFile] = field(default_factory=dict)
 
     @property
     def read_anything(self) -> bool:
@@ -171,6 +187,8 @@ def check_conflicts(current: CurrentTransactionInfo, winner: WinningCommit) -> N
     _check_winning_metadata(current, winner)
     _check_domains(current, winner)
     _check_app_ids(current, winner)
+    _resolve_backfill(current, winner)
+    _resolve_unbackfill(current, winner)
     _check_added_files(current, winner)
     _check_deleted_read(current, winner)
     _check_deleted_deleted(current, winner)
@@ -208,8 +226,6 @@ def _check_winning_metadata(current: CurrentTransactionInfo, winner: WinningComm
         current.metadata = winner.metadata
         return
     _check_metadata(current, winner, winner.metadata)
-    if row_tracking.enabled_property(winner.metadata):
-        _record_backfill(current, winner)
 
 
 def _check_domains(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
@@ -276,12 +292,55 @@ def _check_deleted_deleted(current: CurrentTransactionInfo, winner: WinningCommi
                 )
 
 
-def _record_backfill(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
-    """Remember the row ids a row-tracking enablement gave to re-added files (Delta's
-    ``resolveRowTrackingBackfillConflicts``)."""
+def _resolve_backfill(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
+    """Delta's ``resolveRowTrackingBackfillConflicts``. A backfill batch drops the files the
+    winner added or removed (they have ids from the winner, or are gone) and no longer
+    counts them as read. A winning batch, or a commit that enabled row tracking and
+    re-added files itself, gave files ids: this transaction's removes and re-adds of them
+    carry those ids."""
+    if current.operation == ROW_TRACKING_BACKFILL:
+        touched = _touched_paths(winner)
+        current.backfill_dropped |= touched
+        current.read_file_paths -= touched
+    enabled = winner.metadata is not None and row_tracking.enabled_property(winner.metadata)
+    if winner.operation == ROW_TRACKING_BACKFILL or enabled:
+        for add in winner.added_files:
+            if not add.data_change and add.base_row_id is not None:
+                ids = (add.base_row_id, add.default_row_commit_version)
+                current.backfilled_row_ids[decode_path(add.path)] = ids
+
+
+def _resolve_unbackfill(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
+    """Delta's ``resolveRowTrackingUnBackfillConflicts``: an unbackfill batch drops the files
+    the winner added or removed and re-adds without ids the winner's adds that have them (a
+    writer that ignored ``delta.rowTrackingSuspended``); a winning backfill batch fails it."""
+    if current.operation != ROW_TRACKING_UNBACKFILL:
+        return
+    if winner.operation == ROW_TRACKING_BACKFILL:
+        _conflict(
+            ConcurrentTransactionError,
+            "DELTA_ROW_TRACKING_BACKFILL_RUNNING_CONCURRENTLY_WITH_UNBACKFILL: a row tracking enablement ran "
+            "concurrently with this row tracking disablement; retry the disablement once the enablement is done",
+            current,
+            winner,
+        )
+    touched = _touched_paths(winner)
+    current.backfill_dropped |= touched
+    current.read_file_paths -= touched
+    for path in touched:
+        current.unbackfilled.pop(path, None)
     for add in winner.added_files:
-        if not add.data_change and add.base_row_id is not None:
-            current.backfilled_row_ids[decode_path(add.path)] = (add.base_row_id, add.default_row_commit_version)
+        if add.base_row_id is not None or add.default_row_commit_version is not None:
+            stripped = replace(add, data_change=False, base_row_id=None, default_row_commit_version=None)
+            current.unbackfilled[decode_path(add.path)] = stripped
+
+
+def _touched_paths(winner: WinningCommit) -> set[str]:
+    return {decode_path(a.path) for a in winner.actions if isinstance(a, (AddFile, RemoveFile))}
+
+
+def _is_backfill(operation: str | None) -> bool:
+    return operation in (ROW_TRACKING_BACKFILL, ROW_TRACKING_UNBACKFILL)
 
 
 def _check_metadata(current: CurrentTransactionInfo, winner: WinningCommit, winning: Metadata) -> None:
@@ -312,6 +371,10 @@ def _partition_hint_remove(removed: RemoveFile) -> str | None:
 def _check_added_files(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
     level = current.isolation_level
     if level is IsolationLevel.SNAPSHOT_ISOLATION or current.is_blind_append:
+        return
+    if _is_backfill(current.operation) or _is_backfill(winner.operation):
+        # an (un)backfill batch changes no data: nothing to read again (Delta's
+        # skipCheckedAppendsIfExistsRowTrackingBackfillTransaction)
         return
     if level is IsolationLevel.WRITE_SERIALIZABLE and not current.changes_metadata:
         candidates = [] if winner.is_blind_append else winner.added_files

@@ -38,6 +38,7 @@ __all__ = [
     "Reorg",
     "ReplaceTable",
     "Restore",
+    "RowTrackingBackfill",
     "RowTrackingUnBackfill",
     "SetTableProperties",
     "StreamingUpdate",
@@ -414,9 +415,22 @@ class RemoveColumnMapping(Operation):
 
 
 @dataclass(frozen=True)
+class RowTrackingBackfill(Operation):
+    """One batch of enabling row tracking on an existing table: live files without a
+    ``baseRowId`` re-added (``dataChange=false``) so the commit gives them row ids
+    (Delta's ``RowTrackingBackfill``)."""
+
+    name: ClassVar[str] = "ROW TRACKING BACKFILL"
+    batch_id: int = 0
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"batchId": self.batch_id}
+
+
+@dataclass(frozen=True)
 class RowTrackingUnBackfill(Operation):
-    """``DROP FEATURE rowTracking``: the live files re-added without ``baseRowId`` and
-    ``defaultRowCommitVersion`` (Delta's ``RowTrackingUnBackfill``)."""
+    """One batch of ``DROP FEATURE rowTracking``: live files re-added without ``baseRowId``
+    and ``defaultRowCommitVersion`` (Delta's ``RowTrackingUnBackfill``)."""
 
     name: ClassVar[str] = "ROW TRACKING UNBACKFILL"
     batch_id: int = 0

@@ -5,10 +5,12 @@
   actions, on top of the snapshot the attempt commits after: a retry after a winner gets
   ids above the winner's high-water mark, as Delta's ``ConflictChecker.reassignOverlappingRowIds``
   and ``reassignRowCommitVersions`` do);
-- :func:`backfill`: enabling row tracking on a table whose files have no ``baseRowId`` re-adds
-  them (``dataChange=false``) in the same commit, so every live file has row ids in the
-  version that turns ``delta.enableRowTracking`` on (PROTOCOL "Writer Requirements for Row
-  Tracking"; Delta runs the backfill as separate commits first);
+- :func:`backfill`: a commit that turns ``delta.enableRowTracking`` on re-adds
+  (``dataChange=false``) the files still without a ``baseRowId`` in the same commit, so every
+  live file has row ids in that version (PROTOCOL "Writer Requirements for Row Tracking").
+  ``SET TBLPROPERTIES`` (:mod:`deltalog.txn.commands.row_tracking_backfill`) gives them ids in
+  ``ROW TRACKING BACKFILL`` batches first, as Delta does, so its property commit finds none
+  left unless a writer that ignores the feature added some meanwhile;
 - :func:`preserved_tag`: ``commitInfo.tags["delta.rowTracking.preserved"]``.
 """
 

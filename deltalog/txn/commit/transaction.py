@@ -460,6 +460,12 @@ class OptimisticTransaction:
         self._read_file_paths.update(decode_path(f.path) for f in files)
         return files
 
+    def track_files_read(self, files: Iterable[AddFile]) -> None:
+        """Record that this transaction read ``files`` (Delta's ``trackFilesRead``): a
+        concurrent removal of one of them conflicts."""
+        self._check_open()
+        self._read_file_paths.update(decode_path(f.path) for f in files)
+
     def read_whole_table(self) -> None:
         """Record that this transaction depends on the whole table."""
         self._check_open()
@@ -780,7 +786,9 @@ class OptimisticTransaction:
             _count_file_action(stats, action)
         return stats
 
-    def _current_info(self, actions: Sequence[Action], level: IsolationLevel, blind: bool) -> CurrentTransactionInfo:
+    def _current_info(
+        self, actions: Sequence[Action], level: IsolationLevel, blind: bool, operation: str
+    ) -> CurrentTransactionInfo:
         from deltalog.txn.protocol.features import check_write_supported
 
         return CurrentTransactionInfo(
@@ -789,7 +797,7 @@ class OptimisticTransaction:
             is_blind_append=blind,
             partitioned=bool(self.partition_columns),
             read_predicates=self._read_predicates,
-            read_file_paths=self._read_file_paths,
+            read_file_paths=set(self._read_file_paths),
             read_whole_table=self._read_whole_table,
             read_app_ids=self._read_app_ids,
             changes_metadata=self._new_metadata is not None,
@@ -800,6 +808,7 @@ class OptimisticTransaction:
             read_protocol=self.snapshot.protocol if self.table_exists else None,
             protocol=self.protocol,
             metadata=self.metadata,
+            operation=operation,
         )
 
     def _attempt_metadata(self, snapshot: Snapshot) -> Metadata | None:
@@ -822,6 +831,9 @@ class OptimisticTransaction:
         version (and ``ict``); row ids and row commit versions assigned on top of
         ``loop.snapshot`` when the table tracks rows."""
         base, lines = prepared.actions, prepared.lines
+        resolved = _resolved_backfill(base, loop.conflict_info)
+        if resolved is not None:
+            base, lines = resolved, [action_to_line(a) for a in resolved]
         stamped = self._stamp_ict_enablement(base, loop.version, ict)
         stamped = self._stamp_type_changes(stamped or base, loop.version) or stamped
         stamped = self._stamp_checkpoint_protection(stamped or base, loop.version) or stamped
@@ -940,7 +952,9 @@ class OptimisticTransaction:
         ``loop`` past them. Returns the result when a winner is our own earlier attempt."""
         check_start = time.perf_counter()
         if loop.conflict_info is None:
-            loop.conflict_info = self._current_info(prepared.actions, prepared.level, prepared.blind)
+            loop.conflict_info = self._current_info(
+                prepared.actions, prepared.level, prepared.blind, prepared.operation.name
+            )
         winners = self._winning_versions(loop.version)
         if not winners:
             # The version is taken but not visible yet (a lock's claim not yet published,
@@ -1081,6 +1095,18 @@ class OptimisticTransaction:
                 callback(stats)
             except Exception:
                 log.exception("the commit-stats callback failed for version %d", stats.version)
+
+
+def _resolved_backfill(actions: list[Action], info: CurrentTransactionInfo | None) -> list[Action] | None:
+    """A row tracking (un)backfill batch after conflict resolution (Delta's
+    ``resolveRowTrackingBackfillConflicts`` / ``resolveRowTrackingUnBackfillConflicts``):
+    without the re-adds of files winners added or removed, plus the winners' adds an
+    unbackfill strips of their ids; None when nothing changes."""
+    if info is None or not (info.backfill_dropped or info.unbackfilled):
+        return None
+    dropped = info.backfill_dropped
+    kept = [a for a in actions if not (isinstance(a, AddFile) and decode_path(a.path) in dropped)]
+    return [*kept, *info.unbackfilled.values()]
 
 
 def _counts_rows(operation: Operation) -> bool:

@@ -1,0 +1,171 @@
+"""Row tracking backfill and unbackfill in batches of commits (Delta's
+``RowTrackingBackfillCommand`` / ``RowTrackingUnBackfillCommand``), with concurrent commits
+landing deterministically: the store runs them right before a batch's write."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import deltalake
+import pytest
+
+from deltalog.logstores.local import LocalLogStore
+from deltalog.txn.commands.alter import set_table_properties
+from deltalog.txn.commands.drop_feature import drop_feature
+from deltalog.txn.commands.row_tracking_backfill import BackfillLimits
+from deltalog.txn.commit.commit_errors import ConcurrentTransactionError
+from deltalog.txn.commit.operations import Write
+from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.protocol.actions import AddFile, CommitInfo, RemoveFile, action_to_line
+from deltalog.txn.protocol.row_tracking import high_water_mark
+from tests.txn.test_row_tracking_commits import SCHEMA, data_file, row_ranges
+
+Rival = Callable[[DeltaLog, list[str]], None]
+
+
+class _BeforeBatchStore(LocalLogStore):
+    """Runs ``rivals[(operation, batchId)]`` once, right before that batch's first write
+    (the rival commits at the version the batch wanted: the batch then resolves a conflict)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rivals: dict[tuple[str, str], Rival] = {}
+        self.log: DeltaLog | None = None
+
+    def write(self, path: str, lines: Iterable[str], overwrite: bool = False) -> None:
+        lines = list(lines)
+        if path.endswith(".json") and "/_delta_log/" in path and lines and self.log is not None:
+            info = json.loads(lines[0]).get("commitInfo", {})
+            rival = self.rivals.pop((info.get("operation"), info.get("operationParameters", {}).get("batchId")), None)
+            if rival is not None:
+                rival(self.log, lines)
+        super().write(path, lines, overwrite)
+
+
+def _table(tmp_path: Path, files: int, **config: str) -> tuple[DeltaLog, _BeforeBatchStore]:
+    from deltalog.txn.commit.operations import CreateTable
+    from deltalog.txn.protocol.actions import Metadata
+
+    store = _BeforeBatchStore()
+    log = DeltaLog.for_table(str(tmp_path / "t"), logstore=store)
+    txn = log.start_transaction()
+    txn.update_metadata(Metadata(schema_string=SCHEMA, configuration=dict(config)))
+    txn.commit([], CreateTable())
+    adds = [data_file(log.table_uri, 2, start=10 * i) for i in range(files)]
+    log.start_transaction().commit(adds, Write())
+    store.log = log
+    return log, store
+
+
+def _batch_paths(lines: list[str]) -> list[str]:
+    return [json.loads(x)["add"]["path"] for x in lines if x.startswith('{"add"')]
+
+
+def _operations(log: DeltaLog, since: int) -> list[tuple[str | None, str | None]]:
+    records = sorted(log.history(), key=lambda r: r.version)
+    return [(r.operation, (r.operation_parameters or {}).get("batchId")) for r in records if r.version > since]
+
+
+def test_enabling_backfills_in_batches_and_resolves_concurrent_commits(tmp_path: Path) -> None:
+    log, store = _table(tmp_path, 5)
+    # reads before the enablement, commits after it (Delta's default isolation: a blind append does not fail it)
+    deleter = log.start_transaction(isolation_level="WriteSerializable")
+    first = deleter.snapshot.files[0]
+    deleter.track_files_read([first])
+    deleted: list[str] = []
+
+    def append(log: DeltaLog, _: list[str]) -> None:  # lands where batch 0 wanted to
+        log.start_transaction().commit([data_file(log.table_uri, 3, start=100)], Write())
+
+    def delete(log: DeltaLog, lines: list[str]) -> None:  # removes a file batch 1 re-adds
+        txn = log.start_transaction()
+        path = next(p for p in _batch_paths(lines) if p != first.path)
+        (victim,) = [f for f in txn.filter_files() if f.path == path]
+        txn.commit([victim.remove(1)], Write(mode="Overwrite"))
+        deleted.append(victim.path)
+
+    store.rivals = {("ROW TRACKING BACKFILL", "0"): append, ("ROW TRACKING BACKFILL", "1"): delete}
+    set_table_properties(
+        log, {"delta.enableRowTracking": "true"}, row_tracking_backfill=BackfillLimits(max_files_per_commit=2)
+    )
+    assert _operations(log, 1) == [
+        ("UPGRADE PROTOCOL", None),
+        ("WRITE", None),  # the concurrent append: ids from the writer itself
+        ("ROW TRACKING BACKFILL", "0"),
+        ("WRITE", None),  # the concurrent delete
+        ("ROW TRACKING BACKFILL", "1"),
+        ("ROW TRACKING BACKFILL", "2"),
+        ("SET TBLPROPERTIES", None),
+    ]
+    (upgrade,) = [r for r in log.history() if r.operation == "UPGRADE PROTOCOL"]
+    assert "rowTracking" in json.loads(upgrade.operation_parameters["newProtocol"])["writerFeatures"]
+    (appended,) = [a for a in log.read_commit(3) if isinstance(a, AddFile)]
+    assert appended.base_row_id is not None and appended.default_row_commit_version == 3
+    readds = {v: [a for a in log.read_commit(v) if isinstance(a, AddFile)] for v in (4, 6, 7)}
+    assert [len(readds[v]) for v in (4, 6, 7)] == [2, 1, 1]  # batch 1 dropped the deleted file
+    assert all(not a.data_change and a.base_row_id is not None for adds in readds.values() for a in adds)
+    assert deleted[0] not in {a.path for adds in readds.values() for a in adds}
+    assert appended.path not in {a.path for adds in readds.values() for a in adds}
+    ranges = row_ranges(log)  # every file has ids
+    ids = [i for lo, hi in ranges for i in range(lo, hi + 1)]
+    assert len(ids) == len(set(ids)) == 11 and max(ids) <= high_water_mark(log.update().domain_metadata)
+    # the early reader's delete keeps going: its remove carries the ids batch 0 gave the file
+    v = deleter.commit([first.remove(1)], Write(mode="Overwrite"))
+    (removed,) = [a for a in log.read_commit(v) if isinstance(a, RemoveFile)]
+    (backfilled,) = [a for adds in readds.values() for a in adds if a.path == first.path]
+    assert removed.base_row_id is not None
+    assert (removed.base_row_id, removed.default_row_commit_version) == (
+        backfilled.base_row_id,
+        backfilled.default_row_commit_version,
+    )
+    assert deltalake.DeltaTable(log.table_uri).to_pyarrow_table().num_rows == 9
+
+
+def test_dropping_unbackfills_in_batches_and_resolves_concurrent_commits(tmp_path: Path) -> None:
+    log, store = _table(tmp_path, 5, **{"delta.enableRowTracking": "true"})
+    limits = BackfillLimits(max_files_per_commit=2)
+
+    def backfill(log: DeltaLog, _: list[str]) -> None:  # an enablement's batch (hand-made)
+        log.store.write(
+            log.commit_uri(log.update().version + 1),
+            [
+                action_to_line(
+                    CommitInfo(timestamp=1, operation="ROW TRACKING BACKFILL", operation_parameters={"batchId": "0"})
+                )
+            ],
+        )
+
+    store.rivals = {("ROW TRACKING UNBACKFILL", "0"): backfill}
+    with pytest.raises(ConcurrentTransactionError, match="BACKFILL_RUNNING_CONCURRENTLY_WITH_UNBACKFILL"):
+        drop_feature(log, "rowTracking", row_tracking_backfill=limits)
+    assert all(f.base_row_id is not None for f in log.update().files)  # no batch landed
+
+    def third_party(log: DeltaLog, lines: list[str]) -> None:
+        """A writer that ignores delta.rowTrackingSuspended (adds ids) and removes a file batch 0 re-adds."""
+        snap = log.update()
+        (victim,) = [f for f in snap.files if f.path == _batch_paths(lines)[1]]
+        add = data_file(log.table_uri, 4, start=200)
+        add = AddFile(add.path, {}, add.size, 1, stats=add.stats, base_row_id=500, default_row_commit_version=9)
+        lines = [action_to_line(CommitInfo(timestamp=1, operation="WRITE")), action_to_line(victim.remove(1))]
+        log.store.write(log.commit_uri(snap.version + 1), [*lines, action_to_line(add)])
+
+    store.rivals = {("ROW TRACKING UNBACKFILL", "0"): third_party}
+    before = log.update().version
+    version = drop_feature(log, "rowTracking", row_tracking_backfill=limits)
+    assert _operations(log, before) == [
+        ("SET TBLPROPERTIES", None),
+        ("WRITE", None),
+        ("ROW TRACKING UNBACKFILL", "0"),
+        ("ROW TRACKING UNBACKFILL", "1"),
+        ("ROW TRACKING UNBACKFILL", "2"),
+        ("DROP FEATURE", None),
+    ]
+    batch0 = [a for a in log.read_commit(before + 3) if isinstance(a, AddFile)]
+    assert len(batch0) == 2 and any(a.num_records() == 4 for a in batch0)  # its file, the writer's stripped
+    snap = log.update()
+    assert snap.version == version and len(snap.files) == 5
+    assert [(f.base_row_id, f.default_row_commit_version) for f in snap.files] == [(None, None)] * 5
+    assert "rowTracking" not in (snap.protocol.writer_features or ())
+    assert deltalake.DeltaTable(log.table_uri).to_pyarrow_table().num_rows == 12
