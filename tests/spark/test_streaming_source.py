@@ -322,7 +322,8 @@ def test_exclude_regex_and_options_not_implemented(spark, table_path):
     for options in (
         {"excludeRegex": "("},
         {"failOnDataLoss": "maybe"},
-        {"schemaTrackingLocation": "/tmp/schemas"},
+        {"schemaTrackingLocation": "s3://bucket/schemas"},  # local schema logs only
+        {"schemaTrackingLocation": "/tmp/schemas", "readChangeFeed": "true"},
         {"ignoreFileDeletion": "true"},
         {"withEventTimeOrder": "true"},
         {"versionAsOf": "0"},
@@ -527,3 +528,67 @@ def test_stream_behind_log_cleanup_fail_on_data_loss(table_path):
         _reader(table_path, readChangeFeed="true", failOnDataLoss="false"), start, ReadAllAvailable()
     )
     assert sorted(changed) == [3, 4]
+
+
+def test_schema_tracking_location_rename_then_drop(spark, tmp_path):
+    """A column-mapped table streamed with ``schemaTrackingLocation``: the schema log is
+    Delta's (``<location>/_schema_log_<tableId>/<n>``, ``v1`` then ``PersistedMetadata``);
+    RENAME COLUMN and DROP COLUMN each end the batch before them, record the new schema and
+    fail the query once (``DELTA_STREAMING_METADATA_EVOLUTION``); restarted, the query
+    refuses to go on until the change is unblocked (a reader option, or the SQL conf given as
+    one), then reads with the new schema: every id exactly once."""
+    from pyspark.errors import StreamingQueryException
+
+    source, sink, ck = str(tmp_path / "src"), str(tmp_path / "sink"), str(tmp_path / "ck")
+    schemas = os.path.join(ck, "_schemas")
+    spark.createDataFrame([(0, 10), (1, 11)], "id long, b long").coalesce(1).write.format("deltalog").mode(
+        "append"
+    ).option("delta.columnMapping.mode", "name").save(source)
+    table = DeltaTable.forPath(spark, source)
+
+    def run(**options: str) -> None:
+        reader = spark.readStream.format("deltalog").option("schemaTrackingLocation", schemas).options(**options)
+        writer = reader.load(source).writeStream.format("deltalog").option("mergeSchema", "true")
+        writer.option("checkpointLocation", ck).trigger(availableNow=True).start(sink).awaitTermination()
+
+    def rows() -> list[tuple[Any, ...]]:
+        df = spark.read.format("deltalog").load(sink)
+        return sorted((tuple(r) for r in df.select(*sorted(df.columns)).collect()), key=lambda r: r[-1])
+
+    run()
+    (log_dir,) = os.listdir(schemas)
+    table_id = next(a["metaData"]["id"] for a in _commit(source, 0) if "metaData" in a)
+    assert log_dir == f"_schema_log_{table_id}"
+    with open(os.path.join(schemas, log_dir, "0"), encoding="utf-8") as f:
+        serde, entry = f.read().split("\n")
+    entry = json.loads(entry)
+    assert serde == "v1" and entry["deltaCommitVersion"] == 0 and json.loads(entry["dataSchemaJson"])["fields"]
+    assert {"tableId", "partitionSchemaJson", "sourceMetadataPath", "tableConfigurations", "protocolJson"} <= set(entry)
+    assert rows() == [(10, 0), (11, 1)]
+
+    _append_cols(spark, source, "id long, b long", [(2, 12)])
+    table.renameColumn("b", "c")
+    _append_cols(spark, source, "id long, c long", [(3, 13)])
+    with pytest.raises(StreamingQueryException, match="DELTA_STREAMING_METADATA_EVOLUTION"):
+        run()
+    assert rows() == [(10, 0), (11, 1), (12, 2)]  # the batch before the rename was written
+    assert sorted(os.listdir(os.path.join(schemas, log_dir))) == ["0", "1"]
+    with pytest.raises(
+        StreamingQueryException, match=r"CANNOT_CONTINUE_PROCESSING_POST_SCHEMA_EVOLUTION.*RENAME COLUMN"
+    ):
+        run()
+    run(allowSourceColumnRename="always")
+    assert rows() == [(10, None, 0), (11, None, 1), (12, None, 2), (None, 13, 3)]
+
+    table.dropColumn("c")
+    _append_cols(spark, source, "id long", [(4,)])
+    with pytest.raises(StreamingQueryException, match="DELTA_STREAMING_METADATA_EVOLUTION"):
+        run(allowSourceColumnRename="always")
+    with pytest.raises(StreamingQueryException, match=r"(?s)DROP COLUMN.*allowSourceColumnDrop"):
+        run(allowSourceColumnRename="always")
+    run(**{"spark.databricks.delta.streaming.allowSourceColumnRenameAndDrop": "always"})
+    assert [r[-1] for r in rows()] == [0, 1, 2, 3, 4]
+
+
+def _append_cols(spark: Any, path: str, schema: str, data: list[tuple[Any, ...]]) -> None:
+    spark.createDataFrame(data, schema).coalesce(1).write.format("deltalog").mode("append").save(path)
