@@ -14,8 +14,14 @@ from typing import Any
 import pytest
 
 from deltalog.contrib.spark import DeltaTable
-from deltalog.contrib.spark.errors import DeltaSourceSchemaChangedError, DeltaSourceTableChangedError
+from deltalog.contrib.spark.errors import (
+    DeltaSourceMetadataEvolutionError,
+    DeltaSourceSchemaChangedError,
+    DeltaSourceSchemaEvolutionBlockedError,
+    DeltaSourceTableChangedError,
+)
 from deltalog.contrib.spark.options import StreamReadOptions
+from deltalog.contrib.spark.source import DeltaLogDataSource
 from deltalog.contrib.spark.streaming import DeltaSourceReader
 from tests.spark.helpers import operations
 
@@ -584,11 +590,57 @@ def test_schema_tracking_location_rename_then_drop(spark, tmp_path):
     _append_cols(spark, source, "id long", [(4,)])
     with pytest.raises(StreamingQueryException, match="DELTA_STREAMING_METADATA_EVOLUTION"):
         run(allowSourceColumnRename="always")
-    with pytest.raises(StreamingQueryException, match=r"(?s)DROP COLUMN.*allowSourceColumnDrop"):
-        run(allowSourceColumnRename="always")
+    source_options = {"path": source, "schemaTrackingLocation": schemas, "allowSourceColumnRename": "always"}
+    with pytest.raises(DeltaSourceSchemaEvolutionBlockedError, match=r"(?s)DROP COLUMN.*allowSourceColumnDrop"):
+        data_source = DeltaLogDataSource(source_options)
+        data_source.streamReader(data_source.schema())
     run(**{"spark.databricks.delta.streaming.allowSourceColumnRenameAndDrop": "always"})
     assert [r[-1] for r in rows()] == [0, 1, 2, 3, 4]
 
 
 def _append_cols(spark: Any, path: str, schema: str, data: list[tuple[Any, ...]]) -> None:
     spark.createDataFrame(data, schema).coalesce(1).write.format("deltalog").mode("append").save(path)
+
+
+def test_schema_tracking_merges_consecutive_changes_and_type_widening(spark, tmp_path):
+    """The source alone: a RENAME then a type widening with no data between are one change
+    (Delta merges consecutive metadata-only commits when the stream is loaded again); the
+    barrier offset is Delta's (``sourceVersion`` 3, index -20, then -19); the merged change
+    needs both ``allowSourceColumnRename`` and ``allowSourceColumnTypeChange``."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    path, schemas = str(tmp_path / "t"), str(tmp_path / "ck" / "_schemas")
+    properties = {"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true"}
+    spark.createDataFrame([(0, 1)], "id long, n int").coalesce(1).write.format("deltalog").mode("append").options(
+        **properties
+    ).save(path)
+    options = {"path": path, "schemaTrackingLocation": schemas}
+
+    def reader(**more: str) -> DeltaSourceReader:
+        data_source = DeltaLogDataSource({**options, **more})
+        return data_source.streamReader(data_source.schema())
+
+    first = reader()
+    start = first.initialOffset()
+    end = first.latestOffset(start, ReadAllAvailable())  # starts the log at version 0
+    table = DeltaTable.forPath(spark, path)
+    table.renameColumn("n", "m")
+    table.alterColumnType("m", "long")
+    _append_cols(spark, path, "id long, m long", [(1, 1 << 40)])
+    barrier = first.latestOffset(end, ReadAllAvailable())
+    assert (barrier["sourceVersion"], barrier["reservoirVersion"], barrier["index"]) == (3, 1, -20)
+    post = first.latestOffset(barrier, ReadAllAvailable())
+    assert post["index"] == -19 and first.latestOffset(post, ReadAllAvailable()) == post
+    assert [f for a, b in ((end, barrier), (barrier, post)) for p in first.partitions(a, b) for f in p.files] == []
+    with pytest.raises(DeltaSourceMetadataEvolutionError, match="version 1"):
+        first.commit(barrier)
+    with pytest.raises(DeltaSourceSchemaEvolutionBlockedError, match="RENAME AND TYPE WIDENING"):
+        reader(allowSourceColumnRename="always")
+    log_dir = os.path.join(schemas, os.listdir(schemas)[0])
+    with open(os.path.join(log_dir, "2"), encoding="utf-8") as f:
+        merged = json.loads(f.read().split("\n")[1])
+    assert merged["deltaCommitVersion"] == 2 and merged["previousMetadataSeqNum"] == 0
+    second = reader(allowSourceColumnRename="always", allowSourceColumnTypeChange="2")
+    last = second.latestOffset(post, ReadAllAvailable())
+    rows = [r for p in second.partitions(post, last) for b in second.read(p) for r in b.to_pylist()]
+    assert rows == [{"id": 1, "m": 1 << 40}] and last["sourceVersion"] == 1

@@ -24,8 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from deltalog.contrib.spark.errors import DeltaSourceSchemaLogError, InvalidWriteOptionError
+from deltalog.contrib.spark.errors import DeltaSourceSchemaLogError
 from deltalog.txn.protocol.actions import AddCDCFile, AddFile, Metadata, Protocol, RemoveFile
+from deltalog.txn.protocol.type_widening import is_type_change_supported
 
 if TYPE_CHECKING:
     from deltalog.txn.log.snapshot_management import SnapshotManagement
@@ -103,16 +104,11 @@ class PersistedMetadata:
 
 
 def _local_dir(location: str) -> str:
-    """The log's location as a local path; other file systems are refused by name."""
+    """The log's location as a local path (options refuse other file systems)."""
     if location.startswith("file:"):
         location = location.removeprefix("file:")
         while location.startswith("//"):
             location = location[1:]
-    elif "://" in location:
-        raise InvalidWriteOptionError(
-            f"schemaTrackingLocation {location!r}: deltalog keeps the streaming schema log on the local file "
-            "system only; give a local path (under the query's checkpointLocation)"
-        )
     return location
 
 
@@ -205,6 +201,8 @@ class SchemaChange:
     renamed: tuple[tuple[str, str], ...]
     dropped: tuple[str, ...]
     widened: tuple[tuple[str, str, str], ...]
+    #: type changes that are no type widening (Delta's ``checkIncompatibleSchemaChange``)
+    incompatible: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -244,10 +242,10 @@ def _columns(schema: dict[str, Any], prefix: str = "") -> dict[str, tuple[str, A
 
 def schema_change(old: dict[str, Any], new: dict[str, Any]) -> SchemaChange | None:
     """Delta's ``determineNonAdditiveSchemaChangeType``: columns renamed and dropped (by
-    physical name, so only under column mapping a rename is one), and leaf types changed;
-    None for an additive change."""
+    physical name, so only under column mapping a rename is one), and leaf types changed
+    (widened, or not: :attr:`SchemaChange.incompatible`); None for an additive change."""
     before, after = _columns(old), _columns(new)
-    renamed, dropped, widened = [], [], []
+    renamed, dropped, widened, incompatible = [], [], [], []
     for physical, (name, t) in before.items():
         now = after.get(physical)
         if now is None:
@@ -257,10 +255,11 @@ def schema_change(old: dict[str, Any], new: dict[str, Any]) -> SchemaChange | No
         if now[0].rpartition(".")[2] != name.rpartition(".")[2]:
             renamed.append((name, now[0]))
         if not isinstance(t, dict) and t != now[1]:
-            widened.append((now[0], str(t), str(now[1])))
-    if not (renamed or dropped or widened):
+            kind = widened if is_type_change_supported(t, now[1]) else incompatible
+            kind.append((now[0], str(t), str(now[1])))
+    if not (renamed or dropped or widened or incompatible):
         return None
-    return SchemaChange(tuple(renamed), tuple(dropped), tuple(widened))
+    return SchemaChange(tuple(renamed), tuple(dropped), tuple(widened), tuple(incompatible))
 
 
 def _unblocked(options: Mapping[str, str], option: str, confs: tuple[str, ...], version: int) -> bool:

@@ -66,6 +66,7 @@ from deltalog.contrib.spark.schema_log import (
     evolved,
     metadata_changed,
     persisted,
+    schema_change,
     unblock_hint,
 )
 from deltalog.contrib.spark.tablelog import open_log
@@ -684,6 +685,11 @@ def _check_unblocked(options: StreamReadOptions, log: SchemaTrackingLog) -> None
     previous, current = log.previous, log.current
     if previous is None or current is None:
         return
+    change = schema_change(previous.schema, current.schema)
+    if change is not None and change.incompatible:  # not retryable: no option unblocks it
+        raise DeltaSourceSchemaChangedError(
+            options.read.path, current.delta_commit_version, previous.data_schema_json, current.data_schema_json
+        )
     change = blocked_change(dict(options.schema_change_unblocks), previous, current)
     if change is not None:
         version = current.delta_commit_version
