@@ -245,7 +245,10 @@ def schema_change(old: dict[str, Any], new: dict[str, Any]) -> SchemaChange | No
     physical name, so only under column mapping a rename is one), and leaf types changed
     (widened, or not: :attr:`SchemaChange.incompatible`); None for an additive change."""
     before, after = _columns(old), _columns(new)
-    renamed, dropped, widened, incompatible = [], [], [], []
+    renamed: list[tuple[str, str]] = []
+    dropped: list[str] = []
+    widened: list[tuple[str, str, str]] = []
+    incompatible: list[tuple[str, str, str]] = []
     for physical, (name, t) in before.items():
         now = after.get(physical)
         if now is None:
