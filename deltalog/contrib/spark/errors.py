@@ -184,12 +184,15 @@ class DeltaSourceSchemaChangedError(DeltaSparkError):
     """Delta's ``DELTA_SCHEMA_CHANGED_WITH_VERSION``: the table's schema (or partition columns)
     changed in a version the stream reads; restart the query to read with the new schema."""
 
-    def __init__(self, table: str, version: int, read_schema: str, data_schema: str) -> None:
+    def __init__(self, table: str, version: int, read_schema: str, data_schema: str, hint: str | None = None) -> None:
+        advice = (
+            "Please try restarting the query. If this issue repeats across query restarts without making progress, "
+            "you have made an incompatible schema change and need to start your query from scratch using a new "
+            "checkpoint directory."
+        )
         super().__init__(
             f"DELTA_SCHEMA_CHANGED_WITH_VERSION: detected schema change in version {version} of {table}: "
-            f"streaming source schema: {read_schema}; data file schema: {data_schema}. Please try restarting the "
-            "query. If this issue repeats across query restarts without making progress, you have made an "
-            "incompatible schema change and need to start your query from scratch using a new checkpoint directory."
+            f"streaming source schema: {read_schema}; data file schema: {data_schema}. " + (hint or advice)
         )
         self.table = table
         self.version = version

@@ -340,9 +340,18 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             ok = same_partitions and shape == state.read_shape
         if not ok:
-            raise DeltaSourceSchemaChangedError(
-                self._table, version, state.snapshot.metadata.schema_string, metadata.schema_string
-            )
+            old, new = state.snapshot.metadata.schema_string, metadata.schema_string
+            if version < state.snapshot.version:
+                old, new = new, old
+            change = schema_change(json.loads(old), json.loads(new))
+            hint = None
+            if change is not None and (change.renamed or change.dropped):  # under column mapping
+                hint = (
+                    "The change renames or drops columns (RENAME/DROP COLUMN), so restarting does not help: to "
+                    "stream across it, give the stream option schemaTrackingLocation (Delta's "
+                    "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG)"
+                )
+            raise DeltaSourceSchemaChangedError(self._table, version, state.snapshot.metadata.schema_string, new, hint)
 
     def _check_commit_metadata(self, actions: list[Any], version: int) -> bool:
         """Check a commit's metadata and protocol; True when, with ``schemaTrackingLocation``,
