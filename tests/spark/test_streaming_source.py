@@ -409,7 +409,7 @@ def test_column_mapping_enabled_mid_stream(spark, table_path):
     _, ids, _ = _run_batches(from_zero, from_zero.initialOffset(), ReadAllAvailable())
     assert sorted(ids) == [0, 1, 2]
     table.renameColumn("p", "q")  # a real change of the schema still stops it, and for good:
-    with pytest.raises(DeltaSourceSchemaChangedError, match="RENAME/DROP COLUMN.*schemaTrackingLocation"):
+    with pytest.raises(DeltaSourceSchemaChangedError, match=r"RENAME/DROP COLUMN.*schemaTrackingLocation"):
         reader.latestOffset(start, ReadAllAvailable())
 
 
