@@ -351,7 +351,9 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     "stream across it, give the stream option schemaTrackingLocation (Delta's "
                     "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG)"
                 )
-            raise DeltaSourceSchemaChangedError(self._table, version, state.snapshot.metadata.schema_string, new, hint)
+            raise DeltaSourceSchemaChangedError(
+                self._table, version, state.snapshot.metadata.schema_string, metadata.schema_string, hint
+            )
 
     def _check_commit_metadata(self, actions: list[Any], version: int) -> bool:
         """Check a commit's metadata and protocol; True when, with ``schemaTrackingLocation``,
