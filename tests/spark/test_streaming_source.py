@@ -6,6 +6,7 @@ restart from the same checkpoint is checked end to end: keys exactly once.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -328,7 +329,6 @@ def test_exclude_regex_and_options_not_implemented(spark, table_path):
     for options in (
         {"excludeRegex": "("},
         {"failOnDataLoss": "maybe"},
-        {"schemaTrackingLocation": "s3://bucket/schemas"},  # local schema logs only
         {"schemaTrackingLocation": "/tmp/schemas", "readChangeFeed": "true"},
         {"ignoreFileDeletion": "true"},
         {"withEventTimeOrder": "true"},
@@ -566,7 +566,7 @@ def test_schema_tracking_location_rename_then_drop(spark, tmp_path):
     table_id = next(a["metaData"]["id"] for a in _commit(source, 0) if "metaData" in a)
     assert log_dir == f"_schema_log_{table_id}"
     with open(os.path.join(schemas, log_dir, "0"), encoding="utf-8") as f:
-        serde, entry = f.read().split("\n")
+        serde, entry = f.read().splitlines()
     entry = json.loads(entry)
     assert serde == "v1" and entry["deltaCommitVersion"] == 0 and json.loads(entry["dataSchemaJson"])["fields"]
     assert {"tableId", "partitionSchemaJson", "sourceMetadataPath", "tableConfigurations", "protocolJson"} <= set(entry)
@@ -644,3 +644,19 @@ def test_schema_tracking_merges_consecutive_changes_and_type_widening(spark, tmp
     last = second.latestOffset(post, ReadAllAvailable())
     rows = [r for p in second.partitions(post, last) for b in second.read(p) for r in b.to_pylist()]
     assert rows == [{"id": 1, "m": 1 << 40}] and last["sourceVersion"] == 1
+
+    # two streams on one log: the second writer of an entry is refused; a torn entry too
+    from deltalog.contrib.spark.errors import DeltaSourceSchemaLogError
+    from deltalog.contrib.spark.streaming import open_schema_log
+
+    parsed = StreamReadOptions.parse(options)
+    table_id = os.path.basename(log_dir).removeprefix("_schema_log_")
+    one, two = open_schema_log(parsed, table_id), open_schema_log(parsed, table_id)
+    assert one is not None and two is not None and one.current is not None
+    one.write(dataclasses.replace(one.current, delta_commit_version=3))
+    with pytest.raises(DeltaSourceSchemaLogError, match="DELTA_STREAMING_SCHEMA_LOCATION_CONFLICT"):
+        two.write(dataclasses.replace(one.current, delta_commit_version=4))
+    with open(os.path.join(log_dir, "4"), "w", encoding="utf-8") as f:
+        f.write("v1\n{")
+    with pytest.raises(DeltaSourceSchemaLogError, match="DELTA_STREAMING_SCHEMA_LOG_DESERIALIZE_FAILED"):
+        open_schema_log(parsed, table_id)

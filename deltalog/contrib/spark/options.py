@@ -504,11 +504,6 @@ def _schema_tracking(options: Mapping[str, str], read: ReadOptions) -> dict[str,
             "schemaTrackingLocation with readChangeFeed is not implemented by deltalog (Delta tracks the change "
             "feed's schema too); stream the change feed without it"
         )
-    if location is not None and "://" in location and not location.startswith("file:"):
-        raise InvalidWriteOptionError(
-            f"schemaTrackingLocation {location!r}: deltalog keeps the streaming schema log on the local file system "
-            "only; give a local path (under the query's checkpointLocation)"
-        )
     unblocks = tuple(
         (k, v)
         for k, v in options.items()

@@ -6,8 +6,9 @@ on a column-mapped table). The log is Delta's, file for file: under
 ``<schemaTrackingLocation>/_schema_log_<tableId>[_<streamingSourceTrackingId>]`` one file per
 entry, named by its sequence number (``0``, ``1``, ...; Spark's ``HDFSMetadataLog``), holding
 ``v1``, a line break and the entry as JSON (Delta's ``PersistedMetadata``, ``None`` fields left
-out as Jackson leaves them out). An entry is never overwritten: a second writer of the same
-number is a conflict (``DELTA_STREAMING_SCHEMA_LOCATION_CONFLICT``).
+out as Jackson leaves them out). Entries are written through the location's
+:class:`~deltalog.logstores.base.LogStore` (any scheme a table may use), never overwritten: a
+second writer of the same number is a conflict (``DELTA_STREAMING_SCHEMA_LOCATION_CONFLICT``).
 
 Which non-additive change an entry makes over the previous one, and whether the reader's
 options unblock it, is Delta's ``DeltaSourceMetadataEvolutionSupport``
@@ -17,18 +18,17 @@ options unblock it, is Delta's ``DeltaSourceMetadataEvolutionSupport``
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaSourceSchemaLogError
+from deltalog.logstores.errors import FileAlreadyExistsError
 from deltalog.txn.protocol.actions import AddCDCFile, AddFile, Metadata, Protocol, RemoveFile
 from deltalog.txn.protocol.type_widening import is_type_change_supported
 
 if TYPE_CHECKING:
+    from deltalog.logstores.base import LogStore
     from deltalog.txn.log.snapshot_management import SnapshotManagement
 
 __all__ = [
@@ -103,29 +103,20 @@ class PersistedMetadata:
         return None if self.protocol_json is None else dict(json.loads(self.protocol_json)["protocol"])
 
 
-def _local_dir(location: str) -> str:
-    """The log's location as a local path (options refuse other file systems)."""
-    if location.startswith("file:"):
-        location = location.removeprefix("file:")
-        while location.startswith("//"):
-            location = location[1:]
-    return location
-
-
 class SchemaTrackingLog:
     """The entries of one stream source's schema log (Delta's ``SchemaTrackingLog``), read
     when it is opened; :meth:`write` adds the next one."""
 
-    def __init__(self, location: str, table_id: str, tracking_id: str | None = None) -> None:
+    def __init__(self, store: LogStore, location: str, table_id: str, tracking_id: str | None = None) -> None:
         name = f"_schema_log_{table_id}" + (f"_{tracking_id}" if tracking_id else "")
+        self.store = store
         self.location = location.rstrip("/") + "/" + name
-        self.path = os.path.join(_local_dir(location), name)
         self.table_id = table_id
         self.entries: dict[int, PersistedMetadata] = {}
-        if os.path.isdir(self.path):
-            for entry in os.listdir(self.path):
-                if entry.isdigit():
-                    self.entries[int(entry)] = self._read(int(entry))
+        for status in store.list_from(self.location + "/0"):
+            entry = status.path.rstrip("/").rpartition("/")[2]
+            if entry.isdigit():
+                self.entries[int(entry)] = self._read(int(entry))
         self.seq = max(self.entries, default=-1)
         current = self.current
         if current is not None and current.table_id != table_id:
@@ -137,13 +128,12 @@ class SchemaTrackingLog:
             )
 
     def _read(self, seq: int) -> PersistedMetadata:
-        with open(os.path.join(self.path, str(seq)), encoding="utf-8") as f:
-            lines = f.read().split("\n", 1)
+        lines = list(self.store.read(f"{self.location}/{seq}"))
         try:
             if lines[0].strip() != f"v{SERDE_VERSION}":
                 raise ValueError(lines[0])
             return PersistedMetadata.from_json(lines[1] if len(lines) > 1 else "{}")
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, IndexError):
             raise DeltaSourceSchemaLogError(
                 "DELTA_STREAMING_SCHEMA_LOG_DESERIALIZE_FAILED",
                 f"Incomplete log file in the Delta streaming source schema log at '{self.location}' (entry {seq}). "
@@ -174,21 +164,15 @@ class SchemaTrackingLog:
         if entry == self.current:
             return entry
         seq = self.seq + 1
-        os.makedirs(self.path, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=f".{seq}.{uuid.uuid4().hex}", suffix=".tmp", dir=self.path)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(f"v{SERDE_VERSION}\n{entry.to_json()}")
-        try:
-            os.link(temp, os.path.join(self.path, str(seq)))  # fails when the entry exists
-        except FileExistsError:
+        try:  # put-if-absent: the store's mutual exclusion, as a commit's
+            self.store.write(f"{self.location}/{seq}", [f"v{SERDE_VERSION}", entry.to_json()], overwrite=False)
+        except FileAlreadyExistsError:
             raise DeltaSourceSchemaLogError(
                 "DELTA_STREAMING_SCHEMA_LOCATION_CONFLICT",
                 f"Detected conflicting schema location '{self.location}'. Another stream may be reusing the same "
                 "schema location, which is not allowed. Please provide a new unique `schemaTrackingLocation` path "
                 "or `streamingSourceTrackingId` as a reader option for one of the streams from this table.",
             ) from None
-        finally:
-            os.unlink(temp)
         self.entries[seq] = entry
         self.seq = seq
         return entry

@@ -70,6 +70,7 @@ from deltalog.contrib.spark.schema_log import (
     unblock_hint,
 )
 from deltalog.contrib.spark.tablelog import open_log
+from deltalog.logstores.registry import logstore_for
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
 from deltalog.txn.protocol.errors import VersionNotFoundError
 from deltalog.txn.protocol.features import check_read_supported
@@ -685,9 +686,11 @@ def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str) 
 
 def open_schema_log(options: StreamReadOptions, table_id: str) -> SchemaTrackingLog | None:
     """The stream's schema log (None without ``schemaTrackingLocation``)."""
-    if options.schema_tracking_location is None:
+    location = options.schema_tracking_location
+    if location is None:
         return None
-    return SchemaTrackingLog(options.schema_tracking_location, table_id, options.source_tracking_id)
+    store = logstore_for(location, options.read.storage_options)
+    return SchemaTrackingLog(store, location, table_id, options.source_tracking_id)
 
 
 def _check_unblocked(options: StreamReadOptions, log: SchemaTrackingLog) -> None:
