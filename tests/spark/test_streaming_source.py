@@ -6,6 +6,7 @@ restart from the same checkpoint is checked end to end: keys exactly once.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -14,8 +15,14 @@ from typing import Any
 import pytest
 
 from deltalog.contrib.spark import DeltaTable
-from deltalog.contrib.spark.errors import DeltaSourceSchemaChangedError, DeltaSourceTableChangedError
+from deltalog.contrib.spark.errors import (
+    DeltaSourceMetadataEvolutionError,
+    DeltaSourceSchemaChangedError,
+    DeltaSourceSchemaEvolutionBlockedError,
+    DeltaSourceTableChangedError,
+)
 from deltalog.contrib.spark.options import StreamReadOptions
+from deltalog.contrib.spark.source import DeltaLogDataSource
 from deltalog.contrib.spark.streaming import DeltaSourceReader
 from tests.spark.helpers import operations
 
@@ -322,7 +329,7 @@ def test_exclude_regex_and_options_not_implemented(spark, table_path):
     for options in (
         {"excludeRegex": "("},
         {"failOnDataLoss": "maybe"},
-        {"schemaTrackingLocation": "/tmp/schemas"},
+        {"schemaTrackingLocation": "/tmp/schemas", "readChangeFeed": "true"},
         {"ignoreFileDeletion": "true"},
         {"withEventTimeOrder": "true"},
         {"versionAsOf": "0"},
@@ -401,8 +408,8 @@ def test_column_mapping_enabled_mid_stream(spark, table_path):
     from_zero = _reader(table_path, startingVersion="0")
     _, ids, _ = _run_batches(from_zero, from_zero.initialOffset(), ReadAllAvailable())
     assert sorted(ids) == [0, 1, 2]
-    table.renameColumn("p", "q")  # a real change of the schema still stops it
-    with pytest.raises(DeltaSourceSchemaChangedError):
+    table.renameColumn("p", "q")  # a real change of the schema still stops it, and for good:
+    with pytest.raises(DeltaSourceSchemaChangedError, match=r"RENAME/DROP COLUMN.*schemaTrackingLocation"):
         reader.latestOffset(start, ReadAllAvailable())
     # turning column mapping off (the files rewritten under their names) stops a stream that
     # started with it, even when no physical name changes (Delta prohibits reading across it)
@@ -535,3 +542,129 @@ def test_stream_behind_log_cleanup_fail_on_data_loss(table_path):
         _reader(table_path, readChangeFeed="true", failOnDataLoss="false"), start, ReadAllAvailable()
     )
     assert sorted(changed) == [3, 4]
+
+
+def test_schema_tracking_location_rename_then_drop(spark, tmp_path):
+    """A column-mapped table streamed with ``schemaTrackingLocation``: the schema log is
+    Delta's (``<location>/_schema_log_<tableId>/<n>``, ``v1`` then ``PersistedMetadata``);
+    RENAME COLUMN and DROP COLUMN each end the batch before them, record the new schema and
+    fail the query once (``DELTA_STREAMING_METADATA_EVOLUTION``); restarted, the query
+    refuses to go on until the change is unblocked (a reader option, or the SQL conf given as
+    one), then reads with the new schema: every id exactly once."""
+    from pyspark.errors import StreamingQueryException
+
+    source, sink, ck = str(tmp_path / "src"), str(tmp_path / "sink"), str(tmp_path / "ck")
+    schemas = os.path.join(ck, "_schemas")
+    spark.createDataFrame([(0, 10), (1, 11)], "id long, b long").coalesce(1).write.format("deltalog").mode(
+        "append"
+    ).option("delta.columnMapping.mode", "name").save(source)
+    table = DeltaTable.forPath(spark, source)
+
+    def run(**options: str) -> None:
+        reader = spark.readStream.format("deltalog").option("schemaTrackingLocation", schemas).options(**options)
+        writer = reader.load(source).writeStream.format("deltalog").option("mergeSchema", "true")
+        writer.option("checkpointLocation", ck).trigger(availableNow=True).start(sink).awaitTermination()
+
+    def rows() -> list[tuple[Any, ...]]:
+        df = spark.read.format("deltalog").load(sink)
+        return sorted((tuple(r) for r in df.select(*sorted(df.columns)).collect()), key=lambda r: r[-1])
+
+    run()
+    (log_dir,) = os.listdir(schemas)
+    table_id = next(a["metaData"]["id"] for a in _commit(source, 0) if "metaData" in a)
+    assert log_dir == f"_schema_log_{table_id}"
+    with open(os.path.join(schemas, log_dir, "0"), encoding="utf-8") as f:
+        serde, entry = f.read().splitlines()
+    entry = json.loads(entry)
+    assert serde == "v1" and entry["deltaCommitVersion"] == 0 and json.loads(entry["dataSchemaJson"])["fields"]
+    assert {"tableId", "partitionSchemaJson", "sourceMetadataPath", "tableConfigurations", "protocolJson"} <= set(entry)
+    assert rows() == [(10, 0), (11, 1)]
+
+    _append_cols(spark, source, "id long, b long", [(2, 12)])
+    table.renameColumn("b", "c")
+    _append_cols(spark, source, "id long, c long", [(3, 13)])
+    with pytest.raises(StreamingQueryException, match="DELTA_STREAMING_METADATA_EVOLUTION"):
+        run()
+    assert rows() == [(10, 0), (11, 1), (12, 2)]  # the batch before the rename was written
+    assert sorted(os.listdir(os.path.join(schemas, log_dir))) == ["0", "1"]
+    with pytest.raises(
+        StreamingQueryException, match=r"CANNOT_CONTINUE_PROCESSING_POST_SCHEMA_EVOLUTION.*RENAME COLUMN"
+    ):
+        run()
+    run(allowSourceColumnRename="always")
+    assert rows() == [(10, None, 0), (11, None, 1), (12, None, 2), (None, 13, 3)]
+
+    table.dropColumn("c")
+    _append_cols(spark, source, "id long", [(4,)])
+    with pytest.raises(StreamingQueryException, match="DELTA_STREAMING_METADATA_EVOLUTION"):
+        run(allowSourceColumnRename="always")
+    source_options = {"path": source, "schemaTrackingLocation": schemas, "allowSourceColumnRename": "always"}
+    with pytest.raises(DeltaSourceSchemaEvolutionBlockedError, match=r"(?s)DROP COLUMN.*allowSourceColumnDrop"):
+        data_source = DeltaLogDataSource(source_options)
+        data_source.streamReader(data_source.schema())
+    run(**{"spark.databricks.delta.streaming.allowSourceColumnRenameAndDrop": "always"})
+    assert [r[-1] for r in rows()] == [0, 1, 2, 3, 4]
+
+
+def _append_cols(spark: Any, path: str, schema: str, data: list[tuple[Any, ...]]) -> None:
+    spark.createDataFrame(data, schema).coalesce(1).write.format("deltalog").mode("append").save(path)
+
+
+def test_schema_tracking_merges_consecutive_changes_and_type_widening(spark, tmp_path):
+    """The source alone: a RENAME then a type widening with no data between are one change
+    (Delta merges consecutive metadata-only commits when the stream is loaded again); the
+    barrier offset is Delta's (``sourceVersion`` 3, index -20, then -19); the merged change
+    needs both ``allowSourceColumnRename`` and ``allowSourceColumnTypeChange``."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    path, schemas = str(tmp_path / "t"), str(tmp_path / "ck" / "_schemas")
+    properties = {"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true"}
+    spark.createDataFrame([(0, 1)], "id long, n int").coalesce(1).write.format("deltalog").mode("append").options(
+        **properties
+    ).save(path)
+    options = {"path": path, "schemaTrackingLocation": schemas}
+
+    def reader(**more: str) -> DeltaSourceReader:
+        data_source = DeltaLogDataSource({**options, **more})
+        return data_source.streamReader(data_source.schema())
+
+    first = reader()
+    start = first.initialOffset()
+    end = first.latestOffset(start, ReadAllAvailable())  # starts the log at version 0
+    table = DeltaTable.forPath(spark, path)
+    table.renameColumn("n", "m")
+    table.alterColumnType("m", "long")
+    _append_cols(spark, path, "id long, m long", [(1, 1 << 40)])
+    barrier = first.latestOffset(end, ReadAllAvailable())
+    assert (barrier["sourceVersion"], barrier["reservoirVersion"], barrier["index"]) == (3, 1, -20)
+    post = first.latestOffset(barrier, ReadAllAvailable())
+    assert post["index"] == -19 and first.latestOffset(post, ReadAllAvailable()) == post
+    assert [f for a, b in ((end, barrier), (barrier, post)) for p in first.partitions(a, b) for f in p.files] == []
+    with pytest.raises(DeltaSourceMetadataEvolutionError, match="version 1"):
+        first.commit(barrier)
+    with pytest.raises(DeltaSourceSchemaEvolutionBlockedError, match="RENAME AND TYPE WIDENING"):
+        reader(allowSourceColumnRename="always")
+    log_dir = os.path.join(schemas, os.listdir(schemas)[0])
+    with open(os.path.join(log_dir, "2"), encoding="utf-8") as f:
+        merged = json.loads(f.read().split("\n")[1])
+    assert merged["deltaCommitVersion"] == 2 and merged["previousMetadataSeqNum"] == 0
+    second = reader(allowSourceColumnRename="always", allowSourceColumnTypeChange="2")
+    last = second.latestOffset(post, ReadAllAvailable())
+    rows = [r for p in second.partitions(post, last) for b in second.read(p) for r in b.to_pylist()]
+    assert rows == [{"id": 1, "m": 1 << 40}] and last["sourceVersion"] == 1
+
+    # two streams on one log: the second writer of an entry is refused; a torn entry too
+    from deltalog.contrib.spark.errors import DeltaSourceSchemaLogError
+    from deltalog.contrib.spark.streaming import open_schema_log
+
+    parsed = StreamReadOptions.parse(options)
+    table_id = os.path.basename(log_dir).removeprefix("_schema_log_")
+    one, two = open_schema_log(parsed, table_id), open_schema_log(parsed, table_id)
+    assert one is not None and two is not None and one.current is not None
+    one.write(dataclasses.replace(one.current, delta_commit_version=3))
+    with pytest.raises(DeltaSourceSchemaLogError, match="DELTA_STREAMING_SCHEMA_LOCATION_CONFLICT"):
+        two.write(dataclasses.replace(one.current, delta_commit_version=4))
+    with open(os.path.join(log_dir, "4"), "w", encoding="utf-8") as f:
+        f.write("v1\n{")
+    with pytest.raises(DeltaSourceSchemaLogError, match="DELTA_STREAMING_SCHEMA_LOG_DESERIALIZE_FAILED"):
+        open_schema_log(parsed, table_id)

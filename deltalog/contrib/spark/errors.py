@@ -15,7 +15,10 @@ __all__ = [
     "DeltaSourceDataLossError",
     "DeltaSourceIgnoreChangesError",
     "DeltaSourceIgnoreDeleteError",
+    "DeltaSourceMetadataEvolutionError",
     "DeltaSourceSchemaChangedError",
+    "DeltaSourceSchemaEvolutionBlockedError",
+    "DeltaSourceSchemaLogError",
     "DeltaSourceTableChangedError",
     "DeltaSparkError",
     "InvalidWriteOptionError",
@@ -181,15 +184,70 @@ class DeltaSourceSchemaChangedError(DeltaSparkError):
     """Delta's ``DELTA_SCHEMA_CHANGED_WITH_VERSION``: the table's schema (or partition columns)
     changed in a version the stream reads; restart the query to read with the new schema."""
 
-    def __init__(self, table: str, version: int, read_schema: str, data_schema: str) -> None:
+    def __init__(self, table: str, version: int, read_schema: str, data_schema: str, hint: str | None = None) -> None:
+        advice = (
+            "Please try restarting the query. If this issue repeats across query restarts without making progress, "
+            "you have made an incompatible schema change and need to start your query from scratch using a new "
+            "checkpoint directory."
+        )
         super().__init__(
             f"DELTA_SCHEMA_CHANGED_WITH_VERSION: detected schema change in version {version} of {table}: "
-            f"streaming source schema: {read_schema}; data file schema: {data_schema}. Please try restarting the "
-            "query. If this issue repeats across query restarts without making progress, you have made an "
-            "incompatible schema change and need to start your query from scratch using a new checkpoint directory."
+            f"streaming source schema: {read_schema}; data file schema: {data_schema}. " + (hint or advice)
         )
         self.table = table
         self.version = version
+
+
+class DeltaSourceMetadataEvolutionError(DeltaSparkError):
+    """Delta's ``DELTA_STREAMING_METADATA_EVOLUTION``: with ``schemaTrackingLocation``, the
+    stream met a commit that changed the table's schema, table configuration or protocol; the
+    batch before it is done and the new metadata is in the schema log. Restart the query (a new
+    ``readStream...load()``) to go on with it."""
+
+    def __init__(self, table: str, version: int, schema: str, configuration: str, protocol: str) -> None:
+        super().__init__(
+            f"DELTA_STREAMING_METADATA_EVOLUTION: The schema, table configuration or protocol of your Delta table "
+            f"{table} has changed during streaming (version {version}). The schema or metadata tracking log has been "
+            "updated. Please restart the stream (load the table again) to continue processing using the updated "
+            f"metadata. Updated schema: {schema}. Updated table configurations: {configuration}. Updated table "
+            f"protocol: {protocol}"
+        )
+        self.table = table
+        self.version = version
+
+
+class DeltaSourceSchemaEvolutionBlockedError(DeltaSparkError):
+    """Delta's ``DELTA_STREAMING_CANNOT_CONTINUE_PROCESSING_POST_SCHEMA_EVOLUTION``: the schema
+    log's latest entry renames, drops or widens columns of the one before, and no reader
+    option (or Delta SQL conf, given as a reader option) unblocks that kind of change."""
+
+    def __init__(self, change: str, details: str, previous: int, current: int, hints: tuple[str, str, str]) -> None:
+        once, always, confs = hints
+        super().__init__(
+            "DELTA_STREAMING_CANNOT_CONTINUE_PROCESSING_POST_SCHEMA_EVOLUTION: We've detected one or more non-additive "
+            f"schema change(s) ({change}) between Delta version {previous} and {current} in the Delta streaming "
+            f"source. Changes:\n{details}\nPlease check if you want to manually propagate the schema change(s) to "
+            f"the sink table before we proceed with stream processing using the finalized schema at version "
+            f"{current}. Once you have fixed the schema of the sink table or have decided there is no need to fix, "
+            "set the following to unblock the non-additive schema change(s) and continue stream processing. "
+            f"To unblock this stream just for this series of schema change(s): {once}. To unblock this stream: "
+            f"{always}. Delta's SQL configuration(s) (the data source sees no session: give them as reader "
+            f"options): {confs}"
+        )
+        self.change = change
+        self.previous_version = previous
+        self.version = current
+
+
+class DeltaSourceSchemaLogError(DeltaSparkError):
+    """The streaming source's schema log (``schemaTrackingLocation``) cannot be used: another
+    table's (``DELTA_STREAMING_SCHEMA_LOG_INCOMPATIBLE_DELTA_TABLE_ID``), an unreadable entry
+    (``DELTA_STREAMING_SCHEMA_LOG_DESERIALIZE_FAILED``), or another stream wrote the entry this
+    one meant to (``DELTA_STREAMING_SCHEMA_LOCATION_CONFLICT``). The message names the class."""
+
+    def __init__(self, error_class: str, message: str) -> None:
+        super().__init__(f"{error_class}: {message}")
+        self.error_class = error_class
 
 
 class NativeReadUnsupportedError(DeltaAnalysisError):

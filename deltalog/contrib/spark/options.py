@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError
 
@@ -458,6 +459,14 @@ class StreamReadOptions:
     #: ``failOnDataLoss``: a stream whose next commit was cleaned up from the log fails
     #: (Delta's default); False goes on from the earliest commit left
     fail_on_data_loss: bool = True
+    #: ``schemaTrackingLocation`` (alias ``schemaLocation``): the root of the stream's schema log
+    schema_tracking_location: str | None = None
+    #: ``streamingSourceTrackingId``: tells apart two sources of one table sharing a location
+    source_tracking_id: str | None = None
+    #: the options that unblock a non-additive schema change: Delta's reader options
+    #: ``allowSourceColumn{Rename,Drop,TypeChange}`` and its SQL confs
+    #: ``spark.databricks.delta.streaming.allowSourceColumn*`` given as reader options
+    schema_change_unblocks: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamReadOptions:
@@ -484,15 +493,33 @@ class StreamReadOptions:
             skip_change_commits=_flag(options, "skipChangeCommits"),
             exclude_regex=_regex(options, "excludeRegex"),
             fail_on_data_loss=_flag(options, "failOnDataLoss", default=True),
+            **_schema_tracking(options, read),
         )
+
+
+def _schema_tracking(options: Mapping[str, str], read: ReadOptions) -> dict[str, Any]:
+    location = _get(options, "schemaTrackingLocation") or _get(options, "schemaLocation")
+    if location is not None and read.read_change_feed:
+        raise InvalidWriteOptionError(
+            "schemaTrackingLocation with readChangeFeed is not implemented by deltalog (Delta tracks the change "
+            "feed's schema too); stream the change feed without it"
+        )
+    unblocks = tuple(
+        (k, v)
+        for k, v in options.items()
+        if k.lower().startswith(("allowsourcecolumn", "spark.databricks.delta.streaming.allowsourcecolumn"))
+    )
+    return {
+        "schema_tracking_location": location,
+        "source_tracking_id": _get(options, "streamingSourceTrackingId"),
+        "schema_change_unblocks": unblocks,
+    }
 
 
 #: Delta streaming source options deltalog does not implement, with the value that asks for
 #: nothing (None: any value asks for something). Taken as storage options they would be
 #: ignored, and the stream would read what Delta would not (or fail where Delta would not).
 _UNIMPLEMENTED_SOURCE_OPTIONS = {
-    "schemaTrackingLocation": None,
-    "schemaLocation": None,
     "ignoreFileDeletion": "false",
     "withEventTimeOrder": "false",
 }

@@ -405,7 +405,7 @@ class DeltaLogDataSource(DataSource):
             from deltalog.txn.protocol.errors import TableNotFoundError
 
             raise TableNotFoundError(delta_log.table_uri, "no _delta_log; write to it first")
-        schema = logical_struct(snapshot.metadata.schema_string)
+        schema = logical_struct(_tracked_schema(self.options, delta_log) or snapshot.metadata.schema_string)
         if opts.read_change_feed:
             for name, type_name in CDF_COLUMNS:
                 schema = schema.add(name, type_name, True)
@@ -423,7 +423,10 @@ class DeltaLogDataSource(DataSource):
 
         options = StreamReadOptions.parse(self.options)
         _check_read_schema(options.read.path, self.schema(), schema)
-        return DeltaSourceReader(options, schema)
+        reader = DeltaSourceReader(options, schema)
+        if options.schema_tracking_location is not None:
+            reader.check_schema_log()  # when the source starts, as Delta's createSource
+        return reader
 
     def writer(self, schema: StructType, overwrite: bool) -> DeltaWriter:
         opts = WriteOptions.parse(self.options, overwrite)
@@ -442,6 +445,25 @@ class DeltaLogDataSource(DataSource):
             )
         app_id = _query_app_id(opts, self.options)
         return DeltaStreamWriter(plan_write(opts, schema.json(), streaming=True), app_id, overwrite)
+
+
+def _tracked_schema(raw: Any, delta_log: DeltaLog) -> str | None:
+    """With ``schemaTrackingLocation``, the schema a stream reads with: the schema log's
+    latest entry (after merging the consecutive metadata-only commits that follow it, as
+    Delta's ``sourceSchema`` does), None while the log is empty (the table's schema)."""
+    from deltalog.contrib.spark.options import StreamReadOptions
+    from deltalog.contrib.spark.schema_log import merge_consecutive
+    from deltalog.contrib.spark.streaming import open_schema_log
+
+    keys = {k.lower() for k in raw}
+    if not {"schematrackinglocation", "schemalocation"} & keys:
+        return None
+    log = open_schema_log(StreamReadOptions.parse(raw), delta_log.update().metadata.id)
+    if log is None or log.current is None:
+        return None
+    merge_consecutive(delta_log, log)
+    assert log.current is not None
+    return log.current.data_schema_json
 
 
 def _check_read_compatible(table: str, snapshot: Snapshot, read: StructType) -> None:

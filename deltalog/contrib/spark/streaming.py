@@ -22,6 +22,7 @@ in lazily built state that is never pickled.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 import json
@@ -48,7 +49,9 @@ from deltalog.contrib.spark.errors import (
     DeltaSourceDataLossError,
     DeltaSourceIgnoreChangesError,
     DeltaSourceIgnoreDeleteError,
+    DeltaSourceMetadataEvolutionError,
     DeltaSourceSchemaChangedError,
+    DeltaSourceSchemaEvolutionBlockedError,
     DeltaSourceTableChangedError,
 )
 from deltalog.contrib.spark.input_partitions import FilesPartition, files_partitions
@@ -56,10 +59,22 @@ from deltalog.contrib.spark.logical_schema import arrow_schema
 from deltalog.contrib.spark.options import StreamReadOptions
 from deltalog.contrib.spark.read_compatibility import read_shape, readable_with, turns_column_mapping_off
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_files, row_tracking_columns
+from deltalog.contrib.spark.schema_log import (
+    PersistedMetadata,
+    SchemaTrackingLog,
+    blocked_change,
+    evolved,
+    metadata_changed,
+    persisted,
+    schema_change,
+    unblock_hint,
+)
 from deltalog.contrib.spark.tablelog import open_log
+from deltalog.logstores.registry import logstore_for
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
 from deltalog.txn.protocol.errors import VersionNotFoundError
 from deltalog.txn.protocol.features import check_read_supported
+from deltalog.txn.protocol.properties import TableProperties
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
@@ -67,14 +82,22 @@ if TYPE_CHECKING:
 
 __all__ = ["DeltaSourceReader", "IndexedFile", "SourceOffset"]
 
-#: the index before every file of a version (Delta's ``BASE_INDEX``, serialised as -1)
-BASE_INDEX = -1
+#: the index before every file of a version (Delta's ``BASE_INDEX``: -100 in memory, so that
+#: it sorts before the metadata-change indices, serialised as -1 with ``sourceVersion`` 1)
+BASE_INDEX = -100
+_BASE_INDEX_V1 = -1
+#: with ``schemaTrackingLocation``: the barrier of a commit that changes the schema (Delta's
+#: ``METADATA_CHANGE_INDEX``), and the offset right after it (``POST_METADATA_CHANGE_INDEX``);
+#: offsets at these indices are serialised with ``sourceVersion`` 3
+METADATA_CHANGE_INDEX = -20
+POST_METADATA_CHANGE_INDEX = -19
 #: the index after every file of a version; never an offset (Delta's ``END_INDEX``)
 END_INDEX = sys.maxsize - 100
 #: ``reservoirVersion`` of the initial offset: where the stream starts is decided by the
 #: first batch (from ``startingVersion``/``startingTimestamp`` or the latest version)
 UNSTARTED = -1
 SOURCE_VERSION = 1
+SOURCE_VERSION_METADATA_CHANGE = 3
 #: Delta's ``maxFilesPerTrigger`` default
 DEFAULT_MAX_FILES_PER_TRIGGER = 1000
 
@@ -89,27 +112,30 @@ class SourceOffset:
     is_initial_snapshot: bool
 
     def to_dict(self) -> dict[str, Any]:
+        change = self.index in (METADATA_CHANGE_INDEX, POST_METADATA_CHANGE_INDEX)
         return {
-            "sourceVersion": SOURCE_VERSION,
+            "sourceVersion": SOURCE_VERSION_METADATA_CHANGE if change else SOURCE_VERSION,
             "reservoirId": self.reservoir_id,
             "reservoirVersion": self.reservoir_version,
-            "index": self.index,
+            "index": _BASE_INDEX_V1 if self.index == BASE_INDEX else self.index,
             "isStartingVersion": self.is_initial_snapshot,
         }
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], table: str, table_id: str) -> SourceOffset:
         version = raw.get("sourceVersion")
-        if version != SOURCE_VERSION:
+        if version not in (SOURCE_VERSION, SOURCE_VERSION_METADATA_CHANGE):
             raise DeltaAnalysisError(
                 f"the streaming offset {json.dumps(raw)} of {table} has sourceVersion {version}; this reader "
-                f"understands version {SOURCE_VERSION}. Restart the query with a new checkpoint location"
+                f"understands versions {SOURCE_VERSION} and {SOURCE_VERSION_METADATA_CHANGE}. Restart the query with "
+                "a new checkpoint location"
             )
         if raw["reservoirId"] != table_id:
             raise DeltaSourceTableChangedError(table, table_id, str(raw["reservoirId"]))
-        return cls(
-            str(raw["reservoirId"]), int(raw["reservoirVersion"]), int(raw["index"]), bool(raw["isStartingVersion"])
-        )
+        index = int(raw["index"])
+        if version == SOURCE_VERSION and index == _BASE_INDEX_V1:
+            index = BASE_INDEX
+        return cls(str(raw["reservoirId"]), int(raw["reservoirVersion"]), index, bool(raw["isStartingVersion"]))
 
     @property
     def unstarted(self) -> bool:
@@ -207,6 +233,18 @@ class _State:
     spec: ReadSpec
     #: the table supports type widening: older commits may hold narrower types
     type_widening: bool
+    #: the metadata files are read with: the schema log's current entry, else the snapshot's
+    read: PersistedMetadata
+    #: ``schemaTrackingLocation``: the stream's schema log
+    schema_log: SchemaTrackingLog | None = None
+    #: the version of the log's entry when the source started (Delta's
+    #: ``persistedMetadataAtSourceInit``): changes at or before it are not changes
+    tracked_version: int | None = None
+
+    @property
+    def tracking(self) -> bool:
+        """Whether schema changes are barriers (Delta's ``trackingMetadataChange``)."""
+        return self.schema_log is not None and self.schema_log.current is not None
 
 
 class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -239,18 +277,37 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             delta_log = open_log(o.path, o.storage_options, o.logstore)
             snapshot = delta_log.require_table()
             metadata = snapshot.metadata
+            schema_log = open_schema_log(self.options, metadata.id)
+            tracked = None if schema_log is None else schema_log.current
+            if schema_log is not None:
+                _check_unblocked(self.options, schema_log)
+            location = "" if schema_log is None else schema_log.location
+            read = tracked or persisted(metadata.id, snapshot.version, metadata, snapshot.protocol, location)
             tracking = row_tracking_columns(snapshot) if o.read_row_tracking else None
-            spec = ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(self.schema), tracking)
+            spec = dataclasses.replace(
+                ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(self.schema), tracking),
+                schema_json=read.data_schema_json,
+                partition_columns=read.partition_columns,
+                column_mapping_mode=TableProperties(read.table_configurations or {}).column_mapping_mode,
+            )
             self._state = _State(
                 delta_log,
                 snapshot,
                 metadata.id,
-                read_shape(json.loads(metadata.schema_string)),
-                tuple(metadata.partition_columns),
+                read_shape(read.schema),
+                read.partition_columns,
                 spec,
                 bool({"typeWidening", "typeWidening-preview"} & set(snapshot.protocol.reader_features or ())),
+                read,
+                schema_log,
+                None if tracked is None else tracked.delta_commit_version,
             )
         return self._state
+
+    def check_schema_log(self) -> None:
+        """Open the schema log and check that its last change is unblocked (raises
+        :class:`DeltaSourceSchemaEvolutionBlockedError`)."""
+        self._init()
 
     def _starting_version(self) -> int | None:
         """``startingVersion`` / ``startingTimestamp`` as a version (None: neither given),
@@ -287,9 +344,100 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             ok = same_partitions and shape == state.read_shape
             earlier, later = ours, metadata
         if not ok or turns_column_mapping_off(earlier.configuration, later.configuration):
+            old, new = state.snapshot.metadata.schema_string, metadata.schema_string
+            if version < state.snapshot.version:
+                old, new = new, old
+            change = schema_change(json.loads(old), json.loads(new))
+            hint = None
+            if change is not None and (change.renamed or change.dropped):  # under column mapping
+                hint = (
+                    "The change renames or drops columns (RENAME/DROP COLUMN), so restarting does not help: to "
+                    "stream across it, give the stream option schemaTrackingLocation (Delta's "
+                    "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG)"
+                )
             raise DeltaSourceSchemaChangedError(
-                self._table, version, state.snapshot.metadata.schema_string, metadata.schema_string
+                self._table, version, state.snapshot.metadata.schema_string, metadata.schema_string, hint
             )
+
+    def _check_commit_metadata(self, actions: list[Any], version: int) -> bool:
+        """Check a commit's metadata and protocol; True when, with ``schemaTrackingLocation``,
+        the commit changes the metadata the stream reads with (a barrier ends the batch
+        before it: Delta's ``getMetadataOrProtocolChangeIndexedFileIterator``)."""
+        state = self._init()
+        metadata = next((a for a in actions if isinstance(a, Metadata)), None)
+        protocol = next((a for a in actions if isinstance(a, Protocol)), None)
+        if protocol is not None:
+            check_read_supported(protocol, self._table)
+        if metadata is not None and (not state.tracking or metadata.id != state.table_id):
+            self._check_metadata(metadata, version)
+        return state.tracking and self._changed(version, metadata, protocol)
+
+    def _changed(self, version: int, metadata: Metadata | None, protocol: Protocol | None) -> bool:
+        state = self._init()
+        if state.tracked_version is not None and state.tracked_version >= version:
+            return False
+        return metadata_changed(state.read, metadata, protocol)
+
+    def _evolve_if_changed(
+        self, version: int, metadata: Metadata | None, protocol: Protocol | None, replace_current: bool = False
+    ) -> None:
+        """Record the metadata of ``version`` in the schema log and stop the query (Delta's
+        ``updateMetadataTrackingLogAndFailTheStreamIfNeeded``), when it is a change."""
+        state = self._init()
+        if state.schema_log is None or not self._changed(version, metadata, protocol):
+            return
+        entry = state.schema_log.write(evolved(state.read, version, metadata, protocol), replace_current)
+        raise DeltaSourceMetadataEvolutionError(
+            self._table,
+            version,
+            entry.data_schema_json,
+            json.dumps(entry.table_configurations or {}),
+            entry.protocol_json or "",
+        )
+
+    def _start_schema_log(self, start: SourceOffset) -> None:
+        """Delta's eager ``initializeMetadataTrackingAndExitStream``: an empty schema log gets
+        the metadata of the version the stream reads from; the query stops when that is not the
+        metadata it was started with (restarted, it reads with the logged one)."""
+        state = self._init()
+        if state.schema_log is None or state.schema_log.current is not None:
+            return
+        latest = state.delta_log.update().version
+        version = min(self._start_point(start)[0], latest)
+        snapshot = state.delta_log.snapshot(version)
+        state.schema_log.write(
+            persisted(state.table_id, version, snapshot.metadata, snapshot.protocol, state.schema_log.location)
+        )
+        if metadata_changed(state.read, snapshot.metadata, snapshot.protocol):
+            entry = state.schema_log.current
+            assert entry is not None
+            raise DeltaSourceMetadataEvolutionError(
+                self._table,
+                version,
+                entry.data_schema_json,
+                json.dumps(entry.table_configurations or {}),
+                entry.protocol_json or "",
+            )
+
+    def _pending_schema_change(self, offset: SourceOffset) -> SourceOffset | None:
+        """Delta's ``getNextOffsetFromPreviousOffsetIfPendingSchemaChange``: after a barrier
+        offset, the offset right after it (so that Spark commits the barrier, which records the
+        change and stops the query); after that one, no further offset while the change is
+        pending."""
+        if not self._init().tracking:
+            return None
+        if offset.index == METADATA_CHANGE_INDEX:
+            return dataclasses.replace(offset, index=POST_METADATA_CHANGE_INDEX)
+        if offset.index == POST_METADATA_CHANGE_INDEX and self._changed(
+            offset.reservoir_version, *self._metadata_at(offset.reservoir_version)
+        ):
+            return offset
+        return None
+
+    def _metadata_at(self, version: int) -> tuple[Metadata | None, Protocol | None]:
+        actions = self._init().delta_log.read_commit(version)
+        metadata = next((a for a in actions if isinstance(a, Metadata)), None)
+        return metadata, next((a for a in actions if isinstance(a, Protocol)), None)
 
     def _skip_commit(self, actions: list[Any], version: int) -> bool:
         """Delta's ``validateCommitAndDecideSkipping``: fail on a commit that removes data
@@ -321,7 +469,12 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The initial snapshot at ``version``: its files by (modificationTime, path)."""
         if self._initial_files is None or self._initial_files[0] != version:
             snapshot = self._init().delta_log.snapshot(version)
-            self._check_metadata(snapshot.metadata, version)
+            if self._init().tracking:
+                # an initial snapshot taken again after the log was started, at a later version
+                # (Delta's getSnapshotAt): its schema replaces the logged one
+                self._evolve_if_changed(version, snapshot.metadata, snapshot.protocol, replace_current=True)
+            else:
+                self._check_metadata(snapshot.metadata, version)
             files = sorted(snapshot.files, key=lambda a: (a.modification_time, a.path))
             self._initial_files = (version, files)
         constants: dict[str, Any] | None = None
@@ -353,11 +506,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return
             actions = delta_log.read_commit(version)
             files: list[FileToRead]
-            for action in actions:
-                if isinstance(action, Metadata):
-                    self._check_metadata(action, version)
-                elif isinstance(action, Protocol):
-                    check_read_supported(action, self._table)
+            barrier = self._check_commit_metadata(actions, version)
             if self.options.read.read_change_feed:  # the change feed streams removes too
                 files = [] if feed is None else feed.commit_changes(version, actions)
             elif self._skip_commit(actions, version):
@@ -365,6 +514,8 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             else:
                 files = [_to_read(a) for a in actions if isinstance(a, AddFile) and a.data_change]
             yield IndexedFile(version, BASE_INDEX)
+            if barrier:
+                yield IndexedFile(version, METADATA_CHANGE_INDEX)
             for i, item in enumerate(files):
                 yield IndexedFile(version, i, item)
             yield IndexedFile(version, END_INDEX)
@@ -420,8 +571,9 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if admission is not None:
             changes = admission.filter(changes)
         last: IndexedFile | None = None
-        for last in changes:  # noqa: B007 - the last one is the offset
-            pass
+        for last in changes:  # the last one is the offset
+            if last.index == METADATA_CHANGE_INDEX:
+                break  # the batch ends at a schema change (Delta's stopIndexedFileIteratorAtSchemaChangeBarrier)
         if last is None:
             return None
         table_id = self._init().table_id
@@ -460,6 +612,10 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         offset = self._offset(start)
+        self._start_schema_log(offset)
+        pending = self._pending_schema_change(offset)
+        if pending is not None:
+            return pending.to_dict()
         if self._available_now and self._available_now_end is None:
             # the bound of this Trigger.AvailableNow run: what is in the log now
             self._available_now_end = self._next_offset(offset, None) or offset
@@ -489,7 +645,12 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         yield from read_files(partition.spec, partition.files)
 
     def commit(self, end: dict[str, Any]) -> None:
-        """Nothing to release: Spark keeps the offsets in the checkpoint."""
+        """Spark keeps the offsets in the checkpoint. A batch that ended at a schema change
+        is done: record the change in the schema log and stop the query (Delta fails the stream
+        in ``commit``, after the batch before the change was written)."""
+        offset = self._offset(end)
+        if self._init().tracking and offset.index in (METADATA_CHANGE_INDEX, POST_METADATA_CHANGE_INDEX):
+            self._evolve_if_changed(offset.reservoir_version, *self._metadata_at(offset.reservoir_version))
 
 
 def _check_version_exists(delta_log: DeltaLog, version: int, table: str) -> None:
@@ -524,3 +685,31 @@ def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str) 
             earliest=exc.earliest,
             latest=exc.latest,
         ) from None
+
+
+def open_schema_log(options: StreamReadOptions, table_id: str) -> SchemaTrackingLog | None:
+    """The stream's schema log (None without ``schemaTrackingLocation``)."""
+    location = options.schema_tracking_location
+    if location is None:
+        return None
+    store = logstore_for(location, options.read.storage_options)
+    return SchemaTrackingLog(store, location, table_id, options.source_tracking_id)
+
+
+def _check_unblocked(options: StreamReadOptions, log: SchemaTrackingLog) -> None:
+    """Delta's ``validateIfSchemaChangeCanBeUnblocked`` when a source starts: the log's last
+    change renames, drops or widens columns only with the option (or conf) that allows it."""
+    previous, current = log.previous, log.current
+    if previous is None or current is None:
+        return
+    change = schema_change(previous.schema, current.schema)
+    if change is not None and change.incompatible:  # not retryable: no option unblocks it
+        raise DeltaSourceSchemaChangedError(
+            options.read.path, current.delta_commit_version, previous.data_schema_json, current.data_schema_json
+        )
+    change = blocked_change(dict(options.schema_change_unblocks), previous, current)
+    if change is not None:
+        version = current.delta_commit_version
+        raise DeltaSourceSchemaEvolutionBlockedError(
+            change.name, change.details(), previous.delta_commit_version, version, unblock_hint(change, version)
+        )
