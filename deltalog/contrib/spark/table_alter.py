@@ -104,7 +104,7 @@ class AlterTableMethods:
         ('delta.feature.<featureName>' = 'supported')``. The feature joins the protocol, which
         moves to table features (writer 7; reader 3 for a reader-writer feature) when it is
         not there yet; an unknown name is refused and nothing is committed."""
-        from deltalog.txn.protocol.protocol_requirements import FEATURE_PROPERTY_PREFIX
+        from deltalog.txn.protocol.properties import FEATURE_PROPERTY_PREFIX
 
         alter.set_table_properties(self._log, {f"{FEATURE_PROPERTY_PREFIX}{featureName}": "supported"})
 

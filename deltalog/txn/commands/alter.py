@@ -46,7 +46,13 @@ from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.clustering import logical_clustering_columns
 from deltalog.txn.protocol.column_mapping import column_mapping_mode, has_column_mapping
 from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
-from deltalog.txn.protocol.properties import COLUMN_MAPPING_MODE, InvalidPropertyError, TableProperties
+from deltalog.txn.protocol.properties import (
+    COLUMN_MAPPING_MODE,
+    InvalidPropertyError,
+    TableProperties,
+    normalize_property_key,
+    validate_table_properties,
+)
 from deltalog.txn.protocol.schema import DataType, StructField, StructType
 from deltalog.txn.protocol.stats_columns import dropped_stats_columns, renamed_stats_columns
 
@@ -416,6 +422,7 @@ def set_table_properties(
     remove_column_mapping: ColumnMappingRemover | None = None,
     lock: str | CommitLock | None = None,
     row_tracking_backfill: BackfillLimits | None = None,
+    allow_arbitrary_properties: bool = False,
 ) -> int:
     """``ALTER TABLE SET TBLPROPERTIES`` (a value deltalog knows and cannot parse raises
     :class:`InvalidPropertyError`); the protocol is upgraded when a property needs it
@@ -439,10 +446,18 @@ def set_table_properties(
     (:func:`~deltalog.txn.commands.row_tracking_backfill.backfill_row_tracking`: a protocol
     upgrade, then ``ROW TRACKING BACKFILL`` batches of at most
     ``row_tracking_backfill.max_files_per_commit`` files), once the new properties are known
-    to be valid; the property commit follows."""
+    to be valid; the property commit follows.
+
+    Keys are validated first as Delta's ``DeltaConfigs.validateConfigurations``
+    (:func:`~deltalog.txn.protocol.properties.validate_table_properties`): ``delta.appendonly``
+    is stored as ``delta.appendOnly``; an unknown ``delta.*`` key raises
+    :class:`~deltalog.txn.protocol.properties.UnknownPropertyError` unless
+    ``allow_arbitrary_properties`` (Delta's ``spark.databricks.delta.allowArbitraryProperties.enabled``)."""
     if not properties:
         raise InvalidPropertyError("set_table_properties needs at least one property")
-    values = {str(k): str(v) for k, v in properties.items()}
+    values = validate_table_properties(
+        {str(k): str(v) for k, v in properties.items()}, allow_arbitrary=allow_arbitrary_properties
+    )
 
     def change(metadata: Metadata) -> tuple[Metadata, Operation]:
         config = {**metadata.configuration, **values}
@@ -480,9 +495,11 @@ def unset_table_properties(
     """``ALTER TABLE UNSET TBLPROPERTIES [IF EXISTS]``. Returns the version committed.
     Unsetting ``delta.columnMapping.mode`` of a table that maps columns rewrites it without
     column mapping, as :func:`set_table_properties` does for ``none`` (the property is then
-    absent)."""
+    absent). A ``delta.*`` key Delta knows is unset under its canonical name, whatever its
+    case (Delta's ``normalizeConfigKeys``); other keys are matched exactly."""
     if not keys:
         raise InvalidPropertyError("unset_table_properties needs at least one property")
+    keys = [normalize_property_key(str(k)) for k in keys]
     removed = False  # whether the rewrite takes the mode away (it is then never "missing")
 
     def change(metadata: Metadata) -> tuple[Metadata, Operation]:

@@ -50,6 +50,7 @@ from deltalog.txn.protocol.actions import (
 )
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN
 from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.properties import validate_table_properties
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
@@ -214,17 +215,22 @@ def clone(
     storage_options: Mapping[str, str] | None = None,
     lock: str | CommitLock | None = None,
     enforce_retention: bool = True,
+    allow_arbitrary_properties: bool = False,
 ) -> CloneResult:
     """Clone ``source`` (at ``version``/``timestamp``, the latest by default) to the new
     table at ``target_uri``: shallow (absolute paths to the source's files) or deep (copies).
 
-    ``properties`` are set on the target on top of the source's. Raises (writing nothing)
+    ``properties`` are set on the target on top of the source's, validated as Delta's CLONE
+    validates them (:func:`~deltalog.txn.protocol.properties.validate_table_properties`:
+    known ``delta.*`` keys in their canonical case, an unknown one refused unless
+    ``allow_arbitrary_properties``). Raises (writing nothing)
     :class:`CloneTargetNotEmptyError`, :class:`CloneSourceFilesMissingError` (vacuumed files),
     or, as Delta 4.1+ does for ``CLONE ... VERSION AS OF``,
     :class:`~deltalog.txn.log.time_travel_retention.TimeTravelBeyondDeletedFileRetentionDurationError`
     for a version older than ``delta.deletedFileRetentionDuration`` that is not the latest
     (``enforce_retention=False`` or the storage option turns that off, as for :func:`restore`).
     """
+    properties = validate_table_properties(properties or {}, allow_arbitrary=allow_arbitrary_properties)
     snapshot = source.snapshot(version=version, timestamp=timestamp, enforce_retention=enforce_retention)
     if snapshot.version < 0:
         source.require_table()
