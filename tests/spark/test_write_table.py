@@ -212,7 +212,7 @@ def test_table_property_keys_are_validated_as_delta_validates_them(spark: Any, t
     with pytest.raises(UnknownPropertyError, match="DELTA_UNKNOWN_CONFIGURATION"):
         write_table(df, written, **{"delta.fooBar": "1"})
     assert not DeltaLog.for_table(written).table_exists()
-    with pytest.raises(UnknownPropertyError, match="delta.noSuchThing"):
+    with pytest.raises(UnknownPropertyError, match=r"delta\.noSuchThing"):
         table.setProperties({"delta.noSuchThing": "x"})
     with _session_conf(spark, "spark.databricks.delta.allowArbitraryProperties.enabled", "true"):
         table.setProperties({"delta.noSuchThing": "x"})

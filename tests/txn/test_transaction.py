@@ -851,7 +851,7 @@ def test_delta_property_keys_are_normalized_or_refused_as_delta_validates_them(t
     unset_table_properties(log, ["DELTA.APPENDONLY"], if_exists=False)
     assert log.update().metadata.configuration == {"Owner.Team": "Data", "delta.fooBar": "1"}
 
-    with pytest.raises(UnknownPropertyError, match="delta.nope"):
+    with pytest.raises(UnknownPropertyError, match=r"delta\.nope"):
         clone(log, str(tmp_path / "c0"), version=0, properties={"delta.nope": "1"})
     cloned = clone(log, str(tmp_path / "c1"), version=0, properties={"delta.ENABLECHANGEDATAFEED": "true"})
     assert DeltaLog.for_table(cloned.target_uri).update().properties.enable_change_data_feed

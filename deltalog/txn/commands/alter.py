@@ -444,20 +444,13 @@ def set_table_properties(
 
     ``delta.enableRowTracking`` = ``true`` first runs Delta's ``RowTrackingBackfillCommand``
     (:func:`~deltalog.txn.commands.row_tracking_backfill.backfill_row_tracking`: a protocol
-    upgrade, then ``ROW TRACKING BACKFILL`` batches of at most
-    ``row_tracking_backfill.max_files_per_commit`` files), once the new properties are known
-    to be valid; the property commit follows.
-
-    Keys are validated first as Delta's ``DeltaConfigs.validateConfigurations``
-    (:func:`~deltalog.txn.protocol.properties.validate_table_properties`): ``delta.appendonly``
-    is stored as ``delta.appendOnly``; an unknown ``delta.*`` key raises
-    :class:`~deltalog.txn.protocol.properties.UnknownPropertyError` unless
-    ``allow_arbitrary_properties`` (Delta's ``spark.databricks.delta.allowArbitraryProperties.enabled``)."""
+    upgrade, then ``ROW TRACKING BACKFILL`` batches of at most ``row_tracking_backfill.max_files_per_commit``
+    files), once the new properties are known to be valid; the property commit follows. Keys are checked first
+    (:func:`~deltalog.txn.protocol.properties.validate_table_properties`; ``allow_arbitrary_properties``
+    is Delta's ``spark.databricks.delta.allowArbitraryProperties.enabled``)."""
     if not properties:
         raise InvalidPropertyError("set_table_properties needs at least one property")
-    values = validate_table_properties(
-        {str(k): str(v) for k, v in properties.items()}, allow_arbitrary=allow_arbitrary_properties
-    )
+    values = validate_table_properties(properties, allow_arbitrary=allow_arbitrary_properties)
 
     def change(metadata: Metadata) -> tuple[Metadata, Operation]:
         config = {**metadata.configuration, **values}
@@ -472,8 +465,7 @@ def set_table_properties(
             verify_constraints(txn.snapshot, added)
 
     if TableProperties(values).enable_row_tracking:
-        # Delta's RowTrackingFeature.validateAndBackfill: the properties are checked, then
-        # the files get row ids in batches before the property commit
+        # Delta's RowTrackingFeature.validateAndBackfill: properties checked, then files backfilled
         row_tracking.is_suspended(change(delta_log.require_table().metadata)[0])
         backfill_row_tracking(delta_log, row_tracking_backfill, lock=lock)
     if allow_column_mapping_removal and values.get(COLUMN_MAPPING_MODE, "").strip().lower() == "none":

@@ -189,8 +189,11 @@ def _require_empty_target(target: DeltaLog) -> None:
         raise CloneTargetNotEmptyError(target.table_uri)
 
 
-def _target_metadata(snapshot: Snapshot, properties: Mapping[str, str] | None) -> Metadata:
-    config = {**snapshot.metadata.configuration, **(properties or {})}
+def _target_metadata(snapshot: Snapshot, properties: Mapping[str, str] | None, allow_arbitrary: bool) -> Metadata:
+    """The clone's metadata: the source's, with ``properties`` checked as Delta's CLONE checks
+    them (:func:`~deltalog.txn.protocol.properties.validate_table_properties`) on top."""
+    overrides = validate_table_properties(properties or {}, allow_arbitrary=allow_arbitrary)
+    config = {**snapshot.metadata.configuration, **overrides}
     return replace(snapshot.metadata, id=str(uuid.uuid4()), configuration=config, created_time=None)
 
 
@@ -220,17 +223,12 @@ def clone(
     """Clone ``source`` (at ``version``/``timestamp``, the latest by default) to the new
     table at ``target_uri``: shallow (absolute paths to the source's files) or deep (copies).
 
-    ``properties`` are set on the target on top of the source's, validated as Delta's CLONE
-    validates them (:func:`~deltalog.txn.protocol.properties.validate_table_properties`:
-    known ``delta.*`` keys in their canonical case, an unknown one refused unless
-    ``allow_arbitrary_properties``). Raises (writing nothing)
+    ``properties`` (keys checked as Delta's) are set on the target on top of the source's. Raises (writing nothing)
     :class:`CloneTargetNotEmptyError`, :class:`CloneSourceFilesMissingError` (vacuumed files),
     or, as Delta 4.1+ does for ``CLONE ... VERSION AS OF``,
     :class:`~deltalog.txn.log.time_travel_retention.TimeTravelBeyondDeletedFileRetentionDurationError`
     for a version older than ``delta.deletedFileRetentionDuration`` that is not the latest
-    (``enforce_retention=False`` or the storage option turns that off, as for :func:`restore`).
-    """
-    properties = validate_table_properties(properties or {}, allow_arbitrary=allow_arbitrary_properties)
+    (``enforce_retention=False`` or the storage option turns that off, as for :func:`restore`)."""
     snapshot = source.snapshot(version=version, timestamp=timestamp, enforce_retention=enforce_retention)
     if snapshot.version < 0:
         source.require_table()
@@ -247,7 +245,7 @@ def clone(
     txn = target.start_transaction(lock=lock)
     txn.upgrade_protocol(snapshot.protocol)  # first: the metadata adds what the properties need
     # no table creation for IcebergCompat (Delta's isCreatingOrReorgTable): files keep their names
-    txn.update_metadata(_target_metadata(snapshot, properties), creating_table=False)
+    txn.update_metadata(_target_metadata(snapshot, properties, allow_arbitrary_properties), creating_table=False)
     txn.mark_constraints_checked()  # the source's own files, checked when they were written
     operation = Clone(source=source.table_uri, source_version=snapshot.version, user_metrics=metrics)
     committing = False

@@ -113,24 +113,14 @@ DELTA_TABLE_PROPERTIES = frozenset(
 _KNOWN_BY_LOWER = {k.lower(): k for k in (*DELTA_TABLE_PROPERTIES, "delta.targetFileSize")}
 
 
-def _canonical_feature_key(key: str) -> str:
-    """``delta.feature.<name>`` with the feature's own spelling (Delta matches feature names
-    in any case); an unknown name is kept, for the protocol check to refuse."""
-    from deltalog.txn.protocol.features import FEATURES
-
-    name = key[len(FEATURE_PROPERTY_PREFIX) :]
-    by_lower = {f.lower(): f for f in FEATURES}
-    return FEATURE_PROPERTY_PREFIX + by_lower.get(name.lower(), name)
-
-
 def normalize_property_key(key: str) -> str:
     """A property key as Delta stores it (``DeltaConfigs.normalizeConfigKey``): a ``delta.*``
     key Delta knows, in any case, is its canonical name (``delta.appendonly`` ->
-    ``delta.appendOnly``), ``delta.feature.<name>`` names the feature as it is spelt; any
-    other key is kept as given."""
+    ``delta.appendOnly``), ``delta.feature.<name>`` is lower-cased (feature names are
+    matched in any case); any other key is kept as given."""
     lowered = key.lower()
     if lowered.startswith(FEATURE_PROPERTY_PREFIX):
-        return _canonical_feature_key(key)
+        return lowered
     return _KNOWN_BY_LOWER.get(lowered, key)
 
 
@@ -143,7 +133,7 @@ def validate_table_properties(properties: Mapping[str, str], *, allow_arbitrary:
     ``spark.databricks.delta.allowArbitraryProperties.enabled``) keeps it as given. Values are
     checked where they are read (:meth:`TableProperties.validate`)."""
     out: dict[str, str] = {}
-    for key, value in properties.items():
+    for key, value in ((str(k), str(v)) for k, v in properties.items()):
         lowered = key.lower()
         if lowered.startswith(CHECK_CONSTRAINT_PREFIX) or not lowered.startswith("delta."):
             normalized = key

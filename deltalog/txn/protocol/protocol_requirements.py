@@ -109,11 +109,13 @@ def _requested_features(metadata: Metadata) -> set[str]:
     from deltalog.txn.protocol.features import FEATURES
     from deltalog.txn.protocol.properties import InvalidPropertyError
 
+    by_lower = {f.lower(): f for f in FEATURES}  # Delta's featureNameToFeature: any case
     requested: set[str] = set()
     for key, value in metadata.configuration.items():
         if not key.startswith(FEATURE_PROPERTY_PREFIX):
             continue
-        name = key[len(FEATURE_PROPERTY_PREFIX) :]
+        given = key[len(FEATURE_PROPERTY_PREFIX) :]
+        name = by_lower.get(given.lower(), given)
         if name not in FEATURES:
             raise InvalidPropertyError(
                 f"{key}: {name!r} is not a table feature Delta knows; known features: {', '.join(sorted(FEATURES))}"
