@@ -18,6 +18,7 @@ from deltalog.txn.commit.commit_errors import (
     AppendOnlyViolationError,
     CommitFailedError,
     ConcurrentWriteError,
+    ConstraintsNotCheckedError,
     DuplicateFileActionError,
     InvalidMetadataError,
     InvalidTransactionError,
@@ -855,6 +856,14 @@ def test_delta_property_keys_are_normalized_or_refused_as_delta_validates_them(t
         clone(log, str(tmp_path / "c0"), version=0, properties={"delta.nope": "1"})
     cloned = clone(log, str(tmp_path / "c1"), version=0, properties={"delta.ENABLECHANGEDATAFEED": "true"})
     assert DeltaLog.for_table(cloned.target_uri).update().properties.enable_change_data_feed
+
+    # a table another writer gave a non-canonical key reads; a CHECK constraint's prefix is
+    # matched in any case, as Delta's Constraints.getCheckConstraints (writers must enforce it)
+    other = new_log()
+    create(other, **{"delta.appendonly": "true", "delta.fooBar": "1", "DELTA.CONSTRAINTS.pos": "v > 0"})
+    assert not other.update().properties.append_only
+    with pytest.raises(ConstraintsNotCheckedError, match="pos"):
+        other.start_transaction().commit([add("g")], Write())
 
 
 def test_in_commit_timestamp_enablement_names_the_commit_that_landed() -> None:

@@ -458,9 +458,16 @@ class TableProperties:
 
     @property
     def check_constraints(self) -> dict[str, str]:
-        """``delta.constraints.<name>`` -> SQL expression (writers must enforce them)."""
+        """``delta.constraints.<name>`` -> SQL expression (writers must enforce them). The
+        prefix is matched in any case, as Delta's ``Constraints.getCheckConstraints``: a key
+        another writer spelt ``DELTA.CONSTRAINTS.x`` is a constraint too (named by the whole key,
+        as Delta's ``stripPrefix`` leaves it)."""
         prefix = CHECK_CONSTRAINT_PREFIX
-        return {k[len(prefix) :]: v for k, v in self.configuration.items() if k.startswith(prefix)}
+        return {
+            k[len(prefix) :] if k.startswith(prefix) else k: v
+            for k, v in self.configuration.items()
+            if k.lower().startswith(prefix)
+        }
 
     @property
     def target_file_size(self) -> int | None:
