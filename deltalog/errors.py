@@ -141,7 +141,7 @@ if TYPE_CHECKING:
     )
     from deltalog.txn.protocol.identity import IdentityColumnError
     from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError
-    from deltalog.txn.protocol.properties import InvalidPropertyError
+    from deltalog.txn.protocol.properties import InvalidPropertyError, UnknownPropertyError
     from deltalog.txn.protocol.stats_columns import InvalidStatsColumnsError
     from deltalog.txn.protocol.type_widening import UnsupportedTypeChangeError
 
@@ -182,6 +182,7 @@ _HOMES: dict[str, str] = {
     "VersionNotFoundError": "deltalog.txn.protocol.errors",
     "TimeTravelBeyondDeletedFileRetentionDurationError": "deltalog.txn.log.time_travel_retention",
     "InvalidPropertyError": "deltalog.txn.protocol.properties",
+    "UnknownPropertyError": "deltalog.txn.protocol.properties",
     "InvalidStatsColumnsError": "deltalog.txn.protocol.stats_columns",
     "InvalidPartitionFilterError": "deltalog.txn.protocol.partition_filters",
     "UnsupportedTypeChangeError": "deltalog.txn.protocol.type_widening",
@@ -369,6 +370,7 @@ __all__ = [
     "UniFormIcebergRequiresCompatError",
     "UnknownCheckError",
     "UnknownLogStoreError",
+    "UnknownPropertyError",
     "UnknownWriteOptionError",
     "UnrecoverableClaimError",
     "UnsafeCommitLockError",

@@ -232,6 +232,12 @@ def _clone_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--property", action="append", default=[], metavar="KEY=VALUE", help="a table property to set on the clone"
     )
+    parser.add_argument(
+        "--allow-arbitrary-properties",
+        action="store_true",
+        help="keep a delta.* property Delta does not know (else refused, as Delta's "
+        "spark.databricks.delta.allowArbitraryProperties.enabled=false)",
+    )
 
 
 @command(
@@ -252,6 +258,7 @@ def clone(ctx: CommandContext) -> int:
         properties=properties,
         storage_options=ctx.storage_options,
         lock=ctx.args.lock,
+        allow_arbitrary_properties=ctx.args.allow_arbitrary_properties,
     )
     data = {"table": result.target_uri, "version": result.version, "source_version": result.source_version}
     if ctx.json:
@@ -353,6 +360,12 @@ def _set_properties_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "properties", nargs="+", type=_property, metavar="KEY=VALUE", help="a table property and its value"
     )
+    parser.add_argument(
+        "--allow-arbitrary-properties",
+        action="store_true",
+        help="keep a delta.* property Delta does not know (else refused, as Delta's "
+        "spark.databricks.delta.allowArbitraryProperties.enabled=false)",
+    )
 
 
 def _report_properties(ctx: CommandContext, log: DeltaLog, verb: str, version: int) -> None:
@@ -383,7 +396,9 @@ def set_properties(ctx: CommandContext) -> int:
             "(DeltaTable.setProperties, Delta's ALTER TABLE ADD CONSTRAINT); nothing was committed"
         )
     log = ctx.delta_log(ctx.args.uri)
-    version = set_table_properties(log, properties, lock=ctx.args.lock)
+    version = set_table_properties(
+        log, properties, lock=ctx.args.lock, allow_arbitrary_properties=ctx.args.allow_arbitrary_properties
+    )
     _report_properties(ctx, log, f"set {len(ctx.args.properties)} property(ies)", version)
     return EXIT_OK
 

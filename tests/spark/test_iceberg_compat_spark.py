@@ -13,10 +13,10 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from deltalog.contrib.spark import read_table
-from deltalog.contrib.spark.options import canonical_property
 from deltalog.contrib.spark.table_writes import write_table
 from deltalog.contrib.spark.tables import DeltaTable
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.protocol.properties import normalize_property_key
 from tests.log.test_column_mapping_writes import _delta_rs_rows
 
 SCHEMA = "id long, tags array<string>, m map<string,int>, ts timestamp, p string"
@@ -109,12 +109,13 @@ def test_the_native_write_of_a_uniform_table_writes_int64_timestamps(spark: Any,
 
 def test_spark_option_names_of_uniform_properties_keep_their_case() -> None:
     """Spark lower-cases option names; the table properties go back to Delta's spelling."""
-    assert canonical_property("delta.enableicebergcompatv2") == "delta.enableIcebergCompatV2"
-    assert canonical_property("delta.enableicebergcompatv3") == "delta.enableIcebergCompatV3"
-    assert canonical_property("delta.universalformat.enabledformats") == "delta.universalFormat.enabledFormats"
-    feature = canonical_property("delta.feature.materializepartitioncolumns")
-    assert feature == "delta.feature.materializePartitionColumns"
-    assert canonical_property("delta.feature.deletionvectors") == "delta.feature.deletionVectors"
+    assert normalize_property_key("delta.enableicebergcompatv2") == "delta.enableIcebergCompatV2"
+    assert normalize_property_key("delta.enableicebergcompatv3") == "delta.enableIcebergCompatV3"
+    assert normalize_property_key("delta.universalformat.enabledformats") == "delta.universalFormat.enabledFormats"
+    # feature keys are lower-cased, as Delta's validateConfigurations; names match in any case
+    assert normalize_property_key("delta.feature.materializePartitionColumns") == (
+        "delta.feature.materializepartitioncolumns"
+    )
 
 
 V3 = {"delta.enableIcebergCompatV3": "true", "delta.universalFormat.enabledFormats": "iceberg"}

@@ -196,7 +196,8 @@ def test_replace_create_or_replace_and_add_feature_support(spark, table_path, tm
     protocol = table._log.update().protocol
     assert "deletionVectors" in (protocol.reader_features or ()) and "deletionVectors" in protocol.writer_features
     assert "delta.feature.deletionVectors" not in table._log.update().metadata.configuration
-    with pytest.raises(InvalidPropertyError, match="noSuchFeature"):
+    # the key is lower-cased, as Delta's validateConfigurations lower-cases delta.feature.* keys
+    with pytest.raises(InvalidPropertyError, match=r"delta\.feature\.nosuchfeature"):
         table.addFeatureSupport("noSuchFeature")
     assert operations(table_path)[-1] == "SET TBLPROPERTIES" and len(operations(table_path)) == 4
 

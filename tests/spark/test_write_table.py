@@ -194,6 +194,34 @@ def test_tables_created_with_the_session_get_its_table_property_defaults(spark: 
     assert DeltaLog.for_table(existing).update().metadata.configuration == {}
 
 
+def test_table_property_keys_are_validated_as_delta_validates_them(spark: Any, tmp_path: Any) -> None:
+    """Delta's ``validateConfigurations`` on the create builder, ``setProperties`` and a write's
+    options: a known ``delta.*`` key in another case is stored canonically and takes effect,
+    an unknown one is ``DELTA_UNKNOWN_CONFIGURATION`` with nothing written unless the session's
+    ``allowArbitraryProperties.enabled`` is true; keys outside ``delta.`` are kept verbatim."""
+    from deltalog.contrib.spark import DeltaTable, write_table
+    from deltalog.txn.protocol.properties import UnknownPropertyError
+
+    built, written = str(tmp_path / "built"), str(tmp_path / "written")
+    builder = DeltaTable.create(spark).location(built).addColumn("id", "long")
+    table = builder.property("DELTA.APPENDONLY", "true").property("Owner", "Data").execute()
+    snapshot = DeltaLog.for_table(built).update()
+    assert snapshot.metadata.configuration == {"delta.appendOnly": "true", "Owner": "Data"}
+    assert snapshot.properties.append_only and snapshot.protocol.min_writer_version >= 2
+    df = spark.createDataFrame([(1, "a")], "id long, s string")
+    with pytest.raises(UnknownPropertyError, match="DELTA_UNKNOWN_CONFIGURATION"):
+        write_table(df, written, **{"delta.fooBar": "1"})
+    assert not DeltaLog.for_table(written).table_exists()
+    with pytest.raises(UnknownPropertyError, match=r"delta\.noSuchThing"):
+        table.setProperties({"delta.noSuchThing": "x"})
+    with _session_conf(spark, "spark.databricks.delta.allowArbitraryProperties.enabled", "true"):
+        table.setProperties({"delta.noSuchThing": "x"})
+        write_table(df, written, **{"delta.fooBar": "1", "delta.enablechangedatafeed": "true"})
+    assert DeltaLog.for_table(built).update().metadata.configuration["delta.noSuchThing"] == "x"
+    config = DeltaLog.for_table(written).update().metadata.configuration
+    assert config == {"delta.fooBar": "1", "delta.enableChangeDataFeed": "true"}
+
+
 def test_write_table_reads_replace_where_timestamps_in_the_session_time_zone(spark: Any, table_path: str) -> None:
     """A timestamp literal without an offset is a local time of the session, as Spark casts it."""
     from deltalog.contrib.spark import write_table

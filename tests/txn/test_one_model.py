@@ -28,12 +28,16 @@ def _sources(skip: Path) -> Iterator[tuple[str, ast.AST]]:
 
 
 def _property_keys() -> set[str]:
-    """Every ``delta.*`` key the properties module knows (its string constants)."""
+    """Every ``delta.*`` key the properties module knows (its string constants; ``delta.``
+    alone is the namespace, which names no property)."""
     tree = ast.parse(PROPERTIES.read_text())
     return {
         node.value
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("delta.")
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.startswith("delta.")
+        and node.value != "delta."
     }
 
 

@@ -18,6 +18,7 @@ from deltalog.txn.commit.commit_errors import (
     AppendOnlyViolationError,
     CommitFailedError,
     ConcurrentWriteError,
+    ConstraintsNotCheckedError,
     DuplicateFileActionError,
     InvalidMetadataError,
     InvalidTransactionError,
@@ -823,6 +824,46 @@ def test_protocol_properties_upgrade_the_protocol_and_are_not_kept_in_the_config
         with pytest.raises(InvalidPropertyError, match=r"delta\.feature"):
             set_table_properties(log, bad)
     assert log.update().version == snapshot.version
+
+
+def test_delta_property_keys_are_normalized_or_refused_as_delta_validates_them(tmp_path: Any) -> None:
+    """Delta's ``DeltaConfigs.validateConfigurations``: a ``delta.*`` key Delta knows, in any
+    case, is stored under its canonical name (so it takes effect); an unknown ``delta.*`` key
+    is ``DELTA_UNKNOWN_CONFIGURATION`` with nothing committed, unless arbitrary properties are
+    allowed (then kept as given); keys outside ``delta.`` are kept verbatim. UNSET normalizes
+    its keys the same way (``normalizeConfigKeys``); CLONE's properties are validated too."""
+    from deltalog.txn.commands.alter import set_table_properties, unset_table_properties
+    from deltalog.txn.commands.clone import clone
+    from deltalog.txn.protocol.properties import UnknownPropertyError
+
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    create(log)
+    log.start_transaction().commit([add("f")], Write())
+    set_table_properties(log, {"delta.appendonly": "true", "Owner.Team": "Data"})
+    assert log.update().metadata.configuration == {"delta.appendOnly": "true", "Owner.Team": "Data"}
+    with pytest.raises(AppendOnlyViolationError):
+        log.start_transaction().commit([add("f").remove(5)], Delete())
+    before = log.update().version
+    for bad in ({"delta.fooBar": "1"}, {"DELTA.noSuchThing": "x", "delta.logRetentionDuration": "interval 40 days"}):
+        with pytest.raises(UnknownPropertyError, match=r"DELTA_UNKNOWN_CONFIGURATION.*allowArbitraryProperties"):
+            set_table_properties(log, bad)
+    assert log.update().version == before
+    set_table_properties(log, {"delta.fooBar": "1"}, allow_arbitrary_properties=True)
+    unset_table_properties(log, ["DELTA.APPENDONLY"], if_exists=False)
+    assert log.update().metadata.configuration == {"Owner.Team": "Data", "delta.fooBar": "1"}
+
+    with pytest.raises(UnknownPropertyError, match=r"delta\.nope"):
+        clone(log, str(tmp_path / "c0"), version=0, properties={"delta.nope": "1"})
+    cloned = clone(log, str(tmp_path / "c1"), version=0, properties={"delta.ENABLECHANGEDATAFEED": "true"})
+    assert DeltaLog.for_table(cloned.target_uri).update().properties.enable_change_data_feed
+
+    # a table another writer gave a non-canonical key reads; a CHECK constraint's prefix is
+    # matched in any case, as Delta's Constraints.getCheckConstraints (writers must enforce it)
+    other = new_log()
+    create(other, **{"delta.appendonly": "true", "delta.fooBar": "1", "DELTA.CONSTRAINTS.pos": "v > 0"})
+    assert not other.update().properties.append_only
+    with pytest.raises(ConstraintsNotCheckedError, match="pos"):
+        other.start_transaction().commit([add("g")], Write())
 
 
 def test_in_commit_timestamp_enablement_names_the_commit_that_landed() -> None:

@@ -209,6 +209,14 @@ class SparkBinRewriter:
 ALLOW_COLUMN_MAPPING_REMOVAL_CONF = "spark.databricks.delta.columnMapping.allowRemoval"
 
 
+def arbitrary_properties_allowed(spark: SparkSession) -> bool:
+    """Delta's ``spark.databricks.delta.allowArbitraryProperties.enabled`` (default false):
+    whether a ``delta.*`` table property Delta does not know is kept rather than refused."""
+    from deltalog.txn.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF
+
+    return str(spark.conf.get(ALLOW_ARBITRARY_PROPERTIES_CONF, "false")).strip().lower() == "true"
+
+
 def column_mapping_removal_allowed(spark: SparkSession) -> bool:
     """Delta's ``spark.databricks.delta.columnMapping.allowRemoval`` (default true)."""
     return str(spark.conf.get(ALLOW_COLUMN_MAPPING_REMOVAL_CONF, "true")).strip().lower() != "false"

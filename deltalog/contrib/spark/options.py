@@ -1,8 +1,11 @@
 """Reading the options of ``df.write`` / ``spark.read`` for the ``deltalog`` data source.
 
 Spark lower-cases option names, so table properties (``delta.enableChangeDataFeed``) are
-restored to Delta's spelling here; properties deltalog does not know keep the case Spark
-gave them (pass ``tableProperties`` as a JSON object to keep any exact spelling).
+restored to Delta's spelling here, and validated as Delta validates a write's ``delta.*``
+options (:func:`~deltalog.txn.protocol.properties.validate_table_properties`): an unknown
+``delta.*`` key is refused unless the option (or, in ``write_table``, the session conf)
+``spark.databricks.delta.allowArbitraryProperties.enabled`` is true; it then keeps the case
+Spark gave it (pass ``tableProperties`` as a JSON object to keep any exact spelling).
 
 Storage options are recognised by name (:func:`is_storage_option`): the ``AWS_*``,
 ``AZURE_*``, ``GOOGLE_*``, ``FSSPEC_*``, ``DELTALOG_*``, ``REDIS_*`` families, the short
@@ -28,51 +31,10 @@ __all__ = [
     "ReadOptions",
     "StreamReadOptions",
     "WriteOptions",
-    "canonical_property",
     "is_storage_option",
     "session_string_prefix_length",
     "storage_options_of",
 ]
-
-_KNOWN_PROPERTIES = [
-    "delta.appendOnly",
-    "delta.autoOptimize.autoCompact",
-    "delta.autoOptimize.optimizeWrite",
-    "delta.checkpointInterval",
-    "delta.checkpointPolicy",
-    "delta.checkpointRetentionDuration",
-    "delta.checkpoint.writeStatsAsJson",
-    "delta.checkpoint.writeStatsAsStruct",
-    "delta.columnMapping.mode",
-    "delta.columnMapping.maxColumnId",
-    "delta.dataSkippingNumIndexedCols",
-    "delta.dataSkippingStatsColumns",
-    "delta.dataSkippingStringPrefixLength",
-    "delta.deletedFileRetentionDuration",
-    "delta.enableChangeDataFeed",
-    "delta.enableDeletionVectors",
-    "delta.enableExpiredLogCleanup",
-    "delta.enableIcebergCompatV1",
-    "delta.enableIcebergCompatV2",
-    "delta.enableIcebergCompatV3",
-    "delta.enableMaterializePartitionColumnsFeature",
-    "delta.enableInCommitTimestamps",
-    "delta.enableRowTracking",
-    "delta.enableTypeWidening",
-    "delta.enableVariantShredding",
-    "delta.isolationLevel",
-    "delta.logRetentionDuration",
-    "delta.minReaderVersion",
-    "delta.minWriterVersion",
-    "delta.randomizeFilePrefixes",
-    "delta.setTransactionRetentionDuration",
-    "delta.targetFileSize",
-    "delta.tuneFileSizesForRewrites",
-    "delta.universalFormat.enabledFormats",
-    "delta.universalFormat.iceberg.atomicConversion.supported",
-    "delta.writePartitionColumnsToParquet",
-]
-_CANONICAL = {k.lower(): k for k in _KNOWN_PROPERTIES}
 
 _WRITE_KEYS = {
     "path",
@@ -160,18 +122,6 @@ _READ_KEYS = {
     "spark.databricks.delta.changedatafeed.timestampoutofrange.enabled",
     "spark.databricks.delta.changedatafeed.unsafebatchreadonincompatibleschemachanges.enabled",
 }
-
-
-def canonical_property(key: str) -> str:
-    """``delta.enablechangedatafeed`` -> ``delta.enableChangeDataFeed``;
-    ``delta.feature.materializepartitioncolumns`` -> ``delta.feature.materializePartitionColumns``."""
-    lowered = key.lower()
-    if lowered.startswith("delta.feature."):
-        from deltalog.txn.protocol.features import FEATURES
-
-        by_lower = {name.lower(): name for name in FEATURES}
-        return "delta.feature." + by_lower.get(lowered[len("delta.feature.") :], key[len("delta.feature.") :])
-    return _CANONICAL.get(lowered, key)
 
 
 def _flag(options: Mapping[str, str], key: str, default: bool = False) -> bool:
@@ -356,18 +306,19 @@ def _partition_by(options: Mapping[str, str]) -> tuple[str, ...] | None:
 
 
 def _table_properties(options: Mapping[str, str]) -> dict[str, str]:
-    """The table properties a write sets: ``delta.*`` options and the ``tableProperties`` JSON object."""
-    props: dict[str, str] = {}
+    """The table properties a write sets: ``delta.*`` options and the ``tableProperties`` JSON
+    object, validated as Delta's ``DeltaDataSource`` validates a write's ``delta.*`` options
+    (every write, also one to an existing table)."""
+    from deltalog.txn.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF, validate_table_properties
+
+    props: dict[str, str] = {k: v for k, v in options.items() if _is_table_property(k)}
     raw_props = _get(options, "tableProperties")
-    for k, v in options.items():
-        if _is_table_property(k):
-            props[canonical_property(k)] = v
     if raw_props:
         try:
             props.update({str(k): str(v) for k, v in json.loads(raw_props).items()})
         except (ValueError, AttributeError):
             raise InvalidWriteOptionError("tableProperties must be a JSON object of strings") from None
-    return props
+    return validate_table_properties(props, allow_arbitrary=_flag(options, ALLOW_ARBITRARY_PROPERTIES_CONF))
 
 
 @dataclass(frozen=True)

@@ -76,11 +76,17 @@ class AlterTableMethods:
         :class:`~deltalog.contrib.spark.constraints.ConstraintViolationError`.
         ``{'delta.enableRowTracking': 'true'}`` gives the existing files row ids first, in
         ``ROW TRACKING BACKFILL`` commits of at most ``spark.databricks.delta.backfill.maxNumFiles``
-        files (22000), as Delta does."""
-        from deltalog.contrib.spark.maintenance import backfill_limits
-        from deltalog.txn.protocol.properties import TableProperties
+        files (22000), as Delta does. Keys are validated as Delta's ``validateConfigurations``
+        (``delta.appendonly`` is ``delta.appendOnly``; an unknown ``delta.*`` key is refused,
+        :class:`~deltalog.txn.protocol.properties.UnknownPropertyError`, unless the session's
+        ``spark.databricks.delta.allowArbitraryProperties.enabled`` is true)."""
+        from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed, backfill_limits
+        from deltalog.txn.protocol.properties import TableProperties, validate_table_properties
 
-        values = {str(k): str(v) for k, v in properties.items()}
+        allow_arbitrary = arbitrary_properties_allowed(self._spark)
+        values = validate_table_properties(
+            {str(k): str(v) for k, v in properties.items()}, allow_arbitrary=allow_arbitrary
+        )
         alter.set_table_properties(
             self._log,
             values,
@@ -88,6 +94,7 @@ class AlterTableMethods:
             **self._column_mapping_removal(),
             # the conf is read (and checked) only when a backfill runs
             row_tracking_backfill=backfill_limits(self._spark) if TableProperties(values).enable_row_tracking else None,
+            allow_arbitrary_properties=allow_arbitrary,
         )
 
     def _column_mapping_removal(self) -> dict[str, Any]:
@@ -104,7 +111,7 @@ class AlterTableMethods:
         ('delta.feature.<featureName>' = 'supported')``. The feature joins the protocol, which
         moves to table features (writer 7; reader 3 for a reader-writer feature) when it is
         not there yet; an unknown name is refused and nothing is committed."""
-        from deltalog.txn.protocol.protocol_requirements import FEATURE_PROPERTY_PREFIX
+        from deltalog.txn.protocol.properties import FEATURE_PROPERTY_PREFIX
 
         alter.set_table_properties(self._log, {f"{FEATURE_PROPERTY_PREFIX}{featureName}": "supported"})
 

@@ -24,6 +24,7 @@ from deltalog.contrib.spark.idempotent import reset_session_version, session_app
 from deltalog.contrib.spark.options import STRING_PREFIX_LENGTH_CONF, WriteOptions, session_string_prefix_length
 from deltalog.contrib.spark.source_reads import TargetReads, target_reads
 from deltalog.contrib.spark.writes import commit_write, plan_write
+from deltalog.txn.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF
 from deltalog.txn.protocol.protocol_requirements import session_table_defaults
 
 if TYPE_CHECKING:
@@ -94,12 +95,18 @@ def _session_application_transaction(spark: SparkSession, options: Mapping[str, 
 def _session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
     """What the session says where the options are silent, as Delta's ``DeltaOptions`` reads
     it (the data source's ``writer()`` has no session, see docs/spark.md): the session's
-    ``partitionOverwriteMode``, unless a ``replaceWhere`` says what to overwrite."""
+    ``partitionOverwriteMode``, unless a ``replaceWhere`` says what to overwrite, and its
+    ``spark.databricks.delta.allowArbitraryProperties.enabled`` (whether unknown ``delta.*``
+    table properties are kept)."""
     lowered = {k.lower() for k in options}
+    out = {}
+    allow = spark.conf.get(ALLOW_ARBITRARY_PROPERTIES_CONF, None)
+    if allow is not None and ALLOW_ARBITRARY_PROPERTIES_CONF.lower() not in lowered:
+        out[ALLOW_ARBITRARY_PROPERTIES_CONF] = allow
     mode = spark.conf.get(_OVERWRITE_MODE, None)
     if mode is None or "partitionoverwritemode" in lowered or "replacewhere" in lowered:
-        return {}
-    return {"partitionOverwriteMode": mode}
+        return out
+    return {**out, "partitionOverwriteMode": mode}
 
 
 def _option_strings(options: Mapping[str, Any]) -> dict[str, str]:

@@ -43,7 +43,7 @@ from deltalog.contrib.spark.writes import commit_files, write_spec
 from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN
 from deltalog.txn.protocol.errors import TableNotFoundError
-from deltalog.txn.protocol.properties import TableProperties
+from deltalog.txn.protocol.properties import TableProperties, validate_table_properties
 from deltalog.txn.protocol.protocol_requirements import session_table_defaults, with_table_defaults
 
 if TYPE_CHECKING:
@@ -726,6 +726,7 @@ class DeltaTable(AlterTableMethods):
         timestamp: str | None = None,
     ) -> DeltaTable:
         from deltalog.contrib.spark.errors import DeltaAnalysisError
+        from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed
         from deltalog.contrib.spark.time_travel import enforce_time_travel_retention
         from deltalog.txn.commands.clone import clone
 
@@ -741,6 +742,7 @@ class DeltaTable(AlterTableMethods):
             properties=properties,
             storage_options=options,
             enforce_retention=enforce_time_travel_retention(self._spark),
+            allow_arbitrary_properties=arbitrary_properties_allowed(self._spark),
         )
         return DeltaTable(self._spark, target, options, self._logstore)
 
@@ -906,6 +908,7 @@ class DeltaTableBuilder:
         there (:class:`TableAlreadyExistsError`); ``createIfNotExists``: a table there is
         returned as it is; ``replace``: refused when no table is there; ``createOrReplace``:
         either."""
+        from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed
         from deltalog.contrib.spark.table_builder import validate_generated_columns
 
         if self._location is None:
@@ -932,6 +935,9 @@ class DeltaTableBuilder:
                 "use DeltaTable.createOrReplace to create it",
             )
         validate_generated_columns(spark, self._fields)
+        self._properties = validate_table_properties(
+            self._properties, allow_arbitrary=arbitrary_properties_allowed(spark)
+        )
         self._commit(delta_log, replacing=exists, defaults=session_table_defaults(spark.conf.getAll))
         return DeltaTable(spark, self._location, self._storage_options)
 

@@ -46,7 +46,13 @@ from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.clustering import logical_clustering_columns
 from deltalog.txn.protocol.column_mapping import column_mapping_mode, has_column_mapping
 from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
-from deltalog.txn.protocol.properties import COLUMN_MAPPING_MODE, InvalidPropertyError, TableProperties
+from deltalog.txn.protocol.properties import (
+    COLUMN_MAPPING_MODE,
+    InvalidPropertyError,
+    TableProperties,
+    normalize_property_key,
+    validate_table_properties,
+)
 from deltalog.txn.protocol.schema import DataType, StructField, StructType
 from deltalog.txn.protocol.stats_columns import dropped_stats_columns, renamed_stats_columns
 
@@ -416,6 +422,7 @@ def set_table_properties(
     remove_column_mapping: ColumnMappingRemover | None = None,
     lock: str | CommitLock | None = None,
     row_tracking_backfill: BackfillLimits | None = None,
+    allow_arbitrary_properties: bool = False,
 ) -> int:
     """``ALTER TABLE SET TBLPROPERTIES`` (a value deltalog knows and cannot parse raises
     :class:`InvalidPropertyError`); the protocol is upgraded when a property needs it
@@ -437,12 +444,13 @@ def set_table_properties(
 
     ``delta.enableRowTracking`` = ``true`` first runs Delta's ``RowTrackingBackfillCommand``
     (:func:`~deltalog.txn.commands.row_tracking_backfill.backfill_row_tracking`: a protocol
-    upgrade, then ``ROW TRACKING BACKFILL`` batches of at most
-    ``row_tracking_backfill.max_files_per_commit`` files), once the new properties are known
-    to be valid; the property commit follows."""
+    upgrade, then ``ROW TRACKING BACKFILL`` batches of at most ``row_tracking_backfill.max_files_per_commit``
+    files), once the new properties are known to be valid; the property commit follows. Keys are checked first
+    (:func:`~deltalog.txn.protocol.properties.validate_table_properties`; ``allow_arbitrary_properties``
+    is Delta's ``spark.databricks.delta.allowArbitraryProperties.enabled``)."""
     if not properties:
         raise InvalidPropertyError("set_table_properties needs at least one property")
-    values = {str(k): str(v) for k, v in properties.items()}
+    values = validate_table_properties(properties, allow_arbitrary=allow_arbitrary_properties)
 
     def change(metadata: Metadata) -> tuple[Metadata, Operation]:
         config = {**metadata.configuration, **values}
@@ -457,8 +465,7 @@ def set_table_properties(
             verify_constraints(txn.snapshot, added)
 
     if TableProperties(values).enable_row_tracking:
-        # Delta's RowTrackingFeature.validateAndBackfill: the properties are checked, then
-        # the files get row ids in batches before the property commit
+        # Delta's RowTrackingFeature.validateAndBackfill: properties checked, then files backfilled
         row_tracking.is_suspended(change(delta_log.require_table().metadata)[0])
         backfill_row_tracking(delta_log, row_tracking_backfill, lock=lock)
     if allow_column_mapping_removal and values.get(COLUMN_MAPPING_MODE, "").strip().lower() == "none":
@@ -480,9 +487,11 @@ def unset_table_properties(
     """``ALTER TABLE UNSET TBLPROPERTIES [IF EXISTS]``. Returns the version committed.
     Unsetting ``delta.columnMapping.mode`` of a table that maps columns rewrites it without
     column mapping, as :func:`set_table_properties` does for ``none`` (the property is then
-    absent)."""
+    absent). A ``delta.*`` key Delta knows is unset under its canonical name, whatever its
+    case (Delta's ``normalizeConfigKeys``); other keys are matched exactly."""
     if not keys:
         raise InvalidPropertyError("unset_table_properties needs at least one property")
+    keys = [normalize_property_key(str(k)) for k in keys]
     removed = False  # whether the rewrite takes the mode away (it is then never "missing")
 
     def change(metadata: Metadata) -> tuple[Metadata, Operation]:

@@ -50,6 +50,7 @@ from deltalog.txn.protocol.actions import (
 )
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN
 from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.properties import validate_table_properties
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
@@ -188,8 +189,11 @@ def _require_empty_target(target: DeltaLog) -> None:
         raise CloneTargetNotEmptyError(target.table_uri)
 
 
-def _target_metadata(snapshot: Snapshot, properties: Mapping[str, str] | None) -> Metadata:
-    config = {**snapshot.metadata.configuration, **(properties or {})}
+def _target_metadata(snapshot: Snapshot, properties: Mapping[str, str] | None, allow_arbitrary: bool) -> Metadata:
+    """The clone's metadata: the source's, with ``properties`` checked as Delta's CLONE checks
+    them (:func:`~deltalog.txn.protocol.properties.validate_table_properties`) on top."""
+    overrides = validate_table_properties(properties or {}, allow_arbitrary=allow_arbitrary)
+    config = {**snapshot.metadata.configuration, **overrides}
     return replace(snapshot.metadata, id=str(uuid.uuid4()), configuration=config, created_time=None)
 
 
@@ -214,17 +218,17 @@ def clone(
     storage_options: Mapping[str, str] | None = None,
     lock: str | CommitLock | None = None,
     enforce_retention: bool = True,
+    allow_arbitrary_properties: bool = False,
 ) -> CloneResult:
     """Clone ``source`` (at ``version``/``timestamp``, the latest by default) to the new
     table at ``target_uri``: shallow (absolute paths to the source's files) or deep (copies).
 
-    ``properties`` are set on the target on top of the source's. Raises (writing nothing)
+    ``properties`` (keys checked as Delta's) are set on the target on top of the source's. Raises (writing nothing)
     :class:`CloneTargetNotEmptyError`, :class:`CloneSourceFilesMissingError` (vacuumed files),
     or, as Delta 4.1+ does for ``CLONE ... VERSION AS OF``,
     :class:`~deltalog.txn.log.time_travel_retention.TimeTravelBeyondDeletedFileRetentionDurationError`
     for a version older than ``delta.deletedFileRetentionDuration`` that is not the latest
-    (``enforce_retention=False`` or the storage option turns that off, as for :func:`restore`).
-    """
+    (``enforce_retention=False`` or the storage option turns that off, as for :func:`restore`)."""
     snapshot = source.snapshot(version=version, timestamp=timestamp, enforce_retention=enforce_retention)
     if snapshot.version < 0:
         source.require_table()
@@ -241,7 +245,7 @@ def clone(
     txn = target.start_transaction(lock=lock)
     txn.upgrade_protocol(snapshot.protocol)  # first: the metadata adds what the properties need
     # no table creation for IcebergCompat (Delta's isCreatingOrReorgTable): files keep their names
-    txn.update_metadata(_target_metadata(snapshot, properties), creating_table=False)
+    txn.update_metadata(_target_metadata(snapshot, properties, allow_arbitrary_properties), creating_table=False)
     txn.mark_constraints_checked()  # the source's own files, checked when they were written
     operation = Clone(source=source.table_uri, source_version=snapshot.version, user_metrics=metrics)
     committing = False

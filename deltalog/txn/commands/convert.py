@@ -44,6 +44,7 @@ from deltalog.txn.protocol.errors import DeltaLogError, SchemaMismatchError
 from deltalog.txn.protocol.file_stats import StatsCollector, stats_json
 from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError, PartitionPredicate
 from deltalog.txn.protocol.partition_paths import HIVE_DEFAULT_PARTITION, unescape_partition_value
+from deltalog.txn.protocol.properties import validate_table_properties
 from deltalog.txn.protocol.protocol_requirements import protocol_for_new_table
 from deltalog.txn.protocol.schema import (
     StructField,
@@ -136,12 +137,16 @@ def convert_to_delta(
     lock: str | CommitLock | None = None,
     configuration: Mapping[str, str] | None = None,
     collect_stats: bool = True,
+    allow_arbitrary_properties: bool = False,
 ) -> int:
     """Make the Parquet directory ``table`` (a URI, or its :class:`DeltaLog`) a Delta table
-    with the table properties ``configuration``; returns the version committed (0).
+    with the table properties ``configuration`` (validated as every new table's:
+    :func:`~deltalog.txn.protocol.properties.validate_table_properties`, an unknown
+    ``delta.*`` key refused unless ``allow_arbitrary_properties``); returns the version committed (0).
     ``storage_options`` apply to a URI; ``collect_stats=False`` is Delta's ``NO STATISTICS``.
     Raises :class:`ConvertToDeltaError` (nothing written) when it cannot be converted."""
     delta_log = DeltaLog.for_table(table, storage_options) if isinstance(table, str) else table
+    configuration = validate_table_properties(configuration or {}, allow_arbitrary=allow_arbitrary_properties)
     plan = plan_convert(delta_log, partition_schema, configuration=configuration, collect_stats=collect_stats)
     return commit_convert(delta_log.start_transaction(lock=lock), plan)
 

@@ -9,12 +9,20 @@ timestamps (``delta.enableInCommitTimestamps-preview``,
 ``delta.inCommitTimestampEnablementVersion-preview``,
 ``delta.inCommitTimestampEnablementTimestamp-preview``).
 
+Properties that enter a table (CREATE, ALTER TABLE SET, a write creating a table, CLONE,
+CONVERT) go through :func:`validate_table_properties` first, Delta's
+``DeltaConfigs.validateConfigurations``: a ``delta.*`` key Delta knows, given in any case,
+is stored under its canonical name; an unknown ``delta.*`` key is refused
+(:class:`UnknownPropertyError`) unless arbitrary properties are allowed. Reading a table
+never validates its keys: a key another writer stored in another case is simply not read.
+
 Durations use Delta's ``CalendarInterval`` spelling (``"interval 1 week"``,
 ``"interval 30 days"``, ``"2 hours"``), parsed by :mod:`deltalog.durations`.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -26,14 +34,22 @@ from deltalog.txn.protocol.errors import DeltaLogError
 
 __all__ = [
     "ALIASES",
+    "ALLOW_ARBITRARY_PROPERTIES_CONF",
     "CHECK_CONSTRAINT_PREFIX",
     "COLUMN_MAPPING_MODE",
+    "DELTA_TABLE_PROPERTIES",
+    "FEATURE_PROPERTY_PREFIX",
     "REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION",
     "InvalidPropertyError",
     "TableProperties",
+    "UnknownPropertyError",
+    "normalize_property_key",
     "parse_bool",
     "parse_interval",
+    "validate_table_properties",
 ]
+
+log = logging.getLogger(__name__)
 
 #: ``checkpointProtection``'s property (Delta's ``REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION``)
 REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION = "delta.requireCheckpointProtectionBeforeVersion"
@@ -45,6 +61,95 @@ CHECK_CONSTRAINT_PREFIX = "delta.constraints."
 
 class InvalidPropertyError(DeltaLogError, ValueError):
     """A table property has a value Delta does not accept."""
+
+
+class UnknownPropertyError(InvalidPropertyError):
+    """A ``delta.*`` table property Delta does not know (Delta's ``DELTA_UNKNOWN_CONFIGURATION``);
+    nothing was committed."""
+
+    error_class = "DELTA_UNKNOWN_CONFIGURATION"
+
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            f"[{self.error_class}] Unknown configuration was specified: {key}. Check its spelling (known "
+            "delta.* properties are matched in any case), or drop the delta. prefix for a property of your own; "
+            f"to store it anyway set {ALLOW_ARBITRARY_PROPERTIES_CONF}=true (allow_arbitrary_properties=True). "
+            "Nothing was committed."
+        )
+        self.key = key
+
+
+#: Delta's session conf that lets unknown ``delta.*`` table properties through
+ALLOW_ARBITRARY_PROPERTIES_CONF = "spark.databricks.delta.allowArbitraryProperties.enabled"
+#: ``delta.feature.<name>``: a table property that adds the feature to the protocol
+FEATURE_PROPERTY_PREFIX = "delta.feature."
+#: Delta's ``DELTA_UNIVERSAL_FORMAT_CONFIG_PREFIX``: any key under it is allowed (lower-cased)
+_UNIVERSAL_FORMAT_CONFIG_PREFIX = "delta.universalformat.config."
+
+#: the table properties Delta registers (``DeltaConfigs``' entries), in their canonical spelling
+DELTA_TABLE_PROPERTIES = frozenset(
+    f"delta.{name}"
+    for name in (
+        "appendOnly autoOptimize autoOptimize.autoCompact autoOptimize.optimizeWrite castIcebergTimeType "
+        "checkpoint.writeStatsAsJson checkpoint.writeStatsAsStruct checkpointInterval checkpointPolicy "
+        "checkpointRetentionDuration columnMapping.maxColumnId columnMapping.mode "
+        "compatibility.symlinkFormatManifest.enabled coordinatedCommits.commitCoordinator-preview "
+        "coordinatedCommits.commitCoordinatorConf-preview coordinatedCommits.tableConf-preview "
+        "dataSkippingNumIndexedCols dataSkippingStatsColumns dataSkippingStringPrefixLength "
+        "deletedFileRetentionDuration dropFeatureTruncateHistory.retentionDuration enableChangeDataCapture "
+        "enableChangeDataFeed enableDeletionVectors enableExpiredLogCleanup enableFullRetentionRollback "
+        "enableIcebergCompatV1 enableIcebergCompatV2 enableIcebergCompatV3 enableInCommitTimestamps "
+        "enableMaterializePartitionColumnsFeature enableRowTracking enableTypeWidening enableVariantShredding "
+        "ignoreIcebergBucketPartition ignoreProtocolDefaults inCommitTimestampEnablementTimestamp "
+        "inCommitTimestampEnablementVersion isolationLevel logRetentionDuration minReaderVersion minWriterVersion "
+        "parquet.format.version randomPrefixLength randomizeFilePrefixes redirectReaderWriter-preview "
+        "redirectWriterOnly-preview requireCheckpointProtectionBeforeVersion rowTrackingSuspended "
+        "sampleRetentionDuration setTransactionRetentionDuration universalFormat.enabledFormats "
+        "universalFormat.iceberg.atomicConversion.supported writePartitionColumnsToParquet"
+    ).split()
+)
+#: the ``delta.*`` keys a table property may have: Delta's, and ``delta.targetFileSize`` (a
+#: Databricks property Delta OSS does not register, which deltalog's OPTIMIZE reads)
+_KNOWN_BY_LOWER = {k.lower(): k for k in (*DELTA_TABLE_PROPERTIES, "delta.targetFileSize")}
+
+
+def normalize_property_key(key: str) -> str:
+    """A property key as Delta stores it (``DeltaConfigs.normalizeConfigKey``): a ``delta.*``
+    key Delta knows, in any case, is its canonical name (``delta.appendonly`` ->
+    ``delta.appendOnly``), ``delta.feature.<name>`` is lower-cased (feature names are
+    matched in any case); any other key is kept as given."""
+    lowered = key.lower()
+    if lowered.startswith(FEATURE_PROPERTY_PREFIX):
+        return lowered
+    return _KNOWN_BY_LOWER.get(lowered, key)
+
+
+def validate_table_properties(properties: Mapping[str, str], *, allow_arbitrary: bool = False) -> dict[str, str]:
+    """The properties to store, as Delta's ``DeltaConfigs.validateConfigurations`` returns
+    them: keys normalized (:func:`normalize_property_key`); ``delta.constraints.<name>`` kept
+    as given; keys under ``delta.universalFormat.config.`` lower-cased; keys outside
+    ``delta.`` kept verbatim. Any other ``delta.*`` key Delta does not know raises
+    :class:`UnknownPropertyError`, unless ``allow_arbitrary`` (Delta's
+    ``spark.databricks.delta.allowArbitraryProperties.enabled``) keeps it as given. Values are
+    checked where they are read (:meth:`TableProperties.validate`)."""
+    out: dict[str, str] = {}
+    for key, value in ((str(k), str(v)) for k, v in properties.items()):
+        lowered = key.lower()
+        if lowered.startswith(CHECK_CONSTRAINT_PREFIX) or not lowered.startswith("delta."):
+            normalized = key
+        elif lowered.startswith(FEATURE_PROPERTY_PREFIX) or lowered in _KNOWN_BY_LOWER:
+            normalized = normalize_property_key(key)
+        elif lowered.startswith(_UNIVERSAL_FORMAT_CONFIG_PREFIX):
+            normalized = lowered
+        elif allow_arbitrary:
+            log.warning("setting the table property %s, which Delta does not know", key)
+            normalized = key
+        else:
+            raise UnknownPropertyError(key)
+        if not lowered.startswith("delta.") and f"delta.{lowered}" in _KNOWN_BY_LOWER:
+            log.warning("the table property %s is not Delta's; for Delta's, prefix it with delta. (delta.%s)", key, key)
+        out[normalized] = value
+    return out
 
 
 #: the older names Delta still reads a property under (``DeltaConfig.alternateKeys``)
@@ -353,9 +458,16 @@ class TableProperties:
 
     @property
     def check_constraints(self) -> dict[str, str]:
-        """``delta.constraints.<name>`` -> SQL expression (writers must enforce them)."""
+        """``delta.constraints.<name>`` -> SQL expression (writers must enforce them). The
+        prefix is matched in any case, as Delta's ``Constraints.getCheckConstraints``: a key
+        another writer spelt ``DELTA.CONSTRAINTS.x`` is a constraint too (named by the whole key,
+        as Delta's ``stripPrefix`` leaves it)."""
         prefix = CHECK_CONSTRAINT_PREFIX
-        return {k[len(prefix) :]: v for k, v in self.configuration.items() if k.startswith(prefix)}
+        return {
+            k[len(prefix) :] if k.startswith(prefix) else k: v
+            for k, v in self.configuration.items()
+            if k.lower().startswith(prefix)
+        }
 
     @property
     def target_file_size(self) -> int | None:

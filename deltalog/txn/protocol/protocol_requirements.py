@@ -23,6 +23,7 @@ from typing import Any
 from deltalog.txn.protocol.actions import Metadata, Protocol
 from deltalog.txn.protocol.collations import has_collated_string
 from deltalog.txn.protocol.errors import FeatureRequiresManualEnablementError
+from deltalog.txn.protocol.properties import DELTA_TABLE_PROPERTIES, FEATURE_PROPERTY_PREFIX
 from deltalog.txn.protocol.protocol_versions import (
     dependency_closure,
     implicit_features,
@@ -45,8 +46,6 @@ __all__ = [
     "without_protocol_properties",
 ]
 
-#: ``delta.feature.<name>``: a table property that adds the feature to the protocol.
-FEATURE_PROPERTY_PREFIX = "delta.feature."
 _FEATURE_STATUSES = ("supported", "enabled")
 
 
@@ -72,35 +71,18 @@ def without_protocol_properties(metadata: Metadata) -> Metadata:
 #: ``delta.<name>`` (``DeltaConfigs.sqlConfPrefix``), ``<prefix>feature.<f>`` gives ``delta.feature.<f>``
 SESSION_DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
 
-#: the table properties Delta registers (``DeltaConfigs``' entries), which alone a session
-#: default may set
-_DELTA_TABLE_PROPERTIES = frozenset(
-    f"delta.{name}"
-    for name in (
-        "appendOnly autoOptimize autoOptimize.autoCompact autoOptimize.optimizeWrite castIcebergTimeType "
-        "checkpoint.writeStatsAsJson checkpoint.writeStatsAsStruct checkpointInterval checkpointPolicy "
-        "checkpointRetentionDuration columnMapping.mode dataSkippingNumIndexedCols dataSkippingStatsColumns "
-        "dataSkippingStringPrefixLength deletedFileRetentionDuration dropFeatureTruncateHistory.retentionDuration "
-        "enableChangeDataFeed enableDeletionVectors enableExpiredLogCleanup enableFullRetentionRollback "
-        "enableIcebergCompatV1 enableIcebergCompatV2 enableIcebergCompatV3 enableInCommitTimestamps "
-        "enableMaterializePartitionColumnsFeature enableRowTracking enableTypeWidening enableVariantShredding "
-        "ignoreProtocolDefaults isolationLevel logRetentionDuration minReaderVersion minWriterVersion "
-        "parquet.format.version randomPrefixLength randomizeFilePrefixes sampleRetentionDuration "
-        "setTransactionRetentionDuration universalFormat.enabledFormats writePartitionColumnsToParquet"
-    ).split()
-)
-
 
 def session_table_defaults(confs: Mapping[str, str]) -> dict[str, str]:
     """The table properties a Spark session's confs give every table it creates (Delta's
     ``mergeGlobalConfigs``): ``spark.databricks.delta.properties.defaults.enableChangeDataFeed``
     is ``delta.enableChangeDataFeed``, ``...defaults.feature.<f>`` is ``delta.feature.<f>``;
-    names Delta does not register are not table properties and are left out."""
+    names Delta does not register (:data:`~deltalog.txn.protocol.properties.DELTA_TABLE_PROPERTIES`)
+    are not table properties and are left out."""
     out: dict[str, str] = {}
     for key, value in confs.items():
         if key.startswith(SESSION_DEFAULTS_PREFIX):
             name = "delta." + key[len(SESSION_DEFAULTS_PREFIX) :]
-            if name.startswith(FEATURE_PROPERTY_PREFIX) or name in _DELTA_TABLE_PROPERTIES:
+            if name.startswith(FEATURE_PROPERTY_PREFIX) or name in DELTA_TABLE_PROPERTIES:
                 out[name] = str(value)
     return out
 
@@ -127,11 +109,13 @@ def _requested_features(metadata: Metadata) -> set[str]:
     from deltalog.txn.protocol.features import FEATURES
     from deltalog.txn.protocol.properties import InvalidPropertyError
 
+    by_lower = {f.lower(): f for f in FEATURES}  # Delta's featureNameToFeature: any case
     requested: set[str] = set()
     for key, value in metadata.configuration.items():
         if not key.startswith(FEATURE_PROPERTY_PREFIX):
             continue
-        name = key[len(FEATURE_PROPERTY_PREFIX) :]
+        given = key[len(FEATURE_PROPERTY_PREFIX) :]
+        name = by_lower.get(given.lower(), given)
         if name not in FEATURES:
             raise InvalidPropertyError(
                 f"{key}: {name!r} is not a table feature Delta knows; known features: {', '.join(sorted(FEATURES))}"
