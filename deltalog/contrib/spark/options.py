@@ -499,11 +499,6 @@ class StreamReadOptions:
 
 def _schema_tracking(options: Mapping[str, str], read: ReadOptions) -> dict[str, Any]:
     location = _get(options, "schemaTrackingLocation") or _get(options, "schemaLocation")
-    if location is not None and read.read_change_feed:
-        raise InvalidWriteOptionError(
-            "schemaTrackingLocation with readChangeFeed is not implemented by deltalog (Delta tracks the change "
-            "feed's schema too); stream the change feed without it"
-        )
     unblocks = tuple(
         (k, v)
         for k, v in options.items()
