@@ -652,6 +652,49 @@ def test_change_feed_stream_with_schema_tracking_across_rename(spark, tmp_path):
     ]
 
 
+def test_change_feed_schema_tracking_barrier_and_fail_on_data_loss(table_path, tmp_path):
+    """The change-feed source on the schema log, alone: a commit that changes the schema
+    (an append adding a column) ends the batch at its barrier whatever its files, as Delta's
+    ``IndexedChangeFileSeq.filterFiles`` returns only the barrier of such a commit; with
+    ``failOnDataLoss=false`` a tracked stream reads no commit (Delta's ``require``: the schema
+    log cannot tolerate missing commits)."""
+    import deltalake
+    import pyarrow as pa
+    from pyspark.sql.streaming.datasource import ReadMaxFiles
+
+    from deltalog.contrib.spark.errors import InvalidWriteOptionError
+
+    def write(ids: list[int], **more: Any) -> None:
+        data = {"id": pa.array(ids, pa.int64()), "p": pa.array([i % 2 for i in ids], pa.int64()), **more}
+        deltalake.write_deltalake(
+            table_path,
+            pa.table(data),
+            mode="append",
+            partition_by=["p"],
+            schema_mode="merge",
+            configuration={"delta.enableChangeDataFeed": "true"},
+        )
+
+    write([0])
+    write([1, 2], n=pa.array([1, 2], pa.int64()))  # version 1: a column added, two files
+    options = {"path": table_path, "readChangeFeed": "true", "startingVersion": "0"}
+    options["schemaTrackingLocation"] = str(tmp_path / "schemas")
+
+    def reader(**more: str) -> DeltaSourceReader:
+        data_source = DeltaLogDataSource({**options, **more})
+        return data_source.streamReader(data_source.schema())
+
+    with pytest.raises(DeltaSourceMetadataEvolutionError, match="version 0"):  # the log starts at version 0
+        reader().latestOffset(reader().initialOffset(), ReadMaxFiles(2))
+    source = reader()
+    start = source.initialOffset()
+    end = source.latestOffset(start, ReadMaxFiles(2))
+    assert (end["reservoirVersion"], end["index"]) == (1, -20)  # not (1, -1): the barrier, not the limit
+    assert [f.constants["_commit_version"] for p in source.partitions(start, end) for f in p.files] == [0]
+    with pytest.raises(InvalidWriteOptionError, match="cannot tolerate missing commit files"):
+        reader(failOnDataLoss="false").latestOffset(start, ReadMaxFiles(2))
+
+
 def _append_cols(spark: Any, path: str, schema: str, data: list[tuple[Any, ...]]) -> None:
     spark.createDataFrame(data, schema).coalesce(1).write.format("deltalog").mode("append").save(path)
 
