@@ -691,6 +691,8 @@ def test_change_feed_schema_tracking_barrier_and_fail_on_data_loss(table_path, t
     end = source.latestOffset(start, ReadMaxFiles(2))
     assert (end["reservoirVersion"], end["index"]) == (1, -20)  # not (1, -1): the barrier, not the limit
     assert [f.constants["_commit_version"] for p in source.partitions(start, end) for f in p.files] == [0]
+    full = source.latestOffset(start, ReadMaxFiles(1))  # no capacity left: the batch ends before the commit
+    assert (full["reservoirVersion"], full["index"]) == (1, -1)
     with pytest.raises(InvalidWriteOptionError, match="cannot tolerate missing commit files"):
         reader(failOnDataLoss="false").latestOffset(start, ReadMaxFiles(2))
 
