@@ -634,6 +634,11 @@ def test_change_feed_stream_with_schema_tracking_across_rename(spark, tmp_path):
     table.update("id = 1", {"b": "b + 100"})  # version 1
     table.renameColumn("b", "c")  # version 2
     table.delete("id = 0")  # version 3
+    # a batch read with the (not yet updated) log reads with its schema: column b is no longer the
+    # table's, refused rather than read as nulls (as without readChangeFeed)
+    batch = spark.read.format("deltalog").options(readChangeFeed="true", schemaTrackingLocation=ck + "/s")
+    with pytest.raises(Exception, match="DELTA_READ_SOURCE_SCHEMA_CONFLICT"):
+        batch.option("startingVersion", 3).load(source).collect()
     with pytest.raises(StreamingQueryException, match="DELTA_STREAMING_METADATA_EVOLUTION"):
         run()
     assert rows() == [
