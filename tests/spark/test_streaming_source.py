@@ -660,9 +660,9 @@ def test_change_feed_stream_with_schema_tracking_across_rename(spark, tmp_path):
 def test_change_feed_schema_tracking_barrier_and_fail_on_data_loss(table_path, tmp_path):
     """The change-feed source on the schema log, alone: a commit that changes the schema
     (an append adding a column) ends the batch at its barrier whatever its files, as Delta's
-    ``IndexedChangeFileSeq.filterFiles`` returns only the barrier of such a commit; with
-    ``failOnDataLoss=false`` a tracked stream reads no commit (Delta's ``require``: the schema
-    log cannot tolerate missing commits)."""
+    ``IndexedChangeFileSeq.filterFiles`` returns only the barrier of such a commit, and its
+    changes are read only after the restart; with ``failOnDataLoss=false`` a tracked stream
+    reads no commit (Delta's ``require``: the schema log cannot tolerate missing commits)."""
     import deltalake
     import pyarrow as pa
     from pyspark.sql.streaming.datasource import ReadMaxFiles
@@ -700,6 +700,29 @@ def test_change_feed_schema_tracking_barrier_and_fail_on_data_loss(table_path, t
     assert (full["reservoirVersion"], full["index"]) == (1, -1)
     with pytest.raises(InvalidWriteOptionError, match="cannot tolerate missing commit files"):
         reader(failOnDataLoss="false").latestOffset(start, ReadMaxFiles(2))
+
+    # a barrier commit's changes are not read before the restart: the change data feed turned
+    # off (version 2) stops the stream after version 1's rows, then fails it when restarted (Delta's
+    # changesToDF from version 2)
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.commands.alter import set_table_properties
+    from deltalog.txn.delta_log import DeltaLog
+
+    set_table_properties(DeltaLog.for_table(table_path), {"delta.enableChangeDataFeed": "false"})
+    post = source.latestOffset(end, ReadMaxFiles(2))
+    with pytest.raises(DeltaSourceMetadataEvolutionError, match="version 1"):
+        source.commit(post)
+    source = reader()
+    off = source.latestOffset(post, ReadMaxFiles(2))
+    assert (off["reservoirVersion"], off["index"]) == (2, -20)
+    assert sorted(r["id"] for p in source.partitions(post, off) for b in source.read(p) for r in b.to_pylist()) == [
+        1,
+        2,
+    ]
+    with pytest.raises(DeltaSourceMetadataEvolutionError, match="version 2"):
+        source.commit(source.latestOffset(off, ReadMaxFiles(2)))
+    with pytest.raises(DeltaAnalysisError, match="DELTA_MISSING_CHANGE_DATA"):
+        reader().latestOffset(dict(off, index=-19), ReadMaxFiles(2))
 
 
 def _append_cols(spark: Any, path: str, schema: str, data: list[tuple[Any, ...]]) -> None:
