@@ -713,16 +713,16 @@ def test_change_feed_schema_tracking_barrier_and_fail_on_data_loss(table_path, t
     with pytest.raises(DeltaSourceMetadataEvolutionError, match="version 1"):
         source.commit(post)
     source = reader()
-    off = source.latestOffset(post, ReadMaxFiles(2))
+    off = source.latestOffset(post, ReadMaxFiles(9))
     assert (off["reservoirVersion"], off["index"]) == (2, -20)
     assert sorted(r["id"] for p in source.partitions(post, off) for b in source.read(p) for r in b.to_pylist()) == [
         1,
         2,
     ]
     with pytest.raises(DeltaSourceMetadataEvolutionError, match="version 2"):
-        source.commit(source.latestOffset(off, ReadMaxFiles(2)))
+        source.commit(source.latestOffset(off, ReadMaxFiles(9)))
     with pytest.raises(DeltaAnalysisError, match="DELTA_MISSING_CHANGE_DATA"):
-        reader().latestOffset(dict(off, index=-19), ReadMaxFiles(2))
+        reader().latestOffset(dict(off, index=-19), ReadMaxFiles(9))
 
 
 def _append_cols(spark: Any, path: str, schema: str, data: list[tuple[Any, ...]]) -> None:

@@ -522,7 +522,11 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             actions = delta_log.read_commit(version)
             files: list[FileToRead]
             barrier = self._check_commit_metadata(actions, version)
-            if self.options.read.read_change_feed:  # the change feed streams removes too
+            if barrier and self.options.read.read_change_feed:
+                # a batch ends at the barrier: the commit's changes are read after the restart,
+                # with its metadata (Delta's IndexedChangeFileSeq.filterFiles)
+                files = []
+            elif self.options.read.read_change_feed:  # the change feed streams removes too
                 files = [] if feed is None else feed.commit_changes(version, actions)
             elif self._skip_commit(actions, version):
                 files = []
