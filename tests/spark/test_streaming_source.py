@@ -329,7 +329,6 @@ def test_exclude_regex_and_options_not_implemented(spark, table_path):
     for options in (
         {"excludeRegex": "("},
         {"failOnDataLoss": "maybe"},
-        {"schemaTrackingLocation": "/tmp/schemas", "readChangeFeed": "true"},
         {"ignoreFileDeletion": "true"},
         {"withEventTimeOrder": "true"},
         {"versionAsOf": "0"},
@@ -604,6 +603,126 @@ def test_schema_tracking_location_rename_then_drop(spark, tmp_path):
         data_source.streamReader(data_source.schema())
     run(**{"spark.databricks.delta.streaming.allowSourceColumnRenameAndDrop": "always"})
     assert [r[-1] for r in rows()] == [0, 1, 2, 3, 4]
+
+
+def test_change_feed_stream_with_schema_tracking_across_rename(spark, tmp_path):
+    """``readChangeFeed`` with ``schemaTrackingLocation`` (Delta's CDC source on the schema
+    log): an UPDATE before a RENAME COLUMN is streamed with the old name, the rename ends the
+    batch and stops the query once, and restarted with ``allowSourceColumnRename`` the DELETE
+    after it (of a row written before it) streams with the new name: every change exactly
+    once, with its ``_change_type`` and ``_commit_version``."""
+    from pyspark.errors import StreamingQueryException
+
+    source, sink, ck = str(tmp_path / "src"), str(tmp_path / "sink"), str(tmp_path / "ck")
+    properties = {"delta.columnMapping.mode": "name", "delta.enableChangeDataFeed": "true"}
+    spark.createDataFrame([(0, 10), (1, 11)], "id long, b long").coalesce(1).write.format("deltalog").mode(
+        "append"
+    ).options(**properties).save(source)
+    table = DeltaTable.forPath(spark, source)
+
+    def run(**options: str) -> None:
+        reader = spark.readStream.format("deltalog").options(readChangeFeed="true", schemaTrackingLocation=ck + "/s")
+        writer = reader.options(**options).load(source).writeStream.format("deltalog").option("mergeSchema", "true")
+        writer.option("checkpointLocation", ck).trigger(availableNow=True).start(sink).awaitTermination()
+
+    def rows() -> list[tuple[Any, ...]]:
+        df = spark.read.format("deltalog").load(sink)
+        cols = [c for c in ("id", "b", "c") if c in df.columns] + ["_change_type", "_commit_version"]
+        return sorted((tuple(r) for r in df.select(*cols).collect()), key=lambda r: (r[-1], r[-2], r[0]))
+
+    run()
+    table.update("id = 1", {"b": "b + 100"})  # version 1
+    table.renameColumn("b", "c")  # version 2
+    table.delete("id = 0")  # version 3
+    # a batch read with the (not yet updated) log reads with its schema: column b is no longer the
+    # table's, refused rather than read as nulls (as without readChangeFeed)
+    batch = spark.read.format("deltalog").options(readChangeFeed="true", schemaTrackingLocation=ck + "/s")
+    with pytest.raises(Exception, match="DELTA_READ_SOURCE_SCHEMA_CONFLICT"):
+        batch.option("startingVersion", 3).load(source).collect()
+    with pytest.raises(StreamingQueryException, match="DELTA_STREAMING_METADATA_EVOLUTION"):
+        run()
+    assert rows() == [
+        (0, 10, "insert", 0),
+        (1, 11, "insert", 0),
+        (1, 111, "update_postimage", 1),
+        (1, 11, "update_preimage", 1),
+    ]
+    run(allowSourceColumnRename="always")
+    assert rows() == [
+        (0, 10, None, "insert", 0),
+        (1, 11, None, "insert", 0),
+        (1, 111, None, "update_postimage", 1),
+        (1, 11, None, "update_preimage", 1),
+        (0, None, 10, "delete", 3),
+    ]
+
+
+def test_change_feed_schema_tracking_barrier_and_fail_on_data_loss(table_path, tmp_path):
+    """The change-feed source on the schema log, alone: a commit that changes the schema
+    (an append adding a column) ends the batch at its barrier whatever its files, as Delta's
+    ``IndexedChangeFileSeq.filterFiles`` returns only the barrier of such a commit, and its
+    changes are read only after the restart; with ``failOnDataLoss=false`` a tracked stream
+    reads no commit (Delta's ``require``: the schema log cannot tolerate missing commits)."""
+    import deltalake
+    import pyarrow as pa
+    from pyspark.sql.streaming.datasource import ReadMaxFiles
+
+    from deltalog.contrib.spark.errors import InvalidWriteOptionError
+
+    def write(ids: list[int], **more: Any) -> None:
+        data = {"id": pa.array(ids, pa.int64()), "p": pa.array([i % 2 for i in ids], pa.int64()), **more}
+        deltalake.write_deltalake(
+            table_path,
+            pa.table(data),
+            mode="append",
+            partition_by=["p"],
+            schema_mode="merge",
+            configuration={"delta.enableChangeDataFeed": "true"},
+        )
+
+    write([0])
+    write([1, 2], n=pa.array([1, 2], pa.int64()))  # version 1: a column added, two files
+    options = {"path": table_path, "readChangeFeed": "true", "startingVersion": "0"}
+    options["schemaTrackingLocation"] = str(tmp_path / "schemas")
+
+    def reader(**more: str) -> DeltaSourceReader:
+        data_source = DeltaLogDataSource({**options, **more})
+        return data_source.streamReader(data_source.schema())
+
+    with pytest.raises(DeltaSourceMetadataEvolutionError, match="version 0"):  # the log starts at version 0
+        reader().latestOffset(reader().initialOffset(), ReadMaxFiles(2))
+    source = reader()
+    start = source.initialOffset()
+    end = source.latestOffset(start, ReadMaxFiles(2))
+    assert (end["reservoirVersion"], end["index"]) == (1, -20)  # not (1, -1): the barrier, not the limit
+    assert [f.constants["_commit_version"] for p in source.partitions(start, end) for f in p.files] == [0]
+    full = source.latestOffset(start, ReadMaxFiles(1))  # no capacity left: the batch ends before the commit
+    assert (full["reservoirVersion"], full["index"]) == (1, -1)
+    with pytest.raises(InvalidWriteOptionError, match="cannot tolerate missing commit files"):
+        reader(failOnDataLoss="false").latestOffset(start, ReadMaxFiles(2))
+
+    # a barrier commit's changes are not read before the restart: the change data feed turned
+    # off (version 2) stops the stream after version 1's rows, then fails it when restarted (Delta's
+    # changesToDF from version 2)
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.commands.alter import set_table_properties
+    from deltalog.txn.delta_log import DeltaLog
+
+    set_table_properties(DeltaLog.for_table(table_path), {"delta.enableChangeDataFeed": "false"})
+    post = source.latestOffset(end, ReadMaxFiles(2))
+    with pytest.raises(DeltaSourceMetadataEvolutionError, match="version 1"):
+        source.commit(post)
+    source = reader()
+    off = source.latestOffset(post, ReadMaxFiles(9))
+    assert (off["reservoirVersion"], off["index"]) == (2, -20)
+    assert sorted(r["id"] for p in source.partitions(post, off) for b in source.read(p) for r in b.to_pylist()) == [
+        1,
+        2,
+    ]
+    with pytest.raises(DeltaSourceMetadataEvolutionError, match="version 2"):
+        source.commit(source.latestOffset(off, ReadMaxFiles(9)))
+    with pytest.raises(DeltaAnalysisError, match="DELTA_MISSING_CHANGE_DATA"):
+        reader().latestOffset(dict(off, index=-19), ReadMaxFiles(9))
 
 
 def _append_cols(spark: Any, path: str, schema: str, data: list[tuple[Any, ...]]) -> None:

@@ -444,17 +444,12 @@ class StreamReadOptions:
             skip_change_commits=_flag(options, "skipChangeCommits"),
             exclude_regex=_regex(options, "excludeRegex"),
             fail_on_data_loss=_flag(options, "failOnDataLoss", default=True),
-            **_schema_tracking(options, read),
+            **_schema_tracking(options),
         )
 
 
-def _schema_tracking(options: Mapping[str, str], read: ReadOptions) -> dict[str, Any]:
+def _schema_tracking(options: Mapping[str, str]) -> dict[str, Any]:
     location = _get(options, "schemaTrackingLocation") or _get(options, "schemaLocation")
-    if location is not None and read.read_change_feed:
-        raise InvalidWriteOptionError(
-            "schemaTrackingLocation with readChangeFeed is not implemented by deltalog (Delta tracks the change "
-            "feed's schema too); stream the change feed without it"
-        )
     unblocks = tuple(
         (k, v)
         for k, v in options.items()

@@ -243,6 +243,7 @@ class DeltaReader(DataSourceReader):
             delta_log = open_log(self.options.path, self.options.storage_options, self.options.logstore)
             bounds = change_range(delta_log, self.options)
             read = change_read_snapshot(delta_log, bounds)
+            _check_read_compatible(delta_log.table_uri, read, self.schema)
             unsafe = self.options.cdf_unsafe_schema_reads
             items = [] if bounds is None else change_files(delta_log, *bounds, read, not unsafe)
             spec = self._spec(delta_log, read)
@@ -467,16 +468,18 @@ def _tracked_schema(raw: Any, delta_log: DeltaLog) -> str | None:
 
 
 def _check_read_compatible(table: str, snapshot: Snapshot, read: StructType) -> None:
-    """Every column the read returns (a schema given with ``.schema(...)``, or the table's
-    when its DataFrame was made) is one the snapshot has, of the same type (nullability
+    """Every column the read returns (a schema given with ``.schema(...)``, the table's
+    when its DataFrame was made, or the schema log's with ``schemaTrackingLocation``; the
+    change feed's columns aside) is one the snapshot has, of the same type (nullability
     aside): the files would give nulls for any other. Columns the table gained since are
     fine (Delta's ``checkSchemaOnRead`` lets a DataFrame read a table that only added
     columns). Raises :class:`DeltaAnalysisError` (``DELTA_READ_SOURCE_SCHEMA_CONFLICT``)."""
     from deltalog.contrib.spark.errors import DeltaAnalysisError
 
     table_fields = {f.name.lower(): f for f in logical_struct(snapshot.metadata.schema_string).fields}
+    added = {ROW_TRACKING_COLUMN, *(name for name, _ in CDF_COLUMNS)}
     for field in read.fields:
-        if field.name == ROW_TRACKING_COLUMN:
+        if field.name in added:
             continue
         ours = table_fields.get(field.name.lower())
         if ours is None or not _reads_as(field.dataType.jsonValue(), ours.dataType.jsonValue()):

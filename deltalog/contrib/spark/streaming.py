@@ -53,6 +53,7 @@ from deltalog.contrib.spark.errors import (
     DeltaSourceSchemaChangedError,
     DeltaSourceSchemaEvolutionBlockedError,
     DeltaSourceTableChangedError,
+    InvalidWriteOptionError,
 )
 from deltalog.contrib.spark.input_partitions import FilesPartition, files_partitions
 from deltalog.contrib.spark.logical_schema import arrow_schema
@@ -201,7 +202,10 @@ class _Admission:
 
     def filter(self, items: Iterator[IndexedFile]) -> Iterator[IndexedFile]:
         """The items of one batch: the initial snapshot file by file, a change-feed commit
-        whole (a commit cut by the stream's bound counts as what it holds)."""
+        whole (a commit cut by the stream's bound counts as what it holds). A change-feed
+        commit with a schema change barrier is its barrier alone, however many files it
+        holds (Delta's ``IndexedChangeFileSeq.filterFiles``): the batch ends there, or before
+        the commit when the batch has no capacity left."""
         pending: list[IndexedFile] = []
         for item in items:
             if item.in_snapshot or not self.whole_commits:
@@ -211,6 +215,10 @@ class _Admission:
                 yield item
                 continue
             pending.append(item)
+            if item.index == METADATA_CHANGE_INDEX:
+                if self.files > 0 and self.bytes > 0:  # Delta reaches the commit while capacity remains
+                    yield from pending
+                return
             if item.index == END_INDEX:
                 if not self.admit_commit([i.file for i in pending if i.file is not None]):
                     return
@@ -488,6 +496,13 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         yield IndexedFile(version, END_INDEX, None, True)
 
     def _commits(self, start: int, end: SourceOffset | None) -> Iterator[IndexedFile]:
+        if self._init().tracking and not self.options.fail_on_data_loss:
+            # Delta's require in getFileChanges / getFileChangesForCDC
+            raise InvalidWriteOptionError(
+                "requirement failed: Using schema from schema tracking log cannot tolerate missing commit files "
+                f"(stream of {self._table}): failOnDataLoss=false cannot be used with schemaTrackingLocation; "
+                "drop failOnDataLoss=false (or stream without schemaTrackingLocation)"
+            )
         delta_log = self._init().delta_log
         latest_snapshot = delta_log.update()
         latest = latest_snapshot.version
@@ -507,7 +522,11 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             actions = delta_log.read_commit(version)
             files: list[FileToRead]
             barrier = self._check_commit_metadata(actions, version)
-            if self.options.read.read_change_feed:  # the change feed streams removes too
+            if barrier and self.options.read.read_change_feed:
+                # a batch ends at the barrier: the commit's changes are read after the restart,
+                # with its metadata (Delta's IndexedChangeFileSeq.filterFiles)
+                files = []
+            elif self.options.read.read_change_feed:  # the change feed streams removes too
                 files = [] if feed is None else feed.commit_changes(version, actions)
             elif self._skip_commit(actions, version):
                 files = []
