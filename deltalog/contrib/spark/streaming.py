@@ -395,13 +395,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if state.schema_log is None or not self._changed(version, metadata, protocol):
             return
         entry = state.schema_log.write(evolved(state.read, version, metadata, protocol), replace_current)
-        raise DeltaSourceMetadataEvolutionError(
-            self._table,
-            version,
-            entry.data_schema_json,
-            json.dumps(entry.table_configurations or {}),
-            entry.protocol_json or "",
-        )
+        raise _metadata_evolution(self._table, version, entry)
 
     def _start_schema_log(self, start: SourceOffset) -> None:
         """Delta's eager ``initializeMetadataTrackingAndExitStream``: an empty schema log gets
@@ -419,13 +413,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if metadata_changed(state.read, snapshot.metadata, snapshot.protocol):
             entry = state.schema_log.current
             assert entry is not None
-            raise DeltaSourceMetadataEvolutionError(
-                self._table,
-                version,
-                entry.data_schema_json,
-                json.dumps(entry.table_configurations or {}),
-                entry.protocol_json or "",
-            )
+            raise _metadata_evolution(self._table, version, entry)
 
     def _pending_schema_change(self, offset: SourceOffset) -> SourceOffset | None:
         """Delta's ``getNextOffsetFromPreviousOffsetIfPendingSchemaChange``: after a barrier
@@ -732,3 +720,15 @@ def _check_unblocked(options: StreamReadOptions, log: SchemaTrackingLog) -> None
         raise DeltaSourceSchemaEvolutionBlockedError(
             change.name, change.details(), previous.delta_commit_version, version, unblock_hint(change, version)
         )
+
+
+def _metadata_evolution(table: str, version: int, entry: PersistedMetadata) -> DeltaSourceMetadataEvolutionError:
+    """The error that stops a query once the schema log recorded ``entry`` (the metadata of
+    ``version``): restarted, the query reads with it."""
+    return DeltaSourceMetadataEvolutionError(
+        table,
+        version,
+        entry.data_schema_json,
+        json.dumps(entry.table_configurations or {}),
+        entry.protocol_json or "",
+    )
