@@ -116,15 +116,7 @@ def _upgrade_protocol(delta_log: DeltaLog, lock: str | CommitLock | None) -> int
     txn.upgrade_protocol(table_features_protocol(current.min_reader_version, dependency_closure({"rowTracking"})))
     new = txn.protocol
     assert new is not None
-    parameters: dict[str, object] = {
-        "minReaderVersion": new.min_reader_version,
-        "minWriterVersion": new.min_writer_version,
-    }
-    if new.reader_features is not None:
-        parameters["readerFeatures"] = list(new.reader_features)
-    if new.writer_features is not None:
-        parameters["writerFeatures"] = list(new.writer_features)
-    return txn.commit([], UpgradeProtocol(new_protocol=parameters))
+    return txn.commit([], UpgradeProtocol(new_protocol=new.to_dict()))
 
 
 def _without_row_ids(snapshot: Snapshot) -> list[AddFile]:
