@@ -465,10 +465,8 @@ def set_table_properties(
             verify_constraints(txn.snapshot, added)
 
     if TableProperties(values).enable_row_tracking:
-        # Delta's RowTrackingFeature.validateAndBackfill: the new properties are valid (their
-        # values, and row tracking not also suspended: is_suspended raises) before any re-add
-        new_metadata, _ = change(delta_log.require_table().metadata)
-        row_tracking.is_suspended(new_metadata)
+        # Delta's validateAndBackfill: the new properties valid (is_suspended raises if also suspended) first
+        row_tracking.is_suspended(change(delta_log.require_table().metadata)[0])
         backfill_row_tracking(delta_log, row_tracking_backfill, lock=lock)
     if allow_column_mapping_removal and values.get(COLUMN_MAPPING_MODE, "").strip().lower() == "none":
         removed = _remove_column_mapping(delta_log, change, verify, False, remove_column_mapping, lock)
