@@ -141,7 +141,7 @@ if TYPE_CHECKING:
     )
     from deltalog.txn.protocol.identity import IdentityColumnError
     from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError
-    from deltalog.txn.protocol.properties import InvalidPropertyError, UnknownPropertyError
+    from deltalog.txn.protocol.properties import InvalidPropertyError, ReservedPropertyError, UnknownPropertyError
     from deltalog.txn.protocol.stats_columns import InvalidStatsColumnsError
     from deltalog.txn.protocol.type_widening import UnsupportedTypeChangeError
 
@@ -183,6 +183,7 @@ _HOMES: dict[str, str] = {
     "TimeTravelBeyondDeletedFileRetentionDurationError": "deltalog.txn.log.time_travel_retention",
     "InvalidPropertyError": "deltalog.txn.protocol.properties",
     "UnknownPropertyError": "deltalog.txn.protocol.properties",
+    "ReservedPropertyError": "deltalog.txn.protocol.properties",
     "InvalidStatsColumnsError": "deltalog.txn.protocol.stats_columns",
     "InvalidPartitionFilterError": "deltalog.txn.protocol.partition_filters",
     "UnsupportedTypeChangeError": "deltalog.txn.protocol.type_widening",
@@ -356,6 +357,7 @@ __all__ = [
     "OptimizeError",
     "ProtocolChangedError",
     "ReplaceWhereMismatchError",
+    "ReservedPropertyError",
     "RestoreMissingFilesError",
     "RestoreToLatestVersionError",
     "RowTrackingError",

@@ -866,6 +866,31 @@ def test_delta_property_keys_are_normalized_or_refused_as_delta_validates_them(t
         other.start_transaction().commit([add("g")], Write())
 
 
+def test_an_internal_property_cannot_be_set_as_in_delta(tmp_path: Any) -> None:
+    """``delta.columnMapping.maxColumnId`` is Delta's one ``userConfigurable = false`` table
+    property: ``validateConfigurations`` refuses it in any case, on SET TBLPROPERTIES, CREATE
+    and CLONE (``DELTA_CANNOT_MODIFY_TABLE_PROPERTY``), and nothing is committed; column
+    mapping itself still advances it."""
+    from deltalog.txn.commands.alter import set_table_properties
+    from deltalog.txn.commands.clone import clone
+    from deltalog.txn.protocol.properties import ReservedPropertyError, validate_table_properties
+
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    create(log)
+    set_table_properties(log, {"delta.columnMapping.mode": "name"})
+    snapshot = log.update()
+    assert snapshot.properties.column_mapping_max_id > 0
+    for key in ("delta.columnMapping.maxColumnId", "DELTA.COLUMNMAPPING.MAXCOLUMNID"):
+        with pytest.raises(ReservedPropertyError, match=r"DELTA_CANNOT_MODIFY_TABLE_PROPERTY.*maxColumnId"):
+            set_table_properties(log, {key: "100", "delta.appendOnly": "true"})
+        with pytest.raises(ReservedPropertyError):
+            validate_table_properties({key: "1"}, allow_arbitrary=True)
+    with pytest.raises(ReservedPropertyError):
+        clone(log, str(tmp_path / "c"), version=snapshot.version, properties={"delta.columnMapping.maxColumnId": "9"})
+    assert log.update().version == snapshot.version
+    assert log.update().metadata.configuration == snapshot.metadata.configuration
+
+
 def test_in_commit_timestamp_enablement_names_the_commit_that_landed() -> None:
     """PROTOCOL "In-Commit Timestamps": the enablement version is the commit that turned
     them on and the enablement timestamp is that commit's ``inCommitTimestamp``, also when

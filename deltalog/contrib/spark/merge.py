@@ -55,6 +55,7 @@ from deltalog.contrib.spark.merge_write import write_labelled
 from deltalog.contrib.spark.row_tracking import carried_columns, stable_row_tracking, tracked_columns
 from deltalog.contrib.spark.schemas import spark_struct
 from deltalog.contrib.spark.tablelog import start_transaction
+from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -386,7 +387,7 @@ class DeltaMergeBuilder:
         config = dict(current.configuration)
         if current.properties.column_mapping_mode != "none":
             merged, max_id = schemas.assign_column_mapping(merged, current.properties.column_mapping_max_id)
-            config["delta.columnMapping.maxColumnId"] = str(max_id)
+            config[COLUMN_MAPPING_MAX_ID] = str(max_id)
         txn.update_metadata(
             replace(current, schema_string=json.dumps(merged, separators=(",", ":")), configuration=config)
         )

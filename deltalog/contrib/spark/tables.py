@@ -43,7 +43,7 @@ from deltalog.contrib.spark.writes import commit_files, write_spec
 from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN
 from deltalog.txn.protocol.errors import TableNotFoundError
-from deltalog.txn.protocol.properties import TableProperties, validate_table_properties
+from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, TableProperties, validate_table_properties
 from deltalog.txn.protocol.protocol_requirements import session_table_defaults, with_table_defaults
 
 if TYPE_CHECKING:
@@ -986,7 +986,7 @@ class DeltaTableBuilder:
             else:
                 old_max = old.properties.column_mapping_max_id
                 schema, max_id = schemas.assign_column_mapping(schema, old_max, replacing=json.loads(old.schema_string))
-            config["delta.columnMapping.maxColumnId"] = str(max_id)
+            config[COLUMN_MAPPING_MAX_ID] = str(max_id)
         return Metadata(
             id=str(uuid.uuid4()),
             schema_string=json.dumps(schema, separators=(",", ":")),

@@ -71,7 +71,7 @@ from deltalog.txn.protocol.iceberg_compat import (
     row_tracking_field_ids,
 )
 from deltalog.txn.protocol.identity import pop_high_water_marks
-from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
+from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, InvalidPropertyError, TableProperties
 from deltalog.txn.protocol.protocol_requirements import with_table_defaults
 from deltalog.txn.protocol.stats_columns import StatsColumns
 from deltalog.txn.protocol.type_widening import preview_table_version, widen_for_schema_evolution
@@ -195,7 +195,7 @@ def _new_table_metadata(opts: WriteOptions, data: dict[str, Any], replacing: Met
             old_schema = json.loads(replacing.schema_string)
             old_max = replacing.properties.column_mapping_max_id
             schema, max_id = schemas.assign_column_mapping(schema, old_max, replacing=old_schema)
-        config["delta.columnMapping.maxColumnId"] = str(max_id)
+        config[COLUMN_MAPPING_MAX_ID] = str(max_id)
     return Metadata(
         id=str(uuid.uuid4()),
         schema_string=json.dumps(schema, separators=(",", ":")),
@@ -403,7 +403,7 @@ def _merged_metadata(current: Metadata, merged: dict[str, Any]) -> Metadata:
     mode = current.properties.column_mapping_mode
     if mode != "none":
         merged, max_id = schemas.assign_column_mapping(merged, current.properties.column_mapping_max_id)
-        config["delta.columnMapping.maxColumnId"] = str(max_id)
+        config[COLUMN_MAPPING_MAX_ID] = str(max_id)
     return replace(current, schema_string=json.dumps(merged, separators=(",", ":")), configuration=config)
 
 

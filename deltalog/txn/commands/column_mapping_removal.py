@@ -30,6 +30,7 @@ from deltalog.txn.commit.operations import RemoveColumnMapping
 from deltalog.txn.protocol.actions import Action, AddFile, Metadata
 from deltalog.txn.protocol.column_mapping import has_column_mapping, invalid_column_names, without_column_mapping
 from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, COLUMN_MAPPING_MODE
 from deltalog.txn.protocol.schema import parse_schema
 from deltalog.txn.protocol.stats_columns import STRING_PREFIX_LENGTH
 
@@ -43,7 +44,7 @@ __all__ = ["InvalidColumnNamesError", "remove_column_mapping", "without_column_m
 log = logging.getLogger(__name__)
 
 #: the properties the removal drops (Delta's ``getConfigurationWithoutColumnMapping``)
-_PROPERTIES = ("delta.columnMapping.mode", "delta.columnMapping.maxColumnId")
+_PROPERTIES = (COLUMN_MAPPING_MODE, COLUMN_MAPPING_MAX_ID)
 
 
 class InvalidColumnNamesError(DeltaLogError):

@@ -26,6 +26,7 @@ from typing import Any
 
 from deltalog.txn.protocol.actions import CommitInfo, Metadata, Protocol
 from deltalog.txn.protocol.features import protocol_features
+from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID
 
 __all__ = [
     "MetadataResolution",
@@ -134,7 +135,7 @@ _RESOLVABLE: dict[str, Callable[[_Change], bool]] = {
     "delta.columnMapping.mode": lambda c: (
         _enables_name_mapping(c.current, c.winning) and _supports(c.protocol, "columnMapping")
     ),
-    "delta.columnMapping.maxColumnId": lambda c: True,
+    COLUMN_MAPPING_MAX_ID: lambda c: True,
 }
 
 

@@ -23,7 +23,7 @@ from deltalog.txn.protocol.errors import (
     InvalidSchemaError,
     UnsupportedColumnMappingModeChangeError,
 )
-from deltalog.txn.protocol.properties import TableProperties
+from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, TableProperties
 from deltalog.txn.protocol.schema import (
     ArrayType,
     DataType,
@@ -239,7 +239,7 @@ def update_column_mapping(old: Metadata | None, new: Metadata, removing: bool = 
     if new.properties.enable_iceberg_compat_v2 or new.properties.enable_iceberg_compat_v3:
         assigned, max_id = assign_nested_ids(assigned, max_id)
     _check_unique(assigned, new_mode)
-    config = {**new.configuration, "delta.columnMapping.maxColumnId": str(max_id)}
+    config = {**new.configuration, COLUMN_MAPPING_MAX_ID: str(max_id)}
     if assigned == schema and config == new.configuration:
         return new
     return dataclasses.replace(new, schema_string=assigned.to_json(), configuration=config)

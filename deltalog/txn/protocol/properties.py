@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION = "delta.requireCheckpointProtectionBeforeVersion"
 #: the column mapping mode's property, whose ``none`` (or removal) turns column mapping off
 COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
+#: the largest column id column mapping gave out; Delta's one property users cannot set
+COLUMN_MAPPING_MAX_ID = "delta.columnMapping.maxColumnId"
 #: the prefix of the CHECK constraints' properties, ``delta.constraints.<name>``
 CHECK_CONSTRAINT_PREFIX = "delta.constraints."
 
@@ -113,6 +115,24 @@ DELTA_TABLE_PROPERTIES = frozenset(
 _KNOWN_BY_LOWER = {k.lower(): k for k in (*DELTA_TABLE_PROPERTIES, "delta.targetFileSize")}
 
 
+class ReservedPropertyError(InvalidPropertyError):
+    """A table property only Delta itself sets (``delta.columnMapping.maxColumnId``, Delta's
+    ``userConfigurable = false``) was given by the user (Delta's
+    ``DELTA_CANNOT_MODIFY_TABLE_PROPERTY``); nothing was committed."""
+
+    error_class = "DELTA_CANNOT_MODIFY_TABLE_PROPERTY"
+
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            f"[{self.error_class}] The Delta table configuration {key} cannot be specified by the user: "
+            "Delta maintains it. Leave it out; nothing was committed."
+        )
+
+
+#: the properties Delta sets itself and ``validateConfigurations`` refuses from users
+_RESERVED = frozenset({COLUMN_MAPPING_MAX_ID})
+
+
 def normalize_property_key(key: str) -> str:
     """A property key as Delta stores it (``DeltaConfigs.normalizeConfigKey``): a ``delta.*``
     key Delta knows, in any case, is its canonical name (``delta.appendonly`` ->
@@ -130,7 +150,9 @@ def validate_table_properties(properties: Mapping[str, str], *, allow_arbitrary:
     as given; keys under ``delta.universalFormat.config.`` lower-cased; keys outside
     ``delta.`` kept verbatim. Any other ``delta.*`` key Delta does not know raises
     :class:`UnknownPropertyError`, unless ``allow_arbitrary`` (Delta's
-    ``spark.databricks.delta.allowArbitraryProperties.enabled``) keeps it as given. Values are
+    ``spark.databricks.delta.allowArbitraryProperties.enabled``) keeps it as given.
+    ``delta.columnMapping.maxColumnId``, which only Delta sets, raises
+    :class:`ReservedPropertyError`. Values are
     checked where they are read (:meth:`TableProperties.validate`)."""
     out: dict[str, str] = {}
     for key, value in ((str(k), str(v)) for k, v in properties.items()):
@@ -146,6 +168,8 @@ def validate_table_properties(properties: Mapping[str, str], *, allow_arbitrary:
             normalized = key
         else:
             raise UnknownPropertyError(key)
+        if normalized in _RESERVED:
+            raise ReservedPropertyError(normalized)
         if not lowered.startswith("delta.") and f"delta.{lowered}" in _KNOWN_BY_LOWER:
             log.warning("the table property %s is not Delta's; for Delta's, prefix it with delta. (delta.%s)", key, key)
         out[normalized] = value
@@ -341,7 +365,7 @@ class TableProperties:
 
     @property
     def column_mapping_max_id(self) -> int:
-        return self._int("delta.columnMapping.maxColumnId") or 0
+        return self._int(COLUMN_MAPPING_MAX_ID) or 0
 
     @property
     def enable_deletion_vectors(self) -> bool:
