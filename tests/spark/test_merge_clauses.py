@@ -387,7 +387,10 @@ def test_only_the_last_clause_of_a_kind_may_omit_its_condition(build):
 
 def test_not_matched_by_source_clauses_may_use_only_target_columns(spark, table_path):
     """Delta resolves a ``whenNotMatchedBySource*`` clause against the target only: a
-    source column there is an analysis error, not a null (the row has no source row)."""
+    source column there is an analysis error, not a null (the row has no source row), and an
+    unqualified name is the target's column even when the source has one of that name
+    (MergeIntoSchemaEvolutionSuite's "new column with insert * and conditional update not
+    matched by source")."""
     from deltalog.contrib.spark import DeltaTable
     from deltalog.contrib.spark.errors import DeltaAnalysisError
 
@@ -404,6 +407,11 @@ def test_not_matched_by_source_clauses_may_use_only_target_columns(spark, table_
             build(table.alias("t").merge(source, "t.id = s.id")).execute()
     table.alias("t").merge(source, "t.id = s.id").whenNotMatchedBySourceUpdate("v > 15", {"v": "t.v + 1"}).execute()
     assert rows(table.toDF(), ["id"]).values.tolist() == [[1, 10], [2, 21]]
+    same_names = spark.createDataFrame([(1, 7), (3, 30)], "id long, v long").alias("s")
+    table.alias("t").merge(same_names, "t.id = s.id").whenNotMatchedInsertAll().whenNotMatchedBySourceUpdate(
+        "id > 1 AND v > 15", {"v": "v + 1"}
+    ).whenNotMatchedBySourceDelete("v < 0").execute()
+    assert rows(table.toDF(), ["id"]).values.tolist() == [[1, 10], [2, 22], [3, 30]]
 
 
 def test_merge_writes_one_file_per_touched_partition(spark, table_path):

@@ -73,6 +73,8 @@ log = logging.getLogger(__name__)
 _T_PRESENT = "__deltalog_t_present"
 _S_PRESENT = "__deltalog_s_present"
 _ACTION = "__deltalog_action"
+#: prefix of the columns holding the whenNotMatchedBySource clauses' conditions and values
+_BY_SOURCE = "__deltalog_by_source_"
 
 
 @dataclass
@@ -102,6 +104,8 @@ class _MergePlan:
     source: DataFrame  # the source's rows, with _S_PRESENT
     condition: Column
     scans: list[TargetRows]  # the target scans (their file names)
+    #: the whenNotMatchedBySource clauses' conditions and values, computed on the target's rows
+    by_source: dict[str, Column] = field(default_factory=dict)
     _target_values: dict[str, Column] = field(default_factory=dict)  # target_value's columns
 
     def log_path(self, name: str) -> str:
@@ -110,6 +114,13 @@ class _MergePlan:
             if name in scan.paths:
                 return scan.log_path(name)
         return self.scans[0].log_path(name)  # raises for an unknown file
+
+    def target_rows(self, rows: DataFrame) -> DataFrame:
+        """A scan's ``rows`` as the MERGE joins them: marked present, with :attr:`by_source`."""
+        from pyspark.sql import functions as F
+
+        marked = rows.withColumn(_T_PRESENT, F.lit(True)).alias(self.target_alias)
+        return marked.withColumns(self.by_source).alias(self.target_alias) if self.by_source else marked
 
     def target_value(self, column: str) -> Column:
         """The target row's value of ``column`` (null for a column schema evolution adds);
@@ -146,6 +157,16 @@ def _condition_holds(clause: _Clause) -> Column:
     from pyspark.sql import functions as F
 
     return F.lit(True) if clause.condition is None else F.coalesce(_expr(clause.condition), F.lit(False))
+
+
+def _by_source_condition(index: int, clause: _Clause) -> Column:
+    """Whether the ``index``-th ``whenNotMatchedBySource*`` clause's condition, computed on
+    the target's rows (:meth:`DeltaMergeBuilder._by_source_on_target`), holds."""
+    from pyspark.sql import functions as F
+
+    if clause.condition is None:
+        return F.lit(True)
+    return F.coalesce(F.col(f"`{_BY_SOURCE}{index}`"), F.lit(False))
 
 
 def _holds(base: Column, clause: _Clause) -> Column:
@@ -513,6 +534,7 @@ class DeltaMergeBuilder:
         target = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
         self._check_by_source_references(target, assignments)
         self._refuse_unsupported_conditions(target)
+        by_source = self._by_source_on_target(assignments)
         types = {f.name: nullable_type(f.dataType) for f in target.schema.fields}
         types.update({c: nullable_type(self._source.schema[c].dataType) for c in new_columns})
         types.update({c: nullable_type(t) for c, t in structs.items()})
@@ -529,11 +551,30 @@ class DeltaMergeBuilder:
             assigned=assigned,
             files=files,
             source_rows=source_rows,
-            target=target,
+            target=target.withColumns(by_source).alias(talias) if by_source else target,
             source=self._source.withColumn(_S_PRESENT, F.lit(True)),
             condition=_expr(self._condition),
             scans=[scanned],
+            by_source=by_source,
         )
+
+    def _by_source_on_target(self, assignments: dict[int, dict[str, Column]]) -> dict[str, Column]:
+        """Delta resolves a ``whenNotMatchedBySource*`` clause against the target alone, so an
+        unqualified name there is the target's column even when the source has one of that name:
+        its condition and values are computed on the target's rows before the join, as the
+        returned columns (:func:`_by_source_condition` names them); ``assignments`` then refer
+        to them."""
+        from pyspark.sql import functions as F
+
+        columns: dict[str, Column] = {}
+        for i, c in enumerate(self._not_matched_by_source):
+            if c.condition is not None:
+                columns[f"{_BY_SOURCE}{i}"] = _expr(c.condition)
+            values = assignments.get(id(c), {})
+            for j, (column, value) in enumerate(list(values.items())):
+                columns[f"{_BY_SOURCE}{i}_{j}"] = value
+                values[column] = F.col(f"`{_BY_SOURCE}{i}_{j}`")
+        return columns
 
     def _refuse_unsupported_conditions(self, target: DataFrame) -> None:
         """Delta refuses a subquery or a non-deterministic expression in the search condition
@@ -553,7 +594,8 @@ class DeltaMergeBuilder:
             for c in clauses:
                 if c.condition is not None:
                     where = f"{kind} clause condition of MERGE operation"
-                    refuse_unsupported_condition(both, _expr(c.condition), where, deterministic=True)
+                    rows = target if clauses is self._not_matched_by_source else both
+                    refuse_unsupported_condition(rows, _expr(c.condition), where, deterministic=True)
 
     def _check_by_source_references(self, target: DataFrame, assignments: Mapping[int, Mapping[str, Column]]) -> None:
         """Delta resolves a ``whenNotMatchedBySource*`` clause's condition and values against
@@ -664,8 +706,8 @@ class DeltaMergeBuilder:
                 .agg(F.expr("count(1) AS `count`"), F.expr("max(a) AS a"))
             )
         by_source_acts = F.lit(False)
-        for c in self._not_matched_by_source:
-            by_source_acts = by_source_acts | _condition_holds(c)
+        for i, c in enumerate(self._not_matched_by_source):
+            by_source_acts = by_source_acts | _by_source_condition(i, c)
         s_present = F.col(_S_PRESENT).isNotNull()
         acts = F.when(s_present, self._matched_acts()).otherwise(by_source_acts)
         return (
@@ -745,7 +787,7 @@ class DeltaMergeBuilder:
             scanned = scan_target(spark, self._table._log, snapshot, touched.files, positions)
             plan.scans.append(scanned)
             scans = [scanned]
-            rows = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
+            rows = plan.target_rows(scanned.rows)
         if tracked is not None:  # each target row's stable row id and row commit version
             plan.txn.mark_row_tracking_materialized()
             by_path = {f.path: f for f in touched.files}
@@ -760,7 +802,7 @@ class DeltaMergeBuilder:
         for i, c in enumerate(self._matched):
             action = chain_value(action, _holds(matched, c), F.lit(f"m{c.kind[0]}{i}"))
         for i, c in enumerate(self._not_matched_by_source):
-            action = chain_value(action, _holds(by_source, c), F.lit(f"s{c.kind[0]}{i}"))
+            action = chain_value(action, by_source & _by_source_condition(i, c), F.lit(f"s{c.kind[0]}{i}"))
         action = chain_value(action, t_present, F.lit("copy"))
         for i, c in enumerate(self._not_matched):
             action = chain_value(action, _holds(~t_present, c), F.lit(f"i{i}"))
