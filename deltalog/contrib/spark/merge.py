@@ -289,7 +289,9 @@ class DeltaMergeBuilder:
                     f"{what}: the source has no column(s) {missing}; add them to the source, or use "
                     "withSchemaEvolution()"
                 )
-            return {c: self._source[src_cols[c.lower()]] for c in columns if c.lower() in src_cols}
+            # backquoted: a name with a dot is one column, not a struct's field
+            quoted = {k: "`" + v.replace("`", "``") + "`" for k, v in src_cols.items()}
+            return {c: self._source[quoted[c.lower()]] for c in columns if c.lower() in src_cols}
         lowered = {c.lower(): c for c in columns}
         out: dict[str, Column] = {}
         nested: dict[str, dict[tuple[str, ...], Column]] = {}
@@ -336,18 +338,28 @@ class DeltaMergeBuilder:
 
     def _evolved_structs(self, table_schema: StructType, evolve: bool) -> dict[str, StructType]:
         """With schema evolution, the table's struct columns that an ``updateAll``/``insertAll``
-        writes from a source struct with fields they lack, with those fields added
-        (:func:`~deltalog.contrib.spark.update_expressions.evolve_struct`)."""
+        writes, or a clause assigns by name (``set={"s": ...}``), where the source's column of
+        that name is a struct with fields they lack, with those fields added (Delta's
+        ``computePostEvolutionTargetSchema``: the source schema kept where a clause assigns,
+        merged into the table's; :func:`~deltalog.contrib.spark.update_expressions.evolve_struct`)."""
         from pyspark.sql.types import StructType
 
         from deltalog.contrib.spark.update_expressions import evolve_struct
 
-        if not evolve or not any(c.assignments is None for c in [*self._matched, *self._not_matched]):
+        clauses = [*self._matched, *self._not_matched]
+        star = any(c.assignments is None for c in clauses)
+        named = {
+            parts[0].lower()
+            for c in clauses
+            for name in (c.assignments or {})
+            if len(parts := self._target_name(name)) == 1
+        }
+        if not evolve or not (star or named):
             return {}
         source = {f.name.lower(): f.dataType for f in self._source.schema.fields}
         out: dict[str, StructType] = {}
         for f in table_schema.fields:
-            other = source.get(f.name.lower())
+            other = source.get(f.name.lower()) if star or f.name.lower() in named else None
             if isinstance(f.dataType, StructType) and isinstance(other, StructType):
                 evolved = evolve_struct(f.dataType, other)
                 if evolved != f.dataType:
