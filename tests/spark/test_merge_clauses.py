@@ -182,6 +182,17 @@ def test_schema_evolution_adds_source_columns(spark, table_path):
     assert list(table.toDF().columns) == ["id", "name", "score", "extra"]
     assert rows(table.toDF(), ["id"]).iloc[-1].tolist()[:2] == [4, None]
 
+    # MergeIntoSchemaEvolutionSuite's "incompatible types in update *" / "invalid implicit cast
+    # string source type into boolean target": with evolution the source column's type must
+    # implicitly cast to the table's (a string into a double does; a boolean into an int does not,
+    # though Spark's explicit cast would), and nothing runs
+    version = log.update().version
+    flags = spark.createDataFrame([(1, True)], "id long, extra boolean").alias("s")
+    for build in (lambda m: m.whenMatchedUpdateAll(), lambda m: m.whenMatchedUpdate(set={"extra": "s.extra"})):
+        with pytest.raises(DeltaAnalysisError, match="incompatible data types integer and boolean"):
+            build(table.alias("t").merge(flags, "t.id = s.id").withSchemaEvolution()).execute()
+    assert log.update().version == version
+
 
 @pytest.mark.parametrize("mapping", ["none", "name"])
 def test_struct_values_are_matched_by_field_name_and_evolve_nested_fields(spark, table_path, mapping):

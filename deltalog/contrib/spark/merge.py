@@ -366,6 +366,28 @@ class DeltaMergeBuilder:
                     out[f.name] = evolved
         return out
 
+    def _refuse_incompatible_types(self, table_types: Mapping[str, str], evolve: bool) -> None:
+        """With schema evolution Delta merges the source's columns that the clauses write into
+        the table's schema (``mergeSchemas`` with ``allowImplicitConversions``): a source column
+        of an atomic type Spark does not implicitly cast to its table column's (a string into a
+        boolean, binary into an int) is an error, before anything runs."""
+        from deltalog.contrib.spark.sink_cast import implicitly_castable
+
+        clauses = [*self._matched, *self._not_matched]
+        star = any(c.assignments is None for c in clauses)
+        named = {p[0].lower() for c in clauses for n in (c.assignments or {}) if len(p := self._target_name(n)) == 1}
+        table = {name.lower(): (name, t) for name, t in table_types.items()}
+        for f in self._source.schema.fields if evolve else ():
+            name, kind = table.get(f.name.lower(), ("", ""))
+            source_type = f.dataType.jsonValue()
+            if not name or not (star or name.lower() in named) or kind.startswith("{"):
+                continue
+            if isinstance(source_type, str) and source_type != kind and not implicitly_castable(source_type, kind):
+                raise DeltaAnalysisError(
+                    f"Failed to merge incompatible data types {kind} and {source_type} (column {name!r}): MERGE "
+                    "with schema evolution writes the source column into it; cast it in the source"
+                )
+
     def _widened_columns(self, snapshot: Snapshot, evolve: bool) -> dict[str, DataType]:
         """With schema evolution on a table with type widening, the table columns an
         ``updateAll``/``insertAll`` writes from a source column of a wider type of the same
@@ -535,6 +557,7 @@ class DeltaMergeBuilder:
         new_columns = self._new_columns(table_columns, evolve)
         # the schema as stored: an evolved struct keeps its fields' column mapping metadata
         structs = self._evolved_structs(spark_struct(json.loads(snapshot.metadata.schema_string)), evolve)
+        self._refuse_incompatible_types(table_types, evolve)
         # a struct column that gains fields keeps its fields' types (evolve_struct)
         widened = {c: t for c, t in self._widened_columns(snapshot, evolve).items() if c not in structs}
         columns = table_columns + new_columns
