@@ -370,7 +370,8 @@ class DeltaMergeBuilder:
         """With schema evolution Delta merges the source's columns that the clauses write into
         the table's schema (``mergeSchemas`` with ``allowImplicitConversions``): a source column
         of an atomic type Spark does not implicitly cast to its table column's (a string into a
-        boolean, binary into an int) is an error, before anything runs."""
+        boolean, binary into an int) is an error, before anything runs. ``table_types`` leaves
+        out the columns type widening widens (a date into a ``timestamp_ntz``)."""
         from deltalog.contrib.spark.sink_cast import implicitly_castable
 
         clauses = [*self._matched, *self._not_matched]
@@ -557,9 +558,9 @@ class DeltaMergeBuilder:
         new_columns = self._new_columns(table_columns, evolve)
         # the schema as stored: an evolved struct keeps its fields' column mapping metadata
         structs = self._evolved_structs(spark_struct(json.loads(snapshot.metadata.schema_string)), evolve)
-        self._refuse_incompatible_types(table_types, evolve)
         # a struct column that gains fields keeps its fields' types (evolve_struct)
         widened = {c: t for c, t in self._widened_columns(snapshot, evolve).items() if c not in structs}
+        self._refuse_incompatible_types({c: t for c, t in table_types.items() if c not in widened}, evolve)
         columns = table_columns + new_columns
         assignments, assigned = self._resolve_assignments(snapshot.metadata, columns, evolve, talias)
         files, source_rows = self._candidates(txn, table_columns, table_types)
