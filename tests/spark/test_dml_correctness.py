@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 
 import pytest
 
@@ -375,3 +376,47 @@ def test_subqueries_and_non_deterministic_merge_conditions_are_refused_as_delta_
     assert _version(table_path) == 0
     DeltaTable.forPath(spark, table_path).update("rand() < 2", {"v": "v + 1"})
     assert _version(table_path) == 1
+
+
+def test_merge_and_update_cast_values_by_store_assignment_policy(spark, table_path):
+    """Delta's ``UpdateExpressionsSupport.cast`` (MergeIntoSchemaEvolutionSuite's "write string
+    into int column", "valid implicit cast string source type into int target,
+    storeAssignmentPolicy = STRICT"): a value is cast by ``spark.sql.storeAssignmentPolicy``,
+    not by ``spark.sql.ansi.enabled``."""
+    from pyspark.errors import PySparkException
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.delta_log import DeltaLog
+
+    spark.createDataFrame([(0, 0), (1, 10)], "key int, value int").write.format("deltalog").mode("append").save(
+        table_path
+    )
+    table = DeltaTable.forPath(spark, table_path)
+    words = spark.createDataFrame([(1, "11"), (5, "notANumber")], "key int, value string").alias("s")
+
+    def upsert() -> None:
+        table.alias("t").merge(words, "t.key = s.key").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+
+    def with_conf(conf: dict[str, str], run: Callable[[], None]) -> None:
+        for key, value in conf.items():
+            spark.conf.set(key, value)
+        try:
+            run()
+        finally:
+            for key in conf:
+                spark.conf.unset(key)
+
+    # LEGACY: Spark's non-ANSI cast (a malformed string is null), even with spark.sql.ansi.enabled=true
+    legacy = {"spark.sql.storeAssignmentPolicy": "LEGACY", "spark.sql.ansi.enabled": "true"}
+    with_conf(legacy, upsert)
+    with_conf(legacy, lambda: table.update("key = 0", {"value": "'x'"}))
+    assert sorted(tuple(r) for r in table.toDF().collect()) == [(0, None), (1, 11), (5, None)]
+    version = DeltaLog.for_table(table_path).snapshot().version
+    # ANSI (the default), even with spark.sql.ansi.enabled=false: a malformed string fails the MERGE
+    with pytest.raises(PySparkException, match="CAST_INVALID_INPUT"):
+        with_conf({"spark.sql.ansi.enabled": "false"}, upsert)
+    # STRICT: only up-casts; refused before anything runs
+    with pytest.raises(DeltaAnalysisError, match="Cannot up cast value from string to int"):
+        with_conf({"spark.sql.storeAssignmentPolicy": "STRICT"}, upsert)
+    assert DeltaLog.for_table(table_path).snapshot().version == version

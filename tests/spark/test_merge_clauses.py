@@ -182,6 +182,17 @@ def test_schema_evolution_adds_source_columns(spark, table_path):
     assert list(table.toDF().columns) == ["id", "name", "score", "extra"]
     assert rows(table.toDF(), ["id"]).iloc[-1].tolist()[:2] == [4, None]
 
+    # MergeIntoSchemaEvolutionSuite's "incompatible types in update *" / "invalid implicit cast
+    # string source type into boolean target": with evolution the source column's type must
+    # implicitly cast to the table's (a string into a double does; a boolean into an int does not,
+    # though Spark's explicit cast would), and nothing runs
+    version = log.update().version
+    flags = spark.createDataFrame([(1, True)], "id long, extra boolean").alias("s")
+    for build in (lambda m: m.whenMatchedUpdateAll(), lambda m: m.whenMatchedUpdate(set={"extra": "s.extra"})):
+        with pytest.raises(DeltaAnalysisError, match="incompatible data types integer and boolean"):
+            build(table.alias("t").merge(flags, "t.id = s.id").withSchemaEvolution()).execute()
+    assert log.update().version == version
+
 
 @pytest.mark.parametrize("mapping", ["none", "name"])
 def test_struct_values_are_matched_by_field_name_and_evolve_nested_fields(spark, table_path, mapping):
@@ -387,7 +398,10 @@ def test_only_the_last_clause_of_a_kind_may_omit_its_condition(build):
 
 def test_not_matched_by_source_clauses_may_use_only_target_columns(spark, table_path):
     """Delta resolves a ``whenNotMatchedBySource*`` clause against the target only: a
-    source column there is an analysis error, not a null (the row has no source row)."""
+    source column there is an analysis error, not a null (the row has no source row), and an
+    unqualified name is the target's column even when the source has one of that name
+    (MergeIntoSchemaEvolutionSuite's "new column with insert * and conditional update not
+    matched by source")."""
     from deltalog.contrib.spark import DeltaTable
     from deltalog.contrib.spark.errors import DeltaAnalysisError
 
@@ -404,6 +418,11 @@ def test_not_matched_by_source_clauses_may_use_only_target_columns(spark, table_
             build(table.alias("t").merge(source, "t.id = s.id")).execute()
     table.alias("t").merge(source, "t.id = s.id").whenNotMatchedBySourceUpdate("v > 15", {"v": "t.v + 1"}).execute()
     assert rows(table.toDF(), ["id"]).values.tolist() == [[1, 10], [2, 21]]
+    same_names = spark.createDataFrame([(1, 7), (3, 30)], "id long, v long").alias("s")
+    table.alias("t").merge(same_names, "t.id = s.id").whenNotMatchedInsertAll().whenNotMatchedBySourceUpdate(
+        "id > 1 AND v > 15", {"v": "v + 1"}
+    ).whenNotMatchedBySourceDelete("v < 0").execute()
+    assert rows(table.toDF(), ["id"]).values.tolist() == [[1, 10], [2, 22], [3, 30]]
 
 
 def test_merge_writes_one_file_per_touched_partition(spark, table_path):
@@ -527,3 +546,128 @@ def test_source_is_evaluated_once_for_all_passes(spark, table_path):
         spark.conf.unset(MATERIALIZE_SOURCE)
     assert evaluations.value > 10  # once per pass
     assert rows(table.toDF(), ["id"]).v.tolist() == [0] * 5 + [1] * 5 + [0] * 10
+
+
+def _key_values(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return sorted(rows, key=lambda r: tuple((v is None, str(v)) for v in r))
+
+
+#: Delta's own MERGE test cases (suite - test name), translated to the builder: (target schema,
+#: target rows, partition column, source schema, source rows, condition, clauses, schema evolution,
+#: expected columns, expected rows)
+DELTA_MERGE_CASES: dict[str, tuple[Any, ...]] = {
+    # MergeIntoSuiteBase - "null value in both source and target": null never matches with `=`
+    "null keys": (
+        "key int, value int",
+        [(1, 1), (None, None)],
+        "key",
+        "key int, value int",
+        [(1, 10), (2, 20), (None, 0)],
+        "s.key = t.key",
+        lambda m: m.whenMatchedUpdate(set={"t.value": "s.value"}).whenNotMatchedInsert(
+            values={"t.key": "s.key", "t.value": "s.value"}
+        ),
+        False,
+        ("key", "value"),
+        [(None, None), (1, 10), (2, 20), (None, 0)],
+    ),
+    # MergeIntoSuiteBase - "unlimited clauses - 2 update + 2 delete + 4 insert": first clause wins
+    "clauses in order": (
+        "key int, value int",
+        [(0, 0), (1, 10), (2, 20), (3, 30), (4, 40)],
+        None,
+        "key int, value int",
+        [(i, i * 100) for i in range(1, 10)],
+        "s.key = t.key",
+        lambda m: (
+            m.whenMatchedUpdate("s.key == 1", {"key": "s.key", "value": "s.value"})
+            .whenMatchedDelete("s.key == 2")
+            .whenMatchedUpdate("s.key == 3", {"key": "s.key", "value": "2 * s.value"})
+            .whenMatchedDelete()
+            .whenNotMatchedInsert("s.key == 5", {"key": "s.key", "value": "s.value"})
+            .whenNotMatchedInsert("s.key == 6", {"key": "s.key", "value": "1 + s.value"})
+            .whenNotMatchedInsert("s.key == 7", {"key": "s.key", "value": "2 + s.value"})
+            .whenNotMatchedInsert(values={"key": "s.key", "value": "3 + s.value"})
+        ),
+        False,
+        ("key", "value"),
+        [(0, 0), (1, 100), (3, 600), (5, 500), (6, 601), (7, 702), (8, 803), (9, 903)],
+    ),
+    # MergeIntoSuiteBase - "delete + insert with multiple matches for both": an unconditional
+    # delete is the one matched clause several source rows may meet; inserts are not deduplicated
+    "unconditional delete with multiple matches": (
+        "key int, value int",
+        [(1, 1), (2, 2)],
+        "key",
+        "key int, value int",
+        [(1, 10), (1, 100), (3, 30), (3, 300)],
+        "s.key = t.key",
+        lambda m: m.whenMatchedDelete().whenNotMatchedInsertAll(),
+        False,
+        ("key", "value"),
+        [(2, 2), (3, 30), (3, 300)],
+    ),
+    # MergeIntoSuiteBase - "star syntax - multiples columns and extra columns in source", with the
+    # source's columns in another order and case: updateAll/insertAll match names case-insensitively
+    "star by name": (
+        "key string, value int, value2 int",
+        [("a", 1, 1), ("b", 2, 2)],
+        None,
+        "VALUE2 int, Value int, KEY string, value3 int",
+        [(100, 10, "a", 1000), (300, 30, "c", 3000)],
+        "s.KEY = t.key",
+        lambda m: m.whenMatchedUpdateAll().whenNotMatchedInsertAll(),
+        False,
+        ("key", "value", "value2"),
+        [("a", 10, 100), ("b", 2, 2), ("c", 30, 300)],
+    ),
+    # MergeIntoSchemaEvolutionSuite - "star expansion with names including dots" (was an error:
+    # the source column `value.with.dots` was taken for a struct's field)
+    "star with dotted names": (
+        "key int, `value.with.dots` int",
+        [(0, 0), (1, 10), (3, 30)],
+        None,
+        "key int, `value.with.dots` int, `extra.dotted` string",
+        [(1, 1, "extra1"), (2, 2, "extra2")],
+        "t.key = s.key",
+        lambda m: m.whenMatchedUpdateAll().whenNotMatchedInsertAll(),
+        True,
+        ("key", "value.with.dots", "extra.dotted"),
+        [(0, 0, None), (1, 1, "extra1"), (2, 2, "extra2"), (3, 30, None)],
+    ),
+    # MergeIntoSchemaEvolutionSuite - "new nested source field added when updating top-level
+    # column" (was an error: only updateAll/insertAll evolved a struct)
+    "struct evolution by set": (
+        "key string, value struct<a:int>",
+        [("A", (1,)), ("B", (5,))],
+        None,
+        "key string, value struct<a:int,b:int>",
+        [("A", (2, 3))],
+        "t.key = s.key",
+        lambda m: m.whenMatchedUpdate(set={"value": "s.value"}),
+        True,
+        ("key", "value"),
+        [("A", (2, 3)), ("B", (5, None))],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(DELTA_MERGE_CASES))
+def test_merge_agrees_with_deltas_merge_suites(spark, table_path, case):
+    """A few of Delta's MERGE test cases that real pipelines hit, with Delta's expected rows."""
+    from deltalog.contrib.spark import DeltaTable
+
+    target_schema, target, partition, source_schema, source, condition, build, evolve, columns, expected = (
+        DELTA_MERGE_CASES[case]
+    )
+    write = spark.createDataFrame(target, target_schema).write.format("deltalog").mode("append")
+    (write.option("partitionBy", partition) if partition else write).save(table_path)
+    merge = (
+        DeltaTable.forPath(spark, table_path)
+        .alias("t")
+        .merge(spark.createDataFrame(source, source_schema).alias("s"), condition)
+    )
+    build(merge.withSchemaEvolution() if evolve else merge).execute()
+    got = spark.read.format("deltalog").load(table_path)
+    assert tuple(got.columns) == columns
+    assert _key_values([tuple(r) for r in got.collect()]) == _key_values(expected)

@@ -74,6 +74,8 @@ log = logging.getLogger(__name__)
 _T_PRESENT = "__deltalog_t_present"
 _S_PRESENT = "__deltalog_s_present"
 _ACTION = "__deltalog_action"
+#: prefix of the columns holding the whenNotMatchedBySource clauses' conditions and values
+_BY_SOURCE = "__deltalog_by_source_"
 
 
 @dataclass
@@ -103,6 +105,8 @@ class _MergePlan:
     source: DataFrame  # the source's rows, with _S_PRESENT
     condition: Column
     scans: list[TargetRows]  # the target scans (their file names)
+    #: the whenNotMatchedBySource clauses' conditions and values, computed on the target's rows
+    by_source: dict[str, Column] = field(default_factory=dict)
     _target_values: dict[str, Column] = field(default_factory=dict)  # target_value's columns
 
     def log_path(self, name: str) -> str:
@@ -111,6 +115,13 @@ class _MergePlan:
             if name in scan.paths:
                 return scan.log_path(name)
         return self.scans[0].log_path(name)  # raises for an unknown file
+
+    def target_rows(self, rows: DataFrame) -> DataFrame:
+        """A scan's ``rows`` as the MERGE joins them: marked present, with :attr:`by_source`."""
+        from pyspark.sql import functions as F
+
+        marked = rows.withColumn(_T_PRESENT, F.lit(True)).alias(self.target_alias)
+        return marked.withColumns(self.by_source).alias(self.target_alias) if self.by_source else marked
 
     def target_value(self, column: str) -> Column:
         """The target row's value of ``column`` (null for a column schema evolution adds);
@@ -147,6 +158,16 @@ def _condition_holds(clause: _Clause) -> Column:
     from pyspark.sql import functions as F
 
     return F.lit(True) if clause.condition is None else F.coalesce(_expr(clause.condition), F.lit(False))
+
+
+def _by_source_condition(index: int, clause: _Clause) -> Column:
+    """Whether the ``index``-th ``whenNotMatchedBySource*`` clause's condition, computed on
+    the target's rows (:meth:`DeltaMergeBuilder._by_source_on_target`), holds."""
+    from pyspark.sql import functions as F
+
+    if clause.condition is None:
+        return F.lit(True)
+    return F.coalesce(F.col(f"`{_BY_SOURCE}{index}`"), F.lit(False))
 
 
 def _holds(base: Column, clause: _Clause) -> Column:
@@ -269,7 +290,9 @@ class DeltaMergeBuilder:
                     f"{what}: the source has no column(s) {missing}; add them to the source, or use "
                     "withSchemaEvolution()"
                 )
-            return {c: self._source[src_cols[c.lower()]] for c in columns if c.lower() in src_cols}
+            # backquoted: a name with a dot is one column, not a struct's field
+            quoted = {k: "`" + v.replace("`", "``") + "`" for k, v in src_cols.items()}
+            return {c: self._source[quoted[c.lower()]] for c in columns if c.lower() in src_cols}
         lowered = {c.lower(): c for c in columns}
         out: dict[str, Column] = {}
         nested: dict[str, dict[tuple[str, ...], Column]] = {}
@@ -316,23 +339,56 @@ class DeltaMergeBuilder:
 
     def _evolved_structs(self, table_schema: StructType, evolve: bool) -> dict[str, StructType]:
         """With schema evolution, the table's struct columns that an ``updateAll``/``insertAll``
-        writes from a source struct with fields they lack, with those fields added
-        (:func:`~deltalog.contrib.spark.update_expressions.evolve_struct`)."""
+        writes, or a clause assigns by name (``set={"s": ...}``), where the source's column of
+        that name is a struct with fields they lack, with those fields added (Delta's
+        ``computePostEvolutionTargetSchema``: the source schema kept where a clause assigns,
+        merged into the table's; :func:`~deltalog.contrib.spark.update_expressions.evolve_struct`)."""
         from pyspark.sql.types import StructType
 
         from deltalog.contrib.spark.update_expressions import evolve_struct
 
-        if not evolve or not any(c.assignments is None for c in [*self._matched, *self._not_matched]):
+        clauses = [*self._matched, *self._not_matched]
+        star = any(c.assignments is None for c in clauses)
+        named = {
+            parts[0].lower()
+            for c in clauses
+            for name in (c.assignments or {})
+            if len(parts := self._target_name(name)) == 1
+        }
+        if not evolve or not (star or named):
             return {}
         source = {f.name.lower(): f.dataType for f in self._source.schema.fields}
         out: dict[str, StructType] = {}
         for f in table_schema.fields:
-            other = source.get(f.name.lower())
+            other = source.get(f.name.lower()) if star or f.name.lower() in named else None
             if isinstance(f.dataType, StructType) and isinstance(other, StructType):
                 evolved = evolve_struct(f.dataType, other)
                 if evolved != f.dataType:
                     out[f.name] = evolved
         return out
+
+    def _refuse_incompatible_types(self, table_types: Mapping[str, str], evolve: bool) -> None:
+        """With schema evolution Delta merges the source's columns that the clauses write into
+        the table's schema (``mergeSchemas`` with ``allowImplicitConversions``): a source column
+        of an atomic type Spark does not implicitly cast to its table column's (a string into a
+        boolean, binary into an int) is an error, before anything runs. ``table_types`` leaves
+        out the columns type widening widens (a date into a ``timestamp_ntz``)."""
+        from deltalog.contrib.spark.sink_cast import implicitly_castable
+
+        clauses = [*self._matched, *self._not_matched]
+        star = any(c.assignments is None for c in clauses)
+        named = {p[0].lower() for c in clauses for n in (c.assignments or {}) if len(p := self._target_name(n)) == 1}
+        table = {name.lower(): (name, t) for name, t in table_types.items()}
+        for f in self._source.schema.fields if evolve else ():
+            name, kind = table.get(f.name.lower(), ("", ""))
+            source_type = f.dataType.jsonValue()
+            if not name or not (star or name.lower() in named) or kind.startswith("{"):
+                continue
+            if isinstance(source_type, str) and source_type != kind and not implicitly_castable(source_type, kind):
+                raise DeltaAnalysisError(
+                    f"Failed to merge incompatible data types {kind} and {source_type} (column {name!r}): MERGE "
+                    "with schema evolution writes the source column into it; cast it in the source"
+                )
 
     def _widened_columns(self, snapshot: Snapshot, evolve: bool) -> dict[str, DataType]:
         """With schema evolution on a table with type widening, the table columns an
@@ -505,6 +561,7 @@ class DeltaMergeBuilder:
         structs = self._evolved_structs(spark_struct(json.loads(snapshot.metadata.schema_string)), evolve)
         # a struct column that gains fields keeps its fields' types (evolve_struct)
         widened = {c: t for c, t in self._widened_columns(snapshot, evolve).items() if c not in structs}
+        self._refuse_incompatible_types({c: t for c, t in table_types.items() if c not in widened}, evolve)
         columns = table_columns + new_columns
         assignments, assigned = self._resolve_assignments(snapshot.metadata, columns, evolve, talias)
         files, source_rows = self._candidates(txn, table_columns, table_types)
@@ -514,6 +571,7 @@ class DeltaMergeBuilder:
         target = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
         self._check_by_source_references(target, assignments)
         self._refuse_unsupported_conditions(target)
+        by_source = self._by_source_on_target(assignments)
         types = {f.name: nullable_type(f.dataType) for f in target.schema.fields}
         types.update({c: nullable_type(self._source.schema[c].dataType) for c in new_columns})
         types.update({c: nullable_type(t) for c, t in structs.items()})
@@ -530,11 +588,30 @@ class DeltaMergeBuilder:
             assigned=assigned,
             files=files,
             source_rows=source_rows,
-            target=target,
+            target=target.withColumns(by_source).alias(talias) if by_source else target,
             source=self._source.withColumn(_S_PRESENT, F.lit(True)),
             condition=_expr(self._condition),
             scans=[scanned],
+            by_source=by_source,
         )
+
+    def _by_source_on_target(self, assignments: dict[int, dict[str, Column]]) -> dict[str, Column]:
+        """Delta resolves a ``whenNotMatchedBySource*`` clause against the target alone, so an
+        unqualified name there is the target's column even when the source has one of that name:
+        its condition and values are computed on the target's rows before the join, as the
+        returned columns (:func:`_by_source_condition` names them); ``assignments`` then refer
+        to them."""
+        from pyspark.sql import functions as F
+
+        columns: dict[str, Column] = {}
+        for i, c in enumerate(self._not_matched_by_source):
+            if c.condition is not None:
+                columns[f"{_BY_SOURCE}{i}"] = _expr(c.condition)
+            values = assignments.get(id(c), {})
+            for j, (column, value) in enumerate(list(values.items())):
+                columns[f"{_BY_SOURCE}{i}_{j}"] = value
+                values[column] = F.col(f"`{_BY_SOURCE}{i}_{j}`")
+        return columns
 
     def _refuse_unsupported_conditions(self, target: DataFrame) -> None:
         """Delta refuses a subquery or a non-deterministic expression in the search condition
@@ -554,7 +631,8 @@ class DeltaMergeBuilder:
             for c in clauses:
                 if c.condition is not None:
                     where = f"{kind} clause condition of MERGE operation"
-                    refuse_unsupported_condition(both, _expr(c.condition), where, deterministic=True)
+                    rows = target if clauses is self._not_matched_by_source else both
+                    refuse_unsupported_condition(rows, _expr(c.condition), where, deterministic=True)
 
     def _check_by_source_references(self, target: DataFrame, assignments: Mapping[int, Mapping[str, Column]]) -> None:
         """Delta resolves a ``whenNotMatchedBySource*`` clause's condition and values against
@@ -665,8 +743,8 @@ class DeltaMergeBuilder:
                 .agg(F.expr("count(1) AS `count`"), F.expr("max(a) AS a"))
             )
         by_source_acts = F.lit(False)
-        for c in self._not_matched_by_source:
-            by_source_acts = by_source_acts | _condition_holds(c)
+        for i, c in enumerate(self._not_matched_by_source):
+            by_source_acts = by_source_acts | _by_source_condition(i, c)
         s_present = F.col(_S_PRESENT).isNotNull()
         acts = F.when(s_present, self._matched_acts()).otherwise(by_source_acts)
         return (
@@ -746,7 +824,7 @@ class DeltaMergeBuilder:
             scanned = scan_target(spark, self._table._log, snapshot, touched.files, positions)
             plan.scans.append(scanned)
             scans = [scanned]
-            rows = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
+            rows = plan.target_rows(scanned.rows)
         if tracked is not None:  # each target row's stable row id and row commit version
             plan.txn.mark_row_tracking_materialized()
             by_path = {f.path: f for f in touched.files}
@@ -761,7 +839,7 @@ class DeltaMergeBuilder:
         for i, c in enumerate(self._matched):
             action = chain_value(action, _holds(matched, c), F.lit(f"m{c.kind[0]}{i}"))
         for i, c in enumerate(self._not_matched_by_source):
-            action = chain_value(action, _holds(by_source, c), F.lit(f"s{c.kind[0]}{i}"))
+            action = chain_value(action, by_source & _by_source_condition(i, c), F.lit(f"s{c.kind[0]}{i}"))
         action = chain_value(action, t_present, F.lit("copy"))
         for i, c in enumerate(self._not_matched):
             action = chain_value(action, _holds(~t_present, c), F.lit(f"i{i}"))

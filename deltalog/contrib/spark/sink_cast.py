@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from deltalog.contrib.spark.errors import CastOverflowError, SchemaMismatchError
 
-__all__ = ["cast_columns", "write_types"]
+__all__ = ["cast_columns", "implicitly_castable", "write_types"]
 
 _INTEGRAL = {"byte": pa.int8(), "short": pa.int16(), "integer": pa.int32(), "long": pa.int64()}
 _FRACTIONAL = {"float": pa.float32(), "double": pa.float64()}
@@ -46,6 +46,13 @@ def _kind(t: Any) -> str:
 
 def _numeric(t: Any) -> bool:
     return _kind(t) in ("decimal", *_INTEGRAL, *_FRACTIONAL)
+
+
+def implicitly_castable(data: Any, table: Any) -> bool:
+    """Whether Spark's ``TypeCoercion.implicitCast`` converts a value of atomic type ``data``
+    to ``table`` (both as in a schema's JSON): what Delta's ``SchemaMergingUtils.mergeSchemas``
+    with ``allowImplicitConversions`` accepts for a column both schemas have."""
+    return _spark_casts(data, table)
 
 
 def _spark_casts(data: Any, table: Any) -> bool:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
+from deltalog.contrib.spark.store_assignment import store_assignment_cast
 from deltalog.txn.protocol.schema import split_column_name
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def cast_if_needed(value: Column, from_type: DataType, to_type: DataType, where:
         if not has_struct(key_to):
             return values
         return F.transform_keys(values, lambda k, _: cast_if_needed(k, key_from, key_to, f"{where}.key", per_entry))
-    return value.cast(to_type)
+    return store_assignment_cast(value, from_type, to_type, where)
 
 
 def _struct_by_name(value: Column, from_type: StructType, to_type: StructType, where: str, how: StructCast) -> Column:
