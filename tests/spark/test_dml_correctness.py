@@ -283,6 +283,23 @@ def test_update_and_merge_set_structs_by_field_name_and_nested_fields(spark, tab
         table.update("id = 1", {"s.z": "'z'"})
     with pytest.raises(DeltaAnalysisError, match="nested field"):
         table.alias("t").merge(source, "t.id = src.id").whenNotMatchedInsert(values={"id": "1", "s.x": "'a'"}).execute()
+    # UpdateSuiteBase "nested data - negative case", "check target columns during analysis"
+    conflicts = [
+        lambda: table.update("id = 1", {"s": "named_struct('x', 'a', 'y', 'b')", "s.x": "'c'"}),
+        lambda: table.update("id = 1", {"ID": "1", "id": "2"}),
+        lambda: (
+            table.alias("t")
+            .merge(source, "t.id = src.id")
+            .whenMatchedUpdate(set={"t.s.x": "src.v", "S": "null"})
+            .execute()
+        ),
+    ]
+    for conflict in conflicts:
+        with pytest.raises(DeltaAnalysisError, match="DELTA_CONFLICT_SET_COLUMN"):
+            conflict()
+    # "target columns can have db and table qualifiers": the target's alias may qualify a SET name
+    table.alias("t").update("t.id = 3", {"t.s.x": "'q'", "t.id": "4"})
+    assert [r.s.x for r in table.toDF().filter("id = 4").collect()] == ["q"]
 
 
 @pytest.mark.parametrize("level", ["Serializable", "WriteSerializable"])
@@ -344,7 +361,9 @@ def test_subqueries_and_non_deterministic_merge_conditions_are_refused_as_delta_
     """Delta's ``PreprocessTable{Delete,Update,Merge}``: a subquery in any DML condition
     (``DELTA_UNSUPPORTED_SUBQUERY``) and a non-deterministic MERGE condition
     (``DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED``, MERGE decides matches in more than
-    one pass) are refused before anything runs; DELETE and UPDATE take ``rand()``."""
+    one pass) are refused before anything runs; so is a non-deterministic expression in a
+    DELETE or UPDATE (Spark's ``INVALID_NON_DETERMINISTIC_EXPRESSIONS``, DeleteSuiteBase
+    "Negative case - non-deterministic condition")."""
     from pyspark.sql import functions as F
 
     from deltalog.contrib.spark import DeltaTable, write_table
@@ -369,9 +388,12 @@ def test_subqueries_and_non_deterministic_merge_conditions_are_refused_as_delta_
             .execute()
         ),
     }
-    for message, run in refused.items():
+    refused_rand = [
+        lambda: table.delete("rand() > 0.5"),
+        lambda: table.update(F.rand() < 2, {"v": "v + 1"}),
+        lambda: table.update(None, {"v": "rand()"}),
+    ]
+    for message, run in [*refused.items(), *(("NON_DETERMINISTIC_EXPRESSIONS", r) for r in refused_rand)]:
         with pytest.raises(DeltaAnalysisError, match=message):
             run()
     assert _version(table_path) == 0
-    DeltaTable.forPath(spark, table_path).update("rand() < 2", {"v": "v + 1"})
-    assert _version(table_path) == 1
