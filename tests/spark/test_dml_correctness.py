@@ -397,3 +397,47 @@ def test_subqueries_and_non_deterministic_merge_conditions_are_refused_as_delta_
         with pytest.raises(DeltaAnalysisError, match=message):
             run()
     assert _version(table_path) == 0
+
+
+def test_null_foldable_and_cast_cases_of_deltas_dml_suites(spark, table_path):
+    """Cases of Delta's ``DeleteSuiteBase`` / ``UpdateSuiteBase`` run in order on one table
+    partitioned by ``key``, with deletion vectors: a condition that is NULL for a row
+    ("SC-12232", ``key = null``, ``1 > null``, ``IN`` with a null) deletes or updates nothing
+    there, ``<=>`` matches nulls, a row whose partition value an UPDATE sets to NULL moves
+    partitions ("set to null"), values are cast to the column type ("type mismatch",
+    "valid implicit cast string source type into int target"), Column conditions work
+    ("delete usage test - with Column condition"), and an UPDATE of rows a DELETE already
+    removed changes nothing ("UPDATE with DVs - update deleted rows updates nothing")."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable
+
+    df = spark.createDataFrame([("a", 1), (None, 2), (None, 3), ("d", 4), ("e", 5)], "key string, value int")
+    writer = df.coalesce(1).write.format("deltalog").mode("append").option("partitionBy", "key")
+    writer.option("delta.enableDeletionVectors", "true").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    steps = [
+        (lambda: table.delete("key = null"), [("a", 1), (None, 2), (None, 3), ("d", 4), ("e", 5)]),
+        (lambda: table.delete("1 > null"), [("a", 1), (None, 2), (None, 3), ("d", 4), ("e", 5)]),
+        (
+            lambda: table.update("key <> 'a'", {"value": "value * 10"}),
+            [("a", 1), (None, 2), (None, 3), ("d", 40), ("e", 50)],
+        ),
+        (
+            lambda: table.update("key <=> null", {"value": "-1"}),
+            [("a", 1), (None, -1), (None, -1), ("d", 40), ("e", 50)],
+        ),
+        (
+            lambda: table.update("value = 50", {"key": "null", "value": "cast(value as double) / 2"}),
+            [("a", 1), (None, -1), (None, -1), (None, 25), ("d", 40)],
+        ),
+        (lambda: table.update("key = 'd'", {"value": "'7'"}), [("a", 1), (None, -1), (None, -1), (None, 25), ("d", 7)]),
+        (lambda: table.delete("key IN ('a', null)"), [(None, -1), (None, -1), (None, 25), ("d", 7)]),
+        (lambda: table.delete(F.col("value") < 0), [(None, 25), ("d", 7)]),
+        (lambda: table.update("value < 0", {"value": "0"}), [(None, 25), ("d", 7)]),
+    ]
+    for i, (step, expected) in enumerate(steps):
+        step()
+        got = sorted(((r.key, r.value) for r in table.toDF().collect()), key=repr)
+        assert got == sorted(expected, key=repr), f"step {i}"
+    assert _version(table_path) == 6  # the steps that change no row commit nothing
