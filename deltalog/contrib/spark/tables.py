@@ -414,17 +414,21 @@ class DeltaTable(AlterTableMethods):
             expressions.insert(0, _col(condition))
         refuse_non_deterministic(rows, expressions, f"{command} command")
 
-    def _true_for_every_row(self, snapshot: Snapshot, condition: ExpressionOrColumn) -> bool:
-        """Whether ``condition`` names no column and is true (``1 = 1``): as Delta's
-        ``splitMetadataAndDataPredicates`` takes a predicate on no column for a partition
-        predicate, such a DELETE removes every file without reading it."""
+    def _partition_files(
+        self, snapshot: Snapshot, files: list[AddFile], condition: ExpressionOrColumn | None
+    ) -> list[AddFile] | None:
+        """With no condition, or one Delta takes for a metadata-only DML (on partition
+        columns only, or none: :mod:`~deltalog.contrib.spark.partition_conditions`), the
+        pruned ``files`` whose every row matches it; None when the rows must be read."""
+        from deltalog.contrib.spark.partition_conditions import files_matching, names_partition_columns_only
+
+        if condition is None or _partition_only(condition, snapshot.metadata, self._qualifier(snapshot)):
+            return files  # pruned exactly by the partition filters
         rows = self._spark.createDataFrame([], logical_struct(snapshot.metadata.schema_string))
         rows = rows.alias(self._alias) if self._alias else rows
-        resolved = rows.select(_col(condition))._jdf.queryExecution().analyzed().expressions().head()
-        if not resolved.references().isEmpty() or not resolved.deterministic():
-            return False
-        row = self._spark.range(1).select(_col(condition)).first()
-        return row is not None and row[0] is True
+        if not names_partition_columns_only(rows, _col(condition), snapshot.metadata.partition_columns):
+            return None
+        return files_matching(self._spark, snapshot, files, _col(condition), self._alias)
 
     def _cdf(self, snapshot: Snapshot) -> bool:
         return bool(snapshot.properties.enable_change_data_feed)
@@ -447,13 +451,9 @@ class DeltaTable(AlterTableMethods):
         if condition is not None:
             self._refuse_unsupported(snapshot, condition, "DELETE")
         candidates = self._candidates(txn, condition)
-        whole_files = (
-            condition is None
-            or _partition_only(condition, snapshot.metadata, self._qualifier(snapshot))
-            or self._true_for_every_row(snapshot, condition)
-        )
-        if whole_files:
-            self._delete_whole_files(txn, candidates, condition, started)
+        whole_files = self._partition_files(snapshot, candidates, condition)
+        if whole_files is not None:
+            self._delete_whole_files(txn, whole_files, condition, started)
             return
         assert condition is not None  # handled above
         cond = _col(condition)
@@ -571,8 +571,9 @@ class DeltaTable(AlterTableMethods):
         candidates = self._candidates(txn, condition)
         updated: int | None = None
         marks: RowMarks | None = None  # with deletion vectors: the matched rows' positions
-        if condition is None or _partition_only(condition, snapshot.metadata, self._qualifier(snapshot)):
-            touched = candidates  # every row of the pruned files matches: no finding pass
+        whole_files = self._partition_files(snapshot, candidates, condition)
+        if whole_files is not None:
+            touched = whole_files  # every row of these files matches: no finding pass
         elif writes_deletion_vectors(self._spark, snapshot, "update"):
             marks = self._matched_rows(snapshot, candidates, cond)
             touched = [f for f in candidates if f.path in marks]
