@@ -284,6 +284,23 @@ def test_update_and_merge_set_structs_by_field_name_and_nested_fields(spark, tab
         table.update("id = 1", {"s.z": "'z'"})
     with pytest.raises(DeltaAnalysisError, match="nested field"):
         table.alias("t").merge(source, "t.id = src.id").whenNotMatchedInsert(values={"id": "1", "s.x": "'a'"}).execute()
+    # UpdateSuiteBase "nested data - negative case", "check target columns during analysis"
+    conflicts = [
+        lambda: table.update("id = 1", {"s": "named_struct('x', 'a', 'y', 'b')", "s.x": "'c'"}),
+        lambda: table.update("id = 1", {"ID": "1", "id": "2"}),
+        lambda: (
+            table.alias("t")
+            .merge(source, "t.id = src.id")
+            .whenMatchedUpdate(set={"t.s.x": "src.v", "S": "null"})
+            .execute()
+        ),
+    ]
+    for conflict in conflicts:
+        with pytest.raises(DeltaAnalysisError, match="DELTA_CONFLICT_SET_COLUMN"):
+            conflict()
+    # "target columns can have db and table qualifiers": the target's alias may qualify a SET name
+    table.alias("t").update("t.id = 3", {"t.s.x": "'q'", "t.id": "4"})
+    assert [r.s.x for r in table.toDF().filter("id = 4").collect()] == ["q"]
 
 
 @pytest.mark.parametrize("level", ["Serializable", "WriteSerializable"])
@@ -345,7 +362,9 @@ def test_subqueries_and_non_deterministic_merge_conditions_are_refused_as_delta_
     """Delta's ``PreprocessTable{Delete,Update,Merge}``: a subquery in any DML condition
     (``DELTA_UNSUPPORTED_SUBQUERY``) and a non-deterministic MERGE condition
     (``DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED``, MERGE decides matches in more than
-    one pass) are refused before anything runs; DELETE and UPDATE take ``rand()``."""
+    one pass) are refused before anything runs; so is a non-deterministic expression in a
+    DELETE or UPDATE (Spark's ``INVALID_NON_DETERMINISTIC_EXPRESSIONS``, DeleteSuiteBase
+    "Negative case - non-deterministic condition")."""
     from pyspark.sql import functions as F
 
     from deltalog.contrib.spark import DeltaTable, write_table
@@ -370,12 +389,15 @@ def test_subqueries_and_non_deterministic_merge_conditions_are_refused_as_delta_
             .execute()
         ),
     }
-    for message, run in refused.items():
+    refused_rand = [
+        lambda: table.delete("rand() > 0.5"),
+        lambda: table.update(F.rand() < 2, {"v": "v + 1"}),
+        lambda: table.update(None, {"v": "rand()"}),
+    ]
+    for message, run in [*refused.items(), *(("NON_DETERMINISTIC_EXPRESSIONS", r) for r in refused_rand)]:
         with pytest.raises(DeltaAnalysisError, match=message):
             run()
     assert _version(table_path) == 0
-    DeltaTable.forPath(spark, table_path).update("rand() < 2", {"v": "v + 1"})
-    assert _version(table_path) == 1
 
 
 def test_merge_and_update_cast_values_by_store_assignment_policy(spark, table_path):
@@ -420,3 +442,47 @@ def test_merge_and_update_cast_values_by_store_assignment_policy(spark, table_pa
     with pytest.raises(DeltaAnalysisError, match="Cannot up cast value from string to int"):
         with_conf({"spark.sql.storeAssignmentPolicy": "STRICT"}, upsert)
     assert DeltaLog.for_table(table_path).snapshot().version == version
+
+
+def test_null_foldable_and_cast_cases_of_deltas_dml_suites(spark, table_path):
+    """Cases of Delta's ``DeleteSuiteBase`` / ``UpdateSuiteBase`` run in order on one table
+    partitioned by ``key``, with deletion vectors: a condition that is NULL for a row
+    ("SC-12232", ``key = null``, ``1 > null``, ``IN`` with a null) deletes or updates nothing
+    there, ``<=>`` matches nulls, a row whose partition value an UPDATE sets to NULL moves
+    partitions ("set to null"), values are cast to the column type ("type mismatch",
+    "valid implicit cast string source type into int target"), Column conditions work
+    ("delete usage test - with Column condition"), and an UPDATE of rows a DELETE already
+    removed changes nothing ("UPDATE with DVs - update deleted rows updates nothing")."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable
+
+    df = spark.createDataFrame([("a", 1), (None, 2), (None, 3), ("d", 4), ("e", 5)], "key string, value int")
+    writer = df.coalesce(1).write.format("deltalog").mode("append").option("partitionBy", "key")
+    writer.option("delta.enableDeletionVectors", "true").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    steps = [
+        (lambda: table.delete("key = null"), [("a", 1), (None, 2), (None, 3), ("d", 4), ("e", 5)]),
+        (lambda: table.delete("1 > null"), [("a", 1), (None, 2), (None, 3), ("d", 4), ("e", 5)]),
+        (
+            lambda: table.update("key <> 'a'", {"value": "value * 10"}),
+            [("a", 1), (None, 2), (None, 3), ("d", 40), ("e", 50)],
+        ),
+        (
+            lambda: table.update("key <=> null", {"value": "-1"}),
+            [("a", 1), (None, -1), (None, -1), ("d", 40), ("e", 50)],
+        ),
+        (
+            lambda: table.update("value = 50", {"key": "null", "value": "cast(value as double) / 2"}),
+            [("a", 1), (None, -1), (None, -1), (None, 25), ("d", 40)],
+        ),
+        (lambda: table.update("key = 'd'", {"value": "'7'"}), [("a", 1), (None, -1), (None, -1), (None, 25), ("d", 7)]),
+        (lambda: table.delete("key IN ('a', null)"), [(None, -1), (None, -1), (None, 25), ("d", 7)]),
+        (lambda: table.delete(F.col("value") < 0), [(None, 25), ("d", 7)]),
+        (lambda: table.update("value < 0", {"value": "0"}), [(None, 25), ("d", 7)]),
+    ]
+    for i, (step, expected) in enumerate(steps):
+        step()
+        got = sorted(((r.key, r.value) for r in table.toDF().collect()), key=repr)
+        assert got == sorted(expected, key=repr), f"step {i}"
+    assert _version(table_path) == 6  # the steps that change no row commit nothing

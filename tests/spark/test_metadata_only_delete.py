@@ -150,3 +150,44 @@ def test_merge_condition_literals_prune_as_spark_reads_them(spark, table_path):
 
     aliased = DeltaTable.forPath(spark, table_path).alias("t")
     assert [f.partition_values["s"] for f in aliased._candidates(aliased._log.start_transaction(), "t.s = 'x'")] == []
+
+
+def test_metadata_only_delete_writes_no_change_data_and_a_constant_condition_reads_nothing(spark, table_path):
+    """Delta's ``DeleteMetricsSuite`` ("delete all with where = '' / '1 = 1'", CDF on): a
+    metadata-only DELETE writes no change file (``numAddedChangeFiles`` 0; the change feed
+    reads the removed files' rows as deleted), a condition naming no column is a partition
+    predicate, as is any condition on partition columns only (the files removed unread), and a
+    DELETE of an empty table commits nothing."""
+    from deltalog.contrib.spark import DeltaTable
+
+    df = spark.createDataFrame([(1, "a"), (2, "a"), (3, "b"), (4, "c")], "id long, p string").repartition(1)
+    writer = df.write.format("deltalog").mode("append").option("delta.enableChangeDataFeed", "true")
+    writer.option("partitionBy", "p").save(table_path)
+    log = DeltaLog.for_table(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+
+    table.delete("p = 'a'")
+    metrics = log.history(1)[0].operation_metrics or {}
+    assert (metrics["numAddedChangeFiles"], metrics["numDeletedRows"], metrics["numRemovedFiles"]) == ("0", "2", "1")
+    changes = spark.read.format("deltalog").option("readChangeFeed", "true").option("startingVersion", 1)
+    got = sorted((r.id, r._change_type) for r in changes.load(table_path).collect())
+    assert got == [(1, "delete"), (2, "delete")]  # the removed file's rows, read from it
+    by_part = {f.partition_values["p"]: f.path for f in log.update().files}
+    _damage(table_path, [by_part["b"], by_part["c"]])  # read them and the DELETE fails
+    table.delete("p = 'b' OR upper(p) = 'X'")  # on partition columns only, beyond the fast path
+    table.delete("1 = 1")
+    for record in log.history(2):  # versions 3 and 2
+        metrics, version = record.operation_metrics or {}, record.version
+        assert (metrics["numAddedChangeFiles"], metrics["numDeletedRows"], metrics["numRemovedFiles"]) == (
+            "0",
+            "1",
+            "1",
+        )
+        assert not [a for a in _actions(table_path, version) if "cdc" in a]
+    table.delete()  # nothing left: nothing to commit (Delta's commitIfNeeded of no action)
+    assert log.update().version == 3
+
+
+def _actions(table_path: str, version: int) -> list[dict]:
+    with open(f"{table_path}/_delta_log/{version:020d}.json") as fh:
+        return [json.loads(line) for line in fh if line.strip()]

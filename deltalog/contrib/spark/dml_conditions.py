@@ -6,8 +6,11 @@ is read or written (Delta's ``PreprocessTableDelete`` / ``PreprocessTableUpdate`
   once per pass, and against a table it may be changing;
 - a non-deterministic expression (``rand()``, ``uuid()``, ...) in MERGE's search or clause
   conditions (``DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED``): MERGE evaluates them in
-  more than one pass, which could disagree about which rows match. DELETE and UPDATE, which
-  decide each row once, accept them, as Delta does.
+  more than one pass, which could disagree about which rows match;
+- a non-deterministic expression anywhere in a DELETE or UPDATE (its condition, an UPDATE's
+  values): Spark's ``CheckAnalysis`` refuses such an expression in Delta's ``DeleteCommand`` and
+  ``UpdateCommand`` (``INVALID_NON_DETERMINISTIC_EXPRESSIONS``; only MERGE's clause values,
+  ``SupportsNonDeterministicExpression``, may be).
 
 The condition is analysed by Spark over a DataFrame holding the columns it may name (no job
 runs) and its resolved expression inspected.
@@ -20,9 +23,11 @@ from typing import TYPE_CHECKING
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["refuse_unsupported_condition"]
+__all__ = ["refuse_non_deterministic", "refuse_unsupported_condition"]
 
 
 def refuse_unsupported_condition(rows: DataFrame, condition: Column, where: str, *, deterministic: bool) -> None:
@@ -44,3 +49,17 @@ def refuse_unsupported_condition(rows: DataFrame, condition: Column, where: str,
             f"DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED: Non-deterministic functions are not supported in "
             f"the {where} (condition = {text}); compute the value once into a column of the source"
         )
+
+
+def refuse_non_deterministic(rows: DataFrame, expressions: Sequence[Column], where: str) -> None:
+    """Raise :class:`DeltaAnalysisError` when one of ``expressions`` (resolved over ``rows``)
+    is non-deterministic, as Spark's ``CheckAnalysis`` refuses it in a DELETE or UPDATE
+    command (``INVALID_NON_DETERMINISTIC_EXPRESSIONS``); ``where`` names the command."""
+    for expression in expressions:
+        resolved = rows.select(expression)._jdf.queryExecution().analyzed().expressions().head()
+        if not resolved.deterministic():
+            raise DeltaAnalysisError(
+                f"INVALID_NON_DETERMINISTIC_EXPRESSIONS: The operator expects a deterministic expression, but the "
+                f"actual expression is {resolved.sql()} (in the {where}); compute the values first, e.g. into a "
+                "column of a source DataFrame to MERGE"
+            )

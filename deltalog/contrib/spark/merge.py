@@ -279,7 +279,7 @@ class DeltaMergeBuilder:
         field of the struct column, the others kept (Delta's ``generateUpdateExpressions``)."""
         from pyspark.sql import functions as F
 
-        from deltalog.contrib.spark.update_expressions import assign_fields
+        from deltalog.contrib.spark.update_expressions import assign_fields, refuse_conflicting_targets
 
         if clause.assignments is None:
             src_cols = {c.lower(): c for c in self._source.columns}
@@ -296,6 +296,8 @@ class DeltaMergeBuilder:
         lowered = {c.lower(): c for c in columns}
         out: dict[str, Column] = {}
         nested: dict[str, dict[tuple[str, ...], Column]] = {}
+        targets = [self._target_name(name) for name in clause.assignments]
+        refuse_conflicting_targets([tuple(parts) for parts in targets])
         for name, e in clause.assignments.items():
             parts = self._target_name(name)
             key = lowered.get(parts[0].lower())

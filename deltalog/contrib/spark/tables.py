@@ -394,14 +394,41 @@ class DeltaTable(AlterTableMethods):
             txn.mark_constraints_checked()
         return spec
 
-    def _refuse_unsupported(self, snapshot: Snapshot, condition: ExpressionOrColumn, command: str) -> None:
-        """Delta refuses a subquery in a DELETE or UPDATE condition
+    def _refuse_unsupported(
+        self,
+        snapshot: Snapshot,
+        condition: ExpressionOrColumn | None,
+        command: str,
+        values: Sequence[ExpressionOrColumn] = (),
+    ) -> None:
+        """Delta refuses a subquery in a DELETE or UPDATE condition, and a non-deterministic
+        expression in its condition or an UPDATE's ``values``
         (:mod:`~deltalog.contrib.spark.dml_conditions`); checked over no rows, before any job."""
-        from deltalog.contrib.spark.dml_conditions import refuse_unsupported_condition
+        from deltalog.contrib.spark.dml_conditions import refuse_non_deterministic, refuse_unsupported_condition
 
         rows = self._spark.createDataFrame([], logical_struct(snapshot.metadata.schema_string))
         rows = rows.alias(self._alias) if self._alias else rows
-        refuse_unsupported_condition(rows, _col(condition), command, deterministic=False)
+        expressions = [_col(v) for v in values]
+        if condition is not None:
+            refuse_unsupported_condition(rows, _col(condition), command, deterministic=False)
+            expressions.insert(0, _col(condition))
+        refuse_non_deterministic(rows, expressions, f"{command} command")
+
+    def _partition_files(
+        self, snapshot: Snapshot, files: list[AddFile], condition: ExpressionOrColumn | None
+    ) -> list[AddFile] | None:
+        """With no condition, or one Delta takes for a metadata-only DML (on partition
+        columns only, or none: :mod:`~deltalog.contrib.spark.partition_conditions`), the
+        pruned ``files`` whose every row matches it; None when the rows must be read."""
+        from deltalog.contrib.spark.partition_conditions import files_matching, names_partition_columns_only
+
+        if condition is None or _partition_only(condition, snapshot.metadata, self._qualifier(snapshot)):
+            return files  # pruned exactly by the partition filters
+        rows = self._spark.createDataFrame([], logical_struct(snapshot.metadata.schema_string))
+        rows = rows.alias(self._alias) if self._alias else rows
+        if not names_partition_columns_only(rows, _col(condition), snapshot.metadata.partition_columns):
+            return None
+        return files_matching(self._spark, snapshot, files, _col(condition), self._alias)
 
     def _cdf(self, snapshot: Snapshot) -> bool:
         return bool(snapshot.properties.enable_change_data_feed)
@@ -424,9 +451,9 @@ class DeltaTable(AlterTableMethods):
         if condition is not None:
             self._refuse_unsupported(snapshot, condition, "DELETE")
         candidates = self._candidates(txn, condition)
-        whole_files = condition is None or _partition_only(condition, snapshot.metadata, self._qualifier(snapshot))
-        if whole_files:
-            self._delete_whole_files(txn, candidates, condition, started)
+        whole_files = self._partition_files(snapshot, candidates, condition)
+        if whole_files is not None:
+            self._delete_whole_files(txn, whole_files, condition, started)
             return
         assert condition is not None  # handled above
         cond = _col(condition)
@@ -468,29 +495,23 @@ class DeltaTable(AlterTableMethods):
         started: float,
     ) -> None:
         """Delta's metadata-only delete: the condition holds for every row of the pruned
-        files, so they are removed without being read (with CDF on, their rows are written
-        as change data, which reads them)."""
-        from pyspark.sql import functions as F
-
+        files, so they are removed without being read. With the change data feed on, no
+        change file is written either, as in Delta: a commit without one is read as its
+        removed files' rows deleted."""
         from deltalog.txn.commit.operations import Delete
 
-        snapshot = txn.snapshot
-        if condition is not None and not candidates:
+        if not candidates:
             log.info("DELETE %s matched no file", _describe(condition))
             _commit_no_delete(txn, condition, started, time.perf_counter())
             return
         scanned = time.perf_counter()
-        lines: list[str] = []
-        if self._cdf(snapshot) and candidates:
-            rows = files_dataframe(self._spark, self._log, snapshot, candidates, with_file=False)
-            lines = write_dataframe(rows.withColumn(CDC_TYPE_COLUMN, F.lit("delete")), self._write_spec(snapshot))
-        metrics, _ = _rewrite_metrics(candidates, lines, started, scanned)
+        metrics, _ = _rewrite_metrics(candidates, [], started, scanned)
         metrics["numCopiedRows"] = "0"
         deleted = logical_records(candidates)
         if deleted is not None:
             metrics["numDeletedRows"] = str(deleted)
         predicate = [] if condition is None else [_describe(condition)]
-        version = self._commit_rewrite(txn, candidates, lines, Delete(predicate=predicate, user_metrics=metrics))
+        version = self._commit_rewrite(txn, candidates, [], Delete(predicate=predicate, user_metrics=metrics))
         log.info("DELETE %s (whole files, none read) committed version %d", _describe(condition), version)
 
     def _matched_rows(self, snapshot: Snapshot, files: Sequence[AddFile], cond: Column) -> RowMarks:
@@ -543,16 +564,16 @@ class DeltaTable(AlterTableMethods):
             return
         snapshot = txn.snapshot
         schema = logical_struct(snapshot.metadata.schema_string)
-        assignments = _update_assignments(schema, set)
+        assignments = _update_assignments(schema, set, self._alias)
         check_updated_columns(snapshot.metadata, assignments)
-        if condition is not None:
-            self._refuse_unsupported(snapshot, condition, "UPDATE")
+        self._refuse_unsupported(snapshot, condition, "UPDATE", list(set.values()))
         cond = _col(condition) if condition is not None else F.lit(True)
         candidates = self._candidates(txn, condition)
         updated: int | None = None
         marks: RowMarks | None = None  # with deletion vectors: the matched rows' positions
-        if condition is None or _partition_only(condition, snapshot.metadata, self._qualifier(snapshot)):
-            touched = candidates  # every row of the pruned files matches: no finding pass
+        whole_files = self._partition_files(snapshot, candidates, condition)
+        if whole_files is not None:
+            touched = whole_files  # every row of these files matches: no finding pass
         elif writes_deletion_vectors(self._spark, snapshot, "update"):
             marks = self._matched_rows(snapshot, candidates, cond)
             touched = [f for f in candidates if f.path in marks]
@@ -1007,32 +1028,36 @@ def _clustering_removed(domains: Mapping[str, DomainMetadata], actions: Sequence
     return [dataclasses.replace(old, removed=True)]
 
 
-def _update_assignments(schema: StructType, set: Mapping[str, ExpressionOrColumn]) -> dict[str, Column]:
-    """UPDATE's ``{table column: new value}``: names matched case-insensitively; a nested
-    name (``s.a``) sets that field of the struct column, the others kept
-    (:func:`~deltalog.contrib.spark.update_expressions.assign_fields`)."""
+def _update_assignments(
+    schema: StructType, set: Mapping[str, ExpressionOrColumn], alias: str | None = None
+) -> dict[str, Column]:
+    """UPDATE's ``{table column: new value}``: names matched case-insensitively, a leading
+    table ``alias`` (``t.v``) dropped; a nested name (``s.a``) sets that field of the struct
+    column, the others kept
+    (:func:`~deltalog.contrib.spark.update_expressions.assign_fields`); a column or field
+    assigned twice, or with a field of it, is refused (``DELTA_CONFLICT_SET_COLUMN``)."""
     from pyspark.sql import functions as F
 
-    from deltalog.contrib.spark.update_expressions import assign_fields, split_name
+    from deltalog.contrib.spark.update_expressions import assign_fields, refuse_conflicting_targets, split_name
 
     fields = {f.name.lower(): f for f in schema.fields}
     data_cols = [f.name for f in schema.fields]
-    assignments: dict[str, Column] = {}
-    nested: dict[str, dict[tuple[str, ...], Column]] = {}
+    targets: list[tuple[tuple[str, ...], Column]] = []
     for name, expr in set.items():
         parts = [name] if name.lower() in fields else split_name(name)
+        if alias and len(parts) > 1 and parts[0].lower() == alias.lower() and parts[0].lower() not in fields:
+            parts = parts[1:]
         field = fields.get(parts[0].lower())
         if field is None:
             raise DeltaAnalysisError(f"update sets {name!r}, which is not a column of the table ({data_cols})")
-        if len(parts) == 1:
-            assignments[field.name] = _col(expr)
-        else:
-            nested.setdefault(field.name, {})[tuple(parts[1:])] = _col(expr)
+        targets.append(((field.name, *parts[1:]), _col(expr)))
+    refuse_conflicting_targets([path for path, _ in targets])
+    assignments = {path[0]: value for path, value in targets if len(path) == 1}
+    nested: dict[str, dict[tuple[str, ...], Column]] = {}
+    for path, value in targets:
+        if len(path) > 1:
+            nested.setdefault(path[0], {})[path[1:]] = value
     for column, paths in nested.items():
-        if column in assignments:
-            raise DeltaAnalysisError(
-                f"update sets {column!r} and a field of it: there is a conflict in these SET columns"
-            )
         assignments[column] = assign_fields(F.col(f"`{column}`"), schema[column].dataType, paths, column)
     return assignments
 
@@ -1094,7 +1119,8 @@ def _commit_no_delete(
     from deltalog.txn.commit.operations import Delete
 
     metrics = {**_rewrite_metrics([], [], started, scanned)[0], "numDeletedRows": "0", "numCopiedRows": "0"}
-    txn.commit_if_needed([], Delete(predicate=[_describe(condition)], user_metrics=metrics))
+    predicate = [] if condition is None else [_describe(condition)]
+    txn.commit_if_needed([], Delete(predicate=predicate, user_metrics=metrics))
 
 
 def _report_scan(

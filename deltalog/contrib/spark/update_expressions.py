@@ -25,12 +25,20 @@ from deltalog.contrib.spark.store_assignment import store_assignment_cast
 from deltalog.txn.protocol.schema import split_column_name
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from pyspark.sql import Column
     from pyspark.sql.types import DataType, StructType
 
-__all__ = ["StructCast", "assign_fields", "cast_if_needed", "evolve_struct", "has_struct", "split_name"]
+__all__ = [
+    "StructCast",
+    "assign_fields",
+    "cast_if_needed",
+    "evolve_struct",
+    "has_struct",
+    "refuse_conflicting_targets",
+    "split_name",
+]
 
 
 def has_struct(data_type: DataType) -> bool:
@@ -149,6 +157,23 @@ def evolve_struct(table: StructType, source: StructType) -> StructType:
 def split_name(name: str) -> list[str]:
     """``a.b.c`` (backquotes allowed: ``a.`b.c```) as its name parts, each stripped."""
     return [p.strip() for p in split_column_name(name)]
+
+
+def refuse_conflicting_targets(targets: Sequence[tuple[str, ...]]) -> None:
+    """Raise :class:`DeltaAnalysisError` when two assigned targets (a column and its nested
+    field names) are the same (case-insensitive), or one is a struct holding the other, as
+    Delta's ``generateUpdateExpressions`` (``DELTA_CONFLICT_SET_COLUMN``): ``SET s = ...,
+    s.a = ...`` or ``SET S = ..., s = ...`` would let one assignment silently win."""
+    lowered = [tuple(p.lower() for p in t) for t in targets]
+    for i, first in enumerate(lowered):
+        for j in range(i + 1, len(lowered)):
+            second = lowered[j]
+            if first[: len(second)] == second or second[: len(first)] == first:
+                names = ", ".join(".".join(f"`{p}`" for p in t) for t in (targets[i], targets[j]))
+                raise DeltaAnalysisError(
+                    f"DELTA_CONFLICT_SET_COLUMN: There is a conflict from these SET columns: {names}; "
+                    "assign each column or nested field once"
+                )
 
 
 def assign_fields(
