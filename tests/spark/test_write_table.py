@@ -363,3 +363,26 @@ def test_write_options_in_history_and_replace_where_confs_from_the_session(spark
     assert params[4] == {"mode": "Overwrite", "partitionBy": '["part"]', "canOverwriteSchema": "true"}
     infos = [next(a["commitInfo"] for a in c if "commitInfo" in a) for c in commits(table_path)]
     assert [i.get("userMetadata") for i in infos] == [None, None, None, None, "meta1", "optionMeta2"]
+
+
+def test_byte_and_short_data_fit_a_wider_integer_column(spark: Any, table_path: str) -> None:
+    """Delta's ``SchemaMergingUtils.mergeDataTypes`` merges byte and short data into a short or
+    int column (at any depth) without a schema change (Parquet stores them all as INT32); an int
+    into a short column stays a type change."""
+    from deltalog.contrib.spark import read_table, write_table
+
+    def df(i: int, types: str) -> Any:
+        return spark.createDataFrame([(i, i, (i,))], types)
+
+    write_table(df(1, "i int, s short, st struct<a: int>"), table_path)
+    df(2, "i short, s byte, st struct<a: short>").write.format("deltalog").mode("append").save(table_path)
+    write_table(df(3, "i byte, s byte, st struct<a: byte>"), table_path)
+    with pytest.raises(Exception, match="DELTA_FAILED_TO_MERGE_FIELDS"):
+        write_table(df(4, "i int, s int, st struct<a: int>"), table_path)
+    assert len(commits(table_path)) == 3
+    native = read_table(spark, table_path)
+    assert native.schema.simpleString() == "struct<i:int,s:smallint,st:struct<a:int>>"
+    expected = [(1, 1, (1,)), (2, 2, (2,)), (3, 3, (3,))]
+    assert sorted((r.i, r.s, tuple(r.st)) for r in native.collect()) == expected
+    source = spark.read.format("deltalog").load(table_path)
+    assert sorted((r.i, r.s, tuple(r.st)) for r in source.collect()) == expected
