@@ -280,7 +280,8 @@ class WriteOptions:
             overwrite_mode = overwrite_mode.strip().lower()
             if overwrite_mode not in ("static", "dynamic"):
                 raise InvalidWriteOptionError(
-                    f"partitionOverwriteMode must be static or dynamic, got {_get(options, 'partitionOverwriteMode')!r}"
+                    f"DELTA_ILLEGAL_OPTION: Invalid value {_get(options, 'partitionOverwriteMode')!r} for option "
+                    "'partitionOverwriteMode', must be 'STATIC' or 'DYNAMIC'"
                 )
         max_records = _int(options, "maxRecordsPerFile") or 0
         if max_records < 0:
