@@ -334,9 +334,9 @@ def test_write_options_in_history_and_replace_where_confs_from_the_session(spark
     """DescribeDeltaHistorySuite's write options (``isDynamicPartitionOverwrite``,
     ``canMergeSchema``, ``canOverwriteSchema``, recorded only when set; a dynamic partition
     overwrite records no predicate) and DeltaSuite's session confs: ``commitInfo.userMetadata``
-    ("history includes user-defined metadata for DF.Write API and config setting") and
-    ``replaceWhere.dataColumns.enabled=false`` ("invalid replaceWhere")."""
-    from deltalog.contrib.spark import write_table
+    ("history includes user-defined metadata for DF.Write API and config setting", also on a
+    DELETE) and ``replaceWhere.dataColumns.enabled=false`` ("invalid replaceWhere")."""
+    from deltalog.contrib.spark import DeltaTable, write_table
 
     def df(rows: list[tuple[int, int]], extra: bool = False) -> Any:
         out = spark.createDataFrame(rows, "id int, part int")
@@ -351,6 +351,7 @@ def test_write_options_in_history_and_replace_where_confs_from_the_session(spark
     try:
         write_table(df([(6, 3)]), table_path, mode="overwrite", partitionBy="part", overwriteSchema=True)
         write_table(df([(7, 3)]), table_path, userMetadata="optionMeta2")
+        DeltaTable.forPath(spark, table_path).delete("id = 7")
         with pytest.raises(Exception, match="DELTA_NON_PARTITION_COLUMN_REFERENCE"):
             write_table(df([(8, 3)]), table_path, mode="overwrite", replaceWhere="id = 8")
     finally:
@@ -362,7 +363,7 @@ def test_write_options_in_history_and_replace_where_confs_from_the_session(spark
     assert params[3] == {"mode": "Append", "partitionBy": "[]", "canMergeSchema": "true"}
     assert params[4] == {"mode": "Overwrite", "partitionBy": '["part"]', "canOverwriteSchema": "true"}
     infos = [next(a["commitInfo"] for a in c if "commitInfo" in a) for c in commits(table_path)]
-    assert [i.get("userMetadata") for i in infos] == [None, None, None, None, "meta1", "optionMeta2"]
+    assert [i.get("userMetadata") for i in infos] == [None, None, None, None, "meta1", "optionMeta2", "meta1"]
 
 
 def test_byte_and_short_data_fit_a_wider_integer_column(spark: Any, table_path: str) -> None:

@@ -208,6 +208,13 @@ def table_path(options: Mapping[str, str]) -> str:
     return path.rstrip("/") if len(path) > 1 else path
 
 
+def session_user_metadata(spark: Any) -> str | None:
+    """The session's :data:`USER_METADATA_CONF`: the ``commitInfo.userMetadata`` of the commits
+    a command makes with the session (``write_table``, DELETE, UPDATE, MERGE), as Delta's."""
+    value = spark.conf.get(USER_METADATA_CONF, None)
+    return None if value is None else str(value)
+
+
 def session_string_prefix_length(raw: str | None) -> int:
     """The session's :data:`STRING_PREFIX_LENGTH_CONF` (``raw``; 32 when unset), as Delta's
     ``getDataSkippingStringPrefixLength`` reads it when the table does not set the property.

@@ -25,9 +25,9 @@ from deltalog.contrib.spark.options import (
     REPLACE_WHERE_CONSTRAINT_CHECK_CONF,
     REPLACE_WHERE_DATA_COLUMNS_CONF,
     STRING_PREFIX_LENGTH_CONF,
-    USER_METADATA_CONF,
     WriteOptions,
     session_string_prefix_length,
+    session_user_metadata,
 )
 from deltalog.contrib.spark.source_reads import TargetReads, target_reads
 from deltalog.contrib.spark.writes import commit_write, plan_write
@@ -113,7 +113,7 @@ def _session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[s
         value = spark.conf.get(conf, None)
         if value is not None and conf.lower() not in lowered:
             out[conf] = value
-    user_metadata = spark.conf.get(USER_METADATA_CONF, None)
+    user_metadata = session_user_metadata(spark)
     if user_metadata is not None and "usermetadata" not in lowered:
         out["userMetadata"] = user_metadata
     mode = spark.conf.get(_OVERWRITE_MODE, None)
