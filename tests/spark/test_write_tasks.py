@@ -125,6 +125,9 @@ def test_writes_refused_and_replace_where_as_delta_suite(tmp_path: str) -> None:
         assert DeltaLog.for_table(path).update().version == 0, case
     with pytest.raises(ValueError, match="DELTA_DATA_CHANGE_FALSE"):
         plan_write(WriteOptions.parse({"path": path + "-new", "dataChange": "false"}, False), _ODD)
+    with pytest.raises(ValueError, match="DELTA_EMPTY_DATA"):  # "can't create zero-column table with a write"
+        plan_write(WriteOptions.parse({"path": path + "-new"}, False), '{"type":"struct","fields":[]}')
+    assert not os.path.exists(path + "-new")
     for predicate, values, options, expected in _REPLACE_WHERE_STEPS:
         _write_odd(path, values, {"replaceWhere": predicate, **options}, True)
         files = DeltaLog.for_table(path).update().files

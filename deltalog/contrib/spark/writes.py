@@ -188,6 +188,11 @@ def _new_table_metadata(opts: WriteOptions, data: dict[str, Any], replacing: Met
         raise InvalidWriteOptionError(str(exc)) from exc
     _check_names(data, partition_by, change_data)
     schema = schemas.as_nullable(_table_fields(data, change_data))
+    if replacing is None and not schema["fields"]:
+        raise SchemaMismatchError(
+            "DELTA_EMPTY_DATA: Data used in creating the Delta table doesn't have any columns; write a DataFrame "
+            "with at least one column"
+        )
     if mode != "none":
         if replacing is None:
             schema, max_id = schemas.assign_column_mapping(schema, 0)
