@@ -142,6 +142,17 @@ def test_time_travel(spark, table_path):
     ts = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
     at = spark.read.format("deltalog").option("timestampAsOf", ts.isoformat()).load(table_path)
     assert at.count() == 7
+    # DeltaTimeTravelSuite: "as of with versions" (@v), "as of timestamp on exact timestamp"
+    # (@yyyyMMddHHmmssSSS), "as of timestamp on invalid timestamp", and
+    # DELTA_UNSUPPORTED_TIME_TRAVEL_MULTIPLE_FORMATS
+    from deltalog.contrib.spark import read_table
+
+    assert spark.read.format("deltalog").load(table_path + "@v0").count() == 3
+    assert read_table(spark, table_path + f"@{ts:%Y%m%d%H%M%S}{ms % 1000:03d}").count() == 7
+    with pytest.raises(ValueError, match="DELTA_UNSUPPORTED_TIME_TRAVEL_MULTIPLE_FORMATS"):
+        read_table(spark, table_path + "@v0", versionAsOf=1)
+    with pytest.raises(ValueError, match="DELTA_TIMESTAMP_INVALID"):
+        read_table(spark, table_path, timestampAsOf="i am not a timestamp")
 
 
 def test_idempotent_writes_and_save_modes(spark, table_path):
@@ -212,3 +223,14 @@ def test_change_data_feed_and_table_properties(spark, table_path):
         table_path
     )
     assert sorted({r._commit_version for r in later.collect()}) == [1, 2]
+
+
+def _odd(spark, values):
+    return spark.createDataFrame([(v, v % 2 != 0) for v in values], "value int, is_odd boolean")
+
+
+def test_dataChange_false_refused_on_create(spark, table_path):
+    # DeltaOptionSuite "dataChange is set to false on metadata changing operation"
+    with pytest.raises(Exception, match="DELTA_DATA_CHANGE_FALSE"):
+        _odd(spark, [1]).write.format("deltalog").mode("append").option("dataChange", "false").save(table_path)
+    assert not os.path.exists(os.path.join(table_path, "_delta_log", "00000000000000000000.json"))

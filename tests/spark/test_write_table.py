@@ -328,3 +328,62 @@ def test_null_type_columns_are_left_out_of_files_and_merge_with_any_type(spark: 
     got = sorted(tuple(r) for r in read_table(spark, table_path).collect())
     assert got == [(0, None), (1, 10), (2, None), (3, None)]
     assert json.loads(DeltaLog.for_table(table_path).update().metadata.schema_string)["fields"][1]["type"] == "long"
+
+
+def test_write_options_in_history_and_replace_where_confs_from_the_session(spark: Any, table_path: str) -> None:
+    """DescribeDeltaHistorySuite's write options (``isDynamicPartitionOverwrite``,
+    ``canMergeSchema``, ``canOverwriteSchema``, recorded only when set; a dynamic partition
+    overwrite records no predicate) and DeltaSuite's session confs: ``commitInfo.userMetadata``
+    ("history includes user-defined metadata for DF.Write API and config setting", also on a
+    DELETE) and ``replaceWhere.dataColumns.enabled=false`` ("invalid replaceWhere")."""
+    from deltalog.contrib.spark import DeltaTable, write_table
+
+    def df(rows: list[tuple[int, int]], extra: bool = False) -> Any:
+        out = spark.createDataFrame(rows, "id int, part int")
+        return out.selectExpr("*", "'e' AS event") if extra else out
+
+    write_table(df([(1, 1), (2, 2)]), table_path, partitionBy="part")
+    write_table(df([(3, 1)]), table_path, mode="overwrite", partitionOverwriteMode="dynamic")
+    write_table(df([(4, 1)]), table_path, mode="overwrite", replaceWhere="part = 1", mergeSchema="false")
+    write_table(df([(5, 2)], extra=True), table_path, mergeSchema=True)
+    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", "meta1")
+    spark.conf.set("spark.databricks.delta.replaceWhere.dataColumns.enabled", "false")
+    try:
+        write_table(df([(6, 3)]), table_path, mode="overwrite", partitionBy="part", overwriteSchema=True)
+        write_table(df([(7, 3)]), table_path, userMetadata="optionMeta2")
+        DeltaTable.forPath(spark, table_path).delete("id = 7")
+        with pytest.raises(Exception, match="DELTA_NON_PARTITION_COLUMN_REFERENCE"):
+            write_table(df([(8, 3)]), table_path, mode="overwrite", replaceWhere="id = 8")
+    finally:
+        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+        spark.conf.unset("spark.databricks.delta.replaceWhere.dataColumns.enabled")
+    params = [p for _, p in _history(table_path)]
+    assert params[1] == {"mode": "Overwrite", "partitionBy": "[]", "isDynamicPartitionOverwrite": "true"}
+    assert params[2] == {"mode": "Overwrite", "partitionBy": "[]", "predicate": "part = 1"}
+    assert params[3] == {"mode": "Append", "partitionBy": "[]", "canMergeSchema": "true"}
+    assert params[4] == {"mode": "Overwrite", "partitionBy": '["part"]', "canOverwriteSchema": "true"}
+    infos = [next(a["commitInfo"] for a in c if "commitInfo" in a) for c in commits(table_path)]
+    assert [i.get("userMetadata") for i in infos] == [None, None, None, None, "meta1", "optionMeta2", "meta1"]
+
+
+def test_byte_and_short_data_fit_a_wider_integer_column(spark: Any, table_path: str) -> None:
+    """Delta's ``SchemaMergingUtils.mergeDataTypes`` merges byte and short data into a short or
+    int column (at any depth) without a schema change (Parquet stores them all as INT32); an int
+    into a short column stays a type change."""
+    from deltalog.contrib.spark import read_table, write_table
+
+    def df(i: int, types: str) -> Any:
+        return spark.createDataFrame([(i, i, (i,))], types)
+
+    write_table(df(1, "i int, s short, st struct<a: int>"), table_path)
+    df(2, "i short, s byte, st struct<a: short>").write.format("deltalog").mode("append").save(table_path)
+    write_table(df(3, "i byte, s byte, st struct<a: byte>"), table_path)
+    with pytest.raises(Exception, match="DELTA_FAILED_TO_MERGE_FIELDS"):
+        write_table(df(4, "i int, s int, st struct<a: int>"), table_path)
+    assert len(commits(table_path)) == 3
+    native = read_table(spark, table_path)
+    assert native.schema.simpleString() == "struct<i:int,s:smallint,st:struct<a:int>>"
+    expected = [(1, 1, (1,)), (2, 2, (2,)), (3, 3, (3,))]
+    assert sorted((r.i, r.s, tuple(r.st)) for r in native.collect()) == expected
+    source = spark.read.format("deltalog").load(table_path)
+    assert sorted((r.i, r.s, tuple(r.st)) for r in source.collect()) == expected

@@ -1,5 +1,6 @@
 """The write tasks (:func:`~deltalog.contrib.spark.files.write_batches`): each row lands in
-exactly one file, of its own partition. No Spark session: the tasks' rows are Arrow."""
+exactly one file, of its own partition; and what a write's plan refuses or replaces, as Delta
+does. No Spark session: the tasks' rows are Arrow."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from deltalog.contrib.spark.files import file_actions, write_batches
 from deltalog.contrib.spark.options import WriteOptions
@@ -52,3 +54,134 @@ def test_dynamic_partition_overwrite_replaces_the_nan_partition(tmp_path: str) -
     snapshot = DeltaLog.for_table(path).update()
     assert sorted(str(f.partition_values["d"]) for f in snapshot.files) == ["1.0", "NaN"]
     assert PartitionPredicate([("d", ">", 1e308)], {"d": "double"}).matches({"d": "NaN"})
+
+
+_ODD = (
+    '{"type":"struct","fields":[{"name":"value","type":"integer","nullable":true,"metadata":{}},'
+    '{"name":"is_odd","type":"boolean","nullable":true,"metadata":{}}]}'
+)
+_ONLY_ODD = '{"type":"struct","fields":[{"name":"is_odd","type":"boolean","nullable":true,"metadata":{}}]}'
+_ONLY_VALUE = '{"type":"struct","fields":[{"name":"value","type":"integer","nullable":true,"metadata":{}}]}'
+_WITH_ID2 = _ODD.replace("]}", ',{"name":"id2","type":"integer","nullable":true,"metadata":{}}]}')
+_DATA_COLUMNS_OFF = {"spark.databricks.delta.replaceWhere.dataColumns.enabled": "false"}
+_CONSTRAINT_CHECK_OFF = {"spark.databricks.delta.replaceWhere.constraintCheck.enabled": "false"}
+
+# (case, data schema, overwrite options, Delta's error condition): writes Delta refuses before
+# writing anything. DeltaSuite "invalid replaceWhere", "replaceWhere with rearrangeOnly",
+# "missing partition columns", "incompatible schema merging throws errors"; DeltaOptionSuite
+# "dataChange is set to false on metadata changing operation"; on a table partitioned by is_odd.
+_REFUSED_WRITES = [
+    ("empty replaceWhere", _ODD, {"replaceWhere": " "}, "DELTA_FAILED_RECOGNIZE_PREDICATE"),
+    ("incompatible type", _ODD.replace('"integer"', '"string"'), {}, "DELTA_FAILED_TO_MERGE_FIELDS"),
+    ("incompatible type, mergeSchema", _ODD.replace('"integer"', '"long"'), {"mergeSchema": "true"}, "MERGE_FIELDS"),
+    ("partition columns only", _ONLY_ODD, {"replaceWhere": "is_odd = true"}, "DELTA_NON_PARTITION_COLUMN_ABSENT"),
+    ("no partition column", _ONLY_VALUE, {}, "DELTA_PARTITION_COLUMN_NOT_FOUND"),
+    (
+        "data columns off",
+        _ODD,
+        {"replaceWhere": "value = 1", **_DATA_COLUMNS_OFF},
+        "DELTA_NON_PARTITION_COLUMN_REFERENCE",
+    ),
+    ("unknown column, data columns off", _ODD, {"replaceWhere": "nope = 1", **_DATA_COLUMNS_OFF}, "'nope'"),
+    (
+        "data filter, dataChange=false",
+        _ODD,
+        {"replaceWhere": "is_odd AND value < 2", "dataChange": "false"},
+        "FILTER_DATA",
+    ),
+    ("mergeSchema, dataChange=false", _WITH_ID2, {"mergeSchema": "true", "dataChange": "false"}, "DATA_CHANGE_FALSE"),
+    (
+        "overwriteSchema, dataChange=false",
+        _WITH_ID2,
+        {"overwriteSchema": "true", "dataChange": "false"},
+        "schema or change",
+    ),
+]
+# (replaceWhere, values written, options, the table's values after), one after the other:
+# DeltaSuite "replaceWhere with constraint check disabled" and "valid replaceWhere" (a term
+# naming no column checks no row: "1 = 2" replaces nothing, "1 = 1" everything).
+_REPLACE_WHERE_STEPS = [
+    ("is_odd = true", [6], _CONSTRAINT_CHECK_OFF, [2, 4, 6]),
+    ("1 = 2", [10, 12], {}, [2, 4, 6, 10, 12]),
+    ("1 = 1 AND value > 9", [11], {}, [2, 4, 6, 11]),
+    ("1 = 1", [10, 12], {}, [10, 12]),
+]
+
+
+def _write_odd(path: str, values: list[int], options: dict[str, str], overwrite: bool) -> None:
+    plan = plan_write(WriteOptions.parse({"path": path, **options}, overwrite), _ODD)
+    rows = pa.table({"value": pa.array(values, pa.int32()), "is_odd": pa.array([v % 2 != 0 for v in values])})
+    commit_write(plan, write_batches(plan.spec, rows.to_batches(), 0))
+
+
+def test_writes_refused_and_replace_where_as_delta_suite(tmp_path: str) -> None:
+    import pytest
+
+    path = str(tmp_path)
+    _write_odd(path, [1, 2, 3, 4], {"partitionBy": "is_odd"}, False)
+    for case, schema, options, condition in _REFUSED_WRITES:
+        with pytest.raises(ValueError, match=condition):
+            plan_write(WriteOptions.parse({"path": path, **options}, True), schema)
+        assert DeltaLog.for_table(path).update().version == 0, case
+    with pytest.raises(ValueError, match="DELTA_DATA_CHANGE_FALSE"):
+        plan_write(WriteOptions.parse({"path": path + "-new", "dataChange": "false"}, False), _ODD)
+    with pytest.raises(ValueError, match="DELTA_EMPTY_DATA"):  # "can't create zero-column table with a write"
+        plan_write(WriteOptions.parse({"path": path + "-new"}, False), '{"type":"struct","fields":[]}')
+    assert not os.path.exists(path + "-new")
+    for predicate, values, options, expected in _REPLACE_WHERE_STEPS:
+        _write_odd(path, values, {"replaceWhere": predicate, **options}, True)
+        files = DeltaLog.for_table(path).update().files
+        got = [
+            v for f in files for v in pq.read_table(os.path.join(path, decode_path(f.path))).column("value").to_pylist()
+        ]
+        assert sorted(got) == expected, predicate
+
+
+_VP = (
+    '{"type":"struct","fields":[{"name":"value","type":"integer","nullable":true,"metadata":{}},'
+    '{"name":"part","type":"string","nullable":true,"metadata":{}}]}'
+)
+_DYNAMIC = {"partitionOverwriteMode": "dynamic"}
+_X, _Y, _Z = "x", "y", "z"
+# Cases where deltalog already agreed with Delta's DeltaSuite ("batch write: append, dynamic
+# partition overwrite ...", "... overwrite non-partitioned table with replaceWhere ignores
+# partition overwrite mode option", "batch write: overwrite an empty directory with
+# replaceWhere", "replace arbitrary with multiple references"):
+# (case, table rows, partitionBy, overwrite options, rows written, the table's rows after)
+_AGREEING = [
+    ("dpo string", [(1, _X), (2, _Y), (3, _X)], "part", _DYNAMIC, [(1, _X), (4, _X)], [(1, _X), (2, _Y), (4, _X)]),
+    ("dpo overwrites nothing", [(1, _X), (2, _Y)], "part", _DYNAMIC, [(4, _Z)], [(1, _X), (2, _Y), (4, _Z)]),
+    ("dpo null partition", [(1, None), (2, _X)], "part", _DYNAMIC, [(3, None)], [(2, _X), (3, None)]),
+    ("dpo unpartitioned", [(1, _X), (2, _Y)], None, _DYNAMIC, [(3, _X)], [(3, _X)]),
+    (
+        "unpartitioned replaceWhere with dpo",
+        [(1, _X), (2, _Y)],
+        None,
+        {**_DYNAMIC, "replaceWhere": "part = 'x'"},
+        [(3, _X)],
+        [(2, _Y), (3, _X)],
+    ),
+    ("empty table replaceWhere", None, "part", {"replaceWhere": "part = 'x'"}, [(1, _X)], [(1, _X)]),
+    ("arbitrary", [(1, _X), (8, _Y)], None, {"replaceWhere": "value + 1 < 5"}, [(2, _Z)], [(2, _Z), (8, _Y)]),
+]
+
+
+def _write_vp(path: str, rows: list[tuple[int, str | None]], options: dict[str, str], overwrite: bool) -> None:
+    plan = plan_write(WriteOptions.parse({"path": path, **options}, overwrite), _VP)
+    table = pa.table({"value": pa.array([r[0] for r in rows], pa.int32()), "part": [r[1] for r in rows]})
+    commit_write(plan, write_batches(plan.spec, table.to_batches(), 0))
+
+
+@pytest.mark.parametrize(
+    ("case", "before", "by", "options", "written", "after"), _AGREEING, ids=[c[0] for c in _AGREEING]
+)
+def test_overwrites_as_delta_suite(tmp_path: str, case, before, by, options, written, after) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path)
+    if before is not None:
+        _write_vp(path, before, {"partitionBy": by} if by else {}, False)
+    _write_vp(path, written, {"partitionBy": by, **options} if by and before is None else options, True)
+    got = []
+    for f in DeltaLog.for_table(path).update().files:
+        values = pq.read_table(os.path.join(path, decode_path(f.path))).column("value").to_pylist()
+        got.extend((v, f.partition_values["part"]) if by else (v, None) for v in values)
+    assert sorted(got, key=str) == sorted(((v, p if by else None) for v, p in after), key=str), case

@@ -407,7 +407,9 @@ def test_dynamic_mode_refuses_replace_where_and_overwrite_schema(
 def test_write_options_unknown_names_are_refused_storage_options_are_kept() -> None:
     with pytest.raises(UnknownWriteOptionError, match="mergeSchemaa, partitionOverwrite"):
         WriteOptions.parse({"path": "/t", "mergeSchemaa": "true", "partitionOverwrite": "dynamic"}, True)
-    with pytest.raises(InvalidWriteOptionError, match="partitionOverwriteMode must be static or dynamic"):
+    with pytest.raises(
+        InvalidWriteOptionError, match=r"DELTA_ILLEGAL_OPTION.*'partitionOverwriteMode', must be 'STATIC' or 'DYNAMIC'"
+    ):
         WriteOptions.parse({"path": "/t", "partitionOverwriteMode": "dynamc"}, True)
     storage = {
         "AWS_REGION": "eu-west-1",

@@ -85,7 +85,7 @@ def test_a_replace_where_reports_delta_replace_where_metrics() -> None:
 
 def test_a_dynamic_partition_overwrite_reports_overwrite_metrics() -> None:
     log = _table()
-    operation = Write(mode="Overwrite", predicate=["p = 'a'"], dynamic_partition_overwrite=True)
+    operation = Write(mode="Overwrite", dynamic_partition_overwrite=True)
     metrics = _metrics(log, [_add("a")], operation)
     assert set(metrics) == {"numFiles", "numOutputBytes", "numOutputRows", "numRemovedFiles", "numRemovedBytes"}
 

@@ -201,6 +201,9 @@ def test_two_metadata_or_protocol_actions_are_refused() -> None:
         ),
         (schema(a="string collate UTF8_LCASE"), (), {}, "unknown data type"),
         (schema(a="long"), (), {"delta.checkpointInterval": "0"}, "checkpointInterval must be a positive"),
+        # Delta's assertMetadata (DeltaSuite "columns with commas as partition columns")
+        (schema(**{"a b": "long"}), (), {}, "DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES"),
+        (schema(**{"by,4": "long", "id": "long"}), ("by,4",), {}, "DELTA_INVALID_PARTITION_COLUMN"),
     ],
 )
 def test_invalid_metadata_is_refused(

@@ -101,6 +101,14 @@ CDF_UNSAFE_SCHEMA_CONF = "spark.databricks.delta.changeDataFeed.unsafeBatchReadO
 #: Delta's session conf: the characters string statistics keep where the table does not set
 #: ``delta.dataSkippingStringPrefixLength`` (read where a write runs with the session)
 STRING_PREFIX_LENGTH_CONF = "spark.databricks.io.skipping.stringPrefixLength"
+#: Delta's session conf (default true): ``replaceWhere`` may name data columns; false: only
+#: partition columns (``DELTA_NON_PARTITION_COLUMN_REFERENCE``). A write option of
+#: ``format("deltalog")``; ``write_table`` reads the session's
+REPLACE_WHERE_DATA_COLUMNS_CONF = "spark.databricks.delta.replaceWhere.dataColumns.enabled"
+#: Delta's session conf (default true): every written row must satisfy ``replaceWhere``
+REPLACE_WHERE_CONSTRAINT_CHECK_CONF = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
+#: Delta's session conf: ``commitInfo.userMetadata`` of a commit whose write gives no ``userMetadata``
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 _READ_KEYS = {
     "versionasof",
     "timestampasof",
@@ -200,6 +208,13 @@ def table_path(options: Mapping[str, str]) -> str:
     return path.rstrip("/") if len(path) > 1 else path
 
 
+def session_user_metadata(spark: Any) -> str | None:
+    """The session's :data:`USER_METADATA_CONF`: the ``commitInfo.userMetadata`` of the commits
+    a command makes with the session (``write_table``, DELETE, UPDATE, MERGE), as Delta's."""
+    value = spark.conf.get(USER_METADATA_CONF, None)
+    return None if value is None else str(value)
+
+
 def session_string_prefix_length(raw: str | None) -> int:
     """The session's :data:`STRING_PREFIX_LENGTH_CONF` (``raw``; 32 when unset), as Delta's
     ``getDataSkippingStringPrefixLength`` reads it when the table does not set the property.
@@ -232,6 +247,10 @@ class WriteOptions:
     data_change: bool = True
     #: ``partitionOverwriteMode``: "static" or "dynamic" (None: not given).
     partition_overwrite_mode: str | None = None
+    #: :data:`REPLACE_WHERE_DATA_COLUMNS_CONF`: False limits ``replaceWhere`` to partition columns
+    replace_where_data_columns: bool = True
+    #: :data:`REPLACE_WHERE_CONSTRAINT_CHECK_CONF`: False writes rows outside ``replaceWhere`` too
+    replace_where_constraint_check: bool = True
     #: The session's ``spark.sql.session.timeZone`` when the write is planned where the
     #: session is (``write_table``): timestamp literals of ``replaceWhere`` are its local
     #: times. None: read as UTC (the data source's ``writer()`` runs without a session).
@@ -262,15 +281,14 @@ class WriteOptions:
         version = _int(options, "txnVersion")
         if (app_id is None) != (version is None):
             raise InvalidWriteOptionError("set both txnAppId and txnVersion for an idempotent write, or neither")
-        replace_where = _get(options, "replaceWhere")
-        if replace_where is not None and not overwrite:
-            raise InvalidWriteOptionError("replaceWhere needs mode('overwrite')")
+        replace_where = _replace_where(options, overwrite)
         overwrite_mode = _get(options, "partitionOverwriteMode")
         if overwrite_mode is not None:
             overwrite_mode = overwrite_mode.strip().lower()
             if overwrite_mode not in ("static", "dynamic"):
                 raise InvalidWriteOptionError(
-                    f"partitionOverwriteMode must be static or dynamic, got {_get(options, 'partitionOverwriteMode')!r}"
+                    f"DELTA_ILLEGAL_OPTION: Invalid value {_get(options, 'partitionOverwriteMode')!r} for option "
+                    "'partitionOverwriteMode', must be 'STATIC' or 'DYNAMIC'"
                 )
         max_records = _int(options, "maxRecordsPerFile") or 0
         if max_records < 0:
@@ -283,7 +301,7 @@ class WriteOptions:
             replace_where=replace_where,
             merge_schema=_flag(options, "mergeSchema"),
             overwrite_schema=_flag(options, "overwriteSchema"),
-            user_metadata=_get(options, "userMetadata"),
+            user_metadata=_get(options, "userMetadata") or _get(options, USER_METADATA_CONF),
             txn_app_id=app_id,
             txn_version=version,
             max_records_per_file=max_records,
@@ -292,7 +310,25 @@ class WriteOptions:
             logstore=_get(options, "logStore"),
             data_change=_flag(options, "dataChange", True),
             partition_overwrite_mode=overwrite_mode,
+            replace_where_data_columns=_flag(options, REPLACE_WHERE_DATA_COLUMNS_CONF, True),
+            replace_where_constraint_check=_flag(options, REPLACE_WHERE_CONSTRAINT_CHECK_CONF, True),
         )
+
+
+def _replace_where(options: Mapping[str, str], overwrite: bool) -> str | None:
+    """``replaceWhere``: needs an overwrite; a blank predicate is refused as Delta's parser
+    refuses it (``DELTA_FAILED_RECOGNIZE_PREDICATE``), not read as no predicate."""
+    replace_where = _get(options, "replaceWhere")
+    if replace_where is None:
+        return None
+    if not overwrite:
+        raise InvalidWriteOptionError("replaceWhere needs mode('overwrite')")
+    if not replace_where.strip():
+        raise InvalidWriteOptionError(
+            f"DELTA_FAILED_RECOGNIZE_PREDICATE: Cannot recognize the predicate {replace_where!r}: give a "
+            "replaceWhere predicate, or drop the option to overwrite the whole table"
+        )
+    return replace_where
 
 
 def _partition_by(options: Mapping[str, str]) -> tuple[str, ...] | None:
@@ -355,10 +391,11 @@ class ReadOptions:
                 "_metadata.row_id / row_commit_version (read the table with readRowTracking instead)"
             )
         latest = (_get(options, "startingVersion") or "").strip().lower() == "latest"
+        path, version_as_of, timestamp_as_of = _time_travel(options)
         return cls(
-            path=table_path(options),
-            version_as_of=_int(options, "versionAsOf"),
-            timestamp_as_of=_get(options, "timestampAsOf"),
+            path=path,
+            version_as_of=version_as_of,
+            timestamp_as_of=timestamp_as_of,
             read_change_feed=cdf,
             starting_version=None if latest else _int(options, "startingVersion"),
             starting_version_latest=latest,
@@ -373,6 +410,28 @@ class ReadOptions:
             cdf_out_of_range=_flag(options, CDF_OUT_OF_RANGE_CONF),
             cdf_unsafe_schema_reads=_flag(options, CDF_UNSAFE_SCHEMA_CONF),
         )
+
+
+def _time_travel(options: Mapping[str, str]) -> tuple[str, int | None, str | None]:
+    """The table's path, ``versionAsOf`` and ``timestampAsOf``: from the options, or from
+    Delta's ``@v<version>`` / ``@<yyyyMMddHHmmssSSS>`` suffix of the path
+    (:func:`~deltalog.contrib.spark.time_travel_spec.at_syntax`); not both
+    (``DELTA_UNSUPPORTED_TIME_TRAVEL_MULTIPLE_FORMATS``)."""
+    from deltalog.contrib.spark.time_travel_spec import at_syntax
+
+    path = table_path(options)
+    version, timestamp = _int(options, "versionAsOf"), _get(options, "timestampAsOf")
+    if not path:
+        return path, version, timestamp
+    found = at_syntax(path, storage_options_of(options), _get(options, "logStore"))
+    if found is None:
+        return path, version, timestamp
+    if version is not None or timestamp is not None:
+        raise InvalidWriteOptionError(
+            "DELTA_UNSUPPORTED_TIME_TRAVEL_MULTIPLE_FORMATS: Cannot specify time travel in multiple formats: "
+            f"the path {path!r} names a version or time, and versionAsOf/timestampAsOf is given too"
+        )
+    return found
 
 
 _BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}

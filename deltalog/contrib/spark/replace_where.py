@@ -35,7 +35,7 @@ from deltalog.txn.protocol.constraints import (
     compile_constraints,
 )
 
-__all__ = ["compiled_predicate", "names_data_columns", "partition_filters", "row_checker"]
+__all__ = ["compiled_predicate", "names_data_columns", "partition_filters", "refuse_data_columns", "row_checker"]
 
 
 def compiled_predicate(predicate: str) -> CompiledConstraint:
@@ -81,6 +81,29 @@ def names_data_columns(predicate: str, metadata: Metadata) -> bool:
             "or DeltaTable.delete followed by an append"
         )
     return True
+
+
+def refuse_data_columns(predicate: str, metadata: Metadata) -> None:
+    """With ``spark.databricks.delta.replaceWhere.dataColumns.enabled=false`` a predicate may
+    name partition columns only: Delta's ``DELTA_NON_PARTITION_COLUMN_REFERENCE``."""
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, column_paths
+
+    try:
+        names = [c for c, _, _ in parse_partition_predicate(predicate)]
+    except DeltaAnalysisError:
+        try:
+            names = [p[0] for p in column_paths(compiled_predicate(predicate).expr)]
+        except (UnsupportedConstraintError, ValueError):
+            names = []
+    partitions = {c.lower() for c in metadata.partition_columns}
+    outside = [n for n in names if n.lower() not in partitions]
+    if outside:
+        raise DeltaAnalysisError(
+            f"DELTA_NON_PARTITION_COLUMN_REFERENCE: Predicate references non-partition column '{outside[0]}'. "
+            f"Only the partition columns may be referenced: [{', '.join(metadata.partition_columns)}] "
+            "(spark.databricks.delta.replaceWhere.dataColumns.enabled is false)"
+        )
 
 
 def _refuse_collated(predicate: str, columns: set[str], metadata: Metadata) -> None:
@@ -151,13 +174,39 @@ def partition_filters(predicate: str, metadata: Metadata) -> list[tuple[str, str
     return out
 
 
+def checked_terms(predicate: str) -> list[CompiledConstraint]:
+    """The constraints the written rows must satisfy: the top-level ``AND`` terms of
+    ``predicate`` that name a column (Delta's ``extractConstraints``; ``1 = 2`` checks no row)."""
+    from dataclasses import replace
+
+    from deltalog.txn.protocol.constraint_sql import Binary, column_paths
+
+    compiled = compiled_predicate(predicate)
+    terms: list[Any] = []
+
+    def split(e: Any) -> None:
+        if isinstance(e, Binary) and e.op == "and":
+            split(e.left)
+            split(e.right)
+        elif column_paths(e):
+            terms.append(e)
+
+    split(compiled.expr)
+    if len(terms) == 1 and terms[0] is compiled.expr:
+        return [compiled]
+    return [replace(compiled, expr=t, columns=tuple(column_paths(t))) for t in terms]
+
+
 def row_checker(predicate: str) -> Callable[[pa.Table], None]:
-    """The check a write task runs on its rows: each must satisfy ``predicate``."""
-    compiled = [compiled_predicate(predicate)]
+    """The check a write task runs on its rows: each must satisfy ``predicate``'s terms
+    that name a column."""
+    compiled = checked_terms(predicate)
 
     def check(table: pa.Table) -> None:
         from deltalog.txn.protocol.constraints import check_constraints
 
+        if not compiled:
+            return
         try:
             check_constraints(table, compiled)
         except ConstraintViolationError as exc:

@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.dataframes import write_dataframe
 from deltalog.contrib.spark.idempotent import reset_session_version, session_application_transaction
-from deltalog.contrib.spark.options import STRING_PREFIX_LENGTH_CONF, WriteOptions, session_string_prefix_length
+from deltalog.contrib.spark.options import (
+    REPLACE_WHERE_CONSTRAINT_CHECK_CONF,
+    REPLACE_WHERE_DATA_COLUMNS_CONF,
+    STRING_PREFIX_LENGTH_CONF,
+    WriteOptions,
+    session_string_prefix_length,
+    session_user_metadata,
+)
 from deltalog.contrib.spark.source_reads import TargetReads, target_reads
 from deltalog.contrib.spark.writes import commit_write, plan_write
 from deltalog.txn.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF
@@ -95,14 +102,20 @@ def _session_application_transaction(spark: SparkSession, options: Mapping[str, 
 def _session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
     """What the session says where the options are silent, as Delta's ``DeltaOptions`` reads
     it (the data source's ``writer()`` has no session, see docs/spark.md): the session's
-    ``partitionOverwriteMode``, unless a ``replaceWhere`` says what to overwrite, and its
+    ``partitionOverwriteMode``, unless a ``replaceWhere`` says what to overwrite, its
     ``spark.databricks.delta.allowArbitraryProperties.enabled`` (whether unknown ``delta.*``
-    table properties are kept)."""
+    table properties are kept), ``...replaceWhere.dataColumns.enabled`` and
+    ``...replaceWhere.constraintCheck.enabled``, and ``...commitInfo.userMetadata`` (the
+    commit's ``userMetadata`` when the write gives none)."""
     lowered = {k.lower() for k in options}
     out = {}
-    allow = spark.conf.get(ALLOW_ARBITRARY_PROPERTIES_CONF, None)
-    if allow is not None and ALLOW_ARBITRARY_PROPERTIES_CONF.lower() not in lowered:
-        out[ALLOW_ARBITRARY_PROPERTIES_CONF] = allow
+    for conf in (ALLOW_ARBITRARY_PROPERTIES_CONF, REPLACE_WHERE_DATA_COLUMNS_CONF, REPLACE_WHERE_CONSTRAINT_CHECK_CONF):
+        value = spark.conf.get(conf, None)
+        if value is not None and conf.lower() not in lowered:
+            out[conf] = value
+    user_metadata = session_user_metadata(spark)
+    if user_metadata is not None and "usermetadata" not in lowered:
+        out["userMetadata"] = user_metadata
     mode = spark.conf.get(_OVERWRITE_MODE, None)
     if mode is None or "partitionoverwritemode" in lowered or "replacewhere" in lowered:
         return out

@@ -35,7 +35,12 @@ from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions, logical_
 from deltalog.contrib.spark.generated import check_updated_columns, recompute_generated
 from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_set_transaction_only
 from deltalog.contrib.spark.logical_schema import logical_struct
-from deltalog.contrib.spark.options import STRING_PREFIX_LENGTH_CONF, WriteOptions, session_string_prefix_length
+from deltalog.contrib.spark.options import (
+    STRING_PREFIX_LENGTH_CONF,
+    WriteOptions,
+    session_string_prefix_length,
+    session_user_metadata,
+)
 from deltalog.contrib.spark.row_tracking import carried_columns, tracked_columns
 from deltalog.contrib.spark.table_alter import AlterTableMethods
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
@@ -444,7 +449,7 @@ class DeltaTable(AlterTableMethods):
         from deltalog.txn.commit.operations import Delete
 
         started = time.perf_counter()
-        txn = start_transaction(self._log)
+        txn = start_transaction(self._log, session_user_metadata(self._spark))
         if begin_idempotent_command(self._spark, txn):
             return
         snapshot = txn.snapshot
@@ -559,7 +564,7 @@ class DeltaTable(AlterTableMethods):
         if not set:
             raise DeltaAnalysisError("update needs set={column: expression}")
         started = time.perf_counter()
-        txn = start_transaction(self._log)
+        txn = start_transaction(self._log, session_user_metadata(self._spark))
         if begin_idempotent_command(self._spark, txn):
             return
         snapshot = txn.snapshot

@@ -46,7 +46,7 @@ from deltalog.contrib.spark.generated import check_data_for_default_columns, wit
 from deltalog.contrib.spark.idempotent import pending_set_transactions
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
-from deltalog.contrib.spark.replace_where import names_data_columns
+from deltalog.contrib.spark.replace_where import names_data_columns, refuse_data_columns
 from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
 from deltalog.contrib.spark.sink_cast import write_types
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
@@ -188,6 +188,11 @@ def _new_table_metadata(opts: WriteOptions, data: dict[str, Any], replacing: Met
         raise InvalidWriteOptionError(str(exc)) from exc
     _check_names(data, partition_by, change_data)
     schema = schemas.as_nullable(_table_fields(data, change_data))
+    if replacing is None and not schema["fields"]:
+        raise SchemaMismatchError(
+            "DELTA_EMPTY_DATA: Data used in creating the Delta table doesn't have any columns; write a DataFrame "
+            "with at least one column"
+        )
     if mode != "none":
         if replacing is None:
             schema, max_id = schemas.assign_column_mapping(schema, 0)
@@ -269,19 +274,20 @@ def plan_write(
         skip = _skips_existing_table(opts, snapshot, delta_log.table_uri)
         new_metadata = _metadata_change(opts, snapshot, data)
     if new_metadata is not None:
+        _refuse_metadata_change_without_data_change(opts, snapshot.version)
         verify_metadata(new_metadata)  # what the commit would refuse, refused before any file is written
         # the metadata the commit records (column mapping ids, IcebergCompat's properties and
         # nested ids), so the files carry what it names
         new_metadata = complete_metadata(read_metadata, new_metadata)
     metadata = new_metadata or read_metadata
     assert metadata is not None  # a new table has new metadata
-    on_data = bool(opts.replace_where) and names_data_columns(opts.replace_where or "", metadata)
+    on_data = _replace_where_on_data(opts, metadata)
     dynamic = not streaming and _dynamic_partition_overwrite(opts, metadata)
     constraints = () if skip else plan_constraints(metadata, delta_log.table_uri)
     check_data_for_default_columns(metadata, data, streaming)
     protocol = snapshot.protocol if snapshot.version >= 0 else None
     spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints, protocol)
-    if on_data:
+    if on_data and opts.replace_where_constraint_check:
         spec = replace(spec, replace_where=opts.replace_where)
     if casts:
         spec = replace(spec, casts=casts)
@@ -362,6 +368,7 @@ def _metadata_change(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any
         )
     table_schema = json.loads(current.schema_string)
     data_fields = _table_fields(data, current.properties.enable_change_data_feed)
+    _check_partition_columns_given(current, table_schema, data_fields)
     new_metadata = None
     if not schemas.schemas_equal(table_schema, data_fields):
         if opts.merge_schema:
@@ -375,6 +382,67 @@ def _metadata_change(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any
         if changed:
             log.info("ignoring table properties %s on a write to an existing table", sorted(changed))
     return new_metadata
+
+
+_FILLED_BY_TASKS = ("delta.generationExpression", "CURRENT_DEFAULT", "delta.identity.start")
+
+
+def _check_partition_columns_given(current: Metadata, table_schema: dict[str, Any], data: dict[str, Any]) -> None:
+    """Delta's ``DELTA_PARTITION_COLUMN_NOT_FOUND``: the data must hold every partition column
+    the write tasks do not fill themselves (generated, default, identity), and
+    ``DELTA_NON_PARTITION_COLUMN_ABSENT``: at least one column that is not one."""
+    given = {f["name"].lower() for f in data["fields"]}
+    filled = {f["name"].lower() for f in table_schema["fields"] if set(f.get("metadata") or {}) & set(_FILLED_BY_TASKS)}
+    partitions = {c.lower() for c in current.partition_columns}
+    missing = [c for c in current.partition_columns if c.lower() not in given | filled]
+    if missing:
+        raise SchemaMismatchError(
+            f"DELTA_PARTITION_COLUMN_NOT_FOUND: Partition column {missing[0]} not found in schema "
+            f"[{', '.join(f['name'] for f in data['fields'])}]; the data must hold the table's partition columns"
+        )
+    if partitions and given and given <= partitions:
+        raise SchemaMismatchError(
+            "DELTA_NON_PARTITION_COLUMN_ABSENT: Data written into Delta needs to contain at least one "
+            f"non-partitioned column; the data holds only the partition columns {sorted(given)}"
+        )
+
+
+def _refuse_metadata_change_without_data_change(opts: WriteOptions, read_version: int) -> None:
+    """Delta's ``DELTA_DATA_CHANGE_FALSE``: a write with ``dataChange=false`` only rearranges
+    data, so it may not create the table or change its schema or partitioning."""
+    if opts.data_change:
+        return
+    if read_version < 0:
+        op = "Create a Delta table"
+    elif opts.overwrite and opts.overwrite_schema:
+        op = "Overwrite the Delta table schema or change the partition schema"
+    else:
+        op = "Change the Delta table schema"
+    raise InvalidWriteOptionError(
+        "DELTA_DATA_CHANGE_FALSE: Cannot change table metadata because the 'dataChange' option is set to "
+        f"false. Attempted operation: '{op}'. Drop dataChange=false for this write"
+    )
+
+
+def _replace_where_on_data(opts: WriteOptions, metadata: Metadata) -> bool:
+    """Whether ``replaceWhere`` names data columns (rows are replaced, not partitions); raises
+    when Delta refuses the predicate: data columns while
+    ``spark.databricks.delta.replaceWhere.dataColumns.enabled`` is false
+    (``DELTA_NON_PARTITION_COLUMN_REFERENCE``), or with ``dataChange=false``
+    (``DELTA_REPLACE_WHERE_WITH_FILTER_DATA_CHANGE_UNSET``)."""
+    predicate = opts.replace_where
+    if not predicate:
+        return False
+    if not opts.replace_where_data_columns:
+        refuse_data_columns(predicate, metadata)
+        return False
+    on_data = names_data_columns(predicate, metadata)
+    if on_data and not opts.data_change:
+        raise InvalidWriteOptionError(
+            "DELTA_REPLACE_WHERE_WITH_FILTER_DATA_CHANGE_UNSET: 'replaceWhere' cannot be used with data filters "
+            f"when 'dataChange' is set to false. Filters: {predicate}"
+        )
+    return on_data
 
 
 def _overwritten_metadata(opts: WriteOptions, current: Metadata, data: dict[str, Any]) -> Metadata:
@@ -601,12 +669,10 @@ def _prepare_commit(
     metrics = {**_write_metrics([*adds, *copies], cdcs, removed), **rewrite_metrics}
     if streaming is None and opts.overwrite and opts.replace_where and not plan.replace_where_on_data:
         metrics.update(_partition_replace_metrics(removed))
-    return _PreparedCommit(txn, actions, _operation(plan, streaming, adds, metrics), rewritten)
+    return _PreparedCommit(txn, actions, _operation(plan, streaming, metrics), rewritten)
 
 
-def _operation(
-    plan: WritePlan, streaming: StreamingInfo | None, adds: Sequence[AddFile], metrics: dict[str, str]
-) -> Operation:
+def _operation(plan: WritePlan, streaming: StreamingInfo | None, metrics: dict[str, str]) -> Operation:
     """The commit's operation: ``STREAMING UPDATE`` for a micro-batch, else ``WRITE``."""
     from deltalog.txn.commit.operations import StreamingUpdate, Write
 
@@ -615,14 +681,13 @@ def _operation(
         return StreamingUpdate(
             output_mode=streaming.output_mode, query_id=streaming.app_id, epoch_id=streaming.batch_id
         )
-    predicate: str | list[str] | None = opts.replace_where
-    if plan.dynamic_partition_overwrite:
-        predicate = _dynamic_predicates(adds)
     return Write(
         mode="Overwrite" if opts.overwrite else "Append",
         partition_by=list(plan.spec.partition_columns) if opts.partition_by is not None else None,
-        predicate=predicate,
-        dynamic_partition_overwrite=plan.dynamic_partition_overwrite,
+        predicate=opts.replace_where,
+        dynamic_partition_overwrite=opts.partition_overwrite_mode == "dynamic",
+        can_overwrite_schema=opts.overwrite_schema,
+        can_merge_schema=opts.merge_schema,
         user_metrics=metrics,
     )
 
@@ -645,7 +710,8 @@ def _read_and_remove(
         metadata = plan.new_metadata or txn.snapshot.metadata
         types = schemas.top_level_types(json.loads(metadata.schema_string))
         filters = at_session_time_zone(parse_partition_predicate(opts.replace_where), types, opts.session_time_zone)
-        _check_replace_where(adds, filters, plan, txn)
+        if opts.replace_where_constraint_check or not opts.replace_where_data_columns:
+            _check_replace_where(adds, filters, plan, txn)
         replaced: list[AddFile] = txn.filter_files(filters)
         return replaced
     if plan.dynamic_partition_overwrite:
@@ -671,14 +737,6 @@ def _dynamic_partition_removes(txn: OptimisticTransaction, adds: Sequence[AddFil
         for f in txn.filter_files(_partition_filters(dict(add.partition_values))):
             removed[f.path] = f
     return list(removed.values())
-
-
-def _dynamic_predicates(adds: Sequence[AddFile]) -> list[str]:
-    """The partitions a dynamic partition overwrite replaced, for commitInfo."""
-    out: list[str] = []
-    for values in sorted({tuple(sorted(a.partition_values.items())) for a in adds}, key=str):
-        out.append(" AND ".join(f"{c} IS NULL" if v is None else f"{c} = '{v}'" for c, v in values))
-    return out
 
 
 def _layout(metadata: Metadata) -> tuple[Any, ...]:

@@ -66,27 +66,38 @@ def _check_nested(data_type: Any, where: str) -> None:
         _check_nested(data_type.get("valueType"), f"{where}.value")
 
 
-def verify_metadata(metadata: Metadata) -> None:
-    """Raise :class:`InvalidMetadataError` when ``metadata`` must not be committed."""
+def _check_field_names(metadata: Metadata) -> None:
+    """Delta's ``assertMetadata``: without column mapping, no column name (at any depth) may
+    hold one of ``' ,;{}()\\n\\t='``, which Parquet cannot name a column by
+    (``DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES``; a partition column:
+    ``DELTA_INVALID_PARTITION_COLUMN``)."""
+    from deltalog.txn.protocol.column_mapping import invalid_column_names
+
     try:
-        schema = json.loads(metadata.schema_string)
-    except (TypeError, ValueError) as exc:
-        raise InvalidMetadataError(f"the schema string is not valid JSON: {exc}") from exc
-    if not isinstance(schema, dict) or schema.get("type") != "struct":
-        raise InvalidMetadataError('the schema string must be a JSON struct type ({"type": "struct", ...})')
-    fields = list(schema.get("fields") or [])
-    _check_duplicates(fields, "the schema")
-    try:  # every type one Delta knows (a reader could not parse the schema otherwise)
-        parse_schema(metadata.schema_string)
-    except InvalidSchemaError as exc:
+        if metadata.properties.column_mapping_mode != "none":
+            return
+    except InvalidPropertyError as exc:
         raise InvalidMetadataError(str(exc)) from exc
-    keys = collated_map_keys(fields)
-    if keys:
+    schema = parse_schema(metadata.schema_string)
+    partitions = {c.lower() for c in metadata.partition_columns}
+    invalid = invalid_column_names(schema)
+    bad_partitions = [n for n in invalid if n.lower() in partitions]
+    if bad_partitions:
         raise InvalidMetadataError(
-            f"map key(s) {', '.join(keys)} have a collation; a map key cannot be a collated string (as in "
-            "Delta): give the keys the default collation (UTF8_BINARY)"
+            f"DELTA_INVALID_PARTITION_COLUMN: {bad_partitions[0]} is not a valid partition column: Found invalid "
+            "character(s) among ' ,;{}()\\n\\t=' in it. Rename the column, or enable column mapping "
+            "(delta.columnMapping.mode=name)"
+        )
+    if invalid:
+        raise InvalidMetadataError(
+            "DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES: Found invalid character(s) among ' ,;{}()\\n\\t=' in the "
+            f"column names of your schema: {', '.join(invalid)}. Rename them, or enable column mapping "
+            "(delta.columnMapping.mode=name)"
         )
 
+
+def _check_partition_columns(metadata: Metadata, fields: list[dict[str, Any]]) -> None:
+    """Partition columns are in the schema, listed once, of an atomic type, and not all of it."""
     by_lower = {str(f.get("name", "")).lower(): f for f in fields}
     seen_partitions: set[str] = set()
     for column in metadata.partition_columns:
@@ -110,6 +121,31 @@ def verify_metadata(metadata: Metadata) -> None:
         raise InvalidMetadataError(
             "every column of the schema is a partition column; at least one data column is needed"
         )
+
+
+def verify_metadata(metadata: Metadata) -> None:
+    """Raise :class:`InvalidMetadataError` when ``metadata`` must not be committed."""
+    try:
+        schema = json.loads(metadata.schema_string)
+    except (TypeError, ValueError) as exc:
+        raise InvalidMetadataError(f"the schema string is not valid JSON: {exc}") from exc
+    if not isinstance(schema, dict) or schema.get("type") != "struct":
+        raise InvalidMetadataError('the schema string must be a JSON struct type ({"type": "struct", ...})')
+    fields = list(schema.get("fields") or [])
+    _check_duplicates(fields, "the schema")
+    try:  # every type one Delta knows (a reader could not parse the schema otherwise)
+        parse_schema(metadata.schema_string)
+    except InvalidSchemaError as exc:
+        raise InvalidMetadataError(str(exc)) from exc
+    keys = collated_map_keys(fields)
+    if keys:
+        raise InvalidMetadataError(
+            f"map key(s) {', '.join(keys)} have a collation; a map key cannot be a collated string (as in "
+            "Delta): give the keys the default collation (UTF8_BINARY)"
+        )
+
+    _check_partition_columns(metadata, fields)
+    _check_field_names(metadata)
 
     try:
         cdf_on = metadata.properties.enable_change_data_feed

@@ -101,14 +101,19 @@ class Write(Operation):
     changes_data: ClassVar[bool] = True
     mode: str = "Append"
     partition_by: Sequence[str] | None = None
+    #: ``replaceWhere``'s predicate (Delta records nothing else here)
     predicate: str | Sequence[str] | None = None
-    #: ``predicate`` lists the partitions a dynamic partition overwrite replaced (Delta's
-    #: ``isDynamicPartitionOverwrite``): its metrics are an overwrite's, not a replaceWhere's
+    #: Delta's ``isDynamicPartitionOverwrite``: the write asked for the dynamic partition
+    #: overwrite mode; its metrics are an overwrite's, not a replaceWhere's
     dynamic_partition_overwrite: bool = False
+    #: Delta's ``canOverwriteSchema`` / ``canMergeSchema``: the write's ``overwriteSchema`` /
+    #: ``mergeSchema`` was true (recorded only then, as Delta does)
+    can_overwrite_schema: bool = False
+    can_merge_schema: bool = False
 
     @property
     def operation_metrics(self) -> frozenset[str]:
-        if self.predicate is not None and not self.dynamic_partition_overwrite:
+        if self.predicate is not None:
             return metric_sets.WRITE_REPLACE_WHERE
         if self.mode == "Overwrite":
             return metric_sets.WRITE | metric_sets.OVERWRITE_REMOVES
@@ -133,6 +138,9 @@ class Write(Operation):
             "mode": self.mode,
             "partitionBy": list(self.partition_by) if self.partition_by is not None else [],
             "predicate": predicate,
+            "isDynamicPartitionOverwrite": True if self.dynamic_partition_overwrite else None,
+            "canOverwriteSchema": True if self.can_overwrite_schema else None,
+            "canMergeSchema": True if self.can_merge_schema else None,
         }
 
 

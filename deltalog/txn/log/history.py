@@ -64,7 +64,7 @@ def to_millis(value: datetime | int | float | str) -> int:
             value = datetime.fromisoformat(text)
         except ValueError:
             raise ValueError(
-                f"cannot parse the timestamp {value!r}; use ISO-8601 like "
+                f"DELTA_TIMESTAMP_INVALID: cannot parse the timestamp {value!r}; use ISO-8601 like "
                 "'2024-05-01 12:00:00' or '2024-05-01T12:00:00+00:00'"
             ) from None
     if value.tzinfo is None:

@@ -359,6 +359,11 @@ _WIDENINGS = {
 }
 
 
+#: (table, data) pairs Delta's ``SchemaMergingUtils.mergeDataTypes`` merges to the table's type
+#: without type widening: Parquet stores byte, short and integer alike as INT32
+_PARQUET_INT32_WIDENINGS = {("short", "byte"), ("integer", "byte"), ("integer", "short")}
+
+
 def _describe(dt: DataType) -> str:
     value = dt.to_json_value()
     return value if isinstance(value, str) else json.dumps(value)
@@ -386,13 +391,16 @@ def _merge_type(table: DataType, new: DataType, where: str) -> DataType:
     if _shape(table) == _shape(new):
         return table
     pair = (_describe(table), _describe(new))
+    if pair in _PARQUET_INT32_WIDENINGS:
+        return table  # Delta's mergeDataTypes: byte and short data fit a wider int32 column as they are
+    failed = f"DELTA_FAILED_TO_MERGE_FIELDS: Failed to merge fields '{where}' and '{where}': "
     if pair in _WIDENINGS or pair[::-1] in _WIDENINGS:
         raise SchemaMismatchError(
-            f"column {where} is {pair[0]} in the table and {pair[1]} in the data; cast the column to "
+            f"{failed}column {where} is {pair[0]} in the table and {pair[1]} in the data; cast the column to "
             f"{pair[0]} before writing, or widen it (delta.enableTypeWidening with mergeSchema, or alterColumnType)"
         )
     raise SchemaMismatchError(
-        f"column {where} is {json.dumps(table.to_json_value())} in the table and "
+        f"{failed}column {where} is {json.dumps(table.to_json_value())} in the table and "
         f"{json.dumps(new.to_json_value())} in the data; cast it, or overwrite the table with overwriteSchema=true"
     )
 
