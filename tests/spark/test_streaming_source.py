@@ -241,14 +241,43 @@ def test_change_feed_as_a_stream(spark, table_path):
     ]
     # no startingVersion: the latest snapshot's rows as inserts, at its version
     assert changes("cdf_snapshot") == [(0, "insert", 2), (2, "insert", 2), (5, "insert", 2)]
-    # a commit's changes are admitted whole: version 0's two files make one batch despite the limit
-    from pyspark.sql.streaming.datasource import ReadMaxFiles
 
-    reader = _reader(table_path, readChangeFeed="true", startingVersion="0", maxFilesPerTrigger="1")
-    start = reader.initialOffset()
-    first = reader.latestOffset(start, ReadMaxFiles(1))
-    assert (first["reservoirVersion"], first["index"]) == (1, -1)
-    assert sum(len(p.files) for p in reader.partitions(start, first)) == 2
+
+def test_change_feed_stream_rate_limits_split_plain_commits(spark, table_path):
+    """Delta's ``DeltaCDCStreamSuite`` "rateLimit - overall": a commit of plain adds and
+    removes is admitted file by file (``IndexedChangeFileSeq.filterFiles``), one with ``cdc``
+    files or deletion vectors whole; a query stopped in the middle of a commit resumes there."""
+    from pyspark.sql.functions import expr, lit
+    from pyspark.sql.streaming.datasource import ReadMaxBytes, ReadMaxFiles
+
+    cdf = {"delta.enableChangeDataFeed": "true"}
+    _append(spark, table_path, [0, 1, 2, 3], partitionBy="p", **cdf)  # v0: two files
+    spark.createDataFrame([(4, -1)], "id long, p long").write.format("deltalog").mode("append").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("p = -1")  # v2: a remove
+    table.update(expr("id < 2"), {"id": lit(0)})  # v3, v4: two cdc files each
+    table.update(expr("id > 1"), {"id": lit(0)})
+    for option, limit in (("maxFilesPerTrigger", ReadMaxFiles(1)), ("maxBytesPerTrigger", ReadMaxBytes(1))):
+        reader = _reader(table_path, readChangeFeed="true", startingVersion="0", **{option: "1"})
+        start, sizes, ends = reader.initialOffset(), [], []
+        while (end := json.loads(json.dumps(reader.latestOffset(start, limit)))) != start:
+            sizes.append(sum(b.num_rows for p in reader.partitions(start, end) for b in reader.read(p)))
+            start, ends = end, [*ends, (end["reservoirVersion"], end["index"])]
+        assert sizes == [2, 2, 1, 1, 4, 4], (option, sizes)
+        assert ends[0] == (0, 0)  # in the middle of version 0
+    # restarted from the mid-commit offset: the rest of version 0, then on
+    source = DeltaLogDataSource(
+        {"path": table_path, "readChangeFeed": "true", "startingVersion": "0", "maxFilesPerTrigger": "1"}
+    )
+    reader = source.streamReader(source.schema())
+    middle = {**reader.initialOffset(), "reservoirVersion": 0, "index": 0, "isStartingVersion": False}
+    end = reader.latestOffset(middle, ReadMaxFiles(1))
+    rows = [r for p in reader.partitions(middle, end) for b in reader.read(p) for r in b.to_pylist()]
+    assert (end["reservoirVersion"], end["index"]) == (1, -1)
+    assert sorted((r["id"], r["_change_type"], r["_commit_version"]) for r in rows) in (
+        [(0, "insert", 0), (2, "insert", 0)],
+        [(1, "insert", 0), (3, "insert", 0)],
+    )
 
 
 def test_a_change_feed_stream_far_behind_reads_each_commit_a_few_times(spark, table_path, monkeypatch):

@@ -26,8 +26,6 @@ import dataclasses
 import datetime as dt
 import itertools
 import json
-import re
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -70,6 +68,16 @@ from deltalog.contrib.spark.schema_log import (
     schema_change,
     unblock_hint,
 )
+from deltalog.contrib.spark.stream_admission import (
+    BASE_INDEX,
+    END_INDEX,
+    METADATA_CHANGE_INDEX,
+    POST_METADATA_CHANGE_INDEX,
+    AdmissionLimits,
+    IndexedFile,
+    excluded_paths,
+    whole_commit,
+)
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.logstores.registry import logstore_for
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
@@ -83,17 +91,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DeltaSourceReader", "IndexedFile", "SourceOffset"]
 
-#: the index before every file of a version (Delta's ``BASE_INDEX``: -100 in memory, so that
-#: it sorts before the metadata-change indices, serialised as -1 with ``sourceVersion`` 1)
-BASE_INDEX = -100
+#: ``BASE_INDEX`` as offsets with ``sourceVersion`` 1 serialise it
 _BASE_INDEX_V1 = -1
-#: with ``schemaTrackingLocation``: the barrier of a commit that changes the schema (Delta's
-#: ``METADATA_CHANGE_INDEX``), and the offset right after it (``POST_METADATA_CHANGE_INDEX``);
-#: offsets at these indices are serialised with ``sourceVersion`` 3
-METADATA_CHANGE_INDEX = -20
-POST_METADATA_CHANGE_INDEX = -19
-#: the index after every file of a version; never an offset (Delta's ``END_INDEX``)
-END_INDEX = sys.maxsize - 100
 #: ``reservoirVersion`` of the initial offset: where the stream starts is decided by the
 #: first batch (from ``startingVersion``/``startingTimestamp`` or the latest version)
 UNSTARTED = -1
@@ -143,18 +142,6 @@ class SourceOffset:
         return self.reservoir_version == UNSTARTED
 
 
-@dataclass(frozen=True)
-class IndexedFile:
-    """One position of the stream: a file to read of ``version`` at ``index`` (an ``add``,
-    or in the change feed a change file), or a placeholder."""
-
-    version: int
-    index: int
-    file: FileToRead | None = None
-    #: part of the initial snapshot (admitted file by file; change-feed commits are whole)
-    in_snapshot: bool = False
-
-
 def _to_read(add: AddFile, constants: dict[str, Any] | None = None) -> FileToRead:
     dv = None if add.deletion_vector is None else add.deletion_vector.to_dict()
     return FileToRead(
@@ -166,66 +153,6 @@ def _to_read(add: AddFile, constants: dict[str, Any] | None = None) -> FileToRea
         base_row_id=add.base_row_id,
         default_row_commit_version=add.default_row_commit_version,
     )
-
-
-class _Admission:
-    """How much one batch may take (Delta's ``AdmissionLimits``). Placeholders are always
-    admitted; a file is admitted while capacity remains before it, so a batch holds at
-    least one file even when that file alone is over ``maxBytesPerTrigger``."""
-
-    def __init__(self, max_files: int | None, max_bytes: int | None, whole_commits: bool = False) -> None:
-        self.files = sys.maxsize if max_files is None else max_files
-        self.bytes = sys.maxsize if max_bytes is None else max_bytes
-        #: admit change-feed commits whole (Delta's CDC source)
-        self.whole_commits = whole_commits
-        #: whether this batch holds anything yet
-        self.started = False
-
-    def admit(self, item: IndexedFile) -> bool:
-        if item.file is None:
-            return True
-        admitted = self.files > 0 and self.bytes > 0
-        self.files -= 1
-        self.bytes -= item.file.size
-        return admitted
-
-    def admit_commit(self, files: list[FileToRead]) -> bool:
-        """A change-feed commit is admitted whole: always as a batch's first commit, else
-        only when all of it fits (Delta's ``admit(Seq[AdmittableFile])``)."""
-        if not files:
-            return True
-        admitted = not self.started or (self.files >= len(files) and self.bytes >= sum(f.size for f in files))
-        self.started = True
-        self.files -= len(files)
-        self.bytes -= sum(f.size for f in files)
-        return admitted
-
-    def filter(self, items: Iterator[IndexedFile]) -> Iterator[IndexedFile]:
-        """The items of one batch: the initial snapshot file by file, a change-feed commit
-        whole (a commit cut by the stream's bound counts as what it holds). A change-feed
-        commit with a schema change barrier is its barrier alone, however many files it
-        holds (Delta's ``IndexedChangeFileSeq.filterFiles``): the batch ends there, or before
-        the commit when the batch has no capacity left."""
-        pending: list[IndexedFile] = []
-        for item in items:
-            if item.in_snapshot or not self.whole_commits:
-                self.started = True
-                if not self.admit(item):
-                    return
-                yield item
-                continue
-            pending.append(item)
-            if item.index == METADATA_CHANGE_INDEX:
-                if self.files > 0 and self.bytes > 0:  # Delta reaches the commit while capacity remains
-                    yield from pending
-                return
-            if item.index == END_INDEX:
-                if not self.admit_commit([i.file for i in pending if i.file is not None]):
-                    return
-                yield from pending
-                pending = []
-        if pending and self.admit_commit([i.file for i in pending if i.file is not None]):
-            yield from pending
 
 
 @dataclass
@@ -507,25 +434,34 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if end is not None and version == end.reservoir_version and end.index == BASE_INDEX:
                 yield IndexedFile(version, BASE_INDEX)  # the batch stops before this commit
                 return
-            actions = delta_log.read_commit(version)
-            files: list[FileToRead]
-            barrier = self._check_commit_metadata(actions, version)
-            if barrier and self.options.read.read_change_feed:
-                # a batch ends at the barrier: the commit's changes are read after the restart,
-                # with its metadata (Delta's IndexedChangeFileSeq.filterFiles)
-                files = []
-            elif self.options.read.read_change_feed:  # the change feed streams removes too
-                files = [] if feed is None else feed.commit_changes(version, actions)
-            elif self._skip_commit(actions, version):
-                files = []
-            else:
-                files = [_to_read(a) for a in actions if isinstance(a, AddFile) and a.data_change]
-            yield IndexedFile(version, BASE_INDEX)
-            if barrier:
-                yield IndexedFile(version, METADATA_CHANGE_INDEX)
-            for i, item in enumerate(files):
-                yield IndexedFile(version, i, item)
-            yield IndexedFile(version, END_INDEX)
+            yield from self._commit_files(version, delta_log.read_commit(version), feed)
+
+    def _commit_files(self, version: int, actions: list[Any], feed: ChangeFeed | None) -> Iterator[IndexedFile]:
+        """The indexed files of commit ``version``: its ``add``s, or in the change feed its
+        changes (a file ``excludeRegex`` matches left out, keeping the others' indices, as
+        Delta's CDC source filters before admission)."""
+        files: list[FileToRead]
+        whole = None
+        barrier = self._check_commit_metadata(actions, version)
+        if barrier and self.options.read.read_change_feed:
+            # a batch ends at the barrier: the commit's changes are read after the restart,
+            # with its metadata (Delta's IndexedChangeFileSeq.filterFiles)
+            files = []
+        elif self.options.read.read_change_feed:  # the change feed streams removes too
+            files = [] if feed is None else feed.commit_changes(version, actions)
+            whole = whole_commit(actions, excluded_paths(self.options.exclude_regex))
+        elif self._skip_commit(actions, version):
+            files = []
+        else:
+            files = [_to_read(a) for a in actions if isinstance(a, AddFile) and a.data_change]
+        excluded = excluded_paths(self.options.exclude_regex) if self.options.read.read_change_feed else None
+        yield IndexedFile(version, BASE_INDEX, whole=whole)
+        if barrier:
+            yield IndexedFile(version, METADATA_CHANGE_INDEX)
+        for i, item in enumerate(files):
+            if not (excluded and excluded(item.path)):
+                yield IndexedFile(version, i, item, whole=whole)
+        yield IndexedFile(version, END_INDEX, whole=whole)
 
     def _first_commit_left(self, start: int, latest: Snapshot) -> int:
         """Delta's ``getChangesIterator(start, failOnDataLoss)``: the first commit to read from
@@ -572,7 +508,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return version, BASE_INDEX, False
         return self._init().snapshot.version, BASE_INDEX, True
 
-    def _next_offset(self, start: SourceOffset, admission: _Admission | None) -> SourceOffset | None:
+    def _next_offset(self, start: SourceOffset, admission: AdmissionLimits | None) -> SourceOffset | None:
         from_version, from_index, initial = self._start_point(start)
         changes: Iterator[IndexedFile] = self._changes(from_version, from_index, initial, None)
         if admission is not None:
@@ -588,7 +524,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return SourceOffset(table_id, last.version + 1, BASE_INDEX, False)
         return SourceOffset(table_id, last.version, last.index, initial and last.version == from_version)
 
-    def _admission(self, limit: ReadLimit) -> _Admission | None:
+    def _admission(self, limit: ReadLimit) -> AdmissionLimits | None:
         o = self.options
         if isinstance(limit, ReadAllAvailable):
             return None
@@ -600,7 +536,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             max_files = limit.max_files
         elif isinstance(limit, ReadMaxBytes):
             max_bytes = limit.max_bytes
-        return _Admission(max_files, max_bytes, whole_commits=o.read.read_change_feed)
+        return AdmissionLimits(max_files, max_bytes, change_feed=o.read.read_change_feed)
 
     # -- DataSourceStreamReader -----------------------------------------------------------------
 
@@ -639,7 +575,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from_version, from_index, initial = version, BASE_INDEX, True
         else:
             from_version, from_index, initial = self._start_point(first)
-        excluded = re.compile(self.options.exclude_regex).search if self.options.exclude_regex else None
+        excluded = excluded_paths(self.options.exclude_regex)
         items = [
             f.file
             for f in self._changes(from_version, from_index, initial, last)
