@@ -428,13 +428,30 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # each commit's changes are found when the batch reaches it (a stream far behind
             # does not read every later commit for every batch)
             feed = ChangeFeed.open(delta_log, start, last) if start <= last else None
-        for version in range(start, latest + 1):
+        version = start
+        while version <= latest:
             if end is not None and version > end.reservoir_version:
                 return
             if end is not None and version == end.reservoir_version and end.index == BASE_INDEX:
                 yield IndexedFile(version, BASE_INDEX)  # the batch stops before this commit
                 return
-            yield from self._commit_files(version, delta_log.read_commit(version), feed)
+            try:
+                actions = delta_log.read_commit(version)
+            except VersionNotFoundError:
+                version = self._commit_after_gap(version, latest)
+                continue
+            yield from self._commit_files(version, actions, feed)
+            version += 1
+
+    def _commit_after_gap(self, missing: int, latest: int) -> int:
+        """Delta's ``getChangeLogFiles(failOnDataLoss)`` over a gap in the log (a commit file
+        deleted by hand): :class:`DeltaSourceDataLossError` naming the missing commit and the
+        next one there, or with ``failOnDataLoss=false`` that next commit."""
+        left = self._init().delta_log.list_commit_versions(missing)
+        following = left[0] if left else latest + 1
+        if self.options.fail_on_data_loss:
+            raise DeltaSourceDataLossError(self._table, missing, following)
+        return following
 
     def _commit_files(self, version: int, actions: list[Any], feed: ChangeFeed | None) -> Iterator[IndexedFile]:
         """The indexed files of commit ``version``: its ``add``s, or in the change feed its
