@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         DeltaSourceSchemaEvolutionBlockedError,
         DeltaSourceSchemaLogError,
         DeltaSourceTableChangedError,
+        DeltaSourceTrailingCommitMissingError,
         DeltaSparkError,
         InvalidWriteOptionError,
         MergeCardinalityError,
@@ -268,6 +269,7 @@ _HOMES: dict[str, str] = {
     "DeltaSourceSchemaEvolutionBlockedError": "deltalog.contrib.spark.errors",
     "DeltaSourceSchemaLogError": "deltalog.contrib.spark.errors",
     "DeltaSourceTableChangedError": "deltalog.contrib.spark.errors",
+    "DeltaSourceTrailingCommitMissingError": "deltalog.contrib.spark.errors",
     "UncheckableConstraintsError": "deltalog.contrib.spark.constraints",
     # conformance kit
     "UnknownCheckError": "deltalog.conformance.catalog",
@@ -309,6 +311,7 @@ __all__ = [
     "DeltaSourceSchemaEvolutionBlockedError",
     "DeltaSourceSchemaLogError",
     "DeltaSourceTableChangedError",
+    "DeltaSourceTrailingCommitMissingError",
     "DeltaSparkError",
     "DropFeatureConflictError",
     "DropFeatureError",

@@ -584,6 +584,55 @@ def test_stream_behind_log_cleanup_fail_on_data_loss(table_path):
         assert sorted(more) == [5, 7], options
 
 
+def test_trailing_commit_missing_when_the_batch_is_read(table_path):
+    """Delta's "fail on missing trailing commit": a commit planned into a batch (by
+    ``latestOffset``) and gone from the log when the batch is read fails the batch with
+    ``DELTA_STREAMING_TRAILING_COMMIT_MISSING`` rather than reading it as empty, whether the
+    batch ends in the middle of the commit or after it, in the change feed too, and also with
+    ``failOnDataLoss=false`` (Delta checks it regardless)."""
+    import deltalake
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.streaming.datasource import ReadMaxFiles
+
+    from deltalog.contrib.spark.errors import DeltaSourceTrailingCommitMissingError
+    from deltalog.txn.commit.operations import Write
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.actions import AddFile
+
+    for ids in ([0], [1]):
+        data = pa.table({"id": pa.array(ids, pa.int64())})
+        deltalake.write_deltalake(table_path, data, mode="append", configuration={"delta.enableChangeDataFeed": "true"})
+    adds = []
+    for i in (2, 3, 4):  # version 2: three files
+        pq.write_table(pa.table({"id": pa.array([i], pa.int64())}), os.path.join(table_path, f"v2-{i}.parquet"))
+        adds.append(AddFile(f"v2-{i}.parquet", {}, os.path.getsize(os.path.join(table_path, f"v2-{i}.parquet")), 0))
+    DeltaLog.for_table(table_path).start_transaction().commit(adds, Write())
+    commit_two = os.path.join(table_path, "_delta_log", f"{2:020d}.json")
+    with open(commit_two, encoding="utf-8") as f:
+        saved = f.read()
+    for options in ({}, {"readChangeFeed": "true"}, {"failOnDataLoss": "false"}):
+        for limit, end_at in ((ReadMaxFiles(3), (2, 0)), (ReadMaxFiles(1000), (3, -1))):
+            source = DeltaLogDataSource({"path": table_path, "startingVersion": "0", **options})
+            reader = source.streamReader(source.schema())
+            start = reader.initialOffset()
+            end = reader.latestOffset(start, limit)
+            assert (end["reservoirVersion"], end["index"]) == end_at
+            os.remove(commit_two)
+            try:
+                with pytest.raises(DeltaSourceTrailingCommitMissingError, match=r"up to version 2 .* after version 1"):
+                    reader.partitions(start, end)
+            finally:
+                with open(commit_two, "w", encoding="utf-8") as f:
+                    f.write(saved)
+            assert sum(len(p.files) for p in reader.partitions(start, end)) == (3 if end_at[1] == 0 else 5)
+    # a batch with nothing to read in its end version is no false alarm (Delta's "empty batch
+    # from startIndex >= endIndex is not a false positive")
+    for index in (1, 2):
+        begin = {**start, "reservoirVersion": 2, "index": index, "isStartingVersion": False}
+        assert not any(p.files for p in reader.partitions(begin, {**begin, "index": 1, "isStartingVersion": True}))
+
+
 def test_schema_tracking_location_rename_then_drop(spark, tmp_path):
     """A column-mapped table streamed with ``schemaTrackingLocation``: the schema log is
     Delta's (``<location>/_schema_log_<tableId>/<n>``, ``v1`` then ``PersistedMetadata``);

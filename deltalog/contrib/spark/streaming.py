@@ -51,6 +51,7 @@ from deltalog.contrib.spark.errors import (
     DeltaSourceSchemaChangedError,
     DeltaSourceSchemaEvolutionBlockedError,
     DeltaSourceTableChangedError,
+    DeltaSourceTrailingCommitMissingError,
     InvalidWriteOptionError,
 )
 from deltalog.contrib.spark.input_partitions import FilesPartition, files_partitions
@@ -593,12 +594,24 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             from_version, from_index, initial = self._start_point(first)
         excluded = excluded_paths(self.options.exclude_regex)
-        items = [
-            f.file
-            for f in self._changes(from_version, from_index, initial, last)
-            if f.file is not None and not (excluded and excluded(f.file.path))
-        ]
+        items: list[FileToRead] = []
+        seen = from_version - 1  # the versions before the batch's start were read already
+        for f in self._changes(from_version, from_index, initial, last):
+            seen = f.version
+            if f.file is not None and not (excluded and excluded(f.file.path)):
+                items.append(f.file)
+        self._check_trailing_commit(from_version, from_index, last, seen)
         return files_partitions(self._init().spec, last.reservoir_version, items)
+
+    def _check_trailing_commit(self, from_version: int, from_index: int, end: SourceOffset, seen: int) -> None:
+        """Delta's trailing-commit validation in ``getBatch``: the batch read every commit up to
+        the last one its end offset names (the end's version when the batch reads a file of it,
+        else the version before), or a commit left the log after the batch was planned
+        (:class:`DeltaSourceTrailingCommitMissingError`, whatever ``failOnDataLoss`` says)."""
+        reads_end_version = end.index >= 0 and (from_version < end.reservoir_version or from_index < end.index)
+        expected = end.reservoir_version if reads_end_version else end.reservoir_version - 1
+        if seen < expected:
+            raise DeltaSourceTrailingCommitMissingError(self._table, expected, seen)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilesPartition)
