@@ -163,6 +163,15 @@ def test_starting_version(spark, table_path, tmp_path):
         with pytest.raises(VersionNotFoundError, match="latest") as info:
             _reader(table_path, **options).latestOffset(start, ReadAllAvailable())
         assert info.value.latest == 2
+    # with Delta's timestampOutOfRange conf (given as an option) a start past the latest commit
+    # is no error: the stream reads the commits from there on (Delta's getStartingVersion)
+    lenient = {"spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled": "true"}
+    ahead = [
+        _reader(table_path, **options, **lenient)
+        for options in ({"startingVersion": "3"}, {"startingTimestamp": "2999-01-01"})
+    ]
+    for early in ahead:
+        assert early.latestOffset(early.initialOffset(), ReadAllAvailable()) == early.initialOffset()
     # startingVersion=latest: only commits after the query started
     reader = _reader(table_path, startingVersion="latest")
     start = reader.initialOffset()
@@ -173,6 +182,8 @@ def test_starting_version(spark, table_path, tmp_path):
     assert [f.path for p in reader.partitions(start, end) for f in p.files] == [
         a["add"]["path"] for a in _commit(table_path, 3) if "add" in a
     ]
+    for early in ahead:
+        assert early.latestOffset(early.initialOffset(), ReadAllAvailable()) == end
 
 
 def _commit(path: str, version: int) -> list[dict[str, Any]]:

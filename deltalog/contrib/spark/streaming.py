@@ -255,9 +255,11 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if o.starting_version_latest:
                 version = state.delta_log.update().version + 1
             elif version is not None:
-                _check_version_exists(state.delta_log, version, self._table)
+                _check_version_exists(state.delta_log, version, self._table, o.cdf_out_of_range)
             elif o.starting_timestamp is not None:
-                version = _first_version_at_or_after(state.delta_log, o.starting_timestamp, self._table)
+                version = _first_version_at_or_after(
+                    state.delta_log, o.starting_timestamp, self._table, o.cdf_out_of_range
+                )
             self._starting = (version,)
         return self._starting[0]
 
@@ -626,14 +628,15 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._evolve_if_changed(offset.reservoir_version, *self._metadata_at(offset.reservoir_version))
 
 
-def _check_version_exists(delta_log: DeltaLog, version: int, table: str) -> None:
+def _check_version_exists(delta_log: DeltaLog, version: int, table: str, out_of_range: bool = False) -> None:
     """Delta's ``checkVersionExists(mustBeRecreatable = false)`` for ``startingVersion``: the
     commit is in the log (a version past the latest, or cleaned up, is not; Delta's
-    ``VersionNotFoundException``, as time travel raises it)."""
+    ``VersionNotFoundException``, as time travel raises it). With ``out_of_range`` (Delta's
+    ``changeDataFeed.timestampOutOfRange.enabled``) a version past the latest is allowed."""
     latest = delta_log.update().version
     versions = delta_log.list_commit_versions(0)
     earliest = versions[0] if versions else latest
-    if version > latest or version < earliest:
+    if (version > latest and not out_of_range) or version < earliest:
         raise VersionNotFoundError(
             f"startingVersion {version} is not in {table}: available versions are [{earliest}, {latest}] "
             "(the latest included); start at one of them, or startingVersion='latest'",
@@ -643,14 +646,15 @@ def _check_version_exists(delta_log: DeltaLog, version: int, table: str) -> None
         )
 
 
-def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str) -> int:
+def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str, out_of_range: bool = False) -> int:
     """Delta's ``getStartingVersionFromTimestamp``: the first commit at or after ``timestamp``
     (:func:`~deltalog.txn.log.history.starting_version_at`); past the latest commit it raises
-    as time travel does (Delta's ``DELTA_TIMESTAMP_GREATER_THAN_COMMIT``)."""
+    as time travel does (Delta's ``DELTA_TIMESTAMP_GREATER_THAN_COMMIT``), or with
+    ``out_of_range`` is the version after the latest (Delta's ``canExceedLatest``)."""
     from deltalog.txn.log.history import starting_version_at
 
     try:
-        return starting_version_at(delta_log, timestamp)
+        return starting_version_at(delta_log, timestamp, can_exceed_latest=out_of_range)
     except VersionNotFoundError as exc:
         raise VersionNotFoundError(
             f"startingTimestamp {timestamp} is after the latest commit of {table} (version {exc.latest}); "
