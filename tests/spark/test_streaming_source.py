@@ -16,6 +16,7 @@ import pytest
 
 from deltalog.contrib.spark import DeltaTable
 from deltalog.contrib.spark.errors import (
+    DeltaSourceIgnoreChangesError,
     DeltaSourceMetadataEvolutionError,
     DeltaSourceSchemaChangedError,
     DeltaSourceSchemaEvolutionBlockedError,
@@ -276,6 +277,15 @@ def test_change_feed_stream_rate_limits_split_plain_commits(spark, table_path):
             start, ends = end, [*ends, (end["reservoirVersion"], end["index"])]
         assert sizes == [2, 2, 1, 1, 4, 4], (option, sizes)
         assert ends[0] == (0, 0)  # in the middle of version 0
+    # a commit that does not fit stops the batch there (Delta's "batch reject stops iteration"),
+    # and the next batch takes it first whatever its size
+    for files, expected in ((3, [5, 5, 4]), (2, [4, 2, 4, 4])):
+        reader = _reader(table_path, readChangeFeed="true", startingVersion="0", maxFilesPerTrigger=str(files))
+        start, sizes = reader.initialOffset(), []
+        while (end := reader.latestOffset(start, ReadMaxFiles(files))) != start:
+            sizes.append(sum(b.num_rows for p in reader.partitions(start, end) for b in reader.read(p)))
+            start = end
+        assert sizes == expected, (files, sizes)
     # restarted from the mid-commit offset: the rest of version 0, then on
     source = DeltaLogDataSource(
         {"path": table_path, "readChangeFeed": "true", "startingVersion": "0", "maxFilesPerTrigger": "1"}
@@ -289,6 +299,40 @@ def test_change_feed_stream_rate_limits_split_plain_commits(spark, table_path):
         [(0, "insert", 0), (2, "insert", 0)],
         [(1, "insert", 0), (3, "insert", 0)],
     )
+
+
+def test_deletion_vector_deletes_in_a_stream(spark, table_path):
+    """Delta's ``DeltaSourceDeletionVectorsSuite`` "DELETE->DELETE" in one batch: a DELETE that
+    writes deletion vectors re-adds its files, so it is a change commit: it stops the stream,
+    ``ignoreChanges`` streams the files' remaining rows again, ``skipChangeCommits`` nothing.
+    In the change feed (``DeltaCDCStreamSuite`` "CDC DV-diff") such a commit is admitted whole
+    and streams only the deleted rows."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
+
+    props = {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"}
+    for ids in ([0, 1, 2], [3, 4, 5], [6, 7, 8]):
+        _append(spark, table_path, ids, **props)
+    before = _reader(table_path).initialOffset()
+    before = {**before, "reservoirVersion": 3, "index": -1, "isStartingVersion": False}
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("id = 3 OR id = 7")  # version 3: two files re-added with deletion vectors
+    table.delete("id = 4")  # version 4
+    assert all(a["add"].get("deletionVector") for a in _commit(table_path, 3) if "add" in a)
+    with pytest.raises(DeltaSourceIgnoreChangesError, match="version 3"):
+        _reader(table_path).latestOffset(before, ReadAllAvailable())
+    for options, again in (({"ignoreChanges": "true"}, [4, 5, 5, 6, 8]), ({"skipChangeCommits": "true"}, [])):
+        _, ids, _ = _run_batches(_reader(table_path, **options), before, ReadAllAvailable())
+        assert sorted(ids) == again, options
+    source = DeltaLogDataSource(
+        {"path": table_path, "readChangeFeed": "true", "startingVersion": "3", "maxFilesPerTrigger": "1"}
+    )
+    reader = source.streamReader(source.schema())
+    start, batches = reader.initialOffset(), []
+    while (end := reader.latestOffset(start, ReadMaxFiles(1))) != start:
+        rows = [r for p in reader.partitions(start, end) for b in reader.read(p) for r in b.to_pylist()]
+        batches.append(sorted((r["id"], r["_change_type"], r["_commit_version"]) for r in rows))
+        start = end
+    assert batches == [[(3, "delete", 3), (7, "delete", 3)], [(4, "delete", 4)]]
 
 
 def test_a_change_feed_stream_far_behind_reads_each_commit_a_few_times(spark, table_path, monkeypatch):
