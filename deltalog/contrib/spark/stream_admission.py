@@ -65,8 +65,6 @@ class IndexedFile:
     version: int
     index: int
     file: FileToRead | None = None
-    #: part of the initial snapshot
-    in_snapshot: bool = False
     #: set on every position of a change-feed commit admitted whole (None: file by file)
     whole: WholeCommit | None = None
 

@@ -408,10 +408,10 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             ms = self._init().delta_log.snapshot(version).timestamp
             when = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
             constants = {"_change_type": "insert", "_commit_version": version, "_commit_timestamp": when}
-        yield IndexedFile(version, BASE_INDEX, None, True)
+        yield IndexedFile(version, BASE_INDEX)
         for i, add in enumerate(self._initial_files[1]):
-            yield IndexedFile(version, i, _to_read(add, constants), True)
-        yield IndexedFile(version, END_INDEX, None, True)
+            yield IndexedFile(version, i, _to_read(add, constants))
+        yield IndexedFile(version, END_INDEX)
 
     def _commits(self, start: int, end: SourceOffset | None) -> Iterator[IndexedFile]:
         if self._init().tracking and not self.options.fail_on_data_loss:
