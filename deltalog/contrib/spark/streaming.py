@@ -404,13 +404,17 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             files = sorted(snapshot.files, key=lambda a: (a.modification_time, a.path))
             self._initial_files = (version, files)
         constants: dict[str, Any] | None = None
+        excluded = None
         if self.options.read.read_change_feed:
             ms = self._init().delta_log.snapshot(version).timestamp
             when = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
             constants = {"_change_type": "insert", "_commit_version": version, "_commit_timestamp": when}
+            # Delta's CDC source leaves excluded files out before admission counts them
+            excluded = excluded_paths(self.options.exclude_regex)
         yield IndexedFile(version, BASE_INDEX)
         for i, add in enumerate(self._initial_files[1]):
-            yield IndexedFile(version, i, _to_read(add, constants))
+            if not (excluded and excluded(add.path)):
+                yield IndexedFile(version, i, _to_read(add, constants))
         yield IndexedFile(version, END_INDEX)
 
     def _commits(self, start: int, end: SourceOffset | None) -> Iterator[IndexedFile]:
