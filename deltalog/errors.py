@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         DeltaSourceSchemaEvolutionBlockedError,
         DeltaSourceSchemaLogError,
         DeltaSourceTableChangedError,
+        DeltaSourceTrailingCommitMissingError,
         DeltaSparkError,
         InvalidWriteOptionError,
         MergeCardinalityError,
@@ -269,6 +270,7 @@ _HOMES: dict[str, str] = {
     "DeltaSourceSchemaEvolutionBlockedError": "deltalog.contrib.spark.errors",
     "DeltaSourceSchemaLogError": "deltalog.contrib.spark.errors",
     "DeltaSourceTableChangedError": "deltalog.contrib.spark.errors",
+    "DeltaSourceTrailingCommitMissingError": "deltalog.contrib.spark.errors",
     "UncheckableConstraintsError": "deltalog.contrib.spark.constraints",
     # conformance kit
     "UnknownCheckError": "deltalog.conformance.catalog",
@@ -310,6 +312,7 @@ __all__ = [
     "DeltaSourceSchemaEvolutionBlockedError",
     "DeltaSourceSchemaLogError",
     "DeltaSourceTableChangedError",
+    "DeltaSourceTrailingCommitMissingError",
     "DeltaSparkError",
     "DropFeatureConflictError",
     "DropFeatureError",

@@ -16,6 +16,7 @@ import pytest
 
 from deltalog.contrib.spark import DeltaTable
 from deltalog.contrib.spark.errors import (
+    DeltaSourceIgnoreChangesError,
     DeltaSourceMetadataEvolutionError,
     DeltaSourceSchemaChangedError,
     DeltaSourceSchemaEvolutionBlockedError,
@@ -163,6 +164,15 @@ def test_starting_version(spark, table_path, tmp_path):
         with pytest.raises(VersionNotFoundError, match="latest") as info:
             _reader(table_path, **options).latestOffset(start, ReadAllAvailable())
         assert info.value.latest == 2
+    # with Delta's timestampOutOfRange conf (given as an option) a start past the latest commit
+    # is no error: the stream reads the commits from there on (Delta's getStartingVersion)
+    lenient = {"spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled": "true"}
+    ahead = [
+        _reader(table_path, **options, **lenient)
+        for options in ({"startingVersion": "3"}, {"startingTimestamp": "2999-01-01"})
+    ]
+    for early in ahead:
+        assert early.latestOffset(early.initialOffset(), ReadAllAvailable()) == early.initialOffset()
     # startingVersion=latest: only commits after the query started
     reader = _reader(table_path, startingVersion="latest")
     start = reader.initialOffset()
@@ -173,6 +183,8 @@ def test_starting_version(spark, table_path, tmp_path):
     assert [f.path for p in reader.partitions(start, end) for f in p.files] == [
         a["add"]["path"] for a in _commit(table_path, 3) if "add" in a
     ]
+    for early in ahead:
+        assert early.latestOffset(early.initialOffset(), ReadAllAvailable()) == end
 
 
 def _commit(path: str, version: int) -> list[dict[str, Any]]:
@@ -241,14 +253,86 @@ def test_change_feed_as_a_stream(spark, table_path):
     ]
     # no startingVersion: the latest snapshot's rows as inserts, at its version
     assert changes("cdf_snapshot") == [(0, "insert", 2), (2, "insert", 2), (5, "insert", 2)]
-    # a commit's changes are admitted whole: version 0's two files make one batch despite the limit
-    from pyspark.sql.streaming.datasource import ReadMaxFiles
 
-    reader = _reader(table_path, readChangeFeed="true", startingVersion="0", maxFilesPerTrigger="1")
-    start = reader.initialOffset()
-    first = reader.latestOffset(start, ReadMaxFiles(1))
-    assert (first["reservoirVersion"], first["index"]) == (1, -1)
-    assert sum(len(p.files) for p in reader.partitions(start, first)) == 2
+
+def test_change_feed_stream_rate_limits_split_plain_commits(spark, table_path):
+    """Delta's ``DeltaCDCStreamSuite`` "rateLimit - overall": a commit of plain adds and
+    removes is admitted file by file (``IndexedChangeFileSeq.filterFiles``), one with ``cdc``
+    files or deletion vectors whole; a query stopped in the middle of a commit resumes there."""
+    from pyspark.sql.functions import expr, lit
+    from pyspark.sql.streaming.datasource import ReadMaxBytes, ReadMaxFiles
+
+    cdf = {"delta.enableChangeDataFeed": "true"}
+    _append(spark, table_path, [0, 1, 2, 3], partitionBy="p", **cdf)  # v0: two files
+    spark.createDataFrame([(4, -1)], "id long, p long").write.format("deltalog").mode("append").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("p = -1")  # v2: a remove
+    table.update(expr("id < 2"), {"id": lit(0)})  # v3, v4: two cdc files each
+    table.update(expr("id > 1"), {"id": lit(0)})
+    for option, limit in (("maxFilesPerTrigger", ReadMaxFiles(1)), ("maxBytesPerTrigger", ReadMaxBytes(1))):
+        reader = _reader(table_path, readChangeFeed="true", startingVersion="0", **{option: "1"})
+        start, sizes, ends = reader.initialOffset(), [], []
+        while (end := json.loads(json.dumps(reader.latestOffset(start, limit)))) != start:
+            sizes.append(sum(b.num_rows for p in reader.partitions(start, end) for b in reader.read(p)))
+            start, ends = end, [*ends, (end["reservoirVersion"], end["index"])]
+        assert sizes == [2, 2, 1, 1, 4, 4], (option, sizes)
+        assert ends[0] == (0, 0)  # in the middle of version 0
+    # a commit that does not fit stops the batch there (Delta's "batch reject stops iteration"),
+    # and the next batch takes it first whatever its size
+    for files, expected in ((3, [5, 5, 4]), (2, [4, 2, 4, 4])):
+        reader = _reader(table_path, readChangeFeed="true", startingVersion="0", maxFilesPerTrigger=str(files))
+        start, sizes = reader.initialOffset(), []
+        while (end := reader.latestOffset(start, ReadMaxFiles(files))) != start:
+            sizes.append(sum(b.num_rows for p in reader.partitions(start, end) for b in reader.read(p)))
+            start = end
+        assert sizes == expected, (files, sizes)
+    # restarted from the mid-commit offset: the rest of version 0, then on
+    source = DeltaLogDataSource(
+        {"path": table_path, "readChangeFeed": "true", "startingVersion": "0", "maxFilesPerTrigger": "1"}
+    )
+    reader = source.streamReader(source.schema())
+    middle = {**reader.initialOffset(), "reservoirVersion": 0, "index": 0, "isStartingVersion": False}
+    end = reader.latestOffset(middle, ReadMaxFiles(1))
+    rows = [r for p in reader.partitions(middle, end) for b in reader.read(p) for r in b.to_pylist()]
+    assert (end["reservoirVersion"], end["index"]) == (1, -1)
+    assert sorted((r["id"], r["_change_type"], r["_commit_version"]) for r in rows) in (
+        [(0, "insert", 0), (2, "insert", 0)],
+        [(1, "insert", 0), (3, "insert", 0)],
+    )
+
+
+def test_deletion_vector_deletes_in_a_stream(spark, table_path):
+    """Delta's ``DeltaSourceDeletionVectorsSuite`` "DELETE->DELETE" in one batch: a DELETE that
+    writes deletion vectors re-adds its files, so it is a change commit: it stops the stream,
+    ``ignoreChanges`` streams the files' remaining rows again, ``skipChangeCommits`` nothing.
+    In the change feed (``DeltaCDCStreamSuite`` "CDC DV-diff") such a commit is admitted whole
+    and streams only the deleted rows."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
+
+    props = {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"}
+    for ids in ([0, 1, 2], [3, 4, 5], [6, 7, 8]):
+        _append(spark, table_path, ids, **props)
+    before = _reader(table_path).initialOffset()
+    before = {**before, "reservoirVersion": 3, "index": -1, "isStartingVersion": False}
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("id = 3 OR id = 7")  # version 3: two files re-added with deletion vectors
+    table.delete("id = 4")  # version 4
+    assert all(a["add"].get("deletionVector") for a in _commit(table_path, 3) if "add" in a)
+    with pytest.raises(DeltaSourceIgnoreChangesError, match="version 3"):
+        _reader(table_path).latestOffset(before, ReadAllAvailable())
+    for options, again in (({"ignoreChanges": "true"}, [4, 5, 5, 6, 8]), ({"skipChangeCommits": "true"}, [])):
+        _, ids, _ = _run_batches(_reader(table_path, **options), before, ReadAllAvailable())
+        assert sorted(ids) == again, options
+    source = DeltaLogDataSource(
+        {"path": table_path, "readChangeFeed": "true", "startingVersion": "3", "maxFilesPerTrigger": "1"}
+    )
+    reader = source.streamReader(source.schema())
+    start, batches = reader.initialOffset(), []
+    while (end := reader.latestOffset(start, ReadMaxFiles(1))) != start:
+        rows = [r for p in reader.partitions(start, end) for b in reader.read(p) for r in b.to_pylist()]
+        batches.append(sorted((r["id"], r["_change_type"], r["_commit_version"]) for r in rows))
+        start = end
+    assert batches == [[(3, "delete", 3), (7, "delete", 3)], [(4, "delete", 4)]]
 
 
 def test_a_change_feed_stream_far_behind_reads_each_commit_a_few_times(spark, table_path, monkeypatch):
@@ -326,6 +410,14 @@ def test_exclude_regex_and_options_not_implemented(spark, table_path):
             got += [f.path for p in reader.partitions(start, end) for f in p.files]
             start = end
         assert sorted(got) == sorted(kept)
+    # the change feed's initial snapshot (Delta's IndexedChangeFileSeq) leaves an excluded file
+    # out before the limit counts it: one kept file a batch, no empty batch
+    reader = _reader(table_path, readChangeFeed="true", excludeRegex="p=1/", maxFilesPerTrigger="1")
+    start, batches = reader.initialOffset(), []
+    while (end := reader.latestOffset(start, ReadMaxFiles(1))) != start:
+        batches.append([f.path for p in reader.partitions(start, end) for f in p.files])
+        start = end
+    assert sorted(batches) == sorted([[p] for p in kept])
     for options in (
         {"excludeRegex": "("},
         {"failOnDataLoss": "maybe"},
@@ -541,6 +633,67 @@ def test_stream_behind_log_cleanup_fail_on_data_loss(table_path):
         _reader(table_path, readChangeFeed="true", failOnDataLoss="false"), start, ReadAllAvailable()
     )
     assert sorted(changed) == [3, 4]
+    # a gap between the commits a stream reads (Delta's "incremental: commit file gap between
+    # versions"): 5 and 7 there, 6 missing; the same error, or 6 skipped
+    start, _, _ = _run_batches(lenient, start, ReadAllAvailable())
+    for i in (5, 6, 7):
+        write([i])
+    log.checkpoint()  # at version 7: the table stays readable without commit 6
+    os.remove(os.path.join(table_path, "_delta_log", f"{6:020d}.json"))
+    for options in ({}, {"readChangeFeed": "true"}):
+        with pytest.raises(DeltaSourceDataLossError, match="cannot resume from version 6; transaction log starts at 7"):
+            _reader(table_path, **options).latestOffset(start, ReadAllAvailable())
+        _, more, _ = _run_batches(_reader(table_path, failOnDataLoss="false", **options), start, ReadAllAvailable())
+        assert sorted(more) == [5, 7], options
+
+
+def test_trailing_commit_missing_when_the_batch_is_read(table_path):
+    """Delta's "fail on missing trailing commit": a commit planned into a batch (by
+    ``latestOffset``) and gone from the log when the batch is read fails the batch with
+    ``DELTA_STREAMING_TRAILING_COMMIT_MISSING`` rather than reading it as empty, whether the
+    batch ends in the middle of the commit or after it, in the change feed too, and also with
+    ``failOnDataLoss=false`` (Delta checks it regardless)."""
+    import deltalake
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.streaming.datasource import ReadMaxFiles
+
+    from deltalog.contrib.spark.errors import DeltaSourceTrailingCommitMissingError
+    from deltalog.txn.commit.operations import Write
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.actions import AddFile
+
+    for ids in ([0], [1]):
+        data = pa.table({"id": pa.array(ids, pa.int64())})
+        deltalake.write_deltalake(table_path, data, mode="append", configuration={"delta.enableChangeDataFeed": "true"})
+    adds = []
+    for i in (2, 3, 4):  # version 2: three files
+        pq.write_table(pa.table({"id": pa.array([i], pa.int64())}), os.path.join(table_path, f"v2-{i}.parquet"))
+        adds.append(AddFile(f"v2-{i}.parquet", {}, os.path.getsize(os.path.join(table_path, f"v2-{i}.parquet")), 0))
+    DeltaLog.for_table(table_path).start_transaction().commit(adds, Write())
+    commit_two = os.path.join(table_path, "_delta_log", f"{2:020d}.json")
+    with open(commit_two, encoding="utf-8") as f:
+        saved = f.read()
+    for options in ({}, {"readChangeFeed": "true"}, {"failOnDataLoss": "false"}):
+        for limit, end_at in ((ReadMaxFiles(3), (2, 0)), (ReadMaxFiles(1000), (3, -1))):
+            source = DeltaLogDataSource({"path": table_path, "startingVersion": "0", **options})
+            reader = source.streamReader(source.schema())
+            start = reader.initialOffset()
+            end = reader.latestOffset(start, limit)
+            assert (end["reservoirVersion"], end["index"]) == end_at
+            os.remove(commit_two)
+            try:
+                with pytest.raises(DeltaSourceTrailingCommitMissingError, match=r"up to version 2 .* after version 1"):
+                    reader.partitions(start, end)
+            finally:
+                with open(commit_two, "w", encoding="utf-8") as f:
+                    f.write(saved)
+            assert sum(len(p.files) for p in reader.partitions(start, end)) == (3 if end_at[1] == 0 else 5)
+    # a batch with nothing to read in its end version is no false alarm (Delta's "empty batch
+    # from startIndex >= endIndex is not a false positive")
+    for index in (1, 2):
+        begin = {**start, "reservoirVersion": 2, "index": index, "isStartingVersion": False}
+        assert not any(p.files for p in reader.partitions(begin, {**begin, "index": 1, "isStartingVersion": True}))
 
 
 def test_schema_tracking_location_rename_then_drop(spark, tmp_path):

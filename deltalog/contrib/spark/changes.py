@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.protocol.actions import Action
 
-__all__ = ["ChangeFeed", "change_files", "enforce_start_within_retention", "invalid_range"]
+__all__ = ["ChangeFeed", "change_files", "enforce_start_within_retention", "invalid_range", "merge_changed_nothing"]
 
 
 def _timestamp(stamps: Mapping[int, int], version: int, info: CommitInfo | None) -> dt.datetime:
@@ -97,40 +97,40 @@ class ChangeFeed:
         cdcs = [a for a in actions if isinstance(a, AddCDCFile)]
         if cdcs:
             return [FileToRead(c.path, c.partition_values, c.size, None, {**consts}) for c in cdcs]
-        if info is not None and _merge_changed_nothing(info):
+        if info is not None and merge_changed_nothing(info):
             return []
-        out: list[FileToRead] = []
-        adds = {a.path: a for a in actions if isinstance(a, AddFile) and a.data_change}
-        removes = {r.path: r for r in actions if isinstance(r, RemoveFile) and r.data_change}
-        for path, add in adds.items():
-            remove = removes.get(path)
-            if remove is not None and (add.deletion_vector or remove.deletion_vector):
-                out.extend(_deletion_vector_changes(self.delta_log, add, remove, consts))
+        return _file_action_changes(self.delta_log, actions, consts)
+
+
+def _file_action_changes(delta_log: DeltaLog, actions: Sequence[Action], consts: dict[str, Any]) -> list[FileToRead]:
+    """The changes of a commit without ``cdc`` files, in the order of its actions (so that a
+    stream's index of a change is Delta's): ``add``s are inserts, ``remove``s deletes, a file
+    removed and re-added with another deletion vector the rows the two differ by."""
+    out: list[FileToRead] = []
+    adds = {a.path: a for a in actions if isinstance(a, AddFile) and a.data_change}
+    removes = {r.path: r for r in actions if isinstance(r, RemoveFile) and r.data_change}
+    for action in actions:
+        if isinstance(action, AddFile) and action.data_change:
+            remove = removes.get(action.path)
+            if remove is not None and (action.deletion_vector or remove.deletion_vector):
+                out.extend(_deletion_vector_changes(delta_log, action, remove, consts))
                 continue
-            out.append(
-                FileToRead(add.path, add.partition_values, add.size, _dv(add), {**consts, "_change_type": "insert"})
-            )
-        for path, remove in removes.items():
-            add_of_path = adds.get(path)
-            if add_of_path is not None and (add_of_path.deletion_vector or remove.deletion_vector):
+            change = {**consts, "_change_type": "insert"}
+            out.append(FileToRead(action.path, action.partition_values, action.size, _dv(action), change))
+        elif isinstance(action, RemoveFile) and action.data_change:
+            add = adds.get(action.path)
+            if add is not None and (add.deletion_vector or action.deletion_vector):
                 continue
-            out.append(
-                FileToRead(
-                    remove.path,
-                    remove.partition_values or {},
-                    remove.size or 0,
-                    _dv(remove),
-                    {**consts, "_change_type": "delete"},
-                )
-            )
-        return out
+            change = {**consts, "_change_type": "delete"}
+            out.append(FileToRead(action.path, action.partition_values or {}, action.size or 0, _dv(action), change))
+    return out
 
 
 #: the MERGE metrics that say it changed no row
 _MERGE_CHANGE_METRICS = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
 
 
-def _merge_changed_nothing(info: CommitInfo) -> bool:
+def merge_changed_nothing(info: CommitInfo) -> bool:
     """Delta's ``CDCReader.shouldSkipFileActionsInCommit``: a MERGE whose metrics say it
     inserted, updated and deleted no row (a metric missing: unknown, not skipped) may still
     have rewritten files; their adds and removes are no change data."""

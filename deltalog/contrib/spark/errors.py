@@ -163,6 +163,24 @@ class DeltaSourceDataLossError(DeltaSparkError, VersionNotFoundError):
         self.expected = expected
 
 
+class DeltaSourceTrailingCommitMissingError(DeltaSparkError):
+    """Delta's ``DELTA_STREAMING_TRAILING_COMMIT_MISSING``: a commit a micro-batch was planned
+    to read (by ``latestOffset``) is gone from the log when the batch is read, so the batch
+    would silently miss its rows. Raised whatever ``failOnDataLoss`` says, as Delta's
+    ``streaming.trailingCommitValidation`` (on by default)."""
+
+    def __init__(self, table: str, expected: int, seen: int) -> None:
+        super().__init__(
+            f"DELTA_STREAMING_TRAILING_COMMIT_MISSING: Delta stream detected commits up to version {expected} but "
+            f"files after version {seen} are missing from the transaction log of {table}. A commit file was deleted "
+            "(or is not visible yet) after the batch was planned: restore it, or restart the query with a new "
+            "checkpoint location"
+        )
+        self.table = table
+        self.expected = expected
+        self.seen = seen
+
+
 class DeltaSourceTableChangedError(DeltaSparkError):
     """Delta's ``DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE``: the table's id is not the
     one the stream's offsets were taken from (the table was deleted and re-created)."""

@@ -26,8 +26,6 @@ import dataclasses
 import datetime as dt
 import itertools
 import json
-import re
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -53,6 +51,7 @@ from deltalog.contrib.spark.errors import (
     DeltaSourceSchemaChangedError,
     DeltaSourceSchemaEvolutionBlockedError,
     DeltaSourceTableChangedError,
+    DeltaSourceTrailingCommitMissingError,
     InvalidWriteOptionError,
 )
 from deltalog.contrib.spark.input_partitions import FilesPartition, files_partitions
@@ -70,6 +69,16 @@ from deltalog.contrib.spark.schema_log import (
     schema_change,
     unblock_hint,
 )
+from deltalog.contrib.spark.stream_admission import (
+    BASE_INDEX,
+    END_INDEX,
+    METADATA_CHANGE_INDEX,
+    POST_METADATA_CHANGE_INDEX,
+    AdmissionLimits,
+    IndexedFile,
+    excluded_paths,
+    whole_commit,
+)
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.logstores.registry import logstore_for
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
@@ -83,17 +92,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DeltaSourceReader", "IndexedFile", "SourceOffset"]
 
-#: the index before every file of a version (Delta's ``BASE_INDEX``: -100 in memory, so that
-#: it sorts before the metadata-change indices, serialised as -1 with ``sourceVersion`` 1)
-BASE_INDEX = -100
+#: ``BASE_INDEX`` as offsets with ``sourceVersion`` 1 serialise it
 _BASE_INDEX_V1 = -1
-#: with ``schemaTrackingLocation``: the barrier of a commit that changes the schema (Delta's
-#: ``METADATA_CHANGE_INDEX``), and the offset right after it (``POST_METADATA_CHANGE_INDEX``);
-#: offsets at these indices are serialised with ``sourceVersion`` 3
-METADATA_CHANGE_INDEX = -20
-POST_METADATA_CHANGE_INDEX = -19
-#: the index after every file of a version; never an offset (Delta's ``END_INDEX``)
-END_INDEX = sys.maxsize - 100
 #: ``reservoirVersion`` of the initial offset: where the stream starts is decided by the
 #: first batch (from ``startingVersion``/``startingTimestamp`` or the latest version)
 UNSTARTED = -1
@@ -143,18 +143,6 @@ class SourceOffset:
         return self.reservoir_version == UNSTARTED
 
 
-@dataclass(frozen=True)
-class IndexedFile:
-    """One position of the stream: a file to read of ``version`` at ``index`` (an ``add``,
-    or in the change feed a change file), or a placeholder."""
-
-    version: int
-    index: int
-    file: FileToRead | None = None
-    #: part of the initial snapshot (admitted file by file; change-feed commits are whole)
-    in_snapshot: bool = False
-
-
 def _to_read(add: AddFile, constants: dict[str, Any] | None = None) -> FileToRead:
     dv = None if add.deletion_vector is None else add.deletion_vector.to_dict()
     return FileToRead(
@@ -166,66 +154,6 @@ def _to_read(add: AddFile, constants: dict[str, Any] | None = None) -> FileToRea
         base_row_id=add.base_row_id,
         default_row_commit_version=add.default_row_commit_version,
     )
-
-
-class _Admission:
-    """How much one batch may take (Delta's ``AdmissionLimits``). Placeholders are always
-    admitted; a file is admitted while capacity remains before it, so a batch holds at
-    least one file even when that file alone is over ``maxBytesPerTrigger``."""
-
-    def __init__(self, max_files: int | None, max_bytes: int | None, whole_commits: bool = False) -> None:
-        self.files = sys.maxsize if max_files is None else max_files
-        self.bytes = sys.maxsize if max_bytes is None else max_bytes
-        #: admit change-feed commits whole (Delta's CDC source)
-        self.whole_commits = whole_commits
-        #: whether this batch holds anything yet
-        self.started = False
-
-    def admit(self, item: IndexedFile) -> bool:
-        if item.file is None:
-            return True
-        admitted = self.files > 0 and self.bytes > 0
-        self.files -= 1
-        self.bytes -= item.file.size
-        return admitted
-
-    def admit_commit(self, files: list[FileToRead]) -> bool:
-        """A change-feed commit is admitted whole: always as a batch's first commit, else
-        only when all of it fits (Delta's ``admit(Seq[AdmittableFile])``)."""
-        if not files:
-            return True
-        admitted = not self.started or (self.files >= len(files) and self.bytes >= sum(f.size for f in files))
-        self.started = True
-        self.files -= len(files)
-        self.bytes -= sum(f.size for f in files)
-        return admitted
-
-    def filter(self, items: Iterator[IndexedFile]) -> Iterator[IndexedFile]:
-        """The items of one batch: the initial snapshot file by file, a change-feed commit
-        whole (a commit cut by the stream's bound counts as what it holds). A change-feed
-        commit with a schema change barrier is its barrier alone, however many files it
-        holds (Delta's ``IndexedChangeFileSeq.filterFiles``): the batch ends there, or before
-        the commit when the batch has no capacity left."""
-        pending: list[IndexedFile] = []
-        for item in items:
-            if item.in_snapshot or not self.whole_commits:
-                self.started = True
-                if not self.admit(item):
-                    return
-                yield item
-                continue
-            pending.append(item)
-            if item.index == METADATA_CHANGE_INDEX:
-                if self.files > 0 and self.bytes > 0:  # Delta reaches the commit while capacity remains
-                    yield from pending
-                return
-            if item.index == END_INDEX:
-                if not self.admit_commit([i.file for i in pending if i.file is not None]):
-                    return
-                yield from pending
-                pending = []
-        if pending and self.admit_commit([i.file for i in pending if i.file is not None]):
-            yield from pending
 
 
 @dataclass
@@ -327,9 +255,11 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if o.starting_version_latest:
                 version = state.delta_log.update().version + 1
             elif version is not None:
-                _check_version_exists(state.delta_log, version, self._table)
+                _check_version_exists(state.delta_log, version, self._table, o.cdf_out_of_range)
             elif o.starting_timestamp is not None:
-                version = _first_version_at_or_after(state.delta_log, o.starting_timestamp, self._table)
+                version = _first_version_at_or_after(
+                    state.delta_log, o.starting_timestamp, self._table, o.cdf_out_of_range
+                )
             self._starting = (version,)
         return self._starting[0]
 
@@ -474,14 +404,18 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             files = sorted(snapshot.files, key=lambda a: (a.modification_time, a.path))
             self._initial_files = (version, files)
         constants: dict[str, Any] | None = None
+        excluded = None
         if self.options.read.read_change_feed:
             ms = self._init().delta_log.snapshot(version).timestamp
             when = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
             constants = {"_change_type": "insert", "_commit_version": version, "_commit_timestamp": when}
-        yield IndexedFile(version, BASE_INDEX, None, True)
+            # Delta's CDC source leaves excluded files out before admission counts them
+            excluded = excluded_paths(self.options.exclude_regex)
+        yield IndexedFile(version, BASE_INDEX)
         for i, add in enumerate(self._initial_files[1]):
-            yield IndexedFile(version, i, _to_read(add, constants), True)
-        yield IndexedFile(version, END_INDEX, None, True)
+            if not (excluded and excluded(add.path)):
+                yield IndexedFile(version, i, _to_read(add, constants))
+        yield IndexedFile(version, END_INDEX)
 
     def _commits(self, start: int, end: SourceOffset | None) -> Iterator[IndexedFile]:
         if self._init().tracking and not self.options.fail_on_data_loss:
@@ -501,31 +435,57 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # each commit's changes are found when the batch reaches it (a stream far behind
             # does not read every later commit for every batch)
             feed = ChangeFeed.open(delta_log, start, last) if start <= last else None
-        for version in range(start, latest + 1):
+        version = start
+        while version <= latest:
             if end is not None and version > end.reservoir_version:
                 return
             if end is not None and version == end.reservoir_version and end.index == BASE_INDEX:
                 yield IndexedFile(version, BASE_INDEX)  # the batch stops before this commit
                 return
-            actions = delta_log.read_commit(version)
-            files: list[FileToRead]
-            barrier = self._check_commit_metadata(actions, version)
-            if barrier and self.options.read.read_change_feed:
-                # a batch ends at the barrier: the commit's changes are read after the restart,
-                # with its metadata (Delta's IndexedChangeFileSeq.filterFiles)
-                files = []
-            elif self.options.read.read_change_feed:  # the change feed streams removes too
-                files = [] if feed is None else feed.commit_changes(version, actions)
-            elif self._skip_commit(actions, version):
-                files = []
-            else:
-                files = [_to_read(a) for a in actions if isinstance(a, AddFile) and a.data_change]
-            yield IndexedFile(version, BASE_INDEX)
-            if barrier:
-                yield IndexedFile(version, METADATA_CHANGE_INDEX)
-            for i, item in enumerate(files):
-                yield IndexedFile(version, i, item)
-            yield IndexedFile(version, END_INDEX)
+            try:
+                actions = delta_log.read_commit(version)
+            except VersionNotFoundError:
+                version = self._commit_after_gap(version, latest)
+                continue
+            yield from self._commit_files(version, actions, feed)
+            version += 1
+
+    def _commit_after_gap(self, missing: int, latest: int) -> int:
+        """Delta's ``getChangeLogFiles(failOnDataLoss)`` over a gap in the log (a commit file
+        deleted by hand): :class:`DeltaSourceDataLossError` naming the missing commit and the
+        next one there, or with ``failOnDataLoss=false`` that next commit."""
+        left = self._init().delta_log.list_commit_versions(missing)
+        following = left[0] if left else latest + 1
+        if self.options.fail_on_data_loss:
+            raise DeltaSourceDataLossError(self._table, missing, following)
+        return following
+
+    def _commit_files(self, version: int, actions: list[Any], feed: ChangeFeed | None) -> Iterator[IndexedFile]:
+        """The indexed files of commit ``version``: its ``add``s, or in the change feed its
+        changes (a file ``excludeRegex`` matches left out, keeping the others' indices, as
+        Delta's CDC source filters before admission)."""
+        files: list[FileToRead]
+        whole = None
+        barrier = self._check_commit_metadata(actions, version)
+        if barrier and self.options.read.read_change_feed:
+            # a batch ends at the barrier: the commit's changes are read after the restart,
+            # with its metadata (Delta's IndexedChangeFileSeq.filterFiles)
+            files = []
+        elif self.options.read.read_change_feed:  # the change feed streams removes too
+            files = [] if feed is None else feed.commit_changes(version, actions)
+            whole = whole_commit(actions, excluded_paths(self.options.exclude_regex))
+        elif self._skip_commit(actions, version):
+            files = []
+        else:
+            files = [_to_read(a) for a in actions if isinstance(a, AddFile) and a.data_change]
+        excluded = excluded_paths(self.options.exclude_regex) if self.options.read.read_change_feed else None
+        yield IndexedFile(version, BASE_INDEX, whole=whole)
+        if barrier:
+            yield IndexedFile(version, METADATA_CHANGE_INDEX)
+        for i, item in enumerate(files):
+            if not (excluded and excluded(item.path)):
+                yield IndexedFile(version, i, item, whole=whole)
+        yield IndexedFile(version, END_INDEX, whole=whole)
 
     def _first_commit_left(self, start: int, latest: Snapshot) -> int:
         """Delta's ``getChangesIterator(start, failOnDataLoss)``: the first commit to read from
@@ -572,7 +532,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return version, BASE_INDEX, False
         return self._init().snapshot.version, BASE_INDEX, True
 
-    def _next_offset(self, start: SourceOffset, admission: _Admission | None) -> SourceOffset | None:
+    def _next_offset(self, start: SourceOffset, admission: AdmissionLimits | None) -> SourceOffset | None:
         from_version, from_index, initial = self._start_point(start)
         changes: Iterator[IndexedFile] = self._changes(from_version, from_index, initial, None)
         if admission is not None:
@@ -588,7 +548,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return SourceOffset(table_id, last.version + 1, BASE_INDEX, False)
         return SourceOffset(table_id, last.version, last.index, initial and last.version == from_version)
 
-    def _admission(self, limit: ReadLimit) -> _Admission | None:
+    def _admission(self, limit: ReadLimit) -> AdmissionLimits | None:
         o = self.options
         if isinstance(limit, ReadAllAvailable):
             return None
@@ -600,7 +560,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             max_files = limit.max_files
         elif isinstance(limit, ReadMaxBytes):
             max_bytes = limit.max_bytes
-        return _Admission(max_files, max_bytes, whole_commits=o.read.read_change_feed)
+        return AdmissionLimits(max_files, max_bytes, change_feed=o.read.read_change_feed)
 
     # -- DataSourceStreamReader -----------------------------------------------------------------
 
@@ -639,13 +599,25 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from_version, from_index, initial = version, BASE_INDEX, True
         else:
             from_version, from_index, initial = self._start_point(first)
-        excluded = re.compile(self.options.exclude_regex).search if self.options.exclude_regex else None
-        items = [
-            f.file
-            for f in self._changes(from_version, from_index, initial, last)
-            if f.file is not None and not (excluded and excluded(f.file.path))
-        ]
+        excluded = excluded_paths(self.options.exclude_regex)
+        items: list[FileToRead] = []
+        seen = from_version - 1  # the versions before the batch's start were read already
+        for f in self._changes(from_version, from_index, initial, last):
+            seen = f.version
+            if f.file is not None and not (excluded and excluded(f.file.path)):
+                items.append(f.file)
+        self._check_trailing_commit(from_version, from_index, last, seen)
         return files_partitions(self._init().spec, last.reservoir_version, items)
+
+    def _check_trailing_commit(self, from_version: int, from_index: int, end: SourceOffset, seen: int) -> None:
+        """Delta's trailing-commit validation in ``getBatch``: the batch read every commit up to
+        the last one its end offset names (the end's version when the batch reads a file of it,
+        else the version before), or a commit left the log after the batch was planned
+        (:class:`DeltaSourceTrailingCommitMissingError`, whatever ``failOnDataLoss`` says)."""
+        reads_end_version = end.index >= 0 and (from_version < end.reservoir_version or from_index < end.index)
+        expected = end.reservoir_version if reads_end_version else end.reservoir_version - 1
+        if seen < expected:
+            raise DeltaSourceTrailingCommitMissingError(self._table, expected, seen)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilesPartition)
@@ -660,14 +632,15 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._evolve_if_changed(offset.reservoir_version, *self._metadata_at(offset.reservoir_version))
 
 
-def _check_version_exists(delta_log: DeltaLog, version: int, table: str) -> None:
+def _check_version_exists(delta_log: DeltaLog, version: int, table: str, out_of_range: bool = False) -> None:
     """Delta's ``checkVersionExists(mustBeRecreatable = false)`` for ``startingVersion``: the
     commit is in the log (a version past the latest, or cleaned up, is not; Delta's
-    ``VersionNotFoundException``, as time travel raises it)."""
+    ``VersionNotFoundException``, as time travel raises it). With ``out_of_range`` (Delta's
+    ``changeDataFeed.timestampOutOfRange.enabled``) a version past the latest is allowed."""
     latest = delta_log.update().version
     versions = delta_log.list_commit_versions(0)
     earliest = versions[0] if versions else latest
-    if version > latest or version < earliest:
+    if (version > latest and not out_of_range) or version < earliest:
         raise VersionNotFoundError(
             f"startingVersion {version} is not in {table}: available versions are [{earliest}, {latest}] "
             "(the latest included); start at one of them, or startingVersion='latest'",
@@ -677,14 +650,15 @@ def _check_version_exists(delta_log: DeltaLog, version: int, table: str) -> None
         )
 
 
-def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str) -> int:
+def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str, out_of_range: bool = False) -> int:
     """Delta's ``getStartingVersionFromTimestamp``: the first commit at or after ``timestamp``
     (:func:`~deltalog.txn.log.history.starting_version_at`); past the latest commit it raises
-    as time travel does (Delta's ``DELTA_TIMESTAMP_GREATER_THAN_COMMIT``)."""
+    as time travel does (Delta's ``DELTA_TIMESTAMP_GREATER_THAN_COMMIT``), or with
+    ``out_of_range`` is the version after the latest (Delta's ``canExceedLatest``)."""
     from deltalog.txn.log.history import starting_version_at
 
     try:
-        return starting_version_at(delta_log, timestamp)
+        return starting_version_at(delta_log, timestamp, can_exceed_latest=out_of_range)
     except VersionNotFoundError as exc:
         raise VersionNotFoundError(
             f"startingTimestamp {timestamp} is after the latest commit of {table} (version {exc.latest}); "
