@@ -339,3 +339,28 @@ def test_z_order_needs_statistics_by_delta_data_skipping_stats_columns(tmp_path:
     with pytest.raises(OptimizeError, match="do not collect stats"):
         optimize(log, z_order_by=["id"])  # the list, not the first column, has statistics
     assert optimize(log, z_order_by=["NAME"]).num_files_added == 1
+
+
+def test_metrics_follow_delta_optimize_metrics(tmp_path: Path) -> None:
+    """Delta's OptimizeMetricsSuite / OptimizeCompactionSuite: an empty table and a table of
+    lone files commit nothing (one batch, every file skipped); the commit's percentiles are
+    FileSizeStatsWithHistogram's (index count * q / 4 of the sorted sizes)."""
+    log = create(str(tmp_path / "t"), config={"delta.dataSkippingNumIndexedCols": "2"})
+    empty = optimize(log)
+    assert (empty.version, empty.num_batches, empty.num_bins, empty.total_considered_files) == (None, 1, 0, 0)
+    append(log, [1], "a")
+    lone = optimize(log)
+    assert (lone.version, lone.total_considered_files, lone.total_files_skipped) == (None, 1, 1)
+    for part, n in (("a", 10), ("b", 40), ("c", 200), ("d", 900)):  # four outputs of different sizes
+        append(log, list(range(n)), part)
+        if part != "a":
+            append(log, [n], part)
+    result = optimize(log)
+    sizes = sorted(f.size for f in log.update().files)
+    assert len(set(sizes)) == 4 and sorted(result.added_file_sizes) == sizes
+    metrics = log.read_commit(result.version or 0)[0].operation_metrics  # type: ignore[union-attr]
+    quantiles = [metrics[k] for k in ("minFileSize", "p25FileSize", "p50FileSize", "p75FileSize", "maxFileSize")]
+    assert quantiles == [str(s) for s in (sizes[0], sizes[1], sizes[2], sizes[3], sizes[3])]
+    assert (result.num_bins, result.num_batches, result.partitions_optimized) == (4, 1, 4)
+    assert (result.num_table_columns, result.num_table_columns_with_stats) == (3, 2)
+    assert len(result.removed_file_sizes) == 8 and sum(result.removed_file_sizes) == result.bytes_removed

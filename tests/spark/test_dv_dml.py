@@ -204,7 +204,7 @@ def test_merge_marks_updated_and_deleted_rows_and_writes_only_new_rows(spark, ta
 
     # REORG ... APPLY (PURGE): the file with the DV is rewritten without its deleted rows
     result = DeltaTable.forPath(spark, table_path).optimize().executePurge().collect()[0]
-    assert result["metrics"]["numDeletionVectorsRemoved"] == "1"
+    assert result["metrics"]["deletionVectorStats"]["numDeletionVectorsRemoved"] == 1
     assert not any(f.deletion_vector for f in DeltaLog.for_table(table_path).update().files)
     assert operations(table_path)[-1] == "REORG"
     _all_readers_agree(spark, table_path, expected)

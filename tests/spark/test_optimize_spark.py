@@ -43,7 +43,12 @@ def test_compaction_runs_one_spark_task_per_bin_and_commits_once(spark, table_pa
     (job,) = set(tracker.getJobIdsForGroup(OPTIMIZE_JOB_GROUP)) - jobs_before
     (stage,) = tracker.getJobInfo(job).stageIds
     assert tracker.getStageInfo(stage).numTasks == 2  # one task per bin (partition g=0, g=1)
-    assert metrics["numRemovedFiles"] == "8" and metrics["numAddedFiles"] == "2" and metrics["numBatches"] == "2"
+    assert (metrics["numFilesRemoved"], metrics["numFilesAdded"], metrics["numBins"], metrics["numBatches"]) == (
+        8,
+        2,
+        2,
+        1,
+    )
     info, actions = _last_commit(table_path)
     assert info["operation"] == "OPTIMIZE"
     assert info["operationMetrics"]["numAddedFiles"] == "2"
@@ -57,7 +62,7 @@ def test_compaction_runs_one_spark_task_per_bin_and_commits_once(spark, table_pa
     # nothing left to compact: no job, no commit
     version = len(commits(table_path))
     again = DeltaTable.forPath(spark, table_path).optimize().executeCompaction().collect()[0].metrics
-    assert again["numRemovedFiles"] == "0" and len(commits(table_path)) == version
+    assert again["numFilesRemoved"] == 0 and again["totalFilesSkipped"] == 2 and len(commits(table_path)) == version
 
 
 def test_where_min_and_max_file_size_and_size_not_bigger(spark, table_path):
@@ -85,9 +90,9 @@ def test_where_min_and_max_file_size_and_size_not_bigger(spark, table_path):
     finally:
         spark.conf.unset(MIN_FILE_SIZE_CONF)
         spark.conf.unset(MAX_FILE_SIZE_CONF)
-    assert metrics["numRemovedFiles"] == "6" and metrics["numAddedFiles"] == "2"  # 6 small files, 3 per bin
-    assert metrics["totalConsideredFiles"] == "7"  # the where: partition g=0 only
-    assert int(metrics["numAddedBytes"]) <= int(metrics["numRemovedBytes"])
+    assert metrics["numFilesRemoved"] == 6 and metrics["numFilesAdded"] == 2  # 6 small files, 3 per bin
+    assert metrics["totalConsideredFiles"] == 7  # the where: partition g=0 only
+    assert metrics["filesAdded"]["totalSize"] <= metrics["filesRemoved"]["totalSize"]
     info, actions = _last_commit(table_path)
     assert info["operationParameters"]["predicate"] == "[\"(g = '0')\"]"
     removed = [a["remove"] for a in actions if "remove" in a]
@@ -136,7 +141,11 @@ def test_z_order_clusters_files_by_both_columns(spark, table_path):
         metrics = table.optimize().executeZOrderBy("x", "y").collect()[0].metrics
     finally:
         spark.conf.unset(MAX_FILE_SIZE_CONF)
-    assert metrics["numRemovedFiles"] == "4" and metrics["numAddedFiles"] == "4"
+    assert metrics["numFilesRemoved"] == 4 and metrics["numFilesAdded"] == 4
+    z_stats = metrics["zOrderStats"]  # Delta's ZOrderStrategy: every file of the partition is input
+    assert (
+        z_stats["strategyName"] == "all" and z_stats["inputOtherFiles"]["num"] == 4 and z_stats["numOutputCubes"] == 1
+    )
     info, _ = _last_commit(table_path)
     assert info["operationParameters"]["zOrderBy"] == '["x","y"]'
     boxes = _boxes(spark, table_path)
@@ -144,3 +153,42 @@ def test_z_order_clusters_files_by_both_columns(spark, table_path):
     assert sum(area) <= 2 * 64 * 64  # before: 4 x 64 x 64
     assert _overlapping_pairs(boxes) < 6  # before: all 6 pairs
     assert rows(spark.read.format("deltalog").load(table_path), ["x", "y"]).equals(before)
+
+
+def test_result_is_delta_optimize_metrics_struct(spark, table_path):
+    """Delta's OptimizeMetricsSuite "optimize command output schema" and "optimize metrics",
+    OptimizeCompactionSuite "optimize an empty table": ``metrics`` is the OptimizeMetrics struct."""
+    from deltalog.contrib.spark import DeltaTable
+
+    empty_write = spark.range(0).selectExpr("id", "id as part").write.format("deltalog").mode("append")
+    empty_write.option("partitionBy", "part").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    empty = table.optimize().executeCompaction()
+    fields = empty.schema["metrics"].dataType
+    assert fields.names[:11] == [
+        *("numFilesAdded", "numFilesRemoved", "filesAdded", "filesRemoved", "partitionsOptimized"),
+        *("zOrderStats", "clusteringStats", "numBins", "numBatches", "totalConsideredFiles", "totalFilesSkipped"),
+    ]
+    assert fields.names[-3:] == ["deletionVectorStats", "numTableColumns", "numTableColumnsWithStats"]
+    assert fields["filesAdded"].dataType.simpleString() == (
+        "struct<min:bigint,max:bigint,avg:double,totalFiles:bigint,totalSize:bigint>"
+    )
+    assert not fields["numFilesAdded"].nullable and fields["filesAdded"].dataType["min"].nullable
+    (path, metrics) = empty.collect()[0]
+    assert path == table._log.table_uri and len(commits(table_path)) == 1  # nothing committed
+    assert (metrics.numFilesAdded, metrics.numBatches, metrics.totalConsideredFiles) == (0, 1, 0)
+    assert metrics.filesAdded.asDict() == {"min": None, "max": None, "avg": 0.0, "totalFiles": 0, "totalSize": 0}
+    for i in range(2):
+        spark.range(i * 3, i * 3 + 3, numPartitions=1).selectExpr("id", "id % 1 as part").write.format("deltalog").mode(
+            "append"
+        ).save(table_path)
+    start = sorted(f.size for f in table._log.update().files)
+    metrics = table.optimize().executeCompaction().collect()[0].metrics
+    final = [f.size for f in table._log.update().files]
+    assert (metrics.numFilesAdded, metrics.numFilesRemoved, metrics.partitionsOptimized) == (1, 2, 1)
+    assert (metrics.filesAdded.min, metrics.filesAdded.max, metrics.filesAdded.totalSize) == (final[0],) * 3
+    removed = metrics.filesRemoved
+    assert (removed.min, removed.max, removed.totalSize, removed.totalFiles) == (start[0], start[-1], sum(start), 2)
+    assert removed.avg == sum(start) / 2 and (metrics.totalConsideredFiles, metrics.totalFilesSkipped) == (2, 0)
+    assert (metrics.numTableColumns, metrics.numTableColumnsWithStats) == (2, 2)
+    assert metrics.zOrderStats is None and metrics.deletionVectorStats is None

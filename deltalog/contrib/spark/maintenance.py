@@ -81,7 +81,8 @@ class DeltaOptimizeBuilder:
 
     def executeCompaction(self) -> DataFrame:
         """Compact small files with Spark tasks (core :func:`deltalog.txn.commands.optimize.optimize`
-        plans and commits); a one-row DataFrame ``(path, metrics)`` as delta-spark returns."""
+        plans and commits); a one-row DataFrame ``(path, metrics)`` as delta-spark returns
+        (``metrics``: Delta's ``OptimizeMetrics`` struct, :mod:`deltalog.contrib.spark.optimize_metrics`)."""
         return self._execute(())
 
     def executeZOrderBy(self, *cols: str | list[str]) -> DataFrame:
@@ -99,6 +100,7 @@ class DeltaOptimizeBuilder:
         return self._execute((), purge=True)
 
     def _execute(self, z_order_by: tuple[str, ...], purge: bool = False) -> DataFrame:
+        from deltalog.contrib.spark.optimize_metrics import optimize_result_row, optimize_result_schema
         from deltalog.contrib.spark.options import STRING_PREFIX_LENGTH_CONF, session_string_prefix_length
         from deltalog.contrib.spark.predicates import parse_partition_predicate
         from deltalog.txn.commands.optimize import DEFAULT_NUM_RANGES, OptimizeError, optimize
@@ -127,8 +129,8 @@ class DeltaOptimizeBuilder:
             if z_order_by and "Z-Order" in str(exc):
                 raise DeltaAnalysisError(str(exc)) from None
             raise
-        metrics = dict(result.metrics) or {"numAddedFiles": "0", "numRemovedFiles": "0"}
-        return spark.createDataFrame([(table._log.table_uri, metrics)], "path string, metrics map<string,string>")
+        row = optimize_result_row(result, bool(z_order_by), spark.sparkContext.defaultParallelism)
+        return spark.createDataFrame([row], optimize_result_schema())
 
 
 def _ratio_conf(spark: SparkSession, key: str) -> float:

@@ -673,7 +673,9 @@ class DeltaTable(AlterTableMethods):
         self, retentionHours: float | None = None, inventory: DataFrame | None = None, vacuumType: str | None = None
     ) -> DataFrame:
         """Delete unreferenced files older than the retention (default
-        ``delta.deletedFileRetentionDuration``, 7 days); a DataFrame of the deleted paths.
+        ``delta.deletedFileRetentionDuration``, 7 days); as Delta's, a one-row DataFrame
+        ``path``: the table's location (the deleted files are logged, and counted in the
+        ``VACUUM END`` commit).
 
         ``inventory`` (a deltalog addition, Delta's SQL ``VACUUM ... USING INVENTORY``): a
         DataFrame of ``path, length, isDir, modificationTime`` rows, such as a storage
@@ -686,8 +688,8 @@ class DeltaTable(AlterTableMethods):
         ``spark.databricks.delta.retentionDurationCheck.enabled`` is ``false``."""
         from deltalog.contrib.spark.maintenance import vacuum
 
-        result = vacuum(self._spark, self._log, retentionHours, inventory, vacuumType)
-        return self._spark.createDataFrame([(p,) for p in result.files], "path string")
+        vacuum(self._spark, self._log, retentionHours, inventory, vacuumType)
+        return self._spark.createDataFrame([(self._log.table_uri,)], "path string")
 
     def restoreToVersion(self, version: int) -> DataFrame:
         """Restore the table's files to ``version`` (one RESTORE commit); its metrics."""

@@ -30,9 +30,11 @@ Delta's ``OptimizeExecutor`` (without Z-ordering), in the txn layer:
 The commit carries Delta's ``OPTIMIZE`` parameters (``predicate``, ``zOrderBy``, ``auto``) and
 metrics (``numAddedFiles``, ``numRemovedFiles``, ``numAddedBytes``, ``numRemovedBytes``,
 ``minFileSize``/``p25FileSize``/``p50FileSize``/``p75FileSize``/``maxFileSize``,
-``numDeletionVectorsRemoved``); the result's metrics also have ``numBatches``,
+``numDeletionVectorsRemoved``; the percentiles index the sorted sizes as Delta's
+``FileSizeStatsWithHistogram``); the result's metrics also have ``numBatches``,
 ``totalConsideredFiles``, ``totalFilesSkipped`` and ``preserveInsertionOrder``, which, as in
-Delta, the commit does not carry.
+Delta, the commit does not carry. The result also holds what Delta's ``OptimizeMetrics``
+reports (the sizes of the files added and removed, ``numBins``, the table's column counts).
 
 Files with deletion vectors are candidates when more than ``max_deleted_rows_ratio`` of
 their rows are deleted (Delta's ``spark.databricks.delta.optimize.maxDeletedRowsRatio``) or
@@ -142,11 +144,26 @@ class OptimizeResult:
     num_files_removed: int = 0
     bytes_added: int = 0
     bytes_removed: int = 0
-    num_batches: int = 0
+    #: Delta's ``numBatches``: OPTIMIZE commits its bins in one batch (Delta without
+    #: ``spark.databricks.delta.optimize.batchSize``), also when there is nothing to do
+    num_batches: int = 1
+    #: Delta's ``numBins``: the bins rewritten
+    num_bins: int = 0
     partitions_optimized: int = 0
     total_considered_files: int = 0
     total_files_skipped: int = 0
     num_deletion_vectors_removed: int = 0
+    #: Delta's ``numDeletionVectorRowsRemoved``: the rows the removed deletion vectors deleted
+    num_deletion_vector_rows_removed: int = 0
+    #: the sizes of the files added and removed (Delta's ``filesAdded``/``filesRemoved``)
+    added_file_sizes: tuple[int, ...] = ()
+    removed_file_sizes: tuple[int, ...] = ()
+    #: Delta's ``numTableColumns`` and ``numTableColumnsWithStats`` (the table's columns, and
+    #: ``delta.dataSkippingNumIndexedCols`` capped by them)
+    num_table_columns: int = 0
+    num_table_columns_with_stats: int = 0
+    start_time_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    end_time_ms: int = 0
     attempts: int = 0
     metrics: dict[str, str] = field(default_factory=dict)
 
@@ -159,6 +176,7 @@ class OptimizeResult:
             "bytes_added": self.bytes_added,
             "bytes_removed": self.bytes_removed,
             "num_batches": self.num_batches,
+            "num_bins": self.num_bins,
             "partitions_optimized": self.partitions_optimized,
             "total_considered_files": self.total_considered_files,
             "total_files_skipped": self.total_files_skipped,
@@ -643,11 +661,13 @@ def files_with_narrower_types(spec: CompactionSpec, files: Sequence[AddFile]) ->
     return out
 
 
-def _percentile(sizes: list[int], q: float) -> int:
+def _percentile(sizes: list[int], quarters: int) -> int:
+    """Delta's ``FileSizeStatsWithHistogram``: the size at index ``count * quarters / 4`` of
+    the sorted sizes (0 without files)."""
     if not sizes:
         return 0
     s = sorted(sizes)
-    return s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))]
+    return s[len(s) * quarters // 4]
 
 
 def optimize(
@@ -709,7 +729,23 @@ def optimize(
             return result
         raise AssertionError("unreachable")  # pragma: no cover
     finally:
-        _delete_uncommitted(delta_log, written, committed)
+        _finish(delta_log, result, written, committed)
+
+
+def _finish(
+    delta_log: DeltaLog, result: OptimizeResult, written: dict[_BinKey, list[AddFile]], committed: set[str]
+) -> None:
+    """The end of a run: its end time recorded, the files no commit names deleted."""
+    result.end_time_ms = int(time.time() * 1000)
+    _delete_uncommitted(delta_log, written, committed)
+
+
+def _count_table_columns(result: OptimizeResult, snapshot: Snapshot) -> None:
+    """Delta's ``numTableColumns`` (top-level columns) and ``numTableColumnsWithStats``
+    (``delta.dataSkippingNumIndexedCols`` capped by them, as Delta's ``OptimizeExecutor``)."""
+    columns = len(snapshot.schema.fields)
+    result.num_table_columns = columns
+    result.num_table_columns_with_stats = min(snapshot.properties.data_skipping_num_indexed_cols, columns)
 
 
 def _check_counts(min_files_per_bin: int, max_attempts: int) -> None:
@@ -784,6 +820,7 @@ def _plan_bins(
     with too many rows deleted, or with purge every file with deleted rows) packed into bins
     of ``target`` bytes, or with Z-order every file of the partition in one bin. Records the
     files considered and skipped in ``result``."""
+    _count_table_columns(result, txn.snapshot)
     files = txn.filter_files(list(where) if where else None)
     wanted = [f for f in files if select.wants(f)]
     if select.narrower is not None:
@@ -904,19 +941,23 @@ def _fill(result: OptimizeResult, plan: Sequence[tuple[Any, list[AddFile]]], add
     result.num_files_added = len(adds)
     result.bytes_removed = sum(f.size for f in removed)
     result.bytes_added = sum(a.size for a in adds)
-    result.num_batches = len(plan)
+    result.num_bins = len(plan)
     result.partitions_optimized = len({key for key, _ in plan})
-    result.num_deletion_vectors_removed = sum(1 for f in removed if f.deletion_vector is not None)
+    with_dv = [f.deletion_vector for f in removed if f.deletion_vector is not None]
+    result.num_deletion_vectors_removed = len(with_dv)
+    result.num_deletion_vector_rows_removed = sum(dv.cardinality for dv in with_dv)
     sizes = [a.size for a in adds]
+    result.added_file_sizes = tuple(sizes)
+    result.removed_file_sizes = tuple(f.size for f in removed)
     result.metrics = {
         "numAddedFiles": str(result.num_files_added),
         "numRemovedFiles": str(result.num_files_removed),
         "numAddedBytes": str(result.bytes_added),
         "numRemovedBytes": str(result.bytes_removed),
         "minFileSize": str(min(sizes) if sizes else 0),
-        "p25FileSize": str(_percentile(sizes, 0.25)),
-        "p50FileSize": str(_percentile(sizes, 0.5)),
-        "p75FileSize": str(_percentile(sizes, 0.75)),
+        "p25FileSize": str(_percentile(sizes, 1)),
+        "p50FileSize": str(_percentile(sizes, 2)),
+        "p75FileSize": str(_percentile(sizes, 3)),
         "maxFileSize": str(max(sizes) if sizes else 0),
         "numBatches": str(result.num_batches),
         "totalConsideredFiles": str(result.total_considered_files),
