@@ -122,12 +122,12 @@ def concurrent_writers_and_optimize(spark: Any, path: str, rows: int, writers: i
     for t in threads:
         t.start()
     metrics = DeltaTable.forPath(spark, path).optimize().executeCompaction().collect()[0].metrics
-    log.info("  OPTIMIZE committed: %s files compacted into %s", metrics["numRemovedFiles"], metrics["numAddedFiles"])
+    log.info("  OPTIMIZE committed: %s files compacted into %s", metrics["numFilesRemoved"], metrics["numFilesAdded"])
     for t in threads:
         t.join()
     if errors:
         raise CheckFailed(f"a concurrent writer failed: {errors[0]!r}")
-    check(int(metrics["numRemovedFiles"]) > 0, "OPTIMIZE compacted nothing")
+    check(metrics["numFilesRemoved"] > 0, "OPTIMIZE compacted nothing")
     expected = rows + writers * 1000
     got = spark.read.format("deltalog").load(path).count()
     check(got == expected, f"after the concurrent writes the table has {got} rows, expected {expected}")
