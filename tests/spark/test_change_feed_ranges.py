@@ -81,6 +81,20 @@ def test_change_feed_range_is_checked_and_resolved_as_delta(spark: Any, table_pa
         bounds(startingVersion=6, endingVersion=5)
     with pytest.raises(DeltaAnalysisError, match="DELTA_NO_START_FOR_CDC_READ"):
         bounds(endingVersion=6)
+    # times as Spark casts text (DeltaCDCSuite "CDF timestamp format"): Delta's formats and
+    # Spark's one-digit fields and zone names; not the compact ISO forms Spark does not read
+    stamp = dt.datetime.fromtimestamp(base + 550, tz=dt.timezone.utc)
+    for text in (
+        stamp.strftime("%Y-%m-%d %H:%M:%S"),
+        stamp.strftime("%Y-%m-%d %H:%M:%S.000"),
+        stamp.strftime("%Y-%m-%d %H:%M:%S +0000"),
+        stamp.astimezone(dt.timezone(dt.timedelta(hours=-8))).strftime("%Y-%m-%d %H:%M:%S -0800"),
+        f"{stamp.year}-{stamp.month}-{stamp.day} {stamp.hour}:{stamp.minute}:{stamp.second} UTC",
+    ):
+        assert bounds(startingTimestamp=text, endingVersion=6) == (6, 6), text
+    for text in (stamp.strftime("%Y%m%d%H%M%S000"), stamp.strftime("%Y%m%d"), "2024-W18-3"):
+        with pytest.raises(ValueError, match=r"DELTA_TIMESTAMP_INVALID.*cannot be converted to a valid timestamp"):
+            bounds(startingTimestamp=text, endingVersion=6)
     with pytest.raises(InvalidWriteOptionError, match="readRowTracking cannot be combined"):
         bounds(readChangeFeed=True, readRowTracking=True)  # Delta has no row ids in a change feed
     # past the latest commit: an error, or with timestampOutOfRange an empty feed / the latest
