@@ -100,6 +100,10 @@ def test_change_feed_range_is_checked_and_resolved_as_delta(spark: Any, table_pa
     # past the latest commit: an error, or with timestampOutOfRange an empty feed / the latest
     with pytest.raises(DeltaAnalysisError, match="DELTA_CDC_START_VERSION_AFTER_LATEST"):
         bounds(startingVersion=7)
+    # a batch read takes startingVersion as a number (CDCReaderBase.getVersionForCDC), not
+    # the stream's "latest"
+    with pytest.raises(DeltaAnalysisError, match=r"DELTA_VERSION_INVALID.*\(latest\)"):
+        bounds(startingVersion="latest")
     with pytest.raises(Exception, match="after the latest commit"):
         bounds(startingTimestamp=at(700))
     lenient = {CDF_OUT_OF_RANGE_CONF: "true"}
