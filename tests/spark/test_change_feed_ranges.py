@@ -272,3 +272,30 @@ def test_change_feed_refuses_reading_across_column_mapping_turned_off(tmp_path: 
     assert [f.constants["_commit_version"] for f in change_files(log, 4, 5)] == [5]
     with pytest.raises(DeltaAnalysisError, match=r"INCOMPATIBLE_SCHEMA_CHANGE.*version 2 has"):
         change_files(log, 0, 5)
+
+
+def test_change_rows_of_overwrites_as_delta(spark: Any, table_path: str) -> None:
+    """DeltaCDCSuite "batch write: append, dynamic partition overwrite + CDF": an overwrite's
+    removed rows are deletes and its written rows inserts, whether it replaces partitions
+    (dynamic: only those it writes), a predicate's files (replaceWhere) or the table."""
+
+    def write(rows: list[tuple[str, str]], mode: str = "overwrite", **options: str) -> None:
+        w = spark.createDataFrame(rows, "value string, part string").write.format("deltalog").mode(mode)
+        for k, v in {"partitionBy": "part", **options}.items():
+            w = w.option(k, v)
+        w.save(table_path)
+
+    write([("a", "x"), ("b", "y"), ("c", "x")], "append", **{"delta.enableChangeDataFeed": "true"})  # v0
+    write([("a", "x"), ("e", "x"), ("d", "z")], partitionOverwriteMode="dynamic")  # v1: partitions x and z
+    write([("f", "y")], replaceWhere="part = 'y'")  # v2
+    write([("g", "x")])  # v3: the whole table
+    feed = spark.read.format("deltalog").option("readChangeFeed", "true").option("startingVersion", 0).load(table_path)
+    got = sorted((r._commit_version, r._change_type, r.value, r.part) for r in feed.collect())
+    insert, delete = "insert", "delete"
+    assert got == sorted(
+        [(0, insert, "a", "x"), (0, insert, "b", "y"), (0, insert, "c", "x")]
+        + [(1, delete, "a", "x"), (1, delete, "c", "x"), (1, insert, "a", "x"), (1, insert, "e", "x")]
+        + [(1, insert, "d", "z"), (2, delete, "b", "y"), (2, insert, "f", "y")]
+        + [(3, delete, v, p) for v, p in (("a", "x"), ("e", "x"), ("d", "z"), ("f", "y"))]
+        + [(3, insert, "g", "x")]
+    )
