@@ -81,11 +81,29 @@ def test_change_feed_range_is_checked_and_resolved_as_delta(spark: Any, table_pa
         bounds(startingVersion=6, endingVersion=5)
     with pytest.raises(DeltaAnalysisError, match="DELTA_NO_START_FOR_CDC_READ"):
         bounds(endingVersion=6)
+    # times as Spark casts text (DeltaCDCSuite "CDF timestamp format"): Delta's formats and
+    # Spark's one-digit fields and zone names; not the compact ISO forms Spark does not read
+    stamp = dt.datetime.fromtimestamp(base + 550, tz=dt.timezone.utc)
+    for text in (
+        stamp.strftime("%Y-%m-%d %H:%M:%S"),
+        stamp.strftime("%Y-%m-%d %H:%M:%S.000"),
+        stamp.strftime("%Y-%m-%d %H:%M:%S +0000"),
+        stamp.astimezone(dt.timezone(dt.timedelta(hours=-8))).strftime("%Y-%m-%d %H:%M:%S -0800"),
+        f"{stamp.year}-{stamp.month}-{stamp.day} {stamp.hour}:{stamp.minute}:{stamp.second} UTC",
+    ):
+        assert bounds(startingTimestamp=text, endingVersion=6) == (6, 6), text
+    for text in (stamp.strftime("%Y%m%d%H%M%S000"), stamp.strftime("%Y%m%d"), "2024-W18-3"):
+        with pytest.raises(ValueError, match=r"DELTA_TIMESTAMP_INVALID.*cannot be converted to a valid timestamp"):
+            bounds(startingTimestamp=text, endingVersion=6)
     with pytest.raises(InvalidWriteOptionError, match="readRowTracking cannot be combined"):
         bounds(readChangeFeed=True, readRowTracking=True)  # Delta has no row ids in a change feed
     # past the latest commit: an error, or with timestampOutOfRange an empty feed / the latest
     with pytest.raises(DeltaAnalysisError, match="DELTA_CDC_START_VERSION_AFTER_LATEST"):
         bounds(startingVersion=7)
+    # a batch read takes startingVersion as a number (CDCReaderBase.getVersionForCDC), not
+    # the stream's "latest"
+    with pytest.raises(DeltaAnalysisError, match=r"DELTA_VERSION_INVALID.*\(latest\)"):
+        bounds(startingVersion="latest")
     with pytest.raises(Exception, match="after the latest commit"):
         bounds(startingTimestamp=at(700))
     lenient = {CDF_OUT_OF_RANGE_CONF: "true"}
@@ -254,3 +272,30 @@ def test_change_feed_refuses_reading_across_column_mapping_turned_off(tmp_path: 
     assert [f.constants["_commit_version"] for f in change_files(log, 4, 5)] == [5]
     with pytest.raises(DeltaAnalysisError, match=r"INCOMPATIBLE_SCHEMA_CHANGE.*version 2 has"):
         change_files(log, 0, 5)
+
+
+def test_change_rows_of_overwrites_as_delta(spark: Any, table_path: str) -> None:
+    """DeltaCDCSuite "batch write: append, dynamic partition overwrite + CDF": an overwrite's
+    removed rows are deletes and its written rows inserts, whether it replaces partitions
+    (dynamic: only those it writes), a predicate's files (replaceWhere) or the table."""
+
+    def write(rows: list[tuple[str, str]], mode: str = "overwrite", **options: str) -> None:
+        w = spark.createDataFrame(rows, "value string, part string").write.format("deltalog").mode(mode)
+        for k, v in {"partitionBy": "part", **options}.items():
+            w = w.option(k, v)
+        w.save(table_path)
+
+    write([("a", "x"), ("b", "y"), ("c", "x")], "append", **{"delta.enableChangeDataFeed": "true"})  # v0
+    write([("a", "x"), ("e", "x"), ("d", "z")], partitionOverwriteMode="dynamic")  # v1: partitions x and z
+    write([("f", "y")], replaceWhere="part = 'y'")  # v2
+    write([("g", "x")])  # v3: the whole table
+    feed = spark.read.format("deltalog").option("readChangeFeed", "true").option("startingVersion", 0).load(table_path)
+    got = sorted((r._commit_version, r._change_type, r.value, r.part) for r in feed.collect())
+    insert, delete = "insert", "delete"
+    assert got == sorted(
+        [(0, insert, "a", "x"), (0, insert, "b", "y"), (0, insert, "c", "x")]
+        + [(1, delete, "a", "x"), (1, delete, "c", "x"), (1, insert, "a", "x"), (1, insert, "e", "x")]
+        + [(1, insert, "d", "z"), (2, delete, "b", "y"), (2, insert, "f", "y")]
+        + [(3, delete, v, p) for v, p in (("a", "x"), ("e", "x"), ("d", "z"), ("f", "y"))]
+        + [(3, insert, "g", "x")]
+    )

@@ -17,7 +17,7 @@ from typing import Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.txn.protocol.collations import is_collated_type
-from deltalog.txn.protocol.time_zones import session_time_zone
+from deltalog.txn.protocol.time_zones import parse_timestamp_text, session_time_zone
 
 __all__ = [
     "at_session_time_zone",
@@ -240,9 +240,8 @@ def at_session_time_zone(
 def _in_zone(value: Any, zone: dt.tzinfo) -> Any:
     if not isinstance(value, str):
         return value
-    try:
-        parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
+    parsed = parse_timestamp_text(value)
+    if parsed is None:
         return value
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=zone)
 

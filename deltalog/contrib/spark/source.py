@@ -319,8 +319,11 @@ def change_range(delta_log: DeltaLog, options: ReadOptions) -> tuple[int, int] |
     if latest < 0:
         raise DeltaAnalysisError(f"no Delta table at {delta_log.table_uri}")
     lenient = options.cdf_out_of_range
-    if options.starting_version_latest:  # after the latest commit (an empty range in a batch read)
-        return None
+    if options.starting_version_latest:  # a stream's start: a batch read's version is a number
+        raise DeltaAnalysisError(
+            "DELTA_VERSION_INVALID: The provided version (latest) is not a valid version. A batch read of the "
+            "change data feed takes startingVersion as a version number (startingVersion=latest is for streams)"
+        )
     start = options.starting_version
     if start is None:
         if options.starting_timestamp is None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.protocol.actions import CommitInfo
 from deltalog.txn.protocol.errors import TableNotFoundError, VersionNotFoundError
+from deltalog.txn.protocol.time_zones import parse_timestamp_text
 
 if TYPE_CHECKING:
     from deltalog.txn.log.snapshot_management import SnapshotManagement
@@ -59,14 +60,14 @@ def to_millis(value: datetime | int | float | str) -> int:
     if isinstance(value, (int, float)):
         return int(value)
     if isinstance(value, str):
-        text = value.strip().replace("Z", "+00:00")
-        try:
-            value = datetime.fromisoformat(text)
-        except ValueError:
+        parsed = parse_timestamp_text(value)
+        if parsed is None:
             raise ValueError(
-                f"DELTA_TIMESTAMP_INVALID: cannot parse the timestamp {value!r}; use ISO-8601 like "
-                "'2024-05-01 12:00:00' or '2024-05-01T12:00:00+00:00'"
-            ) from None
+                f"DELTA_TIMESTAMP_INVALID: The provided timestamp ({value!r}) cannot be converted to a valid "
+                "timestamp; give it as Spark casts text to a timestamp, like '2024-05-01 12:00:00' or "
+                "'2024-05-01T12:00:00+00:00'"
+            )
+        value = parsed
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     return int(value.timestamp() * 1000)

@@ -4,6 +4,11 @@ Spark takes the setting as Java's ``ZoneId.of`` does: a region id (``America/Los
 ``UTC``/``Z``, or a fixed offset (``-08:00``, ``+8``, ``GMT+05:30``). Everything that reads
 a timestamp as Spark would (a partition filter's text, ``timestampAsOf``, the partitions a
 generated column's filter derives) reads the zone here, so they all agree.
+
+:func:`parse_timestamp_text` reads a timestamp string as Spark's ``CAST(... AS TIMESTAMP)``
+(``stringToTimestamp``) does, so a time given to ``timestampAsOf`` or ``startingTimestamp``
+means what it means to Delta: ``2024-5-1``, ``2024-05``, ``2024-05-01 12:00 -0800`` or
+``...T12:00:00 America/Los_Angeles`` are times, ``20240501`` or ``2024-W18-3`` are not.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-__all__ = ["session_time_zone"]
+__all__ = ["parse_timestamp_text", "session_time_zone"]
 
 _OFFSET = re.compile(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?")
 
@@ -35,3 +40,39 @@ def session_time_zone(name: str | None) -> dt.tzinfo | None:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):  # a path-like name fails to open
         return None
+
+
+_TIMESTAMP_TEXT = re.compile(
+    r"\s*(?P<year>[+-]?\d{4,6})(?:-(?P<month>\d{1,2})(?:-(?P<day>\d{1,2})"
+    r"(?:[ T](?:(?P<hour>\d{1,2})(?::(?P<minute>\d{1,2})(?::(?P<second>\d{1,2})(?:\.(?P<fraction>\d*))?)?)?"
+    r"\s*(?P<zone>[A-Za-z+-][\w/+:-]*)?)?)?)?)?\s*"
+)
+
+
+def parse_timestamp_text(text: str) -> dt.datetime | None:
+    """``text`` as Spark casts a string to a timestamp (``[+-]yyyy[-[m]m[-[d]d[ |T][[h]h[:[m]m
+    [:[s]s[.fraction]]][zone]]]]``, fields of one or two digits, a zone as ``ZoneId.of`` reads
+    it): naive when it names no zone; None when Spark's cast gives null (Delta then refuses
+    the time as ``DELTA_TIMESTAMP_INVALID``)."""
+    m = _TIMESTAMP_TEXT.fullmatch(text)
+    if m is None:
+        return None
+    zone = None
+    if m["zone"] is not None:
+        zone = session_time_zone(m["zone"])
+        if zone is None:
+            return None
+    fraction = (m["fraction"] or "")[:6].ljust(6, "0")
+    try:
+        value = dt.datetime(
+            int(m["year"]),
+            int(m["month"] or 1),
+            int(m["day"] or 1),
+            int(m["hour"] or 0),
+            int(m["minute"] or 0),
+            int(m["second"] or 0),
+            int(fraction),
+        )
+    except ValueError:  # a field out of range (month 13, day 31 of April, year beyond 9999)
+        return None
+    return value if zone is None else value.replace(tzinfo=zone)
