@@ -133,18 +133,34 @@ class DeltaOptimizeBuilder:
         return spark.createDataFrame([row], optimize_result_schema())
 
 
+def _number_conf(
+    spark: SparkSession,
+    key: str,
+    parse: Callable[[str], float],
+    default: float | None,
+    valid: Callable[[float], bool],
+    expected: str,
+) -> float | None:
+    """The session conf ``key`` parsed by ``parse`` (``default`` when unset or blank); a value
+    that does not parse or fails ``valid`` raises :class:`DeltaAnalysisError` saying it must be
+    ``expected``."""
+    raw = spark.conf.get(key, None)
+    if raw is None or str(raw).strip() == "":
+        return default
+    try:
+        value = parse(str(raw).strip())
+    except ValueError:
+        raise DeltaAnalysisError(f"{key} must be a number ({expected}), got {raw!r}") from None
+    if not valid(value):
+        raise DeltaAnalysisError(f"{key} must be {expected}, got {raw!r}")
+    return value
+
+
 def _ratio_conf(spark: SparkSession, key: str) -> float:
     from deltalog.txn.commands.optimize import DEFAULT_MAX_DELETED_ROWS_RATIO
 
-    raw = spark.conf.get(key, None)
-    if raw is None or str(raw).strip() == "":
-        return DEFAULT_MAX_DELETED_ROWS_RATIO
-    try:
-        value = float(str(raw).strip())
-    except ValueError:
-        raise DeltaAnalysisError(f"{key} must be a number between 0 and 1, got {raw!r}") from None
-    if not 0 <= value <= 1:
-        raise DeltaAnalysisError(f"{key} must be between 0 and 1, got {value}")
+    value = _number_conf(spark, key, float, DEFAULT_MAX_DELETED_ROWS_RATIO, lambda v: 0 <= v <= 1, "between 0 and 1")
+    assert value is not None
     return value
 
 
@@ -385,16 +401,7 @@ def backfill_limits(spark: SparkSession) -> BackfillLimits:
     number raises :class:`DeltaAnalysisError`."""
 
     def conf(key: str, parse: Callable[[str], float], default: float | None) -> float | None:
-        raw = spark.conf.get(key, None)
-        if raw is None or str(raw).strip() == "":
-            return default
-        try:
-            value = parse(str(raw).strip())
-        except ValueError:
-            raise DeltaAnalysisError(f"{key} must be a positive number, got {raw!r}") from None
-        if not value > 0:
-            raise DeltaAnalysisError(f"{key} must be positive, got {raw!r}")
-        return value
+        return _number_conf(spark, key, parse, default, lambda v: v > 0, "positive")
 
     fallback = conf(ROW_TRACKING_BACKFILL_MAX_NUM_FILES_CONF, int, DEFAULT_MAX_FILES_PER_COMMIT)
     size = conf(BACKFILL_MAX_NUM_FILES_CONF, int, fallback)
