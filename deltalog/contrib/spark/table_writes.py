@@ -27,9 +27,9 @@ from deltalog.contrib.spark.options import (
     STRING_PREFIX_LENGTH_CONF,
     WriteOptions,
     session_string_prefix_length,
-    session_user_metadata,
 )
 from deltalog.contrib.spark.source_reads import TargetReads, target_reads
+from deltalog.contrib.spark.tablelog import session_user_metadata
 from deltalog.contrib.spark.writes import commit_write, plan_write
 from deltalog.txn.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF
 from deltalog.txn.protocol.protocol_requirements import session_table_defaults
