@@ -19,6 +19,7 @@ pytestmark = pytest.mark.spark
 
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+METRICS_ENABLED = "spark.databricks.delta.history.metricsEnabled"
 
 
 def _age_data_files(path: str, seconds: int = 30 * 24 * 3600) -> None:
@@ -421,13 +422,14 @@ _SESSION_COMMANDS = {
 
 
 @pytest.mark.parametrize("command", list(_SESSION_COMMANDS))
-def test_every_table_command_records_the_sessions_user_metadata(spark, tmp_path, command):
-    """Delta's ``getUserMetadata`` (``TransactionHelper``), read at every commit of every
-    command: the session's ``spark.databricks.delta.commitInfo.userMetadata`` is the
+def test_every_table_command_commits_with_the_sessions_commit_confs(spark, tmp_path, command):
+    """Delta's ``getUserMetadata`` (``TransactionHelper``) and ``getOperationMetrics``, read at
+    every commit of every command: the session's ``...commitInfo.userMetadata`` is the
     ``userMetadata`` of OPTIMIZE, RESTORE, VACUUM START/END, CLONE, CONVERT, CREATE, ALTER
     TABLE and MERGE commits alike (DeltaSuite "history includes user-defined metadata for SQL
-    API"), and their ``engineInfo`` names the Spark integration. The ``DeltaTable`` is made
-    before the conf is set: the conf is read when the command commits."""
+    API"), ``...history.metricsEnabled=false`` leaves out their ``operationMetrics``, and their
+    ``engineInfo`` names the Spark integration. The ``DeltaTable`` is made before the confs are
+    set: they are read when the command commits."""
     from deltalog.contrib.spark import DeltaTable
     from deltalog.txn.delta_log import DeltaLog
 
@@ -438,15 +440,18 @@ def test_every_table_command_records_the_sessions_user_metadata(spark, tmp_path,
     table = DeltaTable.forPath(spark, path)
     run, expected = _SESSION_COMMANDS[command]
     spark.conf.set(USER_METADATA, f"nightly {command}")
+    spark.conf.set(METRICS_ENABLED, "false")
     try:
         target = run(spark, table, tmp_path)
     finally:
         spark.conf.unset(USER_METADATA)
+        spark.conf.unset(METRICS_ENABLED)
     new_table = isinstance(target, str)
     history = DeltaLog.for_table(target if new_table else path).history()
     made = [r.commit_info for r in reversed(history) if new_table or r.version > 2]
     assert [i.operation for i in made] == expected
     assert {i.user_metadata for i in made} == {f"nightly {command}"}
+    assert [i.operation_metrics for i in made] == [None] * len(made)
     assert all(i.engine_info.startswith("deltalog-spark/") for i in made)
     table.setProperties({"team.after": "x"})
     assert log.history(1)[0].commit_info.user_metadata is None  # the conf is unset again

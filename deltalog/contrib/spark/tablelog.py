@@ -1,9 +1,10 @@
 """Opening a table's log from the Spark side (driver, Python workers, executors), and the
-settings every commit the Spark layer makes carries: ``engineInfo`` naming this integration
-and ``commitInfo.userMetadata`` (a write's option, else the session's
-:data:`USER_METADATA_CONF`, as Delta's ``getUserMetadata``). A log opened with the session
-(:func:`open_log` with ``spark``) reads that conf at each transaction, whichever command
-(OPTIMIZE, RESTORE, ALTER TABLE, ...) opens it."""
+settings every commit the Spark layer makes carries: ``engineInfo`` naming this integration,
+and Delta's commit confs (:func:`session_commit_confs`: ``commitInfo.userMetadata``, as
+Delta's ``getUserMetadata``, ``history.metricsEnabled``, ...) where the write's options and
+the storage options do not give them. A log opened with the session (:func:`open_log` with
+``spark``) reads them at each transaction, whichever command (OPTIMIZE, RESTORE, ALTER TABLE,
+...) opens it; ``write_table`` passes them to the data source as options."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ __all__ = [
     "USER_METADATA_CONF",
     "commit_settings",
     "open_log",
-    "session_user_metadata",
+    "session_commit_confs",
     "start_transaction",
 ]
 
@@ -48,11 +49,15 @@ def _engine_info() -> str:
 ENGINE_INFO = _engine_info
 
 
-def session_user_metadata(spark: Any) -> str | None:
-    """The session's :data:`USER_METADATA_CONF`: the ``commitInfo.userMetadata`` of the commits
-    made with the session that give none, as Delta's ``getUserMetadata``."""
-    value = spark.conf.get(USER_METADATA_CONF, None)
-    return None if value is None else str(value)
+def session_commit_confs(spark: Any) -> dict[str, str]:
+    """The session's Delta commit confs that are set
+    (:data:`~deltalog.txn.commit.settings.DELTA_SESSION_CONFS`: :data:`USER_METADATA_CONF`,
+    ``history.metricsEnabled``, ``maxCommitAttempts``, ``writeChecksumFile.enabled``, ...):
+    the one place the Spark layer reads them, as Delta reads them at each commit."""
+    from deltalog.txn.commit.settings import DELTA_SESSION_CONFS
+
+    confs = {key: spark.conf.get(key, None) for key in DELTA_SESSION_CONFS}
+    return {key: str(value) for key, value in confs.items() if value is not None}
 
 
 def commit_settings(options: StorageOptions, user_metadata: str | None = None) -> EngineSettings:
@@ -66,11 +71,10 @@ def commit_settings(options: StorageOptions, user_metadata: str | None = None) -
 
 
 def _session_settings(options: StorageOptions, spark: Any) -> EngineSettings:
-    """:func:`commit_settings`, with the session's ``userMetadata`` when the options give none."""
-    settings = commit_settings(options)
-    if settings.user_metadata is not None:
-        return settings
-    return settings.with_(user_metadata=session_user_metadata(spark))
+    """:func:`commit_settings` of the storage ``options`` over :func:`session_commit_confs`."""
+    from deltalog.logstores.options import StorageOptions
+
+    return commit_settings(StorageOptions({**session_commit_confs(spark), **options}))
 
 
 def open_log(
@@ -78,7 +82,7 @@ def open_log(
 ) -> DeltaLog:
     """The log of the table at ``path``; with ``spark``, bound to the session: every
     transaction opened on it, by any command, commits with :func:`commit_settings` and the
-    session's :data:`USER_METADATA_CONF` as it is at that transaction."""
+    session's :func:`session_commit_confs` as they are at that transaction."""
     from deltalog.txn.delta_log import DeltaLog
 
     delta_log = DeltaLog.for_table(path, storage_options=dict(storage_options or {}), logstore=logstore)
