@@ -8,6 +8,8 @@ RESTORE), which it never imports: see ``docs/architecture.md``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from deltalog.txn.commit.isolation import IsolationLevel
 from deltalog.txn.commit.locks.base import CommitLock
 from deltalog.txn.commit.settings import EngineSettings
@@ -23,6 +25,13 @@ __all__ = ["DeltaLog"]
 
 class DeltaLog(SnapshotManagement):
     """The transaction log of the Delta table at ``table_uri``."""
+
+    #: The settings of a transaction opened without any (:meth:`start_transaction`): an
+    #: integration binds its session here (its ``engineInfo``, the session's
+    #: ``commitInfo.userMetadata``), called at each transaction as Delta reads its session
+    #: conf at each commit, so every command run on this log commits with them. None: the
+    #: storage options' (:meth:`EngineSettings.from_options`).
+    settings_source: Callable[[], EngineSettings] | None = None
 
     def history(self, limit: int | None = None) -> list[CommitRecord]:
         """The table's commits, newest first (``DESCRIBE HISTORY``)."""
@@ -54,7 +63,10 @@ class DeltaLog(SnapshotManagement):
         """Open an optimistic transaction on ``snapshot`` (the latest by default).
 
         ``lock`` picks the commit lock (``"auto"`` by default: the store's own conditional
-        write or atomic rename when it has one; see ``docs/locks.md``)."""
+        write or atomic rename when it has one; see ``docs/locks.md``). Without ``settings``,
+        the :attr:`settings_source`'s."""
+        if settings is None and self.settings_source is not None:
+            settings = self.settings_source()
         return OptimisticTransaction(
             self,
             lock=lock,

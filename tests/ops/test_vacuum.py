@@ -276,3 +276,19 @@ def test_a_table_this_client_cannot_write_is_refused_even_for_a_dry_run(tmp_path
         with pytest.raises(UnsupportedFeatureError, match="someFutureFeature"):
             vacuum(log, dry_run=dry_run)
     assert os.path.exists(orphan) and log.update().version == 2
+
+
+def test_logging_off_deletes_without_commits(table_uri: str) -> None:
+    """Delta's ``spark.databricks.delta.vacuum.logging.enabled=false`` (DeltaVacuumSuite
+    "vacuum event logging"): files deleted, no ``VACUUM START``/``END`` commit; given as
+    ``log_vacuum`` or as the storage option."""
+    log = create(table_uri, config={"delta.deletedFileRetentionDuration": "interval 0 hours"})
+    append(log, [1])
+    orphan = write_file(log, [9], "a")
+    time.sleep(0.01)
+    result = vacuum(log, log_vacuum=False)
+    assert result.files == [orphan.path] and (result.start_version, result.end_version) == (None, None)
+    quiet = DeltaLog.for_table(table_uri, {"spark.databricks.delta.vacuum.logging.enabled": "false"})
+    vacuum(quiet)
+    assert [c.operation for c in log.history()] == ["WRITE", "CREATE TABLE"]
+    assert vacuum(log).start_version == 2  # logged by default

@@ -18,6 +18,8 @@ from tests.spark.helpers import commits
 pytestmark = pytest.mark.spark
 
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+METRICS_ENABLED = "spark.databricks.delta.history.metricsEnabled"
 
 
 def _age_data_files(path: str, seconds: int = 30 * 24 * 3600) -> None:
@@ -365,3 +367,91 @@ def test_a_vacuumed_deletion_vector_refuses_restore_and_time_travel_clearly(spar
         read_table(spark, table_path, versionAsOf=1)
     with pytest.raises(Exception, match="DELTA_FILE_NOT_FOUND_DETAILED"):
         spark.read.format("deltalog").option("versionAsOf", 1).load(table_path).collect()
+
+
+def _convert(spark, table, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.contrib.spark import DeltaTable
+
+    (tmp_path / "plain").mkdir()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), tmp_path / "plain" / "part-0.parquet")
+    return DeltaTable.convertToDelta(spark, str(tmp_path / "plain"))._path
+
+
+def _create(spark, table, tmp_path):
+    from deltalog.contrib.spark import DeltaTable
+
+    return DeltaTable.create(spark).location(str(tmp_path / "new")).addColumn("id", "long").execute()._path
+
+
+def _features(spark, table, tmp_path):
+    table.upgradeTableProtocol(1, 4)
+    table.addFeatureSupport("domainMetadata")
+    table.dropFeatureSupport("domainMetadata")
+
+
+def _alter(spark, table, tmp_path):
+    table.setProperties({"team.owner": "analytics"})
+    table.unsetProperties(["team.owner"])
+    table.addColumn("note", "string")
+    table.changeColumnComment("note", "free text")
+
+
+def _merge(spark, table, tmp_path):
+    source = spark.createDataFrame([(3, "n3", "a")], "id long, name string, p string")
+    table.alias("t").merge(source.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
+
+
+#: command -> (what runs it, the operations it commits); a command making a new table returns its path
+_SESSION_COMMANDS = {
+    "OPTIMIZE": (lambda spark, table, tmp_path: table.optimize().executeCompaction(), ["OPTIMIZE"]),
+    "RESTORE": (lambda spark, table, tmp_path: table.restoreToVersion(1), ["RESTORE"]),
+    "VACUUM": (lambda spark, table, tmp_path: table.vacuum(), ["VACUUM START", "VACUUM END"]),
+    "CLONE": (lambda spark, table, tmp_path: table.clone(str(tmp_path / "clone"), isShallow=True)._path, ["CLONE"]),
+    "CONVERT": (_convert, ["CONVERT"]),
+    "CREATE": (_create, ["CREATE TABLE"]),
+    "ALTER": (
+        _alter,
+        ["SET TBLPROPERTIES", "UNSET TBLPROPERTIES", "ADD COLUMNS", "CHANGE COLUMN"],
+    ),
+    "FEATURES": (_features, ["SET TBLPROPERTIES", "SET TBLPROPERTIES", "DROP FEATURE"]),
+    "MERGE": (_merge, ["MERGE"]),  # DELETE: test_write_table
+}
+
+
+@pytest.mark.parametrize("command", list(_SESSION_COMMANDS))
+def test_every_table_command_commits_with_the_sessions_commit_confs(spark, tmp_path, command):
+    """Delta's ``getUserMetadata`` (``TransactionHelper``) and ``getOperationMetrics``, read at
+    every commit of every command: the session's ``...commitInfo.userMetadata`` is the
+    ``userMetadata`` of OPTIMIZE, RESTORE, VACUUM START/END, CLONE, CONVERT, CREATE, ALTER
+    TABLE and MERGE commits alike (DeltaSuite "history includes user-defined metadata for SQL
+    API"), ``...history.metricsEnabled=false`` leaves out their ``operationMetrics``, and their
+    ``engineInfo`` names the Spark integration. The ``DeltaTable`` is made before the confs are
+    set: they are read when the command commits."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.delta_log import DeltaLog
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    append(log, [1])
+    append(log, [2])
+    table = DeltaTable.forPath(spark, path)
+    run, expected = _SESSION_COMMANDS[command]
+    spark.conf.set(USER_METADATA, f"nightly {command}")
+    spark.conf.set(METRICS_ENABLED, "false")
+    try:
+        target = run(spark, table, tmp_path)
+    finally:
+        spark.conf.unset(USER_METADATA)
+        spark.conf.unset(METRICS_ENABLED)
+    new_table = isinstance(target, str)
+    history = DeltaLog.for_table(target if new_table else path).history()
+    made = [r.commit_info for r in reversed(history) if new_table or r.version > 2]
+    assert [i.operation for i in made] == expected
+    assert {i.user_metadata for i in made} == {f"nightly {command}"}
+    assert [i.operation_metrics for i in made] == [None] * len(made)
+    assert all(i.engine_info.startswith("deltalog-spark/") for i in made)
+    table.setProperties({"team.after": "x"})
+    assert log.history(1)[0].commit_info.user_metadata is None  # the conf is unset again

@@ -132,8 +132,15 @@ def test_vacuum_keeps_what_retention_requires(spark, table_path):
         assert os.path.exists(orphan2)
     finally:
         spark.conf.unset("spark.databricks.delta.vacuum.lite.enabled")
-    table.vacuum(vacuumType="FULL")
+    # DeltaVacuumSuite "vacuum event logging ... loggingEnabled=false": deleted, not recorded
+    commits_before = len(operations(table_path))
+    spark.conf.set("spark.databricks.delta.vacuum.logging.enabled", "false")
+    try:
+        table.vacuum(vacuumType="FULL")
+    finally:
+        spark.conf.unset("spark.databricks.delta.vacuum.logging.enabled")
     assert not os.path.exists(orphan2)
+    assert len(operations(table_path)) == commits_before
 
 
 def test_restore_convert_create(spark, table_path, tmp_path):

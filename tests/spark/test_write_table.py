@@ -335,7 +335,8 @@ def test_write_options_in_history_and_replace_where_confs_from_the_session(spark
     ``canMergeSchema``, ``canOverwriteSchema``, recorded only when set; a dynamic partition
     overwrite records no predicate) and DeltaSuite's session confs: ``commitInfo.userMetadata``
     ("history includes user-defined metadata for DF.Write API and config setting", also on a
-    DELETE) and ``replaceWhere.dataColumns.enabled=false`` ("invalid replaceWhere")."""
+    DELETE), ``history.metricsEnabled=false`` (no ``operationMetrics``, Delta's
+    ``getOperationMetrics``) and ``replaceWhere.dataColumns.enabled=false`` ("invalid replaceWhere")."""
     from deltalog.contrib.spark import DeltaTable, write_table
 
     def df(rows: list[tuple[int, int]], extra: bool = False) -> Any:
@@ -347,6 +348,7 @@ def test_write_options_in_history_and_replace_where_confs_from_the_session(spark
     write_table(df([(4, 1)]), table_path, mode="overwrite", replaceWhere="part = 1", mergeSchema="false")
     write_table(df([(5, 2)], extra=True), table_path, mergeSchema=True)
     spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", "meta1")
+    spark.conf.set("spark.databricks.delta.history.metricsEnabled", "false")
     spark.conf.set("spark.databricks.delta.replaceWhere.dataColumns.enabled", "false")
     try:
         write_table(df([(6, 3)]), table_path, mode="overwrite", partitionBy="part", overwriteSchema=True)
@@ -356,6 +358,7 @@ def test_write_options_in_history_and_replace_where_confs_from_the_session(spark
             write_table(df([(8, 3)]), table_path, mode="overwrite", replaceWhere="id = 8")
     finally:
         spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+        spark.conf.unset("spark.databricks.delta.history.metricsEnabled")
         spark.conf.unset("spark.databricks.delta.replaceWhere.dataColumns.enabled")
     params = [p for _, p in _history(table_path)]
     assert params[1] == {"mode": "Overwrite", "partitionBy": "[]", "isDynamicPartitionOverwrite": "true"}
@@ -364,6 +367,7 @@ def test_write_options_in_history_and_replace_where_confs_from_the_session(spark
     assert params[4] == {"mode": "Overwrite", "partitionBy": '["part"]', "canOverwriteSchema": "true"}
     infos = [next(a["commitInfo"] for a in c if "commitInfo" in a) for c in commits(table_path)]
     assert [i.get("userMetadata") for i in infos] == [None, None, None, None, "meta1", "optionMeta2", "meta1"]
+    assert ["operationMetrics" in i for i in infos] == [True] * 4 + [False] * 3
 
 
 def test_byte_and_short_data_fit_a_wider_integer_column(spark: Any, table_path: str) -> None:

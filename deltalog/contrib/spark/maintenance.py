@@ -272,6 +272,17 @@ def retention_check_enabled(spark: SparkSession) -> bool:
 
 #: Delta's session conf that makes VACUUM ``LITE`` unless the call says ``FULL``.
 LITE_VACUUM_CONF = "spark.databricks.delta.vacuum.lite.enabled"
+#: Delta's session conf: ``false`` makes VACUUM delete without its START/END commits.
+VACUUM_LOGGING_CONF = "spark.databricks.delta.vacuum.logging.enabled"
+
+
+def _vacuum_logging(spark: SparkSession) -> bool | None:
+    """The session's :data:`VACUUM_LOGGING_CONF` (None when unset: the storage options say,
+    logging by default; Delta's default logs on the file systems it knows, every cloud's)."""
+    raw = spark.conf.get(VACUUM_LOGGING_CONF, None)
+    if raw is None or str(raw).strip() == "":
+        return None
+    return str(raw).strip().lower() != "false"
 
 
 def vacuum(
@@ -293,7 +304,10 @@ def vacuum(
     table = None if inventory is None else inventory_table(inventory)
     check = retention_check_enabled(spark)
     lite = vacuum_type.upper() == "LITE"
-    return core_vacuum(delta_log, retention_hours, enforce_retention=check, inventory=table, lite=lite)
+    logged = _vacuum_logging(spark)
+    return core_vacuum(
+        delta_log, retention_hours, enforce_retention=check, inventory=table, lite=lite, log_vacuum=logged
+    )
 
 
 def inventory_table(inventory: DataFrame) -> pa.Table:

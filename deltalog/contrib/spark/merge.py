@@ -52,7 +52,6 @@ from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_s
 from deltalog.contrib.spark.merge_scan import TargetRows, scan_target
 from deltalog.contrib.spark.merge_source import materialized_source
 from deltalog.contrib.spark.merge_write import write_labelled
-from deltalog.contrib.spark.options import session_user_metadata
 from deltalog.contrib.spark.row_tracking import carried_columns, stable_row_tracking, tracked_columns
 from deltalog.contrib.spark.schemas import spark_struct
 from deltalog.contrib.spark.tablelog import start_transaction
@@ -536,8 +535,7 @@ class DeltaMergeBuilder:
 
         delta_log = self._table._log
         reads = target_reads(self._source, delta_log)
-        user_metadata = session_user_metadata(self._table._spark)
-        txn = start_transaction(delta_log, user_metadata, snapshot=reads.snapshot(delta_log))
+        txn = start_transaction(delta_log, snapshot=reads.snapshot(delta_log))
         if reads.reads_table:
             txn.read_whole_table()
         return txn

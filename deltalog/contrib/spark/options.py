@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError
+from deltalog.contrib.spark.tablelog import USER_METADATA_CONF
 
 __all__ = [
     "CDF_OUT_OF_RANGE_CONF",
@@ -107,8 +108,6 @@ STRING_PREFIX_LENGTH_CONF = "spark.databricks.io.skipping.stringPrefixLength"
 REPLACE_WHERE_DATA_COLUMNS_CONF = "spark.databricks.delta.replaceWhere.dataColumns.enabled"
 #: Delta's session conf (default true): every written row must satisfy ``replaceWhere``
 REPLACE_WHERE_CONSTRAINT_CHECK_CONF = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
-#: Delta's session conf: ``commitInfo.userMetadata`` of a commit whose write gives no ``userMetadata``
-USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 _READ_KEYS = {
     "versionasof",
     "timestampasof",
@@ -206,13 +205,6 @@ def table_path(options: Mapping[str, str]) -> str:
             "no table path: use .save(uri) / .load(uri) or .option('path', uri) with format 'deltalog'"
         )
     return path.rstrip("/") if len(path) > 1 else path
-
-
-def session_user_metadata(spark: Any) -> str | None:
-    """The session's :data:`USER_METADATA_CONF`: the ``commitInfo.userMetadata`` of the commits
-    a command makes with the session (``write_table``, DELETE, UPDATE, MERGE), as Delta's."""
-    value = spark.conf.get(USER_METADATA_CONF, None)
-    return None if value is None else str(value)
 
 
 def session_string_prefix_length(raw: str | None) -> int:

@@ -27,9 +27,9 @@ from deltalog.contrib.spark.options import (
     STRING_PREFIX_LENGTH_CONF,
     WriteOptions,
     session_string_prefix_length,
-    session_user_metadata,
 )
 from deltalog.contrib.spark.source_reads import TargetReads, target_reads
+from deltalog.contrib.spark.tablelog import session_commit_confs
 from deltalog.contrib.spark.writes import commit_write, plan_write
 from deltalog.txn.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF
 from deltalog.txn.protocol.protocol_requirements import session_table_defaults
@@ -105,17 +105,16 @@ def _session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[s
     ``partitionOverwriteMode``, unless a ``replaceWhere`` says what to overwrite, its
     ``spark.databricks.delta.allowArbitraryProperties.enabled`` (whether unknown ``delta.*``
     table properties are kept), ``...replaceWhere.dataColumns.enabled`` and
-    ``...replaceWhere.constraintCheck.enabled``, and ``...commitInfo.userMetadata`` (the
-    commit's ``userMetadata`` when the write gives none)."""
+    ``...replaceWhere.constraintCheck.enabled``, and its commit confs
+    (:func:`~deltalog.contrib.spark.tablelog.session_commit_confs`: ``...commitInfo.userMetadata``
+    is the commit's ``userMetadata`` when the write gives none, ...)."""
     lowered = {k.lower() for k in options}
     out = {}
     for conf in (ALLOW_ARBITRARY_PROPERTIES_CONF, REPLACE_WHERE_DATA_COLUMNS_CONF, REPLACE_WHERE_CONSTRAINT_CHECK_CONF):
         value = spark.conf.get(conf, None)
         if value is not None and conf.lower() not in lowered:
             out[conf] = value
-    user_metadata = session_user_metadata(spark)
-    if user_metadata is not None and "usermetadata" not in lowered:
-        out["userMetadata"] = user_metadata
+    out.update({conf: value for conf, value in session_commit_confs(spark).items() if conf.lower() not in lowered})
     mode = spark.conf.get(_OVERWRITE_MODE, None)
     if mode is None or "partitionoverwritemode" in lowered or "replacewhere" in lowered:
         return out

@@ -39,7 +39,6 @@ from deltalog.contrib.spark.options import (
     STRING_PREFIX_LENGTH_CONF,
     WriteOptions,
     session_string_prefix_length,
-    session_user_metadata,
 )
 from deltalog.contrib.spark.row_tracking import carried_columns, tracked_columns
 from deltalog.contrib.spark.table_alter import AlterTableMethods
@@ -152,7 +151,7 @@ class DeltaTable(AlterTableMethods):
         self._storage_options = dict(storage_options or {})
         self._logstore = logstore
         self._alias = alias
-        self._log = open_log(path, self._storage_options, logstore)
+        self._log = open_log(path, self._storage_options, logstore, spark=spark)
 
     # -- construction ---------------------------------------------------------------------
 
@@ -235,7 +234,7 @@ class DeltaTable(AlterTableMethods):
         path = identifier
         if identifier.lower().startswith("parquet.`") and identifier.endswith("`"):
             path = identifier[len("parquet.`") : -1]
-        delta_log = open_log(path, storage_options)
+        delta_log = open_log(path, storage_options, spark=sparkSession)
         convert_to_delta(sparkSession, delta_log, partitionSchema)
         return cls(sparkSession, path, storage_options)
 
@@ -449,7 +448,7 @@ class DeltaTable(AlterTableMethods):
         from deltalog.txn.commit.operations import Delete
 
         started = time.perf_counter()
-        txn = start_transaction(self._log, session_user_metadata(self._spark))
+        txn = start_transaction(self._log)
         if begin_idempotent_command(self._spark, txn):
             return
         snapshot = txn.snapshot
@@ -564,7 +563,7 @@ class DeltaTable(AlterTableMethods):
         if not set:
             raise DeltaAnalysisError("update needs set={column: expression}")
         started = time.perf_counter()
-        txn = start_transaction(self._log, session_user_metadata(self._spark))
+        txn = start_transaction(self._log)
         if begin_idempotent_command(self._spark, txn):
             return
         snapshot = txn.snapshot
@@ -763,12 +762,11 @@ class DeltaTable(AlterTableMethods):
         options = self._storage_options
         clone(
             self._log,
-            target,
+            open_log(target, options, self._logstore, spark=self._spark),
             version=version,
             timestamp=timestamp,
             shallow=shallow,
             properties=properties,
-            storage_options=options,
             enforce_retention=enforce_time_travel_retention(self._spark),
             allow_arbitrary_properties=arbitrary_properties_allowed(self._spark),
         )
@@ -943,7 +941,6 @@ class DeltaTableBuilder:
             raise DeltaAnalysisError("deltalog tables are path-based: call .location(uri) before execute()")
         if not self._fields:
             raise DeltaAnalysisError("a table needs at least one column: use addColumn / addColumns")
-        delta_log = open_log(self._location, self._storage_options)
         spark = self._spark
         if spark is None:
             from pyspark.sql import SparkSession
@@ -951,6 +948,7 @@ class DeltaTableBuilder:
             spark = SparkSession.getActiveSession()
             if spark is None:
                 raise DeltaAnalysisError("no active SparkSession: pass one to DeltaTable.create(spark)")
+        delta_log = open_log(self._location, self._storage_options, spark=spark)
         exists = delta_log.table_exists()
         if exists and self._mode == "createIfNotExists":
             return DeltaTable(spark, self._location, self._storage_options)

@@ -209,7 +209,7 @@ def _check_clonable(source: DeltaLog, snapshot: Snapshot, target: DeltaLog) -> N
 
 def clone(
     source: DeltaLog,
-    target_uri: str,
+    target_uri: str | DeltaLog,
     *,
     version: int | None = None,
     timestamp: datetime | int | str | None = None,
@@ -221,8 +221,8 @@ def clone(
     allow_arbitrary_properties: bool = False,
 ) -> CloneResult:
     """Clone ``source`` (at ``version``/``timestamp``, the latest by default) to the new
-    table at ``target_uri``: shallow (absolute paths to the source's files) or deep (copies).
-
+    table at ``target_uri`` (a URI with ``storage_options``, or a :class:`DeltaLog`, whose
+    settings the commit takes): shallow (absolute paths to the source's files) or deep (copies).
     ``properties`` (keys checked as Delta's) are set on the target on top of the source's. Raises (writing nothing)
     :class:`CloneTargetNotEmptyError`, :class:`CloneSourceFilesMissingError` (vacuumed files),
     or, as Delta 4.1+ does for ``CLONE ... VERSION AS OF``,
@@ -232,7 +232,7 @@ def clone(
     snapshot = source.snapshot(version=version, timestamp=timestamp, enforce_retention=enforce_retention)
     if snapshot.version < 0:
         source.require_table()
-    target = DeltaLog.for_table(target_uri, storage_options)
+    target = DeltaLog.for_table(target_uri, storage_options) if isinstance(target_uri, str) else target_uri
     _check_clonable(source, snapshot, target)
     files = snapshot.files
     copies: list[_Copy] = []

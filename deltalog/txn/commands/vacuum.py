@@ -17,7 +17,9 @@ name starts with ``_`` and ``_change_data`` (change-data files are referenced on
 commits, so they go once they are older than the retention), as Delta's
 ``isHiddenDirectory`` rules. Nothing outside the table root is touched.
 
-Unless ``dry_run``, the run is recorded as ``VACUUM START`` and ``VACUUM END`` commits with
+Unless ``dry_run`` or logging is off (Delta's ``spark.databricks.delta.vacuum.logging.enabled``
+``false``: ``log_vacuum=False`` or that storage option), the run is recorded as ``VACUUM
+START`` and ``VACUUM END`` commits with
 Delta's parameters and metrics (``numFilesToDelete``, ``sizeOfDataToDelete``,
 ``numDeletedFiles``, and ``numVacuumedDirectories``: as Delta, the number of directories
 VACUUM looked at, the root included, not of those it deleted, which is
@@ -51,9 +53,11 @@ if TYPE_CHECKING:
 
     from deltalog.txn.commit.locks.base import CommitLock
     from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.log.snapshot import Snapshot
 
 __all__ = [
     "RETENTION_CHECK_KEYS",
+    "VACUUM_LOGGING_KEYS",
     "InventoryEntry",
     "VacuumResult",
     "VacuumRetentionError",
@@ -67,6 +71,13 @@ log = logging.getLogger(__name__)
 RETENTION_CHECK_KEYS = (
     "deltalog.retentionDurationCheck.enabled",
     "spark.databricks.delta.retentionDurationCheck.enabled",
+)
+
+#: Storage-option keys (Delta's ``vacuum.logging.enabled``) that, set to ``false``, make VACUUM
+#: delete without its ``VACUUM START``/``VACUUM END`` commits.
+VACUUM_LOGGING_KEYS = (
+    "deltalog.vacuum.logging.enabled",
+    "spark.databricks.delta.vacuum.logging.enabled",
 )
 
 Progress = Callable[[int, int], None]
@@ -134,6 +145,14 @@ def _retention_check_enabled(delta_log: DeltaLog) -> bool:
     return raw is None or raw.strip().lower() not in ("false", "0", "no", "off")
 
 
+def _logging_enabled(delta_log: DeltaLog, log_vacuum: bool | None) -> bool:
+    """``log_vacuum``, else the :data:`VACUUM_LOGGING_KEYS` storage option (default true)."""
+    if log_vacuum is not None:
+        return log_vacuum
+    raw = delta_log.storage_options.first(*VACUUM_LOGGING_KEYS)
+    return raw is None or raw.strip().lower() not in ("false", "0", "no", "off")
+
+
 def _valid_paths(delta_log: DeltaLog, snapshot: Any, root: str, delete_before: int, now_ms: int) -> set[str]:
     """Relative paths (files and their parent directories) that must survive."""
     uri = delta_log.table_uri
@@ -180,6 +199,7 @@ def vacuum(
     max_workers: int = 8,
     inventory: pa.Table | Iterable[InventoryEntry] | None = None,
     lite: bool = False,
+    log_vacuum: bool | None = None,
 ) -> VacuumResult:
     """Delete unreferenced files older than the retention; see the module docstring.
 
@@ -187,6 +207,8 @@ def vacuum(
     ``inventory`` of its files is given (Delta's ``VACUUM ... USING INVENTORY``; see
     :mod:`~deltalog.txn.commands.vacuum_listing`), or with ``lite`` the files are found in the
     log (Delta's ``VACUUM ... LITE``; see :mod:`~deltalog.txn.commands.vacuum_lite`).
+    ``log_vacuum=False`` deletes without the ``VACUUM START``/``END`` commits (None: the
+    :data:`VACUUM_LOGGING_KEYS` storage option, default true).
 
     Returns a :class:`VacuumResult` (iterable over the table-relative paths deleted, or
     that would be deleted with ``dry_run``). Raises :class:`VacuumRetentionError` for an
@@ -202,32 +224,49 @@ def vacuum(
     retention_ms, check = _checked_retention(delta_log, retention_hours, table_retention_ms, enforce_retention)
     fs = delta_log.store.filesystem()
     root = delta_log.store.fs_path(delta_log.table_uri).rstrip("/")
-    outside = None
-    if inventory is not None:
-        files, dirs = files_from_inventory(delta_log.table_uri, inventory, snapshot.partition_columns)
-    elif lite:
-        outside = latest_commit_outside_retention(delta_log, now - retention_ms)
-        relative = functools.partial(_relative, delta_log.table_uri, root)
-        files, dirs = files_from_log(delta_log, snapshot.version, outside, relative), []
-    else:
-        files, dirs = list_table(delta_log, fs, root, snapshot.partition_columns, max_workers)
+    files, dirs, outside = _candidates(delta_log, snapshot, fs, root, now - retention_ms, inventory, lite, max_workers)
     valid = _valid_paths(delta_log, snapshot, root, now - retention_ms, now)
     result = _unreferenced(delta_log.table_uri, files, valid, now - retention_ms)
     result.dry_run, result.retention_hours = dry_run, retention_ms / 3_600_000
     if dry_run:
         return result
-    start = VacuumStart(
-        retention_check_enabled=check,
-        specified_retention_millis=None if retention_hours is None else retention_ms,
-        default_retention_millis=table_retention_ms,
-        user_metrics={
-            "numFilesToDelete": str(len(result.files)),
-            "sizeOfDataToDelete": str(result.size_in_bytes),
-        },
+    start = (
+        None
+        if not _logging_enabled(delta_log, log_vacuum)
+        else VacuumStart(
+            retention_check_enabled=check,
+            specified_retention_millis=None if retention_hours is None else retention_ms,
+            default_retention_millis=table_retention_ms,
+            user_metrics={
+                "numFilesToDelete": str(len(result.files)),
+                "sizeOfDataToDelete": str(result.size_in_bytes),
+            },
+        )
     )
     _delete_between_start_and_end(delta_log, lock, start, result, fs, root, dirs, valid, progress, max_workers)
     write_last_vacuum_info(delta_log, outside)
     return result
+
+
+def _candidates(
+    delta_log: DeltaLog,
+    snapshot: Snapshot,
+    fs: pafs.FileSystem,
+    root: str,
+    delete_before: int,
+    inventory: pa.Table | Iterable[InventoryEntry] | None,
+    lite: bool,
+    max_workers: int,
+) -> tuple[list[tuple[str, int, int]], list[str], int | None]:
+    """The files VACUUM may delete and the directories it looks at: the ``inventory``'s, the
+    log's with ``lite`` (with the latest commit outside the retention), else the listing's."""
+    if inventory is not None:
+        return (*files_from_inventory(delta_log.table_uri, inventory, snapshot.partition_columns), None)
+    if lite:
+        outside = latest_commit_outside_retention(delta_log, delete_before)
+        relative = functools.partial(_relative, delta_log.table_uri, root)
+        return files_from_log(delta_log, snapshot.version, outside, relative), [], outside
+    return (*list_table(delta_log, fs, root, snapshot.partition_columns, max_workers), None)
 
 
 def _unreferenced(
@@ -274,7 +313,7 @@ def _checked_retention(
 def _delete_between_start_and_end(
     delta_log: DeltaLog,
     lock: str | CommitLock | None,
-    start: VacuumStart,
+    start: VacuumStart | None,
     result: VacuumResult,
     fs: pafs.FileSystem,
     root: str,
@@ -285,17 +324,20 @@ def _delete_between_start_and_end(
 ) -> None:
     """Commit ``VACUUM START``, delete ``result.files`` and the directories left empty, then
     commit ``VACUUM END`` (``FAILED`` when the deletion raised); the versions go in ``result``
-    and the number of empty directories deleted in ``result.num_dirs``."""
-    result.start_version = delta_log.start_transaction(lock=lock).commit([], start)
+    and the number of empty directories deleted in ``result.num_dirs``. No ``start``: no commits."""
+    if start is not None:
+        result.start_version = delta_log.start_transaction(lock=lock).commit([], start)
     deleted = 0
     looked_at = len(dirs) + 1  # Delta's dirCounts: the directories listed, and the root
     try:
         deleted = _delete_all(fs, root, result.files, progress, max_workers)
         result.num_dirs = _delete_empty_dirs(fs, root, dirs, valid)
     except BaseException:
-        _end(delta_log, lock, "FAILED", deleted, looked_at)
+        if start is not None:
+            _end(delta_log, lock, "FAILED", deleted, looked_at)
         raise
-    result.end_version = _end(delta_log, lock, "COMPLETED", deleted, looked_at)
+    if start is not None:
+        result.end_version = _end(delta_log, lock, "COMPLETED", deleted, looked_at)
 
 
 def _end(delta_log: DeltaLog, lock: str | CommitLock | None, status: str, deleted: int, dirs: int) -> int:

@@ -26,7 +26,7 @@ from deltalog.logstores.options import StorageOptions
 if TYPE_CHECKING:
     from deltalog.txn.commit.commit_stats import CommitStats
 
-__all__ = ["EngineSettings", "default_engine_info"]
+__all__ = ["DELTA_SESSION_CONFS", "EngineSettings", "default_engine_info"]
 
 
 def default_engine_info() -> str:
@@ -52,6 +52,10 @@ _KEYS: dict[str, tuple[str, ...]] = {
     ),
 }
 
+
+#: The settings' names as Delta's session confs (``spark.databricks.delta.*``): what an
+#: integration with a session reads from it (see ``deltalog.contrib.spark.tablelog``).
+DELTA_SESSION_CONFS = tuple(k for keys in _KEYS.values() for k in keys if k.startswith("spark.databricks.delta."))
 
 _FLAGS = ("commit_info_enabled", "operation_metrics_enabled", "post_commit_checkpoint", "write_checksum_file")
 
