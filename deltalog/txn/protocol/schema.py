@@ -28,6 +28,7 @@ __all__ = [
     "PrimitiveType",
     "StructField",
     "StructType",
+    "TypeDifference",
     "as_nullable",
     "check_write_compatible",
     "data_type_from_json",
@@ -37,6 +38,7 @@ __all__ = [
     "same_columns",
     "same_type",
     "split_column_name",
+    "type_differences",
 ]
 
 PRIMITIVE_NAMES = frozenset(
@@ -462,6 +464,46 @@ def check_write_compatible(table: StructType, data: StructType) -> None:
             f"the data has nested fields the table does not: {', '.join(nested)}; write with "
             "option('mergeSchema', 'true') to add them, or overwrite with overwriteSchema=true"
         )
+
+
+@dataclass(frozen=True)
+class TypeDifference:
+    """A column the data types differently from the table (:func:`type_differences`)."""
+
+    #: the column's path, with ``element`` / ``key`` / ``value`` steps into arrays and maps
+    path: tuple[str, ...]
+    #: the same path through struct fields only (what an expression names)
+    struct_path: tuple[str, ...]
+    table: DataType
+    data: DataType
+
+
+def type_differences(table: StructType, data: StructType) -> list[TypeDifference]:
+    """The columns both schemas have (case-insensitive, at any depth) whose types differ below
+    any struct, array or map both have alike (Delta's ``checkDependentExpressions`` walk with
+    ``transformColumns``); nullability aside."""
+    return _differences(table, data, (), ())
+
+
+def _differences(
+    table: DataType, data: DataType, path: tuple[str, ...], struct_path: tuple[str, ...]
+) -> list[TypeDifference]:
+    if isinstance(table, StructType) and isinstance(data, StructType):
+        theirs = {f.name.lower(): f for f in data.fields}
+        out: list[TypeDifference] = []
+        for f in table.fields:
+            other = theirs.get(f.name.lower())
+            if other is not None:
+                out += _differences(f.type, other.type, (*path, f.name), (*struct_path, f.name))
+        return out
+    if isinstance(table, ArrayType) and isinstance(data, ArrayType):
+        return _differences(table.element_type, data.element_type, (*path, "element"), struct_path)
+    if isinstance(table, MapType) and isinstance(data, MapType):
+        return [
+            *_differences(table.key_type, data.key_type, (*path, "key"), struct_path),
+            *_differences(table.value_type, data.value_type, (*path, "value"), struct_path),
+        ]
+    return [] if _shape(table) == _shape(data) else [TypeDifference(path, struct_path, table, data)]
 
 
 def _is_void(dt: DataType) -> bool:
