@@ -391,7 +391,8 @@ def test_byte_and_short_data_fit_a_wider_integer_column(spark: Any, table_path: 
 
 def test_merge_schema_widens_byte_and_short_columns_without_type_widening(spark: Any, table_path: str) -> None:
     """Delta's ``SchemaMergingUtils.mergeDataTypes`` (``SchemaUtilsSuite`` "schema merging
-    performs upcast between ByteType, ShortType, and IntegerType"): with ``mergeSchema`` a byte
+    performs upcast between ByteType, ShortType, and IntegerType"): with ``mergeSchema`` (or the
+    session's ``schema.autoMerge.enabled``, ``DeltaOptions.canMergeSchema``) a byte
     or short column takes wider byte/short/int data's type, at any depth, without the type
     widening feature (Parquet stores all three as INT32): the schema changes in place, no
     ``delta.typeChanges``. Without ``mergeSchema`` it is Delta's ``DELTA_METADATA_MISMATCH``;
@@ -409,7 +410,13 @@ def test_merge_schema_widens_byte_and_short_columns_without_type_widening(spark:
         write_table(df([(2, 70000, (2,), {2: 2}, 2)], wide), table_path)
     with pytest.raises(Exception, match="DELTA_FAILED_TO_MERGE_FIELDS"):
         write_table(df([(2, 2, (2,), {2: 2}, 2)], old.replace("l int", "l long")), table_path, mergeSchema=True)
-    write_table(df([(300, 70000, (70000,), {70000: 300}, 2)], wide), table_path, mergeSchema=True)
+    auto_merge = "spark.databricks.delta.schema.autoMerge.enabled"  # Delta's canMergeSchema reads it
+    spark.conf.set(auto_merge, "true")
+    try:
+        write_table(df([(300, 70000, (70000,), {70000: 300}, 2)], wide), table_path)
+    finally:
+        spark.conf.unset(auto_merge)
+    assert _history(table_path)[1] == ("WRITE", {"mode": "Append", "partitionBy": "[]", "canMergeSchema": "true"})
     metadata = [a["metaData"] for a in commits(table_path)[1] if "metaData" in a]
     assert len(commits(table_path)) == 2 and len(metadata) == 1
     assert "delta.typeChanges" not in metadata[0]["schemaString"]
