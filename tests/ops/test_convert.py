@@ -131,3 +131,22 @@ def test_convert_collects_statistics_from_the_footers(tmp_path: Path) -> None:
     (add,) = DeltaLog.for_table(str(bare)).update().files
     assert json.loads(add.stats or "{}") == {"numRecords": 2}
     assert _log_lines(bare)[0]["commitInfo"]["operationParameters"]["collectStats"] == "false"  # type: ignore[index]
+
+
+def test_files_of_byte_short_and_int_convert_to_the_widest(tmp_path: Path) -> None:
+    """Delta's ``mergeSchemasInParallel`` merges the footers with ``mergeSchemas``: byte,
+    short and int (all INT32 in Parquet) merge to the widest, in any file order; int and
+    long do not merge."""
+    root = tmp_path / "plain"
+    root.mkdir()
+    for name, values, arrow_type in (("a", [1], pa.int8()), ("b", [300], pa.int16()), ("c", [70000], pa.int32())):
+        pq.write_table(pa.table({"x": pa.array(values, arrow_type)}), root / f"{name}.parquet")
+    assert convert_to_delta(str(root)) == 0
+    assert DeltaLog.for_table(str(root)).update().schema.field("x").type == PrimitiveType("integer")
+    assert delta_rs_rows(str(root), ["x"])["x"].tolist() == [1, 300, 70000]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for name, arrow_type in (("a", pa.int32()), ("b", pa.int64())):
+        pq.write_table(pa.table({"x": pa.array([1], arrow_type)}), bad / f"{name}.parquet")
+    with pytest.raises(ConvertToDeltaError, match="DELTA_FAILED_TO_MERGE_FIELDS"):
+        convert_to_delta(str(bad))

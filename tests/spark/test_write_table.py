@@ -373,7 +373,7 @@ def test_write_options_in_history_and_replace_where_confs_from_the_session(spark
 def test_byte_and_short_data_fit_a_wider_integer_column(spark: Any, table_path: str) -> None:
     """Delta's ``SchemaMergingUtils.mergeDataTypes`` merges byte and short data into a short or
     int column (at any depth) without a schema change (Parquet stores them all as INT32); an int
-    into a short column stays a type change."""
+    into a short column is a type change (``DELTA_METADATA_MISMATCH`` without ``mergeSchema``)."""
     from deltalog.contrib.spark import read_table, write_table
 
     def df(i: int, types: str) -> Any:
@@ -382,7 +382,7 @@ def test_byte_and_short_data_fit_a_wider_integer_column(spark: Any, table_path: 
     write_table(df(1, "i int, s short, st struct<a: int>"), table_path)
     df(2, "i short, s byte, st struct<a: short>").write.format("deltalog").mode("append").save(table_path)
     write_table(df(3, "i byte, s byte, st struct<a: byte>"), table_path)
-    with pytest.raises(Exception, match="DELTA_FAILED_TO_MERGE_FIELDS"):
+    with pytest.raises(Exception, match="DELTA_METADATA_MISMATCH"):
         write_table(df(4, "i int, s int, st struct<a: int>"), table_path)
     assert len(commits(table_path)) == 3
     native = read_table(spark, table_path)
@@ -391,3 +391,60 @@ def test_byte_and_short_data_fit_a_wider_integer_column(spark: Any, table_path: 
     assert sorted((r.i, r.s, tuple(r.st)) for r in native.collect()) == expected
     source = spark.read.format("deltalog").load(table_path)
     assert sorted((r.i, r.s, tuple(r.st)) for r in source.collect()) == expected
+
+
+def test_merge_schema_widens_byte_and_short_columns_without_type_widening(spark: Any, table_path: str) -> None:
+    """Delta's ``SchemaMergingUtils.mergeDataTypes`` (``SchemaUtilsSuite`` "schema merging
+    performs upcast between ByteType, ShortType, and IntegerType"): with ``mergeSchema`` (or the
+    session's ``schema.autoMerge.enabled``, ``DeltaOptions.canMergeSchema``) a byte
+    or short column takes wider byte/short/int data's type, at any depth, without the type
+    widening feature (Parquet stores all three as INT32): the schema changes in place, no
+    ``delta.typeChanges``. Without ``mergeSchema`` it is Delta's ``DELTA_METADATA_MISMATCH``;
+    int into long is no such merge. Every reader reads the older, narrower files right."""
+    from deltalog.contrib.spark import read_table, write_table
+    from deltalog.txn.commands.optimize import optimize
+
+    def df(rows: list[tuple[Any, ...]], types: str) -> Any:
+        return spark.createDataFrame(rows, types)
+
+    old = "b byte, s short, st struct<a: short>, m map<short, byte>, l int"
+    write_table(df([(1, 1, (1,), {1: 1}, 1)], old), table_path, **{"delta.enableChangeDataFeed": "true"})
+    wide = "b short, s int, st struct<a: int>, m map<int, short>, l int"
+    with pytest.raises(Exception, match="DELTA_METADATA_MISMATCH"):
+        write_table(df([(2, 70000, (2,), {2: 2}, 2)], wide), table_path)
+    with pytest.raises(Exception, match="DELTA_FAILED_TO_MERGE_FIELDS"):
+        write_table(df([(2, 2, (2,), {2: 2}, 2)], old.replace("l int", "l long")), table_path, mergeSchema=True)
+    auto_merge = "spark.databricks.delta.schema.autoMerge.enabled"  # Delta's canMergeSchema reads it
+    spark.conf.set(auto_merge, "true")
+    try:
+        write_table(df([(300, 70000, (70000,), {70000: 300}, 2)], wide), table_path)
+    finally:
+        spark.conf.unset(auto_merge)
+    assert _history(table_path)[1] == ("WRITE", {"mode": "Append", "partitionBy": "[]", "canMergeSchema": "true"})
+    metadata = [a["metaData"] for a in commits(table_path)[1] if "metaData" in a]
+    assert len(commits(table_path)) == 2 and len(metadata) == 1
+    assert "delta.typeChanges" not in metadata[0]["schemaString"]
+    assert not [a for a in commits(table_path)[1] if "protocol" in a]
+    expected = [(1, 1, 1, {1: 1}, 1), (300, 70000, 70000, {70000: 300}, 2)]
+
+    def rows(frame: Any) -> list[tuple[Any, ...]]:
+        return sorted((r.b, r.s, r.st.a, dict(r.m), r.l) for r in frame.collect())
+
+    native = read_table(spark, table_path)
+    assert native.schema.simpleString() == "struct<b:smallint,s:int,st:struct<a:int>,m:map<int,smallint>,l:int>"
+    assert rows(native) == expected
+    assert rows(spark.read.format("deltalog").load(table_path)) == expected
+    skipped = read_table(spark, table_path, where="s > 1000 AND st.a > 1000")
+    assert rows(skipped) == expected[1:] and len(skipped.inputFiles()) == 1
+    assert rows(read_table(spark, table_path, where="s < 1000")) == expected[:1]
+    # Delta's batch change feed refuses the older schema (as after any type change) unless unsafe
+    with pytest.raises(Exception, match="DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_DATA_SCHEMA"):
+        read_table(spark, table_path, readChangeFeed=True, startingVersion=0).collect()
+    assert rows(read_table(spark, table_path, readChangeFeed=True, startingVersion=1)) == expected[1:]
+    unsafe = "spark.databricks.delta.changeDataFeed.unsafeBatchReadOnIncompatibleSchemaChanges.enabled"
+    feed = spark.read.format("deltalog").option("readChangeFeed", "true").option("startingVersion", 0)
+    assert rows(feed.option(unsafe, "true").load(table_path)) == expected
+    theirs = delta_rs_rows(table_path, ["s"])
+    assert [(r.b, r.s, r.st["a"], dict(r.m), r.l) for r in theirs.itertuples()] == expected
+    assert optimize(DeltaLog.for_table(table_path)).num_files_removed == 2  # read to Arrow with the table's types
+    assert rows(read_table(spark, table_path)) == expected

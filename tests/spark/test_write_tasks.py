@@ -185,3 +185,55 @@ def test_overwrites_as_delta_suite(tmp_path: str, case, before, by, options, wri
         values = pq.read_table(os.path.join(path, decode_path(f.path))).column("value").to_pylist()
         got.extend((v, f.partition_values["part"]) if by else (v, None) for v in values)
     assert sorted(got, key=str) == sorted(((v, p if by else None) for v, p in after), key=str), case
+
+
+def _struct(*fields: tuple[str, object, dict[str, object]]) -> dict[str, object]:
+    return {
+        "type": "struct",
+        "fields": [{"name": n, "type": t, "nullable": True, "metadata": m} for n, t, m in fields],
+    }
+
+
+def test_a_write_retyping_a_column_an_expression_reads_is_refused(tmp_path: str) -> None:
+    """Delta's ``ImplicitMetadataOperation.checkDependentExpressions`` (TypeWideningConstraintsSuite
+    "check constraint (on nested field) with type evolution", TypeWideningGeneratedColumnsSuite):
+    before merging, a write whose data types a column differently from the table (a wider or a
+    narrower INT32 type, at any depth) is refused when a CHECK constraint or a generated column
+    reads it, with or without ``mergeSchema``; the other columns widen."""
+    import json
+    import uuid
+
+    from deltalog.txn.commit.operations import CreateTable
+    from deltalog.txn.protocol.actions import Metadata
+
+    path = str(tmp_path)
+    table = _struct(
+        ("s", "short", {}),
+        ("st", _struct(("x", "short", {}), ("y", "short", {})), {}),
+        ("g", "integer", {"delta.generationExpression": "st.x + 1"}),
+        ("free", "short", {}),
+    )
+    txn = DeltaLog.for_table(path).start_transaction()
+    config = {"delta.constraints.ck": "s > 0"}
+    txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=json.dumps(table), configuration=config))
+    txn.commit([], CreateTable())
+
+    def plan(s: str, x: str, y: str, free: str, merge: bool = True) -> object:
+        data = _struct(("s", s, {}), ("st", _struct(("x", x, {}), ("y", y, {})), {}), ("free", free, {}))
+        options = {"path": path, "mergeSchema": str(merge).lower()}
+        return plan_write(WriteOptions.parse(options, False), json.dumps(data))
+
+    with pytest.raises(ValueError, match=r"DELTA_CONSTRAINT_DATA_TYPE_MISMATCH.*column s .*ck"):
+        plan("integer", "short", "short", "short")
+    with pytest.raises(ValueError, match=r"DELTA_CONSTRAINT_DATA_TYPE_MISMATCH.*column s "):
+        plan("byte", "short", "short", "short", merge=False)  # narrower data too, as Delta
+    with pytest.raises(ValueError, match=r"DELTA_GENERATED_COLUMNS_DATA_TYPE_MISMATCH.*column st.x .*'g'"):
+        plan("short", "integer", "short", "short")
+    widened = plan("short", "short", "integer", "integer").new_metadata  # type: ignore[attr-defined]
+    fields = json.loads(widened.schema_string)["fields"]
+    assert [f["type"] if f["name"] != "st" else f["type"]["fields"][1]["type"] for f in fields] == [
+        "short",
+        "integer",
+        "integer",
+        "integer",
+    ]

@@ -52,6 +52,7 @@ from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_s
 from deltalog.contrib.spark.merge_scan import TargetRows, scan_target
 from deltalog.contrib.spark.merge_source import materialized_source
 from deltalog.contrib.spark.merge_write import write_labelled
+from deltalog.contrib.spark.options import SCHEMA_AUTO_MERGE_CONF
 from deltalog.contrib.spark.row_tracking import carried_columns, stable_row_tracking, tracked_columns
 from deltalog.contrib.spark.schemas import spark_struct
 from deltalog.contrib.spark.tablelog import start_transaction
@@ -241,7 +242,7 @@ class DeltaMergeBuilder:
     def _can_evolve(self) -> bool:
         if self._schema_evolution:
             return True
-        conf = self._table._spark.conf.get("spark.databricks.delta.schema.autoMerge.enabled", "false")
+        conf = self._table._spark.conf.get(SCHEMA_AUTO_MERGE_CONF, "false")
         return str(conf).strip().lower() == "true"
 
     def _new_columns(self, columns: list[str], evolve: bool) -> list[str]:

@@ -108,6 +108,10 @@ STRING_PREFIX_LENGTH_CONF = "spark.databricks.io.skipping.stringPrefixLength"
 REPLACE_WHERE_DATA_COLUMNS_CONF = "spark.databricks.delta.replaceWhere.dataColumns.enabled"
 #: Delta's session conf (default true): every written row must satisfy ``replaceWhere``
 REPLACE_WHERE_CONSTRAINT_CHECK_CONF = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
+#: Delta's session conf (``DELTA_SCHEMA_AUTO_MIGRATE``): a write without a ``mergeSchema`` option
+#: merges schemas when it is true (``DeltaOptions.canMergeSchema``; ``write_table`` reads the
+#: session's), and so does a MERGE (schema evolution)
+SCHEMA_AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
 _READ_KEYS = {
     "versionasof",
     "timestampasof",

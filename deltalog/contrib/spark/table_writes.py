@@ -24,6 +24,7 @@ from deltalog.contrib.spark.idempotent import reset_session_version, session_app
 from deltalog.contrib.spark.options import (
     REPLACE_WHERE_CONSTRAINT_CHECK_CONF,
     REPLACE_WHERE_DATA_COLUMNS_CONF,
+    SCHEMA_AUTO_MERGE_CONF,
     STRING_PREFIX_LENGTH_CONF,
     WriteOptions,
     session_string_prefix_length,
@@ -105,11 +106,15 @@ def _session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[s
     ``partitionOverwriteMode``, unless a ``replaceWhere`` says what to overwrite, its
     ``spark.databricks.delta.allowArbitraryProperties.enabled`` (whether unknown ``delta.*``
     table properties are kept), ``...replaceWhere.dataColumns.enabled`` and
-    ``...replaceWhere.constraintCheck.enabled``, and its commit confs
+    ``...replaceWhere.constraintCheck.enabled``, ``...schema.autoMerge.enabled`` (``mergeSchema``
+    when the write does not say), and its commit confs
     (:func:`~deltalog.contrib.spark.tablelog.session_commit_confs`: ``...commitInfo.userMetadata``
     is the commit's ``userMetadata`` when the write gives none, ...)."""
     lowered = {k.lower() for k in options}
     out = {}
+    auto_merge = spark.conf.get(SCHEMA_AUTO_MERGE_CONF, None)
+    if auto_merge is not None and "mergeschema" not in lowered:
+        out["mergeSchema"] = auto_merge
     for conf in (ALLOW_ARBITRARY_PROPERTIES_CONF, REPLACE_WHERE_DATA_COLUMNS_CONF, REPLACE_WHERE_CONSTRAINT_CHECK_CONF):
         value = spark.conf.get(conf, None)
         if value is not None and conf.lower() not in lowered:

@@ -51,6 +51,7 @@ from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
 from deltalog.contrib.spark.sink_cast import write_types
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.logstores.base import LogStoreSpec
+from deltalog.txn.commands.dependent_expressions import check_write_types
 from deltalog.txn.commit.commit_errors import MetadataChangedError, commit_certainly_failed
 from deltalog.txn.commit.metadata_checks import verify_metadata
 from deltalog.txn.protocol import row_tracking
@@ -65,6 +66,7 @@ from deltalog.txn.protocol.actions import (
 from deltalog.txn.protocol.clustering import refuse_partitioning_a_clustered_table
 from deltalog.txn.protocol.column_defaults import plan_default_expressions
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
+from deltalog.txn.protocol.errors import SchemaMismatchError as ProtocolSchemaMismatchError
 from deltalog.txn.protocol.iceberg_compat import (
     complete_metadata,
     materializes_partition_columns,
@@ -369,6 +371,7 @@ def _metadata_change(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any
     table_schema = json.loads(current.schema_string)
     data_fields = _table_fields(data, current.properties.enable_change_data_feed)
     _check_partition_columns_given(current, table_schema, data_fields)
+    _check_dependent_expressions(current, data_fields)
     new_metadata = None
     if not schemas.schemas_equal(table_schema, data_fields):
         if opts.merge_schema:
@@ -382,6 +385,15 @@ def _metadata_change(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any
         if changed:
             log.info("ignoring table properties %s on a write to an existing table", sorted(changed))
     return new_metadata
+
+
+def _check_dependent_expressions(current: Metadata, data: dict[str, Any]) -> None:
+    """Delta's ``checkDependentExpressions``: no column a CHECK constraint or a generated
+    column reads may be typed otherwise by the data (raises :class:`SchemaMismatchError`)."""
+    try:
+        check_write_types(current, schemas.to_model(data))
+    except ProtocolSchemaMismatchError as exc:
+        raise SchemaMismatchError(str(exc)) from None
 
 
 _FILLED_BY_TASKS = ("delta.generationExpression", "CURRENT_DEFAULT", "delta.identity.start")

@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING
 
 from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, column_paths, parse_expression
 from deltalog.txn.protocol.constraints import table_constraints
+from deltalog.txn.protocol.errors import SchemaMismatchError
 from deltalog.txn.protocol.generated_columns import GENERATION_EXPRESSION
+from deltalog.txn.protocol.schema import StructType, parse_schema, type_differences
 
 if TYPE_CHECKING:
     from deltalog.txn.protocol.actions import Metadata
 
-__all__ = ["DependentExpressions", "dependent_expressions"]
+__all__ = ["DependentExpressions", "check_write_types", "dependent_expressions"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,35 @@ class DependentExpressions:
                 "(Delta's DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE)"
             )
         return None
+
+    def describe_type_change(self, column: str, table_type: str, data_type: str) -> str | None:
+        """Why data of ``data_type`` cannot be written into ``column`` of ``table_type``, with
+        Delta's error class; None when nothing reads the column."""
+        change = f"column {column} has data type {table_type} and cannot be altered to data type {data_type}"
+        if self.check_constraints:
+            listed = ", ".join(f"{n!r} ({e})" for n, e in self.check_constraints.items())
+            return f"DELTA_CONSTRAINT_DATA_TYPE_MISMATCH: {change}: the CHECK constraint(s) {listed} read it"
+        if self.generated_columns:
+            listed = ", ".join(f"{n!r} ({e})" for n, e in self.generated_columns.items())
+            return f"DELTA_GENERATED_COLUMNS_DATA_TYPE_MISMATCH: {change}: the generated column(s) {listed} read it"
+        return None
+
+
+def check_write_types(metadata: Metadata, data: StructType) -> None:
+    """Delta's ``ImplicitMetadataOperation.checkDependentExpressions``, before a write merges
+    its schema: a column the data types differently from the table (wider, as ``mergeSchema``
+    would widen it, or narrower) must not be read by a CHECK constraint or a generated column.
+    Raises :class:`SchemaMismatchError`."""
+    for diff in type_differences(parse_schema(metadata.schema_string), data):
+        shown = ".".join(diff.path)
+        reason = dependent_expressions(metadata, diff.struct_path).describe_type_change(
+            shown, diff.table.simple_string(), diff.data.simple_string()
+        )
+        if reason is not None:
+            raise SchemaMismatchError(
+                f"{reason}; cast the data to {diff.table.simple_string()}, or drop the constraint or "
+                "generated column first; nothing was written"
+            )
 
 
 def references(expression: str, column: Sequence[str]) -> bool:

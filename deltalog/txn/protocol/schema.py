@@ -28,6 +28,7 @@ __all__ = [
     "PrimitiveType",
     "StructField",
     "StructType",
+    "TypeDifference",
     "as_nullable",
     "check_write_compatible",
     "data_type_from_json",
@@ -37,6 +38,7 @@ __all__ = [
     "same_columns",
     "same_type",
     "split_column_name",
+    "type_differences",
 ]
 
 PRIMITIVE_NAMES = frozenset(
@@ -359,9 +361,11 @@ _WIDENINGS = {
 }
 
 
-#: (table, data) pairs Delta's ``SchemaMergingUtils.mergeDataTypes`` merges to the table's type
-#: without type widening: Parquet stores byte, short and integer alike as INT32
-_PARQUET_INT32_WIDENINGS = {("short", "byte"), ("integer", "byte"), ("integer", "short")}
+#: Delta's ``SchemaMergingUtils.mergeDataTypes`` merges any two of these to the wider, without
+#: type widening: Parquet stores byte, short and integer alike as INT32, so a file written with
+#: the narrower type reads as the wider one. Narrower data fits the column as it is; wider data
+#: widens the column in place (``mergeSchema``), recording no ``delta.typeChanges``.
+_PARQUET_INT32_WIDTHS = {"byte": 0, "short": 1, "integer": 2}
 
 
 def _describe(dt: DataType) -> str:
@@ -373,7 +377,8 @@ def _merge_type(table: DataType, new: DataType, where: str) -> DataType:
     """``table`` with what ``new`` adds: struct fields at any depth, inside arrays and maps
     too (Delta's ``SchemaMergingUtils.mergeSchemas``); the table's nullability is kept. A
     ``void`` (NullType) column takes the other side's type: data of nulls fits any column,
-    and a column of nulls becomes the data's type."""
+    and a column of nulls becomes the data's type. Of byte, short and integer the wider is
+    taken (:data:`_PARQUET_INT32_WIDTHS`)."""
     if _is_void(new):
         return table
     if _is_void(table):
@@ -391,8 +396,8 @@ def _merge_type(table: DataType, new: DataType, where: str) -> DataType:
     if _shape(table) == _shape(new):
         return table
     pair = (_describe(table), _describe(new))
-    if pair in _PARQUET_INT32_WIDENINGS:
-        return table  # Delta's mergeDataTypes: byte and short data fit a wider int32 column as they are
+    if pair[0] in _PARQUET_INT32_WIDTHS and pair[1] in _PARQUET_INT32_WIDTHS:
+        return table if _PARQUET_INT32_WIDTHS[pair[0]] >= _PARQUET_INT32_WIDTHS[pair[1]] else new
     failed = f"DELTA_FAILED_TO_MERGE_FIELDS: Failed to merge fields '{where}' and '{where}': "
     if pair in _WIDENINGS or pair[::-1] in _WIDENINGS:
         raise SchemaMismatchError(
@@ -440,13 +445,20 @@ def check_write_compatible(table: StructType, data: StructType) -> None:
         merged = _merge_type(old, f.type, f.name)
         if _shape(merged) == _shape(old):
             continue
-        added = _added_fields(old, merged, f.name)
-        if not added:  # only a void (NullType) column or field would take the data's type
+        changes = _changed_fields(old, merged, f.name)
+        retyped = [
+            f"{path} is {_describe(was)} in the table and {_describe(now)} in the data"
+            for path, was, now in changes
+            if was is not None
+        ]
+        if retyped:
             raise SchemaMismatchError(
-                f"column {f.name} is {_describe(old)} in the table and {_describe(f.type)} in the data: its void "
-                "(NullType) part would take the data's type; write with option('mergeSchema', 'true') to change it"
+                f"DELTA_METADATA_MISMATCH: A schema mismatch detected when writing to the Delta table: "
+                f"{', '.join(retyped)}, a change of the table's type (a void column takes the data's type; a byte "
+                "or short one widens, as Parquet stores byte, short and integer alike); write with "
+                "option('mergeSchema', 'true') to change it, or cast the data to the table's type"
             )
-        nested.extend(added)
+        nested.extend(path for path, was, _ in changes if was is None)
     if nested:
         raise SchemaMismatchError(
             f"the data has nested fields the table does not: {', '.join(nested)}; write with "
@@ -454,28 +466,70 @@ def check_write_compatible(table: StructType, data: StructType) -> None:
         )
 
 
+@dataclass(frozen=True)
+class TypeDifference:
+    """A column the data types differently from the table (:func:`type_differences`)."""
+
+    #: the column's path, with ``element`` / ``key`` / ``value`` steps into arrays and maps
+    path: tuple[str, ...]
+    #: the same path through struct fields only (what an expression names)
+    struct_path: tuple[str, ...]
+    table: DataType
+    data: DataType
+
+
+def type_differences(table: StructType, data: StructType) -> list[TypeDifference]:
+    """The columns both schemas have (case-insensitive, at any depth) whose types differ below
+    any struct, array or map both have alike (Delta's ``checkDependentExpressions`` walk with
+    ``transformColumns``); nullability aside."""
+    return _differences(table, data, (), ())
+
+
+def _differences(
+    table: DataType, data: DataType, path: tuple[str, ...], struct_path: tuple[str, ...]
+) -> list[TypeDifference]:
+    if isinstance(table, StructType) and isinstance(data, StructType):
+        theirs = {f.name.lower(): f for f in data.fields}
+        out: list[TypeDifference] = []
+        for f in table.fields:
+            other = theirs.get(f.name.lower())
+            if other is not None:
+                out += _differences(f.type, other.type, (*path, f.name), (*struct_path, f.name))
+        return out
+    if isinstance(table, ArrayType) and isinstance(data, ArrayType):
+        return _differences(table.element_type, data.element_type, (*path, "element"), struct_path)
+    if isinstance(table, MapType) and isinstance(data, MapType):
+        return [
+            *_differences(table.key_type, data.key_type, (*path, "key"), struct_path),
+            *_differences(table.value_type, data.value_type, (*path, "value"), struct_path),
+        ]
+    return [] if _shape(table) == _shape(data) else [TypeDifference(path, struct_path, table, data)]
+
+
 def _is_void(dt: DataType) -> bool:
     return isinstance(dt, PrimitiveType) and dt.name == "void"
 
 
-def _added_fields(table: DataType, merged: DataType, where: str) -> list[str]:
-    """The paths of the fields ``merged`` (``table`` merged with data) has and ``table`` lacks."""
+def _changed_fields(table: DataType, merged: DataType, where: str) -> list[tuple[str, DataType | None, DataType]]:
+    """What merging data into ``table`` changed, as ``(path, type in the table, merged type)``:
+    a field ``table`` lacks has None; a type ``merged`` widened (a byte/short column taking
+    wider data, a ``void`` one taking the data's type) its table type."""
     if isinstance(table, StructType) and isinstance(merged, StructType):
         known = {f.name.lower(): f for f in table.fields}
-        out: list[str] = []
+        out: list[tuple[str, DataType | None, DataType]] = []
         for f in merged.fields:
             old = known.get(f.name.lower())
             path = f"{where}.{f.name}"
-            out.extend([path] if old is None else _added_fields(old.type, f.type, path))
+            out.extend([(path, None, f.type)] if old is None else _changed_fields(old.type, f.type, path))
         return out
     if isinstance(table, ArrayType) and isinstance(merged, ArrayType):
-        return _added_fields(table.element_type, merged.element_type, f"{where}.element")
+        return _changed_fields(table.element_type, merged.element_type, f"{where}.element")
     if isinstance(table, MapType) and isinstance(merged, MapType):
         return [
-            *_added_fields(table.key_type, merged.key_type, f"{where}.key"),
-            *_added_fields(table.value_type, merged.value_type, f"{where}.value"),
+            *_changed_fields(table.key_type, merged.key_type, f"{where}.key"),
+            *_changed_fields(table.value_type, merged.value_type, f"{where}.value"),
         ]
-    return []
+    return [] if _shape(table) == _shape(merged) else [(where, table, merged)]
 
 
 # ---------------------------------------------------------------------------------------
