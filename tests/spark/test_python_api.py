@@ -75,6 +75,13 @@ _DML_CASES = [
     (lambda dt, s: dt.cloneAtVersion("0", "x"), ValueError, "version needs to be an int"),
     (lambda dt, s: dt.clone("x", True, False, {"key": 10}), ValueError, "All property values including 10"),
     (lambda dt, s: dt.dropFeatureSupport(12345), ValueError, "featureName needs to be a string"),
+    (
+        lambda dt, s: dt.optimize().where("key = 'a'").executeCompaction(),
+        ValueError,
+        re.escape("Predicate references non-partition column 'key'. Only the partition columns may be referenced: []"),
+    ),
+    (lambda dt, s: dt.addFeatureSupport([]), ValueError, "featureName needs to be a string"),
+    (lambda dt, s: dt.addFeatureSupport("abc"), ValueError, "DELTA_UNSUPPORTED_FEATURES_IN_CONFIG"),
     (lambda dt, s: dt.dropFeatureSupport("appendOnly", []), ValueError, "truncateHistory needs to be a boolean"),
 ]
 
