@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from deltalog.contrib.spark.api_arguments import check_column_mapping, check_condition
 from deltalog.contrib.spark.dataframes import (
     FILE_COLUMN,
     ROW_INDEX_COLUMN,
@@ -189,28 +190,37 @@ class DeltaMergeBuilder:
         self._not_matched: list[_Clause] = []
         self._not_matched_by_source: list[_Clause] = []
         self._schema_evolution = False
+        #: the metrics of the MERGE's commit, once made
+        self._recorded_metrics: dict[str, str] | None = None
 
     def whenMatchedUpdate(self, condition: Any = None, set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
+        set = check_column_mapping(set, "'set' in whenMatchedUpdate")
+        check_condition(condition)
         if not set:
             raise DeltaAnalysisError("whenMatchedUpdate needs set={column: expression}")
         self._matched.append(_Clause("update", condition, set))
         return self
 
     def whenMatchedUpdateAll(self, condition: Any = None) -> DeltaMergeBuilder:
+        check_condition(condition)
         self._matched.append(_Clause("update", condition, None))
         return self
 
     def whenMatchedDelete(self, condition: Any = None) -> DeltaMergeBuilder:
+        check_condition(condition)
         self._matched.append(_Clause("delete", condition, {}))
         return self
 
     def whenNotMatchedInsert(self, condition: Any = None, values: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
+        values = check_column_mapping(values, "'values' in whenNotMatchedInsert")
+        check_condition(condition)
         if not values:
             raise DeltaAnalysisError("whenNotMatchedInsert needs values={column: expression}")
         self._not_matched.append(_Clause("insert", condition, values))
         return self
 
     def whenNotMatchedInsertAll(self, condition: Any = None) -> DeltaMergeBuilder:
+        check_condition(condition)
         self._not_matched.append(_Clause("insert", condition, None))
         return self
 
@@ -218,6 +228,8 @@ class DeltaMergeBuilder:
         self, condition: Any = None, set: Mapping[str, Any] | None = None
     ) -> DeltaMergeBuilder:
         """Update a target row that no source row matches (when ``condition`` holds for it)."""
+        set = check_column_mapping(set, "'set' in whenNotMatchedBySourceUpdate")
+        check_condition(condition)
         if not set:
             raise DeltaAnalysisError("whenNotMatchedBySourceUpdate needs set={column: expression}")
         self._not_matched_by_source.append(_Clause("update", condition, set))
@@ -225,6 +237,7 @@ class DeltaMergeBuilder:
 
     def whenNotMatchedBySourceDelete(self, condition: Any = None) -> DeltaMergeBuilder:
         """Delete a target row that no source row matches (when ``condition`` holds for it)."""
+        check_condition(condition)
         self._not_matched_by_source.append(_Clause("delete", condition, {}))
         return self
 
@@ -328,6 +341,8 @@ class DeltaMergeBuilder:
 
     def _operation(self, metrics: dict[str, str]) -> Merge:
         from deltalog.txn.commit.operations import Merge
+
+        self._recorded_metrics = metrics  # every MERGE commit is described here: execute()'s output
 
         def predicates(clauses: list[_Clause]) -> list[dict[str, str]]:
             return [{"actionType": c.kind, **({"predicate": p} if (p := _text(c.condition)) else {})} for c in clauses]
@@ -491,11 +506,23 @@ class DeltaMergeBuilder:
         log.info("MERGE reads %d of %d target files (terms %s)", len(files), len(snapshot.files), terms)
         return files, source_rows
 
-    def execute(self) -> None:
+    def execute(self) -> DataFrame:
         """Run the MERGE as one transaction on the table's latest snapshot, in Delta's steps:
         plan (candidate files, schema evolution), pass 1 (find the touched files), pass 2
         (rewrite them and insert the unmatched source rows), one ``MERGE`` commit; the source
-        is materialized for the passes (:mod:`~deltalog.contrib.spark.merge_source`)."""
+        is materialized for the passes (:mod:`~deltalog.contrib.spark.merge_source`).
+
+        As Delta's, a one-row DataFrame ``num_affected_rows, num_updated_rows,
+        num_deleted_rows, num_inserted_rows`` (no row when an idempotent MERGE was skipped)."""
+        self._recorded_metrics = None
+        self._run()
+        rows: list[tuple[int, int, int, int]] = (
+            [] if self._recorded_metrics is None else [_output_row(self._recorded_metrics)]
+        )
+        return self._table._spark.createDataFrame(rows, MERGE_OUTPUT_SCHEMA)
+
+    def _run(self) -> None:
+        """Run the MERGE (:meth:`execute`); the commit's metrics end up in ``_recorded_metrics``."""
         if not (self._matched or self._not_matched or self._not_matched_by_source):
             raise DeltaAnalysisError(
                 "MERGE needs at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause"
@@ -1038,6 +1065,22 @@ class DeltaMergeBuilder:
         )
         version = self._table._commit_rewrite(plan.txn, [], lines, self._operation(metrics))
         log.info("MERGE (insert only) committed version %d (%s)", version, metrics)
+
+
+#: the output of Delta's ``MergeIntoCommand``
+MERGE_OUTPUT_SCHEMA = (
+    "num_affected_rows long not null, num_updated_rows long not null, "
+    "num_deleted_rows long not null, num_inserted_rows long not null"
+)
+
+
+def _output_row(metrics: Mapping[str, str]) -> tuple[int, int, int, int]:
+    """MERGE's output row from its commit's metrics: affected rows are the updated, deleted
+    and inserted target rows (Delta's ``MergeIntoCommand.runMerge``)."""
+    updated, deleted, inserted = (
+        int(metrics[k]) for k in ("numTargetRowsUpdated", "numTargetRowsDeleted", "numTargetRowsInserted")
+    )
+    return updated + deleted + inserted, updated, deleted, inserted
 
 
 def _metrics(

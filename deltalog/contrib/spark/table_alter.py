@@ -111,8 +111,10 @@ class AlterTableMethods:
         ('delta.feature.<featureName>' = 'supported')``. The feature joins the protocol, which
         moves to table features (writer 7; reader 3 for a reader-writer feature) when it is
         not there yet; an unknown name is refused and nothing is committed."""
+        from deltalog.contrib.spark.api_arguments import check_type
         from deltalog.txn.protocol.properties import FEATURE_PROPERTY_PREFIX
 
+        check_type(featureName, str, "featureName")
         alter.set_table_properties(self._log, {f"{FEATURE_PROPERTY_PREFIX}{featureName}": "supported"})
 
     def _check_rows(self, snapshot: Snapshot, constraints: Mapping[str, str]) -> None:

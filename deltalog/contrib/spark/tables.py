@@ -16,6 +16,16 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
+from deltalog.contrib.spark.api_arguments import (
+    check_builder_column,
+    check_column_mapping,
+    check_condition,
+    check_source,
+    check_str,
+    check_type,
+    column_names,
+    refuse_type,
+)
 from deltalog.contrib.spark.dataframes import (
     FILE_COLUMN,
     files_dataframe,
@@ -447,6 +457,7 @@ class DeltaTable(AlterTableMethods):
 
         from deltalog.txn.commit.operations import Delete
 
+        check_condition(condition)
         started = time.perf_counter()
         txn = start_transaction(self._log)
         if begin_idempotent_command(self._spark, txn):
@@ -560,6 +571,8 @@ class DeltaTable(AlterTableMethods):
 
         from deltalog.txn.commit.operations import Update
 
+        set = check_column_mapping(set, "'set'")
+        check_condition(condition)
         if not set:
             raise DeltaAnalysisError("update needs set={column: expression}")
         started = time.perf_counter()
@@ -659,6 +672,10 @@ class DeltaTable(AlterTableMethods):
     def merge(self, source: DataFrame, condition: ExpressionOrColumn) -> DeltaMergeBuilder:
         from deltalog.contrib.spark.merge import DeltaMergeBuilder
 
+        check_source(source)
+        if condition is None:
+            raise DeltaAnalysisError("'condition' in merge cannot be None")
+        check_condition(condition)
         return DeltaMergeBuilder(self, source, condition)
 
     # -- maintenance --------------------------------------------------------------------
@@ -694,6 +711,7 @@ class DeltaTable(AlterTableMethods):
         """Restore the table's files to ``version`` (one RESTORE commit); its metrics."""
         from deltalog.contrib.spark.maintenance import restore, restore_dataframe
 
+        check_type(version, int, "version")
         return restore_dataframe(self._spark, restore(self._spark, self._log, version=version))
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
@@ -701,6 +719,7 @@ class DeltaTable(AlterTableMethods):
         is a local time of the session time zone, as in Delta); its metrics."""
         from deltalog.contrib.spark.maintenance import restore, restore_dataframe
 
+        check_type(timestamp, str, "timestamp")
         timestamp = self._session_timestamp(timestamp)
         return restore_dataframe(self._spark, restore(self._spark, self._log, timestamp=timestamp))
 
@@ -714,7 +733,7 @@ class DeltaTable(AlterTableMethods):
         return in_session_time_zone(timestamp, self._spark.conf.get("spark.sql.session.timeZone"))
 
     def clone(
-        self, target: str, isShallow: bool, replace: bool = False, properties: Mapping[str, str] | None = None
+        self, target: str, isShallow: bool = False, replace: bool = False, properties: Mapping[str, str] | None = None
     ) -> DeltaTable:
         """CLONE the latest version to the new table at ``target`` (shallow: the source's
         files by absolute path; deep: copies); the target's ``DeltaTable``."""
@@ -724,23 +743,25 @@ class DeltaTable(AlterTableMethods):
         self,
         version: int,
         target: str,
-        isShallow: bool,
+        isShallow: bool = False,
         replace: bool = False,
         properties: Mapping[str, str] | None = None,
     ) -> DeltaTable:
         """CLONE ``version`` to the new table at ``target``."""
+        check_type(version, int, "version")
         return self._clone(target, isShallow, replace, properties, version=version)
 
     def cloneAtTimestamp(
         self,
         timestamp: str,
         target: str,
-        isShallow: bool,
+        isShallow: bool = False,
         replace: bool = False,
         properties: Mapping[str, str] | None = None,
     ) -> DeltaTable:
         """CLONE the version current at ``timestamp`` (a local time of the session time zone
         when it names no offset) to the new table at ``target``."""
+        check_type(timestamp, str, "timestamp")
         return self._clone(target, isShallow, replace, properties, timestamp=self._session_timestamp(timestamp))
 
     def _clone(
@@ -757,6 +778,7 @@ class DeltaTable(AlterTableMethods):
         from deltalog.contrib.spark.time_travel import enforce_time_travel_retention
         from deltalog.txn.commands.clone import clone
 
+        _check_clone_arguments(target, shallow, replace, properties)
         if replace:
             raise DeltaAnalysisError("CLONE with replace=True is not supported: clone into a new, empty location")
         options = self._storage_options
@@ -823,10 +845,9 @@ class DeltaTable(AlterTableMethods):
         from deltalog.txn.commands.drop_feature import drop_feature
         from deltalog.txn.commands.optimize import optimize
 
-        if not isinstance(featureName, str):
-            raise DeltaAnalysisError(f"featureName must be a string, got {type(featureName).__name__}")
-        if truncateHistory is not None and not isinstance(truncateHistory, bool):
-            raise DeltaAnalysisError(f"truncateHistory must be a bool, got {type(truncateHistory).__name__}")
+        check_type(featureName, str, "featureName")
+        if truncateHistory is not None:
+            check_type(truncateHistory, bool, "truncateHistory")
         spark = self._spark
 
         def purge(log: DeltaLog, mode: str) -> object:
@@ -869,14 +890,17 @@ class DeltaTableBuilder:
         self._cluster_by: list[str] = []
 
     def tableName(self, identifier: str) -> DeltaTableBuilder:
+        check_str(identifier, "Identifier must be str.")
         self._name = identifier
         return self
 
     def location(self, location: str) -> DeltaTableBuilder:
+        check_str(location, "Location must be str.")
         self._location = location
         return self
 
     def comment(self, comment: str) -> DeltaTableBuilder:
+        check_str(comment, "Table comment must be str.")
         self._comment = comment
         return self
 
@@ -901,6 +925,9 @@ class DeltaTableBuilder:
 
         from deltalog.contrib.spark.table_builder import char_varchar_as_string, column_metadata
 
+        check_builder_column(colName, dataType, nullable, generatedAlwaysAs, generatedByDefaultAs)
+        if comment is not None:
+            check_str(comment, "Column comment must be str.")
         dtype = dataType if isinstance(dataType, DataType) else _parse_datatype_string(dataType)
         meta: dict[str, Any] = {"comment": comment} if comment else {}
         meta.update(column_metadata(colName, dtype.typeName(), generatedAlwaysAs, generatedByDefaultAs, default))
@@ -910,22 +937,34 @@ class DeltaTableBuilder:
         return self
 
     def addColumns(self, cols: Any) -> DeltaTableBuilder:
+        """The fields of a ``StructType``, or of a list of ``StructField`` (as delta-spark)."""
+        from pyspark.sql.types import StructField, StructType
+
         from deltalog.contrib.spark.table_builder import char_varchar_as_string
 
+        if isinstance(cols, list):
+            for c in cols:
+                if type(c) is not StructField:
+                    refuse_type("Column in existing schema must be StructField.", c)
+            cols = StructType(cols)
+        if type(cols) is not StructType:
+            refuse_type("Schema must be StructType or a list of StructField.", cols)
         for f in cols.fields:
             self._fields.append(char_varchar_as_string(f.jsonValue(), f.dataType))
         return self
 
-    def partitionedBy(self, *cols: str) -> DeltaTableBuilder:
-        self._partitions.extend(c for group in cols for c in ([group] if isinstance(group, str) else group))
+    def partitionedBy(self, *cols: str | list[str] | tuple[str, ...]) -> DeltaTableBuilder:
+        self._partitions.extend(column_names(cols, "Partitioning column must be str."))
         return self
 
-    def clusterBy(self, *cols: str) -> DeltaTableBuilder:
+    def clusterBy(self, *cols: str | list[str] | tuple[str, ...]) -> DeltaTableBuilder:
         """Liquid clustering columns (``CLUSTER BY``): OPTIMIZE clusters the files by them."""
-        self._cluster_by.extend(c for group in cols for c in ([group] if isinstance(group, str) else group))
+        self._cluster_by.extend(column_names(cols, "Clustering column must be str."))
         return self
 
     def property(self, key: str, value: str) -> DeltaTableBuilder:
+        if type(key) is not str or type(value) is not str:
+            refuse_type("Key and value of property must be string.", key, value)
         self._properties[key] = value
         return self
 
@@ -1147,3 +1186,16 @@ def _report_scan(
     if not touched:
         log.info("%s %s matched no rows", command, _describe(condition))
     return bool(touched)
+
+
+def _check_clone_arguments(target: object, shallow: object, replace: object, properties: object) -> None:
+    """delta-spark's ``_verify_clone_types``: ``ValueError`` for an argument of another type."""
+    check_type(target, str, "target")
+    check_type(shallow, bool, "isShallow")
+    check_type(replace, bool, "replace")
+    if properties is not None:
+        check_type(properties, dict, "properties")
+        assert isinstance(properties, dict)
+        for key, value in properties.items():
+            check_type(key, str, f"All property keys including {key}")
+            check_type(value, str, f"All property values including {value}")

@@ -175,9 +175,9 @@ class PartitionPredicate:
                 raise InvalidPartitionFilterError(f"a partition filter is a (column, op, value) tuple, got {item!r}")
             column, op, value = item
             if not isinstance(column, str) or column.lower() not in by_lower:
-                raise InvalidPartitionFilterError(
-                    f"{column!r} is not a partition column; partition columns: "
-                    f"{', '.join(column_types) or '(none: the table is not partitioned)'}"
+                raise InvalidPartitionFilterError(  # Delta's wording (DeltaCommand.verifyPartitionPredicates)
+                    f"DELTA_NON_PARTITION_COLUMN_REFERENCE: Predicate references non-partition column "
+                    f"'{column}'. Only the partition columns may be referenced: [{', '.join(column_types)}]"
                 )
             column = by_lower[column.lower()]
             op = str(op).strip().lower()

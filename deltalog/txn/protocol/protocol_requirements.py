@@ -118,7 +118,8 @@ def _requested_features(metadata: Metadata) -> set[str]:
         name = by_lower.get(given.lower(), given)
         if name not in FEATURES:
             raise InvalidPropertyError(
-                f"{key}: {name!r} is not a table feature Delta knows; known features: {', '.join(sorted(FEATURES))}"
+                f"DELTA_UNSUPPORTED_FEATURES_IN_CONFIG: {key}: {name!r} is not a table feature Delta knows; "
+                f"known features: {', '.join(sorted(FEATURES))}"
             )
         if str(value).strip().lower() not in _FEATURE_STATUSES:
             raise InvalidPropertyError(
