@@ -185,3 +185,33 @@ def test_overwrites_as_delta_suite(tmp_path: str, case, before, by, options, wri
         values = pq.read_table(os.path.join(path, decode_path(f.path))).column("value").to_pylist()
         got.extend((v, f.partition_values["part"]) if by else (v, None) for v in values)
     assert sorted(got, key=str) == sorted(((v, p if by else None) for v, p in after), key=str), case
+
+
+def test_replace_where_in_append_mode_is_ignored_as_delta(tmp_path: str) -> None:
+    """Delta's ``WriteIntoDelta`` applies ``replaceWhere`` only with ``SaveMode.Overwrite``:
+    an append appends every row (inside the predicate or not), checks none against it and
+    removes nothing, a blind append whose commitInfo still records the predicate and, with
+    data columns on (``registerInsertReplaceMetrics``), replaceWhere's metrics without the
+    removes. The predicate is still split into partition and data terms, so a data filter
+    with ``dataChange=false`` is refused as in an overwrite."""
+    path = str(tmp_path)
+    _write_odd(path, [1, 2], {"partitionBy": "is_odd"}, False)
+    _write_odd(path, [3, 4], {"replaceWhere": "is_odd = true"}, False)
+    _write_odd(path, [5], {"replaceWhere": "value > 100"}, False)
+    _write_odd(path, [7], {"replaceWhere": "is_odd = false", **_DATA_COLUMNS_OFF}, False)
+    log = DeltaLog.for_table(path)
+    values = [
+        v for f in log.update().files for v in pq.read_table(os.path.join(path, f.path)).column("value").to_pylist()
+    ]
+    assert sorted(values) == [1, 2, 3, 4, 5, 7]
+    infos = {r.version: r.commit_info for r in log.history()}
+    assert infos[1] is not None and infos[3] is not None
+    params = infos[1].operation_parameters or {}
+    assert (params["mode"], params["predicate"]) == ("Append", "is_odd = true")
+    assert infos[1].is_blind_append is True
+    metrics = infos[1].operation_metrics or {}
+    assert sorted(metrics) == ["numAddedChangeFiles", "numCopiedRows", "numFiles", "numOutputBytes", "numOutputRows"]
+    assert (metrics["numCopiedRows"], metrics["numAddedChangeFiles"], metrics["numOutputRows"]) == ("0", "0", "2")
+    assert sorted(infos[3].operation_metrics or {}) == ["numFiles", "numOutputBytes", "numOutputRows"]
+    with pytest.raises(ValueError, match="DELTA_REPLACE_WHERE_WITH_FILTER_DATA_CHANGE_UNSET"):
+        plan_write(WriteOptions.parse({"path": path, "replaceWhere": "value > 1", "dataChange": "false"}, False), _ODD)

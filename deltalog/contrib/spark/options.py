@@ -281,7 +281,7 @@ class WriteOptions:
         version = _int(options, "txnVersion")
         if (app_id is None) != (version is None):
             raise InvalidWriteOptionError("set both txnAppId and txnVersion for an idempotent write, or neither")
-        replace_where = _replace_where(options, overwrite)
+        replace_where = _replace_where(options)
         overwrite_mode = _get(options, "partitionOverwriteMode")
         if overwrite_mode is not None:
             overwrite_mode = overwrite_mode.strip().lower()
@@ -315,14 +315,13 @@ class WriteOptions:
         )
 
 
-def _replace_where(options: Mapping[str, str], overwrite: bool) -> str | None:
-    """``replaceWhere``: needs an overwrite; a blank predicate is refused as Delta's parser
-    refuses it (``DELTA_FAILED_RECOGNIZE_PREDICATE``), not read as no predicate."""
+def _replace_where(options: Mapping[str, str]) -> str | None:
+    """``replaceWhere``; a blank predicate is refused as Delta's parser refuses it
+    (``DELTA_FAILED_RECOGNIZE_PREDICATE``), not read as no predicate. Outside an overwrite
+    Delta parses it but replaces nothing: the write appends (see ``writes``)."""
     replace_where = _get(options, "replaceWhere")
     if replace_where is None:
         return None
-    if not overwrite:
-        raise InvalidWriteOptionError("replaceWhere needs mode('overwrite')")
     if not replace_where.strip():
         raise InvalidWriteOptionError(
             f"DELTA_FAILED_RECOGNIZE_PREDICATE: Cannot recognize the predicate {replace_where!r}: give a "

@@ -434,15 +434,18 @@ def _replace_where_on_data(opts: WriteOptions, metadata: Metadata) -> bool:
     if not predicate:
         return False
     if not opts.replace_where_data_columns:
-        refuse_data_columns(predicate, metadata)
+        if opts.overwrite:  # Delta verifies the partition predicate of an overwrite only
+            refuse_data_columns(predicate, metadata)
         return False
+    if not opts.overwrite and opts.data_change:
+        return False  # an append replaces nothing (WriteIntoDelta: only SaveMode.Overwrite does)
     on_data = names_data_columns(predicate, metadata)
     if on_data and not opts.data_change:
         raise InvalidWriteOptionError(
             "DELTA_REPLACE_WHERE_WITH_FILTER_DATA_CHANGE_UNSET: 'replaceWhere' cannot be used with data filters "
             f"when 'dataChange' is set to false. Filters: {predicate}"
         )
-    return on_data
+    return on_data and opts.overwrite
 
 
 def _overwritten_metadata(opts: WriteOptions, current: Metadata, data: dict[str, Any]) -> Metadata:
@@ -669,6 +672,8 @@ def _prepare_commit(
     metrics = {**_write_metrics([*adds, *copies], cdcs, removed), **rewrite_metrics}
     if streaming is None and opts.overwrite and opts.replace_where and not plan.replace_where_on_data:
         metrics.update(_partition_replace_metrics(removed))
+    if streaming is None and not opts.overwrite and opts.replace_where and opts.replace_where_data_columns:
+        metrics["numCopiedRows"] = "0"  # Delta's registerInsertReplaceMetrics runs for an append too
     return _PreparedCommit(txn, actions, _operation(plan, streaming, metrics), rewritten)
 
 
