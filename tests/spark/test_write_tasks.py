@@ -215,3 +215,26 @@ def test_replace_where_in_append_mode_is_ignored_as_delta(tmp_path: str) -> None
     assert sorted(infos[3].operation_metrics or {}) == ["numFiles", "numOutputBytes", "numOutputRows"]
     with pytest.raises(ValueError, match="DELTA_REPLACE_WHERE_WITH_FILTER_DATA_CHANGE_UNSET"):
         plan_write(WriteOptions.parse({"path": path, "replaceWhere": "value > 1", "dataChange": "false"}, False), _ODD)
+
+
+def test_reserved_change_data_columns_refused_with_delta_error_classes(tmp_path: str) -> None:
+    """Delta's ``CDCReader.checkMetadataChange`` (DeltaCDCSuite "writes with metadata columns",
+    "schema evolution with CDC reserved column names - op = write"): a write whose schema has
+    ``_commit_version`` / ``_commit_timestamp`` while the change data feed is on is
+    ``RESERVED_CDC_COLUMNS_ON_WRITE`` when the table had it on before (an existing table, or a
+    new one the session's defaults turn it on for), ``DELTA_TABLE_ALREADY_CONTAINS_CDC_COLUMNS``
+    when this write turns it on."""
+    from dataclasses import replace
+
+    path = str(tmp_path)
+    _write_odd(path, [1], {"delta.enableChangeDataFeed": "true"}, False)
+    versioned = _ODD.replace("]}", ',{"name":"_commit_version","type":"long","nullable":true,"metadata":{}}]}')
+    with pytest.raises(ValueError, match=r"RESERVED_CDC_COLUMNS_ON_WRITE.*_commit_version"):
+        plan_write(WriteOptions.parse({"path": path, "mergeSchema": "true"}, False), versioned)
+    new = WriteOptions.parse({"path": path + "-new", "delta.enableChangeDataFeed": "true"}, False)
+    with pytest.raises(ValueError, match="DELTA_TABLE_ALREADY_CONTAINS_CDC_COLUMNS"):
+        plan_write(new, versioned)
+    by_default = replace(new, table_properties={}, session_table_defaults={"delta.enableChangeDataFeed": "true"})
+    with pytest.raises(ValueError, match="RESERVED_CDC_COLUMNS_ON_WRITE"):
+        plan_write(by_default, versioned)
+    assert not os.path.exists(path + "-new")
