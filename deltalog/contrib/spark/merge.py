@@ -1139,7 +1139,9 @@ def chain_value(acc: Column | None, when: Column, value: Column) -> Column:
     return F.when(when, value) if acc is None else acc.when(when, value)
 
 
-def _unresolved_target(name: str, kind: str, columns: Sequence[str], resolver: Resolver, hint: str = "") -> Exception:
+def _unresolved_target(
+    name: str, kind: str, columns: Sequence[str], resolver: Resolver, hint: str = ""
+) -> DeltaAnalysisError:
     """Delta's ``DELTA_MERGE_UNRESOLVED_EXPRESSION`` for a SET or INSERT name that resolves
     to no target column (by the session's resolver)."""
     sensitive = str(resolver.case_sensitive).lower()
