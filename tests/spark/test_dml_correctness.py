@@ -303,6 +303,48 @@ def test_update_and_merge_set_structs_by_field_name_and_nested_fields(spark, tab
     assert [r.s.x for r in table.toDF().filter("id = 4").collect()] == ["q"]
 
 
+def test_set_names_resolve_with_the_session_case_sensitivity(spark, table_path):
+    """UpdateSuiteBase "Negative case - check target columns during analysis": SET names are
+    resolved with the session's resolver; under ``spark.sql.caseSensitive=true`` ``VALUE``
+    names no column ``value`` (UNRESOLVED_COLUMN; MERGE: DELTA_MERGE_UNRESOLVED_EXPRESSION),
+    also next to ``value`` (no DELTA_CONFLICT_SET_COLUMN then)."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    spark.createDataFrame([(1, "a")], "id long, value string").write.format("deltalog").mode("append").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame([(1, "m")], "id long, v string").alias("src")
+    refused = [
+        (lambda: table.update("id = 1", {"VALUE": "'x'"}), "UNRESOLVED_COLUMN"),
+        (lambda: table.update("id = 1", {"VALUE": "'x'", "value": "'y'"}), "UNRESOLVED_COLUMN"),
+        (
+            lambda: table.alias("t").merge(source, "t.id = src.id").whenMatchedUpdate(set={"VALUE": "src.v"}).execute(),
+            "DELTA_MERGE_UNRESOLVED_EXPRESSION",
+        ),
+        (
+            lambda: (
+                table.alias("t")
+                .merge(source, "t.id = src.id")
+                .whenMatchedUpdate(set={"t.VALUE": "src.v", "value": "src.v"})
+                .execute()
+            ),
+            "DELTA_MERGE_UNRESOLVED_EXPRESSION",
+        ),
+    ]
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        for attempt, error_class in refused:
+            with pytest.raises(DeltaAnalysisError, match=error_class):
+                attempt()
+        table.update("id = 1", {"value": "'b'"})
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
+    table.update("id = 1", {"VALUE": "concat(value, 'c')"})  # the default resolver ignores case, as Delta's
+    assert [r.value for r in table.toDF().collect()] == ["bc"]
+    with pytest.raises(DeltaAnalysisError, match="UNRESOLVED_COLUMN"):
+        table.update("id = 1", {"nope": "'x'"})
+
+
 @pytest.mark.parametrize("level", ["Serializable", "WriteSerializable"])
 def test_dml_that_changes_nothing_records_an_empty_commit_only_under_write_serializable(spark, table_path, level):
     """Delta's DELETE, UPDATE and MERGE commit with ``commitIfNeeded``: a command that changed

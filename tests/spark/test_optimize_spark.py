@@ -192,3 +192,26 @@ def test_result_is_delta_optimize_metrics_struct(spark, table_path):
     assert removed.avg == sum(start) / 2 and (metrics.totalConsideredFiles, metrics.totalFilesSkipped) == (2, 0)
     assert (metrics.numTableColumns, metrics.numTableColumnsWithStats) == (2, 2)
     assert metrics.zOrderStats is None and metrics.deletionVectorStats is None
+
+
+def test_where_predicates_as_delta_optimize(spark, table_path):
+    """OptimizeCompactionSuite "predicate on non-partition column" (DELTA_NON_PARTITION_COLUMN_REFERENCE)
+    and "multiple partition predicates with multiple where" (the wheres are ANDed); a predicate
+    naming no column is evaluated as Delta's ``filesForScan`` does: ``1 = 0`` selects no file
+    (no commit; the metrics of nothing), ``1 = 1`` every file."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    for start in (0, 10):
+        _append(spark, table_path, start, 4)
+    table = DeltaTable.forPath(spark, table_path)
+    for nothing in ("1 = 0", "g = '9'"):
+        metrics = table.optimize().where(nothing).executeCompaction().collect()[0].metrics
+        assert (metrics["numFilesAdded"], metrics["numFilesRemoved"], metrics["totalConsideredFiles"]) == (0, 0, 0)
+    assert len(commits(table_path)) == 2
+    with pytest.raises(DeltaAnalysisError, match=r"DELTA_NON_PARTITION_COLUMN_REFERENCE.*'id'"):
+        table.optimize().where("id = 1").executeCompaction()
+    metrics = table.optimize().where("g = '0'").where("g >= '0'").executeCompaction().collect()[0].metrics
+    assert (metrics["numFilesRemoved"], metrics["totalConsideredFiles"]) == (4, 4)  # g=0's only
+    metrics = table.optimize().where("1 = 1").executeCompaction().collect()[0].metrics
+    assert (metrics["numFilesRemoved"], metrics["numFilesAdded"], metrics["totalConsideredFiles"]) == (4, 1, 5)

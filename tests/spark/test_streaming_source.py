@@ -160,10 +160,17 @@ def test_starting_version(spark, table_path, tmp_path):
     # VersionNotFoundException and DELTA_TIMESTAMP_GREATER_THAN_COMMIT), as in time travel
     from deltalog.txn.protocol.errors import VersionNotFoundError
 
-    for options in ({"startingVersion": "3"}, {"startingTimestamp": "2999-01-01"}):
-        with pytest.raises(VersionNotFoundError, match="latest") as info:
+    cases = [
+        ({"startingVersion": "3"}, "latest"),
+        ({"startingTimestamp": "2999-01-01"}, "^DELTA_TIMESTAMP_GREATER_THAN"),
+    ]
+    for options, message in cases:
+        with pytest.raises(VersionNotFoundError, match=message) as info:
             _reader(table_path, **options).latestOffset(start, ReadAllAvailable())
         assert info.value.latest == 2
+    # DeltaSourceSuite "startingTimestamp": text that is no timestamp is DELTA_TIMESTAMP_INVALID
+    with pytest.raises(ValueError, match=r"^DELTA_TIMESTAMP_INVALID"):
+        _reader(table_path, startingTimestamp="i am not a timestamp").latestOffset(start, ReadAllAvailable())
     # with Delta's timestampOutOfRange conf (given as an option) a start past the latest commit
     # is no error: the stream reads the commits from there on (Delta's getStartingVersion)
     lenient = {"spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled": "true"}

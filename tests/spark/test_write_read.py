@@ -149,6 +149,13 @@ def test_time_travel(spark, table_path):
 
     assert spark.read.format("deltalog").load(table_path + "@v0").count() == 3
     assert read_table(spark, table_path + f"@{ts:%Y%m%d%H%M%S}{ms % 1000:03d}").count() == 7
+    # DeltaTimeTravelSpec reads the @ time in the session time zone (spark.sql.session.timeZone)
+    local = ts.astimezone(dt.timezone(dt.timedelta(hours=-8)))
+    spark.conf.set("spark.sql.session.timeZone", "-08:00")
+    try:
+        assert read_table(spark, table_path + f"@{local:%Y%m%d%H%M%S}{ms % 1000:03d}").count() == 7
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
     with pytest.raises(ValueError, match="DELTA_UNSUPPORTED_TIME_TRAVEL_MULTIPLE_FORMATS"):
         read_table(spark, table_path + "@v0", versionAsOf=1)
     with pytest.raises(ValueError, match="DELTA_TIMESTAMP_INVALID"):

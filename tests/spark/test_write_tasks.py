@@ -237,3 +237,56 @@ def test_a_write_retyping_a_column_an_expression_reads_is_refused(tmp_path: str)
         "integer",
         "integer",
     ]
+
+
+def test_replace_where_in_append_mode_is_ignored_as_delta(tmp_path: str) -> None:
+    """Delta's ``WriteIntoDelta`` applies ``replaceWhere`` only with ``SaveMode.Overwrite``:
+    an append appends every row (inside the predicate or not), checks none against it and
+    removes nothing, a blind append whose commitInfo still records the predicate and, with
+    data columns on (``registerInsertReplaceMetrics``), replaceWhere's metrics without the
+    removes. The predicate is still split into partition and data terms, so a data filter
+    with ``dataChange=false`` is refused as in an overwrite."""
+    path = str(tmp_path)
+    _write_odd(path, [1, 2], {"partitionBy": "is_odd"}, False)
+    _write_odd(path, [3, 4], {"replaceWhere": "is_odd = true"}, False)
+    _write_odd(path, [5], {"replaceWhere": "value > 100"}, False)
+    _write_odd(path, [7], {"replaceWhere": "is_odd = false", **_DATA_COLUMNS_OFF}, False)
+    log = DeltaLog.for_table(path)
+    values = [
+        v for f in log.update().files for v in pq.read_table(os.path.join(path, f.path)).column("value").to_pylist()
+    ]
+    assert sorted(values) == [1, 2, 3, 4, 5, 7]
+    infos = {r.version: r.commit_info for r in log.history()}
+    assert infos[1] is not None and infos[3] is not None
+    params = infos[1].operation_parameters or {}
+    assert (params["mode"], params["predicate"]) == ("Append", "is_odd = true")
+    assert infos[1].is_blind_append is True
+    metrics = infos[1].operation_metrics or {}
+    assert sorted(metrics) == ["numAddedChangeFiles", "numCopiedRows", "numFiles", "numOutputBytes", "numOutputRows"]
+    assert (metrics["numCopiedRows"], metrics["numAddedChangeFiles"], metrics["numOutputRows"]) == ("0", "0", "2")
+    assert sorted(infos[3].operation_metrics or {}) == ["numFiles", "numOutputBytes", "numOutputRows"]
+    with pytest.raises(ValueError, match="DELTA_REPLACE_WHERE_WITH_FILTER_DATA_CHANGE_UNSET"):
+        plan_write(WriteOptions.parse({"path": path, "replaceWhere": "value > 1", "dataChange": "false"}, False), _ODD)
+
+
+def test_reserved_change_data_columns_refused_with_delta_error_classes(tmp_path: str) -> None:
+    """Delta's ``CDCReader.checkMetadataChange`` (DeltaCDCSuite "writes with metadata columns",
+    "schema evolution with CDC reserved column names - op = write"): a write whose schema has
+    ``_commit_version`` / ``_commit_timestamp`` while the change data feed is on is
+    ``RESERVED_CDC_COLUMNS_ON_WRITE`` when the table had it on before (an existing table, or a
+    new one the session's defaults turn it on for), ``DELTA_TABLE_ALREADY_CONTAINS_CDC_COLUMNS``
+    when this write turns it on."""
+    from dataclasses import replace
+
+    path = str(tmp_path)
+    _write_odd(path, [1], {"delta.enableChangeDataFeed": "true"}, False)
+    versioned = _ODD.replace("]}", ',{"name":"_commit_version","type":"long","nullable":true,"metadata":{}}]}')
+    with pytest.raises(ValueError, match=r"RESERVED_CDC_COLUMNS_ON_WRITE.*_commit_version"):
+        plan_write(WriteOptions.parse({"path": path, "mergeSchema": "true"}, False), versioned)
+    new = WriteOptions.parse({"path": path + "-new", "delta.enableChangeDataFeed": "true"}, False)
+    with pytest.raises(ValueError, match="DELTA_TABLE_ALREADY_CONTAINS_CDC_COLUMNS"):
+        plan_write(new, versioned)
+    by_default = replace(new, table_properties={}, session_table_defaults={"delta.enableChangeDataFeed": "true"})
+    with pytest.raises(ValueError, match="RESERVED_CDC_COLUMNS_ON_WRITE"):
+        plan_write(by_default, versioned)
+    assert not os.path.exists(path + "-new")

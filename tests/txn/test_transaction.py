@@ -173,7 +173,7 @@ def test_two_metadata_or_protocol_actions_are_refused() -> None:
             schema(a="long", _change_type="string"),
             (),
             {"delta.enableChangeDataFeed": "true"},
-            "reserved for the change data feed",
+            "DELTA_TABLE_ALREADY_CONTAINS_CDC_COLUMNS",
         ),
         ("{not json", (), {}, "not valid JSON"),
         (

@@ -73,10 +73,11 @@ class DeltaOptimizeBuilder:
 
     def __init__(self, table: DeltaTable) -> None:
         self._table = table
-        self._where: str | None = None
+        self._where: list[str] = []
 
     def where(self, partitionFilter: str) -> DeltaOptimizeBuilder:
-        self._where = partitionFilter
+        """Add a partition predicate; several are ANDed, as Delta's builder does."""
+        self._where.append(partitionFilter)
         return self
 
     def executeCompaction(self) -> DataFrame:
@@ -101,20 +102,21 @@ class DeltaOptimizeBuilder:
 
     def _execute(self, z_order_by: tuple[str, ...], purge: bool = False) -> DataFrame:
         from deltalog.contrib.spark.optimize_metrics import optimize_result_row, optimize_result_schema
+        from deltalog.contrib.spark.optimize_where import OptimizeWhere, optimize_where
         from deltalog.contrib.spark.options import STRING_PREFIX_LENGTH_CONF, session_string_prefix_length
-        from deltalog.contrib.spark.predicates import parse_partition_predicate
         from deltalog.txn.commands.optimize import DEFAULT_NUM_RANGES, OptimizeError, optimize
 
         table = self._table
         spark = table._spark
-        where = parse_partition_predicate(self._where) if self._where else None
+        where = optimize_where(self._where, table._log.update().metadata) if self._where else OptimizeWhere(None)
         num_ranges = _size_conf(spark, NUM_RANGE_IDS_CONF) or DEFAULT_NUM_RANGES
         if num_ranges <= 1:
             raise DeltaAnalysisError(f"'{NUM_RANGE_IDS_CONF}' must be greater than 1, got {num_ranges}")
         try:
             result = optimize(
                 table._log,
-                where,
+                where.filters,
+                where_is_false=where.is_false,
                 target_size=_size_conf(spark, MAX_FILE_SIZE_CONF),
                 min_file_size=_size_conf(spark, MIN_FILE_SIZE_CONF),
                 max_attempts=OPTIMIZE_ATTEMPTS,

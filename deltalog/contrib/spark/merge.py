@@ -54,6 +54,7 @@ from deltalog.contrib.spark.merge_scan import TargetRows, scan_target
 from deltalog.contrib.spark.merge_source import materialized_source
 from deltalog.contrib.spark.merge_write import write_labelled
 from deltalog.contrib.spark.options import SCHEMA_AUTO_MERGE_CONF
+from deltalog.contrib.spark.resolver import Resolver, session_resolver
 from deltalog.contrib.spark.row_tracking import carried_columns, stable_row_tracking, tracked_columns
 from deltalog.contrib.spark.schemas import spark_struct
 from deltalog.contrib.spark.tablelog import start_transaction
@@ -261,6 +262,7 @@ class DeltaMergeBuilder:
     def _new_columns(self, columns: list[str], evolve: bool) -> list[str]:
         """Source columns the clauses write that the table lacks (with schema evolution; an
         explicit assignment to an unknown column is an error otherwise, as in Delta)."""
+        resolver = self._resolver()
         table_cols = {c.lower() for c in columns}
         src_cols = {c.lower(): c for c in self._source.columns}
         new: dict[str, str] = {}
@@ -273,14 +275,14 @@ class DeltaMergeBuilder:
                 continue
             for name in c.assignments:
                 parts = self._target_name(name)
-                key = parts[0].lower()
-                if key in table_cols or len(parts) > 1:  # a nested name must be in the table (_assignment)
+                if resolver.find(parts[0], columns) is not None or len(parts) > 1:  # nested: see _assignment
                     continue
-                if evolve and key in src_cols:
-                    new[key] = src_cols[key]
+                source = resolver.find(parts[0], self._source.columns)
+                if evolve and source is not None:
+                    new[source.lower()] = source
                 else:
                     hint = "" if evolve else "; call withSchemaEvolution() to add a source column to the table"
-                    raise DeltaAnalysisError(f"MERGE assigns {name!r}, which is not a table column ({columns}){hint}")
+                    raise _unresolved_target(name, c.kind, columns, resolver, hint)
         return list(new.values())
 
     def _assignment(
@@ -307,16 +309,16 @@ class DeltaMergeBuilder:
             # backquoted: a name with a dot is one column, not a struct's field
             quoted = {k: "`" + v.replace("`", "``") + "`" for k, v in src_cols.items()}
             return {c: self._source[quoted[c.lower()]] for c in columns if c.lower() in src_cols}
-        lowered = {c.lower(): c for c in columns}
+        resolver = self._resolver()
         out: dict[str, Column] = {}
         nested: dict[str, dict[tuple[str, ...], Column]] = {}
         targets = [self._target_name(name) for name in clause.assignments]
-        refuse_conflicting_targets([tuple(parts) for parts in targets])
+        refuse_conflicting_targets([tuple(parts) for parts in targets], resolver)
         for name, e in clause.assignments.items():
             parts = self._target_name(name)
-            key = lowered.get(parts[0].lower())
+            key = resolver.find(parts[0], columns)
             if key is None:
-                raise DeltaAnalysisError(f"MERGE assigns {name!r}, which is not a table column ({columns})")
+                raise _unresolved_target(name, clause.kind, columns, resolver)
             if len(parts) == 1:
                 out[key] = _expr(e)
             elif clause.kind == "insert":
@@ -334,10 +336,13 @@ class DeltaMergeBuilder:
         from deltalog.contrib.spark.update_expressions import split_name
 
         parts = split_name(name)
-        alias = (self._table._alias or "target").lower()
-        if len(parts) > 1 and parts[0].lower() == alias:
+        if len(parts) > 1 and self._resolver()(parts[0], self._table._alias or "target"):
             parts = parts[1:]
         return parts
+
+    def _resolver(self) -> Resolver:
+        """The session's name resolver (Delta's ``conf.resolver``), which SET names follow."""
+        return session_resolver(self._table._spark)
 
     def _operation(self, metrics: dict[str, str]) -> Merge:
         from deltalog.txn.commit.operations import Merge
@@ -1174,6 +1179,18 @@ def chain_value(acc: Column | None, when: Column, value: Column) -> Column:
     from pyspark.sql import functions as F
 
     return F.when(when, value) if acc is None else acc.when(when, value)
+
+
+def _unresolved_target(
+    name: str, kind: str, columns: Sequence[str], resolver: Resolver, hint: str = ""
+) -> DeltaAnalysisError:
+    """Delta's ``DELTA_MERGE_UNRESOLVED_EXPRESSION`` for a SET or INSERT name that resolves
+    to no target column (by the session's resolver)."""
+    sensitive = str(resolver.case_sensitive).lower()
+    return DeltaAnalysisError(
+        f"DELTA_MERGE_UNRESOLVED_EXPRESSION: Cannot resolve {name} in {kind.upper()} clause given columns "
+        f"{', '.join(columns)} (spark.sql.caseSensitive={sensitive}){hint}"
+    )
 
 
 def _conf(spark: SparkSession, key: str, default: str) -> str:

@@ -48,7 +48,7 @@ from urllib.parse import quote, unquote
 from deltalog.contrib.spark import schemas
 from deltalog.contrib.spark.data_skipping import where_terms
 from deltalog.contrib.spark.errors import DeltaAnalysisError, NativeReadUnsupportedError
-from deltalog.contrib.spark.options import ReadOptions
+from deltalog.contrib.spark.options import SESSION_TIME_ZONE_CONF, ReadOptions
 from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partition_directory, typed_partition_value
 from deltalog.contrib.spark.predicates import at_session_time_zone, in_session_time_zone
 from deltalog.contrib.spark.scan import Term, plan_files
@@ -141,9 +141,13 @@ def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
 
 def _session_timestamps(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
     """``options`` with their timestamps (``timestampAsOf``, the change feed's bounds) as
-    local times of the session time zone when they name no offset, as Delta reads them."""
-    time_zone = spark.conf.get("spark.sql.session.timeZone")
-    return {k: in_session_time_zone(v, time_zone) if k.lower() in _TIMESTAMP_OPTIONS else v for k, v in options.items()}
+    local times of the session time zone when they name no offset, as Delta reads them, and
+    the zone itself (for the path's ``@yyyyMMddHHmmssSSS``, read when the options are)."""
+    time_zone = spark.conf.get(SESSION_TIME_ZONE_CONF)
+    out = {k: in_session_time_zone(v, time_zone) if k.lower() in _TIMESTAMP_OPTIONS else v for k, v in options.items()}
+    if time_zone and not any(k.lower() == SESSION_TIME_ZONE_CONF.lower() for k in out):
+        out[SESSION_TIME_ZONE_CONF] = time_zone
+    return out
 
 
 def _native_flag(value: Any) -> bool | None:

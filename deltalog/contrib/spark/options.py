@@ -28,6 +28,7 @@ from deltalog.contrib.spark.tablelog import USER_METADATA_CONF
 __all__ = [
     "CDF_OUT_OF_RANGE_CONF",
     "CDF_UNSAFE_SCHEMA_CONF",
+    "SESSION_TIME_ZONE_CONF",
     "STRING_PREFIX_LENGTH_CONF",
     "ReadOptions",
     "StreamReadOptions",
@@ -95,6 +96,8 @@ _STORAGE_ALIASES = {
     "use_emulator",
     "virtual_hosted_style_request",
 }
+#: Spark's session time zone: ``read_table`` hands it on as a read option of this name.
+SESSION_TIME_ZONE_CONF = "spark.sql.session.timeZone"
 #: Delta's session conf, a read option of ``format("deltalog")`` (planned without the session)
 CDF_OUT_OF_RANGE_CONF = "spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled"
 #: Delta's session conf, a read option: read a batch change feed across incompatible schema changes
@@ -277,7 +280,7 @@ class WriteOptions:
         version = _int(options, "txnVersion")
         if (app_id is None) != (version is None):
             raise InvalidWriteOptionError("set both txnAppId and txnVersion for an idempotent write, or neither")
-        replace_where = _replace_where(options, overwrite)
+        replace_where = _replace_where(options)
         overwrite_mode = _get(options, "partitionOverwriteMode")
         if overwrite_mode is not None:
             overwrite_mode = overwrite_mode.strip().lower()
@@ -311,14 +314,13 @@ class WriteOptions:
         )
 
 
-def _replace_where(options: Mapping[str, str], overwrite: bool) -> str | None:
-    """``replaceWhere``: needs an overwrite; a blank predicate is refused as Delta's parser
-    refuses it (``DELTA_FAILED_RECOGNIZE_PREDICATE``), not read as no predicate."""
+def _replace_where(options: Mapping[str, str]) -> str | None:
+    """``replaceWhere``; a blank predicate is refused as Delta's parser refuses it
+    (``DELTA_FAILED_RECOGNIZE_PREDICATE``), not read as no predicate. Outside an overwrite
+    Delta parses it but replaces nothing: the write appends (see ``writes``)."""
     replace_where = _get(options, "replaceWhere")
     if replace_where is None:
         return None
-    if not overwrite:
-        raise InvalidWriteOptionError("replaceWhere needs mode('overwrite')")
     if not replace_where.strip():
         raise InvalidWriteOptionError(
             f"DELTA_FAILED_RECOGNIZE_PREDICATE: Cannot recognize the predicate {replace_where!r}: give a "
@@ -411,15 +413,18 @@ class ReadOptions:
 def _time_travel(options: Mapping[str, str]) -> tuple[str, int | None, str | None]:
     """The table's path, ``versionAsOf`` and ``timestampAsOf``: from the options, or from
     Delta's ``@v<version>`` / ``@<yyyyMMddHHmmssSSS>`` suffix of the path
-    (:func:`~deltalog.contrib.spark.time_travel_spec.at_syntax`); not both
-    (``DELTA_UNSUPPORTED_TIME_TRAVEL_MULTIPLE_FORMATS``)."""
+    (:func:`~deltalog.contrib.spark.time_travel_spec.at_syntax`; the time in the zone of the
+    option ``spark.sql.session.timeZone``, which ``read_table`` gives from the session); not
+    both (``DELTA_UNSUPPORTED_TIME_TRAVEL_MULTIPLE_FORMATS``)."""
     from deltalog.contrib.spark.time_travel_spec import at_syntax
 
     path = table_path(options)
     version, timestamp = _int(options, "versionAsOf"), _get(options, "timestampAsOf")
     if not path:
         return path, version, timestamp
-    found = at_syntax(path, storage_options_of(options), _get(options, "logStore"))
+    found = at_syntax(
+        path, storage_options_of(options), _get(options, "logStore"), _get(options, SESSION_TIME_ZONE_CONF)
+    )
     if found is None:
         return path, version, timestamp
     if version is not None or timestamp is not None:

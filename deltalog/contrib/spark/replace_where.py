@@ -83,9 +83,12 @@ def names_data_columns(predicate: str, metadata: Metadata) -> bool:
     return True
 
 
-def refuse_data_columns(predicate: str, metadata: Metadata) -> None:
-    """With ``spark.databricks.delta.replaceWhere.dataColumns.enabled=false`` a predicate may
-    name partition columns only: Delta's ``DELTA_NON_PARTITION_COLUMN_REFERENCE``."""
+def refuse_data_columns(
+    predicate: str, metadata: Metadata, why: str = "spark.databricks.delta.replaceWhere.dataColumns.enabled is false"
+) -> None:
+    """With ``spark.databricks.delta.replaceWhere.dataColumns.enabled=false`` (or in OPTIMIZE's
+    ``where``: ``why`` says which) a predicate may name partition columns only: Delta's
+    ``DELTA_NON_PARTITION_COLUMN_REFERENCE`` (``verifyPartitionPredicates``)."""
     from deltalog.contrib.spark.errors import DeltaAnalysisError
     from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, column_paths
 
@@ -101,8 +104,7 @@ def refuse_data_columns(predicate: str, metadata: Metadata) -> None:
     if outside:
         raise DeltaAnalysisError(
             f"DELTA_NON_PARTITION_COLUMN_REFERENCE: Predicate references non-partition column '{outside[0]}'. "
-            f"Only the partition columns may be referenced: [{', '.join(metadata.partition_columns)}] "
-            "(spark.databricks.delta.replaceWhere.dataColumns.enabled is false)"
+            f"Only the partition columns may be referenced: [{', '.join(metadata.partition_columns)}] ({why})"
         )
 
 

@@ -661,7 +661,8 @@ def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str, 
         return starting_version_at(delta_log, timestamp, can_exceed_latest=out_of_range)
     except VersionNotFoundError as exc:
         raise VersionNotFoundError(
-            f"startingTimestamp {timestamp} is after the latest commit of {table} (version {exc.latest}); "
+            f"DELTA_TIMESTAMP_GREATER_THAN_COMMIT: startingTimestamp {timestamp} is after the latest commit of {table} "
+            f"(version {exc.latest}); "
             "use a timestamp at or before it, or startingVersion='latest'",
             earliest=exc.earliest,
             latest=exc.latest,

@@ -50,6 +50,7 @@ from deltalog.contrib.spark.options import (
     WriteOptions,
     session_string_prefix_length,
 )
+from deltalog.contrib.spark.resolver import Resolver, session_resolver
 from deltalog.contrib.spark.row_tracking import carried_columns, tracked_columns
 from deltalog.contrib.spark.table_alter import AlterTableMethods
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
@@ -581,7 +582,7 @@ class DeltaTable(AlterTableMethods):
             return
         snapshot = txn.snapshot
         schema = logical_struct(snapshot.metadata.schema_string)
-        assignments = _update_assignments(schema, set, self._alias)
+        assignments = _update_assignments(schema, set, self._alias, session_resolver(self._spark))
         check_updated_columns(snapshot.metadata, assignments)
         self._refuse_unsupported(snapshot, condition, "UPDATE", list(set.values()))
         cond = _col(condition) if condition is not None else F.lit(True)
@@ -1073,29 +1074,33 @@ def _clustering_removed(domains: Mapping[str, DomainMetadata], actions: Sequence
 
 
 def _update_assignments(
-    schema: StructType, set: Mapping[str, ExpressionOrColumn], alias: str | None = None
+    schema: StructType, set: Mapping[str, ExpressionOrColumn], alias: str | None, resolver: Resolver
 ) -> dict[str, Column]:
-    """UPDATE's ``{table column: new value}``: names matched case-insensitively, a leading
-    table ``alias`` (``t.v``) dropped; a nested name (``s.a``) sets that field of the struct
-    column, the others kept
+    """UPDATE's ``{table column: new value}``: names matched by the session's ``resolver``
+    (Delta's ``conf.resolver``: case-insensitive unless ``spark.sql.caseSensitive``), a
+    leading table ``alias`` (``t.v``) dropped; a nested name (``s.a``) sets that field of the
+    struct column, the others kept
     (:func:`~deltalog.contrib.spark.update_expressions.assign_fields`); a column or field
     assigned twice, or with a field of it, is refused (``DELTA_CONFLICT_SET_COLUMN``)."""
     from pyspark.sql import functions as F
 
     from deltalog.contrib.spark.update_expressions import assign_fields, refuse_conflicting_targets, split_name
 
-    fields = {f.name.lower(): f for f in schema.fields}
+    fields = {resolver.key(f.name): f for f in schema.fields}
     data_cols = [f.name for f in schema.fields]
     targets: list[tuple[tuple[str, ...], Column]] = []
     for name, expr in set.items():
-        parts = [name] if name.lower() in fields else split_name(name)
-        if alias and len(parts) > 1 and parts[0].lower() == alias.lower() and parts[0].lower() not in fields:
+        parts = [name] if resolver.key(name) in fields else split_name(name)
+        if alias and len(parts) > 1 and resolver(parts[0], alias) and resolver.key(parts[0]) not in fields:
             parts = parts[1:]
-        field = fields.get(parts[0].lower())
+        field = fields.get(resolver.key(parts[0]))
         if field is None:
-            raise DeltaAnalysisError(f"update sets {name!r}, which is not a column of the table ({data_cols})")
+            raise DeltaAnalysisError(
+                f"UNRESOLVED_COLUMN.WITH_SUGGESTION: update sets {name!r}, which is not a column of the table "
+                f"({data_cols}; spark.sql.caseSensitive={str(resolver.case_sensitive).lower()})"
+            )
         targets.append(((field.name, *parts[1:]), _col(expr)))
-    refuse_conflicting_targets([path for path, _ in targets])
+    refuse_conflicting_targets([path for path, _ in targets], resolver)
     assignments = {path[0]: value for path, value in targets if len(path) == 1}
     nested: dict[str, dict[tuple[str, ...], Column]] = {}
     for path, value in targets:

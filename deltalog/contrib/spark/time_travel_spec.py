@@ -16,13 +16,15 @@ _AT_TIMESTAMP = re.compile(r"^(?P<path>.*)@(?P<ts>\d{17})$")
 
 
 def at_syntax(
-    path: str, storage_options: Mapping[str, str], logstore: str | None
+    path: str, storage_options: Mapping[str, str], logstore: str | None, time_zone: str | None = None
 ) -> tuple[str, int | None, str | None] | None:
     """Delta's time travel in a path (``extractIfPathContainsTimeTravel``): ``<path>@v3`` is
     version 3 of ``<path>``, ``<path>@20240501120000000`` its state at that time
-    (``yyyyMMddHHmmssSSS``, read as a ``timestampAsOf``), unless a table exists at the path as
-    written (a directory really named ``t@v0``). None when the path holds no such suffix;
-    else ``(path, version, timestamp)``."""
+    (``yyyyMMddHHmmssSSS``, a local time of the session ``time_zone`` as Delta's
+    ``DeltaTimeTravelSpec`` reads it, UTC without one; read as a ``timestampAsOf``), unless a
+    table exists at the path as written (a directory really named ``t@v0``). None when the
+    path holds no such suffix; else ``(path, version, timestamp)``."""
+    from deltalog.contrib.spark.predicates import in_session_time_zone
     from deltalog.contrib.spark.tablelog import open_log
 
     version = _AT_VERSION.match(path)
@@ -36,4 +38,4 @@ def at_syntax(
     assert stamp is not None
     when = datetime.strptime(stamp.group("ts")[:14], "%Y%m%d%H%M%S")
     text = f"{when:%Y-%m-%d %H:%M:%S}.{stamp.group('ts')[14:]}"
-    return stamp.group("path"), None, text
+    return stamp.group("path"), None, in_session_time_zone(text, time_zone)

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
     from pyspark.sql.types import DataType, StructType
 
+    from deltalog.contrib.spark.resolver import Resolver
+
 __all__ = [
     "StructCast",
     "assign_fields",
@@ -159,12 +161,13 @@ def split_name(name: str) -> list[str]:
     return [p.strip() for p in split_column_name(name)]
 
 
-def refuse_conflicting_targets(targets: Sequence[tuple[str, ...]]) -> None:
+def refuse_conflicting_targets(targets: Sequence[tuple[str, ...]], resolver: Resolver) -> None:
     """Raise :class:`DeltaAnalysisError` when two assigned targets (a column and its nested
-    field names) are the same (case-insensitive), or one is a struct holding the other, as
-    Delta's ``generateUpdateExpressions`` (``DELTA_CONFLICT_SET_COLUMN``): ``SET s = ...,
-    s.a = ...`` or ``SET S = ..., s = ...`` would let one assignment silently win."""
-    lowered = [tuple(p.lower() for p in t) for t in targets]
+    field names) are the same (by the session's ``resolver``: ``S`` and ``s`` are the same
+    unless ``spark.sql.caseSensitive``), or one is a struct holding the other, as Delta's
+    ``generateUpdateExpressions`` (``DELTA_CONFLICT_SET_COLUMN``): ``SET s = ..., s.a = ...``
+    or ``SET S = ..., s = ...`` would let one assignment silently win."""
+    lowered = [tuple(resolver.key(p) for p in t) for t in targets]
     for i, first in enumerate(lowered):
         for j in range(i + 1, len(lowered)):
             second = lowered[j]

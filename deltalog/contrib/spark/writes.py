@@ -53,7 +53,7 @@ from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.logstores.base import LogStoreSpec
 from deltalog.txn.commands.dependent_expressions import check_write_types
 from deltalog.txn.commit.commit_errors import MetadataChangedError, commit_certainly_failed
-from deltalog.txn.commit.metadata_checks import verify_metadata
+from deltalog.txn.commit.metadata_checks import refuse_change_data_columns, verify_metadata
 from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import (
     Action,
@@ -147,17 +147,16 @@ def _table_fields(data: dict[str, Any], change_data: bool) -> dict[str, Any]:
     return {**data, "fields": [f for f in data["fields"] if f["name"] != CDC_TYPE_COLUMN]}
 
 
-def _check_names(data: dict[str, Any], partition_by: Sequence[str], change_data: bool) -> None:
+def _check_names(data: dict[str, Any], partition_by: Sequence[str], change_data: bool, cdf_was_on: bool) -> None:
+    """A new table's column names; ``cdf_was_on``: the change data feed was on before this
+    write (the session's defaults turn it on, or the table ``overwriteSchema`` replaces had it)."""
     names = [f["name"] for f in data["fields"]]
     lowered = [n.lower() for n in names]
     dupes = sorted({n for n in names if lowered.count(n.lower()) > 1})
     if dupes:
         raise SchemaMismatchError(f"duplicate column names in the data: {', '.join(dupes)}")
-    for reserved in schemas.CDF_RESERVED_COLUMNS[1:] if change_data else ():
-        if reserved in lowered:
-            raise SchemaMismatchError(
-                f"{reserved} is a reserved column name while delta.enableChangeDataFeed is true; rename it"
-            )
+    if change_data:  # _change_type marks rows as change data (_table_fields)
+        refuse_change_data_columns([n for n in names if n.lower() != CDC_TYPE_COLUMN], cdf_was_on)
     missing = [c for c in partition_by if c.lower() not in lowered]
     if missing:
         raise InvalidWriteOptionError(
@@ -186,9 +185,13 @@ def _new_table_metadata(opts: WriteOptions, data: dict[str, Any], replacing: Met
     try:
         props = TableProperties(config)
         mode, change_data = props.column_mapping_mode, props.enable_change_data_feed
+        before = (
+            replacing.configuration if replacing is not None else with_table_defaults({}, opts.session_table_defaults)
+        )
+        cdf_was_on = TableProperties(before).enable_change_data_feed
     except InvalidPropertyError as exc:
         raise InvalidWriteOptionError(str(exc)) from exc
-    _check_names(data, partition_by, change_data)
+    _check_names(data, partition_by, change_data, cdf_was_on)
     schema = schemas.as_nullable(_table_fields(data, change_data))
     if replacing is None and not schema["fields"]:
         raise SchemaMismatchError(
@@ -277,7 +280,8 @@ def plan_write(
         new_metadata = _metadata_change(opts, snapshot, data)
     if new_metadata is not None:
         _refuse_metadata_change_without_data_change(opts, snapshot.version)
-        verify_metadata(new_metadata)  # what the commit would refuse, refused before any file is written
+        # what the commit would refuse, refused before any file is written
+        verify_metadata(new_metadata, read_metadata is not None and read_metadata.properties.enable_change_data_feed)
         # the metadata the commit records (column mapping ids, IcebergCompat's properties and
         # nested ids), so the files carry what it names
         new_metadata = complete_metadata(read_metadata, new_metadata)
@@ -446,15 +450,18 @@ def _replace_where_on_data(opts: WriteOptions, metadata: Metadata) -> bool:
     if not predicate:
         return False
     if not opts.replace_where_data_columns:
-        refuse_data_columns(predicate, metadata)
+        if opts.overwrite:  # Delta verifies the partition predicate of an overwrite only
+            refuse_data_columns(predicate, metadata)
         return False
+    if not opts.overwrite and opts.data_change:
+        return False  # an append replaces nothing (WriteIntoDelta: only SaveMode.Overwrite does)
     on_data = names_data_columns(predicate, metadata)
     if on_data and not opts.data_change:
         raise InvalidWriteOptionError(
             "DELTA_REPLACE_WHERE_WITH_FILTER_DATA_CHANGE_UNSET: 'replaceWhere' cannot be used with data filters "
             f"when 'dataChange' is set to false. Filters: {predicate}"
         )
-    return on_data
+    return on_data and opts.overwrite
 
 
 def _overwritten_metadata(opts: WriteOptions, current: Metadata, data: dict[str, Any]) -> Metadata:
@@ -681,6 +688,8 @@ def _prepare_commit(
     metrics = {**_write_metrics([*adds, *copies], cdcs, removed), **rewrite_metrics}
     if streaming is None and opts.overwrite and opts.replace_where and not plan.replace_where_on_data:
         metrics.update(_partition_replace_metrics(removed))
+    if streaming is None and not opts.overwrite and opts.replace_where and opts.replace_where_data_columns:
+        metrics["numCopiedRows"] = "0"  # Delta's registerInsertReplaceMetrics runs for an append too
     return _PreparedCommit(txn, actions, _operation(plan, streaming, metrics), rewritten)
 
 

@@ -2,7 +2,8 @@
 
 Delta's ``OptimizeExecutor`` (without Z-ordering), in the txn layer:
 
-1. the candidate files are the active files matching the partition filters ``where`` whose
+1. the candidate files (none with ``where_is_false``: a WHERE folding to false, Delta's
+   ``1 = 0``) are the active files matching the partition filters ``where`` whose
    size is below ``min_file_size`` (Delta's ``spark.databricks.delta.optimize.minFileSize``;
    default: the target size), plus the files with a deletion vector deleting more than
    ``max_deleted_rows_ratio`` of their rows (``purge=True``, Delta's ``REORG ... APPLY
@@ -688,14 +689,14 @@ def optimize(
     full: bool = False,
     rewrite_type_widening: bool = False,
     session_prefix_length: int = STRING_PREFIX_LENGTH,
+    where_is_false: bool = False,
 ) -> OptimizeResult:
     """Compact small files (the module docstring); an :class:`OptimizeResult`. ``target_size``: the bin size
     (Delta's ``maxFileSize``); files below ``min_file_size`` (default: the target) are candidates. ``rewrite_bins``
     rewrites the bins (default: here, one after the other, reporting ``progress``). ``z_order_by``: Delta's ``ZORDER
     BY``, every file of each partition rewritten, rows ordered by the interleaved bits of the columns' range ids
     (``num_ranges``), into ``max(1, bytes // target_size)`` files per partition. The rest: the module docstring."""
-    _check_counts(min_files_per_bin, max_attempts)
-    delta_log.require_table()
+    _check_counts(delta_log, min_files_per_bin, max_attempts)
     written: dict[_BinKey, list[AddFile]] = {}
     result = OptimizeResult(delta_log.table_uri)
     committed: set[str] = set()
@@ -712,7 +713,7 @@ def optimize(
             )
             narrow = functools.partial(files_with_narrower_types, spec) if rewrite_type_widening else None
             select = _Selection(z_order, target, smaller_than, min_files_per_bin, purge, max_deleted_rows_ratio, narrow)
-            plan = _plan_bins(txn, where, select, result, only_unclustered=kind.clustered and not (full or narrow))
+            plan = _plan_bins(txn, where, select, result, kind.clustered and not (full or narrow), where_is_false)
             if not plan:
                 log.info("optimize %s: nothing to compact", delta_log.table_uri)
                 return result
@@ -748,11 +749,13 @@ def _count_table_columns(result: OptimizeResult, snapshot: Snapshot) -> None:
     result.num_table_columns_with_stats = min(snapshot.properties.data_skipping_num_indexed_cols, columns)
 
 
-def _check_counts(min_files_per_bin: int, max_attempts: int) -> None:
+def _check_counts(delta_log: DeltaLog, min_files_per_bin: int, max_attempts: int) -> None:
+    """The arguments checked, then that the table exists."""
     if min_files_per_bin < 1:
         raise ValueError(f"min_files_per_bin must be >= 1, got {min_files_per_bin}")
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+    delta_log.require_table()
 
 
 def _delete_uncommitted(delta_log: DeltaLog, written: dict[_BinKey, list[AddFile]], committed: set[str]) -> None:
@@ -815,13 +818,15 @@ def _plan_bins(
     select: _Selection,
     result: OptimizeResult,
     only_unclustered: bool = False,
+    where_is_false: bool = False,
 ) -> list[tuple[Any, list[AddFile]]]:
     """The bins to rewrite, per partition: the candidate files (smaller than ``smaller_than``,
     with too many rows deleted, or with purge every file with deleted rows) packed into bins
     of ``target`` bytes, or with Z-order every file of the partition in one bin. Records the
     files considered and skipped in ``result``."""
     _count_table_columns(result, txn.snapshot)
-    files = txn.filter_files(list(where) if where else None)
+    # a WHERE folding to false selects no file (Delta's filesForScan)
+    files = [] if where_is_false else txn.filter_files(list(where) if where else None)
     wanted = [f for f in files if select.wants(f)]
     if select.narrower is not None:
         wanted = select.narrower(wanted)

@@ -14,6 +14,7 @@ as is an ``InvalidPropertyError`` for a ``delta.dataSkippingStringPrefixLength``
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from deltalog.txn.commit.commit_errors import InvalidMetadataError
@@ -24,7 +25,7 @@ from deltalog.txn.protocol.properties import InvalidPropertyError
 from deltalog.txn.protocol.schema import parse_schema
 from deltalog.txn.protocol.stats_column_checks import validate_stats_columns
 
-__all__ = ["CDF_RESERVED_COLUMNS", "verify_metadata"]
+__all__ = ["CDF_RESERVED_COLUMNS", "refuse_change_data_columns", "verify_metadata"]
 
 CDF_RESERVED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
@@ -123,8 +124,9 @@ def _check_partition_columns(metadata: Metadata, fields: list[dict[str, Any]]) -
         )
 
 
-def verify_metadata(metadata: Metadata) -> None:
-    """Raise :class:`InvalidMetadataError` when ``metadata`` must not be committed."""
+def verify_metadata(metadata: Metadata, cdf_was_on: bool = False) -> None:
+    """Raise :class:`InvalidMetadataError` when ``metadata`` must not be committed
+    (``cdf_was_on``: whether the metadata it replaces had the change data feed on)."""
     try:
         schema = json.loads(metadata.schema_string)
     except (TypeError, ValueError) as exc:
@@ -156,9 +158,26 @@ def verify_metadata(metadata: Metadata) -> None:
     validate_stats_columns(metadata)
     _ = metadata.properties.data_skipping_string_prefix_length  # InvalidPropertyError, as the above's
     if cdf_on:
-        clashing = [f.get("name") for f in fields if str(f.get("name", "")).lower() in CDF_RESERVED_COLUMNS]
-        if clashing:
-            raise InvalidMetadataError(
-                f"column(s) {', '.join(map(str, clashing))} are reserved for the change data feed "
-                "while delta.enableChangeDataFeed is true; rename them or disable the change data feed"
-            )
+        refuse_change_data_columns([str(f.get("name", "")) for f in fields], cdf_was_on)
+
+
+def refuse_change_data_columns(names: Sequence[str], cdf_was_on: bool) -> None:
+    """Delta's ``CDCReader.checkMetadataChange`` for metadata with the change data feed on:
+    a column named as the feed's (``_change_type``, ``_commit_version``, ``_commit_timestamp``)
+    is ``RESERVED_CDC_COLUMNS_ON_WRITE`` when the feed ``cdf_was_on`` before, else (this change
+    turns it on) ``DELTA_TABLE_ALREADY_CONTAINS_CDC_COLUMNS``."""
+    clashing = [n for n in names if n.lower() in CDF_RESERVED_COLUMNS]
+    if not clashing:
+        return
+    columns = "[" + ",".join(clashing) + "]"
+    if cdf_was_on:
+        raise InvalidMetadataError(
+            f"RESERVED_CDC_COLUMNS_ON_WRITE: The write contains reserved columns {columns} that are used "
+            "internally as metadata for Change Data Feed. To write to the table either rename/drop these columns "
+            "or disable Change Data Feed on the table by setting delta.enableChangeDataFeed to false"
+        )
+    raise InvalidMetadataError(
+        f"DELTA_TABLE_ALREADY_CONTAINS_CDC_COLUMNS: Unable to enable Change Data Capture on the table. The table "
+        f"already contains reserved columns {columns} that will be used internally as metadata for the table's "
+        "Change Data Feed. To enable Change Data Feed on the table rename/drop these columns"
+    )

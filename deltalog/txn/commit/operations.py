@@ -123,6 +123,12 @@ class Write(Operation):
         out = super().transform_metrics(metrics)
         if self.operation_metrics != metric_sets.WRITE_REPLACE_WHERE:
             return out
+        if self.mode != "Overwrite":
+            # Delta ignores replaceWhere outside an overwrite: nothing removed, and its own
+            # metrics (registerInsertReplaceMetrics: numCopiedRows with numAddedChangeFiles)
+            # only when the writer gives them (data columns on)
+            own = {"numCopiedRows", "numAddedChangeFiles"} if "numCopiedRows" in out else set()
+            return {k: v for k, v in out.items() if k in metric_sets.WRITE or k in own}
         out = drop_unknown_row_metrics(out)
         # Delta's: no row counted in written files means the row metrics are unknown
         if out.get("numOutputRows") == "0" and "numFiles" in out:

@@ -285,8 +285,8 @@ class OptimisticTransaction:
         self._check_open()
         if self._new_metadata is not None:
             raise MetadataAlreadyChangedError("cannot change the metadata more than once in a transaction")
-        verify_metadata(metadata)
         old = self.snapshot.metadata if self.table_exists else None
+        verify_metadata(metadata, old is not None and old.properties.enable_change_data_feed)
         metadata = complete_metadata(old, metadata, creating_table, removing_column_mapping)
         if metadata.created_time is None and not self.table_exists:
             metadata = _with_created_time(metadata)

@@ -151,14 +151,16 @@ def version_at_timestamp(
     commits = _ict_window(log, every, target) or every
     if target < commits[0][1]:
         raise VersionNotFoundError(
-            f"the timestamp {_fmt(target)} is before the earliest version available in {log.table_uri} "
+            f"DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION: the timestamp {_fmt(target)} is before the earliest "
+            f"version available in {log.table_uri} "
             f"(version {commits[0][0]} at {_fmt(commits[0][1])}); use a later timestamp",
             earliest=every[0][0],
             latest=every[-1][0],
         )
     if commits[-1] == every[-1] and target > commits[-1][1] and not can_return_last_commit:
         raise VersionNotFoundError(
-            f"the timestamp {_fmt(target)} is after the latest commit of {log.table_uri} "
+            f"DELTA_TIMESTAMP_GREATER_THAN_COMMIT: the timestamp {_fmt(target)} is after the latest commit of "
+            f"{log.table_uri} "
             f"(version {commits[-1][0]} at {_fmt(commits[-1][1])}); use a timestamp at or before it",
             earliest=every[0][0],
             latest=every[-1][0],
@@ -196,7 +198,8 @@ def starting_version_at(
         return version
     if version + 1 > every[-1][0] and not can_exceed_latest:
         raise VersionNotFoundError(
-            f"the timestamp {_fmt(target)} is after the latest commit of {log.table_uri} "
+            f"DELTA_TIMESTAMP_GREATER_THAN_COMMIT: the timestamp {_fmt(target)} is after the latest commit of "
+            f"{log.table_uri} "
             f"(version {version} at {_fmt(ts)}); use a timestamp at or before it",
             earliest=every[0][0],
             latest=every[-1][0],
