@@ -99,3 +99,91 @@ def test_stream_casts_batch_to_table_types(spark, table_path, tmp_path):
             sink.streamWriter(spark.createDataFrame([], refused).schema, False)
     with pytest.raises(SchemaMismatchError):
         DeltaLogDataSource({"path": table_path}).writer(spark.createDataFrame([], "a int").schema, False)
+
+
+def test_stream_casts_integers_into_a_narrower_decimal(spark, table_path, tmp_path):
+    """Delta's ``DeltaSinkImplicitCastSuite`` "implicit cast with schema evolution": a ``long``
+    column streamed into a ``decimal(6,3)`` one is cast value by value (678 is 678.000), with
+    ``mergeSchema`` adding the new column; a value the decimal cannot hold overflows."""
+    import decimal
+
+    import pyarrow as pa
+
+    from deltalog.contrib.spark.errors import CastOverflowError
+    from deltalog.contrib.spark.sink_cast import cast_columns
+
+    spark.createDataFrame([], "a decimal(6,3)").write.format("deltalog").mode("append").save(table_path)
+    incoming = str(tmp_path / "incoming")
+    spark.createDataFrame([(678, "abc"), (None, None)], "a long, b string").write.parquet(incoming)
+    (
+        spark.readStream.schema("a long, b string")
+        .parquet(incoming)
+        .writeStream.format("deltalog")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .option("mergeSchema", "true")
+        .trigger(availableNow=True)
+        .start(table_path)
+        .awaitTermination()
+    )
+    table = spark.read.format("deltalog").load(table_path)
+    assert table.schema.simpleString() == "struct<a:decimal(6,3),b:string>"
+    assert sorted(table.collect(), key=lambda r: r.a is None) == [(decimal.Decimal("678.000"), "abc"), (None, None)]
+    casts = [("a", '"integer"', '"decimal(6,3)"')]
+    with pytest.raises(CastOverflowError, match="decimal"):
+        cast_columns(pa.table({"a": pa.array([1000], pa.int32())}), casts)
+
+
+def test_stream_refuses_null_type_columns(spark, table_path, tmp_path):
+    """Delta's ``DeltaSinkSuite`` "DeltaSink rejects streaming write with NullType column in
+    batch schema" (and in a new table, at any depth) and "... to table with generated void
+    column": ``DELTA_NULL_SCHEMA_IN_STREAMING_WRITE`` when the query starts, nothing written; a
+    table's stored void column that is not generated takes nulls."""
+    from deltalog.contrib.spark.errors import StreamWriteNullTypeError
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    def refused(path, schema):
+        sink = DeltaLogDataSource({"path": path, "queryId": "q"})
+        with pytest.raises(StreamWriteNullTypeError, match="DELTA_NULL_SCHEMA_IN_STREAMING_WRITE"):
+            sink.streamWriter(spark.createDataFrame([], schema).schema, False)
+
+    for schema in ("id int, v void", "id int, s struct<x: array<void>>"):
+        refused(str(tmp_path / "new"), schema)
+    assert not (tmp_path / "new").exists()
+    spark.createDataFrame([], "id int, value int").write.format("deltalog").mode("append").save(table_path)
+    refused(table_path, "id int, value void")
+    from deltalog.contrib.spark import DeltaTable
+
+    generated = str(tmp_path / "generated")
+    DeltaTable.create(spark).location(generated).addColumn("id", "int").addColumn(
+        "v", "void", generatedAlwaysAs="null"
+    ).execute()
+    refused(generated, "id int")
+
+
+def test_stream_schema_evolution_commits_the_physical_names_written(spark, table_path, tmp_path):
+    """Delta's ``DeltaSinkNameColumnMappingSuite`` "allow schema evolution after dropping
+    column" (mergeSchema): under column mapping, a column added by a micro-batch (here again
+    under a dropped column's name) is committed with the physical name its files were written
+    with, so its values read back; the dropped column's old values stay unreadable."""
+    from deltalog.contrib.spark import DeltaTable
+
+    spark.createDataFrame([(1, 100)], "id int, value int").write.format("deltalog").mode("append").option(
+        "delta.columnMapping.mode", "name"
+    ).save(table_path)
+    DeltaTable.forPath(spark, table_path).dropColumn("value")
+    incoming = str(tmp_path / "incoming")
+    spark.createDataFrame([(3, 300)], "id int, value int").write.parquet(incoming)
+    (
+        spark.readStream.schema("id int, value int")
+        .parquet(incoming)
+        .writeStream.format("deltalog")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .option("mergeSchema", "true")
+        .trigger(availableNow=True)
+        .start(table_path)
+        .awaitTermination()
+    )
+    table = spark.read.format("deltalog").load(table_path)
+    assert table.columns == ["id", "value"]
+    assert sorted(map(tuple, table.collect())) == [(1, None), (3, 300)]
+    assert operations(table_path)[-1] == "STREAMING UPDATE"

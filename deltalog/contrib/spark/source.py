@@ -78,9 +78,11 @@ CDF_COLUMNS = (
 
 @dataclass
 class DeltaCommitMessage(WriterCommitMessage):
-    """What a write task hands to the driver: the action lines of the files it wrote."""
+    """What a write task hands to the driver: the action lines of the files it wrote, and for
+    a micro-batch the plan they were written with (see :meth:`DeltaStreamWriter.commit`)."""
 
     actions: list[str]
+    plan: WritePlan | None = None
 
 
 def _task_id() -> int:
@@ -151,14 +153,23 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         self.complete = complete
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return DeltaCommitMessage(write_batches(self.plan.spec, iterator, _task_id()))
+        return DeltaCommitMessage(write_batches(self.plan.spec, iterator, _task_id()), self.plan)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Commit the batch with the plan its files were written with: PySpark commits
+        through a writer it creates again (a new plan, on the table as it is then), whose new
+        columns would get other physical names under column mapping than the files have."""
         info = StreamingInfo(self.app_id, batchId, "Complete" if self.complete else "Append")
-        commit_write(self.plan, _lines(messages), streaming=info)
+        commit_write(_written_plan(messages, self.plan), _lines(messages), streaming=info)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        abort_write(self.plan, _lines(messages))
+        abort_write(_written_plan(messages, self.plan), _lines(messages))
+
+
+def _written_plan(messages: Sequence[WriterCommitMessage | None], planned: WritePlan) -> WritePlan:
+    """The plan the batch's tasks wrote with (``planned`` when no task wrote)."""
+    written = (m.plan for m in messages if isinstance(m, DeltaCommitMessage) and m.plan is not None)
+    return next(written, planned)
 
 
 # -- reads --------------------------------------------------------------------------------
