@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, SchemaMismatchError
-from tests.spark.helpers import operations
+from tests.spark.helpers import commits, operations
 
 pytestmark = pytest.mark.spark
 
@@ -187,3 +187,27 @@ def test_stream_schema_evolution_commits_the_physical_names_written(spark, table
     assert table.columns == ["id", "value"]
     assert sorted(map(tuple, table.collect())) == [(1, None), (3, 300)]
     assert operations(table_path)[-1] == "STREAMING UPDATE"
+
+
+def test_stream_ignores_txn_options(spark, table_path, tmp_path):
+    """Delta's ``DeltaSink`` records ``txn(queryId, batchId)`` whatever ``txnAppId`` /
+    ``txnVersion`` say (they are ``WriteIntoDelta``'s): a stream given the ones a batch write
+    already committed still commits its batch, under its own query id."""
+    rows = spark.createDataFrame([(1,)], "value int")
+    rows.write.format("deltalog").mode("append").option("txnAppId", "app").option("txnVersion", 5).save(table_path)
+    incoming = str(tmp_path / "incoming")
+    spark.createDataFrame([(2,)], "value int").write.parquet(incoming)
+    (
+        spark.readStream.schema("value int")
+        .parquet(incoming)
+        .writeStream.format("deltalog")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .option("queryId", "q")
+        .option("txnAppId", "app")
+        .option("txnVersion", 5)
+        .trigger(availableNow=True)
+        .start(table_path)
+        .awaitTermination()
+    )
+    assert sorted(r.value for r in spark.read.format("deltalog").load(table_path).collect()) == [1, 2]
+    assert [a["txn"]["appId"] for a in commits(table_path)[-1] if "txn" in a] == ["q"]

@@ -122,10 +122,10 @@ class DeltaWriter(DataSourceArrowWriter):
         log.warning("write to %s aborted; deleted %d written files", self.plan.options.path, deleted)
 
 
-def _query_app_id(options: WriteOptions, raw: Any) -> str:
-    """The streaming query's application id: txnAppId/queryId option, else the query id
-    Spark keeps in ``<checkpointLocation>/metadata``, else a stable id from the location."""
-    explicit = options.txn_app_id or raw.get("queryId")
+def _query_app_id(raw: Any) -> str:
+    """The streaming query's application id: the queryId option, else the query id Spark
+    keeps in ``<checkpointLocation>/metadata``, else a stable id from the location."""
+    explicit = raw.get("queryId")
     if explicit:
         return str(explicit)
     location = raw.get("checkpointLocation")
@@ -451,6 +451,8 @@ class DeltaLogDataSource(DataSource):
         # ``overwrite`` is complete mode: each batch replaces the table, so overwriteSchema
         # applies as in a batch overwrite (Delta's sink: ``canOverwriteSchema`` in complete mode)
         opts = WriteOptions.parse(self.options, overwrite)
+        # Delta's sink records txn(queryId, batchId): txnAppId/txnVersion are batch writes' options
+        opts = dataclasses.replace(opts, txn_app_id=None, txn_version=None)
         if opts.replace_where is not None:
             from deltalog.contrib.spark.errors import InvalidWriteOptionError
 
@@ -458,7 +460,7 @@ class DeltaLogDataSource(DataSource):
                 "replaceWhere does not apply to a streaming write: complete mode replaces the whole table, "
                 "append mode replaces nothing; drop the option"
             )
-        app_id = _query_app_id(opts, self.options)
+        app_id = _query_app_id(self.options)
         return DeltaStreamWriter(plan_write(opts, schema.json(), streaming=True), app_id, overwrite)
 
 
