@@ -211,3 +211,39 @@ def test_stream_ignores_txn_options(spark, table_path, tmp_path):
     )
     assert sorted(r.value for r in spark.read.format("deltalog").load(table_path).collect()) == [1, 2]
     assert [a["txn"]["appId"] for a in commits(table_path)[-1] if "txn" in a] == ["q"]
+
+
+def test_append_mode_commits_once_per_batch(spark, table_path, tmp_path):
+    """Delta's ``DeltaSinkSuite`` "append mode", "SPARK-21167: encode and decode path
+    correctly", "partitioned writing and batch reading" and "history includes user-defined
+    metadata": each batch is one blind-append ``STREAMING UPDATE`` with ``txn(queryId,
+    batchId)`` and ``operationParameters`` outputMode/queryId/epochId; a query restarted from
+    its checkpoint writes only the new data; a partition value with a space round-trips."""
+    import json
+
+    incoming, ck = str(tmp_path / "incoming"), str(tmp_path / "ck")
+
+    def run(value):
+        spark.createDataFrame([(value, len(value))], "value string, len int").write.mode("append").parquet(incoming)
+        spark.readStream.schema("value string, len int").parquet(incoming).writeStream.format("deltalog").option(
+            "checkpointLocation", ck
+        ).option("partitionBy", "value").option("userMetadata", "testMeta!").trigger(availableNow=True).start(
+            table_path
+        ).awaitTermination()
+
+    run("hello world")
+    run("b")
+    with open(tmp_path / "ck" / "metadata", encoding="utf-8") as f:
+        query_id = json.loads(f.readline())["id"]
+    table = spark.read.format("deltalog").load(table_path)
+    assert sorted(map(tuple, table.collect())) == [("b", 1), ("hello world", 11)]
+    assert table.filter("value = 'hello world'").count() == 1
+    for epoch, commit in enumerate(commits(table_path)):
+        info = next(a["commitInfo"] for a in commit if "commitInfo" in a)
+        assert info["operation"] == "STREAMING UPDATE" and info["isBlindAppend"] is True
+        assert info["operationParameters"] == {"outputMode": "Append", "queryId": query_id, "epochId": str(epoch)}
+        assert info["userMetadata"] == "testMeta!"
+        assert [(a["txn"]["appId"], a["txn"]["version"]) for a in commit if "txn" in a] == [(query_id, epoch)]
+    first_add = next(a["add"] for a in commits(table_path)[0] if "add" in a)
+    assert first_add["path"].startswith("value=hello%20world/")
+    assert first_add["partitionValues"] == {"value": "hello world"}
