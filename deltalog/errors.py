@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         NativeReadUnsupportedError,
         NativeWriteUnsupportedError,
         ReplaceWhereMismatchError,
+        StreamWriteNullTypeError,
         TableAlreadyExistsError,
         UnknownWriteOptionError,
         VariantShreddingDisabledError,
@@ -250,6 +251,7 @@ _HOMES: dict[str, str] = {
     # PySpark integration (no pyspark import)
     "DeltaSparkError": "deltalog.contrib.spark.errors",
     "CastOverflowError": "deltalog.contrib.spark.errors",
+    "StreamWriteNullTypeError": "deltalog.contrib.spark.errors",
     "NativeReadUnsupportedError": "deltalog.contrib.spark.errors",
     "VariantShreddingDisabledError": "deltalog.contrib.spark.errors",
     "NativeWriteUnsupportedError": "deltalog.contrib.spark.errors",
@@ -366,6 +368,7 @@ __all__ = [
     "RowTrackingError",
     "SchemaMismatchError",
     "ShreddedVariantError",
+    "StreamWriteNullTypeError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "TimeTravelBeyondDeletedFileRetentionDurationError",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, SchemaMismatchError
-from tests.spark.helpers import operations
+from tests.spark.helpers import commits, operations
 
 pytestmark = pytest.mark.spark
 
@@ -99,3 +99,151 @@ def test_stream_casts_batch_to_table_types(spark, table_path, tmp_path):
             sink.streamWriter(spark.createDataFrame([], refused).schema, False)
     with pytest.raises(SchemaMismatchError):
         DeltaLogDataSource({"path": table_path}).writer(spark.createDataFrame([], "a int").schema, False)
+
+
+def test_stream_casts_integers_into_a_narrower_decimal(spark, table_path, tmp_path):
+    """Delta's ``DeltaSinkImplicitCastSuite`` "implicit cast with schema evolution": a ``long``
+    column streamed into a ``decimal(6,3)`` one is cast value by value (678 is 678.000), with
+    ``mergeSchema`` adding the new column; a value the decimal cannot hold overflows."""
+    import decimal
+
+    import pyarrow as pa
+
+    from deltalog.contrib.spark.errors import CastOverflowError
+    from deltalog.contrib.spark.sink_cast import cast_columns
+
+    spark.createDataFrame([], "a decimal(6,3)").write.format("deltalog").mode("append").save(table_path)
+    incoming = str(tmp_path / "incoming")
+    spark.createDataFrame([(678, "abc"), (None, None)], "a long, b string").write.parquet(incoming)
+    (
+        spark.readStream.schema("a long, b string")
+        .parquet(incoming)
+        .writeStream.format("deltalog")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .option("mergeSchema", "true")
+        .trigger(availableNow=True)
+        .start(table_path)
+        .awaitTermination()
+    )
+    table = spark.read.format("deltalog").load(table_path)
+    assert table.schema.simpleString() == "struct<a:decimal(6,3),b:string>"
+    assert sorted(table.collect(), key=lambda r: r.a is None) == [(decimal.Decimal("678.000"), "abc"), (None, None)]
+    casts = [("a", '"integer"', '"decimal(6,3)"')]
+    with pytest.raises(CastOverflowError, match="decimal"):
+        cast_columns(pa.table({"a": pa.array([1000], pa.int32())}), casts)
+
+
+def test_stream_refuses_null_type_columns(spark, table_path, tmp_path):
+    """Delta's ``DeltaSinkSuite`` "DeltaSink rejects streaming write with NullType column in
+    batch schema" (and in a new table, at any depth) and "... to table with generated void
+    column": ``DELTA_NULL_SCHEMA_IN_STREAMING_WRITE`` when the query starts, nothing written; a
+    table's stored void column that is not generated takes nulls."""
+    from deltalog.contrib.spark.errors import StreamWriteNullTypeError
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    def refused(path, schema):
+        sink = DeltaLogDataSource({"path": path, "queryId": "q"})
+        with pytest.raises(StreamWriteNullTypeError, match="DELTA_NULL_SCHEMA_IN_STREAMING_WRITE"):
+            sink.streamWriter(spark.createDataFrame([], schema).schema, False)
+
+    for schema in ("id int, v void", "id int, s struct<x: array<void>>"):
+        refused(str(tmp_path / "new"), schema)
+    assert not (tmp_path / "new").exists()
+    spark.createDataFrame([], "id int, value int").write.format("deltalog").mode("append").save(table_path)
+    refused(table_path, "id int, value void")
+    from deltalog.contrib.spark import DeltaTable
+
+    generated = str(tmp_path / "generated")
+    DeltaTable.create(spark).location(generated).addColumn("id", "int").addColumn(
+        "v", "void", generatedAlwaysAs="null"
+    ).execute()
+    refused(generated, "id int")
+
+
+def test_stream_schema_evolution_commits_the_physical_names_written(spark, table_path, tmp_path):
+    """Delta's ``DeltaSinkNameColumnMappingSuite`` "allow schema evolution after dropping
+    column" (mergeSchema): under column mapping, a column added by a micro-batch (here again
+    under a dropped column's name) is committed with the physical name its files were written
+    with, so its values read back; the dropped column's old values stay unreadable."""
+    from deltalog.contrib.spark import DeltaTable
+
+    spark.createDataFrame([(1, 100)], "id int, value int").write.format("deltalog").mode("append").option(
+        "delta.columnMapping.mode", "name"
+    ).save(table_path)
+    DeltaTable.forPath(spark, table_path).dropColumn("value")
+    incoming = str(tmp_path / "incoming")
+    spark.createDataFrame([(3, 300)], "id int, value int").write.parquet(incoming)
+    (
+        spark.readStream.schema("id int, value int")
+        .parquet(incoming)
+        .writeStream.format("deltalog")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .option("mergeSchema", "true")
+        .trigger(availableNow=True)
+        .start(table_path)
+        .awaitTermination()
+    )
+    table = spark.read.format("deltalog").load(table_path)
+    assert table.columns == ["id", "value"]
+    assert sorted(map(tuple, table.collect())) == [(1, None), (3, 300)]
+    assert operations(table_path)[-1] == "STREAMING UPDATE"
+
+
+def test_stream_ignores_txn_options(spark, table_path, tmp_path):
+    """Delta's ``DeltaSink`` records ``txn(queryId, batchId)`` whatever ``txnAppId`` /
+    ``txnVersion`` say (they are ``WriteIntoDelta``'s): a stream given the ones a batch write
+    already committed still commits its batch, under its own query id."""
+    rows = spark.createDataFrame([(1,)], "value int")
+    rows.write.format("deltalog").mode("append").option("txnAppId", "app").option("txnVersion", 5).save(table_path)
+    incoming = str(tmp_path / "incoming")
+    spark.createDataFrame([(2,)], "value int").write.parquet(incoming)
+    (
+        spark.readStream.schema("value int")
+        .parquet(incoming)
+        .writeStream.format("deltalog")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .option("queryId", "q")
+        .option("txnAppId", "app")
+        .option("txnVersion", 5)
+        .trigger(availableNow=True)
+        .start(table_path)
+        .awaitTermination()
+    )
+    assert sorted(r.value for r in spark.read.format("deltalog").load(table_path).collect()) == [1, 2]
+    assert [a["txn"]["appId"] for a in commits(table_path)[-1] if "txn" in a] == ["q"]
+
+
+def test_append_mode_commits_once_per_batch(spark, table_path, tmp_path):
+    """Delta's ``DeltaSinkSuite`` "append mode", "SPARK-21167: encode and decode path
+    correctly", "partitioned writing and batch reading" and "history includes user-defined
+    metadata": each batch is one blind-append ``STREAMING UPDATE`` with ``txn(queryId,
+    batchId)`` and ``operationParameters`` outputMode/queryId/epochId; a query restarted from
+    its checkpoint writes only the new data; a partition value with a space round-trips."""
+    import json
+
+    incoming, ck = str(tmp_path / "incoming"), str(tmp_path / "ck")
+
+    def run(value):
+        spark.createDataFrame([(value, len(value))], "value string, len int").write.mode("append").parquet(incoming)
+        spark.readStream.schema("value string, len int").parquet(incoming).writeStream.format("deltalog").option(
+            "checkpointLocation", ck
+        ).option("partitionBy", "value").option("userMetadata", "testMeta!").trigger(availableNow=True).start(
+            table_path
+        ).awaitTermination()
+
+    run("hello world")
+    run("b")
+    with open(tmp_path / "ck" / "metadata", encoding="utf-8") as f:
+        query_id = json.loads(f.readline())["id"]
+    table = spark.read.format("deltalog").load(table_path)
+    assert sorted(map(tuple, table.collect())) == [("b", 1), ("hello world", 11)]
+    assert table.filter("value = 'hello world'").count() == 1
+    for epoch, commit in enumerate(commits(table_path)):
+        info = next(a["commitInfo"] for a in commit if "commitInfo" in a)
+        assert info["operation"] == "STREAMING UPDATE" and info["isBlindAppend"] is True
+        assert info["operationParameters"] == {"outputMode": "Append", "queryId": query_id, "epochId": str(epoch)}
+        assert info["userMetadata"] == "testMeta!"
+        assert [(a["txn"]["appId"], a["txn"]["version"]) for a in commit if "txn" in a] == [(query_id, epoch)]
+    first_add = next(a["add"] for a in commits(table_path)[0] if "add" in a)
+    assert first_add["path"].startswith("value=hello%20world/")
+    assert first_add["partitionValues"] == {"value": "hello world"}

@@ -26,6 +26,7 @@ __all__ = [
     "NativeWriteUnsupportedError",
     "ReplaceWhereMismatchError",
     "SchemaMismatchError",
+    "StreamWriteNullTypeError",
     "TableAlreadyExistsError",
     "UnknownWriteOptionError",
     "VacuumRetentionError",
@@ -294,6 +295,22 @@ class VariantShreddingDisabledError(DeltaSparkError):
             "delta.enableVariantShredding to true, or unset spark.sql.variant.forceShreddingSchemaForTest."
         )
         self.table = table
+
+
+class StreamWriteNullTypeError(DeltaAnalysisError):
+    """Delta's ``DELTA_NULL_SCHEMA_IN_STREAMING_WRITE``: a streaming write whose data has a
+    column of type ``void`` (NullType, at any depth), or into a table with a generated ``void``
+    column; refused when the query starts, nothing written. Cast the column in the query."""
+
+    error_class = "DELTA_NULL_SCHEMA_IN_STREAMING_WRITE"
+
+    def __init__(self, table: str, column: str) -> None:
+        super().__init__(
+            f"DELTA_NULL_SCHEMA_IN_STREAMING_WRITE: Delta doesn't accept NullTypes in the schema for streaming "
+            f"writes: column {column} of the write to {table} is void; cast it to a type (CAST(NULL AS INT))"
+        )
+        self.table = table
+        self.column = column
 
 
 class CastOverflowError(DeltaSparkError, ArithmeticError):

@@ -143,11 +143,22 @@ def _cast_atomic(values: pa.Array, data: Any, table: Any) -> pa.Array:
         return values.cast(target, safe=False)
     if d in _FRACTIONAL:  # toward zero; NaN and values out of range fail the safe cast
         return pc.trunc(values).cast(target)
+    if d in _INTEGRAL and t == "decimal":
+        return _integral_to_decimal(values, target)
     if d == "decimal" and t != "string":
         match = _DECIMAL.fullmatch(str(table))
         digits = int(match.group(2)) if match else 0
         return pc.round(values, ndigits=digits, round_mode="half_up" if match else "towards_zero").cast(target)
     return values.cast(target)
+
+
+def _integral_to_decimal(values: pa.Array, target: pa.DataType) -> pa.Array:
+    """An integer column cast to a decimal checked value by value, as Spark's: Arrow casts an
+    integer only to a decimal that holds every value of the integer type, so the values go
+    through such a decimal (at the target's scale) first, then to the target."""
+    digits = len(str(2 ** (values.type.bit_width - 1))) + target.scale
+    wide = pa.decimal128(digits, target.scale) if digits <= 38 else pa.decimal256(digits, target.scale)
+    return values.cast(wide).cast(target)
 
 
 def _cast(values: pa.Array, data: Any, table: Any) -> pa.Array:

@@ -78,9 +78,11 @@ CDF_COLUMNS = (
 
 @dataclass
 class DeltaCommitMessage(WriterCommitMessage):
-    """What a write task hands to the driver: the action lines of the files it wrote."""
+    """What a write task hands to the driver: the action lines of the files it wrote, and for
+    a micro-batch the plan they were written with (see :meth:`DeltaStreamWriter.commit`)."""
 
     actions: list[str]
+    plan: WritePlan | None = None
 
 
 def _task_id() -> int:
@@ -120,10 +122,10 @@ class DeltaWriter(DataSourceArrowWriter):
         log.warning("write to %s aborted; deleted %d written files", self.plan.options.path, deleted)
 
 
-def _query_app_id(options: WriteOptions, raw: Any) -> str:
-    """The streaming query's application id: txnAppId/queryId option, else the query id
-    Spark keeps in ``<checkpointLocation>/metadata``, else a stable id from the location."""
-    explicit = options.txn_app_id or raw.get("queryId")
+def _query_app_id(raw: Any) -> str:
+    """The streaming query's application id: the queryId option, else the query id Spark
+    keeps in ``<checkpointLocation>/metadata``, else a stable id from the location."""
+    explicit = raw.get("queryId")
     if explicit:
         return str(explicit)
     location = raw.get("checkpointLocation")
@@ -151,14 +153,23 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         self.complete = complete
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return DeltaCommitMessage(write_batches(self.plan.spec, iterator, _task_id()))
+        return DeltaCommitMessage(write_batches(self.plan.spec, iterator, _task_id()), self.plan)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Commit the batch with the plan its files were written with: PySpark commits
+        through a writer it creates again (a new plan, on the table as it is then), whose new
+        columns would get other physical names under column mapping than the files have."""
         info = StreamingInfo(self.app_id, batchId, "Complete" if self.complete else "Append")
-        commit_write(self.plan, _lines(messages), streaming=info)
+        commit_write(_written_plan(messages, self.plan), _lines(messages), streaming=info)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        abort_write(self.plan, _lines(messages))
+        abort_write(_written_plan(messages, self.plan), _lines(messages))
+
+
+def _written_plan(messages: Sequence[WriterCommitMessage | None], planned: WritePlan) -> WritePlan:
+    """The plan the batch's tasks wrote with (``planned`` when no task wrote)."""
+    written = (m.plan for m in messages if isinstance(m, DeltaCommitMessage) and m.plan is not None)
+    return next(written, planned)
 
 
 # -- reads --------------------------------------------------------------------------------
@@ -440,6 +451,8 @@ class DeltaLogDataSource(DataSource):
         # ``overwrite`` is complete mode: each batch replaces the table, so overwriteSchema
         # applies as in a batch overwrite (Delta's sink: ``canOverwriteSchema`` in complete mode)
         opts = WriteOptions.parse(self.options, overwrite)
+        # Delta's sink records txn(queryId, batchId): txnAppId/txnVersion are batch writes' options
+        opts = dataclasses.replace(opts, txn_app_id=None, txn_version=None)
         if opts.replace_where is not None:
             from deltalog.contrib.spark.errors import InvalidWriteOptionError
 
@@ -447,7 +460,7 @@ class DeltaLogDataSource(DataSource):
                 "replaceWhere does not apply to a streaming write: complete mode replaces the whole table, "
                 "append mode replaces nothing; drop the option"
             )
-        app_id = _query_app_id(opts, self.options)
+        app_id = _query_app_id(self.options)
         return DeltaStreamWriter(plan_write(opts, schema.json(), streaming=True), app_id, overwrite)
 
 

@@ -49,6 +49,7 @@ from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partit
 from deltalog.contrib.spark.replace_where import names_data_columns, refuse_data_columns
 from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
 from deltalog.contrib.spark.sink_cast import write_types
+from deltalog.contrib.spark.sink_null_types import refuse_null_types
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.logstores.base import LogStoreSpec
 from deltalog.txn.commands.dependent_expressions import check_write_types
@@ -267,6 +268,9 @@ def plan_write(
     bound = None if source is None else source.snapshot(delta_log)
     snapshot = bound if bound is not None else delta_log.update()
     data = _spark_schema_dict(data_schema_json)
+    if streaming:
+        table_schema = json.loads(snapshot.metadata.schema_string) if snapshot.version >= 0 else None
+        refuse_null_types(delta_log.table_uri, data, table_schema)
     casts: tuple[tuple[str, str, str], ...] = ()
     if streaming and snapshot.version >= 0 and not (opts.overwrite and opts.overwrite_schema):
         data, casts = _stream_write_types(opts, snapshot, data)

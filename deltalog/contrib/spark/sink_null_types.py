@@ -1,0 +1,53 @@
+"""Delta's sink refuses ``void`` (NullType) columns in a streaming write.
+
+Delta's ``DeltaSink.addBatch`` fails a batch whose data has a ``void`` type anywhere
+(``SchemaUtils.nullTypeExistsRecursively``) or whose table has a generated ``void`` column
+(``GeneratedColumn.hasGeneratedNullTypeColumn``): ``DELTA_NULL_SCHEMA_IN_STREAMING_WRITE``.
+A batch (non-streaming) write instead leaves such columns out of its files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from deltalog.contrib.spark.errors import StreamWriteNullTypeError
+from deltalog.txn.protocol.generated_columns import GENERATION_EXPRESSION
+
+__all__ = ["refuse_null_types"]
+
+_NULL = ("null", "void")
+
+
+def _null_paths(t: Any, path: str) -> Iterator[str]:
+    """The paths of the ``void`` types in ``t`` (a type in a schema's JSON form)."""
+    if not isinstance(t, dict):
+        if t in _NULL:
+            yield path
+        return
+    kind = t.get("type")
+    if kind == "struct":
+        for f in t["fields"]:
+            yield from _null_paths(f["type"], f"{path}.{f['name']}" if path else f["name"])
+    elif kind == "array":
+        yield from _null_paths(t["elementType"], f"{path}.element")
+    elif kind == "map":
+        yield from _null_paths(t["keyType"], f"{path}.key")
+        yield from _null_paths(t["valueType"], f"{path}.value")
+    elif kind == "udt":
+        yield from _null_paths(t.get("sqlType"), path)
+
+
+def refuse_null_types(table: str, data: dict[str, Any], table_schema: dict[str, Any] | None) -> None:
+    """Raise :class:`StreamWriteNullTypeError` for a stream's ``data`` schema with a ``void``
+    type, or a ``table_schema`` (None: a new table) with a generated ``void`` column."""
+    found = next(_null_paths(data, ""), None)
+    if found is None and table_schema is not None:
+        generated = (
+            f["name"]
+            for f in table_schema["fields"]
+            if f["type"] in _NULL and GENERATION_EXPRESSION in (f.get("metadata") or {})
+        )
+        found = next(generated, None)
+    if found is not None:
+        raise StreamWriteNullTypeError(table, found)
