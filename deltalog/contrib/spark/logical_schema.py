@@ -63,7 +63,8 @@ def logical_schema(schema: dict[str, Any]) -> dict[str, Any]:
     makes no generated or identity column there, as in Delta; raises
     ``UnsupportedTypeChangeError`` for a recorded type change no reader may convert."""
     check_type_changes_readable(schema)
-    return _without_internal_metadata(schema)
+    stripped: dict[str, Any] = _without_internal_metadata(schema)
+    return stripped
 
 
 def _without_internal_metadata(data_type: Any) -> Any:
