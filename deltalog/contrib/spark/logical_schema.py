@@ -22,7 +22,15 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
-__all__ = ["INTERNAL_METADATA_KEYS", "SPARK_INTERNAL_METADATA_KEYS", "arrow_schema", "logical_schema", "logical_struct"]
+__all__ = [
+    "INTERNAL_METADATA_KEYS",
+    "INTERNAL_WRITER_METADATA_KEYS",
+    "SPARK_INTERNAL_METADATA_KEYS",
+    "arrow_schema",
+    "logical_schema",
+    "logical_struct",
+    "without_internal_writer_metadata",
+]
 
 #: Spark's own column metadata old Spark versions leaked into table schemas (Delta's
 #: ``DeltaTableUtils.SPARK_INTERNAL_METADATA_KEYS``)
@@ -38,23 +46,26 @@ SPARK_INTERNAL_METADATA_KEYS = frozenset(
     }
 )
 
-#: Column metadata no read shows: generation expressions and identity (writer features,
-#: ``ColumnWithDefaultExprUtils.removeDefaultExpressions``), column mapping
-#: (``DeltaColumnMapping.dropColumnMappingMetadata``), type changes
-#: (``TypeWideningMetadata.removeTypeWideningMetadata``) and leaked Spark keys. Comments,
-#: defaults (``CURRENT_DEFAULT``), collations and char/varchar types stay.
-INTERNAL_METADATA_KEYS = frozenset(
+#: Column metadata of writer-only features and leaked Spark keys (Delta's
+#: ``DeltaTableUtils.removeInternalWriterMetadata``): generation expressions and identity
+#: (``ColumnWithDefaultExprUtils.removeDefaultExpressions``).
+INTERNAL_WRITER_METADATA_KEYS = frozenset(
     {
         GENERATION_EXPRESSION,
         identity.START,
         identity.STEP,
         identity.HIGH_WATER_MARK,
         identity.ALLOW_EXPLICIT_INSERT,
-        TYPE_CHANGES_KEY,
-        *COLUMN_MAPPING_FIELD_KEYS,
         *SPARK_INTERNAL_METADATA_KEYS,
     }
 )
+
+#: Column metadata no read shows: :data:`INTERNAL_WRITER_METADATA_KEYS`, column mapping
+#: (``DeltaColumnMapping.dropColumnMappingMetadata``) and type changes
+#: (``TypeWideningMetadata.removeTypeWideningMetadata``), Delta's
+#: ``removeInternalDeltaMetadata``. Comments, defaults (``CURRENT_DEFAULT``), collations and
+#: char/varchar types stay.
+INTERNAL_METADATA_KEYS = INTERNAL_WRITER_METADATA_KEYS | {TYPE_CHANGES_KEY, *COLUMN_MAPPING_FIELD_KEYS}
 
 
 def logical_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -63,28 +74,36 @@ def logical_schema(schema: dict[str, Any]) -> dict[str, Any]:
     makes no generated or identity column there, as in Delta; raises
     ``UnsupportedTypeChangeError`` for a recorded type change no reader may convert."""
     check_type_changes_readable(schema)
-    stripped: dict[str, Any] = _without_internal_metadata(schema)
+    stripped: dict[str, Any] = _without_keys(schema, INTERNAL_METADATA_KEYS)
     return stripped
 
 
-def _without_internal_metadata(data_type: Any) -> Any:
-    """``data_type`` (Delta JSON) with no :data:`INTERNAL_METADATA_KEYS` at any depth."""
+def without_internal_writer_metadata(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` without :data:`INTERNAL_WRITER_METADATA_KEYS`: what a stream compares to
+    tell a schema change (Delta's ``hasSchemaChangeComparedToStreamMetadata``), so a write
+    that only moves an identity high-water mark is none."""
+    stripped: dict[str, Any] = _without_keys(schema, INTERNAL_WRITER_METADATA_KEYS)
+    return stripped
+
+
+def _without_keys(data_type: Any, keys: frozenset[str]) -> Any:
+    """``data_type`` (Delta JSON) with no field metadata under ``keys`` at any depth."""
     if not isinstance(data_type, dict):
         return data_type
     kind = data_type.get("type")
     if kind == "struct":
-        return {**data_type, "fields": [_field(f) for f in data_type.get("fields") or []]}
+        return {**data_type, "fields": [_field(f, keys) for f in data_type.get("fields") or []]}
     if kind == "array":
-        return {**data_type, "elementType": _without_internal_metadata(data_type["elementType"])}
+        return {**data_type, "elementType": _without_keys(data_type["elementType"], keys)}
     if kind == "map":
         key, value = data_type["keyType"], data_type["valueType"]
-        return {**data_type, "keyType": _without_internal_metadata(key), "valueType": _without_internal_metadata(value)}
+        return {**data_type, "keyType": _without_keys(key, keys), "valueType": _without_keys(value, keys)}
     return data_type
 
 
-def _field(field: dict[str, Any]) -> dict[str, Any]:
-    metadata = {k: v for k, v in (field.get("metadata") or {}).items() if k not in INTERNAL_METADATA_KEYS}
-    return {**field, "type": _without_internal_metadata(field["type"]), "metadata": metadata}
+def _field(field: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    metadata = {k: v for k, v in (field.get("metadata") or {}).items() if k not in keys}
+    return {**field, "type": _without_keys(field["type"], keys), "metadata": metadata}
 
 
 def logical_struct(schema_string: str) -> StructType:
