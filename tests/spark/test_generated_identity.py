@@ -390,3 +390,67 @@ def test_the_builder_refuses_a_default_no_write_could_compute(
     with pytest.raises(UnsupportedDefaultExpressionError, match=reason):
         builder.execute()
     assert not os.path.exists(os.path.join(path, "_delta_log"))
+
+
+# What Delta's DeltaTableUtils.removeInternalWriterMetadata and removeInternalDeltaMetadata
+# take out of the schema of every read (batch, change feed, stream); comments, defaults,
+# collations and char/varchar types stay.
+_INTERNAL_KEYS = {
+    "delta.generationExpression",
+    "delta.identity.start",
+    "delta.identity.step",
+    "delta.identity.highWaterMark",
+    "delta.identity.allowExplicitInsert",
+    "delta.columnMapping.id",
+    "delta.columnMapping.physicalName",
+    "delta.columnMapping.nested.ids",
+    "parquet.field.id",
+    "parquet.field.nested.ids",
+    "delta.typeChanges",
+}
+
+
+def test_reads_show_the_schema_without_delta_internal_metadata_and_copying_them_makes_plain_columns(
+    spark: Any, table_path: str
+) -> None:
+    """As Delta's reads (DeltaLog.createRelation, CDCReader, DeltaSource): a DataFrame of a
+    table with identity, generated and default columns under column mapping carries the
+    comment and the default but no generation expression, identity or column mapping
+    metadata, on every read path; so a table written from it has plain columns."""
+    from deltalog.contrib.spark import DeltaTable, read_table, register, write_table
+    from deltalog.contrib.spark.table_builder import IdentityGenerator
+
+    register(spark)
+    (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("id", "long", generatedAlwaysAs=IdentityGenerator())
+        .addColumn("x", "long", comment="the x")
+        .addColumn("g", "long", generatedAlwaysAs="x * 2")
+        .addColumn("d", "string", default="'n'")
+        .property("delta.columnMapping.mode", "name")
+        .property("delta.enableChangeDataFeed", "true")
+        .execute()
+    )
+    spark.createDataFrame([(1,)], "x long").write.format("deltalog").mode("append").save(table_path)
+    stored = json.loads(DeltaLog.for_table(table_path).update().metadata.schema_string)["fields"]
+    expected = {f["name"]: {k: v for k, v in f["metadata"].items() if k not in _INTERNAL_KEYS} for f in stored}
+    assert expected["x"] == {"comment": "the x"} and "CURRENT_DEFAULT" in expected["d"]
+    assert expected["id"] == {} and expected["g"] == {}
+    cdf = {"readChangeFeed": "true", "startingVersion": "0"}
+    reads = {
+        "native": read_table(spark, table_path, native=True),
+        "python": read_table(spark, table_path, native=False),
+        "toDF": DeltaTable.forPath(spark, table_path).toDF(),
+        "cdf native": read_table(spark, table_path, **cdf),
+        "cdf python": spark.read.format("deltalog").options(**cdf).load(table_path),
+        "stream": spark.readStream.format("deltalog").load(table_path),
+    }
+    for how, df in reads.items():
+        got = {f.name: f.metadata for f in df.schema.fields if f.name in expected}
+        assert got == expected, how
+    copy = table_path + "-copy"
+    write_table(reads["native"], copy, mode="overwrite")
+    copied = json.loads(DeltaLog.for_table(copy).update().metadata.schema_string)["fields"]
+    plain = {f["name"]: f["metadata"] for f in copied if f["name"] != "d"}
+    assert plain == {"id": {}, "x": {"comment": "the x"}, "g": {}}  # no generated, no identity column

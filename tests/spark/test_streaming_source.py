@@ -947,3 +947,24 @@ def test_schema_tracking_merges_consecutive_changes_and_type_widening(spark, tmp
         f.write("v1\n{")
     with pytest.raises(DeltaSourceSchemaLogError, match="DELTA_STREAMING_SCHEMA_LOG_DESERIALIZE_FAILED"):
         open_schema_log(parsed, table_id)
+
+
+def test_schema_tracking_ignores_changes_of_internal_writer_metadata_only() -> None:
+    """Delta's ``hasSchemaChangeComparedToStreamMetadata`` compares schemas without internal
+    writer metadata (``removeInternalWriterMetadata``): a write that only moves an identity
+    column's high-water mark, or a changed generation expression, is no schema change for a
+    stream with ``schemaTrackingLocation``; a changed comment still is."""
+    from deltalog.contrib.spark.schema_log import metadata_changed, persisted
+    from deltalog.txn.protocol.actions import Metadata, Protocol
+
+    def metadata(**meta: Any) -> Metadata:
+        field = {"name": "id", "type": "long", "nullable": True, "metadata": meta}
+        return Metadata(id="t", schema_string=json.dumps({"type": "struct", "fields": [field]}))
+
+    identity = {"delta.identity.start": 1, "delta.identity.step": 1, "delta.identity.allowExplicitInsert": False}
+    protocol = Protocol(1, 2)
+    read = persisted("t", 1, metadata(**identity, **{"delta.identity.highWaterMark": 1}), protocol, "/t")
+    assert not metadata_changed(read, metadata(**identity, **{"delta.identity.highWaterMark": 7}), protocol)
+    generated = persisted("t", 1, metadata(**{"delta.generationExpression": "1"}), protocol, "/t")
+    assert not metadata_changed(generated, metadata(**{"delta.generationExpression": "2"}), protocol)
+    assert metadata_changed(generated, metadata(**{"delta.generationExpression": "1", "comment": "c"}), protocol)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaSourceSchemaLogError
+from deltalog.contrib.spark.logical_schema import without_internal_writer_metadata
 from deltalog.logstores.errors import FileAlreadyExistsError
 from deltalog.txn.protocol.actions import AddCDCFile, AddFile, Metadata, Protocol, RemoveFile
 from deltalog.txn.protocol.type_widening import is_type_change_supported
@@ -327,7 +328,8 @@ def _protocol_key(p: Mapping[str, Any] | None) -> Any:
 
 def metadata_changed(read: PersistedMetadata, metadata: Metadata | None, protocol: Protocol | None) -> bool:
     """Delta's ``hasMetadataOrProtocolChangeComparedToStreamMetadata`` (less its version test):
-    another protocol, or a schema, partition columns or ``delta.*`` table property other than
+    another protocol, or a schema (internal writer metadata aside, such as an identity
+    high-water mark), partition columns or ``delta.*`` table property other than
     the ones the stream reads with."""
     if protocol is not None and _protocol_key(protocol.to_dict()) != _protocol_key(read.protocol):
         return True
@@ -338,7 +340,8 @@ def metadata_changed(read: PersistedMetadata, metadata: Metadata | None, protoco
         return {k: v for k, v in (conf or {}).items() if k.startswith("delta.")}
 
     return (
-        json.loads(metadata.schema_string) != read.schema
+        without_internal_writer_metadata(json.loads(metadata.schema_string))
+        != without_internal_writer_metadata(read.schema)
         or tuple(metadata.partition_columns) != read.partition_columns
         or delta_conf(metadata.configuration) != delta_conf(read.table_configurations)
     )
