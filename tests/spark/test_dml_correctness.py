@@ -357,8 +357,9 @@ def test_merge_star_resolves_with_the_session_case_sensitivity(spark, table_path
     table = DeltaTable.forPath(spark, table_path)
     source = spark.createDataFrame([(1, "m"), (2, "n")], "id long, VALUE string")
 
-    def merge(star):
+    def merge(star, evolve=False):
         builder = table.alias("t").merge(source.alias("s"), "t.id = s.id")
+        builder = builder.withSchemaEvolution() if evolve else builder
         return (builder.whenMatchedUpdateAll() if star == "UPDATE" else builder.whenNotMatchedInsertAll()).execute()
 
     spark.conf.set("spark.sql.caseSensitive", "true")
@@ -366,9 +367,16 @@ def test_merge_star_resolves_with_the_session_case_sensitivity(spark, table_path
         for star in ("UPDATE", "INSERT"):
             with pytest.raises(DeltaAnalysisError, match=rf"DELTA_MERGE_UNRESOLVED_EXPRESSION.*value.* {star} clause"):
                 merge(star)
+        # with schema evolution mergeSchemas adds no VALUE (case-insensitive); the action VALUE
+        # names no target column for generateUpdateExpressions, and an insert leaves value null
+        with pytest.raises(DeltaAnalysisError, match=r"DELTA_MISSING_SET_COLUMN: `VALUE`"):
+            merge("UPDATE", evolve=True)
+        merge("INSERT", evolve=True)
+        assert sorted((r.id, r.value) for r in table.toDF().collect()) == [(1, "a"), (2, None)]
+        table.delete("id = 2")
     finally:
         spark.conf.unset("spark.sql.caseSensitive")
-    assert len(commits(table_path)) == 1
+    assert table.toDF().columns == ["id", "value"]
     merge("UPDATE")
     merge("INSERT")
     assert sorted((r.id, r.value) for r in table.toDF().collect()) == [(1, "m"), (2, "n")]

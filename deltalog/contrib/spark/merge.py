@@ -331,13 +331,21 @@ class DeltaMergeBuilder:
         return parts
 
     def _star_assignment(self, kind: str, columns: list[str], evolve: bool) -> dict[str, Column]:
-        """``updateAll``/``insertAll`` as Delta's ``resolveStar``: without schema evolution each
-        table column is resolved in the source by the session's resolver
-        (DELTA_MERGE_UNRESOLVED_EXPRESSION when it is not there); with it, by name ignoring case
-        (``SchemaMergingUtils.mergeSchemas`` merges case-insensitively)."""
-        resolver = Resolver() if evolve else self._resolver()
+        """``updateAll``/``insertAll`` as Delta's ``resolveStar``: each table column is resolved
+        in the source by the session's resolver (without schema evolution
+        DELTA_MERGE_UNRESOLVED_EXPRESSION when it is not there). With it the source columns are
+        the actions; ``mergeSchemas`` matches them to the table's ignoring case, so under
+        ``spark.sql.caseSensitive=true`` a source ``VALUE`` beside a table ``value`` is no new
+        column: ``generateUpdateExpressions`` refuses it (DELTA_MISSING_SET_COLUMN), an insert
+        leaves ``value`` null."""
+        resolver = self._resolver()
         found = {c: resolver.find(c, self._source.columns) for c in columns}
         missing = [c for c, src in found.items() if src is None]
+        stray = [c for c in self._source.columns if resolver.find(c, columns) is None and Resolver().find(c, columns)]
+        if evolve and kind == "update" and stray:
+            raise DeltaAnalysisError(
+                f"DELTA_MISSING_SET_COLUMN: `{stray[0]}` column not found given columns: [{', '.join(columns)}]"
+            )
         if missing and not evolve:
             hint = "; add it to the source, or use withSchemaEvolution()"
             raise _unresolved_target(f"`{missing[0]}`", kind, self._source.columns, resolver, hint)
