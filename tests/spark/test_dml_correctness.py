@@ -345,6 +345,43 @@ def test_set_names_resolve_with_the_session_case_sensitivity(spark, table_path):
         table.update("id = 1", {"nope": "'x'"})
 
 
+def test_merge_star_resolves_with_the_session_case_sensitivity(spark, table_path):
+    """Delta's ``resolveStar`` without schema evolution expands ``updateAll``/``insertAll``
+    into ``col = source.col`` for every target column, resolved in the source by the session's
+    resolver: under ``spark.sql.caseSensitive=true`` a source ``VALUE`` does not give the
+    target's ``value`` (DELTA_MERGE_UNRESOLVED_EXPRESSION); case-insensitively it does."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    spark.createDataFrame([(1, "a")], "id long, value string").write.format("deltalog").mode("append").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame([(1, "m"), (2, "n")], "id long, VALUE string")
+
+    def merge(star, evolve=False):
+        builder = table.alias("t").merge(source.alias("s"), "t.id = s.id")
+        builder = builder.withSchemaEvolution() if evolve else builder
+        return (builder.whenMatchedUpdateAll() if star == "UPDATE" else builder.whenNotMatchedInsertAll()).execute()
+
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        for star in ("UPDATE", "INSERT"):
+            with pytest.raises(DeltaAnalysisError, match=rf"DELTA_MERGE_UNRESOLVED_EXPRESSION.*value.* {star} clause"):
+                merge(star)
+        # with schema evolution mergeSchemas adds no VALUE (case-insensitive); the action VALUE
+        # names no target column for generateUpdateExpressions, and an insert leaves value null
+        with pytest.raises(DeltaAnalysisError, match=r"DELTA_MISSING_SET_COLUMN: `VALUE`"):
+            merge("UPDATE", evolve=True)
+        merge("INSERT", evolve=True)
+        assert sorted((r.id, r.value) for r in table.toDF().collect()) == [(1, "a"), (2, None)]
+        table.delete("id = 2")
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
+    assert table.toDF().columns == ["id", "value"]
+    merge("UPDATE")
+    merge("INSERT")
+    assert sorted((r.id, r.value) for r in table.toDF().collect()) == [(1, "m"), (2, "n")]
+
+
 @pytest.mark.parametrize("level", ["Serializable", "WriteSerializable"])
 def test_dml_that_changes_nothing_records_an_empty_commit_only_under_write_serializable(spark, table_path, level):
     """Delta's DELETE, UPDATE and MERGE commit with ``commitIfNeeded``: a command that changed

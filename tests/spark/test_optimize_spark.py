@@ -215,3 +215,32 @@ def test_where_predicates_as_delta_optimize(spark, table_path):
     assert (metrics["numFilesRemoved"], metrics["totalConsideredFiles"]) == (4, 4)  # g=0's only
     metrics = table.optimize().where("1 = 1").executeCompaction().collect()[0].metrics
     assert (metrics["numFilesRemoved"], metrics["numFilesAdded"], metrics["totalConsideredFiles"]) == (4, 1, 5)
+
+
+def test_where_any_partition_predicate_as_delta_optimize(spark, table_path):
+    """Delta's OPTIMIZE selects files by any predicate naming partition columns only
+    (``verifyPartitionPredicates``, then ``filesForScan``): an ``OR``, a function of a
+    partition column, a constant ANDed with a column term; a data column anywhere in it is
+    DELTA_NON_PARTITION_COLUMN_REFERENCE, and a non-deterministic predicate is left out of
+    ``filesForScan``'s partition filters, so every file is considered."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    for start in (0, 10):
+        _append(spark, table_path, start, 4)
+    table = DeltaTable.forPath(spark, table_path)
+
+    def considered_removed(predicate):
+        metrics = table.optimize().where(predicate).executeCompaction().collect()[0].metrics
+        return metrics["totalConsideredFiles"], metrics["numFilesRemoved"]
+
+    assert considered_removed("g = '7' OR g = '8'") == (0, 0)
+    assert considered_removed("substr(G, 1, 1) = '0'") == (4, 4)  # g=0 only
+    assert _last_commit(table_path)[0]["operationParameters"]["predicate"] == json.dumps(["(substr(G, 1, 1) = '0')"])
+    assert considered_removed("1 = 1 AND cast(g AS INT) % 2 = 1") == (4, 4)  # g=1 only
+    assert considered_removed("g = '0' OR g IS NULL") == (1, 0)
+    assert considered_removed("rand() < 0") == (2, 0)  # ignored, as Delta's filesForScan
+    for data in ("g = '0' OR id = 1", "substr(g, 1, 1) = cast(id AS STRING)"):
+        with pytest.raises(DeltaAnalysisError, match=r"DELTA_NON_PARTITION_COLUMN_REFERENCE.*'id'"):
+            table.optimize().where(data).executeCompaction()
+    assert sorted(r.id for r in spark.read.format("deltalog").load(table_path).collect()) == [*range(4), *range(10, 14)]

@@ -102,13 +102,13 @@ class DeltaOptimizeBuilder:
 
     def _execute(self, z_order_by: tuple[str, ...], purge: bool = False) -> DataFrame:
         from deltalog.contrib.spark.optimize_metrics import optimize_result_row, optimize_result_schema
-        from deltalog.contrib.spark.optimize_where import OptimizeWhere, optimize_where
+        from deltalog.contrib.spark.optimize_where import OptimizeWhere, file_selector, optimize_where
         from deltalog.contrib.spark.options import STRING_PREFIX_LENGTH_CONF, session_string_prefix_length
         from deltalog.txn.commands.optimize import DEFAULT_NUM_RANGES, OptimizeError, optimize
 
         table = self._table
         spark = table._spark
-        where = optimize_where(self._where, table._log.update().metadata) if self._where else OptimizeWhere(None)
+        where = optimize_where(self._where, table._log.update().metadata, spark) if self._where else OptimizeWhere(None)
         num_ranges = _size_conf(spark, NUM_RANGE_IDS_CONF) or DEFAULT_NUM_RANGES
         if num_ranges <= 1:
             raise DeltaAnalysisError(f"'{NUM_RANGE_IDS_CONF}' must be greater than 1, got {num_ranges}")
@@ -116,7 +116,8 @@ class DeltaOptimizeBuilder:
             result = optimize(
                 table._log,
                 where.filters,
-                where_is_false=where.is_false,
+                select_files=file_selector(spark, where),
+                predicate=where.predicate,
                 target_size=_size_conf(spark, MAX_FILE_SIZE_CONF),
                 min_file_size=_size_conf(spark, MIN_FILE_SIZE_CONF),
                 max_attempts=OPTIMIZE_ATTEMPTS,

@@ -298,17 +298,7 @@ class DeltaMergeBuilder:
         from deltalog.contrib.spark.update_expressions import assign_fields, refuse_conflicting_targets
 
         if clause.assignments is None:
-            src_cols = {c.lower(): c for c in self._source.columns}
-            missing = [c for c in columns if c.lower() not in src_cols]
-            if missing and not evolve:
-                what = "updateAll" if clause.kind == "update" else "insertAll"
-                raise DeltaAnalysisError(
-                    f"{what}: the source has no column(s) {missing}; add them to the source, or use "
-                    "withSchemaEvolution()"
-                )
-            # backquoted: a name with a dot is one column, not a struct's field
-            quoted = {k: "`" + v.replace("`", "``") + "`" for k, v in src_cols.items()}
-            return {c: self._source[quoted[c.lower()]] for c in columns if c.lower() in src_cols}
+            return self._star_assignment(clause.kind, columns, evolve)
         resolver = self._resolver()
         out: dict[str, Column] = {}
         nested: dict[str, dict[tuple[str, ...], Column]] = {}
@@ -339,6 +329,28 @@ class DeltaMergeBuilder:
         if len(parts) > 1 and self._resolver()(parts[0], self._table._alias or "target"):
             parts = parts[1:]
         return parts
+
+    def _star_assignment(self, kind: str, columns: list[str], evolve: bool) -> dict[str, Column]:
+        """``updateAll``/``insertAll`` as Delta's ``resolveStar``: each table column is resolved
+        in the source by the session's resolver (without schema evolution
+        DELTA_MERGE_UNRESOLVED_EXPRESSION when it is not there). With it the source columns are
+        the actions; ``mergeSchemas`` matches them to the table's ignoring case, so under
+        ``spark.sql.caseSensitive=true`` a source ``VALUE`` beside a table ``value`` is no new
+        column: ``generateUpdateExpressions`` refuses it (DELTA_MISSING_SET_COLUMN), an insert
+        leaves ``value`` null."""
+        resolver = self._resolver()
+        found = {c: resolver.find(c, self._source.columns) for c in columns}
+        missing = [c for c, src in found.items() if src is None]
+        stray = [c for c in self._source.columns if resolver.find(c, columns) is None and Resolver().find(c, columns)]
+        if evolve and kind == "update" and stray:
+            raise DeltaAnalysisError(
+                f"DELTA_MISSING_SET_COLUMN: `{stray[0]}` column not found given columns: [{', '.join(columns)}]"
+            )
+        if missing and not evolve:
+            hint = "; add it to the source, or use withSchemaEvolution()"
+            raise _unresolved_target(f"`{missing[0]}`", kind, self._source.columns, resolver, hint)
+        # backquoted: a name with a dot is one column, not a struct's field
+        return {c: self._source["`" + src.replace("`", "``") + "`"] for c, src in found.items() if src is not None}
 
     def _resolver(self) -> Resolver:
         """The session's name resolver (Delta's ``conf.resolver``), which SET names follow."""

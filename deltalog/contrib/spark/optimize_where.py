@@ -2,15 +2,22 @@
 
 Each ``where`` of ``DeltaOptimizeBuilder`` adds a predicate, and the predicates are ANDed.
 Each may name partition columns only (Delta's ``verifyPartitionPredicates``:
-``DELTA_NON_PARTITION_COLUMN_REFERENCE``). A predicate naming no column (``1 = 0``,
-``1 = 1``) is a constant, which Delta's ``filesForScan`` folds: false or NULL selects no
-file, true every file. The others are partition filters for the engine's OPTIMIZE.
+``DELTA_NON_PARTITION_COLUMN_REFERENCE``), and Delta selects the files by any such predicate
+(``filesForScan``). A simple one (comparisons, ``IN``, ``IS [NOT] NULL`` ANDed) becomes the
+engine's partition filters; one naming no column (``1 = 0``, ``1 = 1``) is a constant, which
+Delta folds: false or NULL selects no file, true every file; any other (``OR``, a function
+of a partition column, a constant ANDed with a column term) is evaluated by Spark over the
+files' partition values, as for a metadata-only DELETE
+(:mod:`~deltalog.contrib.spark.partition_conditions`). A non-deterministic predicate
+(``rand() < 0.5``) selects nothing out: Delta's ``filesForScan`` leaves it out of the
+partition filters, so every file is considered.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.predicates import parse_partition_predicate
@@ -18,33 +25,92 @@ from deltalog.contrib.spark.replace_where import compiled_predicate, refuse_data
 from deltalog.txn.protocol.actions import Metadata
 from deltalog.txn.protocol.partition_filters import PartitionFilter
 
-__all__ = ["OptimizeWhere", "optimize_where"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from deltalog.txn.commands.optimize import FileSelector
+    from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.protocol.actions import AddFile
+
+__all__ = ["OptimizeWhere", "file_selector", "optimize_where"]
+
+_WHY = "OPTIMIZE selects whole partitions"
 
 
 @dataclass(frozen=True)
 class OptimizeWhere:
-    """The files OPTIMIZE considers: those ``filters`` select (None: every file), or none at
-    all when ``is_false`` (a constant predicate that is false or NULL)."""
+    """The files OPTIMIZE considers: those ``filters`` select (None: every file) and the Spark
+    ``conditions`` hold for, or none at all when ``is_false`` (a constant predicate that is
+    false or NULL); ``predicate``: the commit's ``predicate`` parameter."""
 
     filters: list[PartitionFilter] | None
     is_false: bool = False
+    conditions: list[str] = field(default_factory=list)
+    predicate: list[str] | None = None
 
 
-def optimize_where(predicates: Sequence[str], metadata: Metadata) -> OptimizeWhere:
+def optimize_where(predicates: Sequence[str], metadata: Metadata, spark: SparkSession) -> OptimizeWhere:
     """OPTIMIZE's ``where`` ``predicates`` (ANDed) on a table of ``metadata``; raises
-    :class:`DeltaAnalysisError` for a predicate naming a data column or one deltalog cannot read."""
+    :class:`DeltaAnalysisError` for a predicate naming a data column."""
+    from deltalog.txn.commands.optimize import describe_filters
+
     filters: list[PartitionFilter] = []
+    conditions: list[str] = []
     is_false = False
     for text in predicates:
-        refuse_data_columns(text, metadata, "OPTIMIZE selects whole partitions")
+        refuse_data_columns(text, metadata, _WHY)
         try:
             filters.extend(parse_partition_predicate(text))
+            continue
         except DeltaAnalysisError:
             value = _constant(text)
-            if value is None:
-                raise
+        if value is not None:
             is_false = is_false or not value
-    return OptimizeWhere(filters or None, is_false)
+        elif _partition_condition(spark, metadata, text):
+            conditions.append(text)
+    predicate = [*describe_filters(filters), *(f"({c})" for c in conditions)] if conditions else None
+    return OptimizeWhere(filters or None, is_false, conditions, predicate)
+
+
+def _partition_condition(spark: SparkSession, metadata: Metadata, text: str) -> bool:
+    """Whether ``text`` is a deterministic condition on partition columns, to evaluate by
+    Spark; False for a non-deterministic one (Delta's ``filesForScan`` ignores it). Raises
+    Delta's ``DELTA_NON_PARTITION_COLUMN_REFERENCE`` for one naming another column."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark.logical_schema import logical_struct
+    from deltalog.contrib.spark.partition_conditions import condition_references
+
+    rows = spark.createDataFrame([], logical_struct(metadata.schema_string))
+    deterministic, names = condition_references(rows, F.expr(text))
+    partitions = {c.lower() for c in metadata.partition_columns}
+    outside = [n for n in names if n.lower() not in partitions]
+    if outside:
+        raise DeltaAnalysisError(
+            f"DELTA_NON_PARTITION_COLUMN_REFERENCE: Predicate references non-partition column '{outside[0]}'. "
+            f"Only the partition columns may be referenced: [{', '.join(metadata.partition_columns)}] ({_WHY})"
+        )
+    return deterministic
+
+
+def file_selector(spark: SparkSession, where: OptimizeWhere) -> FileSelector | None:
+    """The engine OPTIMIZE's ``select_files`` for ``where``: no file when it is false, else
+    the files whose partition values satisfy all its ``conditions`` (one Spark job); None
+    when the partition filters alone select the files."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark.partition_conditions import files_matching
+
+    if not (where.is_false or where.conditions):
+        return None
+
+    def select(snapshot: Snapshot, files: list[AddFile]) -> list[AddFile]:
+        if where.is_false or not files:
+            return []
+        condition = F.expr(" AND ".join(f"({c})" for c in where.conditions))
+        return files_matching(spark, snapshot, files, condition, None)
+
+    return select
 
 
 def _constant(text: str) -> bool | None:

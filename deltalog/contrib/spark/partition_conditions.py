@@ -28,20 +28,25 @@ if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.protocol.actions import AddFile
 
-__all__ = ["files_matching", "names_partition_columns_only"]
+__all__ = ["condition_references", "files_matching", "names_partition_columns_only"]
 
 _FILE_INDEX = "__deltalog_file_index"
+
+
+def condition_references(rows: DataFrame, condition: Column) -> tuple[bool, list[str]]:
+    """Whether ``condition``, resolved over ``rows`` (the table's columns, no row), is
+    deterministic, and the names of the columns it references."""
+    resolved = rows.select(condition)._jdf.queryExecution().analyzed().expressions().head()
+    references = resolved.references().toSeq()
+    return bool(resolved.deterministic()), [str(references.apply(i).name()) for i in range(references.size())]
 
 
 def names_partition_columns_only(rows: DataFrame, condition: Column, partition_columns: Sequence[str]) -> bool:
     """Whether ``condition``, resolved over ``rows`` (the table's columns, no row), is
     deterministic and names no column but the ``partition_columns`` (perhaps none)."""
-    resolved = rows.select(condition)._jdf.queryExecution().analyzed().expressions().head()
-    if not resolved.deterministic():
-        return False
-    references = resolved.references().toSeq()
+    deterministic, names = condition_references(rows, condition)
     partitions = {c.lower() for c in partition_columns}
-    return all(str(references.apply(i).name()).lower() in partitions for i in range(references.size()))
+    return deterministic and all(n.lower() in partitions for n in names)
 
 
 def files_matching(

@@ -2,8 +2,9 @@
 
 Delta's ``OptimizeExecutor`` (without Z-ordering), in the txn layer:
 
-1. the candidate files (none with ``where_is_false``: a WHERE folding to false, Delta's
-   ``1 = 0``) are the active files matching the partition filters ``where`` whose
+1. the candidate files are the active files matching the partition filters ``where`` (and
+   chosen by ``select_files``: the Spark layer's WHERE, any partition predicate as Delta's
+   ``filesForScan``, none for one folding to false; its commit ``predicate`` then) whose
    size is below ``min_file_size`` (Delta's ``spark.databricks.delta.optimize.minFileSize``;
    default: the target size), plus the files with a deletion vector deleting more than
    ``max_deleted_rows_ratio`` of their rows (``purge=True``, Delta's ``REORG ... APPLY
@@ -342,6 +343,8 @@ def _materialized_partitions(snapshot: Snapshot) -> StructType | None:
 #: Rewrites bins (each a list of files of one partition), in order, returning the files
 #: written for each (none for a bin whose files hold no rows).
 BinRewriter = Callable[[CompactionSpec, Sequence[Sequence[AddFile]]], "list[list[AddFile]]"]
+#: A further selection of OPTIMIZE's files, given the snapshot and the files ``where`` matched.
+FileSelector = Callable[["Snapshot", "list[AddFile]"], "list[AddFile]"]
 
 
 def _input_format(md: pq.FileMetaData) -> tuple[str, set[str]]:
@@ -689,13 +692,13 @@ def optimize(
     full: bool = False,
     rewrite_type_widening: bool = False,
     session_prefix_length: int = STRING_PREFIX_LENGTH,
-    where_is_false: bool = False,
+    select_files: FileSelector | None = None,
+    predicate: Sequence[str] | None = None,
 ) -> OptimizeResult:
-    """Compact small files (the module docstring); an :class:`OptimizeResult`. ``target_size``: the bin size
-    (Delta's ``maxFileSize``); files below ``min_file_size`` (default: the target) are candidates. ``rewrite_bins``
-    rewrites the bins (default: here, one after the other, reporting ``progress``). ``z_order_by``: Delta's ``ZORDER
-    BY``, every file of each partition rewritten, rows ordered by the interleaved bits of the columns' range ids
-    (``num_ranges``), into ``max(1, bytes // target_size)`` files per partition. The rest: the module docstring."""
+    """Compact small files; an :class:`OptimizeResult`. ``target_size``: the bin size (Delta's ``maxFileSize``); files
+    below ``min_file_size`` (default: the target) are candidates. ``rewrite_bins``: the bins' rewriter (default: here,
+    reporting ``progress``). ``z_order_by``: Delta's ``ZORDER BY`` (rows ordered by the interleaved bits of the columns'
+    ``num_ranges`` range ids, ``max(1, bytes // target_size)`` files per partition). The rest: the module docstring."""
     _check_counts(delta_log, min_files_per_bin, max_attempts)
     written: dict[_BinKey, list[AddFile]] = {}
     result = OptimizeResult(delta_log.table_uri)
@@ -713,13 +716,13 @@ def optimize(
             )
             narrow = functools.partial(files_with_narrower_types, spec) if rewrite_type_widening else None
             select = _Selection(z_order, target, smaller_than, min_files_per_bin, purge, max_deleted_rows_ratio, narrow)
-            plan = _plan_bins(txn, where, select, result, kind.clustered and not (full or narrow), where_is_false)
+            plan = _plan_bins(txn, where, select, result, kind.clustered and not (full or narrow), select_files)
             if not plan:
                 log.info("optimize %s: nothing to compact", delta_log.table_uri)
                 return result
             adds = _rewrite_plan(spec, plan, written, rewrite_bins, progress)
             try:
-                result.version = _commit_plan(txn, plan, adds, where, z_order, result, kind)
+                result.version = _commit_plan(txn, plan, adds, where, z_order, result, kind, predicate)
             except DeltaConcurrentModificationError as exc:
                 if attempt >= max_attempts:
                     raise
@@ -818,15 +821,16 @@ def _plan_bins(
     select: _Selection,
     result: OptimizeResult,
     only_unclustered: bool = False,
-    where_is_false: bool = False,
+    select_files: FileSelector | None = None,
 ) -> list[tuple[Any, list[AddFile]]]:
     """The bins to rewrite, per partition: the candidate files (smaller than ``smaller_than``,
     with too many rows deleted, or with purge every file with deleted rows) packed into bins
     of ``target`` bytes, or with Z-order every file of the partition in one bin. Records the
     files considered and skipped in ``result``."""
     _count_table_columns(result, txn.snapshot)
-    # a WHERE folding to false selects no file (Delta's filesForScan)
-    files = [] if where_is_false else txn.filter_files(list(where) if where else None)
+    files = txn.filter_files(list(where) if where else None)
+    if select_files is not None:  # the Spark layer's WHERE (Delta's filesForScan)
+        files = select_files(txn.snapshot, files)
     wanted = [f for f in files if select.wants(f)]
     if select.narrower is not None:
         wanted = select.narrower(wanted)
@@ -891,18 +895,20 @@ def _commit_plan(
     z_order: tuple[str, ...],
     result: OptimizeResult,
     kind: _Kind = _Kind(),
+    predicate: Sequence[str] | None = None,
 ) -> int:
     """Commit the removes of the planned files and ``adds`` (``dataChange=false``), as
     ``OPTIMIZE`` (or ``REORG``)."""
     now = int(time.time() * 1000)
+    predicate = predicate or describe_filters(where)
     removes = [f.remove(now, data_change=False) for _, b in plan for f in b]
     _fill(result, plan, adds)
     operation: Optimize | Reorg
     if kind.reorg:
-        operation = Reorg(predicate=describe_filters(where), user_metrics=result.metrics)
+        operation = Reorg(predicate=list(predicate), user_metrics=result.metrics)
     else:
         operation = Optimize(
-            predicate=describe_filters(where),
+            predicate=list(predicate),
             z_order_by=() if kind.clustered else z_order,
             cluster_by=z_order if kind.clustered else None,
             is_full=kind.full,
