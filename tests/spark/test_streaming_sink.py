@@ -10,6 +10,17 @@ from tests.spark.helpers import commits, operations
 pytestmark = pytest.mark.spark
 
 
+def _stream_once(spark, rows, table_path, tmp_path, **options):
+    """Write ``rows`` as Parquet files and stream them once (``availableNow``) into the table
+    at ``table_path`` with the sink's ``options``."""
+    incoming = str(tmp_path / "incoming")
+    rows.write.parquet(incoming)
+    writer = spark.readStream.schema(rows.schema).parquet(incoming).writeStream.format("deltalog")
+    for key, value in {"checkpointLocation": str(tmp_path / "ck"), **options}.items():
+        writer = writer.option(key, value)
+    writer.trigger(availableNow=True).start(table_path).awaitTermination()
+
+
 def test_complete_mode_overwrite_schema(spark, table_path, tmp_path):
     """Complete mode replaces the table's rows each batch; with ``overwriteSchema`` it also
     replaces its schema (Delta's sink: ``canOverwriteSchema`` in complete mode only); a batch
@@ -113,18 +124,8 @@ def test_stream_casts_integers_into_a_narrower_decimal(spark, table_path, tmp_pa
     from deltalog.contrib.spark.sink_cast import cast_columns
 
     spark.createDataFrame([], "a decimal(6,3)").write.format("deltalog").mode("append").save(table_path)
-    incoming = str(tmp_path / "incoming")
-    spark.createDataFrame([(678, "abc"), (None, None)], "a long, b string").write.parquet(incoming)
-    (
-        spark.readStream.schema("a long, b string")
-        .parquet(incoming)
-        .writeStream.format("deltalog")
-        .option("checkpointLocation", str(tmp_path / "ck"))
-        .option("mergeSchema", "true")
-        .trigger(availableNow=True)
-        .start(table_path)
-        .awaitTermination()
-    )
+    rows = spark.createDataFrame([(678, "abc"), (None, None)], "a long, b string")
+    _stream_once(spark, rows, table_path, tmp_path, mergeSchema="true")
     table = spark.read.format("deltalog").load(table_path)
     assert table.schema.simpleString() == "struct<a:decimal(6,3),b:string>"
     assert sorted(table.collect(), key=lambda r: r.a is None) == [(decimal.Decimal("678.000"), "abc"), (None, None)]
@@ -171,17 +172,8 @@ def test_stream_schema_evolution_commits_the_physical_names_written(spark, table
         "delta.columnMapping.mode", "name"
     ).save(table_path)
     DeltaTable.forPath(spark, table_path).dropColumn("value")
-    incoming = str(tmp_path / "incoming")
-    spark.createDataFrame([(3, 300)], "id int, value int").write.parquet(incoming)
-    (
-        spark.readStream.schema("id int, value int")
-        .parquet(incoming)
-        .writeStream.format("deltalog")
-        .option("checkpointLocation", str(tmp_path / "ck"))
-        .option("mergeSchema", "true")
-        .trigger(availableNow=True)
-        .start(table_path)
-        .awaitTermination()
+    _stream_once(
+        spark, spark.createDataFrame([(3, 300)], "id int, value int"), table_path, tmp_path, mergeSchema="true"
     )
     table = spark.read.format("deltalog").load(table_path)
     assert table.columns == ["id", "value"]
@@ -195,20 +187,8 @@ def test_stream_ignores_txn_options(spark, table_path, tmp_path):
     already committed still commits its batch, under its own query id."""
     rows = spark.createDataFrame([(1,)], "value int")
     rows.write.format("deltalog").mode("append").option("txnAppId", "app").option("txnVersion", 5).save(table_path)
-    incoming = str(tmp_path / "incoming")
-    spark.createDataFrame([(2,)], "value int").write.parquet(incoming)
-    (
-        spark.readStream.schema("value int")
-        .parquet(incoming)
-        .writeStream.format("deltalog")
-        .option("checkpointLocation", str(tmp_path / "ck"))
-        .option("queryId", "q")
-        .option("txnAppId", "app")
-        .option("txnVersion", 5)
-        .trigger(availableNow=True)
-        .start(table_path)
-        .awaitTermination()
-    )
+    incoming = spark.createDataFrame([(2,)], "value int")
+    _stream_once(spark, incoming, table_path, tmp_path, queryId="q", txnAppId="app", txnVersion=5)
     assert sorted(r.value for r in spark.read.format("deltalog").load(table_path).collect()) == [1, 2]
     assert [a["txn"]["appId"] for a in commits(table_path)[-1] if "txn" in a] == ["q"]
 

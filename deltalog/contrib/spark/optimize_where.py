@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.predicates import parse_partition_predicate
-from deltalog.contrib.spark.replace_where import compiled_predicate, refuse_data_columns
+from deltalog.contrib.spark.replace_where import compiled_predicate, refuse_data_columns, refuse_non_partition_names
 from deltalog.txn.protocol.actions import Metadata
 from deltalog.txn.protocol.partition_filters import PartitionFilter
 
@@ -83,13 +83,7 @@ def _partition_condition(spark: SparkSession, metadata: Metadata, text: str) -> 
 
     rows = spark.createDataFrame([], logical_struct(metadata.schema_string))
     deterministic, names = condition_references(rows, F.expr(text))
-    partitions = {c.lower() for c in metadata.partition_columns}
-    outside = [n for n in names if n.lower() not in partitions]
-    if outside:
-        raise DeltaAnalysisError(
-            f"DELTA_NON_PARTITION_COLUMN_REFERENCE: Predicate references non-partition column '{outside[0]}'. "
-            f"Only the partition columns may be referenced: [{', '.join(metadata.partition_columns)}] ({_WHY})"
-        )
+    refuse_non_partition_names(list(names), metadata, _WHY)
     return deterministic
 
 

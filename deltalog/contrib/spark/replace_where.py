@@ -99,6 +99,15 @@ def refuse_data_columns(
             names = [p[0] for p in column_paths(compiled_predicate(predicate).expr)]
         except (UnsupportedConstraintError, ValueError):
             names = []
+    refuse_non_partition_names(names, metadata, why)
+
+
+def refuse_non_partition_names(names: list[str], metadata: Metadata, why: str) -> None:
+    """Delta's ``DELTA_NON_PARTITION_COLUMN_REFERENCE`` (``verifyPartitionPredicates``) when
+    one of a predicate's column ``names`` is not a partition column of ``metadata``; ``why``
+    says which rule asks for partition columns only."""
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
     partitions = {c.lower() for c in metadata.partition_columns}
     outside = [n for n in names if n.lower() not in partitions]
     if outside:
