@@ -565,3 +565,33 @@ def test_null_foldable_and_cast_cases_of_deltas_dml_suites(spark, table_path):
         got = sorted(((r.key, r.value) for r in table.toDF().collect()), key=repr)
         assert got == sorted(expected, key=repr), f"step {i}"
     assert _version(table_path) == 6  # the steps that change no row commit nothing
+
+
+def test_an_append_only_table_refuses_removing_commands_before_anything_runs(spark, table_path):
+    """Delta's ``DeltaLog.assertRemovable``, called first by ``DeleteCommand``,
+    ``UpdateCommand``, ``WriteIntoDelta`` in overwrite mode and ``DeltaSink`` in complete mode:
+    on a table with ``delta.appendOnly=true`` each is ``DELTA_CANNOT_MODIFY_APPEND_ONLY`` before
+    anything is written, even when no row would be removed; appends and an insert-only MERGE
+    still work."""
+    from deltalog.contrib.spark import DeltaTable, write_table
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+    from deltalog.errors import AppendOnlyViolationError
+
+    rows = spark.createDataFrame([(1,)], "id long")
+    rows.write.format("deltalog").mode("append").option("delta.appendOnly", "true").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    version, files = _version(table_path), _parquet_files(table_path)
+    for action in (
+        lambda: table.delete("id = 99"),
+        lambda: table.update("id = 99", {"id": "2"}),
+        lambda: write_table(rows, table_path, mode="overwrite"),
+        lambda: DeltaLogDataSource({"path": table_path}).writer(rows.schema, True),
+        lambda: DeltaLogDataSource({"path": table_path, "queryId": "q"}).streamWriter(rows.schema, True),
+    ):
+        with pytest.raises(AppendOnlyViolationError, match="DELTA_CANNOT_MODIFY_APPEND_ONLY"):
+            action()
+    assert (_version(table_path), _parquet_files(table_path)) == (version, files)
+    source = spark.createDataFrame([(1,), (3,)], "id long").alias("s")
+    table.alias("t").merge(source, "t.id = s.id").whenNotMatchedInsertAll().execute()
+    write_table(spark.createDataFrame([(4,)], "id long"), table_path)
+    assert sorted(r.id for r in table.toDF().collect()) == [1, 3, 4]

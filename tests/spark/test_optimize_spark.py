@@ -243,4 +243,12 @@ def test_where_any_partition_predicate_as_delta_optimize(spark, table_path):
     for data in ("g = '0' OR id = 1", "substr(g, 1, 1) = cast(id AS STRING)"):
         with pytest.raises(DeltaAnalysisError, match=r"DELTA_NON_PARTITION_COLUMN_REFERENCE.*'id'"):
             table.optimize().where(data).executeCompaction()
+    spark.conf.set("spark.sql.caseSensitive", "true")  # names compared by the session's resolver
+    try:
+        for upper in ("G = '0'", "substr(G, 1, 1) = '0'"):
+            with pytest.raises(DeltaAnalysisError, match=r"DELTA_NON_PARTITION_COLUMN_REFERENCE.*'G'"):
+                table.optimize().where(upper).executeCompaction()
+        assert considered_removed("g = '1'") == (1, 0)
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
     assert sorted(r.id for r in spark.read.format("deltalog").load(table_path).collect()) == [*range(4), *range(10, 14)]

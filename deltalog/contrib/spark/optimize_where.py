@@ -28,6 +28,7 @@ from deltalog.txn.protocol.partition_filters import PartitionFilter
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from deltalog.contrib.spark.resolver import Resolver
     from deltalog.txn.commands.optimize import FileSelector
     from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.protocol.actions import AddFile
@@ -51,14 +52,17 @@ class OptimizeWhere:
 
 def optimize_where(predicates: Sequence[str], metadata: Metadata, spark: SparkSession) -> OptimizeWhere:
     """OPTIMIZE's ``where`` ``predicates`` (ANDed) on a table of ``metadata``; raises
-    :class:`DeltaAnalysisError` for a predicate naming a data column."""
+    :class:`DeltaAnalysisError` for a predicate naming a data column (names compared by the
+    session's resolver, as Delta's ``verifyPartitionPredicates``)."""
+    from deltalog.contrib.spark.resolver import session_resolver
     from deltalog.txn.commands.optimize import describe_filters
 
+    resolver = session_resolver(spark)
     filters: list[PartitionFilter] = []
     conditions: list[str] = []
     is_false = False
     for text in predicates:
-        refuse_data_columns(text, metadata, _WHY)
+        refuse_data_columns(text, metadata, _WHY, resolver)
         try:
             filters.extend(parse_partition_predicate(text))
             continue
@@ -66,13 +70,13 @@ def optimize_where(predicates: Sequence[str], metadata: Metadata, spark: SparkSe
             value = _constant(text)
         if value is not None:
             is_false = is_false or not value
-        elif _partition_condition(spark, metadata, text):
+        elif _partition_condition(spark, metadata, text, resolver):
             conditions.append(text)
     predicate = [*describe_filters(filters), *(f"({c})" for c in conditions)] if conditions else None
     return OptimizeWhere(filters or None, is_false, conditions, predicate)
 
 
-def _partition_condition(spark: SparkSession, metadata: Metadata, text: str) -> bool:
+def _partition_condition(spark: SparkSession, metadata: Metadata, text: str, resolver: Resolver) -> bool:
     """Whether ``text`` is a deterministic condition on partition columns, to evaluate by
     Spark; False for a non-deterministic one (Delta's ``filesForScan`` ignores it). Raises
     Delta's ``DELTA_NON_PARTITION_COLUMN_REFERENCE`` for one naming another column."""
@@ -83,7 +87,7 @@ def _partition_condition(spark: SparkSession, metadata: Metadata, text: str) -> 
 
     rows = spark.createDataFrame([], logical_struct(metadata.schema_string))
     deterministic, names = condition_references(rows, F.expr(text))
-    refuse_non_partition_names(list(names), metadata, _WHY)
+    refuse_non_partition_names(list(names), metadata, _WHY, resolver)
     return deterministic
 
 

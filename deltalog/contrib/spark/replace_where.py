@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, ReplaceWhereMismatchError
 from deltalog.contrib.spark.predicates import parse_partition_predicate
+from deltalog.contrib.spark.resolver import CASE_INSENSITIVE, Resolver
 from deltalog.txn.protocol.actions import Metadata
 from deltalog.txn.protocol.collations import has_collated_string
 from deltalog.txn.protocol.constraints import (
@@ -84,11 +85,15 @@ def names_data_columns(predicate: str, metadata: Metadata) -> bool:
 
 
 def refuse_data_columns(
-    predicate: str, metadata: Metadata, why: str = "spark.databricks.delta.replaceWhere.dataColumns.enabled is false"
+    predicate: str,
+    metadata: Metadata,
+    why: str = "spark.databricks.delta.replaceWhere.dataColumns.enabled is false",
+    resolver: Resolver = CASE_INSENSITIVE,
 ) -> None:
     """With ``spark.databricks.delta.replaceWhere.dataColumns.enabled=false`` (or in OPTIMIZE's
     ``where``: ``why`` says which) a predicate may name partition columns only: Delta's
-    ``DELTA_NON_PARTITION_COLUMN_REFERENCE`` (``verifyPartitionPredicates``)."""
+    ``DELTA_NON_PARTITION_COLUMN_REFERENCE`` (``verifyPartitionPredicates``), names compared
+    by the session's ``resolver``."""
     from deltalog.contrib.spark.errors import DeltaAnalysisError
     from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, column_paths
 
@@ -99,17 +104,19 @@ def refuse_data_columns(
             names = [p[0] for p in column_paths(compiled_predicate(predicate).expr)]
         except (UnsupportedConstraintError, ValueError):
             names = []
-    refuse_non_partition_names(names, metadata, why)
+    refuse_non_partition_names(names, metadata, why, resolver)
 
 
-def refuse_non_partition_names(names: list[str], metadata: Metadata, why: str) -> None:
+def refuse_non_partition_names(
+    names: list[str], metadata: Metadata, why: str, resolver: Resolver = CASE_INSENSITIVE
+) -> None:
     """Delta's ``DELTA_NON_PARTITION_COLUMN_REFERENCE`` (``verifyPartitionPredicates``) when
-    one of a predicate's column ``names`` is not a partition column of ``metadata``; ``why``
-    says which rule asks for partition columns only."""
+    one of a predicate's column ``names`` is no partition column of ``metadata`` by the
+    session's ``resolver`` (``spark.sql.caseSensitive``); ``why`` says which rule asks for
+    partition columns only."""
     from deltalog.contrib.spark.errors import DeltaAnalysisError
 
-    partitions = {c.lower() for c in metadata.partition_columns}
-    outside = [n for n in names if n.lower() not in partitions]
+    outside = [n for n in names if resolver.find(n, metadata.partition_columns) is None]
     if outside:
         raise DeltaAnalysisError(
             f"DELTA_NON_PARTITION_COLUMN_REFERENCE: Predicate references non-partition column '{outside[0]}'. "

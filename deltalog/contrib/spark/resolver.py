@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["CASE_SENSITIVE_CONF", "Resolver", "session_resolver"]
+__all__ = ["CASE_INSENSITIVE", "CASE_SENSITIVE_CONF", "Resolver", "session_resolver"]
 
 #: Spark's ``SQLConf.CASE_SENSITIVE`` (default false).
 CASE_SENSITIVE_CONF = "spark.sql.caseSensitive"
@@ -35,8 +35,12 @@ class Resolver:
         return next((c for c in candidates if self(c, name)), None)
 
 
+#: Spark's default resolver (``spark.sql.caseSensitive=false``), where no session is at hand.
+CASE_INSENSITIVE = Resolver()
+
+
 def session_resolver(spark: SparkSession | None) -> Resolver:
     """The resolver of ``spark``'s ``spark.sql.caseSensitive`` (case-insensitive without a session)."""
     if spark is None:
-        return Resolver()
+        return CASE_INSENSITIVE
     return Resolver(str(spark.conf.get(CASE_SENSITIVE_CONF, "false")).strip().lower() == "true")

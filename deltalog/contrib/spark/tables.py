@@ -55,6 +55,7 @@ from deltalog.contrib.spark.row_tracking import carried_columns, tracked_columns
 from deltalog.contrib.spark.table_alter import AlterTableMethods
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.contrib.spark.writes import commit_files, write_spec
+from deltalog.txn.commit.action_checks import assert_removable
 from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN
 from deltalog.txn.protocol.errors import TableNotFoundError
@@ -460,7 +461,7 @@ class DeltaTable(AlterTableMethods):
 
         check_condition(condition)
         started = time.perf_counter()
-        txn = start_transaction(self._log)
+        txn = self._start_removing()
         if begin_idempotent_command(self._spark, txn):
             return
         snapshot = txn.snapshot
@@ -502,6 +503,13 @@ class DeltaTable(AlterTableMethods):
             txn, touched, lines, Delete(predicate=[_describe(condition)], user_metrics=metrics)
         )
         log.info("DELETE %s committed version %d (%s)", _describe(condition), version, metrics)
+
+    def _start_removing(self) -> OptimisticTransaction:
+        """The transaction of a DELETE or UPDATE, on a table that is not append-only: Delta's
+        ``DeleteCommand``/``UpdateCommand`` call ``assertRemovable`` first of all."""
+        txn = start_transaction(self._log)
+        assert_removable(txn.snapshot.metadata)
+        return txn
 
     def _delete_whole_files(
         self,
@@ -577,7 +585,7 @@ class DeltaTable(AlterTableMethods):
         if not set:
             raise DeltaAnalysisError("update needs set={column: expression}")
         started = time.perf_counter()
-        txn = start_transaction(self._log)
+        txn = self._start_removing()
         if begin_idempotent_command(self._spark, txn):
             return
         snapshot = txn.snapshot

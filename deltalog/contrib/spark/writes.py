@@ -53,6 +53,7 @@ from deltalog.contrib.spark.sink_null_types import refuse_null_types
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.logstores.base import LogStoreSpec
 from deltalog.txn.commands.dependent_expressions import check_write_types
+from deltalog.txn.commit.action_checks import assert_removable
 from deltalog.txn.commit.commit_errors import MetadataChangedError, commit_certainly_failed
 from deltalog.txn.commit.metadata_checks import refuse_change_data_columns, verify_metadata
 from deltalog.txn.protocol import row_tracking
@@ -281,6 +282,8 @@ def plan_write(
     else:
         read_metadata = snapshot.metadata
         skip = _skips_existing_table(opts, snapshot, delta_log.table_uri)
+        if opts.overwrite and not skip:  # Delta's WriteIntoDelta (and DeltaSink's complete mode)
+            assert_removable(read_metadata)
         new_metadata = _metadata_change(opts, snapshot, data)
     if new_metadata is not None:
         _refuse_metadata_change_without_data_change(opts, snapshot.version)

@@ -5,6 +5,10 @@ commit of a list of actions and the streamed ``commit_large``.
 - an add's partition values name exactly the table's partition columns;
 - no ``dataChange=true`` remove on an append-only table;
 - one ``txn`` action per application id and one ``domainMetadata`` action per domain.
+
+:func:`assert_removable` is Delta's ``DeltaLog.assertRemovable``: the check a command that
+may remove rows (DELETE, UPDATE, an overwrite, a stream's complete mode) makes before it
+does anything, whether or not it would remove a file.
 """
 
 from __future__ import annotations
@@ -16,9 +20,31 @@ from deltalog.txn.commit.commit_errors import (
     DuplicateFileActionError,
     InvalidTransactionError,
 )
-from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata, RemoveFile, SetTransaction, decode_path
+from deltalog.txn.protocol.actions import (
+    Action,
+    AddFile,
+    DomainMetadata,
+    Metadata,
+    RemoveFile,
+    SetTransaction,
+    decode_path,
+)
 
-__all__ = ["CommitActionChecks"]
+__all__ = ["APPEND_ONLY_ERROR", "CommitActionChecks", "assert_removable"]
+
+#: Delta's error class and message for a command that would remove data of an append-only table
+APPEND_ONLY_ERROR = (
+    "DELTA_CANNOT_MODIFY_APPEND_ONLY: This table is configured to only allow appends "
+    "(delta.appendOnly=true). If you would like to permit updates or deletes, set delta.appendOnly=false"
+)
+
+
+def assert_removable(metadata: Metadata | None) -> None:
+    """:class:`AppendOnlyViolationError` when the table of ``metadata`` (None: no table yet)
+    only accepts appends: Delta's ``DeltaLog.assertRemovable``, made before a DELETE, an UPDATE,
+    an overwrite or a stream's complete mode writes anything."""
+    if metadata is not None and metadata.properties.append_only:
+        raise AppendOnlyViolationError(APPEND_ONLY_ERROR + ".")
 
 
 class CommitActionChecks:
@@ -64,9 +90,7 @@ class CommitActionChecks:
             self._check_partition_values(action)
         elif self._append_only and action.data_change:
             raise AppendOnlyViolationError(
-                f"this table is configured to only allow appends (delta.appendOnly=true): cannot remove "
-                f"{decode_path(action.path)} with dataChange=true. Set delta.appendOnly=false to allow "
-                "deletes and updates."
+                f"{APPEND_ONLY_ERROR} (cannot remove {decode_path(action.path)} with dataChange=true)."
             )
 
     def _check_partition_values(self, add: AddFile) -> None:
