@@ -71,6 +71,12 @@ class StorageOptions(Mapping[str, str]):
             return default
         return value.strip().lower() in ("1", "true", "yes", "on")
 
+    def on_unless_false(self, *keys: str) -> bool:
+        """A switch that is on by default (a safety check, a log of what ran): off only when
+        the first of ``keys`` that is set says ``false/0/no/off``; any other value keeps it on."""
+        value = self.first(*keys)
+        return value is None or value.strip().lower() not in ("false", "0", "no", "off")
+
     def to_dict(self) -> dict[str, str]:
         """A plain dict with the secrets in it (for rebuilding a store elsewhere)."""
         return {original: value for original, value in self._items.values()}

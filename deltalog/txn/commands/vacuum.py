@@ -141,16 +141,14 @@ def _relative(table_uri: str, root: str, raw: str) -> str | None:
 
 
 def _retention_check_enabled(delta_log: DeltaLog) -> bool:
-    raw = delta_log.storage_options.first(*RETENTION_CHECK_KEYS)
-    return raw is None or raw.strip().lower() not in ("false", "0", "no", "off")
+    return delta_log.storage_options.on_unless_false(*RETENTION_CHECK_KEYS)
 
 
 def _logging_enabled(delta_log: DeltaLog, log_vacuum: bool | None) -> bool:
     """``log_vacuum``, else the :data:`VACUUM_LOGGING_KEYS` storage option (default true)."""
     if log_vacuum is not None:
         return log_vacuum
-    raw = delta_log.storage_options.first(*VACUUM_LOGGING_KEYS)
-    return raw is None or raw.strip().lower() not in ("false", "0", "no", "off")
+    return delta_log.storage_options.on_unless_false(*VACUUM_LOGGING_KEYS)
 
 
 def _valid_paths(delta_log: DeltaLog, snapshot: Any, root: str, delete_before: int, now_ms: int) -> set[str]:

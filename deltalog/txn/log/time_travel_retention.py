@@ -86,8 +86,7 @@ class TimeTravelBeyondDeletedFileRetentionDurationError(DeltaLogError, ValueErro
 def enforcement_enabled(options: StorageOptions) -> bool:
     """Whether storage ``options`` leave the check on (the first of :data:`ENFORCE_KEYS`
     set is not ``false``; names are case-insensitive, as Spark lower-cases options)."""
-    raw = options.first(*ENFORCE_KEYS)
-    return raw is None or raw.strip().lower() not in ("false", "0", "no", "off")
+    return options.on_unless_false(*ENFORCE_KEYS)
 
 
 def enforce_time_travel_within_retention(target: Snapshot, latest: Snapshot, now_ms: int | None = None) -> None:
