@@ -454,3 +454,21 @@ def test_reads_show_the_schema_without_delta_internal_metadata_and_copying_them_
     copied = json.loads(DeltaLog.for_table(copy).update().metadata.schema_string)["fields"]
     plain = {f["name"]: f["metadata"] for f in copied if f["name"] != "d"}
     assert plain == {"id": {}, "x": {"comment": "the x"}, "g": {}}  # no generated, no identity column
+
+
+def test_data_of_only_partition_columns_is_written_when_the_tasks_fill_a_non_partition_column(tmp_path: Any) -> None:
+    """Delta's checkPartitionColumns (DELTA_NON_PARTITION_COLUMN_ABSENT) runs on the data
+    after the identity, generated and default columns are added (TransactionalWrite.
+    normalizeSchema): IdentityColumnSuite's "restore - on partitioned table" inserts only
+    the partition column of a table whose identity column is its only other column."""
+    path = str(tmp_path / "t")
+    log = _create(
+        path, _field("id", "long", **_identity(False)), _field("value", "integer"), partition_columns=("value",)
+    )
+    assert _write(path, pa.table({"value": pa.array([1, 2], pa.int32())})) == 1
+    assert _rows(path, "id", "value") == [(1, 1), (2, 2)]
+    assert identity_columns(log.update().metadata)[0].high_water_mark == 2
+    plain = str(tmp_path / "plain")
+    _create(plain, _field("x", "long"), _field("value", "integer"), partition_columns=("value",))
+    with pytest.raises(Exception, match="DELTA_NON_PARTITION_COLUMN_ABSENT"):
+        _plan(plain, pa.table({"value": pa.array([1], pa.int32())}))
