@@ -230,9 +230,9 @@ def fill_generated_columns(table: pa.Table, columns: Sequence[GeneratedColumn]) 
             continue
         given = table.column(index)
         expected = _compute(column, table, given.type)
-        same = pc.or_kleene(
-            pc.fill_null(pc.equal(given, expected), False), pc.and_(pc.is_null(given), pc.is_null(expected))
-        )
+        # a null-typed (void) column has no equal kernel: its values are all null
+        equal = pa.nulls(len(given), pa.bool_()) if pa.types.is_null(given.type) else pc.equal(given, expected)
+        same = pc.or_kleene(pc.fill_null(equal, False), pc.and_(pc.is_null(given), pc.is_null(expected)))
         if pc.all(same).as_py():
             continue
         bad = pc.invert(same)
