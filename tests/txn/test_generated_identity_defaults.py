@@ -266,6 +266,29 @@ def test_with_the_session_time_zone_the_derived_filters_are_exact() -> None:
     ]
 
 
+def test_substring_and_copied_partition_columns_derive_filters_as_deltas() -> None:
+    """OptimizeGeneratedColumnSuite's SubstringPartitionExpr and IdentityPartitionExpr: a
+    filter on ``value`` prunes by ``substr = SUBSTRING(value, pos, len)`` (``=`` at any
+    position; ``>``/``>=`` only from the first character, where truncation keeps the order;
+    ``<``/``<=`` never: an empty string's partition is null, which Delta keeps with an ``OR
+    IS NULL`` these filters cannot say) and by ``part = value`` with the filter itself."""
+    substr = partition_expressions(_partition_table("SUBSTRING(ts, 2, 3)", "string", "string"))
+    assert derived_partition_terms([("ts", "=", "abcdef")], substr) == [("p", "=", "bcd")]
+    assert derived_partition_terms([("ts", ">=", "abcdef")], substr) == []  # not from the start
+    assert derived_partition_terms([("ts", "isnull", None)], substr) == [("p", "isnull", None)]
+    head = partition_expressions(_partition_table("substr(ts, 0, 2)", "string", "string"))
+    assert derived_partition_terms([("ts", ">", "abc"), ("ts", "<", "b")], head) == [("p", ">=", "ab")]
+    assert derived_partition_terms([("ts", "=", "é€x")], head) == [("p", "=", "é€")]  # characters, not bytes
+    assert derived_partition_terms([("ts", "=", "")], head) == []  # the partition is null
+    # Spark's UTF8String.substringSQL: position 0 starts at the first character, as 1 does
+    data = pa.table({"s": ["abc"]})
+    assert evaluate(parse_expression("substr(s, 0, 2)"), data, "").to_pylist() == ["ab"]
+    assert evaluate(parse_expression("substring(s, 1, 2)"), data, "").to_pylist() == ["ab"]
+    copied = partition_expressions(_partition_table("ts", "long", "long"))
+    terms = [("ts", "<", 5), ("ts", "=", 3), ("ts", "isnull", None)]
+    assert derived_partition_terms(terms, copied) == [("p", "<", 5), ("p", "=", 3), ("p", "isnull", None)]
+
+
 def test_non_monotonic_parts_derive_only_exact_equalities() -> None:
     ntz_hour = partition_expressions(_partition_table("hour(ts)", "timestamp_ntz", "integer"))
     when = dt.datetime(2024, 1, 2, 10, 30)
