@@ -287,6 +287,7 @@ def test_substring_and_copied_partition_columns_derive_filters_as_deltas() -> No
     copied = partition_expressions(_partition_table("ts", "long", "long"))
     terms = [("ts", "<", 5), ("ts", "=", 3), ("ts", "isnull", None)]
     assert derived_partition_terms(terms, copied) == [("p", "<", 5), ("p", "=", 3), ("p", "isnull", None)]
+    assert partition_expressions(_partition_table("ts", "double", "integer")) == []  # a cast: not a copy
 
 
 def test_non_monotonic_parts_derive_only_exact_equalities() -> None:

@@ -347,6 +347,8 @@ def partition_expressions(metadata: Metadata) -> list[PartitionExpression]:
             continue
         if COLLATIONS_KEY in (source.get("metadata") or {}):
             continue  # a collation orders strings otherwise than the partition filters
+        if shape[0] == "identity" and source.get("type") != f.get("type"):
+            continue  # a cast copy: its values are not the source's
         expr = parse_expression(str(text))
         out.append(PartitionExpression(partition, str(source["name"]), source["type"], shape[0], expr, str(text)))
     return out
