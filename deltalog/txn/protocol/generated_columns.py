@@ -327,14 +327,15 @@ def _shape(expr: Expr) -> tuple[str, Column] | None:
 
 
 def partition_expressions(metadata: Metadata) -> list[PartitionExpression]:
-    """The table's partition columns generated from a timestamp or date column in a shape
-    whose filters can be derived (others are ignored: they just do not prune)."""
+    """The table's partition columns generated from a timestamp or date column, as a
+    substring of a string column or as a copy of a column, in a shape whose filters can be
+    derived (others are ignored: they just do not prune)."""
     fields = {f["name"].lower(): f for f in _fields(metadata)}
     out: list[PartitionExpression] = []
     for partition in metadata.partition_columns:
         f = fields.get(partition.lower())
-        text = (f.get("metadata") or {}).get(GENERATION_EXPRESSION) if f else None
-        if text is None:
+        text = (f.get("metadata") or {}).get(GENERATION_EXPRESSION) if f is not None else None
+        if f is None or text is None:
             continue
         try:
             shape = _shape(parse_expression(str(text)))
