@@ -177,6 +177,28 @@ def test_round_to_next_is_deltas(start: int, step: int, value: int, expected: in
     assert round_to_next(start, step, value) == expected
 
 
+def test_round_to_next_is_exact_for_large_offsets_and_refuses_overflow() -> None:
+    """IdentityColumn.roundToNext divides longs exactly (a double is exact only up to 53
+    bits) and throws ArithmeticException (Math.subtractExact/addExact) past a long."""
+    assert round_to_next(0, 3, (1 << 62) + 1) == (1 << 62) + 2
+    assert round_to_next(-(1 << 62), 7, (1 << 62) - 3) == -(1 << 62) + 7 * (((1 << 63) - 3) // 7 + 1)
+    with pytest.raises(IdentityColumnError, match="overflows a long"):
+        round_to_next(-(1 << 63) + 1, 7, (1 << 63) - 2)  # value - start overflows
+    with pytest.raises(IdentityColumnError, match="overflows a long"):
+        round_to_next(0, 1 << 62, (1 << 63) - 1)  # the next multiple overflows
+
+
+def test_values_are_refused_past_a_high_water_mark_off_the_start_and_step() -> None:
+    """PartitionIdentityValueGenerator's require((highWaterMark - start) % step == 0)
+    (GenerateIdentityValuesSuite "invalid high water mark"): generating from it would
+    give values that do not follow start and step."""
+    metadata = _metadata(_identity(start=1, step=2, hwm=4), _field("x", "long"))
+    with pytest.raises(IdentityColumnError, match="high-water mark 4"):
+        plan_default_expressions(metadata).for_task(0)(pa.table({"x": [1]}))
+    given = plan_default_expressions(metadata).for_task(0)(pa.table({"x": [1], "id": [5]}))
+    assert given.column("id").to_pylist() == [5]  # explicit values need no generation
+
+
 def test_high_water_marks_only_move_forward_and_mark_an_identity_only_update() -> None:
     metadata = _metadata(_identity(start=1, step=2, hwm=9), _field("x", "long"))
     assert update_high_water_marks(metadata, {"id": [3, 5]}) is metadata  # behind the mark: kept
@@ -242,6 +264,30 @@ def test_with_the_session_time_zone_the_derived_filters_are_exact() -> None:
         ("p", ">=", dt.date(2024, 1, 1)),
         ("p", "<=", dt.date(2024, 1, 2)),
     ]
+
+
+def test_substring_and_copied_partition_columns_derive_filters_as_deltas() -> None:
+    """OptimizeGeneratedColumnSuite's SubstringPartitionExpr and IdentityPartitionExpr: a
+    filter on ``value`` prunes by ``substr = SUBSTRING(value, pos, len)`` (``=`` at any
+    position; ``>``/``>=`` only from the first character, where truncation keeps the order;
+    ``<``/``<=`` never: an empty string's partition is null, which Delta keeps with an ``OR
+    IS NULL`` these filters cannot say) and by ``part = value`` with the filter itself."""
+    substr = partition_expressions(_partition_table("SUBSTRING(ts, 2, 3)", "string", "string"))
+    assert derived_partition_terms([("ts", "=", "abcdef")], substr) == [("p", "=", "bcd")]
+    assert derived_partition_terms([("ts", ">=", "abcdef")], substr) == []  # not from the start
+    assert derived_partition_terms([("ts", "isnull", None)], substr) == [("p", "isnull", None)]
+    head = partition_expressions(_partition_table("substr(ts, 0, 2)", "string", "string"))
+    assert derived_partition_terms([("ts", ">", "abc"), ("ts", "<", "b")], head) == [("p", ">=", "ab")]
+    assert derived_partition_terms([("ts", "=", "é€x")], head) == [("p", "=", "é€")]  # characters, not bytes
+    assert derived_partition_terms([("ts", "=", "")], head) == []  # the partition is null
+    # Spark's UTF8String.substringSQL: position 0 starts at the first character, as 1 does
+    data = pa.table({"s": ["abc"]})
+    assert evaluate(parse_expression("substr(s, 0, 2)"), data, "").to_pylist() == ["ab"]
+    assert evaluate(parse_expression("substring(s, 1, 2)"), data, "").to_pylist() == ["ab"]
+    copied = partition_expressions(_partition_table("ts", "long", "long"))
+    terms = [("ts", "<", 5), ("ts", "=", 3), ("ts", "isnull", None)]
+    assert derived_partition_terms(terms, copied) == [("p", "<", 5), ("p", "=", 3), ("p", "isnull", None)]
+    assert partition_expressions(_partition_table("ts", "double", "integer")) == []  # a cast: not a copy
 
 
 def test_non_monotonic_parts_derive_only_exact_equalities() -> None:

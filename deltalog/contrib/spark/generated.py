@@ -111,17 +111,27 @@ def insert_default(metadata: Metadata, column: str) -> Column:
     return F.lit(None)
 
 
-def recompute_generated(df: DataFrame, metadata: Metadata, assigned: Iterable[str]) -> DataFrame:
+def recompute_generated(
+    df: DataFrame, metadata: Metadata, assigned: Iterable[str], kept: Mapping[str, Column] | None = None
+) -> DataFrame:
     """``df`` (rows an UPDATE or MERGE writes) with every generated column it did not assign
     recomputed from the row's new values by Spark SQL, as Delta's ``PreprocessTableUpdate``
-    does; an assigned one is still checked by the write tasks."""
+    does; an assigned one is still checked by the write tasks. ``kept`` decides per row
+    instead (a MERGE, whose clauses assign different columns: Delta's
+    ``PreprocessTableMerge`` resolves each clause): a generated column named there keeps a
+    row's value where its condition holds and is recomputed elsewhere."""
     from pyspark.sql import functions as F
 
     given = {c.lower() for c in assigned}
+    keep = {c.lower(): cond for c, cond in (kept or {}).items()}
     for f in json.loads(metadata.schema_string).get("fields") or []:
         expression = (f.get("metadata") or {}).get(GENERATION_EXPRESSION)
-        if expression is not None and str(f["name"]).lower() not in given and f["name"] in df.columns:
-            df = df.withColumn(f["name"], F.expr(str(expression)).cast(df.schema[f["name"]].dataType))
+        name = str(f["name"])
+        if expression is None or name.lower() in given or name not in df.columns:
+            continue
+        value = F.expr(str(expression)).cast(df.schema[name].dataType)
+        cond = keep.get(name.lower())
+        df = df.withColumn(name, value if cond is None else F.when(cond, F.col(name)).otherwise(value))
     return df
 
 

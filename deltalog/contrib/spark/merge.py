@@ -101,7 +101,6 @@ class _MergePlan:
     evolve: bool  # schema evolution is on (a struct value may lack table fields)
     types: dict[str, DataType]  # column -> the (nullable) Spark type it is written as
     assignments: dict[int, dict[str, Column]]  # id(clause) -> {column: value} of an update or insert
-    assigned: set[str]  # the columns some clause assigns (generated ones are checked, others recomputed)
     files: list[AddFile]  # the candidate target files (recorded as read)
     source_rows: int
     target: DataFrame  # the candidates' rows, with file, row index and _T_PRESENT columns
@@ -610,7 +609,7 @@ class DeltaMergeBuilder:
         widened = {c: t for c, t in self._widened_columns(snapshot, evolve).items() if c not in structs}
         self._refuse_incompatible_types({c: t for c, t in table_types.items() if c not in widened}, evolve)
         columns = table_columns + new_columns
-        assignments, assigned = self._resolve_assignments(snapshot.metadata, columns, evolve, talias)
+        assignments = self._resolve_assignments(snapshot.metadata, columns, evolve, talias)
         files, source_rows = self._candidates(txn, table_columns, table_types)
         if new_columns or structs or widened:
             self._evolve_schema(txn, new_columns, structs, widened)
@@ -632,7 +631,6 @@ class DeltaMergeBuilder:
             evolve=evolve,
             types=types,
             assignments=assignments,
-            assigned=assigned,
             files=files,
             source_rows=source_rows,
             target=target.withColumns(by_source).alias(talias) if by_source else target,
@@ -699,9 +697,9 @@ class DeltaMergeBuilder:
 
     def _resolve_assignments(
         self, metadata: Metadata, columns: list[str], evolve: bool, talias: str
-    ) -> tuple[dict[int, dict[str, Column]], set[str]]:
-        """``({id(clause): {column: value}}, assigned columns)`` of the update and insert
-        clauses (generated columns checked: :func:`prepare_merge_assignments`)."""
+    ) -> dict[int, dict[str, Column]]:
+        """``{id(clause): {column: value}}`` of the update and insert clauses, checked and
+        with the insert clauses' defaults (:func:`prepare_merge_assignments`)."""
         from deltalog.contrib.spark.logical_schema import logical_struct
 
         table = logical_struct(metadata.schema_string)
@@ -710,12 +708,12 @@ class DeltaMergeBuilder:
             for c in [*self._matched, *self._not_matched, *self._not_matched_by_source]
             if c.kind != "delete"
         }
-        assigned = prepare_merge_assignments(
+        prepare_merge_assignments(
             metadata,
             [assignments[id(c)] for c in [*self._matched, *self._not_matched_by_source] if c.kind != "delete"],
             [assignments[id(c)] for c in self._not_matched],
         )
-        return assignments, assigned
+        return assignments
 
     def _find_touched(self, plan: _MergePlan) -> _Touched:
         """Pass 1: the candidate files holding a row some clause acts on, and Delta's check
@@ -820,7 +818,7 @@ class DeltaMergeBuilder:
         act = F.col(_ACTION)
         values = self._new_values(plan, joined)
         if not with_dv and not change_data:
-            out = recompute_generated(joined.select(*values, act), plan.txn.snapshot.metadata, plan.assigned)
+            out = self._recomputed(plan, joined.select(*values, act))
             unwritten = frozenset(self._deleting_labels() | {"drop"})
             spec = self._table._checked_spec(plan.txn, out.filter(~act.isin(*unwritten)).drop(_ACTION))
             arrange = functools.partial(self._repartitioned, plan)
@@ -836,16 +834,38 @@ class DeltaMergeBuilder:
                 hits = target_rows(joined.filter(act.startswith("m") | act.startswith("s")), plan.target_alias)
                 marks = {plan.log_path(name): rows for name, rows in hits.items()}
                 kept = kept.filter(act != "copy")
-            out = kept.select(*values, F.lit(None).cast("string").alias(CDC_TYPE_COLUMN))
+            out = kept.select(*values, F.lit(None).cast("string").alias(CDC_TYPE_COLUMN), act)
             if change_data:
                 out = self._with_change_data(plan, joined, out, values, touched.overcount)
             else:
                 out = out.drop(CDC_TYPE_COLUMN)
-            out = recompute_generated(out, plan.txn.snapshot.metadata, plan.assigned)
+            out = self._recomputed(plan, out).drop(_ACTION)
             lines = self._write(plan, out)
         finally:
             joined.unpersist()
         return lines, counts, marks
+
+    def _recomputed(self, plan: _MergePlan, rows: DataFrame) -> DataFrame:
+        """``rows`` (new values and their ``_ACTION`` label) with each generated column
+        recomputed from the row's new values unless the row's clause assigns it (then the
+        write tasks check it) or the row is copied unchanged (``copy``): Delta's
+        ``PreprocessTableMerge`` resolves the generated columns per clause."""
+        from pyspark.sql import functions as F
+
+        labelled = [
+            *((f"m{c.kind[0]}{i}", c) for i, c in enumerate(self._matched)),
+            *((f"s{c.kind[0]}{i}", c) for i, c in enumerate(self._not_matched_by_source)),
+            *((f"i{i}", c) for i, c in enumerate(self._not_matched)),
+        ]
+        kept: dict[str, Column] = {}
+        for column in plan.columns:
+            labels = ["copy"] + [
+                label
+                for label, c in labelled
+                if c.kind != "delete" and column.lower() in {a.lower() for a in plan.assignments[id(c)]}
+            ]
+            kept[column] = F.col(_ACTION).isin(*labels)
+        return recompute_generated(rows, plan.txn.snapshot.metadata, (), kept)
 
     def _labelled_rows(self, plan: _MergePlan, touched: _Touched, positions: bool) -> DataFrame:
         """The touched files' rows joined with the source (full outer when there are insert
@@ -937,11 +957,14 @@ class DeltaMergeBuilder:
         deleted = joined.filter(act.startswith("md") | act.startswith("sd"))
         if overcount:  # one delete change row per target row (Delta's DeduplicateCDFDeletes)
             deleted = deleted.dropDuplicates([FILE_COLUMN, ROW_INDEX_COLUMN])
+        unchanged = F.lit("copy").alias(_ACTION)  # the old values: no generated column recomputed
         return (
-            out.unionByName(updated.select(*old, F.lit("update_preimage").alias(CDC_TYPE_COLUMN)))
-            .unionByName(updated.select(*values, F.lit("update_postimage").alias(CDC_TYPE_COLUMN)))
-            .unionByName(deleted.select(*old, F.lit("delete").alias(CDC_TYPE_COLUMN)))
-            .unionByName(joined.filter(act.startswith("i")).select(*values, F.lit("insert").alias(CDC_TYPE_COLUMN)))
+            out.unionByName(updated.select(*old, F.lit("update_preimage").alias(CDC_TYPE_COLUMN), unchanged))
+            .unionByName(updated.select(*values, F.lit("update_postimage").alias(CDC_TYPE_COLUMN), act))
+            .unionByName(deleted.select(*old, F.lit("delete").alias(CDC_TYPE_COLUMN), unchanged))
+            .unionByName(
+                joined.filter(act.startswith("i")).select(*values, F.lit("insert").alias(CDC_TYPE_COLUMN), act)
+            )
         )
 
     def _commit(
@@ -1056,7 +1079,7 @@ class DeltaMergeBuilder:
         }
         nulls = {col: F.lit(None) for col in plan.columns}
         values = _chained(rows, plan.columns, branches, nulls, plan.types, plan.evolve)
-        out = recompute_generated(rows.select(*values), plan.txn.snapshot.metadata, plan.assigned)
+        out = self._recomputed(plan, rows.select(*values, F.col(_ACTION))).drop(_ACTION)
         scanned = time.perf_counter()
         lines = self._write(plan, out)
         adds, _ = file_actions(lines)

@@ -413,7 +413,8 @@ _FILLED_BY_TASKS = ("delta.generationExpression", "CURRENT_DEFAULT", "delta.iden
 def _check_partition_columns_given(current: Metadata, table_schema: dict[str, Any], data: dict[str, Any]) -> None:
     """Delta's ``DELTA_PARTITION_COLUMN_NOT_FOUND``: the data must hold every partition column
     the write tasks do not fill themselves (generated, default, identity), and
-    ``DELTA_NON_PARTITION_COLUMN_ABSENT``: at least one column that is not one."""
+    ``DELTA_NON_PARTITION_COLUMN_ABSENT``: at least one column that is not one, among the
+    data's columns and those the tasks fill (Delta checks after adding them)."""
     given = {f["name"].lower() for f in data["fields"]}
     filled = {f["name"].lower() for f in table_schema["fields"] if set(f.get("metadata") or {}) & set(_FILLED_BY_TASKS)}
     partitions = {c.lower() for c in current.partition_columns}
@@ -423,7 +424,7 @@ def _check_partition_columns_given(current: Metadata, table_schema: dict[str, An
             f"DELTA_PARTITION_COLUMN_NOT_FOUND: Partition column {missing[0]} not found in schema "
             f"[{', '.join(f['name'] for f in data['fields'])}]; the data must hold the table's partition columns"
         )
-    if partitions and given and given <= partitions:
+    if partitions and given and given | filled <= partitions:
         raise SchemaMismatchError(
             "DELTA_NON_PARTITION_COLUMN_ABSENT: Data written into Delta needs to contain at least one "
             f"non-partitioned column; the data holds only the partition columns {sorted(given)}"

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
 from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.collations import COLLATIONS_KEY
 from deltalog.txn.protocol.constraint_sql import (
     Call,
     Cast,
@@ -230,9 +231,9 @@ def fill_generated_columns(table: pa.Table, columns: Sequence[GeneratedColumn]) 
             continue
         given = table.column(index)
         expected = _compute(column, table, given.type)
-        same = pc.or_kleene(
-            pc.fill_null(pc.equal(given, expected), False), pc.and_(pc.is_null(given), pc.is_null(expected))
-        )
+        # a null-typed (void) column has no equal kernel: its values are all null
+        equal = pa.nulls(len(given), pa.bool_()) if pa.types.is_null(given.type) else pc.equal(given, expected)
+        same = pc.or_kleene(pc.fill_null(equal, False), pc.and_(pc.is_null(given), pc.is_null(expected)))
         if pc.all(same).as_py():
             continue
         bad = pc.invert(same)
@@ -253,6 +254,23 @@ def fill_generated_columns(table: pa.Table, columns: Sequence[GeneratedColumn]) 
 #: wall-clock value whose zone is unknown on top of that
 _ZONE_SPREAD = dt.timedelta(hours=14)
 _NAIVE_SPREAD = dt.timedelta(hours=28)
+_TEMPORAL = ("timestamp", "timestamp_ntz", "date")
+#: the source column types of the shapes that are not temporal (identity: any primitive type)
+_SOURCE_TYPES: dict[str, tuple[str, ...]] = {
+    "substring": ("string",),
+    "identity": (
+        *_TEMPORAL,
+        "string",
+        "boolean",
+        "byte",
+        "short",
+        "integer",
+        "long",
+        "float",
+        "double",
+        "binary",
+    ),
+}
 _MONOTONIC = {"date", "to_date", "year", "date_format", "trunc", "date_trunc", "cast"}
 
 
@@ -264,8 +282,8 @@ class PartitionExpression:
 
     partition_column: str
     source_column: str
-    source_type: str  # "timestamp", "timestamp_ntz" or "date"
-    function: str  # date, year, month, day, hour, date_format, trunc, date_trunc, cast
+    source_type: str  # "timestamp", "timestamp_ntz", "date"; for identity and substring others
+    function: str  # date, year, month, day, hour, date_format, trunc, date_trunc, cast, identity, substring
     expr: Expr = field(repr=False, compare=False)
     expression: str = ""
 
@@ -276,7 +294,12 @@ class PartitionExpression:
     def value(self, source_value: Any) -> Any:
         """The partition value the expression gives ``source_value`` (a Python value of
         the source column's type, naive UTC for ``timestamp``)."""
-        arrow = {"timestamp": pa.timestamp("us", tz="UTC"), "timestamp_ntz": pa.timestamp("us"), "date": pa.date32()}
+        arrow = {
+            "timestamp": pa.timestamp("us", tz="UTC"),
+            "timestamp_ntz": pa.timestamp("us"),
+            "date": pa.date32(),
+            "string": pa.string(),
+        }
         data = pa.table({self.source_column: pa.array([source_value], arrow[self.source_type])})
         result = evaluate(self.expr, data, self.expression)
         return (result if isinstance(result, pa.Scalar) else result[0]).as_py()
@@ -286,9 +309,14 @@ def _shape(expr: Expr) -> tuple[str, Column] | None:
     """(function, source column) when ``expr`` is one of the optimizable shapes."""
     if isinstance(expr, Cast) and expr.type_name == "date" and isinstance(expr.operand, Column):
         return "cast", expr.operand
+    if isinstance(expr, Column):
+        return "identity", expr
     if not isinstance(expr, Call):
         return None
     args = expr.args
+    if expr.name in ("substring", "substr") and len(args) == 3 and isinstance(args[0], Column):
+        literal = all(isinstance(a, Literal) and type(a.value) is int for a in args[1:])
+        return ("substring", args[0]) if literal else None
     if expr.name in ("date", "to_date", "year", "month", "day", "dayofmonth", "hour") and len(args) == 1:
         return (expr.name, args[0]) if isinstance(args[0], Column) else None
     if expr.name in ("date_format", "trunc") and isinstance(args[0], Column) and isinstance(args[1], Literal):
@@ -299,14 +327,15 @@ def _shape(expr: Expr) -> tuple[str, Column] | None:
 
 
 def partition_expressions(metadata: Metadata) -> list[PartitionExpression]:
-    """The table's partition columns generated from a timestamp or date column in a shape
-    whose filters can be derived (others are ignored: they just do not prune)."""
+    """The table's partition columns generated from a timestamp or date column, as a
+    substring of a string column or as a copy of a column, in a shape whose filters can be
+    derived (others are ignored: they just do not prune)."""
     fields = {f["name"].lower(): f for f in _fields(metadata)}
     out: list[PartitionExpression] = []
     for partition in metadata.partition_columns:
         f = fields.get(partition.lower())
-        text = (f.get("metadata") or {}).get(GENERATION_EXPRESSION) if f else None
-        if text is None:
+        text = (f.get("metadata") or {}).get(GENERATION_EXPRESSION) if f is not None else None
+        if f is None or text is None:
             continue
         try:
             shape = _shape(parse_expression(str(text)))
@@ -315,8 +344,12 @@ def partition_expressions(metadata: Metadata) -> list[PartitionExpression]:
         if shape is None or len(shape[1].path) != 1:
             continue
         source = fields.get(shape[1].path[0].lower())
-        if source is None or source.get("type") not in ("timestamp", "timestamp_ntz", "date"):
+        if source is None or source.get("type") not in _SOURCE_TYPES.get(shape[0], _TEMPORAL):
             continue
+        if COLLATIONS_KEY in (source.get("metadata") or {}):
+            continue  # a collation orders strings otherwise than the partition filters
+        if shape[0] == "identity" and source.get("type") != f.get("type"):
+            continue  # a cast copy: its values are not the source's
         expr = parse_expression(str(text))
         out.append(PartitionExpression(partition, str(source["name"]), source["type"], shape[0], expr, str(text)))
     return out
@@ -353,9 +386,32 @@ def _source_value(value: Any, source_type: str, time_zone: str | None) -> tuple[
     return None
 
 
+def _derive_copied(p: PartitionExpression, op: str, value: Any) -> list[tuple[str, str, Any]]:
+    """Delta's ``IdentityPartitionExpr`` (the partition column is the source column) and
+    ``SubstringPartitionExpr``. A substring that is empty is a null partition value, which
+    Delta keeps with ``OR IS NULL``: such filters derive nothing here, and neither do
+    ``<``/``<=`` on a substring (an empty string sorts first)."""
+    if p.function == "identity":
+        return [(p.partition_column, op, value)]
+    if not isinstance(value, str):
+        return []
+    part = p.value(value)
+    if not part:
+        return []
+    if op == "=":
+        return [(p.partition_column, "=", part)]
+    position = p.expr.args[1] if isinstance(p.expr, Call) else None
+    from_start = isinstance(position, Literal) and position.value in (0, 1)
+    if op in (">", ">=") and from_start:
+        return [(p.partition_column, ">=", part)]
+    return []
+
+
 def _derive(p: PartitionExpression, op: str, value: Any, time_zone: str | None) -> list[tuple[str, str, Any]]:
     if op == "isnull":
         return [(p.partition_column, "isnull", None)]
+    if p.function in ("identity", "substring"):
+        return _derive_copied(p, op, value)
     parsed = _source_value(value, p.source_type, time_zone)
     if parsed is None:
         return []

@@ -93,7 +93,14 @@ class IdentityColumn:
         return self.start if self.high_water_mark is None else self.high_water_mark + self.step
 
     def values(self, task_id: int, offset: int, count: int) -> pa.Array:
-        """Values ``offset .. offset + count - 1`` of task ``task_id``'s range."""
+        """Values ``offset .. offset + count - 1`` of task ``task_id``'s range; refused past a
+        high-water mark that does not follow start and step (Delta's
+        ``PartitionIdentityValueGenerator`` requires it)."""
+        if self.high_water_mark is not None and (self.high_water_mark - self.start) % self.step != 0:
+            raise IdentityColumnError(
+                f"the identity column {self.name} has a high-water mark {self.high_water_mark} that does not "
+                f"follow its start {self.start} and step {self.step}; no value can be generated from it"
+            )
         if offset + count > TASK_RANGE:
             raise IdentityColumnError(
                 f"a write task generated more than {TASK_RANGE} values for the identity column {self.name}; "
@@ -165,12 +172,21 @@ def check_explicit_insert(metadata: Metadata, data_columns: Iterable[str]) -> No
 def round_to_next(start: int, step: int, value: int) -> int:
     """``value`` rounded to the next ``start + k * step`` in the step's direction (Delta's
     ``IdentityColumn.roundToNext``)."""
-    offset = value - start
+    offset = _exact(value - start, start, step, value)
     if offset % step == 0:
         return value
-    quotient = int(offset / step)  # truncated toward zero, as Java's long division
+    quotient = abs(offset) // abs(step) * (1 if (offset > 0) == (step > 0) else -1)  # Java's long division
     multiple = quotient + 1 if (offset > 0) == (step > 0) else quotient
-    return start + step * multiple
+    return _exact(start + step * multiple, start, step, value)
+
+
+def _exact(result: int, start: int, step: int, value: int) -> int:
+    """``result`` when it is a long, as Java's ``Math.*Exact`` (else IdentityColumnError)."""
+    if not _LONG_MIN <= result <= _LONG_MAX:
+        raise IdentityColumnError(
+            f"rounding {value} to the identity column's start {start} and step {step} overflows a long"
+        )
+    return result
 
 
 def _updated_mark(column: IdentityColumn, candidate: int) -> int | None:

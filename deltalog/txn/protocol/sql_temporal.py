@@ -166,7 +166,7 @@ def _substring(args: Sequence[Value], fail: Fail) -> Value:
     value = _text(args[0], fail, "substring()")
     if length is None:
         return pc.utf8_slice_codeunits(value, start=start)
-    return pc.utf8_slice_codeunits(value, start=start, stop=max(pos - 1 + length, 0))
+    return pc.utf8_slice_codeunits(value, start=start, stop=start + length)  # Spark: position 0 is 1
 
 
 def _text(value: Value, fail: Fail, what: str) -> Value:
