@@ -94,8 +94,9 @@ def history_dataframe(spark: SparkSession, delta_log: DeltaLog, limit: int | Non
     return spark.createDataFrame(rows, HISTORY_SCHEMA)
 
 
-def detail_dataframe(spark: SparkSession, delta_log: DeltaLog) -> DataFrame:
-    """The latest version's ``DESCRIBE DETAIL`` row."""
+def detail_dataframe(spark: SparkSession, delta_log: DeltaLog, table_name: str | None = None) -> DataFrame:
+    """The latest version's ``DESCRIBE DETAIL`` row; ``name`` is ``table_name`` (the catalog
+    entry's qualified name) or else the metadata's name, as Delta's."""
     from deltalog.txn.commands.clustering import clustering_columns
     from deltalog.txn.protocol.features import protocol_features
 
@@ -105,7 +106,7 @@ def detail_dataframe(spark: SparkSession, delta_log: DeltaLog) -> DataFrame:
     row = (
         "delta",
         md.id,
-        md.name,
+        md.name if table_name is None else table_name,
         md.description,
         delta_log.table_uri,
         None if md.created_time is None else _utc(md.created_time),
