@@ -106,6 +106,15 @@ _MERGE_CASES = {
             numTargetFilesAdded=1,
         ),
     ),
+    # nothing changes: recorded all the same (Delta's skipRecordingEmptyCommits=false)
+    "delete-only with disjoint tables": (
+        (10, 20),
+        "s.id = t.id",
+        [("whenMatchedDelete", None)],
+        False,
+        False,
+        dict(numSourceRows=10, numTargetFilesAdded=0, numTargetFilesRemoved=0),
+    ),
 }
 
 _ROW_METRICS = (
@@ -124,10 +133,12 @@ _ROW_METRICS = (
 
 @pytest.mark.parametrize("name", list(_MERGE_CASES))
 def test_merge_reports_every_delta_merge_metric(spark: Any, table_path: str, name: str) -> None:
-    """Delta's MergeIntoMetricsBase: the commit has exactly DeltaOperationMetrics.MERGE
-    (``materializeSourceTimeMs`` and the deletion vector counts included, also without
-    deletion vectors), the row metrics' values, ``executionTimeMs`` the largest time, and
-    ``execute()`` returns the affected/updated/deleted/inserted counts."""
+    """Delta's MergeIntoMetricsBase, under its session conf
+    ``skipRecordingEmptyCommits=false``: the commit (also of a MERGE that changed nothing)
+    has exactly DeltaOperationMetrics.MERGE (``materializeSourceTimeMs`` and the deletion
+    vector counts included, also without deletion vectors), the row metrics' values,
+    ``executionTimeMs`` the largest time, and ``execute()`` returns the
+    affected/updated/deleted/inserted counts."""
     from deltalog.contrib.spark import DeltaTable, write_table
 
     (lo, hi), cond, clauses, partitioned, cdf, expected = _MERGE_CASES[name]
@@ -137,7 +148,12 @@ def test_merge_reports_every_delta_merge_metric(spark: Any, table_path: str, nam
         options["delta.enableChangeDataFeed"] = "true"
     write_table(spark.range(0, 10, 1, 2).selectExpr(*with_cols.split(", ")), table_path, **options)
     source = spark.range(lo, hi, 1, 2).selectExpr(*with_cols.split(", "))
-    result = _merge(DeltaTable.forPath(spark, table_path), clauses, source, cond).collect()
+    spark.conf.set("spark.databricks.delta.skipRecordingEmptyCommits", "false")
+    try:
+        result = _merge(DeltaTable.forPath(spark, table_path), clauses, source, cond).collect()
+    finally:
+        spark.conf.unset("spark.databricks.delta.skipRecordingEmptyCommits")
+    assert len(commits(table_path)) == 2
 
     metrics = _last_metrics(table_path)
     assert set(metrics) == delta_metrics.MERGE
