@@ -175,6 +175,7 @@ def test_history_and_detail_have_deltas_columns(spark, tmp_path):
     got = detail.collect()[0]
     assert (got.partitionColumns, got.clusteringColumns, got.numFiles) == (["p"], [], 1)
     assert got.tableFeatures == ["appendOnly", "invariants"]  # implied by (1, 2)
+    assert got.location == "file:" + path  # Hadoop's Path as Delta shows it (deltaLog.dataPath)
 
 
 def test_restore_keeps_identity_high_water_marks(spark, table_path):

@@ -7,7 +7,8 @@ The columns, their order and types are those of Delta Spark's ``DeltaHistory`` a
 - history: ``userId``, ``userName``, ``job``, ``notebook`` and ``clusterId`` are null unless
   the commit's writer recorded them (deltalog records none; Databricks does), and so is
   ``operationMetrics`` for a commit without metrics (``Option`` in Delta);
-- detail: ``clusteringColumns`` (logical names, empty unless liquid-clustered), and
+- detail: ``location`` as Hadoop's ``Path`` shows it (``file:/abs/path``),
+  ``clusteringColumns`` (logical names, empty unless liquid-clustered), and
   ``tableFeatures`` naming every feature the protocol supports, those its legacy versions
   imply included (``(1, 2)`` is ``appendOnly`` and ``invariants``), as Delta lists them.
 """
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
     from deltalog.txn.delta_log import DeltaLog
 
-__all__ = ["DETAIL_SCHEMA", "HISTORY_SCHEMA", "detail_dataframe", "history_dataframe"]
+__all__ = ["DETAIL_SCHEMA", "HISTORY_SCHEMA", "detail_dataframe", "hadoop_location", "history_dataframe"]
 
 #: Delta's ``DeltaHistory`` columns.
 HISTORY_SCHEMA = (
@@ -94,6 +95,13 @@ def history_dataframe(spark: SparkSession, delta_log: DeltaLog, limit: int | Non
     return spark.createDataFrame(rows, HISTORY_SCHEMA)
 
 
+def hadoop_location(table_uri: str) -> str:
+    """A table's location as Delta shows it (``deltaLog.dataPath.toString``, Hadoop's
+    ``Path``): a local table is ``file:/abs/path``, not ``file:///abs/path``; other URIs as
+    they are."""
+    return "file:/" + table_uri[len("file:///") :] if table_uri.startswith("file:///") else table_uri
+
+
 def detail_dataframe(spark: SparkSession, delta_log: DeltaLog, table_name: str | None = None) -> DataFrame:
     """The latest version's ``DESCRIBE DETAIL`` row; ``name`` is ``table_name`` (the catalog
     entry's qualified name) or else the metadata's name, as Delta's."""
@@ -108,7 +116,7 @@ def detail_dataframe(spark: SparkSession, delta_log: DeltaLog, table_name: str |
         md.id,
         md.name if table_name is None else table_name,
         md.description,
-        delta_log.table_uri,
+        hadoop_location(delta_log.table_uri),
         None if md.created_time is None else _utc(md.created_time),
         _utc(snap.timestamp),
         list(md.partition_columns),
