@@ -10,7 +10,8 @@ The columns, their order and types are those of Delta Spark's ``DeltaHistory`` a
 - detail: ``location`` as Hadoop's ``Path`` shows it (``file:/abs/path``),
   ``clusteringColumns`` (logical names, empty unless liquid-clustered), and
   ``tableFeatures`` naming every feature the protocol supports, those its legacy versions
-  imply included (``(1, 2)`` is ``appendOnly`` and ``invariants``), as Delta lists them.
+  imply included (``(1, 2)`` is ``appendOnly`` and ``invariants``; ``(1, 5)`` lacks
+  ``columnMapping``, which needs reader 2), as Delta lists them.
 """
 
 from __future__ import annotations
@@ -106,11 +107,10 @@ def detail_dataframe(spark: SparkSession, delta_log: DeltaLog, table_name: str |
     """The latest version's ``DESCRIBE DETAIL`` row; ``name`` is ``table_name`` (the catalog
     entry's qualified name) or else the metadata's name, as Delta's."""
     from deltalog.txn.commands.clustering import clustering_columns
-    from deltalog.txn.protocol.features import protocol_features
+    from deltalog.txn.protocol.features import supported_feature_names
 
     snap = delta_log.require_table()
     md, proto = snap.metadata, snap.protocol
-    reader_features, writer_features = protocol_features(proto)
     row = (
         "delta",
         md.id,
@@ -126,6 +126,6 @@ def detail_dataframe(spark: SparkSession, delta_log: DeltaLog, table_name: str |
         dict(md.configuration),
         proto.min_reader_version,
         proto.min_writer_version,
-        sorted(reader_features | writer_features),
+        supported_feature_names(proto),
     )
     return spark.createDataFrame([row], DETAIL_SCHEMA)
