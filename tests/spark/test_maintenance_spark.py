@@ -456,3 +456,17 @@ def test_every_table_command_commits_with_the_sessions_commit_confs(spark, tmp_p
     assert all(i.engine_info.startswith("deltalog-spark/") for i in made)
     table.setProperties({"team.after": "x"})
     assert log.history(1)[0].commit_info.user_metadata is None  # the conf is unset again
+
+
+def test_detail_last_modified_is_the_latest_commit_files_modification_time(spark, tmp_path):
+    """Delta's ``DescribeDeltaDetailCommand``: ``lastModified`` is the latest commit file's
+    modification time, also when in-commit timestamps give the commit another time."""
+    from deltalog.contrib.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    log = create(path, config={"delta.enableInCommitTimestamps": "true"})
+    append(log, [1])
+    mtime_ms = 1_700_000_000_000  # 2023-11-14T22:13:20Z, long before the commit's timestamp
+    set_mtime(os.path.join(path, "_delta_log", f"{1:020d}.json"), mtime_ms)
+    got = DeltaTable.forPath(spark, path).detail().collect()[0].lastModified
+    assert got.replace(tzinfo=dt.timezone.utc).timestamp() * 1000 == mtime_ms

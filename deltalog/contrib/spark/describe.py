@@ -103,6 +103,17 @@ def hadoop_location(table_uri: str) -> str:
     return "file:/" + table_uri[len("file:///") :] if table_uri.startswith("file:///") else table_uri
 
 
+def _last_modified(delta_log: DeltaLog, version: int, fallback_ms: int) -> dt.datetime:
+    """Delta's ``lastModified``: the modification time of the commit file of ``version``
+    (``getFileStatus``), whatever time an in-commit timestamp gives the commit;
+    ``fallback_ms`` when the file is not listed."""
+    uri = delta_log.commit_uri(version)
+    first = next(iter(delta_log.store.list_from(uri)), None)
+    if first is None or first.name != uri.rsplit("/", 1)[-1]:
+        return _utc(fallback_ms)
+    return _utc(first.modification_time)
+
+
 def detail_dataframe(spark: SparkSession, delta_log: DeltaLog, table_name: str | None = None) -> DataFrame:
     """The latest version's ``DESCRIBE DETAIL`` row; ``name`` is ``table_name`` (the catalog
     entry's qualified name) or else the metadata's name, as Delta's."""
@@ -118,7 +129,7 @@ def detail_dataframe(spark: SparkSession, delta_log: DeltaLog, table_name: str |
         md.description,
         hadoop_location(delta_log.table_uri),
         None if md.created_time is None else _utc(md.created_time),
-        _utc(snap.timestamp),
+        _last_modified(delta_log, snap.version, snap.timestamp),
         list(md.partition_columns),
         clustering_columns(snap) or [],
         snap.num_files,
