@@ -470,3 +470,39 @@ def test_detail_last_modified_is_the_latest_commit_files_modification_time(spark
     set_mtime(os.path.join(path, "_delta_log", f"{1:020d}.json"), mtime_ms)
     got = DeltaTable.forPath(spark, path).detail().collect()[0].lastModified
     assert got.replace(tzinfo=dt.timezone.utc).timestamp() * 1000 == mtime_ms
+
+
+def test_detail_agrees_with_deltas_describe_detail_suite(spark, tmp_path):
+    """Cases of Delta's DescribeDeltaDetailSuite: detail always reads the latest version
+    (a property another writer set since the ``DeltaTable`` was made); a liquid table shows
+    its clustering columns by logical name after a column-mapping rename, no partition
+    columns and no file, and none after ``CLUSTER BY NONE``."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.commands.alter import set_table_properties
+    from deltalog.txn.commands.clustering import cluster_by
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    table = DeltaTable.forPath(spark, path)
+    assert table.detail().collect()[0].properties == {}
+    set_table_properties(log, {"foo": "bar"})
+    assert table.detail().collect()[0].properties == {"foo": "bar"}
+
+    liquid = str(tmp_path / "liquid")
+    DeltaTable.create(spark).location(liquid).addColumn("col1", "string").addColumn("col2", "int").clusterBy(
+        "col1", "col2"
+    ).execute()
+    table = DeltaTable.forPath(spark, liquid)
+    table.setProperties(
+        {"delta.columnMapping.mode": "name", "delta.minReaderVersion": "3", "delta.minWriterVersion": "7"}
+    )
+    table.renameColumn("col2", "new_col_name")
+    got = table.detail().collect()[0]
+    assert (got.format, got.partitionColumns, got.clusteringColumns, got.numFiles) == (
+        "delta",
+        [],
+        ["col1", "new_col_name"],
+        0,
+    )
+    cluster_by(table._log, [])
+    assert table.detail().collect()[0].clusteringColumns == []
