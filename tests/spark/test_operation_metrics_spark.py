@@ -82,14 +82,6 @@ _MERGE_CASES = {
             numTargetFilesRemoved=2,
         ),
     ),
-    "insert-only with condition": (
-        (3, 13),
-        "s.id = t.id",
-        [("whenNotMatchedInsertAll", "s.id >= 12")],
-        True,
-        True,
-        dict(numSourceRows=10, numTargetRowsInserted=1, numOutputRows=1, numTargetFilesRemoved=0),
-    ),
     "delete-only without join": (
         (0, 1),
         "t.id >= 3",
@@ -112,7 +104,7 @@ _MERGE_CASES = {
         "s.id = t.id",
         [("whenMatchedDelete", None)],
         False,
-        False,
+        True,
         dict(numSourceRows=10, numTargetFilesAdded=0, numTargetFilesRemoved=0),
     ),
 }
