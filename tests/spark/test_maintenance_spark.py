@@ -175,6 +175,7 @@ def test_history_and_detail_have_deltas_columns(spark, tmp_path):
     got = detail.collect()[0]
     assert (got.partitionColumns, got.clusteringColumns, got.numFiles) == (["p"], [], 1)
     assert got.tableFeatures == ["appendOnly", "invariants"]  # implied by (1, 2)
+    assert got.location == "file:" + path  # Hadoop's Path as Delta shows it (deltaLog.dataPath)
 
 
 def test_restore_keeps_identity_high_water_marks(spark, table_path):
@@ -455,3 +456,53 @@ def test_every_table_command_commits_with_the_sessions_commit_confs(spark, tmp_p
     assert all(i.engine_info.startswith("deltalog-spark/") for i in made)
     table.setProperties({"team.after": "x"})
     assert log.history(1)[0].commit_info.user_metadata is None  # the conf is unset again
+
+
+def test_detail_last_modified_is_the_latest_commit_files_modification_time(spark, tmp_path):
+    """Delta's ``DescribeDeltaDetailCommand``: ``lastModified`` is the latest commit file's
+    modification time, also when in-commit timestamps give the commit another time."""
+    from deltalog.contrib.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    log = create(path, config={"delta.enableInCommitTimestamps": "true"})
+    append(log, [1])
+    mtime_ms = 1_700_000_000_000  # 2023-11-14T22:13:20Z, long before the commit's timestamp
+    set_mtime(os.path.join(path, "_delta_log", f"{1:020d}.json"), mtime_ms)
+    got = DeltaTable.forPath(spark, path).detail().collect()[0].lastModified
+    assert got.replace(tzinfo=dt.timezone.utc).timestamp() * 1000 == mtime_ms
+
+
+def test_detail_agrees_with_deltas_describe_detail_suite(spark, tmp_path):
+    """Cases of Delta's DescribeDeltaDetailSuite: detail always reads the latest version
+    (a property another writer set since the ``DeltaTable`` was made); a liquid table shows
+    its clustering columns by logical name after a column-mapping rename, no partition
+    columns and no file, and none after ``CLUSTER BY NONE``."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.commands.alter import set_table_properties
+    from deltalog.txn.commands.clustering import cluster_by
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    table = DeltaTable.forPath(spark, path)
+    assert table.detail().collect()[0].properties == {}
+    set_table_properties(log, {"foo": "bar"})
+    assert table.detail().collect()[0].properties == {"foo": "bar"}
+
+    liquid = str(tmp_path / "liquid")
+    DeltaTable.create(spark).location(liquid).addColumn("col1", "string").addColumn("col2", "int").clusterBy(
+        "col1", "col2"
+    ).execute()
+    table = DeltaTable.forPath(spark, liquid)
+    table.setProperties(
+        {"delta.columnMapping.mode": "name", "delta.minReaderVersion": "3", "delta.minWriterVersion": "7"}
+    )
+    table.renameColumn("col2", "new_col_name")
+    got = table.detail().collect()[0]
+    assert (got.format, got.partitionColumns, got.clusteringColumns, got.numFiles) == (
+        "delta",
+        [],
+        ["col1", "new_col_name"],
+        0,
+    )
+    cluster_by(table._log, [])
+    assert table.detail().collect()[0].clusteringColumns == []

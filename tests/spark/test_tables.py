@@ -337,3 +337,29 @@ def test_for_name_resolves_the_session_catalogs_delta_tables(spark, table_path, 
         catalog = spark._jsparkSession.sessionState().catalog()
         for name in ("sales_orders", "sales_mine", "sales_plain"):
             catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(name), True, False)
+
+
+def test_detail_of_a_table_by_name_names_it(spark, table_path):
+    """Delta's DescribeDeltaDetailSuite ("create table on an existing delta log", "describe
+    detail contains table name"): ``forName(name).detail()`` shows the catalog's qualified
+    name of that entry (two names of one location each their own), a path none."""
+    from deltalog.contrib.spark import DeltaTable
+
+    spark.createDataFrame([(1,)], "id long").write.format("deltalog").mode("append").save(table_path)
+    spark.sql(f"CREATE TABLE tbl_name1 USING deltalog LOCATION '{table_path}'")
+    spark.sql(f"CREATE TABLE tbl_name2 USING deltalog LOCATION '{table_path}'")
+    try:
+        names = {
+            name: DeltaTable.forName(spark, name).alias("t").detail().collect()[0].name
+            for name in ("tbl_name1", "default.TBL_NAME2", f"delta.`{table_path}`")
+        }
+        assert names == {
+            "tbl_name1": "spark_catalog.default.tbl_name1",
+            "default.TBL_NAME2": "spark_catalog.default.tbl_name2",
+            f"delta.`{table_path}`": None,
+        }
+        assert DeltaTable.forPath(spark, table_path).detail().collect()[0].name is None
+    finally:
+        catalog = spark._jsparkSession.sessionState().catalog()
+        for name in ("tbl_name1", "tbl_name2"):
+            catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(name), True, False)

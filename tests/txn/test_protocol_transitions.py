@@ -184,3 +184,34 @@ def test_a_table_with_preview_collations_does_not_get_the_stable_feature() -> No
     add_columns(log, [StructField("name", PrimitiveType("string"), True, collated)])
     writer = log.update().protocol.writer_features or ()
     assert "collations-preview" in writer and "collations" not in writer
+
+
+@pytest.mark.parametrize(
+    ("protocol", "names"),
+    [
+        (Protocol(1, 1), []),
+        (Protocol(1, 2), ["appendOnly", "invariants"]),
+        # columnMapping needs reader 2 as well: Delta's (1, 5) does not support it
+        (Protocol(1, 5), ["appendOnly", "changeDataFeed", "checkConstraints", "generatedColumns", "invariants"]),
+        (
+            Protocol(2, 6),
+            [
+                "appendOnly",
+                "changeDataFeed",
+                "checkConstraints",
+                "columnMapping",
+                "generatedColumns",
+                "identityColumns",
+                "invariants",
+            ],
+        ),
+        (Protocol(1, 7, None, ("appendOnly",)), ["appendOnly"]),
+        (Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "invariants")), ["deletionVectors", "invariants"]),
+    ],
+)
+def test_supported_feature_names_are_deltas(protocol: Protocol, names: list[str]) -> None:
+    """DESCRIBE DETAIL's ``tableFeatures``: Delta's ``implicitlySupportedFeatures`` (each
+    legacy feature both legacy versions reach) ++ ``readerAndWriterFeatureNames``, sorted."""
+    from deltalog.txn.protocol.features import supported_feature_names
+
+    assert supported_feature_names(protocol) == names

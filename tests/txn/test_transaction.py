@@ -366,6 +366,18 @@ def test_commit_if_needed_records_an_empty_data_change_under_write_serializable(
     assert log.update().version == 1
 
 
+def test_commit_if_needed_records_empty_commits_when_delta_says_not_to_skip_them() -> None:
+    """Delta's ``spark.databricks.delta.skipRecordingEmptyCommits=false`` (which its
+    MergeIntoMetricsBase sets): an empty commit is recorded under ``Serializable`` too, with
+    its commitInfo (the metrics of a MERGE that changed no row)."""
+    log = new_log()
+    create(log)
+    settings = EngineSettings.from_options({"spark.databricks.delta.skipRecordingEmptyCommits": "false"})
+    assert log.start_transaction(settings=settings).commit_if_needed([], Write()) == 1
+    assert [type(a).__name__ for a in log.read_commit(1)] == ["CommitInfo"]
+    assert log.start_transaction().commit_if_needed([], Write()) is None
+
+
 # -- isolation and commitInfo ------------------------------------------------------------------
 
 

@@ -9,33 +9,43 @@ As Delta's ``DeltaTable.forName`` (``getDeltaTableFromSessionCatalog``):
 - ``delta.`/abs/path``` (``deltalog.`...``` too) is the table at that path;
 - anything else is not a Delta table (``DELTA_MISSING_DELTA_TABLE``).
 
-Only the catalog entry's location is used: the table's schema, properties and history are
-the log's, as in Delta. A name in another catalog (a three-part name not starting with
-``spark_catalog``) is refused by name: deltalog reads no catalog plugin's tables.
+Only the catalog entry's location and qualified name (``spark_catalog.db.t``, the ``name``
+``DESCRIBE DETAIL`` shows, as Delta's ``CatalogTable.qualifiedName``) are used: the table's
+schema, properties and history are the log's, as in Delta. A name in another catalog (a
+three-part name not starting with ``spark_catalog``) is refused by name: deltalog reads no
+catalog plugin's tables.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["table_location"]
+__all__ = ["CatalogTableRef", "table_location"]
 
 #: the providers of a catalog entry that is a Delta table
 _DELTA_PROVIDERS = frozenset({"delta", "deltalog"})
 _SESSION_CATALOG = "spark_catalog"
 
 
-def table_location(spark: SparkSession, name: str) -> str:
-    """The location of the Delta table ``name`` names (see the module docstring); raises
+class CatalogTableRef(NamedTuple):
+    """Where a name's Delta table is, and the catalog's qualified name of its entry (None for
+    ``delta.`/path```, which names no entry)."""
+
+    location: str
+    qualified_name: str | None
+
+
+def table_location(spark: SparkSession, name: str) -> CatalogTableRef:
+    """The Delta table ``name`` names (see the module docstring); raises
     :class:`DeltaAnalysisError` (``DELTA_MISSING_DELTA_TABLE``) when it names none."""
     parts = _name_parts(spark, name)
     if len(parts) == 2 and parts[0].lower() in _DELTA_PROVIDERS and _is_absolute(parts[1]):
-        return parts[1]
+        return CatalogTableRef(parts[1], None)
     if len(parts) == 3:
         if parts[0].lower() != _SESSION_CATALOG:
             raise DeltaAnalysisError(
@@ -43,10 +53,10 @@ def table_location(spark: SparkSession, name: str) -> str:
                 "Spark's session catalog only: use DeltaTable.forPath with the table's location"
             )
         parts = parts[1:]
-    location = _session_catalog_location(spark, parts)
-    if location is None:
+    found = _session_catalog_table(spark, parts)
+    if found is None:
         raise DeltaAnalysisError(f"DELTA_MISSING_DELTA_TABLE: {name} is not a Delta table.")
-    return location
+    return found
 
 
 def _name_parts(spark: SparkSession, name: str) -> list[str]:
@@ -66,9 +76,9 @@ def _is_absolute(path: str) -> bool:
     return path.startswith("/") or "://" in path or path.startswith("file:/")
 
 
-def _session_catalog_location(spark: SparkSession, parts: list[str]) -> str | None:
-    """The location of the session catalog's table ``[db.]table`` when its provider is a
-    Delta one, else None (no such table, a view, another provider)."""
+def _session_catalog_table(spark: SparkSession, parts: list[str]) -> CatalogTableRef | None:
+    """The session catalog's table ``[db.]table`` when its provider is a Delta one, else
+    None (no such table, a view, another provider)."""
     if len(parts) not in (1, 2):
         return None
     session: Any = spark._jsparkSession
@@ -82,4 +92,4 @@ def _session_catalog_location(spark: SparkSession, parts: list[str]) -> str | No
     provider = table.provider()
     if not provider.isDefined() or str(provider.get()).lower() not in _DELTA_PROVIDERS:
         return None
-    return str(table.location().toString())
+    return CatalogTableRef(str(table.location().toString()), str(table.qualifiedName()))

@@ -7,9 +7,11 @@ The columns, their order and types are those of Delta Spark's ``DeltaHistory`` a
 - history: ``userId``, ``userName``, ``job``, ``notebook`` and ``clusterId`` are null unless
   the commit's writer recorded them (deltalog records none; Databricks does), and so is
   ``operationMetrics`` for a commit without metrics (``Option`` in Delta);
-- detail: ``clusteringColumns`` (logical names, empty unless liquid-clustered), and
+- detail: ``location`` as Hadoop's ``Path`` shows it (``file:/abs/path``),
+  ``clusteringColumns`` (logical names, empty unless liquid-clustered), and
   ``tableFeatures`` naming every feature the protocol supports, those its legacy versions
-  imply included (``(1, 2)`` is ``appendOnly`` and ``invariants``), as Delta lists them.
+  imply included (``(1, 2)`` is ``appendOnly`` and ``invariants``; ``(1, 5)`` lacks
+  ``columnMapping``, which needs reader 2), as Delta lists them.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 
     from deltalog.txn.delta_log import DeltaLog
 
-__all__ = ["DETAIL_SCHEMA", "HISTORY_SCHEMA", "detail_dataframe", "history_dataframe"]
+__all__ = ["DETAIL_SCHEMA", "HISTORY_SCHEMA", "detail_dataframe", "hadoop_location", "history_dataframe"]
 
 #: Delta's ``DeltaHistory`` columns.
 HISTORY_SCHEMA = (
@@ -94,22 +96,40 @@ def history_dataframe(spark: SparkSession, delta_log: DeltaLog, limit: int | Non
     return spark.createDataFrame(rows, HISTORY_SCHEMA)
 
 
-def detail_dataframe(spark: SparkSession, delta_log: DeltaLog) -> DataFrame:
-    """The latest version's ``DESCRIBE DETAIL`` row."""
+def hadoop_location(table_uri: str) -> str:
+    """A table's location as Delta shows it (``deltaLog.dataPath.toString``, Hadoop's
+    ``Path``): a local table is ``file:/abs/path``, not ``file:///abs/path``; other URIs as
+    they are."""
+    return "file:/" + table_uri[len("file:///") :] if table_uri.startswith("file:///") else table_uri
+
+
+def _last_modified(delta_log: DeltaLog, version: int, fallback_ms: int) -> dt.datetime:
+    """Delta's ``lastModified``: the modification time of the commit file of ``version``
+    (``getFileStatus``), whatever time an in-commit timestamp gives the commit;
+    ``fallback_ms`` when the file is not listed."""
+    uri = delta_log.commit_uri(version)
+    first = next(iter(delta_log.store.list_from(uri)), None)
+    if first is None or first.name != uri.rsplit("/", 1)[-1]:
+        return _utc(fallback_ms)
+    return _utc(first.modification_time)
+
+
+def detail_dataframe(spark: SparkSession, delta_log: DeltaLog, table_name: str | None = None) -> DataFrame:
+    """The latest version's ``DESCRIBE DETAIL`` row; ``name`` is ``table_name`` (the catalog
+    entry's qualified name) or else the metadata's name, as Delta's."""
     from deltalog.txn.commands.clustering import clustering_columns
-    from deltalog.txn.protocol.features import protocol_features
+    from deltalog.txn.protocol.features import supported_feature_names
 
     snap = delta_log.require_table()
     md, proto = snap.metadata, snap.protocol
-    reader_features, writer_features = protocol_features(proto)
     row = (
         "delta",
         md.id,
-        md.name,
+        md.name if table_name is None else table_name,
         md.description,
-        delta_log.table_uri,
+        hadoop_location(delta_log.table_uri),
         None if md.created_time is None else _utc(md.created_time),
-        _utc(snap.timestamp),
+        _last_modified(delta_log, snap.version, snap.timestamp),
         list(md.partition_columns),
         clustering_columns(snap) or [],
         snap.num_files,
@@ -117,6 +137,6 @@ def detail_dataframe(spark: SparkSession, delta_log: DeltaLog) -> DataFrame:
         dict(md.configuration),
         proto.min_reader_version,
         proto.min_writer_version,
-        sorted(reader_features | writer_features),
+        supported_feature_names(proto),
     )
     return spark.createDataFrame([row], DETAIL_SCHEMA)

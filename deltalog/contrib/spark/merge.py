@@ -103,6 +103,9 @@ class _MergePlan:
     assignments: dict[int, dict[str, Column]]  # id(clause) -> {column: value} of an update or insert
     files: list[AddFile]  # the candidate target files (recorded as read)
     source_rows: int
+    #: Delta's ``materializeSourceTimeMs``: the source's first read (its row count and key
+    #: ranges), which fills the materialized source; 0 when the source is not materialized
+    materialize_ms: int
     target: DataFrame  # the candidates' rows, with file, row index and _T_PRESENT columns
     source: DataFrame  # the source's rows, with _S_PRESENT
     condition: Column
@@ -557,8 +560,8 @@ class DeltaMergeBuilder:
         if begin_idempotent_command(self._table._spark, txn):
             return
         insert_only = not self._matched and not self._not_matched_by_source
-        with materialized_source(self._source, insert_only):
-            plan = self._plan(txn)
+        with materialized_source(self._source, insert_only) as materialized:
+            plan = self._plan(txn, materialized)
             if insert_only:
                 self._insert_only(plan)
                 return
@@ -584,10 +587,11 @@ class DeltaMergeBuilder:
             txn.read_whole_table()
         return txn
 
-    def _plan(self, txn: OptimisticTransaction) -> _MergePlan:
+    def _plan(self, txn: OptimisticTransaction, materialized: bool) -> _MergePlan:
         """On the transaction (opened on the latest snapshot), resolve the clauses'
-        assignments, choose the candidate target files (recorded as read) and add the source
-        columns the table lacks (schema evolution)."""
+        assignments, choose the candidate target files (recorded as read; the source's first
+        read, which fills it when ``materialized``) and add the source columns the table lacks
+        (schema evolution)."""
         import json
         import time
 
@@ -610,7 +614,9 @@ class DeltaMergeBuilder:
         self._refuse_incompatible_types({c: t for c, t in table_types.items() if c not in widened}, evolve)
         columns = table_columns + new_columns
         assignments = self._resolve_assignments(snapshot.metadata, columns, evolve, talias)
+        before = time.perf_counter()
         files, source_rows = self._candidates(txn, table_columns, table_types)
+        materialize_ms = int((time.perf_counter() - before) * 1000) if materialized else 0
         if new_columns or structs or widened:
             self._evolve_schema(txn, new_columns, structs, widened)
         scanned = scan_target(table._spark, table._log, snapshot, files)
@@ -633,6 +639,7 @@ class DeltaMergeBuilder:
             assignments=assignments,
             files=files,
             source_rows=source_rows,
+            materialize_ms=materialize_ms,
             target=target.withColumns(by_source).alias(talias) if by_source else target,
             source=self._source.withColumn(_S_PRESENT, F.lit(True)),
             condition=_expr(self._condition),
@@ -985,7 +992,7 @@ class DeltaMergeBuilder:
             return sum(n for k, n in counts.items() if k.startswith(prefix))
 
         metrics = _metrics(
-            source_rows=plan.source_rows,
+            plan=plan,
             inserted=total("i"),
             matched_updated=total("mu"),
             by_source_updated=total("su"),
@@ -995,7 +1002,6 @@ class DeltaMergeBuilder:
             adds=adds,
             cdcs=cdcs,
             removed=touched.files if dv is None else dv.fully_removed,
-            started=plan.started,
             scanned=touched.scanned,
         )
         if dv is not None:
@@ -1012,7 +1018,7 @@ class DeltaMergeBuilder:
         idempotent MERGE (as Delta), else nothing but what Delta's ``commitIfNeeded`` records
         (an empty commit on a ``WriteSerializable`` table)."""
         metrics = _metrics(
-            source_rows=plan.source_rows,
+            plan=plan,
             inserted=0,
             matched_updated=0,
             by_source_updated=0,
@@ -1022,7 +1028,6 @@ class DeltaMergeBuilder:
             adds=[],
             cdcs=[],
             removed=[],
-            started=plan.started,
             scanned=scanned,
         )
         commit_set_transaction_only(plan.txn, self._operation(metrics))
@@ -1090,7 +1095,7 @@ class DeltaMergeBuilder:
         counted = [a.num_records() for a in adds]
         inserted = sum(n for n in counted if n is not None) if None not in counted else out.count()
         metrics = _metrics(
-            source_rows=plan.source_rows,
+            plan=plan,
             inserted=inserted,
             matched_updated=0,
             by_source_updated=0,
@@ -1100,7 +1105,6 @@ class DeltaMergeBuilder:
             adds=adds,
             cdcs=[],
             removed=[],
-            started=plan.started,
             scanned=scanned,
         )
         version = self._table._commit_rewrite(plan.txn, [], lines, self._operation(metrics))
@@ -1125,7 +1129,7 @@ def _output_row(metrics: Mapping[str, str]) -> tuple[int, int, int, int]:
 
 def _metrics(
     *,
-    source_rows: int,
+    plan: _MergePlan,
     inserted: int,
     matched_updated: int,
     by_source_updated: int,
@@ -1135,16 +1139,18 @@ def _metrics(
     adds: Sequence[AddFile],
     cdcs: Sequence[AddCDCFile],
     removed: Sequence[AddFile],
-    started: float,
     scanned: float,
 ) -> dict[str, str]:
-    """The operation metrics of a MERGE commit, named as Delta's ``DeltaOperationMetrics.MERGE``."""
+    """The operation metrics of a MERGE commit: every name of Delta's
+    ``DeltaOperationMetrics.MERGE``, as Delta records them all (the deletion vector counts are
+    0 here; a commit that writes deletion vectors sets them)."""
     import time
 
     now = time.perf_counter()
     updated = matched_updated + by_source_updated
+    started = plan.started
     values = {
-        "numSourceRows": source_rows,
+        "numSourceRows": plan.source_rows,
         "numTargetRowsInserted": inserted,
         "numTargetRowsUpdated": updated,
         "numTargetRowsMatchedUpdated": matched_updated,
@@ -1162,6 +1168,10 @@ def _metrics(
         "executionTimeMs": int((now - started) * 1000),
         "scanTimeMs": int((scanned - started) * 1000),
         "rewriteTimeMs": int((now - scanned) * 1000),
+        "materializeSourceTimeMs": plan.materialize_ms,
+        "numTargetDeletionVectorsAdded": 0,
+        "numTargetDeletionVectorsRemoved": 0,
+        "numTargetDeletionVectorsUpdated": 0,
     }
     return {k: str(v) for k, v in values.items()}
 

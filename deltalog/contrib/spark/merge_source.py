@@ -55,16 +55,17 @@ def _materializes(source: DataFrame, insert_only: bool) -> bool:
 
 
 @contextmanager
-def materialized_source(source: DataFrame, insert_only: bool) -> Iterator[DataFrame]:
-    """``source``, cached for the duration of the block when the MERGE materializes it."""
+def materialized_source(source: DataFrame, insert_only: bool) -> Iterator[bool]:
+    """``source`` cached for the duration of the block when the MERGE materializes it; yields
+    whether it does (the first read of ``source`` in the block then fills the cache)."""
     from pyspark import StorageLevel
 
     if not _materializes(source, insert_only):
-        yield source
+        yield False
         return
     log.info("MERGE materializes its source (%s)", MATERIALIZE_SOURCE)
-    cached = source.persist(StorageLevel.MEMORY_AND_DISK)
+    source.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        yield cached
+        yield True
     finally:
-        cached.unpersist()
+        source.unpersist()

@@ -157,12 +157,15 @@ class DeltaTable(AlterTableMethods):
         storage_options: Mapping[str, str] | None = None,
         logstore: str | None = None,
         alias: str | None = None,
+        table_name: str | None = None,
     ) -> None:
         self._spark = spark
         self._path = path
         self._storage_options = dict(storage_options or {})
         self._logstore = logstore
         self._alias = alias
+        #: the catalog's qualified name of the entry :meth:`forName` opened (DESCRIBE DETAIL's ``name``)
+        self._table_name = table_name
         self._log = open_log(path, self._storage_options, logstore, spark=spark)
 
     # -- construction ---------------------------------------------------------------------
@@ -198,11 +201,13 @@ class DeltaTable(AlterTableMethods):
         ``DeltaAnalysisError`` (``DELTA_MISSING_DELTA_TABLE``)."""
         from deltalog.contrib.spark.catalog_tables import table_location
 
-        location = table_location(sparkSession, tableOrViewName)
+        found = table_location(sparkSession, tableOrViewName)
         try:
-            return cls.forPath(sparkSession, location, storage_options=storage_options, logstore=logstore)
+            table = cls.forPath(sparkSession, found.location, storage_options=storage_options, logstore=logstore)
         except TableNotFoundError:
             raise DeltaAnalysisError(f"DELTA_MISSING_DELTA_TABLE: {tableOrViewName} is not a Delta table.") from None
+        table._table_name = found.qualified_name
+        return table
 
     @classmethod
     def isDeltaTable(
@@ -251,7 +256,7 @@ class DeltaTable(AlterTableMethods):
         return cls(sparkSession, path, storage_options)
 
     def alias(self, aliasName: str) -> DeltaTable:
-        return DeltaTable(self._spark, self._path, self._storage_options, self._logstore, aliasName)
+        return DeltaTable(self._spark, self._path, self._storage_options, self._logstore, aliasName, self._table_name)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -299,10 +304,11 @@ class DeltaTable(AlterTableMethods):
         return history_dataframe(self._spark, self._log, limit)
 
     def detail(self) -> DataFrame:
-        """``DESCRIBE DETAIL``: one row with Delta's columns."""
+        """``DESCRIBE DETAIL``: one row with Delta's columns (``name``: the catalog's qualified
+        name of a table opened by :meth:`forName`, else the table's metadata name)."""
         from deltalog.contrib.spark.describe import detail_dataframe
 
-        return detail_dataframe(self._spark, self._log)
+        return detail_dataframe(self._spark, self._log, self._table_name)
 
     # -- helpers for rewrites ---------------------------------------------------------------
 

@@ -9,6 +9,7 @@
 | ``backoff_base_ms`` / ``backoff_max_ms`` | (deltalog) retry backoff with jitter | 2 / 500 |
 | ``post_commit_checkpoint`` | (deltalog) checkpoint every ``delta.checkpointInterval`` | true |
 | ``write_checksum_file`` | ``spark.databricks.delta.writeChecksumFile.enabled`` | true |
+| ``skip_recording_empty_commits`` | ``spark.databricks.delta.skipRecordingEmptyCommits`` | true |
 
 Each can be given as an option ``deltalog.<name>`` (e.g. ``deltalog.maxCommitAttempts``) or
 under Delta's name, in the storage options of ``DeltaLog.for_table``.
@@ -50,6 +51,10 @@ _KEYS: dict[str, tuple[str, ...]] = {
         "deltalog.writeChecksumFile.enabled",
         "spark.databricks.delta.writeChecksumFile.enabled",
     ),
+    "skip_recording_empty_commits": (
+        "deltalog.skipRecordingEmptyCommits",
+        "spark.databricks.delta.skipRecordingEmptyCommits",
+    ),
 }
 
 
@@ -57,7 +62,13 @@ _KEYS: dict[str, tuple[str, ...]] = {
 #: integration with a session reads from it (see ``deltalog.contrib.spark.tablelog``).
 DELTA_SESSION_CONFS = tuple(k for keys in _KEYS.values() for k in keys if k.startswith("spark.databricks.delta."))
 
-_FLAGS = ("commit_info_enabled", "operation_metrics_enabled", "post_commit_checkpoint", "write_checksum_file")
+_FLAGS = (
+    "commit_info_enabled",
+    "operation_metrics_enabled",
+    "post_commit_checkpoint",
+    "write_checksum_file",
+    "skip_recording_empty_commits",
+)
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,8 @@ class EngineSettings:
     post_commit_checkpoint: bool = True
     #: write ``N.crc`` after each commit (see :mod:`deltalog.txn.log.checksum`)
     write_checksum_file: bool = True
+    #: ``commit_if_needed`` may skip an empty commit (false: it is always recorded)
+    skip_recording_empty_commits: bool = True
     engine_info: str = ""
     on_commit_stats: Callable[[CommitStats], None] | None = None
 

@@ -505,9 +505,12 @@ class OptimisticTransaction:
         it. An empty commit is skipped under ``Serializable`` and for an operation that does
         not change data; a data-changing operation (WRITE, DELETE, UPDATE, MERGE) that
         changed nothing on a ``WriteSerializable`` table is recorded, as Delta does (it
-        cannot be downgraded to ``SnapshotIsolation``, which alone may skip it there)."""
+        cannot be downgraded to ``SnapshotIsolation``, which alone may skip it there). With
+        ``skip_recording_empty_commits`` off (Delta's ``skipRecordingEmptyCommits=false``)
+        nothing is skipped."""
         empty = not actions and self._new_metadata is None and self._new_protocol is None
-        if empty and (self.isolation_level is not IsolationLevel.WRITE_SERIALIZABLE or not operation.changes_data):
+        skippable = self.isolation_level is not IsolationLevel.WRITE_SERIALIZABLE or not operation.changes_data
+        if empty and skippable and self.settings.skip_recording_empty_commits:
             self._check_open()
             self._committed = True
             return None

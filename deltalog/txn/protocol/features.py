@@ -24,6 +24,7 @@ __all__ = [
     "check_read_supported",
     "check_write_supported",
     "protocol_features",
+    "supported_feature_names",
 ]
 
 MAX_READER_VERSION = 3
@@ -384,6 +385,25 @@ def protocol_features(protocol: Protocol) -> tuple[frozenset[str], frozenset[str
         writer.update(protocol.writer_features or ())
         writer.update(protocol.reader_features or ())
     return frozenset(reader), frozenset(writer)
+
+
+def supported_feature_names(protocol: Protocol) -> list[str]:
+    """Every feature ``protocol`` supports, sorted, as Delta lists them (``DESCRIBE DETAIL``'s
+    ``tableFeatures``: ``implicitlySupportedFeatures`` ++ ``readerAndWriterFeatureNames``). A
+    legacy protocol (reader < 3, writer < 7) supports each legacy feature that both its
+    versions reach, so (1, 5) lacks ``columnMapping`` (reader 2); a protocol with table
+    features supports the features it lists, and no other."""
+    reader, writer = protocol.min_reader_version, protocol.min_writer_version
+    implicit = {
+        f.name
+        for f in FEATURES.values()
+        if reader < 3
+        and writer < 7
+        and f.legacy_writer is not None
+        and f.legacy_writer <= writer
+        and (f.legacy_reader or 1) <= reader
+    }
+    return sorted(implicit | set(protocol.reader_features or ()) | set(protocol.writer_features or ()))
 
 
 def _schema_has(metadata: Metadata, key: str) -> bool:
