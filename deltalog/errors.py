@@ -55,7 +55,11 @@ if TYPE_CHECKING:
         TransientStorageError,
         UnknownLogStoreError,
     )
-    from deltalog.txn.commands.clone import CloneSourceFilesMissingError, CloneTargetNotEmptyError
+    from deltalog.txn.commands.clone import (
+        CloneReplaceNonEmptyTableError,
+        CloneSourceFilesMissingError,
+        CloneTargetNotEmptyError,
+    )
     from deltalog.txn.commands.column_mapping_removal import InvalidColumnNamesError
     from deltalog.txn.commands.convert import ConvertToDeltaError
     from deltalog.txn.commands.drop_feature import (
@@ -236,6 +240,7 @@ _HOMES: dict[str, str] = {
     "RestoreMissingFilesError": "deltalog.txn.commands.restore",
     "RestoreToLatestVersionError": "deltalog.txn.commands.restore",
     "CloneTargetNotEmptyError": "deltalog.txn.commands.clone",
+    "CloneReplaceNonEmptyTableError": "deltalog.txn.commands.clone",
     "CloneSourceFilesMissingError": "deltalog.txn.commands.clone",
     "VacuumRetentionError": "deltalog.txn.commands.vacuum",
     "VacuumInventoryError": "deltalog.txn.commands.vacuum_listing",
@@ -283,6 +288,7 @@ __all__ = [
     "AppendOnlyViolationError",
     "CastOverflowError",
     "ChecksumMismatchError",
+    "CloneReplaceNonEmptyTableError",
     "CloneSourceFilesMissingError",
     "CloneTargetNotEmptyError",
     "ClusteringColumnsError",

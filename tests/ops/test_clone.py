@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import deltalake
 import pyarrow as pa
 import pytest
 
-from deltalog.txn.commands.clone import CloneTargetNotEmptyError, clone
+from deltalog.txn.commands.clone import CloneReplaceNonEmptyTableError, CloneTargetNotEmptyError, clone
 from deltalog.txn.commands.clustering import clustering_columns
 from deltalog.txn.commands.optimize import optimize
 from deltalog.txn.commands.vacuum import vacuum
+from deltalog.txn.commit.operations import Delete, SetTableProperties
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.protocol.errors import UnsupportedColumnMappingModeChangeError
 from tests.log.test_feature_tables import test_deletion_vectors_on_disk_and_inline as build_dv_table
 from tests.ops.tables import append, create
 
@@ -161,3 +164,51 @@ def test_clone_properties_that_need_table_features_upgrade_the_protocol(tmp_path
     target = DeltaLog.for_table(target_uri).update()
     assert "deletionVectors" in (target.protocol.writer_features or ())
     assert _rows(target_uri) == _rows(source.table_uri)
+
+
+def test_clone_takes_the_targets_name_and_description_not_the_sources(tmp_path: Path) -> None:
+    """Delta's ``prepareSourceMetadata`` gives the clone the target's name and description
+    (none for a new table); CloneTableTestMixin's ``compareMetadata`` checks they are null."""
+    source = _source(tmp_path)
+    txn = source.start_transaction()
+    txn.update_metadata(replace(source.update().metadata, name="orders", description="the orders"))
+    txn.commit([], SetTableProperties({}))
+    clone(source, str(tmp_path / "c"))
+    metadata = DeltaLog.for_table(str(tmp_path / "c")).update().metadata
+    assert (metadata.name, metadata.description) == (None, None)
+
+
+@pytest.mark.parametrize("mode", ["id", "none"])
+def test_clone_properties_cannot_change_the_column_mapping_mode(tmp_path: Path, mode: str) -> None:
+    """Delta's ``checkColumnMappingMode`` (CloneTableSuiteBase's "block changing column
+    mapping mode ... under CLONE"): a property moving a name-mapped source to another mode is
+    refused before anything is written."""
+    source = create(str(tmp_path / "source"), config={"delta.columnMapping.mode": "name"})
+    target = tmp_path / "c"
+    with pytest.raises(UnsupportedColumnMappingModeChangeError, match="from 'name' to"):
+        clone(source, str(target), properties={"delta.columnMapping.mode": mode})
+    assert not (target / "_delta_log").exists() or not any((target / "_delta_log").iterdir())
+
+
+def test_clone_replace_needs_an_empty_delta_table_and_keeps_its_identity(tmp_path: Path) -> None:
+    """Delta's ``CREATE OR REPLACE ... CLONE`` (CloneTableSuiteBase's "create or replace
+    table" and "CLONE respects table features ..., targetExists=true"): a Delta table with
+    files is refused (``DELTA_UNSUPPORTED_NON_EMPTY_CLONE``); an emptied one keeps its id,
+    history and protocol (no downgrade) and gets the source's files and properties."""
+    source = _source(tmp_path)
+    target = create(str(tmp_path / "target"), config={"delta.enableDeletionVectors": "true"})
+    append(target, [9], "z")
+    with pytest.raises(CloneReplaceNonEmptyTableError, match="DELTA_UNSUPPORTED_NON_EMPTY_CLONE"):
+        clone(source, target.table_uri, replace=True)
+    with pytest.raises(CloneTargetNotEmptyError, match="is not empty"):
+        clone(source, target.table_uri)
+    txn = target.start_transaction()
+    txn.commit([f.remove(1) for f in target.update().files], Delete([]))
+    before = target.update()
+    result = clone(source, target.table_uri, replace=True)
+    after = target.update()
+    assert result.version == 3 and after.metadata.id == before.metadata.id
+    assert after.protocol == before.protocol  # (3, 7) with deletionVectors: not the source's (1, 2)
+    assert after.metadata.configuration == source.update().metadata.configuration
+    assert _rows(target.table_uri) == _rows(source.table_uri)
+    assert clone(source, str(tmp_path / "fresh"), replace=True).version == 0  # no table there: created

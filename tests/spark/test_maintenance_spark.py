@@ -123,6 +123,39 @@ def test_restore_and_clone_record_only_deltas_metrics(spark, tmp_path):
     }
 
 
+def test_restore_reads_ignore_missing_files_and_protocol_downgrade_from_the_session(spark, tmp_path):
+    """RESTORE follows ``spark.sql.files.ignoreMissingFiles`` (RestoreTableCommand's
+    ``checkSnapshotFilesAvailability`` is skipped) and Delta's
+    ``spark.databricks.delta.restore.protocolDowngradeAllowed`` (RestoreTableSuiteBase's
+    "restore downgrade protocol (allowed=true)": the version's own protocol comes back)."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.commands.restore import RestoreMissingFilesError
+    from deltalog.txn.commit.operations import Delete
+    from deltalog.txn.protocol.actions import Protocol
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    append(log, [1])
+    old = log.update().protocol
+    table = DeltaTable.forPath(spark, path)
+    table.upgradeTableProtocol(2, 5)
+    removed = log.update().files[0]
+    log.start_transaction().commit([removed.remove(1)], Delete(["id = 1"]))
+    os.remove(os.path.join(path, removed.path.replace("%3D", "=")))  # as VACUUM would
+    with pytest.raises(RestoreMissingFilesError):
+        table.restoreToVersion(1)
+    spark.conf.set("spark.sql.files.ignoreMissingFiles", "true")
+    spark.conf.set("spark.databricks.delta.restore.protocolDowngradeAllowed", "true")
+    try:
+        row = table.restoreToVersion(1).collect()[0]
+    finally:
+        spark.conf.unset("spark.sql.files.ignoreMissingFiles")
+        spark.conf.unset("spark.databricks.delta.restore.protocolDowngradeAllowed")
+    assert (row.num_restored_files, row.num_removed_files) == (1, 0)
+    assert log.update().protocol == old != Protocol(2, 5)
+    assert [f.path for f in log.update().files] == [removed.path]
+
+
 def test_history_and_detail_have_deltas_columns(spark, tmp_path):
     """``history()`` and ``detail()`` return Delta's ``DeltaHistory`` / ``TableDetail``
     columns, in order; a legacy protocol's implied features are listed."""

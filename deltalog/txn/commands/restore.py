@@ -10,8 +10,12 @@ Delta's ``RestoreTableCommand`` in the txn layer: one commit that
   commit a version no reader can read when just the deletion vector was vacuumed);
 - brings back the target's metadata (schema, partitioning, properties) when it differs,
   except identity columns' high-water marks, which stay at the latest (as in Delta), brings
-  back the target's clustering columns (none if it was not clustered), and keeps the
-  protocol (a restore never downgrades it).
+  back the target's clustering columns (none if it was not clustered), and commits the
+  target's protocol merged with the latest (a restore never downgrades it, unless
+  ``allow_protocol_downgrade``: Delta's ``spark.databricks.delta.restore.protocolDowngradeAllowed``).
+
+With ``ignore_missing_files`` (Delta's ``spark.sql.files.ignoreMissingFiles``) the check for
+vacuumed files is skipped and they are re-added as Delta does, for readers that skip them too.
 
 The transaction reads the whole table (serializable: a concurrent write makes it fail
 rather than be silently undone). The commit carries Delta's ``RESTORE`` parameters
@@ -34,6 +38,7 @@ from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN, clustering_domain
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.identity import with_merged_high_water_marks
+from deltalog.txn.protocol.protocol_requirements import merge_protocols
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
@@ -103,6 +108,8 @@ def restore(
     *,
     lock: str | CommitLock | None = None,
     enforce_retention: bool = True,
+    ignore_missing_files: bool = False,
+    allow_protocol_downgrade: bool = False,
 ) -> RestoreResult:
     """Restore the table to ``version`` or to the version current at ``timestamp``.
 
@@ -114,7 +121,9 @@ def restore(
     for a target older than ``delta.deletedFileRetentionDuration`` unless
     ``enforce_retention=False`` (or the storage option
     ``spark.databricks.delta.vacuum.enforceTimeTravelWithinDeletedFileRetentionDuration=false``);
-    in every case nothing is committed.
+    in every case nothing is committed. ``ignore_missing_files`` skips the check for vacuumed
+    files (Delta's ``spark.sql.files.ignoreMissingFiles``); ``allow_protocol_downgrade`` commits
+    the target version's protocol as it was (Delta's ``restore.protocolDowngradeAllowed``).
     """
     if (version is None) == (timestamp is None):
         raise ValueError("restore needs exactly one of version= or timestamp=")
@@ -130,7 +139,7 @@ def restore(
     latest_files = {f.logical_key: f for f in latest.files}
     to_add = [f for key, f in target_files.items() if key not in latest_files]
     to_remove = [f for key, f in latest_files.items() if key not in target_files]
-    missing = missing_files(delta_log.store, delta_log.table_uri, to_add)
+    missing = [] if ignore_missing_files else missing_files(delta_log.store, delta_log.table_uri, to_add)
     if missing:
         raise RestoreMissingFilesError(delta_log.table_uri, target.version, missing)
 
@@ -139,6 +148,7 @@ def restore(
     actions.extend(replace(f, data_change=True) for f in to_add)
     actions.extend(_restored_clustering(target, latest))
     _restore_metadata(txn, target, latest)
+    _restore_protocol(txn, target, latest, allow_protocol_downgrade)
 
     metrics = _restore_metrics(target, to_add, to_remove)
     committed = txn.commit(actions, _restore_operation(target, timestamp, metrics))
@@ -162,6 +172,17 @@ def _restore_metadata(txn: OptimisticTransaction, target: Snapshot, latest: Snap
     if restored_metadata != latest.metadata:
         txn.update_metadata(restored_metadata)
     txn.mark_constraints_checked()
+
+
+def _restore_protocol(txn: OptimisticTransaction, target: Snapshot, latest: Snapshot, allow_downgrade: bool) -> None:
+    """Delta's RESTORE protocol: the target version's merged with the latest (never a
+    downgrade), or, when a downgrade is allowed, the target version's as it was."""
+    if allow_downgrade and target.protocol != latest.protocol:
+        txn.downgrade_protocol(target.protocol, lambda _snapshot: True)  # the whole table was read
+        return
+    merged = merge_protocols(txn.protocol or latest.protocol, target.protocol)
+    if merged is not None:
+        txn.upgrade_protocol(merged)
 
 
 def _restore_operation(target: Snapshot, timestamp: datetime | int | str | None, metrics: dict[str, str]) -> Restore:
