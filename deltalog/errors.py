@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from deltalog.txn.commands.vacuum_listing import VacuumInventoryError
     from deltalog.txn.commands.vacuum_lite import VacuumLiteError
     from deltalog.txn.commit.commit_errors import (
+        AddingDeletionVectorsDisallowedError,
         AppendOnlyViolationError,
         CommitFailedError,
         ConcurrentAppendError,
@@ -207,6 +208,7 @@ _HOMES: dict[str, str] = {
     "UnsupportedDefaultExpressionError": "deltalog.txn.protocol.column_defaults",
     # transactions: invalid transactions and commit conflicts
     "InvalidTransactionError": "deltalog.txn.commit.commit_errors",
+    "AddingDeletionVectorsDisallowedError": "deltalog.txn.commit.commit_errors",
     "AppendOnlyViolationError": "deltalog.txn.commit.commit_errors",
     "ConstraintsNotCheckedError": "deltalog.txn.commit.commit_errors",
     "DuplicateFileActionError": "deltalog.txn.commit.commit_errors",
@@ -284,6 +286,7 @@ _HOMES: dict[str, str] = {
 }
 
 __all__ = [
+    "AddingDeletionVectorsDisallowedError",
     "AmbiguousWriteError",
     "AppendOnlyViolationError",
     "CastOverflowError",

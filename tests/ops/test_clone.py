@@ -16,6 +16,7 @@ from deltalog.txn.commands.clone import CloneReplaceNonEmptyTableError, CloneTar
 from deltalog.txn.commands.clustering import clustering_columns
 from deltalog.txn.commands.optimize import optimize
 from deltalog.txn.commands.vacuum import vacuum
+from deltalog.txn.commit.commit_errors import AddingDeletionVectorsDisallowedError
 from deltalog.txn.commit.operations import Delete, SetTableProperties
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.errors import UnsupportedColumnMappingModeChangeError
@@ -152,6 +153,13 @@ def test_clone_of_a_clustered_table_keeps_its_clustering_columns(tmp_path: Path,
     assert clustering_columns(target.update()) == ["y", "x"]
     params = _commit_info(target_uri, optimize(target).version or 0)["operationParameters"]
     assert isinstance(params, dict) and params["clusterBy"] == '["y","x"]'
+    # a clustered (empty) table replaced by the clone of an unclustered one is not clustered
+    # any more (Delta's handleDomainMetadataForReplaceTable)
+    empty = create_clustered(str(tmp_path / "empty"), ["x"])
+    plain = create(str(tmp_path / "plain"))
+    append(plain, [1])
+    clone(plain, empty.table_uri, shallow=shallow, replace=True)
+    assert clustering_columns(empty.update()) is None
 
 
 def test_clone_properties_that_need_table_features_upgrade_the_protocol(tmp_path: Path) -> None:
@@ -212,3 +220,15 @@ def test_clone_replace_needs_an_empty_delta_table_and_keeps_its_identity(tmp_pat
     assert after.metadata.configuration == source.update().metadata.configuration
     assert _rows(target.table_uri) == _rows(source.table_uri)
     assert clone(source, str(tmp_path / "fresh"), replace=True).version == 0  # no table there: created
+
+
+def test_clone_turning_deletion_vectors_off_on_a_source_with_them_is_refused(tmp_path: Path) -> None:
+    """CloneTableSuiteBase's "CLONE with table properties to disable DV": Delta's commit
+    refuses an add with a deletion vector once ``delta.enableDeletionVectors`` is false
+    (``DELTA_ADDING_DELETION_VECTORS_DISALLOWED``); nothing is written."""
+    build_dv_table(tmp_path)
+    source = DeltaLog.for_table(str(tmp_path / "dv"))
+    target = tmp_path / "c"
+    with pytest.raises(AddingDeletionVectorsDisallowedError, match="DELTA_ADDING_DELETION_VECTORS_DISALLOWED"):
+        clone(source, str(target), properties={"delta.enableDeletionVectors": "false"})
+    assert DeltaLog.for_table(str(target)).update().version == -1

@@ -61,7 +61,12 @@ def test_restore_to_a_timestamp(tmp_path: Path) -> None:
     result = restore(log, timestamp=stamp)
     assert result.restored_version == 1
     assert read_ids(log) == [1]
-    assert log.history(limit=1)[0].operation_parameters == {"timestamp": stamp.isoformat()}
+    # as Delta records it: java.sql.Timestamp's text (RestoreTableCommand's getTimestamp)
+    delta_text = f"{stamp:%Y-%m-%d %H:%M:%S}.{f'{stamp.microsecond:06d}'.rstrip('0') or '0'}"
+    assert log.history(limit=1)[0].operation_parameters == {"timestamp": delta_text}
+    text = f"{stamp:%Y-%m-%d %H:%M:%S}.50Z"  # text: its own wall time, trailing zeros dropped
+    restore(log, timestamp=text)
+    assert log.history(limit=1)[0].operation_parameters == {"timestamp": f"{stamp:%Y-%m-%d %H:%M:%S}.5"}
 
 
 def test_restore_brings_back_the_metadata(tmp_path: Path) -> None:

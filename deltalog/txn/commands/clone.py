@@ -226,13 +226,12 @@ def _target_metadata(
     ``properties`` checked as Delta's CLONE checks them
     (:func:`~deltalog.txn.protocol.properties.validate_table_properties`) on top; the
     target's id, name and description (a new id, none, none for a new table) and identity
-    high-water marks. The column mapping mode may not change (Delta's
+    high-water marks; the source's creation time. The column mapping mode may not change (Delta's
     ``checkColumnMappingMode``)."""
     overrides = validate_table_properties(properties or {}, allow_arbitrary=allow_arbitrary)
     config = {**snapshot.metadata.configuration, **overrides}
-    metadata = replace(
-        snapshot.metadata, id=str(uuid.uuid4()), name=None, description=None, configuration=config, created_time=None
-    )
+    # the source's createdTime stays, as Delta's ``sourceTable.metadata.copy(...)`` keeps it
+    metadata = replace(snapshot.metadata, id=str(uuid.uuid4()), name=None, description=None, configuration=config)
     if existing is not None:
         metadata = replace(
             with_merged_high_water_marks(metadata, existing.metadata),
@@ -297,6 +296,7 @@ def clone(
     lock: str | CommitLock | None = None,
     enforce_retention: bool = True,
     allow_arbitrary_properties: bool = False,
+    source_name: str | None = None,
 ) -> CloneResult:
     """Clone ``source`` (at ``version``/``timestamp``, the latest by default) to the new
     table at ``target_uri`` (a URI with ``storage_options``, or a :class:`DeltaLog`, whose
@@ -308,33 +308,27 @@ def clone(
     or, as Delta 4.1+ does for ``CLONE ... VERSION AS OF``,
     :class:`~deltalog.txn.log.time_travel_retention.TimeTravelBeyondDeletedFileRetentionDurationError`
     for a version older than ``delta.deletedFileRetentionDuration`` that is not the latest
-    (``enforce_retention=False`` or the storage option turns that off, as for :func:`restore`)."""
+    (``enforce_retention=False`` or the storage option turns that off, as for :func:`restore`).
+    ``source_name``: the ``source`` parameter of the commit (the source's URI by default; Delta
+    records its table name, ``delta.`<path>``` for a table by path)."""
     snapshot = source.snapshot(version=version, timestamp=timestamp, enforce_retention=enforce_retention)
     if snapshot.version < 0:
         source.require_table()
     target = DeltaLog.for_table(target_uri, storage_options) if isinstance(target_uri, str) else target_uri
     txn = target.start_transaction(lock=lock)
-    _check_clonable(source, snapshot, target, txn.snapshot if txn.table_exists else None, replace)
+    existing = txn.snapshot if txn.table_exists else None
+    _check_clonable(source, snapshot, target, existing, replace)
     _prepare_target(txn, snapshot, properties, allow_arbitrary_properties)
     files = snapshot.files
     copies: list[_Copy] = []
-    adds: list[Action] = [*_cloned_domains(snapshot)]
+    adds: list[Action] = [*_cloned_domains(snapshot, existing)]
     adds += [
         _shallow(source.table_uri, f) if shallow else _deep(source.table_uri, target.table_uri, f, copies)
         for f in files
     ]
     metrics = _clone_metrics(snapshot, copies)
-    operation = Clone(source=source.table_uri, source_version=snapshot.version, user_metrics=metrics)
-    committing = False
-    try:
-        if copies:
-            _copy_files(source, target, copies)
-        committing = True
-        committed = txn.commit_large(iter(adds), operation)
-    except BaseException as exc:
-        if copies and (not committing or commit_certainly_failed(exc)):
-            _delete_copies(target, copies)
-        raise
+    operation = Clone(source=source_name or source.table_uri, source_version=snapshot.version, user_metrics=metrics)
+    committed = _copy_and_commit(txn, source, target, copies, adds, operation)
     log.info(
         "cloned %s at version %d to %s (%s, %d files)",
         source.table_uri,
@@ -346,13 +340,39 @@ def clone(
     return CloneResult(target.table_uri, committed, snapshot.version, metrics)
 
 
-def _cloned_domains(snapshot: Snapshot) -> list[DomainMetadata]:
+def _copy_and_commit(
+    txn: OptimisticTransaction,
+    source: DeltaLog,
+    target: DeltaLog,
+    copies: list[_Copy],
+    adds: list[Action],
+    operation: Clone,
+) -> int:
+    """Copy a deep clone's files, then commit; the copies are deleted again when the commit
+    certainly did not land."""
+    committing = False
+    try:
+        if copies:
+            _copy_files(source, target, copies)
+        committing = True
+        return txn.commit_large(iter(adds), operation)
+    except BaseException as exc:
+        if copies and (not committing or commit_certainly_failed(exc)):
+            _delete_copies(target, copies)
+        raise
+
+
+def _cloned_domains(snapshot: Snapshot, existing: Snapshot | None) -> list[DomainMetadata]:
     """The source's domains a clone carries over: only ``delta.clustering``, as Delta's
-    ``METADATA_DOMAIN_TO_COPY_FOR_CLONE_TABLE`` (the target is new, so nothing to remove)."""
+    ``METADATA_DOMAIN_TO_COPY_FOR_CLONE_TABLE``; a replaced table's own is removed when the
+    source has none (Delta's ``handleDomainMetadataForReplaceTable``)."""
     domain = snapshot.domain_metadata.get(CLUSTERING_DOMAIN)
-    if domain is None or domain.removed:
+    if domain is not None and not domain.removed:
+        return [DomainMetadata(CLUSTERING_DOMAIN, domain.configuration, False)]
+    old = None if existing is None else existing.domain_metadata.get(CLUSTERING_DOMAIN)
+    if old is None or old.removed:
         return []
-    return [DomainMetadata(CLUSTERING_DOMAIN, domain.configuration, False)]
+    return [DomainMetadata(CLUSTERING_DOMAIN, old.configuration, True)]
 
 
 def _clone_metrics(snapshot: Snapshot, copies: list[_Copy]) -> dict[str, str]:

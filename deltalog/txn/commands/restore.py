@@ -39,6 +39,7 @@ from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN, clustering_domai
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.identity import with_merged_high_water_marks
 from deltalog.txn.protocol.protocol_requirements import merge_protocols
+from deltalog.txn.protocol.time_zones import parse_timestamp_text
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
@@ -186,11 +187,23 @@ def _restore_protocol(txn: OptimisticTransaction, target: Snapshot, latest: Snap
 
 
 def _restore_operation(target: Snapshot, timestamp: datetime | int | str | None, metrics: dict[str, str]) -> Restore:
-    """Delta's RESTORE parameters: the version, or the timestamp as it was given."""
+    """Delta's RESTORE parameters: the version, or the timestamp as Delta records it."""
     if timestamp is None:
         return Restore(version=target.version, timestamp=None, user_metrics=metrics)
-    ts_param = timestamp.isoformat() if isinstance(timestamp, datetime) else str(timestamp)
-    return Restore(version=None, timestamp=ts_param, user_metrics=metrics)
+    return Restore(version=None, timestamp=_timestamp_parameter(timestamp), user_metrics=metrics)
+
+
+def _timestamp_parameter(timestamp: datetime | int | str) -> str:
+    """The time as Delta's ``RestoreTableCommand`` records it, ``java.sql.Timestamp``'s text
+    (``2024-05-01 12:00:00.0``: the wall time, fraction without trailing zeros), here in the
+    zone the time was given in; other values (milliseconds, text Spark cannot read) as given."""
+    value = timestamp if isinstance(timestamp, datetime) else None
+    if isinstance(timestamp, str):
+        value = parse_timestamp_text(timestamp)
+    if value is None:
+        return str(timestamp)
+    fraction = f"{value.microsecond:06d}".rstrip("0") or "0"
+    return f"{value:%Y-%m-%d %H:%M:%S}.{fraction}"
 
 
 def _restored_clustering(target: Snapshot, latest: Snapshot) -> list[DomainMetadata]:

@@ -4,6 +4,8 @@ commit of a list of actions and the streamed ``commit_large``.
 - one add or remove per file (and deletion vector);
 - an add's partition values name exactly the table's partition columns;
 - no ``dataChange=true`` remove on an append-only table;
+- no deletion vector on an add where the table does not allow new ones (Delta's
+  ``getAssertDeletionVectorWellFormedFunc``);
 - one ``txn`` action per application id and one ``domainMetadata`` action per domain.
 
 :func:`assert_removable` is Delta's ``DeltaLog.assertRemovable``: the check a command that
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from deltalog.txn.commit.commit_errors import (
+    AddingDeletionVectorsDisallowedError,
     AppendOnlyViolationError,
     DuplicateFileActionError,
     InvalidTransactionError,
@@ -50,9 +53,10 @@ def assert_removable(metadata: Metadata | None) -> None:
 class CommitActionChecks:
     """Check the actions of one commit one by one, as they are listed or streamed."""
 
-    def __init__(self, partition_columns: Iterable[str], append_only: bool) -> None:
+    def __init__(self, partition_columns: Iterable[str], append_only: bool, dv_adds_allowed: bool = True) -> None:
         self._partition_columns = set(partition_columns)
         self._append_only = append_only
+        self._dv_adds_allowed = dv_adds_allowed
         self._file_keys: set[tuple[str, str | None]] = set()
         self._app_ids: set[str] = set()
         self._domains: set[str] = set()
@@ -88,6 +92,8 @@ class CommitActionChecks:
         self._file_keys.add(key)
         if isinstance(action, AddFile):
             self._check_partition_values(action)
+            if action.deletion_vector is not None and not self._dv_adds_allowed:
+                raise AddingDeletionVectorsDisallowedError(decode_path(action.path))
         elif self._append_only and action.data_change:
             raise AppendOnlyViolationError(
                 f"{APPEND_ONLY_ERROR} (cannot remove {decode_path(action.path)} with dataChange=true)."
