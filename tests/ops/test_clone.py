@@ -220,6 +220,11 @@ def test_clone_replace_needs_an_empty_delta_table_and_keeps_its_identity(tmp_pat
     assert after.metadata.configuration == source.update().metadata.configuration
     assert _rows(target.table_uri) == _rows(source.table_uri)
     assert clone(source, str(tmp_path / "fresh"), replace=True).version == 0  # no table there: created
+    # Delta's restore.protocolDowngradeAllowed: the replaced table gets the source's protocol
+    txn = target.start_transaction()
+    txn.commit([f.remove(1) for f in target.update().files], Delete([]))
+    clone(source, target.table_uri, replace=True, allow_protocol_downgrade=True)
+    assert target.update().protocol == source.update().protocol != before.protocol
 
 
 def test_clone_turning_deletion_vectors_off_on_a_source_with_them_is_refused(tmp_path: Path) -> None:

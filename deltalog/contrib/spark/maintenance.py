@@ -49,6 +49,7 @@ __all__ = [
     "column_mapping_removal_allowed",
     "convert_to_delta",
     "inventory_table",
+    "protocol_downgrade_allowed",
     "restore",
     "vacuum",
 ]
@@ -354,6 +355,11 @@ def _session_flag(spark: SparkSession, name: str) -> bool:
     return str(spark.conf.get(name, "false")).strip().lower() == "true"
 
 
+def protocol_downgrade_allowed(spark: SparkSession) -> bool:
+    """Delta's ``spark.databricks.delta.restore.protocolDowngradeAllowed`` (RESTORE and CLONE)."""
+    return _session_flag(spark, RESTORE_PROTOCOL_DOWNGRADE_ALLOWED)
+
+
 def restore(
     spark: SparkSession, delta_log: DeltaLog, version: int | None = None, timestamp: str | None = None
 ) -> RestoreResult:
@@ -370,7 +376,7 @@ def restore(
         timestamp=timestamp,
         enforce_retention=enforce,
         ignore_missing_files=_session_flag(spark, IGNORE_MISSING_FILES),
-        allow_protocol_downgrade=_session_flag(spark, RESTORE_PROTOCOL_DOWNGRADE_ALLOWED),
+        allow_protocol_downgrade=protocol_downgrade_allowed(spark),
     )
 
 

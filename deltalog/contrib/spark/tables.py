@@ -783,7 +783,7 @@ class DeltaTable(AlterTableMethods):
         version: int | None = None,
         timestamp: str | None = None,
     ) -> DeltaTable:
-        from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed
+        from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed, protocol_downgrade_allowed
         from deltalog.contrib.spark.native import hadoop_root
         from deltalog.contrib.spark.time_travel import enforce_time_travel_retention
         from deltalog.txn.commands.clone import clone
@@ -802,6 +802,7 @@ class DeltaTable(AlterTableMethods):
             allow_arbitrary_properties=arbitrary_properties_allowed(self._spark),
             # Delta's DeltaTableV2.name() of a table by path: delta.`<qualified path>`
             source_name=f"delta.`{hadoop_root(self._log.table_uri, self._log.store.fs_path(self._log.table_uri))}`",
+            allow_protocol_downgrade=protocol_downgrade_allowed(self._spark),
         )
         return DeltaTable(self._spark, target, options, self._logstore)
 

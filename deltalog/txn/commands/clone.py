@@ -57,7 +57,7 @@ from deltalog.txn.protocol.column_mapping import column_mapping_mode
 from deltalog.txn.protocol.errors import DeltaLogError, UnsupportedColumnMappingModeChangeError
 from deltalog.txn.protocol.identity import with_merged_high_water_marks
 from deltalog.txn.protocol.properties import validate_table_properties
-from deltalog.txn.protocol.protocol_requirements import merge_protocols
+from deltalog.txn.protocol.protocol_requirements import merge_protocols, protocol_for_new_table
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
@@ -266,21 +266,35 @@ def _check_clonable(
         raise CloneSourceFilesMissingError(source.table_uri, snapshot.version, missing)
 
 
-def _prepare_target(
-    txn: OptimisticTransaction, snapshot: Snapshot, properties: Mapping[str, str] | None, allow_arbitrary: bool
-) -> None:
+def _prepare_target(txn: OptimisticTransaction, snapshot: Snapshot, options: _TargetOptions) -> None:
     """The target's protocol and metadata in ``txn`` (Delta's ``determineTargetProtocol``):
-    the source's protocol, merged with an existing target's (never a downgrade), then what the
+    the source's protocol, merged with an existing target's (never a downgrade, unless
+    ``allow_protocol_downgrade``: then the source's as for a new table), then what the
     metadata's properties need."""
     existing = txn.snapshot if txn.table_exists else None
-    metadata = _target_metadata(snapshot, existing, properties, allow_arbitrary)
+    metadata = _target_metadata(snapshot, existing, options.properties, options.allow_arbitrary_properties)
+    downgrading = existing is not None and options.allow_protocol_downgrade
     if existing is None:
         txn.upgrade_protocol(snapshot.protocol)  # first: the metadata adds what the properties need
-    elif (merged := merge_protocols(existing.protocol, snapshot.protocol)) is not None:
+    elif not downgrading and (merged := merge_protocols(existing.protocol, snapshot.protocol)) is not None:
         txn.upgrade_protocol(merged)
     # no table creation for IcebergCompat (Delta's isCreatingOrReorgTable): files keep their names
     txn.update_metadata(metadata, creating_table=False)
+    if downgrading:
+        needed = protocol_for_new_table(metadata)  # the properties before the protocol ones are taken out
+        wanted = merge_protocols(snapshot.protocol, needed) or snapshot.protocol
+        if wanted != txn.protocol:
+            txn.downgrade_protocol(wanted, lambda _snapshot: True)  # the target has no files
     txn.mark_constraints_checked()  # the source's own files, checked when they were written
+
+
+@dataclass(frozen=True)
+class _TargetOptions:
+    """How the target's metadata and protocol are chosen (see :func:`clone`)."""
+
+    properties: Mapping[str, str] | None = None
+    allow_arbitrary_properties: bool = False
+    allow_protocol_downgrade: bool = False
 
 
 def clone(
@@ -297,6 +311,7 @@ def clone(
     enforce_retention: bool = True,
     allow_arbitrary_properties: bool = False,
     source_name: str | None = None,
+    allow_protocol_downgrade: bool = False,
 ) -> CloneResult:
     """Clone ``source`` (at ``version``/``timestamp``, the latest by default) to the new
     table at ``target_uri`` (a URI with ``storage_options``, or a :class:`DeltaLog`, whose
@@ -310,7 +325,9 @@ def clone(
     for a version older than ``delta.deletedFileRetentionDuration`` that is not the latest
     (``enforce_retention=False`` or the storage option turns that off, as for :func:`restore`).
     ``source_name``: the ``source`` parameter of the commit (the source's URI by default; Delta
-    records its table name, ``delta.`<path>``` for a table by path)."""
+    records its table name, ``delta.`<path>``` for a table by path). ``allow_protocol_downgrade``
+    (Delta's ``restore.protocolDowngradeAllowed``): a replaced table gets the source's protocol
+    even when its own is higher."""
     snapshot = source.snapshot(version=version, timestamp=timestamp, enforce_retention=enforce_retention)
     if snapshot.version < 0:
         source.require_table()
@@ -318,7 +335,7 @@ def clone(
     txn = target.start_transaction(lock=lock)
     existing = txn.snapshot if txn.table_exists else None
     _check_clonable(source, snapshot, target, existing, replace)
-    _prepare_target(txn, snapshot, properties, allow_arbitrary_properties)
+    _prepare_target(txn, snapshot, _TargetOptions(properties, allow_arbitrary_properties, allow_protocol_downgrade))
     files = snapshot.files
     copies: list[_Copy] = []
     adds: list[Action] = [*_cloned_domains(snapshot, existing)]
