@@ -227,6 +227,21 @@ def test_clone_replace_needs_an_empty_delta_table_and_keeps_its_identity(tmp_pat
     assert target.update().protocol == source.update().protocol != before.protocol
 
 
+def test_files_re_added_in_place_keep_their_deletion_vectors_where_new_ones_are_off(tmp_path: Path) -> None:
+    """Delta's ``isInPlaceFileMetadataUpdate``: turning row tracking on re-adds the live files
+    (Delta's ROW TRACKING BACKFILL) with their deletion vectors, even after
+    ``delta.enableDeletionVectors`` was turned off; only new deletion vectors are refused."""
+    build_dv_table(tmp_path)
+    log = DeltaLog.for_table(str(tmp_path / "dv"))
+    for properties in ({"delta.enableDeletionVectors": "false"}, {"delta.enableRowTracking": "true"}):
+        metadata = log.update().metadata
+        txn = log.start_transaction()
+        txn.update_metadata(replace(metadata, configuration={**metadata.configuration, **properties}))
+        txn.commit([], SetTableProperties(properties))
+    assert all(f.base_row_id is not None for f in log.update().files)
+    assert sum(f.deletion_vector is not None for f in log.update().files) == 2
+
+
 def test_clone_turning_deletion_vectors_off_on_a_source_with_them_is_refused(tmp_path: Path) -> None:
     """CloneTableSuiteBase's "CLONE with table properties to disable DV": Delta's commit
     refuses an add with a deletion vector once ``delta.enableDeletionVectors`` is false

@@ -61,14 +61,16 @@ class CommitActionChecks:
         self._app_ids: set[str] = set()
         self._domains: set[str] = set()
 
-    def check_all(self, actions: Iterable[Action]) -> None:
+    def check_all(self, actions: Iterable[Action], in_place: bool = False) -> None:
         for action in actions:
-            self.check(action)
+            self.check(action, in_place)
 
-    def check(self, action: Action) -> None:
-        """Raise when ``action`` breaks a rule, given the actions checked before it."""
+    def check(self, action: Action, in_place: bool = False) -> None:
+        """Raise when ``action`` breaks a rule, given the actions checked before it.
+        ``in_place``: a live file re-added as it is (a row tracking backfill), whose deletion
+        vector is not a new one."""
         if isinstance(action, (AddFile, RemoveFile)):
-            self._check_file_action(action)
+            self._check_file_action(action, in_place)
         elif isinstance(action, SetTransaction):
             if action.app_id in self._app_ids:
                 raise DuplicateFileActionError(
@@ -82,7 +84,7 @@ class CommitActionChecks:
                 )
             self._domains.add(action.domain)
 
-    def _check_file_action(self, action: AddFile | RemoveFile) -> None:
+    def _check_file_action(self, action: AddFile | RemoveFile, in_place: bool) -> None:
         key = action.logical_key
         if key in self._file_keys:
             raise DuplicateFileActionError(
@@ -92,7 +94,7 @@ class CommitActionChecks:
         self._file_keys.add(key)
         if isinstance(action, AddFile):
             self._check_partition_values(action)
-            if action.deletion_vector is not None and not self._dv_adds_allowed:
+            if action.deletion_vector is not None and not (self._dv_adds_allowed or in_place):
                 raise AddingDeletionVectorsDisallowedError(decode_path(action.path))
         elif self._append_only and action.data_change:
             raise AppendOnlyViolationError(

@@ -614,9 +614,12 @@ class OptimisticTransaction:
         body = self._take_metadata_and_protocol(actions)
         self._check_writable()
         self._check_iceberg_compat(body, isinstance(operation, SetTableProperties))
+        own = len(body)
         body = self._with_row_tracking_backfill(body)
         self._check_constraints_declared(body)
-        self._action_checks(operation).check_all(body)
+        checks = self._action_checks(operation)
+        checks.check_all(body[:own])
+        checks.check_all(body[own:], in_place=True)  # the backfill's re-adds
         prepared = [*self._protocol_and_metadata(), *body]
         level = choose_isolation_level(self.isolation_level, prepared, operation.changes_data)
         blind = self._is_blind_append(prepared)
