@@ -176,7 +176,8 @@ def test_clone_properties_that_need_table_features_upgrade_the_protocol(tmp_path
 
 def test_clone_takes_the_targets_name_and_description_not_the_sources(tmp_path: Path) -> None:
     """Delta's ``prepareSourceMetadata`` gives the clone the target's name and description
-    (none for a new table); CloneTableTestMixin's ``compareMetadata`` checks they are null."""
+    (none for a new table); CloneTableTestMixin's ``compareMetadata`` checks they are null.
+    The source's creation time stays."""
     source = _source(tmp_path)
     txn = source.start_transaction()
     txn.update_metadata(replace(source.update().metadata, name="orders", description="the orders"))
@@ -184,6 +185,8 @@ def test_clone_takes_the_targets_name_and_description_not_the_sources(tmp_path: 
     clone(source, str(tmp_path / "c"))
     metadata = DeltaLog.for_table(str(tmp_path / "c")).update().metadata
     assert (metadata.name, metadata.description) == (None, None)
+    # the source's createdTime stays: Delta's sourceTable.metadata.copy(id, name, description)
+    assert metadata.created_time == source.update().metadata.created_time is not None
 
 
 @pytest.mark.parametrize("mode", ["id", "none"])
