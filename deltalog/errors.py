@@ -55,7 +55,11 @@ if TYPE_CHECKING:
         TransientStorageError,
         UnknownLogStoreError,
     )
-    from deltalog.txn.commands.clone import CloneSourceFilesMissingError, CloneTargetNotEmptyError
+    from deltalog.txn.commands.clone import (
+        CloneReplaceNonEmptyTableError,
+        CloneSourceFilesMissingError,
+        CloneTargetNotEmptyError,
+    )
     from deltalog.txn.commands.column_mapping_removal import InvalidColumnNamesError
     from deltalog.txn.commands.convert import ConvertToDeltaError
     from deltalog.txn.commands.drop_feature import (
@@ -73,6 +77,7 @@ if TYPE_CHECKING:
     from deltalog.txn.commands.vacuum_listing import VacuumInventoryError
     from deltalog.txn.commands.vacuum_lite import VacuumLiteError
     from deltalog.txn.commit.commit_errors import (
+        AddingDeletionVectorsDisallowedError,
         AppendOnlyViolationError,
         CommitFailedError,
         ConcurrentAppendError,
@@ -203,6 +208,7 @@ _HOMES: dict[str, str] = {
     "UnsupportedDefaultExpressionError": "deltalog.txn.protocol.column_defaults",
     # transactions: invalid transactions and commit conflicts
     "InvalidTransactionError": "deltalog.txn.commit.commit_errors",
+    "AddingDeletionVectorsDisallowedError": "deltalog.txn.commit.commit_errors",
     "AppendOnlyViolationError": "deltalog.txn.commit.commit_errors",
     "ConstraintsNotCheckedError": "deltalog.txn.commit.commit_errors",
     "DuplicateFileActionError": "deltalog.txn.commit.commit_errors",
@@ -236,6 +242,7 @@ _HOMES: dict[str, str] = {
     "RestoreMissingFilesError": "deltalog.txn.commands.restore",
     "RestoreToLatestVersionError": "deltalog.txn.commands.restore",
     "CloneTargetNotEmptyError": "deltalog.txn.commands.clone",
+    "CloneReplaceNonEmptyTableError": "deltalog.txn.commands.clone",
     "CloneSourceFilesMissingError": "deltalog.txn.commands.clone",
     "VacuumRetentionError": "deltalog.txn.commands.vacuum",
     "VacuumInventoryError": "deltalog.txn.commands.vacuum_listing",
@@ -279,10 +286,12 @@ _HOMES: dict[str, str] = {
 }
 
 __all__ = [
+    "AddingDeletionVectorsDisallowedError",
     "AmbiguousWriteError",
     "AppendOnlyViolationError",
     "CastOverflowError",
     "ChecksumMismatchError",
+    "CloneReplaceNonEmptyTableError",
     "CloneSourceFilesMissingError",
     "CloneTargetNotEmptyError",
     "ClusteringColumnsError",

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import deltalake
 import pyarrow as pa
 import pytest
 
-from deltalog.txn.commands.clone import CloneTargetNotEmptyError, clone
+from deltalog.txn.commands.clone import CloneReplaceNonEmptyTableError, CloneTargetNotEmptyError, clone
 from deltalog.txn.commands.clustering import clustering_columns
 from deltalog.txn.commands.optimize import optimize
 from deltalog.txn.commands.vacuum import vacuum
+from deltalog.txn.commit.commit_errors import AddingDeletionVectorsDisallowedError
+from deltalog.txn.commit.operations import Delete, SetTableProperties
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.protocol.errors import UnsupportedColumnMappingModeChangeError
 from tests.log.test_feature_tables import test_deletion_vectors_on_disk_and_inline as build_dv_table
 from tests.ops.tables import append, create
 
@@ -149,6 +153,13 @@ def test_clone_of_a_clustered_table_keeps_its_clustering_columns(tmp_path: Path,
     assert clustering_columns(target.update()) == ["y", "x"]
     params = _commit_info(target_uri, optimize(target).version or 0)["operationParameters"]
     assert isinstance(params, dict) and params["clusterBy"] == '["y","x"]'
+    # a clustered (empty) table replaced by the clone of an unclustered one is not clustered
+    # any more (Delta's handleDomainMetadataForReplaceTable)
+    empty = create_clustered(str(tmp_path / "empty"), ["x"])
+    plain = create(str(tmp_path / "plain"))
+    append(plain, [1])
+    clone(plain, empty.table_uri, shallow=shallow, replace=True)
+    assert clustering_columns(empty.update()) is None
 
 
 def test_clone_properties_that_need_table_features_upgrade_the_protocol(tmp_path: Path) -> None:
@@ -161,3 +172,86 @@ def test_clone_properties_that_need_table_features_upgrade_the_protocol(tmp_path
     target = DeltaLog.for_table(target_uri).update()
     assert "deletionVectors" in (target.protocol.writer_features or ())
     assert _rows(target_uri) == _rows(source.table_uri)
+
+
+def test_clone_takes_the_targets_name_and_description_not_the_sources(tmp_path: Path) -> None:
+    """Delta's ``prepareSourceMetadata`` gives the clone the target's name and description
+    (none for a new table); CloneTableTestMixin's ``compareMetadata`` checks they are null.
+    The source's creation time stays."""
+    source = _source(tmp_path)
+    txn = source.start_transaction()
+    txn.update_metadata(replace(source.update().metadata, name="orders", description="the orders"))
+    txn.commit([], SetTableProperties({}))
+    clone(source, str(tmp_path / "c"))
+    metadata = DeltaLog.for_table(str(tmp_path / "c")).update().metadata
+    assert (metadata.name, metadata.description) == (None, None)
+    # the source's createdTime stays: Delta's sourceTable.metadata.copy(id, name, description)
+    assert metadata.created_time == source.update().metadata.created_time is not None
+
+
+@pytest.mark.parametrize("mode", ["id", "none"])
+def test_clone_properties_cannot_change_the_column_mapping_mode(tmp_path: Path, mode: str) -> None:
+    """Delta's ``checkColumnMappingMode`` (CloneTableSuiteBase's "block changing column
+    mapping mode ... under CLONE"): a property moving a name-mapped source to another mode is
+    refused before anything is written."""
+    source = create(str(tmp_path / "source"), config={"delta.columnMapping.mode": "name"})
+    target = tmp_path / "c"
+    with pytest.raises(UnsupportedColumnMappingModeChangeError, match="from 'name' to"):
+        clone(source, str(target), properties={"delta.columnMapping.mode": mode})
+    assert not (target / "_delta_log").exists() or not any((target / "_delta_log").iterdir())
+
+
+def test_clone_replace_needs_an_empty_delta_table_and_keeps_its_identity(tmp_path: Path) -> None:
+    """Delta's ``CREATE OR REPLACE ... CLONE`` (CloneTableSuiteBase's "create or replace
+    table" and "CLONE respects table features ..., targetExists=true"): a Delta table with
+    files is refused (``DELTA_UNSUPPORTED_NON_EMPTY_CLONE``); an emptied one keeps its id,
+    history and protocol (no downgrade) and gets the source's files and properties."""
+    source = _source(tmp_path)
+    target = create(str(tmp_path / "target"), config={"delta.enableDeletionVectors": "true"})
+    append(target, [9], "z")
+    with pytest.raises(CloneReplaceNonEmptyTableError, match="DELTA_UNSUPPORTED_NON_EMPTY_CLONE"):
+        clone(source, target.table_uri, replace=True)
+    with pytest.raises(CloneTargetNotEmptyError, match="is not empty"):
+        clone(source, target.table_uri)
+    txn = target.start_transaction()
+    txn.commit([f.remove(1) for f in target.update().files], Delete([]))
+    before = target.update()
+    result = clone(source, target.table_uri, replace=True)
+    after = target.update()
+    assert result.version == 3 and after.metadata.id == before.metadata.id
+    assert after.protocol == before.protocol  # (3, 7) with deletionVectors: not the source's (1, 2)
+    assert after.metadata.configuration == source.update().metadata.configuration
+    assert _rows(target.table_uri) == _rows(source.table_uri)
+    assert clone(source, str(tmp_path / "fresh"), replace=True).version == 0  # no table there: created
+    # Delta's restore.protocolDowngradeAllowed: the replaced table gets the source's protocol
+    txn = target.start_transaction()
+    txn.commit([f.remove(1) for f in target.update().files], Delete([]))
+    clone(source, target.table_uri, replace=True, allow_protocol_downgrade=True)
+    assert target.update().protocol == source.update().protocol != before.protocol
+
+
+def test_files_re_added_in_place_keep_their_deletion_vectors_where_new_ones_are_off(tmp_path: Path) -> None:
+    """Delta's ``isInPlaceFileMetadataUpdate``: turning row tracking on re-adds the live files
+    (Delta's ROW TRACKING BACKFILL) with their deletion vectors, even after
+    ``delta.enableDeletionVectors`` was turned off; only new deletion vectors are refused."""
+    build_dv_table(tmp_path)
+    log = DeltaLog.for_table(str(tmp_path / "dv"))
+    for properties in ({"delta.enableDeletionVectors": "false"}, {"delta.enableRowTracking": "true"}):
+        metadata = log.update().metadata
+        txn = log.start_transaction()
+        txn.update_metadata(replace(metadata, configuration={**metadata.configuration, **properties}))
+        txn.commit([], SetTableProperties(properties))
+    assert all(f.base_row_id is not None for f in log.update().files)
+    assert sum(f.deletion_vector is not None for f in log.update().files) == 2
+
+
+def test_clone_turning_deletion_vectors_off_on_a_source_with_them_is_refused(tmp_path: Path) -> None:
+    """CloneTableSuiteBase's "CLONE with table properties to disable DV": Delta's commit
+    refuses an add with a deletion vector once ``delta.enableDeletionVectors`` is false
+    (``DELTA_ADDING_DELETION_VECTORS_DISALLOWED``); nothing is written."""
+    build_dv_table(tmp_path)
+    source = DeltaLog.for_table(str(tmp_path / "dv"))
+    target = tmp_path / "c"
+    with pytest.raises(AddingDeletionVectorsDisallowedError, match="DELTA_ADDING_DELETION_VECTORS_DISALLOWED"):
+        clone(source, str(target), properties={"delta.enableDeletionVectors": "false"})
+    assert DeltaLog.for_table(str(target)).update().version == -1

@@ -13,8 +13,9 @@ from deltalog.txn.commands.optimize import optimize
 from deltalog.txn.commands.restore import RestoreMissingFilesError, restore
 from deltalog.txn.commands.vacuum import vacuum
 from deltalog.txn.commit.commit_errors import ConcurrentAppendError
-from deltalog.txn.commit.operations import Delete, SetTableProperties
+from deltalog.txn.commit.operations import Delete, SetTableProperties, UpgradeProtocol
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.protocol.actions import Protocol
 from deltalog.txn.protocol.errors import VersionNotFoundError
 from tests.log.helpers import set_mtime
 from tests.ops.tables import append, create, read_ids
@@ -60,7 +61,12 @@ def test_restore_to_a_timestamp(tmp_path: Path) -> None:
     result = restore(log, timestamp=stamp)
     assert result.restored_version == 1
     assert read_ids(log) == [1]
-    assert log.history(limit=1)[0].operation_parameters == {"timestamp": stamp.isoformat()}
+    # as Delta records it: java.sql.Timestamp's text (RestoreTableCommand's getTimestamp)
+    delta_text = f"{stamp:%Y-%m-%d %H:%M:%S}.{f'{stamp.microsecond:06d}'.rstrip('0') or '0'}"
+    assert log.history(limit=1)[0].operation_parameters == {"timestamp": delta_text}
+    text = f"{stamp:%Y-%m-%d %H:%M:%S}.50Z"  # text: its own wall time, trailing zeros dropped
+    restore(log, timestamp=text)
+    assert log.history(limit=1)[0].operation_parameters == {"timestamp": f"{stamp:%Y-%m-%d %H:%M:%S}.5"}
 
 
 def test_restore_brings_back_the_metadata(tmp_path: Path) -> None:
@@ -93,6 +99,28 @@ def test_refused_when_files_were_vacuumed(table_uri: str) -> None:
     assert len(err.value.missing) == 2
     assert log.update().version == version  # nothing committed
     assert read_ids(log) == [1, 2]
+    # Delta's spark.sql.files.ignoreMissingFiles: the check is skipped, the files re-added
+    result = restore(log, version=2, ignore_missing_files=True)
+    assert result.metrics["numRestoredFiles"] == "2"
+    assert {f.path for f in log.update().files} == {f.path for f in log.snapshot(2).files}
+
+
+def test_restore_protocol_is_merged_or_downgraded_when_allowed(tmp_path: Path) -> None:
+    """RestoreTableSuiteBase's "restore downgrade protocol (allowed=...)": the restored
+    protocol is the latest merged with the target's, or, with Delta's
+    ``restore.protocolDowngradeAllowed``, the target version's own."""
+    log = create(str(tmp_path / "t"))
+    append(log, [1])
+    old = log.update().protocol
+    txn = log.start_transaction()
+    txn.upgrade_protocol(Protocol(2, 5))
+    txn.commit([], UpgradeProtocol({"minReaderVersion": 2, "minWriterVersion": 5}))
+    append(log, [2])
+    restore(log, version=1)
+    assert log.update().protocol == Protocol(2, 5)
+    restore(log, version=1, allow_protocol_downgrade=True)
+    assert log.update().protocol == old
+    assert read_ids(log) == [1]
 
 
 def test_unknown_version_and_bad_arguments(tmp_path: Path) -> None:

@@ -123,6 +123,106 @@ def test_restore_and_clone_record_only_deltas_metrics(spark, tmp_path):
     }
 
 
+def _clone_ignores_session_defaults(spark, table, log, tmp_path):
+    """CloneTableSuiteBase "CLONE ignores reader/writer session defaults"; the history of
+    "simple shallow clone" (source named as Delta's DeltaTableV2.name(), metrics)."""
+    defaults = "spark.databricks.delta.properties.defaults."
+    for name, value in (("minReaderVersion", "2"), ("minWriterVersion", "5"), ("enableChangeDataFeed", "true")):
+        spark.conf.set(defaults + name, value)
+    try:
+        clone = table.cloneAtVersion(1, str(tmp_path / "c"), isShallow=True)
+    finally:
+        for name in ("minReaderVersion", "minWriterVersion", "enableChangeDataFeed"):
+            spark.conf.unset(defaults + name)
+    source, target = log.snapshot(1), clone._log.update()
+    assert (target.protocol, target.metadata.configuration) == (source.protocol, source.metadata.configuration)
+    row = clone.history(1).collect()[0]
+    assert row.operation == "CLONE" and row.operationParameters == {
+        "source": f"delta.`file:{tmp_path}/t`",
+        "sourceVersion": "1",
+    }
+    assert row.operationMetrics == {
+        "sourceTableSize": str(source.size_in_bytes),
+        "sourceNumOfFiles": "1",
+        "numRemovedFiles": "0",
+        "numCopiedFiles": "0",
+        "removedFilesSize": "0",
+        "copiedFilesSize": "0",
+    }
+
+
+def _restore_a_restore(spark, table, log, tmp_path):
+    """RestoreTableSuiteBase "restore a restore back to pre-restore version" and "restore
+    command output metrics"; restoring to the latest version is refused, as Delta's require."""
+    from deltalog.txn.commands.restore import RestoreToLatestVersionError
+
+    out = table.restoreToVersion(1)
+    assert [(f.name, f.dataType.simpleString()) for f in out.schema.fields] == [
+        (name, "bigint")
+        for name in (
+            "table_size_after_restore",
+            "num_of_files_after_restore",
+            "num_removed_files",
+            "num_restored_files",
+            "removed_files_size",
+            "restored_files_size",
+        )
+    ]
+    row = out.collect()[0]
+    assert (row.num_of_files_after_restore, row.num_removed_files, row.num_restored_files) == (1, 1, 0)
+    assert row.removed_files_size > 0 and row.restored_files_size == 0
+    table.restoreToVersion(2)
+    assert log.update().version == 4 and len(log.update().files) == 2
+    with pytest.raises(RestoreToLatestVersionError):
+        table.restoreToVersion(4)
+
+
+@pytest.mark.parametrize("case", [_clone_ignores_session_defaults, _restore_a_restore], ids=lambda f: f.__name__)
+def test_clone_and_restore_agree_with_deltas_suites(spark, tmp_path, case):
+    """Representative cases of Delta's CloneTableSuiteBase / RestoreTableSuiteBase through
+    the DeltaTable API, on a table of versions 0 (empty), 1 and 2 (one file each)."""
+    from deltalog.contrib.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    append(log, [1])
+    append(log, [2])
+    case(spark, DeltaTable.forPath(spark, path), log, tmp_path)
+
+
+def test_restore_reads_ignore_missing_files_and_protocol_downgrade_from_the_session(spark, tmp_path):
+    """RESTORE follows ``spark.sql.files.ignoreMissingFiles`` (RestoreTableCommand's
+    ``checkSnapshotFilesAvailability`` is skipped) and Delta's
+    ``spark.databricks.delta.restore.protocolDowngradeAllowed`` (RestoreTableSuiteBase's
+    "restore downgrade protocol (allowed=true)": the version's own protocol comes back)."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.commands.restore import RestoreMissingFilesError
+    from deltalog.txn.commit.operations import Delete
+    from deltalog.txn.protocol.actions import Protocol
+
+    path = str(tmp_path / "t")
+    log = create(path)
+    append(log, [1])
+    old = log.update().protocol
+    table = DeltaTable.forPath(spark, path)
+    table.upgradeTableProtocol(2, 5)
+    removed = log.update().files[0]
+    log.start_transaction().commit([removed.remove(1)], Delete(["id = 1"]))
+    os.remove(os.path.join(path, removed.path.replace("%3D", "=")))  # as VACUUM would
+    with pytest.raises(RestoreMissingFilesError):
+        table.restoreToVersion(1)
+    spark.conf.set("spark.sql.files.ignoreMissingFiles", "true")
+    spark.conf.set("spark.databricks.delta.restore.protocolDowngradeAllowed", "true")
+    try:
+        row = table.restoreToVersion(1).collect()[0]
+    finally:
+        spark.conf.unset("spark.sql.files.ignoreMissingFiles")
+        spark.conf.unset("spark.databricks.delta.restore.protocolDowngradeAllowed")
+    assert (row.num_restored_files, row.num_removed_files) == (1, 0)
+    assert log.update().protocol == old != Protocol(2, 5)
+    assert [f.path for f in log.update().files] == [removed.path]
+
+
 def test_history_and_detail_have_deltas_columns(spark, tmp_path):
     """``history()`` and ``detail()`` return Delta's ``DeltaHistory`` / ``TableDetail``
     columns, in order; a legacy protocol's implied features are listed."""

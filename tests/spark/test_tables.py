@@ -254,7 +254,7 @@ def test_streaming_restart_no_duplicates(spark, table_path, tmp_path):
 
 def test_clone_shallow_and_deep(spark, table_path, tmp_path):
     from deltalog.contrib.spark import DeltaTable, read_table
-    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.commands.clone import CloneReplaceNonEmptyTableError
 
     _base(spark, table_path)
     table = DeltaTable.forPath(spark, table_path)
@@ -272,8 +272,13 @@ def test_clone_shallow_and_deep(spark, table_path, tmp_path):
     deep = table.cloneAtVersion(0, str(tmp_path / "deep"), isShallow=False, properties={"delta.appendOnly": "true"})
     assert deep.toDF().count() == 20
     assert delta_rs_rows(str(tmp_path / "deep"), ["id"]).id.tolist() == list(range(20))
-    with pytest.raises(DeltaAnalysisError, match="replace"):
+    # replace=True: Delta's CREATE OR REPLACE ... CLONE, which replaces only an empty table
+    again = table.clone(str(tmp_path / "again"), isShallow=True, replace=True)
+    with pytest.raises(CloneReplaceNonEmptyTableError):
         table.clone(str(tmp_path / "again"), isShallow=True, replace=True)
+    again.delete()
+    table.clone(str(tmp_path / "again"), isShallow=True, replace=True)
+    assert operations(str(tmp_path / "again")) == ["CLONE", "DELETE", "CLONE"]
 
 
 def test_vacuum_with_an_inventory(spark, table_path):

@@ -49,6 +49,7 @@ __all__ = [
     "column_mapping_removal_allowed",
     "convert_to_delta",
     "inventory_table",
+    "protocol_downgrade_allowed",
     "restore",
     "vacuum",
 ]
@@ -343,6 +344,22 @@ RESTORE_COLUMNS = (
 )
 
 
+#: Spark's ``spark.sql.files.ignoreMissingFiles``: RESTORE re-adds vacuumed files instead of failing.
+IGNORE_MISSING_FILES = "spark.sql.files.ignoreMissingFiles"
+#: Delta's ``spark.databricks.delta.restore.protocolDowngradeAllowed`` (default false).
+RESTORE_PROTOCOL_DOWNGRADE_ALLOWED = "spark.databricks.delta.restore.protocolDowngradeAllowed"
+
+
+def _session_flag(spark: SparkSession, name: str) -> bool:
+    """A boolean session conf, false unless set to ``true``."""
+    return str(spark.conf.get(name, "false")).strip().lower() == "true"
+
+
+def protocol_downgrade_allowed(spark: SparkSession) -> bool:
+    """Delta's ``spark.databricks.delta.restore.protocolDowngradeAllowed`` (RESTORE and CLONE)."""
+    return _session_flag(spark, RESTORE_PROTOCOL_DOWNGRADE_ALLOWED)
+
+
 def restore(
     spark: SparkSession, delta_log: DeltaLog, version: int | None = None, timestamp: str | None = None
 ) -> RestoreResult:
@@ -353,7 +370,14 @@ def restore(
     from deltalog.txn.commands.restore import restore as core_restore
 
     enforce = enforce_time_travel_retention(spark)
-    return core_restore(delta_log, version=version, timestamp=timestamp, enforce_retention=enforce)
+    return core_restore(
+        delta_log,
+        version=version,
+        timestamp=timestamp,
+        enforce_retention=enforce,
+        ignore_missing_files=_session_flag(spark, IGNORE_MISSING_FILES),
+        allow_protocol_downgrade=protocol_downgrade_allowed(spark),
+    )
 
 
 def restore_dataframe(spark: SparkSession, result: RestoreResult) -> DataFrame:

@@ -751,7 +751,8 @@ class DeltaTable(AlterTableMethods):
         self, target: str, isShallow: bool = False, replace: bool = False, properties: Mapping[str, str] | None = None
     ) -> DeltaTable:
         """CLONE the latest version to the new table at ``target`` (shallow: the source's
-        files by absolute path; deep: copies); the target's ``DeltaTable``."""
+        files by absolute path; deep: copies); with ``replace``, the empty Delta table there
+        is replaced (Delta's ``CREATE OR REPLACE TABLE ... CLONE``); the target's ``DeltaTable``."""
         return self._clone(target, isShallow, replace, properties)
 
     def cloneAtVersion(
@@ -788,14 +789,12 @@ class DeltaTable(AlterTableMethods):
         version: int | None = None,
         timestamp: str | None = None,
     ) -> DeltaTable:
-        from deltalog.contrib.spark.errors import DeltaAnalysisError
-        from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed
+        from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed, protocol_downgrade_allowed
+        from deltalog.contrib.spark.native import hadoop_root
         from deltalog.contrib.spark.time_travel import enforce_time_travel_retention
         from deltalog.txn.commands.clone import clone
 
         _check_clone_arguments(target, shallow, replace, properties)
-        if replace:
-            raise DeltaAnalysisError("CLONE with replace=True is not supported: clone into a new, empty location")
         options = self._storage_options
         clone(
             self._log,
@@ -803,9 +802,13 @@ class DeltaTable(AlterTableMethods):
             version=version,
             timestamp=timestamp,
             shallow=shallow,
+            replace=replace,
             properties=properties,
             enforce_retention=enforce_time_travel_retention(self._spark),
             allow_arbitrary_properties=arbitrary_properties_allowed(self._spark),
+            # Delta's DeltaTableV2.name() of a table by path: delta.`<qualified path>`
+            source_name=f"delta.`{hadoop_root(self._log.table_uri, self._log.store.fs_path(self._log.table_uri))}`",
+            allow_protocol_downgrade=protocol_downgrade_allowed(self._spark),
         )
         return DeltaTable(self._spark, target, options, self._logstore)
 

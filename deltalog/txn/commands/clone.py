@@ -15,12 +15,16 @@ parameters ``source`` and ``sourceVersion``, Delta's metrics ``sourceTableSize``
   depends on nothing of the source.
 
 The target keeps the source's schema, partitioning, properties (plus ``properties``) and
-protocol, under a new table id, and its liquid-clustering columns (the ``delta.clustering``
-domain, the only domain Delta's ``handleDomainMetadataForCloneTable`` copies); row IDs and
-commit versions are not carried over (Delta neither). The target location must not hold
-anything yet (Delta refuses to clone into a non-empty location unless clone-replace is
-enabled; deltalog has no replace). Files a deep clone copied are deleted only when the
-commit certainly did not land.
+protocol, under a new table id (its name and description are the target's: none for a new
+table), and its liquid-clustering columns (the ``delta.clustering`` domain, the only domain
+Delta's ``handleDomainMetadataForCloneTable`` copies); row IDs and commit versions are not
+carried over (Delta neither). ``properties`` may not change the column mapping mode (Delta's
+``checkColumnMappingMode``). Without ``replace`` the target location must not hold anything
+yet (Delta's ``DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION``); with it (Delta's ``CREATE OR
+REPLACE TABLE ... CLONE``) a Delta table there must have no files
+(:class:`CloneReplaceNonEmptyTableError`, Delta's ``DELTA_UNSUPPORTED_NON_EMPTY_CLONE``) and
+keeps its id, name, description, history and protocol (merged with the source's, never a
+downgrade). Files a deep clone copied are deleted only when the commit certainly did not land.
 """
 
 from __future__ import annotations
@@ -49,14 +53,24 @@ from deltalog.txn.protocol.actions import (
     is_absolute_path,
 )
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN
-from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.column_mapping import column_mapping_mode
+from deltalog.txn.protocol.errors import DeltaLogError, UnsupportedColumnMappingModeChangeError
+from deltalog.txn.protocol.identity import with_merged_high_water_marks
 from deltalog.txn.protocol.properties import validate_table_properties
+from deltalog.txn.protocol.protocol_requirements import merge_protocols, protocol_for_new_table
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
+    from deltalog.txn.commit.transaction import OptimisticTransaction
     from deltalog.txn.log.snapshot import Snapshot
 
-__all__ = ["CloneResult", "CloneSourceFilesMissingError", "CloneTargetNotEmptyError", "clone"]
+__all__ = [
+    "CloneReplaceNonEmptyTableError",
+    "CloneResult",
+    "CloneSourceFilesMissingError",
+    "CloneTargetNotEmptyError",
+    "clone",
+]
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +83,25 @@ class CloneTargetNotEmptyError(DeltaLogError, FileExistsError):
     def __init__(self, target_uri: str) -> None:
         super().__init__(
             f"cannot clone into {target_uri}: the location is not empty. Clone into a new, empty "
-            "location; nothing was written."
+            "location, or replace the table there (replace=True); nothing was written."
         )
         self.target_uri = target_uri
+
+
+class CloneReplaceNonEmptyTableError(DeltaLogError, FileExistsError):
+    """A clone with ``replace`` onto a Delta table that still has files (Delta's
+    ``DELTA_UNSUPPORTED_NON_EMPTY_CLONE``)."""
+
+    error_class = "DELTA_UNSUPPORTED_NON_EMPTY_CLONE"
+
+    def __init__(self, target_uri: str, num_files: int) -> None:
+        super().__init__(
+            f"[{self.error_class}] cannot replace the table at {target_uri} by a clone: it has {num_files} "
+            "files, and CLONE only replaces an empty table. Delete its rows first (DELETE with no "
+            "condition), or clone into a new, empty location; nothing was written."
+        )
+        self.target_uri = target_uri
+        self.num_files = num_files
 
 
 class CloneSourceFilesMissingError(DeltaLogError, FileNotFoundError):
@@ -189,22 +219,82 @@ def _require_empty_target(target: DeltaLog) -> None:
         raise CloneTargetNotEmptyError(target.table_uri)
 
 
-def _target_metadata(snapshot: Snapshot, properties: Mapping[str, str] | None, allow_arbitrary: bool) -> Metadata:
-    """The clone's metadata: the source's, with ``properties`` checked as Delta's CLONE checks
-    them (:func:`~deltalog.txn.protocol.properties.validate_table_properties`) on top."""
+def _target_metadata(
+    snapshot: Snapshot, existing: Snapshot | None, properties: Mapping[str, str] | None, allow_arbitrary: bool
+) -> Metadata:
+    """The clone's metadata (Delta's ``determineTargetMetadata``): the source's, with
+    ``properties`` checked as Delta's CLONE checks them
+    (:func:`~deltalog.txn.protocol.properties.validate_table_properties`) on top; the
+    target's id, name and description (a new id, none, none for a new table) and identity
+    high-water marks; the source's creation time. The column mapping mode may not change (Delta's
+    ``checkColumnMappingMode``)."""
     overrides = validate_table_properties(properties or {}, allow_arbitrary=allow_arbitrary)
     config = {**snapshot.metadata.configuration, **overrides}
-    return replace(snapshot.metadata, id=str(uuid.uuid4()), configuration=config, created_time=None)
+    # the source's createdTime stays, as Delta's ``sourceTable.metadata.copy(...)`` keeps it
+    metadata = replace(snapshot.metadata, id=str(uuid.uuid4()), name=None, description=None, configuration=config)
+    if existing is not None:
+        metadata = replace(
+            with_merged_high_water_marks(metadata, existing.metadata),
+            id=existing.metadata.id,
+            name=existing.metadata.name,
+            description=existing.metadata.description,
+        )
+    new_mode = column_mapping_mode(config)
+    for before in (snapshot.metadata, *([existing.metadata] if existing is not None else [])):
+        if column_mapping_mode(before.configuration) != new_mode:
+            raise UnsupportedColumnMappingModeChangeError(
+                column_mapping_mode(before.configuration),
+                new_mode,
+                hint="a CLONE keeps the source table's mode: leave delta.columnMapping.mode out of its properties, "
+                "or clone into a new location",
+            )
+    return metadata
 
 
-def _check_clonable(source: DeltaLog, snapshot: Snapshot, target: DeltaLog) -> None:
-    """Refuse, before anything is written, a target that is not empty and a source version
-    whose files were vacuumed (Delta checks nothing for a shallow clone, which then cannot
-    be read)."""
-    _require_empty_target(target)
+def _check_clonable(
+    source: DeltaLog, snapshot: Snapshot, target: DeltaLog, existing: Snapshot | None, replace: bool
+) -> None:
+    """Refuse, before anything is written, a target that is not empty (without ``replace``),
+    a Delta table with files (with it), and a source version whose files were vacuumed
+    (Delta checks nothing for a shallow clone, which then cannot be read)."""
+    if not replace:
+        _require_empty_target(target)
+    elif existing is not None and existing.num_files:
+        raise CloneReplaceNonEmptyTableError(target.table_uri, existing.num_files)
     missing = missing_files(source.store, source.table_uri, snapshot.files)
     if missing:
         raise CloneSourceFilesMissingError(source.table_uri, snapshot.version, missing)
+
+
+def _prepare_target(txn: OptimisticTransaction, snapshot: Snapshot, options: _TargetOptions) -> None:
+    """The target's protocol and metadata in ``txn`` (Delta's ``determineTargetProtocol``):
+    the source's protocol, merged with an existing target's (never a downgrade, unless
+    ``allow_protocol_downgrade``: then the source's as for a new table), then what the
+    metadata's properties need."""
+    existing = txn.snapshot if txn.table_exists else None
+    metadata = _target_metadata(snapshot, existing, options.properties, options.allow_arbitrary_properties)
+    downgrading = existing is not None and options.allow_protocol_downgrade
+    if existing is None:
+        txn.upgrade_protocol(snapshot.protocol)  # first: the metadata adds what the properties need
+    elif not downgrading and (merged := merge_protocols(existing.protocol, snapshot.protocol)) is not None:
+        txn.upgrade_protocol(merged)
+    # no table creation for IcebergCompat (Delta's isCreatingOrReorgTable): files keep their names
+    txn.update_metadata(metadata, creating_table=False)
+    if downgrading:
+        needed = protocol_for_new_table(metadata)  # the properties before the protocol ones are taken out
+        wanted = merge_protocols(snapshot.protocol, needed) or snapshot.protocol
+        if wanted != txn.protocol:
+            txn.downgrade_protocol(wanted, lambda _snapshot: True)  # the target has no files
+    txn.mark_constraints_checked()  # the source's own files, checked when they were written
+
+
+@dataclass(frozen=True)
+class _TargetOptions:
+    """How the target's metadata and protocol are chosen (see :func:`clone`)."""
+
+    properties: Mapping[str, str] | None = None
+    allow_arbitrary_properties: bool = False
+    allow_protocol_downgrade: bool = False
 
 
 def clone(
@@ -214,50 +304,48 @@ def clone(
     version: int | None = None,
     timestamp: datetime | int | str | None = None,
     shallow: bool = True,
+    replace: bool = False,
     properties: Mapping[str, str] | None = None,
     storage_options: Mapping[str, str] | None = None,
     lock: str | CommitLock | None = None,
     enforce_retention: bool = True,
     allow_arbitrary_properties: bool = False,
+    source_name: str | None = None,
+    allow_protocol_downgrade: bool = False,
 ) -> CloneResult:
     """Clone ``source`` (at ``version``/``timestamp``, the latest by default) to the new
     table at ``target_uri`` (a URI with ``storage_options``, or a :class:`DeltaLog`, whose
     settings the commit takes): shallow (absolute paths to the source's files) or deep (copies).
-    ``properties`` (keys checked as Delta's) are set on the target on top of the source's. Raises (writing nothing)
-    :class:`CloneTargetNotEmptyError`, :class:`CloneSourceFilesMissingError` (vacuumed files),
+    ``properties`` (keys checked as Delta's) are set on the target on top of the source's;
+    ``replace`` replaces an empty Delta table at the target (Delta's ``CREATE OR REPLACE``).
+    Raises (writing nothing) :class:`CloneTargetNotEmptyError`,
+    :class:`CloneReplaceNonEmptyTableError`, :class:`CloneSourceFilesMissingError` (vacuumed files),
     or, as Delta 4.1+ does for ``CLONE ... VERSION AS OF``,
     :class:`~deltalog.txn.log.time_travel_retention.TimeTravelBeyondDeletedFileRetentionDurationError`
     for a version older than ``delta.deletedFileRetentionDuration`` that is not the latest
-    (``enforce_retention=False`` or the storage option turns that off, as for :func:`restore`)."""
+    (``enforce_retention=False`` or the storage option turns that off, as for :func:`restore`).
+    ``source_name``: the ``source`` parameter of the commit (the source's URI by default; Delta
+    records its table name, ``delta.`<path>``` for a table by path). ``allow_protocol_downgrade``
+    (Delta's ``restore.protocolDowngradeAllowed``): a replaced table gets the source's protocol
+    even when its own is higher."""
     snapshot = source.snapshot(version=version, timestamp=timestamp, enforce_retention=enforce_retention)
     if snapshot.version < 0:
         source.require_table()
     target = DeltaLog.for_table(target_uri, storage_options) if isinstance(target_uri, str) else target_uri
-    _check_clonable(source, snapshot, target)
+    txn = target.start_transaction(lock=lock)
+    existing = txn.snapshot if txn.table_exists else None
+    _check_clonable(source, snapshot, target, existing, replace)
+    _prepare_target(txn, snapshot, _TargetOptions(properties, allow_arbitrary_properties, allow_protocol_downgrade))
     files = snapshot.files
     copies: list[_Copy] = []
-    adds: list[Action] = [*_cloned_domains(snapshot)]
+    adds: list[Action] = [*_cloned_domains(snapshot, existing)]
     adds += [
         _shallow(source.table_uri, f) if shallow else _deep(source.table_uri, target.table_uri, f, copies)
         for f in files
     ]
     metrics = _clone_metrics(snapshot, copies)
-    txn = target.start_transaction(lock=lock)
-    txn.upgrade_protocol(snapshot.protocol)  # first: the metadata adds what the properties need
-    # no table creation for IcebergCompat (Delta's isCreatingOrReorgTable): files keep their names
-    txn.update_metadata(_target_metadata(snapshot, properties, allow_arbitrary_properties), creating_table=False)
-    txn.mark_constraints_checked()  # the source's own files, checked when they were written
-    operation = Clone(source=source.table_uri, source_version=snapshot.version, user_metrics=metrics)
-    committing = False
-    try:
-        if copies:
-            _copy_files(source, target, copies)
-        committing = True
-        committed = txn.commit_large(iter(adds), operation)
-    except BaseException as exc:
-        if copies and (not committing or commit_certainly_failed(exc)):
-            _delete_copies(target, copies)
-        raise
+    operation = Clone(source=source_name or source.table_uri, source_version=snapshot.version, user_metrics=metrics)
+    committed = _copy_and_commit(txn, source, target, copies, adds, operation)
     log.info(
         "cloned %s at version %d to %s (%s, %d files)",
         source.table_uri,
@@ -269,13 +357,39 @@ def clone(
     return CloneResult(target.table_uri, committed, snapshot.version, metrics)
 
 
-def _cloned_domains(snapshot: Snapshot) -> list[DomainMetadata]:
+def _copy_and_commit(
+    txn: OptimisticTransaction,
+    source: DeltaLog,
+    target: DeltaLog,
+    copies: list[_Copy],
+    adds: list[Action],
+    operation: Clone,
+) -> int:
+    """Copy a deep clone's files, then commit; the copies are deleted again when the commit
+    certainly did not land."""
+    committing = False
+    try:
+        if copies:
+            _copy_files(source, target, copies)
+        committing = True
+        return txn.commit_large(iter(adds), operation)
+    except BaseException as exc:
+        if copies and (not committing or commit_certainly_failed(exc)):
+            _delete_copies(target, copies)
+        raise
+
+
+def _cloned_domains(snapshot: Snapshot, existing: Snapshot | None) -> list[DomainMetadata]:
     """The source's domains a clone carries over: only ``delta.clustering``, as Delta's
-    ``METADATA_DOMAIN_TO_COPY_FOR_CLONE_TABLE`` (the target is new, so nothing to remove)."""
+    ``METADATA_DOMAIN_TO_COPY_FOR_CLONE_TABLE``; a replaced table's own is removed when the
+    source has none (Delta's ``handleDomainMetadataForReplaceTable``)."""
     domain = snapshot.domain_metadata.get(CLUSTERING_DOMAIN)
-    if domain is None or domain.removed:
+    if domain is not None and not domain.removed:
+        return [DomainMetadata(CLUSTERING_DOMAIN, domain.configuration, False)]
+    old = None if existing is None else existing.domain_metadata.get(CLUSTERING_DOMAIN)
+    if old is None or old.removed:
         return []
-    return [DomainMetadata(CLUSTERING_DOMAIN, domain.configuration, False)]
+    return [DomainMetadata(CLUSTERING_DOMAIN, old.configuration, True)]
 
 
 def _clone_metrics(snapshot: Snapshot, copies: list[_Copy]) -> dict[str, str]:

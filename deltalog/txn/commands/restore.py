@@ -10,8 +10,12 @@ Delta's ``RestoreTableCommand`` in the txn layer: one commit that
   commit a version no reader can read when just the deletion vector was vacuumed);
 - brings back the target's metadata (schema, partitioning, properties) when it differs,
   except identity columns' high-water marks, which stay at the latest (as in Delta), brings
-  back the target's clustering columns (none if it was not clustered), and keeps the
-  protocol (a restore never downgrades it).
+  back the target's clustering columns (none if it was not clustered), and commits the
+  target's protocol merged with the latest (a restore never downgrades it, unless
+  ``allow_protocol_downgrade``: Delta's ``spark.databricks.delta.restore.protocolDowngradeAllowed``).
+
+With ``ignore_missing_files`` (Delta's ``spark.sql.files.ignoreMissingFiles``) the check for
+vacuumed files is skipped and they are re-added as Delta does, for readers that skip them too.
 
 The transaction reads the whole table (serializable: a concurrent write makes it fail
 rather than be silently undone). The commit carries Delta's ``RESTORE`` parameters
@@ -34,6 +38,8 @@ from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN, clustering_domain
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.identity import with_merged_high_water_marks
+from deltalog.txn.protocol.protocol_requirements import merge_protocols
+from deltalog.txn.protocol.time_zones import parse_timestamp_text
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.locks.base import CommitLock
@@ -103,6 +109,8 @@ def restore(
     *,
     lock: str | CommitLock | None = None,
     enforce_retention: bool = True,
+    ignore_missing_files: bool = False,
+    allow_protocol_downgrade: bool = False,
 ) -> RestoreResult:
     """Restore the table to ``version`` or to the version current at ``timestamp``.
 
@@ -114,7 +122,9 @@ def restore(
     for a target older than ``delta.deletedFileRetentionDuration`` unless
     ``enforce_retention=False`` (or the storage option
     ``spark.databricks.delta.vacuum.enforceTimeTravelWithinDeletedFileRetentionDuration=false``);
-    in every case nothing is committed.
+    in every case nothing is committed. ``ignore_missing_files`` skips the check for vacuumed
+    files (Delta's ``spark.sql.files.ignoreMissingFiles``); ``allow_protocol_downgrade`` commits
+    the target version's protocol as it was (Delta's ``restore.protocolDowngradeAllowed``).
     """
     if (version is None) == (timestamp is None):
         raise ValueError("restore needs exactly one of version= or timestamp=")
@@ -130,7 +140,7 @@ def restore(
     latest_files = {f.logical_key: f for f in latest.files}
     to_add = [f for key, f in target_files.items() if key not in latest_files]
     to_remove = [f for key, f in latest_files.items() if key not in target_files]
-    missing = missing_files(delta_log.store, delta_log.table_uri, to_add)
+    missing = [] if ignore_missing_files else missing_files(delta_log.store, delta_log.table_uri, to_add)
     if missing:
         raise RestoreMissingFilesError(delta_log.table_uri, target.version, missing)
 
@@ -139,6 +149,7 @@ def restore(
     actions.extend(replace(f, data_change=True) for f in to_add)
     actions.extend(_restored_clustering(target, latest))
     _restore_metadata(txn, target, latest)
+    _restore_protocol(txn, target, latest, allow_protocol_downgrade)
 
     metrics = _restore_metrics(target, to_add, to_remove)
     committed = txn.commit(actions, _restore_operation(target, timestamp, metrics))
@@ -164,12 +175,35 @@ def _restore_metadata(txn: OptimisticTransaction, target: Snapshot, latest: Snap
     txn.mark_constraints_checked()
 
 
+def _restore_protocol(txn: OptimisticTransaction, target: Snapshot, latest: Snapshot, allow_downgrade: bool) -> None:
+    """Delta's RESTORE protocol: the target version's merged with the latest (never a
+    downgrade), or, when a downgrade is allowed, the target version's as it was."""
+    if allow_downgrade and target.protocol != latest.protocol:
+        txn.downgrade_protocol(target.protocol, lambda _snapshot: True)  # the whole table was read
+        return
+    merged = merge_protocols(txn.protocol or latest.protocol, target.protocol)
+    if merged is not None:
+        txn.upgrade_protocol(merged)
+
+
 def _restore_operation(target: Snapshot, timestamp: datetime | int | str | None, metrics: dict[str, str]) -> Restore:
-    """Delta's RESTORE parameters: the version, or the timestamp as it was given."""
+    """Delta's RESTORE parameters: the version, or the timestamp as Delta records it."""
     if timestamp is None:
         return Restore(version=target.version, timestamp=None, user_metrics=metrics)
-    ts_param = timestamp.isoformat() if isinstance(timestamp, datetime) else str(timestamp)
-    return Restore(version=None, timestamp=ts_param, user_metrics=metrics)
+    return Restore(version=None, timestamp=_timestamp_parameter(timestamp), user_metrics=metrics)
+
+
+def _timestamp_parameter(timestamp: datetime | int | str) -> str:
+    """The time as Delta's ``RestoreTableCommand`` records it, ``java.sql.Timestamp``'s text
+    (``2024-05-01 12:00:00.0``: the wall time, fraction without trailing zeros), here in the
+    zone the time was given in; other values (milliseconds, text Spark cannot read) as given."""
+    value = timestamp if isinstance(timestamp, datetime) else None
+    if isinstance(timestamp, str):
+        value = parse_timestamp_text(timestamp)
+    if value is None:
+        return str(timestamp)
+    fraction = f"{value.microsecond:06d}".rstrip("0") or "0"
+    return f"{value:%Y-%m-%d %H:%M:%S}.{fraction}"
 
 
 def _restored_clustering(target: Snapshot, latest: Snapshot) -> list[DomainMetadata]:

@@ -4,6 +4,8 @@ commit of a list of actions and the streamed ``commit_large``.
 - one add or remove per file (and deletion vector);
 - an add's partition values name exactly the table's partition columns;
 - no ``dataChange=true`` remove on an append-only table;
+- no deletion vector on an add where the table does not allow new ones (Delta's
+  ``getAssertDeletionVectorWellFormedFunc``);
 - one ``txn`` action per application id and one ``domainMetadata`` action per domain.
 
 :func:`assert_removable` is Delta's ``DeltaLog.assertRemovable``: the check a command that
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from deltalog.txn.commit.commit_errors import (
+    AddingDeletionVectorsDisallowedError,
     AppendOnlyViolationError,
     DuplicateFileActionError,
     InvalidTransactionError,
@@ -50,21 +53,24 @@ def assert_removable(metadata: Metadata | None) -> None:
 class CommitActionChecks:
     """Check the actions of one commit one by one, as they are listed or streamed."""
 
-    def __init__(self, partition_columns: Iterable[str], append_only: bool) -> None:
+    def __init__(self, partition_columns: Iterable[str], append_only: bool, dv_adds_allowed: bool = True) -> None:
         self._partition_columns = set(partition_columns)
         self._append_only = append_only
+        self._dv_adds_allowed = dv_adds_allowed
         self._file_keys: set[tuple[str, str | None]] = set()
         self._app_ids: set[str] = set()
         self._domains: set[str] = set()
 
-    def check_all(self, actions: Iterable[Action]) -> None:
+    def check_all(self, actions: Iterable[Action], in_place: bool = False) -> None:
         for action in actions:
-            self.check(action)
+            self.check(action, in_place)
 
-    def check(self, action: Action) -> None:
-        """Raise when ``action`` breaks a rule, given the actions checked before it."""
+    def check(self, action: Action, in_place: bool = False) -> None:
+        """Raise when ``action`` breaks a rule, given the actions checked before it.
+        ``in_place``: a live file re-added as it is (a row tracking backfill), whose deletion
+        vector is not a new one."""
         if isinstance(action, (AddFile, RemoveFile)):
-            self._check_file_action(action)
+            self._check_file_action(action, in_place)
         elif isinstance(action, SetTransaction):
             if action.app_id in self._app_ids:
                 raise DuplicateFileActionError(
@@ -78,7 +84,7 @@ class CommitActionChecks:
                 )
             self._domains.add(action.domain)
 
-    def _check_file_action(self, action: AddFile | RemoveFile) -> None:
+    def _check_file_action(self, action: AddFile | RemoveFile, in_place: bool) -> None:
         key = action.logical_key
         if key in self._file_keys:
             raise DuplicateFileActionError(
@@ -88,6 +94,8 @@ class CommitActionChecks:
         self._file_keys.add(key)
         if isinstance(action, AddFile):
             self._check_partition_values(action)
+            if action.deletion_vector is not None and not (self._dv_adds_allowed or in_place):
+                raise AddingDeletionVectorsDisallowedError(decode_path(action.path))
         elif self._append_only and action.data_change:
             raise AppendOnlyViolationError(
                 f"{APPEND_ONLY_ERROR} (cannot remove {decode_path(action.path)} with dataChange=true)."

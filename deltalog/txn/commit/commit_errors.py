@@ -17,6 +17,7 @@ from __future__ import annotations
 from deltalog.txn.protocol.errors import DeltaLogError
 
 __all__ = [
+    "AddingDeletionVectorsDisallowedError",
     "AppendOnlyViolationError",
     "CommitFailedError",
     "ConcurrentAppendError",
@@ -187,6 +188,23 @@ class DuplicateFileActionError(InvalidTransactionError):
 
 class AppendOnlyViolationError(InvalidTransactionError):
     """A ``dataChange=true`` remove on a table with ``delta.appendOnly=true``."""
+
+
+class AddingDeletionVectorsDisallowedError(InvalidTransactionError):
+    """An ``add`` carries a deletion vector on a table that does not allow new ones (Delta's
+    ``DELTA_ADDING_DELETION_VECTORS_DISALLOWED``): the protocol lacks ``deletionVectors`` or
+    ``delta.enableDeletionVectors`` is not ``true``, and the operation is not an in-place
+    metadata update (ROW TRACKING BACKFILL, DROP FEATURE)."""
+
+    error_class = "DELTA_ADDING_DELETION_VECTORS_DISALLOWED"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"[{self.error_class}] The current operation attempted to add a deletion vector ({path}) to a table "
+            "that does not permit the creation of new deletion vectors: set 'delta.enableDeletionVectors' to "
+            "'true' first (for a CLONE, do not turn it off in its properties); nothing was written."
+        )
+        self.path = path
 
 
 class InvalidMetadataError(InvalidTransactionError):

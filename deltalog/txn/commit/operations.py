@@ -62,6 +62,9 @@ class Operation:
 
     name: ClassVar[str] = "Manual Update"
     changes_data: ClassVar[bool] = False
+    #: Delta's ``isInPlaceFileMetadataUpdate``: the operation re-adds files as they are, with
+    #: their deletion vectors, even where the table no longer allows new ones
+    in_place_file_metadata_update: ClassVar[bool] = False
     #: Metrics the caller knows (``numDeletedRows``, ``executionTimeMs``, ...); the engine
     #: adds the file counts and sizes it sees in the commit (``numFiles``, ...), and only
     #: the names in :attr:`operation_metrics` are written.
@@ -394,6 +397,7 @@ class DropTableFeature(Operation):
     """``DROP FEATURE``: the protocol downgrade commit."""
 
     name: ClassVar[str] = "DROP FEATURE"
+    in_place_file_metadata_update: ClassVar[bool] = True
     feature_name: str = ""
     truncate_history: bool = False
 
@@ -435,6 +439,7 @@ class RowTrackingBackfill(Operation):
     (Delta's ``RowTrackingBackfill``)."""
 
     name: ClassVar[str] = "ROW TRACKING BACKFILL"
+    in_place_file_metadata_update: ClassVar[bool] = True
     batch_id: int = 0
 
     def parameter_values(self) -> dict[str, Any]:
@@ -447,6 +452,7 @@ class RowTrackingUnBackfill(Operation):
     and ``defaultRowCommitVersion`` (Delta's ``RowTrackingUnBackfill``)."""
 
     name: ClassVar[str] = "ROW TRACKING UNBACKFILL"
+    in_place_file_metadata_update: ClassVar[bool] = True
     batch_id: int = 0
 
     def parameter_values(self) -> dict[str, Any]:

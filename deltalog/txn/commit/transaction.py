@@ -83,6 +83,7 @@ from deltalog.txn.protocol.protocol_requirements import (
     protocol_for_new_table,
     without_protocol_properties,
 )
+from deltalog.txn.protocol.protocol_versions import supported_features
 from deltalog.txn.protocol.type_widening import stamp_new_type_changes
 
 if TYPE_CHECKING:
@@ -550,7 +551,7 @@ class OptimisticTransaction:
             metrics = self._operation_metrics(operation, None)
             info = self._commit_info(operation, level, False, metrics, self._in_commit_timestamp(self.snapshot))
         version = self.read_version + 1
-        self._write_large(version, self._large_commit_lines(actions, info, stats), stats)
+        self._write_large(version, self._large_commit_lines(actions, operation, info, stats), stats)
         # The streamed actions are not held: the hooks get none, the snapshot is read back.
         result = CommitResult(version, (), self.delta_log.update(), attempts=1)
         self._after_commit(result, stats, start)
@@ -574,7 +575,7 @@ class OptimisticTransaction:
         stats.time_writing_ms = (time.perf_counter() - write_start) * 1000
 
     def _large_commit_lines(
-        self, actions: Iterable[Action], info: CommitInfo | None, stats: CommitStats
+        self, actions: Iterable[Action], operation: Operation, info: CommitInfo | None, stats: CommitStats
     ) -> Iterator[str]:
         """``commitInfo``, the new protocol and metadata, then ``actions``, each checked and
         counted as it streams past."""
@@ -584,7 +585,7 @@ class OptimisticTransaction:
         ict = None if info is None else info.in_commit_timestamp
         for action in self._stamp_ict_enablement(head, self.read_version + 1, ict) or head:
             yield action_to_line(action)
-        checks = self._action_checks()
+        checks = self._action_checks(operation)
         protocol = self._attempt_protocol(self.snapshot)
         if row_tracking.is_supported(protocol):
             mark = row_tracking.high_water_mark(self.snapshot.domain_metadata) if self.table_exists else -1
@@ -616,9 +617,12 @@ class OptimisticTransaction:
         body = self._take_metadata_and_protocol(actions)
         self._check_writable()
         self._check_iceberg_compat(body, isinstance(operation, SetTableProperties))
+        own = len(body)
         body = self._with_row_tracking_backfill(body)
         self._check_constraints_declared(body)
-        self._action_checks().check_all(body)
+        checks = self._action_checks(operation)
+        checks.check_all(body[:own])
+        checks.check_all(body[own:], in_place=True)  # the backfill's re-adds
         prepared = [*self._protocol_and_metadata(), *body]
         level = choose_isolation_level(self.isolation_level, prepared, operation.changes_data)
         blind = self._is_blind_append(prepared)
@@ -682,9 +686,21 @@ class OptimisticTransaction:
         adds = (a for a in body if isinstance(a, AddFile))  # read only when IcebergCompat is on
         iceberg_compat.check_commit(prev_protocol, prev_metadata, protocol, metadata, adds, altering_properties)
 
-    def _action_checks(self) -> CommitActionChecks:
+    def _action_checks(self, operation: Operation) -> CommitActionChecks:
         keys = partition_value_keys(self.metadata) if self.metadata is not None else ()
-        return CommitActionChecks(keys, append_only=self._append_only())
+        return CommitActionChecks(
+            keys, append_only=self._append_only(), dv_adds_allowed=self._deletion_vectors_allowed(operation)
+        )
+
+    def _deletion_vectors_allowed(self, operation: Operation) -> bool:
+        """Whether an add may carry a deletion vector (Delta's ``deletionVectorsReadable`` and
+        ``deletionVectorsWritable`` of the new protocol and metadata, or an in-place update)."""
+        protocol, metadata = self.protocol, self.metadata
+        if protocol is None or metadata is None:
+            return True  # no table: _check_writable refuses the commit
+        if "deletionVectors" not in supported_features(protocol):
+            return False
+        return metadata.properties.enable_deletion_vectors or operation.in_place_file_metadata_update
 
     def _protocol_and_metadata(self) -> list[Action]:
         """The protocol and metadata actions this transaction commits, in that order."""

@@ -185,13 +185,17 @@ class UnsupportedColumnMappingModeChangeError(InvalidSchemaChangeError):
 
     error_class = "DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE"
 
-    def __init__(self, old_mode: str, new_mode: str) -> None:
+    def __init__(self, old_mode: str, new_mode: str, hint: str | None = None) -> None:
         super().__init__(
             f"[{self.error_class}] Changing column mapping mode from {old_mode!r} to {new_mode!r} is not supported: "
-            "an existing table can only go from 'none' to 'name', or to 'none' by ALTER TABLE SET TBLPROPERTIES "
-            "('delta.columnMapping.mode' = 'none') / UNSET TBLPROPERTIES ('delta.columnMapping.mode') (which "
-            "rewrite every file; allowed unless spark.databricks.delta.columnMapping.allowRemoval is false) or "
-            "DROP FEATURE columnMapping. Nothing was committed."
+            + (
+                hint
+                or "an existing table can only go from 'none' to 'name', or to 'none' by ALTER TABLE SET TBLPROPERTIES "
+                "('delta.columnMapping.mode' = 'none') / UNSET TBLPROPERTIES ('delta.columnMapping.mode') (which "
+                "rewrite every file; allowed unless spark.databricks.delta.columnMapping.allowRemoval is false) or "
+                "DROP FEATURE columnMapping"
+            )
+            + ". Nothing was committed."
         )
         self.old_mode = old_mode
         self.new_mode = new_mode
