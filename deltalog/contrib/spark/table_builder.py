@@ -30,8 +30,23 @@ from deltalog.txn.protocol.identity import ALLOW_EXPLICIT_INSERT, START, STEP
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["IdentityGenerator", "char_varchar_as_string", "column_metadata", "validate_generated_columns"]
+    from deltalog.txn.delta_log import DeltaLog
 
+__all__ = [
+    "FORCE_PROPERTY_LOWER_CASE_CONF",
+    "IdentityGenerator",
+    "builder_location",
+    "char_varchar_as_string",
+    "check_builder_partitioning",
+    "column_metadata",
+    "location_has_files",
+    "validate_generated_columns",
+]
+
+
+#: Delta's ``TABLE_BUILDER_FORCE_TABLEPROPERTY_LOWERCASE`` (internal, off by default): the
+#: builder's property keys are lower-cased, the older builders' behaviour
+FORCE_PROPERTY_LOWER_CASE_CONF = "spark.databricks.delta.deltaTableBuilder.forceTablePropertyLowerCase.enabled"
 
 _CHAR_VARCHAR_JSON = re.compile(r'"(?:var)?char\(\d+\)"')
 
@@ -129,3 +144,65 @@ def _same_type_ignoring_nullability(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same_type_ignoring_nullability(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
+
+
+def builder_location(spark: SparkSession, name: str | None, location: str | None) -> str:
+    """The location a builder creates its table at, from ``tableName`` and ``location`` as
+    Delta's ``DeltaTableBuilder.execute`` reads them: ``delta.`/path``` names the path (a
+    different ``location`` is ``DELTA_CREATE_TABLE_IDENTIFIER_LOCATION_MISMATCH``), another
+    provider's path is not a table name; neither given is
+    ``DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION``. A catalog name needs a location:
+    deltalog's tables are path-based. Raises :class:`DeltaAnalysisError`."""
+    from deltalog.contrib.spark.catalog_tables import DELTA_PROVIDERS, is_absolute, name_parts
+
+    if name is None and location is None:
+        raise DeltaAnalysisError(
+            "DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION: Table name or location has to be specified."
+        )
+    parts = name_parts(spark, name) if name is not None else []
+    if len(parts) == 2 and is_absolute(parts[1]):
+        if parts[0].lower() not in DELTA_PROVIDERS:
+            raise DeltaAnalysisError(
+                f"{name} is not a valid name for a Delta table: the schema `{parts[0]}` cannot be found"
+            )
+        if location is not None and location != parts[1]:
+            raise DeltaAnalysisError(
+                "DELTA_CREATE_TABLE_IDENTIFIER_LOCATION_MISMATCH: Creating path-based Delta table with a different "
+                f"location isn't supported. Identifier: {name}, Location: {location}"
+            )
+        return parts[1]
+    if location is None:
+        raise DeltaAnalysisError("deltalog tables are path-based: call .location(uri) before execute()")
+    return location
+
+
+def check_builder_partitioning(fields: list[dict[str, Any]], partitions: list[str], cluster_by: list[str]) -> None:
+    """Delta's checks of CREATE TABLE's partitioning (``DeltaCatalog.createDeltaTable``): not
+    both partitioned and clustered (``DELTA_CLUSTER_BY_WITH_PARTITIONED_BY``), no identity
+    column as a partition column (``DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED``)."""
+    if partitions and cluster_by:
+        raise DeltaAnalysisError(
+            "DELTA_CLUSTER_BY_WITH_PARTITIONED_BY: Clustering and partitioning cannot both be specified. Please "
+            "remove partitionedBy if you want to create a Delta table with clustering."
+        )
+    identity = {str(f["name"]).lower() for f in fields if START in (f.get("metadata") or {})}
+    for column in partitions:
+        if column.lower() in identity:
+            raise DeltaAnalysisError(
+                f"DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED: PARTITIONED BY IDENTITY column {column} is not "
+                "supported."
+            )
+
+
+def location_has_files(delta_log: DeltaLog) -> bool:
+    """Whether the table's directory holds anything (Delta's ``DeltaCatalog.tableExists`` of a
+    path: it exists and lists non-empty)."""
+    import pyarrow.fs as pafs
+
+    fs = delta_log.store.filesystem()
+    root = delta_log.store.fs_path(delta_log.table_uri).rstrip("/")
+    selector = pafs.FileSelector(root, recursive=False, allow_not_found=True)
+    try:
+        return bool(fs.get_file_info(selector))
+    except NotADirectoryError:
+        return True

@@ -53,6 +53,12 @@ from deltalog.contrib.spark.options import (
 from deltalog.contrib.spark.resolver import Resolver, session_resolver
 from deltalog.contrib.spark.row_tracking import carried_columns, tracked_columns
 from deltalog.contrib.spark.table_alter import AlterTableMethods
+from deltalog.contrib.spark.table_builder import (
+    FORCE_PROPERTY_LOWER_CASE_CONF,
+    builder_location,
+    check_builder_partitioning,
+    location_has_files,
+)
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.contrib.spark.writes import commit_files, write_spec
 from deltalog.txn.commit.action_checks import assert_removable
@@ -240,13 +246,17 @@ class DeltaTable(AlterTableMethods):
         partitionSchema: str | Any | None = None,
         storage_options: Mapping[str, str] | None = None,
     ) -> DeltaTable:
-        """Make the Parquet directory ``identifier`` (``parquet.`/path``` or a path) a Delta table."""
+        """Make the Parquet directory ``identifier`` (``parquet.`/path``` or a path) a Delta
+        table. As Delta's, converting a Delta table (``delta.`/path```, or a directory that
+        already has a table) changes nothing and returns it."""
+        from deltalog.contrib.spark.catalog_tables import convert_target
         from deltalog.contrib.spark.maintenance import convert_to_delta
 
-        path = identifier
-        if identifier.lower().startswith("parquet.`") and identifier.endswith("`"):
-            path = identifier[len("parquet.`") : -1]
+        provider, path = convert_target(sparkSession, identifier)
         delta_log = open_log(path, storage_options, spark=sparkSession)
+        if provider == "delta" or delta_log.table_exists():
+            log.info("CONVERT TO DELTA: %s is already a Delta table", delta_log.table_uri)
+            return cls.forPath(sparkSession, path, storage_options=storage_options)
         convert_to_delta(sparkSession, delta_log, partitionSchema)
         return cls(sparkSession, path, storage_options)
 
@@ -985,10 +995,6 @@ class DeltaTableBuilder:
         from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed
         from deltalog.contrib.spark.table_builder import validate_generated_columns
 
-        if self._location is None:
-            raise DeltaAnalysisError("deltalog tables are path-based: call .location(uri) before execute()")
-        if not self._fields:
-            raise DeltaAnalysisError("a table needs at least one column: use addColumn / addColumns")
         spark = self._spark
         if spark is None:
             from pyspark.sql import SparkSession
@@ -996,12 +1002,23 @@ class DeltaTableBuilder:
             spark = SparkSession.getActiveSession()
             if spark is None:
                 raise DeltaAnalysisError("no active SparkSession: pass one to DeltaTable.create(spark)")
+        self._location = builder_location(spark, self._name, self._location)
+        if not self._fields:
+            raise DeltaAnalysisError("a table needs at least one column: use addColumn / addColumns")
+        check_builder_partitioning(self._fields, self._partitions, self._cluster_by)
         delta_log = open_log(self._location, self._storage_options, spark=spark)
         exists = delta_log.table_exists()
-        if exists and self._mode == "createIfNotExists":
-            return DeltaTable(spark, self._location, self._storage_options)
-        if exists and self._mode == "create":
-            raise TableAlreadyExistsError(f"a Delta table already exists at {delta_log.table_uri}")
+        # a path-based table "exists" once its directory holds anything (Delta's
+        # DeltaCatalog.tableExists): CREATE refuses it, CREATE IF NOT EXISTS leaves it
+        if self._mode in ("create", "createIfNotExists") and (exists or location_has_files(delta_log)):
+            if self._mode == "create":
+                raise TableAlreadyExistsError(
+                    f"a Delta table already exists at {delta_log.table_uri}"
+                    if exists
+                    else f"{delta_log.table_uri} already exists and is not empty (it is not a Delta table); "
+                    "create the table at an empty location, or convert the Parquet files with convertToDelta"
+                )
+            return DeltaTable.forPath(spark, self._location, storage_options=self._storage_options)
         if not exists and self._mode == "replace":
             raise TableNotFoundError(
                 delta_log.table_uri,
@@ -1009,6 +1026,9 @@ class DeltaTableBuilder:
                 "use DeltaTable.createOrReplace to create it",
             )
         validate_generated_columns(spark, self._fields)
+        if str(spark.conf.get(FORCE_PROPERTY_LOWER_CASE_CONF, "false")).strip().lower() == "true":
+            # Delta's builder then keeps its properties in a CaseInsensitiveMap: lower-cased keys
+            self._properties = {k.lower(): v for k, v in self._properties.items()}
         self._properties = validate_table_properties(
             self._properties, allow_arbitrary=arbitrary_properties_allowed(spark)
         )
@@ -1066,7 +1086,6 @@ class DeltaTableBuilder:
             schema_string=json.dumps(schema, separators=(",", ":")),
             partition_columns=tuple(self._partitions),
             configuration=config,
-            name=self._name,
             description=self._comment,
             created_time=_now_ms(),
         )
