@@ -433,6 +433,8 @@ def test_the_builder_on_a_path_as_deltas_path_identifiers(spark, tmp_path):
         spark.conf.unset("spark.databricks.delta.deltaTableBuilder.forceTablePropertyLowerCase.enabled")
     metadata = table._log.update().metadata
     assert metadata.name is None and metadata.configuration == {"delta.appendOnly": "true", "foo": "Bar"}
+    # CREATE IF NOT EXISTS of a table there returns it before reading the definition
+    assert DeltaTable.createIfNotExists(spark).location(named).execute().toDF().columns == ["id"]
 
 
 @pytest.mark.parametrize(

@@ -988,10 +988,10 @@ class DeltaTableBuilder:
         return self
 
     def execute(self) -> DeltaTable:
-        """Create (or replace) the table and return it. ``create``: refused when a table is
-        there (:class:`TableAlreadyExistsError`); ``createIfNotExists``: a table there is
-        returned as it is; ``replace``: refused when no table is there; ``createOrReplace``:
-        either."""
+        """Create (or replace) the table and return it. ``create``: refused when a table (or
+        any file) is there (:class:`TableAlreadyExistsError`); ``createIfNotExists``: a table
+        there is returned as it is, before the definition is checked; ``replace``: refused
+        when no table is there; ``createOrReplace``: either."""
         from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed
         from deltalog.contrib.spark.table_builder import validate_generated_columns
 
@@ -1003,9 +1003,6 @@ class DeltaTableBuilder:
             if spark is None:
                 raise DeltaAnalysisError("no active SparkSession: pass one to DeltaTable.create(spark)")
         self._location = builder_location(spark, self._name, self._location)
-        if not self._fields:
-            raise DeltaAnalysisError("a table needs at least one column: use addColumn / addColumns")
-        check_builder_partitioning(self._fields, self._partitions, self._cluster_by)
         delta_log = open_log(self._location, self._storage_options, spark=spark)
         exists = delta_log.table_exists()
         # a path-based table "exists" once its directory holds anything (Delta's
@@ -1025,6 +1022,9 @@ class DeltaTableBuilder:
                 "DELTA_CANNOT_REPLACE_MISSING_TABLE: it cannot be replaced as it does not exist; "
                 "use DeltaTable.createOrReplace to create it",
             )
+        if not self._fields:
+            raise DeltaAnalysisError("a table needs at least one column: use addColumn / addColumns")
+        check_builder_partitioning(self._fields, self._partitions, self._cluster_by)
         validate_generated_columns(spark, self._fields)
         if str(spark.conf.get(FORCE_PROPERTY_LOWER_CASE_CONF, "false")).strip().lower() == "true":
             # Delta's builder then keeps its properties in a CaseInsensitiveMap: lower-cased keys
