@@ -164,7 +164,8 @@ def test_the_files_delta_lists_and_the_schema_it_builds(tmp_path: Path) -> None:
     partition's ("partition column name starting with underscore and dot"); partition columns
     match the directories case-insensitively; a partition column the files also hold keeps
     its place in the files' column order ("overlapping partition and data columns"); a file
-    that is not Parquet is refused unless ignored ("filter non-parquet files")."""
+    that is not Parquet is refused unless ignored ("filter non-parquet files"), and so is a
+    partition value of another type."""
     root = tmp_path / "plain"
     for i, rel in enumerate(("_k=1/.d=x/unknown_suffix", "_k=2/.d=y/0.parquet", "_tmp/_k=3/.d=z/9.parquet")):
         path = root / rel
@@ -184,6 +185,14 @@ def test_the_files_delta_lists_and_the_schema_it_builds(tmp_path: Path) -> None:
         convert_to_delta(str(mixed), "p string")
     plan = plan_convert(DeltaLog.for_table(str(mixed)), "p string", ignore_corrupt_files=True)
     assert [f.path for f in plan.files] == ["p=1/0.parquet"]
+    # "negative case: failed to cast partition value", unless convert.partitionValues.ignoreCastFailure
+    _write(mixed, "p=x/1.parquet", [3])
+    with pytest.raises(ConvertToDeltaError, match="DELTA_FAILED_CAST_PARTITION_VALUE"):
+        plan_convert(DeltaLog.for_table(str(mixed)), "p int", ignore_corrupt_files=True)
+    plan = plan_convert(
+        DeltaLog.for_table(str(mixed)), "p int", ignore_corrupt_files=True, ignore_partition_cast_failure=True
+    )
+    assert [f.partition_values for f in plan.files] == [{"p": "1"}, {"p": None}]
 
 
 def test_a_streaming_sinks_directory_converts_the_files_its_log_names(tmp_path: Path) -> None:

@@ -381,6 +381,9 @@ _COLLECT_STATS_CONF = "spark.databricks.delta.stats.collect"
 #: Delta's ``DELTA_CONVERT_USE_METADATA_LOG``: false lists a streaming sink's directory
 #: instead of taking the files its ``_spark_metadata`` log names
 _USE_METADATA_LOG_CONF = "spark.databricks.delta.convert.useMetadataLog"
+#: Delta's ``DELTA_CONVERT_PARTITION_VALUES_IGNORE_CAST_FAILURE``: a partition value that is
+#: not of its column's type is kept (and read as null) instead of failing CONVERT
+_IGNORE_CAST_FAILURE_CONF = "spark.databricks.delta.convert.partitionValues.ignoreCastFailure"
 
 
 def _conf_true(spark: SparkSession, key: str, default: str) -> bool:
@@ -410,6 +413,7 @@ def convert_to_delta(spark: SparkSession, delta_log: DeltaLog, partition_schema:
             collect_stats=collect_stats,
             ignore_corrupt_files=_conf_true(spark, "spark.sql.files.ignoreCorruptFiles", "false"),
             use_metadata_log=_conf_true(spark, _USE_METADATA_LOG_CONF, "true"),
+            ignore_partition_cast_failure=_conf_true(spark, _IGNORE_CAST_FAILURE_CONF, "false"),
         )
     except ConvertToDeltaError as exc:
         raise DeltaAnalysisError(str(exc)) from exc

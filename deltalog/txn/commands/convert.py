@@ -162,13 +162,16 @@ def plan_convert(
     collect_stats: bool = True,
     ignore_corrupt_files: bool = False,
     use_metadata_log: bool = True,
+    ignore_partition_cast_failure: bool = False,
 ) -> ConvertPlan:
     """List and check the directory's Parquet files, build the table's metadata and, unless
     ``collect_stats`` is false, the files' statistics. A visible file that is not Parquet
     is refused, or left out with ``ignore_corrupt_files`` (Spark's
     ``spark.sql.files.ignoreCorruptFiles``, as Delta's footer reading). A streaming sink's
     directory gives the files its ``_spark_metadata`` log names, unless not
-    ``use_metadata_log`` (:mod:`~deltalog.txn.commands.convert_listing`)."""
+    ``use_metadata_log`` (:mod:`~deltalog.txn.commands.convert_listing`). A partition value
+    that is not of its column's type is refused, or made null with
+    ``ignore_partition_cast_failure`` (Delta's ``convert.partitionValues.ignoreCastFailure``)."""
     if delta_log.table_exists():
         raise ConvertToDeltaError(f"{delta_log.table_uri} is already a Delta table")
     partitions = _partition_struct(partition_schema)
@@ -184,7 +187,7 @@ def plan_convert(
     data_schema = StructType(())
     seen: list[pa.Schema] = []  # footer schemas already merged
     for rel, info in listed:
-        values = _partition_values(rel, partitions)
+        values = _partition_values(rel, partitions, check_types=not ignore_partition_cast_failure)
         footer_and_rows = _read_footer(fs, info.path, rel, ignore_corrupt_files)
         if footer_and_rows is None:
             continue
@@ -321,7 +324,7 @@ def merge_data_and_partition_schema(data: StructType, partitions: StructType) ->
     return schema
 
 
-def _partition_values(rel: str, partitions: StructType) -> dict[str, str | None]:
+def _partition_values(rel: str, partitions: StructType, *, check_types: bool = True) -> dict[str, str | None]:
     """The partition values of the file ``rel`` from its ``column=value`` directories, keyed
     by the partition schema's names: as Delta's ``ConvertUtils.createAddFile``, the
     directories name the partition columns in the schema's order (case-insensitively)."""
@@ -350,5 +353,11 @@ def _partition_values(rel: str, partitions: StructType) -> dict[str, str | None]
         try:  # the partition filters' reading of a value as its column's type
             PartitionPredicate([(f.name, "=", values[f.name])], {f.name: type_name})
         except InvalidPartitionFilterError:
-            raise ConvertToDeltaError(f"partition value {values[f.name]!r} of {rel} is not a {type_name}") from None
+            if check_types:
+                raise ConvertToDeltaError(
+                    f"DELTA_FAILED_CAST_PARTITION_VALUE: Failed to cast partition value {values[f.name]!r} of {rel} "
+                    f"to {type_name}; give the column its type in the partition schema, or set "
+                    "spark.databricks.delta.convert.partitionValues.ignoreCastFailure to read it as null"
+                ) from None
+            values[f.name] = None  # Delta keeps the text, which its reads cast to null
     return values
