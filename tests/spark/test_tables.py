@@ -413,7 +413,7 @@ def test_the_builder_on_a_path_as_deltas_path_identifiers(spark, tmp_path):
     leaves them; ``tableName("delta.`path`")`` names the location, and the table's metadata
     gets no name, as Delta's CREATE TABLE; the internal ``forceTablePropertyLowerCase``."""
     from deltalog.contrib.spark import DeltaTable
-    from deltalog.contrib.spark.errors import TableAlreadyExistsError
+    from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
     from deltalog.errors import TableNotFoundError
 
     plain = str(tmp_path / "plain")
@@ -435,6 +435,14 @@ def test_the_builder_on_a_path_as_deltas_path_identifiers(spark, tmp_path):
     assert metadata.name is None and metadata.configuration == {"delta.appendOnly": "true", "foo": "Bar"}
     # CREATE IF NOT EXISTS of a table there returns it before reading the definition
     assert DeltaTable.createIfNotExists(spark).location(named).execute().toDF().columns == ["id"]
+    # CREATE OR REPLACE of a path holding a table checks the definition, commits nothing
+    # (CreateDeltaTableCommand.verifyTableMetadata; delta-io/delta#827)
+    DeltaTable.createOrReplace(spark).location(named).addColumn("id", "long").execute()
+    with pytest.raises(DeltaAnalysisError, match=r"DELTA_CREATE_TABLE_SCHEME_MISMATCH.*missing field.*id"):
+        DeltaTable.createOrReplace(spark).location(named).addColumn("z", "boolean").execute()
+    with pytest.raises(DeltaAnalysisError, match="DELTA_CREATE_TABLE_WITH_DIFFERENT_PROPERTY"):
+        DeltaTable.createOrReplace(spark).location(named).addColumn("id", "long").property("foo", "baz").execute()
+    assert operations(named) == ["CREATE TABLE"]
 
 
 @pytest.mark.parametrize(

@@ -146,13 +146,14 @@ def _same_type_ignoring_nullability(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def builder_location(spark: SparkSession, name: str | None, location: str | None) -> str:
+def builder_location(spark: SparkSession, name: str | None, location: str | None) -> tuple[str, bool]:
     """The location a builder creates its table at, from ``tableName`` and ``location`` as
     Delta's ``DeltaTableBuilder.execute`` reads them: ``delta.`/path``` names the path (a
     different ``location`` is ``DELTA_CREATE_TABLE_IDENTIFIER_LOCATION_MISMATCH``), another
     provider's path is not a table name; neither given is
     ``DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION``. A catalog name needs a location:
-    deltalog's tables are path-based. Raises :class:`DeltaAnalysisError`."""
+    deltalog's tables are path-based. Returns the location and whether the table is known by
+    its path only (no name of a table Spark's catalog has). Raises :class:`DeltaAnalysisError`."""
     from deltalog.contrib.spark.catalog_tables import DELTA_PROVIDERS, is_absolute, name_parts
 
     if name is None and location is None:
@@ -170,10 +171,18 @@ def builder_location(spark: SparkSession, name: str | None, location: str | None
                 "DELTA_CREATE_TABLE_IDENTIFIER_LOCATION_MISMATCH: Creating path-based Delta table with a different "
                 f"location isn't supported. Identifier: {name}, Location: {location}"
             )
-        return parts[1]
+        return parts[1], True
     if location is None:
         raise DeltaAnalysisError("deltalog tables are path-based: call .location(uri) before execute()")
-    return location
+    return location, name is None or not _in_session_catalog(spark, name)
+
+
+def _in_session_catalog(spark: SparkSession, name: str) -> bool:
+    """Whether Spark's catalog has a table ``name`` (Delta's ``existingTableOpt``)."""
+    try:
+        return bool(spark.catalog.tableExists(name))
+    except Exception:  # a name Spark cannot resolve names no table
+        return False
 
 
 def check_builder_partitioning(fields: list[dict[str, Any]], partitions: list[str], cluster_by: list[str]) -> None:

@@ -991,7 +991,9 @@ class DeltaTableBuilder:
         """Create (or replace) the table and return it. ``create``: refused when a table (or
         any file) is there (:class:`TableAlreadyExistsError`); ``createIfNotExists``: a table
         there is returned as it is, before the definition is checked; ``replace``: refused
-        when no table is there; ``createOrReplace``: either."""
+        when no table is there; ``createOrReplace``: creates the table, or replaces it, but
+        for a table named by its path only checks its definition against the table there
+        and commits nothing, as Delta's."""
         from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed
         from deltalog.contrib.spark.table_builder import validate_generated_columns
 
@@ -1002,7 +1004,7 @@ class DeltaTableBuilder:
             spark = SparkSession.getActiveSession()
             if spark is None:
                 raise DeltaAnalysisError("no active SparkSession: pass one to DeltaTable.create(spark)")
-        self._location = builder_location(spark, self._name, self._location)
+        self._location, by_path = builder_location(spark, self._name, self._location)
         delta_log = open_log(self._location, self._storage_options, spark=spark)
         exists = delta_log.table_exists()
         # a path-based table "exists" once its directory holds anything (Delta's
@@ -1016,6 +1018,9 @@ class DeltaTableBuilder:
                     "create the table at an empty location, or convert the Parquet files with convertToDelta"
                 )
             return DeltaTable.forPath(spark, self._location, storage_options=self._storage_options)
+        if exists and by_path and self._mode == "createOrReplace":
+            self._verify_existing(spark, delta_log)
+            return DeltaTable(spark, self._location, self._storage_options)
         if not exists and self._mode == "replace":
             raise TableNotFoundError(
                 delta_log.table_uri,
@@ -1034,6 +1039,26 @@ class DeltaTableBuilder:
         )
         self._commit(delta_log, replacing=exists, defaults=session_table_defaults(spark.conf.getAll))
         return DeltaTable(spark, self._location, self._storage_options)
+
+    def _verify_existing(self, spark: SparkSession, delta_log: DeltaLog) -> None:
+        """``createOrReplace`` of a path holding a table: Delta checks the definition against
+        it and commits nothing (:mod:`~deltalog.contrib.spark.table_verify`)."""
+        from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed
+        from deltalog.contrib.spark.table_verify import verify_existing_definition
+        from deltalog.txn.commands.clustering import clustering_columns
+
+        snapshot = delta_log.update()
+        metadata = snapshot.metadata
+        properties = validate_table_properties(self._properties, allow_arbitrary=arbitrary_properties_allowed(spark))
+        existing = (metadata.schema_string, metadata.partition_columns, metadata.configuration)
+        verify_existing_definition(
+            delta_log.table_uri,
+            (*existing, clustering_columns(snapshot)),
+            self._fields,
+            self._partitions,
+            self._cluster_by,
+            properties,
+        )
 
     def _commit(self, delta_log: DeltaLog, replacing: bool, defaults: Mapping[str, str]) -> None:
         """CREATE TABLE, or REPLACE TABLE as Delta's ``CreateDeltaTableCommand``: the new
