@@ -442,6 +442,10 @@ def test_the_builder_on_a_path_as_deltas_path_identifiers(spark, tmp_path):
         DeltaTable.createOrReplace(spark).location(named).addColumn("z", "boolean").execute()
     with pytest.raises(DeltaAnalysisError, match="DELTA_CREATE_TABLE_WITH_DIFFERENT_PROPERTY"):
         DeltaTable.createOrReplace(spark).location(named).addColumn("id", "long").property("foo", "baz").execute()
+    # a name Spark's catalog does not have: CREATE checks the table there too; REPLACE finds none
+    DeltaTable.create(spark).tableName("not_in_the_catalog").location(named).addColumn("id", "long").execute()
+    with pytest.raises(TableNotFoundError, match="DELTA_CANNOT_REPLACE_MISSING_TABLE"):
+        DeltaTable.replace(spark).tableName("not_in_the_catalog").location(named).addColumn("id", "long").execute()
     assert operations(named) == ["CREATE TABLE"]
 
 

@@ -34,12 +34,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORCE_PROPERTY_LOWER_CASE_CONF",
+    "IDENTIFIED",
     "IdentityGenerator",
     "builder_location",
     "char_varchar_as_string",
     "check_builder_partitioning",
     "column_metadata",
+    "creation_step",
     "location_has_files",
+    "refuse_creation_step",
     "validate_generated_columns",
 ]
 
@@ -146,14 +149,14 @@ def _same_type_ignoring_nullability(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def builder_location(spark: SparkSession, name: str | None, location: str | None) -> tuple[str, bool]:
+def builder_location(spark: SparkSession, name: str | None, location: str | None) -> tuple[str, str]:
     """The location a builder creates its table at, from ``tableName`` and ``location`` as
     Delta's ``DeltaTableBuilder.execute`` reads them: ``delta.`/path``` names the path (a
     different ``location`` is ``DELTA_CREATE_TABLE_IDENTIFIER_LOCATION_MISMATCH``), another
     provider's path is not a table name; neither given is
     ``DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION``. A catalog name needs a location:
-    deltalog's tables are path-based. Returns the location and whether the table is known by
-    its path only (no name of a table Spark's catalog has). Raises :class:`DeltaAnalysisError`."""
+    deltalog's tables are path-based. Returns the location and how the table is identified
+    (:data:`IDENTIFIED`). Raises :class:`DeltaAnalysisError`."""
     from deltalog.contrib.spark.catalog_tables import DELTA_PROVIDERS, is_absolute, name_parts
 
     if name is None and location is None:
@@ -171,10 +174,17 @@ def builder_location(spark: SparkSession, name: str | None, location: str | None
                 "DELTA_CREATE_TABLE_IDENTIFIER_LOCATION_MISMATCH: Creating path-based Delta table with a different "
                 f"location isn't supported. Identifier: {name}, Location: {location}"
             )
-        return parts[1], True
+        return parts[1], "path"
     if location is None:
         raise DeltaAnalysisError("deltalog tables are path-based: call .location(uri) before execute()")
-    return location, name is None or not _in_session_catalog(spark, name)
+    if name is None:
+        return location, "path"
+    return location, "catalog" if _in_session_catalog(spark, name) else "name"
+
+
+#: how a builder's table is identified: by its ``path`` (``location`` only, or
+#: ``delta.`/path```), by a ``name`` Spark's catalog does not have, or by a ``catalog`` table's
+IDENTIFIED = ("path", "name", "catalog")
 
 
 def _in_session_catalog(spark: SparkSession, name: str) -> bool:
@@ -183,6 +193,59 @@ def _in_session_catalog(spark: SparkSession, name: str) -> bool:
         return bool(spark.catalog.tableExists(name))
     except Exception:  # a name Spark cannot resolve names no table
         return False
+
+
+def creation_step(identified: str, mode: str, exists: bool, has_files: bool) -> str:
+    """What a builder's ``execute`` does, as Delta's ``CreateTableExec`` /
+    ``AtomicReplaceTableExec`` and ``CreateDeltaTableCommand`` decide it: ``create``,
+    ``replace``, ``return`` (the table there, unchanged), ``verify`` (check the definition
+    against the table there, commit nothing), or refuse: ``exists``, ``missing`` (nothing to
+    replace), ``not-empty`` (files that are not a table), ``absent`` (a catalog table whose
+    location has no table). ``exists``: a table is at the location; ``has_files``: anything
+    is (a path-based table "exists" then, Delta's ``DeltaCatalog.tableExists``)."""
+    if identified == "catalog":  # the catalog has the table: it exists, whatever the path holds
+        if mode in ("create", "createIfNotExists"):
+            return "exists" if mode == "create" else "return"
+        return "replace" if exists else "absent"
+    if mode == "replace":
+        return "replace" if identified == "path" and exists else "missing"
+    if identified == "path" and has_files and mode in ("create", "createIfNotExists"):
+        return "exists" if mode == "create" else "return"
+    if exists:
+        return "verify"
+    return "not-empty" if has_files else "create"
+
+
+def refuse_creation_step(step: str, uri: str, exists: bool) -> None:
+    """Raise the error of a refusing :func:`creation_step` (nothing for ``create`` or
+    ``replace``): :class:`TableAlreadyExistsError`, :class:`TableNotFoundError`
+    (``DELTA_CANNOT_REPLACE_MISSING_TABLE``) or :class:`DeltaAnalysisError`."""
+    from deltalog.contrib.spark.errors import TableAlreadyExistsError
+    from deltalog.txn.protocol.errors import TableNotFoundError
+
+    if step == "exists":
+        raise TableAlreadyExistsError(
+            f"a Delta table already exists at {uri}"
+            if exists
+            else f"{uri} already exists and is not empty (it is not a Delta table); create the table at an empty "
+            "location, or convert the Parquet files with convertToDelta"
+        )
+    if step == "missing":
+        raise TableNotFoundError(
+            uri,
+            "DELTA_CANNOT_REPLACE_MISSING_TABLE: it cannot be replaced as it does not exist; use "
+            "DeltaTable.createOrReplace to create it",
+        )
+    if step == "not-empty":
+        raise DeltaAnalysisError(
+            f"DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION: Cannot create table. The associated location ({uri}) is "
+            "not empty and also not a Delta table; create it at an empty location, or convert the files first"
+        )
+    if step == "absent":
+        raise DeltaAnalysisError(
+            f"DELTA_METADATA_ABSENT_EXISTING_CATALOG_TABLE: the catalog has the table, but {uri} holds no Delta "
+            "table (its transaction log was removed); drop the catalog entry, or restore the log"
+        )
 
 
 def check_builder_partitioning(fields: list[dict[str, Any]], partitions: list[str], cluster_by: list[str]) -> None:

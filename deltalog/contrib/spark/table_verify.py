@@ -1,8 +1,10 @@
-"""CREATE OR REPLACE TABLE of a path that holds a table: Delta checks the definition against it.
+"""CREATE TABLE of a location that holds a table: Delta checks the definition against it.
 
 Delta's ``CreateDeltaTableCommand`` handles ``CREATE OR REPLACE TABLE delta.`/path``` (what
 ``DeltaTable.createOrReplace(spark).location(path)`` runs) as a CREATE: a path identifier has
-no catalog entry, so the table is never "replaced"; when the log already holds one,
+no catalog entry, so the table is never "replaced", and CREATE TABLE of a name the catalog
+does not have at such a location is the same (:func:`~deltalog.contrib.spark.table_builder.creation_step`);
+when the log already holds one,
 ``verifyTableMetadata`` checks that the builder's schema, partitioning, clustering and
 properties (when any are given) match it, and commits nothing. (delta-io/delta#827 notes
 that this differs from ``replace``, which does replace.) A builder given the name of a
@@ -39,6 +41,23 @@ def verify_existing_definition(
     partition columns, configuration and clustering columns (``None``: not clustered) are
     given."""
     schema_string, existing_partitions, configuration, existing_clustering = existing
+    if fields:  # as Delta's, the schema (when given) decides the partitioning and clustering too
+        _verify_layout(path, (schema_string, existing_partitions, existing_clustering), fields, partitions, cluster_by)
+    if properties and _compared(properties) != _compared(configuration):
+        raise DeltaAnalysisError(
+            f"DELTA_CREATE_TABLE_WITH_DIFFERENT_PROPERTY: The specified properties do not match the existing "
+            f"properties at {path}. Specified: {_compared(properties)}; existing: {_compared(configuration)}"
+        )
+
+
+def _verify_layout(
+    path: str,
+    existing: tuple[str, Sequence[str], Sequence[str] | None],
+    fields: list[dict[str, Any]],
+    partitions: Sequence[str],
+    cluster_by: Sequence[str],
+) -> None:
+    schema_string, existing_partitions, existing_clustering = existing
     existing_fields = without_internal_delta_metadata(json.loads(schema_string)).get("fields") or []
     differences = _differences(existing_fields, fields)
     if differences:
@@ -57,11 +76,6 @@ def verify_existing_definition(
             f"DELTA_CREATE_TABLE_WITH_DIFFERENT_CLUSTERING: The specified clustering columns do not match the "
             f"existing clustering columns at {path}. Specified: {specified_clustering}; existing: "
             f"{existing_clustering}"
-        )
-    if properties and _compared(properties) != _compared(configuration):
-        raise DeltaAnalysisError(
-            f"DELTA_CREATE_TABLE_WITH_DIFFERENT_PROPERTY: The specified properties do not match the existing "
-            f"properties at {path}. Specified: {_compared(properties)}; existing: {_compared(configuration)}"
         )
 
 

@@ -40,7 +40,7 @@ from deltalog.contrib.spark.dv_dml import (
     matched_row_indexes,
     writes_deletion_vectors,
 )
-from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
+from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions, logical_records
 from deltalog.contrib.spark.generated import check_updated_columns, recompute_generated
 from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_set_transaction_only
@@ -57,7 +57,9 @@ from deltalog.contrib.spark.table_builder import (
     FORCE_PROPERTY_LOWER_CASE_CONF,
     builder_location,
     check_builder_partitioning,
+    creation_step,
     location_has_files,
+    refuse_creation_step,
 )
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.contrib.spark.writes import commit_files, write_spec
@@ -988,12 +990,13 @@ class DeltaTableBuilder:
         return self
 
     def execute(self) -> DeltaTable:
-        """Create (or replace) the table and return it. ``create``: refused when a table (or
-        any file) is there (:class:`TableAlreadyExistsError`); ``createIfNotExists``: a table
-        there is returned as it is, before the definition is checked; ``replace``: refused
-        when no table is there; ``createOrReplace``: creates the table, or replaces it, but
-        for a table named by its path only checks its definition against the table there
-        and commits nothing, as Delta's."""
+        """Create (or replace) the table and return it, as Delta's builder decides
+        (:func:`~deltalog.contrib.spark.table_builder.creation_step`): for a table known by its
+        path, ``create`` is refused when anything is there (:class:`TableAlreadyExistsError`),
+        ``createIfNotExists`` returns what is there before reading the definition, ``replace``
+        needs a table there, and ``createOrReplace`` of a table there only checks the
+        definition against it, committing nothing (so do ``create`` and ``createOrReplace``
+        with a name Spark's catalog does not have); a catalog table's name replaces."""
         from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed
         from deltalog.contrib.spark.table_builder import validate_generated_columns
 
@@ -1004,29 +1007,16 @@ class DeltaTableBuilder:
             spark = SparkSession.getActiveSession()
             if spark is None:
                 raise DeltaAnalysisError("no active SparkSession: pass one to DeltaTable.create(spark)")
-        self._location, by_path = builder_location(spark, self._name, self._location)
+        self._location, identified = builder_location(spark, self._name, self._location)
         delta_log = open_log(self._location, self._storage_options, spark=spark)
         exists = delta_log.table_exists()
-        # a path-based table "exists" once its directory holds anything (Delta's
-        # DeltaCatalog.tableExists): CREATE refuses it, CREATE IF NOT EXISTS leaves it
-        if self._mode in ("create", "createIfNotExists") and (exists or location_has_files(delta_log)):
-            if self._mode == "create":
-                raise TableAlreadyExistsError(
-                    f"a Delta table already exists at {delta_log.table_uri}"
-                    if exists
-                    else f"{delta_log.table_uri} already exists and is not empty (it is not a Delta table); "
-                    "create the table at an empty location, or convert the Parquet files with convertToDelta"
-                )
+        step = creation_step(identified, self._mode, exists, exists or location_has_files(delta_log))
+        if step == "return":
             return DeltaTable.forPath(spark, self._location, storage_options=self._storage_options)
-        if exists and by_path and self._mode == "createOrReplace":
+        if step == "verify":
             self._verify_existing(spark, delta_log)
             return DeltaTable(spark, self._location, self._storage_options)
-        if not exists and self._mode == "replace":
-            raise TableNotFoundError(
-                delta_log.table_uri,
-                "DELTA_CANNOT_REPLACE_MISSING_TABLE: it cannot be replaced as it does not exist; "
-                "use DeltaTable.createOrReplace to create it",
-            )
+        refuse_creation_step(step, delta_log.table_uri, exists)
         if not self._fields:
             raise DeltaAnalysisError("a table needs at least one column: use addColumn / addColumns")
         check_builder_partitioning(self._fields, self._partitions, self._cluster_by)
