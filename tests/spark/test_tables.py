@@ -488,3 +488,22 @@ def test_convert_a_parquet_directory_spark_partitioned(spark, tmp_path, rows_, d
     assert table.toDF().schema.fields[1:] == partitions.fields
     assert sorted(r.id for r in table.toDF().where(where).collect()) == expected
     assert table.toDF().count() == len(rows_)
+
+
+def test_a_table_created_with_random_file_prefixes_writes_under_them(spark, table_path):
+    """DeltaTableCreationTests "create partitioned table with table properties -
+    delta.randomizeFilePrefixes": files go under a random ``delta.randomPrefixLength``
+    directory, not their partition's, which ``partitionValues`` still records."""
+    import re
+
+    from deltalog.contrib.spark import DeltaTable
+
+    builder = DeltaTable.create(spark).location(table_path).addColumn("id", "long").addColumn("part", "string")
+    builder = builder.partitionedBy("part").property("delta.randomizeFilePrefixes", "true")
+    builder.property("delta.randomPrefixLength", "4").execute()
+    rows_ = [(1, "A"), (2, "B")]
+    spark.createDataFrame(rows_, "id long, part string").write.format("deltalog").mode("append").save(table_path)
+    adds = [a["add"] for a in commits(table_path)[1] if "add" in a]
+    assert all(re.fullmatch(r"[A-Za-z0-9]{4}/part-.*\.parquet", a["path"]) for a in adds), adds
+    assert sorted(a["partitionValues"]["part"] for a in adds) == ["A", "B"]
+    assert sorted(tuple(r) for r in DeltaTable.forPath(spark, table_path).toDF().collect()) == rows_
