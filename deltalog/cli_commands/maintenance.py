@@ -283,7 +283,7 @@ def _convert_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-statistics",
         action="store_true",
-        help="record only each file's row count, not its column statistics (Delta's NO STATISTICS)",
+        help="record no statistics for the files, not even their row counts (Delta's NO STATISTICS)",
     )
 
 

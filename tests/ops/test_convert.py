@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from deltalog.errors import ConvertToDeltaError
-from deltalog.txn.commands.convert import convert_to_delta
+from deltalog.txn.commands.convert import convert_to_delta, plan_convert
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.schema import PrimitiveType, StructField, StructType
 from tests.spark.helpers import delta_rs_rows
@@ -84,8 +84,13 @@ def test_convert_unpartitioned_with_a_struct_type_schema_and_storage_options(tmp
     ("files", "partitions", "message"),
     [
         ([], None, "no Parquet files"),
-        (["p=a/0.parquet"], None, r"has partition directories \['p'\], but partitionSchema names \[\]"),
-        (["0.parquet"], {"p": "string"}, r"partition directories \[\], but partitionSchema names \['p'\]"),
+        (
+            ["p=a/0.parquet"],
+            None,
+            r"expecting 0 partition column\(s\): \[\], but found 1 partition column\(s\): \['p'\]",
+        ),
+        (["0.parquet"], {"p": "string"}, r"expecting 1 partition column\(s\): \['p'\], but found 0"),
+        (["a=1/b=2/0.parquet"], "b string, a string", "expecting partition column b, but found partition column a"),
         (["n=1/0.parquet", "n=x/1.parquet"], StructType((StructField("n", PrimitiveType("integer")),)), "'x'"),
     ],
 )
@@ -129,7 +134,7 @@ def test_convert_collects_statistics_from_the_footers(tmp_path: Path) -> None:
     _write(bare, "0.parquet", [1, 2])
     convert_to_delta(str(bare), collect_stats=False)
     (add,) = DeltaLog.for_table(str(bare)).update().files
-    assert json.loads(add.stats or "{}") == {"numRecords": 2}
+    assert add.stats is None  # as Delta's NO STATISTICS: not even numRecords
     assert _log_lines(bare)[0]["commitInfo"]["operationParameters"]["collectStats"] == "false"  # type: ignore[index]
 
 
@@ -150,3 +155,69 @@ def test_files_of_byte_short_and_int_convert_to_the_widest(tmp_path: Path) -> No
         pq.write_table(pa.table({"x": pa.array([1], arrow_type)}), bad / f"{name}.parquet")
     with pytest.raises(ConvertToDeltaError, match="DELTA_FAILED_TO_MERGE_FIELDS"):
         convert_to_delta(str(bad))
+
+
+def test_the_files_delta_lists_and_the_schema_it_builds(tmp_path: Path) -> None:
+    """As Delta's ``ManualListingFileManifest`` and ``mergeDataAndPartitionSchema``
+    (ConvertToDeltaSuiteBase): every visible file is converted, whatever its name ("allow file
+    names to not have .parquet suffix"); a ``_``/``.`` directory is hidden unless it is a
+    partition's ("partition column name starting with underscore and dot"); partition columns
+    match the directories case-insensitively; a partition column the files also hold keeps
+    its place in the files' column order ("overlapping partition and data columns"); a file
+    that is not Parquet is refused unless ignored ("filter non-parquet files"), and so is a
+    partition value of another type."""
+    root = tmp_path / "plain"
+    for i, rel in enumerate(("_k=1/.d=x/unknown_suffix", "_k=2/.d=y/0.parquet", "_tmp/_k=3/.d=z/9.parquet")):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": [i], "_K": ["in-file"], "v": ["a"]}), path)
+    convert_to_delta(str(root), "_K int, `.d` string")
+    snapshot = DeltaLog.for_table(str(root)).update()
+    assert [f.name for f in snapshot.schema.fields] == ["id", "_K", "v", ".d"]
+    assert snapshot.schema.field("_K").type == PrimitiveType("integer")
+    assert sorted(f.partition_values["_K"] or "" for f in snapshot.files) == ["1", "2"]
+
+    mixed = tmp_path / "mixed"
+    _write(mixed, "p=1/0.parquet", [1])
+    (mixed / "p=2").mkdir()
+    (mixed / "p=2" / "part-0.json").write_text('{"id": 2}')
+    with pytest.raises(ConvertToDeltaError, match=r"p=2/part-0.json is not a Parquet file"):
+        convert_to_delta(str(mixed), "p string")
+    plan = plan_convert(DeltaLog.for_table(str(mixed)), "p string", ignore_corrupt_files=True)
+    assert [f.path for f in plan.files] == ["p=1/0.parquet"]
+    # "negative case: failed to cast partition value", unless convert.partitionValues.ignoreCastFailure
+    _write(mixed, "p=x/1.parquet", [3])
+    with pytest.raises(ConvertToDeltaError, match="DELTA_FAILED_CAST_PARTITION_VALUE"):
+        plan_convert(DeltaLog.for_table(str(mixed)), "p int", ignore_corrupt_files=True)
+    plan = plan_convert(
+        DeltaLog.for_table(str(mixed)), "p int", ignore_corrupt_files=True, ignore_partition_cast_failure=True
+    )
+    assert [f.partition_values for f in plan.files] == [{"p": "1"}, {"p": None}]
+
+
+def test_a_streaming_sinks_directory_converts_the_files_its_log_names(tmp_path: Path) -> None:
+    """Delta's ``MetadataLogFileManifest`` ("convert a streaming parquet path: use metadata"):
+    the files the ``_spark_metadata`` log names (latest compaction and the batches after it,
+    deletes applied), not a file something else wrote there; or, with the log not used,
+    every file."""
+    root = tmp_path / "sink"
+    for name, ids in (("a", [1]), ("b", [2]), ("c", [3]), ("other", [99])):
+        _write(root, f"part-{name}.parquet", ids)
+    log_dir = root / "_spark_metadata"
+    log_dir.mkdir()
+
+    def entry(name: str, action: str = "add") -> str:
+        path = root / f"part-{name}.parquet"
+        size = os.path.getsize(path)
+        return json.dumps(
+            {"path": path.as_uri(), "size": size, "isDir": False, "modificationTime": 7, "action": action}
+        )
+
+    (log_dir / "0").write_text("v1\n" + entry("a") + "\n")  # superseded by the compaction
+    (log_dir / "1.compact").write_text("v1\n" + entry("a") + "\n" + entry("b") + "\n")
+    (log_dir / "2").write_text("v1\n" + entry("c") + "\n" + entry("a", "delete") + "\n")
+    plan = plan_convert(DeltaLog.for_table(str(root)))
+    assert [f.path for f in plan.files] == ["part-b.parquet", "part-c.parquet"]
+    assert (plan.files[0].size, plan.files[0].modification_time) == (os.path.getsize(root / "part-b.parquet"), 7)
+    listed = plan_convert(DeltaLog.for_table(str(root)), use_metadata_log=False)
+    assert len(listed.files) == 4

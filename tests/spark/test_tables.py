@@ -368,3 +368,173 @@ def test_detail_of_a_table_by_name_names_it(spark, table_path):
         catalog = spark._jsparkSession.sessionState().catalog()
         for name in ("tbl_name1", "tbl_name2"):
             catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(name), True, False)
+
+
+def _parquet_dir(root, rels):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for i, rel in enumerate(rels):
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        pq.write_table(pa.table({"id": [i]}), os.path.join(root, rel))
+
+
+def test_convert_to_delta_reads_its_identifier_as_deltas(spark, tmp_path):
+    """ConvertToDeltaSuiteBase: another provider is refused ("negative case: convert non-parquet
+    path to delta"), as is a path without one ("missing data source name"); backquoted
+    ``parquet`` converts ("backticks"); converting a Delta table again, as ``parquet.`` or
+    ``delta.``, is a no-op ("converting a delta path should not error for idempotency"); a
+    file that is not Parquet fails the conversion unless ``spark.sql.files.ignoreCorruptFiles``
+    ("filter non-parquet files during delta conversion")."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    plain = str(tmp_path / "plain")
+    _parquet_dir(plain, ["part=1/a.parquet", "part=2/b"])
+    for identifier, code in ((f"orc.`{plain}`", "DELTA_CONVERT_NON_PARQUET_TABLE"), (f"`{plain}`", "PROVIDER")):
+        with pytest.raises(DeltaAnalysisError, match=code):
+            DeltaTable.convertToDelta(spark, identifier, "part string")
+    with open(os.path.join(plain, "part=2", "c.json"), "w", encoding="utf-8") as f:
+        f.write('{"id": 9}')
+    with pytest.raises(DeltaAnalysisError, match=r"part=2/c.json is not a Parquet file"):
+        DeltaTable.convertToDelta(spark, f"`parquet`.`{plain}`", "part string")
+    assert not os.path.exists(os.path.join(plain, "_delta_log"))
+    spark.conf.set("spark.sql.files.ignoreCorruptFiles", "true")
+    try:
+        table = DeltaTable.convertToDelta(spark, f"`parquet`.`{plain}`", "part string")
+    finally:
+        spark.conf.unset("spark.sql.files.ignoreCorruptFiles")
+    assert sorted(tuple(r) for r in table.toDF().collect()) == [(0, "1"), (1, "2")]
+    for identifier in (f"parquet.`{plain}`", f"delta.`{plain}`"):
+        assert DeltaTable.convertToDelta(spark, identifier).toDF().count() == 2
+    assert operations(plain) == ["CONVERT"]
+
+
+@pytest.mark.parametrize(
+    ("build", "error"),
+    [
+        # DeltaTableBuilderSuite
+        (lambda b, p: b.addColumn("c1", "int"), "DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION"),
+        (lambda b, p: b.tableName(f"delta.`{p}`").location(p + "-x"), "IDENTIFIER_LOCATION_MISMATCH"),
+        (lambda b, p: b.tableName(f"parquet.`{p}`").location(p), "schema `parquet` cannot be found"),
+        (lambda b, p: b.location(p).clusterBy("c1").partitionedBy("c1"), "DELTA_CLUSTER_BY_WITH_PARTITIONED_BY"),
+        # DeltaTableCreationTests, DeltaCatalog.createDeltaTable
+        (lambda b, p: b.location(p).property("delta.randomPrefixLength", "-1"), "needs to be greater than 0"),
+        (lambda b, p: b.location(p).addColumn("i", "long", generatedAlwaysAs=_identity()).partitionedBy("i"), "IDENT"),
+    ],
+)
+def test_the_builder_refuses_what_deltas_refuses(spark, tmp_path, build, error):
+    from deltalog.contrib.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    with pytest.raises(ValueError, match=error):
+        build(DeltaTable.create(spark).addColumn("c1", "int").addColumn("c2", "int"), path).execute()
+    assert not os.path.exists(path)
+
+
+def _identity():
+    from deltalog.contrib.spark.table_builder import IdentityGenerator
+
+    return IdentityGenerator()
+
+
+def test_the_builder_on_a_path_as_deltas_path_identifiers(spark, tmp_path):
+    """A path-based table exists once its directory holds anything (Delta's
+    ``DeltaCatalog.tableExists``): CREATE refuses Parquet files there, CREATE IF NOT EXISTS
+    leaves them; ``tableName("delta.`path`")`` names the location, and the table's metadata
+    gets no name, as Delta's CREATE TABLE; the internal ``forceTablePropertyLowerCase``."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
+    from deltalog.errors import TableNotFoundError
+
+    plain = str(tmp_path / "plain")
+    _parquet_dir(plain, ["a.parquet"])
+    with pytest.raises(TableAlreadyExistsError, match="not empty"):
+        DeltaTable.create(spark).location(plain).addColumn("id", "long").execute()
+    with pytest.raises(TableNotFoundError):
+        DeltaTable.createIfNotExists(spark).location(plain).addColumn("id", "long").execute()
+    assert os.listdir(plain) == ["a.parquet"]
+
+    named = str(tmp_path / "named")
+    spark.conf.set("spark.databricks.delta.deltaTableBuilder.forceTablePropertyLowerCase.enabled", "true")
+    try:
+        builder = DeltaTable.create(spark).tableName(f"delta.`{named}`").addColumn("id", "long")
+        table = builder.property("delta.appendOnly", "true").property("Foo", "Bar").property("foo", "Bar").execute()
+    finally:
+        spark.conf.unset("spark.databricks.delta.deltaTableBuilder.forceTablePropertyLowerCase.enabled")
+    metadata = table._log.update().metadata
+    assert metadata.name is None and metadata.configuration == {"delta.appendOnly": "true", "foo": "Bar"}
+    # CREATE IF NOT EXISTS of a table there returns it before reading the definition
+    assert DeltaTable.createIfNotExists(spark).location(named).execute().toDF().columns == ["id"]
+    # CREATE OR REPLACE of a path holding a table checks the definition, commits nothing
+    # (CreateDeltaTableCommand.verifyTableMetadata; delta-io/delta#827)
+    DeltaTable.createOrReplace(spark).location(named).addColumn("id", "long").execute()
+    with pytest.raises(DeltaAnalysisError, match=r"DELTA_CREATE_TABLE_SCHEME_MISMATCH.*missing field.*id"):
+        DeltaTable.createOrReplace(spark).location(named).addColumn("z", "boolean").execute()
+    with pytest.raises(DeltaAnalysisError, match="DELTA_CREATE_TABLE_WITH_DIFFERENT_PROPERTY"):
+        DeltaTable.createOrReplace(spark).location(named).addColumn("id", "long").property("foo", "baz").execute()
+    # a name Spark's catalog does not have: CREATE checks the table there too; REPLACE finds none
+    DeltaTable.create(spark).tableName("not_in_the_catalog").location(named).addColumn("id", "long").execute()
+    with pytest.raises(TableNotFoundError, match="DELTA_CANNOT_REPLACE_MISSING_TABLE"):
+        DeltaTable.replace(spark).tableName("not_in_the_catalog").location(named).addColumn("id", "long").execute()
+    assert operations(named) == ["CREATE TABLE"]
+
+
+@pytest.mark.parametrize(
+    ("rows_", "ddl", "partition_schema", "where", "expected"),
+    [
+        # "some partition value is null", "empty string partition value will be read back as
+        # null", "partition column names and values contain '%!@#$%^&*-'"
+        (
+            [(0, "%a=b/c", None), (1, "", 100)],
+            "id int, `k%!1` string, `k$2` int",
+            "`k%!1` string, `k$2` int",
+            "`k%!1` is null and `k$2` = 100 or `k%!1` = '%a=b/c' and `k$2` is null",
+            [0, 1],
+        ),
+        # "converting tables with dateType partition columns", timestamps and decimals
+        (
+            [(0, "2019-11-22", "2024-01-02 03:04:05", "12.34"), (1, None, None, None)],
+            "id int, d string, ts string, dec string",
+            "d date, ts timestamp, dec decimal(10,2)",
+            "d = '2019-11-22' and ts = '2024-01-02 03:04:05' and dec = 12.34",
+            [0],
+        ),
+    ],
+)
+def test_convert_a_parquet_directory_spark_partitioned(spark, tmp_path, rows_, ddl, partition_schema, where, expected):
+    """ConvertToDeltaSuiteBase's partition values, as Spark writes them: escaped directory
+    names, ``__HIVE_DEFAULT_PARTITION__`` for null and empty strings, typed partition values."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import _parse_datatype_string
+
+    from deltalog.contrib.spark import DeltaTable
+
+    plain = str(tmp_path / "plain")
+    partitions = _parse_datatype_string(partition_schema)
+    df = spark.createDataFrame(rows_, ddl)
+    df = df.select("id", *(F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in partitions.fields))
+    df.write.partitionBy(*partitions.names).parquet(plain)
+    table = DeltaTable.convertToDelta(spark, f"parquet.`{plain}`", partitions)
+    assert table.toDF().schema.fields[1:] == partitions.fields
+    assert sorted(r.id for r in table.toDF().where(where).collect()) == expected
+    assert table.toDF().count() == len(rows_)
+
+
+def test_a_table_created_with_random_file_prefixes_writes_under_them(spark, table_path):
+    """DeltaTableCreationTests "create partitioned table with table properties -
+    delta.randomizeFilePrefixes": files go under a random ``delta.randomPrefixLength``
+    directory, not their partition's, which ``partitionValues`` still records."""
+    import re
+
+    from deltalog.contrib.spark import DeltaTable
+
+    builder = DeltaTable.create(spark).location(table_path).addColumn("id", "long").addColumn("part", "string")
+    builder = builder.partitionedBy("part").property("delta.randomizeFilePrefixes", "true")
+    builder.property("delta.randomPrefixLength", "4").execute()
+    rows_ = [(1, "A"), (2, "B")]
+    spark.createDataFrame(rows_, "id long, part string").write.format("deltalog").mode("append").save(table_path)
+    adds = [a["add"] for a in commits(table_path)[1] if "add" in a]
+    assert all(re.fullmatch(r"[A-Za-z0-9]{4}/part-.*\.parquet", a["path"]) for a in adds), adds
+    assert sorted(a["partitionValues"]["part"] for a in adds) == ["A", "B"]
+    assert sorted(tuple(r) for r in DeltaTable.forPath(spark, table_path).toDF().collect()) == rows_

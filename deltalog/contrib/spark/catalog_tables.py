@@ -25,10 +25,10 @@ from deltalog.contrib.spark.errors import DeltaAnalysisError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["CatalogTableRef", "table_location"]
+__all__ = ["DELTA_PROVIDERS", "CatalogTableRef", "convert_target", "is_absolute", "name_parts", "table_location"]
 
 #: the providers of a catalog entry that is a Delta table
-_DELTA_PROVIDERS = frozenset({"delta", "deltalog"})
+DELTA_PROVIDERS = frozenset({"delta", "deltalog"})
 _SESSION_CATALOG = "spark_catalog"
 
 
@@ -43,8 +43,8 @@ class CatalogTableRef(NamedTuple):
 def table_location(spark: SparkSession, name: str) -> CatalogTableRef:
     """The Delta table ``name`` names (see the module docstring); raises
     :class:`DeltaAnalysisError` (``DELTA_MISSING_DELTA_TABLE``) when it names none."""
-    parts = _name_parts(spark, name)
-    if len(parts) == 2 and parts[0].lower() in _DELTA_PROVIDERS and _is_absolute(parts[1]):
+    parts = name_parts(spark, name)
+    if len(parts) == 2 and parts[0].lower() in DELTA_PROVIDERS and is_absolute(parts[1]):
         return CatalogTableRef(parts[1], None)
     if len(parts) == 3:
         if parts[0].lower() != _SESSION_CATALOG:
@@ -59,7 +59,41 @@ def table_location(spark: SparkSession, name: str) -> CatalogTableRef:
     return found
 
 
-def _name_parts(spark: SparkSession, name: str) -> list[str]:
+def convert_target(spark: SparkSession, identifier: str) -> tuple[str, str]:
+    """``(provider, path)`` of the directory CONVERT TO DELTA's ``identifier`` names, as Delta's
+    ``ConvertToDeltaCommand`` reads it: ``parquet.`/path``` is a Parquet directory,
+    ``delta.`/path``` a Delta table (``deltalog.`/path``` too; ``delta`` is returned); another
+    provider is refused (``DELTA_CONVERT_NON_PARQUET_TABLE``), as is a path without one
+    (``DELTA_MISSING_PROVIDER_FOR_CONVERT``). deltalog's addition: text Spark cannot parse as
+    a name, such as a bare ``/path``, is a Parquet directory. A catalog table's name is
+    refused (deltalog converts directories), unless the catalog's entry is a Delta table."""
+    try:
+        parts = name_parts(spark, identifier)
+    except DeltaAnalysisError:
+        return "parquet", identifier
+    if len(parts) == 2 and is_absolute(parts[1]):
+        provider = parts[0].lower()
+        if provider == "parquet" or provider in DELTA_PROVIDERS:
+            return ("parquet" if provider == "parquet" else "delta"), parts[1]
+        raise DeltaAnalysisError(
+            "DELTA_CONVERT_NON_PARQUET_TABLE: CONVERT TO DELTA only supports parquet tables, but you are trying to "
+            f"convert a {parts[0]} source: {identifier}"
+        )
+    if len(parts) == 1 and is_absolute(parts[0]):
+        raise DeltaAnalysisError(
+            "DELTA_MISSING_PROVIDER_FOR_CONVERT: CONVERT TO DELTA only supports parquet tables. Please rewrite your "
+            f"target as parquet.`{parts[0]}` if it's a parquet directory."
+        )
+    found = _session_catalog_table(spark, parts[1:] if len(parts) == 3 else parts)
+    if found is not None:
+        return "delta", found.location
+    raise DeltaAnalysisError(
+        f"CONVERT TO DELTA of the catalog table {identifier} is not supported: deltalog converts Parquet "
+        "directories by path; convert its location as parquet.`<location>`"
+    )
+
+
+def name_parts(spark: SparkSession, name: str) -> list[str]:
     """``name`` split as Spark's parser splits a multi-part identifier (backquotes kept apart)."""
     from pyspark.errors import ParseException
 
@@ -71,7 +105,7 @@ def _name_parts(spark: SparkSession, name: str) -> list[str]:
     return [str(seq.apply(i)) for i in range(seq.length())]
 
 
-def _is_absolute(path: str) -> bool:
+def is_absolute(path: str) -> bool:
     """Hadoop's ``Path.isAbsolute``: a URI with a scheme, or a path from the root."""
     return path.startswith("/") or "://" in path or path.startswith("file:/")
 
@@ -90,6 +124,6 @@ def _session_catalog_table(spark: SparkSession, parts: list[str]) -> CatalogTabl
         return None
     table = catalog.getTableMetadata(ident)
     provider = table.provider()
-    if not provider.isDefined() or str(provider.get()).lower() not in _DELTA_PROVIDERS:
+    if not provider.isDefined() or str(provider.get()).lower() not in DELTA_PROVIDERS:
         return None
     return CatalogTableRef(str(table.location().toString()), str(table.qualifiedName()))

@@ -87,10 +87,20 @@ class WriteSpec:
     #: field ids at every level, ``partitionValues`` are keyed by physical name, and files
     #: go under a random prefix instead of partition directories (as Delta writes them).
     column_mapping_schema: str | None = None
+    #: Characters of the random directory files go under instead of partition directories
+    #: (Delta's ``delta.randomizeFilePrefixes`` / ``delta.randomPrefixLength``, forced under
+    #: column mapping); 0: partition directories (:meth:`random_prefix_chars`)
+    random_prefix_length: int = 0
 
     @property
     def mapped_schema(self) -> StructType | None:
         return None if self.column_mapping_schema is None else parse_schema(self.column_mapping_schema)
+
+    def random_prefix_chars(self) -> int:
+        """How many random characters name a file's directory (0: its partition's), as
+        Delta's ``TransactionalWrite.getCommitter``: the table's prefix length when it
+        randomizes file prefixes or maps columns (2 for a mapped spec given none)."""
+        return self.random_prefix_length or (2 if self.column_mapping_schema is not None else 0)
 
     #: Default, identity and generated columns each task fills in or checks.
     default_expressions: DefaultExpressions | None = None
@@ -223,10 +233,11 @@ class _TaskWriter:
         return pa.field(name, f.type, f.nullable, meta or None)
 
     def _relative_path(self, cdc: bool, values: Mapping[str, str | None], counter: int) -> str:
-        if self.mapped is None:
+        length = self.spec.random_prefix_chars()
+        if not length:
             directory = partition_directory(self.spec.partition_columns, values)
-        else:  # Delta's random prefix (delta.randomPrefixLength, 2): names are not data
-            directory = "".join(random.choices(string.ascii_letters + string.digits, k=2))
+        else:  # Delta's random prefix (delta.randomPrefixLength): names are not data
+            directory = "".join(random.choices(string.ascii_letters + string.digits, k=length))
         prefix = "cdc" if cdc else self.spec.prefix
         name = f"{prefix}-{self.task_id:05d}-{self.job_uuid}.c{counter:03d}.snappy.parquet"
         parts = [p for p in (CDC_DIR if cdc else "", directory, name) if p]

@@ -29,6 +29,7 @@ __all__ = [
     "arrow_schema",
     "logical_schema",
     "logical_struct",
+    "without_internal_delta_metadata",
     "without_internal_writer_metadata",
 ]
 
@@ -83,6 +84,14 @@ def without_internal_writer_metadata(schema: dict[str, Any]) -> dict[str, Any]:
     tell a schema change (Delta's ``hasSchemaChangeComparedToStreamMetadata``), so a write
     that only moves an identity high-water mark is none."""
     stripped: dict[str, Any] = _without_keys(schema, INTERNAL_WRITER_METADATA_KEYS)
+    return stripped
+
+
+def without_internal_delta_metadata(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` without column mapping and type change metadata (Delta's
+    ``DeltaTableUtils.removeInternalDeltaMetadata``, what CREATE TABLE compares with an
+    existing table's schema)."""
+    stripped: dict[str, Any] = _without_keys(schema, frozenset({TYPE_CHANGES_KEY, *COLUMN_MAPPING_FIELD_KEYS}))
     return stripped
 
 

@@ -402,6 +402,16 @@ def _partition_schema_fields(spark: SparkSession, schema: Any) -> list[dict[str,
 
 #: Delta's ``DELTA_COLLECT_STATS``: false makes CONVERT skip statistics (with a warning)
 _COLLECT_STATS_CONF = "spark.databricks.delta.stats.collect"
+#: Delta's ``DELTA_CONVERT_USE_METADATA_LOG``: false lists a streaming sink's directory
+#: instead of taking the files its ``_spark_metadata`` log names
+_USE_METADATA_LOG_CONF = "spark.databricks.delta.convert.useMetadataLog"
+#: Delta's ``DELTA_CONVERT_PARTITION_VALUES_IGNORE_CAST_FAILURE``: a partition value that is
+#: not of its column's type is kept (and read as null) instead of failing CONVERT
+_IGNORE_CAST_FAILURE_CONF = "spark.databricks.delta.convert.partitionValues.ignoreCastFailure"
+
+
+def _conf_true(spark: SparkSession, key: str, default: str) -> bool:
+    return str(spark.conf.get(key, default)).strip().lower() == "true"
 
 
 def convert_to_delta(spark: SparkSession, delta_log: DeltaLog, partition_schema: Any) -> int:
@@ -416,11 +426,19 @@ def convert_to_delta(spark: SparkSession, delta_log: DeltaLog, partition_schema:
     fields = _partition_schema_fields(spark, partition_schema)
     partitions = parse_schema(json.dumps({"type": "struct", "fields": fields}))
     configuration = with_table_defaults({}, session_table_defaults(spark.conf.getAll))
-    collect_stats = str(spark.conf.get(_COLLECT_STATS_CONF, "true")).strip().lower() != "false"
+    collect_stats = _conf_true(spark, _COLLECT_STATS_CONF, "true")
     if not collect_stats:
         log.warning("CONVERT TO DELTA collects no statistics: %s is false", _COLLECT_STATS_CONF)
     try:
-        plan = plan_convert(delta_log, partitions, configuration=configuration, collect_stats=collect_stats)
+        plan = plan_convert(
+            delta_log,
+            partitions,
+            configuration=configuration,
+            collect_stats=collect_stats,
+            ignore_corrupt_files=_conf_true(spark, "spark.sql.files.ignoreCorruptFiles", "false"),
+            use_metadata_log=_conf_true(spark, _USE_METADATA_LOG_CONF, "true"),
+            ignore_partition_cast_failure=_conf_true(spark, _IGNORE_CAST_FAILURE_CONF, "false"),
+        )
     except ConvertToDeltaError as exc:
         raise DeltaAnalysisError(str(exc)) from exc
     return commit_convert(start_transaction(delta_log), plan)

@@ -343,13 +343,15 @@ def _partition_values(spec: WriteSpec, relative: str) -> dict[str, str | None]:
 
 def _final_path(spec: WriteSpec, values: dict[str, str | None], name: str, taken: set[str]) -> str:
     """Where a file goes in the table: the partition directories of its values, or under
-    column mapping a random two-character prefix (never one this write already gave a file
-    of the same name: Spark names the files of one task alike in every partition)."""
-    if spec.mapped_schema is None:
+    column mapping or ``delta.randomizeFilePrefixes`` a random prefix (never one this write
+    already gave a file of the same name: Spark names the files of one task alike in every
+    partition)."""
+    length = spec.random_prefix_chars()
+    if not length:
         logical = dict(zip(spec.partition_columns, values.values()))
         return "/".join(p for p in (partition_directory(spec.partition_columns, logical), name) if p)
     while True:
-        final = f"{random_prefix(2)}/{name}"
+        final = f"{random_prefix(length)}/{name}"
         if final not in taken:
             taken.add(final)
             return final

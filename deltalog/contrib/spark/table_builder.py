@@ -30,8 +30,26 @@ from deltalog.txn.protocol.identity import ALLOW_EXPLICIT_INSERT, START, STEP
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["IdentityGenerator", "char_varchar_as_string", "column_metadata", "validate_generated_columns"]
+    from deltalog.txn.delta_log import DeltaLog
 
+__all__ = [
+    "FORCE_PROPERTY_LOWER_CASE_CONF",
+    "IDENTIFIED",
+    "IdentityGenerator",
+    "builder_location",
+    "char_varchar_as_string",
+    "check_builder_partitioning",
+    "column_metadata",
+    "creation_step",
+    "location_has_files",
+    "refuse_creation_step",
+    "validate_generated_columns",
+]
+
+
+#: Delta's ``TABLE_BUILDER_FORCE_TABLEPROPERTY_LOWERCASE`` (internal, off by default): the
+#: builder's property keys are lower-cased, the older builders' behaviour
+FORCE_PROPERTY_LOWER_CASE_CONF = "spark.databricks.delta.deltaTableBuilder.forceTablePropertyLowerCase.enabled"
 
 _CHAR_VARCHAR_JSON = re.compile(r'"(?:var)?char\(\d+\)"')
 
@@ -129,3 +147,134 @@ def _same_type_ignoring_nullability(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same_type_ignoring_nullability(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
+
+
+def builder_location(spark: SparkSession, name: str | None, location: str | None) -> tuple[str, str]:
+    """The location a builder creates its table at, from ``tableName`` and ``location`` as
+    Delta's ``DeltaTableBuilder.execute`` reads them: ``delta.`/path``` names the path (a
+    different ``location`` is ``DELTA_CREATE_TABLE_IDENTIFIER_LOCATION_MISMATCH``), another
+    provider's path is not a table name; neither given is
+    ``DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION``. A catalog name needs a location:
+    deltalog's tables are path-based. Returns the location and how the table is identified
+    (:data:`IDENTIFIED`). Raises :class:`DeltaAnalysisError`."""
+    from deltalog.contrib.spark.catalog_tables import DELTA_PROVIDERS, is_absolute, name_parts
+
+    if name is None and location is None:
+        raise DeltaAnalysisError(
+            "DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION: Table name or location has to be specified."
+        )
+    parts = name_parts(spark, name) if name is not None else []
+    if len(parts) == 2 and is_absolute(parts[1]):
+        if parts[0].lower() not in DELTA_PROVIDERS:
+            raise DeltaAnalysisError(
+                f"{name} is not a valid name for a Delta table: the schema `{parts[0]}` cannot be found"
+            )
+        if location is not None and location != parts[1]:
+            raise DeltaAnalysisError(
+                "DELTA_CREATE_TABLE_IDENTIFIER_LOCATION_MISMATCH: Creating path-based Delta table with a different "
+                f"location isn't supported. Identifier: {name}, Location: {location}"
+            )
+        return parts[1], "path"
+    if location is None:
+        raise DeltaAnalysisError("deltalog tables are path-based: call .location(uri) before execute()")
+    if name is None:
+        return location, "path"
+    return location, "catalog" if _in_session_catalog(spark, name) else "name"
+
+
+#: how a builder's table is identified: by its ``path`` (``location`` only, or
+#: ``delta.`/path```), by a ``name`` Spark's catalog does not have, or by a ``catalog`` table's
+IDENTIFIED = ("path", "name", "catalog")
+
+
+def _in_session_catalog(spark: SparkSession, name: str) -> bool:
+    """Whether Spark's catalog has a table ``name`` (Delta's ``existingTableOpt``)."""
+    try:
+        return bool(spark.catalog.tableExists(name))
+    except Exception:  # a name Spark cannot resolve names no table
+        return False
+
+
+def creation_step(identified: str, mode: str, exists: bool, has_files: bool) -> str:
+    """What a builder's ``execute`` does, as Delta's ``CreateTableExec`` /
+    ``AtomicReplaceTableExec`` and ``CreateDeltaTableCommand`` decide it: ``create``,
+    ``replace``, ``return`` (the table there, unchanged), ``verify`` (check the definition
+    against the table there, commit nothing), or refuse: ``exists``, ``missing`` (nothing to
+    replace), ``not-empty`` (files that are not a table), ``absent`` (a catalog table whose
+    location has no table). ``exists``: a table is at the location; ``has_files``: anything
+    is (a path-based table "exists" then, Delta's ``DeltaCatalog.tableExists``)."""
+    if identified == "catalog":  # the catalog has the table: it exists, whatever the path holds
+        if mode in ("create", "createIfNotExists"):
+            return "exists" if mode == "create" else "return"
+        return "replace" if exists else "absent"
+    if mode == "replace":
+        return "replace" if identified == "path" and exists else "missing"
+    if identified == "path" and has_files and mode in ("create", "createIfNotExists"):
+        return "exists" if mode == "create" else "return"
+    if exists:
+        return "verify"
+    return "not-empty" if has_files else "create"
+
+
+def refuse_creation_step(step: str, uri: str, exists: bool) -> None:
+    """Raise the error of a refusing :func:`creation_step` (nothing for ``create`` or
+    ``replace``): :class:`TableAlreadyExistsError`, :class:`TableNotFoundError`
+    (``DELTA_CANNOT_REPLACE_MISSING_TABLE``) or :class:`DeltaAnalysisError`."""
+    from deltalog.contrib.spark.errors import TableAlreadyExistsError
+    from deltalog.txn.protocol.errors import TableNotFoundError
+
+    if step == "exists":
+        raise TableAlreadyExistsError(
+            f"a Delta table already exists at {uri}"
+            if exists
+            else f"{uri} already exists and is not empty (it is not a Delta table); create the table at an empty "
+            "location, or convert the Parquet files with convertToDelta"
+        )
+    if step == "missing":
+        raise TableNotFoundError(
+            uri,
+            "DELTA_CANNOT_REPLACE_MISSING_TABLE: it cannot be replaced as it does not exist; use "
+            "DeltaTable.createOrReplace to create it",
+        )
+    if step == "not-empty":
+        raise DeltaAnalysisError(
+            f"DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION: Cannot create table. The associated location ({uri}) is "
+            "not empty and also not a Delta table; create it at an empty location, or convert the files first"
+        )
+    if step == "absent":
+        raise DeltaAnalysisError(
+            f"DELTA_METADATA_ABSENT_EXISTING_CATALOG_TABLE: the catalog has the table, but {uri} holds no Delta "
+            "table (its transaction log was removed); drop the catalog entry, or restore the log"
+        )
+
+
+def check_builder_partitioning(fields: list[dict[str, Any]], partitions: list[str], cluster_by: list[str]) -> None:
+    """Delta's checks of CREATE TABLE's partitioning (``DeltaCatalog.createDeltaTable``): not
+    both partitioned and clustered (``DELTA_CLUSTER_BY_WITH_PARTITIONED_BY``), no identity
+    column as a partition column (``DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED``)."""
+    if partitions and cluster_by:
+        raise DeltaAnalysisError(
+            "DELTA_CLUSTER_BY_WITH_PARTITIONED_BY: Clustering and partitioning cannot both be specified. Please "
+            "remove partitionedBy if you want to create a Delta table with clustering."
+        )
+    identity = {str(f["name"]).lower() for f in fields if START in (f.get("metadata") or {})}
+    for column in partitions:
+        if column.lower() in identity:
+            raise DeltaAnalysisError(
+                f"DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED: PARTITIONED BY IDENTITY column {column} is not "
+                "supported."
+            )
+
+
+def location_has_files(delta_log: DeltaLog) -> bool:
+    """Whether the table's directory holds anything (Delta's ``DeltaCatalog.tableExists`` of a
+    path: it exists and lists non-empty)."""
+    import pyarrow.fs as pafs
+
+    fs = delta_log.store.filesystem()
+    root = delta_log.store.fs_path(delta_log.table_uri).rstrip("/")
+    selector = pafs.FileSelector(root, recursive=False, allow_not_found=True)
+    try:
+        return bool(fs.get_file_info(selector))
+    except NotADirectoryError:
+        return True

@@ -40,7 +40,7 @@ from deltalog.contrib.spark.dv_dml import (
     matched_row_indexes,
     writes_deletion_vectors,
 )
-from deltalog.contrib.spark.errors import DeltaAnalysisError, TableAlreadyExistsError
+from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions, logical_records
 from deltalog.contrib.spark.generated import check_updated_columns, recompute_generated
 from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_set_transaction_only
@@ -53,6 +53,14 @@ from deltalog.contrib.spark.options import (
 from deltalog.contrib.spark.resolver import Resolver, session_resolver
 from deltalog.contrib.spark.row_tracking import carried_columns, tracked_columns
 from deltalog.contrib.spark.table_alter import AlterTableMethods
+from deltalog.contrib.spark.table_builder import (
+    FORCE_PROPERTY_LOWER_CASE_CONF,
+    builder_location,
+    check_builder_partitioning,
+    creation_step,
+    location_has_files,
+    refuse_creation_step,
+)
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.contrib.spark.writes import commit_files, write_spec
 from deltalog.txn.commit.action_checks import assert_removable
@@ -245,13 +253,17 @@ class DeltaTable(AlterTableMethods):
         partitionSchema: str | Any | None = None,
         storage_options: Mapping[str, str] | None = None,
     ) -> DeltaTable:
-        """Make the Parquet directory ``identifier`` (``parquet.`/path``` or a path) a Delta table."""
+        """Make the Parquet directory ``identifier`` (``parquet.`/path``` or a path) a Delta
+        table. As Delta's, converting a Delta table (``delta.`/path```, or a directory that
+        already has a table) changes nothing and returns it."""
+        from deltalog.contrib.spark.catalog_tables import convert_target
         from deltalog.contrib.spark.maintenance import convert_to_delta
 
-        path = identifier
-        if identifier.lower().startswith("parquet.`") and identifier.endswith("`"):
-            path = identifier[len("parquet.`") : -1]
+        provider, path = convert_target(sparkSession, identifier)
         delta_log = open_log(path, storage_options, spark=sparkSession)
+        if provider == "delta" or delta_log.table_exists():
+            log.info("CONVERT TO DELTA: %s is already a Delta table", delta_log.table_uri)
+            return cls.forPath(sparkSession, path, storage_options=storage_options)
         convert_to_delta(sparkSession, delta_log, partitionSchema)
         return cls(sparkSession, path, storage_options)
 
@@ -987,17 +999,16 @@ class DeltaTableBuilder:
         return self
 
     def execute(self) -> DeltaTable:
-        """Create (or replace) the table and return it. ``create``: refused when a table is
-        there (:class:`TableAlreadyExistsError`); ``createIfNotExists``: a table there is
-        returned as it is; ``replace``: refused when no table is there; ``createOrReplace``:
-        either."""
+        """Create (or replace) the table and return it, as Delta's builder decides
+        (:func:`~deltalog.contrib.spark.table_builder.creation_step`): for a table known by its
+        path, ``create`` is refused when anything is there (:class:`TableAlreadyExistsError`),
+        ``createIfNotExists`` returns what is there before reading the definition, ``replace``
+        needs a table there, and ``createOrReplace`` of a table there only checks the
+        definition against it, committing nothing (so do ``create`` and ``createOrReplace``
+        with a name Spark's catalog does not have); a catalog table's name replaces."""
         from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed
         from deltalog.contrib.spark.table_builder import validate_generated_columns
 
-        if self._location is None:
-            raise DeltaAnalysisError("deltalog tables are path-based: call .location(uri) before execute()")
-        if not self._fields:
-            raise DeltaAnalysisError("a table needs at least one column: use addColumn / addColumns")
         spark = self._spark
         if spark is None:
             from pyspark.sql import SparkSession
@@ -1005,24 +1016,48 @@ class DeltaTableBuilder:
             spark = SparkSession.getActiveSession()
             if spark is None:
                 raise DeltaAnalysisError("no active SparkSession: pass one to DeltaTable.create(spark)")
+        self._location, identified = builder_location(spark, self._name, self._location)
         delta_log = open_log(self._location, self._storage_options, spark=spark)
         exists = delta_log.table_exists()
-        if exists and self._mode == "createIfNotExists":
+        step = creation_step(identified, self._mode, exists, exists or location_has_files(delta_log))
+        if step == "return":
+            return DeltaTable.forPath(spark, self._location, storage_options=self._storage_options)
+        if step == "verify":
+            self._verify_existing(spark, delta_log)
             return DeltaTable(spark, self._location, self._storage_options)
-        if exists and self._mode == "create":
-            raise TableAlreadyExistsError(f"a Delta table already exists at {delta_log.table_uri}")
-        if not exists and self._mode == "replace":
-            raise TableNotFoundError(
-                delta_log.table_uri,
-                "DELTA_CANNOT_REPLACE_MISSING_TABLE: it cannot be replaced as it does not exist; "
-                "use DeltaTable.createOrReplace to create it",
-            )
+        refuse_creation_step(step, delta_log.table_uri, exists)
+        if not self._fields:
+            raise DeltaAnalysisError("a table needs at least one column: use addColumn / addColumns")
+        check_builder_partitioning(self._fields, self._partitions, self._cluster_by)
         validate_generated_columns(spark, self._fields)
+        if str(spark.conf.get(FORCE_PROPERTY_LOWER_CASE_CONF, "false")).strip().lower() == "true":
+            # Delta's builder then keeps its properties in a CaseInsensitiveMap: lower-cased keys
+            self._properties = {k.lower(): v for k, v in self._properties.items()}
         self._properties = validate_table_properties(
             self._properties, allow_arbitrary=arbitrary_properties_allowed(spark)
         )
         self._commit(delta_log, replacing=exists, defaults=session_table_defaults(spark.conf.getAll))
         return DeltaTable(spark, self._location, self._storage_options)
+
+    def _verify_existing(self, spark: SparkSession, delta_log: DeltaLog) -> None:
+        """``createOrReplace`` of a path holding a table: Delta checks the definition against
+        it and commits nothing (:mod:`~deltalog.contrib.spark.table_verify`)."""
+        from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed
+        from deltalog.contrib.spark.table_verify import verify_existing_definition
+        from deltalog.txn.commands.clustering import clustering_columns
+
+        snapshot = delta_log.update()
+        metadata = snapshot.metadata
+        properties = validate_table_properties(self._properties, allow_arbitrary=arbitrary_properties_allowed(spark))
+        existing = (metadata.schema_string, metadata.partition_columns, metadata.configuration)
+        verify_existing_definition(
+            delta_log.table_uri,
+            (*existing, clustering_columns(snapshot)),
+            self._fields,
+            self._partitions,
+            self._cluster_by,
+            properties,
+        )
 
     def _commit(self, delta_log: DeltaLog, replacing: bool, defaults: Mapping[str, str]) -> None:
         """CREATE TABLE, or REPLACE TABLE as Delta's ``CreateDeltaTableCommand``: the new
@@ -1075,7 +1110,6 @@ class DeltaTableBuilder:
             schema_string=json.dumps(schema, separators=(",", ":")),
             partition_columns=tuple(self._partitions),
             configuration=config,
-            name=self._name,
             description=self._comment,
             created_time=_now_ms(),
         )

@@ -1,10 +1,11 @@
 """CONVERT TO DELTA: make a directory of Parquet files a Delta table, in one commit.
 
-As Delta's ``ConvertToDeltaCommand``: list the Parquet files under the directory (paths
-with a component starting with ``.`` or ``_`` are skipped), take each file's partition
-values from its Hive-style ``column=value`` directories (they must name exactly the
-partition schema's columns, and each value must parse as its column's type), take the
-data schema from the footers (merged: a column one file lacks is added, one two files type
+As Delta's ``ConvertToDeltaCommand``: list the files under the directory (a file whose
+name starts with ``.`` or ``_`` is skipped, and so is such a directory unless it is a
+``column=value`` one; a file that is not Parquet is refused, or left out when asked), take
+each file's partition values from its Hive-style ``column=value`` directories (they must
+name the partition schema's columns, in its order, and each value must parse as its
+column's type), take the data schema from the footers (merged: a column one file lacks is added, one two files type
 differently is refused), then commit the metadata and one ``add`` per file with ``commit_large``, so the actions
 are streamed rather than held. Every column is nullable, as Delta's ``asNullable`` makes it.
 
@@ -35,13 +36,14 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from deltalog.txn.commands.convert_listing import list_data_files
 from deltalog.txn.commit.operations import Convert
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.log.calendar_rebase import rebase_spec
 from deltalog.txn.log.data_files import data_file_arrow_schema, open_data_file
 from deltalog.txn.protocol.actions import AddFile, Metadata, encode_path
 from deltalog.txn.protocol.errors import DeltaLogError, SchemaMismatchError
-from deltalog.txn.protocol.file_stats import StatsCollector, stats_json
+from deltalog.txn.protocol.file_stats import StatsCollector
 from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError, PartitionPredicate
 from deltalog.txn.protocol.partition_paths import HIVE_DEFAULT_PARTITION, unescape_partition_value
 from deltalog.txn.protocol.properties import validate_table_properties
@@ -65,6 +67,7 @@ __all__ = [
     "ParquetFile",
     "commit_convert",
     "convert_to_delta",
+    "merge_data_and_partition_schema",
     "parse_partition_schema",
     "plan_convert",
 ]
@@ -105,7 +108,7 @@ class ParquetFile:
             size=self.size,
             modification_time=self.modification_time,
             data_change=True,
-            stats=self.stats or stats_json({"numRecords": self.num_records}),
+            stats=self.stats,
         )
 
 
@@ -157,35 +160,46 @@ def plan_convert(
     *,
     configuration: Mapping[str, str] | None = None,
     collect_stats: bool = True,
+    ignore_corrupt_files: bool = False,
+    use_metadata_log: bool = True,
+    ignore_partition_cast_failure: bool = False,
 ) -> ConvertPlan:
     """List and check the directory's Parquet files, build the table's metadata and, unless
-    ``collect_stats`` is false, the files' statistics."""
+    ``collect_stats`` is false, the files' statistics. A visible file that is not Parquet
+    is refused, or left out with ``ignore_corrupt_files`` (Spark's
+    ``spark.sql.files.ignoreCorruptFiles``, as Delta's footer reading). A streaming sink's
+    directory gives the files its ``_spark_metadata`` log names, unless not
+    ``use_metadata_log`` (:mod:`~deltalog.txn.commands.convert_listing`). A partition value
+    that is not of its column's type is refused, or made null with
+    ``ignore_partition_cast_failure`` (Delta's ``convert.partitionValues.ignoreCastFailure``)."""
     if delta_log.table_exists():
         raise ConvertToDeltaError(f"{delta_log.table_uri} is already a Delta table")
     partitions = _partition_struct(partition_schema)
     fs = delta_log.store.filesystem()
     root = delta_log.store.fs_path(delta_log.table_uri).rstrip("/")
-    listed = _list_parquet_files(fs, root)
+    try:
+        listed = list_data_files(fs, root, use_metadata_log=use_metadata_log)
+    except ValueError as exc:
+        raise ConvertToDeltaError(f"{exc}; nothing was written") from None
     if not listed:
         raise ConvertToDeltaError(f"no Parquet files under {delta_log.table_uri} to convert")
     files: list[ParquetFile] = []
     data_schema = StructType(())
     seen: list[pa.Schema] = []  # footer schemas already merged
     for rel, info in listed:
-        values = _partition_values(rel, partitions)
-        with open_data_file(fs, info.path) as pf:
-            footer = data_file_arrow_schema(pf)
-            if not any(footer.equals(s) for s in seen):
-                data_schema = _merged_footer(data_schema, footer, rel)
-                seen.append(footer)
-            rows = pf.metadata.num_rows
+        values = _partition_values(rel, partitions, check_types=not ignore_partition_cast_failure)
+        footer_and_rows = _read_footer(fs, info.path, rel, ignore_corrupt_files)
+        if footer_and_rows is None:
+            continue
+        footer, rows = footer_and_rows
+        if not any(footer.equals(s) for s in seen):
+            data_schema = _merged_footer(data_schema, footer, rel)
+            seen.append(footer)
         mtime = int(info.mtime.timestamp() * 1000) if info.mtime else int(time.time() * 1000)
         files.append(ParquetFile(rel, int(info.size or 0), mtime, values, rows))
-    # a partition column the files also hold is the partition's (Delta's mergeDataAndPartitionSchema)
-    parts = {name.lower() for name in partitions.names}
-    data_fields = [f for f in data_schema.fields if f.name.lower() not in parts]
-    schema = as_nullable(StructType((*data_fields, *partitions.fields)))
-    assert isinstance(schema, StructType)
+    if not files:
+        raise ConvertToDeltaError(f"no Parquet files under {delta_log.table_uri} to convert")
+    schema = merge_data_and_partition_schema(data_schema, partitions)
     metadata = Metadata(
         id=str(uuid.uuid4()),
         schema_string=schema.to_json(),
@@ -278,36 +292,72 @@ def _partition_struct(schema: PartitionSchema) -> StructType:
     )
 
 
-def _list_parquet_files(fs: pafs.FileSystem, root: str) -> list[tuple[str, pafs.FileInfo]]:
-    """``(table-relative path, file info)`` of every visible Parquet file, in path order."""
-    entries = []
-    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
-        if info.type != pafs.FileType.File:
-            continue
-        rel = info.path[len(root) + 1 :]
-        if any(p.startswith((".", "_")) for p in rel.split("/")) or not rel.endswith(".parquet"):
-            continue
-        entries.append((rel, info))
-    return sorted(entries, key=lambda entry: entry[0])
+def _read_footer(fs: pafs.FileSystem, path: str, rel: str, ignore_corrupt: bool) -> tuple[pa.Schema, int] | None:
+    """The footer's schema and row count of the file ``rel``; ``None`` for a file that is not
+    Parquet when ``ignore_corrupt`` (else :class:`ConvertToDeltaError`)."""
+    try:
+        with open_data_file(fs, path) as pf:
+            return data_file_arrow_schema(pf), pf.metadata.num_rows
+    except (pa.ArrowInvalid, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        if ignore_corrupt:
+            log.warning("CONVERT TO DELTA leaves out %s, which is not a Parquet file: %s", rel, exc)
+            return None
+        raise ConvertToDeltaError(
+            f"{rel} is not a Parquet file ({exc}); remove it, or set spark.sql.files.ignoreCorruptFiles "
+            "to leave it out. Nothing was written"
+        ) from None
 
 
-def _partition_values(rel: str, partitions: StructType) -> dict[str, str | None]:
-    """The partition values of the file ``rel`` from its ``column=value`` directories."""
-    values: dict[str, str | None] = {}
+def merge_data_and_partition_schema(data: StructType, partitions: StructType) -> StructType:
+    """The table's schema, as Spark's ``PartitioningUtils.mergeDataAndPartitionSchema``: the
+    data columns in their order, a partition column the files also hold taking its data
+    column's place (with the partition's name and type), the other partition columns after
+    them; every column nullable, as Delta's ``asNullable``."""
+    by_lower = {f.name.lower(): f for f in partitions.fields}
+    in_data = {f.name.lower() for f in data.fields}
+    fields = [by_lower.get(f.name.lower(), f) for f in data.fields]
+    fields += [f for f in partitions.fields if f.name.lower() not in in_data]
+    schema = as_nullable(StructType(tuple(fields)))
+    assert isinstance(schema, StructType)
+    return schema
+
+
+def _partition_values(rel: str, partitions: StructType, *, check_types: bool = True) -> dict[str, str | None]:
+    """The partition values of the file ``rel`` from its ``column=value`` directories, keyed
+    by the partition schema's names: as Delta's ``ConvertUtils.createAddFile``, the
+    directories name the partition columns in the schema's order (case-insensitively)."""
+    found: list[tuple[str, str | None]] = []
     for part in rel.split("/")[:-1]:
         if "=" in part:
             k, v = part.split("=", 1)
             raw = unescape_partition_value(v)
-            values[unescape_partition_value(k)] = None if raw == HIVE_DEFAULT_PARTITION else raw
-    if sorted(values) != sorted(partitions.names):
+            found.append((unescape_partition_value(k), None if raw == HIVE_DEFAULT_PARTITION else raw))
+    expected = list(partitions.names)
+    if len(found) != len(expected):
         raise ConvertToDeltaError(
-            f"{rel} has partition directories {sorted(values)}, but partitionSchema names {partitions.names}; "
-            "pass the partition schema that matches the directory layout"
+            f"DELTA_UNEXPECTED_NUM_PARTITION_COLUMNS_FROM_FILE_NAME: expecting {len(expected)} partition column(s): "
+            f"{expected}, but found {len(found)} partition column(s): {[k for k, _ in found]} from parsing the file "
+            f"name: {rel}; pass the partition schema that matches the directory layout"
         )
+    for name, (parsed, _) in zip(expected, found, strict=True):
+        if name.lower() != parsed.lower():
+            raise ConvertToDeltaError(
+                f"DELTA_UNEXPECTED_PARTITION_COLUMN_FROM_FILE_NAME: expecting partition column {name}, but found "
+                f"partition column {parsed} from parsing the file name: {rel}"
+            )
+    values = {name: value for name, (_, value) in zip(expected, found, strict=True)}
     for f in partitions:
         type_name = f.type.simple_string()
         try:  # the partition filters' reading of a value as its column's type
             PartitionPredicate([(f.name, "=", values[f.name])], {f.name: type_name})
         except InvalidPartitionFilterError:
-            raise ConvertToDeltaError(f"partition value {values[f.name]!r} of {rel} is not a {type_name}") from None
+            if check_types:
+                raise ConvertToDeltaError(
+                    f"DELTA_FAILED_CAST_PARTITION_VALUE: Failed to cast partition value {values[f.name]!r} of {rel} "
+                    f"to {type_name}; give the column its type in the partition schema, or set "
+                    "spark.databricks.delta.convert.partitionValues.ignoreCastFailure to read it as null"
+                ) from None
+            values[f.name] = None  # Delta keeps the text, which its reads cast to null
     return values

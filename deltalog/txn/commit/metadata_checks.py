@@ -153,6 +153,7 @@ def verify_metadata(metadata: Metadata, cdf_was_on: bool = False) -> None:
         cdf_on = metadata.properties.enable_change_data_feed
         _ = metadata.properties.checkpoint_interval  # a bad value is refused here, not at the next checkpoint
         _ = metadata.properties.isolation_level  # not at the next commit's conflict checks
+        _ = metadata.properties.random_prefix_length, metadata.properties.randomize_file_prefixes
     except InvalidPropertyError as exc:
         raise InvalidMetadataError(str(exc)) from exc
     validate_stats_columns(metadata)

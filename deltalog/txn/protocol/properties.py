@@ -39,6 +39,8 @@ __all__ = [
     "COLUMN_MAPPING_MODE",
     "DELTA_TABLE_PROPERTIES",
     "FEATURE_PROPERTY_PREFIX",
+    "RANDOMIZE_FILE_PREFIXES",
+    "RANDOM_PREFIX_LENGTH",
     "REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION",
     "InvalidPropertyError",
     "TableProperties",
@@ -57,6 +59,10 @@ REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION = "delta.requireCheckpointProtectio
 COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
 #: the largest column id column mapping gave out; Delta's one property users cannot set
 COLUMN_MAPPING_MAX_ID = "delta.columnMapping.maxColumnId"
+#: Delta's file-name prefixes instead of partition directories (deltalog reads the values
+#: only to refuse a bad one, as Delta's ``DeltaConfigs.validateConfigurations``)
+RANDOMIZE_FILE_PREFIXES = "delta.randomizeFilePrefixes"
+RANDOM_PREFIX_LENGTH = "delta.randomPrefixLength"
 #: the prefix of the CHECK constraints' properties, ``delta.constraints.<name>``
 CHECK_CONSTRAINT_PREFIX = "delta.constraints."
 
@@ -274,6 +280,26 @@ class TableProperties:
     @property
     def enable_expired_log_cleanup(self) -> bool:
         return self._bool("delta.enableExpiredLogCleanup", True)
+
+    @property
+    def randomize_file_prefixes(self) -> bool:
+        return self._bool(RANDOMIZE_FILE_PREFIXES, False)
+
+    @property
+    def random_prefix_length(self) -> int:
+        """``delta.randomPrefixLength`` (2 unless set), a number greater than 0 (Delta's check)."""
+        raw = self.get(RANDOM_PREFIX_LENGTH)
+        if raw is None:
+            return 2
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise InvalidPropertyError(
+                f"{RANDOM_PREFIX_LENGTH}={raw!r}: randomPrefixLength needs to be greater than 0."
+            )
+        return value
 
     @property
     def append_only(self) -> bool:
@@ -519,5 +545,7 @@ class TableProperties:
             "enable_deletion_vectors",
             "enable_in_commit_timestamps",
             "require_checkpoint_protection_before_version",
+            "randomize_file_prefixes",
+            "random_prefix_length",
         ):
             getattr(self, name)
