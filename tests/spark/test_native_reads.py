@@ -346,7 +346,13 @@ def test_deletion_vectors_by_field_id_across_row_groups_splits_and_both_parquet_
     struct = {"type": "struct", "fields": [feature_tables._field("x", "long", 3, "col-x")]}
     schema = [feature_tables._field("id", "long", 1, "col-a"), feature_tables._field("s", struct, 2, "col-s")]
     features = ("columnMapping", "deletionVectors")
-    mapping = {"delta.columnMapping.mode": "id", "delta.columnMapping.maxColumnId": "3"}
+    # delta.enableDeletionVectors: a commit adds files with deletion vectors only where the
+    # table allows new ones (Delta's DELTA_ADDING_DELETION_VECTORS_DISALLOWED)
+    mapping = {
+        "delta.columnMapping.mode": "id",
+        "delta.columnMapping.maxColumnId": "3",
+        "delta.enableDeletionVectors": "true",
+    }
     _write_log(table, Protocol(3, 7, features, features), schema, adds[:1], **mapping)
     DeltaLog.for_table(str(table)).start_transaction().commit(adds[1:], Write())
     conf = ("spark.sql.parquet.enableVectorizedReader", "spark.sql.files.maxPartitionBytes")
