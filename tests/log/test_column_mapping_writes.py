@@ -326,5 +326,6 @@ def test_a_new_check_constraint_is_verified_and_conflicts_with_an_append_made_me
         append([{"id": 10, "part": "b", "s": None}])  # breaks the new constraint: the check missed it
 
     with pytest.raises(ConcurrentAppendError):
-        alter.set_table_properties(log, {"delta.constraints.new": "id < 5"}, append_meanwhile)
+        alter.set_table_properties(log, {"delta.constraints.newer": "id < 5"}, append_meanwhile)
     assert log.update().metadata.configuration["delta.constraints.new"] == "id < 9"
+    assert "delta.constraints.newer" not in log.update().metadata.configuration

@@ -43,6 +43,7 @@ from deltalog.txn.log.deletion_vectors import (
 from deltalog.txn.protocol.actions import Action, AddFile, DeletionVectorDescriptor
 from deltalog.txn.protocol.errors import InvalidTableStateError
 from deltalog.txn.protocol.file_stats import stats_json
+from deltalog.txn.protocol.properties import TableProperties
 
 if TYPE_CHECKING:
     from deltalog.logstores.base import LogStore
@@ -64,16 +65,8 @@ _ALPHANUMERIC = string.ascii_letters + string.digits
 def random_prefix_length(configuration: Mapping[str, str]) -> int:
     """Delta's ``DeltaUtils.getRandomPrefixLength``: ``delta.randomPrefixLength`` (default 2)
     when ``delta.randomizeFilePrefixes`` is true, else 0."""
-    if configuration.get("delta.randomizeFilePrefixes", "false").strip().lower() != "true":
-        return 0
-    raw = configuration.get("delta.randomPrefixLength", "2")
-    try:
-        length = int(raw)
-    except ValueError:
-        raise ValueError(f"delta.randomPrefixLength must be an integer, got {raw!r}") from None
-    if length <= 0:
-        raise ValueError(f"delta.randomPrefixLength must be > 0, got {length}")
-    return length
+    properties = TableProperties(configuration)
+    return properties.random_prefix_length if properties.randomize_file_prefixes else 0
 
 
 def random_prefix(length: int) -> str:
