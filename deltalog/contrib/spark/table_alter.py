@@ -130,8 +130,7 @@ class AlterTableMethods:
         from deltalog.contrib.spark.native import read_table
         from deltalog.contrib.spark.time_travel import without_retention_check
 
-        if not snapshot.files:
-            return
+        # an empty table too: Delta analyzes the expression (a non-boolean one, an unknown column is refused)
         # the transaction's own snapshot, not a user's time travel: never refused for its age
         options = without_retention_check(self._reader())
         rows = read_table(self._spark, self._path, versionAsOf=str(snapshot.version), **options)
