@@ -402,7 +402,8 @@ def test_add_columns_into_array_element_and_map_key_value_structs(tmp_path: Path
 def test_set_properties_checks_retention_random_prefix_and_catalog_keys(tmp_path: Path) -> None:
     """DeltaAlterTableTests: a log retention below the deleted-file retention (the other at its
     default when not given) is refused ("needs to be greater than or equal to"), unless
-    enforce_retention_compatibility is off; ``delta.randomPrefixLength`` must be > 0; ``comment`` is
+    enforce_retention_compatibility is off; ``delta.randomPrefixLength`` must be > 0; RENAME / DROP
+    COLUMN without column mapping are DELTA_UNSUPPORTED_RENAME_COLUMN / _DROP_COLUMN; ``comment`` is
     the description (SET/UNSET comment by TBLPROPERTIES); ``location`` / ``provider`` are refused."""
     log = _create(tmp_path, {})
     before = log.update().version
@@ -418,6 +419,10 @@ def test_set_properties_checks_retention_random_prefix_and_catalog_keys(tmp_path
     for properties in refused:
         with pytest.raises(InvalidPropertyError, match=r"RetentionDuration|greater than 0|LOCATION|PROVIDER"):
             alter.set_table_properties(log, properties)
+    with pytest.raises(ColumnMappingRequiredError, match="DELTA_UNSUPPORTED_RENAME_COLUMN"):
+        alter.rename_column(log, "id", "ident")
+    with pytest.raises(ColumnMappingRequiredError, match="DELTA_UNSUPPORTED_DROP_COLUMN"):
+        alter.drop_columns(log, ["id"])
     assert log.update().version == before
     alter.set_table_properties(
         log,

@@ -243,8 +243,11 @@ def _check_no_dependent_expressions(metadata: Metadata, path: tuple[str, ...], a
 
 def _require_column_mapping(metadata: Metadata, action: str) -> None:
     if column_mapping_mode(metadata.configuration) == "none":
+        error_class = (
+            "DELTA_UNSUPPORTED_RENAME_COLUMN" if action.startswith("RENAME") else "DELTA_UNSUPPORTED_DROP_COLUMN"
+        )
         raise ColumnMappingRequiredError(
-            f"{action} needs column mapping: data files find columns by name. Enable it with "
+            f"[{error_class}] {action} needs column mapping: data files find columns by name. Enable it with "
             "set_table_properties(log, {'delta.columnMapping.mode': 'name'}) (ALTER TABLE ... SET TBLPROPERTIES); "
             "nothing was committed"
         )
