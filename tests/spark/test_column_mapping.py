@@ -167,3 +167,32 @@ def test_alter_table_methods_agree_with_deltas_suites(spark: Any, tmp_path: Path
     assert history[0][1] == {"name": "pos", "existed": "false"}
     assert history[1][1] == {"properties": '["delta.constraints.POS","delta.appendOnly"]', "ifExists": "false"}
     assert history[-2][1] == {"name": "Pos", "expr": "id > 0 AND s.x IS NULL OR s.x > 0"}
+
+
+def test_randomize_file_prefixes_places_new_files_under_random_directories(spark: Any, tmp_path: Path) -> None:
+    """DeltaAlterTableTests "SET/UNSET TBLPROPERTIES - delta.randomizeFilePrefixes - partitioned
+    table": with the property on, new files (data-source and native writes) go under a random
+    directory of delta.randomPrefixLength characters instead of the partition directory; unset,
+    partition directories again. Rows read back unchanged."""
+    import re
+
+    from deltalog.contrib.spark import write_table
+
+    path = str(tmp_path / "t")
+    df = spark.createDataFrame([(1, "x")], "id int, part string")
+    df.write.format("deltalog").mode("append").option("partitionBy", "part").save(path)
+    table = DeltaTable.forPath(spark, path)
+    table.setProperties({"delta.randomizeFilePrefixes": "true", "delta.randomPrefixLength": "7"})
+    spark.createDataFrame([(2, "y")], "id int, part string").write.format("deltalog").mode("append").save(path)
+    write_table(spark.createDataFrame([(3, "z")], "id int, part string"), path, mode="append")
+    table.unsetProperties(["delta.randomizeFilePrefixes"])
+    spark.createDataFrame([(4, "w")], "id int, part string").write.format("deltalog").mode("append").save(path)
+    paths = sorted((f.partition_values["part"], f.path) for f in DeltaLog.for_table(path).update().files)
+    assert [bool(re.fullmatch(r"[A-Za-z0-9]{7}/part-.*parquet", p)) for _, p in paths] == [False, False, True, True]
+    assert paths[0][1].startswith("part=w/")
+    assert _rows(table.toDF()) == [
+        {"id": 1, "part": "x"},
+        {"id": 2, "part": "y"},
+        {"id": 3, "part": "z"},
+        {"id": 4, "part": "w"},
+    ]

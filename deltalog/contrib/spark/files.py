@@ -87,6 +87,10 @@ class WriteSpec:
     #: field ids at every level, ``partitionValues`` are keyed by physical name, and files
     #: go under a random prefix instead of partition directories (as Delta writes them).
     column_mapping_schema: str | None = None
+    #: Files go under a random directory of this many characters instead of partition
+    #: directories: ``delta.randomPrefixLength`` when ``delta.randomizeFilePrefixes`` is on or
+    #: column mapping is (Delta's ``TransactionalWrite.getCommitter``); None: partition directories.
+    random_prefix_length: int | None = None
 
     @property
     def mapped_schema(self) -> StructType | None:
@@ -223,10 +227,11 @@ class _TaskWriter:
         return pa.field(name, f.type, f.nullable, meta or None)
 
     def _relative_path(self, cdc: bool, values: Mapping[str, str | None], counter: int) -> str:
-        if self.mapped is None:
+        length = self.spec.random_prefix_length
+        if length is None:
             directory = partition_directory(self.spec.partition_columns, values)
         else:  # Delta's random prefix (delta.randomPrefixLength, 2): names are not data
-            directory = "".join(random.choices(string.ascii_letters + string.digits, k=2))
+            directory = "".join(random.choices(string.ascii_letters + string.digits, k=length))
         prefix = "cdc" if cdc else self.spec.prefix
         name = f"{prefix}-{self.task_id:05d}-{self.job_uuid}.c{counter:03d}.snappy.parquet"
         parts = [p for p in (CDC_DIR if cdc else "", directory, name) if p]

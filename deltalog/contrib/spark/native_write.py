@@ -15,9 +15,10 @@ vectorized encoding, no Arrow hand-off) and then does in the driver what Delta's
    parsed from Spark's directory names as Delta does, its statistics taken from its
    Parquet footer (:meth:`~deltalog.txn.protocol.file_stats.StatsCollector.update_from_footer`).
    Under column mapping Spark writes physical names and Parquet field ids at every level
-   (:func:`_to_physical`), and each file goes under a random two-character prefix
-   instead of partition directories, with its partition values keyed by physical name,
-   as Delta (and the Python writer) lays such a table out.
+   (:func:`_to_physical`), with its partition values keyed by physical name; then, and
+   with ``delta.randomizeFilePrefixes``, each file goes under a random prefix of
+   ``delta.randomPrefixLength`` characters (2) instead of partition directories, as Delta
+   (and the Python writer) lays such a table out.
 3. The ``add`` action lines come back to the caller, who commits them; until then no file
    is part of the table. A failure before that deletes what this write put anywhere.
 
@@ -343,13 +344,14 @@ def _partition_values(spec: WriteSpec, relative: str) -> dict[str, str | None]:
 
 def _final_path(spec: WriteSpec, values: dict[str, str | None], name: str, taken: set[str]) -> str:
     """Where a file goes in the table: the partition directories of its values, or under
-    column mapping a random two-character prefix (never one this write already gave a file
+    column mapping or ``delta.randomizeFilePrefixes`` a random prefix of ``delta.randomPrefixLength``
+    characters (never one this write already gave a file
     of the same name: Spark names the files of one task alike in every partition)."""
-    if spec.mapped_schema is None:
+    if spec.random_prefix_length is None:
         logical = dict(zip(spec.partition_columns, values.values()))
         return "/".join(p for p in (partition_directory(spec.partition_columns, logical), name) if p)
     while True:
-        final = f"{random_prefix(2)}/{name}"
+        final = f"{random_prefix(spec.random_prefix_length)}/{name}"
         if final not in taken:
             taken.add(final)
             return final
