@@ -397,6 +397,13 @@ def test_add_columns_into_array_element_and_map_key_value_structs(tmp_path: Path
     assert [f.name for f in m.value_type.fields] == ["v", "w"]  # type: ignore[union-attr]
     assert m.value_type.field("w").column_mapping_id is not None  # type: ignore[union-attr]
     assert json.loads(_last_operation(tmp_path, log)[1]["columns"])[0]["column"]["name"] == "m.value.w"
+    # "ADD COLUMNS - special column names": backquoted parts may hold dots; history quotes them as Delta
+    alter.add_columns(log, [StructField("`x.x`", long), StructField("`a`.element.`y.y`", long)])
+    snap = log.update()
+    assert snap.schema.field("x.x").type == long
+    assert [f.name for f in snap.schema.field("a").type.element_type.fields] == ["v", "x", "y.y"]  # type: ignore[union-attr]
+    logged = json.loads(_last_operation(tmp_path, log)[1]["columns"])
+    assert [c["column"]["name"] for c in logged] == ["`x.x`", "a.element.`y.y`"]
 
 
 def test_set_properties_checks_retention_random_prefix_and_catalog_keys(tmp_path: Path) -> None:

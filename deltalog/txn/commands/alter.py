@@ -51,6 +51,7 @@ from deltalog.txn.commands.row_tracking_backfill import BackfillLimits, backfill
 from deltalog.txn.commit.operations import AddColumns, Operation, SetTableProperties, UnsetTableProperties
 from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.clustering import logical_clustering_columns
+from deltalog.txn.protocol.column_identifiers import parse_column_list
 from deltalog.txn.protocol.column_mapping import column_mapping_mode, has_column_mapping
 from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
 from deltalog.txn.protocol.properties import (
@@ -132,7 +133,14 @@ class ChangeColumn(Operation):
 
 
 def _split(path: str) -> tuple[str, ...]:
-    parts = tuple(p.strip("`") for p in path.split("."))
+    """A column path's name parts: split at dots, or parsed as Spark SQL when it backquotes a
+    part (```z.z`.`y.y``` is ``("z.z", "y.y")``, Delta's multipart identifier)."""
+    if "`" in path:
+        parsed = parse_column_list(path)
+        if len(parsed.paths) != 1 or parsed.rest.strip():
+            raise InvalidSchemaChangeError(f"{path!r} is not a column path (names separated by dots)")
+        return parsed.paths[0]
+    parts = tuple(path.split("."))
     if not path or any(not p for p in parts):
         raise InvalidSchemaChangeError(f"{path!r} is not a column path (names separated by dots)")
     return parts
@@ -230,9 +238,19 @@ def _type_name(dt: DataType) -> str:
     return value if isinstance(value, str) else str(value["type"])
 
 
+def _attribute_name(path: Sequence[str]) -> str:
+    """Spark's ``UnresolvedAttribute.name``, as Delta logs column paths: a part holding a dot backquoted."""
+    return ".".join(f"`{p}`" if "." in p else p for p in path)
+
+
 def _field_for_log(path: tuple[str, ...], f: StructField) -> dict[str, Any]:
     """Delta's ``structFieldToMap``: full name, type name, nullability, metadata."""
-    return {"name": ".".join(path), "type": _type_name(f.type), "nullable": f.nullable, "metadata": dict(f.metadata)}
+    return {
+        "name": _attribute_name(path),
+        "type": _type_name(f.type),
+        "nullable": f.nullable,
+        "metadata": dict(f.metadata),
+    }
 
 
 def _check_no_dependent_expressions(metadata: Metadata, path: tuple[str, ...], action: str) -> None:
@@ -346,7 +364,7 @@ def rename_column(delta_log: DeltaLog, old: str, new: str) -> int:
             partitions = tuple(new_name if c.lower() == path[0].lower() else c for c in partitions)
         new_path = (*path[:-1], new_name)
         config = renamed_stats_columns(metadata.configuration, path, new_path)
-        op = RenameColumn(old_column_path=".".join(path), new_column_path=".".join(new_path))
+        op = RenameColumn(old_column_path=_attribute_name(path), new_column_path=_attribute_name(new_path))
         return _with_schema(metadata, renamed, partition_columns=partitions, configuration=config), op
 
     return _commit(delta_log, change)
@@ -388,7 +406,9 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
         if not [f for f in schema.fields if f.name.lower() not in partitions]:
             raise InvalidSchemaChangeError("cannot drop every data column of the table: at least one must remain")
         config = dropped_stats_columns(metadata.configuration, paths)
-        return _with_schema(metadata, schema, configuration=config), DropColumns(columns=[".".join(p) for p in paths])
+        return _with_schema(metadata, schema, configuration=config), DropColumns(
+            columns=[_attribute_name(p) for p in paths]
+        )
 
     def not_clustering(txn: OptimisticTransaction) -> None:
         snapshot = txn.snapshot
