@@ -326,5 +326,120 @@ def test_a_new_check_constraint_is_verified_and_conflicts_with_an_append_made_me
         append([{"id": 10, "part": "b", "s": None}])  # breaks the new constraint: the check missed it
 
     with pytest.raises(ConcurrentAppendError):
-        alter.set_table_properties(log, {"delta.constraints.new": "id < 5"}, append_meanwhile)
+        alter.set_table_properties(log, {"delta.constraints.newer": "id < 5"}, append_meanwhile)
     assert log.update().metadata.configuration["delta.constraints.new"] == "id < 9"
+    assert "delta.constraints.newer" not in log.update().metadata.configuration
+
+
+def _last_operation(path: Path, log: DeltaLog) -> tuple[str, dict[str, str]]:
+    info = next(a["commitInfo"] for a in _commit(path, log.update().version) if "commitInfo" in a)
+    return info["operation"], info["operationParameters"]
+
+
+def test_check_constraints_set_and_unset_are_add_and_drop_constraint(tmp_path: Path) -> None:
+    """Delta's AlterTableAddConstraintDeltaCommand / AlterTableDropConstraintDeltaCommand
+    (CheckConstraintsSuite): the key is ``delta.constraints.<lower-cased name>``, a name the table
+    has (in any case) is DELTA_CONSTRAINT_ALREADY_EXISTS, the CHAR/VARCHAR check's name is
+    reserved, a missing one without IF EXISTS is DELTA_CONSTRAINT_DOES_NOT_EXIST, and history
+    says ADD CONSTRAINT {name, expr} / DROP CONSTRAINT {name, expr, existed}."""
+    log = _create(tmp_path, {})
+    alter.set_table_properties(log, {"delta.constraints.MyCheck": "id > 0"})
+    assert log.update().metadata.configuration["delta.constraints.mycheck"] == "id > 0"
+    assert _last_operation(tmp_path, log) == ("ADD CONSTRAINT", {"name": "MyCheck", "expr": "id > 0"})
+    before = log.update().version
+    refused: list[tuple[Any, str]] = [
+        (lambda: alter.set_table_properties(log, {"delta.constraints.MYCHECK": "id < 9"}), "ALREADY_EXISTS"),
+        (
+            lambda: alter.set_table_properties(log, {"delta.constraints.__CHAR_VARCHAR_STRING_LENGTH_CHECK__": "true"}),
+            "DELTA_INVALID_CONSTRAINT_NAME",
+        ),
+        (lambda: alter.unset_table_properties(log, ["delta.constraints.nope"], if_exists=False), "DOES_NOT_EXIST"),
+    ]
+    for call, message in refused:
+        with pytest.raises(InvalidPropertyError, match=message):
+            call()
+    assert log.update().version == before
+    alter.unset_table_properties(log, ["delta.constraints.nope"], if_exists=True)
+    assert _last_operation(tmp_path, log) == ("DROP CONSTRAINT", {"name": "nope", "existed": "false"})
+    alter.unset_table_properties(log, ["DELTA.CONSTRAINTS.MYCHECK"], if_exists=False)
+    assert _last_operation(tmp_path, log) == (
+        "DROP CONSTRAINT",
+        {"name": "MYCHECK", "expr": "id > 0", "existed": "true"},
+    )
+    assert not log.update().metadata.properties.check_constraints
+
+
+def test_add_columns_into_array_element_and_map_key_value_structs(tmp_path: Path) -> None:
+    """DeltaAlterTableTests "ADD COLUMNS into complex types - Array / Map (nested)": a field is
+    added to the struct of ``a.element``, ``m.key``, ``m.value`` (and deeper, through them); a
+    path to a non-struct (``a.x``, a map of primitives) is refused."""
+    log = DeltaLog.for_table(str(tmp_path))
+    s = {"type": "struct", "fields": [{"name": "v", "type": "integer", "nullable": True, "metadata": {}}]}
+    fields = [
+        {"name": "a", "type": {"type": "array", "elementType": s, "containsNull": True}},
+        {"name": "m", "type": {"type": "map", "keyType": s, "valueType": s, "valueContainsNull": True}},
+        {"name": "p", "type": {"type": "map", "keyType": "integer", "valueType": "string", "valueContainsNull": True}},
+    ]
+    schema = {"type": "struct", "fields": [{**f, "nullable": True, "metadata": {}} for f in fields]}
+    txn = log.start_transaction()
+    txn.update_metadata(Metadata(schema_string=json.dumps(schema), configuration={"delta.columnMapping.mode": "name"}))
+    txn.commit([], CreateTable())
+    long, string = PrimitiveType("long"), PrimitiveType("string")
+    alter.add_columns(log, [StructField("a.element.x", long), StructField("m.KEY.k", long)])
+    alter.add_columns(log, [StructField("m.value.w", string)])
+    for bad in ("a.x", "p.key.x", "p.value.x", "m.x"):
+        with pytest.raises(InvalidSchemaChangeError, match="is not a struct"):
+            alter.add_columns(log, [StructField(bad, long)])
+    snap = log.update()
+    a, m = snap.schema.field("a").type, snap.schema.field("m").type
+    assert [f.name for f in a.element_type.fields] == ["v", "x"]  # type: ignore[union-attr]
+    assert [f.name for f in m.key_type.fields] == ["v", "k"]  # type: ignore[union-attr]
+    assert [f.name for f in m.value_type.fields] == ["v", "w"]  # type: ignore[union-attr]
+    assert m.value_type.field("w").column_mapping_id is not None  # type: ignore[union-attr]
+    assert json.loads(_last_operation(tmp_path, log)[1]["columns"])[0]["column"]["name"] == "m.value.w"
+    # "ADD COLUMNS - special column names": backquoted parts may hold dots; history quotes them as Delta
+    alter.add_columns(log, [StructField("`x.x`", long), StructField("`a`.element.`y.y`", long)])
+    snap = log.update()
+    assert snap.schema.field("x.x").type == long
+    assert [f.name for f in snap.schema.field("a").type.element_type.fields] == ["v", "x", "y.y"]  # type: ignore[union-attr]
+    logged = json.loads(_last_operation(tmp_path, log)[1]["columns"])
+    assert [c["column"]["name"] for c in logged] == ["`x.x`", "a.element.`y.y`"]
+
+
+def test_set_properties_checks_retention_random_prefix_and_catalog_keys(tmp_path: Path) -> None:
+    """DeltaAlterTableTests: a log retention below the deleted-file retention (the other at its
+    default when not given) is refused ("needs to be greater than or equal to"), unless
+    enforce_retention_compatibility is off; ``delta.randomPrefixLength`` must be > 0; RENAME / DROP
+    COLUMN without column mapping are DELTA_UNSUPPORTED_RENAME_COLUMN / _DROP_COLUMN; ``comment`` is
+    the description (SET/UNSET comment by TBLPROPERTIES); ``location`` / ``provider`` are refused."""
+    log = _create(tmp_path, {})
+    before = log.update().version
+    refused = [
+        ({"delta.deletedFileRetentionDuration": "interval 10 days", "delta.logRetentionDuration": "interval 6 days"}),
+        ({"delta.deletedFileRetentionDuration": "interval 45 days"}),
+        ({"DELTA.LOGRETENTIONDURATION": "interval 5 days"}),
+        ({"delta.randomPrefixLength": "-1"}),
+        ({"delta.randomPrefixLength": "value"}),
+        ({"location": "/elsewhere"}),
+        ({"provider": "json"}),
+    ]
+    for properties in refused:
+        with pytest.raises(InvalidPropertyError, match=r"RetentionDuration|greater than 0|LOCATION|PROVIDER"):
+            alter.set_table_properties(log, properties)
+    with pytest.raises(ColumnMappingRequiredError, match="DELTA_UNSUPPORTED_RENAME_COLUMN"):
+        alter.rename_column(log, "id", "ident")
+    with pytest.raises(ColumnMappingRequiredError, match="DELTA_UNSUPPORTED_DROP_COLUMN"):
+        alter.drop_columns(log, ["id"])
+    assert log.update().version == before
+    alter.set_table_properties(
+        log,
+        {"delta.deletedFileRetentionDuration": "interval 4 days", "delta.logRetentionDuration": "interval 120 hours"},
+    )
+    alter.set_table_properties(
+        log, {"delta.logRetentionDuration": "interval 1 day"}, enforce_retention_compatibility=False
+    )
+    alter.set_table_properties(log, {"comment": "does it work?", "team": "a"})
+    meta = log.update().metadata
+    assert meta.description == "does it work?" and "comment" not in meta.configuration
+    alter.unset_table_properties(log, ["comment"], if_exists=False)
+    assert log.update().metadata.description is None

@@ -102,3 +102,97 @@ def test_overwrite_schema_keeps_ids_growing_and_reuses_those_of_unchanged_column
     assert _rows(spark.read.format("deltalog").option("versionAsOf", 0).load(path)) == [
         {"id": 1, "name": "a", "day": "p"}
     ]
+
+
+_REFUSED = [  # (call, error type name, message): DeltaAlterTableTests, CheckConstraintsSuite, DeltaColumnMappingSuite
+    (lambda t: t.setProperties({"delta.constraints.big": "id > 3"}), "ConstraintViolationError", r"1 row\(s\)"),
+    (lambda t: t.setProperties({"delta.constraints.sum": "id + 1"}), "InvalidPropertyError", "NON_BOOLEAN"),
+    (lambda t: t.setProperties({"delta.key": "v"}), "UnknownPropertyError", "DELTA_UNKNOWN_CONFIGURATION"),
+    (lambda t: t.setProperties({"delta.logRetentionDuration": "abc"}), "InvalidPropertyError", "not an interval"),
+    (lambda t: t.setProperties({"delta.constraints.POS": "id > 1"}), "InvalidPropertyError", "ALREADY_EXISTS"),
+    (lambda t: t.unsetProperties(["missing"], ifExists=False), "InvalidPropertyError", "missing"),
+    (lambda t: t.dropColumn("part"), "InvalidSchemaChangeError", "DROP_PARTITION_COLUMN"),
+    (lambda t: t.renameColumn("id", "ident"), "InvalidSchemaChangeError", "CONSTRAINT_DEPENDENT_COLUMN_CHANGE"),
+    (lambda t: t.dropColumn("s.x"), "InvalidSchemaChangeError", "CONSTRAINT_DEPENDENT_COLUMN_CHANGE"),
+    (lambda t: t.addColumn("ID", "int"), "InvalidSchemaChangeError", "already exists"),
+    (lambda t: t.addColumn("n", "int", nullable=False), "InvalidSchemaChangeError", "NOT NULL"),
+]
+
+
+def test_alter_table_methods_agree_with_deltas_suites(spark: Any, tmp_path: Path) -> None:
+    """Representative ALTER cases of Delta's suites on a name-mode table: bad input is refused
+    with nothing committed; the rest commits Delta's operations (ADD CONSTRAINT, ADD COLUMNS into
+    an array's struct, CHANGE COLUMN on a partition column, whose comment the read schema shows,
+    RENAME / DROP COLUMN, SET / UNSET TBLPROPERTIES with delta.* keys in any case)."""
+    path = str(tmp_path / "t")
+    df = spark.createDataFrame(
+        [(1, "a", (10,), [(1,)]), (5, "b", (None,), [])], "id int, part string, s struct<x:int>, a array<struct<v:int>>"
+    )
+    df.write.format("deltalog").mode("append").option("delta.columnMapping.mode", "name").option(
+        "partitionBy", "part"
+    ).save(path)
+    table = DeltaTable.forPath(spark, path)
+    table.setProperties({"delta.constraints.Pos": "id > 0 AND s.x IS NULL OR s.x > 0"})
+    before = DeltaLog.for_table(path).update().version
+    for call, error, message in _REFUSED:
+        with pytest.raises(Exception, match=message) as caught:
+            call(table)
+        assert type(caught.value).__name__ == error
+    assert DeltaLog.for_table(path).update().version == before
+    table.addColumn("a.element.w", "string")
+    table.changeColumnComment("part", "the day")
+    table.renameColumn("a", "arr")
+    table.dropColumn("arr")
+    table.setProperties({"DELTA.APPENDONLY": "true"})
+    table.unsetProperties(["delta.constraints.POS", "delta.appendonly"], ifExists=False)
+    table.unsetProperties(["delta.constraints.pos"])
+    assert table.toDF().schema["part"].metadata == {"comment": "the day"}
+    assert _rows(table.toDF()) == [{"id": 1, "part": "a", "s": {"x": 10}}, {"id": 5, "part": "b", "s": {"x": None}}]
+    assert DeltaLog.for_table(path).update().metadata.configuration == {
+        "delta.columnMapping.mode": "name",
+        "delta.columnMapping.maxColumnId": "7",
+    }
+    history = [(r["operation"], r["operationParameters"]) for r in table.history().collect()]
+    assert [op for op, _ in history] == [
+        "DROP CONSTRAINT",
+        "UNSET TBLPROPERTIES",
+        "SET TBLPROPERTIES",
+        "DROP COLUMNS",
+        "RENAME COLUMN",
+        "CHANGE COLUMN",
+        "ADD COLUMNS",
+        "ADD CONSTRAINT",
+        "WRITE",
+    ]
+    assert history[0][1] == {"name": "pos", "existed": "false"}
+    assert history[1][1] == {"properties": '["delta.constraints.POS","delta.appendOnly"]', "ifExists": "false"}
+    assert history[-2][1] == {"name": "Pos", "expr": "id > 0 AND s.x IS NULL OR s.x > 0"}
+
+
+def test_randomize_file_prefixes_places_new_files_under_random_directories(spark: Any, tmp_path: Path) -> None:
+    """DeltaAlterTableTests "SET/UNSET TBLPROPERTIES - delta.randomizeFilePrefixes - partitioned
+    table": with the property on, new files (data-source and native writes) go under a random
+    directory of delta.randomPrefixLength characters instead of the partition directory; unset,
+    partition directories again. Rows read back unchanged."""
+    import re
+
+    from deltalog.contrib.spark import write_table
+
+    path = str(tmp_path / "t")
+    df = spark.createDataFrame([(1, "x")], "id int, part string")
+    df.write.format("deltalog").mode("append").option("partitionBy", "part").save(path)
+    table = DeltaTable.forPath(spark, path)
+    table.setProperties({"delta.randomizeFilePrefixes": "true", "delta.randomPrefixLength": "7"})
+    spark.createDataFrame([(2, "y")], "id int, part string").write.format("deltalog").mode("append").save(path)
+    write_table(spark.createDataFrame([(3, "z")], "id int, part string"), path, mode="append")
+    table.unsetProperties(["delta.randomizeFilePrefixes"])
+    spark.createDataFrame([(4, "w")], "id int, part string").write.format("deltalog").mode("append").save(path)
+    paths = sorted((f.partition_values["part"], f.path) for f in DeltaLog.for_table(path).update().files)
+    assert [bool(re.fullmatch(r"[A-Za-z0-9]{7}/part-.*parquet", p)) for _, p in paths] == [False, False, True, True]
+    assert paths[0][1].startswith("part=w/")
+    assert _rows(table.toDF()) == [
+        {"id": 1, "part": "x"},
+        {"id": 2, "part": "y"},
+        {"id": 3, "part": "z"},
+        {"id": 4, "part": "w"},
+    ]

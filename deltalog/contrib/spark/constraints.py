@@ -39,6 +39,7 @@ from deltalog.txn.protocol.constraints import (
     not_null_constraints,
     table_constraints,
 )
+from deltalog.txn.protocol.properties import InvalidPropertyError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -207,8 +208,15 @@ def check_new_constraints(rows: DataFrame, constraints: Mapping[str, str], table
     constraint ``{name: expression}`` (one Spark job); a row for which one is false or NULL
     raises :class:`ConstraintViolationError` (Delta's DELTA_NEW_CHECK_CONSTRAINT_VIOLATION)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType
 
     named = sorted(constraints.items())
+    for name, expression in named:  # Delta's analysis of the filter (DATATYPE_MISMATCH.FILTER_NOT_BOOLEAN)
+        if not isinstance(rows.select(F.expr(f"({expression})")).schema[0].dataType, BooleanType):
+            raise InvalidPropertyError(
+                f"[DELTA_NON_BOOLEAN_CHECK_CONSTRAINT] CHECK constraint '{name}' ({expression}) should be a "
+                "boolean expression; nothing was committed"
+            )
     bad = [~F.coalesce(F.expr(f"({expression})").cast("boolean"), F.lit(False)) for _, expression in named]
     counts = rows.select(*[F.sum(F.when(b, 1).otherwise(0)).alias(f"c{i}") for i, b in enumerate(bad)]).collect()[0]
     for i, (name, expression) in enumerate(named):

@@ -239,6 +239,14 @@ def arbitrary_properties_allowed(spark: SparkSession) -> bool:
     return str(spark.conf.get(ALLOW_ARBITRARY_PROPERTIES_CONF, "false")).strip().lower() == "true"
 
 
+def retention_compatibility_enforced(spark: SparkSession) -> bool:
+    """Delta's ``spark.databricks.delta.vacuum.enforceDeletedFileAndLogRetentionDurationCompatibility``
+    (default true): whether a log retention shorter than the deleted-file retention is refused."""
+    from deltalog.txn.protocol.properties import ENFORCE_RETENTION_COMPATIBILITY_CONF
+
+    return str(spark.conf.get(ENFORCE_RETENTION_COMPATIBILITY_CONF, "true")).strip().lower() != "false"
+
+
 def column_mapping_removal_allowed(spark: SparkSession) -> bool:
     """Delta's ``spark.databricks.delta.columnMapping.allowRemoval`` (default true)."""
     return str(spark.conf.get(ALLOW_COLUMN_MAPPING_REMOVAL_CONF, "true")).strip().lower() != "false"

@@ -715,9 +715,7 @@ def _logical_columns(
         source = f.name if f.name.lower() in parts else physical.get(f.name, f.name)
         nested = mode != "none" and _nested(f.dataType)
         same = as_scanned.get(source)
-        if f.name.lower() in parts or (
-            source == f.name and not nested and same is not None and same.metadata == f.metadata
-        ):
+        if source == f.name and not nested and same is not None and same.metadata == f.metadata:
             columns.append(_quoted(source))
             continue
         col = F.col(_quoted(source))

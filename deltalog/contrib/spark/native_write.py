@@ -15,9 +15,10 @@ vectorized encoding, no Arrow hand-off) and then does in the driver what Delta's
    parsed from Spark's directory names as Delta does, its statistics taken from its
    Parquet footer (:meth:`~deltalog.txn.protocol.file_stats.StatsCollector.update_from_footer`).
    Under column mapping Spark writes physical names and Parquet field ids at every level
-   (:func:`_to_physical`), and each file goes under a random two-character prefix
-   instead of partition directories, with its partition values keyed by physical name,
-   as Delta (and the Python writer) lays such a table out.
+   (:func:`_to_physical`), with its partition values keyed by physical name; then, and
+   with ``delta.randomizeFilePrefixes``, each file goes under a random prefix of
+   ``delta.randomPrefixLength`` characters (2) instead of partition directories, as Delta
+   (and the Python writer) lays such a table out.
 3. The ``add`` action lines come back to the caller, who commits them; until then no file
    is part of the table. A failure before that deletes what this write put anywhere.
 

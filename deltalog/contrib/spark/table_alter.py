@@ -80,12 +80,19 @@ class AlterTableMethods:
         (``delta.appendonly`` is ``delta.appendOnly``; an unknown ``delta.*`` key is refused,
         :class:`~deltalog.txn.protocol.properties.UnknownPropertyError`, unless the session's
         ``spark.databricks.delta.allowArbitraryProperties.enabled`` is true)."""
-        from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed, backfill_limits
+        from deltalog.contrib.spark.maintenance import (
+            arbitrary_properties_allowed,
+            backfill_limits,
+            retention_compatibility_enforced,
+        )
         from deltalog.txn.protocol.properties import TableProperties, validate_table_properties
 
         allow_arbitrary = arbitrary_properties_allowed(self._spark)
+        enforce_retention = retention_compatibility_enforced(self._spark)
         values = validate_table_properties(
-            {str(k): str(v) for k, v in properties.items()}, allow_arbitrary=allow_arbitrary
+            {str(k): str(v) for k, v in properties.items()},
+            allow_arbitrary=allow_arbitrary,
+            enforce_retention_compatibility=enforce_retention,
         )
         alter.set_table_properties(
             self._log,
@@ -95,6 +102,7 @@ class AlterTableMethods:
             # the conf is read (and checked) only when a backfill runs
             row_tracking_backfill=backfill_limits(self._spark) if TableProperties(values).enable_row_tracking else None,
             allow_arbitrary_properties=allow_arbitrary,
+            enforce_retention_compatibility=enforce_retention,
         )
 
     def _column_mapping_removal(self) -> dict[str, Any]:
@@ -122,8 +130,7 @@ class AlterTableMethods:
         from deltalog.contrib.spark.native import read_table
         from deltalog.contrib.spark.time_travel import without_retention_check
 
-        if not snapshot.files:
-            return
+        # an empty table too: Delta analyzes the expression (a non-boolean one, an unknown column is refused)
         # the transaction's own snapshot, not a user's time travel: never refused for its age
         options = without_retention_check(self._reader())
         rows = read_table(self._spark, self._path, versionAsOf=str(snapshot.version), **options)

@@ -38,12 +38,20 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from deltalog.txn.commands.alter_properties import (
+    COMMENT,
+    constraint_drop_operation,
+    constraint_set_operation,
+    normalize_constraints,
+    without_reserved,
+)
 from deltalog.txn.commands.column_mapping_removal import remove_column_mapping, without_column_mapping_metadata
 from deltalog.txn.commands.dependent_expressions import dependent_expressions
 from deltalog.txn.commands.row_tracking_backfill import BackfillLimits, backfill_row_tracking
 from deltalog.txn.commit.operations import AddColumns, Operation, SetTableProperties, UnsetTableProperties
 from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.clustering import logical_clustering_columns
+from deltalog.txn.protocol.column_identifiers import parse_column_list
 from deltalog.txn.protocol.column_mapping import column_mapping_mode, has_column_mapping
 from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
 from deltalog.txn.protocol.properties import (
@@ -53,7 +61,7 @@ from deltalog.txn.protocol.properties import (
     normalize_property_key,
     validate_table_properties,
 )
-from deltalog.txn.protocol.schema import DataType, StructField, StructType
+from deltalog.txn.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
 from deltalog.txn.protocol.stats_columns import dropped_stats_columns, renamed_stats_columns
 
 if TYPE_CHECKING:
@@ -125,35 +133,76 @@ class ChangeColumn(Operation):
 
 
 def _split(path: str) -> tuple[str, ...]:
-    parts = tuple(p.strip("`") for p in path.split("."))
+    """A column path's name parts: split at dots, or parsed as Spark SQL when it backquotes a
+    part (```z.z`.`y.y``` is ``("z.z", "y.y")``, Delta's multipart identifier)."""
+    if "`" in path:
+        parsed = parse_column_list(path)
+        if len(parsed.paths) != 1 or parsed.rest.strip():
+            raise InvalidSchemaChangeError(f"{path!r} is not a column path (names separated by dots)")
+        return parsed.paths[0]
+    parts = tuple(path.split("."))
     if not path or any(not p for p in parts):
         raise InvalidSchemaChangeError(f"{path!r} is not a column path (names separated by dots)")
     return parts
 
 
+def _child(dt: DataType, name: str) -> DataType | None:
+    """The type ``name`` names inside ``dt``: a struct's field (in any case), an array's
+    ``element``, a map's ``key`` or ``value`` (Delta's ``SchemaUtils.findColumnPosition``)."""
+    if isinstance(dt, StructType):
+        return dt.field(name).type if name in dt else None
+    if isinstance(dt, ArrayType) and name.lower() == "element":
+        return dt.element_type
+    if isinstance(dt, MapType) and name.lower() in ("key", "value"):
+        return dt.key_type if name.lower() == "key" else dt.value_type
+    return None
+
+
 def _struct_at(schema: StructType, parents: tuple[str, ...], full: str) -> StructType:
     dt: DataType = schema
-    for name in parents:
-        if not isinstance(dt, StructType) or name not in dt:
-            raise InvalidSchemaChangeError(f"cannot resolve {full!r}: there is no column {'.'.join(parents)!r}")
-        dt = dt.field(name).type
+    for i, name in enumerate(parents):
+        child = _child(dt, name)
+        if child is None:
+            raise InvalidSchemaChangeError(
+                f"cannot resolve {full!r}: there is no column {'.'.join(parents[: i + 1])!r}"
+            )
+        dt = child
     if not isinstance(dt, StructType):
-        raise InvalidSchemaChangeError(f"cannot resolve {full!r}: {'.'.join(parents)!r} is not a struct")
+        raise InvalidSchemaChangeError(
+            f"Field name {full!r} is invalid: {'.'.join(parents)!r} is not a struct (an array's struct is "
+            "'<column>.element', a map's '<column>.key' / '<column>.value')"
+        )
     return dt
+
+
+def _replace_nested(dt: DataType, parents: tuple[str, ...], change: Callable[[StructType], StructType]) -> DataType:
+    if not parents:
+        assert isinstance(dt, StructType)
+        return change(dt)
+    head, rest = parents[0], parents[1:]
+    if isinstance(dt, ArrayType):
+        return dataclasses.replace(dt, element_type=_replace_nested(dt.element_type, rest, change))
+    if isinstance(dt, MapType):
+        if head.lower() == "key":
+            return dataclasses.replace(dt, key_type=_replace_nested(dt.key_type, rest, change))
+        return dataclasses.replace(dt, value_type=_replace_nested(dt.value_type, rest, change))
+    assert isinstance(dt, StructType)
+    fields = []
+    for f in dt.fields:
+        if f.name.lower() == head.lower():
+            f = dataclasses.replace(f, type=_replace_nested(f.type, rest, change))
+        fields.append(f)
+    return StructType(tuple(fields))
 
 
 def _replace_struct(
     schema: StructType, parents: tuple[str, ...], change: Callable[[StructType], StructType]
 ) -> StructType:
-    if not parents:
-        return change(schema)
-    head, rest = parents[0], parents[1:]
-    fields = []
-    for f in schema.fields:
-        if f.name.lower() == head.lower() and isinstance(f.type, StructType):
-            f = dataclasses.replace(f, type=_replace_struct(f.type, rest, change))
-        fields.append(f)
-    return StructType(tuple(fields))
+    """``schema`` with ``change`` applied to the struct at ``parents`` (a path
+    :func:`_struct_at` resolved: struct fields, ``element``, ``key``, ``value``)."""
+    replaced = _replace_nested(schema, parents, change)
+    assert isinstance(replaced, StructType)
+    return replaced
 
 
 def _resolve(schema: StructType, path: str) -> tuple[tuple[str, ...], StructField]:
@@ -189,9 +238,19 @@ def _type_name(dt: DataType) -> str:
     return value if isinstance(value, str) else str(value["type"])
 
 
+def _attribute_name(path: Sequence[str]) -> str:
+    """Spark's ``UnresolvedAttribute.name``, as Delta logs column paths: a part holding a dot backquoted."""
+    return ".".join(f"`{p}`" if "." in p else p for p in path)
+
+
 def _field_for_log(path: tuple[str, ...], f: StructField) -> dict[str, Any]:
     """Delta's ``structFieldToMap``: full name, type name, nullability, metadata."""
-    return {"name": ".".join(path), "type": _type_name(f.type), "nullable": f.nullable, "metadata": dict(f.metadata)}
+    return {
+        "name": _attribute_name(path),
+        "type": _type_name(f.type),
+        "nullable": f.nullable,
+        "metadata": dict(f.metadata),
+    }
 
 
 def _check_no_dependent_expressions(metadata: Metadata, path: tuple[str, ...], action: str) -> None:
@@ -202,8 +261,11 @@ def _check_no_dependent_expressions(metadata: Metadata, path: tuple[str, ...], a
 
 def _require_column_mapping(metadata: Metadata, action: str) -> None:
     if column_mapping_mode(metadata.configuration) == "none":
+        error_class = (
+            "DELTA_UNSUPPORTED_RENAME_COLUMN" if action.startswith("RENAME") else "DELTA_UNSUPPORTED_DROP_COLUMN"
+        )
         raise ColumnMappingRequiredError(
-            f"{action} needs column mapping: data files find columns by name. Enable it with "
+            f"[{error_class}] {action} needs column mapping: data files find columns by name. Enable it with "
             "set_table_properties(log, {'delta.columnMapping.mode': 'name'}) (ALTER TABLE ... SET TBLPROPERTIES); "
             "nothing was committed"
         )
@@ -302,7 +364,7 @@ def rename_column(delta_log: DeltaLog, old: str, new: str) -> int:
             partitions = tuple(new_name if c.lower() == path[0].lower() else c for c in partitions)
         new_path = (*path[:-1], new_name)
         config = renamed_stats_columns(metadata.configuration, path, new_path)
-        op = RenameColumn(old_column_path=".".join(path), new_column_path=".".join(new_path))
+        op = RenameColumn(old_column_path=_attribute_name(path), new_column_path=_attribute_name(new_path))
         return _with_schema(metadata, renamed, partition_columns=partitions, configuration=config), op
 
     return _commit(delta_log, change)
@@ -344,7 +406,9 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
         if not [f for f in schema.fields if f.name.lower() not in partitions]:
             raise InvalidSchemaChangeError("cannot drop every data column of the table: at least one must remain")
         config = dropped_stats_columns(metadata.configuration, paths)
-        return _with_schema(metadata, schema, configuration=config), DropColumns(columns=[".".join(p) for p in paths])
+        return _with_schema(metadata, schema, configuration=config), DropColumns(
+            columns=[_attribute_name(p) for p in paths]
+        )
 
     def not_clustering(txn: OptimisticTransaction) -> None:
         snapshot = txn.snapshot
@@ -413,6 +477,37 @@ def _remove_column_mapping(
     return remove_column_mapping(delta_log, lock=lock, unset_mode_property=unset)
 
 
+def _setting(values: Mapping[str, str]) -> Callable[[Metadata], tuple[Metadata, Operation]]:
+    """SET TBLPROPERTIES' metadata change: ``comment`` as the description, constraints under
+    their keys (:mod:`~deltalog.txn.commands.alter_properties`), every value checked."""
+
+    def change(metadata: Metadata) -> tuple[Metadata, Operation]:
+        stored = normalize_constraints(metadata.configuration, without_reserved(values))
+        config = {**metadata.configuration, **stored}
+        TableProperties(config).validate()
+        operation = constraint_set_operation(values) or SetTableProperties(properties=values)
+        description = values.get(COMMENT, metadata.description)
+        return dataclasses.replace(metadata, configuration=config, description=description), operation
+
+    return change
+
+
+def _verifying_new_constraints(
+    values: Mapping[str, str], verify_constraints: ConstraintVerifier | None
+) -> Callable[[OptimisticTransaction], None]:
+    """Checks the rows against the CHECK constraints of ``values`` the table lacks (Delta's ADD CONSTRAINT)."""
+
+    def verify(txn: OptimisticTransaction) -> None:
+        current = txn.snapshot.metadata.properties.check_constraints
+        normalized = normalize_constraints(txn.snapshot.metadata.configuration, values)
+        added = {k: v for k, v in TableProperties(normalized).check_constraints.items() if current.get(k) != v}
+        if added and verify_constraints is not None:
+            txn.read_whole_table()
+            verify_constraints(txn.snapshot, added)
+
+    return verify
+
+
 def set_table_properties(
     delta_log: DeltaLog,
     properties: Mapping[str, str],
@@ -423,6 +518,7 @@ def set_table_properties(
     lock: str | CommitLock | None = None,
     row_tracking_backfill: BackfillLimits | None = None,
     allow_arbitrary_properties: bool = False,
+    enforce_retention_compatibility: bool = True,
 ) -> int:
     """``ALTER TABLE SET TBLPROPERTIES`` (a value deltalog knows and cannot parse raises
     :class:`InvalidPropertyError`); the protocol is upgraded when a property needs it
@@ -447,22 +543,18 @@ def set_table_properties(
     upgrade, then ``ROW TRACKING BACKFILL`` batches of at most ``row_tracking_backfill.max_files_per_commit``
     files), once the new properties are known to be valid; the property commit follows. Keys are checked first
     (:func:`~deltalog.txn.protocol.properties.validate_table_properties`; ``allow_arbitrary_properties``
-    is Delta's ``spark.databricks.delta.allowArbitraryProperties.enabled``)."""
+    is Delta's ``spark.databricks.delta.allowArbitraryProperties.enabled``; ``enforce_retention_compatibility``
+    Delta's ``spark.databricks.delta.vacuum.enforceDeletedFileAndLogRetentionDurationCompatibility``)."""
     if not properties:
         raise InvalidPropertyError("set_table_properties needs at least one property")
-    values = validate_table_properties(properties, allow_arbitrary=allow_arbitrary_properties)
+    values = validate_table_properties(
+        properties,
+        allow_arbitrary=allow_arbitrary_properties,
+        enforce_retention_compatibility=enforce_retention_compatibility,
+    )
 
-    def change(metadata: Metadata) -> tuple[Metadata, Operation]:
-        config = {**metadata.configuration, **values}
-        TableProperties(config).validate()
-        return dataclasses.replace(metadata, configuration=config), SetTableProperties(properties=values)
-
-    def verify(txn: OptimisticTransaction) -> None:
-        current = txn.snapshot.metadata.properties.check_constraints
-        added = {k: v for k, v in TableProperties(values).check_constraints.items() if current.get(k) != v}
-        if added and verify_constraints is not None:
-            txn.read_whole_table()
-            verify_constraints(txn.snapshot, added)
+    change = _setting(values)
+    verify = _verifying_new_constraints(values, verify_constraints)
 
     if TableProperties(values).enable_row_tracking:
         # Delta's validateAndBackfill: the new properties valid (is_suspended raises if also suspended) first
@@ -495,15 +587,18 @@ def unset_table_properties(
     removed = False  # whether the rewrite takes the mode away (it is then never "missing")
 
     def change(metadata: Metadata) -> tuple[Metadata, Operation]:
-        missing = [k for k in keys if k not in metadata.configuration and not (removed and k == COLUMN_MAPPING_MODE)]
+        resolved, drop = constraint_drop_operation(metadata.configuration, keys, if_exists, delta_log.table_uri)
+        present = {*metadata.configuration, *([COMMENT] if metadata.description is not None else [])}
+        missing = [k for k in resolved if k not in present and not (removed and k == COLUMN_MAPPING_MODE)]
         if missing and not if_exists:
             raise InvalidPropertyError(
                 f"cannot unset {', '.join(missing)}: the table does not have it "
                 "(use if_exists=True to ignore missing properties)"
             )
-        config = {k: v for k, v in metadata.configuration.items() if k not in set(keys)}
-        op = UnsetTableProperties(keys=list(keys), if_exists=if_exists)
-        return dataclasses.replace(metadata, configuration=config), op
+        config = {k: v for k, v in metadata.configuration.items() if k not in set(resolved)}
+        op = drop or UnsetTableProperties(keys=list(keys), if_exists=if_exists)
+        description = None if COMMENT in keys else metadata.description
+        return dataclasses.replace(metadata, configuration=config, description=description), op
 
     if allow_column_mapping_removal and COLUMN_MAPPING_MODE in keys:
         removed = True

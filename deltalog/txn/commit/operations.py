@@ -21,12 +21,14 @@ from deltalog.txn.commit.operation_metrics import drop_unknown_row_metrics
 
 __all__ = [
     "AddColumns",
+    "AddConstraint",
     "AddDeletionVectorsTombstones",
     "Clone",
     "Convert",
     "CreateTable",
     "Delete",
     "DomainMetadataCleanup",
+    "DropConstraint",
     "DropFeatureColumnMetadata",
     "DropTableFeature",
     "EmptyCommit",
@@ -366,6 +368,32 @@ class UnsetTableProperties(Operation):
 
     def parameter_values(self) -> dict[str, Any]:
         return {"properties": list(self.keys), "ifExists": self.if_exists}
+
+
+@dataclass(frozen=True)
+class AddConstraint(Operation):
+    """``ADD CONSTRAINT``: a CHECK constraint named ``constraint_name`` (as the user spelt it)."""
+
+    name: ClassVar[str] = "ADD CONSTRAINT"
+    constraint_name: str = ""
+    expr: str = ""
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"name": self.constraint_name, "expr": self.expr}
+
+
+@dataclass(frozen=True)
+class DropConstraint(Operation):
+    """``DROP CONSTRAINT``; ``expr`` is None when the table had no such constraint (IF EXISTS)."""
+
+    name: ClassVar[str] = "DROP CONSTRAINT"
+    constraint_name: str = ""
+    expr: str | None = None
+
+    def parameter_values(self) -> dict[str, Any]:
+        if self.expr is None:
+            return {"name": self.constraint_name, "existed": "false"}
+        return {"name": self.constraint_name, "expr": self.expr, "existed": "true"}
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,10 @@ class UnknownPropertyError(InvalidPropertyError):
 
 #: Delta's session conf that lets unknown ``delta.*`` table properties through
 ALLOW_ARBITRARY_PROPERTIES_CONF = "spark.databricks.delta.allowArbitraryProperties.enabled"
+#: Delta's session conf (default true) that refuses a log retention shorter than the deleted-file retention
+ENFORCE_RETENTION_COMPATIBILITY_CONF = (
+    "spark.databricks.delta.vacuum.enforceDeletedFileAndLogRetentionDurationCompatibility"
+)
 #: ``delta.feature.<name>``: a table property that adds the feature to the protocol
 FEATURE_PROPERTY_PREFIX = "delta.feature."
 #: Delta's ``DELTA_UNIVERSAL_FORMAT_CONFIG_PREFIX``: any key under it is allowed (lower-cased)
@@ -150,7 +154,9 @@ def normalize_property_key(key: str) -> str:
     return _KNOWN_BY_LOWER.get(lowered, key)
 
 
-def validate_table_properties(properties: Mapping[str, str], *, allow_arbitrary: bool = False) -> dict[str, str]:
+def validate_table_properties(
+    properties: Mapping[str, str], *, allow_arbitrary: bool = False, enforce_retention_compatibility: bool = True
+) -> dict[str, str]:
     """The properties to store, as Delta's ``DeltaConfigs.validateConfigurations`` returns
     them: keys normalized (:func:`normalize_property_key`); ``delta.constraints.<name>`` kept
     as given; keys under ``delta.universalFormat.config.`` lower-cased; keys outside
@@ -159,7 +165,11 @@ def validate_table_properties(properties: Mapping[str, str], *, allow_arbitrary:
     ``spark.databricks.delta.allowArbitraryProperties.enabled``) keeps it as given.
     ``delta.columnMapping.maxColumnId``, which only Delta sets, raises
     :class:`ReservedPropertyError`. Values are
-    checked where they are read (:meth:`TableProperties.validate`)."""
+    checked where they are read (:meth:`TableProperties.validate`), except that a
+    ``delta.logRetentionDuration`` shorter than ``delta.deletedFileRetentionDuration`` among
+    ``properties`` (the other taken at its default when absent) raises
+    :class:`InvalidPropertyError`, unless ``enforce_retention_compatibility`` is false (Delta's
+    ``spark.databricks.delta.vacuum.enforceDeletedFileAndLogRetentionDurationCompatibility``)."""
     out: dict[str, str] = {}
     for key, value in ((str(k), str(v)) for k, v in properties.items()):
         lowered = key.lower()
@@ -179,7 +189,29 @@ def validate_table_properties(properties: Mapping[str, str], *, allow_arbitrary:
         if not lowered.startswith("delta.") and f"delta.{lowered}" in _KNOWN_BY_LOWER:
             log.warning("the table property %s is not Delta's; for Delta's, prefix it with delta. (delta.%s)", key, key)
         out[normalized] = value
+    if enforce_retention_compatibility:
+        _check_retention_compatibility(out)
     return out
+
+
+def _check_retention_compatibility(properties: Mapping[str, str]) -> None:
+    """Delta's ``validateTombstoneAndLogRetentionDurationCompatibility``: log files must outlive
+    the tombstones they hold (only when ``properties`` sets one of the two durations)."""
+    log_key, deleted_key = "delta.logRetentionDuration", "delta.deletedFileRetentionDuration"
+    if log_key not in properties and deleted_key not in properties:
+        return
+    log_value = properties.get(log_key, "interval 30 days")
+    deleted_value = properties.get(deleted_key, "interval 1 week")
+    if parse_interval(log_value, log_key) >= parse_interval(deleted_value, deleted_key):
+        return
+    if log_key in properties:
+        message = f"{log_key}({log_value}) needs to be greater than or equal to {deleted_key}({deleted_value})"
+    else:
+        message = f"{deleted_key}({deleted_value}) needs to be less than or equal to {log_key}({log_value})"
+    raise InvalidPropertyError(
+        f"The table property {message}: log files must be kept at least as long as the files they remove; "
+        "nothing was committed"
+    )
 
 
 #: the older names Delta still reads a property under (``DeltaConfig.alternateKeys``)
