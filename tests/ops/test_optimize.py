@@ -364,3 +364,18 @@ def test_metrics_follow_delta_optimize_metrics(tmp_path: Path) -> None:
     assert (result.num_bins, result.num_batches, result.partitions_optimized) == (4, 1, 4)
     assert (result.num_table_columns, result.num_table_columns_with_stats) == (3, 2)
     assert len(result.removed_file_sizes) == 8 and sum(result.removed_file_sizes) == result.bytes_removed
+
+
+def test_rewritten_files_go_under_a_random_prefix_where_the_table_randomizes_them(tmp_path: Path) -> None:
+    """Delta's OPTIMIZE writes through ``TransactionalWrite.getCommitter``: with
+    ``delta.randomizeFilePrefixes`` its files go under a random directory of
+    ``delta.randomPrefixLength`` characters, not the partition's; partition values stay in the log."""
+    log = create(str(tmp_path / "t"), config={"delta.randomizeFilePrefixes": "true", "delta.randomPrefixLength": "5"})
+    ids = _fill(log)
+    optimize(log)
+    snap = log.update()
+    assert snap.num_files == 2 and read_ids(log) == ids
+    for f in snap.files:
+        directory, name = f.path.split("/")
+        assert re.fullmatch(r"[A-Za-z0-9]{5}", directory) and name.startswith("part-00000-"), f.path
+        assert f.partition_values["p"] in ("a", "b")

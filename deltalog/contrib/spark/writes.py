@@ -248,7 +248,7 @@ def write_spec(
         data_change=opts.data_change,
         constraints=constraints,
         column_mapping_schema=None if mode == "none" else metadata.schema_string,
-        random_prefix_length=props.random_prefix_length if props.randomize_file_prefixes or mode != "none" else 0,
+        random_prefix_length=props.data_file_prefix_length,
         default_expressions=plan_default_expressions(metadata) or None,
         column_names=tuple(f["name"] for f in schema["fields"]),
         change_data=props.enable_change_data_feed,

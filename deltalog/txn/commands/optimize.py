@@ -79,6 +79,7 @@ from deltalog.txn.commit.operations import Optimize, Reorg
 from deltalog.txn.log.calendar_rebase import rebase_batch, rebase_spec
 from deltalog.txn.log.checkpoint_rows import parse_partition_values
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS, open_data_file
+from deltalog.txn.log.deletion_vector_writer import random_prefix
 from deltalog.txn.log.deletion_vectors import read_deletion_vector
 from deltalog.txn.log.variant_shredding import rebuild_variants_in
 from deltalog.txn.protocol import row_tracking
@@ -299,6 +300,9 @@ class CompactionSpec:
     #: FEATURE columnMapping``): the files are read by its physical names and written by the
     #: logical ones of ``schema``; None otherwise
     rename_from: StructType | None = None
+    #: characters of the random directory rewritten files go under instead of partition
+    #: directories (:attr:`TableProperties.data_file_prefix_length`); 0: partition directories
+    random_prefix_length: int = 0
 
     @classmethod
     def for_snapshot(
@@ -330,6 +334,7 @@ class CompactionSpec:
             curve="hilbert" if clustered and len(z_order_by) > 1 else "zorder",
             clustering_provider=CLUSTERING_PROVIDER if clustered else None,
             materialized_partitions=_materialized_partitions(snapshot),
+            random_prefix_length=snapshot.metadata.properties.data_file_prefix_length,
         )
 
 
@@ -392,7 +397,12 @@ class _Compactor:
             partitions = physical_arrow_schema(spec.materialized_partitions)
             self.file_schema = pa.schema([*self.row_schema, *partitions])
 
-    def _directory(self, values: dict[str, str | None]) -> str:
+    def _directory(self, values: dict[str, str | None], stem: str) -> str:
+        """The directory of a bin's files named ``stem``: its partition's, or, where the table
+        randomizes file prefixes or maps columns, random characters (as Delta's committer),
+        drawn from the stem so that :meth:`output_paths` names the same directory."""
+        if self.spec.random_prefix_length:
+            return random_prefix(self.spec.random_prefix_length, seed=stem)
         logical = {self.spec.logical_names.get(k, k): v for k, v in values.items()}
         return partition_directory(self.spec.partition_columns, logical)
 
@@ -465,7 +475,7 @@ class _Compactor:
 
     def output_paths(self, files: Sequence[AddFile], stem: str) -> list[str]:
         """Every relative path :meth:`write_bin` may give the files named ``stem``."""
-        directory = self._directory(dict(files[0].partition_values))
+        directory = self._directory(dict(files[0].partition_values), stem)
         names = [f"{stem}.c{k:03d}{s}.parquet" for k in range(self._num_outputs(files)) for s in _CODEC_SUFFIX.values()]
         return [f"{directory}/{n}" if directory else n for n in names]
 
@@ -486,8 +496,9 @@ class _Compactor:
         if first is None:
             return []
         stem = stem or f"part-00000-{uuid.uuid4()}"
+        directory = self._directory(values, stem)
         if not self.spec.z_order_by:
-            return [self._write_file(values, f"{stem}.c000", formats, itertools.chain([first], batches))]
+            return [self._write_file(values, directory, f"{stem}.c000", formats, itertools.chain([first], batches))]
         table = pa.Table.from_batches([first, *batches])
         physical = [self.spec.physical_names.get(c, c) for c in self.spec.z_order_by]
         if self.spec.curve == "hilbert":
@@ -500,7 +511,8 @@ class _Compactor:
         try:
             for k in range(n):
                 piece = table.slice(bounds[k], bounds[k + 1] - bounds[k])
-                written.append(self._write_file(values, f"{stem}.c{k:03d}", formats, iter(piece.to_batches())))
+                piece_batches = iter(piece.to_batches())
+                written.append(self._write_file(values, directory, f"{stem}.c{k:03d}", formats, piece_batches))
         except BaseException:
             for a in written:
                 self.delete(a.path)
@@ -508,11 +520,15 @@ class _Compactor:
         return written
 
     def _write_file(
-        self, values: dict[str, str | None], stem: str, formats: list[tuple[str, set[str]]], batches: Any
+        self,
+        values: dict[str, str | None],
+        directory: str,
+        stem: str,
+        formats: list[tuple[str, set[str]]],
+        batches: Any,
     ) -> AddFile:
         import pyarrow.parquet as pq
 
-        directory = self._directory(values)
         codec = formats[0][0]
         dictionary = {c for _, d in formats for c in d}
         name = f"{stem}{_CODEC_SUFFIX.get(codec, '')}.parquet"

@@ -70,9 +70,11 @@ def random_prefix_length(configuration: Mapping[str, str]) -> int:
     return properties.random_prefix_length if properties.randomize_file_prefixes else 0
 
 
-def random_prefix(length: int) -> str:
-    """``length`` random alphanumeric characters (Delta's ``getRandomPrefix``)."""
-    return "".join(random.choices(_ALPHANUMERIC, k=length))
+def random_prefix(length: int, seed: str | None = None) -> str:
+    """``length`` random alphanumeric characters (Delta's ``getRandomPrefix``); the same
+    characters for the same ``seed`` when one is given."""
+    rng = random.Random(seed) if seed is not None else random
+    return "".join(rng.choices(_ALPHANUMERIC, k=length))
 
 
 def inline_descriptor(rows: np.ndarray) -> DeletionVectorDescriptor:

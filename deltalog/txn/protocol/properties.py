@@ -334,6 +334,16 @@ class TableProperties:
         return value
 
     @property
+    def data_file_prefix_length(self) -> int:
+        """Characters of the random directory new data files go under instead of partition
+        directories (0: partition directories), as Delta's ``TransactionalWrite.getCommitter``:
+        ``delta.randomPrefixLength`` when ``delta.randomizeFilePrefixes`` is on or columns are
+        mapped."""
+        if self.randomize_file_prefixes or self.column_mapping_mode != "none":
+            return self.random_prefix_length
+        return 0
+
+    @property
     def append_only(self) -> bool:
         return self._bool("delta.appendOnly", False)
 
