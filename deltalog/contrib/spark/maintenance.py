@@ -358,14 +358,14 @@ IGNORE_MISSING_FILES = "spark.sql.files.ignoreMissingFiles"
 RESTORE_PROTOCOL_DOWNGRADE_ALLOWED = "spark.databricks.delta.restore.protocolDowngradeAllowed"
 
 
-def _session_flag(spark: SparkSession, name: str) -> bool:
-    """A boolean session conf, false unless set to ``true``."""
-    return str(spark.conf.get(name, "false")).strip().lower() == "true"
+def _conf_true(spark: SparkSession, key: str, default: str = "false") -> bool:
+    """A boolean session conf: whether it (or ``default`` when unset) is ``true``."""
+    return str(spark.conf.get(key, default)).strip().lower() == "true"
 
 
 def protocol_downgrade_allowed(spark: SparkSession) -> bool:
     """Delta's ``spark.databricks.delta.restore.protocolDowngradeAllowed`` (RESTORE and CLONE)."""
-    return _session_flag(spark, RESTORE_PROTOCOL_DOWNGRADE_ALLOWED)
+    return _conf_true(spark, RESTORE_PROTOCOL_DOWNGRADE_ALLOWED)
 
 
 def restore(
@@ -383,7 +383,7 @@ def restore(
         version=version,
         timestamp=timestamp,
         enforce_retention=enforce,
-        ignore_missing_files=_session_flag(spark, IGNORE_MISSING_FILES),
+        ignore_missing_files=_conf_true(spark, IGNORE_MISSING_FILES),
         allow_protocol_downgrade=protocol_downgrade_allowed(spark),
     )
 
@@ -416,10 +416,6 @@ _USE_METADATA_LOG_CONF = "spark.databricks.delta.convert.useMetadataLog"
 #: Delta's ``DELTA_CONVERT_PARTITION_VALUES_IGNORE_CAST_FAILURE``: a partition value that is
 #: not of its column's type is kept (and read as null) instead of failing CONVERT
 _IGNORE_CAST_FAILURE_CONF = "spark.databricks.delta.convert.partitionValues.ignoreCastFailure"
-
-
-def _conf_true(spark: SparkSession, key: str, default: str) -> bool:
-    return str(spark.conf.get(key, default)).strip().lower() == "true"
 
 
 def convert_to_delta(spark: SparkSession, delta_log: DeltaLog, partition_schema: Any) -> int:

@@ -194,14 +194,19 @@ def validate_table_properties(
     return out
 
 
+#: the defaults of ``delta.logRetentionDuration`` and ``delta.deletedFileRetentionDuration``
+_LOG_RETENTION_DEFAULT = "interval 30 days"
+_DELETED_FILE_RETENTION_DEFAULT = "interval 1 week"
+
+
 def _check_retention_compatibility(properties: Mapping[str, str]) -> None:
     """Delta's ``validateTombstoneAndLogRetentionDurationCompatibility``: log files must outlive
     the tombstones they hold (only when ``properties`` sets one of the two durations)."""
     log_key, deleted_key = "delta.logRetentionDuration", "delta.deletedFileRetentionDuration"
     if log_key not in properties and deleted_key not in properties:
         return
-    log_value = properties.get(log_key, "interval 30 days")
-    deleted_value = properties.get(deleted_key, "interval 1 week")
+    log_value = properties.get(log_key, _LOG_RETENTION_DEFAULT)
+    deleted_value = properties.get(deleted_key, _DELETED_FILE_RETENTION_DEFAULT)
     if parse_interval(log_value, log_key) >= parse_interval(deleted_value, deleted_key):
         return
     if log_key in properties:
@@ -288,13 +293,13 @@ class TableProperties:
 
     @property
     def log_retention(self) -> timedelta:
-        value = self._interval("delta.logRetentionDuration", "interval 30 days")
+        value = self._interval("delta.logRetentionDuration", _LOG_RETENTION_DEFAULT)
         assert value is not None
         return value
 
     @property
     def deleted_file_retention(self) -> timedelta:
-        value = self._interval("delta.deletedFileRetentionDuration", "interval 1 week")
+        value = self._interval("delta.deletedFileRetentionDuration", _DELETED_FILE_RETENTION_DEFAULT)
         assert value is not None
         return value
 
