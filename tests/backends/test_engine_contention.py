@@ -45,7 +45,7 @@ def test_4_processes_x_25_blind_appends(backend: Backend) -> None:
 
 @pytest.mark.slow
 def test_plain_put_store_with_the_redis_lock(s3: Backend, redis_server: RedisServer) -> None:
-    contend(f"{s3.root}/table", s3.options(), logstore="s3-no-conditional-put", lock=redis_server.url)
+    contend(f"{s3.root}/table", s3.options(), logstore="s3-no-conditional-put", lock=redis_server.short_lease_url)
 
 
 def test_plain_put_store_without_a_lock_is_refused(s3: Backend) -> None:

@@ -15,10 +15,12 @@ from tests.backends.conftest import Backend
 from tests.backends.faultproxy import Fault
 
 
-def test_listing_pages_through_more_than_1000_keys(s3: Backend, proxy_for) -> None:
+def test_listing_pages_with_start_after(s3: Backend, proxy_for) -> None:
+    """Pages of 100 keys (the default page of 1,000 keys is crossed by the conformance kit's
+    ``list_past_one_page`` on this store, in test_conformance)."""
     store = s3.store()
     log = f"{s3.root}/_delta_log"
-    names = [f"{v:020d}.json" for v in range(1100)]
+    names = [f"{v:020d}.json" for v in range(250)]
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(lambda n: store.write(f"{log}/{n}", [n]), names))
     store.write(f"{log}/sub/{names[0]}", ["nested, not listed"])
@@ -26,16 +28,14 @@ def test_listing_pages_through_more_than_1000_keys(s3: Backend, proxy_for) -> No
     proxy = proxy_for(s3)
     paged = S3LogStore(s3.options(proxy.url, DELTALOG_S3_LIST_PAGE_SIZE="100"))
     assert [s.name for s in paged.list_from(f"{log}/")] == names
-    # 1100 keys + the common prefix "sub/" (which counts against MaxKeys) = 12 pages
-    assert proxy.count("GET", lambda p: "list-type=2" in p) == 12
+    # 250 keys + the common prefix "sub/" (which counts against MaxKeys) = 3 pages
+    assert proxy.count("GET", lambda p: "list-type=2" in p) == 3
 
     proxy.clear()
-    tail = [s.name for s in paged.list_from(f"{log}/{950:020d}.json")]
-    assert tail == names[950:]
-    # StartAfter skips the first 950 keys: 150 keys + "sub/" need 2 pages, not 12
+    tail = [s.name for s in paged.list_from(f"{log}/{150:020d}.json")]
+    assert tail == names[150:]
+    # StartAfter skips the first 150 keys: 100 keys + "sub/" need 2 pages, not 3
     assert proxy.count("GET", lambda p: "list-type=2" in p) == 2
-    # the default page size (1000) needs two requests for 1100 keys
-    assert [s.name for s in store.list_from(f"{log}/{0:020d}")] == names
 
 
 def test_s3a_uris_keep_their_scheme(s3: Backend) -> None:

@@ -89,7 +89,7 @@ def test_processes_commit_through_the_engine_and_redis_on_a_plain_put_store(
     redis_server: RedisServer, tmp_path: Path
 ) -> None:
     uri = str(tmp_path / "table")
-    options = {"deltalog.commitLock": f"{redis_server.url}?lease_ttl=5s&key_prefix={PREFIX}"}
+    options = {"deltalog.commitLock": f"{redis_server.url}?lease_ttl=2s&key_prefix={PREFIX}"}
     assert _create(uri, options, PLAIN) == 0
     acknowledged = _run(uri, options, PLAIN, workers=3, commits=10)
     _check(uri, options, PLAIN, acknowledged)
@@ -120,7 +120,7 @@ def test_processes_commit_through_redis_to_s3_without_conditional_puts(
         aws_secret_access_key=options["AWS_SECRET_ACCESS_KEY"],
     )
     client.create_bucket(Bucket=bucket)
-    options["deltalog.commitLock"] = f"{redis_server.url}?lease_ttl=5s&key_prefix={PREFIX}"
+    options["deltalog.commitLock"] = f"{redis_server.url}?lease_ttl=2s&key_prefix={PREFIX}"
     uri = f"s3://{bucket}/table"
     assert _create(uri, options, S3_PLAIN) == 0
     acknowledged = _run(uri, options, S3_PLAIN, workers=2, commits=8)

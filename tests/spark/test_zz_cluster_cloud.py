@@ -112,7 +112,7 @@ def _make_table(request: pytest.FixtureRequest, name: str) -> CloudTable:
     backend = make(request.getfixturevalue(fixture))
     if name == "s3-no-conditional-put":
         redis = request.getfixturevalue("redis_server")
-        return _cloud_table(backend, name, redis, logStore=name, **{"deltalog.commitLock": redis.url})
+        return _cloud_table(backend, name, redis, logStore=name, **{"deltalog.commitLock": redis.short_lease_url})
     return _cloud_table(backend, name)
 
 
