@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.spark.jvm import TEST_JVM_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,6 +22,7 @@ def test_small_benchmark_writes_the_report(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--size", "small", "--shared-jvm", "--out", str(out)],
         cwd=ROOT,
+        env={**os.environ, "JDK_JAVA_OPTIONS": TEST_JVM_OPTIONS},
         capture_output=True,
         text=True,
         timeout=1200,

@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from tests.spark.jvm import TEST_JVM_OPTIONS
+
 ROUNDS = 2
 ROWS = 5
 INTERLEAVED_ROUNDS = 1
@@ -73,6 +75,7 @@ def start_spark() -> Any:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "512m")
         .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

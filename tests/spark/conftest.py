@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.spark.jvm import TEST_JVM_OPTIONS
+
 _CURRENT: dict[str, Any] = {}
 
 
@@ -43,8 +45,8 @@ def _session(master: str) -> Any:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         .config("spark.executorEnv.PYTHONPATH", pythonpath)
-        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
-        .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
+        .config("spark.driver.extraJavaOptions", f"-Duser.timezone=UTC {TEST_JVM_OPTIONS}")
+        .config("spark.executor.extraJavaOptions", f"-Duser.timezone=UTC {TEST_JVM_OPTIONS}")
     )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.spark.jvm import TEST_JVM_OPTIONS
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,7 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_main_job_small(tmp_path):
     table = tmp_path / "events"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PYSPARK_PYTHON": sys.executable,
+        "JDK_JAVA_OPTIONS": TEST_JVM_OPTIONS,
+    }
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "main_job.py"), "--rows", "5000", "--path", str(table)],
         capture_output=True,

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.spark.jvm import TEST_JVM_OPTIONS
+
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +41,7 @@ def test_readme_pyspark_sample_runs_without_pyspark_python(tmp_path):
         fake.write_text("#!/bin/sh\necho 'the python3 on PATH was started' >&2\nexit 3\n")
         fake.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    env["JDK_JAVA_OPTIONS"] = TEST_JVM_OPTIONS
     env["PATH"] = f"{fake_bin}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     proc = subprocess.run(
