@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError
+from deltalog.contrib.spark.partition_overwrite import PartitionOverwriteMode
 from deltalog.contrib.spark.tablelog import USER_METADATA_CONF
 
 __all__ = [
@@ -56,6 +57,8 @@ _WRITE_KEYS = {
     "datachange",
     "scanreport",
     "partitionoverwritemode",
+    "spark.sql.sources.partitionoverwritemode",
+    "usenullintolerantequalitywithdpo",
 }
 #: Storage option families (lower case), as the stores, commit locks and engine settings read them.
 _STORAGE_PREFIXES = (
@@ -197,7 +200,8 @@ def _refuse_unknown_write_options(options: Mapping[str, str]) -> None:
     if unknown:
         raise UnknownWriteOptionError(
             f"unknown write option(s) {', '.join(unknown)}: deltalog does not ignore options it does not know. "
-            "Write options are partitionBy, replaceWhere, partitionOverwriteMode, mergeSchema, overwriteSchema, "
+            "Write options are partitionBy, replaceWhere, partitionOverwriteMode, useNullIntolerantEqualityWithDPO, "
+            "mergeSchema, overwriteSchema, "
             "userMetadata, txnAppId, txnVersion, maxRecordsPerFile, dataChange, tableProperties, logStore, "
             "checkpointLocation, queryId; table properties start with delta.; storage options are AWS_*, AZURE_*, "
             "GOOGLE_*, FSSPEC_*, DELTALOG_*, REDIS_*, deltalog.*, spark.delta.logStore.* and the stores' short "
@@ -244,8 +248,9 @@ class WriteOptions:
     storage_options: dict[str, str] = field(default_factory=dict)
     logstore: str | None = None
     data_change: bool = True
-    #: ``partitionOverwriteMode``: "static" or "dynamic" (None: not given).
-    partition_overwrite_mode: str | None = None
+    #: ``partitionOverwriteMode``, the session's mode and Delta's switches of dynamic
+    #: partition overwrite, read where the table's partitioning is known (``writes``)
+    partition_overwrite: PartitionOverwriteMode = field(default_factory=PartitionOverwriteMode)
     #: :data:`REPLACE_WHERE_DATA_COLUMNS_CONF`: False limits ``replaceWhere`` to partition columns
     replace_where_data_columns: bool = True
     #: :data:`REPLACE_WHERE_CONSTRAINT_CHECK_CONF`: False writes rows outside ``replaceWhere`` too
@@ -281,14 +286,6 @@ class WriteOptions:
         if (app_id is None) != (version is None):
             raise InvalidWriteOptionError("set both txnAppId and txnVersion for an idempotent write, or neither")
         replace_where = _replace_where(options)
-        overwrite_mode = _get(options, "partitionOverwriteMode")
-        if overwrite_mode is not None:
-            overwrite_mode = overwrite_mode.strip().lower()
-            if overwrite_mode not in ("static", "dynamic"):
-                raise InvalidWriteOptionError(
-                    f"DELTA_ILLEGAL_OPTION: Invalid value {_get(options, 'partitionOverwriteMode')!r} for option "
-                    "'partitionOverwriteMode', must be 'STATIC' or 'DYNAMIC'"
-                )
         max_records = _int(options, "maxRecordsPerFile") or 0
         if max_records < 0:
             raise InvalidWriteOptionError("maxRecordsPerFile must be >= 0 (0 means no limit)")
@@ -308,7 +305,7 @@ class WriteOptions:
             storage_options=storage_options_of(options),
             logstore=_get(options, "logStore"),
             data_change=_flag(options, "dataChange", True),
-            partition_overwrite_mode=overwrite_mode,
+            partition_overwrite=PartitionOverwriteMode.parse(options),
             replace_where_data_columns=_flag(options, REPLACE_WHERE_DATA_COLUMNS_CONF, True),
             replace_where_constraint_check=_flag(options, REPLACE_WHERE_CONSTRAINT_CHECK_CONF, True),
         )

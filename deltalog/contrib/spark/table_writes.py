@@ -29,6 +29,10 @@ from deltalog.contrib.spark.options import (
     WriteOptions,
     session_string_prefix_length,
 )
+from deltalog.contrib.spark.partition_overwrite import (
+    DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF,
+    PARTITION_OVERWRITE_MODE_CONF,
+)
 from deltalog.contrib.spark.source_reads import TargetReads, target_reads
 from deltalog.contrib.spark.tablelog import session_commit_confs
 from deltalog.contrib.spark.writes import commit_write, plan_write
@@ -42,7 +46,6 @@ __all__ = ["write_table"]
 
 log = logging.getLogger(__name__)
 
-_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 _TIME_ZONE = "spark.sql.session.timeZone"
 
 
@@ -103,7 +106,8 @@ def _session_application_transaction(spark: SparkSession, options: Mapping[str, 
 def _session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
     """What the session says where the options are silent, as Delta's ``DeltaOptions`` reads
     it (the data source's ``writer()`` has no session, see docs/spark.md): the session's
-    ``partitionOverwriteMode``, unless a ``replaceWhere`` says what to overwrite, its
+    ``spark.sql.sources.partitionOverwriteMode`` and Delta's
+    ``...dynamicPartitionOverwrite.enabled`` (:mod:`~deltalog.contrib.spark.partition_overwrite`), its
     ``spark.databricks.delta.allowArbitraryProperties.enabled`` (whether unknown ``delta.*``
     table properties are kept), ``...replaceWhere.dataColumns.enabled`` and
     ``...replaceWhere.constraintCheck.enabled``, ``...schema.autoMerge.enabled`` (``mergeSchema``
@@ -115,15 +119,18 @@ def _session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[s
     auto_merge = spark.conf.get(SCHEMA_AUTO_MERGE_CONF, None)
     if auto_merge is not None and "mergeschema" not in lowered:
         out["mergeSchema"] = auto_merge
-    for conf in (ALLOW_ARBITRARY_PROPERTIES_CONF, REPLACE_WHERE_DATA_COLUMNS_CONF, REPLACE_WHERE_CONSTRAINT_CHECK_CONF):
+    for conf in (
+        ALLOW_ARBITRARY_PROPERTIES_CONF,
+        REPLACE_WHERE_DATA_COLUMNS_CONF,
+        REPLACE_WHERE_CONSTRAINT_CHECK_CONF,
+        PARTITION_OVERWRITE_MODE_CONF,
+        DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF,
+    ):
         value = spark.conf.get(conf, None)
         if value is not None and conf.lower() not in lowered:
             out[conf] = value
     out.update({conf: value for conf, value in session_commit_confs(spark).items() if conf.lower() not in lowered})
-    mode = spark.conf.get(_OVERWRITE_MODE, None)
-    if mode is None or "partitionoverwritemode" in lowered or "replacewhere" in lowered:
-        return out
-    return {**out, "partitionOverwriteMode": mode}
+    return out
 
 
 def _option_strings(options: Mapping[str, Any]) -> dict[str, str]:
