@@ -213,7 +213,10 @@ def table_path(options: Mapping[str, str]) -> str:
     path = _get(options, "path")
     if not path:
         raise InvalidWriteOptionError(
-            "no table path: use .save(uri) / .load(uri) or .option('path', uri) with format 'deltalog'"
+            "no table path: use .save(uri) / .load(uri) or .option('path', uri) with format 'deltalog'. Spark hands "
+            "a Python data source no location of a catalog table: INSERT INTO, insertInto, saveAsTable and writeTo "
+            "need the path option too (format('deltalog').option('path', uri).insertInto(name); SQL: INSERT INTO "
+            "name WITH ('path' = 'uri') ...); read a catalog table with DeltaTable.forName(spark, name).toDF()"
         )
     return path.rstrip("/") if len(path) > 1 else path
 
