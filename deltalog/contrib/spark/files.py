@@ -30,7 +30,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from deltalog.contrib.spark.constraints import task_checker
-from deltalog.contrib.spark.partitioning import partition_directory, partition_value_to_string
+from deltalog.contrib.spark.partitioning import partition_directory, written_partition_value
 from deltalog.contrib.spark.replace_where import row_checker
 from deltalog.contrib.spark.sink_cast import cast_columns
 from deltalog.logstores.base import LogStore, LogStoreSpec
@@ -328,9 +328,7 @@ class _TaskWriter:
             self._append((cdc, ()), table)
             return
         for combo, part in _partition_groups(table, cols):
-            key = tuple(
-                partition_value_to_string(combo[c], self.spec.partition_types.get(c, "string")) or None for c in cols
-            )
+            key = tuple(written_partition_value(combo[c], self.spec.partition_types.get(c, "string")) for c in cols)
             self._append((cdc, key), part)
 
     def _append(self, key: tuple[bool, tuple[str | None, ...]], table: pa.Table) -> None:
