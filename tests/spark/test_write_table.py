@@ -150,7 +150,8 @@ def _session_conf(spark: Any, key: str, value: str) -> Iterator[None]:
 
 def test_write_table_honours_the_session_partition_overwrite_mode(spark: Any, table_path: str) -> None:
     """As Delta's ``DeltaOptions``: without the option, ``spark.sql.sources.partitionOverwriteMode``
-    decides; a ``replaceWhere`` takes precedence over the session's ``dynamic``."""
+    decides; a ``replaceWhere`` takes precedence over the session's ``dynamic``. So does
+    ``spark.sql.files.maxRecordsPerFile``."""
     from deltalog.contrib.spark import write_table
 
     write_table(spark.createDataFrame([(1, 10), (2, 20), (3, 30)], "p long, x long"), table_path, partitionBy="p")
@@ -159,6 +160,11 @@ def test_write_table_honours_the_session_partition_overwrite_mode(spark: Any, ta
         write_table(spark.createDataFrame([(2, 21)], "p long, x long"), table_path, "overwrite", replaceWhere="p = 2")
     got = delta_rs_rows(table_path, ["p"])
     assert list(zip(got["p"], got["x"])) == [(1, 11), (2, 21), (3, 30)]
+    # spark.sql.files.maxRecordsPerFile without the option, as Spark's FileFormatWriter in Delta's
+    # writes; the Python tasks too (Spark's own writer reads it by itself)
+    with _session_conf(spark, "spark.sql.files.maxRecordsPerFile", "1"):
+        write_table(spark.createDataFrame([(4, 40), (4, 41)], "p long, x long").coalesce(1), table_path, native=False)
+    assert sum("add" in action for action in commits(table_path)[-1]) == 2
 
 
 def test_tables_created_with_the_session_get_its_table_property_defaults(spark: Any, tmp_path: Any) -> None:
