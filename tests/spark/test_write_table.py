@@ -65,9 +65,11 @@ def test_write_table_modes_and_idempotent_writes(spark: Any, table_path: str) ->
     with pytest.raises(TableAlreadyExistsError):
         write_table(rows, table_path, mode="errorifexists")
     assert write_table(rows, table_path, mode="ignore") is None
-    assert write_table(rows, table_path, txnAppId="app", txnVersion=7) == 1
+    assert write_table(rows, table_path, txnAppId="app", txnVersion=7, compression="zstd") == 1
     assert write_table(rows, table_path, txnAppId="app", txnVersion=7) is None  # done already
     assert DeltaLog.for_table(table_path).update().num_files == 2
+    # Spark's own writer takes the compression option (DeltaOptionSuite), named in the file too
+    assert [a["add"]["path"].endswith(".zstd.parquet") for a in commits(table_path)[1] if "add" in a] == [True]
 
 
 def test_write_table_native_false_and_a_table_it_cannot_write_natively(spark: Any, tmp_path: Any) -> None:

@@ -258,7 +258,7 @@ def _partition_directories(spec: WriteSpec) -> list[str]:
 def _spark_write(df: DataFrame, spec: WriteSpec, target: str) -> None:
     writer = (
         df.write.mode("errorifexists")
-        .option("compression", "snappy")
+        .option("compression", spec.compression)
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     )
     # as Delta's TransactionalWrite: Spark (4.1+) infers a shredding schema for variant

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError
+from deltalog.contrib.spark.parquet_codecs import DEFAULT_CODEC, parquet_codec
 from deltalog.contrib.spark.partition_overwrite import PartitionOverwriteMode
 from deltalog.contrib.spark.tablelog import USER_METADATA_CONF
 
@@ -57,6 +58,7 @@ _WRITE_KEYS = {
     "datachange",
     "scanreport",
     "partitionoverwritemode",
+    "compression",
     "spark.sql.sources.partitionoverwritemode",
     "usenullintolerantequalitywithdpo",
 }
@@ -201,7 +203,7 @@ def _refuse_unknown_write_options(options: Mapping[str, str]) -> None:
         raise UnknownWriteOptionError(
             f"unknown write option(s) {', '.join(unknown)}: deltalog does not ignore options it does not know. "
             "Write options are partitionBy, replaceWhere, partitionOverwriteMode, useNullIntolerantEqualityWithDPO, "
-            "mergeSchema, overwriteSchema, "
+            "compression, mergeSchema, overwriteSchema, "
             "userMetadata, txnAppId, txnVersion, maxRecordsPerFile, dataChange, tableProperties, logStore, "
             "checkpointLocation, queryId; table properties start with delta.; storage options are AWS_*, AZURE_*, "
             "GOOGLE_*, FSSPEC_*, DELTALOG_*, REDIS_*, deltalog.*, spark.delta.logStore.* and the stores' short "
@@ -247,6 +249,8 @@ class WriteOptions:
     txn_app_id: str | None = None
     txn_version: int | None = None
     max_records_per_file: int = 0
+    #: the ``compression`` option: Spark's Parquet codec name (:mod:`~deltalog.contrib.spark.parquet_codecs`)
+    compression: str = DEFAULT_CODEC
     table_properties: dict[str, str] = field(default_factory=dict)
     storage_options: dict[str, str] = field(default_factory=dict)
     logstore: str | None = None
@@ -304,6 +308,7 @@ class WriteOptions:
             txn_app_id=app_id,
             txn_version=version,
             max_records_per_file=max_records,
+            compression=parquet_codec(_get(options, "compression")),
             table_properties=props,
             storage_options=storage_options_of(options),
             logstore=_get(options, "logStore"),

@@ -243,6 +243,7 @@ def write_spec(
         stats_columns=stats.physical_paths,
         string_prefix_length=stats.string_prefix_length,
         max_records_per_file=opts.max_records_per_file,
+        compression=opts.compression,
         physical_names=schemas.physical_names(schema, mode),
         field_ids=schemas.field_ids(schema, mode),
         tight_bounds=True if dv else None,
