@@ -164,9 +164,11 @@ def test_write_table_honours_the_session_partition_overwrite_mode(spark: Any, ta
     assert list(zip(got["p"], got["x"])) == [(1, 11), (2, 21), (3, 30)]
     # spark.sql.files.maxRecordsPerFile without the option, as Spark's FileFormatWriter in Delta's
     # writes; the Python tasks too (Spark's own writer reads it by itself)
+    two = spark.createDataFrame([(4, 40), (4, 41)], "p long, x long").coalesce(1)
     with _session_conf(spark, "spark.sql.files.maxRecordsPerFile", "1"):
-        write_table(spark.createDataFrame([(4, 40), (4, 41)], "p long, x long").coalesce(1), table_path, native=False)
-    assert sum("add" in action for action in commits(table_path)[-1]) == 2
+        write_table(two, table_path, native=False)
+        write_table(two, table_path, maxRecordsPerFile=0, native=True)  # the option wins; 0: no limit
+    assert [sum("add" in action for action in commit) for commit in commits(table_path)[-2:]] == [2, 1]
 
 
 def test_tables_created_with_the_session_get_its_table_property_defaults(spark: Any, tmp_path: Any) -> None:

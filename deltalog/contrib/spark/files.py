@@ -72,7 +72,9 @@ class WriteSpec:
     stats_columns: tuple[ColumnPath, ...] | None = None
     #: characters of a string statistics keep (the table's ``StatsColumns.string_prefix_length``)
     string_prefix_length: int = STRING_PREFIX_LENGTH
-    max_records_per_file: int = 0
+    #: rows per file (0: no limit); None: not given, Spark's own writer then takes the session's
+    #: ``spark.sql.files.maxRecordsPerFile`` (as Delta's writes), Python tasks write no limit
+    max_records_per_file: int | None = None
     #: Spark's name of the Parquet codec (the ``compression`` option)
     compression: str = DEFAULT_CODEC
     #: logical -> physical column names (column mapping); empty when mapping is off.
@@ -340,7 +342,7 @@ class _TaskWriter:
             self._append((cdc, key), part)
 
     def _append(self, key: tuple[bool, tuple[str | None, ...]], table: pa.Table) -> None:
-        limit = self.spec.max_records_per_file
+        limit = self.spec.max_records_per_file or 0
         offset = 0
         while offset < table.num_rows:
             handle = self.open.get(key) or self._open(key, table.schema)

@@ -248,7 +248,8 @@ class WriteOptions:
     user_metadata: str | None = None
     txn_app_id: str | None = None
     txn_version: int | None = None
-    max_records_per_file: int = 0
+    #: ``maxRecordsPerFile`` (0: no limit; None: not given)
+    max_records_per_file: int | None = None
     #: the ``compression`` option: Spark's Parquet codec name (:mod:`~deltalog.contrib.spark.parquet_codecs`)
     compression: str = DEFAULT_CODEC
     table_properties: dict[str, str] = field(default_factory=dict)
@@ -293,8 +294,8 @@ class WriteOptions:
         if (app_id is None) != (version is None):
             raise InvalidWriteOptionError("set both txnAppId and txnVersion for an idempotent write, or neither")
         replace_where = _replace_where(options)
-        max_records = _int(options, "maxRecordsPerFile") or 0
-        if max_records < 0:
+        max_records = _int(options, "maxRecordsPerFile")
+        if max_records is not None and max_records < 0:
             raise InvalidWriteOptionError("maxRecordsPerFile must be >= 0 (0 means no limit)")
         return cls(
             path=table_path(options),
