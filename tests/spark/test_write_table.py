@@ -152,8 +152,8 @@ def _session_conf(spark: Any, key: str, value: str) -> Iterator[None]:
 
 def test_write_table_honours_the_session_partition_overwrite_mode(spark: Any, table_path: str) -> None:
     """As Delta's ``DeltaOptions``: without the option, ``spark.sql.sources.partitionOverwriteMode``
-    decides; a ``replaceWhere`` takes precedence over the session's ``dynamic``. So does
-    ``spark.sql.files.maxRecordsPerFile``."""
+    decides; a ``replaceWhere`` takes precedence over the session's ``dynamic``. So do
+    ``spark.sql.files.maxRecordsPerFile`` and ``spark.sql.parquet.compression.codec``."""
     from deltalog.contrib.spark import write_table
 
     write_table(spark.createDataFrame([(1, 10), (2, 20), (3, 30)], "p long, x long"), table_path, partitionBy="p")
@@ -165,10 +165,15 @@ def test_write_table_honours_the_session_partition_overwrite_mode(spark: Any, ta
     # spark.sql.files.maxRecordsPerFile without the option, as Spark's FileFormatWriter in Delta's
     # writes; the Python tasks too (Spark's own writer reads it by itself)
     two = spark.createDataFrame([(4, 40), (4, 41)], "p long, x long").coalesce(1)
-    with _session_conf(spark, "spark.sql.files.maxRecordsPerFile", "1"):
+    with (
+        _session_conf(spark, "spark.sql.files.maxRecordsPerFile", "1"),
+        _session_conf(spark, "spark.sql.parquet.compression.codec", "gzip"),
+    ):
         write_table(two, table_path, native=False)
         write_table(two, table_path, maxRecordsPerFile=0, native=True)  # the option wins; 0: no limit
-    assert [sum("add" in action for action in commit) for commit in commits(table_path)[-2:]] == [2, 1]
+    adds = [[a["add"]["path"] for a in commit if "add" in a] for commit in commits(table_path)[-2:]]
+    assert [len(paths) for paths in adds] == [2, 1]
+    assert all(path.endswith(".gz.parquet") for paths in adds for path in paths)  # the session's codec
 
 
 def test_tables_created_with_the_session_get_its_table_property_defaults(spark: Any, tmp_path: Any) -> None:

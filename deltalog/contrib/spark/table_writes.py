@@ -50,6 +50,8 @@ _TIME_ZONE = "spark.sql.session.timeZone"
 #: Spark's session conf: a write without the ``maxRecordsPerFile`` option starts a new file after
 #: this many rows (0: no limit), in Delta's writes as in any Spark file write
 _MAX_RECORDS_PER_FILE = "spark.sql.files.maxRecordsPerFile"
+#: Spark's session conf: the Parquet codec of a write without the ``compression`` option
+_PARQUET_CODEC = "spark.sql.parquet.compression.codec"
 
 
 def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -> int | None:
@@ -114,7 +116,8 @@ def _session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[s
     ``spark.databricks.delta.allowArbitraryProperties.enabled`` (whether unknown ``delta.*``
     table properties are kept), ``...replaceWhere.dataColumns.enabled`` and
     ``...replaceWhere.constraintCheck.enabled``, ``...schema.autoMerge.enabled`` (``mergeSchema``
-    when the write does not say), ``spark.sql.files.maxRecordsPerFile``, and its commit confs
+    when the write does not say), ``spark.sql.files.maxRecordsPerFile`` and
+    ``spark.sql.parquet.compression.codec``, and its commit confs
     (:func:`~deltalog.contrib.spark.tablelog.session_commit_confs`: ``...commitInfo.userMetadata``
     is the commit's ``userMetadata`` when the write gives none, ...)."""
     lowered = {k.lower() for k in options}
@@ -122,6 +125,9 @@ def _session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[s
     auto_merge = spark.conf.get(SCHEMA_AUTO_MERGE_CONF, None)
     if auto_merge is not None and "mergeschema" not in lowered:
         out["mergeSchema"] = auto_merge
+    codec = spark.conf.get(_PARQUET_CODEC, None)
+    if codec is not None and "compression" not in lowered:
+        out["compression"] = codec  # Spark's Parquet writer default, as Delta's writes
     max_records = spark.conf.get(_MAX_RECORDS_PER_FILE, None)
     if max_records is not None and "maxrecordsperfile" not in lowered:
         out["maxRecordsPerFile"] = max_records  # Spark's FileFormatWriter default, as Delta's writes
