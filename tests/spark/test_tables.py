@@ -344,6 +344,48 @@ def test_for_name_resolves_the_session_catalogs_delta_tables(spark, table_path, 
             catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(name), True, False)
 
 
+def _table_rows(spark, path):
+    from deltalog.contrib.spark import read_table
+
+    return sorted(tuple(r) for r in read_table(spark, path).collect())
+
+
+def test_catalog_table_writes_carry_its_location_and_insert_as_deltas(spark, table_path):
+    """Spark hands a Python data source no catalog table's location: INSERT INTO, insertInto,
+    saveAsTable and writeTo write a ``deltalog`` table when the write carries it as its ``path``
+    option, and then resolve and cast the columns as Delta's DeltaInsertIntoTableSuite expects
+    (insertInto by position, cast automatically; BY NAME; a missing listed column is null;
+    STRICT and ANSI overflow refused); without it the write is refused by name, nothing committed."""
+    df = spark.createDataFrame([(1, 2, "a"), (3, 4, "b")], "a int, b int, p string")
+    path_opt = df.write.format("deltalog").option("partitionBy", "p").option("path", table_path)
+    path_opt.mode("append").saveAsTable("ins_t")
+    with_path = f"WITH ('path' = '{table_path}')"
+    try:
+        longs = spark.createDataFrame([(6, 5, "c")], "b long, a long, p string")
+        longs.write.format("deltalog").option("path", table_path).insertInto("ins_t")  # by position
+        spark.sql(f"INSERT INTO ins_t {with_path} BY NAME SELECT 8 AS b, 7 AS a, 'c' AS p")
+        spark.sql(f"INSERT INTO ins_t {with_path} (a, p) SELECT 9, 'd'")
+        assert _table_rows(spark, table_path) == [(1, 2, "a"), (3, 4, "b"), (6, 5, "c"), (7, 8, "c"), (9, None, "d")]
+        dynamic = f"WITH ('path' = '{table_path}', 'partitionOverwriteMode' = 'dynamic')"
+        spark.sql(f"INSERT OVERWRITE ins_t {dynamic} SELECT 10, 10, 'c'")  # replaces partition c only
+        assert _table_rows(spark, table_path) == [(1, 2, "a"), (3, 4, "b"), (9, None, "d"), (10, 10, "c")]
+        assert commits(table_path)[-1][0]["commitInfo"]["operationParameters"]["isDynamicPartitionOverwrite"] == "true"
+        with pytest.raises(Exception, match="CAST_OVERFLOW_IN_TABLE_INSERT"):
+            spark.sql(f"INSERT INTO ins_t {with_path} SELECT 2147483648L, 1, 'e'")
+        with pytest.raises(Exception, match=r"no table path.*INSERT INTO name WITH"):
+            spark.sql("INSERT INTO ins_t VALUES (11, 11, 'e')")
+        spark.conf.set("spark.sql.storeAssignmentPolicy", "STRICT")
+        try:
+            with pytest.raises(Exception, match="CANNOT_SAFELY_CAST"):
+                longs.writeTo("ins_t").option("path", table_path).append()
+        finally:
+            spark.conf.unset("spark.sql.storeAssignmentPolicy")
+        assert len(commits(table_path)) == 5
+    finally:
+        catalog = spark._jsparkSession.sessionState().catalog()
+        catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier("ins_t"), True, False)
+
+
 def test_detail_of_a_table_by_name_names_it(spark, table_path):
     """Delta's DescribeDeltaDetailSuite ("create table on an existing delta log", "describe
     detail contains table name"): ``forName(name).detail()`` shows the catalog's qualified

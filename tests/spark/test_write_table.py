@@ -65,9 +65,11 @@ def test_write_table_modes_and_idempotent_writes(spark: Any, table_path: str) ->
     with pytest.raises(TableAlreadyExistsError):
         write_table(rows, table_path, mode="errorifexists")
     assert write_table(rows, table_path, mode="ignore") is None
-    assert write_table(rows, table_path, txnAppId="app", txnVersion=7) == 1
+    assert write_table(rows, table_path, txnAppId="app", txnVersion=7, compression="zstd") == 1
     assert write_table(rows, table_path, txnAppId="app", txnVersion=7) is None  # done already
     assert DeltaLog.for_table(table_path).update().num_files == 2
+    # Spark's own writer takes the compression option (DeltaOptionSuite), named in the file too
+    assert [a["add"]["path"].endswith(".zstd.parquet") for a in commits(table_path)[1] if "add" in a] == [True]
 
 
 def test_write_table_native_false_and_a_table_it_cannot_write_natively(spark: Any, tmp_path: Any) -> None:
@@ -150,7 +152,8 @@ def _session_conf(spark: Any, key: str, value: str) -> Iterator[None]:
 
 def test_write_table_honours_the_session_partition_overwrite_mode(spark: Any, table_path: str) -> None:
     """As Delta's ``DeltaOptions``: without the option, ``spark.sql.sources.partitionOverwriteMode``
-    decides; a ``replaceWhere`` takes precedence over the session's ``dynamic``."""
+    decides; a ``replaceWhere`` takes precedence over the session's ``dynamic``. So do
+    ``spark.sql.files.maxRecordsPerFile`` and ``spark.sql.parquet.compression.codec``."""
     from deltalog.contrib.spark import write_table
 
     write_table(spark.createDataFrame([(1, 10), (2, 20), (3, 30)], "p long, x long"), table_path, partitionBy="p")
@@ -159,6 +162,18 @@ def test_write_table_honours_the_session_partition_overwrite_mode(spark: Any, ta
         write_table(spark.createDataFrame([(2, 21)], "p long, x long"), table_path, "overwrite", replaceWhere="p = 2")
     got = delta_rs_rows(table_path, ["p"])
     assert list(zip(got["p"], got["x"])) == [(1, 11), (2, 21), (3, 30)]
+    # spark.sql.files.maxRecordsPerFile without the option, as Spark's FileFormatWriter in Delta's
+    # writes; the Python tasks too (Spark's own writer reads it by itself)
+    two = spark.createDataFrame([(4, 40), (4, 41)], "p long, x long").coalesce(1)
+    with (
+        _session_conf(spark, "spark.sql.files.maxRecordsPerFile", "1"),
+        _session_conf(spark, "spark.sql.parquet.compression.codec", "gzip"),
+    ):
+        write_table(two, table_path, native=False)
+        write_table(two, table_path, maxRecordsPerFile=0, native=True)  # the option wins; 0: no limit
+    adds = [[a["add"]["path"] for a in commit if "add" in a] for commit in commits(table_path)[-2:]]
+    assert [len(paths) for paths in adds] == [2, 1]
+    assert all(path.endswith(".gz.parquet") for paths in adds for path in paths)  # the session's codec
 
 
 def test_tables_created_with_the_session_get_its_table_property_defaults(spark: Any, tmp_path: Any) -> None:

@@ -386,31 +386,71 @@ def test_dynamic_mode_on_an_unpartitioned_table_overwrites_it(tmp_path: Any) -> 
     assert _table_rows(path) == [(1, 100)]
 
 
+_DYNAMIC = {"partitionOverwriteMode": "dynamic"}
+_SESSION_DYNAMIC = {"spark.sql.sources.partitionOverwriteMode": "DYNAMIC"}
+_DPO_OFF = {"spark.databricks.delta.dynamicPartitionOverwrite.enabled": "false"}
+_REPLACE_WHERE_AND_DPO = "replaceWhere cannot be used with partitionOverwriteMode=dynamic"
+_OVERWRITE_SCHEMA_AND_DPO = "overwriteSchema cannot be used with partitionOverwriteMode=dynamic"
+_BAD_MODE = r"DELTA_ILLEGAL_OPTION: Invalid value 'dynamc' for option 'partitionOverwriteMode', must be 'STATIC' or"
+
+
 @pytest.mark.parametrize(
-    ("options", "message"),
+    ("overwrite", "options", "outcome"),
     [
-        ({"replaceWhere": "p = 1"}, "replaceWhere cannot be used with partitionOverwriteMode=dynamic"),
-        (
-            {"overwriteSchema": "true", "partitionBy": "p"},
-            "overwriteSchema cannot be used with partitionOverwriteMode=dynamic",
-        ),
+        # Delta's WriteIntoDelta.useDynamicPartitionOverwriteMode / DeltaOptions.isDynamicPartitionOverwriteMode
+        (True, {**_DYNAMIC, "replaceWhere": "p = 1"}, _REPLACE_WHERE_AND_DPO),
+        (False, {**_DYNAMIC, "replaceWhere": "p = 1"}, _REPLACE_WHERE_AND_DPO),  # read for an append too
+        (True, {**_SESSION_DYNAMIC, "replaceWhere": "p = 1"}, False),  # the session's mode gives way
+        (True, {**_DYNAMIC, "overwriteSchema": "true", "partitionBy": "p"}, _OVERWRITE_SCHEMA_AND_DPO),
+        (True, {**_SESSION_DYNAMIC, "overwriteSchema": "true", "partitionBy": "p"}, _OVERWRITE_SCHEMA_AND_DPO),
+        (True, {**_DYNAMIC, "overwriteSchema": "true"}, False),  # no partitionBy: unpartitioned, mode ignored
+        (True, {"partitionOverwriteMode": "dynamc"}, _BAD_MODE),
+        (False, {"partitionOverwriteMode": "dynamc"}, _BAD_MODE),
+        (True, {**_SESSION_DYNAMIC, "partitionOverwriteMode": "static"}, False),
+        (True, _SESSION_DYNAMIC, True),
+        # DeltaOptionSuite: spark.databricks.delta.dynamicPartitionOverwrite.enabled=false
+        (True, {**_DYNAMIC, **_DPO_OFF}, "DELTA_DYNAMIC_PARTITION_OVERWRITE_DISABLED"),
+        (False, {**_SESSION_DYNAMIC, **_DPO_OFF}, "DELTA_DYNAMIC_PARTITION_OVERWRITE_DISABLED"),
+        (True, {"partitionOverwriteMode": "dynamc", **_DPO_OFF}, False),
+        # useNullIntolerantEqualityWithDPO only with a dynamic partition overwrite
+        (True, {"useNullIntolerantEqualityWithDPO": "false"}, "only in Dynamic Partition Overwrite mode"),
+        (True, {"useNullIntolerantEqualityWithDPO": "true", "replaceWhere": "p = 1"}, False),
+        (False, {"useNullIntolerantEqualityWithDPO": "true"}, False),
+        (True, {**_DYNAMIC, "useNullIntolerantEqualityWithDPO": "yes"}, "must be 'true' or 'false'"),
     ],
 )
-def test_dynamic_mode_refuses_replace_where_and_overwrite_schema(
-    table_path: str, options: dict[str, str], message: str
+def test_dynamic_partition_overwrite_mode_as_delta_reads_it(
+    table_path: str, overwrite: bool, options: dict[str, str], outcome: bool | str
 ) -> None:
     _partitioned_table(table_path)
-    with pytest.raises(InvalidWriteOptionError, match=message):
-        _plan(table_path, overwrite=True, partitionOverwriteMode="dynamic", **options)
+    if isinstance(outcome, str):
+        with pytest.raises(InvalidWriteOptionError, match=outcome):
+            _plan(table_path, overwrite=overwrite, **options)
+    else:
+        assert _plan(table_path, overwrite=overwrite, **options).dynamic_partition_overwrite is outcome
+
+
+def test_dynamic_mode_is_not_read_on_an_unpartitioned_table(tmp_path: Any) -> None:
+    """As Delta, which reads the mode only for a partitioned table: a bad value is no error there."""
+    path = str(tmp_path / "flat")
+    _write(path, _rows([1], [10]))
+    assert not _plan(path, overwrite=True, partitionOverwriteMode="dynamc").dynamic_partition_overwrite
+
+
+def test_null_intolerant_dynamic_partition_overwrite_keeps_the_null_partitions(table_path: str) -> None:
+    """Delta's ``useNullIntolerantEqualityWithDPO=true``: the written null partition is added
+    to, not replaced; the other written partitions are replaced."""
+    _partitioned_table(table_path)
+    _write(table_path, pa.table({"p": pa.array([None], pa.int64()), "x": pa.array([0], pa.int64())}))
+    plan = _plan(table_path, overwrite=True, **_DYNAMIC, useNullIntolerantEqualityWithDPO="true")
+    written = pa.table({"p": pa.array([None, 1], pa.int64()), "x": pa.array([9, 100], pa.int64())})
+    commit_write(plan, _task_files(plan, written))
+    assert _table_rows(table_path) == [(1, 100), (2, 20), (None, 0), (None, 9)]
 
 
 def test_write_options_unknown_names_are_refused_storage_options_are_kept() -> None:
     with pytest.raises(UnknownWriteOptionError, match="mergeSchemaa, partitionOverwrite"):
         WriteOptions.parse({"path": "/t", "mergeSchemaa": "true", "partitionOverwrite": "dynamic"}, True)
-    with pytest.raises(
-        InvalidWriteOptionError, match=r"DELTA_ILLEGAL_OPTION.*'partitionOverwriteMode', must be 'STATIC' or 'DYNAMIC'"
-    ):
-        WriteOptions.parse({"path": "/t", "partitionOverwriteMode": "dynamc"}, True)
     storage = {
         "AWS_REGION": "eu-west-1",
         "aws_endpoint_url": "http://localhost:9000",
@@ -425,7 +465,7 @@ def test_write_options_unknown_names_are_refused_storage_options_are_kept() -> N
     }
     opts = WriteOptions.parse({"path": "/t", "partitionOverwriteMode": "Dynamic", **storage}, True)
     assert opts.storage_options == storage
-    assert opts.partition_overwrite_mode == "dynamic"
+    assert opts.partition_overwrite.is_dynamic()
     assert opts.table_properties == {}
 
 
@@ -654,3 +694,31 @@ def test_a_micro_batch_widening_a_type_records_the_version_it_lands_at(tmp_path:
     assert commit_write(plan, _task_files(plan, _rows([1], [2])), StreamingInfo("q", 0, "Append")) == 2
     changes = all_type_changes(json.loads(DeltaLog.for_table(table_path).update().metadata.schema_string))
     assert changes == [("x", {"fromType": "integer", "toType": "long", "tableVersion": 2})]
+
+
+@pytest.mark.parametrize(
+    ("compression", "extension", "codec"),
+    [(None, ".snappy", "SNAPPY"), ("none", "", "UNCOMPRESSED"), ("GZIP", ".gz", "GZIP"), ("zstd", ".zstd", "ZSTD")],
+)
+def test_compression_option_names_the_files_codec(
+    tmp_path: Any, compression: str | None, extension: str, codec: str
+) -> None:
+    """DeltaOptionSuite "support compression codec ... as write option": the files are written
+    with Spark's codec and named with its extension (``.c000.zstd.parquet``)."""
+    path = str(tmp_path / "t")
+    options = {} if compression is None else {"compression": compression}
+    plan = _plan(path, **options)
+    commit_write(plan, _task_files(plan, _rows([1], [10])))
+    (name,) = [f.path for f in DeltaLog.for_table(path).update().files]
+    assert name.endswith(f".c000{extension}.parquet")
+    assert pq.ParquetFile(os.path.join(path, name)).metadata.row_group(0).column(0).compression == codec
+
+
+def test_compression_option_refuses_unknown_and_unwritable_codecs(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    with pytest.raises(InvalidWriteOptionError, match=r"Codec \[xyz\] is not available"):
+        _plan(path, compression="xyz")
+    plan = _plan(path, compression="lzo")  # Spark's writer has it, the Python tasks do not
+    with pytest.raises(InvalidWriteOptionError, match="cannot write Parquet compressed with lzo"):
+        _task_files(plan, _rows([1], [10]))
+    assert not os.path.exists(path)

@@ -30,7 +30,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from deltalog.contrib.spark.constraints import task_checker
-from deltalog.contrib.spark.partitioning import partition_directory, partition_value_to_string
+from deltalog.contrib.spark.parquet_codecs import DEFAULT_CODEC, file_extension, pyarrow_compression
+from deltalog.contrib.spark.partitioning import partition_directory, written_partition_value
 from deltalog.contrib.spark.replace_where import row_checker
 from deltalog.contrib.spark.sink_cast import cast_columns
 from deltalog.logstores.base import LogStore, LogStoreSpec
@@ -71,7 +72,11 @@ class WriteSpec:
     stats_columns: tuple[ColumnPath, ...] | None = None
     #: characters of a string statistics keep (the table's ``StatsColumns.string_prefix_length``)
     string_prefix_length: int = STRING_PREFIX_LENGTH
-    max_records_per_file: int = 0
+    #: rows per file (0: no limit); None: not given, Spark's own writer then takes the session's
+    #: ``spark.sql.files.maxRecordsPerFile`` (as Delta's writes), Python tasks write no limit
+    max_records_per_file: int | None = None
+    #: Spark's name of the Parquet codec (the ``compression`` option)
+    compression: str = DEFAULT_CODEC
     #: logical -> physical column names (column mapping); empty when mapping is off.
     physical_names: Mapping[str, str] = field(default_factory=dict)
     #: logical column name -> column mapping id, written as Parquet field ids.
@@ -239,12 +244,14 @@ class _TaskWriter:
         else:  # Delta's random prefix (delta.randomPrefixLength): names are not data
             directory = "".join(random.choices(string.ascii_letters + string.digits, k=length))
         prefix = "cdc" if cdc else self.spec.prefix
-        name = f"{prefix}-{self.task_id:05d}-{self.job_uuid}.c{counter:03d}.snappy.parquet"
+        extension = file_extension(self.spec.compression)
+        name = f"{prefix}-{self.task_id:05d}-{self.job_uuid}.c{counter:03d}{extension}.parquet"
         parts = [p for p in (CDC_DIR if cdc else "", directory, name) if p]
         return "/".join(parts)
 
     def _open(self, key: tuple[bool, tuple[str | None, ...]], schema: pa.Schema) -> _OpenFile:
         cdc, values_tuple = key
+        compression = pyarrow_compression(self.spec.compression)  # before any file is made
         values = dict(zip(self.spec.partition_columns, values_tuple))
         counter = self.counters.get(key, 0)
         self.counters[key] = counter + 1
@@ -258,7 +265,10 @@ class _TaskWriter:
         sink = self.fs.open_output_stream(fs_path)
         file_schema = self._file_schema(schema, cdc)
         writer = pq.ParquetWriter(
-            sink, file_schema, compression="snappy", use_dictionary=_dictionary_columns(file_schema)
+            sink,
+            file_schema,
+            compression=compression,
+            use_dictionary=_dictionary_columns(file_schema),
         )
         data_schema = self.spec.without_row_tracking(file_schema)
         materialized = self.spec.file_partition_names()
@@ -328,13 +338,11 @@ class _TaskWriter:
             self._append((cdc, ()), table)
             return
         for combo, part in _partition_groups(table, cols):
-            key = tuple(
-                partition_value_to_string(combo[c], self.spec.partition_types.get(c, "string")) or None for c in cols
-            )
+            key = tuple(written_partition_value(combo[c], self.spec.partition_types.get(c, "string")) for c in cols)
             self._append((cdc, key), part)
 
     def _append(self, key: tuple[bool, tuple[str | None, ...]], table: pa.Table) -> None:
-        limit = self.spec.max_records_per_file
+        limit = self.spec.max_records_per_file or 0
         offset = 0
         while offset < table.num_rows:
             handle = self.open.get(key) or self._open(key, table.schema)

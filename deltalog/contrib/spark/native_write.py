@@ -258,13 +258,13 @@ def _partition_directories(spec: WriteSpec) -> list[str]:
 def _spark_write(df: DataFrame, spec: WriteSpec, target: str) -> None:
     writer = (
         df.write.mode("errorifexists")
-        .option("compression", "snappy")
+        .option("compression", spec.compression)
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     )
     # as Delta's TransactionalWrite: Spark (4.1+) infers a shredding schema for variant
     # columns only on tables with delta.enableVariantShredding (Spark's default is on)
     writer = writer.option(_INFER_SHREDDING, "true" if spec.shred_variants else "false")
-    if spec.max_records_per_file > 0:
+    if spec.max_records_per_file is not None:  # else Spark's session conf, as in Delta's writes
         writer = writer.option("maxRecordsPerFile", spec.max_records_per_file)
     if spec.partition_columns:
         writer = writer.partitionBy(*_partition_directories(spec))

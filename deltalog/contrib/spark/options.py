@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError
+from deltalog.contrib.spark.parquet_codecs import DEFAULT_CODEC, parquet_codec
+from deltalog.contrib.spark.partition_overwrite import PartitionOverwriteMode
 from deltalog.contrib.spark.tablelog import USER_METADATA_CONF
 
 __all__ = [
@@ -56,6 +58,9 @@ _WRITE_KEYS = {
     "datachange",
     "scanreport",
     "partitionoverwritemode",
+    "compression",
+    "spark.sql.sources.partitionoverwritemode",
+    "usenullintolerantequalitywithdpo",
 }
 #: Storage option families (lower case), as the stores, commit locks and engine settings read them.
 _STORAGE_PREFIXES = (
@@ -197,7 +202,8 @@ def _refuse_unknown_write_options(options: Mapping[str, str]) -> None:
     if unknown:
         raise UnknownWriteOptionError(
             f"unknown write option(s) {', '.join(unknown)}: deltalog does not ignore options it does not know. "
-            "Write options are partitionBy, replaceWhere, partitionOverwriteMode, mergeSchema, overwriteSchema, "
+            "Write options are partitionBy, replaceWhere, partitionOverwriteMode, useNullIntolerantEqualityWithDPO, "
+            "compression, mergeSchema, overwriteSchema, "
             "userMetadata, txnAppId, txnVersion, maxRecordsPerFile, dataChange, tableProperties, logStore, "
             "checkpointLocation, queryId; table properties start with delta.; storage options are AWS_*, AZURE_*, "
             "GOOGLE_*, FSSPEC_*, DELTALOG_*, REDIS_*, deltalog.*, spark.delta.logStore.* and the stores' short "
@@ -209,7 +215,10 @@ def table_path(options: Mapping[str, str]) -> str:
     path = _get(options, "path")
     if not path:
         raise InvalidWriteOptionError(
-            "no table path: use .save(uri) / .load(uri) or .option('path', uri) with format 'deltalog'"
+            "no table path: use .save(uri) / .load(uri) or .option('path', uri) with format 'deltalog'. Spark hands "
+            "a Python data source no location of a catalog table: INSERT INTO, insertInto, saveAsTable and writeTo "
+            "need the path option too (format('deltalog').option('path', uri).insertInto(name); SQL: INSERT INTO "
+            "name WITH ('path' = 'uri') ...); read a catalog table with DeltaTable.forName(spark, name).toDF()"
         )
     return path.rstrip("/") if len(path) > 1 else path
 
@@ -239,13 +248,17 @@ class WriteOptions:
     user_metadata: str | None = None
     txn_app_id: str | None = None
     txn_version: int | None = None
-    max_records_per_file: int = 0
+    #: ``maxRecordsPerFile`` (0: no limit; None: not given)
+    max_records_per_file: int | None = None
+    #: the ``compression`` option: Spark's Parquet codec name (:mod:`~deltalog.contrib.spark.parquet_codecs`)
+    compression: str = DEFAULT_CODEC
     table_properties: dict[str, str] = field(default_factory=dict)
     storage_options: dict[str, str] = field(default_factory=dict)
     logstore: str | None = None
     data_change: bool = True
-    #: ``partitionOverwriteMode``: "static" or "dynamic" (None: not given).
-    partition_overwrite_mode: str | None = None
+    #: ``partitionOverwriteMode``, the session's mode and Delta's switches of dynamic
+    #: partition overwrite, read where the table's partitioning is known (``writes``)
+    partition_overwrite: PartitionOverwriteMode = field(default_factory=PartitionOverwriteMode)
     #: :data:`REPLACE_WHERE_DATA_COLUMNS_CONF`: False limits ``replaceWhere`` to partition columns
     replace_where_data_columns: bool = True
     #: :data:`REPLACE_WHERE_CONSTRAINT_CHECK_CONF`: False writes rows outside ``replaceWhere`` too
@@ -281,16 +294,8 @@ class WriteOptions:
         if (app_id is None) != (version is None):
             raise InvalidWriteOptionError("set both txnAppId and txnVersion for an idempotent write, or neither")
         replace_where = _replace_where(options)
-        overwrite_mode = _get(options, "partitionOverwriteMode")
-        if overwrite_mode is not None:
-            overwrite_mode = overwrite_mode.strip().lower()
-            if overwrite_mode not in ("static", "dynamic"):
-                raise InvalidWriteOptionError(
-                    f"DELTA_ILLEGAL_OPTION: Invalid value {_get(options, 'partitionOverwriteMode')!r} for option "
-                    "'partitionOverwriteMode', must be 'STATIC' or 'DYNAMIC'"
-                )
-        max_records = _int(options, "maxRecordsPerFile") or 0
-        if max_records < 0:
+        max_records = _int(options, "maxRecordsPerFile")
+        if max_records is not None and max_records < 0:
             raise InvalidWriteOptionError("maxRecordsPerFile must be >= 0 (0 means no limit)")
         return cls(
             path=table_path(options),
@@ -304,11 +309,12 @@ class WriteOptions:
             txn_app_id=app_id,
             txn_version=version,
             max_records_per_file=max_records,
+            compression=parquet_codec(_get(options, "compression")),
             table_properties=props,
             storage_options=storage_options_of(options),
             logstore=_get(options, "logStore"),
             data_change=_flag(options, "dataChange", True),
-            partition_overwrite_mode=overwrite_mode,
+            partition_overwrite=PartitionOverwriteMode.parse(options),
             replace_where_data_columns=_flag(options, REPLACE_WHERE_DATA_COLUMNS_CONF, True),
             replace_where_constraint_check=_flag(options, REPLACE_WHERE_CONSTRAINT_CHECK_CONF, True),
         )

@@ -29,6 +29,7 @@ __all__ = [
     "partition_value_to_string",
     "typed_partition_value",
     "unescape_path_name",
+    "written_partition_value",
 ]
 
 # The directory layout itself is the txn layer's (one implementation for Spark writes,
@@ -64,6 +65,14 @@ def partition_value_to_string(value: Any, type_name: str) -> str | None:
         if value.is_integer():
             return repr(value)
     return str(value)
+
+
+def written_partition_value(value: Any, type_name: str) -> str | None:
+    """The log's value of a partition a write puts ``value`` in: as Delta's
+    ``DelayedCommitProtocol`` parses it back from the Hive-style directory, where null, the
+    empty string and the text ``__HIVE_DEFAULT_PARTITION__`` are all that directory: null."""
+    text = partition_value_to_string(value, type_name)
+    return None if text in ("", HIVE_DEFAULT_PARTITION) else text
 
 
 def typed_partition_value(text: str | None, type_name: str) -> Any:

@@ -29,6 +29,10 @@ from deltalog.contrib.spark.options import (
     WriteOptions,
     session_string_prefix_length,
 )
+from deltalog.contrib.spark.partition_overwrite import (
+    DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF,
+    PARTITION_OVERWRITE_MODE_CONF,
+)
 from deltalog.contrib.spark.source_reads import TargetReads, target_reads
 from deltalog.contrib.spark.tablelog import session_commit_confs
 from deltalog.contrib.spark.writes import commit_write, plan_write
@@ -42,8 +46,12 @@ __all__ = ["write_table"]
 
 log = logging.getLogger(__name__)
 
-_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 _TIME_ZONE = "spark.sql.session.timeZone"
+#: Spark's session conf: a write without the ``maxRecordsPerFile`` option starts a new file after
+#: this many rows (0: no limit), in Delta's writes as in any Spark file write
+_MAX_RECORDS_PER_FILE = "spark.sql.files.maxRecordsPerFile"
+#: Spark's session conf: the Parquet codec of a write without the ``compression`` option
+_PARQUET_CODEC = "spark.sql.parquet.compression.codec"
 
 
 def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -> int | None:
@@ -103,11 +111,13 @@ def _session_application_transaction(spark: SparkSession, options: Mapping[str, 
 def _session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
     """What the session says where the options are silent, as Delta's ``DeltaOptions`` reads
     it (the data source's ``writer()`` has no session, see docs/spark.md): the session's
-    ``partitionOverwriteMode``, unless a ``replaceWhere`` says what to overwrite, its
+    ``spark.sql.sources.partitionOverwriteMode`` and Delta's
+    ``...dynamicPartitionOverwrite.enabled`` (:mod:`~deltalog.contrib.spark.partition_overwrite`), its
     ``spark.databricks.delta.allowArbitraryProperties.enabled`` (whether unknown ``delta.*``
     table properties are kept), ``...replaceWhere.dataColumns.enabled`` and
     ``...replaceWhere.constraintCheck.enabled``, ``...schema.autoMerge.enabled`` (``mergeSchema``
-    when the write does not say), and its commit confs
+    when the write does not say), ``spark.sql.files.maxRecordsPerFile`` and
+    ``spark.sql.parquet.compression.codec``, and its commit confs
     (:func:`~deltalog.contrib.spark.tablelog.session_commit_confs`: ``...commitInfo.userMetadata``
     is the commit's ``userMetadata`` when the write gives none, ...)."""
     lowered = {k.lower() for k in options}
@@ -115,15 +125,24 @@ def _session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[s
     auto_merge = spark.conf.get(SCHEMA_AUTO_MERGE_CONF, None)
     if auto_merge is not None and "mergeschema" not in lowered:
         out["mergeSchema"] = auto_merge
-    for conf in (ALLOW_ARBITRARY_PROPERTIES_CONF, REPLACE_WHERE_DATA_COLUMNS_CONF, REPLACE_WHERE_CONSTRAINT_CHECK_CONF):
+    codec = spark.conf.get(_PARQUET_CODEC, None)
+    if codec is not None and "compression" not in lowered:
+        out["compression"] = codec  # Spark's Parquet writer default, as Delta's writes
+    max_records = spark.conf.get(_MAX_RECORDS_PER_FILE, None)
+    if max_records is not None and "maxrecordsperfile" not in lowered:
+        out["maxRecordsPerFile"] = max_records  # Spark's FileFormatWriter default, as Delta's writes
+    for conf in (
+        ALLOW_ARBITRARY_PROPERTIES_CONF,
+        REPLACE_WHERE_DATA_COLUMNS_CONF,
+        REPLACE_WHERE_CONSTRAINT_CHECK_CONF,
+        PARTITION_OVERWRITE_MODE_CONF,
+        DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF,
+    ):
         value = spark.conf.get(conf, None)
         if value is not None and conf.lower() not in lowered:
             out[conf] = value
     out.update({conf: value for conf, value in session_commit_confs(spark).items() if conf.lower() not in lowered})
-    mode = spark.conf.get(_OVERWRITE_MODE, None)
-    if mode is None or "partitionoverwritemode" in lowered or "replacewhere" in lowered:
-        return out
-    return {**out, "partitionOverwriteMode": mode}
+    return out
 
 
 def _option_strings(options: Mapping[str, Any]) -> dict[str, str]:

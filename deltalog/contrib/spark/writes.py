@@ -45,6 +45,7 @@ from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_file
 from deltalog.contrib.spark.generated import check_data_for_default_columns, with_high_water_marks
 from deltalog.contrib.spark.idempotent import pending_set_transactions
 from deltalog.contrib.spark.options import WriteOptions
+from deltalog.contrib.spark.partition_overwrite import NULL_INTOLERANT_EQUALITY_OPTION
 from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 from deltalog.contrib.spark.replace_where import names_data_columns, refuse_data_columns
 from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
@@ -242,6 +243,7 @@ def write_spec(
         stats_columns=stats.physical_paths,
         string_prefix_length=stats.string_prefix_length,
         max_records_per_file=opts.max_records_per_file,
+        compression=opts.compression,
         physical_names=schemas.physical_names(schema, mode),
         field_ids=schemas.field_ids(schema, mode),
         tight_bounds=True if dv else None,
@@ -504,23 +506,35 @@ def _merged_metadata(current: Metadata, merged: dict[str, Any]) -> Metadata:
 
 
 def _dynamic_partition_overwrite(opts: WriteOptions, metadata: Metadata) -> bool:
-    """Delta's ``WriteIntoDelta.useDynamicPartitionOverwriteMode``: only for an overwrite of a
-    partitioned table; refused with replaceWhere or overwriteSchema."""
-    if not opts.overwrite or opts.partition_overwrite_mode != "dynamic":
-        return False
+    """Delta's ``WriteIntoDelta.useDynamicPartitionOverwriteMode``, read in Delta's order for
+    every write to a partitioned table (an append too: its errors are Delta's there as well);
+    only an overwrite replaces partitions. Refused with a ``replaceWhere`` given together with
+    the ``partitionOverwriteMode`` option (the session's mode gives way to it) and with
+    ``overwriteSchema``."""
+    mode = opts.partition_overwrite
     if not metadata.partition_columns:
-        return False  # Delta ignores the mode on an unpartitioned table: a full overwrite
-    if opts.replace_where:
-        raise InvalidWriteOptionError(
-            "replaceWhere cannot be used with partitionOverwriteMode=dynamic: both say which data to overwrite "
-            "(Delta's DELTA_REPLACE_WHERE_WITH_DYNAMIC_PARTITION_OVERWRITE); drop one of them"
-        )
-    if opts.overwrite_schema:
+        dynamic = False  # Delta ignores the mode on an unpartitioned table: a full overwrite
+    elif opts.replace_where:
+        if mode.in_options and mode.is_dynamic():
+            raise InvalidWriteOptionError(
+                "replaceWhere cannot be used with partitionOverwriteMode=dynamic: both say which data to overwrite "
+                "(Delta's DELTA_REPLACE_WHERE_WITH_DYNAMIC_PARTITION_OVERWRITE); drop one of them"
+            )
+        dynamic = False
+    else:
+        dynamic = mode.is_dynamic()
+    if dynamic and opts.overwrite and opts.overwrite_schema:
         raise InvalidWriteOptionError(
             "overwriteSchema cannot be used with partitionOverwriteMode=dynamic "
             "(Delta's DELTA_OVERWRITE_SCHEMA_WITH_DYNAMIC_PARTITION_OVERWRITE)"
         )
-    return True
+    if opts.overwrite and not opts.replace_where and not dynamic and mode.null_intolerant is not None:
+        raise InvalidWriteOptionError(
+            f"DELTA_ILLEGAL_OPTION: Invalid value '{str(mode.null_intolerant).lower()}' for option "
+            f"'{NULL_INTOLERANT_EQUALITY_OPTION}', This option should be specified only in Dynamic Partition "
+            "Overwrite mode."
+        )
+    return dynamic and opts.overwrite
 
 
 def _write_metrics(adds: Sequence[AddFile], cdcs: Sequence[AddCDCFile], removed: Sequence[AddFile]) -> dict[str, str]:
@@ -715,7 +729,7 @@ def _operation(plan: WritePlan, streaming: StreamingInfo | None, metrics: dict[s
         mode="Overwrite" if opts.overwrite else "Append",
         partition_by=list(plan.spec.partition_columns) if opts.partition_by is not None else None,
         predicate=opts.replace_where,
-        dynamic_partition_overwrite=opts.partition_overwrite_mode == "dynamic",
+        dynamic_partition_overwrite=opts.partition_overwrite.recorded(),
         can_overwrite_schema=opts.overwrite_schema,
         can_merge_schema=opts.merge_schema,
         user_metrics=metrics,
@@ -745,6 +759,8 @@ def _read_and_remove(
         replaced: list[AddFile] = txn.filter_files(filters)
         return replaced
     if plan.dynamic_partition_overwrite:
+        if opts.partition_overwrite.null_intolerant:  # Delta's useNullIntolerantEqualityWithDPO
+            adds = [a for a in adds if all(v is not None for v in a.partition_values.values())]
         return _dynamic_partition_removes(txn, adds)
     everything: list[AddFile] = txn.filter_files()
     return everything
