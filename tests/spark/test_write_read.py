@@ -34,6 +34,43 @@ def test_append_then_overwrite(spark, table_path):
     assert delta_rs_rows(table_path, ["id"])["id"].tolist() == [0, 1, 2, 3, 4]
 
 
+def test_format_deltalog_writes_read_the_session_confs_delta_reads(spark, table_path, tmp_path):
+    """``df.write.format("deltalog")`` runs its ``writer()`` without the session; ``register``
+    makes the write carry the confs Delta's writes read from it (an option the write gives
+    wins), and leaves writers of other formats alone."""
+    _df(spark).write.format("deltalog").mode("append").option("partitionBy", "k").save(table_path)
+    confs = {
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        "spark.databricks.delta.commitInfo.userMetadata": "from the session",
+        "spark.sql.parquet.compression.codec": "zstd",
+    }
+    for key, value in confs.items():
+        spark.conf.set(key, value)
+    try:
+        # dynamic: only partition k0 is replaced (Delta's session conf), not the whole table
+        _df(spark, n=1, offset=100).write.format("deltalog").mode("overwrite").save(table_path)
+        got = rows(spark.read.format("deltalog").load(table_path), ["id"])
+        assert sorted(set(got["k"])) == ["k0", "k1", "k2"] and 100 in set(got["id"])
+        assert len(got) == 21  # 30 rows - the 10 of k0 + 1
+        info = next(a["commitInfo"] for a in commits(table_path)[-1] if "commitInfo" in a)
+        assert info["userMetadata"] == "from the session"
+        assert info["operationParameters"].get("isDynamicPartitionOverwrite") == "true"
+        assert [a["add"]["path"].endswith(".zstd.parquet") for a in commits(table_path)[-1] if "add" in a] == [True]
+        # an option the write gives wins over the session: static replaces the whole table
+        writer = _df(spark, n=2, offset=200).write.format("deltalog").mode("overwrite")
+        writer.options(partitionOverwriteMode="static", userMetadata="mine").save(table_path)
+        assert sorted(rows(spark.read.format("deltalog").load(table_path), ["id"])["id"]) == [200, 201]
+        info = next(a["commitInfo"] for a in commits(table_path)[-1] if "commitInfo" in a)
+        assert info["userMetadata"] == "mine"
+        # a writer of another format gets nothing added
+        plain = str(tmp_path / "plain")
+        _df(spark, n=3).write.mode("overwrite").parquet(plain)
+        assert spark.read.parquet(plain).count() == 3
+    finally:
+        for key in confs:
+            spark.conf.unset(key)
+
+
 def test_each_task_file_named_and_one_commit(spark, table_path):
     _df(spark, n=40).repartition(4).write.format("deltalog").mode("append").option("maxRecordsPerFile", 4).save(
         table_path

@@ -53,6 +53,12 @@ def file_extension(codec: str) -> str:
     return _EXTENSIONS[codec]
 
 
+def python_tasks_write(value: str) -> bool:
+    """Whether the Python tasks' Parquet writer writes the codec ``value`` names."""
+    codec = value.strip().lower()
+    return ("uncompressed" if codec == "none" else codec) in _PYARROW
+
+
 def pyarrow_compression(codec: str) -> str:
     """pyarrow's name of the codec, for the Python tasks' Parquet writer."""
     if codec not in _PYARROW:

@@ -22,10 +22,15 @@ def register(spark: SparkSession) -> None:
     has none, even under ``InheritableThread``, so a write from a thread fails with
     ``DATA_SOURCE_NOT_FOUND`` although the source is registered. Call ``register(spark)``
     (or :func:`activate`) at the start of every thread that reads or writes ``deltalog``.
+
+    Also makes ``df.write.format("deltalog")`` carry the session confs Delta's writes read
+    (:mod:`~deltalog.contrib.spark.session_writes`).
     """
+    from deltalog.contrib.spark.session_writes import forward_session_confs
     from deltalog.contrib.spark.source import DeltaLogDataSource
 
     activate(spark)
+    forward_session_confs()
     use_driver_python(spark)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(DeltaLogDataSource)

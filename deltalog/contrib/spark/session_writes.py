@@ -1,0 +1,173 @@
+"""The session's confs for writes through ``df.write.format("deltalog")``.
+
+Spark runs a Python data source's ``writer()`` in a Python worker that has no session, so
+the confs Delta's writes read from the session (``spark.sql.sources.partitionOverwriteMode``,
+``spark.databricks.delta.schema.autoMerge.enabled``, ``...commitInfo.userMetadata``, ...)
+would never reach it: an overwrite under ``partitionOverwriteMode=dynamic`` would replace the
+whole table where Delta replaces the written partitions. :func:`forward_session_confs`
+(called by :func:`~deltalog.contrib.spark.session.register`) wraps PySpark's classic
+``DataFrameWriter`` so that ``save``, ``saveAsTable`` and ``insertInto`` of a write whose
+format is ``deltalog`` first add, as write options, the session confs the write does not
+give itself: the same ones :func:`~deltalog.contrib.spark.table_writes.write_table` reads
+(:func:`session_defaults`). Writers of other formats
+are left exactly as they were.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeVar
+
+from deltalog.contrib.spark.options import (
+    REPLACE_WHERE_CONSTRAINT_CHECK_CONF,
+    REPLACE_WHERE_DATA_COLUMNS_CONF,
+    SCHEMA_AUTO_MERGE_CONF,
+)
+from deltalog.contrib.spark.parquet_codecs import python_tasks_write
+from deltalog.contrib.spark.partition_overwrite import (
+    DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF,
+    PARTITION_OVERWRITE_MODE_CONF,
+)
+from deltalog.contrib.spark.tablelog import session_commit_confs
+from deltalog.txn.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.readwriter import DataFrameWriter
+
+__all__ = ["forward_session_confs", "session_defaults"]
+
+SOURCE_NAME = "deltalog"
+_SOURCE = "_deltalog_format"
+_GIVEN = "_deltalog_option_keys"
+_WRAPPED = "_deltalog_forwards_session_confs"
+
+_F = TypeVar("_F", bound=Callable[..., object])
+
+#: Spark's session conf: a write without the ``maxRecordsPerFile`` option starts a new file after
+#: this many rows (0: no limit), in Delta's writes as in any Spark file write
+_MAX_RECORDS_PER_FILE = "spark.sql.files.maxRecordsPerFile"
+#: Spark's session conf: the Parquet codec of a write without the ``compression`` option
+_PARQUET_CODEC = "spark.sql.parquet.compression.codec"
+
+
+def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
+    """What the session says where the options are silent, as Delta's ``DeltaOptions`` reads
+    it (for ``write_table``, and for ``format("deltalog")`` through :func:`forward_session_confs`): the session's
+    ``spark.sql.sources.partitionOverwriteMode`` and Delta's
+    ``...dynamicPartitionOverwrite.enabled`` (:mod:`~deltalog.contrib.spark.partition_overwrite`), its
+    ``spark.databricks.delta.allowArbitraryProperties.enabled`` (whether unknown ``delta.*``
+    table properties are kept), ``...replaceWhere.dataColumns.enabled`` and
+    ``...replaceWhere.constraintCheck.enabled``, ``...schema.autoMerge.enabled`` (``mergeSchema``
+    when the write does not say), ``spark.sql.files.maxRecordsPerFile`` and
+    ``spark.sql.parquet.compression.codec``, and its commit confs
+    (:func:`~deltalog.contrib.spark.tablelog.session_commit_confs`: ``...commitInfo.userMetadata``
+    is the commit's ``userMetadata`` when the write gives none, ...)."""
+    lowered = {k.lower() for k in options}
+    out = {}
+    auto_merge = spark.conf.get(SCHEMA_AUTO_MERGE_CONF, None)
+    if auto_merge is not None and "mergeschema" not in lowered:
+        out["mergeSchema"] = auto_merge
+    codec = spark.conf.get(_PARQUET_CODEC, None)
+    if codec is not None and "compression" not in lowered:
+        out["compression"] = codec  # Spark's Parquet writer default, as Delta's writes
+    max_records = spark.conf.get(_MAX_RECORDS_PER_FILE, None)
+    if max_records is not None and "maxrecordsperfile" not in lowered:
+        out["maxRecordsPerFile"] = max_records  # Spark's FileFormatWriter default, as Delta's writes
+    for conf in (
+        ALLOW_ARBITRARY_PROPERTIES_CONF,
+        REPLACE_WHERE_DATA_COLUMNS_CONF,
+        REPLACE_WHERE_CONSTRAINT_CHECK_CONF,
+        PARTITION_OVERWRITE_MODE_CONF,
+        DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF,
+    ):
+        value = spark.conf.get(conf, None)
+        if value is not None and conf.lower() not in lowered:
+            out[conf] = value
+    out.update({conf: value for conf, value in session_commit_confs(spark).items() if conf.lower() not in lowered})
+    return out
+
+
+def _given(writer: DataFrameWriter) -> set[str]:
+    keys: set[str] | None = getattr(writer, _GIVEN, None)
+    if keys is None:
+        keys = set()
+        setattr(writer, _GIVEN, keys)
+    return keys
+
+
+def _add_session_confs(writer: DataFrameWriter, fmt: str | None, options: dict[str, object]) -> None:
+    """Add the session's confs the write does not give, if its format is ``deltalog``."""
+    source = fmt if fmt is not None else getattr(writer, _SOURCE, None)
+    if source is None or source.strip().lower() != SOURCE_NAME:
+        return
+    given = _given(writer) | {k for k, v in options.items() if v is not None}
+    for key, value in session_defaults(writer._spark, dict.fromkeys(given, "")).items():
+        if key == "compression" and not python_tasks_write(value):
+            continue  # these writes are Python tasks: they keep their snappy (docs/spark.md)
+        writer._jwrite = writer._jwrite.option(key, value)
+
+
+def _recording_format(original: _F) -> _F:
+    @functools.wraps(original)
+    def format(self: DataFrameWriter, source: str) -> object:
+        setattr(self, _SOURCE, source)
+        return original(self, source)
+
+    return format  # type: ignore[return-value]
+
+
+def _recording_option(original: _F) -> _F:
+    @functools.wraps(original)
+    def option(self: DataFrameWriter, key: str, value: object) -> object:
+        if value is not None:
+            _given(self).add(key)
+        return original(self, key, value)
+
+    return option  # type: ignore[return-value]
+
+
+def _recording_options(original: _F) -> _F:
+    @functools.wraps(original)
+    def options(self: DataFrameWriter, **opts: object) -> object:
+        _given(self).update(k for k, v in opts.items() if v is not None)
+        return original(self, **opts)
+
+    return options  # type: ignore[return-value]
+
+
+def _forwarding_save(original: _F) -> _F:
+    @functools.wraps(original)
+    def save(self: DataFrameWriter, *args: object, **options: object) -> object:
+        fmt = options.get("format") if len(args) < 2 else args[1]
+        kwargs = {k: v for k, v in options.items() if k not in ("path", "format", "mode", "partitionBy")}
+        _add_session_confs(self, fmt if isinstance(fmt, str) else None, kwargs)
+        return original(self, *args, **options)
+
+    return save  # type: ignore[return-value]
+
+
+def _forwarding_insert_into(original: _F) -> _F:
+    @functools.wraps(original)
+    def insertInto(self: DataFrameWriter, *args: object, **kwargs: object) -> object:
+        _add_session_confs(self, None, {})
+        return original(self, *args, **kwargs)
+
+    return insertInto  # type: ignore[return-value]
+
+
+def forward_session_confs() -> None:
+    """Wrap PySpark's classic ``DataFrameWriter`` once per process (see the module doc).
+    Spark Connect's writer is not wrapped: there, give the confs as write options."""
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    if getattr(DataFrameWriter, _WRAPPED, False):
+        return
+    DataFrameWriter.format = _recording_format(DataFrameWriter.format)  # type: ignore[method-assign]
+    DataFrameWriter.option = _recording_option(DataFrameWriter.option)  # type: ignore[method-assign]
+    DataFrameWriter.options = _recording_options(DataFrameWriter.options)  # type: ignore[method-assign]
+    DataFrameWriter.save = _forwarding_save(DataFrameWriter.save)  # type: ignore[method-assign]
+    DataFrameWriter.saveAsTable = _forwarding_save(DataFrameWriter.saveAsTable)  # type: ignore[method-assign]
+    DataFrameWriter.insertInto = _forwarding_insert_into(DataFrameWriter.insertInto)  # type: ignore[method-assign]
+    setattr(DataFrameWriter, _WRAPPED, True)
