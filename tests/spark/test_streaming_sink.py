@@ -203,16 +203,21 @@ def test_append_mode_commits_once_per_batch(spark, table_path, tmp_path):
 
     incoming, ck = str(tmp_path / "incoming"), str(tmp_path / "ck")
 
-    def run(value):
+    def run(value, options):
         spark.createDataFrame([(value, len(value))], "value string, len int").write.mode("append").parquet(incoming)
         spark.readStream.schema("value string, len int").parquet(incoming).writeStream.format("deltalog").option(
             "checkpointLocation", ck
-        ).option("partitionBy", "value").option("userMetadata", "testMeta!").trigger(availableNow=True).start(
+        ).option("partitionBy", "value").options(**options).trigger(availableNow=True).start(
             table_path
         ).awaitTermination()
 
-    run("hello world")
-    run("b")
+    run("hello world", {"userMetadata": "testMeta!"})
+    # the session's userMetadata, when the stream starts (register() forwards it)
+    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", "testMeta!")
+    try:
+        run("b", {})
+    finally:
+        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
     with open(tmp_path / "ck" / "metadata", encoding="utf-8") as f:
         query_id = json.loads(f.readline())["id"]
     table = spark.read.format("deltalog").load(table_path)

@@ -6,9 +6,10 @@ the confs Delta's writes read from the session (``spark.sql.sources.partitionOve
 would never reach it: an overwrite under ``partitionOverwriteMode=dynamic`` would replace the
 whole table where Delta replaces the written partitions. :func:`forward_session_confs`
 (called by :func:`~deltalog.contrib.spark.session.register`) wraps PySpark's classic
-``DataFrameWriter`` so that ``save``, ``saveAsTable`` and ``insertInto`` of a write whose
-format is ``deltalog`` first add, as write options, the session confs the write does not
-give itself: the same ones :func:`~deltalog.contrib.spark.table_writes.write_table` reads
+``DataFrameWriter`` and ``DataStreamWriter`` so that ``save``, ``saveAsTable`` and
+``insertInto`` of a write whose format is ``deltalog`` (``start`` and ``toTable`` of such a
+stream, which takes the session's values when it starts) first add, as write options, the
+session confs the write does not give itself: the same ones :func:`~deltalog.contrib.spark.table_writes.write_table` reads
 (:func:`session_defaults`). Writers of other formats
 are left exactly as they were.
 """
@@ -35,6 +36,7 @@ from deltalog.txn.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.readwriter import DataFrameWriter
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 __all__ = ["forward_session_confs", "session_defaults"]
 
@@ -44,6 +46,8 @@ _GIVEN = "_deltalog_option_keys"
 _WRAPPED = "_deltalog_forwards_session_confs"
 
 _F = TypeVar("_F", bound=Callable[..., object])
+#: keyword arguments of ``save``/``saveAsTable``/``start``/``toTable`` that are no write options
+_NOT_OPTIONS = frozenset({"path", "format", "mode", "partitionBy", "outputMode", "queryName"})
 
 #: Spark's session conf: a write without the ``maxRecordsPerFile`` option starts a new file after
 #: this many rows (0: no limit), in Delta's writes as in any Spark file write
@@ -89,7 +93,7 @@ def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[st
     return out
 
 
-def _given(writer: DataFrameWriter) -> set[str]:
+def _given(writer: DataFrameWriter | DataStreamWriter) -> set[str]:
     keys: set[str] | None = getattr(writer, _GIVEN, None)
     if keys is None:
         keys = set()
@@ -97,7 +101,7 @@ def _given(writer: DataFrameWriter) -> set[str]:
     return keys
 
 
-def _add_session_confs(writer: DataFrameWriter, fmt: str | None, options: dict[str, object]) -> None:
+def _add_session_confs(writer: DataFrameWriter | DataStreamWriter, fmt: str | None, options: dict[str, object]) -> None:
     """Add the session's confs the write does not give, if its format is ``deltalog``."""
     source = fmt if fmt is not None else getattr(writer, _SOURCE, None)
     if source is None or source.strip().lower() != SOURCE_NAME:
@@ -111,7 +115,7 @@ def _add_session_confs(writer: DataFrameWriter, fmt: str | None, options: dict[s
 
 def _recording_format(original: _F) -> _F:
     @functools.wraps(original)
-    def format(self: DataFrameWriter, source: str) -> object:
+    def format(self: DataFrameWriter | DataStreamWriter, source: str) -> object:
         setattr(self, _SOURCE, source)
         return original(self, source)
 
@@ -120,7 +124,7 @@ def _recording_format(original: _F) -> _F:
 
 def _recording_option(original: _F) -> _F:
     @functools.wraps(original)
-    def option(self: DataFrameWriter, key: str, value: object) -> object:
+    def option(self: DataFrameWriter | DataStreamWriter, key: str, value: object) -> object:
         if value is not None:
             _given(self).add(key)
         return original(self, key, value)
@@ -130,7 +134,7 @@ def _recording_option(original: _F) -> _F:
 
 def _recording_options(original: _F) -> _F:
     @functools.wraps(original)
-    def options(self: DataFrameWriter, **opts: object) -> object:
+    def options(self: DataFrameWriter | DataStreamWriter, **opts: object) -> object:
         _given(self).update(k for k, v in opts.items() if v is not None)
         return original(self, **opts)
 
@@ -139,9 +143,9 @@ def _recording_options(original: _F) -> _F:
 
 def _forwarding_save(original: _F) -> _F:
     @functools.wraps(original)
-    def save(self: DataFrameWriter, *args: object, **options: object) -> object:
+    def save(self: DataFrameWriter | DataStreamWriter, *args: object, **options: object) -> object:
         fmt = options.get("format") if len(args) < 2 else args[1]
-        kwargs = {k: v for k, v in options.items() if k not in ("path", "format", "mode", "partitionBy")}
+        kwargs = {k: v for k, v in options.items() if k not in _NOT_OPTIONS}
         _add_session_confs(self, fmt if isinstance(fmt, str) else None, kwargs)
         return original(self, *args, **options)
 
@@ -150,7 +154,7 @@ def _forwarding_save(original: _F) -> _F:
 
 def _forwarding_insert_into(original: _F) -> _F:
     @functools.wraps(original)
-    def insertInto(self: DataFrameWriter, *args: object, **kwargs: object) -> object:
+    def insertInto(self: DataFrameWriter | DataStreamWriter, *args: object, **kwargs: object) -> object:
         _add_session_confs(self, None, {})
         return original(self, *args, **kwargs)
 
@@ -158,16 +162,20 @@ def _forwarding_insert_into(original: _F) -> _F:
 
 
 def forward_session_confs() -> None:
-    """Wrap PySpark's classic ``DataFrameWriter`` once per process (see the module doc).
-    Spark Connect's writer is not wrapped: there, give the confs as write options."""
+    """Wrap PySpark's classic ``DataFrameWriter`` and ``DataStreamWriter`` once per process
+    (see the module doc). Spark Connect's writers are not wrapped: there, give the confs as
+    write options."""
     from pyspark.sql.readwriter import DataFrameWriter
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-    if getattr(DataFrameWriter, _WRAPPED, False):
-        return
-    DataFrameWriter.format = _recording_format(DataFrameWriter.format)  # type: ignore[method-assign]
-    DataFrameWriter.option = _recording_option(DataFrameWriter.option)  # type: ignore[method-assign]
-    DataFrameWriter.options = _recording_options(DataFrameWriter.options)  # type: ignore[method-assign]
-    DataFrameWriter.save = _forwarding_save(DataFrameWriter.save)  # type: ignore[method-assign]
-    DataFrameWriter.saveAsTable = _forwarding_save(DataFrameWriter.saveAsTable)  # type: ignore[method-assign]
-    DataFrameWriter.insertInto = _forwarding_insert_into(DataFrameWriter.insertInto)  # type: ignore[method-assign]
-    setattr(DataFrameWriter, _WRAPPED, True)
+    wrappers = {"save": _forwarding_save, "saveAsTable": _forwarding_save, "insertInto": _forwarding_insert_into}
+    streams = {"start": _forwarding_save, "toTable": _forwarding_save}
+    for cls, starts in ((DataFrameWriter, wrappers), (DataStreamWriter, streams)):
+        if getattr(cls, _WRAPPED, False):
+            continue
+        cls.format = _recording_format(cls.format)  # type: ignore[method-assign]
+        cls.option = _recording_option(cls.option)  # type: ignore[method-assign]
+        cls.options = _recording_options(cls.options)  # type: ignore[method-assign]
+        for name, wrap in starts.items():
+            setattr(cls, name, wrap(getattr(cls, name)))
+        setattr(cls, _WRAPPED, True)
