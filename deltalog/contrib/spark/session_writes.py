@@ -9,9 +9,9 @@ whole table where Delta replaces the written partitions. :func:`forward_session_
 ``DataFrameWriter`` and ``DataStreamWriter`` so that ``save``, ``saveAsTable`` and
 ``insertInto`` of a write whose format is ``deltalog`` (``start`` and ``toTable`` of such a
 stream, which takes the session's values when it starts) first add, as write options, the
-session confs the write does not give itself: the same ones :func:`~deltalog.contrib.spark.table_writes.write_table` reads
-(:func:`session_defaults`). Writers of other formats
-are left exactly as they were.
+session confs the write does not give itself: the same ones
+:func:`~deltalog.contrib.spark.table_writes.write_table` reads (:func:`session_defaults`).
+Writers of other formats are left exactly as they were.
 """
 
 from __future__ import annotations
