@@ -255,3 +255,51 @@ def test_clone_turning_deletion_vectors_off_on_a_source_with_them_is_refused(tmp
     with pytest.raises(AddingDeletionVectorsDisallowedError, match="DELTA_ADDING_DELETION_VECTORS_DISALLOWED"):
         clone(source, str(target), properties={"delta.enableDeletionVectors": "false"})
     assert DeltaLog.for_table(str(target)).update().version == -1
+
+
+_ROW_TRACKING_ON = {"delta.enableRowTracking": "true"}
+
+
+@pytest.mark.parametrize(
+    ("source_on", "source_rows", "target", "properties", "supported", "enabled"),
+    [
+        (True, True, None, {}, True, True),  # "clone a table with row tracking enabled into non-existing target"
+        (False, True, None, {"delta.feature.rowTracking": "supported"}, True, False),  # "...explicitly adding"
+        (False, True, "on", {}, True, False),  # "clone assigns fresh row IDs for empty target"
+        (True, True, "on", {"delta.enableRowTracking": "false"}, True, False),  # "can disable row IDs"
+        (True, False, "off", {}, True, True),  # "from empty source ... does not assign row IDs"
+        (False, False, None, {}, False, False),  # same, rowIdsEnabledOnSource=false
+        (False, False, "off", _ROW_TRACKING_ON, True, True),  # "... using property override"
+        (True, False, "self", {}, True, True),  # "self-clone an empty table"
+    ],
+)
+def test_clone_row_ids_as_row_id_clone_suite(
+    tmp_path: Path,
+    source_on: bool,
+    source_rows: bool,
+    target: str | None,
+    properties: dict[str, str],
+    supported: bool,
+    enabled: bool,
+) -> None:
+    """Delta's RowIdCloneSuite: the target's row tracking support and enablement, and valid
+    row ids (every file has a ``baseRowId``, disjoint ranges under the high-water mark)
+    exactly when the source has rows."""
+    source = create(str(tmp_path / "s"), partitioned=False, config=_ROW_TRACKING_ON if source_on else None)
+    if source_rows:
+        append(source, [1, 2, 3], None)
+        append(source, [4, 5], None)
+    if target == "self":
+        target_log = source
+    elif target is not None:
+        target_log = create(str(tmp_path / "t"), partitioned=False, config=_ROW_TRACKING_ON if target == "on" else None)
+    else:
+        target_log = DeltaLog.for_table(str(tmp_path / "t"))
+    clone(source, target_log.table_uri, replace=target is not None, properties=properties)
+    snapshot = DeltaLog.for_table(target_log.table_uri).update()
+    assert ("rowTracking" in (snapshot.protocol.writer_features or ())) is supported
+    assert snapshot.properties.enable_row_tracking is enabled
+    ranges = sorted((f.base_row_id, f.num_records) for f in snapshot.files)
+    assert [r[0] for r in ranges] == ([0, 3] if source_rows else [])
+    mark = snapshot.domain_metadata.get("delta.rowTracking")
+    assert (mark is not None and json.loads(mark.configuration)["rowIdHighWaterMark"] == 4) is source_rows

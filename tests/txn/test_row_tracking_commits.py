@@ -16,7 +16,7 @@ import pytest
 
 from deltalog.txn.commit.operations import CreateTable, ManualUpdate, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.protocol.actions import AddFile, DomainMetadata, Metadata, RemoveFile
+from deltalog.txn.protocol.actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile
 from deltalog.txn.protocol.errors import RowTrackingError
 from deltalog.txn.protocol.row_tracking import (
     MATERIALIZED_ROW_COMMIT_VERSION_KEY,
@@ -189,3 +189,20 @@ def test_enabling_conflicts_with_an_append_that_assigned_no_row_ids(tmp_path: Pa
     log.start_transaction().commit([data_file(log.table_uri, 2)], Write())  # no row ids
     with pytest.raises(ConcurrentAppendError):
         txn.commit([], ManualUpdate())
+
+
+def test_a_retry_over_a_commit_that_adds_the_feature_assigns_row_ids(tmp_path: Path) -> None:
+    """Delta's DefaultRowCommitVersionSuite "default row commit versions are assigned when
+    concurrent txn enables row tracking": a transaction that read the table before a winner
+    added the ``rowTracking`` feature gives its files row ids and the version they land at;
+    a checkpoint keeps both ("checkpoint preserves defaultRowCommitVersion")."""
+    log = create(str(tmp_path / "t"))
+    txn = log.start_transaction()
+    protocol = log.update().protocol
+    features = tuple(sorted({*(protocol.writer_features or ()), "rowTracking", "domainMetadata"}))
+    log.start_transaction().commit([Protocol(1, 7, None, features)], ManualUpdate())
+    log.start_transaction().commit([], ManualUpdate())
+    assert txn.commit([data_file(log.table_uri, 1), data_file(log.table_uri, 1)], Write()) == 3
+    log.checkpoint()
+    files = DeltaLog.for_table(log.table_uri).update().files
+    assert sorted((f.base_row_id, f.default_row_commit_version) for f in files) == [(0, 3), (1, 3)]

@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 
@@ -39,6 +40,7 @@ from deltalog.txn.protocol.actions import (
     RemoveFile,
     SetTransaction,
 )
+from deltalog.txn.protocol.errors import CorruptLogError
 from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError
 
 
@@ -788,6 +790,38 @@ def test_in_commit_timestamps_are_monotonic_and_enablement_is_recorded() -> None
     assert log.update().timestamp == stamps[-1]
     with pytest.raises(InvalidTransactionError, match="needs commitInfo"):
         log.start_transaction(settings=EngineSettings(commit_info_enabled=False)).commit([add("h")], Write())
+
+
+@pytest.mark.parametrize(
+    ("drop", "error_class"),
+    [("commitInfo", "DELTA_MISSING_COMMIT_INFO"), ("inCommitTimestamp", "DELTA_MISSING_COMMIT_TIMESTAMP")],
+)
+def test_in_commit_timestamp_missing_from_a_commit_is_an_error(drop: str, error_class: str) -> None:
+    """Delta's InCommitTimestampSuite: a commit of an ICT table without its commitInfo (or
+    without its ``inCommitTimestamp``) fails ``snapshot.timestamp`` with
+    DELTA_MISSING_COMMIT_INFO (DELTA_MISSING_COMMIT_TIMESTAMP), naming the version; the
+    snapshot's files stay readable. Clock skew never makes the timestamps go back."""
+    log = new_log()
+    create(log, **{"delta.enableInCommitTimestamps": "true"})
+    now = time.time()
+    with patch.object(time, "time", return_value=now):
+        log.start_transaction().commit([add("f")], ManualUpdate())
+    loser = log.start_transaction()
+    with patch.object(time, "time", return_value=now - 10):  # the clock goes back
+        log.start_transaction().commit([add("g")], ManualUpdate())
+        loser.commit([add("h")], ManualUpdate())  # retried after a conflict
+    stamps = [commit_lines(log, v)[0]["commitInfo"]["inCommitTimestamp"] for v in range(4)]
+    assert stamps == sorted(stamps) and len(set(stamps)) == 4
+    lines = commit_lines(log, 3)
+    if drop == "commitInfo":
+        lines = lines[1:]
+    else:
+        del lines[0]["commitInfo"]["inCommitTimestamp"]
+    log.store.write(log.commit_uri(3), [json.dumps(o) for o in lines], overwrite=True)
+    snapshot = DeltaLog.for_table(log.table_uri, logstore=log.store).update()
+    assert sorted(f.path for f in snapshot.files) == ["f", "g", "h"]
+    with pytest.raises(CorruptLogError, match=f"{error_class}.*inCommitTimestamp.*version 3"):
+        _ = snapshot.timestamp
 
 
 class _UnknownThenDownStore(MemoryLogStore):

@@ -11,7 +11,7 @@ long), so a run of blind appends never touches the table's file state.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -62,7 +62,7 @@ class Snapshot:
         table_uri: str,
         version: int,
         state: LogState,
-        timestamp: int,
+        timestamp: int | Callable[[], int],
         segment: LogSegment | None = None,
         checkpoint_version: int | None = None,
         pending: tuple[CommitBatch, ...] = (),
@@ -78,7 +78,9 @@ class Snapshot:
         self._base: FileSource = state if base is None else base
         self._pending = pending
         self._pending_actions = pending_actions
-        self.timestamp = timestamp
+        # an int, or the read that yields it (it raises when the commit lacks its in-commit
+        # timestamp: the snapshot stays usable, as Delta's lazy ``Snapshot.timestamp``)
+        self._timestamp = timestamp
         self.segment = segment
         self.checkpoint_version = checkpoint_version if segment is None else segment.checkpoint_version
         #: this version's checksum (``N.crc``): read with the log, or computed by the commit
@@ -91,6 +93,14 @@ class Snapshot:
             where = checkpoint.files[0].path if checkpoint is not None else None
             protocol = _require_protocol_and_metadata(table_uri, version, state, self.checkpoint_version, where)
             check_read_supported(protocol, table_uri)
+
+    @property
+    def timestamp(self) -> int:
+        """The commit timestamp of :attr:`version` in ms: its ``inCommitTimestamp`` when the
+        table has in-commit timestamps, else the commit file's modification time."""
+        if callable(self._timestamp):
+            self._timestamp = self._timestamp()
+        return self._timestamp
 
     def __repr__(self) -> str:
         files = f", files={self.num_files}" if self.files_loaded else ""
@@ -290,7 +300,7 @@ class Snapshot:
             snapshot.checksum = derive_checksum(self.checksum, snapshot, actions)
         return snapshot
 
-    def apply_batch(self, version: int, batch: CommitBatch, commit_timestamp: int) -> Snapshot:
+    def apply_batch(self, version: int, batch: CommitBatch, commit_timestamp: int | Callable[[], int]) -> Snapshot:
         """This state plus the commits ``self.version + 1 .. version`` collected in ``batch``."""
         materialized = self.__dict__.get("_files")
         if materialized is not None:

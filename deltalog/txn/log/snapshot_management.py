@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from deltalog.logstores.base import FileStatus, LogStore
@@ -141,19 +142,27 @@ class SnapshotManagement:
 
     # -- snapshots ----------------------------------------------------------------------
 
-    def _commit_timestamp(self, version: int, state: LogState, batch: CommitBatch | None, fallback: int) -> int:
+    def _commit_timestamp(
+        self, version: int, state: LogState, batch: CommitBatch | None, fallback: int
+    ) -> int | Callable[[], int]:
+        """The timestamp of ``version``: its ``inCommitTimestamp`` when the table has in-commit
+        timestamps, else ``fallback`` (the file's modification time). A commit of such a table
+        without commitInfo or its ``inCommitTimestamp`` gives a read that raises
+        :class:`CorruptLogError` (Delta's ``DELTA_MISSING_COMMIT_INFO`` /
+        ``DELTA_MISSING_COMMIT_TIMESTAMP``), so only asking for the timestamp fails."""
         md = state.metadata
-        if md is not None and md.properties.enable_in_commit_timestamps:
-            info = batch.commit_infos.get(version) if batch is not None else None
-            if info is None:
-                try:
-                    raw = self.read_commit_raw(version)
-                except VersionNotFoundError:
-                    raw = []
-                info = next((o["commitInfo"] for o in raw if isinstance(o.get("commitInfo"), dict)), None)
-            if info is not None and info.get("inCommitTimestamp") is not None:
-                return int(info["inCommitTimestamp"])
-        return fallback
+        if md is None or not md.properties.enable_in_commit_timestamps:
+            return fallback
+        info = batch.commit_infos.get(version) if batch is not None else None
+        if info is None:
+            try:
+                raw = self.read_commit_raw(version)
+            except VersionNotFoundError:
+                return fallback  # cleaned up behind a checkpoint
+            info = next((o["commitInfo"] for o in raw if isinstance(o.get("commitInfo"), dict)), None)
+        if info is not None and info.get("inCommitTimestamp") is not None:
+            return int(info["inCommitTimestamp"])
+        return partial(_raise_missing_ict, self.commit_uri(version), version, "commitInfo" if info is None else "")
 
     def _load(self, segment: LogSegment) -> Snapshot:
         """The snapshot of ``segment``; when its checkpoint cannot be read, the snapshot
@@ -344,3 +353,11 @@ class SnapshotManagement:
         if snap.version < 0:
             raise TableNotFoundError(self.table_uri)
         return snap
+
+
+def _raise_missing_ict(path: str, version: int, missing: str) -> int:
+    if missing == "commitInfo":
+        problem = f"DELTA_MISSING_COMMIT_INFO: table feature inCommitTimestamp is enabled but version {version}"
+        raise CorruptLogError(path, f"{problem} has no commitInfo")
+    problem = f"DELTA_MISSING_COMMIT_TIMESTAMP: table feature inCommitTimestamp is enabled but version {version}"
+    raise CorruptLogError(path, f"{problem} has no commitInfo.inCommitTimestamp")
