@@ -6,6 +6,7 @@ executors build it from the table's store spec)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections import Counter
 from typing import Any
@@ -13,9 +14,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from deltalog.contrib.spark.scan import plan_files
 from deltalog.logstores.local import LocalLogStore
 from deltalog.txn.commands.vacuum_listing import STAGING_PREFIX
-from deltalog.txn.protocol.actions import decode_path
+from deltalog.txn.protocol.actions import AddFile, decode_path
 from tests.spark.helpers import commits, delta_rs_rows
 
 pytestmark = pytest.mark.spark
@@ -262,3 +264,47 @@ def test_files_skipped_by_statistics_stay_in_the_read_the_transaction_records():
         delete_beside(add("a3", "a", 100, 200))
     delete_beside(add("b1", "b", 15, 15))
     assert {f.path for f in DeltaLog.for_table(uri).update().files} == {"a1", "a3", "b1"}
+
+
+# -- Delta's DataSkippingDeltaTests against statistics as Delta Spark writes them ----------------
+
+_DELTA_STATS = {
+    # Delta writes a float's bounds as Jackson prints the Float: "0.1" is the float 0.1f
+    "f": ("float", '{"numRecords":2,"minValues":{"f":0.1},"maxValues":{"f":0.1},"nullCount":{"f":0}}'),
+    "g": ("float", '{"numRecords":1,"minValues":{"g":0.7},"maxValues":{"g":0.7},"nullCount":{"g":0}}'),
+    "s": ("string", '{"numRecords":3,"minValues":{"s":"b"},"maxValues":{"s":"d"},"nullCount":{"s":1}}'),
+    "n": ("long", '{"numRecords":2,"minValues":{},"maxValues":{},"nullCount":{"n":2}}'),
+    "r": ("long", '{"numRecords":4}'),  # numRecords-only statistics
+    "t": (
+        "timestamp",
+        '{"numRecords":1,"minValues":{"t":"2020-01-01T00:00:00.123Z"},'
+        '"maxValues":{"t":"2020-01-01T00:00:00.123Z"},"nullCount":{"t":0}}',
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("term", "kept"),
+    [
+        (("f", ">", 0.1), True),  # the row 0.1f is 0.10000000149 as a double: it matches
+        (("f", "<", 0.1), False),
+        (("f", ">=", 0.2), True),  # deltalog keeps it: a float max may leave NaN out (docs/spark.md)
+        (("f", "=", 0.10000000149011612), True),
+        (("g", "<", 0.6999999999), True),  # 0.7f is 0.69999998807907 as a double
+        (("s", "=", "c"), True),
+        (("s", ">", "d"), False),
+        (("s", "in", ("a", "e")), False),
+        (("s", "isnull", None), True),
+        (("n", "notnull", None), False),
+        (("n", "isnull", None), True),
+        (("r", "=", 7), True),
+        (("r", "isnull", None), True),
+        (("t", ">", dt.datetime(2020, 1, 1, 0, 0, 0, 123500, tzinfo=dt.timezone.utc)), True),  # max + 1 ms
+        (("t", ">", dt.datetime(2020, 1, 1, 0, 0, 0, 124000, tzinfo=dt.timezone.utc)), False),
+    ],
+)
+def test_files_are_skipped_as_delta_skips_them_by_delta_written_statistics(term, kept):
+    type_name, stats = _DELTA_STATS[term[0]]
+    add = AddFile(path="part-0.parquet", partition_values={}, size=1, modification_time=0, stats=stats)
+    plan = plan_files([add], 0, [term], [], {term[0]: type_name})
+    assert (plan.files == [add]) is kept

@@ -17,6 +17,7 @@ import decimal
 import json
 import logging
 import math
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,12 +77,20 @@ def _stat(stats: Mapping[str, Any], kind: str, column: str) -> Any:
 
 
 def _typed(raw: Any, type_name: str) -> Any:
+    """A statistic as a value of the column's type: a float column's bound is the nearest
+    float (Delta writes ``0.7`` for the float 0.7f, which is 0.69999998807907 as a double)."""
     if raw is None or isinstance(raw, (dict, list)):
         return None
     try:
-        return typed_partition_value(str(raw), type_name)
+        value = typed_partition_value(str(raw), type_name)
     except (ValueError, ArithmeticError):
         return None
+    if type_name == "float" and isinstance(value, float):
+        try:
+            return struct.unpack("<f", struct.pack("<f", value))[0]
+        except OverflowError:
+            return None  # beyond a float's range: no bound
+    return value
 
 
 def _comparable(value: Any, type_name: str) -> Any:
