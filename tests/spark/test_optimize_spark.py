@@ -153,6 +153,30 @@ def test_z_order_clusters_files_by_both_columns(spark, table_path):
     assert sum(area) <= 2 * 64 * 64  # before: 4 x 64 x 64
     assert _overlapping_pairs(boxes) < 6  # before: all 6 pairs
     assert rows(spark.read.format("deltalog").load(table_path), ["x", "y"]).equals(before)
+    _z_order_stats_check(spark, table_path + "_nostats")
+
+
+def _z_order_stats_check(spark, path):
+    """OptimizeZOrderSuite "ZOrder on a column without stats": DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS
+    names Delta's conf, and the conf set to false lets the column be Z-ordered ("Zorder on col name containing
+    dot": a backquoted name holding a dot; one column: sorted by it)."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.contrib.spark.maintenance import ZORDER_STATS_CHECK_CONF
+
+    spark.range(0, 3, 1, 1).selectExpr("id as x", "2 - id as `y.z`").write.format("deltalog").mode("append").option(
+        "delta.dataSkippingNumIndexedCols", "1"
+    ).save(path)
+    table = DeltaTable.forPath(spark, path)
+    with pytest.raises(DeltaAnalysisError, match=r"\['y.z'\].*optimize\.zorder\.checkStatsCollection\.enabled"):
+        table.optimize().executeZOrderBy("`y.z`")
+    try:
+        spark.conf.set(ZORDER_STATS_CHECK_CONF, "false")
+        metrics = table.optimize().executeZOrderBy("`y.z`").collect()[0].metrics
+    finally:
+        spark.conf.unset(ZORDER_STATS_CHECK_CONF)
+    assert metrics["numFilesRemoved"] == metrics["numFilesAdded"] == 1
+    assert [r["y.z"] for r in spark.read.format("deltalog").load(path).collect()] == [0, 1, 2]
 
 
 def test_result_is_delta_optimize_metrics_struct(spark, table_path):

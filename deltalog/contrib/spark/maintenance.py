@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.tablelog import start_transaction
+from deltalog.txn.commands.optimize import ZORDER_STATS_CHECK_KEY
 from deltalog.txn.commands.row_tracking_backfill import (
     DEFAULT_MAX_FILES_FACTOR,
     DEFAULT_MAX_FILES_PER_COMMIT,
@@ -65,6 +66,8 @@ MAX_DELETED_ROWS_RATIO_CONF = "spark.databricks.delta.optimize.maxDeletedRowsRat
 MAX_FILE_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
 #: Delta's number of range ids per Z-order column.
 NUM_RANGE_IDS_CONF = "spark.databricks.io.skipping.mdc.rangeId.max"
+#: Delta's ``DELTA_OPTIMIZE_ZORDER_COL_STAT_CHECK``: ``false`` lets ZORDER BY name columns without statistics.
+ZORDER_STATS_CHECK_CONF = ZORDER_STATS_CHECK_KEY
 #: The Spark job group of OPTIMIZE's rewrite jobs (one task per bin).
 OPTIMIZE_JOB_GROUP = "deltalog-optimize"
 
@@ -124,6 +127,7 @@ class DeltaOptimizeBuilder:
                 max_attempts=OPTIMIZE_ATTEMPTS,
                 rewrite_bins=SparkBinRewriter(spark),
                 z_order_by=z_order_by,
+                check_z_order_stats=_conf_true(spark, ZORDER_STATS_CHECK_CONF, "true"),
                 num_ranges=num_ranges,
                 purge=purge,
                 max_deleted_rows_ratio=_ratio_conf(spark, MAX_DELETED_ROWS_RATIO_CONF),

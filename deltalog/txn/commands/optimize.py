@@ -54,6 +54,11 @@ Rewritten files get statistics as every writer does
 (:class:`~deltalog.txn.protocol.stats_columns.StatsColumns`): strings keep the table's
 ``delta.dataSkippingStringPrefixLength``, else ``session_prefix_length`` (Delta's session
 conf, which the Spark layer passes), else 32.
+
+``rewrite_bins`` rewrites the bins (default: here, reporting ``progress``). ``z_order_by`` orders
+the rows by the interleaved bits of the columns' ``num_ranges`` range ids into
+``max(1, bytes // target_size)`` files per partition; its names are parsed as Spark parses
+them (backquotes quote a name holding a dot; nested fields are refused).
 """
 
 from __future__ import annotations
@@ -92,7 +97,7 @@ from deltalog.txn.protocol.file_stats import StatsCollector
 from deltalog.txn.protocol.iceberg_compat import materializes_partition_columns, row_tracking_field_ids
 from deltalog.txn.protocol.partition_filters import PartitionFilter
 from deltalog.txn.protocol.partition_paths import partition_directory
-from deltalog.txn.protocol.schema import StructType, from_arrow_type
+from deltalog.txn.protocol.schema import StructType, from_arrow_type, split_column_name
 from deltalog.txn.protocol.stats_columns import STRING_PREFIX_LENGTH, StatsColumns
 from deltalog.txn.protocol.type_widening import is_type_change_supported
 
@@ -126,6 +131,8 @@ log = logging.getLogger(__name__)
 DEFAULT_TARGET_FILE_SIZE = 1024 * 1024 * 1024
 #: Delta's ``spark.databricks.io.skipping.mdc.rangeId.max`` default.
 DEFAULT_NUM_RANGES = 1000
+#: Delta's ``DELTA_OPTIMIZE_ZORDER_COL_STAT_CHECK`` session conf (``check_z_order_stats`` of :func:`optimize`).
+ZORDER_STATS_CHECK_KEY = "spark.databricks.delta.optimize.zorder.checkStatsCollection.enabled"
 #: Delta's ``spark.databricks.delta.optimize.maxDeletedRowsRatio`` default.
 DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
 
@@ -704,6 +711,7 @@ def optimize(
     z_order_by: Sequence[str] = (),
     num_ranges: int = DEFAULT_NUM_RANGES,
     purge: bool = False,
+    check_z_order_stats: bool = True,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
     full: bool = False,
     rewrite_type_widening: bool = False,
@@ -711,10 +719,9 @@ def optimize(
     select_files: FileSelector | None = None,
     predicate: Sequence[str] | None = None,
 ) -> OptimizeResult:
-    """Compact small files; an :class:`OptimizeResult`. ``target_size``: the bin size (Delta's ``maxFileSize``); files
-    below ``min_file_size`` (default: the target) are candidates. ``rewrite_bins``: the bins' rewriter (default: here,
-    reporting ``progress``). ``z_order_by``: Delta's ``ZORDER BY`` (rows ordered by the interleaved bits of the columns'
-    ``num_ranges`` range ids, ``max(1, bytes // target_size)`` files per partition). The rest: the module docstring."""
+    """Compact small files; an :class:`OptimizeResult`. ``target_size``: Delta's ``maxFileSize``; files below
+    ``min_file_size`` (default: the target) are candidates. ``z_order_by``: Delta's ``ZORDER BY``, checked for stats
+    unless ``check_z_order_stats`` is false (:data:`ZORDER_STATS_CHECK_KEY`). The rest: the module docstring."""
     _check_counts(delta_log, min_files_per_bin, max_attempts)
     written: dict[_BinKey, list[AddFile]] = {}
     result = OptimizeResult(delta_log.table_uri)
@@ -726,7 +733,7 @@ def optimize(
             target, smaller_than = _size_limits(txn.snapshot, target_size, min_file_size)
             clustered = clustering_plan(txn.snapshot, z_order_by)
             kind = _Kind(reorg=purge or rewrite_type_widening, clustered=clustered is not None, full=full)
-            z_order = _z_order_columns(txn.snapshot, clustered if clustered is not None else z_order_by)
+            z_order = _z_order_columns(txn.snapshot, clustered or _top_level(z_order_by), check_z_order_stats)
             spec = CompactionSpec.for_snapshot(
                 delta_log, txn.snapshot, z_order, target, num_ranges, kind.clustered, session_prefix_length
             )
@@ -935,8 +942,22 @@ def _commit_plan(
     return version
 
 
-def _z_order_columns(snapshot: Snapshot, columns: Sequence[str]) -> tuple[str, ...]:
-    """Delta's ``validateZorderByColumns``: data columns that exist and have statistics."""
+def _top_level(columns: Sequence[str]) -> list[str]:
+    """The ZORDER BY names as Spark parses them (backquotes quote a name holding a dot)."""
+    out: list[str] = []
+    for name in columns:
+        parts = split_column_name(name)
+        if len(parts) > 1:
+            raise OptimizeError(
+                f"Z-Ordering column {name} is a nested field: deltalog Z-orders by top-level columns only "
+                "(quote a name holding a dot with backquotes)"
+            )
+        out.append(parts[0])
+    return out
+
+
+def _z_order_columns(snapshot: Snapshot, columns: Sequence[str], check_stats: bool = True) -> tuple[str, ...]:
+    """Delta's ``validateZorderByColumns``: data columns that exist and (``check_stats``) have statistics."""
     if not columns:
         return ()
     fields = {f.name.lower(): f for f in snapshot.schema.fields}
@@ -950,14 +971,15 @@ def _z_order_columns(snapshot: Snapshot, columns: Sequence[str]) -> tuple[str, .
         f = fields.get(name.lower())
         if f is None:
             raise OptimizeError(f"Z-Ordering column {name} does not exist in the table's data schema")
-        if not stats_columns.covers([f.name]):
+        if check_stats and not stats_columns.covers([f.name]):
             without_stats.append(f.name)
         out.append(f.name)
     if without_stats:
         raise OptimizeError(
             f"Z-Ordering on {without_stats} will be ineffective, because we currently do not collect stats "
             "for these columns (delta.dataSkippingStatsColumns, else the first delta.dataSkippingNumIndexedCols "
-            "columns). Z-order by columns with statistics, or list these in delta.dataSkippingStatsColumns."
+            "columns). Z-order by columns with statistics, list these in delta.dataSkippingStatsColumns, or disable "
+            f"this check by setting SET {ZORDER_STATS_CHECK_KEY} = false (DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS)."
         )
     return tuple(out)
 
