@@ -46,8 +46,9 @@ _GIVEN = "_deltalog_option_keys"
 _WRAPPED = "_deltalog_forwards_session_confs"
 
 _F = TypeVar("_F", bound=Callable[..., object])
-#: keyword arguments of ``save``/``saveAsTable``/``start``/``toTable`` that are no write options
-_NOT_OPTIONS = frozenset({"path", "format", "mode", "partitionBy", "outputMode", "queryName"})
+#: keyword arguments of ``save``/``saveAsTable``/``insertInto``/``start``/``toTable`` that are no
+#: write options (their second positional argument is the format, ``insertInto``'s is ``overwrite``)
+_NOT_OPTIONS = frozenset({"path", "format", "mode", "partitionBy", "outputMode", "queryName", "overwrite"})
 
 #: Spark's session conf: a write without the ``maxRecordsPerFile`` option starts a new file after
 #: this many rows (0: no limit), in Delta's writes as in any Spark file write
@@ -152,15 +153,6 @@ def _forwarding_save(original: _F) -> _F:
     return save  # type: ignore[return-value]
 
 
-def _forwarding_insert_into(original: _F) -> _F:
-    @functools.wraps(original)
-    def insertInto(self: DataFrameWriter | DataStreamWriter, *args: object, **kwargs: object) -> object:
-        _add_session_confs(self, None, {})
-        return original(self, *args, **kwargs)
-
-    return insertInto  # type: ignore[return-value]
-
-
 def forward_session_confs() -> None:
     """Wrap PySpark's classic ``DataFrameWriter`` and ``DataStreamWriter`` once per process
     (see the module doc). Spark Connect's writers are not wrapped: there, give the confs as
@@ -168,14 +160,15 @@ def forward_session_confs() -> None:
     from pyspark.sql.readwriter import DataFrameWriter
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-    wrappers = {"save": _forwarding_save, "saveAsTable": _forwarding_save, "insertInto": _forwarding_insert_into}
-    streams = {"start": _forwarding_save, "toTable": _forwarding_save}
-    for cls, starts in ((DataFrameWriter, wrappers), (DataStreamWriter, streams)):
+    for cls, starts in (
+        (DataFrameWriter, ("save", "saveAsTable", "insertInto")),
+        (DataStreamWriter, ("start", "toTable")),
+    ):
         if getattr(cls, _WRAPPED, False):
             continue
         cls.format = _recording_format(cls.format)  # type: ignore[method-assign]
         cls.option = _recording_option(cls.option)  # type: ignore[method-assign]
         cls.options = _recording_options(cls.options)  # type: ignore[method-assign]
-        for name, wrap in starts.items():
-            setattr(cls, name, wrap(getattr(cls, name)))
+        for name in starts:
+            setattr(cls, name, _forwarding_save(getattr(cls, name)))
         setattr(cls, _WRAPPED, True)
