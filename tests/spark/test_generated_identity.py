@@ -289,8 +289,46 @@ def test_update_and_merge_recompute_generated_columns_and_apply_defaults(spark: 
     with_ids = with_ids.addColumn("x", "long").execute()
     with pytest.raises(IdentityColumnError, match="cannot be updated"):
         with_ids.update("x = 1", {"id": "5"})
-    with pytest.raises(IdentityColumnError, match="MERGE cannot generate values"):
-        with_ids.alias("t").merge(source.alias("s"), "t.x = s.x").whenNotMatchedInsert(values={"x": "s.x"}).execute()
+    _merge_generates_identity_values(spark, with_ids, ids)
+
+
+def _merge_generates_identity_values(spark: Any, table: Any, path: str) -> None:
+    """MERGE inserts generate identity values past the high-water mark, which the commit
+    moves to the largest value written (Delta's GenerateIdentityValues and its
+    IdentityColumnStatsTracker); matched rows keep theirs; a schema-evolving MERGE moves it too."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.table_builder import IdentityGenerator
+
+    spark.createDataFrame([(1,), (2,)], "x long").write.format("deltalog").mode("append").save(path)
+
+    def merge(rows: list[tuple[int, ...]], schema: str = "x long", evolve: bool = False) -> None:
+        builder = table.alias("t").merge(spark.createDataFrame(rows, schema).alias("s"), "t.x = s.x")
+        builder = builder.withSchemaEvolution() if evolve else builder
+        builder.whenMatchedUpdate(set={"x": "s.x"}).whenNotMatchedInsert(values={"x": "s.x"}).execute()
+
+    def mark() -> int:
+        from deltalog.txn.delta_log import DeltaLog
+
+        fields = json.loads(DeltaLog.for_table(path).update().metadata.schema_string)["fields"]
+        return int(next(f for f in fields if f["name"] == "id")["metadata"]["delta.identity.highWaterMark"])
+
+    before = dict(_rows(path, "x", "id"))
+    merge([(1,), (7,), (8,)])
+    after = dict(_rows(path, "x", "id"))
+    assert after[1] == before[1] and len(set(after.values())) == 4 and min(after[7], after[8]) > max(before.values())
+    assert mark() == max(after.values())
+    prior = mark()
+    merge([(9, 1)], "x long, z int", evolve=True)  # a schema change in the same commit
+    evolved = dict(_rows(path, "x", "id"))
+    assert evolved[9] > prior and mark() == max(evolved.values())
+    cdf = str(path) + "-cdf"
+    with_cdf = DeltaTable.create(spark).location(cdf).addColumn("id", "long", generatedAlwaysAs=IdentityGenerator())
+    with_cdf = with_cdf.addColumn("x", "long").property("delta.enableChangeDataFeed", "true").execute()
+    source = spark.createDataFrame([(1,)], "x long").alias("s")
+    with pytest.raises(IdentityColumnError, match="change data feed"):
+        with_cdf.alias("t").merge(source, "t.x = s.x").whenMatchedDelete().whenNotMatchedInsert(
+            values={"x": "s.x"}
+        ).execute()
 
 
 def test_the_engine_refuses_data_from_a_writer_that_did_not_enforce_generated_columns(tmp_path: Any) -> None:

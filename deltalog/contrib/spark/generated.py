@@ -18,6 +18,8 @@ from deltalog.txn.protocol.actions import Metadata
 from deltalog.txn.protocol.column_defaults import CURRENT_DEFAULT
 from deltalog.txn.protocol.generated_columns import GENERATION_EXPRESSION
 from deltalog.txn.protocol.identity import (
+    TASK_RANGE,
+    IdentityColumn,
     IdentityColumnError,
     check_explicit_insert,
     identity_columns,
@@ -31,6 +33,7 @@ __all__ = [
     "check_data_for_default_columns",
     "check_merge_inserts",
     "check_updated_columns",
+    "identity_values",
     "insert_default",
     "prepare_merge_assignments",
     "recompute_generated",
@@ -82,20 +85,26 @@ def check_updated_columns(metadata: Metadata, assigned: Iterable[str]) -> None:
 
 
 def check_merge_inserts(metadata: Metadata, inserted: Sequence[Iterable[str]]) -> None:
-    """Refuse MERGE insert clauses that would leave an identity column without values (the
-    table API does not generate identity values yet) or give a ``GENERATED ALWAYS`` one."""
+    """Refuse MERGE insert clauses that give a ``GENERATED ALWAYS`` identity column (the
+    ones that leave an identity column out get generated values: :func:`identity_values`)."""
     for clause in inserted:
-        names = {c.lower() for c in clause}
-        for column in identity_columns(metadata):
-            if column.name.lower() in names and not column.allow_explicit_insert:
-                raise IdentityColumnError(
-                    f"providing values for the GENERATED ALWAYS AS IDENTITY column {column.name} is not supported"
-                )
-            if column.name.lower() not in names:
-                raise IdentityColumnError(
-                    f"MERGE cannot generate values for the identity column {column.name} yet; insert the new rows "
-                    "with a data-source append (format('deltalog')), which generates them"
-                )
+        check_explicit_insert(metadata, list(clause))
+
+
+def identity_values(column: IdentityColumn) -> Column:
+    """Generated values of an identity column for the rows of a MERGE's insert clauses:
+    ``base + step * (partition * TASK_RANGE + row index in the partition)``, each Spark
+    partition in its own range as the Python write tasks generate them (Delta interleaves
+    by the number of partitions, which its JVM expression knows). The write tasks report the
+    largest value written as the high-water mark (``DefaultExpressions.tracked_identity``)."""
+    from pyspark.sql import functions as F
+
+    column.values(0, 0, 0)  # refuses a high-water mark off the start/step grid, as a task would
+    partition = "CAST(spark_partition_id() AS BIGINT)"
+    index = f"(monotonically_increasing_id() - shiftleft({partition}, 33))"
+    return F.expr(
+        f"CAST({column.base} AS BIGINT) + CAST({column.step} AS BIGINT) * ({partition} * {TASK_RANGE} + {index})"
+    )
 
 
 def insert_default(metadata: Metadata, column: str) -> Column:
@@ -137,20 +146,27 @@ def recompute_generated(
 
 def prepare_merge_assignments(
     metadata: Metadata, updates: Sequence[dict[str, Column]], inserts: Sequence[dict[str, Column]]
-) -> set[str]:
+) -> tuple[set[str], tuple[str, ...]]:
     """Check a MERGE's clauses (:func:`check_updated_columns`, :func:`check_merge_inserts`),
-    give each insert clause the defaults of the columns it does not assign (in place), and
-    return the columns some clause assigns (the generated ones among them are checked, the
-    others recomputed: :func:`recompute_generated`)."""
+    give each insert clause the defaults and the generated identity values
+    (:func:`identity_values`) of the columns it does not assign (in place). Returns the
+    columns some clause assigns (the generated ones among them are checked, the others
+    recomputed: :func:`recompute_generated`) and the identity columns given generated values."""
     assigned: set[str] = set()
     for clause in updates:
         check_updated_columns(metadata, clause)
         assigned.update(clause)
     check_merge_inserts(metadata, [list(clause) for clause in inserts])
+    generated: list[str] = []
     for clause in inserts:
         assigned.update(clause)
+        given = {c.lower() for c in clause}
         for f in json.loads(metadata.schema_string).get("fields") or []:
             name = str(f["name"])
-            if CURRENT_DEFAULT in (f.get("metadata") or {}) and name.lower() not in {c.lower() for c in clause}:
+            if CURRENT_DEFAULT in (f.get("metadata") or {}) and name.lower() not in given:
                 clause[name] = insert_default(metadata, name)
-    return assigned
+        for column in identity_columns(metadata):
+            if column.name.lower() not in given:
+                clause[column.name] = identity_values(column)
+                generated.append(column.name)
+    return assigned, tuple(dict.fromkeys(generated))

@@ -593,6 +593,7 @@ def commit_files(
     are kept, since the version may exist and name them, and :class:`WriteOutcomeUnknownError`
     is raised from the engine's error. A DML command made idempotent by the session's
     ``txnAppId``/``txnVersion`` commits its ``SetTransaction`` with them."""
+    actions = _without_high_water_marks(txn, actions)
     try:
         version = txn.commit([*pending_set_transactions(txn), *actions], operation)
     except BaseException as exc:
@@ -609,6 +610,18 @@ def commit_files(
         )
         raise WriteOutcomeUnknownError(txn.delta_log.table_uri, txn.txn_id, num_files, exc) from exc
     return version
+
+
+def _without_high_water_marks(txn: OptimisticTransaction, actions: Sequence[Action]) -> list[Action]:
+    """``actions`` without the identity high-water marks the write tasks tagged their adds
+    with, which move the marks of the transaction's metadata instead (a MERGE that generated
+    identity values)."""
+    adds, marks = pop_high_water_marks([a for a in actions if isinstance(a, AddFile)])
+    if not marks:
+        return list(actions)
+    txn.update_identity_high_water_marks(marks)
+    untagged = iter(adds)
+    return [next(untagged) if isinstance(a, AddFile) else a for a in actions]
 
 
 def abort_write(plan: WritePlan, action_lines: Sequence[str]) -> int:

@@ -29,7 +29,7 @@ import random
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +74,7 @@ from deltalog.txn.protocol.column_mapping import (
     physical_partition_filters,
 )
 from deltalog.txn.protocol.iceberg_compat import complete_metadata
-from deltalog.txn.protocol.identity import identity_commit_tags
+from deltalog.txn.protocol.identity import identity_commit_tags, update_high_water_marks
 from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPredicate, partition_column_types
 from deltalog.txn.protocol.properties import InvalidPropertyError
 from deltalog.txn.protocol.protocol_requirements import (
@@ -299,6 +299,24 @@ class OptimisticTransaction:
         self._new_metadata = row_tracking.with_materialized_column_names(
             self.protocol, self.snapshot.metadata if self.table_exists else None, metadata
         )
+
+    def update_identity_high_water_marks(self, marks: Mapping[str, Sequence[int]]) -> None:
+        """Move the identity columns' high-water marks to the values ``marks`` (per column,
+        the values written) in the metadata this commit carries, also after its one
+        metadata change (Delta's ``updateIdentityHighWaterMarks`` and
+        ``precommitUpdateSchemaWithIdentityHighWaterMarks``: a MERGE that evolves the schema
+        and generates identity values)."""
+        self._check_open()
+        current = self.metadata
+        if current is None or not marks:
+            return
+        updated = update_high_water_marks(current, marks)
+        if updated is current:
+            return
+        if self._new_metadata is None:
+            self.update_metadata(updated)
+        else:
+            self._new_metadata = updated
 
     def _with_ict_enablement(self, metadata: Metadata) -> Metadata:
         """When in-commit timestamps are switched on for an existing table, record where

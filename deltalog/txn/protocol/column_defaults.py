@@ -115,6 +115,8 @@ class TaskColumnFiller:
         self.plan = plan
         self.task_id = task_id
         self.generated_count: dict[str, int] = {}
+        #: the largest (negative step: smallest) value written per tracked identity column
+        self.written_extreme: dict[str, int] = {}
 
     def __call__(self, table: pa.Table) -> pa.Table:
         names = table.column_names
@@ -122,7 +124,9 @@ class TaskColumnFiller:
             if not _has(names, default.name):
                 table = table.append_column(default.name, default.values(table.num_rows))
         for identity in self.plan.identity:
-            if not _has(names, identity.name):
+            if identity.name in self.plan.tracked_identity and _has(names, identity.name):
+                self._track(identity, table)
+            elif not _has(names, identity.name):
                 done = self.generated_count.get(identity.name, 0)
                 table = table.append_column(
                     pa.field(identity.name, pa.int64()), identity.values(self.task_id, done, table.num_rows)
@@ -132,10 +136,22 @@ class TaskColumnFiller:
             table = fill_generated_columns(table, self.plan.generated)
         return table
 
+    def _track(self, identity: IdentityColumn, table: pa.Table) -> None:
+        import pyarrow.compute as pc
+
+        column = next(n for n in table.column_names if n.lower() == identity.name.lower())
+        value = (pc.max if identity.step > 0 else pc.min)(table[column]).as_py()
+        if value is None:
+            return
+        seen = self.written_extreme.get(identity.name)
+        if seen is None or (value > seen if identity.step > 0 else value < seen):
+            self.written_extreme[identity.name] = int(value)
+
     @property
     def high_water_marks(self) -> dict[str, int]:
-        """The last value this task generated per identity column (its high-water mark)."""
-        out: dict[str, int] = {}
+        """The last value this task generated per identity column (its high-water mark), and
+        the extreme value it wrote of each tracked one."""
+        out: dict[str, int] = dict(self.written_extreme)
         for identity in self.plan.identity:
             n = self.generated_count.get(identity.name, 0)
             if n:
@@ -150,6 +166,10 @@ class DefaultExpressions:
     defaults: tuple[ColumnDefault, ...] = ()
     identity: tuple[IdentityColumn, ...] = ()
     generated: tuple[GeneratedColumn, ...] = ()
+    #: identity columns whose values the data gives but a MERGE generated (Spark SQL): the
+    #: tasks report the largest value written (smallest for a negative step) as the
+    #: high-water mark candidate, as Delta's ``IdentityColumnStatsTracker`` over the written rows
+    tracked_identity: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.defaults or self.identity or self.generated)
