@@ -3,9 +3,10 @@
 The write tasks fill and check these columns (:class:`~deltalog.txn.protocol.column_defaults.DefaultExpressions`
 in the :class:`~deltalog.contrib.spark.files.WriteSpec`); this module holds the driver's
 part: refusing data that gives a ``GENERATED ALWAYS AS IDENTITY`` column before any task
-runs, and moving the identity high-water marks in the metadata the write commits. For
-UPDATE and MERGE, whose rows are Spark DataFrames, it recomputes generated columns and
-evaluates column defaults with Spark SQL, and refuses identity-column updates.
+runs (the commit moves the high-water marks the tasks report:
+``OptimisticTransaction.update_identity_high_water_marks``). For UPDATE and MERGE, whose
+rows are Spark DataFrames, it recomputes generated columns, evaluates column defaults and
+generates MERGE's identity values with Spark SQL, and refuses identity-column updates.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from deltalog.txn.protocol.identity import (
     IdentityColumnError,
     check_explicit_insert,
     identity_columns,
-    update_high_water_marks,
 )
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ __all__ = [
     "insert_default",
     "prepare_merge_assignments",
     "recompute_generated",
-    "with_high_water_marks",
 ]
 
 
@@ -55,21 +54,6 @@ def check_data_for_default_columns(metadata: Metadata, data_schema: Mapping[str,
                 f"a streaming write cannot generate values for the identity column(s) {', '.join(missing)} yet; "
                 "write each micro-batch with foreachBatch and a batch write"
             )
-
-
-def with_high_water_marks(
-    new_metadata: Metadata | None, current: Metadata | None, marks: Mapping[str, Sequence[int]]
-) -> Metadata | None:
-    """The metadata a write commits: its planned change (``new_metadata``; None: keep
-    ``current``) with the identity high-water marks its tasks generated. None when the
-    write changes nothing."""
-    base = new_metadata if new_metadata is not None else current
-    if base is None or not marks:
-        return new_metadata
-    updated = update_high_water_marks(base, marks)
-    if updated is base:
-        return new_metadata
-    return updated
 
 
 # -- the table API (UPDATE, MERGE): rows built as Spark DataFrames --------------------------
@@ -99,7 +83,7 @@ def identity_values(column: IdentityColumn) -> Column:
     largest value written as the high-water mark (``DefaultExpressions.tracked_identity``)."""
     from pyspark.sql import functions as F
 
-    column.values(0, 0, 0)  # refuses a high-water mark off the start/step grid, as a task would
+    column.check_generable()
     partition = "CAST(spark_partition_id() AS BIGINT)"
     index = f"(monotonically_increasing_id() - shiftleft({partition}, 33))"
     return F.expr(

@@ -42,7 +42,7 @@ from deltalog.contrib.spark.errors import (
     WriteOutcomeUnknownError,
 )
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, file_actions, logical_records
-from deltalog.contrib.spark.generated import check_data_for_default_columns, with_high_water_marks
+from deltalog.contrib.spark.generated import check_data_for_default_columns
 from deltalog.contrib.spark.idempotent import pending_set_transactions
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.partition_overwrite import NULL_INTOLERANT_EQUALITY_OPTION
@@ -702,9 +702,9 @@ def _prepare_commit(
             return None
         actions.append(SetTransaction(app_id=app_id, version=app_version, last_updated=now))
     if streaming is None:
-        new_metadata = with_high_water_marks(plan.new_metadata, txn.metadata, high_water_marks)
-        if new_metadata is not None:
-            txn.update_metadata(new_metadata)
+        if plan.new_metadata is not None:
+            txn.update_metadata(plan.new_metadata)
+        txn.update_identity_high_water_marks(high_water_marks)
     else:
         _stream_metadata(txn, plan)
     _declare_constraints_checked(plan, txn, delta_log.table_uri)

@@ -92,15 +92,20 @@ class IdentityColumn:
         """The first value to generate: just past the high-water mark, or ``start``."""
         return self.start if self.high_water_mark is None else self.high_water_mark + self.step
 
-    def values(self, task_id: int, offset: int, count: int) -> pa.Array:
-        """Values ``offset .. offset + count - 1`` of task ``task_id``'s range; refused past a
-        high-water mark that does not follow start and step (Delta's
-        ``PartitionIdentityValueGenerator`` requires it)."""
+    def check_generable(self) -> None:
+        """Refuse a high-water mark off the start/step grid: no value can be generated past
+        it (Delta's ``PartitionIdentityValueGenerator`` requires it on the grid)."""
         if self.high_water_mark is not None and (self.high_water_mark - self.start) % self.step != 0:
             raise IdentityColumnError(
                 f"the identity column {self.name} has a high-water mark {self.high_water_mark} that does not "
                 f"follow its start {self.start} and step {self.step}; no value can be generated from it"
             )
+
+    def values(self, task_id: int, offset: int, count: int) -> pa.Array:
+        """Values ``offset .. offset + count - 1`` of task ``task_id``'s range; refused past a
+        high-water mark that does not follow start and step (Delta's
+        ``PartitionIdentityValueGenerator`` requires it)."""
+        self.check_generable()
         if offset + count > TASK_RANGE:
             raise IdentityColumnError(
                 f"a write task generated more than {TASK_RANGE} values for the identity column {self.name}; "
