@@ -194,6 +194,36 @@ def test_four_concurrent_identity_writers_never_duplicate_a_value(tmp_path: Any)
     assert identity_columns(log.update().metadata)[0].high_water_mark == 12
 
 
+def test_a_stream_generates_identity_values_past_the_mark_its_earlier_batches_moved(tmp_path: Any) -> None:
+    """Delta's IdentityColumnIngestionSuite "streaming": each micro-batch generates values
+    past the high-water mark the batches before it moved (its tasks read it when they run,
+    not when the query started) and moves it; a batch whose values another writer may
+    have generated too (it moved the mark after the tasks read it) fails as Delta's
+    conflict checker fails it, commits nothing and deletes its files."""
+    from deltalog.contrib.spark.source import DeltaCommitMessage, DeltaStreamWriter
+
+    path = str(tmp_path / "t")
+    log = _create(path, _field("id", "long", **_identity(False, start=10, step=2)), _field("x", "long"))
+    schema = json.dumps({"type": "struct", "fields": [_field("x", "long")]})
+    options = WriteOptions.parse({"path": path, "checkpointLocation": str(tmp_path / "ck")}, False)
+    writer = DeltaStreamWriter(plan_write(options, schema, streaming=True), "query", complete=False)
+    for batch_id, xs in enumerate(([1, 2], [3], [4, 5])):
+        writer.commit([writer.write(iter(pa.table({"x": xs}).to_batches()))], batch_id)
+    assert _rows(path, "id", "x") == [(10, 1), (12, 2), (14, 3), (16, 4), (18, 5)]
+    assert identity_columns(log.update().metadata)[0].high_water_mark == 18
+    late = writer.write(iter(pa.table({"x": [6]}).to_batches()))  # its task read the mark 18
+    _write(path, pa.table({"x": [7]}))  # generates 20 and moves the mark
+    with pytest.raises(MetadataChangedError):
+        writer.commit([late], 3)
+    assert log.update().version == 4 and len(_data_files(path)) == 4
+    assert isinstance(late, DeltaCommitMessage) and not os.path.exists(
+        os.path.join(path, json.loads(late.actions[0])["add"]["path"])
+    )
+    writer.commit([writer.write(iter(pa.table({"x": [6]}).to_batches()))], 3)  # the batch run again
+    assert _rows(path, "id", "x")[-2:] == [(20, 7), (22, 6)]
+    assert identity_columns(log.update().metadata)[0].high_water_mark == 22
+
+
 def test_an_identity_only_update_does_not_fail_a_writer_that_changes_no_metadata(tmp_path: Any) -> None:
     """Delta's checkNoMetadataUpdates: a winner tagged delta.identity.schemaUpdate only
     fails transactions that change the metadata themselves."""

@@ -232,3 +232,30 @@ def test_append_mode_commits_once_per_batch(spark, table_path, tmp_path):
     first_add = next(a["add"] for a in commits(table_path)[0] if "add" in a)
     assert first_add["path"].startswith("value=hello%20world/")
     assert first_add["partitionValues"] == {"value": "hello world"}
+
+
+def test_stream_generates_identity_values_batch_after_batch(spark, table_path, tmp_path):
+    """Delta's IdentityColumnIngestionSuite "streaming": a stream into a table with a
+    ``GENERATED ALWAYS AS IDENTITY`` column generates distinct values in every micro-batch,
+    past the high-water mark each batch moves."""
+    from deltalog.contrib.spark import DeltaTable, register
+    from deltalog.contrib.spark.table_builder import IdentityGenerator
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.identity import identity_columns
+
+    register(spark)
+    table = DeltaTable.create(spark).location(table_path)
+    table.addColumn("id", "long", generatedAlwaysAs=IdentityGenerator(start=1, step=3)).addColumn("x", "long").execute()
+    incoming = str(tmp_path / "incoming")
+
+    for xs in ([1, 2], [3]):
+        spark.createDataFrame([(x,) for x in xs], "x long").coalesce(1).write.mode("append").parquet(incoming)
+    spark.readStream.schema("x long").option("maxFilesPerTrigger", 1).parquet(incoming).writeStream.format(
+        "deltalog"
+    ).option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start(table_path).awaitTermination()
+    rows = spark.read.format("deltalog").load(table_path).collect()
+    ids = sorted(r.id for r in rows)
+    assert sorted(r.x for r in rows) == [1, 2, 3] and len(set(ids)) == 3
+    assert all((i - 1) % 3 == 0 for i in ids)
+    assert identity_columns(DeltaLog.for_table(table_path).update().metadata)[0].high_water_mark == max(ids)
+    assert [op for op in operations(table_path)][1:] == ["STREAMING UPDATE"] * 2

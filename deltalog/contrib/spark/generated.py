@@ -40,20 +40,10 @@ __all__ = [
 ]
 
 
-def check_data_for_default_columns(metadata: Metadata, data_schema: Mapping[str, Any], streaming: bool) -> None:
+def check_data_for_default_columns(metadata: Metadata, data_schema: Mapping[str, Any]) -> None:
     """Refuse, before any task runs, data that gives a ``GENERATED ALWAYS AS IDENTITY``
-    column, and a streaming write that would generate identity values (each micro-batch
-    would move the high-water mark the query planned against: not supported yet)."""
-    names = [str(f["name"]) for f in data_schema.get("fields") or []]
-    check_explicit_insert(metadata, names)
-    if streaming:
-        given = {n.lower() for n in names}
-        missing = [c.name for c in identity_columns(metadata) if c.name.lower() not in given]
-        if missing:
-            raise IdentityColumnError(
-                f"a streaming write cannot generate values for the identity column(s) {', '.join(missing)} yet; "
-                "write each micro-batch with foreachBatch and a batch write"
-            )
+    column."""
+    check_explicit_insert(metadata, [str(f["name"]) for f in data_schema.get("fields") or []])
 
 
 # -- the table API (UPDATE, MERGE): rows built as Spark DataFrames --------------------------

@@ -57,6 +57,7 @@ from deltalog.contrib.spark.reads import (
     row_tracking_struct,
 )
 from deltalog.contrib.spark.scan import Term, plan_files
+from deltalog.contrib.spark.stream_identity import generates_identity_values, with_current_high_water_marks
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.contrib.spark.writes import StreamingInfo, WritePlan, abort_write, commit_write, plan_write
 from deltalog.txn.protocol.generated_columns import partition_expressions
@@ -79,10 +80,13 @@ CDF_COLUMNS = (
 @dataclass
 class DeltaCommitMessage(WriterCommitMessage):
     """What a write task hands to the driver: the action lines of the files it wrote, and for
-    a micro-batch the plan they were written with (see :meth:`DeltaStreamWriter.commit`)."""
+    a micro-batch the plan they were written with (see :meth:`DeltaStreamWriter.commit`) and
+    the table version whose identity high-water marks they generated values past, if any
+    (:mod:`~deltalog.contrib.spark.stream_identity`)."""
 
     actions: list[str]
     plan: WritePlan | None = None
+    read_version: int | None = None
 
 
 def _task_id() -> int:
@@ -151,15 +155,21 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         self.plan = plan
         self.app_id = app_id
         self.complete = complete
+        self.generates_identity = generates_identity_values(plan.spec, plan.data_schema)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return DeltaCommitMessage(write_batches(self.plan.spec, iterator, _task_id()), self.plan)
+        if not self.generates_identity:
+            return DeltaCommitMessage(write_batches(self.plan.spec, iterator, _task_id()), self.plan)
+        spec, read_version = with_current_high_water_marks(self.plan.spec)
+        return DeltaCommitMessage(write_batches(spec, iterator, _task_id()), self.plan, read_version)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Commit the batch with the plan its files were written with: PySpark commits
         through a writer it creates again (a new plan, on the table as it is then), whose new
         columns would get other physical names under column mapping than the files have."""
-        info = StreamingInfo(self.app_id, batchId, "Complete" if self.complete else "Append")
+        read = [m.read_version for m in messages if isinstance(m, DeltaCommitMessage) and m.read_version is not None]
+        mode = "Complete" if self.complete else "Append"
+        info = StreamingInfo(self.app_id, batchId, mode, min(read) if read else None)
         commit_write(_written_plan(messages, self.plan), _lines(messages), streaming=info)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:

@@ -75,7 +75,7 @@ from deltalog.txn.protocol.iceberg_compat import (
     materializes_partition_columns,
     row_tracking_field_ids,
 )
-from deltalog.txn.protocol.identity import pop_high_water_marks
+from deltalog.txn.protocol.identity import pop_high_water_marks, without_high_water_marks
 from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, InvalidPropertyError, TableProperties
 from deltalog.txn.protocol.protocol_requirements import with_table_defaults
 from deltalog.txn.protocol.stats_columns import StatsColumns
@@ -109,6 +109,9 @@ class StreamingInfo:
     app_id: str
     batch_id: int
     output_mode: str  # "Append" or "Complete"
+    #: The version the batch's tasks read identity high-water marks at (None: they read
+    #: none): its transaction opens there (:mod:`~deltalog.contrib.spark.stream_identity`).
+    read_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -300,7 +303,7 @@ def plan_write(
     on_data = _replace_where_on_data(opts, metadata)
     dynamic = not streaming and _dynamic_partition_overwrite(opts, metadata)
     constraints = () if skip else plan_constraints(metadata, delta_log.table_uri)
-    check_data_for_default_columns(metadata, data, streaming)
+    check_data_for_default_columns(metadata, data)
     protocol = snapshot.protocol if snapshot.version >= 0 else None
     spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints, protocol)
     if on_data and opts.replace_where_constraint_check:
@@ -593,7 +596,7 @@ def commit_files(
     are kept, since the version may exist and name them, and :class:`WriteOutcomeUnknownError`
     is raised from the engine's error. A DML command made idempotent by the session's
     ``txnAppId``/``txnVersion`` commits its ``SetTransaction`` with them."""
-    actions = _without_high_water_marks(txn, actions)
+    actions = _untag_high_water_marks(txn, actions)
     try:
         version = txn.commit([*pending_set_transactions(txn), *actions], operation)
     except BaseException as exc:
@@ -612,7 +615,7 @@ def commit_files(
     return version
 
 
-def _without_high_water_marks(txn: OptimisticTransaction, actions: Sequence[Action]) -> list[Action]:
+def _untag_high_water_marks(txn: OptimisticTransaction, actions: Sequence[Action]) -> list[Action]:
     """``actions`` without the identity high-water marks the write tasks tagged their adds
     with, which move the marks of the transaction's metadata instead (a MERGE that generated
     identity values)."""
@@ -689,7 +692,8 @@ def _prepare_commit(
         if plan.reads_whole_table:
             txn.read_whole_table()
     else:
-        txn = start_transaction(delta_log, user_metadata=opts.user_metadata)
+        read = None if streaming.read_version is None else delta_log.snapshot(streaming.read_version)
+        txn = start_transaction(delta_log, user_metadata=opts.user_metadata, snapshot=read)
     now = int(time.time() * 1000)
     actions: list[Action] = []
     app_id, app_version = opts.txn_app_id, opts.txn_version
@@ -704,9 +708,9 @@ def _prepare_commit(
     if streaming is None:
         if plan.new_metadata is not None:
             txn.update_metadata(plan.new_metadata)
-        txn.update_identity_high_water_marks(high_water_marks)
     else:
         _stream_metadata(txn, plan)
+    txn.update_identity_high_water_marks(high_water_marks)
     _declare_constraints_checked(plan, txn, delta_log.table_uri)
     rewritten: list[str] = []
     rewrite_metrics: dict[str, str] = {}
@@ -804,7 +808,7 @@ def _layout(metadata: Metadata) -> tuple[Any, ...]:
     mode = metadata.properties.column_mapping_mode
     return (
         metadata.id,
-        metadata.schema_string,
+        without_high_water_marks(metadata).schema_string,  # moved by each batch that generates identity values
         tuple(metadata.partition_columns),
         mode,
         frozenset(table_constraints(metadata)),

@@ -57,6 +57,7 @@ __all__ = [
     "update_high_water_marks",
     "winner_is_identity_only",
     "with_merged_high_water_marks",
+    "without_high_water_marks",
 ]
 
 START = "delta.identity.start"
@@ -255,7 +256,8 @@ def with_merged_high_water_marks(metadata: Metadata, other: Metadata) -> Metadat
     return update_high_water_marks(metadata, candidates)
 
 
-def _without_marks(metadata: Metadata) -> Any:
+def without_high_water_marks(metadata: Metadata) -> Metadata:
+    """``metadata`` with no identity high-water mark (its schema's keys sorted)."""
     schema = json.loads(metadata.schema_string)
     for f in schema.get("fields") or []:
         (f.get("metadata") or {}).pop(HIGH_WATER_MARK, None)
@@ -266,7 +268,7 @@ def is_identity_only_update(old: Metadata | None, new: Metadata | None) -> bool:
     """True when ``new`` differs from ``old`` only in identity high-water marks."""
     if old is None or new is None or old == new:
         return False
-    return bool(_without_marks(old) == _without_marks(new))
+    return bool(without_high_water_marks(old) == without_high_water_marks(new))
 
 
 def identity_commit_tags(old: Metadata | None, new: Metadata | None) -> dict[str, Any]:
