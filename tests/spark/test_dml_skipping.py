@@ -308,3 +308,113 @@ def test_files_are_skipped_as_delta_skips_them_by_delta_written_statistics(term,
     add = AddFile(path="part-0.parquet", partition_values={}, size=1, modification_time=0, stats=stats)
     plan = plan_files([add], 0, [term], [], {term[0]: type_name})
     assert (plan.files == [add]) is kept
+
+
+# -- Delta's DataSkippingDeltaTests: predicates given as SQL text (a read's where, a DML condition)
+
+_LONG_A, _LONG_C = "A" * 1000, "C" * 1000
+# (name, the rows of the one file, hits: the file is read, misses: the file is skipped)
+_SKIPPING_CASES = [
+    (
+        "top level, single 1",
+        [{"a": 1}],
+        ["a = 1", "a <=> 1", "a >= 1", "a <= 2", "1 = a", "1 <=> a", "2 >= a", "0 <= a", "NOT a <=> 2"],
+        ["NOT a = 1", "NOT a <=> 1", "a = 2", "a <=> 2", "a != 1", "2 = a", "1 != a", "a > 1", "1 < a", "0 >= a"],
+    ),
+    ("long strings - long min", [{"a": _LONG_A}, {"a": "B"}, {"a": "C"}], ["a like 'A%'", f"a = '{_LONG_A}'"], []),
+    ("long strings - long min 2", [{"a": _LONG_A}, {"a": "B"}, {"a": "C"}], ["a > 'BA'", "a < 'AB'"], ["a < 'AA'"]),
+    ("long strings - long max", [{"a": "A"}, {"a": "B"}, {"a": _LONG_C}], ["a like 'C%'", f"a = '{_LONG_C}'"], []),
+    ("long strings - long max 2", [{"a": "A"}, {"a": _LONG_C}], ["a > 'CC'", "a like 'A%'"], ["a >= 'D'", "a > 'CD'"]),
+    (
+        "starts with",
+        [{"a": "apple"}, {"a": "microsoft"}],
+        ["a like 'a%'", "a like 'ap%'", "a like 'm%'", "a like 'mic%'", "a like '%'"],
+        ["a like 'xyz%'", "a like 'zz%'", "a like 'aa%'"],
+    ),
+    (
+        "and statements - two fields",
+        [{"a": 1, "b": "2017-09-01"}, {"a": 2, "b": "2017-08-31"}],
+        ["a > 0 AND b = '2017-09-01'", "a = 2 AND b >= '2017-08-30'", "a >= 2 AND b like '2017-08-%'"],
+        ["a > 0 AND b like '2016-%'"],
+    ),
+    (
+        "and statements - one side unsupported",
+        [{"a": 10, "b": 10}, {"a": 20, "b": 20}],
+        ["a % 100 < 10 AND b % 100 > 20"],
+        ["a < 10 AND b % 100 > 20", "a % 100 < 10 AND b > 20"],
+    ),
+    ("or statements - simple", [{"a": 1}, {"a": 2}], ["a > 0 or a < -3", "a >= 2 or a < -1"], ["a > 5 or a < -2"]),
+    (
+        "or statements - two fields",
+        [{"a": 1, "b": "2017-09-01"}, {"a": 2, "b": "2017-08-31"}],
+        ["a < 0 or b = '2017-09-01'", "a = 2 or b < '2017-08-30'", "a >= 2 or b like '2016-08-%'"],
+        ["a < 0 or b like '2016-%'"],
+    ),
+    (
+        "or statements - one side unsupported",
+        [{"a": 10, "b": 10}, {"a": 20, "b": 20}],
+        ["a % 100 < 10 OR b > 20", "a < 10 OR b % 100 > 20"],
+        ["a < 10 OR b > 20"],
+    ),
+    ("not statements - simple", [{"a": 1}, {"a": 2}], ["not a < 0", "a not between 3 and 4"], ["not a > 0"]),
+    (
+        "not statements - and",
+        [{"a": 10, "b": 10}, {"a": 20, "b": 20}],
+        ["NOT(a % 100 >= 10 AND b % 100 <= 20)", "NOT(a >= 10 AND b % 100 <= 20)", "NOT(a % 100 >= 10 AND b <= 20)"],
+        ["NOT(a >= 10 AND b <= 20)", "a not between 5 and 25", "a not in (7) and a between 30 and 40"],
+    ),
+    (
+        "not statements - or",
+        [{"a": 1, "b": 10}, {"a": 2, "b": 20}],
+        ["NOT(a < 1 OR b > 20)", "NOT(a % 100 >= 1 OR b % 100 <= 20)", "a not like 'x%'", "a not in (1, 2)"],
+        ["NOT(a >= 1 OR b <= 20)", "NOT(a % 100 >= 1 OR b <= 20)", "NOT(a >= 1 OR b % 100 <= 20)"],
+    ),
+    (
+        "missing stats columns",  # indexedCols = 1: b has no statistics
+        [{"a": 1, "b": 10}, {"a": 2, "b": 20}],
+        ["b < 10", "a < 1 OR b < 10", "a < 1 OR (a >= 1 AND b < 10)", "CASE WHEN a < 0 AND b < 0 THEN true END"],
+        ["a < 1 AND b < 10", "a < 1 OR (a > 10 AND b < 10)", "lower(b) = 'x' AND (a IN (5, 6) OR a IS NULL)"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "rows", "hits", "misses"), _SKIPPING_CASES, ids=[c[0] for c in _SKIPPING_CASES])
+def test_sql_predicates_skip_files_as_delta_skips_them(name, rows, hits, misses):
+    """Delta's ``constructDataFilters``: AND skips by either side, OR by both, NOT folds into
+    the comparison it negates (De Morgan through AND/OR), LIKE 'prefix%' skips as
+    StartsWith, a side that is not a column compared with a literal skips nothing."""
+    import pyarrow as pa
+
+    from deltalog.contrib.spark.data_skipping import where_terms
+    from deltalog.txn.protocol.file_stats import StatsCollector
+
+    data = pa.Table.from_pylist(rows)
+    collector = StatsCollector(data.schema, [("a",)] if name == "missing stats columns" else None)
+    collector.update(data)
+    add = AddFile(path="part-0.parquet", partition_values={}, size=1, modification_time=0, stats=collector.to_json())
+    types = {f.name: "long" if pa.types.is_integer(f.type) else "string" for f in data.schema}
+    read = {p: bool(plan_files([add], 0, where_terms(p), [], types).files) for p in [*hits, *misses]}
+    assert read == {**dict.fromkeys(hits, True), **dict.fromkeys(misses, False)}
+
+
+def test_disjunctions_and_prefixes_prune_partitions_file_by_file():
+    """An OR over a partition and a data column, and LIKE 'prefix%' on a partition column,
+    test each file's partition value (Delta's partition-like skipping of the same filters)."""
+    from deltalog.contrib.spark.data_skipping import where_terms
+
+    def add(name, p, lo, hi):
+        stats = f'{{"numRecords":2,"minValues":{{"x":{lo}}},"maxValues":{{"x":{hi}}},"nullCount":{{"x":0}}}}'
+        return AddFile(path=name, partition_values={"p": p}, size=1, modification_time=0, stats=stats)
+
+    files = [add("a1", "apple", 1, 5), add("m1", "melon", 6, 9), add("n1", None, 1, 9)]
+    types = {"p": "string", "x": "long"}
+
+    def read(where):
+        return sorted(f.path for f in plan_files(files, 0, where_terms(where), ["p"], types).files)
+
+    assert read("p LIKE 'ap%'") == ["a1"]
+    assert read("p = 'melon' OR x < 2") == ["a1", "m1", "n1"]
+    assert read("p = 'melon' OR x > 7") == ["m1", "n1"]
+    assert read("NOT (p = 'apple' OR p IS NULL)") == ["m1"]
+    assert read("p NOT LIKE 'ap%'") == ["a1", "m1", "n1"]  # NOT LIKE skips nothing, as in Delta
+    assert read("(p = 'apple' AND x > 5) OR (p IS NULL AND x <= 1)") == ["n1"]

@@ -36,6 +36,45 @@ def _write(spark, path, rows, mode="append"):
     df.write.format("deltalog").mode(mode).option("partitionBy", "p").save(path)
 
 
+def test_pushed_filters_become_delta_skipping_terms():
+    """The filters Spark pushes to the Python data source, as Delta's skipping takes them:
+    NOT folded into the comparison it negates, StartsWith (LIKE 'prefix%') by prefix, and
+    no term for a negation Delta does not skip by (NOT IN, NOT StartsWith, NOT <=>)."""
+    from pyspark.sql.datasource import (
+        EqualNullSafe,
+        EqualTo,
+        GreaterThan,
+        In,
+        IsNull,
+        LessThanOrEqual,
+        Not,
+        StringStartsWith,
+    )
+
+    from deltalog.contrib.spark.source import _terms
+
+    x = ("x",)
+    filters = [
+        Not(EqualTo(x, 1)),
+        Not(GreaterThan(x, 2)),
+        Not(Not(LessThanOrEqual(x, 3))),
+        Not(IsNull(("s", "a"))),
+        StringStartsWith(("s",), "ap"),
+        EqualNullSafe(x, None),
+        Not(In(x, (1, 2))),
+        Not(StringStartsWith(("s",), "ap")),
+        Not(EqualNullSafe(x, 1)),
+    ]
+    assert _terms(filters) == [
+        ("x", "!=", 1),
+        ("x", "<=", 2),
+        ("x", "<=", 3),
+        ("s.a", "notnull", None),
+        ("s", "startswith", "ap"),
+        ("x", "isnull", None),
+    ]
+
+
 def test_filters_never_leak_between_scans_of_a_dataframe(spark, table_path):
     _write(spark, table_path, [(i, i % 3) for i in range(30)])
     d = spark.read.format("deltalog").load(table_path)

@@ -7,9 +7,8 @@ import json
 from typing import TYPE_CHECKING
 
 from deltalog.contrib.spark import schemas
-from deltalog.contrib.spark.errors import DeltaAnalysisError
-from deltalog.contrib.spark.predicates import parse_partition_predicate
-from deltalog.contrib.spark.scan import Term, plan_files
+from deltalog.contrib.spark.scan import Term, map_term_columns, plan_files
+from deltalog.contrib.spark.skipping_terms import skipping_terms
 
 if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
@@ -19,25 +18,9 @@ __all__ = ["data_skipped_files", "where_terms"]
 
 
 def where_terms(where: str | None, qualifier: str | None = None) -> list[Term]:
-    """The file-skipping terms of a ``where`` predicate (terms that cannot skip are dropped;
-    ``qualifier``: the alias columns may be qualified with)."""
-    if not where:
-        return []
-    try:
-        filters = parse_partition_predicate(where, qualifier)
-    except DeltaAnalysisError:
-        return []  # not a simple conjunction: Spark still filters the rows, nothing is skipped
-    terms: list[Term] = []
-    for column, op, value in filters:
-        if op == "=" and value is None:
-            terms.append((column, "isnull", None))
-        elif op == "!=" and value is None:
-            terms.append((column, "notnull", None))
-        elif op == "in":
-            terms.append((column, "in", tuple(value)))
-        elif op in ("=", "<", "<=", ">", ">="):
-            terms.append((column, op, value))
-    return terms
+    """The file-skipping terms of a ``where`` predicate (``qualifier``: the alias columns may
+    be qualified with; :func:`~deltalog.contrib.spark.skipping_terms.skipping_terms`)."""
+    return skipping_terms(where, qualifier) if where else []
 
 
 def data_skipped_files(
@@ -51,12 +34,13 @@ def data_skipped_files(
     parts = {c.lower() for c in metadata.partition_columns}
     schema = json.loads(metadata.schema_string)
     types = schemas.top_level_types(schema)
-    names = {n.lower(): n for n in types}
-    terms: list[Term] = [
-        (names[column.lower()], op, value)
-        for column, op, value in where_terms(condition, qualifier)
-        if column.lower() in names and column.lower() not in parts
-    ]
+    names = {n.lower(): n for n in types if n.lower() not in parts}
+
+    def data_column(column: str) -> str | None:
+        return names.get(column.lower())
+
+    mapped = (map_term_columns(t, data_column) for t in where_terms(condition, qualifier))
+    terms: list[Term] = [t for t in mapped if t is not None]
     if not terms or not files:
         return files
     physical = schemas.physical_names(schema, snapshot.properties.column_mapping_mode)

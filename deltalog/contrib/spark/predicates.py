@@ -20,20 +20,27 @@ from deltalog.txn.protocol.collations import is_collated_type
 from deltalog.txn.protocol.time_zones import parse_timestamp_text, session_time_zone
 
 __all__ = [
+    "OR",
     "at_session_time_zone",
     "exact_partition_filter",
     "in_session_time_zone",
+    "literal_value",
     "numeric_literal",
     "parse_partition_predicate",
     "tokenize",
     "unescape_sql_string",
 ]
 
+#: the operator of a disjunction of conjunctions of terms: ``("", OR, (conjunction, ...))``
+#: (:data:`deltalog.contrib.spark.scan.OR`)
+OR = "or"
+
 _TOKEN = re.compile(
     r"""\s*(?:
         (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
       | (?P<num>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)
-      | (?P<op><=|>=|<>|!=|==|=|<|>)
+      | (?P<op><=>|<=|>=|<>|!=|==|=|<|>)
+      | (?P<arith>\|\||[-+*/%&|^~])
       | (?P<punct>[(),])
       | (?P<ident>`[^`]+`|[A-Za-z_][A-Za-z0-9_.]*)
     )""",
@@ -67,7 +74,9 @@ def numeric_literal(text: str) -> int | decimal.Decimal | float:
     return decimal.Decimal(text) if "." in text else int(text)
 
 
-def _literal(kind: str, value: str) -> Any:
+def literal_value(kind: str, value: str) -> Any:
+    """A literal token's value (``kind`` as :func:`tokenize` names it); raises
+    :class:`DeltaAnalysisError` for a token that is no literal."""
     if kind == "str":
         return unescape_sql_string(value)
     if kind == "num":
@@ -177,11 +186,11 @@ class _PredicateParser:
             raise DeltaAnalysisError(f"incomplete predicate {self.text!r}")
         kind, value = self.tokens[self.i]
         word = value.lower()
-        if kind == "op":
+        if kind == "op" and value != "<=>":
             self.i += 1
             if self.i >= len(self.tokens):
                 raise DeltaAnalysisError(f"missing value after {value!r} in {self.text!r}")
-            literal = _literal(*self.tokens[self.i])
+            literal = literal_value(*self.tokens[self.i])
             self.i += 1
             return column, "=" if value == "==" else ("!=" if value == "<>" else value), literal
         if kind == "ident" and word == "is":
@@ -211,7 +220,7 @@ class _PredicateParser:
         values: list[Any] = []
         while self.i < len(self.tokens) and self.tokens[self.i][1] != ")":
             if self.tokens[self.i][1] != ",":
-                values.append(_literal(*self.tokens[self.i]))
+                values.append(literal_value(*self.tokens[self.i]))
             self.i += 1
         if self.i >= len(self.tokens):
             raise DeltaAnalysisError(f"missing ')' in {self.text!r}")
@@ -231,7 +240,9 @@ def at_session_time_zone(
     types = {c.lower(): t.lower() for c, t in column_types.items()}
     out: list[tuple[str, str, Any]] = []
     for column, op, value in filters:
-        if types.get(column.lower()) == "timestamp":
+        if op == OR:
+            value = tuple(tuple(at_session_time_zone(c, column_types, time_zone)) for c in value)
+        elif types.get(column.lower()) == "timestamp":
             value = [_in_zone(v, zone) for v in value] if isinstance(value, (list, tuple)) else _in_zone(value, zone)
         out.append((column, op, value))
     return out

@@ -18,25 +18,41 @@ import json
 import logging
 import math
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.contrib.spark.partitioning import partition_value, typed_partition_value
-from deltalog.contrib.spark.predicates import exact_partition_filter
+from deltalog.contrib.spark.predicates import OR, exact_partition_filter
 from deltalog.txn.protocol.actions import AddFile
 from deltalog.txn.protocol.collations import collated_type_name, field_collation, is_collated_type
 from deltalog.txn.protocol.generated_columns import PartitionExpression, derived_partition_terms
 from deltalog.txn.protocol.partition_filters import SparkFloat
 
-__all__ = ["ScanPlan", "Term", "bounds_may_match", "physical_column", "plan_files", "stats_column"]
+__all__ = [
+    "OR",
+    "ScanPlan",
+    "Term",
+    "bounds_may_match",
+    "map_term_columns",
+    "physical_column",
+    "plan_files",
+    "stats_column",
+]
 
 log = logging.getLogger(__name__)
 
-Term = tuple[str, str, Any]  # (column, op, value); op in = < <= > >= in isnull notnull
+#: ``(column, op, value)``; ``op`` one of ``= != < <= > >= in isnull notnull startswith``,
+#: or ``OR`` for a disjunction, Delta's skipping predicate of an ``OR``: ``("", OR,
+#: (conjunction, ...))``, each conjunction a tuple of terms; a file is read when any
+#: conjunction may match.
+Term = tuple[str, str, Any]
 _PHYSICAL = "delta.columnMapping.physicalName"
 #: a term's operator as the engine's partition filter spells it (:func:`_engine_filters`)
 _ENGINE_OPS = {"isnull": "=", "notnull": "!="}
+#: the operators the engine's partition filters take (other terms on partition columns are
+#: tested file by file against the typed partition value)
+_PARTITION_FILTER_OPS = frozenset({"=", "!=", "<", "<=", ">", ">=", "in", "isnull", "notnull"})
 
 
 @dataclass
@@ -149,7 +165,7 @@ def _nan_matches(term: Term) -> bool:
     (delta-rs) leave NaN out of it as Parquet does (Delta Spark writes NaN; deltalog no
     bounds)."""
     _, op, value = term
-    if op in (">", ">="):
+    if op in (">", ">=", "!="):
         return True
     values = value if op == "in" else (value,) if op == "=" else ()
     return any(isinstance(v, float) and math.isnan(v) for v in values)
@@ -181,9 +197,13 @@ def bounds_may_match(
             if not candidates:
                 return False
             return any((lo is None or c >= lo) and (hi is None or c <= hi) for c in candidates)
+        if op == "startswith":
+            return _prefix_may_match(value, lo, hi)
         v = _literal(value, type_name)
         if v is None:
             return True
+        if op == "!=":  # Delta's notEqualTo: only a file of that one value is skipped
+            return lo is None or hi is None or not (lo == v == hi)
         if op == "=":
             return (lo is None or v >= lo) and (hi is None or v <= hi)
         if op == ">":
@@ -199,6 +219,33 @@ def bounds_may_match(
     return True
 
 
+def _prefix_may_match(prefix: Any, lo: Any, hi: Any) -> bool:
+    """Delta's skipping of ``StartsWith``: ``substring(min, 0, n) <= prefix AND
+    substring(max, 0, n) >= prefix`` for a prefix of ``n`` characters."""
+    if not isinstance(prefix, str):
+        return True
+    n = len(prefix)
+    low_ok = not isinstance(lo, str) or lo[:n] <= prefix
+    return low_ok and (not isinstance(hi, str) or hi[:n] >= prefix)
+
+
+def map_term_columns(term: Term, column: Callable[[str], str | None]) -> Term | None:
+    """``term`` with each column renamed by ``column``; a leaf whose column maps to None
+    constrains nothing (its conjunction drops it), and None is returned when the whole
+    term then constrains nothing (a disjunction with an unconstrained conjunction)."""
+    name, op, value = term
+    if op != OR:
+        mapped = column(name)
+        return None if mapped is None else (mapped, op, value)
+    conjunctions = []
+    for conjunction in value:
+        kept = tuple(t for t in (map_term_columns(t, column) for t in conjunction) if t is not None)
+        if not kept:
+            return None
+        conjunctions.append(kept)
+    return ("", OR, tuple(conjunctions))
+
+
 def _engine_filters(partition_terms: Sequence[Term]) -> list[tuple[str, str, Any]]:
     """Partition terms as the engine's partition filters (``isnull`` is ``= None``)."""
     out: list[tuple[str, str, Any]] = []
@@ -210,6 +257,69 @@ def _engine_filters(partition_terms: Sequence[Term]) -> list[tuple[str, str, Any
         else:
             out.append((column, op, list(value) if op == "in" else value))
     return out
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """What a term's columns are: partition columns (lower-cased name -> name, and the key
+    of their partition values), Spark type names, physical names under column mapping."""
+
+    partitions: Mapping[str, str]
+    partition_keys: Mapping[str, str]
+    types: Mapping[str, str]
+    physical: Mapping[str, str]
+
+
+#: whether a file (its add and parsed statistics) may hold a row matching a term
+_FileTest = Callable[[AddFile, Mapping[str, Any]], bool]
+
+
+def _file_test(term: Term, columns: _Columns) -> _FileTest:
+    """The test of ``term`` on a file: a disjunction passes when any of its conjunctions
+    may match, a term on a partition column tests the file's partition value, any other
+    the file's statistics."""
+    column, op, value = term
+    if op == OR:
+        conjunctions = [[_file_test(t, columns) for t in c] for c in value]
+        return lambda add, stats: any(all(test(add, stats) for test in c) for c in conjunctions)
+    name = columns.partitions.get(column.lower())
+    if name is not None:
+        return _partition_test((name, op, value), columns)
+    stats_name, type_name = stats_column(column, columns.types, columns.physical)
+    return lambda add, stats: _may_match(add, stats, (stats_name, op, value), type_name)
+
+
+def _partition_test(term: Term, columns: _Columns) -> _FileTest:
+    """A term on a partition column as a test of a file's partition value: the engine's
+    partition filter where it takes the term exactly, a prefix test for ``startswith`` on
+    a string column, and no test (every file may match) otherwise."""
+    from deltalog.txn.protocol.partition_filters import PartitionPredicate
+
+    name, op, value = term
+    key = columns.partition_keys[name]
+    type_name = columns.types.get(name, "string")
+    if op == "startswith" and type_name == "string" and isinstance(value, str):
+
+        def starts_with(add: AddFile, stats: Mapping[str, Any]) -> bool:
+            raw = partition_value(add.partition_values, key)
+            return raw is not None and raw.startswith(value)
+
+        return starts_with
+    if op not in _PARTITION_FILTER_OPS or not exact_partition_filter(type_name, _ENGINE_OPS.get(op, op), value):
+        return lambda add, stats: True
+    predicate = PartitionPredicate(_engine_filters([term]), {name: type_name})
+    return lambda add, stats: predicate.matches({name: partition_value(add.partition_values, key)})
+
+
+def _file_stats(add: AddFile) -> Mapping[str, Any]:
+    if not add.stats:
+        return {}
+    try:
+        # decimals exactly: a double can round a max below the file's largest value
+        value: Mapping[str, Any] = json.loads(add.stats, parse_float=decimal.Decimal)
+    except ValueError:
+        return {}
+    return value
 
 
 def plan_files(
@@ -235,35 +345,27 @@ def plan_files(
     partition_terms: list[Term] = []
     data_terms: list[Term] = []
     for column, op, value in terms:
-        if column.lower() in part_lower:
-            name = part_lower[column.lower()]
+        name = part_lower.get(column.lower())
+        if name is not None and op in _PARTITION_FILTER_OPS:
             if exact_partition_filter(column_types.get(name, "string"), _ENGINE_OPS.get(op, op), value):
                 partition_terms.append((name, op, value))
-        else:
+        else:  # data columns, disjunctions, other partition terms (startswith): file by file
             data_terms.append((column, op, value))
     engine_filters = _engine_filters(partition_terms)
     predicate = PartitionPredicate(engine_filters, {c: column_types.get(c, "string") for c in partition_columns})
     physical = physical_names or {}
     # partitionValues are keyed by physical name under column mapping
-    partition_keys = {c: physical.get(c, c) for c in partition_columns}
-    # each data term by the name its column has in the statistics, with the column's type
-    stats_terms: list[tuple[Term, str | None]] = []
-    for column, op, value in data_terms:
-        name, type_name = stats_column(column, column_types, physical)
-        stats_terms.append(((name, op, value), type_name))
+    columns = _Columns(part_lower, {c: physical.get(c, c) for c in partition_columns}, column_types, physical)
+    tests = [_file_test(term, columns) for term in data_terms]
     selected: list[AddFile] = []
     for add in files:
         if engine_filters:
-            values = {c: partition_value(add.partition_values, key) for c, key in partition_keys.items()}
+            values = {c: partition_value(add.partition_values, key) for c, key in columns.partition_keys.items()}
             if not predicate.matches(values):
                 continue
-        if data_terms and add.stats:
-            try:
-                # decimals exactly: a double can round a max below the file's largest value
-                stats = json.loads(add.stats, parse_float=decimal.Decimal)
-            except ValueError:
-                stats = {}
-            if not all(_may_match(add, stats, term, type_name) for term, type_name in stats_terms):
+        if tests:
+            stats = _file_stats(add)
+            if not all(test(add, stats) for test in tests):
                 continue
         selected.append(add)
     return ScanPlan(version, selected, len(files), partition_terms, data_terms)

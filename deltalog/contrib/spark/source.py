@@ -40,6 +40,8 @@ from pyspark.sql.datasource import (
     IsNull,
     LessThan,
     LessThanOrEqual,
+    Not,
+    StringStartsWith,
     WriterCommitMessage,
 )
 from pyspark.sql.types import StructType
@@ -198,32 +200,54 @@ def _column(attr: Any) -> str:
     return ".".join(attr) if isinstance(attr, tuple) else str(attr)
 
 
+_COMPARISONS = {
+    EqualTo: "=",
+    GreaterThan: ">",
+    GreaterThanOrEqual: ">=",
+    LessThan: "<",
+    LessThanOrEqual: "<=",
+}
+#: Delta's skipping folds NOT into the comparison it negates (``constructDataFilters``)
+_NEGATED = {"=": "!=", ">": "<=", ">=": "<", "<": ">=", "<=": ">", "isnull": "notnull", "notnull": "isnull"}
+
+
+def _term(f: Filter) -> Term | None:
+    """The skipping term of one pushed filter (None: it skips no file)."""
+    op = _COMPARISONS.get(type(f))
+    if op is not None:
+        value = getattr(f, "value", None)
+        return None if value is None else (_column(getattr(f, "attribute", "")), op, value)
+    if isinstance(f, EqualNullSafe):
+        column = _column(f.attribute)
+        return (column, "isnull", None) if f.value is None else (column, "=", f.value)
+    if isinstance(f, In):
+        return (_column(f.attribute), "in", tuple(f.value))
+    if isinstance(f, IsNull):
+        return (_column(f.attribute), "isnull", None)
+    if isinstance(f, IsNotNull):
+        return (_column(f.attribute), "notnull", None)
+    if isinstance(f, StringStartsWith):
+        return (_column(f.attribute), "startswith", f.value)
+    if isinstance(f, Not):
+        return _negated_term(f.child)
+    return None
+
+
+def _negated_term(f: Filter) -> Term | None:
+    """The skipping term of ``NOT f``: the negated comparison, as Delta's; None for any
+    other negation (``NOT IN``, ``NOT LIKE``, ``NOT (a <=> v)``)."""
+    if isinstance(f, Not):
+        return _term(f.child)
+    if isinstance(f, EqualNullSafe):
+        return None
+    inner = _term(f)
+    if inner is None or inner[1] not in _NEGATED:
+        return None
+    return (inner[0], _NEGATED[inner[1]], inner[2])
+
+
 def _terms(filters: Sequence[Filter]) -> list[Term]:
-    out: list[Term] = []
-    ops = {
-        EqualTo: "=",
-        EqualNullSafe: "=",
-        GreaterThan: ">",
-        GreaterThanOrEqual: ">=",
-        LessThan: "<",
-        LessThanOrEqual: "<=",
-    }
-    for f in filters:
-        op = ops.get(type(f))
-        if op is not None:
-            value = getattr(f, "value", None)
-            if value is None:
-                if isinstance(f, EqualNullSafe):
-                    out.append((_column(f.attribute), "isnull", None))
-                continue
-            out.append((_column(getattr(f, "attribute", "")), op, value))
-        elif isinstance(f, In):
-            out.append((_column(f.attribute), "in", tuple(f.value)))
-        elif isinstance(f, IsNull):
-            out.append((_column(f.attribute), "isnull", None))
-        elif isinstance(f, IsNotNull):
-            out.append((_column(f.attribute), "notnull", None))
-    return out
+    return [t for t in map(_term, filters) if t is not None]
 
 
 class DeltaReader(DataSourceReader):
