@@ -154,18 +154,26 @@ def test_delete_and_update_read_only_the_files_their_condition_can_match(spark, 
     table.update("id < -5", {"v": "'never'"})
     assert _reads(log_file, table_path) == Counter() and len(commits(table_path)) == version
 
-    # not a simple conjunction: nothing skipped, every file read once to find the matches,
-    # and only the two touched files read again
+    # an OR skips as Delta's, by both sides: id < 20 leaves two files (id % 10 = 7 skips
+    # nothing), v = 'none' one (the UPDATE above wrote 'changed' into 20-29): the three are
+    # read to find the matches, the two touched ones again to rewrite them
     ranges = _ranges(table_path)
     touched = {_file_of(table_path, 7, ranges), _file_of(table_path, 17, ranges)}
     table.delete("id % 10 = 7 AND id < 20 OR v = 'none'")
     expected = expected[~((expected.id % 10 == 7) & (expected.id < 20))]
-    reads = _reads(log_file, table_path)
-    assert set(reads) == set(ranges)
-    assert {name: n for name, n in reads.items() if n == 2} == dict.fromkeys(touched, 2)
+    assert _reads(log_file, table_path) == {**dict.fromkeys(touched, 2), _file_of(table_path, 25, ranges): 1}
     removed, added, metrics = _last_commit(table_path)
     assert removed == touched
     assert metrics["numDeletedRows"] == "2" and metrics["numRemovedFiles"] == "2"
+    # a condition the skipping parser does not follow: every file is read once to find the
+    # matches, and only the touched one again
+    ranges = _ranges(table_path)
+    touched = {_file_of(table_path, 33, ranges)}
+    table.delete("CASE WHEN id = 33 THEN true ELSE false END")
+    expected = expected[expected.id != 33]
+    reads = _reads(log_file, table_path)
+    assert set(reads) == set(ranges)
+    assert {name: n for name, n in reads.items() if n == 2} == dict.fromkeys(touched, 2)
 
     _same(table_path, expected)
 
@@ -418,3 +426,36 @@ def test_disjunctions_and_prefixes_prune_partitions_file_by_file():
     assert read("NOT (p = 'apple' OR p IS NULL)") == ["m1"]
     assert read("p NOT LIKE 'ap%'") == ["a1", "m1", "n1"]  # NOT LIKE skips nothing, as in Delta
     assert read("(p = 'apple' AND x > 5) OR (p IS NULL AND x <= 1)") == ["n1"]
+
+
+def test_dml_conditions_prune_partitions_inside_or_and_never_guess_a_time_zone(tmp_path):
+    """A DML condition's OR over partition values skips the other partitions' files; a
+    literal compared with a ``timestamp`` partition column skips nothing when the session
+    time zone is unknown, and is read in it when it is known."""
+    import json
+
+    from deltalog.contrib.spark.data_skipping import data_skipped_files
+    from deltalog.txn.commit.operations import CreateTable
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.actions import Metadata
+
+    fields = [("p", "string"), ("ts", "timestamp"), ("x", "long")]
+    schema = {"type": "struct", "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in fields]}
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    txn = log.start_transaction()
+    txn.update_metadata(Metadata(schema_string=json.dumps(schema), partition_columns=("p", "ts")))
+    files = [
+        AddFile(f"f{i}", {"p": p, "ts": ts}, 1, 0, data_change=True)
+        for i, (p, ts) in enumerate([("a", "2024-01-01 00:00:00"), ("b", "2024-01-01 05:00:00"), ("c", None)])
+    ]
+    txn.commit(files, CreateTable())
+    snapshot = log.update()
+
+    def kept(condition, time_zone=None):
+        return [f.path for f in data_skipped_files(snapshot, list(snapshot.files), condition, "t", time_zone)]
+
+    assert kept("t.p = 'a' OR p = 'c'") == ["f0", "f2"]
+    assert kept("NOT (p = 'a' OR x > 5)") == ["f1", "f2"]
+    assert kept("ts = '2024-01-01 05:00:00'") == ["f0", "f1", "f2"]  # no time zone: no guess
+    assert kept("ts = '2024-01-01 05:00:00'", "UTC") == ["f1"]
+    assert kept("ts = '2024-01-01 06:00:00'", "Europe/Paris") == ["f1"]  # 05:00 UTC

@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 from deltalog.contrib.spark import schemas
+from deltalog.contrib.spark.predicates import at_session_time_zone
 from deltalog.contrib.spark.scan import Term, map_term_columns, plan_files
 from deltalog.contrib.spark.skipping_terms import skipping_terms
 
@@ -24,24 +25,30 @@ def where_terms(where: str | None, qualifier: str | None = None) -> list[Term]:
 
 
 def data_skipped_files(
-    snapshot: Snapshot, files: list[AddFile], condition: str, qualifier: str | None = None
+    snapshot: Snapshot,
+    files: list[AddFile],
+    condition: str,
+    qualifier: str | None = None,
+    time_zone: str | None = None,
 ) -> list[AddFile]:
-    """``files`` less those whose statistics prove that no row matches the terms of
-    ``condition`` on top-level data columns (terms that cannot skip are ignored; columns may
-    be qualified with ``qualifier``): Delta's data skipping in ``filterFiles``, for DML and
-    ``replaceWhere`` on data columns."""
+    """``files`` less those whose partition values or statistics prove that no row matches
+    the skipping terms of ``condition`` (:func:`where_terms`; columns may be qualified with
+    ``qualifier``; literals compared with ``timestamp`` columns read in the session
+    ``time_zone``): Delta's data skipping in ``filterFiles``, for DML and ``replaceWhere`` on
+    data columns. Terms on nested fields skip nothing, and without a ``time_zone`` neither
+    do terms on a ``timestamp`` partition column (Spark reads their literals in it)."""
     metadata = snapshot.metadata
-    parts = {c.lower() for c in metadata.partition_columns}
     schema = json.loads(metadata.schema_string)
     types = schemas.top_level_types(schema)
-    names = {n.lower(): n for n in types if n.lower() not in parts}
+    unzoned = {c.lower() for c in metadata.partition_columns if time_zone is None and types.get(c) == "timestamp"}
+    names = {n.lower(): n for n in types if n.lower() not in unzoned}
 
-    def data_column(column: str) -> str | None:
+    def top_level_column(column: str) -> str | None:
         return names.get(column.lower())
 
-    mapped = (map_term_columns(t, data_column) for t in where_terms(condition, qualifier))
-    terms: list[Term] = [t for t in mapped if t is not None]
+    mapped = (map_term_columns(t, top_level_column) for t in where_terms(condition, qualifier))
+    terms: list[Term] = at_session_time_zone([t for t in mapped if t is not None], types, time_zone)
     if not terms or not files:
         return files
     physical = schemas.physical_names(schema, snapshot.properties.column_mapping_mode)
-    return plan_files(files, snapshot.version, terms, (), types, physical).files
+    return plan_files(files, snapshot.version, terms, metadata.partition_columns, types, physical).files

@@ -346,10 +346,10 @@ class DeltaTable(AlterTableMethods):
         """Files that may hold rows matching ``condition``, as Delta's ``filterFiles(condition)``.
 
         When ``condition`` is SQL text of ``AND``-ed simple terms, its terms on partition
-        columns prune by partition values, and its terms on data columns skip the files whose
-        ``minValues``/``maxValues``/``nullCount`` statistics prove no row matches (the read
-        path's rules, :func:`~deltalog.contrib.spark.scan.plan_files`). Any other condition
-        (a Column, ``OR``, functions) skips nothing. As Delta's ``filterFiles``, the
+        columns prune by partition values. Its skipping terms (``OR``, ``NOT``, ``LIKE``...:
+        :func:`~deltalog.contrib.spark.data_skipping.data_skipped_files`) skip the files whose
+        partition values or ``minValues``/``maxValues``/``nullCount`` statistics prove no row
+        matches (the read path's rules). A Column condition skips nothing. As Delta's ``filterFiles``, the
         transaction records the partition predicate (a concurrent add into those partitions
         conflicts) and the files kept as read (a concurrent removal of one of them
         conflicts; of a file the statistics skipped, not)."""
@@ -367,7 +367,7 @@ class DeltaTable(AlterTableMethods):
         try:
             filters = parse_partition_predicate(condition, qualifier)
         except DeltaAnalysisError:
-            return list(txn.filter_files())
+            filters = []  # not a conjunction of simple terms: data skipping may still skip files
         metadata = txn.snapshot.metadata
         types = schemas.top_level_types(json.loads(metadata.schema_string))
         time_zone = None if self._spark is None else self._spark.conf.get("spark.sql.session.timeZone")
@@ -381,7 +381,7 @@ class DeltaTable(AlterTableMethods):
                 for c, op, v in filters
                 if c.lower() in parts and exact_partition_filter(lowered.get(c.lower(), ""), op, v)
             ],
-            data_skipping=lambda files: data_skipped_files(snapshot, files, condition, qualifier),
+            data_skipping=lambda files: data_skipped_files(snapshot, files, condition, qualifier, time_zone),
         )
 
     def _touched(self, snapshot: Snapshot, files: Sequence[AddFile], cond: Column) -> tuple[list[AddFile], int]:
