@@ -354,11 +354,18 @@ def _merge_generates_identity_values(spark: Any, table: Any, path: str) -> None:
     cdf = str(path) + "-cdf"
     with_cdf = DeltaTable.create(spark).location(cdf).addColumn("id", "long", generatedAlwaysAs=IdentityGenerator())
     with_cdf = with_cdf.addColumn("x", "long").property("delta.enableChangeDataFeed", "true").execute()
-    source = spark.createDataFrame([(1,)], "x long").alias("s")
-    with pytest.raises(IdentityColumnError, match="change data feed"):
-        with_cdf.alias("t").merge(source, "t.x = s.x").whenMatchedDelete().whenNotMatchedInsert(
-            values={"x": "s.x"}
-        ).execute()
+    spark.createDataFrame([(1,), (2,), (3,)], "x long").coalesce(1).write.format("deltalog").mode("append").save(cdf)
+    # one partition of target and source rows: an inserted row's value would differ if its
+    # change row were computed apart from its data row (other rows before it in the partition)
+    source = spark.createDataFrame([(1,), (4,), (2,), (5,)], "x long").coalesce(1).alias("s")
+    with_cdf.alias("t").merge(source, "t.x = s.x").whenMatchedDelete("s.x = 2").whenNotMatchedInsert(
+        values={"x": "s.x"}
+    ).execute()
+    data = {r.x: r.id for r in spark.read.format("deltalog").load(cdf).collect()}
+    changes = spark.read.format("deltalog").option("readChangeFeed", "true").option("startingVersion", 2).load(cdf)
+    inserted = {r.x: r.id for r in changes.filter("_change_type = 'insert'").collect()}
+    assert sorted(data) == [1, 3, 4, 5] and inserted == {4: data[4], 5: data[5]}
+    assert [r.x for r in changes.filter("_change_type = 'delete'").collect()] == [2]
 
 
 def test_the_engine_refuses_data_from_a_writer_that_did_not_enforce_generated_columns(tmp_path: Any) -> None:
