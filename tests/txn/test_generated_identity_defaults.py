@@ -302,6 +302,42 @@ def test_non_monotonic_parts_derive_only_exact_equalities() -> None:
     assert partition_expressions(_partition_table("CAST(ts AS STRING)", "timestamp_ntz", "string")) == []
 
 
+def test_year_month_day_partitions_prune_by_a_range_as_deltas() -> None:
+    """OptimizeGeneratedColumnSuite's YearMonthDayPartitionExpr: ``ts >= t`` keeps ``year >
+    Y OR (year = Y AND month > M) OR (year = Y AND month = M AND day >= D)``; ``ts < t`` the
+    mirror with ``<=`` (the partition of t holds earlier rows too); ``=`` both."""
+    from deltalog.contrib.spark.scan import plan_files
+
+    parts = {"y": "year(ts)", "m": "month(ts)", "d": "day(ts)"}
+    fields = [_field(c, "integer", **{"delta.generationExpression": e}) for c, e in parts.items()]
+    metadata = _metadata(_field("ts", "timestamp_ntz"), *fields, partition_columns=("y", "m", "d"))
+    generated = partition_expressions(metadata)
+    when = dt.datetime(2024, 3, 15, 10)
+    (at_least,) = [t for t in derived_partition_terms([("ts", ">=", when)], generated) if t[1] == "or"]
+    assert at_least == (
+        "",
+        "or",
+        ((("y", ">", 2024),), (("y", "=", 2024), ("m", ">", 3)), (("y", "=", 2024), ("m", "=", 3), ("d", ">=", 15))),
+    )
+    days = [(2023, 12, 31), (2024, 2, 20), (2024, 3, 14), (2024, 3, 15), (2024, 3, 16), (2024, 4, 1), (2025, 1, 1)]
+    files = [AddFile(f"{y}-{m}-{d}", {"y": str(y), "m": str(m), "d": str(d)}, 1, 0) for y, m, d in days]
+    types = {"ts": "timestamp_ntz", "y": "integer", "m": "integer", "d": "integer"}
+
+    def kept(*terms: tuple[str, str, Any]) -> list[str]:
+        return [f.path for f in plan_files(files, 1, list(terms), ["y", "m", "d"], types, generated=generated).files]
+
+    assert kept(("ts", ">=", when)) == ["2024-3-15", "2024-3-16", "2024-4-1", "2025-1-1"]
+    assert kept(("ts", ">", when)) == ["2024-3-15", "2024-3-16", "2024-4-1", "2025-1-1"]
+    assert kept(("ts", "<", when)) == ["2023-12-31", "2024-2-20", "2024-3-14", "2024-3-15"]
+    assert kept(("ts", "=", when)) == ["2024-3-15"]
+    assert kept(("ts", ">=", dt.datetime(2024, 3, 1)), ("ts", "<", dt.datetime(2024, 4, 1))) == [
+        "2024-3-14",
+        "2024-3-15",
+        "2024-3-16",
+        "2024-4-1",
+    ]
+
+
 def test_plan_files_skips_partitions_by_a_filter_on_the_source_column() -> None:
     from deltalog.contrib.spark.scan import plan_files
 

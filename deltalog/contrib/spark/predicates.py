@@ -17,6 +17,7 @@ from typing import Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.txn.protocol.collations import is_collated_type
+from deltalog.txn.protocol.partition_filters import OR
 from deltalog.txn.protocol.time_zones import parse_timestamp_text, session_time_zone
 
 __all__ = [
@@ -30,10 +31,6 @@ __all__ = [
     "tokenize",
     "unescape_sql_string",
 ]
-
-#: the operator of a disjunction of conjunctions of terms: ``("", OR, (conjunction, ...))``
-#: (:data:`deltalog.contrib.spark.scan.OR`)
-OR = "or"
 
 _TOKEN = re.compile(
     r"""\s*(?:

@@ -43,6 +43,7 @@ from deltalog.txn.protocol.constraint_sql import (
     parse_expression,
 )
 from deltalog.txn.protocol.constraints import Constraint, ConstraintViolationError
+from deltalog.txn.protocol.partition_filters import OR
 from deltalog.txn.protocol.time_zones import session_time_zone
 
 __all__ = [
@@ -455,4 +456,62 @@ def derived_partition_terms(
     for column, op, value in terms:
         for p in by_source.get(column.lower(), []):
             out.extend(_derive(p, op, value, time_zone))
+        out.extend(_derive_date_parts(by_source.get(column.lower(), []), op, value, time_zone))
     return out
+
+
+#: the partition columns of a date split into parts, most significant first
+_DATE_PARTS = (("year",), ("month",), ("day", "dayofmonth"), ("hour",))
+
+
+def _date_parts(expressions: Sequence[PartitionExpression]) -> list[PartitionExpression]:
+    """The ``year``, ``month`` (and ``day``, and ``hour``) partition columns of one source
+    column, in that order (Delta's ``YearMonthPartitionExpr``, ``YearMonthDayPartitionExpr``,
+    ``YearMonthDayHourPartitionExpr``); empty without at least year and month."""
+    chain: list[PartitionExpression] = []
+    for names in _DATE_PARTS:
+        part = next((p for p in expressions if p.function in names), None)
+        if part is None:
+            break
+        chain.append(part)
+    return chain if len(chain) >= 2 else []
+
+
+def _derive_date_parts(
+    expressions: Sequence[PartitionExpression], op: str, value: Any, time_zone: str | None
+) -> list[tuple[str, str, Any]]:
+    """A range on the source column as the range of its (year, month, ...) partition values,
+    compared in order: ``ts >= t`` keeps ``year > Y OR (year = Y AND month > M) OR (year = Y
+    AND month = M AND day >= D)``, as Delta's ``YearMonthDayPartitionExpr.greaterThanOrEqual``
+    (``>`` and ``<`` keep the bounding partition: its values are truncated)."""
+    chain = _date_parts(expressions)
+    if not chain or op not in ("<", "<=", ">", ">=", "="):
+        return []
+    parsed = _source_value(value, chain[0].source_type, time_zone)
+    if parsed is None:
+        return []
+    v, spread = parsed
+    try:
+        low, high = [p.value(v - spread) for p in chain], [p.value(v + spread) for p in chain]
+    except (UnsupportedConstraintError, OverflowError, pa.ArrowInvalid):
+        return []
+    if any(x is None for x in (*low, *high)):
+        return []
+    columns = [p.partition_column for p in chain]
+    out = []
+    if op in (">", ">=", "="):
+        out.append(_lexicographic(columns, low, ">"))
+    if op in ("<", "<=", "="):
+        out.append(_lexicographic(columns, high, "<"))
+    return out
+
+
+def _lexicographic(columns: Sequence[str], bound: Sequence[Any], op: str) -> tuple[str, str, Any]:
+    """``(columns) >= bound`` (``op`` ``>``; ``<``: ``<=``) in the order of the columns, as a
+    disjunction: one conjunction per column, equal on the columns before it."""
+    conjunctions = []
+    for k, column in enumerate(columns):
+        equal = tuple((c, "=", b) for c, b in zip(columns[:k], bound[:k], strict=True))
+        last = k == len(columns) - 1
+        conjunctions.append((*equal, (column, f"{op}=" if last else op, bound[k])))
+    return ("", OR, tuple(conjunctions))

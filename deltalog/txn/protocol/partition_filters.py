@@ -20,6 +20,7 @@ from typing import Any
 from deltalog.errors import DeltaError
 
 __all__ = [
+    "OR",
     "InvalidPartitionFilterError",
     "PartitionFilter",
     "PartitionPredicate",
@@ -28,6 +29,11 @@ __all__ = [
 ]
 
 PartitionFilter = tuple[str, str, Any]
+
+#: The operator of a disjunction in the terms a scan skips files by (the Spark layer's
+#: ``Term``): ``("", OR, (conjunction, ...))``, each conjunction a tuple of terms.
+#: :class:`PartitionPredicate` takes no disjunction; the scan tests it file by file.
+OR = "or"
 
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq,
