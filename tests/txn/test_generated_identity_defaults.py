@@ -270,14 +270,22 @@ def test_substring_and_copied_partition_columns_derive_filters_as_deltas() -> No
     """OptimizeGeneratedColumnSuite's SubstringPartitionExpr and IdentityPartitionExpr: a
     filter on ``value`` prunes by ``substr = SUBSTRING(value, pos, len)`` (``=`` at any
     position; ``>``/``>=`` only from the first character, where truncation keeps the order;
-    ``<``/``<=`` never: an empty string's partition is null, which Delta keeps with an ``OR
-    IS NULL`` these filters cannot say) and by ``part = value`` with the filter itself."""
+    ``<``/``<=`` from the first character too, keeping the null partition an empty string
+    writes: ``OR IS NULL``) and by ``part = value`` with the filter itself."""
     substr = partition_expressions(_partition_table("SUBSTRING(ts, 2, 3)", "string", "string"))
     assert derived_partition_terms([("ts", "=", "abcdef")], substr) == [("p", "=", "bcd")]
     assert derived_partition_terms([("ts", ">=", "abcdef")], substr) == []  # not from the start
     assert derived_partition_terms([("ts", "isnull", None)], substr) == [("p", "isnull", None)]
     head = partition_expressions(_partition_table("substr(ts, 0, 2)", "string", "string"))
-    assert derived_partition_terms([("ts", ">", "abc"), ("ts", "<", "b")], head) == [("p", ">=", "ab")]
+    assert derived_partition_terms([("ts", ">", "abc"), ("ts", "<", "b")], head) == [
+        ("p", ">=", "ab"),
+        ("", "or", ((("p", "<=", "b"),), (("p", "isnull", None),))),
+    ]
+    from deltalog.contrib.spark.scan import plan_files
+
+    files = [AddFile(f"f-{v}", {"p": v}, 1, 0) for v in ("ab", "bc", "cd", None)]
+    kept = plan_files(files, 1, [("ts", "<=", "bc")], ["p"], {"ts": "string", "p": "string"}, generated=head).files
+    assert [f.path for f in kept] == ["f-ab", "f-bc", "f-None"]  # "" is in the null partition
     assert derived_partition_terms([("ts", "=", "é€x")], head) == [("p", "=", "é€")]  # characters, not bytes
     assert derived_partition_terms([("ts", "=", "")], head) == []  # the partition is null
     # Spark's UTF8String.substringSQL: position 0 starts at the first character, as 1 does

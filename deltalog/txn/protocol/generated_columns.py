@@ -389,9 +389,9 @@ def _source_value(value: Any, source_type: str, time_zone: str | None) -> tuple[
 
 def _derive_copied(p: PartitionExpression, op: str, value: Any) -> list[tuple[str, str, Any]]:
     """Delta's ``IdentityPartitionExpr`` (the partition column is the source column) and
-    ``SubstringPartitionExpr``. A substring that is empty is a null partition value, which
-    Delta keeps with ``OR IS NULL``: such filters derive nothing here, and neither do
-    ``<``/``<=`` on a substring (an empty string sorts first)."""
+    ``SubstringPartitionExpr``. A substring that is empty is a null partition value: a
+    literal whose substring is empty derives nothing, and ``<``/``<=`` keep the null
+    partition too (``p <= substr OR p IS NULL``: the empty string sorts first)."""
     if p.function == "identity":
         return [(p.partition_column, op, value)]
     if not isinstance(value, str):
@@ -405,6 +405,9 @@ def _derive_copied(p: PartitionExpression, op: str, value: Any) -> list[tuple[st
     from_start = isinstance(position, Literal) and position.value in (0, 1)
     if op in (">", ">=") and from_start:
         return [(p.partition_column, ">=", part)]
+    if op in ("<", "<=") and from_start:
+        column = p.partition_column
+        return [("", OR, (((column, "<=", part),), ((column, "isnull", None),)))]
     return []
 
 
