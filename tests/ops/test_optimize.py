@@ -285,7 +285,8 @@ def test_z_order_rewrites_every_file_of_the_partition_in_z_order(tmp_path: Path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from deltalog.txn.commands.optimize import OptimizeError, range_ids, z_order_indices
+    from deltalog.txn.commands.optimize import OptimizeError
+    from deltalog.txn.commands.z_order import range_ids, z_order_indices
 
     log = create(str(tmp_path / "t"), config={"delta.dataSkippingNumIndexedCols": "1"})
     append(log, [5, 3, 1], "a")
@@ -297,7 +298,7 @@ def test_z_order_rewrites_every_file_of_the_partition_in_z_order(tmp_path: Path)
     assert log.update().version == 2
     result = optimize(log, z_order_by=["ID"])
     assert (result.num_files_removed, result.num_files_added) == (2, 2)
-    assert log.read_commit(3)[0].operation_parameters["zOrderBy"] == '["id"]'  # type: ignore[union-attr]
+    assert log.read_commit(3)[0].operation_parameters["zOrderBy"] == '["ID"]'  # type: ignore[union-attr]  # as given, as Delta
     fs = log.store.filesystem()
     for f in log.update().files:
         with fs.open_input_file(log.store.fs_path(f"{log.table_uri}/{f.path}")) as handle:
@@ -339,6 +340,42 @@ def test_z_order_needs_statistics_by_delta_data_skipping_stats_columns(tmp_path:
     with pytest.raises(OptimizeError, match="do not collect stats"):
         optimize(log, z_order_by=["id"])  # the list, not the first column, has statistics
     assert optimize(log, z_order_by=["NAME"]).num_files_added == 1
+
+
+def test_z_order_by_nested_fields_as_deltas(tmp_path: Path) -> None:
+    """OptimizeZOrderSuite "Zorder on a nested column" and "ZOrder on a column without
+    stats": a nested field orders the rewritten rows; nested fields without statistics are
+    refused together, by their dotted names; a missing field is refused by name."""
+    import deltalake
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.txn.commands.optimize import OptimizeError
+
+    path = str(tmp_path / "t")
+    ids = [*range(0, 80, 3), *range(40, 80, 5), *range(79, 60, -2)]
+    for chunk in (ids[::2], ids[1::2]):
+        rows = [{"id": i, "nested": {"sub": {"b": i + 2, "c": -i}, "d": i}} for i in chunk]
+        deltalake.write_deltalake(path, pa.Table.from_pylist(rows), mode="append")
+    log = DeltaLog.for_table(path)
+    result = optimize(log, z_order_by=["nested.SUB.c"])
+    assert (result.num_files_removed, result.num_files_added) == (2, 1)
+    assert log.read_commit(2)[0].operation_parameters["zOrderBy"] == '["nested.SUB.c"]'  # type: ignore[union-attr]
+    (f,) = log.update().files
+    with log.store.filesystem().open_input_file(log.store.fs_path(f"{log.table_uri}/{f.path}")) as handle:
+        values = [r["sub"]["c"] for r in pq.read_table(handle).column("nested").to_pylist()]
+    assert values == sorted(values) and len(values) == len(ids)
+    with pytest.raises(OptimizeError, match="does not exist"):
+        optimize(log, z_order_by=["nested.sub.missing"])
+    import dataclasses
+
+    txn = log.start_transaction()
+    metadata = log.update().metadata
+    config = {**metadata.configuration, "delta.dataSkippingNumIndexedCols": "1"}
+    txn.update_metadata(dataclasses.replace(metadata, configuration=config))
+    txn.commit([], Write(mode="Append"))
+    with pytest.raises(OptimizeError, match=re.escape("Z-Ordering on ['nested.sub.c', 'nested.d']")):
+        optimize(log, z_order_by=["id", "nested.sub.c", "nested.d"])
 
 
 def test_metrics_follow_delta_optimize_metrics(tmp_path: Path) -> None:

@@ -168,7 +168,7 @@ def _z_order_stats_check(spark, path):
         "delta.dataSkippingNumIndexedCols", "1"
     ).save(path)
     table = DeltaTable.forPath(spark, path)
-    with pytest.raises(DeltaAnalysisError, match=r"\['y.z'\].*optimize\.zorder\.checkStatsCollection\.enabled"):
+    with pytest.raises(DeltaAnalysisError, match=r"\['`y.z`'\].*optimize\.zorder\.checkStatsCollection\.enabled"):
         table.optimize().executeZOrderBy("`y.z`")
     try:
         spark.conf.set(ZORDER_STATS_CHECK_CONF, "false")

@@ -78,7 +78,12 @@ import pyarrow.compute as pc
 
 from deltalog.logstores.base import LogStore, LogStoreSpec, arrow_threads_allowed
 from deltalog.txn.commands.clustering import clustering_plan, is_clustered
-from deltalog.txn.commands.hilbert import hilbert_order
+from deltalog.txn.commands.z_order import (
+    ZOrderColumn,
+    hilbert_indices,
+    z_order_columns,
+    z_order_indices,
+)
 from deltalog.txn.commit.commit_errors import DeltaConcurrentModificationError
 from deltalog.txn.commit.operations import Optimize, Reorg
 from deltalog.txn.log.calendar_rebase import rebase_batch, rebase_spec
@@ -97,7 +102,7 @@ from deltalog.txn.protocol.file_stats import StatsCollector
 from deltalog.txn.protocol.iceberg_compat import materializes_partition_columns, row_tracking_field_ids
 from deltalog.txn.protocol.partition_filters import PartitionFilter
 from deltalog.txn.protocol.partition_paths import partition_directory
-from deltalog.txn.protocol.schema import StructType, from_arrow_type, split_column_name
+from deltalog.txn.protocol.schema import StructType, from_arrow_type
 from deltalog.txn.protocol.stats_columns import STRING_PREFIX_LENGTH, StatsColumns
 from deltalog.txn.protocol.type_widening import is_type_change_supported
 
@@ -285,8 +290,11 @@ class CompactionSpec:
     logical_names: Mapping[str, str]
     #: logical -> physical names of the top-level columns.
     physical_names: Mapping[str, str] = field(default_factory=dict)
-    #: Z-order columns (logical names); empty for compaction.
+    #: Z-order columns (logical names, dots between nested fields); empty for compaction.
     z_order_by: tuple[str, ...] = ()
+    #: their paths in the data files (physical names): the top-level column, then the
+    #: fields nested in it
+    z_order_paths: tuple[ColumnPath, ...] = ()
     #: Z-order writes ``max(1, bin bytes // max_file_size)`` files per bin.
     max_file_size: int = DEFAULT_TARGET_FILE_SIZE
     #: Delta's ``spark.databricks.io.skipping.mdc.rangeId.max``.
@@ -316,7 +324,7 @@ class CompactionSpec:
         cls,
         delta_log: DeltaLog,
         snapshot: Snapshot,
-        z_order_by: Sequence[str] = (),
+        z_order_by: Sequence[ZOrderColumn] = (),
         max_file_size: int = DEFAULT_TARGET_FILE_SIZE,
         num_ranges: int = DEFAULT_NUM_RANGES,
         clustered: bool = False,
@@ -333,7 +341,8 @@ class CompactionSpec:
             string_prefix_length=stats.string_prefix_length,
             logical_names={f.physical_name: f.name for f in snapshot.schema.fields},
             physical_names={f.name: f.physical_name for f in snapshot.schema.fields},
-            z_order_by=tuple(z_order_by),
+            z_order_by=tuple(c.name for c in z_order_by),
+            z_order_paths=tuple(c.physical_path for c in z_order_by),
             max_file_size=max_file_size,
             num_ranges=num_ranges,
             row_tracking_columns=row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata),
@@ -507,11 +516,11 @@ class _Compactor:
         if not self.spec.z_order_by:
             return [self._write_file(values, directory, f"{stem}.c000", formats, itertools.chain([first], batches))]
         table = pa.Table.from_batches([first, *batches])
-        physical = [self.spec.physical_names.get(c, c) for c in self.spec.z_order_by]
+        paths = self.spec.z_order_paths
         if self.spec.curve == "hilbert":
-            table = table.take(hilbert_indices(table, physical, self.spec.num_ranges))
+            table = table.take(hilbert_indices(table, paths, self.spec.num_ranges))
         else:
-            table = table.take(z_order_indices(table, physical, self.spec.num_ranges))
+            table = table.take(z_order_indices(table, paths, self.spec.num_ranges))
         n = min(self._num_outputs(files), table.num_rows)
         bounds = [table.num_rows * k // n for k in range(n + 1)]
         written: list[AddFile] = []
@@ -582,45 +591,6 @@ class _Compactor:
 
     def delete(self, rel: str) -> None:
         delete_data_file(self.store, self.spec.table_uri, rel)
-
-
-def range_ids(column: pa.Array | pa.ChunkedArray, num_ranges: int) -> Any:
-    """Delta's ``range_partition_id(col, num_ranges)`` over all of ``column``: each value's
-    rank (equal values share the lowest, nulls first) scaled to ``[0, num_ranges)``."""
-    import numpy as np
-
-    n = len(column)
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    ranks = np.asarray(pc.rank(column, sort_keys="ascending", tiebreaker="min"), dtype=np.uint64)
-    nulls = column.null_count
-    if nulls:  # ranked last; Spark's ascending order puts them first
-        is_null = np.asarray(column.is_null(), dtype=bool)
-        ranks = np.where(is_null, np.uint64(1), ranks + np.uint64(nulls))
-    ids = (ranks - np.uint64(1)) * np.uint64(num_ranges) // np.uint64(max(n, 1))
-    return ids.astype(np.uint32)
-
-
-def z_order_indices(table: pa.Table, columns: Sequence[str], num_ranges: int) -> pa.Array:
-    """Row order by Delta's Z-value: ``interleave_bits`` of each column's range id (the most
-    significant bit of every column first, columns in the given order)."""
-    import numpy as np
-
-    bits = max(1, int(num_ranges - 1).bit_length())
-    ids = [range_ids(table[c], num_ranges) for c in columns]
-    matrix = np.zeros((table.num_rows, bits * len(ids)), dtype=np.uint8)
-    for b in range(bits):
-        for j, column_ids in enumerate(ids):
-            matrix[:, b * len(ids) + j] = (column_ids >> np.uint32(bits - 1 - b)) & 1
-    packed = np.packbits(matrix, axis=1)
-    order = np.lexsort(packed.T[::-1])
-    return pa.array(order, pa.int64())
-
-
-def hilbert_indices(table: pa.Table, columns: Sequence[str], num_ranges: int) -> pa.Array:
-    """Row order along the Hilbert curve of the columns' range ids (Delta's ``HilbertClustering``)."""
-    bits = max(1, int(num_ranges - 1).bit_length())
-    return pa.array(hilbert_order([range_ids(table[c], num_ranges) for c in columns], bits), pa.int64())
 
 
 def rewrite_bin(spec: CompactionSpec, files: Sequence[AddFile], stem: str | None = None) -> list[AddFile]:
@@ -733,10 +703,11 @@ def optimize(
             target, smaller_than = _size_limits(txn.snapshot, target_size, min_file_size)
             clustered = clustering_plan(txn.snapshot, z_order_by)
             kind = _Kind(reorg=purge or rewrite_type_widening, clustered=clustered is not None, full=full)
-            z_order = _z_order_columns(txn.snapshot, clustered or _top_level(z_order_by), check_z_order_stats)
+            columns = _z_order_columns(txn.snapshot, clustered, z_order_by, check_z_order_stats)
             spec = CompactionSpec.for_snapshot(
-                delta_log, txn.snapshot, z_order, target, num_ranges, kind.clustered, session_prefix_length
+                delta_log, txn.snapshot, columns, target, num_ranges, kind.clustered, session_prefix_length
             )
+            z_order = spec.z_order_by
             narrow = functools.partial(files_with_narrower_types, spec) if rewrite_type_widening else None
             select = _Selection(z_order, target, smaller_than, min_files_per_bin, purge, max_deleted_rows_ratio, narrow)
             plan = _plan_bins(txn, where, select, result, kind.clustered and not (full or narrow), select_files)
@@ -747,9 +718,7 @@ def optimize(
             try:
                 result.version = _commit_plan(txn, plan, adds, where, z_order, result, kind, predicate)
             except DeltaConcurrentModificationError as exc:
-                if attempt >= max_attempts:
-                    raise
-                log.info("optimize %s: attempt %d conflicted (%s); re-planning", delta_log.table_uri, attempt, exc)
+                _replan_or_raise(delta_log, attempt, max_attempts, exc)
                 continue
             committed = {a.path for a in adds}
             log.info("optimize %s: version %d, %s", delta_log.table_uri, result.version, result.metrics)
@@ -942,46 +911,33 @@ def _commit_plan(
     return version
 
 
-def _top_level(columns: Sequence[str]) -> list[str]:
-    """The ZORDER BY names as Spark parses them (backquotes quote a name holding a dot)."""
-    out: list[str] = []
-    for name in columns:
-        parts = split_column_name(name)
-        if len(parts) > 1:
-            raise OptimizeError(
-                f"Z-Ordering column {name} is a nested field: deltalog Z-orders by top-level columns only "
-                "(quote a name holding a dot with backquotes)"
-            )
-        out.append(parts[0])
-    return out
+def _replan_or_raise(delta_log: DeltaLog, attempt: int, max_attempts: int, exc: Exception) -> None:
+    """After a conflicting commit: raise it on the last attempt, else log that the run plans again."""
+    if attempt >= max_attempts:
+        raise exc
+    log.info("optimize %s: attempt %d conflicted (%s); re-planning", delta_log.table_uri, attempt, exc)
 
 
-def _z_order_columns(snapshot: Snapshot, columns: Sequence[str], check_stats: bool = True) -> tuple[str, ...]:
-    """Delta's ``validateZorderByColumns``: data columns that exist and (``check_stats``) have statistics."""
-    if not columns:
+def _z_order_columns(
+    snapshot: Snapshot, clustered: Sequence[str] | None, z_order_by: Sequence[str], check_stats: bool
+) -> tuple[ZOrderColumn, ...]:
+    """The clustering columns of a clustered table, else the ``ZORDER BY`` columns checked as
+    Delta's ``validateZorderByColumns`` (:func:`~deltalog.txn.commands.z_order.z_order_columns`),
+    its refusals as :class:`OptimizeError`."""
+    names = [(c,) for c in clustered] if clustered else z_order_by  # clustering: top-level columns
+    if not names:
         return ()
-    fields = {f.name.lower(): f for f in snapshot.schema.fields}
-    partition = {c.lower() for c in snapshot.partition_columns}
-    stats_columns = StatsColumns.of(snapshot.metadata)
-    out: list[str] = []
-    without_stats: list[str] = []
-    for name in columns:
-        if name.lower() in partition:
-            raise OptimizeError(f"{name} is a partition column. Z-Ordering can only be performed on data columns")
-        f = fields.get(name.lower())
-        if f is None:
-            raise OptimizeError(f"Z-Ordering column {name} does not exist in the table's data schema")
-        if check_stats and not stats_columns.covers([f.name]):
-            without_stats.append(f.name)
-        out.append(f.name)
-    if without_stats:
+    check = z_order_columns(snapshot, names, check_stats)
+    if check.refusal is not None:
+        raise OptimizeError(check.refusal)
+    if check.without_stats:
         raise OptimizeError(
-            f"Z-Ordering on {without_stats} will be ineffective, because we currently do not collect stats "
-            "for these columns (delta.dataSkippingStatsColumns, else the first delta.dataSkippingNumIndexedCols "
+            f"Z-Ordering on {list(check.without_stats)} will be ineffective, because we currently do not collect "
+            "stats for these columns (delta.dataSkippingStatsColumns, else the first delta.dataSkippingNumIndexedCols "
             "columns). Z-order by columns with statistics, list these in delta.dataSkippingStatsColumns, or disable "
             f"this check by setting SET {ZORDER_STATS_CHECK_KEY} = false (DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS)."
         )
-    return tuple(out)
+    return check.columns
 
 
 def _fill(result: OptimizeResult, plan: Sequence[tuple[Any, list[AddFile]]], adds: Sequence[AddFile]) -> None:
