@@ -300,3 +300,50 @@ def test_dv_dml_on_a_table_with_a_check_constraint_and_a_generated_column(spark,
     assert [a["path"] for a in adds] == [r["path"] for r in removes] and adds[0]["deletionVector"]
     expected = pd.DataFrame([(i, f"v{i}") for i in (0, 3, 4, 5)], columns=["id", "v"])
     _all_readers_agree(spark, table_path, expected)
+
+
+def _file_actions_summary(path: str) -> tuple[int, ...]:
+    """Delta's ``UpdateSQLWithDeletionVectorsTests`` view of the last commit: adds with a DV
+    (count, physical rows, DV rows), physical rows of adds without one; the same for removes."""
+    removes, adds, _ = _last_commit(path)
+
+    def rows(actions: list[dict[str, Any]]) -> int:
+        return sum(json.loads(a.get("stats") or "{}").get("numRecords", 0) for a in actions)
+
+    add_dv, add_plain = [a for a in adds if a.get("deletionVector")], [a for a in adds if not a.get("deletionVector")]
+    rem_dv, rem_plain = (
+        [r for r in removes if r.get("deletionVector")],
+        [r for r in removes if not r.get("deletionVector")],
+    )
+    card = lambda actions: sum(a["deletionVector"]["cardinality"] for a in actions)  # noqa: E731
+    return (
+        len(add_dv), rows(add_dv), card(add_dv), rows(add_plain),
+        len(rem_dv), rows(rem_dv), card(rem_dv), rows(rem_plain),
+    )  # fmt: skip
+
+
+def test_repeated_update_with_deletion_vectors_as_delta(spark, table_path):
+    """Delta's ``UpdateSQLWithDeletionVectorsTests`` "repeated UPDATE produces deletion
+    vectors": the actions and DV metrics of each UPDATE; ``numRemovedFiles`` counts the
+    touched files, as ``UpdateCommand``'s ``numTouchedFiles`` (deltalog counted only the
+    files fully removed, as DELETE does)."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable
+
+    DeltaTable.create(spark).location(table_path).addColumn("id", "long").property(*next(iter(DV.items()))).execute()
+    spark.range(0, 10, 1, 2).write.format("deltalog").mode("append").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    keys = ("numUpdatedRows", "numCopiedRows", "numRemovedFiles", "numAddedFiles")
+    keys += ("numDeletionVectorsAdded", "numDeletionVectorsRemoved", "numDeletionVectorsUpdated")
+    cases = [  # condition, actions summary, metrics
+        ("id % 3 = 0", (2, 10, 4, 4, 0, 0, 0, 10), (4, 0, 2, 1, 2, 0, 0)),
+        ("id % 4 = 0", (2, 10, 6, 2, 2, 10, 4, 0), (2, 0, 2, 1, 2, 2, 2)),
+        ("id IN (5, 7)", (0, 0, 0, 2, 1, 5, 3, 0), (2, 0, 1, 1, 0, 1, 0)),
+    ]
+    for condition, summary, metrics in cases:
+        table.update(condition, {"id": F.lit(-1)})
+        assert _file_actions_summary(table_path) == summary, condition
+        got = _last_commit(table_path)[2]
+        assert tuple(int(got[k]) for k in keys) == metrics, condition
+    assert sorted(r.id for r in table.toDF().collect()) == [-1] * 8 + [1, 2]

@@ -688,6 +688,9 @@ class DeltaTable(AlterTableMethods):
 
         dv = mark_deleted_rows(self._log, txn, touched, marks)
         metrics, _ = dml_metrics(dv, lines, started, scanned)
+        # UpdateCommand's numTouchedFiles: every file with updated rows is removed (and
+        # re-added with its new DV unless fully updated), unlike DELETE's fully removed files
+        metrics["numRemovedFiles"] = str(len(dv.touched))
         metrics["numUpdatedRows"] = str(dv.num_modified_rows)
         metrics["numCopiedRows"] = "0"
         operation = Update(predicate=_describe(condition), user_metrics=metrics)
