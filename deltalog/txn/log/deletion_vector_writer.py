@@ -6,6 +6,8 @@ file) that the command deletes; :func:`mark_rows_deleted` then
 
 1. merges them with the file's existing deletion vector (their union);
 2. writes the new bitmaps, several to one file ``[<prefix>/]deletion_vector_<uuid>.bin``
+   (a new file once a file's DVs would pass ``packing_target_size``, 2 MiB by default:
+   Delta's ``BinPackingIterator`` over ``spark.databricks.delta.deletionVectors.packing.targetSize``)
    (PROTOCOL "Deletion Vector File Storage Format": a format version byte ``1``, then per
    DV a big-endian int32 size, the portable ``RoaringBitmapArray`` and a big-endian CRC-32
    of it), described by ``u`` descriptors (the random prefix, when
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from deltalog.logstores.base import LogStore
 
 __all__ = [
+    "DEFAULT_PACKING_TARGET_SIZE",
     "DeletionVectorCommit",
     "DeletionVectorWriter",
     "deleted_rows_of",
@@ -60,6 +63,12 @@ __all__ = [
 ]
 
 _ALPHANUMERIC = string.ascii_letters + string.digits
+
+#: Delta's ``deletionVectors.packing.targetSize`` default: DVs of one command go to a new
+#: file once the current one would pass this many bytes.
+DEFAULT_PACKING_TARGET_SIZE = 2 * 1024 * 1024
+#: The bytes a DV file adds around each bitmap: its size and its checksum (big-endian int32s).
+_DV_FRAMING_BYTES = 8
 
 
 def random_prefix_length(configuration: Mapping[str, str]) -> int:
@@ -93,6 +102,7 @@ class DeletionVectorWriter:
     table_uri: str
     prefix_length: int = 0
     max_inline_bytes: int = 0
+    packing_target_size: int = DEFAULT_PACKING_TARGET_SIZE
     written: list[str] = field(default_factory=list)
 
     def write(self, bitmaps: Sequence[np.ndarray]) -> list[DeletionVectorDescriptor]:
@@ -108,16 +118,29 @@ class DeletionVectorWriter:
                     out[i] = inline
                     continue
             on_disk.append(i)
-        if on_disk:
-            blob, entries = write_dv_file([bitmaps[i] for i in on_disk])
-            prefix = random_prefix(self.prefix_length)
-            file_id = uuid.uuid4()
-            encoded = prefix + z85_encode(file_id.bytes)
-            for i, (offset, size, cardinality) in zip(on_disk, entries):
+        for packed in self._bins(bitmaps, on_disk):
+            blob, entries = write_dv_file([bitmaps[i] for i in packed])
+            encoded = random_prefix(self.prefix_length) + z85_encode(uuid.uuid4().bytes)
+            for i, (offset, size, cardinality) in zip(packed, entries):
                 out[i] = DeletionVectorDescriptor("u", encoded, size, cardinality, offset)
-            path = dv_absolute_path(self.table_uri, DeletionVectorDescriptor("u", encoded, 0, 0))
-            self._put(path, blob)
+            self._put(dv_absolute_path(self.table_uri, DeletionVectorDescriptor("u", encoded, 0, 0)), blob)
         return [d for d in out if d is not None]
+
+    def _bins(self, bitmaps: Sequence[np.ndarray], indexes: Sequence[int]) -> list[list[int]]:
+        """``indexes`` in order, cut into files as Delta's ``BinPackingIterator``: a bin is
+        closed when the next DV (its serialized bitmap and framing) would take it past
+        :attr:`packing_target_size`; a bin holds at least one DV."""
+        bins: list[list[int]] = []
+        current: list[int] = []
+        current_size = 0
+        for i in indexes:
+            size = len(serialize_bitmap(bitmaps[i])) + _DV_FRAMING_BYTES
+            if current and current_size + size > self.packing_target_size:
+                bins.append(current)
+                current, current_size = [], 0
+            current.append(i)
+            current_size += size
+        return [*bins, current] if current else bins
 
     def _put(self, path: str, blob: bytes) -> None:
         fs = self.store.filesystem()
@@ -218,11 +241,14 @@ def mark_rows_deleted(
     now: int,
     *,
     max_inline_bytes: int = 0,
+    packing_target_size: int = DEFAULT_PACKING_TARGET_SIZE,
 ) -> DeletionVectorCommit:
     """The actions that delete, in each ``(file, row indexes)`` of ``marks``, those rows
     (see the module docstring). Files where no new row is deleted are left alone. Raises
     :class:`InvalidTableStateError` for a row index past the file's ``numRecords``."""
-    writer = DeletionVectorWriter(store, table_uri, random_prefix_length(configuration), max_inline_bytes)
+    writer = DeletionVectorWriter(
+        store, table_uri, random_prefix_length(configuration), max_inline_bytes, packing_target_size
+    )
     result = DeletionVectorCommit([], writer)
     pending: list[tuple[AddFile, np.ndarray, int]] = []
     for add, new_rows in marks:
