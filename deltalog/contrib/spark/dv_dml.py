@@ -191,6 +191,7 @@ def mark_deleted_rows(
         [(f, marks[f.path]) for f in files if f.path in marks],
         int(time.time() * 1000),
         packing_target_size=packing_target_size,
+        metadata=txn.snapshot.metadata,
     )
 
 
