@@ -297,3 +297,23 @@ def test_deleting_more_rows_of_a_delta_spark_dv_table(tmp_path: Path) -> None:
     assert live_rows(DeltaLog.for_table(uri)) == expected == delta_rs_rows()
     log.checkpoint()
     assert live_rows(DeltaLog.for_table(uri)) == expected
+
+
+def test_a_file_without_statistics_gets_them_from_its_footer_with_wide_bounds(tmp_path: Path) -> None:
+    """TightBoundsSuite "DML operations fetch stats on tables with partial stats": a file
+    whose add has no statistics gets, with its first DV, Delta's recomputed statistics
+    (numRecords, bounds and null counts of the table's columns, tightBounds=false), not
+    ``numRecords`` alone; its remove keeps the add as it was."""
+    from dataclasses import replace
+
+    log = create(str(tmp_path / "t"), partitioned=False, config=DV)
+    append(log, [50, 51, 52, 99], None)
+    (f,) = log.update().files
+    bare = replace(f, stats=None)
+    result = mark_rows_deleted(log.store, log.table_uri, {}, [(bare, np.array([0]))], 0, metadata=log.update().metadata)
+    remove, add = result.actions
+    assert isinstance(remove, RemoveFile) and remove.stats is None
+    assert isinstance(add, AddFile) and json.loads(add.stats or "{}") == {
+        **json.loads(f.stats or "{}"),
+        "tightBounds": False,
+    }

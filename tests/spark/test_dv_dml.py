@@ -300,3 +300,116 @@ def test_dv_dml_on_a_table_with_a_check_constraint_and_a_generated_column(spark,
     assert [a["path"] for a in adds] == [r["path"] for r in removes] and adds[0]["deletionVector"]
     expected = pd.DataFrame([(i, f"v{i}") for i in (0, 3, 4, 5)], columns=["id", "v"])
     _all_readers_agree(spark, table_path, expected)
+
+
+def _file_actions_summary(path: str) -> tuple[int, ...]:
+    """Delta's ``UpdateSQLWithDeletionVectorsTests`` view of the last commit: adds with a DV
+    (count, physical rows, DV rows), physical rows of adds without one; the same for removes."""
+    removes, adds, _ = _last_commit(path)
+
+    def rows(actions: list[dict[str, Any]]) -> int:
+        return sum(json.loads(a.get("stats") or "{}").get("numRecords", 0) for a in actions)
+
+    add_dv, add_plain = [a for a in adds if a.get("deletionVector")], [a for a in adds if not a.get("deletionVector")]
+    rem_dv, rem_plain = (
+        [r for r in removes if r.get("deletionVector")],
+        [r for r in removes if not r.get("deletionVector")],
+    )
+    card = lambda actions: sum(a["deletionVector"]["cardinality"] for a in actions)  # noqa: E731
+    return (
+        len(add_dv), rows(add_dv), card(add_dv), rows(add_plain),
+        len(rem_dv), rows(rem_dv), card(rem_dv), rows(rem_plain),
+    )  # fmt: skip
+
+
+def test_repeated_update_with_deletion_vectors_as_delta(spark, table_path):
+    """Delta's ``UpdateSQLWithDeletionVectorsTests`` "repeated UPDATE produces deletion
+    vectors": the actions and DV metrics of each UPDATE; ``numRemovedFiles`` counts the
+    touched files, as ``UpdateCommand``'s ``numTouchedFiles`` (deltalog counted only the
+    files fully removed, as DELETE does)."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable
+
+    DeltaTable.create(spark).location(table_path).addColumn("id", "long").property(*next(iter(DV.items()))).execute()
+    spark.range(0, 10, 1, 2).write.format("deltalog").mode("append").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    keys = ("numUpdatedRows", "numCopiedRows", "numRemovedFiles", "numAddedFiles")
+    keys += ("numDeletionVectorsAdded", "numDeletionVectorsRemoved", "numDeletionVectorsUpdated")
+    cases = [  # condition, actions summary, metrics
+        ("id % 3 = 0", (2, 10, 4, 4, 0, 0, 0, 10), (4, 0, 2, 1, 2, 0, 0)),
+        ("id % 4 = 0", (2, 10, 6, 2, 2, 10, 4, 0), (2, 0, 2, 1, 2, 2, 2)),
+        ("id IN (5, 7)", (0, 0, 0, 2, 1, 5, 3, 0), (2, 0, 1, 1, 0, 1, 0)),
+    ]
+    for condition, summary, metrics in cases:
+        table.update(condition, {"id": F.lit(-1)})
+        assert _file_actions_summary(table_path) == summary, condition
+        got = _last_commit(table_path)[2]
+        assert tuple(int(got[k]) for k in keys) == metrics, condition
+    assert sorted(r.id for r in table.toDF().collect()) == [-1] * 8 + [1, 2]
+
+
+_DV_STEPS = [  # DeletionVectorsSuite "Metrics when deleting with DV", its second DELETE as a
+    # MERGE (MergeIntoDVsTests "Incremental Updates"): rows deleted, files removed, DVs
+    # added / removed / updated, the ids left
+    ("delete", "id >= 4", (6, 1, 1, 0, 0), [0, 1, 2, 3]),
+    ("merge", "id = 3", (1, 0, 1, 1, 1), [0, 1, 2]),
+    ("delete", "id IN (0, 1, 2)", (3, 1, 0, 1, 0), []),
+]
+
+
+def test_dv_delete_and_merge_metrics_and_descriptors_as_delta(spark, table_path):
+    """Each step's metrics and rows (native and Python reads) as Delta's; the first DV is
+    Delta's: one row in a ``u`` file at offset 1, 34 bytes, the file's statistics kept
+    with ``tightBounds=false`` (DeletionVectorsSuite "DELETE with DVs - on a table with no
+    prior DVs"); the file whose last row goes is removed, not given a full DV."""
+    from deltalog.contrib.spark import DeltaTable
+
+    DeltaTable.create(spark).location(table_path).addColumn("id", "long").property(*next(iter(DV.items()))).execute()
+    spark.range(0, 10, 1, 2).write.format("deltalog").mode("append").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    stats = {a["add"]["path"]: json.loads(a["add"]["stats"]) for a in commits(table_path)[-1] if "add" in a}
+    for command, condition, expected, ids in _DV_STEPS:
+        if command == "delete":
+            table.delete(condition)
+            prefix, keys = "num", ("numDeletedRows", "numRemovedFiles")
+        else:
+            source = spark.range(3, 4).toDF("id")
+            table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedDelete().execute()
+            prefix, keys = "numTarget", ("numTargetRowsDeleted", "numTargetFilesRemoved")
+        metrics = _last_commit(table_path)[2]
+        keys += tuple(
+            prefix + name for name in ("DeletionVectorsAdded", "DeletionVectorsRemoved", "DeletionVectorsUpdated")
+        )
+        assert tuple(int(metrics[k]) for k in keys) == expected, condition
+        if command == "merge":  # both read paths apply the updated DV
+            assert sorted(r.id for r in table.toDF().collect()) == ids
+            assert sorted(r.id for r in spark.read.format("deltalog").load(table_path).collect()) == ids
+        if command == "delete" and expected[2]:  # the first step's new DV
+            (add,) = _last_commit(table_path)[1]
+            dv = add["deletionVector"]
+            assert (dv["storageType"], dv["offset"], dv["sizeInBytes"], dv["cardinality"]) == ("u", 1, 34, 1)
+            assert json.loads(add["stats"]) == {**stats[add["path"]], "tightBounds": False}
+    removes = _last_commit(table_path)[0]
+    assert [r["deletionVector"]["cardinality"] for r in removes] == [2]  # the last DV goes with its file
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, 2 * 1024 * 1024), ("200", 200), ("64k", 65536), ("2mb", 2 * 1024 * 1024), ("-1", None), ("2gb", None)],
+)
+def test_dv_packing_target_size_conf(value: str | None, expected: int | None) -> None:
+    """Delta's ``spark.databricks.delta.deletionVectors.packing.targetSize``: a byte size,
+    2 MiB by default, non-negative and under 1.5 GB (no Spark needed: a stub session)."""
+    from types import SimpleNamespace
+
+    from deltalog.contrib.spark.dv_dml import PACKING_TARGET_SIZE_CONF, dv_packing_target_size
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    conf = {} if value is None else {PACKING_TARGET_SIZE_CONF: value}
+    session = SimpleNamespace(conf=SimpleNamespace(get=lambda key, default=None: conf.get(key, default)))
+    if expected is None:
+        with pytest.raises(DeltaAnalysisError, match="less than 1"):
+            dv_packing_target_size(session)
+    else:
+        assert dv_packing_target_size(session) == expected

@@ -31,7 +31,11 @@ from deltalog.contrib.spark.dataframes import FILE_COLUMN, ROW_INDEX_COLUMN, fil
 from deltalog.contrib.spark.files import file_actions
 from deltalog.contrib.spark.writes import commit_files
 from deltalog.txn.commit.commit_errors import commit_certainly_failed
-from deltalog.txn.log.deletion_vector_writer import DeletionVectorCommit, mark_rows_deleted
+from deltalog.txn.log.deletion_vector_writer import (
+    DEFAULT_PACKING_TARGET_SIZE,
+    DeletionVectorCommit,
+    mark_rows_deleted,
+)
 from deltalog.txn.protocol.actions import Action, AddFile
 from deltalog.txn.protocol.features import protocol_features
 
@@ -49,6 +53,7 @@ __all__ = [
     "RowMarks",
     "commit_with_deletion_vectors",
     "dml_metrics",
+    "dv_packing_target_size",
     "mark_deleted_rows",
     "matched_row_indexes",
     "target_rows",
@@ -59,6 +64,12 @@ log = logging.getLogger(__name__)
 
 #: Row positions per file path: the rows a command deletes or replaces.
 RowMarks = dict[str, np.ndarray]
+
+#: Delta's internal ``DELETION_VECTOR_PACKING_TARGET_SIZE``: the bytes of DVs one DV file takes.
+PACKING_TARGET_SIZE_CONF = "spark.databricks.delta.deletionVectors.packing.targetSize"
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+#: Delta's bound on the conf: a DV's offset is an int32, so a DV file stays well below 2 GiB.
+_MAX_PACKING_TARGET_SIZE = 3 * 1024 * 1024 * 1024 // 2
 
 
 def writes_deletion_vectors(spark: SparkSession, snapshot: Snapshot, command: str) -> bool:
@@ -144,16 +155,43 @@ def group_rows(hits: pa.Table) -> RowMarks:
     }
 
 
+def dv_packing_target_size(spark: SparkSession) -> int:
+    """The session's ``spark.databricks.delta.deletionVectors.packing.targetSize`` (bytes, with
+    Spark's byte-string units: ``200``, ``64k``, ``2mb``), 2 MiB by default; a value Delta's
+    conf refuses (not a size, negative, 1.5 GiB or more) raises :class:`DeltaAnalysisError`."""
+    import re
+
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    raw = spark.conf.get(PACKING_TARGET_SIZE_CONF, None)
+    if raw is None or not str(raw).strip():
+        return DEFAULT_PACKING_TARGET_SIZE
+    found = re.fullmatch(r"(-?\d+)\s*([bkmgtp]?)b?", str(raw).strip().lower())
+    if found is None:
+        raise DeltaAnalysisError(f"{PACKING_TARGET_SIZE_CONF} must be a size in bytes (e.g. 2mb), got {raw!r}")
+    value = int(found.group(1)) * _BYTE_UNITS[found.group(2)]
+    if not 0 <= value < _MAX_PACKING_TARGET_SIZE:
+        raise DeltaAnalysisError(f"{PACKING_TARGET_SIZE_CONF} must be non-negative and less than 1.5GB, got {raw!r}")
+    return value
+
+
 def mark_deleted_rows(
-    delta_log: DeltaLog, txn: OptimisticTransaction, files: Sequence[AddFile], marks: RowMarks
+    delta_log: DeltaLog,
+    txn: OptimisticTransaction,
+    files: Sequence[AddFile],
+    marks: RowMarks,
+    packing_target_size: int = DEFAULT_PACKING_TARGET_SIZE,
 ) -> DeletionVectorCommit:
-    """The deletion-vector actions that delete ``marks`` from ``files``."""
+    """The deletion-vector actions that delete ``marks`` from ``files``, their DVs packed
+    into files of about ``packing_target_size`` bytes (:func:`dv_packing_target_size`)."""
     return mark_rows_deleted(
         delta_log.store,
         delta_log.table_uri,
         txn.snapshot.metadata.configuration,
         [(f, marks[f.path]) for f in files if f.path in marks],
         int(time.time() * 1000),
+        packing_target_size=packing_target_size,
+        metadata=txn.snapshot.metadata,
     )
 
 

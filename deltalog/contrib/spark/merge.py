@@ -42,6 +42,7 @@ from deltalog.contrib.spark.dataframes import (
 from deltalog.contrib.spark.dv_dml import (
     RowMarks,
     commit_with_deletion_vectors,
+    dv_packing_target_size,
     mark_deleted_rows,
     target_rows,
     writes_deletion_vectors,
@@ -990,7 +991,8 @@ class DeltaMergeBuilder:
         rows marked in deletion vectors), the written files added, with Delta's operation
         metrics."""
         adds, cdcs = file_actions(lines)
-        dv = None if marks is None else mark_deleted_rows(self._table._log, plan.txn, touched.files, marks)
+        packing = dv_packing_target_size(self._table._spark)
+        dv = None if marks is None else mark_deleted_rows(self._table._log, plan.txn, touched.files, marks, packing)
 
         def total(prefix: str) -> int:
             return sum(n for k, n in counts.items() if k.startswith(prefix))

@@ -36,6 +36,7 @@ from deltalog.contrib.spark.dv_dml import (
     RowMarks,
     commit_with_deletion_vectors,
     dml_metrics,
+    dv_packing_target_size,
     mark_deleted_rows,
     matched_row_indexes,
     writes_deletion_vectors,
@@ -577,7 +578,7 @@ class DeltaTable(AlterTableMethods):
         if not _report_scan("DELETE", condition, snapshot.num_files, candidates, touched):
             _commit_no_delete(txn, condition, started, scanned)
             return
-        dv = mark_deleted_rows(self._log, txn, touched, marks)
+        dv = mark_deleted_rows(self._log, txn, touched, marks, dv_packing_target_size(self._spark))
         metrics, _ = dml_metrics(dv, [], started, scanned)
         metrics["numDeletedRows"] = str(dv.num_modified_rows)
         metrics["numCopiedRows"] = "0"
@@ -686,8 +687,11 @@ class DeltaTable(AlterTableMethods):
         marked deleted in their files, the new versions are the files of ``lines``."""
         from deltalog.txn.commit.operations import Update
 
-        dv = mark_deleted_rows(self._log, txn, touched, marks)
+        dv = mark_deleted_rows(self._log, txn, touched, marks, dv_packing_target_size(self._spark))
         metrics, _ = dml_metrics(dv, lines, started, scanned)
+        # UpdateCommand's numTouchedFiles: every file with updated rows is removed (and
+        # re-added with its new DV unless fully updated), unlike DELETE's fully removed files
+        metrics["numRemovedFiles"] = str(len(dv.touched))
         metrics["numUpdatedRows"] = str(dv.num_modified_rows)
         metrics["numCopiedRows"] = "0"
         operation = Update(predicate=_describe(condition), user_metrics=metrics)

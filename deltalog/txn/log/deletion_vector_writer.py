@@ -6,6 +6,8 @@ file) that the command deletes; :func:`mark_rows_deleted` then
 
 1. merges them with the file's existing deletion vector (their union);
 2. writes the new bitmaps, several to one file ``[<prefix>/]deletion_vector_<uuid>.bin``
+   (a new file once a file's DVs would pass ``packing_target_size``, 2 MiB by default:
+   Delta's ``BinPackingIterator`` over ``spark.databricks.delta.deletionVectors.packing.targetSize``)
    (PROTOCOL "Deletion Vector File Storage Format": a format version byte ``1``, then per
    DV a big-endian int32 size, the portable ``RoaringBitmapArray`` and a big-endian CRC-32
    of it), described by ``u`` descriptors (the random prefix, when
@@ -40,7 +42,7 @@ from deltalog.txn.log.deletion_vectors import (
     write_dv_file,
     z85_encode,
 )
-from deltalog.txn.protocol.actions import Action, AddFile, DeletionVectorDescriptor
+from deltalog.txn.protocol.actions import Action, AddFile, DeletionVectorDescriptor, Metadata
 from deltalog.txn.protocol.errors import InvalidTableStateError
 from deltalog.txn.protocol.file_stats import stats_json
 from deltalog.txn.protocol.properties import TableProperties
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from deltalog.logstores.base import LogStore
 
 __all__ = [
+    "DEFAULT_PACKING_TARGET_SIZE",
     "DeletionVectorCommit",
     "DeletionVectorWriter",
     "deleted_rows_of",
@@ -60,6 +63,12 @@ __all__ = [
 ]
 
 _ALPHANUMERIC = string.ascii_letters + string.digits
+
+#: Delta's ``deletionVectors.packing.targetSize`` default: DVs of one command go to a new
+#: file once the current one would pass this many bytes.
+DEFAULT_PACKING_TARGET_SIZE = 2 * 1024 * 1024
+#: The bytes a DV file adds around each bitmap: its size and its checksum (big-endian int32s).
+_DV_FRAMING_BYTES = 8
 
 
 def random_prefix_length(configuration: Mapping[str, str]) -> int:
@@ -93,6 +102,7 @@ class DeletionVectorWriter:
     table_uri: str
     prefix_length: int = 0
     max_inline_bytes: int = 0
+    packing_target_size: int = DEFAULT_PACKING_TARGET_SIZE
     written: list[str] = field(default_factory=list)
 
     def write(self, bitmaps: Sequence[np.ndarray]) -> list[DeletionVectorDescriptor]:
@@ -108,16 +118,29 @@ class DeletionVectorWriter:
                     out[i] = inline
                     continue
             on_disk.append(i)
-        if on_disk:
-            blob, entries = write_dv_file([bitmaps[i] for i in on_disk])
-            prefix = random_prefix(self.prefix_length)
-            file_id = uuid.uuid4()
-            encoded = prefix + z85_encode(file_id.bytes)
-            for i, (offset, size, cardinality) in zip(on_disk, entries):
+        for packed in self._bins(bitmaps, on_disk):
+            blob, entries = write_dv_file([bitmaps[i] for i in packed])
+            encoded = random_prefix(self.prefix_length) + z85_encode(uuid.uuid4().bytes)
+            for i, (offset, size, cardinality) in zip(packed, entries):
                 out[i] = DeletionVectorDescriptor("u", encoded, size, cardinality, offset)
-            path = dv_absolute_path(self.table_uri, DeletionVectorDescriptor("u", encoded, 0, 0))
-            self._put(path, blob)
+            self._put(dv_absolute_path(self.table_uri, DeletionVectorDescriptor("u", encoded, 0, 0)), blob)
         return [d for d in out if d is not None]
+
+    def _bins(self, bitmaps: Sequence[np.ndarray], indexes: Sequence[int]) -> list[list[int]]:
+        """``indexes`` in order, cut into files as Delta's ``BinPackingIterator``: a bin is
+        closed when the next DV (its serialized bitmap and framing) would take it past
+        :attr:`packing_target_size`; a bin holds at least one DV."""
+        bins: list[list[int]] = []
+        current: list[int] = []
+        current_size = 0
+        for i in indexes:
+            size = len(serialize_bitmap(bitmaps[i])) + _DV_FRAMING_BYTES
+            if current and current_size + size > self.packing_target_size:
+                bins.append(current)
+                current, current_size = [], 0
+            current.append(i)
+            current_size += size
+        return [*bins, current] if current else bins
 
     def _put(self, path: str, blob: bytes) -> None:
         fs = self.store.filesystem()
@@ -145,20 +168,27 @@ def deleted_rows_of(store: LogStore, table_uri: str, add: AddFile) -> np.ndarray
     return np.asarray(read_deletion_vector(store, table_uri, add.deletion_vector).to_numpy(), dtype=np.int64)
 
 
-def _physical_records(store: LogStore, table_uri: str, add: AddFile) -> int:
-    """``numRecords`` of ``add``: from its statistics, else the Parquet footer (a file
-    with a deletion vector must have it, PROTOCOL "Deletion Vectors")."""
-    n = add.num_records()
-    if n is not None:
-        return n
-    import pyarrow.parquet as pq
-
+def _physical_stats(store: LogStore, table_uri: str, add: AddFile, metadata: Metadata | None) -> str | None:
+    """``add``'s statistics with ``numRecords`` (a file with a deletion vector must have it,
+    PROTOCOL "Deletion Vectors"): its own, else computed anew from the Parquet footer, as
+    Delta's ``getActionsWithStats`` recomputes the statistics of a file without
+    ``numRecords``: every column the table's ``metadata`` collects statistics for (only
+    ``numRecords`` without ``metadata``)."""
+    if add.num_records() is not None:
+        return add.stats
+    from deltalog.txn.log.calendar_rebase import rebase_spec
+    from deltalog.txn.log.data_files import data_file_arrow_schema, open_data_file
     from deltalog.txn.protocol.actions import decode_path
+    from deltalog.txn.protocol.file_stats import StatsCollector
 
     rel = decode_path(add.path)
     path = rel if "://" in rel or rel.startswith("/") else f"{table_uri.rstrip('/')}/{rel}"
-    with store.filesystem().open_input_file(store.fs_path(path)) as f:
-        return int(pq.ParquetFile(f).metadata.num_rows)
+    with open_data_file(store.filesystem(), store.fs_path(path)) as pf:
+        if metadata is None:
+            return stats_json({"numRecords": int(pf.metadata.num_rows)})
+        collector = StatsCollector.for_table(metadata, data_file_arrow_schema(pf))
+        collector.update_from_footer(pf.metadata, datetime_bounds=rebase_spec(pf.metadata.metadata) is None)
+    return collector.to_json()
 
 
 def widen_stats(stats: str | None, num_records: int, old_cardinality: int) -> str:
@@ -218,18 +248,25 @@ def mark_rows_deleted(
     now: int,
     *,
     max_inline_bytes: int = 0,
+    packing_target_size: int = DEFAULT_PACKING_TARGET_SIZE,
+    metadata: Metadata | None = None,
 ) -> DeletionVectorCommit:
     """The actions that delete, in each ``(file, row indexes)`` of ``marks``, those rows
     (see the module docstring). Files where no new row is deleted are left alone. Raises
-    :class:`InvalidTableStateError` for a row index past the file's ``numRecords``."""
-    writer = DeletionVectorWriter(store, table_uri, random_prefix_length(configuration), max_inline_bytes)
+    :class:`InvalidTableStateError` for a row index past the file's ``numRecords``. A file
+    without ``numRecords`` gets statistics computed from its footer for the columns the
+    table's ``metadata`` names (:func:`_physical_stats`)."""
+    writer = DeletionVectorWriter(
+        store, table_uri, random_prefix_length(configuration), max_inline_bytes, packing_target_size
+    )
     result = DeletionVectorCommit([], writer)
-    pending: list[tuple[AddFile, np.ndarray, int]] = []
+    pending: list[tuple[AddFile, np.ndarray, int, str | None]] = []
     for add, new_rows in marks:
         new = np.asarray(new_rows, dtype=np.int64)
         if not len(new):
             continue
-        num_records = _physical_records(store, table_uri, add)
+        stats = _physical_stats(store, table_uri, add, metadata)
+        num_records = int(json.loads(stats or "{}")["numRecords"])
         if int(new.max()) >= num_records or int(new.min()) < 0:
             raise InvalidTableStateError(
                 f"row index {int(new.max())} is outside {add.path}, which has {num_records} rows: "
@@ -248,20 +285,23 @@ def mark_rows_deleted(
             result.num_removed_files += 1
             result.num_dvs_removed += add.deletion_vector is not None
             continue
-        pending.append((add, merged, num_records))
-    descriptors = writer.write([merged for _, merged, _ in pending])
-    for (add, _, num_records), dv in zip(pending, descriptors):
-        old_card = add.deletion_vector.cardinality if add.deletion_vector is not None else 0
-        new_add = replace(
-            add,
-            deletion_vector=dv,
-            data_change=True,
-            stats=widen_stats(add.stats, num_records, old_card),
-        )
-        result.actions.append(add.remove(now))
-        result.actions.append(new_add)
-        if add.deletion_vector is None:
-            result.num_dvs_added += 1
-        else:
-            result.num_dvs_updated += 1
+        pending.append((add, merged, num_records, stats))
+    descriptors = writer.write([merged for _, merged, _, _ in pending])
+    for (add, _, num_records, stats), dv in zip(pending, descriptors):
+        _re_add(result, add, dv, widen_stats(stats, num_records, _cardinality(add)), now)
     return result
+
+
+def _cardinality(add: AddFile) -> int:
+    return add.deletion_vector.cardinality if add.deletion_vector is not None else 0
+
+
+def _re_add(result: DeletionVectorCommit, add: AddFile, dv: DeletionVectorDescriptor, stats: str, now: int) -> None:
+    """Delta's ``AddFile.removeRows``: a remove of ``add`` and an add of its path with ``dv``
+    and the widened ``stats``, counted as an added or an updated DV."""
+    result.actions.append(add.remove(now))
+    result.actions.append(replace(add, deletion_vector=dv, data_change=True, stats=stats))
+    if add.deletion_vector is None:
+        result.num_dvs_added += 1
+    else:
+        result.num_dvs_updated += 1
