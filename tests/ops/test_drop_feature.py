@@ -139,6 +139,11 @@ def test_drop_feature_errors_leave_the_table_alone(tmp_path: Path) -> None:
         ("appendOnly", FeatureNotRemovableError, "DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE"),
         ("fancyFeature", FeatureNotRemovableError, "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE"),
         ("delta.appendOnly", FeatureNotRemovableError, "DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY"),
+        # Delta finds a feature by name in any case, but looks for the exact name in the protocol
+        ("CHECKCONSTRAINTS", FeatureNotPresentError, "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT"),
+        # a delta.* name that is no table property is an unknown feature
+        ("delta.fancyProperty", FeatureNotRemovableError, "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE"),
+        ("DELTA.APPENDONLY", FeatureNotRemovableError, "DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY"),
         ("identityColumns", FeatureNotRemovableError, "DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE"),
         ("checkConstraints", FeatureStillInUseError, "DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE"),
     ]
