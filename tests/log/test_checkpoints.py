@@ -417,3 +417,34 @@ def test_stats_parsed_counts_leaf_columns_for_delta_data_skipping_num_indexed_co
     assert _stats_parsed_table(str(tmp_path), config) == pa.struct(
         [("s", pa.struct([("x", pa.int64()), ("y", pa.int64())])), ("id", pa.int64())]
     )
+
+
+def test_multipart_checkpoint_parts_count_file_actions_as_delta(tmp_path):
+    """CheckpointsSuite ``multipart checkpoints``: ``ceil((adds + removes) / partSize)``
+    parts, a single file when that is 1 (the protocol, metadata and transactions do not count)."""
+    t = str(tmp_path)
+    create(t)
+    log = DeltaLog.for_table(t)
+    total, version = 0, 0
+    for new, part_size, parts in [(2, 10, 1), (9, 10, 2), (9, 10, 2), (11, 10, 4), (69, 100, 1), (1, 100, 2)]:
+        version += 1
+        commit(t, version, [add(f"f{total + i}") for i in range(new)])
+        total += new
+        result = log.checkpoint(log.update(), part_size=part_size)
+        assert len(result.paths) == parts, (total, part_size)
+        assert read_last_checkpoint(log.store, log.log_uri).parts == (None if parts == 1 else parts)
+    assert DeltaLog.for_table(t).update().num_files == total
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "json"])
+def test_v2_checkpoint_of_an_empty_table_has_one_empty_sidecar(tmp_path, fmt):
+    """CheckpointsSuite ``test empty checkpoints`` (V2): one sidecar, with no rows."""
+    t = str(tmp_path)
+    proto = Protocol(3, 7, ("v2Checkpoint",), ("v2Checkpoint",))
+    commit(t, 0, [proto, metadata({"delta.checkpointPolicy": "v2"})])
+    log = DeltaLog.for_table(t)
+    log.checkpoint(v2_format=fmt)
+    sidecars = os.listdir(f"{t}/_delta_log/_sidecars")
+    assert len(sidecars) == 1 and pq.read_table(f"{t}/_delta_log/_sidecars/{sidecars[0]}").num_rows == 0
+    snap = DeltaLog.for_table(t).update()
+    assert snap.checkpoint_version == 0 and snap.num_files == 0
