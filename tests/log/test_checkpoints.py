@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import uuid
@@ -448,3 +449,40 @@ def test_v2_checkpoint_of_an_empty_table_has_one_empty_sidecar(tmp_path, fmt):
     assert len(sidecars) == 1 and pq.read_table(f"{t}/_delta_log/_sidecars/{sidecars[0]}").num_rows == 0
     snap = DeltaLog.for_table(t).update()
     assert snap.checkpoint_version == 0 and snap.num_files == 0
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_statistics_survive_a_checkpoint_written_only_with_stats_parsed(tmp_path, v2):
+    """CheckpointsSuite ``... stats are preserved during state reconstruction``
+    (``writeStatsAsJson=false``, ``writeStatsAsStruct=true``): the checkpoint has no
+    ``add.stats``, and the files read from it get ``stats = to_json(stats_parsed)``, as Delta's
+    ``loadActionsForStateReconstruction`` -- also through the next checkpoint."""
+    from deltalog.txn.protocol.actions import Metadata
+
+    t = str(tmp_path)
+    fields = [("l", "long"), ("d", "date"), ("ts", "timestamp"), ("ntz", "timestamp_ntz"), ("m", "decimal(10,2)")]
+    schema = {"type": "struct", "fields": [{"name": n, "type": k, "nullable": True, "metadata": {}} for n, k in fields]}
+    schema["fields"].append(
+        {"name": "s", "nullable": True, "metadata": {}, "type": {"type": "struct", "fields": [schema["fields"][0]]}}
+    )
+    config = {"delta.checkpoint.writeStatsAsJson": "false", "delta.checkpoint.writeStatsAsStruct": "true"}
+    if v2:
+        config["delta.checkpointPolicy"] = "v2"
+    proto = Protocol(3, 7, ("timestampNtz", "v2Checkpoint"), ("timestampNtz", "v2Checkpoint"))
+    stats = {
+        "numRecords": 2,
+        "minValues": {"l": -3, "d": "2020-01-02", "ts": "2020-01-02T03:04:05.006Z", "ntz": "2021-02-03T04:05:06.007"},
+        "maxValues": {"l": 9, "d": "2020-02-01", "m": 12345678.91, "s": {"l": 4}},
+        "nullCount": {"l": 0, "d": 1, "ts": 0, "ntz": 0, "m": 0, "s": {"l": 1}},
+        "tightBounds": True,
+    }
+    commit(t, 0, [proto, Metadata(id="x", schema_string=json.dumps(schema), configuration=config)])
+    commit(t, 1, [dataclasses.replace(add("a"), stats=json.dumps(stats)), dataclasses.replace(add("b"), stats=None)])
+    log = DeltaLog.for_table(t)
+    log.checkpoint()
+    for _ in range(2):
+        snap = DeltaLog.for_table(t).update()
+        got = {f.path: f.stats for f in snap.files}
+        assert got["b"] is None and json.loads(got["a"]) == stats
+        commit(t, snap.version + 1, [])
+        DeltaLog.for_table(t).checkpoint()  # the next checkpoint is made from those statistics
