@@ -40,6 +40,7 @@ from deltalog.txn.protocol.arrow_build import int64_scalar
 from deltalog.txn.protocol.errors import InvalidTableStateError, TableNotFoundError
 from deltalog.txn.protocol.features import check_read_supported
 from deltalog.txn.protocol.properties import TableProperties
+from deltalog.txn.protocol.protocol_requirements import check_features_match_metadata
 from deltalog.txn.protocol.schema import StructType, parse_schema
 
 if TYPE_CHECKING:
@@ -93,6 +94,8 @@ class Snapshot:
             where = checkpoint.files[0].path if checkpoint is not None else None
             protocol = _require_protocol_and_metadata(table_uri, version, state, self.checkpoint_version, where)
             check_read_supported(protocol, table_uri)
+            assert state.metadata is not None
+            check_features_match_metadata(protocol, state.metadata, table_uri)
 
     @property
     def timestamp(self) -> int:

@@ -36,6 +36,7 @@ from deltalog.txn.protocol.protocol_versions import (
 
 __all__ = [
     "active_features",
+    "check_features_match_metadata",
     "is_protocol_property",
     "merge_protocols",
     "protocol_for_existing_table",
@@ -319,3 +320,50 @@ def merge_protocols(current: Protocol, required: Protocol) -> Protocol | None:
     normalized); None when that is ``current`` itself."""
     merged = merge(current, required)
     return None if same_protocol(merged, current) else merged
+
+
+#: the features Delta turns on from the metadata (``FeatureAutomaticallyEnabledByMetadata``)
+#: that :func:`active_features` tells without knowing the protocol; the ones with a preview
+#: twin (typeWidening, variantType, variantShredding) are left to Delta, and Delta does not
+#: turn on collations or allowColumnDefaults from the metadata
+_MUST_BE_LISTED = frozenset(
+    {
+        "appendOnly",
+        "invariants",
+        "checkConstraints",
+        "changeDataFeed",
+        "generatedColumns",
+        "columnMapping",
+        "identityColumns",
+        "timestampNtz",
+        "deletionVectors",
+        "rowTracking",
+        "domainMetadata",
+        "inCommitTimestamp",
+        "v2Checkpoint",
+        "icebergCompatV1",
+        "icebergCompatV2",
+        "icebergCompatV3",
+        "materializePartitionColumns",
+    }
+)
+
+
+def check_features_match_metadata(protocol: Protocol, metadata: Metadata, table: str = "") -> None:
+    """Delta's ``assertTableFeaturesMatchMetadata``, run on every snapshot: on a table-features
+    protocol, a feature the metadata turns on (or a listed feature needs) must be listed.
+    Raises :class:`~deltalog.txn.protocol.errors.InvalidTableStateError`
+    (``DELTA_FEATURES_PROTOCOL_METADATA_MISMATCH``), which only another writer's commit can cause."""
+    from deltalog.txn.protocol.errors import InvalidTableStateError
+
+    if protocol.min_writer_version < 7 and protocol.min_reader_version < 3:
+        return
+    listed = set(protocol.writer_features or ()) | set(protocol.reader_features or ())
+    active = dependency_closure(listed | (active_features(metadata) & _MUST_BE_LISTED))
+    missing = sorted((active - listed) & _MUST_BE_LISTED)
+    if missing:
+        raise InvalidTableStateError(
+            f"DELTA_FEATURES_PROTOCOL_METADATA_MISMATCH: unable to operate on the table {table} because the "
+            f"following table features are enabled in metadata but not listed in protocol: {', '.join(missing)}. "
+            "Another writer committed a protocol without them; add them with 'delta.feature.<name>' = 'supported'"
+        )
