@@ -135,3 +135,22 @@ def test_a_checkpoint_without_any_commit_file_is_no_table(tmp_path: Path) -> Non
     _corrupt(tmp_path, 2, None, empty=False)
     with pytest.raises(InvalidTableStateError, match="could not find any delta files"):
         DeltaLog.for_table(str(tmp_path)).update()
+
+
+def test_update_moves_to_a_newer_checkpoint_when_the_old_one_is_cleaned_up(tmp_path: Path) -> None:
+    """``checkpoint/json not found when executor restart after expired checkpoints in the
+    snapshot cache are cleaned up``: a cached snapshot that reads its files from checkpoint 5
+    is updated onto another writer's checkpoint (as Delta's update takes the new log segment),
+    so log cleanup deleting checkpoint 5 does not break it -- with or without new commits."""
+    for extra in (0, 2):
+        path = tmp_path / f"t{extra}"
+        _table(path, 6)  # checkpoint 5
+        reader = DeltaLog.for_table(str(path))
+        assert reader.update().checkpoint_version == 5  # files not read yet
+        writer = DeltaLog.for_table(str(path))
+        for i in range(extra):
+            writer.start_transaction().commit([AddFile(f"x{i}.parquet", {}, 1, 1)], Write())
+        writer.checkpoint()
+        _checkpoint(path, 5).unlink()  # as log cleanup would
+        snap = reader.update()
+        assert snap.num_files == 6 + extra and snap.checkpoint_version == 6 + extra

@@ -294,6 +294,8 @@ class SnapshotManagement:
         new_versions = sorted(v for v in listing.commits if v > cached.version)
         if listing.max_version < cached.version:
             return self._reload()  # as Delta: an empty directory is version -1
+        if self._reads_an_older_checkpoint(cached, listing):
+            return self._reload()
         if not new_versions:
             return cached
         expected = list(range(cached.version + 1, new_versions[-1] + 1))
@@ -306,6 +308,17 @@ class SnapshotManagement:
         probe = cached.non_file_state.with_non_file_actions(batch)
         ts = self._commit_timestamp(last, probe, batch, commits[-1].modification_time)
         return cached.apply_batch(last, batch, ts)
+
+    @staticmethod
+    def _reads_an_older_checkpoint(cached: Snapshot, listing: LogListing) -> bool:
+        """Whether ``cached`` still reads its files from a checkpoint older than one the
+        listing shows: then the snapshot is loaded on the newer checkpoint, as Delta's
+        update takes the new log segment, since log cleanup may delete the older one
+        (``SnapshotManagementSuite``: expired checkpoints in the snapshot cache)."""
+        if cached.files_in_memory:
+            return False
+        newer = listing.complete_checkpoints()
+        return bool(newer) and newer[-1].version > getattr(cached.file_source, "version", -1)
 
     def _reload(self) -> Snapshot:
         """The latest snapshot, loaded afresh (the empty one when the log holds nothing)."""
