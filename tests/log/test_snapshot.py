@@ -233,3 +233,14 @@ def test_features_the_metadata_enables_must_be_in_the_protocol(tmp_path, proto, 
     ):
         DeltaLog.for_table(t).update()
     assert DeltaLog.for_table(t).snapshot(0).version == 0
+
+
+def test_an_incremental_update_checks_a_changed_protocol_against_the_metadata(tmp_path):
+    """The same check when a cached snapshot advances over another writer's commit."""
+    t = str(tmp_path)
+    create(t)
+    log = DeltaLog.for_table(t)
+    log.update()
+    commit(t, 1, [Protocol(3, 7, (), ()), metadata({"delta.enableChangeDataFeed": "true"})])
+    with pytest.raises(InvalidTableStateError, match="not listed in protocol: changeDataFeed"):
+        log.update()
