@@ -14,7 +14,7 @@ import pytest
 from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import AddFile, Metadata
-from deltalog.txn.protocol.errors import CorruptLogError, InvalidTableStateError
+from deltalog.txn.protocol.errors import CorruptLogError, InvalidTableStateError, NonContiguousVersionsError
 
 SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "v", "type": "long", "nullable": True, "metadata": {}}]})
 
@@ -86,3 +86,71 @@ def test_a_checkpoint_without_protocol_or_metadata_is_refused(tmp_path: Path, ac
     with open(tmp_path / "_delta_log" / f"{5:020d}.json", "w") as fh:
         fh.write(json.dumps({action: restated.to_dict()}) + "\n")
     assert later.update().version == 5 and later.update().num_files == 4
+
+
+def _corrupt(path: Path, version: int, part: int | None, empty: bool) -> None:
+    """Delta's ``makeCorruptCheckpointFile``: the checkpoint (or its ``part``) cut to 0 or 10 bytes."""
+    names = sorted(n for n in os.listdir(path / "_delta_log") if n.startswith(f"{version:020d}.checkpoint"))
+    with open(path / "_delta_log" / names[(part or 1) - 1], "r+b") as fh:
+        fh.truncate(0 if empty else 10)
+
+
+@pytest.mark.parametrize("empty", [True, False])
+@pytest.mark.parametrize("part", [None, 1, 2])
+def test_snapshot_management_suite_corrupt_checkpoints(tmp_path: Path, part: int | None, empty: bool) -> None:
+    """Delta's ``SnapshotManagementSuite`` ``recover from a corrupt checkpoint`` (classic, and
+    either part of a multi-part checkpoint): back to the previous checkpoint, or to the
+    commits; without the history behind it the load fails."""
+    parts = None if part is None else 1
+    log = _table(tmp_path, 2)
+    log.checkpoint(part_size=parts)  # checkpoint 2
+    log.start_transaction().commit([AddFile("g.parquet", {}, 1, 1), AddFile("h.parquet", {}, 1, 1)], Write())
+    log.checkpoint(part_size=parts)  # checkpoint 3
+    _corrupt(tmp_path, 3, part, empty)
+    snap = DeltaLog.for_table(str(tmp_path)).update()
+    assert (snap.version, snap.num_files, snap.checkpoint_version) == (3, 4, 2)
+    _corrupt(tmp_path, 2, part, empty)
+    snap = DeltaLog.for_table(str(tmp_path)).update()
+    assert (snap.version, snap.num_files, snap.checkpoint_version) == (3, 4, None)
+    (tmp_path / "_delta_log" / f"{0:020d}.json").unlink()
+    with pytest.raises((CorruptLogError, NonContiguousVersionsError)):
+        DeltaLog.for_table(str(tmp_path)).update()
+
+
+def test_a_checkpoint_without_any_commit_file_is_no_table(tmp_path: Path) -> None:
+    """``should throw a clear exception when checkpoint exists but its corresponding delta
+    file doesn't exist`` (also when the checkpoint is corrupt): Delta refuses the log
+    (``Could not find any delta files for version 0``); the commit of the checkpoint's own
+    version is enough, as log cleanup always keeps it."""
+    log = _table(tmp_path, 2)
+    log.checkpoint()
+    for v in (0, 1):
+        (tmp_path / "_delta_log" / f"{v:020d}.json").unlink()
+    assert DeltaLog.for_table(str(tmp_path)).update().num_files == 2
+    (tmp_path / "_delta_log" / f"{2:020d}.json").unlink()
+    with pytest.raises(InvalidTableStateError, match="could not find any delta files for version 2"):
+        DeltaLog.for_table(str(tmp_path)).update()
+    with pytest.raises(InvalidTableStateError, match="could not find any delta files for version 2"):
+        DeltaLog.for_table(str(tmp_path)).snapshot(2)
+    _corrupt(tmp_path, 2, None, empty=False)
+    with pytest.raises(InvalidTableStateError, match="could not find any delta files"):
+        DeltaLog.for_table(str(tmp_path)).update()
+
+
+def test_update_moves_to_a_newer_checkpoint_when_the_old_one_is_cleaned_up(tmp_path: Path) -> None:
+    """``checkpoint/json not found when executor restart after expired checkpoints in the
+    snapshot cache are cleaned up``: a cached snapshot that reads its files from checkpoint 5
+    is updated onto another writer's checkpoint (as Delta's update takes the new log segment),
+    so log cleanup deleting checkpoint 5 does not break it -- with or without new commits."""
+    for extra in (0, 2):
+        path = tmp_path / f"t{extra}"
+        _table(path, 6)  # checkpoint 5
+        reader = DeltaLog.for_table(str(path))
+        assert reader.update().checkpoint_version == 5  # files not read yet
+        writer = DeltaLog.for_table(str(path))
+        for i in range(extra):
+            writer.start_transaction().commit([AddFile(f"x{i}.parquet", {}, 1, 1)], Write())
+        writer.checkpoint()
+        _checkpoint(path, 5).unlink()  # as log cleanup would
+        snap = reader.update()
+        assert snap.num_files == 6 + extra and snap.checkpoint_version == 6 + extra

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import uuid
@@ -178,8 +179,7 @@ def test_v2_checkpoint_json_with_sidecar(tmp_path):
             action_to_line(Sidecar(side, 100, 1)),
         ],
     )
-    os.remove(f"{t}/_delta_log/{0:020d}.json")
-    os.remove(f"{t}/_delta_log/{1:020d}.json")
+    os.remove(f"{t}/_delta_log/{0:020d}.json")  # the commit of the checkpoint's version stays, as cleanup keeps it
     snap = DeltaLog.for_table(t).update()
     assert snap.version == 1 and sorted(f.path for f in snap.files) == ["a", "b"]
 
@@ -187,12 +187,14 @@ def test_v2_checkpoint_json_with_sidecar(tmp_path):
 def test_corrupt_checkpoint_names_file(tmp_path):
     t = str(tmp_path)
     create(t, files=["a"])
-    with open(f"{t}/_delta_log/{0:020d}.checkpoint.parquet", "wb") as fh:
+    commit(t, 1, [add("b")])
+    with open(f"{t}/_delta_log/{1:020d}.checkpoint.parquet", "wb") as fh:
         fh.write(b"garbage")
     # with commit 0 still there the table is rebuilt from it (tests/log/test_checkpoint_fallback.py);
-    # without it nothing can replace the checkpoint, and the error names the file
+    # without it nothing can replace the checkpoint, and the error names the file (Delta's
+    # "should not recover when the current checkpoint is broken but we don't have the entire history")
     os.remove(f"{t}/_delta_log/{0:020d}.json")
-    with pytest.raises(CorruptLogError, match=r"00000000000000000000\.checkpoint\.parquet"):
+    with pytest.raises(CorruptLogError, match=r"00000000000000000001\.checkpoint\.parquet"):
         DeltaLog.for_table(t).update()
 
 
@@ -416,3 +418,71 @@ def test_stats_parsed_counts_leaf_columns_for_delta_data_skipping_num_indexed_co
     assert _stats_parsed_table(str(tmp_path), config) == pa.struct(
         [("s", pa.struct([("x", pa.int64()), ("y", pa.int64())])), ("id", pa.int64())]
     )
+
+
+def test_multipart_checkpoint_parts_count_file_actions_as_delta(tmp_path):
+    """CheckpointsSuite ``multipart checkpoints``: ``ceil((adds + removes) / partSize)``
+    parts, a single file when that is 1 (the protocol, metadata and transactions do not count)."""
+    t = str(tmp_path)
+    create(t)
+    log = DeltaLog.for_table(t)
+    total, version = 0, 0
+    for new, part_size, parts in [(2, 10, 1), (9, 10, 2), (9, 10, 2), (11, 10, 4), (69, 100, 1), (1, 100, 2)]:
+        version += 1
+        commit(t, version, [add(f"f{total + i}") for i in range(new)])
+        total += new
+        result = log.checkpoint(log.update(), part_size=part_size)
+        assert len(result.paths) == parts, (total, part_size)
+        assert read_last_checkpoint(log.store, log.log_uri).parts == (None if parts == 1 else parts)
+    assert DeltaLog.for_table(t).update().num_files == total
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "json"])
+def test_v2_checkpoint_of_an_empty_table_has_one_empty_sidecar(tmp_path, fmt):
+    """CheckpointsSuite ``test empty checkpoints`` (V2): one sidecar, with no rows."""
+    t = str(tmp_path)
+    proto = Protocol(3, 7, ("v2Checkpoint",), ("v2Checkpoint",))
+    commit(t, 0, [proto, metadata({"delta.checkpointPolicy": "v2"})])
+    log = DeltaLog.for_table(t)
+    log.checkpoint(v2_format=fmt)
+    sidecars = os.listdir(f"{t}/_delta_log/_sidecars")
+    assert len(sidecars) == 1 and pq.read_table(f"{t}/_delta_log/_sidecars/{sidecars[0]}").num_rows == 0
+    snap = DeltaLog.for_table(t).update()
+    assert snap.checkpoint_version == 0 and snap.num_files == 0
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_statistics_survive_a_checkpoint_written_only_with_stats_parsed(tmp_path, v2):
+    """CheckpointsSuite ``... stats are preserved during state reconstruction``
+    (``writeStatsAsJson=false``, ``writeStatsAsStruct=true``): the checkpoint has no
+    ``add.stats``, and the files read from it get ``stats = to_json(stats_parsed)``, as Delta's
+    ``loadActionsForStateReconstruction`` -- also through the next checkpoint."""
+    from deltalog.txn.protocol.actions import Metadata
+
+    t = str(tmp_path)
+    fields = [("l", "long"), ("d", "date"), ("ts", "timestamp"), ("ntz", "timestamp_ntz"), ("m", "decimal(10,2)")]
+    schema = {"type": "struct", "fields": [{"name": n, "type": k, "nullable": True, "metadata": {}} for n, k in fields]}
+    schema["fields"].append(
+        {"name": "s", "nullable": True, "metadata": {}, "type": {"type": "struct", "fields": [schema["fields"][0]]}}
+    )
+    config = {"delta.checkpoint.writeStatsAsJson": "false", "delta.checkpoint.writeStatsAsStruct": "true"}
+    if v2:
+        config["delta.checkpointPolicy"] = "v2"
+    proto = Protocol(3, 7, ("timestampNtz", "v2Checkpoint"), ("timestampNtz", "v2Checkpoint"))
+    stats = {
+        "numRecords": 2,
+        "minValues": {"l": -3, "d": "2020-01-02", "ts": "2020-01-02T03:04:05.006Z", "ntz": "2021-02-03T04:05:06.007"},
+        "maxValues": {"l": 9, "d": "2020-02-01", "m": 12345678.91, "s": {"l": 4}},
+        "nullCount": {"l": 0, "d": 1, "ts": 0, "ntz": 0, "m": 0, "s": {"l": 1}},
+        "tightBounds": True,
+    }
+    commit(t, 0, [proto, Metadata(id="x", schema_string=json.dumps(schema), configuration=config)])
+    commit(t, 1, [dataclasses.replace(add("a"), stats=json.dumps(stats)), dataclasses.replace(add("b"), stats=None)])
+    log = DeltaLog.for_table(t)
+    log.checkpoint()
+    for _ in range(2):
+        snap = DeltaLog.for_table(t).update()
+        got = {f.path: f.stats for f in snap.files}
+        assert got["b"] is None and json.loads(got["a"]) == stats
+        commit(t, snap.version + 1, [])
+        DeltaLog.for_table(t).checkpoint()  # the next checkpoint is made from those statistics

@@ -201,3 +201,46 @@ def test_update_sees_a_deleted_or_shorter_log(tmp_path):
     assert log.update().version == -1 and not log.table_exists()
     create(t, files=["c"])
     assert log.update().version == 0 and [f.path for f in log.update().files] == ["c"]
+
+
+@pytest.mark.parametrize(
+    ("proto", "config", "missing"),
+    [
+        # DeltaProtocolVersionSuite "all active features are enabled in protocol"
+        (Protocol(3, 7, (), ()), {"delta.appendOnly": "false", "delta.enableChangeDataFeed": "true"}, "changeDataFeed"),
+        (Protocol(1, 7, None, ("rowTracking",)), {}, "domainMetadata"),  # a listed feature's requirement
+        (Protocol(3, 7, (), ("deletionVectors",)), {"delta.appendOnly": "true"}, "appendOnly"),
+        # a legacy protocol is not checked; a preview twin serves
+        (Protocol(1, 2), {"delta.enableChangeDataFeed": "true"}, None),
+        (
+            Protocol(3, 7, ("typeWidening-preview",), ("typeWidening-preview",)),
+            {"delta.enableTypeWidening": "true"},
+            None,
+        ),
+    ],
+)
+def test_features_the_metadata_enables_must_be_in_the_protocol(tmp_path, proto, config, missing):
+    """Delta's ``assertTableFeaturesMatchMetadata`` on every snapshot
+    (``DELTA_FEATURES_PROTOCOL_METADATA_MISMATCH``): only another writer's commit can break it."""
+    t = str(tmp_path)
+    create(t)
+    commit(t, 1, [proto, metadata(config)])
+    if missing is None:
+        assert DeltaLog.for_table(t).update().version == 1
+        return
+    with pytest.raises(
+        InvalidTableStateError, match=rf"PROTOCOL_METADATA_MISMATCH.*not listed in protocol: {missing}\."
+    ):
+        DeltaLog.for_table(t).update()
+    assert DeltaLog.for_table(t).snapshot(0).version == 0
+
+
+def test_an_incremental_update_checks_a_changed_protocol_against_the_metadata(tmp_path):
+    """The same check when a cached snapshot advances over another writer's commit."""
+    t = str(tmp_path)
+    create(t)
+    log = DeltaLog.for_table(t)
+    log.update()
+    commit(t, 1, [Protocol(3, 7, (), ()), metadata({"delta.enableChangeDataFeed": "true"})])
+    with pytest.raises(InvalidTableStateError, match="not listed in protocol: changeDataFeed"):
+        log.update()

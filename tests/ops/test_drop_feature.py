@@ -85,7 +85,11 @@ def test_checkpoint_of_a_protected_version_needs_its_protocol(tmp_path: Path) ->
         {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
     )
     meta = {"id": "x", "format": {"provider": "parquet", "options": {}}, "schemaString": schema, "partitionColumns": []}
-    old = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["coordinatedCommits-preview"]}
+    old = {
+        "minReaderVersion": 1,
+        "minWriterVersion": 7,
+        "writerFeatures": ["coordinatedCommits-preview", "inCommitTimestamp"],
+    }
     new = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["checkpointProtection"]}
     conf = {"configuration": {PROPERTY: "1"}}
     (root / f"{0:020}.json").write_text(json.dumps({"protocol": old}) + "\n" + json.dumps({"metaData": meta}))
@@ -139,6 +143,11 @@ def test_drop_feature_errors_leave_the_table_alone(tmp_path: Path) -> None:
         ("appendOnly", FeatureNotRemovableError, "DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE"),
         ("fancyFeature", FeatureNotRemovableError, "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE"),
         ("delta.appendOnly", FeatureNotRemovableError, "DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY"),
+        # Delta finds a feature by name in any case, but looks for the exact name in the protocol
+        ("CHECKCONSTRAINTS", FeatureNotPresentError, "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT"),
+        # a delta.* name that is no table property is an unknown feature
+        ("delta.fancyProperty", FeatureNotRemovableError, "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE"),
+        ("DELTA.APPENDONLY", FeatureNotRemovableError, "DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY"),
         ("identityColumns", FeatureNotRemovableError, "DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE"),
         ("checkConstraints", FeatureStillInUseError, "DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE"),
     ]
@@ -149,11 +158,17 @@ def test_drop_feature_errors_leave_the_table_alone(tmp_path: Path) -> None:
         drop_feature(log, "checkConstraints", truncate_history=True)
     assert log.update().version == before
     # one Delta drops but deltalog does not (coordinated commits): refused by name
-    features = ["appendOnly", "coordinatedCommits-preview", "inCommitTimestamp", "vacuumProtocolCheck"]
+    features = [
+        "appendOnly",
+        "checkConstraints",
+        "coordinatedCommits-preview",
+        "inCommitTimestamp",
+        "vacuumProtocolCheck",
+    ]
     protocol = {
         "minReaderVersion": 3,
         "minWriterVersion": 7,
-        "readerFeatures": features[3:],
+        "readerFeatures": features[4:],
         "writerFeatures": features,
     }
     info = {"timestamp": 1, "operation": "x", "inCommitTimestamp": int(time.time() * 1000)}

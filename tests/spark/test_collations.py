@@ -22,7 +22,7 @@ _LCASE = {"__COLLATIONS": {"name": "spark.UTF8_LCASE"}}
 def _delta_written_table(path: Path, mapped: bool = False, feature: str = "collations") -> None:
     """A table as Delta (Databricks) writes one: ``name`` and the partition column ``p``
     collated ``UTF8_LCASE``, binary statistics, ``collations`` among the writer features
-    only (``mapped``: with column mapping by name). File 1's binary bounds ``["ABC", "BCD"]``
+    only, the change data feed on (``mapped``: with column mapping by name). File 1's binary bounds ``["ABC", "BCD"]``
     exclude ``'abc'`` and ``'b' < x``."""
     (path / "_delta_log").mkdir(parents=True)
     fields = [
@@ -35,7 +35,7 @@ def _delta_written_table(path: Path, mapped: bool = False, feature: str = "colla
         if mapped:
             f["metadata"] = {**f["metadata"], "delta.columnMapping.id": i + 1}
             f["metadata"]["delta.columnMapping.physicalName"] = physical[f["name"]]
-    features = ["domainMetadata", feature, *(["columnMapping"] if mapped else [])]
+    features = ["domainMetadata", feature, "changeDataFeed", *(["columnMapping"] if mapped else [])]
     protocol = {"minReaderVersion": 2 if mapped else 1, "minWriterVersion": 7, "writerFeatures": features}
     config = {"delta.enableChangeDataFeed": "true", **({"delta.columnMapping.mode": "name"} if mapped else {})}
     metadata = {
@@ -153,4 +153,4 @@ def test_collated_columns_are_written_as_delta_writes_them(spark: Any, tmp_path:
     table.alias("t").merge(source.alias("s"), "t.name = s.name").whenMatchedDelete().execute()
     assert _ids(read_table(spark, str(table_path))) == [20]
     protocol = DeltaLog.for_table(str(table_path)).update().protocol
-    assert protocol.writer_features == ("domainMetadata", "collations-preview")
+    assert protocol.writer_features == ("domainMetadata", "collations-preview", "changeDataFeed")

@@ -85,6 +85,13 @@ def test_upgrade_table_protocol_is_set_tblproperties_of_the_versions(spark, tmp_
     assert log.update().protocol == expected
     table.upgradeTableProtocol(1, 2)  # Delta: downgradeIgnored
     assert log.update().protocol == expected
+    # "upgrade to a version with DeltaTable API": versions Delta does not support are refused
+    from deltalog.errors import InvalidPropertyError
+
+    for reader, writer, error in ((4, 7, "needs to be one of"), (3, 8, "needs to be one of"), (3, 1, "REQUIRES_WRITE")):
+        with pytest.raises(InvalidPropertyError, match=error):
+            table.upgradeTableProtocol(reader, writer)
+    assert log.update().protocol == expected
     assert table.detail().collect()[0].tableFeatures == [
         "appendOnly",
         "checkConstraints",

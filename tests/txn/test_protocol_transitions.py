@@ -17,7 +17,7 @@ from deltalog.txn.commands.alter import add_columns, set_table_properties
 from deltalog.txn.commands.drop_feature import drop_feature
 from deltalog.txn.commit.operations import CreateTable
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.protocol.actions import Metadata, Protocol
+from deltalog.txn.protocol.actions import Metadata, Protocol, action_to_dict
 from deltalog.txn.protocol.protocol_versions import merge, normalized, same_protocol
 from deltalog.txn.protocol.schema import PrimitiveType, StructField
 
@@ -215,3 +215,66 @@ def test_supported_feature_names_are_deltas(protocol: Protocol, names: list[str]
     from deltalog.txn.protocol.features import supported_feature_names
 
     assert supported_feature_names(protocol) == names
+
+
+def _table_at(*protocol: int) -> DeltaLog:
+    """A table whose first commit holds exactly ``Protocol(*protocol)`` (Delta's ``createTableWithProtocol``)."""
+    log = DeltaLog.for_table(f"memory://at-{uuid.uuid4().hex}")
+    p = Protocol(*protocol)
+    meta = Metadata(id=str(uuid.uuid4()), schema_string=_schema(False, False))
+    log.store.write(log.commit_uri(0), [json.dumps(action_to_dict(p)), json.dumps(action_to_dict(meta))])
+    return log
+
+
+@pytest.mark.parametrize(
+    ("protocol", "alter", "expected"),
+    [
+        # DeltaProtocolVersionSuite "alter table - downgrade ... is a no-op" and its merges
+        ((2, 5), {"delta.minReaderVersion": "1"}, Protocol(2, 5)),
+        ((1, 3), {"delta.minWriterVersion": "1"}, Protocol(1, 3)),
+        ((2, 5), versions(1, 1), Protocol(2, 5)),
+        ((2, 2), versions(1, 5), Protocol(2, 5)),
+        ((2, 2), versions(1, 7), Protocol(1, 2)),
+        ((1, 2), {**versions(1, 1), "delta.enableChangeDataFeed": "true"}, features(1, AO, INV, CDF)),
+        ((1, 1), {"delta.appendOnly": "true"}, features(1, AO)),
+        ((1, 1), {f"delta.feature.{CM}": "enabled"}, features(2, CM)),
+        ((1, 1), {"delta.enableDeletionVectors": "true"}, features(3, DV)),
+        ((1, 1), {**versions(2, 5), f"delta.feature.{CM}": "enabled"}, Protocol(2, 5)),
+        ((3, 7, (), ()), {"delta.appendOnly": "true"}, features(1, AO)),
+        ((1, 2), {f"delta.feature.{DV}": "supported"}, features(3, AO, INV, DV)),
+    ],
+)
+def test_alter_table_protocol_cases_are_delta_s(
+    protocol: tuple[int, ...], alter: dict[str, str], expected: Protocol
+) -> None:
+    log = _table_at(*protocol)
+    set_table_properties(log, alter)
+    got = log.update().protocol
+    assert same_protocol(got, expected), f"{got} != {expected}"
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        # DeltaConfigs.MIN_READER_VERSION / MIN_WRITER_VERSION: "needs to be one of ..."
+        ({"delta.minWriterVersion": "8"}, "one of 1, 2, 3, 4, 5, 6, 7"),
+        ({"delta.minWriterVersion": "-1"}, "one of 1, 2, 3, 4, 5, 6, 7"),
+        ({"delta.minReaderVersion": "4"}, "one of 1, 2, 3"),
+        ({"delta.minReaderVersion": "0"}, "one of 1, 2, 3"),
+        # Protocol(3, w < 7) refused (upgradeTableProtocol(3, 1) in "upgrade to a version with DeltaTable API")
+        ({"delta.minReaderVersion": "3"}, "DELTA_READ_FEATURE_PROTOCOL_REQUIRES_WRITE"),
+        (versions(3, 1), "DELTA_READ_FEATURE_PROTOCOL_REQUIRES_WRITE"),
+    ],
+)
+def test_protocol_versions_delta_refuses_are_refused(props: dict[str, str], message: str) -> None:
+    """An unsupported version is refused on CREATE and ALTER (``... - bad input``), never
+    turned into some protocol; nothing is committed."""
+    from deltalog.txn.protocol.properties import InvalidPropertyError
+
+    log = _table_at(1, 2)
+    with pytest.raises(InvalidPropertyError, match=message):
+        set_table_properties(log, props)
+    assert log.update().version == 0
+    if "one of" in message:
+        with pytest.raises(InvalidPropertyError, match=message):
+            transition(props)

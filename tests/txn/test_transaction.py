@@ -299,9 +299,26 @@ def test_duplicate_file_actions_are_refused() -> None:
         log.start_transaction().commit([add("a%20b"), add("a b")], Write())
     with pytest.raises(DuplicateFileActionError, match="txn action"):
         log.start_transaction().commit([SetTransaction("q", 1), SetTransaction("q", 2)], Write())
+    assert log.update().version == 0
+    log = new_log()
+    create(log, **{"delta.feature.domainMetadata": "supported"})
     with pytest.raises(DuplicateFileActionError, match="domainMetadata"):
         log.start_transaction().commit([DomainMetadata("d", "{}"), DomainMetadata("d", "{}")], Write())
     assert log.update().version == 0
+
+
+def test_domain_metadata_needs_the_domain_metadata_feature() -> None:
+    """DomainMetadataSuite ``Validate the failure when table feature is not enabled``
+    (``DELTA_DOMAIN_METADATA_NOT_SUPPORTED``); a commit that adds the feature may carry domains."""
+    log = new_log()
+    create(log)
+    with pytest.raises(InvalidTransactionError, match=r"DELTA_DOMAIN_METADATA_NOT_SUPPORTED.*'d'"):
+        log.start_transaction().commit([DomainMetadata("d", "{}")], Write())
+    assert log.update().version == 0 and log.update().domain_metadata == {}
+    txn = log.start_transaction()
+    txn.upgrade_protocol(Protocol(1, 7, None, ("appendOnly", "domainMetadata", "invariants")))
+    txn.commit([DomainMetadata("d", "{}")], Write())
+    assert list(log.update().domain_metadata) == ["d"]
 
 
 def test_partition_values_must_match_partition_columns() -> None:

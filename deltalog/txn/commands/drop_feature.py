@@ -100,7 +100,7 @@ from deltalog.txn.protocol.column_mapping import column_mapping_mode, has_column
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.feature_removal import REMOVABLE, dependent_features, protocol_without
 from deltalog.txn.protocol.features import FEATURES, protocol_features
-from deltalog.txn.protocol.properties import ALIASES
+from deltalog.txn.protocol.properties import ALIASES, DELTA_TABLE_PROPERTIES
 from deltalog.txn.protocol.type_widening import has_type_changes, remove_type_changes
 
 if TYPE_CHECKING:
@@ -183,18 +183,30 @@ def _refuse(cls: type[DropFeatureError], error_class: str, message: str, feature
     return err
 
 
+def _feature_named(name: str) -> str | None:
+    """The feature Delta knows by ``name`` in any case (Delta's ``featureNameToFeature``)."""
+    return next((f for f in FEATURES if f.lower() == name.lower()), None)
+
+
+def _is_delta_property(name: str) -> bool:
+    """Whether ``name`` is a Delta table property, in any case (Delta's check of
+    ``DeltaConfigs.getAllConfigs`` before dropping)."""
+    return name.lower() in {p.lower() for p in DELTA_TABLE_PROPERTIES}
+
+
 def _check_droppable(name: str, snapshot: Snapshot, truncate_history: bool) -> None:
     """Delta's checks before any work, in its order."""
     reader, writer = protocol_features(snapshot.protocol)
-    present = name in reader | writer
-    if not present and name.lower().startswith("delta.") and name not in FEATURES:
+    present = name in reader | writer  # the exact name, as Delta's protocolContainsFeatureName
+    known = _feature_named(name)  # any case, as Delta's featureNameToFeature
+    if not present and _is_delta_property(name):
         msg = f"Cannot drop `{name}` from this table because this is a delta table property and not a table feature."
         raise _refuse(FeatureNotRemovableError, "DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY", msg, name)
-    if not present and name in FEATURES:
+    if not present and known is not None:
         msg = f"Cannot drop {name} from this table because it is not currently present in the table's protocol."
         raise FeatureNotPresentError(msg, name)
     removable = REMOVABLE.get(name)
-    if removable is None and name in FEATURES:
+    if removable is None and known is not None:
         msg = f"Cannot drop {name} because dropping this feature is not supported."
         raise _refuse(FeatureNotRemovableError, "DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE", msg, name)
     if removable is None:

@@ -6,7 +6,9 @@ commit of a list of actions and the streamed ``commit_large``.
 - no ``dataChange=true`` remove on an append-only table;
 - no deletion vector on an add where the table does not allow new ones (Delta's
   ``getAssertDeletionVectorWellFormedFunc``);
-- one ``txn`` action per application id and one ``domainMetadata`` action per domain.
+- one ``txn`` action per application id and one ``domainMetadata`` action per domain, and
+  ``domainMetadata`` actions only when the protocol supports the ``domainMetadata`` feature
+  (Delta's ``validateDomainMetadataSupportedAndNoDuplicate``).
 
 :func:`assert_removable` is Delta's ``DeltaLog.assertRemovable``: the check a command that
 may remove rows (DELETE, UPDATE, an overwrite, a stream's complete mode) makes before it
@@ -53,8 +55,15 @@ def assert_removable(metadata: Metadata | None) -> None:
 class CommitActionChecks:
     """Check the actions of one commit one by one, as they are listed or streamed."""
 
-    def __init__(self, partition_columns: Iterable[str], append_only: bool, dv_adds_allowed: bool = True) -> None:
+    def __init__(
+        self,
+        partition_columns: Iterable[str],
+        append_only: bool,
+        dv_adds_allowed: bool = True,
+        domains_allowed: bool = True,
+    ) -> None:
         self._partition_columns = set(partition_columns)
+        self._domains_allowed = domains_allowed
         self._append_only = append_only
         self._dv_adds_allowed = dv_adds_allowed
         self._file_keys: set[tuple[str, str | None]] = set()
@@ -78,6 +87,12 @@ class CommitActionChecks:
                 )
             self._app_ids.add(action.app_id)
         elif isinstance(action, DomainMetadata):
+            if not self._domains_allowed:
+                raise InvalidTransactionError(
+                    f"DELTA_DOMAIN_METADATA_NOT_SUPPORTED: the commit has a domainMetadata action (domain "
+                    f"{action.domain!r}) but the table does not support the domainMetadata feature; enable it "
+                    "first with 'delta.feature.domainMetadata' = 'supported'"
+                )
             if action.domain in self._domains:
                 raise DuplicateFileActionError(
                     f"the commit has more than one domainMetadata action for domain {action.domain!r}"

@@ -706,8 +706,12 @@ class OptimisticTransaction:
 
     def _action_checks(self, operation: Operation) -> CommitActionChecks:
         keys = partition_value_keys(self.metadata) if self.metadata is not None else ()
+        protocol = self.protocol
         return CommitActionChecks(
-            keys, append_only=self._append_only(), dv_adds_allowed=self._deletion_vectors_allowed(operation)
+            keys,
+            append_only=self._append_only(),
+            dv_adds_allowed=self._deletion_vectors_allowed(operation),
+            domains_allowed=protocol is None or "domainMetadata" in supported_features(protocol),
         )
 
     def _deletion_vectors_allowed(self, operation: Operation) -> bool:

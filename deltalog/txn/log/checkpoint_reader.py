@@ -6,7 +6,8 @@ A checkpoint is read in two steps. :func:`read_checkpoint` reads the small actio
 needs them to exist. The file actions are read later, only when they are needed, by
 :class:`CheckpointFiles`: a stream of ``(adds, removes)`` record batches that projects only
 the ``add``/``remove`` fields replay keeps (``stats_parsed`` and ``partitionValues_parsed``
-are never read; ``stats`` stays a string) and normalizes them to
+are not read; ``stats`` stays a string -- made from ``stats_parsed``, as Delta does, in a
+checkpoint written without it, :mod:`deltalog.txn.log.checkpoint_stats`) and normalizes them to
 :data:`~deltalog.txn.log.replay.ADD_SCHEMA` / ``REMOVE_SCHEMA`` whatever integer widths or
 optional fields the writer used. A snapshot can therefore be loaded, or rewritten as a new
 checkpoint, while holding one record batch of the old checkpoint at a time.
@@ -24,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.logstores.base import LogStore
+from deltalog.txn.log.checkpoint_stats import with_stats_from_parsed
 from deltalog.txn.log.log_segment import CheckpointInstance
 from deltalog.txn.log.replay import (
     ADD_SCHEMA,
@@ -149,6 +151,8 @@ def _projection(pf: pq.ParquetFile) -> list[str]:
             present = {struct.field(i).name for i in range(struct.num_fields)}
             fields = [f"{name}.{f.name}" for f in wanted if f.name in present]
             kept = [c for c in fields if c not in skip]
+            if name == "add" and "stats" not in present and "stats_parsed" in present:
+                kept.append("add.stats_parsed")  # the statistics are only there (checkpoint_stats)
             # keep one field so the struct's own validity (which rows are adds) is read
             columns += kept or fields[:1]
     return columns
@@ -181,7 +185,7 @@ def _parquet_file_batches(store: LogStore, uri: str) -> Iterator[tuple[pa.Table,
                     break
                 names = batch.schema.names
                 adds = (
-                    _adds_out(normalize_struct(batch.column(names.index("add")), ADD_SCHEMA))
+                    _adds_out(normalize_struct(with_stats_from_parsed(batch.column(names.index("add"))), ADD_SCHEMA))
                     if "add" in names
                     else empty_adds
                 )

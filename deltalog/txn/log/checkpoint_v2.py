@@ -3,8 +3,9 @@
 Used when the table has the ``v2Checkpoint`` feature and ``delta.checkpointPolicy=v2``:
 
 1. the file actions are streamed into sidecar Parquet files
-   ``_delta_log/_sidecars/<uuid>.parquet`` (columns ``add`` and ``remove`` only; one file,
-   or one per ``part_size`` actions);
+   ``_delta_log/_sidecars/<uuid>.parquet`` (columns ``add`` and ``remove`` only; one file
+   per ``part_size`` actions, 50,000 by default as Delta's, and one empty file when there
+   is no file action, as Delta writes at least one);
 2. the checkpoint itself, ``<version>.checkpoint.<uuid>.parquet`` (or ``.json``), holds
    ``checkpointMetadata``, ``protocol``, ``metaData``, ``txn``, ``domainMetadata`` and one
    ``sidecar`` action per sidecar file -- it is written last and at once, so a reader that
@@ -43,9 +44,13 @@ if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.log.snapshot_management import SnapshotManagement
 
-__all__ = ["SIDECAR", "write_v2_checkpoint"]
+__all__ = ["SIDECAR", "V2_SIDECAR_PART_SIZE", "write_v2_checkpoint"]
 
 log = logging.getLogger(__name__)
+
+#: the file actions per sidecar when no part size is given (Delta's default
+#: ``checkpoint.partSize`` for V2 checkpoints)
+V2_SIDECAR_PART_SIZE = 50_000
 
 SIDECAR = pa.struct(
     [
@@ -94,9 +99,11 @@ def _write_sidecars(
                 writer.write(batch.slice(offset, take) if take != batch.num_rows else batch)
                 offset += take
                 written += take
-        if writer is not None:
-            writer.close()
-            writer = None
+        if writer is None:  # no file action: still one (empty) sidecar, as Delta writes numParts >= 1
+            uris.append(f"{sidecar_dir}/{uuid.uuid4()}.parquet")
+            writer = PartWriter(dlog, uris[-1], schema)
+        writer.close()
+        writer = None
     except BaseException:
         if writer is not None:
             writer.abort()
@@ -122,7 +129,7 @@ def write_v2_checkpoint(
     base_schema = checkpoint_schema(snapshot, True)
     converter = AddConverter(snapshot, base_schema)
     sidecars, sidecar_uris, counts, file_actions = _write_sidecars(
-        dlog, snapshot, now, converter, part_size if part_size and part_size > 0 else None
+        dlog, snapshot, now, converter, part_size if part_size and part_size > 0 else V2_SIDECAR_PART_SIZE
     )
     name = v2_checkpoint_file(snapshot.version, fmt)
     uri = log_path(dlog.log_uri, name)

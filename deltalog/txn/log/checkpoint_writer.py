@@ -74,7 +74,7 @@ def write_checkpoint(
     converter = AddConverter(snapshot, base_schema)
     schema = base_schema.set(base_schema.get_field_index("add"), pa.field("add", converter.add_type))
     head = non_file_rows(snapshot, schema, now, with_cm)
-    uris = _checkpoint_uris(dlog, snapshot, head.num_rows, part_size, now)
+    uris = _checkpoint_uris(dlog, snapshot, part_size, now)
     load_if_overwriting_source(dlog, snapshot, uris)
 
     counts = FileActionCounts()
@@ -97,14 +97,13 @@ def _check_protection(dlog: SnapshotManagement, snapshot: Snapshot) -> None:
     )
 
 
-def _checkpoint_uris(
-    dlog: SnapshotManagement, snapshot: Snapshot, head_rows: int, part_size: int | None, now: int
-) -> list[str]:
-    """One checkpoint file, or ``ceil(actions / part_size)`` parts when the state has more
-    actions than ``part_size``."""
+def _checkpoint_uris(dlog: SnapshotManagement, snapshot: Snapshot, part_size: int | None, now: int) -> list[str]:
+    """One checkpoint file, or ``ceil(file actions / part_size)`` parts when the state has
+    more adds and tombstones than ``part_size`` (Delta's ``numParts``, which counts
+    ``numOfFiles + numOfRemoves``, not the protocol, metadata and transactions)."""
     num_parts = 1
     if part_size is not None and part_size > 0:
-        total = head_rows + snapshot.num_files + snapshot.tombstones_table(now).num_rows
+        total = snapshot.num_files + snapshot.tombstones_table(now).num_rows
         if total > part_size:
             num_parts = -(-total // part_size)
     names = (

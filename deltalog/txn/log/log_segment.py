@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from deltalog.logstores.base import FileStatus
-from deltalog.txn.protocol.errors import NonContiguousVersionsError, VersionNotFoundError
+from deltalog.txn.protocol.errors import InvalidTableStateError, NonContiguousVersionsError, VersionNotFoundError
 from deltalog.txn.protocol.file_names import (
     CHECKPOINT_CLASSIC_RE,
     CHECKPOINT_MULTIPART_RE,
@@ -169,4 +169,11 @@ def build_segment(
     missing = [v for v in wanted if v not in listing.commits]
     if missing:
         raise NonContiguousVersionsError(log_uri, sorted(v for v in listing.commits if v <= target), missing[0])
+    if not any(v <= target for v in listing.commits):
+        # Delta's getLogSegmentForVersion: a checkpoint alone is no table; cleanup always
+        # keeps the commit of the checkpoint's version
+        raise InvalidTableStateError(
+            f"could not find any delta files for version {target} in {log_uri}: only a checkpoint is left "
+            "(as Delta, a table needs its commit files; restore them)"
+        )
     return LogSegment(log_uri, target, base, tuple(listing.commits[v] for v in wanted), listing.crcs.get(target))

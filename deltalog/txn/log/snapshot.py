@@ -40,6 +40,7 @@ from deltalog.txn.protocol.arrow_build import int64_scalar
 from deltalog.txn.protocol.errors import InvalidTableStateError, TableNotFoundError
 from deltalog.txn.protocol.features import check_read_supported
 from deltalog.txn.protocol.properties import TableProperties
+from deltalog.txn.protocol.protocol_requirements import check_features_match_metadata
 from deltalog.txn.protocol.schema import StructType, parse_schema
 
 if TYPE_CHECKING:
@@ -93,6 +94,9 @@ class Snapshot:
             where = checkpoint.files[0].path if checkpoint is not None else None
             protocol = _require_protocol_and_metadata(table_uri, version, state, self.checkpoint_version, where)
             check_read_supported(protocol, table_uri)
+            if segment is not None:  # loaded from the log; apply_batch checks a changed one
+                assert state.metadata is not None
+                check_features_match_metadata(protocol, state.metadata, table_uri)
 
     @property
     def timestamp(self) -> int:
@@ -318,6 +322,9 @@ class Snapshot:
             if len(pending) > _MAX_PENDING_BATCHES or queued > _MAX_PENDING_ACTIONS:
                 state = LogState.collect(state, reconcile(base, CommitBatch.concat_files(pending)))
                 base, pending, queued = state, (), 0
+        changed = batch.protocol is not None or batch.metadata is not None
+        if changed and state.protocol is not None and state.metadata is not None:
+            check_features_match_metadata(state.protocol, state.metadata, self.table_uri)
         return Snapshot(
             self.table_uri, version, state, commit_timestamp, None, self.checkpoint_version, pending, queued, base
         )

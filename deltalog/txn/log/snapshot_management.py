@@ -24,6 +24,7 @@ from deltalog.txn.log.checksum import read_checksum, validate_checksum
 from deltalog.txn.log.history import version_at_timestamp
 from deltalog.txn.log.last_checkpoint import read_last_checkpoint
 from deltalog.txn.log.log_segment import (
+    CheckpointInstance,
     LogListing,
     LogSegment,
     build_segment,
@@ -44,6 +45,10 @@ from deltalog.txn.protocol.file_names import DELTA_FILE_RE, LOG_DIR, delta_file,
 __all__ = ["SnapshotManagement"]
 
 log = logging.getLogger(__name__)
+
+#: Delta's ``spark.databricks.delta.snapshotLoading.maxRetries`` (2): how many older
+#: checkpoints a load tries after the one it picked cannot be read
+SNAPSHOT_LOADING_MAX_RETRIES = 2
 
 
 _Self = TypeVar("_Self", bound="SnapshotManagement")
@@ -166,31 +171,46 @@ class SnapshotManagement:
 
     def _load(self, segment: LogSegment) -> Snapshot:
         """The snapshot of ``segment``; when its checkpoint cannot be read, the snapshot
-        rebuilt from the newest earlier complete checkpoint and the commits after it (as
-        Delta falls back), provided those commits are still there."""
-        try:
-            return self._load_segment(segment)
-        except CorruptLogError as exc:
-            checkpoint = segment.checkpoint
-            if checkpoint is None or not any(exc.path == f.path for f in checkpoint.files):
-                raise
-            listing = self.listing(0)
-            earlier = [c for c in listing.complete_checkpoints(segment.version) if c.version < checkpoint.version]
+        rebuilt from the newest earlier complete checkpoint and the commits after it, up to
+        :data:`SNAPSHOT_LOADING_MAX_RETRIES` times, the last resort being the commits alone
+        (Delta's ``createSnapshotFromGivenOrEquivalentLogSegment``), provided those commits
+        are still there; else the first error is raised."""
+        first: CorruptLogError | None = None
+        for _ in range(SNAPSHOT_LOADING_MAX_RETRIES + 1):
             try:
-                fallback = build_segment(
-                    self.log_uri, listing, segment.version, checkpoint=earlier[-1] if earlier else None
+                return self._load_segment(segment)
+            except CorruptLogError as exc:
+                checkpoint = segment.checkpoint
+                if checkpoint is None or not any(exc.path == f.path for f in checkpoint.files):
+                    raise
+                first = first or exc
+                fallback = self._segment_before(segment.version, checkpoint)
+                if fallback is None:
+                    raise first from None
+                log.warning(
+                    "the checkpoint at version %d of %s cannot be read (%s); rebuilding version %d from %s",
+                    checkpoint.version,
+                    self.table_uri,
+                    exc.problem,
+                    segment.version,
+                    "the commits"
+                    if fallback.checkpoint is None
+                    else f"the checkpoint at version {fallback.checkpoint_version}",
                 )
-            except (VersionNotFoundError, NonContiguousVersionsError):
-                raise exc from None
-            log.warning(
-                "the checkpoint at version %d of %s cannot be read (%s); rebuilding version %d from %s",
-                checkpoint.version,
-                self.table_uri,
-                exc.problem,
-                segment.version,
-                f"the checkpoint at version {earlier[-1].version}" if earlier else "the commits",
-            )
-            return self._load_segment(fallback)
+                segment = fallback
+        assert first is not None
+        raise first
+
+    def _segment_before(self, version: int, checkpoint: CheckpointInstance) -> LogSegment | None:
+        """The segment of ``version`` on the newest complete checkpoint older than
+        ``checkpoint`` (on the commits alone when there is none), or None when the commits
+        it needs are gone (Delta's ``getLogSegmentWithMaxExclusiveCheckpointVersion``)."""
+        listing = self.listing(0)
+        earlier = [c for c in listing.complete_checkpoints(version) if c.version < checkpoint.version]
+        try:
+            return build_segment(self.log_uri, listing, version, checkpoint=earlier[-1] if earlier else None)
+        except (VersionNotFoundError, NonContiguousVersionsError):
+            return None
 
     def _load_segment(self, segment: LogSegment) -> Snapshot:
         """The snapshot of ``segment``: the checkpoint's small actions and the commits are
@@ -274,6 +294,8 @@ class SnapshotManagement:
         new_versions = sorted(v for v in listing.commits if v > cached.version)
         if listing.max_version < cached.version:
             return self._reload()  # as Delta: an empty directory is version -1
+        if self._reads_an_older_checkpoint(cached, listing):
+            return self._reload()
         if not new_versions:
             return cached
         expected = list(range(cached.version + 1, new_versions[-1] + 1))
@@ -286,6 +308,17 @@ class SnapshotManagement:
         probe = cached.non_file_state.with_non_file_actions(batch)
         ts = self._commit_timestamp(last, probe, batch, commits[-1].modification_time)
         return cached.apply_batch(last, batch, ts)
+
+    @staticmethod
+    def _reads_an_older_checkpoint(cached: Snapshot, listing: LogListing) -> bool:
+        """Whether ``cached`` still reads its files from a checkpoint older than one the
+        listing shows: then the snapshot is loaded on the newer checkpoint, as Delta's
+        update takes the new log segment, since log cleanup may delete the older one
+        (``SnapshotManagementSuite``: expired checkpoints in the snapshot cache)."""
+        if cached.files_in_memory:
+            return False
+        newer = listing.complete_checkpoints()
+        return bool(newer) and newer[-1].version > getattr(cached.file_source, "version", -1)
 
     def _reload(self) -> Snapshot:
         """The latest snapshot, loaded afresh (the empty one when the log holds nothing)."""

@@ -36,6 +36,7 @@ from deltalog.txn.protocol.protocol_versions import (
 
 __all__ = [
     "active_features",
+    "check_features_match_metadata",
     "is_protocol_property",
     "merge_protocols",
     "protocol_for_existing_table",
@@ -207,6 +208,26 @@ def _ignores_protocol_defaults(metadata: Metadata) -> bool:
     return str(metadata.configuration.get("delta.ignoreProtocolDefaults", "")).strip().lower() == "true"
 
 
+def _asked_versions(metadata: Metadata) -> tuple[int | None, int | None]:
+    """The ``delta.minReaderVersion`` / ``delta.minWriterVersion`` the properties ask for;
+    raises :class:`~deltalog.txn.protocol.properties.InvalidPropertyError` for a version Delta
+    does not support (``DeltaConfigs.MIN_READER_VERSION``'s validation: reader 1 to 3, writer
+    1 to 7; Delta's ``protocolPropNotIntException`` when not a number)."""
+    from deltalog.txn.protocol.features import MAX_READER_VERSION, MAX_WRITER_VERSION
+    from deltalog.txn.protocol.properties import InvalidPropertyError
+
+    props = metadata.properties
+    asked = (props.min_reader_version, props.min_writer_version)
+    for key, value, top in zip(
+        ("delta.minReaderVersion", "delta.minWriterVersion"), asked, (MAX_READER_VERSION, MAX_WRITER_VERSION)
+    ):
+        if value is not None and not 1 <= value <= top:
+            raise InvalidPropertyError(
+                f"{key}={value}: {key} needs to be one of {', '.join(map(str, range(1, top + 1)))}."
+            )
+    return asked
+
+
 def protocol_for_new_table(metadata: Metadata) -> Protocol:
     """The protocol of a new table with ``metadata`` (Delta's ``Protocol.forNewTable``): the
     versions its properties ask for (else Delta's defaults (1, 2), or (1, 1) with
@@ -215,7 +236,7 @@ def protocol_for_new_table(metadata: Metadata) -> Protocol:
     normalized."""
     # delta.minReaderVersion / delta.minWriterVersion (InvalidPropertyError when not a number,
     # Delta's protocolPropNotIntException)
-    reader, writer = metadata.properties.min_reader_version, metadata.properties.min_writer_version
+    reader, writer = _asked_versions(metadata)
     reader = 1 if reader is None else reader
     writer = (1 if _ignores_protocol_defaults(metadata) else 2) if writer is None else writer
     implied = implicit_features(Protocol(reader if writer >= 7 else min(2, reader), writer))
@@ -235,12 +256,13 @@ def protocol_for_existing_table(current: Protocol, metadata: Metadata) -> Protoc
        :class:`~deltalog.txn.protocol.errors.FeatureRequiresManualEnablementError`.
     """
     proposed = current
-    reader, writer = metadata.properties.min_reader_version, metadata.properties.min_writer_version
+    reader, writer = _asked_versions(metadata)
     if reader is not None or writer is not None:
         asked = Protocol(
             current.min_reader_version if reader is None else reader,
             current.min_writer_version if writer is None else writer,
         )
+        _check_reader_needs_writer_features(asked)
         proposed = merge(current, asked)
     requested = dependency_closure(_requested_features(metadata))
     if not requested <= supported_features(proposed):
@@ -258,6 +280,20 @@ def protocol_for_existing_table(current: Protocol, metadata: Metadata) -> Protoc
             )
         proposed = merge(required, proposed)
     return None if same_protocol(proposed, current) else proposed
+
+
+def _check_reader_needs_writer_features(asked: Protocol) -> None:
+    """Delta's ``Protocol`` refuses reader version 3 (reader features) with a writer version
+    below 7 (``DELTA_READ_FEATURE_PROTOCOL_REQUIRES_WRITE``): an existing table asked for
+    ``delta.minReaderVersion=3`` must be asked for ``delta.minWriterVersion=7`` as well."""
+    from deltalog.txn.protocol.properties import InvalidPropertyError
+
+    if asked.min_reader_version >= 3 and asked.min_writer_version < 7:
+        raise InvalidPropertyError(
+            f"DELTA_READ_FEATURE_PROTOCOL_REQUIRES_WRITE: protocol ({asked.min_reader_version}, "
+            f"{asked.min_writer_version}) asks for reader features without writer features; set "
+            "'delta.minWriterVersion' = '7' together with 'delta.minReaderVersion' = '3'"
+        )
 
 
 def _without_redundant_twins(features: set[str]) -> set[str]:
@@ -284,3 +320,50 @@ def merge_protocols(current: Protocol, required: Protocol) -> Protocol | None:
     normalized); None when that is ``current`` itself."""
     merged = merge(current, required)
     return None if same_protocol(merged, current) else merged
+
+
+#: the features Delta turns on from the metadata (``FeatureAutomaticallyEnabledByMetadata``)
+#: that :func:`active_features` tells without knowing the protocol; the ones with a preview
+#: twin (typeWidening, variantType, variantShredding) are left to Delta, and Delta does not
+#: turn on collations or allowColumnDefaults from the metadata
+_MUST_BE_LISTED = frozenset(
+    {
+        "appendOnly",
+        "invariants",
+        "checkConstraints",
+        "changeDataFeed",
+        "generatedColumns",
+        "columnMapping",
+        "identityColumns",
+        "timestampNtz",
+        "deletionVectors",
+        "rowTracking",
+        "domainMetadata",
+        "inCommitTimestamp",
+        "v2Checkpoint",
+        "icebergCompatV1",
+        "icebergCompatV2",
+        "icebergCompatV3",
+        "materializePartitionColumns",
+    }
+)
+
+
+def check_features_match_metadata(protocol: Protocol, metadata: Metadata, table: str = "") -> None:
+    """Delta's ``assertTableFeaturesMatchMetadata``, run on every snapshot: on a table-features
+    protocol, a feature the metadata turns on (or a listed feature needs) must be listed.
+    Raises :class:`~deltalog.txn.protocol.errors.InvalidTableStateError`
+    (``DELTA_FEATURES_PROTOCOL_METADATA_MISMATCH``), which only another writer's commit can cause."""
+    from deltalog.txn.protocol.errors import InvalidTableStateError
+
+    if protocol.min_writer_version < 7 and protocol.min_reader_version < 3:
+        return
+    listed = set(protocol.writer_features or ()) | set(protocol.reader_features or ())
+    active = dependency_closure(listed | (active_features(metadata) & _MUST_BE_LISTED))
+    missing = sorted((active - listed) & _MUST_BE_LISTED)
+    if missing:
+        raise InvalidTableStateError(
+            f"DELTA_FEATURES_PROTOCOL_METADATA_MISMATCH: unable to operate on the table {table} because the "
+            f"following table features are enabled in metadata but not listed in protocol: {', '.join(missing)}. "
+            "Another writer committed a protocol without them; add them with 'delta.feature.<name>' = 'supported'"
+        )
