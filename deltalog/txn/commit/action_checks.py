@@ -4,8 +4,8 @@ commit of a list of actions and the streamed ``commit_large``.
 - one add or remove per file (and deletion vector);
 - an add's partition values name exactly the table's partition columns;
 - no ``dataChange=true`` remove on an append-only table;
-- no deletion vector on an add where the table does not allow new ones (Delta's
-  ``getAssertDeletionVectorWellFormedFunc``);
+- no deletion vector on an add where the table does not allow new ones, and none on an
+  add whose statistics lack ``numRecords`` (Delta's ``getAssertDeletionVectorWellFormedFunc``);
 - one ``txn`` action per application id and one ``domainMetadata`` action per domain, and
   ``domainMetadata`` actions only when the protocol supports the ``domainMetadata`` feature
   (Delta's ``validateDomainMetadataSupportedAndNoDuplicate``).
@@ -21,6 +21,7 @@ from collections.abc import Iterable
 
 from deltalog.txn.commit.commit_errors import (
     AddingDeletionVectorsDisallowedError,
+    DeletionVectorMissingNumRecordsError,
     AppendOnlyViolationError,
     DuplicateFileActionError,
     InvalidTransactionError,
@@ -111,6 +112,8 @@ class CommitActionChecks:
             self._check_partition_values(action)
             if action.deletion_vector is not None and not (self._dv_adds_allowed or in_place):
                 raise AddingDeletionVectorsDisallowedError(decode_path(action.path))
+            if action.deletion_vector is not None and action.num_records() is None:
+                raise DeletionVectorMissingNumRecordsError(decode_path(action.path))
         elif self._append_only and action.data_change:
             raise AppendOnlyViolationError(
                 f"{APPEND_ONLY_ERROR} (cannot remove {decode_path(action.path)} with dataChange=true)."

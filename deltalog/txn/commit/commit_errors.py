@@ -207,6 +207,22 @@ class AddingDeletionVectorsDisallowedError(InvalidTransactionError):
         self.path = path
 
 
+class DeletionVectorMissingNumRecordsError(InvalidTransactionError):
+    """An ``add`` carries a deletion vector but no ``numRecords`` in its statistics, which
+    the protocol requires of such a file (Delta's ``DELTA_DELETION_VECTOR_MISSING_NUM_RECORDS``):
+    readers subtract the vector's cardinality from it to count the live rows."""
+
+    error_class = "DELTA_DELETION_VECTOR_MISSING_NUM_RECORDS"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"[{self.error_class}] The add action for {path} has a deletion vector but its statistics carry no "
+            "numRecords, which the protocol requires of a file with a deletion vector; write the file's statistics "
+            "(at least numRecords) with it. Nothing was committed."
+        )
+        self.path = path
+
+
 class InvalidMetadataError(InvalidTransactionError):
     """New metadata failed verification (duplicate columns, bad partition columns, ...)."""
 
