@@ -118,6 +118,8 @@ if TYPE_CHECKING:
     )
     from deltalog.txn.protocol.errors import (
         ChecksumMismatchError,
+        ColumnMappingAndCdcOperationBlockedError,
+        ColumnMappingMetadataAlreadyExistsError,
         ColumnMappingRequiredError,
         CorruptLogError,
         DataFileNotFoundError,
@@ -180,6 +182,8 @@ _HOMES: dict[str, str] = {
     "InvalidSchemaError": "deltalog.txn.protocol.errors",
     "InvalidSchemaChangeError": "deltalog.txn.protocol.errors",
     "UnsupportedColumnMappingModeChangeError": "deltalog.txn.protocol.errors",
+    "ColumnMappingAndCdcOperationBlockedError": "deltalog.txn.protocol.errors",
+    "ColumnMappingMetadataAlreadyExistsError": "deltalog.txn.protocol.errors",
     "ColumnMappingRequiredError": "deltalog.txn.protocol.errors",
     "InvalidTableStateError": "deltalog.txn.protocol.errors",
     "NonContiguousVersionsError": "deltalog.txn.protocol.errors",
@@ -295,6 +299,8 @@ __all__ = [
     "CloneSourceFilesMissingError",
     "CloneTargetNotEmptyError",
     "ClusteringColumnsError",
+    "ColumnMappingAndCdcOperationBlockedError",
+    "ColumnMappingMetadataAlreadyExistsError",
     "ColumnMappingRequiredError",
     "CommitFailedError",
     "CommitLockConfigError",
