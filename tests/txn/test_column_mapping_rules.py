@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from deltalog.txn.commands import alter
+from deltalog.txn.commands.drop_feature import drop_feature
 from deltalog.txn.commands.restore import restore
 from deltalog.txn.commit.operations import CreateTable, ManualUpdate
 from deltalog.txn.delta_log import DeltaLog
@@ -237,3 +238,15 @@ def test_column_mapping_metadata_on_a_table_without_column_mapping(tmp_path: Pat
     with pytest.raises(ColumnMappingMetadataAlreadyExistsError, match="METADATA_ALREADY_EXISTS"):
         alter.set_table_properties(legacy, {MODE: "name"})
     assert legacy.update().version == 1
+
+
+def test_dropping_the_feature_honours_allow_removal() -> None:
+    """DropColumnMappingFeatureSuite "column mapping cannot be dropped without the feature
+    flag" (``spark.databricks.delta.columnMapping.allowRemoval`` = ``false``): refused, nothing
+    committed; allowed, the files are rewritten and the feature leaves the protocol."""
+    log = _create({MODE: "name"})
+    with pytest.raises(UnsupportedColumnMappingModeChangeError, match="from 'name' to 'none'"):
+        drop_feature(log, "columnMapping", allow_column_mapping_removal=False)
+    assert log.update().version == 0
+    drop_feature(log, "columnMapping")
+    assert "columnMapping" not in (log.update().protocol.writer_features or ())

@@ -871,7 +871,12 @@ class DeltaTable(AlterTableMethods):
         files with deletion vectors, or with types narrower than the table's when dropping
         type widening, or every file when dropping column mapping, are rewritten by Spark
         tasks). The protocol is normalized."""
-        from deltalog.contrib.spark.maintenance import SparkBinRewriter, SparkColumnMappingRemover, backfill_limits
+        from deltalog.contrib.spark.maintenance import (
+            SparkBinRewriter,
+            SparkColumnMappingRemover,
+            backfill_limits,
+            column_mapping_removal_allowed,
+        )
         from deltalog.txn.commands.drop_feature import drop_feature
         from deltalog.txn.commands.optimize import optimize
 
@@ -900,6 +905,7 @@ class DeltaTable(AlterTableMethods):
             truncate_history=bool(truncateHistory),
             purge=purge,
             row_tracking_backfill=backfill_limits(spark) if featureName == "rowTracking" else None,
+            allow_column_mapping_removal=column_mapping_removal_allowed(spark),
         )
 
 
