@@ -279,3 +279,25 @@ def test_renames_and_the_change_data_feed_as_deltas_suites(spark: Any, tmp_path:
     with pytest.raises(Exception, match="DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION"):
         overwrite.option("overwriteSchema", "true").save(path)
     assert DeltaLog.for_table(path).update().version == before
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [("name", [("a", 1, True), ("b", 3, False)]), ("id", [("a", 3, False), ("b", 4, False)]), ("none", [])],
+)
+def test_replace_table_may_change_the_column_mapping_mode(
+    spark: Any, tmp_path: Path, mode: str, expected: list[Any]
+) -> None:
+    """DeltaColumnMappingSuite "replace delta table will reuse the field id only when column
+    name and type unchanged" and "... will not reuse the field id when name mapping mode
+    changed": REPLACE TABLE recreates the table, so any mode is allowed; ids go on above the old
+    ``maxColumnId``, and a column keeps its id and physical name only when the mode stays."""
+    path = str(tmp_path / "t")
+    builder = DeltaTable.create(spark).location(path).addColumn("a", "bigint").addColumn("b", "int")
+    builder.property("delta.columnMapping.mode", "name").execute()
+    before = {f.name: f.physical_name for f in DeltaLog.for_table(path).update().schema.fields}
+    replace = DeltaTable.replace(spark).location(path).addColumn("a", "bigint").addColumn("b", "bigint")
+    replace.property("delta.columnMapping.mode", mode).execute()
+    schema = DeltaLog.for_table(path).update().schema
+    mapped = [(f.name, f.column_mapping_id, f.physical_name == before[f.name]) for f in schema.fields]
+    assert mapped == (expected or [("a", None, False), ("b", None, False)])

@@ -1077,7 +1077,7 @@ class DeltaTableBuilder:
         txn = start_transaction(delta_log)
         metadata = self._metadata(txn.metadata if replacing else None, defaults)
         column_defaults(metadata)  # a default no write could compute is refused now
-        txn.update_metadata(metadata)
+        txn.update_metadata(metadata, creating_table=True if replacing else None)  # Delta's isCreatingNewTable
         actions: list[Any] = clustering_actions(txn, self._cluster_by) if self._cluster_by else []
         definition: dict[str, Any] = {
             "description": self._comment,
@@ -1107,9 +1107,11 @@ class DeltaTableBuilder:
         if TableProperties(config).column_mapping_mode != "none":
             if old is None:
                 schema, max_id = schemas.assign_column_mapping(schema, 0)
-            else:
+            else:  # ids go on; a column keeps its id only when the mode stays (Delta's replaceMetadata)
                 old_max = old.properties.column_mapping_max_id
-                schema, max_id = schemas.assign_column_mapping(schema, old_max, replacing=json.loads(old.schema_string))
+                same_mode = old.properties.column_mapping_mode == TableProperties(config).column_mapping_mode
+                replaced = json.loads(old.schema_string) if same_mode else None
+                schema, max_id = schemas.assign_column_mapping(schema, old_max, replacing=replaced)
             config[COLUMN_MAPPING_MAX_ID] = str(max_id)
         return Metadata(
             id=str(uuid.uuid4()),

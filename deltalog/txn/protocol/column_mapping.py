@@ -221,15 +221,18 @@ def _reusable(old_schema: StructType | None, path: tuple[str, ...], f: StructFie
     return old if same_type(old.type, f.type) else None
 
 
-def update_column_mapping(old: Metadata | None, new: Metadata, removing: bool = False) -> Metadata:
+def update_column_mapping(
+    old: Metadata | None, new: Metadata, removing: bool = False, replacing_table: bool = False
+) -> Metadata:
     """``new`` with column mapping ids, physical names and ``maxColumnId`` assigned (and
     IcebergCompatV2's nested ids, :func:`assign_nested_ids`), after checking the mode
-    change (Delta's ``verifyAndUpdateMetadataChange``): a new table may use any mode; an
-    existing one may only go from ``none`` to ``name``, or to ``none`` when ``removing``
-    (``DROP FEATURE columnMapping``, which rewrites the files in the same commit)."""
+    change (Delta's ``verifyAndUpdateMetadataChange``): a new table may use any mode, and so
+    may a table a REPLACE TABLE recreates (``replacing_table``: its ids go on above ``old``'s
+    ``maxColumnId``); an existing one may only go from ``none`` to ``name``, or to ``none``
+    when ``removing`` (``DROP FEATURE columnMapping``, which rewrites the files in the same commit)."""
     new_mode = column_mapping_mode(new.configuration)
     old_mode = "none" if old is None else column_mapping_mode(old.configuration)
-    changing = old is not None and old_mode != new_mode
+    changing = old is not None and old_mode != new_mode and not replacing_table
     allowed = (old_mode == "none" and new_mode == "name") or (removing and new_mode == "none")
     if changing and not allowed:
         raise UnsupportedColumnMappingModeChangeError(old_mode, new_mode)
