@@ -250,3 +250,41 @@ def test_dropping_the_feature_honours_allow_removal() -> None:
     assert log.update().version == 0
     drop_feature(log, "columnMapping")
     assert "columnMapping" not in (log.update().protocol.writer_features or ())
+
+
+def test_rename_and_drop_reach_fields_inside_arrays_and_maps() -> None:
+    """DeltaColumnRenameSuite "rename fields nested in arrays" / "... in maps"
+    (``a.element.element.x``, ``m.key.x``, ``m.value.value.z``): the field keeps its physical
+    name; ``a.element`` itself is no field to rename (Delta's ``INVALID_FIELD_NAME``)."""
+    inner = {
+        "type": "array",
+        "elementType": _struct(_field("x", "integer"), _field("y", "integer")),
+        "containsNull": True,
+    }
+    array = {"type": "array", "elementType": inner, "containsNull": True}
+    value = {
+        "type": "map",
+        "keyType": "string",
+        "valueType": _struct(_field("z", "integer")),
+        "valueContainsNull": True,
+    }
+    maps = {"type": "map", "keyType": _struct(_field("x", "integer")), "valueType": value, "valueContainsNull": True}
+    log = _create({MODE: "name"}, _struct(_field("a", array), _field("m", maps)))
+
+    def element_of(schema_string: str) -> dict[str, Any]:
+        return dict(json.loads(schema_string)["fields"][0]["type"]["elementType"]["elementType"])
+
+    x_physical = element_of(log.update().metadata.schema_string)["fields"][0]["metadata"][PHYSICAL_NAME]
+    alter.rename_column(log, "a.element.element.x", "x1")
+    alter.rename_column(log, "m.key.x", "x1")
+    alter.rename_column(log, "m.value.value.z", "z1")
+    alter.drop_columns(log, ["a.element.element.y"])
+    schema = json.loads(log.update().metadata.schema_string)
+    element = element_of(log.update().metadata.schema_string)
+    assert [f["name"] for f in element["fields"]] == ["x1"]
+    key, values = schema["fields"][1]["type"]["keyType"], schema["fields"][1]["type"]["valueType"]["valueType"]
+    assert (key["fields"][0]["name"], values["fields"][0]["name"]) == ("x1", "z1")
+    assert element["fields"][0]["metadata"][PHYSICAL_NAME] == x_physical
+    assert log.history(1)[0].operation_parameters == {"columns": '["a.element.element.y"]'}
+    with pytest.raises(InvalidSchemaChangeError, match="'a' is not a struct"):
+        alter.rename_column(log, "a.element", "e2")
