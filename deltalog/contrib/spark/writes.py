@@ -140,8 +140,8 @@ def _spark_schema_dict(schema_json: str) -> dict[str, Any]:
     """The written DataFrame's schema without column mapping field metadata (ids and physical
     names a DataFrame may carry from another table): the table assigns its own, as Delta's
     ``ImplicitMetadataOperation`` drops them before updating the metadata."""
-    value: dict[str, Any] = json.loads(schema_json)
-    return schemas.logical_schema(value)
+    value: dict[str, Any] = schemas.without_column_mapping_metadata(json.loads(schema_json))
+    return value
 
 
 def _table_fields(data: dict[str, Any], change_data: bool) -> dict[str, Any]:
