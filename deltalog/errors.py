@@ -119,6 +119,8 @@ if TYPE_CHECKING:
     )
     from deltalog.txn.protocol.errors import (
         ChecksumMismatchError,
+        ColumnMappingAndCdcOperationBlockedError,
+        ColumnMappingMetadataAlreadyExistsError,
         ColumnMappingRequiredError,
         CorruptLogError,
         DataFileNotFoundError,
@@ -181,6 +183,8 @@ _HOMES: dict[str, str] = {
     "InvalidSchemaError": "deltalog.txn.protocol.errors",
     "InvalidSchemaChangeError": "deltalog.txn.protocol.errors",
     "UnsupportedColumnMappingModeChangeError": "deltalog.txn.protocol.errors",
+    "ColumnMappingAndCdcOperationBlockedError": "deltalog.txn.protocol.errors",
+    "ColumnMappingMetadataAlreadyExistsError": "deltalog.txn.protocol.errors",
     "ColumnMappingRequiredError": "deltalog.txn.protocol.errors",
     "InvalidTableStateError": "deltalog.txn.protocol.errors",
     "NonContiguousVersionsError": "deltalog.txn.protocol.errors",
@@ -297,6 +301,8 @@ __all__ = [
     "CloneSourceFilesMissingError",
     "CloneTargetNotEmptyError",
     "ClusteringColumnsError",
+    "ColumnMappingAndCdcOperationBlockedError",
+    "ColumnMappingMetadataAlreadyExistsError",
     "ColumnMappingRequiredError",
     "CommitFailedError",
     "CommitLockConfigError",

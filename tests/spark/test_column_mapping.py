@@ -5,6 +5,8 @@ delta-rs, all equal."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +198,98 @@ def test_randomize_file_prefixes_places_new_files_under_random_directories(spark
         {"id": 3, "part": "z"},
         {"id": 4, "part": "w"},
     ]
+
+
+def test_written_dataframes_column_mapping_metadata_is_not_the_tables(spark: Any, tmp_path: Path) -> None:
+    """DeltaColumnMappingSuite "create table through dataframe should ... drop dataframe
+    metadata" and "create table with none mode": ids a DataFrame's schema carries (copied from
+    another table) are dropped, the table numbers its own columns from 1, and a table without
+    column mapping keeps no column mapping metadata (Delta's ``ImplicitMetadataOperation``)."""
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    def ids(cid: int) -> dict[str, Any]:
+        return {"delta.columnMapping.id": cid, "delta.columnMapping.physicalName": f"p{cid}", "parquet.field.id": cid}
+
+    schema = StructType(
+        [StructField("a", StringType(), True, ids(111)), StructField("b", IntegerType(), True, ids(222))]
+    )
+    df = spark.createDataFrame([("x", 1)], schema)
+    for mode in ("name", "none"):
+        path = str(tmp_path / mode)
+        df.write.format("deltalog").mode("append").option("delta.columnMapping.mode", mode).save(path)
+        snapshot = DeltaLog.for_table(path).update()
+        if mode == "name":
+            assert [(f.column_mapping_id, f.physical_name[:4]) for f in snapshot.schema.fields] == [
+                (1, "col-"),
+                (2, "col-"),
+            ]
+            assert snapshot.metadata.configuration["delta.columnMapping.maxColumnId"] == "2"
+        else:
+            assert all(not f.metadata for f in snapshot.schema.fields)
+        assert _rows(read_table(spark, path)) == _rows(read_table(spark, path, native=False)) == [{"a": "x", "b": 1}]
+
+
+def test_id_mode_reads_columns_by_field_id_on_both_read_paths(spark: Any, tmp_path: Path) -> None:
+    """DeltaColumnMappingSuite "explicit id matching": in ``id`` mode a column is the file's
+    column with its id, whatever the name: an id no file has reads as nulls, and the id of a
+    dropped column reads that column's data, on the native and the Python read paths."""
+    from deltalog.txn.commit.operations import ManualUpdate
+
+    path = str(tmp_path / "t")
+    df = spark.createDataFrame([("str3", ("str1.3", 3), "str4")], "a string, b struct<c:string,d:int>, e string")
+    df.write.format("deltalog").mode("append").option("delta.columnMapping.mode", "id").save(path)
+    log = DeltaLog.for_table(path)
+    ids = {f.name: f.column_mapping_id for f in log.update().schema.fields}
+
+    def point(name: str, cid: int) -> None:
+        metadata = log.update().metadata
+        schema = json.loads(metadata.schema_string)
+        next(f for f in schema["fields"] if f["name"] == name)["metadata"]["delta.columnMapping.id"] = cid
+        config = {**metadata.configuration, "delta.columnMapping.maxColumnId": "10000"}
+        change = dataclasses.replace(metadata, schema_string=json.dumps(schema), configuration=config)
+        log.start_transaction().commit([change], ManualUpdate())
+
+    def a_values() -> tuple[list[Any], list[Any]]:
+        return _rows(read_table(spark, path).select("a", "b")), _rows(
+            read_table(spark, path, native=False).select("a", "b")
+        )
+
+    point("a", 100)
+    assert a_values() == ([{"a": None, "b": {"c": "str1.3", "d": 3}}],) * 2
+    DeltaTable.forPath(spark, path).dropColumn("e")
+    point("a", ids["e"])
+    assert a_values() == ([{"a": "str4", "b": {"c": "str1.3", "d": 3}}],) * 2
+
+
+def test_filters_on_a_renamed_column_use_physical_names(spark: Any, tmp_path: Path) -> None:
+    """DeltaColumnMappingSuite "filters pushed down to parquet use physical names": a column
+    renamed to another's old name is filtered (and its files skipped) by its own data."""
+    path = str(tmp_path / "t")
+    spark.createDataFrame([(100, 1000)], "a int, b int").write.format("deltalog").mode("append").save(path)
+    table = DeltaTable.forPath(spark, path)
+    table.setProperties({"delta.columnMapping.mode": "name"})
+    table.renameColumn("a", "x")
+    table.renameColumn("b", "a")  # files hold a column named ``a``: the old ``a``
+    assert _rows(read_table(spark, path, where="a = 1000")) == [{"x": 100, "a": 1000}]
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [("name", [("a", 1, True), ("b", 3, False)]), ("id", [("a", 3, False), ("b", 4, False)]), ("none", [])],
+)
+def test_replace_table_may_change_the_column_mapping_mode(
+    spark: Any, tmp_path: Path, mode: str, expected: list[Any]
+) -> None:
+    """DeltaColumnMappingSuite "replace delta table will reuse the field id only when column
+    name and type unchanged" and "... will not reuse the field id when name mapping mode
+    changed": REPLACE TABLE recreates the table, so any mode is allowed; ids go on above the old
+    ``maxColumnId``, and a column keeps its id and physical name only when the mode stays."""
+    path = str(tmp_path / "t")
+    builder = DeltaTable.create(spark).location(path).addColumn("a", "bigint").addColumn("b", "int")
+    builder.property("delta.columnMapping.mode", "name").execute()
+    before = {f.name: f.physical_name for f in DeltaLog.for_table(path).update().schema.fields}
+    replace = DeltaTable.replace(spark).location(path).addColumn("a", "bigint").addColumn("b", "bigint")
+    replace.property("delta.columnMapping.mode", mode).execute()
+    schema = DeltaLog.for_table(path).update().schema
+    mapped = [(f.name, f.column_mapping_id, f.physical_name == before[f.name]) for f in schema.fields]
+    assert mapped == (expected or [("a", None, False), ("b", None, False)])

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltalog.contrib.spark.field_ids import child_column_name, file_column_names
 from deltalog.contrib.spark.partitioning import partition_value, typed_partition_value
 from deltalog.contrib.spark.row_groups import row_group_offsets, row_groups_in_range, row_groups_may_match
 from deltalog.contrib.spark.scan import Term
@@ -47,7 +48,6 @@ __all__ = [
     "row_tracking_struct",
 ]
 
-_PHYS = "delta.columnMapping.physicalName"
 #: the output column of row tracking reads: ``struct<row_id: long, row_commit_version: long>``
 ROW_TRACKING_COLUMN = "_metadata"
 #: its Arrow type (:func:`row_tracking_struct` is its Spark type)
@@ -147,7 +147,7 @@ def _logical_chunk(chunk: pa.Array, delta_type: Any, target: pa.DataType, mode: 
     if kind == "struct" and pa.types.is_struct(target) and pa.types.is_struct(chunk.type):
         children = []
         for i, f in enumerate(delta_type["fields"]):
-            physical = (f.get("metadata") or {}).get(_PHYS, f["name"]) if mode != "none" else f["name"]
+            physical = child_column_name(chunk.type, f, mode)
             target_field = target.field(i)
             try:
                 child = pc.struct_field(chunk, physical)
@@ -202,9 +202,11 @@ def _keep_mask(spec: ReadSpec, store: LogStore, item: FileToRead, positions: pa.
     return mask
 
 
-def _row_groups(spec: ReadSpec, item: FileToRead, metadata: pq.FileMetaData, schema: dict[str, Any]) -> list[int]:
+def _row_groups(
+    spec: ReadSpec, item: FileToRead, metadata: pq.FileMetaData, schema: dict[str, Any], names: Mapping[str, str]
+) -> list[int]:
     """The row groups of the file this task reads: those of its split that the pushed
-    filters do not rule out by their statistics."""
+    filters do not rule out by their statistics (``names``: the file's name of each column)."""
     groups = (
         row_groups_in_range(metadata, item.start, item.length)
         if item.is_split
@@ -216,7 +218,7 @@ def _row_groups(spec: ReadSpec, item: FileToRead, metadata: pq.FileMetaData, sch
             groups,
             spec.row_group_terms,
             top_level_types(schema),
-            physical_names(schema, spec.column_mapping_mode),
+            names,
         )
     return groups
 
@@ -249,16 +251,17 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
     data_cols = [n for n in wanted if n in fields_by_name and n not in spec.partition_columns]
     # top-level names in data files and in partitionValues (physical under column mapping)
     names = physical_names(schema, spec.column_mapping_mode)
-    physical = {n: names.get(n, n) for n in data_cols}
     with open_data_file(fs, store.fs_path(uri)) as pf:
         metadata = pf.metadata
         present = set(pf.schema_arrow.names)
+        files_names = file_column_names(names, schema, pf.schema_arrow) if spec.column_mapping_mode == "id" else names
+        physical = {n: files_names.get(n, n) for n in data_cols}
         read_cols = [physical[n] for n in data_cols if physical[n] in present]
         if item.constants.get("_change_type") is None and "_change_type" in present and "_change_type" in wanted:
             read_cols.append("_change_type")
         tracked = [] if spec.row_tracking_columns is None else [c for c in spec.row_tracking_columns if c in present]
         read_cols += [c for c in tracked if c not in read_cols]
-        groups = _row_groups(spec, item, metadata, schema)
+        groups = _row_groups(spec, item, metadata, schema, files_names)
         whole = len(groups) == metadata.num_row_groups
         if whole:
             table = pf.read(columns=read_cols, use_threads=False)

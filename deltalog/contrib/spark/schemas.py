@@ -38,6 +38,7 @@ __all__ = [
     "to_model",
     "top_level_types",
     "with_parquet_field_ids",
+    "without_column_mapping_metadata",
 ]
 
 if TYPE_CHECKING:
@@ -145,6 +146,31 @@ def physical_schema(spark_schema: dict[str, Any], mode: str) -> dict[str, Any]:
 def logical_schema(spark_schema: Mapping[str, Any]) -> dict[str, Any]:
     """The schema without column mapping metadata (what a DataFrame shows)."""
     return from_model(column_mapping.without_column_mapping(to_model(spark_schema)))
+
+
+def without_column_mapping_metadata(data_type: Any) -> Any:
+    """A schema's JSON (any type's) without column mapping field metadata at any depth, read
+    as JSON only: a type the model does not know (an interval, a ``time``) stays for the
+    checks that name it."""
+    if not isinstance(data_type, dict):
+        return data_type
+    kind = data_type.get("type")
+    if kind == "struct":
+        fields = []
+        for f in data_type.get("fields") or []:
+            meta = {k: v for k, v in (f.get("metadata") or {}).items() if k not in column_mapping.COLUMN_MAPPING_KEYS}
+            fields.append({**f, "type": without_column_mapping_metadata(f.get("type")), "metadata": meta})
+        return {**data_type, "fields": fields}
+    if kind == "array":
+        return {**data_type, "elementType": without_column_mapping_metadata(data_type.get("elementType"))}
+    if kind == "map":
+        key, value = data_type.get("keyType"), data_type.get("valueType")
+        return {
+            **data_type,
+            "keyType": without_column_mapping_metadata(key),
+            "valueType": without_column_mapping_metadata(value),
+        }
+    return data_type
 
 
 def with_parquet_field_ids(spark_schema: Mapping[str, Any]) -> dict[str, Any]:

@@ -875,7 +875,12 @@ class DeltaTable(AlterTableMethods):
         files with deletion vectors, or with types narrower than the table's when dropping
         type widening, or every file when dropping column mapping, are rewritten by Spark
         tasks). The protocol is normalized."""
-        from deltalog.contrib.spark.maintenance import SparkBinRewriter, SparkColumnMappingRemover, backfill_limits
+        from deltalog.contrib.spark.maintenance import (
+            SparkBinRewriter,
+            SparkColumnMappingRemover,
+            backfill_limits,
+            column_mapping_removal_allowed,
+        )
         from deltalog.txn.commands.drop_feature import drop_feature
         from deltalog.txn.commands.optimize import optimize
 
@@ -904,6 +909,7 @@ class DeltaTable(AlterTableMethods):
             truncate_history=bool(truncateHistory),
             purge=purge,
             row_tracking_backfill=backfill_limits(spark) if featureName == "rowTracking" else None,
+            allow_column_mapping_removal=column_mapping_removal_allowed(spark),
         )
 
 
@@ -1075,7 +1081,7 @@ class DeltaTableBuilder:
         txn = start_transaction(delta_log)
         metadata = self._metadata(txn.metadata if replacing else None, defaults)
         column_defaults(metadata)  # a default no write could compute is refused now
-        txn.update_metadata(metadata)
+        txn.update_metadata(metadata, creating_table=True if replacing else None)  # Delta's isCreatingNewTable
         actions: list[Any] = clustering_actions(txn, self._cluster_by) if self._cluster_by else []
         definition: dict[str, Any] = {
             "description": self._comment,
@@ -1105,9 +1111,11 @@ class DeltaTableBuilder:
         if TableProperties(config).column_mapping_mode != "none":
             if old is None:
                 schema, max_id = schemas.assign_column_mapping(schema, 0)
-            else:
+            else:  # ids go on; a column keeps its id only when the mode stays (Delta's replaceMetadata)
                 old_max = old.properties.column_mapping_max_id
-                schema, max_id = schemas.assign_column_mapping(schema, old_max, replacing=json.loads(old.schema_string))
+                same_mode = old.properties.column_mapping_mode == TableProperties(config).column_mapping_mode
+                replaced = json.loads(old.schema_string) if same_mode else None
+                schema, max_id = schemas.assign_column_mapping(schema, old_max, replacing=replaced)
             config[COLUMN_MAPPING_MAX_ID] = str(max_id)
         return Metadata(
             id=str(uuid.uuid4()),

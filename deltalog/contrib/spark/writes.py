@@ -140,7 +140,10 @@ class WritePlan:
 
 
 def _spark_schema_dict(schema_json: str) -> dict[str, Any]:
-    value: dict[str, Any] = json.loads(schema_json)
+    """The written DataFrame's schema without column mapping field metadata (ids and physical
+    names a DataFrame may carry from another table): the table assigns its own, as Delta's
+    ``ImplicitMetadataOperation`` drops them before updating the metadata."""
+    value: dict[str, Any] = schemas.without_column_mapping_metadata(json.loads(schema_json))
     return value
 
 

@@ -206,22 +206,30 @@ def _replace_struct(
 
 
 def _resolve(schema: StructType, path: str) -> tuple[tuple[str, ...], StructField]:
-    """The canonical path (names as the schema spells them) and the field at ``path``."""
+    """The canonical path (names as the schema spells them) and the field at ``path``: struct
+    fields at any depth, also inside arrays (``element``) and maps (``key``, ``value``), as
+    Delta's ``a.element.x`` / ``a.value.key.y``; the last part is a struct field."""
     parts = _split(path)
     canonical: list[str] = []
-    struct = schema
+    dt: DataType = schema
+    found: StructField | None = None
     for i, name in enumerate(parts):
-        if name not in struct:
+        step = None if isinstance(dt, StructType) or i == len(parts) - 1 else _child(dt, name)
+        if step is not None:  # an array's element, a map's key or value
+            canonical.append(name.lower())
+            dt = step
+            continue
+        if not isinstance(dt, StructType):
+            raise InvalidSchemaChangeError(f"cannot resolve column {path!r}: {'.'.join(canonical)!r} is not a struct")
+        if name not in dt:
             raise InvalidSchemaChangeError(
                 f"cannot resolve column {path!r}: {'.'.join(parts[: i + 1])!r} is not in the table "
-                f"(columns: {', '.join(struct.names)})"
+                f"(columns: {', '.join(dt.names)})"
             )
-        found = struct.field(name)
+        found = dt.field(name)
         canonical.append(found.name)
-        if i < len(parts) - 1:
-            if not isinstance(found.type, StructType):
-                raise InvalidSchemaChangeError(f"cannot resolve column {path!r}: {found.name!r} is not a struct")
-            struct = found.type
+        dt = found.type
+    assert found is not None
     return tuple(canonical), found
 
 

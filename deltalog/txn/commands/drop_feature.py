@@ -97,7 +97,7 @@ from deltalog.txn.protocol.actions import (
 )
 from deltalog.txn.protocol.checkpoint_protection import PROPERTY, checkpoint_protection_version
 from deltalog.txn.protocol.column_mapping import column_mapping_mode, has_column_mapping
-from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.errors import DeltaLogError, UnsupportedColumnMappingModeChangeError
 from deltalog.txn.protocol.feature_removal import REMOVABLE, dependent_features, protocol_without
 from deltalog.txn.protocol.features import FEATURES, protocol_features
 from deltalog.txn.protocol.properties import ALIASES, DELTA_TABLE_PROPERTIES
@@ -632,15 +632,22 @@ def drop_feature(
     now_ms: int | None = None,
     lock: str | CommitLock | None = None,
     row_tracking_backfill: BackfillLimits | None = None,
+    allow_column_mapping_removal: bool = True,
 ) -> int:
     """Drop ``feature`` from the table's protocol (see the module docstring); returns the
     version of the downgrade commit. ``purge(log, mode)`` runs a REORG (see :data:`Purge`;
     default: :func:`deltalog.txn.commands.optimize.optimize` in this process); ``now_ms``
     is the clock of the history truncation; ``lock`` the commit lock of every commit the
     drop makes (``docs/locks.md``); ``row_tracking_backfill`` the batch size of
-    ``rowTracking``'s unbackfill (Delta's ``spark.databricks.delta.backfill.maxNumFiles``)."""
+    ``rowTracking``'s unbackfill (Delta's ``spark.databricks.delta.backfill.maxNumFiles``);
+    ``allow_column_mapping_removal=False`` (Delta's ``spark.databricks.delta.columnMapping.allowRemoval``
+    = ``false``) refuses dropping ``columnMapping`` from a table that maps columns, as Delta's
+    mode change check does (:class:`UnsupportedColumnMappingModeChangeError`)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    _check_droppable(feature, delta_log.require_table(), truncate_history)
+    snapshot = delta_log.require_table()
+    _check_droppable(feature, snapshot, truncate_history)
+    if feature == "columnMapping" and not allow_column_mapping_removal and has_column_mapping(snapshot.metadata):
+        raise UnsupportedColumnMappingModeChangeError(column_mapping_mode(snapshot.metadata.configuration), "none")
     if truncate_history:
         return _drop_with_history_truncation(delta_log, lock, feature, purge, now)
     _pre_downgrade(delta_log, lock, feature, purge, now, row_tracking_backfill)

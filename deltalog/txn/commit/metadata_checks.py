@@ -18,14 +18,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from deltalog.txn.commit.commit_errors import InvalidMetadataError
-from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile
 from deltalog.txn.protocol.collations import collated_map_keys
-from deltalog.txn.protocol.errors import InvalidSchemaError
+from deltalog.txn.protocol.column_mapping import is_drop_column_operation, is_rename_column_operation
+from deltalog.txn.protocol.errors import ColumnMappingAndCdcOperationBlockedError, InvalidSchemaError
 from deltalog.txn.protocol.properties import InvalidPropertyError
 from deltalog.txn.protocol.schema import parse_schema
 from deltalog.txn.protocol.stats_column_checks import validate_stats_columns
 
-__all__ = ["CDF_RESERVED_COLUMNS", "refuse_change_data_columns", "verify_metadata"]
+__all__ = [
+    "CDF_RESERVED_COLUMNS",
+    "refuse_change_data_columns",
+    "refuse_column_mapping_change_with_file_actions",
+    "verify_metadata",
+]
 
 CDF_RESERVED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
@@ -182,3 +188,24 @@ def refuse_change_data_columns(names: Sequence[str], cdf_was_on: bool) -> None:
         f"already contains reserved columns {columns} that will be used internally as metadata for the table's "
         "Change Data Feed. To enable Change Data Feed on the table rename/drop these columns"
     )
+
+
+def refuse_column_mapping_change_with_file_actions(
+    current: Metadata, new: Metadata, actions: Sequence[Action], operation: str
+) -> None:
+    """Delta's ``performCdcColumnMappingCheck``: when ``new`` (replacing ``current``, an existing
+    table's metadata) records the change data feed and maps columns, a commit that turns column
+    mapping on, or drops or renames a column under it (a physical path gone, or under another
+    name), cannot also add or remove files: what the feed would show for them is undefined.
+    Raises :class:`ColumnMappingAndCdcOperationBlockedError`."""
+    if not new.properties.enable_change_data_feed or new.properties.column_mapping_mode == "none":
+        return
+    if not any(isinstance(a, (AddFile, RemoveFile, AddCDCFile)) for a in actions):
+        return
+    if current.properties.column_mapping_mode != "none":
+        old_schema, new_schema = parse_schema(current.schema_string), parse_schema(new.schema_string)
+        if not is_drop_column_operation(new_schema, old_schema) and not is_rename_column_operation(
+            new_schema, old_schema
+        ):
+            return
+    raise ColumnMappingAndCdcOperationBlockedError(operation)

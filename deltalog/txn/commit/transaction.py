@@ -50,7 +50,7 @@ from deltalog.txn.commit.commit_errors import (
 from deltalog.txn.commit.commit_stats import CommitStats
 from deltalog.txn.commit.conflicts import CurrentTransactionInfo, WinningCommit, check_conflicts
 from deltalog.txn.commit.isolation import IsolationLevel, choose_isolation_level
-from deltalog.txn.commit.metadata_checks import verify_metadata
+from deltalog.txn.commit.metadata_checks import refuse_column_mapping_change_with_file_actions, verify_metadata
 from deltalog.txn.commit.operation_metrics import file_metrics
 from deltalog.txn.commit.operations import Operation, SetTableProperties
 from deltalog.txn.commit.post_commit import PostCommitHook, run_post_commit
@@ -634,6 +634,10 @@ class OptimisticTransaction:
         table can take this commit and every action, then choose the isolation level."""
         body = self._take_metadata_and_protocol(actions)
         self._check_writable()
+        if self._new_metadata is not None and self.table_exists:
+            refuse_column_mapping_change_with_file_actions(
+                self.snapshot.metadata, self._new_metadata, body, operation.name
+            )
         self._check_iceberg_compat(body, isinstance(operation, SetTableProperties))
         own = len(body)
         body = self._with_row_tracking_backfill(body)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.protocol.collations import COLLATIONS_KEY
 from deltalog.txn.protocol.errors import (
+    ColumnMappingMetadataAlreadyExistsError,
     InvalidSchemaChangeError,
     InvalidSchemaError,
     UnsupportedColumnMappingModeChangeError,
@@ -51,10 +52,13 @@ __all__ = [
     "find_max_column_id",
     "has_column_mapping",
     "invalid_column_names",
+    "is_drop_column_operation",
+    "is_rename_column_operation",
     "logical_partition_values",
     "logical_to_physical",
     "partition_value_keys",
     "physical_arrow_schema",
+    "physical_field_map",
     "physical_partition_filters",
     "physical_partition_names",
     "physical_schema",
@@ -68,9 +72,10 @@ __all__ = [
 
 COLUMN_MAPPING_ID = "delta.columnMapping.id"
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
-#: Field metadata keys of column mapping (``nested.ids`` is IcebergCompatV2's).
+#: Field metadata keys of column mapping (``nested.ids`` is IcebergCompatV2's; the ``parquet.*``
+#: ones are what Spark's Parquet writer takes ids from), Delta's ``COLUMN_MAPPING_METADATA_KEYS``.
 NESTED_IDS = "delta.columnMapping.nested.ids"
-COLUMN_MAPPING_KEYS = (COLUMN_MAPPING_ID, PHYSICAL_NAME, NESTED_IDS)
+COLUMN_MAPPING_KEYS = (COLUMN_MAPPING_ID, PHYSICAL_NAME, NESTED_IDS, "parquet.field.id", "parquet.field.nested.ids")
 _FIELD_ID = b"PARQUET:field_id"
 
 
@@ -216,22 +221,27 @@ def _reusable(old_schema: StructType | None, path: tuple[str, ...], f: StructFie
     return old if same_type(old.type, f.type) else None
 
 
-def update_column_mapping(old: Metadata | None, new: Metadata, removing: bool = False) -> Metadata:
+def update_column_mapping(
+    old: Metadata | None, new: Metadata, removing: bool = False, replacing_table: bool = False
+) -> Metadata:
     """``new`` with column mapping ids, physical names and ``maxColumnId`` assigned (and
     IcebergCompatV2's nested ids, :func:`assign_nested_ids`), after checking the mode
-    change (Delta's ``verifyAndUpdateMetadataChange``): a new table may use any mode; an
-    existing one may only go from ``none`` to ``name``, or to ``none`` when ``removing``
-    (``DROP FEATURE columnMapping``, which rewrites the files in the same commit)."""
+    change (Delta's ``verifyAndUpdateMetadataChange``): a new table may use any mode, and so
+    may a table a REPLACE TABLE recreates (``replacing_table``: its ids go on above ``old``'s
+    ``maxColumnId``); an existing one may only go from ``none`` to ``name``, or to ``none``
+    when ``removing`` (``DROP FEATURE columnMapping``, which rewrites the files in the same commit)."""
     new_mode = column_mapping_mode(new.configuration)
     old_mode = "none" if old is None else column_mapping_mode(old.configuration)
-    changing = old is not None and old_mode != new_mode
+    changing = old is not None and old_mode != new_mode and not replacing_table
     allowed = (old_mode == "none" and new_mode == "name") or (removing and new_mode == "none")
     if changing and not allowed:
         raise UnsupportedColumnMappingModeChangeError(old_mode, new_mode)
-    if new_mode == "none":
-        return new
-    schema = parse_schema(new.schema_string)
     old_schema = parse_schema(old.schema_string) if old is not None else None
+    if new_mode == "none":
+        return _without_new_column_mapping_metadata(old_schema, new)
+    if old_mode == "none" and old_schema is not None and without_column_mapping(old_schema) != old_schema:
+        raise ColumnMappingMetadataAlreadyExistsError(new_mode)
+    schema = parse_schema(new.schema_string)
     old_max = 0 if old is None else old.properties.column_mapping_max_id
     assigned, max_id = assign_column_mapping(
         schema, max(old_max, new.properties.column_mapping_max_id), old_schema, changing
@@ -243,6 +253,18 @@ def update_column_mapping(old: Metadata | None, new: Metadata, removing: bool = 
     if assigned == schema and config == new.configuration:
         return new
     return dataclasses.replace(new, schema_string=assigned.to_json(), configuration=config)
+
+
+def _without_new_column_mapping_metadata(old_schema: StructType | None, new: Metadata) -> Metadata:
+    """``new`` (no column mapping) without the column mapping field metadata its schema brings
+    (a DataFrame's, a copied schema's): readers would take those ids and physical names for the
+    files'. Metadata the old schema already had stays, as stripping it could break the table
+    (Delta's ``columnMapping.stripMetadata``, on by default)."""
+    schema = parse_schema(new.schema_string)
+    stripped = without_column_mapping(schema)
+    if stripped == schema or (old_schema is not None and without_column_mapping(old_schema) != old_schema):
+        return new
+    return dataclasses.replace(new, schema_string=stripped.to_json())
 
 
 def _check_unique(schema: StructType, mode: str) -> None:
@@ -363,6 +385,41 @@ def _all_fields(schema: StructType) -> list[tuple[tuple[str, ...], StructField]]
 
     walk((), schema)
     return out
+
+
+def physical_field_map(schema: StructType) -> dict[tuple[str, ...], StructField]:
+    """Every field at any depth by its physical path (``element``, ``key`` and ``value`` step
+    into arrays and maps), Delta's ``getPhysicalNameFieldMap``."""
+    out: dict[tuple[str, ...], StructField] = {}
+
+    def walk(prefix: tuple[str, ...], dt: DataType) -> None:
+        if isinstance(dt, StructType):
+            for f in dt.fields:
+                path = (*prefix, f.physical_name)
+                out[path] = f
+                walk(path, f.type)
+        elif isinstance(dt, ArrayType):
+            walk((*prefix, "element"), dt.element_type)
+        elif isinstance(dt, MapType):
+            walk((*prefix, "key"), dt.key_type)
+            walk((*prefix, "value"), dt.value_type)
+
+    walk((), schema)
+    return out
+
+
+def is_drop_column_operation(new_schema: StructType, current_schema: StructType) -> bool:
+    """Whether ``new_schema`` lacks a physical path of ``current_schema`` (a column dropped
+    under column mapping; Delta's ``isDropColumnOperation``, for two schemas that both map)."""
+    new = physical_field_map(new_schema)
+    return any(path not in new for path in physical_field_map(current_schema))
+
+
+def is_rename_column_operation(new_schema: StructType, current_schema: StructType) -> bool:
+    """Whether a physical path of ``current_schema`` has another logical name in
+    ``new_schema`` (Delta's ``isRenameColumnOperation``, for two schemas that both map)."""
+    new = physical_field_map(new_schema)
+    return any(path in new and new[path].name != f.name for path, f in physical_field_map(current_schema).items())
 
 
 #: characters a column name cannot have without column mapping (Delta's ``findInvalidColumnNames``)

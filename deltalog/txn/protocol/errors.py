@@ -15,6 +15,8 @@ from deltalog.txn.protocol.file_names import checksum_file
 
 __all__ = [
     "ChecksumMismatchError",
+    "ColumnMappingAndCdcOperationBlockedError",
+    "ColumnMappingMetadataAlreadyExistsError",
     "ColumnMappingRequiredError",
     "CorruptLogError",
     "DeltaLogError",
@@ -199,6 +201,38 @@ class UnsupportedColumnMappingModeChangeError(InvalidSchemaChangeError):
         )
         self.old_mode = old_mode
         self.new_mode = new_mode
+
+
+class ColumnMappingMetadataAlreadyExistsError(InvalidSchemaChangeError):
+    """Column mapping cannot be enabled on a table whose schema already carries column mapping
+    field metadata while its mode is ``none`` (left by an old writer's bug; Delta's
+    ``DELTA_ENABLING_COLUMN_MAPPING_DISALLOWED_WHEN_COLUMN_MAPPING_METADATA_ALREADY_EXISTS``):
+    the ids and physical names there may not match the files. Nothing was committed."""
+
+    error_class = "DELTA_ENABLING_COLUMN_MAPPING_DISALLOWED_WHEN_COLUMN_MAPPING_METADATA_ALREADY_EXISTS"
+
+    def __init__(self, new_mode: str) -> None:
+        super().__init__(
+            f"[{self.error_class}] Cannot enable column mapping (mode {new_mode!r}): the table's mode is 'none' but "
+            "its schema already has column mapping metadata (delta.columnMapping.id / physicalName), which may not "
+            "match the data files. Copy the data into a new table with column mapping instead. Nothing was committed."
+        )
+
+
+class ColumnMappingAndCdcOperationBlockedError(InvalidSchemaChangeError):
+    """On a table recording the change data feed, a commit that enables column mapping or
+    renames or drops a column under it cannot also add or remove files (Delta's
+    ``DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION``). Nothing was committed."""
+
+    error_class = "DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION"
+
+    def __init__(self, operation: str) -> None:
+        super().__init__(
+            f'[{self.error_class}] Operation "{operation}" is not allowed when the table has enabled change data '
+            "feed (CDF) and has undergone schema changes using DROP COLUMN or RENAME COLUMN. Change the schema "
+            "(ALTER TABLE) in a commit of its own, then write the data. Nothing was committed."
+        )
+        self.operation = operation
 
 
 class ColumnMappingRequiredError(InvalidSchemaChangeError):

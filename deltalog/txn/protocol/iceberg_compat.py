@@ -221,7 +221,8 @@ def complete_metadata(
     runs it too, so the files match the metadata committed (it is idempotent)."""
     from deltalog.txn.protocol.column_mapping import update_column_mapping
 
-    return update_column_mapping(old, with_required_properties(old, new, creating), removing_column_mapping)
+    replacing = old is not None and creating is True  # REPLACE TABLE: Delta's isCreatingNewTable
+    return update_column_mapping(old, with_required_properties(old, new, creating), removing_column_mapping, replacing)
 
 
 def _type_names(data_type: Any) -> Iterable[tuple[str, Any]]:
