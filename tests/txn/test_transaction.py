@@ -277,6 +277,23 @@ def test_deletion_vectors_need_table_features() -> None:
     assert protocol.writer_features is not None and "deletionVectors" in protocol.writer_features
 
 
+def test_a_deletion_vector_needs_num_records_in_the_files_statistics() -> None:
+    """Delta's getAssertDeletionVectorWellFormedFunc: an add with a deletion vector must carry
+    numRecords (DELTA_DELETION_VECTOR_MISSING_NUM_RECORDS); the table is left as it was."""
+    from deltalog.errors import DeletionVectorMissingNumRecordsError
+    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
+
+    log = new_log()
+    create(log, **{"delta.enableDeletionVectors": "true"})
+    dv = DeletionVectorDescriptor("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 36, 2)
+    for stats in (None, '{"minValues":{}}'):
+        with pytest.raises(DeletionVectorMissingNumRecordsError, match="DELTA_DELETION_VECTOR_MISSING_NUM_RECORDS"):
+            log.start_transaction().commit([AddFile("f", {"p": "a"}, 10, 1, stats=stats, deletion_vector=dv)], Write())
+    assert log.update().version == 0
+    with_records = AddFile("f", {"p": "a"}, 10, 1, stats='{"numRecords":5,"tightBounds":false}', deletion_vector=dv)
+    assert log.start_transaction().commit([with_records], Write()) == 1
+
+
 def test_protocol_downgrade_is_refused() -> None:
     log = new_log()
     create(log, **{"delta.enableChangeDataFeed": "true"})

@@ -21,8 +21,8 @@ from collections.abc import Iterable
 
 from deltalog.txn.commit.commit_errors import (
     AddingDeletionVectorsDisallowedError,
-    DeletionVectorMissingNumRecordsError,
     AppendOnlyViolationError,
+    DeletionVectorMissingNumRecordsError,
     DuplicateFileActionError,
     InvalidTransactionError,
 )
