@@ -416,3 +416,23 @@ def test_rewritten_files_go_under_a_random_prefix_where_the_table_randomizes_the
         directory, name = f.path.split("/")
         assert re.fullmatch(r"[A-Za-z0-9]{5}", directory) and name.startswith("part-00000-"), f.path
         assert f.partition_values["p"] in ("a", "b")
+
+
+def test_row_limiter_splits_batches_into_files_of_at_most_the_limit() -> None:
+    """Spark's maxRecordsPerFile split of one output: batches are sliced where a file fills."""
+    import pyarrow as pa
+
+    from deltalog.txn.commands.optimize import RowLimiter
+
+    def split(sizes: list[int], limit: int) -> list[list[int]]:
+        start = 0
+        batches = []
+        for n in sizes:
+            batches.append(pa.record_batch({"x": list(range(start, start + n))}))
+            start += n
+        return [[v for b in f for v in b.column("x").to_pylist()] for f in RowLimiter(iter(batches), limit).files()]
+
+    assert split([3, 0, 4], 2) == [[0, 1], [2, 3], [4, 5], [6]]
+    assert split([5], 5) == [[0, 1, 2, 3, 4]]
+    assert split([2, 2], 0) == [[0, 1, 2, 3]]  # no limit: one file
+    assert split([], 3) == []

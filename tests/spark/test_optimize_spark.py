@@ -63,6 +63,29 @@ def test_compaction_runs_one_spark_task_per_bin_and_commits_once(spark, table_pa
     version = len(commits(table_path))
     again = DeltaTable.forPath(spark, table_path).optimize().executeCompaction().collect()[0].metrics
     assert again["numFilesRemoved"] == 0 and again["totalFilesSkipped"] == 2 and len(commits(table_path)) == version
+    _split_by_max_records_per_file(spark, table_path + "_limited")
+
+
+def _split_by_max_records_per_file(spark, path):
+    """Delta's OPTIMIZE writes through Spark's file writer, which starts a new file after
+    spark.sql.files.maxRecordsPerFile rows: 5 rows of a partition become files of 2, 2 and 1."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.options import MAX_RECORDS_PER_FILE_CONF
+
+    _append(spark, path, 0, 10)
+    before = rows(spark.read.format("deltalog").load(path), ["id"])
+    spark.conf.set(MAX_RECORDS_PER_FILE_CONF, "2")
+    try:
+        metrics = DeltaTable.forPath(spark, path).optimize().executeCompaction().collect()[0].metrics
+    finally:
+        spark.conf.unset(MAX_RECORDS_PER_FILE_CONF)
+    assert (metrics["numFilesRemoved"], metrics["numFilesAdded"]) == (4, 6)
+    _, actions = _last_commit(path)
+    counts = sorted(
+        (a["add"]["partitionValues"]["g"], json.loads(a["add"]["stats"])["numRecords"]) for a in actions if "add" in a
+    )
+    assert counts == [("0", 1), ("0", 2), ("0", 2), ("1", 1), ("1", 2), ("1", 2)]
+    assert rows(spark.read.format("deltalog").load(path), ["id"]).equals(before)
 
 
 def test_where_min_and_max_file_size_and_size_not_bigger(spark, table_path):

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
+from deltalog.contrib.spark.options import MAX_RECORDS_PER_FILE_CONF
 from deltalog.contrib.spark.tablelog import start_transaction
 from deltalog.txn.commands.optimize import ZORDER_STATS_CHECK_KEY
 from deltalog.txn.commands.row_tracking_backfill import (
@@ -203,14 +204,20 @@ class SparkBinRewriter:
 
     def __init__(self, spark: SparkSession) -> None:
         self._spark = spark
+        #: Spark's ``spark.sql.files.maxRecordsPerFile``: Delta's OPTIMIZE writes through Spark's
+        #: file writer, which starts a new file after this many rows (0: no limit)
+        limit = _number_conf(spark, MAX_RECORDS_PER_FILE_CONF, int, 0, lambda v: v >= 0, "an integer >= 0")
+        self._max_records_per_file = int(limit or 0)
 
     def __call__(self, spec: CompactionSpec, bins: Sequence[Sequence[AddFile]]) -> list[list[AddFile]]:
+        import dataclasses
         import functools
         import uuid
 
         from deltalog.txn.commands.optimize import discard_bin_outputs
         from deltalog.txn.protocol.actions import action_to_line, parse_line
 
+        spec = dataclasses.replace(spec, max_records_per_file=self._max_records_per_file)
         job = uuid.uuid4()
         items = [([action_to_line(f) for f in b], f"part-{i:05d}-{job}") for i, b in enumerate(bins)]
         sc = self._spark.sparkContext

@@ -110,6 +110,9 @@ CDF_UNSAFE_SCHEMA_CONF = "spark.databricks.delta.changeDataFeed.unsafeBatchReadO
 #: Delta's session conf: the characters string statistics keep where the table does not set
 #: ``delta.dataSkippingStringPrefixLength`` (read where a write runs with the session)
 STRING_PREFIX_LENGTH_CONF = "spark.databricks.io.skipping.stringPrefixLength"
+#: Spark's session conf: a write without the ``maxRecordsPerFile`` option (and Delta's
+#: OPTIMIZE) starts a new file after this many rows (0: no limit), as any Spark file write
+MAX_RECORDS_PER_FILE_CONF = "spark.sql.files.maxRecordsPerFile"
 #: Delta's session conf (default true): ``replaceWhere`` may name data columns; false: only
 #: partition columns (``DELTA_NON_PARTITION_COLUMN_REFERENCE``). A write option of
 #: ``format("deltalog")``; ``write_table`` reads the session's

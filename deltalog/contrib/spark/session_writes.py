@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 from deltalog.contrib.spark.options import (
+    MAX_RECORDS_PER_FILE_CONF,
     REPLACE_WHERE_CONSTRAINT_CHECK_CONF,
     REPLACE_WHERE_DATA_COLUMNS_CONF,
     SCHEMA_AUTO_MERGE_CONF,
@@ -50,9 +51,6 @@ _F = TypeVar("_F", bound=Callable[..., object])
 #: write options (their second positional argument is the format, ``insertInto``'s is ``overwrite``)
 _NOT_OPTIONS = frozenset({"path", "format", "mode", "partitionBy", "outputMode", "queryName", "overwrite"})
 
-#: Spark's session conf: a write without the ``maxRecordsPerFile`` option starts a new file after
-#: this many rows (0: no limit), in Delta's writes as in any Spark file write
-_MAX_RECORDS_PER_FILE = "spark.sql.files.maxRecordsPerFile"
 #: Spark's session conf: the Parquet codec of a write without the ``compression`` option
 _PARQUET_CODEC = "spark.sql.parquet.compression.codec"
 
@@ -77,7 +75,7 @@ def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[st
     codec = spark.conf.get(_PARQUET_CODEC, None)
     if codec is not None and "compression" not in lowered:
         out["compression"] = codec  # Spark's Parquet writer default, as Delta's writes
-    max_records = spark.conf.get(_MAX_RECORDS_PER_FILE, None)
+    max_records = spark.conf.get(MAX_RECORDS_PER_FILE_CONF, None)
     if max_records is not None and "maxrecordsperfile" not in lowered:
         out["maxRecordsPerFile"] = max_records  # Spark's FileFormatWriter default, as Delta's writes
     for conf in (

@@ -69,7 +69,7 @@ import logging
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -297,6 +297,9 @@ class CompactionSpec:
     z_order_paths: tuple[ColumnPath, ...] = ()
     #: Z-order writes ``max(1, bin bytes // max_file_size)`` files per bin.
     max_file_size: int = DEFAULT_TARGET_FILE_SIZE
+    #: Spark's ``spark.sql.files.maxRecordsPerFile``, which Delta's OPTIMIZE honours (its
+    #: file writer starts a new file after this many rows); 0: no limit
+    max_records_per_file: int = 0
     #: Delta's ``spark.databricks.io.skipping.mdc.rangeId.max``.
     num_ranges: int = DEFAULT_NUM_RANGES
     #: row tracking enabled: the materialized (row id, row commit version) columns the
@@ -392,6 +395,41 @@ _CODEC_SUFFIX = {
     "BROTLI": ".br",
     "UNCOMPRESSED": "",
 }
+
+
+class RowLimiter:
+    """The batches of one output split into files of at most ``limit`` rows (0: one file), as
+    Spark's file writer splits by ``maxRecordsPerFile``. Each file's batches must be read to
+    the end before the next file's."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch], limit: int) -> None:
+        self._batches = batches
+        self._limit = limit
+        self._pending: pa.RecordBatch | None = None
+
+    def files(self) -> Iterator[Iterator[pa.RecordBatch]]:
+        if self._limit <= 0:
+            yield self._batches
+            return
+        while self._peek():
+            yield self._one_file()
+
+    def _peek(self) -> bool:
+        while self._pending is None or self._pending.num_rows == 0:
+            self._pending = next(self._batches, None)
+            if self._pending is None:
+                return False
+        return True
+
+    def _one_file(self) -> Iterator[pa.RecordBatch]:
+        left = self._limit
+        while left > 0 and self._peek():
+            batch = self._pending
+            assert batch is not None
+            taken = batch.slice(0, left)
+            self._pending = batch.slice(left) if batch.num_rows > left else None
+            left -= taken.num_rows
+            yield taken
 
 
 class _Compactor:
@@ -492,8 +530,19 @@ class _Compactor:
     def output_paths(self, files: Sequence[AddFile], stem: str) -> list[str]:
         """Every relative path :meth:`write_bin` may give the files named ``stem``."""
         directory = self._directory(dict(files[0].partition_values), stem)
-        names = [f"{stem}.c{k:03d}{s}.parquet" for k in range(self._num_outputs(files)) for s in _CODEC_SUFFIX.values()]
+        count = self._num_outputs(files)
+        if self.spec.max_records_per_file > 0:  # each piece may end in one more, shorter file
+            count += -(-sum(self._num_rows(f) for f in files) // self.spec.max_records_per_file)
+        names = [f"{stem}.c{k:03d}{s}.parquet" for k in range(count) for s in _CODEC_SUFFIX.values()]
         return [f"{directory}/{n}" if directory else n for n in names]
+
+    def _num_rows(self, f: AddFile) -> int:
+        """The rows of ``f``'s data file (its ``numRecords``, else its footer's count)."""
+        known = f.num_records()
+        if known is not None:
+            return known
+        with open_data_file(self.fs, self.store.fs_path(absolute_path(self.spec.table_uri, f.path))) as reader:
+            return int(reader.metadata.num_rows)
 
     def _num_outputs(self, files: Sequence[AddFile]) -> int:
         """Delta's ``approxNumFiles`` of a Z-order bin (else one file)."""
@@ -514,21 +563,22 @@ class _Compactor:
         stem = stem or f"part-00000-{uuid.uuid4()}"
         directory = self._directory(values, stem)
         if not self.spec.z_order_by:
-            return [self._write_file(values, directory, f"{stem}.c000", formats, itertools.chain([first], batches))]
-        table = pa.Table.from_batches([first, *batches])
-        paths = self.spec.z_order_paths
-        if self.spec.curve == "hilbert":
-            table = table.take(hilbert_indices(table, paths, self.spec.num_ranges))
+            pieces: Iterable[Iterator[pa.RecordBatch]] = [itertools.chain([first], batches)]
         else:
-            table = table.take(z_order_indices(table, paths, self.spec.num_ranges))
-        n = min(self._num_outputs(files), table.num_rows)
-        bounds = [table.num_rows * k // n for k in range(n + 1)]
+            table = pa.Table.from_batches([first, *batches])
+            paths = self.spec.z_order_paths
+            if self.spec.curve == "hilbert":
+                table = table.take(hilbert_indices(table, paths, self.spec.num_ranges))
+            else:
+                table = table.take(z_order_indices(table, paths, self.spec.num_ranges))
+            n = min(self._num_outputs(files), table.num_rows)
+            bounds = [table.num_rows * k // n for k in range(n + 1)]
+            pieces = (iter(table.slice(bounds[k], bounds[k + 1] - bounds[k]).to_batches()) for k in range(n))
         written: list[AddFile] = []
         try:
-            for k in range(n):
-                piece = table.slice(bounds[k], bounds[k + 1] - bounds[k])
-                piece_batches = iter(piece.to_batches())
-                written.append(self._write_file(values, directory, f"{stem}.c{k:03d}", formats, piece_batches))
+            for piece in pieces:
+                for rows in RowLimiter(piece, self.spec.max_records_per_file).files():
+                    written.append(self._write_file(values, directory, f"{stem}.c{len(written):03d}", formats, rows))
         except BaseException:
             for a in written:
                 self.delete(a.path)
