@@ -59,8 +59,8 @@ def test_deletion_vectors_on_disk_and_inline(tmp_path: Path) -> None:
     size_a, size_b = (table / "a.parquet").stat().st_size, (table / "b.parquet").stat().st_size
     txn.commit(
         [
-            AddFile("a.parquet", {}, size_a, 1, stats='{"numRecords":10}', deletion_vector=on_disk),
-            AddFile("b.parquet", {}, size_b, 1, stats='{"numRecords":10}', deletion_vector=inline),
+            AddFile("a.parquet", {}, size_a, 1, stats='{"numRecords":10,"tightBounds":false}', deletion_vector=on_disk),
+            AddFile("b.parquet", {}, size_b, 1, stats='{"numRecords":10,"tightBounds":false}', deletion_vector=inline),
         ],
         CreateTable(),
     )

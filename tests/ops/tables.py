@@ -94,6 +94,7 @@ def deletion_vector_table(uri: str) -> DeltaLog:
     from dataclasses import replace
 
     from deltalog.txn.commit.operations import Delete
+    from deltalog.txn.log.deletion_vector_writer import widen_stats
     from deltalog.txn.log.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
     from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 
@@ -106,5 +107,6 @@ def deletion_vector_table(uri: str) -> DeltaLog:
         fh.write(blob)
     txn = log.start_transaction()
     txn.filter_files()
-    txn.commit([add.remove(int(time.time() * 1000)), replace(add, deletion_vector=dv)], Delete(["x"]))
+    with_dv = replace(add, deletion_vector=dv, stats=widen_stats(add.stats, 4, 0))
+    txn.commit([add.remove(int(time.time() * 1000)), with_dv], Delete(["x"]))
     return log

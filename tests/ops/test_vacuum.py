@@ -14,6 +14,7 @@ from deltalog.txn.commands.vacuum import VacuumRetentionError, is_hidden, vacuum
 from deltalog.txn.commands.vacuum_listing import STAGING_PREFIX
 from deltalog.txn.commit.operations import Delete, Write
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.log.deletion_vector_writer import widen_stats
 from deltalog.txn.log.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 from tests.ops.tables import append, create, read_ids, write_file
@@ -204,7 +205,7 @@ def test_deletion_vector_files_of_active_files_are_kept(tmp_path: Path, director
 
     txn = log.start_transaction()
     txn.filter_files()
-    with_dv = replace(add, deletion_vector=dv, data_change=True)
+    with_dv = replace(add, deletion_vector=dv, data_change=True, stats=widen_stats(add.stats, 3, 0))
     txn.commit([add.remove(int(time.time() * 1000)), with_dv], Delete(["id = 2"]))
     _age(dv_path, hours_old=24 * 30)
     _age(_local(log, add.path), hours_old=24 * 30)

@@ -280,7 +280,7 @@ def test_deletion_vectors_need_table_features() -> None:
 def test_a_deletion_vector_needs_num_records_in_the_files_statistics() -> None:
     """Delta's getAssertDeletionVectorWellFormedFunc: an add with a deletion vector must carry
     numRecords (DELTA_DELETION_VECTOR_MISSING_NUM_RECORDS); the table is left as it was."""
-    from deltalog.errors import DeletionVectorMissingNumRecordsError
+    from deltalog.errors import DeletionVectorMissingNumRecordsError, DeletionVectorTightBoundsError
     from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 
     log = new_log()
@@ -290,8 +290,13 @@ def test_a_deletion_vector_needs_num_records_in_the_files_statistics() -> None:
         with pytest.raises(DeletionVectorMissingNumRecordsError, match="DELTA_DELETION_VECTOR_MISSING_NUM_RECORDS"):
             log.start_transaction().commit([AddFile("f", {"p": "a"}, 10, 1, stats=stats, deletion_vector=dv)], Write())
     assert log.update().version == 0
-    with_records = AddFile("f", {"p": "a"}, 10, 1, stats='{"numRecords":5,"tightBounds":false}', deletion_vector=dv)
-    assert log.start_transaction().commit([with_records], Write()) == 1
+    # ... and, in an operation that may add new deletion vectors, tightBounds false
+    tight = AddFile("f", {"p": "a"}, 10, 1, stats='{"numRecords":5}', deletion_vector=dv)
+    with pytest.raises(DeletionVectorTightBoundsError, match="DELTA_ADDING_DELETION_VECTORS_WITH_TIGHT_BOUNDS"):
+        log.start_transaction().commit([tight], Write())
+    assert log.start_transaction().commit([tight], ManualUpdate()) == 1  # recommits files as they were
+    wide = AddFile("g", {"p": "a"}, 10, 1, stats='{"numRecords":5,"tightBounds":false}', deletion_vector=dv)
+    assert log.start_transaction().commit([wide], Write()) == 2
 
 
 def test_protocol_downgrade_is_refused() -> None:

@@ -5,7 +5,8 @@ commit of a list of actions and the streamed ``commit_large``.
 - an add's partition values name exactly the table's partition columns;
 - no ``dataChange=true`` remove on an append-only table;
 - no deletion vector on an add where the table does not allow new ones, and none on an
-  add whose statistics lack ``numRecords`` (Delta's ``getAssertDeletionVectorWellFormedFunc``);
+  add whose statistics lack ``numRecords`` or (for an operation that adds new deletion
+  vectors) do not say ``tightBounds: false`` (Delta's ``getAssertDeletionVectorWellFormedFunc``);
 - one ``txn`` action per application id and one ``domainMetadata`` action per domain, and
   ``domainMetadata`` actions only when the protocol supports the ``domainMetadata`` feature
   (Delta's ``validateDomainMetadataSupportedAndNoDuplicate``).
@@ -23,6 +24,7 @@ from deltalog.txn.commit.commit_errors import (
     AddingDeletionVectorsDisallowedError,
     AppendOnlyViolationError,
     DeletionVectorMissingNumRecordsError,
+    DeletionVectorTightBoundsError,
     DuplicateFileActionError,
     InvalidTransactionError,
 )
@@ -62,11 +64,13 @@ class CommitActionChecks:
         append_only: bool,
         dv_adds_allowed: bool = True,
         domains_allowed: bool = True,
+        wide_bounds_required: bool = True,
     ) -> None:
         self._partition_columns = set(partition_columns)
         self._domains_allowed = domains_allowed
         self._append_only = append_only
         self._dv_adds_allowed = dv_adds_allowed
+        self._wide_bounds_required = wide_bounds_required
         self._file_keys: set[tuple[str, str | None]] = set()
         self._app_ids: set[str] = set()
         self._domains: set[str] = set()
@@ -112,12 +116,22 @@ class CommitActionChecks:
             self._check_partition_values(action)
             if action.deletion_vector is not None and not (self._dv_adds_allowed or in_place):
                 raise AddingDeletionVectorsDisallowedError(decode_path(action.path))
-            if action.deletion_vector is not None and action.num_records() is None:
-                raise DeletionVectorMissingNumRecordsError(decode_path(action.path))
+            if action.deletion_vector is not None:
+                self._check_deletion_vector_stats(action, in_place)
         elif self._append_only and action.data_change:
             raise AppendOnlyViolationError(
                 f"{APPEND_ONLY_ERROR} (cannot remove {decode_path(action.path)} with dataChange=true)."
             )
+
+    def _check_deletion_vector_stats(self, add: AddFile, in_place: bool) -> None:
+        """The protocol's rules for the statistics of a file with a deletion vector: they carry
+        ``numRecords``; and, unless the operation recommits files as they were (or this one is
+        re-added in place), ``tightBounds: false``."""
+        stats = add.parsed_stats()
+        if stats.get("numRecords") is None:
+            raise DeletionVectorMissingNumRecordsError(decode_path(add.path))
+        if self._wide_bounds_required and not in_place and stats.get("tightBounds") is not False:
+            raise DeletionVectorTightBoundsError(decode_path(add.path))
 
     def _check_partition_values(self, add: AddFile) -> None:
         keys = set(add.partition_values)

@@ -223,6 +223,22 @@ class DeletionVectorMissingNumRecordsError(InvalidTransactionError):
         self.path = path
 
 
+class DeletionVectorTightBoundsError(InvalidTransactionError):
+    """An ``add`` of the operation adds a deletion vector but its statistics do not say
+    ``tightBounds: false`` (Delta's ``DELTA_ADDING_DELETION_VECTORS_WITH_TIGHT_BOUNDS_DISALLOWED``):
+    the bounds still count the deleted rows, so they are no longer tight."""
+
+    error_class = "DELTA_ADDING_DELETION_VECTORS_WITH_TIGHT_BOUNDS_DISALLOWED"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"[{self.error_class}] The add action for {path} adds a deletion vector but its statistics do not set "
+            "tightBounds to false: the file's bounds count the rows the deletion vector deletes. Write the "
+            "statistics with tightBounds false. Nothing was committed."
+        )
+        self.path = path
+
+
 class InvalidMetadataError(InvalidTransactionError):
     """New metadata failed verification (duplicate columns, bad partition columns, ...)."""
 

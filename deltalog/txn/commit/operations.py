@@ -67,6 +67,10 @@ class Operation:
     #: Delta's ``isInPlaceFileMetadataUpdate``: the operation re-adds files as they are, with
     #: their deletion vectors, even where the table no longer allows new ones
     in_place_file_metadata_update: ClassVar[bool] = False
+    #: Delta's ``checkAddFileWithDeletionVectorStatsAreNotTightBounds``: an add with a deletion
+    #: vector must say ``tightBounds: false``; false for the operations that recommit files as
+    #: they were (RESTORE, CLONE, row tracking backfills, a manual update)
+    requires_wide_bounds_with_deletion_vectors: ClassVar[bool] = True
     #: Metrics the caller knows (``numDeletedRows``, ``executionTimeMs``, ...); the engine
     #: adds the file counts and sizes it sees in the commit (``numFiles``, ...), and only
     #: the names in :attr:`operation_metrics` are written.
@@ -467,6 +471,7 @@ class RowTrackingBackfill(Operation):
     (Delta's ``RowTrackingBackfill``)."""
 
     name: ClassVar[str] = "ROW TRACKING BACKFILL"
+    requires_wide_bounds_with_deletion_vectors: ClassVar[bool] = False
     in_place_file_metadata_update: ClassVar[bool] = True
     batch_id: int = 0
 
@@ -480,6 +485,7 @@ class RowTrackingUnBackfill(Operation):
     and ``defaultRowCommitVersion`` (Delta's ``RowTrackingUnBackfill``)."""
 
     name: ClassVar[str] = "ROW TRACKING UNBACKFILL"
+    requires_wide_bounds_with_deletion_vectors: ClassVar[bool] = False
     in_place_file_metadata_update: ClassVar[bool] = True
     batch_id: int = 0
 
@@ -514,6 +520,7 @@ class Restore(Operation):
     """``RESTORE``: the table's files set back to those of an earlier version."""
 
     name: ClassVar[str] = "RESTORE"
+    requires_wide_bounds_with_deletion_vectors: ClassVar[bool] = False
     changes_data: ClassVar[bool] = True
     version: int | None = None
     timestamp: str | None = None
@@ -568,6 +575,7 @@ class Clone(Operation):
     source's files by absolute path; deep: copies)."""
 
     name: ClassVar[str] = "CLONE"
+    requires_wide_bounds_with_deletion_vectors: ClassVar[bool] = False
     changes_data: ClassVar[bool] = True
     source: str = ""
     source_version: int = -1
@@ -613,4 +621,5 @@ class ManualUpdate(Operation):
     not count as changing data (only its file actions' ``dataChange`` flags do)."""
 
     name: ClassVar[str] = "Manual Update"
+    requires_wide_bounds_with_deletion_vectors: ClassVar[bool] = False
     changes_data: ClassVar[bool] = False

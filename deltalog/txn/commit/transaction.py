@@ -716,6 +716,7 @@ class OptimisticTransaction:
             append_only=self._append_only(),
             dv_adds_allowed=self._deletion_vectors_allowed(operation),
             domains_allowed=protocol is None or "domainMetadata" in supported_features(protocol),
+            wide_bounds_required=operation.requires_wide_bounds_with_deletion_vectors,
         )
 
     def _deletion_vectors_allowed(self, operation: Operation) -> bool:

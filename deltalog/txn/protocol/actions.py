@@ -282,13 +282,18 @@ class AddFile:
         """What identifies the logical file in reconciliation: (decoded path, DV id)."""
         return (decode_path(self.path), self.dv_id)
 
-    def num_records(self) -> int | None:
+    def parsed_stats(self) -> dict[str, Any]:
+        """The ``stats`` JSON as a dict (empty when absent or not a JSON object)."""
         if not self.stats:
-            return None
+            return {}
         try:
-            value = json.loads(self.stats).get("numRecords")
-        except (ValueError, AttributeError):
-            return None
+            value = json.loads(self.stats)
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    def num_records(self) -> int | None:
+        value = self.parsed_stats().get("numRecords")
         return None if value is None else int(value)
 
     def remove(self, deletion_timestamp: int, data_change: bool = True) -> RemoveFile:
