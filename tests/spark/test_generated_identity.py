@@ -422,6 +422,14 @@ def test_a_column_a_generated_column_reads_cannot_be_renamed_or_dropped(spark: A
         ("int", "a * 1000000000", "DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH.*BIGINT"),
         ("long", "zz + 1", "DELTA_INVALID_GENERATED_COLUMN_REFERENCES"),
         ("long", "g + 1", "DELTA_INVALID_GENERATED_COLUMN_REFERENCES"),  # another generated column
+        # GeneratedColumnSuite "validateGeneratedColumns: unsupported expressions": these were created
+        ("long", "deltalog_test_udf(a)", "DELTA_UDF_IN_GENERATED_COLUMN: Found deltalog_test_udf"),
+        ("double", "rand()", "DELTA_NON_DETERMINISTIC_EXPRESSION_IN_GENERATED_COLUMN: Found rand"),
+        ("long", "max(a)", "DELTA_AGGREGATE_IN_GENERATED_COLUMN: Found max"),
+        ("long", "explode(array(a))", "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN: explode"),
+        ("timestamp", "current_timestamp", "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN: current_timestamp"),
+        ("int", "(SELECT 1)", "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN: scalarsubquery"),
+        ("boolean", "exists(array(a), x -> x > 1)", "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN: lambdafunction"),
     ],
 )
 def test_the_builder_refuses_a_generation_expression_delta_would_refuse(
@@ -429,10 +437,13 @@ def test_the_builder_refuses_a_generation_expression_delta_would_refuse(
 ) -> None:
     """Delta's GeneratedColumn.validateGeneratedColumns at CREATE TABLE: the expression is
     analysed over the table's other columns and its type must be the column's. Without it
-    ``CAST(ts AS DATE)`` into an int column wrote 19723 for 2024-01-01."""
+    ``CAST(ts AS DATE)`` into an int column wrote 19723 for 2024-01-01. Nor may it use a
+    user-defined function, a non-deterministic or aggregate expression, or any expression
+    outside Delta's ``AllowedUserProvidedExpressions``."""
     from deltalog.contrib.spark import DeltaTable
     from deltalog.contrib.spark.errors import DeltaAnalysisError
 
+    spark.udf.register("deltalog_test_udf", lambda v: v, "long")
     path = str(tmp_path / "t")
     builder = DeltaTable.create(spark).location(path).addColumn("ts", "timestamp").addColumn("a", "long")
     builder = builder.addColumn("g", "int", generatedAlwaysAs="year(ts)").addColumn(
