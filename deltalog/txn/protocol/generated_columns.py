@@ -272,6 +272,8 @@ _SOURCE_TYPES: dict[str, tuple[str, ...]] = {
     ),
 }
 _MONOTONIC = {"date", "to_date", "year", "date_format", "trunc", "date_trunc", "cast"}
+#: Delta's DATE_FORMAT_YEAR_MONTH, _YEAR_MONTH_DAY and _YEAR_MONTH_DAY_HOUR
+_ORDERED_DATE_FORMATS = ("yyyy-MM", "yyyy-MM-dd", "yyyy-MM-dd-HH")
 
 
 @dataclass(frozen=True)
@@ -289,6 +291,12 @@ class PartitionExpression:
 
     @property
     def monotonic(self) -> bool:
+        """Whether the partition values sort as the source values (ranges derive bounds);
+        ``date_format`` only with Delta's ``DateFormatPartitionExpr`` patterns, whose text
+        sorts as time (``MM-yyyy`` does not)."""
+        if self.function == "date_format":
+            pattern = self.expr.args[1] if isinstance(self.expr, Call) else None
+            return isinstance(pattern, Literal) and pattern.value in _ORDERED_DATE_FORMATS
         return self.function in _MONOTONIC
 
     def value(self, source_value: Any) -> Any:
@@ -388,11 +396,13 @@ def _source_value(value: Any, source_type: str, time_zone: str | None) -> tuple[
 
 def _derive_copied(p: PartitionExpression, op: str, value: Any) -> list[tuple[str, str, Any]]:
     """Delta's ``IdentityPartitionExpr`` (the partition column is the source column) and
-    ``SubstringPartitionExpr``. A substring that is empty is a null partition value, which
-    Delta keeps with ``OR IS NULL``: such filters derive nothing here, and neither do
+    ``SubstringPartitionExpr``. An empty string is a null partition value, which Delta keeps
+    with ``OR IS NULL``: a copied string derives nothing here, and neither do
     ``<``/``<=`` on a substring (an empty string sorts first)."""
     if p.function == "identity":
-        return [(p.partition_column, op, value)]
+        # an empty string is written as a null partition value, which Delta keeps with
+        # OR part IS NULL: a copied string derives no comparison (a conjunction cannot keep it)
+        return [] if p.source_type == "string" else [(p.partition_column, op, value)]
     if not isinstance(value, str):
         return []
     part = p.value(value)
