@@ -613,3 +613,40 @@ def test_a_void_generated_column_given_by_the_data_is_checked(tmp_path: Any) -> 
     assert _write(path, pa.table({"x": [1]})) == 1
     assert _write(path, pa.table({"c0_g": pa.nulls(1), "x": [2]})) == 2
     assert _rows(path, "x") == [(1,), (2,)]
+
+
+# GeneratedColumnSuite cases deltalog already agreed on: (case, generated column's
+# expression, data, the generated column's values, or the error when Delta refuses).
+_GEN = "delta.generationExpression"
+_AGREEING = [
+    ("append_data: filled", "c1 + 10", {"c1": [1, 2]}, [11, 12]),
+    ("different case: C1 names c1", "c1 + 10", {"C1": [1]}, [11]),
+    ("expression in upper case", "C1 + 10", {"c1": [1]}, [11]),
+    ("given and right, in another order", "c1 + 10", {"c2": [11], "c1": [1]}, [11]),
+    (
+        "null <=> null holds",
+        "c1 + 10",
+        {"c1": pa.array([None], pa.int64()), "c2": pa.array([None], pa.int64())},
+        [None],
+    ),
+    ("given and wrong", "c1 + 10", {"c1": [1], "c2": [12]}, r"c2 <=> c1 \+ 10"),
+    ("null where a value is due", "c1 + 10", {"c1": [1], "c2": pa.array([None], pa.int64())}, r"c2 <=> c1 \+ 10"),
+    ("a value where null is due", "c1 + 10", {"c1": pa.array([None], pa.int64()), "c2": [5]}, r"c2 <=> c1 \+ 10"),
+]
+
+
+@pytest.mark.parametrize(("case", "expression", "data", "expected"), _AGREEING, ids=[c[0] for c in _AGREEING])
+def test_generated_columns_fill_and_check_as_delta_suite(
+    tmp_path: Any, case: str, expression: str, data: dict[str, Any], expected: Any
+) -> None:
+    """A refused write leaves the table at its creation version and its directory empty."""
+    path = str(tmp_path / "t")
+    log = _create(path, _field("c1", "long"), _field("c2", "long", **{_GEN: expression}))
+    table = pa.table({k: pa.array(v, pa.int64()) if isinstance(v, list) else v for k, v in data.items()})
+    if isinstance(expected, str):
+        with pytest.raises(GeneratedColumnConstraintViolationError, match=expected):
+            _write(path, table)
+        assert log.update().version == 0 and _data_files(path) == []
+        return
+    assert _write(path, table) == 1
+    assert [r[1] for r in _rows(path, "c1", "c2")] == expected
