@@ -650,3 +650,31 @@ def test_generated_columns_fill_and_check_as_delta_suite(
         return
     assert _write(path, table) == 1
     assert [r[1] for r in _rows(path, "c1", "c2")] == expected
+
+
+def test_a_table_whose_protocol_predates_generated_columns_does_not_enforce_them(tmp_path: Any) -> None:
+    """GeneratedColumnCompatibilitySuite "dbr 8_0": Databricks 8.0 wrote
+    ``delta.generationExpression`` into a (1, 2) table; Delta's ``enforcesGeneratedColumns``
+    needs the feature, so such a table is written as a plain one (deltalog computed and
+    checked ``c2``, refusing ``(1, 10)``)."""
+    path = str(tmp_path / "t")
+    os.makedirs(os.path.join(path, "_delta_log"))
+    schema = {"type": "struct", "fields": [_field("c1", "integer"), _field("c2", "integer", **{_GEN: "c1 + 1"})]}
+    actions = [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {
+            "metaData": {
+                "id": "dbr-8-0",
+                "format": {"provider": "parquet", "options": {}},
+                "partitionColumns": [],
+                "schemaString": json.dumps(schema),
+                "configuration": {},
+            }
+        },
+    ]
+    with open(os.path.join(path, "_delta_log", "00000000000000000000.json"), "w") as out:
+        out.write("\n".join(json.dumps(a) for a in actions) + "\n")
+    assert _write(path, pa.table({"c1": pa.array([1], pa.int32()), "c2": pa.array([10], pa.int32())})) == 1
+    assert _write(path, pa.table({"c1": pa.array([2], pa.int32())})) == 2
+    assert _rows(path, "c1", "c2") == [(1, 10), (2, None)]
+    assert DeltaLog.for_table(path).update().protocol.min_writer_version == 2

@@ -254,7 +254,7 @@ def write_spec(
         constraints=constraints,
         column_mapping_schema=None if mode == "none" else metadata.schema_string,
         random_prefix_length=props.data_file_prefix_length,
-        default_expressions=plan_default_expressions(metadata) or None,
+        default_expressions=plan_default_expressions(metadata, protocol) or None,
         column_names=tuple(f["name"] for f in schema["fields"]),
         change_data=props.enable_change_data_feed,
         row_tracking_columns=row_tracking.named_materialized_columns(metadata),

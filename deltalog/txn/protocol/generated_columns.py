@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
-from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.actions import Metadata, Protocol
 from deltalog.txn.protocol.collations import COLLATIONS_KEY
 from deltalog.txn.protocol.constraint_sql import (
     Call,
@@ -54,6 +54,7 @@ __all__ = [
     "UnsupportedGenerationExpressionError",
     "check_generated_columns",
     "derived_partition_terms",
+    "enforces_generated_columns",
     "field_expressions",
     "fill_generated_columns",
     "generated_column_constraints",
@@ -164,6 +165,19 @@ def generated_columns(metadata: Metadata) -> list[GeneratedColumn]:
             raise UnsupportedGenerationExpressionError(c.name, c.text, f"it names unknown columns {unknown}")
         out.append(GeneratedColumn(c.name, c.text, c.type, c.expr))
     return out
+
+
+def enforces_generated_columns(protocol: Protocol | None, metadata: Metadata) -> bool:
+    """Delta's ``GeneratedColumn.enforcesGeneratedColumns``: the table has generated columns
+    and its protocol supports the ``generatedColumns`` feature (writer version 4+, or the
+    feature listed). A table an older writer made (Databricks 8.0's, writer version 2) keeps
+    the expressions as mere metadata: its columns are written as given, null when missing.
+    ``protocol`` None: a table the write creates, whose protocol will support them."""
+    from deltalog.txn.protocol.features import protocol_features
+
+    if GENERATION_EXPRESSION not in metadata.schema_string:
+        return False
+    return protocol is None or "generatedColumns" in protocol_features(protocol)[1]
 
 
 def generated_column_constraints(metadata: Metadata) -> list[Constraint]:
