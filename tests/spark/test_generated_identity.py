@@ -429,6 +429,14 @@ def test_a_column_a_generated_column_reads_cannot_be_renamed_or_dropped(spark: A
         ("int", "a * 1000000000", "DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH.*BIGINT"),
         ("long", "zz + 1", "DELTA_INVALID_GENERATED_COLUMN_REFERENCES"),
         ("long", "g + 1", "DELTA_INVALID_GENERATED_COLUMN_REFERENCES"),  # another generated column
+        # GeneratedColumnSuite "validateGeneratedColumns: unsupported expressions": these were created
+        ("long", "deltalog_test_udf(a)", "DELTA_UDF_IN_GENERATED_COLUMN: Found deltalog_test_udf"),
+        ("double", "rand()", "DELTA_NON_DETERMINISTIC_EXPRESSION_IN_GENERATED_COLUMN: Found rand"),
+        ("long", "max(a)", "DELTA_AGGREGATE_IN_GENERATED_COLUMN: Found max"),
+        ("long", "explode(array(a))", "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN: explode"),
+        ("timestamp", "current_timestamp", "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN: current_timestamp"),
+        ("int", "(SELECT 1)", "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN: scalarsubquery"),
+        ("boolean", "exists(array(a), x -> x > 1)", "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN: lambdafunction"),
     ],
 )
 def test_the_builder_refuses_a_generation_expression_delta_would_refuse(
@@ -436,10 +444,13 @@ def test_the_builder_refuses_a_generation_expression_delta_would_refuse(
 ) -> None:
     """Delta's GeneratedColumn.validateGeneratedColumns at CREATE TABLE: the expression is
     analysed over the table's other columns and its type must be the column's. Without it
-    ``CAST(ts AS DATE)`` into an int column wrote 19723 for 2024-01-01."""
+    ``CAST(ts AS DATE)`` into an int column wrote 19723 for 2024-01-01. Nor may it use a
+    user-defined function, a non-deterministic or aggregate expression, or any expression
+    outside Delta's ``AllowedUserProvidedExpressions``."""
     from deltalog.contrib.spark import DeltaTable
     from deltalog.contrib.spark.errors import DeltaAnalysisError
 
+    spark.udf.register("deltalog_test_udf", lambda v: v, "long")
     path = str(tmp_path / "t")
     builder = DeltaTable.create(spark).location(path).addColumn("ts", "timestamp").addColumn("a", "long")
     builder = builder.addColumn("g", "int", generatedAlwaysAs="year(ts)").addColumn(
@@ -609,3 +620,68 @@ def test_a_void_generated_column_given_by_the_data_is_checked(tmp_path: Any) -> 
     assert _write(path, pa.table({"x": [1]})) == 1
     assert _write(path, pa.table({"c0_g": pa.nulls(1), "x": [2]})) == 2
     assert _rows(path, "x") == [(1,), (2,)]
+
+
+# GeneratedColumnSuite cases deltalog already agreed on: (case, generated column's
+# expression, data, the generated column's values, or the error when Delta refuses).
+_GEN = "delta.generationExpression"
+_AGREEING = [
+    ("append_data: filled", "c1 + 10", {"c1": [1, 2]}, [11, 12]),
+    ("different case: C1 names c1", "c1 + 10", {"C1": [1]}, [11]),
+    ("expression in upper case", "C1 + 10", {"c1": [1]}, [11]),
+    ("given and right, in another order", "c1 + 10", {"c2": [11], "c1": [1]}, [11]),
+    (
+        "null <=> null holds",
+        "c1 + 10",
+        {"c1": pa.array([None], pa.int64()), "c2": pa.array([None], pa.int64())},
+        [None],
+    ),
+    ("given and wrong", "c1 + 10", {"c1": [1], "c2": [12]}, r"c2 <=> c1 \+ 10"),
+    ("null where a value is due", "c1 + 10", {"c1": [1], "c2": pa.array([None], pa.int64())}, r"c2 <=> c1 \+ 10"),
+    ("a value where null is due", "c1 + 10", {"c1": pa.array([None], pa.int64()), "c2": [5]}, r"c2 <=> c1 \+ 10"),
+]
+
+
+@pytest.mark.parametrize(("case", "expression", "data", "expected"), _AGREEING, ids=[c[0] for c in _AGREEING])
+def test_generated_columns_fill_and_check_as_delta_suite(
+    tmp_path: Any, case: str, expression: str, data: dict[str, Any], expected: Any
+) -> None:
+    """A refused write leaves the table at its creation version and its directory empty."""
+    path = str(tmp_path / "t")
+    log = _create(path, _field("c1", "long"), _field("c2", "long", **{_GEN: expression}))
+    table = pa.table({k: pa.array(v, pa.int64()) if isinstance(v, list) else v for k, v in data.items()})
+    if isinstance(expected, str):
+        with pytest.raises(GeneratedColumnConstraintViolationError, match=expected):
+            _write(path, table)
+        assert log.update().version == 0 and _data_files(path) == []
+        return
+    assert _write(path, table) == 1
+    assert [r[1] for r in _rows(path, "c1", "c2")] == expected
+
+
+def test_a_table_whose_protocol_predates_generated_columns_does_not_enforce_them(tmp_path: Any) -> None:
+    """GeneratedColumnCompatibilitySuite "dbr 8_0": Databricks 8.0 wrote
+    ``delta.generationExpression`` into a (1, 2) table; Delta's ``enforcesGeneratedColumns``
+    needs the feature, so such a table is written as a plain one (deltalog computed and
+    checked ``c2``, refusing ``(1, 10)``)."""
+    path = str(tmp_path / "t")
+    os.makedirs(os.path.join(path, "_delta_log"))
+    schema = {"type": "struct", "fields": [_field("c1", "integer"), _field("c2", "integer", **{_GEN: "c1 + 1"})]}
+    actions = [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {
+            "metaData": {
+                "id": "dbr-8-0",
+                "format": {"provider": "parquet", "options": {}},
+                "partitionColumns": [],
+                "schemaString": json.dumps(schema),
+                "configuration": {},
+            }
+        },
+    ]
+    with open(os.path.join(path, "_delta_log", "00000000000000000000.json"), "w") as out:
+        out.write("\n".join(json.dumps(a) for a in actions) + "\n")
+    assert _write(path, pa.table({"c1": pa.array([1], pa.int32()), "c2": pa.array([10], pa.int32())})) == 1
+    assert _write(path, pa.table({"c1": pa.array([2], pa.int32())})) == 2
+    assert _rows(path, "c1", "c2") == [(1, 10), (2, None)]
+    assert DeltaLog.for_table(path).update().protocol.min_writer_version == 2

@@ -63,6 +63,13 @@ _ODD = (
 _ONLY_ODD = '{"type":"struct","fields":[{"name":"is_odd","type":"boolean","nullable":true,"metadata":{}}]}'
 _ONLY_VALUE = '{"type":"struct","fields":[{"name":"value","type":"integer","nullable":true,"metadata":{}}]}'
 _WITH_ID2 = _ODD.replace("]}", ',{"name":"id2","type":"integer","nullable":true,"metadata":{}}]}')
+_VOID_VALUE = _ODD.replace('"integer"', '"void"')
+_VOID_ODD = _ODD.replace('"boolean"', '"void"')
+_VOID_ARRAY = _ODD.replace(
+    "]}",
+    ',{"name":"s","type":{"type":"struct","fields":[{"name":"a","type":{"type":"array",'
+    '"elementType":"void","containsNull":true},"nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}}]}',
+)
 _DATA_COLUMNS_OFF = {"spark.databricks.delta.replaceWhere.dataColumns.enabled": "false"}
 _CONSTRAINT_CHECK_OFF = {"spark.databricks.delta.replaceWhere.constraintCheck.enabled": "false"}
 
@@ -76,6 +83,11 @@ _REFUSED_WRITES = [
     ("incompatible type, mergeSchema", _ODD.replace('"integer"', '"long"'), {"mergeSchema": "true"}, "MERGE_FIELDS"),
     ("partition columns only", _ONLY_ODD, {"replaceWhere": "is_odd = true"}, "DELTA_NON_PARTITION_COLUMN_ABSENT"),
     ("no partition column", _ONLY_VALUE, {}, "DELTA_PARTITION_COLUMN_NOT_FOUND"),
+    # SchemaEnforcementSuite "JSON ETL workflow, ...": Delta drops void columns before it checks
+    # the partition columns, and refuses a void inside an array or map
+    ("void data column", _VOID_VALUE, {}, "DELTA_NON_PARTITION_COLUMN_ABSENT.NULL_TYPE_COLUMNS_DROPPED"),
+    ("void partition column", _VOID_ODD, {}, "DELTA_PARTITION_COLUMN_NOT_FOUND"),
+    ("void in an array", _VOID_ARRAY, {"mergeSchema": "true"}, "DELTA_COMPLEX_TYPE_COLUMN_CONTAINS_NULL_TYPE.*s.a"),
     (
         "data columns off",
         _ODD,
@@ -127,6 +139,13 @@ def test_writes_refused_and_replace_where_as_delta_suite(tmp_path: str) -> None:
         plan_write(WriteOptions.parse({"path": path + "-new", "dataChange": "false"}, False), _ODD)
     with pytest.raises(ValueError, match="DELTA_EMPTY_DATA"):  # "can't create zero-column table with a write"
         plan_write(WriteOptions.parse({"path": path + "-new"}, False), '{"type":"struct","fields":[]}')
+    for schema, options, condition in [
+        (_VOID_VALUE, {"partitionBy": "is_odd"}, "NULL_TYPE_COLUMNS_DROPPED"),
+        (_VOID_ODD, {"partitionBy": "is_odd"}, "DELTA_PARTITION_COLUMN_NOT_FOUND"),
+        (_VOID_ARRAY, {}, "DELTA_COMPLEX_TYPE_COLUMN_CONTAINS_NULL_TYPE"),
+    ]:
+        with pytest.raises(ValueError, match=condition):
+            plan_write(WriteOptions.parse({"path": path + "-new", **options}, False), schema)
     assert not os.path.exists(path + "-new")
     for predicate, values, options, expected in _REPLACE_WHERE_STEPS:
         _write_odd(path, values, {"replaceWhere": predicate, **options}, True)

@@ -77,6 +77,30 @@ def test_generation_functions_follow_spark_in_the_data_time_zone(expr: str, expe
     assert (value if isinstance(value, pa.Scalar) else value[0]).as_py() == expected
 
 
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("yyyy-MM", ["+12345-07", "2024-03", "0999-01"]),
+        ("MM/yyyy-dd-HH", ["07/+12345-15-18", "03/2024-05-23", "01/0999-01-00"]),
+    ],
+)
+def test_date_format_signs_a_year_past_9999_as_spark(pattern: str, expected: list[str]) -> None:
+    """OptimizeGeneratedColumnSuite "five digits year in a date_format yyyy-MM partition
+    column": Java's ``yyyy`` prints a year of more than four digits with its sign
+    (``+12345-07``); deltalog wrote ``12345-07``, a value Delta's check then refuses."""
+    epoch = dt.datetime(1970, 1, 1)
+    day = 86_400_000_000
+    # 12345-07-15 18:00 (2345 plus 25 cycles of 400 years), 2024-03-05 23:30, 0999-01-01
+    micros = [
+        ((dt.datetime(2345, 7, 15, 18) - epoch).days + 25 * 146_097) * day + 18 * 3_600_000_000,
+        (dt.datetime(2024, 3, 5, 23, 30) - epoch) // dt.timedelta(microseconds=1),
+        (dt.datetime(999, 1, 1) - epoch) // dt.timedelta(microseconds=1),
+    ]
+    data = pa.table({"ts": pa.array(micros, pa.int64()).cast(pa.timestamp("us", tz="UTC"))})
+    expr = f"date_format(ts, '{pattern}')"
+    assert evaluate(parse_expression(expr), data, expr).to_pylist() == expected
+
+
 def test_a_generated_column_is_computed_when_missing_and_checked_when_given() -> None:
     metadata = _metadata(_field("ts", "timestamp"), _field("d", "date", **{"delta.generationExpression": "date(ts)"}))
     fill = plan_default_expressions(metadata).for_task(0)
@@ -296,6 +320,20 @@ def test_substring_and_copied_partition_columns_derive_filters_as_deltas() -> No
     terms = [("ts", "<", 5), ("ts", "=", 3), ("ts", "isnull", None)]
     assert derived_partition_terms(terms, copied) == [("p", "<", 5), ("p", "=", 3), ("p", "isnull", None)]
     assert partition_expressions(_partition_table("ts", "double", "integer")) == []  # a cast: not a copy
+    # a copied string: '' is written as a null partition value, which Delta keeps with
+    # OR part IS NULL (a comparison alone pruned the partition of the rows with '')
+    text = partition_expressions(_partition_table("ts", "string", "string"))
+    terms = [("ts", "<", "foo"), ("ts", "=", "")]
+    assert derived_partition_terms(terms, text) == [
+        ("", "or", ((("p", "<", "foo"),), (("p", "isnull", None),))),
+        ("", "or", ((("p", "=", ""),), (("p", "isnull", None),))),
+    ]
+    from deltalog.contrib.spark.scan import plan_files
+
+    files = [AddFile(f"f-{v}", {"p": v}, 1, 0) for v in ("a", "zz", None)]
+    types = {"ts": "string", "p": "string"}
+    for term, kept in ((("ts", "<", "foo"), ["f-a", "f-None"]), (("ts", "=", ""), ["f-None"])):
+        assert [f.path for f in plan_files(files, 1, [term], ["p"], types, generated=text).files] == kept
 
 
 def test_non_monotonic_parts_derive_only_exact_equalities() -> None:
@@ -308,6 +346,13 @@ def test_non_monotonic_parts_derive_only_exact_equalities() -> None:
     fmt = partition_expressions(_partition_table("date_format(ts, 'yyyy-MM')", "timestamp_ntz", "string"))
     assert derived_partition_terms([("ts", "<=", when)], fmt) == [("p", "<=", "2024-01")]
     assert partition_expressions(_partition_table("CAST(ts AS STRING)", "timestamp_ntz", "string")) == []
+    # Delta's DateFormatPartitionExpr takes only yyyy-MM, yyyy-MM-dd and yyyy-MM-dd-HH: the
+    # strings of 'MM-yyyy' (or 'HH') do not sort as time: a range pruned partitions of matching
+    # rows; other patterns derive exact equalities only
+    for pattern in ("MM-yyyy", "dd-MM-yyyy", "HH", "yyyy-dd-MM", "yyyyMMdd"):
+        other = partition_expressions(_partition_table(f"date_format(ts, '{pattern}')", "timestamp_ntz", "string"))
+        assert derived_partition_terms([("ts", "<=", when), ("ts", ">", when)], other) == [], pattern
+        assert len(derived_partition_terms([("ts", "=", when)], other)) == 1, pattern
 
 
 def test_year_month_day_partitions_prune_by_a_range_as_deltas() -> None:

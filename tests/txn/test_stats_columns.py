@@ -300,3 +300,16 @@ def test_a_string_prefix_length_delta_refuses_is_refused_and_the_table_left_alon
         alter.set_table_properties(log, {PREFIX: value})
     snapshot = log.update()
     assert (snapshot.version, snapshot.metadata.configuration[PREFIX]) == (0, "5")
+
+
+def test_a_timestamp_past_year_9999_leaves_its_bounds_out_instead_of_failing_the_write() -> None:
+    """OptimizeGeneratedColumnSuite writes 12345-07-15 18:00: Spark and Arrow hold it, a
+    Python datetime does not, and the task's statistics failed the write (OverflowError)."""
+    day = 86_400_000_000
+    late = ((dt.datetime(2345, 7, 15) - dt.datetime(1970, 1, 1)).days + 25 * 146_097) * day  # 12345-07-15
+    data = pa.table({"id": [1, 2], "ts": pa.array([late, 0], pa.int64()).cast(pa.timestamp("us", tz="UTC"))})
+    collector = StatsCollector(data.schema)
+    collector.update(data)
+    stats = json.loads(collector.to_json())
+    assert stats["numRecords"] == 2 and stats["nullCount"]["ts"] == 0
+    assert "ts" not in stats["minValues"] and stats["maxValues"]["id"] == 2

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.protocol.actions import Metadata
 from deltalog.txn.protocol.column_defaults import CURRENT_DEFAULT
-from deltalog.txn.protocol.generated_columns import GENERATION_EXPRESSION
+from deltalog.txn.protocol.generated_columns import GENERATION_EXPRESSION, enforces_generated_columns
 from deltalog.txn.protocol.identity import (
     TASK_RANGE,
     IdentityColumn,
@@ -28,6 +28,8 @@ from deltalog.txn.protocol.identity import (
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+
+    from deltalog.txn.log.snapshot import Snapshot
 
 __all__ = [
     "check_data_for_default_columns",
@@ -95,16 +97,20 @@ def insert_default(metadata: Metadata, column: str) -> Column:
 
 
 def recompute_generated(
-    df: DataFrame, metadata: Metadata, assigned: Iterable[str], kept: Mapping[str, Column] | None = None
+    df: DataFrame, snapshot: Snapshot, assigned: Iterable[str], kept: Mapping[str, Column] | None = None
 ) -> DataFrame:
     """``df`` (rows an UPDATE or MERGE writes) with every generated column it did not assign
     recomputed from the row's new values by Spark SQL, as Delta's ``PreprocessTableUpdate``
     does; an assigned one is still checked by the write tasks. ``kept`` decides per row
     instead (a MERGE, whose clauses assign different columns: Delta's
     ``PreprocessTableMerge`` resolves each clause): a generated column named there keeps a
-    row's value where its condition holds and is recomputed elsewhere."""
+    row's value where its condition holds and is recomputed elsewhere. Nothing on a table
+    whose protocol does not enforce generated columns (:func:`enforces_generated_columns`)."""
     from pyspark.sql import functions as F
 
+    metadata = snapshot.metadata
+    if not enforces_generated_columns(snapshot.protocol, metadata):
+        return df
     given = {c.lower() for c in assigned}
     keep = {c.lower(): cond for c, cond in (kept or {}).items()}
     for f in json.loads(metadata.schema_string).get("fields") or []:

@@ -875,7 +875,7 @@ class DeltaMergeBuilder:
                 if c.kind != "delete" and column.lower() in {a.lower() for a in plan.assignments[id(c)]}
             ]
             kept[column] = F.col(_ACTION).isin(*labels)
-        return recompute_generated(rows, plan.txn.snapshot.metadata, (), kept)
+        return recompute_generated(rows, plan.txn.snapshot, (), kept)
 
     def _labelled_rows(self, plan: _MergePlan, touched: _Touched, positions: bool) -> DataFrame:
         """The touched files' rows joined with the source (full outer when there are insert

@@ -3,7 +3,9 @@
 Delta's ``DeltaSink.addBatch`` fails a batch whose data has a ``void`` type anywhere
 (``SchemaUtils.nullTypeExistsRecursively``) or whose table has a generated ``void`` column
 (``GeneratedColumn.hasGeneratedNullTypeColumn``): ``DELTA_NULL_SCHEMA_IN_STREAMING_WRITE``.
-A batch (non-streaming) write instead leaves such columns out of its files.
+A batch (non-streaming) write instead leaves such columns out of its files, struct fields
+too; a ``void`` inside an array or a map it cannot leave out, and refuses
+(``DELTA_COMPLEX_TYPE_COLUMN_CONTAINS_NULL_TYPE``, Delta's ``SchemaUtils.dropNullTypeColumns``).
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from deltalog.contrib.spark.errors import StreamWriteNullTypeError
+from deltalog.contrib.spark.errors import SchemaMismatchError, StreamWriteNullTypeError
 from deltalog.txn.protocol.generated_columns import GENERATION_EXPRESSION
 
-__all__ = ["refuse_null_types"]
+__all__ = ["VOID_TYPES", "refuse_null_types", "refuse_null_types_in_collections"]
 
-_NULL = ("null", "void")
+#: how a schema's JSON names Spark's NullType
+VOID_TYPES = ("null", "void")
+_NULL = VOID_TYPES
 
 
 def _null_paths(t: Any, path: str) -> Iterator[str]:
@@ -51,3 +55,21 @@ def refuse_null_types(table: str, data: dict[str, Any], table_schema: dict[str, 
         found = next(generated, None)
     if found is not None:
         raise StreamWriteNullTypeError(table, found)
+
+
+def refuse_null_types_in_collections(data: dict[str, Any], path: str = "") -> None:
+    """Raise :class:`SchemaMismatchError` for the first column (or struct field, named by its
+    path) of a batch write's ``data`` schema that is an array or a map with a ``void`` type
+    anywhere inside: Delta's ``DELTA_COMPLEX_TYPE_COLUMN_CONTAINS_NULL_TYPE``."""
+    for f in data["fields"]:
+        name = f"{path}.{f['name']}" if path else f["name"]
+        t = f["type"]
+        kind = t.get("type") if isinstance(t, dict) else None
+        if kind == "struct":
+            refuse_null_types_in_collections(t, name)
+        elif kind in ("array", "map") and next(_null_paths(t, name), None) is not None:
+            raise SchemaMismatchError(
+                f"DELTA_COMPLEX_TYPE_COLUMN_CONTAINS_NULL_TYPE: Found nested NullType in column {name} which is of "
+                f"{'ArrayType' if kind == 'array' else 'MapType'}. Delta doesn't support writing NullType in complex "
+                "types; cast the column to a typed array or map"
+            )

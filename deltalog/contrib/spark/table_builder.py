@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
+from deltalog.contrib.spark.generation_expressions import check_generation_expression_tree
 from deltalog.contrib.spark.schemas import spark_struct
 from deltalog.txn.protocol.column_defaults import CURRENT_DEFAULT
 from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, parse_expression
@@ -111,7 +112,9 @@ def validate_generated_columns(spark: SparkSession, fields: list[dict[str, Any]]
     expression is analysed by Spark over the table's other, non-generated columns (so it
     cannot name an unknown column or another generated column:
     DELTA_INVALID_GENERATED_COLUMN_REFERENCES), and its type must be the column's, nullability
-    aside (DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH). Raises :class:`DeltaAnalysisError`."""
+    aside (DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH); no user-defined function, non-deterministic
+    or aggregate expression, nor any other Delta does not allow (:mod:`generation_expressions`).
+    Raises :class:`DeltaAnalysisError`."""
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
@@ -123,13 +126,15 @@ def validate_generated_columns(spark: SparkSession, fields: list[dict[str, Any]]
     for f in generated:
         expression = str(f["metadata"][GENERATION_EXPRESSION])
         try:
-            got = rows.select(F.expr(expression).alias("g")).schema["g"].dataType
+            selected = rows.select(F.expr(expression).alias("g"))
+            got = selected.schema["g"].dataType
         except AnalysisException as exc:
             raise DeltaAnalysisError(
                 f"DELTA_INVALID_GENERATED_COLUMN_REFERENCES: the expression {expression} of the generated column "
                 f"{f['name']} may only read the table's other, non-generated columns "
                 f"{[o['name'] for o in others]}: {exc.getMessage()}"
             ) from None
+        check_generation_expression_tree(spark, f["name"], selected._jdf.queryExecution().analyzed())
         declared = spark_struct({"fields": [f]}).fields[0].dataType
         if not _same_type_ignoring_nullability(got.jsonValue(), declared.jsonValue()):
             raise DeltaAnalysisError(

@@ -640,7 +640,7 @@ class DeltaTable(AlterTableMethods):
         if tracked is not None:
             txn.mark_row_tracking_materialized()
         out = _updated_rows(rows, matched, assignments, schema, self._cdf(snapshot), tracked)
-        out = recompute_generated(out, snapshot.metadata, assignments)
+        out = recompute_generated(out, snapshot, assignments)
         lines = write_dataframe(out, self._checked_spec(txn, out))
         if marks is not None:
             self._commit_update_marking_rows(txn, touched, marks, lines, condition, started, scanned)

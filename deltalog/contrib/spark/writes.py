@@ -50,7 +50,7 @@ from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partit
 from deltalog.contrib.spark.replace_where import names_data_columns, refuse_data_columns
 from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
 from deltalog.contrib.spark.sink_cast import write_types
-from deltalog.contrib.spark.sink_null_types import refuse_null_types
+from deltalog.contrib.spark.sink_null_types import VOID_TYPES, refuse_null_types, refuse_null_types_in_collections
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.logstores.base import LogStoreSpec
 from deltalog.txn.commands.dependent_expressions import check_write_types
@@ -257,7 +257,7 @@ def write_spec(
         constraints=constraints,
         column_mapping_schema=None if mode == "none" else metadata.schema_string,
         random_prefix_length=props.data_file_prefix_length,
-        default_expressions=plan_default_expressions(metadata) or None,
+        default_expressions=plan_default_expressions(metadata, protocol) or None,
         column_names=tuple(f["name"] for f in schema["fields"]),
         change_data=props.enable_change_data_feed,
         row_tracking_columns=row_tracking.named_materialized_columns(metadata),
@@ -278,16 +278,16 @@ def plan_write(
     bound = None if source is None else source.snapshot(delta_log)
     snapshot = bound if bound is not None else delta_log.update()
     data = _spark_schema_dict(data_schema_json)
-    if streaming:
-        table_schema = json.loads(snapshot.metadata.schema_string) if snapshot.version >= 0 else None
-        refuse_null_types(delta_log.table_uri, data, table_schema)
+    _check_null_types(delta_log.table_uri, snapshot, data, streaming)
     casts: tuple[tuple[str, str, str], ...] = ()
     if streaming and snapshot.version >= 0 and not (opts.overwrite and opts.overwrite_schema):
         data, casts = _stream_write_types(opts, snapshot, data)
     skip = False
     read_metadata: Metadata | None = None
     if snapshot.version < 0:
-        new_metadata: Metadata | None = _new_table_metadata(opts, data)
+        created = _new_table_metadata(opts, data)
+        _check_partition_columns_given(created, json.loads(created.schema_string), data)
+        new_metadata: Metadata | None = created
     else:
         read_metadata = snapshot.metadata
         skip = _skips_existing_table(opts, snapshot, delta_log.table_uri)
@@ -325,6 +325,15 @@ def plan_write(
         replace_where_on_data=on_data,
         reads_whole_table=source is not None and source.reads_table,
     )
+
+
+def _check_null_types(table_uri: str, snapshot: Snapshot, data: dict[str, Any], streaming: bool) -> None:
+    """Delta's sink refuses any ``void`` type; a batch write one inside an array or map."""
+    if streaming:
+        table_schema = json.loads(snapshot.metadata.schema_string) if snapshot.version >= 0 else None
+        refuse_null_types(table_uri, data, table_schema)
+    else:
+        refuse_null_types_in_collections(data)
 
 
 def _stream_write_types(
@@ -424,19 +433,24 @@ def _check_partition_columns_given(current: Metadata, table_schema: dict[str, An
     the write tasks do not fill themselves (generated, default, identity), and
     ``DELTA_NON_PARTITION_COLUMN_ABSENT``: at least one column that is not one, among the
     data's columns and those the tasks fill (Delta checks after adding them)."""
-    given = {f["name"].lower() for f in data["fields"]}
+    # a void column is left out of the files before the check (Delta's dropNullTypeColumns)
+    kept = [f["name"] for f in data["fields"] if f["type"] not in VOID_TYPES]
+    given = {n.lower() for n in kept}
     filled = {f["name"].lower() for f in table_schema["fields"] if set(f.get("metadata") or {}) & set(_FILLED_BY_TASKS)}
     partitions = {c.lower() for c in current.partition_columns}
     missing = [c for c in current.partition_columns if c.lower() not in given | filled]
     if missing:
         raise SchemaMismatchError(
             f"DELTA_PARTITION_COLUMN_NOT_FOUND: Partition column {missing[0]} not found in schema "
-            f"[{', '.join(f['name'] for f in data['fields'])}]; the data must hold the table's partition columns"
+            f"[{', '.join(kept)}]; the data must hold the table's partition columns (a column of nulls without "
+            "a type, void, is left out: cast it)"
         )
-    if partitions and given and given | filled <= partitions:
+    if partitions and data["fields"] and given | filled <= partitions:
+        dropped = len(kept) < len(data["fields"])
         raise SchemaMismatchError(
-            "DELTA_NON_PARTITION_COLUMN_ABSENT: Data written into Delta needs to contain at least one "
-            f"non-partitioned column; the data holds only the partition columns {sorted(given)}"
+            f"DELTA_NON_PARTITION_COLUMN_ABSENT.{'NULL_TYPE_COLUMNS_DROPPED' if dropped else 'ALL_PARTITION_COLUMNS'}: "
+            "Data written into Delta needs to contain at least one non-partitioned column; the data holds only the "
+            f"partition columns {sorted(given)}" + (" once its void columns are dropped: cast them" if dropped else "")
         )
 
 

@@ -750,9 +750,12 @@ class OptimisticTransaction:
         ):
             return
         from deltalog.txn.protocol.constraints import table_constraints
-        from deltalog.txn.protocol.generated_columns import generated_column_constraints
+        from deltalog.txn.protocol.generated_columns import enforces_generated_columns, generated_column_constraints
 
-        constraints = [*table_constraints(metadata), *generated_column_constraints(metadata)]
+        generated = (
+            generated_column_constraints(metadata) if enforces_generated_columns(self.protocol, metadata) else []
+        )
+        constraints = [*table_constraints(metadata), *generated]
         if constraints:
             listed = "; ".join(f"{c.name}: {c.expression}" for c in constraints)
             raise ConstraintsNotCheckedError(

@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog.errors import DeltaError
-from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.actions import Metadata, Protocol
 from deltalog.txn.protocol.constraint_sql import (
     Expr,
     Literal,
@@ -36,6 +36,7 @@ from deltalog.txn.protocol.constraint_sql import (
 from deltalog.txn.protocol.generated_columns import (
     GeneratedColumn,
     check_generated_columns,
+    enforces_generated_columns,
     field_expressions,
     fill_generated_columns,
 )
@@ -178,13 +179,16 @@ class DefaultExpressions:
         return TaskColumnFiller(self, task_id)
 
 
-def plan_default_expressions(metadata: Metadata) -> DefaultExpressions:
-    """The table's default, identity and generated columns, each checked to be computable
-    here (raises :class:`UnsupportedDefaultExpressionError`,
+def plan_default_expressions(metadata: Metadata, protocol: Protocol | None = None) -> DefaultExpressions:
+    """The table's default, identity and generated columns (those its ``protocol`` enforces,
+    :func:`~deltalog.txn.protocol.generated_columns.enforces_generated_columns`; None: a new
+    table), each checked to be computable here (raises :class:`UnsupportedDefaultExpressionError`,
     :class:`~deltalog.txn.protocol.generated_columns.UnsupportedGenerationExpressionError` or
     :class:`~deltalog.txn.protocol.identity.IdentityColumnError` otherwise)."""
     return DefaultExpressions(
-        tuple(column_defaults(metadata)), tuple(identity_columns(metadata)), tuple(check_generated_columns(metadata))
+        tuple(column_defaults(metadata)),
+        tuple(identity_columns(metadata)),
+        tuple(check_generated_columns(metadata)) if enforces_generated_columns(protocol, metadata) else (),
     )
 
 

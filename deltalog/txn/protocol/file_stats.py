@@ -186,7 +186,11 @@ class StatsCollector:
             if pa.types.is_floating(t) and pc.any(pc.is_nan(col)).as_py():
                 self._no_bounds.add(path)
                 continue
-            mm = pc.min_max(col).as_py()
+            try:
+                mm = pc.min_max(col).as_py()
+            except (OverflowError, ValueError):  # a bound Python cannot hold (a year past 9999)
+                self._no_bounds.add(path)
+                continue
             lo, hi = mm["min"], mm["max"]
             if lo is None:
                 continue

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
-from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.actions import Metadata, Protocol
 from deltalog.txn.protocol.collations import COLLATIONS_KEY
 from deltalog.txn.protocol.constraint_sql import (
     Call,
@@ -55,6 +55,7 @@ __all__ = [
     "UnsupportedGenerationExpressionError",
     "check_generated_columns",
     "derived_partition_terms",
+    "enforces_generated_columns",
     "field_expressions",
     "fill_generated_columns",
     "generated_column_constraints",
@@ -167,6 +168,19 @@ def generated_columns(metadata: Metadata) -> list[GeneratedColumn]:
     return out
 
 
+def enforces_generated_columns(protocol: Protocol | None, metadata: Metadata) -> bool:
+    """Delta's ``GeneratedColumn.enforcesGeneratedColumns``: the table has generated columns
+    and its protocol supports the ``generatedColumns`` feature (writer version 4+, or the
+    feature listed). A table an older writer made (Databricks 8.0's, writer version 2) keeps
+    the expressions as mere metadata: its columns are written as given, null when missing.
+    ``protocol`` None: a table the write creates, whose protocol will support them."""
+    from deltalog.txn.protocol.features import protocol_features
+
+    if GENERATION_EXPRESSION not in metadata.schema_string:
+        return False
+    return protocol is None or "generatedColumns" in protocol_features(protocol)[1]
+
+
 def generated_column_constraints(metadata: Metadata) -> list[Constraint]:
     """Each generated column as the CHECK constraint writers must enforce,
     ``Generated Column: <column> <=> <expression>`` (no parsing: for the engine's check
@@ -273,6 +287,8 @@ _SOURCE_TYPES: dict[str, tuple[str, ...]] = {
     ),
 }
 _MONOTONIC = {"date", "to_date", "year", "date_format", "trunc", "date_trunc", "cast"}
+#: Delta's DATE_FORMAT_YEAR_MONTH, _YEAR_MONTH_DAY and _YEAR_MONTH_DAY_HOUR
+_ORDERED_DATE_FORMATS = ("yyyy-MM", "yyyy-MM-dd", "yyyy-MM-dd-HH")
 
 
 @dataclass(frozen=True)
@@ -290,6 +306,12 @@ class PartitionExpression:
 
     @property
     def monotonic(self) -> bool:
+        """Whether the partition values sort as the source values (ranges derive bounds);
+        ``date_format`` only with Delta's ``DateFormatPartitionExpr`` patterns, whose text
+        sorts as time (``MM-yyyy`` does not)."""
+        if self.function == "date_format":
+            pattern = self.expr.args[1] if isinstance(self.expr, Call) else None
+            return isinstance(pattern, Literal) and pattern.value in _ORDERED_DATE_FORMATS
         return self.function in _MONOTONIC
 
     def value(self, source_value: Any) -> Any:
@@ -389,11 +411,15 @@ def _source_value(value: Any, source_type: str, time_zone: str | None) -> tuple[
 
 def _derive_copied(p: PartitionExpression, op: str, value: Any) -> list[tuple[str, str, Any]]:
     """Delta's ``IdentityPartitionExpr`` (the partition column is the source column) and
-    ``SubstringPartitionExpr``. A substring that is empty is a null partition value: a
-    literal whose substring is empty derives nothing, and ``<``/``<=`` keep the null
-    partition too (``p <= substr OR p IS NULL``: the empty string sorts first)."""
+    ``SubstringPartitionExpr``. An empty string is a null partition value, which Delta keeps
+    with ``OR part IS NULL``: so does a term on a copied string column, a literal whose
+    substring is empty derives nothing, and ``<``/``<=`` on a substring keep the null
+    partition too (the empty string sorts first)."""
     if p.function == "identity":
-        return [(p.partition_column, op, value)]
+        if p.source_type != "string":
+            return [(p.partition_column, op, value)]
+        column = p.partition_column
+        return [("", OR, (((column, op, value),), ((column, "isnull", None),)))]
     if not isinstance(value, str):
         return []
     part = p.value(value)

@@ -196,7 +196,7 @@ def call_function(name: str, args: list[Value], fail: Fail) -> Value:
         fmt = java_to_strftime(pattern)
         if fmt is None:
             raise fail("date_format()", f"date_format() with the pattern {pattern!r}")
-        return pc.strftime(_as_timestamp(args[0], fail, "date_format()"), format=fmt, locale="C")
+        return _date_format(_as_timestamp(args[0], fail, "date_format()"), fmt)
     if name in ("trunc", "date_trunc"):
         return _trunc(args, fail, date_first=name == "trunc")
     if name == "concat":
@@ -204,6 +204,16 @@ def call_function(name: str, args: list[Value], fail: Fail) -> Value:
     if name in ("substring", "substr"):
         return _substring(args, fail)
     raise fail(f"the function {name}()", f"{name}() is not supported")
+
+
+def _date_format(ts: Value, fmt: str) -> Value:
+    """``date_format`` with Java's sign for a year of more than four digits: ``yyyy`` prints
+    12345 as ``+12345`` (Spark's ``DateTimeFormatter``, SignStyle.EXCEEDS_PAD)."""
+    text = pc.strftime(ts, format=fmt, locale="C")
+    if "%Y" not in fmt:
+        return text
+    signed = pc.strftime(ts, format=fmt.replace("%Y", "+%Y"), locale="C")
+    return pc.if_else(pc.greater(pc.year(ts), 9999), signed, text)
 
 
 def cast_to(value: Value, type_name: str, fail: Fail) -> Value:
