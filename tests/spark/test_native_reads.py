@@ -184,7 +184,8 @@ def _files_with_deletion_vectors(
             file_uuid = uuid.uuid4()
             (table / f"deletion_vector_{file_uuid}.bin").write_bytes(blob)
             dv = DeletionVectorDescriptor("u", z85_encode(file_uuid.bytes), size, cardinality, offset)
-        adds.append(AddFile(name, {}, (table / name).stat().st_size, 1, deletion_vector=dv))
+        stats = f'{{"numRecords":{count},"tightBounds":false}}'  # a file with a DV: as the protocol requires
+        adds.append(AddFile(name, {}, (table / name).stat().st_size, 1, stats=stats, deletion_vector=dv))
         expected += [i for row, i in enumerate(ids) if row not in set(deleted or ())]
     return adds, expected
 
@@ -341,7 +342,9 @@ def test_deletion_vectors_by_field_id_across_row_groups_splits_and_both_parquet_
         file_uuid = uuid.uuid4()
         (table / f"deletion_vector_{file_uuid}.bin").write_bytes(blob)
         dv = DeletionVectorDescriptor("u", z85_encode(file_uuid.bytes), size, cardinality, offset)
-        adds.append(AddFile(f"f{n}.parquet", {}, (table / f"f{n}.parquet").stat().st_size, 1, deletion_vector=dv))
+        size_n = (table / f"f{n}.parquet").stat().st_size
+        stats = f'{{"numRecords":{count},"tightBounds":false}}'
+        adds.append(AddFile(f"f{n}.parquet", {}, size_n, 1, stats=stats, deletion_vector=dv))
         live.append(sorted(set(ids) - {ids[r] for r in deleted}))
     struct = {"type": "struct", "fields": [feature_tables._field("x", "long", 3, "col-x")]}
     schema = [feature_tables._field("id", "long", 1, "col-a"), feature_tables._field("s", struct, 2, "col-s")]
