@@ -4,7 +4,9 @@ Files of ``_delta_log`` (commits, checkpoints, ``.crc``) are deleted only when
 
 - ``delta.enableExpiredLogCleanup`` is true (the default);
 - they belong to versions *before* a complete checkpoint ``c`` (so the state at ``c`` and
-  every newer version stays reconstructable; the newest state is never touched);
+  every newer version stays reconstructable; the newest state is never touched), ``c`` at
+  most the version ``_last_checkpoint`` names: without that file nothing is deleted, as in
+  Delta (a corrupt one counts as naming the newest complete checkpoint);
 - the newest commit before ``c`` is older than the cutoff: UTC midnight of
   ``now - delta.logRetentionDuration`` (30 days by default). Commit times are made monotonic
   first (a time not after its predecessor's counts as predecessor + 1 ms), so time travel
@@ -36,8 +38,15 @@ import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from deltalog.txn.log.log_segment import parse_listing
-from deltalog.txn.protocol.file_names import SIDECAR_DIR, file_version, listing_prefix, log_path
+from deltalog.txn.log.last_checkpoint import read_last_checkpoint
+from deltalog.txn.log.log_segment import LogListing, parse_listing
+from deltalog.txn.protocol.file_names import (
+    LAST_CHECKPOINT,
+    SIDECAR_DIR,
+    file_version,
+    listing_prefix,
+    log_path,
+)
 
 if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
@@ -74,7 +83,10 @@ def cleanup_cutoff(now_ms: int, retention_ms: int, granularity: str = "day") -> 
 def expired_versions_before(dlog: SnapshotManagement, snapshot: Snapshot, cutoff_ms: int) -> int:
     """The checkpoint version ``c``: files of versions ``< c`` may be deleted (0: none)."""
     listing = parse_listing(dlog.store.list_from(log_path(dlog.log_uri, listing_prefix(0))))
-    checkpoints = [c for c in listing.complete_checkpoints(snapshot.version)]
+    newest = _last_checkpoint_version(dlog, listing)
+    if newest is None:
+        return 0
+    checkpoints = listing.complete_checkpoints(min(newest, snapshot.version))
     if not checkpoints:
         return 0
     # monotonic timestamps per version, from the commit files (checkpoint time if the
@@ -98,6 +110,19 @@ def expired_versions_before(dlog: SnapshotManagement, snapshot: Snapshot, cutoff
         if adjusted[before[-1]] <= cutoff_ms:
             best = max(best, cp.version)
     return best
+
+
+def _last_checkpoint_version(dlog: SnapshotManagement, listing: LogListing) -> int | None:
+    """The newest checkpoint cleanup may keep as its boundary: the version ``_last_checkpoint``
+    names, None without that file, the newest complete checkpoint listed when it is corrupt
+    (Delta's ``listExpiredDeltaLogs`` through ``readLastCheckpointFile``)."""
+    info = read_last_checkpoint(dlog.store, dlog.log_uri)
+    if info is not None:
+        return info.version
+    if not any(status.name == LAST_CHECKPOINT for status in listing.others):
+        return None
+    checkpoints = listing.complete_checkpoints()
+    return checkpoints[-1].version if checkpoints else None
 
 
 def cleanup_stale_temp_files(dlog: SnapshotManagement, snapshot: Snapshot, *, now_ms: int | None = None) -> int:
