@@ -367,8 +367,8 @@ def test_cleanup_deletes_only_unreferenced_old_sidecars(tmp_path):
     now = 100 * DAY
     old = (now - 10 * DAY) / 1000
     for name in os.listdir(f"{t}/_delta_log"):
-        if name.endswith(".json") or ".checkpoint." in name:
-            os.utime(f"{t}/_delta_log/{name}", (old, old))
+        if name.endswith(".json") or ".checkpoint." in name:  # one second apart per version
+            os.utime(f"{t}/_delta_log/{name}", (old + int(name[:20]), old + int(name[:20])))
     for name in first | second | {os.path.basename(orphan_old)}:
         os.utime(f"{t}/_delta_log/_sidecars/{name}", (old, old))
     os.utime(orphan_new, (now / 1000, now / 1000))
@@ -603,3 +603,45 @@ def test_time_travel_searches_from_the_earliest_recreatable_commit(tmp_path):
             os.remove(f"{t}/_delta_log/{name}")
     with pytest.raises(VersionNotFoundError, match="DELTA_NO_RECREATABLE_HISTORY_FOUND"):
         version_at_timestamp(DeltaLog.for_table(t), start + 5_000)
+
+
+@pytest.mark.parametrize(
+    ("times", "max_ts", "max_version", "deleted"),
+    [  # DeltaTimeTravelSuite "BufferingLogDeletionIterator: ...": one checkpoint per version
+        ((10, 11), 100, 100, 1),
+        ((10, 15, 25, 26), 100, 100, 3),
+        ((5, 10, 8, 12), 7, 100, 1),
+        ((5, 10, 8, 12), 10, 100, 1),  # 10 adjusts the following 8 to 11
+        ((5, 10, 8, 12), 11, 100, 3),
+        ((5, 10, 8, 12, 13), 12, 100, 4),
+        ((5, 10, 8), 10, 100, 1),
+        ((5, 10, 8, 12), 100, 1, 1),
+        ((5, 10, 8, 12), 100, 2, 3),
+        ((5, 10, 8, 11, 14), 11, 100, 1),
+        ((5, 10, 8, 11, 14), 12, 100, 4),
+        ((5, 10, 8, 9, 13), 100, 3, 4),
+        ((10, 8, 9), 11, 100, 0),
+        ((10, 8, 9, 13), 12, 100, 3),
+        ((5, 10, 8, 9, 12, 15, 14, 14), 12, 100, 1),
+        ((5, 10, 8, 9, 12, 15, 14, 14), 15, 100, 5),
+        ((5, 10, 8, 9, 12, 15, 14, 14, 18), 17, 100, 8),
+    ],
+)
+def test_log_deletion_walk_agrees_with_buffering_iterator(times, max_ts, max_version, deleted):
+    from deltalog.logstores.base import FileStatus
+    from deltalog.txn.log.log_deletion import expired_log_files
+
+    files = [FileStatus(f"/t/_delta_log/{v:020d}.checkpoint.parquet", 10, ts) for v, ts in enumerate(times)]
+    assert expired_log_files(files, max_ts, max_version) == files[:deleted]
+
+
+def test_cleanup_keeps_files_before_a_checkpoint_whose_time_was_adjusted(tmp_path):
+    """A checkpoint no newer than the file before it is no cleanup boundary (Delta's
+    ``BufferingLogDeletionIterator``): deleting up to it would move the adjusted times of the
+    versions that stay."""
+    t = str(tmp_path)
+    times = {v: _OLD + v * 1000 for v in range(26)}
+    _retention_table(t, 25, (10, 20), times)
+    set_mtime(f"{t}/_delta_log/{20:020d}.checkpoint.parquet", _OLD)
+    DeltaLog.for_table(t).cleanup_expired_logs(now_ms=_OLD + 100 * DAY)
+    assert min(int(n[:20]) for n in _log_files(t) if n[:20].isdigit()) == 10
