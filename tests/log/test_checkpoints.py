@@ -576,6 +576,18 @@ def test_time_travel_by_timestamp_agrees_with_delta_history_manager(tmp_path):
         version_at_timestamp(log, start + 180_001)
 
 
+def test_timestamp_to_millis_is_exact():
+    """A time travel timestamp is cut to whole milliseconds exactly (Delta's
+    ``Timestamp.getTime``): floating-point seconds lose the last one for later dates."""
+    from datetime import datetime, timezone
+
+    from deltalog.txn.log.history import to_millis
+
+    assert to_millis(datetime(2039, 5, 25, 17, 40, 23, 279000, tzinfo=timezone.utc)) == 2_189_958_023_279
+    assert to_millis("2039-05-25 17:40:23.279999") == 2_189_958_023_279
+    assert to_millis(datetime(1969, 12, 31, 23, 59, 59, 999500)) == -1
+
+
 def test_time_travel_searches_from_the_earliest_recreatable_commit(tmp_path):
     """Delta's ``getActiveCommitAtTime`` lists commits from the earliest recreatable one
     (``getEarliestRecreatableCommit``: a checkpoint reached by the contiguous commits) and

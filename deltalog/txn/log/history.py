@@ -11,7 +11,7 @@ before the earliest reconstructable version or after the latest commit is an err
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.protocol.actions import CommitInfo
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from deltalog.txn.log.snapshot_management import SnapshotManagement
 
 __all__ = ["CommitRecord", "commit_timestamps", "history", "starting_version_at", "to_millis", "version_at_timestamp"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ def to_millis(value: datetime | int | float | str) -> int:
         value = parsed
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
-    return int(value.timestamp() * 1000)
+    # integer arithmetic: float seconds * 1000 can lose the last millisecond
+    return (value - _EPOCH) // timedelta(milliseconds=1)
 
 
 def _ict_start(log: SnapshotManagement) -> int | None:
