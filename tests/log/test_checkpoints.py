@@ -367,8 +367,8 @@ def test_cleanup_deletes_only_unreferenced_old_sidecars(tmp_path):
     now = 100 * DAY
     old = (now - 10 * DAY) / 1000
     for name in os.listdir(f"{t}/_delta_log"):
-        if name.endswith(".json") or ".checkpoint." in name:
-            os.utime(f"{t}/_delta_log/{name}", (old, old))
+        if name.endswith(".json") or ".checkpoint." in name:  # one second apart per version
+            os.utime(f"{t}/_delta_log/{name}", (old + int(name[:20]), old + int(name[:20])))
     for name in first | second | {os.path.basename(orphan_old)}:
         os.utime(f"{t}/_delta_log/_sidecars/{name}", (old, old))
     os.utime(orphan_new, (now / 1000, now / 1000))
@@ -486,3 +486,174 @@ def test_statistics_survive_a_checkpoint_written_only_with_stats_parsed(tmp_path
         assert got["b"] is None and json.loads(got["a"]) == stats
         commit(t, snap.version + 1, [])
         DeltaLog.for_table(t).checkpoint()  # the next checkpoint is made from those statistics
+
+
+def _retention_table(t: str, versions: int, checkpoints: tuple[int, ...], mtime: dict[int, int]) -> DeltaLog:
+    """Commits 0..``versions`` (with ``.crc``) and checkpoints, every file of version ``v`` at
+    ``mtime[v]`` (DeltaRetentionSuiteBase's ``setModificationTime``)."""
+    create(t, files=["a"])
+    for v in range(1, versions + 1):
+        commit(t, v, [add(f"f{v}")])
+    log = DeltaLog.for_table(t)
+    for c in checkpoints:
+        log.checkpoint(log.snapshot(version=c))
+    for name in os.listdir(f"{t}/_delta_log"):
+        if name[:20].isdigit():
+            set_mtime(f"{t}/_delta_log/{name}", mtime[int(name[:20])])
+    for v in range(versions + 1):
+        if not os.path.exists(crc := f"{t}/_delta_log/{v:020d}.crc"):
+            with open(crc, "w") as fh:
+                fh.write("{}")
+        set_mtime(crc, mtime[v])
+    return DeltaLog.for_table(t)
+
+
+_OLD = 1_000 * DAY
+_SUITE_TIMES = {v: _OLD + v * 1000 + (35 * DAY if v > 15 else 0) for v in range(26)}
+_SKEW_TIMES = {v: _OLD + (40 * DAY if v == 9 else v * 1000) for v in range(26)}
+
+
+@pytest.mark.parametrize(
+    ("times", "now", "first_kept"),
+    [
+        # "cleanup does not delete the checkpoint if it is required by non-expired versions":
+        # versions 0..15 on day 0 (checkpoint 10), 16..25 on day 35 (checkpoint 20)
+        (_SUITE_TIMES, _OLD + 35 * DAY + 60_000, 10),
+        ({v: _OLD + v * 1000 for v in range(26)}, _OLD + 100 * DAY, 20),  # everything expired
+        ({v: _OLD + v * 1000 for v in range(26)}, _OLD + 10 * DAY, 0),  # within retention
+        (_SKEW_TIMES, _OLD + 71 * DAY, 20),  # commit 9 is newer than 10..19, still expired
+    ],
+)
+def test_cleanup_agrees_with_delta_retention_suite(tmp_path, times, now, first_kept):
+    """DeltaRetentionSuite: only files before a checkpoint whose preceding commit (time made
+    monotonic) is older than midnight of ``now - 30 days`` go, with their ``.crc``."""
+    t = str(tmp_path)
+    log = _retention_table(t, 25, (10, 20), times)
+    log.cleanup_expired_logs(now_ms=now)
+    versions = {int(n[:20]) for n in _log_files(t) if n[:20].isdigit()}
+    assert min(versions) == first_kept and max(versions) == 25
+    assert f"{first_kept:020d}.crc" in _log_files(t)
+    assert DeltaLog.for_table(t).snapshot(version=first_kept).version == first_kept
+
+
+def test_cleanup_bounded_by_last_checkpoint_file(tmp_path):
+    """Delta's ``listExpiredDeltaLogs`` deletes only before the checkpoint ``_last_checkpoint``
+    names; without that file, nothing (a corrupt one is replaced by a listing)."""
+    t = str(tmp_path)
+    times = {v: _OLD + v * 1000 for v in range(26)}
+    log = _retention_table(t, 25, (10, 20), times)
+    hint = f"{t}/_delta_log/_last_checkpoint"
+    with open(hint, "w") as fh:
+        fh.write(json.dumps({"version": 10, "size": 2}))
+    log.cleanup_expired_logs(now_ms=_OLD + 100 * DAY)
+    assert f"{9:020d}.json" not in _log_files(t) and f"{10:020d}.json" in _log_files(t)
+    os.remove(hint)
+    assert log.cleanup_expired_logs(now_ms=_OLD + 100 * DAY) == 0
+    with open(hint, "w") as fh:
+        fh.write("{corrupt")
+    log.cleanup_expired_logs(now_ms=_OLD + 100 * DAY)
+    assert min(int(n[:20]) for n in _log_files(t) if n[:20].isdigit()) == 20
+
+
+def test_time_travel_by_timestamp_agrees_with_delta_history_manager(tmp_path):
+    """DeltaHistoryManagerSuite "time travelling with adjusted timestamps" and the errors of
+    ``getActiveCommitAtTime`` (before the first commit, after the last unless
+    ``canReturnLastCommit``)."""
+    from deltalog.txn.log.history import version_at_timestamp
+
+    t, start = str(tmp_path), 1_700_000_000_000
+    create(t, files=["a"])
+    set_mtime(f"{t}/_delta_log/{0:020d}.json", start)
+    commit(t, 1, [add("b")], mtime_ms=start - 5_000)
+    commit(t, 2, [add("c")], mtime_ms=start + 180_000)
+    log = DeltaLog.for_table(t)
+    found = [version_at_timestamp(log, start + d) for d in (0, 1, 119_000, 180_000)]
+    assert found == [0, 1, 1, 2]
+    assert version_at_timestamp(log, start + 180_001, can_return_last_commit=True) == 2
+    with pytest.raises(VersionNotFoundError, match="DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION"):
+        version_at_timestamp(log, start - 3_000)
+    with pytest.raises(VersionNotFoundError, match="DELTA_TIMESTAMP_GREATER_THAN_COMMIT"):
+        version_at_timestamp(log, start + 180_001)
+
+
+def test_timestamp_to_millis_is_exact():
+    """A time travel timestamp is cut to whole milliseconds exactly (Delta's
+    ``Timestamp.getTime``): floating-point seconds lose the last one for later dates."""
+    from datetime import datetime, timezone
+
+    from deltalog.txn.log.history import to_millis
+
+    assert to_millis(datetime(2039, 5, 25, 17, 40, 23, 279000, tzinfo=timezone.utc)) == 2_189_958_023_279
+    assert to_millis("2039-05-25 17:40:23.279999") == 2_189_958_023_279
+    assert to_millis(datetime(1969, 12, 31, 23, 59, 59, 999500)) == -1
+
+
+def test_time_travel_searches_from_the_earliest_recreatable_commit(tmp_path):
+    """Delta's ``getActiveCommitAtTime`` lists commits from the earliest recreatable one
+    (``getEarliestRecreatableCommit``: a checkpoint reached by the contiguous commits) and
+    makes only those monotonic; DESCRIBE HISTORY LIMIT n only the n listed."""
+    from deltalog.txn.log.history import version_at_timestamp
+
+    t, start = str(tmp_path), 1_700_000_000_000
+    create(t, files=["a"])
+    for v in range(1, 7):
+        commit(t, v, [add(f"f{v}")], mtime_ms=start + v * 1000)
+    log = DeltaLog.for_table(t)
+    log.checkpoint(log.snapshot(version=2))
+    log.checkpoint(log.snapshot(version=5))
+    os.remove(f"{t}/_delta_log/{0:020d}.json")
+    set_mtime(f"{t}/_delta_log/{1:020d}.json", start + 100_000)  # not recreatable, and later
+    assert version_at_timestamp(DeltaLog.for_table(t), start + 3_500) == 3
+    assert [(h.version, h.timestamp - start) for h in log.history(limit=2)] == [(6, 6000), (5, 5000)]
+    for v in (1, 2, 3):  # checkpoint 2 is left without the commits after it
+        os.remove(f"{t}/_delta_log/{v:020d}.json")
+    assert version_at_timestamp(DeltaLog.for_table(t), start + 5_000) == 5
+    with pytest.raises(VersionNotFoundError, match="DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION"):
+        version_at_timestamp(DeltaLog.for_table(t), start + 4_500)
+    for name in _log_files(t):
+        if ".checkpoint." in name:
+            os.remove(f"{t}/_delta_log/{name}")
+    with pytest.raises(VersionNotFoundError, match="DELTA_NO_RECREATABLE_HISTORY_FOUND"):
+        version_at_timestamp(DeltaLog.for_table(t), start + 5_000)
+
+
+@pytest.mark.parametrize(
+    ("times", "max_ts", "max_version", "deleted"),
+    [  # DeltaTimeTravelSuite "BufferingLogDeletionIterator: ...": one checkpoint per version
+        ((10, 11), 100, 100, 1),
+        ((10, 15, 25, 26), 100, 100, 3),
+        ((5, 10, 8, 12), 7, 100, 1),
+        ((5, 10, 8, 12), 10, 100, 1),  # 10 adjusts the following 8 to 11
+        ((5, 10, 8, 12), 11, 100, 3),
+        ((5, 10, 8, 12, 13), 12, 100, 4),
+        ((5, 10, 8), 10, 100, 1),
+        ((5, 10, 8, 12), 100, 1, 1),
+        ((5, 10, 8, 12), 100, 2, 3),
+        ((5, 10, 8, 11, 14), 11, 100, 1),
+        ((5, 10, 8, 11, 14), 12, 100, 4),
+        ((5, 10, 8, 9, 13), 100, 3, 4),
+        ((10, 8, 9), 11, 100, 0),
+        ((10, 8, 9, 13), 12, 100, 3),
+        ((5, 10, 8, 9, 12, 15, 14, 14), 12, 100, 1),
+        ((5, 10, 8, 9, 12, 15, 14, 14), 15, 100, 5),
+        ((5, 10, 8, 9, 12, 15, 14, 14, 18), 17, 100, 8),
+    ],
+)
+def test_log_deletion_walk_agrees_with_buffering_iterator(times, max_ts, max_version, deleted):
+    from deltalog.logstores.base import FileStatus
+    from deltalog.txn.log.log_deletion import expired_log_files
+
+    files = [FileStatus(f"/t/_delta_log/{v:020d}.checkpoint.parquet", 10, ts) for v, ts in enumerate(times)]
+    assert expired_log_files(files, max_ts, max_version) == files[:deleted]
+
+
+def test_cleanup_keeps_files_before_a_checkpoint_whose_time_was_adjusted(tmp_path):
+    """A checkpoint no newer than the file before it is no cleanup boundary (Delta's
+    ``BufferingLogDeletionIterator``): deleting up to it would move the adjusted times of the
+    versions that stay."""
+    t = str(tmp_path)
+    times = {v: _OLD + v * 1000 for v in range(26)}
+    _retention_table(t, 25, (10, 20), times)
+    set_mtime(f"{t}/_delta_log/{20:020d}.checkpoint.parquet", _OLD)
+    DeltaLog.for_table(t).cleanup_expired_logs(now_ms=_OLD + 100 * DAY)
+    assert min(int(n[:20]) for n in _log_files(t) if n[:20].isdigit()) == 10

@@ -179,6 +179,7 @@ def test_tombstone_and_txn_expiry(tmp_path):
             remove("b", ts=now - 60_000),
             SetTransaction("old", 1, now - 2 * 86_400_000),
             SetTransaction("new", 2, now),
+            SetTransaction("undated", 3, None),  # Delta's lastUpdated.exists(_ > cutoff): expired
         ],
     )
     snap = DeltaLog.for_table(t).update()

@@ -4,11 +4,15 @@ Files of ``_delta_log`` (commits, checkpoints, ``.crc``) are deleted only when
 
 - ``delta.enableExpiredLogCleanup`` is true (the default);
 - they belong to versions *before* a complete checkpoint ``c`` (so the state at ``c`` and
-  every newer version stays reconstructable; the newest state is never touched);
-- the newest commit before ``c`` is older than the cutoff: UTC midnight of
-  ``now - delta.logRetentionDuration`` (30 days by default). Commit times are made monotonic
-  first (a time not after its predecessor's counts as predecessor + 1 ms), so time travel
-  by timestamp keeps working for the versions that remain.
+  every newer version stays reconstructable; the newest state is never touched), ``c`` at
+  most the version ``_last_checkpoint`` names: without that file nothing is deleted, as in
+  Delta (a corrupt one counts as naming the newest complete checkpoint);
+- the last file before ``c`` is at or before the cutoff: UTC midnight of
+  ``now - delta.logRetentionDuration`` (30 days by default). File times are made monotonic
+  first (a file of a newer version not after the previous file counts as its time + 1 ms),
+  and a checkpoint whose time needed that is no boundary, so time travel by timestamp keeps
+  working for the versions that remain. The walk is Delta's ``BufferingLogDeletionIterator``
+  (:mod:`deltalog.txn.log.log_deletion`).
 
 After deleting expired files it deletes the V2 checkpoint sidecars no remaining checkpoint
 references (PROTOCOL "Metadata Cleanup", steps 4 and 5), keeping any written since midnight
@@ -36,10 +40,18 @@ import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from deltalog.txn.log.log_segment import parse_listing
-from deltalog.txn.protocol.file_names import SIDECAR_DIR, file_version, listing_prefix, log_path
+from deltalog.txn.log.last_checkpoint import read_last_checkpoint
+from deltalog.txn.log.log_deletion import expired_log_files
+from deltalog.txn.log.log_segment import LogListing, parse_listing
+from deltalog.txn.protocol.file_names import (
+    LAST_CHECKPOINT,
+    SIDECAR_DIR,
+    listing_prefix,
+    log_path,
+)
 
 if TYPE_CHECKING:
+    from deltalog.logstores.base import FileStatus
     from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.log.snapshot_management import SnapshotManagement
 
@@ -49,7 +61,7 @@ __all__ = [
     "cleanup_expired_logs",
     "cleanup_stale_temp_files",
     "cleanup_unreferenced_sidecars",
-    "expired_versions_before",
+    "expired_log_statuses",
 ]
 
 log = logging.getLogger(__name__)
@@ -71,33 +83,28 @@ def cleanup_cutoff(now_ms: int, retention_ms: int, granularity: str = "day") -> 
     return int(truncated.timestamp() * 1000)
 
 
-def expired_versions_before(dlog: SnapshotManagement, snapshot: Snapshot, cutoff_ms: int) -> int:
-    """The checkpoint version ``c``: files of versions ``< c`` may be deleted (0: none)."""
-    listing = parse_listing(dlog.store.list_from(log_path(dlog.log_uri, listing_prefix(0))))
-    checkpoints = [c for c in listing.complete_checkpoints(snapshot.version)]
-    if not checkpoints:
-        return 0
-    # monotonic timestamps per version, from the commit files (checkpoint time if the
-    # commit file is gone already)
-    versions = sorted(set(listing.commits) | {c.version for c in listing.checkpoints})
-    cp_times = {c.version: c.modification_time for c in listing.checkpoints}
-    adjusted: dict[int, int] = {}
-    prev: int | None = None
-    for v in versions:
-        status = listing.commits.get(v)
-        ts = status.modification_time if status is not None else cp_times.get(v, 0)
-        if prev is not None and ts <= prev:
-            ts = prev + 1
-        adjusted[v] = ts
-        prev = ts
-    best = 0
-    for cp in checkpoints:
-        before = [v for v in versions if v < cp.version]
-        if not before:
-            continue
-        if adjusted[before[-1]] <= cutoff_ms:
-            best = max(best, cp.version)
-    return best
+def expired_log_statuses(dlog: SnapshotManagement, cutoff_ms: int) -> list[FileStatus]:
+    """The commits, checkpoints and ``.crc`` files cleanup deletes for ``cutoff_ms``: Delta's
+    ``listExpiredDeltaLogs`` (:func:`~deltalog.txn.log.log_deletion.expired_log_files`
+    before the checkpoint ``_last_checkpoint`` names; none without it)."""
+    statuses = list(dlog.store.list_from(log_path(dlog.log_uri, listing_prefix(0))))
+    newest = _last_checkpoint_version(dlog, parse_listing(statuses))
+    if newest is None:
+        return []
+    return expired_log_files(statuses, cutoff_ms, newest - 1)
+
+
+def _last_checkpoint_version(dlog: SnapshotManagement, listing: LogListing) -> int | None:
+    """The newest checkpoint cleanup may keep as its boundary: the version ``_last_checkpoint``
+    names, None without that file, the newest complete checkpoint listed when it is corrupt
+    (Delta's ``listExpiredDeltaLogs`` through ``readLastCheckpointFile``)."""
+    info = read_last_checkpoint(dlog.store, dlog.log_uri)
+    if info is not None:
+        return info.version
+    if not any(status.name == LAST_CHECKPOINT for status in listing.others):
+        return None
+    checkpoints = listing.complete_checkpoints()
+    return checkpoints[-1].version if checkpoints else None
 
 
 def cleanup_stale_temp_files(dlog: SnapshotManagement, snapshot: Snapshot, *, now_ms: int | None = None) -> int:
@@ -167,19 +174,14 @@ def cleanup_expired_logs(
         return temps
     else:
         cutoff = cleanup_cutoff(now, int(props.log_retention.total_seconds() * 1000))
-    before = expired_versions_before(dlog, snapshot, cutoff)
-    if before <= 0:
+    doomed = expired_log_statuses(dlog, cutoff)
+    if not doomed:
         return temps
-    doomed = [
-        status
-        for status in dlog.store.list_from(log_path(dlog.log_uri, listing_prefix(0)))
-        if (version := file_version(status.name)) is not None and version < before
-    ]
     # commits (and their .crc) go before any checkpoint: a cleanup cut short never leaves
     # commits that a removed checkpoint hid (checkpointProtection's requirement d)
     doomed.sort(key=lambda s: ".checkpoint." in s.name)
     for status in doomed:
         dlog.store.delete(status.path)
     deleted = len(doomed)
-    log.info("deleted %d expired log file(s) of %s before version %d", deleted, dlog.table_uri, before)
+    log.info("deleted %d expired log file(s) of %s", deleted, dlog.table_uri)
     return deleted + temps + cleanup_unreferenced_sidecars(dlog, now_ms=now)

@@ -11,7 +11,7 @@ before the earliest reconstructable version or after the latest commit is an err
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.protocol.actions import CommitInfo
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from deltalog.txn.log.snapshot_management import SnapshotManagement
 
 __all__ = ["CommitRecord", "commit_timestamps", "history", "starting_version_at", "to_millis", "version_at_timestamp"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ def to_millis(value: datetime | int | float | str) -> int:
         value = parsed
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
-    return int(value.timestamp() * 1000)
+    # integer arithmetic: float seconds * 1000 can lose the last millisecond
+    return (value - _EPOCH) // timedelta(milliseconds=1)
 
 
 def _ict_start(log: SnapshotManagement) -> int | None:
@@ -83,16 +86,18 @@ def _ict_start(log: SnapshotManagement) -> int | None:
 
 
 def commit_timestamps(
-    log: SnapshotManagement, start: int = 0, read_in_commit_timestamps: bool = True
+    log: SnapshotManagement, start: int = 0, read_in_commit_timestamps: bool = True, *, list_from: int = 0
 ) -> list[tuple[int, int]]:
     """(version, timestamp ms) of every listed commit from ``start``, monotonic. A commit
     with an in-commit timestamp is read for it; with ``read_in_commit_timestamps`` False it
-    is left out instead (a caller that reads the commit anyway takes it from there)."""
+    is left out instead (a caller that reads the commit anyway takes it from there).
+    ``list_from``: commits before it are not listed, so file times are made monotonic from
+    there on (Delta's ``getCommitsWithNonIctTimestamps(start)``)."""
     listing = log.listing(0)
     ict_from = _ict_start(log)
     out: list[tuple[int, int]] = []
     prev: int | None = None
-    for version in sorted(listing.commits):
+    for version in sorted(v for v in listing.commits if v >= list_from):
         status = listing.commits[version]
         ts = status.modification_time
         if ict_from is not None and version >= ict_from:
@@ -112,11 +117,29 @@ def commit_timestamps(
 
 
 def _earliest_recreatable(log: SnapshotManagement) -> int:
+    """The first version whose state the log can rebuild (Delta's
+    ``getEarliestRecreatableCommit``): 0 while commit 0 is there, else the newest complete
+    checkpoint at or before the first commit at or after it that the listed commits reach
+    (a checkpoint at least the first listed commit - 1). 0 for a log without commits."""
     listing = log.listing(0)
-    if 0 in listing.commits:
+    if not listing.commits or 0 in listing.commits:
         return 0
-    cps = listing.complete_checkpoints()
-    return cps[0].version if cps else min(listing.commits, default=0)
+    first = min(listing.commits)
+    checkpoints = {c.version for c in listing.complete_checkpoints()}
+    newest: int | None = None
+    for version in sorted(checkpoints | set(listing.commits)):
+        if version in checkpoints:
+            newest = version
+        if version in listing.commits and newest is not None and newest >= first - 1:
+            return newest
+    if newest is not None and newest >= first:
+        return newest
+    raise VersionNotFoundError(
+        f"DELTA_NO_RECREATABLE_HISTORY_FOUND: no recreatable commits found at {log.log_uri}: commit 0 is gone "
+        f"and no checkpoint is followed by the commits after it (the first listed commit is {first})",
+        earliest=first,
+        latest=max(listing.commits),
+    )
 
 
 def _ict_window(log: SnapshotManagement, commits: list[tuple[int, int]], target: int) -> list[tuple[int, int]]:
@@ -145,7 +168,7 @@ def version_at_timestamp(
     with ``timestampOutOfRange.enabled``)."""
     target = to_millis(timestamp)
     earliest = _earliest_recreatable(log)
-    every = [c for c in commit_timestamps(log) if c[0] >= earliest]
+    every = commit_timestamps(log, list_from=earliest)
     if not every:
         raise TableNotFoundError(log.table_uri)
     commits = _ict_window(log, every, target) or every
@@ -215,7 +238,9 @@ def history(log: SnapshotManagement, limit: int | None = None) -> list[CommitRec
     """Commit records, newest first (at most ``limit``)."""
     if limit is not None and limit <= 0:
         return []
-    stamps = commit_timestamps(log)
+    # DESCRIBE HISTORY LIMIT n lists (and makes monotonic) only the newest n commits
+    list_from = 0 if limit is None else max(log.update().version - limit + 1, 0)
+    stamps = commit_timestamps(log, list_from=list_from)
     if not stamps:
         raise TableNotFoundError(log.table_uri)
     chosen = list(reversed(stamps))

@@ -264,12 +264,15 @@ class Snapshot:
     # -- transactions and domains --------------------------------------------------------
 
     def set_transactions_at(self, now_ms: int | None = None) -> dict[str, SetTransaction]:
+        """The unexpired application transactions: with ``delta.setTransactionRetentionDuration``
+        only those whose ``lastUpdated`` is after ``now - retention`` (one without it expires,
+        as Delta's ``InMemoryLogReplay.getTransactions``)."""
         retention = self.properties.set_transaction_retention
         if retention is None:
             return dict(self._state.txns)
         now = int(time.time() * 1000) if now_ms is None else now_ms
         cutoff = now - int(retention.total_seconds() * 1000)
-        return {k: t for k, t in self._state.txns.items() if t.last_updated is None or t.last_updated > cutoff}
+        return {k: t for k, t in self._state.txns.items() if t.last_updated is not None and t.last_updated > cutoff}
 
     @property
     def set_transactions(self) -> dict[str, SetTransaction]:
