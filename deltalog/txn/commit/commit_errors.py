@@ -14,6 +14,8 @@ Two families:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from deltalog.txn.protocol.errors import DeltaLogError
 
 __all__ = [
@@ -190,53 +192,56 @@ class AppendOnlyViolationError(InvalidTransactionError):
     """A ``dataChange=true`` remove on a table with ``delta.appendOnly=true``."""
 
 
-class AddingDeletionVectorsDisallowedError(InvalidTransactionError):
+class _DeletionVectorAddError(InvalidTransactionError):
+    """An ``add`` with a deletion vector that the commit refuses; ``message`` names the file
+    as ``{path}``."""
+
+    error_class: ClassVar[str] = ""
+    message: ClassVar[str] = ""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"[{self.error_class}] " + self.message.format(path=path))
+        self.path = path
+
+
+class AddingDeletionVectorsDisallowedError(_DeletionVectorAddError):
     """An ``add`` carries a deletion vector on a table that does not allow new ones (Delta's
     ``DELTA_ADDING_DELETION_VECTORS_DISALLOWED``): the protocol lacks ``deletionVectors`` or
     ``delta.enableDeletionVectors`` is not ``true``, and the operation is not an in-place
     metadata update (ROW TRACKING BACKFILL, DROP FEATURE)."""
 
     error_class = "DELTA_ADDING_DELETION_VECTORS_DISALLOWED"
-
-    def __init__(self, path: str) -> None:
-        super().__init__(
-            f"[{self.error_class}] The current operation attempted to add a deletion vector ({path}) to a table "
-            "that does not permit the creation of new deletion vectors: set 'delta.enableDeletionVectors' to "
-            "'true' first (for a CLONE, do not turn it off in its properties); nothing was written."
-        )
-        self.path = path
+    message = (
+        "The current operation attempted to add a deletion vector ({path}) to a table that does not permit the "
+        "creation of new deletion vectors: set 'delta.enableDeletionVectors' to 'true' first (for a CLONE, do not "
+        "turn it off in its properties); nothing was written."
+    )
 
 
-class DeletionVectorMissingNumRecordsError(InvalidTransactionError):
+class DeletionVectorMissingNumRecordsError(_DeletionVectorAddError):
     """An ``add`` carries a deletion vector but no ``numRecords`` in its statistics, which
     the protocol requires of such a file (Delta's ``DELTA_DELETION_VECTOR_MISSING_NUM_RECORDS``):
     readers subtract the vector's cardinality from it to count the live rows."""
 
     error_class = "DELTA_DELETION_VECTOR_MISSING_NUM_RECORDS"
-
-    def __init__(self, path: str) -> None:
-        super().__init__(
-            f"[{self.error_class}] The add action for {path} has a deletion vector but its statistics carry no "
-            "numRecords, which the protocol requires of a file with a deletion vector; write the file's statistics "
-            "(at least numRecords) with it. Nothing was committed."
-        )
-        self.path = path
+    message = (
+        "The add action for {path} has a deletion vector but its statistics carry no numRecords, which the "
+        "protocol requires of a file with a deletion vector; write the file's statistics (at least numRecords) "
+        "with it. Nothing was committed."
+    )
 
 
-class DeletionVectorTightBoundsError(InvalidTransactionError):
+class DeletionVectorTightBoundsError(_DeletionVectorAddError):
     """An ``add`` of the operation adds a deletion vector but its statistics do not say
     ``tightBounds: false`` (Delta's ``DELTA_ADDING_DELETION_VECTORS_WITH_TIGHT_BOUNDS_DISALLOWED``):
     the bounds still count the deleted rows, so they are no longer tight."""
 
     error_class = "DELTA_ADDING_DELETION_VECTORS_WITH_TIGHT_BOUNDS_DISALLOWED"
-
-    def __init__(self, path: str) -> None:
-        super().__init__(
-            f"[{self.error_class}] The add action for {path} adds a deletion vector but its statistics do not set "
-            "tightBounds to false: the file's bounds count the rows the deletion vector deletes. Write the "
-            "statistics with tightBounds false. Nothing was committed."
-        )
-        self.path = path
+    message = (
+        "The add action for {path} adds a deletion vector but its statistics do not set tightBounds to false: "
+        "the file's bounds count the rows the deletion vector deletes. Write the statistics with tightBounds "
+        "false. Nothing was committed."
+    )
 
 
 class InvalidMetadataError(InvalidTransactionError):
