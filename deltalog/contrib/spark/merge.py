@@ -377,15 +377,14 @@ class DeltaMergeBuilder:
             user_metrics=metrics,
         )
 
-    def _evolved_structs(self, table_schema: StructType, evolve: bool) -> dict[str, StructType]:
-        """With schema evolution, the table's struct columns that an ``updateAll``/``insertAll``
-        writes, or a clause assigns by name (``set={"s": ...}``), where the source's column of
-        that name is a struct with fields they lack, with those fields added (Delta's
-        ``computePostEvolutionTargetSchema``: the source schema kept where a clause assigns,
-        merged into the table's; :func:`~deltalog.contrib.spark.update_expressions.evolve_struct`)."""
-        from pyspark.sql.types import StructType
-
-        from deltalog.contrib.spark.update_expressions import evolve_struct
+    def _evolved_structs(self, table_schema: StructType, evolve: bool) -> dict[str, DataType]:
+        """With schema evolution, the table's columns holding structs (a struct, or an array or
+        map of them, at any depth) that an ``updateAll``/``insertAll`` writes, or a clause
+        assigns by name (``set={"s": ...}``), where the source's column of that name has struct
+        fields they lack, with those fields added (Delta's ``computePostEvolutionTargetSchema``:
+        the source schema kept where a clause assigns, merged into the table's;
+        :func:`~deltalog.contrib.spark.update_expressions.evolve_type`)."""
+        from deltalog.contrib.spark.update_expressions import evolve_type, has_struct
 
         clauses = [*self._matched, *self._not_matched]
         star = any(c.assignments is None for c in clauses)
@@ -398,11 +397,11 @@ class DeltaMergeBuilder:
         if not evolve or not (star or named):
             return {}
         source = {f.name.lower(): f.dataType for f in self._source.schema.fields}
-        out: dict[str, StructType] = {}
+        out: dict[str, DataType] = {}
         for f in table_schema.fields:
             other = source.get(f.name.lower()) if star or f.name.lower() in named else None
-            if isinstance(f.dataType, StructType) and isinstance(other, StructType):
-                evolved = evolve_struct(f.dataType, other)
+            if other is not None and has_struct(f.dataType) and has_struct(other):
+                evolved = evolve_type(f.dataType, other)
                 if evolved != f.dataType:
                     out[f.name] = evolved
         return out
@@ -454,7 +453,7 @@ class DeltaMergeBuilder:
         self,
         txn: OptimisticTransaction,
         new_columns: list[str],
-        structs: Mapping[str, StructType],
+        structs: Mapping[str, DataType],
         widened: Mapping[str, DataType],
     ) -> None:
         """Add ``new_columns`` (nullable, typed as in the source) to the table's schema in
