@@ -123,9 +123,9 @@ def _struct_by_name(value: Column, from_type: StructType, to_type: StructType, w
     missing = [f.name for f in to_type.fields if f.name.lower() not in source]
     if extra or (missing and not how.allow_missing):
         raise DeltaAnalysisError(
-            f"MERGE cannot write a struct with fields {sorted(source)} into {where} ({to_type.simpleString()}): "
-            "the table's struct lacks a field, or the value lacks one; withSchemaEvolution() adds the first "
-            "and allows the second"
+            f"DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION: Cannot cast {from_type.simpleString()} to "
+            f"{to_type.simpleString()} ({where}). All nested columns must match: the table's struct lacks a "
+            "field, or the value lacks one; withSchemaEvolution() adds the first and allows the second"
         )
     fields = []
     for f in to_type.fields:
