@@ -210,6 +210,32 @@ def test_merge_schema_widening_needs_the_property() -> None:
     assert widen_for_schema_evolution(table, doubles, {"delta.enableTypeWidening": "true"}) == table
 
 
+def test_merge_schema_widening_inside_an_array_of_structs_is_recorded_once() -> None:
+    """A field of an array's struct element widens as a top-level column does (Delta's
+    ``mergeSchemas`` with ``TypeEvolution`` walks arrays and maps); ``record=False`` (MERGE,
+    which adds struct fields too and records every change once) leaves the record out."""
+    element = {"type": "struct", "fields": [{"name": "x", "type": "short", "nullable": True, "metadata": {}}]}
+    table = {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "arr",
+                "type": {"type": "array", "elementType": element, "containsNull": True},
+                "nullable": True,
+                "metadata": {},
+            }
+        ],
+    }
+    data = json.loads(json.dumps(table).replace('"short"', '"integer"'))
+    on = {"delta.enableTypeWidening": "true"}
+    raw = widen_for_schema_evolution(table, data, on, record=False)
+    assert raw == data
+    recorded = record_type_changes(raw, table)
+    assert recorded == widen_for_schema_evolution(table, data, on)
+    x = recorded["fields"][0]["type"]["elementType"]["fields"][0]
+    assert x["metadata"] == {"delta.typeChanges": [{"fromType": "short", "toType": "integer"}]}
+
+
 def test_deltars_refuses_the_reader_feature_it_lacks(tmp_path: Path) -> None:
     """delta-rs (1.x) does not implement the typeWidening reader feature: it refuses the
     table rather than misreading it (our readers are checked in tests/spark)."""

@@ -232,6 +232,64 @@ def test_struct_values_are_matched_by_field_name_and_evolve_nested_fields(spark,
         table.alias("t").merge(narrow.alias("src"), "t.id = src.id").whenMatchedUpdateAll().execute()
 
 
+def test_structs_in_arrays_and_maps_evolve_by_name(spark, tmp_path):
+    """MergeIntoSchemaEvolutionSuite's array-of-struct and map-struct-value cases: with schema
+    evolution a source element (or map value) struct's extra fields are added to the table's
+    element struct, at any depth (copied rows get null there; with column mapping the new
+    fields get ids), fields are matched by name, and a field the source element lacks is null
+    ("longer target", also with ``set``), and on a table with type widening a nested element
+    field widens (TypeWideningMergeIntoSchemaEvolutionSuite), recorded once; without
+    evolution both are errors ("Cannot cast")."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    table_path = str(tmp_path / "widened")  # delta-rs does not read typeWidening tables
+    spark.createDataFrame(
+        [(1, [("a", [(1,)])], {"k": (1,)}), (2, [("c", [(2,)])], {"k": (2,)})],
+        "id long, arr array<struct<x:string,n:array<struct<p:short>>>>, m map<string,struct<a:int>>",
+    ).write.format("deltalog").mode("append").option("delta.columnMapping.mode", "name").option(
+        "delta.enableTypeWidening", "true"
+    ).save(table_path)
+    table, log = DeltaTable.forPath(spark, table_path), DeltaLog.for_table(table_path)
+    wider = spark.createDataFrame(
+        [(2, [("Z2", [(20, 70000)], "X2")], {"k": (22, 2)}), (3, [("Z3", None, "X3")], {"j": (33, 3)})],
+        "id long, arr array<struct<z:string,n:array<struct<q:int,p:int>>,x:string>>, m map<string,struct<b:int,a:int>>",
+    ).alias("s")
+    narrow = spark.createDataFrame([(1, [("X1",)])], "id long, arr array<struct<x:string>>").alias("s")
+    version = log.update().version
+    for source in (wider, narrow):
+        with pytest.raises(DeltaAnalysisError, match=r"DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION.*withSchemaEvolution"):
+            table.alias("t").merge(source, "t.id = s.id").whenMatchedUpdate(set={"arr": "s.arr"}).execute()
+    assert log.update().version == version
+
+    table.alias("t").merge(
+        wider, "t.id = s.id"
+    ).withSchemaEvolution().whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    table.alias("t").merge(narrow, "t.id = s.id").withSchemaEvolution().whenMatchedUpdate(
+        set={"arr": "s.arr"}
+    ).execute()
+    got = {r.id: r.asDict(recursive=True) for r in table.toDF().collect()}
+    assert got == {
+        1: {"id": 1, "arr": [{"x": "X1", "n": None, "z": None}], "m": {"k": {"a": 1, "b": None}}},
+        2: {"id": 2, "arr": [{"x": "X2", "n": [{"p": 70000, "q": 20}], "z": "Z2"}], "m": {"k": {"a": 2, "b": 22}}},
+        3: {"id": 3, "arr": [{"x": "X3", "n": None, "z": "Z3"}], "m": {"j": {"a": 3, "b": 33}}},
+    }
+    metadata = log.update().metadata
+    fields = json.loads(metadata.schema_string)["fields"]
+    element = fields[1]["type"]["elementType"]
+    new_fields = [element["fields"][2], element["fields"][1]["type"]["elementType"]["fields"][1]]
+    new_fields.append(fields[2]["type"]["valueType"]["fields"][1])
+    assert [f["name"] for f in new_fields] == ["z", "q", "b"]
+    ids = [f["metadata"]["delta.columnMapping.id"] for f in new_fields]
+    assert sorted(ids) == list(range(min(ids), min(ids) + 3))  # fresh ids, one per new field
+    assert int(metadata.configuration["delta.columnMapping.maxColumnId"]) == max(ids)
+    widened = element["fields"][1]["type"]["elementType"]["fields"][0]
+    assert (widened["type"], widened["metadata"]["delta.typeChanges"]) == (
+        "integer",
+        [{"fromType": "short", "toType": "integer"}],
+    )
+
+
 def _damage(path: str, files: list[str]) -> dict[str, bytes]:
     """Overwrite data files with bytes that are not Parquet; returns the originals."""
     saved = {}

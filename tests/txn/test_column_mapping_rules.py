@@ -288,3 +288,31 @@ def test_rename_and_drop_reach_fields_inside_arrays_and_maps() -> None:
     assert log.history(1)[0].operation_parameters == {"columns": '["a.element.element.y"]'}
     with pytest.raises(InvalidSchemaChangeError, match="'a' is not a struct"):
         alter.rename_column(log, "a.element", "e2")
+
+
+def test_merged_struct_fields_inside_arrays_and_maps_get_ids() -> None:
+    """Delta's ``mergeSchemas`` (a ``mergeSchema`` write, MERGE with schema evolution) adds a
+    source struct's extra fields inside an array's element and a map's value, keeping the
+    table's fields and their ids; ``assignColumnIdAndPhysicalName`` gives the new nested
+    fields the next ids."""
+    from deltalog.txn.protocol.column_mapping import assign_column_mapping
+    from deltalog.txn.protocol.schema import StructType, data_type_from_json, merge_schemas
+
+    def struct(*fields: str) -> dict[str, Any]:
+        return {"type": "struct", "fields": [_field(f, "integer") for f in fields]}
+
+    def table(element: dict[str, Any], value: dict[str, Any]) -> StructType:
+        array = {"type": "array", "elementType": element, "containsNull": True}
+        kv = {"type": "map", "keyType": "string", "valueType": value, "valueContainsNull": True}
+        parsed = data_type_from_json({"type": "struct", "fields": [_field("arr", array), _field("m", kv)]})
+        assert isinstance(parsed, StructType)
+        return parsed
+
+    mapped, max_id = assign_column_mapping(table(struct("x"), struct("a")), 0)
+    merged = merge_schemas(mapped, table(struct("z", "x"), struct("b", "a")))
+    evolved, new_max = assign_column_mapping(merged, max_id)
+    fields = evolved.to_json_value()["fields"]
+    element, value = fields[0]["type"]["elementType"]["fields"], fields[1]["type"]["valueType"]["fields"]
+    assert [f["name"] for f in element] == ["x", "z"] and [f["name"] for f in value] == ["a", "b"]
+    ids = [f["metadata"]["delta.columnMapping.id"] for f in (*element, *value)]
+    assert (max_id, new_max, sorted(ids[1::2])) == (4, 6, [5, 6])

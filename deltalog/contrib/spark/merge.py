@@ -185,6 +185,19 @@ def _text(e: Any) -> str | None:
     return None if e is None else (e if isinstance(e, str) else str(e))
 
 
+def _with_types(schema_string: str, types: Mapping[str, DataType]) -> StructType:
+    """The table schema as stored (column mapping metadata kept), with the columns of
+    ``types`` given those types."""
+    import json
+
+    from pyspark.sql.types import StructField, StructType
+
+    stored = spark_struct(json.loads(schema_string))
+    return StructType(
+        [StructField(f.name, types.get(f.name, f.dataType), f.nullable, f.metadata) for f in stored.fields]
+    )
+
+
 class DeltaMergeBuilder:
     def __init__(self, table: DeltaTable, source: DataFrame, condition: Any) -> None:
         #: identity columns whose values the insert clauses generate (set when planned)
@@ -377,15 +390,14 @@ class DeltaMergeBuilder:
             user_metrics=metrics,
         )
 
-    def _evolved_structs(self, table_schema: StructType, evolve: bool) -> dict[str, StructType]:
-        """With schema evolution, the table's struct columns that an ``updateAll``/``insertAll``
-        writes, or a clause assigns by name (``set={"s": ...}``), where the source's column of
-        that name is a struct with fields they lack, with those fields added (Delta's
-        ``computePostEvolutionTargetSchema``: the source schema kept where a clause assigns,
-        merged into the table's; :func:`~deltalog.contrib.spark.update_expressions.evolve_struct`)."""
-        from pyspark.sql.types import StructType
-
-        from deltalog.contrib.spark.update_expressions import evolve_struct
+    def _evolved_structs(self, table_schema: StructType, evolve: bool) -> dict[str, DataType]:
+        """With schema evolution, the table's columns holding structs (a struct, or an array or
+        map of them, at any depth) that an ``updateAll``/``insertAll`` writes, or a clause
+        assigns by name (``set={"s": ...}``), where the source's column of that name has struct
+        fields they lack, with those fields added (Delta's ``computePostEvolutionTargetSchema``:
+        the source schema kept where a clause assigns, merged into the table's;
+        :func:`~deltalog.contrib.spark.update_expressions.evolve_type`)."""
+        from deltalog.contrib.spark.update_expressions import evolve_type, has_struct
 
         clauses = [*self._matched, *self._not_matched]
         star = any(c.assignments is None for c in clauses)
@@ -398,11 +410,11 @@ class DeltaMergeBuilder:
         if not evolve or not (star or named):
             return {}
         source = {f.name.lower(): f.dataType for f in self._source.schema.fields}
-        out: dict[str, StructType] = {}
+        out: dict[str, DataType] = {}
         for f in table_schema.fields:
             other = source.get(f.name.lower()) if star or f.name.lower() in named else None
-            if isinstance(f.dataType, StructType) and isinstance(other, StructType):
-                evolved = evolve_struct(f.dataType, other)
+            if other is not None and has_struct(f.dataType) and has_struct(other):
+                evolved = evolve_type(f.dataType, other)
                 if evolved != f.dataType:
                     out[f.name] = evolved
         return out
@@ -443,7 +455,9 @@ class DeltaMergeBuilder:
         if not evolve or not any(c.assignments is None for c in [*self._matched, *self._not_matched]):
             return {}
         table = json.loads(snapshot.metadata.schema_string)
-        widened = widen_for_schema_evolution(table, self._source.schema.jsonValue(), snapshot.metadata.configuration)
+        widened = widen_for_schema_evolution(
+            table, self._source.schema.jsonValue(), snapshot.metadata.configuration, record=False
+        )
         if widened == table:
             return {}
         before = {f["name"]: f["type"] for f in table["fields"]}
@@ -454,12 +468,13 @@ class DeltaMergeBuilder:
         self,
         txn: OptimisticTransaction,
         new_columns: list[str],
-        structs: Mapping[str, StructType],
+        structs: Mapping[str, DataType],
         widened: Mapping[str, DataType],
     ) -> None:
         """Add ``new_columns`` (nullable, typed as in the source) to the table's schema in
         ``txn``, give the struct columns of ``structs`` their evolved types and the columns
-        of ``widened`` their wider ones (recorded in ``delta.typeChanges``)."""
+        of ``widened`` their wider ones (a widening, nested ones in ``structs`` too, recorded
+        in ``delta.typeChanges``)."""
         import json
         from dataclasses import replace
 
@@ -472,7 +487,7 @@ class DeltaMergeBuilder:
         for f in table["fields"]:
             if f["name"] in structs:
                 f["type"] = structs[f["name"]].jsonValue()
-        if widened:
+        if widened or structs:  # a struct column may have widened fields too
             before = json.loads(current.schema_string)
             for f in table["fields"]:
                 if f["name"] in widened:
@@ -610,10 +625,11 @@ class DeltaMergeBuilder:
         table_types = top_level_types(json.loads(snapshot.metadata.schema_string))
         table_columns = list(table_types)
         new_columns = self._new_columns(table_columns, evolve)
-        # the schema as stored: an evolved struct keeps its fields' column mapping metadata
-        structs = self._evolved_structs(spark_struct(json.loads(snapshot.metadata.schema_string)), evolve)
-        # a struct column that gains fields keeps its fields' types (evolve_struct)
-        widened = {c: t for c, t in self._widened_columns(snapshot, evolve).items() if c not in structs}
+        # widened first (a column may both widen and gain nested fields: Delta's mergeSchemas
+        # with TypeEvolution); the stored schema keeps the fields' column mapping metadata
+        widened = self._widened_columns(snapshot, evolve)
+        structs = self._evolved_structs(_with_types(snapshot.metadata.schema_string, widened), evolve)
+        widened = {c: t for c, t in widened.items() if c not in structs}
         self._refuse_incompatible_types({c: t for c, t in table_types.items() if c not in widened}, evolve)
         columns = table_columns + new_columns
         assignments = self._resolve_assignments(snapshot.metadata, columns, evolve, talias)

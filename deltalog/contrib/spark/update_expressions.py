@@ -11,8 +11,9 @@ Arrays of structs are rebuilt element by element; other types go through Spark's
 :func:`assign_fields` is ``SET s.a.b = value``: the struct rebuilt with the assigned nested
 fields replaced (Delta's ``generateUpdateExpressions`` for a nested name).
 
-:func:`evolve_struct` is the schema evolution side: a table struct with the nested fields
-a source struct adds, appended nullable (Delta's ``SchemaMergingUtils``).
+:func:`evolve_type` is the schema evolution side: a table type with the nested fields a
+source type adds, appended nullable, in structs, arrays and maps (Delta's
+``SchemaMergingUtils``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "assign_fields",
     "cast_if_needed",
     "evolve_struct",
+    "evolve_type",
     "has_struct",
     "refuse_conflicting_targets",
     "split_name",
@@ -121,9 +123,9 @@ def _struct_by_name(value: Column, from_type: StructType, to_type: StructType, w
     missing = [f.name for f in to_type.fields if f.name.lower() not in source]
     if extra or (missing and not how.allow_missing):
         raise DeltaAnalysisError(
-            f"MERGE cannot write a struct with fields {sorted(source)} into {where} ({to_type.simpleString()}): "
-            "the table's struct lacks a field, or the value lacks one; withSchemaEvolution() adds the first "
-            "and allows the second"
+            f"DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION: Cannot cast {from_type.simpleString()} to "
+            f"{to_type.simpleString()} ({where}). All nested columns must match: the table's struct lacks a "
+            "field, or the value lacks one; withSchemaEvolution() adds the first and allows the second"
         )
     fields = []
     for f in to_type.fields:
@@ -141,19 +143,35 @@ def _struct_by_name(value: Column, from_type: StructType, to_type: StructType, w
 
 def evolve_struct(table: StructType, source: StructType) -> StructType:
     """``table`` with the fields of ``source`` it lacks (by name, case-insensitive) appended
-    nullable, recursively into the struct fields both have; other fields keep the table's
-    type (a value of another type is cast to it)."""
+    nullable, recursively into the fields both have, through arrays and maps too (a struct
+    element of an array, a map's key or value: Delta's ``SchemaMergingUtils.mergeSchemas``);
+    other fields keep the table's type (a value of another type is cast to it)."""
     from pyspark.sql.types import StructField, StructType
 
     by_name = {f.name.lower(): f for f in source.fields}
     fields = []
     for f in table.fields:
         other = by_name.pop(f.name.lower(), None)
-        if other is not None and isinstance(f.dataType, StructType) and isinstance(other.dataType, StructType):
-            f = StructField(f.name, evolve_struct(f.dataType, other.dataType), f.nullable, f.metadata)
+        if other is not None:
+            f = StructField(f.name, evolve_type(f.dataType, other.dataType), f.nullable, f.metadata)
         fields.append(f)
     fields.extend(StructField(f.name, f.dataType, True) for f in by_name.values())
     return StructType(fields)
+
+
+def evolve_type(table: DataType, source: DataType) -> DataType:
+    """``table`` with the struct fields ``source`` adds at any depth (:func:`evolve_struct`),
+    inside arrays and maps too; a type of another shape stays ``table``."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(table, StructType) and isinstance(source, StructType):
+        return evolve_struct(table, source)
+    if isinstance(table, ArrayType) and isinstance(source, ArrayType):
+        return ArrayType(evolve_type(table.elementType, source.elementType), table.containsNull)
+    if isinstance(table, MapType) and isinstance(source, MapType):
+        key = evolve_type(table.keyType, source.keyType)
+        return MapType(key, evolve_type(table.valueType, source.valueType), table.valueContainsNull)
+    return table
 
 
 def split_name(name: str) -> list[str]:

@@ -341,19 +341,25 @@ def widen_for_schema_evolution(
     data_schema: Mapping[str, Any],
     configuration: Mapping[str, str],
     table_version: int | None = None,
+    *,
+    record: bool = True,
 ) -> dict[str, Any]:
     """Delta's ``TypeWideningMode.TypeEvolution`` for a ``mergeSchema`` write: when the table
     has ``delta.enableTypeWidening``, every column (nested fields, map keys and values, array
     elements too) whose data type is a same-family widening of the table's type takes the
     data's type, recorded in ``delta.typeChanges``; in a UniForm (Iceberg) table only the
     widenings Iceberg can follow (:func:`is_type_change_supported_by_iceberg`), as Delta's
-    ``uniformIcebergCompatibleOnly``. Otherwise the table schema unchanged."""
+    ``uniformIcebergCompatibleOnly``. Otherwise the table schema unchanged. ``record``
+    false: the changes are not recorded (a caller that changes the schema further records
+    them once, with :func:`record_type_changes`)."""
     table = dict(table_schema)
     if not type_widening_enabled(configuration):
         return table
     iceberg = "iceberg" in TableProperties(configuration).universal_format_enabled_formats
     widened = _widen_struct(table, dict(data_schema), iceberg)
-    return table if widened == table else record_type_changes(widened, table, table_version)
+    if widened == table or not record:
+        return widened
+    return record_type_changes(widened, table, table_version)
 
 
 def change_column_type(schema: Mapping[str, Any], path: Sequence[str], new_type: Any) -> dict[str, Any]:
