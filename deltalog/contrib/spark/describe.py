@@ -6,7 +6,8 @@ The columns, their order and types are those of Delta Spark's ``DeltaHistory`` a
 
 - history: ``userId``, ``userName``, ``job``, ``notebook`` and ``clusterId`` are null unless
   the commit's writer recorded them (deltalog records none; Databricks does), and so is
-  ``operationMetrics`` for a commit without metrics (``Option`` in Delta);
+  ``operationMetrics`` for a commit written with ``history.metricsEnabled=false``
+  (``Option`` in Delta; an operation reporting no metrics has an empty map);
 - detail: ``location`` as Hadoop's ``Path`` shows it (``file:/abs/path``),
   ``clusteringColumns`` (logical names, empty unless liquid-clustered), and
   ``tableFeatures`` naming every feature the protocol supports, those its legacy versions

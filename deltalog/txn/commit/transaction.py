@@ -802,16 +802,18 @@ class OptimisticTransaction:
             read_version=self.read_version if self.read_version >= 0 else None,
             isolation_level=level.value,
             is_blind_append=blind,
-            operation_metrics=metrics or None,
+            operation_metrics=metrics,
             user_metadata=self.settings.user_metadata,
             engine_info=self.settings.engine_info,
             txn_id=self.txn_id,
             extra=identity_commit_tags(self.snapshot.metadata if self.table_exists else None, self._new_metadata),
         )
 
-    def _operation_metrics(self, operation: Operation, stats: CommitStats | None) -> dict[str, str]:
+    def _operation_metrics(self, operation: Operation, stats: CommitStats | None) -> dict[str, str] | None:
+        # Delta's getOperationMetrics: none when metrics are off, else the operation's
+        # (an empty map for one that reports none, e.g. CREATE TABLE without data)
         if not self.settings.operation_metrics_enabled:
-            return {}
+            return None
         # the counts the engine knows, then the operation's own; only the names the
         # operation declares are kept (Delta's ``transformMetrics``)
         metrics = file_metrics(stats) if stats is not None else {}
@@ -938,7 +940,7 @@ class OptimisticTransaction:
     def _attempt_commit_info(
         self,
         prepared: _PreparedCommit,
-        metrics: dict[str, str],
+        metrics: dict[str, str] | None,
         loop: _LoopState,
         actions: Sequence[Action],
         ict: int | None,
