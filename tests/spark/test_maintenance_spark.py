@@ -285,6 +285,16 @@ def test_history_and_detail_have_deltas_columns(spark, tmp_path):
     assert (got.partitionColumns, got.clusteringColumns, got.numFiles) == (["p"], [], 1)
     assert got.tableFeatures == ["appendOnly", "invariants"]  # implied by (1, 2)
     assert got.location == "file:" + path  # Hadoop's Path as Delta shows it (deltaLog.dataPath)
+    # Delta's addFeatureSupport records the key as given (no validateConfigurations); the
+    # protocol matches the feature in any case
+    table.addFeatureSupport("changeDataFeed")
+    added = table.history(1).collect()[0]
+    assert (added.operation, added.operationParameters, added.operationMetrics) == (
+        "SET TBLPROPERTIES",
+        {"properties": '{"delta.feature.changeDataFeed":"supported"}'},
+        {},
+    )
+    assert "changeDataFeed" in table.detail().collect()[0].tableFeatures
 
 
 def test_restore_keeps_identity_high_water_marks(spark, table_path):

@@ -123,7 +123,8 @@ class AlterTableMethods:
         from deltalog.txn.protocol.properties import FEATURE_PROPERTY_PREFIX
 
         check_type(featureName, str, "featureName")
-        alter.set_table_properties(self._log, {f"{FEATURE_PROPERTY_PREFIX}{featureName}": "supported"})
+        key = {f"{FEATURE_PROPERTY_PREFIX}{featureName}": "supported"}
+        alter.set_table_properties(self._log, key, recorded=key)
 
     def _check_rows(self, snapshot: Snapshot, constraints: Mapping[str, str]) -> None:
         from deltalog.contrib.spark.constraints import check_new_constraints

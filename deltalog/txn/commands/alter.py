@@ -485,15 +485,18 @@ def _remove_column_mapping(
     return remove_column_mapping(delta_log, lock=lock, unset_mode_property=unset)
 
 
-def _setting(values: Mapping[str, str]) -> Callable[[Metadata], tuple[Metadata, Operation]]:
+def _setting(
+    values: Mapping[str, str], recorded: Mapping[str, str] | None = None
+) -> Callable[[Metadata], tuple[Metadata, Operation]]:
     """SET TBLPROPERTIES' metadata change: ``comment`` as the description, constraints under
-    their keys (:mod:`~deltalog.txn.commands.alter_properties`), every value checked."""
+    their keys (:mod:`~deltalog.txn.commands.alter_properties`), every value checked; the
+    commit's ``properties`` parameter is ``recorded`` when given, else ``values``."""
 
     def change(metadata: Metadata) -> tuple[Metadata, Operation]:
         stored = normalize_constraints(metadata.configuration, without_reserved(values))
         config = {**metadata.configuration, **stored}
         TableProperties(config).validate()
-        operation = constraint_set_operation(values) or SetTableProperties(properties=values)
+        operation = constraint_set_operation(values) or SetTableProperties(properties=dict(recorded or values))
         description = values.get(COMMENT, metadata.description)
         return dataclasses.replace(metadata, configuration=config, description=description), operation
 
@@ -527,6 +530,7 @@ def set_table_properties(
     row_tracking_backfill: BackfillLimits | None = None,
     allow_arbitrary_properties: bool = False,
     enforce_retention_compatibility: bool = True,
+    recorded: Mapping[str, str] | None = None,
 ) -> int:
     """``ALTER TABLE SET TBLPROPERTIES`` (a value deltalog knows and cannot parse raises
     :class:`InvalidPropertyError`); the protocol is upgraded when a property needs it
@@ -552,7 +556,9 @@ def set_table_properties(
     files), once the new properties are known to be valid; the property commit follows. Keys are checked first
     (:func:`~deltalog.txn.protocol.properties.validate_table_properties`; ``allow_arbitrary_properties``
     is Delta's ``spark.databricks.delta.allowArbitraryProperties.enabled``; ``enforce_retention_compatibility``
-    Delta's ``spark.databricks.delta.vacuum.enforceDeletedFileAndLogRetentionDurationCompatibility``)."""
+    Delta's ``spark.databricks.delta.vacuum.enforceDeletedFileAndLogRetentionDurationCompatibility``).
+    ``recorded`` is what the commit's ``properties`` parameter shows, when not ``properties`` as
+    stored (Delta's ``addFeatureSupport`` records ``delta.feature.<name>`` as given)."""
     if not properties:
         raise InvalidPropertyError("set_table_properties needs at least one property")
     values = validate_table_properties(
@@ -561,7 +567,7 @@ def set_table_properties(
         enforce_retention_compatibility=enforce_retention_compatibility,
     )
 
-    change = _setting(values)
+    change = _setting(values, recorded)
     verify = _verifying_new_constraints(values, verify_constraints)
 
     if TableProperties(values).enable_row_tracking:
