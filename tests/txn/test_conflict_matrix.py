@@ -24,7 +24,7 @@ from deltalog.txn.commit.commit_errors import (
     MetadataChangedError,
     ProtocolChangedError,
 )
-from deltalog.txn.commit.operations import ManualUpdate
+from deltalog.txn.commit.operations import ManualUpdate, Truncate
 from deltalog.txn.commit.transaction import OptimisticTransaction
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import (
@@ -399,3 +399,143 @@ def test_conflict_error_names_the_winning_operation() -> None:
     assert error.winning_operation == "Manual Update"
     assert "(Manual Update)" in str(error)
     assert "a was read by this transaction and removed concurrently" in str(error)
+
+
+# --- Delta's OptimisticTransactionSuite `check(...)` table, run as Delta's harness runs it:
+# each setup action in its own commit, the concurrent commit and the tested one as TRUNCATE.
+# Expected: (error, winning version, partition hint) as Delta's test asserts, or None.
+
+ExpectedOutcome = tuple[type[DeltaConcurrentModificationError], int, str | None] | None
+
+
+@dataclass
+class SuiteCheck:
+    name: str
+    reads: Reads
+    concurrent: Sequence[Action]
+    actions: Sequence[Action]
+    expected: ExpectedOutcome
+    setup: Sequence[Action] | None = None
+
+
+def _part_x() -> Metadata:
+    return Metadata(schema_string=schema("x", "v"), partition_columns=("x",))
+
+
+_SUPPORTED = Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "domainMetadata"))
+
+SUITE_CHECKS = [
+    SuiteCheck("append / append", [lambda t: t.metadata], [add("a")], [add("b")], None),
+    SuiteCheck(
+        "disjoint delete / read",
+        [lambda t: t.filter_files([("x", "=", 1)])],
+        [RemoveFile("a", 4)],
+        [],
+        None,
+        setup=[_part_x(), add("a", x="2")],
+    ),
+    SuiteCheck("delete / delete", [], [RemoveFile("a", 4)], [RemoveFile("a", 5)], (ConcurrentDeleteDeleteError, 2, None)),
+    SuiteCheck(
+        "add / read + write",
+        [lambda t: t.filter_files([("x", "=", 1)])],
+        [add("a", x="1")],
+        [add("b", x="1")],
+        (ConcurrentAppendError, 1, "[x=1]"),
+        setup=[_part_x()],
+    ),
+    SuiteCheck(
+        "delete / read: the hint names the partition of the file read",
+        [lambda t: t.filter_files([("x", "=", 1)])],
+        [RemoveFile("a", 4)],  # no partition values in the winner's remove
+        [],
+        (ConcurrentDeleteReadError, 2, "[x=1]"),
+        setup=[_part_x(), add("a", x="1")],
+    ),
+    SuiteCheck(
+        "upgrade / upgrade: an unchanged protocol action still conflicts",
+        [lambda t: t.metadata],
+        [_SUPPORTED],
+        [_SUPPORTED],
+        (ProtocolChangedError, 2, None),
+    ),
+    SuiteCheck(
+        "taint whole table + concurrent remove",
+        [lambda t: t.read_whole_table()],
+        [RemoveFile("a", 4)],
+        [add("b")],
+        (ConcurrentDeleteReadError, 2, None),
+        setup=[Metadata(schema_string=schema("x")), add("a")],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", SUITE_CHECKS, ids=[c.name for c in SUITE_CHECKS])
+def test_delta_suite_checks(case: SuiteCheck) -> None:
+    log = DeltaLog.for_table(f"memory://suite-{uuid.uuid4().hex}")
+    for action in case.setup if case.setup is not None else [Metadata(schema_string=schema("id")), _SUPPORTED]:
+        log.start_transaction().commit([action], ManualUpdate())
+    txn = log.start_transaction()
+    for read in case.reads:
+        read(txn)
+    log.start_transaction().commit(list(case.concurrent), Truncate())
+    if case.expected is None:
+        assert txn.commit(list(case.actions), Truncate()) == log.update().version
+        return
+    error, version, partition = case.expected
+    with pytest.raises(error) as caught:
+        txn.commit(list(case.actions), Truncate())
+    assert (caught.value.winning_version, caught.value.winning_operation, caught.value.partition) == (
+        version,
+        "TRUNCATE",
+        partition,
+    )
+
+
+def _partitioned_log(*columns: str, level: str = SER) -> DeltaLog:
+    log = DeltaLog.for_table(f"memory://hints-{uuid.uuid4().hex}")
+    metadata = Metadata(
+        schema_string=schema(*columns, "v"),
+        partition_columns=columns,
+        configuration={"delta.isolationLevel": level},
+    )
+    log.start_transaction().commit([metadata], ManualUpdate())
+    return log
+
+
+def test_partition_hint_follows_the_partition_schema() -> None:
+    """Delta's getPrettyPartitionMessage: the read partition columns in schema order, a null
+    value spelled ``null``; for delete-delete, the partition of this transaction's remove."""
+    log = _partitioned_log("x", "y")
+    txn = log.start_transaction()
+    txn.filter_files([("x", "=", 1)])
+    log.start_transaction().commit([AddFile("n", {"y": None, "x": "1"}, 1, 1)], ManualUpdate())
+    with pytest.raises(ConcurrentAppendError) as appended:
+        txn.commit([add("m", x="1", y="3")], ManualUpdate())
+    assert appended.value.partition == "[x=1, y=null]"
+
+    log.start_transaction().commit([add("b", x="2", y="2")], ManualUpdate())
+    txn = log.start_transaction()
+    log.start_transaction().commit([RemoveFile("b", 4, partition_values={})], ManualUpdate())
+    with pytest.raises(ConcurrentDeleteDeleteError) as deleted:
+        txn.commit([remove("b", x="2", y="2")], ManualUpdate())
+    assert deleted.value.partition == "[x=2, y=2]"
+
+
+def test_partition_hint_names_logical_columns_under_column_mapping() -> None:
+    def field(name: str, column_id: int) -> dict[str, object]:
+        mapping = {"delta.columnMapping.id": column_id, "delta.columnMapping.physicalName": f"col-{name}"}
+        return {"name": name, "type": "integer", "nullable": True, "metadata": mapping}
+
+    log = DeltaLog.for_table(f"memory://hints-{uuid.uuid4().hex}")
+    metadata = Metadata(
+        schema_string=json.dumps({"type": "struct", "fields": [field("p", 1), field("v", 2)]}),
+        partition_columns=("p",),
+        configuration={"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "2"},
+    )
+    log.start_transaction().commit([metadata], ManualUpdate())
+    txn = log.start_transaction()
+    txn.filter_files([("p", "=", 1)])
+    log.start_transaction().commit([AddFile("n", {"col-p": "1"}, 1, 1)], ManualUpdate())
+    with pytest.raises(ConcurrentAppendError) as appended:
+        txn.commit([AddFile("m", {"col-p": "1"}, 1, 1)], ManualUpdate())
+    assert appended.value.partition == "[p=1]"

@@ -207,7 +207,7 @@ class OptimisticTransaction:
         #: a feature drop that protects checkpoints: each attempt names its own version
         self._protects_checkpoints = False
         self._read_predicates: list[PartitionPredicate] = []
-        self._read_file_paths: set[str] = set()
+        self._read_files: dict[str, Mapping[str, str | None]] = {}  # decoded path -> partition values
         self._read_whole_table = False
         self._read_app_ids: set[str] = set()
         self._hooks: list[PostCommitHook] = []
@@ -476,14 +476,17 @@ class OptimisticTransaction:
         if data_skipping is not None:
             files = data_skipping(files)
         self._read_predicates.append(predicate)
-        self._read_file_paths.update(decode_path(f.path) for f in files)
+        self._track_read(files)
         return files
 
     def track_files_read(self, files: Iterable[AddFile]) -> None:
         """Record that this transaction read ``files`` (Delta's ``trackFilesRead``): a
         concurrent removal of one of them conflicts."""
         self._check_open()
-        self._read_file_paths.update(decode_path(f.path) for f in files)
+        self._track_read(files)
+
+    def _track_read(self, files: Iterable[AddFile]) -> None:
+        self._read_files.update((decode_path(f.path), f.partition_values) for f in files)
 
     def read_whole_table(self) -> None:
         """Record that this transaction depends on the whole table."""
@@ -781,7 +784,7 @@ class OptimisticTransaction:
 
     def _is_blind_append(self, actions: Sequence[Action]) -> bool:
         only_adds = all(isinstance(a, AddFile) for a in actions if isinstance(a, (AddFile, RemoveFile, AddCDCFile)))
-        depends_on_files = bool(self._read_predicates) or bool(self._read_file_paths) or self._read_whole_table
+        depends_on_files = bool(self._read_predicates) or bool(self._read_files) or self._read_whole_table
         return only_adds and not depends_on_files
 
     # -- the commit loop ---------------------------------------------------------------------
@@ -848,12 +851,14 @@ class OptimisticTransaction:
             is_blind_append=blind,
             partitioned=bool(self.partition_columns),
             read_predicates=self._read_predicates,
-            read_file_paths=set(self._read_file_paths),
+            read_file_paths=set(self._read_files),
+            read_file_partitions=dict(self._read_files),
+            partition_columns=self._hint_columns(),
             read_whole_table=self._read_whole_table,
             read_app_ids=self._read_app_ids,
             changes_metadata=self._new_metadata is not None,
             changes_protocol=self._new_protocol is not None,
-            removed_paths={decode_path(a.path) for a in actions if isinstance(a, RemoveFile)},
+            removed_paths={decode_path(a.path): a.partition_values for a in actions if isinstance(a, RemoveFile)},
             domains={a.domain for a in actions if isinstance(a, DomainMetadata)},
             check_protocol=check_write_supported,
             read_protocol=self.snapshot.protocol if self.table_exists else None,
@@ -861,6 +866,13 @@ class OptimisticTransaction:
             metadata=self.metadata,
             operation=operation,
         )
+
+    def _hint_columns(self) -> tuple[tuple[str, str], ...]:
+        """The read partition columns as (name, ``partitionValues`` key), in their order."""
+        if not self.table_exists:
+            return ()
+        metadata = self.snapshot.metadata
+        return tuple(zip(metadata.partition_columns, partition_value_keys(metadata), strict=True))
 
     def _attempt_metadata(self, snapshot: Snapshot) -> Metadata | None:
         """The metadata an attempt commits on: this transaction's new metadata, else the
