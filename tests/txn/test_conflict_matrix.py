@@ -434,7 +434,9 @@ SUITE_CHECKS = [
         None,
         setup=[_part_x(), add("a", x="2")],
     ),
-    SuiteCheck("delete / delete", [], [RemoveFile("a", 4)], [RemoveFile("a", 5)], (ConcurrentDeleteDeleteError, 2, None)),
+    SuiteCheck(
+        "delete / delete", [], [RemoveFile("a", 4)], [RemoveFile("a", 5)], (ConcurrentDeleteDeleteError, 2, None)
+    ),
     SuiteCheck(
         "add / read + write",
         [lambda t: t.filter_files([("x", "=", 1)])],
@@ -539,3 +541,32 @@ def test_partition_hint_names_logical_columns_under_column_mapping() -> None:
     with pytest.raises(ConcurrentAppendError) as appended:
         txn.commit([AddFile("m", {"col-p": "1"}, 1, 1)], ManualUpdate())
     assert appended.value.partition == "[p=1]"
+
+
+@pytest.mark.parametrize(
+    ("level", "winner_reads", "expected"),
+    [
+        (SER, False, ConcurrentAppendError),
+        (WSER, False, None),  # the blind append may be ordered first
+        (WSER, True, ConcurrentAppendError),
+    ],
+)
+def test_unpartitioned_delete_without_reads_conflicts_with_appends(
+    level: str, winner_reads: bool, expected: type[DeltaConcurrentModificationError] | None
+) -> None:
+    """Delta's getFirstFileMatchingPartitionPredicates: a transaction that is no blind append
+    (it removes a file) on an unpartitioned table conflicts with every candidate append, even
+    though it recorded no read."""
+    log = DeltaLog.for_table(f"memory://unread-{uuid.uuid4().hex}")
+    log.start_transaction().commit([meta_x(level, partitioned=False), add("a")], ManualUpdate())
+    txn = log.start_transaction()
+    winner = log.start_transaction()
+    if winner_reads:
+        winner.filter_files()
+    winner.commit([add("b")], ManualUpdate())
+    if expected is None:
+        assert txn.commit([remove("a")], ManualUpdate()) == 2
+        return
+    with pytest.raises(expected) as caught:
+        txn.commit([remove("a")], ManualUpdate())
+    assert caught.value.winning_version == 1

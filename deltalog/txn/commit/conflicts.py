@@ -160,10 +160,6 @@ class CurrentTransactionInfo:
     #: an unbackfill batch: a winner's adds with row ids, to re-add without them
     unbackfilled: dict[str, AddFile] = field(default_factory=dict)
 
-    @property
-    def read_anything(self) -> bool:
-        return self.read_whole_table or bool(self.read_predicates) or bool(self.read_file_paths)
-
 
 def _partition_hint(current: CurrentTransactionInfo, values: Mapping[str, str | None] | None) -> str | None:
     """Delta's ``getPrettyPartitionMessage``: ``[name=value, ...]`` over the read partition
@@ -392,10 +388,12 @@ def _check_added_files(current: CurrentTransactionInfo, winner: WinningCommit) -
         # the commit that switched row tracking on re-added live files to give them row
         # ids (dataChange=false): no new data (Delta skips backfill commits here)
         candidates = [a for a in candidates if a.data_change]
-    if not candidates or not current.read_anything:
+    if not candidates:
         return
     conflicting: AddFile | None = None
     if current.read_whole_table or not current.partitioned:
+        # as Delta, whatever was read: a transaction that is no blind append depends on
+        # the whole of an unpartitioned table
         conflicting = candidates[0]
     else:
         for add in candidates:
