@@ -570,3 +570,41 @@ def test_unpartitioned_delete_without_reads_conflicts_with_appends(
     with pytest.raises(expected) as caught:
         txn.commit([remove("a")], ManualUpdate())
     assert caught.value.winning_version == 1
+
+
+@pytest.mark.parametrize("column", ["part", "partitionValues"])
+@pytest.mark.parametrize(
+    ("concurrent", "expected"),
+    [
+        (lambda c: add("y", **{c: "0"}), ConcurrentAppendError),
+        (lambda c: add("y", **{c: "1"}), None),
+        (lambda c: RemoveFile("a", None, partition_values={c: "0"}), ConcurrentDeleteDeleteError),
+        (lambda c: RemoveFile("b", None, partition_values={c: "1"}), None),
+    ],
+    ids=["append same partition", "append other partition", "delete same partition", "delete other partition"],
+)
+def test_dynamic_partition_overwrite_reads(
+    column: str,
+    concurrent: Callable[[str], Action],
+    expected: type[DeltaConcurrentModificationError] | None,
+) -> None:
+    """Delta's testDynamicPartitionOverwrite (OptimisticTransactionSuite): filterFiles(newFiles)
+    records the partitions as read but not the files, so a concurrent delete of a file the
+    overwrite removes is a delete-delete conflict."""
+    log = DeltaLog.for_table(f"memory://dpo-{uuid.uuid4().hex}")
+    log.start_transaction().commit(
+        [Metadata(schema_string=schema(column, "value"), partition_columns=(column,))], ManualUpdate()
+    )
+    log.start_transaction().commit([add("a", **{column: "0"}), add("b", **{column: "1"})], ManualUpdate())
+    new_data = [add("x", **{column: "0"})]
+    txn = log.start_transaction()
+    replaced = txn.filter_files_in_partitions(new_data)
+    assert [f.path for f in replaced] == ["a"]
+    log.start_transaction().commit([concurrent(column)], ManualUpdate())
+    actions = [*(f.remove(deletion_timestamp=5) for f in replaced), *new_data]
+    if expected is None:
+        assert txn.commit(actions, ManualUpdate()) == 3
+        return
+    with pytest.raises(expected) as caught:
+        txn.commit(actions, ManualUpdate())
+    assert (caught.value.winning_version, caught.value.partition) == (2, f"[{column}=0]")

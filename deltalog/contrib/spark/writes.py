@@ -795,28 +795,10 @@ def _read_and_remove(
     if plan.dynamic_partition_overwrite:
         if opts.partition_overwrite.null_intolerant:  # Delta's useNullIntolerantEqualityWithDPO
             adds = [a for a in adds if all(v is not None for v in a.partition_values.values())]
-        return _dynamic_partition_removes(txn, adds)
+        # Delta's txn.filterFiles(addFiles): the partitions are read, not the files
+        return txn.filter_files_in_partitions(adds)
     everything: list[AddFile] = txn.filter_files()
     return everything
-
-
-def _partition_filters(values: dict[str, str | None]) -> list[PartitionFilter]:
-    return [(column, "=", value) for column, value in sorted(values.items())]
-
-
-def _dynamic_partition_removes(txn: OptimisticTransaction, adds: Sequence[AddFile]) -> list[AddFile]:
-    """Delta's ``txn.filterFiles(addFiles)``: the files of every partition the tasks wrote
-    (null-safe equality), each partition recorded as a read predicate."""
-    removed: dict[str, AddFile] = {}
-    seen: set[tuple[tuple[str, str | None], ...]] = set()
-    for add in adds:
-        key = tuple(sorted(add.partition_values.items()))
-        if key in seen:
-            continue
-        seen.add(key)
-        for f in txn.filter_files(_partition_filters(dict(add.partition_values))):
-            removed[f.path] = f
-    return list(removed.values())
 
 
 def _layout(metadata: Metadata) -> tuple[Any, ...]:

@@ -481,6 +481,28 @@ class OptimisticTransaction:
         self._track_read(files)
         return files
 
+    def filter_files_in_partitions(self, new_files: Sequence[AddFile]) -> list[AddFile]:
+        """Delta's ``filterFiles(newFiles)`` (a dynamic partition overwrite): the active files
+        in the partitions of ``new_files`` (null-safe equality of the partition values, compared
+        as the columns' types). Records those partitions as read (a concurrent add into one
+        conflicts) but not the files returned, as Delta: a concurrent removal of one of them
+        is then the delete-delete conflict of this transaction's removes."""
+        self._check_open()
+        if not self.table_exists:
+            self._read_whole_table = True
+            return []
+        metadata = self.snapshot.metadata
+        keys = partition_value_keys(metadata)
+        types = partition_column_types(metadata.schema_string, metadata.partition_columns)
+        types = dict(zip(keys, (types[c] for c in metadata.partition_columns), strict=True))
+        partitions = {tuple((k, f.partition_values.get(k)) for k in keys) for f in new_files}
+        if not partitions:  # nothing written: a read of no partition (still no blind append)
+            self._read_predicates.append(PartitionPredicate([(k, "in", []) for k in keys[:1]], types))
+            return []
+        predicates = [PartitionPredicate([(k, "=", v) for k, v in values], types) for values in partitions]
+        self._read_predicates.extend(predicates)
+        return [f for f in self.snapshot.files if any(p.matches(f.partition_values) for p in predicates)]
+
     def track_files_read(self, files: Iterable[AddFile]) -> None:
         """Record that this transaction read ``files`` (Delta's ``trackFilesRead``): a
         concurrent removal of one of them conflicts."""
