@@ -687,6 +687,20 @@ def test_commit_large_refuses_duplicates_and_leaves_no_version() -> None:
     assert [s.name for s in log.store.list_from(log.commit_uri(1))] == []
 
 
+def test_repeated_set_transactions_are_committed_once() -> None:
+    """Delta's checkForSetTransactionConflictAndDedup (OptimisticTransactionSuite "removes
+    duplicate SetTransactions", "has SetTransaction version conflicts"): a txn action repeated
+    with the same version is committed once; another version for the app id is refused."""
+    log = new_log()
+    create(log)
+    version = log.start_transaction().commit([SetTransaction("q", 1), SetTransaction("q", 1, 7)], Write())
+    assert [a for a in log.read_commit(version) if isinstance(a, SetTransaction)] == [SetTransaction("q", 1)]
+    with pytest.raises(DuplicateFileActionError, match="appId q but different versions 1 and 2"):
+        log.start_transaction().commit([SetTransaction("q", 1), SetTransaction("q", 2)], Write())
+    version = log.start_transaction().commit_large(iter([SetTransaction("r", 3), SetTransaction("r", 3)]), Convert())
+    assert [a for a in log.read_commit(version) if isinstance(a, SetTransaction)] == [SetTransaction("r", 3)]
+
+
 def test_commit_large_conflict_is_a_concurrent_write_error() -> None:
     log = new_log()
     create(log)

@@ -647,7 +647,8 @@ class OptimisticTransaction:
                 raise InvalidTransactionError(
                     f"commit_large takes file and txn actions only, got a {action.key} action"
                 )
-            checks.check(action)
+            if not checks.check(action):
+                continue  # a repeated txn action
             if isinstance(action, AddFile) and self.metadata is not None:
                 iceberg_compat.check_add(self.metadata, action)
             _count_file_action(stats, action)
@@ -670,8 +671,8 @@ class OptimisticTransaction:
         body = self._with_row_tracking_backfill(body)
         self._check_constraints_declared(body)
         checks = self._action_checks(operation)
-        checks.check_all(body[:own])
-        checks.check_all(body[own:], in_place=True)  # the backfill's re-adds
+        # the backfill's re-adds (after the commit's own actions) are re-added in place
+        body = [*checks.check_all(body[:own]), *checks.check_all(body[own:], in_place=True)]
         prepared = [*self._protocol_and_metadata(), *body]
         level = choose_isolation_level(self.isolation_level, prepared, operation.changes_data)
         blind = self._is_blind_append(prepared)
