@@ -30,6 +30,7 @@ from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import (
     Action,
     AddFile,
+    DomainMetadata,
     Metadata,
     Protocol,
     RemoveFile,
@@ -608,3 +609,25 @@ def test_dynamic_partition_overwrite_reads(
     with pytest.raises(expected) as caught:
         txn.commit(actions, ManualUpdate())
     assert (caught.value.winning_version, caught.value.partition) == (2, f"[{column}=0]")
+
+
+@pytest.mark.parametrize(
+    ("domain", "expected"),
+    [("app.domain", ConcurrentTransactionError), ("app.other", None), ("delta.rowTracking", None)],
+)
+def test_domain_metadata_conflicts(domain: str, expected: type[DeltaConcurrentModificationError] | None) -> None:
+    """Delta's checkIfDomainMetadataConflict: a domain both commits set fails the transaction,
+    except the row tracking domain (its resolution keeps this transaction's action)."""
+    log = DeltaLog.for_table(f"memory://domains-{uuid.uuid4().hex}")
+    metadata = Metadata(schema_string=schema("id"), configuration={"delta.feature.domainMetadata": "supported"})
+    log.start_transaction().commit([metadata], ManualUpdate())
+    txn = log.start_transaction()
+    winning = "delta.rowTracking" if domain == "delta.rowTracking" else "app.domain"
+    log.start_transaction().commit([DomainMetadata(winning, '{"rowIdHighWaterMark":5}')], ManualUpdate())
+    ours = DomainMetadata(domain, '{"rowIdHighWaterMark":3}', removed=domain == "delta.rowTracking")
+    if expected is None:
+        assert txn.commit([ours], ManualUpdate()) == 2
+        assert (domain in log.update().domain_metadata) is (domain == "app.other")  # ours kept, as given
+        return
+    with pytest.raises(expected, match=r"conflicting metadata domain app\.domain"):
+        txn.commit([ours], ManualUpdate())

@@ -239,8 +239,9 @@ def _check_winning_metadata(current: CurrentTransactionInfo, winner: WinningComm
 
 
 def _check_domains(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
-    # 3. domain metadata
-    clashing_domains = winner.domains & current.domains
+    # 3. domain metadata; the row tracking domain is resolved (this transaction's action is
+    # kept, as Delta's checkIfDomainMetadataConflict: its ids are reassigned above the winner's)
+    clashing_domains = (winner.domains & current.domains) - {row_tracking.ROW_TRACKING_DOMAIN}
     if clashing_domains:
         _conflict(
             ConcurrentTransactionError,
