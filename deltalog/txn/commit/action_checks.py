@@ -71,7 +71,9 @@ class CommitActionChecks:
         self._append_only = append_only
         self._dv_adds_allowed = dv_adds_allowed
         self._wide_bounds_required = wide_bounds_required
-        self._file_keys: set[tuple[str, str | None]] = set()
+        # decoded path -> deletion vector id, of the adds and of the removes
+        self._added: dict[str, str | None] = {}
+        self._removed: dict[str, str | None] = {}
         self._app_ids: dict[str, int] = {}
         self._domains: set[str] = set()
 
@@ -116,13 +118,7 @@ class CommitActionChecks:
         return False
 
     def _check_file_action(self, action: AddFile | RemoveFile, in_place: bool) -> None:
-        key = action.logical_key
-        if key in self._file_keys:
-            raise DuplicateFileActionError(
-                f"the commit has more than one add/remove action for the file {key[0]}"
-                + (f" (deletion vector {key[1]})" if key[1] else "")
-            )
-        self._file_keys.add(key)
+        self._check_duplicate(action)
         if isinstance(action, AddFile):
             self._check_partition_values(action)
             if action.deletion_vector is not None and not (self._dv_adds_allowed or in_place):
@@ -133,6 +129,20 @@ class CommitActionChecks:
             raise AppendOnlyViolationError(
                 f"{APPEND_ONLY_ERROR} (cannot remove {decode_path(action.path)} with dataChange=true)."
             )
+
+    def _check_duplicate(self, action: AddFile | RemoveFile) -> None:
+        """Delta's ``checkNoDuplicateActions``: one add and one remove per path at most, and
+        not both with the same deletion vector (a deletion vector update removes the file
+        with its old one and re-adds it with the new one)."""
+        path, dv_id = action.logical_key
+        same, other = (self._added, self._removed) if isinstance(action, AddFile) else (self._removed, self._added)
+        clash = path in same or (path in other and other[path] == dv_id)
+        if clash:
+            raise DuplicateFileActionError(
+                f"the commit has more than one add/remove action for the file {path}"
+                + (f" (deletion vector {dv_id})" if dv_id else "")
+            )
+        same[path] = dv_id
 
     def _check_deletion_vector_stats(self, add: AddFile, in_place: bool) -> None:
         """The protocol's rules for the statistics of a file with a deletion vector: they carry
