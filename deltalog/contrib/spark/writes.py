@@ -311,6 +311,8 @@ def plan_write(
     spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints, protocol)
     if on_data and opts.replace_where_constraint_check:
         spec = replace(spec, replace_where=opts.replace_where)
+    if on_data and spec.change_data:  # the replaced rows are change data: so are the new ones
+        spec = replace(spec, insert_change_data=True)
     if casts:
         spec = replace(spec, casts=casts)
     return WritePlan(
@@ -744,10 +746,10 @@ def _prepare_commit(
         removed, rewritten, rewrite_metrics = rewrite_outside(txn, opts.replace_where or "", plan.spec)
     else:
         removed = _read_and_remove(plan, txn, adds, streaming)
-    copies, _ = file_actions(rewritten)
+    copies, deletes = file_actions(rewritten)
     actions.extend(f.remove(now, data_change=opts.data_change) for f in removed)
-    actions.extend([*adds, *copies, *cdcs])
-    metrics = {**_write_metrics([*adds, *copies], cdcs, removed), **rewrite_metrics}
+    actions.extend([*adds, *copies, *cdcs, *deletes])
+    metrics = {**_write_metrics([*adds, *copies], [*cdcs, *deletes], removed), **rewrite_metrics}
     if streaming is None and opts.overwrite and opts.replace_where and not plan.replace_where_on_data:
         metrics.update(_partition_replace_metrics(removed))
     if streaming is None and not opts.overwrite and opts.replace_where and opts.replace_where_data_columns:
