@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any
 
@@ -312,7 +313,7 @@ _TWIN_SERVES: dict[str, str] = {
 }
 
 
-def _metadata_needs(metadata: Metadata, supported: set[str]) -> set[str]:
+def _metadata_needs(metadata: Metadata, supported: AbstractSet[str]) -> set[str]:
     """The features ``metadata`` turns on (:func:`active_features`) but those whose twin is in
     ``supported`` (the features the protocol has or the properties ask for by name). A twin
     asked for by name, or needed by another feature (``variantShredding`` needs
