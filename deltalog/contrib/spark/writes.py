@@ -313,12 +313,7 @@ def plan_write(
     check_data_for_default_columns(metadata, data)
     protocol = snapshot.protocol if snapshot.version >= 0 else None
     spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints, protocol)
-    if on_data and opts.replace_where_constraint_check:
-        spec = replace(spec, replace_where=opts.replace_where)
-    if on_data and spec.change_data:  # the replaced rows are change data: so are the new ones
-        spec = replace(spec, insert_change_data=True)
-    if casts:
-        spec = replace(spec, casts=casts)
+    spec = _with_row_handling(spec, opts, on_data, casts)
     return WritePlan(
         options=opts,
         spec=spec,
@@ -330,6 +325,20 @@ def plan_write(
         dynamic_partition_overwrite=dynamic,
         replace_where_on_data=on_data,
         reads_whole_table=source is not None and source.reads_table,
+    )
+
+
+def _with_row_handling(
+    spec: WriteSpec, opts: WriteOptions, on_data: bool, casts: tuple[tuple[str, str, str], ...]
+) -> WriteSpec:
+    """``spec`` with what the tasks do to each row: check it against a ``replaceWhere`` on data
+    columns (unless its constraint check is off), write it as ``insert`` change data too when
+    the rows it replaces are change data, cast a stream's columns to the table's types."""
+    return replace(
+        spec,
+        replace_where=opts.replace_where if on_data and opts.replace_where_constraint_check else None,
+        insert_change_data=on_data and spec.change_data,
+        casts=casts,
     )
 
 
