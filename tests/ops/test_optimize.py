@@ -436,3 +436,18 @@ def test_row_limiter_splits_batches_into_files_of_at_most_the_limit() -> None:
     assert split([5], 5) == [[0, 1, 2, 3, 4]]
     assert split([2, 2], 0) == [[0, 1, 2, 3]]  # no limit: one file
     assert split([], 3) == []
+
+
+@pytest.mark.parametrize(("config", "tight"), [({}, None), ({"delta.feature.deletionVectors": "supported"}, True)])
+def test_rewritten_files_say_tight_bounds_only_where_the_protocol_supports_deletion_vectors(
+    tmp_path: Path, config: dict[str, str], tight: bool | None
+) -> None:
+    """Delta's ``statsCollector`` adds ``tightBounds: true`` to a new file's statistics when the
+    protocol supports deletion vectors (``deletionVectorsSupported``), enabled or not, and
+    no ``tightBounds`` otherwise; OPTIMIZE writes through it."""
+    log = create(str(tmp_path / "t"), config=config)
+    append(log, [1, 2], "a")
+    append(log, [3], "a")
+    optimize(log)
+    (f,) = log.update().files
+    assert json.loads(f.stats or "{}").get("tightBounds") == tight

@@ -31,9 +31,9 @@ from deltalog.txn.protocol.schema import from_arrow
 from deltalog.txn.protocol.stats_columns import STRING_PREFIX_LENGTH, StatsColumns
 
 if TYPE_CHECKING:
-    from deltalog.txn.protocol.actions import Metadata
+    from deltalog.txn.protocol.actions import Metadata, Protocol
 
-__all__ = ["STRING_PREFIX_LENGTH", "StatsCollector", "stats_json", "truncated_max_string"]
+__all__ = ["STRING_PREFIX_LENGTH", "StatsCollector", "stats_json", "tight_bounds_on_write", "truncated_max_string"]
 
 _Path = ColumnPath
 
@@ -107,6 +107,8 @@ def _json_value(value: Any, t: pa.DataType, is_max: bool, prefix_length: int) ->
     return value
 
 
+_DELETION_VECTORS = "deletionVectors"
+
 #: Delta's tie-breakers: the largest code point, and DEL when the truncated character is ASCII
 _MAX_CHARACTER, _ASCII_MAX_CHARACTER = "\U0010ffff", "\x7f"
 
@@ -157,8 +159,14 @@ class StatsCollector:
     ) -> None:
         self.schema = schema
         self.string_prefix_length = string_prefix_length
-        wanted = set(StatsColumns.for_schema(from_arrow(schema)).physical_paths if columns is None else columns)
+        ordered = list(StatsColumns.for_schema(from_arrow(schema)).physical_paths if columns is None else columns)
+        wanted = set(ordered)
         self.leaves = [(path, t) for path, t in _leaf_paths(schema, wanted) if path in wanted]
+        present = {path for path, _ in self.leaves}
+        #: the stats columns the file does not hold: null in every row (Delta's statsCollector
+        #: counts ``count(*)`` nulls for a column missing from the written data)
+        self.absent = [path for path in ordered if path not in present]
+        self._order = {path: i for i, path in enumerate(ordered)}
         self.num_records = 0
         self._min: dict[_Path, Any] = {}
         self._max: dict[_Path, Any] = {}
@@ -251,7 +259,11 @@ class StatsCollector:
         mins: dict[str, Any] = {}
         maxs: dict[str, Any] = {}
         nulls: dict[str, Any] = {}
-        for path, t in self.leaves:
+        columns: list[tuple[_Path, pa.DataType | None]] = [*self.leaves, *((path, None) for path in self.absent)]
+        for path, t in sorted(columns, key=lambda c: self._order.get(c[0], -1)):
+            if t is None:
+                _put(nulls, path, self.num_records)
+                continue
             if path not in self._unknown_nulls:
                 _put(nulls, path, self._nulls[path])
             if path in self._no_bounds:
@@ -271,6 +283,20 @@ class StatsCollector:
         if tight_bounds is not None:
             stats["tightBounds"] = tight_bounds
         return stats_json(stats)
+
+
+def tight_bounds_on_write(protocol: Protocol | None, metadata: Metadata) -> bool | None:
+    """The ``tightBounds`` of the statistics of a file a write adds to the table with
+    ``protocol`` (None for a new table) and ``metadata``: true when the protocol the commit
+    records supports deletion vectors, enabled or not (Delta's ``statsCollector`` adds it
+    whenever ``deletionVectorsSupported``); None, no ``tightBounds``, otherwise."""
+    from deltalog.txn.protocol.protocol_requirements import protocol_for_new_table
+    from deltalog.txn.protocol.protocol_versions import supported_features
+
+    features = set(supported_features(protocol_for_new_table(metadata)))
+    if protocol is not None:
+        features |= supported_features(protocol)
+    return True if _DELETION_VECTORS in features else None
 
 
 def stats_json(value: Any) -> str:
