@@ -416,8 +416,13 @@ _WIDE = pa.table(
                 "nullCount": {"a": 0, "s": {"x": 0}},
             },
         ),
+        # no stats column (DataSkippingDeltaTests "number of indexed columns" with 0): numRecords
+        # only; no column of a type with bounds: no minValues/maxValues (Delta's collectStats
+        # gives null for an empty struct, which to_json leaves out)
+        (_WIDE, {"delta.dataSkippingNumIndexedCols": "0"}, ("p",), {"numRecords": 1}),
+        (_TYPES.select(["bin", "flag"]), {}, (), {"numRecords": 2, "nullCount": {"bin": 1, "flag": 1}}),
     ],
-    ids=["mixed-case-list", "types", "prefix-64", "num-indexed-nested"],
+    ids=["mixed-case-list", "types", "prefix-64", "num-indexed-nested", "no-columns", "no-bounded-columns"],
 )
 def test_the_statistics_delta_records(
     data: pa.Table, config: dict[str, str], partitions: tuple[str, ...], expected: dict[str, Any]
@@ -450,3 +455,24 @@ def test_a_stats_column_the_file_lacks_counts_as_null_in_every_row(tmp_path: Any
             "tags": 3,
         }
         assert parsed["minValues"] == {"id": 1, "s": {"x": 1}} and parsed["maxValues"] == {"id": 3, "s": {"x": 3}}
+
+
+def test_a_file_column_spelled_in_another_case_is_the_table_column(tmp_path: Any) -> None:
+    """A DataFrame's ``S struct<Y, X>`` written into ``s struct<x, y>`` (Spark resolves names
+    ignoring case) has its statistics under the table's names, from the rows and from a
+    footer; it is not taken for a missing column, which would count it all null and skip
+    ``s.x = 4`` wrongly."""
+    import pyarrow.parquet as pq
+
+    metadata = _create({}).update().metadata
+    s_type = pa.struct([("T", pa.struct([("U", pa.int32())])), ("X", pa.int64())])
+    data = pa.table({"ID": pa.array([2], pa.int64()), "S": pa.array([{"T": {"U": 5}, "X": 4}], s_type)})
+    pq.write_table(data, tmp_path / "f.parquet")
+    from_rows = StatsCollector.for_table(metadata, data.schema)
+    from_rows.update(data)
+    from_footer = StatsCollector.for_table(metadata, data.schema)
+    from_footer.update_from_footer(pq.ParquetFile(tmp_path / "f.parquet").metadata)
+    for collector in (from_rows, from_footer):
+        parsed = json.loads(collector.to_json())
+        assert parsed["minValues"] == {"id": 2, "s": {"x": 4, "t": {"u": 5}}}
+        assert parsed["nullCount"]["s"] == {"x": 0, "y.z": 1, "ok": 1, "t": {"u": 0}}
