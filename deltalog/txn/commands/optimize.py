@@ -356,7 +356,7 @@ class CompactionSpec:
             clustering_provider=CLUSTERING_PROVIDER if clustered else None,
             materialized_partitions=_materialized_partitions(snapshot),
             random_prefix_length=snapshot.metadata.properties.data_file_prefix_length,
-            tight_bounds=tight_bounds_on_write(snapshot.protocol, snapshot.metadata),
+            tight_bounds=tight_bounds_on_write(snapshot.protocol),
         )
 
 

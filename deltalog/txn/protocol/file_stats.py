@@ -298,15 +298,18 @@ class StatsCollector:
         return stats_json(stats)
 
 
-def tight_bounds_on_write(protocol: Protocol | None, metadata: Metadata) -> bool | None:
-    """The ``tightBounds`` of the statistics of a file a write adds to the table with
-    ``protocol`` (None for a new table) and ``metadata``: true when the protocol the commit
-    records supports deletion vectors, enabled or not (Delta's ``statsCollector`` adds it
-    whenever ``deletionVectorsSupported``); None, no ``tightBounds``, otherwise."""
+def tight_bounds_on_write(protocol: Protocol | None, metadata: Metadata | None = None) -> bool | None:
+    """The ``tightBounds`` of the statistics of a file a commit adds to a table with
+    ``protocol`` (None for a new table) whose commit records ``metadata`` (None: it changes
+    none): true when the protocol the commit records supports deletion vectors, enabled or
+    not (Delta's ``statsCollector`` adds it whenever ``deletionVectorsSupported``); None, no
+    ``tightBounds``, otherwise."""
     from deltalog.txn.protocol.protocol_requirements import protocol_for_new_table
     from deltalog.txn.protocol.protocol_versions import supported_features
 
-    features = set(supported_features(protocol_for_new_table(metadata)))
+    features: set[str] = set()
+    if metadata is not None:  # what the new metadata asks for, in the commit's protocol too
+        features |= supported_features(protocol_for_new_table(metadata))
     if protocol is not None:
         features |= supported_features(protocol)
     return True if _DELETION_VECTORS in features else None
