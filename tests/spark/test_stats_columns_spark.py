@@ -136,3 +136,22 @@ def test_spark_writes_record_tight_bounds_and_missing_columns_as_delta(spark: An
     assert by_rows[2]["nullCount"] == {"id": 0, "k": 1, "z": 2}
     assert "z" not in by_rows[2]["minValues"]
     assert sorted(r.id for r in read_table(spark, path, where="z IS NULL").collect()) == [2, 3]  # no row lost
+
+
+def test_a_session_that_turns_statistics_off_writes_files_without_them(spark: Any, tmp_path: Any) -> None:
+    """``spark.databricks.delta.stats.collect=false`` (StatsCollectionSuite's "recompute stats"
+    tests write so): Delta's ``TransactionalWrite`` records no statistics, not even
+    ``numRecords``, for writes and DML rewrites; the files are read whole."""
+    from deltalog.contrib.spark import DeltaTable, read_table
+
+    path = str(tmp_path / "t")
+    spark.conf.set("spark.databricks.delta.stats.collect", "false")
+    try:
+        df = spark.createDataFrame([(1, "a"), (2, "b")], "id long, k string").coalesce(1)
+        df.write.format("deltalog").mode("append").save(path)  # the conf forwarded as an option
+        assert [f.stats for f in DeltaLog.for_table(path).update().files] == [None]
+        DeltaTable.forPath(spark, path).update("id = 1", {"k": "'z'"})
+        assert [f.stats for f in DeltaLog.for_table(path).update().files] == [None]
+    finally:
+        spark.conf.unset("spark.databricks.delta.stats.collect")
+    assert sorted(read_table(spark, path, where="id >= 1").collect()) == [(1, "z"), (2, "b")]

@@ -30,12 +30,14 @@ from deltalog.contrib.spark.tablelog import USER_METADATA_CONF
 __all__ = [
     "CDF_OUT_OF_RANGE_CONF",
     "CDF_UNSAFE_SCHEMA_CONF",
+    "COLLECT_STATS_CONF",
     "SESSION_TIME_ZONE_CONF",
     "STRING_PREFIX_LENGTH_CONF",
     "ReadOptions",
     "StreamReadOptions",
     "WriteOptions",
     "is_storage_option",
+    "session_collect_stats",
     "session_string_prefix_length",
     "storage_options_of",
 ]
@@ -110,6 +112,8 @@ CDF_UNSAFE_SCHEMA_CONF = "spark.databricks.delta.changeDataFeed.unsafeBatchReadO
 #: Delta's session conf: the characters string statistics keep where the table does not set
 #: ``delta.dataSkippingStringPrefixLength`` (read where a write runs with the session)
 STRING_PREFIX_LENGTH_CONF = "spark.databricks.io.skipping.stringPrefixLength"
+#: Delta's ``DELTA_COLLECT_STATS``: false, writes record no statistics.
+COLLECT_STATS_CONF = "spark.databricks.delta.stats.collect"
 #: Spark's session conf: a write without the ``maxRecordsPerFile`` option (and Delta's
 #: OPTIMIZE) starts a new file after this many rows (0: no limit), as any Spark file write
 MAX_RECORDS_PER_FILE_CONF = "spark.sql.files.maxRecordsPerFile"
@@ -226,6 +230,12 @@ def table_path(options: Mapping[str, str]) -> str:
     return path.rstrip("/") if len(path) > 1 else path
 
 
+def session_collect_stats(raw: str | None) -> bool:
+    """The session's :data:`COLLECT_STATS_CONF` (``raw``; true when unset): whether writes
+    record files' statistics (Delta's ``DELTA_COLLECT_STATS``)."""
+    return raw is None or str(raw).strip().lower() != "false"
+
+
 def session_string_prefix_length(raw: str | None) -> int:
     """The session's :data:`STRING_PREFIX_LENGTH_CONF` (``raw``; 32 when unset), as Delta's
     ``getDataSkippingStringPrefixLength`` reads it when the table does not set the property.
@@ -274,6 +284,9 @@ class WriteOptions:
     #: planned with the session: what string statistics keep when the table does not set
     #: ``delta.dataSkippingStringPrefixLength`` (32 without a session, Delta's default).
     session_string_prefix_length: int = 32
+    #: The session's ``spark.databricks.delta.stats.collect`` (:data:`COLLECT_STATS_CONF`, forwarded
+    #: as an option): false writes files without statistics, as Delta's ``TransactionalWrite``.
+    session_collect_stats: bool = True
     #: The session's table property defaults (``spark.databricks.delta.properties.defaults.*``,
     #: :func:`~deltalog.txn.protocol.protocol_requirements.session_table_defaults`) where the
     #: write is planned with the session: a table the write creates gets them under its own.
@@ -320,6 +333,7 @@ class WriteOptions:
             partition_overwrite=PartitionOverwriteMode.parse(options),
             replace_where_data_columns=_flag(options, REPLACE_WHERE_DATA_COLUMNS_CONF, True),
             replace_where_constraint_check=_flag(options, REPLACE_WHERE_CONSTRAINT_CHECK_CONF, True),
+            session_collect_stats=_flag(options, COLLECT_STATS_CONF, True),
         )
 
 

@@ -253,6 +253,7 @@ def write_spec(
         physical_names=schemas.physical_names(schema, mode),
         field_ids=schemas.field_ids(schema, mode),
         tight_bounds=tight_bounds_on_write(protocol, metadata),
+        collect_stats=opts.session_collect_stats,
         data_change=opts.data_change,
         constraints=constraints,
         column_mapping_schema=None if mode == "none" else metadata.schema_string,
