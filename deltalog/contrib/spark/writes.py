@@ -70,6 +70,7 @@ from deltalog.txn.protocol.clustering import refuse_partitioning_a_clustered_tab
 from deltalog.txn.protocol.column_defaults import plan_default_expressions
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
 from deltalog.txn.protocol.errors import SchemaMismatchError as ProtocolSchemaMismatchError
+from deltalog.txn.protocol.file_stats import tight_bounds_on_write
 from deltalog.txn.protocol.iceberg_compat import (
     complete_metadata,
     materializes_partition_columns,
@@ -242,7 +243,6 @@ def write_spec(
     schema = json.loads(metadata.schema_string)
     mode = props.column_mapping_mode
     types = schemas.top_level_types(schema)
-    dv = props.enable_deletion_vectors
     stats = StatsColumns.of(metadata, opts.session_string_prefix_length)
     return WriteSpec(
         store=store_spec,
@@ -255,7 +255,8 @@ def write_spec(
         compression=opts.compression,
         physical_names=schemas.physical_names(schema, mode),
         field_ids=schemas.field_ids(schema, mode),
-        tight_bounds=True if dv else None,
+        tight_bounds=tight_bounds_on_write(protocol, metadata),
+        collect_stats=opts.session_collect_stats,
         data_change=opts.data_change,
         constraints=constraints,
         column_mapping_schema=None if mode == "none" else metadata.schema_string,
