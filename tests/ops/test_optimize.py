@@ -477,3 +477,30 @@ def test_rewritten_files_say_tight_bounds_only_where_the_protocol_supports_delet
     optimize(log)
     (f,) = log.update().files
     assert json.loads(f.stats or "{}").get("tightBounds") == tight
+
+
+def test_z_order_by_a_struct_or_an_array_orders_as_spark_sorts_them(tmp_path: Path) -> None:
+    """Spark sorts structs field by field and arrays element by element (a shorter prefix
+    first, nulls first), so Delta's ``range_partition_id`` ranks such a column; Z-order by
+    one column orders the rewritten rows by it. Before, the rewrite failed in pyarrow."""
+    import deltalake
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "t")
+    structs = [{"x": 2, "y": "b"}, None, {"x": 1, "y": "z"}, {"x": 2, "y": "a"}, {"x": None, "y": "c"}]
+    arrays = [[3], [1, 2], None, [1], [1, None]]
+    rows = [{"id": i, "s": s, "a": a} for i, (s, a) in enumerate(zip(structs, arrays))]
+    for chunk in (rows[:3], rows[3:]):
+        deltalake.write_deltalake(path, pa.Table.from_pylist(chunk), mode="append")
+    log = DeltaLog.for_table(path)
+
+    def order() -> list[int]:
+        (f,) = log.update().files
+        with log.store.filesystem().open_input_file(log.store.fs_path(f"{log.table_uri}/{f.path}")) as handle:
+            return [int(i) for i in pq.read_table(handle).column("id").to_pylist()]
+
+    optimize(log, z_order_by=["s"])
+    assert order() == [1, 4, 2, 3, 0]  # null, (null, c), (1, z), (2, a), (2, b)
+    optimize(log, z_order_by=["a"])
+    assert order() == [2, 3, 4, 1, 0]  # null, [1], [1, null], [1, 2], [3]

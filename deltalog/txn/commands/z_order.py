@@ -131,13 +131,44 @@ def range_ids(column: pa.Array | pa.ChunkedArray, num_ranges: int) -> Any:
     n = len(column)
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    ranks = np.asarray(pc.rank(column, sort_keys="ascending", tiebreaker="min"), dtype=np.uint64)
-    nulls = column.null_count
-    if nulls:  # ranked last; Spark's ascending order puts them first
-        is_null = np.asarray(column.is_null(), dtype=bool)
-        ranks = np.where(is_null, np.uint64(1), ranks + np.uint64(nulls))
+    if pa.types.is_nested(column.type):
+        ranks = _nested_ranks(column)
+    else:
+        ranks = np.asarray(pc.rank(column, sort_keys="ascending", tiebreaker="min"), dtype=np.uint64)
+        nulls = column.null_count
+        if nulls:  # ranked last; Spark's ascending order puts them first
+            is_null = np.asarray(column.is_null(), dtype=bool)
+            ranks = np.where(is_null, np.uint64(1), ranks + np.uint64(nulls))
     ids = (ranks - np.uint64(1)) * np.uint64(num_ranges) // np.uint64(max(n, 1))
     return ids.astype(np.uint32)
+
+
+def _nested_ranks(column: pa.Array) -> Any:
+    """1-based ranks (equal values share the lowest) of a struct or array column in Spark's
+    order, which Arrow cannot sort: a struct field by field, an array element by element
+    with a shorter prefix first, nulls first at every level, NaN above every number."""
+    import numpy as np
+
+    keys = [_sort_key(v) for v in column.to_pylist()]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    ranks = np.zeros(len(keys), dtype=np.uint64)
+    for position, row in enumerate(order):
+        same = position > 0 and keys[order[position - 1]] == keys[row]
+        ranks[row] = ranks[order[position - 1]] if same else position + 1
+    return ranks
+
+
+def _sort_key(value: Any) -> tuple[Any, ...]:
+    """A Python key ordering ``value`` (a struct as a dict, an array as a list) as Spark does."""
+    if value is None:
+        return (0,)
+    if isinstance(value, dict):
+        return (1, tuple(_sort_key(v) for v in value.values()))
+    if isinstance(value, list):
+        return (1, tuple(_sort_key(v) for v in value))
+    if isinstance(value, float) and value != value:  # NaN: above every other number in Spark
+        return (2,)
+    return (1, value)
 
 
 def z_order_indices(table: pa.Table, columns: Sequence[ColumnPath | str], num_ranges: int) -> pa.Array:
