@@ -465,19 +465,30 @@ class OptimisticTransaction:
         if not self.table_exists:
             self._read_whole_table = True
             return []
-        metadata = self.snapshot.metadata
-        types = partition_column_types(metadata.schema_string, metadata.partition_columns)
-        filters, types = physical_partition_filters(metadata, partition_filters or (), types)
-        predicate = PartitionPredicate(filters, types)
-        if predicate.is_true:
-            files = list(self.snapshot.files)
-        else:
-            files = [f for f in self.snapshot.files if predicate.matches(f.partition_values)]
+        predicate, files = self._files_for_scan(partition_filters)
         if data_skipping is not None:
             files = data_skipping(files)
         self._read_predicates.append(predicate)
         self._read_file_paths.update(decode_path(f.path) for f in files)
         return files
+
+    def files_for_scan(self, partition_filters: Sequence[PartitionFilter] | None = None) -> list[AddFile]:
+        """The active files matching the partition filters, recording nothing (Delta's
+        ``snapshot.filesForScan``): a caller that uses only some of them records those with
+        :meth:`track_files_read`, as Delta's OPTIMIZE records only the files it compacts."""
+        self._check_open()
+        return self._files_for_scan(partition_filters)[1] if self.table_exists else []
+
+    def _files_for_scan(
+        self, partition_filters: Sequence[PartitionFilter] | None
+    ) -> tuple[PartitionPredicate, list[AddFile]]:
+        metadata = self.snapshot.metadata
+        types = partition_column_types(metadata.schema_string, metadata.partition_columns)
+        filters, types = physical_partition_filters(metadata, partition_filters or (), types)
+        predicate = PartitionPredicate(filters, types)
+        if predicate.is_true:
+            return predicate, list(self.snapshot.files)
+        return predicate, [f for f in self.snapshot.files if predicate.matches(f.partition_values)]
 
     def track_files_read(self, files: Iterable[AddFile]) -> None:
         """Record that this transaction read ``files`` (Delta's ``trackFilesRead``): a
