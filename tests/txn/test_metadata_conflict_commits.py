@@ -158,3 +158,21 @@ def test_a_retried_type_change_records_the_version_it_lands_at() -> None:
     assert widen.commit([add("b")], Write(mode="Append")) == 2
     changes = all_type_changes(json.loads(log.update().metadata.schema_string))
     assert changes == [("n", {"fromType": "integer", "toType": "long", "tableVersion": 2})]
+
+
+def test_a_winner_setting_an_allow_listed_property_to_a_value_it_cannot_parse_is_a_metadata_conflict() -> None:
+    """Delta's ``checkConfigurationChangesForConflicts`` (FeatureEnablementConcurrencySuite
+    test 6): an allow-listed key whose value its validator refuses (another engine's
+    ``delta.checkpointPolicy=unknown-policy``) leaves the conflict unresolved:
+    ``MetadataChangedError``, not an error parsing the value."""
+    log = new_table(**{"delta.feature.v2Checkpoint": "supported"})
+    read = log.update()
+    txn = log.start_transaction()
+    txn.filter_files()
+    bad = replace(
+        read.metadata, configuration={**read.metadata.configuration, "delta.checkpointPolicy": "unknown-policy"}
+    )
+    lines = [action_to_line(CommitInfo(timestamp=1, operation="SET TBLPROPERTIES")), action_to_line(bad)]
+    log.store.write(log.commit_uri(read.version + 1), lines)
+    with pytest.raises(MetadataChangedError):
+        txn.commit([add("b")], Write())
