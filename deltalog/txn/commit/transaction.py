@@ -395,8 +395,10 @@ class OptimisticTransaction:
                 f"protocol downgrade from ({current.min_reader_version}, {current.min_writer_version}) "
                 f"to ({protocol.min_reader_version}, {protocol.min_writer_version}) is not allowed"
             )
+        # As Delta, an explicit protocol action is committed even when it adds nothing (so
+        # a concurrent protocol change conflicts with it): the table's protocol, then.
         merged = merge_protocols(current, protocol)
-        self._new_protocol = merged if merged is not None else self._new_protocol
+        self._new_protocol = merged if merged is not None else (self._new_protocol or current)
 
     def downgrade_protocol(
         self, protocol: Protocol, revalidate: Callable[[Snapshot], bool], *, protect_checkpoints: bool = False
