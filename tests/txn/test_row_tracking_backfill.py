@@ -169,3 +169,32 @@ def test_dropping_unbackfills_in_batches_and_resolves_concurrent_commits(tmp_pat
     assert [(f.base_row_id, f.default_row_commit_version) for f in snap.files] == [(None, None)] * 5
     assert "rowTracking" not in (snap.protocol.writer_features or ())
     assert deltalake.DeltaTable(log.table_uri).to_pyarrow_table().num_rows == 12
+
+
+def test_a_write_between_the_last_unbackfill_and_the_downgrade_is_unbackfilled_by_the_downgrade(tmp_path: Path) -> None:
+    """Delta's RowTrackingRemovalConcurrencySuite "insert interleaves between the last
+    unbackfill and the protocol downgrade": a writer that ignores
+    ``delta.rowTrackingSuspended`` (row ids, a new high-water mark) commits after the last
+    batch while the downgrade commit is prepared. Delta's ``checkProtocolCompatibility``
+    resolves it as an unbackfill batch does (its adds re-added without ids by the downgrade
+    commit; the ``delta.rowTracking`` domain is no conflict) instead of failing the drop."""
+    from deltalog.txn.protocol.row_tracking import high_water_mark_domain
+
+    log, store = _table(tmp_path, 2, **{"delta.enableRowTracking": "true"})
+
+    def third_party(log: DeltaLog, _: list[str]) -> None:
+        snap = log.update()
+        add = data_file(log.table_uri, 3, start=100)
+        add = AddFile(add.path, {}, add.size, 1, stats=add.stats, base_row_id=4, default_row_commit_version=9)
+        info = CommitInfo(timestamp=1, operation="WRITE")
+        lines = [action_to_line(a) for a in (info, add, high_water_mark_domain(6))]
+        log.store.write(log.commit_uri(snap.version + 1), lines)
+
+    store.rivals = {("DROP FEATURE", None): third_party}
+    version = drop_feature(log, "rowTracking")
+    (stripped,) = [a for a in log.read_commit(version) if isinstance(a, AddFile)]
+    assert (stripped.base_row_id, stripped.default_row_commit_version, stripped.data_change) == (None, None, False)
+    snap = log.update()
+    assert [(f.base_row_id, f.default_row_commit_version) for f in snap.files] == [(None, None)] * 3
+    assert "rowTracking" not in (snap.protocol.writer_features or ())
+    assert high_water_mark(snap.non_file_state.domains) == -1  # the domain removed

@@ -415,12 +415,20 @@ class OptimisticTransaction:
             raise InvalidTransactionError("a protocol downgrade needs an existing table and no other protocol change")
         self._protocol_set_explicitly = True
         self._new_protocol = protocol
-        self._drop_revalidation = revalidate
+        # dropping rowTracking resolves winners as an unbackfill batch does instead (Delta's
+        # checkProtocolCompatibility: resolveRowTrackingUnBackfillConflicts)
+        self._drop_revalidation = None if self._drops_row_tracking else revalidate
         self._protects_checkpoints = protect_checkpoints
         if self._new_metadata is not None:  # dropping rowTracking drops its column names
             self._new_metadata = row_tracking.with_materialized_column_names(
                 protocol, self.snapshot.metadata, self._new_metadata
             )
+
+    @property
+    def _drops_row_tracking(self) -> bool:
+        """This commit's protocol drops ``rowTracking`` (Delta's ``isFeatureDropped``)."""
+        read = self.snapshot.protocol if self.table_exists else None
+        return row_tracking.is_supported(read) and not row_tracking.is_supported(self._new_protocol or read)
 
     def _stamp_checkpoint_protection(self, actions: Sequence[Action], version: int) -> list[Action] | None:
         """``actions`` with the metadata protecting the checkpoints before ``version`` (Delta's
@@ -873,6 +881,7 @@ class OptimisticTransaction:
             protocol=self.protocol,
             metadata=self.metadata,
             operation=operation,
+            drops_row_tracking=self._drops_row_tracking,
         )
 
     def _attempt_metadata(self, snapshot: Snapshot) -> Metadata | None:
