@@ -804,7 +804,7 @@ def _check_counts(delta_log: DeltaLog, min_files_per_bin: int, max_attempts: int
 
 
 def _delete_uncommitted(delta_log: DeltaLog, written: dict[_BinKey, list[AddFile]], committed: set[str]) -> None:
-    """Delete the files this run wrote that no commit names (a failure, or bins re-planned)."""
+    """Delete the files this run wrote that no commit names (after a failure)."""
     leftovers = [a for added in written.values() for a in added if a.path not in committed]
     for a in leftovers:
         delete_data_file(delta_log.store, delta_log.table_uri, a.path)
