@@ -296,3 +296,21 @@ def test_feature_enablement_conflicts_as_feature_enablement_concurrency_suite(
     winner.commit([], ManualUpdate())
     with pytest.raises(error):
         loser.commit(actions, ManualUpdate())
+
+
+def test_an_identity_only_update_on_a_row_tracking_table_keeps_its_tag_and_fails_no_writer() -> None:
+    """IdentityColumnConflictSuite's "noMetadataUpdate vs generatedId" on a table with row
+    tracking enabled: the winner's ``commitInfo.tags`` hold both ``delta.identity.schemaUpdate``
+    and ``delta.rowTracking.preserved`` (the second must not replace the first), so the
+    concurrent append commits."""
+    log = DeltaLog.for_table(f"memory://identity-rt-{uuid.uuid4().hex}")
+    txn = log.start_transaction()
+    txn.update_metadata(Metadata(schema_string=_IDENTITY_SCHEMA, configuration={"delta.enableRowTracking": "true"}))
+    txn.commit([], CreateTable())
+    commit = _opened(log, "noMetadataUpdate")
+    won = log.start_transaction()
+    won.update_identity_high_water_marks({"id": [1]})
+    version = won.commit([add("g")], Write())
+    tags = commit_info(log, version)["tags"]
+    assert tags == {"delta.identity.schemaUpdate": "true", "delta.rowTracking.preserved": "true"}
+    assert commit() == version + 1

@@ -983,7 +983,9 @@ class OptimisticTransaction:
             return info
         if loop.conflict_info is not None and not loop.conflict_info.row_tracking_preserved:
             tag = "false"  # a winner switched row tracking on: nothing before it was tracked
-        return replace(info, extra={**info.extra, "tags": {row_tracking.PRESERVED_TAG: tag}})
+        tags = info.extra.get("tags")
+        merged = {**(tags if isinstance(tags, dict) else {}), row_tracking.PRESERVED_TAG: tag}  # with identity's
+        return replace(info, extra={**info.extra, "tags": merged})
 
     def _write_attempt(self, lock: CommitLock, loop: _LoopState, lines: list[str], stats: CommitStats) -> _Written:
         """Write ``lines`` as ``loop.version``; an ambiguous outcome is resolved by reading back
