@@ -314,3 +314,20 @@ def test_an_identity_only_update_on_a_row_tracking_table_keeps_its_tag_and_fails
     tags = commit_info(log, version)["tags"]
     assert tags == {"delta.identity.schemaUpdate": "true", "delta.rowTracking.preserved": "true"}
     assert commit() == version + 1
+
+
+def test_enabling_row_tracking_alone_is_tagged_row_tracking_enablement_only() -> None:
+    """Delta's ``AlterTableSetPropertiesDeltaCommand`` tags a SET TBLPROPERTIES of
+    ``delta.enableRowTracking = true`` alone ``rowTrackingEnablementOnly`` (what Delta's
+    ``checkNoMetadataUpdates`` resolves concurrent writers with); not with another property."""
+    from deltalog.txn.commands.alter import set_table_properties
+
+    log = new_table()
+    version = set_table_properties(log, {"delta.enableRowTracking": "true"})
+    assert commit_info(log, version)["tags"] == {
+        "rowTrackingEnablementOnly": "true",
+        "delta.rowTracking.preserved": "true",
+    }
+    log = new_table()
+    version = set_table_properties(log, {"delta.enableRowTracking": "true", "delta.appendOnly": "false"})
+    assert "rowTrackingEnablementOnly" not in commit_info(log, version)["tags"]  # type: ignore[operator]

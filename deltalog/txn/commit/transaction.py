@@ -827,7 +827,10 @@ class OptimisticTransaction:
             user_metadata=self.settings.user_metadata,
             engine_info=self.settings.engine_info,
             txn_id=self.txn_id,
-            extra=identity_commit_tags(self.snapshot.metadata if self.table_exists else None, self._new_metadata),
+            extra=_with_tags(
+                identity_commit_tags(self.snapshot.metadata if self.table_exists else None, self._new_metadata),
+                operation.commit_tags(),
+            ),
         )
 
     def _operation_metrics(self, operation: Operation, stats: CommitStats | None) -> dict[str, str] | None:
@@ -1170,6 +1173,14 @@ class OptimisticTransaction:
                 callback(stats)
             except Exception:
                 log.exception("the commit-stats callback failed for version %d", stats.version)
+
+
+def _with_tags(extra: dict[str, Any], tags: Mapping[str, str]) -> dict[str, Any]:
+    """``commitInfo`` extras with ``tags`` added to its ``tags`` map."""
+    if not tags:
+        return extra
+    current = extra.get("tags")
+    return {**extra, "tags": {**(current if isinstance(current, dict) else {}), **tags}}
 
 
 def _resolved_backfill(actions: list[Action], info: CurrentTransactionInfo | None) -> list[Action] | None:
