@@ -290,6 +290,30 @@ def test_structs_in_arrays_and_maps_evolve_by_name(spark, tmp_path):
     )
 
 
+def test_a_nested_field_assignment_adds_just_that_field_under_schema_evolution(spark, table_path):
+    """MergeIntoSchemaEvolutionSuite "two new nested source fields with update: one added, one
+    ignored" and "new nested source field not in update is ignored": with schema evolution
+    `set={"value.b": "s.value.b"}` adds `value.b` (Delta keeps the source struct filtered to the
+    assigned fields, computePostEvolutionTargetSchema), not the source's `c`; `value.a` adds
+    nothing; without evolution it is an error and nothing is committed. Before, the assignment
+    of a new nested field failed even with schema evolution."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    spark.sql("select 'A' key, named_struct('a', 1) value").write.format("deltalog").mode("append").save(table_path)
+    table, log = DeltaTable.forPath(spark, table_path), DeltaLog.for_table(table_path)
+    source = spark.sql("select 'A' key, named_struct('a', 2, 'b', 3, 'c', 4) value").alias("s")
+    with pytest.raises(DeltaAnalysisError, match="no field"):
+        table.alias("t").merge(source, "t.key = s.key").whenMatchedUpdate(set={"value.b": "s.value.b"}).execute()
+    assert log.update().version == 0
+    merge = table.alias("t").merge(source, "t.key = s.key").withSchemaEvolution()
+    merge.whenMatchedUpdate(set={"value.a": "s.value.a"}).execute()
+    assert [r.asDict(recursive=True) for r in table.toDF().collect()] == [{"key": "A", "value": {"a": 2}}]
+    merge = table.alias("t").merge(source, "t.key = s.key").withSchemaEvolution()
+    merge.whenMatchedUpdate(set={"t.value.b": "s.value.b + 10"}).execute()
+    assert [r.asDict(recursive=True) for r in table.toDF().collect()] == [{"key": "A", "value": {"a": 2, "b": 13}}]
+
+
 def _damage(path: str, files: list[str]) -> dict[str, bytes]:
     """Overwrite data files with bytes that are not Parquet; returns the originals."""
     saved = {}

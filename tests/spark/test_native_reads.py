@@ -134,18 +134,24 @@ def test_where_on_a_timestamp_partition_in_the_session_time_zone(spark: Any, tab
 
 def test_timestamp_as_of_is_a_local_time_of_the_session(spark: Any, table_path: str) -> None:
     """Delta casts ``timestampAsOf`` text in the session time zone: 8 hours before the
-    instant in Los Angeles names the same version (UTC would be before the first one)."""
+    instant in Los Angeles names the same version (UTC would be before the first one), with
+    ``read_table`` and with ``format("deltalog")`` (the session's conf wrapper hands the zone
+    on), the change feed's ``startingTimestamp`` too."""
     for i in range(2):
-        spark.createDataFrame([(i,)], "id long").write.format("deltalog").mode("append").save(table_path)
+        write = spark.createDataFrame([(i,)], "id long").write.format("deltalog").mode("append")
+        write.option("delta.enableChangeDataFeed", "true").save(table_path)
     instant = dt.datetime.fromtimestamp(DeltaLog.for_table(table_path).snapshot(1).timestamp / 1000, dt.timezone.utc)
     local = (instant - dt.timedelta(hours=8)).strftime("%Y-%m-%d %H:%M:%S.%f")
     spark.conf.set("spark.sql.session.timeZone", "-08:00")
     try:
         native = read_table(spark, table_path, timestampAsOf=local).count()
         python = read_table(spark, table_path, timestampAsOf=local, native=False).count()
+        source = spark.read.format("deltalog").option("timestampAsOf", local).load(table_path).count()
+        changes = spark.read.format("deltalog").option("readChangeFeed", "true").option("startingTimestamp", local)
+        changed = [r.id for r in changes.load(table_path).collect()]
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
-    assert (native, python) == (2, 2)
+    assert (native, python, source, changed) == (2, 2, 2, [1])
 
 
 def test_deletion_vectors(spark: Any, tmp_path: Path) -> None:

@@ -206,6 +206,47 @@ def test_merge_with_schema_evolution_widens_a_column(spark, tmp_path):
     assert _both_paths(spark, path) == [{"id": 1, "v": 6000000000}, {"id": 2, "v": 7}]
 
 
+def test_merge_with_schema_evolution_widens_the_columns_its_assignments_name(spark, tmp_path):
+    """Delta's TypeWideningMergeIntoSchemaEvolutionSuite: explicit assignments widen too. The
+    source's column of the assigned name is kept in the migration schema (Delta's
+    computePostEvolutionTargetSchema), whatever the value: `a = s.a + 1` widens a short `a` to
+    the source's int, a nested `s.x` assignment widens that field, a map assignment its values;
+    a column no clause names (`b`) keeps its type. Before, the values were cast to the old types."""
+    from deltalog.contrib.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    table = (
+        DeltaTable.create(spark)
+        .location(path)
+        .addColumn("a", "short")
+        .addColumn("b", "short")
+        .addColumn("s", "struct<x: short>")
+        .addColumn("m", "map<string, short>")
+        .property("delta.enableTypeWidening", "true")
+        .execute()
+    )
+    spark.sql("select 0S a, 5S b, named_struct('x', 1S) s, map('k', 1S) m").write.format("deltalog").mode(
+        "append"
+    ).save(path)
+    source = spark.sql(
+        "select 0 a, 40000 b, named_struct('x', 70000) s, map('k', 80000) m union all "
+        "select 50000, 6, named_struct('x', 2), map('k', 3)"
+    )
+    merge = table.alias("t").merge(source.alias("s"), "t.a = s.a")
+    merge = merge.whenMatchedUpdate(set={"a": "s.a + 1", "t.s.x": "s.s.x + 1", "m": "s.m"})
+    merge.whenNotMatchedInsert(values={"a": "s.a"}).withSchemaEvolution().execute()
+    schema = json.loads(next(a["metaData"] for a in commits(path)[-1] if "metaData" in a)["schemaString"])
+    types = {f["name"]: f["type"] for f in schema["fields"]}
+    assert types["a"] == "integer" and types["b"] == "short"
+    assert types["s"]["fields"][0]["type"] == "integer"
+    assert types["m"]["valueType"] == "integer"
+    rows = _both_paths(spark, path, order="a")
+    assert rows == [
+        {"a": 1, "b": 5, "s": {"x": 70001}, "m": {"k": 80000}},
+        {"a": 50000, "b": None, "s": None, "m": None},
+    ]
+
+
 def test_drop_type_widening_rewrites_old_files_by_spark_tasks(spark, table_path):
     """DeltaTable.dropFeatureSupport("typeWidening"): the file written before int -> long is
     rewritten by a Spark task (the OPTIMIZE job group), delta.typeChanges is removed; deltalog

@@ -179,11 +179,13 @@ def test_write_table_honours_the_session_partition_overwrite_mode(spark: Any, ta
 def test_tables_created_with_the_session_get_its_table_property_defaults(spark: Any, tmp_path: Any) -> None:
     """Delta's ``mergeGlobalConfigs``: ``spark.databricks.delta.properties.defaults.<name>``
     (and ``...defaults.feature.<f>``) set the table properties of every table the session
-    creates, under the table's own; an existing table is left as it is."""
+    creates, under the table's own, also one a ``format("deltalog")`` write creates (the
+    session's conf wrapper hands them on); an existing table is left as it is."""
     from deltalog.contrib.spark import DeltaTable, read_table, write_table
 
     prefix = "spark.databricks.delta.properties.defaults."
     created, built, existing = (str(tmp_path / n) for n in ("created", "built", "existing"))
+    saved = str(tmp_path / "saved")
     write_table(spark.createDataFrame([(1, "a")], "id long, s string"), existing)
     with (
         _session_conf(spark, prefix + "enableChangeDataFeed", "true"),
@@ -196,6 +198,14 @@ def test_tables_created_with_the_session_get_its_table_property_defaults(spark: 
             "delta.enableChangeDataFeed", "false"
         ).execute()
         write_table(spark.createDataFrame([(2, "b")], "id long, s string"), existing)
+        spark.createDataFrame([(1, "a")], "id long, s string").write.format("deltalog").mode("append").save(saved)
+    saved_snapshot = DeltaLog.for_table(saved).update()
+    assert saved_snapshot.metadata.configuration == {
+        "delta.enableChangeDataFeed": "true",
+        "delta.columnMapping.mode": "name",
+        "delta.columnMapping.maxColumnId": "2",
+    }
+    assert {"changeDataFeed", "columnMapping", "v2Checkpoint"} <= set(saved_snapshot.protocol.writer_features or ())
     snapshot = DeltaLog.for_table(created).update()
     assert snapshot.metadata.configuration["delta.enableChangeDataFeed"] == "true"
     assert snapshot.properties.column_mapping_mode == "name"
@@ -237,8 +247,10 @@ def test_table_property_keys_are_validated_as_delta_validates_them(spark: Any, t
     assert config == {"delta.fooBar": "1", "delta.enableChangeDataFeed": "true"}
 
 
-def test_write_table_reads_replace_where_timestamps_in_the_session_time_zone(spark: Any, table_path: str) -> None:
-    """A timestamp literal without an offset is a local time of the session, as Spark casts it."""
+def test_writes_read_replace_where_timestamps_in_the_session_time_zone(spark: Any, table_path: str) -> None:
+    """A timestamp literal without an offset is a local time of the session, as Spark casts it,
+    with ``write_table`` and with ``format("deltalog")`` (the session's conf wrapper hands the
+    time zone on)."""
     from deltalog.contrib.spark import write_table
 
     with _session_conf(spark, "spark.sql.session.timeZone", "America/Los_Angeles"):
@@ -248,7 +260,12 @@ def test_write_table_reads_replace_where_timestamps_in_the_session_time_zone(spa
         write_table(new, table_path, "overwrite", replaceWhere="ts = '2024-01-01 00:00:00'")
         table = spark.read.format("deltalog").load(table_path).selectExpr("id", "cast(ts as string) ts")
         got = sorted((r.id, r.ts) for r in table.collect())
-    assert got == [(2, "2024-01-01 08:00:00"), (3, "2024-01-01 00:00:00")]
+        assert got == [(2, "2024-01-01 08:00:00"), (3, "2024-01-01 00:00:00")]
+        newer = spark.sql("select 4 id, timestamp'2024-01-01 08:00:00' ts").write.format("deltalog")
+        newer.mode("overwrite").option("replaceWhere", "ts = '2024-01-01 08:00:00'").save(table_path)
+        table = spark.read.format("deltalog").load(table_path).selectExpr("id", "cast(ts as string) ts")
+        got = sorted((r.id, r.ts) for r in table.collect())
+    assert got == [(3, "2024-01-01 00:00:00"), (4, "2024-01-01 08:00:00")]
 
 
 def test_columns_named_in_another_case_are_written_as_the_table_names_them(spark: Any, tmp_path: Any) -> None:

@@ -369,6 +369,52 @@ def test_dynamic_partition_overwrite_reads_the_partitions_it_replaces(table_path
         commit_write(plan, files)
 
 
+@pytest.mark.parametrize(
+    ("isolation", "options", "recorded"),
+    [
+        (None, {}, False),
+        (None, {"spark.databricks.delta.skipRecordingEmptyCommits": "false"}, True),
+        ("WriteSerializable", {}, True),
+    ],
+)
+def test_an_empty_append_is_committed_as_delta_commits_if_needed(
+    table_path: str, isolation: str | None, options: dict[str, str], recorded: bool
+) -> None:
+    """Delta's WriteIntoDelta commits with ``commitIfNeeded`` (OptimisticTransactionSuite "Elide
+    empty commits when requested"): a write of no rows is skipped unless
+    ``skipRecordingEmptyCommits`` is off or the table is WriteSerializable (a WRITE changes
+    data, so it cannot downgrade to SnapshotIsolation, which alone may skip it)."""
+    _partitioned_table(table_path, isolation)
+    assert _write(table_path, _rows([], []), **options) == (1 if recorded else None)
+    assert DeltaLog.for_table(table_path).update().version == (1 if recorded else 0)
+    assert _table_rows(table_path) == [(1, 10), (2, 20)]
+
+
+def test_dynamic_partition_overwrite_against_a_concurrent_delete_in_its_partition(table_path: str) -> None:
+    """Delta's ``txn.filterFiles(addFiles)`` records the partitions, not the files, as read
+    (OptimisticTransactionSuite's testDynamicPartitionOverwrite): a concurrent delete of a file
+    the overwrite removes is a delete-delete conflict; one in another partition is none."""
+    from deltalog.txn.commit.commit_errors import ConcurrentDeleteDeleteError
+    from deltalog.txn.commit.operations import Delete
+
+    _partitioned_table(table_path)
+    log = DeltaLog.for_table(table_path)
+    plan = _plan(table_path, overwrite=True, partitionOverwriteMode="dynamic")
+    files = _task_files(plan, _rows([1], [100]))
+    other = next(f for f in log.update().files if f.partition_values["p"] == "2")
+    log.start_transaction().commit([other.remove(1)], Delete(predicate=["p = 2"]))
+    assert commit_write(plan, files) == 2
+    assert _table_rows(table_path) == [(1, 100)]
+
+    plan = _plan(table_path, overwrite=True, partitionOverwriteMode="dynamic")
+    files = _task_files(plan, _rows([1], [111]))
+    replaced = next(iter(log.update().files))
+    log.start_transaction().commit([replaced.remove(1)], Delete(predicate=["p = 1"]))
+    with pytest.raises(ConcurrentDeleteDeleteError) as caught:
+        commit_write(plan, files)
+    assert caught.value.partition == "[p=1]"
+
+
 def test_dynamic_partition_overwrite_null_partition_and_unpartitioned_table(table_path: str) -> None:
     _partitioned_table(table_path)
     _write(table_path, pa.table({"p": pa.array([None], pa.int64()), "x": pa.array([0], pa.int64())}))

@@ -24,12 +24,13 @@ from deltalog.txn.commit.commit_errors import (
     MetadataChangedError,
     ProtocolChangedError,
 )
-from deltalog.txn.commit.operations import ManualUpdate
+from deltalog.txn.commit.operations import ManualUpdate, Truncate
 from deltalog.txn.commit.transaction import OptimisticTransaction
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import (
     Action,
     AddFile,
+    DomainMetadata,
     Metadata,
     Protocol,
     RemoveFile,
@@ -399,3 +400,234 @@ def test_conflict_error_names_the_winning_operation() -> None:
     assert error.winning_operation == "Manual Update"
     assert "(Manual Update)" in str(error)
     assert "a was read by this transaction and removed concurrently" in str(error)
+
+
+# --- Delta's OptimisticTransactionSuite `check(...)` table, run as Delta's harness runs it:
+# each setup action in its own commit, the concurrent commit and the tested one as TRUNCATE.
+# Expected: (error, winning version, partition hint) as Delta's test asserts, or None.
+
+ExpectedOutcome = tuple[type[DeltaConcurrentModificationError], int, str | None] | None
+
+
+@dataclass
+class SuiteCheck:
+    name: str
+    reads: Reads
+    concurrent: Sequence[Action]
+    actions: Sequence[Action]
+    expected: ExpectedOutcome
+    setup: Sequence[Action] | None = None
+
+
+def _part_x() -> Metadata:
+    return Metadata(schema_string=schema("x", "v"), partition_columns=("x",))
+
+
+_SUPPORTED = Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "domainMetadata"))
+
+SUITE_CHECKS = [
+    SuiteCheck("append / append", [lambda t: t.metadata], [add("a")], [add("b")], None),
+    SuiteCheck(
+        "disjoint delete / read",
+        [lambda t: t.filter_files([("x", "=", 1)])],
+        [RemoveFile("a", 4)],
+        [],
+        None,
+        setup=[_part_x(), add("a", x="2")],
+    ),
+    SuiteCheck(
+        "delete / delete", [], [RemoveFile("a", 4)], [RemoveFile("a", 5)], (ConcurrentDeleteDeleteError, 2, None)
+    ),
+    SuiteCheck(
+        "add / read + write",
+        [lambda t: t.filter_files([("x", "=", 1)])],
+        [add("a", x="1")],
+        [add("b", x="1")],
+        (ConcurrentAppendError, 1, "[x=1]"),
+        setup=[_part_x()],
+    ),
+    SuiteCheck(
+        "delete / read: the hint names the partition of the file read",
+        [lambda t: t.filter_files([("x", "=", 1)])],
+        [RemoveFile("a", 4)],  # no partition values in the winner's remove
+        [],
+        (ConcurrentDeleteReadError, 2, "[x=1]"),
+        setup=[_part_x(), add("a", x="1")],
+    ),
+    SuiteCheck(
+        "upgrade / upgrade: an unchanged protocol action still conflicts",
+        [lambda t: t.metadata],
+        [_SUPPORTED],
+        [_SUPPORTED],
+        (ProtocolChangedError, 2, None),
+    ),
+    SuiteCheck(
+        "taint whole table + concurrent remove",
+        [lambda t: t.read_whole_table()],
+        [RemoveFile("a", 4)],
+        [add("b")],
+        (ConcurrentDeleteReadError, 2, None),
+        setup=[Metadata(schema_string=schema("x")), add("a")],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", SUITE_CHECKS, ids=[c.name for c in SUITE_CHECKS])
+def test_delta_suite_checks(case: SuiteCheck) -> None:
+    log = DeltaLog.for_table(f"memory://suite-{uuid.uuid4().hex}")
+    for action in case.setup if case.setup is not None else [Metadata(schema_string=schema("id")), _SUPPORTED]:
+        log.start_transaction().commit([action], ManualUpdate())
+    txn = log.start_transaction()
+    for read in case.reads:
+        read(txn)
+    log.start_transaction().commit(list(case.concurrent), Truncate())
+    if case.expected is None:
+        assert txn.commit(list(case.actions), Truncate()) == log.update().version
+        return
+    error, version, partition = case.expected
+    with pytest.raises(error) as caught:
+        txn.commit(list(case.actions), Truncate())
+    assert (caught.value.winning_version, caught.value.winning_operation, caught.value.partition) == (
+        version,
+        "TRUNCATE",
+        partition,
+    )
+
+
+def _partitioned_log(*columns: str, level: str = SER) -> DeltaLog:
+    log = DeltaLog.for_table(f"memory://hints-{uuid.uuid4().hex}")
+    metadata = Metadata(
+        schema_string=schema(*columns, "v"),
+        partition_columns=columns,
+        configuration={"delta.isolationLevel": level},
+    )
+    log.start_transaction().commit([metadata], ManualUpdate())
+    return log
+
+
+def test_partition_hint_follows_the_partition_schema() -> None:
+    """Delta's getPrettyPartitionMessage: the read partition columns in schema order, a null
+    value spelled ``null``; for delete-delete, the partition of this transaction's remove."""
+    log = _partitioned_log("x", "y")
+    txn = log.start_transaction()
+    txn.filter_files([("x", "=", 1)])
+    log.start_transaction().commit([AddFile("n", {"y": None, "x": "1"}, 1, 1)], ManualUpdate())
+    with pytest.raises(ConcurrentAppendError) as appended:
+        txn.commit([add("m", x="1", y="3")], ManualUpdate())
+    assert appended.value.partition == "[x=1, y=null]"
+
+    log.start_transaction().commit([add("b", x="2", y="2")], ManualUpdate())
+    txn = log.start_transaction()
+    log.start_transaction().commit([RemoveFile("b", 4, partition_values={})], ManualUpdate())
+    with pytest.raises(ConcurrentDeleteDeleteError) as deleted:
+        txn.commit([remove("b", x="2", y="2")], ManualUpdate())
+    assert deleted.value.partition == "[x=2, y=2]"
+
+
+def test_partition_hint_names_logical_columns_under_column_mapping() -> None:
+    def field(name: str, column_id: int) -> dict[str, object]:
+        mapping = {"delta.columnMapping.id": column_id, "delta.columnMapping.physicalName": f"col-{name}"}
+        return {"name": name, "type": "integer", "nullable": True, "metadata": mapping}
+
+    log = DeltaLog.for_table(f"memory://hints-{uuid.uuid4().hex}")
+    metadata = Metadata(
+        schema_string=json.dumps({"type": "struct", "fields": [field("p", 1), field("v", 2)]}),
+        partition_columns=("p",),
+        configuration={"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "2"},
+    )
+    log.start_transaction().commit([metadata], ManualUpdate())
+    txn = log.start_transaction()
+    txn.filter_files([("p", "=", 1)])
+    log.start_transaction().commit([AddFile("n", {"col-p": "1"}, 1, 1)], ManualUpdate())
+    with pytest.raises(ConcurrentAppendError) as appended:
+        txn.commit([AddFile("m", {"col-p": "1"}, 1, 1)], ManualUpdate())
+    assert appended.value.partition == "[p=1]"
+
+
+@pytest.mark.parametrize(
+    ("level", "winner_reads", "expected"),
+    [
+        (SER, False, ConcurrentAppendError),
+        (WSER, False, None),  # the blind append may be ordered first
+        (WSER, True, ConcurrentAppendError),
+    ],
+)
+def test_unpartitioned_delete_without_reads_conflicts_with_appends(
+    level: str, winner_reads: bool, expected: type[DeltaConcurrentModificationError] | None
+) -> None:
+    """Delta's getFirstFileMatchingPartitionPredicates: a transaction that is no blind append
+    (it removes a file) on an unpartitioned table conflicts with every candidate append, even
+    though it recorded no read."""
+    log = DeltaLog.for_table(f"memory://unread-{uuid.uuid4().hex}")
+    log.start_transaction().commit([meta_x(level, partitioned=False), add("a")], ManualUpdate())
+    txn = log.start_transaction()
+    winner = log.start_transaction()
+    if winner_reads:
+        winner.filter_files()
+    winner.commit([add("b")], ManualUpdate())
+    if expected is None:
+        assert txn.commit([remove("a")], ManualUpdate()) == 2
+        return
+    with pytest.raises(expected) as caught:
+        txn.commit([remove("a")], ManualUpdate())
+    assert caught.value.winning_version == 1
+
+
+@pytest.mark.parametrize("column", ["part", "partitionValues"])
+@pytest.mark.parametrize(
+    ("concurrent", "expected"),
+    [
+        (lambda c: add("y", **{c: "0"}), ConcurrentAppendError),
+        (lambda c: add("y", **{c: "1"}), None),
+        (lambda c: RemoveFile("a", None, partition_values={c: "0"}), ConcurrentDeleteDeleteError),
+        (lambda c: RemoveFile("b", None, partition_values={c: "1"}), None),
+    ],
+    ids=["append same partition", "append other partition", "delete same partition", "delete other partition"],
+)
+def test_dynamic_partition_overwrite_reads(
+    column: str,
+    concurrent: Callable[[str], Action],
+    expected: type[DeltaConcurrentModificationError] | None,
+) -> None:
+    """Delta's testDynamicPartitionOverwrite (OptimisticTransactionSuite): filterFiles(newFiles)
+    records the partitions as read but not the files, so a concurrent delete of a file the
+    overwrite removes is a delete-delete conflict."""
+    log = DeltaLog.for_table(f"memory://dpo-{uuid.uuid4().hex}")
+    log.start_transaction().commit(
+        [Metadata(schema_string=schema(column, "value"), partition_columns=(column,))], ManualUpdate()
+    )
+    log.start_transaction().commit([add("a", **{column: "0"}), add("b", **{column: "1"})], ManualUpdate())
+    new_data = [add("x", **{column: "0"})]
+    txn = log.start_transaction()
+    replaced = txn.filter_files_in_partitions(new_data)
+    assert [f.path for f in replaced] == ["a"]
+    log.start_transaction().commit([concurrent(column)], ManualUpdate())
+    actions = [*(f.remove(deletion_timestamp=5) for f in replaced), *new_data]
+    if expected is None:
+        assert txn.commit(actions, ManualUpdate()) == 3
+        return
+    with pytest.raises(expected) as caught:
+        txn.commit(actions, ManualUpdate())
+    assert (caught.value.winning_version, caught.value.partition) == (2, f"[{column}=0]")
+
+
+@pytest.mark.parametrize(
+    ("domain", "expected"),
+    [("app.domain", ConcurrentTransactionError), ("app.other", None), ("delta.rowTracking", None)],
+)
+def test_domain_metadata_conflicts(domain: str, expected: type[DeltaConcurrentModificationError] | None) -> None:
+    """Delta's checkIfDomainMetadataConflict: a domain both commits set fails the transaction,
+    except the row tracking domain (its resolution keeps this transaction's action)."""
+    log = DeltaLog.for_table(f"memory://domains-{uuid.uuid4().hex}")
+    metadata = Metadata(schema_string=schema("id"), configuration={"delta.feature.domainMetadata": "supported"})
+    log.start_transaction().commit([metadata], ManualUpdate())
+    txn = log.start_transaction()
+    winning = "delta.rowTracking" if domain == "delta.rowTracking" else "app.domain"
+    log.start_transaction().commit([DomainMetadata(winning, '{"rowIdHighWaterMark":5}')], ManualUpdate())
+    ours = DomainMetadata(domain, '{"rowIdHighWaterMark":3}', removed=domain == "delta.rowTracking")
+    if expected is None:
+        assert txn.commit([ours], ManualUpdate()) == 2
+        assert (domain in log.update().domain_metadata) is (domain == "app.other")  # ours kept, as given
+        return
+    with pytest.raises(expected, match=r"conflicting metadata domain app\.domain"):
+        txn.commit([ours], ManualUpdate())

@@ -8,6 +8,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 from unittest.mock import patch
 
@@ -34,6 +35,7 @@ from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import (
     AddFile,
     CommitInfo,
+    DeletionVectorDescriptor,
     DomainMetadata,
     Metadata,
     Protocol,
@@ -685,6 +687,45 @@ def test_commit_large_refuses_duplicates_and_leaves_no_version() -> None:
         log.start_transaction().commit_large(iter([add("a"), add("b"), add("a")]), Convert())
     assert log.update().version == 0
     assert [s.name for s in log.store.list_from(log.commit_uri(1))] == []
+
+
+def test_one_path_is_added_or_removed_once_whatever_its_deletion_vector() -> None:
+    """Delta's checkNoDuplicateActions (OptimisticTransactionSuiteBase "Duplicate action - ..."):
+    adds are keyed by path, removes by path, and an add and a remove of one path clash only
+    with the same deletion vector (a deletion vector update re-adds the file with a new one)."""
+    log = new_log()
+    create(log, **{"delta.enableDeletionVectors": "true"})
+    log.start_transaction().commit([add("f")], Write())
+    dv1, dv2 = (DeletionVectorDescriptor("u", f"ab{n}", 10, 1, 1) for n in (1, 2))
+    stats = '{"numRecords": 3, "tightBounds": false}'
+    with_dv = [replace(add("f"), deletion_vector=dv, stats=stats) for dv in (dv1, dv2)]
+    refused = {
+        "add twice, with and without a deletion vector": [add("f"), with_dv[0]],
+        "add twice, two deletion vectors": with_dv,
+        "remove twice, with and without a deletion vector": [add("f").remove(5), with_dv[0].remove(5)],
+        "remove twice, two deletion vectors": [f.remove(5) for f in with_dv],
+        "add and remove, one deletion vector": [with_dv[0], with_dv[0].remove(5)],
+    }
+    for name, actions in refused.items():
+        with pytest.raises(DuplicateFileActionError, match="more than one"):
+            log.start_transaction().commit(actions, Write())
+        assert log.update().version == 1, name
+    # a deletion vector update: the file without one removed, re-added with one
+    assert log.start_transaction().commit([add("f").remove(5), with_dv[0]], Write()) == 2
+
+
+def test_repeated_set_transactions_are_committed_once() -> None:
+    """Delta's checkForSetTransactionConflictAndDedup (OptimisticTransactionSuite "removes
+    duplicate SetTransactions", "has SetTransaction version conflicts"): a txn action repeated
+    with the same version is committed once; another version for the app id is refused."""
+    log = new_log()
+    create(log)
+    version = log.start_transaction().commit([SetTransaction("q", 1), SetTransaction("q", 1, 7)], Write())
+    assert [a for a in log.read_commit(version) if isinstance(a, SetTransaction)] == [SetTransaction("q", 1)]
+    with pytest.raises(DuplicateFileActionError, match="appId q but different versions 1 and 2"):
+        log.start_transaction().commit([SetTransaction("q", 1), SetTransaction("q", 2)], Write())
+    version = log.start_transaction().commit_large(iter([SetTransaction("r", 3), SetTransaction("r", 3)]), Convert())
+    assert [a for a in log.read_commit(version) if isinstance(a, SetTransaction)] == [SetTransaction("r", 3)]
 
 
 def test_commit_large_conflict_is_a_concurrent_write_error() -> None:

@@ -17,8 +17,10 @@ may be affected, so every file is a candidate, as in Delta.
 
 Schema evolution (``withSchemaEvolution()`` or ``spark.databricks.delta.schema.autoMerge.enabled``):
 ``updateAll``/``insertAll`` and explicit assignments to a source column add the source
-columns the table lacks, nullable, in the same commit; on a table with type widening,
-``updateAll``/``insertAll`` also widen a column the source gives a wider type.
+columns the table lacks, nullable, in the same commit, and an assignment of a nested field
+the table's struct lacks adds that field; on a table with type widening, the columns and
+fields the clauses write widen where the source's column of that name is wider
+(:mod:`deltalog.contrib.spark.merge_migration`).
 
 A MERGE with only insert clauses writes ``source LEFT ANTI JOIN target`` and commits only
 adds, as Delta's ``InsertOnlyMergeExecutor``.
@@ -304,14 +306,20 @@ class DeltaMergeBuilder:
         return list(new.values())
 
     def _assignment(
-        self, clause: _Clause, columns: list[str], evolve: bool, table: StructType, talias: str
+        self,
+        clause: _Clause,
+        columns: list[str],
+        evolve: bool,
+        table: StructType,
+        talias: str,
+        evolved: Mapping[str, DataType],
     ) -> dict[str, Column]:
         """``{table column: value}`` of an update or insert clause (``*All``: by name). Without
         schema evolution ``*All`` needs every table column in the source (extra source columns
         are ignored), as Delta's ``resolveStar``; with it, a table column the source lacks is
         null on insert and kept on update. A nested name (``s.a``) in an update sets that
-        field of the struct column, the others kept (Delta's ``generateUpdateExpressions``)."""
-        from pyspark.sql import functions as F
+        field of the struct column, the others kept (Delta's ``generateUpdateExpressions``), in
+        the column's evolved type (``evolved``: fields schema evolution adds are null there)."""
 
         from deltalog.contrib.spark.update_expressions import assign_fields, refuse_conflicting_targets
 
@@ -336,8 +344,23 @@ class DeltaMergeBuilder:
         for key, paths in nested.items():
             if key in out or key not in table.fieldNames():
                 raise DeltaAnalysisError(f"MERGE sets {key!r} and a field of it, or a field of a new column")
-            out[key] = assign_fields(F.col(f"{talias}.`{key}`"), table[key].dataType, paths, key)
+            out[key] = assign_fields(
+                self._current(talias, key, table, evolved), evolved.get(key, table[key].dataType), paths, key
+            )
         return out
+
+    @staticmethod
+    def _current(talias: str, key: str, table: StructType, evolved: Mapping[str, DataType]) -> Column:
+        """The target row's value of column ``key``, in its evolved type when schema evolution
+        changes it (new struct fields null, widened fields cast)."""
+        from pyspark.sql import functions as F
+
+        from deltalog.contrib.spark.update_expressions import StructCast, cast_if_needed
+
+        current, before = F.col(f"{talias}.`{key}`"), table[key].dataType
+        if key not in evolved:
+            return current
+        return cast_if_needed(current, before, evolved[key], key, StructCast(allow_missing=True))
 
     def _target_name(self, name: str) -> list[str]:
         """The parts of an assigned column name, without a leading target alias (``t.v``)."""
@@ -392,27 +415,22 @@ class DeltaMergeBuilder:
 
     def _evolved_structs(self, table_schema: StructType, evolve: bool) -> dict[str, DataType]:
         """With schema evolution, the table's columns holding structs (a struct, or an array or
-        map of them, at any depth) that an ``updateAll``/``insertAll`` writes, or a clause
-        assigns by name (``set={"s": ...}``), where the source's column of that name has struct
+        map of them, at any depth) where the source's column of that name, as far as the clauses
+        write it (:meth:`_migration_schema`: ``updateAll``/``insertAll``, an assignment of the
+        column, or of fields inside it: ``set={"s.b": ...}`` keeps just ``b``), has struct
         fields they lack, with those fields added (Delta's ``computePostEvolutionTargetSchema``:
-        the source schema kept where a clause assigns, merged into the table's;
-        :func:`~deltalog.contrib.spark.update_expressions.evolve_type`)."""
+        that schema merged into the table's; :func:`~deltalog.contrib.spark.update_expressions.evolve_type`)."""
+        from pyspark.sql.types import StructType
+
         from deltalog.contrib.spark.update_expressions import evolve_type, has_struct
 
-        clauses = [*self._matched, *self._not_matched]
-        star = any(c.assignments is None for c in clauses)
-        named = {
-            parts[0].lower()
-            for c in clauses
-            for name in (c.assignments or {})
-            if len(parts := self._target_name(name)) == 1
-        }
-        if not evolve or not (star or named):
+        if not evolve:
             return {}
-        source = {f.name.lower(): f.dataType for f in self._source.schema.fields}
+        migration = StructType.fromJson(self._migration_schema())
+        source = {f.name.lower(): f.dataType for f in migration.fields}
         out: dict[str, DataType] = {}
         for f in table_schema.fields:
-            other = source.get(f.name.lower()) if star or f.name.lower() in named else None
+            other = source.get(f.name.lower())
             if other is not None and has_struct(f.dataType) and has_struct(other):
                 evolved = evolve_type(f.dataType, other)
                 if evolved != f.dataType:
@@ -442,21 +460,33 @@ class DeltaMergeBuilder:
                     "with schema evolution writes the source column into it; cast it in the source"
                 )
 
+    def _migration_schema(self) -> dict[str, object]:
+        """The source's schema as far as the MATCHED and NOT MATCHED clauses write it
+        (:func:`~deltalog.contrib.spark.merge_migration.migration_schema`)."""
+        from deltalog.contrib.spark.merge_migration import migration_schema
+
+        clauses = [*self._matched, *self._not_matched]
+        assigned = [self._target_name(name) for c in clauses for name in (c.assignments or {})]
+        star = any(c.assignments is None for c in clauses)
+        return migration_schema(self._source.schema.jsonValue(), assigned, star, self._resolver())
+
     def _widened_columns(self, snapshot: Snapshot, evolve: bool) -> dict[str, DataType]:
-        """With schema evolution on a table with type widening, the table columns an
-        ``updateAll``/``insertAll`` writes from a source column of a wider type of the same
-        family (int into long, float into double, date into timestamp_ntz, ...), with their
-        new types: Delta's MERGE merges the schemas with ``TypeWideningMode.TypeEvolution``,
-        as a ``mergeSchema`` write does (:func:`widen_for_schema_evolution`)."""
+        """With schema evolution on a table with type widening, the table columns (and fields
+        inside them) the clauses write (``updateAll``/``insertAll``, or an assignment of the
+        column or field: the source's column of that name counts, whatever the value) from a
+        source column of a wider type of the same family (int into long, float into double,
+        date into timestamp_ntz, ...), with their new types: Delta's MERGE merges the schemas
+        with ``TypeWideningMode.TypeEvolution``, as a ``mergeSchema`` write does
+        (:func:`widen_for_schema_evolution`)."""
         import json
 
         from deltalog.txn.protocol.type_widening import widen_for_schema_evolution
 
-        if not evolve or not any(c.assignments is None for c in [*self._matched, *self._not_matched]):
+        if not evolve:
             return {}
         table = json.loads(snapshot.metadata.schema_string)
         widened = widen_for_schema_evolution(
-            table, self._source.schema.jsonValue(), snapshot.metadata.configuration, record=False
+            table, self._migration_schema(), snapshot.metadata.configuration, record=False
         )
         if widened == table:
             return {}
@@ -625,14 +655,10 @@ class DeltaMergeBuilder:
         table_types = top_level_types(json.loads(snapshot.metadata.schema_string))
         table_columns = list(table_types)
         new_columns = self._new_columns(table_columns, evolve)
-        # widened first (a column may both widen and gain nested fields: Delta's mergeSchemas
-        # with TypeEvolution); the stored schema keeps the fields' column mapping metadata
-        widened = self._widened_columns(snapshot, evolve)
-        structs = self._evolved_structs(_with_types(snapshot.metadata.schema_string, widened), evolve)
-        widened = {c: t for c, t in widened.items() if c not in structs}
-        self._refuse_incompatible_types({c: t for c, t in table_types.items() if c not in widened}, evolve)
+        widened, structs = self._evolved_types(snapshot, table_types, evolve)
         columns = table_columns + new_columns
-        assignments = self._resolve_assignments(snapshot.metadata, columns, evolve, talias)
+        evolved = {**widened, **structs}
+        assignments = self._resolve_assignments(snapshot.metadata, columns, evolve, talias, evolved)
         before = time.perf_counter()
         files, source_rows = self._candidates(txn, table_columns, table_types)
         materialize_ms = int((time.perf_counter() - before) * 1000) if materialized else 0
@@ -645,8 +671,7 @@ class DeltaMergeBuilder:
         by_source = self._by_source_on_target(assignments)
         types = {f.name: nullable_type(f.dataType) for f in target.schema.fields}
         types.update({c: nullable_type(self._source.schema[c].dataType) for c in new_columns})
-        types.update({c: nullable_type(t) for c, t in structs.items()})
-        types.update({c: nullable_type(t) for c, t in widened.items()})
+        types.update({c: nullable_type(t) for c, t in evolved.items()})
         return _MergePlan(
             txn=txn,
             started=started,
@@ -665,6 +690,20 @@ class DeltaMergeBuilder:
             scans=[scanned],
             by_source=by_source,
         )
+
+    def _evolved_types(
+        self, snapshot: Snapshot, table_types: Mapping[str, str], evolve: bool
+    ) -> tuple[dict[str, DataType], dict[str, DataType]]:
+        """The new types of the table columns schema evolution widens and of those whose
+        structs gain fields, after refusing a source column the clauses write that does not
+        implicitly cast to its table column. Widened first (a column may both widen and gain
+        nested fields: Delta's mergeSchemas with TypeEvolution); the stored schema keeps the
+        fields' column mapping metadata."""
+        widened = self._widened_columns(snapshot, evolve)
+        structs = self._evolved_structs(_with_types(snapshot.metadata.schema_string, widened), evolve)
+        widened = {c: t for c, t in widened.items() if c not in structs}
+        self._refuse_incompatible_types({c: t for c, t in table_types.items() if c not in widened}, evolve)
+        return widened, structs
 
     def _by_source_on_target(self, assignments: dict[int, dict[str, Column]]) -> dict[str, Column]:
         """Delta resolves a ``whenNotMatchedBySource*`` clause against the target alone, so an
@@ -722,15 +761,16 @@ class DeltaMergeBuilder:
                     ) from None
 
     def _resolve_assignments(
-        self, metadata: Metadata, columns: list[str], evolve: bool, talias: str
+        self, metadata: Metadata, columns: list[str], evolve: bool, talias: str, evolved: Mapping[str, DataType]
     ) -> dict[int, dict[str, Column]]:
         """``{id(clause): {column: value}}`` of the update and insert clauses, checked and
-        with the insert clauses' defaults (:func:`prepare_merge_assignments`)."""
+        with the insert clauses' defaults (:func:`prepare_merge_assignments`); ``evolved``:
+        the new types of the table columns schema evolution changes."""
         from deltalog.contrib.spark.logical_schema import logical_struct
 
         table = logical_struct(metadata.schema_string)
         assignments = {
-            id(c): self._assignment(c, columns, evolve, table, talias)
+            id(c): self._assignment(c, columns, evolve, table, talias, evolved)
             for c in [*self._matched, *self._not_matched, *self._not_matched_by_source]
             if c.kind != "delete"
         }

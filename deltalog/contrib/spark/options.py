@@ -30,6 +30,7 @@ from deltalog.contrib.spark.tablelog import USER_METADATA_CONF
 __all__ = [
     "CDF_OUT_OF_RANGE_CONF",
     "CDF_UNSAFE_SCHEMA_CONF",
+    "SESSION_TABLE_DEFAULTS_OPTION",
     "SESSION_TIME_ZONE_CONF",
     "STRING_PREFIX_LENGTH_CONF",
     "ReadOptions",
@@ -61,6 +62,9 @@ _WRITE_KEYS = {
     "compression",
     "spark.sql.sources.partitionoverwritemode",
     "usenullintolerantequalitywithdpo",
+    "spark.sql.session.timezone",
+    "spark.databricks.io.skipping.stringprefixlength",
+    "spark.databricks.delta.properties.defaults",
 }
 #: Storage option families (lower case), as the stores, commit locks and engine settings read them.
 _STORAGE_PREFIXES = (
@@ -110,6 +114,9 @@ CDF_UNSAFE_SCHEMA_CONF = "spark.databricks.delta.changeDataFeed.unsafeBatchReadO
 #: Delta's session conf: the characters string statistics keep where the table does not set
 #: ``delta.dataSkippingStringPrefixLength`` (read where a write runs with the session)
 STRING_PREFIX_LENGTH_CONF = "spark.databricks.io.skipping.stringPrefixLength"
+#: A write option (JSON object) carrying the session's ``spark.databricks.delta.properties.defaults.*``
+#: confs to a write planned without the session: the table property defaults of a table it creates
+SESSION_TABLE_DEFAULTS_OPTION = "spark.databricks.delta.properties.defaults"
 #: Spark's session conf: a write without the ``maxRecordsPerFile`` option (and Delta's
 #: OPTIMIZE) starts a new file after this many rows (0: no limit), as any Spark file write
 MAX_RECORDS_PER_FILE_CONF = "spark.sql.files.maxRecordsPerFile"
@@ -266,17 +273,17 @@ class WriteOptions:
     replace_where_data_columns: bool = True
     #: :data:`REPLACE_WHERE_CONSTRAINT_CHECK_CONF`: False writes rows outside ``replaceWhere`` too
     replace_where_constraint_check: bool = True
-    #: The session's ``spark.sql.session.timeZone`` when the write is planned where the
-    #: session is (``write_table``): timestamp literals of ``replaceWhere`` are its local
-    #: times. None: read as UTC (the data source's ``writer()`` runs without a session).
+    #: The session's ``spark.sql.session.timeZone`` (an option of that name, which
+    #: ``write_table`` and the session's conf wrapper give): timestamp literals of
+    #: ``replaceWhere`` are its local times. None: read as UTC.
     session_time_zone: str | None = None
-    #: The session's ``spark.databricks.io.skipping.stringPrefixLength`` where the write is
-    #: planned with the session: what string statistics keep when the table does not set
-    #: ``delta.dataSkippingStringPrefixLength`` (32 without a session, Delta's default).
+    #: The session's ``spark.databricks.io.skipping.stringPrefixLength`` (an option of that
+    #: name): what string statistics keep when the table does not set
+    #: ``delta.dataSkippingStringPrefixLength`` (32 when not given, Delta's default).
     session_string_prefix_length: int = 32
     #: The session's table property defaults (``spark.databricks.delta.properties.defaults.*``,
-    #: :func:`~deltalog.txn.protocol.protocol_requirements.session_table_defaults`) where the
-    #: write is planned with the session: a table the write creates gets them under its own.
+    #: :func:`~deltalog.txn.protocol.protocol_requirements.session_table_defaults`), from
+    #: :data:`SESSION_TABLE_DEFAULTS_OPTION`: a table the write creates gets them under its own.
     session_table_defaults: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -320,7 +327,26 @@ class WriteOptions:
             partition_overwrite=PartitionOverwriteMode.parse(options),
             replace_where_data_columns=_flag(options, REPLACE_WHERE_DATA_COLUMNS_CONF, True),
             replace_where_constraint_check=_flag(options, REPLACE_WHERE_CONSTRAINT_CHECK_CONF, True),
+            session_time_zone=_get(options, SESSION_TIME_ZONE_CONF),
+            session_string_prefix_length=session_string_prefix_length(_get(options, STRING_PREFIX_LENGTH_CONF)),
+            session_table_defaults=_session_table_defaults(options),
         )
+
+
+def _session_table_defaults(options: Mapping[str, str]) -> dict[str, str]:
+    """The session's table property defaults the write's :data:`SESSION_TABLE_DEFAULTS_OPTION`
+    carries (the session's conf wrapper and ``write_table`` hand them on)."""
+    from deltalog.txn.protocol.protocol_requirements import session_table_defaults
+
+    raw = _get(options, SESSION_TABLE_DEFAULTS_OPTION)
+    try:
+        confs = json.loads(raw) if raw else {}
+        return session_table_defaults({str(k): str(v) for k, v in confs.items()})
+    except (ValueError, AttributeError):
+        raise InvalidWriteOptionError(
+            f"{SESSION_TABLE_DEFAULTS_OPTION} must be a JSON object of the session's "
+            f"{SESSION_TABLE_DEFAULTS_OPTION}.* confs"
+        ) from None
 
 
 def _replace_where(options: Mapping[str, str]) -> str | None:
@@ -402,13 +428,13 @@ class ReadOptions:
         return cls(
             path=path,
             version_as_of=version_as_of,
-            timestamp_as_of=timestamp_as_of,
+            timestamp_as_of=_local_time(options, timestamp_as_of),
             read_change_feed=cdf,
             starting_version=None if latest else _int(options, "startingVersion"),
             starting_version_latest=latest,
             ending_version=_int(options, "endingVersion"),
-            starting_timestamp=_get(options, "startingTimestamp"),
-            ending_timestamp=_get(options, "endingTimestamp"),
+            starting_timestamp=_local_time(options, _get(options, "startingTimestamp")),
+            ending_timestamp=_local_time(options, _get(options, "endingTimestamp")),
             scan_report=_get(options, "scanReport"),
             storage_options=storage_options_of(options),
             logstore=_get(options, "logStore"),
@@ -417,6 +443,16 @@ class ReadOptions:
             cdf_out_of_range=_flag(options, CDF_OUT_OF_RANGE_CONF),
             cdf_unsafe_schema_reads=_flag(options, CDF_UNSAFE_SCHEMA_CONF),
         )
+
+
+def _local_time(options: Mapping[str, str], text: str | None) -> str | None:
+    """A timestamp option's text as Spark casts it: without an offset, a local time of the
+    session time zone the option ``spark.sql.session.timeZone`` names (``read_table`` and the
+    session's conf wrapper give it; without it, UTC), with its offset."""
+    from deltalog.contrib.spark.predicates import in_session_time_zone
+
+    time_zone = _get(options, SESSION_TIME_ZONE_CONF)
+    return text if text is None or time_zone is None else in_session_time_zone(text, time_zone)
 
 
 def _time_travel(options: Mapping[str, str]) -> tuple[str, int | None, str | None]:

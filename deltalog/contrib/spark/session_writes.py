@@ -1,4 +1,4 @@
-"""The session's confs for writes through ``df.write.format("deltalog")``.
+"""The session's confs for writes (and reads) through ``format("deltalog")``.
 
 Spark runs a Python data source's ``writer()`` in a Python worker that has no session, so
 the confs Delta's writes read from the session (``spark.sql.sources.partitionOverwriteMode``,
@@ -11,7 +11,10 @@ whole table where Delta replaces the written partitions. :func:`forward_session_
 stream, which takes the session's values when it starts) first add, as write options, the
 session confs the write does not give itself: the same ones
 :func:`~deltalog.contrib.spark.table_writes.write_table` reads (:func:`session_defaults`).
-Writers of other formats are left exactly as they were.
+The same holds for reads: ``load`` of a ``DataFrameReader`` or ``DataStreamReader`` whose
+format is ``deltalog`` first adds the session's time zone and Delta's read confs, as
+``read_table`` reads them (:func:`session_read_defaults`).
+Writers and readers of other formats are left exactly as they were.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from deltalog.contrib.spark.options import (
     REPLACE_WHERE_CONSTRAINT_CHECK_CONF,
     REPLACE_WHERE_DATA_COLUMNS_CONF,
     SCHEMA_AUTO_MERGE_CONF,
+    SESSION_TABLE_DEFAULTS_OPTION,
+    SESSION_TIME_ZONE_CONF,
+    STRING_PREFIX_LENGTH_CONF,
 )
 from deltalog.contrib.spark.parquet_codecs import python_tasks_write
 from deltalog.contrib.spark.partition_overwrite import (
@@ -33,13 +39,18 @@ from deltalog.contrib.spark.partition_overwrite import (
 )
 from deltalog.contrib.spark.tablelog import session_commit_confs
 from deltalog.txn.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF
+from deltalog.txn.protocol.protocol_requirements import SESSION_DEFAULTS_PREFIX
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-    from pyspark.sql.readwriter import DataFrameWriter
-    from pyspark.sql.streaming.readwriter import DataStreamWriter
+    from typing import TypeAlias
 
-__all__ = ["forward_session_confs", "session_defaults"]
+    from pyspark.sql import SparkSession
+    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
+    from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
+
+    _Handle: TypeAlias = DataFrameWriter | DataStreamWriter | DataFrameReader | DataStreamReader
+
+__all__ = ["forward_session_confs", "session_defaults", "session_read_defaults"]
 
 SOURCE_NAME = "deltalog"
 _SOURCE = "_deltalog_format"
@@ -49,7 +60,7 @@ _WRAPPED = "_deltalog_forwards_session_confs"
 _F = TypeVar("_F", bound=Callable[..., object])
 #: keyword arguments of ``save``/``saveAsTable``/``insertInto``/``start``/``toTable`` that are no
 #: write options (their second positional argument is the format, ``insertInto``'s is ``overwrite``)
-_NOT_OPTIONS = frozenset({"path", "format", "mode", "partitionBy", "outputMode", "queryName", "overwrite"})
+_NOT_OPTIONS = frozenset({"path", "format", "mode", "partitionBy", "outputMode", "queryName", "overwrite", "schema"})
 
 #: Spark's session conf: the Parquet codec of a write without the ``compression`` option
 _PARQUET_CODEC = "spark.sql.parquet.compression.codec"
@@ -64,9 +75,11 @@ def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[st
     table properties are kept), ``...replaceWhere.dataColumns.enabled`` and
     ``...replaceWhere.constraintCheck.enabled``, ``...schema.autoMerge.enabled`` (``mergeSchema``
     when the write does not say), ``spark.sql.files.maxRecordsPerFile`` and
-    ``spark.sql.parquet.compression.codec``, and its commit confs
+    ``spark.sql.parquet.compression.codec``, its commit confs
     (:func:`~deltalog.contrib.spark.tablelog.session_commit_confs`: ``...commitInfo.userMetadata``
-    is the commit's ``userMetadata`` when the write gives none, ...)."""
+    is the commit's ``userMetadata`` when the write gives none, ...), its time zone, Delta's
+    ``spark.databricks.io.skipping.stringPrefixLength`` and its table property defaults
+    ``spark.databricks.delta.properties.defaults.*``."""
     lowered = {k.lower() for k in options}
     out = {}
     auto_merge = spark.conf.get(SCHEMA_AUTO_MERGE_CONF, None)
@@ -89,10 +102,44 @@ def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[st
         if value is not None and conf.lower() not in lowered:
             out[conf] = value
     out.update({conf: value for conf, value in session_commit_confs(spark).items() if conf.lower() not in lowered})
+    out.update({k: v for k, v in _session_planning_confs(spark).items() if k.lower() not in lowered})
     return out
 
 
-def _given(writer: DataFrameWriter | DataStreamWriter) -> set[str]:
+def _session_planning_confs(spark: SparkSession) -> dict[str, str]:
+    """The session confs a write's planning reads (:class:`~deltalog.contrib.spark.options.WriteOptions`):
+    its time zone (timestamp literals of ``replaceWhere``), Delta's string prefix length of
+    statistics, and its table property defaults ``spark.databricks.delta.properties.defaults.*``
+    (for a table the write creates)."""
+    import json
+
+    out = {SESSION_TIME_ZONE_CONF: str(spark.conf.get(SESSION_TIME_ZONE_CONF))}
+    prefix_length = spark.conf.get(STRING_PREFIX_LENGTH_CONF, None)
+    if prefix_length is not None:
+        out[STRING_PREFIX_LENGTH_CONF] = prefix_length
+    # one JSON option: Spark lower-cases a Python data source's option keys, property names keep their case
+    defaults = {k: str(v) for k, v in spark.conf.getAll.items() if k.startswith(SESSION_DEFAULTS_PREFIX)}
+    if defaults:
+        out[SESSION_TABLE_DEFAULTS_OPTION] = json.dumps(defaults)
+    return out
+
+
+def session_read_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
+    """What the session says to a ``format("deltalog")`` read where its options are silent, as
+    ``read_table`` reads it: the session time zone (timestamps of ``timestampAsOf``,
+    ``startingTimestamp``, ``endingTimestamp`` and the path's ``@yyyyMMddHHmmssSSS`` without
+    an offset are its local times), Delta's time travel retention check when the session
+    turns it off, and the change feed's ``...timestampOutOfRange.enabled`` and
+    ``...unsafeBatchReadOnIncompatibleSchemaChanges.enabled`` when on."""
+    from deltalog.contrib.spark.time_travel import with_session_change_feed_conf, with_session_retention_conf
+
+    lowered = {k.lower() for k in options}
+    out = {SESSION_TIME_ZONE_CONF: str(spark.conf.get(SESSION_TIME_ZONE_CONF))}
+    out.update(with_session_change_feed_conf(spark, with_session_retention_conf(spark, {})))
+    return {k: v for k, v in out.items() if k.lower() not in lowered}
+
+
+def _given(writer: _Handle) -> set[str]:
     keys: set[str] | None = getattr(writer, _GIVEN, None)
     if keys is None:
         keys = set()
@@ -100,21 +147,28 @@ def _given(writer: DataFrameWriter | DataStreamWriter) -> set[str]:
     return keys
 
 
-def _add_session_confs(writer: DataFrameWriter | DataStreamWriter, fmt: str | None, options: dict[str, object]) -> None:
-    """Add the session's confs the write does not give, if its format is ``deltalog``."""
-    source = fmt if fmt is not None else getattr(writer, _SOURCE, None)
+def _add_session_confs(handle: _Handle, fmt: str | None, options: dict[str, object]) -> None:
+    """Add the session's confs the write (or read) does not give, if its format is ``deltalog``."""
+    from pyspark.sql.readwriter import DataFrameReader
+    from pyspark.sql.streaming.readwriter import DataStreamReader
+
+    source = fmt if fmt is not None else getattr(handle, _SOURCE, None)
     if source is None or source.strip().lower() != SOURCE_NAME:
         return
-    given = _given(writer) | {k for k, v in options.items() if v is not None}
-    for key, value in session_defaults(writer._spark, dict.fromkeys(given, "")).items():
+    given = dict.fromkeys(_given(handle) | {k for k, v in options.items() if v is not None}, "")
+    if isinstance(handle, (DataFrameReader, DataStreamReader)):
+        for key, value in session_read_defaults(handle._spark, given).items():
+            handle._jreader = handle._jreader.option(key, value)
+        return
+    for key, value in session_defaults(handle._spark, given).items():
         if key == "compression" and not python_tasks_write(value):
             continue  # these writes are Python tasks: they keep their snappy (docs/spark.md)
-        writer._jwrite = writer._jwrite.option(key, value)
+        handle._jwrite = handle._jwrite.option(key, value)
 
 
 def _recording_format(original: _F) -> _F:
     @functools.wraps(original)
-    def format(self: DataFrameWriter | DataStreamWriter, source: str) -> object:
+    def format(self: _Handle, source: str) -> object:
         setattr(self, _SOURCE, source)
         return original(self, source)
 
@@ -123,7 +177,7 @@ def _recording_format(original: _F) -> _F:
 
 def _recording_option(original: _F) -> _F:
     @functools.wraps(original)
-    def option(self: DataFrameWriter | DataStreamWriter, key: str, value: object) -> object:
+    def option(self: _Handle, key: str, value: object) -> object:
         if value is not None:
             _given(self).add(key)
         return original(self, key, value)
@@ -133,7 +187,7 @@ def _recording_option(original: _F) -> _F:
 
 def _recording_options(original: _F) -> _F:
     @functools.wraps(original)
-    def options(self: DataFrameWriter | DataStreamWriter, **opts: object) -> object:
+    def options(self: _Handle, **opts: object) -> object:
         _given(self).update(k for k, v in opts.items() if v is not None)
         return original(self, **opts)
 
@@ -142,7 +196,7 @@ def _recording_options(original: _F) -> _F:
 
 def _forwarding_save(original: _F) -> _F:
     @functools.wraps(original)
-    def save(self: DataFrameWriter | DataStreamWriter, *args: object, **options: object) -> object:
+    def save(self: _Handle, *args: object, **options: object) -> object:
         fmt = options.get("format") if len(args) < 2 else args[1]
         kwargs = {k: v for k, v in options.items() if k not in _NOT_OPTIONS}
         _add_session_confs(self, fmt if isinstance(fmt, str) else None, kwargs)
@@ -152,15 +206,17 @@ def _forwarding_save(original: _F) -> _F:
 
 
 def forward_session_confs() -> None:
-    """Wrap PySpark's classic ``DataFrameWriter`` and ``DataStreamWriter`` once per process
-    (see the module doc). Spark Connect's writers are not wrapped: there, give the confs as
-    write options."""
-    from pyspark.sql.readwriter import DataFrameWriter
-    from pyspark.sql.streaming.readwriter import DataStreamWriter
+    """Wrap PySpark's classic ``DataFrameWriter``, ``DataStreamWriter``, ``DataFrameReader``
+    and ``DataStreamReader`` once per process (see the module doc). Spark Connect's are not
+    wrapped: there, give the confs as options."""
+    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
+    from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
 
     for cls, starts in (
         (DataFrameWriter, ("save", "saveAsTable", "insertInto")),
         (DataStreamWriter, ("start", "toTable")),
+        (DataFrameReader, ("load",)),
+        (DataStreamReader, ("load",)),
     ):
         if getattr(cls, _WRAPPED, False):
             continue

@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.dataframes import write_dataframe
 from deltalog.contrib.spark.idempotent import reset_session_version, session_application_transaction
-from deltalog.contrib.spark.options import STRING_PREFIX_LENGTH_CONF, WriteOptions, session_string_prefix_length
+from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.session_writes import session_defaults
 from deltalog.contrib.spark.source_reads import TargetReads, target_reads
 from deltalog.contrib.spark.writes import commit_write, plan_write
-from deltalog.txn.protocol.protocol_requirements import session_table_defaults
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -33,8 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["write_table"]
 
 log = logging.getLogger(__name__)
-
-_TIME_ZONE = "spark.sql.session.timeZone"
 
 
 def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -> int | None:
@@ -55,12 +51,6 @@ def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -
     from_session = _session_application_transaction(spark, raw)
     raw = {**session_defaults(spark, raw), **from_session, **raw}
     opts = WriteOptions.parse({**raw, "path": uri, "saveMode": mode}, overwrite=mode.strip().lower() == "overwrite")
-    opts = replace(
-        opts,
-        session_time_zone=spark.conf.get(_TIME_ZONE, None),
-        session_string_prefix_length=session_string_prefix_length(spark.conf.get(STRING_PREFIX_LENGTH_CONF, None)),
-        session_table_defaults=session_table_defaults(spark.conf.getAll),
-    )
     plan = plan_write(opts, df.schema.json(), source=_target_reads(df, opts))
     if plan.skip:
         if from_session:

@@ -597,6 +597,14 @@ def commit_write(plan: WritePlan, action_lines: Sequence[str], streaming: Stream
     if prepared is None:
         delete_files(plan.spec, action_lines)
         return None
+    if not prepared.actions and plan.new_metadata is None:
+        # Delta's WriteIntoDelta commits with commitIfNeeded: a write of nothing is recorded
+        # only where Delta records an empty commit (skipRecordingEmptyCommits=false, or a
+        # WriteSerializable table, where a WRITE cannot downgrade to SnapshotIsolation)
+        empty = prepared.txn.commit_if_needed([], prepared.operation)
+        if empty is None:
+            log.info("nothing to commit to %s", prepared.txn.delta_log.table_uri)
+        return empty
     lines = [*action_lines, *prepared.rewritten]
     version = commit_files(prepared.txn, prepared.actions, prepared.operation, plan.spec, lines)
     log.info("committed version %d to %s (%s)", version, prepared.txn.delta_log.table_uri, prepared.operation.name)
@@ -739,9 +747,6 @@ def _prepare_commit(
     copies, _ = file_actions(rewritten)
     actions.extend(f.remove(now, data_change=opts.data_change) for f in removed)
     actions.extend([*adds, *copies, *cdcs])
-    if not actions and plan.new_metadata is None:
-        log.info("nothing to commit to %s", delta_log.table_uri)
-        return None
     metrics = {**_write_metrics([*adds, *copies], cdcs, removed), **rewrite_metrics}
     if streaming is None and opts.overwrite and opts.replace_where and not plan.replace_where_on_data:
         metrics.update(_partition_replace_metrics(removed))
@@ -795,28 +800,10 @@ def _read_and_remove(
     if plan.dynamic_partition_overwrite:
         if opts.partition_overwrite.null_intolerant:  # Delta's useNullIntolerantEqualityWithDPO
             adds = [a for a in adds if all(v is not None for v in a.partition_values.values())]
-        return _dynamic_partition_removes(txn, adds)
+        # Delta's txn.filterFiles(addFiles): the partitions are read, not the files
+        return txn.filter_files_in_partitions(adds)
     everything: list[AddFile] = txn.filter_files()
     return everything
-
-
-def _partition_filters(values: dict[str, str | None]) -> list[PartitionFilter]:
-    return [(column, "=", value) for column, value in sorted(values.items())]
-
-
-def _dynamic_partition_removes(txn: OptimisticTransaction, adds: Sequence[AddFile]) -> list[AddFile]:
-    """Delta's ``txn.filterFiles(addFiles)``: the files of every partition the tasks wrote
-    (null-safe equality), each partition recorded as a read predicate."""
-    removed: dict[str, AddFile] = {}
-    seen: set[tuple[tuple[str, str | None], ...]] = set()
-    for add in adds:
-        key = tuple(sorted(add.partition_values.items()))
-        if key in seen:
-            continue
-        seen.add(key)
-        for f in txn.filter_files(_partition_filters(dict(add.partition_values))):
-            removed[f.path] = f
-    return list(removed.values())
 
 
 def _layout(metadata: Metadata) -> tuple[Any, ...]:

@@ -71,26 +71,25 @@ class CommitActionChecks:
         self._append_only = append_only
         self._dv_adds_allowed = dv_adds_allowed
         self._wide_bounds_required = wide_bounds_required
-        self._file_keys: set[tuple[str, str | None]] = set()
-        self._app_ids: set[str] = set()
+        # decoded path -> deletion vector id, of the adds and of the removes
+        self._added: dict[str, str | None] = {}
+        self._removed: dict[str, str | None] = {}
+        self._app_ids: dict[str, int] = {}
         self._domains: set[str] = set()
 
-    def check_all(self, actions: Iterable[Action], in_place: bool = False) -> None:
-        for action in actions:
-            self.check(action, in_place)
+    def check_all(self, actions: Iterable[Action], in_place: bool = False) -> list[Action]:
+        """Check every action; returns those to commit (a repeated txn action dropped)."""
+        return [action for action in actions if self.check(action, in_place)]
 
-    def check(self, action: Action, in_place: bool = False) -> None:
-        """Raise when ``action`` breaks a rule, given the actions checked before it.
-        ``in_place``: a live file re-added as it is (a row tracking backfill), whose deletion
-        vector is not a new one."""
+    def check(self, action: Action, in_place: bool = False) -> bool:
+        """Raise when ``action`` breaks a rule, given the actions checked before it; False
+        when it is to be dropped: a ``txn`` action repeating an earlier one's app id and
+        version (Delta's ``checkForSetTransactionConflictAndDedup``). ``in_place``: a live
+        file re-added as it is (a row tracking backfill), whose deletion vector is not a new one."""
         if isinstance(action, (AddFile, RemoveFile)):
             self._check_file_action(action, in_place)
         elif isinstance(action, SetTransaction):
-            if action.app_id in self._app_ids:
-                raise DuplicateFileActionError(
-                    f"the commit has more than one txn action for application {action.app_id!r}"
-                )
-            self._app_ids.add(action.app_id)
+            return self._check_set_transaction(action)
         elif isinstance(action, DomainMetadata):
             if not self._domains_allowed:
                 raise InvalidTransactionError(
@@ -103,15 +102,23 @@ class CommitActionChecks:
                     f"the commit has more than one domainMetadata action for domain {action.domain!r}"
                 )
             self._domains.add(action.domain)
+        return True
+
+    def _check_set_transaction(self, action: SetTransaction) -> bool:
+        seen = self._app_ids.get(action.app_id)
+        if seen is None:
+            self._app_ids[action.app_id] = action.version
+            return True
+        if seen != action.version:
+            raise DuplicateFileActionError(
+                f"the commit has more than one txn action for application {action.app_id!r}: two "
+                f"SetTransaction actions within the same transaction have the same appId {action.app_id} "
+                f"but different versions {seen} and {action.version}"
+            )
+        return False
 
     def _check_file_action(self, action: AddFile | RemoveFile, in_place: bool) -> None:
-        key = action.logical_key
-        if key in self._file_keys:
-            raise DuplicateFileActionError(
-                f"the commit has more than one add/remove action for the file {key[0]}"
-                + (f" (deletion vector {key[1]})" if key[1] else "")
-            )
-        self._file_keys.add(key)
+        self._check_duplicate(action)
         if isinstance(action, AddFile):
             self._check_partition_values(action)
             if action.deletion_vector is not None and not (self._dv_adds_allowed or in_place):
@@ -122,6 +129,20 @@ class CommitActionChecks:
             raise AppendOnlyViolationError(
                 f"{APPEND_ONLY_ERROR} (cannot remove {decode_path(action.path)} with dataChange=true)."
             )
+
+    def _check_duplicate(self, action: AddFile | RemoveFile) -> None:
+        """Delta's ``checkNoDuplicateActions``: one add and one remove per path at most, and
+        not both with the same deletion vector (a deletion vector update removes the file
+        with its old one and re-adds it with the new one)."""
+        path, dv_id = action.logical_key
+        same, other = (self._added, self._removed) if isinstance(action, AddFile) else (self._removed, self._added)
+        clash = path in same or (path in other and other[path] == dv_id)
+        if clash:
+            raise DuplicateFileActionError(
+                f"the commit has more than one add/remove action for the file {path}"
+                + (f" (deletion vector {dv_id})" if dv_id else "")
+            )
+        same[path] = dv_id
 
     def _check_deletion_vector_stats(self, add: AddFile, in_place: bool) -> None:
         """The protocol's rules for the statistics of a file with a deletion vector: they carry

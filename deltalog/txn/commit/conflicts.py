@@ -30,7 +30,7 @@ Follows Delta's ``ConflictChecker.checkConflicts``; for each winning commit, in 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import NoReturn
@@ -128,11 +128,17 @@ class CurrentTransactionInfo:
     partitioned: bool
     read_predicates: list[PartitionPredicate] = field(default_factory=list)
     read_file_paths: set[str] = field(default_factory=set)  # decoded paths
+    #: the partition values of each file read (decoded path -> values), for the delete-read hint
+    read_file_partitions: dict[str, Mapping[str, str | None]] = field(default_factory=dict)
+    #: the read partition columns as (name, key in ``partitionValues``), in partition column order
+    #: (Delta's ``partitionSchemaAtReadTime``), for the partition hint of a conflict
+    partition_columns: tuple[tuple[str, str], ...] = ()
     read_whole_table: bool = False
     read_app_ids: set[str] = field(default_factory=set)
     changes_metadata: bool = False
     changes_protocol: bool = False
-    removed_paths: set[str] = field(default_factory=set)  # decoded paths
+    #: the files this transaction removes: decoded path -> the remove's partition values
+    removed_paths: dict[str, Mapping[str, str | None] | None] = field(default_factory=dict)
     domains: set[str] = field(default_factory=set)
     check_protocol: Callable[[Protocol], None] | None = None
     #: the protocol the transaction read (None: a new table)
@@ -157,15 +163,19 @@ class CurrentTransactionInfo:
     #: batch (Delta's ``checkProtocolCompatibility``)
     drops_row_tracking: bool = False
 
-    @property
-    def read_anything(self) -> bool:
-        return self.read_whole_table or bool(self.read_predicates) or bool(self.read_file_paths)
 
-
-def _partition_hint(add: AddFile) -> str | None:
-    if not add.partition_values:
+def _partition_hint(current: CurrentTransactionInfo, values: Mapping[str, str | None] | None) -> str | None:
+    """Delta's ``getPrettyPartitionMessage``: ``[name=value, ...]`` over the read partition
+    columns in their order (logical names; a missing or null value is ``null``); None for an
+    unpartitioned table or a file without partition values."""
+    if not current.partition_columns or not values:
         return None
-    return "[" + ", ".join(f"{k}={v}" for k, v in add.partition_values.items()) + "]"
+    shown = (f"{name}={_or_null(values.get(key))}" for name, key in current.partition_columns)
+    return "[" + ", ".join(shown) + "]"
+
+
+def _or_null(value: str | None) -> str:
+    return "null" if value is None else value
 
 
 def _conflict(
@@ -232,8 +242,8 @@ def _check_winning_metadata(current: CurrentTransactionInfo, winner: WinningComm
 
 
 def _check_domains(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
-    # 3. domain metadata; this transaction's row tracking domain wins (Delta's
-    # RowTrackingMetadataDomain.isSameDomain case: the high-water mark is reassigned)
+    # 3. domain metadata; the row tracking domain is resolved (this transaction's action is
+    # kept, as Delta's checkIfDomainMetadataConflict: its ids are reassigned above the winner's)
     clashing_domains = (winner.domains & current.domains) - {row_tracking.ROW_TRACKING_DOMAIN}
     if clashing_domains:
         _conflict(
@@ -257,32 +267,32 @@ def _check_app_ids(current: CurrentTransactionInfo, winner: WinningCommit) -> No
 
 
 def _check_deleted_read(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
-    # 6. delete-read (5. concurrent append: _check_added_files)
-    if winner.removed_files:
-        if current.read_whole_table:
-            removed = winner.removed_files[0]
+    # 6. delete-read (5. concurrent append: _check_added_files); as Delta, a file read is
+    # looked for first (the hint names its partition), then a whole-table read (no hint)
+    if not winner.removed_files:
+        return
+    for removed in winner.removed_files:
+        path = decode_path(removed.path)
+        if path in current.read_file_paths:
             _conflict(
                 ConcurrentDeleteReadError,
-                f"this transaction read the whole table and {decode_path(removed.path)} was removed",
+                f"{path} was read by this transaction and removed concurrently",
                 current,
                 winner,
-                _partition_hint_remove(removed),
+                _partition_hint(current, current.read_file_partitions.get(path)),
             )
-        if current.read_file_paths:
-            for removed in winner.removed_files:
-                path = decode_path(removed.path)
-                if path in current.read_file_paths:
-                    _conflict(
-                        ConcurrentDeleteReadError,
-                        f"{path} was read by this transaction and removed concurrently",
-                        current,
-                        winner,
-                        _partition_hint_remove(removed),
-                    )
+    if current.read_whole_table:
+        removed = winner.removed_files[0]
+        _conflict(
+            ConcurrentDeleteReadError,
+            f"this transaction read the whole table and {decode_path(removed.path)} was removed",
+            current,
+            winner,
+        )
 
 
 def _check_deleted_deleted(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
-    # 7. delete-delete
+    # 7. delete-delete; the hint names the partition of this transaction's remove, as Delta
     if winner.removed_files and current.removed_paths:
         for removed in winner.removed_files:
             path = decode_path(removed.path)
@@ -292,7 +302,7 @@ def _check_deleted_deleted(current: CurrentTransactionInfo, winner: WinningCommi
                     f"{path} was removed by both transactions",
                     current,
                     winner,
-                    _partition_hint_remove(removed),
+                    _partition_hint(current, current.removed_paths[path]),
                 )
 
 
@@ -367,12 +377,6 @@ def _check_metadata(current: CurrentTransactionInfo, winner: WinningCommit, winn
     _conflict(MetadataChangedError, detail, current, winner)
 
 
-def _partition_hint_remove(removed: RemoveFile) -> str | None:
-    if not removed.partition_values:
-        return None
-    return "[" + ", ".join(f"{k}={v}" for k, v in removed.partition_values.items()) + "]"
-
-
 def _check_added_files(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
     level = current.isolation_level
     if level is IsolationLevel.SNAPSHOT_ISOLATION or current.is_blind_append:
@@ -389,10 +393,12 @@ def _check_added_files(current: CurrentTransactionInfo, winner: WinningCommit) -
         # the commit that switched row tracking on re-added live files to give them row
         # ids (dataChange=false): no new data (Delta skips backfill commits here)
         candidates = [a for a in candidates if a.data_change]
-    if not candidates or not current.read_anything:
+    if not candidates:
         return
     conflicting: AddFile | None = None
     if current.read_whole_table or not current.partitioned:
+        # as Delta, whatever was read: a transaction that is no blind append depends on
+        # the whole of an unpartitioned table
         conflicting = candidates[0]
     else:
         for add in candidates:
@@ -400,7 +406,7 @@ def _check_added_files(current: CurrentTransactionInfo, winner: WinningCommit) -
                 conflicting = add
                 break
     if conflicting is not None:
-        hint = _partition_hint(conflicting)
+        hint = _partition_hint(current, conflicting.partition_values)
         _conflict(
             ConcurrentAppendError,
             f"{decode_path(conflicting.path)} was added" + (f" to partition {hint}" if hint else ""),

@@ -207,7 +207,7 @@ class OptimisticTransaction:
         #: a feature drop that protects checkpoints: each attempt names its own version
         self._protects_checkpoints = False
         self._read_predicates: list[PartitionPredicate] = []
-        self._read_file_paths: set[str] = set()
+        self._read_files: dict[str, Mapping[str, str | None]] = {}  # decoded path -> partition values
         self._read_whole_table = False
         self._read_app_ids: set[str] = set()
         self._hooks: list[PostCommitHook] = []
@@ -479,7 +479,7 @@ class OptimisticTransaction:
         if data_skipping is not None:
             files = data_skipping(files)
         self._read_predicates.append(predicate)
-        self._read_file_paths.update(decode_path(f.path) for f in files)
+        self._track_read(files)
         return files
 
     def files_for_scan(self, partition_filters: Sequence[PartitionFilter] | None = None) -> list[AddFile]:
@@ -500,11 +500,36 @@ class OptimisticTransaction:
             return predicate, list(self.snapshot.files)
         return predicate, [f for f in self.snapshot.files if predicate.matches(f.partition_values)]
 
+    def filter_files_in_partitions(self, new_files: Sequence[AddFile]) -> list[AddFile]:
+        """Delta's ``filterFiles(newFiles)`` (a dynamic partition overwrite): the active files
+        in the partitions of ``new_files`` (null-safe equality of the partition values, compared
+        as the columns' types). Records those partitions as read (a concurrent add into one
+        conflicts) but not the files returned, as Delta: a concurrent removal of one of them
+        is then the delete-delete conflict of this transaction's removes."""
+        self._check_open()
+        if not self.table_exists:
+            self._read_whole_table = True
+            return []
+        metadata = self.snapshot.metadata
+        keys = partition_value_keys(metadata)
+        types = partition_column_types(metadata.schema_string, metadata.partition_columns)
+        types = dict(zip(keys, (types[c] for c in metadata.partition_columns), strict=True))
+        partitions = {tuple((k, f.partition_values.get(k)) for k in keys) for f in new_files}
+        if not partitions:  # nothing written: a read of no partition (still no blind append)
+            self._read_predicates.append(PartitionPredicate([(k, "in", []) for k in keys[:1]], types))
+            return []
+        predicates = [PartitionPredicate([(k, "=", v) for k, v in values], types) for values in partitions]
+        self._read_predicates.extend(predicates)
+        return [f for f in self.snapshot.files if any(p.matches(f.partition_values) for p in predicates)]
+
     def track_files_read(self, files: Iterable[AddFile]) -> None:
         """Record that this transaction read ``files`` (Delta's ``trackFilesRead``): a
         concurrent removal of one of them conflicts."""
         self._check_open()
-        self._read_file_paths.update(decode_path(f.path) for f in files)
+        self._track_read(files)
+
+    def _track_read(self, files: Iterable[AddFile]) -> None:
+        self._read_files.update((decode_path(f.path), f.partition_values) for f in files)
 
     def read_whole_table(self) -> None:
         """Record that this transaction depends on the whole table."""
@@ -641,7 +666,8 @@ class OptimisticTransaction:
                 raise InvalidTransactionError(
                     f"commit_large takes file and txn actions only, got a {action.key} action"
                 )
-            checks.check(action)
+            if not checks.check(action):
+                continue  # a repeated txn action
             if isinstance(action, AddFile) and self.metadata is not None:
                 iceberg_compat.check_add(self.metadata, action)
             _count_file_action(stats, action)
@@ -664,8 +690,8 @@ class OptimisticTransaction:
         body = self._with_row_tracking_backfill(body)
         self._check_constraints_declared(body)
         checks = self._action_checks(operation)
-        checks.check_all(body[:own])
-        checks.check_all(body[own:], in_place=True)  # the backfill's re-adds
+        # the backfill's re-adds (after the commit's own actions) are re-added in place
+        body = [*checks.check_all(body[:own]), *checks.check_all(body[own:], in_place=True)]
         prepared = [*self._protocol_and_metadata(), *body]
         level = choose_isolation_level(self.isolation_level, prepared, operation.changes_data)
         blind = self._is_blind_append(prepared)
@@ -802,7 +828,7 @@ class OptimisticTransaction:
 
     def _is_blind_append(self, actions: Sequence[Action]) -> bool:
         only_adds = all(isinstance(a, AddFile) for a in actions if isinstance(a, (AddFile, RemoveFile, AddCDCFile)))
-        depends_on_files = bool(self._read_predicates) or bool(self._read_file_paths) or self._read_whole_table
+        depends_on_files = bool(self._read_predicates) or bool(self._read_files) or self._read_whole_table
         return only_adds and not depends_on_files
 
     # -- the commit loop ---------------------------------------------------------------------
@@ -872,12 +898,14 @@ class OptimisticTransaction:
             is_blind_append=blind,
             partitioned=bool(self.partition_columns),
             read_predicates=self._read_predicates,
-            read_file_paths=set(self._read_file_paths),
+            read_file_paths=set(self._read_files),
+            read_file_partitions=dict(self._read_files),
+            partition_columns=self._hint_columns(),
             read_whole_table=self._read_whole_table,
             read_app_ids=self._read_app_ids,
             changes_metadata=self._new_metadata is not None,
             changes_protocol=self._new_protocol is not None,
-            removed_paths={decode_path(a.path) for a in actions if isinstance(a, RemoveFile)},
+            removed_paths={decode_path(a.path): a.partition_values for a in actions if isinstance(a, RemoveFile)},
             domains={a.domain for a in actions if isinstance(a, DomainMetadata)},
             check_protocol=check_write_supported,
             read_protocol=self.snapshot.protocol if self.table_exists else None,
@@ -886,6 +914,13 @@ class OptimisticTransaction:
             operation=operation,
             drops_row_tracking=self._drops_row_tracking,
         )
+
+    def _hint_columns(self) -> tuple[tuple[str, str], ...]:
+        """The read partition columns as (name, ``partitionValues`` key), in their order."""
+        if not self.table_exists:
+            return ()
+        metadata = self.snapshot.metadata
+        return tuple(zip(metadata.partition_columns, partition_value_keys(metadata), strict=True))
 
     def _attempt_metadata(self, snapshot: Snapshot) -> Metadata | None:
         """The metadata an attempt commits on: this transaction's new metadata, else the
