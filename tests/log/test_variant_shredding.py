@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 import struct
 import uuid
 from typing import Any
@@ -189,3 +190,65 @@ def test_the_shredding_property_adds_the_preview_feature_as_delta_does() -> None
     # Delta's requiredFeatures: the stable feature needs variantType, the preview one nothing
     assert dependent_features("variantType", stable) == ["variantShredding"]
     assert dependent_features("variantType", upgraded) == []
+
+
+_PREVIEW, _STABLE = "variantType-preview", "variantType"
+_SHRED_PREVIEW, _SHRED = "variantShredding-preview", "variantShredding"
+_ON = {"delta.enableVariantShredding": "true"}
+
+
+def _asked(*features: str) -> dict[str, str]:
+    return {f"delta.feature.{f}": "supported" for f in features}
+
+
+def _variant_schema(variant: bool) -> str:
+    fields = [{"name": "s", "type": "string", "nullable": True, "metadata": {}}]
+    fields += [{"name": "v", "type": "variant", "nullable": True, "metadata": {}}] if variant else []
+    return json.dumps({"type": "struct", "fields": fields})
+
+
+@pytest.mark.parametrize(
+    ("variant", "create", "alter", "expected"),
+    [
+        # DeltaVariantSuite: a new variant table gets the stable feature only, next to the legacy ones
+        ("create", {}, None, {_STABLE}),
+        # ... and a variant column added later the same; a table asked for the preview feature by name
+        # (on create, or before the column is added) keeps it alone, the stable one is not added too
+        ("alter", {}, {}, {_STABLE}),
+        ("create", _asked(_PREVIEW), None, {_PREVIEW}),
+        ("alter", _asked(_PREVIEW), {}, {_PREVIEW}),
+        ("create", {}, _asked(_PREVIEW), {_STABLE, _PREVIEW}),
+        # DeltaVariantShreddingSuite: the property adds the preview shredding feature (Delta's
+        # forceUsePreviewTableFeature default), without variantType, and turning it off again
+        # keeps the feature
+        ("", _ON, None, {_SHRED_PREVIEW}),
+        ("", {}, _ON, {_SHRED_PREVIEW}),
+        ("", _ON, {"delta.enableVariantShredding": "false"}, {_SHRED_PREVIEW}),
+        ("", _asked(_SHRED_PREVIEW), None, {_SHRED_PREVIEW}),
+        # the stable shredding feature needs the stable variantType (even beside its preview) and
+        # makes the property's preview one unneeded; both asked for by name are both kept
+        ("", {**_ON, **_asked(_SHRED)}, None, {_SHRED, _STABLE}),
+        ("", {}, _asked(_SHRED), {_SHRED, _STABLE}),
+        ("", _asked(_SHRED, _SHRED_PREVIEW), _ON, {_SHRED, _SHRED_PREVIEW, _STABLE}),
+        ("create", _asked(_PREVIEW), {**_ON, **_asked(_SHRED)}, {_PREVIEW, _STABLE, _SHRED}),
+    ],
+)
+def test_variant_features_are_added_as_delta_adds_them(
+    variant: str, create: dict[str, str], alter: dict[str, str] | None, expected: set[str]
+) -> None:
+    """Which variant features a table gets on create and on a later change of its properties
+    (``alter``), its variant column added on create or with that change, as Delta's
+    ``VariantTypeTableFeature`` / ``VariantShreddingPreviewTableFeature``
+    ``metadataRequiresFeatureToBeEnabled`` and ``requiredFeatures`` decide."""
+    from deltalog.txn.protocol.actions import Metadata
+    from deltalog.txn.protocol.protocol_requirements import protocol_for_existing_table, protocol_for_new_table
+
+    protocol = protocol_for_new_table(
+        Metadata(schema_string=_variant_schema(variant == "create"), configuration=create)
+    )
+    if alter is not None:
+        changed = Metadata(schema_string=_variant_schema(variant != ""), configuration=alter)
+        protocol = protocol_for_existing_table(protocol, changed) or protocol
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (3, 7)
+    assert set(protocol.reader_features or ()) == expected
+    assert set(protocol.writer_features or ()) == expected | {"appendOnly", "invariants"}

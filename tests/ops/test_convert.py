@@ -221,3 +221,48 @@ def test_a_streaming_sinks_directory_converts_the_files_its_log_names(tmp_path: 
     assert (plan.files[0].size, plan.files[0].modification_time) == (os.path.getsize(root / "part-b.parquet"), 7)
     listed = plan_convert(DeltaLog.for_table(str(root)), use_metadata_log=False)
     assert len(listed.files) == 4
+
+
+def test_variant_columns_spark_wrote_convert_to_variants_with_null_counts_only(tmp_path: Path) -> None:
+    """DeltaVariantSuite "Convert to Delta from parquet": Spark types a column by the schema its
+    writer left in the footer, so the groups it wrote for variants (plain ``struct<value,
+    metadata>``, or shredded with ``typed_value``; at the top level and nested) are ``variant``
+    columns, which need ``variantType``; their statistics are a null count, no bounds (Delta
+    computes them from the rows). Groups without that footer schema stay structs."""
+    root = tmp_path / "variants"
+    root.mkdir()
+    one = b"\x0c\x01"  # the variant 1 (int8), with the empty metadata
+    empty = b"\x01\x00\x00"
+    plain = pa.StructArray.from_arrays([pa.array([one, None]), pa.array([empty, empty])], names=["value", "metadata"])
+    plain = pa.StructArray.from_arrays(plain.flatten(), names=["value", "metadata"], mask=pa.array([False, True]))
+    shredded = pa.StructArray.from_arrays(
+        [pa.array([empty, empty]), pa.array([None, b"\x00"]), pa.array([7, None], pa.int64())],
+        names=["metadata", "value", "typed_value"],
+    )
+    nested = pa.StructArray.from_arrays([shredded, pa.array([1, 2], pa.int64())], names=["w", "x"])
+    table = pa.table({"v": plain, "s": nested, "a": pa.array([[one], []], pa.list_(pa.binary())), "g": plain})
+
+    def field(name: str, data_type: object) -> dict[str, object]:
+        return {"name": name, "type": data_type, "nullable": True, "metadata": {}}
+
+    inner = {"type": "struct", "fields": [field("w", "variant"), field("x", "long")]}
+    binaries = {"type": "array", "elementType": "binary", "containsNull": True}
+    struct = {"type": "struct", "fields": [field("value", "binary"), field("metadata", "binary")]}
+    spark_schema = {
+        "type": "struct",
+        "fields": [field("v", "variant"), field("s", inner), field("a", binaries), field("g", struct)],
+    }
+    metadata = {b"org.apache.spark.sql.parquet.row.metadata": json.dumps(spark_schema).encode()}
+    pq.write_table(table.replace_schema_metadata(metadata), root / "part-0.parquet")
+
+    convert_to_delta(str(root))
+    snapshot = DeltaLog.for_table(str(root)).update()
+    fields = {f.name: f.type for f in snapshot.schema.fields}
+    assert fields["v"] == PrimitiveType("variant")
+    assert isinstance(fields["s"], StructType) and fields["s"].fields[0].type == PrimitiveType("variant")
+    assert isinstance(fields["g"], StructType)  # the footer schema says no variant
+    assert snapshot.protocol.reader_features == ("variantType",)
+    (add,) = snapshot.files
+    stats = json.loads(add.stats or "{}")
+    assert stats["nullCount"] == {"v": 1, "s": {"w": 0, "x": 0}, "g": {"value": 1, "metadata": 1}}
+    assert stats["minValues"] == {"s": {"x": 1}}  # no variant bounds (binaries have none either)

@@ -11,15 +11,16 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from deltalog.txn.commands import optimize as optimize_module
 from deltalog.txn.commands.optimize import optimize
 from deltalog.txn.commit.commit_errors import ConcurrentDeleteReadError
-from deltalog.txn.commit.operations import Delete, Write
+from deltalog.txn.commit.operations import CreateTable, Delete, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.protocol.actions import Action, AddFile
+from deltalog.txn.protocol.actions import Action, AddFile, Metadata
 from tests.ops.tables import append, create, deletion_vector_table, read_ids, write_file
 
 NAME = re.compile(r"^(p=[ab]/)?part-00000-[0-9a-f-]{36}\.c000\.snappy\.parquet$")
@@ -497,3 +498,28 @@ def test_row_limiter_splits_batches_into_files_of_at_most_the_limit() -> None:
     assert split([5], 5) == [[0, 1, 2, 3, 4]]
     assert split([2, 2], 0) == [[0, 1, 2, 3]]  # no limit: one file
     assert split([], 3) == []
+
+
+def test_z_order_by_a_column_spark_cannot_sort_is_refused_before_any_rewrite(tmp_path: Path) -> None:
+    """DeltaVariantSuite "Zorder is not supported for Variant": Delta's ``RangePartitionId``
+    refuses a variant (or a struct holding one) as Spark's DATATYPE_MISMATCH, after the
+    statistics check and before anything is rewritten."""
+    from deltalog.txn.commands.optimize import OptimizeError
+
+    def field(name: str, data_type: Any) -> dict[str, Any]:
+        return {"name": name, "type": data_type, "nullable": True, "metadata": {}}
+
+    holder = {"type": "struct", "fields": [field("w", "variant"), field("x", "long")]}
+    schema = {"type": "struct", "fields": [field("id", "long"), field("v", "variant"), field("s", holder)]}
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    txn = log.start_transaction()
+    txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=json.dumps(schema)))
+    txn.commit([], CreateTable())
+    for column, type_name in (("v", "variant"), ("s", "struct<w:variant,x:long>"), ("s.w", "variant")):
+        message = f'"rangepartitionid({column})" due to data type mismatch: cannot sort data type {type_name}'
+        with pytest.raises(
+            OptimizeError, match=re.escape(f"[DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT] Cannot resolve {message}")
+        ):
+            optimize(log, z_order_by=["id", column])
+    assert optimize(log, z_order_by=["s.x"]).num_files_added == 0
+    assert log.update().version == 0

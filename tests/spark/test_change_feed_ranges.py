@@ -299,3 +299,34 @@ def test_change_rows_of_overwrites_as_delta(spark: Any, table_path: str) -> None
         + [(3, delete, v, p) for v, p in (("a", "x"), ("e", "x"), ("d", "z"), ("f", "y"))]
         + [(3, insert, "g", "x")]
     )
+
+
+def test_change_rows_of_a_replace_where_on_data_columns(spark: Any, table_path: str) -> None:
+    """DeltaCDCSuite / DescribeDeltaHistorySuite "replaceWhere on data column": with the change
+    data feed on, a replaceWhere on data columns records the rows it replaced as deletes and
+    the rows it wrote as inserts (Delta's WriteIntoDelta, replaceWhere.dataColumnsWithCDF);
+    the rows copied out of a rewritten file are no change. Before, such a write was refused."""
+
+    def write(rows: list[tuple[int, int]], mode: str = "overwrite", **options: str) -> None:
+        w = spark.createDataFrame(rows, "id long, b long").coalesce(1).write.format("deltalog").mode(mode)
+        for k, v in options.items():
+            w = w.option(k, v)
+        w.save(table_path)
+
+    write([(i, i % 2) for i in range(4)], "append", **{"delta.enableChangeDataFeed": "true"})  # v0
+    write([(10, 1), (11, 1)], replaceWhere="b = 1")  # v1: 1 and 3 replaced, 0 and 2 copied
+    write([(12, 5)], replaceWhere="b = 5")  # v2: no row replaced, nothing rewritten
+    feed = spark.read.format("deltalog").option("readChangeFeed", "true").option("startingVersion", 1).load(table_path)
+    got = sorted((r._commit_version, r._change_type, r.id, r.b) for r in feed.collect())
+    replaced = [(1, "delete", 1, 1), (1, "delete", 3, 1), (1, "insert", 10, 1), (1, "insert", 11, 1)]
+    assert got == [*replaced, (2, "insert", 12, 5)]
+    assert sorted((r.id, r.b) for r in spark.read.format("deltalog").load(table_path).collect()) == [
+        (0, 0),
+        (2, 0),
+        (10, 1),
+        (11, 1),
+        (12, 5),
+    ]
+    unmatched, replaced = (c.operation_metrics for c in DeltaLog.for_table(table_path).history(2))
+    assert (replaced["numDeletedRows"], replaced["numCopiedRows"], replaced["numAddedChangeFiles"]) == ("2", "2", "2")
+    assert (unmatched["numDeletedRows"], unmatched["numCopiedRows"]) == ("0", "0")

@@ -437,6 +437,8 @@ def test_a_column_a_generated_column_reads_cannot_be_renamed_or_dropped(spark: A
         ("timestamp", "current_timestamp", "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN: current_timestamp"),
         ("int", "(SELECT 1)", "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN: scalarsubquery"),
         ("boolean", "exists(array(a), x -> x > 1)", "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN: lambdafunction"),
+        # DeltaVariantSuite "Variant cannot be created as a generated column": the type is checked first
+        ("variant", "parse_json(cast(a as string))", "DELTA_UNSUPPORTED_DATA_TYPE_IN_GENERATED_COLUMN: VARIANT"),
     ],
 )
 def test_the_builder_refuses_a_generation_expression_delta_would_refuse(

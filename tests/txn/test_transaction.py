@@ -169,8 +169,10 @@ def test_two_metadata_or_protocol_actions_are_refused() -> None:
             ),
             ("s",),
             {},
-            "cannot be a partition column",
+            "DELTA_INVALID_PARTITION_COLUMN_TYPE: Using column 's' of type struct as a partition column",
         ),
+        # not orderable (DeltaVariantSuite: "VariantType may not be used as a partition column")
+        (schema(v="variant", b="long"), ("v",), {}, "Using column 'v' of type variant as a partition column"),
         (schema(a="long", b="long"), ("a", "a"), {}, "listed twice"),
         (schema(a="long"), ("a",), {}, "at least one data column"),
         (

@@ -191,16 +191,26 @@ def check_dataframe(df: DataFrame, metadata: Metadata) -> bool:
     for i, c in enumerate(constraints):
         n = counts[f"c{i}"] or 0
         if n:
-            sample = rows.filter(bad[i]).limit(1).collect()
-            shown = sample[0].asDict() if sample else {}
             what = "CHECK constraint" if c.kind == "check" else "invariant"
             raise ConstraintViolationError(
                 f"{what} {c.name} ({c.expression}) violated by {n} of {counts['total']} row(s) (false or NULL), "
-                f"e.g. {shown}. Nothing was written: fix the data, or drop the constraint from the table.",
+                f"e.g. the row with values:{_values_shown(rows.filter(bad[i]))}\nNothing was written: fix the data, "
+                "or drop the constraint from the table.",
                 c,
                 int(n),
             )
     return True
+
+
+def _values_shown(rows: DataFrame) -> str:
+    """The first of ``rows`` as Delta's ``DELTA_VIOLATE_CONSTRAINT_WITH_VALUES`` shows values,
+    ``\n - column : value``, each value cast to a string by Spark (a variant as its JSON)."""
+    from pyspark.sql import functions as F
+
+    names = rows.columns
+    as_text = [F.col("`" + name.replace("`", "``") + "`").cast("string") for name in names]
+    sample = rows.select(*as_text).limit(1).collect()
+    return "".join(f"\n - {name} : {value}" for name, value in zip(names, sample[0])) if sample else ""
 
 
 def check_new_constraints(rows: DataFrame, constraints: Mapping[str, str], table: str) -> None:

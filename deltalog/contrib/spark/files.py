@@ -115,6 +115,10 @@ class WriteSpec:
     #: The table records the change data feed: a ``_change_type`` column marks change data
     #: (Delta routes rows by it only then); otherwise it is an ordinary column.
     change_data: bool = False
+    #: Every data row is also written as change data of type ``insert``: a ``replaceWhere`` on
+    #: data columns in a table with the change data feed, whose replaced rows are change data
+    #: too (Delta's ``WriteIntoDelta`` then writes its new rows as explicit inserts).
+    insert_change_data: bool = False
     #: Row tracking's materialized (row id, row commit version) columns, which the rows a
     #: DELETE, UPDATE or MERGE rewrites carry: written into data files as they are, without
     #: statistics (they are not table columns), and left out of change-data files.
@@ -496,12 +500,12 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
                 rows = table.filter(pc.invert(is_cdc))
                 if check is not None:
                     check(rows.drop_columns([CDC_TYPE_COLUMN]))
-                writer.write_table(rows, cdc=False)
+                _write_rows(writer, rows.drop_columns([CDC_TYPE_COLUMN]), spec)
                 writer.write_table(table.filter(is_cdc), cdc=True)
             else:
                 if check is not None:
                     check(table)
-                writer.write_table(table, cdc=False)
+                _write_rows(writer, table, spec)
         lines = writer.finish()
         if fill is not None:
             from deltalog.txn.protocol.identity import tag_action_lines
@@ -511,6 +515,13 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
     except BaseException:
         writer.abort()
         raise
+
+
+def _write_rows(writer: _TaskWriter, rows: pa.Table, spec: WriteSpec) -> None:
+    """Write data ``rows``, and again as ``insert`` change data when ``spec.insert_change_data``."""
+    writer.write_table(rows, cdc=False)
+    if spec.insert_change_data and rows.num_rows:
+        writer.write_table(rows.append_column(CDC_TYPE_COLUMN, pa.array(["insert"] * rows.num_rows)), cdc=True)
 
 
 def file_actions(action_lines: Sequence[str]) -> tuple[list[AddFile], list[AddCDCFile]]:

@@ -94,6 +94,7 @@ def native_write_blocker(spark: SparkSession, spec: WriteSpec, columns: Sequence
         (spec.default_expressions is not None, "the write tasks fill generated, identity or default columns"),
         (spec.replace_where is not None, "the write tasks check a replaceWhere predicate"),
         (spec.change_data and CDC_TYPE_COLUMN in columns, "the rows carry change data"),
+        (spec.insert_change_data, "the rows are written as change data too (replaceWhere on data columns)"),
         (
             any(spec.partition_types.get(c, "string").lower() not in HIVE_TYPES for c in spec.partition_columns),
             "a partition column's type is not one whose directory value is the log's value",

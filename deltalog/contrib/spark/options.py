@@ -285,6 +285,9 @@ class WriteOptions:
     #: :func:`~deltalog.txn.protocol.protocol_requirements.session_table_defaults`), from
     #: :data:`SESSION_TABLE_DEFAULTS_OPTION`: a table the write creates gets them under its own.
     session_table_defaults: dict[str, str] = field(default_factory=dict)
+    #: The writer checks the CHECK constraints and invariants outside the tasks' SQL subset
+    #: with Spark SQL before writing (``write_table``), so planning does not refuse them.
+    spark_constraint_checks: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str], overwrite: bool) -> WriteOptions:

@@ -75,12 +75,6 @@ def names_data_columns(predicate: str, metadata: Metadata) -> bool:
             f"replaceWhere {predicate!r} uses {', '.join(missing)}, which is not a column of the table "
             f"(columns: {', '.join(f['name'] for f in json.loads(metadata.schema_string)['fields'])})"
         )
-    if metadata.properties.enable_change_data_feed:
-        raise InvalidWriteOptionError(
-            f"replaceWhere on data columns ({predicate!r}) is not supported on a table with the change data feed "
-            "enabled (deltalog would not record the replaced rows as change data); use a partition predicate, "
-            "or DeltaTable.delete followed by an append"
-        )
     return True
 
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.contrib.spark.data_skipping import data_skipped_files
-from deltalog.contrib.spark.files import WriteSpec, delete_files, write_batches
+from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, write_batches
 from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
 from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE, FileToRead, ReadSpec, read_file
 from deltalog.contrib.spark.replace_where import compiled_predicate, partition_filters
@@ -35,7 +35,8 @@ def rewrite_outside(
     partition terms select (:func:`partition_filters`) less those whose statistics rule it
     out (the files kept are recorded as read, as Delta's ``filterFiles``), remove those
     holding rows that match ``predicate`` and write their other rows again. Returns the
-    removed files, the action lines of the rewritten files and the metrics."""
+    removed files, the action lines of the rewritten files (and, when the table records the
+    change data feed, of the change data of the removed rows, as ``delete``) and the metrics."""
     metadata = txn.metadata
     snapshot = txn.snapshot
     files = txn.filter_files(
@@ -43,7 +44,7 @@ def rewrite_outside(
         data_skipping=lambda candidates: data_skipped_files(snapshot, candidates, predicate),
     )
     if not files:
-        return [], [], {}
+        return [], [], {"numDeletedRows": "0", "numCopiedRows": "0"}
     snapshot = txn.snapshot
     output_schema = arrow_schema(logical_struct(snapshot.metadata.schema_string))
     tracked = row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata)
@@ -52,7 +53,7 @@ def rewrite_outside(
         txn.mark_row_tracking_materialized()
     read_spec = ReadSpec.for_snapshot(txn.delta_log, snapshot, output_schema, row_tracking_columns=tracked)
     compiled = compiled_predicate(predicate)
-    rewrite_spec = replace(spec, replace_where=None)
+    rewrite_spec = replace(spec, replace_where=None, insert_change_data=False)
     removed: list[AddFile] = []
     lines: list[str] = []
     deleted = copied = 0
@@ -78,6 +79,10 @@ def rewrite_outside(
             copied += kept.num_rows
             if kept.num_rows:
                 lines.extend(write_batches(rewrite_spec, [kept], 0))
+            if spec.change_data:  # the replaced rows, as DELETE records them
+                gone = table.filter(matched)
+                gone = gone.append_column(CDC_TYPE_COLUMN, pa.array(["delete"] * gone.num_rows))
+                lines.extend(write_batches(rewrite_spec, [gone], 0))
     except BaseException:
         delete_files(rewrite_spec, lines)
         raise

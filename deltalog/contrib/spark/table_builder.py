@@ -113,7 +113,8 @@ def validate_generated_columns(spark: SparkSession, fields: list[dict[str, Any]]
     cannot name an unknown column or another generated column:
     DELTA_INVALID_GENERATED_COLUMN_REFERENCES), and its type must be the column's, nullability
     aside (DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH); no user-defined function, non-deterministic
-    or aggregate expression, nor any other Delta does not allow (:mod:`generation_expressions`).
+    or aggregate expression, nor any other Delta does not allow (:mod:`generation_expressions`);
+    first of all, no generated column is a variant (DELTA_UNSUPPORTED_DATA_TYPE_IN_GENERATED_COLUMN).
     Raises :class:`DeltaAnalysisError`."""
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
@@ -121,6 +122,12 @@ def validate_generated_columns(spark: SparkSession, fields: list[dict[str, Any]]
     generated = [f for f in fields if GENERATION_EXPRESSION in (f.get("metadata") or {})]
     if not generated:
         return
+    for f in generated:  # first, as Delta: a variant cannot be compared (<=>) with its expression
+        if f.get("type") == "variant":
+            raise DeltaAnalysisError(
+                "DELTA_UNSUPPORTED_DATA_TYPE_IN_GENERATED_COLUMN: VARIANT cannot be the result of a generated column "
+                f"(generated column {f['name']}); generate a column of another type, e.g. with variant_get"
+            )
     others = [f for f in fields if f not in generated]
     rows = spark.createDataFrame([], spark_struct({"fields": others}))
     for f in generated:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.dataframes import write_dataframe
@@ -23,7 +24,7 @@ from deltalog.contrib.spark.idempotent import reset_session_version, session_app
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.session_writes import session_defaults
 from deltalog.contrib.spark.source_reads import TargetReads, target_reads
-from deltalog.contrib.spark.writes import commit_write, plan_write
+from deltalog.contrib.spark.writes import WritePlan, commit_write, plan_write
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -51,17 +52,43 @@ def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -
     from_session = _session_application_transaction(spark, raw)
     raw = {**session_defaults(spark, raw), **from_session, **raw}
     opts = WriteOptions.parse({**raw, "path": uri, "saveMode": mode}, overwrite=mode.strip().lower() == "overwrite")
+    opts = replace(opts, spark_constraint_checks=True)  # by _spark_checked
     plan = plan_write(opts, df.schema.json(), source=_target_reads(df, opts))
     if plan.skip:
         if from_session:
             reset_session_version(spark)
         log.info("write to %s skipped (%s mode, or an idempotent write already committed)", uri, mode)
         return None
+    plan = _spark_checked(df, plan)
     forced = None if native is None else native.strip().lower() == "true"
     lines = write_dataframe(df, plan.spec, native=forced)
     if from_session:
         reset_session_version(spark)  # as Delta's createSetTransaction, before the commit
     return commit_write(plan, lines)
+
+
+def _spark_checked(df: DataFrame, plan: WritePlan) -> WritePlan:
+    """``plan`` once the table's CHECK constraints and invariants its tasks cannot evaluate
+    (outside their SQL subset, e.g. ``variant_get``) held for every row of ``df``, checked
+    with Spark SQL (one Spark job, as the table API's DML), as Delta checks them in its write."""
+    from pyspark.errors import AnalysisException
+
+    from deltalog.contrib.spark.constraints import UncheckableConstraintsError, check_dataframe
+    from deltalog.txn.protocol.constraints import table_constraints
+
+    metadata = plan.new_metadata or plan.read_metadata
+    assert metadata is not None  # a table, or the metadata that creates one
+    spark_only = tuple(c for c in table_constraints(metadata) if c not in plan.spec.constraints)
+    if not spark_only:
+        return plan
+    try:
+        check_dataframe(df, metadata)
+    except AnalysisException as exc:  # it reads a column the written rows lack (one the tasks fill)
+        raise UncheckableConstraintsError(
+            f"the constraints of the table at {plan.spec.table_uri} cannot be checked on the written rows "
+            f"({exc.getMessage()}); nothing was written. Give every column they read in the data."
+        ) from None
+    return replace(plan, spark_checked=spark_only)
 
 
 def _target_reads(df: DataFrame, opts: WriteOptions) -> TargetReads:

@@ -137,6 +137,9 @@ class WritePlan:
     #: The data written is computed from this table (a scan of it in the written DataFrame,
     #: :mod:`~deltalog.contrib.spark.source_reads`): the transaction reads the whole table.
     reads_whole_table: bool = False
+    #: CHECK constraints and invariants the caller checked with Spark SQL over the written
+    #: rows before writing them (``write_table``: those outside the tasks' SQL subset).
+    spark_checked: tuple[Constraint, ...] = ()
 
 
 def _spark_schema_dict(schema_json: str) -> dict[str, Any]:
@@ -305,12 +308,15 @@ def plan_write(
     assert metadata is not None  # a new table has new metadata
     on_data = _replace_where_on_data(opts, metadata)
     dynamic = not streaming and _dynamic_partition_overwrite(opts, metadata)
-    constraints = () if skip else plan_constraints(metadata, delta_log.table_uri)
+    checks = opts.spark_constraint_checks
+    constraints = () if skip else plan_constraints(metadata, delta_log.table_uri, spark_fallback=checks)
     check_data_for_default_columns(metadata, data)
     protocol = snapshot.protocol if snapshot.version >= 0 else None
     spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints, protocol)
     if on_data and opts.replace_where_constraint_check:
         spec = replace(spec, replace_where=opts.replace_where)
+    if on_data and spec.change_data:  # the replaced rows are change data: so are the new ones
+        spec = replace(spec, insert_change_data=True)
     if casts:
         spec = replace(spec, casts=casts)
     return WritePlan(
@@ -744,10 +750,10 @@ def _prepare_commit(
         removed, rewritten, rewrite_metrics = rewrite_outside(txn, opts.replace_where or "", plan.spec)
     else:
         removed = _read_and_remove(plan, txn, adds, streaming)
-    copies, _ = file_actions(rewritten)
+    copies, deletes = file_actions(rewritten)
     actions.extend(f.remove(now, data_change=opts.data_change) for f in removed)
-    actions.extend([*adds, *copies, *cdcs])
-    metrics = {**_write_metrics([*adds, *copies], cdcs, removed), **rewrite_metrics}
+    actions.extend([*adds, *copies, *cdcs, *deletes])
+    metrics = {**_write_metrics([*adds, *copies], [*cdcs, *deletes], removed), **rewrite_metrics}
     if streaming is None and opts.overwrite and opts.replace_where and not plan.replace_where_on_data:
         metrics.update(_partition_replace_metrics(removed))
     if streaming is None and not opts.overwrite and opts.replace_where and opts.replace_where_data_columns:
@@ -845,7 +851,7 @@ def _declare_constraints_checked(plan: WritePlan, txn: OptimisticTransaction, wh
 
     metadata = txn.metadata
     current = set(table_constraints(metadata)) if metadata is not None else set()
-    unchecked = current - set(plan.spec.constraints)
+    unchecked = current - set(plan.spec.constraints) - set(plan.spark_checked)
     if unchecked:
         raise UncheckableConstraintsError(
             f"constraints were added to {where} during the write ("

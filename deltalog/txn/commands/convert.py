@@ -5,7 +5,8 @@ name starts with ``.`` or ``_`` is skipped, and so is such a directory unless it
 ``column=value`` one; a file that is not Parquet is refused, or left out when asked), take
 each file's partition values from its Hive-style ``column=value`` directories (they must
 name the partition schema's columns, in its order, and each value must parse as its
-column's type), take the data schema from the footers (merged: a column one file lacks is added, one two files type
+column's type), take the data schema from the footers as Spark infers it (:mod:`~deltalog.txn.log.footer_schema`:
+variant columns Spark wrote are variants; merged: a column one file lacks is added, one two files type
 differently is refused), then commit the metadata and one ``add`` per file with ``commit_large``, so the actions
 are streamed rather than held. Every column is nullable, as Delta's ``asNullable`` makes it.
 
@@ -41,6 +42,7 @@ from deltalog.txn.commit.operations import Convert
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.log.calendar_rebase import rebase_spec
 from deltalog.txn.log.data_files import data_file_arrow_schema, open_data_file
+from deltalog.txn.log.footer_schema import footer_schema
 from deltalog.txn.protocol.actions import AddFile, Metadata, encode_path
 from deltalog.txn.protocol.errors import DeltaLogError, SchemaMismatchError
 from deltalog.txn.protocol.file_stats import StatsCollector
@@ -53,7 +55,6 @@ from deltalog.txn.protocol.schema import (
     StructType,
     as_nullable,
     data_type_from_json,
-    from_arrow,
     merge_schemas,
 )
 
@@ -248,7 +249,7 @@ def _merged_footer(data_schema: StructType, footer: pa.Schema, rel: str) -> Stru
     types differently is refused (:class:`ConvertToDeltaError`, Delta's
     ``failedMergeSchemaFile``)."""
     try:
-        return merge_schemas(data_schema, from_arrow(footer))
+        return merge_schemas(data_schema, footer_schema(footer))
     except SchemaMismatchError as exc:
         raise ConvertToDeltaError(
             f"failed to merge the schema of {rel} with the other files': {exc}. Rewrite the files to one "

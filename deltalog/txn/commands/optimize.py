@@ -978,6 +978,13 @@ def _z_order_columns(
             "columns). Z-order by columns with statistics, list these in delta.dataSkippingStatsColumns, or disable "
             f"this check by setting SET {ZORDER_STATS_CHECK_KEY} = false (DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS)."
         )
+    if check.not_orderable:
+        name, type_name = check.not_orderable[0]
+        raise OptimizeError(
+            f'[DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT] Cannot resolve "rangepartitionid({name})" due to data '
+            f"type mismatch: cannot sort data type {type_name}. Z-order by columns of orderable types (not variant "
+            "or map, nor structs or arrays holding one); nothing was rewritten"
+        )
     return check.columns
 
 

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from deltalog.txn.commands.hilbert import hilbert_order
 from deltalog.txn.protocol.column_identifiers import ColumnPath
-from deltalog.txn.protocol.schema import StructType, split_column_name
+from deltalog.txn.protocol.schema import ArrayType, DataType, MapType, PrimitiveType, StructType, split_column_name
 from deltalog.txn.protocol.stats_columns import StatsColumns
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ __all__ = [
     "ZOrderColumn",
     "column_at",
     "hilbert_indices",
+    "is_orderable",
     "range_ids",
     "z_order_columns",
     "z_order_indices",
@@ -45,11 +46,14 @@ class ZOrderColumn:
 class ZOrderCheck:
     """The checked ``ZORDER BY`` columns, or why Delta refuses them: ``refusal`` (a partition
     or missing column), else ``without_stats`` (the columns without statistics, which Delta
-    reports together)."""
+    reports together), else ``not_orderable``."""
 
     columns: tuple[ZOrderColumn, ...]
     refusal: str | None = None
     without_stats: tuple[str, ...] = ()
+    #: ``(name, type)`` of the columns Spark cannot sort (Delta's ``RangePartitionId`` refuses
+    #: them when the rewrite is planned, after the statistics check)
+    not_orderable: tuple[tuple[str, str], ...] = ()
 
 
 def _quoted(part: str) -> str:
@@ -64,6 +68,7 @@ def z_order_columns(snapshot: Snapshot, names: Sequence[str | ColumnPath], check
     stats_columns = StatsColumns.of(snapshot.metadata)
     out: list[ZOrderColumn] = []
     without_stats: list[str] = []
+    not_orderable: list[tuple[str, str]] = []
     for given in names:
         parts = split_column_name(given) if isinstance(given, str) else list(given)
         name = ".".join(map(_quoted, parts))
@@ -72,15 +77,29 @@ def z_order_columns(snapshot: Snapshot, names: Sequence[str | ColumnPath], check
         resolved = _resolve(snapshot.schema, parts)
         if resolved is None or resolved[0][0].lower() in partition:
             return ZOrderCheck((), f"Z-Ordering column {name} does not exist in the table's data schema")
-        logical, physical = resolved
+        logical, physical, data_type = resolved
         if check_stats and not stats_columns.covers(logical):
             without_stats.append(name)
+        if not is_orderable(data_type):
+            not_orderable.append((name, data_type.simple_string()))
         out.append(ZOrderColumn(name, physical))
-    return ZOrderCheck(tuple(out), without_stats=tuple(without_stats))
+    return ZOrderCheck(tuple(out), without_stats=tuple(without_stats), not_orderable=tuple(not_orderable))
 
 
-def _resolve(schema: StructType, parts: Sequence[str]) -> tuple[tuple[str, ...], ColumnPath] | None:
-    """The (logical, physical) names of the field at ``parts`` (any case), or None."""
+def is_orderable(data_type: DataType) -> bool:
+    """Spark's ``RowOrdering.isOrderable``: atomic types but variant, and structs and arrays of
+    orderable types; never a map."""
+    if isinstance(data_type, StructType):
+        return all(is_orderable(f.type) for f in data_type.fields)
+    if isinstance(data_type, ArrayType):
+        return is_orderable(data_type.element_type)
+    if isinstance(data_type, MapType):
+        return False
+    return not (isinstance(data_type, PrimitiveType) and data_type.name == "variant")
+
+
+def _resolve(schema: StructType, parts: Sequence[str]) -> tuple[tuple[str, ...], ColumnPath, DataType] | None:
+    """The (logical, physical) names and the type of the field at ``parts`` (any case), or None."""
     logical: list[str] = []
     physical: list[str] = []
     node: Any = schema
@@ -93,7 +112,7 @@ def _resolve(schema: StructType, parts: Sequence[str]) -> tuple[tuple[str, ...],
         logical.append(f.name)
         physical.append(f.physical_name)
         node = f.type
-    return tuple(logical), tuple(physical)
+    return tuple(logical), tuple(physical), node
 
 
 def column_at(table: pa.Table, column: ColumnPath | str) -> pa.ChunkedArray:

@@ -103,8 +103,14 @@ def _check_field_names(metadata: Metadata) -> None:
         )
 
 
+#: atomic types that are not orderable, so no partition column (Delta's
+#: ``PartitionUtils.validatePartitionColumn``; Delta's geometry and geography too)
+_UNORDERABLE_ATOMIC_TYPES = frozenset({"variant"})
+
+
 def _check_partition_columns(metadata: Metadata, fields: list[dict[str, Any]]) -> None:
-    """Partition columns are in the schema, listed once, of an atomic type, and not all of it."""
+    """Partition columns are in the schema, listed once, of an orderable atomic type (Delta's
+    ``PartitionUtils.validatePartitionColumn``), and not all of it."""
     by_lower = {str(f.get("name", "")).lower(): f for f in fields}
     seen_partitions: set[str] = set()
     for column in metadata.partition_columns:
@@ -119,10 +125,10 @@ def _check_partition_columns(metadata: Metadata, fields: list[dict[str, Any]]) -
                 f"{', '.join(str(x.get('name')) for x in fields) or 'none'})"
             )
         data_type = f.get("type")
-        if isinstance(data_type, dict):
+        if isinstance(data_type, dict) or data_type in _UNORDERABLE_ATOMIC_TYPES:
             raise InvalidMetadataError(
-                f"partition column {column!r} has the type {_type_name(data_type)}, which cannot be "
-                "a partition column; partition by a column of an atomic type"
+                f"DELTA_INVALID_PARTITION_COLUMN_TYPE: Using column {column!r} of type {_type_name(data_type)} as a "
+                "partition column is not supported; partition by a column of an atomic type other than variant"
             )
     if fields and len(seen_partitions) == len(fields):
         raise InvalidMetadataError(

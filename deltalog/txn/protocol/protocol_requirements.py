@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any
 
@@ -240,8 +241,9 @@ def protocol_for_new_table(metadata: Metadata) -> Protocol:
     reader = 1 if reader is None else reader
     writer = (1 if _ignores_protocol_defaults(metadata) else 2) if writer is None else writer
     implied = implicit_features(Protocol(reader if writer >= 7 else min(2, reader), writer))
-    enabled = dependency_closure(_requested_features(metadata) | active_features(metadata))
-    return normalized(table_features_protocol(3, _without_redundant_twins(enabled) | implied))
+    requested = dependency_closure(_requested_features(metadata))
+    enabled = dependency_closure(requested | _metadata_needs(metadata, requested))
+    return normalized(table_features_protocol(3, enabled | implied))
 
 
 def protocol_for_existing_table(current: Protocol, metadata: Metadata) -> Protocol | None:
@@ -267,7 +269,9 @@ def protocol_for_existing_table(current: Protocol, metadata: Metadata) -> Protoc
     requested = dependency_closure(_requested_features(metadata))
     if not requested <= supported_features(proposed):
         proposed = merge(table_features_protocol(3, requested), proposed)
-    uses = _without_redundant_twins(dependency_closure(set(proposed.writer_features or ()) | active_features(metadata)))
+    uses = dependency_closure(
+        set(proposed.writer_features or ()) | _metadata_needs(metadata, supported_features(proposed))
+    )
     required = normalized(table_features_protocol(3, uses))
     missing = supported_features(required) - supported_features(proposed)
     if missing:
@@ -296,18 +300,25 @@ def _check_reader_needs_writer_features(asked: Protocol) -> None:
         )
 
 
-def _without_redundant_twins(features: set[str]) -> set[str]:
-    """``features`` without the one of a preview/stable pair that the other makes redundant:
-    as Delta Kernel, a table with ``collations-preview`` does not get ``collations`` (it
-    would lock out the clients that know only the preview); as Delta's
-    ``VariantShreddingPreviewTableFeature``, a table with ``variantShredding`` does not need
-    ``variantShredding-preview``."""
-    out = set(features)
-    if "collations-preview" in out:
-        out.discard("collations")
-    if "variantShredding" in out:
-        out.discard("variantShredding-preview")
-    return out
+#: a feature the metadata turns on (by its schema or a property) -> its preview/stable twin,
+#: which serves instead when the protocol supports it: as Delta's ``VariantTypeTableFeature``
+#: (not needed beside ``variantType-preview``) and ``VariantShreddingPreviewTableFeature``
+#: (not needed beside ``variantShredding``), and as Delta Kernel, a table with
+#: ``collations-preview`` does not get ``collations`` (it would lock out the clients that know
+#: only the preview)
+_TWIN_SERVES: dict[str, str] = {
+    "variantType": "variantType-preview",
+    "variantShredding-preview": "variantShredding",
+    "collations": "collations-preview",
+}
+
+
+def _metadata_needs(metadata: Metadata, supported: AbstractSet[str]) -> set[str]:
+    """The features ``metadata`` turns on (:func:`active_features`) but those whose twin is in
+    ``supported`` (the features the protocol has or the properties ask for by name). A twin
+    asked for by name, or needed by another feature (``variantShredding`` needs
+    ``variantType``), is added all the same: only what the metadata implies is left out."""
+    return {f for f in active_features(metadata) if _TWIN_SERVES.get(f) not in supported}
 
 
 #: features a table's metadata makes active that Delta adds to an existing table's protocol
