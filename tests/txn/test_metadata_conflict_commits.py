@@ -331,3 +331,33 @@ def test_enabling_row_tracking_alone_is_tagged_row_tracking_enablement_only() ->
     log = new_table()
     version = set_table_properties(log, {"delta.enableRowTracking": "true", "delta.appendOnly": "false"})
     assert "rowTrackingEnablementOnly" not in commit_info(log, version)["tags"]  # type: ignore[operator]
+
+
+def test_conflict_errors_carry_deltas_error_class() -> None:
+    """Delta's conflict exceptions have an error class (``getErrorClass``) their message
+    starts with: OptimizeConflictSuite looks for ``DELTA_CONCURRENT_DELETE_READ`` in it,
+    FeatureEnablementConcurrencySuite compares ``DELTA_METADATA_CHANGED``; the hinted ones
+    (append, delete-read, delete-delete) say whether a partition is named."""
+    from deltalog.txn.commit.commit_errors import ConcurrentDeleteReadError, DropFeatureConflictError
+
+    log = new_table()
+    log.start_transaction().commit([add("a")], Write())
+    txn = log.start_transaction()
+    (a,) = txn.filter_files()
+    log.start_transaction().commit([a.remove(1)], ManualUpdate())
+    with pytest.raises(ConcurrentDeleteReadError) as read:
+        txn.commit([add("b")], Write())
+    assert read.value.error_class == "DELTA_CONCURRENT_DELETE_READ.WITHOUT_HINT"
+    assert str(read.value).startswith("[DELTA_CONCURRENT_DELETE_READ.WITHOUT_HINT] ")
+    txn = log.start_transaction()
+    txn.filter_files()
+    set_properties(log, **{"delta.logRetentionDuration": "interval 2 days"})
+    with pytest.raises(MetadataChangedError) as changed:
+        txn.commit([add("c")], Write())
+    assert changed.value.error_class == "DELTA_METADATA_CHANGED"
+    hinted = ConcurrentAppendError("x", partition="[p=1]")
+    assert (hinted.error_class, ProtocolChangedError("x").error_class) == (
+        "DELTA_CONCURRENT_APPEND.WITH_PARTITION_HINT",
+        "DELTA_PROTOCOL_CHANGED",
+    )
+    assert DropFeatureConflictError("x").error_class == "DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL"
