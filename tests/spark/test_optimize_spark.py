@@ -321,7 +321,7 @@ def test_a_deletion_vector_delete_landing_during_compaction_fails_optimize(spark
         return rewrite(self, spec, bins)
 
     monkeypatch.setattr(maintenance.SparkBinRewriter, "__call__", delete_meanwhile)
-    with pytest.raises(ConcurrentDeleteReadError):
+    with pytest.raises(ConcurrentDeleteReadError, match="DELTA_CONCURRENT_DELETE_READ"):
         table.optimize().executeCompaction()
     assert spark.read.format("deltalog").load(table_path).count() == 10
     assert _last_commit(table_path)[0]["operation"] == "DELETE"  # OPTIMIZE committed nothing
