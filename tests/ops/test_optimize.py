@@ -523,3 +523,18 @@ def test_z_order_by_a_column_spark_cannot_sort_is_refused_before_any_rewrite(tmp
             optimize(log, z_order_by=["id", column])
     assert optimize(log, z_order_by=["s.x"]).num_files_added == 0
     assert log.update().version == 0
+
+
+@pytest.mark.parametrize(("config", "tight"), [({}, None), ({"delta.feature.deletionVectors": "supported"}, True)])
+def test_rewritten_files_say_tight_bounds_only_where_the_protocol_supports_deletion_vectors(
+    tmp_path: Path, config: dict[str, str], tight: bool | None
+) -> None:
+    """Delta's ``statsCollector`` adds ``tightBounds: true`` to a new file's statistics when the
+    protocol supports deletion vectors (``deletionVectorsSupported``), enabled or not, and
+    no ``tightBounds`` otherwise; OPTIMIZE writes through it."""
+    log = create(str(tmp_path / "t"), config=config)
+    append(log, [1, 2], "a")
+    append(log, [3], "a")
+    optimize(log)
+    (f,) = log.update().files
+    assert json.loads(f.stats or "{}").get("tightBounds") == tight

@@ -117,3 +117,41 @@ def test_spark_writes_keep_the_string_prefix_length(spark: Any, tmp_path: Any, w
         with pytest.raises(Exception, match=f"{PREFIX}=-1 needs to be greater or equal to zero"):
             df.write.format("deltalog").mode("append").option(PREFIX, "-1").save(str(bad))
         assert not bad.exists() or not any(p.suffix in (".parquet", ".json") for p in bad.rglob("*"))
+
+
+def test_spark_writes_record_tight_bounds_and_missing_columns_as_delta(spark: Any, tmp_path: Any) -> None:
+    """Delta's ``statsCollector``: ``tightBounds: true`` on every new file of a table whose
+    protocol supports deletion vectors, enabled or not; a stats column the DataFrame lacks
+    counted null in every row (DataSkippingDeltaTests "data skipping with missing columns in
+    DataFrame"), so ``z = 5`` can skip the file and ``z IS NULL`` still reads its rows."""
+    from deltalog.contrib.spark import read_table
+
+    path = str(tmp_path / "t")
+    first = spark.createDataFrame([(1, "a", 5)], "id long, k string, z int")
+    first.write.format("deltalog").mode("append").option("delta.feature.deletionVectors", "supported").save(path)
+    second = spark.createDataFrame([(2, "b"), (3, None)], "id long, k string").coalesce(1)
+    second.write.format("deltalog").mode("append").save(path)
+    by_rows = {s["numRecords"]: s for s in _stats(path)}
+    assert [by_rows[n]["tightBounds"] for n in (1, 2)] == [True, True]
+    assert by_rows[2]["nullCount"] == {"id": 0, "k": 1, "z": 2}
+    assert "z" not in by_rows[2]["minValues"]
+    assert sorted(r.id for r in read_table(spark, path, where="z IS NULL").collect()) == [2, 3]  # no row lost
+
+
+def test_a_session_that_turns_statistics_off_writes_files_without_them(spark: Any, tmp_path: Any) -> None:
+    """``spark.databricks.delta.stats.collect=false`` (StatsCollectionSuite's "recompute stats"
+    tests write so): Delta's ``TransactionalWrite`` records no statistics, not even
+    ``numRecords``, for writes and DML rewrites; the files are read whole."""
+    from deltalog.contrib.spark import DeltaTable, read_table
+
+    path = str(tmp_path / "t")
+    spark.conf.set("spark.databricks.delta.stats.collect", "false")
+    try:
+        df = spark.createDataFrame([(1, "a"), (2, "b")], "id long, k string").coalesce(1)
+        df.write.format("deltalog").mode("append").save(path)  # the conf forwarded as an option
+        assert [f.stats for f in DeltaLog.for_table(path).update().files] == [None]
+        DeltaTable.forPath(spark, path).update("id = 1", {"k": "'z'"})
+        assert [f.stats for f in DeltaLog.for_table(path).update().files] == [None]
+    finally:
+        spark.conf.unset("spark.databricks.delta.stats.collect")
+    assert sorted(read_table(spark, path, where="id >= 1").collect()) == [(1, "z"), (2, "b")]

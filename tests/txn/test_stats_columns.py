@@ -5,6 +5,7 @@ TABLE RENAME/DROP COLUMN keeping it in step with the schema."""
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import json
 import uuid
 from typing import Any
@@ -18,7 +19,7 @@ from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import Metadata
 from deltalog.txn.protocol.file_stats import StatsCollector, truncated_max_string
 from deltalog.txn.protocol.properties import InvalidPropertyError
-from deltalog.txn.protocol.schema import StructType
+from deltalog.txn.protocol.schema import StructType, from_arrow
 from deltalog.txn.protocol.stats_columns import InvalidStatsColumnsError, StatsColumns
 
 KEY = "delta.dataSkippingStatsColumns"
@@ -313,3 +314,165 @@ def test_a_timestamp_past_year_9999_leaves_its_bounds_out_instead_of_failing_the
     stats = json.loads(collector.to_json())
     assert stats["numRecords"] == 2 and stats["nullCount"]["ts"] == 0
     assert "ts" not in stats["minValues"] and stats["maxValues"]["id"] == 2
+
+
+# -- which values: Delta's StatsCollectionSuite / DataSkippingDeltaTests, as StatisticsCollection writes them
+
+
+def _collected(data: pa.Table, config: dict[str, str], partitions: tuple[str, ...] = ()) -> dict[str, Any]:
+    columns = StatsColumns.for_schema(from_arrow(data.schema), partitions, config)
+    files = data.select([n for n in data.column_names if n not in partitions])
+    collector = StatsCollector(files.schema, columns.physical_paths, columns.string_prefix_length)
+    collector.update(files)
+    parsed: dict[str, Any] = json.loads(collector.to_json())
+    return parsed
+
+
+_MIXED = pa.table(
+    {
+        "cOl1": pa.array([*range(1, 11), None, -1, None], pa.int64()),
+        "COL2": pa.array(
+            [{"COL20": i, "CoL21": 10 * i} for i in range(1, 11)]
+            + [{"COL20": None, "CoL21": None}, {"COL20": -1, "CoL21": -100}, {"COL20": None, "CoL21": None}],
+            pa.struct([("COL20", pa.int32()), ("CoL21", pa.int64())]),
+        ),
+        "CoL3": pa.array([*range(1, 11), None, -1, None], pa.int64()),
+    }
+)
+_TYPES = pa.table(
+    {
+        "p": ["x", "x"],
+        "bin": pa.array([b"\x00", None], pa.binary()),
+        "flag": [True, None],
+        "tags": pa.array([[1, None], None], pa.list_(pa.int32())),
+        "m": pa.array([[("k", 1)], None], pa.map_(pa.string(), pa.int32())),
+        "d": pa.array([decimal.Decimal("1.50"), decimal.Decimal("-2.25")], pa.decimal128(5, 2)),
+        "day": pa.array([dt.date(2024, 1, 1), dt.date(2023, 5, 6)]),
+        "ts": pa.array([dt.datetime(2024, 1, 1, 0, 0, 0, 123000), dt.datetime(2023, 1, 1)], pa.timestamp("us", "UTC")),
+        "none": pa.array([None, None], pa.string()),
+    }
+)
+_LONG = pa.table({"strCol": ["a" * 1000, "b" * 1000, "c" * 1000]})
+_WIDE = pa.table(
+    {
+        "p": [1],
+        "a": [1],
+        "s": pa.array([{"x": 2, "t": {"u": 3}}], pa.struct([("x", pa.int64()), ("t", pa.struct([("u", pa.int64())]))])),
+        "b": [4],
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "config", "partitions", "expected"),
+    [
+        # StatsCollectionSuite "mix case column name": the list matched ignoring case, nested fields
+        (
+            _MIXED,
+            {KEY: "coL1, COL2.col20, COL2.col21, cOl3"},
+            (),
+            {
+                "numRecords": 13,
+                "minValues": {"cOl1": -1, "COL2": {"COL20": -1, "CoL21": -100}, "CoL3": -1},
+                "maxValues": {"cOl1": 10, "COL2": {"COL20": 10, "CoL21": 100}, "CoL3": 10},
+                "nullCount": {"cOl1": 2, "COL2": {"COL20": 2, "CoL21": 2}, "CoL3": 2},
+            },
+        ),
+        # binary, boolean, array and map: a null count only; decimals exact, dates, timestamps
+        # in milliseconds (UTC); a column of nulls: no bounds (partition column p left out)
+        (
+            _TYPES,
+            {},
+            ("p",),
+            {
+                "numRecords": 2,
+                "minValues": {"d": decimal.Decimal("-2.25"), "day": "2023-05-06", "ts": "2023-01-01T00:00:00.000Z"},
+                "maxValues": {"d": decimal.Decimal("1.50"), "day": "2024-01-01", "ts": "2024-01-01T00:00:00.123Z"},
+                "nullCount": {"bin": 1, "flag": 1, "tags": 1, "m": 1, "d": 0, "day": 0, "ts": 0, "none": 2},
+            },
+        ),
+        # "Data-skipping-string-prefix-length delta table property override: basic"
+        (
+            _LONG,
+            {PREFIX: "64"},
+            (),
+            {
+                "numRecords": 3,
+                "minValues": {"strCol": "a" * 64},
+                "maxValues": {"strCol": "c" * 64 + _ASCII},
+                "nullCount": {"strCol": 0},
+            },
+        ),
+        # DataSkippingDeltaTests "number of indexed columns": nested fields count one by one,
+        # partition columns not at all
+        (
+            _WIDE,
+            {"delta.dataSkippingNumIndexedCols": "2"},
+            ("p",),
+            {
+                "numRecords": 1,
+                "minValues": {"a": 1, "s": {"x": 2}},
+                "maxValues": {"a": 1, "s": {"x": 2}},
+                "nullCount": {"a": 0, "s": {"x": 0}},
+            },
+        ),
+        # no stats column (DataSkippingDeltaTests "number of indexed columns" with 0): numRecords
+        # only; no column of a type with bounds: no minValues/maxValues (Delta's collectStats
+        # gives null for an empty struct, which to_json leaves out)
+        (_WIDE, {"delta.dataSkippingNumIndexedCols": "0"}, ("p",), {"numRecords": 1}),
+        (_TYPES.select(["bin", "flag"]), {}, (), {"numRecords": 2, "nullCount": {"bin": 1, "flag": 1}}),
+    ],
+    ids=["mixed-case-list", "types", "prefix-64", "num-indexed-nested", "no-columns", "no-bounded-columns"],
+)
+def test_the_statistics_delta_records(
+    data: pa.Table, config: dict[str, str], partitions: tuple[str, ...], expected: dict[str, Any]
+) -> None:
+    parsed = _collected(data, config, partitions)
+    assert parsed == json.loads(json.dumps(expected, default=float))
+
+
+def test_a_stats_column_the_file_lacks_counts_as_null_in_every_row(tmp_path: Any) -> None:
+    """Delta's ``statsCollector`` counts ``count(*)`` nulls for a stats column missing from the
+    written data (DataSkippingDeltaTests "data skipping with missing columns in DataFrame":
+    ``c is not null`` skips the file), from the rows and from a footer alike; no bounds."""
+    import pyarrow.parquet as pq
+
+    metadata = _create({}).update().metadata
+    s_type = pa.struct([("x", pa.int64())])
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "s": pa.array([{"x": 1}, None, {"x": 3}], s_type)})
+    pq.write_table(data, tmp_path / "f.parquet")
+    from_rows = StatsCollector.for_table(metadata, data.schema)
+    from_rows.update(data)
+    from_footer = StatsCollector.for_table(metadata, data.schema)
+    from_footer.update_from_footer(pq.ParquetFile(tmp_path / "f.parquet").metadata)
+    for collector in (from_rows, from_footer):
+        parsed = json.loads(collector.to_json())
+        assert parsed["nullCount"] == {
+            "id": 0,
+            "name": 3,
+            "flag": 3,
+            "s": {"x": 1, "y.z": 3, "ok": 3, "t": {"u": 3}},
+            "tags": 3,
+        }
+        assert parsed["minValues"] == {"id": 1, "s": {"x": 1}} and parsed["maxValues"] == {"id": 3, "s": {"x": 3}}
+
+
+def test_a_file_column_spelled_in_another_case_is_the_table_column(tmp_path: Any) -> None:
+    """A DataFrame's ``S struct<Y, X>`` written into ``s struct<x, y>`` (Spark resolves names
+    ignoring case) has its statistics under the table's names, from the rows and from a
+    footer; it is not taken for a missing column, which would count it all null and skip
+    ``s.x = 4`` wrongly."""
+    import pyarrow.parquet as pq
+
+    metadata = _create({}).update().metadata
+    s_type = pa.struct([("T", pa.struct([("U", pa.int32())])), ("X", pa.int64())])
+    data = pa.table({"ID": pa.array([2], pa.int64()), "S": pa.array([{"T": {"U": 5}, "X": 4}], s_type)})
+    pq.write_table(data, tmp_path / "f.parquet")
+    from_rows = StatsCollector.for_table(metadata, data.schema)
+    from_rows.update(data)
+    from_footer = StatsCollector.for_table(metadata, data.schema)
+    from_footer.update_from_footer(pq.ParquetFile(tmp_path / "f.parquet").metadata)
+    for collector in (from_rows, from_footer):
+        parsed = json.loads(collector.to_json())
+        assert parsed["minValues"] == {"id": 2, "s": {"x": 4, "t": {"u": 5}}}
+        assert parsed["nullCount"]["s"] == {"x": 0, "y.z": 1, "ok": 1, "t": {"u": 0}}

@@ -82,6 +82,8 @@ class WriteSpec:
     #: logical column name -> column mapping id, written as Parquet field ids.
     field_ids: Mapping[str, int] = field(default_factory=dict)
     tight_bounds: bool | None = None
+    #: False: files get no statistics (the session's ``spark.databricks.delta.stats.collect``)
+    collect_stats: bool = True
     data_change: bool = True
     prefix: str = "part"
     #: Constraints each task checks on its rows before writing them (data-source writes).
@@ -285,7 +287,7 @@ class _TaskWriter:
             relative,
             values,
             StatsCollector(stats_schema, self.spec.stats_columns, self.spec.string_prefix_length),
-            collect_stats=not cdc,
+            collect_stats=not cdc and self.spec.collect_stats,
         )
         if self.mapped is not None:
             handle.partition_values = {self.spec.physical_names.get(c, c): v for c, v in values.items()}
@@ -310,7 +312,7 @@ class _TaskWriter:
                 size=size,
                 modification_time=int(time.time() * 1000),
                 data_change=self.spec.data_change,
-                stats=handle.stats.to_json(self.spec.tight_bounds),
+                stats=handle.stats.to_json(self.spec.tight_bounds) if self.spec.collect_stats else None,
             )
         self.done.append(action_to_line(action))
 

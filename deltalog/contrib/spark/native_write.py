@@ -396,7 +396,7 @@ def _place_files(
             size=info.size,
             modification_time=int(time.time() * 1000),
             data_change=spec.data_change,
-            stats=stats.to_json(spec.tight_bounds),
+            stats=stats.to_json(spec.tight_bounds) if spec.collect_stats else None,
         )
         yield action_to_line(add)
 

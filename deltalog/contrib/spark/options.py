@@ -30,6 +30,7 @@ from deltalog.contrib.spark.tablelog import USER_METADATA_CONF
 __all__ = [
     "CDF_OUT_OF_RANGE_CONF",
     "CDF_UNSAFE_SCHEMA_CONF",
+    "COLLECT_STATS_CONF",
     "SESSION_TABLE_DEFAULTS_OPTION",
     "SESSION_TIME_ZONE_CONF",
     "STRING_PREFIX_LENGTH_CONF",
@@ -37,6 +38,7 @@ __all__ = [
     "StreamReadOptions",
     "WriteOptions",
     "is_storage_option",
+    "session_collect_stats",
     "session_string_prefix_length",
     "storage_options_of",
 ]
@@ -117,6 +119,8 @@ STRING_PREFIX_LENGTH_CONF = "spark.databricks.io.skipping.stringPrefixLength"
 #: A write option (JSON object) carrying the session's ``spark.databricks.delta.properties.defaults.*``
 #: confs to a write planned without the session: the table property defaults of a table it creates
 SESSION_TABLE_DEFAULTS_OPTION = "spark.databricks.delta.properties.defaults"
+#: Delta's ``DELTA_COLLECT_STATS``: false, writes record no statistics.
+COLLECT_STATS_CONF = "spark.databricks.delta.stats.collect"
 #: Spark's session conf: a write without the ``maxRecordsPerFile`` option (and Delta's
 #: OPTIMIZE) starts a new file after this many rows (0: no limit), as any Spark file write
 MAX_RECORDS_PER_FILE_CONF = "spark.sql.files.maxRecordsPerFile"
@@ -233,6 +237,12 @@ def table_path(options: Mapping[str, str]) -> str:
     return path.rstrip("/") if len(path) > 1 else path
 
 
+def session_collect_stats(raw: str | None) -> bool:
+    """The session's :data:`COLLECT_STATS_CONF` (``raw``; true when unset): whether writes
+    record files' statistics (Delta's ``DELTA_COLLECT_STATS``)."""
+    return raw is None or str(raw).strip().lower() != "false"
+
+
 def session_string_prefix_length(raw: str | None) -> int:
     """The session's :data:`STRING_PREFIX_LENGTH_CONF` (``raw``; 32 when unset), as Delta's
     ``getDataSkippingStringPrefixLength`` reads it when the table does not set the property.
@@ -281,6 +291,9 @@ class WriteOptions:
     #: name): what string statistics keep when the table does not set
     #: ``delta.dataSkippingStringPrefixLength`` (32 when not given, Delta's default).
     session_string_prefix_length: int = 32
+    #: The session's ``spark.databricks.delta.stats.collect`` (:data:`COLLECT_STATS_CONF`, forwarded
+    #: as an option): false writes files without statistics, as Delta's ``TransactionalWrite``.
+    session_collect_stats: bool = True
     #: The session's table property defaults (``spark.databricks.delta.properties.defaults.*``,
     #: :func:`~deltalog.txn.protocol.protocol_requirements.session_table_defaults`), from
     #: :data:`SESSION_TABLE_DEFAULTS_OPTION`: a table the write creates gets them under its own.
@@ -333,6 +346,7 @@ class WriteOptions:
             session_time_zone=_get(options, SESSION_TIME_ZONE_CONF),
             session_string_prefix_length=session_string_prefix_length(_get(options, STRING_PREFIX_LENGTH_CONF)),
             session_table_defaults=_session_table_defaults(options),
+            session_collect_stats=_flag(options, COLLECT_STATS_CONF, True),
         )
 
 

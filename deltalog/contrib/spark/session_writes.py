@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 from deltalog.contrib.spark.options import (
+    COLLECT_STATS_CONF,
     MAX_RECORDS_PER_FILE_CONF,
     REPLACE_WHERE_CONSTRAINT_CHECK_CONF,
     REPLACE_WHERE_DATA_COLUMNS_CONF,
@@ -75,7 +76,7 @@ def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[st
     table properties are kept), ``...replaceWhere.dataColumns.enabled`` and
     ``...replaceWhere.constraintCheck.enabled``, ``...schema.autoMerge.enabled`` (``mergeSchema``
     when the write does not say), ``spark.sql.files.maxRecordsPerFile`` and
-    ``spark.sql.parquet.compression.codec``, its commit confs
+    ``spark.sql.parquet.compression.codec``, ``spark.databricks.delta.stats.collect``, its commit confs
     (:func:`~deltalog.contrib.spark.tablelog.session_commit_confs`: ``...commitInfo.userMetadata``
     is the commit's ``userMetadata`` when the write gives none, ...), its time zone, Delta's
     ``spark.databricks.io.skipping.stringPrefixLength`` and its table property defaults
@@ -97,6 +98,7 @@ def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[st
         REPLACE_WHERE_CONSTRAINT_CHECK_CONF,
         PARTITION_OVERWRITE_MODE_CONF,
         DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF,
+        COLLECT_STATS_CONF,
     ):
         value = spark.conf.get(conf, None)
         if value is not None and conf.lower() not in lowered:

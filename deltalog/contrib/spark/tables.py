@@ -47,8 +47,10 @@ from deltalog.contrib.spark.generated import check_updated_columns, recompute_ge
 from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_set_transaction_only
 from deltalog.contrib.spark.logical_schema import logical_struct
 from deltalog.contrib.spark.options import (
+    COLLECT_STATS_CONF,
     STRING_PREFIX_LENGTH_CONF,
     WriteOptions,
+    session_collect_stats,
     session_string_prefix_length,
 )
 from deltalog.contrib.spark.resolver import Resolver, session_resolver
@@ -333,12 +335,14 @@ class DeltaTable(AlterTableMethods):
         metadata: Metadata | None = None,
     ) -> WriteSpec:
         prefix = None if self._spark is None else self._spark.conf.get(STRING_PREFIX_LENGTH_CONF, None)
+        collect = None if self._spark is None else self._spark.conf.get(COLLECT_STATS_CONF, None)
         opts = WriteOptions(
             path=self._path,
             overwrite=False,
             storage_options=self._storage_options,
             data_change=data_change,
             session_string_prefix_length=session_string_prefix_length(prefix),
+            session_collect_stats=session_collect_stats(collect),
         )
         chosen = snapshot.metadata if metadata is None else metadata
         return write_spec(opts, self._log.table_uri, self._log.store.spec(), chosen, constraints, snapshot.protocol)

@@ -70,6 +70,7 @@ from deltalog.txn.protocol.clustering import refuse_partitioning_a_clustered_tab
 from deltalog.txn.protocol.column_defaults import plan_default_expressions
 from deltalog.txn.protocol.constraints import Constraint, table_constraints
 from deltalog.txn.protocol.errors import SchemaMismatchError as ProtocolSchemaMismatchError
+from deltalog.txn.protocol.file_stats import tight_bounds_on_write
 from deltalog.txn.protocol.iceberg_compat import (
     complete_metadata,
     materializes_partition_columns,
@@ -242,7 +243,6 @@ def write_spec(
     schema = json.loads(metadata.schema_string)
     mode = props.column_mapping_mode
     types = schemas.top_level_types(schema)
-    dv = props.enable_deletion_vectors
     stats = StatsColumns.of(metadata, opts.session_string_prefix_length)
     return WriteSpec(
         store=store_spec,
@@ -255,7 +255,8 @@ def write_spec(
         compression=opts.compression,
         physical_names=schemas.physical_names(schema, mode),
         field_ids=schemas.field_ids(schema, mode),
-        tight_bounds=True if dv else None,
+        tight_bounds=tight_bounds_on_write(protocol, metadata),
+        collect_stats=opts.session_collect_stats,
         data_change=opts.data_change,
         constraints=constraints,
         column_mapping_schema=None if mode == "none" else metadata.schema_string,
@@ -312,12 +313,7 @@ def plan_write(
     check_data_for_default_columns(metadata, data)
     protocol = snapshot.protocol if snapshot.version >= 0 else None
     spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints, protocol)
-    if on_data and opts.replace_where_constraint_check:
-        spec = replace(spec, replace_where=opts.replace_where)
-    if on_data and spec.change_data:  # the replaced rows are change data: so are the new ones
-        spec = replace(spec, insert_change_data=True)
-    if casts:
-        spec = replace(spec, casts=casts)
+    spec = _with_row_handling(spec, opts, on_data, casts)
     return WritePlan(
         options=opts,
         spec=spec,
@@ -329,6 +325,20 @@ def plan_write(
         dynamic_partition_overwrite=dynamic,
         replace_where_on_data=on_data,
         reads_whole_table=source is not None and source.reads_table,
+    )
+
+
+def _with_row_handling(
+    spec: WriteSpec, opts: WriteOptions, on_data: bool, casts: tuple[tuple[str, str, str], ...]
+) -> WriteSpec:
+    """``spec`` with what the tasks do to each row: check it against a ``replaceWhere`` on data
+    columns (unless its constraint check is off), write it as ``insert`` change data too when
+    the rows it replaces are change data, cast a stream's columns to the table's types."""
+    return replace(
+        spec,
+        replace_where=opts.replace_where if on_data and opts.replace_where_constraint_check else None,
+        insert_change_data=on_data and spec.change_data,
+        casts=casts,
     )
 
 

@@ -100,7 +100,7 @@ from deltalog.txn.protocol.clustering import CLUSTERING_PROVIDER
 from deltalog.txn.protocol.column_identifiers import ColumnPath
 from deltalog.txn.protocol.column_mapping import physical_arrow_schema, rename_to_logical
 from deltalog.txn.protocol.errors import DeltaLogError
-from deltalog.txn.protocol.file_stats import StatsCollector
+from deltalog.txn.protocol.file_stats import StatsCollector, tight_bounds_on_write
 from deltalog.txn.protocol.iceberg_compat import materializes_partition_columns, row_tracking_field_ids
 from deltalog.txn.protocol.partition_filters import PartitionFilter
 from deltalog.txn.protocol.partition_paths import partition_directory
@@ -323,6 +323,8 @@ class CompactionSpec:
     #: characters of the random directory rewritten files go under instead of partition
     #: directories (:attr:`TableProperties.data_file_prefix_length`); 0: partition directories
     random_prefix_length: int = 0
+    #: the ``tightBounds`` of rewritten files' statistics (:func:`tight_bounds_on_write`)
+    tight_bounds: bool | None = None
 
     @classmethod
     def for_snapshot(
@@ -356,6 +358,7 @@ class CompactionSpec:
             clustering_provider=CLUSTERING_PROVIDER if clustered else None,
             materialized_partitions=_materialized_partitions(snapshot),
             random_prefix_length=snapshot.metadata.properties.data_file_prefix_length,
+            tight_bounds=tight_bounds_on_write(snapshot.protocol),
         )
 
 
@@ -637,7 +640,7 @@ class _Compactor:
             size=size,
             modification_time=int(time.time() * 1000),
             data_change=False,
-            stats=stats.to_json(tight_bounds=True),
+            stats=stats.to_json(self.spec.tight_bounds),
             clustering_provider=self.spec.clustering_provider,
         )
 

@@ -31,21 +31,24 @@ from deltalog.txn.protocol.schema import from_arrow
 from deltalog.txn.protocol.stats_columns import STRING_PREFIX_LENGTH, StatsColumns
 
 if TYPE_CHECKING:
-    from deltalog.txn.protocol.actions import Metadata
+    from deltalog.txn.protocol.actions import Metadata, Protocol
 
-__all__ = ["STRING_PREFIX_LENGTH", "StatsCollector", "stats_json", "truncated_max_string"]
+__all__ = ["STRING_PREFIX_LENGTH", "StatsCollector", "stats_json", "tight_bounds_on_write", "truncated_max_string"]
 
 _Path = ColumnPath
 
 
 def _leaf_paths(schema: pa.Schema, columns: Collection[_Path] = ()) -> list[tuple[_Path, pa.DataType]]:
-    """The leaf columns of ``schema``; a struct named in ``columns`` is a leaf (a ``variant``,
-    Arrow's ``struct<value, metadata>`` or a shredded one, is a leaf of the table's schema)."""
+    """The leaf columns of ``schema``; a struct named in ``columns`` (in any case) is a leaf (a
+    ``variant``, Arrow's ``struct<value, metadata>`` or a shredded one, is a leaf of the table's
+    schema)."""
     leaves: list[tuple[_Path, pa.DataType]] = []
+
+    named = {_lower(c) for c in columns}
 
     def visit(prefix: _Path, t: pa.DataType, name: str) -> None:
         path = (*prefix, name)
-        if pa.types.is_struct(t) and path not in columns:
+        if pa.types.is_struct(t) and _lower(path) not in named:
             for i in range(t.num_fields):
                 child = t.field(i)
                 visit(path, child.type, child.name)
@@ -55,6 +58,10 @@ def _leaf_paths(schema: pa.Schema, columns: Collection[_Path] = ()) -> list[tupl
     for f in schema:
         visit((), f.type, f.name)
     return leaves
+
+
+def _lower(path: Sequence[str]) -> _Path:
+    return tuple(name.lower() for name in path)
 
 
 def _has_min_max(t: pa.DataType) -> bool:
@@ -107,6 +114,8 @@ def _json_value(value: Any, t: pa.DataType, is_max: bool, prefix_length: int) ->
     return value
 
 
+_DELETION_VECTORS = "deletionVectors"
+
 #: Delta's tie-breakers: the largest code point, and DEL when the truncated character is ASCII
 _MAX_CHARACTER, _ASCII_MAX_CHARACTER = "\U0010ffff", "\x7f"
 
@@ -157,8 +166,18 @@ class StatsCollector:
     ) -> None:
         self.schema = schema
         self.string_prefix_length = string_prefix_length
-        wanted = set(StatsColumns.for_schema(from_arrow(schema)).physical_paths if columns is None else columns)
-        self.leaves = [(path, t) for path, t in _leaf_paths(schema, wanted) if path in wanted]
+        ordered = list(StatsColumns.for_schema(from_arrow(schema)).physical_paths if columns is None else columns)
+        # a file's column is the table's whatever its case (Spark resolves names ignoring case)
+        in_file = {_lower(path): (path, t) for path, t in _leaf_paths(schema, ordered)}
+        found = {path: in_file[_lower(path)] for path in ordered if _lower(path) in in_file}
+        #: the stats columns (the table's paths) the file holds, and their types
+        self.leaves = [(path, found[path][1]) for path in ordered if path in found]
+        #: where each is in the file
+        self._source = {path: found[path][0] for path in found}
+        #: the stats columns the file does not hold: null in every row (Delta's statsCollector
+        #: counts ``count(*)`` nulls for a column missing from the written data)
+        self.absent = [path for path in ordered if path not in found]
+        self._order = {path: i for i, path in enumerate(ordered)}
         self.num_records = 0
         self._min: dict[_Path, Any] = {}
         self._max: dict[_Path, Any] = {}
@@ -179,7 +198,7 @@ class StatsCollector:
             return
         self.num_records += batch.num_rows
         for path, t in self.leaves:
-            col = _column(batch, path)
+            col = _column(batch, self._source[path])
             self._nulls[path] += col.null_count
             if not _has_min_max(t) or path in self._no_bounds:
                 continue
@@ -214,9 +233,10 @@ class StatsCollector:
         self.num_records += footer.num_rows
         columns = {footer.schema.column(i).path: i for i in range(footer.num_columns)}
         for path, t in self.leaves:
-            index = columns.get(".".join(path))
+            source = self._source[path]
+            index = columns.get(".".join(source))
             if index is None and pa.types.is_struct(t):
-                index = columns.get(".".join((*path, "metadata")))
+                index = columns.get(".".join((*source, "metadata")))
             if index is None:  # a list or map: its Parquet leaves are the elements
                 self._unknown_nulls.add(path)
                 self._no_bounds.add(path)
@@ -251,7 +271,11 @@ class StatsCollector:
         mins: dict[str, Any] = {}
         maxs: dict[str, Any] = {}
         nulls: dict[str, Any] = {}
-        for path, t in self.leaves:
+        columns: list[tuple[_Path, pa.DataType | None]] = [*self.leaves, *((path, None) for path in self.absent)]
+        for path, t in sorted(columns, key=lambda c: self._order.get(c[0], -1)):
+            if t is None:
+                _put(nulls, path, self.num_records)
+                continue
             if path not in self._unknown_nulls:
                 _put(nulls, path, self._nulls[path])
             if path in self._no_bounds:
@@ -262,15 +286,33 @@ class StatsCollector:
                 _put(mins, path, lo)
             if hi is not None:
                 _put(maxs, path, hi)
-        stats: dict[str, Any] = {
-            "numRecords": self.num_records,
-            "minValues": mins,
-            "maxValues": maxs,
-            "nullCount": nulls,
-        }
+        # as Delta's ``collectStats``: no ``minValues``/``maxValues`` without a column of a type
+        # they can hold (a variant, a struct leaf here, is one), no ``nullCount`` without columns
+        stats: dict[str, Any] = {"numRecords": self.num_records}
+        if any(_has_min_max(t) or pa.types.is_struct(t) for _, t in self.leaves):
+            stats.update(minValues=mins, maxValues=maxs)
+        if self.leaves or self.absent:
+            stats["nullCount"] = nulls
         if tight_bounds is not None:
             stats["tightBounds"] = tight_bounds
         return stats_json(stats)
+
+
+def tight_bounds_on_write(protocol: Protocol | None, metadata: Metadata | None = None) -> bool | None:
+    """The ``tightBounds`` of the statistics of a file a commit adds to a table with
+    ``protocol`` (None for a new table) whose commit records ``metadata`` (None: it changes
+    none): true when the protocol the commit records supports deletion vectors, enabled or
+    not (Delta's ``statsCollector`` adds it whenever ``deletionVectorsSupported``); None, no
+    ``tightBounds``, otherwise."""
+    from deltalog.txn.protocol.protocol_requirements import protocol_for_new_table
+    from deltalog.txn.protocol.protocol_versions import supported_features
+
+    features: set[str] = set()
+    if metadata is not None:  # what the new metadata asks for, in the commit's protocol too
+        features |= supported_features(protocol_for_new_table(metadata))
+    if protocol is not None:
+        features |= supported_features(protocol)
+    return True if _DELETION_VECTORS in features else None
 
 
 def stats_json(value: Any) -> str:
