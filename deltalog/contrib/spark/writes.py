@@ -302,7 +302,8 @@ def plan_write(
         _refuse_metadata_change_without_data_change(opts, snapshot.version)
         # what the commit would refuse, refused before any file is written
         verify_metadata(new_metadata, read_metadata is not None and read_metadata.properties.enable_change_data_feed)
-        # the metadata the commit records (column mapping and IcebergCompat ids): the files carry them
+        # the metadata the commit records (column mapping ids, IcebergCompat's properties and
+        # nested ids), so the files carry what it names
         new_metadata = complete_metadata(read_metadata, new_metadata)
     metadata = new_metadata or read_metadata
     assert metadata is not None  # a new table has new metadata
