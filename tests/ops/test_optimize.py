@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,8 @@ from deltalog.txn.commands.optimize import optimize
 from deltalog.txn.commit.commit_errors import ConcurrentDeleteReadError
 from deltalog.txn.commit.operations import CreateTable, Delete, Write
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.protocol.actions import AddFile, Metadata
-from tests.ops.tables import append, create, deletion_vector_table, read_ids
+from deltalog.txn.protocol.actions import Action, AddFile, Metadata
+from tests.ops.tables import append, create, deletion_vector_table, read_ids, write_file
 
 NAME = re.compile(r"^(p=[ab]/)?part-00000-[0-9a-f-]{36}\.c000\.snappy\.parquet$")
 
@@ -131,28 +132,88 @@ def test_concurrent_append_does_not_conflict(table_uri: str, monkeypatch: pytest
     assert read_ids(log) == sorted([*ids, 1000])
 
 
-def test_concurrent_delete_replans(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _dv_delete(log: DeltaLog, victim: AddFile) -> list[Action]:
+    """A DELETE through a deletion vector (row 0 of ``victim``): ``victim`` re-added with it."""
+    from dataclasses import replace
+
+    from deltalog.txn.log.deletion_vector_writer import widen_stats
+    from deltalog.txn.log.deletion_vectors import dv_absolute_path, write_dv_file, z85_encode
+    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
+
+    blob, [(offset, size, card)] = write_dv_file([[0]])
+    dv = DeletionVectorDescriptor("u", z85_encode(uuid.uuid4().bytes), size, card, offset)
+    with open(log.store.fs_path(dv_absolute_path(log.table_uri, dv)), "wb") as fh:
+        fh.write(blob)
+    return [victim.remove(1), replace(victim, deletion_vector=dv, stats=widen_stats(victim.stats, 10, 0))]
+
+
+def _set_property(log: DeltaLog, _: AddFile) -> None:
+    from dataclasses import replace
+
+    from deltalog.txn.commit.operations import SetTableProperties
+
+    txn = log.start_transaction()
+    assert txn.metadata is not None
+    txn.update_metadata(replace(txn.metadata, configuration={**txn.metadata.configuration, "k": "v"}))
+    txn.commit([], SetTableProperties({"k": "v"}))
+
+
+def _winner(kind: str) -> Callable[[DeltaLog, AddFile], object]:
+    def remove(log: DeltaLog, victim: AddFile) -> object:
+        return log.start_transaction().commit([victim.remove(int(time.time() * 1000))], Delete(["x"]))
+
+    def dv_delete(log: DeltaLog, victim: AddFile) -> object:
+        return log.start_transaction().commit(_dv_delete(log, victim), Delete(["x"]))
+
+    return {"remove": remove, "dv_delete": dv_delete, "set_property": _set_property}[kind]
+
+
+@pytest.mark.parametrize(
+    ("winner", "victim_compacted", "conflict"),
+    [
+        ("dv_delete", True, True),  # OptimizeConflictSuite: DELTA_CONCURRENT_DELETE_READ
+        ("remove", True, True),
+        ("remove", False, False),  # a file OPTIMIZE left alone is not read (trackFilesRead)
+        ("set_property", True, False),  # a conflict, but the compacted files are all there: retried
+    ],
+)
+def test_a_concurrent_commit_fails_optimize_only_when_a_compacted_file_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, winner: str, victim_compacted: bool, conflict: bool
+) -> None:
+    """Delta's ``OptimizeConflictSuite`` and ``OptimizeExecutor.commitAndRetry``: OPTIMIZE
+    does not plan again. A concurrent commit that removed (or gave a deletion vector to) a
+    file it compacts fails it with ``ConcurrentDeleteReadError``, the rewritten files
+    deleted; otherwise its commit is retried as planned."""
     uri = str(tmp_path / "t")
-    log = create(uri)
+    log = create(uri, config={"delta.enableDeletionVectors": "true"})
     _fill(log)
-    victim = next(f for f in log.update().files if f.partition_values["p"] == "a")
+    big = write_file(log, list(range(100, 2000)), "a")
+    log.start_transaction().commit([big], Write())
+    small = next(f for f in log.update().files if f.partition_values["p"] == "a" and f is not big)
+    victim = small if victim_compacted else big
     real = optimize_module._Compactor.write_bin
     other = DeltaLog.for_table(uri)
 
-    def delete_meanwhile(self: object, files: list[AddFile]) -> AddFile | None:
-        if not getattr(delete_meanwhile, "done", False):
-            delete_meanwhile.done = True  # type: ignore[attr-defined]
-            txn = other.start_transaction()
-            txn.filter_files([("p", "=", "a")])
-            txn.commit([victim.remove(int(time.time() * 1000))], Delete(["p = 'a'"]))
+    def commit_meanwhile(self: object, files: list[AddFile]) -> AddFile | None:
+        if not getattr(commit_meanwhile, "done", False):
+            commit_meanwhile.done = True  # type: ignore[attr-defined]
+            _winner(winner)(other, victim)
         return real(self, files)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(optimize_module._Compactor, "write_bin", delete_meanwhile)
-    result = optimize(log)
-    assert result.attempts == 2
-    remaining = [i for i in range(60) if not (i // 10 in (1, 3, 5) and i in _ids_of(log, victim))]
-    assert read_ids(log) == remaining
-    _assert_no_orphans(log)
+    monkeypatch.setattr(optimize_module._Compactor, "write_bin", commit_meanwhile)
+    before = log.update().version
+    if conflict:
+        with pytest.raises(ConcurrentDeleteReadError):
+            optimize(log, target_size=big.size)
+        assert log.update().version == before + 1  # only the winner
+        _assert_no_orphans(log)
+    else:
+        result = optimize(log, target_size=big.size)
+        assert result.version == before + 2 and result.num_files_removed == 6
+        # no conflict: committed from the read version; after one, from a new transaction's
+        read_version = before + 1 if winner == "set_property" else before
+        assert log.read_commit(before + 2)[0].read_version == read_version  # type: ignore[union-attr]
+    assert read_ids(log) == read_ids(log, before + 1)  # the winner's rows: OPTIMIZE changes none
 
 
 def test_conflict_on_the_last_attempt_raises_and_cleans_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -12,10 +13,10 @@ from deltalog.txn.commands import restore as restore_module
 from deltalog.txn.commands.optimize import optimize
 from deltalog.txn.commands.restore import RestoreMissingFilesError, restore
 from deltalog.txn.commands.vacuum import vacuum
-from deltalog.txn.commit.commit_errors import ConcurrentAppendError
+from deltalog.txn.commit.commit_errors import ConcurrentWriteError
 from deltalog.txn.commit.operations import Delete, SetTableProperties, UpgradeProtocol
 from deltalog.txn.delta_log import DeltaLog
-from deltalog.txn.protocol.actions import Protocol
+from deltalog.txn.protocol.actions import Metadata, Protocol
 from deltalog.txn.protocol.errors import VersionNotFoundError
 from tests.log.helpers import set_mtime
 from tests.ops.tables import append, create, read_ids
@@ -41,7 +42,9 @@ def test_restore_to_a_version(table_uri: str) -> None:
     assert info.operation_metrics["numRemovedFiles"] == "1"  # the file of version 3 goes
     assert info.operation_metrics["numOfFilesAfterRestore"] == "2"
     assert info.operation_metrics["tableSizeAfterRestore"] == str(log.snapshot(2).size_in_bytes)
-    actions = log.read_commit(5)[1:]
+    _, protocol, metadata, *actions = log.read_commit(5)
+    # as Delta's commitLarge: the protocol and the metadata are committed, even unchanged
+    assert isinstance(protocol, Protocol) and isinstance(metadata, Metadata)
     assert all(a.data_change for a in actions)  # type: ignore[union-attr]
 
 
@@ -131,7 +134,18 @@ def test_unknown_version_and_bad_arguments(tmp_path: Path) -> None:
         restore(log)
 
 
-def test_concurrent_append_fails_the_restore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _enable_deletion_vectors(log: DeltaLog) -> None:
+    from deltalog.txn.commands.alter import set_table_properties
+
+    set_table_properties(log, {"delta.enableDeletionVectors": "true"})
+
+
+@pytest.mark.parametrize("winner", ["append", "enable_deletion_vectors"])
+def test_any_concurrent_commit_fails_the_restore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, winner: str) -> None:
+    """Delta's RESTORE commits with ``commitLarge``: no conflict resolution, any commit that
+    lands after it read the table fails it with ``ConcurrentWriteException``, a feature
+    enablement Delta resolves for other writers too (RowTrackingBackfillConflictsSuite
+    "RESTORE fails from conflict with Backfill")."""
     uri = str(tmp_path / "t")
     log = create(uri)
     append(log, [1])
@@ -139,14 +153,45 @@ def test_concurrent_append_fails_the_restore(tmp_path: Path, monkeypatch: pytest
     real = restore_module.missing_files
     other = DeltaLog.for_table(uri)
 
-    def append_meanwhile(store: object, table_uri: str, files: list) -> list[str]:  # type: ignore[type-arg]
-        append(other, [3])
+    def commit_meanwhile(store: object, table_uri: str, files: list) -> list[str]:  # type: ignore[type-arg]
+        if winner == "append":
+            append(other, [3])
+        else:
+            _enable_deletion_vectors(other)
         return real(store, table_uri, files)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(restore_module, "missing_files", append_meanwhile)
-    with pytest.raises(ConcurrentAppendError):
+    monkeypatch.setattr(restore_module, "missing_files", commit_meanwhile)
+    with pytest.raises(ConcurrentWriteError):
         restore(log, version=1)
-    assert read_ids(DeltaLog.for_table(uri)) == [1, 2, 3]
+    assert read_ids(DeltaLog.for_table(uri)) == ([1, 2, 3] if winner == "append" else [1, 2])
+    assert DeltaLog.for_table(uri).update().version == 3
+
+
+def test_restore_commits_the_metadata_and_protocol_so_a_racing_backfill_fails(tmp_path: Path) -> None:
+    """Delta's RESTORE always commits the target's metadata and the merged protocol
+    (``commitLarge``), the metadata completed as every metadata update is: on a table that
+    supports row tracking it gets materialized column names. A row tracking backfill batch
+    that read the table before fails on it (RowTrackingBackfillConflictsSuite "Backfill
+    fails from conflict with RESTORE")."""
+    from deltalog.txn.commands.row_tracking_backfill import _upgrade_protocol
+    from deltalog.txn.commit.commit_errors import MetadataChangedError
+    from deltalog.txn.commit.operations import RowTrackingBackfill
+
+    log = create(str(tmp_path / "t"))
+    append(log, [1])
+    append(log, [2])
+    _upgrade_protocol(log, None)  # the backfill's first step: rowTracking in the protocol only
+    batch = log.start_transaction()
+    files = batch.snapshot.files
+    batch.track_files_read(files)
+    version = restore(log, version=1).version
+    committed = log.read_commit(version)
+    assert any(isinstance(a, Protocol) for a in committed)
+    (metadata,) = [a for a in committed if isinstance(a, Metadata)]
+    assert "delta.rowTracking.materializedRowIdColumnName" in metadata.configuration
+    with pytest.raises(MetadataChangedError):
+        batch.commit([replace(f, data_change=False) for f in files], RowTrackingBackfill(0))
+    assert read_ids(log) == [1]
 
 
 def test_delta_rs_reads_the_restored_table(tmp_path: Path) -> None:

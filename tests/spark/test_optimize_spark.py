@@ -299,3 +299,29 @@ def test_where_any_partition_predicate_as_delta_optimize(spark, table_path):
     finally:
         spark.conf.unset("spark.sql.caseSensitive")
     assert sorted(r.id for r in spark.read.format("deltalog").load(table_path).collect()) == [*range(4), *range(10, 14)]
+
+
+def test_a_deletion_vector_delete_landing_during_compaction_fails_optimize(spark, table_path, monkeypatch):
+    """Delta's OptimizeConflictSuite "conflict handling between Optimize and Business Txn": a
+    DELETE through deletion vectors commits while OPTIMIZE rewrites its bins (the hook between
+    its plan and its commit); OPTIMIZE fails with DELTA_CONCURRENT_DELETE_READ
+    (``ConcurrentDeleteReadError``: its files changed, it does not plan again) and the
+    DELETE's rows stay deleted."""
+    from deltalog.contrib.spark import DeltaTable, maintenance
+    from deltalog.errors import ConcurrentDeleteReadError
+
+    spark.range(0, 20, 1, 4).write.format("deltalog").mode("append").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.setProperties({"delta.enableDeletionVectors": "true"})  # Delta's ALTER TABLE SET TBLPROPERTIES
+    rewrite = maintenance.SparkBinRewriter.__call__
+
+    def delete_meanwhile(self, spec, bins):
+        monkeypatch.setattr(maintenance.SparkBinRewriter, "__call__", rewrite)
+        table.delete("id % 2 = 0")
+        return rewrite(self, spec, bins)
+
+    monkeypatch.setattr(maintenance.SparkBinRewriter, "__call__", delete_meanwhile)
+    with pytest.raises(ConcurrentDeleteReadError, match="DELTA_CONCURRENT_DELETE_READ"):
+        table.optimize().executeCompaction()
+    assert spark.read.format("deltalog").load(table_path).count() == 10
+    assert _last_commit(table_path)[0]["operation"] == "DELETE"  # OPTIMIZE committed nothing

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
 
-from deltalog.txn.commit.commit_errors import MetadataChangedError, ProtocolChangedError
+from deltalog.txn.commit.commit_errors import ConcurrentAppendError, MetadataChangedError, ProtocolChangedError
 from deltalog.txn.commit.operations import CreateTable, ManualUpdate, Write
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile, action_to_line
@@ -158,3 +159,205 @@ def test_a_retried_type_change_records_the_version_it_lands_at() -> None:
     assert widen.commit([add("b")], Write(mode="Append")) == 2
     changes = all_type_changes(json.loads(log.update().metadata.schema_string))
     assert changes == [("n", {"fromType": "integer", "toType": "long", "tableVersion": 2})]
+
+
+def test_a_winner_setting_an_allow_listed_property_to_a_value_it_cannot_parse_is_a_metadata_conflict() -> None:
+    """Delta's ``checkConfigurationChangesForConflicts`` (FeatureEnablementConcurrencySuite
+    test 6): an allow-listed key whose value its validator refuses (another engine's
+    ``delta.checkpointPolicy=unknown-policy``) leaves the conflict unresolved:
+    ``MetadataChangedError``, not an error parsing the value."""
+    log = new_table(**{"delta.feature.v2Checkpoint": "supported"})
+    read = log.update()
+    txn = log.start_transaction()
+    txn.filter_files()
+    bad = replace(
+        read.metadata, configuration={**read.metadata.configuration, "delta.checkpointPolicy": "unknown-policy"}
+    )
+    lines = [action_to_line(CommitInfo(timestamp=1, operation="SET TBLPROPERTIES")), action_to_line(bad)]
+    log.store.write(log.commit_uri(read.version + 1), lines)
+    with pytest.raises(MetadataChangedError):
+        txn.commit([add("b")], Write())
+
+
+# -- Delta's IdentityColumnConflictSuite (checkNoMetadataUpdates / attemptToResolveMetadataConflicts) --
+
+_IDENTITY = {"delta.identity.start": 1, "delta.identity.step": 1, "delta.identity.allowExplicitInsert": True}
+_IDENTITY_SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": _IDENTITY},
+            {"name": "value", "type": "integer", "nullable": True, "metadata": {}},
+        ],
+    }
+)
+
+
+def _opened(log: DeltaLog, kind: str) -> Callable[[], int]:
+    """Open the suite's transaction ``kind`` on ``log`` (it reads now); returns its commit."""
+    txn = log.start_transaction()
+    assert txn.metadata is not None
+    metadata = txn.metadata
+    if kind == "generatedId":  # INSERT (value): identity values, an identity-only metadata update
+        txn.update_identity_high_water_marks({"id": [1]})
+        return lambda: txn.commit([add(f"g-{uuid.uuid4().hex}")], Write())
+    if kind == "syncIdentity":  # ALTER COLUMN id SYNC IDENTITY: reads the table, moves the mark
+        txn.read_whole_table()
+        txn.update_identity_high_water_marks({"id": [5]})
+        return lambda: txn.commit([], ManualUpdate())
+    if kind == "noMetadataUpdate":  # INSERT with explicit ids: a blind append
+        return lambda: txn.commit([add(f"n-{uuid.uuid4().hex}")], Write())
+    if kind == "rowTrackingEnablement":  # SET TBLPROPERTIES (delta.enableRowTracking = true)
+        config = {**metadata.configuration, "delta.enableRowTracking": "true"}
+    else:  # otherMetadataUpdate: ADD COLUMN value2
+        schema = json.loads(metadata.schema_string)
+        schema["fields"].append({"name": "value2", "type": "string", "nullable": True, "metadata": {}})
+        metadata = replace(metadata, schema_string=json.dumps(schema))
+        config = dict(metadata.configuration)
+    txn.update_metadata(replace(metadata, configuration=config))
+    return lambda: txn.commit([], ManualUpdate())
+
+
+@pytest.mark.parametrize(
+    ("current", "winner", "error"),
+    [
+        ("generatedId", "generatedId", MetadataChangedError),
+        ("generatedId", "noMetadataUpdate", None),
+        ("generatedId", "rowTrackingEnablement", MetadataChangedError),
+        ("syncIdentity", "noMetadataUpdate", ConcurrentAppendError),
+        ("syncIdentity", "generatedId", MetadataChangedError),
+        ("noMetadataUpdate", "generatedId", None),
+        ("noMetadataUpdate", "syncIdentity", None),
+        ("noMetadataUpdate", "rowTrackingEnablement", None),
+        ("noMetadataUpdate", "otherMetadataUpdate", MetadataChangedError),
+        ("rowTrackingEnablement", "noMetadataUpdate", None),
+        ("rowTrackingEnablement", "rowTrackingEnablement", MetadataChangedError),
+        ("otherMetadataUpdate", "syncIdentity", MetadataChangedError),
+    ],
+)
+def test_identity_high_water_mark_conflicts_as_identity_column_conflict_suite(
+    current: str, winner: str, error: type[Exception] | None
+) -> None:
+    """Representative cells of Delta's IdentityColumnConflictSuite matrix (an empty table with
+    an identity column and ``rowTracking`` supported, row tracking off, Serializable): an
+    identity-only or row-tracking-enablement metadata update fails only a transaction that
+    changes the metadata too; SYNC IDENTITY (a metadata change that read the table) also
+    fails on a concurrent append."""
+    log = DeltaLog.for_table(f"memory://identity-{uuid.uuid4().hex}")
+    txn = log.start_transaction()
+    config = {"delta.enableRowTracking": "false", "delta.feature.rowTracking": "supported"}
+    txn.update_metadata(Metadata(schema_string=_IDENTITY_SCHEMA, configuration=config))
+    txn.commit([], CreateTable())
+    commit = _opened(log, current)
+    _opened(log, winner)()
+    if error is None:
+        assert commit() == 2  # after the winner
+    else:
+        with pytest.raises(error):
+            commit()
+
+
+@pytest.mark.parametrize(
+    ("enabled", "disabled", "loser_props", "error"),
+    [
+        # FeatureEnablementConcurrencySuite "Disable ... feature - withUnset": a DELETE fails
+        ({"delta.enableDeletionVectors": "true"}, {"delta.enableDeletionVectors": None}, None, MetadataChangedError),
+        ({"delta.checkpointPolicy": "v2"}, {"delta.checkpointPolicy": "classic"}, None, MetadataChangedError),
+        ({}, {"delta.enableInCommitTimestamps": "true", "delta.checkpointInterval": "20"}, None, MetadataChangedError),
+        # "ICT enablement aborted by concurrent DV enablement": both change the protocol
+        ({}, {"delta.enableDeletionVectors": "true"}, {"delta.enableInCommitTimestamps": "true"}, ProtocolChangedError),
+        # "metadata-changing loser fails with DELTA_METADATA_CHANGED"
+        ({}, {"delta.enableInCommitTimestamps": "true"}, {"delta.checkpointInterval": "20"}, MetadataChangedError),
+    ],
+)
+def test_feature_enablement_conflicts_as_feature_enablement_concurrency_suite(
+    enabled: dict[str, str],
+    disabled: dict[str, str | None],
+    loser_props: dict[str, str] | None,
+    error: type[Exception],
+) -> None:
+    """Cases of Delta's FeatureEnablementConcurrencySuite the enablement allow-list does not
+    resolve: a winner disabling or unsetting a feature, or enabling one together with another
+    property, fails a DELETE; a loser that changes the protocol or the metadata itself fails."""
+    log = new_table(**enabled)
+    log.start_transaction().commit([add("a")], Write())
+    loser = log.start_transaction()
+    if loser_props is None:  # a DELETE
+        (a,) = loser.filter_files()
+        actions: list[AddFile | RemoveFile] = [a.remove(1)]
+    else:  # ALTER TABLE SET TBLPROPERTIES
+        assert loser.metadata is not None
+        loser.update_metadata(replace(loser.metadata, configuration={**loser.metadata.configuration, **loser_props}))
+        actions = []
+    winner = log.start_transaction()
+    assert winner.metadata is not None
+    config = {**winner.metadata.configuration, **disabled}
+    winner.update_metadata(replace(winner.metadata, configuration={k: v for k, v in config.items() if v is not None}))
+    winner.commit([], ManualUpdate())
+    with pytest.raises(error):
+        loser.commit(actions, ManualUpdate())
+
+
+def test_an_identity_only_update_on_a_row_tracking_table_keeps_its_tag_and_fails_no_writer() -> None:
+    """IdentityColumnConflictSuite's "noMetadataUpdate vs generatedId" on a table with row
+    tracking enabled: the winner's ``commitInfo.tags`` hold both ``delta.identity.schemaUpdate``
+    and ``delta.rowTracking.preserved`` (the second must not replace the first), so the
+    concurrent append commits."""
+    log = DeltaLog.for_table(f"memory://identity-rt-{uuid.uuid4().hex}")
+    txn = log.start_transaction()
+    txn.update_metadata(Metadata(schema_string=_IDENTITY_SCHEMA, configuration={"delta.enableRowTracking": "true"}))
+    txn.commit([], CreateTable())
+    commit = _opened(log, "noMetadataUpdate")
+    won = log.start_transaction()
+    won.update_identity_high_water_marks({"id": [1]})
+    version = won.commit([add("g")], Write())
+    tags = commit_info(log, version)["tags"]
+    assert tags == {"delta.identity.schemaUpdate": "true", "delta.rowTracking.preserved": "true"}
+    assert commit() == version + 1
+
+
+def test_enabling_row_tracking_alone_is_tagged_row_tracking_enablement_only() -> None:
+    """Delta's ``AlterTableSetPropertiesDeltaCommand`` tags a SET TBLPROPERTIES of
+    ``delta.enableRowTracking = true`` alone ``rowTrackingEnablementOnly`` (what Delta's
+    ``checkNoMetadataUpdates`` resolves concurrent writers with); not with another property."""
+    from deltalog.txn.commands.alter import set_table_properties
+
+    log = new_table()
+    version = set_table_properties(log, {"delta.enableRowTracking": "true"})
+    assert commit_info(log, version)["tags"] == {
+        "rowTrackingEnablementOnly": "true",
+        "delta.rowTracking.preserved": "true",
+    }
+    log = new_table()
+    version = set_table_properties(log, {"delta.enableRowTracking": "true", "delta.appendOnly": "false"})
+    assert "rowTrackingEnablementOnly" not in commit_info(log, version)["tags"]  # type: ignore[operator]
+
+
+def test_conflict_errors_carry_deltas_error_class() -> None:
+    """Delta's conflict exceptions have an error class (``getErrorClass``) their message
+    starts with: OptimizeConflictSuite looks for ``DELTA_CONCURRENT_DELETE_READ`` in it,
+    FeatureEnablementConcurrencySuite compares ``DELTA_METADATA_CHANGED``; the hinted ones
+    (append, delete-read, delete-delete) say whether a partition is named."""
+    from deltalog.txn.commit.commit_errors import ConcurrentDeleteReadError, DropFeatureConflictError
+
+    log = new_table()
+    log.start_transaction().commit([add("a")], Write())
+    txn = log.start_transaction()
+    (a,) = txn.filter_files()
+    log.start_transaction().commit([a.remove(1)], ManualUpdate())
+    with pytest.raises(ConcurrentDeleteReadError) as read:
+        txn.commit([add("b")], Write())
+    assert read.value.error_class == "DELTA_CONCURRENT_DELETE_READ.WITHOUT_HINT"
+    assert str(read.value).startswith("[DELTA_CONCURRENT_DELETE_READ.WITHOUT_HINT] ")
+    txn = log.start_transaction()
+    txn.filter_files()
+    set_properties(log, **{"delta.logRetentionDuration": "interval 2 days"})
+    with pytest.raises(MetadataChangedError) as changed:
+        txn.commit([add("c")], Write())
+    assert changed.value.error_class == "DELTA_METADATA_CHANGED"
+    hinted = ConcurrentAppendError("x", partition="[p=1]")
+    assert (hinted.error_class, ProtocolChangedError("x").error_class) == (
+        "DELTA_CONCURRENT_APPEND.WITH_PARTITION_HINT",
+        "DELTA_PROTOCOL_CHANGED",
+    )
+    assert DropFeatureConflictError("x").error_class == "DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL"

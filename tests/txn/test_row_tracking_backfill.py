@@ -4,6 +4,8 @@ landing deterministically: the store runs them right before a batch's write."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -27,21 +29,28 @@ Rival = Callable[[DeltaLog, list[str]], None]
 
 class _BeforeBatchStore(LocalLogStore):
     """Runs ``rivals[(operation, batchId)]`` once, right before that batch's first write
-    (the rival commits at the version the batch wanted: the batch then resolves a conflict)."""
+    (the rival commits at the version the batch wanted: the batch then resolves a conflict),
+    and ``after[(operation, batchId)]`` once right after its write."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.rivals: dict[tuple[str, str], Rival] = {}
+        self.rivals: dict[tuple[str, str | None], Rival] = {}
+        self.after: dict[tuple[str, str | None], Rival] = {}
         self.log: DeltaLog | None = None
 
     def write(self, path: str, lines: Iterable[str], overwrite: bool = False) -> None:
         lines = list(lines)
+        key = None
         if path.endswith(".json") and "/_delta_log/" in path and lines and self.log is not None:
             info = json.loads(lines[0]).get("commitInfo", {})
-            rival = self.rivals.pop((info.get("operation"), info.get("operationParameters", {}).get("batchId")), None)
+            key = (info.get("operation"), info.get("operationParameters", {}).get("batchId"))
+            rival = self.rivals.pop(key, None)
             if rival is not None:
                 rival(self.log, lines)
         super().write(path, lines, overwrite)
+        follower = None if key is None else self.after.pop(key, None)
+        if follower is not None and self.log is not None:
+            follower(self.log, lines)
 
 
 def _table(tmp_path: Path, files: int, **config: str) -> tuple[DeltaLog, _BeforeBatchStore]:
@@ -169,3 +178,120 @@ def test_dropping_unbackfills_in_batches_and_resolves_concurrent_commits(tmp_pat
     assert [(f.base_row_id, f.default_row_commit_version) for f in snap.files] == [(None, None)] * 5
     assert "rowTracking" not in (snap.protocol.writer_features or ())
     assert deltalake.DeltaTable(log.table_uri).to_pyarrow_table().num_rows == 12
+
+
+def test_a_write_between_the_last_unbackfill_and_the_downgrade_is_unbackfilled_by_the_downgrade(tmp_path: Path) -> None:
+    """Delta's RowTrackingRemovalConcurrencySuite "insert interleaves between the last
+    unbackfill and the protocol downgrade": a writer that ignores
+    ``delta.rowTrackingSuspended`` (row ids, a new high-water mark) commits after the last
+    batch while the downgrade commit is prepared. Delta's ``checkProtocolCompatibility``
+    resolves it as an unbackfill batch does (its adds re-added without ids by the downgrade
+    commit; the ``delta.rowTracking`` domain is no conflict) instead of failing the drop."""
+    from deltalog.txn.protocol.row_tracking import high_water_mark_domain
+
+    log, store = _table(tmp_path, 2, **{"delta.enableRowTracking": "true"})
+
+    def third_party(log: DeltaLog, _: list[str]) -> None:
+        snap = log.update()
+        add = data_file(log.table_uri, 3, start=100)
+        add = AddFile(add.path, {}, add.size, 1, stats=add.stats, base_row_id=4, default_row_commit_version=9)
+        info = CommitInfo(timestamp=1, operation="WRITE")
+        lines = [action_to_line(a) for a in (info, add, high_water_mark_domain(6))]
+        log.store.write(log.commit_uri(snap.version + 1), lines)
+
+    store.rivals = {("DROP FEATURE", None): third_party}
+    version = drop_feature(log, "rowTracking")
+    (stripped,) = [a for a in log.read_commit(version) if isinstance(a, AddFile)]
+    assert (stripped.base_row_id, stripped.default_row_commit_version, stripped.data_change) == (None, None, False)
+    snap = log.update()
+    assert [(f.base_row_id, f.default_row_commit_version) for f in snap.files] == [(None, None)] * 3
+    assert "rowTracking" not in (snap.protocol.writer_features or ())
+    assert high_water_mark(snap.non_file_state.domains) == -1  # the domain removed
+
+
+class _Concurrent:
+    """RowTrackingBackfillConflictsSuite's concurrent transaction: ``prepare`` opens it
+    (reads and builds its actions), ``commit`` commits them; ``rows`` the table's rows after."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.commit_actions: Callable[[], int] | None = None
+        self.rows: list[int] = []
+
+    def prepare(self, log: DeltaLog, _: list[str] | None = None) -> None:
+        from deltalog.txn.commit.operations import Delete, Optimize
+
+        txn = log.start_transaction()
+        rows = {f.path: _rows_of(log, f) for f in txn.snapshot.files}
+        self.rows = sorted(n for values in rows.values() for n in values)
+        if self.kind == "INSERT":
+            actions: list[AddFile | RemoveFile] = [data_file(log.table_uri, 1, start=1337)]
+            self.rows = sorted([*self.rows, 1337])
+            self.commit_actions = lambda: txn.commit(actions, Write())
+            return
+        files = sorted(txn.files_for_scan(), key=lambda f: f.path)[:2]
+        txn.track_files_read(files)
+        if self.kind == "DELETE":  # the first row of a file deleted: the rest rewritten
+            kept = rows[files[0].path][1:]
+            actions = [files[0].remove(1), data_file(log.table_uri, len(kept), start=kept[0])]
+            self.rows.remove(rows[files[0].path][0])
+            self.commit_actions = lambda: txn.commit(actions, Delete(["n = 0"]))
+            return
+        compacted = dataclasses.replace(data_file(log.table_uri, 4, start=500), data_change=False)
+        actions = [*(f.remove(1, data_change=False) for f in files), compacted]  # an OPTIMIZE (new rows: a stand-in)
+        gone = {n for f in files for n in rows[f.path]}
+        self.rows = sorted([*(n for n in self.rows if n not in gone), 500, 501, 502, 503])
+        self.commit_actions = lambda: txn.commit(actions, Optimize(predicate=[]))
+
+    def commit(self, _: DeltaLog | None = None, __: list[str] | None = None) -> None:
+        assert self.commit_actions is not None
+        self.commit_actions()
+
+
+def _rows_of(log: DeltaLog, f: AddFile) -> list[int]:
+    import pyarrow.parquet as pq
+
+    values: list[int] = pq.read_table(log.store.fs_path(f"{log.table_uri}/{f.path}")).column("n").to_pylist()
+    return values
+
+
+_UPGRADE, _BATCH = ("UPGRADE PROTOCOL", None), ("ROW TRACKING BACKFILL", "0")
+
+
+@pytest.mark.parametrize(
+    ("kind", "scenario"),
+    [("INSERT", 1), ("DELETE", 2), ("DELETE", 3), ("DELETE", 5), ("OPTIMIZE", 6), ("OPTIMIZE", 4), ("INSERT", 7)],
+)
+def test_backfill_and_a_concurrent_transaction_both_commit_as_delta_backfill_conflicts_suite(
+    tmp_path: Path, kind: str, scenario: int
+) -> None:
+    """Delta's RowTrackingBackfillConflictsSuite scenarios 1-7 (2 batches in 3 and 6): the
+    concurrent transaction is prepared before the protocol upgrade (1-4) or after it (5-7)
+    and commits before the upgrade (1), before the first batch (2), between the batches (3,
+    6), after everything (4, 7) or while the only batch is prepared (5). Both commit, every
+    file ends with valid row ids and the rows are the transaction's."""
+    log, store = _table(tmp_path, 4)
+    other = _Concurrent(kind)
+    if scenario <= 4:
+        other.prepare(log)
+    else:
+        store.after[_UPGRADE] = other.prepare
+    hooks = {1: (store.rivals, _UPGRADE), 2: (store.after, _UPGRADE), 3: (store.after, _BATCH)}
+    hooks |= {5: (store.rivals, _BATCH), 6: (store.after, _BATCH)}
+    if scenario in hooks:
+        where, key = hooks[scenario]
+        where[key] = other.commit
+    set_table_properties(
+        log, {"delta.enableRowTracking": "true"}, row_tracking_backfill=BackfillLimits(2 if scenario in (3, 6) else 10)
+    )
+    if scenario in (4, 7):
+        other.commit()
+    assert not store.rivals and not store.after
+    snap = log.update()
+    assert snap.metadata.properties.enable_row_tracking
+    ranges = row_ranges(log)
+    assert (
+        all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
+        and high_water_mark(snap.domain_metadata) >= ranges[-1][1]
+    )
+    assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("n").to_pylist()) == other.rows

@@ -3,9 +3,11 @@ retries (4 writers interleaved deterministically), enablement and delta-rs reads
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -206,3 +208,111 @@ def test_a_retry_over_a_commit_that_adds_the_feature_assigns_row_ids(tmp_path: P
     log.checkpoint()
     files = DeltaLog.for_table(log.table_uri).update().files
     assert sorted((f.base_row_id, f.default_row_commit_version) for f in files) == [(0, 3), (1, 3)]
+
+
+def _memory_add(records: int, path: str | None = None) -> AddFile:
+    return AddFile(path or f"f-{uuid.uuid4().hex}.parquet", {}, 10, 1, stats=json.dumps({"numRecords": records}))
+
+
+def _with_row_tracking_feature(log: DeltaLog, *actions: AddFile) -> None:
+    """A commit adding ``rowTracking`` to the protocol (and ``actions``), row tracking off."""
+    protocol = log.update().protocol
+    features = tuple(sorted({*(protocol.writer_features or ()), "rowTracking", "domainMetadata"}))
+    log.start_transaction().commit([Protocol(1, 7, None, features), *actions], ManualUpdate())
+
+
+def _keeps_ids_of_re_added_files(log: DeltaLog) -> int | None:
+    # ConflictCheckerRowIdSuite "re-added files keep their row ids" (a concurrent append moved the mark)
+    before = log.update().files
+    txn = log.start_transaction()
+    log.start_transaction().commit([_memory_add(56), _memory_add(57)], Write())
+    txn.commit(list(before), ManualUpdate())
+    after = {f.path: f.base_row_id for f in log.update().files}
+    assert all(after[f.path] == f.base_row_id for f in before)
+    return None
+
+
+def _keeps_ids_after_a_winner_not_moving_the_mark(log: DeltaLog) -> int | None:
+    # "Re-added files keep their row IDs after conflict with txn not updating high watermark"
+    first, last = log.update().files
+    txn = log.start_transaction()
+    log.start_transaction().commit([first], ManualUpdate())  # re-adds: the mark stays
+    log.start_transaction().commit([_memory_add(10), _memory_add(10)], Write())
+    txn.commit([replace(last, data_change=True), _memory_add(1)], ManualUpdate())
+    after = {f.path: f.base_row_id for f in log.update().files}
+    assert (after[first.path], after[last.path]) == (first.base_row_id, last.base_row_id)
+    return None
+
+
+def _feature_and_mark_committed_concurrently(log: DeltaLog) -> int | None:
+    # RowTrackingConflictResolutionSuite "Set valid baseRowId if table feature and
+    # RowIdHighWaterMark are committed concurrently"
+    txn = log.start_transaction()
+    _with_row_tracking_feature(log)
+    log.start_transaction().commit([_memory_add(11)], Write())
+    txn.commit([_memory_add(1, "file_path")], ManualUpdate())
+    return 11
+
+
+def _feature_and_adds_in_one_commit(log: DeltaLog) -> int | None:
+    # "Conflict resolution if table feature and initial AddFiles are in the same commit"
+    txn = log.start_transaction()
+    _with_row_tracking_feature(log, _memory_add(1, "other_path"))
+    txn.commit([_memory_add(1, "file_path")], ManualUpdate())
+    return 1
+
+
+def _concurrent_insert(log: DeltaLog) -> int | None:
+    # "Conflict resolution with concurrent INSERT"
+    _with_row_tracking_feature(log)
+    log.start_transaction().commit([_memory_add(7)], Write())
+    txn = log.start_transaction()
+    log.start_transaction().commit([_memory_add(11)], Write())
+    txn.commit([_memory_add(1, "file_path")], ManualUpdate())
+    return 18
+
+
+def _winner_not_moving_the_mark(log: DeltaLog) -> int | None:
+    # "Handle commits that do not bump the high water mark"
+    _with_row_tracking_feature(log)
+    log.start_transaction().commit([_memory_add(7)], Write())
+    txn = log.start_transaction()
+    log.start_transaction().commit([log.update().protocol], ManualUpdate())
+    txn.commit([_memory_add(1, "file_path")], ManualUpdate())
+    return 7
+
+
+@pytest.mark.parametrize(
+    ("scenario", "row_tracking"),
+    [
+        (_keeps_ids_of_re_added_files, True),
+        (_keeps_ids_after_a_winner_not_moving_the_mark, True),
+        (_feature_and_mark_committed_concurrently, False),
+        (_feature_and_adds_in_one_commit, False),
+        (_concurrent_insert, False),
+        (_winner_not_moving_the_mark, False),
+    ],
+)
+def test_row_ids_after_conflicts_as_delta_conflict_checker_suites(
+    scenario: Callable[[DeltaLog], int | None], row_tracking: bool
+) -> None:
+    """Delta's ConflictCheckerRowIdSuite and RowTrackingConflictResolutionSuite: after the
+    retry every live file has disjoint row ids below the high-water mark, re-added files keep
+    theirs, and ``file_path`` gets the base row id Delta's test expects."""
+    log = DeltaLog.for_table(f"memory://row-ids-{uuid.uuid4().hex}")
+    txn = log.start_transaction()
+    config = {"delta.enableRowTracking": "true"} if row_tracking else {}
+    txn.update_metadata(
+        Metadata(schema_string=SCHEMA, configuration={**config, "delta.isolationLevel": "Serializable"})
+    )
+    txn.commit([], CreateTable())
+    if row_tracking:
+        log.start_transaction().commit([_memory_add(5), _memory_add(5)], Write())
+    expected = scenario(log)
+    snap = log.update()
+    ranges = row_ranges(log)
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
+    assert high_water_mark(snap.domain_metadata) == ranges[-1][1]
+    if expected is not None:
+        (f,) = [f for f in snap.files if f.path == "file_path"]
+        assert f.base_row_id == expected

@@ -11,8 +11,9 @@ OPTIMIZE runs as Delta's ``OptimizeExecutor`` does: the driver plans the bins (t
 layer's bin-packing, with ``spark.databricks.delta.optimize.minFileSize`` / ``.maxFileSize``
 read from the session), one Spark task per bin rewrites the bin into one file on an
 executor (files read and written through the store rebuilt from its picklable spec), and
-the driver commits every remove and add once with ``dataChange=false`` (re-planning on a
-conflicting delete; files of a run that did not commit are deleted).
+the driver commits every remove and add once with ``dataChange=false`` (as Delta's
+``commitAndRetry``: a concurrent delete of a compacted file fails it, another conflict commits
+the same files again; files of a run that did not commit are deleted).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+#: commits OPTIMIZE tries while its compacted files are all still in the table (Delta: unbounded)
 OPTIMIZE_ATTEMPTS = 5
 #: Delta's OPTIMIZE settings: files smaller than minFileSize are compacted into bins of up
 #: to maxFileSize bytes (both default to the table's ``delta.targetFileSize``, else 1 GiB).

@@ -24,10 +24,12 @@ Delta's ``OptimizeExecutor`` (without Z-ordering), in the txn layer:
    after the other by default, as Spark tasks from :mod:`deltalog.contrib.spark.maintenance`
    (each task rebuilds the store from the picklable :class:`CompactionSpec`);
 4. one commit removes the old files and adds the new ones, all with ``dataChange=false``:
-   the transaction runs at snapshot isolation, so concurrent appends do not conflict. If a
-   concurrent commit deletes a file being compacted, the plan is redone against the new
-   snapshot (bins whose files did not change are not rewritten again) and the commit retried,
-   up to ``max_attempts`` times. Files written for a plan that did not commit are deleted.
+   the transaction runs at snapshot isolation, so concurrent appends do not conflict. As
+   Delta's ``commitAndRetry`` (:mod:`~deltalog.txn.commands.optimize_commit`), it is not
+   planned again: a concurrent commit that removed a file being compacted (or gave it a
+   deletion vector) fails it with ``ConcurrentDeleteReadError``; after another conflict the
+   same actions are committed again, up to ``max_attempts`` attempts. Files written for a
+   plan that did not commit are deleted.
 
 The commit carries Delta's ``OPTIMIZE`` parameters (``predicate``, ``zOrderBy``, ``auto``) and
 metrics (``numAddedFiles``, ``numRemovedFiles``, ``numAddedBytes``, ``numRemovedBytes``,
@@ -78,13 +80,13 @@ import pyarrow.compute as pc
 
 from deltalog.logstores.base import LogStore, LogStoreSpec, arrow_threads_allowed
 from deltalog.txn.commands.clustering import clustering_plan, is_clustered
+from deltalog.txn.commands.optimize_commit import commit_and_retry
 from deltalog.txn.commands.z_order import (
     ZOrderColumn,
     hilbert_indices,
     z_order_columns,
     z_order_indices,
 )
-from deltalog.txn.commit.commit_errors import DeltaConcurrentModificationError
 from deltalog.txn.commit.operations import Optimize, Reorg
 from deltalog.txn.log.calendar_rebase import rebase_batch, rebase_spec
 from deltalog.txn.log.checkpoint_rows import parse_partition_values
@@ -750,33 +752,31 @@ def optimize(
     result = OptimizeResult(delta_log.table_uri)
     committed: set[str] = set()
     try:
-        for attempt in range(1, max_attempts + 1):
-            result.attempts = attempt
-            txn = delta_log.start_transaction(lock=lock)
-            target, smaller_than = _size_limits(txn.snapshot, target_size, min_file_size)
-            clustered = clustering_plan(txn.snapshot, z_order_by)
-            kind = _Kind(reorg=purge or rewrite_type_widening, clustered=clustered is not None, full=full)
-            columns = _z_order_columns(txn.snapshot, clustered, z_order_by, check_z_order_stats)
-            spec = CompactionSpec.for_snapshot(
-                delta_log, txn.snapshot, columns, target, num_ranges, kind.clustered, session_prefix_length
-            )
-            z_order = spec.z_order_by
-            narrow = functools.partial(files_with_narrower_types, spec) if rewrite_type_widening else None
-            select = _Selection(z_order, target, smaller_than, min_files_per_bin, purge, max_deleted_rows_ratio, narrow)
-            plan = _plan_bins(txn, where, select, result, kind.clustered and not (full or narrow), select_files)
-            if not plan:
-                log.info("optimize %s: nothing to compact", delta_log.table_uri)
-                return result
-            adds = _rewrite_plan(spec, plan, written, rewrite_bins, progress)
-            try:
-                result.version = _commit_plan(txn, plan, adds, where, z_order, result, kind, predicate)
-            except DeltaConcurrentModificationError as exc:
-                _replan_or_raise(delta_log, attempt, max_attempts, exc)
-                continue
-            committed = {a.path for a in adds}
-            log.info("optimize %s: version %d, %s", delta_log.table_uri, result.version, result.metrics)
+        txn = delta_log.start_transaction(lock=lock)
+        target, smaller_than = _size_limits(txn.snapshot, target_size, min_file_size)
+        clustered = clustering_plan(txn.snapshot, z_order_by)
+        kind = _Kind(reorg=purge or rewrite_type_widening, clustered=clustered is not None, full=full)
+        columns = _z_order_columns(txn.snapshot, clustered, z_order_by, check_z_order_stats)
+        spec = CompactionSpec.for_snapshot(
+            delta_log, txn.snapshot, columns, target, num_ranges, kind.clustered, session_prefix_length
+        )
+        narrow = functools.partial(files_with_narrower_types, spec) if rewrite_type_widening else None
+        select = _Selection(
+            spec.z_order_by, target, smaller_than, min_files_per_bin, purge, max_deleted_rows_ratio, narrow
+        )
+        plan = _plan_bins(txn, where, select, result, kind.clustered and not (full or narrow), select_files)
+        if not plan:
+            log.info("optimize %s: nothing to compact", delta_log.table_uri)
             return result
-        raise AssertionError("unreachable")  # pragma: no cover
+        adds = _rewrite_plan(spec, plan, written, rewrite_bins, progress)
+        actions, operation = _commit_plan(plan, adds, where, spec.z_order_by, result, kind, predicate)
+        compacted = [f for _, b in plan for f in b]
+        result.version, result.attempts = commit_and_retry(
+            delta_log, txn, actions, operation, compacted, max_attempts=max_attempts, lock=lock
+        )
+        committed = {a.path for a in adds}
+        log.info("optimize %s: version %d, %s", delta_log.table_uri, result.version, result.metrics)
+        return result
     finally:
         _finish(delta_log, result, written, committed)
 
@@ -807,7 +807,7 @@ def _check_counts(delta_log: DeltaLog, min_files_per_bin: int, max_attempts: int
 
 
 def _delete_uncommitted(delta_log: DeltaLog, written: dict[_BinKey, list[AddFile]], committed: set[str]) -> None:
-    """Delete the files this run wrote that no commit names (a failure, or bins re-planned)."""
+    """Delete the files this run wrote that no commit names (after a failure)."""
     leftovers = [a for added in written.values() for a in added if a.path not in committed]
     for a in leftovers:
         delete_data_file(delta_log.store, delta_log.table_uri, a.path)
@@ -873,7 +873,7 @@ def _plan_bins(
     of ``target`` bytes, or with Z-order every file of the partition in one bin. Records the
     files considered and skipped in ``result``."""
     _count_table_columns(result, txn.snapshot)
-    files = txn.filter_files(list(where) if where else None)
+    files = txn.files_for_scan(list(where) if where else None)
     if select_files is not None:  # the Spark layer's WHERE (Delta's filesForScan)
         files = select_files(txn.snapshot, files)
     wanted = [f for f in files if select.wants(f)]
@@ -893,6 +893,7 @@ def _plan_bins(
         plan = [(key, b) for key, b in plan if any(not is_clustered(f) for f in b)]
     result.total_considered_files = len(files)
     result.total_files_skipped = len(files) - sum(len(b) for _, b in plan)
+    txn.track_files_read(f for _, b in plan for f in b)  # Delta's trackFilesRead(filesToProcess)
     return plan
 
 
@@ -933,7 +934,6 @@ def _rewrite(
 
 
 def _commit_plan(
-    txn: OptimisticTransaction,
     plan: list[tuple[Any, list[AddFile]]],
     adds: list[AddFile],
     where: Sequence[PartitionFilter] | None,
@@ -941,9 +941,9 @@ def _commit_plan(
     result: OptimizeResult,
     kind: _Kind = _Kind(),
     predicate: Sequence[str] | None = None,
-) -> int:
-    """Commit the removes of the planned files and ``adds`` (``dataChange=false``), as
-    ``OPTIMIZE`` (or ``REORG``)."""
+) -> tuple[list[Action], Optimize | Reorg]:
+    """The removes of the planned files and ``adds`` (``dataChange=false``), and the
+    ``OPTIMIZE`` (or ``REORG``) operation committing them."""
     now = int(time.time() * 1000)
     predicate = predicate or describe_filters(where)
     removes = [f.remove(now, data_change=False) for _, b in plan for f in b]
@@ -959,16 +959,7 @@ def _commit_plan(
             is_full=kind.full,
             user_metrics=result.metrics,
         )
-    actions: list[Action] = [*removes, *adds]
-    version: int = txn.commit(actions, operation)
-    return version
-
-
-def _replan_or_raise(delta_log: DeltaLog, attempt: int, max_attempts: int, exc: Exception) -> None:
-    """After a conflicting commit: raise it on the last attempt, else log that the run plans again."""
-    if attempt >= max_attempts:
-        raise exc
-    log.info("optimize %s: attempt %d conflicted (%s); re-planning", delta_log.table_uri, attempt, exc)
+    return [*removes, *adds], operation
 
 
 def _z_order_columns(

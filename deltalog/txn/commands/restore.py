@@ -8,8 +8,9 @@ Delta's ``RestoreTableCommand`` in the txn layer: one commit that
   files deleted by VACUUM cannot come back, and the restore is refused with
   :class:`RestoreMissingFilesError` naming them (Delta checks only the data files, and would
   commit a version no reader can read when just the deletion vector was vacuumed);
-- brings back the target's metadata (schema, partitioning, properties) when it differs,
-  except identity columns' high-water marks, which stay at the latest (as in Delta), brings
+- brings back the target's metadata (schema, partitioning, properties), committed even
+  when unchanged as Delta's ``commitLarge`` commits it, except identity columns'
+  high-water marks, which stay at the latest (as in Delta), brings
   back the target's clustering columns (none if it was not clustered), and commits the
   target's protocol merged with the latest (a restore never downgrades it, unless
   ``allow_protocol_downgrade``: Delta's ``spark.databricks.delta.restore.protocolDowngradeAllowed``).
@@ -17,8 +18,9 @@ Delta's ``RestoreTableCommand`` in the txn layer: one commit that
 With ``ignore_missing_files`` (Delta's ``spark.sql.files.ignoreMissingFiles``) the check for
 vacuumed files is skipped and they are re-added as Delta does, for readers that skip them too.
 
-The transaction reads the whole table (serializable: a concurrent write makes it fail
-rather than be silently undone). The commit carries Delta's ``RESTORE`` parameters
+The commit is Delta's ``commitLarge``: written at the version after the read one, without
+conflict resolution, so any concurrent commit makes it fail with ``ConcurrentWriteError``
+rather than be silently undone. The commit carries Delta's ``RESTORE`` parameters
 (``version``, ``timestamp``) and metrics (``tableSizeAfterRestore``,
 ``numOfFilesAfterRestore``, ``numRemovedFiles``, ``numRestoredFiles``,
 ``removedFilesSize``, ``restoredFilesSize``).
@@ -152,7 +154,7 @@ def restore(
     _restore_protocol(txn, target, latest, allow_protocol_downgrade)
 
     metrics = _restore_metrics(target, to_add, to_remove)
-    committed = txn.commit(actions, _restore_operation(target, timestamp, metrics))
+    committed = txn.commit_large(actions, _restore_operation(target, timestamp, metrics))
     log.info(
         "restored %s to version %d as version %d (%d files restored, %d removed)",
         delta_log.table_uri,
@@ -169,9 +171,7 @@ def _restore_metadata(txn: OptimisticTransaction, target: Snapshot, latest: Snap
     ``copySchemaWithMergedHighWaterMarks``): values generated since are never generated again.
     The re-added files are the target version's own, checked against the table's constraints
     when they were written; like Delta's RESTORE, do not check them again."""
-    restored_metadata = with_merged_high_water_marks(target.metadata, latest.metadata)
-    if restored_metadata != latest.metadata:
-        txn.update_metadata(restored_metadata)
+    txn.update_metadata(with_merged_high_water_marks(target.metadata, latest.metadata))
     txn.mark_constraints_checked()
 
 
@@ -181,9 +181,8 @@ def _restore_protocol(txn: OptimisticTransaction, target: Snapshot, latest: Snap
     if allow_downgrade and target.protocol != latest.protocol:
         txn.downgrade_protocol(target.protocol, lambda _snapshot: True)  # the whole table was read
         return
-    merged = merge_protocols(txn.protocol or latest.protocol, target.protocol)
-    if merged is not None:
-        txn.upgrade_protocol(merged)
+    current = txn.protocol or latest.protocol
+    txn.upgrade_protocol(merge_protocols(current, target.protocol) or current)  # committed even when unchanged
 
 
 def _restore_operation(target: Snapshot, timestamp: datetime | int | str | None, metrics: dict[str, str]) -> Restore:

@@ -46,6 +46,10 @@ class DeltaConcurrentModificationError(DeltaLogError):
 
     conflict: str = "a concurrent transaction"
     advice: str = "Refresh the table and try the operation again."
+    #: Delta's error class (its exception's ``getErrorClass``), which starts the message
+    delta_error_class: ClassVar[str] = ""
+    #: the class has Delta's ``.WITH_PARTITION_HINT`` / ``.WITHOUT_HINT`` sub-classes
+    hinted: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -56,7 +60,10 @@ class DeltaConcurrentModificationError(DeltaLogError):
         partition: str | None = None,
         table: str | None = None,
     ) -> None:
-        parts = [f"{self.conflict}: {detail}"]
+        self.error_class = self.delta_error_class
+        if self.hinted:
+            self.error_class += ".WITH_PARTITION_HINT" if partition else ".WITHOUT_HINT"
+        parts = [f"{'[' + self.error_class + '] ' if self.error_class else ''}{self.conflict}: {detail}"]
         if winning_version is not None:
             op = f" ({winning_operation})" if winning_operation else ""
             parts.append(f"conflicting commit: version {winning_version}{op}")
@@ -75,11 +82,16 @@ class DeltaConcurrentModificationError(DeltaLogError):
 class ConcurrentWriteError(DeltaConcurrentModificationError):
     """A concurrent transaction wrote data this transaction depends on (generic case)."""
 
+    delta_error_class = "DELTA_CONCURRENT_WRITE"
+
     conflict = "ConcurrentWriteError: a concurrent transaction has written new data since this one read the table"
 
 
 class ConcurrentAppendError(DeltaConcurrentModificationError):
     """Files were added to data (partitions) this transaction read."""
+
+    delta_error_class = "DELTA_CONCURRENT_APPEND"
+    hinted = True
 
     conflict = "ConcurrentAppendError: files were added to the data read by this transaction by a concurrent update"
     advice = (
@@ -91,6 +103,9 @@ class ConcurrentAppendError(DeltaConcurrentModificationError):
 class ConcurrentDeleteReadError(DeltaConcurrentModificationError):
     """A file this transaction read was removed by a concurrent commit."""
 
+    delta_error_class = "DELTA_CONCURRENT_DELETE_READ"
+    hinted = True
+
     conflict = (
         "ConcurrentDeleteReadError: "
         "this transaction attempted to read one or more files that were deleted by a concurrent update"
@@ -99,6 +114,9 @@ class ConcurrentDeleteReadError(DeltaConcurrentModificationError):
 
 class ConcurrentDeleteDeleteError(DeltaConcurrentModificationError):
     """A file this transaction removes was removed by a concurrent commit too."""
+
+    delta_error_class = "DELTA_CONCURRENT_DELETE_DELETE"
+    hinted = True
 
     conflict = (
         "ConcurrentDeleteDeleteError: "
@@ -109,11 +127,15 @@ class ConcurrentDeleteDeleteError(DeltaConcurrentModificationError):
 class MetadataChangedError(DeltaConcurrentModificationError):
     """The table's metadata (schema, properties, partitioning) changed concurrently."""
 
+    delta_error_class = "DELTA_METADATA_CHANGED"
+
     conflict = "MetadataChangedError: the metadata of the Delta table has been changed by a concurrent update"
 
 
 class ProtocolChangedError(DeltaConcurrentModificationError):
     """The table's protocol changed concurrently (or two writers created the table)."""
+
+    delta_error_class = "DELTA_PROTOCOL_CHANGED"
 
     conflict = "ProtocolChangedError: the protocol version of the Delta table has been changed by a concurrent update"
 
@@ -121,6 +143,8 @@ class ProtocolChangedError(DeltaConcurrentModificationError):
 class ConcurrentTransactionError(DeltaConcurrentModificationError):
     """An application transaction id or a metadata domain this transaction uses was
     updated concurrently (e.g. the same streaming query ran twice)."""
+
+    delta_error_class = "DELTA_CONCURRENT_TRANSACTION"
 
     conflict = (
         "ConcurrentTransactionError: "
@@ -132,6 +156,8 @@ class ConcurrentTransactionError(DeltaConcurrentModificationError):
 class DropFeatureConflictError(DeltaConcurrentModificationError):
     """A feature drop's protocol downgrade no longer holds after a concurrent commit (it
     used the feature again); Delta's ``DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL``."""
+
+    delta_error_class = "DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL"
 
     conflict: str = "Cannot drop feature because a concurrent transaction modified the table"
     advice: str = "Please try the operation again."

@@ -159,6 +159,9 @@ class CurrentTransactionInfo:
     backfill_dropped: set[str] = field(default_factory=set)
     #: an unbackfill batch: a winner's adds with row ids, to re-add without them
     unbackfilled: dict[str, AddFile] = field(default_factory=dict)
+    #: the commit's protocol drops ``rowTracking``: winners are resolved as by an unbackfill
+    #: batch (Delta's ``checkProtocolCompatibility``)
+    drops_row_tracking: bool = False
 
 
 def _partition_hint(current: CurrentTransactionInfo, values: Mapping[str, str | None] | None) -> str | None:
@@ -322,12 +325,13 @@ def _resolve_backfill(current: CurrentTransactionInfo, winner: WinningCommit) ->
 
 
 def _resolve_unbackfill(current: CurrentTransactionInfo, winner: WinningCommit) -> None:
-    """Delta's ``resolveRowTrackingUnBackfillConflicts``: an unbackfill batch drops the files
-    the winner added or removed and re-adds without ids the winner's adds that have them (a
-    writer that ignored ``delta.rowTrackingSuspended``); a winning backfill batch fails it."""
-    if current.operation != ROW_TRACKING_UNBACKFILL:
+    """Delta's ``resolveRowTrackingUnBackfillConflicts``: an unbackfill batch (or the commit
+    dropping ``rowTracking``) drops the files the winner added or removed and re-adds without
+    ids the winner's adds that have them (a writer that ignored ``delta.rowTrackingSuspended``);
+    a winning backfill batch fails an unbackfill batch."""
+    if current.operation != ROW_TRACKING_UNBACKFILL and not current.drops_row_tracking:
         return
-    if winner.operation == ROW_TRACKING_BACKFILL:
+    if current.operation == ROW_TRACKING_UNBACKFILL and winner.operation == ROW_TRACKING_BACKFILL:
         _conflict(
             ConcurrentTransactionError,
             "DELTA_ROW_TRACKING_BACKFILL_RUNNING_CONCURRENTLY_WITH_UNBACKFILL: a row tracking enablement ran "

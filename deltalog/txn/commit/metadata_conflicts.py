@@ -26,7 +26,7 @@ from typing import Any
 
 from deltalog.txn.protocol.actions import CommitInfo, Metadata, Protocol
 from deltalog.txn.protocol.features import protocol_features
-from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID
+from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, InvalidPropertyError
 
 __all__ = [
     "MetadataResolution",
@@ -139,6 +139,19 @@ _RESOLVABLE: dict[str, Callable[[_Change], bool]] = {
 }
 
 
+def _rule_allows(key: str, change: _Change) -> bool:
+    """Whether the allow-list admits the winner's value of ``key``; a value its rule cannot
+    parse (another engine's ``delta.checkpointPolicy=unknown-policy``) is refused, as Delta's
+    per-key validators refuse it: the conflict stays unresolved."""
+    rule = _RESOLVABLE.get(key)
+    if rule is None:
+        return False
+    try:
+        return rule(change)
+    except InvalidPropertyError:
+        return False
+
+
 def _configuration_change_allowed(current: Metadata, winning: Metadata, protocol: Protocol) -> tuple[bool, bool]:
     """(allowed, enables row tracking) for the winner's configuration change."""
     cur, win = current.configuration, winning.configuration
@@ -146,8 +159,7 @@ def _configuration_change_allowed(current: Metadata, winning: Metadata, protocol
         return False, False  # unsetting a property is not resolved
     changed = {k: (k not in cur) for k in win if cur.get(k) != win[k]}
     for key, is_new in changed.items():
-        rule = _RESOLVABLE.get(key)
-        if rule is None or not rule(_Change(current, winning, protocol, is_new)):
+        if not _rule_allows(key, _Change(current, winning, protocol, is_new)):
             return False, False
     enables_row_tracking = winning.properties.enable_row_tracking and not current.properties.enable_row_tracking
     return True, enables_row_tracking

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from deltalog.txn.commit import operation_metrics as metric_sets
 from deltalog.txn.commit.operation_metrics import drop_unknown_row_metrics
+from deltalog.txn.protocol.properties import TableProperties
 
 __all__ = [
     "AddColumns",
@@ -56,6 +57,10 @@ __all__ = [
 
 def _encode(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+#: Delta's ``DeltaCommitTag.RowTrackingEnablementOnlyTag``
+ROW_TRACKING_ENABLEMENT_ONLY_TAG = "rowTrackingEnablementOnly"
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,10 @@ class Operation:
         declares (Delta's ``transformMetrics``)."""
         names = self.operation_metrics
         return {k: v for k, v in metrics.items() if k in names}
+
+    def commit_tags(self) -> dict[str, str]:
+        """``commitInfo.tags`` the operation sets itself (Delta's ``commit(..., tags)``)."""
+        return {}
 
 
 @dataclass(frozen=True)
@@ -360,6 +369,13 @@ class SetTableProperties(Operation):
 
     def parameter_values(self) -> dict[str, Any]:
         return {"properties": dict(self.properties)}
+
+    def commit_tags(self) -> dict[str, str]:
+        """Delta's ``AlterTableSetPropertiesDeltaCommand`` tags setting ``delta.enableRowTracking``
+        to true alone ``rowTrackingEnablementOnly`` (``RowTrackingEnablementOnlyTag``)."""
+        if len(self.properties) == 1 and TableProperties(dict(self.properties)).enable_row_tracking:
+            return {ROW_TRACKING_ENABLEMENT_ONLY_TAG: "true"}
+        return {}
 
 
 @dataclass(frozen=True)

@@ -415,12 +415,20 @@ class OptimisticTransaction:
             raise InvalidTransactionError("a protocol downgrade needs an existing table and no other protocol change")
         self._protocol_set_explicitly = True
         self._new_protocol = protocol
-        self._drop_revalidation = revalidate
+        # dropping rowTracking resolves winners as an unbackfill batch does instead (Delta's
+        # checkProtocolCompatibility: resolveRowTrackingUnBackfillConflicts)
+        self._drop_revalidation = None if self._drops_row_tracking else revalidate
         self._protects_checkpoints = protect_checkpoints
         if self._new_metadata is not None:  # dropping rowTracking drops its column names
             self._new_metadata = row_tracking.with_materialized_column_names(
                 protocol, self.snapshot.metadata, self._new_metadata
             )
+
+    @property
+    def _drops_row_tracking(self) -> bool:
+        """This commit's protocol drops ``rowTracking`` (Delta's ``isFeatureDropped``)."""
+        read = self.snapshot.protocol if self.table_exists else None
+        return row_tracking.is_supported(read) and not row_tracking.is_supported(self._new_protocol or read)
 
     def _stamp_checkpoint_protection(self, actions: Sequence[Action], version: int) -> list[Action] | None:
         """``actions`` with the metadata protecting the checkpoints before ``version`` (Delta's
@@ -467,19 +475,30 @@ class OptimisticTransaction:
         if not self.table_exists:
             self._read_whole_table = True
             return []
-        metadata = self.snapshot.metadata
-        types = partition_column_types(metadata.schema_string, metadata.partition_columns)
-        filters, types = physical_partition_filters(metadata, partition_filters or (), types)
-        predicate = PartitionPredicate(filters, types)
-        if predicate.is_true:
-            files = list(self.snapshot.files)
-        else:
-            files = [f for f in self.snapshot.files if predicate.matches(f.partition_values)]
+        predicate, files = self._files_for_scan(partition_filters)
         if data_skipping is not None:
             files = data_skipping(files)
         self._read_predicates.append(predicate)
         self._track_read(files)
         return files
+
+    def files_for_scan(self, partition_filters: Sequence[PartitionFilter] | None = None) -> list[AddFile]:
+        """The active files matching the partition filters, recording nothing (Delta's
+        ``snapshot.filesForScan``): a caller that uses only some of them records those with
+        :meth:`track_files_read`, as Delta's OPTIMIZE records only the files it compacts."""
+        self._check_open()
+        return self._files_for_scan(partition_filters)[1] if self.table_exists else []
+
+    def _files_for_scan(
+        self, partition_filters: Sequence[PartitionFilter] | None
+    ) -> tuple[PartitionPredicate, list[AddFile]]:
+        metadata = self.snapshot.metadata
+        types = partition_column_types(metadata.schema_string, metadata.partition_columns)
+        filters, types = physical_partition_filters(metadata, partition_filters or (), types)
+        predicate = PartitionPredicate(filters, types)
+        if predicate.is_true:
+            return predicate, list(self.snapshot.files)
+        return predicate, [f for f in self.snapshot.files if predicate.matches(f.partition_values)]
 
     def filter_files_in_partitions(self, new_files: Sequence[AddFile]) -> list[AddFile]:
         """Delta's ``filterFiles(newFiles)`` (a dynamic partition overwrite): the active files
@@ -834,7 +853,10 @@ class OptimisticTransaction:
             user_metadata=self.settings.user_metadata,
             engine_info=self.settings.engine_info,
             txn_id=self.txn_id,
-            extra=identity_commit_tags(self.snapshot.metadata if self.table_exists else None, self._new_metadata),
+            extra=_with_tags(
+                identity_commit_tags(self.snapshot.metadata if self.table_exists else None, self._new_metadata),
+                operation.commit_tags(),
+            ),
         )
 
     def _operation_metrics(self, operation: Operation, stats: CommitStats | None) -> dict[str, str] | None:
@@ -890,6 +912,7 @@ class OptimisticTransaction:
             protocol=self.protocol,
             metadata=self.metadata,
             operation=operation,
+            drops_row_tracking=self._drops_row_tracking,
         )
 
     def _hint_columns(self) -> tuple[tuple[str, str], ...]:
@@ -998,7 +1021,9 @@ class OptimisticTransaction:
             return info
         if loop.conflict_info is not None and not loop.conflict_info.row_tracking_preserved:
             tag = "false"  # a winner switched row tracking on: nothing before it was tracked
-        return replace(info, extra={**info.extra, "tags": {row_tracking.PRESERVED_TAG: tag}})
+        tags = info.extra.get("tags")
+        merged = {**(tags if isinstance(tags, dict) else {}), row_tracking.PRESERVED_TAG: tag}  # with identity's
+        return replace(info, extra={**info.extra, "tags": merged})
 
     def _write_attempt(self, lock: CommitLock, loop: _LoopState, lines: list[str], stats: CommitStats) -> _Written:
         """Write ``lines`` as ``loop.version``; an ambiguous outcome is resolved by reading back
@@ -1183,6 +1208,14 @@ class OptimisticTransaction:
                 callback(stats)
             except Exception:
                 log.exception("the commit-stats callback failed for version %d", stats.version)
+
+
+def _with_tags(extra: dict[str, Any], tags: Mapping[str, str]) -> dict[str, Any]:
+    """``commitInfo`` extras with ``tags`` added to its ``tags`` map."""
+    if not tags:
+        return extra
+    current = extra.get("tags")
+    return {**extra, "tags": {**(current if isinstance(current, dict) else {}), **tags}}
 
 
 def _resolved_backfill(actions: list[Action], info: CurrentTransactionInfo | None) -> list[Action] | None:
