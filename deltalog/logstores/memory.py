@@ -76,10 +76,7 @@ class MemoryLogStore(LogStore):
         prefix = directory + "/"
         start_key = start.encode("utf-8")
         found: list[tuple[bytes, FileStatus]] = []
-        store = _memory_fs().store
-        with _LOCK:
-            items = list(store.items())
-        for name, entry in items:
+        for name, entry in _items(_memory_fs().store):
             if not name.startswith(prefix):
                 continue
             child = name[len(prefix) :]
@@ -106,6 +103,19 @@ class MemoryLogStore(LogStore):
         import pyarrow.fs as pafs
 
         return pafs.PyFileSystem(pafs.FSSpecHandler(_memory_fs()))
+
+
+def _items(store: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The store's entries at one moment. Data files written through :meth:`MemoryLogStore.filesystem`
+    (pyarrow over fsspec) change the store without :data:`_LOCK`, and copying the entries can run
+    other threads (a garbage collection calls Python code), so a copy that saw the store change
+    size is taken again."""
+    while True:
+        with _LOCK:
+            try:
+                return list(store.items())
+            except RuntimeError:  # "dictionary changed size during iteration"
+                continue
 
 
 def _mtime_ms(entry: Any) -> int:
