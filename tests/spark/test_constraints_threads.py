@@ -78,7 +78,7 @@ def test_table_api_checks_constraints_in_tasks(spark, table_path):
 
 
 def test_table_api_falls_back_to_spark_sql_for_unsupported_expressions(spark, table_path):
-    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark import DeltaTable, write_table
     from deltalog.contrib.spark.constraints import ConstraintViolationError
 
     _constrained_table(spark, table_path, "cast(v as string) rlike '^[1-9]'")  # rlike: not in the subset
@@ -91,6 +91,12 @@ def test_table_api_falls_back_to_spark_sql_for_unsupported_expressions(spark, ta
     # the data source cannot check it in its tasks: refused before anything is written
     with pytest.raises(Exception, match="cannot evaluate"):
         good.write.format("deltalog").mode("append").save(table_path)
+    # write_table checks it with Spark SQL first, as Delta checks any expression
+    # (InvariantEnforcementSuite's RuntimeReplaceable tests)
+    with pytest.raises(
+        ConstraintViolationError, match=r"v_positive .* violated by row with values:\n - id : 2\n - v : 0"
+    ):
+        write_table(spark.createDataFrame([(2, 0)], "id long, v long"), table_path)
     assert operations(table_path) == ["CREATE TABLE", "MERGE"]
 
 

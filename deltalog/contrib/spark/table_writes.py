@@ -14,6 +14,7 @@ it can, and by Python tasks otherwise (the reason is logged at INFO).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from deltalog.contrib.spark.idempotent import reset_session_version, session_app
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.session_writes import session_defaults
 from deltalog.contrib.spark.source_reads import TargetReads, target_reads
-from deltalog.contrib.spark.writes import commit_write, plan_write
+from deltalog.contrib.spark.writes import WritePlan, commit_write, plan_write
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -58,10 +59,28 @@ def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -
         log.info("write to %s skipped (%s mode, or an idempotent write already committed)", uri, mode)
         return None
     forced = None if native is None else native.strip().lower() == "true"
+    plan = _checked_with_spark(df, plan)
     lines = write_dataframe(df, plan.spec, native=forced)
     if from_session:
         reset_session_version(spark)  # as Delta's createSetTransaction, before the commit
     return commit_write(plan, lines)
+
+
+def _checked_with_spark(df: DataFrame, plan: WritePlan) -> WritePlan:
+    """``plan`` once ``df``'s rows are checked with Spark SQL against the table's CHECK
+    constraints and invariants when one is outside the write tasks' SQL subset (as the table
+    API does; Delta evaluates any expression)."""
+    from deltalog.contrib.spark.constraints import check_dataframe
+    from deltalog.txn.protocol.constraints import table_constraints
+
+    metadata = plan.new_metadata or plan.read_metadata
+    if metadata is None:
+        return plan
+    checks = table_constraints(metadata)
+    if not checks or set(checks) <= set(plan.spec.constraints):
+        return plan
+    check_dataframe(df, metadata)
+    return dataclasses.replace(plan, spark_checked=tuple(checks))
 
 
 def _target_reads(df: DataFrame, opts: WriteOptions) -> TargetReads:

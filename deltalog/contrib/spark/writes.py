@@ -137,6 +137,9 @@ class WritePlan:
     #: The data written is computed from this table (a scan of it in the written DataFrame,
     #: :mod:`~deltalog.contrib.spark.source_reads`): the transaction reads the whole table.
     reads_whole_table: bool = False
+    #: The table's CHECK constraints and invariants the writer checked with Spark SQL over the
+    #: written DataFrame (``write_table``, for expressions outside the tasks' SQL subset).
+    spark_checked: tuple[Constraint, ...] = ()
 
 
 def _spark_schema_dict(schema_json: str) -> dict[str, Any]:
@@ -305,7 +308,7 @@ def plan_write(
     assert metadata is not None  # a new table has new metadata
     on_data = _replace_where_on_data(opts, metadata)
     dynamic = not streaming and _dynamic_partition_overwrite(opts, metadata)
-    constraints = () if skip else plan_constraints(metadata, delta_log.table_uri)
+    constraints = () if skip else plan_constraints(metadata, delta_log.table_uri, spark_fallback=source is not None)
     check_data_for_default_columns(metadata, data)
     protocol = snapshot.protocol if snapshot.version >= 0 else None
     spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints, protocol)
@@ -854,7 +857,7 @@ def _declare_constraints_checked(plan: WritePlan, txn: OptimisticTransaction, wh
 
     metadata = txn.metadata
     current = set(table_constraints(metadata)) if metadata is not None else set()
-    unchecked = current - set(plan.spec.constraints)
+    unchecked = current - set(plan.spec.constraints) - set(plan.spark_checked)
     if unchecked:
         raise UncheckableConstraintsError(
             f"constraints were added to {where} during the write ("
