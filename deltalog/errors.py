@@ -116,6 +116,7 @@ if TYPE_CHECKING:
     from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError
     from deltalog.txn.protocol.constraints import (
         ConstraintViolationError,
+        MissingNotNullColumnError,
         NotNullConstraintViolationError,
     )
     from deltalog.txn.protocol.errors import (
@@ -207,6 +208,7 @@ _HOMES: dict[str, str] = {
     "ClusteringColumnsError": "deltalog.txn.protocol.clustering",
     "ConstraintViolationError": "deltalog.txn.protocol.constraints",
     "NotNullConstraintViolationError": "deltalog.txn.protocol.constraints",
+    "MissingNotNullColumnError": "deltalog.txn.protocol.constraints",
     "UnsupportedConstraintError": "deltalog.txn.protocol.constraint_sql",
     "GeneratedColumnConstraintViolationError": "deltalog.txn.protocol.generated_columns",
     "UnsupportedGenerationExpressionError": "deltalog.txn.protocol.generated_columns",
@@ -376,6 +378,7 @@ __all__ = [
     "MissingCommitError",
     "MissingDependencyError",
     "MissingMetadataError",
+    "MissingNotNullColumnError",
     "NativeReadUnsupportedError",
     "NativeWriteUnsupportedError",
     "NonContiguousVersionsError",

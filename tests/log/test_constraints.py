@@ -192,8 +192,19 @@ def test_violation_names_constraint_expression_and_row():
     assert e.row_index == 0
     assert e.values == {"name": "alice"}
     message = str(e)
-    assert "CHECK constraint short_name (length(name) < 5) violated by 3 of 4 row(s)" in message
-    assert " - name : 'alice'" in message
+    assert message.startswith("CHECK constraint short_name (length(name) < 5) violated by row with values:\n")
+    assert "(3 of 4 row(s) break it, false or NULL; that one is row 0.)" in message
+    assert " - name : alice\n" in message  # Delta's DELTA_VIOLATE_CONSTRAINT_WITH_VALUES: the value's text
+
+
+def test_violation_values_read_as_deltas_sorted_by_column():
+    """InvariantEnforcementSuite ("reject write on top level expression invariant when field is
+    null": `` - value : null``; "CHECK constraint is enforced if somehow created": `` - valueA :
+    100``): Delta lists the values sorted by column name, as their text, NULL as ``null``."""
+    rows = pa.table({"b": pa.array([None], pa.int64()), "a": ["x"], "c": [True]})
+    with pytest.raises(ConstraintViolationError) as err:
+        check_constraints(rows, [Constraint("ck", "c AND b > 0 AND a = 'y'", "check")])
+    assert "violated by row with values:\n - a : x\n - b : null\n - c : true\n(1 of 1 row" in str(err.value)
 
 
 def test_null_result_is_a_violation_like_delta():
@@ -269,7 +280,10 @@ def test_table_constraints_and_invariants_from_metadata():
     data = pa.table({"id": [1, 50], "name": ["a", "b"], "addr": [{"city": "P"}, {"city": "L"}]})
     check_constraints(data, md)
     bad = pa.table({"id": [1, 500], "name": ["a", "b"], "addr": [{"city": "P"}, {"city": "L"}]})
-    with pytest.raises(ConstraintViolationError, match=r"invariant id \(id < 100\) violated by 1 of 2") as err:
+    with pytest.raises(
+        ConstraintViolationError,
+        match=r"invariant id \(id < 100\) violated by row with values:\n - id : 500\n\(1 of 2 row",
+    ) as err:
         check_constraints(bad, md)
     assert err.value.values == {"id": 500}
     bad_city = pa.table({"id": [1], "name": ["a"], "addr": [{"city": "X"}]})

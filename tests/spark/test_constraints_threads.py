@@ -78,7 +78,7 @@ def test_table_api_checks_constraints_in_tasks(spark, table_path):
 
 
 def test_table_api_falls_back_to_spark_sql_for_unsupported_expressions(spark, table_path):
-    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark import DeltaTable, write_table
     from deltalog.contrib.spark.constraints import ConstraintViolationError
 
     _constrained_table(spark, table_path, "cast(v as string) rlike '^[1-9]'")  # rlike: not in the subset
@@ -91,6 +91,12 @@ def test_table_api_falls_back_to_spark_sql_for_unsupported_expressions(spark, ta
     # the data source cannot check it in its tasks: refused before anything is written
     with pytest.raises(Exception, match="cannot evaluate"):
         good.write.format("deltalog").mode("append").save(table_path)
+    # write_table checks it with Spark SQL first, as Delta checks any expression
+    # (InvariantEnforcementSuite's RuntimeReplaceable tests)
+    with pytest.raises(
+        ConstraintViolationError, match=r"v_positive .* violated by row with values:\n - id : 2\n - v : 0"
+    ):
+        write_table(spark.createDataFrame([(2, 0)], "id long, v long"), table_path)
     assert operations(table_path) == ["CREATE TABLE", "MERGE"]
 
 
@@ -103,3 +109,44 @@ def test_data_source_checks_constraints_in_tasks(spark, table_path):
         bad.write.format("deltalog").mode("append").save(table_path)
     assert len(commits(table_path)) == 2  # the failed job committed nothing
     assert sorted(delta_rs_rows(table_path, ["id"]).v.tolist()) == [5]
+
+
+def _invariant(expression: str) -> dict[str, str]:
+    import json
+
+    return {"delta.invariants": json.dumps({"expression": {"expression": expression}})}
+
+
+_ROW = "k string, p string, top struct<key: string, value: int>, v int"
+
+
+def test_writes_check_constraints_as_delta_invariant_enforcement(spark, table_path):
+    """InvariantEnforcementSuite and CheckConstraintsSuite cases, through Spark's writer
+    (``native=True``) and the Python tasks: (native, data, rows, what the write raises)."""
+    from pyspark.sql.types import IntegerType, StringType, StructType
+
+    from deltalog.contrib.spark import DeltaTable, write_table
+
+    top = StructType().add("key", StringType()).add("value", IntegerType(), True, _invariant("top.value < 3"))
+    schema = StructType().add("k", StringType(), False).add("p", StringType()).add("top", top)
+    schema = schema.add("v", IntegerType(), True, _invariant("v < 3"))
+    DeltaTable.create(spark).location(table_path).addColumns(schema).partitionedBy("p").property(
+        "delta.constraints.p_set", "p IS NOT NULL"
+    ).execute()
+    cases = [
+        # "reject write on top level (nested) expression invariant when field is null": a column
+        # (struct field) the data lacks is NULL, and Delta lists it as `null`
+        (True, "k string, p string, top struct<key: string, value: int>", [("a", "x", ("b", 1))], " - v : null\n"),
+        (True, "k string, p string, top struct<key: string>, v int", [("a", "x", ("b",), 1)], " - top.value : null\n"),
+        # "write empty DataFrame - zero columns" / "reject non-nullable top level column - column
+        # doesn't exist": a missing NOT NULL column is refused when the write is planned
+        (True, "p string, v int", [], "Column k, which has a NOT NULL constraint, is missing"),
+        # "reject empty string in check constraint": a string partition column's '' is NULL
+        (True, _ROW, [("a", "", ("b", 1), 1)], "CHECK constraint p_set (p IS NOT NULL) violated by row"),
+        (False, _ROW, [("a", "", ("b", 1), 1)], "CHECK constraint p_set (p IS NOT NULL) violated by row"),
+    ]
+    for native, data, rows, error in cases:
+        with pytest.raises(Exception) as info:
+            write_table(spark.createDataFrame(rows, data), table_path, native=str(native))
+        assert error in str(info.value), (native, data, str(info.value))
+    assert operations(table_path) == ["CREATE TABLE"]

@@ -158,6 +158,10 @@ def raise_task_violation(error: BaseException) -> None:
     """Re-raise a Spark job failure caused by a task's constraint check as
     :class:`ConstraintViolationError` (:class:`NotNullConstraintViolationError` for a NOT NULL
     column; Spark wraps task errors in its own types)."""
+    from pyspark.errors import AnalysisException
+
+    if isinstance(error, AnalysisException):
+        return  # a plan Spark refused (its text may quote the check's message): not a row's
     text = str(error)
     at = text.find(_MARKER)
     if at < 0 or "deltalog" not in text:
@@ -192,10 +196,11 @@ def check_dataframe(df: DataFrame, metadata: Metadata) -> bool:
         n = counts[f"c{i}"] or 0
         if n:
             what = "CHECK constraint" if c.kind == "check" else "invariant"
+            shown = _values_shown(rows.filter(bad[i]))
             raise ConstraintViolationError(
-                f"{what} {c.name} ({c.expression}) violated by {n} of {counts['total']} row(s) (false or NULL), "
-                f"e.g. the row with values:{_values_shown(rows.filter(bad[i]))}\nNothing was written: fix the data, "
-                "or drop the constraint from the table.",
+                f"{what} {c.name} ({c.expression}) violated by row with values:{shown}\n({n} of "
+                f"{counts['total']} row(s) break it, false or NULL.)\n"
+                "Nothing was written: fix the data, or drop the constraint from the table.",
                 c,
                 int(n),
             )
@@ -204,18 +209,19 @@ def check_dataframe(df: DataFrame, metadata: Metadata) -> bool:
 
 def _values_shown(rows: DataFrame) -> str:
     """The first of ``rows`` as Delta's ``DELTA_VIOLATE_CONSTRAINT_WITH_VALUES`` shows values,
-    ``\n - column : value``, each value cast to a string by Spark (a variant as its JSON)."""
+    ``\n - column : value`` by column name, each value cast to a string by Spark (a variant as
+    its JSON; :func:`~deltalog.txn.protocol.constraints.value_text`: ``null``, ``true``)."""
     from pyspark.sql import functions as F
 
-    names = rows.columns
+    names = sorted(rows.columns)
     as_text = [F.col("`" + name.replace("`", "``") + "`").cast("string") for name in names]
     sample = rows.select(*as_text).limit(1).collect()
-    return "".join(f"\n - {name} : {value}" for name, value in zip(names, sample[0])) if sample else ""
+    return "".join(f"\n - {name} : {core.value_text(value)}" for name, value in zip(names, sample[0])) if sample else ""
 
 
 def check_new_constraints(rows: DataFrame, constraints: Mapping[str, str], table: str) -> None:
     """Delta's ``ADD CONSTRAINT``: the table's ``rows`` must all satisfy each new CHECK
-    constraint ``{name: expression}`` (one Spark job); a row for which one is false or NULL
+    constraint ``{name: expression}`` (one Spark job each); a row for which one is false or NULL
     raises :class:`ConstraintViolationError` (Delta's DELTA_NEW_CHECK_CONSTRAINT_VIOLATION)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType
@@ -227,15 +233,16 @@ def check_new_constraints(rows: DataFrame, constraints: Mapping[str, str], table
                 f"[DELTA_NON_BOOLEAN_CHECK_CONSTRAINT] CHECK constraint '{name}' ({expression}) should be a "
                 "boolean expression; nothing was committed"
             )
-    bad = [~F.coalesce(F.expr(f"({expression})").cast("boolean"), F.lit(False)) for _, expression in named]
-    counts = rows.select(*[F.sum(F.when(b, 1).otherwise(0)).alias(f"c{i}") for i, b in enumerate(bad)]).collect()[0]
-    for i, (name, expression) in enumerate(named):
-        n = int(counts[f"c{i}"] or 0)
+    for name, expression in named:
+        # Delta's count of df.where(NOT expr OR expr IS UNKNOWN): a filter, so a non-deterministic
+        # expression is counted as Delta counts it and an aggregate is refused as Delta's is
+        broken = ~F.coalesce(F.expr(f"({expression})").cast("boolean"), F.lit(False))
+        n = rows.filter(broken).count()
         if n:
             raise ConstraintViolationError(
-                f"{n} row(s) in {table} violate the new CHECK constraint {name} ({expression}) "
-                "(false or NULL; Delta's DELTA_NEW_CHECK_CONSTRAINT_VIOLATION). The table was not changed: "
-                "fix or delete those rows first.",
+                f"{n} rows in {table} violate the new CHECK constraint ({expression}) "
+                f"(constraint {name}; false or NULL; Delta's DELTA_NEW_CHECK_CONSTRAINT_VIOLATION). The table "
+                "was not changed: fix or delete those rows first.",
                 Constraint(name, expression, "check"),
                 n,
             )

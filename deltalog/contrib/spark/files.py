@@ -161,6 +161,14 @@ class WriteSpec:
             return schema
         return pa.schema([f for f in schema if f.name not in self.row_tracking_columns])
 
+    def empty_to_null_columns(self) -> tuple[str, ...]:
+        """The string partition columns whose empty strings are NULL before the constraints
+        are checked (Delta's ``convertEmptyToNullIfNeeded``: the partition value is NULL
+        anyway, so a NOT NULL or CHECK constraint sees it); none without constraints."""
+        if not self.constraints:
+            return ()
+        return tuple(c for c in self.partition_columns if self.partition_types.get(c, "string") == "string")
+
     def table_cased(self, names: Sequence[str]) -> list[str]:
         """``names`` (the data's columns) as the table spells them; others unchanged."""
         by_lower = {n.lower(): n for n in self.column_names}
@@ -478,6 +486,19 @@ def _fill_required_children(table: pa.Table) -> pa.Table:
     return table
 
 
+def _empty_strings_to_null(table: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """``table`` with the empty strings of ``columns`` (those it has) as NULL."""
+    for name in columns:
+        if name not in table.column_names:
+            continue
+        i = table.column_names.index(name)
+        column = table.column(i)
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            empty = pc.equal(column, pa.scalar("", column.type))
+            table = table.set_column(i, table.field(i), pc.if_else(empty, pa.scalar(None, column.type), column))
+    return table
+
+
 def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table], task_id: int) -> list[str]:
     """Write ``batches`` as the files of one task; returns the action lines (add/cdc).
 
@@ -496,6 +517,7 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
                 table = cast_columns(table, spec.casts)
             if fill is not None:
                 table = fill(table)
+            table = _empty_strings_to_null(table, spec.empty_to_null_columns())
             if spec.change_data and CDC_TYPE_COLUMN in table.column_names:
                 flag = table[CDC_TYPE_COLUMN]
                 is_cdc = pc.is_valid(flag)

@@ -136,7 +136,8 @@ def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
     staging = store.fs_path(staging_uri)
     placed: list[str] = []
     try:
-        checked = _checked(df.toDF(*spec.table_cased(df.columns)), spec.constraints)
+        rows = _empty_strings_to_null(df.toDF(*spec.table_cased(df.columns)), spec.empty_to_null_columns())
+        checked = _checked(rows, spec.constraints)
         rows = _to_physical(_without_null_columns(checked, spec), spec)
         _spark_write(rows, spec, hadoop_path(staging_uri, staging))
         lines = list(_place_files(store, fs, spec, staging, placed))
@@ -162,12 +163,25 @@ def _without_null_columns(df: DataFrame, spec: WriteSpec) -> DataFrame:
     return df.drop(*void) if void else df
 
 
-def _checked(df: DataFrame, constraints: Sequence[Constraint]) -> DataFrame:
-    """``df`` whose first column fails the job (Spark's ``raise_error``) at a row that breaks
-    one of ``constraints`` (``false`` or ``NULL``), with the message the Python tasks raise."""
+def _empty_strings_to_null(df: DataFrame, columns: Sequence[str]) -> DataFrame:
+    """``df`` with the empty strings of ``columns`` (those it has) as NULL."""
     from pyspark.sql import functions as F
 
-    if not constraints:
+    present = [c for c in columns if c in df.columns]
+    if not present:
+        return df
+    return df.withColumns({c: F.when(F.col(f"`{c}`") == "", F.lit(None)).otherwise(F.col(f"`{c}`")) for c in present})
+
+
+def _checked(df: DataFrame, constraints: Sequence[Constraint]) -> DataFrame:
+    """``df`` whose first column fails the job (Spark's ``raise_error``) at a row that breaks
+    one of ``constraints`` (``false`` or ``NULL``), with the message the Python tasks raise.
+
+    A column a constraint reads that ``df`` lacks (at the top or inside a struct) is NULL
+    there, as Delta's checker reads it; ``df``'s own columns are written unchanged."""
+    from pyspark.sql import functions as F
+
+    if not constraints or not df.columns:
         return df
     failing: Column | None = None
     for c in constraints:
@@ -175,8 +189,47 @@ def _checked(df: DataFrame, constraints: Sequence[Constraint]) -> DataFrame:
         error = F.raise_error(_violation(c))
         failing = F.when(broken, error) if failing is None else failing.when(broken, error)
     assert failing is not None
-    first, *rest = (f"`{name}`" for name in df.columns)
-    return df.select(failing.otherwise(F.col(first)).alias(df.columns[0]), *rest)
+    names = df.columns
+    filled = _with_missing_columns(df, [p for c in constraints for p in _columns_read(c)])
+    if filled is None:
+        first, *rest = (f"`{name}`" for name in names)
+        return df.select(failing.otherwise(F.col(first)).alias(names[0]), *rest)
+    kept = [f"__deltalog_kept_{i}" for i in range(len(names))]
+    evaluated = filled.select(*[F.col(f"`{n}`").alias(k) for n, k in zip(names, kept)], *filled.columns)
+    checked = failing.otherwise(F.col(kept[0])).alias(names[0])
+    return evaluated.select(checked, *[F.col(k).alias(n) for k, n in zip(kept[1:], names[1:])])
+
+
+def _with_missing_columns(df: DataFrame, paths: Sequence[tuple[str, ...]]) -> DataFrame | None:
+    """``df`` with NULL for each of ``paths`` it lacks (a missing struct field is added to
+    its struct); None when it has them all."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    out = df
+    for path in paths:
+        data_type: Any = StructType(out.schema.fields)
+        found: list[str] = []
+        for name in path:
+            field = next((f for f in data_type.fields if f.name.lower() == name.lower()), None)
+            if field is None:
+                break
+            found.append(field.name)
+            data_type = field.dataType
+            if not isinstance(data_type, StructType):
+                break
+        if len(found) == len(path) or (found and not isinstance(data_type, StructType)):
+            continue  # present, or read through a non-struct (Spark's own error then)
+        if not found:
+            out = out.withColumn(path[0], F.lit(None))
+            continue
+        missing = path[len(found) :]
+        value = F.lit(None)
+        for name in reversed(missing[1:]):  # a missing struct: non-NULL, its fields NULL
+            value = F.struct(value.alias(name))
+        field_path = ".".join(f"`{p}`" for p in (*found[1:], missing[0]))
+        out = out.withColumn(found[0], F.col(f"`{found[0]}`").withField(field_path, value))
+    return None if out is df else out
 
 
 def _violation(c: Constraint) -> Column:
@@ -195,7 +248,7 @@ def _violation(c: Constraint) -> Column:
     parts: list[Column] = [
         F.lit(f"deltalog ConstraintViolationError: {what} {name} ({c.expression}) violated by row with values:")
     ]
-    for path in _columns_read(c):
+    for path in sorted(_columns_read(c), key=".".join):  # Delta's order: by column name
         column = ".".join(f"`{p}`" for p in path)
         value = F.coalesce(F.expr(column).cast("string"), F.lit("null"))
         parts.extend([F.lit(f"\n - {'.'.join(path)} : "), value])

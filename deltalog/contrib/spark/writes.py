@@ -68,7 +68,7 @@ from deltalog.txn.protocol.actions import (
 )
 from deltalog.txn.protocol.clustering import refuse_partitioning_a_clustered_table
 from deltalog.txn.protocol.column_defaults import plan_default_expressions
-from deltalog.txn.protocol.constraints import Constraint, table_constraints
+from deltalog.txn.protocol.constraints import Constraint, refuse_missing_not_null_columns, table_constraints
 from deltalog.txn.protocol.errors import SchemaMismatchError as ProtocolSchemaMismatchError
 from deltalog.txn.protocol.file_stats import tight_bounds_on_write
 from deltalog.txn.protocol.iceberg_compat import (
@@ -314,6 +314,8 @@ def plan_write(
     check_data_for_default_columns(metadata, data)
     protocol = snapshot.protocol if snapshot.version >= 0 else None
     spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints, protocol)
+    if not skip:
+        _refuse_missing_not_null_columns(spec, metadata, data)
     spec = _with_row_handling(spec, opts, on_data, casts)
     return WritePlan(
         options=opts,
@@ -341,6 +343,13 @@ def _with_row_handling(
         insert_change_data=on_data and spec.change_data,
         casts=casts,
     )
+
+
+def _refuse_missing_not_null_columns(spec: WriteSpec, metadata: Metadata, data: dict[str, Any]) -> None:
+    """Delta's ``DELTA_MISSING_NOT_NULL_COLUMN_VALUE``: the data must give every NOT NULL
+    column the tasks do not fill (default, identity and generated columns)."""
+    filled = spec.default_expressions.filled_columns() if spec.default_expressions else ()
+    refuse_missing_not_null_columns(metadata, [str(f["name"]) for f in data.get("fields") or []], filled)
 
 
 def _check_null_types(table_uri: str, snapshot: Snapshot, data: dict[str, Any], streaming: bool) -> None:

@@ -485,7 +485,8 @@ def _pre_downgrade(
         _set_properties(delta_log, lock, {"delta.checkpointPolicy": "classic"}, unset=False)
         return True
     if name == "checkConstraints" and snapshot.properties.check_constraints:
-        names = ", ".join(sorted(snapshot.properties.check_constraints))
+        # Delta's formatColumn: each name backquoted (a backquote doubled)
+        names = ", ".join("`" + n.replace("`", "``") + "`" for n in sorted(snapshot.properties.check_constraints))
         msg = (
             "Cannot drop the CHECK constraints table feature. "
             f"The following constraints must be dropped first: {names}."

@@ -175,6 +175,15 @@ class DefaultExpressions:
     def __bool__(self) -> bool:
         return bool(self.defaults or self.identity or self.generated)
 
+    def filled_columns(self) -> tuple[str, ...]:
+        """The columns a write task fills when the data lacks them."""
+        named: tuple[ColumnDefault | IdentityColumn | GeneratedColumn, ...] = (
+            *self.defaults,
+            *self.identity,
+            *self.generated,
+        )
+        return tuple(c.name for c in named)
+
     def for_task(self, task_id: int) -> TaskColumnFiller:
         return TaskColumnFiller(self, task_id)
 

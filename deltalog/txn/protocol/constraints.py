@@ -53,13 +53,16 @@ __all__ = [
     "CompiledConstraint",
     "Constraint",
     "ConstraintViolationError",
+    "MissingNotNullColumnError",
     "NotNullConstraintViolationError",
     "UnsupportedConstraintError",
     "char_varchar_constraints",
     "check_constraints",
     "compile_constraints",
     "not_null_constraints",
+    "refuse_missing_not_null_columns",
     "table_constraints",
+    "value_text",
 ]
 
 NOT_NULL = "NOT NULL"
@@ -167,6 +170,16 @@ def _field_paths(data_type: Any, parents: tuple[str, ...]) -> Iterator[tuple[tup
             yield from _field_paths(f.get("type"), parts)
 
 
+def value_text(value: Any) -> str:
+    """A value as Delta's ``DELTA_VIOLATE_CONSTRAINT_WITH_VALUES`` lists it: its text,
+    ``null`` for NULL, ``true``/``false`` for booleans (strings unquoted)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 class ConstraintViolationError(DeltaError, ValueError):
     """Rows break a CHECK constraint or a column invariant; nothing should be written."""
 
@@ -177,12 +190,12 @@ class ConstraintViolationError(DeltaError, ValueError):
         self.violations = violations
         self.row_index = row_index
         self.values = values
-        shown = "\n".join(f" - {k} : {v!r}" for k, v in values.items()) or " (no columns)"
+        shown = "\n".join(f" - {k} : {value_text(values[k])}" for k in sorted(values)) or " (no columns)"
         what = "CHECK constraint" if constraint.kind == "check" else "invariant"
         name = constraint.name if constraint.kind == "check" else (constraint.column or constraint.name)
         super().__init__(
-            f"{what} {name} ({constraint.expression}) violated by {violations} of {total} row(s) "
-            f"(false or NULL); the first, row {row_index}, has values:\n{shown}\n"
+            f"{what} {name} ({constraint.expression}) violated by row with values:\n{shown}\n"
+            f"({violations} of {total} row(s) break it, false or NULL; that one is row {row_index}.)\n"
             "Nothing was written for these rows: fix the data, or drop the constraint from the table."
         )
 
@@ -205,6 +218,37 @@ class NotNullConstraintViolationError(ConstraintViolationError):
             self,
             f"{NOT_NULL_MESSAGE}{column}.\nNothing was written{counted}: {NOT_NULL_END}",
         )
+
+
+class MissingNotNullColumnError(NotNullConstraintViolationError):
+    """The data to be written lacks a top-level NOT NULL column the write does not fill
+    (Delta's ``DELTA_MISSING_NOT_NULL_COLUMN_VALUE``, raised when the write is planned,
+    whatever the rows); ``column`` names it. Nothing was written."""
+
+    error_class = "DELTA_MISSING_NOT_NULL_COLUMN_VALUE"
+
+    def __init__(self, column: str) -> None:
+        super().__init__(column)
+        Exception.__init__(
+            self,
+            f"Column {column}, which has a NOT NULL constraint, is missing from the data being written into "
+            "the table (DELTA_MISSING_NOT_NULL_COLUMN_VALUE). Nothing was written: give the data the column.",
+        )
+
+
+def refuse_missing_not_null_columns(metadata: Metadata, data_columns: Iterable[str], filled: Iterable[str]) -> None:
+    """Raise :class:`MissingNotNullColumnError` when ``data_columns`` (the written data's
+    top-level columns) lack a NOT NULL column of the table that the write does not fill
+    (``filled``: its default, identity and generated columns), as Delta's
+    ``DeltaInvariantCheckerExec`` finds no column to check."""
+    given = {c.lower() for c in (*data_columns, *filled)}
+    try:
+        schema = json.loads(metadata.schema_string)
+    except ValueError:
+        return
+    for f in schema.get("fields") or []:
+        if f.get("nullable", True) is False and str(f.get("name")).lower() not in given:
+            raise MissingNotNullColumnError(_display((str(f.get("name")),)))
 
 
 @dataclass(frozen=True)
