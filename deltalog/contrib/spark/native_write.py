@@ -186,7 +186,7 @@ def _checked(df: DataFrame, constraints: Sequence[Constraint]) -> DataFrame:
     failing: Column | None = None
     for c in constraints:
         broken = ~F.coalesce(F.expr(f"({c.expression})").cast("boolean"), F.lit(False))
-        error = F.raise_error(_violation(c))
+        error = F.raise_error(_violation(c, df.columns))
         failing = F.when(broken, error) if failing is None else failing.when(broken, error)
     assert failing is not None
     names = df.columns
@@ -232,11 +232,12 @@ def _with_missing_columns(df: DataFrame, paths: Sequence[tuple[str, ...]]) -> Da
     return None if out is df else out
 
 
-def _violation(c: Constraint) -> Column:
+def _violation(c: Constraint, columns: Sequence[str]) -> Column:
     """The message of a row breaking ``c``, in the form
     :func:`~deltalog.contrib.spark.constraints.raise_task_violation` reads back; for a CHECK
     constraint or an invariant with the values of the columns it reads, as Delta's
-    ("violated by row with values")."""
+    ("violated by row with values"), or of every one of the row's ``columns`` when deltalog's
+    parser cannot tell which (an expression outside its SQL subset)."""
     from pyspark.sql import functions as F
 
     if c.kind == "not_null":
@@ -248,7 +249,8 @@ def _violation(c: Constraint) -> Column:
     parts: list[Column] = [
         F.lit(f"deltalog ConstraintViolationError: {what} {name} ({c.expression}) violated by row with values:")
     ]
-    for path in sorted(_columns_read(c), key=".".join):  # Delta's order: by column name
+    read = _columns_read(c) or [(name,) for name in columns]
+    for path in sorted(read, key=".".join):  # Delta's order: by column name
         column = ".".join(f"`{p}`" for p in path)
         value = F.coalesce(F.expr(column).cast("string"), F.lit("null"))
         parts.extend([F.lit(f"\n - {'.'.join(path)} : "), value])

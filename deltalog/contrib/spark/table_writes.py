@@ -59,21 +59,24 @@ def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -
             reset_session_version(spark)
         log.info("write to %s skipped (%s mode, or an idempotent write already committed)", uri, mode)
         return None
-    plan = _spark_checked(df, plan)
     forced = None if native is None else native.strip().lower() == "true"
+    plan = _spark_checked(df, plan, forced)
     lines = write_dataframe(df, plan.spec, native=forced)
     if from_session:
         reset_session_version(spark)  # as Delta's createSetTransaction, before the commit
     return commit_write(plan, lines)
 
 
-def _spark_checked(df: DataFrame, plan: WritePlan) -> WritePlan:
-    """``plan`` once the table's CHECK constraints and invariants its tasks cannot evaluate
-    (outside their SQL subset, e.g. ``variant_get``) held for every row of ``df``, checked
-    with Spark SQL (one Spark job, as the table API's DML), as Delta checks them in its write."""
+def _spark_checked(df: DataFrame, plan: WritePlan, native: bool | None) -> WritePlan:
+    """``plan`` with the table's CHECK constraints and invariants the Python tasks cannot
+    evaluate (outside their SQL subset, e.g. ``variant_get``) checked with Spark SQL, as Delta
+    checks them in its write: by Spark's writer on the rows it writes when the write is native
+    (one pass, as Delta's ``DeltaInvariantCheckerExec``), else over ``df`` before the Python
+    tasks write it (one more Spark job, as the table API's DML)."""
     from pyspark.errors import AnalysisException
 
     from deltalog.contrib.spark.constraints import UncheckableConstraintsError, check_dataframe
+    from deltalog.contrib.spark.native_write import native_write_blocker
     from deltalog.txn.protocol.constraints import table_constraints
 
     metadata = plan.new_metadata or plan.read_metadata
@@ -81,6 +84,8 @@ def _spark_checked(df: DataFrame, plan: WritePlan) -> WritePlan:
     spark_only = tuple(c for c in table_constraints(metadata) if c not in plan.spec.constraints)
     if not spark_only:
         return plan
+    if native is not False and native_write_blocker(df.sparkSession, plan.spec, df.columns) is None:
+        return replace(plan, spec=replace(plan.spec, constraints=(*plan.spec.constraints, *spark_only)))
     try:
         check_dataframe(df, metadata)
     except AnalysisException as exc:  # it reads a column the written rows lack (one the tasks fill)
