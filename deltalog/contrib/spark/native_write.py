@@ -170,6 +170,7 @@ def _table_cased(df: DataFrame, spec: WriteSpec) -> DataFrame:
     df = df.toDF(*spec.table_cased(df.columns))
     if spec.table_schema is None:
         return df
+    from pyspark.sql import functions as F
     from pyspark.sql.types import _parse_datatype_json_value
 
     from deltalog.contrib.spark.table_cased import spark_type
@@ -179,7 +180,7 @@ def _table_cased(df: DataFrame, spec: WriteSpec) -> DataFrame:
     for f in df.schema.fields:
         data = f.dataType.jsonValue()
         renamed = spark_type(data, by_name.get(f.name))
-        column = df[f.name]
+        column = F.col("`" + f.name.replace("`", "``") + "`")
         columns.append(column if renamed == data else column.cast(_parse_datatype_json_value(renamed)).alias(f.name))
     return df.select(*columns)
 
