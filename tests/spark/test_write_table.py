@@ -480,3 +480,36 @@ def test_merge_schema_widens_byte_and_short_columns_without_type_widening(spark:
     assert [(r.b, r.s, r.st["a"], dict(r.m), r.l) for r in theirs.itertuples()] == expected
     assert optimize(DeltaLog.for_table(table_path)).num_files_removed == 2  # read to Arrow with the table's types
     assert rows(read_table(spark, table_path)) == expected
+
+
+def test_nested_fields_named_in_another_case_are_written_as_the_table_names_them(spark: Any, tmp_path: Any) -> None:
+    """Delta's ``SchemaUtils.normalizeColumnNames`` renames the data's names to the table's at
+    every depth (structs, array elements, map values): files and statistics hold ``s.x``, and
+    every reader (Python data source, Spark's reader, delta-rs) finds the values."""
+    import pyarrow.parquet as pq
+
+    from deltalog.contrib.spark import read_table, write_table
+
+    xy = "struct<x long, y long>"
+    first = spark.createDataFrame(
+        [(1, (10, 20), [(11, 21)], {"k": (12, 22)})], f"id long, s {xy}, a array<{xy}>, m map<string, {xy}>"
+    )
+    yx = "struct<Y long, X long>"
+    shouty = f"ID long, S {yx}, A array<{yx}>, M map<string, {yx}>"
+    for how in ("native", "python"):
+        path = str(tmp_path / how)
+        write_table(first, path)
+        df = spark.createDataFrame([(2, (40, 30), [(41, 31)], {"k": (42, 32)})], shouty)
+        write_table(df, path, native=how == "native")
+        for native in (False, True):
+            got = sorted(
+                read_table(spark, path, native=native).selectExpr("id", "s.x", "s.y", "a[0].x", "m['k'].y").collect()
+            )
+            assert [tuple(r) for r in got] == [(1, 10, 20, 11, 22), (2, 30, 40, 31, 42)], (how, native)
+        rs = delta_rs_rows(path, ["id"])
+        assert [s["x"] for s in rs["s"]] == [10, 30], how
+        for f in DeltaLog.for_table(path).update().files:
+            names = pq.read_schema(os.path.join(path, f.path)).to_string()
+            assert "Y:" not in names and "X:" not in names and "S:" not in names, (how, names)
+            stats = json.loads(f.stats or "{}")
+            assert set(stats["minValues"]["s"]) == {"x", "y"}, (how, stats)

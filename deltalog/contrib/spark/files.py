@@ -15,6 +15,7 @@ in Delta (a change feed streamed into a table keeps it).
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import string
@@ -114,6 +115,9 @@ class WriteSpec:
     #: The table's top-level column names: a data column named in another case is written
     #: under the table's name (Delta's ``SchemaUtils.normalizeColumnNames``).
     column_names: tuple[str, ...] = ()
+    #: The table's schema string: nested fields named in another case are written under the
+    #: table's names too (:mod:`~deltalog.contrib.spark.table_cased`); None: top level only.
+    table_schema: str | None = None
     #: The table records the change data feed: a ``_change_type`` column marks change data
     #: (Delta routes rows by it only then); otherwise it is an ordinary column.
     change_data: bool = False
@@ -168,6 +172,15 @@ class WriteSpec:
         if not self.constraints:
             return ()
         return tuple(c for c in self.partition_columns if self.partition_types.get(c, "string") == "string")
+
+    def table_cased_data(self, table: pa.Table) -> pa.Table:
+        """``table`` with its names at every depth as the table spells them (Delta's
+        ``normalizeColumnNames``)."""
+        if self.table_schema is None:
+            return table.rename_columns(self.table_cased(table.column_names))
+        from deltalog.contrib.spark.table_cased import arrow_table
+
+        return arrow_table(table, json.loads(self.table_schema))
 
     def table_cased(self, names: Sequence[str]) -> list[str]:
         """``names`` (the data's columns) as the table spells them; others unchanged."""
@@ -512,7 +525,7 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
     try:
         for batch in batches:
             table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
-            table = _fill_required_children(table.rename_columns(spec.table_cased(table.column_names)))
+            table = _fill_required_children(spec.table_cased_data(table))
             if spec.casts:
                 table = cast_columns(table, spec.casts)
             if fill is not None:

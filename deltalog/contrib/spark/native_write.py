@@ -136,7 +136,7 @@ def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
     staging = store.fs_path(staging_uri)
     placed: list[str] = []
     try:
-        rows = _empty_strings_to_null(df.toDF(*spec.table_cased(df.columns)), spec.empty_to_null_columns())
+        rows = _empty_strings_to_null(_table_cased(df, spec), spec.empty_to_null_columns())
         checked = _checked(rows, spec.constraints)
         rows = _to_physical(_without_null_columns(checked, spec), spec)
         _spark_write(rows, spec, hadoop_path(staging_uri, staging))
@@ -161,6 +161,28 @@ def _without_null_columns(df: DataFrame, spec: WriteSpec) -> DataFrame:
         f.name for f in df.schema.fields if isinstance(f.dataType, NullType) and f.name not in spec.partition_columns
     ]
     return df.drop(*void) if void else df
+
+
+def _table_cased(df: DataFrame, spec: WriteSpec) -> DataFrame:
+    """``df`` with its names at every depth as the table spells them (Delta's
+    ``normalizeColumnNames``): a nested field is renamed by a cast (Spark casts structs by
+    position), which leaves its values as they are."""
+    df = df.toDF(*spec.table_cased(df.columns))
+    if spec.table_schema is None:
+        return df
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import _parse_datatype_json_value
+
+    from deltalog.contrib.spark.table_cased import spark_type
+
+    by_name = {f["name"]: f["type"] for f in json.loads(spec.table_schema)["fields"]}
+    columns = []
+    for f in df.schema.fields:
+        data = f.dataType.jsonValue()
+        renamed = spark_type(data, by_name.get(f.name))
+        column = F.col("`" + f.name.replace("`", "``") + "`")
+        columns.append(column if renamed == data else column.cast(_parse_datatype_json_value(renamed)).alias(f.name))
+    return df.select(*columns)
 
 
 def _empty_strings_to_null(df: DataFrame, columns: Sequence[str]) -> DataFrame:

@@ -263,6 +263,7 @@ def write_spec(
         random_prefix_length=props.data_file_prefix_length,
         default_expressions=plan_default_expressions(metadata, protocol) or None,
         column_names=tuple(f["name"] for f in schema["fields"]),
+        table_schema=metadata.schema_string,
         change_data=props.enable_change_data_feed,
         row_tracking_columns=row_tracking.named_materialized_columns(metadata),
         row_tracking_field_ids=row_tracking_field_ids(metadata),
