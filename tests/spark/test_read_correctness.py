@@ -464,3 +464,26 @@ def test_fraction_literals_never_prune_an_integer_partition_by_truncation():
     assert exact_partition_filter("integer", *eq[1:])
     found = condition_terms("t.p < 1.5 AND t.q = 5.0 AND t.id = s.id", "t", {"p": "integer", "q": "integer"}, ["id"])
     assert found.literal_terms == [("q", "=", 5)]
+
+
+def test_file_columns_spelled_in_another_case_are_read_as_the_table_columns(spark, tmp_path):
+    """Spark's Parquet reader matches a file's columns and nested fields to the table's
+    ignoring case (spark.sql.caseSensitive=false), so Delta reads a file that spells `s.x` as
+    `S.X` (written by an engine that did not normalize names, or by deltalog before it did):
+    both read paths give its values, not nulls."""
+    from deltalog.contrib.spark import read_table
+
+    path = str(tmp_path / "t")
+    os.makedirs(path)
+    field = {"name": "x", "type": "long", "nullable": True, "metadata": {}}
+    s = {"name": "s", "type": {"type": "struct", "fields": [field]}, "nullable": True, "metadata": {}}
+    schema = {"type": "struct", "fields": [{**field, "name": "id"}, s]}
+    data = pa.table({"ID": [1, 2], "S": pa.array([{"X": 10}, None], pa.struct([("X", pa.int64())]))})
+    pq.write_table(data, os.path.join(path, "part-0.parquet"))
+    add = AddFile("part-0.parquet", {}, os.path.getsize(os.path.join(path, "part-0.parquet")), 1)
+    metadata = Metadata(id=str(uuid.uuid4()), schema_string=json.dumps(schema))
+    log = DeltaLog.for_table(path)
+    log.store.write(log.commit_uri(0), [action_to_line(a) for a in (Protocol(1, 2), metadata, add)])
+    for native in (False, True):
+        got = sorted((r.id, r.s and r.s.x) for r in read_table(spark, path, native=native).collect())
+        assert got == [(1, 10), (2, None)], native

@@ -10,12 +10,12 @@ a column-mapping writer) is read by physical name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["child_column_name", "file_column_names"]
+__all__ = ["child_column_name", "file_column_names", "name_in_file"]
 
 _FIELD_ID = b"PARQUET:field_id"
 _COLUMN_MAPPING_ID = "delta.columnMapping.id"
@@ -48,6 +48,17 @@ def file_column_names(physical: Mapping[str, str], schema: Mapping[str, Any], fi
     return out
 
 
+def name_in_file(name: str, names: Sequence[str]) -> str:
+    """``name`` as the file spells it: itself, or the one of ``names`` equal to it ignoring
+    case (Spark's Parquet reader matches so while ``spark.sql.caseSensitive`` is false; a
+    writer that kept the data's spelling leaves ``S.X`` for the table's ``s.x``); ``name``
+    when there is no such one, or several."""
+    if name in names:
+        return name
+    matches = [n for n in names if n.lower() == name.lower()]
+    return matches[0] if len(matches) == 1 else name
+
+
 def child_column_name(struct: pa.StructType, field: Mapping[str, Any], mode: str) -> str:
     """The name, in the file's ``struct``, of the nested ``field`` (a Delta schema field):
     its physical name, or in ``id`` mode the child with its id."""
@@ -55,6 +66,6 @@ def child_column_name(struct: pa.StructType, field: Mapping[str, Any], mode: str
     physical = str(meta.get(_PHYSICAL_NAME, field["name"])) if mode != "none" else str(field["name"])
     fid = meta.get(_COLUMN_MAPPING_ID)
     if mode != "id" or fid is None:
-        return physical
+        return name_in_file(physical, [struct.field(i).name for i in range(struct.num_fields)])
     by_id = _ids(struct)
     return physical if not by_id else by_id.get(int(fid), _ABSENT)

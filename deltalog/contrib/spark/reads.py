@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.contrib.spark.field_ids import child_column_name, file_column_names
+from deltalog.contrib.spark.field_ids import child_column_name, file_column_names, name_in_file
 from deltalog.contrib.spark.partitioning import partition_value, typed_partition_value
 from deltalog.contrib.spark.row_groups import row_group_offsets, row_groups_in_range, row_groups_may_match
 from deltalog.contrib.spark.scan import Term
@@ -255,7 +255,7 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
         metadata = pf.metadata
         present = set(pf.schema_arrow.names)
         files_names = file_column_names(names, schema, pf.schema_arrow) if spec.column_mapping_mode == "id" else names
-        physical = {n: files_names.get(n, n) for n in data_cols}
+        physical = {n: name_in_file(files_names.get(n, n), pf.schema_arrow.names) for n in data_cols}
         read_cols = [physical[n] for n in data_cols if physical[n] in present]
         if item.constants.get("_change_type") is None and "_change_type" in present and "_change_type" in wanted:
             read_cols.append("_change_type")
