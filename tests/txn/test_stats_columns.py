@@ -431,21 +431,26 @@ def test_the_statistics_delta_records(
     assert parsed == json.loads(json.dumps(expected, default=float))
 
 
-def test_a_stats_column_the_file_lacks_counts_as_null_in_every_row(tmp_path: Any) -> None:
-    """Delta's ``statsCollector`` counts ``count(*)`` nulls for a stats column missing from the
-    written data (DataSkippingDeltaTests "data skipping with missing columns in DataFrame":
-    ``c is not null`` skips the file), from the rows and from a footer alike; no bounds."""
+def _from_rows_and_footer(metadata: Any, data: pa.Table, tmp_path: Any) -> tuple[StatsCollector, StatsCollector]:
+    """Two collectors of ``data``'s statistics: one fed its rows, one the footer of a file of it."""
     import pyarrow.parquet as pq
 
-    metadata = _create({}).update().metadata
-    s_type = pa.struct([("x", pa.int64())])
-    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "s": pa.array([{"x": 1}, None, {"x": 3}], s_type)})
     pq.write_table(data, tmp_path / "f.parquet")
     from_rows = StatsCollector.for_table(metadata, data.schema)
     from_rows.update(data)
     from_footer = StatsCollector.for_table(metadata, data.schema)
     from_footer.update_from_footer(pq.ParquetFile(tmp_path / "f.parquet").metadata)
-    for collector in (from_rows, from_footer):
+    return from_rows, from_footer
+
+
+def test_a_stats_column_the_file_lacks_counts_as_null_in_every_row(tmp_path: Any) -> None:
+    """Delta's ``statsCollector`` counts ``count(*)`` nulls for a stats column missing from the
+    written data (DataSkippingDeltaTests "data skipping with missing columns in DataFrame":
+    ``c is not null`` skips the file), from the rows and from a footer alike; no bounds."""
+    metadata = _create({}).update().metadata
+    s_type = pa.struct([("x", pa.int64())])
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "s": pa.array([{"x": 1}, None, {"x": 3}], s_type)})
+    for collector in _from_rows_and_footer(metadata, data, tmp_path):
         parsed = json.loads(collector.to_json())
         assert parsed["nullCount"] == {
             "id": 0,
@@ -462,17 +467,10 @@ def test_a_file_column_spelled_in_another_case_is_the_table_column(tmp_path: Any
     ignoring case) has its statistics under the table's names, from the rows and from a
     footer; it is not taken for a missing column, which would count it all null and skip
     ``s.x = 4`` wrongly."""
-    import pyarrow.parquet as pq
-
     metadata = _create({}).update().metadata
     s_type = pa.struct([("T", pa.struct([("U", pa.int32())])), ("X", pa.int64())])
     data = pa.table({"ID": pa.array([2], pa.int64()), "S": pa.array([{"T": {"U": 5}, "X": 4}], s_type)})
-    pq.write_table(data, tmp_path / "f.parquet")
-    from_rows = StatsCollector.for_table(metadata, data.schema)
-    from_rows.update(data)
-    from_footer = StatsCollector.for_table(metadata, data.schema)
-    from_footer.update_from_footer(pq.ParquetFile(tmp_path / "f.parquet").metadata)
-    for collector in (from_rows, from_footer):
+    for collector in _from_rows_and_footer(metadata, data, tmp_path):
         parsed = json.loads(collector.to_json())
         assert parsed["minValues"] == {"id": 2, "s": {"x": 4, "t": {"u": 5}}}
         assert parsed["nullCount"]["s"] == {"x": 0, "y.z": 1, "ok": 1, "t": {"u": 0}}
