@@ -15,6 +15,7 @@ in Delta (a change feed streamed into a table keeps it).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import random
@@ -180,7 +181,7 @@ class WriteSpec:
             return table.rename_columns(self.table_cased(table.column_names))
         from deltalog.contrib.spark.table_cased import arrow_table
 
-        return arrow_table(table, json.loads(self.table_schema))
+        return arrow_table(table, _parsed_schema(self.table_schema))
 
     def table_cased(self, names: Sequence[str]) -> list[str]:
         """``names`` (the data's columns) as the table spells them; others unchanged."""
@@ -510,6 +511,12 @@ def _empty_strings_to_null(table: pa.Table, columns: Sequence[str]) -> pa.Table:
             empty = pc.equal(column, pa.scalar("", column.type))
             table = table.set_column(i, table.field(i), pc.if_else(empty, pa.scalar(None, column.type), column))
     return table
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_schema(schema_string: str) -> Any:
+    """A schema string parsed once per task process, not once per batch."""
+    return json.loads(schema_string)
 
 
 def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table], task_id: int) -> list[str]:
