@@ -48,12 +48,12 @@ from urllib.parse import quote, unquote
 from deltalog.contrib.spark import schemas
 from deltalog.contrib.spark.data_skipping import where_terms
 from deltalog.contrib.spark.errors import DeltaAnalysisError, NativeReadUnsupportedError
-from deltalog.contrib.spark.options import SESSION_TIME_ZONE_CONF, ReadOptions
+from deltalog.contrib.spark.options import ReadOptions
 from deltalog.contrib.spark.partitioning import HIVE_DEFAULT_PARTITION, partition_directory, typed_partition_value
-from deltalog.contrib.spark.predicates import at_session_time_zone, in_session_time_zone
+from deltalog.contrib.spark.predicates import at_session_time_zone
 from deltalog.contrib.spark.scan import Term, plan_files
+from deltalog.contrib.spark.session_writes import session_read_defaults
 from deltalog.contrib.spark.tablelog import open_log
-from deltalog.contrib.spark.time_travel import with_session_change_feed_conf, with_session_retention_conf
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 from deltalog.txn.protocol.features import READ_SUPPORTED
 from deltalog.txn.protocol.generated_columns import partition_expressions
@@ -97,7 +97,6 @@ _JAVA_QUOTED = frozenset({"Cc", "Zs", "Zl", "Zp"})
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9/\-_.!~*'(),;:$&+=@]*\Z")
 _BLOCK_SIZE = 128 * 1024 * 1024
 PARTITION_FILE_KEY = "__deltalog_pfile"
-_TIMESTAMP_OPTIONS = frozenset({"timestampasof", "startingtimestamp", "endingtimestamp"})
 #: Hadoop options of a scan (Spark passes a read's options to the Parquet reader) that stop
 #: it from dropping row groups by their statistics, dictionaries, page indexes or bloom
 #: filters: Parquet's min/max leave NaN out and its dictionaries and bloom filters tell -0.0
@@ -125,8 +124,8 @@ def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
     opts = {k: v for k, v in options.items() if v is not None}
     where = opts.pop("where", None)
     native = _native_flag(opts.pop("native", None))
-    raw = with_session_retention_conf(spark, _session_timestamps(spark, {k: str(v) for k, v in opts.items()}))
-    raw = with_session_change_feed_conf(spark, raw)
+    raw = {k: str(v) for k, v in opts.items()}
+    raw = {**session_read_defaults(spark, raw), **raw}  # timestamps are read in the session's zone
     read = ReadOptions.parse({**raw, "path": uri})
     if native is False:
         return _python_read(spark, uri, raw, where)
@@ -137,17 +136,6 @@ def read_table(spark: SparkSession, uri: str, **options: Any) -> DataFrame:
             raise
         log.info("reading %s through the deltalog Python data source: %s", uri, exc)
         return _python_read(spark, uri, raw, where)
-
-
-def _session_timestamps(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
-    """``options`` with their timestamps (``timestampAsOf``, the change feed's bounds) as
-    local times of the session time zone when they name no offset, as Delta reads them, and
-    the zone itself (for the path's ``@yyyyMMddHHmmssSSS``, read when the options are)."""
-    time_zone = spark.conf.get(SESSION_TIME_ZONE_CONF)
-    out = {k: in_session_time_zone(v, time_zone) if k.lower() in _TIMESTAMP_OPTIONS else v for k, v in options.items()}
-    if time_zone and not any(k.lower() == SESSION_TIME_ZONE_CONF.lower() for k in out):
-        out[SESSION_TIME_ZONE_CONF] = time_zone
-    return out
 
 
 def _native_flag(value: Any) -> bool | None:

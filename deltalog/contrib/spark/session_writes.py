@@ -136,9 +136,10 @@ def session_read_defaults(spark: SparkSession, options: Mapping[str, str]) -> di
     from deltalog.contrib.spark.time_travel import with_session_change_feed_conf, with_session_retention_conf
 
     lowered = {k.lower() for k in options}
-    out = {SESSION_TIME_ZONE_CONF: str(spark.conf.get(SESSION_TIME_ZONE_CONF))}
-    out.update(with_session_change_feed_conf(spark, with_session_retention_conf(spark, {})))
-    return {k: v for k, v in out.items() if k.lower() not in lowered}
+    out = with_session_change_feed_conf(spark, with_session_retention_conf(spark, options))
+    if SESSION_TIME_ZONE_CONF.lower() not in lowered:
+        out[SESSION_TIME_ZONE_CONF] = str(spark.conf.get(SESSION_TIME_ZONE_CONF))
+    return {k: v for k, v in out.items() if k not in options}
 
 
 def _given(writer: _Handle) -> set[str]:
