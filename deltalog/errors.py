@@ -96,6 +96,7 @@ if TYPE_CHECKING:
         MetadataAlreadyChangedError,
         MetadataChangedError,
         MissingMetadataError,
+        NestedNotNullConstraintError,
         ProtocolChangedError,
         TransactionAlreadyCommittedError,
     )
@@ -225,6 +226,7 @@ _HOMES: dict[str, str] = {
     "InvalidMetadataError": "deltalog.txn.commit.commit_errors",
     "MetadataAlreadyChangedError": "deltalog.txn.commit.commit_errors",
     "MissingMetadataError": "deltalog.txn.commit.commit_errors",
+    "NestedNotNullConstraintError": "deltalog.txn.commit.commit_errors",
     "TransactionAlreadyCommittedError": "deltalog.txn.commit.commit_errors",
     "DeltaConcurrentModificationError": "deltalog.txn.commit.commit_errors",
     "CommitFailedError": "deltalog.txn.commit.commit_errors",
@@ -381,6 +383,7 @@ __all__ = [
     "MissingNotNullColumnError",
     "NativeReadUnsupportedError",
     "NativeWriteUnsupportedError",
+    "NestedNotNullConstraintError",
     "NonContiguousVersionsError",
     "NotNullConstraintViolationError",
     "OptimizeError",

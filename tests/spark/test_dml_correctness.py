@@ -53,6 +53,29 @@ def _not_null_table(spark, path: str):
 SCHEMA = "id long, name string, info struct<k: string, v: long>"
 
 
+def test_not_null_inside_an_array_is_refused_or_dropped_by_the_session_conf(spark, table_path):
+    """Delta's ``DELTA_NESTED_NOT_NULL_CONSTRAINT``: no writer can enforce it, so a CREATE
+    with one fails (nothing committed) unless the session allows dropping it."""
+    from pyspark.sql.types import ArrayType, IntegerType, StructField, StructType
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.commit.commit_errors import NestedNotNullConstraintError
+
+    items = ArrayType(StructType([StructField("qty", IntegerType(), False)]))
+    with pytest.raises(NestedNotNullConstraintError, match="The element type of the field items"):
+        DeltaTable.create(spark).location(table_path).addColumn("id", "long").addColumn("items", items).execute()
+    assert not os.path.exists(os.path.join(table_path, "_delta_log", "00000000000000000000.json"))
+    conf = "spark.databricks.delta.constraints.allowUnenforcedNotNull.enabled"
+    spark.conf.set(conf, "true")
+    try:
+        DeltaTable.create(spark).location(table_path).addColumn("id", "long").addColumn("items", items).execute()
+    finally:
+        spark.conf.unset(conf)
+    assert spark.read.format("deltalog").load(table_path).schema["items"].dataType == ArrayType(
+        StructType([StructField("qty", IntegerType(), True)])
+    )
+
+
 def test_not_null_is_enforced_on_every_write_path(spark, table_path, tmp_path):
     from deltalog.txn.protocol.constraints import ConstraintViolationError, NotNullConstraintViolationError
 

@@ -274,6 +274,24 @@ class InvalidMetadataError(InvalidTransactionError):
     """New metadata failed verification (duplicate columns, bad partition columns, ...)."""
 
 
+class NestedNotNullConstraintError(InvalidMetadataError):
+    """A schema change puts a NOT NULL inside an array's elements or a map's keys or values,
+    which no writer can enforce (Delta's ``DELTA_NESTED_NOT_NULL_CONSTRAINT``, raised by
+    ``removeUnenforceableNotNullConstraints``)."""
+
+    error_class = "DELTA_NESTED_NOT_NULL_CONSTRAINT"
+
+    def __init__(self, parent: str, nest_type: str, nested_json: str, setting: str) -> None:
+        super().__init__(
+            f"[{self.error_class}] The {nest_type} type of the field {parent} contains a NOT NULL constraint. "
+            "Delta does not support NOT NULL constraints nested within arrays or maps. To suppress this error "
+            f"and silently ignore the specified constraints, set {setting} = true. Parsed {nest_type} type: "
+            f"{nested_json}. Nothing was committed."
+        )
+        self.parent = parent
+        self.nest_type = nest_type
+
+
 class ConstraintsNotCheckedError(InvalidTransactionError):
     """Data files were added to a table with CHECK constraints or column invariants,
     and the writer did not declare that it checked them."""

@@ -10,6 +10,7 @@
 | ``post_commit_checkpoint`` | (deltalog) checkpoint every ``delta.checkpointInterval`` | true |
 | ``write_checksum_file`` | ``spark.databricks.delta.writeChecksumFile.enabled`` | true |
 | ``skip_recording_empty_commits`` | ``spark.databricks.delta.skipRecordingEmptyCommits`` | true |
+| ``allow_unenforced_not_null`` | ``spark.databricks.delta.constraints.allowUnenforcedNotNull.enabled`` | false |
 
 Each can be given as an option ``deltalog.<name>`` (e.g. ``deltalog.maxCommitAttempts``) or
 under Delta's name, in the storage options of ``DeltaLog.for_table``.
@@ -55,6 +56,10 @@ _KEYS: dict[str, tuple[str, ...]] = {
         "deltalog.skipRecordingEmptyCommits",
         "spark.databricks.delta.skipRecordingEmptyCommits",
     ),
+    "allow_unenforced_not_null": (
+        "deltalog.constraints.allowUnenforcedNotNull.enabled",
+        "spark.databricks.delta.constraints.allowUnenforcedNotNull.enabled",
+    ),
 }
 
 
@@ -68,6 +73,7 @@ _FLAGS = (
     "post_commit_checkpoint",
     "write_checksum_file",
     "skip_recording_empty_commits",
+    "allow_unenforced_not_null",
 )
 
 
@@ -86,6 +92,9 @@ class EngineSettings:
     write_checksum_file: bool = True
     #: ``commit_if_needed`` may skip an empty commit (false: it is always recorded)
     skip_recording_empty_commits: bool = True
+    #: a schema change with NOT NULL inside arrays or maps drops those instead of failing
+    #: (see :mod:`deltalog.txn.commit.nested_not_null`)
+    allow_unenforced_not_null: bool = False
     engine_info: str = ""
     on_commit_stats: Callable[[CommitStats], None] | None = None
 

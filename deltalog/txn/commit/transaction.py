@@ -51,6 +51,7 @@ from deltalog.txn.commit.commit_stats import CommitStats
 from deltalog.txn.commit.conflicts import CurrentTransactionInfo, WinningCommit, check_conflicts
 from deltalog.txn.commit.isolation import IsolationLevel, choose_isolation_level
 from deltalog.txn.commit.metadata_checks import refuse_column_mapping_change_with_file_actions, verify_metadata
+from deltalog.txn.commit.nested_not_null import enforceable_not_nulls
 from deltalog.txn.commit.operation_metrics import file_metrics
 from deltalog.txn.commit.operations import Operation, SetTableProperties
 from deltalog.txn.commit.post_commit import PostCommitHook, run_post_commit
@@ -289,6 +290,9 @@ class OptimisticTransaction:
         old = self.snapshot.metadata if self.table_exists else None
         verify_metadata(metadata, old is not None and old.properties.enable_change_data_feed)
         metadata = complete_metadata(old, metadata, creating_table, removing_column_mapping)
+        if old is None or metadata.schema_string != old.schema_string:  # Delta checks only a changed schema
+            schema = enforceable_not_nulls(metadata.schema_string, self.settings.allow_unenforced_not_null)
+            metadata = replace(metadata, schema_string=schema)
         if metadata.created_time is None and not self.table_exists:
             metadata = _with_created_time(metadata)
         metadata = self._with_ict_enablement(metadata)
