@@ -611,6 +611,22 @@ def test_dynamic_partition_overwrite_reads(
     assert (caught.value.winning_version, caught.value.partition) == (2, f"[{column}=0]")
 
 
+def test_dynamic_partition_overwrite_finds_partitions_by_typed_value() -> None:
+    """filterFiles(newFiles) compares partition values as their column's type, null-safely:
+    ``01`` is the int partition ``1``; an empty string is the null partition."""
+    log = DeltaLog.for_table(f"memory://dpo-typed-{uuid.uuid4().hex}")
+    meta = Metadata(schema_string=schema("p", "value"), partition_columns=("p",))
+    log.start_transaction().commit([meta], ManualUpdate())
+    existing = [add("a", p="01"), add("b", p="2"), add("c", p=None), add("d", p="")]
+    log.start_transaction().commit(existing, ManualUpdate())
+    txn = log.start_transaction()
+    assert sorted(f.path for f in txn.filter_files_in_partitions([add("x", p="1")])) == ["a"]
+    txn = log.start_transaction()
+    assert sorted(f.path for f in txn.filter_files_in_partitions([add("y", p=None)])) == ["c", "d"]
+    txn = log.start_transaction()
+    assert sorted(f.path for f in txn.filter_files_in_partitions([add("z", p="2"), add("w", p="")])) == ["b", "c", "d"]
+
+
 @pytest.mark.parametrize(
     ("domain", "expected"),
     [("app.domain", ConcurrentTransactionError), ("app.other", None), ("delta.rowTracking", None)],

@@ -76,7 +76,12 @@ from deltalog.txn.protocol.column_mapping import (
 )
 from deltalog.txn.protocol.iceberg_compat import complete_metadata
 from deltalog.txn.protocol.identity import identity_commit_tags, update_high_water_marks
-from deltalog.txn.protocol.partition_filters import PartitionFilter, PartitionPredicate, partition_column_types
+from deltalog.txn.protocol.partition_filters import (
+    PartitionFilter,
+    PartitionPredicate,
+    PartitionValueKeys,
+    partition_column_types,
+)
 from deltalog.txn.protocol.properties import InvalidPropertyError
 from deltalog.txn.protocol.protocol_requirements import (
     merge_protocols,
@@ -518,13 +523,16 @@ class OptimisticTransaction:
         keys = partition_value_keys(metadata)
         types = partition_column_types(metadata.schema_string, metadata.partition_columns)
         types = dict(zip(keys, (types[c] for c in metadata.partition_columns), strict=True))
-        partitions = {tuple((k, f.partition_values.get(k)) for k in keys) for f in new_files}
+        # PROTOCOL: an empty string is a null partition value
+        partitions = {tuple((k, f.partition_values.get(k) or None) for k in keys) for f in new_files}
         if not partitions:  # nothing written: a read of no partition (still no blind append)
             self._read_predicates.append(PartitionPredicate([(k, "in", []) for k in keys[:1]], types))
             return []
         predicates = [PartitionPredicate([(k, "=", v) for k, v in values], types) for values in partitions]
         self._read_predicates.extend(predicates)
-        return [f for f in self.snapshot.files if any(p.matches(f.partition_values) for p in predicates)]
+        keys_of = PartitionValueKeys(types)  # one set lookup per file, not one predicate per partition
+        wanted = {keys_of.key(dict(values)) for values in partitions} - {None}
+        return [f for f in self.snapshot.files if keys_of.key(f.partition_values) in wanted]
 
     def track_files_read(self, files: Iterable[AddFile]) -> None:
         """Record that this transaction read ``files`` (Delta's ``trackFilesRead``): a

@@ -24,6 +24,7 @@ __all__ = [
     "InvalidPartitionFilterError",
     "PartitionFilter",
     "PartitionPredicate",
+    "PartitionValueKeys",
     "SparkFloat",
     "partition_column_types",
 ]
@@ -167,6 +168,34 @@ def _lookup_case_insensitive(values: Mapping[str, str | None], column: str) -> s
         if key.lower() == lowered:
             return value
     return None
+
+
+class PartitionValueKeys:
+    """Partition values as hashable keys: each column's value converted to its type, as
+    :class:`PartitionPredicate` compares them (``"01"`` and ``"1"`` are one int; an empty
+    string is null), so files can be matched against many partitions by a set lookup
+    instead of one ``=`` predicate per partition."""
+
+    def __init__(self, column_types: Mapping[str, str]) -> None:
+        self._columns = tuple(column_types)
+        self._converters = tuple(_converter(t) for t in column_types.values())
+
+    def key(self, partition_values: Mapping[str, str | None]) -> tuple[Any, ...] | None:
+        """The converted values (None for a null), or None when one does not parse as its
+        type (it then equals no value, as in :class:`PartitionPredicate`)."""
+        out: list[Any] = []
+        for column, convert in zip(self._columns, self._converters, strict=True):
+            raw = partition_values.get(column)
+            if raw is None:
+                raw = _lookup_case_insensitive(partition_values, column)
+            if raw is None or raw == "":
+                out.append(None)
+                continue
+            try:
+                out.append(convert(raw))
+            except (ValueError, ArithmeticError):
+                return None
+        return tuple(out)
 
 
 class PartitionPredicate:
