@@ -443,16 +443,16 @@ class DeltaMergeBuilder:
         of an atomic type Spark does not implicitly cast to its table column's (a string into a
         boolean, binary into an int) is an error, before anything runs. ``table_types`` leaves
         out the columns type widening widens (a date into a ``timestamp_ntz``)."""
+        from deltalog.contrib.spark.merge_migration import struct_fields
         from deltalog.contrib.spark.sink_cast import implicitly_castable
 
-        clauses = [*self._matched, *self._not_matched]
-        star = any(c.assignments is None for c in clauses)
-        named = {p[0].lower() for c in clauses for n in (c.assignments or {}) if len(p := self._target_name(n)) == 1}
+        if not evolve:
+            return
         table = {name.lower(): (name, t) for name, t in table_types.items()}
-        for f in self._source.schema.fields if evolve else ():
-            name, kind = table.get(f.name.lower(), ("", ""))
-            source_type = f.dataType.jsonValue()
-            if not name or not (star or name.lower() in named) or kind.startswith("{"):
+        for f in struct_fields(self._migration_schema()):  # the source columns the clauses write
+            name, kind = table.get(str(f["name"]).lower(), ("", ""))
+            source_type = f["type"]
+            if not name or kind.startswith("{"):
                 continue
             if isinstance(source_type, str) and source_type != kind and not implicitly_castable(source_type, kind):
                 raise DeltaAnalysisError(

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from deltalog.contrib.spark.resolver import Resolver
 
-__all__ = ["migration_schema"]
+__all__ = ["migration_schema", "struct_fields"]
 
 _Json = dict[str, object]
 
@@ -30,7 +30,7 @@ def _filter(struct: Mapping[str, object], base: list[str], assigned: list[list[s
         return len(prefix) <= len(path) and all(r(a, b) for a, b in zip(prefix, path))
 
     fields: list[object] = []
-    for field in _fields(struct):
+    for field in struct_fields(struct):
         path = [*base, str(field["name"])]
         kind = field["type"]
         if any(len(p) == len(path) and is_prefix(path, p) for p in assigned):
@@ -46,7 +46,8 @@ def _filter(struct: Mapping[str, object], base: list[str], assigned: list[list[s
     return {**struct, "fields": fields}
 
 
-def _fields(struct: Mapping[str, object]) -> list[dict[str, object]]:
+def struct_fields(struct: Mapping[str, object]) -> list[dict[str, object]]:
+    """The fields of a struct's JSON."""
     fields = struct.get("fields", [])
     assert isinstance(fields, list)
     return [f for f in fields if isinstance(f, dict)]
