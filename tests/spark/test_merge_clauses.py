@@ -630,6 +630,49 @@ def test_source_is_evaluated_once_for_all_passes(spark, table_path):
     assert rows(table.toDF(), ["id"]).v.tolist() == [0] * 5 + [1] * 5 + [0] * 10
 
 
+def test_one_current_time_for_the_whole_merge(spark, tmp_path):
+    """Delta's ``MergeIntoTimestampConsistencySuite``: ``now()`` in the search condition, a
+    clause's condition or value, a NOT MATCHED BY SOURCE value and a subquery of the source is
+    one instant with the source's ``current_timestamp()`` columns, whichever pass reads them."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.merge_source import MATERIALIZE_SOURCE
+
+    def table(name: str) -> tuple[Any, str]:
+        path = str(tmp_path / name)
+        target = spark.range(0, 5).withColumn("updated", F.lit(False))
+        target = target.withColumn("one", F.timestamp_seconds(F.lit(1))).withColumn(
+            "two", F.timestamp_seconds(F.lit(2))
+        )
+        target.write.format("deltalog").mode("append").save(path)
+        return DeltaTable.forPath(spark, path).alias("t"), path
+
+    source = spark.range(0, 10).withColumn("updated", F.lit(True))
+    source = source.withColumn("one", F.current_timestamp()).withColumn("two", F.current_timestamp()).alias("s")
+    t, path = table("on")
+    t.merge(source, "s.id = t.id AND s.one = now()").whenMatchedUpdateAll().execute()
+    assert all(r.updated for r in spark.read.format("deltalog").load(path).collect())
+    t, path = table("clauses")
+    spark.conf.set(MATERIALIZE_SOURCE, "none")  # the source is read again in each pass
+    try:
+        merge = t.merge(source, "s.id = t.id").whenMatchedUpdate(
+            "s.one = now() AND s.two = current_timestamp()", {"updated": "s.updated", "one": "s.one", "two": "now()"}
+        )
+        merge.whenNotMatchedInsert("s.one = now()", {"id": "s.id", "updated": "true", "one": "now()", "two": "s.two"})
+        merge.execute()
+    finally:
+        spark.conf.unset(MATERIALIZE_SOURCE)
+    got = spark.read.format("deltalog").load(path).collect()
+    assert len(got) == 10 and all(r.updated for r in got) and len({r.one for r in got} | {r.two for r in got}) == 1
+    t, path = table("by_source")
+    now = source.where("one IN (SELECT now())").where("id < 3")
+    t.merge(now, "s.id = t.id").whenMatchedUpdate(set={"one": "s.one"}).whenNotMatchedBySourceUpdate(
+        set={"one": F.current_timestamp()}
+    ).execute()
+    assert len({r.one for r in spark.read.format("deltalog").load(path).collect()}) == 1
+
+
 def _key_values(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return sorted(rows, key=lambda r: tuple((v is None, str(v)) for v in r))
 

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -185,6 +186,19 @@ def _holds(base: Column, clause: _Clause) -> Column:
 
 def _text(e: Any) -> str | None:
     return None if e is None else (e if isinstance(e, str) else str(e))
+
+
+def _assign(clauses: list[_Clause], exprs: Sequence[Any]) -> None:
+    """Give ``clauses`` the conditions, then the assigned values, of ``exprs`` (in the order
+    :meth:`DeltaMergeBuilder._current_time_pinned` lists them)."""
+    rest = list(exprs[len(clauses) :])
+    for clause, condition in zip(clauses, exprs, strict=False):
+        clause.condition = condition
+    for clause in clauses:
+        if clause.assignments:
+            names = list(clause.assignments)
+            clause.assignments = dict(zip(names, rest[: len(names)], strict=True))
+            rest = rest[len(names) :]
 
 
 def _with_types(schema_string: str, types: Mapping[str, DataType]) -> StructType:
@@ -604,6 +618,45 @@ class DeltaMergeBuilder:
                     f"When there are more than one {kind} clauses in a MERGE statement, only the last {kind} "
                     "clause can omit the condition (a clause after an unconditional one could never act)"
                 )
+        with self._current_time_pinned():
+            self._run_pinned()
+
+    @contextmanager
+    def _current_time_pinned(self) -> Iterator[None]:
+        """The source, conditions and values with one current time while the MERGE runs
+        (:mod:`~deltalog.contrib.spark.merge_time`); the builder's own are restored after."""
+        from deltalog.contrib.spark.merge_time import pin_current_time
+
+        clauses = [*self._matched, *self._not_matched]
+        by_source = self._not_matched_by_source
+
+        def values(cs: list[_Clause]) -> list[Any]:
+            return [v for c in cs for v in (c.assignments or {}).values()]
+
+        def target_schema() -> StructType:
+            import json
+
+            return spark_struct(json.loads(self._table._log.update().metadata.schema_string))
+
+        joint = [self._condition, *(c.condition for c in clauses), *values(clauses)]
+        by_source_exprs = [*(c.condition for c in by_source), *values(by_source)]
+        alias = self._table._alias or "target"
+        pinned = pin_current_time(self._source, target_schema, alias, joint, by_source_exprs)
+        if pinned is None:
+            yield
+            return
+        saved = (self._source, self._condition, [(c.condition, c.assignments) for c in [*clauses, *by_source]])
+        try:
+            self._source, self._condition = pinned.source, pinned.joint[0]
+            _assign(clauses, pinned.joint[1:])
+            _assign(by_source, pinned.by_source)
+            yield
+        finally:
+            self._source, self._condition = saved[0], saved[1]
+            for c, (condition, assignments) in zip([*clauses, *by_source], saved[2], strict=True):
+                c.condition, c.assignments = condition, assignments
+
+    def _run_pinned(self) -> None:
         txn = self._start_transaction()
         if begin_idempotent_command(self._table._spark, txn):
             return
