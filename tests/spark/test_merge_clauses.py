@@ -3,6 +3,7 @@ with the same MERGE computed in pandas, schema evolution, target file pruning, m
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -628,6 +629,22 @@ def test_source_is_evaluated_once_for_all_passes(spark, table_path):
         spark.conf.unset(MATERIALIZE_SOURCE)
     assert evaluations.value > 10  # once per pass
     assert rows(table.toDF(), ["id"]).v.tolist() == [0] * 5 + [1] * 5 + [0] * 10
+
+
+def test_current_time_calls_are_replaced_outside_literals_and_quoted_names():
+    from deltalog.contrib.spark.merge_time import substitute_current_time
+
+    literals = {"now": "TS", "current_timestamp": "TS", "current_date": "D", "curdate": "D", "unix_timestamp": "U"}
+    sub = functools.partial(substitute_current_time, literals=literals, columns=frozenset({"current_date"}))
+    assert (
+        sub("s.ts = now() AND t.d < CURRENT_DATE ( ) AND x = current_timestamp") == "s.ts = TS AND t.d < D AND x = TS"
+    )
+    assert sub("'now()' = `now()` AND \"current_timestamp\" = s.now AND t.now = 1") == (
+        "'now()' = `now()` AND \"current_timestamp\" = s.now AND t.now = 1"
+    )
+    assert sub("current_date = curdate() AND unix_timestamp() > unix_timestamp(t.s)") == (
+        "current_date = D AND U > unix_timestamp(t.s)"  # a bare current_date is the column of that name
+    )
 
 
 def test_one_current_time_for_the_whole_merge(spark, tmp_path):
