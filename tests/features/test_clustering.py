@@ -223,7 +223,11 @@ def test_alter_cluster_by_changes_and_enables_clustering(tmp_path: Path) -> None
     assert clustering_columns(snap) == ["name"]
     info = log.read_commit(version)[0]
     assert info.operation == "CLUSTER BY"  # type: ignore[union-attr]
-    assert info.operation_parameters == {"oldClusteringColumns": "[]", "newClusteringColumns": '["name"]'}  # type: ignore[union-attr]
+    # Delta's ClusterBy: the logical names joined by commas (ClusteredTableTestUtils), not JSON lists
+    assert info.operation_parameters == {"oldClusteringColumns": "", "newClusteringColumns": "name"}  # type: ignore[union-attr]
+    version = cluster_by(log, ["x", "y"])
+    info = log.read_commit(version)[0]
+    assert info.operation_parameters == {"oldClusteringColumns": "name", "newClusteringColumns": "x,y"}  # type: ignore[union-attr]
     cluster_by(log, [])  # CLUSTER BY NONE: still clustered, by nothing; OPTIMIZE compacts
     assert clustering_columns(log.update()) == []
     assert optimize(log).num_files_removed == 0  # one file: nothing to compact
