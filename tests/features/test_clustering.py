@@ -200,7 +200,7 @@ def test_full_optimize_reclusters_after_cluster_by_changed(tmp_path: Path) -> No
     version = optimize(log, target_size=total // 4, full=True).version
     assert version is not None
     params = log.read_commit(version)[0].operation_parameters  # type: ignore[union-attr]
-    assert (params["clusterBy"], params["isFull"]) == ('["y"]', "true")
+    assert (params["clusterBy"], params["isFull"]) == ('["y"]', True)  # Delta writes booleans raw
     by_y = sorted(_boxes(log), key=lambda b: b[2])
     assert len(by_y) > 1
     assert all(nxt[2] >= prev[3] for prev, nxt in itertools.pairwise(by_y))  # ranges of y at most touch
