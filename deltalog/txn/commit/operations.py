@@ -335,11 +335,12 @@ class _TableDefinition(Operation):
     cluster_by: Sequence[str] | None = None
 
     def parameter_values(self) -> dict[str, Any]:
+        # in the order Delta's logs show them (its five-entry Scala map's iteration order)
         return {
-            "isManaged": "false",
-            "description": self.description,
             "partitionBy": list(self.partition_by),
             "clusterBy": list(self.cluster_by or ()),
+            "description": self.description,
+            "isManaged": "false",
             "properties": dict(self.properties),
         }
 
