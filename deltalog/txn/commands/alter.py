@@ -48,7 +48,13 @@ from deltalog.txn.commands.alter_properties import (
 from deltalog.txn.commands.column_mapping_removal import remove_column_mapping, without_column_mapping_metadata
 from deltalog.txn.commands.dependent_expressions import dependent_expressions
 from deltalog.txn.commands.row_tracking_backfill import BackfillLimits, backfill_row_tracking
-from deltalog.txn.commit.operations import AddColumns, Operation, SetTableProperties, UnsetTableProperties
+from deltalog.txn.commit.operations import (
+    AddColumns,
+    ChangeColumn,
+    Operation,
+    SetTableProperties,
+    UnsetTableProperties,
+)
 from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.clustering import logical_clustering_columns
 from deltalog.txn.protocol.column_identifiers import parse_column_list
@@ -116,17 +122,6 @@ class DropColumns(Operation):
 
     def parameter_values(self) -> dict[str, Any]:
         return {"columns": list(self.columns)}
-
-
-@dataclass(frozen=True)
-class ChangeColumn(Operation):
-    """``CHANGE COLUMN`` (here: a new comment)."""
-
-    name: ClassVar[str] = "CHANGE COLUMN"
-    column: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-
-    def parameter_values(self) -> dict[str, Any]:
-        return {"column": dict(self.column)}
 
 
 # -- paths in a schema ---------------------------------------------------------------------

@@ -25,6 +25,7 @@ __all__ = [
     "AddColumns",
     "AddConstraint",
     "AddDeletionVectorsTombstones",
+    "ChangeColumn",
     "Clone",
     "Convert",
     "CreateTable",
@@ -442,6 +443,18 @@ class AddColumns(Operation):
 
     def parameter_values(self) -> dict[str, Any]:
         return {"columns": [dict(c) for c in self.columns]}
+
+
+@dataclass(frozen=True)
+class ChangeColumn(Operation):
+    """``CHANGE COLUMN`` (a new comment, a wider type): ``column`` is the changed field as
+    Delta's ``structFieldToMap`` writes it (dotted name, type name, nullable, metadata)."""
+
+    name: ClassVar[str] = "CHANGE COLUMN"
+    column: Mapping[str, Any] = field(default_factory=dict)
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"column": dict(self.column)}
 
 
 @dataclass(frozen=True)
