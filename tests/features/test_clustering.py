@@ -200,7 +200,7 @@ def test_full_optimize_reclusters_after_cluster_by_changed(tmp_path: Path) -> No
     version = optimize(log, target_size=total // 4, full=True).version
     assert version is not None
     params = log.read_commit(version)[0].operation_parameters  # type: ignore[union-attr]
-    assert (params["clusterBy"], params["isFull"]) == ('["y"]', "true")
+    assert (params["clusterBy"], params["isFull"]) == ('["y"]', True)  # Delta writes booleans raw
     by_y = sorted(_boxes(log), key=lambda b: b[2])
     assert len(by_y) > 1
     assert all(nxt[2] >= prev[3] for prev, nxt in itertools.pairwise(by_y))  # ranges of y at most touch
@@ -223,7 +223,11 @@ def test_alter_cluster_by_changes_and_enables_clustering(tmp_path: Path) -> None
     assert clustering_columns(snap) == ["name"]
     info = log.read_commit(version)[0]
     assert info.operation == "CLUSTER BY"  # type: ignore[union-attr]
-    assert info.operation_parameters == {"oldClusteringColumns": "[]", "newClusteringColumns": '["name"]'}  # type: ignore[union-attr]
+    # Delta's ClusterBy: the logical names joined by commas (ClusteredTableTestUtils), not JSON lists
+    assert info.operation_parameters == {"oldClusteringColumns": "", "newClusteringColumns": "name"}  # type: ignore[union-attr]
+    version = cluster_by(log, ["x", "y"])
+    info = log.read_commit(version)[0]
+    assert info.operation_parameters == {"oldClusteringColumns": "name", "newClusteringColumns": "x,y"}  # type: ignore[union-attr]
     cluster_by(log, [])  # CLUSTER BY NONE: still clustered, by nothing; OPTIMIZE compacts
     assert clustering_columns(log.update()) == []
     assert optimize(log).num_files_removed == 0  # one file: nothing to compact

@@ -26,7 +26,7 @@ from deltalog.txn.protocol.actions import Metadata, Protocol, parse_line
 from deltalog.txn.protocol.column_mapping import logical_partition_values, rename_to_logical
 from deltalog.txn.protocol.errors import ColumnMappingRequiredError, InvalidSchemaChangeError
 from deltalog.txn.protocol.properties import InvalidPropertyError
-from deltalog.txn.protocol.schema import PrimitiveType, StructField
+from deltalog.txn.protocol.schema import ArrayType, PrimitiveType, StructField, StructType
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -206,6 +206,37 @@ def test_bad_alter_input_is_refused_and_leaves_the_table_untouched(tmp_path: Pat
             InvalidSchemaChangeError,
             "NOT NULL",
         ),
+        (  # DeltaDDLSuite "ALTER TABLE ADD COLUMNS with NOT NULL in struct type - not supported"
+            lambda: alter.add_columns(
+                log,
+                [
+                    StructField(
+                        "x",
+                        StructType(
+                            (
+                                StructField("a", PrimitiveType("long")),
+                                StructField("b", PrimitiveType("string"), nullable=False),
+                            )
+                        ),
+                    )
+                ],
+            ),
+            InvalidSchemaChangeError,
+            "NOT NULL",
+        ),
+        (  # ... and in an array's struct (Delta's filterRecursively looks into arrays and maps)
+            lambda: alter.add_columns(
+                log,
+                [
+                    StructField(
+                        "y",
+                        ArrayType(StructType((StructField("b", PrimitiveType("string"), nullable=False),)), True),
+                    )
+                ],
+            ),
+            InvalidSchemaChangeError,
+            "NOT NULL",
+        ),
         (lambda: alter.unset_table_properties(log, ["nope"], if_exists=False), InvalidPropertyError, "nope"),
         (lambda: alter.set_table_properties(log, {"delta.appendOnly": "yes"}), InvalidPropertyError, "appendOnly"),
         (lambda: alter.change_column_comment(log, "nope", "c"), InvalidSchemaChangeError, "cannot resolve"),
@@ -233,7 +264,7 @@ def test_comment_nested_add_and_properties(tmp_path: Path) -> None:
     assert [o["operation"] for o in ops] == ["CHANGE COLUMN", "ADD COLUMNS", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES"]
     assert json.loads(ops[0]["operationParameters"]["column"])["name"] == "s.x"
     assert json.loads(ops[1]["operationParameters"]["columns"])[0]["column"]["name"] == "s.z"
-    assert ops[3]["operationParameters"] == {"properties": '["team"]', "ifExists": "true"}
+    assert ops[3]["operationParameters"] == {"properties": '["team"]', "ifExists": True}
 
 
 @pytest.mark.parametrize("mode", ["name", "id"])

@@ -60,7 +60,7 @@ def test_shallow_clone_points_at_the_source_files(tmp_path: Path) -> None:
     assert not any(p.suffix == ".parquet" for p in Path(target_uri).rglob("*"))  # nothing copied
     info = _commit_info(target_uri, 0)
     assert info["operation"] == "CLONE"
-    assert info["operationParameters"] == {"source": source.table_uri, "sourceVersion": "3"}
+    assert info["operationParameters"] == {"source": source.table_uri, "sourceVersion": 3}
     metrics = info["operationMetrics"]
     assert isinstance(metrics, dict)
     assert metrics["sourceNumOfFiles"] == "3" and metrics["numCopiedFiles"] == "0"

@@ -128,14 +128,14 @@ def test_convert_collects_statistics_from_the_footers(tmp_path: Path) -> None:
         "nullCount": {"id": 0, "name": 1, "score": 0, "big": 0},
     }
     assert stats["p=a/1.parquet"]["minValues"] == {"id": 10, "name": "y"}
-    assert _log_lines(root)[0]["commitInfo"]["operationParameters"]["collectStats"] == "true"  # type: ignore[index]
+    assert _log_lines(root)[0]["commitInfo"]["operationParameters"]["collectStats"] is True  # type: ignore[index]
 
     bare = tmp_path / "bare"
     _write(bare, "0.parquet", [1, 2])
     convert_to_delta(str(bare), collect_stats=False)
     (add,) = DeltaLog.for_table(str(bare)).update().files
     assert add.stats is None  # as Delta's NO STATISTICS: not even numRecords
-    assert _log_lines(bare)[0]["commitInfo"]["operationParameters"]["collectStats"] == "false"  # type: ignore[index]
+    assert _log_lines(bare)[0]["commitInfo"]["operationParameters"]["collectStats"] is False  # type: ignore[index]
 
 
 def test_files_of_byte_short_and_int_convert_to_the_widest(tmp_path: Path) -> None:

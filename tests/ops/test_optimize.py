@@ -58,7 +58,7 @@ def test_compacts_each_partition_into_one_file(table_uri: str) -> None:
     assert info.operation == "OPTIMIZE"  # type: ignore[union-attr]
     assert info.isolation_level == "SnapshotIsolation"  # type: ignore[union-attr]
     # Delta 3.2+ records clusterBy on every OPTIMIZE ("[]" when the table is not clustered)
-    assert info.operation_parameters == {"predicate": "[]", "zOrderBy": "[]", "clusterBy": "[]", "auto": "false"}  # type: ignore[union-attr]
+    assert info.operation_parameters == {"predicate": "[]", "zOrderBy": "[]", "clusterBy": "[]", "auto": False}  # type: ignore[union-attr]
     metrics = info.operation_metrics  # type: ignore[union-attr]
     assert metrics["numAddedFiles"] == "2" and metrics["numRemovedFiles"] == "6"
     assert metrics["numRemovedBytes"] == str(result.bytes_removed)

@@ -37,7 +37,7 @@ def test_restore_to_a_version(table_uri: str) -> None:
     assert {f.path for f in log.update().files} == {f.path for f in log.snapshot(2).files}
     info = log.history(limit=1)[0]
     assert info.operation == "RESTORE"
-    assert info.operation_parameters == {"version": "2"}
+    assert info.operation_parameters == {"version": 2, "timestamp": None}  # Delta: {"version":2,"timestamp":null}
     assert info.operation_metrics["numRestoredFiles"] == "1"  # the deleted file comes back
     assert info.operation_metrics["numRemovedFiles"] == "1"  # the file of version 3 goes
     assert info.operation_metrics["numOfFilesAfterRestore"] == "2"
@@ -66,10 +66,13 @@ def test_restore_to_a_timestamp(tmp_path: Path) -> None:
     assert read_ids(log) == [1]
     # as Delta records it: java.sql.Timestamp's text (RestoreTableCommand's getTimestamp)
     delta_text = f"{stamp:%Y-%m-%d %H:%M:%S}.{f'{stamp.microsecond:06d}'.rstrip('0') or '0'}"
-    assert log.history(limit=1)[0].operation_parameters == {"timestamp": delta_text}
+    assert log.history(limit=1)[0].operation_parameters == {"version": None, "timestamp": delta_text}
     text = f"{stamp:%Y-%m-%d %H:%M:%S}.50Z"  # text: its own wall time, trailing zeros dropped
     restore(log, timestamp=text)
-    assert log.history(limit=1)[0].operation_parameters == {"timestamp": f"{stamp:%Y-%m-%d %H:%M:%S}.5"}
+    assert log.history(limit=1)[0].operation_parameters == {
+        "version": None,
+        "timestamp": f"{stamp:%Y-%m-%d %H:%M:%S}.5",
+    }
 
 
 def test_restore_brings_back_the_metadata(tmp_path: Path) -> None:

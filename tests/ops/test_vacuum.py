@@ -152,8 +152,8 @@ def test_records_vacuum_start_and_end(table_uri: str) -> None:
     end, start = log.history(limit=2)
     assert start.operation == "VACUUM START" and end.operation == "VACUUM END"
     assert start.operation_parameters == {
-        "retentionCheckEnabled": "true",
-        "defaultRetentionMillis": "0",
+        "retentionCheckEnabled": True,  # Delta writes booleans and numbers raw
+        "defaultRetentionMillis": 0,
     }
     assert start.operation_metrics["numFilesToDelete"] == "0"
     assert end.operation_parameters == {"status": "COMPLETED"}

@@ -54,7 +54,7 @@ def test_restore_and_clone_at_timestamp_read_the_session_time_zone(spark, tmp_pa
         restored = table.restoreToTimestamp(str(at_v1)).collect()[0]
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
-    assert clone._log.history(1)[0].operation_parameters["sourceVersion"] == "1"
+    assert clone._log.history(1)[0].operation_parameters["sourceVersion"] == 1
     assert restored.num_of_files_after_restore == 1
     assert log.history(1)[0].operation == "RESTORE" and len(log.update().files) == 1
 

@@ -369,7 +369,7 @@ def test_catalog_table_writes_carry_its_location_and_insert_as_deltas(spark, tab
         dynamic = f"WITH ('path' = '{table_path}', 'partitionOverwriteMode' = 'dynamic')"
         spark.sql(f"INSERT OVERWRITE ins_t {dynamic} SELECT 10, 10, 'c'")  # replaces partition c only
         assert _table_rows(spark, table_path) == [(1, 2, "a"), (3, 4, "b"), (9, None, "d"), (10, 10, "c")]
-        assert commits(table_path)[-1][0]["commitInfo"]["operationParameters"]["isDynamicPartitionOverwrite"] == "true"
+        assert commits(table_path)[-1][0]["commitInfo"]["operationParameters"]["isDynamicPartitionOverwrite"] is True
         with pytest.raises(Exception, match="CAST_OVERFLOW_IN_TABLE_INSERT"):
             spark.sql(f"INSERT INTO ins_t {with_path} SELECT 2147483648L, 1, 'e'")
         with pytest.raises(Exception, match=r"no table path.*INSERT INTO name WITH"):

@@ -54,7 +54,7 @@ def test_format_deltalog_writes_read_the_session_confs_delta_reads(spark, table_
         assert len(got) == 21  # 30 rows - the 10 of k0 + 1
         info = next(a["commitInfo"] for a in commits(table_path)[-1] if "commitInfo" in a)
         assert info["userMetadata"] == "from the session"
-        assert info["operationParameters"].get("isDynamicPartitionOverwrite") == "true"
+        assert info["operationParameters"].get("isDynamicPartitionOverwrite") is True
         assert [a["add"]["path"].endswith(".zstd.parquet") for a in commits(table_path)[-1] if "add" in a] == [True]
         # an option the write gives wins over the session: static replaces the whole table
         writer = _df(spark, n=2, offset=200).write.format("deltalog").mode("overwrite")

@@ -393,10 +393,10 @@ def test_write_options_in_history_and_replace_where_confs_from_the_session(spark
         spark.conf.unset("spark.databricks.delta.history.metricsEnabled")
         spark.conf.unset("spark.databricks.delta.replaceWhere.dataColumns.enabled")
     params = [p for _, p in _history(table_path)]
-    assert params[1] == {"mode": "Overwrite", "partitionBy": "[]", "isDynamicPartitionOverwrite": "true"}
+    assert params[1] == {"mode": "Overwrite", "partitionBy": "[]", "isDynamicPartitionOverwrite": True}
     assert params[2] == {"mode": "Overwrite", "partitionBy": "[]", "predicate": "part = 1"}
-    assert params[3] == {"mode": "Append", "partitionBy": "[]", "canMergeSchema": "true"}
-    assert params[4] == {"mode": "Overwrite", "partitionBy": '["part"]', "canOverwriteSchema": "true"}
+    assert params[3] == {"mode": "Append", "partitionBy": "[]", "canMergeSchema": True}
+    assert params[4] == {"mode": "Overwrite", "partitionBy": '["part"]', "canOverwriteSchema": True}
     infos = [next(a["commitInfo"] for a in c if "commitInfo" in a) for c in commits(table_path)]
     assert [i.get("userMetadata") for i in infos] == [None, None, None, None, "meta1", "optionMeta2", "meta1"]
     assert ["operationMetrics" in i for i in infos] == [True] * 4 + [False] * 3
@@ -452,7 +452,7 @@ def test_merge_schema_widens_byte_and_short_columns_without_type_widening(spark:
         write_table(df([(300, 70000, (70000,), {70000: 300}, 2)], wide), table_path)
     finally:
         spark.conf.unset(auto_merge)
-    assert _history(table_path)[1] == ("WRITE", {"mode": "Append", "partitionBy": "[]", "canMergeSchema": "true"})
+    assert _history(table_path)[1] == ("WRITE", {"mode": "Append", "partitionBy": "[]", "canMergeSchema": True})
     metadata = [a["metaData"] for a in commits(table_path)[1] if "metaData" in a]
     assert len(commits(table_path)) == 2 and len(metadata) == 1
     assert "delta.typeChanges" not in metadata[0]["schemaString"]

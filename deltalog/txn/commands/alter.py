@@ -48,7 +48,13 @@ from deltalog.txn.commands.alter_properties import (
 from deltalog.txn.commands.column_mapping_removal import remove_column_mapping, without_column_mapping_metadata
 from deltalog.txn.commands.dependent_expressions import dependent_expressions
 from deltalog.txn.commands.row_tracking_backfill import BackfillLimits, backfill_row_tracking
-from deltalog.txn.commit.operations import AddColumns, Operation, SetTableProperties, UnsetTableProperties
+from deltalog.txn.commit.operations import (
+    AddColumns,
+    ChangeColumn,
+    Operation,
+    SetTableProperties,
+    UnsetTableProperties,
+)
 from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.clustering import logical_clustering_columns
 from deltalog.txn.protocol.column_identifiers import parse_column_list
@@ -116,17 +122,6 @@ class DropColumns(Operation):
 
     def parameter_values(self) -> dict[str, Any]:
         return {"columns": list(self.columns)}
-
-
-@dataclass(frozen=True)
-class ChangeColumn(Operation):
-    """``CHANGE COLUMN`` (here: a new comment)."""
-
-    name: ClassVar[str] = "CHANGE COLUMN"
-    column: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-
-    def parameter_values(self) -> dict[str, Any]:
-        return {"column": dict(self.column)}
 
 
 # -- paths in a schema ---------------------------------------------------------------------
@@ -261,6 +256,26 @@ def _field_for_log(path: tuple[str, ...], f: StructField) -> dict[str, Any]:
     }
 
 
+def _first_not_null(f: StructField, path: tuple[str, ...]) -> str | None:
+    """The path of the first NOT NULL field in ``f`` or nested in its structs, arrays and maps
+    (Delta's ``SchemaUtils.filterRecursively(..., checkComplexTypes = true)(!_.nullable)``), or None."""
+    if not f.nullable:
+        return ".".join(path)
+    stack: list[tuple[tuple[str, ...], DataType]] = [(path, f.type)]
+    while stack:
+        at, dt = stack.pop()
+        if isinstance(dt, StructType):
+            for child in dt.fields:
+                if not child.nullable:
+                    return ".".join((*at, child.name))
+            stack.extend(((*at, child.name), child.type) for child in reversed(dt.fields))
+        elif isinstance(dt, ArrayType):
+            stack.append(((*at, "element"), dt.element_type))
+        elif isinstance(dt, MapType):
+            stack.extend((((*at, "value"), dt.value_type), ((*at, "key"), dt.key_type)))
+    return None
+
+
 def _check_no_dependent_expressions(metadata: Metadata, path: tuple[str, ...], action: str) -> None:
     reason = dependent_expressions(metadata, path).describe(".".join(path))
     if reason is not None:
@@ -326,10 +341,11 @@ def add_columns(delta_log: DeltaLog, columns: Iterable[tuple[str, StructField] |
         logged = []
         for path, f in wanted:
             full = ".".join(path)
-            if not f.nullable:
+            not_null = _first_not_null(f, path)
+            if not_null is not None:
                 raise InvalidSchemaChangeError(
-                    f"cannot add the NOT NULL column {full!r} to an existing table: its rows have no value for it "
-                    "(Delta refuses NOT NULL in ALTER TABLE ADD COLUMNS); add it nullable"
+                    f"cannot add the NOT NULL column {not_null!r} to an existing table: its rows have no value for it "
+                    "(Delta refuses NOT NULL in ALTER TABLE ADD COLUMNS, nested fields included); add it nullable"
                 )
             parent = _struct_at(schema, path[:-1], full)
             if f.name in parent:

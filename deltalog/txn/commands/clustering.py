@@ -42,7 +42,8 @@ __all__ = ["ClusterBy", "cluster_by", "clustering_actions", "clustering_columns"
 
 @dataclass(frozen=True)
 class ClusterBy(Operation):
-    """``CLUSTER BY``: the clustering columns changed (JSON lists of logical names)."""
+    """``CLUSTER BY``: the clustering columns changed; each parameter is the logical names
+    joined by commas (Delta's ``mkString(",")``, ``""`` for none), not a JSON list."""
 
     name: ClassVar[str] = "CLUSTER BY"
     old_clustering_columns: Sequence[str] = ()
@@ -50,8 +51,8 @@ class ClusterBy(Operation):
 
     def parameter_values(self) -> dict[str, Any]:
         return {
-            "oldClusteringColumns": json.dumps(list(self.old_clustering_columns)),
-            "newClusteringColumns": json.dumps(list(self.new_clustering_columns)),
+            "oldClusteringColumns": ",".join(self.old_clustering_columns),
+            "newClusteringColumns": ",".join(self.new_clustering_columns),
         }
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.commands.dependent_expressions import dependent_expressions
-from deltalog.txn.commit.operations import Operation
+from deltalog.txn.commit.operations import ChangeColumn
 from deltalog.txn.protocol.actions import Metadata
 from deltalog.txn.protocol.collations import string_collation, with_collation
 from deltalog.txn.protocol.type_widening import (
@@ -34,18 +34,6 @@ if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
 
 __all__ = ["ChangeColumn", "alter_column_type", "normalize_type"]
-
-
-@dataclass(frozen=True)
-class ChangeColumn(Operation):
-    """``CHANGE COLUMN``: the ``column`` parameter is the changed field as Delta's
-    ``structFieldToMap`` writes it (dotted name, type, nullable, metadata)."""
-
-    name: ClassVar[str] = "CHANGE COLUMN"
-    column: dict[str, Any] | None = None
-
-    def parameter_values(self) -> dict[str, Any]:
-        return {"column": self.column}
 
 
 def _path(column: str | Sequence[str]) -> list[str]:

@@ -2,7 +2,8 @@
 
 Each operation knows its name as Delta writes it in ``commitInfo.operation`` (``WRITE``,
 ``STREAMING UPDATE``, ``DELETE``, ...), its parameters (``commitInfo.operationParameters``,
-where a string value is written as it is and any other value JSON-encoded, as Delta does),
+written as Delta's ``JsonMapSerializer`` writes its ``jsonEncodedValues``: a string, boolean or
+number as that JSON value, a list or map as a JSON string holding its JSON),
 the metrics it reports (``operation_metrics``: Delta's ``DeltaOperationMetrics`` set for
 it, :mod:`~deltalog.txn.commit.operation_metrics`) and whether it changes data (which
 decides, under ``WriteSerializable``, whether a commit of only ``dataChange=false`` actions
@@ -24,6 +25,7 @@ __all__ = [
     "AddColumns",
     "AddConstraint",
     "AddDeletionVectorsTombstones",
+    "ChangeColumn",
     "Clone",
     "Convert",
     "CreateTable",
@@ -55,8 +57,16 @@ __all__ = [
 ]
 
 
-def _encode(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+#: A parameter value as it stands in ``commitInfo.operationParameters``
+ParameterValue = str | bool | int | float | None
+
+
+def _encode(value: Any) -> ParameterValue:
+    """Delta's ``JsonUtils.toJson(value)`` written raw: a string, boolean, number or null is
+    that JSON value; a list or map (which Delta JSON-encodes itself) a string of its JSON."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    return json.dumps(value, separators=(",", ":"))
 
 
 #: Delta's ``DeltaCommitTag.RowTrackingEnablementOnlyTag``
@@ -80,15 +90,20 @@ class Operation:
     #: adds the file counts and sizes it sees in the commit (``numFiles``, ...), and only
     #: the names in :attr:`operation_metrics` are written.
     user_metrics: Mapping[str, str] = field(default_factory=dict, kw_only=True)
+    #: parameters written as ``null`` when unset (Delta maps these ``Option`` values directly,
+    #: ``"timestamp" -> timestamp``); any other ``None`` parameter is left out (``.map``-ed)
+    null_parameters: ClassVar[frozenset[str]] = frozenset()
 
     def parameter_values(self) -> dict[str, Any]:
-        """The parameters as Python values (``None`` values are left out)."""
+        """The parameters as Python values (``None`` values are left out unless named in
+        :attr:`null_parameters`)."""
         return {}
 
     @property
-    def parameters(self) -> dict[str, str]:
-        """``commitInfo.operationParameters``: strings as they are, other values as JSON."""
-        return {k: _encode(v) for k, v in self.parameter_values().items() if v is not None}
+    def parameters(self) -> dict[str, ParameterValue]:
+        """``commitInfo.operationParameters`` as Delta writes them (see :func:`_encode`)."""
+        keep = self.null_parameters
+        return {k: _encode(v) for k, v in self.parameter_values().items() if v is not None or k in keep}
 
     @property
     def operation_metrics(self) -> frozenset[str]:
@@ -183,7 +198,8 @@ class StreamingUpdate(Operation):
         return metric_sets.STREAMING_UPDATE
 
     def parameter_values(self) -> dict[str, Any]:
-        return {"outputMode": self.output_mode, "queryId": self.query_id, "epochId": self.epoch_id}
+        # Delta's epochId.toString: a string
+        return {"outputMode": self.output_mode, "queryId": self.query_id, "epochId": str(self.epoch_id)}
 
 
 @dataclass(frozen=True)
@@ -312,6 +328,7 @@ class _TableDefinition(Operation):
     not clustered, as ``partitionBy``) and properties."""
 
     changes_data: ClassVar[bool] = True
+    null_parameters: ClassVar[frozenset[str]] = frozenset({"description"})
     description: str | None = None
     partition_by: Sequence[str] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
@@ -319,11 +336,12 @@ class _TableDefinition(Operation):
     cluster_by: Sequence[str] | None = None
 
     def parameter_values(self) -> dict[str, Any]:
+        # in the order Delta's logs show them (its five-entry Scala map's iteration order)
         return {
-            "isManaged": "false",
-            "description": self.description,
             "partitionBy": list(self.partition_by),
             "clusterBy": list(self.cluster_by or ()),
+            "description": self.description,
+            "isManaged": "false",
             "properties": dict(self.properties),
         }
 
@@ -428,6 +446,18 @@ class AddColumns(Operation):
 
 
 @dataclass(frozen=True)
+class ChangeColumn(Operation):
+    """``CHANGE COLUMN`` (a new comment, a wider type): ``column`` is the changed field as
+    Delta's ``structFieldToMap`` writes it (dotted name, type name, nullable, metadata)."""
+
+    name: ClassVar[str] = "CHANGE COLUMN"
+    column: Mapping[str, Any] = field(default_factory=dict)
+
+    def parameter_values(self) -> dict[str, Any]:
+        return {"column": dict(self.column)}
+
+
+@dataclass(frozen=True)
 class DropFeatureColumnMetadata(Operation):
     """Delta's ``UpdateColumnMetadata("DROP FEATURE", columns)``: a ``DROP FEATURE``'s
     metadata commit removing column metadata of the dropped feature (``delta.typeChanges``);
@@ -492,7 +522,7 @@ class RowTrackingBackfill(Operation):
     batch_id: int = 0
 
     def parameter_values(self) -> dict[str, Any]:
-        return {"batchId": self.batch_id}
+        return {"batchId": str(self.batch_id)}  # Delta's JsonUtils.toJson(batchId): a string
 
 
 @dataclass(frozen=True)
@@ -506,7 +536,7 @@ class RowTrackingUnBackfill(Operation):
     batch_id: int = 0
 
     def parameter_values(self) -> dict[str, Any]:
-        return {"batchId": self.batch_id}
+        return {"batchId": str(self.batch_id)}  # Delta's JsonUtils.toJson(batchId): a string
 
 
 @dataclass(frozen=True)
@@ -538,6 +568,7 @@ class Restore(Operation):
     name: ClassVar[str] = "RESTORE"
     requires_wide_bounds_with_deletion_vectors: ClassVar[bool] = False
     changes_data: ClassVar[bool] = True
+    null_parameters: ClassVar[frozenset[str]] = frozenset({"version", "timestamp"})
     version: int | None = None
     timestamp: str | None = None
 
