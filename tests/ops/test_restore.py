@@ -238,6 +238,10 @@ def test_restore_to_the_latest_version_is_refused(tmp_path: Path) -> None:
     assert isinstance(err.value, ValueError)
     with pytest.raises(RestoreToLatestVersionError):
         restore(log, timestamp=log.history(limit=1)[0].timestamp)
+    # a time after the last commit finds the latest version too (RestoreTableCommand's
+    # getActiveCommitAtTime(canReturnLastCommit = true)), not a time travel error
+    with pytest.raises(RestoreToLatestVersionError):
+        restore(log, timestamp=log.history(limit=1)[0].timestamp + 60_000)
     assert log.update().version == 1
     assert restore(log, version=0).version == 2
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.commit.operations import Restore
 from deltalog.txn.log.data_files import missing_files, name_missing
+from deltalog.txn.log.history import version_at_timestamp
 from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN, clustering_domain
 from deltalog.txn.protocol.errors import DeltaLogError
@@ -131,7 +132,11 @@ def restore(
     if (version is None) == (timestamp is None):
         raise ValueError("restore needs exactly one of version= or timestamp=")
     delta_log.require_table()
-    target = delta_log.snapshot(version=version, timestamp=timestamp, enforce_retention=enforce_retention)
+    if timestamp is not None:
+        # Delta's getActiveCommitAtTime(canReturnLastCommit = true): a time after the last
+        # commit finds the latest version, which a restore then refuses
+        version = version_at_timestamp(delta_log, timestamp, can_return_last_commit=True)
+    target = delta_log.snapshot(version=version, enforce_retention=enforce_retention)
     txn = delta_log.start_transaction(lock=lock)
     latest = txn.snapshot
     if target.version >= latest.version:
