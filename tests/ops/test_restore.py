@@ -238,5 +238,37 @@ def test_restore_to_the_latest_version_is_refused(tmp_path: Path) -> None:
     assert isinstance(err.value, ValueError)
     with pytest.raises(RestoreToLatestVersionError):
         restore(log, timestamp=log.history(limit=1)[0].timestamp)
+    # a time after the last commit finds the latest version too (RestoreTableCommand's
+    # getActiveCommitAtTime(canReturnLastCommit = true)), not a time travel error
+    with pytest.raises(RestoreToLatestVersionError):
+        restore(log, timestamp=log.history(limit=1)[0].timestamp + 60_000)
     assert log.update().version == 1
     assert restore(log, version=0).version == 2
+
+
+def test_restore_to_in_commit_timestamps_on_from_commit_0_keeps_the_later_enablement(tmp_path: Path) -> None:
+    """InCommitTimestampSuite "commitLarge should correctly set the enablement tracking
+    properties" and the REPLACE/CLONE provenance fix (Delta's
+    ``getUpdatedMetadataWithICTEnablementInfo``): a table created with in-commit timestamps,
+    turned off and on again, restored to version 0 keeps the enablement of the re-enabling
+    commit, so commits 2 and 3, which have none, are still timed by their files (Delta would
+    read them for in-commit timestamps and fail with DELTA_MISSING_COMMIT_TIMESTAMP)."""
+    from deltalog.txn.commands.alter import set_table_properties
+
+    ict = "delta.enableInCommitTimestamps"
+    log = create(str(tmp_path / "t"), config={ict: "true"})
+    append(log, [1])
+    set_table_properties(log, {ict: "false"})  # version 2
+    append(log, [2])
+    set_table_properties(log, {ict: "true"})  # version 4: the enablement
+    enabled = {k: v for k, v in log.update().metadata.configuration.items() if "Enablement" in k}
+    assert enabled["delta.inCommitTimestampEnablementVersion"] == "4"
+    restore(log, version=0)
+    config = log.update().metadata.configuration
+    assert config[ict] == "true"
+    assert {k: v for k, v in config.items() if "Enablement" in k} == enabled
+    # disabled, then restored to a version with them on from commit 0: enabled by the restore
+    set_table_properties(log, {ict: "false"})  # version 6
+    version = restore(log, version=0).version
+    config = log.update().metadata.configuration
+    assert config["delta.inCommitTimestampEnablementVersion"] == str(version)

@@ -1056,3 +1056,37 @@ def test_in_commit_timestamp_enablement_names_the_commit_that_landed() -> None:
     ict = commit_lines(log, v)[0]["commitInfo"]["inCommitTimestamp"]
     assert config["delta.inCommitTimestampEnablementVersion"] == str(v)
     assert config["delta.inCommitTimestampEnablementTimestamp"] == str(ict)
+
+
+def test_a_metadata_keeping_in_commit_timestamps_on_keeps_their_enablement() -> None:
+    """InCommitTimestampSuite "REPLACE retains ICT provenance when last committed metadata is
+    from a non-enablement commit" (Delta's ``getUpdatedMetadataWithICTEnablementInfo``): a
+    new metadata that keeps in-commit timestamps on but drops
+    ``delta.inCommitTimestampEnablementVersion`` / ``...Timestamp`` (a REPLACE, a RESTORE to a
+    version that had them on from commit 0) keeps the table's, else every reader takes the
+    commits before the enablement for in-commit timestamped ones (Delta then fails with
+    DELTA_MISSING_COMMIT_TIMESTAMP)."""
+    from dataclasses import replace
+
+    log = new_log()
+    create(log)
+    log.start_transaction().commit([add("f")], Write())
+    txn = log.start_transaction()
+    assert txn.metadata is not None
+    txn.update_metadata(replace(txn.metadata, configuration={"delta.enableInCommitTimestamps": "true"}))
+    txn.commit([], ManualUpdate())
+    txn = log.start_transaction()
+    assert txn.metadata is not None
+    txn.update_metadata(
+        replace(txn.metadata, configuration={**txn.metadata.configuration, "delta.checkpointInterval": "20"})
+    )
+    txn.commit([], ManualUpdate())
+    provenance = {k: v for k, v in log.update().metadata.configuration.items() if "Enablement" in k}
+    assert provenance["delta.inCommitTimestampEnablementVersion"] == "2"
+    txn = log.start_transaction()
+    assert txn.metadata is not None
+    txn.update_metadata(replace(txn.metadata, configuration={"delta.enableInCommitTimestamps": "true"}))
+    txn.commit([], ManualUpdate())
+    config = log.update().metadata.configuration
+    assert {k: v for k, v in config.items() if "Enablement" in k} == provenance
+    assert "delta.checkpointInterval" not in config

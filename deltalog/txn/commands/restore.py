@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.commit.operations import Restore
 from deltalog.txn.log.data_files import missing_files, name_missing
+from deltalog.txn.log.history import version_at_timestamp
 from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN, clustering_domain
 from deltalog.txn.protocol.errors import DeltaLogError
@@ -131,7 +132,7 @@ def restore(
     if (version is None) == (timestamp is None):
         raise ValueError("restore needs exactly one of version= or timestamp=")
     delta_log.require_table()
-    target = delta_log.snapshot(version=version, timestamp=timestamp, enforce_retention=enforce_retention)
+    target = _target(delta_log, version, timestamp, enforce_retention)
     txn = delta_log.start_transaction(lock=lock)
     latest = txn.snapshot
     if target.version >= latest.version:
@@ -164,6 +165,17 @@ def restore(
         len(to_remove),
     )
     return RestoreResult(delta_log.table_uri, committed, target.version, metrics)
+
+
+def _target(
+    delta_log: DeltaLog, version: int | None, timestamp: datetime | int | str | None, enforce_retention: bool
+) -> Snapshot:
+    """The snapshot to restore to. A time is looked up as Delta's RESTORE does
+    (``getActiveCommitAtTime(canReturnLastCommit = true)``): a time after the last commit
+    finds the latest version, which the restore then refuses."""
+    if timestamp is not None:
+        version = version_at_timestamp(delta_log, timestamp, can_return_last_commit=True)
+    return delta_log.snapshot(version=version, enforce_retention=enforce_retention)
 
 
 def _restore_metadata(txn: OptimisticTransaction, target: Snapshot, latest: Snapshot) -> None:

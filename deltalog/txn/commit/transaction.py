@@ -82,7 +82,7 @@ from deltalog.txn.protocol.partition_filters import (
     PartitionValueKeys,
     partition_column_types,
 )
-from deltalog.txn.protocol.properties import InvalidPropertyError
+from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
 from deltalog.txn.protocol.protocol_requirements import (
     merge_protocols,
     protocol_for_existing_table,
@@ -330,12 +330,14 @@ class OptimisticTransaction:
     def _with_ict_enablement(self, metadata: Metadata) -> Metadata:
         """When in-commit timestamps are switched on for an existing table, record where
         (``delta.inCommitTimestampEnablementVersion`` / ``...Timestamp``), as the protocol
-        requires, so time travel knows which commits carry them."""
+        requires, so time travel knows which commits carry them. A metadata that keeps them on
+        but drops that record (a REPLACE, a RESTORE to a version that had them on from commit
+        0) keeps the table's (Delta's ``getUpdatedMetadataWithICTEnablementInfo``)."""
         turning_on = metadata.properties.enable_in_commit_timestamps
         if not turning_on or not self.table_exists:
             return metadata
         if self.snapshot.properties.enable_in_commit_timestamps:
-            return metadata
+            return _with_kept_ict_enablement(metadata, self.snapshot.properties)
         self._enables_ict = True
         # provisional: every attempt re-stamps them with its own version and timestamp
         return _ict_enabled_at(
@@ -1281,6 +1283,22 @@ def _ict_enabled_at(metadata: Metadata, version: int, timestamp: int) -> Metadat
         "delta.inCommitTimestampEnablementTimestamp": str(timestamp),
     }
     return replace(metadata, configuration=config)
+
+
+def _with_kept_ict_enablement(metadata: Metadata, prior: TableProperties) -> Metadata:
+    """``metadata``, which keeps in-commit timestamps on, with the enablement record of the
+    ``prior`` metadata when it has one and ``metadata`` has none (Delta's
+    ``getUpdatedMetadataWithICTEnablementInfo``: a REPLACE or a RESTORE must not drop it)."""
+    version = prior.in_commit_timestamp_enablement_version
+    timestamp = prior.in_commit_timestamp_enablement_timestamp
+    props = metadata.properties
+    if version is None or timestamp is None:
+        return metadata
+    if props.in_commit_timestamp_enablement_version is not None:
+        return metadata
+    if props.in_commit_timestamp_enablement_timestamp is not None:
+        return metadata
+    return _ict_enabled_at(metadata, version, timestamp)
 
 
 def _with_created_time(metadata: Metadata) -> Metadata:

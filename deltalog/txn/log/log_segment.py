@@ -141,7 +141,8 @@ def build_segment(
     target = latest if version is None else version
     if version is not None and version > latest:
         raise VersionNotFoundError(
-            f"cannot time travel to version {version} of {log_uri}: the latest version is {latest}",
+            f"DELTA_VERSION_NOT_FOUND: cannot time travel to version {version} of {log_uri}: "
+            f"the latest version is {latest}",
             version=version,
             latest=latest,
         )
@@ -158,7 +159,8 @@ def build_segment(
         earliest = min((c.version for c in listing.complete_checkpoints()), default=None)
         if earliest is not None and target < earliest:
             raise VersionNotFoundError(
-                f"cannot reconstruct version {target} of {log_uri}: its commits were cleaned up; "
+                f"DELTA_VERSION_NOT_FOUND: cannot reconstruct version {target} of {log_uri}: its commits were "
+                "cleaned up; "
                 f"the earliest reconstructable version is {earliest}",
                 version=target,
                 earliest=earliest,
