@@ -439,6 +439,37 @@ def test_multipart_checkpoint_parts_count_file_actions_as_delta(tmp_path):
     assert DeltaLog.for_table(t).update().num_files == total
 
 
+def test_multipart_checkpoint_parts_are_spark_hash_partitions_of_the_path(tmp_path):
+    """PROTOCOL "Multi-part checkpoint": parts MUST be clustered by Spark-style hash
+    partitioning, as Delta's ``repartition(numParts, coalesce(add.path, remove.path))``:
+    part ``i`` holds the actions whose ``pmod(hash(path), n) == i - 1`` (Spark's Murmur3
+    ``hash``, seed 42; the non-file actions have a null key, whose hash is the seed), so two
+    writers racing on the same checkpoint write interchangeable parts. The expected parts
+    are Spark's ``pmod(hash(path), 3) + 1`` of these paths."""
+    t = str(tmp_path)
+    expected = {"a": 3, "ab": 2, "abc": 3, "abcd": 2, "abcde": 1, "x/%C3%A9.parquet": 1}  # the path as logged
+    create(t, files=["a", "ab", "abc", "abcd"])
+    commit(t, 1, [add("abcde"), add("x/%C3%A9.parquet"), remove("abcd")])
+    result = DeltaLog.for_table(t).checkpoint(part_size=2)  # 6 file actions: 3 parts
+    assert len(result.paths) == 3
+    found: dict[str, int] = {}
+    for part, uri in enumerate(result.paths, 1):
+        table = pq.read_table(uri.removeprefix("file://"))
+        for row in table.select(["add", "remove", "protocol", "metaData"]).to_pylist():
+            if row["add"] or row["remove"]:
+                found[(row["add"] or row["remove"])["path"]] = part
+            else:
+                assert part == 42 % 3 + 1, row  # protocol and metaData: a null key
+    assert found == expected
+    assert sorted(f.path for f in DeltaLog.for_table(t).update().files) == [
+        "a",
+        "ab",
+        "abc",
+        "abcde",
+        "x/%C3%A9.parquet",
+    ]
+
+
 @pytest.mark.parametrize("fmt", ["parquet", "json"])
 def test_v2_checkpoint_of_an_empty_table_has_one_empty_sidecar(tmp_path, fmt):
     """CheckpointsSuite ``test empty checkpoints`` (V2): one sidecar, with no rows."""

@@ -205,6 +205,29 @@ def test_update_sees_a_deleted_or_shorter_log(tmp_path):
     assert log.update().version == 0 and [f.path for f in log.update().files] == ["c"]
 
 
+@pytest.mark.parametrize("versions", [2, 4])
+def test_update_sees_a_log_made_again_with_as_many_or_more_versions(tmp_path, versions):
+    """DeltaLogSuite "deleting and recreating a directory should cause the snapshot to be
+    recomputed": Delta's update compares the commit files it listed (``LogSegment.equals``:
+    path, size, modification time), so a table made again at the path is read afresh even
+    when it has as many versions as the cached one, or more; never the cached state of the
+    one before with the new commits applied on top."""
+    import shutil
+
+    t = str(tmp_path / "t")
+    create(t, files=["a"])
+    commit(t, 1, [add("b")])
+    log = DeltaLog.for_table(t)
+    assert sorted(f.path for f in log.update().files) == ["a", "b"]
+    shutil.rmtree(t)
+    create(t, files=["x"])
+    for v in range(1, versions):
+        commit(t, v, [add(f"y{v}"), add(f"z{v}")], mtime_ms=10**12 + v)  # unlike the old commit 1
+    snap = log.update()
+    expected = ["x", *sorted(f"{c}{v}" for v in range(1, versions) for c in "yz")]
+    assert snap.version == versions - 1 and sorted(f.path for f in snap.files) == expected
+
+
 @pytest.mark.parametrize(
     ("proto", "config", "missing"),
     [

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from deltalog.txn.log.checkpoint_parts import part_rows
 from deltalog.txn.log.checkpoint_rows import (
     AddConverter,
     CheckpointResult,
@@ -83,7 +84,7 @@ def write_checkpoint(
         yield head
         yield from file_action_batches(snapshot, schema, converter, now, counts)
 
-    written = _write_parts(dlog, uris, schema, batches(), part_size)
+    written = _write_parts(dlog, uris, schema, batches())
     return _publish(dlog, snapshot, uris, written, counts)
 
 
@@ -119,37 +120,29 @@ def _write_parts(
     uris: list[str],
     schema: pa.Schema,
     batches: Iterable[pa.RecordBatch],
-    part_size: int | None,
 ) -> int:
-    """Stream ``batches`` into the files ``uris``, ``part_size`` rows to each but the last
-    (a part left without rows is still written); returns the rows written. On failure the
-    open part is aborted."""
-    num_parts = len(uris)
-    limit = part_size if num_parts > 1 else None
-    part = 0
-    writer = PartWriter(dlog, uris[0], schema)
+    """Stream ``batches`` into the files ``uris``; returns the rows written. A multi-part
+    checkpoint's parts are Spark hash partitions of the path (:mod:`checkpoint_parts`,
+    as the protocol requires; the part size only sets how many there are), every part
+    written even when it gets no row. On failure the open files are aborted."""
+    writers: list[PartWriter] = []
     written = 0
     try:
+        for uri in uris:
+            writers.append(PartWriter(dlog, uri, schema))
         for batch in batches:
-            offset = 0
-            while offset < batch.num_rows:
-                if limit is not None and writer.rows >= limit and part + 1 < num_parts:
-                    writer.close()
-                    part += 1
-                    writer = PartWriter(dlog, uris[part], schema)
-                take = batch.num_rows - offset
-                if limit is not None and part + 1 < num_parts:
-                    take = min(take, limit - writer.rows)
-                writer.write(batch.slice(offset, take) if take != batch.num_rows else batch)
-                offset += take
-                written += take
-        writer.close()
-        while part + 1 < num_parts:  # fewer rows than planned: still write every part
-            part += 1
-            writer = PartWriter(dlog, uris[part], schema)
-            writer.close()
+            if len(writers) == 1:
+                writers[0].write(batch)
+            else:
+                for part, rows in part_rows(batch, len(writers)).items():
+                    writers[part].write(batch.take(rows))
+            written += batch.num_rows
+        while writers:
+            writers[0].close()
+            writers.pop(0)
     except BaseException:
-        writer.abort()
+        for writer in writers:
+            writer.abort()
         raise
     return written
 

@@ -44,6 +44,7 @@ from deltalog.txn.protocol.protocol_requirements import check_features_match_met
 from deltalog.txn.protocol.schema import StructType, parse_schema
 
 if TYPE_CHECKING:
+    from deltalog.logstores.base import FileStatus
     from deltalog.txn.log.checksum import VersionChecksum
     from deltalog.txn.log.log_segment import LogSegment
 
@@ -89,6 +90,10 @@ class Snapshot:
         self.checksum: VersionChecksum | None = None
         #: whether :attr:`checksum` was read from the ``.crc`` file (then it is validated)
         self.checksum_from_log = False
+        #: the listed commit file of :attr:`version` this state was read from, when known:
+        #: an update whose listing shows another file there (size, modification time) reads
+        #: the log afresh, as Delta's ``LogSegment.equals`` (the table was made again)
+        self.last_commit: FileStatus | None = None
         if version >= 0:
             checkpoint = None if segment is None else segment.checkpoint
             where = checkpoint.files[0].path if checkpoint is not None else None

@@ -243,6 +243,8 @@ class SnapshotManagement:
             pending_actions=batch.num_file_actions,
             base=files,
         )
+        if segment.commits and segment.commit_versions[-1] == segment.version:
+            snapshot.last_commit = segment.commits[-1]
         if segment.checksum is not None:
             checksum = read_checksum(self.store, self.log_uri, segment.version)
             if checksum is not None:
@@ -294,8 +296,10 @@ class SnapshotManagement:
         new_versions = sorted(v for v in listing.commits if v > cached.version)
         if listing.max_version < cached.version:
             return self._reload()  # as Delta: an empty directory is version -1
-        if self._reads_an_older_checkpoint(cached, listing):
+        if self._reads_an_older_checkpoint(cached, listing) or self._log_replaced(cached, listing):
             return self._reload()
+        if cached.last_commit is None:
+            cached.last_commit = listing.commits.get(cached.version)  # known from now on
         if not new_versions:
             return cached
         expected = list(range(cached.version + 1, new_versions[-1] + 1))
@@ -307,7 +311,22 @@ class SnapshotManagement:
         last = new_versions[-1]
         probe = cached.non_file_state.with_non_file_actions(batch)
         ts = self._commit_timestamp(last, probe, batch, commits[-1].modification_time)
-        return cached.apply_batch(last, batch, ts)
+        advanced = cached.apply_batch(last, batch, ts)
+        advanced.last_commit = commits[-1]
+        return advanced
+
+    @staticmethod
+    def _log_replaced(cached: Snapshot, listing: LogListing) -> bool:
+        """Whether the commit file of the cached version is gone or is another file than the
+        one the cached state was read from (size or modification time differ): the table
+        was deleted and made again, so its cached state is no base for the new commits
+        (Delta's update compares the listed files, ``LogSegment.equals``; ``DeltaLogSuite``:
+        deleting and recreating a directory should cause the snapshot to be recomputed)."""
+        known = cached.last_commit
+        if known is None:
+            return False
+        seen = listing.commits.get(cached.version)
+        return seen is None or (seen.size, seen.modification_time) != (known.size, known.modification_time)
 
     @staticmethod
     def _reads_an_older_checkpoint(cached: Snapshot, listing: LogListing) -> bool:
