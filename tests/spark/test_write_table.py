@@ -362,6 +362,31 @@ def test_null_type_columns_are_left_out_of_files_and_merge_with_any_type(spark: 
     assert json.loads(DeltaLog.for_table(table_path).update().metadata.schema_string)["fields"][1]["type"] == "long"
 
 
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [
+        ("SELECT 1 AS id, named_struct('v', NULL) AS a", "STRUCT_ALL_VOID_FIELDS: The column a is a struct"),
+        ("SELECT 1 AS id, named_struct('s', named_struct('v', NULL), 'w', NULL) AS a", "STRUCT_ALL_VOID_FIELDS.*a"),
+        ("SELECT NULL AS a, NULL AS b", "TABLE_ALL_VOID_COLUMNS"),
+    ],
+)
+def test_writes_whose_files_would_hold_an_empty_struct_are_refused(
+    spark: Any, tmp_path: Any, query: str, reason: str
+) -> None:
+    """DeltaNullTypeSuite "Non-empty write into all VOID or empty schema/struct should fail":
+    with its ``void`` fields left out of the files, a struct of only ``void`` fields (or a
+    table of only ``void`` columns) has nothing to write: Delta's
+    ``DELTA_CANNOT_WRITE_EMPTY_SCHEMA``, and nothing committed."""
+    from deltalog.contrib.spark import write_table
+    from deltalog.contrib.spark.errors import SchemaMismatchError
+
+    path = str(tmp_path / "t")
+    for native in (True, False):
+        with pytest.raises(SchemaMismatchError, match=f"DELTA_CANNOT_WRITE_EMPTY_SCHEMA.{reason}"):
+            write_table(spark.sql(query), path, native=native)
+    assert not os.path.exists(os.path.join(path, "_delta_log"))
+
+
 def test_write_options_in_history_and_replace_where_confs_from_the_session(spark: Any, table_path: str) -> None:
     """DescribeDeltaHistorySuite's write options (``isDynamicPartitionOverwrite``,
     ``canMergeSchema``, ``canOverwriteSchema``, recorded only when set; a dynamic partition

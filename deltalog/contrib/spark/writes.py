@@ -50,7 +50,12 @@ from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partit
 from deltalog.contrib.spark.replace_where import names_data_columns, refuse_data_columns
 from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
 from deltalog.contrib.spark.sink_cast import write_types
-from deltalog.contrib.spark.sink_null_types import VOID_TYPES, refuse_null_types, refuse_null_types_in_collections
+from deltalog.contrib.spark.sink_null_types import (
+    VOID_TYPES,
+    refuse_empty_written_structs,
+    refuse_null_types,
+    refuse_null_types_in_collections,
+)
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.logstores.base import LogStoreSpec
 from deltalog.txn.commands.dependent_expressions import check_write_types
@@ -360,6 +365,7 @@ def _check_null_types(table_uri: str, snapshot: Snapshot, data: dict[str, Any], 
         refuse_null_types(table_uri, data, table_schema)
     else:
         refuse_null_types_in_collections(data)
+        refuse_empty_written_structs(data)
 
 
 def _stream_write_types(
