@@ -362,6 +362,26 @@ def test_null_type_columns_are_left_out_of_files_and_merge_with_any_type(spark: 
     assert json.loads(DeltaLog.for_table(table_path).update().metadata.schema_string)["fields"][1]["type"] == "long"
 
 
+def test_columns_named_twice_in_another_case_are_refused_by_an_existing_table(spark: Any, table_path: str) -> None:
+    """SchemaEnforcementSuite "reject columns that only differ by case - append" (and
+    "- overwrite"): data naming a column twice (``id`` and ``ID``) is refused before anything
+    is written, with Delta's DELTA_DUPLICATE_COLUMNS_FOUND, also with mergeSchema or
+    overwriteSchema; before, only the new-table path checked and Spark failed the job."""
+    from deltalog.contrib.spark import write_table
+    from deltalog.contrib.spark.errors import SchemaMismatchError
+
+    write_table(spark.range(3), table_path)
+    twice = spark.range(3).selectExpr("id", "id + 1 AS ID")
+    for mode, options in (
+        ("append", {}),
+        ("append", {"mergeSchema": "true"}),
+        ("overwrite", {"overwriteSchema": "true"}),
+    ):
+        with pytest.raises(SchemaMismatchError, match="DELTA_DUPLICATE_COLUMNS_FOUND.*: ID, id"):
+            write_table(twice, table_path, mode=mode, **options)
+    assert DeltaLog.for_table(table_path).update().version == 0
+
+
 @pytest.mark.parametrize("mapping", ["none", "name"])
 def test_void_struct_fields_are_left_out_of_files_and_read_once_widened(
     spark: Any, tmp_path: Any, mapping: str
