@@ -377,7 +377,7 @@ def test_columns_named_twice_in_another_case_are_refused_by_an_existing_table(sp
         ("append", {"mergeSchema": "true"}),
         ("overwrite", {"overwriteSchema": "true"}),
     ):
-        with pytest.raises(SchemaMismatchError, match="DELTA_DUPLICATE_COLUMNS_FOUND.*: ID, id"):
+        with pytest.raises(SchemaMismatchError, match=r"DELTA_DUPLICATE_COLUMNS_FOUND.*: ID, id"):
             write_table(twice, table_path, mode=mode, **options)
     assert DeltaLog.for_table(table_path).update().version == 0
 
