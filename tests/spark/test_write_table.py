@@ -362,6 +362,78 @@ def test_null_type_columns_are_left_out_of_files_and_merge_with_any_type(spark: 
     assert json.loads(DeltaLog.for_table(table_path).update().metadata.schema_string)["fields"][1]["type"] == "long"
 
 
+def test_columns_named_twice_in_another_case_are_refused_by_an_existing_table(spark: Any, table_path: str) -> None:
+    """SchemaEnforcementSuite "reject columns that only differ by case - append" (and
+    "- overwrite"): data naming a column twice (``id`` and ``ID``) is refused before anything
+    is written, with Delta's DELTA_DUPLICATE_COLUMNS_FOUND, also with mergeSchema or
+    overwriteSchema; before, only the new-table path checked and Spark failed the job."""
+    from deltalog.contrib.spark import write_table
+    from deltalog.contrib.spark.errors import SchemaMismatchError
+
+    write_table(spark.range(3), table_path)
+    twice = spark.range(3).selectExpr("id", "id + 1 AS ID")
+    for mode, options in (
+        ("append", {}),
+        ("append", {"mergeSchema": "true"}),
+        ("overwrite", {"overwriteSchema": "true"}),
+    ):
+        with pytest.raises(SchemaMismatchError, match=r"DELTA_DUPLICATE_COLUMNS_FOUND.*: ID, id"):
+            write_table(twice, table_path, mode=mode, **options)
+    assert DeltaLog.for_table(table_path).update().version == 0
+
+
+@pytest.mark.parametrize("mapping", ["none", "name"])
+def test_void_struct_fields_are_left_out_of_files_and_read_once_widened(
+    spark: Any, tmp_path: Any, mapping: str
+) -> None:
+    """SchemaEnforcementSuite "JSON ETL workflow, schema merging NullTypes - nested struct":
+    a ``void`` struct field is left out of the files (Delta's ``dropNullTypeColumns``), so
+    once ``mergeSchema`` gives it a type the files written before read as nulls; a file
+    holding it (Parquet BOOLEAN) failed Spark's read of the widened field."""
+    import pyarrow.parquet as pq
+
+    from deltalog.contrib.spark import read_table, write_table
+
+    path = str(tmp_path / "t")
+    first, second = ("key string, top struct<id:void, extra:int>", "key string, top struct<id:int, extra:void>")
+    batches = [(first, '{"key":"abc","top":{"id":null,"extra":1}}'), (second, '{"key":"def","top":{"id":2}}')]
+    for schema, line in [*batches, (first, '{"key":"ghi","top":{"extra":3}}')]:
+        df = spark.read.schema(schema).json(spark.sparkContext.parallelize([line]))
+        write_table(df, path, mergeSchema="true", **{"delta.columnMapping.mode": mapping})
+    snapshot = DeltaLog.for_table(path).update()
+    for f in snapshot.files:
+        assert "null" not in str(pq.read_schema(os.path.join(path, f.path)).field("top" if mapping == "none" else 1))
+    expected = [("abc", (None, 1)), ("def", (2, None)), ("ghi", (None, 3))]
+    for native in (True, False):
+        got = sorted((r.key, tuple(r.top)) for r in read_table(spark, path, native=native).collect())
+        assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [
+        ("SELECT 1 AS id, named_struct('v', NULL) AS a", "STRUCT_ALL_VOID_FIELDS: The column a is a struct"),
+        ("SELECT 1 AS id, named_struct('s', named_struct('v', NULL), 'w', NULL) AS a", "STRUCT_ALL_VOID_FIELDS.*a"),
+        ("SELECT NULL AS a, NULL AS b", "TABLE_ALL_VOID_COLUMNS"),
+    ],
+)
+def test_writes_whose_files_would_hold_an_empty_struct_are_refused(
+    spark: Any, tmp_path: Any, query: str, reason: str
+) -> None:
+    """DeltaNullTypeSuite "Non-empty write into all VOID or empty schema/struct should fail":
+    with its ``void`` fields left out of the files, a struct of only ``void`` fields (or a
+    table of only ``void`` columns) has nothing to write: Delta's
+    ``DELTA_CANNOT_WRITE_EMPTY_SCHEMA``, and nothing committed."""
+    from deltalog.contrib.spark import write_table
+    from deltalog.contrib.spark.errors import SchemaMismatchError
+
+    path = str(tmp_path / "t")
+    for native in (True, False):
+        with pytest.raises(SchemaMismatchError, match=f"DELTA_CANNOT_WRITE_EMPTY_SCHEMA.{reason}"):
+            write_table(spark.sql(query), path, native=native)
+    assert not os.path.exists(os.path.join(path, "_delta_log"))
+
+
 def test_write_options_in_history_and_replace_where_confs_from_the_session(spark: Any, table_path: str) -> None:
     """DescribeDeltaHistorySuite's write options (``isDynamicPartitionOverwrite``,
     ``canMergeSchema``, ``canOverwriteSchema``, recorded only when set; a dynamic partition

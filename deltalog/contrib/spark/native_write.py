@@ -153,14 +153,44 @@ def write_native(df: DataFrame, spec: WriteSpec) -> list[str]:
 
 
 def _without_null_columns(df: DataFrame, spec: WriteSpec) -> DataFrame:
-    """``df`` without its data columns of NullType: they are left out of the files, as Delta's
-    ``dropNullTypeColumns`` (a reader finds the column missing and reads nulls)."""
+    """``df`` without its data columns and struct fields (at every depth) of NullType: they
+    are left out of the files, as Delta's ``dropNullTypeColumns`` (a reader finds them
+    missing and reads nulls; a file holding one would fail a read once the field is widened
+    to a type); a null struct stays null."""
+    from pyspark.sql import functions as F
     from pyspark.sql.types import NullType
 
-    void = [
-        f.name for f in df.schema.fields if isinstance(f.dataType, NullType) and f.name not in spec.partition_columns
+    if not any(_holds_void(f.dataType) for f in df.schema.fields):
+        return df
+    kept = [f for f in df.schema.fields if not isinstance(f.dataType, NullType) or f.name in spec.partition_columns]
+    return df.select(
+        *(_void_free(F.col("`" + f.name.replace("`", "``") + "`"), f.dataType).alias(f.name) for f in kept)
+    )
+
+
+def _holds_void(data_type: Any) -> bool:
+    """Whether ``data_type`` is NullType or a struct with a NullType field at some depth (arrays
+    and maps of NullType are refused before the write)."""
+    from pyspark.sql.types import NullType, StructType
+
+    if isinstance(data_type, StructType):
+        return any(_holds_void(f.dataType) for f in data_type.fields)
+    return isinstance(data_type, NullType)
+
+
+def _void_free(column: Column, data_type: Any) -> Column:
+    """``column`` (of ``data_type``) rebuilt without the NullType fields of its structs."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import NullType, StructType
+
+    if not isinstance(data_type, StructType) or not _holds_void(data_type):
+        return column
+    fields = [
+        _void_free(column.getField(f.name), f.dataType).alias(f.name)
+        for f in data_type.fields
+        if not isinstance(f.dataType, NullType)
     ]
-    return df.drop(*void) if void else df
+    return F.when(column.isNull(), F.lit(None)).otherwise(F.struct(*fields))
 
 
 def _table_cased(df: DataFrame, spec: WriteSpec) -> DataFrame:
@@ -300,10 +330,11 @@ def _to_physical(df: DataFrame, spec: WriteSpec) -> DataFrame:
 
     from deltalog.contrib.spark.update_expressions import StructCast, cast_if_needed
     from deltalog.txn.protocol.column_mapping import physical_schema, with_parquet_field_ids
+    from deltalog.txn.protocol.schema import without_void_fields
 
-    mapped = spec.mapped_schema
-    if mapped is None:
+    if spec.mapped_schema is None:
         return df
+    mapped = without_void_fields(spec.mapped_schema)  # as _without_null_columns left them out
     physical = physical_schema(with_parquet_field_ids(mapped))
     by_name = {f.name.lower(): (f, p) for f, p in zip(mapped.fields, physical.fields)}
     columns = []

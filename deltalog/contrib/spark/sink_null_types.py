@@ -16,7 +16,7 @@ from typing import Any
 from deltalog.contrib.spark.errors import SchemaMismatchError, StreamWriteNullTypeError
 from deltalog.txn.protocol.generated_columns import GENERATION_EXPRESSION
 
-__all__ = ["VOID_TYPES", "refuse_null_types", "refuse_null_types_in_collections"]
+__all__ = ["VOID_TYPES", "refuse_empty_written_structs", "refuse_null_types", "refuse_null_types_in_collections"]
 
 #: how a schema's JSON names Spark's NullType
 VOID_TYPES = ("null", "void")
@@ -73,3 +73,64 @@ def refuse_null_types_in_collections(data: dict[str, Any], path: str = "") -> No
                 f"{'ArrayType' if kind == 'array' else 'MapType'}. Delta doesn't support writing NullType in complex "
                 "types; cast the column to a typed array or map"
             )
+
+
+def _children(t: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """The (path, type) of the types directly inside ``t`` (a type in a schema's JSON form)."""
+    if not isinstance(t, dict):
+        return
+    kind = t.get("type")
+    if kind == "struct":
+        yield from ((f"{path}.{f['name']}", f["type"]) for f in t["fields"])
+    elif kind == "array":
+        yield f"{path}.element", t["elementType"]
+    elif kind == "map":
+        yield from ((f"{path}.key", t["keyType"]), (f"{path}.value", t["valueType"]))
+
+
+def _is_struct(t: Any) -> bool:
+    return isinstance(t, dict) and t.get("type") == "struct"
+
+
+def _emptied(t: Any) -> bool:
+    """Whether struct ``t`` has no field left once its ``void`` fields are left out (at every depth)."""
+    return all(f["type"] in _NULL or (_is_struct(f["type"]) and _emptied(f["type"])) for f in t["fields"])
+
+
+def _empty_struct_path(t: Any, path: str) -> tuple[str, str] | None:
+    """The first struct (depth first) in ``t`` with no fields or only ``void`` ones, and which."""
+    if _is_struct(t) and not t["fields"]:
+        return path, "STRUCT_NO_FIELDS: The column {} is a struct with no fields"
+    if _is_struct(t) and all(f["type"] in _NULL for f in t["fields"]):
+        return path, "STRUCT_ALL_VOID_FIELDS: The column {} is a struct where all fields have VOID type"
+    for child_path, child in _children(t, path):
+        found = _empty_struct_path(child, child_path)
+        if found is not None:
+            return found
+    return None
+
+
+def _any_emptied(t: Any) -> bool:
+    """Whether a struct anywhere in ``t`` has no field left once ``void`` fields are left out."""
+    if _is_struct(t) and _emptied(t):
+        return True
+    return any(_any_emptied(child) for _, child in _children(t, ""))
+
+
+def refuse_empty_written_structs(data: dict[str, Any]) -> None:
+    """Raise :class:`SchemaMismatchError` when a batch write's files would hold a struct with
+    no field, its ``void`` fields left out (or no column at all): the Parquet writer cannot
+    write an empty group, and Delta refuses (``DELTA_CANNOT_WRITE_EMPTY_SCHEMA``, its
+    ``EmptySchemaWriteException``), naming the first such struct of ``data``."""
+    fields = data["fields"]
+    if fields and all(f["type"] in _NULL for f in fields):
+        reason = "TABLE_ALL_VOID_COLUMNS: All columns in the table schema have VOID type"
+    elif any(_any_emptied(f["type"]) for f in fields):
+        found = next(filter(None, (_empty_struct_path(f["type"], f["name"]) for f in fields)))
+        reason = found[1].format(found[0])
+    else:
+        return
+    raise SchemaMismatchError(
+        f"DELTA_CANNOT_WRITE_EMPTY_SCHEMA.{reason}: a Parquet file cannot hold an empty struct "
+        "(void fields are left out of the files); cast the void columns to a type, or leave them out"
+    )

@@ -50,7 +50,12 @@ from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partit
 from deltalog.contrib.spark.replace_where import names_data_columns, refuse_data_columns
 from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
 from deltalog.contrib.spark.sink_cast import write_types
-from deltalog.contrib.spark.sink_null_types import VOID_TYPES, refuse_null_types, refuse_null_types_in_collections
+from deltalog.contrib.spark.sink_null_types import (
+    VOID_TYPES,
+    refuse_empty_written_structs,
+    refuse_null_types,
+    refuse_null_types_in_collections,
+)
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.logstores.base import LogStoreSpec
 from deltalog.txn.commands.dependent_expressions import check_write_types
@@ -160,14 +165,24 @@ def _table_fields(data: dict[str, Any], change_data: bool) -> dict[str, Any]:
     return {**data, "fields": [f for f in data["fields"] if f["name"] != CDC_TYPE_COLUMN]}
 
 
+def _refuse_duplicate_columns(data: dict[str, Any]) -> None:
+    """Delta's ``DELTA_DUPLICATE_COLUMNS_FOUND``: the data names a column twice (in any case)."""
+    names = [f["name"] for f in data["fields"]]
+    lowered = [n.lower() for n in names]
+    dupes = sorted({n for n in names if lowered.count(n.lower()) > 1})
+    if dupes:
+        raise SchemaMismatchError(
+            f"DELTA_DUPLICATE_COLUMNS_FOUND: Found duplicate column(s) in the data to save: {', '.join(dupes)}; "
+            "rename or drop one of each"
+        )
+
+
 def _check_names(data: dict[str, Any], partition_by: Sequence[str], change_data: bool, cdf_was_on: bool) -> None:
     """A new table's column names; ``cdf_was_on``: the change data feed was on before this
     write (the session's defaults turn it on, or the table ``overwriteSchema`` replaces had it)."""
     names = [f["name"] for f in data["fields"]]
     lowered = [n.lower() for n in names]
-    dupes = sorted({n for n in names if lowered.count(n.lower()) > 1})
-    if dupes:
-        raise SchemaMismatchError(f"duplicate column names in the data: {', '.join(dupes)}")
+    _refuse_duplicate_columns(data)
     if change_data:  # _change_type marks rows as change data (_table_fields)
         refuse_change_data_columns([n for n in names if n.lower() != CDC_TYPE_COLUMN], cdf_was_on)
     missing = [c for c in partition_by if c.lower() not in lowered]
@@ -283,6 +298,7 @@ def plan_write(
     bound = None if source is None else source.snapshot(delta_log)
     snapshot = bound if bound is not None else delta_log.update()
     data = _spark_schema_dict(data_schema_json)
+    _refuse_duplicate_columns(data)
     _check_null_types(delta_log.table_uri, snapshot, data, streaming)
     casts: tuple[tuple[str, str, str], ...] = ()
     if streaming and snapshot.version >= 0 and not (opts.overwrite and opts.overwrite_schema):
@@ -360,6 +376,7 @@ def _check_null_types(table_uri: str, snapshot: Snapshot, data: dict[str, Any], 
         refuse_null_types(table_uri, data, table_schema)
     else:
         refuse_null_types_in_collections(data)
+        refuse_empty_written_structs(data)
 
 
 def _stream_write_types(

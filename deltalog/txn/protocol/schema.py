@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.protocol.errors import InvalidSchemaError, SchemaMismatchError
@@ -39,6 +39,7 @@ __all__ = [
     "same_type",
     "split_column_name",
     "type_differences",
+    "without_void_fields",
 ]
 
 PRIMITIVE_NAMES = frozenset(
@@ -327,6 +328,18 @@ def as_nullable(dt: DataType) -> DataType:
     if isinstance(dt, MapType):
         return MapType(as_nullable(dt.key_type), as_nullable(dt.value_type), True)
     return dt
+
+
+def without_void_fields(schema: StructType) -> StructType:
+    """``schema`` without its ``void`` (NullType) fields, those of nested structs too: what a
+    write's files hold (Delta's ``SchemaUtils.dropNullTypeColumns``)."""
+    return StructType(
+        tuple(
+            replace(f, type=without_void_fields(f.type)) if isinstance(f.type, StructType) else f
+            for f in schema.fields
+            if not _is_void(f.type)
+        )
+    )
 
 
 def _shape(dt: DataType) -> Any:
