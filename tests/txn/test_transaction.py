@@ -849,16 +849,19 @@ def test_column_invariants_count_as_constraints() -> None:
         txn.commit([add("f")], CreateTable())
 
 
-def test_in_commit_timestamps_are_monotonic_and_enablement_is_recorded() -> None:
+def _table_turning_on_in_commit_timestamps() -> tuple[DeltaLog, int]:
+    """A table of two commits, then a third that turns in-commit timestamps on (its version)."""
     log = new_log()
     create(log)
     log.start_transaction().commit([add("f")], Write())
     txn = log.start_transaction()
-    from dataclasses import replace
-
     assert txn.metadata is not None
     txn.update_metadata(replace(txn.metadata, configuration={"delta.enableInCommitTimestamps": "true"}))
-    v = txn.commit([], ManualUpdate())
+    return log, txn.commit([], ManualUpdate())
+
+
+def test_in_commit_timestamps_are_monotonic_and_enablement_is_recorded() -> None:
+    log, v = _table_turning_on_in_commit_timestamps()
     config = log.update().metadata.configuration
     assert config["delta.inCommitTimestampEnablementVersion"] == str(v)
     assert int(config["delta.inCommitTimestampEnablementTimestamp"]) > 0
@@ -1066,15 +1069,7 @@ def test_a_metadata_keeping_in_commit_timestamps_on_keeps_their_enablement() -> 
     version that had them on from commit 0) keeps the table's, else every reader takes the
     commits before the enablement for in-commit timestamped ones (Delta then fails with
     DELTA_MISSING_COMMIT_TIMESTAMP)."""
-    from dataclasses import replace
-
-    log = new_log()
-    create(log)
-    log.start_transaction().commit([add("f")], Write())
-    txn = log.start_transaction()
-    assert txn.metadata is not None
-    txn.update_metadata(replace(txn.metadata, configuration={"delta.enableInCommitTimestamps": "true"}))
-    txn.commit([], ManualUpdate())
+    log, _ = _table_turning_on_in_commit_timestamps()
     txn = log.start_transaction()
     assert txn.metadata is not None
     txn.update_metadata(
