@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -188,17 +187,19 @@ def _text(e: Any) -> str | None:
     return None if e is None else (e if isinstance(e, str) else str(e))
 
 
-def _assign(clauses: list[_Clause], exprs: Sequence[Any]) -> None:
-    """Give ``clauses`` the conditions, then the assigned values, of ``exprs`` (in the order
-    :meth:`DeltaMergeBuilder._current_time_pinned` lists them)."""
+def _with_exprs(clauses: list[_Clause], exprs: Sequence[Any]) -> list[_Clause]:
+    """Copies of ``clauses`` given the conditions, then the assigned values, of ``exprs`` (in
+    the order :meth:`DeltaMergeBuilder._with_current_time_pinned` lists them)."""
     rest = list(exprs[len(clauses) :])
+    copies = []
     for clause, condition in zip(clauses, exprs, strict=False):
-        clause.condition = condition
-    for clause in clauses:
-        if clause.assignments:
-            names = list(clause.assignments)
-            clause.assignments = dict(zip(names, rest[: len(names)], strict=True))
+        assignments = clause.assignments
+        if assignments:
+            names = list(assignments)
+            assignments = dict(zip(names, rest[: len(names)], strict=True))
             rest = rest[len(names) :]
+        copies.append(replace(clause, condition=condition, assignments=assignments))
+    return copies
 
 
 def _with_types(schema_string: str, types: Mapping[str, DataType]) -> StructType:
@@ -618,13 +619,15 @@ class DeltaMergeBuilder:
                     f"When there are more than one {kind} clauses in a MERGE statement, only the last {kind} "
                     "clause can omit the condition (a clause after an unconditional one could never act)"
                 )
-        with self._current_time_pinned():
-            self._run_pinned()
+        runner = self._with_current_time_pinned()
+        runner._run_pinned()
+        self._recorded_metrics = runner._recorded_metrics
 
-    @contextmanager
-    def _current_time_pinned(self) -> Iterator[None]:
-        """The source, conditions and values with one current time while the MERGE runs
-        (:mod:`~deltalog.contrib.spark.merge_time`); the builder's own are restored after."""
+    def _with_current_time_pinned(self) -> DeltaMergeBuilder:
+        """This MERGE with one current time for its source, conditions and values
+        (:mod:`~deltalog.contrib.spark.merge_time`): a copy, so the builder keeps its own."""
+        import copy
+
         from deltalog.contrib.spark.merge_time import pin_current_time
 
         clauses = [*self._matched, *self._not_matched]
@@ -643,18 +646,14 @@ class DeltaMergeBuilder:
         alias = self._table._alias or "target"
         pinned = pin_current_time(self._source, target_schema, alias, joint, by_source_exprs)
         if pinned is None:
-            yield
-            return
-        saved = (self._source, self._condition, [(c.condition, c.assignments) for c in [*clauses, *by_source]])
-        try:
-            self._source, self._condition = pinned.source, pinned.joint[0]
-            _assign(clauses, pinned.joint[1:])
-            _assign(by_source, pinned.by_source)
-            yield
-        finally:
-            self._source, self._condition = saved[0], saved[1]
-            for c, (condition, assignments) in zip([*clauses, *by_source], saved[2], strict=True):
-                c.condition, c.assignments = condition, assignments
+            return self
+        runner = copy.copy(self)
+        runner._source, runner._condition = pinned.source, pinned.joint[0]
+        pinned_clauses = _with_exprs(clauses, pinned.joint[1:])
+        runner._matched = pinned_clauses[: len(self._matched)]
+        runner._not_matched = pinned_clauses[len(self._matched) :]
+        runner._not_matched_by_source = _with_exprs(by_source, pinned.by_source)
+        return runner
 
     def _run_pinned(self) -> None:
         txn = self._start_transaction()
