@@ -968,3 +968,43 @@ def test_schema_tracking_ignores_changes_of_internal_writer_metadata_only() -> N
     generated = persisted("t", 1, metadata(**{"delta.generationExpression": "1"}), protocol, "/t")
     assert not metadata_changed(generated, metadata(**{"delta.generationExpression": "2"}), protocol)
     assert metadata_changed(generated, metadata(**{"delta.generationExpression": "1", "comment": "c"}), protocol)
+
+
+def test_restart_before_a_non_additive_change_fails(spark, table_path, tmp_path):
+    """DeltaSourceSuite "drop column / rename column: should fail with non-additive schema
+    change error" from a restart: a query restarted (or started with ``startingVersion``) at a
+    version whose schema the stream's cannot read fails before reading it (Delta's
+    ``checkReadIncompatibleSchemaChangeOnStreamStartOnce``), though the commits it reads
+    carry no metadata: a rename (column mapping) would stream the old column's values as
+    nulls, a column dropped by ``overwriteSchema`` would silently lose them."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    def stream_then(path: str, change: Any, **options: str) -> tuple[dict[str, Any], DeltaSourceReader]:
+        reader = _reader(path, **options)
+        start, _, _ = _run_batches(reader, reader.initialOffset(), ReadAllAvailable())
+        _append(spark, path, [1])  # the restarted query reads this with the changed schema
+        change()
+        return start, _reader(path, **options)
+
+    _append(spark, table_path, [0], **{"delta.columnMapping.mode": "name"})
+    table = DeltaTable.forPath(spark, table_path)
+    start, restarted = stream_then(table_path, lambda: table.renameColumn("p", "q"))
+    with pytest.raises(DeltaSourceSchemaChangedError, match=r"version 1 .*RENAME/DROP COLUMN.*schemaTrackingLocation"):
+        restarted.latestOffset(start, ReadAllAvailable())
+    end = dict(start, reservoirVersion=2)
+    with pytest.raises(DeltaSourceSchemaChangedError, match="version 1"):  # a planned batch replayed
+        _reader(table_path).partitions(start, end)
+    with pytest.raises(DeltaSourceSchemaChangedError, match="version 1"):
+        _reader(table_path, startingVersion="1").latestOffset(start, ReadAllAvailable())
+
+    plain = str(tmp_path / "plain")  # no column mapping: p dropped by an overwrite
+    _append(spark, plain, [0])
+    narrower = spark.createDataFrame([(2,)], "id long").write.format("deltalog").mode("overwrite")
+
+    def overwrite() -> None:
+        narrower.option("overwriteSchema", "true").save(plain)
+
+    start, restarted = stream_then(plain, overwrite, skipChangeCommits="true")
+    with pytest.raises(DeltaSourceSchemaChangedError, match="version 1") as info:
+        restarted.latestOffset(start, ReadAllAvailable())
+    assert "schemaTrackingLocation" not in str(info.value)  # it would not help: restart from a new checkpoint

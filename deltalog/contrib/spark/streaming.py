@@ -82,6 +82,7 @@ from deltalog.contrib.spark.stream_admission import (
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.logstores.registry import logstore_for
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
+from deltalog.txn.protocol.column_mapping import column_mapping_mode
 from deltalog.txn.protocol.errors import VersionNotFoundError
 from deltalog.txn.protocol.features import check_read_supported
 from deltalog.txn.protocol.properties import TableProperties
@@ -194,6 +195,9 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now_end: SourceOffset | None = None
         self._starting: tuple[int | None] | None = None
         self._initial_files: tuple[int, list[AddFile]] | None = None
+        #: the schema at the first batch's start was checked (Delta's
+        #: ``hasCheckedReadIncompatibleSchemaChangesOnStreamStart``)
+        self._start_checked = False
 
     def __getstate__(self) -> dict[str, Any]:
         return {"options": self.options, "schema": self.schema}
@@ -282,20 +286,34 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             ok = same_partitions and shape == state.read_shape
             earlier, later = ours, metadata
         if not ok or turns_column_mapping_off(earlier.configuration, later.configuration):
-            old, new = state.snapshot.metadata.schema_string, metadata.schema_string
-            if version < state.snapshot.version:
-                old, new = new, old
-            change = schema_change(json.loads(old), json.loads(new))
-            hint = None
-            if change is not None and (change.renamed or change.dropped):  # under column mapping
-                hint = (
-                    "The change renames or drops columns (RENAME/DROP COLUMN), so restarting does not help: to "
-                    "stream across it, give the stream option schemaTrackingLocation (Delta's "
-                    "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG)"
-                )
+            hint = _column_mapping_change_hint(earlier, later)
             raise DeltaSourceSchemaChangedError(
                 self._table, version, state.snapshot.metadata.schema_string, metadata.schema_string, hint
             )
+
+    def _check_start_once(self, version: int) -> None:
+        """Delta's ``checkReadIncompatibleSchemaChangeOnStreamStartOnce``: the first batch this
+        reader plans or reads checks the schema of the version it starts at (a restart, or
+        ``startingVersion``, before a rename, drop or overwrite of the schema whose commit it
+        will not meet with the schema it met it with). Without a snapshot at that version (its
+        commits cleaned up), a column-mapped table fails, another one goes on unchecked."""
+        if self._start_checked:
+            return
+        self._start_checked = True
+        state = self._init()
+        if state.tracking or version == state.snapshot.version:
+            return
+        try:
+            metadata = state.delta_log.snapshot(version).metadata
+        except VersionNotFoundError as exc:
+            if column_mapping_mode(state.snapshot.metadata.configuration) == "none":
+                return
+            raise DeltaAnalysisError(
+                "DELTA_STREAMING_CHECK_COLUMN_MAPPING_NO_SNAPSHOT: Failed to obtain Delta log snapshot for the start "
+                f"version {version} of {self._table} when checking column mapping schema changes ({exc}). Please "
+                "choose a different start version (a new checkpoint location, or another startingVersion)"
+            ) from exc
+        self._check_metadata(metadata, version)
 
     def _check_commit_metadata(self, actions: list[Any], version: int) -> bool:
         """Check a commit's metadata and protocol; True when, with ``schemaTrackingLocation``,
@@ -543,6 +561,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 break  # the batch ends at a schema change (Delta's stopIndexedFileIteratorAtSchemaChangeBarrier)
         if last is None:
             return None
+        self._check_start_once(from_version)
         table_id = self._init().table_id
         if last.index == END_INDEX:
             return SourceOffset(table_id, last.version + 1, BASE_INDEX, False)
@@ -599,6 +618,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from_version, from_index, initial = version, BASE_INDEX, True
         else:
             from_version, from_index, initial = self._start_point(first)
+        self._check_start_once(from_version)
         excluded = excluded_paths(self.options.exclude_regex)
         items: list[FileToRead] = []
         seen = from_version - 1  # the versions before the batch's start were read already
@@ -630,6 +650,23 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offset = self._offset(end)
         if self._init().tracking and offset.index in (METADATA_CHANGE_INDEX, POST_METADATA_CHANGE_INDEX):
             self._evolve_if_changed(offset.reservoir_version, *self._metadata_at(offset.reservoir_version))
+
+
+def _column_mapping_change_hint(earlier: Metadata, later: Metadata) -> str | None:
+    """Delta's ``DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG`` advice, for a change
+    that renames or drops columns of a column-mapped table (``hasNoColumnMappingSchemaChanges``
+    fails): only ``schemaTrackingLocation`` streams across it. Without column mapping (a column
+    dropped by ``overwriteSchema``) Delta's advice stays restart, else a new checkpoint."""
+    if column_mapping_mode(later.configuration) == "none":
+        return None
+    change = schema_change(json.loads(earlier.schema_string), json.loads(later.schema_string))
+    if change is None or not (change.renamed or change.dropped):
+        return None
+    return (
+        "The change renames or drops columns (RENAME/DROP COLUMN), so restarting does not help: to "
+        "stream across it, give the stream option schemaTrackingLocation (Delta's "
+        "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG)"
+    )
 
 
 def _check_version_exists(delta_log: DeltaLog, version: int, table: str, out_of_range: bool = False) -> None:
