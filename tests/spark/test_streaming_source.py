@@ -130,7 +130,9 @@ def test_deletes_and_updates_fail_unless_allowed(spark, table_path, tmp_path):
     table_id = DeltaLog.for_table(table_path).update().metadata.id
     start = {"sourceVersion": 1, "reservoirId": table_id, "reservoirVersion": 2, "index": -1}
     start["isStartingVersion"] = False
-    for options, added in (({"ignoreChanges": "true"}, [2, 3]), ({"skipChangeCommits": "true"}, [3])):
+    # DeltaSourceSuite "read options [ignoreFileDeletion] (deprecated): equivalent to ignoreChanges"
+    cases = [({"ignoreChanges": "true"}, [2, 3]), ({"ignoreFileDeletion": "true"}, [2, 3])]
+    for options, added in [*cases, ({"skipChangeCommits": "true"}, [3])]:
         reader = _reader(table_path, **options)
         end = reader.latestOffset(start, ReadAllAvailable())
         got = sorted(f.path for p in reader.partitions(start, end) for f in p.files)
@@ -428,7 +430,7 @@ def test_exclude_regex_and_options_not_implemented(spark, table_path):
     for options in (
         {"excludeRegex": "("},
         {"failOnDataLoss": "maybe"},
-        {"ignoreFileDeletion": "true"},
+        {"ignoreFileDeletion": "yes"},
         {"withEventTimeOrder": "true"},
         {"versionAsOf": "0"},
     ):
@@ -1008,3 +1010,35 @@ def test_restart_before_a_non_additive_change_fails(spark, table_path, tmp_path)
     with pytest.raises(DeltaSourceSchemaChangedError, match="version 1") as info:
         restarted.latestOffset(start, ReadAllAvailable())
     assert "schemaTrackingLocation" not in str(info.value)  # it would not help: restart from a new checkpoint
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        # DeltaSourceSuite "maxFilesPerTrigger: invalid parameter" / "maxBytesPerTrigger: invalid parameter"
+        *[("maxFilesPerTrigger", v, "must be a positive integer") for v in ("0", "-1", "string")],
+        *[("maxBytesPerTrigger", v, "must be a size configuration such as '10g'") for v in ("0", "-1", "string")],
+        # DeltaSourceSuite "startingVersion": Invalid value '-1' for option 'startingVersion'
+        *[("startingVersion", v, "must be greater than or equal to zero") for v in ("-1", "one", "1.5")],
+        # Delta's DeltaOptionParser.toBoolean
+        *[(o, "yes", "must be 'true' or 'false'") for o in ("ignoreDeletes", "skipChangeCommits", "failOnDataLoss")],
+    ],
+)
+def test_invalid_source_options_are_delta_illegal_option(option: str, value: str, message: str) -> None:
+    from deltalog.contrib.spark.errors import InvalidWriteOptionError
+
+    expected = f"^DELTA_ILLEGAL_OPTION: Invalid value '{value}' for option '{option}', {message}"
+    with pytest.raises(InvalidWriteOptionError, match=expected.replace(".", r"\.")):
+        StreamReadOptions.parse({"path": "/nowhere", option: value})
+
+
+def test_bad_exclude_regex_and_both_starting_options_name_delta_classes() -> None:
+    """DeltaSourceSuite "excludeRegex throws good error on bad regex pattern" and "startingVersion
+    and startingTimestamp are both set"."""
+    from deltalog.contrib.spark.errors import InvalidWriteOptionError
+
+    with pytest.raises(InvalidWriteOptionError, match=r"^DELTA_REGEX_OPT_SYNTAX_ERROR: Please recheck your syntax for"):
+        StreamReadOptions.parse({"path": "/nowhere", "excludeRegex": "[abc"})
+    both = {"path": "/nowhere", "startingVersion": "0", "startingTimestamp": "2020-01-01"}
+    with pytest.raises(InvalidWriteOptionError, match="^DELTA_STARTING_VERSION_AND_TIMESTAMP_BOTH_SET: Please either"):
+        StreamReadOptions.parse(both)
