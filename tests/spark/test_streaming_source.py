@@ -163,7 +163,12 @@ def test_starting_version(spark, table_path, tmp_path):
     from deltalog.txn.protocol.errors import VersionNotFoundError
 
     cases = [
-        ({"startingVersion": "3"}, "latest"),
+        # DeltaSourceSuite "startingVersion": Delta's DELTA_VERSION_NOT_FOUND text
+        (
+            {"startingVersion": "3"},
+            r"^DELTA_VERSION_NOT_FOUND: Cannot time travel Delta table to version 3\. Available "
+            r"versions: \[0, 2\]\..*startingVersion='latest'",
+        ),
         ({"startingTimestamp": "2999-01-01"}, "^DELTA_TIMESTAMP_GREATER_THAN"),
     ]
     for options, message in cases:
@@ -1042,3 +1047,24 @@ def test_bad_exclude_regex_and_both_starting_options_name_delta_classes() -> Non
     both = {"path": "/nowhere", "startingVersion": "0", "startingTimestamp": "2020-01-01"}
     with pytest.raises(InvalidWriteOptionError, match="^DELTA_STARTING_VERSION_AND_TIMESTAMP_BOTH_SET: Please either"):
         StreamReadOptions.parse(both)
+
+
+def test_schema_change_message_as_delta(spark, table_path):
+    """DeltaSourceSuite "add column: restarting with new DataFrame should recover" matches
+    "Detected schema change"; a stream given startingVersion/startingTimestamp gets Delta's
+    DELTA_SCHEMA_CHANGED_WITH_STARTING_OPTIONS advice (start after the change's version)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    _append(spark, table_path, [0])
+    plain, from_zero = _reader(table_path), _reader(table_path, startingVersion="0")
+    starts = [(r, r.initialOffset()) for r in (plain, from_zero)]
+    wider = spark.createDataFrame([(1, 1, "x")], "id long, p long, s string").write.format("deltalog")
+    wider.mode("append").option("mergeSchema", "true").save(table_path)
+    with pytest.raises(
+        DeltaSourceSchemaChangedError, match=r"^DELTA_SCHEMA_CHANGED_WITH_VERSION: Detected schema change"
+    ):
+        _run_batches(plain, starts[0][1], ReadAllAvailable())
+    with pytest.raises(DeltaSourceSchemaChangedError) as info:
+        _run_batches(from_zero, starts[1][1], ReadAllAvailable())
+    assert str(info.value).startswith("DELTA_SCHEMA_CHANGED_WITH_STARTING_OPTIONS: Detected schema change in version 1")
+    assert "'startingVersion' or 'startingTimestamp' option to start from a version newer than 1" in str(info.value)

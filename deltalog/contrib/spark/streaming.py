@@ -286,9 +286,11 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             ok = same_partitions and shape == state.read_shape
             earlier, later = ours, metadata
         if not ok or turns_column_mapping_off(earlier.configuration, later.configuration):
+            o = self.options.read
+            starting = o.starting_version is not None or o.starting_version_latest or o.starting_timestamp is not None
             hint = _column_mapping_change_hint(earlier, later)
             raise DeltaSourceSchemaChangedError(
-                self._table, version, state.snapshot.metadata.schema_string, metadata.schema_string, hint
+                self._table, version, state.snapshot.metadata.schema_string, metadata.schema_string, hint, starting
             )
 
     def _check_start_once(self, version: int) -> None:
@@ -679,8 +681,9 @@ def _check_version_exists(delta_log: DeltaLog, version: int, table: str, out_of_
     earliest = versions[0] if versions else latest
     if (version > latest and not out_of_range) or version < earliest:
         raise VersionNotFoundError(
-            f"startingVersion {version} is not in {table}: available versions are [{earliest}, {latest}] "
-            "(the latest included); start at one of them, or startingVersion='latest'",
+            f"DELTA_VERSION_NOT_FOUND: Cannot time travel Delta table to version {version}. Available versions: "
+            f"[{earliest}, {latest}]. The stream's startingVersion is not in {table}: start at one of them, or "
+            "startingVersion='latest'",
             version=version,
             earliest=earliest,
             latest=latest,
