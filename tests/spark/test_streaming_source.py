@@ -1068,3 +1068,32 @@ def test_schema_change_message_as_delta(spark, table_path):
         _run_batches(from_zero, starts[1][1], ReadAllAvailable())
     assert str(info.value).startswith("DELTA_SCHEMA_CHANGED_WITH_STARTING_OPTIONS: Detected schema change in version 1")
     assert "'startingVersion' or 'startingTimestamp' option to start from a version newer than 1" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [
+        # DeltaSourceOffsetSuite "unknown sourceVersion value", "invalid sourceVersion value",
+        # "missing sourceVersion"; version 2 is reserved
+        (
+            4,
+            r"^DELTA_INVALID_FORMAT_FROM_SOURCE_VERSION: Unsupported format\. Expected version should be smaller "
+            r"than or equal to 3 but was 4\. Please upgrade",
+        ),
+        ("foo", "^DELTA_INVALID_SOURCE_OFFSET_FORMAT: The stored source offset format is invalid"),
+        (None, r"^DELTA_INVALID_SOURCE_VERSION: sourceVersion\(0\) is invalid"),
+        (2, r"^DELTA_INVALID_SOURCE_VERSION: sourceVersion\(2\) is invalid"),
+    ],
+)
+def test_offset_format_errors_as_delta(version: Any, message: str) -> None:
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.contrib.spark.streaming import SourceOffset
+
+    raw = {"reservoirId": "t", "reservoirVersion": 1, "index": 1, "isStartingVersion": True}
+    if version is not None:
+        raw["sourceVersion"] = version
+    with pytest.raises(DeltaAnalysisError, match=message):
+        SourceOffset.from_dict(raw, "/table", "t")
+    # DeltaSourceOffsetSuite "DeltaSourceOffset deserialization": v3 offsets at BASE_INDEX
+    v3 = SourceOffset.from_dict({**raw, "sourceVersion": 3, "index": -100, "isStartingVersion": False}, "/t", "t")
+    assert v3.to_dict() == {**raw, "sourceVersion": 1, "index": -1, "isStartingVersion": False}

@@ -125,13 +125,8 @@ class SourceOffset:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], table: str, table_id: str) -> SourceOffset:
-        version = raw.get("sourceVersion")
-        if version not in (SOURCE_VERSION, SOURCE_VERSION_METADATA_CHANGE):
-            raise DeltaAnalysisError(
-                f"the streaming offset {json.dumps(raw)} of {table} has sourceVersion {version}; this reader "
-                f"understands versions {SOURCE_VERSION} and {SOURCE_VERSION_METADATA_CHANGE}. Restart the query with "
-                "a new checkpoint location"
-            )
+        version = raw.get("sourceVersion", 0)
+        _check_source_version(version, table)
         if raw["reservoirId"] != table_id:
             raise DeltaSourceTableChangedError(table, table_id, str(raw["reservoirId"]))
         index = int(raw["index"])
@@ -142,6 +137,22 @@ class SourceOffset:
     @property
     def unstarted(self) -> bool:
         return self.reservoir_version == UNSTARTED
+
+
+def _check_source_version(version: Any, table: str) -> None:
+    """Delta's ``DeltaSourceOffset`` deserializer: ``sourceVersion`` is 1 or 3 (2 is reserved);
+    a later one was written by a newer reader (a missing one reads as 0)."""
+    where = f" (a streaming offset of {table})"
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise DeltaAnalysisError("DELTA_INVALID_SOURCE_OFFSET_FORMAT: The stored source offset format is invalid" + where)
+    if version > SOURCE_VERSION_METADATA_CHANGE:
+        raise DeltaAnalysisError(
+            "DELTA_INVALID_FORMAT_FROM_SOURCE_VERSION: Unsupported format. Expected version should be smaller than or "
+            f"equal to {SOURCE_VERSION_METADATA_CHANGE} but was {version}. Please upgrade to a newer version of "
+            "deltalog" + where
+        )
+    if version not in (SOURCE_VERSION, SOURCE_VERSION_METADATA_CHANGE):
+        raise DeltaAnalysisError(f"DELTA_INVALID_SOURCE_VERSION: sourceVersion({version}) is invalid" + where)
 
 
 def _to_read(add: AddFile, constants: dict[str, Any] | None = None) -> FileToRead:
