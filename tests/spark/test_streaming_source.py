@@ -1045,7 +1045,8 @@ def test_bad_exclude_regex_and_both_starting_options_name_delta_classes() -> Non
     with pytest.raises(InvalidWriteOptionError, match=r"^DELTA_REGEX_OPT_SYNTAX_ERROR: Please recheck your syntax for"):
         StreamReadOptions.parse({"path": "/nowhere", "excludeRegex": "[abc"})
     both = {"path": "/nowhere", "startingVersion": "0", "startingTimestamp": "2020-01-01"}
-    with pytest.raises(InvalidWriteOptionError, match="^DELTA_STARTING_VERSION_AND_TIMESTAMP_BOTH_SET: Please either"):
+    both_set = "^DELTA_STARTING_VERSION_AND_TIMESTAMP_BOTH_SET: Please either"
+    with pytest.raises(InvalidWriteOptionError, match=both_set):
         StreamReadOptions.parse(both)
 
 

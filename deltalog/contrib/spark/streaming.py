@@ -144,7 +144,8 @@ def _check_source_version(version: Any, table: str) -> None:
     a later one was written by a newer reader (a missing one reads as 0)."""
     where = f" (a streaming offset of {table})"
     if not isinstance(version, int) or isinstance(version, bool):
-        raise DeltaAnalysisError("DELTA_INVALID_SOURCE_OFFSET_FORMAT: The stored source offset format is invalid" + where)
+        invalid = "DELTA_INVALID_SOURCE_OFFSET_FORMAT: The stored source offset format is invalid"
+        raise DeltaAnalysisError(invalid + where)
     if version > SOURCE_VERSION_METADATA_CHANGE:
         raise DeltaAnalysisError(
             "DELTA_INVALID_FORMAT_FROM_SOURCE_VERSION: Unsupported format. Expected version should be smaller than or "
