@@ -175,6 +175,7 @@ def test_starting_version(spark, table_path, tmp_path):
         with pytest.raises(VersionNotFoundError, match=message) as info:
             _reader(table_path, **options).latestOffset(start, ReadAllAvailable())
         assert info.value.latest == 2
+    assert f"at {when})" in str(info.value)  # as Delta's, it names the latest commit's time
     # DeltaSourceSuite "startingTimestamp": text that is no timestamp is DELTA_TIMESTAMP_INVALID
     with pytest.raises(ValueError, match=r"^DELTA_TIMESTAMP_INVALID"):
         _reader(table_path, startingTimestamp="i am not a timestamp").latestOffset(start, ReadAllAvailable())

@@ -712,10 +712,9 @@ def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str, 
     try:
         return starting_version_at(delta_log, timestamp, can_exceed_latest=out_of_range)
     except VersionNotFoundError as exc:
+        # the time travel error names the latest commit's time, as Delta's maximumTimestamp
         raise VersionNotFoundError(
-            f"DELTA_TIMESTAMP_GREATER_THAN_COMMIT: startingTimestamp {timestamp} is after the latest commit of {table} "
-            f"(version {exc.latest}); "
-            "use a timestamp at or before it, or startingVersion='latest'",
+            f"{exc}, or startingVersion='latest' (the stream's startingTimestamp {timestamp} of {table})",
             earliest=exc.earliest,
             latest=exc.latest,
         ) from None
