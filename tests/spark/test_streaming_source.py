@@ -1099,3 +1099,27 @@ def test_offset_format_errors_as_delta(version: Any, message: str) -> None:
     # DeltaSourceOffsetSuite "DeltaSourceOffset deserialization": v3 offsets at BASE_INDEX
     v3 = SourceOffset.from_dict({**raw, "sourceVersion": 3, "index": -100, "isStartingVersion": False}, "/t", "t")
     assert v3.to_dict() == {**raw, "sourceVersion": 1, "index": -1, "isStartingVersion": False}
+
+
+def test_start_version_not_recreatable(spark, tmp_path):
+    """DeltaSourceSuite "startingVersion": a start version whose snapshot cannot be rebuilt
+    (commit 0 deleted, checkpoint at 2) still streams on a table without column mapping; with
+    column mapping Delta cannot check renames and drops there and fails
+    (DELTA_STREAMING_CHECK_COLUMN_MAPPING_NO_SNAPSHOT)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.delta_log import DeltaLog
+
+    for mode in ("none", "name"):
+        path = str(tmp_path / mode)
+        for i in range(3):
+            _append(spark, path, [i], **({"delta.columnMapping.mode": mode} if i == 0 else {}))
+        DeltaLog.for_table(path).checkpoint()
+        os.remove(os.path.join(path, "_delta_log", f"{0:020d}.json"))
+        reader = _reader(path, startingVersion="1")
+        if mode == "none":
+            assert sorted(_run_batches(reader, reader.initialOffset(), ReadAllAvailable())[1]) == [1, 2]
+        else:
+            with pytest.raises(DeltaAnalysisError, match="^DELTA_STREAMING_CHECK_COLUMN_MAPPING_NO_SNAPSHOT"):
+                reader.latestOffset(reader.initialOffset(), ReadAllAvailable())

@@ -83,7 +83,7 @@ from deltalog.contrib.spark.tablelog import open_log
 from deltalog.logstores.registry import logstore_for
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
 from deltalog.txn.protocol.column_mapping import column_mapping_mode
-from deltalog.txn.protocol.errors import VersionNotFoundError
+from deltalog.txn.protocol.errors import NonContiguousVersionsError, VersionNotFoundError
 from deltalog.txn.protocol.features import check_read_supported
 from deltalog.txn.protocol.properties import TableProperties
 
@@ -319,7 +319,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         try:
             metadata = state.delta_log.snapshot(version).metadata
-        except VersionNotFoundError as exc:
+        except (VersionNotFoundError, NonContiguousVersionsError) as exc:
             if column_mapping_mode(state.snapshot.metadata.configuration) == "none":
                 return
             raise DeltaAnalysisError(
