@@ -113,11 +113,15 @@ def test_deletes_and_updates_fail_unless_allowed(spark, table_path, tmp_path):
     _pipe(spark, table_path, sink, checkpoint)
     table = DeltaTable.forPath(spark, table_path)
     table.delete("p = 0")  # removes whole files: a delete-only commit
-    with pytest.raises(Exception, match=r"(?s)DeltaSourceIgnoreDeleteError.*version 1.*ignoreDeletes"):
+    deleted = (
+        r"(?s)DeltaSourceIgnoreDeleteError: DELTA_SOURCE_IGNORE_DELETE: Detected deleted data.*version 1.*ignoreDeletes"
+    )
+    with pytest.raises(Exception, match=deleted):
         _pipe(spark, table_path, sink, checkpoint)
     _pipe(spark, table_path, sink, checkpoint, ignoreDeletes="true")
     table.delete("id = 1")  # rewrites a file: removes and adds
-    with pytest.raises(Exception, match=r"(?s)DeltaSourceIgnoreChangesError.*version 2.*skipChangeCommits"):
+    updated = r"(?s)DeltaSourceIgnoreChangesError: DELTA_SOURCE_TABLE_IGNORE_CHANGES: Detected a data update.*version 2"
+    with pytest.raises(Exception, match=updated):
         _pipe(spark, table_path, sink, checkpoint, ignoreDeletes="true")
     _append(spark, table_path, [10, 11])
     _pipe(spark, table_path, sink, checkpoint, skipChangeCommits="true")
@@ -1121,5 +1125,5 @@ def test_start_version_not_recreatable(spark, tmp_path):
         if mode == "none":
             assert sorted(_run_batches(reader, reader.initialOffset(), ReadAllAvailable())[1]) == [1, 2]
         else:
-            with pytest.raises(DeltaAnalysisError, match="^DELTA_STREAMING_CHECK_COLUMN_MAPPING_NO_SNAPSHOT"):
+            with pytest.raises(DeltaAnalysisError, match=r"^DELTA_STREAMING_CHECK_COLUMN_MAPPING_NO_SNAPSHOT"):
                 reader.latestOffset(reader.initialOffset(), ReadAllAvailable())

@@ -118,7 +118,7 @@ class DeltaSourceIgnoreDeleteError(DeltaSourceChangedDataError):
 
     def __init__(self, table: str, version: int, removed_file: str) -> None:
         super().__init__(
-            f"DELTA_SOURCE_IGNORE_DELETE: detected deleted data (for example {removed_file}) from streaming source "
+            f"DELTA_SOURCE_IGNORE_DELETE: Detected deleted data (for example {removed_file}) from streaming source "
             f"at version {version}. This is currently not supported. If you'd like to ignore deletes, set the option "
             f"'ignoreDeletes' to 'true' (or 'skipChangeCommits' to skip every commit that removes data). "
             f"The source table can be found at path {table}.",
@@ -134,7 +134,7 @@ class DeltaSourceIgnoreChangesError(DeltaSourceChangedDataError):
 
     def __init__(self, table: str, version: int, change: str) -> None:
         super().__init__(
-            f"DELTA_SOURCE_TABLE_IGNORE_CHANGES: detected a data update (for example {change}) in the source table "
+            f"DELTA_SOURCE_TABLE_IGNORE_CHANGES: Detected a data update (for example {change}) in the source table "
             f"at version {version}. This is currently not supported. If this is going to happen regularly and you "
             f"are okay to skip changes, set the option 'skipChangeCommits' to 'true'. If you would like the data "
             f"update to be reflected, please restart this query with a fresh checkpoint directory. The source table "
