@@ -1127,3 +1127,34 @@ def test_start_version_not_recreatable(spark, tmp_path):
         else:
             with pytest.raises(DeltaAnalysisError, match=r"^DELTA_STREAMING_CHECK_COLUMN_MAPPING_NO_SNAPSHOT"):
                 reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+
+
+def test_start_before_a_tightened_nullability_fails(spark, table_path):
+    """DeltaSourceSuite "handling nullability schema changes": a stream started (startingVersion)
+    at a commit written while a column was nullable, read with the later NOT NULL schema, fails
+    at the start (the commits it reads have no metadata the check would meet)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.txn.commit.operations import ManualUpdate
+    from deltalog.txn.delta_log import DeltaLog
+
+    def insert(value: int) -> None:
+        df = spark.createDataFrame([(value, value)], "id long not null, p long not null")
+        df.write.format("deltalog").mode("append").save(table_path)
+
+    def id_nullable(nullable: bool) -> None:
+        log = DeltaLog.for_table(table_path)
+        metadata = log.update().metadata
+        schema = json.loads(metadata.schema_string)
+        schema["fields"][0]["nullable"] = nullable
+        changed = dataclasses.replace(metadata, schema_string=json.dumps(schema))
+        log.start_transaction().commit([changed], ManualUpdate())
+
+    insert(0)
+    id_nullable(True)
+    insert(1)  # version 2, written while id was nullable
+    id_nullable(False)
+    insert(2)
+    reader = _reader(table_path, startingVersion="2")
+    with pytest.raises(DeltaSourceSchemaChangedError, match=r"^DELTA_SCHEMA_CHANGED_WITH_STARTING_OPTIONS.*version 2"):
+        reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
