@@ -323,6 +323,36 @@ def test_update_all_keeps_a_null_source_struct_null_unless_the_target_has_fields
         assert [r.asDict(recursive=True) for r in table.toDF().collect()] == [{"key": 1, "col": expected}], n
 
 
+def test_a_field_of_a_new_column_adds_the_column_with_just_that_field(spark, table_path):
+    """MergeIntoStructEvolutionNullnessSuite "multiple clauses - UPDATE SET col = s.col, UPDATE
+    SET extra.val = s.extra.val": with schema evolution an assignment of a field inside a source
+    column the table lacks adds that column with just the assigned fields (Delta's
+    ``computePostEvolutionTargetSchema``); the row it updates gets a struct (a null source
+    struct's field is null inside it), the others null. Without schema evolution it is an
+    error and nothing is committed. Before, it was refused even with schema evolution."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    target = spark.createDataFrame([(1, None), (2, None)], "key int, col struct<y:int,z:int>")
+    target.write.format("deltalog").mode("append").save(table_path)
+    source = spark.createDataFrame(
+        [(1, None, None), (2, None, None)], "key int, col struct<x:int,y:int>, extra struct<val:int,val2:int>"
+    ).alias("s")
+    table, log = DeltaTable.forPath(spark, table_path), DeltaLog.for_table(table_path)
+
+    def merge() -> Any:
+        update_col = table.alias("t").merge(source, "s.key = t.key").whenMatchedUpdate("s.key = 1", {"col": "s.col"})
+        return update_col.whenMatchedUpdate("s.key = 2", {"extra.val": "s.extra.val"})
+
+    with pytest.raises(DeltaAnalysisError, match="DELTA_MERGE_UNRESOLVED_EXPRESSION"):
+        merge().execute()
+    assert log.update().version == 0
+    merge().withSchemaEvolution().execute()
+    assert table.toDF().schema.simpleString() == ("struct<key:int,col:struct<y:int,z:int,x:int>,extra:struct<val:int>>")
+    got = sorted((r.key, r.col, r.extra and r.extra.asDict()) for r in table.toDF().collect())
+    assert got == [(1, None, None), (2, None, {"val": None})]
+
+
 def test_a_nested_field_assignment_adds_just_that_field_under_schema_evolution(spark, table_path):
     """MergeIntoSchemaEvolutionSuite "two new nested source fields with update: one added, one
     ignored" and "new nested source field not in update is ignored": with schema evolution
