@@ -213,6 +213,13 @@ def _refuse_unknown_write_options(options: Mapping[str, str]) -> None:
     unknown = sorted(
         k for k in options if not (k.lower() in _WRITE_KEYS or _is_table_property(k) or is_storage_option(k))
     )
+    selective = [k for k in unknown if k.lower() in ("replaceon", "replaceusing")]
+    if selective:  # Delta 4.3's selective overwrite (DeltaInsertReplaceOnOrUsingCommand)
+        raise UnknownWriteOptionError(
+            f"write option {selective[0]} (Delta's INSERT REPLACE ON/USING overwrite) is not supported by deltalog, "
+            "and a plain overwrite would replace the whole table: delete the rows to replace and append the new ones "
+            "in one MERGE (DeltaTable.merge), or use replaceWhere with a predicate"
+        )
     if unknown:
         raise UnknownWriteOptionError(
             f"unknown write option(s) {', '.join(unknown)}: deltalog does not ignore options it does not know. "
