@@ -154,8 +154,8 @@ def has_fields_to_keep(value: StructType, table: StructType) -> bool:
         found = fields.get(f.name.lower())
         if found is None:
             return True
-        both_structs = isinstance(found, StructType) and isinstance(f.dataType, StructType)
-        if both_structs and has_fields_to_keep(found, f.dataType):
+        inner = f.dataType
+        if isinstance(found, StructType) and isinstance(inner, StructType) and has_fields_to_keep(found, inner):
             return True
     return False
 
