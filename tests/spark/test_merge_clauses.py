@@ -291,6 +291,68 @@ def test_structs_in_arrays_and_maps_evolve_by_name(spark, tmp_path):
     )
 
 
+def test_update_all_keeps_a_null_source_struct_null_unless_the_target_has_fields_of_its_own(spark, tmp_path):
+    """MergeIntoStructEvolutionNullnessSuite "null expansion - UPDATE * ... without target-only
+    fields": under schema evolution ``updateAll`` with a null source struct writes null when the
+    target struct has no field the source lacks, at any depth through structs (Delta's
+    ``hasExtraStructFieldsToPreserveValue``), whatever the target's value; with such a field
+    the target's values are kept and only a null target stays null. Before, a non-null target
+    struct became a struct of nulls."""
+    from deltalog.contrib.spark import DeltaTable
+
+    nested = "key int, col struct<x:struct<a:int,b:int>,y:struct<c:int,d:int>>"
+    cases = [  # source schema, target schema, target row, expected row (the source row: key 1, col null)
+        ("key int, col struct<x:int,y:int>", "key int, col struct<Y:int>", {"col": {"Y": None}}, None),
+        (nested, "key int, col struct<y:struct<d:int>>", {"col": {"y": None}}, None),
+        (nested, "key int, col struct<y:struct<d:int>>", {"col": {"y": {"d": 4}}}, None),
+        (
+            nested,
+            "key int, col struct<y:struct<d:int,e:int>>",
+            {"col": {"y": {"d": 4, "e": 5}}},
+            {"y": {"d": None, "e": 5, "c": None}, "x": None},
+        ),
+        (nested, "key int, col struct<y:struct<d:int,e:int>>", {"col": None}, None),
+    ]
+    for n, (source_schema, target_schema, target_row, expected) in enumerate(cases):
+        path = str(tmp_path / str(n))
+        target = spark.createDataFrame([{"key": 1, **target_row}], target_schema)
+        target.write.format("deltalog").mode("append").save(path)
+        source = spark.createDataFrame([{"key": 1, "col": None}], source_schema).alias("s")
+        table = DeltaTable.forPath(spark, path)
+        table.alias("t").merge(source, "s.key = t.key").withSchemaEvolution().whenMatchedUpdateAll().execute()
+        assert [r.asDict(recursive=True) for r in table.toDF().collect()] == [{"key": 1, "col": expected}], n
+
+
+def test_a_field_of_a_new_column_adds_the_column_with_just_that_field(spark, table_path):
+    """MergeIntoStructEvolutionNullnessSuite "multiple clauses - UPDATE SET col = s.col, UPDATE
+    SET extra.val = s.extra.val": with schema evolution an assignment of a field inside a source
+    column the table lacks adds that column with just the assigned fields (Delta's
+    ``computePostEvolutionTargetSchema``); the row it updates gets a struct (a null source
+    struct's field is null inside it), the others null. Without schema evolution it is an
+    error and nothing is committed. Before, it was refused even with schema evolution."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    target = spark.createDataFrame([(1, None), (2, None)], "key int, col struct<y:int,z:int>")
+    target.write.format("deltalog").mode("append").save(table_path)
+    source = spark.createDataFrame(
+        [(1, None, None), (2, None, None)], "key int, col struct<x:int,y:int>, extra struct<val:int,val2:int>"
+    ).alias("s")
+    table, log = DeltaTable.forPath(spark, table_path), DeltaLog.for_table(table_path)
+
+    def merge() -> Any:
+        update_col = table.alias("t").merge(source, "s.key = t.key").whenMatchedUpdate("s.key = 1", {"col": "s.col"})
+        return update_col.whenMatchedUpdate("s.key = 2", {"extra.val": "s.extra.val"})
+
+    with pytest.raises(DeltaAnalysisError, match="DELTA_MERGE_UNRESOLVED_EXPRESSION"):
+        merge().execute()
+    assert log.update().version == 0
+    merge().withSchemaEvolution().execute()
+    assert table.toDF().schema.simpleString() == ("struct<key:int,col:struct<y:int,z:int,x:int>,extra:struct<val:int>>")
+    got = sorted((r.key, r.col, r.extra and r.extra.asDict()) for r in table.toDF().collect())
+    assert got == [(1, None, None), (2, None, {"val": None})]
+
+
 def test_a_nested_field_assignment_adds_just_that_field_under_schema_evolution(spark, table_path):
     """MergeIntoSchemaEvolutionSuite "two new nested source fields with update: one added, one
     ignored" and "new nested source field not in update is ignored": with schema evolution

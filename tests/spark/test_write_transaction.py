@@ -497,6 +497,8 @@ def test_null_intolerant_dynamic_partition_overwrite_keeps_the_null_partitions(t
 def test_write_options_unknown_names_are_refused_storage_options_are_kept() -> None:
     with pytest.raises(UnknownWriteOptionError, match="mergeSchemaa, partitionOverwrite"):
         WriteOptions.parse({"path": "/t", "mergeSchemaa": "true", "partitionOverwrite": "dynamic"}, True)
+    with pytest.raises(UnknownWriteOptionError, match=r"replaceOn .*not supported.*whole table"):  # Delta 4.3's
+        WriteOptions.parse({"path": "/t", "replaceOn": "t.id = s.id"}, True)
     storage = {
         "AWS_REGION": "eu-west-1",
         "aws_endpoint_url": "http://localhost:9000",

@@ -65,7 +65,7 @@ from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-    from pyspark.sql.types import DataType, StructType
+    from pyspark.sql.types import DataType, StructField, StructType
 
     from deltalog.contrib.spark.tables import DeltaTable
     from deltalog.txn.commit.operations import Merge
@@ -296,7 +296,9 @@ class DeltaMergeBuilder:
 
     def _new_columns(self, columns: list[str], evolve: bool) -> list[str]:
         """Source columns the clauses write that the table lacks (with schema evolution; an
-        explicit assignment to an unknown column is an error otherwise, as in Delta)."""
+        explicit assignment to an unknown column is an error otherwise, as in Delta). An
+        assignment of a field inside one (``set={"extra.val": ...}``) adds it too, as far as
+        the clauses write it (:meth:`_new_column_fields`)."""
         resolver = self._resolver()
         table_cols = {c.lower() for c in columns}
         src_cols = {c.lower(): c for c in self._source.columns}
@@ -310,7 +312,7 @@ class DeltaMergeBuilder:
                 continue
             for name in c.assignments:
                 parts = self._target_name(name)
-                if resolver.find(parts[0], columns) is not None or len(parts) > 1:  # nested: see _assignment
+                if resolver.find(parts[0], columns) is not None:  # a field of a table column: see _assignment
                     continue
                 source = resolver.find(parts[0], self._source.columns)
                 if evolve and source is not None:
@@ -334,7 +336,8 @@ class DeltaMergeBuilder:
         are ignored), as Delta's ``resolveStar``; with it, a table column the source lacks is
         null on insert and kept on update. A nested name (``s.a``) in an update sets that
         field of the struct column, the others kept (Delta's ``generateUpdateExpressions``), in
-        the column's evolved type (``evolved``: fields schema evolution adds are null there)."""
+        the column's evolved type (``evolved``: fields schema evolution adds are null there;
+        a column it adds is null)."""
 
         from deltalog.contrib.spark.update_expressions import assign_fields, refuse_conflicting_targets
 
@@ -357,11 +360,10 @@ class DeltaMergeBuilder:
             else:
                 nested.setdefault(key, {})[tuple(parts[1:])] = _expr(e)
         for key, paths in nested.items():
-            if key in out or key not in table.fieldNames():
-                raise DeltaAnalysisError(f"MERGE sets {key!r} and a field of it, or a field of a new column")
-            out[key] = assign_fields(
-                self._current(talias, key, table, evolved), evolved.get(key, table[key].dataType), paths, key
-            )
+            if key in out:
+                raise DeltaAnalysisError(f"MERGE sets {key!r} and a field of it")
+            data_type = evolved[key] if key in evolved else table[key].dataType
+            out[key] = assign_fields(self._current(talias, key, table, evolved), data_type, paths, key)
         return out
 
     @staticmethod
@@ -372,6 +374,8 @@ class DeltaMergeBuilder:
 
         from deltalog.contrib.spark.update_expressions import StructCast, cast_if_needed
 
+        if key not in table.fieldNames():  # a column schema evolution adds: null in the target's rows
+            return F.lit(None).cast(evolved[key])
         current, before = F.col(f"{talias}.`{key}`"), table[key].dataType
         if key not in evolved:
             return current
@@ -509,14 +513,32 @@ class DeltaMergeBuilder:
         evolved = spark_struct(widened)
         return {f.name: f.dataType for f in evolved.fields if f.dataType.jsonValue() != before[f.name]}
 
+    def _new_column_fields(self, new_columns: list[str]) -> dict[str, StructField]:
+        """The fields schema evolution adds for ``new_columns``: the source's, as far as the
+        clauses write them (:meth:`_migration_schema`: ``set={"extra.val": ...}`` adds
+        ``extra`` with just ``val``, as Delta's ``computePostEvolutionTargetSchema``)."""
+        from pyspark.sql.types import StructType
+
+        migration = {f.name.lower(): f for f in StructType.fromJson(self._migration_schema()).fields}
+        out = {}
+        for c in new_columns:
+            field = migration.get(c.lower())
+            if field is None:  # a field assigned inside a source column that has no such field
+                raise DeltaAnalysisError(
+                    f"DELTA_MERGE_UNRESOLVED_EXPRESSION: Cannot resolve the field a clause assigns inside {c!r}: "
+                    "the source column has no such field"
+                )
+            out[c] = field
+        return out
+
     def _evolve_schema(
         self,
         txn: OptimisticTransaction,
-        new_columns: list[str],
+        new_columns: Mapping[str, StructField],
         structs: Mapping[str, DataType],
         widened: Mapping[str, DataType],
     ) -> None:
-        """Add ``new_columns`` (nullable, typed as in the source) to the table's schema in
+        """Add ``new_columns`` (:meth:`_new_column_fields`) to the table's schema in
         ``txn``, give the struct columns of ``structs`` their evolved types and the columns
         of ``widened`` their wider ones (a widening, nested ones in ``structs`` too, recorded
         in ``delta.typeChanges``)."""
@@ -527,7 +549,7 @@ class DeltaMergeBuilder:
         from deltalog.txn.protocol.type_widening import preview_table_version, record_type_changes
 
         current = txn.snapshot.metadata
-        fields = [json.loads(self._source.schema[c].json()) for c in new_columns]
+        fields = [f.jsonValue() for f in new_columns.values()]
         table = json.loads(current.schema_string)
         for f in table["fields"]:
             if f["name"] in structs:
@@ -547,7 +569,7 @@ class DeltaMergeBuilder:
         txn.update_metadata(
             replace(current, schema_string=json.dumps(merged, separators=(",", ":")), configuration=config)
         )
-        log.info("MERGE adds column(s) %s and evolves struct column(s) %s", new_columns, sorted(structs))
+        log.info("MERGE adds column(s) %s and evolves struct column(s) %s", list(new_columns), sorted(structs))
 
     def _candidates(
         self, txn: OptimisticTransaction, columns: list[str], types: Mapping[str, str]
@@ -710,19 +732,21 @@ class DeltaMergeBuilder:
         widened, structs = self._evolved_types(snapshot, table_types, evolve)
         columns = table_columns + new_columns
         evolved = {**widened, **structs}
-        assignments = self._resolve_assignments(snapshot.metadata, columns, evolve, talias, evolved)
+        new_fields = self._new_column_fields(new_columns)
+        new_types = {c: f.dataType for c, f in new_fields.items()}
+        assignments = self._resolve_assignments(snapshot.metadata, columns, evolve, talias, {**evolved, **new_types})
         before = time.perf_counter()
         files, source_rows = self._candidates(txn, table_columns, table_types)
         materialize_ms = int((time.perf_counter() - before) * 1000) if materialized else 0
         if new_columns or structs or widened:
-            self._evolve_schema(txn, new_columns, structs, widened)
+            self._evolve_schema(txn, new_fields, structs, widened)
         scanned = scan_target(table._spark, table._log, snapshot, files)
         target = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
         self._check_by_source_references(target, assignments)
         self._refuse_unsupported_conditions(target)
         by_source = self._by_source_on_target(assignments)
         types = {f.name: nullable_type(f.dataType) for f in target.schema.fields}
-        types.update({c: nullable_type(self._source.schema[c].dataType) for c in new_columns})
+        types.update({c: nullable_type(t) for c, t in new_types.items()})
         types.update({c: nullable_type(t) for c, t in evolved.items()})
         return _MergePlan(
             txn=txn,

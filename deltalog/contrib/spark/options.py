@@ -27,6 +27,7 @@ from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteO
 from deltalog.contrib.spark.option_values import delta_boolean, get_option, illegal_option
 from deltalog.contrib.spark.parquet_codecs import DEFAULT_CODEC, parquet_codec
 from deltalog.contrib.spark.partition_overwrite import PartitionOverwriteMode
+from deltalog.contrib.spark.replace_using import parse_replace_using
 from deltalog.contrib.spark.tablelog import USER_METADATA_CONF
 
 __all__ = [
@@ -51,6 +52,7 @@ _WRITE_KEYS = {
     "path",
     "partitionby",
     "replacewhere",
+    "replaceusing",
     "mergeschema",
     "overwriteschema",
     "usermetadata",
@@ -208,10 +210,18 @@ def _refuse_unknown_write_options(options: Mapping[str, str]) -> None:
     unknown = sorted(
         k for k in options if not (k.lower() in _WRITE_KEYS or _is_table_property(k) or is_storage_option(k))
     )
+    selective = [k for k in unknown if k.lower() == "replaceon"]
+    if selective:  # Delta 4.3's selective overwrite by a condition (DeltaInsertReplaceOnOrUsingCommand)
+        raise UnknownWriteOptionError(
+            f"write option {selective[0]} (Delta's INSERT REPLACE ON overwrite) is not supported by deltalog, and a "
+            "plain overwrite would replace the whole table: use replaceUsing with the key columns, a MERGE "
+            "(DeltaTable.merge), or replaceWhere with a predicate"
+        )
     if unknown:
         raise UnknownWriteOptionError(
             f"unknown write option(s) {', '.join(unknown)}: deltalog does not ignore options it does not know. "
-            "Write options are partitionBy, replaceWhere, partitionOverwriteMode, useNullIntolerantEqualityWithDPO, "
+            "Write options are partitionBy, replaceWhere, replaceUsing, partitionOverwriteMode, "
+            "useNullIntolerantEqualityWithDPO, "
             "compression, mergeSchema, overwriteSchema, "
             "userMetadata, txnAppId, txnVersion, maxRecordsPerFile, dataChange, tableProperties, logStore, "
             "checkpointLocation, queryId; table properties start with delta.; storage options are AWS_*, AZURE_*, "
@@ -258,6 +268,10 @@ class WriteOptions:
     save_mode: str = "append"
     partition_by: tuple[str, ...] | None = None
     replace_where: str | None = None
+    #: ``replaceUsing`` as given (history records it) and its column names
+    #: (:mod:`~deltalog.contrib.spark.replace_using`)
+    replace_using_option: str | None = None
+    replace_using: tuple[str, ...] | None = None
     merge_schema: bool = False
     overwrite_schema: bool = False
     user_metadata: str | None = None
@@ -324,6 +338,8 @@ class WriteOptions:
             save_mode=save_mode,
             partition_by=partition_by,
             replace_where=replace_where,
+            replace_using_option=_get(options, "replaceUsing"),
+            replace_using=parse_replace_using(_get(options, "replaceUsing")),
             merge_schema=_flag(options, "mergeSchema"),
             overwrite_schema=_flag(options, "overwriteSchema"),
             user_metadata=_get(options, "userMetadata") or _get(options, USER_METADATA_CONF),

@@ -8,6 +8,7 @@ check the write tasks run on their rows are in :mod:`~deltalog.contrib.spark.rep
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,7 @@ from deltalog.txn.protocol.actions import AddFile
 if TYPE_CHECKING:
     from deltalog.txn.commit.transaction import OptimisticTransaction
 
-__all__ = ["rewrite_outside"]
+__all__ = ["rewrite_matching", "rewrite_outside"]
 
 
 def rewrite_outside(
@@ -34,15 +35,28 @@ def rewrite_outside(
     """The DELETE half: read the files of the transaction's snapshot the predicate's
     partition terms select (:func:`partition_filters`) less those whose statistics rule it
     out (the files kept are recorded as read, as Delta's ``filterFiles``), remove those
-    holding rows that match ``predicate`` and write their other rows again. Returns the
-    removed files, the action lines of the rewritten files (and, when the table records the
-    change data feed, of the change data of the removed rows, as ``delete``) and the metrics."""
+    holding rows that match ``predicate`` and write their other rows again
+    (:func:`rewrite_matching`)."""
     metadata = txn.metadata
     snapshot = txn.snapshot
     files = txn.filter_files(
         partition_filters(predicate, metadata) if metadata is not None else None,
         data_skipping=lambda candidates: data_skipped_files(snapshot, candidates, predicate),
     )
+    compiled = compiled_predicate(predicate)
+    return rewrite_matching(txn, files, compiled.evaluate, spec)
+
+
+def rewrite_matching(
+    txn: OptimisticTransaction,
+    files: Sequence[AddFile],
+    matches: Callable[[pa.Table], pa.Array | pa.ChunkedArray],
+    spec: WriteSpec,
+) -> tuple[list[AddFile], list[str], dict[str, str]]:
+    """Remove the ``files`` (of the transaction's snapshot) holding rows ``matches`` selects
+    and write their other rows again. Returns the removed files, the action lines of the
+    rewritten files (and, when the table records the change data feed, of the change data of
+    the removed rows, as ``delete``) and the metrics."""
     if not files:
         return [], [], {"numDeletedRows": "0", "numCopiedRows": "0"}
     snapshot = txn.snapshot
@@ -52,7 +66,6 @@ def rewrite_outside(
         output_schema = output_schema.append(pa.field(ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE))
         txn.mark_row_tracking_materialized()
     read_spec = ReadSpec.for_snapshot(txn.delta_log, snapshot, output_schema, row_tracking_columns=tracked)
-    compiled = compiled_predicate(predicate)
     rewrite_spec = replace(spec, replace_where=None, insert_change_data=False)
     removed: list[AddFile] = []
     lines: list[str] = []
@@ -69,7 +82,7 @@ def rewrite_outside(
                 default_row_commit_version=f.default_row_commit_version,
             )
             table = _materialized(read_file(read_spec, txn.delta_log.store, item), tracked)
-            matched = pc.fill_null(compiled.evaluate(table), False)
+            matched = pc.fill_null(matches(table), False)
             hits = int(pc.sum(matched.cast("int64")).as_py() or 0)
             if hits == 0:
                 continue

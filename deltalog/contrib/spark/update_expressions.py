@@ -137,8 +137,27 @@ def _struct_by_name(value: Column, from_type: StructType, to_type: StructType, w
             nested = how.field(f.name)
             field = cast_if_needed(value.getField(found.name), found.dataType, f.dataType, f"{where}.{f.name}", nested)
             fields.append(field.alias(f.name))
-    null = value.isNull() if how.original is None else value.isNull() & how.original.isNull()
+    kept = how.original if how.original is not None and has_fields_to_keep(from_type, to_type) else None
+    null = value.isNull() if kept is None else value.isNull() & kept.isNull()
     return F.when(null, F.lit(None).cast(to_type)).otherwise(F.struct(*fields))
+
+
+def has_fields_to_keep(value: StructType, table: StructType) -> bool:
+    """Whether ``table`` has a field ``value`` lacks (by name, case-insensitive), at any depth
+    through structs (not into arrays or maps, whose target values are never kept): Delta's
+    ``hasExtraStructFieldsToPreserveValue``. Only then does ``updateAll`` keep a target struct
+    for a null source struct; else the null source struct is written as null."""
+    from pyspark.sql.types import StructType
+
+    fields = {f.name.lower(): f.dataType for f in value.fields}
+    for f in table.fields:
+        found = fields.get(f.name.lower())
+        if found is None:
+            return True
+        inner = f.dataType
+        if isinstance(found, StructType) and isinstance(inner, StructType) and has_fields_to_keep(found, inner):
+            return True
+    return False
 
 
 def evolve_struct(table: StructType, source: StructType) -> StructType:

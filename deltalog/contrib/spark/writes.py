@@ -47,8 +47,9 @@ from deltalog.contrib.spark.idempotent import pending_set_transactions
 from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.partition_overwrite import NULL_INTOLERANT_EQUALITY_OPTION
 from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
+from deltalog.contrib.spark.replace_using import key_columns, matcher, refuse_incompatible_options, written_keys
 from deltalog.contrib.spark.replace_where import names_data_columns, refuse_data_columns
-from deltalog.contrib.spark.replace_where_rewrite import rewrite_outside
+from deltalog.contrib.spark.replace_where_rewrite import rewrite_matching, rewrite_outside
 from deltalog.contrib.spark.sink_cast import write_types
 from deltalog.contrib.spark.sink_null_types import (
     VOID_TYPES,
@@ -140,6 +141,9 @@ class WritePlan:
     #: ``replaceWhere`` names data columns: the rows it selects are replaced, the other rows
     #: of the files holding them are kept (:mod:`~deltalog.contrib.spark.replace_where`).
     replace_where_on_data: bool = False
+    #: The table's key columns of an overwrite with ``replaceUsing``: the rows whose keys
+    #: equal a written row's are replaced (:mod:`~deltalog.contrib.spark.replace_using`).
+    replace_using: tuple[str, ...] = ()
     #: The data written is computed from this table (a scan of it in the written DataFrame,
     #: :mod:`~deltalog.contrib.spark.source_reads`): the transaction reads the whole table.
     reads_whole_table: bool = False
@@ -317,14 +321,14 @@ def plan_write(
         new_metadata = _metadata_change(opts, snapshot, data)
     if new_metadata is not None:
         _refuse_metadata_change_without_data_change(opts, snapshot.version)
-        # what the commit would refuse, refused before any file is written
+        # what the commit would refuse, refused before any file is written; then the metadata the commit
+        # records (column mapping ids, IcebergCompat's properties and nested ids), so the files carry what it names
         verify_metadata(new_metadata, read_metadata is not None and read_metadata.properties.enable_change_data_feed)
-        # the metadata the commit records (column mapping ids, IcebergCompat's properties and
-        # nested ids), so the files carry what it names
         new_metadata = complete_metadata(read_metadata, new_metadata)
     metadata = new_metadata or read_metadata
     assert metadata is not None  # a new table has new metadata
     on_data = _replace_where_on_data(opts, metadata)
+    using = _replace_using(opts, snapshot, data, streaming)
     dynamic = not streaming and _dynamic_partition_overwrite(opts, metadata)
     checks = opts.spark_constraint_checks
     constraints = () if skip else plan_constraints(metadata, delta_log.table_uri, spark_fallback=checks)
@@ -333,7 +337,7 @@ def plan_write(
     spec = write_spec(opts, delta_log.table_uri, delta_log.store.spec(), metadata, constraints, protocol)
     if not skip:
         _refuse_missing_not_null_columns(spec, metadata, data)
-    spec = _with_row_handling(spec, opts, on_data, casts)
+    spec = _with_row_handling(spec, opts, on_data, casts, replaces_rows=on_data or bool(using))
     return WritePlan(
         options=opts,
         spec=spec,
@@ -344,20 +348,22 @@ def plan_write(
         data_schema=data_schema_json,
         dynamic_partition_overwrite=dynamic,
         replace_where_on_data=on_data,
+        replace_using=using,
         reads_whole_table=source is not None and source.reads_table,
     )
 
 
 def _with_row_handling(
-    spec: WriteSpec, opts: WriteOptions, on_data: bool, casts: tuple[tuple[str, str, str], ...]
+    spec: WriteSpec, opts: WriteOptions, on_data: bool, casts: tuple[tuple[str, str, str], ...], replaces_rows: bool
 ) -> WriteSpec:
     """``spec`` with what the tasks do to each row: check it against a ``replaceWhere`` on data
     columns (unless its constraint check is off), write it as ``insert`` change data too when
-    the rows it replaces are change data, cast a stream's columns to the table's types."""
+    the rows it replaces (``replaces_rows``) are change data, cast a stream's columns to the
+    table's types."""
     return replace(
         spec,
         replace_where=opts.replace_where if on_data and opts.replace_where_constraint_check else None,
-        insert_change_data=on_data and spec.change_data,
+        insert_change_data=replaces_rows and spec.change_data,
         casts=casts,
     )
 
@@ -536,6 +542,31 @@ def _replace_where_on_data(opts: WriteOptions, metadata: Metadata) -> bool:
             f"when 'dataChange' is set to false. Filters: {predicate}"
         )
     return on_data and opts.overwrite
+
+
+def _replace_using(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any], streaming: bool) -> tuple[str, ...]:
+    """The table's key columns of a ``replaceUsing`` overwrite (none for an append, which
+    replaces nothing, as Delta's); raises for the options Delta refuses with it, for a
+    stream, and for a table that does not exist (Delta's ``DELTA_PATH_DOES_NOT_EXIST``)."""
+    if opts.replace_using is None:
+        return ()
+    refuse_incompatible_options(
+        overwrite=opts.overwrite,
+        replace_where=opts.replace_where is not None,
+        partition_overwrite_option=opts.partition_overwrite.in_options,
+        overwrite_schema=opts.overwrite_schema,
+        data_change=opts.data_change,
+    )
+    if streaming:
+        raise InvalidWriteOptionError("replaceUsing is a batch overwrite option; a stream cannot use it")
+    if not opts.overwrite:
+        return ()
+    if snapshot.version < 0:
+        raise InvalidWriteOptionError(
+            f"DELTA_PATH_DOES_NOT_EXIST: {opts.path} doesn't exist, or is not a Delta table: replaceUsing replaces "
+            "rows of an existing table"
+        )
+    return key_columns(opts.replace_using, snapshot.metadata, data)
 
 
 def _overwritten_metadata(opts: WriteOptions, current: Metadata, data: dict[str, Any]) -> Metadata:
@@ -785,6 +816,9 @@ def _prepare_commit(
     if streaming is None and opts.overwrite and plan.replace_where_on_data:
         # last: it writes files (and deletes them itself when it fails)
         removed, rewritten, rewrite_metrics = rewrite_outside(txn, opts.replace_where or "", plan.spec)
+    elif streaming is None and plan.replace_using:  # as Delta's EXISTS data filter: every file is read
+        keys = written_keys(txn, adds, plan.replace_using)
+        removed, rewritten, rewrite_metrics = rewrite_matching(txn, txn.filter_files(), matcher(keys), plan.spec)
     else:
         removed = _read_and_remove(plan, txn, adds, streaming)
     copies, deletes = file_actions(rewritten)
@@ -811,6 +845,7 @@ def _operation(plan: WritePlan, streaming: StreamingInfo | None, metrics: dict[s
         mode="Overwrite" if opts.overwrite else "Append",
         partition_by=list(plan.spec.partition_columns) if opts.partition_by is not None else None,
         predicate=opts.replace_where,
+        replace_using_columns=opts.replace_using_option if plan.replace_using else None,
         dynamic_partition_overwrite=opts.partition_overwrite.recorded(),
         can_overwrite_schema=opts.overwrite_schema,
         can_merge_schema=opts.merge_schema,

@@ -136,6 +136,9 @@ class Write(Operation):
     partition_by: Sequence[str] | None = None
     #: ``replaceWhere``'s predicate (Delta records nothing else here)
     predicate: str | Sequence[str] | None = None
+    #: the ``replaceUsing`` option's key columns as given (Delta's ``replaceUsingCols``,
+    #: recorded in parentheses: ``(a, b)``)
+    replace_using_columns: str | None = None
     #: Delta's ``isDynamicPartitionOverwrite``: the write asked for the dynamic partition
     #: overwrite mode; its metrics are an overwrite's, not a replaceWhere's
     dynamic_partition_overwrite: bool = False
@@ -146,7 +149,7 @@ class Write(Operation):
 
     @property
     def operation_metrics(self) -> frozenset[str]:
-        if self.predicate is not None:
+        if self.predicate is not None or self.replace_using_columns is not None:
             return metric_sets.WRITE_REPLACE_WHERE
         if self.mode == "Overwrite":
             return metric_sets.WRITE | metric_sets.OVERWRITE_REMOVES
@@ -180,6 +183,7 @@ class Write(Operation):
             "isDynamicPartitionOverwrite": True if self.dynamic_partition_overwrite else None,
             "canOverwriteSchema": True if self.can_overwrite_schema else None,
             "canMergeSchema": True if self.can_merge_schema else None,
+            "replaceUsingCols": None if self.replace_using_columns is None else f"({self.replace_using_columns})",
         }
 
 
