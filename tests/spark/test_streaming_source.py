@@ -113,11 +113,15 @@ def test_deletes_and_updates_fail_unless_allowed(spark, table_path, tmp_path):
     _pipe(spark, table_path, sink, checkpoint)
     table = DeltaTable.forPath(spark, table_path)
     table.delete("p = 0")  # removes whole files: a delete-only commit
-    with pytest.raises(Exception, match=r"(?s)DeltaSourceIgnoreDeleteError.*version 1.*ignoreDeletes"):
+    deleted = (
+        r"(?s)DeltaSourceIgnoreDeleteError: DELTA_SOURCE_IGNORE_DELETE: Detected deleted data.*version 1.*ignoreDeletes"
+    )
+    with pytest.raises(Exception, match=deleted):
         _pipe(spark, table_path, sink, checkpoint)
     _pipe(spark, table_path, sink, checkpoint, ignoreDeletes="true")
     table.delete("id = 1")  # rewrites a file: removes and adds
-    with pytest.raises(Exception, match=r"(?s)DeltaSourceIgnoreChangesError.*version 2.*skipChangeCommits"):
+    updated = r"(?s)DeltaSourceIgnoreChangesError: DELTA_SOURCE_TABLE_IGNORE_CHANGES: Detected a data update.*version 2"
+    with pytest.raises(Exception, match=updated):
         _pipe(spark, table_path, sink, checkpoint, ignoreDeletes="true")
     _append(spark, table_path, [10, 11])
     _pipe(spark, table_path, sink, checkpoint, skipChangeCommits="true")
@@ -130,7 +134,9 @@ def test_deletes_and_updates_fail_unless_allowed(spark, table_path, tmp_path):
     table_id = DeltaLog.for_table(table_path).update().metadata.id
     start = {"sourceVersion": 1, "reservoirId": table_id, "reservoirVersion": 2, "index": -1}
     start["isStartingVersion"] = False
-    for options, added in (({"ignoreChanges": "true"}, [2, 3]), ({"skipChangeCommits": "true"}, [3])):
+    # DeltaSourceSuite "read options [ignoreFileDeletion] (deprecated): equivalent to ignoreChanges"
+    cases = [({"ignoreChanges": "true"}, [2, 3]), ({"ignoreFileDeletion": "true"}, [2, 3])]
+    for options, added in [*cases, ({"skipChangeCommits": "true"}, [3])]:
         reader = _reader(table_path, **options)
         end = reader.latestOffset(start, ReadAllAvailable())
         got = sorted(f.path for p in reader.partitions(start, end) for f in p.files)
@@ -161,13 +167,19 @@ def test_starting_version(spark, table_path, tmp_path):
     from deltalog.txn.protocol.errors import VersionNotFoundError
 
     cases = [
-        ({"startingVersion": "3"}, "latest"),
+        # DeltaSourceSuite "startingVersion": Delta's DELTA_VERSION_NOT_FOUND text
+        (
+            {"startingVersion": "3"},
+            r"^DELTA_VERSION_NOT_FOUND: Cannot time travel Delta table to version 3\. Available "
+            r"versions: \[0, 2\]\..*startingVersion='latest'",
+        ),
         ({"startingTimestamp": "2999-01-01"}, "^DELTA_TIMESTAMP_GREATER_THAN"),
     ]
     for options, message in cases:
         with pytest.raises(VersionNotFoundError, match=message) as info:
             _reader(table_path, **options).latestOffset(start, ReadAllAvailable())
         assert info.value.latest == 2
+    assert f"at {when})" in str(info.value)  # as Delta's, it names the latest commit's time
     # DeltaSourceSuite "startingTimestamp": text that is no timestamp is DELTA_TIMESTAMP_INVALID
     with pytest.raises(ValueError, match=r"^DELTA_TIMESTAMP_INVALID"):
         _reader(table_path, startingTimestamp="i am not a timestamp").latestOffset(start, ReadAllAvailable())
@@ -428,7 +440,7 @@ def test_exclude_regex_and_options_not_implemented(spark, table_path):
     for options in (
         {"excludeRegex": "("},
         {"failOnDataLoss": "maybe"},
-        {"ignoreFileDeletion": "true"},
+        {"ignoreFileDeletion": "yes"},
         {"withEventTimeOrder": "true"},
         {"versionAsOf": "0"},
     ):
@@ -968,3 +980,181 @@ def test_schema_tracking_ignores_changes_of_internal_writer_metadata_only() -> N
     generated = persisted("t", 1, metadata(**{"delta.generationExpression": "1"}), protocol, "/t")
     assert not metadata_changed(generated, metadata(**{"delta.generationExpression": "2"}), protocol)
     assert metadata_changed(generated, metadata(**{"delta.generationExpression": "1", "comment": "c"}), protocol)
+
+
+def test_restart_before_a_non_additive_change_fails(spark, table_path, tmp_path):
+    """DeltaSourceSuite "drop column / rename column: should fail with non-additive schema
+    change error" from a restart: a query restarted (or started with ``startingVersion``) at a
+    version whose schema the stream's cannot read fails before reading it (Delta's
+    ``checkReadIncompatibleSchemaChangeOnStreamStartOnce``), though the commits it reads
+    carry no metadata: a rename (column mapping) would stream the old column's values as
+    nulls, a column dropped by ``overwriteSchema`` would silently lose them."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    def stream_then(path: str, change: Any, **options: str) -> tuple[dict[str, Any], DeltaSourceReader]:
+        reader = _reader(path, **options)
+        start, _, _ = _run_batches(reader, reader.initialOffset(), ReadAllAvailable())
+        _append(spark, path, [1])  # the restarted query reads this with the changed schema
+        change()
+        return start, _reader(path, **options)
+
+    _append(spark, table_path, [0], **{"delta.columnMapping.mode": "name"})
+    table = DeltaTable.forPath(spark, table_path)
+    start, restarted = stream_then(table_path, lambda: table.renameColumn("p", "q"))
+    with pytest.raises(DeltaSourceSchemaChangedError, match=r"version 1 .*RENAME/DROP COLUMN.*schemaTrackingLocation"):
+        restarted.latestOffset(start, ReadAllAvailable())
+    end = dict(start, reservoirVersion=2)
+    with pytest.raises(DeltaSourceSchemaChangedError, match="version 1"):  # a planned batch replayed
+        _reader(table_path).partitions(start, end)
+    with pytest.raises(DeltaSourceSchemaChangedError, match="version 1"):
+        _reader(table_path, startingVersion="1").latestOffset(start, ReadAllAvailable())
+
+    plain = str(tmp_path / "plain")  # no column mapping: p dropped by an overwrite
+    _append(spark, plain, [0])
+    narrower = spark.createDataFrame([(2,)], "id long").write.format("deltalog").mode("overwrite")
+
+    def overwrite() -> None:
+        narrower.option("overwriteSchema", "true").save(plain)
+
+    start, restarted = stream_then(plain, overwrite, skipChangeCommits="true")
+    with pytest.raises(DeltaSourceSchemaChangedError, match="version 1") as info:
+        restarted.latestOffset(start, ReadAllAvailable())
+    assert "schemaTrackingLocation" not in str(info.value)  # it would not help: restart from a new checkpoint
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        # DeltaSourceSuite "maxFilesPerTrigger: invalid parameter" / "maxBytesPerTrigger: invalid parameter"
+        *[("maxFilesPerTrigger", v, "must be a positive integer") for v in ("0", "-1", "string")],
+        *[("maxBytesPerTrigger", v, "must be a size configuration such as '10g'") for v in ("0", "-1", "string")],
+        # DeltaSourceSuite "startingVersion": Invalid value '-1' for option 'startingVersion'
+        *[("startingVersion", v, "must be greater than or equal to zero") for v in ("-1", "one", "1.5")],
+        # Delta's DeltaOptionParser.toBoolean
+        *[(o, "yes", "must be 'true' or 'false'") for o in ("ignoreDeletes", "skipChangeCommits", "failOnDataLoss")],
+    ],
+)
+def test_invalid_source_options_are_delta_illegal_option(option: str, value: str, message: str) -> None:
+    from deltalog.contrib.spark.errors import InvalidWriteOptionError
+
+    expected = f"^DELTA_ILLEGAL_OPTION: Invalid value '{value}' for option '{option}', {message}"
+    with pytest.raises(InvalidWriteOptionError, match=expected.replace(".", r"\.")):
+        StreamReadOptions.parse({"path": "/nowhere", option: value})
+
+
+def test_bad_exclude_regex_and_both_starting_options_name_delta_classes() -> None:
+    """DeltaSourceSuite "excludeRegex throws good error on bad regex pattern" and "startingVersion
+    and startingTimestamp are both set"."""
+    from deltalog.contrib.spark.errors import InvalidWriteOptionError
+
+    with pytest.raises(InvalidWriteOptionError, match=r"^DELTA_REGEX_OPT_SYNTAX_ERROR: Please recheck your syntax for"):
+        StreamReadOptions.parse({"path": "/nowhere", "excludeRegex": "[abc"})
+    both = {"path": "/nowhere", "startingVersion": "0", "startingTimestamp": "2020-01-01"}
+    both_set = "^DELTA_STARTING_VERSION_AND_TIMESTAMP_BOTH_SET: Please either"
+    with pytest.raises(InvalidWriteOptionError, match=both_set):
+        StreamReadOptions.parse(both)
+
+
+def test_schema_change_message_as_delta(spark, table_path):
+    """DeltaSourceSuite "add column: restarting with new DataFrame should recover" matches
+    "Detected schema change"; a stream given startingVersion/startingTimestamp gets Delta's
+    DELTA_SCHEMA_CHANGED_WITH_STARTING_OPTIONS advice (start after the change's version)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    _append(spark, table_path, [0])
+    plain, from_zero = _reader(table_path), _reader(table_path, startingVersion="0")
+    starts = [(r, r.initialOffset()) for r in (plain, from_zero)]
+    wider = spark.createDataFrame([(1, 1, "x")], "id long, p long, s string").write.format("deltalog")
+    wider.mode("append").option("mergeSchema", "true").save(table_path)
+    with pytest.raises(
+        DeltaSourceSchemaChangedError, match=r"^DELTA_SCHEMA_CHANGED_WITH_VERSION: Detected schema change"
+    ):
+        _run_batches(plain, starts[0][1], ReadAllAvailable())
+    with pytest.raises(DeltaSourceSchemaChangedError) as info:
+        _run_batches(from_zero, starts[1][1], ReadAllAvailable())
+    assert str(info.value).startswith("DELTA_SCHEMA_CHANGED_WITH_STARTING_OPTIONS: Detected schema change in version 1")
+    assert "'startingVersion' or 'startingTimestamp' option to start from a version newer than 1" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [
+        # DeltaSourceOffsetSuite "unknown sourceVersion value", "invalid sourceVersion value",
+        # "missing sourceVersion"; version 2 is reserved
+        (
+            4,
+            r"^DELTA_INVALID_FORMAT_FROM_SOURCE_VERSION: Unsupported format\. Expected version should be smaller "
+            r"than or equal to 3 but was 4\. Please upgrade",
+        ),
+        ("foo", "^DELTA_INVALID_SOURCE_OFFSET_FORMAT: The stored source offset format is invalid"),
+        (None, r"^DELTA_INVALID_SOURCE_VERSION: sourceVersion\(0\) is invalid"),
+        (2, r"^DELTA_INVALID_SOURCE_VERSION: sourceVersion\(2\) is invalid"),
+    ],
+)
+def test_offset_format_errors_as_delta(version: Any, message: str) -> None:
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.contrib.spark.streaming import SourceOffset
+
+    raw = {"reservoirId": "t", "reservoirVersion": 1, "index": 1, "isStartingVersion": True}
+    if version is not None:
+        raw["sourceVersion"] = version
+    with pytest.raises(DeltaAnalysisError, match=message):
+        SourceOffset.from_dict(raw, "/table", "t")
+    # DeltaSourceOffsetSuite "DeltaSourceOffset deserialization": v3 offsets at BASE_INDEX
+    v3 = SourceOffset.from_dict({**raw, "sourceVersion": 3, "index": -100, "isStartingVersion": False}, "/t", "t")
+    assert v3.to_dict() == {**raw, "sourceVersion": 1, "index": -1, "isStartingVersion": False}
+
+
+def test_start_version_not_recreatable(spark, tmp_path):
+    """DeltaSourceSuite "startingVersion": a start version whose snapshot cannot be rebuilt
+    (commit 0 deleted, checkpoint at 2) still streams on a table without column mapping; with
+    column mapping Delta cannot check renames and drops there and fails
+    (DELTA_STREAMING_CHECK_COLUMN_MAPPING_NO_SNAPSHOT)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.delta_log import DeltaLog
+
+    for mode in ("none", "name"):
+        path = str(tmp_path / mode)
+        for i in range(3):
+            _append(spark, path, [i], **({"delta.columnMapping.mode": mode} if i == 0 else {}))
+        DeltaLog.for_table(path).checkpoint()
+        os.remove(os.path.join(path, "_delta_log", f"{0:020d}.json"))
+        reader = _reader(path, startingVersion="1")
+        if mode == "none":
+            assert sorted(_run_batches(reader, reader.initialOffset(), ReadAllAvailable())[1]) == [1, 2]
+        else:
+            with pytest.raises(DeltaAnalysisError, match=r"^DELTA_STREAMING_CHECK_COLUMN_MAPPING_NO_SNAPSHOT"):
+                reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+
+
+def test_start_before_a_tightened_nullability_fails(spark, table_path):
+    """DeltaSourceSuite "handling nullability schema changes": a stream started (startingVersion)
+    at a commit written while a column was nullable, read with the later NOT NULL schema, fails
+    at the start (the commits it reads have no metadata the check would meet)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.txn.commit.operations import ManualUpdate
+    from deltalog.txn.delta_log import DeltaLog
+
+    def insert(value: int) -> None:
+        df = spark.createDataFrame([(value, value)], "id long not null, p long not null")
+        df.write.format("deltalog").mode("append").save(table_path)
+
+    def id_nullable(nullable: bool) -> None:
+        log = DeltaLog.for_table(table_path)
+        metadata = log.update().metadata
+        schema = json.loads(metadata.schema_string)
+        schema["fields"][0]["nullable"] = nullable
+        changed = dataclasses.replace(metadata, schema_string=json.dumps(schema))
+        log.start_transaction().commit([changed], ManualUpdate())
+
+    insert(0)
+    id_nullable(True)
+    insert(1)  # version 2, written while id was nullable
+    id_nullable(False)
+    insert(2)
+    reader = _reader(table_path, startingVersion="2")
+    with pytest.raises(DeltaSourceSchemaChangedError, match=r"^DELTA_SCHEMA_CHANGED_WITH_STARTING_OPTIONS.*version 2"):
+        reader.latestOffset(reader.initialOffset(), ReadAllAvailable())

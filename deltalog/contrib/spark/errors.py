@@ -118,7 +118,7 @@ class DeltaSourceIgnoreDeleteError(DeltaSourceChangedDataError):
 
     def __init__(self, table: str, version: int, removed_file: str) -> None:
         super().__init__(
-            f"DELTA_SOURCE_IGNORE_DELETE: detected deleted data (for example {removed_file}) from streaming source "
+            f"DELTA_SOURCE_IGNORE_DELETE: Detected deleted data (for example {removed_file}) from streaming source "
             f"at version {version}. This is currently not supported. If you'd like to ignore deletes, set the option "
             f"'ignoreDeletes' to 'true' (or 'skipChangeCommits' to skip every commit that removes data). "
             f"The source table can be found at path {table}.",
@@ -134,7 +134,7 @@ class DeltaSourceIgnoreChangesError(DeltaSourceChangedDataError):
 
     def __init__(self, table: str, version: int, change: str) -> None:
         super().__init__(
-            f"DELTA_SOURCE_TABLE_IGNORE_CHANGES: detected a data update (for example {change}) in the source table "
+            f"DELTA_SOURCE_TABLE_IGNORE_CHANGES: Detected a data update (for example {change}) in the source table "
             f"at version {version}. This is currently not supported. If this is going to happen regularly and you "
             f"are okay to skip changes, set the option 'skipChangeCommits' to 'true'. If you would like the data "
             f"update to be reflected, please restart this query with a fresh checkpoint directory. The source table "
@@ -200,17 +200,34 @@ class DeltaSourceTableChangedError(DeltaSparkError):
 
 
 class DeltaSourceSchemaChangedError(DeltaSparkError):
-    """Delta's ``DELTA_SCHEMA_CHANGED_WITH_VERSION``: the table's schema (or partition columns)
+    """Delta's ``DELTA_SCHEMA_CHANGED_WITH_VERSION`` (``..._WITH_STARTING_OPTIONS`` for a stream
+    given ``startingVersion``/``startingTimestamp``): the table's schema (or partition columns)
     changed in a version the stream reads; restart the query to read with the new schema."""
 
-    def __init__(self, table: str, version: int, read_schema: str, data_schema: str, hint: str | None = None) -> None:
+    def __init__(
+        self,
+        table: str,
+        version: int,
+        read_schema: str,
+        data_schema: str,
+        hint: str | None = None,
+        starting_options: bool = False,
+    ) -> None:
         advice = (
             "Please try restarting the query. If this issue repeats across query restarts without making progress, "
             "you have made an incompatible schema change and need to start your query from scratch using a new "
             "checkpoint directory."
         )
+        error_class = "DELTA_SCHEMA_CHANGED_WITH_VERSION"
+        if starting_options:  # Delta's includeStartingVersionOrTimestampMessage
+            error_class = "DELTA_SCHEMA_CHANGED_WITH_STARTING_OPTIONS"
+            advice += (
+                " If the issue persists after changing to a new checkpoint directory, you may need to change the "
+                "existing 'startingVersion' or 'startingTimestamp' option to start from a version newer than "
+                f"{version} with a new checkpoint directory."
+            )
         super().__init__(
-            f"DELTA_SCHEMA_CHANGED_WITH_VERSION: detected schema change in version {version} of {table}: "
+            f"{error_class}: Detected schema change in version {version} of {table}: "
             f"streaming source schema: {read_schema}; data file schema: {data_schema}. " + (hint or advice)
         )
         self.table = table

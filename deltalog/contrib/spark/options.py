@@ -17,12 +17,14 @@ refuses any other option by name (:class:`UnknownWriteOptionError`), never ignor
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError
+from deltalog.contrib.spark.option_values import delta_boolean, get_option, illegal_option
 from deltalog.contrib.spark.parquet_codecs import DEFAULT_CODEC, parquet_codec
 from deltalog.contrib.spark.partition_overwrite import PartitionOverwriteMode
 from deltalog.contrib.spark.replace_using import parse_replace_using
@@ -43,6 +45,8 @@ __all__ = [
     "session_string_prefix_length",
     "storage_options_of",
 ]
+
+_LOG = logging.getLogger(__name__)
 
 _WRITE_KEYS = {
     "path",
@@ -150,6 +154,7 @@ _READ_KEYS = {
     "maxbytespertrigger",
     "ignoredeletes",
     "ignorechanges",
+    "ignorefiledeletion",
     "skipchangecommits",
     "excluderegex",
     "maxsplitbytes",
@@ -160,23 +165,13 @@ _READ_KEYS = {
 
 
 def _flag(options: Mapping[str, str], key: str, default: bool = False) -> bool:
-    value = _get(options, key)
-    if value is None:
-        return default
-    lowered = value.strip().lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise InvalidWriteOptionError(f"option {key} must be true or false, got {value!r}")
+    """A boolean option as Delta's ``DeltaOptionParser.toBoolean`` (and Spark's boolean confs)
+    read it: ``true`` or ``false`` in any case, else ``DELTA_ILLEGAL_OPTION``."""
+    value = delta_boolean(options, key)
+    return default if value is None else value
 
 
-def _get(options: Mapping[str, str], key: str) -> str | None:
-    lowered = key.lower()
-    for k, v in options.items():
-        if k.lower() == lowered:
-            return v
-    return None
+_get = get_option
 
 
 def _int(options: Mapping[str, str], key: str) -> int | None:
@@ -526,7 +521,7 @@ def _byte_size(options: Mapping[str, str], key: str) -> int | None:
     digits = text.rstrip("abcdefghijklmnopqrstuvwxyz")
     unit = text[len(digits) :]
     if not digits.isdigit() or unit not in _BYTE_UNITS or int(digits) <= 0:
-        raise InvalidWriteOptionError(f"option {key} must be a size such as '10g' or '512k', got {value!r}")
+        raise illegal_option(key, value, "must be a size configuration such as '10g'")
     return int(digits) * _BYTE_UNITS[unit]
 
 
@@ -540,7 +535,8 @@ class StreamReadOptions:
     max_files_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None
     ignore_deletes: bool = False
-    #: deprecated in Delta for ``skipChangeCommits``: re-emits the files of changed commits
+    #: deprecated in Delta for ``skipChangeCommits``: re-emits the files of changed commits (also
+    #: Delta's older ``ignoreFileDeletion``)
     ignore_changes: bool = False
     skip_change_commits: bool = False
     #: ``excludeRegex``: files whose path this matches (``re.search``) are not read
@@ -560,30 +556,47 @@ class StreamReadOptions:
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamReadOptions:
         _refuse_unimplemented_source_options(options)
+        _check_starting_options(options)
         read = ReadOptions.parse(options)
         if read.version_as_of is not None or read.timestamp_as_of is not None:
             raise InvalidWriteOptionError(
                 "DELTA_UNSUPPORTED_TIME_TRAVEL_VIEWS: a stream cannot time travel (versionAsOf/timestampAsOf); "
                 "start it at a version with startingVersion or startingTimestamp"
             )
-        if read.starting_version is not None and read.starting_version < 0:
-            raise InvalidWriteOptionError(f"startingVersion must be >= 0 or 'latest', got {read.starting_version}")
-        if (read.starting_version is not None or read.starting_version_latest) and read.starting_timestamp:
-            raise InvalidWriteOptionError("give startingVersion or startingTimestamp, not both")
-        max_files = _int(options, "maxFilesPerTrigger")
-        if max_files is not None and max_files <= 0:
-            raise InvalidWriteOptionError(f"maxFilesPerTrigger must be a positive integer, got {max_files}")
         return cls(
             read=read,
-            max_files_per_trigger=max_files,
+            max_files_per_trigger=_positive_int(options, "maxFilesPerTrigger"),
             max_bytes_per_trigger=_byte_size(options, "maxBytesPerTrigger"),
             ignore_deletes=_flag(options, "ignoreDeletes"),
-            ignore_changes=_flag(options, "ignoreChanges"),
+            ignore_changes=_flag(options, "ignoreChanges") or _ignore_file_deletion(options),
             skip_change_commits=_flag(options, "skipChangeCommits"),
             exclude_regex=_regex(options, "excludeRegex"),
             fail_on_data_loss=_flag(options, "failOnDataLoss", default=True),
             **_schema_tracking(options),
         )
+
+
+def _check_starting_options(options: Mapping[str, str]) -> None:
+    """Delta's ``DeltaReadOptions``: ``startingVersion`` is ``latest`` or a version >= 0, and
+    not given with ``startingTimestamp``."""
+    version = _get(options, "startingVersion")
+    if version is not None and version != "latest" and not (version.isascii() and version.isdigit()):
+        raise illegal_option("startingVersion", version, "must be greater than or equal to zero")
+    if version is not None and _get(options, "startingTimestamp") is not None:
+        raise InvalidWriteOptionError(
+            "DELTA_STARTING_VERSION_AND_TIMESTAMP_BOTH_SET: Please either provide 'startingVersion' or "
+            "'startingTimestamp'"
+        )
+
+
+def _positive_int(options: Mapping[str, str], key: str) -> int | None:
+    """Delta's ``maxFilesPerTrigger``: a positive integer, else ``DELTA_ILLEGAL_OPTION``."""
+    value = _get(options, key)
+    if value is None:
+        return None
+    if not (value.isascii() and value.isdigit()) or int(value) <= 0:
+        raise illegal_option(key, value, "must be a positive integer")
+    return int(value)
 
 
 def _schema_tracking(options: Mapping[str, str]) -> dict[str, Any]:
@@ -604,9 +617,19 @@ def _schema_tracking(options: Mapping[str, str]) -> dict[str, Any]:
 #: nothing (None: any value asks for something). Taken as storage options they would be
 #: ignored, and the stream would read what Delta would not (or fail where Delta would not).
 _UNIMPLEMENTED_SOURCE_OPTIONS = {
-    "ignoreFileDeletion": "false",
     "withEventTimeOrder": "false",
 }
+
+
+def _ignore_file_deletion(options: Mapping[str, str]) -> bool:
+    """Delta's deprecated ``ignoreFileDeletion``: lets deletes and changes through as
+    ``ignoreChanges`` does (``shouldAllowChanges``/``shouldAllowDeletes``), with a warning."""
+    if not _flag(options, "ignoreFileDeletion"):
+        return False
+    _LOG.warning(
+        "The 'ignoreFileDeletion' option is deprecated. Switch to using one of 'ignoreDeletes' or 'ignoreChanges'"
+    )
+    return True
 
 
 def _refuse_unimplemented_source_options(options: Mapping[str, str]) -> None:
@@ -626,5 +649,7 @@ def _regex(options: Mapping[str, str], key: str) -> str | None:
     try:
         re.compile(value)
     except re.error as exc:
-        raise InvalidWriteOptionError(f"option {key} must be a regular expression, got {value!r}: {exc}") from None
+        raise InvalidWriteOptionError(
+            f"DELTA_REGEX_OPT_SYNTAX_ERROR: Please recheck your syntax for '{key}' ({value!r}: {exc})"
+        ) from None
     return value

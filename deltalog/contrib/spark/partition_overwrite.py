@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError
+from deltalog.contrib.spark.option_values import delta_boolean, get_option, illegal_option
 
 __all__ = [
     "DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF",
@@ -42,25 +43,6 @@ DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF = "spark.databricks.delta.dynamicPartit
 NULL_INTOLERANT_EQUALITY_OPTION = "useNullIntolerantEqualityWithDPO"
 
 
-def _get(options: Mapping[str, str], key: str) -> str | None:
-    lowered = key.lower()
-    return next((v for k, v in options.items() if k.lower() == lowered), None)
-
-
-def _illegal(name: str, value: str | None, explain: str) -> InvalidWriteOptionError:
-    return InvalidWriteOptionError(f"DELTA_ILLEGAL_OPTION: Invalid value {value!r} for option {name!r}, {explain}")
-
-
-def _boolean(options: Mapping[str, str], name: str) -> bool | None:
-    """Delta's ``DeltaOptionParser.toBoolean``: ``true`` / ``false`` (any case), else refused."""
-    value = _get(options, name)
-    if value is None:
-        return None
-    if value.strip().lower() not in ("true", "false"):
-        raise _illegal(name, value, "must be 'true' or 'false'")
-    return value.strip().lower() == "true"
-
-
 @dataclass(frozen=True)
 class PartitionOverwriteMode:
     """What a write says about dynamic partition overwrite (see the module docstring)."""
@@ -76,12 +58,12 @@ class PartitionOverwriteMode:
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> PartitionOverwriteMode:
-        enabled = _get(options, DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF)
+        enabled = get_option(options, DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF)
         return cls(
-            option=_get(options, PARTITION_OVERWRITE_MODE_OPTION),
-            session=_get(options, PARTITION_OVERWRITE_MODE_CONF),
+            option=get_option(options, PARTITION_OVERWRITE_MODE_OPTION),
+            session=get_option(options, PARTITION_OVERWRITE_MODE_CONF),
             enabled=enabled is None or enabled.strip().lower() != "false",
-            null_intolerant=_boolean(options, NULL_INTOLERANT_EQUALITY_OPTION),
+            null_intolerant=delta_boolean(options, NULL_INTOLERANT_EQUALITY_OPTION),
         )
 
     @property
@@ -103,7 +85,7 @@ class PartitionOverwriteMode:
                 )
             return False
         if mode.strip().lower() not in ("static", "dynamic"):
-            raise _illegal(PARTITION_OVERWRITE_MODE_OPTION, mode, "must be 'STATIC' or 'DYNAMIC'")
+            raise illegal_option(PARTITION_OVERWRITE_MODE_OPTION, mode, "must be 'STATIC' or 'DYNAMIC'")
         return dynamic
 
     def recorded(self) -> bool:

@@ -82,7 +82,8 @@ from deltalog.contrib.spark.stream_admission import (
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.logstores.registry import logstore_for
 from deltalog.txn.protocol.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
-from deltalog.txn.protocol.errors import VersionNotFoundError
+from deltalog.txn.protocol.column_mapping import column_mapping_mode
+from deltalog.txn.protocol.errors import NonContiguousVersionsError, VersionNotFoundError
 from deltalog.txn.protocol.features import check_read_supported
 from deltalog.txn.protocol.properties import TableProperties
 
@@ -124,13 +125,8 @@ class SourceOffset:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], table: str, table_id: str) -> SourceOffset:
-        version = raw.get("sourceVersion")
-        if version not in (SOURCE_VERSION, SOURCE_VERSION_METADATA_CHANGE):
-            raise DeltaAnalysisError(
-                f"the streaming offset {json.dumps(raw)} of {table} has sourceVersion {version}; this reader "
-                f"understands versions {SOURCE_VERSION} and {SOURCE_VERSION_METADATA_CHANGE}. Restart the query with "
-                "a new checkpoint location"
-            )
+        version = raw.get("sourceVersion", 0)
+        _check_source_version(version, table)
         if raw["reservoirId"] != table_id:
             raise DeltaSourceTableChangedError(table, table_id, str(raw["reservoirId"]))
         index = int(raw["index"])
@@ -141,6 +137,23 @@ class SourceOffset:
     @property
     def unstarted(self) -> bool:
         return self.reservoir_version == UNSTARTED
+
+
+def _check_source_version(version: Any, table: str) -> None:
+    """Delta's ``DeltaSourceOffset`` deserializer: ``sourceVersion`` is 1 or 3 (2 is reserved);
+    a later one was written by a newer reader (a missing one reads as 0)."""
+    where = f" (a streaming offset of {table})"
+    if not isinstance(version, int) or isinstance(version, bool):
+        invalid = "DELTA_INVALID_SOURCE_OFFSET_FORMAT: The stored source offset format is invalid"
+        raise DeltaAnalysisError(invalid + where)
+    if version > SOURCE_VERSION_METADATA_CHANGE:
+        raise DeltaAnalysisError(
+            "DELTA_INVALID_FORMAT_FROM_SOURCE_VERSION: Unsupported format. Expected version should be smaller than or "
+            f"equal to {SOURCE_VERSION_METADATA_CHANGE} but was {version}. Please upgrade to a newer version of "
+            "deltalog" + where
+        )
+    if version not in (SOURCE_VERSION, SOURCE_VERSION_METADATA_CHANGE):
+        raise DeltaAnalysisError(f"DELTA_INVALID_SOURCE_VERSION: sourceVersion({version}) is invalid" + where)
 
 
 def _to_read(add: AddFile, constants: dict[str, Any] | None = None) -> FileToRead:
@@ -194,6 +207,9 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now_end: SourceOffset | None = None
         self._starting: tuple[int | None] | None = None
         self._initial_files: tuple[int, list[AddFile]] | None = None
+        #: the schema at the first batch's start was checked (Delta's
+        #: ``hasCheckedReadIncompatibleSchemaChangesOnStreamStart``)
+        self._start_checked = False
 
     def __getstate__(self) -> dict[str, Any]:
         return {"options": self.options, "schema": self.schema}
@@ -282,20 +298,36 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             ok = same_partitions and shape == state.read_shape
             earlier, later = ours, metadata
         if not ok or turns_column_mapping_off(earlier.configuration, later.configuration):
-            old, new = state.snapshot.metadata.schema_string, metadata.schema_string
-            if version < state.snapshot.version:
-                old, new = new, old
-            change = schema_change(json.loads(old), json.loads(new))
-            hint = None
-            if change is not None and (change.renamed or change.dropped):  # under column mapping
-                hint = (
-                    "The change renames or drops columns (RENAME/DROP COLUMN), so restarting does not help: to "
-                    "stream across it, give the stream option schemaTrackingLocation (Delta's "
-                    "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG)"
-                )
+            o = self.options.read
+            starting = o.starting_version is not None or o.starting_version_latest or o.starting_timestamp is not None
+            hint = _column_mapping_change_hint(earlier, later)
             raise DeltaSourceSchemaChangedError(
-                self._table, version, state.snapshot.metadata.schema_string, metadata.schema_string, hint
+                self._table, version, state.snapshot.metadata.schema_string, metadata.schema_string, hint, starting
             )
+
+    def _check_start_once(self, version: int) -> None:
+        """Delta's ``checkReadIncompatibleSchemaChangeOnStreamStartOnce``: the first batch this
+        reader plans or reads checks the schema of the version it starts at (a restart, or
+        ``startingVersion``, before a rename, drop or overwrite of the schema whose commit it
+        will not meet with the schema it met it with). Without a snapshot at that version (its
+        commits cleaned up), a column-mapped table fails, another one goes on unchecked."""
+        if self._start_checked:
+            return
+        self._start_checked = True
+        state = self._init()
+        if state.tracking or version == state.snapshot.version:
+            return
+        try:
+            metadata = state.delta_log.snapshot(version).metadata
+        except (VersionNotFoundError, NonContiguousVersionsError) as exc:
+            if column_mapping_mode(state.snapshot.metadata.configuration) == "none":
+                return
+            raise DeltaAnalysisError(
+                "DELTA_STREAMING_CHECK_COLUMN_MAPPING_NO_SNAPSHOT: Failed to obtain Delta log snapshot for the start "
+                f"version {version} of {self._table} when checking column mapping schema changes ({exc}). Please "
+                "choose a different start version (a new checkpoint location, or another startingVersion)"
+            ) from exc
+        self._check_metadata(metadata, version)
 
     def _check_commit_metadata(self, actions: list[Any], version: int) -> bool:
         """Check a commit's metadata and protocol; True when, with ``schemaTrackingLocation``,
@@ -543,6 +575,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 break  # the batch ends at a schema change (Delta's stopIndexedFileIteratorAtSchemaChangeBarrier)
         if last is None:
             return None
+        self._check_start_once(from_version)
         table_id = self._init().table_id
         if last.index == END_INDEX:
             return SourceOffset(table_id, last.version + 1, BASE_INDEX, False)
@@ -599,6 +632,7 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from_version, from_index, initial = version, BASE_INDEX, True
         else:
             from_version, from_index, initial = self._start_point(first)
+        self._check_start_once(from_version)
         excluded = excluded_paths(self.options.exclude_regex)
         items: list[FileToRead] = []
         seen = from_version - 1  # the versions before the batch's start were read already
@@ -632,6 +666,23 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._evolve_if_changed(offset.reservoir_version, *self._metadata_at(offset.reservoir_version))
 
 
+def _column_mapping_change_hint(earlier: Metadata, later: Metadata) -> str | None:
+    """Delta's ``DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG`` advice, for a change
+    that renames or drops columns of a column-mapped table (``hasNoColumnMappingSchemaChanges``
+    fails): only ``schemaTrackingLocation`` streams across it. Without column mapping (a column
+    dropped by ``overwriteSchema``) Delta's advice stays restart, else a new checkpoint."""
+    if column_mapping_mode(later.configuration) == "none":
+        return None
+    change = schema_change(json.loads(earlier.schema_string), json.loads(later.schema_string))
+    if change is None or not (change.renamed or change.dropped):
+        return None
+    return (
+        "The change renames or drops columns (RENAME/DROP COLUMN), so restarting does not help: to "
+        "stream across it, give the stream option schemaTrackingLocation (Delta's "
+        "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG)"
+    )
+
+
 def _check_version_exists(delta_log: DeltaLog, version: int, table: str, out_of_range: bool = False) -> None:
     """Delta's ``checkVersionExists(mustBeRecreatable = false)`` for ``startingVersion``: the
     commit is in the log (a version past the latest, or cleaned up, is not; Delta's
@@ -642,8 +693,9 @@ def _check_version_exists(delta_log: DeltaLog, version: int, table: str, out_of_
     earliest = versions[0] if versions else latest
     if (version > latest and not out_of_range) or version < earliest:
         raise VersionNotFoundError(
-            f"startingVersion {version} is not in {table}: available versions are [{earliest}, {latest}] "
-            "(the latest included); start at one of them, or startingVersion='latest'",
+            f"DELTA_VERSION_NOT_FOUND: Cannot time travel Delta table to version {version}. Available versions: "
+            f"[{earliest}, {latest}]. The stream's startingVersion is not in {table}: start at one of them, or "
+            "startingVersion='latest'",
             version=version,
             earliest=earliest,
             latest=latest,
@@ -660,10 +712,9 @@ def _first_version_at_or_after(delta_log: DeltaLog, timestamp: str, table: str, 
     try:
         return starting_version_at(delta_log, timestamp, can_exceed_latest=out_of_range)
     except VersionNotFoundError as exc:
+        # the time travel error names the latest commit's time, as Delta's maximumTimestamp
         raise VersionNotFoundError(
-            f"DELTA_TIMESTAMP_GREATER_THAN_COMMIT: startingTimestamp {timestamp} is after the latest commit of {table} "
-            f"(version {exc.latest}); "
-            "use a timestamp at or before it, or startingVersion='latest'",
+            f"{exc}, or startingVersion='latest' (the stream's startingTimestamp {timestamp} of {table})",
             earliest=exc.earliest,
             latest=exc.latest,
         ) from None
