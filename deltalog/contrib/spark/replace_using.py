@@ -120,16 +120,7 @@ def written_keys(txn: OptimisticTransaction, adds: Sequence[AddFile], columns: S
     store = txn.delta_log.store
     parts = [read_file(spec, store, FileToRead(a.path, a.partition_values, a.size, None)) for a in adds]
     keys = pa.concat_tables(parts) if parts else pa.schema([full.field(c) for c in columns]).empty_table()
-    keys = keys.filter(pc.invert(_any_null(keys)))
-    return keys.group_by(list(columns)).aggregate([]).select(list(columns))
-
-
-def _any_null(table: pa.Table) -> pa.ChunkedArray | pa.Array:
-    nulls = [pc.is_null(table.column(c)) for c in table.column_names]
-    out = nulls[0] if nulls else pa.array([False] * table.num_rows)
-    for n in nulls[1:]:
-        out = pc.or_(out, n)
-    return out
+    return keys.drop_null().group_by(list(columns)).aggregate([]).select(list(columns))
 
 
 def matcher(keys: pa.Table) -> Callable[[pa.Table], pa.ChunkedArray | pa.Array]:
