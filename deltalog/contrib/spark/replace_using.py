@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError, InvalidWriteOptionError
 from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
+from deltalog.contrib.spark.option_values import illegal_option
 from deltalog.contrib.spark.reads import FileToRead, ReadSpec, read_file
 
 if TYPE_CHECKING:
@@ -38,9 +39,7 @@ def parse_replace_using(raw: str | None) -> tuple[str, ...] | None:
         return None
     names = [n.strip() for n in raw.split(",")]
     if any(not n for n in names):
-        raise InvalidWriteOptionError(
-            f"DELTA_ILLEGAL_OPTION: Invalid value '{raw}' for option '{OPTION}', must not contain empty column names"
-        )
+        raise illegal_option(OPTION, raw, "must not contain empty column names")
     return tuple(dict.fromkeys(names))
 
 
