@@ -371,20 +371,28 @@ def local_spark(**conf: str) -> Any:
 @contextmanager
 def spark_workspace(prefix: str, **conf: str) -> Iterator[tuple[Any, str]]:
     """:func:`local_spark` (with ``conf``) and a fresh temporary directory named ``prefix...``;
-    the session is stopped and the directory deleted afterwards."""
+    the session is stopped and the directory deleted afterwards. Under :data:`SHARED_JVM_ENV`
+    the session is kept for the next script (its Python workers stay warm): ``conf`` is unset
+    and the cache cleared instead."""
+    shared = os.environ.get(SHARED_JVM_ENV) == "1"
     spark = local_spark(**conf)
     work = tempfile.mkdtemp(prefix=prefix)
     try:
         yield spark, work
     finally:
-        spark.stop()
+        if shared:
+            spark.catalog.clearCache()
+            for key in conf:
+                spark.conf.unset(key)
+        else:
+            spark.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 
 #: Set (to ``1``) by ``python -m bench --shared-jvm``: :func:`run_script` runs each Spark
-#: script in this process, one after another, so they share one JVM (each still starts and
-#: stops its own SparkSession). Cheaper by about one JVM start per script, for smoke runs;
-#: the measured runs keep a fresh process per script.
+#: script in this process, one after another, so they share one JVM and one SparkSession
+#: (:func:`spark_workspace` keeps it). Cheaper by a JVM start and a worker warm-up per
+#: script, for smoke runs; the measured runs keep a fresh process per script.
 SHARED_JVM_ENV = "DELTALOG_BENCH_SHARED_JVM"
 
 
