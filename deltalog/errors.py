@@ -154,7 +154,12 @@ if TYPE_CHECKING:
     )
     from deltalog.txn.protocol.identity import IdentityColumnError
     from deltalog.txn.protocol.partition_filters import InvalidPartitionFilterError
-    from deltalog.txn.protocol.properties import InvalidPropertyError, ReservedPropertyError, UnknownPropertyError
+    from deltalog.txn.protocol.properties import (
+        InvalidAutoCompactTypeError,
+        InvalidPropertyError,
+        ReservedPropertyError,
+        UnknownPropertyError,
+    )
     from deltalog.txn.protocol.stats_columns import InvalidStatsColumnsError
     from deltalog.txn.protocol.type_widening import UnsupportedTypeChangeError
 
@@ -197,6 +202,7 @@ _HOMES: dict[str, str] = {
     "VersionNotFoundError": "deltalog.txn.protocol.errors",
     "TimeTravelBeyondDeletedFileRetentionDurationError": "deltalog.txn.log.time_travel_retention",
     "InvalidPropertyError": "deltalog.txn.protocol.properties",
+    "InvalidAutoCompactTypeError": "deltalog.txn.protocol.properties",
     "UnknownPropertyError": "deltalog.txn.protocol.properties",
     "ReservedPropertyError": "deltalog.txn.protocol.properties",
     "InvalidStatsColumnsError": "deltalog.txn.protocol.stats_columns",
@@ -357,6 +363,7 @@ __all__ = [
     "IcebergCompatUnsupportedOperationError",
     "IcebergCompatViolationError",
     "IdentityColumnError",
+    "InvalidAutoCompactTypeError",
     "InvalidColumnNamesError",
     "InvalidDurationError",
     "InvalidMetadataError",

@@ -96,11 +96,17 @@ def start_transaction(
 ) -> OptimisticTransaction:
     """A transaction whose commitInfo names this integration and carries ``user_metadata``
     (a write's ``userMetadata`` option, which wins over the session's conf as in Delta), else
-    the one of the session the log is bound to (:func:`open_log`)."""
+    the one of the session the log is bound to (:func:`open_log`). Its commit is followed by
+    auto compaction when that is on and the commit added data files, as Delta's writes register
+    ``AutoCompact`` (:mod:`deltalog.txn.commands.auto_compact`)."""
+    from deltalog.txn.commands.auto_compact import auto_compact_hook
+
     if log.settings_source is not None:
         settings = log.settings_source()
         if user_metadata is not None:
             settings = settings.with_(user_metadata=user_metadata)
     else:
         settings = commit_settings(log.storage_options, user_metadata)
-    return log.start_transaction(settings=settings, snapshot=snapshot)
+    txn = log.start_transaction(settings=settings, snapshot=snapshot)
+    txn.register_post_commit_hook(auto_compact_hook(log, txn.settings))
+    return txn

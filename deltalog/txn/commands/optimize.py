@@ -743,10 +743,12 @@ def optimize(
     session_prefix_length: int = STRING_PREFIX_LENGTH,
     select_files: FileSelector | None = None,
     predicate: Sequence[str] | None = None,
+    auto: bool = False,
 ) -> OptimizeResult:
     """Compact small files; an :class:`OptimizeResult`. ``target_size``: Delta's ``maxFileSize``; files below
     ``min_file_size`` (default: the target) are candidates. ``z_order_by``: Delta's ``ZORDER BY``, checked for stats
-    unless ``check_z_order_stats`` is false (:data:`ZORDER_STATS_CHECK_KEY`). The rest: the module docstring."""
+    unless ``check_z_order_stats`` is false (:data:`ZORDER_STATS_CHECK_KEY`). ``auto``: run by auto compaction
+    (:mod:`~deltalog.txn.commands.auto_compact`). The rest: the module docstring."""
     _check_counts(delta_log, min_files_per_bin, max_attempts)
     written: dict[_BinKey, list[AddFile]] = {}
     result = OptimizeResult(delta_log.table_uri)
@@ -755,7 +757,7 @@ def optimize(
         txn = delta_log.start_transaction(lock=lock)
         target, smaller_than = _size_limits(txn.snapshot, target_size, min_file_size)
         clustered = clustering_plan(txn.snapshot, z_order_by)
-        kind = _Kind(reorg=purge or rewrite_type_widening, clustered=clustered is not None, full=full)
+        kind = _Kind(reorg=purge or rewrite_type_widening, clustered=clustered is not None, full=full, auto=auto)
         columns = _z_order_columns(txn.snapshot, clustered, z_order_by, check_z_order_stats)
         spec = CompactionSpec.for_snapshot(
             delta_log, txn.snapshot, columns, target, num_ranges, kind.clustered, session_prefix_length
@@ -836,6 +838,8 @@ class _Kind:
     reorg: bool = False
     clustered: bool = False
     full: bool = False
+    #: run by auto compaction (``auto`` in the commit's parameters)
+    auto: bool = False
 
 
 @dataclass(frozen=True)
@@ -957,6 +961,7 @@ def _commit_plan(
             z_order_by=() if kind.clustered else z_order,
             cluster_by=z_order if kind.clustered else None,
             is_full=kind.full,
+            auto=kind.auto,
             user_metrics=result.metrics,
         )
     return [*removes, *adds], operation

@@ -166,6 +166,7 @@ def verify_metadata(metadata: Metadata, cdf_was_on: bool = False) -> None:
         _ = metadata.properties.checkpoint_interval  # a bad value is refused here, not at the next checkpoint
         _ = metadata.properties.isolation_level  # not at the next commit's conflict checks
         _ = metadata.properties.random_prefix_length, metadata.properties.randomize_file_prefixes
+        _ = metadata.properties.auto_compact  # not in the post-commit hook, after the write
     except InvalidPropertyError as exc:
         raise InvalidMetadataError(str(exc)) from exc
     validate_stats_columns(metadata)

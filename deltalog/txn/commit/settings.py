@@ -11,6 +11,12 @@
 | ``write_checksum_file`` | ``spark.databricks.delta.writeChecksumFile.enabled`` | true |
 | ``skip_recording_empty_commits`` | ``spark.databricks.delta.skipRecordingEmptyCommits`` | true |
 | ``allow_unenforced_not_null`` | ``spark.databricks.delta.constraints.allowUnenforcedNotNull.enabled`` | false |
+| ``auto_compact`` | ``spark.databricks.delta.autoCompact.enabled`` | none (the table's property decides) |
+| ``auto_compact_max_file_size`` | ``spark.databricks.delta.autoCompact.maxFileSize`` | 128 MiB |
+| ``auto_compact_min_file_size`` | ``spark.databricks.delta.autoCompact.minFileSize`` | half the max |
+| ``auto_compact_min_num_files`` | ``spark.databricks.delta.autoCompact.minNumFiles`` | 50 |
+| ``auto_compact_modified_partitions_only`` | ``...autoCompact.modifiedPartitionsOnly.enabled`` | true |
+| ``auto_compact_max_num_modified_partitions`` | ``...autoCompact.maxNumModifiedPartitions`` | 128 |
 
 Each can be given as an option ``deltalog.<name>`` (e.g. ``deltalog.maxCommitAttempts``) or
 under Delta's name, in the storage options of ``DeltaLog.for_table``.
@@ -24,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from deltalog.logstores.options import StorageOptions
+from deltalog.txn.protocol.properties import InvalidAutoCompactTypeError, parse_auto_compact
 
 if TYPE_CHECKING:
     from deltalog.txn.commit.commit_stats import CommitStats
@@ -60,6 +67,17 @@ _KEYS: dict[str, tuple[str, ...]] = {
         "deltalog.constraints.allowUnenforcedNotNull.enabled",
         "spark.databricks.delta.constraints.allowUnenforcedNotNull.enabled",
     ),
+    **{
+        attr: (f"deltalog.autoCompact.{name}", f"spark.databricks.delta.autoCompact.{name}")
+        for attr, name in (
+            ("auto_compact", "enabled"),
+            ("auto_compact_max_file_size", "maxFileSize"),
+            ("auto_compact_min_file_size", "minFileSize"),
+            ("auto_compact_min_num_files", "minNumFiles"),
+            ("auto_compact_modified_partitions_only", "modifiedPartitionsOnly.enabled"),
+            ("auto_compact_max_num_modified_partitions", "maxNumModifiedPartitions"),
+        )
+    },
 }
 
 
@@ -74,6 +92,14 @@ _FLAGS = (
     "write_checksum_file",
     "skip_recording_empty_commits",
     "allow_unenforced_not_null",
+    "auto_compact_modified_partitions_only",
+)
+_INTS = (
+    "max_commit_attempts",
+    "auto_compact_max_file_size",
+    "auto_compact_min_file_size",
+    "auto_compact_min_num_files",
+    "auto_compact_max_num_modified_partitions",
 )
 
 
@@ -95,12 +121,28 @@ class EngineSettings:
     #: a schema change with NOT NULL inside arrays or maps drops those instead of failing
     #: (see :mod:`deltalog.txn.commit.nested_not_null`)
     allow_unenforced_not_null: bool = False
+    #: auto compaction after a write (see :mod:`deltalog.txn.commands.auto_compact`): None
+    #: leaves it to the table's ``delta.autoOptimize.autoCompact``
+    auto_compact: bool | None = None
+    auto_compact_max_file_size: int = 128 * 1024 * 1024
+    #: files below it are compacted (None: half of ``auto_compact_max_file_size``)
+    auto_compact_min_file_size: int | None = None
+    auto_compact_min_num_files: int = 50
+    auto_compact_modified_partitions_only: bool = True
+    auto_compact_max_num_modified_partitions: int = 128
     engine_info: str = ""
     on_commit_stats: Callable[[CommitStats], None] | None = None
 
     def __post_init__(self) -> None:
         if self.max_commit_attempts < 1:
             raise ValueError(f"max_commit_attempts must be >= 1, got {self.max_commit_attempts}")
+        for name in ("auto_compact_max_file_size", "auto_compact_min_file_size", "auto_compact_min_num_files"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
+        partitions = self.auto_compact_max_num_modified_partitions
+        if partitions < 1:
+            raise ValueError(f"auto_compact_max_num_modified_partitions must be >= 1, got {partitions}")
         if not self.engine_info:
             object.__setattr__(self, "engine_info", default_engine_info())
 
@@ -114,14 +156,18 @@ class EngineSettings:
             if raw is None:
                 continue
             try:
-                if attr in ("max_commit_attempts",):
+                if attr in _INTS:
                     values[attr] = int(raw)
+                elif attr == "auto_compact":
+                    values[attr] = parse_auto_compact(raw)
                 elif attr in ("backoff_base_ms", "backoff_max_ms"):
                     values[attr] = float(raw)
                 elif attr in _FLAGS:
                     values[attr] = raw.strip().lower() in ("1", "true", "yes", "on")
                 else:
                     values[attr] = raw
+            except InvalidAutoCompactTypeError:
+                raise  # Delta's own error, typed
             except ValueError as exc:
                 raise ValueError(f"invalid value {raw!r} for {keys[0]}: {exc}") from exc
         return cls(**values)  # type: ignore[arg-type]

@@ -42,10 +42,12 @@ __all__ = [
     "RANDOMIZE_FILE_PREFIXES",
     "RANDOM_PREFIX_LENGTH",
     "REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION",
+    "InvalidAutoCompactTypeError",
     "InvalidPropertyError",
     "TableProperties",
     "UnknownPropertyError",
     "normalize_property_key",
+    "parse_auto_compact",
     "parse_bool",
     "parse_interval",
     "validate_table_properties",
@@ -69,6 +71,27 @@ CHECK_CONSTRAINT_PREFIX = "delta.constraints."
 
 class InvalidPropertyError(DeltaLogError, ValueError):
     """A table property has a value Delta does not accept."""
+
+
+class InvalidAutoCompactTypeError(InvalidPropertyError):
+    """``delta.autoOptimize.autoCompact`` (or the session's ``spark.databricks.delta.autoCompact.enabled``)
+    is neither ``true`` nor ``false`` (Delta's ``DELTA_INVALID_AUTO_COMPACT_TYPE``)."""
+
+    error_class = "DELTA_INVALID_AUTO_COMPACT_TYPE"
+
+    def __init__(self, value: str) -> None:
+        super().__init__(
+            f"[{self.error_class}] Invalid auto-compact type: {value}. Allowed values are: (true,false)."
+        )
+        self.value = value
+
+
+def parse_auto_compact(value: str) -> bool:
+    """Delta's ``AutoCompactType``: ``true`` turns auto compaction on, ``false`` off (any case)."""
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise InvalidAutoCompactTypeError(value)
+    return lowered == "true"
 
 
 class UnknownPropertyError(InvalidPropertyError):
@@ -567,6 +590,16 @@ class TableProperties:
         }
 
     @property
+    def auto_compact(self) -> bool | None:
+        """Delta's ``AutoCompact.getAutoCompactType`` from the table: true when the deprecated
+        ``delta.autoOptimize`` is true, else ``delta.autoOptimize.autoCompact``; None when
+        neither is set (auto compaction stays off unless the session turns it on)."""
+        if self._bool("delta.autoOptimize", False):
+            return True
+        raw = self.get("delta.autoOptimize.autoCompact")
+        return None if raw is None else parse_auto_compact(raw)
+
+    @property
     def target_file_size(self) -> int | None:
         return self._int("delta.targetFileSize")
 
@@ -594,5 +627,6 @@ class TableProperties:
             "require_checkpoint_protection_before_version",
             "randomize_file_prefixes",
             "random_prefix_length",
+            "auto_compact",
         ):
             getattr(self, name)
