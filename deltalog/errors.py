@@ -111,6 +111,7 @@ if TYPE_CHECKING:
         UnrecoverableClaimError,
         UnsafeCommitLockError,
     )
+    from deltalog.txn.log.symlink_manifest import GenerateWithDeletionVectorsError, ManifestWithColumnMappingError
     from deltalog.txn.log.time_travel_retention import TimeTravelBeyondDeletedFileRetentionDurationError
     from deltalog.txn.protocol.clustering import ClusteringColumnsError
     from deltalog.txn.protocol.column_defaults import UnsupportedDefaultExpressionError
@@ -158,6 +159,7 @@ if TYPE_CHECKING:
         InvalidAutoCompactTypeError,
         InvalidPropertyError,
         ReservedPropertyError,
+        TablePropertyValidationError,
         UnknownPropertyError,
     )
     from deltalog.txn.protocol.stats_columns import InvalidStatsColumnsError
@@ -203,6 +205,9 @@ _HOMES: dict[str, str] = {
     "TimeTravelBeyondDeletedFileRetentionDurationError": "deltalog.txn.log.time_travel_retention",
     "InvalidPropertyError": "deltalog.txn.protocol.properties",
     "InvalidAutoCompactTypeError": "deltalog.txn.protocol.properties",
+    "TablePropertyValidationError": "deltalog.txn.protocol.properties",
+    "GenerateWithDeletionVectorsError": "deltalog.txn.log.symlink_manifest",
+    "ManifestWithColumnMappingError": "deltalog.txn.log.symlink_manifest",
     "UnknownPropertyError": "deltalog.txn.protocol.properties",
     "ReservedPropertyError": "deltalog.txn.protocol.properties",
     "InvalidStatsColumnsError": "deltalog.txn.protocol.stats_columns",
@@ -358,6 +363,7 @@ __all__ = [
     "FeatureRequiresManualEnablementError",
     "FeatureStillInUseError",
     "FileAlreadyExistsError",
+    "GenerateWithDeletionVectorsError",
     "GeneratedColumnConstraintViolationError",
     "IcebergCompatError",
     "IcebergCompatUnsupportedOperationError",
@@ -381,6 +387,7 @@ __all__ = [
     "LockUnavailableError",
     "LogStoreConfigError",
     "LogStoreError",
+    "ManifestWithColumnMappingError",
     "MergeCardinalityError",
     "MetadataAlreadyChangedError",
     "MetadataChangedError",
@@ -405,6 +412,7 @@ __all__ = [
     "StreamWriteNullTypeError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
+    "TablePropertyValidationError",
     "TimeTravelBeyondDeletedFileRetentionDurationError",
     "TransactionAlreadyCommittedError",
     "TransientStorageError",

@@ -55,6 +55,7 @@ from deltalog.txn.commit.nested_not_null import enforceable_not_nulls
 from deltalog.txn.commit.operation_metrics import file_metrics
 from deltalog.txn.commit.operations import Operation, SetTableProperties
 from deltalog.txn.commit.post_commit import PostCommitHook, run_post_commit
+from deltalog.txn.commit.property_constraints import check_table_property_constraints
 from deltalog.txn.commit.settings import EngineSettings
 from deltalog.txn.log.checksum import record_commit_checksum
 from deltalog.txn.protocol import iceberg_compat, row_tracking
@@ -295,6 +296,7 @@ class OptimisticTransaction:
         old = self.snapshot.metadata if self.table_exists else None
         verify_metadata(metadata, old is not None and old.properties.enable_change_data_feed)
         metadata = complete_metadata(old, metadata, creating_table, removing_column_mapping)
+        check_table_property_constraints(metadata, self.snapshot if self.table_exists else None)
         if old is None or metadata.schema_string != old.schema_string:  # Delta checks only a changed schema
             schema = enforceable_not_nulls(metadata.schema_string, self.settings.allow_unenforced_not_null)
             metadata = replace(metadata, schema_string=schema)

@@ -45,6 +45,7 @@ __all__ = [
     "InvalidAutoCompactTypeError",
     "InvalidPropertyError",
     "TableProperties",
+    "TablePropertyValidationError",
     "UnknownPropertyError",
     "normalize_property_key",
     "parse_auto_compact",
@@ -80,10 +81,23 @@ class InvalidAutoCompactTypeError(InvalidPropertyError):
     error_class = "DELTA_INVALID_AUTO_COMPACT_TYPE"
 
     def __init__(self, value: str) -> None:
-        super().__init__(
-            f"[{self.error_class}] Invalid auto-compact type: {value}. Allowed values are: (true,false)."
-        )
+        super().__init__(f"[{self.error_class}] Invalid auto-compact type: {value}. Allowed values are: (true,false).")
         self.value = value
+
+
+class TablePropertyValidationError(InvalidPropertyError):
+    """Table properties that must not be on together (Delta's
+    ``DELTA_VIOLATE_TABLE_PROPERTY_VALIDATION_FAILED``, ``sub_class`` naming the rule):
+    persistent deletion vectors and incremental symlink manifests; nothing was committed."""
+
+    error_class = "DELTA_VIOLATE_TABLE_PROPERTY_VALIDATION_FAILED"
+
+    def __init__(self, table: str, sub_class: str, detail: str) -> None:
+        super().__init__(
+            f"[{self.error_class}.{sub_class}] The validation of the properties of table {table} has been "
+            f"violated: {detail} Nothing was committed."
+        )
+        self.sub_class = sub_class
 
 
 def parse_auto_compact(value: str) -> bool:
