@@ -39,5 +39,5 @@ def check_table_property_constraints(metadata: Metadata, snapshot: Snapshot | No
             "EXISTING_DELETION_VECTORS_WITH_INCREMENTAL_MANIFEST_GENERATION",
             "Symlink manifest generation is unsupported while deletion vectors are present in the table. "
             f"In order to produce a version of the table without deletion vectors, run 'REORG TABLE {table} "
-            "APPLY (PURGE)'.",
+            "APPLY (PURGE)' (deltalog: DeltaTable.optimize().executePurge(), or optimize(log, purge=True)).",
         )

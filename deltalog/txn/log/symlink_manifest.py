@@ -49,7 +49,8 @@ class GenerateWithDeletionVectorsError(UnsupportedFeatureError):
             f"[{self.error_class}] The 'GENERATE symlink_format_manifest' command is not supported on table "
             f"versions with deletion vectors ({table}). If you need to generate manifests, consider disabling "
             "deletion vectors on this table using 'ALTER TABLE table SET TBLPROPERTIES "
-            "(delta.enableDeletionVectors = false)' and purging them with 'REORG TABLE table APPLY (PURGE)'.",
+            "(delta.enableDeletionVectors = false)' and purging them with 'REORG TABLE table APPLY (PURGE)' "
+            "(deltalog: DeltaTable.optimize().executePurge(), or optimize(log, purge=True)).",
         )
         self.features = ("deletionVectors",)
         self.operation = "generate symlink manifests for"
