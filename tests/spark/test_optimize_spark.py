@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -325,3 +326,34 @@ def test_a_deletion_vector_delete_landing_during_compaction_fails_optimize(spark
         table.optimize().executeCompaction()
     assert spark.read.format("deltalog").load(table_path).count() == 10
     assert _last_commit(table_path)[0]["operation"] == "DELETE"  # OPTIMIZE committed nothing
+
+
+def test_purge_rewrites_files_holding_dropped_columns_and_keeps_renamed_ones(spark, table_path):
+    """Delta's ``DeltaReorgSuite`` "Purge dropped columns of a table without DV" and "Columns
+    being renamed should not be purged": REORG ... APPLY (PURGE) also rewrites the files whose
+    Parquet schema still holds a column the table dropped (column mapping), without it; a
+    renamed column keeps its physical name. A table with nothing to purge gets no commit."""
+    import pyarrow.parquet as pq
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.commands.alter import drop_columns, rename_column
+    from deltalog.txn.delta_log import DeltaLog
+
+    df = spark.range(0, 20, 1, 4).selectExpr("id", "id % 4 AS renamed_from", "id % 5 AS dropped")
+    df.write.format("deltalog").mode("append").option("delta.columnMapping.mode", "name").save(table_path)
+    log = DeltaLog.for_table(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.optimize().executePurge()
+    assert log.update().version == 0  # nothing to purge: no commit
+    physical = {f.name: f.physical_name for f in log.update().schema.fields}
+    drop_columns(log, ["dropped"])
+    rename_column(log, "renamed_from", "renamed_to")
+    table.optimize().executePurge()
+    info = _last_commit(table_path)[0]
+    assert info["operation"] == "REORG" and info["operationMetrics"]["numRemovedFiles"] == "4"
+    files = log.update().files
+    assert len(files) == 1
+    names = pq.read_schema(os.path.join(table_path, files[0].path)).names
+    assert physical["dropped"] not in names and physical["renamed_from"] in names
+    rows = sorted(tuple(r) for r in spark.read.format("deltalog").load(table_path).collect())
+    assert rows == [(i, i % 4) for i in range(20)]

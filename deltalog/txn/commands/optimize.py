@@ -713,6 +713,74 @@ def files_with_narrower_types(spec: CompactionSpec, files: Sequence[AddFile]) ->
     return out
 
 
+def _selection(
+    spec: CompactionSpec,
+    snapshot: Snapshot,
+    sizes: tuple[int, int],
+    min_files_per_bin: int,
+    purge: bool,
+    max_deleted_rows_ratio: float,
+    rewrite_type_widening: bool,
+) -> _Selection:
+    """What the run rewrites: ``sizes`` are the bin size and the size below which a file is a
+    candidate; a purge of a column-mapped table also reads footers for dropped columns."""
+    narrow = functools.partial(files_with_narrower_types, spec) if rewrite_type_widening else None
+    column_mapped = snapshot.metadata.properties.column_mapping_mode != "none"
+    dropped = functools.partial(files_with_dropped_columns, spec) if purge and column_mapped else None
+    target, smaller_than = sizes
+    return _Selection(
+        spec.z_order_by, target, smaller_than, min_files_per_bin, purge, max_deleted_rows_ratio, narrow, dropped
+    )
+
+
+def files_with_dropped_columns(spec: CompactionSpec, files: Sequence[AddFile]) -> set[str]:
+    """The paths of the files of ``files`` whose Parquet footer holds a column (at any depth,
+    names compared ignoring case) the table no longer has: the files REORG PURGE rewrites
+    without it (Delta's ``DeltaPurgeOperation`` and ``fileHasExtraColumns``). Partition
+    columns written into the files and row tracking's materialized columns are the table's."""
+    store = spec.store.build()
+    fs = store.filesystem()
+    kept = [*spec.schema, *(pa.field(spec.physical_names.get(c, c), pa.null()) for c in spec.partition_columns)]
+    kept += [pa.field(name, pa.null()) for name in spec.row_tracking_columns or ()]
+    table = pa.struct(kept)
+    out = set()
+    for f in files:
+        uri = absolute_path(spec.table_uri, f.path)
+        try:
+            with open_data_file(fs, store.fs_path(uri), pre_buffer=False) as reader:
+                stored = pa.struct(list(reader.schema_arrow))
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise OptimizeError(f"cannot read the footer of {uri} ({exc}); nothing was committed.") from None
+        if _has_extra_fields(stored, table):
+            out.add(f.path)
+    return out
+
+
+def _has_extra_fields(stored: pa.DataType, table: pa.DataType) -> bool:
+    """Whether ``stored`` has a struct field ``table`` lacks (through structs, lists and maps);
+    a field whose type in ``table`` is null (a partition or row tracking column) is not entered."""
+    if pa.types.is_null(table):
+        return False
+    if pa.types.is_struct(stored):
+        if not pa.types.is_struct(table):
+            return False
+        fields = {table.field(i).name.lower(): table.field(i).type for i in range(table.num_fields)}
+        return any(
+            stored.field(i).name.lower() not in fields
+            or _has_extra_fields(stored.field(i).type, fields[stored.field(i).name.lower()])
+            for i in range(stored.num_fields)
+        )
+    if pa.types.is_list(stored) or pa.types.is_large_list(stored):
+        return (pa.types.is_list(table) or pa.types.is_large_list(table)) and _has_extra_fields(
+            stored.value_type, table.value_type
+        )
+    if pa.types.is_map(stored):
+        return pa.types.is_map(table) and (
+            _has_extra_fields(stored.key_type, table.key_type) or _has_extra_fields(stored.item_type, table.item_type)
+        )
+    return False
+
+
 def _percentile(sizes: list[int], quarters: int) -> int:
     """Delta's ``FileSizeStatsWithHistogram``: the size at index ``count * quarters / 4`` of
     the sorted sizes (0 without files)."""
@@ -762,11 +830,11 @@ def optimize(
         spec = CompactionSpec.for_snapshot(
             delta_log, txn.snapshot, columns, target, num_ranges, kind.clustered, session_prefix_length
         )
-        narrow = functools.partial(files_with_narrower_types, spec) if rewrite_type_widening else None
-        select = _Selection(
-            spec.z_order_by, target, smaller_than, min_files_per_bin, purge, max_deleted_rows_ratio, narrow
-        )
-        plan = _plan_bins(txn, where, select, result, kind.clustered and not (full or narrow), select_files)
+        select = _selection(
+            spec, txn.snapshot, (target, smaller_than), min_files_per_bin, purge, max_deleted_rows_ratio,
+            rewrite_type_widening,
+        )  # fmt: skip
+        plan = _plan_bins(txn, where, select, result, kind.clustered and not (full or select.narrower), select_files)
         if not plan:
             log.info("optimize %s: nothing to compact", delta_log.table_uri)
             return result
@@ -855,6 +923,9 @@ class _Selection:
     #: ``rewrite_type_widening``: the files among the partitions' files to rewrite, each
     #: even alone in its bin (Delta's reorg keeps bins of one file)
     narrower: Callable[[Sequence[AddFile]], list[AddFile]] | None = None
+    #: ``purge`` on a table with column mapping: the paths of the files among the partitions'
+    #: files whose Parquet schema still holds a column the table dropped
+    dropped_columns: Callable[[Sequence[AddFile]], set[str]] | None = None
 
     def wants(self, f: AddFile) -> bool:
         if self.narrower is not None:
@@ -880,13 +951,15 @@ def _plan_bins(
     files = txn.files_for_scan(list(where) if where else None)
     if select_files is not None:  # the Spark layer's WHERE (Delta's filesForScan)
         files = select_files(txn.snapshot, files)
-    wanted = [f for f in files if select.wants(f)]
+    extra = select.dropped_columns(files) if select.dropped_columns is not None else set()
+    wanted = [f for f in files if select.wants(f) or f.path in extra]
     if select.narrower is not None:
         wanted = select.narrower(wanted)
     by_partition: dict[Any, list[AddFile]] = defaultdict(list)
     for f in wanted:
         by_partition[_partition_key(f)].append(f)
-    min_files = 1 if select.narrower is not None else select.min_files_per_bin
+    # a reorg rewrites a file even alone in its bin (Delta's groupFilesIntoBins)
+    min_files = 1 if select.narrower is not None or select.purge else select.min_files_per_bin
     # Z-order (Delta's multi-dimensional clustering) rewrites each partition whole
     plan = [
         (key, b)
