@@ -1,7 +1,8 @@
 """Auto compaction: Delta's ``AutoCompact`` post-commit hook.
 
-After a commit that wrote new data files (an ``add`` with ``dataChange=true``: a write, a
-streaming append, MERGE, UPDATE, DELETE; never OPTIMIZE, whose adds do not change data),
+After a commit of the Spark layer that wrote data files (a write, also with
+``dataChange=false``, a streaming append, MERGE, UPDATE, DELETE; never OPTIMIZE or REORG, which
+run their own transactions, as Delta's ``writeFiles`` registers the hook unless it optimizes),
 small files are compacted when auto compaction is on: the session's
 ``spark.databricks.delta.autoCompact.enabled`` (:class:`EngineSettings.auto_compact`) wins,
 else the table's ``delta.autoOptimize.autoCompact`` (or the deprecated ``delta.autoOptimize``)
@@ -70,7 +71,7 @@ def compact_after_commit(
 ) -> OptimizeResult | None:
     """Compact what the commit of ``actions`` (``snapshot`` is the table after it) calls for;
     the compaction's result, or None when auto compaction is off or finds nothing to do."""
-    added = {_key(a) for a in actions if isinstance(a, AddFile) and a.data_change}
+    added = {_key(a) for a in actions if isinstance(a, AddFile)}
     if not added or not enabled_for(snapshot, settings):
         return None
     max_size = settings.auto_compact_max_file_size
