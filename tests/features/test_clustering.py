@@ -276,3 +276,34 @@ def test_clustering_columns_need_statistics_by_delta_data_skipping_stats_columns
         create(str(tmp_path / "x"), ["x"])  # the first column, but not listed
     create(str(tmp_path / "y"), ["Y"])
     assert clustering_columns(DeltaLog.for_table(str(tmp_path / "y")).update()) == ["y"]
+
+
+def test_cluster_by_none_on_an_unclustered_table_commits_nothing(tmp_path: Path) -> None:
+    """Delta's "alter table cluster by none is a no-op on non-clustered tables": no commit, no
+    clustering feature."""
+    log = _create(str(tmp_path / "t"), None)
+    assert cluster_by(log, []) is None
+    snapshot = log.update()
+    assert snapshot.version == 0 and "clustering" not in (snapshot.protocol.writer_features or ())
+
+
+@pytest.mark.parametrize(
+    ("properties", "error_class"),
+    [
+        ({"clusteringColumns": '[["y"]]'}, "DELTA_CANNOT_MODIFY_TABLE_PROPERTY"),
+        ({"delta.feature.clustering": "supported"}, "DELTA_ALTER_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED"),
+    ],
+)
+def test_clustering_is_not_set_through_table_properties(
+    tmp_path: Path, properties: dict[str, str], error_class: str
+) -> None:
+    """Delta's "alter table set tbl properties not allowed for clusteringColumns" and
+    ``alterTableSetClusteringTableFeatureException``: clustering columns live in the
+    ``delta.clustering`` domain (``cluster_by``), and the feature comes with them."""
+    from deltalog.txn.commands.alter import set_table_properties
+    from deltalog.txn.protocol.errors import DeltaLogError
+
+    log = _create(str(tmp_path / "t"), ["x"])
+    with pytest.raises(DeltaLogError, match=error_class):
+        set_table_properties(log, properties)
+    assert log.update().version == 0

@@ -159,6 +159,54 @@ def test_a_clustering_column_cannot_be_dropped(spark, tmp_path):
     assert _both_paths(spark, path, order="z") == [{"z": 1, "s": {"a": 2}, "y": 3}]
 
 
+def test_an_overwrite_of_a_clustered_table_clears_its_clustering_columns(spark, tmp_path):
+    """Delta's ``WriteIntoDelta.getNewDomainMetadata`` (``ClusteredTableDDLSuite`` "Replace
+    clustered table with non-clustered table - dataframe writer"): a DataFrame overwrite
+    replaces the table, and a table replaced without ``CLUSTER BY`` keeps the clustering
+    feature with no clustering column. With ``overwriteSchema`` dropping the clustering column
+    the table used to keep a domain naming a missing column, and DESCRIBE DETAIL and OPTIMIZE
+    failed. ``replaceWhere`` and appends keep the columns; partitioning it stays refused."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.delta_log import DeltaLog
+
+    def clustered(name):
+        path = str(tmp_path / name)
+        DeltaTable.create(spark).location(path).addColumn("a", "int").addColumn("s", "string").clusterBy("a").execute()
+        spark.sql("select 1 as a, 'x' as s").write.format("deltalog").mode("append").save(path)
+        return path, DeltaTable.forPath(spark, path)
+
+    def columns(table):
+        return table.detail().collect()[0].clusteringColumns
+
+    path, table = clustered("schema")
+    new_data = spark.sql("select 2 as i, 'y' as s")
+    new_data.write.format("deltalog").mode("overwrite").option("overwriteSchema", "true").save(path)
+    assert columns(table) == [] and "clustering" in DeltaLog.for_table(path).update().protocol.writer_features
+    table.optimize().executeCompaction()
+    path, table = clustered("same")
+    spark.sql("select 3 as a, 'z' as s").write.format("deltalog").mode("append").option("replaceWhere", "a = 1").save(
+        path
+    )
+    assert columns(table) == ["a"]
+    spark.sql("select 4 as a, 'w' as s").write.format("deltalog").mode("overwrite").save(path)
+    assert columns(table) == []
+    path, table = clustered("parts")
+    with pytest.raises(Exception, match="DELTA_CLUSTERING_REPLACE_TABLE_WITH_PARTITIONED_TABLE"):
+        new_data.write.format("deltalog").mode("overwrite").option("overwriteSchema", "true").option(
+            "partitionBy", "i"
+        ).save(path)
+    assert columns(table) == ["a"] and DeltaLog.for_table(path).update().version == 1
+    with pytest.raises(Exception, match="DELTA_CLUSTERING_REPLACE_TABLE_WITH_PARTITIONED_TABLE"):
+        DeltaTable.replace(spark).location(path).addColumn("i", "int").addColumn("s", "string").partitionedBy(
+            "i"
+        ).execute()
+    assert DeltaLog.for_table(path).update().version == 1
+    DeltaTable.replace(spark).location(path).addColumn("i", "int").addColumn("s", "string").execute()
+    assert columns(table) == []  # REPLACE without CLUSTER BY: clustered by nothing, as Delta
+    (domain,) = [a["domainMetadata"] for a in commits(path)[-1] if "domainMetadata" in a]
+    assert domain == {"domain": "delta.clustering", "configuration": '{"clusteringColumns":[]}', "removed": False}
+
+
 def test_a_check_constraint_the_rows_break_cannot_be_added(spark, table_path):
     """Delta's ADD CONSTRAINT (DELTA_NEW_CHECK_CONSTRAINT_VIOLATION): a CHECK constraint set
     on an existing table is checked against its rows first; one that a row breaks (false or

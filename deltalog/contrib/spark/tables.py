@@ -8,7 +8,6 @@ ones in one commit.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import re
@@ -67,8 +66,8 @@ from deltalog.contrib.spark.table_builder import (
 from deltalog.contrib.spark.tablelog import open_log, start_transaction
 from deltalog.contrib.spark.writes import commit_files, write_spec
 from deltalog.txn.commit.action_checks import assert_removable
-from deltalog.txn.protocol.actions import Action, AddFile, DomainMetadata
-from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN
+from deltalog.txn.protocol.actions import Action, AddFile
+from deltalog.txn.protocol.clustering import cleared_clustering_domain, refuse_partitioning_a_clustered_table
 from deltalog.txn.protocol.errors import TableNotFoundError
 from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, TableProperties, validate_table_properties
 from deltalog.txn.protocol.protocol_requirements import session_table_defaults, with_table_defaults
@@ -1083,6 +1082,8 @@ class DeltaTableBuilder:
         from deltalog.txn.protocol.column_defaults import column_defaults
 
         txn = start_transaction(delta_log)
+        if replacing and self._partitions:
+            refuse_partitioning_a_clustered_table(txn.snapshot.protocol, self._partitions)
         metadata = self._metadata(txn.metadata if replacing else None, defaults)
         column_defaults(metadata)  # a default no write could compute is refused now
         txn.update_metadata(metadata, creating_table=True if replacing else None)  # Delta's isCreatingNewTable
@@ -1096,7 +1097,8 @@ class DeltaTableBuilder:
         if replacing:
             now = _now_ms()
             actions += [f.remove(now) for f in txn.filter_files()]
-            actions += _clustering_removed(txn.snapshot.domain_metadata, actions)
+            if not self._cluster_by:  # Delta's handleDomainMetadataForReplaceTable: clustered by nothing
+                actions += cleared_clustering_domain(txn.snapshot.domain_metadata)
         if self._mode in ("replace", "createOrReplace"):  # the operation Delta records, table there or not
             txn.commit(actions, ReplaceTable(**definition, or_create=self._mode == "createOrReplace"))
         else:
@@ -1129,15 +1131,6 @@ class DeltaTableBuilder:
             description=self._comment,
             created_time=_now_ms(),
         )
-
-
-def _clustering_removed(domains: Mapping[str, DomainMetadata], actions: Sequence[Any]) -> list[DomainMetadata]:
-    """The old table's ``delta.clustering`` domain, removed, unless ``actions`` set a new one
-    (Delta's ``handleDomainMetadataForReplaceTable``: other domains survive a REPLACE)."""
-    old = domains.get(CLUSTERING_DOMAIN)
-    if old is None or any(isinstance(a, DomainMetadata) and a.domain == CLUSTERING_DOMAIN for a in actions):
-        return []
-    return [dataclasses.replace(old, removed=True)]
 
 
 def _update_assignments(

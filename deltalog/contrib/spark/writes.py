@@ -72,7 +72,7 @@ from deltalog.txn.protocol.actions import (
     Protocol,
     SetTransaction,
 )
-from deltalog.txn.protocol.clustering import refuse_partitioning_a_clustered_table
+from deltalog.txn.protocol.clustering import cleared_clustering_domain, refuse_partitioning_a_clustered_table
 from deltalog.txn.protocol.column_defaults import plan_default_expressions
 from deltalog.txn.protocol.constraints import Constraint, refuse_missing_not_null_columns, table_constraints
 from deltalog.txn.protocol.errors import SchemaMismatchError as ProtocolSchemaMismatchError
@@ -437,7 +437,7 @@ def _metadata_change(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any
     current = snapshot.metadata
     if opts.overwrite and opts.overwrite_schema and not opts.replace_where:
         fresh = _overwritten_metadata(opts, current, data)
-        refuse_partitioning_a_clustered_table(snapshot.domain_metadata, snapshot.protocol, fresh.partition_columns)
+        refuse_partitioning_a_clustered_table(snapshot.protocol, fresh.partition_columns)
         return fresh
     if opts.partition_by is not None and [c.lower() for c in opts.partition_by] != [
         c.lower() for c in current.partition_columns
@@ -807,6 +807,8 @@ def _prepare_commit(
     if streaming is None:
         if plan.new_metadata is not None:
             txn.update_metadata(plan.new_metadata)
+        if opts.overwrite and not opts.replace_where and not plan.replace_using:
+            actions.extend(cleared_clustering(txn))
     else:
         _stream_metadata(txn, plan)
     txn.update_identity_high_water_marks(high_water_marks)
@@ -830,6 +832,15 @@ def _prepare_commit(
     if streaming is None and not opts.overwrite and opts.replace_where and opts.replace_where_data_columns:
         metrics["numCopiedRows"] = "0"  # Delta's registerInsertReplaceMetrics runs for an append too
     return _PreparedCommit(txn, actions, _operation(plan, streaming, metrics), rewritten)
+
+
+def cleared_clustering(txn: OptimisticTransaction) -> list[Action]:
+    """Delta's ``getNewDomainMetadata`` for an overwrite (a DataFrame write replacing the
+    table, not a ``replaceWhere`` or ``replaceUsing``): a table replaced without ``CLUSTER BY``
+    keeps the clustering feature and has no clustering column."""
+    if not txn.table_exists:
+        return []
+    return list(cleared_clustering_domain(txn.snapshot.domain_metadata))
 
 
 def _operation(plan: WritePlan, streaming: StreamingInfo | None, metrics: dict[str, str]) -> Operation:

@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from deltalog.txn.commit.operations import AddConstraint, DropConstraint, Operation
-from deltalog.txn.protocol.properties import CHECK_CONSTRAINT_PREFIX, InvalidPropertyError
+from deltalog.txn.protocol.clustering import ClusteringColumnsError
+from deltalog.txn.protocol.properties import CHECK_CONSTRAINT_PREFIX, InvalidPropertyError, ReservedPropertyError
 
 __all__ = [
     "COMMENT",
@@ -53,6 +54,14 @@ def without_reserved(values: Mapping[str, str]) -> dict[str, str]:
         raise InvalidPropertyError(
             "[DELTA_CANNOT_CHANGE_PROVIDER] 'provider' is a reserved table property, and cannot be altered; "
             "nothing was committed"
+        )
+    if "clusteringColumns" in values:
+        raise ReservedPropertyError("clusteringColumns")
+    if "delta.feature.clustering" in values:
+        raise ClusteringColumnsError(
+            "[DELTA_ALTER_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED] Cannot enable clustering table feature "
+            "using ALTER TABLE SET TBLPROPERTIES: cluster the table by its columns instead (cluster_by, Delta's "
+            "ALTER TABLE ... CLUSTER BY), which adds the feature; nothing was committed"
         )
     return {k: v for k, v in values.items() if k != COMMENT}
 

@@ -13,6 +13,7 @@ the clustering columns; appends are written unclustered, as Delta writes them.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from deltalog.txn.protocol.actions import Metadata
 
 __all__ = ["ClusterBy", "cluster_by", "clustering_actions", "clustering_columns", "clustering_plan", "is_clustered"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -125,12 +128,17 @@ def clustering_actions(txn: OptimisticTransaction, columns: Sequence[str]) -> li
     return [_domain(txn, columns)]
 
 
-def cluster_by(delta_log: DeltaLog, columns: Sequence[str], *, lock: str | CommitLock | None = None) -> int:
+def cluster_by(delta_log: DeltaLog, columns: Sequence[str], *, lock: str | CommitLock | None = None) -> int | None:
     """``ALTER TABLE ... CLUSTER BY (columns)`` (empty: ``CLUSTER BY NONE``): a metadata-only
-    commit of the new ``delta.clustering`` domain; an unclustered, unpartitioned table becomes
-    clustered (protocol upgraded). Files already clustered keep their layout until OPTIMIZE."""
+    commit of the new ``delta.clustering`` domain, its version returned; an unclustered,
+    unpartitioned table becomes clustered (protocol upgraded). ``CLUSTER BY NONE`` on a table
+    that is not clustered commits nothing and returns None, as Delta skips it. Files already
+    clustered keep their layout until OPTIMIZE."""
     delta_log.require_table()
     txn = delta_log.start_transaction(lock=lock)
+    if not columns and "clustering" not in (txn.snapshot.protocol.writer_features or ()):
+        log.info("CLUSTER BY NONE on %s, which is not clustered: nothing to commit", delta_log.table_uri)
+        return None
     old = clustering_columns(txn.snapshot) or []
     domain = _domain(txn, columns)
     new = logical_clustering_columns({domain.domain: domain}, json.loads(txn.snapshot.metadata.schema_string))

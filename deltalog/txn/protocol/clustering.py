@@ -23,6 +23,7 @@ __all__ = [
     "CLUSTERING_PROVIDER",
     "MAX_CLUSTERING_COLUMNS",
     "ClusteringColumnsError",
+    "cleared_clustering_domain",
     "clustering_domain",
     "clustering_protocol",
     "logical_clustering_columns",
@@ -114,6 +115,16 @@ def clustering_domain(physical_columns: Sequence[Sequence[str]]) -> DomainMetada
     return DomainMetadata(CLUSTERING_DOMAIN, config, False)
 
 
+def cleared_clustering_domain(domains: Mapping[str, DomainMetadata]) -> tuple[DomainMetadata, ...]:
+    """The ``delta.clustering`` domain of a table replaced without ``CLUSTER BY``: no column
+    when the table has one (Delta's ``getMatchingMetadataDomain`` with no clustering column
+    and ``handleDomainMetadataForReplaceTable``), nothing otherwise."""
+    domain = domains.get(CLUSTERING_DOMAIN)
+    if domain is None or domain.removed:
+        return ()
+    return (clustering_domain([]),)
+
+
 def logical_clustering_columns(
     domains: Mapping[str, DomainMetadata], schema: Mapping[str, Any], protocol: Protocol | None = None
 ) -> list[str] | None:
@@ -145,15 +156,13 @@ def logical_clustering_columns(
     return names
 
 
-def refuse_partitioning_a_clustered_table(
-    domains: Mapping[str, DomainMetadata], protocol: Protocol | None, partition_columns: Sequence[str]
-) -> None:
-    """Delta's ``DELTA_CLUSTERING_REPLACE_TABLE_WITH_PARTITIONED_TABLE``: an overwrite that
-    would give a clustered table partition columns is refused (a table is never both)."""
+def refuse_partitioning_a_clustered_table(protocol: Protocol | None, partition_columns: Sequence[str]) -> None:
+    """Delta's ``DELTA_CLUSTERING_REPLACE_TABLE_WITH_PARTITIONED_TABLE``: a table with the
+    clustering feature (clustered, or once clustered: the feature stays) is never replaced
+    or overwritten by a partitioned one (Delta's ``validatePrerequisitesForClusteredTable``)."""
     if not partition_columns or protocol is None or "clustering" not in (protocol.writer_features or ()):
         return
-    if CLUSTERING_DOMAIN in domains and not domains[CLUSTERING_DOMAIN].removed:
-        raise ClusteringColumnsError(
-            f"replacing a clustered Delta table with a table partitioned by {list(partition_columns)} is not "
-            "allowed (Delta's DELTA_CLUSTERING_REPLACE_TABLE_WITH_PARTITIONED_TABLE); drop partitionBy"
-        )
+    raise ClusteringColumnsError(
+        f"replacing a clustered Delta table with a table partitioned by {list(partition_columns)} is not "
+        "allowed (Delta's DELTA_CLUSTERING_REPLACE_TABLE_WITH_PARTITIONED_TABLE); drop partitionBy"
+    )
