@@ -307,3 +307,39 @@ def test_clustering_is_not_set_through_table_properties(
     with pytest.raises(DeltaLogError, match=error_class):
         set_table_properties(log, properties)
     assert log.update().version == 0
+
+
+def test_clustering_column_names_are_quoted_as_spark_quotes_them() -> None:
+    """Delta's ``ClusteringColumnInfo.logicalName`` (``FieldReference``): a name part that is
+    not a plain word is backquoted (``ClusteredTableDDLSuite`` "clustering column names with
+    spaces", "commas in the column name")."""
+    fields = [
+        {"name": name, "type": t, "nullable": True, "metadata": {}}
+        for name, t in (("col1 a", "integer"), ("col9.f", "integer"), (",c,", "long"), ("plain_1", "long"))
+    ]
+    nested = {"type": "struct", "fields": [{"name": "x y", "type": "integer", "nullable": True, "metadata": {}}]}
+    fields.append({"name": "s", "type": nested, "nullable": True, "metadata": {}})
+    schema = {"type": "struct", "fields": fields}
+    paths = [["col1 a"], ["col9.f"], [",c,"], ["plain_1"], ["s", "x y"]]
+    domain = clustering_domain(paths)
+    names = logical_clustering_columns({domain.domain: domain}, schema)
+    assert names == ["`col1 a`", "`col9.f`", "`,c,`", "plain_1", "s.`x y`"]
+
+
+def test_a_clustering_column_with_a_space_clusters_and_cannot_be_dropped(tmp_path: Path) -> None:
+    """A clustering column whose name Delta quotes (```col 1```) is found by OPTIMIZE and by
+    the drop-column check by its name parts, not by the quoted text."""
+    from deltalog.txn.commands.alter import drop_columns
+    from deltalog.txn.protocol.errors import InvalidSchemaChangeError
+
+    fields = [{"name": n, "type": "long", "nullable": True, "metadata": {}} for n in ("col 1", "y")]
+    schema = json.dumps({"type": "struct", "fields": fields})
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    txn = log.start_transaction()
+    config = {"delta.columnMapping.mode": "name"}
+    txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=schema, configuration=config))
+    txn.commit(clustering_actions(txn, ["`col 1`"]), CreateTable(cluster_by=["`col 1`"]))
+    assert clustering_columns(log.update()) == ["`col 1`"]
+    with pytest.raises(InvalidSchemaChangeError, match="DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN"):
+        drop_columns(log, ["col 1"])
+    assert optimize(log).num_files_removed == 0  # finds the column (no file yet)

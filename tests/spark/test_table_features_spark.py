@@ -90,6 +90,8 @@ def test_clustered_table_from_the_builder_optimized_by_spark_tasks(spark, table_
     assert created["operationParameters"]["clusterBy"] == '["x","y"]'
     rows = _both_paths(spark, table_path, order=["x", "y"])
     assert len(rows) == 1600
+    with pytest.raises(Exception, match=r"DELTA_CLUSTERING_WITH_PARTITION_PREDICATE.*predicates: x > 0 y < 5"):
+        table.optimize().where("x > 0").where("y < 5").executeCompaction()  # Delta's "error scenarios"
     # table_path's teardown checks delta-rs reads the clustered table too
 
 

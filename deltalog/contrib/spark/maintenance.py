@@ -115,6 +115,11 @@ class DeltaOptimizeBuilder:
 
         table = self._table
         spark = table._spark
+        if self._where and "clustering" in (table._log.update().protocol.writer_features or ()):
+            raise DeltaAnalysisError(
+                "DELTA_CLUSTERING_WITH_PARTITION_PREDICATE: OPTIMIZE command for Delta table with clustering doesn't "
+                f"support partition predicates. Please remove the predicates: {' '.join(self._where)}."
+            )
         where = optimize_where(self._where, table._log.update().metadata, spark) if self._where else OptimizeWhere(None)
         num_ranges = _size_conf(spark, NUM_RANGE_IDS_CONF) or DEFAULT_NUM_RANGES
         if num_ranges <= 1:

@@ -20,6 +20,7 @@ from typing import Any
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.logical_schema import without_internal_delta_metadata
 from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, FEATURE_PROPERTY_PREFIX
+from deltalog.txn.protocol.schema import split_column_name
 
 __all__ = ["verify_existing_definition"]
 
@@ -71,7 +72,9 @@ def _verify_layout(
             f"partitioning at {path}. Specified: {list(partitions)}; existing: {list(existing_partitions)}"
         )
     specified_clustering = list(cluster_by) if cluster_by else None
-    if specified_clustering != (list(existing_clustering) if existing_clustering is not None else None):
+    specified = [split_column_name(c) for c in specified_clustering] if specified_clustering else None
+    existing_parts = [split_column_name(c) for c in existing_clustering] if existing_clustering is not None else None
+    if specified != existing_parts:
         raise DeltaAnalysisError(
             f"DELTA_CREATE_TABLE_WITH_DIFFERENT_CLUSTERING: The specified clustering columns do not match the "
             f"existing clustering columns at {path}. Specified: {specified_clustering}; existing: "

@@ -67,7 +67,7 @@ from deltalog.txn.protocol.properties import (
     normalize_property_key,
     validate_table_properties,
 )
-from deltalog.txn.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
+from deltalog.txn.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, split_column_name
 from deltalog.txn.protocol.stats_columns import dropped_stats_columns, renamed_stats_columns
 
 if TYPE_CHECKING:
@@ -320,6 +320,18 @@ def _with_schema(metadata: Metadata, schema: StructType, **changes: Any) -> Meta
 # -- the commands --------------------------------------------------------------------------
 
 
+def _clustering_columns_among(snapshot: Snapshot, names: Sequence[str]) -> list[str]:
+    """The clustering columns that are, or are inside, one of the columns ``names`` (compared
+    by name parts ignoring case: Delta quotes a part that is not a plain word)."""
+    clustering = logical_clustering_columns(
+        snapshot.domain_metadata, json.loads(snapshot.metadata.schema_string), snapshot.protocol
+    )
+    dropped = [[p.lower() for p in split_column_name(n)] for n in names]
+    return [
+        c for c in clustering or () if any([p.lower() for p in split_column_name(c)][: len(d)] == d for d in dropped)
+    ]
+
+
 def add_columns(delta_log: DeltaLog, columns: Iterable[tuple[str, StructField] | StructField]) -> int:
     """``ALTER TABLE ADD COLUMNS``: new nullable columns at the end of the table (or of the
     struct a dotted path names: ``("address", StructField("zip", ...))`` or a field whose
@@ -435,12 +447,7 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
         )
 
     def not_clustering(txn: OptimisticTransaction) -> None:
-        snapshot = txn.snapshot
-        clustering = logical_clustering_columns(
-            snapshot.domain_metadata, json.loads(snapshot.metadata.schema_string), snapshot.protocol
-        )
-        dropped = [n.lower() for n in names]
-        used = [c for c in clustering or () if any(c.lower() == d or c.lower().startswith(d + ".") for d in dropped)]
+        used = _clustering_columns_among(txn.snapshot, names)
         if used:
             raise InvalidSchemaChangeError(
                 f"cannot drop the clustering column(s) {used} (Delta's DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN); "

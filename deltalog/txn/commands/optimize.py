@@ -104,7 +104,7 @@ from deltalog.txn.protocol.file_stats import StatsCollector, tight_bounds_on_wri
 from deltalog.txn.protocol.iceberg_compat import materializes_partition_columns, row_tracking_field_ids
 from deltalog.txn.protocol.partition_filters import PartitionFilter
 from deltalog.txn.protocol.partition_paths import partition_directory
-from deltalog.txn.protocol.schema import StructType, from_arrow_type
+from deltalog.txn.protocol.schema import StructType, from_arrow_type, split_column_name
 from deltalog.txn.protocol.stats_columns import STRING_PREFIX_LENGTH, StatsColumns
 from deltalog.txn.protocol.type_widening import is_type_change_supported
 
@@ -1046,7 +1046,8 @@ def _z_order_columns(
     """The clustering columns of a clustered table, else the ``ZORDER BY`` columns checked as
     Delta's ``validateZorderByColumns`` (:func:`~deltalog.txn.commands.z_order.z_order_columns`),
     its refusals as :class:`OptimizeError`."""
-    names = [(c,) for c in clustered] if clustered else z_order_by  # clustering: top-level columns
+    # clustering: top-level columns, named as Delta quotes them (`a b`)
+    names = [tuple(split_column_name(c)) for c in clustered] if clustered else z_order_by
     if not names:
         return ()
     check = z_order_columns(snapshot, names, check_stats)

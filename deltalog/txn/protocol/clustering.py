@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.txn.protocol.actions import DomainMetadata, Protocol
+from deltalog.txn.protocol.column_identifiers import column_sql
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.schema import split_column_name
 from deltalog.txn.protocol.stats_columns import SKIPPING_ELIGIBLE_TYPES
@@ -152,7 +153,7 @@ def logical_clustering_columns(
                 )
             logical.append(field["name"])
             t = field["type"]
-        names.append(".".join(f"`{p}`" if "." in p else p for p in logical))
+        names.append(column_sql(logical))  # Delta's FieldReference: quoted where not a plain word
     return names
 
 
