@@ -460,6 +460,15 @@ def test_convert_to_delta_reads_its_identifier_as_deltas(spark, tmp_path):
         (lambda b, p: b.tableName(f"delta.`{p}`").location(p + "-x"), "IDENTIFIER_LOCATION_MISMATCH"),
         (lambda b, p: b.tableName(f"parquet.`{p}`").location(p), "schema `parquet` cannot be found"),
         (lambda b, p: b.location(p).clusterBy("c1").partitionedBy("c1"), "DELTA_CLUSTER_BY_WITH_PARTITIONED_BY"),
+        # ClusteringTableFeatureSuite: the feature comes with clusterBy, never as a property
+        (
+            lambda b, p: b.location(p).property("delta.feature.clustering", "supported"),
+            "DELTA_CREATE_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED",
+        ),
+        (
+            lambda b, p: b.location(p).clusterBy("c1").property("Delta.Feature.Clustering", "supported"),
+            "DELTA_CREATE_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED",
+        ),
         # DeltaTableCreationTests, DeltaCatalog.createDeltaTable
         (lambda b, p: b.location(p).property("delta.randomPrefixLength", "-1"), "needs to be greater than 0"),
         (lambda b, p: b.location(p).addColumn("i", "long", generatedAlwaysAs=_identity()).partitionedBy("i"), "IDENT"),

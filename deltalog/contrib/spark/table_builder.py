@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -276,6 +277,16 @@ def check_builder_partitioning(fields: list[dict[str, Any]], partitions: list[st
                 f"DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED: PARTITIONED BY IDENTITY column {column} is not "
                 "supported."
             )
+
+
+def refuse_clustering_feature_property(properties: Mapping[str, str]) -> None:
+    """Delta's ``validateExistingTableFeatureProperties``: CREATE TABLE does not take
+    ``delta.feature.clustering`` as a property (``clusterBy`` adds the feature)."""
+    if any(k.lower() == "delta.feature.clustering" for k in properties):
+        raise DeltaAnalysisError(
+            "DELTA_CREATE_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED: Cannot enable clustering table feature "
+            "using TBLPROPERTIES. Use clusterBy(...) to create a Delta table with clustering."
+        )
 
 
 def location_has_files(delta_log: DeltaLog) -> bool:

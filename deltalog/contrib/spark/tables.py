@@ -1020,7 +1020,7 @@ class DeltaTableBuilder:
         definition against it, committing nothing (so do ``create`` and ``createOrReplace``
         with a name Spark's catalog does not have); a catalog table's name replaces."""
         from deltalog.contrib.spark.maintenance import arbitrary_properties_allowed
-        from deltalog.contrib.spark.table_builder import validate_generated_columns
+        from deltalog.contrib.spark.table_builder import refuse_clustering_feature_property, validate_generated_columns
 
         spark = self._spark
         if spark is None:
@@ -1049,6 +1049,7 @@ class DeltaTableBuilder:
         self._properties = validate_table_properties(
             self._properties, allow_arbitrary=arbitrary_properties_allowed(spark)
         )
+        refuse_clustering_feature_property(self._properties)
         self._commit(delta_log, replacing=exists, defaults=session_table_defaults(spark.conf.getAll))
         return DeltaTable(spark, self._location, self._storage_options)
 
