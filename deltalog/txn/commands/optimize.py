@@ -697,10 +697,15 @@ def _narrower(file_type: pa.DataType, table_type: pa.DataType) -> bool:
 def files_with_narrower_types(spec: CompactionSpec, files: Sequence[AddFile]) -> list[AddFile]:
     """The files of ``files`` whose Parquet footer stores some column with a narrower type
     than the table's (``spec.schema``): the files ``rewrite_type_widening`` rewrites."""
+    table = pa.struct(list(spec.schema))
+    return [f for f, stored in _file_schemas(spec, files) if _narrower(stored, table)]
+
+
+def _file_schemas(spec: CompactionSpec, files: Sequence[AddFile]) -> Iterator[tuple[AddFile, pa.DataType]]:
+    """Each file of ``files`` with the schema its Parquet footer stores, as a struct type;
+    :class:`OptimizeError` (nothing committed) when a footer cannot be read."""
     store = spec.store.build()
     fs = store.filesystem()
-    table = pa.struct(list(spec.schema))
-    out = []
     for f in files:
         uri = absolute_path(spec.table_uri, f.path)
         try:
@@ -708,9 +713,7 @@ def files_with_narrower_types(spec: CompactionSpec, files: Sequence[AddFile]) ->
                 stored = pa.struct(list(reader.schema_arrow))
         except (OSError, pa.ArrowInvalid) as exc:
             raise OptimizeError(f"cannot read the footer of {uri} ({exc}); nothing was committed.") from None
-        if _narrower(stored, table):
-            out.append(f)
-    return out
+        yield f, stored
 
 
 def _selection(
@@ -738,22 +741,10 @@ def files_with_dropped_columns(spec: CompactionSpec, files: Sequence[AddFile]) -
     names compared ignoring case) the table no longer has: the files REORG PURGE rewrites
     without it (Delta's ``DeltaPurgeOperation`` and ``fileHasExtraColumns``). Partition
     columns written into the files and row tracking's materialized columns are the table's."""
-    store = spec.store.build()
-    fs = store.filesystem()
     kept = [*spec.schema, *(pa.field(spec.physical_names.get(c, c), pa.null()) for c in spec.partition_columns)]
     kept += [pa.field(name, pa.null()) for name in spec.row_tracking_columns or ()]
     table = pa.struct(kept)
-    out = set()
-    for f in files:
-        uri = absolute_path(spec.table_uri, f.path)
-        try:
-            with open_data_file(fs, store.fs_path(uri), pre_buffer=False) as reader:
-                stored = pa.struct(list(reader.schema_arrow))
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise OptimizeError(f"cannot read the footer of {uri} ({exc}); nothing was committed.") from None
-        if _has_extra_fields(stored, table):
-            out.add(f.path)
-    return out
+    return {f.path for f, stored in _file_schemas(spec, files) if _has_extra_fields(stored, table)}
 
 
 def _has_extra_fields(stored: pa.DataType, table: pa.DataType) -> bool:
