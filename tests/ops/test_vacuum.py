@@ -66,6 +66,18 @@ def test_table_retention_property_sets_the_default(tmp_path: Path) -> None:
     vacuum(log, retention_hours=2)  # equal to the table's retention: allowed
 
 
+def test_retention_hours_are_rounded_to_whole_hours_as_delta(tmp_path: Path) -> None:
+    """Delta's ``VacuumCommand`` takes ``TimeUnit.HOURS.toMillis(math.round(h))``: ``RETAIN 0.4
+    HOURS`` is 0 hours, ``1.5`` is 2, and 167.6 hours passes the one-week retention check."""
+    log = create(str(tmp_path / "t"))
+    orphan = _local(log, "p=a/orphan.parquet")
+    _touch(orphan, hours_old=1.25)
+    assert vacuum(log, retention_hours=0.4, enforce_retention=False, dry_run=True).retention_hours == 0
+    assert vacuum(log, retention_hours=1.5, enforce_retention=False, dry_run=True).files == []
+    assert vacuum(log, retention_hours=1.4, enforce_retention=False, dry_run=True).files == ["p=a/orphan.parquet"]
+    assert vacuum(log, retention_hours=167.6, dry_run=True).retention_hours == 168
+
+
 def test_deletes_only_unreferenced_old_files(tmp_path: Path) -> None:
     log = create(str(tmp_path / "t"))
     kept = write_file(log, [1, 2], "a")

@@ -7,9 +7,10 @@ Delta's ``VacuumCommand`` without Spark. A file under the table root is deleted 
 - its modification time is older than ``now - retention``.
 
 The retention is ``delta.deletedFileRetentionDuration`` (one week by default) unless
-``retention_hours`` is given; a shorter retention is refused while the retention check is on
-(``enforce_retention=True``, or Delta's ``spark.databricks.delta.retentionDurationCheck.enabled``
-in the storage options), because it can delete files a running writer is about to commit.
+``retention_hours`` is given (rounded to whole hours, as Delta); a shorter retention is refused
+while the retention check is on (``enforce_retention=True``, or Delta's
+``spark.databricks.delta.retentionDurationCheck.enabled`` in the storage options), because it
+can delete files a running writer is about to commit.
 
 Hidden names are never looked into or deleted: anything starting with ``_`` or ``.``
 (``_delta_log``, ``_SUCCESS``, ``.crc`` files), except partition directories whose column
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -286,14 +288,17 @@ def _unreferenced(
 def _checked_retention(
     delta_log: DeltaLog, retention_hours: float | None, table_retention_ms: int, enforce_retention: bool
 ) -> tuple[int, bool]:
-    """The retention to use in milliseconds, and whether the retention check is on; raises
+    """The retention to use in milliseconds (``retention_hours`` rounded to whole hours, as
+    Delta), and whether the retention check is on; raises
     :class:`VacuumRetentionError` for a negative one, or one shorter than the table's when
     the check is on."""
-    if retention_hours is not None and retention_hours < 0:
+    # Delta's ``TimeUnit.HOURS.toMillis(math.round(h))``: whole hours, halves rounded up
+    hours = None if retention_hours is None else math.floor(retention_hours + 0.5)
+    if hours is not None and hours < 0:
         raise VacuumRetentionError(
             f"the vacuum retention cannot be negative (got {retention_hours} hours); give 0 or more hours"
         )
-    retention_ms = table_retention_ms if retention_hours is None else int(retention_hours * 3600 * 1000)
+    retention_ms = table_retention_ms if hours is None else hours * 3_600_000
     check = enforce_retention and _retention_check_enabled(delta_log)
     if check and retention_ms < table_retention_ms:
         asked, table_hours = retention_ms / 3_600_000, table_retention_ms / 3_600_000
