@@ -201,6 +201,27 @@ def test_empty_partition_directories_are_removed(tmp_path: Path) -> None:
     assert os.path.isdir(_local(log, "p=a"))
 
 
+def test_directories_count_in_the_dry_run_and_the_metrics_as_delta(tmp_path: Path) -> None:
+    """Delta's dry run lists the directories it deletes with the files (DeltaVacuumSuite's
+    "deleting directories"), and ``numFilesToDelete``/``numDeletedFiles`` count both ("Deleted
+    N files and directories"); a directory holding a young file stays."""
+    log = create(str(tmp_path / "t"))
+    append(log, [1], "a")
+    _touch(_local(log, "x/y/orphan.parquet"), hours_old=24 * 30)
+    os.makedirs(_local(log, "ghi"))
+    _touch(_local(log, "young/new.parquet"), hours_old=0)
+    an_hour_ago = int(time.time() * 1000) - HOUR_MS  # the young file is younger than that
+    preview = vacuum(log, retention_hours=0, enforce_retention=False, dry_run=True, now_ms=an_hour_ago)
+    assert (preview.files, preview.dirs, preview.num_dirs) == (["x/y/orphan.parquet"], ["ghi", "x", "x/y"], 3)
+    result = vacuum(log, retention_hours=0, enforce_retention=False, now_ms=an_hour_ago)
+    assert (result.files, result.num_dirs) == (["x/y/orphan.parquet"], 3)
+    assert not os.path.exists(_local(log, "x")) and not os.path.exists(_local(log, "ghi"))
+    assert os.path.exists(_local(log, "young/new.parquet"))
+    end, start = log.history(limit=2)
+    assert start.operation_metrics["numFilesToDelete"] == "4"
+    assert end.operation_metrics["numDeletedFiles"] == "4"
+
+
 @pytest.mark.parametrize("directory", ["t", "odd%20name/t"])
 def test_deletion_vector_files_of_active_files_are_kept(tmp_path: Path, directory: str) -> None:
     """Also under a directory whose name holds a ``%``: the DV file's path is not decoded

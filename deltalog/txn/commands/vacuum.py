@@ -97,7 +97,9 @@ class VacuumResult:
     table_uri: str
     files: list[str] = field(default_factory=list)
     size_in_bytes: int = 0
-    num_dirs: int = 0  #: empty directories deleted (not Delta's numVacuumedDirectories)
+    #: the directories left empty by deleting ``files`` (or empty already), which VACUUM deletes
+    dirs: list[str] = field(default_factory=list)
+    num_dirs: int = 0  #: directories deleted, or with ``dry_run`` to delete (not Delta's numVacuumedDirectories)
     dry_run: bool = False
     retention_hours: float = 0.0
     start_version: int | None = None
@@ -118,6 +120,7 @@ class VacuumResult:
             "size_in_bytes": self.size_in_bytes,
             "num_dirs": self.num_dirs,
             "files": list(self.files),
+            "dirs": list(self.dirs),
             "start_version": self.start_version,
             "end_version": self.end_version,
         }
@@ -227,8 +230,10 @@ def vacuum(
     files, dirs, outside = _candidates(delta_log, snapshot, fs, root, now - retention_ms, inventory, lite, max_workers)
     valid = _valid_paths(delta_log, snapshot, root, now - retention_ms, now)
     result = _unreferenced(delta_log.table_uri, files, valid, now - retention_ms)
+    result.dirs = _dirs_left_empty(dirs, files, result.files, valid)
     result.dry_run, result.retention_hours = dry_run, retention_ms / 3_600_000
     if dry_run:
+        result.num_dirs = len(result.dirs)
         return result
     start = (
         None
@@ -238,12 +243,12 @@ def vacuum(
             specified_retention_millis=None if retention_hours is None else retention_ms,
             default_retention_millis=table_retention_ms,
             user_metrics={
-                "numFilesToDelete": str(len(result.files)),
+                "numFilesToDelete": str(len(result.files) + len(result.dirs)),  # Delta's diff: both
                 "sizeOfDataToDelete": str(result.size_in_bytes),
             },
         )
     )
-    _delete_between_start_and_end(delta_log, lock, start, result, fs, root, dirs, valid, progress, max_workers)
+    _delete_between_start_and_end(delta_log, lock, start, result, fs, root, len(dirs), progress, max_workers)
     write_last_vacuum_info(delta_log, outside)
     return result
 
@@ -285,6 +290,21 @@ def _unreferenced(
     return result
 
 
+def _dirs_left_empty(
+    dirs: list[str], files: list[tuple[str, int, int]], doomed: list[str], valid: set[str]
+) -> list[str]:
+    """The directories (of ``dirs``) VACUUM deletes: neither ``valid`` nor holding a file that
+    stays (one listed and not ``doomed``). Delta's diff holds the directories empty of old
+    files; one left empty by this run's deletions waits for the next run there."""
+    gone = set(doomed)
+    held: set[str] = set()
+    for rel, _, _ in files:
+        if rel not in gone:
+            parts = rel.split("/")
+            held.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    return sorted(d for d in dirs if d not in valid and d not in held)
+
+
 def _checked_retention(
     delta_log: DeltaLog, retention_hours: float | None, table_retention_ms: int, enforce_retention: bool
 ) -> tuple[int, bool]:
@@ -320,27 +340,27 @@ def _delete_between_start_and_end(
     result: VacuumResult,
     fs: pafs.FileSystem,
     root: str,
-    dirs: list[str],
-    valid: set[str],
+    num_listed_dirs: int,
     progress: Progress | None,
     max_workers: int,
 ) -> None:
-    """Commit ``VACUUM START``, delete ``result.files`` and the directories left empty, then
+    """Commit ``VACUUM START``, delete ``result.files`` and then the empty ``result.dirs``, then
     commit ``VACUUM END`` (``FAILED`` when the deletion raised); the versions go in ``result``
-    and the number of empty directories deleted in ``result.num_dirs``. No ``start``: no commits."""
+    and the number of directories deleted in ``result.num_dirs``. No ``start``: no commits."""
     if start is not None:
         result.start_version = delta_log.start_transaction(lock=lock).commit([], start)
     deleted = 0
-    looked_at = len(dirs) + 1  # Delta's dirCounts: the directories listed, and the root
+    looked_at = num_listed_dirs + 1  # Delta's dirCounts: the directories listed, and the root
     try:
         deleted = _delete_all(fs, root, result.files, progress, max_workers)
-        result.num_dirs = _delete_empty_dirs(fs, root, dirs, valid)
+        result.num_dirs = _delete_empty_dirs(fs, root, result.dirs)
     except BaseException:
         if start is not None:
             _end(delta_log, lock, "FAILED", deleted, looked_at)
         raise
     if start is not None:
-        result.end_version = _end(delta_log, lock, "COMPLETED", deleted, looked_at)
+        # Delta's numDeletedFiles counts the files and the directories deleted
+        result.end_version = _end(delta_log, lock, "COMPLETED", deleted + result.num_dirs, looked_at)
 
 
 def _end(delta_log: DeltaLog, lock: str | CommitLock | None, status: str, deleted: int, dirs: int) -> int:
@@ -377,14 +397,13 @@ def _delete_all(fs: pafs.FileSystem, root: str, rels: list[str], progress: Progr
     return done
 
 
-def _delete_empty_dirs(fs: pafs.FileSystem, root: str, dirs: list[str], valid: set[str]) -> int:
-    """Delete directories (deepest first) that hold no valid file and are now empty."""
+def _delete_empty_dirs(fs: pafs.FileSystem, root: str, dirs: list[str]) -> int:
+    """Delete the directories (deepest first) that are empty now: one holding a hidden file
+    (which VACUUM never lists) stays, as Delta's non-recursive delete fails on it."""
     import pyarrow.fs as pafs
 
     count = 0
     for rel in sorted(dirs, key=lambda d: d.count("/"), reverse=True):
-        if rel in valid:
-            continue
         path = f"{root}/{rel}"
         try:
             if fs.get_file_info(pafs.FileSelector(path, recursive=False, allow_not_found=True)):
