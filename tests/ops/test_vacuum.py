@@ -129,7 +129,6 @@ def test_never_touches_the_log_hidden_files_or_anything_outside(tmp_path: Path) 
         f"{root}/.hidden.parquet",
         f"{root}/p=a/.part-1.parquet.crc",
         f"{root}/_tmp/part-1.parquet",
-        f"{root}/metadata/v1.json",
         f"{root}/_delta_log/garbage.json",
         str(tmp_path / "outside.parquet"),
         str(tmp_path / "t2" / "part-1.parquet"),
@@ -146,6 +145,30 @@ def test_never_touches_the_log_hidden_files_or_anything_outside(tmp_path: Path) 
         assert os.path.exists(p), p
     assert not os.path.exists(cdc)
     assert log.update().version == 3 and read_ids(log) == [1]
+
+
+def test_metadata_is_hidden_only_on_a_uniform_iceberg_table(tmp_path: Path) -> None:
+    """Delta's ``isHiddenDirectory`` hides ``metadata`` only for UniForm's Iceberg metadata
+    (DeltaVacuumSuite "gc metadata dir when uniform disabled"): on another table it is an
+    untracked directory like any other."""
+    assert is_hidden("metadata", [], iceberg_metadata_hidden=True)
+    assert not is_hidden("metadata", [], iceberg_metadata_hidden=False)
+    log = create(str(tmp_path / "t"))
+    stray = _local(log, "metadata/file1.json")
+    _touch(stray, hours_old=24 * 30)
+    result = vacuum(log, retention_hours=0, enforce_retention=False)
+    assert (result.files, result.dirs) == (["metadata/file1.json"], ["metadata"])
+    assert not os.path.exists(os.path.dirname(stray))
+    uniform = {
+        "delta.universalFormat.enabledFormats": "iceberg",
+        "delta.enableIcebergCompatV2": "true",
+        "delta.columnMapping.mode": "name",
+    }
+    iceberg = create(str(tmp_path / "u"), config=uniform)
+    kept = _local(iceberg, "metadata/v1.metadata.json")
+    _touch(kept, hours_old=24 * 30)
+    assert vacuum(iceberg, retention_hours=0, enforce_retention=False).files == []
+    assert os.path.exists(kept)
 
 
 def test_partition_directories_of_underscore_columns_are_not_hidden() -> None:

@@ -16,7 +16,8 @@ Hidden names are never looked into or deleted: anything starting with ``_`` or `
 (``_delta_log``, ``_SUCCESS``, ``.crc`` files), except partition directories whose column
 name starts with ``_`` and ``_change_data`` (change-data files are referenced only by old
 commits, so they go once they are older than the retention), as Delta's
-``isHiddenDirectory`` rules. Nothing outside the table root is touched.
+``isHiddenDirectory`` rules; ``metadata`` is hidden only on a UniForm Iceberg table (its
+Iceberg metadata). Nothing outside the table root is touched.
 
 Unless ``dry_run`` or logging is off (Delta's ``spark.databricks.delta.vacuum.logging.enabled``
 ``false``: ``log_vacuum=False`` or that storage option), the run is recorded as ``VACUUM
@@ -265,13 +266,15 @@ def _candidates(
 ) -> tuple[list[tuple[str, int, int]], list[str], int | None]:
     """The files VACUUM may delete and the directories it looks at: the ``inventory``'s, the
     log's with ``lite`` (with the latest commit outside the retention), else the listing's."""
+    # Delta's shouldIcebergMetadataDirBeHidden: ``metadata`` is UniForm's Iceberg metadata
+    iceberg = "iceberg" in snapshot.properties.universal_format_enabled_formats
     if inventory is not None:
-        return (*files_from_inventory(delta_log.table_uri, inventory, snapshot.partition_columns), None)
+        return (*files_from_inventory(delta_log.table_uri, inventory, snapshot.partition_columns, iceberg), None)
     if lite:
         outside = latest_commit_outside_retention(delta_log, delete_before)
         relative = functools.partial(_relative, delta_log.table_uri, root)
         return files_from_log(delta_log, snapshot.version, outside, relative), [], outside
-    return (*list_table(delta_log, fs, root, snapshot.partition_columns, max_workers), None)
+    return (*list_table(delta_log, fs, root, snapshot.partition_columns, max_workers, iceberg), None)
 
 
 def _unreferenced(
