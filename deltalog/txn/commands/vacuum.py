@@ -236,22 +236,27 @@ def vacuum(
     if dry_run:
         result.num_dirs = len(result.dirs)
         return result
-    start = (
-        None
-        if not _logging_enabled(delta_log, log_vacuum)
-        else VacuumStart(
-            retention_check_enabled=check,
-            specified_retention_millis=None if retention_hours is None else retention_ms,
-            default_retention_millis=table_retention_ms,
-            user_metrics={
-                "numFilesToDelete": str(len(result.files) + len(result.dirs)),  # Delta's diff: both
-                "sizeOfDataToDelete": str(result.size_in_bytes),
-            },
-        )
-    )
+    start = None
+    if _logging_enabled(delta_log, log_vacuum):
+        specified = None if retention_hours is None else retention_ms
+        start = _vacuum_start(result, check, specified, table_retention_ms)
     _delete_between_start_and_end(delta_log, lock, start, result, fs, root, len(dirs), progress, max_workers)
     write_last_vacuum_info(delta_log, outside)
     return result
+
+
+def _vacuum_start(result: VacuumResult, check: bool, specified_ms: int | None, default_ms: int) -> VacuumStart:
+    """Delta's ``VACUUM START`` for ``result``; ``numFilesToDelete`` counts its files and
+    directories, as Delta's diff holds both."""
+    return VacuumStart(
+        retention_check_enabled=check,
+        specified_retention_millis=specified_ms,
+        default_retention_millis=default_ms,
+        user_metrics={
+            "numFilesToDelete": str(len(result.files) + len(result.dirs)),
+            "sizeOfDataToDelete": str(result.size_in_bytes),
+        },
+    )
 
 
 def _candidates(
