@@ -125,7 +125,7 @@ def vacuum(ctx: CommandContext) -> int:
     ctx.print(
         f"{verb} {len(result.files)} file(s), {human_bytes(result.size_in_bytes)} "
         f"(retention {result.retention_hours:g} hours)"
-        + ("" if result.dry_run else f", {result.num_dirs} empty director(ies)")
+        + f", {result.num_dirs} empty director(ies)"
     )
     return EXIT_OK
 

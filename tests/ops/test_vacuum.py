@@ -66,6 +66,18 @@ def test_table_retention_property_sets_the_default(tmp_path: Path) -> None:
     vacuum(log, retention_hours=2)  # equal to the table's retention: allowed
 
 
+def test_retention_hours_are_rounded_to_whole_hours_as_delta(tmp_path: Path) -> None:
+    """Delta's ``VacuumCommand`` takes ``TimeUnit.HOURS.toMillis(math.round(h))``: ``RETAIN 0.4
+    HOURS`` is 0 hours, ``1.5`` is 2, and 167.6 hours passes the one-week retention check."""
+    log = create(str(tmp_path / "t"))
+    orphan = _local(log, "p=a/orphan.parquet")
+    _touch(orphan, hours_old=1.25)
+    assert vacuum(log, retention_hours=0.4, enforce_retention=False, dry_run=True).retention_hours == 0
+    assert vacuum(log, retention_hours=1.5, enforce_retention=False, dry_run=True).files == []
+    assert vacuum(log, retention_hours=1.4, enforce_retention=False, dry_run=True).files == ["p=a/orphan.parquet"]
+    assert vacuum(log, retention_hours=167.6, dry_run=True).retention_hours == 168
+
+
 def test_deletes_only_unreferenced_old_files(tmp_path: Path) -> None:
     log = create(str(tmp_path / "t"))
     kept = write_file(log, [1, 2], "a")
@@ -117,7 +129,6 @@ def test_never_touches_the_log_hidden_files_or_anything_outside(tmp_path: Path) 
         f"{root}/.hidden.parquet",
         f"{root}/p=a/.part-1.parquet.crc",
         f"{root}/_tmp/part-1.parquet",
-        f"{root}/metadata/v1.json",
         f"{root}/_delta_log/garbage.json",
         str(tmp_path / "outside.parquet"),
         str(tmp_path / "t2" / "part-1.parquet"),
@@ -134,6 +145,30 @@ def test_never_touches_the_log_hidden_files_or_anything_outside(tmp_path: Path) 
         assert os.path.exists(p), p
     assert not os.path.exists(cdc)
     assert log.update().version == 3 and read_ids(log) == [1]
+
+
+def test_metadata_is_hidden_only_on_a_uniform_iceberg_table(tmp_path: Path) -> None:
+    """Delta's ``isHiddenDirectory`` hides ``metadata`` only for UniForm's Iceberg metadata
+    (DeltaVacuumSuite "gc metadata dir when uniform disabled"): on another table it is an
+    untracked directory like any other."""
+    assert is_hidden("metadata", [], iceberg_metadata_hidden=True)
+    assert not is_hidden("metadata", [], iceberg_metadata_hidden=False)
+    log = create(str(tmp_path / "t"))
+    stray = _local(log, "metadata/file1.json")
+    _touch(stray, hours_old=24 * 30)
+    result = vacuum(log, retention_hours=0, enforce_retention=False)
+    assert (result.files, result.dirs) == (["metadata/file1.json"], ["metadata"])
+    assert not os.path.exists(os.path.dirname(stray))
+    uniform = {
+        "delta.universalFormat.enabledFormats": "iceberg",
+        "delta.enableIcebergCompatV2": "true",
+        "delta.columnMapping.mode": "name",
+    }
+    iceberg = create(str(tmp_path / "u"), config=uniform)
+    kept = _local(iceberg, "metadata/v1.metadata.json")
+    _touch(kept, hours_old=24 * 30)
+    assert vacuum(iceberg, retention_hours=0, enforce_retention=False).files == []
+    assert os.path.exists(kept)
 
 
 def test_partition_directories_of_underscore_columns_are_not_hidden() -> None:
@@ -187,6 +222,27 @@ def test_empty_partition_directories_are_removed(tmp_path: Path) -> None:
     assert result.num_dirs == 1
     assert not os.path.exists(os.path.dirname(stray))
     assert os.path.isdir(_local(log, "p=a"))
+
+
+def test_directories_count_in_the_dry_run_and_the_metrics_as_delta(tmp_path: Path) -> None:
+    """Delta's dry run lists the directories it deletes with the files (DeltaVacuumSuite's
+    "deleting directories"), and ``numFilesToDelete``/``numDeletedFiles`` count both ("Deleted
+    N files and directories"); a directory holding a young file stays."""
+    log = create(str(tmp_path / "t"))
+    append(log, [1], "a")
+    _touch(_local(log, "x/y/orphan.parquet"), hours_old=24 * 30)
+    os.makedirs(_local(log, "ghi"))
+    _touch(_local(log, "young/new.parquet"), hours_old=0)
+    an_hour_ago = int(time.time() * 1000) - HOUR_MS  # the young file is younger than that
+    preview = vacuum(log, retention_hours=0, enforce_retention=False, dry_run=True, now_ms=an_hour_ago)
+    assert (preview.files, preview.dirs, preview.num_dirs) == (["x/y/orphan.parquet"], ["ghi", "x", "x/y"], 3)
+    result = vacuum(log, retention_hours=0, enforce_retention=False, now_ms=an_hour_ago)
+    assert (result.files, result.num_dirs) == (["x/y/orphan.parquet"], 3)
+    assert not os.path.exists(_local(log, "x")) and not os.path.exists(_local(log, "ghi"))
+    assert os.path.exists(_local(log, "young/new.parquet"))
+    end, start = log.history(limit=2)
+    assert start.operation_metrics["numFilesToDelete"] == "4"
+    assert end.operation_metrics["numDeletedFiles"] == "4"
 
 
 @pytest.mark.parametrize("directory", ["t", "odd%20name/t"])

@@ -7,15 +7,17 @@ Delta's ``VacuumCommand`` without Spark. A file under the table root is deleted 
 - its modification time is older than ``now - retention``.
 
 The retention is ``delta.deletedFileRetentionDuration`` (one week by default) unless
-``retention_hours`` is given; a shorter retention is refused while the retention check is on
-(``enforce_retention=True``, or Delta's ``spark.databricks.delta.retentionDurationCheck.enabled``
-in the storage options), because it can delete files a running writer is about to commit.
+``retention_hours`` is given (rounded to whole hours, as Delta); a shorter retention is refused
+while the retention check is on (``enforce_retention=True``, or Delta's
+``spark.databricks.delta.retentionDurationCheck.enabled`` in the storage options), because it
+can delete files a running writer is about to commit.
 
 Hidden names are never looked into or deleted: anything starting with ``_`` or ``.``
 (``_delta_log``, ``_SUCCESS``, ``.crc`` files), except partition directories whose column
 name starts with ``_`` and ``_change_data`` (change-data files are referenced only by old
 commits, so they go once they are older than the retention), as Delta's
-``isHiddenDirectory`` rules. Nothing outside the table root is touched.
+``isHiddenDirectory`` rules; ``metadata`` is hidden only on a UniForm Iceberg table (its
+Iceberg metadata). Nothing outside the table root is touched.
 
 Unless ``dry_run`` or logging is off (Delta's ``spark.databricks.delta.vacuum.logging.enabled``
 ``false``: ``log_vacuum=False`` or that storage option), the run is recorded as ``VACUUM
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -95,7 +98,9 @@ class VacuumResult:
     table_uri: str
     files: list[str] = field(default_factory=list)
     size_in_bytes: int = 0
-    num_dirs: int = 0  #: empty directories deleted (not Delta's numVacuumedDirectories)
+    #: the directories left empty by deleting ``files`` (or empty already), which VACUUM deletes
+    dirs: list[str] = field(default_factory=list)
+    num_dirs: int = 0  #: directories deleted, or with ``dry_run`` to delete (not Delta's numVacuumedDirectories)
     dry_run: bool = False
     retention_hours: float = 0.0
     start_version: int | None = None
@@ -116,6 +121,7 @@ class VacuumResult:
             "size_in_bytes": self.size_in_bytes,
             "num_dirs": self.num_dirs,
             "files": list(self.files),
+            "dirs": list(self.dirs),
             "start_version": self.start_version,
             "end_version": self.end_version,
         }
@@ -225,25 +231,32 @@ def vacuum(
     files, dirs, outside = _candidates(delta_log, snapshot, fs, root, now - retention_ms, inventory, lite, max_workers)
     valid = _valid_paths(delta_log, snapshot, root, now - retention_ms, now)
     result = _unreferenced(delta_log.table_uri, files, valid, now - retention_ms)
+    result.dirs = _dirs_left_empty(dirs, files, result.files, valid)
     result.dry_run, result.retention_hours = dry_run, retention_ms / 3_600_000
     if dry_run:
+        result.num_dirs = len(result.dirs)
         return result
-    start = (
-        None
-        if not _logging_enabled(delta_log, log_vacuum)
-        else VacuumStart(
-            retention_check_enabled=check,
-            specified_retention_millis=None if retention_hours is None else retention_ms,
-            default_retention_millis=table_retention_ms,
-            user_metrics={
-                "numFilesToDelete": str(len(result.files)),
-                "sizeOfDataToDelete": str(result.size_in_bytes),
-            },
-        )
-    )
-    _delete_between_start_and_end(delta_log, lock, start, result, fs, root, dirs, valid, progress, max_workers)
+    start = None
+    if _logging_enabled(delta_log, log_vacuum):
+        specified = None if retention_hours is None else retention_ms
+        start = _vacuum_start(result, check, specified, table_retention_ms)
+    _delete_between_start_and_end(delta_log, lock, start, result, fs, root, len(dirs), progress, max_workers)
     write_last_vacuum_info(delta_log, outside)
     return result
+
+
+def _vacuum_start(result: VacuumResult, check: bool, specified_ms: int | None, default_ms: int) -> VacuumStart:
+    """Delta's ``VACUUM START`` for ``result``; ``numFilesToDelete`` counts its files and
+    directories, as Delta's diff holds both."""
+    return VacuumStart(
+        retention_check_enabled=check,
+        specified_retention_millis=specified_ms,
+        default_retention_millis=default_ms,
+        user_metrics={
+            "numFilesToDelete": str(len(result.files) + len(result.dirs)),
+            "sizeOfDataToDelete": str(result.size_in_bytes),
+        },
+    )
 
 
 def _candidates(
@@ -258,13 +271,15 @@ def _candidates(
 ) -> tuple[list[tuple[str, int, int]], list[str], int | None]:
     """The files VACUUM may delete and the directories it looks at: the ``inventory``'s, the
     log's with ``lite`` (with the latest commit outside the retention), else the listing's."""
+    # Delta's shouldIcebergMetadataDirBeHidden: ``metadata`` is UniForm's Iceberg metadata
+    iceberg = "iceberg" in snapshot.properties.universal_format_enabled_formats
     if inventory is not None:
-        return (*files_from_inventory(delta_log.table_uri, inventory, snapshot.partition_columns), None)
+        return (*files_from_inventory(delta_log.table_uri, inventory, snapshot.partition_columns, iceberg), None)
     if lite:
         outside = latest_commit_outside_retention(delta_log, delete_before)
         relative = functools.partial(_relative, delta_log.table_uri, root)
         return files_from_log(delta_log, snapshot.version, outside, relative), [], outside
-    return (*list_table(delta_log, fs, root, snapshot.partition_columns, max_workers), None)
+    return (*list_table(delta_log, fs, root, snapshot.partition_columns, max_workers, iceberg), None)
 
 
 def _unreferenced(
@@ -283,17 +298,35 @@ def _unreferenced(
     return result
 
 
+def _dirs_left_empty(
+    dirs: list[str], files: list[tuple[str, int, int]], doomed: list[str], valid: set[str]
+) -> list[str]:
+    """The directories (of ``dirs``) VACUUM deletes: neither ``valid`` nor holding a file that
+    stays (one listed and not ``doomed``). Delta's diff holds the directories empty of old
+    files; one left empty by this run's deletions waits for the next run there."""
+    gone = set(doomed)
+    held: set[str] = set()
+    for rel, _, _ in files:
+        if rel not in gone:
+            parts = rel.split("/")
+            held.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    return sorted(d for d in dirs if d not in valid and d not in held)
+
+
 def _checked_retention(
     delta_log: DeltaLog, retention_hours: float | None, table_retention_ms: int, enforce_retention: bool
 ) -> tuple[int, bool]:
-    """The retention to use in milliseconds, and whether the retention check is on; raises
+    """The retention to use in milliseconds (``retention_hours`` rounded to whole hours, as
+    Delta), and whether the retention check is on; raises
     :class:`VacuumRetentionError` for a negative one, or one shorter than the table's when
     the check is on."""
-    if retention_hours is not None and retention_hours < 0:
+    # Delta's ``TimeUnit.HOURS.toMillis(math.round(h))``: whole hours, halves rounded up
+    hours = None if retention_hours is None else math.floor(retention_hours + 0.5)
+    if hours is not None and hours < 0:
         raise VacuumRetentionError(
             f"the vacuum retention cannot be negative (got {retention_hours} hours); give 0 or more hours"
         )
-    retention_ms = table_retention_ms if retention_hours is None else int(retention_hours * 3600 * 1000)
+    retention_ms = table_retention_ms if hours is None else hours * 3_600_000
     check = enforce_retention and _retention_check_enabled(delta_log)
     if check and retention_ms < table_retention_ms:
         asked, table_hours = retention_ms / 3_600_000, table_retention_ms / 3_600_000
@@ -315,27 +348,27 @@ def _delete_between_start_and_end(
     result: VacuumResult,
     fs: pafs.FileSystem,
     root: str,
-    dirs: list[str],
-    valid: set[str],
+    num_listed_dirs: int,
     progress: Progress | None,
     max_workers: int,
 ) -> None:
-    """Commit ``VACUUM START``, delete ``result.files`` and the directories left empty, then
+    """Commit ``VACUUM START``, delete ``result.files`` and then the empty ``result.dirs``, then
     commit ``VACUUM END`` (``FAILED`` when the deletion raised); the versions go in ``result``
-    and the number of empty directories deleted in ``result.num_dirs``. No ``start``: no commits."""
+    and the number of directories deleted in ``result.num_dirs``. No ``start``: no commits."""
     if start is not None:
         result.start_version = delta_log.start_transaction(lock=lock).commit([], start)
     deleted = 0
-    looked_at = len(dirs) + 1  # Delta's dirCounts: the directories listed, and the root
+    looked_at = num_listed_dirs + 1  # Delta's dirCounts: the directories listed, and the root
     try:
         deleted = _delete_all(fs, root, result.files, progress, max_workers)
-        result.num_dirs = _delete_empty_dirs(fs, root, dirs, valid)
+        result.num_dirs = _delete_empty_dirs(fs, root, result.dirs)
     except BaseException:
         if start is not None:
             _end(delta_log, lock, "FAILED", deleted, looked_at)
         raise
     if start is not None:
-        result.end_version = _end(delta_log, lock, "COMPLETED", deleted, looked_at)
+        # Delta's numDeletedFiles counts the files and the directories deleted
+        result.end_version = _end(delta_log, lock, "COMPLETED", deleted + result.num_dirs, looked_at)
 
 
 def _end(delta_log: DeltaLog, lock: str | CommitLock | None, status: str, deleted: int, dirs: int) -> int:
@@ -372,14 +405,13 @@ def _delete_all(fs: pafs.FileSystem, root: str, rels: list[str], progress: Progr
     return done
 
 
-def _delete_empty_dirs(fs: pafs.FileSystem, root: str, dirs: list[str], valid: set[str]) -> int:
-    """Delete directories (deepest first) that hold no valid file and are now empty."""
+def _delete_empty_dirs(fs: pafs.FileSystem, root: str, dirs: list[str]) -> int:
+    """Delete the directories (deepest first) that are empty now: one holding a hidden file
+    (which VACUUM never lists) stays, as Delta's non-recursive delete fails on it."""
     import pyarrow.fs as pafs
 
     count = 0
     for rel in sorted(dirs, key=lambda d: d.count("/"), reverse=True):
-        if rel in valid:
-            continue
         path = f"{root}/{rel}"
         try:
             if fs.get_file_info(pafs.FileSelector(path, recursive=False, allow_not_found=True)):

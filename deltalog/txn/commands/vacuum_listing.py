@@ -21,6 +21,7 @@ the table's directories.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, NamedTuple
@@ -71,10 +72,11 @@ class InventoryEntry(NamedTuple):
     modification_time: int
 
 
-def is_hidden(name: str, partition_columns: Sequence[str]) -> bool:
-    """Delta's ``DeltaTableUtils.isHiddenDirectory`` for one path component."""
+def is_hidden(name: str, partition_columns: Sequence[str], iceberg_metadata_hidden: bool = True) -> bool:
+    """Delta's ``DeltaTableUtils.isHiddenDirectory`` for one path component: ``metadata`` is
+    hidden only with ``iceberg_metadata_hidden`` (a UniForm Iceberg table's metadata)."""
     if name == "metadata":
-        return True
+        return iceberg_metadata_hidden
     if not (name.startswith(".") or name.startswith("_")):
         return False
     if name.startswith("_delta_index") or name.startswith("_change_data"):
@@ -82,14 +84,14 @@ def is_hidden(name: str, partition_columns: Sequence[str]) -> bool:
     return not any(name.startswith(f"{c}=") for c in partition_columns)
 
 
-def _hidden_below(rel_dir: str, name: str, partition_columns: Sequence[str]) -> bool:
+def _hidden_below(rel_dir: str, name: str, partition_columns: Sequence[str], iceberg: bool) -> bool:
     """Whether ``name`` in the table-relative directory ``rel_dir`` is hidden from VACUUM:
-    by :func:`is_hidden`, except anywhere inside a staging directory."""
-    return not rel_dir.startswith(STAGING_PREFIX) and is_hidden(name, partition_columns)
+    by :func:`is_hidden` (``iceberg``: a UniForm Iceberg table), except inside a staging directory."""
+    return not rel_dir.startswith(STAGING_PREFIX) and is_hidden(name, partition_columns, iceberg)
 
 
 def _list_directory(
-    delta_log: DeltaLog, fs: pafs.FileSystem, root: str, rel_dir: str, partition_columns: Sequence[str]
+    delta_log: DeltaLog, fs: pafs.FileSystem, root: str, rel_dir: str, partition_columns: Sequence[str], iceberg: bool
 ) -> tuple[list[tuple[str, int, int]], list[str]]:
     """The visible files and subdirectories directly in ``rel_dir``. When the filesystem
     reports no modification time, the store's ``list_from`` of the directory gives it."""
@@ -101,7 +103,7 @@ def _list_directory(
     store_mtimes: dict[str, int] | None = None
     for info in fs.get_file_info(pafs.FileSelector(where, recursive=False, allow_not_found=True)):
         name = info.base_name
-        if _hidden_below(rel_dir, name, partition_columns):
+        if _hidden_below(rel_dir, name, partition_columns, iceberg):
             continue
         rel = f"{rel_dir}/{name}" if rel_dir else name
         if info.type == pafs.FileType.Directory:
@@ -118,16 +120,22 @@ def _list_directory(
 
 
 def list_table(
-    delta_log: DeltaLog, fs: pafs.FileSystem, root: str, partition_columns: Sequence[str], max_workers: int = 8
+    delta_log: DeltaLog,
+    fs: pafs.FileSystem,
+    root: str,
+    partition_columns: Sequence[str],
+    max_workers: int = 8,
+    iceberg: bool = True,
 ) -> Listing:
-    """Every visible file and directory under ``root``, listing up to ``max_workers``
-    directories at once (level by level); a file whose age stays unknown is never deleted."""
+    """Every visible file and directory under ``root`` (``iceberg``: ``metadata`` is hidden),
+    listing up to ``max_workers`` directories at once (level by level); a file whose age stays
+    unknown is never deleted."""
     files: list[tuple[str, int, int]] = []
     dirs: list[str] = []
     level = [""]
     with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
         while level:
-            found = pool.map(lambda d: _list_directory(delta_log, fs, root, d, partition_columns), level)
+            found = pool.map(lambda d: _list_directory(delta_log, fs, root, d, partition_columns, iceberg), level)
             level = []
             for level_files, level_dirs in found:
                 files.extend(level_files)
@@ -164,15 +172,19 @@ def _entries(inventory: pa.Table | Iterable[InventoryEntry]) -> Iterable[Invento
 
 
 def files_from_inventory(
-    table_uri: str, inventory: pa.Table | Iterable[InventoryEntry], partition_columns: Sequence[str]
+    table_uri: str,
+    inventory: pa.Table | Iterable[InventoryEntry],
+    partition_columns: Sequence[str],
+    iceberg: bool = True,
 ) -> Listing:
-    """The inventory's visible files and directories under the table root (the newest row
-    of a path repeated in the inventory wins, as in Delta)."""
+    """The inventory's visible files and directories under the table root (``iceberg``:
+    ``metadata`` is hidden; the newest row of a path repeated in the inventory wins, as in Delta)."""
     newest: dict[str, InventoryEntry] = {}
+    hidden = functools.partial(_hidden_below, partition_columns=partition_columns, iceberg=iceberg)
     for entry in _entries(inventory):
         rel = _relative_to(table_uri, entry.path)
         parts = rel.split("/") if rel else []
-        if not rel or any(_hidden_below("/".join(parts[:i]), p, partition_columns) for i, p in enumerate(parts)):
+        if not rel or any(hidden("/".join(parts[:i]), p) for i, p in enumerate(parts)):
             continue
         seen = newest.get(rel)
         if seen is None or entry.modification_time > seen.modification_time:
