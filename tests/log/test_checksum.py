@@ -194,3 +194,19 @@ def test_writing_checksums_can_be_turned_off(tmp_path: Path) -> None:
     assert not _crc(table, 2).exists()
     DeltaLog.for_table(table).start_transaction().commit([add("e", size=7)], Write())
     assert _crc(table, 3).exists()
+
+
+def test_domain_metadata_tracking_in_the_crc_stops_past_the_threshold(tmp_path: Path) -> None:
+    """DomainMetadataSuite ``DomainMetadata actions tracking in CRC should stop once threshold
+    is crossed``: past ``domainMetadatasInCrc.maxAllowed`` (10) live domains the checksum has
+    no ``domainMetadata`` field; the snapshot still has them all and still validates."""
+    table = str(tmp_path / "t")
+    create(table, files=["a"])
+    commit(table, 1, [DomainMetadata(f"app.d{i}", "") for i in range(10)])
+    ten = _good_checksum(table)
+    assert ten.domain_metadata is not None and len(ten.domain_metadata) == 10
+    commit(table, 2, [DomainMetadata("app.d10", "")])
+    eleven = _good_checksum(table)
+    assert eleven.domain_metadata is None and "domainMetadata" not in eleven.to_dict()
+    assert write_checksum(LocalLogStore(), f"{table}/_delta_log", 2, eleven)
+    assert len(DeltaLog.for_table(table).update().domain_metadata) == 11

@@ -3,7 +3,7 @@
 After each commit the engine writes ``N.crc`` with the table's state at ``N``:
 ``tableSizeBytes``, ``numFiles``, ``numMetadata``, ``numProtocol``, ``metadata``,
 ``protocol``, ``inCommitTimestampOpt`` (when in-commit timestamps are on), ``txnId`` and
-the live ``domainMetadata``. The file histogram is optional and not written. As Delta's
+the live ``domainMetadata`` (up to ten domains, as Delta). The file histogram is optional and not written. As Delta's
 ``RecordChecksum``, the counts are derived incrementally from the previous version's
 checksum and the commit's actions when that is exact, else computed from the snapshot;
 the file is written only after the commit, never overwritten, and a failed write is
@@ -145,9 +145,20 @@ def write_checksum(store: LogStore, log_uri: str, version: int, checksum: Versio
     return True
 
 
+#: Delta's ``domainMetadatasInCrc.maxAllowed``: with more live domains the checksum has no
+#: ``domainMetadata`` field (the field is optional; a reader then takes them from the log)
+MAX_DOMAIN_METADATAS_IN_CRC = 10
+
+
 def _live_domains(snapshot: Snapshot) -> tuple[DomainMetadata, ...]:
     domains = snapshot.non_file_state.domains
     return tuple(domains[name] for name in sorted(domains) if not domains[name].removed)
+
+
+def _tracked_domains(snapshot: Snapshot) -> tuple[DomainMetadata, ...] | None:
+    """The live domains the checksum records: none past :data:`MAX_DOMAIN_METADATAS_IN_CRC`."""
+    live = _live_domains(snapshot)
+    return live if len(live) <= MAX_DOMAIN_METADATAS_IN_CRC else None
 
 
 def _in_commit_timestamp(actions: Sequence[Action], metadata: Metadata) -> int | None:
@@ -219,7 +230,7 @@ def _checksum(
         protocol=snapshot.protocol,
         txn_id=txn_id,
         in_commit_timestamp=_in_commit_timestamp(actions, metadata),
-        domain_metadata=_live_domains(snapshot),
+        domain_metadata=_tracked_domains(snapshot),
     )
 
 
