@@ -76,7 +76,8 @@ def physical_clustering_columns(
         )
     if len(columns) > MAX_CLUSTERING_COLUMNS:
         raise ClusteringColumnsError(
-            f"{len(columns)} clustering columns given; Delta allows at most {MAX_CLUSTERING_COLUMNS}"
+            f"[DELTA_CLUSTER_BY_INVALID_NUM_COLUMNS] CLUSTER BY supports up to {MAX_CLUSTERING_COLUMNS} clustering "
+            f"columns, but the table has {len(columns)} clustering columns: remove the extra clustering columns"
         )
     out: list[list[str]] = []
     for column in columns:
@@ -104,7 +105,11 @@ def physical_clustering_columns(
                 "numbers, strings, dates or timestamps (Delta's DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED)"
             )
         if path in out:
-            raise ClusteringColumnsError(f"clustering column {shown} is given twice")
+            quoted = "`" + shown.replace("`", "``") + "`"
+            raise ClusteringColumnsError(
+                f"[DELTA_DUPLICATE_COLUMNS_FOUND.CLUSTER_BY] Found duplicate column(s): {quoted}: "
+                "each clustering column may be given once"
+            )
         out.append(path)
     return out
 
