@@ -95,7 +95,10 @@ def physical_clustering_columns(
             field = next((f for f in fields or [] if f["name"].lower() == part.lower()), None)
             if field is None:
                 names = [f["name"] for f in schema.get("fields") or []]
-                raise ClusteringColumnsError(f"clustering column {shown} does not exist in the schema {names}")
+                raise ClusteringColumnsError(
+                    f"[DELTA_COLUMN_NOT_FOUND_IN_SCHEMA] Couldn't find column {shown} in the schema {names}: "
+                    "cluster by columns of the table"
+                )
             path.append(_physical(field))
             t = field["type"]
         kind = t if isinstance(t, str) else t.get("type")
