@@ -131,11 +131,18 @@ def clustering_actions(txn: OptimisticTransaction, columns: Sequence[str]) -> li
 def cluster_by(delta_log: DeltaLog, columns: Sequence[str], *, lock: str | CommitLock | None = None) -> int | None:
     """``ALTER TABLE ... CLUSTER BY (columns)`` (empty: ``CLUSTER BY NONE``): a metadata-only
     commit of the new ``delta.clustering`` domain, its version returned; an unclustered,
-    unpartitioned table becomes clustered (protocol upgraded). ``CLUSTER BY NONE`` on a table
+    unpartitioned table becomes clustered (protocol upgraded); a partitioned table is refused,
+    also by ``CLUSTER BY NONE``, as Delta's catalog refuses it. ``CLUSTER BY NONE`` on a table
     that is not clustered commits nothing and returns None, as Delta skips it. Files already
     clustered keep their layout until OPTIMIZE."""
     delta_log.require_table()
     txn = delta_log.start_transaction(lock=lock)
+    if txn.snapshot.metadata.partition_columns:
+        raise ClusteringColumnsError(
+            "[DELTA_ALTER_TABLE_CLUSTER_BY_ON_PARTITIONED_TABLE_NOT_ALLOWED] ALTER TABLE CLUSTER BY cannot be "
+            f"applied to a partitioned table (partitioned by {list(txn.snapshot.metadata.partition_columns)}), "
+            "nor CLUSTER BY NONE: replace the table with clusterBy instead of partitionBy to cluster it"
+        )
     if not columns and "clustering" not in (txn.snapshot.protocol.writer_features or ()):
         log.info("CLUSTER BY NONE on %s, which is not clustered: nothing to commit", delta_log.table_uri)
         return None

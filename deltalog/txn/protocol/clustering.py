@@ -76,7 +76,8 @@ def physical_clustering_columns(
         )
     if len(columns) > MAX_CLUSTERING_COLUMNS:
         raise ClusteringColumnsError(
-            f"{len(columns)} clustering columns given; Delta allows at most {MAX_CLUSTERING_COLUMNS}"
+            f"[DELTA_CLUSTER_BY_INVALID_NUM_COLUMNS] CLUSTER BY supports up to {MAX_CLUSTERING_COLUMNS} clustering "
+            f"columns, but the table has {len(columns)} clustering columns: remove the extra clustering columns"
         )
     out: list[list[str]] = []
     for column in columns:
@@ -94,7 +95,10 @@ def physical_clustering_columns(
             field = next((f for f in fields or [] if f["name"].lower() == part.lower()), None)
             if field is None:
                 names = [f["name"] for f in schema.get("fields") or []]
-                raise ClusteringColumnsError(f"clustering column {shown} does not exist in the schema {names}")
+                raise ClusteringColumnsError(
+                    f"[DELTA_COLUMN_NOT_FOUND_IN_SCHEMA] Couldn't find column {shown} in the schema {names}: "
+                    "cluster by columns of the table"
+                )
             path.append(_physical(field))
             t = field["type"]
         kind = t if isinstance(t, str) else t.get("type")
@@ -104,7 +108,11 @@ def physical_clustering_columns(
                 "numbers, strings, dates or timestamps (Delta's DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED)"
             )
         if path in out:
-            raise ClusteringColumnsError(f"clustering column {shown} is given twice")
+            quoted = "`" + shown.replace("`", "``") + "`"
+            raise ClusteringColumnsError(
+                f"[DELTA_DUPLICATE_COLUMNS_FOUND.CLUSTER_BY] Found duplicate column(s): {quoted}: "
+                "each clustering column may be given once"
+            )
         out.append(path)
     return out
 
