@@ -127,3 +127,25 @@ def test_missing_bucket_says_so_without_secrets(s3: Backend) -> None:
         store.read_bytes(f"s3://{s3.bucket}-nope/t/x.json")
     assert "does not exist" in str(info.value)
     assert s3.secret not in str(info.value)
+
+
+def test_vacuum_keeps_a_file_an_add_names_through_the_s3a_alias(s3: Backend) -> None:
+    """An add naming a file of the table absolutely as ``s3a://`` (Delta Spark's spelling of the
+    same bucket) while the table is opened as ``s3://``: the same object the read opens, so VACUUM
+    must keep it. Before, the scheme differed, the add counted as outside the table and VACUUM
+    deleted a file the current version reads."""
+    import time
+    from dataclasses import replace
+
+    from deltalog.txn.commands.vacuum import vacuum
+    from deltalog.txn.commit.operations import Write
+    from tests.ops.tables import create, write_file
+
+    log = create(s3.root, partitioned=False, storage_options=s3.options())
+    add = write_file(log, [7], None)
+    aliased = replace(add, path=f"{s3.root.replace('s3://', 's3a://')}/{add.path}")
+    log.start_transaction().commit([aliased], Write())
+    later = int(time.time() * 1000) + 30 * 24 * 3600 * 1000
+    assert vacuum(log, retention_hours=0, enforce_retention=False, now_ms=later).files == []
+    where = log.store.fs_path(aliased.path)  # the object the read opens
+    assert log.store.filesystem().get_file_info(where).type == pafs.FileType.File

@@ -30,8 +30,13 @@ SCHEMA = json.dumps(
 DATA_SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
 
-def create(uri: str, partitioned: bool = True, config: dict[str, str] | None = None) -> DeltaLog:
-    log = DeltaLog.for_table(uri)
+def create(
+    uri: str,
+    partitioned: bool = True,
+    config: dict[str, str] | None = None,
+    storage_options: dict[str, str] | None = None,
+) -> DeltaLog:
+    log = DeltaLog.for_table(uri, storage_options)
     txn = log.start_transaction()
     partition_by = ("p",) if partitioned else ()
     txn.update_metadata(

@@ -38,7 +38,6 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import pyarrow.compute as pc
 
@@ -54,6 +53,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.fs as pafs
 
+    from deltalog.logstores.base import LogStore
     from deltalog.txn.commit.locks.base import CommitLock
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.log.snapshot import Snapshot
@@ -127,22 +127,20 @@ class VacuumResult:
         }
 
 
-def _relative(table_uri: str, root: str, raw: str) -> str | None:
-    """``raw`` (an action path, decoded) relative to the table root, or None when outside."""
+def _relative(store: LogStore, root: str, raw: str) -> str | None:
+    """``raw`` (an action path, decoded) relative to the table root ``root`` (the table's path in
+    ``store``'s filesystem), or None when outside. An absolute path is placed by the table's own
+    store, as a read opens it: an alias of the table's scheme (``s3a://`` for ``s3://``, ``file:``
+    for a local path) names the same file; a URI the store cannot address is outside."""
     if "://" not in raw and not raw.startswith("/"):
         return raw.lstrip("/")
-    candidate = raw
-    if "://" in raw:
-        parts = urlsplit(raw)
-        table = urlsplit(table_uri)
-        if (parts.scheme, parts.netloc) != (table.scheme, table.netloc):
-            return None
-        candidate = parts.path
-    base = urlsplit(table_uri).path if "://" in table_uri else root
-    base = "/" + base.strip("/")
-    candidate = "/" + candidate.lstrip("/")
-    if candidate.startswith(base + "/"):
-        return candidate[len(base) + 1 :]
+    try:
+        where = store.fs_path(raw)
+    except ValueError:  # LogStoreConfigError: a scheme the table's store does not serve
+        return None
+    base = root.rstrip("/")
+    if where.startswith(base + "/"):
+        return where[len(base) + 1 :]
     return None
 
 
@@ -163,7 +161,7 @@ def _valid_paths(delta_log: DeltaLog, snapshot: Any, root: str, delete_before: i
     valid: set[str] = set()
 
     def keep(raw: str) -> None:
-        rel = _relative(uri, root, raw)
+        rel = _relative(delta_log.store, root, raw)
         if rel is None:
             return
         valid.add(rel)
@@ -277,7 +275,7 @@ def _candidates(
         return (*files_from_inventory(delta_log.table_uri, inventory, snapshot.partition_columns, iceberg), None)
     if lite:
         outside = latest_commit_outside_retention(delta_log, delete_before)
-        relative = functools.partial(_relative, delta_log.table_uri, root)
+        relative = functools.partial(_relative, delta_log.store, root)
         return files_from_log(delta_log, snapshot.version, outside, relative), [], outside
     return (*list_table(delta_log, fs, root, snapshot.partition_columns, max_workers, iceberg), None)
 
