@@ -489,6 +489,50 @@ def test_a_vacuumed_deletion_vector_refuses_restore_and_time_travel_clearly(spar
         spark.read.format("deltalog").option("versionAsOf", 1).load(table_path).collect()
 
 
+def test_vacuum_after_a_purge_and_of_change_data_agrees_with_deltas_suite(spark, table_path):
+    """DeltaVacuumSuite "vacuum after purge with zero retention policy" and "vacuum for cdc":
+    once REORG PURGE rewrote the files with deletion vectors, VACUUM RETAIN 0 HOURS deletes the
+    deletion-vector file and the rewritten files and the table still reads the same; the
+    deletion vector of the current version is kept; change-data files stay while younger than
+    the retention and go after it."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.txn.log.deletion_vectors import dv_absolute_path
+
+    options = {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"}
+    spark.range(0, 20, 1, 2).write.format("deltalog").mode("append").options(**options).save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("id % 2 = 0 AND id < 15")
+
+    def names() -> set[str]:
+        return {n for n in os.listdir(table_path) if not n.startswith((".", "_"))}
+
+    purged = names()  # the files with deletion vectors, and the deletion-vector file
+    assert any(n.startswith("deletion_vector_") for n in purged)
+    table.optimize().executePurge()
+    spark.conf.set(RETENTION_CHECK, "false")
+    try:
+        table.update("id = 1", {"id": "id + 100"})  # a deletion vector and a change-data file, young
+        cdc = os.path.join(table_path, "_change_data")
+        table.vacuum(1)
+        assert os.listdir(cdc) and purged <= names()  # within the retention: kept
+        _age_data_files(table_path)
+        table.vacuum(0)
+    finally:
+        spark.conf.unset(RETENTION_CHECK)
+    snapshot = table._log.update()
+    live = {os.path.basename(f.path) for f in snapshot.files}
+    live |= {
+        os.path.basename(dv_absolute_path(table._log.table_uri, f.deletion_vector))
+        for f in snapshot.files
+        if f.deletion_vector
+    }
+    assert any(n.startswith("deletion_vector_") for n in live)
+    assert names() == live and not purged & live
+    assert not os.path.exists(cdc)
+    expected = [i + 100 if i == 1 else i for i in range(20) if not (i % 2 == 0 and i < 15)]
+    assert sorted(r.id for r in table.toDF().collect()) == sorted(expected)
+
+
 def _convert(spark, table, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
