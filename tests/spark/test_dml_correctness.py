@@ -546,6 +546,59 @@ def test_merge_and_update_cast_values_by_store_assignment_policy(spark, table_pa
     assert DeltaLog.for_table(table_path).snapshot().version == version
 
 
+def test_an_overflowing_update_or_merge_value_fails_with_deltas_table_write_error(spark, table_path):
+    """Delta's ``ImplicitDMLCastingSuite`` ("UPDATE overflow", "MERGE overflow", "Details are part
+    of the error message"): under ``storeAssignmentPolicy=ANSI`` a value that overflows its
+    column's type (also inside an array or a struct) fails with
+    ``DELTA_CAST_OVERFLOW_IN_TABLE_WRITE`` naming the types and the column, and the table is
+    untouched; under ``LEGACY`` (or the ANSI-following flag with ANSI off) the value wraps."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable
+
+    big = 9223372036854775807
+    schema = "id long, value int, arr array<int>, s struct<value:int>, d decimal(3,2)"
+    spark.createDataFrame([(0, 1, [1], (1,), None)], schema).write.format("deltalog").mode("append").save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame(
+        [(5, big, [1], (1,)), (6, 1, [big], (1,)), (7, 1, [1], (big,))],
+        "id long, value long, arr array<long>, s struct<value:long>",
+    ).withColumn("d", F.lit(None).cast("decimal(3,2)"))
+
+    def insert_all(key: int) -> Callable[[], None]:
+        rows = source.where(f"id = {key}").alias("s")
+        return lambda: table.alias("t").merge(rows, "t.id = s.id").whenNotMatchedInsertAll().execute()
+
+    failing = [
+        ("BIGINT", "INT", "value", lambda: table.update(None, {"value": f"{big}L"})),
+        ("BIGINT", "INT", "value", insert_all(5)),
+        ("ARRAY<BIGINT>", "ARRAY<INT>", "arr", insert_all(6)),
+        ("BIGINT", "INT", "s.value", insert_all(7)),
+        ("DECIMAL(3,1)", "DECIMAL(3,2)", "d", lambda: table.update(None, {"d": "CAST(12.3 AS DECIMAL(3,1))"})),
+    ]
+    for source_type, target_type, column, run in failing:
+        expected = (
+            f"DELTA_CAST_OVERFLOW_IN_TABLE_WRITE.*{source_type} type into the {target_type} type column `{column}`"
+        )
+        with pytest.raises(PySparkException, match=expected.replace("(", "\\(").replace(")", "\\)")):
+            run()
+    assert _version(table_path) == 0
+    follows_ansi = {
+        "spark.databricks.delta.updateAndMergeCastingFollowsAnsiEnabledFlag": "true",
+        "spark.sql.ansi.enabled": "false",
+    }
+    for conf, wrapped in [({"spark.sql.storeAssignmentPolicy": "LEGACY"}, -1), (follows_ansi, -2)]:
+        for key, setting in conf.items():
+            spark.conf.set(key, setting)
+        try:
+            table.update(None, {"value": f"{big + wrapped + 1}L"})
+        finally:
+            for key in conf:
+                spark.conf.unset(key)
+        assert [r.value for r in table.toDF().collect()] == [wrapped]
+
+
 def test_null_foldable_and_cast_cases_of_deltas_dml_suites(spark, table_path):
     """Cases of Delta's ``DeleteSuiteBase`` / ``UpdateSuiteBase`` run in order on one table
     partitioned by ``key``, with deletion vectors: a condition that is NULL for a row

@@ -59,7 +59,70 @@ def store_assignment_cast(value: Column, from_type: DataType, to_type: DataType,
                 "explicitly, or set the policy to ANSI"
             )
         return value.cast(to_type)
-    return _cast_in_mode(spark, value, to_type, "Legacy" if policy == "LEGACY" else "Ansi")
+    if policy == "LEGACY":
+        return _cast_in_mode(spark, value, to_type, "Legacy")
+    cast = _cast_in_mode(spark, value, to_type, "Ansi")
+    if not _can_overflow(spark, from_type, to_type):
+        return cast
+    return _check_overflow_in_table_write(value, cast, from_type, to_type, where)
+
+
+def _can_overflow(spark: SparkSession, from_type: DataType, to_type: DataType) -> bool:
+    """Delta's ``canCauseCastOverflow``: the column's type holds integral or decimal values and
+    the cast is not an up-cast. A string source is left out: its failures are Spark's
+    ``CAST_INVALID_INPUT`` (a ``NumberFormatException``), which Delta does not rename."""
+    from pyspark.sql.types import DecimalType, IntegralType
+
+    def holds(data_type: DataType, kinds: tuple[type, ...]) -> bool:
+        children = getattr(data_type, "fields", None) or [
+            getattr(data_type, name) for name in ("elementType", "keyType", "valueType") if hasattr(data_type, name)
+        ]
+        nested = [getattr(c, "dataType", c) for c in children]
+        return isinstance(data_type, kinds) or any(holds(c, kinds) for c in nested)
+
+    from pyspark.sql.types import StringType
+
+    if not holds(to_type, (IntegralType, DecimalType)) or holds(from_type, (StringType,)):
+        return False
+    jvm: Any = spark._jvm
+    cast = jvm.org.apache.spark.sql.catalyst.expressions.Cast
+    return not bool(cast.canUpCast(_java_type(spark, from_type), _java_type(spark, to_type)))
+
+
+def _overflows(value: Column, from_type: DataType, to_type: DataType) -> Column:
+    """Whether the ANSI cast of non-null ``value`` to ``to_type`` overflows: the ``try_cast``
+    of the value (of each element, key and value of an array or map) is null."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, MapType
+
+    if isinstance(from_type, ArrayType) and isinstance(to_type, ArrayType):
+        element_from, element_to = from_type.elementType, to_type.elementType
+        return F.exists(value, lambda e: _overflows(e, element_from, element_to))
+    if isinstance(from_type, MapType) and isinstance(to_type, MapType):
+        keys = F.exists(F.map_keys(value), lambda k: _overflows(k, from_type.keyType, to_type.keyType))
+        values = F.exists(F.map_values(value), lambda v: _overflows(v, from_type.valueType, to_type.valueType))
+        return keys | values
+    return value.isNotNull() & value.try_cast(to_type).isNull()
+
+
+def _check_overflow_in_table_write(
+    value: Column, cast: Column, from_type: DataType, to_type: DataType, where: str
+) -> Column:
+    """``cast``, failing with Delta's ``DELTA_CAST_OVERFLOW_IN_TABLE_WRITE`` (its
+    ``CheckOverflowInTableWrite``) where ``value`` overflows ``to_type``."""
+    from pyspark.sql import functions as F
+
+    source, target = from_type.simpleString().upper(), to_type.simpleString().upper()
+    message = (
+        f"DELTA_CAST_OVERFLOW_IN_TABLE_WRITE: Failed to write a value of {source} type into the {target} type "
+        f"column `{where}` due to an overflow. Use `try_cast` on the input value to tolerate overflow and return "
+        f'NULL instead. If necessary, set {STORE_ASSIGNMENT_POLICY} to "LEGACY" to bypass this error or set '
+        f"{_FOLLOWS_ANSI_FLAG} to true to revert to the old behaviour and follow spark.sql.ansi.enabled in UPDATE "
+        "and MERGE."
+    )
+    return F.when(
+        F.coalesce(_overflows(value, from_type, to_type), F.lit(False)), F.raise_error(F.lit(message))
+    ).otherwise(cast)
 
 
 def _java_type(spark: SparkSession, data_type: DataType) -> Any:
