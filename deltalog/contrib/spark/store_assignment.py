@@ -54,9 +54,9 @@ def store_assignment_cast(value: Column, from_type: DataType, to_type: DataType,
         cast = jvm.org.apache.spark.sql.catalyst.expressions.Cast
         if not cast.canUpCast(_java_type(spark, from_type), _java_type(spark, to_type)):
             raise DeltaAnalysisError(
-                f"Cannot up cast {where} from {from_type.simpleString()} to {to_type.simpleString()} "
-                f"({STORE_ASSIGNMENT_POLICY}=STRICT allows only casts that lose nothing): cast the value "
-                "explicitly, or set the policy to ANSI"
+                f"CANNOT_UP_CAST_DATATYPE: Cannot up cast {where} from {from_type.simpleString()} to "
+                f"{to_type.simpleString()} ({STORE_ASSIGNMENT_POLICY}=STRICT allows only casts that lose nothing): "
+                "cast the value explicitly, or set the policy to ANSI"
             )
         return value.cast(to_type)
     if policy == "LEGACY":
