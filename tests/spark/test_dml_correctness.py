@@ -541,7 +541,7 @@ def test_merge_and_update_cast_values_by_store_assignment_policy(spark, table_pa
     with pytest.raises(PySparkException, match="CAST_INVALID_INPUT"):
         with_conf({"spark.sql.ansi.enabled": "false"}, upsert)
     # STRICT: only up-casts; refused before anything runs
-    with pytest.raises(DeltaAnalysisError, match="^CANNOT_UP_CAST_DATATYPE: Cannot up cast value from string to int"):
+    with pytest.raises(DeltaAnalysisError, match=r"^CANNOT_UP_CAST_DATATYPE: Cannot up cast value from string to int"):
         with_conf({"spark.sql.storeAssignmentPolicy": "STRICT"}, upsert)
     assert DeltaLog.for_table(table_path).snapshot().version == version
 
