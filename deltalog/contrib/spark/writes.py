@@ -808,7 +808,7 @@ def _prepare_commit(
         if plan.new_metadata is not None:
             txn.update_metadata(plan.new_metadata)
         if opts.overwrite and not opts.replace_where and not plan.replace_using:
-            actions.extend(cleared_clustering(txn))
+            actions.extend(_cleared_clustering(txn))
     else:
         _stream_metadata(txn, plan)
     txn.update_identity_high_water_marks(high_water_marks)
@@ -834,7 +834,7 @@ def _prepare_commit(
     return _PreparedCommit(txn, actions, _operation(plan, streaming, metrics), rewritten)
 
 
-def cleared_clustering(txn: OptimisticTransaction) -> list[Action]:
+def _cleared_clustering(txn: OptimisticTransaction) -> list[Action]:
     """Delta's ``getNewDomainMetadata`` for an overwrite (a DataFrame write replacing the
     table, not a ``replaceWhere`` or ``replaceUsing``): a table replaced without ``CLUSTER BY``
     keeps the clustering feature and has no clustering column."""
