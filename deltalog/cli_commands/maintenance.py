@@ -124,8 +124,7 @@ def vacuum(ctx: CommandContext) -> int:
         ctx.print(path)
     ctx.print(
         f"{verb} {len(result.files)} file(s), {human_bytes(result.size_in_bytes)} "
-        f"(retention {result.retention_hours:g} hours)"
-        + f", {result.num_dirs} empty director(ies)"
+        f"(retention {result.retention_hours:g} hours)" + f", {result.num_dirs} empty director(ies)"
     )
     return EXIT_OK
 

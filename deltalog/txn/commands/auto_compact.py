@@ -31,7 +31,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from deltalog.txn.commands.optimize import OptimizeResult, optimize
+from deltalog.txn.commands.optimize import OptimizeResult, optimize, partition_key
 from deltalog.txn.commit.post_commit import PostCommitHook
 from deltalog.txn.protocol.actions import Action, AddFile
 
@@ -71,8 +71,10 @@ def compact_after_commit(
 ) -> OptimizeResult | None:
     """Compact what the commit of ``actions`` (``snapshot`` is the table after it) calls for;
     the compaction's result, or None when auto compaction is off or finds nothing to do."""
-    added = {_key(a) for a in actions if isinstance(a, AddFile)}
-    if not added or not enabled_for(snapshot, settings):
+    if not enabled_for(snapshot, settings):  # the common case, on every commit: nothing else read
+        return None
+    added = {partition_key(a) for a in actions if isinstance(a, AddFile)}
+    if not added:
         return None
     max_size = settings.auto_compact_max_file_size
     min_size = settings.auto_compact_min_file_size
@@ -85,7 +87,7 @@ def compact_after_commit(
     log.info("auto compaction of %s: %s", delta_log.table_uri, f"{len(chosen)} partitions" if chosen else "table")
 
     def in_chosen(_snapshot: Snapshot, files: list[AddFile]) -> list[AddFile]:
-        return [f for f in files if _key(f) in chosen] if chosen else files
+        return [f for f in files if partition_key(f) in chosen] if chosen else files
 
     return optimize(
         delta_log,
@@ -97,15 +99,11 @@ def compact_after_commit(
     )
 
 
-def _key(f: AddFile) -> PartitionKey:
-    return tuple(sorted(f.partition_values.items()))
-
-
 def _small_files_per_partition(snapshot: Snapshot, min_size: int) -> dict[PartitionKey, int]:
     counts: dict[PartitionKey, int] = defaultdict(int)
     for f in snapshot.files:
         if f.size < min_size:
-            counts[_key(f)] += 1
+            counts[partition_key(f)] += 1
     return counts
 
 

@@ -129,6 +129,7 @@ __all__ = [
     "files_with_narrower_types",
     "has_deleted_rows",
     "optimize",
+    "partition_key",
     "rewrite_bin",
 ]
 
@@ -245,7 +246,9 @@ def _too_many_deleted(f: AddFile, max_ratio: float) -> bool:
     return n is None or (n > 0 and dv.cardinality / n > max_ratio)
 
 
-def _partition_key(f: AddFile) -> tuple[tuple[str, str | None], ...]:
+def partition_key(f: AddFile) -> tuple[tuple[str, str | None], ...]:
+    """The file's partition as its sorted ``partitionValues`` (physical names): how OPTIMIZE
+    and auto compaction group files."""
     return tuple(sorted(f.partition_values.items()))
 
 
@@ -948,7 +951,7 @@ def _plan_bins(
         wanted = select.narrower(wanted)
     by_partition: dict[Any, list[AddFile]] = defaultdict(list)
     for f in wanted:
-        by_partition[_partition_key(f)].append(f)
+        by_partition[partition_key(f)].append(f)
     # a reorg rewrites a file even alone in its bin (Delta's groupFilesIntoBins)
     min_files = 1 if select.narrower is not None or select.purge else select.min_files_per_bin
     # Z-order (Delta's multi-dimensional clustering) rewrites each partition whole
