@@ -9,6 +9,7 @@ Meant for tests and examples; another process (a Spark executor) does not see it
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -26,9 +27,43 @@ _LOCK = threading.Lock()
 
 
 def _memory_fs() -> Any:
-    from fsspec.implementations.memory import MemoryFileSystem
+    return _whole_file_memory_fs_class()()
 
-    return MemoryFileSystem()
+
+@functools.cache
+def _whole_file_memory_fs_class() -> type:
+    """fsspec's memory filesystem (its process-wide store), with files published whole and
+    read privately. fsspec puts a file being written into the store when it is opened (a
+    partial file is listed and read, and a listing that measures it while it is written
+    fails the writer with ``BufferError``), and hands every reader of a file the stored
+    object itself (one position shared by all readers, each open moving it back to 0)."""
+    from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
+
+    class PendingFile(MemoryFile):  # type: ignore[misc]
+        """A file being written: in the store once closed, whole (once: a close from the
+        finalizer of a file deleted since must not bring it back)."""
+
+        published = False
+
+        def close(self) -> None:
+            if not self.published:
+                self.published = True
+                self.commit()
+
+    class WholeFileMemoryFileSystem(MemoryFileSystem):  # type: ignore[misc]
+        def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
+            path = self._strip_protocol(path)
+            if mode in ("wb", "xb"):
+                if mode == "xb" and path in self.store:
+                    raise FileExistsError(path)
+                if "data" in kwargs:  # pipe_file: whole already
+                    return super()._open(path, mode, **kwargs)
+                return PendingFile(self, path)
+            if mode == "rb" and path in self.store:
+                return MemoryFile(self, path, self.store[path].getvalue())
+            return super()._open(path, mode, **kwargs)
+
+    return WholeFileMemoryFileSystem
 
 
 class MemoryLogStore(LogStore):
