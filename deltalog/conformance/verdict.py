@@ -34,6 +34,7 @@ TOPICS: dict[str, str] = {
     "engine_commit": MUTUAL_EXCLUSION,  # two writers lose commits when put-if-absent lies
     "atomic_visibility": VISIBILITY,
     "aborted_write_invisible": VISIBILITY,
+    "checkpoint_stream_invisible": VISIBILITY,
 }
 
 #: What an "unsafe" failure of a check means for a table.

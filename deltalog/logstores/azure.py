@@ -37,6 +37,7 @@ with Azurite as well as with real accounts (flat and hierarchical namespace).
 from __future__ import annotations
 
 import importlib.util
+import io
 import logging
 import threading
 from collections.abc import Iterator
@@ -354,6 +355,14 @@ class AzureBlobLogStore(ObjectLogStore):
                 options["AZURE_STORAGE_ACCOUNT_NAME"] = seen[0]
         cls = type(self)
         return LogStoreSpec(f"{cls.__module__}:{cls.__qualname__}", StorageOptions(options))
+
+    def open_output_stream(self, path: str) -> io.IOBase:
+        """Through the Blob service's staged blocks, committed when the stream closes: the
+        data filesystem's stream shows the blob from the moment it opens."""
+        from deltalog.logstores.azure_blocks import BlockBlobOutputStream
+
+        loc = self._locate(path)
+        return BlockBlobOutputStream(self._blob(loc), self._call, loc.uri)
 
     def filesystem(self) -> pyarrow.fs.FileSystem:
         import pyarrow.fs as pafs

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import io
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from deltalog.logstores.options import StorageOptions
 
 if TYPE_CHECKING:
+    import pyarrow
     import pyarrow.fs
 
 __all__ = [
@@ -149,10 +151,10 @@ class LogStore(ABC):
     extra: ClassVar[str | None] = None
     #: Modules that must be importable for the store to work.
     requires: ClassVar[tuple[str, ...]] = ()
-    #: Whether a file written through :meth:`filesystem` (``open_output_stream``) becomes
-    #: visible only once complete, as an object-store PUT does. Local files are visible
-    #: while they are written, so checkpoints and other whole files written through the
-    #: data filesystem go through a temp name and a rename unless this is true.
+    #: Whether a file written through :meth:`open_output_stream` becomes visible only once
+    #: complete, as an object-store PUT does. Local files are visible while they are
+    #: written, so checkpoints and other whole files written through the data filesystem
+    #: go through a temp name and a rename unless this is true.
     atomic_file_writes: ClassVar[bool] = False
     #: What the store guarantees. Stores whose guarantees depend on configuration
     #: override the :attr:`semantics` property instead.
@@ -246,6 +248,13 @@ class LogStore(ABC):
     @abstractmethod
     def fs_path(self, path: str) -> str:
         """The path of URI ``path`` inside :meth:`filesystem`."""
+
+    def open_output_stream(self, path: str) -> pyarrow.NativeFile | io.IOBase:
+        """A stream writing the file at URI ``path`` (a checkpoint part, a sidecar). Where
+        :attr:`atomic_file_writes` is true the engine writes such a file in place and
+        relies on it appearing whole, when the stream closes; a store whose data
+        filesystem shows a file earlier overrides this. Default: the data filesystem's."""
+        return self.filesystem().open_output_stream(self.fs_path(path))
 
     def spec(self) -> LogStoreSpec:
         """A picklable recipe that rebuilds this store in another process."""

@@ -19,6 +19,7 @@ __all__ = [
     "NO_MOVE_MESSAGE",
     "PAGE",
     "DroppingPagesStore",
+    "FilesystemShowsPartialFilesStore",
     "NoRenameObjectStore",
     "NoRenameVisibleStore",
     "PartialWritesDeclaredStore",
@@ -85,13 +86,31 @@ class RepeatingPagesStore(_PagedStore):
             last = page[-1] if page else None
 
 
+def _showing_memory_fs() -> Any:
+    """fsspec's own memory filesystem over the memory store's files: it stores a file when
+    it is opened for writing, so a file shows while it is written."""
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    return MemoryFileSystem()
+
+
 class NoRenameVisibleStore(MemoryLogStore):
     """A store whose data filesystem shows a file while it is written (as local disk does,
     ``atomic_file_writes`` false) and has no move/rename: checkpoints cannot be written
     there, by temp file and rename or otherwise."""
 
     def filesystem(self) -> pafs.FileSystem:
-        return pafs.PyFileSystem(_NoMoveHandler(_memory_fs()))
+        return pafs.PyFileSystem(_NoMoveHandler(_showing_memory_fs()))
+
+
+class FilesystemShowsPartialFilesStore(MemoryLogStore):
+    """Declares its data filesystem's writes atomic, as an object store does (so the engine
+    writes checkpoints in place), but that filesystem shows a file while it is written."""
+
+    atomic_file_writes: ClassVar[bool] = True
+
+    def filesystem(self) -> pafs.FileSystem:
+        return pafs.PyFileSystem(pafs.FSSpecHandler(_showing_memory_fs()))
 
 
 class PartialWritesDeclaredStore(MemoryLogStore):

@@ -78,7 +78,7 @@ def test_example_backend_passes_the_whole_kit_and_cleans_up(installed: dict[str,
     assert result.returncode == 0, result.stdout + result.stderr
     results = results_by_check(result.stdout)
     assert list(results) == check_names()
-    assert {c for c, r in results.items() if r != "PASSED"} == {"secrets_redacted"}
+    assert {c for c, r in results.items() if r != "PASSED"} == {"secrets_redacted", "checkpoint_stream_invisible"}
     with sqlite3.connect(root / "t.sqlite3") as db:
         assert db.execute("SELECT count(*) FROM log_files").fetchone() == (0,)
     assert not (root / "t").exists() or not any((root / "t").iterdir())
@@ -92,7 +92,8 @@ def test_broken_store_fails_exactly_the_right_checks(installed: dict[str, str], 
     # engine_commit fails too when the two writers happen to race on one version
     assert {c for c, r in results.items() if r == "FAILED"} - {"engine_commit"} == BROKEN_FAILURES
     assert json.loads(result.stdout)["verdict"]["verdict"] == "unsafe"  # its listing is unsorted
-    assert {c for c, r in results.items() if r == "NOT_APPLICABLE"} == {"secrets_redacted"}
+    not_applicable = {c for c, r in results.items() if r == "NOT_APPLICABLE"}
+    assert not_applicable == {"secrets_redacted", "checkpoint_stream_invisible"}
     assert json.loads(result.stdout)["ok"] is False
 
 

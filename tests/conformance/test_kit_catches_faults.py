@@ -18,6 +18,7 @@ from deltalog.conformance import Outcome, run_conformance
 from deltalog.logstores import FileAlreadyExistsError, FileStatus, MutualExclusion, StoreSemantics
 from deltalog.logstores.local import LocalLogStore, local_path
 from deltalog.logstores.memory import MemoryLogStore, _memory_fs
+from tests.conformance.fault_stores import FilesystemShowsPartialFilesStore
 
 
 class OverwritingStore(MemoryLogStore):
@@ -165,6 +166,12 @@ CASES = [
         ["atomic_visibility", "aborted_write_invisible", "overwrite_false_raises"],
         {"atomic_visibility": "while it was being written", "aborted_write_invisible": "left a visible file"},
         id="partial-writes-visible",
+    ),
+    pytest.param(
+        FilesystemShowsPartialFilesStore,
+        ["atomic_visibility", "checkpoint_stream_invisible", "data_filesystem"],
+        {"checkpoint_stream_invisible": "a listing showed 00000000000000000020.checkpoint.parquet while it was"},
+        id="data-filesystem-shows-partial-files",
     ),
     pytest.param(
         LeakyReprStore,

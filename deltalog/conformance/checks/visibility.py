@@ -120,6 +120,41 @@ def aborted_write_invisible(ctx: CheckContext) -> str:
     return "a write whose lines raise halfway leaves no file; the name stays free"
 
 
+def checkpoint_stream_invisible(ctx: CheckContext) -> str:
+    """Where the store declares its file writes atomic (an object store's PUT), the engine
+    writes a checkpoint in place through :meth:`LogStore.open_output_stream`, with no temp
+    name: until the stream closes, no reader may list or read it."""
+    store = ctx.store
+    name = "00000000000000000020.checkpoint.parquet"
+    uri = ctx.uri(name)
+    if store.needs_temp_file_for(uri):
+        raise NotApplicable(
+            "the engine writes checkpoints through a temp name and a rename on this store "
+            "(partial writes declared visible, or atomic_file_writes is false)"
+        )
+    ctx.write(ctx.uri(delta_file(20)), ['{"commitInfo":{}}'])
+    chunk = b"PAR1" + bytes(MEBIBYTES * 1024 * 128 - 4)
+    stream = store.open_output_stream(uri)
+    try:
+        for _ in range(8):
+            stream.write(chunk)
+            stream.flush()
+            if name in ctx.list_names(ctx.uri("00000000000000000020")):
+                raise CheckFailed(f"a listing showed {name} while it was being written through open_output_stream")
+            try:
+                seen = store.read_bytes(uri)
+            except FileNotFoundError:
+                continue
+            raise CheckFailed(f"read_bytes returned {len(seen)} bytes of {name} while it was being written")
+    finally:
+        stream.close()
+    size = 8 * len(chunk)
+    listed = {s.name: s.size for s in store.list_from(ctx.uri("00000000000000000020"))}
+    if listed.get(name) != size:
+        raise CheckFailed(f"after its stream closed, {name} was listed as {listed.get(name)} bytes, not {size}")
+    return f"a {size // 1024 // 1024} MiB file written through open_output_stream appeared only when it was closed"
+
+
 CHECKS = (
     Check(
         "atomic_visibility",
@@ -130,5 +165,10 @@ CHECKS = (
         "aborted_write_invisible",
         "a write that fails halfway leaves no file behind and the name stays free",
         aborted_write_invisible,
+    ),
+    Check(
+        "checkpoint_stream_invisible",
+        "a checkpoint written in place (open_output_stream) is not listed or read until it is closed",
+        checkpoint_stream_invisible,
     ),
 )

@@ -544,7 +544,7 @@ class PartWriter:
             # a filesystem with real directories may not have this one yet: a store that
             # keeps its log files elsewhere (a database) has no _delta_log on disk
             _make_dir(self.fs, self.store.fs_path(directory))
-        self.stream = self.fs.open_output_stream(self.store.fs_path(self.write_uri))
+        self.stream = self.store.open_output_stream(self.write_uri)
         self.writer = pq.ParquetWriter(
             self.stream,
             schema,
