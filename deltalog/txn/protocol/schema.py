@@ -444,12 +444,18 @@ def merge_schemas(table: StructType, new: StructType) -> StructType:
     return _merge_struct(table, new, "")
 
 
+#: how Delta's ``DeltaErrors.schemaChangedException`` opens: a write that would change the
+#: schema without ``mergeSchema`` (a new column or nested field, a column's type)
+_METADATA_MISMATCH = "DELTA_METADATA_MISMATCH: A schema mismatch detected when writing to the Delta table: "
+
+
 def check_write_compatible(table: StructType, data: StructType) -> None:
-    """Raise :class:`SchemaMismatchError` unless ``data`` fits ``table`` without a schema change."""
+    """Raise :class:`SchemaMismatchError` (Delta's ``DELTA_METADATA_MISMATCH``) unless ``data``
+    fits ``table`` without a schema change."""
     extra = [f.name for f in data.fields if f.name not in table]
     if extra:
         raise SchemaMismatchError(
-            f"the data has columns the table does not: {', '.join(extra)}; write with "
+            f"{_METADATA_MISMATCH}the data has columns the table does not: {', '.join(extra)}; write with "
             "option('mergeSchema', 'true') to add them, or overwrite with overwriteSchema=true"
         )
     nested: list[str] = []
@@ -466,15 +472,14 @@ def check_write_compatible(table: StructType, data: StructType) -> None:
         ]
         if retyped:
             raise SchemaMismatchError(
-                f"DELTA_METADATA_MISMATCH: A schema mismatch detected when writing to the Delta table: "
-                f"{', '.join(retyped)}, a change of the table's type (a void column takes the data's type; a byte "
-                "or short one widens, as Parquet stores byte, short and integer alike); write with "
+                f"{_METADATA_MISMATCH}{', '.join(retyped)}, a change of the table's type (a void column takes the "
+                "data's type; a byte or short one widens, as Parquet stores byte, short and integer alike); write with "
                 "option('mergeSchema', 'true') to change it, or cast the data to the table's type"
             )
         nested.extend(path for path, was, _ in changes if was is None)
     if nested:
         raise SchemaMismatchError(
-            f"the data has nested fields the table does not: {', '.join(nested)}; write with "
+            f"{_METADATA_MISMATCH}the data has nested fields the table does not: {', '.join(nested)}; write with "
             "option('mergeSchema', 'true') to add them, or overwrite with overwriteSchema=true"
         )
 
