@@ -401,7 +401,7 @@ def test_catalog_inserts_resolve_nested_fields_as_spark_does(spark, table_path):
         swapped = spark.createDataFrame([(4, (5, 4))], "a int, s struct<y:int,x:int>")
         swapped.write.format("deltalog").option("path", table_path).insertInto("ins_nested")
         spark.sql(f"INSERT INTO ins_nested {with_path} BY NAME SELECT 6 AS a, named_struct('y', 7, 'x', 6) AS s")
-        with pytest.raises(Exception, match="INCOMPATIBLE_DATA_FOR_TABLE.EXTRA_STRUCT_FIELDS"):
+        with pytest.raises(Exception, match=r"INCOMPATIBLE_DATA_FOR_TABLE\.EXTRA_STRUCT_FIELDS"):
             spark.sql(
                 f"INSERT WITH SCHEMA EVOLUTION INTO ins_nested {with_path} "
                 "SELECT 8 AS a, named_struct('x', 8, 'y', 9, 'z', 10) AS s"
