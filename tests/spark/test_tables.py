@@ -386,6 +386,33 @@ def test_catalog_table_writes_carry_its_location_and_insert_as_deltas(spark, tab
         catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier("ins_t"), True, False)
 
 
+def test_catalog_inserts_resolve_nested_fields_as_spark_does(spark, table_path):
+    """docs/spark.md "Catalog tables": Spark, not deltalog, resolves a catalog insert's columns,
+    so it differs from Delta's DeltaInsertIntoColumnOrderAdvancedSuite and
+    DeltaInsertIntoSchemaEvolutionSuite where a Python data source cannot accept any schema:
+    insertInto matches struct fields by position (Delta: by name when the top-level names match
+    and no cast is needed), BY NAME matches them by name, and a struct field the table lacks is
+    refused by Spark even with INSERT WITH SCHEMA EVOLUTION (Delta evolves the table)."""
+    spark.createDataFrame([(1, (2, 3))], "a int, s struct<x:int,y:int>").write.format("deltalog").mode(
+        "append"
+    ).option("path", table_path).saveAsTable("ins_nested")
+    with_path = f"WITH ('path' = '{table_path}')"
+    try:
+        swapped = spark.createDataFrame([(4, (5, 4))], "a int, s struct<y:int,x:int>")
+        swapped.write.format("deltalog").option("path", table_path).insertInto("ins_nested")
+        spark.sql(f"INSERT INTO ins_nested {with_path} BY NAME SELECT 6 AS a, named_struct('y', 7, 'x', 6) AS s")
+        with pytest.raises(Exception, match=r"INCOMPATIBLE_DATA_FOR_TABLE\.EXTRA_STRUCT_FIELDS"):
+            spark.sql(
+                f"INSERT WITH SCHEMA EVOLUTION INTO ins_nested {with_path} "
+                "SELECT 8 AS a, named_struct('x', 8, 'y', 9, 'z', 10) AS s"
+            )
+        assert _table_rows(spark, table_path) == [(1, (2, 3)), (4, (5, 4)), (6, (6, 7))]
+        assert len(commits(table_path)) == 3
+    finally:
+        catalog = spark._jsparkSession.sessionState().catalog()
+        catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier("ins_nested"), True, False)
+
+
 def test_detail_of_a_table_by_name_names_it(spark, table_path):
     """Delta's DescribeDeltaDetailSuite ("create table on an existing delta log", "describe
     detail contains table name"): ``forName(name).detail()`` shows the catalog's qualified

@@ -219,10 +219,17 @@ def test_idempotent_writes_and_save_modes(spark, table_path):
 
 
 def test_schema_checks_and_merge_schema(spark, table_path):
+    """A column the table lacks is Delta's ``DELTA_METADATA_MISMATCH`` without ``mergeSchema``
+    (DeltaInsertIntoSchemaEvolutionSuite), and is added with it; a column of another type is
+    ``DELTA_FAILED_TO_MERGE_FIELDS`` first, with a new column or without, as Delta's ``mergeSchemas``
+    runs before its schema change check ("insert with extra top-level column and implicit cast")."""
     _df(spark, n=3).write.format("deltalog").mode("append").option("userMetadata", "first load").save(table_path)
     wider = spark.createDataFrame([(99, "k9", 1.0, "new")], "id long, k string, x double, extra string")
-    with pytest.raises(Exception, match="mergeSchema"):
+    with pytest.raises(Exception, match=r"DELTA_METADATA_MISMATCH: .*columns the table does not: extra; .*mergeSchema"):
         wider.write.format("deltalog").mode("append").save(table_path)
+    retyped = spark.createDataFrame([(9, "k9", 1.0, "new")], "id int, k string, x double, extra string")
+    with pytest.raises(Exception, match=r"DELTA_FAILED_TO_MERGE_FIELDS: Failed to merge fields 'id'"):
+        retyped.write.format("deltalog").mode("append").save(table_path)
     wider.write.format("deltalog").mode("append").option("mergeSchema", "true").save(table_path)
     got = rows(spark.read.format("deltalog").load(table_path), ["id"])
     assert got.columns.tolist() == ["id", "k", "x", "extra"]

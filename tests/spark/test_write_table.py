@@ -298,10 +298,11 @@ def test_python_tasks_write_columns_with_dots_in_their_names(spark: Any, table_p
 
 def test_nested_fields_by_name_and_merge_schema_inside_arrays_and_maps(spark: Any, table_path: str) -> None:
     """As Delta's ``SchemaMergingUtils``: a struct field the table lacks, at any depth, is a
-    schema change (refused without ``mergeSchema``, never silently dropped); ``mergeSchema``
-    adds it inside arrays and maps too; struct fields are matched by name, so data with them
-    in another order is written right under column mapping (physical names by position
-    would swap them) and both read paths rename the structs inside arrays and maps."""
+    schema change (refused without ``mergeSchema``, Delta's ``DELTA_METADATA_MISMATCH``, never
+    silently dropped); ``mergeSchema`` adds it inside arrays and maps too; struct fields are
+    matched by name, so data with them in another order is written right under column mapping
+    (physical names by position would swap them) and both read paths rename the structs inside
+    arrays and maps."""
     from deltalog.contrib.spark import read_table, write_table
     from deltalog.contrib.spark.errors import SchemaMismatchError
 
@@ -309,7 +310,7 @@ def test_nested_fields_by_name_and_merge_schema_inside_arrays_and_maps(spark: An
     first = spark.createDataFrame([(1, ("a1", "b1"), [(1, "y1")], {"k": (1,)})], kinds)
     write_table(first, table_path, **{"delta.columnMapping.mode": "name"})
     extra = spark.createDataFrame([(9, ("a9", "b9", 9))], "id long, s struct<a:string,b:string,c:int>")
-    with pytest.raises(SchemaMismatchError, match=r"nested fields the table does not: s\.c;"):
+    with pytest.raises(SchemaMismatchError, match=r"DELTA_METADATA_MISMATCH: .*nested fields the table does not: s\.c"):
         write_table(extra, table_path)
     wider = "id long, arr array<struct<x:int,y:string,z:int>>, m map<string,struct<p:int,q:int>>"
     rows = spark.createDataFrame([(2, [(2, "y2", 20)], {"k": (2, 22)})], wider)

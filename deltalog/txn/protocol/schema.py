@@ -444,37 +444,44 @@ def merge_schemas(table: StructType, new: StructType) -> StructType:
     return _merge_struct(table, new, "")
 
 
+#: how Delta's ``DeltaErrors.schemaChangedException`` opens: a write that would change the
+#: schema without ``mergeSchema`` (a new column or nested field, a column's type)
+_METADATA_MISMATCH = "DELTA_METADATA_MISMATCH: A schema mismatch detected when writing to the Delta table: "
+
+
 def check_write_compatible(table: StructType, data: StructType) -> None:
-    """Raise :class:`SchemaMismatchError` unless ``data`` fits ``table`` without a schema change."""
+    """Raise :class:`SchemaMismatchError` (Delta's ``DELTA_METADATA_MISMATCH``) unless ``data``
+    fits ``table`` without a schema change. As Delta's ``mergeSchemas`` runs before its schema
+    change check, a column of a type that cannot merge is ``DELTA_FAILED_TO_MERGE_FIELDS``
+    first, even when the data also has a column the table lacks."""
+    changes: list[tuple[str, DataType | None, DataType]] = []
+    for f in data.fields:
+        if f.name in table:
+            old = table.field(f.name).type
+            merged = _merge_type(old, f.type, f.name)
+            if _shape(merged) != _shape(old):
+                changes.extend(_changed_fields(old, merged, f.name))
     extra = [f.name for f in data.fields if f.name not in table]
     if extra:
         raise SchemaMismatchError(
-            f"the data has columns the table does not: {', '.join(extra)}; write with "
+            f"{_METADATA_MISMATCH}the data has columns the table does not: {', '.join(extra)}; write with "
             "option('mergeSchema', 'true') to add them, or overwrite with overwriteSchema=true"
         )
-    nested: list[str] = []
-    for f in data.fields:
-        old = table.field(f.name).type
-        merged = _merge_type(old, f.type, f.name)
-        if _shape(merged) == _shape(old):
-            continue
-        changes = _changed_fields(old, merged, f.name)
-        retyped = [
-            f"{path} is {_describe(was)} in the table and {_describe(now)} in the data"
-            for path, was, now in changes
-            if was is not None
-        ]
-        if retyped:
-            raise SchemaMismatchError(
-                f"DELTA_METADATA_MISMATCH: A schema mismatch detected when writing to the Delta table: "
-                f"{', '.join(retyped)}, a change of the table's type (a void column takes the data's type; a byte "
-                "or short one widens, as Parquet stores byte, short and integer alike); write with "
-                "option('mergeSchema', 'true') to change it, or cast the data to the table's type"
-            )
-        nested.extend(path for path, was, _ in changes if was is None)
+    retyped = [
+        f"{path} is {_describe(was)} in the table and {_describe(now)} in the data"
+        for path, was, now in changes
+        if was is not None
+    ]
+    if retyped:
+        raise SchemaMismatchError(
+            f"{_METADATA_MISMATCH}{', '.join(retyped)}, a change of the table's type (a void column takes the "
+            "data's type; a byte or short one widens, as Parquet stores byte, short and integer alike); write with "
+            "option('mergeSchema', 'true') to change it, or cast the data to the table's type"
+        )
+    nested = [path for path, was, _ in changes if was is None]
     if nested:
         raise SchemaMismatchError(
-            f"the data has nested fields the table does not: {', '.join(nested)}; write with "
+            f"{_METADATA_MISMATCH}the data has nested fields the table does not: {', '.join(nested)}; write with "
             "option('mergeSchema', 'true') to add them, or overwrite with overwriteSchema=true"
         )
 
