@@ -24,6 +24,7 @@ __all__ = [
     "NoRenameVisibleStore",
     "PartialWritesDeclaredStore",
     "RepeatingPagesStore",
+    "SharedReadPositionStore",
 ]
 
 #: What pyarrow's AzureFileSystem answers on a Blob account without hierarchical namespace.
@@ -101,6 +102,14 @@ class NoRenameVisibleStore(MemoryLogStore):
 
     def filesystem(self) -> pafs.FileSystem:
         return pafs.PyFileSystem(_NoMoveHandler(_showing_memory_fs()))
+
+
+class SharedReadPositionStore(MemoryLogStore):
+    """Its data filesystem hands every reader of a file the same stream (fsspec's memory
+    filesystem does): opening the file again moves the position of those reading it."""
+
+    def filesystem(self) -> pafs.FileSystem:
+        return pafs.PyFileSystem(pafs.FSSpecHandler(_showing_memory_fs()))
 
 
 class FilesystemShowsPartialFilesStore(MemoryLogStore):

@@ -18,7 +18,7 @@ from deltalog.conformance import Outcome, run_conformance
 from deltalog.logstores import FileAlreadyExistsError, FileStatus, MutualExclusion, StoreSemantics
 from deltalog.logstores.local import LocalLogStore, local_path
 from deltalog.logstores.memory import MemoryLogStore, _memory_fs
-from tests.conformance.fault_stores import FilesystemShowsPartialFilesStore
+from tests.conformance.fault_stores import FilesystemShowsPartialFilesStore, SharedReadPositionStore
 
 
 class OverwritingStore(MemoryLogStore):
@@ -172,6 +172,12 @@ CASES = [
         ["atomic_visibility", "checkpoint_stream_invisible", "data_filesystem"],
         {"checkpoint_stream_invisible": "a listing showed 00000000000000000020.checkpoint.parquet while it was"},
         id="data-filesystem-shows-partial-files",
+    ),
+    pytest.param(
+        SharedReadPositionStore,
+        ["data_file_ranged_reads", "data_file_concurrent_readers"],
+        {"data_file_concurrent_readers": "readers of one file share it"},
+        id="shared-read-position",
     ),
     pytest.param(
         LeakyReprStore,

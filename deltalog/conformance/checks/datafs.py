@@ -1,7 +1,10 @@
 """The data filesystem: Parquet files written beside the log are seen by the log, read by
-range as Parquet readers do, and deleted as VACUUM does."""
+range and by several readers at once as Parquet readers do, and deleted as VACUUM does."""
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from deltalog.conformance.check import Check, expect, operation
 from deltalog.conformance.context import CheckContext
@@ -156,6 +159,48 @@ def data_file_deletes(ctx: CheckContext) -> str:
     return "data files listed and deleted through the data filesystem are gone from both listings"
 
 
+READER_THREADS = 4
+
+
+def _read_whole(fs: Any, path: str, chunk: int) -> bytes:
+    with fs.open_input_stream(path) as stream:
+        parts = []
+        while piece := stream.read(chunk):
+            parts.append(piece)
+    return b"".join(parts)
+
+
+def data_file_concurrent_readers(ctx: CheckContext) -> str:
+    """Readers of one file at once, as threads loading one checkpoint or a DataFrame's tasks
+    reading one data file: each reads from a position of its own."""
+    data = bytes(range(256)) * 4096
+    uri = ctx.uri("part-00000-readers.parquet")
+    fs = ctx.store.filesystem()
+    path = ctx.store.fs_path(uri)
+    with operation(f"writing {uri} ({len(data)} bytes) through the data filesystem"):
+        parent = path.rsplit("/", 1)[0]
+        if parent:
+            fs.create_dir(parent, recursive=True)
+        with fs.open_output_stream(path) as out:
+            out.write(data)
+    with operation(f"reading {uri} through two streams opened one after the other"):
+        with fs.open_input_stream(path) as first:
+            head = first.read(1000)
+            with fs.open_input_stream(path) as second:
+                other = second.read(500)
+                rest = first.read(1000)
+    expect(
+        head == data[:1000] and rest == data[1000:2000] and other == data[:500],
+        "opening a second stream on a file moved the first one's position: readers of one file share it",
+    )
+    threads = ThreadPoolExecutor(READER_THREADS)
+    with operation(f"reading {uri} whole in {READER_THREADS} threads at once"), threads as pool:
+        copies = list(pool.map(lambda n: _read_whole(fs, path, 4096 * (n + 1)), range(READER_THREADS)))
+    bad = [n for n, copy in enumerate(copies) if copy != data]
+    expect(not bad, f"{len(bad)} of {READER_THREADS} threads reading the file at once got other bytes")
+    return f"two streams and {READER_THREADS} threads read one {len(data)}-byte file, each from its own position"
+
+
 CHECKS = (
     Check(
         "data_filesystem",
@@ -166,6 +211,11 @@ CHECKS = (
         "data_file_ranged_reads",
         "a data file streamed into a partition directory reads back by range: footer from the end, row groups",
         data_file_ranged_reads,
+    ),
+    Check(
+        "data_file_concurrent_readers",
+        "readers of one data file at once (two streams, threads) each read from their own position",
+        data_file_concurrent_readers,
     ),
     Check(
         "data_file_deletes",
