@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from deltalog.logstores.local import LocalLogStore
 from deltalog.txn.commit.operations import SetTableProperties, Write
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.log import checksum as checksum_module
 from deltalog.txn.log.checksum import (
     VersionChecksum,
     checksum_for_commit,
@@ -18,7 +20,7 @@ from deltalog.txn.log.checksum import (
     record_commit_checksum,
     write_checksum,
 )
-from deltalog.txn.protocol.actions import DomainMetadata
+from deltalog.txn.protocol.actions import DomainMetadata, SetTransaction
 from deltalog.txn.protocol.errors import ChecksumMismatchError
 from tests.log.helpers import add, commit, create, metadata, remove
 
@@ -210,3 +212,52 @@ def test_domain_metadata_tracking_in_the_crc_stops_past_the_threshold(tmp_path: 
     assert eleven.domain_metadata is None and "domainMetadata" not in eleven.to_dict()
     assert write_checksum(LocalLogStore(), f"{table}/_delta_log", 2, eleven)
     assert len(DeltaLog.for_table(table).update().domain_metadata) == 11
+
+
+def test_set_transactions_are_tracked_in_the_crc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DeltaIncrementalSetTransactionsSuite: each commit's checksum holds the table's
+    ``setTransactions`` (the newest per app id), as Delta's ``setTransactionsInCrc.writeOnCommit``;
+    none past ``setTransactionsInCrc.maxAllowed`` (100), nor once
+    ``delta.setTransactionRetentionDuration`` is set (their expiry depends on the reader's clock).
+    A loaded snapshot is checked against them."""
+    table = str(tmp_path / "t")
+    create(table, files=["a"])
+    log = DeltaLog.for_table(table)
+    names = iter(range(10))
+
+    def committed(*txns: SetTransaction) -> dict[str, int] | None:
+        version = log.start_transaction().commit([*txns, add(f"f{next(names)}")], Write())
+        crc = read_checksum(log.store, log.log_uri, version)
+        assert crc is not None
+        return None if crc.set_transactions is None else {t.app_id: t.version for t in crc.set_transactions}
+
+    assert committed() == {}
+    assert committed(SetTransaction("app-1", 1, 1)) == {"app-1": 1}
+    assert committed(SetTransaction("app-1", 3, 2)) == {"app-1": 3}
+    assert committed(SetTransaction("app-2", 100, 3)) == {"app-1": 3, "app-2": 100}
+    assert committed(SetTransaction("app-1", 100, 4), SetTransaction("app-3", 300, 4)) == {
+        "app-1": 100,
+        "app-2": 100,
+        "app-3": 300,
+    }
+    assert json.loads(_crc(table, 5).read_text())["setTransactions"][0] == {
+        "appId": "app-1",
+        "version": 100,
+        "lastUpdated": 4,
+    }
+    monkeypatch.setattr(checksum_module, "MAX_SET_TRANSACTIONS_IN_CRC", 3)
+    assert committed(SetTransaction("app-4", 1, 5)) is None
+    monkeypatch.undo()
+    crc = read_checksum(log.store, log.log_uri, 5)
+    assert crc is not None
+    bad = replace(crc, set_transactions=(SetTransaction("app-1", 99, 4),), txn_id=None)
+    _crc(table, 5).write_text(bad.to_json())
+    with pytest.raises(ChecksumMismatchError, match="setTransactions"):
+        DeltaLog.for_table(table).snapshot(version=5)
+    txn = log.start_transaction()
+    retention = {"delta.setTransactionRetentionDuration": "interval 1000 days"}
+    txn.update_metadata(replace(txn.metadata, configuration=retention))
+    version = txn.commit([SetTransaction("app-5", 1, int(time.time() * 1000))], SetTableProperties(retention))
+    crc = read_checksum(log.store, log.log_uri, version)
+    assert crc is not None and crc.set_transactions is None
+    assert set(DeltaLog.for_table(table).update().set_transactions) == {"app-5"}  # the others expired

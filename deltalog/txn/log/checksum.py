@@ -2,15 +2,18 @@
 
 After each commit the engine writes ``N.crc`` with the table's state at ``N``:
 ``tableSizeBytes``, ``numFiles``, ``numMetadata``, ``numProtocol``, ``metadata``,
-``protocol``, ``inCommitTimestampOpt`` (when in-commit timestamps are on), ``txnId`` and
-the live ``domainMetadata`` (up to ten domains, as Delta). The file histogram is optional and not written. As Delta's
+``protocol``, ``inCommitTimestampOpt`` (when in-commit timestamps are on), ``txnId``, the
+``setTransactions`` (up to 100, none on a table with ``delta.setTransactionRetentionDuration``,
+as Delta) and the live ``domainMetadata`` (up to ten domains, as Delta). The file histogram and
+``allFiles`` are optional and not written. As Delta's
 ``RecordChecksum``, the counts are derived incrementally from the previous version's
 checksum and the commit's actions when that is exact, else computed from the snapshot;
 the file is written only after the commit, never overwritten, and a failed write is
 logged, never failing the commit.
 
 A snapshot loaded from the log whose version has a ``.crc`` is validated against it
-(Delta's ``ValidateChecksum``): metadata, protocol and domain metadata at once, the file
+(Delta's ``ValidateChecksum``): metadata, protocol, application transactions and domain
+metadata at once, the file
 count and table size when the snapshot's files are first loaded. A mismatch raises
 :class:`~deltalog.txn.protocol.errors.ChecksumMismatchError` (Delta's default,
 ``checksum.mismatch.fatal=true``). A missing, empty or unreadable ``.crc`` is ignored.
@@ -33,6 +36,7 @@ from deltalog.txn.protocol.actions import (
     Metadata,
     Protocol,
     RemoveFile,
+    SetTransaction,
     decode_path,
 )
 from deltalog.txn.protocol.errors import ChecksumMismatchError
@@ -72,6 +76,8 @@ class VersionChecksum:
     in_commit_timestamp: int | None = None
     #: live domains, tombstones excluded; None: not recorded in the file
     domain_metadata: tuple[DomainMetadata, ...] | None = None
+    #: the application transactions (newest per app id); None: not recorded in the file
+    set_transactions: tuple[SetTransaction, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {}
@@ -83,6 +89,8 @@ class VersionChecksum:
         d["numProtocol"] = self.num_protocol
         if self.in_commit_timestamp is not None:
             d["inCommitTimestampOpt"] = self.in_commit_timestamp
+        if self.set_transactions is not None:
+            d["setTransactions"] = [t.to_dict() for t in self.set_transactions]
         if self.domain_metadata is not None:
             d["domainMetadata"] = [dm.to_dict() for dm in self.domain_metadata]
         if self.metadata is not None:
@@ -97,6 +105,7 @@ class VersionChecksum:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> VersionChecksum:
         domains = d.get("domainMetadata")
+        txns = d.get("setTransactions")
         return cls(
             table_size_bytes=int(d["tableSizeBytes"]),
             num_files=int(d["numFiles"]),
@@ -107,6 +116,7 @@ class VersionChecksum:
             txn_id=d.get("txnId"),
             in_commit_timestamp=None if d.get("inCommitTimestampOpt") is None else int(d["inCommitTimestampOpt"]),
             domain_metadata=None if domains is None else tuple(DomainMetadata.from_dict(x) for x in domains),
+            set_transactions=None if txns is None else tuple(SetTransaction.from_dict(x) for x in txns),
         )
 
 
@@ -159,6 +169,24 @@ def _tracked_domains(snapshot: Snapshot) -> tuple[DomainMetadata, ...] | None:
     """The live domains the checksum records: none past :data:`MAX_DOMAIN_METADATAS_IN_CRC`."""
     live = _live_domains(snapshot)
     return live if len(live) <= MAX_DOMAIN_METADATAS_IN_CRC else None
+
+
+#: Delta's ``setTransactionsInCrc.maxAllowed``: with more application transactions the
+#: checksum has no ``setTransactions`` field
+MAX_SET_TRANSACTIONS_IN_CRC = 100
+
+
+def _tracked_set_transactions(snapshot: Snapshot) -> tuple[SetTransaction, ...] | None:
+    """The application transactions the checksum records, as Delta's
+    ``incrementallyComputeSetTransactions``: none past :data:`MAX_SET_TRANSACTIONS_IN_CRC`, nor
+    when ``delta.setTransactionRetentionDuration`` is set (which of them have expired depends
+    on when the table is read)."""
+    if snapshot.properties.set_transaction_retention is not None:
+        return None
+    txns = snapshot.set_transactions
+    if len(txns) > MAX_SET_TRANSACTIONS_IN_CRC:
+        return None
+    return tuple(txns[app_id] for app_id in sorted(txns))
 
 
 def _in_commit_timestamp(actions: Sequence[Action], metadata: Metadata) -> int | None:
@@ -231,6 +259,7 @@ def _checksum(
         txn_id=txn_id,
         in_commit_timestamp=_in_commit_timestamp(actions, metadata),
         domain_metadata=_tracked_domains(snapshot),
+        set_transactions=_tracked_set_transactions(snapshot),
     )
 
 
@@ -250,6 +279,10 @@ def checksum_mismatches(
         found["numProtocol"] = f"expected 1, found {checksum.num_protocol}"
     if checksum.domain_metadata is not None and set(checksum.domain_metadata) != set(_live_domains(snapshot)):
         found["domainMetadata"] = "the live metadata domains differ"
+    if checksum.set_transactions is not None and snapshot.properties.set_transaction_retention is None:
+        recorded = {t.app_id: t.version for t in checksum.set_transactions}
+        if recorded != {app_id: t.version for app_id, t in snapshot.set_transactions.items()}:
+            found["setTransactions"] = "the application transactions (appId -> version) differ"
     if file_counts is not None:
         num_files, size = file_counts
         if checksum.num_files != num_files:
