@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from deltalog.logstores.errors import TransientStorageError
 from deltalog.logstores.local import LocalLogStore
 from deltalog.txn.commit.operations import SetTableProperties, Write
 from deltalog.txn.delta_log import DeltaLog
@@ -91,10 +93,37 @@ def test_a_metadata_or_domain_mismatch_fails_the_load(tmp_path: Path) -> None:
         DeltaLog.for_table(table).update()
 
 
-@pytest.mark.parametrize("content", ["", "not json", '{"numFiles": 1}'])  # the last: no tableSizeBytes
+@pytest.mark.parametrize(
+    "content",
+    [
+        "",
+        "not json",
+        '{"numFiles": 1}',  # no tableSizeBytes
+        '{"tableSizeBytes": 1e400, "numFiles": 2}',  # a number no integer holds
+        "[" * 100_000 + "]" * 100_000,  # nested deeper than a JSON parser recurses
+        '{"tableSizeBytes": 15, "numFiles": 2, "setTransactions": [{"appId": "a"}]}',
+    ],
+)
 def test_an_empty_or_unreadable_crc_is_ignored(tmp_path: Path, content: str) -> None:
+    """As Delta's ``readChecksum``, which takes any failure to read or parse the file for no
+    checksum (``delta.checksum.error.parsing``)."""
     table = _table(tmp_path)
     _crc(table, 1).write_text(content)
+    snap = DeltaLog.for_table(table).update()
+    assert snap.checksum is None and snap.num_files == 2
+
+
+def test_a_crc_the_store_fails_to_read_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _table(tmp_path)
+    write_checksum(LocalLogStore(), f"{table}/_delta_log", 1, _good_checksum(table))
+    read = LocalLogStore.read
+
+    def failing(self: LocalLogStore, path: str) -> Iterator[str]:
+        if path.endswith(".crc"):
+            raise TransientStorageError("throttled, retries exhausted")
+        return read(self, path)
+
+    monkeypatch.setattr(LocalLogStore, "read", failing)
     snap = DeltaLog.for_table(table).update()
     assert snap.checksum is None and snap.num_files == 2
 

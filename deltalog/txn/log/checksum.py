@@ -122,21 +122,22 @@ class VersionChecksum:
 
 def read_checksum(store: LogStore, log_uri: str, version: int) -> VersionChecksum | None:
     """The checksum of ``version``, or None when its file is missing, empty or unreadable
-    (readers must keep working without it)."""
+    (readers must keep working without it): as Delta's ``readChecksum``, any failure to read
+    the file (a storage error included) or to parse it is no checksum, logged."""
     path = log_path(log_uri, checksum_file(version))
     try:
         lines = [line for line in store.read(path) if line.strip()]
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except Exception as exc:
         log.warning("cannot read the checksum file %s (%s); ignoring it", path, exc)
         return None
     if not lines:
         return None
     try:
         return VersionChecksum.from_dict(json.loads(lines[0]))
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        log.warning("the checksum file %s cannot be parsed (%s); ignoring it", path, exc)
+    except Exception as exc:  # any shape of garbage: wrong types, huge numbers, deep nesting
+        log.warning("the checksum file %s cannot be parsed (%s: %s); ignoring it", path, type(exc).__name__, exc)
         return None
 
 
