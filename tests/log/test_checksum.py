@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
