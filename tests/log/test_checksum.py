@@ -22,7 +22,7 @@ from deltalog.txn.log.checksum import (
     record_commit_checksum,
     write_checksum,
 )
-from deltalog.txn.protocol.actions import DomainMetadata, SetTransaction
+from deltalog.txn.protocol.actions import DomainMetadata, Protocol, SetTransaction
 from deltalog.txn.protocol.errors import ChecksumMismatchError
 from tests.log.helpers import add, commit, create, metadata, remove
 
@@ -290,3 +290,24 @@ def test_set_transactions_are_tracked_in_the_crc(tmp_path: Path, monkeypatch: py
     crc = read_checksum(log.store, log.log_uri, version)
     assert crc is not None and crc.set_transactions is None
     assert set(DeltaLog.for_table(table).update().set_transactions) == {"app-5"}  # the others expired
+
+
+@pytest.mark.parametrize("policy", ["classic", "v2"])
+def test_a_checkpoint_checks_the_counts_against_the_crc(tmp_path: Path, policy: str) -> None:
+    """ChecksumSuite ``Checksum validation should happen on checkpoint``: a checkpoint streamed
+    without loading the files still checks the file count and table size against the
+    version's ``.crc``, and publishes nothing when they differ."""
+    table = _table(tmp_path)
+    if policy == "v2":
+        v2 = {"delta.checkpointPolicy": "v2"}
+        commit(table, 2, [Protocol(3, 7, ("v2Checkpoint",), ("v2Checkpoint",)), metadata(v2)])
+    log = DeltaLog.for_table(table)
+    version = log.start_transaction().commit([add("d", size=7)], Write())
+    crc = read_checksum(log.store, log.log_uri, version)
+    assert crc is not None
+    _crc(table, version).write_text(replace(crc, num_files=crc.num_files + 1).to_json())
+    with pytest.raises(ChecksumMismatchError, match="numFiles: expected 4, computed 3"):
+        DeltaLog.for_table(table).checkpoint()
+    names = {p.name for p in (Path(table) / "_delta_log").iterdir()}
+    assert not any("checkpoint" in name for name in names) and "_last_checkpoint" not in names
+    assert not list((Path(table) / "_delta_log" / "_sidecars").glob("*.parquet"))
