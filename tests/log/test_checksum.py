@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 
 from deltalog.logstores.errors import TransientStorageError
 from deltalog.logstores.local import LocalLogStore
-from deltalog.txn.commit.operations import SetTableProperties, Write
+from deltalog.txn.commit.operations import SetTableProperties, UnsetTableProperties, Write
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.log import checksum as checksum_module
 from deltalog.txn.log.checksum import (
@@ -243,24 +242,40 @@ def test_domain_metadata_tracking_in_the_crc_stops_past_the_threshold(tmp_path: 
     assert len(DeltaLog.for_table(table).update().domain_metadata) == 11
 
 
+def _engine_table(tmp_path: Path) -> DeltaLog:
+    """A table whose every version, 0 included, was committed by the engine (so has its ``.crc``)."""
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    txn = log.start_transaction()
+    txn.update_metadata(metadata())
+    txn.commit([add("a")], Write())
+    return log
+
+
+def _crc_transactions(log: DeltaLog, version: int) -> dict[str, int] | None:
+    crc = read_checksum(log.store, log.log_uri, version)
+    assert crc is not None
+    return None if crc.set_transactions is None else {t.app_id: t.version for t in crc.set_transactions}
+
+
+def _set_properties(log: DeltaLog, config: dict[str, str]) -> int:
+    txn = log.start_transaction()
+    txn.update_metadata(replace(txn.metadata, configuration=config))
+    return txn.commit([], SetTableProperties(config))
+
+
 def test_set_transactions_are_tracked_in_the_crc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """DeltaIncrementalSetTransactionsSuite: each commit's checksum holds the table's
-    ``setTransactions`` (the newest per app id), as Delta's ``setTransactionsInCrc.writeOnCommit``;
-    none past ``setTransactionsInCrc.maxAllowed`` (100), nor once
-    ``delta.setTransactionRetentionDuration`` is set (their expiry depends on the reader's clock).
+    """DeltaIncrementalSetTransactionsSuite: from version 0 on, each commit's checksum holds the
+    table's ``setTransactions`` (the newest per app id), as Delta's
+    ``setTransactionsInCrc.writeOnCommit``; none past ``setTransactionsInCrc.maxAllowed`` (100).
     A loaded snapshot is checked against them."""
-    table = str(tmp_path / "t")
-    create(table, files=["a"])
-    log = DeltaLog.for_table(table)
+    log = _engine_table(tmp_path)
+    table = log.table_uri.removeprefix("file://")
     names = iter(range(10))
 
     def committed(*txns: SetTransaction) -> dict[str, int] | None:
-        version = log.start_transaction().commit([*txns, add(f"f{next(names)}")], Write())
-        crc = read_checksum(log.store, log.log_uri, version)
-        assert crc is not None
-        return None if crc.set_transactions is None else {t.app_id: t.version for t in crc.set_transactions}
+        return _crc_transactions(log, log.start_transaction().commit([*txns, add(f"f{next(names)}")], Write()))
 
-    assert committed() == {}
+    assert _crc_transactions(log, 0) == {}
     assert committed(SetTransaction("app-1", 1, 1)) == {"app-1": 1}
     assert committed(SetTransaction("app-1", 3, 2)) == {"app-1": 3}
     assert committed(SetTransaction("app-2", 100, 3)) == {"app-1": 3, "app-2": 100}
@@ -269,27 +284,39 @@ def test_set_transactions_are_tracked_in_the_crc(tmp_path: Path, monkeypatch: py
         "app-2": 100,
         "app-3": 300,
     }
-    assert json.loads(_crc(table, 5).read_text())["setTransactions"][0] == {
+    assert json.loads(_crc(table, 4).read_text())["setTransactions"][0] == {
         "appId": "app-1",
         "version": 100,
         "lastUpdated": 4,
     }
+    crc = read_checksum(log.store, log.log_uri, 4)
+    assert crc is not None
+    _crc(table, 4).write_text(replace(crc, set_transactions=(SetTransaction("app-1", 99, 4),)).to_json())
+    with pytest.raises(ChecksumMismatchError, match="setTransactions"):
+        DeltaLog.for_table(table).snapshot(version=4)
     monkeypatch.setattr(checksum_module, "MAX_SET_TRANSACTIONS_IN_CRC", 3)
     assert committed(SetTransaction("app-4", 1, 5)) is None
     monkeypatch.undo()
-    crc = read_checksum(log.store, log.log_uri, 5)
-    assert crc is not None
-    bad = replace(crc, set_transactions=(SetTransaction("app-1", 99, 4),), txn_id=None)
-    _crc(table, 5).write_text(bad.to_json())
-    with pytest.raises(ChecksumMismatchError, match="setTransactions"):
-        DeltaLog.for_table(table).snapshot(version=5)
-    txn = log.start_transaction()
-    retention = {"delta.setTransactionRetentionDuration": "interval 1000 days"}
-    txn.update_metadata(replace(txn.metadata, configuration=retention))
-    version = txn.commit([SetTransaction("app-5", 1, int(time.time() * 1000))], SetTableProperties(retention))
-    crc = read_checksum(log.store, log.log_uri, version)
-    assert crc is not None and crc.set_transactions is None
-    assert set(DeltaLog.for_table(table).update().set_transactions) == {"app-5"}  # the others expired
+    assert committed(SetTransaction("app-4", 2, 5)) is None  # no more once a version has none, as Delta
+
+
+def test_set_transaction_tracking_in_the_crc_stops_once_a_retention_is_set(tmp_path: Path) -> None:
+    """DeltaIncrementalSetTransactionsSuite ``...should stop once setTxn retention conf is set``: the
+    expired transactions depend on the reader's clock, and a checkpoint leaves them out, so even
+    after the retention is unset a writer's cached state may hold one a fresh reader no longer
+    sees: the checksums have no ``setTransactions`` from then on (Delta's incremental rule)."""
+    log = _engine_table(tmp_path)
+    log.start_transaction().commit([SetTransaction("old", 1, 1), add("b")], Write())
+    assert _crc_transactions(log, _set_properties(log, {"randomProp": "1"})) == {"old": 1}
+    retention = {"delta.setTransactionRetentionDuration": "interval 1 days"}
+    assert _crc_transactions(log, _set_properties(log, retention)) is None
+    log.checkpoint()  # without the expired "old"
+    unset = log.start_transaction()
+    unset.update_metadata(replace(unset.metadata, configuration={}))
+    version = unset.commit([], UnsetTableProperties(["delta.setTransactionRetentionDuration"]))
+    assert _crc_transactions(log, version) is None
+    fresh = DeltaLog.for_table(log.table_uri).update()
+    assert fresh.version == version and fresh.set_transactions == {}
 
 
 @pytest.mark.parametrize("policy", ["classic", "v2"])

@@ -177,14 +177,21 @@ def _tracked_domains(snapshot: Snapshot) -> tuple[DomainMetadata, ...] | None:
 MAX_SET_TRANSACTIONS_IN_CRC = 100
 
 
-def _tracked_set_transactions(snapshot: Snapshot) -> tuple[SetTransaction, ...] | None:
+def _tracked_set_transactions(
+    snapshot: Snapshot, actions: Sequence[Action], previous: tuple[SetTransaction, ...] | None
+) -> tuple[SetTransaction, ...] | None:
     """The application transactions the checksum records, as Delta's
-    ``incrementallyComputeSetTransactions``: none past :data:`MAX_SET_TRANSACTIONS_IN_CRC`, nor
-    when ``delta.setTransactionRetentionDuration`` is set (which of them have expired depends
-    on when the table is read)."""
-    if snapshot.properties.set_transaction_retention is not None:
+    ``incrementallyComputeSetTransactions``: those of the previous version's checksum
+    (``previous``; ``()`` before version 0) updated with the commit's, and none when that
+    checksum has none, past :data:`MAX_SET_TRANSACTIONS_IN_CRC`, or when
+    ``delta.setTransactionRetentionDuration`` is set. Once a version has none, no later one
+    has them: after a retention, a checkpoint may have dropped expired transactions that a
+    writer's cached state still holds, so only the chain from version 0 is sure to be what a
+    fresh reader rebuilds."""
+    if previous is None or snapshot.properties.set_transaction_retention is not None:
         return None
-    txns = snapshot.set_transactions
+    txns = {t.app_id: t for t in previous}
+    txns.update((a.app_id, a) for a in actions if isinstance(a, SetTransaction))
     if len(txns) > MAX_SET_TRANSACTIONS_IN_CRC:
         return None
     return tuple(txns[app_id] for app_id in sorted(txns))
@@ -228,13 +235,15 @@ def checksum_for_commit(
     version 0) when exact, otherwise computed from the snapshot's files (which loads them)."""
     if snapshot.version == 0:
         counts = _incremental_counts((0, 0), actions)
+        previous_txns: tuple[SetTransaction, ...] | None = ()
     elif previous is not None:
         counts = _incremental_counts((previous.num_files, previous.table_size_bytes), actions)
+        previous_txns = previous.set_transactions
     else:
-        counts = None
+        counts = previous_txns = None
     if counts is None:
         counts = (snapshot.num_files, snapshot.size_in_bytes)
-    return _checksum(snapshot, actions, counts, txn_id)
+    return _checksum(snapshot, actions, counts, txn_id, previous_txns)
 
 
 def derive_checksum(previous: VersionChecksum, snapshot: Snapshot, actions: Sequence[Action]) -> VersionChecksum | None:
@@ -244,13 +253,19 @@ def derive_checksum(previous: VersionChecksum, snapshot: Snapshot, actions: Sequ
     if counts is None:
         return None
     info = next((a for a in actions if isinstance(a, CommitInfo)), None)
-    return _checksum(snapshot, actions, counts, None if info is None else info.txn_id)
+    txn_id = None if info is None else info.txn_id
+    return _checksum(snapshot, actions, counts, txn_id, previous.set_transactions)
 
 
 def _checksum(
-    snapshot: Snapshot, actions: Sequence[Action], counts: tuple[int, int], txn_id: str | None
+    snapshot: Snapshot,
+    actions: Sequence[Action],
+    counts: tuple[int, int],
+    txn_id: str | None,
+    previous_txns: tuple[SetTransaction, ...] | None,
 ) -> VersionChecksum:
-    """The checksum of ``snapshot`` with its (file count, table size) ``counts``."""
+    """The checksum of ``snapshot`` with its (file count, table size) ``counts``;
+    ``previous_txns``: the application transactions of the previous version's checksum."""
     metadata = snapshot.metadata
     return VersionChecksum(
         table_size_bytes=counts[1],
@@ -260,7 +275,7 @@ def _checksum(
         txn_id=txn_id,
         in_commit_timestamp=_in_commit_timestamp(actions, metadata),
         domain_metadata=_tracked_domains(snapshot),
-        set_transactions=_tracked_set_transactions(snapshot),
+        set_transactions=_tracked_set_transactions(snapshot, actions, previous_txns),
     )
 
 
@@ -330,7 +345,8 @@ def record_commit_checksum(
     commit stands. The checksum is kept on ``snapshot`` to seed the next commit's."""
     version = snapshot.version
     try:
-        counts = _commit_counts(store, log_uri, snapshot, actions, before)
+        previous = _previous(store, log_uri, version, before)
+        counts = _commit_counts(snapshot, actions, previous.counts)
     except Exception:
         log.warning("failed to compute the checksum of version %d of %s", version, log_uri, exc_info=True)
         return None
@@ -343,7 +359,7 @@ def record_commit_checksum(
             version - 1,
         )
         return None
-    return _record(store, log_uri, snapshot, _checksum(snapshot, actions, counts, txn_id))
+    return _record(store, log_uri, snapshot, _checksum(snapshot, actions, counts, txn_id, previous.set_transactions))
 
 
 def record_checkpoint_checksum(
@@ -355,7 +371,7 @@ def record_checkpoint_checksum(
     if snapshot.checksum is not None:
         return None
     info = next((a for a in actions if isinstance(a, CommitInfo)), None)
-    checksum = _checksum(snapshot, actions, counts, None if info is None else info.txn_id)
+    checksum = _checksum(snapshot, actions, counts, None if info is None else info.txn_id, None)
     return _record(store, log_uri, snapshot, checksum)
 
 
@@ -366,29 +382,40 @@ def _record(store: LogStore, log_uri: str, snapshot: Snapshot, checksum: Version
 
 
 def _commit_counts(
-    store: LogStore, log_uri: str, snapshot: Snapshot, actions: Sequence[Action], before: Snapshot | None
+    snapshot: Snapshot, actions: Sequence[Action], previous: tuple[int, int] | None
 ) -> tuple[int, int] | None:
     """(numFiles, tableSizeBytes) at ``snapshot`` without reading its files: derived from
-    the version before, else counted when the files are in memory; None otherwise."""
-    previous = _previous_counts(store, log_uri, snapshot.version, before)
+    ``previous`` (the version before's), else counted when the files are in memory; None
+    otherwise."""
     counts = None if previous is None else _incremental_counts(previous, actions)
     if counts is None and snapshot.files_in_memory:
         counts = (snapshot.num_files, snapshot.size_in_bytes)
     return counts
 
 
-def _previous_counts(store: LogStore, log_uri: str, version: int, before: Snapshot | None) -> tuple[int, int] | None:
-    """(numFiles, tableSizeBytes) of ``version - 1``, when known without reading its files:
-    ``before``'s checksum or in-memory files, else the ``.crc`` file (not read when the
-    listing ``before`` came from showed there is none)."""
+@dataclass(frozen=True)
+class _Previous:
+    """What a commit's checksum derives from, when known without reading files: the
+    (numFiles, tableSizeBytes) of the version before and the application transactions its
+    checksum records."""
+
+    counts: tuple[int, int] | None = None
+    set_transactions: tuple[SetTransaction, ...] | None = None
+
+
+def _previous(store: LogStore, log_uri: str, version: int, before: Snapshot | None) -> _Previous:
+    """What is known of ``version - 1``: ``before``'s checksum or in-memory files, else the
+    ``.crc`` file (not read when the listing ``before`` came from showed there is none)."""
     if version == 0:
-        return 0, 0
+        return _Previous((0, 0), ())
     if before is not None and before.version == version - 1:
         if before.checksum is not None:
-            return before.checksum.num_files, before.checksum.table_size_bytes
+            return _Previous(
+                (before.checksum.num_files, before.checksum.table_size_bytes), before.checksum.set_transactions
+            )
         if before.files_in_memory:
-            return before.num_files, before.size_in_bytes
+            return _Previous((before.num_files, before.size_in_bytes))
         if before.listed_without_checksum:
-            return None
-    previous = read_checksum(store, log_uri, version - 1)
-    return None if previous is None else (previous.num_files, previous.table_size_bytes)
+            return _Previous()
+    crc = read_checksum(store, log_uri, version - 1)
+    return _Previous() if crc is None else _Previous((crc.num_files, crc.table_size_bytes), crc.set_transactions)
