@@ -3,8 +3,9 @@
 After each commit the engine writes ``N.crc`` with the table's state at ``N``:
 ``tableSizeBytes``, ``numFiles``, ``numMetadata``, ``numProtocol``, ``metadata``,
 ``protocol``, ``inCommitTimestampOpt`` (when in-commit timestamps are on), ``txnId``, the
-``setTransactions`` (up to 100, none on a table with ``delta.setTransactionRetentionDuration``,
-as Delta) and the live ``domainMetadata`` (up to ten domains, as Delta). The file histogram and
+``setTransactions`` (Delta's incremental rule: from version 0 on, up to 100, none once
+``delta.setTransactionRetentionDuration`` is set) and the live ``domainMetadata`` (up to ten
+domains, as Delta). The file histogram and
 ``allFiles`` are optional and not written. As Delta's
 ``RecordChecksum``, the counts are derived incrementally from the previous version's
 checksum and the commit's actions when that is exact, else computed from the snapshot;
