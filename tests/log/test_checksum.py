@@ -208,8 +208,10 @@ def test_the_checkpoint_restarts_the_checksum_chain(tmp_path: Path) -> None:
     txn.commit([], SetTableProperties({"delta.checkpointInterval": "3"}))
     assert not _crc(table, 2).exists()
     log.start_transaction().commit([add("d", size=7)], Write())  # version 3: a checkpoint is due
-    log.start_transaction().commit([add("e", size=9)], Write())
+    log.start_transaction().commit([add("e", size=9), SetTransaction("app", 1, 1)], Write())
     assert _crc(table, 3).exists() and _crc(table, 4).exists()
+    # the checkpoint holds the transactions a fresh reader sees: they start the chain again
+    assert _crc_transactions(log, 3) == {} and _crc_transactions(log, 4) == {"app": 1}
     fresh = DeltaLog.for_table(table).update()
     assert fresh.checksum is not None and (fresh.checksum.num_files, fresh.checksum.table_size_bytes) == (
         fresh.num_files,

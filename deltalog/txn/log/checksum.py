@@ -368,11 +368,15 @@ def record_checkpoint_checksum(
 ) -> VersionChecksum | None:
     """Write the ``.crc`` of ``snapshot`` (committed with ``actions``) from the file count
     and table size a checkpoint of it just streamed, when the commit could not derive one:
-    the commits after it derive theirs from it again. Never raises."""
+    the commits after it derive theirs from it again. Its application transactions are the
+    ones the checkpoint holds, which a fresh reader rebuilds (Delta starts them again from a
+    computed state the same way). Never raises."""
     if snapshot.checksum is not None:
         return None
     info = next((a for a in actions if isinstance(a, CommitInfo)), None)
-    checksum = _checksum(snapshot, actions, counts, None if info is None else info.txn_id, None)
+    txns = snapshot.set_transactions
+    held = tuple(txns[app_id] for app_id in sorted(txns))
+    checksum = _checksum(snapshot, actions, counts, None if info is None else info.txn_id, held)
     return _record(store, log_uri, snapshot, checksum)
 
 
