@@ -302,6 +302,17 @@ def test_set_transactions_are_tracked_in_the_crc(tmp_path: Path, monkeypatch: py
     assert committed(SetTransaction("app-4", 2, 5)) is None  # no more once a version has none, as Delta
 
 
+def test_set_transactions_in_the_crc_continue_across_writers(tmp_path: Path) -> None:
+    """A writer whose cached snapshot (files loaded) advanced over another writer's commit
+    continues the ``setTransactions`` from that commit's ``.crc``."""
+    log = _engine_table(tmp_path)
+    other = DeltaLog.for_table(log.table_uri)
+    assert other.update().num_files == 1  # files in memory
+    log.start_transaction().commit([SetTransaction("a", 1, 1), add("b")], Write())
+    version = other.start_transaction().commit([SetTransaction("b", 2, 2), add("c")], Write())
+    assert _crc_transactions(other, version) == {"a": 1, "b": 2}
+
+
 def test_set_transaction_tracking_in_the_crc_stops_once_a_retention_is_set(tmp_path: Path) -> None:
     """DeltaIncrementalSetTransactionsSuite ``...should stop once setTxn retention conf is set``: the
     expired transactions depend on the reader's clock, and a checkpoint leaves them out, so even

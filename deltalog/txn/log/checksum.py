@@ -409,18 +409,21 @@ class _Previous:
 
 
 def _previous(store: LogStore, log_uri: str, version: int, before: Snapshot | None) -> _Previous:
-    """What is known of ``version - 1``: ``before``'s checksum or in-memory files, else the
-    ``.crc`` file (not read when the listing ``before`` came from showed there is none)."""
+    """What is known of ``version - 1``: ``before``'s checksum, else its ``.crc`` file (not
+    read when the listing ``before`` came from showed there is none), the counts taken from
+    ``before``'s files when they are in memory."""
     if version == 0:
         return _Previous((0, 0), ())
+    in_memory = None
     if before is not None and before.version == version - 1:
         if before.checksum is not None:
-            return _Previous(
-                (before.checksum.num_files, before.checksum.table_size_bytes), before.checksum.set_transactions
-            )
+            counts = (before.checksum.num_files, before.checksum.table_size_bytes)
+            return _Previous(counts, before.checksum.set_transactions)
         if before.files_in_memory:
-            return _Previous((before.num_files, before.size_in_bytes))
+            in_memory = (before.num_files, before.size_in_bytes)
         if before.listed_without_checksum:
-            return _Previous()
+            return _Previous(in_memory)
     crc = read_checksum(store, log_uri, version - 1)
-    return _Previous() if crc is None else _Previous((crc.num_files, crc.table_size_bytes), crc.set_transactions)
+    if crc is None:
+        return _Previous(in_memory)
+    return _Previous(in_memory or (crc.num_files, crc.table_size_bytes), crc.set_transactions)
