@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from deltalog.logstores.errors import TransientStorageError
 from deltalog.logstores.local import LocalLogStore
-from deltalog.txn.commit.operations import SetTableProperties, Write
+from deltalog.txn.commit.operations import SetTableProperties, UnsetTableProperties, Write
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.log import checksum as checksum_module
 from deltalog.txn.log.checksum import (
     VersionChecksum,
     checksum_for_commit,
@@ -18,7 +21,7 @@ from deltalog.txn.log.checksum import (
     record_commit_checksum,
     write_checksum,
 )
-from deltalog.txn.protocol.actions import DomainMetadata
+from deltalog.txn.protocol.actions import DomainMetadata, Protocol, SetTransaction
 from deltalog.txn.protocol.errors import ChecksumMismatchError
 from tests.log.helpers import add, commit, create, metadata, remove
 
@@ -89,10 +92,37 @@ def test_a_metadata_or_domain_mismatch_fails_the_load(tmp_path: Path) -> None:
         DeltaLog.for_table(table).update()
 
 
-@pytest.mark.parametrize("content", ["", "not json", '{"numFiles": 1}'])  # the last: no tableSizeBytes
+@pytest.mark.parametrize(
+    "content",
+    [
+        "",
+        "not json",
+        '{"numFiles": 1}',  # no tableSizeBytes
+        '{"tableSizeBytes": 1e400, "numFiles": 2}',  # a number no integer holds
+        "[" * 100_000 + "]" * 100_000,  # nested deeper than a JSON parser recurses
+        '{"tableSizeBytes": 15, "numFiles": 2, "setTransactions": [{"appId": "a"}]}',
+    ],
+)
 def test_an_empty_or_unreadable_crc_is_ignored(tmp_path: Path, content: str) -> None:
+    """As Delta's ``readChecksum``, which takes any failure to read or parse the file for no
+    checksum (``delta.checksum.error.parsing``)."""
     table = _table(tmp_path)
     _crc(table, 1).write_text(content)
+    snap = DeltaLog.for_table(table).update()
+    assert snap.checksum is None and snap.num_files == 2
+
+
+def test_a_crc_the_store_fails_to_read_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _table(tmp_path)
+    write_checksum(LocalLogStore(), f"{table}/_delta_log", 1, _good_checksum(table))
+    read = LocalLogStore.read
+
+    def failing(self: LocalLogStore, path: str) -> Iterator[str]:
+        if path.endswith(".crc"):
+            raise TransientStorageError("throttled, retries exhausted")
+        return read(self, path)
+
+    monkeypatch.setattr(LocalLogStore, "read", failing)
     snap = DeltaLog.for_table(table).update()
     assert snap.checksum is None and snap.num_files == 2
 
@@ -178,8 +208,10 @@ def test_the_checkpoint_restarts_the_checksum_chain(tmp_path: Path) -> None:
     txn.commit([], SetTableProperties({"delta.checkpointInterval": "3"}))
     assert not _crc(table, 2).exists()
     log.start_transaction().commit([add("d", size=7)], Write())  # version 3: a checkpoint is due
-    log.start_transaction().commit([add("e", size=9)], Write())
+    log.start_transaction().commit([add("e", size=9), SetTransaction("app", 1, 1)], Write())
     assert _crc(table, 3).exists() and _crc(table, 4).exists()
+    # the checkpoint holds the transactions a fresh reader sees: they start the chain again
+    assert _crc_transactions(log, 3) == {} and _crc_transactions(log, 4) == {"app": 1}
     fresh = DeltaLog.for_table(table).update()
     assert fresh.checksum is not None and (fresh.checksum.num_files, fresh.checksum.table_size_bytes) == (
         fresh.num_files,
@@ -210,3 +242,112 @@ def test_domain_metadata_tracking_in_the_crc_stops_past_the_threshold(tmp_path: 
     assert eleven.domain_metadata is None and "domainMetadata" not in eleven.to_dict()
     assert write_checksum(LocalLogStore(), f"{table}/_delta_log", 2, eleven)
     assert len(DeltaLog.for_table(table).update().domain_metadata) == 11
+
+
+def _engine_table(tmp_path: Path) -> DeltaLog:
+    """A table whose every version, 0 included, was committed by the engine (so has its ``.crc``)."""
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    txn = log.start_transaction()
+    txn.update_metadata(metadata())
+    txn.commit([add("a")], Write())
+    return log
+
+
+def _crc_transactions(log: DeltaLog, version: int) -> dict[str, int] | None:
+    crc = read_checksum(log.store, log.log_uri, version)
+    assert crc is not None
+    return None if crc.set_transactions is None else {t.app_id: t.version for t in crc.set_transactions}
+
+
+def _set_properties(log: DeltaLog, config: dict[str, str]) -> int:
+    txn = log.start_transaction()
+    txn.update_metadata(replace(txn.metadata, configuration=config))
+    return txn.commit([], SetTableProperties(config))
+
+
+def test_set_transactions_are_tracked_in_the_crc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DeltaIncrementalSetTransactionsSuite: from version 0 on, each commit's checksum holds the
+    table's ``setTransactions`` (the newest per app id), as Delta's
+    ``setTransactionsInCrc.writeOnCommit``; none past ``setTransactionsInCrc.maxAllowed`` (100).
+    A loaded snapshot is checked against them."""
+    log = _engine_table(tmp_path)
+    table = log.table_uri.removeprefix("file://")
+    names = iter(range(10))
+
+    def committed(*txns: SetTransaction) -> dict[str, int] | None:
+        return _crc_transactions(log, log.start_transaction().commit([*txns, add(f"f{next(names)}")], Write()))
+
+    assert _crc_transactions(log, 0) == {}
+    assert committed(SetTransaction("app-1", 1, 1)) == {"app-1": 1}
+    assert committed(SetTransaction("app-1", 3, 2)) == {"app-1": 3}
+    assert committed(SetTransaction("app-2", 100, 3)) == {"app-1": 3, "app-2": 100}
+    assert committed(SetTransaction("app-1", 100, 4), SetTransaction("app-3", 300, 4)) == {
+        "app-1": 100,
+        "app-2": 100,
+        "app-3": 300,
+    }
+    assert json.loads(_crc(table, 4).read_text())["setTransactions"][0] == {
+        "appId": "app-1",
+        "version": 100,
+        "lastUpdated": 4,
+    }
+    crc = read_checksum(log.store, log.log_uri, 4)
+    assert crc is not None
+    _crc(table, 4).write_text(replace(crc, set_transactions=(SetTransaction("app-1", 99, 4),)).to_json())
+    with pytest.raises(ChecksumMismatchError, match="setTransactions"):
+        DeltaLog.for_table(table).snapshot(version=4)
+    monkeypatch.setattr(checksum_module, "MAX_SET_TRANSACTIONS_IN_CRC", 3)
+    assert committed(SetTransaction("app-4", 1, 5)) is None
+    monkeypatch.undo()
+    assert committed(SetTransaction("app-4", 2, 5)) is None  # no more once a version has none, as Delta
+
+
+def test_set_transactions_in_the_crc_continue_across_writers(tmp_path: Path) -> None:
+    """A writer whose cached snapshot (files loaded) advanced over another writer's commit
+    continues the ``setTransactions`` from that commit's ``.crc``."""
+    log = _engine_table(tmp_path)
+    other = DeltaLog.for_table(log.table_uri)
+    assert other.update().num_files == 1  # files in memory
+    log.start_transaction().commit([SetTransaction("a", 1, 1), add("b")], Write())
+    version = other.start_transaction().commit([SetTransaction("b", 2, 2), add("c")], Write())
+    assert _crc_transactions(other, version) == {"a": 1, "b": 2}
+
+
+def test_set_transaction_tracking_in_the_crc_stops_once_a_retention_is_set(tmp_path: Path) -> None:
+    """DeltaIncrementalSetTransactionsSuite ``...should stop once setTxn retention conf is set``: the
+    expired transactions depend on the reader's clock, and a checkpoint leaves them out, so even
+    after the retention is unset a writer's cached state may hold one a fresh reader no longer
+    sees: the checksums have no ``setTransactions`` from then on (Delta's incremental rule)."""
+    log = _engine_table(tmp_path)
+    log.start_transaction().commit([SetTransaction("old", 1, 1), add("b")], Write())
+    assert _crc_transactions(log, _set_properties(log, {"randomProp": "1"})) == {"old": 1}
+    retention = {"delta.setTransactionRetentionDuration": "interval 1 days"}
+    assert _crc_transactions(log, _set_properties(log, retention)) is None
+    log.checkpoint()  # without the expired "old"
+    unset = log.start_transaction()
+    unset.update_metadata(replace(unset.metadata, configuration={}))
+    version = unset.commit([], UnsetTableProperties(["delta.setTransactionRetentionDuration"]))
+    assert _crc_transactions(log, version) is None
+    fresh = DeltaLog.for_table(log.table_uri).update()
+    assert fresh.version == version and fresh.set_transactions == {}
+
+
+@pytest.mark.parametrize("policy", ["classic", "v2"])
+def test_a_checkpoint_checks_the_counts_against_the_crc(tmp_path: Path, policy: str) -> None:
+    """ChecksumSuite ``Checksum validation should happen on checkpoint``: a checkpoint streamed
+    without loading the files still checks the file count and table size against the
+    version's ``.crc``, and publishes nothing when they differ."""
+    table = _table(tmp_path)
+    if policy == "v2":
+        v2 = {"delta.checkpointPolicy": "v2"}
+        commit(table, 2, [Protocol(3, 7, ("v2Checkpoint",), ("v2Checkpoint",)), metadata(v2)])
+    log = DeltaLog.for_table(table)
+    version = log.start_transaction().commit([add("d", size=7)], Write())
+    crc = read_checksum(log.store, log.log_uri, version)
+    assert crc is not None
+    _crc(table, version).write_text(replace(crc, num_files=crc.num_files + 1).to_json())
+    with pytest.raises(ChecksumMismatchError, match="numFiles: expected 4, computed 3"):
+        DeltaLog.for_table(table).checkpoint()
+    names = {p.name for p in (Path(table) / "_delta_log").iterdir()}
+    assert not any("checkpoint" in name for name in names) and "_last_checkpoint" not in names
+    assert not list((Path(table) / "_delta_log" / "_sidecars").glob("*.parquet"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -211,6 +212,8 @@ def test_idempotent_writes_and_save_modes(spark, table_path):
     assert spark.read.format("deltalog").load(table_path).count() == 10
     txns = [a["txn"] for c in commits(table_path) for a in c if "txn" in a]
     assert [(t["appId"], t["version"]) for t in txns] == [("job-1", 7), ("job-1", 8)]
+    crc = json.loads((Path(table_path) / "_delta_log" / f"{1:020d}.crc").read_text())
+    assert [(t["appId"], t["version"]) for t in crc["setTransactions"]] == [("job-1", 8)]  # as Delta's .crc
     df.write.format("deltalog").mode("append").option("saveMode", "ignore").save(table_path)
     assert len(commits(table_path)) == 2
     with pytest.raises(Exception, match="already exists"):

@@ -494,6 +494,28 @@ def test_null_intolerant_dynamic_partition_overwrite_keeps_the_null_partitions(t
     assert _table_rows(table_path) == [(1, 100), (2, 20), (None, 0), (None, 9)]
 
 
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"txnAppId": "a"}, "MISSING_DATAFRAME_WRITE_OPTIONS"),
+        ({"txnVersion": "1"}, "MISSING_DATAFRAME_WRITE_OPTIONS"),
+        ({"txnAppId": "a", "txnVersion": "-1"}, "txnVersion.*must be a non-negative integer"),
+        ({"txnAppId": "a", "txnVersion": ""}, "txnVersion.*must be a non-negative integer"),
+        ({"txnAppId": "a", "txnVersion": "1.5"}, "txnVersion.*must be a non-negative integer"),
+    ],
+)
+def test_idempotent_write_options_are_both_given_and_the_version_is_not_negative(
+    options: dict[str, str], error: str
+) -> None:
+    """Delta's ``DeltaWriteOptions``: ``txnVersion`` is a non-negative integer
+    (``DELTA_ILLEGAL_OPTION``), and ``txnAppId`` and ``txnVersion`` come together
+    (``DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS.MISSING_DATAFRAME_WRITE_OPTIONS``)."""
+    with pytest.raises(InvalidWriteOptionError, match=error):
+        WriteOptions.parse({"path": "/t", **options}, False)
+    opts = WriteOptions.parse({"path": "/t", "txnAppId": "a", "txnVersion": "0"}, False)
+    assert (opts.txn_app_id, opts.txn_version) == ("a", 0)
+
+
 def test_write_options_unknown_names_are_refused_storage_options_are_kept() -> None:
     with pytest.raises(UnknownWriteOptionError, match="mergeSchemaa, partitionOverwrite"):
         WriteOptions.parse({"path": "/t", "mergeSchemaa": "true", "partitionOverwrite": "dynamic"}, True)

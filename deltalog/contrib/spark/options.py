@@ -184,6 +184,28 @@ def _int(options: Mapping[str, str], key: str) -> int | None:
         raise InvalidWriteOptionError(f"option {key} must be an integer, got {value!r}") from None
 
 
+def _application_transaction(options: Mapping[str, str]) -> tuple[str | None, int | None]:
+    """The ``txnAppId`` and ``txnVersion`` of an idempotent write, as Delta's
+    ``DeltaWriteOptions``: both or neither, the version a non-negative integer."""
+    app_id, raw = _get(options, "txnAppId"), _get(options, "txnVersion")
+    version = None
+    if raw is not None:
+        try:
+            version = int(raw)
+        except ValueError:
+            version = -1
+        if version < 0:
+            raise InvalidWriteOptionError(
+                f"DELTA_ILLEGAL_OPTION: invalid value {raw!r} for option txnVersion, must be a non-negative integer"
+            )
+    if (app_id is None) != (version is None):
+        raise InvalidWriteOptionError(
+            "DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS.MISSING_DATAFRAME_WRITE_OPTIONS: both txnVersion and txnAppId "
+            "must be specified for idempotent DataFrame writes; set the missing one or neither"
+        )
+    return app_id, version
+
+
 def is_storage_option(key: str) -> bool:
     """Whether ``key`` names a storage option (store, commit lock, engine setting)."""
     low = key.lower()
@@ -324,10 +346,7 @@ class WriteOptions:
             overwrite = True
         partition_by = _partition_by(options)
         props = _table_properties(options)
-        app_id = _get(options, "txnAppId")
-        version = _int(options, "txnVersion")
-        if (app_id is None) != (version is None):
-            raise InvalidWriteOptionError("set both txnAppId and txnVersion for an idempotent write, or neither")
+        app_id, version = _application_transaction(options)
         replace_where = _replace_where(options)
         max_records = _int(options, "maxRecordsPerFile")
         if max_records is not None and max_records < 0:

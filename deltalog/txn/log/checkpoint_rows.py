@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.txn.log.checkpoint_reader import CheckpointFiles
+from deltalog.txn.log.checksum import validate_checksum
 from deltalog.txn.log.last_checkpoint import LastCheckpointInfo, write_last_checkpoint
 from deltalog.txn.log.replay import ADD_SCHEMA, STRING_MAP
 from deltalog.txn.log.replay import DV_TYPE as DV
@@ -488,7 +489,11 @@ def file_action_batches(
     snapshot: Snapshot, schema: pa.Schema, converter: AddConverter, now_ms: int, counts: FileActionCounts
 ) -> Iterator[pa.RecordBatch]:
     """The snapshot's add actions and unexpired remove tombstones as checkpoint record batches
-    (classic and V2 checkpoints alike), streamed from the snapshot's file batches."""
+    (classic and V2 checkpoints alike), streamed from the snapshot's file batches. At the end
+    the streamed file count and size are checked against the snapshot's checksum, as Delta
+    validates it before a checkpoint: on a mismatch
+    :class:`~deltalog.txn.protocol.errors.ChecksumMismatchError` is raised while the writers
+    can still abort, so no checkpoint is published."""
     for adds, removes in snapshot.file_batches():
         for chunk in _slices(adds, BATCH_ROWS):
             counts.adds += chunk.num_rows
@@ -499,6 +504,8 @@ def file_action_batches(
             live = removes.filter(snapshot.unexpired_mask(removes, now_ms))
             for chunk in _slices(live, BATCH_ROWS):
                 yield _file_batch(schema, "remove", _remove_struct(chunk))
+    if snapshot.checksum is not None:
+        validate_checksum(snapshot, snapshot.checksum, (counts.adds, counts.table_size_bytes))
 
 
 def load_if_overwriting_source(dlog: SnapshotManagement, snapshot: Snapshot, uris: Sequence[str]) -> None:

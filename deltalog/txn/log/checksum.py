@@ -2,15 +2,19 @@
 
 After each commit the engine writes ``N.crc`` with the table's state at ``N``:
 ``tableSizeBytes``, ``numFiles``, ``numMetadata``, ``numProtocol``, ``metadata``,
-``protocol``, ``inCommitTimestampOpt`` (when in-commit timestamps are on), ``txnId`` and
-the live ``domainMetadata`` (up to ten domains, as Delta). The file histogram is optional and not written. As Delta's
+``protocol``, ``inCommitTimestampOpt`` (when in-commit timestamps are on), ``txnId``, the
+``setTransactions`` (Delta's incremental rule: from version 0 on, up to 100, none once
+``delta.setTransactionRetentionDuration`` is set) and the live ``domainMetadata`` (up to ten
+domains, as Delta). The file histogram and
+``allFiles`` are optional and not written. As Delta's
 ``RecordChecksum``, the counts are derived incrementally from the previous version's
 checksum and the commit's actions when that is exact, else computed from the snapshot;
 the file is written only after the commit, never overwritten, and a failed write is
 logged, never failing the commit.
 
 A snapshot loaded from the log whose version has a ``.crc`` is validated against it
-(Delta's ``ValidateChecksum``): metadata, protocol and domain metadata at once, the file
+(Delta's ``ValidateChecksum``): metadata, protocol, application transactions and domain
+metadata at once, the file
 count and table size when the snapshot's files are first loaded. A mismatch raises
 :class:`~deltalog.txn.protocol.errors.ChecksumMismatchError` (Delta's default,
 ``checksum.mismatch.fatal=true``). A missing, empty or unreadable ``.crc`` is ignored.
@@ -33,6 +37,7 @@ from deltalog.txn.protocol.actions import (
     Metadata,
     Protocol,
     RemoveFile,
+    SetTransaction,
     decode_path,
 )
 from deltalog.txn.protocol.errors import ChecksumMismatchError
@@ -72,6 +77,8 @@ class VersionChecksum:
     in_commit_timestamp: int | None = None
     #: live domains, tombstones excluded; None: not recorded in the file
     domain_metadata: tuple[DomainMetadata, ...] | None = None
+    #: the application transactions (newest per app id); None: not recorded in the file
+    set_transactions: tuple[SetTransaction, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {}
@@ -83,6 +90,8 @@ class VersionChecksum:
         d["numProtocol"] = self.num_protocol
         if self.in_commit_timestamp is not None:
             d["inCommitTimestampOpt"] = self.in_commit_timestamp
+        if self.set_transactions is not None:
+            d["setTransactions"] = [t.to_dict() for t in self.set_transactions]
         if self.domain_metadata is not None:
             d["domainMetadata"] = [dm.to_dict() for dm in self.domain_metadata]
         if self.metadata is not None:
@@ -97,6 +106,7 @@ class VersionChecksum:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> VersionChecksum:
         domains = d.get("domainMetadata")
+        txns = d.get("setTransactions")
         return cls(
             table_size_bytes=int(d["tableSizeBytes"]),
             num_files=int(d["numFiles"]),
@@ -107,26 +117,28 @@ class VersionChecksum:
             txn_id=d.get("txnId"),
             in_commit_timestamp=None if d.get("inCommitTimestampOpt") is None else int(d["inCommitTimestampOpt"]),
             domain_metadata=None if domains is None else tuple(DomainMetadata.from_dict(x) for x in domains),
+            set_transactions=None if txns is None else tuple(SetTransaction.from_dict(x) for x in txns),
         )
 
 
 def read_checksum(store: LogStore, log_uri: str, version: int) -> VersionChecksum | None:
     """The checksum of ``version``, or None when its file is missing, empty or unreadable
-    (readers must keep working without it)."""
+    (readers must keep working without it): as Delta's ``readChecksum``, any failure to read
+    the file (a storage error included) or to parse it is no checksum, logged."""
     path = log_path(log_uri, checksum_file(version))
     try:
         lines = [line for line in store.read(path) if line.strip()]
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except Exception as exc:
         log.warning("cannot read the checksum file %s (%s); ignoring it", path, exc)
         return None
     if not lines:
         return None
     try:
         return VersionChecksum.from_dict(json.loads(lines[0]))
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        log.warning("the checksum file %s cannot be parsed (%s); ignoring it", path, exc)
+    except Exception as exc:  # any shape of garbage: wrong types, huge numbers, deep nesting
+        log.warning("the checksum file %s cannot be parsed (%s: %s); ignoring it", path, type(exc).__name__, exc)
         return None
 
 
@@ -159,6 +171,31 @@ def _tracked_domains(snapshot: Snapshot) -> tuple[DomainMetadata, ...] | None:
     """The live domains the checksum records: none past :data:`MAX_DOMAIN_METADATAS_IN_CRC`."""
     live = _live_domains(snapshot)
     return live if len(live) <= MAX_DOMAIN_METADATAS_IN_CRC else None
+
+
+#: Delta's ``setTransactionsInCrc.maxAllowed``: with more application transactions the
+#: checksum has no ``setTransactions`` field
+MAX_SET_TRANSACTIONS_IN_CRC = 100
+
+
+def _tracked_set_transactions(
+    snapshot: Snapshot, actions: Sequence[Action], previous: tuple[SetTransaction, ...] | None
+) -> tuple[SetTransaction, ...] | None:
+    """The application transactions the checksum records, as Delta's
+    ``incrementallyComputeSetTransactions``: those of the previous version's checksum
+    (``previous``; ``()`` before version 0) updated with the commit's, and none when that
+    checksum has none, past :data:`MAX_SET_TRANSACTIONS_IN_CRC`, or when
+    ``delta.setTransactionRetentionDuration`` is set. Once a version has none, no later one
+    has them: after a retention, a checkpoint may have dropped expired transactions that a
+    writer's cached state still holds, so only the chain from version 0 is sure to be what a
+    fresh reader rebuilds."""
+    if previous is None or snapshot.properties.set_transaction_retention is not None:
+        return None
+    txns = {t.app_id: t for t in previous}
+    txns.update((a.app_id, a) for a in actions if isinstance(a, SetTransaction))
+    if len(txns) > MAX_SET_TRANSACTIONS_IN_CRC:
+        return None
+    return tuple(txns[app_id] for app_id in sorted(txns))
 
 
 def _in_commit_timestamp(actions: Sequence[Action], metadata: Metadata) -> int | None:
@@ -199,13 +236,15 @@ def checksum_for_commit(
     version 0) when exact, otherwise computed from the snapshot's files (which loads them)."""
     if snapshot.version == 0:
         counts = _incremental_counts((0, 0), actions)
+        previous_txns: tuple[SetTransaction, ...] | None = ()
     elif previous is not None:
         counts = _incremental_counts((previous.num_files, previous.table_size_bytes), actions)
+        previous_txns = previous.set_transactions
     else:
-        counts = None
+        counts = previous_txns = None
     if counts is None:
         counts = (snapshot.num_files, snapshot.size_in_bytes)
-    return _checksum(snapshot, actions, counts, txn_id)
+    return _checksum(snapshot, actions, counts, txn_id, previous_txns)
 
 
 def derive_checksum(previous: VersionChecksum, snapshot: Snapshot, actions: Sequence[Action]) -> VersionChecksum | None:
@@ -215,13 +254,19 @@ def derive_checksum(previous: VersionChecksum, snapshot: Snapshot, actions: Sequ
     if counts is None:
         return None
     info = next((a for a in actions if isinstance(a, CommitInfo)), None)
-    return _checksum(snapshot, actions, counts, None if info is None else info.txn_id)
+    txn_id = None if info is None else info.txn_id
+    return _checksum(snapshot, actions, counts, txn_id, previous.set_transactions)
 
 
 def _checksum(
-    snapshot: Snapshot, actions: Sequence[Action], counts: tuple[int, int], txn_id: str | None
+    snapshot: Snapshot,
+    actions: Sequence[Action],
+    counts: tuple[int, int],
+    txn_id: str | None,
+    previous_txns: tuple[SetTransaction, ...] | None,
 ) -> VersionChecksum:
-    """The checksum of ``snapshot`` with its (file count, table size) ``counts``."""
+    """The checksum of ``snapshot`` with its (file count, table size) ``counts``;
+    ``previous_txns``: the application transactions of the previous version's checksum."""
     metadata = snapshot.metadata
     return VersionChecksum(
         table_size_bytes=counts[1],
@@ -231,6 +276,7 @@ def _checksum(
         txn_id=txn_id,
         in_commit_timestamp=_in_commit_timestamp(actions, metadata),
         domain_metadata=_tracked_domains(snapshot),
+        set_transactions=_tracked_set_transactions(snapshot, actions, previous_txns),
     )
 
 
@@ -250,6 +296,10 @@ def checksum_mismatches(
         found["numProtocol"] = f"expected 1, found {checksum.num_protocol}"
     if checksum.domain_metadata is not None and set(checksum.domain_metadata) != set(_live_domains(snapshot)):
         found["domainMetadata"] = "the live metadata domains differ"
+    if checksum.set_transactions is not None and snapshot.properties.set_transaction_retention is None:
+        recorded = {t.app_id: t.version for t in checksum.set_transactions}
+        if recorded != {app_id: t.version for app_id, t in snapshot.set_transactions.items()}:
+            found["setTransactions"] = "the application transactions (appId -> version) differ"
     if file_counts is not None:
         num_files, size = file_counts
         if checksum.num_files != num_files:
@@ -296,7 +346,8 @@ def record_commit_checksum(
     commit stands. The checksum is kept on ``snapshot`` to seed the next commit's."""
     version = snapshot.version
     try:
-        counts = _commit_counts(store, log_uri, snapshot, actions, before)
+        previous = _previous(store, log_uri, version, before)
+        counts = _commit_counts(snapshot, actions, previous.counts)
     except Exception:
         log.warning("failed to compute the checksum of version %d of %s", version, log_uri, exc_info=True)
         return None
@@ -309,7 +360,7 @@ def record_commit_checksum(
             version - 1,
         )
         return None
-    return _record(store, log_uri, snapshot, _checksum(snapshot, actions, counts, txn_id))
+    return _record(store, log_uri, snapshot, _checksum(snapshot, actions, counts, txn_id, previous.set_transactions))
 
 
 def record_checkpoint_checksum(
@@ -317,11 +368,15 @@ def record_checkpoint_checksum(
 ) -> VersionChecksum | None:
     """Write the ``.crc`` of ``snapshot`` (committed with ``actions``) from the file count
     and table size a checkpoint of it just streamed, when the commit could not derive one:
-    the commits after it derive theirs from it again. Never raises."""
+    the commits after it derive theirs from it again. Its application transactions are the
+    ones the checkpoint holds, which a fresh reader rebuilds (Delta starts them again from a
+    computed state the same way). Never raises."""
     if snapshot.checksum is not None:
         return None
     info = next((a for a in actions if isinstance(a, CommitInfo)), None)
-    checksum = _checksum(snapshot, actions, counts, None if info is None else info.txn_id)
+    txns = snapshot.set_transactions
+    held = tuple(txns[app_id] for app_id in sorted(txns))
+    checksum = _checksum(snapshot, actions, counts, None if info is None else info.txn_id, held)
     return _record(store, log_uri, snapshot, checksum)
 
 
@@ -332,29 +387,43 @@ def _record(store: LogStore, log_uri: str, snapshot: Snapshot, checksum: Version
 
 
 def _commit_counts(
-    store: LogStore, log_uri: str, snapshot: Snapshot, actions: Sequence[Action], before: Snapshot | None
+    snapshot: Snapshot, actions: Sequence[Action], previous: tuple[int, int] | None
 ) -> tuple[int, int] | None:
     """(numFiles, tableSizeBytes) at ``snapshot`` without reading its files: derived from
-    the version before, else counted when the files are in memory; None otherwise."""
-    previous = _previous_counts(store, log_uri, snapshot.version, before)
+    ``previous`` (the version before's), else counted when the files are in memory; None
+    otherwise."""
     counts = None if previous is None else _incremental_counts(previous, actions)
     if counts is None and snapshot.files_in_memory:
         counts = (snapshot.num_files, snapshot.size_in_bytes)
     return counts
 
 
-def _previous_counts(store: LogStore, log_uri: str, version: int, before: Snapshot | None) -> tuple[int, int] | None:
-    """(numFiles, tableSizeBytes) of ``version - 1``, when known without reading its files:
-    ``before``'s checksum or in-memory files, else the ``.crc`` file (not read when the
-    listing ``before`` came from showed there is none)."""
+@dataclass(frozen=True)
+class _Previous:
+    """What a commit's checksum derives from, when known without reading files: the
+    (numFiles, tableSizeBytes) of the version before and the application transactions its
+    checksum records."""
+
+    counts: tuple[int, int] | None = None
+    set_transactions: tuple[SetTransaction, ...] | None = None
+
+
+def _previous(store: LogStore, log_uri: str, version: int, before: Snapshot | None) -> _Previous:
+    """What is known of ``version - 1``: ``before``'s checksum, else its ``.crc`` file (not
+    read when the listing ``before`` came from showed there is none), the counts taken from
+    ``before``'s files when they are in memory."""
     if version == 0:
-        return 0, 0
+        return _Previous((0, 0), ())
+    in_memory = None
     if before is not None and before.version == version - 1:
         if before.checksum is not None:
-            return before.checksum.num_files, before.checksum.table_size_bytes
+            counts = (before.checksum.num_files, before.checksum.table_size_bytes)
+            return _Previous(counts, before.checksum.set_transactions)
         if before.files_in_memory:
-            return before.num_files, before.size_in_bytes
+            in_memory = (before.num_files, before.size_in_bytes)
         if before.listed_without_checksum:
-            return None
-    previous = read_checksum(store, log_uri, version - 1)
-    return None if previous is None else (previous.num_files, previous.table_size_bytes)
+            return _Previous(in_memory)
+    crc = read_checksum(store, log_uri, version - 1)
+    if crc is None:
+        return _Previous(in_memory)
+    return _Previous(in_memory or (crc.num_files, crc.table_size_bytes), crc.set_transactions)
