@@ -682,6 +682,21 @@ def test_commit_large_streams_actions() -> None:
     assert commit_lines(log, 1)[0]["commitInfo"]["operation"] == "CONVERT"
 
 
+def test_commit_large_always_checkpoints_as_deltas_update_and_checkpoint() -> None:
+    # Delta's commitLarge (CONVERT, RESTORE, CLONE) checkpoints right after its commit,
+    # whatever the interval, so no reader replays one huge JSON commit
+    log = new_log()
+    create(log)
+    log.start_transaction().commit([add("a")], Write())
+    version = log.start_transaction().commit_large(iter([add(f"f{i}") for i in range(3)]), Convert(num_files=3))
+    assert version == 2
+    snapshot = DeltaLog.for_table(log.table_uri).update()
+    assert snapshot.checkpoint_version == 2 and snapshot.num_files == 4
+    off = EngineSettings(post_commit_checkpoint=False)
+    DeltaLog.for_table(log.table_uri).start_transaction(settings=off).commit_large(iter([add("g")]), Convert())
+    assert DeltaLog.for_table(log.table_uri).update().checkpoint_version == 2
+
+
 def test_commit_large_refuses_duplicates_and_leaves_no_version() -> None:
     log = new_log()
     create(log)

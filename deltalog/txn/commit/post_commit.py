@@ -43,12 +43,14 @@ def run_post_commit(
     actions: Sequence[Action],
     hooks: Sequence[PostCommitHook],
     settings: EngineSettings,
+    always_checkpoint: bool = False,
 ) -> float:
     """Run the post-commit steps of ``version`` (``snapshot`` is the table at it, ``actions``
-    what the commit wrote); returns the time they took in milliseconds."""
+    what the commit wrote); returns the time they took in milliseconds. ``always_checkpoint``
+    (a large commit, as Delta's ``updateAndCheckpoint``) checkpoints whatever the interval."""
     start = time.perf_counter()
-    if settings.post_commit_checkpoint and version > 0 and snapshot.version == version:
-        _checkpoint_if_due(delta_log, version, snapshot, actions, settings)
+    if settings.post_commit_checkpoint and (version > 0 or always_checkpoint) and snapshot.version == version:
+        _checkpoint_if_due(delta_log, version, snapshot, actions, settings, always_checkpoint)
     all_hooks = list(hooks)
     if _symlink_manifest_enabled(snapshot) and any(isinstance(a, (AddFile, RemoveFile)) for a in actions):
         all_hooks.insert(0, generate_symlink_manifest)
@@ -64,11 +66,12 @@ def _checkpoint_if_due(
     snapshot: Snapshot,
     actions: Sequence[Action],
     settings: EngineSettings,
+    always: bool,
 ) -> None:
-    """Checkpoint when due (and write the version's missing ``.crc`` from what the
-    checkpoint counted), warn while checkpoints stay behind, then clean up expired logs."""
+    """Checkpoint when due (or ``always``; and write the version's missing ``.crc`` from what
+    the checkpoint counted), warn while checkpoints stay behind, then clean up expired logs."""
     interval = snapshot.properties.checkpoint_interval
-    if interval <= 0 or not checkpoint_due(delta_log, snapshot, interval):
+    if not always and (interval <= 0 or not checkpoint_due(delta_log, snapshot, interval)):
         return
 
     def checkpoint() -> None:
@@ -78,7 +81,8 @@ def _checkpoint_if_due(
             record_checkpoint_checksum(delta_log.store, delta_log.log_uri, snapshot, actions, counts)
 
     _run_hook("checkpoint", checkpoint, version)
-    warn_if_checkpoints_behind(delta_log, snapshot, interval)
+    if interval > 0:
+        warn_if_checkpoints_behind(delta_log, snapshot, interval)
     if snapshot.properties.enable_expired_log_cleanup:
         _run_hook("expired log cleanup", lambda: cleanup_expired_logs(delta_log, snapshot), version)
 

@@ -632,9 +632,10 @@ class OptimisticTransaction:
             info = self._commit_info(operation, level, False, metrics, self._in_commit_timestamp(self.snapshot))
         version = self.read_version + 1
         self._write_large(version, self._large_commit_lines(actions, operation, info, stats), stats)
-        # The streamed actions are not held: the hooks get none, the snapshot is read back.
+        # The streamed actions are not held: the hooks get none, the snapshot is read back
+        # and checkpointed at once, as Delta's updateAndCheckpoint does.
         result = CommitResult(version, (), self.delta_log.update(), attempts=1)
-        self._after_commit(result, stats, start)
+        self._after_commit(result, stats, start, always_checkpoint=True)
         return version
 
     def _write_large(self, version: int, lines: Iterable[str], stats: CommitStats) -> None:
@@ -1193,7 +1194,9 @@ class OptimisticTransaction:
 
     # -- after the commit --------------------------------------------------------------------
 
-    def _after_commit(self, result: CommitResult, stats: CommitStats, start: float) -> None:
+    def _after_commit(
+        self, result: CommitResult, stats: CommitStats, start: float, always_checkpoint: bool = False
+    ) -> None:
         self._committed = True
         self.committed_version = result.version
         stats.version = result.version
@@ -1209,7 +1212,13 @@ class OptimisticTransaction:
                 self.txn_id,
             )
         stats.time_post_commit_ms = run_post_commit(
-            self.delta_log, result.version, result.snapshot, result.actions, self._hooks, self.settings
+            self.delta_log,
+            result.version,
+            result.snapshot,
+            result.actions,
+            self._hooks,
+            self.settings,
+            always_checkpoint,
         )
         self._finish_stats(stats, start)
 
