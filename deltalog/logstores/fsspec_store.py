@@ -47,6 +47,7 @@ from deltalog.logstores.base import (
     split_uri,
 )
 from deltalog.logstores.errors import FileAlreadyExistsError, LogStoreConfigError
+from deltalog.logstores.memory import whole_file_memory_fs
 from deltalog.logstores.object_store import decode_lines, encode_lines
 from deltalog.logstores.options import StorageOptions
 
@@ -169,7 +170,10 @@ class FsspecLogStore(LogStore):
                 import fsspec
 
                 try:
-                    fs = fsspec.filesystem(protocol, **self._fs_kwargs)
+                    if protocol == "memory":  # fsspec's shows files half written and shares read positions
+                        fs = whole_file_memory_fs()
+                    else:
+                        fs = fsspec.filesystem(protocol, **self._fs_kwargs)
                 except (ValueError, ImportError) as exc:
                     raise LogStoreConfigError(f"fsspec has no usable filesystem for {protocol!r}: {exc}") from exc
                 self._filesystems[protocol] = fs

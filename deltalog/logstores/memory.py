@@ -21,12 +21,18 @@ from deltalog.logstores.errors import FileAlreadyExistsError, LogStoreConfigErro
 if TYPE_CHECKING:
     import pyarrow.fs
 
-__all__ = ["MemoryLogStore"]
+__all__ = ["MemoryLogStore", "whole_file_memory_fs"]
 
 _LOCK = threading.Lock()
 
 
 def _memory_fs() -> Any:
+    return whole_file_memory_fs()
+
+
+def whole_file_memory_fs() -> Any:
+    """fsspec's process-wide memory filesystem, publishing files whole and reading them
+    privately (the ``memory://`` store's, and the ``fsspec`` store's for ``memory``)."""
     return _whole_file_memory_fs_class()()
 
 
