@@ -451,7 +451,7 @@ class DeltaMergeBuilder:
         out: dict[str, DataType] = {}
         for f in table_schema.fields:
             other = source.get(f.name.lower())
-            if other is not None and (is_void(f.dataType) or has_struct(f.dataType) and has_struct(other)):
+            if other is not None and (is_void(f.dataType) or (has_struct(f.dataType) and has_struct(other))):
                 evolved = evolve_type(f.dataType, other)
                 if evolved != f.dataType:
                     out[f.name] = evolved
