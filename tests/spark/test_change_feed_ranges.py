@@ -97,6 +97,11 @@ def test_change_feed_range_is_checked_and_resolved_as_delta(spark: Any, table_pa
             bounds(startingTimestamp=text, endingVersion=6)
     with pytest.raises(InvalidWriteOptionError, match="readRowTracking cannot be combined"):
         bounds(readChangeFeed=True, readRowTracking=True)  # Delta has no row ids in a change feed
+    # DeltaCDCColumnMappingSuite "time travel with batch cdf is disbaled by default": Delta
+    # refuses time travel with a change feed read (the option, or the path's @v suffix)
+    for travel in ({"versionAsOf": 2}, {"timestampAsOf": at(250)}, {"path": f"{table_path}@v2"}):
+        with pytest.raises(InvalidWriteOptionError, match="DELTA_UNSUPPORTED_TIME_TRAVEL_VIEWS"):
+            bounds(readChangeFeed=True, startingVersion=1, **travel)
     # past the latest commit: an error, or with timestampOutOfRange an empty feed / the latest
     with pytest.raises(DeltaAnalysisError, match="DELTA_CDC_START_VERSION_AFTER_LATEST"):
         bounds(startingVersion=7)

@@ -195,6 +195,41 @@ def test_schema_evolution_adds_source_columns(spark, table_path):
     assert log.update().version == version
 
 
+def test_schema_evolution_gives_void_columns_the_source_type(spark, table_path):
+    """MergeCDCSuite "schema evolution from void" and "... from void to struct with void":
+    Delta's ``mergeSchemas`` gives a ``void`` column the source's type (a struct keeps its own
+    ``void`` field), with the change rows of the MERGE."""
+    from deltalog.contrib.spark import DeltaTable
+
+    target = spark.createDataFrame(
+        [(0, 0, None, None), (1, 10, None, None), (3, 30, None, None)], "key int, n int, text void, s void"
+    )
+    target.write.format("deltalog").mode("append").option("delta.enableChangeDataFeed", "true").save(table_path)
+    source = spark.createDataFrame(
+        [(1, 1, "a", (1, None)), (2, 2, "b", (2, None)), (3, -1, "c", (3, None))],
+        "key int, n int, text string, s struct<x:int,y:void>",
+    )
+    merge = (
+        DeltaTable.forPath(spark, table_path).alias("t").merge(source.alias("s"), "s.key = t.key").withSchemaEvolution()
+    )
+    merge.whenMatchedDelete("s.key = 3").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    fields = {
+        f["name"]: f["type"]
+        for f in json.loads(DeltaLog.for_table(table_path).update().metadata.schema_string)["fields"]
+    }
+    assert fields["text"] == "string" and [f["type"] for f in fields["s"]["fields"]] == ["integer", "void"]
+    got = spark.read.format("deltalog").load(table_path).selectExpr("key", "n", "text", "s.x")
+    assert sorted(tuple(r) for r in got.collect()) == [(0, 0, None, None), (1, 1, "a", 1), (2, 2, "b", 2)]
+    feed = spark.read.format("deltalog").option("readChangeFeed", "true").option("startingVersion", 1).load(table_path)
+    changes = feed.selectExpr("key", "n", "text", "s.x", "_change_type").collect()
+    assert sorted(tuple(r) for r in changes) == [
+        (1, 1, "a", 1, "update_postimage"),
+        (1, 10, None, None, "update_preimage"),
+        (2, 2, "b", 2, "insert"),
+        (3, 30, None, None, "delete"),
+    ]
+
+
 @pytest.mark.parametrize("mapping", ["none", "name"])
 def test_struct_values_are_matched_by_field_name_and_evolve_nested_fields(spark, table_path, mapping):
     """Delta's ``castIfNeeded`` by name: a source struct with its fields in another order

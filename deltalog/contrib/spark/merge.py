@@ -437,11 +437,12 @@ class DeltaMergeBuilder:
         map of them, at any depth) where the source's column of that name, as far as the clauses
         write it (:meth:`_migration_schema`: ``updateAll``/``insertAll``, an assignment of the
         column, or of fields inside it: ``set={"s.b": ...}`` keeps just ``b``), has struct
-        fields they lack, with those fields added (Delta's ``computePostEvolutionTargetSchema``:
-        that schema merged into the table's; :func:`~deltalog.contrib.spark.update_expressions.evolve_type`)."""
+        fields they lack, with those fields added, and the ``void`` columns, with the source's
+        type (Delta's ``computePostEvolutionTargetSchema``: that schema merged into the table's;
+        :func:`~deltalog.contrib.spark.update_expressions.evolve_type`)."""
         from pyspark.sql.types import StructType
 
-        from deltalog.contrib.spark.update_expressions import evolve_type, has_struct
+        from deltalog.contrib.spark.update_expressions import evolve_type, has_struct, is_void
 
         if not evolve:
             return {}
@@ -450,7 +451,7 @@ class DeltaMergeBuilder:
         out: dict[str, DataType] = {}
         for f in table_schema.fields:
             other = source.get(f.name.lower())
-            if other is not None and has_struct(f.dataType) and has_struct(other):
+            if other is not None and (is_void(f.dataType) or (has_struct(f.dataType) and has_struct(other))):
                 evolved = evolve_type(f.dataType, other)
                 if evolved != f.dataType:
                     out[f.name] = evolved
@@ -778,7 +779,8 @@ class DeltaMergeBuilder:
         widened = self._widened_columns(snapshot, evolve)
         structs = self._evolved_structs(_with_types(snapshot.metadata.schema_string, widened), evolve)
         widened = {c: t for c, t in widened.items() if c not in structs}
-        self._refuse_incompatible_types({c: t for c, t in table_types.items() if c not in widened}, evolve)
+        evolved = {**widened, **structs}
+        self._refuse_incompatible_types({c: t for c, t in table_types.items() if c not in evolved}, evolve)
         return widened, structs
 
     def _by_source_on_target(self, assignments: dict[int, dict[str, Column]]) -> dict[str, Column]:

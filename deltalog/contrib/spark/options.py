@@ -472,6 +472,13 @@ class ReadOptions:
             )
         latest = (_get(options, "startingVersion") or "").strip().lower() == "latest"
         path, version_as_of, timestamp_as_of = _time_travel(options)
+        if cdf and (version_as_of is not None or timestamp_as_of is not None):
+            # Delta's DeltaTableV2 (its changeDataFeed.allowTimeTravelOptionsForSchema is not read)
+            raise InvalidWriteOptionError(
+                "DELTA_UNSUPPORTED_TIME_TRAVEL_VIEWS: a change data feed read cannot time travel "
+                "(versionAsOf/timestampAsOf or a path's @ suffix); choose its versions with "
+                "startingVersion/endingVersion (or startingTimestamp/endingTimestamp)"
+            )
         return cls(
             path=path,
             version_as_of=version_as_of,

@@ -40,9 +40,17 @@ __all__ = [
     "evolve_struct",
     "evolve_type",
     "has_struct",
+    "is_void",
     "refuse_conflicting_targets",
     "split_name",
 ]
+
+
+def is_void(data_type: DataType) -> bool:
+    """Whether ``data_type`` is Spark's ``NullType`` (a ``void`` column of nulls)."""
+    from pyspark.sql.types import NullType
+
+    return isinstance(data_type, NullType)
 
 
 def has_struct(data_type: DataType) -> bool:
@@ -180,9 +188,12 @@ def evolve_struct(table: StructType, source: StructType) -> StructType:
 
 def evolve_type(table: DataType, source: DataType) -> DataType:
     """``table`` with the struct fields ``source`` adds at any depth (:func:`evolve_struct`),
-    inside arrays and maps too; a type of another shape stays ``table``."""
-    from pyspark.sql.types import ArrayType, MapType, StructType
+    inside arrays and maps too; a ``void`` takes the ``source`` type (Delta's ``mergeSchemas``);
+    a type of another shape stays ``table``."""
+    from pyspark.sql.types import ArrayType, MapType, NullType, StructType
 
+    if isinstance(table, NullType):
+        return source
     if isinstance(table, StructType) and isinstance(source, StructType):
         return evolve_struct(table, source)
     if isinstance(table, ArrayType) and isinstance(source, ArrayType):

@@ -147,7 +147,7 @@ def _changes_in_field_type(old: Any, new: Any, where: str) -> list[dict[str, Any
                 out.append({**change, "fieldPath": f"element.{path}" if path else "element"})
             return out
         return []  # structs: their own fields carry their changes
-    if old == new:
+    if old == new or old in ("void", "null"):  # a void column typed by schema evolution is no widening
         return []
     if not is_type_change_supported(old, new):
         raise UnsupportedTypeChangeError(
@@ -365,12 +365,15 @@ def widen_for_schema_evolution(
 def change_column_type(schema: Mapping[str, Any], path: Sequence[str], new_type: Any) -> dict[str, Any]:
     """``schema`` with the type at ``path`` replaced by ``new_type`` (struct fields by name,
     case-insensitive; ``element``, ``key`` and ``value`` step into arrays and maps).
-    Raises :class:`UnsupportedTypeChangeError` when the path does not name a column."""
+    Raises :class:`UnsupportedTypeChangeError` when the path does not name a column or names
+    a ``void`` one."""
     if not path:
         raise UnsupportedTypeChangeError("no column given")
 
     def replace(t: Any, rest: Sequence[str], where: str) -> Any:
         if not rest:
+            if t in ("void", "null") and new_type != t:  # no widening (record_type_changes ignores voids)
+                raise UnsupportedTypeChangeError(f"cannot change the type of the void column {where} to {new_type}")
             return new_type
         step, tail = rest[0], rest[1:]
         kind = t.get("type") if isinstance(t, dict) else None
