@@ -39,7 +39,8 @@ def _write(spark, path, rows, mode="append"):
 def test_pushed_filters_become_delta_skipping_terms():
     """The filters Spark pushes to the Python data source, as Delta's skipping takes them:
     NOT folded into the comparison it negates, StartsWith (LIKE 'prefix%') by prefix, and
-    no term for a negation Delta does not skip by (NOT IN, NOT StartsWith, NOT <=>)."""
+    no term for a negation Delta does not skip by (NOT IN, NOT StartsWith, NOT <=>), nor for
+    a column whose name has a dot (a term's column is a path: ``s.a`` is field ``a`` of ``s``)."""
     from pyspark.sql.datasource import (
         EqualNullSafe,
         EqualTo,
@@ -64,6 +65,8 @@ def test_pushed_filters_become_delta_skipping_terms():
         Not(In(x, (1, 2))),
         Not(StringStartsWith(("s",), "ap")),
         Not(EqualNullSafe(x, 1)),
+        EqualTo(("s.a",), 1),
+        GreaterThan(("s", "a.b"), 1),
     ]
     assert _terms(filters) == [
         ("x", "!=", 1),

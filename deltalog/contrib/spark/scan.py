@@ -338,10 +338,13 @@ def plan_files(
     session ``time_zone`` when known)."""
     from deltalog.txn.protocol.partition_filters import PartitionPredicate
 
+    # a term's column is a path (``s.a`` is field ``a`` of ``s``): it never names a
+    # top-level column whose name has a dot
     if generated:
-        terms = [*terms, *derived_partition_terms(terms, generated, time_zone)]
+        top_level = [t for t in terms if "." not in t[0]]
+        terms = [*terms, *derived_partition_terms(top_level, generated, time_zone)]
 
-    part_lower = {c.lower(): c for c in partition_columns}
+    part_lower = {c.lower(): c for c in partition_columns if "." not in c}
     partition_terms: list[Term] = []
     data_terms: list[Term] = []
     for column, op, value in terms:
@@ -376,11 +379,8 @@ def stats_column(column: str, column_types: Mapping[str, str], physical: Mapping
     column mapping, nested fields too) and its Spark type name; None for the type when the
     column is not a primitive field of the schema or is a collated string (a term on it
     skips no file)."""
-    top = column if column in column_types else None
-    rest: list[str] = []
-    if top is None:
-        head, *rest = column.split(".")
-        top = next((c for c in column_types if c.lower() == head.lower()), None)
+    head, *rest = column.split(".")  # a path: never a top-level column named with a dot
+    top = next((c for c in column_types if c.lower() == head.lower()), None)
     if top is None:
         return physical_column(column, physical), None
     mapped = top in physical
