@@ -455,6 +455,22 @@ def test_fraction_literals_keep_every_digit():
     assert all(_kept(files, t, "long") == ["f.parquet"] for t in found.literal_terms)
 
 
+def test_double_literals_are_compared_with_integral_columns_as_doubles():
+    """Spark compares a ``long`` column with a double literal (``1e3``) as doubles: ``l =
+    9.007199254740992e15`` holds for 9007199254740993 (the same double), and ``l < NaN`` for
+    every value (NaN sorts above every number). Compared exactly, the file was skipped."""
+    from deltalog.contrib.spark.skipping_terms import skipping_terms
+
+    big = 9007199254740993
+    files = [_add("f.parquet", "l", big, big)]
+    for where in ("l = 9.007199254740992e15", "l IN (1, 9.007199254740992e15)", "NOT l != 9.007199254740992e15"):
+        (term,) = skipping_terms(where)
+        assert _kept(files, term, "long") == ["f.parquet"], where
+    assert _kept(files, ("l", "<", float("nan")), "long") == ["f.parquet"]
+    assert _kept(files, ("l", "!=", 9.007199254740992e15), "long") == []  # every value is that double
+    assert _kept(files, ("l", ">", 9.007199254740992e15), "integer") == []
+
+
 def test_fraction_literals_never_prune_an_integer_partition_by_truncation():
     """``p < 1.5`` on an integer partition column holds for 1 (Spark compares as decimals):
     a filter that truncated 1.5 to 1 pruned partition 1 away; ``p = 5.0`` is ``p = 5``."""

@@ -189,6 +189,8 @@ def bounds_may_match(
         return not (isinstance(nulls, int) and nulls == 0)
     if op == "notnull":
         return not (isinstance(nulls, int) and isinstance(num, int) and nulls >= num and all_null_is_exact)
+    if type_name in _INTEGRAL and _double_literal(op, value):
+        type_name = "double"  # Spark compares an integral column with a double literal as doubles
     lo = _comparable(lo, type_name)
     hi = _comparable(hi, type_name)
     try:
@@ -217,6 +219,16 @@ def bounds_may_match(
     except TypeError:
         return True
     return True
+
+
+_INTEGRAL = frozenset({"byte", "short", "integer", "long"})
+
+
+def _double_literal(op: str, value: Any) -> bool:
+    """Whether the term's literal (any of an ``IN`` list's) is a double (``1e3``, not the
+    exact decimal ``1.5``): Spark then casts an integral column to double to compare."""
+    values = value if op == "in" and isinstance(value, (list, tuple)) else (value,)
+    return any(isinstance(v, float) for v in values)
 
 
 def _prefix_may_match(prefix: Any, lo: Any, hi: Any) -> bool:
