@@ -455,8 +455,8 @@ def test_fraction_literals_keep_every_digit():
     assert all(_kept(files, t, "long") == ["f.parquet"] for t in found.literal_terms)
 
 
-def test_double_literals_are_compared_with_integral_columns_as_doubles():
-    """Spark compares a ``long`` column with a double literal (``1e3``) as doubles: ``l =
+def test_double_literals_are_compared_with_integral_and_decimal_columns_as_doubles():
+    """Spark compares a ``long`` or decimal column with a double literal (``1e3``) as doubles: ``l =
     9.007199254740992e15`` holds for 9007199254740993 (the same double), and ``l < NaN`` for
     every value (NaN sorts above every number). Compared exactly, the file was skipped."""
     from deltalog.contrib.spark.skipping_terms import skipping_terms
@@ -469,6 +469,9 @@ def test_double_literals_are_compared_with_integral_columns_as_doubles():
     assert _kept(files, ("l", "<", float("nan")), "long") == ["f.parquet"]
     assert _kept(files, ("l", "!=", 9.007199254740992e15), "long") == []  # every value is that double
     assert _kept(files, ("l", ">", 9.007199254740992e15), "integer") == []
+    # a decimal column too: Spark casts it to double to compare with a double
+    assert _kept(files, ("l", "=", 9.007199254740992e15), "decimal(20,0)") == ["f.parquet"]
+    assert _kept(files, ("l", "in", (9.007199254740992e15,)), "decimal(20,0)") == ["f.parquet"]
 
 
 def test_fraction_literals_never_prune_an_integer_partition_by_truncation():

@@ -122,11 +122,10 @@ def _comparable(value: Any, type_name: str) -> Any:
 
 
 def _literal(value: Any, type_name: str) -> Any:
-    """A term's literal as Spark compares it with a column of ``type_name``: a fraction
-    written as ``0.1`` is the decimal 0.1 (the parser hands it over as the double nearest
-    to it). (Spark compares a float column with an integer as doubles, as the bounds are.)"""
-    if isinstance(value, float) and math.isfinite(value) and type_name.startswith("decimal"):
-        return decimal.Decimal(repr(value))
+    """A term's literal as Spark compares it with a column of ``type_name`` (a fraction
+    written as ``0.1`` is the exact decimal 0.1; a double literal such as ``1e-1`` makes
+    :func:`bounds_may_match` compare an integral or decimal column as doubles). (Spark
+    compares a float column with an integer as doubles, as the bounds are.)"""
     return _comparable(value, type_name)
 
 
@@ -189,8 +188,8 @@ def bounds_may_match(
         return not (isinstance(nulls, int) and nulls == 0)
     if op == "notnull":
         return not (isinstance(nulls, int) and isinstance(num, int) and nulls >= num and all_null_is_exact)
-    if type_name in _INTEGRAL and _double_literal(op, value):
-        type_name = "double"  # Spark compares an integral column with a double literal as doubles
+    if (type_name in _INTEGRAL or type_name.startswith("decimal")) and _double_literal(op, value):
+        type_name = "double"  # Spark casts an integral or decimal column to double to compare with a double
     lo = _comparable(lo, type_name)
     hi = _comparable(hi, type_name)
     try:
@@ -226,7 +225,7 @@ _INTEGRAL = frozenset({"byte", "short", "integer", "long"})
 
 def _double_literal(op: str, value: Any) -> bool:
     """Whether the term's literal (any of an ``IN`` list's) is a double (``1e3``, not the
-    exact decimal ``1.5``): Spark then casts an integral column to double to compare."""
+    exact decimal ``1.5``): Spark then casts an integral or decimal column to double."""
     values = value if op == "in" and isinstance(value, (list, tuple)) else (value,)
     return any(isinstance(v, float) for v in values)
 
