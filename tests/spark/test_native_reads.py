@@ -509,3 +509,22 @@ def test_delta_table_to_df_is_native_and_bound_to_its_snapshot(spark: Any, table
     spark.range(5, 8).write.format("deltalog").mode("append").save(table_path)
     assert df.count() == 5  # planned on version 0
     assert DeltaTable.forPath(spark, table_path).toDF().count() == 8
+
+
+def test_a_column_named_with_a_dot_is_not_the_struct_field_of_that_path(spark: Any, tmp_path: Path) -> None:
+    """```s.a``` (a top-level column whose name has a dot) and ``s.a`` (field ``a`` of struct
+    ``s``) are different columns, as Spark resolves them: a ``where`` or DELETE condition on
+    one never skips files by the other's statistics (each file holds 1 in one, 10 in the other)."""
+    from deltalog.contrib.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    schema = "s struct<a:int>, `s.a` int"
+    for row in [((1,), 10), ((10,), 1)]:
+        df = spark.createDataFrame([row], schema)
+        df.write.format("deltalog").mode("append").option("delta.columnMapping.mode", "name").save(path)
+    every = spark.createDataFrame([((1,), 10), ((10,), 1)], schema)
+    for where in ["s.a > 5", "`S.A` = 1"]:
+        expected = sorted(map(str, every.where(where).collect()))
+        assert sorted(map(str, read_table(spark, path, where=where).collect())) == expected, where
+    DeltaTable.forPath(spark, path).delete("s.a > 5")
+    assert [tuple(r) for r in read_table(spark, path).collect()] == [((1,), 10)]

@@ -39,7 +39,8 @@ def _write(spark, path, rows, mode="append"):
 def test_pushed_filters_become_delta_skipping_terms():
     """The filters Spark pushes to the Python data source, as Delta's skipping takes them:
     NOT folded into the comparison it negates, StartsWith (LIKE 'prefix%') by prefix, and
-    no term for a negation Delta does not skip by (NOT IN, NOT StartsWith, NOT <=>)."""
+    no term for a negation Delta does not skip by (NOT IN, NOT StartsWith, NOT <=>), nor for
+    a column whose name has a dot (a term's column is a path: ``s.a`` is field ``a`` of ``s``)."""
     from pyspark.sql.datasource import (
         EqualNullSafe,
         EqualTo,
@@ -64,6 +65,8 @@ def test_pushed_filters_become_delta_skipping_terms():
         Not(In(x, (1, 2))),
         Not(StringStartsWith(("s",), "ap")),
         Not(EqualNullSafe(x, 1)),
+        EqualTo(("s.a",), 1),
+        GreaterThan(("s", "a.b"), 1),
     ]
     assert _terms(filters) == [
         ("x", "!=", 1),
@@ -450,6 +453,25 @@ def test_fraction_literals_keep_every_digit():
     # a merge condition's literal compared with a long target column, as Spark does
     found = condition_terms(f"t.id = {big}.0 AND t.id = s.id", "t", {"id": "long"}, ["id"])
     assert all(_kept(files, t, "long") == ["f.parquet"] for t in found.literal_terms)
+
+
+def test_double_literals_are_compared_with_integral_and_decimal_columns_as_doubles():
+    """Spark compares a ``long`` or decimal column with a double literal (``1e3``) as doubles: ``l =
+    9.007199254740992e15`` holds for 9007199254740993 (the same double), and ``l < NaN`` for
+    every value (NaN sorts above every number). Compared exactly, the file was skipped."""
+    from deltalog.contrib.spark.skipping_terms import skipping_terms
+
+    big = 9007199254740993
+    files = [_add("f.parquet", "l", big, big)]
+    for where in ("l = 9.007199254740992e15", "l IN (1, 9.007199254740992e15)", "NOT l != 9.007199254740992e15"):
+        (term,) = skipping_terms(where)
+        assert _kept(files, term, "long") == ["f.parquet"], where
+    assert _kept(files, ("l", "<", float("nan")), "long") == ["f.parquet"]
+    assert _kept(files, ("l", "!=", 9.007199254740992e15), "long") == []  # every value is that double
+    assert _kept(files, ("l", ">", 9.007199254740992e15), "integer") == []
+    # a decimal column too: Spark casts it to double to compare with a double
+    assert _kept(files, ("l", "=", 9.007199254740992e15), "decimal(20,0)") == ["f.parquet"]
+    assert _kept(files, ("l", "in", (9.007199254740992e15,)), "decimal(20,0)") == ["f.parquet"]
 
 
 def test_fraction_literals_never_prune_an_integer_partition_by_truncation():

@@ -41,7 +41,8 @@ def data_skipped_files(
     schema = json.loads(metadata.schema_string)
     types = schemas.top_level_types(schema)
     unzoned = {c.lower() for c in metadata.partition_columns if time_zone is None and types.get(c) == "timestamp"}
-    names = {n.lower(): n for n in types if n.lower() not in unzoned}
+    # a term's column is a path: ``s.a`` never names a top-level column named with a dot
+    names = {n.lower(): n for n in types if n.lower() not in unzoned and "." not in n}
 
     def top_level_column(column: str) -> str | None:
         return names.get(column.lower())

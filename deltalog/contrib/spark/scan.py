@@ -122,11 +122,10 @@ def _comparable(value: Any, type_name: str) -> Any:
 
 
 def _literal(value: Any, type_name: str) -> Any:
-    """A term's literal as Spark compares it with a column of ``type_name``: a fraction
-    written as ``0.1`` is the decimal 0.1 (the parser hands it over as the double nearest
-    to it). (Spark compares a float column with an integer as doubles, as the bounds are.)"""
-    if isinstance(value, float) and math.isfinite(value) and type_name.startswith("decimal"):
-        return decimal.Decimal(repr(value))
+    """A term's literal as Spark compares it with a column of ``type_name`` (a fraction
+    written as ``0.1`` is the exact decimal 0.1; a double literal such as ``1e-1`` makes
+    :func:`bounds_may_match` compare an integral or decimal column as doubles). (Spark
+    compares a float column with an integer as doubles, as the bounds are.)"""
     return _comparable(value, type_name)
 
 
@@ -189,6 +188,8 @@ def bounds_may_match(
         return not (isinstance(nulls, int) and nulls == 0)
     if op == "notnull":
         return not (isinstance(nulls, int) and isinstance(num, int) and nulls >= num and all_null_is_exact)
+    if (type_name in _INTEGRAL or type_name.startswith("decimal")) and _double_literal(op, value):
+        type_name = "double"  # Spark casts an integral or decimal column to double to compare with a double
     lo = _comparable(lo, type_name)
     hi = _comparable(hi, type_name)
     try:
@@ -217,6 +218,16 @@ def bounds_may_match(
     except TypeError:
         return True
     return True
+
+
+_INTEGRAL = frozenset({"byte", "short", "integer", "long"})
+
+
+def _double_literal(op: str, value: Any) -> bool:
+    """Whether the term's literal (any of an ``IN`` list's) is a double (``1e3``, not the
+    exact decimal ``1.5``): Spark then casts an integral or decimal column to double."""
+    values = value if op == "in" and isinstance(value, (list, tuple)) else (value,)
+    return any(isinstance(v, float) for v in values)
 
 
 def _prefix_may_match(prefix: Any, lo: Any, hi: Any) -> bool:
@@ -338,10 +349,13 @@ def plan_files(
     session ``time_zone`` when known)."""
     from deltalog.txn.protocol.partition_filters import PartitionPredicate
 
+    # a term's column is a path (``s.a`` is field ``a`` of ``s``): it never names a
+    # top-level column whose name has a dot
     if generated:
-        terms = [*terms, *derived_partition_terms(terms, generated, time_zone)]
+        top_level = [t for t in terms if "." not in t[0]]
+        terms = [*terms, *derived_partition_terms(top_level, generated, time_zone)]
 
-    part_lower = {c.lower(): c for c in partition_columns}
+    part_lower = {c.lower(): c for c in partition_columns if "." not in c}
     partition_terms: list[Term] = []
     data_terms: list[Term] = []
     for column, op, value in terms:
@@ -376,11 +390,8 @@ def stats_column(column: str, column_types: Mapping[str, str], physical: Mapping
     column mapping, nested fields too) and its Spark type name; None for the type when the
     column is not a primitive field of the schema or is a collated string (a term on it
     skips no file)."""
-    top = column if column in column_types else None
-    rest: list[str] = []
-    if top is None:
-        head, *rest = column.split(".")
-        top = next((c for c in column_types if c.lower() == head.lower()), None)
+    head, *rest = column.split(".")  # a path: never a top-level column named with a dot
+    top = next((c for c in column_types if c.lower() == head.lower()), None)
     if top is None:
         return physical_column(column, physical), None
     mapped = top in physical

@@ -178,6 +178,8 @@ class _Parser:
         if self._word() == "(":  # a function call
             self._skip_parenthesized()
             return "other", None
+        if text.startswith("`") and "." in text:  # a term's column is a path: s.a is field a of s
+            return "other", None
         return "column", self._column(text)
 
     def _skip_parenthesized(self) -> None:

@@ -200,6 +200,13 @@ def _column(attr: Any) -> str:
     return ".".join(attr) if isinstance(attr, tuple) else str(attr)
 
 
+def _dotted_name(f: Filter) -> bool:
+    """Whether ``f`` names a column (or field) whose name has a dot: a term's column is a
+    dotted path (``s.a`` is field ``a`` of ``s``), which cannot name it."""
+    attr = getattr(f, "attribute", None)
+    return isinstance(attr, tuple) and any("." in part for part in attr)
+
+
 _COMPARISONS = {
     EqualTo: "=",
     GreaterThan: ">",
@@ -213,6 +220,8 @@ _NEGATED = {"=": "!=", ">": "<=", ">=": "<", "<": ">=", "<=": ">", "isnull": "no
 
 def _term(f: Filter) -> Term | None:
     """The skipping term of one pushed filter (None: it skips no file)."""
+    if _dotted_name(f):
+        return None
     op = _COMPARISONS.get(type(f))
     if op is not None:
         value = getattr(f, "value", None)
