@@ -488,6 +488,19 @@ def test_fraction_literals_never_prune_an_integer_partition_by_truncation():
     assert found.literal_terms == [("q", "=", 5)]
 
 
+def test_a_merge_condition_column_named_with_a_dot_is_not_an_alias_and_a_column():
+    """```t.x` = 5`` names the source column ``t.x``, not column ``x`` of the target aliased
+    ``t``: taken for the target's, it pruned the target to the files where ``x`` may be 5,
+    and the MERGE missed the matches in every other file."""
+    from deltalog.contrib.spark.merge_pruning import condition_terms
+
+    types = {"id": "long", "x": "long", "t.x": "long"}
+    found = condition_terms("`t.x` = 5 AND t.id = s.id", "t", types, ["id", "t.x"])
+    assert found.literal_terms == [] and found.key_pairs == [("id", "id")]
+    own = condition_terms("t.id = s.id AND `t.x` = 7", "t", types, ["id"])  # the target's column t.x
+    assert own.key_pairs == [("id", "id")] and own.literal_terms == [("t.x", "=", 7)]
+
+
 def test_file_columns_spelled_in_another_case_are_read_as_the_table_columns(spark, tmp_path):
     """Spark's Parquet reader matches a file's columns and nested fields to the table's
     ignoring case (spark.sql.caseSensitive=false), so Delta reads a file that spells `s.x` as

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.predicates import numeric_literal, tokenize, unescape_sql_string
 from deltalog.contrib.spark.scan import Term
+from deltalog.txn.protocol.schema import split_column_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -127,7 +128,7 @@ def condition_terms(
 
     def side(ident: str) -> tuple[str, str] | None:
         """("t" | "s", column) of an identifier, None when not a plain top-level column."""
-        parts = [p.strip("`") for p in ident.split(".")]
+        parts = split_column_name(ident)  # `t.x` is one name, not alias t and column x
         if len(parts) == 2:
             qualifier, name = parts[0].lower(), parts[1].lower()
             if qualifier == alias:
