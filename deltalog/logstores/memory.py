@@ -26,10 +26,6 @@ __all__ = ["MemoryLogStore", "whole_file_memory_fs"]
 _LOCK = threading.Lock()
 
 
-def _memory_fs() -> Any:
-    return whole_file_memory_fs()
-
-
 def whole_file_memory_fs() -> Any:
     """fsspec's process-wide memory filesystem, publishing files whole and reading them
     privately (the ``memory://`` store's, and the ``fsspec`` store's for ``memory``)."""
@@ -92,7 +88,7 @@ class MemoryLogStore(LogStore):
 
     def read(self, path: str) -> Iterator[str]:
         key = self.fs_path(path)
-        entry = _memory_fs().store.get(key)
+        entry = whole_file_memory_fs().store.get(key)
         if entry is None:
             raise FileNotFoundError(path)
         text = bytes(entry.getbuffer()).decode("utf-8")
@@ -105,7 +101,7 @@ class MemoryLogStore(LogStore):
     def write(self, path: str, lines: Iterable[str], overwrite: bool = False) -> None:
         key = self.fs_path(path)
         data = "".join(line + "\n" for line in lines).encode("utf-8")
-        fs = _memory_fs()
+        fs = whole_file_memory_fs()
         with _LOCK:
             if not overwrite and key in fs.store:
                 raise FileAlreadyExistsError(path)
@@ -117,7 +113,7 @@ class MemoryLogStore(LogStore):
         prefix = directory + "/"
         start_key = start.encode("utf-8")
         found: list[tuple[bytes, FileStatus]] = []
-        for name, entry in _items(_memory_fs().store):
+        for name, entry in _items(whole_file_memory_fs().store):
             if not name.startswith(prefix):
                 continue
             child = name[len(prefix) :]
@@ -132,10 +128,10 @@ class MemoryLogStore(LogStore):
 
     def delete(self, path: str) -> None:
         with _LOCK:
-            _memory_fs().store.pop(self.fs_path(path), None)
+            whole_file_memory_fs().store.pop(self.fs_path(path), None)
 
     def read_bytes(self, path: str) -> bytes:
-        entry = _memory_fs().store.get(self.fs_path(path))
+        entry = whole_file_memory_fs().store.get(self.fs_path(path))
         if entry is None:
             raise FileNotFoundError(path)
         return bytes(entry.getbuffer())
@@ -143,7 +139,7 @@ class MemoryLogStore(LogStore):
     def filesystem(self) -> pyarrow.fs.FileSystem:
         import pyarrow.fs as pafs
 
-        return pafs.PyFileSystem(pafs.FSSpecHandler(_memory_fs()))
+        return pafs.PyFileSystem(pafs.FSSpecHandler(whole_file_memory_fs()))
 
 
 def _items(store: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -13,7 +13,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from deltalog.logstores.base import LogStore
-from deltalog.logstores.memory import MemoryLogStore, _memory_fs
+from deltalog.logstores.memory import MemoryLogStore, whole_file_memory_fs
 from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import AddFile, Metadata
@@ -64,7 +64,8 @@ def test_a_checkpoint_built_from_a_previous_checkpoint_needs_no_rename(caplog: p
         "00000000000000000006.checkpoint.parquet",
     ]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
-    assert not [k for k in _memory_fs().store if k.startswith(table[len("memory:/") :]) and k.endswith(".tmp")]
+    prefix = table[len("memory:/") :]
+    assert not [k for k in whole_file_memory_fs().store if k.startswith(prefix) and k.endswith(".tmp")]
     fresh = DeltaLog.for_table(table, logstore=store).update()
     assert fresh.checkpoint_version == 6 and fresh.num_files == 6
 
@@ -83,7 +84,7 @@ class _FailingCheckpointsStore(MemoryLogStore):
                     raise PermissionError(f"403 Forbidden: writing {path}")
                 return super().open_output_stream(path, metadata)
 
-        return pafs.PyFileSystem(Handler(_memory_fs()))
+        return pafs.PyFileSystem(Handler(whole_file_memory_fs()))
 
 
 def _behind_warnings(records: list[logging.LogRecord]) -> list[str]:

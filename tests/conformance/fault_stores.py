@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import pyarrow.fs as pafs
 
 from deltalog.logstores.base import FileStatus, MutualExclusion, StoreSemantics
-from deltalog.logstores.memory import MemoryLogStore, _memory_fs
+from deltalog.logstores.memory import MemoryLogStore, whole_file_memory_fs
 
 __all__ = [
     "NO_MOVE_MESSAGE",
@@ -48,7 +48,7 @@ class NoRenameObjectStore(MemoryLogStore):
     atomic_file_writes: ClassVar[bool] = True
 
     def filesystem(self) -> pafs.FileSystem:
-        return pafs.PyFileSystem(_NoMoveHandler(_memory_fs()))
+        return pafs.PyFileSystem(_NoMoveHandler(whole_file_memory_fs()))
 
 
 class _PagedStore(MemoryLogStore):

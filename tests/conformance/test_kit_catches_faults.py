@@ -17,7 +17,7 @@ import pytest
 from deltalog.conformance import Outcome, run_conformance
 from deltalog.logstores import FileAlreadyExistsError, FileStatus, MutualExclusion, StoreSemantics
 from deltalog.logstores.local import LocalLogStore, local_path
-from deltalog.logstores.memory import MemoryLogStore, _memory_fs
+from deltalog.logstores.memory import MemoryLogStore, whole_file_memory_fs
 from tests.conformance.fault_stores import FilesystemShowsPartialFilesStore, SharedReadPositionStore
 
 
@@ -39,7 +39,7 @@ class CheckThenPutStore(MemoryLogStore):
 
     def write(self, path: str, lines: Iterable[str], overwrite: bool = False) -> None:
         content = list(lines)
-        if not overwrite and self.fs_path(path) in _memory_fs().store:
+        if not overwrite and self.fs_path(path) in whole_file_memory_fs().store:
             raise FileAlreadyExistsError(path)
         time.sleep(0.005)
         super().write(path, content, overwrite=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
-from deltalog.contrib.spark.predicates import numeric_literal, tokenize, unescape_sql_string
+from deltalog.contrib.spark.predicates import INTEGRAL_TYPES, numeric_literal, tokenize, unescape_sql_string
 from deltalog.contrib.spark.scan import Term
 from deltalog.txn.protocol.schema import split_column_name
 
@@ -92,7 +92,7 @@ def _literal(kind: str, value: str) -> tuple[bool, Any]:
 def _typed_literal(kind: str, value: Any, type_name: str) -> Any:
     """The literal as a value of the column's type, or None when Spark would cast the column."""
     whole = isinstance(value, decimal.Decimal) and value == value.to_integral_value()
-    if type_name in ("byte", "short", "integer", "long") and (isinstance(value, int) or whole):
+    if type_name in INTEGRAL_TYPES and (isinstance(value, int) or whole):
         return int(value)  # 5.0 is 5; 1.5 compares the column as a decimal: no partition filter
     if type_name.startswith("decimal") and isinstance(value, (int, decimal.Decimal)):
         return value  # Spark compares a decimal literal exactly

@@ -21,6 +21,7 @@ from deltalog.txn.protocol.partition_filters import OR
 from deltalog.txn.protocol.time_zones import parse_timestamp_text, session_time_zone
 
 __all__ = [
+    "INTEGRAL_TYPES",
     "OR",
     "at_session_time_zone",
     "exact_partition_filter",
@@ -263,7 +264,8 @@ def in_session_time_zone(text: str, time_zone: str | None) -> str:
     return value.isoformat() if isinstance(value, dt.datetime) else text
 
 
-_INTEGRAL = frozenset({"byte", "short", "integer", "long"})
+#: Spark's integral type names.
+INTEGRAL_TYPES = frozenset({"byte", "short", "integer", "long"})
 
 
 def exact_partition_filter(column_type: str, op: str, value: Any) -> bool:
@@ -287,7 +289,7 @@ def _exact_literal(t: str, v: Any) -> bool:
         return isinstance(v, bool)
     if isinstance(v, bool):
         return False
-    if t in _INTEGRAL:  # a whole decimal (5.0) is the integer; 1.5 compares the column as a decimal
+    if t in INTEGRAL_TYPES:  # a whole decimal (5.0) is the integer; 1.5 compares the column as a decimal
         return isinstance(v, int) or (isinstance(v, decimal.Decimal) and v == v.to_integral_value())
     if t in ("float", "double") or t.startswith("decimal"):
         return isinstance(v, (int, float, decimal.Decimal))

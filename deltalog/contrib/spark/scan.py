@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.contrib.spark.partitioning import partition_value, typed_partition_value
-from deltalog.contrib.spark.predicates import OR, exact_partition_filter
+from deltalog.contrib.spark.predicates import INTEGRAL_TYPES, OR, exact_partition_filter
 from deltalog.txn.protocol.actions import AddFile
 from deltalog.txn.protocol.collations import collated_type_name, field_collation, is_collated_type
 from deltalog.txn.protocol.generated_columns import PartitionExpression, derived_partition_terms
@@ -188,7 +188,7 @@ def bounds_may_match(
         return not (isinstance(nulls, int) and nulls == 0)
     if op == "notnull":
         return not (isinstance(nulls, int) and isinstance(num, int) and nulls >= num and all_null_is_exact)
-    if (type_name in _INTEGRAL or type_name.startswith("decimal")) and _double_literal(op, value):
+    if (type_name in INTEGRAL_TYPES or type_name.startswith("decimal")) and _double_literal(op, value):
         type_name = "double"  # Spark casts an integral or decimal column to double to compare with a double
     lo = _comparable(lo, type_name)
     hi = _comparable(hi, type_name)
@@ -219,8 +219,6 @@ def bounds_may_match(
         return True
     return True
 
-
-_INTEGRAL = frozenset({"byte", "short", "integer", "long"})
 
 
 def _double_literal(op: str, value: Any) -> bool:
