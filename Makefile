@@ -8,9 +8,11 @@ setup:
 main: setup
 	@.venv/bin/python examples/main_job.py
 
-# The whole test suite (what CI runs).
+# The whole test suite (what CI runs): one worker per core of CI's two, each test file whole on one
+# worker (its Spark session and servers are shared by its tests). TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
 test: setup
-	@.venv/bin/python -m pytest $(PYTEST_ARGS)
+	@.venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: setup
 	@.venv/bin/ruff check deltalog tests examples bench
