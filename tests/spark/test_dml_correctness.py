@@ -671,3 +671,25 @@ def test_an_append_only_table_refuses_removing_commands_before_anything_runs(spa
     table.alias("t").merge(source, "t.id = s.id").whenNotMatchedInsertAll().execute()
     write_table(spark.createDataFrame([(4,)], "id long"), table_path)
     assert sorted(r.id for r in table.toDF().collect()) == [1, 3, 4]
+
+
+def test_a_partition_column_named_with_a_dot_is_not_the_struct_field_of_that_path(spark, table_path):
+    """A table partitioned by a column named ``s.a`` beside a struct ``s``: a condition on
+    ``s.a`` names field ``a`` of ``s`` (as Spark resolves it), ```s.a``` the partition column.
+    Neither may be taken for the other's partition filter (DELETE dropped the wrong partition)."""
+    from deltalog.contrib.spark import DeltaTable
+
+    schema = "s struct<a:int>, `s.a` int, id int"
+    rows = [((1,), 10, 1), ((10,), 1, 2), ((5,), 5, 3)]
+    spark.createDataFrame(rows, schema).write.format("deltalog").mode("append").option("partitionBy", "s.a").save(
+        table_path
+    )
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("s.a = 1")  # the struct field: row 1
+    assert sorted(r.id for r in table.toDF().collect()) == [2, 3]
+    table.update("`s.a` = 5", {"id": "30"})  # the partition column: row 3
+    table.alias("t").update("t.s.a = 10", {"id": "20"})  # the struct field, qualified: row 2
+    assert sorted(r.id for r in table.toDF().collect()) == [20, 30]
+    new = spark.createDataFrame([((10,), 5, 40)], schema)
+    new.write.format("deltalog").mode("overwrite").option("replaceWhere", "s.a = 10").save(table_path)
+    assert sorted(r.id for r in table.toDF().collect()) == [30, 40]

@@ -18,6 +18,7 @@ from typing import Any
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.txn.protocol.collations import is_collated_type
 from deltalog.txn.protocol.partition_filters import OR
+from deltalog.txn.protocol.schema import split_column_name
 from deltalog.txn.protocol.time_zones import parse_timestamp_text, session_time_zone
 
 __all__ = [
@@ -149,7 +150,7 @@ class _PredicateParser:
         self.text = text
         self.tokens = tokenize(text)
         self.i = 0
-        self.prefix = f"{qualifier.lower()}." if qualifier else None
+        self.qualifier = qualifier.lower() if qualifier else None
 
     def parse(self) -> list[tuple[str, str, Any]]:
         filters: list[tuple[str, str, Any]] = []
@@ -173,11 +174,15 @@ class _PredicateParser:
     def _ident(self) -> str:
         if self.i >= len(self.tokens) or self.tokens[self.i][0] != "ident":
             raise DeltaAnalysisError(f"expected a column name in {self.text!r}")
-        name = self.tokens[self.i][1].strip("`")
+        token = self.tokens[self.i][1]
         self.i += 1
-        if self.prefix and name.lower().startswith(self.prefix):
-            return name[len(self.prefix) :]
-        return name
+        # as Spark resolves a name: `s.a` is one column, s.a field a of s, t.a column a of alias t
+        parts = split_column_name(token)
+        if self.qualifier and len(parts) > 1 and parts[0].lower() == self.qualifier:
+            parts = parts[1:]
+        if len(parts) > 1:
+            raise DeltaAnalysisError(f"{token} is a nested field, not a partition column, in {self.text!r}")
+        return parts[0]
 
     def _term(self, column: str) -> tuple[str, str, Any]:
         if self.i >= len(self.tokens):
