@@ -15,6 +15,11 @@ The same holds for reads: ``load`` of a ``DataFrameReader`` or ``DataStreamReade
 format is ``deltalog`` first adds the session's time zone and Delta's read confs, as
 ``read_table`` reads them (:func:`session_read_defaults`).
 Writers and readers of other formats are left exactly as they were.
+
+``saveAsTable`` (which also records ``mode``) and ``DataFrameWriterV2.create`` (which records
+its table, ``using`` and options) of such a write that creates a catalog table first check its
+location as Delta's CREATE TABLE AS SELECT does
+(:func:`~deltalog.contrib.spark.create_location.refuse_non_empty_create_location`).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ if TYPE_CHECKING:
     from typing import TypeAlias
 
     from pyspark.sql import SparkSession
-    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
+    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter, DataFrameWriterV2
     from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
 
     _Handle: TypeAlias = DataFrameWriter | DataStreamWriter | DataFrameReader | DataStreamReader
@@ -57,6 +62,9 @@ SOURCE_NAME = "deltalog"
 _SOURCE = "_deltalog_format"
 _GIVEN = "_deltalog_option_keys"
 _WRAPPED = "_deltalog_forwards_session_confs"
+_VALUES = "_deltalog_option_values"
+_MODE = "_deltalog_mode"
+_TABLE = "_deltalog_table"
 
 _F = TypeVar("_F", bound=Callable[..., object])
 #: keyword arguments of ``save``/``saveAsTable``/``insertInto``/``start``/``toTable`` that are no
@@ -150,6 +158,14 @@ def _given(writer: _Handle) -> set[str]:
     return keys
 
 
+def _values(handle: object) -> dict[str, object]:
+    values: dict[str, object] | None = getattr(handle, _VALUES, None)
+    if values is None:
+        values = {}
+        setattr(handle, _VALUES, values)
+    return values
+
+
 def _add_session_confs(handle: _Handle, fmt: str | None, options: dict[str, object]) -> None:
     """Add the session's confs the write (or read) does not give, if its format is ``deltalog``."""
     from pyspark.sql.readwriter import DataFrameReader
@@ -183,6 +199,7 @@ def _recording_option(original: _F) -> _F:
     def option(self: _Handle, key: str, value: object) -> object:
         if value is not None:
             _given(self).add(key)
+            _values(self)[key] = value
         return original(self, key, value)
 
     return option  # type: ignore[return-value]
@@ -192,6 +209,7 @@ def _recording_options(original: _F) -> _F:
     @functools.wraps(original)
     def options(self: _Handle, **opts: object) -> object:
         _given(self).update(k for k, v in opts.items() if v is not None)
+        _values(self).update((k, v) for k, v in opts.items() if v is not None)
         return original(self, **opts)
 
     return options  # type: ignore[return-value]
@@ -206,6 +224,77 @@ def _forwarding_save(original: _F) -> _F:
         return original(self, *args, **options)
 
     return save  # type: ignore[return-value]
+
+
+def _recording_mode(original: _F) -> _F:
+    @functools.wraps(original)
+    def mode(self: DataFrameWriter, saveMode: str | None) -> object:
+        setattr(self, _MODE, saveMode)
+        return original(self, saveMode)
+
+    return mode  # type: ignore[return-value]
+
+
+def _checking_save_as_table(original: _F) -> _F:
+    """``saveAsTable`` creating a catalog table: its location must be empty, as Delta's
+    (:mod:`~deltalog.contrib.spark.create_location`)."""
+
+    @functools.wraps(original)
+    def saveAsTable(self: DataFrameWriter, *args: object, **kwargs: object) -> object:
+        from deltalog.contrib.spark.create_location import refuse_non_empty_create_location
+
+        named = dict(zip(("name", "format", "mode"), args, strict=False)) | kwargs
+        source = named.get("format") or getattr(self, _SOURCE, None)
+        if isinstance(source, str) and source.strip().lower() == SOURCE_NAME:
+            mode = named.get("mode") or getattr(self, _MODE, None)
+            options = _values(self) | {k: v for k, v in kwargs.items() if k not in _NOT_OPTIONS}
+            refuse_non_empty_create_location(self._spark, str(named["name"]), _text(mode), options)
+        return original(self, *args, **kwargs)
+
+    return saveAsTable  # type: ignore[return-value]
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _recording_table(original: _F) -> _F:
+    @functools.wraps(original)
+    def __init__(self: DataFrameWriterV2, df: object, table: str) -> None:
+        setattr(self, _TABLE, table)
+        original(self, df, table)
+
+    return __init__  # type: ignore[return-value]
+
+
+def _checking_create(original: _F) -> _F:
+    """``writeTo(name).using("deltalog").create()``: Delta's CREATE TABLE AS SELECT, whose
+    location must be empty (:mod:`~deltalog.contrib.spark.create_location`)."""
+
+    @functools.wraps(original)
+    def create(self: DataFrameWriterV2) -> object:
+        from deltalog.contrib.spark.create_location import refuse_non_empty_create_location
+
+        source = getattr(self, _SOURCE, None)
+        if isinstance(source, str) and source.strip().lower() == SOURCE_NAME:
+            refuse_non_empty_create_location(self._spark, getattr(self, _TABLE), None, _values(self))
+        return original(self)
+
+    return create  # type: ignore[return-value]
+
+
+def _wrap_v2_writer() -> None:
+    """``DataFrameWriterV2`` records its table, provider and options for :func:`_checking_create`."""
+    from pyspark.sql.readwriter import DataFrameWriterV2
+
+    if getattr(DataFrameWriterV2, _WRAPPED, False):
+        return
+    DataFrameWriterV2.__init__ = _recording_table(DataFrameWriterV2.__init__)  # type: ignore[method-assign]
+    DataFrameWriterV2.using = _recording_format(DataFrameWriterV2.using)  # type: ignore[method-assign]
+    DataFrameWriterV2.option = _recording_option(DataFrameWriterV2.option)  # type: ignore[method-assign]
+    DataFrameWriterV2.options = _recording_options(DataFrameWriterV2.options)  # type: ignore[method-assign]
+    DataFrameWriterV2.create = _checking_create(DataFrameWriterV2.create)  # type: ignore[method-assign]
+    setattr(DataFrameWriterV2, _WRAPPED, True)
 
 
 def forward_session_confs() -> None:
@@ -229,3 +318,8 @@ def forward_session_confs() -> None:
         for name in starts:
             setattr(cls, name, _forwarding_save(getattr(cls, name)))
         setattr(cls, _WRAPPED, True)
+    if not getattr(DataFrameWriter.mode, _WRAPPED, False):
+        DataFrameWriter.mode = _recording_mode(DataFrameWriter.mode)  # type: ignore[method-assign]
+        DataFrameWriter.saveAsTable = _checking_save_as_table(DataFrameWriter.saveAsTable)  # type: ignore[method-assign]
+        setattr(DataFrameWriter.mode, _WRAPPED, True)
+    _wrap_v2_writer()
