@@ -392,6 +392,9 @@ def test_creating_a_catalog_table_where_a_table_is_refuses_the_location_as_delta
     writeTo(...).create() of a name the catalog lacks, at a location holding a table or other
     files, are DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION: nothing committed, nothing registered
     (they appended to the table there); append mode appends to it, as Delta's."""
+    from pyspark.sql.functions import col
+    from pyspark.sql.functions.partitioning import years
+
     from deltalog.contrib.spark.errors import DeltaAnalysisError
 
     df = spark.createDataFrame([(1, "a")], "id long, data string")
@@ -409,12 +412,23 @@ def test_creating_a_catalog_table_where_a_table_is_refuses_the_location_as_delta
                 create(location)
             assert not spark.catalog.tableExists("ctas_t")
     assert len(commits(table_path)) == 1 and sorted(os.listdir(stray)) == ["notes.txt"]
+    # writeTo's partitionedBy and tableProperty reach the new table ("Create: identity partitioned
+    # table", "Create: with property"); a partition transform is refused ("... - not supported")
+    created = str(tmp_path / "created")
+    with pytest.raises(DeltaAnalysisError, match="Partitioning by expressions"):
+        df.writeTo("ctas_p").using("deltalog").option("path", created).partitionedBy(years("id")).create()
     try:
         df.write.format("deltalog").mode("append").option("path", table_path).saveAsTable("ctas_t")
         assert len(commits(table_path)) == 2
+        to_create = df.writeTo("ctas_p").using("deltalog").option("path", created).partitionedBy(col("id"))
+        to_create.tableProperty("delta.appendOnly", "true").tableProperty("prop", "value").create()
+        metadata = next(a["metaData"] for a in commits(created)[0] if "metaData" in a)
+        assert metadata["partitionColumns"] == ["id"]
+        assert metadata["configuration"] == {"delta.appendOnly": "true", "prop": "value"}
     finally:
         catalog = spark._jsparkSession.sessionState().catalog()
-        catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier("ctas_t"), True, False)
+        for name in ("ctas_t", "ctas_p"):
+            catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(name), True, False)
 
 
 def test_catalog_inserts_resolve_nested_fields_as_spark_does(spark, table_path):

@@ -8,6 +8,12 @@ Python data source is only told "append" for such a write, so the check runs in 
 before Spark registers the name (:mod:`~deltalog.contrib.spark.session_writes` calls
 :func:`refuse_non_empty_create_location`); ``append`` and ``overwrite`` modes write the table
 there, as Delta's.
+
+Spark hands the data source neither ``writeTo(...).partitionedBy(...)`` nor
+``tableProperty(...)``: :func:`creation_options` turns them into the ``partitionBy`` and
+``tableProperties`` write options of ``create()``, so the new table gets them, as Delta's
+CREATE TABLE AS SELECT; a partition transform (``years(ts)``, ``bucket(4, id)``) is refused, as
+Delta refuses it.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ if TYPE_CHECKING:
 
     from deltalog.txn.delta_log import DeltaLog
 
-__all__ = ["CREATING_SAVE_MODES", "refuse_non_empty_create_location"]
+__all__ = ["CREATING_SAVE_MODES", "creation_options", "refuse_non_empty_create_location"]
 
 #: the save modes in which ``saveAsTable`` of a name the catalog lacks must find its location empty
 CREATING_SAVE_MODES = frozenset({"error", "errorifexists", "default", "ignore"})
@@ -62,3 +68,34 @@ def _log_directory_exists(delta_log: DeltaLog) -> bool:
     fs = delta_log.store.filesystem()
     root = delta_log.store.fs_path(delta_log.table_uri).rstrip("/")
     return bool(fs.get_file_info(f"{root}/_delta_log").type != pafs.FileType.NotFound)
+
+
+def creation_options(
+    spark: SparkSession, partitioning: list[str], properties: Mapping[str, str], given: Mapping[str, object]
+) -> dict[str, str]:
+    """The write options that carry ``writeTo(...).partitionedBy(*partitioning)`` (each a
+    column's text, as Spark prints it) and ``tableProperty`` ``properties`` to the data source,
+    leaving out what the write's own options (``given``) already say. Raises
+    :class:`DeltaAnalysisError` for a partition transform."""
+    import json
+
+    from pyspark.errors import ParseException
+
+    out: dict[str, str] = {}
+    names: list[str] = []
+    for text in partitioning:
+        try:
+            parts = spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(text)
+        except ParseException:
+            raise DeltaAnalysisError(
+                f"Partitioning by expressions is not supported for Delta tables: {text}; partition by columns"
+            ) from None
+        names.append(".".join(str(parts.apply(i)) for i in range(parts.length())))
+    lowered = {k.lower() for k in given}
+    if names and "partitionby" not in lowered:
+        out["partitionBy"] = json.dumps(names)
+    if properties:
+        own = next((str(v) for k, v in given.items() if k.lower() == "tableproperties"), None)
+        merged = dict(properties) | (json.loads(own) if own else {})
+        out["tableProperties"] = json.dumps(merged)
+    return out

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from deltalog.contrib.spark.options import (
     COLLECT_STATS_CONF,
@@ -50,7 +50,7 @@ from deltalog.txn.protocol.protocol_requirements import SESSION_DEFAULTS_PREFIX
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Column, SparkSession
     from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter, DataFrameWriterV2
     from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
 
@@ -65,6 +65,8 @@ _WRAPPED = "_deltalog_forwards_session_confs"
 _VALUES = "_deltalog_option_values"
 _MODE = "_deltalog_mode"
 _TABLE = "_deltalog_table"
+_PARTITIONING = "_deltalog_partitioning"
+_PROPERTIES = "_deltalog_table_properties"
 
 _F = TypeVar("_F", bound=Callable[..., object])
 #: keyword arguments of ``save``/``saveAsTable``/``insertInto``/``start``/``toTable`` that are no
@@ -273,14 +275,51 @@ def _checking_create(original: _F) -> _F:
 
     @functools.wraps(original)
     def create(self: DataFrameWriterV2) -> object:
-        from deltalog.contrib.spark.create_location import refuse_non_empty_create_location
+        from deltalog.contrib.spark.create_location import creation_options, refuse_non_empty_create_location
 
         source = getattr(self, _SOURCE, None)
         if isinstance(source, str) and source.strip().lower() == SOURCE_NAME:
-            refuse_non_empty_create_location(self._spark, getattr(self, _TABLE), None, _values(self))
+            given = _values(self)
+            refuse_non_empty_create_location(self._spark, getattr(self, _TABLE), None, given)
+            partitioning = getattr(self, _PARTITIONING, [])
+            for key, value in creation_options(self._spark, partitioning, _properties(self), given).items():
+                self._jwriter.option(key, value)
         return original(self)
 
     return create  # type: ignore[return-value]
+
+
+def _properties(handle: object) -> dict[str, str]:
+    properties: dict[str, str] | None = getattr(handle, _PROPERTIES, None)
+    if properties is None:
+        properties = {}
+        setattr(handle, _PROPERTIES, properties)
+    return properties
+
+
+def _recording_partitioning(original: _F) -> _F:
+    @functools.wraps(original)
+    def partitionedBy(self: DataFrameWriterV2, col: Column | str, *cols: Column | str) -> object:
+        texts = [c if isinstance(c, str) else _column_text(c) for c in (col, *cols)]
+        setattr(self, _PARTITIONING, texts)
+        return original(self, col, *cols)
+
+    return partitionedBy  # type: ignore[return-value]
+
+
+def _column_text(column: Column) -> str:
+    """A classic ``Column`` as Spark prints it (``id``, ``years(ts)``)."""
+    jc: Any = getattr(column, "_jc")  # noqa: B009 -- Column's __getattr__ would make it a Column
+    return str(jc.toString())
+
+
+def _recording_property(original: _F) -> _F:
+    @functools.wraps(original)
+    def tableProperty(self: DataFrameWriterV2, property: str, value: str) -> object:
+        _properties(self)[property] = value
+        return original(self, property, value)
+
+    return tableProperty  # type: ignore[return-value]
 
 
 def _wrap_v2_writer() -> None:
@@ -293,6 +332,8 @@ def _wrap_v2_writer() -> None:
     DataFrameWriterV2.using = _recording_format(DataFrameWriterV2.using)  # type: ignore[method-assign]
     DataFrameWriterV2.option = _recording_option(DataFrameWriterV2.option)  # type: ignore[method-assign]
     DataFrameWriterV2.options = _recording_options(DataFrameWriterV2.options)  # type: ignore[method-assign]
+    DataFrameWriterV2.partitionedBy = _recording_partitioning(DataFrameWriterV2.partitionedBy)  # type: ignore[method-assign]
+    DataFrameWriterV2.tableProperty = _recording_property(DataFrameWriterV2.tableProperty)  # type: ignore[method-assign]
     DataFrameWriterV2.create = _checking_create(DataFrameWriterV2.create)  # type: ignore[method-assign]
     setattr(DataFrameWriterV2, _WRAPPED, True)
 
