@@ -425,9 +425,13 @@ def test_creating_a_catalog_table_where_a_table_is_refuses_the_location_as_delta
         metadata = next(a["metaData"] for a in commits(created)[0] if "metaData" in a)
         assert metadata["partitionColumns"] == ["id"]
         assert metadata["configuration"] == {"delta.appendOnly": "true", "prop": "value"}
+        # so does saveAsTable's partitionBy (Spark hands it on no more than writeTo's)
+        saved = str(tmp_path / "saved")
+        df.write.format("deltalog").partitionBy("id").option("path", saved).saveAsTable("ctas_s")
+        assert next(a["metaData"] for a in commits(saved)[0] if "metaData" in a)["partitionColumns"] == ["id"]
     finally:
         catalog = spark._jsparkSession.sessionState().catalog()
-        for name in ("ctas_t", "ctas_p"):
+        for name in ("ctas_t", "ctas_p", "ctas_s"):
             catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(name), True, False)
 
 

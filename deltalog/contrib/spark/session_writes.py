@@ -238,22 +238,44 @@ def _recording_mode(original: _F) -> _F:
 
 
 def _checking_save_as_table(original: _F) -> _F:
-    """``saveAsTable`` creating a catalog table: its location must be empty, as Delta's
+    """``saveAsTable`` creating a catalog table: its location must be empty, as Delta's, and
+    its ``partitionBy(...)``, which Spark does not hand on, goes as the ``partitionBy`` option
     (:mod:`~deltalog.contrib.spark.create_location`)."""
 
     @functools.wraps(original)
     def saveAsTable(self: DataFrameWriter, *args: object, **kwargs: object) -> object:
-        from deltalog.contrib.spark.create_location import refuse_non_empty_create_location
+        from deltalog.contrib.spark.create_location import creation_options, refuse_non_empty_create_location
 
-        named = dict(zip(("name", "format", "mode"), args, strict=False)) | kwargs
+        named = dict(zip(("name", "format", "mode", "partitionBy"), args, strict=False)) | kwargs
         source = named.get("format") or getattr(self, _SOURCE, None)
         if isinstance(source, str) and source.strip().lower() == SOURCE_NAME:
             mode = named.get("mode") or getattr(self, _MODE, None)
             options = _values(self) | {k: v for k, v in kwargs.items() if k not in _NOT_OPTIONS}
             refuse_non_empty_create_location(self._spark, str(named["name"]), _text(mode), options)
+            given = named.get("partitionBy")
+            partitioning = _column_names(given) if given is not None else getattr(self, _PARTITIONING, [])
+            for key, value in creation_options(self._spark, partitioning, {}, options).items():
+                self._jwrite = self._jwrite.option(key, value)
         return original(self, *args, **kwargs)
 
     return saveAsTable  # type: ignore[return-value]
+
+
+def _column_names(cols: object) -> list[str]:
+    """``partitionBy``'s columns as PySpark reads them: names, or one list of names."""
+    if isinstance(cols, str):
+        return [cols]
+    return [str(c) for c in cols] if isinstance(cols, (list, tuple)) else []
+
+
+def _recording_partition_by(original: _F) -> _F:
+    @functools.wraps(original)
+    def partitionBy(self: DataFrameWriter, *cols: str | list[str]) -> object:
+        names = _column_names(cols[0]) if len(cols) == 1 else _column_names(cols)
+        setattr(self, _PARTITIONING, names)
+        return original(self, *cols)
+
+    return partitionBy  # type: ignore[return-value]
 
 
 def _text(value: object) -> str | None:
@@ -361,6 +383,7 @@ def forward_session_confs() -> None:
         setattr(cls, _WRAPPED, True)
     if not getattr(DataFrameWriter.mode, _WRAPPED, False):
         DataFrameWriter.mode = _recording_mode(DataFrameWriter.mode)  # type: ignore[method-assign]
+        DataFrameWriter.partitionBy = _recording_partition_by(DataFrameWriter.partitionBy)  # type: ignore[method-assign]
         DataFrameWriter.saveAsTable = _checking_save_as_table(DataFrameWriter.saveAsTable)  # type: ignore[method-assign]
         setattr(DataFrameWriter.mode, _WRAPPED, True)
     _wrap_v2_writer()
