@@ -386,6 +386,55 @@ def test_catalog_table_writes_carry_its_location_and_insert_as_deltas(spark, tab
         catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier("ins_t"), True, False)
 
 
+def test_creating_a_catalog_table_where_a_table_is_refuses_the_location_as_deltas(spark, table_path, tmp_path):
+    """Delta's DeltaDataFrameWriterV2Suite "Create: fail if table already exists" and
+    CreateDeltaTableCommand.checkPathEmpty: saveAsTable in errorifexists or ignore mode and
+    writeTo(...).create() of a name the catalog lacks, at a location holding a table or other
+    files, are DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION: nothing committed, nothing registered
+    (they appended to the table there); append mode appends to it, as Delta's."""
+    from pyspark.sql.functions import col
+    from pyspark.sql.functions.partitioning import years
+
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    df = spark.createDataFrame([(1, "a")], "id long, data string")
+    df.write.format("deltalog").mode("append").save(table_path)
+    stray = tmp_path / "stray"
+    stray.mkdir()
+    (stray / "notes.txt").write_text("x")
+    for location in (table_path, str(stray)):
+        for create in (
+            lambda at: df.write.format("deltalog").option("path", at).saveAsTable("ctas_t"),
+            lambda at: df.write.mode("ignore").option("path", at).saveAsTable("ctas_t", format="deltalog"),
+            lambda at: df.writeTo("ctas_t").using("deltalog").option("path", at).create(),
+        ):
+            with pytest.raises(DeltaAnalysisError, match="DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION"):
+                create(location)
+            assert not spark.catalog.tableExists("ctas_t")
+    assert len(commits(table_path)) == 1 and sorted(os.listdir(stray)) == ["notes.txt"]
+    # writeTo's partitionedBy and tableProperty reach the new table ("Create: identity partitioned
+    # table", "Create: with property"); a partition transform is refused ("... - not supported")
+    created = str(tmp_path / "created")
+    with pytest.raises(DeltaAnalysisError, match="Partitioning by expressions"):
+        df.writeTo("ctas_p").using("deltalog").option("path", created).partitionedBy(years("id")).create()
+    try:
+        df.write.format("deltalog").mode("append").option("path", table_path).saveAsTable("ctas_t")
+        assert len(commits(table_path)) == 2
+        to_create = df.writeTo("ctas_p").using("deltalog").option("path", created).partitionedBy(col("id"))
+        to_create.tableProperty("delta.appendOnly", "true").tableProperty("prop", "value").create()
+        metadata = next(a["metaData"] for a in commits(created)[0] if "metaData" in a)
+        assert metadata["partitionColumns"] == ["id"]
+        assert metadata["configuration"] == {"delta.appendOnly": "true", "prop": "value"}
+        # so does saveAsTable's partitionBy (Spark hands it on no more than writeTo's)
+        saved = str(tmp_path / "saved")
+        df.write.format("deltalog").partitionBy("id").option("path", saved).saveAsTable("ctas_s")
+        assert next(a["metaData"] for a in commits(saved)[0] if "metaData" in a)["partitionColumns"] == ["id"]
+    finally:
+        catalog = spark._jsparkSession.sessionState().catalog()
+        for name in ("ctas_t", "ctas_p", "ctas_s"):
+            catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(name), True, False)
+
+
 def test_catalog_inserts_resolve_nested_fields_as_spark_does(spark, table_path):
     """docs/spark.md "Catalog tables": Spark, not deltalog, resolves a catalog insert's columns,
     so it differs from Delta's DeltaInsertIntoColumnOrderAdvancedSuite and
@@ -551,6 +600,15 @@ def test_the_builder_on_a_path_as_deltas_path_identifiers(spark, tmp_path):
         DeltaTable.createOrReplace(spark).location(named).addColumn("z", "boolean").execute()
     with pytest.raises(DeltaAnalysisError, match="DELTA_CREATE_TABLE_WITH_DIFFERENT_PROPERTY"):
         DeltaTable.createOrReplace(spark).location(named).addColumn("id", "long").property("foo", "baz").execute()
+    # no columns: REPLACE and CREATE OR REPLACE need a schema, a table there or not
+    # (CreateDeltaTableCommand's DELTA_SCHEMA_NOT_PROVIDED)
+    for replacing, at in (
+        (DeltaTable.replace, named),
+        (DeltaTable.createOrReplace, named),
+        (DeltaTable.createOrReplace, plain + "-new"),
+    ):
+        with pytest.raises(DeltaAnalysisError, match="DELTA_SCHEMA_NOT_PROVIDED"):
+            replacing(spark).location(at).execute()
     # a name Spark's catalog does not have: CREATE checks the table there too; REPLACE finds none
     DeltaTable.create(spark).tableName("not_in_the_catalog").location(named).addColumn("id", "long").execute()
     with pytest.raises(TableNotFoundError, match="DELTA_CANNOT_REPLACE_MISSING_TABLE"):

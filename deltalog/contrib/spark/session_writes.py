@@ -15,13 +15,18 @@ The same holds for reads: ``load`` of a ``DataFrameReader`` or ``DataStreamReade
 format is ``deltalog`` first adds the session's time zone and Delta's read confs, as
 ``read_table`` reads them (:func:`session_read_defaults`).
 Writers and readers of other formats are left exactly as they were.
+
+``saveAsTable`` (which also records ``mode``) and ``DataFrameWriterV2.create`` (which records
+its table, ``using`` and options) of such a write that creates a catalog table first check its
+location as Delta's CREATE TABLE AS SELECT does
+(:func:`~deltalog.contrib.spark.create_location.refuse_non_empty_create_location`).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from deltalog.contrib.spark.options import (
     COLLECT_STATS_CONF,
@@ -45,8 +50,8 @@ from deltalog.txn.protocol.protocol_requirements import SESSION_DEFAULTS_PREFIX
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from pyspark.sql import SparkSession
-    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
+    from pyspark.sql import Column, SparkSession
+    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter, DataFrameWriterV2
     from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
 
     _Handle: TypeAlias = DataFrameWriter | DataStreamWriter | DataFrameReader | DataStreamReader
@@ -57,6 +62,11 @@ SOURCE_NAME = "deltalog"
 _SOURCE = "_deltalog_format"
 _GIVEN = "_deltalog_option_keys"
 _WRAPPED = "_deltalog_forwards_session_confs"
+_VALUES = "_deltalog_option_values"
+_MODE = "_deltalog_mode"
+_TABLE = "_deltalog_table"
+_PARTITIONING = "_deltalog_partitioning"
+_PROPERTIES = "_deltalog_table_properties"
 
 _F = TypeVar("_F", bound=Callable[..., object])
 #: keyword arguments of ``save``/``saveAsTable``/``insertInto``/``start``/``toTable`` that are no
@@ -150,6 +160,14 @@ def _given(writer: _Handle) -> set[str]:
     return keys
 
 
+def _values(handle: object) -> dict[str, object]:
+    values: dict[str, object] | None = getattr(handle, _VALUES, None)
+    if values is None:
+        values = {}
+        setattr(handle, _VALUES, values)
+    return values
+
+
 def _add_session_confs(handle: _Handle, fmt: str | None, options: dict[str, object]) -> None:
     """Add the session's confs the write (or read) does not give, if its format is ``deltalog``."""
     from pyspark.sql.readwriter import DataFrameReader
@@ -183,6 +201,7 @@ def _recording_option(original: _F) -> _F:
     def option(self: _Handle, key: str, value: object) -> object:
         if value is not None:
             _given(self).add(key)
+            _values(self)[key] = value
         return original(self, key, value)
 
     return option  # type: ignore[return-value]
@@ -192,6 +211,7 @@ def _recording_options(original: _F) -> _F:
     @functools.wraps(original)
     def options(self: _Handle, **opts: object) -> object:
         _given(self).update(k for k, v in opts.items() if v is not None)
+        _values(self).update((k, v) for k, v in opts.items() if v is not None)
         return original(self, **opts)
 
     return options  # type: ignore[return-value]
@@ -206,6 +226,138 @@ def _forwarding_save(original: _F) -> _F:
         return original(self, *args, **options)
 
     return save  # type: ignore[return-value]
+
+
+def _recording_mode(original: _F) -> _F:
+    @functools.wraps(original)
+    def mode(self: DataFrameWriter, saveMode: str | None) -> object:
+        setattr(self, _MODE, saveMode)
+        return original(self, saveMode)
+
+    return mode  # type: ignore[return-value]
+
+
+def _checking_save_as_table(original: _F) -> _F:
+    """``saveAsTable`` creating a catalog table: its location must be empty, as Delta's, and
+    its ``partitionBy(...)``, which Spark does not hand on, goes as the ``partitionBy`` option
+    (:mod:`~deltalog.contrib.spark.create_location`)."""
+
+    @functools.wraps(original)
+    def saveAsTable(self: DataFrameWriter, *args: object, **kwargs: object) -> object:
+        from deltalog.contrib.spark.create_location import creation_options, refuse_non_empty_create_location
+
+        named = dict(zip(("name", "format", "mode", "partitionBy"), args, strict=False)) | kwargs
+        source = named.get("format") or getattr(self, _SOURCE, None)
+        if isinstance(source, str) and source.strip().lower() == SOURCE_NAME:
+            mode = named.get("mode") or getattr(self, _MODE, None)
+            options = _values(self) | {k: v for k, v in kwargs.items() if k not in _NOT_OPTIONS}
+            refuse_non_empty_create_location(self._spark, str(named["name"]), _text(mode), options)
+            given = named.get("partitionBy")
+            partitioning = _column_names(given) if given is not None else getattr(self, _PARTITIONING, [])
+            for key, value in creation_options(self._spark, partitioning, {}, options).items():
+                self._jwrite = self._jwrite.option(key, value)
+        return original(self, *args, **kwargs)
+
+    return saveAsTable  # type: ignore[return-value]
+
+
+def _column_names(cols: object) -> list[str]:
+    """``partitionBy``'s columns as PySpark reads them: names, or one list of names."""
+    if isinstance(cols, str):
+        return [cols]
+    return [str(c) for c in cols] if isinstance(cols, (list, tuple)) else []
+
+
+def _recording_partition_by(original: _F) -> _F:
+    @functools.wraps(original)
+    def partitionBy(self: DataFrameWriter, *cols: str | list[str]) -> object:
+        names = _column_names(cols[0]) if len(cols) == 1 else _column_names(cols)
+        setattr(self, _PARTITIONING, names)
+        return original(self, *cols)
+
+    return partitionBy  # type: ignore[return-value]
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _recording_table(original: _F) -> _F:
+    @functools.wraps(original)
+    def __init__(self: DataFrameWriterV2, df: object, table: str) -> None:
+        setattr(self, _TABLE, table)
+        original(self, df, table)
+
+    return __init__  # type: ignore[return-value]
+
+
+def _checking_create(original: _F) -> _F:
+    """``writeTo(name).using("deltalog").create()``: Delta's CREATE TABLE AS SELECT, whose
+    location must be empty (:mod:`~deltalog.contrib.spark.create_location`)."""
+
+    @functools.wraps(original)
+    def create(self: DataFrameWriterV2) -> object:
+        from deltalog.contrib.spark.create_location import creation_options, refuse_non_empty_create_location
+
+        source = getattr(self, _SOURCE, None)
+        if isinstance(source, str) and source.strip().lower() == SOURCE_NAME:
+            given = _values(self)
+            refuse_non_empty_create_location(self._spark, getattr(self, _TABLE), None, given)
+            partitioning = getattr(self, _PARTITIONING, [])
+            for key, value in creation_options(self._spark, partitioning, _properties(self), given).items():
+                self._jwriter.option(key, value)
+        return original(self)
+
+    return create  # type: ignore[return-value]
+
+
+def _properties(handle: object) -> dict[str, str]:
+    properties: dict[str, str] | None = getattr(handle, _PROPERTIES, None)
+    if properties is None:
+        properties = {}
+        setattr(handle, _PROPERTIES, properties)
+    return properties
+
+
+def _recording_partitioning(original: _F) -> _F:
+    @functools.wraps(original)
+    def partitionedBy(self: DataFrameWriterV2, col: Column | str, *cols: Column | str) -> object:
+        texts = [c if isinstance(c, str) else _column_text(c) for c in (col, *cols)]
+        setattr(self, _PARTITIONING, texts)
+        return original(self, col, *cols)
+
+    return partitionedBy  # type: ignore[return-value]
+
+
+def _column_text(column: Column) -> str:
+    """A classic ``Column`` as Spark prints it (``id``, ``years(ts)``)."""
+    jc: Any = getattr(column, "_jc")  # noqa: B009 -- Column's __getattr__ would make it a Column
+    return str(jc.toString())
+
+
+def _recording_property(original: _F) -> _F:
+    @functools.wraps(original)
+    def tableProperty(self: DataFrameWriterV2, property: str, value: str) -> object:
+        _properties(self)[property] = value
+        return original(self, property, value)
+
+    return tableProperty  # type: ignore[return-value]
+
+
+def _wrap_v2_writer() -> None:
+    """``DataFrameWriterV2`` records its table, provider and options for :func:`_checking_create`."""
+    from pyspark.sql.readwriter import DataFrameWriterV2
+
+    if getattr(DataFrameWriterV2, _WRAPPED, False):
+        return
+    DataFrameWriterV2.__init__ = _recording_table(DataFrameWriterV2.__init__)  # type: ignore[method-assign]
+    DataFrameWriterV2.using = _recording_format(DataFrameWriterV2.using)  # type: ignore[method-assign]
+    DataFrameWriterV2.option = _recording_option(DataFrameWriterV2.option)  # type: ignore[method-assign]
+    DataFrameWriterV2.options = _recording_options(DataFrameWriterV2.options)  # type: ignore[method-assign]
+    DataFrameWriterV2.partitionedBy = _recording_partitioning(DataFrameWriterV2.partitionedBy)  # type: ignore[method-assign]
+    DataFrameWriterV2.tableProperty = _recording_property(DataFrameWriterV2.tableProperty)  # type: ignore[method-assign]
+    DataFrameWriterV2.create = _checking_create(DataFrameWriterV2.create)  # type: ignore[method-assign]
+    setattr(DataFrameWriterV2, _WRAPPED, True)
 
 
 def forward_session_confs() -> None:
@@ -229,3 +381,9 @@ def forward_session_confs() -> None:
         for name in starts:
             setattr(cls, name, _forwarding_save(getattr(cls, name)))
         setattr(cls, _WRAPPED, True)
+    if not getattr(DataFrameWriter.mode, _WRAPPED, False):
+        DataFrameWriter.mode = _recording_mode(DataFrameWriter.mode)  # type: ignore[method-assign]
+        DataFrameWriter.partitionBy = _recording_partition_by(DataFrameWriter.partitionBy)  # type: ignore[method-assign]
+        DataFrameWriter.saveAsTable = _checking_save_as_table(DataFrameWriter.saveAsTable)  # type: ignore[method-assign]
+        setattr(DataFrameWriter.mode, _WRAPPED, True)
+    _wrap_v2_writer()

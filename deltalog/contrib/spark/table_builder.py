@@ -43,6 +43,7 @@ __all__ = [
     "check_builder_partitioning",
     "column_metadata",
     "creation_step",
+    "in_session_catalog",
     "location_has_files",
     "refuse_creation_step",
     "validate_generated_columns",
@@ -192,7 +193,7 @@ def builder_location(spark: SparkSession, name: str | None, location: str | None
         raise DeltaAnalysisError("deltalog tables are path-based: call .location(uri) before execute()")
     if name is None:
         return location, "path"
-    return location, "catalog" if _in_session_catalog(spark, name) else "name"
+    return location, "catalog" if in_session_catalog(spark, name) else "name"
 
 
 #: how a builder's table is identified: by its ``path`` (``location`` only, or
@@ -200,7 +201,7 @@ def builder_location(spark: SparkSession, name: str | None, location: str | None
 IDENTIFIED = ("path", "name", "catalog")
 
 
-def _in_session_catalog(spark: SparkSession, name: str) -> bool:
+def in_session_catalog(spark: SparkSession, name: str) -> bool:
     """Whether Spark's catalog has a table ``name`` (Delta's ``existingTableOpt``)."""
     try:
         return bool(spark.catalog.tableExists(name))

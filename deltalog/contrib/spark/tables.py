@@ -88,6 +88,12 @@ if TYPE_CHECKING:
 
 __all__ = ["DeltaTable", "DeltaTableBuilder"]
 
+#: Delta's ``schemaNotProvidedException``: REPLACE and CREATE OR REPLACE without columns
+_SCHEMA_NOT_PROVIDED = (
+    "DELTA_SCHEMA_NOT_PROVIDED: Table schema is not provided. Please provide the schema (column definition) of "
+    "the table when using REPLACE table and an AS SELECT query is not provided."
+)
+
 log = logging.getLogger(__name__)
 
 ExpressionOrColumn = Union[str, "Column"]
@@ -1032,6 +1038,8 @@ class DeltaTableBuilder:
         self._location, identified = builder_location(spark, self._name, self._location)
         delta_log = open_log(self._location, self._storage_options, spark=spark)
         exists = delta_log.table_exists()
+        if not self._fields and self._mode == "createOrReplace":
+            raise DeltaAnalysisError(_SCHEMA_NOT_PROVIDED)
         step = creation_step(identified, self._mode, exists, exists or location_has_files(delta_log))
         if step == "return":
             return DeltaTable.forPath(spark, self._location, storage_options=self._storage_options)
@@ -1040,6 +1048,8 @@ class DeltaTableBuilder:
             return DeltaTable(spark, self._location, self._storage_options)
         refuse_creation_step(step, delta_log.table_uri, exists)
         if not self._fields:
+            if self._mode == "replace":
+                raise DeltaAnalysisError(_SCHEMA_NOT_PROVIDED)
             raise DeltaAnalysisError("a table needs at least one column: use addColumn / addColumns")
         check_builder_partitioning(self._fields, self._partitions, self._cluster_by)
         validate_generated_columns(spark, self._fields)
