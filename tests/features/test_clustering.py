@@ -20,7 +20,7 @@ import pytest
 from deltalog.errors import ClusteringColumnsError
 from deltalog.txn.commands.clustering import cluster_by, clustering_actions, clustering_columns
 from deltalog.txn.commands.hilbert import hilbert_order
-from deltalog.txn.commands.optimize import optimize
+from deltalog.txn.commands.optimize import OptimizeError, optimize
 from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import AddFile, Metadata, Protocol
@@ -211,6 +211,13 @@ def test_zorder_of_a_clustered_table_is_refused(tmp_path: Path) -> None:
     _append(log, [(1, 2)])
     with pytest.raises(ClusteringColumnsError, match="ZORDER BY"):
         optimize(log, z_order_by=["y"])
+    # Delta's DELTA_OPTIMIZE_FULL_NOT_SUPPORTED: FULL needs clustering columns (not CLUSTER BY NONE)
+    _append(log, [(3, 4)])
+    cluster_by(log, [])
+    version = log.update().version
+    with pytest.raises(OptimizeError, match="DELTA_OPTIMIZE_FULL_NOT_SUPPORTED"):
+        optimize(log, full=True)
+    assert log.update().version == version
 
 
 def test_alter_cluster_by_changes_and_enables_clustering(tmp_path: Path) -> None:

@@ -103,15 +103,20 @@ def test_target_size_from_table_property(tmp_path: Path) -> None:
 
 
 def test_deletion_vector_rows_are_dropped(tmp_path: Path) -> None:
+    """Delta's ``groupFilesIntoBins``: a file with too many deleted rows is a candidate, but a
+    bin of one file is rewritten only by REORG (or Z-order), not by OPTIMIZE; in a bin with
+    another file its deleted rows are dropped."""
     log = deletion_vector_table(str(tmp_path / "t"))
     assert read_ids(log) == [2, 4]
-    # a single file with a deletion vector is rewritten on its own
+    lone = optimize(log)
+    assert (lone.version, lone.total_considered_files, lone.total_files_skipped) == (None, 1, 1)
+    append(log, [7], "a")
     result = optimize(log)
-    assert result.num_deletion_vectors_removed == 1 and result.num_files_added == 1
+    assert result.num_deletion_vectors_removed == 1 and (result.num_files_removed, result.num_files_added) == (2, 1)
     (f,) = log.update().files
     assert f.deletion_vector is None
-    assert json.loads(f.stats or "{}")["numRecords"] == 2
-    assert read_ids(log) == [2, 4]
+    assert json.loads(f.stats or "{}")["numRecords"] == 3
+    assert read_ids(log) == [2, 4, 7]
 
 
 def test_concurrent_append_does_not_conflict(table_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,8 +12,8 @@ Delta's ``OptimizeExecutor`` (without Z-ordering), in the txn layer:
 2. per partition, candidates sorted by size fill bins of at most the target size
    (``target_size`` argument, else ``delta.targetFileSize``, else 1 GiB as Delta's
    ``spark.databricks.delta.optimize.maxFileSize``); a bin with fewer than
-   ``min_files_per_bin`` files (default 2) is left alone unless one of its files has a
-   deletion vector (rewriting drops the deleted rows);
+   ``min_files_per_bin`` files (default 2) is left alone, also when its file has too many
+   deleted rows, as Delta's ``groupFilesIntoBins`` (only a reorg rewrites a lone file);
 3. each bin is streamed, file by file and batch by batch, into one new Parquet file named as
    the Spark writer names them (``part-00000-<uuid>.c000.<codec>.parquet``) in the Hive
    partition directory, with statistics (numRecords, min/max, nullCount). The output keeps
@@ -214,7 +214,9 @@ def describe_filters(where: Sequence[PartitionFilter] | None) -> list[str]:
 
 
 def _bins(files: Sequence[AddFile], target: int, min_files: int) -> list[list[AddFile]]:
-    """Delta's ``groupFilesIntoBins`` for one partition."""
+    """Delta's ``groupFilesIntoBins`` for one partition: a bin of fewer than ``min_files``
+    files is left alone, also when a file of it has too many deleted rows (only REORG, with
+    ``min_files`` 1, rewrites a lone file)."""
     bins: list[list[AddFile]] = []
     current: list[AddFile] = []
     size = 0
@@ -226,7 +228,7 @@ def _bins(files: Sequence[AddFile], target: int, min_files: int) -> list[list[Ad
         size += f.size
     if current:
         bins.append(current)
-    return [b for b in bins if len(b) >= min_files or any(f.deletion_vector is not None for f in b)]
+    return [b for b in bins if len(b) >= min_files]
 
 
 def has_deleted_rows(f: AddFile) -> bool:
@@ -818,7 +820,7 @@ def optimize(
     try:
         txn = delta_log.start_transaction(lock=lock)
         target, smaller_than = _size_limits(txn.snapshot, target_size, min_file_size)
-        clustered = clustering_plan(txn.snapshot, z_order_by)
+        clustered = _clustering(txn.snapshot, z_order_by, full)
         kind = _Kind(reorg=purge or rewrite_type_widening, clustered=clustered is not None, full=full, auto=auto)
         columns = _z_order_columns(txn.snapshot, clustered, z_order_by, check_z_order_stats)
         spec = CompactionSpec.for_snapshot(
@@ -843,6 +845,18 @@ def optimize(
         return result
     finally:
         _finish(delta_log, result, written, committed)
+
+
+def _clustering(snapshot: Snapshot, z_order_by: Sequence[str], full: bool) -> tuple[str, ...] | None:
+    """The clustering columns OPTIMIZE clusters by (:func:`clustering_plan`); ``full`` needs some,
+    as Delta's ``optimizeFullNotSupportedException``."""
+    clustered = clustering_plan(snapshot, z_order_by)
+    if full and clustered is None:
+        raise OptimizeError(
+            "[DELTA_OPTIMIZE_FULL_NOT_SUPPORTED] OPTIMIZE FULL is only supported for clustered tables with "
+            "non-empty clustering columns; cluster the table (cluster_by) or run OPTIMIZE without full"
+        )
+    return clustered
 
 
 def _finish(
