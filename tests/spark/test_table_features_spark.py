@@ -63,6 +63,7 @@ def test_alter_column_type_and_merge_schema_widening(spark, tmp_path):
 
 def test_clustered_table_from_the_builder_optimized_by_spark_tasks(spark, table_path):
     from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
     from deltalog.txn.delta_log import DeltaLog
 
     table = (
@@ -92,6 +93,8 @@ def test_clustered_table_from_the_builder_optimized_by_spark_tasks(spark, table_
     assert len(rows) == 1600
     with pytest.raises(Exception, match=r"DELTA_CLUSTERING_WITH_PARTITION_PREDICATE.*predicates: x > 0 y < 5"):
         table.optimize().where("x > 0").where("y < 5").executeCompaction()  # Delta's "error scenarios"
+    with pytest.raises(DeltaAnalysisError, match=r"DELTA_CLUSTERING_WITH_ZORDER_BY.*ZORDER BY \(y, `a.b`\)"):
+        table.optimize().executeZOrderBy("y", "`a.b`")  # Delta's DeltaAnalysisException, before any check of y
     # table_path's teardown checks delta-rs reads the clustered table too
 
 
