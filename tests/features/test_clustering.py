@@ -262,6 +262,22 @@ def test_hilbert_order_visits_neighbouring_cells(dims: int, bits: int) -> None:
     assert set(np.abs(np.diff(walk, axis=0)).sum(axis=1).tolist()) == {1}  # one step at a time
 
 
+def test_hilbert_indices_are_deltas_hilbert_index() -> None:
+    """MultiDimClusteringSuite "ensure records with close Hilbert curve values are close in the
+    output" (4 ranges: Delta's 3 bits) and "... sorted according to Hilbert curve values"
+    (1000 ranges: 10 bits): Delta's ``hilbert_index`` of the range ids, bit for bit."""
+    from deltalog.txn.commands.z_order import hilbert_indices
+
+    c1, c2 = list("aabcdeeefgh"), [20, 20, 20, 30, 70, 90, 90, 90, 200, 10, 20]
+    table = pa.table({"c1": c1, "c2": c2})
+    rows = [c1[i] + str(c2[i]) for i in hilbert_indices(table, ["c1", "c2"], 4).to_pylist()]
+    # (0, 0) -> 0, (1, 1) -> 2, (3, 0) -> 5, (2, 3) -> 11, (1, 2) -> 13
+    assert rows == ["a20", "a20", "b20", "c30", "g10", "h20", "f200", "d70", "e90", "e90", "e90"]
+    rows = [c1[i] + str(c2[i]) for i in hilbert_indices(table, ["c1", "c2"], 1000).to_pylist()]
+    # (1, 1) -> 2, (0, 1) -> 3, (2, 2) -> 8, (3, 3) -> 10, (6, 0) -> 20, (7, 1) -> 22, (4, 4) -> 32, (5, 5) -> 34
+    assert rows == ["b20", "a20", "a20", "c30", "d70", "g10", "h20", "e90", "e90", "e90", "f200"]
+
+
 def test_overwrite_with_partition_columns_is_refused_on_a_clustered_table(tmp_path: Path) -> None:
     from deltalog.contrib.spark.options import WriteOptions
     from deltalog.contrib.spark.writes import plan_write

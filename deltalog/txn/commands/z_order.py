@@ -211,6 +211,7 @@ def z_order_indices(table: pa.Table, columns: Sequence[ColumnPath | str], num_ra
 
 
 def hilbert_indices(table: pa.Table, columns: Sequence[ColumnPath | str], num_ranges: int) -> pa.Array:
-    """Row order along the Hilbert curve of the columns' range ids (Delta's ``HilbertClustering``)."""
-    bits = max(1, int(num_ranges - 1).bit_length())
+    """Row order along the Hilbert curve of the columns' range ids (Delta's ``HilbertClustering``,
+    with its ``numBits``: ``floor(log2(num_ranges)) + 1``, 10 for 1000 ranges)."""
+    bits = int(num_ranges).bit_length()
     return pa.array(hilbert_order([range_ids(column_at(table, c), num_ranges) for c in columns], bits), pa.int64())
