@@ -358,8 +358,10 @@ def test_z_order_rewrites_every_file_of_the_partition_in_z_order(tmp_path: Path)
     log = create(str(tmp_path / "t"), config={"delta.dataSkippingNumIndexedCols": "1"})
     append(log, [5, 3, 1], "a")
     append(log, [4, 2, 0], "b")  # a partition of one file is rewritten too (Delta: all files)
-    with pytest.raises(OptimizeError, match="partition column"):
+    with pytest.raises(OptimizeError, match=r"^\[DELTA_ZORDERING_ON_PARTITION_COLUMN\] p is a partition column"):
         optimize(log, z_order_by=["p"])
+    with pytest.raises(OptimizeError, match=r"^\[DELTA_ZORDERING_COLUMN_DOES_NOT_EXIST\] .* nope does not exist"):
+        optimize(log, z_order_by=["nope"])
     with pytest.raises(OptimizeError, match="do not collect stats"):
         optimize(log, z_order_by=["name"])  # only the first column has statistics
     assert log.update().version == 2

@@ -73,10 +73,16 @@ def z_order_columns(snapshot: Snapshot, names: Sequence[str | ColumnPath], check
         parts = split_column_name(given) if isinstance(given, str) else list(given)
         name = ".".join(map(_quoted, parts))
         if len(parts) == 1 and parts[0].lower() in partition:
-            return ZOrderCheck((), f"{name} is a partition column. Z-Ordering can only be performed on data columns")
+            return ZOrderCheck(
+                (),
+                f"[DELTA_ZORDERING_ON_PARTITION_COLUMN] {name} is a partition column. Z-Ordering can only be "
+                "performed on data columns",
+            )
         resolved = _resolve(snapshot.schema, parts)
         if resolved is None or resolved[0][0].lower() in partition:
-            return ZOrderCheck((), f"Z-Ordering column {name} does not exist in the table's data schema")
+            return ZOrderCheck(
+                (), f"[DELTA_ZORDERING_COLUMN_DOES_NOT_EXIST] Z-Ordering column {name} does not exist in data schema."
+            )
         logical, physical, data_type = resolved
         if check_stats and not stats_columns.covers(logical):
             without_stats.append(name)
