@@ -195,6 +195,10 @@ def test_full_optimize_reclusters_after_cluster_by_changed(tmp_path: Path) -> No
     total = sum(f.size for f in log.update().files)
     optimize(log, target_size=total // 4)
     assert all(b[3] - b[2] > 900 for b in _boxes(log))  # clustered by x: every file spans y
+    # Delta's ZCubeInfo tags: the files of one bin form one ZCube, clustered by ["x"]
+    tags = [f.tags or {} for f in log.update().files]
+    assert len(tags) > 1 and len({t["ZCUBE_ID"] for t in tags}) == 1
+    assert {t["ZCUBE_ZORDER_BY"] for t in tags} == {'["x"]'}
     cluster_by(log, ["y"])
     assert optimize(log, target_size=total // 4).version is None  # every file is clustered already
     version = optimize(log, target_size=total // 4, full=True).version

@@ -65,8 +65,10 @@ them (backquotes quote a name holding a dot; nested fields are refused).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
+import json
 import logging
 import time
 import uuid
@@ -593,7 +595,19 @@ class _Compactor:
             for a in written:
                 self.delete(a.path)
             raise
-        return written
+        return self._z_cube(written, stem)
+
+    def _z_cube(self, written: list[AddFile], stem: str) -> list[AddFile]:
+        """Clustering: the bin's files tagged as one ZCube, as Delta's ``ZCubeInfo.setForFile``
+        (``ZCUBE_ID``, the same for a retried task's bin, and ``ZCUBE_ZORDER_BY``: the
+        clustering columns as a JSON list), so Delta's OPTIMIZE sees them clustered."""
+        if self.spec.clustering_provider is None:
+            return written
+        tags = {
+            "ZCUBE_ID": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.spec.table_uri}/{stem}")),
+            "ZCUBE_ZORDER_BY": json.dumps(list(self.spec.z_order_by), separators=(",", ":")),
+        }
+        return [dataclasses.replace(a, tags={**(a.tags or {}), **tags}) for a in written]
 
     def _write_file(
         self,
