@@ -17,8 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from deltalog.contrib.spark.optimize_metrics import optimize_result_row
 from deltalog.errors import ClusteringColumnsError
-from deltalog.txn.commands.clustering import cluster_by, clustering_actions, clustering_columns
+from deltalog.txn.commands.clustering import ClusteringStats, cluster_by, clustering_actions, clustering_columns
 from deltalog.txn.commands.hilbert import hilbert_order
 from deltalog.txn.commands.optimize import OptimizeError, optimize
 from deltalog.txn.commit.operations import CreateTable, Write
@@ -193,16 +194,23 @@ def test_full_optimize_reclusters_after_cluster_by_changed(tmp_path: Path) -> No
     for _ in range(4):
         _append(log, [(rng.randrange(1000), rng.randrange(1000)) for _ in range(300)])
     total = sum(f.size for f in log.update().files)
-    optimize(log, target_size=total // 4)
+    first = optimize(log, target_size=total // 4)
     assert all(b[3] - b[2] > 900 for b in _boxes(log))  # clustered by x: every file spans y
+    # Delta's ClusteringStats: 4 unclustered inputs merged into one ZCube
+    assert first.clustering_stats == ClusteringStats((0, 0), (4, total), 0, (4, total), 1)
+    row = optimize_result_row(first, False, 2)[1]
+    assert row[5] is None and row[6] == ((0, 0), (4, total), 0, (4, total), 1)
     # Delta's ZCubeInfo tags: the files of one bin form one ZCube, clustered by ["x"]
     tags = [f.tags or {} for f in log.update().files]
     assert len(tags) > 1 and len({t["ZCUBE_ID"] for t in tags}) == 1
     assert {t["ZCUBE_ZORDER_BY"] for t in tags} == {'["x"]'}
     cluster_by(log, ["y"])
-    assert optimize(log, target_size=total // 4).version is None  # every file is clustered already
-    version = optimize(log, target_size=total // 4, full=True).version
-    assert version is not None
+    nothing = optimize(log, target_size=total // 4)  # every file is clustered already (by x)
+    clustered = (first.num_files_added, first.bytes_added)
+    assert nothing.version is None and nothing.clustering_stats == ClusteringStats((0, 0), clustered, 0, (0, 0), 0)
+    full = optimize(log, target_size=total // 4, full=True)
+    version = full.version
+    assert version is not None and full.clustering_stats == ClusteringStats(clustered, (0, 0), 1, clustered, 1)
     params = log.read_commit(version)[0].operation_parameters  # type: ignore[union-attr]
     assert (params["clusterBy"], params["isFull"]) == ('["y"]', True)  # Delta writes booleans raw
     by_y = sorted(_boxes(log), key=lambda b: b[2])

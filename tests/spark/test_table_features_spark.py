@@ -78,10 +78,14 @@ def test_clustered_table_from_the_builder_optimized_by_spark_tasks(spark, table_
     total = sum(f.size for f in log.update().files)
     spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(total // 4))
     try:
-        table.optimize().executeCompaction()
+        metrics = table.optimize().executeCompaction().collect()[0].metrics
     finally:
         spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
     files = log.update().files
+    stats = metrics["clusteringStats"]  # Delta's ClusteringStats: 4 unclustered files merged into one ZCube
+    merged = (stats["inputOtherFiles"]["numFiles"], stats["mergedFiles"]["numFiles"], stats["numOutputZCubes"])
+    assert merged == (4, 4, 1)
+    assert metrics["zOrderStats"] is None
     assert len(files) > 1 and all(f.clustering_provider == "liquid" for f in files)
     widths = [json.loads(f.stats)["maxValues"]["x"] - json.loads(f.stats)["minValues"]["x"] for f in files]
     assert max(widths) < 399  # no file spans the whole range of x any more

@@ -81,7 +81,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.logstores.base import LogStore, LogStoreSpec, arrow_threads_allowed
-from deltalog.txn.commands.clustering import clustering_plan, is_clustered
+from deltalog.txn.commands.clustering import ClusteringStats, clustering_plan, clustering_stats, is_clustered
 from deltalog.txn.commands.optimize_commit import commit_and_retry
 from deltalog.txn.commands.z_order import (
     ZOrderColumn,
@@ -182,6 +182,8 @@ class OptimizeResult:
     #: ``delta.dataSkippingNumIndexedCols`` capped by them)
     num_table_columns: int = 0
     num_table_columns_with_stats: int = 0
+    #: Delta's ``clusteringStats`` (a clustered table only)
+    clustering_stats: ClusteringStats | None = None
     start_time_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     end_time_ms: int = 0
     attempts: int = 0
@@ -844,7 +846,7 @@ def optimize(
             spec, txn.snapshot, (target, smaller_than), min_files_per_bin, purge, max_deleted_rows_ratio,
             rewrite_type_widening,
         )  # fmt: skip
-        plan = _plan_bins(txn, where, select, result, kind.clustered and not (full or select.narrower), select_files)
+        plan = _plan_bins(txn, where, select, result, kind, select_files)
         if not plan:
             log.info("optimize %s: nothing to compact", delta_log.table_uri)
             return result
@@ -962,7 +964,7 @@ def _plan_bins(
     where: Sequence[PartitionFilter] | None,
     select: _Selection,
     result: OptimizeResult,
-    only_unclustered: bool = False,
+    kind: _Kind = _Kind(),
     select_files: FileSelector | None = None,
 ) -> list[tuple[Any, list[AddFile]]]:
     """The bins to rewrite, per partition: the candidate files (smaller than ``smaller_than``,
@@ -988,8 +990,11 @@ def _plan_bins(
         for key, group in by_partition.items()
         for b in ([group] if select.z_order else _bins(group, select.target, min_files))
     ]
-    if only_unclustered:  # a clustered table: only bins holding a file not clustered yet
+    if kind.clustered and not (kind.full or select.narrower):  # only bins holding a file not clustered yet
         plan = [(key, b) for key, b in plan if any(not is_clustered(f) for f in b)]
+    if kind.clustered:
+        merged = [f for _, b in plan for f in b]
+        result.clustering_stats = clustering_stats(files, merged, len(plan), select.z_order, kind.full)
     result.total_considered_files = len(files)
     result.total_files_skipped = len(files) - sum(len(b) for _, b in plan)
     txn.track_files_read(f for _, b in plan for f in b)  # Delta's trackFilesRead(filesToProcess)
