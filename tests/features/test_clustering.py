@@ -17,10 +17,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from deltalog.contrib.spark.optimize_metrics import optimize_result_row
 from deltalog.errors import ClusteringColumnsError
-from deltalog.txn.commands.clustering import cluster_by, clustering_actions, clustering_columns
+from deltalog.txn.commands.clustering import ClusteringStats, cluster_by, clustering_actions, clustering_columns
 from deltalog.txn.commands.hilbert import hilbert_order
-from deltalog.txn.commands.optimize import optimize
+from deltalog.txn.commands.optimize import OptimizeError, optimize
 from deltalog.txn.commit.operations import CreateTable, Write
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.protocol.actions import AddFile, Metadata, Protocol
@@ -193,12 +194,23 @@ def test_full_optimize_reclusters_after_cluster_by_changed(tmp_path: Path) -> No
     for _ in range(4):
         _append(log, [(rng.randrange(1000), rng.randrange(1000)) for _ in range(300)])
     total = sum(f.size for f in log.update().files)
-    optimize(log, target_size=total // 4)
+    first = optimize(log, target_size=total // 4)
     assert all(b[3] - b[2] > 900 for b in _boxes(log))  # clustered by x: every file spans y
+    # Delta's ClusteringStats: 4 unclustered inputs merged into one ZCube
+    assert first.clustering_stats == ClusteringStats((0, 0), (4, total), 0, (4, total), 1)
+    row = optimize_result_row(first, False, 2)[1]
+    assert row[5] is None and row[6] == ((0, 0), (4, total), 0, (4, total), 1)
+    # Delta's ZCubeInfo tags: the files of one bin form one ZCube, clustered by ["x"]
+    tags = [f.tags or {} for f in log.update().files]
+    assert len(tags) > 1 and len({t["ZCUBE_ID"] for t in tags}) == 1
+    assert {t["ZCUBE_ZORDER_BY"] for t in tags} == {'["x"]'}
     cluster_by(log, ["y"])
-    assert optimize(log, target_size=total // 4).version is None  # every file is clustered already
-    version = optimize(log, target_size=total // 4, full=True).version
-    assert version is not None
+    nothing = optimize(log, target_size=total // 4)  # every file is clustered already (by x)
+    clustered = (first.num_files_added, first.bytes_added)
+    assert nothing.version is None and nothing.clustering_stats == ClusteringStats((0, 0), clustered, 0, (0, 0), 0)
+    full = optimize(log, target_size=total // 4, full=True)
+    version = full.version
+    assert version is not None and full.clustering_stats == ClusteringStats(clustered, (0, 0), 1, clustered, 1)
     params = log.read_commit(version)[0].operation_parameters  # type: ignore[union-attr]
     assert (params["clusterBy"], params["isFull"]) == ('["y"]', True)  # Delta writes booleans raw
     by_y = sorted(_boxes(log), key=lambda b: b[2])
@@ -211,6 +223,13 @@ def test_zorder_of_a_clustered_table_is_refused(tmp_path: Path) -> None:
     _append(log, [(1, 2)])
     with pytest.raises(ClusteringColumnsError, match="ZORDER BY"):
         optimize(log, z_order_by=["y"])
+    # Delta's DELTA_OPTIMIZE_FULL_NOT_SUPPORTED: FULL needs clustering columns (not CLUSTER BY NONE)
+    _append(log, [(3, 4)])
+    cluster_by(log, [])
+    version = log.update().version
+    with pytest.raises(OptimizeError, match="DELTA_OPTIMIZE_FULL_NOT_SUPPORTED"):
+        optimize(log, full=True)
+    assert log.update().version == version
 
 
 def test_alter_cluster_by_changes_and_enables_clustering(tmp_path: Path) -> None:
@@ -253,6 +272,22 @@ def test_hilbert_order_visits_neighbouring_cells(dims: int, bits: int) -> None:
     walk = points[order].astype(np.int64)
     assert walk[0].tolist() == [0] * dims
     assert set(np.abs(np.diff(walk, axis=0)).sum(axis=1).tolist()) == {1}  # one step at a time
+
+
+def test_hilbert_indices_are_deltas_hilbert_index() -> None:
+    """MultiDimClusteringSuite "ensure records with close Hilbert curve values are close in the
+    output" (4 ranges: Delta's 3 bits) and "... sorted according to Hilbert curve values"
+    (1000 ranges: 10 bits): Delta's ``hilbert_index`` of the range ids, bit for bit."""
+    from deltalog.txn.commands.z_order import hilbert_indices
+
+    c1, c2 = list("aabcdeeefgh"), [20, 20, 20, 30, 70, 90, 90, 90, 200, 10, 20]
+    table = pa.table({"c1": c1, "c2": c2})
+    rows = [c1[i] + str(c2[i]) for i in hilbert_indices(table, ["c1", "c2"], 4).to_pylist()]
+    # (0, 0) -> 0, (1, 1) -> 2, (3, 0) -> 5, (2, 3) -> 11, (1, 2) -> 13
+    assert rows == ["a20", "a20", "b20", "c30", "g10", "h20", "f200", "d70", "e90", "e90", "e90"]
+    rows = [c1[i] + str(c2[i]) for i in hilbert_indices(table, ["c1", "c2"], 1000).to_pylist()]
+    # (1, 1) -> 2, (0, 1) -> 3, (2, 2) -> 8, (3, 3) -> 10, (6, 0) -> 20, (7, 1) -> 22, (4, 4) -> 32, (5, 5) -> 34
+    assert rows == ["b20", "a20", "a20", "c30", "d70", "g10", "h20", "e90", "e90", "e90", "f200"]
 
 
 def test_overwrite_with_partition_columns_is_refused_on_a_clustered_table(tmp_path: Path) -> None:

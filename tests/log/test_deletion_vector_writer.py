@@ -189,14 +189,14 @@ def test_optimize_takes_files_over_the_deleted_ratio_and_purge_takes_every_dv(tm
 
     uri = str(tmp_path / "t")
     log = create(uri, partitioned=False, config=DV)
-    append(log, list(range(100)), None)
-    append(log, list(range(100, 200)), None)
-    few, many = sorted(log.update().files, key=lambda f: f.path)
-    _delete(log, {few.path: [0], many.path: list(range(10))})  # 1% and 10% deleted
+    for start in (0, 100, 200):
+        append(log, list(range(start, start + 100)), None)
+    few, *many = sorted(log.update().files, key=lambda f: f.path)
+    _delete(log, {few.path: [0], **{f.path: list(range(10)) for f in many}})  # 1%, 10% and 10% deleted
     expected = read_ids(log)
-    # OPTIMIZE (no file small enough to compact by size): only the file over 5% deleted
+    # OPTIMIZE (no file small enough to compact by size): the two files over 5% deleted, in one bin
     result = optimize(log, min_file_size=1)
-    assert result.num_files_removed == 1 and result.num_deletion_vectors_removed == 1
+    assert (result.num_files_removed, result.num_files_added, result.num_deletion_vectors_removed) == (2, 1, 2)
     assert sorted(f.deletion_vector is None for f in log.update().files) == [False, True]
     # REORG ... APPLY (PURGE): every file with a DV, committed as REORG
     result = optimize(log, min_file_size=1, purge=True)

@@ -103,15 +103,20 @@ def test_target_size_from_table_property(tmp_path: Path) -> None:
 
 
 def test_deletion_vector_rows_are_dropped(tmp_path: Path) -> None:
+    """Delta's ``groupFilesIntoBins``: a file with too many deleted rows is a candidate, but a
+    bin of one file is rewritten only by REORG (or Z-order), not by OPTIMIZE; in a bin with
+    another file its deleted rows are dropped."""
     log = deletion_vector_table(str(tmp_path / "t"))
     assert read_ids(log) == [2, 4]
-    # a single file with a deletion vector is rewritten on its own
+    lone = optimize(log)
+    assert (lone.version, lone.total_considered_files, lone.total_files_skipped) == (None, 1, 1)
+    append(log, [7], "a")
     result = optimize(log)
-    assert result.num_deletion_vectors_removed == 1 and result.num_files_added == 1
+    assert result.num_deletion_vectors_removed == 1 and (result.num_files_removed, result.num_files_added) == (2, 1)
     (f,) = log.update().files
     assert f.deletion_vector is None
-    assert json.loads(f.stats or "{}")["numRecords"] == 2
-    assert read_ids(log) == [2, 4]
+    assert json.loads(f.stats or "{}")["numRecords"] == 3
+    assert read_ids(log) == [2, 4, 7]
 
 
 def test_concurrent_append_does_not_conflict(table_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -348,13 +353,15 @@ def test_z_order_rewrites_every_file_of_the_partition_in_z_order(tmp_path: Path)
     import pyarrow.parquet as pq
 
     from deltalog.txn.commands.optimize import OptimizeError
-    from deltalog.txn.commands.z_order import range_ids, z_order_indices
+    from deltalog.txn.commands.z_order import z_order_indices
 
     log = create(str(tmp_path / "t"), config={"delta.dataSkippingNumIndexedCols": "1"})
     append(log, [5, 3, 1], "a")
     append(log, [4, 2, 0], "b")  # a partition of one file is rewritten too (Delta: all files)
-    with pytest.raises(OptimizeError, match="partition column"):
+    with pytest.raises(OptimizeError, match=r"^\[DELTA_ZORDERING_ON_PARTITION_COLUMN\] p is a partition column"):
         optimize(log, z_order_by=["p"])
+    with pytest.raises(OptimizeError, match=r"^\[DELTA_ZORDERING_COLUMN_DOES_NOT_EXIST\] .* nope does not exist"):
+        optimize(log, z_order_by=["nope"])
     with pytest.raises(OptimizeError, match="do not collect stats"):
         optimize(log, z_order_by=["name"])  # only the first column has statistics
     assert log.update().version == 2
@@ -366,8 +373,7 @@ def test_z_order_rewrites_every_file_of_the_partition_in_z_order(tmp_path: Path)
         with fs.open_input_file(log.store.fs_path(f"{log.table_uri}/{f.path}")) as handle:
             ids = pq.read_table(handle).column("id").to_pylist()
         assert ids == sorted(ids)
-    # range ids: ranks scaled to num_ranges, nulls first; Z-values interleave bits, first column first
-    assert range_ids(pa.array([5, None, 1, 5]), 4).tolist() == [2, 0, 1, 2]  # ranks 3, 1, 2, 3 of 4
+    # Z-values interleave bits, first column first (range ids: the test below)
     grid = pa.table({"x": [1, 1, 0, 0], "y": [1, 0, 1, 0]})
     assert z_order_indices(grid, ["x", "y"], 2).to_pylist() == [3, 2, 1, 0]
 
@@ -565,3 +571,38 @@ def test_z_order_by_a_struct_or_an_array_orders_as_spark_sorts_them(tmp_path: Pa
     assert order() == [1, 4, 2, 3, 0]  # null, (null, c), (1, z), (2, a), (2, b)
     optimize(log, z_order_by=["a"])
     assert order() == [2, 3, 4, 1, 0]  # null, [1], [1, null], [1, 2], [3]
+
+
+def test_z_order_range_ids_are_deltas_range_partition_ids(tmp_path: Path) -> None:
+    """OptimizeZOrderSuite "optimize command: interleaving": Delta's ``range_partition_id`` is
+    Spark's ``RangePartitioner`` (bounds at every ``rows / num_ranges`` rows of the sorted
+    non-null values, a value's id the number of bounds below it), so 100 distinct values get
+    ids 0..99, not ranks scaled to 1000; the four files Z-ordered by (c1, c2, c3) hold Delta's
+    exact ranges."""
+    import deltalake
+    import pyarrow as pa
+
+    from deltalog.txn.commands.z_order import range_ids
+
+    path = str(tmp_path / "t")
+    ids = list(range(100))
+    columns = {"c1": ids, "c2": [99 - i for i in ids], "c3": [(i + 50) % 100 for i in ids]}
+    deltalake.write_deltalake(path, pa.table({k: pa.array(v, pa.int64()) for k, v in columns.items()}))
+    log = DeltaLog.for_table(path)
+    result = optimize(log, z_order_by=["c1", "c2", "c3"], target_size=log.update().files[0].size // 4)
+    assert (result.num_files_removed, result.num_files_added) == (1, 4)
+    ranges = []
+    for f in log.update().files:
+        stats = json.loads(f.stats or "{}")
+        bounds = [tuple(stats[side][c] for c in ("c1", "c2", "c3")) for side in ("minValues", "maxValues")]
+        ranges.append((stats["numRecords"], *bounds))
+    assert sorted(ranges) == [
+        (25, (0, 50, 50), (49, 99, 99)),
+        (25, (16, 20, 18), (79, 83, 85)),
+        (25, (36, 36, 0), (63, 63, 96)),
+        (25, (64, 0, 14), (99, 35, 49)),
+    ]
+    # a value equal to a bound takes the range below it; nulls are not sampled: range 0
+    assert range_ids(pa.array([5, None, 1, 5]), 4).tolist() == [1, 0, 0, 1]
+    assert range_ids(pa.array([4, 3, 2, 1]), 2).tolist() == [1, 1, 0, 0]
+    assert range_ids(pa.array([3, 3, 3, 3, 1, 2]), 2).tolist() == [0] * 6  # the one bound: 3

@@ -63,6 +63,7 @@ def test_alter_column_type_and_merge_schema_widening(spark, tmp_path):
 
 def test_clustered_table_from_the_builder_optimized_by_spark_tasks(spark, table_path):
     from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
     from deltalog.txn.delta_log import DeltaLog
 
     table = (
@@ -77,10 +78,14 @@ def test_clustered_table_from_the_builder_optimized_by_spark_tasks(spark, table_
     total = sum(f.size for f in log.update().files)
     spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(total // 4))
     try:
-        table.optimize().executeCompaction()
+        metrics = table.optimize().executeCompaction().collect()[0].metrics
     finally:
         spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
     files = log.update().files
+    stats = metrics["clusteringStats"]  # Delta's ClusteringStats: 4 unclustered files merged into one ZCube
+    merged = (stats["inputOtherFiles"]["numFiles"], stats["mergedFiles"]["numFiles"], stats["numOutputZCubes"])
+    assert merged == (4, 4, 1)
+    assert metrics["zOrderStats"] is None
     assert len(files) > 1 and all(f.clustering_provider == "liquid" for f in files)
     widths = [json.loads(f.stats)["maxValues"]["x"] - json.loads(f.stats)["minValues"]["x"] for f in files]
     assert max(widths) < 399  # no file spans the whole range of x any more
@@ -92,6 +97,8 @@ def test_clustered_table_from_the_builder_optimized_by_spark_tasks(spark, table_
     assert len(rows) == 1600
     with pytest.raises(Exception, match=r"DELTA_CLUSTERING_WITH_PARTITION_PREDICATE.*predicates: x > 0 y < 5"):
         table.optimize().where("x > 0").where("y < 5").executeCompaction()  # Delta's "error scenarios"
+    with pytest.raises(DeltaAnalysisError, match=r"DELTA_CLUSTERING_WITH_ZORDER_BY.*ZORDER BY \(y, `a.b`\)"):
+        table.optimize().executeZOrderBy("y", "`a.b`")  # Delta's DeltaAnalysisException, before any check of y
     # table_path's teardown checks delta-rs reads the clustered table too
 
 

@@ -115,11 +115,7 @@ class DeltaOptimizeBuilder:
 
         table = self._table
         spark = table._spark
-        if self._where and "clustering" in (table._log.update().protocol.writer_features or ()):
-            raise DeltaAnalysisError(
-                "DELTA_CLUSTERING_WITH_PARTITION_PREDICATE: OPTIMIZE command for Delta table with clustering doesn't "
-                f"support partition predicates. Please remove the predicates: {' '.join(self._where)}."
-            )
+        _check_clustered(table, self._where, z_order_by)
         where = optimize_where(self._where, table._log.update().metadata, spark) if self._where else OptimizeWhere(None)
         num_ranges = _size_conf(spark, NUM_RANGE_IDS_CONF) or DEFAULT_NUM_RANGES
         if num_ranges <= 1:
@@ -147,6 +143,22 @@ class DeltaOptimizeBuilder:
             raise
         row = optimize_result_row(result, bool(z_order_by), spark.sparkContext.defaultParallelism)
         return spark.createDataFrame([row], optimize_result_schema())
+
+
+def _check_clustered(table: DeltaTable, where: Sequence[str], z_order_by: Sequence[str]) -> None:
+    """Delta's ``OptimizeTableCommand``: on a table with the clustering feature, neither
+    partition predicates nor ``ZORDER BY`` (both before any other check)."""
+    if not (where or z_order_by) or "clustering" not in (table._log.update().protocol.writer_features or ()):
+        return
+    if where:
+        raise DeltaAnalysisError(
+            "DELTA_CLUSTERING_WITH_PARTITION_PREDICATE: OPTIMIZE command for Delta table with clustering doesn't "
+            f"support partition predicates. Please remove the predicates: {' '.join(where)}."
+        )
+    raise DeltaAnalysisError(
+        "DELTA_CLUSTERING_WITH_ZORDER_BY: OPTIMIZE command for Delta table with clustering cannot specify ZORDER "
+        f"BY. Please remove ZORDER BY ({', '.join(z_order_by)})."
+    )
 
 
 def _number_conf(

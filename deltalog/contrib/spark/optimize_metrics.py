@@ -109,6 +109,20 @@ def _z_order_stats(result: OptimizeResult) -> tuple[Any, ...]:
     return ("all", (0, 0), inputs, 0, inputs, result.partitions_optimized, None)
 
 
+def _clustering_stats(result: OptimizeResult) -> tuple[Any, ...] | None:
+    """Delta's ``ClusteringStats`` (a clustered table only)."""
+    stats = result.clustering_stats
+    if stats is None:
+        return None
+    return (
+        stats.input_z_cube_files,
+        stats.input_other_files,
+        stats.input_num_z_cubes,
+        stats.merged_files,
+        stats.num_output_z_cubes,
+    )
+
+
 def optimize_result_row(result: OptimizeResult, z_ordered: bool, cluster_parallelism: int) -> tuple[Any, ...]:
     """The one row Delta's OPTIMIZE returns for ``result`` (what Delta's open-source
     OPTIMIZE leaves unset stays unset: no insertion order, no write amplification skips,
@@ -123,7 +137,7 @@ def optimize_result_row(result: OptimizeResult, z_ordered: bool, cluster_paralle
         _file_sizes(result.removed_file_sizes),
         result.partitions_optimized,
         _z_order_stats(result) if z_ordered else None,
-        None,
+        _clustering_stats(result),
         result.num_bins,
         result.num_batches,
         result.total_considered_files,

@@ -38,7 +38,16 @@ if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.protocol.actions import Metadata
 
-__all__ = ["ClusterBy", "cluster_by", "clustering_actions", "clustering_columns", "clustering_plan", "is_clustered"]
+__all__ = [
+    "ClusterBy",
+    "ClusteringStats",
+    "cluster_by",
+    "clustering_actions",
+    "clustering_columns",
+    "clustering_plan",
+    "clustering_stats",
+    "is_clustered",
+]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +89,50 @@ def clustering_plan(snapshot: Snapshot, z_order_by: Sequence[str]) -> tuple[str,
             "be used on a clustered table (Delta's DELTA_CLUSTERING_WITH_ZORDER_BY)"
         )
     return tuple(columns) or None
+
+
+@dataclass(frozen=True)
+class ClusteringStats:
+    """Delta's ``ClusteringStats`` of an OPTIMIZE of a clustered table; each ``*_files`` is
+    ``(numFiles, size)`` (Delta's ``ClusteringFileStats``)."""
+
+    #: the considered files of a ZCube clustered by the table's columns (any ZCube with FULL)
+    input_z_cube_files: tuple[int, int]
+    #: the other considered files (not clustered, or clustered by other columns)
+    input_other_files: tuple[int, int]
+    input_num_z_cubes: int
+    #: the files rewritten
+    merged_files: tuple[int, int]
+    #: one ZCube per bin
+    num_output_z_cubes: int
+
+
+def _z_cube_columns(f: AddFile) -> list[Any] | None:
+    """The clustering columns of the ZCube ``f`` belongs to (Delta's ``ZCubeInfo.getForFile``)."""
+    tags = f.tags or {}
+    if "ZCUBE_ID" not in tags or "ZCUBE_ZORDER_BY" not in tags:
+        return None
+    try:
+        columns = json.loads(tags["ZCUBE_ZORDER_BY"])
+    except ValueError:
+        return None
+    return columns if isinstance(columns, list) else None
+
+
+def clustering_stats(
+    considered: Sequence[AddFile], rewritten: Sequence[AddFile], bins: int, columns: Sequence[str], full: bool
+) -> ClusteringStats:
+    """Delta's ``ClusteringStatsCollector`` for an OPTIMIZE that considered ``considered`` and
+    rewrote ``rewritten`` in ``bins`` bins of a table clustered by ``columns``."""
+    cube = [f for f in considered if (c := _z_cube_columns(f)) is not None and (full or c == list(columns))]
+    in_cube = {id(f) for f in cube}
+    other = [f for f in considered if id(f) not in in_cube]
+
+    def pair(files: Sequence[AddFile]) -> tuple[int, int]:
+        return (len(files), sum(f.size for f in files))
+
+    cubes = len({(f.tags or {})["ZCUBE_ID"] for f in cube})
+    return ClusteringStats(pair(cube), pair(other), cubes, pair(rewritten), bins)
 
 
 def is_clustered(f: AddFile) -> bool:

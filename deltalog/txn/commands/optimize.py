@@ -12,8 +12,8 @@ Delta's ``OptimizeExecutor`` (without Z-ordering), in the txn layer:
 2. per partition, candidates sorted by size fill bins of at most the target size
    (``target_size`` argument, else ``delta.targetFileSize``, else 1 GiB as Delta's
    ``spark.databricks.delta.optimize.maxFileSize``); a bin with fewer than
-   ``min_files_per_bin`` files (default 2) is left alone unless one of its files has a
-   deletion vector (rewriting drops the deleted rows);
+   ``min_files_per_bin`` files (default 2) is left alone, also when its file has too many
+   deleted rows, as Delta's ``groupFilesIntoBins`` (only a reorg rewrites a lone file);
 3. each bin is streamed, file by file and batch by batch, into one new Parquet file named as
    the Spark writer names them (``part-00000-<uuid>.c000.<codec>.parquet``) in the Hive
    partition directory, with statistics (numRecords, min/max, nullCount). The output keeps
@@ -65,8 +65,10 @@ them (backquotes quote a name holding a dot; nested fields are refused).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
+import json
 import logging
 import time
 import uuid
@@ -79,7 +81,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.logstores.base import LogStore, LogStoreSpec, arrow_threads_allowed
-from deltalog.txn.commands.clustering import clustering_plan, is_clustered
+from deltalog.txn.commands.clustering import ClusteringStats, clustering_plan, clustering_stats, is_clustered
 from deltalog.txn.commands.optimize_commit import commit_and_retry
 from deltalog.txn.commands.z_order import (
     ZOrderColumn,
@@ -180,6 +182,8 @@ class OptimizeResult:
     #: ``delta.dataSkippingNumIndexedCols`` capped by them)
     num_table_columns: int = 0
     num_table_columns_with_stats: int = 0
+    #: Delta's ``clusteringStats`` (a clustered table only)
+    clustering_stats: ClusteringStats | None = None
     start_time_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     end_time_ms: int = 0
     attempts: int = 0
@@ -214,7 +218,9 @@ def describe_filters(where: Sequence[PartitionFilter] | None) -> list[str]:
 
 
 def _bins(files: Sequence[AddFile], target: int, min_files: int) -> list[list[AddFile]]:
-    """Delta's ``groupFilesIntoBins`` for one partition."""
+    """Delta's ``groupFilesIntoBins`` for one partition: a bin of fewer than ``min_files``
+    files is left alone, also when a file of it has too many deleted rows (only REORG, with
+    ``min_files`` 1, rewrites a lone file)."""
     bins: list[list[AddFile]] = []
     current: list[AddFile] = []
     size = 0
@@ -226,7 +232,7 @@ def _bins(files: Sequence[AddFile], target: int, min_files: int) -> list[list[Ad
         size += f.size
     if current:
         bins.append(current)
-    return [b for b in bins if len(b) >= min_files or any(f.deletion_vector is not None for f in b)]
+    return [b for b in bins if len(b) >= min_files]
 
 
 def has_deleted_rows(f: AddFile) -> bool:
@@ -591,7 +597,19 @@ class _Compactor:
             for a in written:
                 self.delete(a.path)
             raise
-        return written
+        return self._z_cube(written, stem)
+
+    def _z_cube(self, written: list[AddFile], stem: str) -> list[AddFile]:
+        """Clustering: the bin's files tagged as one ZCube, as Delta's ``ZCubeInfo.setForFile``
+        (``ZCUBE_ID``, the same for a retried task's bin, and ``ZCUBE_ZORDER_BY``: the
+        clustering columns as a JSON list), so Delta's OPTIMIZE sees them clustered."""
+        if self.spec.clustering_provider is None:
+            return written
+        tags = {
+            "ZCUBE_ID": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.spec.table_uri}/{stem}")),
+            "ZCUBE_ZORDER_BY": json.dumps(list(self.spec.z_order_by), separators=(",", ":")),
+        }
+        return [dataclasses.replace(a, tags={**(a.tags or {}), **tags}) for a in written]
 
     def _write_file(
         self,
@@ -818,7 +836,7 @@ def optimize(
     try:
         txn = delta_log.start_transaction(lock=lock)
         target, smaller_than = _size_limits(txn.snapshot, target_size, min_file_size)
-        clustered = clustering_plan(txn.snapshot, z_order_by)
+        clustered = _clustering(txn.snapshot, z_order_by, full)
         kind = _Kind(reorg=purge or rewrite_type_widening, clustered=clustered is not None, full=full, auto=auto)
         columns = _z_order_columns(txn.snapshot, clustered, z_order_by, check_z_order_stats)
         spec = CompactionSpec.for_snapshot(
@@ -828,7 +846,7 @@ def optimize(
             spec, txn.snapshot, (target, smaller_than), min_files_per_bin, purge, max_deleted_rows_ratio,
             rewrite_type_widening,
         )  # fmt: skip
-        plan = _plan_bins(txn, where, select, result, kind.clustered and not (full or select.narrower), select_files)
+        plan = _plan_bins(txn, where, select, result, kind, select_files)
         if not plan:
             log.info("optimize %s: nothing to compact", delta_log.table_uri)
             return result
@@ -843,6 +861,18 @@ def optimize(
         return result
     finally:
         _finish(delta_log, result, written, committed)
+
+
+def _clustering(snapshot: Snapshot, z_order_by: Sequence[str], full: bool) -> tuple[str, ...] | None:
+    """The clustering columns OPTIMIZE clusters by (:func:`clustering_plan`); ``full`` needs some,
+    as Delta's ``optimizeFullNotSupportedException``."""
+    clustered = clustering_plan(snapshot, z_order_by)
+    if full and clustered is None:
+        raise OptimizeError(
+            "[DELTA_OPTIMIZE_FULL_NOT_SUPPORTED] OPTIMIZE FULL is only supported for clustered tables with "
+            "non-empty clustering columns; cluster the table (cluster_by) or run OPTIMIZE without full"
+        )
+    return clustered
 
 
 def _finish(
@@ -934,7 +964,7 @@ def _plan_bins(
     where: Sequence[PartitionFilter] | None,
     select: _Selection,
     result: OptimizeResult,
-    only_unclustered: bool = False,
+    kind: _Kind = _Kind(),
     select_files: FileSelector | None = None,
 ) -> list[tuple[Any, list[AddFile]]]:
     """The bins to rewrite, per partition: the candidate files (smaller than ``smaller_than``,
@@ -960,8 +990,11 @@ def _plan_bins(
         for key, group in by_partition.items()
         for b in ([group] if select.z_order else _bins(group, select.target, min_files))
     ]
-    if only_unclustered:  # a clustered table: only bins holding a file not clustered yet
+    if kind.clustered and not (kind.full or select.narrower):  # only bins holding a file not clustered yet
         plan = [(key, b) for key, b in plan if any(not is_clustered(f) for f in b)]
+    if kind.clustered:
+        merged = [f for _, b in plan for f in b]
+        result.clustering_stats = clustering_stats(files, merged, len(plan), select.z_order, kind.full)
     result.total_considered_files = len(files)
     result.total_files_skipped = len(files) - sum(len(b) for _, b in plan)
     txn.track_files_read(f for _, b in plan for f in b)  # Delta's trackFilesRead(filesToProcess)

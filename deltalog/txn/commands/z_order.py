@@ -73,10 +73,16 @@ def z_order_columns(snapshot: Snapshot, names: Sequence[str | ColumnPath], check
         parts = split_column_name(given) if isinstance(given, str) else list(given)
         name = ".".join(map(_quoted, parts))
         if len(parts) == 1 and parts[0].lower() in partition:
-            return ZOrderCheck((), f"{name} is a partition column. Z-Ordering can only be performed on data columns")
+            return ZOrderCheck(
+                (),
+                f"[DELTA_ZORDERING_ON_PARTITION_COLUMN] {name} is a partition column. Z-Ordering can only be "
+                "performed on data columns",
+            )
         resolved = _resolve(snapshot.schema, parts)
         if resolved is None or resolved[0][0].lower() in partition:
-            return ZOrderCheck((), f"Z-Ordering column {name} does not exist in the table's data schema")
+            return ZOrderCheck(
+                (), f"[DELTA_ZORDERING_COLUMN_DOES_NOT_EXIST] Z-Ordering column {name} does not exist in data schema."
+            )
         logical, physical, data_type = resolved
         if check_stats and not stats_columns.covers(logical):
             without_stats.append(name)
@@ -124,37 +130,59 @@ def column_at(table: pa.Table, column: ColumnPath | str) -> pa.ChunkedArray:
 
 
 def range_ids(column: pa.Array | pa.ChunkedArray, num_ranges: int) -> Any:
-    """Delta's ``range_partition_id(col, num_ranges)`` over all of ``column``: each value's
-    rank (equal values share the lowest, nulls first) scaled to ``[0, num_ranges)``."""
+    """Delta's ``range_partition_id(col, num_ranges)`` over all of ``column``: Spark's
+    ``RangePartitioner`` of ``num_ranges`` partitions sampling every non-null value (as Spark
+    does up to ``rangeExchange.sampleSizePerPartition`` rows a task): up to ``num_ranges - 1``
+    distinct bounds, one every ``rows / num_ranges`` values in sorted order
+    (``determineBounds``), and each value's id the number of bounds below it
+    (``getPartition``: a value equal to a bound takes the range below). Nulls, not sampled,
+    get range 0 as Delta's ``PartitionerExpr`` gives them."""
     import numpy as np
 
-    n = len(column)
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     if pa.types.is_nested(column.type):
-        ranks = _nested_ranks(column)
-    else:
-        ranks = np.asarray(pc.rank(column, sort_keys="ascending", tiebreaker="min"), dtype=np.uint64)
-        nulls = column.null_count
-        if nulls:  # ranked last; Spark's ascending order puts them first
-            is_null = np.asarray(column.is_null(), dtype=bool)
-            ranks = np.where(is_null, np.uint64(1), ranks + np.uint64(nulls))
-    ids = (ranks - np.uint64(1)) * np.uint64(num_ranges) // np.uint64(max(n, 1))
+        dense = _nested_dense_ranks(column)
+    else:  # Arrow ranks nulls last (one group), NaN above every number, as Spark orders them
+        dense = np.asarray(pc.rank(column, sort_keys="ascending", tiebreaker="dense"), dtype=np.int64) - 1
+    valid = np.asarray(column.is_valid(), dtype=bool)
+    bounds = _range_bounds(np.bincount(dense[valid]), num_ranges)
+    ids = np.searchsorted(bounds, dense, side="left")
+    ids[~valid] = 0
     return ids.astype(np.uint32)
 
 
-def _nested_ranks(column: pa.Array) -> Any:
-    """1-based ranks (equal values share the lowest) of a struct or array column in Spark's
+def _range_bounds(counts: Any, num_ranges: int) -> Any:
+    """Spark's ``RangePartitioner.determineBounds`` over sorted distinct values occurring
+    ``counts`` times each (every value weighing 1): the dense ranks of the bounds. A value
+    becomes a bound when the values up to it reach the next multiple of ``rows / num_ranges``."""
+    import numpy as np
+
+    cumulative = np.cumsum(counts)
+    step = float(cumulative[-1]) / num_ranges if len(cumulative) else 0.0
+    bounds: list[int] = []
+    target = step
+    while len(bounds) < num_ranges - 1:
+        k = max(bounds[-1] + 1 if bounds else 0, int(np.searchsorted(cumulative, target, side="left")))
+        if k >= len(cumulative):
+            break
+        bounds.append(k)
+        target += step
+    return np.asarray(bounds, dtype=np.int64)
+
+
+def _nested_dense_ranks(column: pa.Array) -> Any:
+    """0-based dense ranks (equal values share one) of a struct or array column in Spark's
     order, which Arrow cannot sort: a struct field by field, an array element by element
     with a shorter prefix first, nulls first at every level, NaN above every number."""
     import numpy as np
 
     keys = [_sort_key(v) for v in column.to_pylist()]
     order = sorted(range(len(keys)), key=keys.__getitem__)
-    ranks = np.zeros(len(keys), dtype=np.uint64)
+    ranks = np.zeros(len(keys), dtype=np.int64)
     for position, row in enumerate(order):
         same = position > 0 and keys[order[position - 1]] == keys[row]
-        ranks[row] = ranks[order[position - 1]] if same else position + 1
+        ranks[row] = ranks[order[position - 1]] + (0 if same else 1) if position > 0 else 0
     return ranks
 
 
@@ -189,6 +217,7 @@ def z_order_indices(table: pa.Table, columns: Sequence[ColumnPath | str], num_ra
 
 
 def hilbert_indices(table: pa.Table, columns: Sequence[ColumnPath | str], num_ranges: int) -> pa.Array:
-    """Row order along the Hilbert curve of the columns' range ids (Delta's ``HilbertClustering``)."""
-    bits = max(1, int(num_ranges - 1).bit_length())
+    """Row order along the Hilbert curve of the columns' range ids (Delta's ``HilbertClustering``,
+    with its ``numBits``: ``floor(log2(num_ranges)) + 1``, 10 for 1000 ranges)."""
+    bits = int(num_ranges).bit_length()
     return pa.array(hilbert_order([range_ids(column_at(table, c), num_ranges) for c in columns], bits), pa.int64())
