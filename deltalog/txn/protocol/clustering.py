@@ -182,8 +182,12 @@ def clustering_domain_without_column_mapping(
 ) -> DomainMetadata | None:
     """The ``delta.clustering`` domain naming the clustering columns of a table whose column
     mapping is being removed (``schema``: the mapped schema) by their logical names, the
-    names the rewritten files hold; None when the table is not clustered."""
-    paths = _logical_clustering_paths(domains, schema)
+    names the rewritten files hold; None when the table is not clustered or the domain names
+    a column the schema does not have (left as it is: the removal does not mend it)."""
+    try:
+        paths = _logical_clustering_paths(domains, schema)
+    except ClusteringColumnsError:
+        return None
     return None if paths is None else clustering_domain(paths)
 
 
