@@ -405,6 +405,45 @@ def test_drop_column_mapping_rewrites_files_with_logical_names(tmp_path: Path, m
     assert on_disk == {f.path for f in snap.files}  # the rewritten file is gone
 
 
+@pytest.mark.parametrize("how", ["drop", "unset"])
+def test_removing_column_mapping_renames_the_clustering_columns(tmp_path: Path, how: str) -> None:
+    """The ``delta.clustering`` domain names the clustering columns by physical name: the
+    REMOVE COLUMN MAPPING commit names them by the names the files now hold (Delta keeps the
+    mapped names, which then name no column: a deliberate difference, docs/features.md), so
+    OPTIMIZE still clusters by the renamed column."""
+    import uuid
+
+    from deltalog.txn.commands import alter
+    from deltalog.txn.commands.clustering import clustering_actions
+    from deltalog.txn.commands.optimize import optimize
+    from deltalog.txn.commit.operations import CreateTable
+    from deltalog.txn.protocol.actions import Metadata
+    from deltalog.txn.protocol.clustering import logical_clustering_columns
+    from tests.log.test_column_mapping_writes import _delta_rs_rows, _write
+
+    fields = [{"name": c, "type": "long", "nullable": True, "metadata": {}} for c in ("x", "n")]
+    log = DeltaLog.for_table(str(tmp_path))
+    txn = log.start_transaction()
+    schema = json.dumps({"type": "struct", "fields": fields})
+    txn.update_metadata(
+        Metadata(id=str(uuid.uuid4()), schema_string=schema, configuration={"delta.columnMapping.mode": "name"})
+    )
+    txn.commit(clustering_actions(txn, ["x"]), CreateTable(cluster_by=["x"]))
+    _write(log, [{"x": 2, "n": 1}])
+    alter.rename_column(log, "x", "x2")
+    if how == "drop":
+        drop_feature(log, "columnMapping")
+    else:
+        alter.unset_table_properties(log, ["delta.columnMapping.mode"])
+    snap = log.update()
+    assert json.loads(snap.domain_metadata["delta.clustering"].configuration) == {"clusteringColumns": [["x2"]]}
+    assert logical_clustering_columns(snap.domain_metadata, json.loads(snap.metadata.schema_string)) == ["x2"]
+    _write(log, [{"x2": 1, "n": 2}])
+    optimize(log)
+    assert all(f.clustering_provider == "liquid" for f in log.update().files)
+    assert _delta_rs_rows(tmp_path) == [{"x2": 1, "n": 2}, {"x2": 2, "n": 1}]
+
+
 def _stable_row_ids(log: DeltaLog) -> dict[int, int]:
     """id -> stable row id (the materialized column where set, else baseRowId + position)."""
     import pyarrow as pa

@@ -21,6 +21,7 @@ here, one file after the other; the Spark layer passes Spark tasks), one output 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 from deltalog.txn.commands.optimize import BinRewriter, CompactionSpec, delete_data_file, rewrite_bin
 from deltalog.txn.commit.operations import RemoveColumnMapping
 from deltalog.txn.protocol.actions import Action, AddFile, Metadata
+from deltalog.txn.protocol.clustering import clustering_domain_without_column_mapping
 from deltalog.txn.protocol.column_mapping import has_column_mapping, invalid_column_names, without_column_mapping
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, COLUMN_MAPPING_MODE
@@ -125,6 +127,7 @@ def remove_column_mapping(
         adds = [a for added in written for a in added]
         now = int(time.time() * 1000)
         actions: list[Action] = [*(f.remove(now, data_change=False) for f in files), *adds]
+        actions.extend(_clustering_domain(snapshot))
         version: int = txn.commit(actions, RemoveColumnMapping(user_metrics=_metrics(files, adds)))
         committed = True
     finally:
@@ -136,6 +139,14 @@ def remove_column_mapping(
         "removed column mapping of %s at version %d (%d files rewritten)", delta_log.table_uri, version, len(files)
     )
     return version
+
+
+def _clustering_domain(snapshot: Snapshot) -> list[Action]:
+    """The ``delta.clustering`` domain naming the clustering columns by the names the
+    rewritten files hold (it named them by their mapped physical names)."""
+    schema = json.loads(snapshot.metadata.schema_string)
+    domain = clustering_domain_without_column_mapping(snapshot.domain_metadata, schema)
+    return [] if domain is None else [domain]
 
 
 def _metrics(files: list[AddFile], adds: list[AddFile]) -> dict[str, str]:

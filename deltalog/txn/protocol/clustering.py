@@ -26,6 +26,7 @@ __all__ = [
     "ClusteringColumnsError",
     "cleared_clustering_domain",
     "clustering_domain",
+    "clustering_domain_without_column_mapping",
     "clustering_protocol",
     "logical_clustering_columns",
     "physical_clustering_columns",
@@ -141,6 +142,17 @@ def logical_clustering_columns(
     clustered (no ``clustering`` writer feature, or no ``delta.clustering`` domain)."""
     if protocol is not None and "clustering" not in (protocol.writer_features or ()):
         return None
+    paths = _logical_clustering_paths(domains, schema)
+    if paths is None:
+        return None
+    return [column_sql(p) for p in paths]  # Delta's FieldReference: quoted where not a plain word
+
+
+def _logical_clustering_paths(
+    domains: Mapping[str, DomainMetadata], schema: Mapping[str, Any]
+) -> list[list[str]] | None:
+    """The logical name path of each column the ``delta.clustering`` domain names by
+    physical name, or None without the domain."""
     domain = domains.get(CLUSTERING_DOMAIN)
     if domain is None or domain.removed:
         return None
@@ -148,7 +160,7 @@ def logical_clustering_columns(
         paths = json.loads(domain.configuration or "{}").get("clusteringColumns") or []
     except ValueError:
         return None
-    names: list[str] = []
+    out: list[list[str]] = []
     for path in paths:
         t: Any = schema
         logical: list[str] = []
@@ -161,8 +173,22 @@ def logical_clustering_columns(
                 )
             logical.append(field["name"])
             t = field["type"]
-        names.append(column_sql(logical))  # Delta's FieldReference: quoted where not a plain word
-    return names
+        out.append(logical)
+    return out
+
+
+def clustering_domain_without_column_mapping(
+    domains: Mapping[str, DomainMetadata], schema: Mapping[str, Any]
+) -> DomainMetadata | None:
+    """The ``delta.clustering`` domain naming the clustering columns of a table whose column
+    mapping is being removed (``schema``: the mapped schema) by their logical names, the
+    names the rewritten files hold; None when the table is not clustered or the domain names
+    a column the schema does not have (left as it is: the removal does not mend it)."""
+    try:
+        paths = _logical_clustering_paths(domains, schema)
+    except ClusteringColumnsError:
+        return None
+    return None if paths is None else clustering_domain(paths)
 
 
 def refuse_partitioning_a_clustered_table(protocol: Protocol | None, partition_columns: Sequence[str]) -> None:
