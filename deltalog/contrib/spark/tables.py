@@ -68,6 +68,7 @@ from deltalog.contrib.spark.writes import commit_files, write_spec
 from deltalog.txn.commit.action_checks import assert_removable
 from deltalog.txn.protocol.actions import Action, AddFile
 from deltalog.txn.protocol.clustering import cleared_clustering_domain, refuse_partitioning_a_clustered_table
+from deltalog.txn.protocol.column_identifiers import quote_if_needed
 from deltalog.txn.protocol.errors import TableNotFoundError
 from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, TableProperties, validate_table_properties
 from deltalog.txn.protocol.protocol_requirements import session_table_defaults, with_table_defaults
@@ -1168,7 +1169,7 @@ def _update_assignments(
         if len(path) > 1:
             nested.setdefault(path[0], {})[path[1:]] = value
     for column, paths in nested.items():
-        assignments[column] = assign_fields(F.col(f"`{column}`"), schema[column].dataType, paths, column)
+        assignments[column] = assign_fields(F.col(quote_if_needed(column)), schema[column].dataType, paths, column)
     return assignments
 
 
@@ -1197,7 +1198,11 @@ def _updated_rows(
         for i, (c, v) in enumerate(assignments.items())
     }
     new_values = [
-        (F.when(matched, values[c]).otherwise(F.col(f"`{c}`")) if c in values else F.col(f"`{c}`")).alias(c)
+        (
+            F.when(matched, values[c]).otherwise(F.col(quote_if_needed(c)))
+            if c in values
+            else F.col(quote_if_needed(c))
+        ).alias(c)
         for c in data_cols
     ]
     new_values = [v.cast(schema_types[c]).alias(c) for v, c in zip(new_values, data_cols)]
