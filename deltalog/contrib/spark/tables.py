@@ -1042,7 +1042,9 @@ class DeltaTableBuilder:
         refuse_creation_step(step, delta_log.table_uri, exists)
         if not self._fields:
             raise DeltaAnalysisError("a table needs at least one column: use addColumn / addColumns")
-        check_builder_partitioning(self._fields, self._partitions, self._cluster_by)
+        self._partitions = check_builder_partitioning(
+            self._fields, self._partitions, self._cluster_by, session_resolver(spark)
+        )
         validate_generated_columns(spark, self._fields)
         if str(spark.conf.get(FORCE_PROPERTY_LOWER_CASE_CONF, "false")).strip().lower() == "true":
             # Delta's builder then keeps its properties in a CaseInsensitiveMap: lower-cased keys
