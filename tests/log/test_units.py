@@ -20,7 +20,7 @@ from deltalog.txn.protocol.actions import DeletionVectorDescriptor, Metadata, Pr
 from deltalog.txn.protocol.errors import CorruptLogError, InvalidSchemaError, UnsupportedFeatureError
 from deltalog.txn.protocol.features import check_read_supported, check_write_supported
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties, parse_interval
-from deltalog.txn.protocol.schema import from_arrow, parse_schema
+from deltalog.txn.protocol.schema import from_arrow, parse_schema, split_column_name
 
 SCHEMA = {
     "type": "struct",
@@ -62,6 +62,14 @@ def test_schema_roundtrip_json_and_arrow():
     assert arrow.field("ntz").type == pa.timestamp("us") and not arrow.field("ntz").nullable
     assert arrow.field("m").type.item_type == pa.float64()
     assert from_arrow(arrow) == schema
+
+
+def test_split_column_name_as_spark_parses_an_attribute_name():
+    """Spark's ``parseAttributeName``: backquotes keep dots, two backquotes in quotes are one."""
+    assert split_column_name("a.b") == ["a", "b"]
+    assert split_column_name("`a.b`.c") == ["a.b", "c"]
+    assert split_column_name("`val``ue`") == ["val`ue"]
+    assert split_column_name("`a``.b`.`c```") == ["a`.b", "c`"]
 
 
 @pytest.mark.parametrize(

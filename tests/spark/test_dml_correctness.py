@@ -693,3 +693,23 @@ def test_a_partition_column_named_with_a_dot_is_not_the_struct_field_of_that_pat
     new = spark.createDataFrame([((10,), 5, 40)], schema)
     new.write.format("deltalog").mode("overwrite").option("replaceWhere", "s.a = 10").save(table_path)
     assert sorted(r.id for r in table.toDF().collect()) == [30, 40]
+
+
+def test_names_holding_a_backquote_in_conditions_and_set_targets(spark, table_path):
+    """DeltaNullTypeSuite's ``val`ue`` column: a name holding a backquote is written
+    ```val``ue``` (Spark's ``parseAttributeName``) in conditions and in UPDATE/MERGE set
+    targets, also as the partition column, and the rows keep their values."""
+    from deltalog.contrib.spark import DeltaTable
+
+    schema = "`k``` int, `val``ue` int"
+    spark.createDataFrame([(1, 10), (2, 20), (3, 30)], schema).write.format("deltalog").mode("append").option(
+        "partitionBy", '["k`"]'
+    ).save(table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("`k``` = 1")
+    table.update("`val``ue` = 20", {"`val``ue`": "21"})
+    source = spark.createDataFrame([(3, 31)], schema)
+    table.alias("t").merge(source.alias("s"), "t.`k``` = s.`k```").whenMatchedUpdate(
+        set={"`val``ue`": "s.`val``ue`"}
+    ).execute()
+    assert sorted(tuple(r) for r in table.toDF().collect()) == [(2, 21), (3, 31)]

@@ -910,3 +910,35 @@ def test_merge_agrees_with_deltas_merge_suites(spark, table_path, case):
     got = spark.read.format("deltalog").load(table_path)
     assert tuple(got.columns) == columns
     assert _key_values([tuple(r) for r in got.collect()]) == _key_values(expected)
+
+
+def test_merge_into_a_target_with_no_columns(spark, tmp_path):
+    """MergeIntoEmptySchemaTargetSuite: a table with no columns (Delta's ``CREATE TABLE t USING
+    delta``) is refused without schema evolution (``DELTA_MERGE_INTO_EMPTY_SCHEMA_TARGET``,
+    nothing committed), and takes the source's schema with it."""
+    from deltalog.contrib.spark import DeltaTable
+
+    path = str(tmp_path / "empty")
+    os.makedirs(os.path.join(path, "_delta_log"))
+    actions = [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {
+            "metaData": {
+                "id": "e1",
+                "format": {"provider": "parquet", "options": {}},
+                "partitionColumns": [],
+                "schemaString": '{"type":"struct","fields":[]}',
+                "configuration": {},
+            }
+        },
+    ]
+    with open(os.path.join(path, "_delta_log", f"{0:020}.json"), "w") as out:
+        out.write("\n".join(json.dumps(a) for a in actions) + "\n")
+    source = spark.createDataFrame([(1, "a"), (2, "b")], "id int, name string").alias("s")
+    table = DeltaTable.forPath(spark, path)
+    with pytest.raises(Exception, match="DELTA_MERGE_INTO_EMPTY_SCHEMA_TARGET"):
+        table.alias("t").merge(source, "false").whenNotMatchedInsertAll().execute()
+    assert len(commits(path)) == 1
+    table.alias("t").merge(source, "false").whenNotMatchedInsertAll().withSchemaEvolution().execute()
+    got = table.toDF()
+    assert got.schema.simpleString() == "struct<id:int,name:string>" and sorted(got.collect()) == [(1, "a"), (2, "b")]

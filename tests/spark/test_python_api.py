@@ -153,7 +153,7 @@ def test_table_builder_takes_a_list_of_struct_fields(spark, table_path):
         .location(table_path)
         .addColumns(df.schema.fields)
         .addColumn("value2", dataType="int")
-        .partitionedBy(["value2", "value"])
+        .partitionedBy(["VALUE2", "value"])  # names resolve as Spark's CREATE TABLE (CaseSensitivitySuite)
         .execute()
     )
     assert [(f.name, f.dataType.simpleString()) for f in table.toDF().schema.fields] == [
@@ -162,3 +162,7 @@ def test_table_builder_takes_a_list_of_struct_fields(spark, table_path):
         ("value2", "int"),
     ]
     assert table.detail().first().partitionColumns == ["value2", "value"]
+    spark.createDataFrame([("b", 2, 3)], "KEY string, VALUE long, Value2 int").write.format("deltalog").mode(
+        "append"
+    ).save(table_path)
+    assert [tuple(r) for r in table.toDF().collect()] == [("b", 2, 3)]

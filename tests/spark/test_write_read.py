@@ -126,6 +126,16 @@ def test_replace_where(spark, table_path):
         bad.write.format("deltalog").mode("overwrite").option("replaceWhere", "day = 'd1'").save(table_path)
     assert len(commits(table_path)) == 2  # the refused write committed nothing
     assert sorted(delta_rs_rows(table_path, ["id"]).id.tolist()) == sorted(got.id.tolist())
+    # CaseSensitivitySuite "SC-12677": the predicate's names resolve by spark.sql.caseSensitive
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        for predicate in ("DAY = 'd1'", "day = 'd1' AND ID > 0"):
+            with pytest.raises(Exception, match="UNRESOLVED_COLUMN"):
+                new.write.format("deltalog").mode("overwrite").option("replaceWhere", predicate).save(table_path)
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
+    new.write.format("deltalog").mode("overwrite").option("replaceWhere", "DAY = 'd1' AND ID > 0").save(table_path)
+    assert len(commits(table_path)) == 3 and spark.read.format("deltalog").load(table_path).count() == 8
 
 
 def test_read_pruning_and_skipping(spark, table_path, tmp_path, monkeypatch):

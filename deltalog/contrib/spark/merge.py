@@ -61,6 +61,7 @@ from deltalog.contrib.spark.resolver import Resolver, session_resolver
 from deltalog.contrib.spark.row_tracking import carried_columns, stable_row_tracking, tracked_columns
 from deltalog.contrib.spark.schemas import spark_struct
 from deltalog.contrib.spark.tablelog import start_transaction
+from deltalog.txn.protocol.column_identifiers import quote_if_needed
 from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID
 
 if TYPE_CHECKING:
@@ -729,6 +730,7 @@ class DeltaMergeBuilder:
         evolve = self._can_evolve()
         table_types = top_level_types(json.loads(snapshot.metadata.schema_string))
         table_columns = list(table_types)
+        _refuse_empty_target(table_columns, evolve)
         new_columns = self._new_columns(table_columns, evolve)
         widened, structs = self._evolved_types(snapshot, table_types, evolve)
         columns = table_columns + new_columns
@@ -1192,7 +1194,7 @@ class DeltaMergeBuilder:
         partitions = list(plan.txn.snapshot.metadata.partition_columns)
         conf = _conf(self._table._spark, "spark.databricks.delta.merge.repartitionBeforeWrite.enabled", "true")
         if partitions and conf.strip().lower() != "false":
-            out = out.repartition(*[F.col(f"`{c}`") for c in partitions])
+            out = out.repartition(*[F.col(quote_if_needed(c)) for c in partitions])
         return out
 
     def _write(self, plan: _MergePlan, out: DataFrame) -> list[str]:
@@ -1389,3 +1391,13 @@ def _unresolved_target(
 def _conf(spark: SparkSession, key: str, default: str) -> str:
     value = spark.conf.get(key, default)
     return default if value is None else str(value)
+
+
+def _refuse_empty_target(table_columns: list[str], evolve: bool) -> None:
+    """A target with no columns takes the source's only with schema evolution (Delta's
+    ``ResolveDeltaMergeInto``: ``DELTA_MERGE_INTO_EMPTY_SCHEMA_TARGET``)."""
+    if not table_columns and not evolve:
+        raise DeltaAnalysisError(
+            "DELTA_MERGE_INTO_EMPTY_SCHEMA_TARGET: Cannot MERGE INTO a table with no columns. The target "
+            "table must have columns, or schema evolution must be enabled (withSchemaEvolution())"
+        )

@@ -60,6 +60,7 @@ from deltalog.contrib.spark.native import HIVE_TYPES, hadoop_path, spark_can_rea
 from deltalog.txn.commands.vacuum_listing import STAGING_PREFIX
 from deltalog.txn.log.deletion_vector_writer import random_prefix
 from deltalog.txn.protocol.actions import AddFile, action_to_line, encode_path
+from deltalog.txn.protocol.column_identifiers import quote_if_needed
 from deltalog.txn.protocol.constraints import NOT_NULL_END, NOT_NULL_MESSAGE, Constraint
 from deltalog.txn.protocol.partition_paths import HIVE_DEFAULT_PARTITION, partition_directory, unescape_partition_value
 
@@ -222,7 +223,9 @@ def _empty_strings_to_null(df: DataFrame, columns: Sequence[str]) -> DataFrame:
     present = [c for c in columns if c in df.columns]
     if not present:
         return df
-    return df.withColumns({c: F.when(F.col(f"`{c}`") == "", F.lit(None)).otherwise(F.col(f"`{c}`")) for c in present})
+    return df.withColumns(
+        {c: F.when(F.col(quote_if_needed(c)) == "", F.lit(None)).otherwise(F.col(quote_if_needed(c))) for c in present}
+    )
 
 
 def _checked(df: DataFrame, constraints: Sequence[Constraint]) -> DataFrame:
@@ -244,10 +247,10 @@ def _checked(df: DataFrame, constraints: Sequence[Constraint]) -> DataFrame:
     names = df.columns
     filled = _with_missing_columns(df, [p for c in constraints for p in _columns_read(c)])
     if filled is None:
-        first, *rest = (f"`{name}`" for name in names)
+        first, *rest = (quote_if_needed(name) for name in names)
         return df.select(failing.otherwise(F.col(first)).alias(names[0]), *rest)
     kept = [f"__deltalog_kept_{i}" for i in range(len(names))]
-    evaluated = filled.select(*[F.col(f"`{n}`").alias(k) for n, k in zip(names, kept)], *filled.columns)
+    evaluated = filled.select(*[F.col(quote_if_needed(n)).alias(k) for n, k in zip(names, kept)], *filled.columns)
     checked = failing.otherwise(F.col(kept[0])).alias(names[0])
     return evaluated.select(checked, *[F.col(k).alias(n) for k, n in zip(kept[1:], names[1:])])
 
@@ -279,8 +282,8 @@ def _with_missing_columns(df: DataFrame, paths: Sequence[tuple[str, ...]]) -> Da
         value = F.lit(None)
         for name in reversed(missing[1:]):  # a missing struct: non-NULL, its fields NULL
             value = F.struct(value.alias(name))
-        field_path = ".".join(f"`{p}`" for p in (*found[1:], missing[0]))
-        out = out.withColumn(found[0], F.col(f"`{found[0]}`").withField(field_path, value))
+        field_path = ".".join(quote_if_needed(p) for p in (*found[1:], missing[0]))
+        out = out.withColumn(found[0], F.col(quote_if_needed(found[0])).withField(field_path, value))
     return None if out is df else out
 
 
@@ -303,7 +306,7 @@ def _violation(c: Constraint, columns: Sequence[str]) -> Column:
     ]
     read = _columns_read(c) or [(name,) for name in columns]
     for path in sorted(read, key=".".join):  # Delta's order: by column name
-        column = ".".join(f"`{p}`" for p in path)
+        column = ".".join("`" + p.replace("`", "``") + "`" for p in path)
         value = F.coalesce(F.expr(column).cast("string"), F.lit("null"))
         parts.extend([F.lit(f"\n - {'.'.join(path)} : "), value])
     parts.append(F.lit("\nNothing was written: fix the data, or drop the constraint from the table."))
@@ -341,14 +344,14 @@ def _to_physical(df: DataFrame, spec: WriteSpec) -> DataFrame:
     for name in df.columns:
         if name in spec.row_tracking_columns:  # hidden columns: no mapping; IcebergCompatV3's field ids
             fid = spec.row_tracking_field_ids.get(name)
-            column = F.col(f"`{name}`")
+            column = F.col(quote_if_needed(name))
             columns.append(column if fid is None else column.alias(name, metadata={"parquet.field.id": fid}))
             continue
         logical, target = by_name[name.lower()]
         # struct fields matched by name to the table's (the data's may come in another order,
         # or lack some); then renamed to the physical names, which Spark's cast does by position
         by_field_name = cast_if_needed(
-            F.col(f"`{name}`"),
+            F.col(quote_if_needed(name)),
             df.schema[name].dataType,
             _parse_datatype_json_value(logical.type.to_json_value()),
             name,

@@ -28,6 +28,7 @@ from deltalog.contrib.spark.option_values import delta_boolean, get_option, ille
 from deltalog.contrib.spark.parquet_codecs import DEFAULT_CODEC, parquet_codec
 from deltalog.contrib.spark.partition_overwrite import PartitionOverwriteMode
 from deltalog.contrib.spark.replace_using import parse_replace_using
+from deltalog.contrib.spark.resolver import CASE_INSENSITIVE, CASE_SENSITIVE_CONF, Resolver
 from deltalog.contrib.spark.tablelog import USER_METADATA_CONF
 
 __all__ = [
@@ -71,6 +72,7 @@ _WRITE_KEYS = {
     "spark.sql.sources.partitionoverwritemode",
     "usenullintolerantequalitywithdpo",
     "spark.sql.session.timezone",
+    "spark.sql.casesensitive",
     "spark.databricks.io.skipping.stringprefixlength",
     "spark.databricks.delta.properties.defaults",
 }
@@ -318,6 +320,9 @@ class WriteOptions:
     #: ``write_table`` and the session's conf wrapper give): timestamp literals of
     #: ``replaceWhere`` are its local times. None: read as UTC.
     session_time_zone: str | None = None
+    #: The session's ``spark.sql.caseSensitive`` (an option of that name, which ``write_table``
+    #: and the session's conf wrapper give): how ``replaceWhere`` names resolve.
+    resolver: Resolver = CASE_INSENSITIVE
     #: The session's ``spark.databricks.io.skipping.stringPrefixLength`` (an option of that
     #: name): what string statistics keep when the table does not set
     #: ``delta.dataSkippingStringPrefixLength`` (32 when not given, Delta's default).
@@ -374,6 +379,7 @@ class WriteOptions:
             replace_where_data_columns=_flag(options, REPLACE_WHERE_DATA_COLUMNS_CONF, True),
             replace_where_constraint_check=_flag(options, REPLACE_WHERE_CONSTRAINT_CHECK_CONF, True),
             session_time_zone=_get(options, SESSION_TIME_ZONE_CONF),
+            resolver=Resolver(_flag(options, CASE_SENSITIVE_CONF)),
             session_string_prefix_length=session_string_prefix_length(_get(options, STRING_PREFIX_LENGTH_CONF)),
             session_table_defaults=_session_table_defaults(options),
             session_collect_stats=_flag(options, COLLECT_STATS_CONF, True),

@@ -36,7 +36,14 @@ from deltalog.txn.protocol.constraints import (
     compile_constraints,
 )
 
-__all__ = ["compiled_predicate", "names_data_columns", "partition_filters", "refuse_data_columns", "row_checker"]
+__all__ = [
+    "compiled_predicate",
+    "names_data_columns",
+    "partition_filters",
+    "refuse_data_columns",
+    "refuse_unresolved_names",
+    "row_checker",
+]
 
 
 def compiled_predicate(predicate: str) -> CompiledConstraint:
@@ -99,6 +106,30 @@ def refuse_data_columns(
         except (UnsupportedConstraintError, ValueError):
             names = []
     refuse_non_partition_names(names, metadata, why, resolver)
+
+
+def refuse_unresolved_names(predicate: str, metadata: Metadata, resolver: Resolver) -> None:
+    """Spark's ``UNRESOLVED_COLUMN`` when a column ``predicate`` names is no column of the table
+    by the session's ``resolver``: Delta resolves a ``replaceWhere`` against the table before
+    it uses it, so under ``spark.sql.caseSensitive=true`` ``KEY = 2`` names no column ``key``."""
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, column_paths
+
+    try:
+        names = [c for c, _, _ in parse_partition_predicate(predicate)]
+    except DeltaAnalysisError:
+        try:
+            names = [p[0] for p in column_paths(compiled_predicate(predicate).expr)]
+        except (UnsupportedConstraintError, ValueError):
+            return  # names_data_columns says why the predicate cannot be used
+    columns = [f["name"] for f in json.loads(metadata.schema_string)["fields"]]
+    unresolved = [n for n in names if resolver.find(n, columns) is None]
+    if unresolved:
+        raise DeltaAnalysisError(
+            f"UNRESOLVED_COLUMN.WITH_SUGGESTION: replaceWhere {predicate!r} names {unresolved[0]!r}, which is not "
+            f"a column of the table ({', '.join(columns)}; "
+            f"spark.sql.caseSensitive={str(resolver.case_sensitive).lower()})"
+        )
 
 
 def refuse_non_partition_names(

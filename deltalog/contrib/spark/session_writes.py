@@ -43,6 +43,7 @@ from deltalog.contrib.spark.partition_overwrite import (
     DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF,
     PARTITION_OVERWRITE_MODE_CONF,
 )
+from deltalog.contrib.spark.resolver import CASE_SENSITIVE_CONF
 from deltalog.contrib.spark.tablelog import session_commit_confs
 from deltalog.txn.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF
 from deltalog.txn.protocol.protocol_requirements import SESSION_DEFAULTS_PREFIX
@@ -103,6 +104,7 @@ def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[st
     if max_records is not None and "maxrecordsperfile" not in lowered:
         out["maxRecordsPerFile"] = max_records  # Spark's FileFormatWriter default, as Delta's writes
     for conf in (
+        CASE_SENSITIVE_CONF,
         ALLOW_ARBITRARY_PROPERTIES_CONF,
         REPLACE_WHERE_DATA_COLUMNS_CONF,
         REPLACE_WHERE_CONSTRAINT_CHECK_CONF,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.generation_expressions import check_generation_expression_tree
+from deltalog.contrib.spark.resolver import Resolver
 from deltalog.contrib.spark.schemas import spark_struct
 from deltalog.txn.protocol.column_defaults import CURRENT_DEFAULT
 from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, parse_expression
@@ -262,10 +263,14 @@ def refuse_creation_step(step: str, uri: str, exists: bool) -> None:
         )
 
 
-def check_builder_partitioning(fields: list[dict[str, Any]], partitions: list[str], cluster_by: list[str]) -> None:
+def check_builder_partitioning(
+    fields: list[dict[str, Any]], partitions: list[str], cluster_by: list[str], resolver: Resolver
+) -> list[str]:
     """Delta's checks of CREATE TABLE's partitioning (``DeltaCatalog.createDeltaTable``): not
     both partitioned and clustered (``DELTA_CLUSTER_BY_WITH_PARTITIONED_BY``), no identity
-    column as a partition column (``DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED``)."""
+    column as a partition column (``DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED``). Returns
+    the partition columns spelled as the schema spells them, found by the session's
+    ``resolver`` (Spark's CREATE TABLE normalizes them so: ``FOO`` partitions by ``foo``)."""
     if partitions and cluster_by:
         raise DeltaAnalysisError(
             "DELTA_CLUSTER_BY_WITH_PARTITIONED_BY: Clustering and partitioning cannot both be specified. Please "
@@ -278,6 +283,8 @@ def check_builder_partitioning(fields: list[dict[str, Any]], partitions: list[st
                 f"DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED: PARTITIONED BY IDENTITY column {column} is not "
                 "supported."
             )
+    names = [str(f["name"]) for f in fields]
+    return [resolver.find(column, names) or column for column in partitions]
 
 
 def refuse_clustering_feature_property(properties: Mapping[str, str]) -> None:

@@ -68,6 +68,7 @@ from deltalog.contrib.spark.writes import commit_files, write_spec
 from deltalog.txn.commit.action_checks import assert_removable
 from deltalog.txn.protocol.actions import Action, AddFile
 from deltalog.txn.protocol.clustering import cleared_clustering_domain, refuse_partitioning_a_clustered_table
+from deltalog.txn.protocol.column_identifiers import quote_if_needed
 from deltalog.txn.protocol.errors import TableNotFoundError
 from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, TableProperties, validate_table_properties
 from deltalog.txn.protocol.protocol_requirements import session_table_defaults, with_table_defaults
@@ -1051,7 +1052,9 @@ class DeltaTableBuilder:
             if self._mode == "replace":
                 raise DeltaAnalysisError(_SCHEMA_NOT_PROVIDED)
             raise DeltaAnalysisError("a table needs at least one column: use addColumn / addColumns")
-        check_builder_partitioning(self._fields, self._partitions, self._cluster_by)
+        self._partitions = check_builder_partitioning(
+            self._fields, self._partitions, self._cluster_by, session_resolver(spark)
+        )
         validate_generated_columns(spark, self._fields)
         if str(spark.conf.get(FORCE_PROPERTY_LOWER_CASE_CONF, "false")).strip().lower() == "true":
             # Delta's builder then keeps its properties in a CaseInsensitiveMap: lower-cased keys
@@ -1178,7 +1181,7 @@ def _update_assignments(
         if len(path) > 1:
             nested.setdefault(path[0], {})[path[1:]] = value
     for column, paths in nested.items():
-        assignments[column] = assign_fields(F.col(f"`{column}`"), schema[column].dataType, paths, column)
+        assignments[column] = assign_fields(F.col(quote_if_needed(column)), schema[column].dataType, paths, column)
     return assignments
 
 
@@ -1207,7 +1210,11 @@ def _updated_rows(
         for i, (c, v) in enumerate(assignments.items())
     }
     new_values = [
-        (F.when(matched, values[c]).otherwise(F.col(f"`{c}`")) if c in values else F.col(f"`{c}`")).alias(c)
+        (
+            F.when(matched, values[c]).otherwise(F.col(quote_if_needed(c)))
+            if c in values
+            else F.col(quote_if_needed(c))
+        ).alias(c)
         for c in data_cols
     ]
     new_values = [v.cast(schema_types[c]).alias(c) for v, c in zip(new_values, data_cols)]

@@ -48,7 +48,7 @@ from deltalog.contrib.spark.options import WriteOptions
 from deltalog.contrib.spark.partition_overwrite import NULL_INTOLERANT_EQUALITY_OPTION
 from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 from deltalog.contrib.spark.replace_using import key_columns, matcher, refuse_incompatible_options, written_keys
-from deltalog.contrib.spark.replace_where import names_data_columns, refuse_data_columns
+from deltalog.contrib.spark.replace_where import names_data_columns, refuse_data_columns, refuse_unresolved_names
 from deltalog.contrib.spark.replace_where_rewrite import rewrite_matching, rewrite_outside
 from deltalog.contrib.spark.sink_cast import write_types
 from deltalog.contrib.spark.sink_null_types import (
@@ -529,6 +529,8 @@ def _replace_where_on_data(opts: WriteOptions, metadata: Metadata) -> bool:
     predicate = opts.replace_where
     if not predicate:
         return False
+    if opts.overwrite:  # Delta resolves the predicate of an overwrite against the table
+        refuse_unresolved_names(predicate, metadata, opts.resolver)
     if not opts.replace_where_data_columns:
         if opts.overwrite:  # Delta verifies the partition predicate of an overwrite only
             refuse_data_columns(predicate, metadata)

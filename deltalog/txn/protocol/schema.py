@@ -305,10 +305,17 @@ def parse_schema(text: str) -> StructType:
 
 def split_column_name(name: str) -> list[str]:
     """A column name with dots as its name parts: ``a.b.c`` is field ``c`` of field ``b`` of
-    column ``a``; backquotes keep dots in a part (```a.b`.c`` is field ``c`` of column ``a.b``)."""
-    parts, part, quoted = [], "", False
-    for ch in name:
-        if ch == "`":
+    column ``a``; backquotes keep dots in a part (```a.b`.c`` is field ``c`` of column ``a.b``),
+    and inside them two backquotes are one (```val``ue``` is ``val`ue``), as Spark's
+    ``UnresolvedAttribute.parseAttributeName``."""
+    parts, part, quoted, escaped = [], "", False, False
+    for i, ch in enumerate(name):
+        if escaped:
+            escaped = False
+        elif ch == "`" and quoted and name[i + 1 : i + 2] == "`":
+            part += ch
+            escaped = True
+        elif ch == "`":
             quoted = not quoted
         elif ch == "." and not quoted:
             parts.append(part)
