@@ -95,17 +95,22 @@ def refuse_data_columns(
     ``where``: ``why`` says which) a predicate may name partition columns only: Delta's
     ``DELTA_NON_PARTITION_COLUMN_REFERENCE`` (``verifyPartitionPredicates``), names compared
     by the session's ``resolver``."""
+    refuse_non_partition_names(_top_level_names(predicate) or [], metadata, why, resolver)
+
+
+def _top_level_names(predicate: str) -> list[str] | None:
+    """The top-level columns ``predicate`` names (a nested field by its column); None when
+    it is neither a partition predicate nor in the constraint evaluator's SQL subset."""
     from deltalog.contrib.spark.errors import DeltaAnalysisError
     from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, column_paths
 
     try:
-        names = [c for c, _, _ in parse_partition_predicate(predicate)]
+        return [c for c, _, _ in parse_partition_predicate(predicate)]
     except DeltaAnalysisError:
         try:
-            names = [p[0] for p in column_paths(compiled_predicate(predicate).expr)]
+            return [p[0] for p in column_paths(compiled_predicate(predicate).expr)]
         except (UnsupportedConstraintError, ValueError):
-            names = []
-    refuse_non_partition_names(names, metadata, why, resolver)
+            return None
 
 
 def refuse_unresolved_names(predicate: str, metadata: Metadata, resolver: Resolver) -> None:
@@ -113,15 +118,10 @@ def refuse_unresolved_names(predicate: str, metadata: Metadata, resolver: Resolv
     by the session's ``resolver``: Delta resolves a ``replaceWhere`` against the table before
     it uses it, so under ``spark.sql.caseSensitive=true`` ``KEY = 2`` names no column ``key``."""
     from deltalog.contrib.spark.errors import DeltaAnalysisError
-    from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, column_paths
 
-    try:
-        names = [c for c, _, _ in parse_partition_predicate(predicate)]
-    except DeltaAnalysisError:
-        try:
-            names = [p[0] for p in column_paths(compiled_predicate(predicate).expr)]
-        except (UnsupportedConstraintError, ValueError):
-            return  # names_data_columns says why the predicate cannot be used
+    names = _top_level_names(predicate)
+    if names is None:
+        return  # names_data_columns says why the predicate cannot be used
     columns = [f["name"] for f in json.loads(metadata.schema_string)["fields"]]
     unresolved = [n for n in names if resolver.find(n, columns) is None]
     if unresolved:
