@@ -61,7 +61,6 @@ __all__ = ["forward_session_confs", "session_defaults", "session_read_defaults"]
 
 SOURCE_NAME = "deltalog"
 _SOURCE = "_deltalog_format"
-_GIVEN = "_deltalog_option_keys"
 _WRAPPED = "_deltalog_forwards_session_confs"
 _VALUES = "_deltalog_option_values"
 _MODE = "_deltalog_mode"
@@ -154,20 +153,18 @@ def session_read_defaults(spark: SparkSession, options: Mapping[str, str]) -> di
     return {k: v for k, v in out.items() if k not in options}
 
 
-def _given(writer: _Handle) -> set[str]:
-    keys: set[str] | None = getattr(writer, _GIVEN, None)
-    if keys is None:
-        keys = set()
-        setattr(writer, _GIVEN, keys)
-    return keys
+def _recorded(handle: object, attribute: str) -> dict[str, object]:
+    """The dictionary a wrapped method records on ``handle`` under ``attribute`` (created empty)."""
+    recorded: dict[str, object] | None = getattr(handle, attribute, None)
+    if recorded is None:
+        recorded = {}
+        setattr(handle, attribute, recorded)
+    return recorded
 
 
 def _values(handle: object) -> dict[str, object]:
-    values: dict[str, object] | None = getattr(handle, _VALUES, None)
-    if values is None:
-        values = {}
-        setattr(handle, _VALUES, values)
-    return values
+    """The options given to ``handle`` (keys as given, without those set to None)."""
+    return _recorded(handle, _VALUES)
 
 
 def _add_session_confs(handle: _Handle, fmt: str | None, options: dict[str, object]) -> None:
@@ -178,7 +175,7 @@ def _add_session_confs(handle: _Handle, fmt: str | None, options: dict[str, obje
     source = fmt if fmt is not None else getattr(handle, _SOURCE, None)
     if source is None or source.strip().lower() != SOURCE_NAME:
         return
-    given = dict.fromkeys(_given(handle) | {k for k, v in options.items() if v is not None}, "")
+    given = dict.fromkeys(set(_values(handle)) | {k for k, v in options.items() if v is not None}, "")
     if isinstance(handle, (DataFrameReader, DataStreamReader)):
         for key, value in session_read_defaults(handle._spark, given).items():
             handle._jreader = handle._jreader.option(key, value)
@@ -202,7 +199,6 @@ def _recording_option(original: _F) -> _F:
     @functools.wraps(original)
     def option(self: _Handle, key: str, value: object) -> object:
         if value is not None:
-            _given(self).add(key)
             _values(self)[key] = value
         return original(self, key, value)
 
@@ -212,7 +208,6 @@ def _recording_option(original: _F) -> _F:
 def _recording_options(original: _F) -> _F:
     @functools.wraps(original)
     def options(self: _Handle, **opts: object) -> object:
-        _given(self).update(k for k, v in opts.items() if v is not None)
         _values(self).update((k, v) for k, v in opts.items() if v is not None)
         return original(self, **opts)
 
@@ -306,19 +301,12 @@ def _checking_create(original: _F) -> _F:
             given = _values(self)
             refuse_non_empty_create_location(self._spark, getattr(self, _TABLE), None, given)
             partitioning = getattr(self, _PARTITIONING, [])
-            for key, value in creation_options(self._spark, partitioning, _properties(self), given).items():
+            properties = {k: str(v) for k, v in _recorded(self, _PROPERTIES).items()}
+            for key, value in creation_options(self._spark, partitioning, properties, given).items():
                 self._jwriter.option(key, value)
         return original(self)
 
     return create  # type: ignore[return-value]
-
-
-def _properties(handle: object) -> dict[str, str]:
-    properties: dict[str, str] | None = getattr(handle, _PROPERTIES, None)
-    if properties is None:
-        properties = {}
-        setattr(handle, _PROPERTIES, properties)
-    return properties
 
 
 def _recording_partitioning(original: _F) -> _F:
@@ -340,7 +328,7 @@ def _column_text(column: Column) -> str:
 def _recording_property(original: _F) -> _F:
     @functools.wraps(original)
     def tableProperty(self: DataFrameWriterV2, property: str, value: str) -> object:
-        _properties(self)[property] = value
+        _recorded(self, _PROPERTIES)[property] = value
         return original(self, property, value)
 
     return tableProperty  # type: ignore[return-value]
