@@ -521,6 +521,26 @@ def test_statistics_survive_a_checkpoint_written_only_with_stats_parsed(tmp_path
         DeltaLog.for_table(t).checkpoint()  # the next checkpoint is made from those statistics
 
 
+def test_statistics_survive_a_checkpoint_when_only_write_stats_as_json_is_false(tmp_path):
+    """DeltaCheckpointWithStructColsSuite ``do not lose file stats after a checkpoint when
+    writeStatsAsJson=false``: with ``writeStatsAsStruct`` unset the checkpoint keeps the
+    statistics as ``stats_parsed`` (Delta Spark's default for it is true); only both set to false
+    leave them out, as the protocol says."""
+    t = str(tmp_path)
+    stats = {"numRecords": 1, "minValues": {"id": 3}, "maxValues": {"id": 3}, "nullCount": {"id": 0}}
+    create(t, config={"delta.checkpoint.writeStatsAsJson": "false"})
+    commit(t, 1, [dataclasses.replace(add("a"), stats=json.dumps(stats))])
+    DeltaLog.for_table(t).checkpoint()
+    add_type = pq.read_schema(f"{t}/_delta_log/{1:020d}.checkpoint.parquet").field("add").type
+    assert add_type.get_field_index("stats") == -1 and add_type.get_field_index("stats_parsed") >= 0
+    assert json.loads(DeltaLog.for_table(t).update().files[0].stats or "null") == stats
+    u = str(tmp_path / "both")
+    create(u, config={"delta.checkpoint.writeStatsAsJson": "false", "delta.checkpoint.writeStatsAsStruct": "false"})
+    commit(u, 1, [dataclasses.replace(add("a"), stats=json.dumps(stats))])
+    DeltaLog.for_table(u).checkpoint()
+    assert DeltaLog.for_table(u).update().files[0].stats is None
+
+
 def _retention_table(t: str, versions: int, checkpoints: tuple[int, ...], mtime: dict[int, int]) -> DeltaLog:
     """Commits 0..``versions`` (with ``.crc``) and checkpoints, every file of version ``v`` at
     ``mtime[v]`` (DeltaRetentionSuiteBase's ``setModificationTime``)."""

@@ -456,8 +456,10 @@ class TableProperties:
 
     @property
     def checkpoint_write_stats_as_struct(self) -> bool:
-        """PROTOCOL.md gives ``false`` as the default (Delta Spark's code says true)."""
-        return self._bool("delta.checkpoint.writeStatsAsStruct", False)
+        """Unset: false (PROTOCOL.md's default; Delta Spark's code says true) unless
+        ``writeStatsAsJson`` is false -- then true, so a checkpoint keeps the statistics in one
+        form, as Delta Spark's does; only both set to false leave them out."""
+        return self._bool("delta.checkpoint.writeStatsAsStruct", not self.checkpoint_write_stats_as_json)
 
     @property
     def checkpoint_policy(self) -> str:
