@@ -435,6 +435,83 @@ def test_creating_a_catalog_table_where_a_table_is_refuses_the_location_as_delta
             catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(name), True, False)
 
 
+def test_writer_v2_replace_is_deltas_replace_table_as_select(spark, table_path):
+    """DeltaDataFrameWriterV2Suite "Replace: basic behavior", "Replace: partitioned table",
+    "CreateOrReplace: table does not exist / exists": writeTo(...).createOrReplace() and
+    replace() are Delta's (CREATE OR) REPLACE TABLE AS SELECT -- the table at the location gets
+    the data's schema, the writer's partitioning and properties (only those) and a new id in one
+    commit, its old files removed -- and create() is CREATE TABLE AS SELECT. They were
+    overwrites: partitionedBy and tableProperty were lost, a new schema was refused (after Spark
+    had dropped the catalog entry)."""
+    from pyspark.sql.functions import col
+
+    df = spark.createDataFrame([(1, "a"), (2, "b")], "id long, data string")
+    wider = spark.createDataFrame([(3, "c", 0.5)], "id long, data string, x double")
+    try:
+        by_data = df.writeTo("rtas_t").using("deltalog").option("path", table_path).partitionedBy(col("data"))
+        by_data.tableProperty("k", "v").createOrReplace()
+        first = next(a["metaData"] for a in commits(table_path)[0] if "metaData" in a)
+        assert first["partitionColumns"] == ["data"] and first["configuration"] == {"k": "v"}
+        again = wider.writeTo("rtas_t").using("deltalog").option("path", table_path).partitionedBy(col("id"))
+        again.tableProperty("k2", "v2").createOrReplace()
+        second = next(a["metaData"] for a in commits(table_path)[1] if "metaData" in a)
+        assert second["partitionColumns"] == ["id"] and second["configuration"] == {"k2": "v2"}
+        assert second["id"] != first["id"] and len(json.loads(second["schemaString"])["fields"]) == 3
+        assert sorted(a["remove"]["path"] for a in commits(table_path)[1] if "remove" in a) == sorted(
+            a["add"]["path"] for a in commits(table_path)[0] if "add" in a
+        )
+        df.writeTo("rtas_t").using("deltalog").option("path", table_path).replace()
+        third = next(a["metaData"] for a in commits(table_path)[2] if "metaData" in a)
+        assert third["partitionColumns"] == [] and third["configuration"] == {}
+        assert rows(spark.read.format("deltalog").load(table_path), ["id"]).to_dict("list") == {
+            "id": [1, 2],
+            "data": ["a", "b"],
+        }
+        assert operations(table_path) == [
+            "CREATE OR REPLACE TABLE AS SELECT",
+            "CREATE OR REPLACE TABLE AS SELECT",
+            "REPLACE TABLE AS SELECT",
+        ]
+        created = table_path + "_created"
+        df.writeTo("ctas_w").using("deltalog").option("path", created).create()
+        assert operations(created) == ["CREATE TABLE AS SELECT"]
+    finally:
+        catalog = spark._jsparkSession.sessionState().catalog()
+        for name in ("rtas_t", "ctas_w"):
+            catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(name), True, False)
+
+
+def test_table_creation_mode_by_path_refuses_as_delta_and_keeps_column_mapping_ids(spark, table_path):
+    """The tableCreationMode write option with save(): replace of a path with no table is
+    DELTA_CANNOT_REPLACE_MISSING_TABLE, create of a table is refused, replaceWhere cannot narrow a
+    REPLACE TABLE AS SELECT; a re-created column-mapped table's columns keep their ids (same mode,
+    same type), as the builder's REPLACE TABLE."""
+    from deltalog.contrib.spark.errors import TableAlreadyExistsError
+    from deltalog.txn.protocol.errors import TableNotFoundError
+
+    df = spark.createDataFrame([(1, "a")], "id long, data string")
+
+    def write(mode, **options):
+        writer = df.write.format("deltalog").mode("append").option("tableCreationMode", mode)
+        writer.options(**options).save(table_path)
+
+    with pytest.raises(Exception, match="DELTA_CANNOT_REPLACE_MISSING_TABLE") as missing:
+        write("replace")
+    assert TableNotFoundError.__name__ in str(missing.value) and not os.path.exists(table_path + "/_delta_log")
+    write("createOrReplace", **{"delta.columnMapping.mode": "name"})
+    with pytest.raises(Exception, match=TableAlreadyExistsError.__name__):
+        write("create")
+    with pytest.raises(Exception, match="replaceWhere cannot be combined with tableCreationMode=replace"):
+        write("replace", replaceWhere="id = 1")
+    with pytest.raises(Exception, match="tableCreationMode must be create, replace or createOrReplace"):
+        write("recreate")
+    write("REPLACE", **{"delta.columnMapping.mode": "name"})
+    metadata = [next(a["metaData"] for a in c if "metaData" in a) for c in commits(table_path)]
+    ids = [[f["metadata"]["delta.columnMapping.id"] for f in json.loads(m["schemaString"])["fields"]] for m in metadata]
+    assert ids == [[1, 2], [1, 2]] and metadata[1]["configuration"]["delta.columnMapping.maxColumnId"] == "2"
+    assert operations(table_path) == ["CREATE OR REPLACE TABLE AS SELECT", "REPLACE TABLE AS SELECT"]
+
+
 def test_catalog_inserts_resolve_nested_fields_as_spark_does(spark, table_path):
     """docs/spark.md "Catalog tables": Spark, not deltalog, resolves a catalog insert's columns,
     so it differs from Delta's DeltaInsertIntoColumnOrderAdvancedSuite and

@@ -11,9 +11,9 @@ there, as Delta's.
 
 Spark hands the data source neither ``writeTo(...).partitionedBy(...)`` nor
 ``tableProperty(...)``: :func:`creation_options` turns them into the ``partitionBy`` and
-``tableProperties`` write options of ``create()``, so the new table gets them, as Delta's
-CREATE TABLE AS SELECT; a partition transform (``years(ts)``, ``bucket(4, id)``) is refused, as
-Delta refuses it.
+``tableProperties`` write options of ``create()``, ``replace()`` and ``createOrReplace()``, so
+the new (or re-created) table gets them, as Delta's CREATE / REPLACE TABLE AS SELECT; a
+partition transform (``years(ts)``, ``bucket(4, id)``) is refused, as Delta refuses it.
 """
 
 from __future__ import annotations

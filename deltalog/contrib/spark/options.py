@@ -75,6 +75,7 @@ _WRITE_KEYS = {
     "spark.sql.casesensitive",
     "spark.databricks.io.skipping.stringprefixlength",
     "spark.databricks.delta.properties.defaults",
+    "tablecreationmode",
 }
 #: Storage option families (lower case), as the stores, commit locks and engine settings read them.
 _STORAGE_PREFIXES = (
@@ -142,6 +143,13 @@ REPLACE_WHERE_CONSTRAINT_CHECK_CONF = "spark.databricks.delta.replaceWhere.const
 #: merges schemas when it is true (``DeltaOptions.canMergeSchema``; ``write_table`` reads the
 #: session's), and so does a MERGE (schema evolution)
 SCHEMA_AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
+#: The write option that makes a write Delta's CREATE TABLE AS SELECT (``create``) or (CREATE
+#: OR) REPLACE TABLE AS SELECT (``replace``, ``createOrReplace``): what PySpark's
+#: ``writeTo(...).create()`` / ``replace()`` / ``createOrReplace()`` mean (the session's
+#: writer wrapper sets it, :mod:`~deltalog.contrib.spark.session_writes`)
+TABLE_CREATION_OPTION = "tableCreationMode"
+#: Delta's ``TableCreationModes``, by the lower-cased option value
+TABLE_CREATION_MODES = {"create": "create", "replace": "replace", "createorreplace": "createOrReplace"}
 _READ_KEYS = {
     "versionasof",
     "timestampasof",
@@ -248,9 +256,9 @@ def _refuse_unknown_write_options(options: Mapping[str, str]) -> None:
             "useNullIntolerantEqualityWithDPO, "
             "compression, mergeSchema, overwriteSchema, "
             "userMetadata, txnAppId, txnVersion, maxRecordsPerFile, dataChange, tableProperties, logStore, "
-            "checkpointLocation, queryId; table properties start with delta.; storage options are AWS_*, AZURE_*, "
-            "GOOGLE_*, FSSPEC_*, DELTALOG_*, REDIS_*, deltalog.*, spark.delta.logStore.* and the stores' short "
-            "aliases (REGION, ENDPOINT_URL, ...)"
+            "checkpointLocation, queryId, tableCreationMode; table properties start with delta.; storage options "
+            "are AWS_*, AZURE_*, GOOGLE_*, FSSPEC_*, DELTALOG_*, REDIS_*, deltalog.*, spark.delta.logStore.* and the "
+            "stores' short aliases (REGION, ENDPOINT_URL, ...)"
         )
 
 
@@ -337,6 +345,9 @@ class WriteOptions:
     #: The writer checks the CHECK constraints and invariants outside the tasks' SQL subset
     #: with Spark SQL before writing (``write_table``), so planning does not refuse them.
     spark_constraint_checks: bool = False
+    #: :data:`TABLE_CREATION_OPTION`: ``create``, ``replace`` or ``createOrReplace`` (Delta's
+    #: CREATE / REPLACE TABLE AS SELECT; the last two overwrite), None for a plain write
+    table_creation: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], overwrite: bool) -> WriteOptions:
@@ -347,7 +358,8 @@ class WriteOptions:
             raise InvalidWriteOptionError(
                 f"saveMode must be append, overwrite, errorifexists or ignore, got {save_mode!r}"
             )
-        if save_mode == "overwrite":
+        table_creation = _table_creation(options)
+        if save_mode == "overwrite" or table_creation in ("replace", "createOrReplace"):
             overwrite = True
         partition_by = _partition_by(options)
         props = _table_properties(options)
@@ -383,6 +395,7 @@ class WriteOptions:
             session_string_prefix_length=session_string_prefix_length(_get(options, STRING_PREFIX_LENGTH_CONF)),
             session_table_defaults=_session_table_defaults(options),
             session_collect_stats=_flag(options, COLLECT_STATS_CONF, True),
+            table_creation=table_creation,
         )
 
 
@@ -400,6 +413,26 @@ def _session_table_defaults(options: Mapping[str, str]) -> dict[str, str]:
             f"{SESSION_TABLE_DEFAULTS_OPTION} must be a JSON object of the session's "
             f"{SESSION_TABLE_DEFAULTS_OPTION}.* confs"
         ) from None
+
+
+def _table_creation(options: Mapping[str, str]) -> str | None:
+    """:data:`TABLE_CREATION_OPTION` as one of Delta's ``TableCreationModes``; a REPLACE TABLE AS
+    SELECT replaces the whole table, so a ``replaceWhere`` or ``replaceUsing`` with it is refused."""
+    raw = _get(options, TABLE_CREATION_OPTION)
+    if raw is None:
+        return None
+    mode = TABLE_CREATION_MODES.get(raw.strip().lower())
+    if mode is None:
+        raise InvalidWriteOptionError(
+            f"{TABLE_CREATION_OPTION} must be create, replace or createOrReplace, got {raw!r}"
+        )
+    selective = [k for k in ("replaceWhere", "replaceUsing") if _get(options, k) is not None]
+    if mode != "create" and selective:
+        raise InvalidWriteOptionError(
+            f"{selective[0]} cannot be combined with {TABLE_CREATION_OPTION}={mode}, which replaces the whole "
+            f"table: drop {TABLE_CREATION_OPTION} to overwrite part of the table"
+        )
+    return mode
 
 
 def _replace_where(options: Mapping[str, str]) -> str | None:

@@ -25,6 +25,7 @@ __all__ = [
     "CDF_RESERVED_COLUMNS",
     "as_nullable",
     "assign_column_mapping",
+    "assign_table_column_mapping",
     "check_write_compatible",
     "field_ids",
     "from_model",
@@ -43,6 +44,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType as SparkStructType
+
+    from deltalog.txn.protocol.actions import Metadata
 
 CDF_RESERVED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
@@ -122,6 +125,20 @@ def assign_column_mapping(
         to_model(spark_schema), max_id, old, overwriting=old is not None
     )
     return from_model(assigned), new_max
+
+
+def assign_table_column_mapping(
+    spark_schema: dict[str, Any], mode: str, old: Metadata | None
+) -> tuple[dict[str, Any], int]:
+    """Column mapping of a table's schema under ``mode``: ids from 1 for a new table; for one
+    re-created over ``old`` (REPLACE TABLE, ``overwriteSchema``) they go on above its
+    ``maxColumnId``, and a field keeping its path and type keeps its id and physical name while
+    the mode stays (Delta's ``replaceMetadata``)."""
+    if old is None:
+        return assign_column_mapping(spark_schema, 0)
+    same_mode = old.properties.column_mapping_mode == mode
+    replaced = json.loads(old.schema_string) if same_mode else None
+    return assign_column_mapping(spark_schema, old.properties.column_mapping_max_id, replacing=replaced)
 
 
 def physical_names(spark_schema: Mapping[str, Any], mode: str) -> dict[str, str]:

@@ -20,6 +20,9 @@ Writers and readers of other formats are left exactly as they were.
 its table, ``using`` and options) of such a write that creates a catalog table first check its
 location as Delta's CREATE TABLE AS SELECT does
 (:func:`~deltalog.contrib.spark.create_location.refuse_non_empty_create_location`).
+``DataFrameWriterV2`` ``create``, ``replace`` and ``createOrReplace`` hand the write their kind
+(the ``tableCreationMode`` option: Delta's CREATE / REPLACE TABLE AS SELECT), ``partitionedBy``
+and ``tableProperty``, which Spark does not pass to a Python data source.
 """
 
 from __future__ import annotations
@@ -288,25 +291,30 @@ def _recording_table(original: _F) -> _F:
     return __init__  # type: ignore[return-value]
 
 
-def _checking_create(original: _F) -> _F:
-    """``writeTo(name).using("deltalog").create()``: Delta's CREATE TABLE AS SELECT, whose
-    location must be empty (:mod:`~deltalog.contrib.spark.create_location`)."""
+def _table_creating(original: _F, mode: str) -> _F:
+    """``writeTo(name).using("deltalog")`` ``.create()`` / ``.replace()`` /
+    ``.createOrReplace()`` (``mode``): Delta's CREATE TABLE AS SELECT, whose location must be
+    empty (:mod:`~deltalog.contrib.spark.create_location`), and (CREATE OR) REPLACE TABLE AS
+    SELECT; the write carries the mode, ``partitionedBy`` and ``tableProperty`` as options."""
 
     @functools.wraps(original)
-    def create(self: DataFrameWriterV2) -> object:
+    def creating(self: DataFrameWriterV2) -> object:
         from deltalog.contrib.spark.create_location import creation_options, refuse_non_empty_create_location
+        from deltalog.contrib.spark.options import TABLE_CREATION_OPTION
 
         source = getattr(self, _SOURCE, None)
         if isinstance(source, str) and source.strip().lower() == SOURCE_NAME:
             given = _values(self)
-            refuse_non_empty_create_location(self._spark, getattr(self, _TABLE), None, given)
+            if mode == "create":
+                refuse_non_empty_create_location(self._spark, getattr(self, _TABLE), None, given)
             partitioning = getattr(self, _PARTITIONING, [])
             properties = {k: str(v) for k, v in _recorded(self, _PROPERTIES).items()}
-            for key, value in creation_options(self._spark, partitioning, properties, given).items():
+            options = creation_options(self._spark, partitioning, properties, given)
+            for key, value in {TABLE_CREATION_OPTION: mode, **options}.items():
                 self._jwriter.option(key, value)
         return original(self)
 
-    return create  # type: ignore[return-value]
+    return creating  # type: ignore[return-value]
 
 
 def _recording_partitioning(original: _F) -> _F:
@@ -335,7 +343,7 @@ def _recording_property(original: _F) -> _F:
 
 
 def _wrap_v2_writer() -> None:
-    """``DataFrameWriterV2`` records its table, provider and options for :func:`_checking_create`."""
+    """``DataFrameWriterV2`` records its table, provider and options for :func:`_table_creating`."""
     from pyspark.sql.readwriter import DataFrameWriterV2
 
     if getattr(DataFrameWriterV2, _WRAPPED, False):
@@ -346,7 +354,8 @@ def _wrap_v2_writer() -> None:
     DataFrameWriterV2.options = _recording_options(DataFrameWriterV2.options)  # type: ignore[method-assign]
     DataFrameWriterV2.partitionedBy = _recording_partitioning(DataFrameWriterV2.partitionedBy)  # type: ignore[method-assign]
     DataFrameWriterV2.tableProperty = _recording_property(DataFrameWriterV2.tableProperty)  # type: ignore[method-assign]
-    DataFrameWriterV2.create = _checking_create(DataFrameWriterV2.create)  # type: ignore[method-assign]
+    for mode in ("create", "replace", "createOrReplace"):
+        setattr(DataFrameWriterV2, mode, _table_creating(getattr(DataFrameWriterV2, mode), mode))
     setattr(DataFrameWriterV2, _WRAPPED, True)
 
 

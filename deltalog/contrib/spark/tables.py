@@ -1128,14 +1128,9 @@ class DeltaTableBuilder:
 
         schema: dict[str, Any] = {"type": "struct", "fields": self._fields}
         config = with_table_defaults(self._properties, defaults)
-        if TableProperties(config).column_mapping_mode != "none":
-            if old is None:
-                schema, max_id = schemas.assign_column_mapping(schema, 0)
-            else:  # ids go on; a column keeps its id only when the mode stays (Delta's replaceMetadata)
-                old_max = old.properties.column_mapping_max_id
-                same_mode = old.properties.column_mapping_mode == TableProperties(config).column_mapping_mode
-                replaced = json.loads(old.schema_string) if same_mode else None
-                schema, max_id = schemas.assign_column_mapping(schema, old_max, replacing=replaced)
+        mode = TableProperties(config).column_mapping_mode
+        if mode != "none":
+            schema, max_id = schemas.assign_table_column_mapping(schema, mode, old)
             config[COLUMN_MAPPING_MAX_ID] = str(max_id)
         return Metadata(
             id=str(uuid.uuid4()),

@@ -204,39 +204,34 @@ def _canonical_partitions(data: dict[str, Any], partition_by: Sequence[str]) -> 
     return tuple(by_lower[c.lower()] for c in partition_by)
 
 
-def _new_table_metadata(opts: WriteOptions, data: dict[str, Any], replacing: Metadata | None = None) -> Metadata:
-    """The metadata of a table the write creates, or (``replacing``: ``overwriteSchema``)
-    re-creates over the table's old metadata, whose column mapping ids it keeps growing and
-    whose ids and physical names it reuses for columns that keep their type."""
+def _new_table_metadata(
+    opts: WriteOptions, data: dict[str, Any], old: Metadata | None = None, creating: bool = True
+) -> Metadata:
+    """The metadata of a table the write creates; or, over the table's ``old`` metadata, of the
+    table a REPLACE TABLE AS SELECT re-creates (``creating``) or an ``overwriteSchema``
+    re-defines (not ``creating``: the caller keeps the old properties and id). Column mapping
+    ids go on above ``old``'s (:func:`~deltalog.contrib.spark.schemas.assign_table_column_mapping`)."""
     partition_by = opts.partition_by or ()
-    # a table the write creates gets the session's defaults (Delta's mergeGlobalConfigs); a
-    # re-creation by overwriteSchema is no new table
+    # a table the write creates or re-creates gets the session's defaults (Delta's mergeGlobalConfigs)
     config = dict(opts.table_properties)
-    if replacing is None:
+    if creating:
         config = with_table_defaults(config, opts.session_table_defaults)
     try:
         props = TableProperties(config)
         mode, change_data = props.column_mapping_mode, props.enable_change_data_feed
-        before = (
-            replacing.configuration if replacing is not None else with_table_defaults({}, opts.session_table_defaults)
-        )
+        before = old.configuration if old is not None else with_table_defaults({}, opts.session_table_defaults)
         cdf_was_on = TableProperties(before).enable_change_data_feed
     except InvalidPropertyError as exc:
         raise InvalidWriteOptionError(str(exc)) from exc
     _check_names(data, partition_by, change_data, cdf_was_on)
     schema = schemas.as_nullable(_table_fields(data, change_data))
-    if replacing is None and not schema["fields"]:
+    if old is None and not schema["fields"]:
         raise SchemaMismatchError(
             "DELTA_EMPTY_DATA: Data used in creating the Delta table doesn't have any columns; write a DataFrame "
             "with at least one column"
         )
     if mode != "none":
-        if replacing is None:
-            schema, max_id = schemas.assign_column_mapping(schema, 0)
-        else:
-            old_schema = json.loads(replacing.schema_string)
-            old_max = replacing.properties.column_mapping_max_id
-            schema, max_id = schemas.assign_column_mapping(schema, old_max, replacing=old_schema)
+        schema, max_id = schemas.assign_table_column_mapping(schema, mode, old)
         config[COLUMN_MAPPING_MAX_ID] = str(max_id)
     return Metadata(
         id=str(uuid.uuid4()),
@@ -295,7 +290,6 @@ def plan_write(
     opts: WriteOptions, data_schema_json: str, streaming: bool = False, source: TargetReads | None = None
 ) -> WritePlan:
     """Decide what the write does; raises before any file is written when it cannot work.
-
     ``source``: the written DataFrame's scans of this table, when known (``write_table``):
     the transaction then opens on the snapshot a bound scan read, and reads the whole table."""
     delta_log = open_log(opts.path, opts.storage_options, opts.logstore)
@@ -309,6 +303,7 @@ def plan_write(
         data, casts = _stream_write_types(opts, snapshot, data)
     skip = False
     read_metadata: Metadata | None = None
+    _refuse_table_creation(opts, snapshot.version >= 0, delta_log.table_uri)
     if snapshot.version < 0:
         created = _new_table_metadata(opts, data)
         _check_partition_columns_given(created, json.loads(created.schema_string), data)
@@ -324,12 +319,12 @@ def plan_write(
         # what the commit would refuse, refused before any file is written; then the metadata the commit
         # records (column mapping ids, IcebergCompat's properties and nested ids), so the files carry what it names
         verify_metadata(new_metadata, read_metadata is not None and read_metadata.properties.enable_change_data_feed)
-        new_metadata = complete_metadata(read_metadata, new_metadata)
+        new_metadata = complete_metadata(read_metadata, new_metadata, creating=_recreates(opts, read_metadata))
     metadata = new_metadata or read_metadata
     assert metadata is not None  # a new table has new metadata
     on_data = _replace_where_on_data(opts, metadata)
     using = _replace_using(opts, snapshot, data, streaming)
-    dynamic = not streaming and _dynamic_partition_overwrite(opts, metadata)
+    dynamic = not streaming and opts.table_creation is None and _dynamic_partition_overwrite(opts, metadata)
     checks = opts.spark_constraint_checks
     constraints = () if skip else plan_constraints(metadata, delta_log.table_uri, spark_fallback=checks)
     check_data_for_default_columns(metadata, data)
@@ -351,6 +346,24 @@ def plan_write(
         replace_using=using,
         reads_whole_table=source is not None and source.reads_table,
     )
+
+
+def _refuse_table_creation(opts: WriteOptions, exists: bool, uri: str) -> None:
+    """CREATE TABLE AS SELECT of a location holding a table (``TableAlreadyExistsError``) and
+    REPLACE TABLE AS SELECT of one holding none (``DELTA_CANNOT_REPLACE_MISSING_TABLE``), as
+    Delta's ``CreateDeltaTableCommand`` refuses them; nothing is written."""
+    from deltalog.contrib.spark.table_builder import refuse_creation_step
+
+    if opts.table_creation == "create" and exists:
+        refuse_creation_step("exists", uri, exists)
+    if opts.table_creation == "replace" and not exists:
+        refuse_creation_step("missing", uri, exists)
+
+
+def _recreates(opts: WriteOptions, read_metadata: Metadata | None) -> bool | None:
+    """True for a REPLACE TABLE AS SELECT of an existing table (Delta's ``isCreatingNewTable``:
+    the table is made anew, its column mapping mode may change); None otherwise."""
+    return True if opts.table_creation is not None and read_metadata is not None else None
 
 
 def _with_row_handling(
@@ -435,6 +448,10 @@ def _metadata_change(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any
     with type widening when the table allows it), or None to keep the snapshot's; raises
     when the data does not fit the table."""
     current = snapshot.metadata
+    if opts.table_creation is not None:  # REPLACE TABLE AS SELECT: a new table's metadata over the old
+        fresh = _new_table_metadata(opts, data, old=current)
+        refuse_partitioning_a_clustered_table(snapshot.protocol, fresh.partition_columns)
+        return fresh
     if opts.overwrite and opts.overwrite_schema and not opts.replace_where:
         fresh = _overwritten_metadata(opts, current, data)
         refuse_partitioning_a_clustered_table(snapshot.protocol, fresh.partition_columns)
@@ -579,7 +596,8 @@ def _overwritten_metadata(opts: WriteOptions, current: Metadata, data: dict[str,
     fresh = _new_table_metadata(
         replace(opts, table_properties={**current.configuration, **opts.table_properties}),
         data,
-        replacing=current,
+        old=current,
+        creating=False,
     )
     return replace(
         fresh,
@@ -808,7 +826,7 @@ def _prepare_commit(
         actions.append(SetTransaction(app_id=app_id, version=app_version, last_updated=now))
     if streaming is None:
         if plan.new_metadata is not None:
-            txn.update_metadata(plan.new_metadata)
+            txn.update_metadata(plan.new_metadata, creating_table=_recreates(opts, plan.read_metadata))
         if opts.overwrite and not opts.replace_where and not plan.replace_using:
             actions.extend(_cleared_clustering(txn))
     else:
@@ -854,6 +872,8 @@ def _operation(plan: WritePlan, streaming: StreamingInfo | None, metrics: dict[s
         return StreamingUpdate(
             output_mode=streaming.output_mode, query_id=streaming.app_id, epoch_id=streaming.batch_id
         )
+    if opts.table_creation is not None:
+        return _table_definition(plan, metrics)
     return Write(
         mode="Overwrite" if opts.overwrite else "Append",
         partition_by=list(plan.spec.partition_columns) if opts.partition_by is not None else None,
@@ -864,6 +884,24 @@ def _operation(plan: WritePlan, streaming: StreamingInfo | None, metrics: dict[s
         can_merge_schema=opts.merge_schema,
         user_metrics=metrics,
     )
+
+
+def _table_definition(plan: WritePlan, metrics: dict[str, str]) -> Operation:
+    """``CREATE TABLE AS SELECT`` or ``(CREATE OR) REPLACE TABLE AS SELECT`` (the mode's name,
+    whether a table was there or not, as Delta records it), with the write's metrics."""
+    from deltalog.txn.commit.operations import CreateTable, ReplaceTable
+
+    metadata = plan.new_metadata or plan.read_metadata
+    assert metadata is not None  # a table creation always has metadata
+    definition: dict[str, Any] = {
+        "partition_by": tuple(metadata.partition_columns),
+        "properties": dict(metadata.configuration),
+        "user_metrics": metrics,
+    }
+    mode = plan.options.table_creation
+    if mode == "create":
+        return CreateTable(**definition, as_select=True)
+    return ReplaceTable(**definition, or_create=mode == "createOrReplace", as_select=True)
 
 
 def _read_and_remove(

@@ -379,7 +379,8 @@ class ReplaceTable(_TableDefinition):
 
     @property
     def name(self) -> str:  # type: ignore[override]
-        return "CREATE OR REPLACE TABLE" if self.or_create else "REPLACE TABLE"
+        name = "CREATE OR REPLACE TABLE" if self.or_create else "REPLACE TABLE"
+        return f"{name} AS SELECT" if self.as_select else name
 
 
 @dataclass(frozen=True)
