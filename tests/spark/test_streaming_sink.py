@@ -24,7 +24,8 @@ def _stream_once(spark, rows, table_path, tmp_path, **options):
 def test_complete_mode_overwrite_schema(spark, table_path, tmp_path):
     """Complete mode replaces the table's rows each batch; with ``overwriteSchema`` it also
     replaces its schema (Delta's sink: ``canOverwriteSchema`` in complete mode only); a batch
-    of another schema is refused otherwise, and a stream never takes ``replaceWhere``."""
+    of another schema is refused otherwise, and a stream never takes ``replaceWhere`` or
+    ``tableCreationMode``."""
     from pyspark.sql import functions as F
 
     from deltalog.contrib.spark.source import DeltaLogDataSource
@@ -54,6 +55,9 @@ def test_complete_mode_overwrite_schema(spark, table_path, tmp_path):
     sink = DeltaLogDataSource({"path": table_path, "queryId": "q", "replaceWhere": "p = 0"})
     with pytest.raises(InvalidWriteOptionError, match="replaceWhere"):
         sink.streamWriter(table.schema, True)
+    sink = DeltaLogDataSource({"path": table_path, "queryId": "q", "tableCreationMode": "createOrReplace"})
+    with pytest.raises(InvalidWriteOptionError, match="tableCreationMode does not apply to a streaming write"):
+        sink.streamWriter(table.schema, False)
 
 
 def test_stream_casts_batch_to_table_types(spark, table_path, tmp_path):

@@ -496,11 +496,12 @@ class DeltaLogDataSource(DataSource):
         opts = WriteOptions.parse(self.options, overwrite)
         # Delta's sink records txn(queryId, batchId): txnAppId/txnVersion are batch writes' options
         opts = dataclasses.replace(opts, txn_app_id=None, txn_version=None)
-        if opts.replace_where is not None:
+        if opts.replace_where is not None or opts.table_creation is not None:
             from deltalog.contrib.spark.errors import InvalidWriteOptionError
 
+            given = "replaceWhere" if opts.replace_where is not None else "tableCreationMode"
             raise InvalidWriteOptionError(
-                "replaceWhere does not apply to a streaming write: complete mode replaces the whole table, "
+                f"{given} does not apply to a streaming write: complete mode replaces the whole table, "
                 "append mode replaces nothing; drop the option"
             )
         app_id = _query_app_id(self.options)
