@@ -519,9 +519,9 @@ def test_catalog_inserts_resolve_nested_fields_as_spark_does(spark, table_path):
     insertInto matches struct fields by position (Delta: by name when the top-level names match
     and no cast is needed), BY NAME matches them by name, and a struct field the table lacks is
     refused by Spark even with INSERT WITH SCHEMA EVOLUTION (Delta evolves the table)."""
-    spark.createDataFrame([(1, (2, 3))], "a int, s struct<x:int,y:int>").write.format("deltalog").mode(
-        "append"
-    ).option("path", table_path).saveAsTable("ins_nested")
+    spark.createDataFrame([(1, (2, 3))], "a int, s struct<x:int,y:int>").write.format("deltalog").mode("append").option(
+        "path", table_path
+    ).saveAsTable("ins_nested")
     with_path = f"WITH ('path' = '{table_path}')"
     try:
         swapped = spark.createDataFrame([(4, (5, 4))], "a int, s struct<y:int,x:int>")
