@@ -484,7 +484,7 @@ def test_writer_v2_replace_is_deltas_replace_table_as_select(spark, table_path):
 def test_table_creation_mode_by_path_refuses_as_delta_and_keeps_column_mapping_ids(spark, table_path):
     """The tableCreationMode write option with save(): replace of a path with no table is
     DELTA_CANNOT_REPLACE_MISSING_TABLE, create of a table is refused, replaceWhere cannot narrow a
-    REPLACE TABLE AS SELECT; a re-created column-mapped table's columns keep their ids (same mode,
+    REPLACE TABLE AS SELECT, replaceUsing and overwriteSchema=false are refused as Delta's; a re-created column-mapped table's columns keep their ids (same mode,
     same type), as the builder's REPLACE TABLE."""
     from deltalog.contrib.spark.errors import TableAlreadyExistsError
     from deltalog.txn.protocol.errors import TableNotFoundError
@@ -505,6 +505,10 @@ def test_table_creation_mode_by_path_refuses_as_delta_and_keeps_column_mapping_i
         write("replace", replaceWhere="id = 1")
     with pytest.raises(Exception, match="tableCreationMode must be create, replace or createOrReplace"):
         write("recreate")
+    with pytest.raises(Exception, match="DELTA_DFV2_CREATE_REPLACE_INCOMPATIBLE_REPLACE_ON_OR_USING"):
+        write("create", replaceUsing="id")
+    with pytest.raises(Exception, match="DELTA_ILLEGAL_USAGE: The usage of overwriteSchema"):
+        write("createOrReplace", overwriteSchema="false")
     write("REPLACE", **{"delta.columnMapping.mode": "name"})
     metadata = [next(a["metaData"] for a in c if "metaData" in a) for c in commits(table_path)]
     ids = [[f["metadata"]["delta.columnMapping.id"] for f in json.loads(m["schemaString"])["fields"]] for m in metadata]

@@ -416,21 +416,30 @@ def _session_table_defaults(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def _table_creation(options: Mapping[str, str]) -> str | None:
-    """:data:`TABLE_CREATION_OPTION` as one of Delta's ``TableCreationModes``; a REPLACE TABLE AS
-    SELECT replaces the whole table, so a ``replaceWhere`` or ``replaceUsing`` with it is refused."""
+    """:data:`TABLE_CREATION_OPTION` as one of Delta's ``TableCreationModes``, refusing what
+    Delta's ``CreateDeltaTableCommand`` refuses with it: ``replaceUsing``, and an explicit
+    ``overwriteSchema=false`` with a replace. A REPLACE TABLE AS SELECT replaces the whole
+    table, so a ``replaceWhere`` with one is refused too (Delta would narrow what it removes)."""
     raw = _get(options, TABLE_CREATION_OPTION)
     if raw is None:
         return None
     mode = TABLE_CREATION_MODES.get(raw.strip().lower())
     if mode is None:
+        raise InvalidWriteOptionError(f"{TABLE_CREATION_OPTION} must be create, replace or createOrReplace, got {raw!r}")
+    if _get(options, "replaceUsing") is not None:
         raise InvalidWriteOptionError(
-            f"{TABLE_CREATION_OPTION} must be create, replace or createOrReplace, got {raw!r}"
+            "DELTA_DFV2_CREATE_REPLACE_INCOMPATIBLE_REPLACE_ON_OR_USING: DataFrame Writer V2 create()/replace()/"
+            "createOrReplace() cannot be used with the `replaceOn` or `replaceUsing` option for Delta tables"
         )
-    selective = [k for k in ("replaceWhere", "replaceUsing") if _get(options, k) is not None]
-    if mode != "create" and selective:
+    if mode != "create" and _get(options, "overwriteSchema") is not None and not _flag(options, "overwriteSchema"):
         raise InvalidWriteOptionError(
-            f"{selective[0]} cannot be combined with {TABLE_CREATION_OPTION}={mode}, which replaces the whole "
-            f"table: drop {TABLE_CREATION_OPTION} to overwrite part of the table"
+            "DELTA_ILLEGAL_USAGE: The usage of overwriteSchema is not allowed when replacing a Delta table; drop "
+            "overwriteSchema=false (a replace always replaces the schema)"
+        )
+    if mode != "create" and _get(options, "replaceWhere") is not None:
+        raise InvalidWriteOptionError(
+            f"replaceWhere cannot be combined with {TABLE_CREATION_OPTION}={mode}, which replaces the whole table: "
+            f"drop {TABLE_CREATION_OPTION} to overwrite part of the table"
         )
     return mode
 
