@@ -484,8 +484,9 @@ def test_writer_v2_replace_is_deltas_replace_table_as_select(spark, table_path):
 def test_table_creation_mode_by_path_refuses_as_delta_and_keeps_column_mapping_ids(spark, table_path):
     """The tableCreationMode write option with save(): replace of a path with no table is
     DELTA_CANNOT_REPLACE_MISSING_TABLE, create of a table is refused, replaceWhere cannot narrow a
-    REPLACE TABLE AS SELECT, replaceUsing and overwriteSchema=false are refused as Delta's; a re-created column-mapped table's columns keep their ids (same mode,
-    same type), as the builder's REPLACE TABLE."""
+    REPLACE TABLE AS SELECT, replaceUsing and overwriteSchema=false are refused as Delta's; a
+    re-created column-mapped table's columns keep their ids (same mode, same type), as the
+    builder's REPLACE TABLE."""
     from deltalog.contrib.spark.errors import TableAlreadyExistsError
     from deltalog.txn.protocol.errors import TableNotFoundError
 

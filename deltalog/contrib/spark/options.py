@@ -425,7 +425,9 @@ def _table_creation(options: Mapping[str, str]) -> str | None:
         return None
     mode = TABLE_CREATION_MODES.get(raw.strip().lower())
     if mode is None:
-        raise InvalidWriteOptionError(f"{TABLE_CREATION_OPTION} must be create, replace or createOrReplace, got {raw!r}")
+        raise InvalidWriteOptionError(
+            f"{TABLE_CREATION_OPTION} must be create, replace or createOrReplace, got {raw!r}"
+        )
     if _get(options, "replaceUsing") is not None:
         raise InvalidWriteOptionError(
             "DELTA_DFV2_CREATE_REPLACE_INCOMPATIBLE_REPLACE_ON_OR_USING: DataFrame Writer V2 create()/replace()/"
