@@ -324,6 +324,7 @@ def test_a_rewrite_of_unknown_outcome_keeps_its_files_a_conflict_deletes_them(ta
             self.delta_log = DeltaLog.for_table(table_path)
             self.txn_id = "txn-under-test"
             self.error = error
+            self.may_have_landed = True  # an attempt was made
 
         def commit(self, actions: Any, operation: Any) -> int:
             raise self.error
@@ -339,6 +340,29 @@ def test_a_rewrite_of_unknown_outcome_keeps_its_files_a_conflict_deletes_them(ta
         paths = [os.path.join(table_path, parse_line(line).path) for line in lines]  # type: ignore[union-attr]
         assert all(os.path.exists(p) == kept for p in paths)
 
+
+
+def test_a_commit_refused_before_any_attempt_deletes_its_files(tmp_path: Any) -> None:
+    """Delta's RowTrackingRemovalSuite "Third party writer enables row tracking without
+    disabling suspension property": another engine committed ``delta.enableRowTracking`` and
+    ``delta.rowTrackingSuspended`` both true; the next write fails (Delta's
+    ``DELTA_ROW_TRACKING_ILLEGAL_PROPERTY_COMBINATION``) before any version is written: no
+    unknown outcome, its data files are deleted."""
+    from deltalog.txn.protocol.actions import CommitInfo, action_to_line
+    from deltalog.txn.protocol.errors import RowTrackingError
+
+    path = str(tmp_path / "t")
+    _write(path, _rows([1], [10]), **{"delta.enableRowTracking": "true"})
+    log = DeltaLog.for_table(path)
+    read = log.update()
+    both = {**read.metadata.configuration, "delta.rowTrackingSuspended": "true"}
+    lines = [CommitInfo(timestamp=1, operation="MANUAL UPDATE"), replace(read.metadata, configuration=both)]
+    log.store.write(log.commit_uri(1), [action_to_line(a) for a in lines])
+    before = _data_files(path)
+    plan = _plan(path)
+    with pytest.raises(RowTrackingError, match="cannot both be true"):
+        commit_write(plan, _task_files(plan, _rows([2], [20])))
+    assert _data_files(path) == before and log.update().version == 1
 
 # -- 5. dynamic partition overwrite, refused options -------------------------------------------
 

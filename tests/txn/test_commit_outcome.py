@@ -59,3 +59,31 @@ def test_conflicts_and_invalid_transactions_certainly_failed_io_errors_may_have_
     ]
     assert all(commit_certainly_failed(e) for e in certain)
     assert not any(commit_certainly_failed(e) for e in unknown)
+
+
+def test_an_error_before_the_first_write_is_a_certain_failure_one_after_an_unknown_attempt_is_not() -> None:
+    """A commit refused before any version was written (here a log another engine left with
+    ``delta.enableRowTracking`` and ``delta.rowTrackingSuspended`` both true) certainly
+    failed whatever the error; once an attempt's outcome stayed unknown, it may have landed."""
+    from dataclasses import replace
+
+    from deltalog.txn.protocol.actions import CommitInfo, action_to_line
+    from deltalog.txn.protocol.errors import RowTrackingError
+
+    log = DeltaLog.for_table(f"memory://refused-{uuid.uuid4().hex}")
+    create(log, **{"delta.enableRowTracking": "true"})
+    read = log.update()
+    both = {**read.metadata.configuration, "delta.rowTrackingSuspended": "true"}
+    metadata = replace(read.metadata, configuration=both)
+    lines = [action_to_line(CommitInfo(timestamp=1, operation="X")), action_to_line(metadata)]
+    log.store.write(log.commit_uri(1), lines)
+    txn = log.start_transaction()
+    with pytest.raises(RowTrackingError, match="cannot both be true") as refused:
+        txn.commit([add("f")], Write())
+    assert not txn.may_have_landed and commit_certainly_failed(refused.value, txn.may_have_landed)
+    never = DeltaLog.for_table(f"memory://never-{uuid.uuid4().hex}", logstore=_NeverAnsweringStore())
+    create(never)
+    txn = never.start_transaction(settings=EngineSettings(max_commit_attempts=2, backoff_base_ms=0.1))
+    with pytest.raises(CommitFailedError) as unknown:
+        txn.commit([add("f")], Write())
+    assert txn.may_have_landed and not commit_certainly_failed(unknown.value, txn.may_have_landed)

@@ -133,6 +133,26 @@ def test_a_delete_racing_row_tracking_enablement_carries_the_backfilled_row_ids(
     assert [f.path for f in log.update().files] == ["b"]
 
 
+def test_a_deletion_vector_delete_racing_row_tracking_enablement_keeps_the_backfilled_ids() -> None:
+    """FeatureEnablementConcurrencySuite "Enable row tracking feature" with a DELETE through
+    deletion vectors: the file it re-adds with its new deletion vector carries the ids the
+    enablement gave it, so its rows keep their row ids and none is shared."""
+    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
+
+    log = new_table(**{"delta.enableDeletionVectors": "true"})
+    log.start_transaction().commit([add("a", 3), add("b", 2)], Write())
+    txn = log.start_transaction()
+    (a,) = [f for f in txn.filter_files() if f.path == "a"]
+    set_properties(log, **{"delta.enableRowTracking": "true"})
+    backfilled = {f.path: (f.base_row_id, f.default_row_commit_version) for f in log.update().files}
+    dv = DeletionVectorDescriptor("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 1, 1)
+    marked = replace(a, deletion_vector=dv, stats=json.dumps({"numRecords": 3, "tightBounds": False}))
+    txn.commit([a.remove(1), marked], Write(mode="Overwrite"))
+    files = {f.path: (f.base_row_id, f.default_row_commit_version) for f in log.update().files}
+    assert files == backfilled and files["a"][0] is not None
+    assert sorted(base for base, _ in files.values()) == [0, 3]  # a: ids 0-2, b: ids 3-4
+
+
 def test_a_retried_type_change_records_the_version_it_lands_at() -> None:
     """On a ``typeWidening-preview`` table each type change records its ``tableVersion``:
     a commit retried after a concurrent append records the version it committed, as

@@ -48,6 +48,11 @@ def test_copied_ids_are_kept_and_new_ones_follow_the_winners_mark() -> None:
 
 
 def test_no_assignment_without_the_feature_and_none_while_suspended() -> None:
+    """While ``delta.rowTrackingSuspended`` is on, adds lose both ids, as Delta's
+    ``assignFreshRowIds`` and ``DefaultRowCommitVersion.assignIfMissing`` strip them
+    (RowTrackingRemovalSuite "Property `delta.rowTrackingSuspended` is respected": a file
+    re-added with a deletion vector keeps no ``defaultRowCommitVersion``, or a later
+    backfill would give its rows new ids under their old commit version)."""
     plain = [add("a", 1)]
     assert (
         assign_row_tracking(plain, Protocol(1, 2), None, read_high_water_mark=-1, high_water_mark=-1, version=0)
@@ -55,7 +60,12 @@ def test_no_assignment_without_the_feature_and_none_while_suspended() -> None:
     )
     suspended = Metadata(id="t", configuration={"delta.rowTrackingSuspended": "true"})
     out = assign_row_tracking(
-        [add("a", 1, base_row_id=3)], SUPPORTED, suspended, read_high_water_mark=-1, high_water_mark=-1, version=0
+        [add("a", 1, base_row_id=3, default_row_commit_version=2)],
+        SUPPORTED,
+        suspended,
+        read_high_water_mark=-1,
+        high_water_mark=-1,
+        version=4,
     )
     assert out == [add("a", 1)]
 

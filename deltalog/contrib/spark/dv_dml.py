@@ -226,6 +226,6 @@ def commit_with_deletion_vectors(
     try:
         return commit_files(txn, actions, operation, spec, lines)
     except BaseException as exc:
-        if commit_certainly_failed(exc):
+        if commit_certainly_failed(exc, txn.may_have_landed):
             dv.writer.discard()
         raise

@@ -719,7 +719,7 @@ def commit_files(
     try:
         version = txn.commit([*pending_set_transactions(txn), *actions], operation)
     except BaseException as exc:
-        if commit_certainly_failed(exc):
+        if commit_certainly_failed(exc, txn.may_have_landed):
             delete_files(spec, lines)
             raise
         adds, cdcs = file_actions(lines)

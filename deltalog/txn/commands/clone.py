@@ -374,7 +374,7 @@ def _copy_and_commit(
         committing = True
         return txn.commit_large(iter(adds), operation)
     except BaseException as exc:
-        if copies and (not committing or commit_certainly_failed(exc)):
+        if copies and (not committing or commit_certainly_failed(exc, txn.may_have_landed)):
             _delete_copies(target, copies)
         raise
 

@@ -297,16 +297,21 @@ class ConstraintsNotCheckedError(InvalidTransactionError):
     and the writer did not declare that it checked them."""
 
 
-def commit_certainly_failed(exc: BaseException) -> bool:
+def commit_certainly_failed(exc: BaseException, may_have_landed: bool = True) -> bool:
     """Whether an error out of :meth:`OptimisticTransaction.commit` proves that no version
     was written: a conflict, or an invalid transaction (both raised before or instead of
     writing ``N.json``), but not a :class:`CommitFailedError` after an attempt of unknown
     outcome. Anything else (an ``AmbiguousWriteError``, a failed read-back, an I/O error)
     means the commit may have landed: its data files must be kept. IcebergCompat's checks
     (:class:`~deltalog.txn.protocol.iceberg_compat.IcebergCompatError`) refuse a commit before
-    anything is written too."""
+    anything is written too. ``may_have_landed``: the transaction's
+    :attr:`~deltalog.txn.commit.transaction.OptimisticTransaction.may_have_landed`; when False
+    (nothing was written: a check of the table or the actions refused the commit, e.g. a
+    ``RowTrackingError``), any error is a certain failure."""
     from deltalog.txn.protocol.iceberg_compat import IcebergCompatError
 
+    if not may_have_landed:
+        return True
     if isinstance(exc, CommitFailedError):
         return not exc.outcome_unknown
     return isinstance(exc, (DeltaConcurrentModificationError, InvalidTransactionError, IcebergCompatError))

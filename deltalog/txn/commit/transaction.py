@@ -219,6 +219,8 @@ class OptimisticTransaction:
         self._read_app_ids: set[str] = set()
         self._hooks: list[PostCommitHook] = []
         self._committed = False
+        #: a version holding this commit may exist (see :attr:`may_have_landed`)
+        self._may_have_landed = False
         self._constraints_checked = False
         self._row_tracking_materialized = False
         self.txn_id = str(uuid.uuid4())
@@ -597,6 +599,15 @@ class OptimisticTransaction:
             return None
         return self.commit(actions, operation)
 
+    @property
+    def may_have_landed(self) -> bool:
+        """Whether a version holding this commit may exist: a write of it was attempted and
+        the store did not prove it failed (the version was another writer's), or an earlier
+        attempt's outcome stayed unknown. False while :meth:`commit` fails before its first
+        write (a check of the actions, a conflict): the caller may delete the files it wrote
+        (:func:`~deltalog.txn.commit.commit_errors.commit_certainly_failed`)."""
+        return self._may_have_landed
+
     def commit(self, actions: Sequence[Action], operation: Operation) -> int:
         """Commit ``actions``; returns the version. Raises a concurrency error on conflict.
 
@@ -643,9 +654,11 @@ class OptimisticTransaction:
         lock.recover(self.delta_log.store, self.delta_log.log_uri)
         write_start = time.perf_counter()
         stats.attempts = 1
+        self._may_have_landed = True
         try:
             lock.write_commit(self.delta_log.store, self.delta_log.log_uri, version, lines)
         except FileAlreadyExistsError:
+            self._may_have_landed = False
             winner = WinningCommit(version, self.delta_log.read_commit(version))
             raise ConcurrentWriteError(
                 "a large commit cannot be retried at another version",
@@ -1046,6 +1059,7 @@ class OptimisticTransaction:
         """Write ``lines`` as ``loop.version``; an ambiguous outcome is resolved by reading back
         the version's ``txnId``."""
         write_start = time.perf_counter()
+        self._may_have_landed = True  # until the store says otherwise
         try:
             lock.write_commit(self.delta_log.store, self.delta_log.log_uri, loop.version, lines)
         except AmbiguousWriteError as exc:
@@ -1057,9 +1071,11 @@ class OptimisticTransaction:
             if outcome == "absent":
                 loop.unresolved = exc
                 return _Written.ABSENT
+            self._may_have_landed = loop.unresolved is not None
             return _Written.TAKEN
         except FileAlreadyExistsError:
             stats.time_writing_ms += (time.perf_counter() - write_start) * 1000
+            self._may_have_landed = loop.unresolved is not None
             return _Written.TAKEN
         except Exception as exc:
             if loop.unresolved is None:

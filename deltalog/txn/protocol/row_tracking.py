@@ -5,7 +5,8 @@ and the row-id reassignment of ``ConflictChecker``:
 
 - row tracking is *supported* when the protocol lists the ``rowTracking`` writer feature,
   *enabled* when ``delta.enableRowTracking`` is also ``true``, and *suspended* by
-  ``delta.rowTrackingSuspended=true`` (then no ids are assigned);
+  ``delta.rowTrackingSuspended=true`` (then no ids are assigned, and the adds a commit
+  carries lose their ``baseRowId`` and ``defaultRowCommitVersion``);
 - while supported (and not suspended) every committed ``add`` gets a ``baseRowId`` above the
   row-id high-water mark (domain ``delta.rowTracking``, ``{"rowIdHighWaterMark": n}``), the
   mark grows by the file's physical record count (``numRecords``), and every ``add`` gets
@@ -182,8 +183,9 @@ def iter_row_tracking(
         if supported and isinstance(action, DomainMetadata) and action.domain == ROW_TRACKING_DOMAIN:
             raise RowTrackingError(_HAND_MADE_MARK)
         if isinstance(action, AddFile) and supported:
-            if suspended:
-                action = action if action.base_row_id is None else replace(action, base_row_id=None)
+            if suspended:  # Delta's assignFreshRowIds and DefaultRowCommitVersion.assignIfMissing
+                if action.base_row_id is not None or action.default_row_commit_version is not None:
+                    action = replace(action, base_row_id=None, default_row_commit_version=None)
             else:
                 action, mark = _assign(action, read_high_water_mark, mark, version)
         yield action
