@@ -196,12 +196,13 @@ class DeltaTable(AlterTableMethods):
         storage_options: Mapping[str, str] | None = None,
         logstore: str | None = None,
     ) -> DeltaTable:
-        """The table at ``path``; raises ``TableNotFoundError`` when there is none."""
+        """The table at ``path``; raises ``TableNotFoundError`` when there is none, with
+        Delta's error class (``DELTA_MISSING_DELTA_TABLE``)."""
         from deltalog.txn.protocol.errors import TableNotFoundError
 
         table = cls(sparkSession, path, {**(hadoopConf or {}), **(storage_options or {})}, logstore)
         if not table._log.table_exists():
-            raise TableNotFoundError(table._log.table_uri, "not a Delta table (no commits in _delta_log)")
+            raise TableNotFoundError(table._log.table_uri, f"DELTA_MISSING_DELTA_TABLE: delta.`{path}` is not a Delta table")
         return table
 
     @classmethod
