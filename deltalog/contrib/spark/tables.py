@@ -202,7 +202,8 @@ class DeltaTable(AlterTableMethods):
 
         table = cls(sparkSession, path, {**(hadoopConf or {}), **(storage_options or {})}, logstore)
         if not table._log.table_exists():
-            raise TableNotFoundError(table._log.table_uri, f"DELTA_MISSING_DELTA_TABLE: delta.`{path}` is not a Delta table")
+            missing = f"DELTA_MISSING_DELTA_TABLE: delta.`{path}` is not a Delta table"
+            raise TableNotFoundError(table._log.table_uri, missing)
         return table
 
     @classmethod
