@@ -21,6 +21,8 @@ from deltalog.txn.commit.commit_errors import (
 from deltalog.txn.commit.operations import Write
 from deltalog.txn.commit.settings import EngineSettings
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.protocol.actions import Protocol, action_to_line
+from deltalog.txn.protocol.errors import UnsupportedFeatureError
 from tests.txn.test_transaction import add, create
 
 
@@ -59,3 +61,23 @@ def test_conflicts_and_invalid_transactions_certainly_failed_io_errors_may_have_
     ]
     assert all(commit_certainly_failed(e) for e in certain)
     assert not any(commit_certainly_failed(e) for e in unknown)
+
+
+def test_a_protocol_this_client_cannot_write_certainly_failed() -> None:
+    """The write-support check runs before anything is written (prepare, and on each winning
+    commit's protocol): the refusal proves no version landed, so a writer deletes its files
+    (EvolvabilitySuite: a table of a newer writer)."""
+    store = MemoryLogStore()
+    log = DeltaLog.for_table(f"memory://future-{uuid.uuid4().hex}", logstore=store)
+    create(log)
+    future = Protocol(1, 7, writer_features=("appendOnly", "futureFeature", "invariants"))
+    store.write(log.commit_uri(1), [action_to_line(future)])
+    with pytest.raises(UnsupportedFeatureError) as info:
+        DeltaLog.for_table(log.table_uri, logstore=store).start_transaction().commit([add("f")], Write())
+    assert commit_certainly_failed(info.value)
+    stale = log.start_transaction()  # read version 0; the winner at version 1 needs the feature
+    stale.snapshot  # noqa: B018 -- the read version is fixed when the snapshot is taken
+    with pytest.raises(UnsupportedFeatureError) as winner:
+        stale.commit([add("g")], Write())
+    assert commit_certainly_failed(winner.value)
+    assert not commit_certainly_failed(UnsupportedFeatureError(["futureFeature"], operation="read"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from deltalog.txn.protocol.errors import DeltaLogError
+from deltalog.txn.protocol.errors import DeltaLogError, UnsupportedFeatureError
 
 __all__ = [
     "AddingDeletionVectorsDisallowedError",
@@ -304,9 +304,12 @@ def commit_certainly_failed(exc: BaseException) -> bool:
     outcome. Anything else (an ``AmbiguousWriteError``, a failed read-back, an I/O error)
     means the commit may have landed: its data files must be kept. IcebergCompat's checks
     (:class:`~deltalog.txn.protocol.iceberg_compat.IcebergCompatError`) refuse a commit before
-    anything is written too."""
+    anything is written too, and so does the write-support check of the protocol, in prepare
+    and on each winning commit's protocol (an :class:`UnsupportedFeatureError` of a write)."""
     from deltalog.txn.protocol.iceberg_compat import IcebergCompatError
 
     if isinstance(exc, CommitFailedError):
         return not exc.outcome_unknown
+    if isinstance(exc, UnsupportedFeatureError):
+        return exc.operation == "write"
     return isinstance(exc, (DeltaConcurrentModificationError, InvalidTransactionError, IcebergCompatError))
