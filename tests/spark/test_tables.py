@@ -341,7 +341,7 @@ def test_for_name_resolves_the_session_catalogs_delta_tables(spark, table_path, 
         assert DeltaTable.forName(spark, f"deltalog.`{table_path}`").toDF().count() == 1
         # TruncateTableSuite: Spark refuses TRUNCATE TABLE of a deltalog table (a Python data source
         # cannot declare truncation), with nothing changed; DELETE without a condition is the way
-        with pytest.raises(AnalysisException, match="(?i)truncate"):
+        with pytest.raises(AnalysisException, match=r"(?i)truncate"):
             spark.sql("TRUNCATE TABLE sales_mine")
         assert DeltaTable.forName(spark, "sales_mine").toDF().count() == 1
         spark.read.format("deltalog").load(table_path).createOrReplaceTempView("sales_view")
