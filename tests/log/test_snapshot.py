@@ -98,6 +98,58 @@ def test_unknown_actions_and_fields_are_ignored(tmp_path):
     assert sorted(f.path for f in DeltaLog.for_table(t).update().files) == ["a", "b"]
 
 
+def _with_unknown_columns(checkpoint: str) -> None:
+    """The checkpoint rewritten as EvolvabilitySuiteBase's ``generateTransactionLogWithExtraColumn``
+    and a future writer would: a top-level ``unknown`` column, a new field in the ``add``,
+    ``metaData`` and ``protocol`` structs, and a row holding only an unknown action."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(checkpoint)
+    for name in ("add", "metaData", "protocol"):
+        col = table.column(name).combine_chunks()
+        fields = [col.type.field(i) for i in range(col.type.num_fields)]
+        arrays = [col.field(i) for i in range(col.type.num_fields)] + [pa.array([7] * len(col), pa.int64())]
+        names = [f.name for f in fields] + ["someFutureField"]
+        grown = pa.StructArray.from_arrays(arrays, names=names, mask=pc.invert(col.is_valid()))
+        table = table.set_column(table.schema.get_field_index(name), name, grown)
+    table = table.append_column("unknown", pa.array([True] * table.num_rows))
+    table = table.append_column("some_new_action", pa.nulls(table.num_rows, pa.struct([("a", pa.int64())])))
+    only_unknown = {name: [None] for name in table.schema.names} | {"some_new_action": [{"a": 1}]}
+    pq.write_table(pa.concat_tables([table, pa.Table.from_pydict(only_unknown, schema=table.schema)]), checkpoint)
+
+
+def test_unknown_columns_in_checkpoints_and_commit_lines_are_ignored(tmp_path):
+    """EvolvabilitySuite "transaction log schema evolvability": a checkpoint with unknown columns
+    and fields, a commit of an unknown action, and lines holding an unknown key beside a known
+    action read as without them; deltalog's next checkpoint leaves them out, as Delta's."""
+    import pyarrow.parquet as pq
+
+    t = str(tmp_path)
+    create(t, files=["a", "b"])
+    log = DeltaLog.for_table(t)
+    _with_unknown_columns(log.checkpoint().paths[0].removeprefix("file://"))
+    with open(f"{t}/_delta_log/{1:020d}.json", "w") as fh:
+        fh.write(
+            '{"remove": {"path": "a", "deletionTimestamp": 1, "dataChange": true}}\n{"some_new_action": {"a": 1}}\n'
+        )
+    with open(f"{t}/_delta_log/{2:020d}.json", "w") as fh:
+        fh.write(
+            '{"commitInfo": {"timestamp": 1, "operation": "WRITE"}, "some_new_action_alongside_add_action": ["a"]}\n'
+            '{"add": {"path": "a", "partitionValues": {}, "size": 1, "modificationTime": 1, "dataChange": true, '
+            '"some_new_column_in_add_action": 1}, "some_new_action_alongside_add_action": ["a", "1"]}\n'
+        )
+    fresh = DeltaLog.for_table(t).update()
+    assert fresh.version == 2 and sorted(f.path for f in fresh.files) == ["a", "b"]
+    assert fresh.protocol == protocol() and fresh.metadata == metadata()
+    commit(t, 3, [remove("b")])
+    schema = pq.read_schema(DeltaLog.for_table(t).checkpoint().paths[0].removeprefix("file://"))
+    assert "unknown" not in schema.names and "some_new_action" not in schema.names
+    assert not {"someFutureField", "some_new_column_in_add_action"} & {f.name for f in schema.field("add").type}
+    assert sorted(f.path for f in DeltaLog.for_table(t).update().files) == ["a"]
+
+
 def test_unsupported_reader_feature_is_refused_by_name(tmp_path):
     t = str(tmp_path)
     commit(

@@ -5,6 +5,7 @@ data source and by the native scan with the same rows."""
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -471,3 +472,25 @@ def test_row_tracking_backfill_batches_follow_the_session_conf(spark, tmp_path):
         *unbackfill,
         ("DROP FEATURE", None),
     ]
+
+
+def test_dml_on_a_table_of_a_newer_writer_is_refused_and_leaves_no_file(spark, tmp_path):
+    """EvolvabilitySuite: a table whose protocol names a writer feature deltalog lacks reads,
+    but UPDATE and DELETE are refused (UnsupportedFeatureError, as Delta's ``protocolWrite`` in
+    ``prepareCommit``): the commit certainly failed, so the files the job wrote are deleted, not
+    kept as for a commit of unknown outcome."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.errors import UnsupportedFeatureError
+    from deltalog.logstores.local import LocalLogStore
+    from deltalog.txn.protocol.actions import Protocol, action_to_line
+
+    path = str(tmp_path / "t")
+    spark.createDataFrame([(1, "a"), (2, "b")], "id long, v string").write.format("deltalog").mode("append").save(path)
+    future = Protocol(1, 7, writer_features=("appendOnly", "futureFeature", "invariants"))
+    LocalLogStore().write(f"{path}/_delta_log/{1:020d}.json", [action_to_line(future)])
+    files = sorted(os.listdir(path))
+    table = DeltaTable.forPath(spark, path)
+    for dml in (lambda: table.update("id = 1", {"v": "'x'"}), lambda: table.delete("id = 2")):
+        with pytest.raises(UnsupportedFeatureError, match="futureFeature"):
+            dml()
+    assert sorted(os.listdir(path)) == files

@@ -111,8 +111,9 @@ def test_vacuum_keeps_what_retention_requires(spark, table_path):
     os.utime(orphan, (1, 1))
     with pytest.raises(VacuumRetentionError):
         table.vacuum(0)
-    # default retention: 7 days; as Delta's, the result is the table's location
-    assert [tuple(r) for r in table.vacuum().collect()] == [(table._log.table_uri,)]
+    # default retention: 7 days; as Delta's, the result is the table's location as Hadoop's
+    # qualified Path shows it (file:/abs/path, as DESCRIBE DETAIL's location)
+    assert [tuple(r) for r in table.vacuum().collect()] == [(f"file:{os.path.abspath(table_path)}",)]
     assert not os.path.exists(orphan)
     # the removed g1 files are younger than the retention: kept for time travel
     assert spark.read.format("deltalog").option("versionAsOf", 0).load(table_path).count() == 20
@@ -322,8 +323,11 @@ def test_for_name_resolves_the_session_catalogs_delta_tables(spark, table_path, 
     """``DeltaTable.forName`` as Delta's: a table of the session catalog whose provider is
     ``delta`` (a metastore's entry) or ``deltalog`` is the table at its location;
     ``delta.`/path``` names a path; anything else is ``DELTA_MISSING_DELTA_TABLE``."""
+    from pyspark.errors import AnalysisException
+
     from deltalog.contrib.spark import DeltaTable
     from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.errors import TableNotFoundError
 
     spark.createDataFrame([(1,), (2,)], "id long").write.format("deltalog").mode("append").save(table_path)
     _register_external_table(spark, "sales_orders", table_path, "delta")
@@ -335,11 +339,25 @@ def test_for_name_resolves_the_session_catalogs_delta_tables(spark, table_path, 
         DeltaTable.forName(spark, "sales_orders").delete("id = 1")
         assert [r.id for r in DeltaTable.forName(spark, f"delta.`{table_path}`").toDF().collect()] == [2]
         assert DeltaTable.forName(spark, f"deltalog.`{table_path}`").toDF().count() == 1
-        for name in ("sales_plain", "no_such_table", f"delta.`{tmp_path / 'plain'}`"):
+        # TruncateTableSuite: Spark refuses TRUNCATE TABLE of a deltalog table (a Python data source
+        # cannot declare truncation), with nothing changed; DELETE without a condition is the way
+        with pytest.raises(AnalysisException, match=r"(?i)truncate"):
+            spark.sql("TRUNCATE TABLE sales_mine")
+        assert DeltaTable.forName(spark, "sales_mine").toDF().count() == 1
+        spark.read.format("deltalog").load(table_path).createOrReplaceTempView("sales_view")
+        for name in ("sales_plain", "no_such_table", f"delta.`{tmp_path / 'plain'}`", "sales_view"):
             with pytest.raises(DeltaAnalysisError, match="DELTA_MISSING_DELTA_TABLE"):
                 DeltaTable.forName(spark, name)
+        # DeltaTableSuite "forPath - with non-Delta table path", "isDeltaTable - ...": a directory
+        # without a table, with an empty _delta_log, or missing
+        os.makedirs(tmp_path / "empty_log" / "_delta_log")
+        for path in (tmp_path / "plain", tmp_path / "empty_log", tmp_path / "missing"):
+            assert not DeltaTable.isDeltaTable(spark, str(path))
+            with pytest.raises(TableNotFoundError, match=r"DELTA_MISSING_DELTA_TABLE: delta.`.*` is not a Delta table"):
+                DeltaTable.forPath(spark, str(path))
     finally:  # by the catalog: Spark's DROP TABLE looks the provider up
         catalog = spark._jsparkSession.sessionState().catalog()
+        spark.catalog.dropTempView("sales_view")
         for name in ("sales_orders", "sales_mine", "sales_plain"):
             catalog.dropTable(spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier(name), True, False)
 

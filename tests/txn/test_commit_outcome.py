@@ -21,6 +21,8 @@ from deltalog.txn.commit.commit_errors import (
 from deltalog.txn.commit.operations import Write
 from deltalog.txn.commit.settings import EngineSettings
 from deltalog.txn.delta_log import DeltaLog
+from deltalog.txn.protocol.actions import Protocol, action_to_line
+from deltalog.txn.protocol.errors import UnsupportedFeatureError
 from tests.txn.test_transaction import add, create
 
 
@@ -87,3 +89,23 @@ def test_an_error_before_the_first_write_is_a_certain_failure_one_after_an_unkno
     with pytest.raises(CommitFailedError) as unknown:
         txn.commit([add("f")], Write())
     assert txn.may_have_landed and not commit_certainly_failed(unknown.value, txn.may_have_landed)
+
+
+def test_a_protocol_this_client_cannot_write_certainly_failed() -> None:
+    """The write-support check runs before anything is written (prepare, and on each winning
+    commit's protocol): the refusal proves no version landed, so a writer deletes its files
+    (EvolvabilitySuite: a table of a newer writer)."""
+    store = MemoryLogStore()
+    log = DeltaLog.for_table(f"memory://future-{uuid.uuid4().hex}", logstore=store)
+    create(log)
+    future = Protocol(1, 7, writer_features=("appendOnly", "futureFeature", "invariants"))
+    store.write(log.commit_uri(1), [action_to_line(future)])
+    txn = DeltaLog.for_table(log.table_uri, logstore=store).start_transaction()
+    with pytest.raises(UnsupportedFeatureError) as info:
+        txn.commit([add("f")], Write())
+    assert not txn.may_have_landed and commit_certainly_failed(info.value, txn.may_have_landed)
+    stale = log.start_transaction()  # read version 0; the winner at version 1 needs the feature
+    stale.snapshot  # noqa: B018 -- the read version is fixed when the snapshot is taken
+    with pytest.raises(UnsupportedFeatureError) as winner:
+        stale.commit([add("g")], Write())
+    assert not stale.may_have_landed and commit_certainly_failed(winner.value, stale.may_have_landed)

@@ -196,12 +196,14 @@ class DeltaTable(AlterTableMethods):
         storage_options: Mapping[str, str] | None = None,
         logstore: str | None = None,
     ) -> DeltaTable:
-        """The table at ``path``; raises ``TableNotFoundError`` when there is none."""
+        """The table at ``path``; raises ``TableNotFoundError`` when there is none, with
+        Delta's error class (``DELTA_MISSING_DELTA_TABLE``)."""
         from deltalog.txn.protocol.errors import TableNotFoundError
 
         table = cls(sparkSession, path, {**(hadoopConf or {}), **(storage_options or {})}, logstore)
         if not table._log.table_exists():
-            raise TableNotFoundError(table._log.table_uri, "not a Delta table (no commits in _delta_log)")
+            missing = f"DELTA_MISSING_DELTA_TABLE: delta.`{path}` is not a Delta table"
+            raise TableNotFoundError(table._log.table_uri, missing)
         return table
 
     @classmethod
@@ -731,7 +733,8 @@ class DeltaTable(AlterTableMethods):
     ) -> DataFrame:
         """Delete unreferenced files older than the retention (default
         ``delta.deletedFileRetentionDuration``, 7 days); as Delta's, a one-row DataFrame
-        ``path``: the table's location (the deleted files are logged, and counted in the
+        ``path``: the table's location as Hadoop's qualified ``Path`` shows it (``file:/abs/path``
+        for a local table, as ``detail()``; the deleted files are logged, and counted in the
         ``VACUUM END`` commit).
 
         ``inventory`` (a deltalog addition, Delta's SQL ``VACUUM ... USING INVENTORY``): a
@@ -743,10 +746,11 @@ class DeltaTable(AlterTableMethods):
 
         A retention shorter than the table's is refused (``VacuumRetentionError``) unless
         ``spark.databricks.delta.retentionDurationCheck.enabled`` is ``false``."""
+        from deltalog.contrib.spark.describe import hadoop_location
         from deltalog.contrib.spark.maintenance import vacuum
 
         vacuum(self._spark, self._log, retentionHours, inventory, vacuumType)
-        return self._spark.createDataFrame([(self._log.table_uri,)], "path string")
+        return self._spark.createDataFrame([(hadoop_location(self._log.table_uri),)], "path string")
 
     def restoreToVersion(self, version: int) -> DataFrame:
         """Restore the table's files to ``version`` (one RESTORE commit); its metrics."""

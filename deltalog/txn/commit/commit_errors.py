@@ -307,7 +307,8 @@ def commit_certainly_failed(exc: BaseException, may_have_landed: bool = True) ->
     anything is written too. ``may_have_landed``: the transaction's
     :attr:`~deltalog.txn.commit.transaction.OptimisticTransaction.may_have_landed`; when False
     (nothing was written: a check of the table or the actions refused the commit, e.g. a
-    ``RowTrackingError``), any error is a certain failure."""
+    ``RowTrackingError``, or the write-support check of the protocol, in prepare and on each
+    winning commit's protocol), any error is a certain failure."""
     from deltalog.txn.protocol.iceberg_compat import IcebergCompatError
 
     if not may_have_landed:
