@@ -297,11 +297,11 @@ def _refuse_dropping_a_collections_part(schema: StructType, name: str) -> None:
     dt: DataType | None = schema
     for part in parts[:-1]:
         dt = None if dt is None else _child(dt, part)
-    part = None if not isinstance(dt, (ArrayType, MapType)) else _child(dt, parts[-1])
-    if part is not None:
+    found = None if not isinstance(dt, (ArrayType, MapType)) else _child(dt, parts[-1])
+    if found is not None:
         raise InvalidSchemaChangeError(
             "[DELTA_UNSUPPORTED_DROP_NESTED_COLUMN_FROM_NON_STRUCT_TYPE] Can only drop nested columns from StructType. "
-            f"Found {part.simple_string()} ({name!r}); nothing was committed"
+            f"Found {found.simple_string()} ({name!r}); nothing was committed"
         )
 
 
