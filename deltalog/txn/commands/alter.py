@@ -403,7 +403,10 @@ def rename_column(delta_log: DeltaLog, old: str, new: str) -> int:
         path, _ = _resolve(schema, old)
         new_parts = _split(new)
         if len(new_parts) > 1 and tuple(p.lower() for p in new_parts[:-1]) != tuple(p.lower() for p in path[:-1]):
-            raise InvalidSchemaChangeError(f"cannot rename {old!r} to {new!r}: a rename cannot move a column")
+            raise InvalidSchemaChangeError(
+                f"cannot rename {old!r} to {new!r}: a rename cannot move a column (a new name holding dots is "
+                "backquoted: `a.b`)"
+            )
         new_name = new_parts[-1]
         siblings = _struct_at(schema, path[:-1], old)
         if new_name in siblings:  # the column's own name too, in any case (Spark's checkColumnNotExists)
