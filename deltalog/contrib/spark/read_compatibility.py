@@ -13,13 +13,17 @@ column mapping turned off (:func:`turns_column_mapping_off`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.protocol.column_mapping import column_mapping_mode
 from deltalog.txn.protocol.type_widening import is_type_change_supported
 
-__all__ = ["read_shape", "readable_with", "turns_column_mapping_off"]
+if TYPE_CHECKING:
+    from deltalog.txn.protocol.actions import Metadata
+
+__all__ = ["read_shape", "readable_with", "refuse_schema_changes_since_analysis", "turns_column_mapping_off"]
 
 
 def read_shape(t: Any) -> Any:
@@ -83,4 +87,28 @@ def _type_readable(old: Any, read: Any, widening: bool) -> bool:
         _type_readable(old[1], read[1], widening)
         and _type_readable(old[2], read[2], widening)
         and (read[3] or not old[3])
+    )
+
+
+def refuse_schema_changes_since_analysis(table: str, analyzed: Metadata, scanned: Metadata, version: int) -> None:
+    """Delta's ``TahoeLogFileIndex.getSnapshot``: a DataFrame made at one version and read at
+    a later one must read the same columns. A column renamed or dropped since (under column
+    mapping a new column of an old name is stored under another physical name), a type
+    changed, column mapping turned off or other partition columns would read wrongly (nulls
+    where there is data): :class:`~deltalog.contrib.spark.errors.DeltaAnalysisError`,
+    ``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``. Columns added since are fine."""
+    old, new = read_shape(json.loads(analyzed.schema_string)), read_shape(json.loads(scanned.schema_string))
+    if (
+        tuple(analyzed.partition_columns) == tuple(scanned.partition_columns)
+        and readable_with(old, new, widening=False)
+        and not turns_column_mapping_off(analyzed.configuration, scanned.configuration)
+    ):
+        return
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    raise DeltaAnalysisError(
+        f"DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS: The schema of your Delta table {table} has changed in an incompatible "
+        "way since your DataFrame or DeltaTable object was created (a column renamed or dropped, a type changed, "
+        f"column mapping turned off or other partition columns): it was {analyzed.schema_string} and is "
+        f"{scanned.schema_string} at version {version}. Please redefine your DataFrame or DeltaTable object."
     )
