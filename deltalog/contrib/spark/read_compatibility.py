@@ -91,16 +91,20 @@ def _type_readable(old: Any, read: Any, widening: bool) -> bool:
 
 
 def refuse_schema_changes_since_analysis(table: str, analyzed: Metadata, scanned: Metadata, version: int) -> None:
-    """Delta's ``TahoeLogFileIndex.getSnapshot``: a DataFrame made at one version and read at
-    a later one must read the same columns. A column renamed or dropped since (under column
-    mapping a new column of an old name is stored under another physical name), a type
-    changed, column mapping turned off or other partition columns would read wrongly (nulls
-    where there is data): :class:`~deltalog.contrib.spark.errors.DeltaAnalysisError`,
-    ``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``. Columns added since are fine."""
+    """Delta's ``TahoeLogFileIndex.getSnapshot`` (``hasNoColumnMappingSchemaChanges``): a
+    DataFrame made at one version and read at a later one must read the same columns. A
+    column of the DataFrame stored under another physical name now (renamed away or dropped,
+    and a new column added under its name), column mapping turned off or, under column
+    mapping, other partition columns would read wrongly (nulls where there is data):
+    :class:`~deltalog.contrib.spark.errors.DeltaAnalysisError`, ``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``.
+    Columns added since are fine; a column gone or retyped is the logical check's (the source's
+    ``DELTA_READ_SOURCE_SCHEMA_CONFLICT``)."""
     old, new = read_shape(json.loads(analyzed.schema_string)), read_shape(json.loads(scanned.schema_string))
+    # Delta compares the partition columns only when the scanned version maps columns
+    mapped = column_mapping_mode(scanned.configuration) != "none"
     if (
-        tuple(analyzed.partition_columns) == tuple(scanned.partition_columns)
-        and readable_with(old, new, widening=False)
+        (not mapped or tuple(analyzed.partition_columns) == tuple(scanned.partition_columns))
+        and _stored_alike(old, new)
         and not turns_column_mapping_off(analyzed.configuration, scanned.configuration)
     ):
         return
@@ -112,3 +116,15 @@ def refuse_schema_changes_since_analysis(table: str, analyzed: Metadata, scanned
         f"column mapping turned off or other partition columns): it was {analyzed.schema_string} and is "
         f"{scanned.schema_string} at version {version}. Please redefine your DataFrame or DeltaTable object."
     )
+
+
+def _stored_alike(old: Any, new: Any) -> bool:
+    """Whether every field of ``old`` (a :func:`read_shape`) that ``new`` has, by name in any
+    case and at any depth, is stored under the same name in both."""
+    if not isinstance(old, tuple) or not isinstance(new, tuple) or old[0] != new[0]:
+        return True
+    if old[0] == "struct":
+        fields = {f[0].lower(): f for f in new[1]}
+        pairs = [(f, fields.get(f[0].lower())) for f in old[1]]
+        return all(o is None or (f[3] == o[3] and _stored_alike(f[1], o[1])) for f, o in pairs)
+    return all(_stored_alike(a, b) for a, b in zip(old[1:], new[1:]))
