@@ -106,7 +106,8 @@ def test_overwrite_schema_keeps_ids_growing_and_reuses_those_of_unchanged_column
     ]
 
 
-_REFUSED = [  # (call, error type name, message): DeltaAlterTableTests, CheckConstraintsSuite, DeltaColumnMappingSuite
+_REFUSED = [  # (call, error type, message): DeltaAlterTableTests, CheckConstraintsSuite, DeltaColumnMappingSuite,
+    # DeltaColumnRenameSuite, DeltaDropColumnSuite
     (
         lambda t: t.setProperties({"delta.constraints.big": "id > 3"}),
         "ConstraintViolationError",
@@ -122,6 +123,8 @@ _REFUSED = [  # (call, error type name, message): DeltaAlterTableTests, CheckCon
     (lambda t: t.dropColumn("s.x"), "InvalidSchemaChangeError", "CONSTRAINT_DEPENDENT_COLUMN_CHANGE"),
     (lambda t: t.addColumn("ID", "int"), "InvalidSchemaChangeError", "already exists"),
     (lambda t: t.addColumn("n", "int", nullable=False), "InvalidSchemaChangeError", "NOT NULL"),
+    (lambda t: t.renameColumn("part", "PART"), "InvalidSchemaChangeError", "FIELD_ALREADY_EXISTS"),
+    (lambda t: t.dropColumn("a.element"), "InvalidSchemaChangeError", "DROP_NESTED_COLUMN_FROM_NON_STRUCT_TYPE"),
 ]
 
 
@@ -275,6 +278,26 @@ def test_filters_on_a_renamed_column_use_physical_names(spark: Any, tmp_path: Pa
     table.renameColumn("a", "x")
     table.renameColumn("b", "a")  # files hold a column named ``a``: the old ``a``
     assert _rows(read_table(spark, path, where="a = 1000")) == [{"x": 100, "a": 1000}]
+
+
+def test_a_dataframe_made_before_a_rename_refuses_to_read_another_column(spark: Any, tmp_path: Path) -> None:
+    """Delta's ``TahoeLogFileIndex.getSnapshot``: a DataFrame reads the latest version, so one
+    made before ``v`` was renamed to ``w`` and a new ``v`` added would read the new, empty
+    column under the old name (nulls; its filter dropping every row): refused
+    (``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``). One made after reads on across ADD COLUMNS."""
+    path = str(tmp_path / "t")
+    writer = spark.createDataFrame([(1, "a")], "id int, v string").write.format("deltalog").mode("append")
+    writer.option("delta.columnMapping.mode", "name").save(path)
+    table = DeltaTable.forPath(spark, path)
+    before = spark.read.format("deltalog").load(path)
+    table.renameColumn("v", "w")
+    table.addColumn("v", "string")
+    after = spark.read.format("deltalog").load(path)
+    table.addColumn("z", "int")
+    for df in (before, before.where("v = 'a'")):
+        with pytest.raises(Exception, match="DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS"):
+            df.collect()
+    assert _rows(after) == [{"id": 1, "w": "a", "v": None}]
 
 
 @pytest.mark.parametrize(

@@ -290,6 +290,43 @@ def test_rename_and_drop_reach_fields_inside_arrays_and_maps() -> None:
         alter.rename_column(log, "a.element", "e2")
 
 
+_NON_STRUCT = "DELTA_UNSUPPORTED_DROP_NESTED_COLUMN_FROM_NON_STRUCT_TYPE"
+
+
+@pytest.mark.parametrize(
+    ("call", "error_class"),
+    [  # DeltaColumnRenameSuite "rename in column mapping mode", DeltaDropColumnSuite "corner cases", "can't drop ..."
+        (lambda log: alter.rename_column(log, "a", "a"), "FIELD_ALREADY_EXISTS"),
+        (lambda log: alter.rename_column(log, "a", "A"), "FIELD_ALREADY_EXISTS"),
+        (lambda log: alter.rename_column(log, "b.c", "D"), "FIELD_ALREADY_EXISTS"),
+        (lambda log: alter.add_columns(log, [StructField("b.C", PrimitiveType("string"))]), "FIELD_ALREADY_EXISTS"),
+        (lambda log: alter.drop_columns(log, ["s.x"]), "DELTA_DROP_COLUMN_ON_SINGLE_FIELD_SCHEMA"),
+        (lambda log: alter.drop_columns(log, ["a", "b", "s", "m"]), "DELTA_DROP_COLUMN_ON_SINGLE_FIELD_SCHEMA"),
+        (lambda log: alter.drop_columns(log, ["m.key"]), _NON_STRUCT),
+        (lambda log: alter.drop_columns(log, ["m.VALUE"]), _NON_STRUCT),
+        (lambda log: alter.drop_columns(log, ["b", "m.key"], if_exists=True), _NON_STRUCT),
+    ],
+)
+def test_rename_and_drop_refusals_name_deltas_error_classes(call: Any, error_class: str) -> None:
+    """As Spark's ``checkColumnNotExists`` (a rename to the column's own name, in any case, or to
+    a sibling's; an added field that exists) and Delta's ``SchemaUtils.dropColumn`` (the last
+    field of a struct or of the table; a map's key or value, an array's element): refused with
+    the error class, nothing committed."""
+    maps = {"type": "map", "keyType": "integer", "valueType": "integer", "valueContainsNull": True}
+    log = _create(
+        {MODE: "name"},
+        _struct(
+            _field("a"),
+            _field("b", _struct(_field("c"), _field("d", "integer"))),
+            _field("s", _struct(_field("x"))),
+            _field("m", maps),
+        ),
+    )
+    with pytest.raises(InvalidSchemaChangeError, match=rf"\[{error_class}\]"):
+        call(log)
+    assert log.update().version == 0
+
+
 def test_merged_struct_fields_inside_arrays_and_maps_get_ids() -> None:
     """Delta's ``mergeSchemas`` (a ``mergeSchema`` write, MERGE with schema evolution) adds a
     source struct's extra fields inside an array's element and a map's value, keeping the

@@ -13,13 +13,17 @@ column mapping turned off (:func:`turns_column_mapping_off`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltalog.txn.protocol.column_mapping import column_mapping_mode
 from deltalog.txn.protocol.type_widening import is_type_change_supported
 
-__all__ = ["read_shape", "readable_with", "turns_column_mapping_off"]
+if TYPE_CHECKING:
+    from deltalog.txn.protocol.actions import Metadata
+
+__all__ = ["read_shape", "readable_with", "refuse_schema_changes_since_analysis", "turns_column_mapping_off"]
 
 
 def read_shape(t: Any) -> Any:
@@ -84,3 +88,43 @@ def _type_readable(old: Any, read: Any, widening: bool) -> bool:
         and _type_readable(old[2], read[2], widening)
         and (read[3] or not old[3])
     )
+
+
+def refuse_schema_changes_since_analysis(table: str, analyzed: Metadata, scanned: Metadata, version: int) -> None:
+    """Delta's ``TahoeLogFileIndex.getSnapshot`` (``hasNoColumnMappingSchemaChanges``): a
+    DataFrame made at one version and read at a later one must read the same columns. A
+    column of the DataFrame stored under another physical name now (renamed away or dropped,
+    and a new column added under its name), column mapping turned off or, under column
+    mapping, other partition columns would read wrongly (nulls where there is data):
+    :class:`~deltalog.contrib.spark.errors.DeltaAnalysisError`, ``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``.
+    Columns added since are fine; a column gone or retyped is the logical check's (the source's
+    ``DELTA_READ_SOURCE_SCHEMA_CONFLICT``)."""
+    old, new = read_shape(json.loads(analyzed.schema_string)), read_shape(json.loads(scanned.schema_string))
+    # Delta compares the partition columns only when the scanned version maps columns
+    mapped = column_mapping_mode(scanned.configuration) != "none"
+    if (
+        (not mapped or tuple(analyzed.partition_columns) == tuple(scanned.partition_columns))
+        and _stored_alike(old, new)
+        and not turns_column_mapping_off(analyzed.configuration, scanned.configuration)
+    ):
+        return
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    raise DeltaAnalysisError(
+        f"DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS: The schema of your Delta table {table} has changed in an incompatible "
+        "way since your DataFrame or DeltaTable object was created (a column renamed or dropped, a type changed, "
+        f"column mapping turned off or other partition columns): it was {analyzed.schema_string} and is "
+        f"{scanned.schema_string} at version {version}. Please redefine your DataFrame or DeltaTable object."
+    )
+
+
+def _stored_alike(old: Any, new: Any) -> bool:
+    """Whether every field of ``old`` (a :func:`read_shape`) that ``new`` has, by name in any
+    case and at any depth, is stored under the same name in both."""
+    if not isinstance(old, tuple) or not isinstance(new, tuple) or old[0] != new[0]:
+        return True
+    if old[0] == "struct":
+        fields = {f[0].lower(): f for f in new[1]}
+        pairs = [(f, fields.get(f[0].lower())) for f in old[1]]
+        return all(o is None or (f[3] == o[3] and _stored_alike(f[1], o[1])) for f, o in pairs)
+    return all(_stored_alike(a, b) for a, b in zip(old[1:], new[1:]))

@@ -50,6 +50,7 @@ from deltalog.contrib.spark.files import write_batches
 from deltalog.contrib.spark.input_partitions import TARGET_SPLIT_BYTES, FilesPartition, files_partitions
 from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
 from deltalog.contrib.spark.options import ReadOptions, WriteOptions
+from deltalog.contrib.spark.read_compatibility import refuse_schema_changes_since_analysis
 from deltalog.contrib.spark.reads import (
     ROW_TRACKING_COLUMN,
     FileToRead,
@@ -67,6 +68,7 @@ from deltalog.txn.protocol.generated_columns import partition_expressions
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.protocol.actions import Metadata
 
 __all__ = ["DeltaLogDataSource"]
 
@@ -265,9 +267,10 @@ class DeltaReader(DataSourceReader):
     planned is kept on the reader: each partition carries its snapshot version, files and
     read spec."""
 
-    def __init__(self, options: ReadOptions, schema: StructType) -> None:
+    def __init__(self, options: ReadOptions, schema: StructType, analyzed: Metadata | None = None) -> None:
         self.options = options
         self.schema = schema
+        self.analyzed = analyzed  # the metadata the DataFrame was made with (Delta's snapshotAtAnalysis)
         self.terms: list[Term] = []
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
@@ -306,6 +309,8 @@ class DeltaReader(DataSourceReader):
         metadata = snapshot.metadata
         schema = json.loads(metadata.schema_string)
         _check_read_compatible(delta_log.table_uri, snapshot, self.schema)
+        if self.analyzed is not None:
+            refuse_schema_changes_since_analysis(delta_log.table_uri, self.analyzed, metadata, snapshot.version)
         plan = plan_files(
             snapshot.files,
             snapshot.version,
@@ -463,7 +468,12 @@ class DeltaLogDataSource(DataSource):
             from deltalog.txn.protocol.errors import TableNotFoundError
 
             raise TableNotFoundError(delta_log.table_uri, "no _delta_log; write to it first")
-        schema = logical_struct(_tracked_schema(self.options, delta_log) or snapshot.metadata.schema_string)
+        tracked = _tracked_schema(self.options, delta_log)
+        schema = logical_struct(tracked or snapshot.metadata.schema_string)
+        time_travel = opts.version_as_of is not None or opts.timestamp_as_of is not None
+        if tracked is None and not opts.read_change_feed and not time_travel:
+            # Spark pickles this source after schema() and unpickles it for reader(): the scan checks it
+            self._analyzed: Metadata | None = snapshot.metadata
         if opts.read_change_feed:
             for name, type_name in CDF_COLUMNS:
                 schema = schema.add(name, type_name, True)
@@ -473,7 +483,7 @@ class DeltaLogDataSource(DataSource):
         return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return DeltaReader(ReadOptions.parse(self.options), schema)
+        return DeltaReader(ReadOptions.parse(self.options), schema, getattr(self, "_analyzed", None))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from deltalog.contrib.spark.options import StreamReadOptions

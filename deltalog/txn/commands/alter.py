@@ -282,6 +282,29 @@ def _check_no_dependent_expressions(metadata: Metadata, path: tuple[str, ...], a
         raise InvalidSchemaChangeError(f"cannot {action} column {'.'.join(path)!r}: {reason}")
 
 
+def _field_already_exists(op: str, path: Sequence[str], struct: StructType) -> InvalidSchemaChangeError:
+    """Spark's ``FIELD_ALREADY_EXISTS`` (``CheckAnalysis.checkColumnNotExists``, case-insensitive)."""
+    return InvalidSchemaChangeError(
+        f"[FIELD_ALREADY_EXISTS] Cannot {op} column, because {_attribute_name(path)} already exists in "
+        f"{struct.simple_string()}; nothing was committed"
+    )
+
+
+def _refuse_dropping_a_collections_part(schema: StructType, name: str) -> None:
+    """Delta's ``SchemaUtils.dropColumn``: a map's ``key`` or ``value`` or an array's
+    ``element`` is no field that can be dropped (drop the column, or a field of its struct)."""
+    parts = _split(name)
+    dt: DataType | None = schema
+    for part in parts[:-1]:
+        dt = None if dt is None else _child(dt, part)
+    found = None if not isinstance(dt, (ArrayType, MapType)) else _child(dt, parts[-1])
+    if found is not None:
+        raise InvalidSchemaChangeError(
+            "[DELTA_UNSUPPORTED_DROP_NESTED_COLUMN_FROM_NON_STRUCT_TYPE] Can only drop nested columns from StructType. "
+            f"Found {found.simple_string()} ({name!r}); nothing was committed"
+        )
+
+
 def _require_column_mapping(metadata: Metadata, action: str) -> None:
     if column_mapping_mode(metadata.configuration) == "none":
         error_class = (
@@ -361,7 +384,7 @@ def add_columns(delta_log: DeltaLog, columns: Iterable[tuple[str, StructField] |
                 )
             parent = _struct_at(schema, path[:-1], full)
             if f.name in parent:
-                raise InvalidSchemaChangeError(f"cannot add column {full!r}: a column of that name already exists")
+                raise _field_already_exists("add", path, parent)
             schema = _replace_struct(schema, path[:-1], _appending(f))
             logged.append({"column": _field_for_log(path, f)})
         return _with_schema(metadata, schema), AddColumns(columns=logged)
@@ -380,13 +403,14 @@ def rename_column(delta_log: DeltaLog, old: str, new: str) -> int:
         path, _ = _resolve(schema, old)
         new_parts = _split(new)
         if len(new_parts) > 1 and tuple(p.lower() for p in new_parts[:-1]) != tuple(p.lower() for p in path[:-1]):
-            raise InvalidSchemaChangeError(f"cannot rename {old!r} to {new!r}: a rename cannot move a column")
+            raise InvalidSchemaChangeError(
+                f"cannot rename {old!r} to {new!r}: a rename cannot move a column (a new name holding dots is "
+                "backquoted: `a.b`)"
+            )
         new_name = new_parts[-1]
         siblings = _struct_at(schema, path[:-1], old)
-        if new_name in siblings and new_name.lower() != path[-1].lower():
-            raise InvalidSchemaChangeError(
-                f"cannot rename {'.'.join(path)!r} to {new_name!r}: a column of that name already exists"
-            )
+        if new_name in siblings:  # the column's own name too, in any case (Spark's checkColumnNotExists)
+            raise _field_already_exists("rename", (*path[:-1], new_name), siblings)
         _check_no_dependent_expressions(metadata, path, "rename")
         renamed = _replace_struct(
             schema,
@@ -418,6 +442,7 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
         schema = StructType.from_json(metadata.schema_string)
         paths: list[tuple[str, ...]] = []
         for name in names:
+            _refuse_dropping_a_collections_part(schema, name)
             try:
                 path, _ = _resolve(schema, name)
             except InvalidSchemaChangeError:
@@ -433,11 +458,14 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
                     f"cannot drop the partition column {path[0]!r} (Delta's DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN)"
                 )
             _check_no_dependent_expressions(metadata, path, "drop")
-            schema = _replace_struct(schema, path[:-1], _without(path[-1]))
-            if len(path) > 1 and not _struct_at(schema, path[:-1], ".".join(path)).fields:
+            parent = _struct_at(schema, path[:-1], ".".join(path))
+            if len(parent.fields) == 1:
                 raise InvalidSchemaChangeError(
-                    f"cannot drop {'.'.join(path)!r}: it is the last field of its struct; drop the struct instead"
+                    "[DELTA_DROP_COLUMN_ON_SINGLE_FIELD_SCHEMA] Cannot drop column from a schema with a single column. "
+                    f"Schema: {parent.simple_string()} (dropping {_attribute_name(path)!r}"
+                    + (", the last field of its struct: drop the struct instead)" if len(path) > 1 else ")")
                 )
+            schema = _replace_struct(schema, path[:-1], _without(path[-1]))
         partitions = {c.lower() for c in metadata.partition_columns}
         if not [f for f in schema.fields if f.name.lower() not in partitions]:
             raise InvalidSchemaChangeError("cannot drop every data column of the table: at least one must remain")
