@@ -202,6 +202,13 @@ def test_merge_marks_updated_and_deleted_rows_and_writes_only_new_rows(spark, ta
     assert metrics["numTargetDeletionVectorsAdded"] == "1" and metrics["numTargetFilesRemoved"] == "0"
     _all_readers_agree(spark, table_path, expected)
 
+    # MergeIntoDVsSuite "all conditions failed for all rows": rows match, no clause acts on one;
+    # with deletion vectors nothing is written, so nothing is committed (Delta's commitIfNeeded)
+    versions = len(commits(table_path))
+    merge = DeltaTable.forPath(spark, table_path).alias("t").merge(source.alias("s"), "t.id = s.id")
+    merge.whenMatchedUpdate("s.id < 0", {"v": "s.v"}).whenNotMatchedInsertAll("s.id < 0").execute()
+    assert len(commits(table_path)) == versions
+
     # REORG ... APPLY (PURGE): the file with the DV is rewritten without its deleted rows
     result = DeltaTable.forPath(spark, table_path).optimize().executePurge().collect()[0]
     assert result["metrics"]["deletionVectorStats"]["numDeletionVectorsRemoved"] == 1
