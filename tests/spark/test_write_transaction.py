@@ -325,7 +325,7 @@ def test_a_rewrite_of_unknown_outcome_keeps_its_files_a_conflict_deletes_them(ta
             self.txn_id = "txn-under-test"
             self.error = error
 
-        def commit(self, actions: Any, operation: Any) -> int:
+        def commit_if_needed(self, actions: Any, operation: Any) -> int:
             raise self.error
 
     snapshot = DeltaLog.for_table(table_path).update()
