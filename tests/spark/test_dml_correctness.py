@@ -422,7 +422,9 @@ def test_dml_that_changes_nothing_records_an_empty_commit_only_under_write_seria
     table.delete("id = 99")  # files read, no row matched
     table.update("id = 99", {"v": "'c'"})
     source = spark.createDataFrame([(99, "x")], "id long, v string")
-    table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedDelete().execute()
+    # an insert clause whose condition holds for no source row: nothing written, nothing to commit
+    merge = table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedDelete()
+    merge.whenNotMatchedInsertAll("s.id = 11").execute()
     recorded = operations(table_path)[1:]
     assert recorded == ([] if level == "Serializable" else ["DELETE", "DELETE", "UPDATE", "MERGE"])
     for commit in commits(table_path)[1:]:

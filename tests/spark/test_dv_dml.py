@@ -202,6 +202,13 @@ def test_merge_marks_updated_and_deleted_rows_and_writes_only_new_rows(spark, ta
     assert metrics["numTargetDeletionVectorsAdded"] == "1" and metrics["numTargetFilesRemoved"] == "0"
     _all_readers_agree(spark, table_path, expected)
 
+    # MergeIntoDVsSuite "all conditions failed for all rows": rows match, no clause acts on one;
+    # with deletion vectors nothing is written, so nothing is committed (Delta's commitIfNeeded)
+    versions = len(commits(table_path))
+    merge = DeltaTable.forPath(spark, table_path).alias("t").merge(source.alias("s"), "t.id = s.id")
+    merge.whenMatchedUpdate("s.id < 0", {"v": "s.v"}).whenNotMatchedInsertAll("s.id < 0").execute()
+    assert len(commits(table_path)) == versions
+
     # REORG ... APPLY (PURGE): the file with the DV is rewritten without its deleted rows
     result = DeltaTable.forPath(spark, table_path).optimize().executePurge().collect()[0]
     assert result["metrics"]["deletionVectorStats"]["numDeletionVectorsRemoved"] == 1
@@ -347,6 +354,56 @@ def test_repeated_update_with_deletion_vectors_as_delta(spark, table_path):
         got = _last_commit(table_path)[2]
         assert tuple(int(got[k]) for k in keys) == metrics, condition
     assert sorted(r.id for r in table.toDF().collect()) == [-1] * 8 + [1, 2]
+
+
+def _dv_files(path: str) -> set[str]:
+    return {n for n in os.listdir(path) if n.endswith(".bin")}
+
+
+def test_a_dml_whose_deletion_vector_is_not_written_or_whose_commit_conflicts_leaves_the_table(
+    spark, table_path, monkeypatch
+):
+    """Delta's ``DeletionVectorWriteDurabilitySuite``: a DELETE, UPDATE or MERGE whose DV file
+    fails to be written (its close fails, no object) aborts: no version, every row readable,
+    no DV referenced. A DML whose commit loses to a concurrent DV DELETE of the same file raises
+    the conflict and deletes its DV file; the winner's deleted row stays deleted."""
+    from deltalog.contrib.spark import DeltaTable, merge
+    from deltalog.txn.commit.commit_errors import ConcurrentAppendError
+    from deltalog.txn.log.deletion_vector_writer import DeletionVectorWriter
+
+    expected = _dv_table(spark, table_path)
+    table = DeltaTable.forPath(spark, table_path)
+    source = spark.createDataFrame([(1, "x"), (5, "x")], "id long, v string")
+    dmls = {
+        "delete": lambda: table.delete("id IN (1, 5)"),
+        "update": lambda: table.update("id IN (1, 5)", {"v": "'u'"}),
+        "merge": lambda: table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedDelete().execute(),
+    }
+
+    def failing_close(self: Any, path: str, blob: bytes) -> None:
+        raise OSError("injected deletion vector close failure")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(DeletionVectorWriter, "_put", failing_close)
+        for name, dml in dmls.items():
+            with pytest.raises(OSError, match="injected"):
+                dml()
+            assert len(commits(table_path)) == 2, name
+    assert not _dv_files(table_path) and table.toDF().count() == 40
+
+    # a concurrent DV DELETE of the same file commits between this MERGE's plan and its commit
+    real = merge.mark_deleted_rows
+
+    def concurrent_delete_first(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(merge, "mark_deleted_rows", real)
+        table.delete("id = 7")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(merge, "mark_deleted_rows", concurrent_delete_first)
+    with pytest.raises(ConcurrentAppendError):
+        dmls["merge"]()
+    assert len(_dv_files(table_path)) == 1  # the winner's; the loser's DV file is deleted
+    _all_readers_agree(spark, table_path, expected[expected.id != 7])
 
 
 _DV_STEPS = [  # DeletionVectorsSuite "Metrics when deleting with DV", its second DELETE as a

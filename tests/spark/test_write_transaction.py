@@ -326,7 +326,7 @@ def test_a_rewrite_of_unknown_outcome_keeps_its_files_a_conflict_deletes_them(ta
             self.error = error
             self.may_have_landed = True  # an attempt was made
 
-        def commit(self, actions: Any, operation: Any) -> int:
+        def commit_if_needed(self, actions: Any, operation: Any) -> int:
             raise self.error
 
     snapshot = DeltaLog.for_table(table_path).update()

@@ -218,8 +218,9 @@ def dml_metrics(
 
 def commit_with_deletion_vectors(
     txn: OptimisticTransaction, dv: DeletionVectorCommit, lines: Sequence[str], operation: Operation, spec: WriteSpec
-) -> int:
-    """Commit the deletion-vector actions with the files written as ``lines``; when the
+) -> int | None:
+    """Commit the deletion-vector actions with the files written as ``lines`` (nothing when
+    there is nothing to commit: :func:`~deltalog.contrib.spark.writes.commit_files`); when the
     commit certainly did not land, the new DV files are deleted with the data files."""
     adds, cdcs = file_actions(lines)
     actions: list[Action] = [*dv.actions, *adds, *cdcs]

@@ -1150,10 +1150,10 @@ class DeltaMergeBuilder:
             metrics.update(dv.metrics("numTarget"))
             spec = self._table._write_spec(plan.txn.snapshot)
             version = commit_with_deletion_vectors(plan.txn, dv, lines, self._operation(metrics), spec)
-            log.info("MERGE marked rows in deletion vectors, version %d (%s)", version, metrics)
+            log.info("MERGE marked rows in deletion vectors, version %s (%s)", version, metrics)
             return
         version = self._table._commit_rewrite(plan.txn, touched.files, lines, self._operation(metrics))
-        log.info("MERGE committed version %d (%s)", version, metrics)
+        log.info("MERGE committed version %s (%s)", version, metrics)
 
     def _commit_no_change(self, plan: _MergePlan, scanned: float) -> None:
         """A MERGE that changed no row commits only the session's ``SetTransaction`` of an

@@ -411,7 +411,7 @@ class DeltaTable(AlterTableMethods):
 
     def _commit_rewrite(
         self, txn: OptimisticTransaction, removed: Sequence[AddFile], lines: Sequence[str], operation: Operation
-    ) -> int:
+    ) -> int | None:
         adds, cdcs = file_actions(lines)
         now = _now_ms()
         actions: list[Action] = [f.remove(now) for f in removed]

@@ -707,8 +707,11 @@ def commit_write(plan: WritePlan, action_lines: Sequence[str], streaming: Stream
 
 def commit_files(
     txn: OptimisticTransaction, actions: Sequence[Action], operation: Operation, spec: WriteSpec, lines: Sequence[str]
-) -> int:
-    """``txn.commit(actions, operation)`` for actions that add the files written as ``lines``.
+) -> int | None:
+    """``txn.commit_if_needed(actions, operation)`` for actions that add the files written as
+    ``lines``: Delta's WRITE, DELETE, UPDATE and MERGE all commit with ``commitIfNeeded``, so a
+    command left with nothing to commit (a MERGE whose clauses acted on no row) records no empty
+    commit on a ``Serializable`` table; the version, or None when nothing was committed.
 
     The files are deleted only when the commit certainly did not land
     (:func:`~deltalog.txn.commit.commit_errors.commit_certainly_failed`); on an unknown outcome they
@@ -717,7 +720,7 @@ def commit_files(
     ``txnAppId``/``txnVersion`` commits its ``SetTransaction`` with them."""
     actions = _untag_high_water_marks(txn, actions)
     try:
-        version = txn.commit([*pending_set_transactions(txn), *actions], operation)
+        version = txn.commit_if_needed([*pending_set_transactions(txn), *actions], operation)
     except BaseException as exc:
         if commit_certainly_failed(exc, txn.may_have_landed):
             delete_files(spec, lines)
