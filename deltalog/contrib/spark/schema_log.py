@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog.contrib.spark.errors import DeltaSourceSchemaLogError
 from deltalog.contrib.spark.logical_schema import without_internal_writer_metadata
 from deltalog.logstores.errors import FileAlreadyExistsError
+from deltalog.txn.protocol.column_identifiers import column_sql
 from deltalog.txn.protocol.actions import AddCDCFile, AddFile, Metadata, Protocol, RemoveFile
 from deltalog.txn.protocol.type_widening import is_type_change_supported
 
@@ -211,24 +212,52 @@ class SchemaChange:
         return "\n".join(out)
 
 
-def _columns(schema: dict[str, Any], prefix: str = "") -> dict[str, tuple[str, Any]]:
-    """Each column at any depth of struct nesting by its physical path: (logical path, type)."""
-    out: dict[str, tuple[str, Any]] = {}
+#: a column's position: its physical (or logical) name parts, outermost first, with
+#: ``element`` / ``key`` / ``value`` for a step into an array or a map
+_Path = tuple[str, ...]
+_COLLECTION_PARTS = {"array": (("element", "elementType"),), "map": (("key", "keyType"), ("value", "valueType"))}
+
+
+def _columns(schema: dict[str, Any], physical: _Path = (), logical: _Path = ()) -> dict[_Path, tuple[_Path, Any]]:
+    """Each column at any depth (struct fields, and the elements of arrays and the keys and
+    values of maps, as Delta's ``SchemaMergingUtils.explode``) by its physical path: (logical
+    path, type)."""
+    out: dict[_Path, tuple[_Path, Any]] = {}
     for f in schema["fields"]:
-        physical = prefix + (f.get("metadata") or {}).get(_PHYSICAL, f["name"])
-        logical = f["name"]
-        out[physical] = (logical, f["type"])
-        t = f["type"]
-        if isinstance(t, dict) and t.get("type") == "struct":
-            for key, (name, sub) in _columns(t, physical + ".").items():
-                out[key] = (logical + "." + name, sub)
+        at = (*physical, (f.get("metadata") or {}).get(_PHYSICAL, f["name"]))
+        name = (*logical, f["name"])
+        out[at] = (name, f["type"])
+        out.update(_nested(f["type"], at, name))
     return out
+
+
+def _nested(t: Any, physical: _Path, logical: _Path) -> dict[_Path, tuple[_Path, Any]]:
+    if not isinstance(t, dict):
+        return {}
+    if t.get("type") == "struct":
+        return _columns(t, physical, logical)
+    out: dict[_Path, tuple[_Path, Any]] = {}
+    for part, key in _COLLECTION_PARTS.get(str(t.get("type")), ()):
+        out[(*physical, part)] = ((*logical, part), t[key])
+        out.update(_nested(t[key], (*physical, part), (*logical, part)))
+    return out
+
+
+def _kind(t: Any) -> str:
+    return str(t.get("type")) if isinstance(t, dict) else "atomic"
+
+
+def _is_collection_part(columns: dict[_Path, tuple[_Path, Any]], physical: _Path) -> bool:
+    """Whether ``physical`` is an array's element or a map's key or value (not a field named so)."""
+    parent = columns.get(physical[:-1])
+    return parent is not None and _kind(parent[1]) in _COLLECTION_PARTS
 
 
 def schema_change(old: dict[str, Any], new: dict[str, Any]) -> SchemaChange | None:
     """Delta's ``determineNonAdditiveSchemaChangeType``: columns renamed and dropped (by
-    physical name, so only under column mapping a rename is one), and leaf types changed
-    (widened, or not: :attr:`SchemaChange.incompatible`); None for an additive change."""
+    physical name, so only under column mapping a rename is one) and leaf types changed
+    (widened, or not: :attr:`SchemaChange.incompatible`), at any depth, inside arrays and
+    maps too; None for an additive change."""
     before, after = _columns(old), _columns(new)
     renamed: list[tuple[str, str]] = []
     dropped: list[str] = []
@@ -237,14 +266,18 @@ def schema_change(old: dict[str, Any], new: dict[str, Any]) -> SchemaChange | No
     for physical, (name, t) in before.items():
         now = after.get(physical)
         if now is None:
-            if physical.rpartition(".")[0] in after or "." not in physical:
-                dropped.append(name)
+            # a field whose parent is still there was dropped (an array's element or a map's
+            # key or value goes only with the collection: the change of its type tells)
+            if (physical[:-1] in after or len(physical) == 1) and not _is_collection_part(before, physical):
+                dropped.append(column_sql(name))
             continue
-        if now[0].rpartition(".")[2] != name.rpartition(".")[2]:
-            renamed.append((name, now[0]))
-        if not isinstance(t, dict) and t != now[1]:
+        if now[0][-1] != name[-1]:
+            renamed.append((column_sql(name), column_sql(now[0])))
+        if _kind(t) != _kind(now[1]):  # e.g. a struct or an array that became another type
+            incompatible.append((column_sql(now[0]), _kind(t), _kind(now[1])))
+        elif _kind(t) == "atomic" and t != now[1]:
             kind = widened if is_type_change_supported(t, now[1]) else incompatible
-            kind.append((now[0], str(t), str(now[1])))
+            kind.append((column_sql(now[0]), str(t), str(now[1])))
     if not (renamed or dropped or widened or incompatible):
         return None
     return SchemaChange(tuple(renamed), tuple(dropped), tuple(widened), tuple(incompatible))
