@@ -1021,6 +1021,17 @@ def test_schema_change_inside_arrays_and_maps() -> None:
     assert not change.incompatible
     narrowed = schema_change(new, struct(new["fields"][0], new["fields"][1], field("w", array("string"), "c6")))
     assert narrowed is not None and narrowed.incompatible == (("w.element", "long", "string"),)
+    # Delta's checkIncompatibleSchemaChange (isReadCompatible, forbidTightenNullability): a `void`
+    # column that took a type (a mergeSchema write) is no change, a column made NOT NULL (or an
+    # array's elements, a map's values) is one no option unblocks
+    assert schema_change(struct(field("v", "void", "c7")), struct(field("v", "long", "c7"))) is None
+    not_null = {**field("w", array("integer"), "c6"), "nullable": False}
+    tightened = schema_change(old, struct(old["fields"][0], old["fields"][1], not_null))
+    assert tightened is not None and tightened.incompatible == (("w", "nullable", "not null"),)
+    elements = field("w", {**array("integer"), "containsNull": False}, "c6")
+    tightened = schema_change(old, struct(old["fields"][0], old["fields"][1], elements))
+    assert tightened is not None and tightened.incompatible == (("w.element", "nullable", "not null"),)
+    assert schema_change(struct(not_null), struct(field("w", array("integer"), "c6"))) is None  # loosened
 
     def entry(schema: dict[str, Any], version: int) -> Any:
         return persisted("t", version, Metadata(id="t", schema_string=json.dumps(schema)), Protocol(1, 1), "")
