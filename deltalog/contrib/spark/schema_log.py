@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from deltalog.contrib.spark.errors import DeltaSourceSchemaLogError
 from deltalog.contrib.spark.logical_schema import without_internal_writer_metadata
 from deltalog.logstores.errors import FileAlreadyExistsError
-from deltalog.txn.protocol.column_identifiers import column_sql
 from deltalog.txn.protocol.actions import AddCDCFile, AddFile, Metadata, Protocol, RemoveFile
+from deltalog.txn.protocol.column_identifiers import column_sql
 from deltalog.txn.protocol.type_widening import is_type_change_supported
 
 if TYPE_CHECKING:
@@ -258,8 +258,9 @@ def _nested(t: Any, physical: _Path, logical: _Path) -> dict[_Path, _Column]:
         return _columns(t, physical, logical)
     out: dict[_Path, _Column] = {}
     for part, key, nullable in _COLLECTION_PARTS.get(str(t.get("type")), ()):
-        out[(*physical, part)] = _Column((*logical, part), t[key], bool(nullable and t.get(nullable, True)))
-        out.update(_nested(t[key], (*physical, part), (*logical, part)))
+        at, name = (*physical, part), (*logical, part)
+        out[at] = _Column(name, t[key], bool(nullable and t.get(nullable, True)))
+        out.update(_nested(t[key], at, name))
     return out
 
 
