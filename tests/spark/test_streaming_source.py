@@ -982,6 +982,66 @@ def test_schema_tracking_ignores_changes_of_internal_writer_metadata_only() -> N
     assert metadata_changed(generated, metadata(**{"delta.generationExpression": "1", "comment": "c"}), protocol)
 
 
+def test_schema_change_inside_arrays_and_maps() -> None:
+    """Delta's ``determineNonAdditiveSchemaChangeType`` finds renamed and dropped fields and
+    widened types at any depth, inside arrays (``element``) and maps (``key``, ``value``) too
+    (``SchemaMergingUtils.explode``, ``TypeWideningMetadata.collectTypeChanges``): such a
+    change blocks a stream with ``schemaTrackingLocation`` until it is unblocked, and a type
+    change that is no widening fails it, as at the top level."""
+    from deltalog.contrib.spark.schema_log import blocked_change, persisted, schema_change
+    from deltalog.txn.protocol.actions import Metadata, Protocol
+
+    def field(name: str, t: Any, physical: str) -> dict[str, Any]:
+        return {"name": name, "type": t, "nullable": True, "metadata": {"delta.columnMapping.physicalName": physical}}
+
+    def struct(*fields: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "struct", "fields": list(fields)}
+
+    def array(element: Any) -> dict[str, Any]:
+        return {"type": "array", "elementType": element, "containsNull": True}
+
+    def map_of(key: Any, value: Any) -> dict[str, Any]:
+        return {"type": "map", "keyType": key, "valueType": value, "valueContainsNull": True}
+
+    old = struct(
+        field("arr", array(struct(field("x", "integer", "c2"), field("y", "integer", "c3"))), "c1"),
+        field("m", map_of("string", struct(field("u", "integer", "c5"))), "c4"),
+        field("w", array("integer"), "c6"),
+    )
+    new = struct(
+        field("arr", array(struct(field("a.z", "integer", "c2"))), "c1"),
+        field("m", map_of("string", struct(field("u", "long", "c5"))), "c4"),
+        field("w", array("long"), "c6"),
+    )
+    change = schema_change(old, new)
+    assert change is not None and change.name == "RENAME, DROP AND TYPE WIDENING"
+    assert change.renamed == (("arr.element.x", "arr.element.`a.z`"),)
+    assert change.dropped == ("arr.element.y",)
+    assert change.widened == (("m.value.u", "integer", "long"), ("w.element", "integer", "long"))
+    assert not change.incompatible
+    narrowed = schema_change(new, struct(new["fields"][0], new["fields"][1], field("w", array("string"), "c6")))
+    assert narrowed is not None and narrowed.incompatible == (("w.element", "long", "string"),)
+    # Delta's checkIncompatibleSchemaChange (isReadCompatible, forbidTightenNullability): a `void`
+    # column that took a type (a mergeSchema write) is no change, a column made NOT NULL (or an
+    # array's elements, a map's values) is one no option unblocks
+    assert schema_change(struct(field("v", "void", "c7")), struct(field("v", "long", "c7"))) is None
+    not_null = {**field("w", array("integer"), "c6"), "nullable": False}
+    tightened = schema_change(old, struct(old["fields"][0], old["fields"][1], not_null))
+    assert tightened is not None and tightened.incompatible == (("w", "nullable", "not null"),)
+    elements = field("w", {**array("integer"), "containsNull": False}, "c6")
+    tightened = schema_change(old, struct(old["fields"][0], old["fields"][1], elements))
+    assert tightened is not None and tightened.incompatible == (("w.element", "nullable", "not null"),)
+    assert schema_change(struct(not_null), struct(field("w", array("integer"), "c6"))) is None  # loosened
+
+    def entry(schema: dict[str, Any], version: int) -> Any:
+        return persisted("t", version, Metadata(id="t", schema_string=json.dumps(schema)), Protocol(1, 1), "")
+
+    blocked = blocked_change({"allowSourceColumnRenameAndDrop": "always"}, entry(old, 1), entry(new, 2))
+    assert blocked is not None and blocked.widened
+    options = {"spark.databricks.delta.streaming.allowSourceColumnRenameAndDrop": "always"}
+    assert blocked_change({**options, "allowSourceColumnTypeChange": "2"}, entry(old, 1), entry(new, 2)) is None
+
+
 def test_restart_before_a_non_additive_change_fails(spark, table_path, tmp_path):
     """DeltaSourceSuite "drop column / rename column: should fail with non-additive schema
     change error" from a restart: a query restarted (or started with ``startingVersion``) at a

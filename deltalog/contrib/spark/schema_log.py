@@ -26,6 +26,7 @@ from deltalog.contrib.spark.errors import DeltaSourceSchemaLogError
 from deltalog.contrib.spark.logical_schema import without_internal_writer_metadata
 from deltalog.logstores.errors import FileAlreadyExistsError
 from deltalog.txn.protocol.actions import AddCDCFile, AddFile, Metadata, Protocol, RemoveFile
+from deltalog.txn.protocol.column_identifiers import column_sql
 from deltalog.txn.protocol.type_widening import is_type_change_supported
 
 if TYPE_CHECKING:
@@ -211,40 +212,103 @@ class SchemaChange:
         return "\n".join(out)
 
 
-def _columns(schema: dict[str, Any], prefix: str = "") -> dict[str, tuple[str, Any]]:
-    """Each column at any depth of struct nesting by its physical path: (logical path, type)."""
-    out: dict[str, tuple[str, Any]] = {}
+#: a column's position: its physical (or logical) name parts, outermost first, with
+#: ``element`` / ``key`` / ``value`` for a step into an array or a map
+_Path = tuple[str, ...]
+#: Spark's ``NullType`` (``void``; ``null`` in older schemas): a column that takes any type later
+_VOID = ("void", "null")
+_COLLECTION_PARTS = {
+    "array": (("element", "elementType", "containsNull"),),
+    "map": (("key", "keyType", None), ("value", "valueType", "valueContainsNull")),
+}
+
+
+@dataclass(frozen=True)
+class _Column:
+    """One position of a schema (:func:`_columns`): its logical path, type and nullability."""
+
+    logical: _Path
+    type: Any
+    nullable: bool
+
+    @property
+    def kind(self) -> str:
+        return str(self.type.get("type")) if isinstance(self.type, dict) else "atomic"
+
+    @property
+    def type_name(self) -> str:
+        return str(self.type) if self.kind == "atomic" else self.kind
+
+
+def _columns(schema: dict[str, Any], physical: _Path = (), logical: _Path = ()) -> dict[_Path, _Column]:
+    """Each column at any depth (struct fields, and the elements of arrays and the keys and
+    values of maps, as Delta's ``SchemaMergingUtils.explode``) by its physical path."""
+    out: dict[_Path, _Column] = {}
     for f in schema["fields"]:
-        physical = prefix + (f.get("metadata") or {}).get(_PHYSICAL, f["name"])
-        logical = f["name"]
-        out[physical] = (logical, f["type"])
-        t = f["type"]
-        if isinstance(t, dict) and t.get("type") == "struct":
-            for key, (name, sub) in _columns(t, physical + ".").items():
-                out[key] = (logical + "." + name, sub)
+        at = (*physical, (f.get("metadata") or {}).get(_PHYSICAL, f["name"]))
+        out[at] = _Column((*logical, f["name"]), f["type"], bool(f.get("nullable", True)))
+        out.update(_nested(f["type"], at, out[at].logical))
     return out
+
+
+def _nested(t: Any, physical: _Path, logical: _Path) -> dict[_Path, _Column]:
+    if not isinstance(t, dict):
+        return {}
+    if t.get("type") == "struct":
+        return _columns(t, physical, logical)
+    out: dict[_Path, _Column] = {}
+    for part, key, nullable in _COLLECTION_PARTS.get(str(t.get("type")), ()):
+        at, name = (*physical, part), (*logical, part)
+        out[at] = _Column(name, t[key], bool(nullable and t.get(nullable, True)))
+        out.update(_nested(t[key], at, name))
+    return out
+
+
+def _is_collection_part(columns: dict[_Path, _Column], physical: _Path) -> bool:
+    """Whether ``physical`` is an array's element or a map's key or value (not a field named so)."""
+    parent = columns.get(physical[:-1])
+    return parent is not None and parent.kind in _COLLECTION_PARTS
+
+
+def _incompatible(old: _Column, new: _Column) -> tuple[str, str, str] | None:
+    """Delta's ``checkIncompatibleSchemaChange`` at one position (``isReadCompatible`` with
+    ``forbidTightenNullability``): another kind of type, an atomic type changed but not
+    widened (a ``void`` column may take any type), or a nullable position made NOT NULL."""
+    name = column_sql(new.logical)
+    if old.type in _VOID:
+        return None
+    if old.kind != new.kind or (old.kind == "atomic" and not is_type_change_supported(old.type, new.type)):
+        return name, old.type_name, new.type_name
+    if old.nullable and not new.nullable:
+        return name, "nullable", "not null"
+    return None
 
 
 def schema_change(old: dict[str, Any], new: dict[str, Any]) -> SchemaChange | None:
     """Delta's ``determineNonAdditiveSchemaChangeType``: columns renamed and dropped (by
-    physical name, so only under column mapping a rename is one), and leaf types changed
-    (widened, or not: :attr:`SchemaChange.incompatible`); None for an additive change."""
+    physical name, so only under column mapping a rename is one) and types widened, at any
+    depth, inside arrays and maps too, with the changes no option unblocks
+    (:attr:`SchemaChange.incompatible`); None for an additive change."""
     before, after = _columns(old), _columns(new)
     renamed: list[tuple[str, str]] = []
     dropped: list[str] = []
     widened: list[tuple[str, str, str]] = []
     incompatible: list[tuple[str, str, str]] = []
-    for physical, (name, t) in before.items():
+    for physical, column in before.items():
         now = after.get(physical)
         if now is None:
-            if physical.rpartition(".")[0] in after or "." not in physical:
-                dropped.append(name)
+            # a field whose parent is still there was dropped (an array's element or a map's
+            # key or value goes only with the collection: the change of its type tells)
+            if (physical[:-1] in after or len(physical) == 1) and not _is_collection_part(before, physical):
+                dropped.append(column_sql(column.logical))
             continue
-        if now[0].rpartition(".")[2] != name.rpartition(".")[2]:
-            renamed.append((name, now[0]))
-        if not isinstance(t, dict) and t != now[1]:
-            kind = widened if is_type_change_supported(t, now[1]) else incompatible
-            kind.append((now[0], str(t), str(now[1])))
+        if now.logical[-1] != column.logical[-1]:
+            renamed.append((column_sql(column.logical), column_sql(now.logical)))
+        bad = _incompatible(column, now)
+        if bad is not None:
+            incompatible.append(bad)
+        elif column.kind == "atomic" and column.type not in (*_VOID, now.type):
+            widened.append((column_sql(now.logical), str(column.type), str(now.type)))
     if not (renamed or dropped or widened or incompatible):
         return None
     return SchemaChange(tuple(renamed), tuple(dropped), tuple(widened), tuple(incompatible))
