@@ -349,10 +349,14 @@ def _shape(expr: Expr) -> tuple[str, Column] | None:
     return None
 
 
-def partition_expressions(metadata: Metadata) -> list[PartitionExpression]:
+def partition_expressions(metadata: Metadata, protocol: Protocol | None) -> list[PartitionExpression]:
     """The table's partition columns generated from a timestamp or date column, as a
     substring of a string column or as a copy of a column, in a shape whose filters can be
-    derived (others are ignored: they just do not prune)."""
+    derived (others are ignored: they just do not prune). None when the ``protocol`` does not
+    enforce generated columns (Delta's ``generatePartitionFilters``): the partition values of
+    such a table need not be its expressions' values. ``protocol`` None: a table being created."""
+    if not enforces_generated_columns(protocol, metadata):
+        return []
     fields = {f["name"].lower(): f for f in _fields(metadata)}
     out: list[PartitionExpression] = []
     for partition in metadata.partition_columns:
@@ -373,6 +377,8 @@ def partition_expressions(metadata: Metadata) -> list[PartitionExpression]:
             continue  # a collation orders strings otherwise than the partition filters
         if shape[0] == "identity" and source.get("type") != f.get("type"):
             continue  # a cast copy: its values are not the source's
+        if shape[0] == "date_trunc" and (source.get("type") == "timestamp_ntz" or f.get("type") != "timestamp"):
+            continue  # Delta's TimestampTruncPartitionExpr: an instant of a timestamp or date's local time
         expr = parse_expression(str(text))
         out.append(PartitionExpression(partition, str(source["name"]), source["type"], shape[0], expr, str(text)))
     return out
@@ -450,6 +456,8 @@ def _derive(p: PartitionExpression, op: str, value: Any, time_zone: str | None) 
     # at both ends of the spread; a non-monotonic f (month, day, hour) only when they agree
     try:
         low, high = p.value(v - spread), p.value(v + spread)
+        if p.function == "date_trunc" and low is not None and high is not None:
+            low, high = _local_instants(low, high, spread, time_zone)
     except (UnsupportedConstraintError, OverflowError, pa.ArrowInvalid):
         return []
     if low is None or high is None:
@@ -466,6 +474,24 @@ def _derive(p: PartitionExpression, op: str, value: Any, time_zone: str | None) 
     if op == "=" and low == high:
         return [(col, "=", low)]
     return []
+
+
+def _local_instants(
+    low: dt.datetime, high: dt.datetime, spread: dt.timedelta, time_zone: str | None
+) -> tuple[dt.datetime, dt.datetime]:
+    """``date_trunc``'s bounds, local times of the session, as the instants its timestamp
+    partition holds (Spark's ``truncTimestamp`` truncates in the session time zone): both
+    instants of a time a DST change repeats or skips; widened by the largest zone offset
+    when the zone is unknown."""
+    low, high = low.replace(tzinfo=None), high.replace(tzinfo=None)
+    zone = session_time_zone(time_zone)
+    if zone is None or spread:
+        return (low - _ZONE_SPREAD).replace(tzinfo=dt.timezone.utc), (high + _ZONE_SPREAD).replace(
+            tzinfo=dt.timezone.utc
+        )
+    lows = [low.replace(tzinfo=zone, fold=f).astimezone(dt.timezone.utc) for f in (0, 1)]
+    highs = [high.replace(tzinfo=zone, fold=f).astimezone(dt.timezone.utc) for f in (0, 1)]
+    return min(lows), max(highs)
 
 
 def derived_partition_terms(
