@@ -438,3 +438,21 @@ def test_date_trunc_partitions_hold_instants_of_the_local_truncation() -> None:
     assert kept(day, ("ts", "=", dt.date(2021, 1, 1))) == ["f8"]
     assert kept(day, ("ts", "=", dt.date(2021, 1, 1)), None) == ["f0", "f7", "f8", "f9"]
     assert partition_expressions(_partition_table("date_trunc('HOUR', ts)", "timestamp_ntz", "timestamp"), None) == []
+
+
+def test_a_lower_bound_on_a_date_format_partition_keeps_years_past_9999() -> None:
+    """OptimizeGeneratedColumnSuite "end-to-end test of behaviors of write/read null on
+    partition column": ``date_format`` writes a year past 9999 with its sign (``+12345-07``),
+    text that sorts before every four-digit year; Delta compares parsed times, so ``ts >=
+    '2021-06-01'`` reads that row. A text bound alone pruned its partition."""
+    from deltalog.contrib.spark.scan import plan_files
+
+    fmt = partition_expressions(_partition_table("date_format(ts, 'yyyy-MM')", "timestamp_ntz", "string"), None)
+    files = [AddFile(v, {"p": v}, 1, 0) for v in ("2021-01", "2021-07", "+12345-07")]
+    types = {"ts": "timestamp_ntz", "p": "string"}
+    for op in (">", ">="):
+        term = ("ts", op, dt.datetime(2021, 6, 1))
+        assert [f.path for f in plan_files(files, 1, [term], ["p"], types, generated=fmt).files] == [
+            "2021-07",
+            "+12345-07",
+        ]

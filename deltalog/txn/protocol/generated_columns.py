@@ -464,6 +464,9 @@ def _derive(p: PartitionExpression, op: str, value: Any, time_zone: str | None) 
         return []
     col = p.partition_column
     if p.monotonic:
+        if op in (">", ">=") and p.function == "date_format":
+            # a year past 9999 is written with its sign (+12345-07): text that sorts first
+            return [("", OR, (((col, ">=", low),), ((col, "startswith", "+"),)))]
         if op in (">", ">="):
             return [(col, ">=", low)]
         if op in ("<", "<="):
