@@ -530,9 +530,7 @@ def test_a_column_named_with_a_dot_is_not_the_struct_field_of_that_path(spark: A
     assert [tuple(r) for r in read_table(spark, path).collect()] == [((1,), 10)]
 
 
-def test_generation_expressions_a_table_does_not_enforce_derive_no_partition_filter(
-    spark: Any, tmp_path: Path
-) -> None:
+def test_generation_expressions_a_table_does_not_enforce_derive_no_partition_filter(spark: Any, tmp_path: Path) -> None:
     """GeneratedColumn.generatePartitionFilters derives nothing unless the protocol supports
     ``generatedColumns``: a (1, 2) table (Databricks 8.0's) keeps the expression as mere
     metadata, so its partition values need not be ``CAST(ts AS DATE)`` of the rows."""

@@ -350,7 +350,8 @@ def test_non_monotonic_parts_derive_only_exact_equalities() -> None:
     # strings of 'MM-yyyy' (or 'HH') do not sort as time: a range pruned partitions of matching
     # rows; other patterns derive exact equalities only
     for pattern in ("MM-yyyy", "dd-MM-yyyy", "HH", "yyyy-dd-MM", "yyyyMMdd"):
-        other = partition_expressions(_partition_table(f"date_format(ts, '{pattern}')", "timestamp_ntz", "string"), None)
+        table = _partition_table(f"date_format(ts, '{pattern}')", "timestamp_ntz", "string")
+        other = partition_expressions(table, None)
         assert derived_partition_terms([("ts", "<=", when), ("ts", ">", when)], other) == [], pattern
         assert len(derived_partition_terms([("ts", "=", when)], other)) == 1, pattern
 
