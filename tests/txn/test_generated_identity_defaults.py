@@ -312,6 +312,10 @@ def test_substring_and_copied_partition_columns_derive_filters_as_deltas() -> No
     assert [f.path for f in kept] == ["f-ab", "f-bc", "f-None"]  # "" is in the null partition
     assert derived_partition_terms([("ts", "=", "é€x")], head) == [("p", "=", "é€")]  # characters, not bytes
     assert derived_partition_terms([("ts", "=", "")], head) == []  # the partition is null
+    # Delta takes any position (SUBSTRING(value, -2, 2) of a table Delta wrote); deltalog does
+    # not evaluate negative ones: the filter prunes nothing instead of failing the read
+    tail = partition_expressions(_partition_table("SUBSTRING(ts, -2, 2)", "string", "string"), None)
+    assert derived_partition_terms([("ts", "=", "abc"), ("ts", "isnull", None)], tail) == []
     # Spark's UTF8String.substringSQL: position 0 starts at the first character, as 1 does
     data = pa.table({"s": ["abc"]})
     assert evaluate(parse_expression("substr(s, 0, 2)"), data, "").to_pylist() == ["ab"]

@@ -338,7 +338,8 @@ def _shape(expr: Expr) -> tuple[str, Column] | None:
         return None
     args = expr.args
     if expr.name in ("substring", "substr") and len(args) == 3 and isinstance(args[0], Column):
-        literal = all(isinstance(a, Literal) and type(a.value) is int for a in args[1:])
+        # deltalog evaluates no negative position or length (Delta's SubstringPartitionExpr takes them)
+        literal = all(isinstance(a, Literal) and type(a.value) is int and a.value >= 0 for a in args[1:])
         return ("substring", args[0]) if literal else None
     if expr.name in ("date", "to_date", "year", "month", "day", "dayofmonth", "hour") and len(args) == 1:
         return (expr.name, args[0]) if isinstance(args[0], Column) else None
