@@ -273,6 +273,18 @@ def test_filters_on_a_timestamp_derive_date_partition_filters() -> None:
     ]
 
 
+def test_text_compared_with_a_date_source_is_the_date_spark_casts_it_to() -> None:
+    """OptimizeGeneratedColumnSuite "DatePartitionExpr from cast(date)": Spark compares a date
+    column with text cast to a date (``eventDate < '2021-01-01 18:00:00'`` is ``< DATE
+    '2021-01-01'``), and Delta derives ``date <= DATE '2021-01-01'`` from it."""
+    year = partition_expressions(_partition_table("year(ts)", "date", "integer"), None)
+    assert derived_partition_terms([("ts", "<", "2021-01-01 18:00:00"), ("ts", ">=", "2021-01-01")], year) == [
+        ("p", "<=", 2021),
+        ("p", ">=", 2021),
+    ]
+    assert derived_partition_terms([("ts", "=", "2021-13-01"), ("ts", "=", "soon")], year) == []
+
+
 def test_with_the_session_time_zone_the_derived_filters_are_exact() -> None:
     ltz = partition_expressions(_partition_table("date(ts)"), None)
     text = "2024-01-02 00:30:00"  # Spark reads it in the session time zone
@@ -418,8 +430,8 @@ def test_date_trunc_partitions_hold_instants_of_the_local_truncation() -> None:
     """OptimizeGeneratedColumnSuite's TimestampTruncPartitionExpr: ``date_trunc`` truncates
     the local time of the session and its timestamp partition holds that local time as an
     instant; a bound compared as a UTC wall-clock time pruned the partitions of matching rows
-    (``ts = '2021-01-01 00:00:00'`` in Los Angeles is in the partition 08:00 UTC). A date
-    source is midnight of the session's zone; Delta does not optimize a ``timestamp_ntz``."""
+    (``ts = '2021-01-01 00:00:00'`` in Los Angeles is in the partition 08:00 UTC). Delta does
+    not optimize a ``timestamp_ntz``."""
     from deltalog.contrib.spark.scan import plan_files
 
     utc, la = dt.timezone.utc, "America/Los_Angeles"
@@ -439,8 +451,9 @@ def test_date_trunc_partitions_hold_instants_of_the_local_truncation() -> None:
     year = partition_expressions(_partition_table("date_trunc('YEAR', ts)", "timestamp", "timestamp"), None)
     assert kept(year, ("ts", "<=", dt.datetime(2021, 6, 1, tzinfo=utc)), None) == ["f0", "f7", "f8", "f9"]
     assert kept(year, ("ts", "<=", dt.datetime(2021, 6, 1, tzinfo=utc))) == ["f0", "f7", "f8"]
+    # a date source's midnight: Delta writes the session zone's, deltalog UTC's; both are kept
     day = partition_expressions(_partition_table("date_trunc('DD', ts)", "date", "timestamp"), None)
-    assert kept(day, ("ts", "=", dt.date(2021, 1, 1))) == ["f8"]
+    assert kept(day, ("ts", "=", dt.date(2021, 1, 1))) == ["f0", "f7", "f8", "f9"]
     assert kept(day, ("ts", "=", dt.date(2021, 1, 1)), None) == ["f0", "f7", "f8", "f9"]
     assert partition_expressions(_partition_table("date_trunc('HOUR', ts)", "timestamp_ntz", "timestamp"), None) == []
 

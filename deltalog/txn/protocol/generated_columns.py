@@ -393,6 +393,8 @@ def _source_value(value: Any, source_type: str, time_zone: str | None) -> tuple[
             value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             return None
+        if source_type == "date":  # Spark compares a date with text cast to a date: its date part
+            return value.date(), dt.timedelta(0)
     if time_zone is not None and source_type == "timestamp" and isinstance(value, dt.datetime):
         if value.tzinfo is None:  # text or a naive value: local time of the session, as Spark reads it
             return value, dt.timedelta(0)
@@ -458,7 +460,10 @@ def _derive(p: PartitionExpression, op: str, value: Any, time_zone: str | None) 
     try:
         low, high = p.value(v - spread), p.value(v + spread)
         if p.function == "date_trunc" and low is not None and high is not None:
-            low, high = _local_instants(low, high, spread, time_zone)
+            # a date's midnight: Delta's writers take it in their session's zone, deltalog's in
+            # UTC (its expressions know no session zone): keep both
+            zone = None if p.source_type == "date" else time_zone
+            low, high = _local_instants(low, high, spread, zone)
     except (UnsupportedConstraintError, OverflowError, pa.ArrowInvalid):
         return []
     if low is None or high is None:
