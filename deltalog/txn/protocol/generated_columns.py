@@ -353,7 +353,7 @@ def _shape(expr: Expr) -> tuple[str, Column] | None:
 def partition_expressions(metadata: Metadata, protocol: Protocol | None) -> list[PartitionExpression]:
     """The table's partition columns generated from a timestamp or date column, as a
     substring of a string column or as a copy of a column, in a shape whose filters can be
-    derived (others are ignored: they just do not prune). None when the ``protocol`` does not
+    derived (others are ignored: they just do not prune). Empty when the ``protocol`` does not
     enforce generated columns (Delta's ``generatePartitionFilters``): the partition values of
     such a table need not be its expressions' values. ``protocol`` None: a table being created."""
     if not enforces_generated_columns(protocol, metadata):
