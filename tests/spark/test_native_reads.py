@@ -528,3 +528,23 @@ def test_a_column_named_with_a_dot_is_not_the_struct_field_of_that_path(spark: A
         assert sorted(map(str, read_table(spark, path, where=where).collect())) == expected, where
     DeltaTable.forPath(spark, path).delete("s.a > 5")
     assert [tuple(r) for r in read_table(spark, path).collect()] == [((1,), 10)]
+
+
+def test_generation_expressions_a_table_does_not_enforce_derive_no_partition_filter(spark: Any, tmp_path: Path) -> None:
+    """GeneratedColumn.generatePartitionFilters derives nothing unless the protocol supports
+    ``generatedColumns``: a (1, 2) table (Databricks 8.0's) keeps the expression as mere
+    metadata, so its partition values need not be ``CAST(ts AS DATE)`` of the rows."""
+    path = str(tmp_path / "dbr80")
+    fields = [
+        {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}},
+        {"name": "p", "type": "date", "nullable": True, "metadata": {"delta.generationExpression": "CAST(ts AS DATE)"}},
+    ]
+    metadata = Metadata(schema_string=json.dumps({"type": "struct", "fields": fields}), partition_columns=("p",))
+    (tmp_path / "dbr80" / "_delta_log").mkdir(parents=True)
+    lines = [action_to_line(Protocol(1, 2)), action_to_line(metadata)]
+    (tmp_path / "dbr80" / "_delta_log" / "00000000000000000000.json").write_text("\n".join(lines) + "\n")
+    data = spark.sql("select timestamp'2024-01-01 10:00:00' as ts, date'2020-01-01' as p")
+    data.write.format("deltalog").mode("append").save(path)
+    where = "ts = '2024-01-01 10:00:00'"
+    assert [r.p for r in read_table(spark, path, where=where).collect()] == [dt.date(2020, 1, 1)]
+    assert [r.p for r in spark.read.format("deltalog").load(path).where(where).collect()] == [dt.date(2020, 1, 1)]

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from deltalog.txn.protocol.actions import AddFile, Metadata
+from deltalog.txn.protocol.actions import AddFile, Metadata, Protocol
 from deltalog.txn.protocol.column_defaults import (
     UnsupportedDefaultExpressionError,
     plan_default_expressions,
@@ -256,7 +256,7 @@ def _partition_table(expression: str, source_type: str = "timestamp", part_type:
 
 
 def test_filters_on_a_timestamp_derive_date_partition_filters() -> None:
-    ntz = partition_expressions(_partition_table("CAST(ts AS DATE)", "timestamp_ntz"))
+    ntz = partition_expressions(_partition_table("CAST(ts AS DATE)", "timestamp_ntz"), None)
     when = dt.datetime(2024, 1, 2, 10)
     assert derived_partition_terms([("ts", ">=", when)], ntz) == [("p", ">=", dt.date(2024, 1, 2))]
     assert derived_partition_terms([("ts", "<", when)], ntz) == [("p", "<=", dt.date(2024, 1, 2))]
@@ -265,7 +265,7 @@ def test_filters_on_a_timestamp_derive_date_partition_filters() -> None:
     assert derived_partition_terms([("other", "=", when)], ntz) == []
     # a timestamp with a zone: the partition holds the date in the writer's session time zone,
     # unknown here, so the bounds widen by the largest zone offset
-    ltz = partition_expressions(_partition_table("date(ts)"))
+    ltz = partition_expressions(_partition_table("date(ts)"), None)
     aware = dt.datetime(2024, 1, 2, 10, tzinfo=dt.timezone.utc)
     assert derived_partition_terms([("ts", "=", aware)], ltz) == [
         ("p", ">=", dt.date(2024, 1, 1)),
@@ -273,8 +273,20 @@ def test_filters_on_a_timestamp_derive_date_partition_filters() -> None:
     ]
 
 
+def test_text_compared_with_a_date_source_is_the_date_spark_casts_it_to() -> None:
+    """OptimizeGeneratedColumnSuite "DatePartitionExpr from cast(date)": Spark compares a date
+    column with text cast to a date (``eventDate < '2021-01-01 18:00:00'`` is ``< DATE
+    '2021-01-01'``), and Delta derives ``date <= DATE '2021-01-01'`` from it."""
+    year = partition_expressions(_partition_table("year(ts)", "date", "integer"), None)
+    assert derived_partition_terms([("ts", "<", "2021-01-01 18:00:00"), ("ts", ">=", "2021-01-01")], year) == [
+        ("p", "<=", 2021),
+        ("p", ">=", 2021),
+    ]
+    assert derived_partition_terms([("ts", "=", "2021-13-01"), ("ts", "=", "soon")], year) == []
+
+
 def test_with_the_session_time_zone_the_derived_filters_are_exact() -> None:
-    ltz = partition_expressions(_partition_table("date(ts)"))
+    ltz = partition_expressions(_partition_table("date(ts)"), None)
     text = "2024-01-02 00:30:00"  # Spark reads it in the session time zone
     assert derived_partition_terms([("ts", ">=", text)], ltz, "UTC") == [("p", ">=", dt.date(2024, 1, 2))]
     aware = dt.datetime(2024, 1, 2, 3, tzinfo=dt.timezone.utc)  # Jan 1st, 22:00 in New York
@@ -296,11 +308,11 @@ def test_substring_and_copied_partition_columns_derive_filters_as_deltas() -> No
     position; ``>``/``>=`` only from the first character, where truncation keeps the order;
     ``<``/``<=`` from the first character too, keeping the null partition an empty string
     writes: ``OR IS NULL``) and by ``part = value`` with the filter itself."""
-    substr = partition_expressions(_partition_table("SUBSTRING(ts, 2, 3)", "string", "string"))
+    substr = partition_expressions(_partition_table("SUBSTRING(ts, 2, 3)", "string", "string"), None)
     assert derived_partition_terms([("ts", "=", "abcdef")], substr) == [("p", "=", "bcd")]
     assert derived_partition_terms([("ts", ">=", "abcdef")], substr) == []  # not from the start
     assert derived_partition_terms([("ts", "isnull", None)], substr) == [("p", "isnull", None)]
-    head = partition_expressions(_partition_table("substr(ts, 0, 2)", "string", "string"))
+    head = partition_expressions(_partition_table("substr(ts, 0, 2)", "string", "string"), None)
     assert derived_partition_terms([("ts", ">", "abc"), ("ts", "<", "b")], head) == [
         ("p", ">=", "ab"),
         ("", "or", ((("p", "<=", "b"),), (("p", "isnull", None),))),
@@ -312,17 +324,21 @@ def test_substring_and_copied_partition_columns_derive_filters_as_deltas() -> No
     assert [f.path for f in kept] == ["f-ab", "f-bc", "f-None"]  # "" is in the null partition
     assert derived_partition_terms([("ts", "=", "é€x")], head) == [("p", "=", "é€")]  # characters, not bytes
     assert derived_partition_terms([("ts", "=", "")], head) == []  # the partition is null
+    # Delta takes any position (SUBSTRING(value, -2, 2) of a table Delta wrote); deltalog does
+    # not evaluate negative ones: the filter prunes nothing instead of failing the read
+    tail = partition_expressions(_partition_table("SUBSTRING(ts, -2, 2)", "string", "string"), None)
+    assert derived_partition_terms([("ts", "=", "abc"), ("ts", "isnull", None)], tail) == []
     # Spark's UTF8String.substringSQL: position 0 starts at the first character, as 1 does
     data = pa.table({"s": ["abc"]})
     assert evaluate(parse_expression("substr(s, 0, 2)"), data, "").to_pylist() == ["ab"]
     assert evaluate(parse_expression("substring(s, 1, 2)"), data, "").to_pylist() == ["ab"]
-    copied = partition_expressions(_partition_table("ts", "long", "long"))
+    copied = partition_expressions(_partition_table("ts", "long", "long"), None)
     terms = [("ts", "<", 5), ("ts", "=", 3), ("ts", "isnull", None)]
     assert derived_partition_terms(terms, copied) == [("p", "<", 5), ("p", "=", 3), ("p", "isnull", None)]
-    assert partition_expressions(_partition_table("ts", "double", "integer")) == []  # a cast: not a copy
+    assert partition_expressions(_partition_table("ts", "double", "integer"), None) == []  # a cast: not a copy
     # a copied string: '' is written as a null partition value, which Delta keeps with
     # OR part IS NULL (a comparison alone pruned the partition of the rows with '')
-    text = partition_expressions(_partition_table("ts", "string", "string"))
+    text = partition_expressions(_partition_table("ts", "string", "string"), None)
     terms = [("ts", "<", "foo"), ("ts", "=", "")]
     assert derived_partition_terms(terms, text) == [
         ("", "or", ((("p", "<", "foo"),), (("p", "isnull", None),))),
@@ -337,20 +353,21 @@ def test_substring_and_copied_partition_columns_derive_filters_as_deltas() -> No
 
 
 def test_non_monotonic_parts_derive_only_exact_equalities() -> None:
-    ntz_hour = partition_expressions(_partition_table("hour(ts)", "timestamp_ntz", "integer"))
+    ntz_hour = partition_expressions(_partition_table("hour(ts)", "timestamp_ntz", "integer"), None)
     when = dt.datetime(2024, 1, 2, 10, 30)
     assert derived_partition_terms([("ts", "=", when)], ntz_hour) == [("p", "=", 10)]
     assert derived_partition_terms([("ts", ">", when)], ntz_hour) == []
-    ltz_hour = partition_expressions(_partition_table("hour(ts)", "timestamp", "integer"))
+    ltz_hour = partition_expressions(_partition_table("hour(ts)", "timestamp", "integer"), None)
     assert derived_partition_terms([("ts", "=", when)], ltz_hour) == []  # zone unknown
-    fmt = partition_expressions(_partition_table("date_format(ts, 'yyyy-MM')", "timestamp_ntz", "string"))
+    fmt = partition_expressions(_partition_table("date_format(ts, 'yyyy-MM')", "timestamp_ntz", "string"), None)
     assert derived_partition_terms([("ts", "<=", when)], fmt) == [("p", "<=", "2024-01")]
-    assert partition_expressions(_partition_table("CAST(ts AS STRING)", "timestamp_ntz", "string")) == []
+    assert partition_expressions(_partition_table("CAST(ts AS STRING)", "timestamp_ntz", "string"), None) == []
     # Delta's DateFormatPartitionExpr takes only yyyy-MM, yyyy-MM-dd and yyyy-MM-dd-HH: the
     # strings of 'MM-yyyy' (or 'HH') do not sort as time: a range pruned partitions of matching
     # rows; other patterns derive exact equalities only
     for pattern in ("MM-yyyy", "dd-MM-yyyy", "HH", "yyyy-dd-MM", "yyyyMMdd"):
-        other = partition_expressions(_partition_table(f"date_format(ts, '{pattern}')", "timestamp_ntz", "string"))
+        table = _partition_table(f"date_format(ts, '{pattern}')", "timestamp_ntz", "string")
+        other = partition_expressions(table, None)
         assert derived_partition_terms([("ts", "<=", when), ("ts", ">", when)], other) == [], pattern
         assert len(derived_partition_terms([("ts", "=", when)], other)) == 1, pattern
 
@@ -364,7 +381,7 @@ def test_year_month_day_partitions_prune_by_a_range_as_deltas() -> None:
     parts = {"y": "year(ts)", "m": "month(ts)", "d": "day(ts)"}
     fields = [_field(c, "integer", **{"delta.generationExpression": e}) for c, e in parts.items()]
     metadata = _metadata(_field("ts", "timestamp_ntz"), *fields, partition_columns=("y", "m", "d"))
-    generated = partition_expressions(metadata)
+    generated = partition_expressions(metadata, None)
     when = dt.datetime(2024, 3, 15, 10)
     (at_least,) = [t for t in derived_partition_terms([("ts", ">=", when)], generated) if t[1] == "or"]
     assert at_least == (
@@ -401,6 +418,59 @@ def test_plan_files_skips_partitions_by_a_filter_on_the_source_column() -> None:
     ]
     types = {"ts": "timestamp_ntz", "p": "date"}
     terms = [("ts", ">=", dt.datetime(2024, 1, 2, 12))]
-    plan = plan_files(files, 1, terms, ["p"], types, generated=partition_expressions(metadata))
+    plan = plan_files(files, 1, terms, ["p"], types, generated=partition_expressions(metadata, None))
     assert [f.path for f in plan.files] == ["p=2024-01-02/f.parquet", "p=2024-01-03/f.parquet"]
     assert len(plan_files(files, 1, terms, ["p"], types).files) == 3  # without the derivation
+    # Delta's generatePartitionFilters: only where the protocol enforces generated columns
+    assert partition_expressions(metadata, Protocol(1, 2)) == []
+    assert len(partition_expressions(metadata, Protocol(1, 4))) == 1
+
+
+def test_date_trunc_partitions_hold_instants_of_the_local_truncation() -> None:
+    """OptimizeGeneratedColumnSuite's TimestampTruncPartitionExpr: ``date_trunc`` truncates
+    the local time of the session and its timestamp partition holds that local time as an
+    instant; a bound compared as a UTC wall-clock time pruned the partitions of matching rows
+    (``ts = '2021-01-01 00:00:00'`` in Los Angeles is in the partition 08:00 UTC). Delta does
+    not optimize a ``timestamp_ntz``."""
+    from deltalog.contrib.spark.scan import plan_files
+
+    utc, la = dt.timezone.utc, "America/Los_Angeles"
+    hour = partition_expressions(_partition_table("date_trunc('HOUR', ts)", "timestamp", "timestamp"), None)
+    at = dt.datetime(2021, 1, 1, 8, tzinfo=utc)
+    assert derived_partition_terms([("ts", "=", "2021-01-01 00:00:00")], hour, la) == [("p", "=", at)]
+    files = [AddFile(f"f{h}", {"p": f"2021-01-01T{h:02}:00:00.000000Z"}, 1, 0) for h in (0, 7, 8, 9, 16)]
+    types = {"ts": "timestamp", "p": "timestamp"}
+
+    def kept(generated: Any, term: tuple[str, str, Any], zone: str | None = la) -> list[str]:
+        return [f.path for f in plan_files(files, 1, [term], ["p"], types, generated=generated, time_zone=zone).files]
+
+    assert kept(hour, ("ts", "=", "2021-01-01 00:00:00")) == ["f8"]
+    assert kept(hour, ("ts", "<=", "2021-01-01 00:30:00")) == ["f0", "f7", "f8"]
+    assert kept(hour, ("ts", ">", "2021-01-01 08:30:00")) == ["f16"]
+    # without the session's zone the bounds widen by the zone's offset on top of the truncation's
+    year = partition_expressions(_partition_table("date_trunc('YEAR', ts)", "timestamp", "timestamp"), None)
+    assert kept(year, ("ts", "<=", dt.datetime(2021, 6, 1, tzinfo=utc)), None) == ["f0", "f7", "f8", "f9"]
+    assert kept(year, ("ts", "<=", dt.datetime(2021, 6, 1, tzinfo=utc))) == ["f0", "f7", "f8"]
+    # a date source's midnight: Delta writes the session zone's, deltalog UTC's; both are kept
+    day = partition_expressions(_partition_table("date_trunc('DD', ts)", "date", "timestamp"), None)
+    assert kept(day, ("ts", "=", dt.date(2021, 1, 1))) == ["f0", "f7", "f8", "f9"]
+    assert kept(day, ("ts", "=", dt.date(2021, 1, 1)), None) == ["f0", "f7", "f8", "f9"]
+    assert partition_expressions(_partition_table("date_trunc('HOUR', ts)", "timestamp_ntz", "timestamp"), None) == []
+
+
+def test_a_lower_bound_on_a_date_format_partition_keeps_years_past_9999() -> None:
+    """OptimizeGeneratedColumnSuite "end-to-end test of behaviors of write/read null on
+    partition column": ``date_format`` writes a year past 9999 with its sign (``+12345-07``),
+    text that sorts before every four-digit year; Delta compares parsed times, so ``ts >=
+    '2021-06-01'`` reads that row. A text bound alone pruned its partition."""
+    from deltalog.contrib.spark.scan import plan_files
+
+    fmt = partition_expressions(_partition_table("date_format(ts, 'yyyy-MM')", "timestamp_ntz", "string"), None)
+    files = [AddFile(v, {"p": v}, 1, 0) for v in ("2021-01", "2021-07", "+12345-07")]
+    types = {"ts": "timestamp_ntz", "p": "string"}
+    for op in (">", ">="):
+        term = ("ts", op, dt.datetime(2021, 6, 1))
+        assert [f.path for f in plan_files(files, 1, [term], ["p"], types, generated=fmt).files] == [
+            "2021-07",
+            "+12345-07",
+        ]

@@ -635,7 +635,7 @@ def _files_table(spark: SparkSession, snapshot: Snapshot, terms: Sequence[Term])
         list(metadata.partition_columns),
         types,
         schemas.physical_names(schema, mode),
-        generated=partition_expressions(metadata),
+        generated=partition_expressions(metadata, snapshot.protocol),
         time_zone=time_zone,
     )
     return _only_paths(table, pa.array([a.path for a in plan.files], pa.string()))

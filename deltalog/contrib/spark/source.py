@@ -318,7 +318,7 @@ class DeltaReader(DataSourceReader):
             metadata.partition_columns,
             schemas.top_level_types(schema),
             schemas.physical_names(schema, snapshot.properties.column_mapping_mode),
-            generated=partition_expressions(metadata),
+            generated=partition_expressions(metadata, snapshot.protocol),
         )
         log.info(
             "scan of %s at version %d: %d of %d files (partition filters %s, data filters %s)",

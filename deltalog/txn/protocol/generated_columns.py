@@ -338,7 +338,8 @@ def _shape(expr: Expr) -> tuple[str, Column] | None:
         return None
     args = expr.args
     if expr.name in ("substring", "substr") and len(args) == 3 and isinstance(args[0], Column):
-        literal = all(isinstance(a, Literal) and type(a.value) is int for a in args[1:])
+        # deltalog evaluates no negative position or length (Delta's SubstringPartitionExpr takes them)
+        literal = all(isinstance(a, Literal) and type(a.value) is int and a.value >= 0 for a in args[1:])
         return ("substring", args[0]) if literal else None
     if expr.name in ("date", "to_date", "year", "month", "day", "dayofmonth", "hour") and len(args) == 1:
         return (expr.name, args[0]) if isinstance(args[0], Column) else None
@@ -349,10 +350,14 @@ def _shape(expr: Expr) -> tuple[str, Column] | None:
     return None
 
 
-def partition_expressions(metadata: Metadata) -> list[PartitionExpression]:
+def partition_expressions(metadata: Metadata, protocol: Protocol | None) -> list[PartitionExpression]:
     """The table's partition columns generated from a timestamp or date column, as a
     substring of a string column or as a copy of a column, in a shape whose filters can be
-    derived (others are ignored: they just do not prune)."""
+    derived (others are ignored: they just do not prune). Empty when the ``protocol`` does not
+    enforce generated columns (Delta's ``generatePartitionFilters``): the partition values of
+    such a table need not be its expressions' values. ``protocol`` None: a table being created."""
+    if not enforces_generated_columns(protocol, metadata):
+        return []
     fields = {f["name"].lower(): f for f in _fields(metadata)}
     out: list[PartitionExpression] = []
     for partition in metadata.partition_columns:
@@ -373,6 +378,8 @@ def partition_expressions(metadata: Metadata) -> list[PartitionExpression]:
             continue  # a collation orders strings otherwise than the partition filters
         if shape[0] == "identity" and source.get("type") != f.get("type"):
             continue  # a cast copy: its values are not the source's
+        if shape[0] == "date_trunc" and (source.get("type") == "timestamp_ntz" or f.get("type") != "timestamp"):
+            continue  # Delta's TimestampTruncPartitionExpr: an instant of a timestamp or date's local time
         expr = parse_expression(str(text))
         out.append(PartitionExpression(partition, str(source["name"]), source["type"], shape[0], expr, str(text)))
     return out
@@ -386,6 +393,8 @@ def _source_value(value: Any, source_type: str, time_zone: str | None) -> tuple[
             value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             return None
+        if source_type == "date":  # Spark compares a date with text cast to a date: its date part
+            return value.date(), dt.timedelta(0)
     if time_zone is not None and source_type == "timestamp" and isinstance(value, dt.datetime):
         if value.tzinfo is None:  # text or a naive value: local time of the session, as Spark reads it
             return value, dt.timedelta(0)
@@ -450,12 +459,20 @@ def _derive(p: PartitionExpression, op: str, value: Any, time_zone: str | None) 
     # at both ends of the spread; a non-monotonic f (month, day, hour) only when they agree
     try:
         low, high = p.value(v - spread), p.value(v + spread)
+        if p.function == "date_trunc" and low is not None and high is not None:
+            # a date's midnight: Delta's writers take it in their session's zone, deltalog's in
+            # UTC (its expressions know no session zone): keep both
+            zone = None if p.source_type == "date" else time_zone
+            low, high = _local_instants(low, high, spread, zone)
     except (UnsupportedConstraintError, OverflowError, pa.ArrowInvalid):
         return []
     if low is None or high is None:
         return []
     col = p.partition_column
     if p.monotonic:
+        if op in (">", ">=") and p.function == "date_format":
+            # a year past 9999 is written with its sign (+12345-07): text that sorts first
+            return [("", OR, (((col, ">=", low),), ((col, "startswith", "+"),)))]
         if op in (">", ">="):
             return [(col, ">=", low)]
         if op in ("<", "<="):
@@ -466,6 +483,24 @@ def _derive(p: PartitionExpression, op: str, value: Any, time_zone: str | None) 
     if op == "=" and low == high:
         return [(col, "=", low)]
     return []
+
+
+def _local_instants(
+    low: dt.datetime, high: dt.datetime, spread: dt.timedelta, time_zone: str | None
+) -> tuple[dt.datetime, dt.datetime]:
+    """``date_trunc``'s bounds, local times of the session, as the instants its timestamp
+    partition holds (Spark's ``truncTimestamp`` truncates in the session time zone): both
+    instants of a time a DST change repeats or skips; widened by the largest zone offset
+    when the zone is unknown."""
+    low, high = low.replace(tzinfo=None), high.replace(tzinfo=None)
+    zone = session_time_zone(time_zone)
+    if zone is None or spread:
+        return (low - _ZONE_SPREAD).replace(tzinfo=dt.timezone.utc), (high + _ZONE_SPREAD).replace(
+            tzinfo=dt.timezone.utc
+        )
+    lows = [low.replace(tzinfo=zone, fold=f).astimezone(dt.timezone.utc) for f in (0, 1)]
+    highs = [high.replace(tzinfo=zone, fold=f).astimezone(dt.timezone.utc) for f in (0, 1)]
+    return min(lows), max(highs)
 
 
 def derived_partition_terms(
