@@ -293,6 +293,37 @@ def test_spark_builder_and_data_source_write_fill_every_kind_of_column(
     assert DeltaLog.for_table(table_path).update().version == 1
 
 
+def test_a_timestamp_generated_from_a_date_is_local_midnight_in_the_session_zone(spark: Any, table_path: str) -> None:
+    """Spark evaluates ``date_trunc('MONTH', d)`` and ``CAST(d AS TIMESTAMP)`` of a date at
+    midnight in the session time zone (OptimizeGeneratedColumnSuite's TimestampTruncPartitionExpr
+    with a date source): the write tasks fill those values, and accept them when the data gives
+    them, in a session outside UTC too (they were midnight UTC, and Spark's own values refused)."""
+    from deltalog.contrib.spark import DeltaTable, register
+
+    register(spark)
+    (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("d", "date")
+        .addColumn("m", "timestamp", generatedAlwaysAs="date_trunc('MONTH', d)")
+        .addColumn("t", "timestamp", generatedAlwaysAs="CAST(d AS TIMESTAMP)")
+        .execute()
+    )
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        df = spark.createDataFrame([(dt.date(2021, 3, 15),)], "d date")
+        df.write.format("deltalog").mode("append").save(table_path)
+        given = df.selectExpr("d", "date_trunc('MONTH', d) AS m", "CAST(d AS TIMESTAMP) AS t")
+        given.write.format("deltalog").mode("append").save(table_path)
+        got = spark.read.format("deltalog").load(table_path).selectExpr(
+            "CAST(m AS STRING) AS m", "CAST(t AS STRING) AS t"
+        )
+        assert [tuple(r) for r in got.collect()] == [("2021-03-01 00:00:00", "2021-03-15 00:00:00")] * 2
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+
+
 def test_update_and_merge_recompute_generated_columns_and_apply_defaults(spark: Any, table_path: str) -> None:
     """Delta's PreprocessTableUpdate/Merge: a generated column is recomputed from the new
     values, a MERGE insert gives unassigned columns their defaults, and an identity

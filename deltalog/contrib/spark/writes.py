@@ -275,7 +275,7 @@ def write_spec(
         constraints=constraints,
         column_mapping_schema=None if mode == "none" else metadata.schema_string,
         random_prefix_length=props.data_file_prefix_length,
-        default_expressions=plan_default_expressions(metadata, protocol) or None,
+        default_expressions=plan_default_expressions(metadata, protocol, opts.session_time_zone) or None,
         column_names=tuple(f["name"] for f in schema["fields"]),
         table_schema=metadata.schema_string,
         change_data=props.enable_change_data_feed,

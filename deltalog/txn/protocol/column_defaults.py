@@ -134,7 +134,7 @@ class TaskColumnFiller:
                 )
                 self.generated_count[identity.name] = done + table.num_rows
         if self.plan.generated:
-            table = fill_generated_columns(table, self.plan.generated)
+            table = fill_generated_columns(table, self.plan.generated, self.plan.time_zone)
         return table
 
     def _track(self, identity: IdentityColumn, table: pa.Table) -> None:
@@ -171,6 +171,9 @@ class DefaultExpressions:
     #: tasks report the largest value written (smallest for a negative step) as the
     #: high-water mark candidate, as Delta's ``IdentityColumnStatsTracker`` over the written rows
     tracked_identity: tuple[str, ...] = ()
+    #: the session's time zone (Arrow's name), in which generated ``timestamp`` values computed
+    #: as wall-clock times are read (:func:`~deltalog.txn.protocol.generated_columns.fill_generated_columns`)
+    time_zone: str | None = None
 
     def __bool__(self) -> bool:
         return bool(self.defaults or self.identity or self.generated)
@@ -188,16 +191,22 @@ class DefaultExpressions:
         return TaskColumnFiller(self, task_id)
 
 
-def plan_default_expressions(metadata: Metadata, protocol: Protocol | None = None) -> DefaultExpressions:
+def plan_default_expressions(
+    metadata: Metadata, protocol: Protocol | None = None, time_zone: str | None = None
+) -> DefaultExpressions:
     """The table's default, identity and generated columns (those its ``protocol`` enforces,
     :func:`~deltalog.txn.protocol.generated_columns.enforces_generated_columns`; None: a new
     table), each checked to be computable here (raises :class:`UnsupportedDefaultExpressionError`,
     :class:`~deltalog.txn.protocol.generated_columns.UnsupportedGenerationExpressionError` or
-    :class:`~deltalog.txn.protocol.identity.IdentityColumnError` otherwise)."""
+    :class:`~deltalog.txn.protocol.identity.IdentityColumnError` otherwise). ``time_zone``: the
+    session's (``spark.sql.session.timeZone``), for generated timestamps."""
+    from deltalog.txn.protocol.time_zones import arrow_time_zone
+
     return DefaultExpressions(
         tuple(column_defaults(metadata)),
         tuple(identity_columns(metadata)),
         tuple(check_generated_columns(metadata)) if enforces_generated_columns(protocol, metadata) else (),
+        time_zone=arrow_time_zone(time_zone),
     )
 
 

@@ -204,7 +204,9 @@ def _arrow_type(type_json: Any) -> pa.DataType:
     return to_arrow_type(data_type_from_json(type_json))
 
 
-def _compute(column: GeneratedColumn, table: pa.Table, target: pa.DataType) -> pa.ChunkedArray | pa.Array:
+def _compute(
+    column: GeneratedColumn, table: pa.Table, target: pa.DataType, time_zone: str | None = None
+) -> pa.ChunkedArray | pa.Array:
     try:
         value = evaluate(column.expr, table, column.expression)
     except UnsupportedConstraintError as exc:
@@ -212,11 +214,26 @@ def _compute(column: GeneratedColumn, table: pa.Table, target: pa.DataType) -> p
     if isinstance(value, pa.Scalar):
         value = pa.repeat(value, table.num_rows)
     try:
-        return value.cast(target)
+        return _in_time_zone(value, target, time_zone).cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise UnsupportedGenerationExpressionError(
             column.name, column.expression, f"its value ({value.type}) does not cast to {target} ({exc})"
         ) from None
+
+
+def _in_time_zone(
+    value: pa.ChunkedArray | pa.Array, target: pa.DataType, time_zone: str | None
+) -> pa.ChunkedArray | pa.Array:
+    """A wall-clock timestamp of the SQL subset (``CAST(d AS TIMESTAMP)``, ``date_trunc`` of a
+    date: local times) for a ``timestamp`` column: the instants of those times in the session's
+    ``time_zone``, as Spark evaluates them (a time a clock change repeats takes its earlier
+    instant; one it skips, the first instant after the gap -- Spark's too for a midnight, the
+    only wall-clock time a date gives; Spark shifts another skipped time by the gap's length).
+    Without a zone, as UTC."""
+    zoned = pa.types.is_timestamp(target) and target.tz is not None
+    if not (zoned and time_zone and pa.types.is_timestamp(value.type) and value.type.tz is None):
+        return value
+    return pc.assume_timezone(value, timezone=time_zone, ambiguous="earliest", nonexistent="latest")
 
 
 def check_generated_columns(metadata: Metadata) -> list[GeneratedColumn]:
@@ -232,20 +249,24 @@ def check_generated_columns(metadata: Metadata) -> list[GeneratedColumn]:
     return columns
 
 
-def fill_generated_columns(table: pa.Table, columns: Sequence[GeneratedColumn]) -> pa.Table:
+def fill_generated_columns(
+    table: pa.Table, columns: Sequence[GeneratedColumn], time_zone: str | None = None
+) -> pa.Table:
     """``table`` with every generated column it lacks computed, and every one it has
     checked; raises :class:`GeneratedColumnConstraintViolationError` for a row whose
-    value is not ``<=>`` its expression."""
+    value is not ``<=>`` its expression. ``time_zone``: the session's, in which a wall-clock
+    value of a ``timestamp`` column is read (Arrow's name,
+    :func:`~deltalog.txn.protocol.time_zones.arrow_time_zone`)."""
     for column in columns:
         index = _find(table.column_names, column.name)
         if index is None:
             table = table.append_column(
                 pa.field(column.name, _arrow_type(column.type_json)),
-                _compute(column, table, _arrow_type(column.type_json)),
+                _compute(column, table, _arrow_type(column.type_json), time_zone),
             )
             continue
         given = table.column(index)
-        expected = _compute(column, table, given.type)
+        expected = _compute(column, table, given.type, time_zone)
         # a null-typed (void) column has no equal kernel: its values are all null
         equal = pa.nulls(len(given), pa.bool_()) if pa.types.is_null(given.type) else pc.equal(given, expected)
         same = pc.or_kleene(pc.fill_null(equal, False), pc.and_(pc.is_null(given), pc.is_null(expected)))

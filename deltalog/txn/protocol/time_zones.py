@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-__all__ = ["parse_timestamp_text", "session_time_zone"]
+__all__ = ["arrow_time_zone", "parse_timestamp_text", "session_time_zone"]
 
 _OFFSET = re.compile(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?")
 
@@ -40,6 +40,21 @@ def session_time_zone(name: str | None) -> dt.tzinfo | None:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):  # a path-like name fails to open
         return None
+
+
+def arrow_time_zone(name: str | None) -> str | None:
+    """The session time zone ``name`` as Arrow names a zone (a region id, or ``+08:00``);
+    None when :func:`session_time_zone` does not know it."""
+    zone = session_time_zone(name)
+    if zone is None:
+        return None
+    key = getattr(zone, "key", None)
+    if isinstance(key, str):
+        return key
+    offset = zone.utcoffset(None) or dt.timedelta(0)
+    minutes = int(offset.total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 _TIMESTAMP_TEXT = re.compile(
