@@ -505,7 +505,8 @@ def test_table_creation_mode_by_path_refuses_as_delta_and_keeps_column_mapping_i
     REPLACE TABLE AS SELECT, replaceUsing and overwriteSchema=false are refused as Delta's; a
     re-created column-mapped table's columns keep their ids (same mode, same type), as the
     builder's REPLACE TABLE."""
-    from deltalog.contrib.spark.errors import TableAlreadyExistsError
+    from deltalog.contrib.spark.errors import InvalidWriteOptionError, TableAlreadyExistsError
+    from deltalog.contrib.spark.source import DeltaLogDataSource
     from deltalog.txn.protocol.errors import TableNotFoundError
 
     df = spark.createDataFrame([(1, "a")], "id long, data string")
@@ -514,20 +515,24 @@ def test_table_creation_mode_by_path_refuses_as_delta_and_keeps_column_mapping_i
         writer = df.write.format("deltalog").mode("append").option("tableCreationMode", mode)
         writer.options(**options).save(table_path)
 
-    with pytest.raises(Exception, match="DELTA_CANNOT_REPLACE_MISSING_TABLE") as missing:
-        write("replace")
-    assert TableNotFoundError.__name__ in str(missing.value) and not os.path.exists(table_path + "/_delta_log")
+    def plan(mode, **options):  # what Spark's writer() call plans in the driver, without a job
+        source = DeltaLogDataSource({"path": table_path, "tableCreationMode": mode, **options})
+        source.writer(df.schema, False)
+
+    with pytest.raises(TableNotFoundError, match="DELTA_CANNOT_REPLACE_MISSING_TABLE"):
+        plan("replace")
+    assert not os.path.exists(table_path + "/_delta_log")
     write("createOrReplace", **{"delta.columnMapping.mode": "name"})
-    with pytest.raises(Exception, match=TableAlreadyExistsError.__name__):
-        write("create")
-    with pytest.raises(Exception, match="replaceWhere cannot be combined with tableCreationMode=replace"):
-        write("replace", replaceWhere="id = 1")
-    with pytest.raises(Exception, match="tableCreationMode must be create, replace or createOrReplace"):
-        write("recreate")
-    with pytest.raises(Exception, match="DELTA_DFV2_CREATE_REPLACE_INCOMPATIBLE_REPLACE_ON_OR_USING"):
-        write("create", replaceUsing="id")
-    with pytest.raises(Exception, match="DELTA_ILLEGAL_USAGE: The usage of overwriteSchema"):
-        write("createOrReplace", overwriteSchema="false")
+    refusals = [
+        ({"mode": "create"}, TableAlreadyExistsError, "already exists"),
+        ({"mode": "replace", "replaceWhere": "id = 1"}, InvalidWriteOptionError, "replaceWhere cannot be combined"),
+        ({"mode": "recreate"}, InvalidWriteOptionError, "must be create, replace or createOrReplace"),
+        ({"mode": "create", "replaceUsing": "id"}, InvalidWriteOptionError, "INCOMPATIBLE_REPLACE_ON_OR_USING"),
+        ({"mode": "createOrReplace", "overwriteSchema": "false"}, InvalidWriteOptionError, "DELTA_ILLEGAL_USAGE"),
+    ]
+    for options, error, message in refusals:
+        with pytest.raises(error, match=message):
+            plan(**options)
     write("REPLACE", **{"delta.columnMapping.mode": "name"})
     metadata = [next(a["metaData"] for a in c if "metaData" in a) for c in commits(table_path)]
     ids = [[f["metadata"]["delta.columnMapping.id"] for f in json.loads(m["schemaString"])["fields"]] for m in metadata]
