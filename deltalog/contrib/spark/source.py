@@ -449,6 +449,11 @@ def _change_schema_snapshot(delta_log: DeltaLog, options: ReadOptions) -> Snapsh
 class DeltaLogDataSource(DataSource):
     """``format("deltalog")``."""
 
+    #: the metadata :meth:`schema` read the latest version with (Delta's ``snapshotAtAnalysis``):
+    #: Spark pickles the source after ``schema()`` and unpickles it for ``reader()``, whose scan
+    #: checks it; None for time travel, the change feed and a tracked schema
+    _analyzed: Metadata | None = None
+
     @classmethod
     def name(cls) -> str:
         return "deltalog"
@@ -472,8 +477,7 @@ class DeltaLogDataSource(DataSource):
         schema = logical_struct(tracked or snapshot.metadata.schema_string)
         time_travel = opts.version_as_of is not None or opts.timestamp_as_of is not None
         if tracked is None and not opts.read_change_feed and not time_travel:
-            # Spark pickles this source after schema() and unpickles it for reader(): the scan checks it
-            self._analyzed: Metadata | None = snapshot.metadata
+            self._analyzed = snapshot.metadata
         if opts.read_change_feed:
             for name, type_name in CDF_COLUMNS:
                 schema = schema.add(name, type_name, True)
@@ -483,7 +487,7 @@ class DeltaLogDataSource(DataSource):
         return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return DeltaReader(ReadOptions.parse(self.options), schema, getattr(self, "_analyzed", None))
+        return DeltaReader(ReadOptions.parse(self.options), schema, self._analyzed)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from deltalog.contrib.spark.options import StreamReadOptions
