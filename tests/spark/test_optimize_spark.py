@@ -269,8 +269,9 @@ def test_where_any_partition_predicate_as_delta_optimize(spark, table_path):
     """Delta's OPTIMIZE selects files by any predicate naming partition columns only
     (``verifyPartitionPredicates``, then ``filesForScan``): an ``OR``, a function of a
     partition column, a constant ANDed with a column term; a data column anywhere in it is
-    DELTA_NON_PARTITION_COLUMN_REFERENCE, and a non-deterministic predicate is left out of
-    ``filesForScan``'s partition filters, so every file is considered."""
+    DELTA_NON_PARTITION_COLUMN_REFERENCE, a subquery DELTA_UNSUPPORTED_SUBQUERY_IN_PARTITION_PREDICATES,
+    and a non-deterministic predicate is left out of ``filesForScan``'s partition filters, so every
+    file is considered."""
     from deltalog.contrib.spark import DeltaTable
     from deltalog.contrib.spark.errors import DeltaAnalysisError
 
@@ -291,6 +292,8 @@ def test_where_any_partition_predicate_as_delta_optimize(spark, table_path):
     for data in ("g = '0' OR id = 1", "substr(g, 1, 1) = cast(id AS STRING)"):
         with pytest.raises(DeltaAnalysisError, match=r"DELTA_NON_PARTITION_COLUMN_REFERENCE.*'id'"):
             table.optimize().where(data).executeCompaction()
+    with pytest.raises(DeltaAnalysisError, match="DELTA_UNSUPPORTED_SUBQUERY_IN_PARTITION_PREDICATES"):
+        table.optimize().where("g >= (SELECT '1')").executeCompaction()  # OptimizeCompactionSuite "subquery ..."
     spark.conf.set("spark.sql.caseSensitive", "true")  # names compared by the session's resolver
     try:
         for upper in ("G = '0'", "substr(G, 1, 1) = '0'"):

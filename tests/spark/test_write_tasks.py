@@ -309,3 +309,48 @@ def test_reserved_change_data_columns_refused_with_delta_error_classes(tmp_path:
     with pytest.raises(ValueError, match="RESERVED_CDC_COLUMNS_ON_WRITE"):
         plan_write(by_default, versioned)
     assert not os.path.exists(path + "-new")
+
+
+def test_replace_where_on_partition_columns_selects_files_by_their_values(tmp_path: str) -> None:
+    """Delta's ``WriteIntoDelta`` splits ``replaceWhere`` into partition and data predicates
+    (``splitMetadataAndDataPredicates``): one naming partition columns only, whatever its shape
+    (``OR``, a function of a partition column), replaces whole files selected by their partition
+    values, with ``replaceWhere.dataColumns.enabled`` on or off, and the written rows must satisfy
+    it (``DELTA_REPLACE_WHERE_MISMATCH``, nothing committed). One deltalog cannot evaluate (a
+    subquery) is refused before a file is written."""
+    from deltalog.contrib.spark.errors import ReplaceWhereMismatchError
+
+    path = str(tmp_path)
+    _write_vp(path, [(1, _X), (2, _Y), (3, _Z), (4, None)], {"partitionBy": "part"}, False)
+    log = DeltaLog.for_table(path)
+
+    def table() -> list[tuple[int, str | None]]:
+        files = log.update().files
+        return sorted(
+            (
+                (v, f.partition_values["part"])
+                for f in files
+                for v in pq.read_table(f"{path}/{f.path}")["value"].to_pylist()
+            ),
+            key=str,
+        )
+
+    for step, options in enumerate(({}, _DATA_COLUMNS_OFF)):
+        kept = [r for r in table() if r[1] not in (_X, _Y)]
+        _write_vp(
+            path, [(10 + step, _X), (20 + step, _Y)], {"replaceWhere": "part = 'x' OR part = 'y'", **options}, True
+        )
+        assert table() == sorted([(10 + step, _X), (20 + step, _Y), *kept], key=str)
+        metrics = log.history(1)[0].commit_info.operation_metrics or {}  # whole files: none copied
+        assert (metrics.get("numRemovedFiles"), metrics.get("numCopiedRows", "0")) == ("2", "0"), options
+        _write_vp(
+            path, [(30 + step, None)], {"replaceWhere": "substr(part, 1, 1) = 'z' OR part IS NULL", **options}, True
+        )
+        assert table() == sorted([(10 + step, _X), (20 + step, _Y), (30 + step, None)], key=str)
+        _write_vp(path, [(3, _Z)], {}, False)
+        version = log.update().version
+        with pytest.raises(ReplaceWhereMismatchError, match="DELTA_REPLACE_WHERE_MISMATCH"):
+            _write_vp(path, [(5, _Z)], {"replaceWhere": "part = 'x' OR part = 'y'", **options}, True)
+        assert log.update().version == version
+        with pytest.raises(ValueError, match="subquery"):
+            plan_write(WriteOptions.parse({"path": path, "replaceWhere": "part >= (SELECT 'x')", **options}, True), _VP)

@@ -79,13 +79,18 @@ def optimize_where(predicates: Sequence[str], metadata: Metadata, spark: SparkSe
 def _partition_condition(spark: SparkSession, metadata: Metadata, text: str, resolver: Resolver) -> bool:
     """Whether ``text`` is a deterministic condition on partition columns, to evaluate by
     Spark; False for a non-deterministic one (Delta's ``filesForScan`` ignores it). Raises
-    Delta's ``DELTA_NON_PARTITION_COLUMN_REFERENCE`` for one naming another column."""
+    Delta's ``DELTA_NON_PARTITION_COLUMN_REFERENCE`` for one naming another column and
+    ``DELTA_UNSUPPORTED_SUBQUERY_IN_PARTITION_PREDICATES`` for one holding a subquery."""
     from pyspark.sql import functions as F
 
     from deltalog.contrib.spark.logical_schema import logical_struct
-    from deltalog.contrib.spark.partition_conditions import condition_references
+    from deltalog.contrib.spark.partition_conditions import condition_references, has_subquery
 
     rows = spark.createDataFrame([], logical_struct(metadata.schema_string))
+    if has_subquery(rows, F.expr(text)):  # Delta's verifyPartitionPredicates
+        raise DeltaAnalysisError(
+            "DELTA_UNSUPPORTED_SUBQUERY_IN_PARTITION_PREDICATES: Subquery is not supported in partition predicates."
+        )
     deterministic, names = condition_references(rows, F.expr(text))
     refuse_non_partition_names(list(names), metadata, _WHY, resolver)
     return deterministic

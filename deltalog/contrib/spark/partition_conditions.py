@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
     from deltalog.txn.protocol.actions import AddFile
 
-__all__ = ["condition_references", "files_matching", "names_partition_columns_only"]
+__all__ = ["condition_references", "files_matching", "has_subquery", "names_partition_columns_only"]
 
 _FILE_INDEX = "__deltalog_file_index"
 
@@ -39,6 +39,14 @@ def condition_references(rows: DataFrame, condition: Column) -> tuple[bool, list
     resolved = rows.select(condition)._jdf.queryExecution().analyzed().expressions().head()
     references = resolved.references().toSeq()
     return bool(resolved.deterministic()), [str(references.apply(i).name()) for i in range(references.size())]
+
+
+def has_subquery(rows: DataFrame, condition: Column) -> bool:
+    """Whether ``condition``, resolved over ``rows`` (no row), holds a subquery."""
+    resolved = rows.select(condition)._jdf.queryExecution().analyzed().expressions().head()
+    jvm = rows.sparkSession._jvm
+    assert jvm is not None  # a classic session: the table API runs Spark jobs from the driver
+    return bool(jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(resolved))
 
 
 def names_partition_columns_only(rows: DataFrame, condition: Column, partition_columns: Sequence[str]) -> bool:

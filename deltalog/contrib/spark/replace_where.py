@@ -52,9 +52,9 @@ def compiled_predicate(predicate: str) -> CompiledConstraint:
 
 
 def names_data_columns(predicate: str, metadata: Metadata) -> bool:
-    """False for a partition predicate (Delta's classic replaceWhere: files selected by their
-    partition values); True when it names data columns. Raises
-    :class:`InvalidWriteOptionError` when it cannot be used."""
+    """False for a predicate naming partition columns only, whatever its shape (Delta's
+    ``splitMetadataAndDataPredicates``: files selected by their partition values); True when
+    it names data columns. Raises :class:`InvalidWriteOptionError` when it cannot be used."""
     from deltalog.contrib.spark.errors import DeltaAnalysisError
     from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, column_paths
 
@@ -74,7 +74,8 @@ def names_data_columns(predicate: str, metadata: Metadata) -> bool:
             f"replaceWhere {predicate!r} cannot be evaluated: {exc}. Use a partition predicate, or a predicate "
             "on columns in deltalog's SQL subset (comparisons, AND/OR/NOT, IN, BETWEEN, LIKE, IS NULL)"
         ) from None
-    _refuse_collated(predicate, {p[0].lower() for p in column_paths(compiled.expr)}, metadata)
+    named = {p[0].lower() for p in column_paths(compiled.expr)}
+    _refuse_collated(predicate, named, metadata)
     columns = {f["name"].lower() for f in json.loads(metadata.schema_string)["fields"]}
     missing = sorted({".".join(p) for p in column_paths(compiled.expr) if p[0].lower() not in columns})
     if missing:
@@ -82,7 +83,7 @@ def names_data_columns(predicate: str, metadata: Metadata) -> bool:
             f"replaceWhere {predicate!r} uses {', '.join(missing)}, which is not a column of the table "
             f"(columns: {', '.join(f['name'] for f in json.loads(metadata.schema_string)['fields'])})"
         )
-    return True
+    return not named <= partitions
 
 
 def refuse_data_columns(

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog.contrib.spark import schemas
 from deltalog.contrib.spark.constraints import plan_constraints
 from deltalog.contrib.spark.errors import (
+    DeltaAnalysisError,
     InvalidWriteOptionError,
     ReplaceWhereMismatchError,
     SchemaMismatchError,
@@ -551,6 +552,7 @@ def _replace_where_on_data(opts: WriteOptions, metadata: Metadata) -> bool:
     if not opts.replace_where_data_columns:
         if opts.overwrite:  # Delta verifies the partition predicate of an overwrite only
             refuse_data_columns(predicate, metadata)
+            names_data_columns(predicate, metadata)  # raises for one the commit cannot evaluate
         return False
     if not opts.overwrite and opts.data_change:
         return False  # an append replaces nothing (WriteIntoDelta: only SaveMode.Overwrite does)
@@ -922,13 +924,7 @@ def _read_and_remove(
     if not opts.overwrite:
         return []
     if opts.replace_where:
-        metadata = plan.new_metadata or txn.snapshot.metadata
-        types = schemas.top_level_types(json.loads(metadata.schema_string))
-        filters = at_session_time_zone(parse_partition_predicate(opts.replace_where), types, opts.session_time_zone)
-        if opts.replace_where_constraint_check or not opts.replace_where_data_columns:
-            _check_replace_where(adds, filters, plan, txn)
-        replaced: list[AddFile] = txn.filter_files(filters)
-        return replaced
+        return _replaced_partitions(plan, txn, adds)
     if plan.dynamic_partition_overwrite:
         if opts.partition_overwrite.null_intolerant:  # Delta's useNullIntolerantEqualityWithDPO
             adds = [a for a in adds if all(v is not None for v in a.partition_values.values())]
@@ -988,6 +984,35 @@ def _declare_constraints_checked(plan: WritePlan, txn: OptimisticTransaction, wh
         txn.mark_constraints_checked()
 
 
+def _replaced_partitions(plan: WritePlan, txn: OptimisticTransaction, adds: Sequence[AddFile]) -> list[AddFile]:
+    """The files of the read snapshot a ``replaceWhere`` on partition columns replaces: those
+    its partition filters select or, for a predicate they cannot express (an ``OR``, a
+    function of a partition column), those whose partition values satisfy it, read through the
+    filters of its top-level ``AND`` terms (recorded as the transaction's read). Unless its
+    constraint check is off, every written file must satisfy its terms naming a column."""
+    from deltalog.contrib.spark.partition_rows import files_satisfying
+    from deltalog.contrib.spark.replace_where import checked_terms, compiled_predicate, partition_filters
+
+    opts = plan.options
+    predicate = opts.replace_where or ""
+    metadata = plan.new_metadata or txn.snapshot.metadata
+    types = schemas.top_level_types(json.loads(metadata.schema_string))
+    check = opts.replace_where_constraint_check or not opts.replace_where_data_columns
+    try:
+        filters = at_session_time_zone(parse_partition_predicate(predicate), types, opts.session_time_zone)
+    except DeltaAnalysisError:
+        if check:  # the terms naming a column, as Delta's extractConstraints
+            terms = checked_terms(predicate)
+            outside = {f.path: f for t in terms for f in files_satisfying(t, metadata, adds, holds=False)}
+            _refuse_outside(list(outside.values()), plan)
+        read = at_session_time_zone(partition_filters(predicate, metadata), types, opts.session_time_zone)
+        return files_satisfying(compiled_predicate(predicate), metadata, txn.filter_files(read))
+    if check:
+        _check_replace_where(adds, filters, plan, txn)
+    replaced: list[AddFile] = txn.filter_files(filters)
+    return replaced
+
+
 def _check_replace_where(
     adds: Sequence[AddFile], filters: Sequence[PartitionFilter], plan: WritePlan, txn: OptimisticTransaction
 ) -> None:
@@ -997,7 +1022,12 @@ def _check_replace_where(
     metadata = plan.new_metadata or txn.snapshot.metadata
     types = partition_column_types(metadata.schema_string, metadata.partition_columns)
     predicate = PartitionPredicate(*physical_partition_filters(metadata, filters, types))
-    outside = [add for add in adds if not predicate.matches(add.partition_values)]
-    if outside:  # Delta's DELTA_REPLACE_WHERE_MISMATCH, for the rows of those files
+    _refuse_outside([add for add in adds if not predicate.matches(add.partition_values)], plan)
+
+
+def _refuse_outside(outside: Sequence[AddFile], plan: WritePlan) -> None:
+    """Delta's DELTA_REPLACE_WHERE_MISMATCH, for the rows of the written files ``outside`` the
+    predicate (none: nothing to refuse)."""
+    if outside:
         rows = sum(add.num_records() or 0 for add in outside)
         raise ReplaceWhereMismatchError(plan.options.replace_where or "", rows, dict(outside[0].partition_values))
