@@ -606,3 +606,26 @@ def test_z_order_range_ids_are_deltas_range_partition_ids(tmp_path: Path) -> Non
     assert range_ids(pa.array([5, None, 1, 5]), 4).tolist() == [1, 0, 0, 1]
     assert range_ids(pa.array([4, 3, 2, 1]), 2).tolist() == [1, 1, 0, 0]
     assert range_ids(pa.array([3, 3, 3, 3, 1, 2]), 2).tolist() == [0] * 6  # the one bound: 3
+
+
+@pytest.mark.parametrize(
+    ("type_name", "values"),
+    [("integer", ["1", "01", "+1"]), ("timestamp", ["2000-01-01 12:00:00", "2000-01-01T12:00:00.000000Z"])],
+)
+def test_groups_files_by_their_typed_partition_values(tmp_path: Path, type_name: str, values: list[str]) -> None:
+    """OptimizeCompactionSuite "optimize groups files correctly by normalized partition values":
+    Delta's OPTIMIZE groups files by ``normalizedPartitionValues`` (each value parsed to its
+    column's type), so one partition written as different texts is compacted into one file."""
+    from tests.ops.tables import SCHEMA
+
+    schema = json.loads(SCHEMA)
+    schema["fields"][2]["type"] = type_name
+    log = DeltaLog.for_table(str(tmp_path / "t"))
+    txn = log.start_transaction()
+    txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=json.dumps(schema), partition_columns=("p",)))
+    txn.commit([], CreateTable(partition_by=("p",)))
+    for i, value in enumerate(values * 2):
+        log.start_transaction().commit([write_file(log, [i], value)], Write(mode="Append"))
+    result = optimize(log)
+    assert (result.num_files_removed, result.num_files_added, result.partitions_optimized) == (2 * len(values), 1, 1)
+    assert [f.num_records() for f in log.update().files] == [2 * len(values)]

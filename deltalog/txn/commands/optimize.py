@@ -100,7 +100,7 @@ from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import Action, AddFile, absolute_path, encode_path
 from deltalog.txn.protocol.clustering import CLUSTERING_PROVIDER
 from deltalog.txn.protocol.column_identifiers import ColumnPath
-from deltalog.txn.protocol.column_mapping import physical_arrow_schema, rename_to_logical
+from deltalog.txn.protocol.column_mapping import physical_arrow_schema, rename_to_logical, typed_partition_keys
 from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.file_stats import StatsCollector, tight_bounds_on_write
 from deltalog.txn.protocol.iceberg_compat import materializes_partition_columns, row_tracking_field_ids
@@ -980,8 +980,9 @@ def _plan_bins(
     if select.narrower is not None:
         wanted = select.narrower(wanted)
     by_partition: dict[Any, list[AddFile]] = defaultdict(list)
+    typed = typed_partition_keys(txn.snapshot.metadata)  # Delta groups by normalizedPartitionValues
     for f in wanted:
-        by_partition[partition_key(f)].append(f)
+        by_partition[typed.key(f.partition_values) or partition_key(f)].append(f)
     # a reorg rewrites a file even alone in its bin (Delta's groupFilesIntoBins)
     min_files = 1 if select.narrower is not None or select.purge else select.min_files_per_bin
     # Z-order (Delta's multi-dimensional clustering) rewrites each partition whole

@@ -74,13 +74,13 @@ from deltalog.txn.protocol.actions import (
 from deltalog.txn.protocol.column_mapping import (
     partition_value_keys,
     physical_partition_filters,
+    typed_partition_keys,
 )
 from deltalog.txn.protocol.iceberg_compat import complete_metadata
 from deltalog.txn.protocol.identity import identity_commit_tags, update_high_water_marks
 from deltalog.txn.protocol.partition_filters import (
     PartitionFilter,
     PartitionPredicate,
-    PartitionValueKeys,
     partition_column_types,
 )
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties
@@ -536,7 +536,7 @@ class OptimisticTransaction:
             return []
         predicates = [PartitionPredicate([(k, "=", v) for k, v in values], types) for values in partitions]
         self._read_predicates.extend(predicates)
-        keys_of = PartitionValueKeys(types)  # one set lookup per file, not one predicate per partition
+        keys_of = typed_partition_keys(metadata)  # one set lookup per file, not one predicate per partition
         wanted = {keys_of.key(dict(values)) for values in partitions} - {None}
         return [f for f in self.snapshot.files if keys_of.key(f.partition_values) in wanted]
 

@@ -24,6 +24,7 @@ from deltalog.txn.protocol.errors import (
     InvalidSchemaError,
     UnsupportedColumnMappingModeChangeError,
 )
+from deltalog.txn.protocol.partition_filters import PartitionValueKeys, partition_column_types
 from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, TableProperties
 from deltalog.txn.protocol.schema import (
     ArrayType,
@@ -65,6 +66,7 @@ __all__ = [
     "physical_to_logical",
     "rename_to_logical",
     "rename_to_physical",
+    "typed_partition_keys",
     "update_column_mapping",
     "with_parquet_field_ids",
     "without_column_mapping",
@@ -338,6 +340,14 @@ def partition_value_keys(metadata: Metadata) -> tuple[str, ...]:
         return tuple(metadata.partition_columns)
     schema = parse_schema(metadata.schema_string)
     return tuple(physical_partition_names(schema, metadata.partition_columns).values())
+
+
+def typed_partition_keys(metadata: Metadata) -> PartitionValueKeys:
+    """The table's files' ``partitionValues`` as hashable keys of typed values (Delta's
+    ``normalizedPartitionValues``: ``"01"`` and ``"1"`` are one int partition)."""
+    types = partition_column_types(metadata.schema_string, metadata.partition_columns)
+    keys = partition_value_keys(metadata)
+    return PartitionValueKeys(dict(zip(keys, (types[c] for c in metadata.partition_columns), strict=True)))
 
 
 def physical_partition_filters(
