@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -354,3 +355,32 @@ def test_replace_where_on_partition_columns_selects_files_by_their_values(tmp_pa
         assert log.update().version == version
         with pytest.raises(ValueError, match="subquery"):
             plan_write(WriteOptions.parse({"path": path, "replaceWhere": "part >= (SELECT 'x')", **options}, True), _VP)
+
+
+def test_replace_where_with_target_alias_as_delta(tmp_path: str) -> None:
+    """DeltaInsertReplaceWhereTargetAliasSuite: with the write option ``targetAlias``, the alias
+    qualifying a column of ``replaceWhere`` is stripped (names compared by the session's
+    resolver) before the predicate is split into partition and data terms; history records the
+    predicate as given. A reference qualified by another name (or by an alias not declared) names
+    no column of the table (``UNRESOLVED_COLUMN``)."""
+    path = str(tmp_path)
+    _write_vp(path, [(1, _X), (2, _X), (3, _Y)], {"partitionBy": "part"}, False)
+    alias = {"targetAlias": "t"}
+    _write_vp(path, [(4, _X)], {"replaceWhere": "T.part = 'x'", "dataChange": "false", **alias}, True)
+    _write_vp(path, [(5, _Y)], {"replaceWhere": "t.value >= 3 AND `t`.part = 'y'", **alias}, True)
+    log = DeltaLog.for_table(path)
+    rows = sorted((v, f.partition_values["part"]) for f in log.update().files for v in _values(path, f))
+    assert rows == [(4, _X), (5, _Y)]
+    assert log.history(1)[0].commit_info.operation_parameters["predicate"] == "t.value >= 3 AND `t`.part = 'y'"
+    for options, error in [
+        ({"replaceWhere": "t.value = 1"}, "UNRESOLVED_COLUMN"),
+        ({"replaceWhere": "wrong.value = 1", **alias}, "UNRESOLVED_COLUMN"),
+        ({"replaceWhere": "t.part = 'x' AND t.value = 1", "dataChange": "false", **alias}, "FILTER_DATA_CHANGE"),
+        ({"replaceWhere": "t.value = 1", **alias, **_DATA_COLUMNS_OFF}, "DELTA_NON_PARTITION_COLUMN_REFERENCE"),
+    ]:
+        with pytest.raises(ValueError, match=error):
+            plan_write(WriteOptions.parse({"path": path, **options}, True), _VP)
+
+
+def _values(path: str, f: Any) -> list[int]:
+    return list(pq.read_table(os.path.join(path, decode_path(f.path))).column("value").to_pylist())

@@ -53,6 +53,7 @@ _WRITE_KEYS = {
     "path",
     "partitionby",
     "replacewhere",
+    "targetalias",
     "replaceusing",
     "mergeschema",
     "overwriteschema",
@@ -252,7 +253,7 @@ def _refuse_unknown_write_options(options: Mapping[str, str]) -> None:
     if unknown:
         raise UnknownWriteOptionError(
             f"unknown write option(s) {', '.join(unknown)}: deltalog does not ignore options it does not know. "
-            "Write options are partitionBy, replaceWhere, replaceUsing, partitionOverwriteMode, "
+            "Write options are partitionBy, replaceWhere, targetAlias, replaceUsing, partitionOverwriteMode, "
             "useNullIntolerantEqualityWithDPO, "
             "compression, mergeSchema, overwriteSchema, "
             "userMetadata, txnAppId, txnVersion, maxRecordsPerFile, dataChange, tableProperties, logStore, "
@@ -299,7 +300,10 @@ class WriteOptions:
     overwrite: bool
     save_mode: str = "append"
     partition_by: tuple[str, ...] | None = None
+    #: ``replaceWhere`` with the ``targetAlias`` qualifier stripped from its column references
+    #: (Delta's ``stripTargetAliasIfExists``); ``replace_where_text``: as given (history records it)
     replace_where: str | None = None
+    replace_where_text: str | None = None
     #: ``replaceUsing`` as given (history records it) and its column names
     #: (:mod:`~deltalog.contrib.spark.replace_using`)
     replace_using_option: str | None = None
@@ -365,6 +369,7 @@ class WriteOptions:
         props = _table_properties(options)
         app_id, version = _application_transaction(options)
         replace_where = _replace_where(options)
+        resolver = Resolver(_flag(options, CASE_SENSITIVE_CONF))
         max_records = _int(options, "maxRecordsPerFile")
         if max_records is not None and max_records < 0:
             raise InvalidWriteOptionError("maxRecordsPerFile must be >= 0 (0 means no limit)")
@@ -373,7 +378,8 @@ class WriteOptions:
             overwrite=overwrite,
             save_mode=save_mode,
             partition_by=partition_by,
-            replace_where=replace_where,
+            replace_where=_without_target_alias(replace_where, _get(options, "targetAlias"), resolver),
+            replace_where_text=replace_where,
             replace_using_option=_get(options, "replaceUsing"),
             replace_using=parse_replace_using(_get(options, "replaceUsing")),
             merge_schema=_flag(options, "mergeSchema"),
@@ -391,7 +397,7 @@ class WriteOptions:
             replace_where_data_columns=_flag(options, REPLACE_WHERE_DATA_COLUMNS_CONF, True),
             replace_where_constraint_check=_flag(options, REPLACE_WHERE_CONSTRAINT_CHECK_CONF, True),
             session_time_zone=_get(options, SESSION_TIME_ZONE_CONF),
-            resolver=Resolver(_flag(options, CASE_SENSITIVE_CONF)),
+            resolver=resolver,
             session_string_prefix_length=session_string_prefix_length(_get(options, STRING_PREFIX_LENGTH_CONF)),
             session_table_defaults=_session_table_defaults(options),
             session_collect_stats=_flag(options, COLLECT_STATS_CONF, True),
@@ -459,6 +465,21 @@ def _replace_where(options: Mapping[str, str]) -> str | None:
             "replaceWhere predicate, or drop the option to overwrite the whole table"
         )
     return replace_where
+
+
+def _without_target_alias(replace_where: str | None, alias: str | None, resolver: Resolver) -> str | None:
+    """``replaceWhere`` with the ``targetAlias`` option's qualifier stripped from its column
+    references (``t.id`` -> ``id``), as Delta's ``stripTargetAliasIfExists`` (names compared by
+    the session's resolver); a reference qualified by another name stays and is then refused as
+    no column of the table (``UNRESOLVED_COLUMN``)."""
+    from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, strip_qualifier
+
+    if replace_where is None or alias is None or not alias.strip():
+        return replace_where
+    try:
+        return strip_qualifier(replace_where, alias.strip(), resolver)
+    except UnsupportedConstraintError:
+        return replace_where  # a text the tokenizer cannot read is refused when it is planned
 
 
 def _partition_by(options: Mapping[str, str]) -> tuple[str, ...] | None:

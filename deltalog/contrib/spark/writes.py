@@ -882,7 +882,7 @@ def _operation(plan: WritePlan, streaming: StreamingInfo | None, metrics: dict[s
     return Write(
         mode="Overwrite" if opts.overwrite else "Append",
         partition_by=list(plan.spec.partition_columns) if opts.partition_by is not None else None,
-        predicate=opts.replace_where,
+        predicate=opts.replace_where_text,
         replace_using_columns=opts.replace_using_option if plan.replace_using else None,
         dynamic_partition_overwrite=opts.partition_overwrite.recorded(),
         can_overwrite_schema=opts.overwrite_schema,

@@ -40,7 +40,15 @@ import pyarrow.compute as pc
 from deltalog.errors import DeltaError
 from deltalog.txn.protocol import sql_temporal
 
-__all__ = ["Expr", "UnsupportedConstraintError", "column_paths", "column_values", "evaluate", "parse_expression"]
+__all__ = [
+    "Expr",
+    "UnsupportedConstraintError",
+    "column_paths",
+    "column_values",
+    "evaluate",
+    "parse_expression",
+    "strip_qualifier",
+]
 
 
 class UnsupportedConstraintError(DeltaError):
@@ -569,6 +577,25 @@ def _typed_literal(text: str, word: str, value: str) -> Literal:
 def parse_expression(text: str) -> Expr:
     """Parse ``text``; raises :class:`UnsupportedConstraintError` outside the subset."""
     return _Parser(text).parse()
+
+
+def strip_qualifier(text: str, qualifier: str, same_name: Callable[[str, str], bool]) -> str:
+    """``text`` with ``qualifier`` removed from the start of each column reference of more
+    than one part that starts with it (``t.id`` -> ``id``, ``t.s.x`` -> ``s.x``; ``same_name``
+    compares names, as the session's resolver), as Delta's ``stripTargetAliasIfExists``; the
+    rest of the text is kept as written."""
+    tokens = _tokenize(text)
+    cut: list[tuple[int, int]] = []
+    for i, tok in enumerate(tokens[:-2]):
+        if tok.kind not in ("ident", "quoted") or (i > 0 and tokens[i - 1].text == "." and tokens[i - 1].kind == "op"):
+            continue
+        dot, after = tokens[i + 1], tokens[i + 2]
+        name = tok.text[1:-1].replace("``", "`") if tok.kind == "quoted" else tok.text
+        if dot.kind == "op" and dot.text == "." and after.kind in ("ident", "quoted") and same_name(name, qualifier):
+            cut.append((tok.pos, after.pos))
+    for start, end in reversed(cut):
+        text = text[:start] + text[end:]
+    return text
 
 
 # -- evaluation ---------------------------------------------------------------------------
