@@ -586,3 +586,36 @@ def test_nested_fields_named_in_another_case_are_written_as_the_table_names_them
             assert "Y:" not in names and "X:" not in names and "S:" not in names, (how, names)
             stats = json.loads(f.stats or "{}")
             assert set(stats["minValues"]["s"]) == {"x", "y"}, (how, stats)
+
+
+def test_optimized_writes_as_delta(spark: Any, tmp_path: Any) -> None:
+    """OptimizedWritesSuite: with optimized writes (the write option ``optimizeWrite``, the
+    session's conf or the table's property: ``test_write_tasks``), ``write_table`` and DML shuffle
+    the rows into balanced tasks by the partition columns (Spark's REBALANCE) before writing them:
+    four input partitions make one file, a partitioned write at most one file per partition.
+    ``format("deltalog")``, which cannot shuffle, refuses the option."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable, write_table
+    from deltalog.contrib.spark.errors import InvalidWriteOptionError
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    df = spark.range(0, 100, 1, 4)
+    flat, parts = str(tmp_path / "flat"), str(tmp_path / "parts")
+
+    def files(path: str) -> int:
+        return len(DeltaLog.for_table(path).update().files)
+
+    write_table(df, flat, optimizeWrite="true")
+    write_table(df, flat)
+    assert files(flat) == 1 + 4
+    write_table(df.withColumn("part", F.col("id") % 5), parts, partitionBy="part", optimizeWrite="true")
+    assert files(parts) <= 5
+    DeltaTable.forPath(spark, flat).setProperties({"delta.autoOptimize.optimizeWrite": "true"})
+    DeltaTable.forPath(spark, flat).update("id < 50", {"id": "id + 1000"})  # 3 of the 5 files hold such ids
+    assert files(flat) == 2 + 1
+    assert sorted(r.id for r in spark.read.format("deltalog").load(flat).collect()) == sorted(
+        [*range(1000, 1050), *range(50, 100)] * 2
+    )
+    with pytest.raises(InvalidWriteOptionError, match="optimizeWrite"):
+        DeltaLogDataSource({"path": flat, "optimizeWrite": "true"}).writer(df.schema, False)

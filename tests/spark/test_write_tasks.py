@@ -384,3 +384,24 @@ def test_replace_where_with_target_alias_as_delta(tmp_path: str) -> None:
 
 def _values(path: str, f: Any) -> list[int]:
     return list(pq.read_table(os.path.join(path, decode_path(f.path))).column("value").to_pylist())
+
+
+def test_optimized_writes_follow_deltas_precedence(tmp_path: str) -> None:
+    """Delta's ``shouldOptimizeWrite``: the write option ``optimizeWrite``, else the session's
+    ``spark.databricks.delta.optimizeWrite.enabled``, else the table's
+    ``delta.autoOptimize.optimizeWrite``, else off (OptimizedWritesSuite "non-partitioned write -
+    table config compatibility", "data frame config trumps table config")."""
+    plain, optimizing = str(tmp_path / "plain"), str(tmp_path / "optimizing")
+    _write_vp(plain, [(1, _X)], {}, False)
+    _write_vp(optimizing, [(1, _X)], {"delta.autoOptimize.optimizeWrite": "true"}, False)
+    conf = "spark.databricks.delta.optimizeWrite.enabled"
+
+    def optimized(path: str, options: dict[str, str]) -> bool:
+        return bool(plan_write(WriteOptions.parse({"path": path, **options}, False), _VP).spec.optimize_write)
+
+    assert not optimized(plain, {})
+    assert optimized(plain, {conf: "true"}) and not optimized(plain, {conf: "true", "optimizeWrite": "false"})
+    assert optimized(optimizing, {}) and not optimized(optimizing, {conf: "false"})
+    assert optimized(optimizing, {conf: "false", "optimizeWrite": "true"})
+    with pytest.raises(ValueError, match="DELTA_ILLEGAL_OPTION"):
+        optimized(plain, {"optimizeWrite": "sometimes"})

@@ -230,6 +230,8 @@ def write_dataframe(df: DataFrame, spec: WriteSpec, native: bool | None = None) 
     from deltalog.contrib.spark.errors import NativeWriteUnsupportedError
     from deltalog.contrib.spark.native_write import native_write_blocker, write_native
 
+    if spec.optimize_write:  # Delta's DeltaOptimizedWriterExec: balanced tasks, by partition
+        df = df.hint("rebalance", *spec.partition_columns)
     blocked = "native=False" if native is False else native_write_blocker(df.sparkSession, spec, df.columns)
     if blocked is None:
         return write_native(df, spec)

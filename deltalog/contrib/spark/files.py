@@ -143,6 +143,9 @@ class WriteSpec:
     #: ``delta.enableVariantShredding``: Spark's native writer shreds variant columns (its
     #: ``spark.sql.variant.inferShreddingSchema`` write option, as Delta's TransactionalWrite)
     shred_variants: bool = False
+    #: Delta's optimized writes (``optimizeWrite``): the rows are shuffled by the partition
+    #: columns into balanced tasks before they are written (Spark's ``REBALANCE``)
+    optimize_write: bool = False
 
     def file_partition_names(self) -> set[str]:
         """The names the partition columns have in a data file that holds them."""

@@ -21,7 +21,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, UnknownWriteOptionError
 from deltalog.contrib.spark.option_values import delta_boolean, get_option, illegal_option
@@ -31,10 +31,14 @@ from deltalog.contrib.spark.replace_using import parse_replace_using
 from deltalog.contrib.spark.resolver import CASE_INSENSITIVE, CASE_SENSITIVE_CONF, Resolver
 from deltalog.contrib.spark.tablelog import USER_METADATA_CONF
 
+if TYPE_CHECKING:
+    from deltalog.txn.protocol.actions import Metadata
+
 __all__ = [
     "CDF_OUT_OF_RANGE_CONF",
     "CDF_UNSAFE_SCHEMA_CONF",
     "COLLECT_STATS_CONF",
+    "OPTIMIZE_WRITE_CONF",
     "SESSION_TABLE_DEFAULTS_OPTION",
     "SESSION_TIME_ZONE_CONF",
     "STRING_PREFIX_LENGTH_CONF",
@@ -42,6 +46,7 @@ __all__ = [
     "StreamReadOptions",
     "WriteOptions",
     "is_storage_option",
+    "optimizes_write",
     "session_collect_stats",
     "session_string_prefix_length",
     "storage_options_of",
@@ -77,6 +82,7 @@ _WRITE_KEYS = {
     "spark.databricks.io.skipping.stringprefixlength",
     "spark.databricks.delta.properties.defaults",
     "tablecreationmode",
+    "optimizewrite",
 }
 #: Storage option families (lower case), as the stores, commit locks and engine settings read them.
 _STORAGE_PREFIXES = (
@@ -131,6 +137,9 @@ STRING_PREFIX_LENGTH_CONF = "spark.databricks.io.skipping.stringPrefixLength"
 SESSION_TABLE_DEFAULTS_OPTION = "spark.databricks.delta.properties.defaults"
 #: Delta's ``DELTA_COLLECT_STATS``: false, writes record no statistics.
 COLLECT_STATS_CONF = "spark.databricks.delta.stats.collect"
+#: Delta's ``DELTA_OPTIMIZE_WRITE_ENABLED``: optimized writes where the write option is silent
+#: (over the table's ``delta.autoOptimize.optimizeWrite``)
+OPTIMIZE_WRITE_CONF = "spark.databricks.delta.optimizeWrite.enabled"
 #: Spark's session conf: a write without the ``maxRecordsPerFile`` option (and Delta's
 #: OPTIMIZE) starts a new file after this many rows (0: no limit), as any Spark file write
 MAX_RECORDS_PER_FILE_CONF = "spark.sql.files.maxRecordsPerFile"
@@ -342,6 +351,10 @@ class WriteOptions:
     #: The session's ``spark.databricks.delta.stats.collect`` (:data:`COLLECT_STATS_CONF`, forwarded
     #: as an option): false writes files without statistics, as Delta's ``TransactionalWrite``.
     session_collect_stats: bool = True
+    #: the ``optimizeWrite`` option and the session's :data:`OPTIMIZE_WRITE_CONF` (None: not given);
+    #: with the table's ``delta.autoOptimize.optimizeWrite``, :func:`optimizes_write` decides
+    optimize_write: bool | None = None
+    session_optimize_write: bool | None = None
     #: The session's table property defaults (``spark.databricks.delta.properties.defaults.*``,
     #: :func:`~deltalog.txn.protocol.protocol_requirements.session_table_defaults`), from
     #: :data:`SESSION_TABLE_DEFAULTS_OPTION`: a table the write creates gets them under its own.
@@ -401,6 +414,8 @@ class WriteOptions:
             session_string_prefix_length=session_string_prefix_length(_get(options, STRING_PREFIX_LENGTH_CONF)),
             session_table_defaults=_session_table_defaults(options),
             session_collect_stats=_flag(options, COLLECT_STATS_CONF, True),
+            optimize_write=delta_boolean(options, "optimizeWrite"),
+            session_optimize_write=delta_boolean(options, OPTIMIZE_WRITE_CONF),
             table_creation=table_creation,
         )
 
@@ -465,6 +480,16 @@ def _replace_where(options: Mapping[str, str]) -> str | None:
             "replaceWhere predicate, or drop the option to overwrite the whole table"
         )
     return replace_where
+
+
+def optimizes_write(opts: WriteOptions, metadata: Metadata) -> bool:
+    """Delta's ``TransactionalWrite.shouldOptimizeWrite``: the ``optimizeWrite`` option, else
+    the session's ``spark.databricks.delta.optimizeWrite.enabled``, else the table's
+    ``delta.autoOptimize.optimizeWrite``, else off."""
+    for choice in (opts.optimize_write, opts.session_optimize_write, metadata.properties.optimize_write):
+        if choice is not None:
+            return choice
+    return False
 
 
 def _without_target_alias(replace_where: str | None, alias: str | None, resolver: Resolver) -> str | None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from deltalog.contrib.spark.options import (
     COLLECT_STATS_CONF,
     MAX_RECORDS_PER_FILE_CONF,
+    OPTIMIZE_WRITE_CONF,
     REPLACE_WHERE_CONSTRAINT_CHECK_CONF,
     REPLACE_WHERE_DATA_COLUMNS_CONF,
     SCHEMA_AUTO_MERGE_CONF,
@@ -113,6 +114,7 @@ def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[st
         PARTITION_OVERWRITE_MODE_CONF,
         DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF,
         COLLECT_STATS_CONF,
+        OPTIMIZE_WRITE_CONF,
     ):
         value = spark.conf.get(conf, None)
         if value is not None and conf.lower() not in lowered:

@@ -501,13 +501,13 @@ class DeltaLogDataSource(DataSource):
         return reader
 
     def writer(self, schema: StructType, overwrite: bool) -> DeltaWriter:
-        opts = WriteOptions.parse(self.options, overwrite)
+        opts = _without_optimized_write(WriteOptions.parse(self.options, overwrite))
         return DeltaWriter(plan_write(opts, schema.json()))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DeltaStreamWriter:
         # ``overwrite`` is complete mode: each batch replaces the table, so overwriteSchema
         # applies as in a batch overwrite (Delta's sink: ``canOverwriteSchema`` in complete mode)
-        opts = WriteOptions.parse(self.options, overwrite)
+        opts = _without_optimized_write(WriteOptions.parse(self.options, overwrite))
         # Delta's sink records txn(queryId, batchId): txnAppId/txnVersion are batch writes' options
         opts = dataclasses.replace(opts, txn_app_id=None, txn_version=None)
         if opts.replace_where is not None or opts.table_creation is not None:
@@ -520,6 +520,21 @@ class DeltaLogDataSource(DataSource):
             )
         app_id = _query_app_id(self.options)
         return DeltaStreamWriter(plan_write(opts, schema.json(), streaming=True), app_id, overwrite)
+
+
+def _without_optimized_write(opts: WriteOptions) -> WriteOptions:
+    """A ``format("deltalog")`` write cannot shuffle its rows before Spark's tasks write them:
+    the ``optimizeWrite`` option is refused, and the session's or the table's setting does not
+    apply (see docs/spark.md, "Optimized writes")."""
+    if opts.optimize_write:
+        from deltalog.contrib.spark.errors import InvalidWriteOptionError
+
+        raise InvalidWriteOptionError(
+            'optimizeWrite: a format("deltalog") write cannot shuffle its rows before Spark\'s tasks write them; '
+            "use deltalog.contrib.spark.write_table(df, uri, optimizeWrite=True) (Spark's REBALANCE by the "
+            "partition columns), or repartition the DataFrame by them"
+        )
+    return dataclasses.replace(opts, optimize_write=False, session_optimize_write=False)
 
 
 def _tracked_schema(raw: Any, delta_log: DeltaLog) -> str | None:

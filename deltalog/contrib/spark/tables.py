@@ -45,8 +45,10 @@ from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, file_actions, logical_
 from deltalog.contrib.spark.generated import check_updated_columns, recompute_generated
 from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_set_transaction_only
 from deltalog.contrib.spark.logical_schema import logical_struct
+from deltalog.contrib.spark.option_values import delta_boolean
 from deltalog.contrib.spark.options import (
     COLLECT_STATS_CONF,
+    OPTIMIZE_WRITE_CONF,
     STRING_PREFIX_LENGTH_CONF,
     WriteOptions,
     session_collect_stats,
@@ -344,6 +346,7 @@ class DeltaTable(AlterTableMethods):
     ) -> WriteSpec:
         prefix = None if self._spark is None else self._spark.conf.get(STRING_PREFIX_LENGTH_CONF, None)
         collect = None if self._spark is None else self._spark.conf.get(COLLECT_STATS_CONF, None)
+        optimize = {} if self._spark is None else {OPTIMIZE_WRITE_CONF: self._spark.conf.get(OPTIMIZE_WRITE_CONF, None)}
         opts = WriteOptions(
             path=self._path,
             overwrite=False,
@@ -351,6 +354,9 @@ class DeltaTable(AlterTableMethods):
             data_change=data_change,
             session_string_prefix_length=session_string_prefix_length(prefix),
             session_collect_stats=session_collect_stats(collect),
+            session_optimize_write=delta_boolean(
+                {k: v for k, v in optimize.items() if v is not None}, OPTIMIZE_WRITE_CONF
+            ),
         )
         chosen = snapshot.metadata if metadata is None else metadata
         return write_spec(opts, self._log.table_uri, self._log.store.spec(), chosen, constraints, snapshot.protocol)

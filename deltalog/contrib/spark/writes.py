@@ -45,7 +45,7 @@ from deltalog.contrib.spark.errors import (
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, file_actions, logical_records
 from deltalog.contrib.spark.generated import check_data_for_default_columns
 from deltalog.contrib.spark.idempotent import pending_set_transactions
-from deltalog.contrib.spark.options import WriteOptions
+from deltalog.contrib.spark.options import WriteOptions, optimizes_write
 from deltalog.contrib.spark.partition_overwrite import NULL_INTOLERANT_EQUALITY_OPTION
 from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
 from deltalog.contrib.spark.replace_using import key_columns, matcher, refuse_incompatible_options, written_keys
@@ -284,6 +284,7 @@ def write_spec(
         row_tracking_field_ids=row_tracking_field_ids(metadata),
         materialize_partitions=materializes_partition_columns(protocol, metadata),
         shred_variants=props.enable_variant_shredding,
+        optimize_write=optimizes_write(opts, metadata),
     )
 
 

@@ -616,6 +616,13 @@ class TableProperties:
         return None if raw is None else parse_auto_compact(raw)
 
     @property
+    def optimize_write(self) -> bool | None:
+        """``delta.autoOptimize.optimizeWrite`` (Delta's ``OPTIMIZE_WRITE``); None when unset
+        (optimized writes stay off unless the session or the write turns them on)."""
+        raw = self.get("delta.autoOptimize.optimizeWrite")
+        return None if raw is None else parse_bool(raw, "delta.autoOptimize.optimizeWrite")
+
+    @property
     def target_file_size(self) -> int | None:
         return self._int("delta.targetFileSize")
 
