@@ -198,6 +198,26 @@ def test_unreadable_recorded_change_is_reported() -> None:
         check_type_changes_readable(schema)
 
 
+def test_recorded_string_char_varchar_changes_stay_readable() -> None:
+    """A change among ``string``, ``char(n)`` and ``varchar(n)`` recorded by a writer that
+    should not have does not block reads (Delta's "char/varchar/string type changes don't
+    trigger the unsupported type change check"); an array element's ``integer -> string``
+    still does, naming its field path."""
+
+    def field(name: str, frm: str, to: str, **extra: str) -> dict[str, object]:
+        change = {"fromType": frm, "toType": to, **extra}
+        return {"name": name, "type": "string", "nullable": True, "metadata": {"delta.typeChanges": [change]}}
+
+    pairs = [("string", "char(4)"), ("string", "varchar(4)"), ("char(4)", "string"), ("varchar(4)", "char(4)")]
+    fields = [field(f"c{i}", frm, to) for i, (frm, to) in enumerate(pairs)]
+    nested = {"type": "struct", "fields": [field("x", "string", "char(4)")]}
+    check_type_changes_readable({"type": "struct", "fields": [*fields, {"name": "s", "type": nested}]})
+    array = {"type": "array", "elementType": "string", "containsNull": True}
+    bad = {**field("a", "integer", "string", fieldPath="element"), "type": array}
+    with pytest.raises(UnsupportedTypeChangeError, match=r"a\.element .*integer -> string"):
+        check_type_changes_readable({"type": "struct", "fields": [bad]})
+
+
 def test_merge_schema_widening_needs_the_property() -> None:
     table = {"type": "struct", "fields": [{"name": "a", "type": "integer", "nullable": True, "metadata": {}}]}
     data = {"type": "struct", "fields": [{"name": "a", "type": "long", "nullable": True, "metadata": {}}]}
