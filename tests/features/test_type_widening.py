@@ -134,6 +134,22 @@ def test_date_to_timestamp_ntz_needs_the_timestamp_ntz_feature(tmp_path: Path) -
     assert log.update().version == 1  # nothing committed
 
 
+@pytest.mark.parametrize("enable", [True, False])
+def test_a_void_column_takes_any_type_unrecorded(tmp_path: Path, enable: bool) -> None:
+    """Delta's ``canChangeDataType`` lets ALTER COLUMN TYPE give a ``void`` column any type,
+    with or without type widening, recording no ``delta.typeChanges`` (no file holds the
+    column): TypeWideningMetadataSuite "void->any type change is not recorded"."""
+    from deltalog.txn.commands.alter import add_columns
+    from deltalog.txn.protocol.schema import PrimitiveType, StructField
+
+    log = create(str(tmp_path / "t"), enable=enable)
+    add_columns(log, [StructField("v", PrimitiveType("void"), True, {})])
+    assert alter_column_type(log, "v", "int") == 2
+    assert _field(log, "v") == {"name": "v", "type": "integer", "nullable": True, "metadata": {}}
+    assert not any("delta.typeChanges" in (f.get("metadata") or {}) for f in json.loads(
+        log.update().metadata.schema_string)["fields"])
+
+
 def test_unknown_column_is_refused(tmp_path: Path) -> None:
     log = create(str(tmp_path / "t"))
     with pytest.raises(UnsupportedTypeChangeError, match="does not exist"):
