@@ -146,8 +146,10 @@ def test_a_void_column_takes_any_type_unrecorded(tmp_path: Path, enable: bool) -
     add_columns(log, [StructField("v", PrimitiveType("void"), True, {})])
     assert alter_column_type(log, "v", "int") == 2
     assert _field(log, "v") == {"name": "v", "type": "integer", "nullable": True, "metadata": {}}
-    assert not any("delta.typeChanges" in (f.get("metadata") or {}) for f in json.loads(
-        log.update().metadata.schema_string)["fields"])
+    assert not any(
+        "delta.typeChanges" in (f.get("metadata") or {})
+        for f in json.loads(log.update().metadata.schema_string)["fields"]
+    )
 
 
 def test_unknown_column_is_refused(tmp_path: Path) -> None:

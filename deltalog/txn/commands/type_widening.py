@@ -135,8 +135,9 @@ def alter_column_type(
 
     Raises :class:`UnsupportedTypeChangeError` (the table untouched) for a narrowing or any
     change that is not a supported widening, and when ``delta.enableTypeWidening`` is not
-    ``true`` on the table. A ``void`` column takes any type without it, recording nothing. A string given ``string`` or ``STRING COLLATE <name>`` (a PySpark
-    ``StringType(<name>)``) changes its collation instead, as Delta does, with no widening.
+    ``true`` on the table. A ``void`` column takes any type without it, recording nothing.
+    A string given ``string`` or ``STRING COLLATE <name>`` (a PySpark ``StringType(<name>)``)
+    changes its collation instead, as Delta does, with no widening.
     """
     delta_log.require_table()
     path = _path(column)
