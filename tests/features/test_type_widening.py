@@ -134,6 +134,24 @@ def test_date_to_timestamp_ntz_needs_the_timestamp_ntz_feature(tmp_path: Path) -
     assert log.update().version == 1  # nothing committed
 
 
+@pytest.mark.parametrize("enable", [True, False])
+def test_a_void_column_takes_any_type_unrecorded(tmp_path: Path, enable: bool) -> None:
+    """Delta's ``canChangeDataType`` lets ALTER COLUMN TYPE give a ``void`` column any type,
+    with or without type widening, recording no ``delta.typeChanges`` (no file holds the
+    column): TypeWideningMetadataSuite "void->any type change is not recorded"."""
+    from deltalog.txn.commands.alter import add_columns
+    from deltalog.txn.protocol.schema import PrimitiveType, StructField
+
+    log = create(str(tmp_path / "t"), enable=enable)
+    add_columns(log, [StructField("v", PrimitiveType("void"), True, {})])
+    assert alter_column_type(log, "v", "int") == 2
+    assert _field(log, "v") == {"name": "v", "type": "integer", "nullable": True, "metadata": {}}
+    assert not any(
+        "delta.typeChanges" in (f.get("metadata") or {})
+        for f in json.loads(log.update().metadata.schema_string)["fields"]
+    )
+
+
 def test_unknown_column_is_refused(tmp_path: Path) -> None:
     log = create(str(tmp_path / "t"))
     with pytest.raises(UnsupportedTypeChangeError, match="does not exist"):
@@ -196,6 +214,26 @@ def test_unreadable_recorded_change_is_reported() -> None:
     }
     with pytest.raises(UnsupportedTypeChangeError, match="long -> integer"):
         check_type_changes_readable(schema)
+
+
+def test_recorded_string_char_varchar_changes_stay_readable() -> None:
+    """A change among ``string``, ``char(n)`` and ``varchar(n)`` recorded by a writer that
+    should not have does not block reads (Delta's "char/varchar/string type changes don't
+    trigger the unsupported type change check"); an array element's ``integer -> string``
+    still does, naming its field path."""
+
+    def field(name: str, frm: str, to: str, **extra: str) -> dict[str, object]:
+        change = {"fromType": frm, "toType": to, **extra}
+        return {"name": name, "type": "string", "nullable": True, "metadata": {"delta.typeChanges": [change]}}
+
+    pairs = [("string", "char(4)"), ("string", "varchar(4)"), ("char(4)", "string"), ("varchar(4)", "char(4)")]
+    fields = [field(f"c{i}", frm, to) for i, (frm, to) in enumerate(pairs)]
+    nested = {"type": "struct", "fields": [field("x", "string", "char(4)")]}
+    check_type_changes_readable({"type": "struct", "fields": [*fields, {"name": "s", "type": nested}]})
+    array = {"type": "array", "elementType": "string", "containsNull": True}
+    bad = {**field("a", "integer", "string", fieldPath="element"), "type": array}
+    with pytest.raises(UnsupportedTypeChangeError, match=r"a\.element .*integer -> string"):
+        check_type_changes_readable({"type": "struct", "fields": [bad]})
 
 
 def test_merge_schema_widening_needs_the_property() -> None:

@@ -1018,6 +1018,7 @@ def test_schema_change_inside_arrays_and_maps() -> None:
     assert change.renamed == (("arr.element.x", "arr.element.`a.z`"),)
     assert change.dropped == ("arr.element.y",)
     assert change.widened == (("m.value.u", "integer", "long"), ("w.element", "integer", "long"))
+    assert "'m.value.u': INT -> BIGINT\n'w.element': INT -> BIGINT" in change.details()  # Delta's DataType.sql
     assert not change.incompatible
     narrowed = schema_change(new, struct(new["fields"][0], new["fields"][1], field("w", array("string"), "c6")))
     assert narrowed is not None and narrowed.incompatible == (("w.element", "long", "string"),)

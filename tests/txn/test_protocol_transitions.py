@@ -186,6 +186,27 @@ def test_a_table_with_preview_collations_does_not_get_the_stable_feature() -> No
     assert "collations-preview" in writer and "collations" not in writer
 
 
+@pytest.mark.parametrize("at_creation", [True, False])
+def test_a_table_with_preview_type_widening_does_not_get_the_stable_feature(at_creation: bool) -> None:
+    """Delta's ``TypeWideningTableFeature.metadataRequiresFeatureToBeEnabled``: with
+    ``typeWidening-preview`` supported, ``delta.enableTypeWidening=true`` (at creation or
+    later) adds no ``typeWidening``, which Delta 3.x readers do not know
+    (TypeWideningTableFeatureSuite "tables created with the preview feature aren't
+    automatically enabling the stable feature")."""
+    log = DeltaLog.for_table(f"memory://widening-{uuid.uuid4().hex}")
+    txn = log.start_transaction()
+    config = {"delta.feature.typeWidening-preview": "supported"}
+    if at_creation:
+        config["delta.enableTypeWidening"] = "true"
+    txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=_schema(False, False), configuration=config))
+    txn.commit([], CreateTable())
+    if not at_creation:
+        set_table_properties(log, {"delta.enableTypeWidening": "true"})
+    protocol = log.update().protocol
+    assert "typeWidening-preview" in (protocol.reader_features or ())
+    assert "typeWidening" not in (protocol.reader_features or ()) + (protocol.writer_features or ())
+
+
 @pytest.mark.parametrize(
     ("protocol", "names"),
     [

@@ -208,8 +208,20 @@ class SchemaChange:
         if self.dropped:
             out.append("Columns dropped:\n" + ", ".join(f"'{c}'" for c in self.dropped))
         if self.widened:
-            out.append("Columns with widened types:\n" + "\n".join(f"'{c}': {a} -> {b}" for c, a, b in self.widened))
+            out.append(
+                "Columns with widened types:\n"
+                + "\n".join(f"'{c}': {_sql_type(a)} -> {_sql_type(b)}" for c, a, b in self.widened)
+            )
         return "\n".join(out)
+
+
+#: Spark's ``DataType.sql`` of the primitive types a widening goes between, by JSON name
+_SQL_TYPES = {"byte": "TINYINT", "short": "SMALLINT", "integer": "INT", "long": "BIGINT"}
+
+
+def _sql_type(json_type: str) -> str:
+    """A primitive type as Delta's message names it (``DataType.sql``: ``INT``, ``DECIMAL(10,2)``)."""
+    return _SQL_TYPES.get(json_type, json_type.upper())
 
 
 #: a column's position: its physical (or logical) name parts, outermost first, with

@@ -135,8 +135,9 @@ def alter_column_type(
 
     Raises :class:`UnsupportedTypeChangeError` (the table untouched) for a narrowing or any
     change that is not a supported widening, and when ``delta.enableTypeWidening`` is not
-    ``true`` on the table. A string given ``string`` or ``STRING COLLATE <name>`` (a PySpark
-    ``StringType(<name>)``) changes its collation instead, as Delta does, with no widening.
+    ``true`` on the table. A ``void`` column takes any type without it, recording nothing.
+    A string given ``string`` or ``STRING COLLATE <name>`` (a PySpark ``StringType(<name>)``)
+    changes its collation instead, as Delta does, with no widening.
     """
     delta_log.require_table()
     path = _path(column)
@@ -151,7 +152,9 @@ def alter_column_type(
     new_schema = change_column_type(old_schema, path, target)
     if new_schema == old_schema:
         return None
-    if not type_widening_enabled(metadata.configuration):
+    # a void column takes any type without type widening (Delta's canChangeDataType)
+    from_void = change_column_type(old_schema, path, "void") == old_schema
+    if not from_void and not type_widening_enabled(metadata.configuration):
         raise UnsupportedTypeChangeError(
             f"cannot change the type of {'.'.join(path)} to {target}: type widening is not enabled on "
             f"{delta_log.table_uri}. Set the table property delta.enableTypeWidening = true first."

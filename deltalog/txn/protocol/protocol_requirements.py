@@ -302,13 +302,15 @@ def _check_reader_needs_writer_features(asked: Protocol) -> None:
 
 #: a feature the metadata turns on (by its schema or a property) -> its preview/stable twin,
 #: which serves instead when the protocol supports it: as Delta's ``VariantTypeTableFeature``
-#: (not needed beside ``variantType-preview``) and ``VariantShreddingPreviewTableFeature``
-#: (not needed beside ``variantShredding``), and as Delta Kernel, a table with
+#: (not needed beside ``variantType-preview``), ``VariantShreddingPreviewTableFeature``
+#: (not needed beside ``variantShredding``) and ``TypeWideningTableFeature`` (not needed
+#: beside ``typeWidening-preview``), and as Delta Kernel, a table with
 #: ``collations-preview`` does not get ``collations`` (it would lock out the clients that know
 #: only the preview)
 _TWIN_SERVES: dict[str, str] = {
     "variantType": "variantType-preview",
     "variantShredding-preview": "variantShredding",
+    "typeWidening": "typeWidening-preview",
     "collations": "collations-preview",
 }
 
