@@ -125,7 +125,7 @@ def test_stream_casts_integers_into_a_narrower_decimal(spark, table_path, tmp_pa
     import pyarrow as pa
 
     from deltalog.contrib.spark.errors import CastOverflowError
-    from deltalog.contrib.spark.sink_cast import cast_columns
+    from deltalog.contrib.spark.sink_cast import SinkCasts, cast_columns
 
     spark.createDataFrame([], "a decimal(6,3)").write.format("deltalog").mode("append").save(table_path)
     rows = spark.createDataFrame([(678, "abc"), (None, None)], "a long, b string")
@@ -133,7 +133,7 @@ def test_stream_casts_integers_into_a_narrower_decimal(spark, table_path, tmp_pa
     table = spark.read.format("deltalog").load(table_path)
     assert table.schema.simpleString() == "struct<a:decimal(6,3),b:string>"
     assert sorted(table.collect(), key=lambda r: r.a is None) == [(decimal.Decimal("678.000"), "abc"), (None, None)]
-    casts = [("a", '"integer"', '"decimal(6,3)"')]
+    casts = SinkCasts((("a", '"integer"', '"decimal(6,3)"'),))
     with pytest.raises(CastOverflowError, match="decimal"):
         cast_columns(pa.table({"a": pa.array([1000], pa.int32())}), casts)
 
@@ -263,3 +263,26 @@ def test_stream_generates_identity_values_batch_after_batch(spark, table_path, t
     assert all((i - 1) % 3 == 0 for i in ids)
     assert identity_columns(DeltaLog.for_table(table_path).update().metadata)[0].high_water_mark == max(ids)
     assert [op for op in operations(table_path)][1:] == ["STREAMING UPDATE"] * 2
+
+
+def test_stream_casts_a_date_to_midnight_in_the_session_time_zone(spark, table_path):
+    """DeltaSinkImplicitCastSuite "implicit cast and missing column": a ``date`` streamed into a
+    ``timestamp`` column (at any depth) is midnight of the session time zone, as Spark's cast of
+    a date; the stream takes ``spark.sql.session.timeZone`` when it starts."""
+    import datetime as dt
+
+    import pyarrow as pa
+    from pyspark.sql.types import DateType, StructField, StructType
+
+    from deltalog.contrib.spark.sink_cast import cast_columns
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    table = spark.createDataFrame([], "t timestamp, s struct<t: timestamp>")
+    table.write.format("deltalog").mode("append").save(table_path)
+    dates = StructType([StructField("t", DateType()), StructField("s", StructType([StructField("t", DateType())]))])
+    options = {"path": table_path, "queryId": "q", "spark.sql.session.timeZone": "America/Los_Angeles"}
+    spec = DeltaLogDataSource(options).streamWriter(dates, False).plan.spec
+    day = dt.date(2024, 7, 29)
+    data = pa.table({"t": pa.array([day, None]), "s": pa.array([{"t": day}, None], pa.struct([("t", pa.date32())]))})
+    midnight = dt.datetime(2024, 7, 29, 7, tzinfo=dt.timezone.utc)
+    assert cast_columns(data, spec.casts).to_pylist() == [{"t": midnight, "s": {"t": midnight}}, {"t": None, "s": None}]

@@ -9,21 +9,23 @@ fit is an error.
 
 :func:`write_types` runs when the query starts: it gives the batch's schema with the table's
 types where a cast applies and refuses the columns no cast converts.
-:func:`cast_columns` runs in the write tasks on Arrow data.
+:func:`cast_columns` runs in the write tasks on Arrow data, with the :class:`SinkCasts` the
+plan made.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.contrib.spark.errors import CastOverflowError, SchemaMismatchError
+from deltalog.txn.protocol.time_zones import wall_clock_instants
 
-__all__ = ["cast_columns", "implicitly_castable", "write_types"]
+__all__ = ["SinkCasts", "cast_columns", "implicitly_castable", "write_types"]
 
 _INTEGRAL = {"byte": pa.int8(), "short": pa.int16(), "integer": pa.int32(), "long": pa.int64()}
 _FRACTIONAL = {"float": pa.float32(), "double": pa.float64()}
@@ -31,6 +33,20 @@ _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 _NULL = ("null", "void")
 #: Types Spark's implicit cast turns into a string whose text deltalog writes as Spark does.
 _TO_STRING = {*_INTEGRAL, "boolean", "date"}
+
+
+@dataclass(frozen=True)
+class SinkCasts:
+    """What a stream's write tasks cast (:func:`cast_columns`)."""
+
+    #: the top-level columns cast: (name, batch type, table type), types as Spark's JSON
+    columns: tuple[tuple[str, str, str], ...] = ()
+    #: the session's time zone (Arrow's name): a ``date`` cast to a ``timestamp`` is its
+    #: midnight there, as Spark's cast of a date; None: UTC
+    time_zone: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.columns)
 
 
 def _kind(t: Any) -> str:
@@ -131,11 +147,13 @@ def _arrow_type(t: Any) -> pa.DataType:
     return to_arrow_type(_parse_datatype_json_value(t), timezone="UTC")
 
 
-def _cast_atomic(values: pa.Array, data: Any, table: Any) -> pa.Array:
+def _cast_atomic(values: pa.Array, data: Any, table: Any, time_zone: str | None) -> pa.Array:
     d, t = _kind(data), _kind(table)
     target = _arrow_type(table)
     if d in _NULL:
         return pa.nulls(len(values), target)
+    if d == "date" and t == "timestamp":  # midnight in the session time zone
+        return wall_clock_instants(values.cast(pa.timestamp("us")), time_zone).cast(target)
     if d == "timestamp":  # the date in the session time zone (the zone of Spark's Arrow data)
         local = pc.local_timestamp(values) if values.type.tz else values
         return pc.floor_temporal(local, unit="day").cast(pa.date32())
@@ -161,7 +179,7 @@ def _integral_to_decimal(values: pa.Array, target: pa.DataType) -> pa.Array:
     return values.cast(wide).cast(target)
 
 
-def _cast(values: pa.Array, data: Any, table: Any) -> pa.Array:
+def _cast(values: pa.Array, data: Any, table: Any, time_zone: str | None) -> pa.Array:
     if data == table:
         return values
     kind = _kind(table)
@@ -175,33 +193,33 @@ def _cast(values: pa.Array, data: Any, table: Any) -> pa.Array:
             if found is None:
                 children.append(pa.nulls(len(values), child_type))
             else:
-                children.append(_cast(values.field(found[0]), found[1]["type"], f["type"]))
+                children.append(_cast(values.field(found[0]), found[1]["type"], f["type"], time_zone))
             fields.append(pa.field(f["name"], children[-1].type))
         return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
     if kind == "array" and isinstance(values, pa.ListArray):
-        items = _cast(values.values, data["elementType"], table["elementType"])
+        items = _cast(values.values, data["elementType"], table["elementType"], time_zone)
         return pa.ListArray.from_arrays(values.offsets, items, mask=mask)
     if kind == "map" and isinstance(values, pa.MapArray):
-        keys = _cast(values.keys, data["keyType"], table["keyType"])
-        items = _cast(values.items, data["valueType"], table["valueType"])
+        keys = _cast(values.keys, data["keyType"], table["keyType"], time_zone)
+        items = _cast(values.items, data["valueType"], table["valueType"], time_zone)
         return pa.MapArray.from_arrays(values.offsets, keys, items, mask=mask)
-    return _cast_atomic(values, data, table)
+    return _cast_atomic(values, data, table, time_zone)
 
 
-def cast_columns(table: pa.Table, casts: Sequence[tuple[str, str, str]]) -> pa.Table:
-    """``table`` with each column of ``casts`` (name, batch type, table type; Spark JSON)
-    cast to the table's type. Raises :class:`CastOverflowError` for a value that does not fit."""
+def cast_columns(table: pa.Table, casts: SinkCasts) -> pa.Table:
+    """``table`` with each column of ``casts`` cast to the table's type. Raises
+    :class:`CastOverflowError` for a value that does not fit."""
     import json
 
     names = {n.lower(): i for i, n in enumerate(table.column_names)}
-    for name, data, target in casts:
+    for name, data, target in casts.columns:
         i = names.get(name.lower())
         if i is None:
             continue
         data_type, table_type = json.loads(data), json.loads(target)
         try:
             column = pa.chunked_array(
-                [_cast(chunk, data_type, table_type) for chunk in table.column(i).chunks],
+                [_cast(chunk, data_type, table_type, casts.time_zone) for chunk in table.column(i).chunks],
                 type=_arrow_type(table_type) if table.column(i).num_chunks == 0 else None,
             )
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
