@@ -136,6 +136,11 @@ def test_stream_casts_integers_into_a_narrower_decimal(spark, table_path, tmp_pa
     casts = SinkCasts((("a", '"integer"', '"decimal(6,3)"'),))
     with pytest.raises(CastOverflowError, match="decimal"):
         cast_columns(pa.table({"a": pa.array([1000], pa.int32())}), casts)
+    # DeltaSinkImplicitCastSuite "write wider type - Decimal(10, 4) -> Decimal(6, 2)": rounded half
+    # up as Spark's (Java's HALF_UP: a tie away from zero, also below zero)
+    ties = pa.table({"a": pa.array([decimal.Decimal("-1.125"), decimal.Decimal("98.7654")], pa.decimal128(10, 4))})
+    rounded = cast_columns(ties, SinkCasts((("a", '"decimal(10,4)"', '"decimal(6,2)"'),)))
+    assert rounded.column("a").to_pylist() == [decimal.Decimal("-1.13"), decimal.Decimal("98.77")]
 
 
 def test_stream_refuses_null_type_columns(spark, table_path, tmp_path):
@@ -286,3 +291,52 @@ def test_stream_casts_a_date_to_midnight_in_the_session_time_zone(spark, table_p
     data = pa.table({"t": pa.array([day, None]), "s": pa.array([{"t": day}, None], pa.struct([("t", pa.date32())]))})
     midnight = dt.datetime(2024, 7, 29, 7, tzinfo=dt.timezone.utc)
     assert cast_columns(data, spec.casts).to_pylist() == [{"t": midnight, "s": {"t": midnight}}, {"t": None, "s": None}]
+
+
+def test_stream_casts_by_the_session_store_assignment_policy(spark, table_path):
+    """DeltaSinkImplicitCastSuite "write wider type - long -> int - overflow with
+    storeAssignmentPolicy=LEGACY/STRICT": the sink casts as the session's
+    ``spark.sql.storeAssignmentPolicy`` says (taken when the stream starts). LEGACY does not fail
+    a value that does not fit: an integer wraps (``Long.MaxValue`` is -1), a fraction saturates
+    (NaN is 0), a decimal overflow is null; STRICT refuses when the query starts a cast that may
+    lose data (``CANNOT_UP_CAST_DATATYPE``), at any depth, and takes one that cannot."""
+    import decimal
+
+    import pyarrow as pa
+    from pyspark.sql.types import _parse_datatype_string
+
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.contrib.spark.session_writes import session_defaults
+    from deltalog.contrib.spark.sink_cast import cast_columns
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    spark.createDataFrame([], "n int, b byte, d decimal(4,1), s struct<x: int>").write.format("deltalog").mode(
+        "append"
+    ).save(table_path)
+
+    def plan(policy: str, schema: str):
+        options = {"path": table_path, "queryId": "q", "spark.sql.storeAssignmentPolicy": policy}
+        return DeltaLogDataSource(options).streamWriter(_parse_datatype_string(schema), False).plan.spec
+
+    spec = plan("legacy", "n long, b double, d decimal(6,2), s struct<x: long>")
+    data = pa.table(
+        {
+            "n": pa.array([2**63 - 1, 5], pa.int64()),
+            "b": pa.array([float("nan"), 1e10]),
+            "d": pa.array([decimal.Decimal("1234.56"), decimal.Decimal("1.25")], pa.decimal128(6, 2)),
+            "s": pa.array([{"x": 2**32 + 1}, None], pa.struct([("x", pa.int64())])),
+        }
+    )
+    assert cast_columns(data, spec.casts).to_pylist() == [
+        {"n": -1, "b": 0, "d": None, "s": {"x": 1}},
+        {"n": 5, "b": -1, "d": decimal.Decimal("1.3"), "s": None},  # 1e10 saturates to 2**31 - 1, then a byte
+    ]
+    for refused in ("n long", "s struct<x: long>", "d decimal(6,2)", "n double"):
+        with pytest.raises(DeltaAnalysisError, match=r"^CANNOT_UP_CAST_DATATYPE: Cannot up cast "):
+            plan("STRICT", refused)
+    assert plan("STRICT", "n short, b byte, d decimal(3,1), s struct<x: byte>").casts
+    spark.conf.set("spark.sql.storeAssignmentPolicy", "LEGACY")
+    try:
+        assert session_defaults(spark, {})["spark.sql.storeAssignmentPolicy"] == "LEGACY"
+    finally:
+        spark.conf.unset("spark.sql.storeAssignmentPolicy")

@@ -404,20 +404,21 @@ def _stream_write_types(
 ) -> tuple[dict[str, Any], SinkCasts]:
     """A stream's schema with the table's types where Delta's sink casts implicitly
     (``getWriteSchema``; not in complete mode with ``overwriteSchema``), and the top-level
-    columns its tasks cast (name, batch type, table type), in the session's time zone. With
+    columns its tasks cast (name, batch type, table type), in the session's time zone and by its
+    ``spark.sql.storeAssignmentPolicy`` (STRICT refuses a cast that may lose data). With
     ``mergeSchema`` a type the table may widen to (type widening) is widened, not cast, as in Delta."""
     metadata = snapshot.metadata
     table = schemas.logical_schema(json.loads(metadata.schema_string))
     if opts.merge_schema:
         version = preview_table_version(snapshot.protocol, snapshot.version + 1)
         table = widen_for_schema_evolution(table, data, metadata.configuration, version)
-    written = write_types(table, data)
+    written = write_types(table, data, opts.store_assignment_policy)
     casts = tuple(
         (new["name"], json.dumps(old["type"]), json.dumps(new["type"]))
         for old, new in zip(data["fields"], written["fields"], strict=True)
         if old["type"] != new["type"]
     )
-    return written, SinkCasts(casts, arrow_time_zone(opts.session_time_zone))
+    return written, SinkCasts(casts, arrow_time_zone(opts.session_time_zone), opts.store_assignment_policy)
 
 
 def _skips_existing_table(opts: WriteOptions, snapshot: Snapshot, table_uri: str) -> bool:
