@@ -273,24 +273,35 @@ def test_stream_generates_identity_values_batch_after_batch(spark, table_path, t
 def test_stream_casts_a_date_to_midnight_in_the_session_time_zone(spark, table_path):
     """DeltaSinkImplicitCastSuite "implicit cast and missing column": a ``date`` streamed into a
     ``timestamp`` column (at any depth) is midnight of the session time zone, as Spark's cast of
-    a date; the stream takes ``spark.sql.session.timeZone`` when it starts."""
+    a date; the stream takes ``spark.sql.session.timeZone`` when it starts. So are Spark's
+    implicit casts between ``timestamp`` and ``timestamp_ntz`` (a wall clock of that zone)."""
     import datetime as dt
 
     import pyarrow as pa
-    from pyspark.sql.types import DateType, StructField, StructType
+    from pyspark.sql.types import _parse_datatype_string
 
     from deltalog.contrib.spark.sink_cast import cast_columns
     from deltalog.contrib.spark.source import DeltaLogDataSource
 
-    table = spark.createDataFrame([], "t timestamp, s struct<t: timestamp>")
+    table = spark.createDataFrame([], "t timestamp, s struct<t: timestamp>, n timestamp_ntz, u timestamp")
     table.write.format("deltalog").mode("append").save(table_path)
-    dates = StructType([StructField("t", DateType()), StructField("s", StructType([StructField("t", DateType())]))])
+    written = _parse_datatype_string("t date, s struct<t: date>, n timestamp, u timestamp_ntz")
     options = {"path": table_path, "queryId": "q", "spark.sql.session.timeZone": "America/Los_Angeles"}
-    spec = DeltaLogDataSource(options).streamWriter(dates, False).plan.spec
-    day = dt.date(2024, 7, 29)
-    data = pa.table({"t": pa.array([day, None]), "s": pa.array([{"t": day}, None], pa.struct([("t", pa.date32())]))})
+    spec = DeltaLogDataSource(options).streamWriter(written, False).plan.spec
+    day, zone = dt.date(2024, 7, 29), "America/Los_Angeles"
     midnight = dt.datetime(2024, 7, 29, 7, tzinfo=dt.timezone.utc)
-    assert cast_columns(data, spec.casts).to_pylist() == [{"t": midnight, "s": {"t": midnight}}, {"t": None, "s": None}]
+    data = pa.table(
+        {
+            "t": pa.array([day, None]),
+            "s": pa.array([{"t": day}, None], pa.struct([("t", pa.date32())])),
+            "n": pa.array([midnight, None], pa.timestamp("us", tz=zone)),  # Spark's Arrow data: the session zone
+            "u": pa.array([dt.datetime(2024, 7, 29), None], pa.timestamp("us")),
+        }
+    )
+    assert cast_columns(data, spec.casts).to_pylist() == [
+        {"t": midnight, "s": {"t": midnight}, "n": dt.datetime(2024, 7, 29), "u": midnight},
+        {"t": None, "s": None, "n": None, "u": None},
+    ]
 
 
 def test_stream_casts_by_the_session_store_assignment_policy(spark, table_path):
@@ -340,3 +351,26 @@ def test_stream_casts_by_the_session_store_assignment_policy(spark, table_path):
         assert session_defaults(spark, {})["spark.sql.storeAssignmentPolicy"] == "LEGACY"
     finally:
         spark.conf.unset("spark.sql.storeAssignmentPolicy")
+
+
+def test_sink_cast_rules_are_sparks(spark):
+    """Which casts the sink makes (Delta's ``SchemaMergingUtils`` with implicit conversions:
+    Spark's ``TypeCoercion.implicitCast``) and which STRICT takes (Spark's ``Cast.canUpCast``),
+    asked of Spark itself for every pair of these atomic types."""
+    import json
+
+    from deltalog.contrib.spark.sink_cast import implicitly_castable
+    from deltalog.contrib.spark.sink_policies import up_castable
+
+    catalyst = spark._jvm.org.apache.spark.sql.catalyst
+    coercion, literal, cast = catalyst.analysis.TypeCoercion, catalyst.expressions.Literal, catalyst.expressions.Cast
+    names = ["byte", "short", "integer", "long", "float", "double", "decimal(2,0)", "decimal(10,0)", "decimal(19,0)"]
+    names += ["decimal(20,0)", "decimal(6,2)", "string", "boolean", "date", "timestamp", "timestamp_ntz", "binary"]
+    parsed = {n: spark._jsparkSession.parseDataType(json.dumps(n)) for n in names}
+    ours, sparks = [], []
+    for data in names:
+        for table in (n for n in names if n != data):  # the same type is never cast
+            ours.append((data, table, implicitly_castable(data, table), up_castable(data, table)))
+            implicit = coercion.implicitCast(literal.default(parsed[data]), parsed[table]).isDefined()
+            sparks.append((data, table, implicit, cast.canUpCast(parsed[data], parsed[table])))
+    assert [o for o, s in zip(ours, sparks) if o != s] == []

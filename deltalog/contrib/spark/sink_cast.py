@@ -32,6 +32,7 @@ _INTEGRAL = {"byte": pa.int8(), "short": pa.int16(), "integer": pa.int32(), "lon
 _FRACTIONAL = {"float": pa.float32(), "double": pa.float64()}
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 _NULL = ("null", "void")
+_DATETIME = ("date", "timestamp", "timestamp_ntz")
 #: Types Spark's implicit cast turns into a string whose text deltalog writes as Spark does.
 _TO_STRING = {*_INTEGRAL, "boolean", "date"}
 
@@ -79,9 +80,9 @@ def _spark_casts(data: Any, table: Any) -> bool:
     d, t = _kind(data), _kind(table)
     if d in _NULL or (_numeric(data) and _numeric(table)):
         return True
-    if (d, t) in (("date", "timestamp"), ("timestamp", "date"), ("timestamp_ntz", "date")):
+    if d in _DATETIME and t in _DATETIME:
         return True
-    if d == "string" and (_numeric(table) or t in ("date", "timestamp", "binary")):
+    if d == "string" and (_numeric(table) or t in (*_DATETIME, "binary")):
         return True
     return t == "string" and d not in ("struct", "array", "map")
 
@@ -89,7 +90,7 @@ def _spark_casts(data: Any, table: Any) -> bool:
 def _deltalog_casts(data: Any, table: Any) -> bool:
     """Whether :func:`cast_columns` casts ``data`` to ``table`` as Spark does (atomic)."""
     d, t = _kind(data), _kind(table)
-    if d in _NULL or (d, t) in (("date", "timestamp"), ("timestamp", "date")):
+    if d in _NULL or (d in _DATETIME and t in _DATETIME and (d, t) != ("timestamp_ntz", "date")):
         return True
     if t == "string":
         return d in _TO_STRING
@@ -168,14 +169,11 @@ def _cast_atomic(values: pa.Array, data: Any, table: Any, how: SinkCasts) -> pa.
     target = _arrow_type(table)
     if d in _NULL:
         return pa.nulls(len(values), target)
-    if d == "date" and t == "timestamp":  # midnight in the session time zone
-        return wall_clock_instants(values.cast(pa.timestamp("us")), how.time_zone).cast(target)
+    if d in _DATETIME and t in _DATETIME:
+        return _cast_datetime(values, d, t, how.time_zone)
     legacy = legacy_cast(values, str(data), str(table), target) if how.policy == "LEGACY" else None
     if legacy is not None:
         return legacy
-    if d == "timestamp":  # the date in the session time zone (the zone of Spark's Arrow data)
-        local = pc.local_timestamp(values) if values.type.tz else values
-        return pc.floor_temporal(local, unit="day").cast(pa.date32())
     if t in _FRACTIONAL or (d in _FRACTIONAL and t in _FRACTIONAL) or d == "date":
         return values.cast(target, safe=False)
     if d in _FRACTIONAL:  # toward zero; NaN and values out of range fail the safe cast
@@ -188,6 +186,17 @@ def _cast_atomic(values: pa.Array, data: Any, table: Any, how: SinkCasts) -> pa.
         half_up = "half_towards_infinity"  # Java's HALF_UP: a tie away from zero
         return pc.round(values, ndigits=digits, round_mode=half_up if match else "towards_zero").cast(target)
     return values.cast(target)
+
+
+def _cast_datetime(values: pa.Array, d: str, t: str, time_zone: str | None) -> pa.Array:
+    """A date or timestamp cast as Spark's, in the session time zone: a ``timestamp``'s wall
+    clock there (the zone of Spark's Arrow data), a wall clock's instant there."""
+    if d == "timestamp" and values.type.tz:
+        values = pc.local_timestamp(values)
+    if t == "date":
+        return pc.floor_temporal(values, unit="day").cast(pa.date32())
+    wall_clock = values.cast(pa.timestamp("us"))
+    return wall_clock if t == "timestamp_ntz" else wall_clock_instants(wall_clock, time_zone).cast(_arrow_type(t))
 
 
 def _integral_to_decimal(values: pa.Array, target: pa.DataType) -> pa.Array:

@@ -28,6 +28,14 @@ _PRECEDENCE = ("byte", "short", "integer", "long", "float", "double")
 #: the decimal digits each integral type needs (Spark's ``DecimalType.forType``)
 _INTEGRAL_DIGITS = {"byte": 3, "short": 5, "integer": 10, "long": 20}
 _INTEGRAL_BITS = {"byte": 8, "short": 16, "integer": 32, "long": 64}
+_DATETIME_UP_CASTS = {
+    ("date", "timestamp"),
+    ("date", "timestamp_ntz"),
+    ("timestamp", "timestamp_ntz"),
+    ("timestamp_ntz", "timestamp"),
+    ("timestamp", "long"),
+    ("long", "timestamp"),
+}
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 _SQL_NAMES = {"byte": "TINYINT", "short": "SMALLINT", "integer": "INT", "long": "BIGINT"}
 
@@ -53,11 +61,13 @@ def up_castable(data: str, table: str) -> bool:
         return True
     if data in _PRECEDENCE and table in _PRECEDENCE:
         return _PRECEDENCE.index(data) < _PRECEDENCE.index(table)
-    if (data, table) in (("date", "timestamp"), ("date", "timestamp_ntz"), ("timestamp", "long")):
+    if (data, table) in _DATETIME_UP_CASTS:
         return True
     source, target = _decimal(data), _decimal(table)
     if source is None or target is None or not (data.startswith("decimal") or table.startswith("decimal")):
         return False
+    if table in _INTEGRAL_DIGITS:  # a decimal into an integer: one digit fewer than the integer's decimal
+        return source[1] == 0 and source[0] < target[0]
     return source[0] - source[1] <= target[0] - target[1] and source[1] <= target[1]
 
 
