@@ -4,8 +4,9 @@ Delta's sink writes a batch whose column types differ from the table's when Spar
 ``TypeCoercion.implicitCast`` converts them (``SchemaMergingUtils.mergeSchemas`` with
 ``allowImplicitConversions``: the table keeps its type) and casts each column to the table's
 type by name (``castIfNeeded`` with ``CastByName(allowMissingStructField = true)``: struct
-fields by name, arrays and maps element by element), with ANSI casts: a value that does not
-fit is an error (other ``spark.sql.storeAssignmentPolicy`` values: :mod:`~deltalog.contrib.spark.sink_policies`).
+fields by name, arrays and maps element by element), with ANSI casts by default: a value that
+does not fit is an error (the other values of ``spark.sql.storeAssignmentPolicy``:
+:mod:`~deltalog.contrib.spark.sink_policies`).
 
 :func:`write_types` runs when the query starts: it gives the batch's schema with the table's
 types where a cast applies and refuses the columns no cast converts.
@@ -149,10 +150,10 @@ def write_types(table: dict[str, Any], data: dict[str, Any], policy: str = "ANSI
     column no implicit cast converts, and ``DeltaAnalysisError`` for one that is no up-cast
     under ``policy`` ``STRICT``."""
     fields = {f["name"].lower(): f for f in table["fields"]}
+    strict = policy == "STRICT"
     out = []
     for f in data["fields"]:
         ours = fields.get(f["name"].lower())
-        strict = policy == "STRICT"
         out.append(f if ours is None else {**f, "type": _write_type(f["type"], ours["type"], f["name"], strict)})
     return {**data, "fields": out}
 
