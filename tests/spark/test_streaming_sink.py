@@ -125,7 +125,7 @@ def test_stream_casts_integers_into_a_narrower_decimal(spark, table_path, tmp_pa
     import pyarrow as pa
 
     from deltalog.contrib.spark.errors import CastOverflowError
-    from deltalog.contrib.spark.sink_cast import cast_columns
+    from deltalog.contrib.spark.sink_cast import SinkCasts, cast_columns
 
     spark.createDataFrame([], "a decimal(6,3)").write.format("deltalog").mode("append").save(table_path)
     rows = spark.createDataFrame([(678, "abc"), (None, None)], "a long, b string")
@@ -133,9 +133,14 @@ def test_stream_casts_integers_into_a_narrower_decimal(spark, table_path, tmp_pa
     table = spark.read.format("deltalog").load(table_path)
     assert table.schema.simpleString() == "struct<a:decimal(6,3),b:string>"
     assert sorted(table.collect(), key=lambda r: r.a is None) == [(decimal.Decimal("678.000"), "abc"), (None, None)]
-    casts = [("a", '"integer"', '"decimal(6,3)"')]
+    casts = SinkCasts((("a", '"integer"', '"decimal(6,3)"'),))
     with pytest.raises(CastOverflowError, match="decimal"):
         cast_columns(pa.table({"a": pa.array([1000], pa.int32())}), casts)
+    # DeltaSinkImplicitCastSuite "write wider type - Decimal(10, 4) -> Decimal(6, 2)": rounded half
+    # up as Spark's (Java's HALF_UP: a tie away from zero, also below zero)
+    ties = pa.table({"a": pa.array([decimal.Decimal("-1.125"), decimal.Decimal("98.7654")], pa.decimal128(10, 4))})
+    rounded = cast_columns(ties, SinkCasts((("a", '"decimal(10,4)"', '"decimal(6,2)"'),)))
+    assert rounded.column("a").to_pylist() == [decimal.Decimal("-1.13"), decimal.Decimal("98.77")]
 
 
 def test_stream_refuses_null_type_columns(spark, table_path, tmp_path):
@@ -263,3 +268,109 @@ def test_stream_generates_identity_values_batch_after_batch(spark, table_path, t
     assert all((i - 1) % 3 == 0 for i in ids)
     assert identity_columns(DeltaLog.for_table(table_path).update().metadata)[0].high_water_mark == max(ids)
     assert [op for op in operations(table_path)][1:] == ["STREAMING UPDATE"] * 2
+
+
+def test_stream_casts_a_date_to_midnight_in_the_session_time_zone(spark, table_path):
+    """DeltaSinkImplicitCastSuite "implicit cast and missing column": a ``date`` streamed into a
+    ``timestamp`` column (at any depth) is midnight of the session time zone, as Spark's cast of
+    a date; the stream takes ``spark.sql.session.timeZone`` when it starts. So are Spark's
+    implicit casts between ``timestamp`` and ``timestamp_ntz`` (a wall clock of that zone)."""
+    import datetime as dt
+
+    import pyarrow as pa
+    from pyspark.sql.types import _parse_datatype_string
+
+    from deltalog.contrib.spark.sink_cast import cast_columns
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    table = spark.createDataFrame([], "t timestamp, s struct<t: timestamp>, n timestamp_ntz, u timestamp")
+    table.write.format("deltalog").mode("append").save(table_path)
+    written = _parse_datatype_string("t date, s struct<t: date>, n timestamp, u timestamp_ntz")
+    options = {"path": table_path, "queryId": "q", "spark.sql.session.timeZone": "America/Los_Angeles"}
+    spec = DeltaLogDataSource(options).streamWriter(written, False).plan.spec
+    day, zone = dt.date(2024, 7, 29), "America/Los_Angeles"
+    midnight = dt.datetime(2024, 7, 29, 7, tzinfo=dt.timezone.utc)
+    data = pa.table(
+        {
+            "t": pa.array([day, None]),
+            "s": pa.array([{"t": day}, None], pa.struct([("t", pa.date32())])),
+            "n": pa.array([midnight, None], pa.timestamp("us", tz=zone)),  # Spark's Arrow data: the session zone
+            "u": pa.array([dt.datetime(2024, 7, 29), None], pa.timestamp("us")),
+        }
+    )
+    assert cast_columns(data, spec.casts).to_pylist() == [
+        {"t": midnight, "s": {"t": midnight}, "n": dt.datetime(2024, 7, 29), "u": midnight},
+        {"t": None, "s": None, "n": None, "u": None},
+    ]
+
+
+def test_stream_casts_by_the_session_store_assignment_policy(spark, table_path):
+    """DeltaSinkImplicitCastSuite "write wider type - long -> int - overflow with
+    storeAssignmentPolicy=LEGACY/STRICT": the sink casts as the session's
+    ``spark.sql.storeAssignmentPolicy`` says (taken when the stream starts). LEGACY does not fail
+    a value that does not fit: an integer wraps (``Long.MaxValue`` is -1), a fraction saturates
+    (NaN is 0), a decimal overflow is null; STRICT refuses when the query starts a cast that may
+    lose data (``CANNOT_UP_CAST_DATATYPE``), at any depth, and takes one that cannot."""
+    import decimal
+
+    import pyarrow as pa
+    from pyspark.sql.types import _parse_datatype_string
+
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.contrib.spark.session_writes import session_defaults
+    from deltalog.contrib.spark.sink_cast import cast_columns
+    from deltalog.contrib.spark.source import DeltaLogDataSource
+
+    spark.createDataFrame([], "n int, b byte, d decimal(4,1), s struct<x: int>").write.format("deltalog").mode(
+        "append"
+    ).save(table_path)
+
+    def plan(policy: str, schema: str):
+        options = {"path": table_path, "queryId": "q", "spark.sql.storeAssignmentPolicy": policy}
+        return DeltaLogDataSource(options).streamWriter(_parse_datatype_string(schema), False).plan.spec
+
+    spec = plan("legacy", "n long, b double, d decimal(6,2), s struct<x: long>")
+    data = pa.table(
+        {
+            "n": pa.array([2**63 - 1, 5], pa.int64()),
+            "b": pa.array([float("nan"), 1e10]),
+            "d": pa.array([decimal.Decimal("1234.56"), decimal.Decimal("1.25")], pa.decimal128(6, 2)),
+            "s": pa.array([{"x": 2**32 + 1}, None], pa.struct([("x", pa.int64())])),
+        }
+    )
+    assert cast_columns(data, spec.casts).to_pylist() == [
+        {"n": -1, "b": 0, "d": None, "s": {"x": 1}},
+        {"n": 5, "b": -1, "d": decimal.Decimal("1.3"), "s": None},  # 1e10 saturates to 2**31 - 1, then a byte
+    ]
+    for refused in ("n long", "s struct<x: long>", "d decimal(6,2)", "n double"):
+        with pytest.raises(DeltaAnalysisError, match=r"^CANNOT_UP_CAST_DATATYPE: Cannot up cast "):
+            plan("STRICT", refused)
+    assert plan("STRICT", "n short, b byte, d decimal(3,1), s struct<x: byte>").casts
+    spark.conf.set("spark.sql.storeAssignmentPolicy", "LEGACY")
+    try:
+        assert session_defaults(spark, {})["spark.sql.storeAssignmentPolicy"] == "LEGACY"
+    finally:
+        spark.conf.unset("spark.sql.storeAssignmentPolicy")
+
+
+def test_sink_cast_rules_are_sparks(spark):
+    """Which casts the sink makes (Delta's ``SchemaMergingUtils`` with implicit conversions:
+    Spark's ``TypeCoercion.implicitCast``) and which STRICT takes (Spark's ``Cast.canUpCast``),
+    asked of Spark itself for every pair of these atomic types."""
+    import json
+
+    from deltalog.contrib.spark.sink_cast import implicitly_castable
+    from deltalog.contrib.spark.sink_policies import up_castable
+
+    catalyst = spark._jvm.org.apache.spark.sql.catalyst
+    coercion, literal, cast = catalyst.analysis.TypeCoercion, catalyst.expressions.Literal, catalyst.expressions.Cast
+    names = ["byte", "short", "integer", "long", "float", "double", "decimal(2,0)", "decimal(10,0)", "decimal(19,0)"]
+    names += ["decimal(20,0)", "decimal(6,2)", "string", "boolean", "date", "timestamp", "timestamp_ntz", "binary"]
+    parsed = {n: spark._jsparkSession.parseDataType(json.dumps(n)) for n in names}
+    ours, sparks = [], []
+    for data in names:
+        for table in (n for n in names if n != data):  # the same type is never cast
+            ours.append((data, table, implicitly_castable(data, table), up_castable(data, table)))
+            implicit = coercion.implicitCast(literal.default(parsed[data]), parsed[table]).isDefined()
+            sparks.append((data, table, implicit, cast.canUpCast(parsed[data], parsed[table])))
+    assert [o for o, s in zip(ours, sparks) if o != s] == []

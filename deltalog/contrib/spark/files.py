@@ -35,7 +35,7 @@ from deltalog.contrib.spark.constraints import task_checker
 from deltalog.contrib.spark.parquet_codecs import DEFAULT_CODEC, file_extension, pyarrow_compression
 from deltalog.contrib.spark.partitioning import partition_directory, written_partition_value
 from deltalog.contrib.spark.replace_where import row_checker
-from deltalog.contrib.spark.sink_cast import cast_columns
+from deltalog.contrib.spark.sink_cast import SinkCasts, cast_columns
 from deltalog.logstores.base import LogStore, LogStoreSpec
 from deltalog.txn.log.data_files import ROW_GROUP_BYTES, ROW_GROUP_ROWS
 from deltalog.txn.protocol.actions import AddCDCFile, AddFile, action_to_line, decode_path, encode_path, parse_line
@@ -133,9 +133,9 @@ class WriteSpec:
     #: Their Parquet field ids (IcebergCompatV3 gives them Iceberg's reserved ones:
     #: :func:`~deltalog.txn.protocol.iceberg_compat.row_tracking_field_ids`); empty otherwise.
     row_tracking_field_ids: Mapping[str, int] = field(default_factory=dict)
-    #: A stream's columns cast to the table's types (name, batch type, table type; Spark
-    #: JSON), as Delta's sink casts them (:mod:`~deltalog.contrib.spark.sink_cast`).
-    casts: tuple[tuple[str, str, str], ...] = ()
+    #: A stream's columns cast to the table's types, as Delta's sink casts them
+    #: (:mod:`~deltalog.contrib.spark.sink_cast`).
+    casts: SinkCasts = field(default_factory=SinkCasts)
     #: Data files hold the partition columns too, after the data columns (IcebergCompat,
     #: ``materializePartitionColumns``; :func:`~deltalog.txn.protocol.iceberg_compat.materializes_partition_columns`),
     #: without statistics (``partitionValues`` has them).

@@ -29,6 +29,7 @@ from deltalog.contrib.spark.parquet_codecs import DEFAULT_CODEC, parquet_codec
 from deltalog.contrib.spark.partition_overwrite import PartitionOverwriteMode
 from deltalog.contrib.spark.replace_using import parse_replace_using
 from deltalog.contrib.spark.resolver import CASE_INSENSITIVE, CASE_SENSITIVE_CONF, Resolver
+from deltalog.contrib.spark.store_assignment import STORE_ASSIGNMENT_POLICIES, STORE_ASSIGNMENT_POLICY
 from deltalog.contrib.spark.tablelog import USER_METADATA_CONF
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ _WRITE_KEYS = {
     "usenullintolerantequalitywithdpo",
     "spark.sql.session.timezone",
     "spark.sql.casesensitive",
+    "spark.sql.storeassignmentpolicy",
     "spark.databricks.io.skipping.stringprefixlength",
     "spark.databricks.delta.properties.defaults",
     "tablecreationmode",
@@ -248,6 +250,15 @@ def storage_options_of(options: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def _store_assignment_policy(options: Mapping[str, str]) -> str:
+    """The :data:`STORE_ASSIGNMENT_POLICY` option (``ANSI`` when not given), as Spark takes the conf."""
+    raw = _get(options, STORE_ASSIGNMENT_POLICY)
+    policy = "ANSI" if raw is None else raw.strip().upper()
+    if policy not in STORE_ASSIGNMENT_POLICIES:
+        raise illegal_option(STORE_ASSIGNMENT_POLICY, raw, f"must be one of {', '.join(STORE_ASSIGNMENT_POLICIES)}")
+    return policy
+
+
 def _refuse_unknown_write_options(options: Mapping[str, str]) -> None:
     unknown = sorted(
         k for k in options if not (k.lower() in _WRITE_KEYS or _is_table_property(k) or is_storage_option(k))
@@ -355,6 +366,10 @@ class WriteOptions:
     #: with the table's ``delta.autoOptimize.optimizeWrite``, :func:`optimizes_write` decides
     optimize_write: bool | None = None
     session_optimize_write: bool | None = None
+    #: The session's ``spark.sql.storeAssignmentPolicy`` (``ANSI``, ``LEGACY`` or ``STRICT``;
+    #: forwarded as an option): how a stream casts its columns to the table's types
+    #: (:mod:`~deltalog.contrib.spark.sink_cast`).
+    store_assignment_policy: str = "ANSI"
     #: The session's table property defaults (``spark.databricks.delta.properties.defaults.*``,
     #: :func:`~deltalog.txn.protocol.protocol_requirements.session_table_defaults`), from
     #: :data:`SESSION_TABLE_DEFAULTS_OPTION`: a table the write creates gets them under its own.
@@ -416,6 +431,7 @@ class WriteOptions:
             session_collect_stats=_flag(options, COLLECT_STATS_CONF, True),
             optimize_write=delta_boolean(options, "optimizeWrite"),
             session_optimize_write=delta_boolean(options, OPTIMIZE_WRITE_CONF),
+            store_assignment_policy=_store_assignment_policy(options),
             table_creation=table_creation,
         )
 

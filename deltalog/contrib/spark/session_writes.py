@@ -48,6 +48,7 @@ from deltalog.contrib.spark.partition_overwrite import (
     PARTITION_OVERWRITE_MODE_CONF,
 )
 from deltalog.contrib.spark.resolver import CASE_SENSITIVE_CONF
+from deltalog.contrib.spark.store_assignment import STORE_ASSIGNMENT_POLICY
 from deltalog.contrib.spark.tablelog import session_commit_confs
 from deltalog.txn.protocol.properties import ALLOW_ARBITRARY_PROPERTIES_CONF
 from deltalog.txn.protocol.protocol_requirements import SESSION_DEFAULTS_PREFIX
@@ -90,7 +91,8 @@ def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[st
     table properties are kept), ``...replaceWhere.dataColumns.enabled`` and
     ``...replaceWhere.constraintCheck.enabled``, ``...schema.autoMerge.enabled`` (``mergeSchema``
     when the write does not say), ``spark.sql.files.maxRecordsPerFile`` and
-    ``spark.sql.parquet.compression.codec``, ``spark.databricks.delta.stats.collect``, its commit confs
+    ``spark.sql.parquet.compression.codec``, ``spark.databricks.delta.stats.collect``,
+    ``spark.sql.storeAssignmentPolicy`` (how a stream casts to the table's types), its commit confs
     (:func:`~deltalog.contrib.spark.tablelog.session_commit_confs`: ``...commitInfo.userMetadata``
     is the commit's ``userMetadata`` when the write gives none, ...), its time zone, Delta's
     ``spark.databricks.io.skipping.stringPrefixLength`` and its table property defaults
@@ -115,6 +117,7 @@ def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[st
         DYNAMIC_PARTITION_OVERWRITE_ENABLED_CONF,
         COLLECT_STATS_CONF,
         OPTIMIZE_WRITE_CONF,
+        STORE_ASSIGNMENT_POLICY,
     ):
         value = spark.conf.get(conf, None)
         if value is not None and conf.lower() not in lowered:

@@ -4,33 +4,54 @@ Delta's sink writes a batch whose column types differ from the table's when Spar
 ``TypeCoercion.implicitCast`` converts them (``SchemaMergingUtils.mergeSchemas`` with
 ``allowImplicitConversions``: the table keeps its type) and casts each column to the table's
 type by name (``castIfNeeded`` with ``CastByName(allowMissingStructField = true)``: struct
-fields by name, arrays and maps element by element), with ANSI casts: a value that does not
-fit is an error.
+fields by name, arrays and maps element by element), with ANSI casts by default: a value that
+does not fit is an error (the other values of ``spark.sql.storeAssignmentPolicy``:
+:mod:`~deltalog.contrib.spark.sink_policies`).
 
 :func:`write_types` runs when the query starts: it gives the batch's schema with the table's
 types where a cast applies and refuses the columns no cast converts.
-:func:`cast_columns` runs in the write tasks on Arrow data.
+:func:`cast_columns` runs in the write tasks on Arrow data, with the :class:`SinkCasts` the
+plan made.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.contrib.spark.errors import CastOverflowError, SchemaMismatchError
+from deltalog.contrib.spark.errors import CastOverflowError, DeltaAnalysisError, SchemaMismatchError
+from deltalog.contrib.spark.sink_policies import legacy_cast, sql_type_name, up_castable
+from deltalog.txn.protocol.time_zones import wall_clock_instants
 
-__all__ = ["cast_columns", "implicitly_castable", "write_types"]
+__all__ = ["SinkCasts", "cast_columns", "implicitly_castable", "write_types"]
 
 _INTEGRAL = {"byte": pa.int8(), "short": pa.int16(), "integer": pa.int32(), "long": pa.int64()}
 _FRACTIONAL = {"float": pa.float32(), "double": pa.float64()}
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 _NULL = ("null", "void")
+_DATETIME = ("date", "timestamp", "timestamp_ntz")
 #: Types Spark's implicit cast turns into a string whose text deltalog writes as Spark does.
 _TO_STRING = {*_INTEGRAL, "boolean", "date"}
+
+
+@dataclass(frozen=True)
+class SinkCasts:
+    """What a stream's write tasks cast (:func:`cast_columns`)."""
+
+    #: the top-level columns cast: (name, batch type, table type), types as Spark's JSON
+    columns: tuple[tuple[str, str, str], ...] = ()
+    #: the session's time zone (Arrow's name): a ``date`` cast to a ``timestamp`` is its
+    #: midnight there, as Spark's cast of a date; None: UTC
+    time_zone: str | None = None
+    #: the session's ``spark.sql.storeAssignmentPolicy``: ``LEGACY`` casts as Spark with ANSI off
+    policy: str = "ANSI"
+
+    def __bool__(self) -> bool:
+        return bool(self.columns)
 
 
 def _kind(t: Any) -> str:
@@ -60,9 +81,9 @@ def _spark_casts(data: Any, table: Any) -> bool:
     d, t = _kind(data), _kind(table)
     if d in _NULL or (_numeric(data) and _numeric(table)):
         return True
-    if (d, t) in (("date", "timestamp"), ("timestamp", "date"), ("timestamp_ntz", "date")):
+    if d in _DATETIME and t in _DATETIME:
         return True
-    if d == "string" and (_numeric(table) or t in ("date", "timestamp", "binary")):
+    if d == "string" and (_numeric(table) or t in (*_DATETIME, "binary")):
         return True
     return t == "string" and d not in ("struct", "array", "map")
 
@@ -70,15 +91,16 @@ def _spark_casts(data: Any, table: Any) -> bool:
 def _deltalog_casts(data: Any, table: Any) -> bool:
     """Whether :func:`cast_columns` casts ``data`` to ``table`` as Spark does (atomic)."""
     d, t = _kind(data), _kind(table)
-    if d in _NULL or (d, t) in (("date", "timestamp"), ("timestamp", "date")):
+    if d in _NULL or (d in _DATETIME and t in _DATETIME and (d, t) != ("timestamp_ntz", "date")):
         return True
     if t == "string":
         return d in _TO_STRING
     return _numeric(data) and _numeric(table) and not (d in _FRACTIONAL and t == "decimal")
 
 
-def _write_type(data: Any, table: Any, where: str) -> Any:
-    """``data`` (a Spark JSON type) as the sink writes it into a column of type ``table``."""
+def _write_type(data: Any, table: Any, where: str, strict: bool) -> Any:
+    """``data`` (a Spark JSON type) as the sink writes it into a column of type ``table``;
+    ``strict``: only up-casts (``spark.sql.storeAssignmentPolicy=STRICT``)."""
     if data == table or table in _NULL:  # a void column takes the data's type (with mergeSchema)
         return data
     if isinstance(data, dict) and isinstance(table, dict) and data["type"] == table["type"]:
@@ -87,14 +109,17 @@ def _write_type(data: Any, table: Any, where: str) -> Any:
             out = []
             for f in data["fields"]:
                 ours = fields.get(f["name"].lower())
-                typ = f["type"] if ours is None else _write_type(f["type"], ours["type"], f"{where}.{f['name']}")
-                out.append({**f, "type": typ})
+                if ours is not None:
+                    f = {**f, "type": _write_type(f["type"], ours["type"], f"{where}.{f['name']}", strict)}
+                out.append(f)
             return {**data, "fields": out}
         if data["type"] == "array":
-            return {**data, "elementType": _write_type(data["elementType"], table["elementType"], f"{where}.element")}
+            element = _write_type(data["elementType"], table["elementType"], f"{where}.element", strict)
+            return {**data, "elementType": element}
         if data["type"] == "map":
-            key = _write_type(data["keyType"], table["keyType"], f"{where}.key")
-            return {**data, "keyType": key, "valueType": _write_type(data["valueType"], table["valueType"], where)}
+            key = _write_type(data["keyType"], table["keyType"], f"{where}.key", strict)
+            value = _write_type(data["valueType"], table["valueType"], where, strict)
+            return {**data, "keyType": key, "valueType": value}
     if isinstance(data, dict) or isinstance(table, dict) or not _spark_casts(data, table):
         raise SchemaMismatchError(
             f"the stream writes {where} as {_name(data)} into a table column of type {_name(table)}, which Spark "
@@ -105,6 +130,13 @@ def _write_type(data: Any, table: Any, where: str) -> Any:
             f"the stream writes {where} as {_name(data)} into a table column of type {_name(table)}: Delta's sink "
             "casts it, deltalog's does not (its text or rounding would differ from Spark's); cast it in the query"
         )
+    if strict and not up_castable(str(data), str(table)):
+        source, target = sql_type_name(str(data)), sql_type_name(str(table))
+        raise DeltaAnalysisError(
+            f"CANNOT_UP_CAST_DATATYPE: Cannot up cast {where} from {source} to {target}: the stream's cast may lose "
+            "data, which spark.sql.storeAssignmentPolicy=STRICT refuses (as Delta's sink). Cast the column in the "
+            "query, or set the policy to ANSI"
+        )
     return table
 
 
@@ -112,15 +144,17 @@ def _name(t: Any) -> str:
     return str(t["type"]) if isinstance(t, dict) else str(t)
 
 
-def write_types(table: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+def write_types(table: dict[str, Any], data: dict[str, Any], policy: str = "ANSI") -> dict[str, Any]:
     """The batch's schema ``data`` with the table's type in every (nested) column the sink
     casts; columns the table lacks are kept. Raises :class:`SchemaMismatchError` for a
-    column no implicit cast converts."""
+    column no implicit cast converts, and ``DeltaAnalysisError`` for one that is no up-cast
+    under ``policy`` ``STRICT``."""
     fields = {f["name"].lower(): f for f in table["fields"]}
+    strict = policy == "STRICT"
     out = []
     for f in data["fields"]:
         ours = fields.get(f["name"].lower())
-        out.append(f if ours is None else {**f, "type": _write_type(f["type"], ours["type"], f["name"])})
+        out.append(f if ours is None else {**f, "type": _write_type(f["type"], ours["type"], f["name"], strict)})
     return {**data, "fields": out}
 
 
@@ -131,14 +165,16 @@ def _arrow_type(t: Any) -> pa.DataType:
     return to_arrow_type(_parse_datatype_json_value(t), timezone="UTC")
 
 
-def _cast_atomic(values: pa.Array, data: Any, table: Any) -> pa.Array:
+def _cast_atomic(values: pa.Array, data: Any, table: Any, how: SinkCasts) -> pa.Array:
     d, t = _kind(data), _kind(table)
     target = _arrow_type(table)
     if d in _NULL:
         return pa.nulls(len(values), target)
-    if d == "timestamp":  # the date in the session time zone (the zone of Spark's Arrow data)
-        local = pc.local_timestamp(values) if values.type.tz else values
-        return pc.floor_temporal(local, unit="day").cast(pa.date32())
+    if d in _DATETIME and t in _DATETIME:
+        return _cast_datetime(values, d, t, how.time_zone)
+    legacy = legacy_cast(values, str(data), str(table), target) if how.policy == "LEGACY" else None
+    if legacy is not None:
+        return legacy
     if t in _FRACTIONAL or (d in _FRACTIONAL and t in _FRACTIONAL) or d == "date":
         return values.cast(target, safe=False)
     if d in _FRACTIONAL:  # toward zero; NaN and values out of range fail the safe cast
@@ -148,8 +184,20 @@ def _cast_atomic(values: pa.Array, data: Any, table: Any) -> pa.Array:
     if d == "decimal" and t != "string":
         match = _DECIMAL.fullmatch(str(table))
         digits = int(match.group(2)) if match else 0
-        return pc.round(values, ndigits=digits, round_mode="half_up" if match else "towards_zero").cast(target)
+        half_up = "half_towards_infinity"  # Java's HALF_UP: a tie away from zero
+        return pc.round(values, ndigits=digits, round_mode=half_up if match else "towards_zero").cast(target)
     return values.cast(target)
+
+
+def _cast_datetime(values: pa.Array, d: str, t: str, time_zone: str | None) -> pa.Array:
+    """A date or timestamp cast as Spark's, in the session time zone: a ``timestamp``'s wall
+    clock there (the zone of Spark's Arrow data), a wall clock's instant there."""
+    if d == "timestamp" and values.type.tz:
+        values = pc.local_timestamp(values)
+    if t == "date":
+        return pc.floor_temporal(values, unit="day").cast(pa.date32())
+    wall_clock = values.cast(pa.timestamp("us"))
+    return wall_clock if t == "timestamp_ntz" else wall_clock_instants(wall_clock, time_zone).cast(_arrow_type(t))
 
 
 def _integral_to_decimal(values: pa.Array, target: pa.DataType) -> pa.Array:
@@ -161,7 +209,7 @@ def _integral_to_decimal(values: pa.Array, target: pa.DataType) -> pa.Array:
     return values.cast(wide).cast(target)
 
 
-def _cast(values: pa.Array, data: Any, table: Any) -> pa.Array:
+def _cast(values: pa.Array, data: Any, table: Any, how: SinkCasts) -> pa.Array:
     if data == table:
         return values
     kind = _kind(table)
@@ -175,33 +223,33 @@ def _cast(values: pa.Array, data: Any, table: Any) -> pa.Array:
             if found is None:
                 children.append(pa.nulls(len(values), child_type))
             else:
-                children.append(_cast(values.field(found[0]), found[1]["type"], f["type"]))
+                children.append(_cast(values.field(found[0]), found[1]["type"], f["type"], how))
             fields.append(pa.field(f["name"], children[-1].type))
         return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
     if kind == "array" and isinstance(values, pa.ListArray):
-        items = _cast(values.values, data["elementType"], table["elementType"])
+        items = _cast(values.values, data["elementType"], table["elementType"], how)
         return pa.ListArray.from_arrays(values.offsets, items, mask=mask)
     if kind == "map" and isinstance(values, pa.MapArray):
-        keys = _cast(values.keys, data["keyType"], table["keyType"])
-        items = _cast(values.items, data["valueType"], table["valueType"])
+        keys = _cast(values.keys, data["keyType"], table["keyType"], how)
+        items = _cast(values.items, data["valueType"], table["valueType"], how)
         return pa.MapArray.from_arrays(values.offsets, keys, items, mask=mask)
-    return _cast_atomic(values, data, table)
+    return _cast_atomic(values, data, table, how)
 
 
-def cast_columns(table: pa.Table, casts: Sequence[tuple[str, str, str]]) -> pa.Table:
-    """``table`` with each column of ``casts`` (name, batch type, table type; Spark JSON)
-    cast to the table's type. Raises :class:`CastOverflowError` for a value that does not fit."""
+def cast_columns(table: pa.Table, casts: SinkCasts) -> pa.Table:
+    """``table`` with each column of ``casts`` cast to the table's type. Raises
+    :class:`CastOverflowError` for a value that does not fit."""
     import json
 
     names = {n.lower(): i for i, n in enumerate(table.column_names)}
-    for name, data, target in casts:
+    for name, data, target in casts.columns:
         i = names.get(name.lower())
         if i is None:
             continue
         data_type, table_type = json.loads(data), json.loads(target)
         try:
             column = pa.chunked_array(
-                [_cast(chunk, data_type, table_type) for chunk in table.column(i).chunks],
+                [_cast(chunk, data_type, table_type, casts) for chunk in table.column(i).chunks],
                 type=_arrow_type(table_type) if table.column(i).num_chunks == 0 else None,
             )
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:

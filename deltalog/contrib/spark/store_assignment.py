@@ -28,9 +28,11 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
     from pyspark.sql.types import DataType
 
-__all__ = ["STORE_ASSIGNMENT_POLICY", "store_assignment_cast"]
+__all__ = ["STORE_ASSIGNMENT_POLICIES", "STORE_ASSIGNMENT_POLICY", "store_assignment_cast"]
 
 STORE_ASSIGNMENT_POLICY = "spark.sql.storeAssignmentPolicy"
+#: the values Spark takes for :data:`STORE_ASSIGNMENT_POLICY` (upper case)
+STORE_ASSIGNMENT_POLICIES = ("ANSI", "LEGACY", "STRICT")
 _FOLLOWS_ANSI_FLAG = "spark.databricks.delta.updateAndMergeCastingFollowsAnsiEnabledFlag"
 
 

@@ -51,7 +51,7 @@ from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partit
 from deltalog.contrib.spark.replace_using import key_columns, matcher, refuse_incompatible_options, written_keys
 from deltalog.contrib.spark.replace_where import names_data_columns, refuse_data_columns, refuse_unresolved_names
 from deltalog.contrib.spark.replace_where_rewrite import rewrite_matching, rewrite_outside
-from deltalog.contrib.spark.sink_cast import write_types
+from deltalog.contrib.spark.sink_cast import SinkCasts, write_types
 from deltalog.contrib.spark.sink_null_types import (
     VOID_TYPES,
     refuse_empty_written_structs,
@@ -87,6 +87,7 @@ from deltalog.txn.protocol.identity import pop_high_water_marks, without_high_wa
 from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, InvalidPropertyError, TableProperties
 from deltalog.txn.protocol.protocol_requirements import with_table_defaults
 from deltalog.txn.protocol.stats_columns import StatsColumns
+from deltalog.txn.protocol.time_zones import arrow_time_zone
 from deltalog.txn.protocol.type_widening import preview_table_version, widen_for_schema_evolution
 
 if TYPE_CHECKING:
@@ -300,7 +301,7 @@ def plan_write(
     data = _spark_schema_dict(data_schema_json)
     _refuse_duplicate_columns(data)
     _check_null_types(delta_log.table_uri, snapshot, data, streaming)
-    casts: tuple[tuple[str, str, str], ...] = ()
+    casts = SinkCasts()
     if streaming and snapshot.version >= 0 and not (opts.overwrite and opts.overwrite_schema):
         data, casts = _stream_write_types(opts, snapshot, data)
     skip = False
@@ -369,7 +370,7 @@ def _recreates(opts: WriteOptions, read_metadata: Metadata | None) -> bool | Non
 
 
 def _with_row_handling(
-    spec: WriteSpec, opts: WriteOptions, on_data: bool, casts: tuple[tuple[str, str, str], ...], replaces_rows: bool
+    spec: WriteSpec, opts: WriteOptions, on_data: bool, casts: SinkCasts, replaces_rows: bool
 ) -> WriteSpec:
     """``spec`` with what the tasks do to each row: check it against a ``replaceWhere`` on data
     columns (unless its constraint check is off), write it as ``insert`` change data too when
@@ -402,23 +403,24 @@ def _check_null_types(table_uri: str, snapshot: Snapshot, data: dict[str, Any], 
 
 def _stream_write_types(
     opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any]
-) -> tuple[dict[str, Any], tuple[tuple[str, str, str], ...]]:
+) -> tuple[dict[str, Any], SinkCasts]:
     """A stream's schema with the table's types where Delta's sink casts implicitly
     (``getWriteSchema``; not in complete mode with ``overwriteSchema``), and the top-level
-    columns its tasks cast (name, batch type, table type). With ``mergeSchema`` a type the
-    table may widen to (type widening) is widened, not cast, as in Delta."""
+    columns its tasks cast (name, batch type, table type), in the session's time zone and by its
+    ``spark.sql.storeAssignmentPolicy`` (STRICT refuses a cast that may lose data). With
+    ``mergeSchema`` a type the table may widen to (type widening) is widened, not cast, as in Delta."""
     metadata = snapshot.metadata
     table = schemas.logical_schema(json.loads(metadata.schema_string))
     if opts.merge_schema:
         version = preview_table_version(snapshot.protocol, snapshot.version + 1)
         table = widen_for_schema_evolution(table, data, metadata.configuration, version)
-    written = write_types(table, data)
+    written = write_types(table, data, opts.store_assignment_policy)
     casts = tuple(
         (new["name"], json.dumps(old["type"]), json.dumps(new["type"]))
         for old, new in zip(data["fields"], written["fields"], strict=True)
         if old["type"] != new["type"]
     )
-    return written, casts
+    return written, SinkCasts(casts, arrow_time_zone(opts.session_time_zone), opts.store_assignment_policy)
 
 
 def _skips_existing_table(opts: WriteOptions, snapshot: Snapshot, table_uri: str) -> bool:

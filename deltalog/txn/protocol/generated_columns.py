@@ -44,7 +44,7 @@ from deltalog.txn.protocol.constraint_sql import (
 )
 from deltalog.txn.protocol.constraints import Constraint, ConstraintViolationError
 from deltalog.txn.protocol.partition_filters import OR
-from deltalog.txn.protocol.time_zones import session_time_zone
+from deltalog.txn.protocol.time_zones import session_time_zone, wall_clock_instants
 
 __all__ = [
     "GENERATION_EXPRESSION",
@@ -214,26 +214,12 @@ def _compute(
     if isinstance(value, pa.Scalar):
         value = pa.repeat(value, table.num_rows)
     try:
-        return _in_time_zone(value, target, time_zone).cast(target)
+        zoned = pa.types.is_timestamp(target) and target.tz is not None
+        return (wall_clock_instants(value, time_zone) if zoned else value).cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise UnsupportedGenerationExpressionError(
             column.name, column.expression, f"its value ({value.type}) does not cast to {target} ({exc})"
         ) from None
-
-
-def _in_time_zone(
-    value: pa.ChunkedArray | pa.Array, target: pa.DataType, time_zone: str | None
-) -> pa.ChunkedArray | pa.Array:
-    """A wall-clock timestamp of the SQL subset (``CAST(d AS TIMESTAMP)``, ``date_trunc`` of a
-    date: local times) for a ``timestamp`` column: the instants of those times in the session's
-    ``time_zone``, as Spark evaluates them (a time a clock change repeats takes its earlier
-    instant; one it skips, the first instant after the gap -- Spark's too for a midnight, the
-    only wall-clock time a date gives; Spark shifts another skipped time by the gap's length).
-    Without a zone, as UTC."""
-    zoned = pa.types.is_timestamp(target) and target.tz is not None
-    if not (zoned and time_zone and pa.types.is_timestamp(value.type) and value.type.tz is None):
-        return value
-    return pc.assume_timezone(value, timezone=time_zone, ambiguous="earliest", nonexistent="latest")
 
 
 def check_generated_columns(metadata: Metadata) -> list[GeneratedColumn]:

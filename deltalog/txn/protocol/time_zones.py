@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from typing import TYPE_CHECKING
 
-__all__ = ["arrow_time_zone", "parse_timestamp_text", "session_time_zone"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["arrow_time_zone", "parse_timestamp_text", "session_time_zone", "wall_clock_instants"]
 
 _OFFSET = re.compile(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?")
 
@@ -55,6 +59,22 @@ def arrow_time_zone(name: str | None) -> str | None:
     minutes = int(offset.total_seconds()) // 60
     sign = "-" if minutes < 0 else "+"
     return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def wall_clock_instants(value: pa.ChunkedArray | pa.Array, time_zone: str | None) -> pa.ChunkedArray | pa.Array:
+    """Zone-free timestamps ``value`` read as wall-clock times of the session's ``time_zone``
+    (Arrow's name, :func:`arrow_time_zone`): the instants Spark gives them (``CAST(d AS
+    TIMESTAMP)`` of a date, ``date_trunc`` of one: local times), as zoned timestamps. A time a
+    clock change repeats takes its earlier instant; one it skips, the first instant after the
+    gap -- Spark's too for a midnight, the only wall-clock time a date gives; Spark shifts
+    another skipped time by the gap's length. Without a zone, or for values that are not
+    zone-free timestamps, ``value`` as it is (read as UTC)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (time_zone and pa.types.is_timestamp(value.type) and value.type.tz is None):
+        return value
+    return pc.assume_timezone(value, timezone=time_zone, ambiguous="earliest", nonexistent="latest")
 
 
 _TIMESTAMP_TEXT = re.compile(
