@@ -483,10 +483,10 @@ def test_subqueries_and_non_deterministic_merge_conditions_are_refused_as_delta_
         "NON_DETERMINISTIC.*search condition": lambda: (
             table.alias("t").merge(source, F.expr("t.id = s.id") & (F.rand() < 2)).whenMatchedDelete().execute()
         ),
-        "NON_DETERMINISTIC.*MATCHED clause": lambda: (
+        "NON_DETERMINISTIC.*the UPDATE condition of MERGE": lambda: (
             table.alias("t").merge(source, "t.id = s.id").whenMatchedUpdate("rand() < 2", {"v": "s.v"}).execute()
         ),
-        "UNSUPPORTED_SUBQUERY.*NOT MATCHED clause": lambda: (
+        "UNSUPPORTED_SUBQUERY.*the INSERT condition of MERGE": lambda: (
             table.alias("t")
             .merge(source, "t.id = s.id")
             .whenNotMatchedInsert("s.id IN (SELECT 3)", {"id": "s.id", "v": "s.v"})

@@ -559,29 +559,33 @@ def test_a_merge_without_clauses_is_refused_before_it_opens_a_transaction():
 
 
 @pytest.mark.parametrize(
-    "build",
+    ("build", "kind"),
     [
-        lambda m: m.whenMatchedDelete().whenMatchedUpdate("s.v > 0", {"v": "s.v"}),
-        lambda m: m.whenNotMatchedInsertAll().whenNotMatchedInsertAll("s.v > 0"),
-        lambda m: m.whenNotMatchedBySourceDelete().whenNotMatchedBySourceDelete("t.v > 0"),
+        (lambda m: m.whenMatchedDelete().whenMatchedUpdate("s.v > 0", {"v": "s.v"}), "MATCHED"),
+        (lambda m: m.whenNotMatchedInsertAll().whenNotMatchedInsertAll("s.v > 0"), "NOT_MATCHED_BY_TARGET"),
+        (
+            lambda m: m.whenNotMatchedBySourceDelete().whenNotMatchedBySourceDelete("t.v > 0"),
+            "NOT_MATCHED_BY_SOURCE",
+        ),
     ],
 )
-def test_only_the_last_clause_of_a_kind_may_omit_its_condition(build):
-    """Delta's ``DELTA_NON_LAST_*_CLAUSE_OMIT_CONDITION``: a clause after an unconditional one
-    of its kind could never act; the MERGE is refused before it opens a transaction."""
+def test_only_the_last_clause_of_a_kind_may_omit_its_condition(build, kind):
+    """Spark's ``NON_LAST_*_CLAUSE_OMIT_CONDITION``: a clause after an unconditional one of its
+    kind could never act; the MERGE is refused before it opens a transaction."""
     from deltalog.contrib.spark.errors import DeltaAnalysisError
     from deltalog.contrib.spark.merge import DeltaMergeBuilder
 
-    with pytest.raises(DeltaAnalysisError, match="only the last"):
+    with pytest.raises(DeltaAnalysisError, match=f"NON_LAST_{kind}_CLAUSE_OMIT_CONDITION: .*only the last"):
         build(DeltaMergeBuilder(None, None, "t.id = s.id")).execute()  # type: ignore[arg-type]
 
 
 def test_not_matched_by_source_clauses_may_use_only_target_columns(spark, table_path):
     """Delta resolves a ``whenNotMatchedBySource*`` clause against the target only: a
-    source column there is an analysis error, not a null (the row has no source row), and an
-    unqualified name is the target's column even when the source has one of that name
-    (MergeIntoSchemaEvolutionSuite's "new column with insert * and conditional update not
-    matched by source")."""
+    source column there is DELTA_MERGE_UNRESOLVED_EXPRESSION, not a null (the row has no source
+    row), and an unqualified name is the target's column even when the source has one of that
+    name (MergeIntoSchemaEvolutionSuite's "new column with insert * and conditional update not
+    matched by source"). MergeIntoNotMatchedBySourceSuite's analysis errors: an unknown name, an
+    aggregate (DELTA_AGGREGATION_NOT_SUPPORTED); a NOT MATCHED clause sees the source only."""
     from deltalog.contrib.spark import DeltaTable
     from deltalog.contrib.spark.errors import DeltaAnalysisError
 
@@ -590,12 +594,19 @@ def test_not_matched_by_source_clauses_may_use_only_target_columns(spark, table_
     )
     table = DeltaTable.forPath(spark, table_path)
     source = spark.createDataFrame([(1, 5)], "id long, w long").alias("s")
-    for build in (
-        lambda m: m.whenNotMatchedBySourceUpdate(set={"v": "s.w"}),
-        lambda m: m.whenNotMatchedBySourceDelete("s.w > 0"),
+    unresolved = "DELTA_MERGE_UNRESOLVED_EXPRESSION: Cannot resolve "
+    for build, error in (
+        (lambda m: m.whenNotMatchedBySourceUpdate(set={"v": "s.w"}), "s.w in UPDATE clause given columns t.id, t.v."),
+        (lambda m: m.whenNotMatchedBySourceDelete("s.w > 0"), "s.w in DELETE condition given columns t.id, t.v."),
+        (lambda m: m.whenNotMatchedBySourceDelete("nope > 1"), "nope in DELETE condition"),
+        (lambda m: m.whenNotMatchedInsert("t.v > 0", {"id": "s.id"}), "t.v in INSERT condition given columns id, w."),
+        (lambda m: m.whenMatchedUpdate("nope > 1", {"v": "1"}), "nope in UPDATE condition given columns id, w, t.id"),
     ):
-        with pytest.raises(DeltaAnalysisError, match="target"):
+        with pytest.raises(DeltaAnalysisError) as info:
             build(table.alias("t").merge(source, "t.id = s.id")).execute()
+        assert unresolved + error in str(info.value)
+    with pytest.raises(DeltaAnalysisError, match="DELTA_AGGREGATION_NOT_SUPPORTED: .* in the UPDATE condition of MERGE"):
+        table.alias("t").merge(source, "t.id = s.id").whenNotMatchedBySourceUpdate("max(0) > 0", {"v": "1"}).execute()
     table.alias("t").merge(source, "t.id = s.id").whenNotMatchedBySourceUpdate("v > 15", {"v": "t.v + 1"}).execute()
     assert rows(table.toDF(), ["id"]).values.tolist() == [[1, 10], [2, 21]]
     same_names = spark.createDataFrame([(1, 7), (3, 30)], "id long, v long").alias("s")

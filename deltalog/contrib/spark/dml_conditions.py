@@ -27,17 +27,44 @@ if TYPE_CHECKING:
 
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["refuse_non_deterministic", "refuse_unsupported_condition"]
+__all__ = ["refuse_non_deterministic", "refuse_unresolved", "refuse_unsupported_condition"]
 
 
-def refuse_unsupported_condition(rows: DataFrame, condition: Column, where: str, *, deterministic: bool) -> None:
+def refuse_unresolved(rows: DataFrame, expression: Column, where: str, names: Sequence[str]) -> None:
+    """Delta's ``DELTA_MERGE_UNRESOLVED_EXPRESSION`` (``ResolveDeltaMergeInto.resolveOrFail``)
+    when ``expression`` names a column ``rows`` lacks; ``where`` names the clause, ``names`` the
+    columns it may use."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        rows.select(expression).schema  # noqa: B018 - resolves the expression
+    except AnalysisException as exc:
+        if not (exc.getCondition() or "").startswith("UNRESOLVED_COLUMN"):
+            raise
+        name = exc.getMessageParameters().get("objectName", "").replace("`", "")
+        raise DeltaAnalysisError(
+            f"DELTA_MERGE_UNRESOLVED_EXPRESSION: Cannot resolve {name} in {where} given columns {', '.join(names)}."
+        ) from None
+
+
+def refuse_unsupported_condition(
+    rows: DataFrame, condition: Column, where: str, *, deterministic: bool, aggregates: bool = False
+) -> None:
     """Raise :class:`DeltaAnalysisError` when ``condition`` (resolved over ``rows``) holds a
-    subquery, or, with ``deterministic``, a non-deterministic expression; ``where`` names it
-    in the message (``"DELETE"``, ``"search condition of MERGE operation"``, ...)."""
-    analyzed = rows.filter(condition)._jdf.queryExecution().analyzed()
-    expression = analyzed.condition()
+    subquery, or, with ``deterministic``, a non-deterministic expression, or, with
+    ``aggregates``, an aggregate (MERGE's ``DELTA_AGGREGATION_NOT_SUPPORTED``); ``where`` names
+    it in the message (``"DELETE"``, ``"search condition of MERGE operation"``, ...)."""
     jvm = rows.sparkSession._jvm
     assert jvm is not None  # a classic session: the table API runs Spark jobs from the driver
+    if aggregates:
+        selected = rows.select(condition)._jdf.queryExecution().analyzed().expressions().head()
+        if jvm.org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression.containsAggregate(selected):
+            raise DeltaAnalysisError(
+                f"DELTA_AGGREGATION_NOT_SUPPORTED: Aggregate functions are not supported in the {where} "
+                f"(condition = {selected.child().sql()})."
+            )
+    analyzed = rows.filter(condition)._jdf.queryExecution().analyzed()
+    expression = analyzed.condition()
     text = expression.sql()
     if jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(expression):
         raise DeltaAnalysisError(

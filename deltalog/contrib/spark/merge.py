@@ -635,13 +635,14 @@ class DeltaMergeBuilder:
             )
         for kind, clauses in (
             ("MATCHED", self._matched),
-            ("NOT MATCHED", self._not_matched),
+            ("NOT MATCHED BY TARGET", self._not_matched),
             ("NOT MATCHED BY SOURCE", self._not_matched_by_source),
         ):
-            if any(c.condition is None for c in clauses[:-1]):  # Delta's DELTA_NON_LAST_*_CLAUSE_OMIT_CONDITION
+            if any(c.condition is None for c in clauses[:-1]):  # Spark's NON_LAST_*_CLAUSE_OMIT_CONDITION
                 raise DeltaAnalysisError(
-                    f"When there are more than one {kind} clauses in a MERGE statement, only the last {kind} "
-                    "clause can omit the condition (a clause after an unconditional one could never act)"
+                    f"NON_LAST_{kind.replace(' ', '_')}_CLAUSE_OMIT_CONDITION: When there are more than one {kind} "
+                    f"clauses in a MERGE statement, only the last {kind} clause can omit the condition (a clause "
+                    "after an unconditional one could never act)"
                 )
         runner = self._with_current_time_pinned()
         runner._run_pinned()
@@ -721,6 +722,7 @@ class DeltaMergeBuilder:
 
         from pyspark.sql import functions as F
 
+        from deltalog.contrib.spark.logical_schema import logical_struct
         from deltalog.contrib.spark.schemas import top_level_types
 
         started = time.perf_counter()
@@ -738,6 +740,10 @@ class DeltaMergeBuilder:
         new_fields = self._new_column_fields(new_columns)
         new_types = {c: f.dataType for c, f in new_fields.items()}
         assignments = self._resolve_assignments(snapshot.metadata, columns, evolve, talias, {**evolved, **new_types})
+        # what Delta's analysis refuses, refused before any job: over a target of no row
+        empty = table._spark.createDataFrame([], logical_struct(snapshot.metadata.schema_string)).alias(talias)
+        self._check_by_source_references(empty, assignments)
+        self._refuse_unsupported_conditions(empty)
         before = time.perf_counter()
         files, source_rows = self._candidates(txn, table_columns, table_types)
         materialize_ms = int((time.perf_counter() - before) * 1000) if materialized else 0
@@ -745,8 +751,6 @@ class DeltaMergeBuilder:
             self._evolve_schema(txn, new_fields, structs, widened)
         scanned = scan_target(table._spark, table._log, snapshot, files)
         target = scanned.rows.withColumn(_T_PRESENT, F.lit(True)).alias(talias)
-        self._check_by_source_references(target, assignments)
-        self._refuse_unsupported_conditions(target)
         by_source = self._by_source_on_target(assignments)
         types = {f.name: nullable_type(f.dataType) for f in target.schema.fields}
         types.update({c: nullable_type(t) for c, t in new_types.items()})
@@ -804,41 +808,40 @@ class DeltaMergeBuilder:
         return columns
 
     def _refuse_unsupported_conditions(self, target: DataFrame) -> None:
-        """Delta refuses a subquery or a non-deterministic expression in the search condition
-        and in every clause condition (:mod:`~deltalog.contrib.spark.dml_conditions`);
-        resolved over the source beside the target, no job runs."""
-        from deltalog.contrib.spark.dml_conditions import refuse_unsupported_condition
-
+        """Delta's checks of the search condition and of every clause condition
+        (``ResolveDeltaMergeInto``, ``PreprocessTableMerge.checkCondition``): each resolves over
+        the rows its clause sees (``DELTA_MERGE_UNRESOLVED_EXPRESSION``: a NOT MATCHED clause sees
+        the source only, a NOT MATCHED BY SOURCE clause the target only), and holds no
+        non-deterministic expression, aggregate or subquery
+        (:mod:`~deltalog.contrib.spark.dml_conditions`); no job runs."""
         both = self._source.crossJoin(target)
-        refuse_unsupported_condition(
-            both, _expr(self._condition), "search condition of MERGE operation", deterministic=True
-        )
-        for kind, clauses in (
-            ("MATCHED", self._matched),
-            ("NOT MATCHED", self._not_matched),
-            ("NOT MATCHED BY SOURCE", self._not_matched_by_source),
+        source, table = self._source.columns, _target_columns(target, self._table._alias or "target")
+        self._check_condition(both, self._condition, "search", [*source, *table])
+        for clauses, rows, names in (
+            (self._matched, both, [*source, *table]),
+            (self._not_matched, self._source, source),
+            (self._not_matched_by_source, target, table),
         ):
             for c in clauses:
                 if c.condition is not None:
-                    where = f"{kind} clause condition of MERGE operation"
-                    rows = target if clauses is self._not_matched_by_source else both
-                    refuse_unsupported_condition(rows, _expr(c.condition), where, deterministic=True)
+                    self._check_condition(rows, c.condition, c.kind.upper(), names)
+
+    def _check_condition(self, rows: DataFrame, condition: Any, clause: str, names: Sequence[str]) -> None:
+        from deltalog.contrib.spark.dml_conditions import refuse_unresolved, refuse_unsupported_condition
+
+        refuse_unresolved(rows, _expr(condition), f"{clause} condition", names)
+        where = f"{clause} condition of MERGE operation"
+        refuse_unsupported_condition(rows, _expr(condition), where, deterministic=True, aggregates=True)
 
     def _check_by_source_references(self, target: DataFrame, assignments: Mapping[int, Mapping[str, Column]]) -> None:
-        """Delta resolves a ``whenNotMatchedBySource*`` clause's condition and values against
-        the target only: a source column there is an error (the row has no source row)."""
-        from pyspark.errors import AnalysisException
+        """Delta resolves a ``whenNotMatchedBySource*`` clause's values against the target only:
+        a source column there is ``DELTA_MERGE_UNRESOLVED_EXPRESSION`` (the row has no source row)."""
+        from deltalog.contrib.spark.dml_conditions import refuse_unresolved
 
+        names = _target_columns(target, self._table._alias or "target")
         for c in self._not_matched_by_source:
-            exprs = [] if c.condition is None else [_expr(c.condition)]
-            for e in [*exprs, *assignments.get(id(c), {}).values()]:
-                try:
-                    target.select(e).schema  # noqa: B018 - resolves the expression
-                except AnalysisException as exc:
-                    raise DeltaAnalysisError(
-                        "a whenNotMatchedBySource clause can use only target columns (no source row matches "
-                        f"the rows it acts on): {str(exc).splitlines()[0]}"
-                    ) from None
+            for value in assignments.get(id(c), {}).values():
+                refuse_unresolved(target, value, f"{c.kind.upper()} clause", names)
 
     def _resolve_assignments(
         self, metadata: Metadata, columns: list[str], evolve: bool, talias: str, evolved: Mapping[str, DataType]
@@ -1374,6 +1377,12 @@ def chain_value(acc: Column | None, when: Column, value: Column) -> Column:
     from pyspark.sql import functions as F
 
     return F.when(when, value) if acc is None else acc.when(when, value)
+
+
+def _target_columns(target: DataFrame, alias: str) -> list[str]:
+    """The target's columns a clause may name, qualified by its ``alias`` as Delta lists them
+    (``t.key``), without the scan's own columns."""
+    return [f"{alias}.{c}" for c in target.columns if not c.startswith("__deltalog_")]
 
 
 def _unresolved_target(
