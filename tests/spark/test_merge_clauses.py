@@ -605,7 +605,7 @@ def test_not_matched_by_source_clauses_may_use_only_target_columns(spark, table_
         with pytest.raises(DeltaAnalysisError) as info:
             build(table.alias("t").merge(source, "t.id = s.id")).execute()
         assert unresolved + error in str(info.value)
-    with pytest.raises(DeltaAnalysisError, match="DELTA_AGGREGATION_NOT_SUPPORTED: .* in the UPDATE condition of MERGE"):
+    with pytest.raises(DeltaAnalysisError, match=r"DELTA_AGGREGATION_NOT_SUPPORTED: .* UPDATE condition of MERGE"):
         table.alias("t").merge(source, "t.id = s.id").whenNotMatchedBySourceUpdate("max(0) > 0", {"v": "1"}).execute()
     table.alias("t").merge(source, "t.id = s.id").whenNotMatchedBySourceUpdate("v > 15", {"v": "t.v + 1"}).execute()
     assert rows(table.toDF(), ["id"]).values.tolist() == [[1, 10], [2, 21]]

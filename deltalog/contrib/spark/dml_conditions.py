@@ -41,7 +41,7 @@ def refuse_unresolved(rows: DataFrame, expression: Column, where: str, names: Se
     except AnalysisException as exc:
         if not (exc.getCondition() or "").startswith("UNRESOLVED_COLUMN"):
             raise
-        name = exc.getMessageParameters().get("objectName", "").replace("`", "")
+        name = (exc.getMessageParameters() or {}).get("objectName", "").replace("`", "")
         raise DeltaAnalysisError(
             f"DELTA_MERGE_UNRESOLVED_EXPRESSION: Cannot resolve {name} in {where} given columns {', '.join(names)}."
         ) from None

@@ -722,7 +722,6 @@ class DeltaMergeBuilder:
 
         from pyspark.sql import functions as F
 
-        from deltalog.contrib.spark.logical_schema import logical_struct
         from deltalog.contrib.spark.schemas import top_level_types
 
         started = time.perf_counter()
@@ -740,10 +739,7 @@ class DeltaMergeBuilder:
         new_fields = self._new_column_fields(new_columns)
         new_types = {c: f.dataType for c, f in new_fields.items()}
         assignments = self._resolve_assignments(snapshot.metadata, columns, evolve, talias, {**evolved, **new_types})
-        # what Delta's analysis refuses, refused before any job: over a target of no row
-        empty = table._spark.createDataFrame([], logical_struct(snapshot.metadata.schema_string)).alias(talias)
-        self._check_by_source_references(empty, assignments)
-        self._refuse_unsupported_conditions(empty)
+        self._refuse_before_reading(snapshot.metadata, talias, assignments)
         before = time.perf_counter()
         files, source_rows = self._candidates(txn, table_columns, table_types)
         materialize_ms = int((time.perf_counter() - before) * 1000) if materialized else 0
@@ -806,6 +802,16 @@ class DeltaMergeBuilder:
                 columns[f"{_BY_SOURCE}{i}_{j}"] = value
                 values[column] = F.col(f"`{_BY_SOURCE}{i}_{j}`")
         return columns
+
+    def _refuse_before_reading(
+        self, metadata: Metadata, talias: str, assignments: Mapping[int, Mapping[str, Column]]
+    ) -> None:
+        """What Delta's analysis refuses, refused before any job: resolved over a target of no row."""
+        from deltalog.contrib.spark.logical_schema import logical_struct
+
+        empty = self._table._spark.createDataFrame([], logical_struct(metadata.schema_string)).alias(talias)
+        self._check_by_source_references(empty, assignments)
+        self._refuse_unsupported_conditions(empty)
 
     def _refuse_unsupported_conditions(self, target: DataFrame) -> None:
         """Delta's checks of the search condition and of every clause condition
