@@ -562,7 +562,7 @@ class DeltaTable(AlterTableMethods):
         scanned = time.perf_counter()
         metrics, _ = _rewrite_metrics(candidates, [], started, scanned)
         metrics["numCopiedRows"] = "0"
-        deleted = logical_records(candidates)
+        deleted = _deleted_rows_from_metadata(self._spark, candidates)
         if deleted is not None:
             metrics["numDeletedRows"] = str(deleted)
         predicate = [] if condition is None else [_describe(condition)]
@@ -1234,6 +1234,20 @@ def _updated_rows(
         F.array(new_row, image(old_values, "update_preimage"), image(new_values, "update_postimage")),
     ).otherwise(F.array(new_row))
     return rows.select(F.explode(images).alias("image")).select("image.*")
+
+
+#: Delta's internal ``DELTA_DML_METRICS_FROM_METADATA`` (default true)
+_DML_METRICS_FROM_METADATA_CONF = "spark.databricks.delta.dmlMetricsFromMetadata.enabled"
+
+
+def _deleted_rows_from_metadata(spark: SparkSession, files: Sequence[AddFile]) -> int | None:
+    """The rows a metadata-only DELETE removes, from the files' statistics net of their
+    deletion vectors, as Delta's ``getDeletedRowsFromAddFilesAndUpdateMetrics``: None (the
+    row metrics are left out) when a file has no count, or when the session conf
+    ``spark.databricks.delta.dmlMetricsFromMetadata.enabled`` is ``false``."""
+    if spark.conf.get(_DML_METRICS_FROM_METADATA_CONF, "true").strip().lower() == "false":
+        return None
+    return logical_records(files)
 
 
 def _commit_no_delete(
