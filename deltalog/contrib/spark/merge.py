@@ -805,9 +805,10 @@ class DeltaMergeBuilder:
 
     def _refuse_unsupported_conditions(self, target: DataFrame) -> None:
         """Delta refuses a subquery or a non-deterministic expression in the search condition
-        and in every clause condition (:mod:`~deltalog.contrib.spark.dml_conditions`);
+        and in every clause condition, and a window, aggregate or generator function in a
+        clause's values (:mod:`~deltalog.contrib.spark.dml_conditions`);
         resolved over the source beside the target, no job runs."""
-        from deltalog.contrib.spark.dml_conditions import refuse_unsupported_condition
+        from deltalog.contrib.spark.dml_conditions import refuse_special_expressions, refuse_unsupported_condition
 
         both = self._source.crossJoin(target)
         refuse_unsupported_condition(
@@ -819,10 +820,13 @@ class DeltaMergeBuilder:
             ("NOT MATCHED BY SOURCE", self._not_matched_by_source),
         ):
             for c in clauses:
+                rows = target if clauses is self._not_matched_by_source else both
                 if c.condition is not None:
                     where = f"{kind} clause condition of MERGE operation"
-                    rows = target if clauses is self._not_matched_by_source else both
                     refuse_unsupported_condition(rows, _expr(c.condition), where, deterministic=True)
+                values = [_expr(v) for v in (c.assignments or {}).values()]
+                inserts = clauses is self._not_matched  # their values name source columns only
+                refuse_special_expressions(self._source if inserts else rows, values, f"{kind} clause of MERGE operation")
 
     def _check_by_source_references(self, target: DataFrame, assignments: Mapping[int, Mapping[str, Column]]) -> None:
         """Delta resolves a ``whenNotMatchedBySource*`` clause's condition and values against

@@ -448,14 +448,20 @@ class DeltaTable(AlterTableMethods):
         command: str,
         values: Sequence[ExpressionOrColumn] = (),
     ) -> None:
-        """Delta refuses a subquery in a DELETE or UPDATE condition, and a non-deterministic
-        expression in its condition or an UPDATE's ``values``
+        """Delta refuses a subquery in a DELETE or UPDATE condition, a non-deterministic
+        expression in its condition or an UPDATE's ``values``, and a window, aggregate or
+        generator function in those values
         (:mod:`~deltalog.contrib.spark.dml_conditions`); checked over no rows, before any job."""
-        from deltalog.contrib.spark.dml_conditions import refuse_non_deterministic, refuse_unsupported_condition
+        from deltalog.contrib.spark.dml_conditions import (
+            refuse_non_deterministic,
+            refuse_special_expressions,
+            refuse_unsupported_condition,
+        )
 
         rows = self._spark.createDataFrame([], logical_struct(snapshot.metadata.schema_string))
         rows = rows.alias(self._alias) if self._alias else rows
         expressions = [_col(v) for v in values]
+        refuse_special_expressions(rows, expressions, f"{command} command")
         if condition is not None:
             refuse_unsupported_condition(rows, _col(condition), command, deterministic=False)
             expressions.insert(0, _col(condition))
