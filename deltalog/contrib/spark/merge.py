@@ -826,7 +826,8 @@ class DeltaMergeBuilder:
                     refuse_unsupported_condition(rows, _expr(c.condition), where, deterministic=True)
                 values = [_expr(v) for v in (c.assignments or {}).values()]
                 inserts = clauses is self._not_matched  # their values name source columns only
-                refuse_special_expressions(self._source if inserts else rows, values, f"{kind} clause of MERGE operation")
+                where = f"{kind} clause of MERGE operation"
+                refuse_special_expressions(self._source if inserts else rows, values, where)
 
     def _check_by_source_references(self, target: DataFrame, assignments: Mapping[int, Mapping[str, Column]]) -> None:
         """Delta resolves a ``whenNotMatchedBySource*`` clause's condition and values against

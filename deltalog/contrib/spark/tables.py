@@ -1251,7 +1251,7 @@ def _deleted_rows_from_metadata(spark: SparkSession, files: Sequence[AddFile]) -
     deletion vectors, as Delta's ``getDeletedRowsFromAddFilesAndUpdateMetrics``: None (the
     row metrics are left out) when a file has no count, or when the session conf
     ``spark.databricks.delta.dmlMetricsFromMetadata.enabled`` is ``false``."""
-    if spark.conf.get(_DML_METRICS_FROM_METADATA_CONF, "true").strip().lower() == "false":
+    if str(spark.conf.get(_DML_METRICS_FROM_METADATA_CONF, "true")).strip().lower() == "false":
         return None
     return logical_records(files)
 
