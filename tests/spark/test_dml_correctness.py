@@ -498,7 +498,22 @@ def test_subqueries_and_non_deterministic_merge_conditions_are_refused_as_delta_
         lambda: table.update(F.rand() < 2, {"v": "v + 1"}),
         lambda: table.update(None, {"v": "rand()"}),
     ]
-    for message, run in [*refused.items(), *(("NON_DETERMINISTIC_EXPRESSIONS", r) for r in refused_rand)]:
+    # Update/MergeIntoSuiteBase "Window/Aggregate functions in update/merge": Spark's
+    # UNSUPPORTED_EXPR_FOR_OPERATOR for a window, aggregate or generator in a value
+    def merge():
+        return table.alias("t").merge(source, "t.id = s.id")
+
+    refused_special = [
+        lambda: table.update("id = 1", {"v": "row_number() OVER (ORDER BY id)"}),
+        lambda: table.update("id = 1", {"v": "max(v)"}),
+        lambda: merge().whenMatchedUpdate(set={"v": "sum(t.v) OVER ()"}).execute(),
+        lambda: merge().whenNotMatchedInsert(values={"id": "s.id", "v": "max(s.v)"}).execute(),
+    ]
+    for message, run in [
+        *refused.items(),
+        *(("NON_DETERMINISTIC_EXPRESSIONS", r) for r in refused_rand),
+        *(("UNSUPPORTED_EXPR_FOR_OPERATOR.*Invalid expressions", r) for r in refused_special),
+    ]:
         with pytest.raises(DeltaAnalysisError, match=message):
             run()
     assert _version(table_path) == 0

@@ -160,3 +160,27 @@ def test_merge_reports_every_delta_merge_metric(spark: Any, table_path: str, nam
     assert [tuple(r) for r in result] == [(updated + deleted + inserted, updated, deleted, inserted)]
     changed = updated + deleted
     assert (int(metrics["numTargetChangeFilesAdded"]) > 0) == (cdf and changed > 0)
+
+
+def test_a_partition_delete_counts_rows_from_metadata_only_under_delta_conf(spark: Any, table_path: str) -> None:
+    """Delta's DeleteMetricsSuite "delete along partition boundary": the rows a metadata-only
+    DELETE removes are counted from the files' statistics, net of their deletion vectors,
+    unless ``spark.databricks.delta.dmlMetricsFromMetadata.enabled`` is false; then they
+    are unknown and ``numDeletedRows``, ``numCopiedRows`` and ``numAddedFiles`` are left out."""
+    from deltalog.contrib.spark import DeltaTable, write_table
+
+    options = {"partitionBy": "part", "delta.enableDeletionVectors": "true"}
+    write_table(spark.range(0, 8, 1, 1).selectExpr("id", "id % 2 AS part"), table_path, **options)
+    table = DeltaTable.forPath(spark, table_path)
+    table.delete("id = 0")
+    table.delete("part = 0")
+    metrics = _last_metrics(table_path)
+    assert (metrics["numDeletedRows"], metrics["numDeletionVectorsRemoved"]) == ("3", "1")
+    spark.conf.set("spark.databricks.delta.dmlMetricsFromMetadata.enabled", "false")
+    try:
+        table.delete("part = 1")
+    finally:
+        spark.conf.unset("spark.databricks.delta.dmlMetricsFromMetadata.enabled")
+    metrics = _last_metrics(table_path)
+    assert set(metrics) == delta_metrics.DELETE - {"numDeletedRows", "numCopiedRows", "numAddedFiles"}
+    assert metrics["numRemovedFiles"] == "1"

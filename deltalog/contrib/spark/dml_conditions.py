@@ -12,6 +12,11 @@ is read or written (Delta's ``PreprocessTableDelete`` / ``PreprocessTableUpdate`
   ``UpdateCommand`` (``INVALID_NON_DETERMINISTIC_EXPRESSIONS``; only MERGE's clause values,
   ``SupportsNonDeterministicExpression``, may be).
 
+- a window, aggregate or generator function in a value UPDATE or MERGE assigns (Spark's
+  ``CheckAnalysis`` refuses them in Delta's commands, ``UNSUPPORTED_EXPR_FOR_OPERATOR``):
+  evaluated over the rewritten rows they would give each row a value of whichever rows the
+  job happened to read.
+
 The condition is analysed by Spark over a DataFrame holding the columns it may name (no job
 runs) and its resolved expression inspected.
 """
@@ -27,7 +32,12 @@ if TYPE_CHECKING:
 
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["refuse_non_deterministic", "refuse_unresolved", "refuse_unsupported_condition"]
+__all__ = [
+    "refuse_non_deterministic",
+    "refuse_special_expressions",
+    "refuse_unresolved",
+    "refuse_unsupported_condition",
+]
 
 
 def refuse_unresolved(rows: DataFrame, expression: Column, where: str, names: Sequence[str]) -> None:
@@ -89,4 +99,40 @@ def refuse_non_deterministic(rows: DataFrame, expressions: Sequence[Column], whe
                 f"INVALID_NON_DETERMINISTIC_EXPRESSIONS: The operator expects a deterministic expression, but the "
                 f"actual expression is {resolved.sql()} (in the {where}); compute the values first, e.g. into a "
                 "column of a source DataFrame to MERGE"
+            )
+
+
+#: The plan nodes Spark's analyzer puts a window, aggregate or generator function in
+_SPECIAL_NODES = frozenset({"Window", "Aggregate", "Generate"})
+
+
+def refuse_special_expressions(rows: DataFrame, expressions: Sequence[Column], where: str) -> None:
+    """Raise :class:`DeltaAnalysisError` when one of ``expressions`` (resolved over ``rows``)
+    is or holds a window, aggregate or generator function, as Spark's ``CheckAnalysis``
+    refuses them in Delta's UPDATE and MERGE commands (``UNSUPPORTED_EXPR_FOR_OPERATOR``);
+    ``where`` names the command. An expression that does not resolve here is left to the
+    command's own resolution, which reports it."""
+    from pyspark.errors import AnalysisException
+
+    for expression in expressions:
+        try:
+            analyzed = rows.select(expression)._jdf.queryExecution().analyzed()
+        except AnalysisException:
+            continue
+        pending, special = [analyzed], None
+        while pending and special is None:
+            node = pending.pop()
+            if node.getClass().getSimpleName() in _SPECIAL_NODES:
+                special = node
+            children = node.children()
+            pending.extend(children.apply(i) for i in range(children.size()))
+        if special is not None:
+            text = analyzed.output().head().name()
+            if special.getClass().getSimpleName() == "Generate":
+                text = special.generator().sql()
+            raise DeltaAnalysisError(
+                "UNSUPPORTED_EXPR_FOR_OPERATOR: A query operator contains one or more unsupported expressions. "
+                "Consider to rewrite it to avoid window functions, aggregate functions, and generator functions "
+                f"in the WHERE clause. Invalid expressions: [{text}] (in the {where}); compute the values first, "
+                "e.g. into a column of a source DataFrame to MERGE"
             )

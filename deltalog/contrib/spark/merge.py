@@ -819,7 +819,10 @@ class DeltaMergeBuilder:
         the rows its clause sees (``DELTA_MERGE_UNRESOLVED_EXPRESSION``: a NOT MATCHED clause sees
         the source only, a NOT MATCHED BY SOURCE clause the target only), and holds no
         non-deterministic expression, aggregate or subquery
-        (:mod:`~deltalog.contrib.spark.dml_conditions`); no job runs."""
+        (:mod:`~deltalog.contrib.spark.dml_conditions`); and no clause's values a window,
+        aggregate or generator function; no job runs."""
+        from deltalog.contrib.spark.dml_conditions import refuse_special_expressions
+
         both = self._source.crossJoin(target)
         source, table = self._source.columns, _target_columns(target, self._table._alias or "target")
         self._check_condition(both, self._condition, "search", [*source, *table])
@@ -831,6 +834,8 @@ class DeltaMergeBuilder:
             for c in clauses:
                 if c.condition is not None:
                     self._check_condition(rows, c.condition, c.kind.upper(), names)
+                values = [_expr(v) for v in (c.assignments or {}).values()]
+                refuse_special_expressions(rows, values, f"{c.kind.upper()} clause of MERGE operation")
 
     def _check_condition(self, rows: DataFrame, condition: Any, clause: str, names: Sequence[str]) -> None:
         from deltalog.contrib.spark.dml_conditions import refuse_unresolved, refuse_unsupported_condition

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from deltalog.contrib.spark.describe import hadoop_location
+
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
@@ -126,7 +128,8 @@ def _clustering_stats(result: OptimizeResult) -> tuple[Any, ...] | None:
 def optimize_result_row(result: OptimizeResult, z_ordered: bool, cluster_parallelism: int) -> tuple[Any, ...]:
     """The one row Delta's OPTIMIZE returns for ``result`` (what Delta's open-source
     OPTIMIZE leaves unset stays unset: no insertion order, no write amplification skips,
-    no scheduled tasks or auto-compaction parallelism)."""
+    no scheduled tasks or auto-compaction parallelism); ``path`` is the table's location as
+    Delta's ``snapshot.dataPath.toString`` shows it (``file:/abs/path`` for a local table)."""
     dvs = None
     if result.num_deletion_vectors_removed:
         dvs = (result.num_deletion_vectors_removed, result.num_deletion_vector_rows_removed)
@@ -149,4 +152,4 @@ def optimize_result_row(result: OptimizeResult, z_ordered: bool, cluster_paralle
         result.num_table_columns,
         result.num_table_columns_with_stats,
     )
-    return (result.table_uri, metrics)
+    return (hadoop_location(result.table_uri), metrics)

@@ -454,14 +454,20 @@ class DeltaTable(AlterTableMethods):
         command: str,
         values: Sequence[ExpressionOrColumn] = (),
     ) -> None:
-        """Delta refuses a subquery in a DELETE or UPDATE condition, and a non-deterministic
-        expression in its condition or an UPDATE's ``values``
+        """Delta refuses a subquery in a DELETE or UPDATE condition, a non-deterministic
+        expression in its condition or an UPDATE's ``values``, and a window, aggregate or
+        generator function in those values
         (:mod:`~deltalog.contrib.spark.dml_conditions`); checked over no rows, before any job."""
-        from deltalog.contrib.spark.dml_conditions import refuse_non_deterministic, refuse_unsupported_condition
+        from deltalog.contrib.spark.dml_conditions import (
+            refuse_non_deterministic,
+            refuse_special_expressions,
+            refuse_unsupported_condition,
+        )
 
         rows = self._spark.createDataFrame([], logical_struct(snapshot.metadata.schema_string))
         rows = rows.alias(self._alias) if self._alias else rows
         expressions = [_col(v) for v in values]
+        refuse_special_expressions(rows, expressions, f"{command} command")
         if condition is not None:
             refuse_unsupported_condition(rows, _col(condition), command, deterministic=False)
             expressions.insert(0, _col(condition))
@@ -568,7 +574,7 @@ class DeltaTable(AlterTableMethods):
         scanned = time.perf_counter()
         metrics, _ = _rewrite_metrics(candidates, [], started, scanned)
         metrics["numCopiedRows"] = "0"
-        deleted = logical_records(candidates)
+        deleted = _deleted_rows_from_metadata(self._spark, candidates)
         if deleted is not None:
             metrics["numDeletedRows"] = str(deleted)
         predicate = [] if condition is None else [_describe(condition)]
@@ -1240,6 +1246,20 @@ def _updated_rows(
         F.array(new_row, image(old_values, "update_preimage"), image(new_values, "update_postimage")),
     ).otherwise(F.array(new_row))
     return rows.select(F.explode(images).alias("image")).select("image.*")
+
+
+#: Delta's internal ``DELTA_DML_METRICS_FROM_METADATA`` (default true)
+_DML_METRICS_FROM_METADATA_CONF = "spark.databricks.delta.dmlMetricsFromMetadata.enabled"
+
+
+def _deleted_rows_from_metadata(spark: SparkSession, files: Sequence[AddFile]) -> int | None:
+    """The rows a metadata-only DELETE removes, from the files' statistics net of their
+    deletion vectors, as Delta's ``getDeletedRowsFromAddFilesAndUpdateMetrics``: None (the
+    row metrics are left out) when a file has no count, or when the session conf
+    ``spark.databricks.delta.dmlMetricsFromMetadata.enabled`` is ``false``."""
+    if str(spark.conf.get(_DML_METRICS_FROM_METADATA_CONF, "true")).strip().lower() == "false":
+        return None
+    return logical_records(files)
 
 
 def _commit_no_delete(
