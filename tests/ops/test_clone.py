@@ -305,3 +305,21 @@ def test_clone_row_ids_as_row_id_clone_suite(
     assert [r[0] for r in ranges] == ([0, 3] if source_rows else [])
     mark = snapshot.domain_metadata.get("delta.rowTracking")
     assert (mark is not None and json.loads(mark.configuration)["rowIdHighWaterMark"] == 4) is source_rows
+
+
+def test_clone_into_row_tracking_of_files_without_stats_is_refused(tmp_path: Path) -> None:
+    """RowIdCloneSuite "clone throws error when assigning row IDs without stats": a source
+    file without ``numRecords`` cannot get row ids in the target; Delta refuses the clone
+    (``DELTA_CLONE_WITH_ROW_TRACKING_WITHOUT_STATS``) and, deep, copies nothing."""
+    from deltalog.txn.commit.operations import ManualUpdate
+    from deltalog.txn.protocol.errors import RowTrackingError
+
+    source = create(str(tmp_path / "s"), partitioned=False)
+    append(source, [1, 2, 3], None)
+    (f,) = source.update().files
+    source.start_transaction().commit([replace(f, stats=None, data_change=False)], ManualUpdate())
+    target = tmp_path / "t"
+    with pytest.raises(RowTrackingError, match=r"^\[DELTA_CLONE_WITH_ROW_TRACKING_WITHOUT_STATS\]"):
+        clone(source, str(target), shallow=False, properties=_ROW_TRACKING_ON)
+    assert DeltaLog.for_table(str(target)).update().version == -1
+    assert not list(target.rglob("*.parquet"))  # the deep clone copied nothing

@@ -186,3 +186,53 @@ def test_replace_where_on_data_columns_keeps_the_copied_rows_ids(spark: Any, tab
     assert after[6][0] == "new6" and after[6][1] not in {row_id for _, row_id, _ in before.values()}
     assert 7 not in after
     assert _preserved_tag(table_path) == "true"
+
+
+def test_dml_keeps_row_ids_of_a_table_with_a_column_named_metadata(spark: Any, table_path: str) -> None:
+    """RowTrackingReadWriteSuite "write and read with conflicting columns": a table may have
+    its own ``_metadata`` column; Delta hides its metadata column behind it, and UPDATE,
+    MERGE and replaceWhere keep the rows' ids and the column's values (DELETE reads as
+    UPDATE does). The DML commands carry the row ids in a column of their own;
+    ``readRowTracking``, which adds ``_metadata`` to the DataFrame, refuses such a table (it
+    cannot hide its column)."""
+    import pyarrow.parquet as pq
+    from pyspark.errors import AnalysisException
+
+    from deltalog.contrib.spark import DeltaTable, read_table
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+    from deltalog.txn.protocol import row_tracking
+
+    schema = "n long, _metadata struct<row_id: long, row_commit_version: long>"
+    rows = [(i, (10 * i, 100 * i)) for i in range(6)]
+    spark.createDataFrame(rows, schema).coalesce(1).write.format("deltalog").mode("append").option(
+        "delta.enableRowTracking", "true"
+    ).save(table_path)
+    log = DeltaLog.for_table(table_path)
+
+    def ids() -> dict[int, int]:
+        """Each row's stable row id, by ``n``, from the files."""
+        names = row_tracking.materialized_columns(log.update().protocol, log.update().metadata)
+        assert names is not None
+        out = {}
+        for f in log.update().files:
+            data = pq.read_table(os.path.join(table_path, f.path)).to_pylist()
+            for position, row in enumerate(data):
+                out[row["n"]] = row.get(names[0]) if row.get(names[0]) is not None else f.base_row_id + position
+        return out
+
+    before = ids()
+    table = DeltaTable.forPath(spark, table_path)
+    table.update("n = 1", {"n": "11"})
+    source = spark.createDataFrame([(3,)], "n long")
+    table.alias("t").merge(source.alias("s"), "t.n = s.n").whenMatchedUpdate(set={"n": "33"}).execute()
+    replacement = spark.createDataFrame([(4, (0, 0))], schema)
+    replacement.write.format("deltalog").mode("overwrite").option("replaceWhere", "n = 4").save(table_path)
+    got = {r["n"]: tuple(r["_metadata"]) for r in spark.read.format("deltalog").load(table_path).collect()}
+    assert got == {0: (0, 0), 11: (10, 100), 2: (20, 200), 33: (30, 300), 4: (0, 0), 5: (50, 500)}
+    after = ids()
+    assert {n: after[n] for n in (0, 2, 5)} == {n: before[n] for n in (0, 2, 5)}
+    assert (after[11], after[33]) == (before[1], before[3])
+    with pytest.raises(DeltaAnalysisError, match="has a column named _metadata"):
+        read_table(spark, table_path, readRowTracking=True, native=True)  # in the driver
+    with pytest.raises(AnalysisException, match="has a column named _metadata"):  # the data source's, wrapped
+        spark.read.format("deltalog").option("readRowTracking", "true").load(table_path)

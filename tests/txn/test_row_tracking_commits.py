@@ -135,7 +135,7 @@ def test_enabling_on_an_existing_table_backfills_its_files(tmp_path: Path) -> No
 
 def test_adds_without_record_counts_and_hand_made_marks_are_refused(tmp_path: Path) -> None:
     log = create(str(tmp_path / "t"), **{"delta.enableRowTracking": "true"})
-    with pytest.raises(RowTrackingError, match="numRecords"):
+    with pytest.raises(RowTrackingError, match=r"^\[DELTA_ROW_ID_ASSIGNMENT_WITHOUT_STATS\] .*numRecords"):
         log.start_transaction().commit([AddFile("x.parquet", {}, 1, 1)], Write())
     with pytest.raises(RowTrackingError, match="by hand"):
         log.start_transaction().commit([DomainMetadata("delta.rowTracking", '{"rowIdHighWaterMark":99}')], Write())

@@ -75,7 +75,7 @@ def files_dataframe(
     :mod:`~deltalog.contrib.spark.row_tracking`)."""
     from pyspark.sql.types import LongType, StringType, StructField
 
-    from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE, row_tracking_struct
+    from deltalog.contrib.spark.reads import DML_ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE, row_tracking_struct
     from deltalog.contrib.spark.row_tracking import tracked_columns
 
     schema = logical_struct(snapshot.metadata.schema_string)
@@ -83,9 +83,11 @@ def files_dataframe(
     read_schema = arrow_schema(schema)
     out_schema = schema
     if tracked is not None:
-        read_schema = read_schema.append(pa.field(ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE))
-        out_schema = StructType_add(schema, [StructField(ROW_TRACKING_COLUMN, row_tracking_struct(), True)])
-    spec = ReadSpec.for_snapshot(delta_log, snapshot, read_schema, row_tracking_columns=tracked)
+        read_schema = read_schema.append(pa.field(DML_ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE))
+        out_schema = StructType_add(schema, [StructField(DML_ROW_TRACKING_COLUMN, row_tracking_struct(), True)])
+    spec = ReadSpec.for_snapshot(
+        delta_log, snapshot, read_schema, row_tracking_columns=tracked, row_tracking_output=DML_ROW_TRACKING_COLUMN
+    )
     if with_file:
         out_schema = StructType_add(
             out_schema,
@@ -134,16 +136,17 @@ def _file_to_read(raw: str) -> FileToRead:
 
 
 def _in_materialized_columns(rows: DataFrame, tracked: tuple[str, str]) -> DataFrame:
-    """``rows`` with their ``_metadata`` row ids in the materialized columns ``tracked``."""
+    """``rows`` with their row ids (:data:`~deltalog.contrib.spark.reads.DML_ROW_TRACKING_COLUMN`)
+    in the materialized columns ``tracked``."""
     from pyspark.sql import functions as F
 
-    from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN
+    from deltalog.contrib.spark.reads import DML_ROW_TRACKING_COLUMN
 
-    ids = F.col(ROW_TRACKING_COLUMN)
+    ids = F.col(DML_ROW_TRACKING_COLUMN)
     return (
         rows.withColumn(tracked[0], ids.getField("row_id"))
         .withColumn(tracked[1], ids.getField("row_commit_version"))
-        .drop(ROW_TRACKING_COLUMN)
+        .drop(DML_ROW_TRACKING_COLUMN)
     )
 
 

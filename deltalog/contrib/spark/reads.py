@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from deltalog.txn.log.snapshot_management import SnapshotManagement
 
 __all__ = [
+    "DML_ROW_TRACKING_COLUMN",
     "ROW_TRACKING_COLUMN",
     "FileToRead",
     "ReadSpec",
@@ -50,6 +51,9 @@ __all__ = [
 
 #: the output column of row tracking reads: ``struct<row_id: long, row_commit_version: long>``
 ROW_TRACKING_COLUMN = "_metadata"
+#: the same struct where the DML commands read it: a name of deltalog's own, so that a table
+#: with a column named ``_metadata`` (Delta hides its metadata column behind it) keeps it
+DML_ROW_TRACKING_COLUMN = "__deltalog_row_tracking"
 #: its Arrow type (:func:`row_tracking_struct` is its Spark type)
 ROW_TRACKING_TYPE = pa.struct([("row_id", pa.int64()), ("row_commit_version", pa.int64())])
 
@@ -103,8 +107,10 @@ class ReadSpec:
     #: statistics; empty where pruning by pushed filters is not sound (see ``source.py``)
     row_group_terms: tuple[Term, ...] = ()
     #: row tracking: the materialized (row id, row commit version) column names, when the
-    #: output has the ``_metadata`` column (:data:`ROW_TRACKING_COLUMN`)
+    #: output has the column ``row_tracking_output`` (``struct<row_id, row_commit_version>``)
     row_tracking_columns: tuple[str, str] | None = None
+    #: :data:`ROW_TRACKING_COLUMN` for ``readRowTracking``, :data:`DML_ROW_TRACKING_COLUMN` for DML
+    row_tracking_output: str = ROW_TRACKING_COLUMN
 
     @classmethod
     def for_snapshot(
@@ -113,9 +119,11 @@ class ReadSpec:
         snapshot: Snapshot,
         output_schema: pa.Schema,
         row_tracking_columns: tuple[str, str] | None = None,
+        row_tracking_output: str = ROW_TRACKING_COLUMN,
     ) -> ReadSpec:
         """The spec to read files of ``snapshot`` (of ``delta_log``'s table) as rows of
-        ``output_schema`` (with ``row_tracking_columns``: also the ``_metadata`` row ids)."""
+        ``output_schema`` (with ``row_tracking_columns``: also the row ids, in the column
+        ``row_tracking_output``)."""
         metadata = snapshot.metadata
         return cls(
             store=delta_log.store.spec(),
@@ -125,6 +133,7 @@ class ReadSpec:
             column_mapping_mode=snapshot.properties.column_mapping_mode,
             output_schema=output_schema,
             row_tracking_columns=row_tracking_columns,
+            row_tracking_output=row_tracking_output,
         )
 
 
@@ -275,7 +284,7 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
     offsets = row_group_offsets(metadata)
     num_rows = table.num_rows if read_cols else sum(offsets[g + 1] - offsets[g] for g in groups)
     tracking = None
-    if spec.row_tracking_columns is not None and ROW_TRACKING_COLUMN in wanted:
+    if spec.row_tracking_columns is not None and spec.row_tracking_output in wanted:
         tracking = _row_tracking(spec.row_tracking_columns, item, table, _positions(offsets, groups))
     if item.deletion_vector or item.only_rows is not None:
         positions = _positions(offsets, groups)
@@ -314,7 +323,7 @@ def _output_columns(
             arrays.append(constant_column(item.constants[name], out_field.type, num_rows))
         elif name == "_change_type" and "_change_type" in table.column_names:
             arrays.append(table.column("_change_type").cast(out_field.type))
-        elif name == ROW_TRACKING_COLUMN and tracking is not None:
+        elif name == spec.row_tracking_output and tracking is not None:
             arrays.append(tracking.cast(out_field.type))
         elif name in physical and physical[name] in table.column_names:
             arrays.append(
@@ -355,15 +364,21 @@ def read_files(spec: ReadSpec, items: Sequence[FileToRead]) -> Iterator[pa.Recor
 
 def row_tracking_columns(snapshot: Snapshot) -> tuple[str, str]:
     """The materialized row id and row commit version column names of a table with row
-    tracking enabled (``readRowTracking``); raises on any other table."""
+    tracking enabled (``readRowTracking``); raises on any other table, and on a table with a
+    top-level column named ``_metadata`` (Delta hides its metadata column behind the table's;
+    the DataFrame here would hold two columns of that name)."""
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
     from deltalog.txn.protocol import row_tracking
 
     names = row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata)
     if names is None:
-        from deltalog.contrib.spark.errors import DeltaAnalysisError
-
         raise DeltaAnalysisError(
             f"readRowTracking: row tracking is not enabled on {snapshot.table_uri} "
             "(set delta.enableRowTracking=true first)"
+        )
+    if any(f.name.lower() == ROW_TRACKING_COLUMN for f in snapshot.schema.fields):
+        raise DeltaAnalysisError(
+            f"readRowTracking: the table {snapshot.table_uri} has a column named {ROW_TRACKING_COLUMN}, the name "
+            "of the row tracking column this read adds; rename the column (column mapping) to read row ids"
         )
     return names

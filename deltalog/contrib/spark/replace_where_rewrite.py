@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from deltalog.contrib.spark.data_skipping import data_skipped_files
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, write_batches
 from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
-from deltalog.contrib.spark.reads import ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE, FileToRead, ReadSpec, read_file
+from deltalog.contrib.spark.reads import DML_ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE, FileToRead, ReadSpec, read_file
 from deltalog.contrib.spark.replace_where import compiled_predicate, partition_filters
 from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import AddFile
@@ -63,9 +63,15 @@ def rewrite_matching(
     output_schema = arrow_schema(logical_struct(snapshot.metadata.schema_string))
     tracked = row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata)
     if tracked is not None:  # the copied rows keep their stable row ids (as DELETE's do)
-        output_schema = output_schema.append(pa.field(ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE))
+        output_schema = output_schema.append(pa.field(DML_ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE))
         txn.mark_row_tracking_materialized()
-    read_spec = ReadSpec.for_snapshot(txn.delta_log, snapshot, output_schema, row_tracking_columns=tracked)
+    read_spec = ReadSpec.for_snapshot(
+        txn.delta_log,
+        snapshot,
+        output_schema,
+        row_tracking_columns=tracked,
+        row_tracking_output=DML_ROW_TRACKING_COLUMN,
+    )
     rewrite_spec = replace(spec, replace_where=None, insert_change_data=False)
     removed: list[AddFile] = []
     lines: list[str] = []
@@ -103,10 +109,10 @@ def rewrite_matching(
 
 
 def _materialized(table: pa.Table, tracked: tuple[str, str] | None) -> pa.Table:
-    """``table`` with its ``_metadata`` row ids in the materialized columns ``tracked``."""
+    """``table`` with its row ids (:data:`DML_ROW_TRACKING_COLUMN`) in the materialized columns ``tracked``."""
     if tracked is None:
         return table
-    ids = table.column(ROW_TRACKING_COLUMN).combine_chunks()
-    table = table.drop_columns([ROW_TRACKING_COLUMN])
+    ids = table.column(DML_ROW_TRACKING_COLUMN).combine_chunks()
+    table = table.drop_columns([DML_ROW_TRACKING_COLUMN])
     table = table.append_column(tracked[0], ids.field("row_id"))
     return table.append_column(tracked[1], ids.field("row_commit_version"))

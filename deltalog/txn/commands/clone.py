@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -42,6 +42,7 @@ from deltalog.txn.commit.operations import Clone
 from deltalog.txn.delta_log import DeltaLog
 from deltalog.txn.log.data_files import missing_files, name_missing
 from deltalog.txn.log.deletion_vectors import dv_absolute_path
+from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import (
     Action,
     AddFile,
@@ -54,7 +55,7 @@ from deltalog.txn.protocol.actions import (
 )
 from deltalog.txn.protocol.clustering import CLUSTERING_DOMAIN
 from deltalog.txn.protocol.column_mapping import column_mapping_mode
-from deltalog.txn.protocol.errors import DeltaLogError, UnsupportedColumnMappingModeChangeError
+from deltalog.txn.protocol.errors import DeltaLogError, RowTrackingError, UnsupportedColumnMappingModeChangeError
 from deltalog.txn.protocol.identity import with_merged_high_water_marks
 from deltalog.txn.protocol.properties import validate_table_properties
 from deltalog.txn.protocol.protocol_requirements import merge_protocols, protocol_for_new_table
@@ -266,6 +267,21 @@ def _check_clonable(
         raise CloneSourceFilesMissingError(source.table_uri, snapshot.version, missing)
 
 
+def _require_record_counts(txn: OptimisticTransaction, files: Sequence[AddFile]) -> None:
+    """Refuse, before anything is copied, a clone whose target gives row ids (it supports
+    row tracking) to a source file without ``numRecords`` (Delta's
+    ``DELTA_CLONE_WITH_ROW_TRACKING_WITHOUT_STATS``)."""
+    if not row_tracking.is_supported(txn.protocol) or row_tracking.is_suspended(txn.metadata):
+        return
+    missing = [f.path for f in files if f.num_records() is None]
+    if missing:
+        raise RowTrackingError(
+            f"[DELTA_CLONE_WITH_ROW_TRACKING_WITHOUT_STATS] cannot clone into {txn.delta_log.table_uri} with row "
+            f"tracking: {len(missing)} source file(s) have no numRecords statistic (e.g. {missing[0]}), which row ids "
+            "need. Collect statistics on the source first, or clone without row tracking."
+        )
+
+
 def _prepare_target(txn: OptimisticTransaction, snapshot: Snapshot, options: _TargetOptions) -> None:
     """The target's protocol and metadata in ``txn`` (Delta's ``determineTargetProtocol``):
     the source's protocol, merged with an existing target's (never a downgrade, unless
@@ -337,6 +353,7 @@ def clone(
     _check_clonable(source, snapshot, target, existing, replace)
     _prepare_target(txn, snapshot, _TargetOptions(properties, allow_arbitrary_properties, allow_protocol_downgrade))
     files = snapshot.files
+    _require_record_counts(txn, files)
     copies: list[_Copy] = []
     adds: list[Action] = [*_cloned_domains(snapshot, existing)]
     adds += [

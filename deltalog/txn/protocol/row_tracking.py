@@ -199,8 +199,9 @@ def _assign(action: AddFile, read_high_water_mark: int, mark: int, version: int)
         records = action.num_records()
         if records is None:
             raise RowTrackingError(
-                f"cannot assign row ids to {action.path}: its add has no numRecords statistic. "
-                "Row tracking needs the record count of every new file."
+                f"[DELTA_ROW_ID_ASSIGNMENT_WITHOUT_STATS] cannot assign row ids to {action.path}: its add has no "
+                "numRecords statistic. Row tracking needs the record count of every new file (collect statistics: "
+                "spark.databricks.delta.stats.collect=true)."
             )
         base = mark + 1
         mark += records
