@@ -607,6 +607,8 @@ def test_not_matched_by_source_clauses_may_use_only_target_columns(spark, table_
         assert unresolved + error in str(info.value)
     with pytest.raises(DeltaAnalysisError, match=r"DELTA_AGGREGATION_NOT_SUPPORTED: .* UPDATE condition of MERGE"):
         table.alias("t").merge(source, "t.id = s.id").whenNotMatchedBySourceUpdate("max(0) > 0", {"v": "1"}).execute()
+    with pytest.raises(DeltaAnalysisError, match=r"DELTA_AGGREGATION_NOT_SUPPORTED: .* search condition of MERGE"):
+        table.alias("t").merge(source, "t.id = s.id AND max(0) > 0").whenMatchedDelete().execute()
     table.alias("t").merge(source, "t.id = s.id").whenNotMatchedBySourceUpdate("v > 15", {"v": "t.v + 1"}).execute()
     assert rows(table.toDF(), ["id"]).values.tolist() == [[1, 10], [2, 21]]
     same_names = spark.createDataFrame([(1, 7), (3, 30)], "id long, v long").alias("s")

@@ -23,7 +23,7 @@ runs) and its resolved expression inspected.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
 
@@ -49,12 +49,22 @@ def refuse_unresolved(rows: DataFrame, expression: Column, where: str, names: Se
     try:
         rows.select(expression).schema  # noqa: B018 - resolves the expression
     except AnalysisException as exc:
+        if exc.getCondition() == "MISSING_GROUP_BY":  # an aggregate beside a column: Spark's words for it
+            jc: Any = expression._jc
+            raise _aggregation_not_supported(f"{where} of MERGE operation", jc.toString()) from None
         if not (exc.getCondition() or "").startswith("UNRESOLVED_COLUMN"):
             raise
         name = (exc.getMessageParameters() or {}).get("objectName", "").replace("`", "")
         raise DeltaAnalysisError(
             f"DELTA_MERGE_UNRESOLVED_EXPRESSION: Cannot resolve {name} in {where} given columns {', '.join(names)}."
         ) from None
+
+
+def _aggregation_not_supported(where: str, text: str) -> DeltaAnalysisError:
+    """MERGE's ``DELTA_AGGREGATION_NOT_SUPPORTED`` (``PreprocessTableMerge.checkCondition``)."""
+    return DeltaAnalysisError(
+        f"DELTA_AGGREGATION_NOT_SUPPORTED: Aggregate functions are not supported in the {where} (condition = {text})."
+    )
 
 
 def refuse_unsupported_condition(
@@ -69,10 +79,7 @@ def refuse_unsupported_condition(
     if aggregates:
         selected = rows.select(condition)._jdf.queryExecution().analyzed().expressions().head()
         if jvm.org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression.containsAggregate(selected):
-            raise DeltaAnalysisError(
-                f"DELTA_AGGREGATION_NOT_SUPPORTED: Aggregate functions are not supported in the {where} "
-                f"(condition = {selected.child().sql()})."
-            )
+            raise _aggregation_not_supported(where, selected.child().sql())
     analyzed = rows.filter(condition)._jdf.queryExecution().analyzed()
     expression = analyzed.condition()
     text = expression.sql()
