@@ -319,3 +319,26 @@ def test_a_comparison_of_a_collated_column_is_refused():
         id="x", schema_string=json.dumps(schema), configuration={"delta.constraints.c": "name is not null"}
     )
     check_constraints(rows, metadata)
+
+
+def test_zone_free_timestamp_texts_are_times_of_the_session_time_zone():
+    """Spark reads a zone-free timestamp text or ``TIMESTAMP`` literal, and a date, met with a
+    ``timestamp`` (an instant) in the session time zone, and compares a ``timestamp_ntz`` by wall
+    clock; a text naming its zone is that instant. Without a time zone: UTC, as before."""
+    rows = pa.table(
+        {
+            "ts": pa.array([dt.datetime(2024, 1, 1, 4, tzinfo=dt.timezone.utc)], pa.timestamp("us", tz="UTC")),
+            "ntz": pa.array([dt.datetime(2024, 1, 1, 4)], pa.timestamp("us")),
+        }
+    )
+
+    def holds(expr: str, zone: str | None) -> bool | None:
+        (compiled,) = compile_constraints([Constraint("c", expr, "check")], zone)
+        result: bool | None = compiled.evaluate(rows).to_pylist()[0]
+        return result
+
+    la = "America/Los_Angeles"  # 04:00 UTC is 2023-12-31 20:00 there
+    for expr in ("ts >= '2024-01-01 00:00:00'", "ts >= TIMESTAMP '2024-01-01 00:00:00'", "ts >= DATE '2024-01-01'"):
+        assert (holds(expr, None), holds(expr, la)) == (True, False), expr
+    assert holds("ntz >= '2024-01-01 00:00:00'", la) is True
+    assert holds("ts >= '2024-01-01T04:00:00Z'", la) is True and holds("ts > '2024-01-01T04:00:00Z'", la) is False

@@ -405,3 +405,47 @@ def test_optimized_writes_follow_deltas_precedence(tmp_path: str) -> None:
     assert optimized(optimizing, {conf: "false", "optimizeWrite": "true"})
     with pytest.raises(ValueError, match="DELTA_ILLEGAL_OPTION"):
         optimized(plain, {"optimizeWrite": "sometimes"})
+
+
+def test_replace_where_reads_timestamp_text_in_the_session_time_zone(tmp_path: str) -> None:
+    """Spark casts a zone-free timestamp text (``'2024-01-01 00:00:00'``, ``TIMESTAMP '...'``)
+    to an instant of the session time zone: a ``replaceWhere`` on a timestamp column in a
+    ``America/Los_Angeles`` session replaces the rows from LA's midnight on (the row of
+    2023-12-31 20:00 LA, 04:00 UTC, stays) and checks the written rows so; a timestamp_ntz column
+    compares wall clocks; a text naming its zone is that instant."""
+    import datetime as dt
+
+    schema = (
+        '{"type":"struct","fields":[{"name":"id","type":"integer","nullable":true,"metadata":{}},'
+        '{"name":"ts","type":"timestamp","nullable":true,"metadata":{}},'
+        '{"name":"ntz","type":"timestamp_ntz","nullable":true,"metadata":{}}]}'
+    )
+    utc = dt.timezone.utc
+    path = str(tmp_path)
+
+    def write(rows: list[tuple[int, int]], options: dict[str, str], overwrite: bool) -> None:
+        plan = plan_write(WriteOptions.parse({"path": path, **options}, overwrite), schema)
+        instants = [dt.datetime(2024, 1, 1, tzinfo=utc) + dt.timedelta(hours=h) for _, h in rows]
+        table = pa.table(
+            {
+                "id": pa.array([i for i, _ in rows], pa.int32()),
+                "ts": pa.array(instants, pa.timestamp("us", tz="UTC")),
+                "ntz": pa.array([t.replace(tzinfo=None) for t in instants], pa.timestamp("us")),
+            }
+        )
+        commit_write(plan, write_batches(plan.spec, table.to_batches(), 0))
+
+    def ids() -> list[int]:
+        files = DeltaLog.for_table(path).update().files
+        return sorted(i for f in files for i in pq.read_table(os.path.join(path, f.path))["id"].to_pylist())
+
+    la = {"spark.sql.session.timeZone": "America/Los_Angeles"}
+    write([(1, 4), (2, 18), (3, 30)], {}, False)  # LA: 2023-12-31 20:00, 2024-01-01 10:00, 01-01 22:00
+    write([(4, 20)], {"replaceWhere": "ts >= '2024-01-01 00:00:00'", **la}, True)
+    assert ids() == [1, 4]
+    with pytest.raises(ValueError, match="DELTA_REPLACE_WHERE_MISMATCH"):  # 04:00 UTC is 2023 in LA
+        write([(5, 4)], {"replaceWhere": "ts >= TIMESTAMP '2024-01-01 00:00:00'", **la}, True)
+    write([(6, 5)], {"replaceWhere": "ntz >= '2024-01-01 00:00:00'", **la}, True)  # wall clocks: 04:00 too
+    assert ids() == [6]
+    write([(7, 9)], {"replaceWhere": "ts >= '2024-01-01 04:30:00+00:00'", **la}, True)
+    assert ids() == [7]

@@ -142,11 +142,12 @@ def _has_column(schema: Any, path: tuple[str, ...]) -> bool:
     return True
 
 
-def task_checker(constraints: Sequence[Constraint]) -> Callable[[Any], None] | None:
-    """The check a write task runs on each Arrow table before writing it (None: nothing)."""
+def task_checker(constraints: Sequence[Constraint], time_zone: str | None = None) -> Callable[[Any], None] | None:
+    """The check a write task runs on each Arrow table before writing it (None: nothing);
+    zone-free timestamp texts read in Spark's session ``time_zone``."""
     if not constraints:
         return None
-    compiled = core.compile_constraints(constraints)
+    compiled = core.compile_constraints(constraints, time_zone)
 
     def check(table: Any) -> None:
         core.check_constraints(table, compiled)

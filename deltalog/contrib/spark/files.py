@@ -146,6 +146,9 @@ class WriteSpec:
     #: Delta's optimized writes (``optimizeWrite``): the rows are shuffled by the partition
     #: columns into balanced tasks before they are written (Spark's ``REBALANCE``)
     optimize_write: bool = False
+    #: Spark's session time zone (``spark.sql.session.timeZone``): zone-free timestamp texts of
+    #: the constraints and of ``replace_where`` the tasks check are read in it
+    session_time_zone: str | None = None
 
     def file_partition_names(self) -> set[str]:
         """The names the partition columns have in a data file that holds them."""
@@ -527,9 +530,9 @@ def write_batches(spec: WriteSpec, batches: Iterable[pa.RecordBatch | pa.Table],
 
     On an error the task's files are deleted (best effort) and the error propagates.
     """
-    check = task_checker(spec.constraints)
+    check = task_checker(spec.constraints, spec.session_time_zone)
     if spec.replace_where is not None:
-        check = _both(check, row_checker(spec.replace_where))
+        check = _both(check, row_checker(spec.replace_where, spec.session_time_zone))
     writer = _TaskWriter(spec, task_id)
     fill = spec.default_expressions.for_task(task_id) if spec.default_expressions else None
     try:

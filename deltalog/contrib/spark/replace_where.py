@@ -46,9 +46,10 @@ __all__ = [
 ]
 
 
-def compiled_predicate(predicate: str) -> CompiledConstraint:
-    """``predicate`` compiled by the CHECK-constraint evaluator."""
-    return compile_constraints([Constraint("replaceWhere", predicate, "check")])[0]
+def compiled_predicate(predicate: str, time_zone: str | None = None) -> CompiledConstraint:
+    """``predicate`` compiled by the CHECK-constraint evaluator, its zone-free timestamp texts
+    read in Spark's session ``time_zone`` (None: UTC)."""
+    return compile_constraints([Constraint("replaceWhere", predicate, "check")], time_zone)[0]
 
 
 def names_data_columns(predicate: str, metadata: Metadata) -> bool:
@@ -177,7 +178,8 @@ def partition_filters(predicate: str, metadata: Metadata) -> list[tuple[str, str
     """The top-level ``AND`` terms of ``predicate`` that only test a partition column
     against literals of its type (``=``, ``!=``, ``<``..., ``IN``, ``IS [NOT] NULL``), as the
     engine's partition filters: a file outside them holds no row the predicate selects, so
-    only the other files are read. Terms of other shapes are left to the row evaluation."""
+    only the other files are read. Terms of other shapes (and every term on a ``timestamp``
+    column, whose texts Spark reads in the session time zone) are left to the row evaluation."""
     from deltalog.txn.protocol.constraint_sql import Binary, Column, InList, Literal, Unary
     from deltalog.txn.protocol.partition_filters import partition_column_types
 
@@ -218,14 +220,14 @@ def partition_filters(predicate: str, metadata: Metadata) -> list[tuple[str, str
     return out
 
 
-def checked_terms(predicate: str) -> list[CompiledConstraint]:
+def checked_terms(predicate: str, time_zone: str | None = None) -> list[CompiledConstraint]:
     """The constraints the written rows must satisfy: the top-level ``AND`` terms of
     ``predicate`` that name a column (Delta's ``extractConstraints``; ``1 = 2`` checks no row)."""
     from dataclasses import replace
 
     from deltalog.txn.protocol.constraint_sql import Binary, column_paths
 
-    compiled = compiled_predicate(predicate)
+    compiled = compiled_predicate(predicate, time_zone)
     terms: list[Any] = []
 
     def split(e: Any) -> None:
@@ -241,10 +243,10 @@ def checked_terms(predicate: str) -> list[CompiledConstraint]:
     return [replace(compiled, expr=t, columns=tuple(column_paths(t))) for t in terms]
 
 
-def row_checker(predicate: str) -> Callable[[pa.Table], None]:
+def row_checker(predicate: str, time_zone: str | None = None) -> Callable[[pa.Table], None]:
     """The check a write task runs on its rows: each must satisfy ``predicate``'s terms
-    that name a column."""
-    compiled = checked_terms(predicate)
+    that name a column (read in Spark's session ``time_zone``)."""
+    compiled = checked_terms(predicate, time_zone)
 
     def check(table: pa.Table) -> None:
         from deltalog.txn.protocol.constraints import check_constraints

@@ -39,11 +39,12 @@ def rewrite_outside(
     (:func:`rewrite_matching`)."""
     metadata = txn.metadata
     snapshot = txn.snapshot
+    zone = spec.session_time_zone
     files = txn.filter_files(
         partition_filters(predicate, metadata) if metadata is not None else None,
-        data_skipping=lambda candidates: data_skipped_files(snapshot, candidates, predicate),
+        data_skipping=lambda candidates: data_skipped_files(snapshot, candidates, predicate, time_zone=zone),
     )
-    compiled = compiled_predicate(predicate)
+    compiled = compiled_predicate(predicate, zone)
     return rewrite_matching(txn, files, compiled.evaluate, spec)
 
 

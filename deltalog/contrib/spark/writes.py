@@ -286,6 +286,7 @@ def write_spec(
         materialize_partitions=materializes_partition_columns(protocol, metadata),
         shred_variants=props.enable_variant_shredding,
         optimize_write=optimizes_write(opts, metadata),
+        session_time_zone=opts.session_time_zone,
     )
 
 
@@ -1005,11 +1006,12 @@ def _replaced_partitions(plan: WritePlan, txn: OptimisticTransaction, adds: Sequ
         filters = at_session_time_zone(parse_partition_predicate(predicate), types, opts.session_time_zone)
     except DeltaAnalysisError:
         if check:  # the terms naming a column, as Delta's extractConstraints
-            terms = checked_terms(predicate)
+            terms = checked_terms(predicate, opts.session_time_zone)
             outside = {f.path: f for t in terms for f in files_satisfying(t, metadata, adds, holds=False)}
             _refuse_outside(list(outside.values()), plan)
-        read = at_session_time_zone(partition_filters(predicate, metadata), types, opts.session_time_zone)
-        return files_satisfying(compiled_predicate(predicate), metadata, txn.filter_files(read))
+        read = partition_filters(predicate, metadata)
+        compiled = compiled_predicate(predicate, opts.session_time_zone)
+        return files_satisfying(compiled, metadata, txn.filter_files(read))
     if check:
         _check_replace_where(adds, filters, plan, txn)
     replaced: list[AddFile] = txn.filter_files(filters)

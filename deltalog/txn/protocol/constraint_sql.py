@@ -31,6 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -41,6 +42,7 @@ from deltalog.errors import DeltaError
 from deltalog.txn.protocol import sql_temporal
 
 __all__ = [
+    "SESSION_ZONE",
     "Expr",
     "UnsupportedConstraintError",
     "column_paths",
@@ -569,8 +571,8 @@ def _typed_literal(text: str, word: str, value: str) -> Literal:
         parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
         raise UnsupportedConstraintError(text, f"the {word} literal {value!r}") from None
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    if parsed.tzinfo is not None:  # an instant; a zone-free text stays a wall-clock time (see SESSION_ZONE)
+        parsed = parsed.astimezone(dt.timezone.utc)
     return Literal(parsed, "timestamp")
 
 
@@ -651,7 +653,7 @@ def _literal(lit: Literal) -> pa.Scalar:
     if lit.kind == "date":
         return pa.scalar(lit.value, pa.date32())
     if lit.kind == "timestamp":
-        return pa.scalar(lit.value, pa.timestamp("us"))
+        return pa.scalar(lit.value, pa.timestamp("us", tz="UTC" if lit.value.tzinfo is not None else None))
     return pa.scalar(lit.value, pa.string())
 
 
@@ -687,6 +689,8 @@ def _unify(a: Value, b: Value, text: str) -> tuple[Value, Value]:
     if pa.types.is_string(tb) or pa.types.is_large_string(tb):
         return a, _cast(_ts_text(b, ta), ta, text)
     if pa.types.is_temporal(ta) and pa.types.is_temporal(tb):
+        a, b = _in_session_zone(a, tb), _in_session_zone(b, ta)
+        ta, tb = a.type, b.type
         if pa.types.is_timestamp(ta) and pa.types.is_timestamp(tb):
             common = pa.timestamp("us", ta.tz or tb.tz)
             return _cast(a, common, text), _cast(b, common, text)
@@ -695,6 +699,33 @@ def _unify(a: Value, b: Value, text: str) -> tuple[Value, Value]:
         if pa.types.is_timestamp(ta) and pa.types.is_date(tb):
             return a, _cast(b, ta, text)
     return a, b
+
+
+#: Spark's session time zone while a compiled constraint evaluates (None: UTC): a zone-free
+#: timestamp text or literal, or a date, that meets a ``timestamp`` value (an instant, not a
+#: ``timestamp_ntz`` wall-clock time) is the instant its wall-clock time is in this zone, as
+#: Spark casts it; against a ``timestamp_ntz`` value it stays a wall-clock time.
+SESSION_ZONE: ContextVar[dt.tzinfo | None] = ContextVar("deltalog_session_zone", default=None)
+
+
+def _instant(wall_clock: dt.datetime) -> dt.datetime:
+    """A wall-clock time of the session zone as the (zone-free) UTC instant it is."""
+    zone = SESSION_ZONE.get()
+    if zone is None:
+        return wall_clock
+    return wall_clock.replace(tzinfo=zone).astimezone(dt.timezone.utc).replace(tzinfo=None)
+
+
+def _in_session_zone(value: Value, other: pa.DataType) -> Value:
+    """A literal ``value`` (a zone-free timestamp or a date) met with a zoned timestamp of type
+    ``other``: the instant of its wall-clock time in the session zone, as a zone-free UTC time."""
+    if not (isinstance(value, pa.Scalar) and value.is_valid and pa.types.is_timestamp(other) and other.tz):
+        return value
+    if pa.types.is_date(value.type):
+        return pa.scalar(_instant(dt.datetime.combine(value.as_py(), dt.time())), pa.timestamp("us"))
+    if pa.types.is_timestamp(value.type) and value.type.tz is None:
+        return pa.scalar(_instant(value.as_py()), pa.timestamp("us"))
+    return value
 
 
 def _ts_text(value: Value, target: pa.DataType) -> Value:
@@ -707,6 +738,8 @@ def _ts_text(value: Value, target: pa.DataType) -> Value:
             return value
         if parsed.tzinfo is not None:
             parsed = parsed.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        elif target.tz is not None:  # a wall-clock time of the session zone (SESSION_ZONE)
+            parsed = _instant(parsed)
         return pa.scalar(parsed, pa.timestamp("us"))
     return value
 

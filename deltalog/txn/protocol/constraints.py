@@ -258,12 +258,22 @@ class CompiledConstraint:
     constraint: Constraint
     expr: Expr = field(repr=False)
     columns: tuple[tuple[str, ...], ...] = ()
+    #: Spark's session time zone (``spark.sql.session.timeZone``), in which a zone-free
+    #: timestamp text is read where it meets a ``timestamp`` (:data:`constraint_sql.SESSION_ZONE`)
+    time_zone: str | None = None
 
     def evaluate(self, data: pa.Table | pa.RecordBatch) -> pa.ChunkedArray | pa.Array:
         """The expression's value on every row (boolean, nulls where it is NULL)."""
         import pyarrow as pa
 
-        value = evaluate(self.expr, data, self.constraint.expression)
+        from deltalog.txn.protocol.constraint_sql import SESSION_ZONE
+        from deltalog.txn.protocol.time_zones import session_time_zone
+
+        token = SESSION_ZONE.set(session_time_zone(self.time_zone))
+        try:
+            value = evaluate(self.expr, data, self.constraint.expression)
+        finally:
+            SESSION_ZONE.reset(token)
         if isinstance(value, pa.Scalar):
             value = pa.repeat(value, data.num_rows)
         if not (pa.types.is_boolean(value.type) or pa.types.is_null(value.type)):
@@ -278,22 +288,25 @@ class CompiledConstraint:
 ConstraintLike = Union[Constraint, CompiledConstraint, str]  # noqa: UP007 (a runtime alias)
 
 
-def _compile(c: ConstraintLike) -> CompiledConstraint:
+def _compile(c: ConstraintLike, time_zone: str | None) -> CompiledConstraint:
     if isinstance(c, CompiledConstraint):
         return c
     if isinstance(c, str):
         c = Constraint(c, c, "check")
     expr = parse_expression(c.expression)
-    return CompiledConstraint(c, expr, tuple(column_paths(expr)))
+    return CompiledConstraint(c, expr, tuple(column_paths(expr)), time_zone)
 
 
-def compile_constraints(constraints: Iterable[ConstraintLike] | Metadata) -> list[CompiledConstraint]:
+def compile_constraints(
+    constraints: Iterable[ConstraintLike] | Metadata, time_zone: str | None = None
+) -> list[CompiledConstraint]:
     """Parse every constraint (of a table's ``Metadata``, or given); raises
     :class:`UnsupportedConstraintError` for one outside the SQL subset. Writers call this
-    when they plan a write, so an unsupported constraint refuses the write up front."""
+    when they plan a write, so an unsupported constraint refuses the write up front.
+    ``time_zone``: Spark's session time zone the constraints are evaluated in (None: UTC)."""
     if not isinstance(constraints, Metadata):
-        return [_compile(c) for c in constraints]
-    compiled = [_compile(c) for c in table_constraints(constraints)]
+        return [_compile(c, time_zone) for c in constraints]
+    compiled = [_compile(c, time_zone) for c in table_constraints(constraints)]
     if compiled:
         _refuse_collated_comparisons(compiled, constraints)
     return compiled
