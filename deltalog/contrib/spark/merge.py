@@ -602,10 +602,15 @@ class DeltaMergeBuilder:
             return txn.filter_files(partition_filters), source_rows
         import json
 
-        physical = physical_names(json.loads(metadata.schema_string), mode)
+        from deltalog.txn.protocol.type_widening import fields_widened_from_float
+
+        schema = json.loads(metadata.schema_string)
+        physical, float_widened = physical_names(schema, mode), fields_widened_from_float(schema)
 
         def skipped(files: list[AddFile]) -> list[AddFile]:
-            return plan_files(files, snapshot.version, terms, partitions, types, physical).files
+            return plan_files(
+                files, snapshot.version, terms, partitions, types, physical, float_widened=float_widened
+            ).files
 
         # as Delta's filterFiles: the files kept are the files read (conflict checks)
         files = txn.filter_files(partition_filters, data_skipping=skipped)

@@ -27,6 +27,7 @@ __all__ = [
     "all_type_changes",
     "change_column_type",
     "check_type_changes_readable",
+    "fields_widened_from_float",
     "has_type_changes",
     "is_type_change_supported",
     "is_type_change_supported_by_iceberg",
@@ -273,6 +274,18 @@ def all_type_changes(schema: Mapping[str, Any]) -> list[tuple[str, dict[str, Any
         for change in (f.get("metadata") or {}).get(TYPE_CHANGES_KEY) or []:
             out.append((path, dict(change)))
     return out
+
+
+def fields_widened_from_float(schema: Mapping[str, Any]) -> frozenset[str]:
+    """The dotted paths (lower-cased) of the struct fields, nested ones too, recorded as
+    widened from ``float`` to ``double``. Their files written before the change hold floats,
+    whose statistics Delta writes as the float's shortest decimal: ``0.7`` for 0.7f, which
+    is 0.699999988079071 as a double."""
+    return frozenset(
+        path.lower()
+        for path, change in all_type_changes(schema)
+        if change.get("fromType") == "float" and not change.get("fieldPath")
+    )
 
 
 def has_type_changes(schema: Mapping[str, Any]) -> bool:
