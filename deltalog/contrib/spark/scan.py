@@ -7,6 +7,8 @@ files whose ``minValues``/``maxValues``/``nullCount`` prove no row can match. Sk
 conservative: a file is kept whenever its statistics are missing or not comparable, and it
 follows Delta's ``DataSkippingReader``: floats are ordered as Spark orders them (NaN above
 every number), and timestamp max statistics (truncated to milliseconds) are widened by 1 ms.
+The bounds of a ``double`` column widened from ``float`` also bound the float a statistic may
+have been written for (Delta writes 0.7f as ``0.7``; unlike Delta, which reads it as the double).
 Spark evaluates every filter again on the rows, so pruning only ever saves work.
 """
 
