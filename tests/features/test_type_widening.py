@@ -243,9 +243,14 @@ def test_merge_schema_widening_needs_the_property() -> None:
     widened = widen_for_schema_evolution(table, data, {"delta.enableTypeWidening": "true"})
     assert widened["fields"][0]["type"] == "long"
     assert widened["fields"][0]["metadata"] == {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}
-    # integer -> double is an ALTER-only widening: a write leaves the table type alone
+    # Delta's allowAutomaticWidening: ALWAYS (its default since 4.1) any supported widening,
+    # integer -> double too; SAME_FAMILY_TYPE within a family only; NEVER none
     doubles = {"type": "struct", "fields": [{"name": "a", "type": "double", "nullable": True, "metadata": {}}]}
-    assert widen_for_schema_evolution(table, doubles, {"delta.enableTypeWidening": "true"}) == table
+    on = {"delta.enableTypeWidening": "true"}
+    assert widen_for_schema_evolution(table, doubles, on)["fields"][0]["type"] == "double"
+    assert widen_for_schema_evolution(table, doubles, on, automatic_widening="same_family_type") == table
+    assert widen_for_schema_evolution(table, data, on, automatic_widening="same_family_type") == widened
+    assert widen_for_schema_evolution(table, data, on, automatic_widening="NEVER") == table
 
 
 def test_merge_schema_widening_inside_an_array_of_structs_is_recorded_once() -> None:

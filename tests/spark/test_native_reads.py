@@ -548,3 +548,30 @@ def test_generation_expressions_a_table_does_not_enforce_derive_no_partition_fil
     where = "ts = '2024-01-01 10:00:00'"
     assert [r.p for r in read_table(spark, path, where=where).collect()] == [dt.date(2020, 1, 1)]
     assert [r.p for r in spark.read.format("deltalog").load(path).where(where).collect()] == [dt.date(2020, 1, 1)]
+
+
+def test_float_statistics_still_bound_a_column_widened_to_double(spark: Any, tmp_path: Path) -> None:
+    """Delta writes a float's statistics as its shortest decimal: ``0.7`` for 0.7f, which is
+    0.699999988079071 as a double. Read as a double once the column is widened, that bound
+    sits above the row: no read path, nor a DELETE, may skip the file for ``f < 0.7``."""
+    from deltalog.contrib.spark.data_skipping import data_skipped_files
+
+    table = tmp_path / "floats"
+    table.mkdir()
+    struct = pa.struct([pa.field("g", pa.float32())])
+    data = pa.table({"f": pa.array([0.7], pa.float32()), "st": pa.array([{"g": 0.7}], struct)})
+    pq.write_table(data, table / "old.parquet")
+    bound = {"f": 0.7, "st": {"g": 0.7}}
+    stats = {"numRecords": 1, "minValues": bound, "maxValues": bound, "nullCount": {"f": 0, "st": {"g": 0}}}
+    add = AddFile("old.parquet", {}, (table / "old.parquet").stat().st_size, 1, stats=json.dumps(stats))
+    changed = {"delta.typeChanges": [{"fromType": "float", "toType": "double"}]}
+    g = {"name": "g", "type": "double", "nullable": True, "metadata": changed}
+    schema = [
+        {"name": "f", "type": "double", "nullable": True, "metadata": changed},
+        {"name": "st", "type": {"type": "struct", "fields": [g]}, "nullable": True, "metadata": {}},
+    ]
+    _write_log(table, Protocol(3, 7, ("typeWidening",), ("typeWidening",)), schema, [add])
+    for where in ("f < 0.7 AND st.g IN (0.699999988079071)", "st.g < 0.7 AND f = 0.699999988079071"):
+        assert read_table(spark, str(table), where=where, native=where.startswith("f")).count() == 1, where
+    snapshot = DeltaLog.for_table(str(table)).update()  # DELETE, UPDATE and replaceWhere skip so
+    assert data_skipped_files(snapshot, snapshot.files, "f <= 0.69999999") == snapshot.files

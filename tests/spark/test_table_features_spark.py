@@ -271,6 +271,44 @@ def test_merge_with_schema_evolution_widens_a_column(spark, tmp_path):
     assert _both_paths(spark, path) == [{"id": 1, "v": 6000000000}, {"id": 2, "v": 7}]
 
 
+def test_schema_evolution_widens_integers_to_double_and_decimal_unless_the_session_says_otherwise(spark, tmp_path):
+    """Delta's TypeWideningInsertSchemaEvolutionBasicSuite and TypeWideningMergeIntoSchemaEvolutionSuite:
+    ``spark.databricks.delta.typeWidening.allowAutomaticWidening`` is ``always`` by default (Delta
+    4.1+): ``mergeSchema`` widens an int column to double, an int to decimal(10, 0) and a long to
+    decimal(20, 0), MERGE with schema evolution a short to double; ``same_family_type`` refuses
+    the int -> double write (the table is untouched), as before."""
+    from decimal import Decimal as D
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.options import AUTOMATIC_WIDENING_CONF
+
+    path = str(tmp_path / "t")
+    table = DeltaTable.create(spark).location(path).addColumn("id", "long").addColumn("a", "int")
+    table = table.addColumn("b", "int").addColumn("c", "long").addColumn("d", "short")
+    table = table.property("delta.enableTypeWidening", "true").execute()
+    spark.sql("select 1L id, 1 a, 2 b, 3L c, 4S d").write.format("deltalog").mode("append").save(path)
+    data = spark.sql("select 2L id, 2.5D a, cast(12345678901 as decimal(11,0)) b, cast(1.5 as decimal(21,1)) c")
+    version = len(commits(path))
+    spark.conf.set(AUTOMATIC_WIDENING_CONF, "same_family_type")
+    try:
+        with pytest.raises(Exception, match="DELTA_FAILED_TO_MERGE_FIELDS"):
+            data.write.format("deltalog").mode("append").option("mergeSchema", "true").save(path)
+    finally:
+        spark.conf.unset(AUTOMATIC_WIDENING_CONF)
+    assert len(commits(path)) == version
+    data.write.format("deltalog").mode("append").option("mergeSchema", "true").save(path)
+    source = spark.sql("select 3L id, -10.5D d").alias("s")
+    table.alias("t").merge(source, "t.id = s.id").whenNotMatchedInsertAll().withSchemaEvolution().execute()
+    fields = json.loads(next(a["metaData"] for a in commits(path)[-2] if "metaData" in a)["schemaString"])["fields"]
+    assert [f["metadata"]["delta.typeChanges"][0]["toType"] for f in fields[1:4]] == [
+        "double",
+        "decimal(11,0)",
+        "decimal(21,1)",
+    ]
+    rows = [(r["a"], r["b"], r["c"], r["d"]) for r in _both_paths(spark, path)]
+    assert rows == [(1.0, D(2), D("3.0"), 4.0), (2.5, D(12345678901), D("1.5"), None), (None, None, None, -10.5)]
+
+
 def test_merge_with_schema_evolution_widens_the_columns_its_assignments_name(spark, tmp_path):
     """Delta's TypeWideningMergeIntoSchemaEvolutionSuite: explicit assignments widen too. The
     source's column of the assigned name is kept in the migration schema (Delta's

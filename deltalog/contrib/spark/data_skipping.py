@@ -10,6 +10,7 @@ from deltalog.contrib.spark import schemas
 from deltalog.contrib.spark.predicates import at_session_time_zone
 from deltalog.contrib.spark.scan import Term, map_term_columns, plan_files
 from deltalog.contrib.spark.skipping_terms import skipping_terms
+from deltalog.txn.protocol.type_widening import fields_widened_from_float
 
 if TYPE_CHECKING:
     from deltalog.txn.log.snapshot import Snapshot
@@ -52,4 +53,7 @@ def data_skipped_files(
     if not terms or not files:
         return files
     physical = schemas.physical_names(schema, snapshot.properties.column_mapping_mode)
-    return plan_files(files, snapshot.version, terms, metadata.partition_columns, types, physical).files
+    float_widened = fields_widened_from_float(schema)
+    return plan_files(
+        files, snapshot.version, terms, metadata.partition_columns, types, physical, float_widened=float_widened
+    ).files

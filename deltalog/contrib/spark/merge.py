@@ -56,7 +56,7 @@ from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_s
 from deltalog.contrib.spark.merge_scan import TargetRows, scan_target
 from deltalog.contrib.spark.merge_source import materialized_source
 from deltalog.contrib.spark.merge_write import write_labelled
-from deltalog.contrib.spark.options import SCHEMA_AUTO_MERGE_CONF
+from deltalog.contrib.spark.options import AUTOMATIC_WIDENING_CONF, SCHEMA_AUTO_MERGE_CONF, automatic_widening
 from deltalog.contrib.spark.resolver import Resolver, session_resolver
 from deltalog.contrib.spark.row_tracking import carried_columns, stable_row_tracking, tracked_columns
 from deltalog.contrib.spark.schemas import spark_struct
@@ -495,10 +495,10 @@ class DeltaMergeBuilder:
         """With schema evolution on a table with type widening, the table columns (and fields
         inside them) the clauses write (``updateAll``/``insertAll``, or an assignment of the
         column or field: the source's column of that name counts, whatever the value) from a
-        source column of a wider type of the same family (int into long, float into double,
-        date into timestamp_ntz, ...), with their new types: Delta's MERGE merges the schemas
-        with ``TypeWideningMode.TypeEvolution``, as a ``mergeSchema`` write does
-        (:func:`widen_for_schema_evolution`)."""
+        source column of a wider type (int into long or double, float into double, date into
+        timestamp_ntz, ...; as the session's ``allowAutomaticWidening`` allows), with their new
+        types: Delta's MERGE merges the schemas with ``TypeWideningMode.TypeEvolution``, as a
+        ``mergeSchema`` write does (:func:`widen_for_schema_evolution`)."""
         import json
 
         from deltalog.txn.protocol.type_widening import widen_for_schema_evolution
@@ -506,8 +506,9 @@ class DeltaMergeBuilder:
         if not evolve:
             return {}
         table = json.loads(snapshot.metadata.schema_string)
+        mode = automatic_widening(self._table._spark.conf.get(AUTOMATIC_WIDENING_CONF, None))
         widened = widen_for_schema_evolution(
-            table, self._migration_schema(), snapshot.metadata.configuration, record=False
+            table, self._migration_schema(), snapshot.metadata.configuration, record=False, automatic_widening=mode
         )
         if widened == table:
             return {}
@@ -602,10 +603,15 @@ class DeltaMergeBuilder:
             return txn.filter_files(partition_filters), source_rows
         import json
 
-        physical = physical_names(json.loads(metadata.schema_string), mode)
+        from deltalog.txn.protocol.type_widening import fields_widened_from_float
+
+        schema = json.loads(metadata.schema_string)
+        physical, float_widened = physical_names(schema, mode), fields_widened_from_float(schema)
 
         def skipped(files: list[AddFile]) -> list[AddFile]:
-            return plan_files(files, snapshot.version, terms, partitions, types, physical).files
+            return plan_files(
+                files, snapshot.version, terms, partitions, types, physical, float_widened=float_widened
+            ).files
 
         # as Delta's filterFiles: the files kept are the files read (conflict checks)
         files = txn.filter_files(partition_filters, data_skipping=skipped)

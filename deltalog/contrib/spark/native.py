@@ -57,6 +57,7 @@ from deltalog.contrib.spark.tablelog import open_log
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor
 from deltalog.txn.protocol.features import READ_SUPPORTED
 from deltalog.txn.protocol.generated_columns import partition_expressions
+from deltalog.txn.protocol.type_widening import fields_widened_from_float
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -637,6 +638,7 @@ def _files_table(spark: SparkSession, snapshot: Snapshot, terms: Sequence[Term])
         schemas.physical_names(schema, mode),
         generated=partition_expressions(metadata, snapshot.protocol),
         time_zone=time_zone,
+        float_widened=fields_widened_from_float(schema),
     )
     return _only_paths(table, pa.array([a.path for a in plan.files], pa.string()))
 

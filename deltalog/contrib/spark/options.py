@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from deltalog.txn.protocol.actions import Metadata
 
 __all__ = [
+    "AUTOMATIC_WIDENING_CONF",
     "CDF_OUT_OF_RANGE_CONF",
     "CDF_UNSAFE_SCHEMA_CONF",
     "COLLECT_STATS_CONF",
@@ -139,6 +140,10 @@ STRING_PREFIX_LENGTH_CONF = "spark.databricks.io.skipping.stringPrefixLength"
 SESSION_TABLE_DEFAULTS_OPTION = "spark.databricks.delta.properties.defaults"
 #: Delta's ``DELTA_COLLECT_STATS``: false, writes record no statistics.
 COLLECT_STATS_CONF = "spark.databricks.delta.stats.collect"
+#: Delta's ``DELTA_ALLOW_AUTOMATIC_WIDENING``: the widenings schema evolution (``mergeSchema``,
+#: MERGE ``withSchemaEvolution``) applies on a table with type widening (``always``, Delta's
+#: default since 4.1, ``same_family_type`` or ``never``; forwarded as an option)
+AUTOMATIC_WIDENING_CONF = "spark.databricks.delta.typeWidening.allowAutomaticWidening"
 #: Delta's ``DELTA_OPTIMIZE_WRITE_ENABLED``: optimized writes where the write option is silent
 #: (over the table's ``delta.autoOptimize.optimizeWrite``)
 OPTIMIZE_WRITE_CONF = "spark.databricks.delta.optimizeWrite.enabled"
@@ -259,6 +264,17 @@ def _store_assignment_policy(options: Mapping[str, str]) -> str:
     return policy
 
 
+def automatic_widening(raw: str | None) -> str:
+    """The session's :data:`AUTOMATIC_WIDENING_CONF` (``raw``; ``ALWAYS`` when unset), upper-cased
+    as Delta takes it; another value is refused."""
+    from deltalog.txn.protocol.type_widening import AUTOMATIC_WIDENING_MODES
+
+    mode = "ALWAYS" if raw is None else raw.strip().upper()
+    if mode not in AUTOMATIC_WIDENING_MODES:
+        raise illegal_option(AUTOMATIC_WIDENING_CONF, raw, f"must be one of {', '.join(AUTOMATIC_WIDENING_MODES)}")
+    return mode
+
+
 def _refuse_unknown_write_options(options: Mapping[str, str]) -> None:
     unknown = sorted(
         k for k in options if not (k.lower() in _WRITE_KEYS or _is_table_property(k) or is_storage_option(k))
@@ -370,6 +386,9 @@ class WriteOptions:
     #: forwarded as an option): how a stream casts its columns to the table's types
     #: (:mod:`~deltalog.contrib.spark.sink_cast`).
     store_assignment_policy: str = "ANSI"
+    #: The session's :data:`AUTOMATIC_WIDENING_CONF` (forwarded as an option): the widenings
+    #: ``mergeSchema`` applies (:func:`~deltalog.txn.protocol.type_widening.is_automatic_widening`).
+    automatic_widening: str = "ALWAYS"
     #: The session's table property defaults (``spark.databricks.delta.properties.defaults.*``,
     #: :func:`~deltalog.txn.protocol.protocol_requirements.session_table_defaults`), from
     #: :data:`SESSION_TABLE_DEFAULTS_OPTION`: a table the write creates gets them under its own.
@@ -432,6 +451,7 @@ class WriteOptions:
             optimize_write=delta_boolean(options, "optimizeWrite"),
             session_optimize_write=delta_boolean(options, OPTIMIZE_WRITE_CONF),
             store_assignment_policy=_store_assignment_policy(options),
+            automatic_widening=automatic_widening(_get(options, AUTOMATIC_WIDENING_CONF)),
             table_creation=table_creation,
         )
 

@@ -7,6 +7,8 @@ files whose ``minValues``/``maxValues``/``nullCount`` prove no row can match. Sk
 conservative: a file is kept whenever its statistics are missing or not comparable, and it
 follows Delta's ``DataSkippingReader``: floats are ordered as Spark orders them (NaN above
 every number), and timestamp max statistics (truncated to milliseconds) are widened by 1 ms.
+The bounds of a ``double`` column widened from ``float`` also bound the float a statistic may
+have been written for (Delta writes 0.7f as ``0.7``; unlike Delta, which reads it as the double).
 Spark evaluates every filter again on the rows, so pruning only ever saves work.
 """
 
@@ -18,7 +20,7 @@ import json
 import logging
 import math
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,10 +104,7 @@ def _typed(raw: Any, type_name: str) -> Any:
     except (ValueError, ArithmeticError):
         return None
     if type_name == "float" and isinstance(value, float):
-        try:
-            return struct.unpack("<f", struct.pack("<f", value))[0]
-        except OverflowError:
-            return None  # beyond a float's range: no bound
+        return _as_float(value)  # beyond a float's range: no bound
     return value
 
 
@@ -140,22 +139,60 @@ def _max_stat(hi: Any, type_name: str) -> Any:
     return hi
 
 
-def _may_match(add: AddFile, stats: Mapping[str, Any], term: Term, type_name: str | None) -> bool:
+def _may_match(
+    add: AddFile, stats: Mapping[str, Any], term: Term, type_name: str | None, float_written: bool = False
+) -> bool:
+    """Whether ``add`` may hold a row matching ``term`` by its statistics; ``float_written``:
+    the ``double`` column was widened from ``float``, so its bounds may be a float's."""
     column, op, _ = term
     if type_name is None or (type_name in ("float", "double") and _nan_matches(term)):
         return True
     if type_name == "variant" and op not in ("isnull", "notnull"):
         return True  # Delta's variant bounds (footer-parsed, Z85 text) bound no SQL value: only nullCount
+    lo = _typed(_stat(stats, "minValues", column), type_name)
+    hi = _typed(_stat(stats, "maxValues", column), type_name)
+    if float_written:
+        lo, hi = _float_written_bound(lo, upper=False), _float_written_bound(hi, upper=True)
     return bounds_may_match(
         term,
-        _typed(_stat(stats, "minValues", column), type_name),
-        _max_stat(_typed(_stat(stats, "maxValues", column), type_name), type_name),
+        lo,
+        _max_stat(hi, type_name),
         _stat(stats, "nullCount", column),
         stats.get("numRecords"),
         type_name,
         # numRecords counts the rows a deletion vector deletes; nullCount may not
         all_null_is_exact=add.deletion_vector is None,
     )
+
+
+def _float_written_bound(bound: Any, upper: bool) -> Any:
+    """A ``double`` bound of a column widened from ``float`` as a bound of the float the
+    statistic may have been written for too: Delta writes a float as its shortest decimal,
+    ``0.7`` for 0.7f, which is 0.699999988079071 as a double, below the bound read."""
+    if not isinstance(bound, float):
+        return bound
+    floats = _nearest_floats(bound)
+    return max(bound, *floats) if upper else min(bound, *floats)
+
+
+def _nearest_floats(value: float) -> tuple[float, ...]:
+    """The floats (as doubles) a decimal read as the double ``value`` is nearest to: one, or
+    two when ``value`` lies half-way between them (a decimal near the middle may round to it);
+    none beyond a float's range (no float was written as ``value``)."""
+    nearest = _as_float(value)
+    if nearest is None:
+        return ()
+    mirrored = 2 * value - nearest  # the float on value's other side when value is half-way
+    return (nearest, mirrored) if mirrored != nearest and _as_float(mirrored) == mirrored else (nearest,)
+
+
+def _as_float(value: float) -> float | None:
+    """The float nearest ``value`` (as a double); None beyond a float's range."""
+    try:
+        result: float = struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return None
+    return result
 
 
 def _nan_matches(term: Term) -> bool:
@@ -220,7 +257,6 @@ def bounds_may_match(
     return True
 
 
-
 def _double_literal(op: str, value: Any) -> bool:
     """Whether the term's literal (any of an ``IN`` list's) is a double (``1e3``, not the
     exact decimal ``1.5``): Spark then casts an integral or decimal column to double."""
@@ -271,12 +307,14 @@ def _engine_filters(partition_terms: Sequence[Term]) -> list[tuple[str, str, Any
 @dataclass(frozen=True)
 class _Columns:
     """What a term's columns are: partition columns (lower-cased name -> name, and the key
-    of their partition values), Spark type names, physical names under column mapping."""
+    of their partition values), Spark type names, physical names under column mapping, and
+    the (lower-cased) paths of ``double`` columns widened from ``float``."""
 
     partitions: Mapping[str, str]
     partition_keys: Mapping[str, str]
     types: Mapping[str, str]
     physical: Mapping[str, str]
+    float_widened: frozenset[str] = frozenset()
 
 
 #: whether a file (its add and parsed statistics) may hold a row matching a term
@@ -295,7 +333,8 @@ def _file_test(term: Term, columns: _Columns) -> _FileTest:
     if name is not None:
         return _partition_test((name, op, value), columns)
     stats_name, type_name = stats_column(column, columns.types, columns.physical)
-    return lambda add, stats: _may_match(add, stats, (stats_name, op, value), type_name)
+    float_written = type_name == "double" and column.lower() in columns.float_widened
+    return lambda add, stats: _may_match(add, stats, (stats_name, op, value), type_name, float_written)
 
 
 def _partition_test(term: Term, columns: _Columns) -> _FileTest:
@@ -340,11 +379,14 @@ def plan_files(
     physical_names: Mapping[str, str] | None = None,
     generated: Sequence[PartitionExpression] = (),
     time_zone: str | None = None,
+    float_widened: Collection[str] = (),
 ) -> ScanPlan:
     """The files that may hold rows matching every term. Terms on the source column of a
     generated partition column (``generated``) also prune by that partition column
     (:func:`~deltalog.txn.protocol.generated_columns.derived_partition_terms`, in the
-    session ``time_zone`` when known)."""
+    session ``time_zone`` when known). ``float_widened``: the (dotted, lower-cased) columns
+    widened from ``float`` to ``double``, whose bounds may be a float's
+    (:func:`~deltalog.txn.protocol.type_widening.fields_widened_from_float`)."""
     from deltalog.txn.protocol.partition_filters import PartitionPredicate
 
     # a term's column is a path (``s.a`` is field ``a`` of ``s``): it never names a
@@ -367,7 +409,8 @@ def plan_files(
     predicate = PartitionPredicate(engine_filters, {c: column_types.get(c, "string") for c in partition_columns})
     physical = physical_names or {}
     # partitionValues are keyed by physical name under column mapping
-    columns = _Columns(part_lower, {c: physical.get(c, c) for c in partition_columns}, column_types, physical)
+    keys = {c: physical.get(c, c) for c in partition_columns}
+    columns = _Columns(part_lower, keys, column_types, physical, frozenset(float_widened))
     tests = [_file_test(term, columns) for term in data_terms]
     selected: list[AddFile] = []
     for add in files:

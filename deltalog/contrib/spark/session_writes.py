@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from deltalog.contrib.spark.options import (
+    AUTOMATIC_WIDENING_CONF,
     COLLECT_STATS_CONF,
     MAX_RECORDS_PER_FILE_CONF,
     OPTIMIZE_WRITE_CONF,
@@ -92,7 +93,8 @@ def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[st
     ``...replaceWhere.constraintCheck.enabled``, ``...schema.autoMerge.enabled`` (``mergeSchema``
     when the write does not say), ``spark.sql.files.maxRecordsPerFile`` and
     ``spark.sql.parquet.compression.codec``, ``spark.databricks.delta.stats.collect``,
-    ``spark.sql.storeAssignmentPolicy`` (how a stream casts to the table's types), its commit confs
+    ``spark.sql.storeAssignmentPolicy`` (how a stream casts to the table's types),
+    ``...typeWidening.allowAutomaticWidening`` (what ``mergeSchema`` widens), its commit confs
     (:func:`~deltalog.contrib.spark.tablelog.session_commit_confs`: ``...commitInfo.userMetadata``
     is the commit's ``userMetadata`` when the write gives none, ...), its time zone, Delta's
     ``spark.databricks.io.skipping.stringPrefixLength`` and its table property defaults
@@ -118,6 +120,7 @@ def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[st
         COLLECT_STATS_CONF,
         OPTIMIZE_WRITE_CONF,
         STORE_ASSIGNMENT_POLICY,
+        AUTOMATIC_WIDENING_CONF,
     ):
         value = spark.conf.get(conf, None)
         if value is not None and conf.lower() not in lowered:

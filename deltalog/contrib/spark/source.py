@@ -64,6 +64,7 @@ from deltalog.contrib.spark.stream_identity import generates_identity_values, wi
 from deltalog.contrib.spark.tablelog import open_log
 from deltalog.contrib.spark.writes import StreamingInfo, WritePlan, abort_write, commit_write, plan_write
 from deltalog.txn.protocol.generated_columns import partition_expressions
+from deltalog.txn.protocol.type_widening import fields_widened_from_float
 
 if TYPE_CHECKING:
     from deltalog.txn.delta_log import DeltaLog
@@ -319,6 +320,7 @@ class DeltaReader(DataSourceReader):
             schemas.top_level_types(schema),
             schemas.physical_names(schema, snapshot.properties.column_mapping_mode),
             generated=partition_expressions(metadata, snapshot.protocol),
+            float_widened=fields_widened_from_float(schema),
         )
         log.info(
             "scan of %s at version %d: %d of %d files (partition filters %s, data filters %s)",

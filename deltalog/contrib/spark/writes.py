@@ -414,7 +414,9 @@ def _stream_write_types(
     table = schemas.logical_schema(json.loads(metadata.schema_string))
     if opts.merge_schema:
         version = preview_table_version(snapshot.protocol, snapshot.version + 1)
-        table = widen_for_schema_evolution(table, data, metadata.configuration, version)
+        table = widen_for_schema_evolution(
+            table, data, metadata.configuration, version, automatic_widening=opts.automatic_widening
+        )
     written = write_types(table, data, opts.store_assignment_policy)
     casts = tuple(
         (new["name"], json.dumps(old["type"]), json.dumps(new["type"]))
@@ -476,7 +478,9 @@ def _metadata_change(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any
     if not schemas.schemas_equal(table_schema, data_fields):
         if opts.merge_schema:
             version = preview_table_version(snapshot.protocol, snapshot.version + 1)
-            widened = widen_for_schema_evolution(table_schema, data_fields, current.configuration, version)
+            widened = widen_for_schema_evolution(
+                table_schema, data_fields, current.configuration, version, automatic_widening=opts.automatic_widening
+            )
             new_metadata = _merged_metadata(current, schemas.merge_schemas(widened, data_fields))
         else:
             schemas.check_write_compatible(table_schema, data_fields)

@@ -15,6 +15,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from deltalog.txn.protocol.actions import Protocol
@@ -22,12 +23,15 @@ from deltalog.txn.protocol.errors import DeltaLogError
 from deltalog.txn.protocol.properties import TableProperties
 
 __all__ = [
+    "AUTOMATIC_WIDENING_MODES",
     "TYPE_CHANGES_KEY",
     "UnsupportedTypeChangeError",
     "all_type_changes",
     "change_column_type",
     "check_type_changes_readable",
+    "fields_widened_from_float",
     "has_type_changes",
+    "is_automatic_widening",
     "is_type_change_supported",
     "is_type_change_supported_by_iceberg",
     "is_type_change_supported_for_schema_evolution",
@@ -106,6 +110,23 @@ def is_type_change_supported_for_schema_evolution(from_type: Any, to_type: Any) 
     if (from_type, to_type) in (("float", "double"), ("date", "timestamp_ntz")):
         return True
     return _decimal(from_type) is not None and _decimal(to_type) is not None
+
+
+#: Delta's ``AllowAutomaticWideningMode`` (``spark.databricks.delta.typeWidening.allowAutomaticWidening``):
+#: the widenings schema evolution applies by itself; ``ALWAYS`` (Delta's default since 4.1) any
+#: supported widening, ``SAME_FAMILY_TYPE`` those within a family, ``NEVER`` none
+AUTOMATIC_WIDENING_MODES = ("ALWAYS", "SAME_FAMILY_TYPE", "NEVER")
+
+
+def is_automatic_widening(from_type: Any, to_type: Any, mode: str = "ALWAYS") -> bool:
+    """Delta's ``TypeEvolution.canWiden``: whether schema evolution widens ``from_type`` to
+    ``to_type`` under the :data:`AUTOMATIC_WIDENING_MODES` ``mode`` (case-insensitive)."""
+    mode = mode.upper()
+    if mode == "ALWAYS":
+        return is_type_change_supported(from_type, to_type)
+    if mode == "SAME_FAMILY_TYPE":
+        return is_type_change_supported_for_schema_evolution(from_type, to_type)
+    return False
 
 
 def is_type_change_supported_by_iceberg(from_type: Any, to_type: Any) -> bool:
@@ -275,6 +296,18 @@ def all_type_changes(schema: Mapping[str, Any]) -> list[tuple[str, dict[str, Any
     return out
 
 
+def fields_widened_from_float(schema: Mapping[str, Any]) -> frozenset[str]:
+    """The dotted paths (lower-cased) of the struct fields, nested ones too, recorded as
+    widened from ``float`` to ``double``. Their files written before the change hold floats,
+    whose statistics Delta writes as the float's shortest decimal: ``0.7`` for 0.7f, which
+    is 0.699999988079071 as a double."""
+    return frozenset(
+        path.lower()
+        for path, change in all_type_changes(schema)
+        if change.get("fromType") == "float" and not change.get("fieldPath")
+    )
+
+
 def has_type_changes(schema: Mapping[str, Any]) -> bool:
     """Delta's ``containsTypeWideningMetadata``: some struct field carries ``delta.typeChanges``."""
     return any(TYPE_CHANGES_KEY in (f.get("metadata") or {}) for _, f in _walk_fields(dict(schema), ""))
@@ -325,32 +358,43 @@ def check_type_changes_readable(schema: Mapping[str, Any]) -> None:
 # -- automatic widening on a mergeSchema write -----------------------------------------------
 
 
-def _widen_type(table: Any, data: Any, iceberg: bool) -> Any:
+@dataclass(frozen=True)
+class _Evolution:
+    """Delta's ``TypeWideningMode.TypeEvolution``: an :data:`AUTOMATIC_WIDENING_MODES` mode,
+    and whether only the widenings Iceberg follows apply (``uniformIcebergCompatibleOnly``)."""
+
+    mode: str
+    iceberg: bool
+
+    def widens(self, table: Any, data: Any) -> bool:
+        if table == data or not is_automatic_widening(table, data, self.mode):
+            return False
+        return not self.iceberg or is_type_change_supported_by_iceberg(table, data)
+
+
+def _widen_type(table: Any, data: Any, evolution: _Evolution) -> Any:
     if isinstance(table, dict) and isinstance(data, dict) and table.get("type") == data.get("type"):
         kind = table.get("type")
         if kind == "struct":
-            return _widen_struct(table, data, iceberg)
+            return _widen_struct(table, data, evolution)
         if kind == "array":
-            return {**table, "elementType": _widen_type(table["elementType"], data["elementType"], iceberg)}
+            return {**table, "elementType": _widen_type(table["elementType"], data["elementType"], evolution)}
         if kind == "map":
             return {
                 **table,
-                "keyType": _widen_type(table["keyType"], data["keyType"], iceberg),
-                "valueType": _widen_type(table["valueType"], data["valueType"], iceberg),
+                "keyType": _widen_type(table["keyType"], data["keyType"], evolution),
+                "valueType": _widen_type(table["valueType"], data["valueType"], evolution),
             }
         return table
-    if table != data and is_type_change_supported_for_schema_evolution(table, data):
-        if not iceberg or is_type_change_supported_by_iceberg(table, data):
-            return data
-    return table
+    return data if evolution.widens(table, data) else table
 
 
-def _widen_struct(table: dict[str, Any], data: dict[str, Any], iceberg: bool) -> dict[str, Any]:
+def _widen_struct(table: dict[str, Any], data: dict[str, Any], evolution: _Evolution) -> dict[str, Any]:
     data_fields = {f["name"].lower(): f for f in data.get("fields") or []}
     fields = []
     for f in table.get("fields") or []:
         other = data_fields.get(f["name"].lower())
-        fields.append(f if other is None else {**f, "type": _widen_type(f["type"], other["type"], iceberg)})
+        fields.append(f if other is None else {**f, "type": _widen_type(f["type"], other["type"], evolution)})
     return {**table, "fields": fields}
 
 
@@ -361,20 +405,22 @@ def widen_for_schema_evolution(
     table_version: int | None = None,
     *,
     record: bool = True,
+    automatic_widening: str = "ALWAYS",
 ) -> dict[str, Any]:
     """Delta's ``TypeWideningMode.TypeEvolution`` for a ``mergeSchema`` write: when the table
     has ``delta.enableTypeWidening``, every column (nested fields, map keys and values, array
-    elements too) whose data type is a same-family widening of the table's type takes the
-    data's type, recorded in ``delta.typeChanges``; in a UniForm (Iceberg) table only the
-    widenings Iceberg can follow (:func:`is_type_change_supported_by_iceberg`), as Delta's
-    ``uniformIcebergCompatibleOnly``. Otherwise the table schema unchanged. ``record``
-    false: the changes are not recorded (a caller that changes the schema further records
-    them once, with :func:`record_type_changes`)."""
+    elements too) whose data type is a widening of the table's type that the
+    ``automatic_widening`` mode applies (:func:`is_automatic_widening`: by default any, int into
+    double or decimal too) takes the data's type, recorded in ``delta.typeChanges``; in a
+    UniForm (Iceberg) table only the widenings Iceberg can follow
+    (:func:`is_type_change_supported_by_iceberg`), as Delta's ``uniformIcebergCompatibleOnly``.
+    Otherwise the table schema unchanged. ``record`` false: the changes are not recorded (a
+    caller that changes the schema further records them once, with :func:`record_type_changes`)."""
     table = dict(table_schema)
     if not type_widening_enabled(configuration):
         return table
     iceberg = "iceberg" in TableProperties(configuration).universal_format_enabled_formats
-    widened = _widen_struct(table, dict(data_schema), iceberg)
+    widened = _widen_struct(table, dict(data_schema), _Evolution(automatic_widening, iceberg))
     if widened == table or not record:
         return widened
     return record_type_changes(widened, table, table_version)
