@@ -20,7 +20,13 @@ from deltalog.txn.protocol.actions import DeletionVectorDescriptor, Metadata, Pr
 from deltalog.txn.protocol.errors import CorruptLogError, InvalidSchemaError, UnsupportedFeatureError
 from deltalog.txn.protocol.features import check_read_supported, check_write_supported
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties, parse_interval
-from deltalog.txn.protocol.schema import from_arrow, parse_schema, split_column_name
+from deltalog.txn.protocol.schema import (
+    data_type_from_json,
+    duplicate_column_names,
+    from_arrow,
+    parse_schema,
+    split_column_name,
+)
 
 SCHEMA = {
     "type": "struct",
@@ -70,6 +76,77 @@ def test_split_column_name_as_spark_parses_an_attribute_name():
     assert split_column_name("`a.b`.c") == ["a.b", "c"]
     assert split_column_name("`val``ue`") == ["val`ue"]
     assert split_column_name("`a``.b`.`c```") == ["a`.b", "c`"]
+
+
+def _struct(*fields: tuple[str, object]) -> dict[str, object]:
+    return {"type": "struct", "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in fields]}
+
+
+@pytest.mark.parametrize(
+    ("schema", "duplicates"),
+    [
+        # SchemaUtilsSuite "duplicate column name for nested column + non-nested column - case sensitivity"
+        (_struct(("dup", _struct(("a", "long"))), ("DUP", "long")), ["DUP", "dup"]),
+        # "duplicate column name in double nested array"
+        (
+            _struct(
+                (
+                    "top",
+                    _struct(
+                        (
+                            "b",
+                            {
+                                "type": "array",
+                                "containsNull": True,
+                                "elementType": {
+                                    "type": "array",
+                                    "containsNull": True,
+                                    "elementType": _struct(("d", "long"), ("D", "long")),
+                                },
+                            },
+                        )
+                    ),
+                )
+            ),
+            ["top.b.element.element.D", "top.b.element.element.d"],
+        ),
+        # "duplicate column name in double nested map": the key's struct and the value's are apart
+        (
+            _struct(
+                (
+                    "m",
+                    {
+                        "type": "map",
+                        "valueContainsNull": True,
+                        "keyType": _struct(("d", "long")),
+                        "valueType": _struct(("d", "long"), ("d", "string")),
+                    },
+                )
+            ),
+            ["m.value.d"],
+        ),
+        (
+            _struct(
+                (
+                    "m",
+                    {
+                        "type": "map",
+                        "valueContainsNull": True,
+                        "keyType": _struct(("d", "long")),
+                        "valueType": _struct(("d", "long")),
+                    },
+                )
+            ),
+            [],
+        ),
+        # "non duplicate column because of back tick" / "duplicate column with back ticks - nested and case"
+        (_struct(("top", _struct(("a", "long"))), ("top.a", "long")), []),
+        (_struct(("first", _struct(("TOP.a", "long"), ("top.a", "long")))), ["first.`TOP.a`", "first.`top.a`"]),
+    ],
+)
+def test_duplicate_column_names_at_any_depth(schema, duplicates):
+    """Delta's ``checkColumnNameDuplication``: nested fields too, through arrays and maps."""
+    assert duplicate_column_names(data_type_from_json(schema)) == duplicates
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ __all__ = [
     "as_nullable",
     "check_write_compatible",
     "data_type_from_json",
+    "duplicate_column_names",
     "from_arrow",
     "merge_schemas",
     "parse_schema",
@@ -324,6 +326,29 @@ def split_column_name(name: str) -> list[str]:
             part += ch
     parts.append(part)
     return parts
+
+
+def duplicate_column_names(schema: StructType) -> list[str]:
+    """The column names ``schema`` holds twice, in any case, at any depth, as dotted paths
+    (sorted): a struct's fields, those of structs in arrays (``element``) and maps (``key``,
+    ``value``) too; a part with a dot is backquoted, so ```a.b``` is not ``a.b`` (Delta's
+    ``SchemaMergingUtils.checkColumnNameDuplication``, which every write runs on its data)."""
+    paths = [".".join(f"`{p}`" if "." in p else p for p in path) for path in _explode(schema, ())]
+    counts = Counter(p.lower() for p in paths)
+    return sorted({p for p in paths if counts[p.lower()] > 1})
+
+
+def _explode(dt: DataType, prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+    """The path of every struct field in ``dt``, outermost first (Delta's ``explode``)."""
+    if isinstance(dt, StructType):
+        for f in dt.fields:
+            yield (*prefix, f.name)
+            yield from _explode(f.type, (*prefix, f.name))
+    elif isinstance(dt, ArrayType):
+        yield from _explode(dt.element_type, (*prefix, "element"))
+    elif isinstance(dt, MapType):
+        yield from _explode(dt.key_type, (*prefix, "key"))
+        yield from _explode(dt.value_type, (*prefix, "value"))
 
 
 def as_nullable(dt: DataType) -> DataType:
