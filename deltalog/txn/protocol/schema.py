@@ -34,9 +34,11 @@ __all__ = [
     "check_write_compatible",
     "data_type_from_json",
     "duplicate_column_names",
+    "explode",
     "from_arrow",
     "merge_schemas",
     "parse_schema",
+    "path_name",
     "same_columns",
     "same_type",
     "split_column_name",
@@ -328,27 +330,39 @@ def split_column_name(name: str) -> list[str]:
     return parts
 
 
+def explode(schema: StructType) -> list[tuple[tuple[str, ...], StructField]]:
+    """Every struct field at any depth with its path, outermost first; ``element``, ``key``
+    and ``value`` step into arrays and maps (Delta's ``SchemaMergingUtils.explode``)."""
+    out: list[tuple[tuple[str, ...], StructField]] = []
+
+    def walk(prefix: tuple[str, ...], dt: DataType) -> None:
+        if isinstance(dt, StructType):
+            for f in dt.fields:
+                out.append(((*prefix, f.name), f))
+                walk((*prefix, f.name), f.type)
+        elif isinstance(dt, ArrayType):
+            walk((*prefix, "element"), dt.element_type)
+        elif isinstance(dt, MapType):
+            walk((*prefix, "key"), dt.key_type)
+            walk((*prefix, "value"), dt.value_type)
+
+    walk((), schema)
+    return out
+
+
+def path_name(path: tuple[str, ...]) -> str:
+    """A column path as Delta names it in messages (Spark's ``UnresolvedAttribute.name``): the
+    parts joined by dots, a part holding a dot backquoted (```a.b`.c``)."""
+    return ".".join(f"`{p}`" if "." in p else p for p in path)
+
+
 def duplicate_column_names(schema: StructType) -> list[str]:
-    """The column names ``schema`` holds twice, in any case, at any depth, as dotted paths
-    (sorted): a struct's fields, those of structs in arrays (``element``) and maps (``key``,
-    ``value``) too; a part with a dot is backquoted, so ```a.b``` is not ``a.b`` (Delta's
+    """The column names ``schema`` holds twice, in any case, at any depth (:func:`explode`),
+    sorted: ```a.b``` is not ``a`` 's field ``b`` (Delta's
     ``SchemaMergingUtils.checkColumnNameDuplication``, which every write runs on its data)."""
-    paths = [".".join(f"`{p}`" if "." in p else p for p in path) for path in _explode(schema, ())]
-    counts = Counter(p.lower() for p in paths)
-    return sorted({p for p in paths if counts[p.lower()] > 1})
-
-
-def _explode(dt: DataType, prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
-    """The path of every struct field in ``dt``, outermost first (Delta's ``explode``)."""
-    if isinstance(dt, StructType):
-        for f in dt.fields:
-            yield (*prefix, f.name)
-            yield from _explode(f.type, (*prefix, f.name))
-    elif isinstance(dt, ArrayType):
-        yield from _explode(dt.element_type, (*prefix, "element"))
-    elif isinstance(dt, MapType):
-        yield from _explode(dt.key_type, (*prefix, "key"))
-        yield from _explode(dt.value_type, (*prefix, "value"))
+    names = [path_name(path) for path, _ in explode(schema)]
+    counts = Counter(n.lower() for n in names)
+    return sorted({n for n in names if counts[n.lower()] > 1})
 
 
 def as_nullable(dt: DataType) -> DataType:
