@@ -17,12 +17,18 @@ from deltalog.txn.log.deletion_vectors import (
     z85_encode,
 )
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor, Metadata, Protocol
-from deltalog.txn.protocol.errors import CorruptLogError, InvalidSchemaError, UnsupportedFeatureError
+from deltalog.txn.protocol.errors import (
+    CorruptLogError,
+    InvalidSchemaError,
+    SchemaMismatchError,
+    UnsupportedFeatureError,
+)
 from deltalog.txn.protocol.features import check_read_supported, check_write_supported
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties, parse_interval
 from deltalog.txn.protocol.schema import (
     data_type_from_json,
     duplicate_column_names,
+    merge_schemas,
     from_arrow,
     parse_schema,
     split_column_name,
@@ -147,6 +153,42 @@ def _struct(*fields: tuple[str, object]) -> dict[str, object]:
 def test_duplicate_column_names_at_any_depth(schema, duplicates):
     """Delta's ``checkColumnNameDuplication``: nested fields too, through arrays and maps."""
     assert duplicate_column_names(data_type_from_json(schema)) == duplicates
+
+
+_BASE = _struct(
+    ("top", "string"),
+    ("struct", _struct(("a", "integer"))),
+    ("array", {"type": "array", "containsNull": True, "elementType": _struct(("b", "decimal(18,10)"))}),
+    ("map", {"type": "map", "valueContainsNull": True, "keyType": "string", "valueType": "string"}),
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "cause"),
+    [
+        # SchemaUtilsSuite "schema merging of incompatible types": Delta's DELTA_FAILED_TO_MERGE_FIELDS
+        # has the type conflict as its cause
+        (_struct(("top", "integer")), "DELTA_MERGE_INCOMPATIBLE_DATATYPE: .* string and integer"),
+        (_struct(("struct", _struct(("a", "date")))), "DELTA_MERGE_INCOMPATIBLE_DATATYPE: .* integer and date"),
+        (
+            _struct(
+                ("array", {"type": "array", "containsNull": True, "elementType": _struct(("b", "decimal(18,12)"))})
+            ),
+            "DELTA_MERGE_INCOMPATIBLE_DECIMAL_TYPE: .* scale 10 and 12",
+        ),
+        (
+            _struct(("array", {"type": "array", "containsNull": True, "elementType": _struct(("b", "decimal(16,8)"))})),
+            "DELTA_MERGE_INCOMPATIBLE_DECIMAL_TYPE: .* precision 18 and 16 & scale 10 and 8",
+        ),
+        (
+            _struct(("map", {"type": "map", "valueContainsNull": True, "keyType": "integer", "valueType": "string"})),
+            "DELTA_MERGE_INCOMPATIBLE_DATATYPE: .* string and integer",
+        ),
+    ],
+)
+def test_merge_schemas_names_the_type_conflict(data, cause):
+    with pytest.raises(SchemaMismatchError, match=f"DELTA_FAILED_TO_MERGE_FIELDS: .*{cause}"):
+        merge_schemas(data_type_from_json(_BASE), data_type_from_json(data))
 
 
 @pytest.mark.parametrize(

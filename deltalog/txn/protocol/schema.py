@@ -457,16 +457,31 @@ def _merge_type(table: DataType, new: DataType, where: str) -> DataType:
     pair = (_describe(table), _describe(new))
     if pair[0] in _PARQUET_INT32_WIDTHS and pair[1] in _PARQUET_INT32_WIDTHS:
         return table if _PARQUET_INT32_WIDTHS[pair[0]] >= _PARQUET_INT32_WIDTHS[pair[1]] else new
-    failed = f"DELTA_FAILED_TO_MERGE_FIELDS: Failed to merge fields '{where}' and '{where}': "
+    failed = f"DELTA_FAILED_TO_MERGE_FIELDS: Failed to merge fields '{where}' and '{where}': {_conflict(table, new)}"
     if pair in _WIDENINGS or pair[::-1] in _WIDENINGS:
         raise SchemaMismatchError(
-            f"{failed}column {where} is {pair[0]} in the table and {pair[1]} in the data; cast the column to "
-            f"{pair[0]} before writing, or widen it (delta.enableTypeWidening with mergeSchema, or alterColumnType)"
+            f"{failed} (the table's and the data's); cast column {where} to {pair[0]} before writing, or widen it "
+            "(delta.enableTypeWidening with mergeSchema, or alterColumnType)"
         )
     raise SchemaMismatchError(
-        f"{failed}column {where} is {json.dumps(table.to_json_value())} in the table and "
-        f"{json.dumps(new.to_json_value())} in the data; cast it, or overwrite the table with overwriteSchema=true"
+        f"{failed} (the table's and the data's); cast column {where} to the table's type, or overwrite the table "
+        "with overwriteSchema=true"
     )
+
+
+def _conflict(table: DataType, new: DataType) -> str:
+    """The cause Delta's ``mergeDataTypes`` gives two types it cannot merge."""
+    if isinstance(table, DecimalType) and isinstance(new, DecimalType):
+        ranges = []
+        if table.precision != new.precision:
+            ranges.append(f"precision {table.precision} and {new.precision}")
+        if table.scale != new.scale:
+            ranges.append(f"scale {table.scale} and {new.scale}")
+        return "DELTA_MERGE_INCOMPATIBLE_DECIMAL_TYPE: Failed to merge decimal types with incompatible " + " & ".join(
+            ranges
+        )
+    types = f"{table.simple_string()} and {new.simple_string()}"
+    return f"DELTA_MERGE_INCOMPATIBLE_DATATYPE: Failed to merge incompatible data types {types}"
 
 
 def _merge_struct(table: StructType, new: StructType, where: str) -> StructType:
