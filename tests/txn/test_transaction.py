@@ -131,7 +131,8 @@ def test_two_metadata_or_protocol_actions_are_refused() -> None:
 @pytest.mark.parametrize(
     ("schema_string", "partitions", "config", "message"),
     [
-        (schema(a="long", A="long"), (), {}, "duplicate column names"),
+        # Delta's verifyNewMetadata: checkColumnNameDuplication (SchemaUtilsSuite)
+        (schema(a="long", A="long"), (), {}, "DELTA_DUPLICATE_COLUMNS_FOUND: duplicate column names"),
         (
             json.dumps(
                 {
@@ -154,7 +155,7 @@ def test_two_metadata_or_protocol_actions_are_refused() -> None:
             ),
             (),
             {},
-            r"duplicate column names .* in s",
+            r"DELTA_DUPLICATE_COLUMNS_FOUND: duplicate column names .* in s",
         ),
         (schema(a="long", b="long"), ("c",), {}, "partition column 'c' is not in the schema"),
         (
