@@ -28,8 +28,8 @@ from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperti
 from deltalog.txn.protocol.schema import (
     data_type_from_json,
     duplicate_column_names,
-    merge_schemas,
     from_arrow,
+    merge_schemas,
     parse_schema,
     split_column_name,
 )

@@ -624,7 +624,6 @@ def test_groups_files_by_their_typed_partition_values(tmp_path: Path, type_name:
     column's type), so one partition written as different texts is compacted into one file.
     The Spark layer reads each text as that one value too (AddFileSuite)."""
     from deltalog.contrib.spark.partitioning import typed_partition_value
-
     from tests.ops.tables import SCHEMA
 
     schema = json.loads(SCHEMA)

@@ -85,8 +85,8 @@ from deltalog.txn.protocol.iceberg_compat import (
 )
 from deltalog.txn.protocol.identity import pop_high_water_marks, without_high_water_marks
 from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, InvalidPropertyError, TableProperties
-from deltalog.txn.protocol.schema import duplicate_column_names
 from deltalog.txn.protocol.protocol_requirements import with_table_defaults
+from deltalog.txn.protocol.schema import duplicate_column_names
 from deltalog.txn.protocol.stats_columns import StatsColumns
 from deltalog.txn.protocol.time_zones import arrow_time_zone
 from deltalog.txn.protocol.type_widening import preview_table_version, widen_for_schema_evolution
