@@ -196,6 +196,12 @@ def test_merge_schemas_names_the_type_conflict(data, cause):
     [
         ("not json", "not valid JSON"),
         ('{"type": "struct", "fields": [{"name": "a", "type": "nope"}]}', "unknown data type 'nope'"),
+        # SchemaUtilsSuite "findUnsupportedDataTypes": Delta's DELTA_UNSUPPORTED_DATA_TYPES
+        (
+            '{"type": "struct", "fields": [{"name": "s", "type": {"type": "struct", "fields": '
+            '[{"name": "i", "type": "interval day to second"}]}}]}',
+            r"DELTA_UNSUPPORTED_DATA_TYPES: .*\[s\.i: interval day to second\]",
+        ),
         ('{"type": "struct", "fields": [{"name": "a", "type": "decimal(40,2)"}]}', "precision must be 1..38"),
         (
             '{"type": "struct", "fields": [{"name": "a", "type": "long"}, {"name": "A", "type": "long"}]}',

@@ -241,6 +241,12 @@ def data_type_from_json(value: Any, where: str = "schema") -> DataType:
             return DecimalType(precision, scale)
         if value == "decimal":
             return DecimalType(10, 0)
+        if value == "interval" or value.startswith("interval "):  # calendar, year-month, day-time
+            column = where.removeprefix("schema").removeprefix(".") or where
+            raise InvalidSchemaError(
+                f"DELTA_UNSUPPORTED_DATA_TYPES: Found columns using unsupported data types: [{column}: {value}]; "
+                "a Delta table cannot hold interval types: cast the column (to a string, or a number of units)"
+            )
         raise InvalidSchemaError(f"unknown data type {value!r} at {where}")
     if not isinstance(value, dict):
         raise InvalidSchemaError(f"a data type must be a string or an object, got {value!r} at {where}")
