@@ -202,6 +202,10 @@ def test_merge_schemas_names_the_type_conflict(data, cause):
             '[{"name": "i", "type": "interval day to second"}]}}]}',
             r"DELTA_UNSUPPORTED_DATA_TYPES: .*\[s\.i: interval day to second\]",
         ),
+        (
+            '{"type": "struct", "fields": [{"name": "t", "type": "time(6)"}]}',
+            r"DELTA_UNSUPPORTED_DATA_TYPES: .*\[t: time",
+        ),
         ('{"type": "struct", "fields": [{"name": "a", "type": "decimal(40,2)"}]}', "precision must be 1..38"),
         (
             '{"type": "struct", "fields": [{"name": "a", "type": "long"}, {"name": "A", "type": "long"}]}',

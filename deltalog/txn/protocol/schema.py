@@ -65,6 +65,9 @@ PRIMITIVE_NAMES = frozenset(
     }
 )
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
+#: Spark types Delta's ``SchemaUtils.findUnsupportedDataTypes`` refuses (DELTA_UNSUPPORTED_DATA_TYPES):
+#: intervals (calendar, year-month, day-time) and ``time(p)``
+_UNSUPPORTED = re.compile(r"^(interval( .*)?|time(\(\d+\))?)$")
 
 
 @dataclass(frozen=True)
@@ -241,11 +244,11 @@ def data_type_from_json(value: Any, where: str = "schema") -> DataType:
             return DecimalType(precision, scale)
         if value == "decimal":
             return DecimalType(10, 0)
-        if value == "interval" or value.startswith("interval "):  # calendar, year-month, day-time
+        if _UNSUPPORTED.match(value):
             column = where.removeprefix("schema").removeprefix(".") or where
             raise InvalidSchemaError(
                 f"DELTA_UNSUPPORTED_DATA_TYPES: Found columns using unsupported data types: [{column}: {value}]; "
-                "a Delta table cannot hold interval types: cast the column (to a string, or a number of units)"
+                "a Delta table cannot hold interval or time types: cast the column (to a string, or a number)"
             )
         raise InvalidSchemaError(f"unknown data type {value!r} at {where}")
     if not isinstance(value, dict):
