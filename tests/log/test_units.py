@@ -17,10 +17,22 @@ from deltalog.txn.log.deletion_vectors import (
     z85_encode,
 )
 from deltalog.txn.protocol.actions import DeletionVectorDescriptor, Metadata, Protocol
-from deltalog.txn.protocol.errors import CorruptLogError, InvalidSchemaError, UnsupportedFeatureError
+from deltalog.txn.protocol.errors import (
+    CorruptLogError,
+    InvalidSchemaError,
+    SchemaMismatchError,
+    UnsupportedFeatureError,
+)
 from deltalog.txn.protocol.features import check_read_supported, check_write_supported
 from deltalog.txn.protocol.properties import InvalidPropertyError, TableProperties, parse_interval
-from deltalog.txn.protocol.schema import from_arrow, parse_schema, split_column_name
+from deltalog.txn.protocol.schema import (
+    data_type_from_json,
+    duplicate_column_names,
+    from_arrow,
+    merge_schemas,
+    parse_schema,
+    split_column_name,
+)
 
 SCHEMA = {
     "type": "struct",
@@ -72,11 +84,128 @@ def test_split_column_name_as_spark_parses_an_attribute_name():
     assert split_column_name("`a``.b`.`c```") == ["a`.b", "c`"]
 
 
+def _struct(*fields: tuple[str, object]) -> dict[str, object]:
+    return {"type": "struct", "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in fields]}
+
+
+@pytest.mark.parametrize(
+    ("schema", "duplicates"),
+    [
+        # SchemaUtilsSuite "duplicate column name for nested column + non-nested column - case sensitivity"
+        (_struct(("dup", _struct(("a", "long"))), ("DUP", "long")), ["DUP", "dup"]),
+        # "duplicate column name in double nested array"
+        (
+            _struct(
+                (
+                    "top",
+                    _struct(
+                        (
+                            "b",
+                            {
+                                "type": "array",
+                                "containsNull": True,
+                                "elementType": {
+                                    "type": "array",
+                                    "containsNull": True,
+                                    "elementType": _struct(("d", "long"), ("D", "long")),
+                                },
+                            },
+                        )
+                    ),
+                )
+            ),
+            ["top.b.element.element.D", "top.b.element.element.d"],
+        ),
+        # "duplicate column name in double nested map": the key's struct and the value's are apart
+        (
+            _struct(
+                (
+                    "m",
+                    {
+                        "type": "map",
+                        "valueContainsNull": True,
+                        "keyType": _struct(("d", "long")),
+                        "valueType": _struct(("d", "long"), ("d", "string")),
+                    },
+                )
+            ),
+            ["m.value.d"],
+        ),
+        (
+            _struct(
+                (
+                    "m",
+                    {
+                        "type": "map",
+                        "valueContainsNull": True,
+                        "keyType": _struct(("d", "long")),
+                        "valueType": _struct(("d", "long")),
+                    },
+                )
+            ),
+            [],
+        ),
+        # "non duplicate column because of back tick" / "duplicate column with back ticks - nested and case"
+        (_struct(("top", _struct(("a", "long"))), ("top.a", "long")), []),
+        (_struct(("first", _struct(("TOP.a", "long"), ("top.a", "long")))), ["first.`TOP.a`", "first.`top.a`"]),
+    ],
+)
+def test_duplicate_column_names_at_any_depth(schema, duplicates):
+    """Delta's ``checkColumnNameDuplication``: nested fields too, through arrays and maps."""
+    assert duplicate_column_names(data_type_from_json(schema)) == duplicates
+
+
+_BASE = _struct(
+    ("top", "string"),
+    ("struct", _struct(("a", "integer"))),
+    ("array", {"type": "array", "containsNull": True, "elementType": _struct(("b", "decimal(18,10)"))}),
+    ("map", {"type": "map", "valueContainsNull": True, "keyType": "string", "valueType": "string"}),
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "cause"),
+    [
+        # SchemaUtilsSuite "schema merging of incompatible types": Delta's DELTA_FAILED_TO_MERGE_FIELDS
+        # has the type conflict as its cause
+        (_struct(("top", "integer")), "DELTA_MERGE_INCOMPATIBLE_DATATYPE: .* string and integer"),
+        (_struct(("struct", _struct(("a", "date")))), "DELTA_MERGE_INCOMPATIBLE_DATATYPE: .* integer and date"),
+        (
+            _struct(
+                ("array", {"type": "array", "containsNull": True, "elementType": _struct(("b", "decimal(18,12)"))})
+            ),
+            "DELTA_MERGE_INCOMPATIBLE_DECIMAL_TYPE: .* scale 10 and 12",
+        ),
+        (
+            _struct(("array", {"type": "array", "containsNull": True, "elementType": _struct(("b", "decimal(16,8)"))})),
+            "DELTA_MERGE_INCOMPATIBLE_DECIMAL_TYPE: .* precision 18 and 16 & scale 10 and 8",
+        ),
+        (
+            _struct(("map", {"type": "map", "valueContainsNull": True, "keyType": "integer", "valueType": "string"})),
+            "DELTA_MERGE_INCOMPATIBLE_DATATYPE: .* string and integer",
+        ),
+    ],
+)
+def test_merge_schemas_names_the_type_conflict(data, cause):
+    with pytest.raises(SchemaMismatchError, match=f"DELTA_FAILED_TO_MERGE_FIELDS: .*{cause}"):
+        merge_schemas(data_type_from_json(_BASE), data_type_from_json(data))
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         ("not json", "not valid JSON"),
         ('{"type": "struct", "fields": [{"name": "a", "type": "nope"}]}', "unknown data type 'nope'"),
+        # SchemaUtilsSuite "findUnsupportedDataTypes": Delta's DELTA_UNSUPPORTED_DATA_TYPES
+        (
+            '{"type": "struct", "fields": [{"name": "s", "type": {"type": "struct", "fields": '
+            '[{"name": "i", "type": "interval day to second"}]}}]}',
+            r"DELTA_UNSUPPORTED_DATA_TYPES: .*\[s\.i: interval day to second\]",
+        ),
+        (
+            '{"type": "struct", "fields": [{"name": "t", "type": "time(6)"}]}',
+            r"DELTA_UNSUPPORTED_DATA_TYPES: .*\[t: time",
+        ),
         ('{"type": "struct", "fields": [{"name": "a", "type": "decimal(40,2)"}]}', "precision must be 1..38"),
         (
             '{"type": "struct", "fields": [{"name": "a", "type": "long"}, {"name": "A", "type": "long"}]}',

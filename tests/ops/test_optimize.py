@@ -610,12 +610,20 @@ def test_z_order_range_ids_are_deltas_range_partition_ids(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(
     ("type_name", "values"),
-    [("integer", ["1", "01", "+1"]), ("timestamp", ["2000-01-01 12:00:00", "2000-01-01T12:00:00.000000Z"])],
+    [
+        ("integer", ["1", "01", "+1"]),
+        ("timestamp", ["2000-01-01 12:00:00", "2000-01-01T12:00:00.000000Z"]),
+        # AddFileSuite: leading zeroes missing, an offset, a zone id (Spark's cast of the text)
+        ("timestamp", ["2000-01-01 01:02:03", "2000-01-01 1:2:3", "2000-01-01 06:32:03+0530", "2000-01-01 2:2:3 CET"]),
+        ("date", ["2000-01-01", "2000-1-1"]),
+    ],
 )
 def test_groups_files_by_their_typed_partition_values(tmp_path: Path, type_name: str, values: list[str]) -> None:
     """OptimizeCompactionSuite "optimize groups files correctly by normalized partition values":
     Delta's OPTIMIZE groups files by ``normalizedPartitionValues`` (each value parsed to its
-    column's type), so one partition written as different texts is compacted into one file."""
+    column's type), so one partition written as different texts is compacted into one file.
+    The Spark layer reads each text as that one value too (AddFileSuite)."""
+    from deltalog.contrib.spark.partitioning import typed_partition_value
     from tests.ops.tables import SCHEMA
 
     schema = json.loads(SCHEMA)
@@ -629,3 +637,4 @@ def test_groups_files_by_their_typed_partition_values(tmp_path: Path, type_name:
     result = optimize(log)
     assert (result.num_files_removed, result.num_files_added, result.partitions_optimized) == (2 * len(values), 1, 1)
     assert [f.num_records() for f in log.update().files] == [2 * len(values)]
+    assert len({typed_partition_value(v, type_name) for v in values}) == 1

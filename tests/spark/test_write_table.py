@@ -367,19 +367,26 @@ def test_columns_named_twice_in_another_case_are_refused_by_an_existing_table(sp
     """SchemaEnforcementSuite "reject columns that only differ by case - append" (and
     "- overwrite"): data naming a column twice (``id`` and ``ID``) is refused before anything
     is written, with Delta's DELTA_DUPLICATE_COLUMNS_FOUND, also with mergeSchema or
-    overwriteSchema; before, only the new-table path checked and Spark failed the job."""
+    overwriteSchema; before, only the new-table path checked and Spark failed the job.
+    SchemaUtilsSuite "duplicate column name in nested array" (Delta's
+    ``checkColumnNameDuplication`` explodes nested fields, through arrays and maps): a struct
+    naming a field twice is refused alike; before, ``mergeSchema`` wrote nulls for both fields
+    of a struct in an array, and other writes failed in Arrow."""
     from deltalog.contrib.spark import write_table
     from deltalog.contrib.spark.errors import SchemaMismatchError
 
     write_table(spark.range(3), table_path)
     twice = spark.range(3).selectExpr("id", "id + 1 AS ID")
-    for mode, options in (
-        ("append", {}),
-        ("append", {"mergeSchema": "true"}),
-        ("overwrite", {"overwriteSchema": "true"}),
+    nested = spark.range(1).selectExpr("id", "array(named_struct('x', id, 'X', id)) AS arr")
+    for data, mode, options, names in (
+        (twice, "append", {}, "ID, id"),
+        (twice, "append", {"mergeSchema": "true"}, "ID, id"),
+        (twice, "overwrite", {"overwriteSchema": "true"}, "ID, id"),
+        (nested, "append", {}, "arr.element.X, arr.element.x"),
+        (nested, "append", {"mergeSchema": "true"}, "arr.element.X, arr.element.x"),
     ):
-        with pytest.raises(SchemaMismatchError, match=r"DELTA_DUPLICATE_COLUMNS_FOUND.*: ID, id"):
-            write_table(twice, table_path, mode=mode, **options)
+        with pytest.raises(SchemaMismatchError, match=rf"DELTA_DUPLICATE_COLUMNS_FOUND.*: {names}"):
+            write_table(data, table_path, mode=mode, **options)
     assert DeltaLog.for_table(table_path).update().version == 0
 
 

@@ -131,7 +131,8 @@ def test_two_metadata_or_protocol_actions_are_refused() -> None:
 @pytest.mark.parametrize(
     ("schema_string", "partitions", "config", "message"),
     [
-        (schema(a="long", A="long"), (), {}, "duplicate column names"),
+        # Delta's verifyNewMetadata: checkColumnNameDuplication (SchemaUtilsSuite)
+        (schema(a="long", A="long"), (), {}, "DELTA_DUPLICATE_COLUMNS_FOUND: duplicate column names"),
         (
             json.dumps(
                 {
@@ -154,7 +155,7 @@ def test_two_metadata_or_protocol_actions_are_refused() -> None:
             ),
             (),
             {},
-            r"duplicate column names .* in s",
+            r"DELTA_DUPLICATE_COLUMNS_FOUND: duplicate column names .* in s",
         ),
         (schema(a="long", b="long"), ("c",), {}, "partition column 'c' is not in the schema"),
         (
@@ -209,6 +210,32 @@ def test_two_metadata_or_protocol_actions_are_refused() -> None:
         (schema(a="long"), (), {"delta.checkpointInterval": "0"}, "checkpointInterval must be a positive"),
         # Delta's assertMetadata (DeltaSuite "columns with commas as partition columns")
         (schema(**{"a b": "long"}), (), {}, "DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES"),
+        # a nested one is named by its path, as Delta's explodeNestedFieldNames (SchemaUtilsSuite)
+        (
+            json.dumps(
+                {
+                    "type": "struct",
+                    "fields": [
+                        {
+                            "name": "arr",
+                            "type": {
+                                "type": "array",
+                                "elementType": {
+                                    "type": "struct",
+                                    "fields": [{"name": "b=c", "type": "long", "nullable": True, "metadata": {}}],
+                                },
+                                "containsNull": True,
+                            },
+                            "nullable": True,
+                            "metadata": {},
+                        }
+                    ],
+                }
+            ),
+            (),
+            {},
+            r"column names of your schema: arr\.element\.b=c\.",
+        ),
         (schema(**{"by,4": "long", "id": "long"}), ("by,4",), {}, "DELTA_INVALID_PARTITION_COLUMN"),
     ],
 )

@@ -20,6 +20,7 @@ from deltalog.txn.protocol.partition_paths import (
     partition_directory,
     unescape_partition_value,
 )
+from deltalog.txn.protocol.time_zones import parse_date_text, parse_timestamp_text
 
 __all__ = [
     "HIVE_DEFAULT_PARTITION",
@@ -90,12 +91,14 @@ def typed_partition_value(text: str | None, type_name: str) -> Any:
     if t == "boolean":
         return text.strip().lower() == "true"
     if t == "date":
-        return dt.date.fromisoformat(text[:10])
+        day = parse_date_text(text)
+        if day is None:
+            raise ValueError(f"partition value {text!r} is not a date")
+        return day
     if t in ("timestamp", "timestamp_ntz"):
-        value = text.strip().replace(" ", "T", 1)
-        if value.endswith("Z"):
-            value = value[:-1] + "+00:00"
-        parsed = dt.datetime.fromisoformat(value)
+        parsed = parse_timestamp_text(text)  # as Spark's cast: one digit fields, an offset, a zone id
+        if parsed is None:
+            raise ValueError(f"partition value {text!r} is not a timestamp")
         if t == "timestamp":
             if parsed.tzinfo is None:
                 parsed = parsed.replace(tzinfo=dt.timezone.utc)

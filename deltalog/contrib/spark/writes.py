@@ -86,6 +86,7 @@ from deltalog.txn.protocol.iceberg_compat import (
 from deltalog.txn.protocol.identity import pop_high_water_marks, without_high_water_marks
 from deltalog.txn.protocol.properties import COLUMN_MAPPING_MAX_ID, InvalidPropertyError, TableProperties
 from deltalog.txn.protocol.protocol_requirements import with_table_defaults
+from deltalog.txn.protocol.schema import duplicate_column_names
 from deltalog.txn.protocol.stats_columns import StatsColumns
 from deltalog.txn.protocol.time_zones import arrow_time_zone
 from deltalog.txn.protocol.type_widening import preview_table_version, widen_for_schema_evolution
@@ -172,10 +173,9 @@ def _table_fields(data: dict[str, Any], change_data: bool) -> dict[str, Any]:
 
 
 def _refuse_duplicate_columns(data: dict[str, Any]) -> None:
-    """Delta's ``DELTA_DUPLICATE_COLUMNS_FOUND``: the data names a column twice (in any case)."""
-    names = [f["name"] for f in data["fields"]]
-    lowered = [n.lower() for n in names]
-    dupes = sorted({n for n in names if lowered.count(n.lower()) > 1})
+    """Delta's ``DELTA_DUPLICATE_COLUMNS_FOUND``: the data names a column twice (in any case),
+    a nested field too (:func:`deltalog.txn.protocol.schema.duplicate_column_names`)."""
+    dupes = duplicate_column_names(schemas.to_model(data))
     if dupes:
         raise SchemaMismatchError(
             f"DELTA_DUPLICATE_COLUMNS_FOUND: Found duplicate column(s) in the data to save: {', '.join(dupes)}; "

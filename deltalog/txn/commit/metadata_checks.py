@@ -53,7 +53,8 @@ def _check_duplicates(fields: list[dict[str, Any]], where: str) -> None:
         lowered = name.lower()
         if lowered in seen:
             raise InvalidMetadataError(
-                f"duplicate column names (case-insensitive) in {where}: {seen[lowered]!r} and {name!r}. "
+                f"DELTA_DUPLICATE_COLUMNS_FOUND: duplicate column names (case-insensitive) in {where}: "
+                f"{seen[lowered]!r} and {name!r}. "
                 "Rename one of them."
             )
         seen[lowered] = name

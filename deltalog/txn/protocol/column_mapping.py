@@ -32,7 +32,9 @@ from deltalog.txn.protocol.schema import (
     MapType,
     StructField,
     StructType,
+    explode,
     parse_schema,
+    path_name,
     same_type,
 )
 
@@ -108,7 +110,7 @@ def _map_fields(dt: DataType, fn: Callable[[tuple[str, ...], StructField], Struc
 
 def find_max_column_id(schema: StructType) -> int:
     """The largest ``delta.columnMapping.id`` in the schema (0 when none)."""
-    ids = [f.column_mapping_id for _, f in _all_fields(schema)]
+    ids = [f.column_mapping_id for _, f in explode(schema)]
     return max([i for i in ids if i is not None], default=0)
 
 
@@ -366,7 +368,7 @@ def physical_partition_filters(
 def _check(schema: StructType, mode: str) -> None:
     if mode == "none":
         return
-    for path, f in _all_fields(schema):
+    for path, f in explode(schema):
         if "delta.columnMapping.physicalName" not in f.metadata:
             raise InvalidSchemaError(
                 f"column mapping mode is {mode!r} but column {'.'.join(path)!r} has no "
@@ -377,24 +379,6 @@ def _check(schema: StructType, mode: str) -> None:
                 f"column mapping mode is 'id' but column {'.'.join(path)!r} has no "
                 "delta.columnMapping.id in its metadata"
             )
-
-
-def _all_fields(schema: StructType) -> list[tuple[tuple[str, ...], StructField]]:
-    out: list[tuple[tuple[str, ...], StructField]] = []
-
-    def walk(prefix: tuple[str, ...], dt: DataType) -> None:
-        if isinstance(dt, StructType):
-            for f in dt.fields:
-                out.append(((*prefix, f.name), f))
-                walk((*prefix, f.name), f.type)
-        elif isinstance(dt, ArrayType):
-            walk(prefix, dt.element_type)
-        elif isinstance(dt, MapType):
-            walk(prefix, dt.key_type)
-            walk(prefix, dt.value_type)
-
-    walk((), schema)
-    return out
 
 
 def physical_field_map(schema: StructType) -> dict[tuple[str, ...], StructField]:
@@ -440,8 +424,8 @@ def invalid_column_names(schema: StructType) -> list[str]:
     """The columns (dotted paths, any depth) whose names a table without column mapping
     cannot have (Delta's ``SchemaUtils.findInvalidColumnNamesInSchema``)."""
     out = []
-    for path, _ in _all_fields(schema):
-        name = ".".join(f"`{p}`" if "." in p or "`" in p else p for p in path)
+    for path, _ in explode(schema):
+        name = path_name(path)
         if any(c in _INVALID_NAME_CHARACTERS for c in name):
             out.append(name)
     return out

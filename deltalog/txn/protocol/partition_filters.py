@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalog.errors import DeltaError
+from deltalog.txn.protocol.time_zones import parse_date_text, parse_timestamp_text
 
 __all__ = [
     "OR",
@@ -70,12 +71,21 @@ def partition_column_types(schema_string: str, partition_columns: Sequence[str])
 
 
 def _parse_timestamp(text: str) -> dt.datetime:
-    value = text.strip().replace("T", " ")
-    if value.endswith("Z"):
-        value = value[:-1] + "+00:00"
-    parsed = dt.datetime.fromisoformat(value)
+    """A timestamp partition value as Spark's cast reads it (:func:`parse_timestamp_text`: one
+    digit fields, an offset or a zone id), naive; one naming a zone at its UTC instant."""
+    parsed = parse_timestamp_text(text)
+    if parsed is None:
+        raise ValueError(f"not a timestamp: {text!r}")
     if parsed.tzinfo is not None:
         parsed = parsed.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return parsed
+
+
+def _parse_date(text: str) -> dt.date:
+    """A date partition value as Spark's cast reads it (:func:`parse_date_text`)."""
+    parsed = parse_date_text(text)
+    if parsed is None:
+        raise ValueError(f"not a date: {text!r}")
     return parsed
 
 
@@ -116,9 +126,7 @@ def _converter(type_name: str) -> Callable[[Any], Any]:
     if t == "boolean":
         return lambda v: v if isinstance(v, bool) else str(v).strip().lower() == "true"
     if t == "date":
-        return lambda v: (
-            v if isinstance(v, dt.date) and not isinstance(v, dt.datetime) else dt.date.fromisoformat(str(v)[:10])
-        )
+        return lambda v: v if isinstance(v, dt.date) and not isinstance(v, dt.datetime) else _parse_date(str(v))
     if t in ("timestamp", "timestamp_ntz"):
 
         def ts(v: Any) -> dt.datetime:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -32,9 +33,12 @@ __all__ = [
     "as_nullable",
     "check_write_compatible",
     "data_type_from_json",
+    "duplicate_column_names",
+    "explode",
     "from_arrow",
     "merge_schemas",
     "parse_schema",
+    "path_name",
     "same_columns",
     "same_type",
     "split_column_name",
@@ -61,6 +65,9 @@ PRIMITIVE_NAMES = frozenset(
     }
 )
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
+#: Spark types Delta's ``SchemaUtils.findUnsupportedDataTypes`` refuses (DELTA_UNSUPPORTED_DATA_TYPES):
+#: intervals (calendar, year-month, day-time) and ``time(p)``
+_UNSUPPORTED = re.compile(r"^(interval( .*)?|time(\(\d+\))?)$")
 
 
 @dataclass(frozen=True)
@@ -237,6 +244,12 @@ def data_type_from_json(value: Any, where: str = "schema") -> DataType:
             return DecimalType(precision, scale)
         if value == "decimal":
             return DecimalType(10, 0)
+        if _UNSUPPORTED.match(value):
+            column = where.removeprefix("schema").removeprefix(".") or where
+            raise InvalidSchemaError(
+                f"DELTA_UNSUPPORTED_DATA_TYPES: Found columns using unsupported data types: [{column}: {value}]; "
+                "a Delta table cannot hold interval or time types: cast the column (to a string, or a number)"
+            )
         raise InvalidSchemaError(f"unknown data type {value!r} at {where}")
     if not isinstance(value, dict):
         raise InvalidSchemaError(f"a data type must be a string or an object, got {value!r} at {where}")
@@ -324,6 +337,41 @@ def split_column_name(name: str) -> list[str]:
             part += ch
     parts.append(part)
     return parts
+
+
+def explode(schema: StructType) -> list[tuple[tuple[str, ...], StructField]]:
+    """Every struct field at any depth with its path, outermost first; ``element``, ``key``
+    and ``value`` step into arrays and maps (Delta's ``SchemaMergingUtils.explode``)."""
+    out: list[tuple[tuple[str, ...], StructField]] = []
+
+    def walk(prefix: tuple[str, ...], dt: DataType) -> None:
+        if isinstance(dt, StructType):
+            for f in dt.fields:
+                out.append(((*prefix, f.name), f))
+                walk((*prefix, f.name), f.type)
+        elif isinstance(dt, ArrayType):
+            walk((*prefix, "element"), dt.element_type)
+        elif isinstance(dt, MapType):
+            walk((*prefix, "key"), dt.key_type)
+            walk((*prefix, "value"), dt.value_type)
+
+    walk((), schema)
+    return out
+
+
+def path_name(path: tuple[str, ...]) -> str:
+    """A column path as Delta names it in messages (Spark's ``UnresolvedAttribute.name``): the
+    parts joined by dots, a part holding a dot backquoted (```a.b`.c``)."""
+    return ".".join(f"`{p}`" if "." in p else p for p in path)
+
+
+def duplicate_column_names(schema: StructType) -> list[str]:
+    """The column names ``schema`` holds twice, in any case, at any depth (:func:`explode`),
+    sorted: ```a.b``` is not ``a`` 's field ``b`` (Delta's
+    ``SchemaMergingUtils.checkColumnNameDuplication``, which every write runs on its data)."""
+    names = [path_name(path) for path, _ in explode(schema)]
+    counts = Counter(n.lower() for n in names)
+    return sorted({n for n in names if counts[n.lower()] > 1})
 
 
 def as_nullable(dt: DataType) -> DataType:
@@ -418,16 +466,31 @@ def _merge_type(table: DataType, new: DataType, where: str) -> DataType:
     pair = (_describe(table), _describe(new))
     if pair[0] in _PARQUET_INT32_WIDTHS and pair[1] in _PARQUET_INT32_WIDTHS:
         return table if _PARQUET_INT32_WIDTHS[pair[0]] >= _PARQUET_INT32_WIDTHS[pair[1]] else new
-    failed = f"DELTA_FAILED_TO_MERGE_FIELDS: Failed to merge fields '{where}' and '{where}': "
+    failed = f"DELTA_FAILED_TO_MERGE_FIELDS: Failed to merge fields '{where}' and '{where}': {_conflict(table, new)}"
     if pair in _WIDENINGS or pair[::-1] in _WIDENINGS:
         raise SchemaMismatchError(
-            f"{failed}column {where} is {pair[0]} in the table and {pair[1]} in the data; cast the column to "
-            f"{pair[0]} before writing, or widen it (delta.enableTypeWidening with mergeSchema, or alterColumnType)"
+            f"{failed} (the table's and the data's); cast column {where} to {pair[0]} before writing, or widen it "
+            "(delta.enableTypeWidening with mergeSchema, or alterColumnType)"
         )
     raise SchemaMismatchError(
-        f"{failed}column {where} is {json.dumps(table.to_json_value())} in the table and "
-        f"{json.dumps(new.to_json_value())} in the data; cast it, or overwrite the table with overwriteSchema=true"
+        f"{failed} (the table's and the data's); cast column {where} to the table's type, or overwrite the table "
+        "with overwriteSchema=true"
     )
+
+
+def _conflict(table: DataType, new: DataType) -> str:
+    """The cause Delta's ``mergeDataTypes`` gives two types it cannot merge."""
+    if isinstance(table, DecimalType) and isinstance(new, DecimalType):
+        ranges = []
+        if table.precision != new.precision:
+            ranges.append(f"precision {table.precision} and {new.precision}")
+        if table.scale != new.scale:
+            ranges.append(f"scale {table.scale} and {new.scale}")
+        return "DELTA_MERGE_INCOMPATIBLE_DECIMAL_TYPE: Failed to merge decimal types with incompatible " + " & ".join(
+            ranges
+        )
+    types = f"{table.simple_string()} and {new.simple_string()}"
+    return f"DELTA_MERGE_INCOMPATIBLE_DATATYPE: Failed to merge incompatible data types {types}"
 
 
 def _merge_struct(table: StructType, new: StructType, where: str) -> StructType:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["arrow_time_zone", "parse_timestamp_text", "session_time_zone", "wall_clock_instants"]
+__all__ = ["arrow_time_zone", "parse_date_text", "parse_timestamp_text", "session_time_zone", "wall_clock_instants"]
 
 _OFFSET = re.compile(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?")
 
@@ -111,3 +111,21 @@ def parse_timestamp_text(text: str) -> dt.datetime | None:
     except ValueError:  # a field out of range (month 13, day 31 of April, year beyond 9999)
         return None
     return value if zone is None else value.replace(tzinfo=zone)
+
+
+_DATE_TEXT = re.compile(
+    r"\s*(?P<year>[+-]?\d{4,6})(?:-(?P<month>\d{1,2})(?:-(?P<day>\d{1,2})(?:[ T].*)?)?)?\s*", re.DOTALL
+)
+
+
+def parse_date_text(text: str) -> dt.date | None:
+    """``text`` as Spark casts a string to a date (``stringToDate``: ``[+-]yyyy[-[m]m[-[d]d]]``,
+    fields of one or two digits, anything after a space or ``T`` following the day ignored);
+    None when Spark's cast gives null."""
+    m = _DATE_TEXT.fullmatch(text)
+    if m is None:
+        return None
+    try:
+        return dt.date(int(m["year"]), int(m["month"] or 1), int(m["day"] or 1))
+    except ValueError:
+        return None
