@@ -384,22 +384,7 @@ def _check(schema: StructType, mode: str) -> None:
 def physical_field_map(schema: StructType) -> dict[tuple[str, ...], StructField]:
     """Every field at any depth by its physical path (``element``, ``key`` and ``value`` step
     into arrays and maps), Delta's ``getPhysicalNameFieldMap``."""
-    out: dict[tuple[str, ...], StructField] = {}
-
-    def walk(prefix: tuple[str, ...], dt: DataType) -> None:
-        if isinstance(dt, StructType):
-            for f in dt.fields:
-                path = (*prefix, f.physical_name)
-                out[path] = f
-                walk(path, f.type)
-        elif isinstance(dt, ArrayType):
-            walk((*prefix, "element"), dt.element_type)
-        elif isinstance(dt, MapType):
-            walk((*prefix, "key"), dt.key_type)
-            walk((*prefix, "value"), dt.value_type)
-
-    walk((), schema)
-    return out
+    return dict(explode(schema, lambda f: f.physical_name))
 
 
 def is_drop_column_operation(new_schema: StructType, current_schema: StructType) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -339,16 +339,20 @@ def split_column_name(name: str) -> list[str]:
     return parts
 
 
-def explode(schema: StructType) -> list[tuple[tuple[str, ...], StructField]]:
-    """Every struct field at any depth with its path, outermost first; ``element``, ``key``
-    and ``value`` step into arrays and maps (Delta's ``SchemaMergingUtils.explode``)."""
+def explode(
+    schema: StructType, name: Callable[[StructField], str] = lambda f: f.name
+) -> list[tuple[tuple[str, ...], StructField]]:
+    """Every struct field at any depth with its path of ``name`` s (the field names, or e.g.
+    their physical names), outermost first; ``element``, ``key`` and ``value`` step into arrays
+    and maps (Delta's ``SchemaMergingUtils.explode``)."""
     out: list[tuple[tuple[str, ...], StructField]] = []
 
     def walk(prefix: tuple[str, ...], dt: DataType) -> None:
         if isinstance(dt, StructType):
             for f in dt.fields:
-                out.append(((*prefix, f.name), f))
-                walk((*prefix, f.name), f.type)
+                path = (*prefix, name(f))
+                out.append((path, f))
+                walk(path, f.type)
         elif isinstance(dt, ArrayType):
             walk((*prefix, "element"), dt.element_type)
         elif isinstance(dt, MapType):
