@@ -517,6 +517,10 @@ def test_subqueries_and_non_deterministic_merge_conditions_are_refused_as_delta_
         with pytest.raises(DeltaAnalysisError, match=message):
             run()
     assert _version(table_path) == 0
+    # a source that aggregates (deduplicated by key) is no aggregate in a clause's value
+    deduplicated = source.groupBy("id").agg(F.max("v").alias("v")).alias("s")
+    table.alias("t").merge(deduplicated, "t.id = s.id").whenMatchedUpdate(set={"v": "s.v"}).execute()
+    assert sorted((r.id, r.v) for r in table.toDF().collect()) == [(1, 10.0), (2, 2.0)]
 
 
 def test_merge_and_update_cast_values_by_store_assignment_policy(spark, table_path):

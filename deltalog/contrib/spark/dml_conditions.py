@@ -23,6 +23,7 @@ runs) and its resolved expression inspected.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.errors import DeltaAnalysisError
@@ -109,37 +110,43 @@ def refuse_non_deterministic(rows: DataFrame, expressions: Sequence[Column], whe
             )
 
 
-#: The plan nodes Spark's analyzer puts a window, aggregate or generator function in
-_SPECIAL_NODES = frozenset({"Window", "Aggregate", "Generate"})
+#: A plan node Spark's analyzer puts a window, aggregate or generator function in, as a line of
+#: the plan's tree string (``+- Aggregate [...]``)
+_SPECIAL_NODE = re.compile(r"^[\s:|+-]*(Window|Aggregate|Generate) ", re.MULTILINE)
+
+
+def _special_nodes(rows: DataFrame, expressions: Sequence[Column]) -> int | None:
+    """How many window, aggregate and generator nodes the plan of ``expressions`` selected over
+    ``rows`` holds (``rows``' own included); None when they do not resolve together."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        plan = (rows.select(*expressions) if expressions else rows)._jdf.queryExecution().analyzed()
+    except AnalysisException:
+        return None
+    return len(_SPECIAL_NODE.findall(plan.treeString()))
 
 
 def refuse_special_expressions(rows: DataFrame, expressions: Sequence[Column], where: str) -> None:
     """Raise :class:`DeltaAnalysisError` when one of ``expressions`` (resolved over ``rows``)
     is or holds a window, aggregate or generator function, as Spark's ``CheckAnalysis``
     refuses them in Delta's UPDATE and MERGE commands (``UNSUPPORTED_EXPR_FOR_OPERATOR``);
-    ``where`` names the command. An expression that does not resolve here is left to the
+    ``where`` names the command. Only the plan nodes the expressions add count (a source that
+    aggregates is no aggregate in a value); one analysis for all, one per expression only when
+    they do not pass together. An expression that does not resolve here is left to the
     command's own resolution, which reports it."""
-    from pyspark.errors import AnalysisException
-
+    if not expressions:
+        return
+    own = _special_nodes(rows, [])
+    if _special_nodes(rows, expressions) == own:
+        return
     for expression in expressions:
-        try:
-            analyzed = rows.select(expression)._jdf.queryExecution().analyzed()
-        except AnalysisException:
-            continue
-        pending, special = [analyzed], None
-        while pending and special is None:
-            node = pending.pop()
-            if node.getClass().getSimpleName() in _SPECIAL_NODES:
-                special = node
-            children = node.children()
-            pending.extend(children.apply(i) for i in range(children.size()))
-        if special is not None:
-            text = analyzed.output().head().name()
-            if special.getClass().getSimpleName() == "Generate":
-                text = special.generator().sql()
+        found = _special_nodes(rows, [expression])
+        if found is not None and own is not None and found > own:
+            jc: Any = expression._jc
             raise DeltaAnalysisError(
                 "UNSUPPORTED_EXPR_FOR_OPERATOR: A query operator contains one or more unsupported expressions. "
                 "Consider to rewrite it to avoid window functions, aggregate functions, and generator functions "
-                f"in the WHERE clause. Invalid expressions: [{text}] (in the {where}); compute the values first, "
-                "e.g. into a column of a source DataFrame to MERGE"
+                f"in the WHERE clause. Invalid expressions: [{jc.toString()}] (in the {where}); compute the values "
+                "first, e.g. into a column of a source DataFrame to MERGE"
             )
