@@ -41,14 +41,18 @@ __all__ = [
 ]
 
 
-def refuse_unresolved(rows: DataFrame, expression: Column, where: str, names: Sequence[str]) -> None:
+def refuse_unresolved(
+    rows: DataFrame, expression: Column, where: str, names: Sequence[str], *, aggregates: bool = False
+) -> None:
     """Delta's ``DELTA_MERGE_UNRESOLVED_EXPRESSION`` (``ResolveDeltaMergeInto.resolveOrFail``)
     when ``expression`` names a column ``rows`` lacks; ``where`` names the clause, ``names`` the
-    columns it may use."""
+    columns it may use. With ``aggregates`` (a condition), one holding an aggregate is MERGE's
+    ``DELTA_AGGREGATION_NOT_SUPPORTED`` (``PreprocessTableMerge.checkCondition``), found by the
+    same analysis."""
     from pyspark.errors import AnalysisException
 
     try:
-        rows.select(expression).schema  # noqa: B018 - resolves the expression
+        selected = rows.select(expression)._jdf.queryExecution().analyzed().expressions().head()
     except AnalysisException as exc:
         if exc.getCondition() == "MISSING_GROUP_BY":  # an aggregate beside a column: Spark's words for it
             jc: Any = expression._jc
@@ -59,6 +63,12 @@ def refuse_unresolved(rows: DataFrame, expression: Column, where: str, names: Se
         raise DeltaAnalysisError(
             f"DELTA_MERGE_UNRESOLVED_EXPRESSION: Cannot resolve {name} in {where} given columns {', '.join(names)}."
         ) from None
+    jvm = rows.sparkSession._jvm
+    assert jvm is not None  # a classic session: the table API runs Spark jobs from the driver
+    if aggregates and jvm.org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression.containsAggregate(
+        selected
+    ):
+        raise _aggregation_not_supported(f"{where} of MERGE operation", selected.child().sql())
 
 
 def _aggregation_not_supported(where: str, text: str) -> DeltaAnalysisError:
@@ -68,19 +78,12 @@ def _aggregation_not_supported(where: str, text: str) -> DeltaAnalysisError:
     )
 
 
-def refuse_unsupported_condition(
-    rows: DataFrame, condition: Column, where: str, *, deterministic: bool, aggregates: bool = False
-) -> None:
+def refuse_unsupported_condition(rows: DataFrame, condition: Column, where: str, *, deterministic: bool) -> None:
     """Raise :class:`DeltaAnalysisError` when ``condition`` (resolved over ``rows``) holds a
-    subquery, or, with ``deterministic``, a non-deterministic expression, or, with
-    ``aggregates``, an aggregate (MERGE's ``DELTA_AGGREGATION_NOT_SUPPORTED``); ``where`` names
-    it in the message (``"DELETE"``, ``"search condition of MERGE operation"``, ...)."""
+    subquery, or, with ``deterministic``, a non-deterministic expression; ``where`` names it
+    in the message (``"DELETE"``, ``"search condition of MERGE operation"``, ...)."""
     jvm = rows.sparkSession._jvm
     assert jvm is not None  # a classic session: the table API runs Spark jobs from the driver
-    if aggregates:
-        selected = rows.select(condition)._jdf.queryExecution().analyzed().expressions().head()
-        if jvm.org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression.containsAggregate(selected):
-            raise _aggregation_not_supported(where, selected.child().sql())
     analyzed = rows.filter(condition)._jdf.queryExecution().analyzed()
     expression = analyzed.condition()
     text = expression.sql()

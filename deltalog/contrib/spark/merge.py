@@ -846,9 +846,9 @@ class DeltaMergeBuilder:
     def _check_condition(self, rows: DataFrame, condition: Any, clause: str, names: Sequence[str]) -> None:
         from deltalog.contrib.spark.dml_conditions import refuse_unresolved, refuse_unsupported_condition
 
-        refuse_unresolved(rows, _expr(condition), f"{clause} condition", names)
+        refuse_unresolved(rows, _expr(condition), f"{clause} condition", names, aggregates=True)
         where = f"{clause} condition of MERGE operation"
-        refuse_unsupported_condition(rows, _expr(condition), where, deterministic=True, aggregates=True)
+        refuse_unsupported_condition(rows, _expr(condition), where, deterministic=True)
 
     def _check_by_source_references(self, target: DataFrame, assignments: Mapping[int, Mapping[str, Column]]) -> None:
         """Delta resolves a ``whenNotMatchedBySource*`` clause's values against the target only:
