@@ -295,3 +295,55 @@ def test_backfill_and_a_concurrent_transaction_both_commit_as_delta_backfill_con
         and high_water_mark(snap.domain_metadata) >= ranges[-1][1]
     )
     assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("n").to_pylist()) == other.rows
+
+
+@pytest.mark.parametrize(
+    ("before", "refused"),
+    [
+        ({"delta.columnMapping.mode": "name"}, {"delta.columnMapping.mode": "id"}),
+        ({}, {"delta.enableIcebergCompatV3": "true"}),
+    ],
+    ids=["column mapping mode change", "IcebergCompatV3 without column mapping"],
+)
+def test_enabling_with_a_property_the_property_commit_refuses_commits_nothing(
+    tmp_path: Path, before: dict[str, str], refused: dict[str, str]
+) -> None:
+    """RowTrackingBackfillSuite "Trigger backfill using ALTER TABLE, but another property
+    fails": Delta upgrades the protocol and backfills, then its property commit refuses the
+    other property. deltalog checks the property commit first, so the refusal (which says
+    nothing was committed) leaves the table as it was."""
+    from deltalog.errors import DeltaLogError
+
+    log, _ = _table(tmp_path, 2)
+    if before:
+        set_table_properties(log, before)
+    read = log.update()
+    with pytest.raises(DeltaLogError, match="Nothing was committed"):
+        set_table_properties(log, {"delta.enableRowTracking": "true", **refused})
+    after = log.update()
+    assert after.version == read.version and after.protocol == read.protocol
+    assert [f.base_row_id for f in after.files] == [None, None]
+
+
+def test_enabling_lifts_a_suspension_in_the_same_call_when_no_file_needs_ids(tmp_path: Path) -> None:
+    """Delta checks ``delta.rowTrackingSuspended`` in each backfill batch
+    (``RowTrackingBackfillBatch``): a call that sets ``delta.enableRowTracking=true`` and
+    ``delta.rowTrackingSuspended=false`` on a suspended table whose files all kept their ids
+    needs no batch and succeeds; once a file lacks ids it is refused (before any commit)."""
+    from deltalog.txn.protocol.errors import RowTrackingError
+
+    log, _ = _table(tmp_path, 2, **{"delta.enableRowTracking": "true"})
+    suspend = {"delta.enableRowTracking": "false", "delta.rowTrackingSuspended": "true"}
+    resume = {"delta.enableRowTracking": "true", "delta.rowTrackingSuspended": "false"}
+    set_table_properties(log, suspend)
+    ids = row_ranges(log)
+    set_table_properties(log, resume)
+    assert _operations(log, 1) == [("SET TBLPROPERTIES", None), ("SET TBLPROPERTIES", None)]  # no batch
+    snap = log.update()
+    assert snap.metadata.properties.enable_row_tracking and row_ranges(log) == ids
+    set_table_properties(log, suspend)
+    log.start_transaction().commit([data_file(log.table_uri, 3, start=100)], Write())  # no ids: suspended
+    version = log.update().version
+    with pytest.raises(RowTrackingError, match="rowTrackingSuspended is true"):
+        set_table_properties(log, resume)
+    assert log.update().version == version

@@ -324,6 +324,17 @@ def _commit(
     lock: str | CommitLock | None = None,
 ) -> int:
     """One ALTER commit: ``check`` (given the transaction) then ``change`` (its metadata)."""
+    txn, operation = _prepare(delta_log, change, check, lock)
+    return txn.commit([], operation)
+
+
+def _prepare(
+    delta_log: DeltaLog,
+    change: Callable[[Metadata], tuple[Metadata, Operation]],
+    check: Callable[[OptimisticTransaction], None] | None = None,
+    lock: str | CommitLock | None = None,
+) -> tuple[OptimisticTransaction, Operation]:
+    """An ALTER transaction with its metadata change made (and checked), not committed."""
     txn = delta_log.start_transaction(lock=lock)
     if not txn.table_exists:
         from deltalog.txn.protocol.errors import TableNotFoundError
@@ -332,8 +343,9 @@ def _commit(
     if check is not None:
         check(txn)
     metadata, operation = change(txn.snapshot.metadata)
+    row_tracking.is_suspended(metadata)  # delta.enableRowTracking and delta.rowTrackingSuspended not both true
     txn.update_metadata(metadata)
-    return txn.commit([], operation)
+    return txn, operation
 
 
 def _with_schema(metadata: Metadata, schema: StructType, **changes: Any) -> Metadata:
@@ -604,9 +616,11 @@ def set_table_properties(
     ``delta.enableRowTracking`` = ``true`` first runs Delta's ``RowTrackingBackfillCommand``
     (:func:`~deltalog.txn.commands.row_tracking_backfill.backfill_row_tracking`: a protocol
     upgrade, then ``ROW TRACKING BACKFILL`` batches of at most ``row_tracking_backfill.max_files_per_commit``
-    files), once the new properties are known to be valid; the property commit follows. Keys are checked first
-    (:func:`~deltalog.txn.protocol.properties.validate_table_properties`; ``allow_arbitrary_properties``
-    is Delta's ``spark.databricks.delta.allowArbitraryProperties.enabled``; ``enforce_retention_compatibility``
+    files), once the property commit is known to be accepted (it is made on a transaction never
+    committed first, constraints checked: bad input commits nothing); the property commit follows.
+    Keys are checked first (:func:`~deltalog.txn.protocol.properties.validate_table_properties`;
+    ``allow_arbitrary_properties`` is Delta's
+    ``spark.databricks.delta.allowArbitraryProperties.enabled``; ``enforce_retention_compatibility``
     Delta's ``spark.databricks.delta.vacuum.enforceDeletedFileAndLogRetentionDurationCompatibility``).
     ``recorded`` is what the commit's ``properties`` parameter shows, when not ``properties`` as
     stored (Delta's ``addFeatureSupport`` records ``delta.feature.<name>`` as given)."""
@@ -622,8 +636,9 @@ def set_table_properties(
     verify = _verifying_new_constraints(values, verify_constraints)
 
     if TableProperties(values).enable_row_tracking:
-        # Delta's validateAndBackfill: the new properties valid (is_suspended raises if also suspended) first
-        row_tracking.is_suspended(change(delta_log.require_table().metadata)[0])
+        # Delta's validateAndBackfill; the property commit is checked first on a transaction never
+        # committed, so a property it refuses leaves no protocol upgrade or batch behind (Delta's does)
+        _prepare(delta_log, change, verify, lock)
         backfill_row_tracking(delta_log, row_tracking_backfill, lock=lock)
     if allow_column_mapping_removal and values.get(COLUMN_MAPPING_MODE, "").strip().lower() == "none":
         removed = _remove_column_mapping(delta_log, change, verify, False, remove_column_mapping, lock)

@@ -85,7 +85,8 @@ def backfill_row_tracking(
     every live file row ids in ``ROW TRACKING BACKFILL`` batches. Returns the last version
     committed (None when nothing was)."""
     snapshot = delta_log.require_table()
-    if row_tracking.is_suspended(snapshot.metadata):
+    if row_tracking.is_suspended(snapshot.metadata) and _without_row_ids(snapshot):
+        # Delta's batches refuse it (a table whose files all have ids needs none: it is enabled)
         raise RowTrackingError(
             f"cannot backfill row ids while {row_tracking.SUSPENDED_KEY} is true; set it to false first"
         )
