@@ -347,3 +347,28 @@ def test_enabling_lifts_a_suspension_in_the_same_call_when_no_file_needs_ids(tmp
     with pytest.raises(RowTrackingError, match="rowTrackingSuspended is true"):
         set_table_properties(log, resume)
     assert log.update().version == version
+
+
+def test_enabling_while_turning_column_mapping_off_backfills_then_rewrites(tmp_path: Path) -> None:
+    """``SET TBLPROPERTIES ('delta.enableRowTracking' = 'true', 'delta.columnMapping.mode' =
+    'none')`` on a table that maps columns: Delta's ``validateAndBackfill``, then its
+    ``RemoveColumnMappingCommand``, then the property commit (the check made before the
+    backfill takes the mode change as the rewrite leaves it, not as one it refuses)."""
+    from tests.txn.test_row_tracking_commits import create
+
+    log = create(str(tmp_path / "t"))
+    log.start_transaction().commit([data_file(log.table_uri, 2, start=2 * i) for i in range(2)], Write())
+    set_table_properties(log, {"delta.columnMapping.mode": "name"})
+    set_table_properties(log, {"delta.enableRowTracking": "true", "delta.columnMapping.mode": "none"})
+    assert [op for op, _ in _operations(log, 2)] == [
+        "UPGRADE PROTOCOL",
+        "ROW TRACKING BACKFILL",
+        "REMOVE COLUMN MAPPING",
+        "SET TBLPROPERTIES",
+    ]
+    snap = log.update()
+    assert snap.metadata.properties.enable_row_tracking
+    assert snap.metadata.configuration["delta.columnMapping.mode"] == "none"
+    ids = [i for lo, hi in row_ranges(log) for i in range(lo, hi + 1)]
+    assert len(ids) == len(set(ids)) == 4
+    assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("n").to_pylist()) == [0, 1, 2, 3]
