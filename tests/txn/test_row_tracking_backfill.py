@@ -372,3 +372,18 @@ def test_enabling_while_turning_column_mapping_off_backfills_then_rewrites(tmp_p
     ids = [i for lo, hi in row_ranges(log) for i in range(lo, hi + 1)]
     assert len(ids) == len(set(ids)) == 4
     assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("n").to_pylist()) == [0, 1, 2, 3]
+
+
+def test_enabling_on_files_without_record_counts_is_refused_before_the_protocol_upgrade(tmp_path: Path) -> None:
+    """A file without ``numRecords`` cannot get row ids (Delta's batch fails with
+    ``DELTA_ROW_ID_ASSIGNMENT_WITHOUT_STATS`` after its protocol upgrade, leaving a table
+    whose every later write needs statistics); deltalog refuses before any commit."""
+    from deltalog.txn.protocol.errors import RowTrackingError
+
+    log, _ = _table(tmp_path, 1)
+    log.start_transaction().commit([dataclasses.replace(data_file(log.table_uri, 2), stats=None)], Write())
+    read = log.update()
+    with pytest.raises(RowTrackingError, match=r"^\[DELTA_ROW_ID_ASSIGNMENT_WITHOUT_STATS\] .*numRecords"):
+        set_table_properties(log, {"delta.enableRowTracking": "true"})
+    after = log.update()
+    assert after.version == read.version and after.protocol == read.protocol
