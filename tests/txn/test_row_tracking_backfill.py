@@ -231,6 +231,11 @@ class _Concurrent:
             return
         files = sorted(txn.files_for_scan(), key=lambda f: f.path)[:2]
         txn.track_files_read(files)
+        if self.kind == "DV DELETE":  # the first row of a file deleted through a deletion vector
+            actions = _dv_delete(files[0])
+            self.rows.remove(rows[files[0].path][0])
+            self.commit_actions = lambda: txn.commit(actions, Delete(["n = 0"]))
+            return
         if self.kind == "DELETE":  # the first row of a file deleted: the rest rewritten
             kept = rows[files[0].path][1:]
             actions = [files[0].remove(1), data_file(log.table_uri, len(kept), start=kept[0])]
@@ -248,6 +253,29 @@ class _Concurrent:
         self.commit_actions()
 
 
+def _dv_delete(f: AddFile) -> list[AddFile | RemoveFile]:
+    """``f`` removed and re-added with an inline deletion vector deleting its first row."""
+    from deltalog.txn.log.deletion_vectors import serialize_bitmap, z85_encode
+    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
+
+    bitmap = serialize_bitmap([0])
+    dv = DeletionVectorDescriptor("i", z85_encode(bitmap + b"\0" * (-len(bitmap) % 4)), len(bitmap), 1)
+    stats = json.dumps({"numRecords": f.num_records(), "tightBounds": False})
+    return [f.remove(1), dataclasses.replace(f, data_change=True, deletion_vector=dv, stats=stats)]
+
+
+def _live_rows(log: DeltaLog) -> list[int]:
+    """The table's rows (``n``), deletion vectors applied, sorted."""
+    from deltalog.txn.log.deletion_vectors import read_deletion_vector
+
+    out: list[int] = []
+    for f in log.update().files:
+        dv = f.deletion_vector
+        deleted = set() if dv is None else set(read_deletion_vector(log.store, log.table_uri, dv).to_pylist())
+        out += [n for i, n in enumerate(_rows_of(log, f)) if i not in deleted]
+    return sorted(out)
+
+
 def _rows_of(log: DeltaLog, f: AddFile) -> list[int]:
     import pyarrow.parquet as pq
 
@@ -260,7 +288,8 @@ _UPGRADE, _BATCH = ("UPGRADE PROTOCOL", None), ("ROW TRACKING BACKFILL", "0")
 
 @pytest.mark.parametrize(
     ("kind", "scenario"),
-    [("INSERT", 1), ("DELETE", 2), ("DELETE", 3), ("DELETE", 5), ("OPTIMIZE", 6), ("OPTIMIZE", 4), ("INSERT", 7)],
+    [("INSERT", 1), ("DELETE", 2), ("DELETE", 3), ("DELETE", 5), ("OPTIMIZE", 6), ("OPTIMIZE", 4), ("INSERT", 7)]
+    + [("DV DELETE", n) for n in (2, 3, 5, 6, 7)],
 )
 def test_backfill_and_a_concurrent_transaction_both_commit_as_delta_backfill_conflicts_suite(
     tmp_path: Path, kind: str, scenario: int
@@ -269,8 +298,9 @@ def test_backfill_and_a_concurrent_transaction_both_commit_as_delta_backfill_con
     concurrent transaction is prepared before the protocol upgrade (1-4) or after it (5-7)
     and commits before the upgrade (1), before the first batch (2), between the batches (3,
     6), after everything (4, 7) or while the only batch is prepared (5). Both commit, every
-    file ends with valid row ids and the rows are the transaction's."""
-    log, store = _table(tmp_path, 4)
+    file ends with valid row ids and the rows are the transaction's. ``DV DELETE``:
+    RowTrackingBackfillConflictsDVSuite's DELETE (the file re-added with a deletion vector)."""
+    log, store = _table(tmp_path, 4, **({"delta.enableDeletionVectors": "true"} if kind == "DV DELETE" else {}))
     other = _Concurrent(kind)
     if scenario <= 4:
         other.prepare(log)
@@ -294,7 +324,9 @@ def test_backfill_and_a_concurrent_transaction_both_commit_as_delta_backfill_con
         all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
         and high_water_mark(snap.domain_metadata) >= ranges[-1][1]
     )
-    assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("n").to_pylist()) == other.rows
+    assert _live_rows(log) == other.rows
+    if kind != "DV DELETE":  # delta-rs's pyarrow reader refuses deletion vectors
+        assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("n").to_pylist()) == other.rows
 
 
 @pytest.mark.parametrize(
@@ -387,3 +419,90 @@ def test_enabling_on_files_without_record_counts_is_refused_before_the_protocol_
         set_table_properties(log, {"delta.enableRowTracking": "true"})
     after = log.update()
     assert after.version == read.version and after.protocol == read.protocol
+
+
+def test_two_concurrent_enablements_give_each_file_ids_once(tmp_path: Path) -> None:
+    """RowTrackingBackfillBackfillConflictsSuite "Two Concurrent backfills": a second
+    enablement's batch read the files the first's batch then re-added (and the first's
+    property commit followed); it drops them (an empty batch), does not upgrade the protocol
+    again, and no file's ids change."""
+    from deltalog.txn.commands.row_tracking_backfill import _upgrade_protocol
+
+    log, store = _table(tmp_path, 4)
+    _upgrade_protocol(log, None)  # the first enablement's upgrade
+    first: dict[str, tuple[int | None, int | None]] = {}
+
+    def first_enablement(log: DeltaLog, _: list[str]) -> None:
+        set_table_properties(DeltaLog.for_table(log.table_uri), {"delta.enableRowTracking": "true"})
+        first.update({f.path: (f.base_row_id, f.default_row_commit_version) for f in log.update().files})
+
+    store.rivals[_BATCH] = first_enablement
+    set_table_properties(log, {"delta.enableRowTracking": "true"})
+    assert _operations(log, 2) == [_BATCH, ("SET TBLPROPERTIES", None), _BATCH, ("SET TBLPROPERTIES", None)]
+    assert [a for a in log.read_commit(5) if isinstance(a, (AddFile, RemoveFile))] == []
+    assert {f.path: (f.base_row_id, f.default_row_commit_version) for f in log.update().files} == first
+    assert row_ranges(log) == [(0, 1), (2, 3), (4, 5), (6, 7)]
+
+
+def test_an_enablement_failed_by_a_metadata_change_is_finished_by_the_next(tmp_path: Path) -> None:
+    """RowTrackingBackfillBackfillConflictsSuite "A second backfill after a failed backfill":
+    a metadata change landing while a batch is prepared fails it (MetadataChangedError, row
+    tracking not enabled); enabling again backfills the files and enables it."""
+    from deltalog.txn.commit.commit_errors import MetadataChangedError
+
+    log, store = _table(tmp_path, 2)
+
+    def change_metadata(log: DeltaLog, _: list[str]) -> None:
+        set_table_properties(DeltaLog.for_table(log.table_uri), {"delta.appendOnly": "false"})
+
+    store.rivals[_BATCH] = change_metadata
+    with pytest.raises(MetadataChangedError):
+        set_table_properties(log, {"delta.enableRowTracking": "true"})
+    snap = log.update()
+    assert not snap.metadata.properties.enable_row_tracking and all(f.base_row_id is None for f in snap.files)
+    set_table_properties(log, {"delta.enableRowTracking": "true"})
+    assert [op for op, _ in _operations(log, 1)] == [
+        "UPGRADE PROTOCOL",
+        "SET TBLPROPERTIES",
+        "ROW TRACKING BACKFILL",
+        "SET TBLPROPERTIES",
+    ]
+    assert log.update().metadata.properties.enable_row_tracking and row_ranges(log) == [(0, 1), (2, 3)]
+
+
+@pytest.mark.parametrize("winner", ["CLONE", "SET TBLPROPERTIES"])
+def test_clone_and_an_enablement_of_an_empty_table_as_delta_clone_conflicts_suite(tmp_path: Path, winner: str) -> None:
+    """RowTrackingBackfillCloneConflictsSuite: CREATE OR REPLACE ... SHALLOW CLONE onto an
+    empty table while row tracking is enabled on it (after the protocol upgrade, no batch).
+    A clone landing first fails the property commit (MetadataChangedError); a property
+    commit landing first fails the clone (ConcurrentWriteError: no conflict resolution)."""
+    from deltalog.txn.commands.clone import clone
+    from deltalog.txn.commands.row_tracking_backfill import _upgrade_protocol
+    from deltalog.txn.commit.commit_errors import ConcurrentWriteError, MetadataChangedError
+    from tests.txn.test_row_tracking_commits import create
+
+    source = create(str(tmp_path / "source"))
+    source.start_transaction().commit([data_file(source.table_uri, 3)], Write())
+    target, store = _table(tmp_path, 0)
+    enable = {"delta.enableRowTracking": "true"}
+
+    def clone_first(log: DeltaLog, _: list[str]) -> None:
+        clone(source, log.table_uri, replace=True)
+
+    def enable_first(log: DeltaLog, _: list[str]) -> None:
+        set_table_properties(DeltaLog.for_table(log.table_uri), enable)
+
+    if winner == "CLONE":
+        store.rivals[("SET TBLPROPERTIES", None)] = clone_first
+        with pytest.raises(MetadataChangedError):
+            set_table_properties(target, enable)
+    else:
+        _upgrade_protocol(target, None)
+        store.rivals[("CLONE", None)] = enable_first
+        with pytest.raises(ConcurrentWriteError):
+            clone(source, target, replace=True)
+    snap = target.update()
+    assert "rowTracking" in (snap.protocol.writer_features or ())
+    assert snap.metadata.properties.enable_row_tracking == (winner != "CLONE")
+    assert len(snap.files) == (1 if winner == "CLONE" else 0)
+    assert [op for op, _ in _operations(target, 1)] == ["UPGRADE PROTOCOL", winner]
