@@ -231,6 +231,11 @@ class _Concurrent:
             return
         files = sorted(txn.files_for_scan(), key=lambda f: f.path)[:2]
         txn.track_files_read(files)
+        if self.kind == "DV DELETE":  # the first row of a file deleted through a deletion vector
+            actions = _dv_delete(files[0])
+            self.rows.remove(rows[files[0].path][0])
+            self.commit_actions = lambda: txn.commit(actions, Delete(["n = 0"]))
+            return
         if self.kind == "DELETE":  # the first row of a file deleted: the rest rewritten
             kept = rows[files[0].path][1:]
             actions = [files[0].remove(1), data_file(log.table_uri, len(kept), start=kept[0])]
@@ -248,6 +253,29 @@ class _Concurrent:
         self.commit_actions()
 
 
+def _dv_delete(f: AddFile) -> list[AddFile | RemoveFile]:
+    """``f`` removed and re-added with an inline deletion vector deleting its first row."""
+    from deltalog.txn.log.deletion_vectors import serialize_bitmap, z85_encode
+    from deltalog.txn.protocol.actions import DeletionVectorDescriptor
+
+    bitmap = serialize_bitmap([0])
+    dv = DeletionVectorDescriptor("i", z85_encode(bitmap + b"\0" * (-len(bitmap) % 4)), len(bitmap), 1)
+    stats = json.dumps({"numRecords": f.num_records(), "tightBounds": False})
+    return [f.remove(1), dataclasses.replace(f, data_change=True, deletion_vector=dv, stats=stats)]
+
+
+def _live_rows(log: DeltaLog) -> list[int]:
+    """The table's rows (``n``), deletion vectors applied, sorted."""
+    from deltalog.txn.log.deletion_vectors import read_deletion_vector
+
+    out: list[int] = []
+    for f in log.update().files:
+        dv = f.deletion_vector
+        deleted = set() if dv is None else set(read_deletion_vector(log.store, log.table_uri, dv).to_pylist())
+        out += [n for i, n in enumerate(_rows_of(log, f)) if i not in deleted]
+    return sorted(out)
+
+
 def _rows_of(log: DeltaLog, f: AddFile) -> list[int]:
     import pyarrow.parquet as pq
 
@@ -260,7 +288,8 @@ _UPGRADE, _BATCH = ("UPGRADE PROTOCOL", None), ("ROW TRACKING BACKFILL", "0")
 
 @pytest.mark.parametrize(
     ("kind", "scenario"),
-    [("INSERT", 1), ("DELETE", 2), ("DELETE", 3), ("DELETE", 5), ("OPTIMIZE", 6), ("OPTIMIZE", 4), ("INSERT", 7)],
+    [("INSERT", 1), ("DELETE", 2), ("DELETE", 3), ("DELETE", 5), ("OPTIMIZE", 6), ("OPTIMIZE", 4), ("INSERT", 7)]
+    + [("DV DELETE", n) for n in (2, 3, 5, 6, 7)],
 )
 def test_backfill_and_a_concurrent_transaction_both_commit_as_delta_backfill_conflicts_suite(
     tmp_path: Path, kind: str, scenario: int
@@ -269,8 +298,9 @@ def test_backfill_and_a_concurrent_transaction_both_commit_as_delta_backfill_con
     concurrent transaction is prepared before the protocol upgrade (1-4) or after it (5-7)
     and commits before the upgrade (1), before the first batch (2), between the batches (3,
     6), after everything (4, 7) or while the only batch is prepared (5). Both commit, every
-    file ends with valid row ids and the rows are the transaction's."""
-    log, store = _table(tmp_path, 4)
+    file ends with valid row ids and the rows are the transaction's. ``DV DELETE``:
+    RowTrackingBackfillConflictsDVSuite's DELETE (the file re-added with a deletion vector)."""
+    log, store = _table(tmp_path, 4, **({"delta.enableDeletionVectors": "true"} if kind == "DV DELETE" else {}))
     other = _Concurrent(kind)
     if scenario <= 4:
         other.prepare(log)
@@ -294,4 +324,185 @@ def test_backfill_and_a_concurrent_transaction_both_commit_as_delta_backfill_con
         all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
         and high_water_mark(snap.domain_metadata) >= ranges[-1][1]
     )
-    assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("n").to_pylist()) == other.rows
+    assert _live_rows(log) == other.rows
+    if kind != "DV DELETE":  # delta-rs's pyarrow reader refuses deletion vectors
+        assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("n").to_pylist()) == other.rows
+
+
+@pytest.mark.parametrize(
+    ("before", "refused"),
+    [
+        ({"delta.columnMapping.mode": "name"}, {"delta.columnMapping.mode": "id"}),
+        ({}, {"delta.enableIcebergCompatV3": "true"}),
+    ],
+    ids=["column mapping mode change", "IcebergCompatV3 without column mapping"],
+)
+def test_enabling_with_a_property_the_property_commit_refuses_commits_nothing(
+    tmp_path: Path, before: dict[str, str], refused: dict[str, str]
+) -> None:
+    """RowTrackingBackfillSuite "Trigger backfill using ALTER TABLE, but another property
+    fails": Delta upgrades the protocol and backfills, then its property commit refuses the
+    other property. deltalog checks the property commit first, so the refusal (which says
+    nothing was committed) leaves the table as it was."""
+    from deltalog.errors import DeltaLogError
+
+    log, _ = _table(tmp_path, 2)
+    if before:
+        set_table_properties(log, before)
+    read = log.update()
+    with pytest.raises(DeltaLogError, match="Nothing was committed"):
+        set_table_properties(log, {"delta.enableRowTracking": "true", **refused})
+    after = log.update()
+    assert after.version == read.version and after.protocol == read.protocol
+    assert [f.base_row_id for f in after.files] == [None, None]
+
+
+def test_enabling_lifts_a_suspension_in_the_same_call_when_no_file_needs_ids(tmp_path: Path) -> None:
+    """Delta checks ``delta.rowTrackingSuspended`` in each backfill batch
+    (``RowTrackingBackfillBatch``): a call that sets ``delta.enableRowTracking=true`` and
+    ``delta.rowTrackingSuspended=false`` on a suspended table whose files all kept their ids
+    needs no batch and succeeds; once a file lacks ids it is refused (before any commit)."""
+    from deltalog.txn.protocol.errors import RowTrackingError
+
+    log, _ = _table(tmp_path, 2, **{"delta.enableRowTracking": "true"})
+    suspend = {"delta.enableRowTracking": "false", "delta.rowTrackingSuspended": "true"}
+    resume = {"delta.enableRowTracking": "true", "delta.rowTrackingSuspended": "false"}
+    set_table_properties(log, suspend)
+    ids = row_ranges(log)
+    set_table_properties(log, resume)
+    assert _operations(log, 1) == [("SET TBLPROPERTIES", None), ("SET TBLPROPERTIES", None)]  # no batch
+    snap = log.update()
+    assert snap.metadata.properties.enable_row_tracking and row_ranges(log) == ids
+    set_table_properties(log, suspend)
+    log.start_transaction().commit([data_file(log.table_uri, 3, start=100)], Write())  # no ids: suspended
+    version = log.update().version
+    with pytest.raises(RowTrackingError, match="rowTrackingSuspended is true"):
+        set_table_properties(log, resume)
+    assert log.update().version == version
+
+
+def test_enabling_while_turning_column_mapping_off_backfills_then_rewrites(tmp_path: Path) -> None:
+    """``SET TBLPROPERTIES ('delta.enableRowTracking' = 'true', 'delta.columnMapping.mode' =
+    'none')`` on a table that maps columns: Delta's ``validateAndBackfill``, then its
+    ``RemoveColumnMappingCommand``, then the property commit (the check made before the
+    backfill takes the mode change as the rewrite leaves it, not as one it refuses)."""
+    from tests.txn.test_row_tracking_commits import create
+
+    log = create(str(tmp_path / "t"))
+    log.start_transaction().commit([data_file(log.table_uri, 2, start=2 * i) for i in range(2)], Write())
+    set_table_properties(log, {"delta.columnMapping.mode": "name"})
+    set_table_properties(log, {"delta.enableRowTracking": "true", "delta.columnMapping.mode": "none"})
+    assert [op for op, _ in _operations(log, 2)] == [
+        "UPGRADE PROTOCOL",
+        "ROW TRACKING BACKFILL",
+        "REMOVE COLUMN MAPPING",
+        "SET TBLPROPERTIES",
+    ]
+    snap = log.update()
+    assert snap.metadata.properties.enable_row_tracking
+    assert snap.metadata.configuration["delta.columnMapping.mode"] == "none"
+    ids = [i for lo, hi in row_ranges(log) for i in range(lo, hi + 1)]
+    assert len(ids) == len(set(ids)) == 4
+    assert sorted(deltalake.DeltaTable(log.table_uri).to_pyarrow_table().column("n").to_pylist()) == [0, 1, 2, 3]
+
+
+def test_enabling_on_files_without_record_counts_is_refused_before_the_protocol_upgrade(tmp_path: Path) -> None:
+    """A file without ``numRecords`` cannot get row ids (Delta's batch fails with
+    ``DELTA_ROW_ID_ASSIGNMENT_WITHOUT_STATS`` after its protocol upgrade, leaving a table
+    whose every later write needs statistics); deltalog refuses before any commit."""
+    from deltalog.txn.protocol.errors import RowTrackingError
+
+    log, _ = _table(tmp_path, 1)
+    log.start_transaction().commit([dataclasses.replace(data_file(log.table_uri, 2), stats=None)], Write())
+    read = log.update()
+    with pytest.raises(RowTrackingError, match=r"^\[DELTA_ROW_ID_ASSIGNMENT_WITHOUT_STATS\] .*numRecords"):
+        set_table_properties(log, {"delta.enableRowTracking": "true"})
+    after = log.update()
+    assert after.version == read.version and after.protocol == read.protocol
+
+
+def test_two_concurrent_enablements_give_each_file_ids_once(tmp_path: Path) -> None:
+    """RowTrackingBackfillBackfillConflictsSuite "Two Concurrent backfills": a second
+    enablement's batch read the files the first's batch then re-added (and the first's
+    property commit followed); it drops them (an empty batch), does not upgrade the protocol
+    again, and no file's ids change."""
+    from deltalog.txn.commands.row_tracking_backfill import _upgrade_protocol
+
+    log, store = _table(tmp_path, 4)
+    _upgrade_protocol(log, None)  # the first enablement's upgrade
+    first: dict[str, tuple[int | None, int | None]] = {}
+
+    def first_enablement(log: DeltaLog, _: list[str]) -> None:
+        set_table_properties(DeltaLog.for_table(log.table_uri), {"delta.enableRowTracking": "true"})
+        first.update({f.path: (f.base_row_id, f.default_row_commit_version) for f in log.update().files})
+
+    store.rivals[_BATCH] = first_enablement
+    set_table_properties(log, {"delta.enableRowTracking": "true"})
+    assert _operations(log, 2) == [_BATCH, ("SET TBLPROPERTIES", None), _BATCH, ("SET TBLPROPERTIES", None)]
+    assert [a for a in log.read_commit(5) if isinstance(a, (AddFile, RemoveFile))] == []
+    assert {f.path: (f.base_row_id, f.default_row_commit_version) for f in log.update().files} == first
+    assert row_ranges(log) == [(0, 1), (2, 3), (4, 5), (6, 7)]
+
+
+def test_an_enablement_failed_by_a_metadata_change_is_finished_by_the_next(tmp_path: Path) -> None:
+    """RowTrackingBackfillBackfillConflictsSuite "A second backfill after a failed backfill":
+    a metadata change landing while a batch is prepared fails it (MetadataChangedError, row
+    tracking not enabled); enabling again backfills the files and enables it."""
+    from deltalog.txn.commit.commit_errors import MetadataChangedError
+
+    log, store = _table(tmp_path, 2)
+
+    def change_metadata(log: DeltaLog, _: list[str]) -> None:
+        set_table_properties(DeltaLog.for_table(log.table_uri), {"delta.appendOnly": "false"})
+
+    store.rivals[_BATCH] = change_metadata
+    with pytest.raises(MetadataChangedError):
+        set_table_properties(log, {"delta.enableRowTracking": "true"})
+    snap = log.update()
+    assert not snap.metadata.properties.enable_row_tracking and all(f.base_row_id is None for f in snap.files)
+    set_table_properties(log, {"delta.enableRowTracking": "true"})
+    assert [op for op, _ in _operations(log, 1)] == [
+        "UPGRADE PROTOCOL",
+        "SET TBLPROPERTIES",
+        "ROW TRACKING BACKFILL",
+        "SET TBLPROPERTIES",
+    ]
+    assert log.update().metadata.properties.enable_row_tracking and row_ranges(log) == [(0, 1), (2, 3)]
+
+
+@pytest.mark.parametrize("winner", ["CLONE", "SET TBLPROPERTIES"])
+def test_clone_and_an_enablement_of_an_empty_table_as_delta_clone_conflicts_suite(tmp_path: Path, winner: str) -> None:
+    """RowTrackingBackfillCloneConflictsSuite: CREATE OR REPLACE ... SHALLOW CLONE onto an
+    empty table while row tracking is enabled on it (after the protocol upgrade, no batch).
+    A clone landing first fails the property commit (MetadataChangedError); a property
+    commit landing first fails the clone (ConcurrentWriteError: no conflict resolution)."""
+    from deltalog.txn.commands.clone import clone
+    from deltalog.txn.commands.row_tracking_backfill import _upgrade_protocol
+    from deltalog.txn.commit.commit_errors import ConcurrentWriteError, MetadataChangedError
+    from tests.txn.test_row_tracking_commits import create
+
+    source = create(str(tmp_path / "source"))
+    source.start_transaction().commit([data_file(source.table_uri, 3)], Write())
+    target, store = _table(tmp_path, 0)
+    enable = {"delta.enableRowTracking": "true"}
+
+    def clone_first(log: DeltaLog, _: list[str]) -> None:
+        clone(source, log.table_uri, replace=True)
+
+    def enable_first(log: DeltaLog, _: list[str]) -> None:
+        set_table_properties(DeltaLog.for_table(log.table_uri), enable)
+
+    if winner == "CLONE":
+        store.rivals[("SET TBLPROPERTIES", None)] = clone_first
+        with pytest.raises(MetadataChangedError):
+            set_table_properties(target, enable)
+    else:
+        _upgrade_protocol(target, None)
+        store.rivals[("CLONE", None)] = enable_first
+        with pytest.raises(ConcurrentWriteError):
+            clone(source, target, replace=True)
+    snap = target.update()
+    assert "rowTracking" in (snap.protocol.writer_features or ())
+    assert snap.metadata.properties.enable_row_tracking == (winner != "CLONE")
+    assert len(snap.files) == (1 if winner == "CLONE" else 0)
+    assert [op for op, _ in _operations(target, 1)] == ["UPGRADE PROTOCOL", winner]

@@ -324,16 +324,46 @@ def _commit(
     lock: str | CommitLock | None = None,
 ) -> int:
     """One ALTER commit: ``check`` (given the transaction) then ``change`` (its metadata)."""
+    txn, operation = _prepare(delta_log, change, check, lock)
+    return txn.commit([], operation)
+
+
+def _prepare(
+    delta_log: DeltaLog,
+    change: Callable[[Metadata], tuple[Metadata, Operation]],
+    check: Callable[[OptimisticTransaction], None] | None = None,
+    lock: str | CommitLock | None = None,
+    without_mapping: bool | None = None,
+) -> tuple[OptimisticTransaction, Operation]:
+    """An ALTER transaction with its metadata change made (and checked), not committed
+    (``without_mapping``: :func:`_make_change`'s)."""
     txn = delta_log.start_transaction(lock=lock)
     if not txn.table_exists:
         from deltalog.txn.protocol.errors import TableNotFoundError
 
         raise TableNotFoundError(delta_log.table_uri, "ALTER needs an existing table")
+    return txn, _make_change(txn, change, check, without_mapping)
+
+
+def _make_change(
+    txn: OptimisticTransaction,
+    change: Callable[[Metadata], tuple[Metadata, Operation]],
+    check: Callable[[OptimisticTransaction], None] | None,
+    without_mapping: bool | None = None,
+) -> Operation:
+    """``check`` (given the transaction), then ``change`` made to its metadata; with
+    ``without_mapping`` (True: the mode property unset, False: set to ``none``) to the metadata
+    as turning column mapping off leaves it, when the table maps columns."""
     if check is not None:
         check(txn)
-    metadata, operation = change(txn.snapshot.metadata)
-    txn.update_metadata(metadata)
-    return txn.commit([], operation)
+    metadata = txn.snapshot.metadata
+    removing = without_mapping is not None and has_column_mapping(metadata)
+    if removing:
+        metadata = without_column_mapping_metadata(metadata, unset_mode_property=bool(without_mapping))
+    new, operation = change(metadata)
+    row_tracking.is_suspended(new)  # delta.enableRowTracking and delta.rowTrackingSuspended not both true
+    txn.update_metadata(new, removing_column_mapping=removing)
+    return operation
 
 
 def _with_schema(metadata: Metadata, schema: StructType, **changes: Any) -> Metadata:
@@ -527,10 +557,7 @@ def _remove_column_mapping(
     txn = delta_log.start_transaction(lock=lock)
     if not txn.table_exists or not has_column_mapping(txn.snapshot.metadata):
         return None
-    if check is not None:
-        check(txn)
-    metadata, _ = change(without_column_mapping_metadata(txn.snapshot.metadata, unset_mode_property=unset))
-    txn.update_metadata(metadata, removing_column_mapping=True)
+    _make_change(txn, change, check, unset)
     if remover is not None:
         return remover(delta_log, unset)
     return remove_column_mapping(delta_log, lock=lock, unset_mode_property=unset)
@@ -570,6 +597,21 @@ def _verifying_new_constraints(
     return verify
 
 
+def _backfill_first(
+    delta_log: DeltaLog,
+    change: Callable[[Metadata], tuple[Metadata, Operation]],
+    verify: Callable[[OptimisticTransaction], None],
+    lock: str | CommitLock | None,
+    removing: bool,
+    limits: BackfillLimits | None,
+) -> None:
+    """Delta's ``validateAndBackfill``, once the property commit is made on a transaction never
+    committed (on the metadata the column mapping rewrite leaves, when ``removing``): a property
+    it refuses leaves no protocol upgrade or backfill batch behind (Delta's does)."""
+    _prepare(delta_log, change, verify, lock, without_mapping=False if removing else None)
+    backfill_row_tracking(delta_log, limits, lock=lock)
+
+
 def set_table_properties(
     delta_log: DeltaLog,
     properties: Mapping[str, str],
@@ -604,7 +646,7 @@ def set_table_properties(
     ``delta.enableRowTracking`` = ``true`` first runs Delta's ``RowTrackingBackfillCommand``
     (:func:`~deltalog.txn.commands.row_tracking_backfill.backfill_row_tracking`: a protocol
     upgrade, then ``ROW TRACKING BACKFILL`` batches of at most ``row_tracking_backfill.max_files_per_commit``
-    files), once the new properties are known to be valid; the property commit follows. Keys are checked first
+    files) once the property commit is checked (:func:`_backfill_first`); it follows. Keys are checked first
     (:func:`~deltalog.txn.protocol.properties.validate_table_properties`; ``allow_arbitrary_properties``
     is Delta's ``spark.databricks.delta.allowArbitraryProperties.enabled``; ``enforce_retention_compatibility``
     Delta's ``spark.databricks.delta.vacuum.enforceDeletedFileAndLogRetentionDurationCompatibility``).
@@ -620,12 +662,10 @@ def set_table_properties(
 
     change = _setting(values, recorded)
     verify = _verifying_new_constraints(values, verify_constraints)
-
+    removing = allow_column_mapping_removal and values.get(COLUMN_MAPPING_MODE, "").strip().lower() == "none"
     if TableProperties(values).enable_row_tracking:
-        # Delta's validateAndBackfill: the new properties valid (is_suspended raises if also suspended) first
-        row_tracking.is_suspended(change(delta_log.require_table().metadata)[0])
-        backfill_row_tracking(delta_log, row_tracking_backfill, lock=lock)
-    if allow_column_mapping_removal and values.get(COLUMN_MAPPING_MODE, "").strip().lower() == "none":
+        _backfill_first(delta_log, change, verify, lock, removing, row_tracking_backfill)
+    if removing:
         removed = _remove_column_mapping(delta_log, change, verify, False, remove_column_mapping, lock)
         if removed is not None and len(values) == 1:
             return removed

@@ -2,7 +2,8 @@
 ``RowTrackingBackfillCommand`` / ``RowTrackingUnBackfillCommand`` (``BackfillExecutor``).
 
 Enabling row tracking on an existing table (:func:`backfill_row_tracking`, run by
-:func:`deltalog.txn.commands.alter.set_table_properties` before the property commit):
+:func:`deltalog.txn.commands.alter.set_table_properties` before the property commit; a
+suspended table with files to backfill, or a file without ``numRecords``, is refused first):
 
 1. ``UPGRADE PROTOCOL`` adding ``rowTracking`` (and ``domainMetadata``), unless the protocol
    has it: from then on every writer gives the files it adds row ids, so what is left to
@@ -85,15 +86,30 @@ def backfill_row_tracking(
     every live file row ids in ``ROW TRACKING BACKFILL`` batches. Returns the last version
     committed (None when nothing was)."""
     snapshot = delta_log.require_table()
-    if row_tracking.is_suspended(snapshot.metadata):
-        raise RowTrackingError(
-            f"cannot backfill row ids while {row_tracking.SUSPENDED_KEY} is true; set it to false first"
-        )
+    _refuse_before_upgrade(snapshot)
     last = _upgrade_protocol(delta_log, lock)
     batches = _run_batches(
         delta_log, limits or BackfillLimits(), lock, _without_row_ids, _backfill_batch, RowTrackingBackfill
     )
     return batches if batches is not None else last
+
+
+def _refuse_before_upgrade(snapshot: Snapshot) -> None:
+    """What Delta's batches would refuse after its protocol upgrade, refused before it: a
+    suspended table (one whose files all have ids needs no batch) and a file without
+    ``numRecords`` (its row ids cannot be assigned)."""
+    candidates = _without_row_ids(snapshot)
+    if row_tracking.is_suspended(snapshot.metadata) and candidates:
+        raise RowTrackingError(
+            f"cannot backfill row ids while {row_tracking.SUSPENDED_KEY} is true; set it to false first"
+        )
+    missing = [f.path for f in candidates if f.num_records() is None]
+    if missing:
+        raise RowTrackingError(
+            f"[DELTA_ROW_ID_ASSIGNMENT_WITHOUT_STATS] cannot backfill row ids: {len(missing)} file(s) have no "
+            f"numRecords statistic (e.g. {missing[0]}), which row ids need. Rewrite those files with "
+            "statistics collected first. Nothing was committed."
+        )
 
 
 def unbackfill_row_tracking(
