@@ -405,3 +405,159 @@ def test_widening_racing_an_append(tmp_path: Path) -> None:
         append.commit([add], Write())
     log.start_transaction().commit([write_file(log, OLD_ROWS, OLD_ARROW)], Write())
     assert _field(log, "i")["type"] == "long" and log.update().num_files == 1
+
+
+def _nested_table(tmp_path: Path, config: dict[str, str] | None = None, *extra: dict[str, object]) -> object:
+    """Delta's ``createNestedTable``: ``s struct<a: byte>, m map<byte, short>, a array<short>``."""
+    import uuid
+
+    from deltalog.txn.commit.operations import CreateTable
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.actions import Metadata
+
+    def field(name: str, t: object) -> dict[str, object]:
+        return {"name": name, "type": t, "nullable": True, "metadata": {}}
+
+    fields = [
+        field("s", {"type": "struct", "fields": [field("a", "byte")]}),
+        field("m", {"type": "map", "keyType": "byte", "valueType": "short", "valueContainsNull": True}),
+        field("a", {"type": "array", "elementType": "short", "containsNull": True}),
+        *extra,
+    ]
+    config = {"delta.enableTypeWidening": "true", **(config or {})}
+    log = DeltaLog.for_table(str(tmp_path / "nested"))
+    txn = log.start_transaction()
+    schema = json.dumps({"type": "struct", "fields": fields})
+    txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=schema, configuration=config))
+    txn.commit([], CreateTable(properties=config))
+    return log
+
+
+@pytest.mark.parametrize(
+    ("column", "new_type", "error_class"),
+    [
+        (
+            "s",
+            {"type": "struct", "fields": [{"name": "a", "type": "short", "nullable": True, "metadata": {}}]},
+            "STRUCT",
+        ),
+        (
+            "s",
+            {"type": "struct", "fields": [{"name": "b", "type": "short", "nullable": True, "metadata": {}}]},
+            "STRUCT",
+        ),
+        ("m", {"type": "map", "keyType": "integer", "valueType": "integer", "valueContainsNull": True}, "MAP"),
+        ("a", "array<int>", "ARRAY"),
+        ("s", "int", "STRUCT"),
+    ],
+)
+def test_a_struct_map_or_array_itself_cannot_change_type(
+    tmp_path: Path, column: str, new_type: object, error_class: str
+) -> None:
+    """TypeWideningAlterTableNestedSuite "unsupported ALTER TABLE CHANGE COLUMN on non-leaf
+    fields": only a leaf changes type (``s.a``, ``m.key``, ``a.element``); a new struct type
+    would drop or add fields under the name of a type change."""
+    log = _nested_table(tmp_path)
+    before = log.update().metadata.schema_string  # type: ignore[attr-defined]
+    with pytest.raises(UnsupportedTypeChangeError, match=rf"CANNOT_UPDATE_FIELD\.{error_class}_TYPE") as caught:
+        alter_column_type(log, column, new_type)
+    assert caught.value.error_class == f"CANNOT_UPDATE_FIELD.{error_class}_TYPE"
+    snap = log.update()  # type: ignore[attr-defined]
+    assert snap.version == 0 and snap.metadata.schema_string == before
+    for leaf, wider in (("s.a", "short"), ("m.key", "int"), ("m.value", "int"), ("a.element", "int")):
+        alter_column_type(log, leaf, wider)
+    assert json.loads(log.update().metadata.schema_string)["fields"][1]["type"]["keyType"] == "integer"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("column", "new_type", "error_class"),
+    [
+        ("i", "long", None),
+        ("i", "short", "NOT_SUPPORTED_CHANGE_COLUMN"),  # no upcast: Spark refuses it first
+        ("i", "string", "DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP"),  # an upcast, no widening
+        ("id", "double", "DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP"),
+        ("i", "float", "DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP"),
+        ("d", "timestamp", "DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP"),
+        ("m", "decimal(5,1)", "NOT_SUPPORTED_CHANGE_COLUMN"),
+        ("f", "integer", "NOT_SUPPORTED_CHANGE_COLUMN"),
+    ],
+)
+def test_refused_type_changes_carry_deltas_error_class(
+    tmp_path: Path, column: str, new_type: str, error_class: str | None
+) -> None:
+    """TypeWideningAlterTableSuite "unsupported type changes": a change Spark can upcast but
+    Delta cannot widen is ``DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP`` (also any change on a
+    table without ``delta.enableTypeWidening``); one Spark cannot upcast,
+    ``NOT_SUPPORTED_CHANGE_COLUMN``."""
+    log = create(str(tmp_path / "t"), enable=error_class is not None)
+    with pytest.raises(UnsupportedTypeChangeError) as caught:
+        alter_column_type(log, column, new_type)
+    assert caught.value.error_class == (error_class or "DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP")
+    assert str(caught.value).startswith(f"[{caught.value.error_class}]")
+
+
+def _with_expressions(tmp_path: Path, constraint: str | None, generated: str | None) -> object:
+    """Delta's suites' tables: ``value``/``b``/``x`` bytes, ``st struct<x, y>``, ``arr
+    array<struct<f, g>>``, ``mp map<byte, byte>``, a CHECK constraint ``ck`` and a generated
+    column ``gen``."""
+
+    def field(name: str, t: object, meta: dict[str, str] | None = None) -> dict[str, object]:
+        return {"name": name, "type": t, "nullable": True, "metadata": meta or {}}
+
+    struct = {"type": "struct", "fields": [field("x", "byte"), field("y", "byte")]}
+    element = {"type": "struct", "fields": [field("f", "byte"), field("g", "byte")]}
+    extra = [
+        field("value", "byte"),
+        field("b", "byte"),
+        field("st", struct),
+        field("arr", {"type": "array", "elementType": element, "containsNull": True}),
+        field("mp", {"type": "map", "keyType": "byte", "valueType": "byte", "valueContainsNull": True}),
+    ]
+    if generated is not None:
+        extra.append(field("gen", "integer", {"delta.generationExpression": generated}))
+    config = {"delta.feature.generatedColumns": "supported"}
+    if constraint is not None:
+        config["delta.constraints.ck"] = constraint
+    return _nested_table(tmp_path, config, *extra)
+
+
+@pytest.mark.parametrize(
+    ("expression", "refused", "allowed"),
+    [
+        ("b > 0", ["b"], ["value"]),  # a column named value is no map value
+        ("hash(b) > 0", ["b"], ["value", "st.x"]),
+        ("hash(value) > 0", ["value"], ["b"]),
+        ("hash(st.x) > 0", ["st.x"], ["st.y", "b"]),
+        ("hash(st) > 0", ["st.x", "st.y"], ["b"]),
+        ("hash(arr[1].f) = 7", ["arr.element.f"], ["arr.element.g"]),
+        ("size(arr) > 0", ["arr.element.f", "arr.element.g"], ["b"]),
+        ("sign(mp[7]) < 0", ["mp.value", "mp.key"], ["b"]),
+        ("hash(a[1]) = -1160545675", ["a.element"], ["m.value", "b"]),
+        ("s.a = 3 AND 'value' <> 'b'", ["s.a"], ["value", "b"]),
+        ("`b` + m[cast(value AS int)] > 0", ["b", "m.value", "m.key", "value"], ["st.x"]),
+    ],
+)
+@pytest.mark.parametrize("kind", ["constraint", "generated"])
+def test_the_columns_an_expression_reads_keep_their_type(
+    tmp_path: Path, kind: str, expression: str, refused: list[str], allowed: list[str]
+) -> None:
+    """TypeWideningConstraintsSuite / TypeWideningGeneratedColumnsSuite "... with type change":
+    an expression's columns are resolved against the schema as Delta's
+    ``containsDependentExpression`` does, with ``element``/``key``/``value`` steps for array
+    subscripts and map lookups, so a field next to the one read still widens."""
+    log = _with_expressions(
+        tmp_path, expression if kind == "constraint" else None, expression if kind == "generated" else None
+    )
+    error_class = (
+        "DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE"
+        if kind == "constraint"
+        else "DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE"
+    )
+    wider = {"value": "short", "b": "short", "st.x": "short", "st.y": "short", "s.a": "short"}
+    for column in refused:
+        with pytest.raises(UnsupportedTypeChangeError) as caught:
+            alter_column_type(log, column, wider.get(column, "int"))
+        assert caught.value.error_class == error_class, column
+    assert log.update().version == 0  # type: ignore[attr-defined]
+    for column in allowed:
+        alter_column_type(log, column, wider.get(column, "int"))

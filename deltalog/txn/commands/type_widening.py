@@ -23,9 +23,12 @@ from deltalog.txn.protocol.type_widening import (
     TYPE_CHANGES_KEY,
     UnsupportedTypeChangeError,
     change_column_type,
+    is_type_change_supported,
+    is_upcast,
     preview_table_version,
     record_type_changes,
     type_widening_enabled,
+    unsupported_type_change,
 )
 
 if TYPE_CHECKING:
@@ -63,12 +66,57 @@ def _field_at(schema: dict[str, Any], path: Sequence[str]) -> tuple[str, dict[st
 
 def _check_dependent_expressions(metadata: Metadata, path: Sequence[str]) -> None:
     """Delta's ``checkDependentExpressions``: a column read by a CHECK constraint or by a
-    generated column's expression cannot change type."""
-    struct_path = [p for p in path if p.lower() not in ("element", "key", "value")]
+    generated column's expression cannot change type (``path`` with ``element``/``key``/
+    ``value`` steps, as the expressions' paths are resolved)."""
     shown = ".".join(path)
-    reason = dependent_expressions(metadata, struct_path).describe(shown)
+    dependents = dependent_expressions(metadata, path)
+    reason = dependents.describe(shown)
     if reason is not None:
-        raise UnsupportedTypeChangeError(f"cannot change the type of {shown}: {reason}; the table was not changed")
+        raise UnsupportedTypeChangeError(
+            f"cannot change the type of {shown}: {reason}; the table was not changed", dependents.error_class
+        )
+
+
+def _type_at(schema: dict[str, Any], path: Sequence[str]) -> Any:
+    """The type at ``path`` (a path :func:`change_column_type` resolved)."""
+    t: Any = schema
+    for step in path:
+        if t.get("type") == "struct":
+            t = next(f for f in t["fields"] if f["name"].lower() == step.lower())["type"]
+        else:
+            t = t["elementType"] if t.get("type") == "array" else t[f"{step.lower()}Type"]
+    return t
+
+
+_UNSUPPORTED_CHANGE = "DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP"
+
+
+def _verify_type_change(path: Sequence[str], current: Any, target: Any, enabled: bool) -> None:
+    """Spark's analysis of ``ALTER COLUMN ... TYPE`` then Delta's ``verifyColumnChange``: a
+    struct, map or array itself is no leaf to retype (``CANNOT_UPDATE_FIELD.*``); a change
+    that is no upcast is ``NOT_SUPPORTED_CHANGE_COLUMN``; an upcast that is no widening, or a
+    widening without ``delta.enableTypeWidening``, ``DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP``.
+    A ``void`` column takes any type (no file holds it: Delta's ``canChangeDataType``)."""
+    shown = ".".join(path)
+    if isinstance(current, dict):
+        kind = str(current.get("type"))
+        raise UnsupportedTypeChangeError(
+            f"Cannot update the {kind} {shown} as a whole: change the type of its leaf fields (a struct's fields by "
+            f"name, an array's {shown}.element, a map's {shown}.key and {shown}.value); the table was not changed",
+            f"CANNOT_UPDATE_FIELD.{kind.upper()}_TYPE",
+        )
+    if current in ("void", "null"):
+        return
+    if not is_upcast(current, target):
+        raise unsupported_type_change(shown, current, target, "NOT_SUPPORTED_CHANGE_COLUMN")
+    if not is_type_change_supported(current, target):
+        raise unsupported_type_change(shown, current, target, _UNSUPPORTED_CHANGE)
+    if not enabled:
+        raise UnsupportedTypeChangeError(
+            f"cannot change the type of {shown} to {target}: type widening is not enabled on the table. "
+            "Set the table property delta.enableTypeWidening = true first.",
+            _UNSUPPORTED_CHANGE,
+        )
 
 
 def _is_string_at(schema: dict[str, Any], path: Sequence[str]) -> bool:
@@ -133,9 +181,14 @@ def alter_column_type(
     arrays and maps) to ``new_type`` (Delta's JSON type name, or a SQL name such as
     ``bigint``). Returns the version committed, or None when the column already has that type.
 
-    Raises :class:`UnsupportedTypeChangeError` (the table untouched) for a narrowing or any
-    change that is not a supported widening, and when ``delta.enableTypeWidening`` is not
-    ``true`` on the table. A ``void`` column takes any type without it, recording nothing.
+    Raises :class:`UnsupportedTypeChangeError` (the table untouched), with Delta's
+    ``error_class``: for a struct, map or array itself (``CANNOT_UPDATE_FIELD.STRUCT_TYPE``,
+    ``..MAP_TYPE``, ``..ARRAY_TYPE``: change its leaves), a change Spark cannot upcast
+    (``NOT_SUPPORTED_CHANGE_COLUMN``), any other change that is not a supported widening or a
+    table without ``delta.enableTypeWidening`` (``DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP``),
+    and a column a CHECK constraint or a generated column reads
+    (``DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE``, ``DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE``).
+    A ``void`` column takes any type without the property, recording nothing.
     A string given ``string`` or ``STRING COLLATE <name>`` (a PySpark ``StringType(<name>)``)
     changes its collation instead, as Delta does, with no widening.
     """
@@ -152,13 +205,7 @@ def alter_column_type(
     new_schema = change_column_type(old_schema, path, target)
     if new_schema == old_schema:
         return None
-    # a void column takes any type without type widening (Delta's canChangeDataType)
-    from_void = change_column_type(old_schema, path, "void") == old_schema
-    if not from_void and not type_widening_enabled(metadata.configuration):
-        raise UnsupportedTypeChangeError(
-            f"cannot change the type of {'.'.join(path)} to {target}: type widening is not enabled on "
-            f"{delta_log.table_uri}. Set the table property delta.enableTypeWidening = true first."
-        )
+    _verify_type_change(path, _type_at(old_schema, path), target, type_widening_enabled(metadata.configuration))
     _check_dependent_expressions(metadata, path)
     recorded = record_type_changes(new_schema, old_schema, preview_table_version(txn.protocol, txn.read_version + 1))
     name, field = _field_at(recorded, path)
