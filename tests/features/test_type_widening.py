@@ -561,3 +561,19 @@ def test_the_columns_an_expression_reads_keep_their_type(
     assert log.update().version == 0  # type: ignore[attr-defined]
     for column in allowed:
         alter_column_type(log, column, wider.get(column, "int"))
+
+
+def test_a_name_holding_dots_is_backquoted(tmp_path: Path) -> None:
+    """The column path is Delta's multipart identifier, as RENAME and DROP COLUMN take it:
+    ```a.b``` is one column, ``s.`x.y``` a field of ``s``."""
+    struct = {"type": "struct", "fields": [{"name": "x.y", "type": "byte", "nullable": True, "metadata": {}}]}
+    log = _nested_table(
+        tmp_path,
+        None,
+        {"name": "a.b", "type": "byte", "nullable": True, "metadata": {}},
+        {"name": "st", "type": struct, "nullable": True, "metadata": {}},
+    )
+    assert alter_column_type(log, "`a.b`", "short") == 1
+    assert alter_column_type(log, "st.`x.y`", "int") == 2
+    fields = json.loads(log.update().metadata.schema_string)["fields"]  # type: ignore[attr-defined]
+    assert (fields[3]["type"], fields[4]["type"]["fields"][0]["type"]) == ("short", "integer")

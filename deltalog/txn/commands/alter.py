@@ -97,6 +97,7 @@ __all__ = [
     "drop_columns",
     "rename_column",
     "set_table_properties",
+    "split_column_path",
     "unset_table_properties",
 ]
 
@@ -127,7 +128,7 @@ class DropColumns(Operation):
 # -- paths in a schema ---------------------------------------------------------------------
 
 
-def _split(path: str) -> tuple[str, ...]:
+def split_column_path(path: str) -> tuple[str, ...]:
     """A column path's name parts: split at dots, or parsed as Spark SQL when it backquotes a
     part (```z.z`.`y.y``` is ``("z.z", "y.y")``, Delta's multipart identifier)."""
     if "`" in path:
@@ -204,7 +205,7 @@ def _resolve(schema: StructType, path: str) -> tuple[tuple[str, ...], StructFiel
     """The canonical path (names as the schema spells them) and the field at ``path``: struct
     fields at any depth, also inside arrays (``element``) and maps (``key``, ``value``), as
     Delta's ``a.element.x`` / ``a.value.key.y``; the last part is a struct field."""
-    parts = _split(path)
+    parts = split_column_path(path)
     canonical: list[str] = []
     dt: DataType = schema
     found: StructField | None = None
@@ -293,7 +294,7 @@ def _field_already_exists(op: str, path: Sequence[str], struct: StructType) -> I
 def _refuse_dropping_a_collections_part(schema: StructType, name: str) -> None:
     """Delta's ``SchemaUtils.dropColumn``: a map's ``key`` or ``value`` or an array's
     ``element`` is no field that can be dropped (drop the column, or a field of its struct)."""
-    parts = _split(name)
+    parts = split_column_path(name)
     dt: DataType | None = schema
     for part in parts[:-1]:
         dt = None if dt is None else _child(dt, part)
@@ -364,9 +365,9 @@ def add_columns(delta_log: DeltaLog, columns: Iterable[tuple[str, StructField] |
     for item in columns:
         if isinstance(item, tuple):
             parent, f = item
-            wanted.append(((*_split(parent), f.name) if parent else (f.name,), f))
+            wanted.append(((*split_column_path(parent), f.name) if parent else (f.name,), f))
         else:
-            parts = _split(item.name)
+            parts = split_column_path(item.name)
             wanted.append((parts, dataclasses.replace(item, name=parts[-1])))
     if not wanted:
         raise InvalidSchemaChangeError("add_columns needs at least one column")
@@ -401,7 +402,7 @@ def rename_column(delta_log: DeltaLog, old: str, new: str) -> int:
         _require_column_mapping(metadata, "RENAME COLUMN")
         schema = StructType.from_json(metadata.schema_string)
         path, _ = _resolve(schema, old)
-        new_parts = _split(new)
+        new_parts = split_column_path(new)
         if len(new_parts) > 1 and tuple(p.lower() for p in new_parts[:-1]) != tuple(p.lower() for p in path[:-1]):
             raise InvalidSchemaChangeError(
                 f"cannot rename {old!r} to {new!r}: a rename cannot move a column (a new name holding dots is "

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from deltalog.txn.commands.alter import split_column_path
 from deltalog.txn.commands.dependent_expressions import dependent_expressions
 from deltalog.txn.commit.operations import ChangeColumn
 from deltalog.txn.protocol.actions import Metadata
@@ -40,7 +41,9 @@ __all__ = ["ChangeColumn", "alter_column_type", "normalize_type"]
 
 
 def _path(column: str | Sequence[str]) -> list[str]:
-    return column.split(".") if isinstance(column, str) else list(column)
+    """A column's name parts: a multipart identifier (```a.b```, a name holding a dot, in
+    backquotes), as RENAME and DROP COLUMN take it, or the parts given."""
+    return list(split_column_path(column)) if isinstance(column, str) else list(column)
 
 
 def _field_at(schema: dict[str, Any], path: Sequence[str]) -> tuple[str, dict[str, Any]]:
