@@ -577,3 +577,35 @@ def test_a_name_holding_dots_is_backquoted(tmp_path: Path) -> None:
     assert alter_column_type(log, "st.`x.y`", "int") == 2
     fields = json.loads(log.update().metadata.schema_string)["fields"]  # type: ignore[attr-defined]
     assert (fields[3]["type"], fields[4]["type"]["fields"][0]["type"]) == ("short", "integer")
+
+
+def test_char_and_varchar_columns_become_strings_or_longer_varchars(tmp_path: Path) -> None:
+    """TypeWideningFeatureCompatibilitySuite "compatibility with char/varchar columns": ALTER
+    COLUMN TYPE STRING of a ``char(n)``/``varchar(n)`` column (a string whose metadata keeps the
+    declared type) drops the declared type and with it the length check; Spark's analyzer lets a
+    varchar grow (``char(n)`` to ``varchar(m)``, ``m >= n``) and refuses the rest."""
+    from deltalog.txn.protocol.constraints import char_varchar_constraints
+
+    def declared(name: str, t: str) -> dict[str, object]:
+        return {"name": name, "type": "string", "nullable": True, "metadata": {"__CHAR_VARCHAR_TYPE_STRING": t}}
+
+    log = _nested_table(
+        tmp_path,
+        {"delta.constraints.ck": "c <> 'x'"},
+        declared("c", "char(3)"),
+        declared("v", "varchar(3)"),
+        {"name": "plain", "type": "string", "nullable": True, "metadata": {}},
+    )
+    refused = [("c", "char(4)"), ("c", "varchar(2)"), ("v", "varchar(2)"), ("v", "char(3)"), ("plain", "varchar(9)")]
+    for column, new_type in refused:
+        with pytest.raises(UnsupportedTypeChangeError) as caught:
+            alter_column_type(log, column, new_type)
+        assert caught.value.error_class == "NOT_SUPPORTED_CHANGE_COLUMN", (column, new_type)
+    assert alter_column_type(log, "c", "CHAR(3)") is None  # the declared type already
+    assert alter_column_type(log, "v", "varchar(5)") == 1
+    assert alter_column_type(log, "c", "string") == 2  # a CHECK constraint reading it does not matter
+    metadata = log.update().metadata  # type: ignore[attr-defined]
+    fields = {f["name"]: f for f in json.loads(metadata.schema_string)["fields"]}
+    assert fields["c"] == {"name": "c", "type": "string", "nullable": True, "metadata": {}}
+    assert fields["v"]["metadata"] == {"__CHAR_VARCHAR_TYPE_STRING": "varchar(5)"}
+    assert [c.expression for c in char_varchar_constraints(metadata)] == ["`v` IS NULL OR length(`v`) <= 5"]

@@ -11,6 +11,7 @@ before the change to the wider type.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from deltalog.txn.commands.dependent_expressions import dependent_expressions
 from deltalog.txn.commit.operations import ChangeColumn
 from deltalog.txn.protocol.actions import Metadata
 from deltalog.txn.protocol.collations import string_collation, with_collation
+from deltalog.txn.protocol.constraints import CHAR_VARCHAR_TYPE_STRING
 from deltalog.txn.protocol.type_widening import (
     TYPE_CHANGES_KEY,
     UnsupportedTypeChangeError,
@@ -130,17 +132,58 @@ def _is_string_at(schema: dict[str, Any], path: Sequence[str]) -> bool:
     return True
 
 
-def _alter_collation(
-    txn: OptimisticTransaction, metadata: Metadata, schema: dict[str, Any], path: Sequence[str], collation: str | None
+_CHAR_VARCHAR_TYPE = re.compile(r"(var)?char\((\d+)\)")
+
+
+def _char_varchar(type_name: Any) -> tuple[str, int] | None:
+    """``("char" | "varchar", n)`` of a ``char(n)``/``varchar(n)`` type name, else None."""
+    text = type_name.lower().replace(" ", "") if isinstance(type_name, str) else ""
+    m = _CHAR_VARCHAR_TYPE.fullmatch(text)
+    return ("varchar" if m.group(1) else "char", int(m.group(2))) if m else None
+
+
+def _new_declared_type(path: Sequence[str], declared: str | None, target: str) -> str | None:
+    """The ``char(n)``/``varchar(n)`` a string column declares after ``ALTER COLUMN ... TYPE
+    target`` (None: a plain string), as Spark's ``canAlterColumnType`` allows it: any string,
+    char or varchar becomes a ``STRING [COLLATE c]``; a char stays that char or becomes a
+    varchar at least as long, a varchar a varchar at least as long; else
+    ``NOT_SUPPORTED_CHANGE_COLUMN``."""
+    wanted = _char_varchar(target)
+    if wanted is None:
+        return None
+    have = _char_varchar(declared)
+    if have is not None and (have == wanted or (wanted[0] == "varchar" and wanted[1] >= have[1])):
+        return f"{wanted[0]}({wanted[1]})"
+    raise UnsupportedTypeChangeError(
+        f"cannot change the type of {'.'.join(path)} from {declared or 'string'} to {target}: a string only becomes "
+        "a string of another collation, and a char(n) or varchar(n) a string or a varchar at least as long; "
+        "the table was not changed",
+        "NOT_SUPPORTED_CHANGE_COLUMN",
+    )
+
+
+def _alter_string(
+    txn: OptimisticTransaction, metadata: Metadata, schema: dict[str, Any], path: Sequence[str], target: str
 ) -> int | None:
-    """``ALTER COLUMN ... TYPE STRING [COLLATE c]`` on a string: a collation change, which
-    Delta makes without type widening (no data file changes, no ``delta.typeChanges``); the
-    first collated column adds the ``collations`` feature. None when nothing changes."""
-    new_schema = with_collation(schema, path, collation)
+    """``ALTER COLUMN ... TYPE STRING [COLLATE c] | CHAR(n) | VARCHAR(n)`` on a string, which
+    Delta makes without type widening (no data file changes, no ``delta.typeChanges``): a
+    collation change (the first collated column adds the ``collations`` feature) and the
+    declared ``char``/``varchar`` kept in the field's metadata, which sets its length check.
+    Only a collation change counts for dependent expressions (Delta compares the types with
+    char and varchar as strings). None when nothing changes."""
+    name, field = _field_at(schema, path)
+    direct = isinstance(field["type"], str)  # a char/varchar is declared by the field holding it
+    declared = (field.get("metadata") or {}).get(CHAR_VARCHAR_TYPE_STRING) if direct else None
+    new_declared = _new_declared_type(path, declared, target)
+    new_schema = with_collation(schema, path, string_collation(target)[1])
+    if new_schema != schema:
+        _check_dependent_expressions(metadata, path)
+    name, field = _field_at(new_schema, path)
+    if direct:
+        kept = {k: v for k, v in (field.get("metadata") or {}).items() if k != CHAR_VARCHAR_TYPE_STRING}
+        field["metadata"] = {**kept, CHAR_VARCHAR_TYPE_STRING: new_declared} if new_declared else kept
     if new_schema == schema:
         return None
-    _check_dependent_expressions(metadata, path)  # Delta checks them on any change of data type
-    name, field = _field_at(new_schema, path)
     txn.update_metadata(replace(metadata, schema_string=json.dumps(new_schema, separators=(",", ":"))))
     version: int = txn.commit([], ChangeColumn(column=_change_column_parameter(name, field)))
     return version
@@ -193,7 +236,9 @@ def alter_column_type(
     (``DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE``, ``DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE``).
     A ``void`` column takes any type without the property, recording nothing.
     A string given ``string`` or ``STRING COLLATE <name>`` (a PySpark ``StringType(<name>)``)
-    changes its collation instead, as Delta does, with no widening.
+    changes its collation instead, as Delta does, with no widening; a ``char(n)`` or
+    ``varchar(n)`` column given ``string`` becomes a plain string (no length check), or given a
+    longer ``varchar(m)``, that.
     """
     delta_log.require_table()
     path = _path(column)
@@ -202,9 +247,8 @@ def alter_column_type(
     metadata = txn.metadata
     assert metadata is not None
     old_schema = json.loads(metadata.schema_string)
-    is_string, collation = string_collation(target)
-    if is_string and _is_string_at(old_schema, path):
-        return _alter_collation(txn, metadata, old_schema, path, collation)
+    if (string_collation(target)[0] or _char_varchar(target)) and _is_string_at(old_schema, path):
+        return _alter_string(txn, metadata, old_schema, path, target)
     new_schema = change_column_type(old_schema, path, target)
     if new_schema == old_schema:
         return None
