@@ -609,3 +609,15 @@ def test_char_and_varchar_columns_become_strings_or_longer_varchars(tmp_path: Pa
     assert fields["c"] == {"name": "c", "type": "string", "nullable": True, "metadata": {}}
     assert fields["v"]["metadata"] == {"__CHAR_VARCHAR_TYPE_STRING": "varchar(5)"}
     assert [c.expression for c in char_varchar_constraints(metadata)] == ["`v` IS NULL OR length(`v`) <= 5"]
+
+
+def test_upcasts_are_sparks() -> None:
+    """``is_upcast`` (what decides ``NOT_SUPPORTED_CHANGE_COLUMN``) agrees with Spark 4's
+    ``Cast.canUpCast`` (checked over all pairs of primitive types against the JVM)."""
+    from deltalog.txn.protocol.type_widening import is_upcast
+
+    yes = [("long", "double"), ("integer", "decimal(10,0)"), ("decimal(9,0)", "integer"), ("date", "timestamp")]
+    yes += [("binary", "string"), ("timestamp", "long"), ("void", "date"), ("decimal(5,2)", "decimal(7,3)")]
+    no = [("decimal(10,0)", "integer"), ("decimal(3,1)", "long"), ("integer", "decimal(9,0)"), ("float", "long")]
+    no += [("decimal(5,2)", "double"), ("timestamp", "date"), ("variant", "string"), ("string", "integer")]
+    assert [is_upcast(a, b) for a, b in yes + no] == [True] * len(yes) + [False] * len(no)

@@ -221,10 +221,13 @@ def is_upcast(from_type: Any, to_type: Any) -> bool:
     if from_type in _NUMERIC_PRECEDENCE and to_type in _NUMERIC_PRECEDENCE:
         return _NUMERIC_PRECEDENCE.index(from_type) < _NUMERIC_PRECEDENCE.index(to_type)
     # a decimal to or from a decimal or an integer (both integers were handled above): Spark's
-    # DecimalType.isWiderThan / isTighterThan, an integer as the decimal it fits in
+    # DecimalType.isWiderThan / isTighterThan, an integer as the decimal it fits in, which a
+    # decimal of as many digits may overflow
     frm = _decimal(from_type) or _INTEGRAL_DECIMAL.get(from_type)
     to = _decimal(to_type) or _INTEGRAL_DECIMAL.get(to_type)
     if frm is not None and to is not None:
+        if to_type in _INTEGRAL_DECIMAL:
+            return frm[1] == 0 and frm[0] < to[0]
         return _wider_decimal(to, frm)
     return to_type == "string" and from_type != "variant"  # any atomic type to a string
 
