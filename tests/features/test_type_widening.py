@@ -621,3 +621,22 @@ def test_upcasts_are_sparks() -> None:
     no = [("decimal(10,0)", "integer"), ("decimal(3,1)", "long"), ("integer", "decimal(9,0)"), ("float", "long")]
     no += [("decimal(5,2)", "double"), ("timestamp", "date"), ("variant", "string"), ("string", "integer")]
     assert [is_upcast(a, b) for a, b in yes + no] == [True] * len(yes) + [False] * len(no)
+
+
+def test_the_commit_names_the_changed_leaf(tmp_path: Path) -> None:
+    """The CHANGE COLUMN commit's ``column`` parameter is Delta's ``structFieldToMap`` of the
+    changed column: ``m.key`` and ``a.element`` themselves (not the map or array holding
+    them), a name holding a dot backquoted as Spark's ``UnresolvedAttribute.name``."""
+    struct = {"type": "struct", "fields": [{"name": "x.y", "type": "byte", "nullable": False, "metadata": {}}]}
+    log = _nested_table(tmp_path, None, {"name": "st", "type": struct, "nullable": True, "metadata": {}})
+    changes = [("m.key", "int"), ("m.value", "int"), ("a.element", "long"), ("st.`x.y`", "short"), ("s.a", "short")]
+    for column, new_type in changes:
+        alter_column_type(log, column, new_type)
+    params = [json.loads(log.read_commit(v)[0].operation_parameters["column"]) for v in range(1, 6)]  # type: ignore[attr-defined]
+    assert params == [
+        {"name": "m.key", "type": "integer", "nullable": False, "metadata": {}},
+        {"name": "m.value", "type": "integer", "nullable": True, "metadata": {}},
+        {"name": "a.element", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "st.`x.y`", "type": "short", "nullable": False, "metadata": {}},
+        {"name": "s.a", "type": "short", "nullable": True, "metadata": {}},
+    ]

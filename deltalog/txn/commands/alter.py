@@ -93,6 +93,7 @@ __all__ = [
     "DropColumns",
     "RenameColumn",
     "add_columns",
+    "attribute_name",
     "change_column_comment",
     "drop_columns",
     "rename_column",
@@ -242,7 +243,7 @@ def _type_name(dt: DataType) -> str:
     return value if isinstance(value, str) else str(value["type"])
 
 
-def _attribute_name(path: Sequence[str]) -> str:
+def attribute_name(path: Sequence[str]) -> str:
     """Spark's ``UnresolvedAttribute.name``, as Delta logs column paths: a part holding a dot backquoted."""
     return ".".join(f"`{p}`" if "." in p else p for p in path)
 
@@ -250,7 +251,7 @@ def _attribute_name(path: Sequence[str]) -> str:
 def _field_for_log(path: tuple[str, ...], f: StructField) -> dict[str, Any]:
     """Delta's ``structFieldToMap``: full name, type name, nullability, metadata."""
     return {
-        "name": _attribute_name(path),
+        "name": attribute_name(path),
         "type": _type_name(f.type),
         "nullable": f.nullable,
         "metadata": dict(f.metadata),
@@ -286,7 +287,7 @@ def _check_no_dependent_expressions(metadata: Metadata, path: tuple[str, ...], a
 def _field_already_exists(op: str, path: Sequence[str], struct: StructType) -> InvalidSchemaChangeError:
     """Spark's ``FIELD_ALREADY_EXISTS`` (``CheckAnalysis.checkColumnNotExists``, case-insensitive)."""
     return InvalidSchemaChangeError(
-        f"[FIELD_ALREADY_EXISTS] Cannot {op} column, because {_attribute_name(path)} already exists in "
+        f"[FIELD_ALREADY_EXISTS] Cannot {op} column, because {attribute_name(path)} already exists in "
         f"{struct.simple_string()}; nothing was committed"
     )
 
@@ -425,7 +426,7 @@ def rename_column(delta_log: DeltaLog, old: str, new: str) -> int:
             partitions = tuple(new_name if c.lower() == path[0].lower() else c for c in partitions)
         new_path = (*path[:-1], new_name)
         config = renamed_stats_columns(metadata.configuration, path, new_path)
-        op = RenameColumn(old_column_path=_attribute_name(path), new_column_path=_attribute_name(new_path))
+        op = RenameColumn(old_column_path=attribute_name(path), new_column_path=attribute_name(new_path))
         return _with_schema(metadata, renamed, partition_columns=partitions, configuration=config), op
 
     return _commit(delta_log, change)
@@ -463,7 +464,7 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
             if len(parent.fields) == 1:
                 raise InvalidSchemaChangeError(
                     "[DELTA_DROP_COLUMN_ON_SINGLE_FIELD_SCHEMA] Cannot drop column from a schema with a single column. "
-                    f"Schema: {parent.simple_string()} (dropping {_attribute_name(path)!r}"
+                    f"Schema: {parent.simple_string()} (dropping {attribute_name(path)!r}"
                     + (", the last field of its struct: drop the struct instead)" if len(path) > 1 else ")")
                 )
             schema = _replace_struct(schema, path[:-1], _without(path[-1]))
@@ -472,7 +473,7 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
             raise InvalidSchemaChangeError("cannot drop every data column of the table: at least one must remain")
         config = dropped_stats_columns(metadata.configuration, paths)
         return _with_schema(metadata, schema, configuration=config), DropColumns(
-            columns=[_attribute_name(p) for p in paths]
+            columns=[attribute_name(p) for p in paths]
         )
 
     def not_clustering(txn: OptimisticTransaction) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from deltalog.txn.commands.alter import split_column_path
+from deltalog.txn.commands.alter import attribute_name, split_column_path
 from deltalog.txn.commands.dependent_expressions import dependent_expressions
 from deltalog.txn.commit.operations import ChangeColumn
 from deltalog.txn.protocol.actions import Metadata
@@ -171,21 +171,21 @@ def _alter_string(
     declared ``char``/``varchar`` kept in the field's metadata, which sets its length check.
     Only a collation change counts for dependent expressions (Delta compares the types with
     char and varchar as strings). None when nothing changes."""
-    name, field = _field_at(schema, path)
+    _, field = _field_at(schema, path)
     direct = isinstance(field["type"], str)  # a char/varchar is declared by the field holding it
     declared = (field.get("metadata") or {}).get(CHAR_VARCHAR_TYPE_STRING) if direct else None
     new_declared = _new_declared_type(path, declared, target)
     new_schema = with_collation(schema, path, string_collation(target)[1])
     if new_schema != schema:
         _check_dependent_expressions(metadata, path)
-    name, field = _field_at(new_schema, path)
+    _, field = _field_at(new_schema, path)
     if direct:
         kept = {k: v for k, v in (field.get("metadata") or {}).items() if k != CHAR_VARCHAR_TYPE_STRING}
         field["metadata"] = {**kept, CHAR_VARCHAR_TYPE_STRING: new_declared} if new_declared else kept
     if new_schema == schema:
         return None
     txn.update_metadata(replace(metadata, schema_string=json.dumps(new_schema, separators=(",", ":"))))
-    version: int = txn.commit([], ChangeColumn(column=_change_column_parameter(name, field)))
+    version: int = txn.commit([], ChangeColumn(column=_change_column_parameter(new_schema, path)))
     return version
 
 
@@ -255,18 +255,34 @@ def alter_column_type(
     _verify_type_change(path, _type_at(old_schema, path), target, type_widening_enabled(metadata.configuration))
     _check_dependent_expressions(metadata, path)
     recorded = record_type_changes(new_schema, old_schema, preview_table_version(txn.protocol, txn.read_version + 1))
-    name, field = _field_at(recorded, path)
     txn.update_metadata(replace(metadata, schema_string=json.dumps(recorded, separators=(",", ":"))))
-    version: int = txn.commit([], ChangeColumn(column=_change_column_parameter(name, field)))
+    version: int = txn.commit([], ChangeColumn(column=_change_column_parameter(recorded, path)))
     return version
 
 
-def _change_column_parameter(name: str, field: dict[str, Any]) -> dict[str, Any]:
-    """The ``column`` parameter of the CHANGE COLUMN commit: the field as changed, without
-    its ``delta.typeChanges`` record."""
+def _change_column_parameter(schema: dict[str, Any], path: Sequence[str]) -> dict[str, Any]:
+    """The ``column`` parameter of the CHANGE COLUMN commit, Delta's ``structFieldToMap`` of
+    the changed column: a struct field as changed, without its ``delta.typeChanges`` record;
+    an array's ``element``, a map's ``key`` or ``value`` as that type alone, nullable as the
+    collection lets it be."""
+    t: Any = schema
+    names: list[str] = []
+    field: dict[str, Any] | None = None
+    nullable = True
+    for step in path:
+        if t.get("type") == "struct":
+            field = next(f for f in t["fields"] if f["name"].lower() == step.lower())
+            names.append(field["name"])
+            t, nullable = field["type"], bool(field.get("nullable", True))
+            continue
+        part = "element" if t.get("type") == "array" else step.lower()
+        names.append(part)
+        field, nullable = None, bool(t.get({"element": "containsNull", "value": "valueContainsNull"}.get(part), False))
+        t = t[f"{part}Type"]
+    metadata = {k: v for k, v in ((field or {}).get("metadata") or {}).items() if k != TYPE_CHANGES_KEY}
     return {
-        "name": name,
-        "type": field["type"] if isinstance(field["type"], str) else field["type"].get("type"),
-        "nullable": field.get("nullable", True),
-        "metadata": {k: v for k, v in (field.get("metadata") or {}).items() if k != TYPE_CHANGES_KEY},
+        "name": attribute_name(names),
+        "type": t if isinstance(t, str) else t.get("type"),
+        "nullable": nullable,
+        "metadata": metadata,
     }
