@@ -640,3 +640,18 @@ def test_the_commit_names_the_changed_leaf(tmp_path: Path) -> None:
         {"name": "st.`x.y`", "type": "short", "nullable": False, "metadata": {}},
         {"name": "s.a", "type": "short", "nullable": True, "metadata": {}},
     ]
+
+
+def test_expression_columns_of_any_spark_sql() -> None:
+    """Names are words in Spark's lexer (``1st``, unicode letters), strings and function names
+    are none, backquoted parts may hold anything."""
+    from deltalog.txn.commands.dependent_expressions import expression_columns
+
+    def field(name: str, t: object = "integer") -> dict[str, object]:
+        return {"name": name, "type": t, "nullable": True, "metadata": {}}
+
+    inner = {"type": "struct", "fields": [field("a b")]}
+    schema = {"type": "struct", "fields": [field("1st"), field("été"), field("hash"), field("s", inner)]}
+    expression = "hash(`1st`) + 1st * 1.5e3 > length('été') AND été IS NOT NULL AND s.`a b` > hash"
+    found = expression_columns(expression, schema)
+    assert found == [("1st",), ("été",), ("s", "a b"), ("hash",)]

@@ -83,13 +83,13 @@ def check_write_types(metadata: Metadata, data: StructType) -> None:
 
 
 # Spark SQL tokens, enough to find the column references of any expression: literals are
-# skipped whole, so a name inside a string never counts
+# skipped whole, so a name inside a string never counts; a run of word characters is a name
+# when it names a column (Spark's identifiers may start with a digit: `1st`), a number else
 _TOKEN = re.compile(
     r"""\s+
     | (?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
     | (?P<quoted>`(?:[^`]|``)*`)
-    | (?P<number>\d[\w.]*)
-    | (?P<ident>[A-Za-z_]\w*)
+    | (?P<ident>\w+)
     | (?P<op>.)""",
     re.VERBOSE | re.DOTALL,
 )
