@@ -655,3 +655,15 @@ def test_expression_columns_of_any_spark_sql() -> None:
     expression = "hash(`1st`) + 1st * 1.5e3 > length('été') AND été IS NOT NULL AND s.`a b` > hash"
     found = expression_columns(expression, schema)
     assert found == [("1st",), ("été",), ("s", "a b"), ("hash",)]
+
+
+def test_a_generated_column_keeps_the_type_of_its_expression(tmp_path: Path) -> None:
+    """Delta's commit validates every generated column's expression type against the column's
+    (``validateGeneratedColumns``: DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH), so widening the
+    generated column itself fails there; a table that broke the rule could take no later
+    metadata change from Delta."""
+    log = _with_expressions(tmp_path, None, "b + 1")
+    with pytest.raises(UnsupportedTypeChangeError) as caught:
+        alter_column_type(log, "gen", "long")
+    assert caught.value.error_class == "DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH"
+    assert log.update().version == 0  # type: ignore[attr-defined]

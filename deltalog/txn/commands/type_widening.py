@@ -22,6 +22,7 @@ from deltalog.txn.commit.operations import ChangeColumn
 from deltalog.txn.protocol.actions import Metadata
 from deltalog.txn.protocol.collations import string_collation, with_collation
 from deltalog.txn.protocol.constraints import CHAR_VARCHAR_TYPE_STRING
+from deltalog.txn.protocol.generated_columns import GENERATION_EXPRESSION
 from deltalog.txn.protocol.type_widening import (
     TYPE_CHANGES_KEY,
     UnsupportedTypeChangeError,
@@ -79,6 +80,21 @@ def _check_dependent_expressions(metadata: Metadata, path: Sequence[str]) -> Non
     if reason is not None:
         raise UnsupportedTypeChangeError(
             f"cannot change the type of {shown}: {reason}; the table was not changed", dependents.error_class
+        )
+
+
+def _refuse_generated_column(schema: dict[str, Any], path: Sequence[str]) -> None:
+    """Delta's commit checks that each generated column has its expression's type
+    (``validateGeneratedColumns``), which a type change of the generated column itself (or of
+    a field in it) breaks: ``DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH``."""
+    top = next(f for f in schema["fields"] if f["name"].lower() == path[0].lower())
+    expression = (top.get("metadata") or {}).get(GENERATION_EXPRESSION)
+    if expression is not None:
+        raise UnsupportedTypeChangeError(
+            f"cannot change the type of {'.'.join(path)}: the generated column {top['name']} must keep the type of its "
+            f"expression {expression}; drop the generated column and add it again with the new type; the table was "
+            "not changed",
+            "DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH",
         )
 
 
@@ -178,6 +194,7 @@ def _alter_string(
     new_schema = with_collation(schema, path, string_collation(target)[1])
     if new_schema != schema:
         _check_dependent_expressions(metadata, path)
+        _refuse_generated_column(schema, path)
     _, field = _field_at(new_schema, path)
     if direct:
         kept = {k: v for k, v in (field.get("metadata") or {}).items() if k != CHAR_VARCHAR_TYPE_STRING}
@@ -254,6 +271,7 @@ def alter_column_type(
         return None
     _verify_type_change(path, _type_at(old_schema, path), target, type_widening_enabled(metadata.configuration))
     _check_dependent_expressions(metadata, path)
+    _refuse_generated_column(old_schema, path)
     recorded = record_type_changes(new_schema, old_schema, preview_table_version(txn.protocol, txn.read_version + 1))
     txn.update_metadata(replace(metadata, schema_string=json.dumps(recorded, separators=(",", ":"))))
     version: int = txn.commit([], ChangeColumn(column=_change_column_parameter(recorded, path)))
