@@ -405,3 +405,265 @@ def test_widening_racing_an_append(tmp_path: Path) -> None:
         append.commit([add], Write())
     log.start_transaction().commit([write_file(log, OLD_ROWS, OLD_ARROW)], Write())
     assert _field(log, "i")["type"] == "long" and log.update().num_files == 1
+
+
+def _nested_table(tmp_path: Path, config: dict[str, str] | None = None, *extra: dict[str, object]) -> object:
+    """Delta's ``createNestedTable``: ``s struct<a: byte>, m map<byte, short>, a array<short>``."""
+    import uuid
+
+    from deltalog.txn.commit.operations import CreateTable
+    from deltalog.txn.delta_log import DeltaLog
+    from deltalog.txn.protocol.actions import Metadata
+
+    def field(name: str, t: object) -> dict[str, object]:
+        return {"name": name, "type": t, "nullable": True, "metadata": {}}
+
+    fields = [
+        field("s", {"type": "struct", "fields": [field("a", "byte")]}),
+        field("m", {"type": "map", "keyType": "byte", "valueType": "short", "valueContainsNull": True}),
+        field("a", {"type": "array", "elementType": "short", "containsNull": True}),
+        *extra,
+    ]
+    config = {"delta.enableTypeWidening": "true", **(config or {})}
+    log = DeltaLog.for_table(str(tmp_path / "nested"))
+    txn = log.start_transaction()
+    schema = json.dumps({"type": "struct", "fields": fields})
+    txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=schema, configuration=config))
+    txn.commit([], CreateTable(properties=config))
+    return log
+
+
+@pytest.mark.parametrize(
+    ("column", "new_type", "error_class"),
+    [
+        (
+            "s",
+            {"type": "struct", "fields": [{"name": "a", "type": "short", "nullable": True, "metadata": {}}]},
+            "STRUCT",
+        ),
+        (
+            "s",
+            {"type": "struct", "fields": [{"name": "b", "type": "short", "nullable": True, "metadata": {}}]},
+            "STRUCT",
+        ),
+        ("m", {"type": "map", "keyType": "integer", "valueType": "integer", "valueContainsNull": True}, "MAP"),
+        ("a", "array<int>", "ARRAY"),
+        ("s", "int", "STRUCT"),
+    ],
+)
+def test_a_struct_map_or_array_itself_cannot_change_type(
+    tmp_path: Path, column: str, new_type: object, error_class: str
+) -> None:
+    """TypeWideningAlterTableNestedSuite "unsupported ALTER TABLE CHANGE COLUMN on non-leaf
+    fields": only a leaf changes type (``s.a``, ``m.key``, ``a.element``); a new struct type
+    would drop or add fields under the name of a type change."""
+    log = _nested_table(tmp_path)
+    before = log.update().metadata.schema_string  # type: ignore[attr-defined]
+    with pytest.raises(UnsupportedTypeChangeError, match=rf"CANNOT_UPDATE_FIELD\.{error_class}_TYPE") as caught:
+        alter_column_type(log, column, new_type)
+    assert caught.value.error_class == f"CANNOT_UPDATE_FIELD.{error_class}_TYPE"
+    snap = log.update()  # type: ignore[attr-defined]
+    assert snap.version == 0 and snap.metadata.schema_string == before
+    for leaf, wider in (("s.a", "short"), ("m.key", "int"), ("m.value", "int"), ("a.element", "int")):
+        alter_column_type(log, leaf, wider)
+    assert json.loads(log.update().metadata.schema_string)["fields"][1]["type"]["keyType"] == "integer"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("column", "new_type", "error_class"),
+    [
+        ("i", "long", None),
+        ("i", "short", "NOT_SUPPORTED_CHANGE_COLUMN"),  # no upcast: Spark refuses it first
+        ("i", "string", "DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP"),  # an upcast, no widening
+        ("id", "double", "DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP"),
+        ("i", "float", "DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP"),
+        ("d", "timestamp", "DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP"),
+        ("m", "decimal(5,1)", "NOT_SUPPORTED_CHANGE_COLUMN"),
+        ("f", "integer", "NOT_SUPPORTED_CHANGE_COLUMN"),
+    ],
+)
+def test_refused_type_changes_carry_deltas_error_class(
+    tmp_path: Path, column: str, new_type: str, error_class: str | None
+) -> None:
+    """TypeWideningAlterTableSuite "unsupported type changes": a change Spark can upcast but
+    Delta cannot widen is ``DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP`` (also any change on a
+    table without ``delta.enableTypeWidening``); one Spark cannot upcast,
+    ``NOT_SUPPORTED_CHANGE_COLUMN``."""
+    log = create(str(tmp_path / "t"), enable=error_class is not None)
+    with pytest.raises(UnsupportedTypeChangeError) as caught:
+        alter_column_type(log, column, new_type)
+    assert caught.value.error_class == (error_class or "DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP")
+    assert str(caught.value).startswith(f"[{caught.value.error_class}]")
+
+
+def _with_expressions(tmp_path: Path, constraint: str | None, generated: str | None) -> object:
+    """Delta's suites' tables: ``value``/``b``/``x`` bytes, ``st struct<x, y>``, ``arr
+    array<struct<f, g>>``, ``mp map<byte, byte>``, a CHECK constraint ``ck`` and a generated
+    column ``gen``."""
+
+    def field(name: str, t: object, meta: dict[str, str] | None = None) -> dict[str, object]:
+        return {"name": name, "type": t, "nullable": True, "metadata": meta or {}}
+
+    struct = {"type": "struct", "fields": [field("x", "byte"), field("y", "byte")]}
+    element = {"type": "struct", "fields": [field("f", "byte"), field("g", "byte")]}
+    extra = [
+        field("value", "byte"),
+        field("b", "byte"),
+        field("st", struct),
+        field("arr", {"type": "array", "elementType": element, "containsNull": True}),
+        field("mp", {"type": "map", "keyType": "byte", "valueType": "byte", "valueContainsNull": True}),
+    ]
+    if generated is not None:
+        extra.append(field("gen", "integer", {"delta.generationExpression": generated}))
+    config = {"delta.feature.generatedColumns": "supported"}
+    if constraint is not None:
+        config["delta.constraints.ck"] = constraint
+    return _nested_table(tmp_path, config, *extra)
+
+
+@pytest.mark.parametrize(
+    ("expression", "refused", "allowed"),
+    [
+        ("b > 0", ["b"], ["value"]),  # a column named value is no map value
+        ("hash(b) > 0", ["b"], ["value", "st.x"]),
+        ("hash(value) > 0", ["value"], ["b"]),
+        ("hash(st.x) > 0", ["st.x"], ["st.y", "b"]),
+        ("hash(st) > 0", ["st.x", "st.y"], ["b"]),
+        ("hash(arr[1].f) = 7", ["arr.element.f"], ["arr.element.g"]),
+        ("size(arr) > 0", ["arr.element.f", "arr.element.g"], ["b"]),
+        ("sign(mp[7]) < 0", ["mp.value", "mp.key"], ["b"]),
+        ("hash(a[1]) = -1160545675", ["a.element"], ["m.value", "b"]),
+        ("s.a = 3 AND 'value' <> 'b'", ["s.a"], ["value", "b"]),
+        ("`b` + m[cast(value AS int)] > 0", ["b", "m.value", "m.key", "value"], ["st.x"]),
+    ],
+)
+@pytest.mark.parametrize("kind", ["constraint", "generated"])
+def test_the_columns_an_expression_reads_keep_their_type(
+    tmp_path: Path, kind: str, expression: str, refused: list[str], allowed: list[str]
+) -> None:
+    """TypeWideningConstraintsSuite / TypeWideningGeneratedColumnsSuite "... with type change":
+    an expression's columns are resolved against the schema as Delta's
+    ``containsDependentExpression`` does, with ``element``/``key``/``value`` steps for array
+    subscripts and map lookups, so a field next to the one read still widens."""
+    log = _with_expressions(
+        tmp_path, expression if kind == "constraint" else None, expression if kind == "generated" else None
+    )
+    error_class = (
+        "DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE"
+        if kind == "constraint"
+        else "DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE"
+    )
+    wider = {"value": "short", "b": "short", "st.x": "short", "st.y": "short", "s.a": "short"}
+    for column in refused:
+        with pytest.raises(UnsupportedTypeChangeError) as caught:
+            alter_column_type(log, column, wider.get(column, "int"))
+        assert caught.value.error_class == error_class, column
+    assert log.update().version == 0  # type: ignore[attr-defined]
+    for column in allowed:
+        alter_column_type(log, column, wider.get(column, "int"))
+
+
+def test_a_name_holding_dots_is_backquoted(tmp_path: Path) -> None:
+    """The column path is Delta's multipart identifier, as RENAME and DROP COLUMN take it:
+    ```a.b``` is one column, ``s.`x.y``` a field of ``s``."""
+    struct = {"type": "struct", "fields": [{"name": "x.y", "type": "byte", "nullable": True, "metadata": {}}]}
+    log = _nested_table(
+        tmp_path,
+        None,
+        {"name": "a.b", "type": "byte", "nullable": True, "metadata": {}},
+        {"name": "st", "type": struct, "nullable": True, "metadata": {}},
+    )
+    assert alter_column_type(log, "`a.b`", "short") == 1
+    assert alter_column_type(log, "st.`x.y`", "int") == 2
+    fields = json.loads(log.update().metadata.schema_string)["fields"]  # type: ignore[attr-defined]
+    assert (fields[3]["type"], fields[4]["type"]["fields"][0]["type"]) == ("short", "integer")
+
+
+def test_char_and_varchar_columns_become_strings_or_longer_varchars(tmp_path: Path) -> None:
+    """TypeWideningFeatureCompatibilitySuite "compatibility with char/varchar columns": ALTER
+    COLUMN TYPE STRING of a ``char(n)``/``varchar(n)`` column (a string whose metadata keeps the
+    declared type) drops the declared type and with it the length check; Spark's analyzer lets a
+    varchar grow (``char(n)`` to ``varchar(m)``, ``m >= n``) and refuses the rest."""
+    from deltalog.txn.protocol.constraints import char_varchar_constraints
+
+    def declared(name: str, t: str) -> dict[str, object]:
+        return {"name": name, "type": "string", "nullable": True, "metadata": {"__CHAR_VARCHAR_TYPE_STRING": t}}
+
+    log = _nested_table(
+        tmp_path,
+        {"delta.constraints.ck": "c <> 'x'"},
+        declared("c", "char(3)"),
+        declared("v", "varchar(3)"),
+        {"name": "plain", "type": "string", "nullable": True, "metadata": {}},
+    )
+    refused = [("c", "char(4)"), ("c", "varchar(2)"), ("v", "varchar(2)"), ("v", "char(3)"), ("plain", "varchar(9)")]
+    for column, new_type in refused:
+        with pytest.raises(UnsupportedTypeChangeError) as caught:
+            alter_column_type(log, column, new_type)
+        assert caught.value.error_class == "NOT_SUPPORTED_CHANGE_COLUMN", (column, new_type)
+    assert alter_column_type(log, "c", "CHAR(3)") is None  # the declared type already
+    assert alter_column_type(log, "v", "varchar(5)") == 1
+    assert alter_column_type(log, "c", "string") == 2  # a CHECK constraint reading it does not matter
+    metadata = log.update().metadata  # type: ignore[attr-defined]
+    fields = {f["name"]: f for f in json.loads(metadata.schema_string)["fields"]}
+    assert fields["c"] == {"name": "c", "type": "string", "nullable": True, "metadata": {}}
+    assert fields["v"]["metadata"] == {"__CHAR_VARCHAR_TYPE_STRING": "varchar(5)"}
+    assert [c.expression for c in char_varchar_constraints(metadata)] == ["`v` IS NULL OR length(`v`) <= 5"]
+
+
+def test_upcasts_are_sparks() -> None:
+    """``is_upcast`` (what decides ``NOT_SUPPORTED_CHANGE_COLUMN``) agrees with Spark 4's
+    ``Cast.canUpCast`` (checked over all pairs of primitive types against the JVM)."""
+    from deltalog.txn.protocol.type_widening import is_upcast
+
+    yes = [("long", "double"), ("integer", "decimal(10,0)"), ("decimal(9,0)", "integer"), ("date", "timestamp")]
+    yes += [("binary", "string"), ("timestamp", "long"), ("void", "date"), ("decimal(5,2)", "decimal(7,3)")]
+    no = [("decimal(10,0)", "integer"), ("decimal(3,1)", "long"), ("integer", "decimal(9,0)"), ("float", "long")]
+    no += [("decimal(5,2)", "double"), ("timestamp", "date"), ("variant", "string"), ("string", "integer")]
+    assert [is_upcast(a, b) for a, b in yes + no] == [True] * len(yes) + [False] * len(no)
+
+
+def test_the_commit_names_the_changed_leaf(tmp_path: Path) -> None:
+    """The CHANGE COLUMN commit's ``column`` parameter is Delta's ``structFieldToMap`` of the
+    changed column: ``m.key`` and ``a.element`` themselves (not the map or array holding
+    them), a name holding a dot backquoted as Spark's ``UnresolvedAttribute.name``."""
+    struct = {"type": "struct", "fields": [{"name": "x.y", "type": "byte", "nullable": False, "metadata": {}}]}
+    log = _nested_table(tmp_path, None, {"name": "st", "type": struct, "nullable": True, "metadata": {}})
+    changes = [("m.key", "int"), ("m.value", "int"), ("a.element", "long"), ("st.`x.y`", "short"), ("s.a", "short")]
+    for column, new_type in changes:
+        alter_column_type(log, column, new_type)
+    params = [json.loads(log.read_commit(v)[0].operation_parameters["column"]) for v in range(1, 6)]  # type: ignore[attr-defined]
+    assert params == [
+        {"name": "m.key", "type": "integer", "nullable": False, "metadata": {}},
+        {"name": "m.value", "type": "integer", "nullable": True, "metadata": {}},
+        {"name": "a.element", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "st.`x.y`", "type": "short", "nullable": False, "metadata": {}},
+        {"name": "s.a", "type": "short", "nullable": True, "metadata": {}},
+    ]
+
+
+def test_expression_columns_of_any_spark_sql() -> None:
+    """Names are words in Spark's lexer (``1st``, unicode letters), strings and function names
+    are none, backquoted parts may hold anything."""
+    from deltalog.txn.commands.dependent_expressions import expression_columns
+
+    def field(name: str, t: object = "integer") -> dict[str, object]:
+        return {"name": name, "type": t, "nullable": True, "metadata": {}}
+
+    inner = {"type": "struct", "fields": [field("a b")]}
+    schema = {"type": "struct", "fields": [field("1st"), field("été"), field("hash"), field("s", inner)]}
+    expression = "hash(`1st`) + 1st * 1.5e3 > length('été') AND été IS NOT NULL AND s.`a b` > hash"
+    found = expression_columns(expression, schema)
+    assert found == [("1st",), ("été",), ("s", "a b"), ("hash",)]
+
+
+def test_a_generated_column_keeps_the_type_of_its_expression(tmp_path: Path) -> None:
+    """Delta's commit validates every generated column's expression type against the column's
+    (``validateGeneratedColumns``: DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH), so widening the
+    generated column itself fails there; a table that broke the rule could take no later
+    metadata change from Delta."""
+    log = _with_expressions(tmp_path, None, "b + 1")
+    with pytest.raises(UnsupportedTypeChangeError) as caught:
+        alter_column_type(log, "gen", "long")
+    assert caught.value.error_class == "DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH"
+    assert log.update().version == 0  # type: ignore[attr-defined]

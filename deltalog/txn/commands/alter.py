@@ -93,10 +93,12 @@ __all__ = [
     "DropColumns",
     "RenameColumn",
     "add_columns",
+    "attribute_name",
     "change_column_comment",
     "drop_columns",
     "rename_column",
     "set_table_properties",
+    "split_column_path",
     "unset_table_properties",
 ]
 
@@ -127,7 +129,7 @@ class DropColumns(Operation):
 # -- paths in a schema ---------------------------------------------------------------------
 
 
-def _split(path: str) -> tuple[str, ...]:
+def split_column_path(path: str) -> tuple[str, ...]:
     """A column path's name parts: split at dots, or parsed as Spark SQL when it backquotes a
     part (```z.z`.`y.y``` is ``("z.z", "y.y")``, Delta's multipart identifier)."""
     if "`" in path:
@@ -204,7 +206,7 @@ def _resolve(schema: StructType, path: str) -> tuple[tuple[str, ...], StructFiel
     """The canonical path (names as the schema spells them) and the field at ``path``: struct
     fields at any depth, also inside arrays (``element``) and maps (``key``, ``value``), as
     Delta's ``a.element.x`` / ``a.value.key.y``; the last part is a struct field."""
-    parts = _split(path)
+    parts = split_column_path(path)
     canonical: list[str] = []
     dt: DataType = schema
     found: StructField | None = None
@@ -241,7 +243,7 @@ def _type_name(dt: DataType) -> str:
     return value if isinstance(value, str) else str(value["type"])
 
 
-def _attribute_name(path: Sequence[str]) -> str:
+def attribute_name(path: Sequence[str]) -> str:
     """Spark's ``UnresolvedAttribute.name``, as Delta logs column paths: a part holding a dot backquoted."""
     return ".".join(f"`{p}`" if "." in p else p for p in path)
 
@@ -249,7 +251,7 @@ def _attribute_name(path: Sequence[str]) -> str:
 def _field_for_log(path: tuple[str, ...], f: StructField) -> dict[str, Any]:
     """Delta's ``structFieldToMap``: full name, type name, nullability, metadata."""
     return {
-        "name": _attribute_name(path),
+        "name": attribute_name(path),
         "type": _type_name(f.type),
         "nullable": f.nullable,
         "metadata": dict(f.metadata),
@@ -285,7 +287,7 @@ def _check_no_dependent_expressions(metadata: Metadata, path: tuple[str, ...], a
 def _field_already_exists(op: str, path: Sequence[str], struct: StructType) -> InvalidSchemaChangeError:
     """Spark's ``FIELD_ALREADY_EXISTS`` (``CheckAnalysis.checkColumnNotExists``, case-insensitive)."""
     return InvalidSchemaChangeError(
-        f"[FIELD_ALREADY_EXISTS] Cannot {op} column, because {_attribute_name(path)} already exists in "
+        f"[FIELD_ALREADY_EXISTS] Cannot {op} column, because {attribute_name(path)} already exists in "
         f"{struct.simple_string()}; nothing was committed"
     )
 
@@ -293,7 +295,7 @@ def _field_already_exists(op: str, path: Sequence[str], struct: StructType) -> I
 def _refuse_dropping_a_collections_part(schema: StructType, name: str) -> None:
     """Delta's ``SchemaUtils.dropColumn``: a map's ``key`` or ``value`` or an array's
     ``element`` is no field that can be dropped (drop the column, or a field of its struct)."""
-    parts = _split(name)
+    parts = split_column_path(name)
     dt: DataType | None = schema
     for part in parts[:-1]:
         dt = None if dt is None else _child(dt, part)
@@ -394,9 +396,9 @@ def add_columns(delta_log: DeltaLog, columns: Iterable[tuple[str, StructField] |
     for item in columns:
         if isinstance(item, tuple):
             parent, f = item
-            wanted.append(((*_split(parent), f.name) if parent else (f.name,), f))
+            wanted.append(((*split_column_path(parent), f.name) if parent else (f.name,), f))
         else:
-            parts = _split(item.name)
+            parts = split_column_path(item.name)
             wanted.append((parts, dataclasses.replace(item, name=parts[-1])))
     if not wanted:
         raise InvalidSchemaChangeError("add_columns needs at least one column")
@@ -431,7 +433,7 @@ def rename_column(delta_log: DeltaLog, old: str, new: str) -> int:
         _require_column_mapping(metadata, "RENAME COLUMN")
         schema = StructType.from_json(metadata.schema_string)
         path, _ = _resolve(schema, old)
-        new_parts = _split(new)
+        new_parts = split_column_path(new)
         if len(new_parts) > 1 and tuple(p.lower() for p in new_parts[:-1]) != tuple(p.lower() for p in path[:-1]):
             raise InvalidSchemaChangeError(
                 f"cannot rename {old!r} to {new!r}: a rename cannot move a column (a new name holding dots is "
@@ -454,7 +456,7 @@ def rename_column(delta_log: DeltaLog, old: str, new: str) -> int:
             partitions = tuple(new_name if c.lower() == path[0].lower() else c for c in partitions)
         new_path = (*path[:-1], new_name)
         config = renamed_stats_columns(metadata.configuration, path, new_path)
-        op = RenameColumn(old_column_path=_attribute_name(path), new_column_path=_attribute_name(new_path))
+        op = RenameColumn(old_column_path=attribute_name(path), new_column_path=attribute_name(new_path))
         return _with_schema(metadata, renamed, partition_columns=partitions, configuration=config), op
 
     return _commit(delta_log, change)
@@ -492,7 +494,7 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
             if len(parent.fields) == 1:
                 raise InvalidSchemaChangeError(
                     "[DELTA_DROP_COLUMN_ON_SINGLE_FIELD_SCHEMA] Cannot drop column from a schema with a single column. "
-                    f"Schema: {parent.simple_string()} (dropping {_attribute_name(path)!r}"
+                    f"Schema: {parent.simple_string()} (dropping {attribute_name(path)!r}"
                     + (", the last field of its struct: drop the struct instead)" if len(path) > 1 else ")")
                 )
             schema = _replace_struct(schema, path[:-1], _without(path[-1]))
@@ -501,7 +503,7 @@ def drop_columns(delta_log: DeltaLog, names: Sequence[str], if_exists: bool = Fa
             raise InvalidSchemaChangeError("cannot drop every data column of the table: at least one must remain")
         config = dropped_stats_columns(metadata.configuration, paths)
         return _with_schema(metadata, schema, configuration=config), DropColumns(
-            columns=[_attribute_name(p) for p in paths]
+            columns=[attribute_name(p) for p in paths]
         )
 
     def not_clustering(txn: OptimisticTransaction) -> None:

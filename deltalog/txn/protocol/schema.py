@@ -566,8 +566,6 @@ class TypeDifference:
 
     #: the column's path, with ``element`` / ``key`` / ``value`` steps into arrays and maps
     path: tuple[str, ...]
-    #: the same path through struct fields only (what an expression names)
-    struct_path: tuple[str, ...]
     table: DataType
     data: DataType
 
@@ -576,28 +574,26 @@ def type_differences(table: StructType, data: StructType) -> list[TypeDifference
     """The columns both schemas have (case-insensitive, at any depth) whose types differ below
     any struct, array or map both have alike (Delta's ``checkDependentExpressions`` walk with
     ``transformColumns``); nullability aside."""
-    return _differences(table, data, (), ())
+    return _differences(table, data, ())
 
 
-def _differences(
-    table: DataType, data: DataType, path: tuple[str, ...], struct_path: tuple[str, ...]
-) -> list[TypeDifference]:
+def _differences(table: DataType, data: DataType, path: tuple[str, ...]) -> list[TypeDifference]:
     if isinstance(table, StructType) and isinstance(data, StructType):
         theirs = {f.name.lower(): f for f in data.fields}
         out: list[TypeDifference] = []
         for f in table.fields:
             other = theirs.get(f.name.lower())
             if other is not None:
-                out += _differences(f.type, other.type, (*path, f.name), (*struct_path, f.name))
+                out += _differences(f.type, other.type, (*path, f.name))
         return out
     if isinstance(table, ArrayType) and isinstance(data, ArrayType):
-        return _differences(table.element_type, data.element_type, (*path, "element"), struct_path)
+        return _differences(table.element_type, data.element_type, (*path, "element"))
     if isinstance(table, MapType) and isinstance(data, MapType):
         return [
-            *_differences(table.key_type, data.key_type, (*path, "key"), struct_path),
-            *_differences(table.value_type, data.value_type, (*path, "value"), struct_path),
+            *_differences(table.key_type, data.key_type, (*path, "key")),
+            *_differences(table.value_type, data.value_type, (*path, "value")),
         ]
-    return [] if _shape(table) == _shape(data) else [TypeDifference(path, struct_path, table, data)]
+    return [] if _shape(table) == _shape(data) else [TypeDifference(path, table, data)]
 
 
 def _is_void(dt: DataType) -> bool:

@@ -35,11 +35,13 @@ __all__ = [
     "is_type_change_supported",
     "is_type_change_supported_by_iceberg",
     "is_type_change_supported_for_schema_evolution",
+    "is_upcast",
     "preview_table_version",
     "record_type_changes",
     "remove_type_changes",
     "stamp_new_type_changes",
     "type_widening_enabled",
+    "unsupported_type_change",
     "widen_for_schema_evolution",
 ]
 
@@ -52,7 +54,15 @@ _INTEGRAL_DECIMAL = {"byte": (3, 0), "short": (5, 0), "integer": (10, 0), "long"
 
 class UnsupportedTypeChangeError(DeltaLogError):
     """A type change that is not a supported widening (a narrowing, an unrelated type, or a
-    widening on a table without ``delta.enableTypeWidening``); the table is left untouched."""
+    widening on a table without ``delta.enableTypeWidening``); the table is left untouched.
+    ``error_class`` is Delta's (or Spark's) class for the refusal, when it has one."""
+
+    error_class: str | None = None
+
+    def __init__(self, message: str, error_class: str | None = None) -> None:
+        super().__init__(f"[{error_class}] {message}" if error_class else message)
+        if error_class:
+            self.error_class = error_class
 
 
 def type_widening_enabled(configuration: Mapping[str, str]) -> bool:
@@ -171,13 +181,55 @@ def _changes_in_field_type(old: Any, new: Any, where: str) -> list[dict[str, Any
     if old == new or old in ("void", "null"):  # a void column typed by schema evolution is no widening
         return []
     if not is_type_change_supported(old, new):
-        raise UnsupportedTypeChangeError(
-            f"cannot change the type of {where} from {_show(old)} to {_show(new)}: only widening changes "
-            "are supported (byte -> short -> integer -> long, float -> double, integer -> double, "
-            "date -> timestamp_ntz, decimal(p, s) -> decimal(p + k1, s + k2) with k1 >= k2 >= 0, "
-            "integer -> decimal(10 + k1, k2), long -> decimal(20 + k1, k2)); the table was not changed"
-        )
+        raise unsupported_type_change(where, old, new)
     return [{"fromType": old, "toType": new}]
+
+
+def unsupported_type_change(
+    where: str, old: Any, new: Any, error_class: str | None = None
+) -> UnsupportedTypeChangeError:
+    """The error for a change of ``where`` from ``old`` to ``new`` that is no supported widening."""
+    return UnsupportedTypeChangeError(
+        f"cannot change the type of {where} from {_show(old)} to {_show(new)}: only widening changes "
+        "are supported (byte -> short -> integer -> long, float -> double, integer -> double, "
+        "date -> timestamp_ntz, decimal(p, s) -> decimal(p + k1, s + k2) with k1 >= k2 >= 0, "
+        "integer -> decimal(10 + k1, k2), long -> decimal(20 + k1, k2)); the table was not changed",
+        error_class,
+    )
+
+
+#: Spark's ``numericPrecedence``: a number upcasts to any type after it
+_NUMERIC_PRECEDENCE = ("byte", "short", "integer", "long", "float", "double")
+_UPCAST_PAIRS = {
+    ("date", "timestamp"),
+    ("date", "timestamp_ntz"),
+    ("timestamp_ntz", "timestamp"),
+    ("timestamp", "timestamp_ntz"),
+    ("timestamp", "long"),
+    ("long", "timestamp"),
+}
+
+
+def is_upcast(from_type: Any, to_type: Any) -> bool:
+    """Spark's ``Cast.canUpCast`` for two primitive types (a cast that loses nothing): what
+    Spark's analyzer lets ``ALTER COLUMN ... TYPE`` ask for before Delta checks it is a
+    widening; anything else is Spark's ``NOT_SUPPORTED_CHANGE_COLUMN``."""
+    if not isinstance(from_type, str) or not isinstance(to_type, str):
+        return False
+    if from_type == to_type or from_type in ("void", "null") or (from_type, to_type) in _UPCAST_PAIRS:
+        return True
+    if from_type in _NUMERIC_PRECEDENCE and to_type in _NUMERIC_PRECEDENCE:
+        return _NUMERIC_PRECEDENCE.index(from_type) < _NUMERIC_PRECEDENCE.index(to_type)
+    # a decimal to or from a decimal or an integer (both integers were handled above): Spark's
+    # DecimalType.isWiderThan / isTighterThan, an integer as the decimal it fits in, which a
+    # decimal of as many digits may overflow
+    frm = _decimal(from_type) or _INTEGRAL_DECIMAL.get(from_type)
+    to = _decimal(to_type) or _INTEGRAL_DECIMAL.get(to_type)
+    if frm is not None and to is not None:
+        if to_type in _INTEGRAL_DECIMAL:
+            return frm[1] == 0 and frm[0] < to[0]
+        return _wider_decimal(to, frm)
+    return to_type == "string" and from_type != "variant"  # any atomic type to a string
 
 
 def _show(t: Any) -> str:
