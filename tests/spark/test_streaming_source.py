@@ -10,6 +10,7 @@ import dataclasses
 import datetime as dt
 import json
 import os
+import re
 from typing import Any
 
 import pytest
@@ -770,10 +771,19 @@ def test_schema_tracking_location_rename_then_drop(spark, tmp_path):
     with pytest.raises(StreamingQueryException, match="DELTA_STREAMING_METADATA_EVOLUTION"):
         run(allowSourceColumnRename="always")
     source_options = {"path": source, "schemaTrackingLocation": schemas, "allowSourceColumnRename": "always"}
-    with pytest.raises(DeltaSourceSchemaEvolutionBlockedError, match=r"(?s)DROP COLUMN.*allowSourceColumnDrop"):
+    with pytest.raises(DeltaSourceSchemaEvolutionBlockedError, match=r"(?s)DROP COLUMN.*allowSourceColumnDrop") as info:
         data_source = DeltaLogDataSource(source_options)
         data_source.streamReader(data_source.schema())
-    run(**{"spark.databricks.delta.streaming.allowSourceColumnRenameAndDrop": "always"})
+    # Delta's SQL conf for this stream and this change, as the message names it, set in the session
+    conf_for_this_change = (
+        r'spark\.conf\.set\("(spark\.databricks\.delta\.streaming\.allowSourceColumnDrop\.ckpt_-?\d+)", "4"\)'
+    )
+    (conf,) = re.findall(conf_for_this_change, str(info.value))
+    spark.conf.set(conf, "4")
+    try:
+        run(allowSourceColumnRename="always")
+    finally:
+        spark.conf.unset(conf)
     assert [r[-1] for r in rows()] == [0, 1, 2, 3, 4]
 
 
@@ -1041,6 +1051,64 @@ def test_schema_change_inside_arrays_and_maps() -> None:
     assert blocked is not None and blocked.widened
     options = {"spark.databricks.delta.streaming.allowSourceColumnRenameAndDrop": "always"}
     assert blocked_change({**options, "allowSourceColumnTypeChange": "2"}, entry(old, 1), entry(new, 2)) is None
+
+
+def test_unblock_by_sql_confs_of_the_session_and_per_checkpoint(spark, tmp_path):
+    """DeltaSourceMetadataEvolutionSupportSuite: Delta's SQL confs unblock a change for all
+    streams (``spark.databricks.delta.streaming.allowSourceColumn*`` = ``always``) or for one
+    stream (``....ckpt_<hash>`` = ``always`` or the change's version; the hash is Java's
+    ``hashCode`` of the entry's ``sourceMetadataPath``, named by the error); set in the session,
+    a stream's ``load`` takes them, as Delta's source reads them from the session."""
+    from deltalog.contrib.spark.schema_log import SchemaTrackingLog, checkpoint_hash, persisted
+    from deltalog.contrib.spark.session_writes import session_read_defaults
+    from deltalog.contrib.spark.streaming import _check_unblocked
+    from deltalog.logstores.registry import logstore_for
+    from deltalog.txn.protocol.actions import Metadata, Protocol
+
+    def field(name: str) -> dict[str, Any]:
+        return {"name": name, "type": "long", "nullable": True, "metadata": {}}
+
+    location = str(tmp_path / "schemas")
+    log = SchemaTrackingLog(logstore_for(location), location, "t")
+    for version, fields in ((0, [field("a"), field("b")]), (2, [field("b")])):  # a dropped at version 2
+        schema = json.dumps({"type": "struct", "fields": fields})
+        log.write(persisted("t", version, Metadata(id="t", schema_string=schema), Protocol(1, 1), log.location))
+
+    def check(**options: str) -> None:
+        _check_unblocked(StreamReadOptions.parse({"path": "/t", **options}), log)
+
+    with pytest.raises(DeltaSourceSchemaEvolutionBlockedError) as info:
+        check()
+    prefix = "spark.databricks.delta.streaming.allowSourceColumnDrop"
+    (ckpt,) = re.findall(rf'spark\.conf\.set\("({re.escape(prefix)}\.ckpt_-?\d+)", "2"\)', str(info.value))
+    for line in (f'spark.conf.set("{ckpt}", "always")', f'spark.conf.set("{prefix}", "always")'):
+        assert line in str(info.value)
+    # Delta's getCheckpointHash: Java's String.hashCode ("polygenelubricants" hashes to Integer.MIN_VALUE)
+    assert (checkpoint_hash("hello"), checkpoint_hash("polygenelubricants")) == (99162322, -(1 << 31))
+    assert ckpt.endswith(f".ckpt_{checkpoint_hash(log.location)}")
+    both = prefix.replace("Drop", "RenameAndDrop")
+    for unblocked in (
+        {ckpt: "2"},
+        {ckpt: "ALWAYS"},
+        {prefix: "always"},
+        {both: "always"},
+        {both + ckpt[len(prefix) :]: "2"},
+    ):
+        check(**unblocked)
+    for still_blocked in ({ckpt: "3"}, {prefix: "2"}, {prefix + ".ckpt_1": "always"}):
+        with pytest.raises(DeltaSourceSchemaEvolutionBlockedError):
+            check(**still_blocked)
+
+    conf = both
+    spark.conf.set(conf, "always")
+    spark.conf.set(ckpt, "2")
+    try:
+        assert {conf: "always", ckpt: "2"}.items() <= session_read_defaults(spark, {}, stream=True).items()
+        assert conf not in session_read_defaults(spark, {})  # a batch read has no source to unblock
+        assert session_read_defaults(spark, {conf: "3"}, stream=True).get(conf) is None  # the read's own wins
+    finally:
+        spark.conf.unset(conf)
+        spark.conf.unset(ckpt)
 
 
 def test_restart_before_a_non_additive_change_fails(spark, table_path, tmp_path):

@@ -63,6 +63,7 @@ from deltalog.contrib.spark.schema_log import (
     PersistedMetadata,
     SchemaTrackingLog,
     blocked_change,
+    checkpoint_hash,
     evolved,
     metadata_changed,
     persisted,
@@ -743,8 +744,9 @@ def _check_unblocked(options: StreamReadOptions, log: SchemaTrackingLog) -> None
     change = blocked_change(dict(options.schema_change_unblocks), previous, current)
     if change is not None:
         version = current.delta_commit_version
+        hint = unblock_hint(change, version, checkpoint_hash(current.source_metadata_path))
         raise DeltaSourceSchemaEvolutionBlockedError(
-            change.name, change.details(), previous.delta_commit_version, version, unblock_hint(change, version)
+            change.name, change.details(), previous.delta_commit_version, version, hint
         )
 
 
