@@ -1111,6 +1111,81 @@ def test_unblock_by_sql_confs_of_the_session_and_per_checkpoint(spark, tmp_path)
         spark.conf.unset(ckpt)
 
 
+def test_protocol_of_each_version_read_after_a_feature_was_dropped(tmp_path):
+    """DeltaSourceFastDropFeatureSuite: a reader feature this client lacks, dropped again since
+    (the latest protocol is clean): a stream from the latest version reads; one whose
+    ``startingVersion``/``startingTimestamp`` or restart offset is a version where the feature
+    was on, or that reads forward across the commit adding it, fails with Delta's
+    ``DELTA_UNSUPPORTED_FEATURES_FOR_READ``; a restart past it reads on."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.txn.protocol.errors import UnsupportedFeatureError
+
+    path = str(tmp_path / "t")
+    os.makedirs(os.path.join(path, "_delta_log"))
+
+    def add(i: int) -> dict[str, Any]:
+        pq.write_table(pa.table({"id": pa.array([i], pa.int64())}), os.path.join(path, f"{i}.parquet"))
+        size = os.path.getsize(os.path.join(path, f"{i}.parquet"))
+        return {
+            "add": {
+                "path": f"{i}.parquet",
+                "partitionValues": {},
+                "size": size,
+                "modificationTime": i,
+                "dataChange": True,
+            }
+        }
+
+    def protocol(*features: str) -> dict[str, Any]:
+        return {
+            "protocol": {
+                "minReaderVersion": 3,
+                "minWriterVersion": 7,
+                "readerFeatures": list(features),
+                "writerFeatures": list(features),
+            }
+        }
+
+    schema = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+    metadata = {
+        "id": "t",
+        "format": {"provider": "parquet"},
+        "schemaString": json.dumps(schema),
+        "partitionColumns": [],
+    }
+    unsupported = "testUnsupportedReaderWriter"
+    # the feature added at version 2 and dropped at version 4
+    commits = [
+        [protocol(), {"metaData": metadata}, add(0)],
+        [add(1)],
+        [protocol(unsupported)],
+        [add(3)],
+        [protocol()],
+        [add(5)],
+    ]
+    for version, actions in enumerate(commits):
+        commit = os.path.join(path, "_delta_log", f"{version:020d}.json")
+        with open(commit, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(a) + "\n" for a in actions)
+        os.utime(commit, (version, version))  # committed at second `version` of 1970
+
+    def ids(start: dict[str, Any] | None = None, **options: str) -> list[int]:
+        reader = _reader(path, **options)
+        return sorted(_run_batches(reader, start or reader.initialOffset(), ReadAllAvailable())[1])
+
+    assert ids() == [0, 1, 3, 5]  # the initial snapshot of the latest version
+    at = {"sourceVersion": 1, "reservoirId": "t", "isStartingVersion": False}
+    assert ids({**at, "reservoirVersion": 5, "index": -1}) == [5]
+    assert ids(startingVersion="4") == [5]
+    failing = [{"startingVersion": "1"}, {"startingVersion": "3"}, {"startingTimestamp": "1970-01-01 00:00:03"}]
+    for start, options in [(None, o) for o in failing] + [({**at, "reservoirVersion": 3, "index": 0}, {})]:
+        with pytest.raises(UnsupportedFeatureError, match=rf"^\[DELTA_UNSUPPORTED_FEATURES_FOR_READ\].*{unsupported}"):
+            ids(start, **options)
+
+
 def test_restart_before_a_non_additive_change_fails(spark, table_path, tmp_path):
     """DeltaSourceSuite "drop column / rename column: should fail with non-additive schema
     change error" from a restart: a query restarted (or started with ``startingVersion``) at a

@@ -145,14 +145,25 @@ class InvalidTableStateError(DeltaLogError):
 
 
 class UnsupportedFeatureError(DeltaLogError):
-    """The table needs table features (or protocol versions) this client does not implement."""
+    """The table needs table features (or protocol versions) this client does not implement:
+    Delta's ``DELTA_UNSUPPORTED_FEATURES_FOR_READ`` / ``..._FOR_WRITE`` (``error_class``,
+    ``DELTA_INVALID_PROTOCOL_VERSION`` for protocol versions), named first in the message."""
 
-    def __init__(self, features: Iterable[str], *, operation: str = "read", table: str = "", detail: str = "") -> None:
+    def __init__(
+        self,
+        features: Iterable[str],
+        *,
+        operation: str = "read",
+        table: str = "",
+        detail: str = "",
+        error_class: str | None = None,
+    ) -> None:
         names = sorted(set(features))
         where = f" of {table}" if table else ""
         extra = f" {detail}" if detail else ""
+        self.error_class = error_class or f"DELTA_UNSUPPORTED_FEATURES_FOR_{operation.upper()}"
         super().__init__(
-            f"cannot {operation} the Delta table{where}: it needs table feature(s) "
+            f"[{self.error_class}] cannot {operation} the Delta table{where}: it needs table feature(s) "
             f"{', '.join(names)} which deltalog does not support for {operation}s.{extra} "
             "Use a client that supports them, or drop the feature(s) from the table."
         )
