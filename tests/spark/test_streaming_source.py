@@ -1186,6 +1186,52 @@ def test_protocol_of_each_version_read_after_a_feature_was_dropped(tmp_path):
             ids(start, **options)
 
 
+def test_schema_log_entry_without_configurations_and_protocol(tmp_path):
+    """DeltaSourceSchemaEvolutionSuite "backward-compat: latest version can read back older
+    JSON": an entry written before ``tableConfigurations`` and ``protocolJson`` existed (Delta
+    2.x's ``PersistedSchema``) is read with the table's configuration and protocol where it
+    has none (Delta's ``readSnapshotDescriptor``): a column-mapped table's files are read by
+    their physical names, not as nulls, and the protocol is no change."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    path, schemas = str(tmp_path / "t"), str(tmp_path / "schemas")
+    os.makedirs(os.path.join(path, "_delta_log"))
+    mapping = {"delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "col-1"}
+    schema = json.dumps(
+        {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": mapping}]}
+    )
+    configuration = {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "1"}
+    metadata = {"id": "t", "format": {"provider": "parquet"}, "schemaString": schema, "partitionColumns": []}
+    protocol = {"protocol": {"minReaderVersion": 2, "minWriterVersion": 5}}
+    for version in (0, 1):
+        pq.write_table(pa.table({"col-1": pa.array([version], pa.int64())}), os.path.join(path, f"{version}.parquet"))
+        size = os.path.getsize(os.path.join(path, f"{version}.parquet"))
+        add = {
+            "path": f"{version}.parquet",
+            "partitionValues": {},
+            "size": size,
+            "modificationTime": 0,
+            "dataChange": True,
+        }
+        first = [protocol, {"metaData": {**metadata, "configuration": configuration}}] if version == 0 else []
+        with open(os.path.join(path, "_delta_log", f"{version:020d}.json"), "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(a) + "\n" for a in [*first, {"add": add}])
+    old = {
+        "tableId": "t",
+        "deltaCommitVersion": 0,
+        "dataSchemaJson": schema,
+        "partitionSchemaJson": '{"type":"struct","fields":[]}',
+    }
+    os.makedirs(os.path.join(schemas, "_schema_log_t"))
+    with open(os.path.join(schemas, "_schema_log_t", "0"), "w", encoding="utf-8") as f:
+        f.write("v1\n" + json.dumps({**old, "sourceMetadataPath": ""}))
+    reader = _reader(path, schemaTrackingLocation=schemas)
+    start = {"sourceVersion": 1, "reservoirId": "t", "reservoirVersion": 1, "index": -1, "isStartingVersion": False}
+    assert _run_batches(reader, start, ReadAllAvailable())[1] == [1]
+
+
 def test_restart_before_a_non_additive_change_fails(spark, table_path, tmp_path):
     """DeltaSourceSuite "drop column / rename column: should fail with non-additive schema
     change error" from a restart: a query restarted (or started with ``startingVersion``) at a

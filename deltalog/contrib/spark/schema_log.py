@@ -44,6 +44,7 @@ __all__ = [
     "merge_consecutive",
     "metadata_changed",
     "persisted",
+    "read_with",
     "schema_change",
     "unblock_hint",
 ]
@@ -437,6 +438,19 @@ def persisted(
         dict(metadata.configuration),
         json.dumps({"protocol": protocol.to_dict()}, separators=(",", ":")),
     )
+
+
+def read_with(entry: PersistedMetadata, metadata: Metadata, protocol: Protocol) -> PersistedMetadata:
+    """The metadata a source reads with from ``entry``, whose table configuration and protocol
+    are the table's (``metadata``, ``protocol`` of the snapshot the source started from) where
+    the entry has none: an entry of Delta 2.x's ``PersistedSchema`` (Delta's
+    ``readSnapshotDescriptor`` falls back to ``snapshotAtSourceInit``), else its column
+    mapping mode would be lost and a protocol in any commit would look like a change."""
+    if entry.table_configurations is None:
+        entry = replace(entry, table_configurations=dict(metadata.configuration))
+    if entry.protocol_json is None:
+        entry = replace(entry, protocol_json=json.dumps({"protocol": protocol.to_dict()}, separators=(",", ":")))
+    return entry
 
 
 def _protocol_key(p: Mapping[str, Any] | None) -> Any:

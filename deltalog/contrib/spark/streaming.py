@@ -67,6 +67,7 @@ from deltalog.contrib.spark.schema_log import (
     evolved,
     metadata_changed,
     persisted,
+    read_with,
     schema_change,
     unblock_hint,
 )
@@ -235,7 +236,11 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if schema_log is not None:
                 _check_unblocked(self.options, schema_log)
             location = "" if schema_log is None else schema_log.location
-            read = tracked or persisted(metadata.id, snapshot.version, metadata, snapshot.protocol, location)
+            read = (
+                read_with(tracked, metadata, snapshot.protocol)
+                if tracked is not None
+                else persisted(metadata.id, snapshot.version, metadata, snapshot.protocol, location)
+            )
             tracking = row_tracking_columns(snapshot) if o.read_row_tracking else None
             spec = dataclasses.replace(
                 ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(self.schema), tracking),
