@@ -70,13 +70,16 @@ class VersionNotFoundError(DeltaLogError):
 
 
 class NonContiguousVersionsError(DeltaLogError):
-    """Commit files are missing between the checkpoint and the requested version."""
+    """Commit files are missing between the checkpoint and the requested version (Delta's
+    ``DELTA_VERSIONS_NOT_CONTIGUOUS``)."""
+
+    error_class = "DELTA_VERSIONS_NOT_CONTIGUOUS"
 
     def __init__(self, log_uri: str, versions: Iterable[int], expected: int) -> None:
         listed = list(versions)
         shown = ", ".join(str(v) for v in listed[:20]) + (" ..." if len(listed) > 20 else "")
         super().__init__(
-            f"the Delta log at {log_uri} is not contiguous: expected version {expected} next, "
+            f"[{self.error_class}] the Delta log at {log_uri} is not contiguous: expected version {expected} next, "
             f"found versions [{shown}]. A commit file was deleted or not yet visible; "
             "restore the missing file, or read at a version with a complete checkpoint."
         )
