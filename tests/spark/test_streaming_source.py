@@ -10,6 +10,7 @@ import dataclasses
 import datetime as dt
 import json
 import os
+import re
 from typing import Any
 
 import pytest
@@ -770,10 +771,19 @@ def test_schema_tracking_location_rename_then_drop(spark, tmp_path):
     with pytest.raises(StreamingQueryException, match="DELTA_STREAMING_METADATA_EVOLUTION"):
         run(allowSourceColumnRename="always")
     source_options = {"path": source, "schemaTrackingLocation": schemas, "allowSourceColumnRename": "always"}
-    with pytest.raises(DeltaSourceSchemaEvolutionBlockedError, match=r"(?s)DROP COLUMN.*allowSourceColumnDrop"):
+    with pytest.raises(DeltaSourceSchemaEvolutionBlockedError, match=r"(?s)DROP COLUMN.*allowSourceColumnDrop") as info:
         data_source = DeltaLogDataSource(source_options)
         data_source.streamReader(data_source.schema())
-    run(**{"spark.databricks.delta.streaming.allowSourceColumnRenameAndDrop": "always"})
+    # Delta's SQL conf for this stream and this change, as the message names it, set in the session
+    conf_for_this_change = (
+        r'spark\.conf\.set\("(spark\.databricks\.delta\.streaming\.allowSourceColumnDrop\.ckpt_-?\d+)", "4"\)'
+    )
+    (conf,) = re.findall(conf_for_this_change, str(info.value))
+    spark.conf.set(conf, "4")
+    try:
+        run(allowSourceColumnRename="always")
+    finally:
+        spark.conf.unset(conf)
     assert [r[-1] for r in rows()] == [0, 1, 2, 3, 4]
 
 
@@ -1041,6 +1051,185 @@ def test_schema_change_inside_arrays_and_maps() -> None:
     assert blocked is not None and blocked.widened
     options = {"spark.databricks.delta.streaming.allowSourceColumnRenameAndDrop": "always"}
     assert blocked_change({**options, "allowSourceColumnTypeChange": "2"}, entry(old, 1), entry(new, 2)) is None
+
+
+def test_unblock_by_sql_confs_of_the_session_and_per_checkpoint(spark, tmp_path):
+    """DeltaSourceMetadataEvolutionSupportSuite: Delta's SQL confs unblock a change for all
+    streams (``spark.databricks.delta.streaming.allowSourceColumn*`` = ``always``) or for one
+    stream (``....ckpt_<hash>`` = ``always`` or the change's version; the hash is Java's
+    ``hashCode`` of the entry's ``sourceMetadataPath``, named by the error); set in the session,
+    a stream's ``load`` takes them, as Delta's source reads them from the session."""
+    from deltalog.contrib.spark.schema_log import SchemaTrackingLog, checkpoint_hash, persisted
+    from deltalog.contrib.spark.session_writes import session_read_defaults
+    from deltalog.contrib.spark.streaming import _check_unblocked
+    from deltalog.logstores.registry import logstore_for
+    from deltalog.txn.protocol.actions import Metadata, Protocol
+
+    def field(name: str) -> dict[str, Any]:
+        return {"name": name, "type": "long", "nullable": True, "metadata": {}}
+
+    location = str(tmp_path / "schemas")
+    log = SchemaTrackingLog(logstore_for(location), location, "t")
+    for version, fields in ((0, [field("a"), field("b")]), (2, [field("b")])):  # a dropped at version 2
+        schema = json.dumps({"type": "struct", "fields": fields})
+        log.write(persisted("t", version, Metadata(id="t", schema_string=schema), Protocol(1, 1), log.location))
+
+    def check(**options: str) -> None:
+        _check_unblocked(StreamReadOptions.parse({"path": "/t", **options}), log)
+
+    with pytest.raises(DeltaSourceSchemaEvolutionBlockedError) as info:
+        check()
+    prefix = "spark.databricks.delta.streaming.allowSourceColumnDrop"
+    (ckpt,) = re.findall(rf'spark\.conf\.set\("({re.escape(prefix)}\.ckpt_-?\d+)", "2"\)', str(info.value))
+    for line in (f'spark.conf.set("{ckpt}", "always")', f'spark.conf.set("{prefix}", "always")'):
+        assert line in str(info.value)
+    # Delta's getCheckpointHash: Java's String.hashCode ("polygenelubricants" hashes to Integer.MIN_VALUE)
+    assert (checkpoint_hash("hello"), checkpoint_hash("polygenelubricants")) == (99162322, -(1 << 31))
+    assert ckpt.endswith(f".ckpt_{checkpoint_hash(log.location)}")
+    both = prefix.replace("Drop", "RenameAndDrop")
+    for unblocked in (
+        {ckpt: "2"},
+        {ckpt: "ALWAYS"},
+        {prefix: "always"},
+        {both: "always"},
+        {both + ckpt[len(prefix) :]: "2"},
+    ):
+        check(**unblocked)
+    for still_blocked in ({ckpt: "3"}, {prefix: "2"}, {prefix + ".ckpt_1": "always"}):
+        with pytest.raises(DeltaSourceSchemaEvolutionBlockedError):
+            check(**still_blocked)
+
+    conf = both
+    spark.conf.set(conf, "always")
+    spark.conf.set(ckpt, "2")
+    try:
+        assert {conf: "always", ckpt: "2"}.items() <= session_read_defaults(spark, {}, stream=True).items()
+        assert conf not in session_read_defaults(spark, {})  # a batch read has no source to unblock
+        assert session_read_defaults(spark, {conf: "3"}, stream=True).get(conf) is None  # the read's own wins
+    finally:
+        spark.conf.unset(conf)
+        spark.conf.unset(ckpt)
+
+
+def test_protocol_of_each_version_read_after_a_feature_was_dropped(tmp_path):
+    """DeltaSourceFastDropFeatureSuite: a reader feature this client lacks, dropped again since
+    (the latest protocol is clean): a stream from the latest version reads; one whose
+    ``startingVersion``/``startingTimestamp`` or restart offset is a version where the feature
+    was on, or that reads forward across the commit adding it, fails with Delta's
+    ``DELTA_UNSUPPORTED_FEATURES_FOR_READ``; a restart past it reads on."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from deltalog.txn.protocol.errors import UnsupportedFeatureError
+
+    path = str(tmp_path / "t")
+    os.makedirs(os.path.join(path, "_delta_log"))
+
+    def add(i: int) -> dict[str, Any]:
+        pq.write_table(pa.table({"id": pa.array([i], pa.int64())}), os.path.join(path, f"{i}.parquet"))
+        size = os.path.getsize(os.path.join(path, f"{i}.parquet"))
+        return {
+            "add": {
+                "path": f"{i}.parquet",
+                "partitionValues": {},
+                "size": size,
+                "modificationTime": i,
+                "dataChange": True,
+            }
+        }
+
+    def protocol(*features: str) -> dict[str, Any]:
+        return {
+            "protocol": {
+                "minReaderVersion": 3,
+                "minWriterVersion": 7,
+                "readerFeatures": list(features),
+                "writerFeatures": list(features),
+            }
+        }
+
+    schema = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+    metadata = {
+        "id": "t",
+        "format": {"provider": "parquet"},
+        "schemaString": json.dumps(schema),
+        "partitionColumns": [],
+    }
+    unsupported = "testUnsupportedReaderWriter"
+    # the feature added at version 2 and dropped at version 4
+    commits = [
+        [protocol(), {"metaData": metadata}, add(0)],
+        [add(1)],
+        [protocol(unsupported)],
+        [add(3)],
+        [protocol()],
+        [add(5)],
+    ]
+    for version, actions in enumerate(commits):
+        commit = os.path.join(path, "_delta_log", f"{version:020d}.json")
+        with open(commit, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(a) + "\n" for a in actions)
+        os.utime(commit, (version, version))  # committed at second `version` of 1970
+
+    def ids(start: dict[str, Any] | None = None, **options: str) -> list[int]:
+        reader = _reader(path, **options)
+        return sorted(_run_batches(reader, start or reader.initialOffset(), ReadAllAvailable())[1])
+
+    assert ids() == [0, 1, 3, 5]  # the initial snapshot of the latest version
+    at = {"sourceVersion": 1, "reservoirId": "t", "isStartingVersion": False}
+    assert ids({**at, "reservoirVersion": 5, "index": -1}) == [5]
+    assert ids(startingVersion="4") == [5]
+    failing = [{"startingVersion": "1"}, {"startingVersion": "3"}, {"startingTimestamp": "1970-01-01 00:00:03"}]
+    for start, options in [(None, o) for o in failing] + [({**at, "reservoirVersion": 3, "index": 0}, {})]:
+        with pytest.raises(UnsupportedFeatureError, match=rf"^\[DELTA_UNSUPPORTED_FEATURES_FOR_READ\].*{unsupported}"):
+            ids(start, **options)
+
+
+def test_schema_log_entry_without_configurations_and_protocol(tmp_path):
+    """DeltaSourceSchemaEvolutionSuite "backward-compat: latest version can read back older
+    JSON": an entry written before ``tableConfigurations`` and ``protocolJson`` existed (Delta
+    2.x's ``PersistedSchema``) is read with the table's configuration and protocol where it
+    has none (Delta's ``readSnapshotDescriptor``): a column-mapped table's files are read by
+    their physical names, not as nulls, and the protocol is no change."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    path, schemas = str(tmp_path / "t"), str(tmp_path / "schemas")
+    os.makedirs(os.path.join(path, "_delta_log"))
+    mapping = {"delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "col-1"}
+    schema = json.dumps(
+        {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": mapping}]}
+    )
+    configuration = {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "1"}
+    metadata = {"id": "t", "format": {"provider": "parquet"}, "schemaString": schema, "partitionColumns": []}
+    protocol = {"protocol": {"minReaderVersion": 2, "minWriterVersion": 5}}
+    for version in (0, 1):
+        pq.write_table(pa.table({"col-1": pa.array([version], pa.int64())}), os.path.join(path, f"{version}.parquet"))
+        size = os.path.getsize(os.path.join(path, f"{version}.parquet"))
+        add = {
+            "path": f"{version}.parquet",
+            "partitionValues": {},
+            "size": size,
+            "modificationTime": 0,
+            "dataChange": True,
+        }
+        first = [protocol, {"metaData": {**metadata, "configuration": configuration}}] if version == 0 else []
+        with open(os.path.join(path, "_delta_log", f"{version:020d}.json"), "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(a) + "\n" for a in [*first, {"add": add}])
+    old = {
+        "tableId": "t",
+        "deltaCommitVersion": 0,
+        "dataSchemaJson": schema,
+        "partitionSchemaJson": '{"type":"struct","fields":[]}',
+    }
+    os.makedirs(os.path.join(schemas, "_schema_log_t"))
+    with open(os.path.join(schemas, "_schema_log_t", "0"), "w", encoding="utf-8") as f:
+        f.write("v1\n" + json.dumps({**old, "sourceMetadataPath": ""}))
+    reader = _reader(path, schemaTrackingLocation=schemas)
+    start = {"sourceVersion": 1, "reservoirId": "t", "reservoirVersion": 1, "index": -1, "isStartingVersion": False}
+    assert _run_batches(reader, start, ReadAllAvailable())[1] == [1]
 
 
 def test_restart_before_a_non_additive_change_fails(spark, table_path, tmp_path):

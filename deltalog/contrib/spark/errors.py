@@ -255,20 +255,27 @@ class DeltaSourceMetadataEvolutionError(DeltaSparkError):
 class DeltaSourceSchemaEvolutionBlockedError(DeltaSparkError):
     """Delta's ``DELTA_STREAMING_CANNOT_CONTINUE_PROCESSING_POST_SCHEMA_EVOLUTION``: the schema
     log's latest entry renames, drops or widens columns of the one before, and no reader
-    option (or Delta SQL conf, given as a reader option) unblocks that kind of change."""
+    option or Delta SQL conf (of the session, or given as a reader option) unblocks that kind
+    of change. ``hints`` is the schema log's
+    :class:`~deltalog.contrib.spark.schema_log.UnblockHint`."""
 
-    def __init__(self, change: str, details: str, previous: int, current: int, hints: tuple[str, str, str]) -> None:
-        once, always, confs = hints
+    def __init__(
+        self, change: str, details: str, previous: int, current: int, hints: tuple[str, str, str, str, str]
+    ) -> None:
+        change_options, stream_options, change_confs, stream_confs, all_confs = hints
         super().__init__(
             "DELTA_STREAMING_CANNOT_CONTINUE_PROCESSING_POST_SCHEMA_EVOLUTION: We've detected one or more non-additive "
             f"schema change(s) ({change}) between Delta version {previous} and {current} in the Delta streaming "
-            f"source. Changes:\n{details}\nPlease check if you want to manually propagate the schema change(s) to "
+            f"source.\nChanges:\n{details}\nPlease check if you want to manually propagate the schema change(s) to "
             f"the sink table before we proceed with stream processing using the finalized schema at version "
-            f"{current}. Once you have fixed the schema of the sink table or have decided there is no need to fix, "
-            "set the following to unblock the non-additive schema change(s) and continue stream processing. "
-            f"To unblock this stream just for this series of schema change(s): {once}. To unblock this stream: "
-            f"{always}. Delta's SQL configuration(s) (the data source sees no session: give them as reader "
-            f"options): {confs}"
+            f"{current}.\nOnce you have fixed the schema of the sink table or have decided there is no need to fix, "
+            "you can set the following configuration(s) to unblock the non-additive schema change(s) and continue "
+            "stream processing.\n\nUsing dataframe reader option(s):\nTo unblock for this particular stream just for "
+            f"this series of schema change(s):\n{change_options}\nTo unblock for this particular stream:\n"
+            f"{stream_options}\n\nUsing SQL configuration(s) (in the session before the stream's load, or as "
+            "reader options):\nTo unblock for this particular stream just for this series of schema change(s):\n"
+            f"{change_confs}\nTo unblock for this particular stream:\n{stream_confs}\nTo unblock for all "
+            f"streams:\n{all_confs}\n"
         )
         self.change = change
         self.previous_version = previous

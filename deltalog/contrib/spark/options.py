@@ -43,6 +43,7 @@ __all__ = [
     "OPTIMIZE_WRITE_CONF",
     "SESSION_TABLE_DEFAULTS_OPTION",
     "SESSION_TIME_ZONE_CONF",
+    "SOURCE_UNBLOCK_CONF_PREFIX",
     "STRING_PREFIX_LENGTH_CONF",
     "ReadOptions",
     "StreamReadOptions",
@@ -160,6 +161,10 @@ REPLACE_WHERE_CONSTRAINT_CHECK_CONF = "spark.databricks.delta.replaceWhere.const
 #: merges schemas when it is true (``DeltaOptions.canMergeSchema``; ``write_table`` reads the
 #: session's), and so does a MERGE (schema evolution)
 SCHEMA_AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
+#: Delta's SQL confs that unblock a non-additive schema change for a stream with
+#: ``schemaTrackingLocation`` (``...allowSourceColumnRenameAndDrop`` and the like, and their
+#: per-stream ``....ckpt_<hash>`` forms): reader options, or the session's through ``load``
+SOURCE_UNBLOCK_CONF_PREFIX = "spark.databricks.delta.streaming.allowSourceColumn"
 #: The write option that makes a write Delta's CREATE TABLE AS SELECT (``create``) or (CREATE
 #: OR) REPLACE TABLE AS SELECT (``replace``, ``createOrReplace``): what PySpark's
 #: ``writeTo(...).create()`` / ``replace()`` / ``createOrReplace()`` mean (the session's
@@ -762,7 +767,7 @@ def _schema_tracking(options: Mapping[str, str]) -> dict[str, Any]:
     unblocks = tuple(
         (k, v)
         for k, v in options.items()
-        if k.lower().startswith(("allowsourcecolumn", "spark.databricks.delta.streaming.allowsourcecolumn"))
+        if k.lower().startswith(("allowsourcecolumn", SOURCE_UNBLOCK_CONF_PREFIX.lower()))
     )
     return {
         "schema_tracking_location": location,

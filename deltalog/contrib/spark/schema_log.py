@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from deltalog.contrib.spark.errors import DeltaSourceSchemaLogError
 from deltalog.contrib.spark.logical_schema import without_internal_writer_metadata
@@ -37,11 +37,14 @@ __all__ = [
     "PersistedMetadata",
     "SchemaChange",
     "SchemaTrackingLog",
+    "UnblockHint",
     "blocked_change",
+    "checkpoint_hash",
     "evolved",
     "merge_consecutive",
     "metadata_changed",
     "persisted",
+    "read_with",
     "schema_change",
     "unblock_hint",
 ]
@@ -326,29 +329,49 @@ def schema_change(old: dict[str, Any], new: dict[str, Any]) -> SchemaChange | No
     return SchemaChange(tuple(renamed), tuple(dropped), tuple(widened), tuple(incompatible))
 
 
-def _unblocked(options: Mapping[str, str], option: str, confs: tuple[str, ...], version: int) -> bool:
+def checkpoint_hash(metadata_path: str) -> int:
+    """Delta's ``getCheckpointHash``: Java's ``String.hashCode`` of the source's metadata path
+    (a signed 32-bit sum over the UTF-16 code units), the ``<hash>`` of the per-stream SQL
+    confs ``...allowSourceColumn*.ckpt_<hash>``."""
+    h = 0
+    data = metadata_path.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _unblocked(options: Mapping[str, str], option: str, confs: tuple[str, ...], version: int, ckpt: int) -> bool:
     """Delta's ``isChangeUnblocked`` for one kind of change: the reader option at ``always`` or
-    at the version of the change, or one of the SQL confs at ``always``, given as a reader
-    option (the data source sees no session)."""
+    at the version of the change, or one of the SQL confs (given as reader options, or taken
+    from the session by the stream's ``load``) at ``always``, or its per-stream form
+    ``<conf>.ckpt_<hash>`` at ``always`` or at the version of the change."""
     lower = {k.lower(): v for k, v in options.items()}
     if lower.get(option.lower()) in ("always", str(version)):
         return True
-    return any((lower.get((_CONF_PREFIX + c).lower()) or "").lower() == "always" for c in confs)
+
+    def conf(key: str) -> str:
+        return (lower.get(key.lower()) or "").lower()
+
+    return any(
+        conf(_CONF_PREFIX + c) == "always" or conf(f"{_CONF_PREFIX}{c}.ckpt_{ckpt}") in ("always", str(version))
+        for c in confs
+    )
 
 
 def blocked_change(
     options: Mapping[str, str], previous: PersistedMetadata, current: PersistedMetadata
 ) -> SchemaChange | None:
     """The non-additive change from ``previous`` to ``current`` that the options leave
-    blocked (Delta's ``validateIfSchemaChangeCanBeUnblocked``), or None."""
+    blocked (Delta's ``validateIfSchemaChangeCanBeUnblocked``; the per-stream confs are
+    those of the hash of ``current``'s ``sourceMetadataPath``), or None."""
     change = schema_change(previous.schema, current.schema)
     if change is None:
         return None
-    version = current.delta_commit_version
+    at = (current.delta_commit_version, checkpoint_hash(current.source_metadata_path))
     ok = (
-        (not change.renamed or _unblocked(options, "allowSourceColumnRename", _RENAME_CONFS, version))
-        and (not change.dropped or _unblocked(options, "allowSourceColumnDrop", _DROP_CONFS, version))
-        and (not change.widened or _unblocked(options, "allowSourceColumnTypeChange", _TYPE_CONFS, version))
+        (not change.renamed or _unblocked(options, "allowSourceColumnRename", _RENAME_CONFS, *at))
+        and (not change.dropped or _unblocked(options, "allowSourceColumnDrop", _DROP_CONFS, *at))
+        and (not change.widened or _unblocked(options, "allowSourceColumnTypeChange", _TYPE_CONFS, *at))
     )
     return None if ok else change
 
@@ -358,8 +381,23 @@ _DROP_CONFS = ("allowSourceColumnDrop", "allowSourceColumnRenameAndDrop")
 _TYPE_CONFS = ("allowSourceColumnTypeChange",)
 
 
-def unblock_hint(change: SchemaChange, version: int) -> tuple[str, str, str]:
-    """(reader options for this change, reader options for the stream, SQL confs) that unblock ``change``."""
+class UnblockHint(NamedTuple):
+    """What unblocks a change, as Delta's ``cannotContinueStreamingPostSchemaEvolution`` lists
+    it: reader options (for this change, for the stream) and SQL confs (for this change of
+    this stream, for this stream, for all streams), one per line. The confs are given as
+    ``spark.conf.set`` calls rather than Delta's ``SET key = "always";``, which Spark's SQL
+    parser takes with the quotes (and refuses for a negative hash without backquotes)."""
+
+    change_options: str
+    stream_options: str
+    change_confs: str
+    stream_confs: str
+    all_confs: str
+
+
+def unblock_hint(change: SchemaChange, version: int, ckpt: int) -> UnblockHint:
+    """The reader options and SQL confs that unblock ``change`` (at ``version``, of the stream
+    whose checkpoint hash is ``ckpt``)."""
     names = []
     if change.renamed:
         names.append("allowSourceColumnRename")
@@ -370,10 +408,17 @@ def unblock_hint(change: SchemaChange, version: int) -> tuple[str, str, str]:
     confs = [n for n in names if n != "allowSourceColumnRename" or not change.dropped]
     if change.renamed and change.dropped:
         confs = ["allowSourceColumnRenameAndDrop"] + [n for n in confs if n not in _RENAME_CONFS + _DROP_CONFS]
-    once = ", ".join(f'.option("{n}", "{version}")' for n in names)
-    always = ", ".join(f'.option("{n}", "always")' for n in names)
-    sql = ", ".join(f'.option("{_CONF_PREFIX}{n}", "always")' for n in confs)
-    return once, always, sql
+
+    def lines(form: str, items: list[str]) -> str:
+        return "\n".join("  " + form.format(name=n, conf=_CONF_PREFIX + n, ckpt=ckpt, v=version) for n in items)
+
+    return UnblockHint(
+        lines('.option("{name}", "{v}")', names),
+        lines('.option("{name}", "always")', names),
+        lines('spark.conf.set("{conf}.ckpt_{ckpt}", "{v}")', confs),
+        lines('spark.conf.set("{conf}.ckpt_{ckpt}", "always")', confs),
+        lines('spark.conf.set("{conf}", "always")', confs),
+    )
 
 
 def persisted(
@@ -393,6 +438,19 @@ def persisted(
         dict(metadata.configuration),
         json.dumps({"protocol": protocol.to_dict()}, separators=(",", ":")),
     )
+
+
+def read_with(entry: PersistedMetadata, metadata: Metadata, protocol: Protocol) -> PersistedMetadata:
+    """The metadata a source reads with from ``entry``, whose table configuration and protocol
+    are the table's (``metadata``, ``protocol`` of the snapshot the source started from) where
+    the entry has none: an entry of Delta 2.x's ``PersistedSchema`` (Delta's
+    ``readSnapshotDescriptor`` falls back to ``snapshotAtSourceInit``), else its column
+    mapping mode would be lost and a protocol in any commit would look like a change."""
+    if entry.table_configurations is None:
+        entry = replace(entry, table_configurations=dict(metadata.configuration))
+    if entry.protocol_json is None:
+        entry = replace(entry, protocol_json=json.dumps({"protocol": protocol.to_dict()}, separators=(",", ":")))
+    return entry
 
 
 def _protocol_key(p: Mapping[str, Any] | None) -> Any:

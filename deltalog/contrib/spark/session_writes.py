@@ -41,6 +41,7 @@ from deltalog.contrib.spark.options import (
     SCHEMA_AUTO_MERGE_CONF,
     SESSION_TABLE_DEFAULTS_OPTION,
     SESSION_TIME_ZONE_CONF,
+    SOURCE_UNBLOCK_CONF_PREFIX,
     STRING_PREFIX_LENGTH_CONF,
 )
 from deltalog.contrib.spark.parquet_codecs import python_tasks_write
@@ -148,19 +149,25 @@ def _session_planning_confs(spark: SparkSession) -> dict[str, str]:
     return out
 
 
-def session_read_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
+def session_read_defaults(spark: SparkSession, options: Mapping[str, str], stream: bool = False) -> dict[str, str]:
     """What the session says to a ``format("deltalog")`` read where its options are silent, as
     ``read_table`` reads it: the session time zone (timestamps of ``timestampAsOf``,
     ``startingTimestamp``, ``endingTimestamp`` and the path's ``@yyyyMMddHHmmssSSS`` without
     an offset are its local times), Delta's time travel retention check when the session
     turns it off, and the change feed's ``...timestampOutOfRange.enabled`` and
-    ``...unsafeBatchReadOnIncompatibleSchemaChanges.enabled`` when on."""
+    ``...unsafeBatchReadOnIncompatibleSchemaChanges.enabled`` when on. A ``stream`` also takes
+    Delta's SQL confs that unblock a schema change (``...streaming.allowSourceColumn*``, with
+    their per-stream ``.ckpt_<hash>`` forms), which Delta's source reads from the session."""
     from deltalog.contrib.spark.time_travel import with_session_change_feed_conf, with_session_retention_conf
 
     lowered = {k.lower() for k in options}
     out = with_session_change_feed_conf(spark, with_session_retention_conf(spark, options))
     if SESSION_TIME_ZONE_CONF.lower() not in lowered:
         out[SESSION_TIME_ZONE_CONF] = str(spark.conf.get(SESSION_TIME_ZONE_CONF))
+    if stream:
+        prefix = SOURCE_UNBLOCK_CONF_PREFIX.lower()
+        confs = {k: str(v) for k, v in spark.conf.getAll.items() if k.lower().startswith(prefix)}
+        out.update({k: v for k, v in confs.items() if k.lower() not in lowered})
     return {k: v for k, v in out.items() if k not in options}
 
 
@@ -188,7 +195,8 @@ def _add_session_confs(handle: _Handle, fmt: str | None, options: dict[str, obje
         return
     given = dict.fromkeys(set(_values(handle)) | {k for k, v in options.items() if v is not None}, "")
     if isinstance(handle, (DataFrameReader, DataStreamReader)):
-        for key, value in session_read_defaults(handle._spark, given).items():
+        stream = isinstance(handle, DataStreamReader)
+        for key, value in session_read_defaults(handle._spark, given, stream).items():
             handle._jreader = handle._jreader.option(key, value)
         return
     for key, value in session_defaults(handle._spark, given).items():

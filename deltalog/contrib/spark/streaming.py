@@ -63,9 +63,11 @@ from deltalog.contrib.spark.schema_log import (
     PersistedMetadata,
     SchemaTrackingLog,
     blocked_change,
+    checkpoint_hash,
     evolved,
     metadata_changed,
     persisted,
+    read_with,
     schema_change,
     unblock_hint,
 )
@@ -234,7 +236,11 @@ class DeltaSourceReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if schema_log is not None:
                 _check_unblocked(self.options, schema_log)
             location = "" if schema_log is None else schema_log.location
-            read = tracked or persisted(metadata.id, snapshot.version, metadata, snapshot.protocol, location)
+            read = (
+                read_with(tracked, metadata, snapshot.protocol)
+                if tracked is not None
+                else persisted(metadata.id, snapshot.version, metadata, snapshot.protocol, location)
+            )
             tracking = row_tracking_columns(snapshot) if o.read_row_tracking else None
             spec = dataclasses.replace(
                 ReadSpec.for_snapshot(delta_log, snapshot, arrow_schema(self.schema), tracking),
@@ -743,8 +749,9 @@ def _check_unblocked(options: StreamReadOptions, log: SchemaTrackingLog) -> None
     change = blocked_change(dict(options.schema_change_unblocks), previous, current)
     if change is not None:
         version = current.delta_commit_version
+        hint = unblock_hint(change, version, checkpoint_hash(current.source_metadata_path))
         raise DeltaSourceSchemaEvolutionBlockedError(
-            change.name, change.details(), previous.delta_commit_version, version, unblock_hint(change, version)
+            change.name, change.details(), previous.delta_commit_version, version, hint
         )
 
 

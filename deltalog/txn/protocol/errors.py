@@ -70,13 +70,16 @@ class VersionNotFoundError(DeltaLogError):
 
 
 class NonContiguousVersionsError(DeltaLogError):
-    """Commit files are missing between the checkpoint and the requested version."""
+    """Commit files are missing between the checkpoint and the requested version (Delta's
+    ``DELTA_VERSIONS_NOT_CONTIGUOUS``)."""
+
+    error_class = "DELTA_VERSIONS_NOT_CONTIGUOUS"
 
     def __init__(self, log_uri: str, versions: Iterable[int], expected: int) -> None:
         listed = list(versions)
         shown = ", ".join(str(v) for v in listed[:20]) + (" ..." if len(listed) > 20 else "")
         super().__init__(
-            f"the Delta log at {log_uri} is not contiguous: expected version {expected} next, "
+            f"[{self.error_class}] the Delta log at {log_uri} is not contiguous: expected version {expected} next, "
             f"found versions [{shown}]. A commit file was deleted or not yet visible; "
             "restore the missing file, or read at a version with a complete checkpoint."
         )
@@ -145,14 +148,25 @@ class InvalidTableStateError(DeltaLogError):
 
 
 class UnsupportedFeatureError(DeltaLogError):
-    """The table needs table features (or protocol versions) this client does not implement."""
+    """The table needs table features (or protocol versions) this client does not implement:
+    Delta's ``DELTA_UNSUPPORTED_FEATURES_FOR_READ`` / ``..._FOR_WRITE`` (``error_class``,
+    ``DELTA_INVALID_PROTOCOL_VERSION`` for protocol versions), named first in the message."""
 
-    def __init__(self, features: Iterable[str], *, operation: str = "read", table: str = "", detail: str = "") -> None:
+    def __init__(
+        self,
+        features: Iterable[str],
+        *,
+        operation: str = "read",
+        table: str = "",
+        detail: str = "",
+        error_class: str | None = None,
+    ) -> None:
         names = sorted(set(features))
         where = f" of {table}" if table else ""
         extra = f" {detail}" if detail else ""
+        self.error_class = error_class or f"DELTA_UNSUPPORTED_FEATURES_FOR_{operation.upper()}"
         super().__init__(
-            f"cannot {operation} the Delta table{where}: it needs table feature(s) "
+            f"[{self.error_class}] cannot {operation} the Delta table{where}: it needs table feature(s) "
             f"{', '.join(names)} which deltalog does not support for {operation}s.{extra} "
             "Use a client that supports them, or drop the feature(s) from the table."
         )

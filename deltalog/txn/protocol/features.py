@@ -442,6 +442,7 @@ def _check_versions(protocol: Protocol, operation: str, table: str) -> None:
             table=table,
             detail=f"deltalog supports reader versions up to {MAX_READER_VERSION} and writer versions "
             f"up to {MAX_WRITER_VERSION}.",
+            error_class="DELTA_INVALID_PROTOCOL_VERSION",
         )
 
 
