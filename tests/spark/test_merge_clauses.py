@@ -805,6 +805,7 @@ def test_the_materialized_source_keeps_the_join_hints_of_the_source(spark):
     inner = spark.range(3).join(F.broadcast(spark.range(3)), "id")  # a hint inside: not the source's
     assert "strategy" not in _with_source_hints(inner, spark.range(3))._jdf.queryExecution().analyzed().toString()
 
+
 def test_current_time_calls_are_replaced_outside_literals_and_quoted_names():
     from deltalog.contrib.spark.merge_time import substitute_current_time
 
