@@ -792,6 +792,32 @@ def test_a_lost_materialized_source_restarts_the_merge_then_fails_with_delta_err
     assert len(commits(table_path)) == versions
 
 
+def test_an_insert_only_merge_pruned_by_source_keys_inserts_the_rows_it_pruned_for(spark, tmp_path, monkeypatch):
+    """An insert-only MERGE reads its source twice here (the key ranges that prune the target
+    files, then the rows it inserts; Delta's reads it once): ``auto`` materializes it, so a
+    source that changed in between cannot insert a row whose target match was pruned away."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.merge import DeltaMergeBuilder
+
+    table_path, key_file = str(tmp_path / "t"), tmp_path / "key"
+    spark.range(0, 4, 1, 4).withColumn("v", F.lit(0)).write.format("deltalog").mode("append").save(table_path)
+    key_file.write_text("100")
+    read_key = F.udf(lambda _: int(key_file.read_text()), "long")  # a source over changing data
+    source = spark.range(1).select(read_key("id").alias("id"), F.lit(1).alias("v"))
+    insert_only = DeltaMergeBuilder._insert_only
+
+    def source_changes_after_pruning(self, plan):  # type: ignore[no-untyped-def]
+        key_file.write_text("2")
+        return insert_only(self, plan)
+
+    monkeypatch.setattr(DeltaMergeBuilder, "_insert_only", source_changes_after_pruning)
+    table = DeltaTable.forPath(spark, table_path)
+    table.alias("t").merge(source.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
+    assert [(r.id, r.v) for r in table.toDF().orderBy("id").collect()] == [(0, 0), (1, 0), (2, 0), (3, 0), (100, 1)]
+
+
 def test_the_materialized_source_keeps_the_join_hints_of_the_source(spark):
     """Delta's ``addHintsToPlan`` ("materialize source preserves dataframe hints"): hints at
     the top of the source's plan are put back on its materialization, the top one outermost."""

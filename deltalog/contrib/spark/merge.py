@@ -697,13 +697,29 @@ class DeltaMergeBuilder:
         if begin_idempotent_command(self._table._spark, txn):
             return
         insert_only = not self._matched and not self._not_matched_by_source
+        one_pass = insert_only and not self._prunes_by_source_keys(txn)
         given = self._source
-        with materialized_source(given, insert_only, attempt) as materialized:
+        with materialized_source(given, one_pass, attempt) as materialized:
             self._source = materialized.source
             try:
                 self._run_passes(txn, insert_only, started, materialized.materialize_ms)
             finally:
                 self._source = given
+
+    def _prunes_by_source_keys(self, txn: OptimisticTransaction) -> bool:
+        """Whether the search condition has source keys whose ranges prune the target files
+        (:func:`~deltalog.contrib.spark.merge_pruning.source_range_terms`): such a MERGE reads
+        its source before its passes too."""
+        import json
+
+        from deltalog.contrib.spark.merge_pruning import condition_terms
+        from deltalog.contrib.spark.schemas import top_level_types
+
+        if self._not_matched_by_source:  # every target row may be affected: no pruning
+            return False
+        types = top_level_types(json.loads(txn.snapshot.metadata.schema_string))
+        alias = self._table._alias or "target"
+        return bool(condition_terms(self._condition, alias, types, self._source.columns).key_pairs)
 
     def _run_passes(self, txn: OptimisticTransaction, insert_only: bool, started: float, materialize_ms: int) -> None:
         """Plan, pass 1, pass 2 and the commit, on the source the attempt reads."""

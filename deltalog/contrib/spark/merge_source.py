@@ -10,9 +10,11 @@ with ``localCheckpoint`` (eager, ``...materializeSource.rddStorageLevel``, ``DIS
 default), which cuts the source's lineage, so no pass can evaluate it again; its blocks are
 released when the MERGE ends:
 
-- ``auto``: materialize, except for a MERGE with only insert clauses (one pass) and a
-  source the session already caches (``df.cache()``/``persist()``: its passes read that
-  cache already, so caching it again would only copy it);
+- ``auto``: materialize, except for a MERGE that reads its source once (one with only
+  insert clauses whose search condition gives no source key to prune the target files by:
+  with one, the key ranges are read before the insert pass) and a source the session already
+  caches (``df.cache()``/``persist()``: its passes read that cache already, so caching it
+  again would only copy it);
 - ``all``: materialize unless the session already caches the source;
 - ``none``: never.
 
@@ -28,7 +30,9 @@ transaction, a new materialization, stored with ``...rddStorageLevelFirstRetry``
 Where Delta differs: it also re-materializes an already cached source (a cached Delta table
 is not pinned to a version); ``auto`` skips a deterministic source that reads only Delta
 tables, where deltalog cannot tell a table's native scan from a Parquet one, so it
-materializes it; and it materializes only the source columns the MERGE uses.
+materializes it; it skips every insert-only MERGE (its insert-only MERGE prunes the target by
+target-only predicates alone, reading the source once); and it materializes only the source
+columns the MERGE uses.
 """
 
 from __future__ import annotations
@@ -81,11 +85,11 @@ def _cached(source: DataFrame) -> bool:
     return bool(level.useMemory or level.useDisk or level.useOffHeap)
 
 
-def _materializes(source: DataFrame, insert_only: bool) -> bool:
+def _materializes(source: DataFrame, one_pass: bool) -> bool:
     mode = str(source.sparkSession.conf.get(MATERIALIZE_SOURCE, "auto") or "auto").strip().lower()
     if mode not in ("auto", "all", "none"):
         raise DeltaAnalysisError(f"{MATERIALIZE_SOURCE} must be auto, all or none, got {mode!r}")
-    if mode == "none" or (mode == "auto" and insert_only):
+    if mode == "none" or (mode == "auto" and one_pass):
         return False
     return not _cached(source)
 
@@ -154,11 +158,12 @@ def _lost(exc: BaseException, rdd_id: int) -> bool:
 
 
 @contextmanager
-def materialized_source(source: DataFrame, insert_only: bool, attempt: int = 1) -> Iterator[MaterializedSource]:
+def materialized_source(source: DataFrame, one_pass: bool, attempt: int = 1) -> Iterator[MaterializedSource]:
     """The source the passes of ``attempt`` read: materialized when the MERGE materializes it
-    (released when the block ends). A pass that lost its blocks raises :class:`_SourceLost`
-    out of the block, for :func:`run_with_source_retries`."""
-    if not _materializes(source, insert_only):
+    (``one_pass``: the MERGE reads its source once), released when the block ends. A pass
+    that lost its blocks raises :class:`_SourceLost` out of the block, for
+    :func:`run_with_source_retries`."""
+    if not _materializes(source, one_pass):
         yield MaterializedSource(source, 0)
         return
     log.info("MERGE materializes its source (%s), attempt %d", MATERIALIZE_SOURCE, attempt)
