@@ -211,7 +211,8 @@ def test_time_travel_by_version(tmp_path):
     log = DeltaLog.for_table(t)
     assert log.snapshot(version=0).num_files == 1
     # Delta's DELTA_VERSION_NOT_FOUND (DeltaTimeTravelSuite "as of with versions")
-    with pytest.raises(VersionNotFoundError, match=r"DELTA_VERSION_NOT_FOUND: .* the latest version is 1"):
+    missing = r"DELTA_VERSION_NOT_FOUND: .* the latest version is 1 \(available versions: \[0, 1\]\)"
+    with pytest.raises(VersionNotFoundError, match=missing):
         log.snapshot(version=7)
     with pytest.raises(VersionNotFoundError, match="versions start at 0"):
         log.snapshot(version=-2)

@@ -741,6 +741,97 @@ def test_source_is_evaluated_once_for_all_passes(spark, table_path):
     assert rows(table.toDF(), ["id"]).v.tolist() == [0] * 5 + [1] * 5 + [0] * 10
 
 
+def test_a_lost_materialized_source_restarts_the_merge_then_fails_with_delta_error(spark, tmp_path, monkeypatch):
+    """Delta's MergeIntoMaterializeSourceErrorTests: the source is materialized so that no
+    pass evaluates it again; when its blocks are lost (an executor gone) after pass 1, the
+    MERGE restarts from the beginning on a fresh materialization (never joining pass 2 with
+    another evaluation of the source: here a source that changed since pass 1, whose rows would
+    otherwise be inserted next to the target rows they match), and after
+    ``...materializeSource.maxAttempts`` losses fails with
+    ``DELTA_MERGE_MATERIALIZE_SOURCE_FAILED_REPEATEDLY``, committing nothing."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.merge import DeltaMergeBuilder
+    from deltalog.errors import MergeMaterializeSourceFailedError
+
+    table_path, key_file = str(tmp_path / "t"), tmp_path / "key"
+    spark.range(0, 4, 1, 4).withColumn("v", F.lit(0)).write.format("deltalog").mode("append").save(table_path)
+    key_file.write_text("1")
+    read_key = F.udf(lambda _: int(key_file.read_text()), "long")  # a source over changing data
+    source = spark.range(1).select(read_key("id").alias("id"), F.lit(1).alias("v"))
+    losses = {"left": 1}
+    find_touched = DeltaMergeBuilder._find_touched
+
+    def lose_source_after_pass_1(self, plan):  # type: ignore[no-untyped-def]
+        touched = find_touched(self, plan)
+        if losses["left"] > 0:
+            losses["left"] -= 1
+            key_file.write_text("2")
+            for rdd in spark.sparkContext._jsc.getPersistentRDDs().values():
+                rdd.unpersist(True)
+        return touched
+
+    monkeypatch.setattr(DeltaMergeBuilder, "_find_touched", lose_source_after_pass_1)
+    table = DeltaTable.forPath(spark, table_path)
+
+    def merge() -> None:
+        merge = table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll()
+        merge.whenNotMatchedInsertAll().execute()
+
+    merge()
+    assert [(r.id, r.v) for r in table.toDF().orderBy("id").collect()] == [(0, 0), (1, 0), (2, 1), (3, 0)]
+    versions = len(commits(table_path))
+    losses["left"] = 2
+    spark.conf.set("spark.databricks.delta.merge.materializeSource.maxAttempts", "2")
+    try:
+        with pytest.raises(MergeMaterializeSourceFailedError, match="DELTA_MERGE_MATERIALIZE_SOURCE_FAILED_REPEATEDLY"):
+            merge()
+    finally:
+        spark.conf.unset("spark.databricks.delta.merge.materializeSource.maxAttempts")
+    assert len(commits(table_path)) == versions
+
+
+def test_an_insert_only_merge_pruned_by_source_keys_inserts_the_rows_it_pruned_for(spark, tmp_path, monkeypatch):
+    """An insert-only MERGE reads its source twice here (the key ranges that prune the target
+    files, then the rows it inserts; Delta's reads it once): ``auto`` materializes it, so a
+    source that changed in between cannot insert a row whose target match was pruned away."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.merge import DeltaMergeBuilder
+
+    table_path, key_file = str(tmp_path / "t"), tmp_path / "key"
+    spark.range(0, 4, 1, 4).withColumn("v", F.lit(0)).write.format("deltalog").mode("append").save(table_path)
+    key_file.write_text("100")
+    read_key = F.udf(lambda _: int(key_file.read_text()), "long")  # a source over changing data
+    source = spark.range(1).select(read_key("id").alias("id"), F.lit(1).alias("v"))
+    insert_only = DeltaMergeBuilder._insert_only
+
+    def source_changes_after_pruning(self, plan):  # type: ignore[no-untyped-def]
+        key_file.write_text("2")
+        return insert_only(self, plan)
+
+    monkeypatch.setattr(DeltaMergeBuilder, "_insert_only", source_changes_after_pruning)
+    table = DeltaTable.forPath(spark, table_path)
+    table.alias("t").merge(source.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
+    assert [(r.id, r.v) for r in table.toDF().orderBy("id").collect()] == [(0, 0), (1, 0), (2, 0), (3, 0), (100, 1)]
+
+
+def test_the_materialized_source_keeps_the_join_hints_of_the_source(spark):
+    """Delta's ``addHintsToPlan`` ("materialize source preserves dataframe hints"): hints at
+    the top of the source's plan are put back on its materialization, the top one outermost."""
+    from pyspark.sql import functions as F
+
+    from deltalog.contrib.spark.merge_source import _with_source_hints
+
+    source = F.broadcast(spark.range(3)).alias("s").hint("merge")
+    kept = _with_source_hints(source, spark.range(3))._jdf.queryExecution().analyzed().toString()
+    assert kept.index("strategy=merge") < kept.index("strategy=broadcast")
+    inner = spark.range(3).join(F.broadcast(spark.range(3)), "id")  # a hint inside: not the source's
+    assert "strategy" not in _with_source_hints(inner, spark.range(3))._jdf.queryExecution().analyzed().toString()
+
+
 def test_current_time_calls_are_replaced_outside_literals_and_quoted_names():
     from deltalog.contrib.spark.merge_time import substitute_current_time
 

@@ -213,6 +213,17 @@ def test_time_travel(spark, table_path):
         read_table(spark, table_path, timestampAsOf="i am not a timestamp")
 
 
+def test_time_travel_takes_a_version_or_a_timestamp_not_both() -> None:
+    """DeltaHistoryManagerSuite "can't provide both version and timestamp in DataFrameReader":
+    Delta refuses the two options together when the read is planned (DELTA_ONEOF_IN_TIMETRAVEL)."""
+    from deltalog.contrib.spark.errors import InvalidWriteOptionError
+    from deltalog.contrib.spark.options import ReadOptions
+
+    both = {"path": "/some/fake", "versionAsOf": "1", "timestampAsOf": "2020-10-22 23:20:11"}
+    with pytest.raises(InvalidWriteOptionError, match=r"DELTA_ONEOF_IN_TIMETRAVEL.*either provide 'timestampAsOf' or"):
+        ReadOptions.parse(both)
+
+
 def test_idempotent_writes_and_save_modes(spark, table_path):
     df = _df(spark, n=5)
     for _ in range(2):

@@ -23,6 +23,7 @@ __all__ = [
     "DeltaSparkError",
     "InvalidWriteOptionError",
     "MergeCardinalityError",
+    "MergeMaterializeSourceFailedError",
     "NativeWriteUnsupportedError",
     "ReplaceWhereMismatchError",
     "SchemaMismatchError",
@@ -81,6 +82,23 @@ class MergeCardinalityError(DeltaSparkError):
     committed."""
 
     error_class = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
+
+
+class MergeMaterializeSourceFailedError(DeltaSparkError):
+    """A MERGE lost the blocks of its materialized source (an executor gone) in every one of
+    its ``spark.databricks.delta.merge.materializeSource.maxAttempts`` attempts (Delta's
+    ``DELTA_MERGE_MATERIALIZE_SOURCE_FAILED_REPEATEDLY``); nothing was committed."""
+
+    error_class = "DELTA_MERGE_MATERIALIZE_SOURCE_FAILED_REPEATEDLY"
+
+    def __init__(self, attempts: int) -> None:
+        self.attempts = attempts
+        super().__init__(
+            f"{self.error_class}: Keeping the source of the MERGE statement materialized has failed repeatedly "
+            f"({attempts} attempts lost its blocks); nothing was committed. Run the MERGE again on a cluster that "
+            "keeps its executors, raise spark.databricks.delta.merge.materializeSource.maxAttempts, or store the "
+            "materialized source with more replicas (spark.databricks.delta.merge.materializeSource.rddStorageLevel)"
+        )
 
 
 class WriteOutcomeUnknownError(DeltaSparkError, AmbiguousWriteError):

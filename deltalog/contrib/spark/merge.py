@@ -54,7 +54,7 @@ from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, file_action
 from deltalog.contrib.spark.generated import prepare_merge_assignments, recompute_generated
 from deltalog.contrib.spark.idempotent import begin_idempotent_command, commit_set_transaction_only
 from deltalog.contrib.spark.merge_scan import TargetRows, scan_target
-from deltalog.contrib.spark.merge_source import materialized_source
+from deltalog.contrib.spark.merge_source import materialized_source, run_with_source_retries
 from deltalog.contrib.spark.merge_write import write_labelled
 from deltalog.contrib.spark.options import AUTOMATIC_WIDENING_CONF, SCHEMA_AUTO_MERGE_CONF, automatic_widening
 from deltalog.contrib.spark.resolver import Resolver, session_resolver
@@ -107,8 +107,8 @@ class _MergePlan:
     assignments: dict[int, dict[str, Column]]  # id(clause) -> {column: value} of an update or insert
     files: list[AddFile]  # the candidate target files (recorded as read)
     source_rows: int
-    #: Delta's ``materializeSourceTimeMs``: the source's first read (its row count and key
-    #: ranges), which fills the materialized source; 0 when the source is not materialized
+    #: Delta's ``materializeSourceTimeMs``: the source's materialization (its eager
+    #: ``localCheckpoint``); 0 when the source is not materialized
     materialize_ms: int
     target: DataFrame  # the candidates' rows, with file, row index and _T_PRESENT columns
     source: DataFrame  # the source's rows, with _S_PRESENT
@@ -651,7 +651,7 @@ class DeltaMergeBuilder:
                     "after an unconditional one could never act)"
                 )
         runner = self._with_current_time_pinned()
-        runner._run_pinned()
+        run_with_source_retries(self._table._spark, runner._run_attempt)
         self._recorded_metrics = runner._recorded_metrics
 
     def _with_current_time_pinned(self) -> DeltaMergeBuilder:
@@ -686,23 +686,54 @@ class DeltaMergeBuilder:
         runner._not_matched_by_source = _with_exprs(by_source, pinned.by_source)
         return runner
 
-    def _run_pinned(self) -> None:
+    def _run_attempt(self, attempt: int) -> None:
+        """One attempt at the MERGE (:func:`~deltalog.contrib.spark.merge_source.run_with_source_retries`
+        starts another when this one lost its materialized source): its own transaction,
+        passes and commit, on the source materialized for it."""
+        import time
+
+        started = time.perf_counter()
         txn = self._start_transaction()
         if begin_idempotent_command(self._table._spark, txn):
             return
         insert_only = not self._matched and not self._not_matched_by_source
-        with materialized_source(self._source, insert_only) as materialized:
-            plan = self._plan(txn, materialized)
-            if insert_only:
-                self._insert_only(plan)
-                return
-            touched = self._find_touched(plan)
-            if not touched.files and not self._not_matched:
-                log.info("MERGE matched no rows and has no insert clause; nothing to rewrite")
-                self._commit_no_change(plan, touched.scanned)
-                return
-            lines, counts, marks = self._rewrite(plan, touched)
-            self._commit(plan, touched, lines, counts, marks)
+        one_pass = insert_only and not self._prunes_by_source_keys(txn)
+        given = self._source
+        with materialized_source(given, one_pass, attempt) as materialized:
+            self._source = materialized.source
+            try:
+                self._run_passes(txn, insert_only, started, materialized.materialize_ms)
+            finally:
+                self._source = given
+
+    def _prunes_by_source_keys(self, txn: OptimisticTransaction) -> bool:
+        """Whether the search condition has source keys whose ranges prune the target files
+        (:func:`~deltalog.contrib.spark.merge_pruning.source_range_terms`): such a MERGE reads
+        its source before its passes too."""
+        import json
+
+        from deltalog.contrib.spark.merge_pruning import condition_terms
+        from deltalog.contrib.spark.schemas import top_level_types
+
+        if self._not_matched_by_source:  # every target row may be affected: no pruning
+            return False
+        types = top_level_types(json.loads(txn.snapshot.metadata.schema_string))
+        alias = self._table._alias or "target"
+        return bool(condition_terms(self._condition, alias, types, self._source.columns).key_pairs)
+
+    def _run_passes(self, txn: OptimisticTransaction, insert_only: bool, started: float, materialize_ms: int) -> None:
+        """Plan, pass 1, pass 2 and the commit, on the source the attempt reads."""
+        plan = self._plan(txn, started, materialize_ms)
+        if insert_only:
+            self._insert_only(plan)
+            return
+        touched = self._find_touched(plan)
+        if not touched.files and not self._not_matched:
+            log.info("MERGE matched no rows and has no insert clause; nothing to rewrite")
+            self._commit_no_change(plan, touched.scanned)
+            return
+        lines, counts, marks = self._rewrite(plan, touched)
+        self._commit(plan, touched, lines, counts, marks)
 
     def _start_transaction(self) -> OptimisticTransaction:
         """The MERGE's transaction, on the latest snapshot; when the source reads the target
@@ -718,19 +749,17 @@ class DeltaMergeBuilder:
             txn.read_whole_table()
         return txn
 
-    def _plan(self, txn: OptimisticTransaction, materialized: bool) -> _MergePlan:
+    def _plan(self, txn: OptimisticTransaction, started: float, materialize_ms: int) -> _MergePlan:
         """On the transaction (opened on the latest snapshot), resolve the clauses'
-        assignments, choose the candidate target files (recorded as read; the source's first
-        read, which fills it when ``materialized``) and add the source columns the table lacks
-        (schema evolution)."""
+        assignments, choose the candidate target files (recorded as read) and add the source
+        columns the table lacks (schema evolution). ``started``: when the attempt began
+        (before the source was materialized, in ``materialize_ms``)."""
         import json
-        import time
 
         from pyspark.sql import functions as F
 
         from deltalog.contrib.spark.schemas import top_level_types
 
-        started = time.perf_counter()
         table = self._table
         snapshot = txn.snapshot
         talias = table._alias or "target"
@@ -746,9 +775,7 @@ class DeltaMergeBuilder:
         new_types = {c: f.dataType for c, f in new_fields.items()}
         assignments = self._resolve_assignments(snapshot.metadata, columns, evolve, talias, {**evolved, **new_types})
         self._refuse_before_reading(snapshot.metadata, talias, assignments)
-        before = time.perf_counter()
         files, source_rows = self._candidates(txn, table_columns, table_types)
-        materialize_ms = int((time.perf_counter() - before) * 1000) if materialized else 0
         if new_columns or structs or widened:
             self._evolve_schema(txn, new_fields, structs, widened)
         scanned = scan_target(table._spark, table._log, snapshot, files)

@@ -651,11 +651,17 @@ def _time_travel(options: Mapping[str, str]) -> tuple[str, int | None, str | Non
     Delta's ``@v<version>`` / ``@<yyyyMMddHHmmssSSS>`` suffix of the path
     (:func:`~deltalog.contrib.spark.time_travel_spec.at_syntax`; the time in the zone of the
     option ``spark.sql.session.timeZone``, which ``read_table`` gives from the session); not
-    both (``DELTA_UNSUPPORTED_TIME_TRAVEL_MULTIPLE_FORMATS``)."""
+    both (``DELTA_UNSUPPORTED_TIME_TRAVEL_MULTIPLE_FORMATS``), and not both options
+    (``DELTA_ONEOF_IN_TIMETRAVEL``)."""
     from deltalog.contrib.spark.time_travel_spec import at_syntax
 
     path = table_path(options)
     version, timestamp = _int(options, "versionAsOf"), _get(options, "timestampAsOf")
+    if version is not None and timestamp is not None:
+        raise InvalidWriteOptionError(
+            "DELTA_ONEOF_IN_TIMETRAVEL: Please either provide 'timestampAsOf' or 'versionAsOf' for time travel, "
+            "not both"
+        )
     if not path:
         return path, version, timestamp
     found = at_syntax(

@@ -140,10 +140,12 @@ def build_segment(
     latest = listing.max_version
     target = latest if version is None else version
     if version is not None and version > latest:
+        first = 0 if 0 in listing.commits else min((c.version for c in listing.complete_checkpoints()), default=0)
         raise VersionNotFoundError(
             f"DELTA_VERSION_NOT_FOUND: cannot time travel to version {version} of {log_uri}: "
-            f"the latest version is {latest}",
+            f"the latest version is {latest} (available versions: [{first}, {latest}])",
             version=version,
+            earliest=first,
             latest=latest,
         )
     if target < 0:
