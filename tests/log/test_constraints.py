@@ -78,6 +78,11 @@ def values(expr: str, data: pa.Table = ROWS) -> list[bool | None]:
         ("id IN (1, 3)", [True, False, True, None]),
         ("id NOT IN (1, 3)", [False, True, False, None]),
         ("id IN (1, NULL)", [True, None, None, None]),
+        # null-safe equality
+        ("id <=> 1", [True, False, False, False]),
+        ("id <=> NULL", [False, False, False, True]),
+        ("price <=> small / 2", [False, False, False, False]),
+        ("NOT (addr.city <=> 'Paris')", [False, True, True, True]),
         ("name IN ('alice', 'Bob')", [True, True, False, None]),
         ("id IN (small, 99)", [True, True, True, None]),
         # BETWEEN
@@ -146,7 +151,6 @@ def test_expressions(expr, expected):
         ("CAST(id AS DECIMAL(10, 2)) = 1", "CAST to DECIMAL"),
         ("reverse(name) = 'ax'", "the function reverse()"),
         ("name || 'x' = 'ax'", "the operator '||'"),
-        ("id <=> 1", "the operator '<=>'"),
         ("name RLIKE '^a'", "RLIKE"),
         ("id IN (SELECT 1)", "a subquery"),
         ("id IS TRUE", "IS TRUE"),
@@ -342,3 +346,21 @@ def test_zone_free_timestamp_texts_are_times_of_the_session_time_zone():
         assert (holds(expr, None), holds(expr, la)) == (True, False), expr
     assert holds("ntz >= '2024-01-01 00:00:00'", la) is True
     assert holds("ts >= '2024-01-01T04:00:00Z'", la) is True and holds("ts > '2024-01-01T04:00:00Z'", la) is False
+
+
+def test_nan_compares_as_in_spark():
+    """Spark orders NaN above every other value and NaN = NaN (SQL's NaN semantics); IEEE
+    comparisons (NaN > 1.5 false) made a replaceWhere keep a NaN row Delta replaces."""
+    data = pa.table(
+        {"d": pa.array([float("nan"), 1.0, None, float("inf")]), "f": pa.array([1.0, 1.0, 1.0, 1.0], pa.float32())}
+    )
+    assert values("d > 1.5", data) == [True, False, None, True]
+    assert values("d >= CAST('NaN' AS DOUBLE)", data) == [True, False, None, False]
+    assert values("d = CAST('NaN' AS DOUBLE)", data) == [True, False, None, False]
+    assert values("d != CAST('NaN' AS DOUBLE)", data) == [False, True, None, True]
+    assert values("d < CAST('NaN' AS DOUBLE)", data) == [False, True, None, True]
+    assert values("d <= 1.0", data) == [False, True, None, False]
+    assert values("d <=> CAST('NaN' AS DOUBLE)", data) == [True, False, False, False]
+    assert values("d IN (CAST('NaN' AS DOUBLE), 1.0)", data) == [True, True, None, False]
+    assert values("d BETWEEN 0 AND CAST('NaN' AS DOUBLE)", data) == [True, True, None, True]
+    assert values("d / 0 IS NULL AND d > f", data) == [True, False, None, True]

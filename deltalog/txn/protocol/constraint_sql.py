@@ -93,7 +93,7 @@ class Unary:
 
 @dataclass(frozen=True)
 class Binary:
-    op: str  # "and", "or", "=", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%"
+    op: str  # "and", "or", "=", "!=", "<", "<=", ">", ">=", "<=>", "+", "-", "*", "/", "%"
     left: Expr
     right: Expr
 
@@ -275,7 +275,7 @@ def _tokenize(text: str) -> list[_Tok]:
 
 # -- parser -------------------------------------------------------------------------------
 
-_COMPARISONS = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_COMPARISONS = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "<=>": "<=>"}
 _RESERVED = {
     "AND",
     "OR",
@@ -378,7 +378,7 @@ class _Parser:
                 self.next()
                 left = Binary(_COMPARISONS[tok.text], left, self.parse_additive())
                 continue
-            if tok.kind == "op" and tok.text in ("<=>", "||"):
+            if tok.kind == "op" and tok.text == "||":
                 raise self.unsupported(f"the operator {tok.text!r}")
             if tok.upper == "IS":
                 self.next()
@@ -754,6 +754,32 @@ _COMPARE: dict[str, Callable[..., Any]] = {
 }
 
 
+def _nan_ordered(op: str, a: Value, b: Value) -> Value:
+    """``a op b`` of floating values as Spark compares them: NaN equals NaN and is above every
+    other value (IEEE's ``NaN > 1.5`` is false; Spark's is true). NULL stays NULL."""
+    if op in (">", ">="):
+        return _nan_ordered("<" if op == ">" else "<=", b, a)
+    a_nan, b_nan = pc.is_nan(a), pc.is_nan(b)
+    if op in ("=", "!="):
+        equal = pc.or_(pc.equal(a, b), pc.and_(a_nan, b_nan))
+        return equal if op == "=" else pc.invert(equal)
+    less = pc.if_else(a_nan, False, pc.if_else(b_nan, True, pc.less(a, b)))
+    if op == "<":
+        return less
+    return pc.or_(less, pc.or_(pc.equal(a, b), pc.and_(a_nan, b_nan)))
+
+
+def _compare(op: str, a: Value, b: Value, text: str) -> Value:
+    """``a op b`` (``op`` one of :data:`_COMPARE`'s) of two unified values, NaN as in Spark."""
+    try:
+        if pa.types.is_floating(a.type) and pa.types.is_floating(b.type):
+            return _nan_ordered(op, a, b)
+        return _COMPARE[op](a, b)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:
+        what = f"comparing {a.type} with {b.type}"
+        raise UnsupportedConstraintError(text, what, problem=f"cannot evaluate {what} ({exc})") from None
+
+
 def _zero_to_null(divisor: Value) -> Value:
     zero = pa.scalar(0, divisor.type)
     return pc.if_else(pc.equal(divisor, zero), pa.scalar(None, divisor.type), divisor)
@@ -784,26 +810,23 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
                 return pc.and_kleene(left, right) if e.op == "and" else pc.or_kleene(left, right)
             a, b = _unify(ev(e.left), ev(e.right), text)
             if e.op in _COMPARE:
-                try:
-                    return _COMPARE[e.op](a, b)
-                except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:
-                    what = f"comparing {a.type} with {b.type}"
-                    raise UnsupportedConstraintError(text, what, problem=f"cannot evaluate {what} ({exc})") from None
+                return _compare(e.op, a, b, text)
+            if e.op == "<=>":
+                a_null, b_null = pc.is_null(a), pc.is_null(b)
+                return pc.if_else(pc.or_(a_null, b_null), pc.and_(a_null, b_null), _compare("=", a, b, text))
             return _arith(e.op, a, b, text)
         if isinstance(e, InList):
             operand = ev(e.operand)
             result: Value | None = None
             for item in e.items:
-                a, b = _unify(operand, ev(item), text)
-                eq = pc.equal(a, b)
+                eq = _compare("=", *_unify(operand, ev(item), text), text)
                 result = eq if result is None else pc.or_kleene(result, eq)
             assert result is not None
             return pc.invert(result) if e.negated else result
         if isinstance(e, Between):
             operand = ev(e.operand)
-            lo_a, lo_b = _unify(operand, ev(e.low), text)
-            hi_a, hi_b = _unify(operand, ev(e.high), text)
-            inside = pc.and_kleene(pc.greater_equal(lo_a, lo_b), pc.less_equal(hi_a, hi_b))
+            low = _compare(">=", *_unify(operand, ev(e.low), text), text)
+            inside = pc.and_kleene(low, _compare("<=", *_unify(operand, ev(e.high), text), text))
             return pc.invert(inside) if e.negated else inside
         if isinstance(e, Like):
             operand = ev(e.operand)
