@@ -197,3 +197,38 @@ def test_deltars_and_deltalog_collect_statistics_for_the_same_stats_columns(tmp_
     keys = _stats_keys(path)
     assert len(keys) == 6 and all(sorted(k) == ["Name", "x"] for k in keys), keys
     _same_state(path)
+
+
+def _our_files(path: str, version: int) -> list[str] | str:
+    try:
+        return sorted(_unq(f.path) for f in DeltaLog.for_table(path).snapshot(version=version).files)
+    except Exception:
+        return "unreadable"
+
+
+def _their_files(path: str, version: int) -> list[str] | str:
+    try:
+        table = deltalake.DeltaTable(path, version=version)
+    except Exception:
+        return "unreadable"
+    return sorted(_unq(a["path"]) for a in pa.table(table.get_add_actions()).to_pylist())
+
+
+def test_deltars_cleaned_up_log_read_at_every_version(tmp_path):
+    # delta-rs checkpoints and cleans up its log (logRetentionDuration 0): deltalog agrees with
+    # it, version by version, on which versions can still be rebuilt and on their files
+    path = str(tmp_path / "t")
+    data = pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["a", None]})
+    config = {"delta.logRetentionDuration": "interval 0 seconds"}
+    deltalake.write_deltalake(path, data, partition_by=["p"], configuration=config)
+    for _ in range(3):
+        deltalake.write_deltalake(path, data, partition_by=["p"], mode="append")
+    deltalake.DeltaTable(path).create_checkpoint()
+    deltalake.DeltaTable(path).delete("id = 1")
+    deltalake.DeltaTable(path).create_checkpoint()
+    deltalake.write_deltalake(path, data, partition_by=["p"], mode="append")
+    deltalake.DeltaTable(path).cleanup_metadata()
+    for version in range(6):
+        ours = _our_files(path, version)
+        assert ours == _their_files(path, version), version
+        assert (ours == "unreadable") == (version < 4), version
