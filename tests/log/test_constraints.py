@@ -364,3 +364,23 @@ def test_nan_compares_as_in_spark():
     assert values("d IN (CAST('NaN' AS DOUBLE), 1.0)", data) == [True, True, None, False]
     assert values("d BETWEEN 0 AND CAST('NaN' AS DOUBLE)", data) == [True, True, None, True]
     assert values("d / 0 IS NULL AND d > f", data) == [True, False, None, True]
+
+
+def test_decimal_literals_and_columns_compare_exactly_as_in_spark():
+    """Spark reads ``12345678901234567.01`` as a decimal and compares decimals exactly; as
+    doubles, both rows below equalled it (a replaceWhere would have replaced both)."""
+    data = pa.table(
+        {
+            "a": pa.array([Decimal("12345678901234567.01"), Decimal("12345678901234567.02")], pa.decimal128(20, 2)),
+            "id": pa.array([Decimal("12345678901234567890"), Decimal("12345678901234567891")], pa.decimal128(38, 0)),
+            "l": pa.array([9007199254740993, 9007199254740992], pa.int64()),
+        }
+    )
+    assert values("a = 12345678901234567.01", data) == [True, False]
+    assert values("a > 12345678901234567.01", data) == [False, True]
+    assert values("a IN (12345678901234567.02, 1)", data) == [False, True]
+    assert values("id = 12345678901234567891", data) == [False, True]
+    assert values("id - 1 = 12345678901234567889", data) == [True, False]
+    assert values("l = 9007199254740993.0", data) == [True, False]
+    assert values("l = 9007199254740993e0", data) == [True, True]  # a double, as in Spark
+    assert values("a * 2 > 24691357802469134.03", data) == [False, True]

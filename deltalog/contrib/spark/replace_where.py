@@ -169,7 +169,7 @@ _KINDS = {
     "string": ("string",),
     "boolean": ("bool",),
     "date": ("date",),
-    **{t: ("int", "float") for t in ("byte", "short", "integer", "long", "float", "double")},
+    **{t: ("int", "float", "decimal") for t in ("byte", "short", "integer", "long", "float", "double")},
 }
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
@@ -196,6 +196,9 @@ def partition_filters(predicate: str, metadata: Metadata) -> list[tuple[str, str
     def literal(e: Any, kinds: tuple[str, ...]) -> bool:
         return isinstance(e, Literal) and e.kind in kinds
 
+    def value(e: Any) -> Any:  # a decimal literal (1.5) meets a number column's values as a float
+        return float(e.value) if e.kind == "decimal" else e.value
+
     def walk(e: Any) -> None:
         if isinstance(e, Binary) and e.op == "and":
             walk(e.left)
@@ -208,11 +211,11 @@ def partition_filters(predicate: str, metadata: Metadata) -> list[tuple[str, str
                 left, right, op = right, left, _FLIP[op]
             found = partition(left)
             if found is not None and literal(right, found[1]):
-                out.append((found[0], op, right.value))
+                out.append((found[0], op, value(right)))
         elif isinstance(e, InList) and (found := partition(e.operand)) is not None:
             items: tuple[Any, ...] = e.items
             if all(literal(item, found[1]) for item in items):
-                out.append((found[0], "not in" if e.negated else "in", [item.value for item in items]))
+                out.append((found[0], "not in" if e.negated else "in", [value(item) for item in items]))
         elif isinstance(e, Unary) and e.op in ("is_null", "is_not_null") and (found := partition(e.operand)):
             out.append((found[0], "=" if e.op == "is_null" else "!=", None))
 

@@ -33,6 +33,7 @@ import re
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, TypeAlias
 
 import pyarrow as pa
@@ -81,8 +82,8 @@ class Column:
 
 @dataclass(frozen=True)
 class Literal:
-    value: Any  # None, bool, int, float, str, date, datetime
-    kind: str  # "null", "bool", "int", "float", "string", "date", "timestamp"
+    value: Any  # None, bool, int, float, Decimal, str, date, datetime
+    kind: str  # "null", "bool", "int", "float", "decimal", "string", "date", "timestamp"
 
 
 @dataclass(frozen=True)
@@ -557,10 +558,14 @@ class _Parser:
 
 
 def _number(text: str, token: str) -> Literal:
+    """A numeric literal as Spark types it: an exponent or a ``D`` suffix makes a double, a
+    point a decimal, an integer beyond ``long`` a decimal too."""
     body = token.rstrip("lLdD")
     suffix = token[len(body) :].upper()
-    if suffix == "D" or any(c in body for c in ".eE"):
+    if suffix == "D" or any(c in body for c in "eE"):
         return Literal(float(body), "float")
+    if "." in body or not -(2**63) <= int(body) < 2**63:
+        return Literal(Decimal(body), "decimal")
     return Literal(int(body), "int")
 
 
@@ -648,6 +653,13 @@ def _literal(lit: Literal) -> pa.Scalar:
         return pa.scalar(lit.value, pa.int64())
     if lit.kind == "float":
         return pa.scalar(lit.value, pa.float64())
+    if lit.kind == "decimal":
+        exponent = int(lit.value.as_tuple().exponent)
+        scale = max(0, -exponent)
+        precision = max(len(lit.value.as_tuple().digits) + max(0, exponent), scale, 1)
+        if precision > _MAX_DECIMAL_PRECISION:
+            return pa.scalar(float(lit.value), pa.float64())
+        return pa.scalar(lit.value, pa.decimal128(precision, scale))
     if lit.kind == "bool":
         return pa.scalar(lit.value, pa.bool_())
     if lit.kind == "date":
@@ -655,6 +667,29 @@ def _literal(lit: Literal) -> pa.Scalar:
     if lit.kind == "timestamp":
         return pa.scalar(lit.value, pa.timestamp("us", tz="UTC" if lit.value.tzinfo is not None else None))
     return pa.scalar(lit.value, pa.string())
+
+
+_MAX_DECIMAL_PRECISION = 38
+#: an intermediate decimal (``id - 1`` of a ``decimal(38, 0)`` has 39 digits) as decimal256
+_MAX_WIDE_PRECISION = 76
+#: the digits of each integer type, as Spark's ``DecimalType.forType``
+_INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}
+
+
+def _common_decimal(ta: pa.DataType, tb: pa.DataType) -> pa.DataType | None:
+    """The decimal type both of two exact numeric types (one a decimal) fit in, as Spark
+    widens them for a comparison or arithmetic; None when it needs more than 38 digits."""
+    shapes = []
+    for t in (ta, tb):
+        if pa.types.is_decimal(t):
+            shapes.append((t.precision - t.scale, t.scale))
+        else:
+            shapes.append((_INTEGER_DIGITS[t.bit_width], 0))
+    scale = max(s for _, s in shapes)
+    precision = max(i for i, _ in shapes) + scale
+    if precision <= _MAX_DECIMAL_PRECISION:
+        return pa.decimal128(precision, scale)
+    return pa.decimal256(precision, scale) if precision <= _MAX_WIDE_PRECISION else None
 
 
 def _is_numeric(t: pa.DataType) -> bool:
@@ -665,6 +700,8 @@ def _cast(value: Value, target: pa.DataType, text: str) -> Value:
     if value.type == target:
         return value
     try:
+        if pa.types.is_floating(target) and (pa.types.is_integer(value.type) or pa.types.is_decimal(value.type)):
+            return value.cast(target, safe=False)  # rounded to the nearest double, as Spark casts
         return value.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         what = f"{value.type} as {target}"
@@ -681,9 +718,12 @@ def _unify(a: Value, b: Value, text: str) -> tuple[Value, Value]:
     if pa.types.is_null(tb):
         return a, _cast(b, ta, text)
     if _is_numeric(ta) and _is_numeric(tb):
-        if any(pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (ta, tb)):
-            return _cast(a, pa.float64(), text), _cast(b, pa.float64(), text)
-        return _cast(a, pa.int64(), text), _cast(b, pa.int64(), text)
+        common = pa.int64()
+        if any(pa.types.is_decimal(t) for t in (ta, tb)) and not any(pa.types.is_floating(t) for t in (ta, tb)):
+            common = _common_decimal(ta, tb) or pa.float64()
+        elif any(pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (ta, tb)):
+            common = pa.float64()
+        return _cast(a, common, text), _cast(b, common, text)
     if pa.types.is_string(ta) or pa.types.is_large_string(ta):
         return _cast(_ts_text(a, tb), tb, text), b
     if pa.types.is_string(tb) or pa.types.is_large_string(tb):
@@ -863,18 +903,32 @@ def _failure(text: str) -> Callable[[str, str], Exception]:
     return fail
 
 
+_EXACT_ARITH: dict[str, Callable[..., Any]] = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}
+
+
+def _wide_decimal_arith(op: str, a: Value, b: Value) -> Value:
+    """``a op b`` of two decimals whose exact result needs more than 38 digits: in decimal256
+    up to 76 digits, else as doubles (Spark rounds such a result to fewer places)."""
+    wide = pa.decimal256(a.type.precision, a.type.scale)
+    try:
+        return _EXACT_ARITH[op](a.cast(wide), b.cast(wide))
+    except pa.ArrowInvalid:
+        return _EXACT_ARITH[op](a.cast(pa.float64()), b.cast(pa.float64()))
+
+
 def _arith(op: str, a: Value, b: Value, text: str) -> Value:
     if not all(_is_numeric(t) or pa.types.is_null(t) for t in (a.type, b.type)):
         what = f"{a.type} {op} {b.type}"
         raise UnsupportedConstraintError(text, what, problem=f"no arithmetic {what}")
     if pa.types.is_null(a.type) and pa.types.is_null(b.type):
         return pa.scalar(None, pa.null())
-    if op == "+":
-        return pc.add_checked(a, b)
-    if op == "-":
-        return pc.subtract_checked(a, b)
-    if op == "*":
-        return pc.multiply_checked(a, b)
+    if op in _EXACT_ARITH:
+        try:
+            return _EXACT_ARITH[op](a, b)
+        except pa.ArrowInvalid:
+            if not pa.types.is_decimal(a.type):
+                raise
+        return _wide_decimal_arith(op, a, b)
     if op == "/":
         fa, fb = a.cast(pa.float64()), b.cast(pa.float64())
         return pc.divide(fa, _zero_to_null(fb))
