@@ -231,6 +231,13 @@ def test_merge_refuses_several_source_rows_for_one_target_row(spark, table_path)
         table.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
     assert info.value.error_class == "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
     assert _version(table_path) == 0
+    # without matched clauses too, unless the MERGE only inserts (Delta's ClassicMergeExecutor
+    # checks every MERGE that is not insert-only)
+    with pytest.raises(MergeCardinalityError):
+        table.alias("t").merge(src.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().whenNotMatchedBySourceDelete(
+            "t.id > 1"
+        ).execute()
+    assert _version(table_path) == 0
     # one unconditional delete is not ambiguous (Delta allows it): the row goes once
     table.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedDelete().execute()
     assert delta_rs_rows(table_path, ["id"]).id.tolist() == [2]

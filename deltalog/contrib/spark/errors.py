@@ -77,8 +77,8 @@ class DeltaAnalysisError(DeltaSparkError, ValueError):
 
 
 class MergeCardinalityError(DeltaSparkError):
-    """A MERGE with update or delete clauses matched one target row with several source
-    rows (Delta's ``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE``); nothing was
+    """A MERGE that is not insert-only matched one target row with several source rows
+    (Delta's ``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE``); nothing was
     committed."""
 
     error_class = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"

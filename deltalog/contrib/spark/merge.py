@@ -286,7 +286,9 @@ class DeltaMergeBuilder:
 
     def _only_unconditional_delete(self) -> bool:
         """One matched clause, an unconditional delete: several source rows matching a target
-        row are not ambiguous then (Delta's ``isOnlyOneUnconditionalDelete``)."""
+        row are not ambiguous then (Delta's ``isOnlyOneUnconditionalDelete``). Any other MERGE
+        that is not insert-only (no matched clause at all, but ``whenNotMatchedBySource*`` ones)
+        is refused, as Delta's ``ClassicMergeExecutor`` does."""
         return len(self._matched) == 1 and self._matched[0].kind == "delete" and self._matched[0].condition is None
 
     def _can_evolve(self) -> bool:
@@ -929,7 +931,7 @@ class DeltaMergeBuilder:
         )
         multiple_rows = sum(int(r["rows"]) for r in per_file)
         multiple_matches = sum(int(r["matches"]) for r in per_file)
-        if multiple_rows and self._matched and not self._only_unconditional_delete():
+        if multiple_rows and not self._only_unconditional_delete():
             raise MergeCardinalityError(
                 "Cannot perform Merge as multiple source rows matched and attempted to modify the same target row "
                 f"in the Delta table in possibly conflicting ways ({multiple_rows} target row(s) matched by "
