@@ -384,3 +384,28 @@ def test_decimal_literals_and_columns_compare_exactly_as_in_spark():
     assert values("l = 9007199254740993.0", data) == [True, False]
     assert values("l = 9007199254740993e0", data) == [True, True]  # a double, as in Spark
     assert values("a * 2 > 24691357802469134.03", data) == [False, True]
+
+
+def test_decimal_arithmetic_has_spark_result_type_rounding_and_overflow():
+    """Spark computes decimal arithmetic exactly, rounds it half up to the result type of its
+    ``DecimalPrecision`` rules (38 digits at most) and, without ANSI mode, gives NULL where the
+    result does not fit; a 39-digit difference used to be kept exactly (a CHECK constraint
+    passed, a replaceWhere replaced the row, where Spark's NULL does neither), and a decimal
+    quotient was a double (``0.3 / 0.1`` was ``2.9999999999999996``)."""
+    data = pa.table(
+        {
+            "dz": pa.array([Decimal("9" * 38), Decimal("5")], pa.decimal128(38, 0)),
+            "l": pa.array([-(2**63), 1], pa.int64()),
+            "a": pa.array([Decimal("0.30"), Decimal("1.23")], pa.decimal128(10, 2)),
+            "b": pa.array([Decimal("0.10"), Decimal("0.00")], pa.decimal128(10, 2)),
+            "w": pa.array([Decimal("0.0000000001"), Decimal("1.0000005")], pa.decimal128(38, 10)),
+        }
+    )
+    assert values("l - dz IS NULL", data) == [True, False]
+    assert values("l - dz < 0", data) == [None, True]
+    assert values("dz * dz IS NULL", data) == [True, False]
+    assert values("a / b = 3", data) == [True, None]
+    assert values("a % b = 0", data) == [True, None]
+    assert values("a / 3 = 0.1", data) == [True, False]
+    assert values("w * w = 0", data) == [True, False]  # decimal(38, 6): 1e-20 rounds to 0
+    assert values("w * w = 1.000001", data) == [False, True]

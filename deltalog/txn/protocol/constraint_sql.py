@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any, TypeAlias
 
 import pyarrow as pa
@@ -848,13 +848,7 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
                 left = _as_bool(ev(e.left), text, f"{e.op.upper()} applied to a value")
                 right = _as_bool(ev(e.right), text, f"{e.op.upper()} applied to a value")
                 return pc.and_kleene(left, right) if e.op == "and" else pc.or_kleene(left, right)
-            a, b = _unify(ev(e.left), ev(e.right), text)
-            if e.op in _COMPARE:
-                return _compare(e.op, a, b, text)
-            if e.op == "<=>":
-                a_null, b_null = pc.is_null(a), pc.is_null(b)
-                return pc.if_else(pc.or_(a_null, b_null), pc.and_(a_null, b_null), _compare("=", a, b, text))
-            return _arith(e.op, a, b, text)
+            return _binary(e.op, ev(e.left), ev(e.right), text)
         if isinstance(e, InList):
             operand = ev(e.operand)
             result: Value | None = None
@@ -886,6 +880,19 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
     return ev(expr)
 
 
+def _binary(op: str, left: Value, right: Value, text: str) -> Value:
+    """``left op right`` of a comparison or arithmetic operator."""
+    if op in _ARITH_OPS and _is_decimal_arith(left.type, right.type):
+        return _decimal_arith(op, left, right)
+    a, b = _unify(left, right, text)
+    if op in _COMPARE:
+        return _compare(op, a, b, text)
+    if op == "<=>":
+        a_null, b_null = pc.is_null(a), pc.is_null(b)
+        return pc.if_else(pc.or_(a_null, b_null), pc.and_(a_null, b_null), _compare("=", a, b, text))
+    return _arith(op, a, b, text)
+
+
 def _unary(op: str, v: Value, text: str) -> Value:
     if op == "not":
         return pc.invert(_as_bool(v, text, "NOT applied to a value"))
@@ -906,14 +913,99 @@ def _failure(text: str) -> Callable[[str, str], Exception]:
 _EXACT_ARITH: dict[str, Callable[..., Any]] = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}
 
 
-def _wide_decimal_arith(op: str, a: Value, b: Value) -> Value:
-    """``a op b`` of two decimals whose exact result needs more than 38 digits: in decimal256
-    up to 76 digits, else as doubles (Spark rounds such a result to fewer places)."""
-    wide = pa.decimal256(a.type.precision, a.type.scale)
-    try:
-        return _EXACT_ARITH[op](a.cast(wide), b.cast(wide))
-    except pa.ArrowInvalid:
-        return _EXACT_ARITH[op](a.cast(pa.float64()), b.cast(pa.float64()))
+_ARITH_OPS = frozenset({"+", "-", "*", "/", "%"})
+
+
+def _is_decimal_arith(ta: pa.DataType, tb: pa.DataType) -> bool:
+    """Whether Spark computes ``a op b`` of these types as decimals: both exact numbers (or
+    NULL), one a decimal."""
+    exact = all(pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_null(t) for t in (ta, tb))
+    return exact and any(pa.types.is_decimal(t) for t in (ta, tb))
+
+
+def _decimal_shape(t: pa.DataType) -> tuple[int, int]:
+    """(precision, scale) of a decimal, or of an integer type as Spark widens it."""
+    if pa.types.is_decimal(t):
+        return t.precision, t.scale
+    return _INTEGER_DIGITS.get(getattr(t, "bit_width", 0), 1), 0
+
+
+def _adjust_precision_scale(precision: int, scale: int) -> tuple[int, int]:
+    """Spark's ``DecimalType.adjustPrecisionScale`` (``allowPrecisionLoss``, the default): a
+    result wider than 38 digits keeps its integer digits and at least 6 (or its) places."""
+    if precision <= _MAX_DECIMAL_PRECISION:
+        return precision, scale
+    min_scale = min(scale, 6)
+    return _MAX_DECIMAL_PRECISION, max(_MAX_DECIMAL_PRECISION - (precision - scale), min_scale)
+
+
+def _decimal_result_shape(op: str, ta: pa.DataType, tb: pa.DataType) -> tuple[int, int]:
+    """The decimal type Spark's ``DecimalPrecision`` gives ``a op b``."""
+    (p1, s1), (p2, s2) = _decimal_shape(ta), _decimal_shape(tb)
+    if op in ("+", "-"):
+        scale = max(s1, s2)
+        return _adjust_precision_scale(max(p1 - s1, p2 - s2) + scale + 1, scale)
+    if op == "*":
+        return _adjust_precision_scale(p1 + p2 + 1, s1 + s2)
+    if op == "/":
+        scale = max(6, s1 + p2 + 1)
+        return _adjust_precision_scale(p1 - s1 + s2 + scale, scale)
+    scale = max(s1, s2)
+    return min(min(p1 - s1, p2 - s2) + scale, _MAX_DECIMAL_PRECISION), scale
+
+
+def _decimal_arith(op: str, a: Value, b: Value) -> Value:
+    """``a op b`` of exact numbers (one a decimal) as Spark computes it without ANSI mode:
+    exactly, rounded half up to the result type of :func:`_decimal_result_shape`, NULL when
+    it does not fit in that type (or the divisor is zero)."""
+    precision, scale = _decimal_result_shape(op, a.type, b.type)
+    target = pa.decimal128(precision, scale)
+    if pa.types.is_null(a.type) or pa.types.is_null(b.type):
+        return _python_decimal_arith(op, a, b, precision, scale)
+    exact: Value | None = None
+    if op in _EXACT_ARITH:
+        try:
+            exact = _EXACT_ARITH[op](_as_decimal256(a), _as_decimal256(b))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            exact = None
+    if exact is None:
+        return _python_decimal_arith(op, a, b, precision, scale)
+    digits = exact.type.precision - exact.type.scale  # the result has at most scale <= exact.type.scale places
+    rounded = pc.round(exact, scale, round_mode="half_towards_infinity").cast(pa.decimal256(digits + scale, scale))
+    limit = pa.scalar(Decimal(10) ** (precision - scale), pa.decimal256(precision - scale + 1, 0))
+    fits = pc.less(pc.abs(rounded), limit)
+    return pc.if_else(fits, rounded, pa.scalar(None, rounded.type)).cast(target)
+
+
+def _as_decimal256(v: Value) -> Value:
+    precision, scale = _decimal_shape(v.type)
+    return v.cast(pa.decimal256(precision, scale))
+
+
+def _python_decimal_arith(op: str, a: Value, b: Value, precision: int, scale: int) -> Value:
+    """:func:`_decimal_arith` row by row with Python decimals (a division or remainder, or a
+    product too wide for decimal256)."""
+    def one(x: Decimal | None, y: Decimal | None) -> Decimal | None:
+        if x is None or y is None or (op in ("/", "%") and y == 0):
+            return None
+        with localcontext() as ctx:
+            ctx.prec = 2 * _MAX_WIDE_PRECISION
+            ctx.rounding = ROUND_HALF_UP
+            exact = {"+": x + y, "-": x - y, "*": x * y, "/": x / y, "%": x % y}[op]
+            value = exact.quantize(Decimal(1).scaleb(-scale))
+        return value if abs(value) < Decimal(10) ** (precision - scale) else None
+
+    target = pa.decimal128(precision, scale)
+    if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
+        return pa.scalar(one(_as_decimal(a.as_py()), _as_decimal(b.as_py())), target)
+    n = len(b if isinstance(a, pa.Scalar) else a)
+    xs = [a.as_py()] * n if isinstance(a, pa.Scalar) else a.to_pylist()
+    ys = [b.as_py()] * n if isinstance(b, pa.Scalar) else b.to_pylist()
+    return pa.array([one(_as_decimal(x), _as_decimal(y)) for x, y in zip(xs, ys)], target)
+
+
+def _as_decimal(x: Any) -> Decimal | None:
+    return None if x is None else Decimal(x)
 
 
 def _arith(op: str, a: Value, b: Value, text: str) -> Value:
@@ -923,12 +1015,7 @@ def _arith(op: str, a: Value, b: Value, text: str) -> Value:
     if pa.types.is_null(a.type) and pa.types.is_null(b.type):
         return pa.scalar(None, pa.null())
     if op in _EXACT_ARITH:
-        try:
-            return _EXACT_ARITH[op](a, b)
-        except pa.ArrowInvalid:
-            if not pa.types.is_decimal(a.type):
-                raise
-        return _wide_decimal_arith(op, a, b)
+        return _EXACT_ARITH[op](a, b)
     if op == "/":
         fa, fb = a.cast(pa.float64()), b.cast(pa.float64())
         return pc.divide(fa, _zero_to_null(fb))
