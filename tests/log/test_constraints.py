@@ -409,3 +409,28 @@ def test_decimal_arithmetic_has_spark_result_type_rounding_and_overflow():
     assert values("a / 3 = 0.1", data) == [True, False]
     assert values("w * w = 0", data) == [True, False]  # decimal(38, 6): 1e-20 rounds to 0
     assert values("w * w = 1.000001", data) == [False, True]
+
+
+def test_timestamp_ntz_and_date_columns_meet_an_instant_in_the_session_time_zone():
+    """Spark casts a ``timestamp_ntz`` (or date) column it compares with a ``timestamp`` to the
+    instant of its wall-clock time in the session time zone; it was read as UTC, so ``ntz =
+    TIMESTAMP '2024-01-01T00:00:00Z'`` held for the ntz 2024-01-01 00:00 in Los Angeles."""
+    rows = pa.table(
+        {
+            "ntz": pa.array([dt.datetime(2024, 1, 1), dt.datetime(2023, 12, 31, 16)], pa.timestamp("us")),
+            "d": pa.array([dt.date(2024, 1, 1), dt.date(2023, 12, 31)], pa.date32()),
+            "ts": pa.array([dt.datetime(2024, 1, 1, 8, tzinfo=dt.timezone.utc)] * 2, pa.timestamp("us", tz="UTC")),
+        }
+    )
+
+    def holds(expr: str) -> list[bool | None]:
+        (compiled,) = compile_constraints([Constraint("c", expr, "check")], "America/Los_Angeles")
+        result: list[bool | None] = compiled.evaluate(rows).to_pylist()
+        return result
+
+    assert holds("ntz = TIMESTAMP '2024-01-01T00:00:00Z'") == [False, True]
+    assert holds("ntz IN (TIMESTAMP '2024-01-01T08:00:00Z')") == [True, False]
+    assert holds("CAST(ntz AS timestamp) <= TIMESTAMP '2024-01-01T00:00:00Z'") == [False, True]
+    assert holds("ntz = ts") == [True, False]
+    assert holds("d = ts") == [True, False]
+    assert holds("d < TIMESTAMP '2024-01-01T00:00:00Z'") == [False, True]

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
 from deltalog.txn.protocol import sql_temporal
+from deltalog.txn.protocol.time_zones import arrow_zone_name, wall_clock_instants
 
 __all__ = [
     "SESSION_ZONE",
@@ -757,15 +758,32 @@ def _instant(wall_clock: dt.datetime) -> dt.datetime:
 
 
 def _in_session_zone(value: Value, other: pa.DataType) -> Value:
-    """A literal ``value`` (a zone-free timestamp or a date) met with a zoned timestamp of type
-    ``other``: the instant of its wall-clock time in the session zone, as a zone-free UTC time."""
-    if not (isinstance(value, pa.Scalar) and value.is_valid and pa.types.is_timestamp(other) and other.tz):
+    """``value`` (a zone-free timestamp -- a ``timestamp_ntz`` or a wall-clock time -- or a
+    date) met with a zoned timestamp of type ``other``: the instant of its wall-clock time in
+    the session zone (Spark casts it to ``timestamp``), as a zone-free UTC time."""
+    if not (pa.types.is_timestamp(other) and other.tz):
+        return value
+    if not isinstance(value, pa.Scalar):
+        return _column_in_session_zone(value)
+    if not value.is_valid:
         return value
     if pa.types.is_date(value.type):
         return pa.scalar(_instant(dt.datetime.combine(value.as_py(), dt.time())), pa.timestamp("us"))
     if pa.types.is_timestamp(value.type) and value.type.tz is None:
         return pa.scalar(_instant(value.as_py()), pa.timestamp("us"))
     return value
+
+
+def _column_in_session_zone(value: Value) -> Value:
+    """Zone-free timestamps or dates of a column as the UTC instants of their wall-clock
+    times in the session zone (:func:`_in_session_zone`)."""
+    zone = SESSION_ZONE.get()
+    t = value.type
+    if zone is None or not (pa.types.is_date(t) or (pa.types.is_timestamp(t) and t.tz is None)):
+        return value
+    wall_clock = value.cast(pa.timestamp("us"))
+    instants = wall_clock_instants(wall_clock, arrow_zone_name(zone))
+    return instants.cast(pa.timestamp("us", "UTC")).cast(pa.timestamp("us"))
 
 
 def _ts_text(value: Value, target: pa.DataType) -> Value:
