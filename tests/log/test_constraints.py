@@ -434,3 +434,23 @@ def test_timestamp_ntz_and_date_columns_meet_an_instant_in_the_session_time_zone
     assert holds("ntz = ts") == [True, False]
     assert holds("d = ts") == [True, False]
     assert holds("d < TIMESTAMP '2024-01-01T00:00:00Z'") == [False, True]
+
+
+def test_decimals_wider_than_38_digits_compare_at_the_scale_spark_keeps():
+    """Spark compares two decimals whose common type needs more than 38 digits in
+    ``decimal(38, s)`` keeping the integer digits (``boundedPreferIntegralDigits``): the
+    literal is rounded half up to that scale, so ``a = 1.23`` holds for the ``decimal(38, 0)``
+    value 1 in Delta (a replaceWhere replaces it); deltalog compared exactly."""
+    data = pa.table(
+        {
+            "a": pa.array([Decimal(1), Decimal(2)], pa.decimal128(38, 0)),
+            "c": pa.array([Decimal("1.0000000000"), Decimal("1.0000000001")], pa.decimal128(38, 10)),
+        }
+    )
+    assert values("a = 1.23", data) == [True, False]
+    assert values("a = 1.5", data) == [False, True]
+    assert values("a < 1.4", data) == [False, False]
+    assert values("a IN (1.23)", data) == [True, False]
+    assert values("a BETWEEN 1.2 AND 1.3", data) == [True, False]
+    assert values("c = 1.00000000004", data) == [True, False]
+    assert values("c = 1.00000000005", data) == [False, True]

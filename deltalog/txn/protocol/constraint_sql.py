@@ -677,20 +677,25 @@ _MAX_WIDE_PRECISION = 76
 _INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}
 
 
-def _common_decimal(ta: pa.DataType, tb: pa.DataType) -> pa.DataType | None:
-    """The decimal type both of two exact numeric types (one a decimal) fit in, as Spark
-    widens them for a comparison or arithmetic; None when it needs more than 38 digits."""
-    shapes = []
-    for t in (ta, tb):
-        if pa.types.is_decimal(t):
-            shapes.append((t.precision - t.scale, t.scale))
-        else:
-            shapes.append((_INTEGER_DIGITS[t.bit_width], 0))
+def _common_decimal(ta: pa.DataType, tb: pa.DataType) -> pa.DataType:
+    """The decimal type Spark compares two exact numeric types (one a decimal) in
+    (``DecimalPrecision.widerDecimalType``): their integer digits and places, and beyond 38
+    digits ``decimal(38, s)`` keeping the integer digits (``boundedPreferIntegralDigits``), the
+    places cut (:func:`_to_decimal` rounds them half up)."""
+    shapes = [_decimal_shape(t) for t in (ta, tb)]
     scale = max(s for _, s in shapes)
-    precision = max(i for i, _ in shapes) + scale
+    precision = max(p - s for p, s in shapes) + scale
     if precision <= _MAX_DECIMAL_PRECISION:
         return pa.decimal128(precision, scale)
-    return pa.decimal256(precision, scale) if precision <= _MAX_WIDE_PRECISION else None
+    return pa.decimal128(_MAX_DECIMAL_PRECISION, max(0, scale - (precision - _MAX_DECIMAL_PRECISION)))
+
+
+def _to_decimal(value: Value, target: pa.DataType, text: str) -> Value:
+    """``value`` (an exact number) as the decimal ``target``, rounded half up to its places as
+    Spark casts it."""
+    if pa.types.is_decimal(value.type) and value.type.scale > target.scale:
+        value = pc.round(value, target.scale, round_mode="half_towards_infinity")
+    return _cast(value, target, text)
 
 
 def _is_numeric(t: pa.DataType) -> bool:
@@ -721,8 +726,9 @@ def _unify(a: Value, b: Value, text: str) -> tuple[Value, Value]:
     if _is_numeric(ta) and _is_numeric(tb):
         common = pa.int64()
         if any(pa.types.is_decimal(t) for t in (ta, tb)) and not any(pa.types.is_floating(t) for t in (ta, tb)):
-            common = _common_decimal(ta, tb) or pa.float64()
-        elif any(pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (ta, tb)):
+            common = _common_decimal(ta, tb)
+            return _to_decimal(a, common, text), _to_decimal(b, common, text)
+        if any(pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (ta, tb)):
             common = pa.float64()
         return _cast(a, common, text), _cast(b, common, text)
     if pa.types.is_string(ta) or pa.types.is_large_string(ta):
