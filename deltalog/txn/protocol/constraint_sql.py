@@ -891,7 +891,7 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
             if pa.types.is_null(operand.type):
                 operand = operand.cast(pa.string())
             if not (pa.types.is_string(operand.type) or pa.types.is_large_string(operand.type)):
-                operand = _cast(operand, pa.string(), text)
+                operand = sql_temporal.cast_to(operand, "string", _failure(text))
             matched = pc.match_like(operand, e.pattern)
             return pc.invert(matched) if e.negated else matched
         if isinstance(e, Cast):
@@ -1072,8 +1072,8 @@ def _call(e: Call, args: list[Value], text: str) -> Value:
         if pa.types.is_binary(value.type) or pa.types.is_large_binary(value.type):
             return pc.binary_length(value)
         if not (pa.types.is_string(value.type) or pa.types.is_large_string(value.type)):
-            value = _cast(value, pa.string(), text)
+            value = sql_temporal.cast_to(value, "string", _failure(text))
         return pc.utf8_length(value)
     if not (pa.types.is_string(value.type) or pa.types.is_large_string(value.type)):
-        value = _cast(value, pa.string(), text)
+        value = sql_temporal.cast_to(value, "string", _failure(text))
     return pc.utf8_lower(value) if e.name == "lower" else pc.utf8_upper(value)
