@@ -464,3 +464,14 @@ def test_a_float_read_as_text_is_refused():
     for expr in ("-f NOT LIKE '__'", "length(f) = 3", "lower(f) = '1.0e10'"):
         with pytest.raises(UnsupportedConstraintError, match="text form differs"):
             values(expr, data)
+
+
+def test_nan_against_null_is_null():
+    """``NaN > NULL`` is NULL in Spark; the NaN ordering answered FALSE (so ``NOT (i > d)``
+    held where Spark's NULL makes a CHECK fail and a replaceWhere keep the row)."""
+    data = pa.table({"i": pa.array([None, 1], pa.int32()), "d": pa.array([float("nan"), float("nan")])})
+    assert values("NOT (i > d)", data) == [None, True]
+    assert values("d < i", data) == [None, False]
+    assert values("i < d", data) == [None, True]
+    assert values("d >= i", data) == [None, True]
+    assert values("d = i", data) == [None, False]

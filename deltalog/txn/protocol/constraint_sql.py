@@ -827,7 +827,10 @@ def _nan_ordered(op: str, a: Value, b: Value) -> Value:
     if op in ("=", "!="):
         equal = pc.or_(pc.equal(a, b), pc.and_(a_nan, b_nan))
         return equal if op == "=" else pc.invert(equal)
-    less = pc.if_else(a_nan, False, pc.if_else(b_nan, True, pc.less(a, b)))
+    either_null = pc.or_(pc.is_null(a), pc.is_null(b))
+    less = pc.if_else(
+        either_null, pa.scalar(None, pa.bool_()), pc.if_else(a_nan, False, pc.if_else(b_nan, True, pc.less(a, b)))
+    )
     if op == "<":
         return less
     return pc.or_(less, pc.or_(pc.equal(a, b), pc.and_(a_nan, b_nan)))
@@ -1009,6 +1012,7 @@ def _as_decimal256(v: Value) -> Value:
 def _python_decimal_arith(op: str, a: Value, b: Value, precision: int, scale: int) -> Value:
     """:func:`_decimal_arith` row by row with Python decimals (a division or remainder, or a
     product too wide for decimal256)."""
+
     def one(x: Decimal | None, y: Decimal | None) -> Decimal | None:
         if x is None or y is None or (op in ("/", "%") and y == 0):
             return None
