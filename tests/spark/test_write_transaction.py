@@ -687,7 +687,9 @@ def test_replace_where_partition_terms_keep_decimal_literals_exact() -> None:
     from deltalog.txn.protocol.partition_filters import PartitionPredicate
 
     fields = [{"name": n, "type": "long", "nullable": True, "metadata": {}} for n in ("p", "x")]
-    metadata = Metadata(id="m", schema_string=json.dumps({"type": "struct", "fields": fields}), partition_columns=("p",))
+    metadata = Metadata(
+        id="m", schema_string=json.dumps({"type": "struct", "fields": fields}), partition_columns=("p",)
+    )
     for predicate, holds in (("x > 0 AND p = 9007199254740993.0", ["9007199254740993"]), ("x > 0 AND p < 1.5", ["1"])):
         predicate_filter = PartitionPredicate(partition_filters(predicate, metadata), {"p": "long"})
         assert [v for v in ("1", "2", "9007199254740993") if predicate_filter.matches({"p": v})] == holds

@@ -541,7 +541,6 @@ def test_partition_filters_are_typed_and_validated() -> None:
         t.filter_files([("year", "=", "abc")])
 
 
-
 def test_a_fractional_value_compared_with_an_integer_partition_column_is_not_truncated() -> None:
     """Spark compares an integer column with ``1.5`` as a decimal: ``year < 9.5`` holds for 9
     and ``year = 9.5`` for none. The value was truncated to ``9`` (so ``year = 9.5`` matched
@@ -562,6 +561,7 @@ def test_a_fractional_value_compared_with_an_integer_partition_column_is_not_tru
         assert paths("in", [value, 10]) == ["y10"]
     assert paths(">", Decimal("-9.5")) == ["y-9", "y10", "y9"]
     assert paths("=", Decimal("9.0")) == ["y9"]
+
 
 # -- the commit loop ------------------------------------------------------------------------------
 

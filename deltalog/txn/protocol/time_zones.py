@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["arrow_time_zone", "arrow_zone_name", "parse_date_text", "parse_timestamp_text", "session_time_zone", "wall_clock_instants"]
+__all__ = [
+    "arrow_time_zone",
+    "arrow_zone_name",
+    "parse_date_text",
+    "parse_timestamp_text",
+    "session_time_zone",
+    "wall_clock_instants",
+]
 
 _OFFSET = re.compile(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?")
 
