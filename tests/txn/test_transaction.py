@@ -7,9 +7,9 @@ import json
 import logging
 import time
 import uuid
-from decimal import Decimal
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 from unittest.mock import patch
 
