@@ -475,3 +475,22 @@ def test_nan_against_null_is_null():
     assert values("i < d", data) == [None, True]
     assert values("d >= i", data) == [None, True]
     assert values("d = i", data) == [None, False]
+
+
+def test_remainder_and_division_of_doubles_and_longs_as_in_spark():
+    """Spark's ``%`` of doubles is Java's (``fmod``): ``0 % inf`` is 0 where ``a - b *
+    trunc(a / b)`` gave NaN; a long beyond 2**53 divides as the nearest double instead of
+    failing; a decimal(1, 1) literal meets a decimal(38, 0) column (``0.9`` rounds to 1)."""
+    data = pa.table(
+        {
+            "s": pa.array([0, 7], pa.int16()),
+            "d": pa.array([float("inf"), 2.5]),
+            "l": pa.array([2**63 - 1, 4], pa.int64()),
+            "dz": pa.array([Decimal(1), Decimal(0)], pa.decimal128(38, 0)),
+        }
+    )
+    assert values("s % d = 0", data) == [True, False]
+    assert values("s % d = 2", data) == [False, True]
+    assert values("d % 2 IS NULL", data) == [False, False]
+    assert values("l / 2 > 4e18", data) == [True, False]
+    assert values("dz = 0.9", data) == [True, False]

@@ -29,6 +29,7 @@ so a writer can refuse the write instead of skipping the check.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
@@ -694,7 +695,8 @@ def _to_decimal(value: Value, target: pa.DataType, text: str) -> Value:
     """``value`` (an exact number) as the decimal ``target``, rounded half up to its places as
     Spark casts it."""
     if pa.types.is_decimal(value.type) and value.type.scale > target.scale:
-        value = pc.round(value, target.scale, round_mode="half_towards_infinity")
+        room = pa.decimal256(value.type.precision + 1, value.type.scale)  # 0.9 rounds to 1
+        value = pc.round(value.cast(room), target.scale, round_mode="half_towards_infinity")
     return _cast(value, target, text)
 
 
@@ -1044,15 +1046,34 @@ def _arith(op: str, a: Value, b: Value, text: str) -> Value:
         return pa.scalar(None, pa.null())
     if op in _EXACT_ARITH:
         return _EXACT_ARITH[op](a, b)
-    if op == "/":
-        fa, fb = a.cast(pa.float64()), b.cast(pa.float64())
+    if op == "/":  # a long beyond 2**53 rounds to the nearest double, as Spark casts it
+        fa, fb = a.cast(pa.float64(), safe=False), b.cast(pa.float64(), safe=False)
         return pc.divide(fa, _zero_to_null(fb))
     # % : the sign follows the dividend (Java's remainder)
     b = _zero_to_null(b)
     if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):
         return pc.subtract(a, pc.multiply(b, pc.divide(a, b)))
-    fa, fb = a.cast(pa.float64()), b.cast(pa.float64())
-    return pc.subtract(fa, pc.multiply(fb, pc.trunc(pc.divide(fa, fb))))
+    return _float_remainder(a.cast(pa.float64(), safe=False), b.cast(pa.float64(), safe=False))
+
+
+def _float_remainder(a: Value, b: Value) -> Value:
+    """Java's ``%`` of doubles (C's ``fmod``, exact: ``0 % inf`` is 0, ``inf % 2`` NaN), row by
+    row; NULL where either is NULL."""
+
+    def one(x: float | None, y: float | None) -> float | None:
+        if x is None or y is None:
+            return None
+        try:
+            return math.fmod(x, y)
+        except ValueError:  # an infinite dividend
+            return math.nan
+
+    if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
+        return pa.scalar(one(a.as_py(), b.as_py()), pa.float64())
+    n = len(b if isinstance(a, pa.Scalar) else a)
+    xs = [a.as_py()] * n if isinstance(a, pa.Scalar) else a.to_pylist()
+    ys = [b.as_py()] * n if isinstance(b, pa.Scalar) else b.to_pylist()
+    return pa.array([one(x, y) for x, y in zip(xs, ys)], pa.float64())
 
 
 def _call(e: Call, args: list[Value], text: str) -> Value:
