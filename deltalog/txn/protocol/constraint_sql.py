@@ -651,8 +651,8 @@ def column_values(data: Data, path: tuple[str, ...]) -> Value:
 def _literal(lit: Literal) -> pa.Scalar:
     if lit.kind == "null":
         return pa.scalar(None, pa.null())
-    if lit.kind == "int":
-        return pa.scalar(lit.value, pa.int64())
+    if lit.kind == "int":  # an INT where it fits, as Spark types it (so i + 1 overflows as an int)
+        return pa.scalar(lit.value, pa.int32() if -(2**31) <= lit.value < 2**31 else pa.int64())
     if lit.kind == "float":
         return pa.scalar(lit.value, pa.float64())
     if lit.kind == "decimal":
@@ -726,7 +726,7 @@ def _unify(a: Value, b: Value, text: str) -> tuple[Value, Value]:
     if pa.types.is_null(tb):
         return a, _cast(b, ta, text)
     if _is_numeric(ta) and _is_numeric(tb):
-        common = pa.int64()
+        common = max(ta, tb, key=lambda t: getattr(t, "bit_width", 64))  # Spark widens to the wider integer
         if any(pa.types.is_decimal(t) for t in (ta, tb)) and not any(pa.types.is_floating(t) for t in (ta, tb)):
             common = _common_decimal(ta, tb)
             return _to_decimal(a, common, text), _to_decimal(b, common, text)
@@ -906,7 +906,14 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
             return sql_temporal.call_function(e.name, [ev(a) for a in e.args], _failure(text))
         return _call(e, [ev(a) for a in e.args], text)
 
-    return ev(expr)
+    try:
+        return ev(expr)
+    except pa.ArrowInvalid as exc:  # an integer overflow of + - * abs or unary minus
+        if "overflow" not in str(exc):
+            raise
+        raise UnsupportedConstraintError(
+            text, "integer overflow", problem=f"an integer overflows ({exc}); Spark without ANSI mode wraps it"
+        ) from None
 
 
 def _binary(op: str, left: Value, right: Value, text: str) -> Value:
