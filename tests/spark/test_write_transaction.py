@@ -678,6 +678,23 @@ def test_a_micro_batch_commits_on_the_latest_snapshot_unless_its_layout_changed(
     assert not any(os.path.exists(os.path.join(table_path, parse_line(f).path)) for f in files)  # type: ignore[union-attr]
 
 
+def test_replace_where_partition_terms_keep_decimal_literals_exact() -> None:
+    """A decimal literal against a ``long`` partition column prunes exactly, as Spark compares
+    them: as a double, ``p = 9007199254740993.0`` read only the 9007199254740992 partition and
+    replaced nothing where Delta replaces the row."""
+    from deltalog.contrib.spark.replace_where import partition_filters
+    from deltalog.txn.protocol.actions import Metadata
+    from deltalog.txn.protocol.partition_filters import PartitionPredicate
+
+    fields = [{"name": n, "type": "long", "nullable": True, "metadata": {}} for n in ("p", "x")]
+    metadata = Metadata(
+        id="m", schema_string=json.dumps({"type": "struct", "fields": fields}), partition_columns=("p",)
+    )
+    for predicate, holds in (("x > 0 AND p = 9007199254740993.0", ["9007199254740993"]), ("x > 0 AND p < 1.5", ["1"])):
+        predicate_filter = PartitionPredicate(partition_filters(predicate, metadata), {"p": "long"})
+        assert [v for v in ("1", "2", "9007199254740993") if predicate_filter.matches({"p": v})] == holds
+
+
 def test_replace_where_on_data_columns_reads_only_the_partitions_its_terms_select(table_path: str) -> None:
     from deltalog.contrib.spark.replace_where import partition_filters
 

@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 from unittest.mock import patch
 
@@ -538,6 +539,28 @@ def test_partition_filters_are_typed_and_validated() -> None:
         t.filter_files([("year", "~", 1)])
     with pytest.raises(InvalidPartitionFilterError, match="cannot compare 'abc'"):
         t.filter_files([("year", "=", "abc")])
+
+
+def test_a_fractional_value_compared_with_an_integer_partition_column_is_not_truncated() -> None:
+    """Spark compares an integer column with ``1.5`` as a decimal: ``year < 9.5`` holds for 9
+    and ``year = 9.5`` for none. The value was truncated to ``9`` (so ``year = 9.5`` matched
+    the 9 partition, a replaceWhere of ``p != 1.5`` kept the p=1 rows Delta replaces)."""
+    log = DeltaLog.for_table(f"memory://pf-{uuid.uuid4().hex}")
+    txn = log.start_transaction()
+    txn.update_metadata(Metadata(id="x", schema_string=schema(year="integer", v="long"), partition_columns=("year",)))
+    txn.commit([AddFile(f"y{y}", {"year": str(y)}, 1, 1) for y in (-9, 9, 10)], Write())
+    t = log.start_transaction()
+
+    def paths(op: str, value: object) -> list[str]:
+        return sorted(f.path for f in t.filter_files([("year", op, value)]))
+
+    for value in (Decimal("9.5"), 9.5):
+        assert paths("<", value) == ["y-9", "y9"]
+        assert paths("=", value) == []
+        assert paths("!=", value) == ["y-9", "y10", "y9"]
+        assert paths("in", [value, 10]) == ["y10"]
+    assert paths(">", Decimal("-9.5")) == ["y-9", "y10", "y9"]
+    assert paths("=", Decimal("9.0")) == ["y9"]
 
 
 # -- the commit loop ------------------------------------------------------------------------------

@@ -196,8 +196,8 @@ def partition_filters(predicate: str, metadata: Metadata) -> list[tuple[str, str
     def literal(e: Any, kinds: tuple[str, ...]) -> bool:
         return isinstance(e, Literal) and e.kind in kinds
 
-    def value(e: Any) -> Any:  # a decimal literal (1.5) meets a number column's values as a float
-        return float(e.value) if e.kind == "decimal" else e.value
+    def value(e: Any) -> Any:  # a decimal literal (1.5) stays exact: Spark compares an integer column with it so
+        return e.value
 
     def walk(e: Any) -> None:
         if isinstance(e, Binary) and e.op == "and":

@@ -29,11 +29,12 @@ so a writer can refuse the write instead of skipping the check.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any, TypeAlias
 
 import pyarrow as pa
@@ -41,6 +42,7 @@ import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
 from deltalog.txn.protocol import sql_temporal
+from deltalog.txn.protocol.time_zones import arrow_zone_name, wall_clock_instants
 
 __all__ = [
     "SESSION_ZONE",
@@ -649,8 +651,8 @@ def column_values(data: Data, path: tuple[str, ...]) -> Value:
 def _literal(lit: Literal) -> pa.Scalar:
     if lit.kind == "null":
         return pa.scalar(None, pa.null())
-    if lit.kind == "int":
-        return pa.scalar(lit.value, pa.int64())
+    if lit.kind == "int":  # an INT where it fits, as Spark types it (so i + 1 overflows as an int)
+        return pa.scalar(lit.value, pa.int32() if -(2**31) <= lit.value < 2**31 else pa.int64())
     if lit.kind == "float":
         return pa.scalar(lit.value, pa.float64())
     if lit.kind == "decimal":
@@ -676,20 +678,26 @@ _MAX_WIDE_PRECISION = 76
 _INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}
 
 
-def _common_decimal(ta: pa.DataType, tb: pa.DataType) -> pa.DataType | None:
-    """The decimal type both of two exact numeric types (one a decimal) fit in, as Spark
-    widens them for a comparison or arithmetic; None when it needs more than 38 digits."""
-    shapes = []
-    for t in (ta, tb):
-        if pa.types.is_decimal(t):
-            shapes.append((t.precision - t.scale, t.scale))
-        else:
-            shapes.append((_INTEGER_DIGITS[t.bit_width], 0))
+def _common_decimal(ta: pa.DataType, tb: pa.DataType) -> pa.DataType:
+    """The decimal type Spark compares two exact numeric types (one a decimal) in
+    (``DecimalPrecision.widerDecimalType``): their integer digits and places, and beyond 38
+    digits ``decimal(38, s)`` keeping the integer digits (``boundedPreferIntegralDigits``), the
+    places cut (:func:`_to_decimal` rounds them half up)."""
+    shapes = [_decimal_shape(t) for t in (ta, tb)]
     scale = max(s for _, s in shapes)
-    precision = max(i for i, _ in shapes) + scale
+    precision = max(p - s for p, s in shapes) + scale
     if precision <= _MAX_DECIMAL_PRECISION:
         return pa.decimal128(precision, scale)
-    return pa.decimal256(precision, scale) if precision <= _MAX_WIDE_PRECISION else None
+    return pa.decimal128(_MAX_DECIMAL_PRECISION, max(0, scale - (precision - _MAX_DECIMAL_PRECISION)))
+
+
+def _to_decimal(value: Value, target: pa.DataType, text: str) -> Value:
+    """``value`` (an exact number) as the decimal ``target``, rounded half up to its places as
+    Spark casts it."""
+    if pa.types.is_decimal(value.type) and value.type.scale > target.scale:
+        room = pa.decimal256(value.type.precision + 1, value.type.scale)  # 0.9 rounds to 1
+        value = pc.round(value.cast(room), target.scale, round_mode="half_towards_infinity")
+    return _cast(value, target, text)
 
 
 def _is_numeric(t: pa.DataType) -> bool:
@@ -718,10 +726,11 @@ def _unify(a: Value, b: Value, text: str) -> tuple[Value, Value]:
     if pa.types.is_null(tb):
         return a, _cast(b, ta, text)
     if _is_numeric(ta) and _is_numeric(tb):
-        common = pa.int64()
+        common = max(ta, tb, key=lambda t: getattr(t, "bit_width", 64))  # Spark widens to the wider integer
         if any(pa.types.is_decimal(t) for t in (ta, tb)) and not any(pa.types.is_floating(t) for t in (ta, tb)):
-            common = _common_decimal(ta, tb) or pa.float64()
-        elif any(pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (ta, tb)):
+            common = _common_decimal(ta, tb)
+            return _to_decimal(a, common, text), _to_decimal(b, common, text)
+        if any(pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (ta, tb)):
             common = pa.float64()
         return _cast(a, common, text), _cast(b, common, text)
     if pa.types.is_string(ta) or pa.types.is_large_string(ta):
@@ -757,15 +766,32 @@ def _instant(wall_clock: dt.datetime) -> dt.datetime:
 
 
 def _in_session_zone(value: Value, other: pa.DataType) -> Value:
-    """A literal ``value`` (a zone-free timestamp or a date) met with a zoned timestamp of type
-    ``other``: the instant of its wall-clock time in the session zone, as a zone-free UTC time."""
-    if not (isinstance(value, pa.Scalar) and value.is_valid and pa.types.is_timestamp(other) and other.tz):
+    """``value`` (a zone-free timestamp -- a ``timestamp_ntz`` or a wall-clock time -- or a
+    date) met with a zoned timestamp of type ``other``: the instant of its wall-clock time in
+    the session zone (Spark casts it to ``timestamp``), as a zone-free UTC time."""
+    if not (pa.types.is_timestamp(other) and other.tz):
+        return value
+    if not isinstance(value, pa.Scalar):
+        return _column_in_session_zone(value)
+    if not value.is_valid:
         return value
     if pa.types.is_date(value.type):
         return pa.scalar(_instant(dt.datetime.combine(value.as_py(), dt.time())), pa.timestamp("us"))
     if pa.types.is_timestamp(value.type) and value.type.tz is None:
         return pa.scalar(_instant(value.as_py()), pa.timestamp("us"))
     return value
+
+
+def _column_in_session_zone(value: Value) -> Value:
+    """Zone-free timestamps or dates of a column as the UTC instants of their wall-clock
+    times in the session zone (:func:`_in_session_zone`)."""
+    zone = SESSION_ZONE.get()
+    t = value.type
+    if zone is None or not (pa.types.is_date(t) or (pa.types.is_timestamp(t) and t.tz is None)):
+        return value
+    wall_clock = value.cast(pa.timestamp("us"))
+    instants = wall_clock_instants(wall_clock, arrow_zone_name(zone))
+    return instants.cast(pa.timestamp("us", "UTC")).cast(pa.timestamp("us"))
 
 
 def _ts_text(value: Value, target: pa.DataType) -> Value:
@@ -803,7 +829,10 @@ def _nan_ordered(op: str, a: Value, b: Value) -> Value:
     if op in ("=", "!="):
         equal = pc.or_(pc.equal(a, b), pc.and_(a_nan, b_nan))
         return equal if op == "=" else pc.invert(equal)
-    less = pc.if_else(a_nan, False, pc.if_else(b_nan, True, pc.less(a, b)))
+    either_null = pc.or_(pc.is_null(a), pc.is_null(b))
+    less = pc.if_else(
+        either_null, pa.scalar(None, pa.bool_()), pc.if_else(a_nan, False, pc.if_else(b_nan, True, pc.less(a, b)))
+    )
     if op == "<":
         return less
     return pc.or_(less, pc.or_(pc.equal(a, b), pc.and_(a_nan, b_nan)))
@@ -848,13 +877,7 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
                 left = _as_bool(ev(e.left), text, f"{e.op.upper()} applied to a value")
                 right = _as_bool(ev(e.right), text, f"{e.op.upper()} applied to a value")
                 return pc.and_kleene(left, right) if e.op == "and" else pc.or_kleene(left, right)
-            a, b = _unify(ev(e.left), ev(e.right), text)
-            if e.op in _COMPARE:
-                return _compare(e.op, a, b, text)
-            if e.op == "<=>":
-                a_null, b_null = pc.is_null(a), pc.is_null(b)
-                return pc.if_else(pc.or_(a_null, b_null), pc.and_(a_null, b_null), _compare("=", a, b, text))
-            return _arith(e.op, a, b, text)
+            return _binary(e.op, ev(e.left), ev(e.right), text)
         if isinstance(e, InList):
             operand = ev(e.operand)
             result: Value | None = None
@@ -873,7 +896,7 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
             if pa.types.is_null(operand.type):
                 operand = operand.cast(pa.string())
             if not (pa.types.is_string(operand.type) or pa.types.is_large_string(operand.type)):
-                operand = _cast(operand, pa.string(), text)
+                operand = sql_temporal.cast_to(operand, "string", _failure(text))
             matched = pc.match_like(operand, e.pattern)
             return pc.invert(matched) if e.negated else matched
         if isinstance(e, Cast):
@@ -883,7 +906,27 @@ def evaluate(expr: Expr, data: Data, text: str) -> Value:
             return sql_temporal.call_function(e.name, [ev(a) for a in e.args], _failure(text))
         return _call(e, [ev(a) for a in e.args], text)
 
-    return ev(expr)
+    try:
+        return ev(expr)
+    except pa.ArrowInvalid as exc:  # an integer overflow of + - * abs or unary minus
+        if "overflow" not in str(exc):
+            raise
+        raise UnsupportedConstraintError(
+            text, "integer overflow", problem=f"an integer overflows ({exc}); Spark without ANSI mode wraps it"
+        ) from None
+
+
+def _binary(op: str, left: Value, right: Value, text: str) -> Value:
+    """``left op right`` of a comparison or arithmetic operator."""
+    if op in _ARITH_OPS and _is_decimal_arith(left.type, right.type):
+        return _decimal_arith(op, left, right)
+    a, b = _unify(left, right, text)
+    if op in _COMPARE:
+        return _compare(op, a, b, text)
+    if op == "<=>":
+        a_null, b_null = pc.is_null(a), pc.is_null(b)
+        return pc.if_else(pc.or_(a_null, b_null), pc.and_(a_null, b_null), _compare("=", a, b, text))
+    return _arith(op, a, b, text)
 
 
 def _unary(op: str, v: Value, text: str) -> Value:
@@ -906,14 +949,100 @@ def _failure(text: str) -> Callable[[str, str], Exception]:
 _EXACT_ARITH: dict[str, Callable[..., Any]] = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}
 
 
-def _wide_decimal_arith(op: str, a: Value, b: Value) -> Value:
-    """``a op b`` of two decimals whose exact result needs more than 38 digits: in decimal256
-    up to 76 digits, else as doubles (Spark rounds such a result to fewer places)."""
-    wide = pa.decimal256(a.type.precision, a.type.scale)
-    try:
-        return _EXACT_ARITH[op](a.cast(wide), b.cast(wide))
-    except pa.ArrowInvalid:
-        return _EXACT_ARITH[op](a.cast(pa.float64()), b.cast(pa.float64()))
+_ARITH_OPS = frozenset({"+", "-", "*", "/", "%"})
+
+
+def _is_decimal_arith(ta: pa.DataType, tb: pa.DataType) -> bool:
+    """Whether Spark computes ``a op b`` of these types as decimals: both exact numbers (or
+    NULL), one a decimal."""
+    exact = all(pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_null(t) for t in (ta, tb))
+    return exact and any(pa.types.is_decimal(t) for t in (ta, tb))
+
+
+def _decimal_shape(t: pa.DataType) -> tuple[int, int]:
+    """(precision, scale) of a decimal, or of an integer type as Spark widens it."""
+    if pa.types.is_decimal(t):
+        return t.precision, t.scale
+    return _INTEGER_DIGITS.get(getattr(t, "bit_width", 0), 1), 0
+
+
+def _adjust_precision_scale(precision: int, scale: int) -> tuple[int, int]:
+    """Spark's ``DecimalType.adjustPrecisionScale`` (``allowPrecisionLoss``, the default): a
+    result wider than 38 digits keeps its integer digits and at least 6 (or its) places."""
+    if precision <= _MAX_DECIMAL_PRECISION:
+        return precision, scale
+    min_scale = min(scale, 6)
+    return _MAX_DECIMAL_PRECISION, max(_MAX_DECIMAL_PRECISION - (precision - scale), min_scale)
+
+
+def _decimal_result_shape(op: str, ta: pa.DataType, tb: pa.DataType) -> tuple[int, int]:
+    """The decimal type Spark's ``DecimalPrecision`` gives ``a op b``."""
+    (p1, s1), (p2, s2) = _decimal_shape(ta), _decimal_shape(tb)
+    if op in ("+", "-"):
+        scale = max(s1, s2)
+        return _adjust_precision_scale(max(p1 - s1, p2 - s2) + scale + 1, scale)
+    if op == "*":
+        return _adjust_precision_scale(p1 + p2 + 1, s1 + s2)
+    if op == "/":
+        scale = max(6, s1 + p2 + 1)
+        return _adjust_precision_scale(p1 - s1 + s2 + scale, scale)
+    scale = max(s1, s2)
+    return min(min(p1 - s1, p2 - s2) + scale, _MAX_DECIMAL_PRECISION), scale
+
+
+def _decimal_arith(op: str, a: Value, b: Value) -> Value:
+    """``a op b`` of exact numbers (one a decimal) as Spark computes it without ANSI mode:
+    exactly, rounded half up to the result type of :func:`_decimal_result_shape`, NULL when
+    it does not fit in that type (or the divisor is zero)."""
+    precision, scale = _decimal_result_shape(op, a.type, b.type)
+    target = pa.decimal128(precision, scale)
+    if pa.types.is_null(a.type) or pa.types.is_null(b.type):
+        return _python_decimal_arith(op, a, b, precision, scale)
+    exact: Value | None = None
+    if op in _EXACT_ARITH:
+        try:
+            exact = _EXACT_ARITH[op](_as_decimal256(a), _as_decimal256(b))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            exact = None
+    if exact is None:
+        return _python_decimal_arith(op, a, b, precision, scale)
+    digits = exact.type.precision - exact.type.scale  # the result has at most scale <= exact.type.scale places
+    rounded = pc.round(exact, scale, round_mode="half_towards_infinity").cast(pa.decimal256(digits + scale, scale))
+    limit = pa.scalar(Decimal(10) ** (precision - scale), pa.decimal256(precision - scale + 1, 0))
+    fits = pc.less(pc.abs(rounded), limit)
+    return pc.if_else(fits, rounded, pa.scalar(None, rounded.type)).cast(target)
+
+
+def _as_decimal256(v: Value) -> Value:
+    precision, scale = _decimal_shape(v.type)
+    return v.cast(pa.decimal256(precision, scale))
+
+
+def _python_decimal_arith(op: str, a: Value, b: Value, precision: int, scale: int) -> Value:
+    """:func:`_decimal_arith` row by row with Python decimals (a division or remainder, or a
+    product too wide for decimal256)."""
+
+    def one(x: Decimal | None, y: Decimal | None) -> Decimal | None:
+        if x is None or y is None or (op in ("/", "%") and y == 0):
+            return None
+        with localcontext() as ctx:
+            ctx.prec = 2 * _MAX_WIDE_PRECISION
+            ctx.rounding = ROUND_HALF_UP
+            exact = {"+": x + y, "-": x - y, "*": x * y, "/": x / y, "%": x % y}[op]
+            value = exact.quantize(Decimal(1).scaleb(-scale))
+        return value if abs(value) < Decimal(10) ** (precision - scale) else None
+
+    target = pa.decimal128(precision, scale)
+    if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
+        return pa.scalar(one(_as_decimal(a.as_py()), _as_decimal(b.as_py())), target)
+    n = len(b if isinstance(a, pa.Scalar) else a)
+    xs = [a.as_py()] * n if isinstance(a, pa.Scalar) else a.to_pylist()
+    ys = [b.as_py()] * n if isinstance(b, pa.Scalar) else b.to_pylist()
+    return pa.array([one(_as_decimal(x), _as_decimal(y)) for x, y in zip(xs, ys)], target)
+
+
+def _as_decimal(x: Any) -> Decimal | None:
+    return None if x is None else Decimal(x)
 
 
 def _arith(op: str, a: Value, b: Value, text: str) -> Value:
@@ -923,21 +1052,35 @@ def _arith(op: str, a: Value, b: Value, text: str) -> Value:
     if pa.types.is_null(a.type) and pa.types.is_null(b.type):
         return pa.scalar(None, pa.null())
     if op in _EXACT_ARITH:
-        try:
-            return _EXACT_ARITH[op](a, b)
-        except pa.ArrowInvalid:
-            if not pa.types.is_decimal(a.type):
-                raise
-        return _wide_decimal_arith(op, a, b)
-    if op == "/":
-        fa, fb = a.cast(pa.float64()), b.cast(pa.float64())
+        return _EXACT_ARITH[op](a, b)
+    if op == "/":  # a long beyond 2**53 rounds to the nearest double, as Spark casts it
+        fa, fb = a.cast(pa.float64(), safe=False), b.cast(pa.float64(), safe=False)
         return pc.divide(fa, _zero_to_null(fb))
     # % : the sign follows the dividend (Java's remainder)
     b = _zero_to_null(b)
     if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):
         return pc.subtract(a, pc.multiply(b, pc.divide(a, b)))
-    fa, fb = a.cast(pa.float64()), b.cast(pa.float64())
-    return pc.subtract(fa, pc.multiply(fb, pc.trunc(pc.divide(fa, fb))))
+    return _float_remainder(a.cast(pa.float64(), safe=False), b.cast(pa.float64(), safe=False))
+
+
+def _float_remainder(a: Value, b: Value) -> Value:
+    """Java's ``%`` of doubles (C's ``fmod``, exact: ``0 % inf`` is 0, ``inf % 2`` NaN), row by
+    row; NULL where either is NULL."""
+
+    def one(x: float | None, y: float | None) -> float | None:
+        if x is None or y is None:
+            return None
+        try:
+            return math.fmod(x, y)
+        except ValueError:  # an infinite dividend
+            return math.nan
+
+    if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
+        return pa.scalar(one(a.as_py(), b.as_py()), pa.float64())
+    n = len(b if isinstance(a, pa.Scalar) else a)
+    xs = [a.as_py()] * n if isinstance(a, pa.Scalar) else a.to_pylist()
+    ys = [b.as_py()] * n if isinstance(b, pa.Scalar) else b.to_pylist()
+    return pa.array([one(x, y) for x, y in zip(xs, ys)], pa.float64())
 
 
 def _call(e: Call, args: list[Value], text: str) -> Value:
@@ -961,8 +1104,8 @@ def _call(e: Call, args: list[Value], text: str) -> Value:
         if pa.types.is_binary(value.type) or pa.types.is_large_binary(value.type):
             return pc.binary_length(value)
         if not (pa.types.is_string(value.type) or pa.types.is_large_string(value.type)):
-            value = _cast(value, pa.string(), text)
+            value = sql_temporal.cast_to(value, "string", _failure(text))
         return pc.utf8_length(value)
     if not (pa.types.is_string(value.type) or pa.types.is_large_string(value.type)):
-        value = _cast(value, pa.string(), text)
+        value = sql_temporal.cast_to(value, "string", _failure(text))
     return pc.utf8_lower(value) if e.name == "lower" else pc.utf8_upper(value)

@@ -115,10 +115,18 @@ class SparkFloat(float):
         return hash(self._key())
 
 
+def _integer(v: Any) -> int | decimal.Decimal | float:
+    """A value compared with an integer column: a partition value (text) as an int; a number
+    as it is -- Spark compares ``year < 9.5`` as decimals, so ``9.5`` must not become ``9``."""
+    if isinstance(v, (decimal.Decimal, float)) and not v == int(v):
+        return v
+    return int(v)
+
+
 def _converter(type_name: str) -> Callable[[Any], Any]:
     t = type_name.lower()
     if t in ("byte", "short", "integer", "int", "long", "bigint", "tinyint", "smallint"):
-        return lambda v: int(v)
+        return _integer
     if t in ("float", "double"):
         return lambda v: SparkFloat(v)
     if t.startswith("decimal"):

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["arrow_time_zone", "parse_date_text", "parse_timestamp_text", "session_time_zone", "wall_clock_instants"]
+__all__ = [
+    "arrow_time_zone",
+    "arrow_zone_name",
+    "parse_date_text",
+    "parse_timestamp_text",
+    "session_time_zone",
+    "wall_clock_instants",
+]
 
 _OFFSET = re.compile(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?")
 
@@ -50,8 +57,11 @@ def arrow_time_zone(name: str | None) -> str | None:
     """The session time zone ``name`` as Arrow names a zone (a region id, or ``+08:00``);
     None when :func:`session_time_zone` does not know it."""
     zone = session_time_zone(name)
-    if zone is None:
-        return None
+    return None if zone is None else arrow_zone_name(zone)
+
+
+def arrow_zone_name(zone: dt.tzinfo) -> str:
+    """A zone of :func:`session_time_zone` as Arrow names it."""
     key = getattr(zone, "key", None)
     if isinstance(key, str):
         return key
