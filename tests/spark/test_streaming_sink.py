@@ -374,3 +374,34 @@ def test_sink_cast_rules_are_sparks(spark):
             implicit = coercion.implicitCast(literal.default(parsed[data]), parsed[table]).isDefined()
             sparks.append((data, table, implicit, cast.canUpCast(parsed[data], parsed[table])))
     assert [o for o, s in zip(ours, sparks) if o != s] == []
+
+
+def test_stream_casts_decimals_exactly_as_spark():
+    """The sink casts a decimal as Spark's ``Decimal``: into a ``float``/``double`` the nearest
+    value to the exact decimal (``BigDecimal.doubleValue``: 0.3 is 0.3, not 0.30000000000000004);
+    rounding up into a scale that needs one more integer digit (999.99 into ``decimal(10,0)`` is
+    1000, 0.999 into ``decimal(5,2)`` is 1.00) and a ``decimal(3,3)`` into an integer (0) are no
+    overflow; a ``double`` of 2^63 into a ``long`` is ``Long.MaxValue``, as Spark's ANSI cast
+    (its bound check compares with ``Long.MaxValue`` as a double)."""
+    import decimal
+
+    import pyarrow as pa
+
+    from deltalog.contrib.spark.sink_cast import SinkCasts, cast_columns
+
+    def cast(values: list[object], arrow: pa.DataType, data: str, table: str) -> list[object]:
+        casts = SinkCasts((("a", f'"{data}"', f'"{table}"'),))
+        return cast_columns(pa.table({"a": pa.array(values, arrow)}), casts).column("a").to_pylist()
+
+    d = decimal.Decimal
+    assert cast([d("0.30"), d("127.99")], pa.decimal128(5, 2), "decimal(5,2)", "double") == [0.3, 127.99]
+    assert cast([d("0.10")], pa.decimal128(5, 2), "decimal(5,2)", "float") == [pa.scalar(0.1, pa.float32()).as_py()]
+    assert cast([d("999.99"), d("-999.99")], pa.decimal128(5, 2), "decimal(5,2)", "decimal(10,0)") == [1000, -1000]
+    assert cast([d("0.999"), d("-0.5")], pa.decimal128(3, 3), "decimal(3,3)", "decimal(5,2)") == [d("1.00"), d("-0.50")]
+    assert cast([d("0.999"), d("-0.999")], pa.decimal128(3, 3), "decimal(3,3)", "integer") == [0, 0]
+    assert cast([2.0**63, -(2.0**63)], pa.float64(), "double", "long") == [2**63 - 1, -(2**63)]
+    wide = [d("127.999999999999999999"), d("-2.5")]  # more digits than a long: through a double, as Spark
+    assert cast(wide, pa.decimal128(38, 18), "decimal(38,18)", "integer") == [128, -2]
+    legacy = SinkCasts((("a", '"decimal(5,2)"', '"decimal(10,0)"'),), policy="LEGACY")
+    data = pa.table({"a": pa.array([d("999.99")], pa.decimal128(5, 2))})
+    assert cast_columns(data, legacy).column("a").to_pylist() == [1000]

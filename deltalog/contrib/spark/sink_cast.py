@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.contrib.spark.errors import CastOverflowError, DeltaAnalysisError, SchemaMismatchError
-from deltalog.contrib.spark.sink_policies import legacy_cast, sql_type_name, up_castable
+from deltalog.contrib.spark.sink_policies import legacy_cast, rounding_room, sql_type_name, up_castable
 from deltalog.txn.protocol.time_zones import wall_clock_instants
 
 __all__ = ["SinkCasts", "cast_columns", "implicitly_castable", "write_types"]
@@ -33,6 +33,10 @@ _INTEGRAL = {"byte": pa.int8(), "short": pa.int16(), "integer": pa.int32(), "lon
 _FRACTIONAL = {"float": pa.float32(), "double": pa.float64()}
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 _NULL = ("null", "void")
+#: Spark casts a decimal of more digits than a long holds into these through a double
+#: (``Decimal.roundToInt``: 127.999999999999999999 is 128 in an ``integer``)
+_VIA_DOUBLE = ("byte", "short", "integer")
+_LONG_DIGITS = 18
 _DATETIME = ("date", "timestamp", "timestamp_ntz")
 #: Types Spark's implicit cast turns into a string whose text deltalog writes as Spark does.
 _TO_STRING = {*_INTEGRAL, "boolean", "date"}
@@ -175,18 +179,49 @@ def _cast_atomic(values: pa.Array, data: Any, table: Any, how: SinkCasts) -> pa.
     legacy = legacy_cast(values, str(data), str(table), target) if how.policy == "LEGACY" else None
     if legacy is not None:
         return legacy
+    if d == "decimal" and (t in _FRACTIONAL or (t in _VIA_DOUBLE and values.type.precision > _LONG_DIGITS)):
+        values = _decimal_to_double(values)  # Spark's BigDecimal.doubleValue: the nearest to the exact value
+        d = "double"
+        if t in _FRACTIONAL:
+            return values.cast(target, safe=False)
     if t in _FRACTIONAL or (d in _FRACTIONAL and t in _FRACTIONAL) or d == "date":
         return values.cast(target, safe=False)
-    if d in _FRACTIONAL:  # toward zero; NaN and values out of range fail the safe cast
-        return pc.trunc(values).cast(target)
+    if d in _FRACTIONAL:
+        return _fraction_to_integral(values, target)
     if d in _INTEGRAL and t == "decimal":
         return _integral_to_decimal(values, target)
     if d == "decimal" and t != "string":
-        match = _DECIMAL.fullmatch(str(table))
-        digits = int(match.group(2)) if match else 0
-        half_up = "half_towards_infinity"  # Java's HALF_UP: a tie away from zero
-        return pc.round(values, ndigits=digits, round_mode=half_up if match else "towards_zero").cast(target)
+        return _round_decimal(values, table, target)
     return values.cast(target)
+
+
+def _decimal_to_double(values: pa.Array) -> pa.Array:
+    """A decimal column as doubles, each the double nearest to the exact decimal (Java's
+    ``BigDecimal.doubleValue``); Arrow's own cast divides by a power of ten in floating point,
+    which is off by a unit in the last place (127.99 became 127.99000000000001)."""
+    return values.cast(pa.string()).cast(pa.float64())
+
+
+def _fraction_to_integral(values: pa.Array, target: pa.DataType) -> pa.Array:
+    """A float or double cast to an integer as Spark's ANSI cast: toward zero; NaN and values out
+    of range fail the safe cast, except 2^63 into a ``long``, which Spark's bound check (against
+    ``Long.MaxValue`` as a double, 2^63) lets through and saturates to ``Long.MaxValue``."""
+    whole = pc.trunc(values)
+    if target != pa.int64():
+        return whole.cast(target)
+    at_bound = pc.equal(whole, 2.0**63)
+    return pc.if_else(at_bound, pa.scalar(2**63 - 1, target), pc.if_else(at_bound, 0.0, whole).cast(target))
+
+
+def _round_decimal(values: pa.Array, table: Any, target: pa.DataType) -> pa.Array:
+    """A decimal cast to another decimal (half up, as Java's ``HALF_UP``: a tie away from zero)
+    or to an integer (toward zero), as Spark's: the rounding runs at one more digit of precision
+    than the column's, so that 999.99 rounds to 1000 and 0.999 (a ``decimal(3,3)``) to 1 before
+    the cast checks the target's precision, as Spark's ``changePrecision``."""
+    match = _DECIMAL.fullmatch(str(table))
+    digits = int(match.group(2)) if match else 0
+    half_up = "half_towards_infinity"
+    return pc.round(rounding_room(values), ndigits=digits, round_mode=half_up if match else "towards_zero").cast(target)
 
 
 def _cast_datetime(values: pa.Array, d: str, t: str, time_zone: str | None) -> pa.Array:

@@ -21,7 +21,7 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["legacy_cast", "sql_type_name", "up_castable"]
+__all__ = ["legacy_cast", "rounding_room", "sql_type_name", "up_castable"]
 
 #: Spark's ``numericPrecedence``: a cast to a later type is an up-cast
 _PRECEDENCE = ("byte", "short", "integer", "long", "float", "double")
@@ -79,11 +79,20 @@ def legacy_cast(values: pa.Array, data: str, table: str, target: pa.DataType) ->
     if table in _INTEGRAL_BITS and data in ("float", "double"):
         return _saturated(values, 64 if table == "long" else 32).cast(target, safe=False)
     if table in _INTEGRAL_BITS and data.startswith("decimal"):  # BigDecimal.longValue: the low 64 bits
-        whole = pc.round(values, ndigits=0, round_mode="towards_zero")
+        whole = pc.round(rounding_room(values), ndigits=0, round_mode="towards_zero")
         return whole.cast(pa.int64(), safe=False).cast(target, safe=False)
     if isinstance(target, pa.Decimal128Type) and (data in _INTEGRAL_BITS or data.startswith("decimal")):
         return _null_on_overflow(values, target)
     return None
+
+
+def rounding_room(values: pa.Array) -> pa.Array:
+    """A decimal column at one more digit of precision, so that rounding it cannot overflow its
+    type (999.99 rounds to 1000, 0.999 of a ``decimal(3,3)`` to 1): Spark rounds the exact
+    value (``changePrecision``) and only then checks the target's precision."""
+    source = values.type
+    wide = pa.decimal128 if source.precision < 38 else pa.decimal256
+    return values.cast(wide(source.precision + 1, source.scale))
 
 
 def _saturated(values: pa.Array, bits: int) -> pa.Array:
@@ -106,7 +115,7 @@ def _null_on_overflow(values: pa.Array, target: pa.Decimal128Type) -> pa.Array:
         digits = len(str(2 ** (values.type.bit_width - 1)))
         values = values.cast(pa.decimal128(min(38, digits + target.scale), target.scale))
     else:
-        values = pc.round(values, ndigits=target.scale, round_mode="half_towards_infinity")
+        values = pc.round(rounding_room(values), ndigits=target.scale, round_mode="half_towards_infinity")
     int_digits = target.precision - target.scale
     if values.type.precision - values.type.scale <= int_digits:
         return values.cast(target)
