@@ -1032,13 +1032,17 @@ def _python_decimal_arith(op: str, a: Value, b: Value, precision: int, scale: in
             value = exact.quantize(Decimal(1).scaleb(-scale))
         return value if abs(value) < Decimal(10) ** (precision - scale) else None
 
-    target = pa.decimal128(precision, scale)
+    return _row_by_row(lambda x, y: one(_as_decimal(x), _as_decimal(y)), a, b, pa.decimal128(precision, scale))
+
+
+def _row_by_row(one: Callable[[Any, Any], Any], a: Value, b: Value, target: pa.DataType) -> Value:
+    """``one`` of each row's Python values of ``a`` and ``b`` (arrays or scalars), as ``target``."""
     if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
-        return pa.scalar(one(_as_decimal(a.as_py()), _as_decimal(b.as_py())), target)
+        return pa.scalar(one(a.as_py(), b.as_py()), target)
     n = len(b if isinstance(a, pa.Scalar) else a)
     xs = [a.as_py()] * n if isinstance(a, pa.Scalar) else a.to_pylist()
     ys = [b.as_py()] * n if isinstance(b, pa.Scalar) else b.to_pylist()
-    return pa.array([one(_as_decimal(x), _as_decimal(y)) for x, y in zip(xs, ys)], target)
+    return pa.array([one(x, y) for x, y in zip(xs, ys)], target)
 
 
 def _as_decimal(x: Any) -> Decimal | None:
@@ -1075,12 +1079,7 @@ def _float_remainder(a: Value, b: Value) -> Value:
         except ValueError:  # an infinite dividend
             return math.nan
 
-    if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
-        return pa.scalar(one(a.as_py(), b.as_py()), pa.float64())
-    n = len(b if isinstance(a, pa.Scalar) else a)
-    xs = [a.as_py()] * n if isinstance(a, pa.Scalar) else a.to_pylist()
-    ys = [b.as_py()] * n if isinstance(b, pa.Scalar) else b.to_pylist()
-    return pa.array([one(x, y) for x, y in zip(xs, ys)], pa.float64())
+    return _row_by_row(one, a, b, pa.float64())
 
 
 def _call(e: Call, args: list[Value], text: str) -> Value:
