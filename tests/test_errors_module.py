@@ -22,6 +22,7 @@ INTERNAL = {
     "deltalog.logstores.gcs.GcsHttpError": "turned into a LogStoreError by the GCS store",
     "deltalog.conformance.result.CheckFailed": "a check's failure, reported by the conformance runner",
     "deltalog.conformance.result.NotApplicable": "a check that does not apply, reported by the runner",
+    "deltalog.txn.protocol.sql_text_numbers.TextCastError": "raised as an UnsupportedConstraintError",
 }
 
 

@@ -834,3 +834,17 @@ def test_compression_option_refuses_unknown_and_unwritable_codecs(tmp_path: Any)
     with pytest.raises(InvalidWriteOptionError, match="cannot write Parquet compressed with lzo"):
         _task_files(plan, _rows([1], [10]))
     assert not os.path.exists(path)
+
+
+def test_replace_where_compares_a_string_partition_with_a_number_as_spark_casts_it(table_path: str) -> None:
+    """Spark compares ``p = 1`` on a string column as ``CAST(p AS BIGINT) = 1``, so Delta's
+    replaceWhere replaces the ``'01'`` partition too; compared as text, ``'01'`` was kept."""
+    field = {"nullable": True, "metadata": {}}
+    fields = [{"name": "p", "type": "string", **field}, {"name": "x", "type": "long", **field}]
+    schema = {"type": "struct", "fields": fields}
+    first = _plan(table_path, schema=schema, partitionBy="p")
+    commit_write(first, _task_files(first, pa.table({"p": ["1", "01", "2"], "x": pa.array([10, 11, 20], pa.int64())})))
+    plan = _plan(table_path, overwrite=True, schema=schema, replaceWhere="p = 1")
+    commit_write(plan, _task_files(plan, pa.table({"p": ["1"], "x": pa.array([12], pa.int64())})))
+    snapshot = DeltaLog.for_table(table_path).update()
+    assert sorted(f.partition_values["p"] for f in snapshot.files) == ["1", "2"]

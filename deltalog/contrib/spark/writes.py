@@ -47,7 +47,7 @@ from deltalog.contrib.spark.generated import check_data_for_default_columns
 from deltalog.contrib.spark.idempotent import pending_set_transactions
 from deltalog.contrib.spark.options import WriteOptions, optimizes_write
 from deltalog.contrib.spark.partition_overwrite import NULL_INTOLERANT_EQUALITY_OPTION
-from deltalog.contrib.spark.predicates import at_session_time_zone, parse_partition_predicate
+from deltalog.contrib.spark.predicates import at_session_time_zone, exact_partition_filter, parse_partition_predicate
 from deltalog.contrib.spark.replace_using import key_columns, matcher, refuse_incompatible_options, written_keys
 from deltalog.contrib.spark.replace_where import names_data_columns, refuse_data_columns, refuse_unresolved_names
 from deltalog.contrib.spark.replace_where_rewrite import rewrite_matching, rewrite_outside
@@ -1009,6 +1009,10 @@ def _replaced_partitions(plan: WritePlan, txn: OptimisticTransaction, adds: Sequ
     try:
         filters = at_session_time_zone(parse_partition_predicate(predicate), types, opts.session_time_zone)
     except DeltaAnalysisError:
+        filters = []
+    lowered = {c.lower(): t for c, t in types.items()}
+    if not filters or not all(exact_partition_filter(lowered.get(c.lower(), ""), op, v) for c, op, v in filters):
+        # not simple terms, or terms Spark compares after a cast (string p = 1): the evaluator
         if check:  # the terms naming a column, as Delta's extractConstraints
             terms = checked_terms(predicate, opts.session_time_zone)
             outside = {f.path: f for t in terms for f in files_satisfying(t, metadata, adds, holds=False)}

@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
 from deltalog.txn.protocol import sql_temporal
+from deltalog.txn.protocol.sql_text_numbers import TextCastError, cast_text_to_number
 from deltalog.txn.protocol.time_zones import arrow_zone_name, wall_clock_instants
 
 __all__ = [
@@ -707,6 +708,11 @@ def _is_numeric(t: pa.DataType) -> bool:
 def _cast(value: Value, target: pa.DataType, text: str) -> Value:
     if value.type == target:
         return value
+    if _is_text(value.type) and (pa.types.is_integer(target) or pa.types.is_floating(target)):
+        try:
+            return cast_text_to_number(value, target)
+        except TextCastError as exc:
+            raise UnsupportedConstraintError(text, f"{value.type} as {target}", problem=str(exc)) from None
     try:
         if pa.types.is_floating(target) and (pa.types.is_integer(value.type) or pa.types.is_decimal(value.type)):
             return value.cast(target, safe=False)  # rounded to the nearest double, as Spark casts
@@ -714,6 +720,20 @@ def _cast(value: Value, target: pa.DataType, text: str) -> Value:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         what = f"{value.type} as {target}"
         raise UnsupportedConstraintError(text, what, problem=f"cannot use {what} ({exc})") from None
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
+
+
+def _text_meets(other: pa.DataType) -> pa.DataType:
+    """The type Spark casts text to when it meets ``other``: a long for an integer, a double for
+    a fraction or decimal (ANSI type coercion); ``other`` itself for the rest."""
+    if pa.types.is_integer(other):
+        return pa.int64()
+    if pa.types.is_floating(other) or pa.types.is_decimal(other):
+        return pa.float64()
+    return other
 
 
 def _unify(a: Value, b: Value, text: str) -> tuple[Value, Value]:
@@ -733,9 +753,13 @@ def _unify(a: Value, b: Value, text: str) -> tuple[Value, Value]:
         if any(pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (ta, tb)):
             common = pa.float64()
         return _cast(a, common, text), _cast(b, common, text)
-    if pa.types.is_string(ta) or pa.types.is_large_string(ta):
+    if _is_text(ta) and _is_numeric(tb):
+        return _unify(_cast(a, _text_meets(tb), text), b, text)
+    if _is_text(tb) and _is_numeric(ta):
+        return _unify(a, _cast(b, _text_meets(ta), text), text)
+    if _is_text(ta):
         return _cast(_ts_text(a, tb), tb, text), b
-    if pa.types.is_string(tb) or pa.types.is_large_string(tb):
+    if _is_text(tb):
         return a, _cast(_ts_text(b, ta), ta, text)
     if pa.types.is_temporal(ta) and pa.types.is_temporal(tb):
         a, b = _in_session_zone(a, tb), _in_session_zone(b, ta)

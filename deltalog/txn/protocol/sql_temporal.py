@@ -21,6 +21,8 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.txn.protocol.sql_text_numbers import TextCastError, cast_text_to_number
+
 __all__ = ["Fail", "call_function", "cast_to", "java_to_strftime"]
 
 #: builds the error to raise: (construct, problem) -> exception
@@ -229,6 +231,11 @@ def cast_to(value: Value, type_name: str, fail: Fail) -> Value:
     if type_name == "string":
         return _text(value, fail, what)
     target = _DELTA_TO_ARROW[type_name]
+    if _is_text(_type(value)) and (pa.types.is_integer(target) or pa.types.is_floating(target)):
+        try:
+            return cast_text_to_number(value, target)
+        except TextCastError as exc:
+            raise fail(what, str(exc)) from None
     try:
         return value.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
