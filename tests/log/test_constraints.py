@@ -521,6 +521,11 @@ def test_text_is_cast_to_a_number_as_spark_casts_it():
     assert values("s > 0.75", floats) == [True, False, True, False, True]
     assert values("CAST(s AS DOUBLE) = 100", floats) == [False, False, False, False, True]
     assert values("s = 2147483648", pa.table({"s": pa.array(["2147483648"])})) == [True]  # a long, not an INT
+    # Spark's cast functions are CASTs: double(s) is CAST(s AS DOUBLE)
+    assert values("double(s) = 100 OR int(1.9) = 2", floats) == [False, False, False, False, True]
+    assert values("bigint(' 7') = 7 AND string(1) = '1' AND boolean('true')", floats) == [True] * 5
+    with pytest.raises(UnsupportedConstraintError, match=r"int\(\) with 2 argument"):
+        values("int(s, 1) = 1", floats)
     for expr, text in (("s = 1", "1.5"), ("s = 1.5", "1_0"), ("s = 1", "99999999999999999999")):
         with pytest.raises(UnsupportedConstraintError, match="cannot be cast"):
             values(expr, pa.table({"s": pa.array([text], pa.string())}))

@@ -177,6 +177,9 @@ CAST_TYPES = {
     "boolean": "boolean",
 }
 
+#: Spark's functions that are a CAST (``FunctionRegistry.castAlias``); ``date`` is a MORE_FUNCTIONS one
+CAST_ALIASES = frozenset({"boolean", "tinyint", "smallint", "int", "bigint", "float", "double", "string", "timestamp"})
+
 
 def column_paths(expr: Expr) -> list[tuple[str, ...]]:
     """The column paths an expression reads, in order of first use."""
@@ -531,6 +534,11 @@ class _Parser:
         lname = name.lower()
         if lname in MORE_FUNCTIONS:
             return self.parse_more_call(name, lname)
+        if lname in CAST_ALIASES:  # Spark's cast functions: int(x) is CAST(x AS INT)
+            args = self.parse_arguments()
+            if len(args) != 1:
+                raise self.unsupported(f"{name}() with {len(args)} argument(s) (it takes 1 argument)")
+            return Cast(args[0], CAST_TYPES[lname])
         if lname not in FUNCTIONS:
             raise self.unsupported(f"the function {name}()")
         args = self.parse_arguments()

@@ -236,7 +236,10 @@ def cast_to(value: Value, type_name: str, fail: Fail) -> Value:
             return cast_text_to_number(value, target)
         except TextCastError as exc:
             raise fail(what, str(exc)) from None
+    source = _type(value)
+    if pa.types.is_integer(target) and (pa.types.is_floating(source) or pa.types.is_decimal(source)):
+        value = pc.trunc(value)  # Spark drops the fraction; a value out of range still fails
     try:
         return value.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise fail(what, f"{what} of {_type(value)} ({exc})") from None
+        raise fail(what, f"{what} of {source} ({exc})") from None
