@@ -156,6 +156,46 @@ def test_identity_by_default_keeps_given_values_without_moving_the_mark(tmp_path
     assert identity_columns(log.update().metadata)[0].high_water_mark == 100
 
 
+def _extreme(snapshot: Any, files: Any, name: str, largest: bool) -> int | None:
+    """SYNC IDENTITY's aggregate over the transaction's snapshot, by deltalog's own reader."""
+    if not files:
+        return None
+    values = [v for v in _read_ours(snapshot.table_uri).column(name).to_pylist() if v is not None]
+    return (max if largest else min)(values) if values else None
+
+
+def test_sync_identity_moves_the_mark_past_explicit_values_as_delta(tmp_path: Any) -> None:
+    """IdentityColumnSyncSuite: values before ``start`` set no mark; a value on or past it is
+    rounded onto the grid; the mark never moves back unless lowering is allowed; the commit is
+    a CHANGE COLUMN tagged as an identity-only update; a non-identity column is refused."""
+    from deltalog.txn.commands.sync_identity import sync_identity
+
+    path = str(tmp_path / "t")
+    log = _create(path, _field("id", "long", **_identity(True, start=100, step=2)), _field("x", "long"))
+    sync_identity(log, "ID", _extreme)  # an empty table keeps no mark
+    _write(path, pa.table({"id": [1, 2, 99], "x": [1, 2, 3]}))
+    sync_identity(log, "id", _extreme)
+    assert identity_columns(log.update().metadata)[0].high_water_mark is None  # before start
+    _write(path, pa.table({"id": [101], "x": [4]}))
+    version = sync_identity(log, "id", _extreme)
+    assert identity_columns(log.update().metadata)[0].high_water_mark == 102  # rounded onto 100 + 2k
+    _write(path, pa.table({"x": [5]}))
+    assert _rows(path, "id", "x")[-1] == (104, 5)
+    info = next(a for a in log.read_commit(version) if type(a).__name__ == "CommitInfo")
+    assert info.operation == "CHANGE COLUMN" and info.extra["tags"] == {"delta.identity.schemaUpdate": "true"}
+    assert json.loads(info.operation_parameters["column"])["metadata"]["delta.identity.highWaterMark"] == 102
+    sync_identity(log, "id", lambda *_: 100)  # lower: kept
+    assert identity_columns(log.update().metadata)[0].high_water_mark == 104
+    sync_identity(log, "id", lambda *_: 100, allow_lowering=True)
+    assert identity_columns(log.update().metadata)[0].high_water_mark == 100
+    before = log.update().version
+    with pytest.raises(IdentityColumnError, match="DELTA_IDENTITY_COLUMNS_ALTER_NON_IDENTITY_COLUMN"):
+        sync_identity(log, "x", _extreme)
+    with pytest.raises(IdentityColumnError, match="overflows a long"):
+        sync_identity(log, "id", lambda *_: 2**63 - 1)
+    assert log.update().version == before
+
+
 def test_two_tasks_of_one_write_never_collide(tmp_path: Any) -> None:
     path = str(tmp_path / "t")
     log = _create(path, _field("id", "long", **_identity(False)), _field("x", "long"))
@@ -718,3 +758,30 @@ def test_a_table_whose_protocol_predates_generated_columns_does_not_enforce_them
     assert _write(path, pa.table({"c1": pa.array([2], pa.int32())})) == 2
     assert _rows(path, "c1", "c2") == [(1, 10), (2, None)]
     assert DeltaLog.for_table(path).update().protocol.min_writer_version == 2
+
+
+def test_spark_sync_identity_aggregates_the_table_and_honours_the_lowering_conf(spark: Any, table_path: str) -> None:
+    """``DeltaTable.syncIdentity`` (``ALTER COLUMN ... SYNC IDENTITY``): Spark's max of the
+    column over the table; the mark only moves back under Delta's session conf."""
+    from deltalog.contrib.spark import DeltaTable
+    from deltalog.contrib.spark.table_builder import IdentityGenerator
+
+    table = (
+        DeltaTable.create(spark)
+        .location(table_path)
+        .addColumn("id", "long", generatedByDefaultAs=IdentityGenerator(start=1, step=10))
+        .addColumn("v", "long")
+        .execute()
+    )
+    spark.createDataFrame([(35, 1), (7, 2)], "id long, v long").write.format("deltalog").mode("append").save(table_path)
+    table.syncIdentity("id")
+    log = DeltaLog.for_table(table_path)
+    assert identity_columns(log.update().metadata)[0].high_water_mark == 41  # 35 rounded onto 1 + 10k
+    table.delete("id = 35")
+    conf = "spark.databricks.delta.identityColumn.allowSyncIdentityToLowerHighWaterMark.enabled"
+    spark.conf.set(conf, "true")
+    try:
+        table.syncIdentity("id")
+    finally:
+        spark.conf.unset(conf)
+    assert identity_columns(log.update().metadata)[0].high_water_mark == 11

@@ -4,11 +4,12 @@ names and parameters)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.contrib.spark.schemas import to_model
 from deltalog.txn.commands import alter
+from deltalog.txn.protocol.column_identifiers import quote_if_needed
 from deltalog.txn.protocol.schema import StructField
 
 if TYPE_CHECKING:
@@ -16,8 +17,12 @@ if TYPE_CHECKING:
 
     from deltalog.txn.delta_log import DeltaLog
     from deltalog.txn.log.snapshot import Snapshot
+    from deltalog.txn.protocol.actions import AddFile
 
 __all__ = ["AlterTableMethods"]
+
+#: Delta's session conf letting SYNC IDENTITY move a high-water mark back
+_ALLOW_LOWERING_SYNC_IDENTITY = "spark.databricks.delta.identityColumn.allowSyncIdentityToLowerHighWaterMark.enabled"
 
 
 def _field(spark_field: Any) -> StructField:
@@ -136,6 +141,29 @@ class AlterTableMethods:
         options = without_retention_check(self._reader())
         rows = read_table(self._spark, self._path, versionAsOf=str(snapshot.version), **options)
         check_new_constraints(rows, constraints, self._log.table_uri)
+
+    def syncIdentity(self, column: str) -> None:
+        """``ALTER TABLE ... ALTER COLUMN column SYNC IDENTITY``: move the identity column's
+        high-water mark to the largest value the table holds (smallest for a negative step),
+        rounded onto its start and step, so generated values never repeat explicitly inserted
+        ones (:func:`deltalog.txn.commands.sync_identity.sync_identity`). One Spark job
+        aggregates the column over the snapshot the transaction read. As in Delta, the mark
+        never moves back unless the session sets ``spark.databricks.delta.identityColumn.
+        allowSyncIdentityToLowerHighWaterMark.enabled`` to ``true``."""
+        from pyspark.sql import functions as F
+
+        from deltalog.contrib.spark.native import read_table
+        from deltalog.contrib.spark.time_travel import without_retention_check
+        from deltalog.txn.commands.sync_identity import sync_identity
+
+        def extreme(snapshot: Snapshot, files: Sequence[AddFile], name: str, largest: bool) -> int | None:
+            options = without_retention_check(self._reader())  # the transaction's own snapshot
+            rows = read_table(self._spark, self._path, versionAsOf=str(snapshot.version), **options)
+            value = rows.agg((F.max if largest else F.min)(F.col(quote_if_needed(name)))).collect()[0][0]
+            return None if value is None else int(value)
+
+        lowering = str(self._spark.conf.get(_ALLOW_LOWERING_SYNC_IDENTITY, "false")).strip().lower() == "true"
+        sync_identity(self._log, column, extreme, allow_lowering=lowering)
 
     def unsetProperties(self, keys: Iterable[str], ifExists: bool = True) -> None:
         """``ALTER TABLE UNSET TBLPROPERTIES [IF EXISTS]``; unsetting

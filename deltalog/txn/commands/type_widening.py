@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from deltalog.txn.commit.transaction import OptimisticTransaction
     from deltalog.txn.delta_log import DeltaLog
 
-__all__ = ["ChangeColumn", "alter_column_type", "normalize_type"]
+__all__ = ["ChangeColumn", "alter_column_type", "change_column_parameter", "normalize_type"]
 
 
 def _path(column: str | Sequence[str]) -> list[str]:
@@ -202,7 +202,7 @@ def _alter_string(
     if new_schema == schema:
         return None
     txn.update_metadata(replace(metadata, schema_string=json.dumps(new_schema, separators=(",", ":"))))
-    version: int = txn.commit([], ChangeColumn(column=_change_column_parameter(new_schema, path)))
+    version: int = txn.commit([], ChangeColumn(column=change_column_parameter(new_schema, path)))
     return version
 
 
@@ -274,11 +274,11 @@ def alter_column_type(
     _refuse_generated_column(old_schema, path)
     recorded = record_type_changes(new_schema, old_schema, preview_table_version(txn.protocol, txn.read_version + 1))
     txn.update_metadata(replace(metadata, schema_string=json.dumps(recorded, separators=(",", ":"))))
-    version: int = txn.commit([], ChangeColumn(column=_change_column_parameter(recorded, path)))
+    version: int = txn.commit([], ChangeColumn(column=change_column_parameter(recorded, path)))
     return version
 
 
-def _change_column_parameter(schema: dict[str, Any], path: Sequence[str]) -> dict[str, Any]:
+def change_column_parameter(schema: dict[str, Any], path: Sequence[str]) -> dict[str, Any]:
     """The ``column`` parameter of the CHANGE COLUMN commit, Delta's ``structFieldToMap`` of
     the changed column: a struct field as changed, without its ``delta.typeChanges`` record;
     an array's ``element``, a map's ``key`` or ``value`` as that type alone, nullable as the

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from deltalog.txn.commit import operation_metrics as metric_sets
 from deltalog.txn.commit.operation_metrics import drop_unknown_row_metrics
+from deltalog.txn.protocol.identity import IDENTITY_COMMITINFO_TAG
 from deltalog.txn.protocol.properties import TableProperties
 
 __all__ = [
@@ -457,9 +458,15 @@ class ChangeColumn(Operation):
 
     name: ClassVar[str] = "CHANGE COLUMN"
     column: Mapping[str, Any] = field(default_factory=dict)
+    #: ``ALTER COLUMN ... SYNC IDENTITY``: an identity-only metadata update whatever it changes
+    #: (Delta's ``setSyncIdentity``), tagged so concurrent writers that change no metadata commit
+    sync_identity: bool = False
 
     def parameter_values(self) -> dict[str, Any]:
         return {"column": dict(self.column)}
+
+    def commit_tags(self) -> dict[str, str]:
+        return {IDENTITY_COMMITINFO_TAG: "true"} if self.sync_identity else {}
 
 
 @dataclass(frozen=True)

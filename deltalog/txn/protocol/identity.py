@@ -195,8 +195,10 @@ def _exact(result: int, start: int, step: int, value: int) -> int:
     return result
 
 
-def _updated_mark(column: IdentityColumn, candidate: int) -> int | None:
-    """Delta's ``updateToValidHighWaterMark``: the new mark, or None to keep the old one."""
+def _updated_mark(column: IdentityColumn, candidate: int, allow_lowering: bool = False) -> int | None:
+    """Delta's ``updateToValidHighWaterMark``: the new mark, or None to keep the old one.
+    ``allow_lowering`` (SYNC IDENTITY under Delta's
+    ``identityColumn.allowSyncIdentityToLowerHighWaterMark.enabled``) ignores the old mark."""
 
     def ahead(a: int, b: int) -> bool:
         return a > b if column.step > 0 else a < b
@@ -204,16 +206,19 @@ def _updated_mark(column: IdentityColumn, candidate: int) -> int | None:
     before_start = ahead(column.start, candidate)
     rounded = round_to_next(column.start, column.step, candidate)
     old = column.high_water_mark
-    new = rounded if old is None or ahead(rounded, old) else old
+    new = rounded if old is None or allow_lowering or ahead(rounded, old) else old
     bad_old = old is not None and ahead(column.start, old)
     if bad_old or (not before_start and new != old):
         return new
     return None
 
 
-def update_high_water_marks(metadata: Metadata, candidates: Mapping[str, Sequence[int]]) -> Metadata:
+def update_high_water_marks(
+    metadata: Metadata, candidates: Mapping[str, Sequence[int]], allow_lowering: bool = False
+) -> Metadata:
     """``metadata`` with each identity column's high-water mark moved to its candidates'
-    largest value (smallest for a negative step); ``metadata`` itself when none moves."""
+    largest value (smallest for a negative step); ``metadata`` itself when none moves. With
+    ``allow_lowering`` a mark may also move back (SYNC IDENTITY's option)."""
     if not candidates:
         return metadata
     columns = {c.name.lower(): c for c in identity_columns(metadata)}
@@ -225,7 +230,7 @@ def update_high_water_marks(metadata: Metadata, candidates: Mapping[str, Sequenc
         marks = wanted.get(str(f["name"]).lower())
         if column is None or not marks:
             continue
-        new = _updated_mark(column, max(marks) if column.step > 0 else min(marks))
+        new = _updated_mark(column, max(marks) if column.step > 0 else min(marks), allow_lowering)
         if new is not None:
             f["metadata"] = {**(f.get("metadata") or {}), HIGH_WATER_MARK: new}
             changed = True
