@@ -667,3 +667,30 @@ def test_a_generated_column_keeps_the_type_of_its_expression(tmp_path: Path) -> 
         alter_column_type(log, "gen", "long")
     assert caught.value.error_class == "DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH"
     assert log.update().version == 0  # type: ignore[attr-defined]
+
+
+def test_a_metadata_change_cannot_retype_a_generated_column(tmp_path: Path) -> None:
+    """The same check at the commit, for every metadata change (a ``mergeSchema`` write with
+    ``gen long`` data widened the generated column itself, which Delta's commit refuses): a
+    generated column keeps its type while the columns its expression reads keep theirs."""
+    from dataclasses import replace
+
+    from deltalog.errors import InvalidMetadataError
+    from deltalog.txn.commit.operations import ManualUpdate
+
+    log = _with_expressions(tmp_path, None, "b + 1")
+    current = log.update().metadata  # type: ignore[attr-defined]
+
+    def retyped(**types: str) -> object:
+        schema = json.loads(current.schema_string)
+        for f in schema["fields"]:
+            f["type"] = types.get(f["name"], f["type"])
+        return replace(current, schema_string=json.dumps(schema))
+
+    txn = log.start_transaction()  # type: ignore[attr-defined]
+    with pytest.raises(InvalidMetadataError, match=r"DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH.*gen.*b \+ 1"):
+        txn.update_metadata(retyped(gen="long"))
+    assert log.update().version == 0  # type: ignore[attr-defined]
+    txn = log.start_transaction()  # type: ignore[attr-defined]
+    txn.update_metadata(retyped(gen="long", b="long"))  # its input retyped as well: not judged here
+    txn.commit([], ManualUpdate())

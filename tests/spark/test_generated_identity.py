@@ -493,6 +493,24 @@ def test_a_column_a_generated_column_reads_cannot_be_renamed_or_dropped(spark: A
     ]
 
 
+def test_merge_schema_cannot_widen_a_generated_column_itself(spark: Any, tmp_path: Any) -> None:
+    """Delta's commit checks every generated column's type against its expression's
+    (``validateGeneratedColumns``): a ``mergeSchema`` write whose ``g`` is a ``long`` cannot
+    widen the ``int`` column ``g = a`` (it did, leaving a table Delta refuses to change)."""
+    from pyspark.errors import AnalysisException
+
+    from deltalog.contrib.spark import DeltaTable
+
+    table_path = str(tmp_path / "t")  # not the fixture's: delta-rs reads no typeWidening table
+    DeltaTable.create(spark).location(table_path).addColumn("a", "int").addColumn(
+        "g", "int", generatedAlwaysAs="a"
+    ).property("delta.enableTypeWidening", "true").execute()
+    data = spark.createDataFrame([(1, 1)], "a int, g long")
+    with pytest.raises(AnalysisException, match=r"DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH.*column g is integer"):
+        data.write.format("deltalog").mode("append").option("mergeSchema", "true").save(table_path)
+    assert DeltaLog.for_table(table_path).update().version == 0
+
+
 @pytest.mark.parametrize(
     ("column", "expression", "message"),
     [

@@ -22,6 +22,7 @@ from deltalog.txn.protocol.actions import Action, AddCDCFile, AddFile, Metadata,
 from deltalog.txn.protocol.collations import collated_map_keys
 from deltalog.txn.protocol.column_mapping import is_drop_column_operation, is_rename_column_operation
 from deltalog.txn.protocol.errors import ColumnMappingAndCdcOperationBlockedError, InvalidSchemaError
+from deltalog.txn.protocol.generated_columns import retyped_generated_columns
 from deltalog.txn.protocol.properties import InvalidPropertyError
 from deltalog.txn.protocol.schema import parse_schema
 from deltalog.txn.protocol.stats_column_checks import validate_stats_columns
@@ -174,6 +175,19 @@ def verify_metadata(metadata: Metadata, cdf_was_on: bool = False) -> None:
     _ = metadata.properties.data_skipping_string_prefix_length  # InvalidPropertyError, as the above's
     if cdf_on:
         refuse_change_data_columns([str(f.get("name", "")) for f in fields], cdf_was_on)
+
+
+def refuse_retyped_generated_columns(current: Metadata, new: Metadata) -> None:
+    """Delta's ``validateGeneratedColumns`` at each metadata change: a generated column must
+    keep its expression's type, so ``new`` may not retype one whose inputs keep their types
+    (:func:`~deltalog.txn.protocol.generated_columns.retyped_generated_columns`)."""
+    for name, expression, old_type, new_type in retyped_generated_columns(current, new):
+        raise InvalidMetadataError(
+            f"DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH: The expression type of the generated column {name} is "
+            f"{old_type}, but the column type is {new_type} (its expression {expression} reads columns whose types "
+            f"did not change); keep the column {old_type}: cast the data written into it (a mergeSchema write "
+            "widens it otherwise), or drop the generated column and add it again with the new type"
+        )
 
 
 def refuse_change_data_columns(names: Sequence[str], cdf_was_on: bool) -> None:

@@ -50,7 +50,11 @@ from deltalog.txn.commit.commit_errors import (
 from deltalog.txn.commit.commit_stats import CommitStats
 from deltalog.txn.commit.conflicts import CurrentTransactionInfo, WinningCommit, check_conflicts
 from deltalog.txn.commit.isolation import IsolationLevel, choose_isolation_level
-from deltalog.txn.commit.metadata_checks import refuse_column_mapping_change_with_file_actions, verify_metadata
+from deltalog.txn.commit.metadata_checks import (
+    refuse_column_mapping_change_with_file_actions,
+    refuse_retyped_generated_columns,
+    verify_metadata,
+)
 from deltalog.txn.commit.nested_not_null import enforceable_not_nulls
 from deltalog.txn.commit.operation_metrics import file_metrics
 from deltalog.txn.commit.operations import Operation, SetTableProperties
@@ -297,6 +301,8 @@ class OptimisticTransaction:
             raise MetadataAlreadyChangedError("cannot change the metadata more than once in a transaction")
         old = self.snapshot.metadata if self.table_exists else None
         verify_metadata(metadata, old is not None and old.properties.enable_change_data_feed)
+        if old is not None:
+            refuse_retyped_generated_columns(old, metadata)
         metadata = complete_metadata(old, metadata, creating_table, removing_column_mapping)
         check_table_property_constraints(metadata, self.snapshot if self.table_exists else None)
         if old is None or metadata.schema_string != old.schema_string:  # Delta checks only a changed schema

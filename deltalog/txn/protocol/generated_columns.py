@@ -61,6 +61,7 @@ __all__ = [
     "generated_column_constraints",
     "generated_columns",
     "partition_expressions",
+    "retyped_generated_columns",
 ]
 
 GENERATION_EXPRESSION = "delta.generationExpression"
@@ -165,6 +166,44 @@ def generated_columns(metadata: Metadata) -> list[GeneratedColumn]:
         if unknown:
             raise UnsupportedGenerationExpressionError(c.name, c.text, f"it names unknown columns {unknown}")
         out.append(GeneratedColumn(c.name, c.text, c.type, c.expr))
+    return out
+
+
+def _read_columns(expression: str) -> set[str] | None:
+    """The top-level columns (lower case) an expression reads; None when deltalog's SQL
+    subset cannot parse it."""
+    try:
+        return {p[0].lower() for p in column_paths(parse_expression(expression))}
+    except UnsupportedConstraintError:
+        return None
+
+
+def retyped_generated_columns(old: Metadata, new: Metadata) -> list[tuple[str, str, str, str]]:
+    """Delta's commit check that a generated column has its expression's type
+    (``validateGeneratedColumns``: DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH), as far as it
+    can be judged without typing the expression: a generated column of ``new`` that ``old``
+    has with the same expression, whose type changed (nullability aside) while every column
+    the expression reads kept its type, no longer has its expression's type (a ``mergeSchema``
+    write widening the generated column itself). ``(column, expression, old type, new type)``."""
+    from deltalog.txn.protocol.schema import data_type_from_json, same_type
+
+    before = {str(f["name"]).lower(): f for f in _fields(old)}
+    after = {str(f["name"]).lower(): f for f in _fields(new)}
+
+    def same(name: str) -> bool:
+        a, b = before.get(name), after.get(name)
+        return a is None or b is None or same_type(data_type_from_json(a["type"]), data_type_from_json(b["type"]))
+
+    out: list[tuple[str, str, str, str]] = []
+    for name, f in after.items():
+        text = (f.get("metadata") or {}).get(GENERATION_EXPRESSION)
+        was = before.get(name)
+        if text is None or was is None or (was.get("metadata") or {}).get(GENERATION_EXPRESSION) != text or same(name):
+            continue
+        read = _read_columns(str(text))
+        if read is None or all(same(c) for c in read):
+            old_type, new_type = data_type_from_json(was["type"]), data_type_from_json(f["type"])
+            out.append((str(f["name"]), str(text), old_type.simple_string(), new_type.simple_string()))
     return out
 
 
