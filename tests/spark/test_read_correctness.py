@@ -258,6 +258,21 @@ def test_nan_statistics_never_skip_a_file_with_matching_rows():
     ]
 
 
+def test_a_column_widened_from_float_skips_by_double_bounds_beyond_a_float():
+    """After ``float -> double`` widening, new files may hold doubles no float reaches (1e300):
+    such a bound is the double's own, and the file is skipped or kept by it."""
+    files = [_add("wide.parquet", "x", -1e300, 1e300), _add("narrow.parquet", "x", 0.5, 0.7)]
+
+    def kept(term):
+        plan = plan_files(files, 0, [term], [], {"x": "double"}, float_widened=("x",))
+        return sorted(f.path for f in plan.files)
+
+    assert kept(("x", "=", 2.0)) == ["wide.parquet"]
+    assert kept(("x", "<", -1.0)) == ["wide.parquet"]
+    assert kept(("x", "<=", 0.7)) == ["narrow.parquet", "wide.parquet"]
+    assert kept(("x", "<", -1e301)) == []
+
+
 def test_a_variant_column_skips_by_its_null_count_only():
     """Delta records a variant's null count; its min/max (parsed from shredded footers, Z85
     text) bound no SQL value: ``IS NULL``/``IS NOT NULL`` skip by the count, nothing by bounds."""

@@ -541,6 +541,34 @@ def test_partition_filters_are_typed_and_validated() -> None:
         t.filter_files([("year", "=", "abc")])
 
 
+def test_a_timestamp_beyond_python_datetimes_in_utc_compares_with_partitions() -> None:
+    """``ts != '9999-12-31 23:59:59'`` in a session west of UTC is an instant after every
+    datetime Python holds (Spark's timestamps reach further): it is greater than every
+    partition value and equal to none; it failed with InvalidPartitionFilterError (native
+    reads' ``where``, DELETE, UPDATE)."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    log = DeltaLog.for_table(f"memory://pf-{uuid.uuid4().hex}")
+    txn = log.start_transaction()
+    txn.update_metadata(Metadata(id="x", schema_string=schema(ts="timestamp", v="long"), partition_columns=("ts",)))
+    values = {"early": "0001-01-01T00:00:00.000000Z", "mid": "2024-01-01T00:00:00.000000Z"}
+    values["late"] = "9999-12-31T23:59:59.999999Z"
+    txn.commit([AddFile(name, {"ts": v}, 1, 1) for name, v in values.items()], Write())
+    t = log.start_transaction()
+    after = dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=ZoneInfo("America/Los_Angeles"))
+    before = dt.datetime(1, 1, 1, tzinfo=ZoneInfo("Asia/Kolkata"))
+
+    def paths(op: str, value: object) -> list[str]:
+        return sorted(f.path for f in t.filter_files([("ts", op, value)]))
+
+    assert paths("<", after) == paths("!=", after) == paths(">", before) == ["early", "late", "mid"]
+    assert paths(">=", after) == paths("=", after) == paths("<=", before) == paths("=", before) == []
+    assert paths("in", [after, before]) == []
+    assert paths("not in", [after, "2024-01-01T00:00:00Z"]) == ["early", "late"]
+    assert paths("<", "9999-12-31T23:59:59-08:00") == ["early", "late", "mid"]
+
+
 def test_a_fractional_value_compared_with_an_integer_partition_column_is_not_truncated() -> None:
     """Spark compares an integer column with ``1.5`` as a decimal: ``year < 9.5`` holds for 9
     and ``year = 9.5`` for none. The value was truncated to ``9`` (so ``year = 9.5`` matched

@@ -168,11 +168,12 @@ def _may_match(
 def _float_written_bound(bound: Any, upper: bool) -> Any:
     """A ``double`` bound of a column widened from ``float`` as a bound of the float the
     statistic may have been written for too: Delta writes a float as its shortest decimal,
-    ``0.7`` for 0.7f, which is 0.699999988079071 as a double, below the bound read."""
+    ``0.7`` for 0.7f, which is 0.699999988079071 as a double, below the bound read. A bound
+    beyond a float's range (a double written after the widening) is its own."""
     if not isinstance(bound, float):
         return bound
-    floats = _nearest_floats(bound)
-    return max(bound, *floats) if upper else min(bound, *floats)
+    candidates = (bound, *_nearest_floats(bound))
+    return max(candidates) if upper else min(candidates)
 
 
 def _nearest_floats(value: float) -> tuple[float, ...]:

@@ -70,15 +70,69 @@ def partition_column_types(schema_string: str, partition_columns: Sequence[str])
     return types
 
 
-def _parse_timestamp(text: str) -> dt.datetime:
+def _parse_timestamp(text: str) -> Any:
     """A timestamp partition value as Spark's cast reads it (:func:`parse_timestamp_text`: one
     digit fields, an offset or a zone id), naive; one naming a zone at its UTC instant."""
     parsed = parse_timestamp_text(text)
     if parsed is None:
         raise ValueError(f"not a timestamp: {text!r}")
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    return parsed
+    return _utc(parsed) if parsed.tzinfo is not None else parsed
+
+
+def _utc(value: dt.datetime) -> Any:
+    """The aware ``value`` as a naive UTC datetime, or a :class:`_BeyondDatetime` when its
+    instant lies outside Python's datetimes (``9999-12-31 23:59:59`` of a zone west of UTC:
+    Spark's timestamps reach further)."""
+    try:
+        return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    except OverflowError:
+        return _BeyondDatetime(value)
+
+
+class _BeyondDatetime:
+    """An instant after (or before) every naive UTC datetime: compared with one it is
+    greater (or less), never equal, as Spark compares the two timestamps."""
+
+    __slots__ = ("above", "value")
+
+    def __init__(self, value: dt.datetime) -> None:
+        self.value = value
+        self.above = value.year > 1
+
+    def _key(self, other: Any) -> tuple[int, Any] | None:
+        if isinstance(other, _BeyondDatetime):
+            return (1 if other.above else -1, other.value)
+        return (0, None) if isinstance(other, dt.datetime) else None
+
+    def _compare(self, other: Any, test: Callable[[int], bool]) -> Any:
+        theirs = self._key(other)
+        if theirs is None:
+            return NotImplemented
+        mine = 1 if self.above else -1
+        if theirs[0] == mine:
+            return test(0 if theirs[1] == self.value else (1 if self.value > theirs[1] else -1))
+        return test(1 if mine > theirs[0] else -1)
+
+    def __eq__(self, other: object) -> Any:
+        return self._compare(other, lambda c: c == 0)
+
+    def __lt__(self, other: Any) -> Any:
+        return self._compare(other, lambda c: c < 0)
+
+    def __le__(self, other: Any) -> Any:
+        return self._compare(other, lambda c: c <= 0)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._compare(other, lambda c: c > 0)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._compare(other, lambda c: c >= 0)
+
+    def __hash__(self) -> int:
+        return hash((_BeyondDatetime, self.value))
+
+    def __repr__(self) -> str:
+        return f"_BeyondDatetime({self.value.isoformat()})"
 
 
 def _parse_date(text: str) -> dt.date:
@@ -137,9 +191,9 @@ def _converter(type_name: str) -> Callable[[Any], Any]:
         return lambda v: v if isinstance(v, dt.date) and not isinstance(v, dt.datetime) else _parse_date(str(v))
     if t in ("timestamp", "timestamp_ntz"):
 
-        def ts(v: Any) -> dt.datetime:
+        def ts(v: Any) -> Any:
             if isinstance(v, dt.datetime):
-                return v.astimezone(dt.timezone.utc).replace(tzinfo=None) if v.tzinfo else v
+                return _utc(v) if v.tzinfo else v
             return _parse_timestamp(str(v))
 
         return ts
