@@ -88,3 +88,15 @@ def test_replace_where_on_data_columns_reads_only_the_files_statistics_keep(tabl
     DeltaLog.for_table(table_path).start_transaction().commit([low.remove(1)], Delete(predicate=["x < 10"]))
     assert commit_write(plan, files) == 3
     assert _table_rows(table_path) == [(1, 25)]
+
+
+@pytest.mark.parametrize("condition", ["p = 'a' AND id % 2 = 0", "(id % 2 = 0 OR id = 15) AND p IN ('a')"])
+def test_the_partition_terms_of_a_condition_with_other_terms_are_its_read_predicate(condition: str) -> None:
+    """Delta's ``filterFiles`` records the top-level ``AND`` terms naming partition columns
+    only as the read predicate, whatever the other terms: an add into another partition is
+    no conflict; an add into the partition read is."""
+    uri = _table(True, _add("a1", 0, 9, "a"), _add("b1", 0, 9, "b"))
+    assert _delete_around(uri, condition, ["a1"], [_add("b2", 0, 9, "b")]) == 2
+    uri = _table(True, _add("a1", 0, 9, "a"), _add("b1", 0, 9, "b"))
+    with pytest.raises(ConcurrentAppendError):
+        _delete_around(uri, condition, ["a1"], [_add("a2", 0, 9, "a")])

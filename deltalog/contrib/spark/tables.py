@@ -141,6 +141,19 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _partition_conjuncts(condition: str, metadata: Metadata) -> list[tuple[str, str, Any]]:
+    """The top-level ``AND`` terms of ``condition`` that test a partition column against
+    literals (Delta's ``filterFiles`` records them as the read predicate whatever the other
+    terms); none when the evaluator cannot read it (data skipping may still skip files)."""
+    from deltalog.contrib.spark.replace_where import partition_filters
+    from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError
+
+    try:
+        return partition_filters(condition, metadata)
+    except (UnsupportedConstraintError, ValueError):
+        return []
+
+
 def _rewrite_metrics(
     removed: Sequence[AddFile], lines: Sequence[str], started: float, scanned: float
 ) -> tuple[dict[str, str], int | None]:
@@ -383,11 +396,11 @@ class DeltaTable(AlterTableMethods):
         if not isinstance(condition, str):
             return list(txn.filter_files())
         qualifier = self._qualifier(txn.snapshot)
+        metadata = txn.snapshot.metadata
         try:
             filters = parse_partition_predicate(condition, qualifier)
-        except DeltaAnalysisError:
-            filters = []  # not a conjunction of simple terms: data skipping may still skip files
-        metadata = txn.snapshot.metadata
+        except DeltaAnalysisError:  # its top-level AND terms on partition columns, as Delta's filterFiles
+            filters = _partition_conjuncts(condition, metadata)
         types = schemas.top_level_types(json.loads(metadata.schema_string))
         time_zone = None if self._spark is None else self._spark.conf.get("spark.sql.session.timeZone")
         filters = at_session_time_zone(filters, types, time_zone)
