@@ -88,3 +88,49 @@ def test_replace_where_on_data_columns_reads_only_the_files_statistics_keep(tabl
     DeltaLog.for_table(table_path).start_transaction().commit([low.remove(1)], Delete(predicate=["x < 10"]))
     assert commit_write(plan, files) == 3
     assert _table_rows(table_path) == [(1, 25)]
+
+
+@pytest.mark.parametrize("condition", ["p = 'a' AND id % 2 = 0", "(id % 2 = 0 OR id = 15) AND p IN ('a')"])
+def test_the_partition_terms_of_a_condition_with_other_terms_are_its_read_predicate(condition: str) -> None:
+    """Delta's ``filterFiles`` records the top-level ``AND`` terms naming partition columns
+    only as the read predicate, whatever the other terms: an add into another partition is
+    no conflict; an add into the partition read is."""
+    uri = _table(True, _add("a1", 0, 9, "a"), _add("b1", 0, 9, "b"))
+    assert _delete_around(uri, condition, ["a1"], [_add("b2", 0, 9, "b")]) == 2
+    uri = _table(True, _add("a1", 0, 9, "a"), _add("b1", 0, 9, "b"))
+    with pytest.raises(ConcurrentAppendError):
+        _delete_around(uri, condition, ["a1"], [_add("a2", 0, 9, "a")])
+
+
+def test_a_disjunction_of_partition_terms_is_read_as_those_partitions() -> None:
+    """Delta records ``p = 'a' OR (p = 'c' AND id > 5)`` as the read predicate: an add into
+    partition ``b`` is no conflict, an add into ``c`` is."""
+    condition = "p = 'a' OR (p = 'c' AND id > 5)"
+    files = (_add("a1", 0, 9, "a"), _add("b1", 0, 9, "b"), _add("c1", 0, 9, "c"))
+    assert _delete_around(_table(True, *files), condition, ["a1", "c1"], [_add("b2", 0, 9, "b")]) == 2
+    with pytest.raises(ConcurrentAppendError):
+        _delete_around(_table(True, *files), condition, ["a1", "c1"], [_add("c2", 0, 9, "c")])
+
+
+def test_a_negated_partition_term_is_read_as_the_other_partitions() -> None:
+    """``NOT (p = 'a')`` reads the partitions other than ``a`` (not the null one, as in SQL):
+    an add into ``a`` is no conflict, an add into ``b`` is."""
+    condition = "NOT (p = 'a') AND id % 2 = 0"
+    files = (_add("a1", 0, 9, "a"), _add("b1", 0, 9, "b"))
+    assert _delete_around(_table(True, *files), condition, ["b1"], [_add("a2", 0, 9, "a")]) == 2
+    with pytest.raises(ConcurrentAppendError):
+        _delete_around(_table(True, *files), condition, ["b1"], [_add("b2", 0, 9, "b")])
+
+
+def test_replace_where_on_a_disjunction_of_partitions_reads_only_those(table_path: str) -> None:
+    """``replaceWhere`` ``p = 1 OR p = 3`` reads partitions 1 and 3 (Delta's ``filterFiles`` of
+    the predicate): under Serializable an append into partition 2 is no conflict."""
+    from deltalog.contrib.spark.writes import commit_write
+    from tests.spark.test_write_transaction import _partitioned_table, _plan, _rows, _table_rows, _task_files, _write
+
+    _partitioned_table(table_path)
+    plan = _plan(table_path, overwrite=True, replaceWhere="p = 1 OR p = 3")
+    files = _task_files(plan, _rows([1], [100]))
+    _write(table_path, _rows([2], [21]))
+    assert commit_write(plan, files) == 2
+    assert _table_rows(table_path) == [(1, 100), (2, 20), (2, 21)]

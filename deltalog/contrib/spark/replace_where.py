@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from deltalog.contrib.spark.errors import InvalidWriteOptionError, ReplaceWhereMismatchError
 from deltalog.contrib.spark.predicates import parse_partition_predicate
 from deltalog.contrib.spark.resolver import CASE_INSENSITIVE, Resolver
-from deltalog.txn.protocol.actions import Metadata
+from deltalog.txn.protocol.actions import AddFile, Metadata
 from deltalog.txn.protocol.collations import has_collated_string
 from deltalog.txn.protocol.constraints import (
     CompiledConstraint,
@@ -36,9 +36,14 @@ from deltalog.txn.protocol.constraints import (
     compile_constraints,
 )
 
+if TYPE_CHECKING:
+    from deltalog.txn.commit.transaction import OptimisticTransaction
+
 __all__ = [
     "compiled_predicate",
+    "files_in_partition_groups",
     "names_data_columns",
+    "partition_filter_groups",
     "partition_filters",
     "refuse_data_columns",
     "refuse_unresolved_names",
@@ -180,6 +185,65 @@ def partition_filters(predicate: str, metadata: Metadata) -> list[tuple[str, str
     engine's partition filters: a file outside them holds no row the predicate selects, so
     only the other files are read. Terms of other shapes (and every term on a ``timestamp``
     column, whose texts Spark reads in the session time zone) are left to the row evaluation."""
+    return _expression_partition_filters(compiled_predicate(predicate).expr, metadata)
+
+
+def partition_filter_groups(predicate: str, metadata: Metadata) -> list[list[tuple[str, str, Any]]]:
+    """``predicate``'s partition filters as groups a file's partition values may satisfy any
+    of: one per disjunct of a top-level ``OR`` when each has some (``p = 'a' OR (p = 'b' AND
+    x > 1)``: ``[[p = a], [p = b]]``, as Delta records the predicate on partition columns),
+    else the one group of :func:`partition_filters` (empty: every partition)."""
+    from deltalog.txn.protocol.constraint_sql import Binary
+
+    expr = compiled_predicate(predicate).expr
+    disjuncts: list[Any] = []
+
+    def split(e: Any) -> None:
+        if isinstance(e, Binary) and e.op == "or":
+            split(e.left)
+            split(e.right)
+        else:
+            disjuncts.append(e)
+
+    split(expr)
+    groups = [_expression_partition_filters(d, metadata) for d in disjuncts]
+    if len(groups) > 1 and all(groups):
+        return groups
+    return [_expression_partition_filters(expr, metadata)]
+
+
+def files_in_partition_groups(
+    txn: OptimisticTransaction,
+    groups: list[list[tuple[str, str, Any]]],
+    data_skipping: Callable[[list[AddFile]], list[AddFile]] | None = None,
+) -> list[AddFile]:
+    """The files of ``txn``'s snapshot in any of the :func:`partition_filter_groups`, each group
+    recorded as a read predicate (Delta's ``filterFiles`` of their disjunction), in snapshot order."""
+    found: dict[str, AddFile] = {}
+    for filters in groups:
+        found.update((f.path, f) for f in txn.filter_files(filters, data_skipping=data_skipping) if f.path not in found)
+    return list(found.values())
+
+
+_NEGATED = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+def _negated(e: Any) -> Any:
+    """``NOT e`` as a term (``NOT p = 'a'`` is ``p != 'a'``: true for the same rows, a null
+    ``p`` included), None when ``e`` is no comparison, ``IN`` or ``IS [NOT] NULL``."""
+    from deltalog.txn.protocol.constraint_sql import Binary, InList, Unary
+
+    if isinstance(e, Binary) and e.op in _NEGATED:
+        return Binary(_NEGATED[e.op], e.left, e.right)
+    if isinstance(e, InList):
+        return InList(e.operand, e.items, not e.negated)
+    if isinstance(e, Unary) and e.op in ("is_null", "is_not_null"):
+        return Unary("is_not_null" if e.op == "is_null" else "is_null", e.operand)
+    return None
+
+
+def _expression_partition_filters(expr: Any, metadata: Metadata) -> list[tuple[str, str, Any]]:
+    """:func:`partition_filters` of a compiled expression."""
     from deltalog.txn.protocol.constraint_sql import Binary, Column, InList, Literal, Unary
     from deltalog.txn.protocol.partition_filters import partition_column_types
 
@@ -218,8 +282,10 @@ def partition_filters(predicate: str, metadata: Metadata) -> list[tuple[str, str
                 out.append((found[0], "not in" if e.negated else "in", [value(item) for item in items]))
         elif isinstance(e, Unary) and e.op in ("is_null", "is_not_null") and (found := partition(e.operand)):
             out.append((found[0], "=" if e.op == "is_null" else "!=", None))
+        elif isinstance(e, Unary) and e.op == "not" and (term := _negated(e.operand)) is not None:
+            walk(term)
 
-    walk(compiled_predicate(predicate).expr)
+    walk(expr)
     return out
 
 

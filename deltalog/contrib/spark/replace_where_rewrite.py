@@ -19,7 +19,7 @@ from deltalog.contrib.spark.data_skipping import data_skipped_files
 from deltalog.contrib.spark.files import CDC_TYPE_COLUMN, WriteSpec, delete_files, write_batches
 from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
 from deltalog.contrib.spark.reads import DML_ROW_TRACKING_COLUMN, ROW_TRACKING_TYPE, FileToRead, ReadSpec, read_file
-from deltalog.contrib.spark.replace_where import compiled_predicate, partition_filters
+from deltalog.contrib.spark.replace_where import compiled_predicate, files_in_partition_groups, partition_filter_groups
 from deltalog.txn.protocol import row_tracking
 from deltalog.txn.protocol.actions import AddFile
 
@@ -33,15 +33,16 @@ def rewrite_outside(
     txn: OptimisticTransaction, predicate: str, spec: WriteSpec
 ) -> tuple[list[AddFile], list[str], dict[str, str]]:
     """The DELETE half: read the files of the transaction's snapshot the predicate's
-    partition terms select (:func:`partition_filters`) less those whose statistics rule it
+    partition terms select (:func:`partition_filter_groups`) less those whose statistics rule it
     out (the files kept are recorded as read, as Delta's ``filterFiles``), remove those
     holding rows that match ``predicate`` and write their other rows again
     (:func:`rewrite_matching`)."""
     metadata = txn.metadata
     snapshot = txn.snapshot
     zone = spec.session_time_zone
-    files = txn.filter_files(
-        partition_filters(predicate, metadata) if metadata is not None else None,
+    files = files_in_partition_groups(
+        txn,
+        partition_filter_groups(predicate, metadata) if metadata is not None else [[]],
         data_skipping=lambda candidates: data_skipped_files(snapshot, candidates, predicate, time_zone=zone),
     )
     compiled = compiled_predicate(predicate, zone)

@@ -141,6 +141,29 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _partition_filter_groups(
+    condition: str, metadata: Metadata, qualifier: str | None
+) -> list[list[tuple[str, str, Any]]]:
+    """The partition filters of a DML ``condition``, in groups any of which a file may
+    satisfy: its terms when it is a conjunction of simple terms; else its top-level ``AND``
+    terms testing a partition column against literals, whatever the other terms, or one group
+    per disjunct of a top-level ``OR`` of such terms (Delta's ``filterFiles`` records the
+    predicate on partition columns); ``[[]]`` (every partition) when the evaluator cannot read
+    it (data skipping may still skip files)."""
+    from deltalog.contrib.spark.predicates import parse_partition_predicate
+    from deltalog.contrib.spark.replace_where import partition_filter_groups
+    from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError
+
+    try:
+        return [parse_partition_predicate(condition, qualifier)]
+    except DeltaAnalysisError:
+        pass
+    try:
+        return partition_filter_groups(condition, metadata)
+    except (UnsupportedConstraintError, ValueError):
+        return [[]]
+
+
 def _rewrite_metrics(
     removed: Sequence[AddFile], lines: Sequence[str], started: float, scanned: float
 ) -> tuple[dict[str, str], int | None]:
@@ -364,8 +387,9 @@ class DeltaTable(AlterTableMethods):
     def _candidates(self, txn: OptimisticTransaction, condition: ExpressionOrColumn | None) -> list[AddFile]:
         """Files that may hold rows matching ``condition``, as Delta's ``filterFiles(condition)``.
 
-        When ``condition`` is SQL text of ``AND``-ed simple terms, its terms on partition
-        columns prune by partition values. Its skipping terms (``OR``, ``NOT``, ``LIKE``...:
+        When ``condition`` is SQL text, its top-level ``AND`` terms on partition columns (or
+        those of each disjunct of a top-level ``OR``) prune by partition values. Its skipping
+        terms (``OR``, ``NOT``, ``LIKE``...:
         :func:`~deltalog.contrib.spark.data_skipping.data_skipped_files`) skip the files whose
         partition values or ``minValues``/``maxValues``/``nullCount`` statistics prove no row
         matches (the read path's rules). A Column condition skips nothing. As Delta's ``filterFiles``, the
@@ -374,32 +398,29 @@ class DeltaTable(AlterTableMethods):
         conflicts; of a file the statistics skipped, not)."""
         from deltalog.contrib.spark import schemas
         from deltalog.contrib.spark.data_skipping import data_skipped_files
-        from deltalog.contrib.spark.predicates import (
-            at_session_time_zone,
-            exact_partition_filter,
-            parse_partition_predicate,
-        )
+        from deltalog.contrib.spark.predicates import at_session_time_zone, exact_partition_filter
+        from deltalog.contrib.spark.replace_where import files_in_partition_groups
 
         if not isinstance(condition, str):
             return list(txn.filter_files())
         qualifier = self._qualifier(txn.snapshot)
-        try:
-            filters = parse_partition_predicate(condition, qualifier)
-        except DeltaAnalysisError:
-            filters = []  # not a conjunction of simple terms: data skipping may still skip files
         metadata = txn.snapshot.metadata
         types = schemas.top_level_types(json.loads(metadata.schema_string))
         time_zone = None if self._spark is None else self._spark.conf.get("spark.sql.session.timeZone")
-        filters = at_session_time_zone(filters, types, time_zone)
         parts = {c.lower(): c for c in metadata.partition_columns}
         lowered = {c.lower(): t for c, t in types.items()}
         snapshot = txn.snapshot
-        return txn.filter_files(
+        groups = [
             [
                 (parts[c.lower()], op, v)
-                for c, op, v in filters
+                for c, op, v in at_session_time_zone(filters, types, time_zone)
                 if c.lower() in parts and exact_partition_filter(lowered.get(c.lower(), ""), op, v)
-            ],
+            ]
+            for filters in _partition_filter_groups(condition, metadata, qualifier)
+        ]
+        return files_in_partition_groups(
+            txn,
+            groups,
             data_skipping=lambda files: data_skipped_files(snapshot, files, condition, qualifier, time_zone),
         )
 

@@ -999,7 +999,12 @@ def _replaced_partitions(plan: WritePlan, txn: OptimisticTransaction, adds: Sequ
     filters of its top-level ``AND`` terms (recorded as the transaction's read). Unless its
     constraint check is off, every written file must satisfy its terms naming a column."""
     from deltalog.contrib.spark.partition_rows import files_satisfying
-    from deltalog.contrib.spark.replace_where import checked_terms, compiled_predicate, partition_filters
+    from deltalog.contrib.spark.replace_where import (
+        checked_terms,
+        compiled_predicate,
+        files_in_partition_groups,
+        partition_filter_groups,
+    )
 
     opts = plan.options
     predicate = opts.replace_where or ""
@@ -1017,9 +1022,9 @@ def _replaced_partitions(plan: WritePlan, txn: OptimisticTransaction, adds: Sequ
             terms = checked_terms(predicate, opts.session_time_zone)
             outside = {f.path: f for t in terms for f in files_satisfying(t, metadata, adds, holds=False)}
             _refuse_outside(list(outside.values()), plan)
-        read = partition_filters(predicate, metadata)
+        read = partition_filter_groups(predicate, metadata)
         compiled = compiled_predicate(predicate, opts.session_time_zone)
-        return files_satisfying(compiled, metadata, txn.filter_files(read))
+        return files_satisfying(compiled, metadata, files_in_partition_groups(txn, read))
     if check:
         _check_replace_where(adds, filters, plan, txn)
     replaced: list[AddFile] = txn.filter_files(filters)
