@@ -36,11 +36,13 @@ def _table(partitioned: bool, *files: AddFile) -> str:
     return uri
 
 
-def _delete_around(uri: str, condition: str, expected: list[str], concurrent: list[Action]) -> int:
-    """Plan ``DELETE WHERE condition`` (its candidates must be ``expected``), let another
-    writer commit ``concurrent``, then commit the DELETE of the candidates."""
+def _delete_around(uri: str, condition: str, expected: list[str], concurrent: list[Action], alias: str = "") -> int:
+    """Plan ``DELETE WHERE condition`` (its candidates must be ``expected``; on the table
+    under ``alias`` if given), let another writer commit ``concurrent``, then commit the
+    DELETE of the candidates."""
     txn = start_transaction(DeltaLog.for_table(uri))
-    candidates = DeltaTable(None, uri)._candidates(txn, condition)
+    table = DeltaTable(None, uri)
+    candidates = (table.alias(alias) if alias else table)._candidates(txn, condition)
     assert [f.path for f in candidates] == expected
     DeltaLog.for_table(uri).start_transaction().commit(concurrent, ManualUpdate())
     return txn.commit([f.remove(1) for f in candidates], Delete(predicate=[condition]))
@@ -110,6 +112,17 @@ def test_a_disjunction_of_partition_terms_is_read_as_those_partitions() -> None:
     assert _delete_around(_table(True, *files), condition, ["a1", "c1"], [_add("b2", 0, 9, "b")]) == 2
     with pytest.raises(ConcurrentAppendError):
         _delete_around(_table(True, *files), condition, ["a1", "c1"], [_add("c2", 0, 9, "c")])
+
+
+def test_partition_terms_qualified_by_the_table_alias_are_its_read_predicate() -> None:
+    """``alias("t")``: ``t.p`` names partition column ``p`` (Delta resolves it over the aliased
+    table); a condition with other terms was read as the whole table, so an add into ``b``
+    conflicted."""
+    files = (_add("a1", 0, 9, "a"), _add("b1", 0, 9, "b"), _add("c1", 0, 9, "c"))
+    for condition in ("t.p IN ('a', 'c') AND t.id % 2 = 0", "t.p = 'a' OR (t.p = 'c' AND t.id % 2 = 0)"):
+        assert _delete_around(_table(True, *files), condition, ["a1", "c1"], [_add("b2", 0, 9, "b")], "t") == 2
+        with pytest.raises(ConcurrentAppendError):
+            _delete_around(_table(True, *files), condition, ["a1", "c1"], [_add("a2", 0, 9, "a")], "t")
 
 
 def test_a_negated_partition_term_is_read_as_the_other_partitions() -> None:

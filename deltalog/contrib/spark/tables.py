@@ -152,13 +152,15 @@ def _partition_filter_groups(
     it (data skipping may still skip files)."""
     from deltalog.contrib.spark.predicates import parse_partition_predicate
     from deltalog.contrib.spark.replace_where import partition_filter_groups
-    from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError
+    from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, strip_qualifier
 
     try:
         return [parse_partition_predicate(condition, qualifier)]
     except DeltaAnalysisError:
         pass
     try:
+        if qualifier:  # t.p names column p of the aliased table, as the simple parser reads it
+            condition = strip_qualifier(condition, qualifier, lambda a, b: a.lower() == b.lower())
         return partition_filter_groups(condition, metadata)
     except (UnsupportedConstraintError, ValueError):
         return [[]]
