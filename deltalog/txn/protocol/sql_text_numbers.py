@@ -43,10 +43,10 @@ def cast_text_to_number(values: Value, target: pa.DataType) -> Value:
         values = values.combine_chunks()
     text = pc.utf8_trim(values.cast(pa.string()), characters=_BLANKS)
     if pa.types.is_integer(target):
-        _refuse_malformed(values, text, _INTEGER, target)
+        _refuse_malformed(values, text, pc.match_substring_regex(text, _INTEGER), target)
         return _integers(values, text, target)
     if pa.types.is_floating(target):
-        return _doubles(values, text).cast(target, safe=False)
+        return _doubles(values, text, target).cast(target, safe=False)
     raise TypeError(f"not a number type: {target}")
 
 
@@ -64,8 +64,8 @@ def _malformed(original: object, target: pa.DataType) -> TextCastError:
     )
 
 
-def _refuse_malformed(values: pa.Array, text: pa.Array, pattern: str, target: pa.DataType) -> None:
-    ok = pc.match_substring_regex(text, pattern)
+def _refuse_malformed(values: pa.Array, text: pa.Array, ok: pa.Array, target: pa.DataType) -> None:
+    """Raise for the first non-null text ``ok`` does not accept."""
     bad = pc.and_kleene(pc.is_valid(text), pc.invert(ok))
     if pc.any(bad).as_py():
         raise _malformed(values.filter(bad)[0].as_py(), target)
@@ -83,15 +83,12 @@ def _integers(values: pa.Array, text: pa.Array, target: pa.DataType) -> pa.Array
         raise _malformed(next(v for v, d in pairs if d is not None and not low <= int(d) <= high), target) from None
 
 
-def _doubles(values: pa.Array, text: pa.Array) -> pa.Array:
+def _doubles(values: pa.Array, text: pa.Array, target: pa.DataType) -> pa.Array:
     """Java's ``Double.parseDouble`` forms and Spark's special words."""
     special = pc.or_kleene(
         pc.is_in(pc.utf8_lower(text), pa.array(list(_SPECIAL_DOUBLES))), pc.is_in(text, pa.array(list(_JAVA_SPECIALS)))
     )
-    numeric = pc.match_substring_regex(text, _DOUBLE)
-    bad = pc.and_kleene(pc.is_valid(text), pc.invert(pc.or_kleene(special, numeric)))
-    if pc.any(bad).as_py():
-        raise _malformed(values.filter(bad)[0].as_py(), pa.float64())
+    _refuse_malformed(values, text, pc.or_kleene(special, pc.match_substring_regex(text, _DOUBLE)), target)
     parsed = pc.replace_substring_regex(pc.if_else(special, pa.scalar("0"), text), r"[dDfF]$", "").cast(pa.float64())
     if not pc.any(special).as_py():
         return parsed
