@@ -190,26 +190,38 @@ def partition_filters(predicate: str, metadata: Metadata) -> list[tuple[str, str
 
 def partition_filter_groups(predicate: str, metadata: Metadata) -> list[list[tuple[str, str, Any]]]:
     """``predicate``'s partition filters as groups a file's partition values may satisfy any
-    of: one per disjunct of a top-level ``OR`` when each has some (``p = 'a' OR (p = 'b' AND
-    x > 1)``: ``[[p = a], [p = b]]``, as Delta records the predicate on partition columns),
-    else the one group of :func:`partition_filters` (empty: every partition)."""
-    from deltalog.txn.protocol.constraint_sql import Binary
+    of (``[[]]``: every partition): each row the predicate selects lies in a partition some
+    group holds. An ``AND`` of terms is one group of its partition terms (Delta's
+    ``filterFiles`` records the conjuncts naming only partition columns), an ``OR`` of
+    partition terms nested anywhere is a group per disjunct (``(p = 'a' OR p = 'b') AND x >
+    1``: ``[[p = a], [p = b]]``), a ``NOT`` is pushed to the terms (De Morgan); a disjunct
+    without a partition term, or too many groups, reads every partition."""
+    return _partition_groups(compiled_predicate(predicate).expr, metadata)
 
-    expr = compiled_predicate(predicate).expr
-    disjuncts: list[Any] = []
 
-    def split(e: Any) -> None:
-        if isinstance(e, Binary) and e.op == "or":
-            split(e.left)
-            split(e.right)
-        else:
-            disjuncts.append(e)
+#: At most this many groups: a larger disjunction reads every partition, a larger product of
+#: conjuncts keeps the conjunct with fewer groups (either holds every row the predicate selects)
+_MAX_GROUPS = 64
 
-    split(expr)
-    groups = [_expression_partition_filters(d, metadata) for d in disjuncts]
-    if len(groups) > 1 and all(groups):
-        return groups
-    return [_expression_partition_filters(expr, metadata)]
+
+def _partition_groups(e: Any, metadata: Metadata) -> list[list[tuple[str, str, Any]]]:
+    """:func:`partition_filter_groups` of a compiled expression."""
+    from deltalog.txn.protocol.constraint_sql import Binary, Unary
+
+    if isinstance(e, Unary) and e.op == "not" and isinstance(e.operand, Unary) and e.operand.op == "not":
+        return _partition_groups(e.operand.operand, metadata)
+    if isinstance(e, Unary) and e.op == "not" and isinstance(e.operand, Binary) and e.operand.op in ("and", "or"):
+        inner = e.operand  # NOT (a AND b) is NOT a OR NOT b: true for the same rows (three-valued)
+        e = Binary("or" if inner.op == "and" else "and", Unary("not", inner.left), Unary("not", inner.right))
+    if isinstance(e, Binary) and e.op == "or":
+        groups = _partition_groups(e.left, metadata) + _partition_groups(e.right, metadata)
+        return [[]] if len(groups) > _MAX_GROUPS or not all(groups) else groups
+    if isinstance(e, Binary) and e.op == "and":
+        left, right = _partition_groups(e.left, metadata), _partition_groups(e.right, metadata)
+        if len(left) * len(right) > _MAX_GROUPS:
+            return min(left, right, key=len)
+        return [a + b for a in left for b in right]
+    return [_expression_partition_filters(e, metadata)]
 
 
 def files_in_partition_groups(
@@ -218,7 +230,8 @@ def files_in_partition_groups(
     data_skipping: Callable[[list[AddFile]], list[AddFile]] | None = None,
 ) -> list[AddFile]:
     """The files of ``txn``'s snapshot in any of the :func:`partition_filter_groups`, each group
-    recorded as a read predicate (Delta's ``filterFiles`` of their disjunction), in snapshot order."""
+    recorded as a read predicate (Delta's ``filterFiles`` of their disjunction): group by group,
+    each in snapshot order."""
     found: dict[str, AddFile] = {}
     for filters in groups:
         found.update((f.path, f) for f in txn.filter_files(filters, data_skipping=data_skipping) if f.path not in found)

@@ -145,11 +145,10 @@ def _partition_filter_groups(
     condition: str, metadata: Metadata, qualifier: str | None
 ) -> list[list[tuple[str, str, Any]]]:
     """The partition filters of a DML ``condition``, in groups any of which a file may
-    satisfy: its terms when it is a conjunction of simple terms; else its top-level ``AND``
-    terms testing a partition column against literals, whatever the other terms, or one group
-    per disjunct of a top-level ``OR`` of such terms (Delta's ``filterFiles`` records the
-    predicate on partition columns); ``[[]]`` (every partition) when the evaluator cannot read
-    it (data skipping may still skip files)."""
+    satisfy: its terms when it is a conjunction of simple terms; else the groups of its
+    partition terms wherever they stand in ``AND``, ``OR`` and ``NOT`` (:func:`partition_filter_groups`);
+    ``[[]]`` (every partition) when the evaluator cannot read it (data skipping may still
+    skip files)."""
     from deltalog.contrib.spark.predicates import parse_partition_predicate
     from deltalog.contrib.spark.replace_where import partition_filter_groups
     from deltalog.txn.protocol.constraint_sql import UnsupportedConstraintError, strip_qualifier
