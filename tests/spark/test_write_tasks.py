@@ -41,6 +41,23 @@ def test_floating_partition_values_nan_and_signed_zero_each_row_once(tmp_path: s
     assert sorted(got) == [(0, "NaN"), (1, "1.0"), (2, None), (3, "NaN"), (4, "-0.0"), (5, "0.0"), (6, "-Infinity")]
 
 
+def test_a_timestamp_partition_value_beyond_python_datetimes_is_refused_by_name(tmp_path: str) -> None:
+    """Spark's timestamps reach before 0001-01-01 UTC (``0001-01-01 00:00`` in Asia/Kolkata);
+    a partition value there (its UTC text has year 0) is refused with an error naming the
+    column, nothing written (it was pyarrow's ``OverflowError: date value out of range``)."""
+    from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+    schema = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},'
+    schema += '{"name":"ts","type":"timestamp","nullable":true,"metadata":{}}]}'
+    path = str(tmp_path)
+    plan = plan_write(WriteOptions.parse({"path": path, "partitionBy": "ts"}, False), schema)
+    micros = [0, -62135596800_000_000 - 21208_000_000]  # 1970-01-01, 0000-12-31T18:06:32Z
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "ts": pa.array(micros, pa.timestamp("us", "UTC"))})
+    with pytest.raises(DeltaAnalysisError, match=r"partition column ts .*0001-01-01"):
+        write_batches(plan.spec, rows.to_batches(), 0)
+    assert not [name for _, _, names in os.walk(path) for name in names if name.endswith(".parquet")]
+
+
 def test_dynamic_partition_overwrite_replaces_the_nan_partition(tmp_path: str) -> None:
     """Spark SQL orders NaN above every number and equal to itself, so the partition
     ``d = NaN`` is replaced like any other (its old rows were kept next to the new ones)."""

@@ -32,6 +32,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from deltalog.contrib.spark.constraints import task_checker
+from deltalog.contrib.spark.errors import DeltaAnalysisError
 from deltalog.contrib.spark.parquet_codecs import DEFAULT_CODEC, file_extension, pyarrow_compression
 from deltalog.contrib.spark.partitioning import partition_directory, written_partition_value
 from deltalog.contrib.spark.replace_where import row_checker
@@ -438,8 +439,21 @@ def _partition_groups(table: pa.Table, columns: Sequence[str]) -> Iterator[tuple
     numbered = table.select(list(columns)).append_column(_ROW, pa.array(range(table.num_rows), pa.int64()))
     groups = numbered.group_by(list(columns), use_threads=False).aggregate([(_ROW, "list")])
     rows = groups.column(f"{_ROW}_list")
-    for i, combo in enumerate(groups.select(list(columns)).to_pylist()):
-        yield combo, table.take(rows[i].values)
+    values = [_partition_column_values(groups, name) for name in columns]
+    for i, combo in enumerate(zip(*values, strict=True)):
+        yield dict(zip(columns, combo, strict=True)), table.take(rows[i].values)
+
+
+def _partition_column_values(groups: pa.Table, name: str) -> list[Any]:
+    """The Python values of partition column ``name``; a timestamp Python's datetimes cannot
+    hold (Spark's reach before 0001-01-01 and past 9999-12-31 in UTC) is refused by name."""
+    try:
+        return groups.column(name).to_pylist()
+    except (OverflowError, ValueError) as exc:
+        raise DeltaAnalysisError(
+            f"partition column {name} holds a value deltalog cannot write ({exc}): a timestamp partition "
+            "value must lie between 0001-01-01 and 9999-12-31 in UTC, the range of Python's datetimes"
+        ) from exc
 
 
 def _both(first: Callable[[Any], None] | None, second: Callable[[Any], None]) -> Callable[[Any], None]:
