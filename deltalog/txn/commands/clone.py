@@ -76,6 +76,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 COPY_THREADS = 8
+#: Bytes read and written at a time by a deep clone's copies.
+COPY_CHUNK = 8 * 1024 * 1024
 
 
 class CloneTargetNotEmptyError(DeltaLogError, FileExistsError):
@@ -185,8 +187,6 @@ def _deep(source_uri: str, target_uri: str, add: AddFile, copies: list[_Copy]) -
 
 
 def _copy_files(source: DeltaLog, target: DeltaLog, copies: list[_Copy]) -> None:
-    import pyarrow.fs as pafs
-
     src_fs, dst_fs = source.store.filesystem(), target.store.filesystem()
 
     def copy_one(item: _Copy) -> None:
@@ -195,12 +195,16 @@ def _copy_files(source: DeltaLog, target: DeltaLog, copies: list[_Copy]) -> None
             dst_fs.create_dir(target.store.fs_path(directory), recursive=True)
         except OSError:
             pass  # there already, or an object store without directories
-        pafs.copy_files(
-            source.store.fs_path(item.source),
-            target.store.fs_path(item.target),
-            source_filesystem=src_fs,
-            destination_filesystem=dst_fs,
-        )
+        # Not pyarrow's copy_files: it hands the source object's metadata (S3's Content-Type,
+        # ...) to the destination, which Azure refuses when the blob is committed, and it
+        # drops an error raised when the destination stream closes (an empty blob stays).
+        # The target store's stream takes no metadata, and closing it here raises.
+        with (
+            src_fs.open_input_stream(source.store.fs_path(item.source)) as src,
+            target.store.open_output_stream(item.target) as out,
+        ):
+            while chunk := src.read(COPY_CHUNK):
+                out.write(chunk)
 
     with ThreadPoolExecutor(max_workers=COPY_THREADS) as pool:
         list(pool.map(copy_one, copies))
