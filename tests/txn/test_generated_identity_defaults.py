@@ -474,3 +474,17 @@ def test_a_lower_bound_on_a_date_format_partition_keeps_years_past_9999() -> Non
             "2021-07",
             "+12345-07",
         ]
+
+
+def test_a_generated_column_violation_shows_the_nested_field_it_reads_not_its_struct() -> None:
+    # as Delta's DELTA_VIOLATE_CONSTRAINT_WITH_VALUES: " - s.a.b : 2", the field's value
+    b = _field("b", "integer")
+    a = {"name": "a", "type": {"type": "struct", "fields": [b]}, "nullable": True, "metadata": {}}
+    s = {"name": "s", "type": {"type": "struct", "fields": [a]}, "nullable": True, "metadata": {}}
+    metadata = _metadata(s, _field("g", "integer", **{"delta.generationExpression": "s.a.b * 2"}))
+    fill = plan_default_expressions(metadata).for_task(0)
+    data = pa.table({"s": pa.array([{"a": {"b": 2}}]), "g": pa.array([5], pa.int32())})
+    with pytest.raises(GeneratedColumnConstraintViolationError) as info:
+        fill(data)
+    assert info.value.values == {"g": 5, "s.a.b": 2}
+    assert " - s.a.b : 2\n" in str(info.value)

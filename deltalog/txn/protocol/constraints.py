@@ -347,7 +347,9 @@ def _compared_paths(e: Any) -> list[tuple[str, ...]]:
     return out
 
 
-def _row_values(data: pa.Table | pa.RecordBatch, paths: Sequence[tuple[str, ...]], index: int) -> dict[str, Any]:
+def row_values(data: pa.Table | pa.RecordBatch, paths: Sequence[tuple[str, ...]], index: int) -> dict[str, Any]:
+    """The values of the (nested) columns at ``paths`` in row ``index`` of ``data``, keyed by
+    their dotted names, as a violation message lists them (a struct field's own value)."""
     from deltalog.txn.protocol.constraint_sql import column_values
 
     one = data.slice(index, 1)
@@ -379,4 +381,4 @@ def check_constraints(data: pa.Table | pa.RecordBatch, constraints: Iterable[Con
         if cc.constraint.kind == "not_null":
             raise NotNullConstraintViolationError(cc.constraint.column or cc.constraint.name, count, total)
         first = int(pc.index(bad, True).as_py())
-        raise ConstraintViolationError(cc.constraint, count, total, first, _row_values(data, cc.columns, first))
+        raise ConstraintViolationError(cc.constraint, count, total, first, row_values(data, cc.columns, first))

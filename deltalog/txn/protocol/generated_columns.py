@@ -42,7 +42,7 @@ from deltalog.txn.protocol.constraint_sql import (
     evaluate,
     parse_expression,
 )
-from deltalog.txn.protocol.constraints import Constraint, ConstraintViolationError
+from deltalog.txn.protocol.constraints import Constraint, ConstraintViolationError, row_values
 from deltalog.txn.protocol.partition_filters import OR
 from deltalog.txn.protocol.time_zones import session_time_zone, wall_clock_instants
 
@@ -300,11 +300,8 @@ def fill_generated_columns(
         bad = pc.invert(same)
         first = int(pc.index(bad, True).as_py())
         count = int(pc.sum(bad.cast(pa.int64())).as_py() or 0)
-        read = [column.name, *(".".join(p) for p in column_paths(column.expr))]
-        values = {}
-        for name in dict.fromkeys(read):
-            i = _find(table.column_names, name.split(".")[0])
-            values[name] = None if i is None else table.column(i)[first].as_py()
+        read = dict.fromkeys([(column.name,), *column_paths(column.expr)])
+        values = row_values(table, list(read), first)
         raise GeneratedColumnConstraintViolationError(column.constraint, count, table.num_rows, first, values)
     return table
 
