@@ -448,12 +448,13 @@ def _partition_column_values(groups: pa.Table, name: str) -> list[Any]:
     """The Python values of partition column ``name``; a timestamp Python's datetimes cannot
     hold (Spark's reach before 0001-01-01 and past 9999-12-31 in UTC) is refused by name."""
     try:
-        return groups.column(name).to_pylist()
+        values: list[Any] = groups.column(name).to_pylist()
     except (OverflowError, ValueError) as exc:
         raise DeltaAnalysisError(
             f"partition column {name} holds a value deltalog cannot write ({exc}): a timestamp partition "
             "value must lie between 0001-01-01 and 9999-12-31 in UTC, the range of Python's datetimes"
         ) from exc
+    return values
 
 
 def _both(first: Callable[[Any], None] | None, second: Callable[[Any], None]) -> Callable[[Any], None]:
