@@ -641,6 +641,32 @@ def test_timestamp_to_millis_is_exact():
     assert to_millis(datetime(1969, 12, 31, 23, 59, 59, 999500)) == -1
 
 
+def test_timestamp_text_zones_are_read_as_spark_casts_them():
+    """``timestampAsOf`` text is cast as Spark's ``stringToTimestamp`` reads it, zones through
+    ``DateTimeUtils.getZoneId``: Java's short ids (``PST``), the ``UT`` prefix, offsets with
+    seconds or a one-digit minute; null (DELTA_TIMESTAMP_INVALID) for an offset beyond 18
+    hours, a lowercase ``z``, a ``T`` with no time or a zone before the seconds. Expected values are Spark 4.3's
+    ``unix_millis(try_cast(text AS timestamp))`` in a UTC session."""
+    from deltalog.contrib.spark.predicates import in_session_time_zone
+    from deltalog.txn.log.history import to_millis
+
+    spark_casts = {
+        "2024-01-01 00:00:00 PST": 1704096000000,
+        "2024-01-01 00:00:00 SST": 1704027600000,
+        "2024-01-01 00:00:00UT": 1704067200000,
+        "2024-01-01 00:00:00 UT+1": 1704063600000,
+        "2024-01-01 00:00:00+08:00:30": 1704038370000,
+        "2024-01-01 00:00:00 +08:0": 1704038400000,
+    }
+    assert {text: to_millis(text) for text in spark_casts} == spark_casts
+    refused = ("2024-01-01T", "2024-01-01 00:00:00 z", "2024-01-01 00:00:00 +19:00", "2024-01-01T12:00Z")
+    for text in refused:
+        with pytest.raises(ValueError, match="DELTA_TIMESTAMP_INVALID"):
+            to_millis(text)
+    # a local time before standard time: the zone's LMT offset has seconds
+    assert to_millis(in_session_time_zone("0001-01-01", "America/Los_Angeles")) == -62135568422000
+
+
 def test_time_travel_searches_from_the_earliest_recreatable_commit(tmp_path):
     """Delta's ``getActiveCommitAtTime`` lists commits from the earliest recreatable one
     (``getEarliestRecreatableCommit``: a checkpoint reached by the contiguous commits) and
