@@ -736,3 +736,23 @@ def test_cleanup_keeps_files_before_a_checkpoint_whose_time_was_adjusted(tmp_pat
     set_mtime(f"{t}/_delta_log/{20:020d}.checkpoint.parquet", _OLD)
     DeltaLog.for_table(t).cleanup_expired_logs(now_ms=_OLD + 100 * DAY)
     assert min(int(n[:20]) for n in _log_files(t) if n[:20].isdigit()) == 10
+
+
+def test_update_takes_a_checkpoint_written_below_the_cached_version(tmp_path):
+    """Delta's update lists the log from the cached snapshot's checkpoint, so a checkpoint
+    written since then for a version at or below the cached one (a writer's post-commit
+    checkpoint that finished late) gives a new log segment; cleanup may already have deleted
+    the older checkpoint the cached snapshot has not read its files from yet."""
+    t = str(tmp_path)
+    create(t, files=["a"])
+    for v in range(1, 7):
+        commit(t, v, [add(f"f{v}")])
+    DeltaLog.for_table(t).checkpoint(DeltaLog.for_table(t).snapshot(version=4))
+    log = DeltaLog.for_table(t)
+    assert log.update().version == 6 and not log.update().files_in_memory  # on checkpoint 4
+    other = DeltaLog.for_table(t)
+    other.checkpoint(other.snapshot(version=5))
+    for name in os.listdir(f"{t}/_delta_log"):  # cleanup behind checkpoint 5
+        if name.startswith(f"{4:020d}.checkpoint") or (name[:20] < f"{5:020d}" and name.endswith(".json")):
+            os.remove(f"{t}/_delta_log/{name}")
+    assert sorted(a.path for a in log.update().files) == ["a"] + [f"f{v}" for v in range(1, 7)]
