@@ -401,7 +401,9 @@ class SnapshotManagement:
     def _snapshot_at(self, version: int) -> Snapshot:
         if version < 0:
             raise VersionNotFoundError(
-                f"version {version} of {self.table_uri} is invalid: versions start at 0", version=version
+                f"DELTA_VERSION_NOT_FOUND: cannot time travel to version {version} of {self.table_uri}: "
+                "versions start at 0",
+                version=version,
             )
         cached = self._current
         if cached is not None and cached.version == version:
