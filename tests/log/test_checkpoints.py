@@ -641,6 +641,32 @@ def test_timestamp_to_millis_is_exact():
     assert to_millis(datetime(1969, 12, 31, 23, 59, 59, 999500)) == -1
 
 
+def test_timestamp_text_zones_are_read_as_spark_casts_them():
+    """``timestampAsOf`` text is cast as Spark's ``stringToTimestamp`` reads it, zones through
+    ``DateTimeUtils.getZoneId``: Java's short ids (``PST``), the ``UT`` prefix, offsets with
+    seconds or a one-digit minute; null (DELTA_TIMESTAMP_INVALID) for an offset beyond 18
+    hours, a lowercase ``z``, a ``T`` with no time or a zone before the seconds. Expected values are Spark 4.3's
+    ``unix_millis(try_cast(text AS timestamp))`` in a UTC session."""
+    from deltalog.contrib.spark.predicates import in_session_time_zone
+    from deltalog.txn.log.history import to_millis
+
+    spark_casts = {
+        "2024-01-01 00:00:00 PST": 1704096000000,
+        "2024-01-01 00:00:00 SST": 1704027600000,
+        "2024-01-01 00:00:00UT": 1704067200000,
+        "2024-01-01 00:00:00 UT+1": 1704063600000,
+        "2024-01-01 00:00:00+08:00:30": 1704038370000,
+        "2024-01-01 00:00:00 +08:0": 1704038400000,
+    }
+    assert {text: to_millis(text) for text in spark_casts} == spark_casts
+    refused = ("2024-01-01T", "2024-01-01 00:00:00 z", "2024-01-01 00:00:00 +19:00", "2024-01-01T12:00Z")
+    for text in refused:
+        with pytest.raises(ValueError, match="DELTA_TIMESTAMP_INVALID"):
+            to_millis(text)
+    # a local time before standard time: the zone's LMT offset has seconds
+    assert to_millis(in_session_time_zone("0001-01-01", "America/Los_Angeles")) == -62135568422000
+
+
 def test_time_travel_searches_from_the_earliest_recreatable_commit(tmp_path):
     """Delta's ``getActiveCommitAtTime`` lists commits from the earliest recreatable one
     (``getEarliestRecreatableCommit``: a checkpoint reached by the contiguous commits) and
@@ -710,3 +736,23 @@ def test_cleanup_keeps_files_before_a_checkpoint_whose_time_was_adjusted(tmp_pat
     set_mtime(f"{t}/_delta_log/{20:020d}.checkpoint.parquet", _OLD)
     DeltaLog.for_table(t).cleanup_expired_logs(now_ms=_OLD + 100 * DAY)
     assert min(int(n[:20]) for n in _log_files(t) if n[:20].isdigit()) == 10
+
+
+def test_update_takes_a_checkpoint_written_below_the_cached_version(tmp_path):
+    """Delta's update lists the log from the cached snapshot's checkpoint, so a checkpoint
+    written since then for a version at or below the cached one (a writer's post-commit
+    checkpoint that finished late) gives a new log segment; cleanup may already have deleted
+    the older checkpoint the cached snapshot has not read its files from yet."""
+    t = str(tmp_path)
+    create(t, files=["a"])
+    for v in range(1, 7):
+        commit(t, v, [add(f"f{v}")])
+    DeltaLog.for_table(t).checkpoint(DeltaLog.for_table(t).snapshot(version=4))
+    log = DeltaLog.for_table(t)
+    assert log.update().version == 6 and not log.update().files_in_memory  # on checkpoint 4
+    other = DeltaLog.for_table(t)
+    other.checkpoint(other.snapshot(version=5))
+    for name in os.listdir(f"{t}/_delta_log"):  # cleanup behind checkpoint 5
+        if name.startswith(f"{4:020d}.checkpoint") or (name[:20] < f"{5:020d}" and name.endswith(".json")):
+            os.remove(f"{t}/_delta_log/{name}")
+    assert sorted(a.path for a in log.update().files) == ["a"] + [f"f{v}" for v in range(1, 7)]

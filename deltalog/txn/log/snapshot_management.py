@@ -291,8 +291,10 @@ class SnapshotManagement:
 
     def _advance(self, cached: Snapshot) -> Snapshot:
         # listed from the cached version itself (the same one request): when nothing is left
-        # at or after it, the log it came from was deleted or replaced by a shorter one
-        listing = parse_listing(self._list(cached.version))
+        # at or after it, the log it came from was deleted or replaced by a shorter one; from
+        # its checkpoint while its files are still to be read there, as Delta lists from the
+        # cached segment's checkpoint (a newer one below the cached version replaces it)
+        listing = parse_listing(self._list(self._listing_start(cached)))
         new_versions = sorted(v for v in listing.commits if v > cached.version)
         if listing.max_version < cached.version:
             return self._reload()  # as Delta: an empty directory is version -1
@@ -314,6 +316,15 @@ class SnapshotManagement:
         advanced = cached.apply_batch(last, batch, ts)
         advanced.last_commit = commits[-1]
         return advanced
+
+    @staticmethod
+    def _listing_start(cached: Snapshot) -> int:
+        """Where :meth:`_advance` lists from: the cached version, or the checkpoint the cached
+        snapshot has yet to read its files from."""
+        if cached.files_in_memory:
+            return cached.version
+        checkpoint = getattr(cached.file_source, "version", None)
+        return cached.version if checkpoint is None else min(cached.version, max(checkpoint, 0))
 
     @staticmethod
     def _log_replaced(cached: Snapshot, listing: LogListing) -> bool:
@@ -390,7 +401,9 @@ class SnapshotManagement:
     def _snapshot_at(self, version: int) -> Snapshot:
         if version < 0:
             raise VersionNotFoundError(
-                f"version {version} of {self.table_uri} is invalid: versions start at 0", version=version
+                f"DELTA_VERSION_NOT_FOUND: cannot time travel to version {version} of {self.table_uri}: "
+                "versions start at 0",
+                version=version,
             )
         cached = self._current
         if cached is not None and cached.version == version:

@@ -29,23 +29,77 @@ __all__ = [
     "wall_clock_instants",
 ]
 
-_OFFSET = re.compile(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?")
+#: Java's ``ZoneOffset.of`` forms (``+h``, ``+hh``, ``+hh:mm``, ``+hhmm``, ``+hh:mm:ss``,
+#: ``+hhmmss``), after an optional ``UTC``/``GMT``/``UT`` prefix (``ZoneId.of``)
+_OFFSET = re.compile(r"(?:UTC|GMT|UT)?([+-])(?:(\d)|(\d{2})(?:(:?)(\d{2})(?:\4(\d{2}))?)?)")
+
+#: Java's ``ZoneId.SHORT_IDS``, which Spark's ``DateTimeUtils.getZoneId`` reads zones with
+_SHORT_IDS = {
+    "ACT": "Australia/Darwin",
+    "AET": "Australia/Sydney",
+    "AGT": "America/Argentina/Buenos_Aires",
+    "ART": "Africa/Cairo",
+    "AST": "America/Anchorage",
+    "BET": "America/Sao_Paulo",
+    "BST": "Asia/Dhaka",
+    "CAT": "Africa/Harare",
+    "CNT": "America/St_Johns",
+    "CST": "America/Chicago",
+    "CTT": "Asia/Shanghai",
+    "EAT": "Africa/Addis_Ababa",
+    "ECT": "Europe/Paris",
+    "IET": "America/Indiana/Indianapolis",
+    "IST": "Asia/Kolkata",
+    "JST": "Asia/Tokyo",
+    "MIT": "Pacific/Apia",
+    "NET": "Asia/Yerevan",
+    "NST": "Pacific/Auckland",
+    "PLT": "Asia/Karachi",
+    "PNT": "America/Phoenix",
+    "PRT": "America/Puerto_Rico",
+    "PST": "America/Los_Angeles",
+    "SST": "Pacific/Guadalcanal",
+    "VST": "Asia/Ho_Chi_Minh",
+    "EST": "-05:00",
+    "MST": "-07:00",
+    "HST": "-10:00",
+}
+
+
+def _java_zone_id(name: str) -> str:
+    """``name`` as Spark's ``getZoneId`` hands it to ``ZoneId.of``: ``+h:mm`` and ``+hh:m``
+    padded (forms Spark accepted before 3.0), then a short id replaced by its zone."""
+    name = re.sub(r"([+-])(\d):", r"\g<1>0\2:", name, count=1)
+    name = re.sub(r"([+-])(\d\d):(\d)$", r"\1\2:0\3", name, count=1)
+    return _SHORT_IDS.get(name, name)
+
+
+def _fixed_offset(offset: re.Match[str]) -> dt.tzinfo | None:
+    """A ``ZoneOffset.of`` match as a fixed zone; None beyond Java's range (18 hours, minutes
+    and seconds below 60)."""
+    hours = int(offset.group(2) or offset.group(3))
+    minutes, seconds = int(offset.group(5) or 0), int(offset.group(6) or 0)
+    if minutes > 59 or seconds > 59:
+        return None
+    delta = dt.timedelta(hours=hours, minutes=minutes, seconds=seconds)
+    if delta > dt.timedelta(hours=18):
+        return None
+    return dt.timezone(-delta if offset.group(1) == "-" else delta)
 
 
 def session_time_zone(name: str | None) -> dt.tzinfo | None:
-    """``name`` (a region id, or an offset such as ``+08:00``) as a tzinfo; None when it is
-    empty or not a zone Python knows (the caller then keeps its zone-free behaviour)."""
+    """``name`` (a region id, a short id such as ``PST``, or an offset such as ``+08:00``) as
+    a tzinfo, read as Spark's ``DateTimeUtils.getZoneId`` reads it; None when it is empty or
+    not a zone Java and Python know (the caller then keeps its zone-free behaviour)."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-    if not name:
+    if not name or not name.strip():
         return None
-    name = name.strip()
+    name = _java_zone_id(name.strip())
     offset = _OFFSET.fullmatch(name)
     if offset:
-        sign = -1 if offset.group(1) == "-" else 1
-        delta = dt.timedelta(hours=int(offset.group(2)), minutes=int(offset.group(3) or 0))
-        return dt.timezone(sign * delta)
-    if name.upper() == "Z":
+        return _fixed_offset(offset)
+    if name in ("Z", "UT"):
         return dt.timezone.utc
     try:
         return ZoneInfo(name)
@@ -89,16 +143,16 @@ def wall_clock_instants(value: pa.ChunkedArray | pa.Array, time_zone: str | None
 
 _TIMESTAMP_TEXT = re.compile(
     r"\s*(?P<year>[+-]?\d{4,6})(?:-(?P<month>\d{1,2})(?:-(?P<day>\d{1,2})"
-    r"(?:[ T](?:(?P<hour>\d{1,2})(?::(?P<minute>\d{1,2})(?::(?P<second>\d{1,2})(?:\.(?P<fraction>\d*))?)?)?"
-    r"\s*(?P<zone>[A-Za-z+-][\w/+:-]*)?)?)?)?)?\s*"
+    r"(?:[ T](?P<hour>\d{1,2})(?::(?P<minute>\d{1,2})(?::(?P<second>\d{1,2})(?:\.(?P<fraction>\d*))?"
+    r"\s*(?P<zone>[A-Za-z+-][\w/+:-]*)?)?)?)?)?)?\s*"
 )
 
 
 def parse_timestamp_text(text: str) -> dt.datetime | None:
-    """``text`` as Spark casts a string to a timestamp (``[+-]yyyy[-[m]m[-[d]d[ |T][[h]h[:[m]m
-    [:[s]s[.fraction]]][zone]]]]``, fields of one or two digits, a zone as ``ZoneId.of`` reads
-    it): naive when it names no zone; None when Spark's cast gives null (Delta then refuses
-    the time as ``DELTA_TIMESTAMP_INVALID``)."""
+    """``text`` as Spark casts a string to a timestamp (``[+-]yyyy[-[m]m[-[d]d[ |T][h]h[:[m]m
+    [:[s]s[.fraction][zone]]]]]``, fields of one or two digits, a zone only after the seconds,
+    read as :func:`session_time_zone` reads it): naive when it names no zone; None when
+    Spark's cast gives null (Delta then refuses the time as ``DELTA_TIMESTAMP_INVALID``)."""
     m = _TIMESTAMP_TEXT.fullmatch(text)
     if m is None:
         return None
