@@ -109,3 +109,23 @@ def test_update_and_merge_that_change_nothing_still_record_the_version(session: 
     history = table.history().select("operation").collect()
     assert [r.operation for r in history][:2] == ["MERGE", "UPDATE"]
     assert _rows(session, table_path) == [(1, 10)]
+
+
+def test_format_deltalog_writes_take_the_session_application_transaction(session: Any, table_path: str) -> None:
+    """Delta's ``WriteIntoDelta`` reads ``txnAppId``/``txnVersion`` from the session where the
+    write's options are silent (``getTxnVersionAndAppId``): a ``df.write.format("deltalog")``
+    run again with the session's version is skipped (it was committed a second time: duplicate
+    rows), and ``autoReset`` unsets the version the write used."""
+    df = session.createDataFrame([(1, 10)], "id long, x long").coalesce(1)
+    _idempotent(session, "nightly", 3)
+    for _ in range(2):
+        df.write.format("deltalog").mode("append").save(table_path)
+    assert _version_and_txn(table_path, "nightly") == (0, 3)
+    session.conf.set(SESSION_TXN_AUTO_RESET, "true")
+    _idempotent(session, "nightly", 4)
+    df.write.format("deltalog").mode("append").save(table_path)
+    assert session.conf.get(SESSION_TXN_VERSION, None) is None
+    assert _version_and_txn(table_path, "nightly") == (1, 4)
+    _idempotent(session, None, 6)
+    with pytest.raises(InvalidWriteOptionError, match="MISSING_SESSION_CONFS"):
+        df.write.format("deltalog").mode("append").save(table_path)

@@ -9,7 +9,8 @@ whose application already committed this version or a later one is skipped; othe
 its commit carries ``SetTransaction(appId, version)``. With
 ``spark.databricks.delta.write.txnVersion.autoReset.enabled`` the session's version is
 unset once a command used it. Only code that runs with the session can see these confs:
-``df.write.format("deltalog")`` plans in a Python worker without one (docs/spark.md).
+``df.write.format("deltalog")`` plans in a Python worker without one, so the writer wrapper
+hands them to it as options (:mod:`~deltalog.contrib.spark.session_writes`).
 """
 
 from __future__ import annotations

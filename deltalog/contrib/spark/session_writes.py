@@ -11,8 +11,11 @@ whole table where Delta replaces the written partitions. :func:`forward_session_
 stream, which takes the session's values when it starts) first add, as write options, the
 session confs the write does not give itself: the same ones
 :func:`~deltalog.contrib.spark.table_writes.write_table` reads (:func:`session_defaults`).
-The same holds for reads: ``load`` of a ``DataFrameReader`` or ``DataStreamReader`` whose
-format is ``deltalog`` first adds the session's time zone and Delta's read confs, as
+A batch write also takes the session's idempotent-write confs
+``spark.databricks.delta.write.txnAppId``/``txnVersion`` as Delta's ``WriteIntoDelta`` does
+(a stream does not: Delta's sink commits its own ``txn``). The same holds for reads:
+``load`` of a ``DataFrameReader`` or ``DataStreamReader`` whose format is ``deltalog`` first
+adds the session's time zone and Delta's read confs, as
 ``read_table`` reads them (:func:`session_read_defaults`).
 Writers and readers of other formats are left exactly as they were.
 
@@ -187,7 +190,7 @@ def _values(handle: object) -> dict[str, object]:
 
 def _add_session_confs(handle: _Handle, fmt: str | None, options: dict[str, object]) -> None:
     """Add the session's confs the write (or read) does not give, if its format is ``deltalog``."""
-    from pyspark.sql.readwriter import DataFrameReader
+    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
     from pyspark.sql.streaming.readwriter import DataStreamReader
 
     source = fmt if fmt is not None else getattr(handle, _SOURCE, None)
@@ -199,10 +202,29 @@ def _add_session_confs(handle: _Handle, fmt: str | None, options: dict[str, obje
         for key, value in session_read_defaults(handle._spark, given, stream).items():
             handle._jreader = handle._jreader.option(key, value)
         return
-    for key, value in session_defaults(handle._spark, given).items():
+    defaults = session_defaults(handle._spark, given)
+    if isinstance(handle, DataFrameWriter):
+        defaults.update(_session_application_transaction(handle._spark, given))
+    for key, value in defaults.items():
         if key == "compression" and not python_tasks_write(value):
             continue  # these writes are Python tasks: they keep their snappy (docs/spark.md)
         handle._jwrite = handle._jwrite.option(key, value)
+
+
+def _session_application_transaction(spark: SparkSession, options: Mapping[str, object]) -> dict[str, str]:
+    """Delta's ``getTxnVersionAndAppId`` for a batch write (not a stream: Delta's sink
+    commits its own ``txn``): without ``txnAppId``/``txnVersion`` options, the session's
+    pair as those options (raises when the session sets only one of them), its version unset
+    when ``...autoReset.enabled`` is true, as Delta does once a write used it."""
+    from deltalog.contrib.spark.idempotent import reset_session_version, session_application_transaction
+
+    if {"txnappid", "txnversion"} & {k.lower() for k in options}:
+        return {}
+    app = session_application_transaction(spark)
+    if app is None:
+        return {}
+    reset_session_version(spark)
+    return {"txnAppId": app.app_id, "txnVersion": str(app.version)}
 
 
 def _recording_format(original: _F) -> _F:
