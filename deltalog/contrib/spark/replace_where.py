@@ -196,12 +196,14 @@ def partition_filter_groups(predicate: str, metadata: Metadata) -> list[list[tup
     partition terms nested anywhere is a group per disjunct (``(p = 'a' OR p = 'b') AND x >
     1``: ``[[p = a], [p = b]]``), a ``NOT`` is pushed to the terms (De Morgan); a disjunct
     without a partition term, or too many groups, reads every partition."""
-    return _partition_groups(compiled_predicate(predicate).expr, metadata)
+    groups = _partition_groups(compiled_predicate(predicate).expr, metadata)
+    return [g for i, g in enumerate(groups) if g not in groups[:i]]  # each group scans the files once
 
 
-#: At most this many groups: a larger disjunction reads every partition, a larger product of
-#: conjuncts keeps the conjunct with fewer groups (either holds every row the predicate selects)
-_MAX_GROUPS = 64
+#: At most this many groups (each scans the snapshot's files): a larger disjunction reads
+#: every partition, a larger product of conjuncts keeps the conjunct with fewer groups (either
+#: holds every row the predicate selects)
+_MAX_GROUPS = 16
 
 
 def _partition_groups(e: Any, metadata: Metadata) -> list[list[tuple[str, str, Any]]]:
