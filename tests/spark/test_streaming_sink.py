@@ -405,3 +405,28 @@ def test_stream_casts_decimals_exactly_as_spark():
     legacy = SinkCasts((("a", '"decimal(5,2)"', '"decimal(10,0)"'),), policy="LEGACY")
     data = pa.table({"a": pa.array([d("999.99")], pa.decimal128(5, 2))})
     assert cast_columns(data, legacy).column("a").to_pylist() == [1000]
+
+
+def test_a_stream_takes_its_checkpoint_from_the_session_root(spark, table_path, tmp_path):
+    """Spark's ``spark.sql.streaming.checkpointLocation`` is a root: a query without its own
+    ``checkpointLocation`` keeps its progress in ``<root>/<queryName>``, and Delta's sink runs
+    there. The sink's ``txn`` appId is that query's id, so a restart writes only new data."""
+    import json
+
+    incoming, root = str(tmp_path / "incoming"), str(tmp_path / "root")
+
+    def run(value):
+        spark.createDataFrame([(value,)], "value int").write.mode("append").parquet(incoming)
+        stream = spark.readStream.schema("value int").parquet(incoming).writeStream.format("deltalog")
+        stream.queryName("ingest").trigger(availableNow=True).start(table_path).awaitTermination()
+
+    spark.conf.set("spark.sql.streaming.checkpointLocation", root)
+    try:
+        run(1)
+        run(2)
+    finally:
+        spark.conf.unset("spark.sql.streaming.checkpointLocation")
+    with open(tmp_path / "root" / "ingest" / "metadata", encoding="utf-8") as f:
+        query_id = json.loads(f.readline())["id"]
+    assert sorted(r.value for r in spark.read.format("deltalog").load(table_path).collect()) == [1, 2]
+    assert [a["txn"]["appId"] for c in commits(table_path) for a in c if "txn" in a] == [query_id, query_id]

@@ -39,6 +39,7 @@ __all__ = [
     "AUTOMATIC_WIDENING_CONF",
     "CDF_OUT_OF_RANGE_CONF",
     "CDF_UNSAFE_SCHEMA_CONF",
+    "CHECKPOINT_ROOT_CONF",
     "COLLECT_STATS_CONF",
     "OPTIMIZE_WRITE_CONF",
     "SESSION_TABLE_DEFAULTS_OPTION",
@@ -57,6 +58,10 @@ __all__ = [
 
 _LOG = logging.getLogger(__name__)
 
+#: Spark's session conf: the root under which a streaming query without ``checkpointLocation``
+#: keeps its progress, in ``<root>/<queryName>`` (a new ``<root>/<uuid>`` without a name)
+CHECKPOINT_ROOT_CONF = "spark.sql.streaming.checkpointLocation"
+
 _WRITE_KEYS = {
     "path",
     "partitionby",
@@ -74,6 +79,8 @@ _WRITE_KEYS = {
     "logstore",
     "checkpointlocation",
     "queryid",
+    "queryname",  # Spark hands a streaming query's name to its sink as this option
+    "spark.sql.streaming.checkpointlocation",
     "datachange",
     "scanreport",
     "partitionoverwritemode",

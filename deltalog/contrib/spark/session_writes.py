@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from deltalog.contrib.spark.options import (
     AUTOMATIC_WIDENING_CONF,
+    CHECKPOINT_ROOT_CONF,
     COLLECT_STATS_CONF,
     MAX_RECORDS_PER_FILE_CONF,
     OPTIMIZE_WRITE_CONF,
@@ -205,6 +206,10 @@ def _add_session_confs(handle: _Handle, fmt: str | None, options: dict[str, obje
     defaults = session_defaults(handle._spark, given)
     if isinstance(handle, DataFrameWriter):
         defaults.update(_session_application_transaction(handle._spark, given))
+    else:  # a stream: the session's checkpoint root, where Spark keeps a query without its own
+        root = handle._spark.conf.get(CHECKPOINT_ROOT_CONF, None)
+        if root and "checkpointlocation" not in {k.lower() for k in given}:
+            defaults[CHECKPOINT_ROOT_CONF] = root
     for key, value in defaults.items():
         if key == "compression" and not python_tasks_write(value):
             continue  # these writes are Python tasks: they keep their snappy (docs/spark.md)

@@ -49,7 +49,7 @@ from pyspark.sql.types import StructType
 from deltalog.contrib.spark.files import write_batches
 from deltalog.contrib.spark.input_partitions import TARGET_SPLIT_BYTES, FilesPartition, files_partitions
 from deltalog.contrib.spark.logical_schema import arrow_schema, logical_struct
-from deltalog.contrib.spark.options import ReadOptions, WriteOptions
+from deltalog.contrib.spark.options import CHECKPOINT_ROOT_CONF, ReadOptions, WriteOptions
 from deltalog.contrib.spark.read_compatibility import refuse_schema_changes_since_analysis
 from deltalog.contrib.spark.reads import (
     ROW_TRACKING_COLUMN,
@@ -133,11 +133,20 @@ class DeltaWriter(DataSourceArrowWriter):
 
 def _query_app_id(raw: Any) -> str:
     """The streaming query's application id: the queryId option, else the query id Spark
-    keeps in ``<checkpointLocation>/metadata``, else a stable id from the location."""
+    keeps in ``<checkpointLocation>/metadata``, else a stable id from the location. Without
+    ``checkpointLocation``, Spark's session root (forwarded by the driver) gives the location as
+    Spark resolves it: ``<root>/<queryName>``; for a query without a name Spark makes a new
+    ``<root>/<uuid>`` each run, a new query each time, so its id is a new one too."""
     explicit = raw.get("queryId")
     if explicit:
         return str(explicit)
     location = raw.get("checkpointLocation")
+    root = raw.get(CHECKPOINT_ROOT_CONF)
+    if not location and root:
+        name = raw.get("queryName")
+        if not name:
+            return str(uuid.uuid4())
+        location = str(root).rstrip("/") + "/" + str(name)
     if location:
         meta = os.path.join(location.removeprefix("file:"), "metadata")
         try:
