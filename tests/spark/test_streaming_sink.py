@@ -430,3 +430,17 @@ def test_a_stream_takes_its_checkpoint_from_the_session_root(spark, table_path, 
         query_id = json.loads(f.readline())["id"]
     assert sorted(r.value for r in spark.read.format("deltalog").load(table_path).collect()) == [1, 2]
     assert [a["txn"]["appId"] for c in commits(table_path) for a in c if "txn" in a] == [query_id, query_id]
+
+
+def test_write_stream_partition_by_partitions_the_table_it_creates(spark, table_path, tmp_path):
+    """``writeStream.partitionBy("p")`` (or ``start(partitionBy=...)``): Spark drops the columns
+    for a Python data source; the driver hands them to the sink, which creates the table
+    partitioned by them, as Delta's sink does."""
+    incoming = str(tmp_path / "incoming")
+    spark.createDataFrame([(1, "a"), (2, "b")], "value int, p string").write.parquet(incoming)
+    source = spark.readStream.schema("value int, p string").parquet(incoming)
+    writer = source.writeStream.format("deltalog").partitionBy("p").option("checkpointLocation", str(tmp_path / "ck"))
+    writer.trigger(availableNow=True).start(table_path).awaitTermination()
+    metadata = next(a["metaData"] for a in commits(table_path)[0] if "metaData" in a)
+    assert metadata["partitionColumns"] == ["p"]
+    assert sorted(tuple(r) for r in spark.read.format("deltalog").load(table_path).collect()) == [(1, "a"), (2, "b")]

@@ -206,14 +206,30 @@ def _add_session_confs(handle: _Handle, fmt: str | None, options: dict[str, obje
     defaults = session_defaults(handle._spark, given)
     if isinstance(handle, DataFrameWriter):
         defaults.update(_session_application_transaction(handle._spark, given))
-    else:  # a stream: the session's checkpoint root, where Spark keeps a query without its own
-        root = handle._spark.conf.get(CHECKPOINT_ROOT_CONF, None)
-        if root and "checkpointlocation" not in {k.lower() for k in given}:
-            defaults[CHECKPOINT_ROOT_CONF] = root
+    else:
+        defaults.update(_stream_options(handle, given))
     for key, value in defaults.items():
         if key == "compression" and not python_tasks_write(value):
             continue  # these writes are Python tasks: they keep their snappy (docs/spark.md)
         handle._jwrite = handle._jwrite.option(key, value)
+
+
+def _stream_options(handle: _Handle, given: Mapping[str, object]) -> dict[str, str]:
+    """What a stream's sink needs that Spark does not hand a Python data source: the
+    session's checkpoint root, where Spark keeps a query without its own location, and the
+    columns of ``writeStream.partitionBy(...)`` (Spark drops them), as the ``partitionBy``
+    option, as Delta's sink takes them."""
+    import json
+
+    lowered = {k.lower() for k in given}
+    out: dict[str, str] = {}
+    root = handle._spark.conf.get(CHECKPOINT_ROOT_CONF, None)
+    if root and "checkpointlocation" not in lowered:
+        out[CHECKPOINT_ROOT_CONF] = root
+    partitioning: list[str] | None = getattr(handle, _PARTITIONING, None)
+    if partitioning and "partitionby" not in lowered:
+        out["partitionBy"] = json.dumps(partitioning)
+    return out
 
 
 def _session_application_transaction(spark: SparkSession, options: Mapping[str, object]) -> dict[str, str]:
@@ -264,6 +280,8 @@ def _forwarding_save(original: _F) -> _F:
     @functools.wraps(original)
     def save(self: _Handle, *args: object, **options: object) -> object:
         fmt = options.get("format") if len(args) < 2 else args[1]
+        if options.get("partitionBy") is not None:  # PySpark calls partitionBy(...) only inside
+            setattr(self, _PARTITIONING, _column_names(options["partitionBy"]))
         kwargs = {k: v for k, v in options.items() if k not in _NOT_OPTIONS}
         _add_session_confs(self, fmt if isinstance(fmt, str) else None, kwargs)
         return original(self, *args, **options)
@@ -313,7 +331,7 @@ def _column_names(cols: object) -> list[str]:
 
 def _recording_partition_by(original: _F) -> _F:
     @functools.wraps(original)
-    def partitionBy(self: DataFrameWriter, *cols: str | list[str]) -> object:
+    def partitionBy(self: DataFrameWriter | DataStreamWriter, *cols: str | list[str]) -> object:
         names = _column_names(cols[0]) if len(cols) == 1 else _column_names(cols)
         setattr(self, _PARTITIONING, names)
         return original(self, *cols)
@@ -426,6 +444,7 @@ def forward_session_confs() -> None:
     if not getattr(DataFrameWriter.mode, _WRAPPED, False):
         DataFrameWriter.mode = _recording_mode(DataFrameWriter.mode)  # type: ignore[method-assign]
         DataFrameWriter.partitionBy = _recording_partition_by(DataFrameWriter.partitionBy)  # type: ignore[method-assign]
+        DataStreamWriter.partitionBy = _recording_partition_by(DataStreamWriter.partitionBy)  # type: ignore[method-assign]
         DataFrameWriter.saveAsTable = _checking_save_as_table(DataFrameWriter.saveAsTable)  # type: ignore[method-assign]
         setattr(DataFrameWriter.mode, _WRAPPED, True)
     _wrap_v2_writer()
