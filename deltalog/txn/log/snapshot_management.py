@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from deltalog.logstores.base import FileStatus, LogStore
 from deltalog.logstores.options import StorageOptions
 from deltalog.logstores.registry import logstore_for
-from deltalog.txn.log.checkpoint_reader import read_checkpoint
+from deltalog.txn.log.checkpoint_reader import CheckpointFiles, read_checkpoint
 from deltalog.txn.log.checksum import read_checksum, validate_checksum
 from deltalog.txn.log.history import version_at_timestamp
 from deltalog.txn.log.last_checkpoint import read_last_checkpoint
@@ -321,10 +321,10 @@ class SnapshotManagement:
     def _listing_start(cached: Snapshot) -> int:
         """Where :meth:`_advance` lists from: the cached version, or the checkpoint the cached
         snapshot has yet to read its files from."""
-        if cached.files_in_memory:
+        source = cached.file_source
+        if cached.files_in_memory or not isinstance(source, CheckpointFiles):
             return cached.version
-        checkpoint = getattr(cached.file_source, "version", None)
-        return cached.version if checkpoint is None else min(cached.version, max(checkpoint, 0))
+        return min(cached.version, max(source.version, 0))
 
     @staticmethod
     def _log_replaced(cached: Snapshot, listing: LogListing) -> bool:
