@@ -144,6 +144,16 @@ def _write_odd(path: str, values: list[int], options: dict[str, str], overwrite:
     commit_write(plan, write_batches(plan.spec, rows.to_batches(), 0))
 
 
+def test_a_negative_max_records_per_file_is_no_limit_as_in_spark(tmp_path: str) -> None:
+    """Spark's file writer (and its ``spark.sql.files.maxRecordsPerFile``, which Delta's writes
+    and OPTIMIZE go by) takes zero or a negative number as no limit: the write's option, any
+    case, is no limit too, not refused."""
+    for value in ("-1", "0", "-20"):
+        opts = WriteOptions.parse({"path": str(tmp_path), "MAXRECORDSPERFILE": value}, False)
+        assert opts.max_records_per_file == 0
+    assert WriteOptions.parse({"path": str(tmp_path), "maxRecordsPerFile": "3"}, False).max_records_per_file == 3
+
+
 def test_writes_refused_and_replace_where_as_delta_suite(tmp_path: str) -> None:
     import pytest
 
