@@ -258,7 +258,7 @@ def test_spark_save_modes_and_partition_by_reach_the_table(spark, table_path):
     df.write.save(table_path, format="deltalog", mode="ignore", partitionBy="k")
     assert len(commits(table_path)) == 1 and spark.read.format("deltalog").load(table_path).count() == 4
     bucketed = df.write.format("deltalog").mode("append").bucketBy(2, "id").option("path", table_path)
-    with pytest.raises(Exception, match="DELTA_OPERATION_NOT_ALLOWED_DETAIL: .*`Bucketing` is not supported"):
+    with pytest.raises(Exception, match=r"DELTA_OPERATION_NOT_ALLOWED_DETAIL: .*`Bucketing` is not supported"):
         bucketed.saveAsTable("bucketed_t")
     assert len(commits(table_path)) == 1
 
