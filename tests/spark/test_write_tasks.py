@@ -154,6 +154,24 @@ def test_a_negative_max_records_per_file_is_no_limit_as_in_spark(tmp_path: str) 
     assert WriteOptions.parse({"path": str(tmp_path), "maxRecordsPerFile": "3"}, False).max_records_per_file == 3
 
 
+def test_a_partition_column_named_twice_is_refused_before_any_file(tmp_path: str) -> None:
+    """``partitionBy`` naming a column twice, in any case, is Delta's
+    ``DELTA_DUPLICATE_COLUMNS_FOUND`` when the write is planned (it failed the commit, after the
+    tasks wrote their files, or was refused as partitioning by every column)."""
+    from deltalog.contrib.spark.errors import SchemaMismatchError
+
+    schema = (
+        '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},'
+        '{"name":"k","type":"string","nullable":true,"metadata":{}}]}'
+    )
+    for columns in ("k,K", "k,k"):
+        opts = WriteOptions.parse({"path": str(tmp_path), "partitionBy": columns}, False)
+        with pytest.raises(SchemaMismatchError, match=r"DELTA_DUPLICATE_COLUMNS_FOUND: .* partition schema: k"):
+            plan_write(opts, schema)
+        with pytest.raises(SchemaMismatchError, match="DELTA_DUPLICATE_COLUMNS_FOUND"):
+            plan_write(opts, schema.replace("}]}", '},{"name":"x","type":"double","nullable":true,"metadata":{}}]}'))
+
+
 def test_writes_refused_and_replace_where_as_delta_suite(tmp_path: str) -> None:
     import pytest
 
