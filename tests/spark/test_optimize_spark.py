@@ -67,6 +67,19 @@ def test_compaction_runs_one_spark_task_per_bin_and_commits_once(spark, table_pa
     _split_by_max_records_per_file(spark, table_path + "_limited")
 
 
+def test_optimize_takes_a_negative_max_records_per_file_as_no_limit(spark):
+    """``spark.sql.files.maxRecordsPerFile`` zero or negative is no limit, as Spark's file writer
+    in Delta's OPTIMIZE takes it (no Spark job runs here)."""
+    from deltalog.contrib.spark.maintenance import SparkBinRewriter
+    from deltalog.contrib.spark.options import MAX_RECORDS_PER_FILE_CONF
+
+    spark.conf.set(MAX_RECORDS_PER_FILE_CONF, "-1")
+    try:
+        assert SparkBinRewriter(spark)._max_records_per_file == 0
+    finally:
+        spark.conf.unset(MAX_RECORDS_PER_FILE_CONF)
+
+
 def _split_by_max_records_per_file(spark, path):
     """Delta's OPTIMIZE writes through Spark's file writer, which starts a new file after
     spark.sql.files.maxRecordsPerFile rows: 5 rows of a partition become files of 2, 2 and 1."""

@@ -128,6 +128,24 @@ def test_a_read_schema_the_table_cannot_give_is_refused(spark, table_path):
     assert sorted(r.id for r in before.where("p = 1").collect()) == [1, 3, 9]
 
 
+def test_a_read_schema_takes_columns_and_struct_fields_by_name(spark, tmp_path):
+    """Columns and struct fields of the read's schema are the table's of that name, ignoring
+    case as Spark's Parquet reader resolves them, wherever they stand: a schema given with
+    ``.schema(...)`` that spells a column ``ID`` reads its values (not nulls), one that orders a
+    struct's fields otherwise or leaves some out reads each by its name (not by position), and
+    a DataFrame made before ``mergeSchema`` added a struct field reads the table's rows without
+    it, as Delta's read of a table that only added columns."""
+    path = str(tmp_path / "t")
+    first = spark.createDataFrame([(1, "a", (5, "x"))], "id long, p string, s struct<a: int, b: string>")
+    first.write.format("deltalog").mode("append").option("partitionBy", "p").save(path)
+    before = spark.read.format("deltalog").load(path)
+    more = spark.createDataFrame([(2, "b", (6, "y", 1.5))], "id long, p string, s struct<a: int, b: string, c: double>")
+    more.write.format("deltalog").mode("append").option("mergeSchema", "true").save(path)
+    assert sorted(tuple(r) for r in before.collect()) == [(1, "a", (5, "x")), (2, "b", (6, "y"))]
+    given = spark.read.format("deltalog").schema("ID long, P string, s struct<C: double, b: string>").load(path)
+    assert sorted(tuple(r) for r in given.collect()) == [(1, "a", (None, "x")), (2, "b", (1.5, "y"))]
+
+
 @pytest.mark.xfail(
     not READ_PLANS_PER_SCAN,
     strict=True,

@@ -242,6 +242,27 @@ def test_idempotent_writes_and_save_modes(spark, table_path):
     assert len(commits(table_path)) == 2
 
 
+def test_spark_save_modes_and_partition_by_reach_the_table(spark, table_path):
+    """What Spark refuses for a Python data source, ``register``'s writer takes as Delta does:
+    ``save()`` in Spark's default mode (``errorifexists``, also ``error``) creates a missing
+    table and refuses an existing one, ``ignore`` leaves an existing one alone (also given to
+    ``save(..., mode=...)``), and ``partitionBy(...)`` (any case) partitions the table it creates.
+    ``bucketBy`` with ``saveAsTable``, which Spark would drop, is refused as Delta refuses it."""
+    df = _df(spark, n=4)
+    df.write.format("deltalog").partitionBy("K").save(table_path)
+    assert [a["metaData"]["partitionColumns"] for a in commits(table_path)[0] if "metaData" in a] == [["k"]]
+    for mode in (None, "error", "errorifexists"):
+        with pytest.raises(Exception, match="already exists"):
+            df.write.format("deltalog").mode(mode).save(table_path)
+    df.write.format("deltalog").mode("ignore").save(table_path)
+    df.write.save(table_path, format="deltalog", mode="ignore", partitionBy="k")
+    assert len(commits(table_path)) == 1 and spark.read.format("deltalog").load(table_path).count() == 4
+    bucketed = df.write.format("deltalog").mode("append").bucketBy(2, "id").option("path", table_path)
+    with pytest.raises(Exception, match=r"DELTA_OPERATION_NOT_ALLOWED_DETAIL: .*`Bucketing` is not supported"):
+        bucketed.saveAsTable("bucketed_t")
+    assert len(commits(table_path)) == 1
+
+
 def test_schema_checks_and_merge_schema(spark, table_path):
     """A column the table lacks is Delta's ``DELTA_METADATA_MISMATCH`` without ``mergeSchema``
     (DeltaInsertIntoSchemaEvolutionSuite), and is added with it; a column of another type is

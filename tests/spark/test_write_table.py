@@ -58,13 +58,20 @@ def test_write_table_writes_what_the_data_source_writes(spark: Any, tmp_path: An
 
 def test_write_table_modes_and_idempotent_writes(spark: Any, table_path: str) -> None:
     from deltalog.contrib.spark import write_table
-    from deltalog.contrib.spark.errors import TableAlreadyExistsError
+    from deltalog.contrib.spark.errors import InvalidWriteOptionError, TableAlreadyExistsError
 
     rows = spark.range(3).selectExpr("id").coalesce(1)
     assert write_table(rows, table_path, mode="errorifexists") == 0
     with pytest.raises(TableAlreadyExistsError):
         write_table(rows, table_path, mode="errorifexists")
     assert write_table(rows, table_path, mode="ignore") is None
+    # the saveMode option of format("deltalog") is a mode too, never dropped for the default append
+    assert write_table(rows, table_path, saveMode="ignore") is None
+    with pytest.raises(TableAlreadyExistsError):
+        write_table(rows, table_path, SAVEMODE="errorifexists")
+    with pytest.raises(InvalidWriteOptionError, match="different save modes"):
+        write_table(rows, table_path, mode="overwrite", saveMode="ignore")
+    assert DeltaLog.for_table(table_path).update().version == 0
     assert write_table(rows, table_path, txnAppId="app", txnVersion=7, compression="zstd") == 1
     assert write_table(rows, table_path, txnAppId="app", txnVersion=7) is None  # done already
     assert DeltaLog.for_table(table_path).update().num_files == 2

@@ -144,6 +144,34 @@ def _write_odd(path: str, values: list[int], options: dict[str, str], overwrite:
     commit_write(plan, write_batches(plan.spec, rows.to_batches(), 0))
 
 
+def test_a_negative_max_records_per_file_is_no_limit_as_in_spark(tmp_path: str) -> None:
+    """Spark's file writer (and its ``spark.sql.files.maxRecordsPerFile``, which Delta's writes
+    and OPTIMIZE go by) takes zero or a negative number as no limit: the write's option, any
+    case, is no limit too, not refused."""
+    for value in ("-1", "0", "-20"):
+        opts = WriteOptions.parse({"path": str(tmp_path), "MAXRECORDSPERFILE": value}, False)
+        assert opts.max_records_per_file == 0
+    assert WriteOptions.parse({"path": str(tmp_path), "maxRecordsPerFile": "3"}, False).max_records_per_file == 3
+
+
+def test_a_partition_column_named_twice_is_refused_before_any_file(tmp_path: str) -> None:
+    """``partitionBy`` naming a column twice, in any case, is Delta's
+    ``DELTA_DUPLICATE_COLUMNS_FOUND`` when the write is planned (it failed the commit, after the
+    tasks wrote their files, or was refused as partitioning by every column)."""
+    from deltalog.contrib.spark.errors import SchemaMismatchError
+
+    schema = (
+        '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},'
+        '{"name":"k","type":"string","nullable":true,"metadata":{}}]}'
+    )
+    for columns in ("k,K", "k,k"):
+        opts = WriteOptions.parse({"path": str(tmp_path), "partitionBy": columns}, False)
+        with pytest.raises(SchemaMismatchError, match=r"DELTA_DUPLICATE_COLUMNS_FOUND: .* partition schema: k"):
+            plan_write(opts, schema)
+        with pytest.raises(SchemaMismatchError, match="DELTA_DUPLICATE_COLUMNS_FOUND"):
+            plan_write(opts, schema.replace("}]}", '},{"name":"x","type":"double","nullable":true,"metadata":{}}]}'))
+
+
 def test_writes_refused_and_replace_where_as_delta_suite(tmp_path: str) -> None:
     import pytest
 

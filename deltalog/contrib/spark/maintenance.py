@@ -224,9 +224,9 @@ class SparkBinRewriter:
     def __init__(self, spark: SparkSession) -> None:
         self._spark = spark
         #: Spark's ``spark.sql.files.maxRecordsPerFile``: Delta's OPTIMIZE writes through Spark's
-        #: file writer, which starts a new file after this many rows (0: no limit)
-        limit = _number_conf(spark, MAX_RECORDS_PER_FILE_CONF, int, 0, lambda v: v >= 0, "an integer >= 0")
-        self._max_records_per_file = int(limit or 0)
+        #: file writer, which starts a new file after this many rows (zero or negative: no limit)
+        limit = _number_conf(spark, MAX_RECORDS_PER_FILE_CONF, int, 0, lambda v: True, "an integer")
+        self._max_records_per_file = max(0, int(limit or 0))
 
     def __call__(self, spec: CompactionSpec, bins: Sequence[Sequence[AddFile]]) -> list[list[AddFile]]:
         import dataclasses

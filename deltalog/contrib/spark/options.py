@@ -431,7 +431,7 @@ class WriteOptions:
         resolver = Resolver(_flag(options, CASE_SENSITIVE_CONF))
         max_records = _int(options, "maxRecordsPerFile")
         if max_records is not None and max_records < 0:
-            raise InvalidWriteOptionError("maxRecordsPerFile must be >= 0 (0 means no limit)")
+            max_records = 0  # Spark's FileFormatWriter: zero or negative, no limit
         return cls(
             path=table_path(options),
             overwrite=overwrite,

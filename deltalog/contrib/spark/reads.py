@@ -13,7 +13,7 @@ position in the file, so the rows of skipped row groups still count.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -155,11 +155,14 @@ def _logical_chunk(chunk: pa.Array, delta_type: Any, target: pa.DataType, mode: 
     mask = chunk.is_null() if chunk.null_count else None
     if kind == "struct" and pa.types.is_struct(target) and pa.types.is_struct(chunk.type):
         children = []
-        for i, f in enumerate(delta_type["fields"]):
-            physical = child_column_name(chunk.type, f, mode)
-            target_field = target.field(i)
+        table_fields = {f["name"]: f for f in delta_type["fields"]}
+        for target_field in target:  # by name: the read's fields may be fewer (added since) or in another order
+            f = table_fields.get(resolve_name(target_field.name, table_fields))
+            if f is None:
+                children.append(pa.nulls(len(chunk), target_field.type))
+                continue
             try:
-                child = pc.struct_field(chunk, physical)
+                child = pc.struct_field(chunk, child_column_name(chunk.type, f, mode))
             except (KeyError, pa.ArrowInvalid):
                 child = pa.nulls(len(chunk), target_field.type)
             children.append(_logical_chunk(child, f["type"], target_field.type, mode, f"{path}.{f['name']}"))
@@ -178,6 +181,17 @@ def _logical_chunk(chunk: pa.Array, delta_type: Any, target: pa.DataType, mode: 
     if chunk.type != target:
         return chunk.cast(target, safe=False)
     return chunk
+
+
+def resolve_name(name: str, names: Iterable[str]) -> str:
+    """The one of ``names`` that a read column or field ``name`` reads: the same name, else
+    the one equal ignoring case (a schema given with ``.schema(...)`` may spell it otherwise,
+    as Spark's Parquet reader resolves it); ``name`` itself when there is none."""
+    candidates = list(names)
+    if name in candidates:
+        return name
+    lowered = name.lower()
+    return next((n for n in candidates if n.lower() == lowered), name)
 
 
 def _is_list(type_: pa.DataType) -> bool:
@@ -257,7 +271,8 @@ def read_file(spec: ReadSpec, store: LogStore, item: FileToRead, columns: Sequen
     fs = store.filesystem()
     uri = absolute_path(spec.table_uri, item.path)
     wanted = [f.name for f in spec.output_schema]
-    data_cols = [n for n in wanted if n in fields_by_name and n not in spec.partition_columns]
+    found = map(_table_name(fields_by_name), wanted)
+    data_cols = [n for n in found if n is not None and n not in spec.partition_columns]
     # top-level names in data files and in partitionValues (physical under column mapping)
     names = physical_names(schema, spec.column_mapping_mode)
     with open_data_file(fs, store.fs_path(uri)) as pf:
@@ -311,9 +326,10 @@ def _output_columns(
     name, physical names of all columns, physical names of the data columns read."""
     fields_by_name, names, physical = schema_names
     assert spec.output_schema is not None
+    table_name = _table_name(fields_by_name)
     arrays = []
     for out_field in spec.output_schema:
-        name = out_field.name
+        name = table_name(out_field.name) or out_field.name
         if name in spec.partition_columns:
             f = fields_by_name[name]
             type_name = f["type"] if isinstance(f["type"], str) else "string"
@@ -338,6 +354,17 @@ def _output_columns(
         else:
             arrays.append(pa.nulls(num_rows, out_field.type))
     return arrays
+
+
+def _table_name(fields_by_name: Mapping[str, Any]) -> Callable[[str], str | None]:
+    """The table's name of a column the read returns (:func:`resolve_name`), None for a
+    column the table does not have (the change feed's, the row tracking column)."""
+
+    def table_name(name: str) -> str | None:
+        found = resolve_name(name, fields_by_name)
+        return found if found in fields_by_name else None
+
+    return table_name
 
 
 def _row_tracking(columns: tuple[str, str], item: FileToRead, table: pa.Table, positions: pa.Array) -> pa.StructArray:

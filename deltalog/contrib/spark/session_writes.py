@@ -19,6 +19,11 @@ adds the session's time zone and Delta's read confs, as
 ``read_table`` reads them (:func:`session_read_defaults`).
 Writers and readers of other formats are left exactly as they were.
 
+``save`` of such a write also takes what Spark refuses for a Python data source as Delta
+takes it: the save modes ``errorifexists`` (Spark's default) and ``ignore``, and the columns of
+``partitionBy(...)``, handed on as the ``saveMode`` and ``partitionBy`` options; ``saveAsTable``
+refuses ``bucketBy``, as Delta does (Spark would drop the buckets).
+
 ``saveAsTable`` (which also records ``mode``) and ``DataFrameWriterV2.create`` (which records
 its table, ``using`` and options) of such a write that creates a catalog table first check its
 location as Delta's CREATE TABLE AS SELECT does
@@ -77,6 +82,7 @@ _VALUES = "_deltalog_option_values"
 _MODE = "_deltalog_mode"
 _TABLE = "_deltalog_table"
 _PARTITIONING = "_deltalog_partitioning"
+_BUCKETED = "_deltalog_bucketed"
 _PROPERTIES = "_deltalog_table_properties"
 
 _F = TypeVar("_F", bound=Callable[..., object])
@@ -86,6 +92,14 @@ _NOT_OPTIONS = frozenset({"path", "format", "mode", "partitionBy", "outputMode",
 
 #: Spark's session conf: the Parquet codec of a write without the ``compression`` option
 _PARQUET_CODEC = "spark.sql.parquet.compression.codec"
+#: Spark's save modes (as ``SaveMode`` parses them) that it refuses for a Python data source,
+#: with the ``saveMode`` option that asks deltalog for them
+_SAVE_MODE_OPTIONS = {
+    "error": "errorifexists",
+    "errorifexists": "errorifexists",
+    "default": "errorifexists",
+    "ignore": "ignore",
+}
 
 
 def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
@@ -292,10 +306,68 @@ def _forwarding_save(original: _F) -> _F:
 def _recording_mode(original: _F) -> _F:
     @functools.wraps(original)
     def mode(self: DataFrameWriter, saveMode: str | None) -> object:
-        setattr(self, _MODE, saveMode)
+        if saveMode is not None:  # PySpark keeps the mode it has for None
+            setattr(self, _MODE, saveMode)
         return original(self, saveMode)
 
     return mode  # type: ignore[return-value]
+
+
+def _delta_save(original: _F) -> _F:
+    """``DataFrameWriter.save`` of a ``deltalog`` write with Delta's save modes and
+    ``partitionBy(...)``, both of which Spark refuses for a Python data source (it hands one
+    only ``append`` and ``overwrite``, and no partitioning): see :func:`_as_delta_write`."""
+
+    @functools.wraps(original)
+    def save(
+        self: DataFrameWriter,
+        path: str | None = None,
+        format: str | None = None,
+        mode: str | None = None,
+        partitionBy: str | list[str] | None = None,
+        **options: object,
+    ) -> object:
+        if format is not None:
+            self.format(format)
+        self.mode(mode)
+        if partitionBy is not None:
+            self.partitionBy(partitionBy)
+        source = getattr(self, _SOURCE, None)
+        if isinstance(source, str) and source.strip().lower() == SOURCE_NAME:
+            _as_delta_write(self, [k for k, v in options.items() if v is not None])
+        return original(self, path, **options)
+
+    return save  # type: ignore[return-value]
+
+
+def _as_delta_write(writer: DataFrameWriter, options: list[str]) -> None:
+    """Hand ``writer``'s save mode and ``partitionBy(...)`` columns to deltalog as the options
+    it reads them from, where the write does not give those options (``options``: the keys
+    ``save`` got): ``errorifexists`` (Spark's default, also ``error``/``default``) and
+    ``ignore`` as the ``saveMode`` option of an ``append`` (a table at the path is refused /
+    left alone, as Delta's ``WriteIntoDelta``), the partition columns as the ``partitionBy``
+    option (Spark's own partitioning of the write is cleared: the table's is deltalog's)."""
+    import json
+
+    from pyspark.sql.classic.column import _to_seq
+
+    given = {k.lower() for k in (*_values(writer), *options)}
+    save_mode = _SAVE_MODE_OPTIONS.get(str(getattr(writer, _MODE, None) or "errorifexists").strip().lower())
+    if save_mode is not None and "savemode" not in given:
+        writer._jwrite = writer._jwrite.mode("append").option("saveMode", save_mode)
+    partitioning = getattr(writer, _PARTITIONING, None)
+    if partitioning and "partitionby" not in given:
+        no_columns = _to_seq(writer._spark._sc, [])
+        writer._jwrite = writer._jwrite.partitionBy(no_columns).option("partitionBy", json.dumps(partitioning))
+
+
+def _recording_bucket_by(original: _F) -> _F:
+    @functools.wraps(original)
+    def bucketBy(self: DataFrameWriter, *args: object, **kwargs: object) -> object:
+        setattr(self, _BUCKETED, True)
+        return original(self, *args, **kwargs)
+
+    return bucketBy  # type: ignore[return-value]
 
 
 def _checking_save_as_table(original: _F) -> _F:
@@ -310,6 +382,13 @@ def _checking_save_as_table(original: _F) -> _F:
         named = dict(zip(("name", "format", "mode", "partitionBy"), args, strict=False)) | kwargs
         source = named.get("format") or getattr(self, _SOURCE, None)
         if isinstance(source, str) and source.strip().lower() == SOURCE_NAME:
+            if getattr(self, _BUCKETED, False):  # Spark would drop the buckets; Delta refuses them
+                from deltalog.contrib.spark.errors import DeltaAnalysisError
+
+                raise DeltaAnalysisError(
+                    "DELTA_OPERATION_NOT_ALLOWED_DETAIL: Operation not allowed: `Bucketing` is not supported for "
+                    f"Delta tables: {named['name']}"
+                )
             mode = named.get("mode") or getattr(self, _MODE, None)
             options = _values(self) | {k: v for k, v in kwargs.items() if k not in _NOT_OPTIONS}
             refuse_non_empty_create_location(self._spark, str(named["name"]), _text(mode), options)
@@ -446,5 +525,7 @@ def forward_session_confs() -> None:
         DataFrameWriter.partitionBy = _recording_partition_by(DataFrameWriter.partitionBy)  # type: ignore[method-assign]
         DataStreamWriter.partitionBy = _recording_partition_by(DataStreamWriter.partitionBy)  # type: ignore[method-assign]
         DataFrameWriter.saveAsTable = _checking_save_as_table(DataFrameWriter.saveAsTable)  # type: ignore[method-assign]
+        DataFrameWriter.bucketBy = _recording_bucket_by(DataFrameWriter.bucketBy)  # type: ignore[method-assign]
+        DataFrameWriter.save = _delta_save(DataFrameWriter.save)  # type: ignore[method-assign]
         setattr(DataFrameWriter.mode, _WRAPPED, True)
     _wrap_v2_writer()

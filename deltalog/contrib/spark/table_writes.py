@@ -48,6 +48,7 @@ def write_table(df: DataFrame, uri: str, mode: str = "append", **options: Any) -
     where it can write the rows."""
     raw = _option_strings(options)
     native = raw.pop("native", None)
+    mode = _save_mode(mode, raw)
     spark = df.sparkSession
     from_session = _session_application_transaction(spark, raw)
     raw = {**session_defaults(spark, raw), **from_session, **raw}
@@ -111,6 +112,23 @@ def _session_application_transaction(spark: SparkSession, options: Mapping[str, 
         return {}
     app = session_application_transaction(spark)
     return {} if app is None else {"txnAppId": app.app_id, "txnVersion": str(app.version)}
+
+
+def _save_mode(mode: str, options: dict[str, str]) -> str:
+    """The write's save mode: ``mode``, or where it is the default ``append``, the ``saveMode``
+    option ``format("deltalog")`` takes (removed from ``options``); both naming other modes are
+    refused, never one of them dropped (an ``ignore`` taken as ``append`` would write the rows twice)."""
+    from deltalog.contrib.spark.errors import InvalidWriteOptionError
+
+    given = [options.pop(k) for k in [k for k in options if k.lower() == "savemode"]]
+    if not given:
+        return mode
+    option = given[-1]
+    if mode.strip().lower() not in ("append", option.strip().lower()):
+        raise InvalidWriteOptionError(
+            f"mode {mode!r} and the saveMode option {option!r} name different save modes: give one of them"
+        )
+    return option
 
 
 def _option_strings(options: Mapping[str, Any]) -> dict[str, str]:

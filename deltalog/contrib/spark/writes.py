@@ -197,6 +197,11 @@ def _check_names(data: dict[str, Any], partition_by: Sequence[str], change_data:
             f"partitionBy names columns that are not in the data: {', '.join(missing)}; data columns are "
             f"{', '.join(names)}"
         )
+    twice = sorted({c for c in (p.lower() for p in partition_by) if [q.lower() for q in partition_by].count(c) > 1})
+    if twice:  # Delta's PartitionUtils.validatePartitionColumn, names compared ignoring case
+        raise SchemaMismatchError(
+            f"DELTA_DUPLICATE_COLUMNS_FOUND: Found duplicate column(s) in the partition schema: {', '.join(twice)}"
+        )
     if partition_by and len(partition_by) >= len(_table_fields(data, change_data)["fields"]):
         raise InvalidWriteOptionError("cannot partition by every column: at least one data column must remain")
 
