@@ -322,7 +322,7 @@ def plan_write(
         _refuse_metadata_change_without_data_change(opts, snapshot.version)
         # what the commit would refuse, refused before any file is written; then the metadata the commit
         # records (column mapping ids, IcebergCompat's properties and nested ids), so the files carry what it names
-        verify_metadata(new_metadata, read_metadata is not None and read_metadata.properties.enable_change_data_feed)
+        verify_metadata(new_metadata, read_metadata)
         new_metadata = complete_metadata(read_metadata, new_metadata, creating=_recreates(opts, read_metadata))
     metadata = new_metadata or read_metadata
     assert metadata is not None  # a new table has new metadata
