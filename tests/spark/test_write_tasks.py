@@ -494,3 +494,24 @@ def test_replace_where_reads_timestamp_text_in_the_session_time_zone(tmp_path: s
     assert ids() == [6]
     write([(7, 9)], {"replaceWhere": "ts >= '2024-01-01 04:30:00+00:00'", **la}, True)
     assert ids() == [7]
+
+
+def test_overwrite_schema_keeps_the_table_properties_and_ignores_the_writes(tmp_path: str) -> None:
+    """Delta's ``ImplicitMetadataOperation``: a write's ``delta.*`` options are the properties
+    of a table it creates; ``overwriteSchema`` on an existing table replaces only its schema
+    and partitioning (``txn.metadata.copy(schemaString, partitionColumns)``), so the table keeps
+    its properties and the write's are ignored, as on any other write to it (they were applied:
+    ``delta.appendOnly=true`` made the table append-only where Delta leaves it as it was)."""
+    path = str(tmp_path)
+    first = plan_write(
+        WriteOptions.parse({"path": path, "delta.logRetentionDuration": "interval 40 days"}, False), _ODD
+    )
+    rows = pa.table({"value": pa.array([1], pa.int32()), "is_odd": pa.array([True])})
+    commit_write(first, write_batches(first.spec, rows.to_batches(), 0))
+    schema = '{"type":"struct","fields":[{"name":"value","type":"long","nullable":true,"metadata":{}}]}'
+    options = {"path": path, "overwriteSchema": "true", "delta.appendOnly": "true", "tableProperties": '{"a": "b"}'}
+    again = plan_write(WriteOptions.parse(options, True), schema)
+    commit_write(again, write_batches(again.spec, pa.table({"value": pa.array([2], pa.int64())}).to_batches(), 0))
+    snapshot = DeltaLog.for_table(path).update()
+    assert snapshot.metadata.configuration == {"delta.logRetentionDuration": "interval 40 days"}
+    assert [f.name for f in snapshot.schema.fields] == ["value"]

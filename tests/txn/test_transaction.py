@@ -252,6 +252,44 @@ def test_invalid_metadata_is_refused(
     assert not log.table_exists()
 
 
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("delta.dataSkippingNumIndexedCols", "-5"),
+        ("delta.checkpoint.writeStatsAsJson", "maybe"),
+        ("delta.checkpoint.writeStatsAsStruct", "maybe"),
+        ("delta.enableExpiredLogCleanup", "maybe"),
+        ("delta.checkpointRetentionDuration", "1 month"),
+        ("delta.setTransactionRetentionDuration", "bogus"),
+        ("delta.targetFileSize", "x"),
+    ],
+)
+def test_every_property_value_a_metadata_brings_is_checked_as_delta_checks_it(key: str, value: str) -> None:
+    """Delta's ``DeltaConfigs.validateConfigurations`` (and ``mergeGlobalConfigs``, which
+    validates the session's defaults the same way) refuses a value its property's rule refuses
+    wherever a table gets it: creation (the table builder, a write creating the table) as well
+    as SET TBLPROPERTIES. Before, creation checked only a few properties: a table could be
+    created with ``delta.dataSkippingNumIndexedCols=-5`` that no later write could write to,
+    or with a bad retention that failed only after the commit had landed."""
+    from deltalog.txn.protocol.properties import InvalidPropertyError
+
+    log = new_log()
+    txn = log.start_transaction()
+    with pytest.raises(InvalidPropertyError, match=key.replace(".", r"\.")):
+        txn.update_metadata(Metadata(id="x", schema_string=schema(a="long"), configuration={key: value}))
+    assert not log.table_exists()
+    # a value another writer left is not checked again when the metadata changes otherwise
+    create(log)
+    config = {"delta.appendOnly": "false", key: value}
+    log.store.write(
+        log.commit_uri(1), [json.dumps({"metaData": {**commit_lines(log, 0)[-1]["metaData"], "configuration": config}})]
+    )
+    txn = log.start_transaction()
+    assert txn.metadata is not None
+    txn.update_metadata(replace(txn.metadata, configuration={**config, "delta.appendOnly": "true"}))
+    assert txn.commit([], ManualUpdate()) == 2
+
+
 def test_cdf_reserved_names_are_fine_without_cdf() -> None:
     log = new_log()
     txn = log.start_transaction()

@@ -327,7 +327,7 @@ def plan_write(
         _refuse_metadata_change_without_data_change(opts, snapshot.version)
         # what the commit would refuse, refused before any file is written; then the metadata the commit
         # records (column mapping ids, IcebergCompat's properties and nested ids), so the files carry what it names
-        verify_metadata(new_metadata, read_metadata is not None and read_metadata.properties.enable_change_data_feed)
+        verify_metadata(new_metadata, read_metadata)
         new_metadata = complete_metadata(read_metadata, new_metadata, creating=_recreates(opts, read_metadata))
     metadata = new_metadata or read_metadata
     assert metadata is not None  # a new table has new metadata
@@ -489,11 +489,16 @@ def _metadata_change(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any
             new_metadata = _merged_metadata(current, schemas.merge_schemas(widened, data_fields))
         else:
             schemas.check_write_compatible(table_schema, data_fields)
-    if opts.table_properties and new_metadata is None:
-        changed = {k: v for k, v in opts.table_properties.items() if current.configuration.get(k) != v}
-        if changed:
-            log.info("ignoring table properties %s on a write to an existing table", sorted(changed))
+    if new_metadata is None:
+        _log_ignored_properties(opts, current)
     return new_metadata
+
+
+def _log_ignored_properties(opts: WriteOptions, current: Metadata) -> None:
+    """A write's table properties set only a table it creates (Delta's ``ImplicitMetadataOperation``)."""
+    changed = {k: v for k, v in opts.table_properties.items() if current.configuration.get(k) != v}
+    if changed:
+        log.info("ignoring table properties %s on a write to an existing table", sorted(changed))
 
 
 def _check_dependent_expressions(current: Metadata, data: dict[str, Any]) -> None:
@@ -607,12 +612,10 @@ def _overwritten_metadata(opts: WriteOptions, current: Metadata, data: dict[str,
     """``overwriteSchema``: the data's schema and partitioning as a new table's (no
     ``partitionBy``: unpartitioned, as Delta's ``ImplicitMetadataOperation`` takes the
     writer's partition columns), keeping the table's id, creation time, name, description
-    and properties."""
+    and properties (the write's are ignored, as Delta's ``txn.metadata.copy`` ignores them)."""
+    _log_ignored_properties(opts, current)
     fresh = _new_table_metadata(
-        replace(opts, table_properties={**current.configuration, **opts.table_properties}),
-        data,
-        old=current,
-        creating=False,
+        replace(opts, table_properties=dict(current.configuration)), data, old=current, creating=False
     )
     return replace(
         fresh,

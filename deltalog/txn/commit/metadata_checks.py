@@ -23,7 +23,7 @@ from deltalog.txn.protocol.collations import collated_map_keys
 from deltalog.txn.protocol.column_mapping import is_drop_column_operation, is_rename_column_operation
 from deltalog.txn.protocol.errors import ColumnMappingAndCdcOperationBlockedError, InvalidSchemaError
 from deltalog.txn.protocol.generated_columns import retyped_generated_columns
-from deltalog.txn.protocol.properties import InvalidPropertyError
+from deltalog.txn.protocol.properties import InvalidPropertyError, validate_changed_property_values
 from deltalog.txn.protocol.schema import parse_schema
 from deltalog.txn.protocol.stats_column_checks import validate_stats_columns
 
@@ -138,9 +138,11 @@ def _check_partition_columns(metadata: Metadata, fields: list[dict[str, Any]]) -
         )
 
 
-def verify_metadata(metadata: Metadata, cdf_was_on: bool = False) -> None:
-    """Raise :class:`InvalidMetadataError` when ``metadata`` must not be committed
-    (``cdf_was_on``: whether the metadata it replaces had the change data feed on)."""
+def verify_metadata(metadata: Metadata, previous: Metadata | None = None) -> None:
+    """Raise :class:`InvalidMetadataError` when ``metadata`` must not be committed in place of
+    ``previous`` (None: it creates the table), :class:`InvalidPropertyError` for a property
+    value it brings that Delta refuses (:func:`validate_changed_property_values`)."""
+    cdf_was_on = previous is not None and previous.properties.enable_change_data_feed
     try:
         schema = json.loads(metadata.schema_string)
     except (TypeError, ValueError) as exc:
@@ -172,7 +174,7 @@ def verify_metadata(metadata: Metadata, cdf_was_on: bool = False) -> None:
     except InvalidPropertyError as exc:
         raise InvalidMetadataError(str(exc)) from exc
     validate_stats_columns(metadata)
-    _ = metadata.properties.data_skipping_string_prefix_length  # InvalidPropertyError, as the above's
+    validate_changed_property_values(metadata.configuration, previous.configuration if previous else None)
     if cdf_on:
         refuse_change_data_columns([str(f.get("name", "")) for f in fields], cdf_was_on)
 

@@ -300,7 +300,7 @@ class OptimisticTransaction:
         if self._new_metadata is not None:
             raise MetadataAlreadyChangedError("cannot change the metadata more than once in a transaction")
         old = self.snapshot.metadata if self.table_exists else None
-        verify_metadata(metadata, old is not None and old.properties.enable_change_data_feed)
+        verify_metadata(metadata, old)
         if old is not None:
             refuse_retyped_generated_columns(old, metadata)
         metadata = complete_metadata(old, metadata, creating_table, removing_column_mapping)

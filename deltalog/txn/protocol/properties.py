@@ -51,6 +51,7 @@ __all__ = [
     "parse_auto_compact",
     "parse_bool",
     "parse_interval",
+    "validate_changed_property_values",
     "validate_table_properties",
 ]
 
@@ -651,5 +652,16 @@ class TableProperties:
             "randomize_file_prefixes",
             "random_prefix_length",
             "auto_compact",
+            "target_file_size",
         ):
             getattr(self, name)
+
+
+def validate_changed_property_values(configuration: Mapping[str, str], previous: Mapping[str, str] | None) -> None:
+    """Delta's ``DeltaConfig.apply`` of each value a table is given (``validateConfigurations``
+    at creation and SET TBLPROPERTIES, ``mergeGlobalConfigs`` for the session's defaults): raise
+    :class:`InvalidPropertyError` for a value of ``configuration`` its property refuses. Only the
+    values that differ from ``previous`` (the configuration replaced; None: a new table) are
+    checked, so a value another writer left is not refused when the metadata changes otherwise."""
+    before = previous or {}
+    TableProperties({k: v for k, v in configuration.items() if before.get(k) != v}).validate()
