@@ -252,3 +252,17 @@ def test_variant_features_are_added_as_delta_adds_them(
     assert (protocol.min_reader_version, protocol.min_writer_version) == (3, 7)
     assert set(protocol.reader_features or ()) == expected
     assert set(protocol.writer_features or ()) == expected | {"appendOnly", "invariants"}
+
+
+def test_object_fields_are_sorted_as_spark_sorts_them_utf16() -> None:
+    # Spark's VariantBuilder sorts fields by Java String order (UTF-16 code units) and its
+    # readers look fields up by binary search in that order: a key beyond the BMP ("😀",
+    # surrogates D83D DE00) comes before "\ue000", unlike in code point order
+    low, high = "\ue000", "\U0001f600"
+    names = (low + high).encode()
+    metadata = bytes([1, 2, 0, 3, 7]) + names  # version 1, the names low (id 0) and high (id 1)
+    fields = pa.StructArray.from_arrays(
+        [_field(pa.array([1], pa.int8()), [None]), _field(pa.array([2], pa.int8()), [None])], names=[low, high]
+    )
+    # {"😀": 2, "\ue000": 1}: ids 1, 0; offsets 0, 2, 4
+    assert _values(_group(fields, [None], [metadata])) == [b"\x02\x02\x01\x00\x00\x02\x04\x0c\x02\x0c\x01"]

@@ -17,11 +17,11 @@ the unshredded ``struct<value, metadata>`` every deltalog reader hands out, per 
   required, Variant null (``00``).
 
 Encodings follow Spark's ``VariantBuilder`` (integers and decimals in their smallest
-width, short strings for fewer than 64 bytes, objects with their fields sorted by name),
-so a rebuilt value has the bytes Spark's reader gives. A layout the spec calls invalid
-(a shredded field also in ``value``, ``value`` not an object beside a shredded object,
-``value`` and a non-object ``typed_value`` both set, a field name missing from the
-metadata) or a ``typed_value`` type the spec does not list raises
+width, short strings for fewer than 64 bytes, objects with their fields sorted by name
+in UTF-16 order, as Java sorts strings), so a rebuilt value has the bytes Spark's reader
+gives. A layout the spec calls invalid (a shredded field also in ``value``, ``value`` not
+an object beside a shredded object, ``value`` and a non-object ``typed_value`` both set, a
+field name missing from the metadata) or a ``typed_value`` type the spec does not list raises
 :class:`~deltalog.txn.protocol.errors.ShreddedVariantError` naming it, never a wrong value.
 """
 
@@ -299,9 +299,10 @@ def _value_size(buf: bytes, pos: int) -> int:
 
 
 def _object(members: dict[str, bytes], meta: _Metadata, path: str) -> bytes:
-    """A variant object of ``members``, its fields sorted by name (Spark's
-    ``finishWritingObject``)."""
-    names = sorted(members)
+    """A variant object of ``members``, its fields sorted by name as Spark's
+    ``finishWritingObject`` sorts them: Java ``String`` order, by UTF-16 code units, which
+    Spark's readers search the fields by (a name beyond the BMP before ``U+E000``-``U+FFFF``)."""
+    names = sorted(members, key=_java_order)
     missing = [n for n in names if n not in meta.ids]
     if missing:
         raise ShreddedVariantError(path, f"the fields {missing} are not in the variant metadata")
@@ -319,6 +320,11 @@ def _object(members: dict[str, bytes], meta: _Metadata, path: str) -> bytes:
     for o in offsets:
         out += o.to_bytes(offset_size, "little")
     return bytes(out + data)
+
+
+def _java_order(name: str) -> bytes:
+    """A sort key ordering names as Java's ``String.compareTo`` (UTF-16 code units)."""
+    return name.encode("utf-16-be", "surrogatepass")
 
 
 def _array(items: Sequence[bytes]) -> bytes:
