@@ -4,6 +4,7 @@ does. No Spark session: the tasks' rows are Arrow."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from typing import Any
@@ -494,6 +495,36 @@ def test_replace_where_reads_timestamp_text_in_the_session_time_zone(tmp_path: s
     assert ids() == [6]
     write([(7, 9)], {"replaceWhere": "ts >= '2024-01-01 04:30:00+00:00'", **la}, True)
     assert ids() == [7]
+
+
+def _committed_action_kinds(path: str, version: int) -> set[str]:
+    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as f:
+        return {next(iter(json.loads(line))) for line in f if line.strip()}
+
+
+def test_overwrite_schema_with_the_tables_schema_commits_no_metadata(tmp_path: str) -> None:
+    """Delta's ``ImplicitMetadataOperation`` updates the metadata of an ``overwriteSchema``
+    write only when the schema or the partitioning changes (``isNewSchema ||
+    isPartitioningChanged``): an overwrite with the table's own schema is a plain overwrite,
+    so a concurrent writer does not fail with a metadata change. A changed schema, or a
+    column-mapped table (whose stored schema always differs from the data's, as in Delta),
+    still commits one."""
+    path = str(tmp_path)
+    rows = pa.table({"value": pa.array([1], pa.int32()), "is_odd": pa.array([True])})
+    first = plan_write(WriteOptions.parse({"path": path}, False), _ODD)
+    commit_write(first, write_batches(first.spec, rows.to_batches(), 0))
+    same = plan_write(WriteOptions.parse({"path": path, "overwriteSchema": "true"}, True), _ODD)
+    assert commit_write(same, write_batches(same.spec, rows.to_batches(), 0)) == 1
+    assert "metaData" not in _committed_action_kinds(path, 1)
+    other = plan_write(WriteOptions.parse({"path": path, "overwriteSchema": "true"}, True), _ONLY_VALUE)
+    commit_write(other, write_batches(other.spec, rows.select(["value"]).to_batches(), 0))
+    assert "metaData" in _committed_action_kinds(path, 2)
+    mapped = str(tmp_path / "mapped")
+    create = plan_write(WriteOptions.parse({"path": mapped, "delta.columnMapping.mode": "name"}, False), _ODD)
+    commit_write(create, write_batches(create.spec, rows.to_batches(), 0))
+    again = plan_write(WriteOptions.parse({"path": mapped, "overwriteSchema": "true"}, True), _ODD)
+    commit_write(again, write_batches(again.spec, rows.to_batches(), 0))
+    assert "metaData" in _committed_action_kinds(mapped, 1)
 
 
 def test_overwrite_schema_keeps_the_table_properties_and_ignores_the_writes(tmp_path: str) -> None:

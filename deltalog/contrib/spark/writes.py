@@ -467,7 +467,7 @@ def _metadata_change(opts: WriteOptions, snapshot: Snapshot, data: dict[str, Any
     if opts.overwrite and opts.overwrite_schema and not opts.replace_where:
         fresh = _overwritten_metadata(opts, current, data)
         refuse_partitioning_a_clustered_table(snapshot.protocol, fresh.partition_columns)
-        return fresh
+        return fresh if _schema_or_partitioning_changed(fresh, current) else None
     if opts.partition_by is not None and [c.lower() for c in opts.partition_by] != [
         c.lower() for c in current.partition_columns
     ]:
@@ -624,6 +624,18 @@ def _overwritten_metadata(opts: WriteOptions, current: Metadata, data: dict[str,
         name=current.name,
         description=current.description,
     )
+
+
+def _schema_or_partitioning_changed(fresh: Metadata, current: Metadata) -> bool:
+    """Delta's ``isNewSchema || isPartitioningChanged`` for ``overwriteSchema``: without
+    either the write is a plain overwrite and commits no metadata (a concurrent writer then
+    sees no metadata change). The schemas compare as Delta's ``StructType`` equality: names,
+    order, types, nullability and field metadata. As Delta, the table's stored schema is
+    compared with the data's without column mapping metadata, so a column-mapped table's
+    always changes (Delta then assigns its columns anew)."""
+    data_schema = schemas.without_column_mapping_metadata(json.loads(fresh.schema_string))
+    same_schema = data_schema == json.loads(current.schema_string)
+    return not same_schema or list(fresh.partition_columns) != list(current.partition_columns)
 
 
 def _merged_metadata(current: Metadata, merged: dict[str, Any]) -> Metadata:
