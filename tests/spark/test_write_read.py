@@ -257,10 +257,19 @@ def test_spark_save_modes_and_partition_by_reach_the_table(spark, table_path):
     df.write.format("deltalog").mode("ignore").save(table_path)
     df.write.save(table_path, format="deltalog", mode="ignore", partitionBy="k")
     assert len(commits(table_path)) == 1 and spark.read.format("deltalog").load(table_path).count() == 4
+    # a writer is reused with another mode (PySpark keeps its state): the mode of each save counts
+    writer = _df(spark, n=2).write.format("deltalog").mode("ignore")
+    writer.save(table_path)
+    writer.mode("overwrite").save(table_path)
+    writer.mode("errorifexists")
+    with pytest.raises(Exception, match="already exists"):
+        writer.save(table_path)
+    writer.mode("append").save(table_path)
+    assert len(commits(table_path)) == 3 and spark.read.format("deltalog").load(table_path).count() == 4
     bucketed = df.write.format("deltalog").mode("append").bucketBy(2, "id").option("path", table_path)
     with pytest.raises(Exception, match=r"DELTA_OPERATION_NOT_ALLOWED_DETAIL: .*`Bucketing` is not supported"):
         bucketed.saveAsTable("bucketed_t")
-    assert len(commits(table_path)) == 1
+    assert len(commits(table_path)) == 3
 
 
 def test_schema_checks_and_merge_schema(spark, table_path):

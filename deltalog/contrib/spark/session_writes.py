@@ -100,6 +100,9 @@ _SAVE_MODE_OPTIONS = {
     "default": "errorifexists",
     "ignore": "ignore",
 }
+#: the save modes Spark hands a Python data source itself; still given as the ``saveMode``
+#: option, so a reused writer does not keep the one an earlier ``save`` set
+_SPARK_SAVE_MODES = frozenset({"append", "overwrite"})
 
 
 def session_defaults(spark: SparkSession, options: Mapping[str, str]) -> dict[str, str]:
@@ -346,15 +349,21 @@ def _as_delta_write(writer: DataFrameWriter, options: list[str]) -> None:
     ``save`` got): ``errorifexists`` (Spark's default, also ``error``/``default``) and
     ``ignore`` as the ``saveMode`` option of an ``append`` (a table at the path is refused /
     left alone, as Delta's ``WriteIntoDelta``), the partition columns as the ``partitionBy``
-    option (Spark's own partitioning of the write is cleared: the table's is deltalog's)."""
+    option (Spark's own partitioning of the write is cleared: the table's is deltalog's).
+    ``append`` and ``overwrite`` are given as the option too: a reused writer keeps the
+    options of its earlier saves, and its ``ignore`` must not skip a later overwrite."""
     import json
 
     from pyspark.sql.classic.column import _to_seq
 
     given = {k.lower() for k in (*_values(writer), *options)}
-    save_mode = _SAVE_MODE_OPTIONS.get(str(getattr(writer, _MODE, None) or "errorifexists").strip().lower())
-    if save_mode is not None and "savemode" not in given:
-        writer._jwrite = writer._jwrite.mode("append").option("saveMode", save_mode)
+    mode = str(getattr(writer, _MODE, None) or "errorifexists").strip().lower()
+    save_mode = _SAVE_MODE_OPTIONS.get(mode)
+    if "savemode" not in given:
+        if save_mode is not None:
+            writer._jwrite = writer._jwrite.mode("append").option("saveMode", save_mode)
+        elif mode in _SPARK_SAVE_MODES:  # PySpark's writer keeps its options between saves
+            writer._jwrite = writer._jwrite.option("saveMode", mode)
     partitioning = getattr(writer, _PARTITIONING, None)
     if partitioning and "partitionby" not in given:
         no_columns = _to_seq(writer._spark._sc, [])
