@@ -272,6 +272,28 @@ def test_spark_save_modes_and_partition_by_reach_the_table(spark, table_path):
     assert len(commits(table_path)) == 3
 
 
+def test_the_session_default_source_deltalog_writes_and_reads_as_the_format(spark, table_path):
+    """With ``spark.sql.sources.default`` set to ``deltalog`` (as Databricks sets it to
+    ``delta``), ``df.write.save(p)`` and ``spark.read.load(p)`` without ``format(...)`` are
+    deltalog writes and reads: Delta's save modes, ``partitionBy`` and the session's confs
+    (here ``commitInfo.userMetadata``) reach them as with ``format("deltalog")``."""
+    spark.conf.set("spark.sql.sources.default", "deltalog")
+    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", "from the session")
+    try:
+        df = _df(spark, n=4)
+        df.write.partitionBy("k").save(table_path)
+        df.write.mode("ignore").save(table_path)
+        with pytest.raises(Exception, match="already exists"):
+            df.write.save(table_path)
+        assert spark.read.load(table_path).count() == 4
+    finally:
+        spark.conf.unset("spark.sql.sources.default")
+        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+    (first,) = commits(table_path)
+    assert [a["metaData"]["partitionColumns"] for a in first if "metaData" in a] == [["k"]]
+    assert next(a["commitInfo"] for a in first if "commitInfo" in a)["userMetadata"] == "from the session"
+
+
 def test_schema_checks_and_merge_schema(spark, table_path):
     """A column the table lacks is Delta's ``DELTA_METADATA_MISMATCH`` without ``mergeSchema``
     (DeltaInsertIntoSchemaEvolutionSuite), and is added with it; a column of another type is

@@ -90,6 +90,10 @@ _F = TypeVar("_F", bound=Callable[..., object])
 #: write options (their second positional argument is the format, ``insertInto``'s is ``overwrite``)
 _NOT_OPTIONS = frozenset({"path", "format", "mode", "partitionBy", "outputMode", "queryName", "overwrite", "schema"})
 
+#: the reads and writes by path, whose format is the session's default without ``format(...)``
+_BY_PATH = frozenset({"save", "load", "start"})
+#: Spark's session conf: the format of a read or write by path without ``format(...)``
+_DEFAULT_SOURCE_CONF = "spark.sql.sources.default"
 #: Spark's session conf: the Parquet codec of a write without the ``compression`` option
 _PARQUET_CODEC = "spark.sql.parquet.compression.codec"
 #: Spark's save modes (as ``SaveMode`` parses them) that it refuses for a Python data source,
@@ -206,13 +210,25 @@ def _values(handle: object) -> dict[str, object]:
     return _recorded(handle, _VALUES)
 
 
-def _add_session_confs(handle: _Handle, fmt: str | None, options: dict[str, object]) -> None:
-    """Add the session's confs the write (or read) does not give, if its format is ``deltalog``."""
+def _is_deltalog(handle: _Handle, fmt: object = None, by_path: bool = False) -> bool:
+    """Whether a read or write through ``handle`` is deltalog's: its format is ``fmt`` (given
+    to ``save``/``load``), else the one ``format(...)`` recorded, else, for one by path
+    (``save``, ``load``, ``start``), the session's ``spark.sql.sources.default``, as Spark
+    takes it (for ``saveAsTable``, ``insertInto`` and ``toTable`` an existing catalog table's
+    own provider decides, so they need ``format(...)``)."""
+    source = fmt if isinstance(fmt, str) else getattr(handle, _SOURCE, None)
+    if source is None and by_path:
+        source = handle._spark.conf.get(_DEFAULT_SOURCE_CONF)
+    return isinstance(source, str) and source.strip().lower() == SOURCE_NAME
+
+
+def _add_session_confs(handle: _Handle, fmt: str | None, options: dict[str, object], by_path: bool) -> None:
+    """Add the session's confs the write (or read) does not give, if it is deltalog's
+    (:func:`_is_deltalog`)."""
     from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
     from pyspark.sql.streaming.readwriter import DataStreamReader
 
-    source = fmt if fmt is not None else getattr(handle, _SOURCE, None)
-    if source is None or source.strip().lower() != SOURCE_NAME:
+    if not _is_deltalog(handle, fmt, by_path):
         return
     given = dict.fromkeys(set(_values(handle)) | {k for k, v in options.items() if v is not None}, "")
     if isinstance(handle, (DataFrameReader, DataStreamReader)):
@@ -293,14 +309,14 @@ def _recording_options(original: _F) -> _F:
     return options  # type: ignore[return-value]
 
 
-def _forwarding_save(original: _F) -> _F:
+def _forwarding_save(original: _F, by_path: bool) -> _F:
     @functools.wraps(original)
     def save(self: _Handle, *args: object, **options: object) -> object:
         fmt = options.get("format") if len(args) < 2 else args[1]
         if options.get("partitionBy") is not None:  # PySpark calls partitionBy(...) only inside
             setattr(self, _PARTITIONING, _column_names(options["partitionBy"]))
         kwargs = {k: v for k, v in options.items() if k not in _NOT_OPTIONS}
-        _add_session_confs(self, fmt if isinstance(fmt, str) else None, kwargs)
+        _add_session_confs(self, fmt if isinstance(fmt, str) else None, kwargs, by_path)
         return original(self, *args, **options)
 
     return save  # type: ignore[return-value]
@@ -335,8 +351,7 @@ def _delta_save(original: _F) -> _F:
         self.mode(mode)
         if partitionBy is not None:
             self.partitionBy(partitionBy)
-        source = getattr(self, _SOURCE, None)
-        if isinstance(source, str) and source.strip().lower() == SOURCE_NAME:
+        if _is_deltalog(self, by_path=True):
             _as_delta_write(self, [k for k, v in options.items() if v is not None])
         return original(self, path, **options)
 
@@ -527,7 +542,7 @@ def forward_session_confs() -> None:
         cls.option = _recording_option(cls.option)  # type: ignore[method-assign]
         cls.options = _recording_options(cls.options)  # type: ignore[method-assign]
         for name in starts:
-            setattr(cls, name, _forwarding_save(getattr(cls, name)))
+            setattr(cls, name, _forwarding_save(getattr(cls, name), by_path=name in _BY_PATH))
         setattr(cls, _WRAPPED, True)
     if not getattr(DataFrameWriter.mode, _WRAPPED, False):
         DataFrameWriter.mode = _recording_mode(DataFrameWriter.mode)  # type: ignore[method-assign]
