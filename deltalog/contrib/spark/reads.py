@@ -13,7 +13,7 @@ position in the file, so the rows of skipped row groups still count.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -156,8 +156,10 @@ def _logical_chunk(chunk: pa.Array, delta_type: Any, target: pa.DataType, mode: 
     if kind == "struct" and pa.types.is_struct(target) and pa.types.is_struct(chunk.type):
         children = []
         table_fields = {f["name"]: f for f in delta_type["fields"]}
+        field_name = _table_name(table_fields)
         for target_field in target:  # by name: the read's fields may be fewer (added since) or in another order
-            f = table_fields.get(resolve_name(target_field.name, table_fields))
+            found = field_name(target_field.name)
+            f = None if found is None else table_fields[found]
             if f is None:
                 children.append(pa.nulls(len(chunk), target_field.type))
                 continue
@@ -181,17 +183,6 @@ def _logical_chunk(chunk: pa.Array, delta_type: Any, target: pa.DataType, mode: 
     if chunk.type != target:
         return chunk.cast(target, safe=False)
     return chunk
-
-
-def resolve_name(name: str, names: Iterable[str]) -> str:
-    """The one of ``names`` that a read column or field ``name`` reads: the same name, else
-    the one equal ignoring case (a schema given with ``.schema(...)`` may spell it otherwise,
-    as Spark's Parquet reader resolves it); ``name`` itself when there is none."""
-    candidates = list(names)
-    if name in candidates:
-        return name
-    lowered = name.lower()
-    return next((n for n in candidates if n.lower() == lowered), name)
 
 
 def _is_list(type_: pa.DataType) -> bool:
@@ -357,12 +348,16 @@ def _output_columns(
 
 
 def _table_name(fields_by_name: Mapping[str, Any]) -> Callable[[str], str | None]:
-    """The table's name of a column the read returns (:func:`resolve_name`), None for a
-    column the table does not have (the change feed's, the row tracking column)."""
+    """The table's name of a column or struct field the read returns: the same name, else the
+    one equal ignoring case (a schema given with ``.schema(...)`` may spell it otherwise, as
+    Spark's Parquet reader resolves it); None for one the table does not have (added since
+    the read was planned, the change feed's, the row tracking column)."""
+    lowered: dict[str, str] = {}
+    for n in fields_by_name:
+        lowered.setdefault(n.lower(), n)
 
     def table_name(name: str) -> str | None:
-        found = resolve_name(name, fields_by_name)
-        return found if found in fields_by_name else None
+        return name if name in fields_by_name else lowered.get(name.lower())
 
     return table_name
 

@@ -404,8 +404,7 @@ def _checking_save_as_table(original: _F) -> _F:
         from deltalog.contrib.spark.create_location import creation_options, refuse_non_empty_create_location
 
         named = dict(zip(("name", "format", "mode", "partitionBy"), args, strict=False)) | kwargs
-        source = named.get("format") or getattr(self, _SOURCE, None)
-        if isinstance(source, str) and source.strip().lower() == SOURCE_NAME:
+        if _is_deltalog(self, named.get("format")):
             if getattr(self, _BUCKETED, False):  # Spark would drop the buckets; Delta refuses them
                 from deltalog.contrib.spark.errors import DeltaAnalysisError
 

@@ -28,6 +28,7 @@ import json
 import logging
 import time
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -197,7 +198,8 @@ def _check_names(data: dict[str, Any], partition_by: Sequence[str], change_data:
             f"partitionBy names columns that are not in the data: {', '.join(missing)}; data columns are "
             f"{', '.join(names)}"
         )
-    twice = sorted({c for c in (p.lower() for p in partition_by) if [q.lower() for q in partition_by].count(c) > 1})
+    counts = Counter(c.lower() for c in partition_by)
+    twice = sorted(c for c, n in counts.items() if n > 1)
     if twice:  # Delta's PartitionUtils.validatePartitionColumn, names compared ignoring case
         raise SchemaMismatchError(
             f"DELTA_DUPLICATE_COLUMNS_FOUND: Found duplicate column(s) in the partition schema: {', '.join(twice)}"
